@@ -1,0 +1,5 @@
+-- Every thread of every manager in list order, for `threadbase list` / `tree`.
+SELECT * FROM threads
+WHERE (:state = 'all' OR status = :state)
+  AND (:visibility = 'all' OR archived = (:visibility = 'archived'))
+ORDER BY sort_key, manager_id

@@ -1,0 +1,2 @@
+-- Reference resolution step 1: an exact thread id within one manager (primary key lookup).
+SELECT * FROM threads WHERE id = ?1 AND manager_id = ?2

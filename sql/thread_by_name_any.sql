@@ -1,0 +1,2 @@
+-- Threads with one task name in any manager, for the inspection CLI.
+SELECT * FROM threads WHERE task_name = ?1 ORDER BY sort_key, manager_id LIMIT ?2

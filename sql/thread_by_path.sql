@@ -1,0 +1,3 @@
+-- Reference resolution step 2: an exact canonical path within one manager
+-- (the UNIQUE (manager_id, path) index).
+SELECT * FROM threads WHERE manager_id = ?1 AND path = ?2

@@ -1,0 +1,2 @@
+-- The first threads of a manager in list order, for the unknown-reference error text.
+SELECT * FROM threads WHERE manager_id = ?1 ORDER BY sort_key LIMIT ?2

@@ -1,0 +1,124 @@
+//! The `threadbase` command line: one module per group of subcommands.
+
+mod inspect;
+mod sql;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::error::Error;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "threadbase",
+    version,
+    about = "SQL-backed state engine for trees of background Pi agent sessions"
+)]
+pub struct Cli {
+    /// The database file. Default: $THREADBASE_DB, else $PI_CODING_AGENT_DIR/threadbase.sqlite,
+    /// else ~/.pi/agent/threadbase.sqlite.
+    #[arg(long, global = true, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List stored threads of every manager, in path order.
+    List {
+        /// all, live or closed.
+        #[arg(long, default_value = "all")]
+        state: String,
+        /// active, archived or all.
+        #[arg(long, default_value = "all")]
+        visibility: String,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the stored threads as a tree per manager.
+    Tree {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one thread: a thread id, a canonical path, or a task name.
+    Show {
+        reference: String,
+        /// Only threads of the manager with this session id.
+        #[arg(long, value_name = "SESSION_ID")]
+        manager: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a thread's retained events, oldest first.
+    Events {
+        reference: String,
+        #[arg(long, value_name = "SESSION_ID")]
+        manager: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run one read-only SQL statement; a statement that would write is refused.
+    Sql {
+        query: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// The database path: `--db`, else `$THREADBASE_DB`, else `$PI_CODING_AGENT_DIR/threadbase.sqlite`,
+/// else `~/.pi/agent/threadbase.sqlite`.
+pub fn default_db_path(flag: Option<PathBuf>) -> PathBuf {
+    let non_empty = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+    if let Some(p) = flag {
+        return p;
+    }
+    if let Some(p) = non_empty("THREADBASE_DB") {
+        return PathBuf::from(p);
+    }
+    if let Some(dir) = non_empty("PI_CODING_AGENT_DIR") {
+        return PathBuf::from(dir).join("threadbase.sqlite");
+    }
+    let home = non_empty("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."));
+    home.join(".pi").join("agent").join("threadbase.sqlite")
+}
+
+/// Parses the command line, runs it, and maps errors to a message on stderr and exit code 2.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let db = default_db_path(cli.db.clone());
+    let mut out = std::io::stdout().lock();
+    let result = match cli.command {
+        Command::List {
+            state,
+            visibility,
+            json,
+        } => inspect::list(&db, &state, &visibility, json, &mut out),
+        Command::Tree { json } => inspect::tree(&db, json, &mut out),
+        Command::Show {
+            reference,
+            manager,
+            json,
+        } => inspect::show(&db, &reference, manager.as_deref(), json, &mut out),
+        Command::Events {
+            reference,
+            manager,
+            json,
+        } => inspect::events(&db, &reference, manager.as_deref(), json, &mut out),
+        Command::Sql { query, json } => sql::run(&db, &query, json, &mut out),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => report(&e),
+    }
+}
+
+fn report(e: &Error) -> ExitCode {
+    eprintln!("threadbase: error[{}]: {}", e.code, e.message);
+    ExitCode::from(2)
+}

@@ -1,0 +1,145 @@
+//! One error type for the whole engine. Every variant has a stable code (the wire `code` of
+//! `serve` errors) and a message that says what was wrong and, after `Repair:`, how to fix it.
+
+use std::fmt;
+
+/// Stable error codes, as pinned in DESIGN.md.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorCode {
+    InvalidParams,
+    UnknownReference,
+    AmbiguousReference,
+    Conflict,
+    Limit,
+    Forbidden,
+    Closed,
+    NotResumable,
+    Io,
+    Internal,
+}
+
+impl ErrorCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::InvalidParams => "invalid_params",
+            ErrorCode::UnknownReference => "unknown_reference",
+            ErrorCode::AmbiguousReference => "ambiguous_reference",
+            ErrorCode::Conflict => "conflict",
+            ErrorCode::Limit => "limit",
+            ErrorCode::Forbidden => "forbidden",
+            ErrorCode::Closed => "closed",
+            ErrorCode::NotResumable => "not_resumable",
+            ErrorCode::Io => "io",
+            ErrorCode::Internal => "internal",
+        }
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The engine's error: a stable code plus a human message (which carries its `Repair:` hint).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct Error {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Error {
+            code,
+            message: message.into(),
+        }
+    }
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::InvalidParams, message)
+    }
+    pub fn conflict(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Conflict, message)
+    }
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Forbidden, message)
+    }
+    pub fn io(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Io, message)
+    }
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Internal, message)
+    }
+    pub fn code(&self) -> ErrorCode {
+        self.code
+    }
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        Error::io(format!(
+            "I/O error: {e}. Repair: check that the path exists and is writable."
+        ))
+    }
+}
+
+impl From<serde_json::Error> for Error {
+    fn from(e: serde_json::Error) -> Self {
+        Error::invalid(format!(
+            "Invalid JSON: {e}. Repair: send one well-formed JSON object."
+        ))
+    }
+}
+
+impl From<rusqlite::Error> for Error {
+    fn from(e: rusqlite::Error) -> Self {
+        use rusqlite::ErrorCode as C;
+        if let rusqlite::Error::SqliteFailure(f, ref msg) = e {
+            let detail = msg.clone().unwrap_or_else(|| f.to_string());
+            return match f.code {
+                C::DatabaseBusy | C::DatabaseLocked => Error::io(format!(
+                    "The database stayed busy past the busy timeout ({detail}). Repair: retry; if it persists, find the process holding a long write transaction."
+                )),
+                C::ReadOnly => Error::io(format!(
+                    "The database is read-only ({detail}). Repair: make the database file and its folder writable, or point --db at a writable path."
+                )),
+                C::DiskFull => Error::io(format!(
+                    "The disk is full ({detail}). Repair: free space on the database's filesystem; nothing was written."
+                )),
+                C::CannotOpen => Error::io(format!(
+                    "Cannot open the database ({detail}). Repair: check that the folder exists and is writable, or pass --db."
+                )),
+                C::NotADatabase | C::DatabaseCorrupt => Error::io(format!(
+                    "The database file is corrupt or not a SQLite database ({detail}). Repair: move it aside and start with a new file, or restore a backup."
+                )),
+                C::ConstraintViolation => Error::conflict(format!(
+                    "A database constraint refused the change ({detail}). Repair: re-read the current state and retry with values that do not collide."
+                )),
+                C::SystemIoFailure => Error::io(format!(
+                    "The database could not be read or written ({detail}). Repair: check the filesystem and free space."
+                )),
+                _ => Error::internal(format!("SQLite error: {detail}")),
+            };
+        }
+        Error::internal(format!("SQLite error: {e}"))
+    }
+}
+
+impl From<r2d2::Error> for Error {
+    fn from(e: r2d2::Error) -> Self {
+        Error::io(format!(
+            "Could not get a database connection: {e}. Repair: check that the database file is readable."
+        ))
+    }
+}
+
+impl From<refinery::Error> for Error {
+    fn from(e: refinery::Error) -> Self {
+        Error::internal(format!(
+            "Database migration failed: {e}. Repair: an applied migration must never be edited; restore the original file under migrations/ or use a new database."
+        ))
+    }
+}

@@ -1,0 +1,25 @@
+//! threadbase: an embedded, SQL-backed state engine for trees of background agent sessions.
+//!
+//! Every fact (threads, paths, events, mailbox messages, reports, archive flags, process
+//! leases) is a row in one SQLite file, so the state survives a crash and can be queried with
+//! plain SQL. Rules are SQL too: reference resolution, list filters and idempotency are
+//! indexed queries and constraints, not loops over loaded rows. See `DESIGN.md` beside the
+//! project for the whole picture.
+//!
+//! - [`store`]: open the database (WAL, migrations, reader pool, one writer).
+//! - [`paths`]: the path grammars of the three contracts.
+//! - [`refs`]: contract A reference resolution.
+//! - [`list`]: list filters.
+//! - [`cli`]: the `threadbase` command line.
+
+pub mod cli;
+pub mod error;
+pub mod ids;
+pub mod list;
+pub mod paths;
+pub mod refs;
+pub mod store;
+pub mod time;
+
+pub use error::{Error, ErrorCode, Result};
+pub use store::Store;

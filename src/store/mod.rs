@@ -1,0 +1,166 @@
+//! The SQLite store: one file, WAL, one writer, a pool of readers.
+//!
+//! Opening sets WAL once (before the pool exists), runs the embedded refinery migrations under
+//! a file lock so concurrent first opens do not race, and then hands out reader connections
+//! from an r2d2 pool. Every write goes through [`Store::write`], which starts `BEGIN IMMEDIATE`
+//! so a writer takes the lock up front and waits in the busy handler instead of failing with
+//! `database is locked` when it would upgrade a read.
+
+pub mod events;
+pub mod threads;
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use r2d2_sqlite::SqliteConnectionManager;
+use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
+
+use crate::error::{Error, Result};
+
+mod embedded {
+    refinery::embed_migrations!("migrations");
+}
+
+/// How long a connection waits for a lock held by another connection or process.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A pooled read connection.
+pub type ReadConn = r2d2::PooledConnection<SqliteConnectionManager>;
+
+/// An open database: the writer connection and the reader pool.
+pub struct Store {
+    path: PathBuf,
+    writer: Mutex<Connection>,
+    readers: r2d2::Pool<SqliteConnectionManager>,
+}
+
+fn configure(conn: &Connection) -> rusqlite::Result<()> {
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")?;
+    conn.set_prepared_statement_cache_capacity(64);
+    Ok(())
+}
+
+impl Store {
+    /// Opens (creating it and its parent folders if needed) the database at `path` and
+    /// brings its schema up to date.
+    pub fn open(path: impl AsRef<Path>) -> Result<Store> {
+        let path = path.as_ref().to_path_buf();
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| {
+                Error::io(format!(
+                    "Cannot create the database folder {}: {e}. Repair: create it by hand or pass --db with a writable location.",
+                    parent.display()
+                ))
+            })?;
+        }
+        let mut writer = Connection::open(&path).map_err(|e| open_error(&path, e))?;
+        configure(&writer)?;
+        let mode: String = writer.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(Error::io(format!(
+                "The database {} could not switch to WAL mode (journal_mode is {mode}). Repair: put the database on a local filesystem that supports shared memory.",
+                path.display()
+            )));
+        }
+        migrate(&mut writer, &path)?;
+        let manager = SqliteConnectionManager::file(&path)
+            .with_flags(
+                OpenFlags::SQLITE_OPEN_READ_WRITE
+                    | OpenFlags::SQLITE_OPEN_NO_MUTEX
+                    | OpenFlags::SQLITE_OPEN_URI,
+            )
+            .with_init(|c| {
+                configure(c)?;
+                c.execute_batch("PRAGMA query_only = ON;")
+            });
+        let readers = r2d2::Pool::builder()
+            .max_size(8)
+            .min_idle(Some(1))
+            .connection_timeout(BUSY_TIMEOUT)
+            .build(manager)?;
+        Ok(Store {
+            path,
+            writer: Mutex::new(writer),
+            readers,
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// A read-only connection from the pool.
+    pub fn read(&self) -> Result<ReadConn> {
+        Ok(self.readers.get()?)
+    }
+
+    /// Runs `f` in one `BEGIN IMMEDIATE` transaction on the writer connection; commits when it
+    /// returns `Ok`, rolls back otherwise, so a rejected request never half-writes.
+    pub fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
+        let mut conn = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let out = f(&tx)?;
+        tx.commit()?;
+        Ok(out)
+    }
+}
+
+fn open_error(path: &Path, e: rusqlite::Error) -> Error {
+    let base: Error = e.into();
+    Error::io(format!(
+        "Cannot open the database {}: {}",
+        path.display(),
+        base.message
+    ))
+}
+
+/// Runs pending migrations. A file lock beside the database serialises processes that open a
+/// new file at the same moment; refinery refuses an applied migration whose text changed.
+fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
+    let lock_path = {
+        let mut p = path.as_os_str().to_owned();
+        p.push(".migrate-lock");
+        PathBuf::from(p)
+    };
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)?;
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).map_err(|e| {
+        Error::io(format!(
+            "Cannot lock {}: {e}. Repair: check folder permissions.",
+            lock_path.display()
+        ))
+    })?;
+    let result = embedded::migrations::runner()
+        .set_abort_divergent(true)
+        .set_abort_missing(true)
+        .run(conn);
+    drop(lock);
+    result?;
+    Ok(())
+}
+
+/// Opens `path` for ad-hoc reading only: the file is opened read-only and the connection is
+/// `query_only`, so no statement can change it.
+pub fn open_read_only(path: impl AsRef<Path>) -> Result<Connection> {
+    let path = path.as_ref();
+    if !path.exists() {
+        return Err(Error::io(format!(
+            "No database at {}. Repair: pass --db or set THREADBASE_DB to an existing threadbase database (run `threadbase demo` or `threadbase serve` to create one).",
+            path.display()
+        )));
+    }
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| open_error(path, e))?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.execute_batch("PRAGMA query_only = ON;")?;
+    Ok(conn)
+}

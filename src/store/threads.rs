@@ -1,0 +1,240 @@
+//! Typed access to `managers` and `threads`.
+
+use rusqlite::{named_params, Connection, OptionalExtension, Row};
+use serde::Serialize;
+
+use crate::error::Result;
+use crate::time::now_iso;
+
+/// Which public contract a manager serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Contract {
+    /// A: the pi-threads `thread` tool.
+    Thread,
+    /// B: the subagent lifecycle (`agent_*`).
+    Agent,
+    /// C: the worker tools (`threads_*`).
+    Worker,
+}
+
+impl Contract {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Contract::Thread => "thread",
+            Contract::Agent => "agent",
+            Contract::Worker => "worker",
+        }
+    }
+}
+
+/// The identity and scope of a manager, and the process that owns it.
+#[derive(Debug, Clone)]
+pub struct ManagerSpec<'a> {
+    pub session_id: &'a str,
+    pub contract: Contract,
+    pub scope_path: &'a str,
+    pub depth: i64,
+    pub self_thread_id: Option<&'a str>,
+    pub session_file: Option<&'a str>,
+    pub cwd: Option<&'a str>,
+    pub owner_pid: Option<i64>,
+    pub owner_started_at: Option<i64>,
+}
+
+/// Finds or creates a manager and records its current owner; returns its id.
+pub fn upsert_manager(conn: &Connection, spec: &ManagerSpec<'_>) -> Result<i64> {
+    let mut stmt = conn.prepare_cached(include_str!("../../sql/manager_upsert.sql"))?;
+    let id = stmt.query_row(
+        named_params! {
+            ":session_id": spec.session_id,
+            ":contract": spec.contract.as_str(),
+            ":scope_path": spec.scope_path,
+            ":depth": spec.depth,
+            ":self_thread_id": spec.self_thread_id,
+            ":session_file": spec.session_file,
+            ":cwd": spec.cwd,
+            ":owner_pid": spec.owner_pid,
+            ":owner_started_at": spec.owner_started_at,
+            ":now": now_iso(),
+        },
+        |r| r.get(0),
+    )?;
+    Ok(id)
+}
+
+/// A manager's id by session and contract, if it exists.
+pub fn manager_id(conn: &Connection, session_id: &str, contract: Contract) -> Result<Option<i64>> {
+    let mut stmt = conn.prepare_cached(include_str!("../../sql/manager_by_session.sql"))?;
+    Ok(stmt
+        .query_row((session_id, contract.as_str()), |r| r.get(0))
+        .optional()?)
+}
+
+/// What it takes to reserve a thread row.
+#[derive(Debug, Clone, Default)]
+pub struct NewThread {
+    pub id: String,
+    pub manager_id: i64,
+    pub path: String,
+    pub parent_path: Option<String>,
+    pub parent_id: Option<String>,
+    pub task_name: String,
+    pub name: String,
+    pub depth: i64,
+    pub cwd: String,
+    pub args: Vec<String>,
+    /// `live` or `closed`.
+    pub status: &'static str,
+    pub phase: &'static str,
+    pub agent_state: Option<&'static str>,
+    pub session_file: Option<String>,
+    pub session_id: Option<String>,
+    pub prompt: Option<String>,
+    pub task: Option<String>,
+    pub coordinator_id: Option<String>,
+    pub spawn_key: Option<String>,
+    pub fingerprint: Option<String>,
+    pub title: Option<String>,
+    pub agent: Option<String>,
+}
+
+/// Inserts a thread row. A closed row needs an exit: it is recorded as `exited` code 0.
+pub fn insert_thread(conn: &Connection, t: &NewThread) -> Result<()> {
+    let mut stmt = conn.prepare_cached(include_str!("../../sql/thread_insert.sql"))?;
+    let args = serde_json::to_string(&t.args)?;
+    let now = now_iso();
+    stmt.execute(named_params! {
+        ":id": t.id,
+        ":manager_id": t.manager_id,
+        ":path": t.path,
+        ":parent_path": t.parent_path,
+        ":parent_id": t.parent_id,
+        ":task_name": t.task_name,
+        ":name": t.name,
+        ":depth": t.depth,
+        ":cwd": t.cwd,
+        ":args": args,
+        ":status": t.status,
+        ":phase": t.phase,
+        ":agent_state": t.agent_state,
+        ":session_file": t.session_file,
+        ":session_id": t.session_id,
+        ":prompt": t.prompt,
+        ":task": t.task,
+        ":coordinator_id": t.coordinator_id,
+        ":spawn_key": t.spawn_key,
+        ":fingerprint": t.fingerprint,
+        ":title": t.title,
+        ":agent": t.agent,
+        ":now": now,
+    })
+    .map_err(|e| {
+        if let rusqlite::Error::SqliteFailure(f, _) = &e {
+            if f.code == rusqlite::ErrorCode::ConstraintViolation {
+                return crate::error::Error::conflict(format!(
+                    "Thread path already exists: {}. Repair: choose a unique path for this parent.",
+                    t.path
+                ));
+            }
+        }
+        e.into()
+    })?;
+    Ok(())
+}
+
+/// One `threads` row, as the engine reads it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ThreadRow {
+    pub id: String,
+    pub manager_id: i64,
+    pub path: String,
+    pub parent_path: Option<String>,
+    pub parent_id: Option<String>,
+    pub task_name: String,
+    pub name: String,
+    pub depth: i64,
+    pub cwd: String,
+    pub args: Vec<String>,
+    pub status: String,
+    pub phase: String,
+    pub agent_state: Option<String>,
+    pub exit_kind: Option<String>,
+    pub exit_code: Option<i64>,
+    pub exit_signal: Option<String>,
+    pub exit_message: Option<String>,
+    pub archived: bool,
+    pub hidden: Option<bool>,
+    pub session_file: Option<String>,
+    pub session_id: Option<String>,
+    pub pid: Option<i64>,
+    pub pgid: Option<i64>,
+    pub owner_pid: Option<i64>,
+    pub last_seq: i64,
+    pub created_at: String,
+    pub last_event_at: String,
+}
+
+impl ThreadRow {
+    /// Maps a `SELECT * FROM threads` row by column name.
+    pub fn from_row(r: &Row<'_>) -> rusqlite::Result<Self> {
+        let args: String = r.get("args")?;
+        Ok(ThreadRow {
+            id: r.get("id")?,
+            manager_id: r.get("manager_id")?,
+            path: r.get("path")?,
+            parent_path: r.get("parent_path")?,
+            parent_id: r.get("parent_id")?,
+            task_name: r.get("task_name")?,
+            name: r.get("name")?,
+            depth: r.get("depth")?,
+            cwd: r.get("cwd")?,
+            args: serde_json::from_str(&args).unwrap_or_default(),
+            status: r.get("status")?,
+            phase: r.get("phase")?,
+            agent_state: r.get("agent_state")?,
+            exit_kind: r.get("exit_kind")?,
+            exit_code: r.get("exit_code")?,
+            exit_signal: r.get("exit_signal")?,
+            exit_message: r.get("exit_message")?,
+            archived: r.get("archived")?,
+            hidden: r.get("hidden")?,
+            session_file: r.get("session_file")?,
+            session_id: r.get("session_id")?,
+            pid: r.get("pid")?,
+            pgid: r.get("pgid")?,
+            owner_pid: r.get("owner_pid")?,
+            last_seq: r.get("last_seq")?,
+            created_at: r.get("created_at")?,
+            last_event_at: r.get("last_event_at")?,
+        })
+    }
+
+    pub fn is_live(&self) -> bool {
+        self.status == "live"
+    }
+}
+
+/// Runs a cached query that returns thread rows.
+pub fn query_threads(
+    conn: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+) -> Result<Vec<ThreadRow>> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let rows = stmt.query_map(params, ThreadRow::from_row)?;
+    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+}
+
+/// A thread by id in any manager.
+pub fn thread_by_id_any(conn: &Connection, id: &str) -> Result<Option<ThreadRow>> {
+    Ok(query_threads(conn, include_str!("../../sql/thread_by_id_any.sql"), [id])?.pop())
+}
+
+/// The session id and contract of the manager a thread belongs to.
+pub fn manager_of_thread(conn: &Connection, thread_id: &str) -> Result<Option<(String, String)>> {
+    let mut stmt = conn.prepare_cached(include_str!("../../sql/manager_of_thread.sql"))?;
+    Ok(stmt
+        .query_row([thread_id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?)
+}
