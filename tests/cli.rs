@@ -1,0 +1,164 @@
+//! The inspection CLI against a database seeded through the library API.
+
+mod common;
+
+use std::process::{Command, Output};
+
+use common::{add, manager, temp_db, thread, tid};
+use threadbase::store::events::{self, NewEvent};
+use threadbase::Store;
+
+fn threadbase(db: &std::path::Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_threadbase"))
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .env_remove("THREADBASE_DB")
+        .output()
+        .expect("run threadbase")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn seed() -> common::TempDb {
+    let db = temp_db();
+    let store = Store::open(&db.path).unwrap();
+    let m = manager(&store, "ses_cli");
+    add(
+        &store,
+        &[
+            thread(&tid(1), m, "/root/docs", true),
+            thread(&tid(2), m, "/root/docs/review", false),
+            thread(&tid(3), m, "/root/api_survey", true),
+        ],
+    );
+    store
+        .write(|tx| {
+            events::append(
+                tx,
+                &tid(3),
+                &[
+                    NewEvent {
+                        at: "2026-11-30T00:00:00.000Z",
+                        kind: "thread_started",
+                        data: "{\"pid\":42}",
+                    },
+                    NewEvent {
+                        at: "2026-11-30T00:00:01.000Z",
+                        kind: "tool_started",
+                        data: "{\"toolName\":\"bash\"}",
+                    },
+                ],
+            )
+        })
+        .unwrap();
+    db
+}
+
+#[test]
+fn sql_reads_and_refuses_writes() {
+    let db = seed();
+    let out = threadbase(&db.path, &["sql", "SELECT path FROM thread_tree"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        stdout(&out),
+        "path\n-----------------\n/root/api_survey\n/root/docs\n/root/docs/review\n(3 rows)\n"
+    );
+
+    let out = threadbase(
+        &db.path,
+        &["sql", "--json", "SELECT id, path, phase FROM live_threads"],
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v[0]["path"], "/root/api_survey");
+    assert_eq!(v.as_array().unwrap().len(), 2);
+
+    for write in [
+        "DELETE FROM threads",
+        "UPDATE threads SET archived = 1",
+        "INSERT INTO managers (session_id, contract, created_at, updated_at) VALUES ('x', 'thread', 'n', 'n')",
+        "DROP TABLE threads",
+        "PRAGMA journal_mode = DELETE",
+    ] {
+        let out = threadbase(&db.path, &["sql", write]);
+        assert_eq!(out.status.code(), Some(2), "{write} must be refused");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("read-only") && err.contains("Repair:"), "{err}");
+    }
+    let out = threadbase(&db.path, &["sql", "SELECT count(*) AS n FROM threads"]);
+    assert!(
+        stdout(&out).contains("\n3\n"),
+        "nothing was changed: {}",
+        stdout(&out)
+    );
+
+    let out = threadbase(&db.path, &["sql", "SELEC nonsense"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Repair:"));
+}
+
+#[test]
+fn list_tree_show_events() {
+    let db = seed();
+    let out = threadbase(&db.path, &["list"]);
+    let text = stdout(&out);
+    assert!(text.starts_with("PATH"), "{text}");
+    assert!(text.contains("3 threads (2 live, 1 closed)"), "{text}");
+
+    let out = threadbase(&db.path, &["list", "--json", "--state", "closed"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["count"], 1);
+    assert_eq!(v["threads"][0]["path"], "/root/docs/review");
+
+    let text = stdout(&threadbase(&db.path, &["tree"]));
+    assert!(text.contains("manager ses_cli (thread)"), "{text}");
+    assert!(
+        text.contains("    review  /root/docs/review"),
+        "nested one level deeper: {text}"
+    );
+
+    for reference in ["api_survey", "/root/api_survey", "thread_000000000003"] {
+        let out = threadbase(&db.path, &["show", reference]);
+        assert!(out.status.success(), "{reference}: {out:?}");
+        let text = stdout(&out);
+        assert!(text.contains("path         /root/api_survey"), "{text}");
+        assert!(text.contains("tool_started"), "{text}");
+    }
+    let out = threadbase(
+        &db.path,
+        &["show", "--manager", "ses_cli", "docs/review", "--json"],
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["status"], "closed");
+
+    let out = threadbase(&db.path, &["events", "api_survey", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v[1]["type"], "tool_started");
+    assert_eq!(v[1]["data"]["toolName"], "bash");
+
+    let out = threadbase(&db.path, &["show", "nobody"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("unknown_reference") && err.contains("Repair:"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_missing_database_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = threadbase(&dir.path().join("none.sqlite"), &["sql", "SELECT 1"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("No database at") && err.contains("Repair:"),
+        "{err}"
+    );
+    assert!(
+        !dir.path().join("none.sqlite").exists(),
+        "a read-only command creates nothing"
+    );
+}
