@@ -18,7 +18,9 @@ pub mod ids;
 pub mod list;
 pub mod paths;
 pub mod refs;
+pub mod runtime;
 pub mod store;
+pub mod text;
 pub mod time;
 
 pub use error::{Error, ErrorCode, Result};

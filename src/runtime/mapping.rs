@@ -1,0 +1,360 @@
+//! Pi 1.6 RPC events → compact lifecycle events and phases (contract A §1.8–1.9). Pure, so
+//! the rules are tested without processes.
+
+use serde_json::{json, Value};
+
+use crate::text::{byte_suffix, retain};
+
+/// Retained assistant text, in UTF-16 units.
+pub const RETAINED_TEXT_CHARS: usize = 100_000;
+/// `assistant_message.text` is a byte tail of this many bytes.
+pub const EVENT_TEXT_BYTES: usize = 2_000;
+
+/// A live thread's phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Starting,
+    Busy,
+    Idle,
+    Stopping,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Starting => "starting",
+            Phase::Busy => "busy",
+            Phase::Idle => "idle",
+            Phase::Stopping => "stopping",
+        }
+    }
+}
+
+/// What the runtime should do about one child event.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// Record a lifecycle event.
+    Event(&'static str, Value),
+    /// The phase changed.
+    Phase(Phase),
+    /// A complete assistant message (retained text).
+    AssistantText(String),
+    /// Streamed assistant text to add to the partial text.
+    PartialDelta(String),
+    /// Answer this dialog request `cancelled: true`.
+    CancelUi(String),
+    /// The turn-open flag changed.
+    TurnOpen(bool),
+}
+
+/// Per-child state the mapping needs.
+#[derive(Debug, Clone)]
+pub struct Tracker {
+    pub phase: Phase,
+    pub turn_open: bool,
+    /// Set when an initial prompt was accepted: idle-looking refreshes keep the thread busy
+    /// until real activity is seen.
+    pub awaiting_activity: bool,
+    /// A run has started at least once (a starting thread with no run stays starting).
+    pub seen_run: bool,
+}
+
+impl Tracker {
+    pub fn new() -> Self {
+        Tracker {
+            phase: Phase::Starting,
+            turn_open: false,
+            awaiting_activity: false,
+            seen_run: false,
+        }
+    }
+
+    fn set_phase(&mut self, phase: Phase, out: &mut Vec<Effect>) {
+        if self.phase != Phase::Stopping && self.phase != phase {
+            self.phase = phase;
+            out.push(Effect::Phase(phase));
+        }
+    }
+
+    fn close_turn(&mut self, out: &mut Vec<Effect>) {
+        if self.turn_open {
+            self.turn_open = false;
+            out.push(Effect::TurnOpen(false));
+            out.push(Effect::Event("turn_completed", json!({})));
+        }
+    }
+
+    /// Maps one event line (not a response) from the child.
+    pub fn on_event(&mut self, v: &Value) -> Vec<Effect> {
+        let mut out = Vec::new();
+        let kind = v.get("type").and_then(Value::as_str).unwrap_or("");
+        if !matches!(
+            kind,
+            "extension_ui_request" | "queue_update" | "session_info_changed"
+        ) {
+            self.awaiting_activity = false;
+        }
+        match kind {
+            "agent_start" => {
+                self.seen_run = true;
+                self.set_phase(Phase::Busy, &mut out);
+            }
+            "turn_start" => {
+                self.set_phase(Phase::Busy, &mut out);
+                if !self.turn_open {
+                    self.turn_open = true;
+                    out.push(Effect::TurnOpen(true));
+                    out.push(Effect::Event("turn_started", json!({})));
+                }
+            }
+            "message_start" => self.set_phase(Phase::Busy, &mut out),
+            "message_update" => {
+                let ev = &v["assistantMessageEvent"];
+                if ev["type"] == "text_delta" {
+                    if let Some(d) = ev["delta"].as_str() {
+                        out.push(Effect::PartialDelta(d.to_string()));
+                    }
+                }
+            }
+            "message_end" => {
+                let msg = &v["message"];
+                if msg["role"] == "assistant" {
+                    let text = assistant_text(msg);
+                    if msg["stopReason"] == "error" {
+                        let m = msg["errorMessage"]
+                            .as_str()
+                            .unwrap_or("The model returned an error.");
+                        out.push(Effect::Event("thread_error", json!({"message": m})));
+                    }
+                    if !text.trim().is_empty() {
+                        out.push(Effect::Event(
+                            "assistant_message",
+                            json!({"text": byte_suffix(&text, EVENT_TEXT_BYTES)}),
+                        ));
+                        out.push(Effect::AssistantText(retain(&text, RETAINED_TEXT_CHARS)));
+                    }
+                }
+            }
+            "tool_execution_start" => {
+                self.set_phase(Phase::Busy, &mut out);
+                out.push(Effect::Event(
+                    "tool_started",
+                    json!({"toolName": v["toolName"]}),
+                ));
+            }
+            "tool_execution_end" => {
+                let error = v["isError"].as_bool().unwrap_or(false);
+                out.push(Effect::Event(
+                    "tool_completed",
+                    json!({"toolName": v["toolName"], "error": error}),
+                ));
+            }
+            "turn_end" => self.close_turn(&mut out),
+            "agent_end" => self.close_turn(&mut out),
+            "agent_settled" => {
+                self.close_turn(&mut out);
+                self.set_phase(Phase::Idle, &mut out);
+            }
+            "extension_ui_request" => {
+                let method = v["method"].as_str().unwrap_or("");
+                let dialog = matches!(method, "select" | "confirm" | "input" | "editor");
+                let id = v["id"].as_str();
+                let cancel = dialog && id.is_some();
+                if let (true, Some(id)) = (cancel, id) {
+                    out.push(Effect::CancelUi(id.to_string()));
+                }
+                out.push(Effect::Event(
+                    "ui_request",
+                    json!({"method": method, "title": v.get("title").cloned().unwrap_or(Value::Null), "autoCancelled": cancel}),
+                ));
+            }
+            "extension_error" => {
+                let m = format!(
+                    "Extension error in {}: {}",
+                    v["extensionPath"].as_str().unwrap_or("?"),
+                    v["error"].as_str().unwrap_or("?")
+                );
+                out.push(Effect::Event("thread_error", json!({"message": m})));
+            }
+            _ => {}
+        }
+        out
+    }
+
+    /// Applies the child's answer to a `prompt`: a run that started makes the thread busy
+    /// until activity is seen; a rejected prompt leaves a starting thread idle.
+    pub fn on_prompt_answer(&mut self, response: &Value) -> Vec<Effect> {
+        let mut out = Vec::new();
+        if response["success"].as_bool().unwrap_or(false) {
+            let disposition = response["data"]["disposition"]
+                .as_str()
+                .unwrap_or("started");
+            if disposition == "started" && self.phase != Phase::Stopping {
+                self.awaiting_activity = true;
+                self.seen_run = true;
+                self.set_phase(Phase::Busy, &mut out);
+            }
+        } else if self.phase == Phase::Starting {
+            self.set_phase(Phase::Idle, &mut out);
+        }
+        out
+    }
+
+    /// Applies a `get_state` answer: busy when streaming, compacting or holding pending
+    /// messages; idle otherwise, unless an accepted initial prompt has shown no activity yet
+    /// or a starting thread has done nothing. An idle refresh closes a turn whose end events
+    /// were missed. Returns the effects and whether the refresh reads idle.
+    pub fn on_state(&mut self, state: &Value) -> (Vec<Effect>, bool) {
+        let mut out = Vec::new();
+        let busy = state["isStreaming"].as_bool().unwrap_or(false)
+            || state["isCompacting"].as_bool().unwrap_or(false)
+            || state["pendingMessageCount"].as_u64().unwrap_or(0) > 0;
+        if busy {
+            self.set_phase(Phase::Busy, &mut out);
+            return (out, false);
+        }
+        if self.awaiting_activity || self.phase == Phase::Stopping {
+            return (out, false);
+        }
+        if self.phase == Phase::Starting && !self.seen_run {
+            return (out, false);
+        }
+        self.close_turn(&mut out);
+        self.set_phase(Phase::Idle, &mut out);
+        (out, true)
+    }
+}
+
+impl Default for Tracker {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The text blocks of an assistant message, joined by newlines.
+pub fn assistant_text(msg: &Value) -> String {
+    match &msg["content"] {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter(|b| b["type"] == "text")
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(t: &mut Tracker, lines: &[Value]) -> Vec<Effect> {
+        lines.iter().flat_map(|l| t.on_event(l)).collect()
+    }
+
+    #[test]
+    fn one_prompt_with_a_tool_call() {
+        let mut t = Tracker::new();
+        t.awaiting_activity = true;
+        let effects = run(
+            &mut t,
+            &[
+                json!({"type":"agent_start"}),
+                json!({"type":"turn_start"}),
+                json!({"type":"message_start","message":{"role":"assistant"}}),
+                json!({"type":"message_update","assistantMessageEvent":{"type":"text_delta","delta":"Hel"}}),
+                json!({"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"Hello"}],"stopReason":"toolUse"}}),
+                json!({"type":"tool_execution_start","toolName":"bash"}),
+                json!({"type":"tool_execution_end","toolName":"bash","isError":false}),
+                json!({"type":"turn_end"}),
+                json!({"type":"turn_start"}),
+                json!({"type":"turn_end"}),
+                json!({"type":"agent_end"}),
+                json!({"type":"agent_settled"}),
+            ],
+        );
+        let kinds: Vec<&str> = effects
+            .iter()
+            .filter_map(|e| {
+                if let Effect::Event(k, _) = e {
+                    Some(*k)
+                } else {
+                    None
+                }
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "turn_started",
+                "assistant_message",
+                "tool_started",
+                "tool_completed",
+                "turn_completed",
+                "turn_started",
+                "turn_completed"
+            ]
+        );
+        assert!(effects.contains(&Effect::Phase(Phase::Busy)));
+        assert_eq!(effects.last(), Some(&Effect::Phase(Phase::Idle)));
+        assert!(effects.contains(&Effect::PartialDelta("Hel".into())));
+        assert!(!t.awaiting_activity);
+    }
+
+    #[test]
+    fn dialogs_are_cancelled_and_notifications_recorded() {
+        let mut t = Tracker::new();
+        let e = t.on_event(
+            &json!({"type":"extension_ui_request","id":"u1","method":"confirm","title":"Sure?"}),
+        );
+        assert_eq!(e[0], Effect::CancelUi("u1".into()));
+        assert_eq!(
+            e[1],
+            Effect::Event(
+                "ui_request",
+                json!({"method":"confirm","title":"Sure?","autoCancelled":true})
+            )
+        );
+        let e = t.on_event(
+            &json!({"type":"extension_ui_request","id":"u2","method":"notify","message":"hi"}),
+        );
+        assert_eq!(
+            e,
+            vec![Effect::Event(
+                "ui_request",
+                json!({"method":"notify","title":null,"autoCancelled":false})
+            )]
+        );
+    }
+
+    #[test]
+    fn refresh_rules() {
+        let mut t = Tracker::new();
+        // A starting thread that has done nothing stays starting.
+        assert_eq!(
+            t.on_state(&json!({"isStreaming":false,"pendingMessageCount":0})),
+            (vec![], false)
+        );
+        t.phase = Phase::Busy;
+        t.awaiting_activity = true;
+        assert!(
+            !t.on_state(&json!({"isStreaming":false})).1,
+            "accepted prompt stays busy until activity"
+        );
+        t.awaiting_activity = false;
+        t.turn_open = true;
+        let (e, idle) = t.on_state(&json!({"isStreaming":false,"pendingMessageCount":0}));
+        assert!(idle);
+        assert!(
+            e.contains(&Effect::Event("turn_completed", json!({}))),
+            "missed end events still close the turn"
+        );
+        let (_, idle) = t.on_state(&json!({"isStreaming":false,"pendingMessageCount":2}));
+        assert!(!idle);
+        assert_eq!(t.phase, Phase::Busy);
+        t.phase = Phase::Stopping;
+        t.on_event(&json!({"type":"agent_settled"}));
+        assert_eq!(t.phase, Phase::Stopping, "stopping freezes the phase");
+    }
+}

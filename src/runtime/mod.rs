@@ -1,0 +1,940 @@
+//! The runtime: supervises child Pi processes (`pi --mode rpc`) and records everything they
+//! do as rows. It is thin on purpose: each child runs in its own process group with one task
+//! per pipe and one waiting for its exit; events go through the batching [`ingest`] writer;
+//! the runtime never holds the only copy of a fact.
+//!
+//! - [`process`]: process identity (pid + start time) and group signals.
+//! - [`rpc`]: the RPC codec and line framing.
+//! - [`mapping`]: Pi events → lifecycle events and phases.
+//! - [`ingest`]: the batching writer.
+//! - [`restore`]: the crash-restore pass.
+
+pub mod ingest;
+pub mod mapping;
+pub mod process;
+pub mod restore;
+pub mod rpc;
+
+use std::collections::HashMap;
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rusqlite::{named_params, OptionalExtension, Transaction};
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::{mpsc, watch};
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::store::events::{self, NewEvent};
+use crate::store::Store;
+use crate::time::now_iso;
+use ingest::{Ingest, IngestOp};
+use mapping::{Effect, Phase, Tracker};
+use process::{GroupSignal, ProcessIdentity};
+use rpc::{CallError, Line, RpcClient};
+
+/// How long a launch waits for the child to answer its initial prompt before returning.
+pub const PROMPT_ANSWER_WAIT: Duration = Duration::from_millis(4_000);
+/// RPC timeout of a send.
+pub const SEND_TIMEOUT: Duration = Duration::from_millis(5_000);
+/// Graceful stop: abort timeout, then the wait after SIGTERM, then after SIGKILL.
+pub const STOP_ABORT_TIMEOUT: Duration = Duration::from_millis(1_500);
+pub const STOP_TERM_WAIT: Duration = Duration::from_millis(1_500);
+pub const STOP_KILL_WAIT: Duration = Duration::from_millis(300);
+/// Partial assistant text is written at most this often while streaming.
+const PARTIAL_FLUSH: Duration = Duration::from_millis(25);
+/// After the process exits, how long to wait for its pipes to drain (a grandchild may keep
+/// them open).
+const PIPE_DRAIN: Duration = Duration::from_millis(500);
+
+/// Timers from the environment (`PI_THREADS_IDLE_CLEANUP_MS`, `PI_THREADS_LIVE_TIMEOUT_MS`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RuntimeConfig {
+    /// Stop a child idle (nothing pending) this long. `None` disables.
+    pub idle_cleanup: Option<Duration>,
+    /// Stop a child this long after its launch. `None` disables.
+    pub live_timeout: Option<Duration>,
+}
+
+/// How a launch begins.
+#[derive(Debug, Clone)]
+pub enum StartKind {
+    /// A new thread: the prompt is sent verbatim.
+    Prompt(String),
+    /// A relaunch of a saved session: no prompt.
+    Resumed,
+    /// A new thread on a branched session file: no prompt.
+    Forked {
+        source_session_file: String,
+        source_entry_id: Option<String>,
+    },
+}
+
+/// Everything needed to launch one thread's process. The thread's row must exist.
+#[derive(Debug, Clone)]
+pub struct LaunchSpec {
+    pub thread_id: String,
+    /// Program and arguments.
+    pub argv: Vec<String>,
+    pub cwd: PathBuf,
+    /// Extra environment for the child.
+    pub env: Vec<(String, String)>,
+    pub start: StartKind,
+}
+
+/// What a launch reports back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LaunchOutcome {
+    pub pid: i64,
+    /// `Some(true)` accepted, `Some(false)` rejected, `None` not answered yet (or no prompt).
+    pub prompt_accepted: Option<bool>,
+    pub note: Option<String>,
+}
+
+/// How a message is delivered to a live child.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendMode {
+    Prompt,
+    Steer,
+    FollowUp,
+}
+
+impl SendMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SendMode::Prompt => "prompt",
+            SendMode::Steer => "steer",
+            SendMode::FollowUp => "follow_up",
+        }
+    }
+}
+
+/// The child's answer to a send.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SendOutcome {
+    /// `true` accepted, `false` rejected, `None` no answer in time (it may still run).
+    pub accepted: Option<bool>,
+    pub error: Option<String>,
+}
+
+/// A live child as observers see it.
+#[derive(Debug, Clone)]
+pub struct ChildView {
+    pub phase: Phase,
+    pub closed: bool,
+    /// When the current idle stretch began (child activity restarts it; polls do not).
+    pub idle_since: Option<Instant>,
+}
+
+/// How a process ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExitRecord {
+    pub kind: &'static str,
+    pub code: Option<i64>,
+    pub signal: Option<String>,
+    pub message: Option<String>,
+    pub synthetic: bool,
+}
+
+impl ExitRecord {
+    /// The contract's `ThreadExit` JSON.
+    pub fn to_json(&self) -> Value {
+        match self.kind {
+            "failed" | "stale" => json!({"kind": self.kind, "message": self.message}),
+            _ => json!({"kind": self.kind, "code": self.code, "signal": self.signal}),
+        }
+    }
+
+    /// The phase of a thread closed with this exit.
+    pub fn closed_phase(&self) -> &'static str {
+        match self.kind {
+            "stale" => "stale",
+            "failed" => "failed",
+            "exited" if self.code != Some(0) || self.signal.is_some() => "failed",
+            _ => "idle",
+        }
+    }
+}
+
+struct Child {
+    thread_id: Arc<str>,
+    pgid: i64,
+    launch_seq: i64,
+    rpc: RpcClient,
+    tracker: Mutex<Tracker>,
+    view: watch::Sender<ChildView>,
+    stop_requested: AtomicBool,
+    partial: Mutex<(String, Option<Instant>)>,
+}
+
+struct Inner {
+    store: Arc<Store>,
+    ingest: Ingest,
+    owner: ProcessIdentity,
+    config: RuntimeConfig,
+    children: Mutex<HashMap<String, Arc<Child>>>,
+}
+
+/// The supervisor of this process's children. Cheap to clone.
+#[derive(Clone)]
+pub struct Runtime {
+    inner: Arc<Inner>,
+}
+
+impl Runtime {
+    /// A runtime writing to `store`; must be created inside a tokio runtime.
+    pub fn new(store: Arc<Store>, config: RuntimeConfig) -> Runtime {
+        let ingest = Ingest::start(store.clone());
+        Runtime {
+            inner: Arc::new(Inner {
+                store,
+                ingest,
+                owner: ProcessIdentity::current(),
+                config,
+                children: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    pub fn store(&self) -> &Arc<Store> {
+        &self.inner.store
+    }
+
+    /// The ordered writer shared with the children's events.
+    pub fn ingest(&self) -> &Ingest {
+        &self.inner.ingest
+    }
+
+    /// This process's identity, recorded as the owner of the children it launches.
+    pub fn owner(&self) -> ProcessIdentity {
+        self.inner.owner
+    }
+
+    fn child(&self, thread_id: &str) -> Option<Arc<Child>> {
+        self.inner
+            .children
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(thread_id)
+            .cloned()
+    }
+
+    /// True when this runtime holds a live process for the thread.
+    pub fn is_live(&self, thread_id: &str) -> bool {
+        self.child(thread_id)
+            .is_some_and(|c| !c.view.borrow().closed)
+    }
+
+    /// Ids of the threads with a live process here.
+    pub fn live_ids(&self) -> Vec<String> {
+        self.inner
+            .children
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .keys()
+            .cloned()
+            .collect()
+    }
+
+    /// Watches a live child's phase and closure.
+    pub fn watch(&self, thread_id: &str) -> Option<watch::Receiver<ChildView>> {
+        self.child(thread_id).map(|c| c.view.subscribe())
+    }
+
+    /// Waits until everything recorded so far is committed.
+    pub async fn flush(&self) {
+        self.inner.ingest.flush().await
+    }
+
+    /// Starts a thread's process. The row must exist; on a spawn failure it is closed with a
+    /// `failed` exit and the error says how to repair the command.
+    pub async fn launch(&self, spec: LaunchSpec) -> Result<LaunchOutcome> {
+        if self.is_live(&spec.thread_id) {
+            return Err(Error::conflict(format!(
+                "Thread {} already has a live process. Repair: stop it first, or send to it.",
+                spec.thread_id
+            )));
+        }
+        let Some((program, args)) = spec.argv.split_first() else {
+            return Err(Error::invalid("The child command is empty. Repair: set THREADBASE_PI_COMMAND to a JSON array such as [\"pi\"]."));
+        };
+        let mut cmd = tokio::process::Command::new(program);
+        cmd.args(args)
+            .current_dir(&spec.cwd)
+            .envs(spec.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(false);
+        let thread_id: Arc<str> = Arc::from(spec.thread_id.as_str());
+        let mut proc = match cmd.spawn() {
+            Ok(p) => p,
+            Err(e) => {
+                let message = format!("Failed to start child Pi ({program}): {e}");
+                self.record_spawn_failure(&thread_id, &message).await?;
+                return Err(Error::io(format!(
+                    "{message}. Repair: check that THREADBASE_PI_COMMAND (a JSON array, default [\"pi\"]) names an installed program and that the cwd exists."
+                )));
+            }
+        };
+        let pid = proc.id().map(i64::from).unwrap_or(0);
+        let started = process::start_time(pid);
+        let owner = self.inner.owner;
+        let (event_kind, event_data) = match &spec.start {
+            StartKind::Prompt(_) => ("thread_started", json!({"pid": pid})),
+            StartKind::Resumed => ("thread_resumed", json!({"pid": pid})),
+            StartKind::Forked {
+                source_session_file,
+                source_entry_id,
+            } => (
+                "thread_forked",
+                json!({"pid": pid, "sourceSessionFile": source_session_file, "sourceEntryId": source_entry_id}),
+            ),
+        };
+        let tid = thread_id.clone();
+        let launch_seq = self
+            .inner
+            .ingest
+            .write(move |tx| {
+                let mut stmt = tx.prepare_cached(include_str!("../../sql/thread_launched.sql"))?;
+                let seq: i64 = stmt
+                    .query_row(
+                        named_params! {
+                            ":pid": pid, ":pgid": pid, ":started": started,
+                            ":owner_pid": owner.pid, ":owner_started": owner.started_at,
+                            ":now": now_iso(), ":id": &*tid,
+                        },
+                        |r| r.get(0),
+                    )
+                    .optional()?
+                    .ok_or_else(|| Error::internal(format!("launch of unknown thread {tid}")))?;
+                tx.prepare_cached(include_str!("../../sql/output_ensure.sql"))?
+                    .execute([&*tid])?;
+                let data = event_data.to_string();
+                events::append(
+                    tx,
+                    &tid,
+                    &[NewEvent {
+                        at: &now_iso(),
+                        kind: event_kind,
+                        data: &data,
+                    }],
+                )?;
+                Ok(seq)
+            })
+            .await;
+        let launch_seq = match launch_seq {
+            Ok(s) => s,
+            Err(e) => {
+                process::signal_group(pid, GroupSignal::Kill);
+                let _ = proc.wait().await;
+                return Err(e);
+            }
+        };
+
+        let (stdin_tx, stdin_rx) = mpsc::channel::<Vec<u8>>(256);
+        let (view_tx, _) = watch::channel(ChildView {
+            phase: Phase::Starting,
+            closed: false,
+            idle_since: None,
+        });
+        let child = Arc::new(Child {
+            thread_id: thread_id.clone(),
+            pgid: pid,
+            launch_seq,
+            rpc: RpcClient::new(stdin_tx),
+            tracker: Mutex::new(Tracker::new()),
+            view: view_tx,
+            stop_requested: AtomicBool::new(false),
+            partial: Mutex::new((String::new(), None)),
+        });
+        self.inner
+            .children
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(spec.thread_id.clone(), child.clone());
+
+        let stdin = proc.stdin.take().expect("piped stdin");
+        let stdout = proc.stdout.take().expect("piped stdout");
+        let stderr = proc.stderr.take().expect("piped stderr");
+        tokio::spawn(write_stdin(stdin, stdin_rx));
+        let out_task = tokio::spawn(read_stdout(self.clone(), child.clone(), stdout));
+        let err_task = tokio::spawn(read_stderr(
+            self.inner.ingest.clone(),
+            thread_id.clone(),
+            stderr,
+        ));
+        tokio::spawn(wait_exit(
+            self.clone(),
+            child.clone(),
+            proc,
+            out_task,
+            err_task,
+        ));
+        tokio::spawn(run_timers(self.clone(), child.clone()));
+
+        let mut outcome = LaunchOutcome {
+            pid,
+            prompt_accepted: None,
+            note: None,
+        };
+        match spec.start {
+            StartKind::Prompt(text) => {
+                let call_child = child.clone();
+                let answer = tokio::spawn(async move {
+                    call_child
+                        .rpc
+                        .call("prompt", json!({"message": text}), Duration::from_secs(600))
+                        .await
+                });
+                match tokio::time::timeout(PROMPT_ANSWER_WAIT, answer).await {
+                    Ok(Ok(Ok(resp))) => {
+                        outcome.prompt_accepted = Some(resp.success);
+                        if !resp.success {
+                            outcome.note = Some(resp.error.unwrap_or_else(|| "Message was rejected by child Pi.".into()));
+                        }
+                    }
+                    Ok(_) => outcome.note = Some("The child closed before answering the prompt.".into()),
+                    Err(_) => {
+                        outcome.note = Some(format!(
+                            "The child has not answered the prompt within {} ms; it stays starting until it does. Poll or wait before retrying.",
+                            PROMPT_ANSWER_WAIT.as_millis()
+                        ))
+                    }
+                }
+            }
+            StartKind::Resumed | StartKind::Forked { .. } => {
+                let _ = child
+                    .rpc
+                    .call("get_state", json!({}), PROMPT_ANSWER_WAIT)
+                    .await;
+                self.apply(&child, vec![Effect::Phase(Phase::Idle)]).await;
+            }
+        }
+        Ok(outcome)
+    }
+
+    async fn record_spawn_failure(&self, thread_id: &Arc<str>, message: &str) -> Result<()> {
+        let tid = thread_id.clone();
+        let exit = ExitRecord {
+            kind: "failed",
+            code: None,
+            signal: None,
+            message: Some(message.to_string()),
+            synthetic: false,
+        };
+        self.inner
+            .ingest
+            .write(move |tx| {
+                let seq: Option<i64> = tx
+                    .query_row(
+                        "SELECT launch_seq FROM threads WHERE id = ?1",
+                        [&*tid],
+                        |r| r.get(0),
+                    )
+                    .optional()?;
+                let Some(seq) = seq else { return Ok(()) };
+                tx.execute(
+                    "UPDATE threads SET status = 'live' WHERE id = ?1 AND status = 'closed'",
+                    [&*tid],
+                )?;
+                close_row(tx, &tid, seq, &exit)?;
+                Ok(())
+            })
+            .await
+    }
+
+    /// Sends a message to a live child (`prompt`, or `prompt` with a streaming behaviour).
+    pub async fn send(
+        &self,
+        thread_id: &str,
+        mode: SendMode,
+        message: &str,
+    ) -> Result<SendOutcome> {
+        let child = self.live_child(thread_id)?;
+        let mut fields = json!({"message": message});
+        match mode {
+            SendMode::Prompt => {}
+            SendMode::Steer => fields["streamingBehavior"] = json!("steer"),
+            SendMode::FollowUp => fields["streamingBehavior"] = json!("followUp"),
+        }
+        Ok(match child.rpc.call("prompt", fields, SEND_TIMEOUT).await {
+            Ok(resp) if resp.success => SendOutcome { accepted: Some(true), error: None },
+            Ok(resp) => SendOutcome {
+                accepted: Some(false),
+                error: Some(resp.error.unwrap_or_else(|| "Message was rejected by child Pi.".into())),
+            },
+            Err(CallError::Timeout) => SendOutcome {
+                accepted: None,
+                error: Some(format!(
+                    "Timed out waiting for RPC response to send {}. The request was written and may still be processed; poll or wait before retrying.",
+                    mode.as_str()
+                )),
+            },
+            Err(CallError::Closed) => SendOutcome { accepted: Some(false), error: Some("The child closed before answering.".into()) },
+        })
+    }
+
+    /// Asks a live child for its state and updates the phase. Returns whether this refresh
+    /// read idle with nothing pending, and the raw state.
+    pub async fn refresh(&self, thread_id: &str, timeout: Duration) -> Result<(bool, Value)> {
+        let child = self.live_child(thread_id)?;
+        let resp = child.rpc.call("get_state", json!({}), timeout).await.map_err(|e| {
+            Error::io(format!(
+                "The child did not answer get_state ({e:?}). Repair: poll again; if it keeps failing, stop the thread."
+            ))
+        })?;
+        let (effects, idle) = child
+            .tracker
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .on_state(&resp.data);
+        self.apply(&child, effects).await;
+        Ok((idle, resp.data))
+    }
+
+    /// Sends an arbitrary RPC command to a live child (used by tests and forks).
+    pub async fn call(
+        &self,
+        thread_id: &str,
+        kind: &str,
+        fields: Value,
+        timeout: Duration,
+    ) -> Result<rpc::Response> {
+        let child = self.live_child(thread_id)?;
+        child.rpc.call(kind, fields, timeout).await.map_err(|e| {
+            Error::io(format!(
+                "The child did not answer {kind} ({e:?}). Repair: poll the thread and retry."
+            ))
+        })
+    }
+
+    fn live_child(&self, thread_id: &str) -> Result<Arc<Child>> {
+        match self.child(thread_id) {
+            Some(c) if !c.view.borrow().closed => Ok(c),
+            _ => Err(Error::new(
+                ErrorCode::Closed,
+                format!("Thread is closed: {thread_id}"),
+            )),
+        }
+    }
+
+    /// Stops a live child: graceful (abort, SIGTERM to the group, SIGKILL) or `force`
+    /// (SIGKILL at once). Returns false when it was not live here (a no-op).
+    pub async fn stop(&self, thread_id: &str, force: bool) -> Result<bool> {
+        let Some(child) = self.child(thread_id) else {
+            return Ok(false);
+        };
+        if child.view.borrow().closed {
+            return Ok(false);
+        }
+        let first = !child.stop_requested.swap(true, Ordering::SeqCst);
+        if first {
+            child
+                .tracker
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .phase = Phase::Stopping;
+            child.view.send_modify(|v| {
+                v.phase = Phase::Stopping;
+                v.idle_since = None;
+            });
+            let tid = child.thread_id.clone();
+            self.inner
+                .ingest
+                .write(move |tx| {
+                    tx.prepare_cached(include_str!("../../sql/thread_request_stop.sql"))?
+                        .execute(named_params! {":at": now_iso(), ":id": &*tid})?;
+                    events::append(
+                        tx,
+                        &tid,
+                        &[NewEvent {
+                            at: &now_iso(),
+                            kind: "thread_stopping",
+                            data: "{}",
+                        }],
+                    )?;
+                    Ok(())
+                })
+                .await?;
+        }
+        let mut view = child.view.subscribe();
+        if !force {
+            let _ = child.rpc.call("abort", json!({}), STOP_ABORT_TIMEOUT).await;
+            process::signal_group(child.pgid, GroupSignal::Terminate);
+            if wait_closed(&mut view, STOP_TERM_WAIT).await {
+                return Ok(true);
+            }
+        }
+        process::signal_group(child.pgid, GroupSignal::Kill);
+        if wait_closed(&mut view, STOP_KILL_WAIT).await {
+            return Ok(true);
+        }
+        // The process has not reported its exit: record a synthesized one; a late real exit
+        // of this launch replaces it.
+        let exit = ExitRecord {
+            kind: "stopped",
+            code: None,
+            signal: Some("SIGKILL".into()),
+            message: None,
+            synthetic: true,
+        };
+        self.close(&child, exit).await;
+        Ok(true)
+    }
+
+    /// Stops every live child gracefully, all at once, and flushes the writer.
+    pub async fn shutdown(&self) {
+        let mut stops = tokio::task::JoinSet::new();
+        for id in self.live_ids() {
+            let rt = self.clone();
+            stops.spawn(async move { rt.stop(&id, false).await });
+        }
+        while let Some(r) = stops.join_next().await {
+            if let Ok(Err(e)) = r {
+                eprintln!("threadbase: stop during shutdown failed: {e}");
+            }
+        }
+        self.flush().await;
+    }
+
+    /// Records the effects of child events: rows through the writer, phases in the view,
+    /// dialog cancellations to the child.
+    async fn apply(&self, child: &Arc<Child>, effects: Vec<Effect>) {
+        let ingest = &self.inner.ingest;
+        let tid = &child.thread_id;
+        for effect in effects {
+            match effect {
+                Effect::Event(kind, data) => {
+                    child.view.send_modify(|v| {
+                        if v.phase == Phase::Idle {
+                            v.idle_since = Some(Instant::now());
+                        }
+                    });
+                    ingest
+                        .send(IngestOp::Event {
+                            thread_id: tid.clone(),
+                            at: now_iso(),
+                            kind,
+                            data: data.to_string(),
+                        })
+                        .await;
+                }
+                Effect::Phase(phase) => {
+                    child.view.send_modify(|v| {
+                        if v.phase != Phase::Stopping {
+                            v.idle_since = (phase == Phase::Idle).then(Instant::now);
+                            v.phase = phase;
+                        }
+                    });
+                    ingest
+                        .send(IngestOp::Phase {
+                            thread_id: tid.clone(),
+                            at: now_iso(),
+                            phase: phase.as_str(),
+                        })
+                        .await;
+                }
+                Effect::AssistantText(text) => {
+                    child
+                        .partial
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0
+                        .clear();
+                    ingest
+                        .send(IngestOp::AssistantText {
+                            thread_id: tid.clone(),
+                            text,
+                        })
+                        .await;
+                }
+                Effect::PartialDelta(delta) => {
+                    let snapshot = {
+                        let mut p = child.partial.lock().unwrap_or_else(|p| p.into_inner());
+                        if crate::text::utf16_len(&p.0) < mapping::RETAINED_TEXT_CHARS {
+                            p.0.push_str(&delta);
+                        }
+                        let due = p.1.is_none_or(|t| t.elapsed() >= PARTIAL_FLUSH);
+                        if due {
+                            p.1 = Some(Instant::now());
+                            Some(crate::text::retain(&p.0, mapping::RETAINED_TEXT_CHARS))
+                        } else {
+                            None
+                        }
+                    };
+                    if let Some(text) = snapshot {
+                        ingest
+                            .send(IngestOp::PartialText {
+                                thread_id: tid.clone(),
+                                text,
+                            })
+                            .await;
+                    }
+                }
+                Effect::TurnOpen(open) => {
+                    ingest
+                        .send(IngestOp::TurnOpen {
+                            thread_id: tid.clone(),
+                            open,
+                        })
+                        .await
+                }
+                Effect::CancelUi(id) => {
+                    child.rpc.notify(rpc::cancel_ui(&id)).await;
+                }
+            }
+        }
+    }
+
+    /// Records a close of this launch (first close emits `thread_closed`; a real exit may
+    /// replace a synthesized one) and marks the view closed.
+    async fn close(&self, child: &Arc<Child>, exit: ExitRecord) {
+        let tid = child.thread_id.clone();
+        let seq = child.launch_seq;
+        let result = self
+            .inner
+            .ingest
+            .write(move |tx| close_row(tx, &tid, seq, &exit))
+            .await;
+        if let Err(e) = result {
+            eprintln!(
+                "threadbase: recording the exit of {} failed: {e}",
+                child.thread_id
+            );
+        }
+        child.view.send_modify(|v| {
+            v.closed = true;
+            v.idle_since = None;
+        });
+        let mut children = self
+            .inner
+            .children
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if children
+            .get(&*child.thread_id)
+            .is_some_and(|c| Arc::ptr_eq(c, child))
+        {
+            children.remove(&*child.thread_id);
+        }
+    }
+}
+
+/// Closes one launch's row; emits `thread_closed` only when the row was live.
+fn close_row(
+    tx: &Transaction<'_>,
+    thread_id: &str,
+    launch_seq: i64,
+    exit: &ExitRecord,
+) -> Result<()> {
+    let was_live: bool = tx
+        .query_row(
+            "SELECT status = 'live' FROM threads WHERE id = ?1 AND launch_seq = ?2",
+            (thread_id, launch_seq),
+            |r| r.get(0),
+        )
+        .optional()?
+        .unwrap_or(false);
+    let at = now_iso();
+    let changed = tx.prepare_cached(include_str!("../../sql/thread_close.sql"))?.execute(named_params! {
+        ":phase": exit.closed_phase(), ":kind": exit.kind, ":code": exit.code, ":signal": exit.signal,
+        ":message": exit.message, ":synthetic": exit.synthetic, ":at": at, ":id": thread_id, ":launch": launch_seq,
+    })?;
+    if changed > 0 && was_live {
+        let data = json!({"exit": exit.to_json()}).to_string();
+        events::append(
+            tx,
+            thread_id,
+            &[NewEvent {
+                at: &at,
+                kind: "thread_closed",
+                data: &data,
+            }],
+        )?;
+    }
+    Ok(())
+}
+
+async fn wait_closed(view: &mut watch::Receiver<ChildView>, limit: Duration) -> bool {
+    tokio::time::timeout(limit, view.wait_for(|v| v.closed))
+        .await
+        .is_ok_and(|r| r.is_ok())
+}
+
+async fn write_stdin(mut stdin: tokio::process::ChildStdin, mut rx: mpsc::Receiver<Vec<u8>>) {
+    while let Some(line) = rx.recv().await {
+        if stdin.write_all(&line).await.is_err() || stdin.flush().await.is_err() {
+            break;
+        }
+    }
+}
+
+async fn read_stdout(rt: Runtime, child: Arc<Child>, stdout: tokio::process::ChildStdout) {
+    let mut reader = BufReader::with_capacity(64 * 1024, stdout);
+    let mut buf = Vec::with_capacity(8 * 1024);
+    while let Some(line) = rpc::read_line(&mut reader, &mut buf).await {
+        let effects = match line {
+            Line::Json(v) if v["type"] == "response" => {
+                // A prompt's answer changes the phase before the events that follow it are
+                // read, so the order of facts matches the child's.
+                let effects = if v["command"] == "prompt" {
+                    child
+                        .tracker
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .on_prompt_answer(&v)
+                } else {
+                    Vec::new()
+                };
+                rt.apply(&child, effects).await;
+                if child.rpc.deliver(&v) || v.get("id").is_some_and(|id| !id.is_null()) {
+                    continue;
+                }
+                let err = v["error"].as_str().unwrap_or("unknown error");
+                vec![Effect::Event(
+                    "thread_error",
+                    json!({"message": format!("The child rejected a command line: {err}")}),
+                )]
+            }
+            Line::Json(v) => child
+                .tracker
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .on_event(&v),
+            Line::Invalid(text) => vec![Effect::Event(
+                "thread_error",
+                json!({"message": format!("The child wrote a stdout line that is not a JSON object: {text}")}),
+            )],
+            Line::TooLong(n) => vec![Effect::Event(
+                "thread_error",
+                json!({"message": format!("Dropped a child stdout line of {n} bytes (over the {} byte cap).", rpc::MAX_LINE_BYTES)}),
+            )],
+        };
+        rt.apply(&child, effects).await;
+    }
+    child.rpc.close();
+}
+
+async fn read_stderr(ingest: Ingest, thread_id: Arc<str>, mut stderr: tokio::process::ChildStderr) {
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        match stderr.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                ingest
+                    .send(IngestOp::Stderr {
+                        thread_id: thread_id.clone(),
+                        bytes: buf[..n].to_vec(),
+                    })
+                    .await
+            }
+        }
+    }
+}
+
+async fn wait_exit(
+    rt: Runtime,
+    child: Arc<Child>,
+    mut proc: tokio::process::Child,
+    out_task: tokio::task::JoinHandle<()>,
+    err_task: tokio::task::JoinHandle<()>,
+) {
+    let status = proc.wait().await;
+    // Let the pipes drain so the last events land before the close.
+    let _ = tokio::time::timeout(PIPE_DRAIN, out_task).await;
+    let _ = tokio::time::timeout(PIPE_DRAIN, err_task).await;
+    let (code, signal) = match &status {
+        Ok(s) => (s.code().map(i64::from), s.signal().map(signal_name)),
+        Err(_) => (None, None),
+    };
+    let exit = if child.stop_requested.load(Ordering::SeqCst) {
+        ExitRecord {
+            kind: "stopped",
+            code,
+            signal,
+            message: None,
+            synthetic: false,
+        }
+    } else if code == Some(0) && signal.is_none() {
+        ExitRecord {
+            kind: "exited",
+            code,
+            signal,
+            message: None,
+            synthetic: false,
+        }
+    } else {
+        let message = format!(
+            "Child Pi process exited with code {}, signal {}",
+            code.map_or("null".to_string(), |c| c.to_string()),
+            signal.clone().unwrap_or_else(|| "null".into())
+        );
+        ExitRecord {
+            kind: "failed",
+            code,
+            signal,
+            message: Some(message),
+            synthetic: false,
+        }
+    };
+    rt.close(&child, exit).await;
+}
+
+/// Stops a child when its idle-cleanup or live-timeout deadline passes.
+async fn run_timers(rt: Runtime, child: Arc<Child>) {
+    let cfg = rt.inner.config;
+    if cfg.idle_cleanup.is_none() && cfg.live_timeout.is_none() {
+        return;
+    }
+    let launched = Instant::now();
+    let mut view = child.view.subscribe();
+    loop {
+        let v = view.borrow_and_update().clone();
+        if v.closed || v.phase == Phase::Stopping {
+            return;
+        }
+        let live_deadline = cfg.live_timeout.map(|d| launched + d);
+        let idle_deadline = match (cfg.idle_cleanup, v.phase, v.idle_since) {
+            (Some(d), Phase::Idle, Some(since)) => Some(since + d),
+            _ => None,
+        };
+        let next = [live_deadline, idle_deadline].into_iter().flatten().min();
+        tokio::select! {
+            changed = view.changed() => if changed.is_err() { return },
+            _ = sleep_until_opt(next) => {
+                let _ = rt.stop(&child.thread_id, false).await;
+                return;
+            }
+        }
+    }
+}
+
+async fn sleep_until_opt(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// `SIGKILL` for 9, and so on.
+pub fn signal_name(sig: i32) -> String {
+    let name = match sig {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        6 => "SIGABRT",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        14 => "SIGALRM",
+        15 => "SIGTERM",
+        _ => return format!("SIG{sig}"),
+    };
+    name.to_string()
+}

@@ -1,0 +1,142 @@
+//! Process identity and process-group signals: the only module that talks to the OS about
+//! processes. A pid alone is not an identity (pids are reused), so every check pairs it with
+//! the start time from `/proc/<pid>/stat`. A group is never signalled when its id is ≤ 1.
+
+use std::path::Path;
+
+/// A process as the kernel knows it: pid plus start time in clock ticks since boot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcessIdentity {
+    pub pid: i64,
+    pub started_at: i64,
+}
+
+impl ProcessIdentity {
+    /// This process.
+    pub fn current() -> ProcessIdentity {
+        let pid = std::process::id() as i64;
+        ProcessIdentity {
+            pid,
+            started_at: start_time(pid).unwrap_or(0),
+        }
+    }
+
+    /// True when a process with this pid exists, is not a zombie, and started at the same
+    /// moment (so it is the same process, not a reused pid).
+    pub fn is_alive(&self) -> bool {
+        matches!(stat(self.pid), Some(s) if s.start_time == self.started_at && s.state != 'Z' && s.state != 'X')
+    }
+}
+
+struct Stat {
+    state: char,
+    start_time: i64,
+    pgrp: i64,
+}
+
+fn stat(pid: i64) -> Option<Stat> {
+    if pid <= 0 {
+        return None;
+    }
+    let text =
+        std::fs::read_to_string(Path::new("/proc").join(pid.to_string()).join("stat")).ok()?;
+    // The command name is in parentheses and may hold spaces or ')'; fields follow the last ')'.
+    let rest = &text[text.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // After the name: state(3) ppid(4) pgrp(5) ... starttime(22); index = field - 3.
+    Some(Stat {
+        state: fields.first()?.chars().next()?,
+        pgrp: fields.get(2)?.parse().ok()?,
+        start_time: fields.get(19)?.parse().ok()?,
+    })
+}
+
+/// The start time of `pid` in clock ticks since boot, if it exists.
+pub fn start_time(pid: i64) -> Option<i64> {
+    stat(pid).map(|s| s.start_time)
+}
+
+/// The process group of `pid`, if it exists.
+pub fn process_group(pid: i64) -> Option<i64> {
+    stat(pid).map(|s| s.pgrp)
+}
+
+/// Which signal to send to a group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupSignal {
+    Terminate,
+    Kill,
+}
+
+/// Signals every process in group `pgid`. Refuses `pgid <= 1` (that would reach init or
+/// every process) and returns false when the group no longer exists.
+pub fn signal_group(pgid: i64, sig: GroupSignal) -> bool {
+    if pgid <= 1 || pgid > i32::MAX as i64 {
+        return false;
+    }
+    let Some(pid) = rustix::process::Pid::from_raw(pgid as i32) else {
+        return false;
+    };
+    let signal = match sig {
+        GroupSignal::Terminate => rustix::process::Signal::TERM,
+        GroupSignal::Kill => rustix::process::Signal::KILL,
+    };
+    rustix::process::kill_process_group(pid, signal).is_ok()
+}
+
+/// True when any process (zombies excluded) still belongs to group `pgid`.
+pub fn group_has_members(pgid: i64) -> bool {
+    if pgid <= 1 {
+        return false;
+    }
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    dir.flatten().filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<i64>().ok())).any(|pid| {
+        matches!(stat(pid), Some(s) if s.pgrp == pgid && s.state != 'Z' && s.state != 'X')
+    })
+}
+
+/// Kills the group of a recorded child only when the recorded pid is still the same process
+/// (pid and start time match) and still leads that group. Returns true when it signalled.
+pub fn kill_recorded_group(pid: i64, pgid: i64, started_at: Option<i64>) -> bool {
+    let Some(started_at) = started_at else {
+        return false;
+    };
+    if !(ProcessIdentity { pid, started_at }).is_alive() {
+        return false;
+    }
+    if process_group(pid) != Some(pgid) {
+        return false;
+    }
+    signal_group(pgid, GroupSignal::Kill)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identity_of_this_process() {
+        let me = ProcessIdentity::current();
+        assert!(me.started_at > 0);
+        assert!(me.is_alive());
+        assert!(!ProcessIdentity {
+            pid: me.pid,
+            started_at: me.started_at + 1
+        }
+        .is_alive());
+        assert!(!ProcessIdentity {
+            pid: 0,
+            started_at: 0
+        }
+        .is_alive());
+    }
+
+    #[test]
+    fn never_signals_low_groups() {
+        assert!(!signal_group(0, GroupSignal::Kill));
+        assert!(!signal_group(1, GroupSignal::Kill));
+        assert!(!signal_group(-5, GroupSignal::Kill));
+    }
+}
