@@ -1,0 +1,521 @@
+//! Smoke test against the real Pi 1.6 (`tools/pi/pi`, installed by `.ci/install-pi`, or the argv
+//! in `$THREADBASE_TEST_PI`) in RPC mode, talking to the scripted fake LLM. Skips with a message
+//! when Pi is missing, except under `CI=true`, where a missing Pi fails the test.
+
+#[path = "support/fake_llm.rs"]
+mod fake_llm;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, ChildStdin, ExitStatus};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use fake_llm::{hermetic_pi_env, pi_or_skip, FakeLlm, PiEnv, Step};
+use serde_json::{json, Value};
+
+/// How long one run (prompt → agent_settled) may take.
+const RUN_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long Pi may take to exit after stdin is closed.
+const EXIT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A Pi child in its own process group. Dropping it SIGKILLs the whole group.
+struct PiChild {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    stderr: Arc<Mutex<Vec<u8>>>,
+    /// Every stdout record received so far.
+    seen: Vec<Value>,
+}
+
+impl PiChild {
+    fn spawn(pi: &[String], env: &PiEnv, extra: &[&str]) -> PiChild {
+        let mut child = env
+            .command(pi, extra)
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {:?}: {e}", env.argv(pi, extra)));
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().unwrap();
+        let mut stderr_pipe = child.stderr.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        {
+            let stderr = Arc::clone(&stderr);
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 8192];
+                while let Ok(n) = stderr_pipe.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    stderr.lock().unwrap().extend_from_slice(&buf[..n]);
+                }
+            });
+        }
+        PiChild {
+            child,
+            stdin,
+            lines,
+            stderr,
+            seen: Vec::new(),
+        }
+    }
+
+    fn pgid(&self) -> rustix::process::Pid {
+        rustix::process::Pid::from_child(&self.child)
+    }
+
+    fn send(&mut self, cmd: &Value) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{cmd}").expect("write to pi stdin");
+        stdin.flush().expect("flush pi stdin");
+    }
+
+    fn stderr_text(&self) -> String {
+        String::from_utf8_lossy(&self.stderr.lock().unwrap()).into_owned()
+    }
+
+    /// Diagnostics for a failed assertion: stdout records so far and stderr.
+    fn dump(&self) -> String {
+        let events: Vec<String> = self.seen.iter().map(|v| v.to_string()).collect();
+        format!(
+            "--- stdout records ---\n{}\n--- stderr ---\n{}",
+            events.join("\n"),
+            self.stderr_text()
+        )
+    }
+
+    /// Reads stdout records until one satisfies `pred` (returned), or panics after `timeout`.
+    fn wait_for(&mut self, what: &str, timeout: Duration, pred: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    let value: Value = serde_json::from_str(&line).unwrap_or_else(|e| {
+                        panic!("stdout line is not JSON ({e}): {line:?}\n{}", self.dump())
+                    });
+                    self.seen.push(value.clone());
+                    if pred(&value) {
+                        return value;
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    panic!("timed out waiting for {what}\n{}", self.dump())
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    panic!("pi closed stdout while waiting for {what}\n{}", self.dump())
+                }
+            }
+        }
+    }
+
+    /// The response to command `id`, whether it already arrived or is still to come.
+    fn response(&mut self, id: &str, timeout: Duration) -> Value {
+        let is_it = |v: &Value| v["type"] == "response" && v["id"] == id;
+        if let Some(v) = self.seen.iter().find(|v| is_it(v)) {
+            return v.clone();
+        }
+        self.wait_for(&format!("the response to {id}"), timeout, is_it)
+    }
+
+    fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn kill_group(&self) {
+        // ESRCH once the group is empty: nothing to do.
+        let _ = rustix::process::kill_process_group(self.pgid(), rustix::process::Signal::KILL);
+    }
+}
+
+impl Drop for PiChild {
+    fn drop(&mut self) {
+        self.kill_group();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn of_type<'a>(events: &'a [Value], ty: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["type"] == ty).collect()
+}
+
+#[test]
+fn real_pi_runs_a_bash_tool_call_and_answers() {
+    let Some(pi) = pi_or_skip("real_pi_runs_a_bash_tool_call_and_answers") else {
+        return;
+    };
+    let started = Instant::now();
+
+    let fake = FakeLlm::with_script([
+        Step::bash("echo hi"),
+        Step::text_deltas(
+            ["The command ", "printed ", "hi."],
+            Duration::from_millis(20),
+        ),
+    ]);
+    let env = hermetic_pi_env(&fake);
+    let session = env.root.path().join("sessions").join("smoke.jsonl");
+    let session_arg = session.to_string_lossy().into_owned();
+    let mut pi_child = PiChild::spawn(&pi, &env, &["--session", &session_arg]);
+
+    pi_child.send(&json!({"id": "p1", "type": "prompt", "message": "run echo hi"}));
+    let response = pi_child.response("p1", RUN_TIMEOUT);
+    assert_eq!(response["id"], "p1", "{}", pi_child.dump());
+    assert_eq!(response["command"], "prompt", "{}", pi_child.dump());
+    assert_eq!(response["success"], true, "{}", pi_child.dump());
+    assert_eq!(
+        response["data"]["disposition"],
+        "started",
+        "{}",
+        pi_child.dump()
+    );
+
+    pi_child.wait_for("agent_settled", RUN_TIMEOUT, |v| {
+        v["type"] == "agent_settled"
+    });
+    let events = pi_child.seen.clone();
+    let dump = pi_child.dump();
+    let types: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+
+    // Order of the lifecycle markers (pi-rpc.md §5.2).
+    let pos = |ty: &str| {
+        types
+            .iter()
+            .position(|t| *t == ty)
+            .unwrap_or_else(|| panic!("no {ty}\n{dump}"))
+    };
+    assert!(pos("response") < pos("agent_start"), "{dump}");
+    assert!(pos("agent_start") < pos("tool_execution_start"), "{dump}");
+    assert!(
+        pos("tool_execution_start") < pos("tool_execution_end"),
+        "{dump}"
+    );
+    assert!(pos("tool_execution_end") < pos("agent_end"), "{dump}");
+    assert!(pos("agent_end") < pos("agent_settled"), "{dump}");
+    assert_eq!(of_type(&events, "agent_start").len(), 1, "{dump}");
+    assert_eq!(of_type(&events, "agent_end").len(), 1, "{dump}");
+
+    let start = of_type(&events, "tool_execution_start")[0];
+    assert_eq!(start["toolName"], "bash", "{dump}");
+    assert_eq!(start["toolCallId"], "call_1", "{dump}");
+    assert_eq!(start["args"]["command"], "echo hi", "{dump}");
+    let end = of_type(&events, "tool_execution_end")[0];
+    assert_eq!(end["toolName"], "bash", "{dump}");
+    assert_eq!(end["isError"], false, "{dump}");
+    let output = fake_llm::content_text(&end["result"]["content"]);
+    assert_eq!(output.trim(), "hi", "{dump}");
+
+    // The streamed text arrives as deltas and ends in an assistant message_end.
+    let deltas: String = of_type(&events, "message_update")
+        .iter()
+        .filter(|e| e["assistantMessageEvent"]["type"] == "text_delta")
+        .filter_map(|e| e["assistantMessageEvent"]["delta"].as_str())
+        .collect();
+    assert_eq!(deltas, "The command printed hi.", "{dump}");
+    let assistant_ends: Vec<&Value> = of_type(&events, "message_end")
+        .into_iter()
+        .filter(|e| e["message"]["role"] == "assistant")
+        .collect();
+    assert_eq!(assistant_ends.len(), 2, "{dump}");
+    assert_eq!(
+        assistant_ends[0]["message"]["stopReason"], "toolUse",
+        "{dump}"
+    );
+    let last = &assistant_ends[1]["message"];
+    assert_eq!(last["stopReason"], "stop", "{dump}");
+    assert_eq!(
+        fake_llm::content_text(&last["content"]),
+        "The command printed hi.",
+        "{dump}"
+    );
+    let agent_end = of_type(&events, "agent_end")[0];
+    assert_eq!(agent_end["willRetry"], false, "{dump}");
+    assert_eq!(
+        of_type(&events, "agent_settled")[0]["aborted"],
+        false,
+        "{dump}"
+    );
+
+    // What Pi sent to the fake.
+    let requests = fake.completion_requests();
+    assert_eq!(requests.len(), 2, "requests: {requests:#?}\n{dump}");
+    assert_eq!(fake.remaining(), 0);
+    let first = &requests[0];
+    assert_eq!(first.path, "/v1/chat/completions");
+    assert_eq!(first.header("authorization"), Some("Bearer dummy-key"));
+    let body = first.json();
+    assert_eq!(body["model"], "fake-model");
+    assert_eq!(body["stream"], true);
+    assert!(
+        first.tool_names().iter().any(|t| t == "bash"),
+        "tools: {:?}",
+        first.tool_names()
+    );
+    assert_eq!(first.last_user_text().as_deref(), Some("run echo hi"));
+    let second = requests[1].messages();
+    let tool_msg = second
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .expect("tool result sent back");
+    assert_eq!(tool_msg["tool_call_id"], "call_1");
+    assert_eq!(fake_llm::content_text(&tool_msg["content"]).trim(), "hi");
+    assert!(
+        second
+            .iter()
+            .any(|m| m["role"] == "assistant" && m["tool_calls"][0]["function"]["name"] == "bash"),
+        "{second:#?}"
+    );
+
+    // The session file was created at exactly the path given.
+    let file = std::fs::read_to_string(&session).expect("session file written");
+    let header: Value = serde_json::from_str(file.lines().next().unwrap()).unwrap();
+    assert_eq!(header["type"], "session");
+    assert!(file.contains("\"toolResult\""), "{file}");
+
+    // The leftover detector sees the live Pi (so its "none left" below means something).
+    let pi_pid = pi_child.child.id();
+    assert!(
+        env.leftover_processes().contains(&pi_pid),
+        "marker not found on pi pid {pi_pid}"
+    );
+
+    if std::env::var_os("THREADBASE_TEST_VERBOSE").is_some() {
+        eprintln!(
+            "{}\n--- requests ---\n{:#?}",
+            pi_child.dump(),
+            fake.requests()
+        );
+    }
+    close_and_reap(pi_child, &env);
+    eprintln!("real_pi_smoke: passed in {:?}", started.elapsed());
+}
+
+/// Closes stdin, expects exit 0 within [`EXIT_TIMEOUT`], kills the process group in any case, and
+/// asserts that no process of this run (group member or marker carrier) is left.
+fn close_and_reap(mut pi_child: PiChild, env: &PiEnv) {
+    let pgid = pi_child.pgid();
+    drop(pi_child.stdin.take());
+    let status = pi_child.wait_exit(EXIT_TIMEOUT);
+    let dump = pi_child.dump();
+    let status = status
+        .unwrap_or_else(|| panic!("pi did not exit within {EXIT_TIMEOUT:?} of stdin EOF\n{dump}"));
+    assert!(status.success(), "exit status {status:?}\n{dump}");
+
+    pi_child.kill_group();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let leftovers = loop {
+        let left = env.leftover_processes();
+        if left.is_empty() || Instant::now() >= deadline {
+            break left;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    for pid in &leftovers {
+        if let Some(pid) = rustix::process::Pid::from_raw(*pid as i32) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+        }
+    }
+    assert!(leftovers.is_empty(), "processes left behind: {leftovers:?}");
+    assert!(
+        rustix::process::test_kill_process_group(pgid).is_err(),
+        "process group {pgid:?} still has members"
+    );
+    drop(pi_child);
+}
+
+#[test]
+fn real_pi_abort_during_a_hanging_request_then_a_provider_error() {
+    let Some(pi) = pi_or_skip("real_pi_abort_during_a_hanging_request_then_a_provider_error")
+    else {
+        return;
+    };
+    let fake = FakeLlm::with_script([Step::hang(30_000), Step::error(500, "boom")]);
+    let env = hermetic_pi_env(&fake);
+    let mut pi_child = PiChild::spawn(&pi, &env, &["--no-session"]);
+
+    // A run whose LLM request hangs; abort it once the request reached the fake.
+    pi_child.send(&json!({"id": "p1", "type": "prompt", "message": "wait"}));
+    pi_child.response("p1", RUN_TIMEOUT);
+    assert_eq!(
+        fake.wait_for_requests(1, RUN_TIMEOUT).len(),
+        1,
+        "{}",
+        pi_child.dump()
+    );
+    pi_child.send(&json!({"id": "a1", "type": "abort"}));
+    let settled = pi_child.wait_for("agent_settled after abort", RUN_TIMEOUT, |v| {
+        v["type"] == "agent_settled"
+    });
+    let dump = pi_child.dump();
+    assert_eq!(settled["aborted"], true, "{dump}");
+    let aborted = pi_child
+        .seen
+        .iter()
+        .rev()
+        .find(|e| e["type"] == "message_end" && e["message"]["role"] == "assistant")
+        .unwrap_or_else(|| panic!("no assistant message_end\n{dump}"));
+    assert_eq!(aborted["message"]["stopReason"], "aborted", "{dump}");
+    let abort_response = pi_child.response("a1", RUN_TIMEOUT);
+    assert_eq!(abort_response["success"], true, "{}", pi_child.dump());
+
+    // A provider error ends the next run with stopReason "error" and exactly one request.
+    pi_child.send(&json!({"id": "p2", "type": "prompt", "message": "fail please"}));
+    let response = pi_child.response("p2", RUN_TIMEOUT);
+    assert_eq!(response["success"], true, "{}", pi_child.dump());
+    let mark = pi_child.seen.len();
+    let settled = pi_child.wait_for("agent_settled after error", RUN_TIMEOUT, |v| {
+        v["type"] == "agent_settled"
+    });
+    let dump = pi_child.dump();
+    assert_eq!(settled["aborted"], false, "{dump}");
+    let failed = pi_child.seen[mark..]
+        .iter()
+        .find(|e| e["type"] == "message_end" && e["message"]["role"] == "assistant")
+        .unwrap_or_else(|| panic!("no assistant message_end\n{dump}"));
+    assert_eq!(failed["message"]["stopReason"], "error", "{dump}");
+    let error = failed["message"]["errorMessage"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        error.contains("500") && error.contains("boom"),
+        "errorMessage {error:?}\n{dump}"
+    );
+    assert!(
+        pi_child
+            .seen
+            .iter()
+            .all(|e| e["type"] != "auto_retry_start"),
+        "{dump}"
+    );
+    let requests = fake.completion_requests();
+    assert_eq!(requests.len(), 2, "{requests:#?}");
+    assert_eq!(requests[1].last_user_text().as_deref(), Some("fail please"));
+
+    if std::env::var_os("THREADBASE_TEST_VERBOSE").is_some() {
+        eprintln!("{}", pi_child.dump());
+    }
+    close_and_reap(pi_child, &env);
+}
+
+/// The fake itself, over a raw socket (runs without Pi).
+#[test]
+fn fake_llm_streams_scripted_steps_and_records_requests() {
+    use std::net::TcpStream;
+
+    fn post(fake: &FakeLlm, body: &str) -> String {
+        let mut s = TcpStream::connect(("127.0.0.1", fake.port())).unwrap();
+        write!(
+            s,
+            "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        out
+    }
+    fn data_lines(resp: &str) -> Vec<Value> {
+        resp.lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .filter(|d| *d != "[DONE]")
+            .map(|d| serde_json::from_str(d).unwrap())
+            .collect()
+    }
+
+    let fake = FakeLlm::with_script([
+        Step::text_deltas(["a", "b"], Duration::from_millis(5)),
+        Step::bash("echo hi"),
+        Step::error(429, "slow down"),
+    ]);
+    let text = post(&fake, r#"{"messages":[{"role":"user","content":"q1"}]}"#);
+    assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
+    assert!(text.contains("Content-Type: text/event-stream"), "{text}");
+    assert!(text.ends_with("data: [DONE]\n\n"), "{text}");
+    let chunks = data_lines(&text);
+    let content: String = chunks
+        .iter()
+        .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
+        .collect();
+    assert_eq!(content, "ab");
+    assert!(chunks
+        .iter()
+        .any(|c| c["choices"][0]["finish_reason"] == "stop"));
+    assert!(chunks.iter().any(|c| c["usage"]["total_tokens"] == 15));
+
+    let tool = post(
+        &fake,
+        r#"{"messages":[{"role":"user","content":[{"type":"text","text":"q2"}]}]}"#,
+    );
+    let chunks = data_lines(&tool);
+    let calls: Vec<&Value> = chunks
+        .iter()
+        .filter_map(|c| c["choices"][0]["delta"]["tool_calls"].get(0))
+        .collect();
+    assert_eq!(calls[0]["id"], "call_1");
+    assert_eq!(calls[0]["function"]["name"], "bash");
+    let args: String = calls
+        .iter()
+        .filter_map(|c| c["function"]["arguments"].as_str())
+        .collect();
+    assert_eq!(
+        serde_json::from_str::<Value>(&args).unwrap(),
+        json!({"command": "echo hi"})
+    );
+    assert!(chunks
+        .iter()
+        .any(|c| c["choices"][0]["finish_reason"] == "tool_calls"));
+
+    let err = post(&fake, "{}");
+    assert!(err.starts_with("HTTP/1.1 429 "), "{err}");
+    assert!(err.contains("slow down"), "{err}");
+    let exhausted = post(&fake, "{}");
+    assert!(
+        exhausted.starts_with("HTTP/1.1 500 ") && exhausted.contains("no scripted response left")
+    );
+
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 4);
+    assert_eq!(requests[0].last_user_text().as_deref(), Some("q1"));
+    assert_eq!(requests[1].last_user_text().as_deref(), Some("q2"));
+    assert_eq!(
+        requests.iter().map(|r| r.step).collect::<Vec<_>>(),
+        [Some(0), Some(1), Some(2), None]
+    );
+    assert_eq!(fake.remaining(), 0);
+
+    // A hang ends early when the fake is dropped.
+    fake.push(Step::hang(60_000));
+    let port = fake.port();
+    let client = std::thread::spawn(move || {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}")
+            .unwrap();
+        let mut out = String::new();
+        let _ = s.read_to_string(&mut out);
+        out
+    });
+    assert_eq!(fake.wait_for_requests(5, Duration::from_secs(5)).len(), 5);
+    let t = Instant::now();
+    drop(fake);
+    assert_eq!(client.join().unwrap(), "");
+    assert!(t.elapsed() < Duration::from_secs(5));
+}

@@ -1,0 +1,849 @@
+//! A scripted, loopback, OpenAI-compatible LLM server for tests that run the real Pi, plus the
+//! hermetic environment to run Pi against it (docs: `shared/reference/pi-rpc.md` §15).
+//!
+//! Include it from an integration test with
+//!
+//! ```ignore
+//! #[path = "support/fake_llm.rs"]
+//! mod fake_llm;
+//! ```
+//!
+//! Pi 1.6 with `"api": "openai-completions"` sends `POST /v1/chat/completions` with
+//! `stream: true` and expects Server-Sent Events: `data: <chunk json>\n\n` lines ending with
+//! `data: [DONE]\n\n`. Each such request consumes one scripted [`Step`] from the queue, in order.
+//! Every request (any method and path) is recorded and can be read back with
+//! [`FakeLlm::requests`]. When the queue is empty a completion request gets a 500 with an error
+//! body that says so, which makes Pi end the run with `stopReason: "error"`.
+//!
+//! Only std (plus `serde_json` and `tempfile`, which the crate already has): one thread accepts on
+//! `127.0.0.1:0`, one thread per connection, one request per connection (`Connection: close`).
+#![allow(dead_code)]
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+/// The provider and model names written into `models.json` and passed as `--provider`/`--model`.
+pub const PROVIDER: &str = "fake";
+pub const MODEL: &str = "fake-model";
+/// The literal API key written into `models.json`; Pi sends it as `authorization: Bearer …`.
+pub const API_KEY: &str = "dummy-key";
+
+// ---------------------------------------------------------------------------------------------
+// Script
+// ---------------------------------------------------------------------------------------------
+
+/// One scripted answer, consumed by one `POST …/chat/completions` request.
+#[derive(Clone, Debug)]
+pub enum Step {
+    /// A streamed text answer (`finish_reason: "stop"`). Each delta is one SSE chunk; `delay` is
+    /// slept before every delta (so the first delta also comes `delay` after the headers).
+    Text {
+        deltas: Vec<String>,
+        delay: Duration,
+    },
+    /// One assistant turn that calls tools (`finish_reason: "tool_calls"`). The arguments of each
+    /// call are streamed in two fragments, as real providers do.
+    ToolCalls(Vec<ToolCall>),
+    /// Read the request, send nothing for this long (or until the client goes away or the fake
+    /// is dropped), then close the connection without a response. Pi sees a network error unless
+    /// it aborted first; useful to keep a run busy for `abort`/`steer` tests.
+    Hang(Duration),
+    /// A non-2xx status with body `{"error":{"message":…,"type":"fake_error"}}`.
+    Error { status: u16, message: String },
+}
+
+/// A tool call in a [`Step::ToolCalls`] answer.
+#[derive(Clone, Debug)]
+pub struct ToolCall {
+    /// The `toolCallId` Pi will report. Empty: the fake assigns `call_<n>`, where n counts the
+    /// tool calls this fake has served (so the first is `call_1`).
+    pub id: String,
+    /// The tool name, e.g. `bash`.
+    pub name: String,
+    /// The arguments object, e.g. `{"command": "echo hi"}`.
+    pub arguments: Value,
+}
+
+impl Step {
+    /// A text answer sent as one delta, without delay.
+    pub fn text(text: impl Into<String>) -> Step {
+        Step::Text {
+            deltas: vec![text.into()],
+            delay: Duration::ZERO,
+        }
+    }
+
+    /// A text answer streamed as `deltas`, sleeping `delay` before each.
+    pub fn text_deltas<I, S>(deltas: I, delay: Duration) -> Step
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Step::Text {
+            deltas: deltas.into_iter().map(Into::into).collect(),
+            delay,
+        }
+    }
+
+    /// One call of tool `name` with `arguments`, with an assigned id (see [`ToolCall::id`]).
+    pub fn tool_call(name: impl Into<String>, arguments: Value) -> Step {
+        Step::ToolCalls(vec![ToolCall {
+            id: String::new(),
+            name: name.into(),
+            arguments,
+        }])
+    }
+
+    /// One call of the built-in `bash` tool running `command`, with an assigned id.
+    pub fn bash(command: impl Into<String>) -> Step {
+        Step::tool_call("bash", json!({ "command": command.into() }))
+    }
+
+    /// See [`Step::Hang`].
+    pub fn hang(ms: u64) -> Step {
+        Step::Hang(Duration::from_millis(ms))
+    }
+
+    /// See [`Step::Error`].
+    pub fn error(status: u16, message: impl Into<String>) -> Step {
+        Step::Error {
+            status,
+            message: message.into(),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Recorded requests
+// ---------------------------------------------------------------------------------------------
+
+/// One HTTP request the fake received, in arrival order.
+#[derive(Clone, Debug)]
+pub struct RecordedRequest {
+    pub method: String,
+    /// The request target, e.g. `/v1/chat/completions`.
+    pub path: String,
+    /// Header names lower-cased, values as sent.
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+    /// Index into the script of the step this request consumed (`None`: not a completion
+    /// request, or the script was exhausted).
+    pub step: Option<usize>,
+}
+
+impl RecordedRequest {
+    /// The first header named `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The body parsed as JSON (`Value::Null` if it is not JSON).
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or(Value::Null)
+    }
+
+    /// The `messages` array of a chat-completions body (empty if absent).
+    pub fn messages(&self) -> Vec<Value> {
+        self.json()["messages"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// The names of the tools offered to the model (`tools[].function.name`).
+    pub fn tool_names(&self) -> Vec<String> {
+        self.json()["tools"]
+            .as_array()
+            .map(|tools| {
+                tools
+                    .iter()
+                    .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The text of the last `user` message (string content or the concatenated text parts).
+    pub fn last_user_text(&self) -> Option<String> {
+        let messages = self.messages();
+        let msg = messages.iter().rev().find(|m| m["role"] == "user")?;
+        Some(content_text(&msg["content"]))
+    }
+}
+
+/// The text of an OpenAI `content` field: a string, or an array of `{type:"text",text}` parts.
+pub fn content_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect(),
+        _ => String::new(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Server
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Default)]
+struct State {
+    script: VecDeque<Step>,
+    /// Steps handed out so far (the index of the next one).
+    consumed: usize,
+    requests: Vec<RecordedRequest>,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    changed: Condvar,
+    shutdown: AtomicBool,
+    chunk_counter: AtomicUsize,
+    tool_call_counter: AtomicUsize,
+}
+
+/// The running fake server. Dropping it stops accepting and ends hanging responses.
+pub struct FakeLlm {
+    port: u16,
+    shared: Arc<Shared>,
+    acceptor: Option<JoinHandle<()>>,
+}
+
+impl FakeLlm {
+    /// Binds `127.0.0.1:0` and starts serving with an empty script.
+    pub fn start() -> FakeLlm {
+        FakeLlm::with_script(Vec::new())
+    }
+
+    /// Binds `127.0.0.1:0` and starts serving `steps` in order.
+    pub fn with_script(steps: impl IntoIterator<Item = Step>) -> FakeLlm {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).expect("fake LLM: bind 127.0.0.1:0");
+        let port = listener.local_addr().expect("fake LLM: local_addr").port();
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                script: steps.into_iter().collect(),
+                ..State::default()
+            }),
+            changed: Condvar::new(),
+            shutdown: AtomicBool::new(false),
+            chunk_counter: AtomicUsize::new(0),
+            tool_call_counter: AtomicUsize::new(0),
+        });
+        let acceptor = {
+            let shared = Arc::clone(&shared);
+            std::thread::Builder::new()
+                .name(format!("fake-llm-{port}"))
+                .spawn(move || accept_loop(listener, shared))
+                .expect("fake LLM: spawn acceptor")
+        };
+        FakeLlm {
+            port,
+            shared,
+            acceptor: Some(acceptor),
+        }
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `http://127.0.0.1:<port>/v1`, the provider `baseUrl`.
+    pub fn base_url(&self) -> String {
+        format!("http://127.0.0.1:{}/v1", self.port)
+    }
+
+    /// Appends a step to the script.
+    pub fn push(&self, step: Step) {
+        self.shared.state.lock().unwrap().script.push_back(step);
+    }
+
+    /// Steps not yet consumed.
+    pub fn remaining(&self) -> usize {
+        self.shared.state.lock().unwrap().script.len()
+    }
+
+    /// All requests received so far, in order.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.shared.state.lock().unwrap().requests.clone()
+    }
+
+    /// The chat-completion requests received so far, in order.
+    pub fn completion_requests(&self) -> Vec<RecordedRequest> {
+        self.requests().into_iter().filter(is_completion).collect()
+    }
+
+    /// Waits until at least `n` requests were received, or `timeout`; returns what is there.
+    pub fn wait_for_requests(&self, n: usize, timeout: Duration) -> Vec<RecordedRequest> {
+        let deadline = Instant::now() + timeout;
+        let mut state = self.shared.state.lock().unwrap();
+        while state.requests.len() < n {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            state = self
+                .shared
+                .changed
+                .wait_timeout(state, deadline - now)
+                .unwrap()
+                .0;
+        }
+        state.requests.clone()
+    }
+}
+
+impl Drop for FakeLlm {
+    fn drop(&mut self) {
+        self.shared.shutdown.store(true, Ordering::SeqCst);
+        // Wake the blocking accept().
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+        if let Some(handle) = self.acceptor.take() {
+            let _ = handle.join();
+        }
+    }
+}
+
+fn is_completion(r: &RecordedRequest) -> bool {
+    r.method == "POST"
+        && r.path
+            .split('?')
+            .next()
+            .unwrap_or("")
+            .ends_with("/chat/completions")
+}
+
+fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    for stream in listener.incoming() {
+        if shared.shutdown.load(Ordering::SeqCst) {
+            break;
+        }
+        let Ok(stream) = stream else { continue };
+        let shared = Arc::clone(&shared);
+        let _ = std::thread::Builder::new()
+            .name("fake-llm-conn".into())
+            .spawn(move || handle_connection(stream, &shared));
+    }
+}
+
+struct RawRequest {
+    method: String,
+    path: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+fn read_request(stream: &TcpStream) -> std::io::Result<Option<RawRequest>> {
+    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+    let mut reader = BufReader::new(stream);
+    let mut line = String::new();
+    if reader.read_line(&mut line)? == 0 {
+        return Ok(None);
+    }
+    let mut parts = line.split_whitespace();
+    let method = parts.next().unwrap_or("").to_string();
+    let path = parts.next().unwrap_or("").to_string();
+    let mut headers = Vec::new();
+    loop {
+        let mut h = String::new();
+        if reader.read_line(&mut h)? == 0 {
+            return Ok(None);
+        }
+        let h = h.trim_end_matches(['\r', '\n']);
+        if h.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = h.split_once(':') {
+            headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
+        }
+    }
+    let get = |name: &str| {
+        headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    };
+    let mut body = Vec::new();
+    if let Some(len) = get("content-length").and_then(|v| v.parse::<usize>().ok()) {
+        body.resize(len, 0);
+        reader.read_exact(&mut body)?;
+    } else if get("transfer-encoding").is_some_and(|v| v.to_ascii_lowercase().contains("chunked")) {
+        loop {
+            let mut size_line = String::new();
+            reader.read_line(&mut size_line)?;
+            let size_hex = size_line.trim().split(';').next().unwrap_or("");
+            let size = usize::from_str_radix(size_hex, 16).unwrap_or(0);
+            let mut chunk = vec![0; size + 2]; // data + CRLF
+            if size == 0 {
+                // Trailers (if any) until the empty line.
+                loop {
+                    let mut t = String::new();
+                    if reader.read_line(&mut t)? == 0 || t.trim().is_empty() {
+                        break;
+                    }
+                }
+                break;
+            }
+            reader.read_exact(&mut chunk)?;
+            body.extend_from_slice(&chunk[..size]);
+        }
+    }
+    Ok(Some(RawRequest {
+        method,
+        path,
+        headers,
+        body,
+    }))
+}
+
+fn handle_connection(mut stream: TcpStream, shared: &Shared) {
+    if shared.shutdown.load(Ordering::SeqCst) {
+        return;
+    }
+    let raw = match read_request(&stream) {
+        Ok(Some(raw)) => raw,
+        _ => return,
+    };
+    let mut record = RecordedRequest {
+        method: raw.method,
+        path: raw.path,
+        headers: raw.headers,
+        body: String::from_utf8_lossy(&raw.body).into_owned(),
+        step: None,
+    };
+    let step = {
+        let mut state = shared.state.lock().unwrap();
+        let step = if is_completion(&record) {
+            let step = state.script.pop_front();
+            if step.is_some() {
+                record.step = Some(state.consumed);
+                state.consumed += 1;
+            }
+            Some(step)
+        } else {
+            None
+        };
+        state.requests.push(record);
+        shared.changed.notify_all();
+        step
+    };
+    let _ = match step {
+        None => write_json(
+            &mut stream,
+            404,
+            &json!({"error": {"message": "fake LLM: not found", "type": "not_found"}}),
+        ),
+        Some(None) => write_json(
+            &mut stream,
+            500,
+            &json!({"error": {"message": "fake LLM: no scripted response left", "type": "fake_script_exhausted"}}),
+        ),
+        Some(Some(step)) => serve_step(&mut stream, shared, step),
+    };
+    let _ = stream.flush();
+    let _ = stream.shutdown(Shutdown::Both);
+}
+
+fn status_text(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        404 => "Not Found",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        _ => "Status",
+    }
+}
+
+fn write_json(stream: &mut TcpStream, status: u16, body: &Value) -> std::io::Result<()> {
+    let body = body.to_string();
+    write!(
+        stream,
+        "HTTP/1.1 {status} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        status_text(status),
+        body.len()
+    )
+}
+
+/// Sleeps `d` in small slices; false if the fake shut down or the peer went away meanwhile.
+fn sleep_interruptible(stream: &TcpStream, shared: &Shared, d: Duration) -> bool {
+    let deadline = Instant::now() + d;
+    let _ = stream.set_nonblocking(true);
+    let mut alive = true;
+    loop {
+        if shared.shutdown.load(Ordering::SeqCst) {
+            alive = false;
+            break;
+        }
+        // A readable socket with 0 bytes means the client closed its side (e.g. Pi aborted).
+        let mut probe = [0u8; 1];
+        match stream.peek(&mut probe) {
+            Ok(0) => {
+                alive = false;
+                break;
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(_) => {
+                alive = false;
+                break;
+            }
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            break;
+        }
+        std::thread::sleep((deadline - now).min(Duration::from_millis(10)));
+    }
+    let _ = stream.set_nonblocking(false);
+    alive
+}
+
+fn serve_step(stream: &mut TcpStream, shared: &Shared, step: Step) -> std::io::Result<()> {
+    match step {
+        Step::Hang(d) => {
+            sleep_interruptible(stream, shared, d);
+            Ok(())
+        }
+        Step::Error { status, message } => write_json(
+            stream,
+            status,
+            &json!({"error": {"message": message, "type": "fake_error"}}),
+        ),
+        Step::Text { deltas, delay } => {
+            let mut sse = Sse::start(stream, shared)?;
+            sse.chunk(json!({"role": "assistant", "content": ""}), None)?;
+            for delta in deltas {
+                if !delay.is_zero() && !sleep_interruptible(sse.stream, shared, delay) {
+                    return Ok(());
+                }
+                sse.chunk(json!({"content": delta}), None)?;
+            }
+            sse.chunk(json!({}), Some("stop"))?;
+            sse.finish()
+        }
+        Step::ToolCalls(calls) => {
+            let mut sse = Sse::start(stream, shared)?;
+            sse.chunk(json!({"role": "assistant", "content": null}), None)?;
+            for (index, call) in calls.iter().enumerate() {
+                let id = if call.id.is_empty() {
+                    format!(
+                        "call_{}",
+                        shared.tool_call_counter.fetch_add(1, Ordering::SeqCst) + 1
+                    )
+                } else {
+                    call.id.clone()
+                };
+                sse.chunk(
+                    json!({"tool_calls": [{"index": index, "id": id, "type": "function",
+                        "function": {"name": call.name, "arguments": ""}}]}),
+                    None,
+                )?;
+                let args = call.arguments.to_string();
+                let mid = args
+                    .char_indices()
+                    .map(|(i, _)| i)
+                    .nth(args.chars().count() / 2)
+                    .unwrap_or(0);
+                for fragment in [&args[..mid], &args[mid..]] {
+                    sse.chunk(json!({"tool_calls": [{"index": index, "function": {"arguments": fragment}}]}), None)?;
+                }
+            }
+            sse.chunk(json!({}), Some("tool_calls"))?;
+            sse.finish()
+        }
+    }
+}
+
+/// Writes an OpenAI chat-completions event stream.
+struct Sse<'a> {
+    stream: &'a mut TcpStream,
+    id: String,
+}
+
+impl<'a> Sse<'a> {
+    fn start(stream: &'a mut TcpStream, shared: &Shared) -> std::io::Result<Sse<'a>> {
+        let n = shared.chunk_counter.fetch_add(1, Ordering::SeqCst);
+        stream.write_all(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n",
+        )?;
+        stream.flush()?;
+        Ok(Sse {
+            stream,
+            id: format!("chatcmpl-fake-{n}"),
+        })
+    }
+
+    fn send(&mut self, data: &str) -> std::io::Result<()> {
+        self.stream
+            .write_all(format!("data: {data}\n\n").as_bytes())?;
+        self.stream.flush()
+    }
+
+    fn chunk(&mut self, delta: Value, finish_reason: Option<&str>) -> std::io::Result<()> {
+        let chunk = json!({
+            "id": self.id, "object": "chat.completion.chunk", "created": 1, "model": MODEL,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+        });
+        self.send(&chunk.to_string())
+    }
+
+    fn finish(mut self) -> std::io::Result<()> {
+        let usage = json!({
+            "id": self.id, "object": "chat.completion.chunk", "created": 1, "model": MODEL,
+            "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        });
+        self.send(&usage.to_string())?;
+        self.send("[DONE]")
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Finding Pi
+// ---------------------------------------------------------------------------------------------
+
+/// The argv prefix that runs Pi 1.6: `$THREADBASE_TEST_PI` (a JSON array of strings) if set,
+/// else `<repo>/tools/pi/pi` if `.ci/install-pi` has installed it, else `None`.
+pub fn find_pi() -> Result<Vec<String>, String> {
+    if let Ok(raw) = std::env::var("THREADBASE_TEST_PI") {
+        let argv: Vec<String> = serde_json::from_str(&raw).map_err(|e| {
+            format!("THREADBASE_TEST_PI must be a JSON array of strings: {e}: {raw}")
+        })?;
+        if argv.is_empty() {
+            return Err("THREADBASE_TEST_PI is an empty array".into());
+        }
+        return Ok(argv);
+    }
+    let tools = Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/pi");
+    let wrapper = tools.join("pi");
+    let cli = tools.join("node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js");
+    let node = tools.join("node_modules/node/bin/node");
+    if wrapper.is_file() && cli.is_file() && node.is_file() {
+        Ok(vec![wrapper.to_string_lossy().into_owned()])
+    } else {
+        Err(format!(
+            "Pi is not installed ({} missing); run .ci/install-pi or set THREADBASE_TEST_PI to a JSON argv array",
+            if !cli.is_file() { cli.display() } else { node.display() }
+        ))
+    }
+}
+
+/// [`find_pi`] for a test: `None` (after printing why) means "skip this test". Under `CI=true`
+/// a missing Pi is a failure instead.
+pub fn pi_or_skip(test: &str) -> Option<Vec<String>> {
+    match find_pi() {
+        Ok(argv) => Some(argv),
+        Err(why) if std::env::var("CI").is_ok_and(|v| v == "true") => {
+            panic!("{test}: real Pi is required under CI=true: {why}")
+        }
+        Err(why) => {
+            eprintln!("SKIPPED {test}: {why}");
+            None
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hermetic Pi environment
+// ---------------------------------------------------------------------------------------------
+
+/// Name of the environment variable that tags every process of one Pi run (value
+/// [`PiEnv::marker`]); [`PiEnv::leftover_processes`] looks for it in `/proc/*/environ`.
+pub const MARKER_VAR: &str = "THREADBASE_TEST_MARKER";
+
+/// A temporary HOME and agent dir configured for the fake, and the env and argv to run Pi in RPC
+/// mode against it. Everything lives under `root` and is deleted on drop.
+pub struct PiEnv {
+    pub root: tempfile::TempDir,
+    /// `$HOME`.
+    pub home: PathBuf,
+    /// `$PI_CODING_AGENT_DIR` (`models.json`, `settings.json`).
+    pub agent_dir: PathBuf,
+    /// An empty working directory (no `.pi/`, no `AGENTS.md`).
+    pub cwd: PathBuf,
+    /// Unique value of [`MARKER_VAR`] for this environment.
+    pub marker: String,
+    /// The complete environment of the child (it starts from an empty one).
+    pub env: Vec<(String, String)>,
+    /// Pi's arguments for RPC mode against the fake, without the argv prefix and without a
+    /// session flag (add `--no-session` or `--session <abs path>`).
+    pub args: Vec<String>,
+}
+
+/// Builds a hermetic Pi environment pointing at `fake` (pi-rpc.md §15): temp HOME and
+/// PI_CODING_AGENT_DIR with `models.json` (provider `fake`, api `openai-completions`) and
+/// `settings.json` (retries and auto-compaction off, install telemetry off), an environment with
+/// no provider keys (it starts empty), and `--offline --provider fake --model fake-model
+/// --no-approve` plus the no-discovery flags.
+pub fn hermetic_pi_env(fake: &FakeLlm) -> PiEnv {
+    let root = tempfile::Builder::new()
+        .prefix("threadbase-pi-")
+        .tempdir()
+        .expect("tempdir");
+    let base = root.path().to_path_buf();
+    let home = base.join("home");
+    let agent_dir = home.join("agent");
+    let cwd = base.join("work");
+    let tmp = base.join("tmp");
+    for d in [&home, &agent_dir, &cwd, &tmp] {
+        std::fs::create_dir_all(d).expect("create hermetic dirs");
+    }
+    let models = json!({
+        "providers": {
+            PROVIDER: {
+                "baseUrl": fake.base_url(),
+                "api": "openai-completions",
+                "apiKey": API_KEY,
+                "compat": {
+                    "supportsDeveloperRole": false,
+                    "supportsReasoningEffort": false,
+                    "supportsStore": false
+                },
+                "models": [{
+                    "id": MODEL, "name": "Fake Model", "reasoning": false, "input": ["text"],
+                    "contextWindow": 128000, "maxTokens": 4096
+                }]
+            }
+        }
+    });
+    let settings = json!({
+        "retry": { "enabled": false, "provider": { "maxRetries": 0 } },
+        "compaction": { "enabled": false },
+        "enableInstallTelemetry": false
+    });
+    write_json_file(&agent_dir.join("models.json"), &models);
+    write_json_file(&agent_dir.join("settings.json"), &settings);
+
+    static SEQ: AtomicUsize = AtomicUsize::new(0);
+    let marker = format!(
+        "{}-{}-{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::SeqCst),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    );
+    let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into());
+    let s = |p: &Path| p.to_string_lossy().into_owned();
+    let env = vec![
+        ("PATH".to_string(), path),
+        ("HOME".to_string(), s(&home)),
+        ("PI_CODING_AGENT_DIR".to_string(), s(&agent_dir)),
+        ("PI_OFFLINE".to_string(), "1".to_string()),
+        ("PI_SKIP_VERSION_CHECK".to_string(), "1".to_string()),
+        ("PI_TELEMETRY".to_string(), "0".to_string()),
+        ("TMPDIR".to_string(), s(&tmp)),
+        ("LANG".to_string(), "C.UTF-8".to_string()),
+        (MARKER_VAR.to_string(), marker.clone()),
+    ];
+    let args = [
+        "--mode",
+        "rpc",
+        "--offline",
+        "--provider",
+        PROVIDER,
+        "--model",
+        MODEL,
+        "--no-approve",
+        "--no-extensions",
+        "--no-skills",
+        "--no-prompt-templates",
+        "--no-themes",
+        "--no-context-files",
+    ]
+    .iter()
+    .map(|a| a.to_string())
+    .collect();
+    PiEnv {
+        root,
+        home,
+        agent_dir,
+        cwd,
+        marker,
+        env,
+        args,
+    }
+}
+
+fn write_json_file(path: &Path, value: &Value) {
+    std::fs::write(path, serde_json::to_vec_pretty(value).unwrap())
+        .unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+}
+
+impl PiEnv {
+    /// `pi` + [`PiEnv::args`] + `extra`.
+    pub fn argv(&self, pi: &[String], extra: &[&str]) -> Vec<String> {
+        pi.iter()
+            .cloned()
+            .chain(self.args.iter().cloned())
+            .chain(extra.iter().map(|s| s.to_string()))
+            .collect()
+    }
+
+    /// A command for [`PiEnv::argv`] with a cleared environment set to [`PiEnv::env`], cwd
+    /// [`PiEnv::cwd`], piped stdio, in a new process group whose id is the child's pid.
+    pub fn command(&self, pi: &[String], extra: &[&str]) -> Command {
+        use std::os::unix::process::CommandExt;
+        let argv = self.argv(pi, extra);
+        let mut cmd = Command::new(&argv[0]);
+        cmd.args(&argv[1..])
+            .env_clear()
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(&self.cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        cmd
+    }
+
+    /// Pids of live (non-zombie) processes whose environment carries this env's marker: every
+    /// process Pi or its tools started, whatever process group or session they moved to.
+    pub fn leftover_processes(&self) -> Vec<u32> {
+        let needle = format!("{MARKER_VAR}={}", self.marker);
+        let mut found = Vec::new();
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return found;
+        };
+        for entry in entries.flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
+                continue;
+            };
+            if !environ.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()) {
+                continue;
+            }
+            let zombie = std::fs::read_to_string(entry.path().join("stat"))
+                .ok()
+                .and_then(|stat| {
+                    stat.rsplit_once(')')
+                        .map(|(_, rest)| rest.trim_start().starts_with('Z'))
+                })
+                .unwrap_or(false);
+            if !zombie {
+                found.push(pid);
+            }
+        }
+        found
+    }
+}
