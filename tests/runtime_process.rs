@@ -48,6 +48,7 @@ impl Fixture {
             argv: vec!["bash".into(), "-c".into(), script.into()],
             cwd: std::env::temp_dir(),
             env: vec![],
+            clear_env: false,
             start,
         }
     }

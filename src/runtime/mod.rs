@@ -81,8 +81,10 @@ pub struct LaunchSpec {
     /// Program and arguments.
     pub argv: Vec<String>,
     pub cwd: PathBuf,
-    /// Extra environment for the child.
+    /// Environment for the child, on top of this process's own unless `clear_env`.
     pub env: Vec<(String, String)>,
+    /// Start the child from an empty environment (plus `env`).
+    pub clear_env: bool,
     pub start: StartKind,
 }
 
@@ -263,6 +265,9 @@ impl Runtime {
             return Err(Error::invalid("The child command is empty. Repair: set THREADBASE_PI_COMMAND to a JSON array such as [\"pi\"]."));
         };
         let mut cmd = tokio::process::Command::new(program);
+        if spec.clear_env {
+            cmd.env_clear();
+        }
         cmd.args(args)
             .current_dir(&spec.cwd)
             .envs(spec.env.iter().map(|(k, v)| (k, v)))
@@ -626,12 +631,8 @@ impl Runtime {
                         .await;
                 }
                 Effect::Phase(phase) => {
-                    child.view.send_modify(|v| {
-                        if v.phase != Phase::Stopping {
-                            v.idle_since = (phase == Phase::Idle).then(Instant::now);
-                            v.phase = phase;
-                        }
-                    });
+                    // Queue the row change before observers see the new phase, so a flush
+                    // after seeing it always finds the row updated.
                     ingest
                         .send(IngestOp::Phase {
                             thread_id: tid.clone(),
@@ -639,6 +640,12 @@ impl Runtime {
                             phase: phase.as_str(),
                         })
                         .await;
+                    child.view.send_modify(|v| {
+                        if v.phase != Phase::Stopping {
+                            v.idle_since = (phase == Phase::Idle).then(Instant::now);
+                            v.phase = phase;
+                        }
+                    });
                 }
                 Effect::AssistantText(text) => {
                     child
