@@ -19,6 +19,7 @@ pub mod list;
 pub mod paths;
 pub mod refs;
 pub mod runtime;
+pub mod scripted_agent;
 pub mod store;
 pub mod text;
 pub mod time;

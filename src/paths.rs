@@ -160,7 +160,7 @@ pub fn resolve_agent_path(value: &str, caller: &str) -> Result<String> {
     }
     if count > MAX_AGENT_SEGMENTS {
         return Err(Error::invalid(format!(
-            "Agent paths may have at most {MAX_AGENT_SEGMENTS} segments; {} has {count}. Repair: use a shallower path.",
+            "{AGENT_GRAMMAR}. Agent paths may have at most {MAX_AGENT_SEGMENTS} segments; {} has {count}. Repair: use a shallower path.",
             json_quote(&full)
         )));
     }

@@ -5,7 +5,7 @@
 use rusqlite::Connection;
 
 use crate::error::{Error, ErrorCode, Result};
-use crate::paths::{is_canonical_thread_path, is_thread_id, json_quote, thread_reference_path};
+use crate::paths::{is_thread_id, json_quote, thread_reference_path};
 use crate::store::threads::{query_threads, ThreadRow};
 
 /// Threads listed in an unknown-reference error.
@@ -82,18 +82,9 @@ pub fn resolve_list_filter(
     if is_thread_id(text) {
         return Ok(resolve(conn, scope, reference)?.path);
     }
-    if text.starts_with('/') && is_canonical_thread_path(text) {
-        return Ok(text.to_string());
-    }
-    if text.starts_with("root/") {
-        if let Some(path) = thread_reference_path(text, scope.current_path) {
-            return Ok(path);
-        }
-    }
-    if text.contains('/') {
-        if let Some(path) = thread_reference_path(text, scope.current_path) {
-            return Ok(path);
-        }
+    // Every path form of step 2, one segment included (`review_docs` is a relative path).
+    if let Some(path) = thread_reference_path(text, scope.current_path) {
+        return Ok(path);
     }
     Ok(resolve(conn, scope, reference)?.path)
 }

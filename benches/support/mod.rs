@@ -1,0 +1,232 @@
+//! Shared bench fixtures: a temp database and a bulk-seeded contract A thread tree.
+//!
+//! The tree is made of blocks of [`BLOCK`] threads under one `thread` manager:
+//!
+//! ```text
+//! /root/task_<b>                      top-level, 10 children, 100 descendants
+//! /root/task_<b>/<word j>             j = 0..9; j < 9 has 10 children, j = 9 none
+//! /root/task_<b>/<word j>/<word j>_<b>_<k>   k = 0..9, leaves
+//! ```
+//!
+//! so every top-level thread is a parent with exactly 10 children and a subtree of k = 100,
+//! and every child `j < 9` a subtree of k = 10. Child names repeat in every block (duplicate
+//! task names, as in real trees); top-level and leaf names are unique. A size that is not a
+//! multiple of [`BLOCK`] ends with one truncated block. Ids are a deterministic bijection of
+//! the row number, so they are scattered over the id index like random ids, yet each can be
+//! recomputed without keeping 1M strings around.
+
+// Each bench target compiles this module on its own and uses only part of it.
+#![allow(dead_code)]
+
+use std::time::Instant;
+
+use tempfile::TempDir;
+use threadbase::store::threads::{insert_thread, upsert_manager, Contract, ManagerSpec, NewThread};
+use threadbase::Store;
+
+/// Threads per block: one top-level thread, 10 children, 90 grandchildren.
+pub const BLOCK: usize = 101;
+/// Children of every top-level thread.
+pub const CHILDREN: usize = 10;
+/// Children of child `j` for `j < CHILDREN - 1`; the last child is a leaf.
+pub const GRANDCHILDREN: usize = 10;
+
+const WORDS: [&str; CHILDREN] = [
+    "plan", "impl", "tests", "review", "docs", "lint", "bench", "fix", "refactor", "deploy",
+];
+
+/// A bench database in its own temp folder (removed on drop).
+pub struct BenchDb {
+    pub store: Store,
+    pub manager_id: i64,
+    _dir: TempDir,
+}
+
+/// Opens a fresh store (migrations run) in a temp folder and creates one contract A manager.
+pub fn open_db() -> BenchDb {
+    let dir = tempfile::Builder::new()
+        .prefix("threadbase-bench-")
+        .tempdir()
+        .expect("temp dir");
+    let store = Store::open(dir.path().join("bench.db")).expect("open store");
+    let manager_id = store
+        .write(|tx| {
+            upsert_manager(
+                tx,
+                &ManagerSpec {
+                    session_id: "bench-session",
+                    contract: Contract::Thread,
+                    scope_path: "/root",
+                    depth: 0,
+                    self_thread_id: None,
+                    session_file: None,
+                    cwd: Some("/work/project"),
+                    owner_pid: Some(std::process::id() as i64),
+                    owner_started_at: None,
+                },
+            )
+        })
+        .expect("manager");
+    BenchDb {
+        store,
+        manager_id,
+        _dir: dir,
+    }
+}
+
+/// The id of row `g`: `thread_` + 12 hex digits, a bijection of `g` on 48 bits
+/// (odd multiplier and xorshift are both invertible mod 2^48), so ids never collide.
+pub fn thread_id(g: usize) -> String {
+    const MASK: u64 = (1 << 48) - 1;
+    let mut x = (g as u64).wrapping_add(0x5bd1_e995) & MASK;
+    x = x.wrapping_mul(0x9e37_79b9_7f4b) & MASK;
+    x ^= x >> 23;
+    x = x.wrapping_mul(0xc2b2_ae3d_27d5) & MASK;
+    x ^= x >> 19;
+    format!("thread_{x:012x}")
+}
+
+/// Canonical path of block `b`'s top-level thread.
+pub fn top_path(b: usize) -> String {
+    format!("/root/task_{b:06}")
+}
+
+/// Task name and canonical path of child `j` of block `b`.
+pub fn child_path(b: usize, j: usize) -> String {
+    format!("{}/{}", top_path(b), WORDS[j])
+}
+
+/// Task name of grandchild `k` of child `j` of block `b` (unique in the tree).
+pub fn grandchild_name(b: usize, j: usize, k: usize) -> String {
+    format!("{}_{b}_{k}", WORDS[j])
+}
+
+/// The child word `j` (a task name shared by every block).
+pub fn child_name(j: usize) -> &'static str {
+    WORDS[j]
+}
+
+/// Row number of block `b`'s top-level thread.
+pub fn top_row(b: usize) -> usize {
+    b * BLOCK
+}
+
+/// Row number of grandchild `k` of child `j` of block `b`.
+pub fn grandchild_row(b: usize, j: usize, k: usize) -> usize {
+    b * BLOCK + 1 + CHILDREN + j * GRANDCHILDREN + k
+}
+
+/// A seeded tree: how many threads and how many complete blocks it has.
+#[derive(Debug, Clone, Copy)]
+pub struct Tree {
+    pub manager_id: i64,
+    pub threads: usize,
+    pub full_blocks: usize,
+}
+
+/// Inserts `n` threads in one write transaction through the engine's own `insert_thread`,
+/// then checkpoints the WAL into the main file so readers see a settled database.
+pub fn seed_tree(db: &BenchDb, n: usize) -> Tree {
+    let started = Instant::now();
+    let manager_id = db.manager_id;
+    let prompt = "Survey the module, list the public entry points and report any that lack tests.";
+    db.store
+        .write(|tx| {
+            // A bulk load with a random-order primary key wants more than the default 2 MiB of
+            // page cache; this is the bench writer's connection only.
+            tx.execute_batch("PRAGMA cache_size = -262144")?;
+            let mut g = 0usize;
+            let mut b = 0usize;
+            while g < n {
+                let top = top_path(b);
+                let top_id = thread_id(top_row(b));
+                let mut insert = |id: String,
+                                  path: String,
+                                  parent_path: &str,
+                                  parent_id: Option<&str>,
+                                  task_name: String,
+                                  depth: i64|
+                 -> threadbase::Result<bool> {
+                    if g >= n {
+                        return Ok(false);
+                    }
+                    insert_thread(
+                        tx,
+                        &NewThread {
+                            id,
+                            manager_id,
+                            path,
+                            parent_path: Some(parent_path.to_string()),
+                            parent_id: parent_id.map(str::to_string),
+                            name: task_name.clone(),
+                            task_name,
+                            depth,
+                            cwd: "/work/project".to_string(),
+                            args: Vec::new(),
+                            status: "live",
+                            phase: if g % 3 == 0 { "busy" } else { "idle" },
+                            prompt: Some(prompt.to_string()),
+                            ..NewThread::default()
+                        },
+                    )?;
+                    g += 1;
+                    Ok(true)
+                };
+                insert(
+                    top_id.clone(),
+                    top.clone(),
+                    "/root",
+                    None,
+                    format!("task_{b:06}"),
+                    1,
+                )?;
+                for (j, word) in WORDS.iter().enumerate() {
+                    insert(
+                        thread_id(b * BLOCK + 1 + j),
+                        child_path(b, j),
+                        &top,
+                        Some(&top_id),
+                        word.to_string(),
+                        2,
+                    )?;
+                }
+                for j in 0..CHILDREN - 1 {
+                    let parent = child_path(b, j);
+                    let parent_id = thread_id(b * BLOCK + 1 + j);
+                    for k in 0..GRANDCHILDREN {
+                        let name = grandchild_name(b, j, k);
+                        insert(
+                            thread_id(grandchild_row(b, j, k)),
+                            format!("{parent}/{name}"),
+                            &parent,
+                            Some(&parent_id),
+                            name,
+                            3,
+                        )?;
+                    }
+                }
+                b += 1;
+            }
+            Ok(())
+        })
+        .expect("seed tree");
+    checkpoint(db);
+    eprintln!(
+        "seeded {n} threads in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    Tree {
+        manager_id,
+        threads: n,
+        full_blocks: n / BLOCK,
+    }
+}
+
+/// Moves the WAL into the main database file and truncates it.
+pub fn checkpoint(db: &BenchDb) {
+    let conn = rusqlite::Connection::open(db.store.path()).expect("open for checkpoint");
+    conn.busy_timeout(std::time::Duration::from_secs(30))
+        .expect("busy timeout");
+    conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .expect("checkpoint");
+}
