@@ -97,8 +97,9 @@ CREATE TABLE threads (
 CREATE INDEX threads_by_sort_key ON threads (manager_id, sort_key);
 -- Why: `parent` filters read one parent's children already in list order.
 CREATE INDEX threads_by_parent ON threads (manager_id, parent_path, sort_key);
--- Why: reference resolution step 3 (unique task name or basename) is an equality lookup.
-CREATE INDEX threads_by_task_name ON threads (manager_id, task_name);
+-- Why: reference resolution step 3 (unique task name or basename) is an equality lookup whose
+-- few matches come out already in list order (sort_key), so SQLite never walks the manager.
+CREATE INDEX threads_by_task_name ON threads (manager_id, task_name, sort_key);
 -- Why: live counts for limits and the restore pass touch only live rows.
 CREATE INDEX threads_live ON threads (manager_id, owner_pid) WHERE status = 'live';
 -- Why: contract C looks a worker up by coordinator and spawn key (idempotent spawn).

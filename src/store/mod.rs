@@ -164,3 +164,57 @@ pub fn open_read_only(path: impl AsRef<Path>) -> Result<Connection> {
     conn.execute_batch("PRAGMA query_only = ON;")?;
     Ok(conn)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::threads::col;
+
+    /// The positional column map must match the schema the migrations build.
+    #[test]
+    fn thread_column_positions_match_the_schema() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = super::Store::open(dir.path().join("t.sqlite")).unwrap();
+        let conn = store.read().unwrap();
+        let stmt = conn.prepare("SELECT * FROM threads").unwrap();
+        let names: Vec<&str> = stmt.column_names();
+        let expect = [
+            (col::ID, "id"),
+            (col::MANAGER_ID, "manager_id"),
+            (col::PATH, "path"),
+            (col::PARENT_PATH, "parent_path"),
+            (col::PARENT_ID, "parent_id"),
+            (col::TASK_NAME, "task_name"),
+            (col::NAME, "name"),
+            (col::DEPTH, "depth"),
+            (col::CWD, "cwd"),
+            (col::ARGS, "args"),
+            (col::STATUS, "status"),
+            (col::PHASE, "phase"),
+            (col::AGENT_STATE, "agent_state"),
+            (col::STATUS_TEXT, "status_text"),
+            (col::EXIT_KIND, "exit_kind"),
+            (col::EXIT_CODE, "exit_code"),
+            (col::EXIT_SIGNAL, "exit_signal"),
+            (col::EXIT_MESSAGE, "exit_message"),
+            (col::EXIT_SYNTHETIC, "exit_synthetic"),
+            (col::ARCHIVED, "archived"),
+            (col::HIDDEN, "hidden"),
+            (col::SESSION_FILE, "session_file"),
+            (col::SESSION_ID, "session_id"),
+            (col::PID, "pid"),
+            (col::PGID, "pgid"),
+            (col::PROCESS_STARTED_AT, "process_started_at"),
+            (col::OWNER_PID, "owner_pid"),
+            (col::OWNER_STARTED_AT, "owner_started_at"),
+            (col::LAUNCH_SEQ, "launch_seq"),
+            (col::STOP_REQUESTED, "stop_requested"),
+            (col::LAST_SEQ, "last_seq"),
+            (col::CREATED_AT, "created_at"),
+            (col::UPDATED_AT, "updated_at"),
+            (col::LAST_EVENT_AT, "last_event_at"),
+        ];
+        for (i, name) in expect {
+            assert_eq!(names[i], name, "column {i}");
+        }
+    }
+}

@@ -99,7 +99,8 @@ pub struct NewThread {
     pub agent: Option<String>,
 }
 
-/// Inserts a thread row. A closed row needs an exit: it is recorded as `exited` code 0.
+/// Reserves a thread row (live, or closed with an exit set in the same transaction). A second
+/// thread at the same path of one manager is a `conflict`.
 pub fn insert_thread(conn: &Connection, t: &NewThread) -> Result<()> {
     let mut stmt = conn.prepare_cached(include_str!("../../sql/thread_insert.sql"))?;
     let args = serde_json::to_string(&t.args)?;
@@ -131,7 +132,8 @@ pub fn insert_thread(conn: &Connection, t: &NewThread) -> Result<()> {
     })
     .map_err(|e| {
         if let rusqlite::Error::SqliteFailure(f, _) = &e {
-            if f.code == rusqlite::ErrorCode::ConstraintViolation {
+            let unique = e.to_string().contains("UNIQUE");
+            if f.code == rusqlite::ErrorCode::ConstraintViolation && unique {
                 return crate::error::Error::conflict(format!(
                     "Thread path already exists: {}. Repair: choose a unique path for this parent.",
                     t.path
@@ -141,6 +143,46 @@ pub fn insert_thread(conn: &Connection, t: &NewThread) -> Result<()> {
         e.into()
     })?;
     Ok(())
+}
+
+/// Positions of `threads` columns in `SELECT * FROM threads` (the table's declaration order,
+/// which later migrations only extend). Reading by position instead of by name halves the cost
+/// of a lookup; `store::tests` checks these against the live schema.
+pub mod col {
+    pub const ID: usize = 0;
+    pub const MANAGER_ID: usize = 1;
+    pub const PATH: usize = 2;
+    pub const PARENT_PATH: usize = 3;
+    pub const PARENT_ID: usize = 4;
+    pub const TASK_NAME: usize = 5;
+    pub const NAME: usize = 6;
+    pub const DEPTH: usize = 7;
+    pub const CWD: usize = 8;
+    pub const ARGS: usize = 9;
+    pub const STATUS: usize = 10;
+    pub const PHASE: usize = 11;
+    pub const AGENT_STATE: usize = 12;
+    pub const STATUS_TEXT: usize = 13;
+    pub const EXIT_KIND: usize = 14;
+    pub const EXIT_CODE: usize = 15;
+    pub const EXIT_SIGNAL: usize = 16;
+    pub const EXIT_MESSAGE: usize = 17;
+    pub const EXIT_SYNTHETIC: usize = 18;
+    pub const ARCHIVED: usize = 19;
+    pub const HIDDEN: usize = 20;
+    pub const SESSION_FILE: usize = 21;
+    pub const SESSION_ID: usize = 22;
+    pub const PID: usize = 23;
+    pub const PGID: usize = 24;
+    pub const PROCESS_STARTED_AT: usize = 25;
+    pub const OWNER_PID: usize = 26;
+    pub const OWNER_STARTED_AT: usize = 27;
+    pub const LAUNCH_SEQ: usize = 28;
+    pub const STOP_REQUESTED: usize = 29;
+    pub const LAST_SEQ: usize = 30;
+    pub const CREATED_AT: usize = 31;
+    pub const UPDATED_AT: usize = 32;
+    pub const LAST_EVENT_AT: usize = 33;
 }
 
 /// One `threads` row, as the engine reads it.
@@ -176,37 +218,37 @@ pub struct ThreadRow {
 }
 
 impl ThreadRow {
-    /// Maps a `SELECT * FROM threads` row by column name.
+    /// Maps a `SELECT * FROM threads` row by column position (see [`col`]).
     pub fn from_row(r: &Row<'_>) -> rusqlite::Result<Self> {
-        let args: String = r.get("args")?;
+        let args: String = r.get(col::ARGS)?;
         Ok(ThreadRow {
-            id: r.get("id")?,
-            manager_id: r.get("manager_id")?,
-            path: r.get("path")?,
-            parent_path: r.get("parent_path")?,
-            parent_id: r.get("parent_id")?,
-            task_name: r.get("task_name")?,
-            name: r.get("name")?,
-            depth: r.get("depth")?,
-            cwd: r.get("cwd")?,
+            id: r.get(col::ID)?,
+            manager_id: r.get(col::MANAGER_ID)?,
+            path: r.get(col::PATH)?,
+            parent_path: r.get(col::PARENT_PATH)?,
+            parent_id: r.get(col::PARENT_ID)?,
+            task_name: r.get(col::TASK_NAME)?,
+            name: r.get(col::NAME)?,
+            depth: r.get(col::DEPTH)?,
+            cwd: r.get(col::CWD)?,
             args: serde_json::from_str(&args).unwrap_or_default(),
-            status: r.get("status")?,
-            phase: r.get("phase")?,
-            agent_state: r.get("agent_state")?,
-            exit_kind: r.get("exit_kind")?,
-            exit_code: r.get("exit_code")?,
-            exit_signal: r.get("exit_signal")?,
-            exit_message: r.get("exit_message")?,
-            archived: r.get("archived")?,
-            hidden: r.get("hidden")?,
-            session_file: r.get("session_file")?,
-            session_id: r.get("session_id")?,
-            pid: r.get("pid")?,
-            pgid: r.get("pgid")?,
-            owner_pid: r.get("owner_pid")?,
-            last_seq: r.get("last_seq")?,
-            created_at: r.get("created_at")?,
-            last_event_at: r.get("last_event_at")?,
+            status: r.get(col::STATUS)?,
+            phase: r.get(col::PHASE)?,
+            agent_state: r.get(col::AGENT_STATE)?,
+            exit_kind: r.get(col::EXIT_KIND)?,
+            exit_code: r.get(col::EXIT_CODE)?,
+            exit_signal: r.get(col::EXIT_SIGNAL)?,
+            exit_message: r.get(col::EXIT_MESSAGE)?,
+            archived: r.get(col::ARCHIVED)?,
+            hidden: r.get(col::HIDDEN)?,
+            session_file: r.get(col::SESSION_FILE)?,
+            session_id: r.get(col::SESSION_ID)?,
+            pid: r.get(col::PID)?,
+            pgid: r.get(col::PGID)?,
+            owner_pid: r.get(col::OWNER_PID)?,
+            last_seq: r.get(col::LAST_SEQ)?,
+            created_at: r.get(col::CREATED_AT)?,
+            last_event_at: r.get(col::LAST_EVENT_AT)?,
         })
     }
 
