@@ -67,6 +67,21 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The crash-restore pass: every thread left live by a process that is gone becomes
+    /// closed/stale (contract B: paused); surviving process groups are killed when pid and start
+    /// time still match. Nothing is restarted.
+    Restore {
+        #[arg(long)]
+        json: bool,
+    },
+    /// A child that speaks Pi's RPC protocol (1.6 dialect) and follows a JSON script; for tests
+    /// and the demo. Pi's flags after the script are accepted as Pi accepts them.
+    ScriptedAgent {
+        #[arg(long, value_name = "FILE")]
+        script: PathBuf,
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 /// The database path: `--db`, else `$THREADBASE_DB`, else `$PI_CODING_AGENT_DIR/threadbase.sqlite`,
@@ -111,11 +126,50 @@ pub fn main() -> ExitCode {
             json,
         } => inspect::events(&db, &reference, manager.as_deref(), json, &mut out),
         Command::Sql { query, json } => sql::run(&db, &query, json, &mut out),
+        Command::Restore { json } => restore(&db, json, &mut out),
+        Command::ScriptedAgent { script, args } => {
+            drop(out);
+            crate::scripted_agent::run(&script, &args)
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => report(&e),
     }
+}
+
+fn restore(db: &std::path::Path, json: bool, out: &mut dyn std::io::Write) -> crate::Result<()> {
+    if !db.exists() {
+        return Err(Error::io(format!(
+            "No database at {}. Repair: pass --db or set THREADBASE_DB to an existing threadbase database.",
+            db.display()
+        )));
+    }
+    let store = crate::Store::open(db)?;
+    let me = crate::runtime::process::ProcessIdentity::current();
+    let report = crate::runtime::restore::restore_dead_owners(&store, me)?;
+    if json {
+        let doc =
+            serde_json::json!({"restored": report.restored, "killedGroups": report.killed_groups});
+        writeln!(out, "{doc}")?;
+    } else {
+        writeln!(
+            out,
+            "restored {} thread{} (closed as stale); killed {} surviving process group{}",
+            report.restored.len(),
+            if report.restored.len() == 1 { "" } else { "s" },
+            report.killed_groups.len(),
+            if report.killed_groups.len() == 1 {
+                ""
+            } else {
+                "s"
+            }
+        )?;
+        for id in &report.restored {
+            writeln!(out, "  {id}")?;
+        }
+    }
+    Ok(())
 }
 
 fn report(e: &Error) -> ExitCode {
