@@ -5,6 +5,24 @@
 //!   threads of one manager, as the ingest path batches child streams.
 //! - `ingest/unbatched/1`: one event per write transaction, round-robin over the 8 threads.
 //!
+//! The `ingest_stream` group drives the real ingest path end to end: `Runtime::launch` of child
+//! processes (bash) that replay recorded Pi 1.6 stdout lines (`benches/data/pi16_events.jsonl`,
+//! recorded by `tests/record_pi_events.rs`) through the runtime's stdout readers, the event
+//! mapping and the batching writer, until the database holds every recorded event:
+//!
+//! - `ingest_stream/pi16_lines/8x<n>`: 8 children, each streaming the recorded transcript
+//!   repeated to about 50,000 lines; throughput in child lines (most are `message_update`
+//!   deltas that end as partial text, not event rows). The run ends when every thread's
+//!   `last_seq` reaches the count the mapping gives for its lines.
+//! - `ingest_stream/tool_events/8x50000`: 8 children, each streaming 50,000
+//!   `tool_execution_start` lines, every one a recorded event row (the event table's worst
+//!   case).
+//! - `ingest_stream/visible_idle`, `ingest_stream/visible_loaded`: one child writes a
+//!   `tool_execution_start` line every 10 ms, carrying its write time; a reader polls
+//!   `store.read()` and measures write → visible. `loaded` runs it while 8 more children stream
+//!   the transcript at about 200,000 lines/s in total. The reported time is the mean latency;
+//!   the median and max of the individual lines are printed at the end.
+//!
 //! Events are shaped like real compact lifecycle events (turn, tool and assistant message
 //! events with their JSON data). The ring trim runs as in production: every thread is past its
 //! 40 retained events after the first few batches.
@@ -12,10 +30,20 @@
 mod support;
 
 use std::hint::black_box;
-use std::time::Duration;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use criterion::{
+    criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput,
+};
+use serde_json::Value;
+use threadbase::runtime::mapping::{Effect, Tracker};
+use threadbase::runtime::{LaunchSpec, Runtime, RuntimeConfig, SendMode, StartKind};
 use threadbase::store::events::{append, NewEvent};
+use threadbase::Store;
 
 /// Threads the events are spread over.
 const THREADS: usize = 8;
@@ -107,5 +135,394 @@ fn benches(c: &mut Criterion) {
     }
 }
 
-criterion_group!(ingest_benches, benches);
+/// The recorded Pi 1.6 transcript.
+const FIXTURE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/benches/data/pi16_events.jsonl"
+);
+/// Streaming children in the throughput benches.
+const CHILDREN: usize = 8;
+/// Lines each child streams (the transcript is repeated to at least this many).
+const LINES_PER_CHILD: usize = 50_000;
+/// Lines the loaded-visibility children write per burst (a burst, then a 10 ms pause).
+const LOAD_BURST: usize = 250;
+
+/// Answers the launch's `get_state`, then waits for a prompt (the start signal, sent to every
+/// child at once), answers it `started` and streams `$1`; stdout stays open afterwards.
+/// `$2` = `loop` repeats `$1` forever with a 10 ms pause between repeats.
+const STREAM_CHILD: &str = r#"read -r line; id=${line#*\"id\":\"}; id=${id%%\"*}
+printf '{"id":"%s","type":"response","command":"get_state","success":true,"data":{"isStreaming":false,"isCompacting":false,"pendingMessageCount":0}}\n' "$id"
+read -r line; id=${line#*\"id\":\"}; id=${id%%\"*}
+printf '{"id":"%s","type":"response","command":"prompt","success":true,"data":{"disposition":"started"}}\n' "$id"
+if [ "$2" = loop ]; then while :; do cat "$1"; read -r -t 0.01 _; done; fi
+cat "$1"
+exec sleep 1000"#;
+
+/// Answers `get_state`, then writes one `tool_execution_start` every 10 ms whose tool name
+/// carries a counter and the write time (`$EPOCHREALTIME`, seconds with microseconds).
+const PROBE_CHILD: &str = r#"read -r line; id=${line#*\"id\":\"}; id=${id%%\"*}
+printf '{"id":"%s","type":"response","command":"get_state","success":true,"data":{"isStreaming":false,"isCompacting":false,"pendingMessageCount":0}}\n' "$id"
+i=0
+while :; do
+  i=$((i+1))
+  printf '{"type":"tool_execution_start","toolCallId":"call_%d","toolName":"probe %d %s","args":{"command":"true"}}\n' "$i" "$i" "$EPOCHREALTIME"
+  read -r -t 0.01 _
+done"#;
+
+/// A file of lines for the children to stream, and the events the runtime records for it.
+struct StreamFile {
+    path: PathBuf,
+    lines: usize,
+    /// `last_seq` of a thread once all of it is recorded (the launch event included).
+    expected_seq: i64,
+}
+
+/// Lifecycle events the runtime records for `lines` after an accepted prompt.
+fn recorded_events(lines: &[&str]) -> i64 {
+    let mut tracker = Tracker::new();
+    tracker.on_prompt_answer(
+        &serde_json::json!({"success": true, "data": {"disposition": "started"}}),
+    );
+    let mut n = 0;
+    for line in lines {
+        let v: Value = serde_json::from_str(line).expect("fixture line is JSON");
+        n += tracker
+            .on_event(&v)
+            .iter()
+            .filter(|e| matches!(e, Effect::Event(..)))
+            .count() as i64;
+    }
+    n
+}
+
+/// Writes `lines` repeated until at least `min_lines` into `dir/name`.
+fn stream_file(dir: &Path, name: &str, lines: &[&str], min_lines: usize) -> StreamFile {
+    let repeats = min_lines.div_ceil(lines.len()).max(1);
+    let all: Vec<&str> = (0..repeats).flat_map(|_| lines.iter().copied()).collect();
+    let path = dir.join(name);
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&path).expect("stream file"));
+    for l in &all {
+        f.write_all(l.as_bytes()).unwrap();
+        f.write_all(b"\n").unwrap();
+    }
+    f.flush().unwrap();
+    StreamFile {
+        path,
+        lines: all.len(),
+        expected_seq: 1 + recorded_events(&all),
+    }
+}
+
+fn spec(id: &str, script: &str, args: &[&str]) -> LaunchSpec {
+    let mut argv = vec![
+        "bash".into(),
+        "-c".into(),
+        script.into(),
+        "bench-child".into(),
+    ];
+    argv.extend(args.iter().map(|a| a.to_string()));
+    LaunchSpec {
+        thread_id: id.to_string(),
+        argv,
+        cwd: std::env::temp_dir(),
+        env: Vec::new(),
+        clear_env: false,
+        start: StartKind::Resumed,
+    }
+}
+
+/// Fresh live threads (new ids every call) and their launched streaming children, waiting
+/// for their start signal.
+async fn launch_streamers(
+    runtime: &Runtime,
+    db: &support::BenchDb,
+    next: &mut usize,
+    n: usize,
+    args: &[&str],
+) -> Vec<String> {
+    let mut ids = Vec::new();
+    for _ in 0..n {
+        let id = support::thread_id(1_000_000 + *next);
+        support::insert_live_thread(&db.store, db.manager_id, &id, &format!("stream_{next}"));
+        *next += 1;
+        runtime
+            .launch(spec(&id, STREAM_CHILD, args))
+            .await
+            .expect("launch streamer");
+        ids.push(id);
+    }
+    ids
+}
+
+/// Sends every child its start signal at once.
+async fn start_all(runtime: &Runtime, ids: &[String]) {
+    let mut starts = tokio::task::JoinSet::new();
+    for id in ids {
+        let rt = runtime.clone();
+        let id = id.clone();
+        starts.spawn(async move { rt.send(&id, SendMode::Prompt, "go").await });
+    }
+    while let Some(r) = starts.join_next().await {
+        let outcome = r.expect("start task").expect("start send");
+        assert_eq!(outcome.accepted, Some(true), "{outcome:?}");
+    }
+}
+
+/// SIGKILLs every child at once.
+async fn stop_all(runtime: &Runtime, ids: &[String]) {
+    let mut stops = tokio::task::JoinSet::new();
+    for id in ids {
+        let rt = runtime.clone();
+        let id = id.clone();
+        stops.spawn(async move { rt.stop(&id, true).await });
+    }
+    while stops.join_next().await.is_some() {}
+    runtime.flush().await;
+}
+
+/// Sum of `last_seq` over `ids`, as a reader sees it.
+fn committed(store: &Store, ids: &[String]) -> i64 {
+    let conn = store.read().expect("reader");
+    let mut stmt = conn
+        .prepare_cached("SELECT last_seq FROM threads WHERE id = ?1")
+        .unwrap();
+    ids.iter()
+        .map(|id| stmt.query_row([id], |r| r.get::<_, i64>(0)).unwrap())
+        .sum()
+}
+
+/// Launches `CHILDREN` streamers of `file`, starts them together and returns the time until
+/// a reader sees all of their events.
+async fn stream_once(
+    runtime: &Runtime,
+    db: &support::BenchDb,
+    next: &mut usize,
+    file: &StreamFile,
+) -> Duration {
+    let path = file.path.to_string_lossy().into_owned();
+    let ids = launch_streamers(runtime, db, next, CHILDREN, &[&path]).await;
+    let want = file.expected_seq * CHILDREN as i64;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let started = Instant::now();
+    start_all(runtime, &ids).await;
+    loop {
+        let seen = committed(&db.store, &ids);
+        if seen >= want {
+            assert_eq!(seen, want, "more events than the mapping predicts");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "stalled at {seen} of {want} events"
+        );
+        tokio::time::sleep(Duration::from_micros(500)).await;
+    }
+    let elapsed = started.elapsed();
+    stop_all(runtime, &ids).await;
+    elapsed
+}
+
+/// A child writing a timestamped `tool_execution_start` every 10 ms, and a reader thread that
+/// records write → visible delays.
+struct Probe {
+    id: String,
+    samples: Arc<Mutex<Vec<Duration>>>,
+    stop: Arc<AtomicBool>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Probe {
+    async fn start(runtime: &Runtime, db: &support::BenchDb, next: &mut usize) -> Probe {
+        let id = support::thread_id(1_000_000 + *next);
+        support::insert_live_thread(&db.store, db.manager_id, &id, &format!("probe_{next}"));
+        *next += 1;
+        runtime
+            .launch(spec(&id, PROBE_CHILD, &[]))
+            .await
+            .expect("launch probe");
+        let samples = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let reader = {
+            let (samples, stop, id) = (samples.clone(), stop.clone(), id.clone());
+            let store = runtime.store().clone();
+            std::thread::spawn(move || poll_probe(&store, &id, &samples, &stop))
+        };
+        Probe {
+            id,
+            samples,
+            stop,
+            reader: Some(reader),
+        }
+    }
+
+    /// Waits for `n` more visible lines and returns the sum of their delays.
+    fn wait(&self, n: usize) -> Duration {
+        let from = self.samples.lock().unwrap().len();
+        loop {
+            {
+                let s = self.samples.lock().unwrap();
+                if s.len() >= from + n {
+                    return s[from..from + n].iter().sum();
+                }
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    async fn finish(mut self, runtime: &Runtime) -> Vec<Duration> {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(r) = self.reader.take() {
+            r.join().unwrap();
+        }
+        stop_all(runtime, std::slice::from_ref(&self.id)).await;
+        std::mem::take(&mut *self.samples.lock().unwrap())
+    }
+}
+
+fn poll_probe(store: &Store, id: &str, samples: &Mutex<Vec<Duration>>, stop: &AtomicBool) {
+    let conn = store.read().expect("reader");
+    let mut stmt = conn
+        .prepare(
+            "SELECT t.last_seq, e.data FROM threads t \
+             LEFT JOIN thread_events e ON e.thread_id = t.id AND e.seq = t.last_seq \
+             WHERE t.id = ?1",
+        )
+        .unwrap();
+    let mut last = 0i64;
+    while !stop.load(Ordering::SeqCst) {
+        let (seq, data): (i64, Option<String>) = stmt
+            .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap();
+        if seq != last {
+            last = seq;
+            let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+            let written = data
+                .and_then(|d| serde_json::from_str::<Value>(&d).ok())
+                .and_then(|v| {
+                    let name = v["toolName"].as_str()?.to_string();
+                    name.strip_prefix("probe ")?
+                        .split(' ')
+                        .nth(1)?
+                        .parse::<f64>()
+                        .ok()
+                });
+            if let Some(written) = written {
+                let delay = now.saturating_sub(Duration::from_secs_f64(written));
+                samples.lock().unwrap().push(delay);
+            }
+        }
+        std::thread::sleep(Duration::from_micros(250));
+    }
+}
+
+fn report_latency(label: &str, mut samples: Vec<Duration>) {
+    if samples.is_empty() {
+        return;
+    }
+    samples.sort();
+    let pct = |p: f64| samples[((samples.len() - 1) as f64 * p).round() as usize];
+    eprintln!(
+        "ingest_stream/{label}: write -> visible over {} lines: median {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+        samples.len(),
+        pct(0.5).as_secs_f64() * 1e3,
+        pct(0.99).as_secs_f64() * 1e3,
+        samples.last().unwrap().as_secs_f64() * 1e3,
+    );
+}
+
+fn stream_benches(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let db = support::open_db();
+    support::seed_tree(&db, TREE);
+    let dir = tempfile::Builder::new()
+        .prefix("threadbase-bench-stream-")
+        .tempdir()
+        .expect("temp dir");
+    let fixture = std::fs::read_to_string(FIXTURE).expect("read benches/data/pi16_events.jsonl");
+    let lines: Vec<&str> = fixture.lines().filter(|l| !l.trim().is_empty()).collect();
+    let transcript = stream_file(dir.path(), "transcript.jsonl", &lines, LINES_PER_CHILD);
+    let tool_line = r#"{"type":"tool_execution_start","toolCallId":"call_1","toolName":"bash","args":{"command":"cargo test --test store"}}"#;
+    let tools = stream_file(dir.path(), "tools.jsonl", &[tool_line], LINES_PER_CHILD);
+    let burst: Vec<&str> = lines.iter().copied().cycle().take(LOAD_BURST).collect();
+    let burst = stream_file(dir.path(), "burst.jsonl", &burst, LOAD_BURST);
+    eprintln!(
+        "ingest_stream: transcript of {} recorded lines -> {} lines per child, {} events recorded per child",
+        lines.len(),
+        transcript.lines,
+        transcript.expected_seq - 1
+    );
+
+    // The runtime gets its own handle on the bench database (the seeded tree included).
+    let store = Arc::new(Store::open(db.store.path()).expect("open store"));
+    let runtime = rt.block_on(async { Runtime::new(store, RuntimeConfig::default()) });
+    let mut next = 0usize;
+
+    let mut g = c.benchmark_group("ingest_stream");
+    g.sample_size(10)
+        .sampling_mode(SamplingMode::Flat)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(10));
+    for (name, file) in [("pi16_lines", &transcript), ("tool_events", &tools)] {
+        g.throughput(Throughput::Elements((CHILDREN * file.lines) as u64));
+        g.bench_function(
+            BenchmarkId::new(name, format!("{CHILDREN}x{}", file.lines)),
+            |b| {
+                b.iter_custom(|iters| {
+                    rt.block_on(async {
+                        let mut total = Duration::ZERO;
+                        for _ in 0..iters {
+                            total += stream_once(&runtime, &db, &mut next, file).await;
+                        }
+                        total
+                    })
+                })
+            },
+        );
+    }
+
+    g.throughput(Throughput::Elements(1));
+    g.sampling_mode(SamplingMode::Auto)
+        .measurement_time(Duration::from_secs(2));
+    // Set up outside the routine: criterion calls it once per sample.
+    let probe = rt.block_on(Probe::start(&runtime, &db, &mut next));
+    g.bench_function("visible_idle", |b| {
+        b.iter_custom(|iters| probe.wait(iters as usize))
+    });
+    let idle = rt.block_on(probe.finish(&runtime));
+
+    let burst_path = burst.path.to_string_lossy().into_owned();
+    let (ids, probe, before, t0) = rt.block_on(async {
+        let ids =
+            launch_streamers(&runtime, &db, &mut next, CHILDREN, &[&burst_path, "loop"]).await;
+        start_all(&runtime, &ids).await;
+        let probe = Probe::start(&runtime, &db, &mut next).await;
+        let before = committed(runtime.store(), &ids);
+        (ids, probe, before, Instant::now())
+    });
+    g.bench_function("visible_loaded", |b| {
+        b.iter_custom(|iters| probe.wait(iters as usize))
+    });
+    let events = committed(runtime.store(), &ids) - before;
+    let secs = t0.elapsed().as_secs_f64();
+    let per_line = (burst.expected_seq - 1) as f64 / burst.lines as f64;
+    let loaded = rt.block_on(async {
+        let samples = probe.finish(&runtime).await;
+        stop_all(&runtime, &ids).await;
+        samples
+    });
+    eprintln!(
+        "ingest_stream/visible_loaded: background load {:.0} events/s recorded, about {:.0} child lines/s",
+        events as f64 / secs,
+        events as f64 / secs / per_line
+    );
+    g.finish();
+    report_latency("visible_idle", idle);
+    report_latency("visible_loaded", loaded);
+    rt.block_on(runtime.shutdown());
+}
+
+criterion_group!(ingest_benches, benches, stream_benches);
 criterion_main!(ingest_benches);

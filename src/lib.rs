@@ -13,6 +13,8 @@
 //! - [`cli`]: the `threadbase` command line.
 
 pub mod cli;
+pub mod contract;
+pub mod engine;
 pub mod error;
 pub mod ids;
 pub mod list;
@@ -20,6 +22,8 @@ pub mod paths;
 pub mod refs;
 pub mod runtime;
 pub mod scripted_agent;
+pub mod server;
+pub mod session;
 pub mod store;
 pub mod text;
 pub mod time;

@@ -230,3 +230,30 @@ pub fn checkpoint(db: &BenchDb) {
     conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
         .expect("checkpoint");
 }
+
+/// Inserts one live top-level thread `id` at `/root/<name>` in phase `starting`, ready for a
+/// `Runtime::launch`.
+pub fn insert_live_thread(store: &Store, manager_id: i64, id: &str, name: &str) {
+    store
+        .write(|tx| {
+            insert_thread(
+                tx,
+                &NewThread {
+                    id: id.to_string(),
+                    manager_id,
+                    path: format!("/root/{name}"),
+                    parent_path: Some("/root".to_string()),
+                    parent_id: None,
+                    name: name.to_string(),
+                    task_name: name.to_string(),
+                    depth: 1,
+                    cwd: "/work/project".to_string(),
+                    args: Vec::new(),
+                    status: "live",
+                    phase: "starting",
+                    ..NewThread::default()
+                },
+            )
+        })
+        .expect("insert live thread");
+}

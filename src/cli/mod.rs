@@ -1,6 +1,7 @@
 //! The `threadbase` command line: one module per group of subcommands.
 
 mod inspect;
+mod serve;
 mod sql;
 
 use std::path::PathBuf;
@@ -27,6 +28,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// The JSON-lines server for one Pi session (started by the Pi extension).
+    Serve(serve::ServeArgs),
     /// List stored threads of every manager, in path order.
     List {
         /// all, live or closed.
@@ -109,6 +112,10 @@ pub fn main() -> ExitCode {
     let db = default_db_path(cli.db.clone());
     let mut out = std::io::stdout().lock();
     let result = match cli.command {
+        Command::Serve(args) => {
+            drop(out);
+            serve::run(db, args)
+        }
         Command::List {
             state,
             visibility,

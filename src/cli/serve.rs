@@ -1,0 +1,149 @@
+//! `threadbase serve`: builds the manager's scope from flags and `PI_THREADS_*` variables,
+//! runs the restore pass, and serves JSON lines on stdin/stdout.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::Args;
+
+use crate::engine::{Engine, ServeConfig};
+use crate::error::{Error, Result};
+use crate::runtime::process::ProcessIdentity;
+use crate::runtime::restore::restore_dead_owners;
+use crate::runtime::Runtime;
+use crate::Store;
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The parent Pi session file; the manager's identity is its header id.
+    #[arg(long, value_name = "FILE")]
+    pub session_file: Option<PathBuf>,
+    /// The manager's (and caller's) session id; overrides the session file's header id.
+    #[arg(long, value_name = "ID")]
+    pub session_id: Option<String>,
+    /// The parent's cwd (default: this process's cwd).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// The caller's own thread path (default: $PI_THREADS_PATH, else /root).
+    #[arg(long, value_name = "PATH")]
+    pub scope_path: Option<String>,
+    /// The parent Pi's argv as a JSON array, for flag inheritance.
+    #[arg(long, value_name = "JSON")]
+    pub parent_args: Option<String>,
+    /// The parent project is trusted: children inside its cwd get --approve.
+    #[arg(long)]
+    pub trusted: bool,
+}
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+/// Builds the configuration from flags and environment (warnings go to stderr).
+pub fn config(db: PathBuf, args: ServeArgs) -> Result<ServeConfig> {
+    let cwd = match args.cwd {
+        Some(c) => c,
+        None => std::env::current_dir()?,
+    };
+    let cwd = dunce::canonicalize(&cwd).map_err(|e| {
+        Error::invalid(format!("--cwd {} is not an existing directory ({e}). Repair: pass the parent's working directory.", cwd.display()))
+    })?;
+    let header_id = match &args.session_file {
+        Some(f) if f.exists() => Some(
+            crate::session::SessionFile::read(f)?
+                .header_id()
+                .to_string(),
+        )
+        .filter(|s| !s.is_empty()),
+        _ => None,
+    };
+    let session_id = args
+        .session_id
+        .or(header_id)
+        .or_else(|| env("PI_THREADS_SELF_ID").map(|id| format!("session-of-{id}")))
+        .unwrap_or_else(|| format!("ses_{}", crate::ids::random_hex(24)));
+    let scope_path = args
+        .scope_path
+        .or_else(|| env("PI_THREADS_PATH"))
+        .unwrap_or_else(|| crate::paths::ROOT.to_string());
+    if !crate::paths::is_canonical_thread_path(&scope_path) {
+        return Err(Error::invalid(format!(
+            "The scope path {} is not a canonical thread path. Repair: pass --scope-path like /root or /root/task (or unset PI_THREADS_PATH).",
+            crate::paths::json_quote(&scope_path)
+        )));
+    }
+    let parent_args: Vec<String> = match args.parent_args {
+        Some(json) => serde_json::from_str(&json).map_err(|e| {
+            Error::invalid(format!("--parent-args must be a JSON array of strings ({e}). Repair: pass e.g. '[\"pi\",\"--model\",\"x\"]'."))
+        })?,
+        None => Vec::new(),
+    };
+    let pi_command: Vec<String> = match env("THREADBASE_PI_COMMAND") {
+        Some(json) => serde_json::from_str(&json).map_err(|e| {
+            Error::invalid(format!(
+                "THREADBASE_PI_COMMAND must be a JSON array of strings ({e}). Repair: set it like '[\"pi\"]' or '[\"/usr/bin/node\",\"/path/to/cli.js\"]'."
+            ))
+        })?,
+        None => vec!["pi".to_string()],
+    };
+    if pi_command.is_empty() {
+        return Err(Error::invalid(
+            "THREADBASE_PI_COMMAND is an empty array. Repair: set it like '[\"pi\"]'.",
+        ));
+    }
+    let mut warn = |w: String| eprintln!("{w}");
+    let depth = crate::engine::env_integer(
+        "PI_THREADS_DEPTH",
+        env("PI_THREADS_DEPTH").as_deref(),
+        0,
+        &mut warn,
+    ) as i64;
+    let (limits, timers) = ServeConfig::limits_from_env(&|k| env(k), &mut warn);
+    let agent_dir = env("PI_CODING_AGENT_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env("HOME").unwrap_or_else(|| ".".into()))
+                .join(".pi")
+                .join("agent")
+        });
+    Ok(ServeConfig {
+        session_file: args.session_file,
+        root_session_id: env("PI_THREADS_ROOT_SESSION_ID").unwrap_or_else(|| session_id.clone()),
+        session_id,
+        cwd,
+        scope_path,
+        depth,
+        self_id: env("PI_THREADS_SELF_ID"),
+        parent_path: env("PI_THREADS_PARENT_PATH"),
+        parent_id: env("PI_THREADS_PARENT_ID"),
+        parent_args,
+        trusted: args.trusted,
+        pi_command,
+        agent_dir,
+        db,
+        limits,
+        timers,
+    })
+}
+
+pub fn run(db: PathBuf, args: ServeArgs) -> Result<()> {
+    let cfg = config(db.clone(), args)?;
+    let store = Arc::new(Store::open(&db)?);
+    let report = restore_dead_owners(&store, ProcessIdentity::current())?;
+    if !report.restored.is_empty() {
+        eprintln!(
+            "threadbase serve: restored {} thread(s) left live by a process that is gone (now closed/stale)",
+            report.restored.len()
+        );
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let runtime = Runtime::new(store.clone(), cfg.timers);
+        let engine = Arc::new(Engine::new(cfg, store, runtime)?);
+        crate::server::serve(engine).await;
+        Ok(())
+    })
+}

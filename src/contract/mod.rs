@@ -1,0 +1,6 @@
+//! Contract request parsing and result shaping.
+
+pub mod args;
+pub mod naming;
+pub mod projection;
+pub mod thread;

@@ -1,0 +1,1025 @@
+//! Contract A result shaping: the `ThreadRuntimeSnapshot` of one thread at a detail level,
+//! its `nextSuggestedActions` and its `ThreadExit`. Pure functions over rows already read;
+//! no database access.
+//!
+//! Character limits count UTF-16 code units (JavaScript's `length`), byte limits count UTF-8
+//! bytes (see [`crate::text`]).
+//!
+//! Decisions where the contract and `contract-semantics.md` §1.8/§1.9 leave room:
+//!
+//! - **Key order** follows the contract's `ThreadRuntimeSnapshot` type: `id, path, name,
+//!   taskName, status, phase, running, parentPath, parentThreadId, depth, archived, resumable,
+//!   stale, cwd, args, createdAt, lastEventAt, session, detail, result, resultSummary?,
+//!   recentEvents, nextSuggestedActions, pid?, exit?, outputTail?, outputCharCount?,
+//!   outputTruncated?, stderrTail?, stderrTruncated?, lastAssistantText?, lastPartialText?`.
+//!   `result` is `{text, status, source, charCount}`, `session` is `{sessionFile, sessionId}`,
+//!   each event is `{seq, at, type, ...data}` (data keys in stored order; a data key named
+//!   `seq`, `at` or `type` never overrides the envelope).
+//! - **Absent optional fields are omitted**, never `null`.
+//! - `parentPath` is `row.parent_path`; when that is NULL it is derived from `path` (falling
+//!   back to `/root`), so it is always a string as the contract types it.
+//! - `pid` is emitted only for a live thread (the row keeps the last pid after close; upstream
+//!   closed snapshots carry none). `exit` is emitted only for a closed thread with an exit.
+//! - `phase` is the stored phase, not recomputed.
+//! - **Result source**: `lastPartialText` when the thread is live and that text is non-blank,
+//!   else `lastAssistantText` when non-blank; a blank assistant text counts as no source
+//!   (`{text: null, status: "none", source: "none", charCount: 0}`). `charCount` is the raw
+//!   (uncompacted) source length in UTF-16 units.
+//! - `recentEvents`: only `assistant_message.text` is shortened (summary: compacted then cut
+//!   to 180; tail: cut to 700, not compacted; full: as stored). Other fields are as stored.
+//! - `tail`: `outputTail`/`outputCharCount`/`outputTruncated` are always present; with no
+//!   result source they are `""`, `0`, `false`. The output tail is the raw source text (not
+//!   compacted).
+//! - **stderr**: the row keeps the last bytes (`stderr_tail`) and the count cut before them
+//!   (`stderr_dropped`). Leading UTF-8 continuation bytes left by that cut are skipped and
+//!   counted as dropped; an incomplete character at the very end (a read boundary of a live
+//!   child) is not shown; other invalid bytes become U+FFFD. stderr is "blank" when the shown
+//!   text is whitespace only and nothing was dropped; blank stderr omits both stderr fields.
+//!   - `full`: `stderrTail` is the whole retained text, prefixed `[truncated N bytes]\n` when
+//!     N = dropped bytes > 0; `stderrTruncated` = N > 0.
+//!   - `tail`: the last 4,000 units of the retained text; N = units cut from the retained
+//!     text + dropped bytes (the dropped bytes' character count is unknown, so each dropped
+//!     byte counts as one char: exact for ASCII, an upper bound otherwise); when N > 0 the
+//!     text is prefixed `[truncated first N chars]\n` and `stderrTruncated` is true.
+//! - A tail never splits a surrogate pair, so it may hold 3,999 units; N counts the units
+//!   actually cut.
+//! - `lastAssistantText` (`full`) and `lastPartialText` (`full`, live only) are the raw
+//!   retained texts, present when not NULL.
+
+use serde_json::{json, Map, Value};
+
+use crate::store::events::StoredEvent;
+use crate::store::threads::ThreadRow;
+use crate::text::{compact, truncate_ellipsis, utf16_len, utf16_suffix};
+
+/// Result text limit at `summary`.
+pub const SUMMARY_RESULT_CHARS: usize = 700;
+/// Result text limit at `tail`.
+pub const TAIL_RESULT_CHARS: usize = 1_200;
+/// Events shown at `summary`.
+pub const SUMMARY_EVENTS: usize = 5;
+/// Events shown at `tail`.
+pub const TAIL_EVENTS: usize = 12;
+/// `assistant_message.text` limit at `summary` (after compaction).
+pub const SUMMARY_EVENT_TEXT_CHARS: usize = 180;
+/// `assistant_message.text` limit at `tail`.
+pub const TAIL_EVENT_TEXT_CHARS: usize = 700;
+/// Output and stderr tails at `tail`.
+pub const TAIL_OUTPUT_CHARS: usize = 4_000;
+
+/// How much of a thread a snapshot shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Detail {
+    #[default]
+    Summary,
+    Tail,
+    Full,
+}
+
+impl Detail {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Detail::Summary => "summary",
+            Detail::Tail => "tail",
+            Detail::Full => "full",
+        }
+    }
+
+    /// The contract's spelling (`summary`, `tail`, `full`), exactly.
+    pub fn parse(s: &str) -> Option<Detail> {
+        match s {
+            "summary" => Some(Detail::Summary),
+            "tail" => Some(Detail::Tail),
+            "full" => Some(Detail::Full),
+            _ => None,
+        }
+    }
+}
+
+/// A thread's retained output (`thread_output`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OutputFacts {
+    pub last_assistant_text: Option<String>,
+    pub last_partial_text: Option<String>,
+    /// The last retained stderr bytes (at most 12,000).
+    pub stderr_tail: Vec<u8>,
+    /// Bytes cut before `stderr_tail`.
+    pub stderr_dropped: i64,
+}
+
+/// The contract's `ThreadRuntimeSnapshot` of one thread (keys in the contract's order; see the
+/// module docs for every choice).
+pub fn snapshot(
+    row: &ThreadRow,
+    out: &OutputFacts,
+    events: &[StoredEvent],
+    detail: Detail,
+) -> Value {
+    let live = row.is_live();
+    let source = result_source(row, out);
+    let parent_path = row
+        .parent_path
+        .clone()
+        .or_else(|| crate::paths::parent_path(&row.path).map(str::to_string))
+        .unwrap_or_else(|| "/root".to_string());
+
+    let mut m = Map::new();
+    m.insert("id".into(), json!(row.id));
+    m.insert("path".into(), json!(row.path));
+    m.insert("name".into(), json!(row.name));
+    m.insert("taskName".into(), json!(row.task_name));
+    m.insert("status".into(), json!(row.status));
+    m.insert("phase".into(), json!(row.phase));
+    m.insert("running".into(), json!(live));
+    m.insert("parentPath".into(), json!(parent_path));
+    m.insert("parentThreadId".into(), json!(row.parent_id));
+    m.insert("depth".into(), json!(row.depth));
+    m.insert("archived".into(), json!(row.archived));
+    m.insert(
+        "resumable".into(),
+        json!(!live && row.session_file.is_some()),
+    );
+    m.insert(
+        "stale".into(),
+        json!(row.exit_kind.as_deref() == Some("stale")),
+    );
+    m.insert("cwd".into(), json!(row.cwd));
+    m.insert("args".into(), json!(row.args));
+    m.insert("createdAt".into(), json!(row.created_at));
+    m.insert("lastEventAt".into(), json!(row.last_event_at));
+    m.insert(
+        "session".into(),
+        json!({"sessionFile": row.session_file, "sessionId": row.session_id}),
+    );
+    m.insert("detail".into(), json!(detail.as_str()));
+
+    let result_text = source.map(|s| {
+        let c = compact(s.text);
+        match detail {
+            Detail::Summary => truncate_ellipsis(&c, SUMMARY_RESULT_CHARS),
+            Detail::Tail => truncate_ellipsis(&c, TAIL_RESULT_CHARS),
+            Detail::Full => c,
+        }
+    });
+    let (status, source_name, char_count) = match source {
+        Some(s) if s.partial => ("partial", "assistant_partial", utf16_len(s.text)),
+        Some(s) => ("completed", "assistant_message", utf16_len(s.text)),
+        None => ("none", "none", 0),
+    };
+    m.insert(
+        "result".into(),
+        json!({
+            "text": result_text,
+            "status": status,
+            "source": source_name,
+            "charCount": char_count,
+        }),
+    );
+    if let Some(text) = &result_text {
+        m.insert("resultSummary".into(), json!(text));
+    }
+    m.insert("recentEvents".into(), recent_events(events, detail));
+    m.insert(
+        "nextSuggestedActions".into(),
+        json!(next_suggested_actions(row)),
+    );
+    if live {
+        if let Some(pid) = row.pid {
+            m.insert("pid".into(), json!(pid));
+        }
+    } else if let Some(exit) = exit_json(row) {
+        m.insert("exit".into(), exit);
+    }
+
+    match detail {
+        Detail::Summary => {}
+        Detail::Tail => {
+            let raw = source.map(|s| s.text).unwrap_or("");
+            let (tail, cut) = tail_units(raw, TAIL_OUTPUT_CHARS);
+            m.insert("outputTail".into(), json!(with_cut_prefix(tail, cut)));
+            m.insert("outputCharCount".into(), json!(utf16_len(raw)));
+            m.insert("outputTruncated".into(), json!(cut > 0));
+            let err = Stderr::decode(out);
+            if !err.is_blank() {
+                let (tail, cut) = tail_units(&err.text, TAIL_OUTPUT_CHARS);
+                let n = cut as u64 + err.dropped;
+                m.insert("stderrTail".into(), json!(with_cut_prefix(tail, n)));
+                m.insert("stderrTruncated".into(), json!(n > 0));
+            }
+        }
+        Detail::Full => {
+            let err = Stderr::decode(out);
+            if !err.is_blank() {
+                let text = if err.dropped > 0 {
+                    format!("[truncated {} bytes]\n{}", err.dropped, err.text)
+                } else {
+                    err.text
+                };
+                m.insert("stderrTail".into(), json!(text));
+                m.insert("stderrTruncated".into(), json!(err.dropped > 0));
+            }
+            if let Some(text) = &out.last_assistant_text {
+                m.insert("lastAssistantText".into(), json!(text));
+            }
+            if live {
+                if let Some(text) = &out.last_partial_text {
+                    m.insert("lastPartialText".into(), json!(text));
+                }
+            }
+        }
+    }
+    Value::Object(m)
+}
+
+/// `nextSuggestedActions` (§1.8).
+pub fn next_suggested_actions(row: &ThreadRow) -> Vec<&'static str> {
+    let live = row.is_live();
+    if row.archived {
+        return if live {
+            vec!["unarchive", "poll"]
+        } else {
+            vec!["unarchive", "list"]
+        };
+    }
+    if !live {
+        return if row.session_file.is_some() {
+            vec!["resume", "fork", "archive", "list"]
+        } else {
+            vec!["archive", "list"]
+        };
+    }
+    match row.phase.as_str() {
+        "idle" => vec!["send prompt", "poll", "stop"],
+        "stopping" => vec!["poll", "wait"],
+        _ => vec!["wait", "poll", "send follow_up", "stop"],
+    }
+}
+
+/// The contract's `ThreadExit`: `{kind, message}` for `failed`/`stale`, `{kind, code, signal}`
+/// otherwise (`exited`, `stopped`); `None` without an exit kind.
+pub fn exit_json(row: &ThreadRow) -> Option<Value> {
+    let kind = row.exit_kind.as_deref()?;
+    Some(match kind {
+        "failed" | "stale" => json!({"kind": kind, "message": row.exit_message}),
+        _ => json!({"kind": kind, "code": row.exit_code, "signal": row.exit_signal}),
+    })
+}
+
+#[derive(Clone, Copy)]
+struct Source<'a> {
+    text: &'a str,
+    partial: bool,
+}
+
+fn result_source<'a>(row: &ThreadRow, out: &'a OutputFacts) -> Option<Source<'a>> {
+    let non_blank = |t: &'a Option<String>| t.as_deref().filter(|s| !s.trim().is_empty());
+    if row.is_live() {
+        if let Some(text) = non_blank(&out.last_partial_text) {
+            return Some(Source {
+                text,
+                partial: true,
+            });
+        }
+    }
+    non_blank(&out.last_assistant_text).map(|text| Source {
+        text,
+        partial: false,
+    })
+}
+
+fn recent_events(events: &[StoredEvent], detail: Detail) -> Value {
+    let keep = match detail {
+        Detail::Summary => SUMMARY_EVENTS,
+        Detail::Tail => TAIL_EVENTS,
+        Detail::Full => events.len(),
+    };
+    let shown = &events[events.len().saturating_sub(keep)..];
+    Value::Array(shown.iter().map(|e| event_json(e, detail)).collect())
+}
+
+fn event_json(e: &StoredEvent, detail: Detail) -> Value {
+    let mut m = Map::new();
+    m.insert("seq".into(), json!(e.seq));
+    m.insert("at".into(), json!(e.at));
+    m.insert("type".into(), json!(e.kind));
+    if let Value::Object(data) = &e.data {
+        for (k, v) in data {
+            if matches!(k.as_str(), "seq" | "at" | "type") {
+                continue;
+            }
+            let v = match (e.kind.as_str(), k.as_str(), v) {
+                ("assistant_message", "text", Value::String(s)) => match detail {
+                    Detail::Summary => {
+                        json!(truncate_ellipsis(&compact(s), SUMMARY_EVENT_TEXT_CHARS))
+                    }
+                    Detail::Tail => json!(truncate_ellipsis(s, TAIL_EVENT_TEXT_CHARS)),
+                    Detail::Full => v.clone(),
+                },
+                _ => v.clone(),
+            };
+            m.insert(k.clone(), v);
+        }
+    }
+    Value::Object(m)
+}
+
+/// The last `limit` UTF-16 units of `s` and how many units were cut before them.
+fn tail_units(s: &str, limit: usize) -> (&str, u64) {
+    let len = utf16_len(s);
+    if len <= limit {
+        return (s, 0);
+    }
+    let tail = utf16_suffix(s, limit);
+    (tail, (len - utf16_len(tail)) as u64)
+}
+
+fn with_cut_prefix(tail: &str, cut: u64) -> String {
+    if cut == 0 {
+        tail.to_string()
+    } else {
+        format!("[truncated first {cut} chars]\n{tail}")
+    }
+}
+
+/// Retained stderr as text.
+struct Stderr {
+    text: String,
+    /// Bytes lost before `text` (dropped by retention plus skipped partial-character bytes).
+    dropped: u64,
+}
+
+impl Stderr {
+    fn decode(out: &OutputFacts) -> Stderr {
+        let mut bytes = out.stderr_tail.as_slice();
+        let mut dropped = out.stderr_dropped.max(0) as u64;
+        if dropped > 0 {
+            // The retention cut may have split a character: skip its continuation bytes.
+            let lead = bytes
+                .iter()
+                .take(3)
+                .take_while(|b| (0x80..0xC0).contains(*b))
+                .count();
+            bytes = &bytes[lead..];
+            dropped += lead as u64;
+        }
+        bytes = &bytes[..bytes.len() - incomplete_suffix(bytes)];
+        Stderr {
+            text: String::from_utf8_lossy(bytes).into_owned(),
+            dropped,
+        }
+    }
+
+    fn is_blank(&self) -> bool {
+        self.dropped == 0 && self.text.trim().is_empty()
+    }
+}
+
+/// Length of a trailing, incomplete UTF-8 sequence (a character still being read), else 0.
+fn incomplete_suffix(b: &[u8]) -> usize {
+    for back in 1..=b.len().min(4) {
+        let x = b[b.len() - back];
+        if x & 0xC0 == 0x80 {
+            continue;
+        }
+        let need = match x {
+            0xF0..=0xF7 => 4,
+            0xE0..=0xEF => 3,
+            0xC0..=0xDF => 2,
+            _ => 1,
+        };
+        return if need > back { back } else { 0 };
+    }
+    0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Compares serialized text, so key order is pinned too (`Map` equality ignores it).
+    fn assert_json(got: &Value, want: &Value) {
+        let g = serde_json::to_string_pretty(got).unwrap();
+        let w = serde_json::to_string_pretty(want).unwrap();
+        assert!(
+            g == w,
+            "snapshot mismatch\n--- got ---\n{g}\n--- want ---\n{w}"
+        );
+    }
+
+    fn live_row() -> ThreadRow {
+        ThreadRow {
+            id: "thread_0123456789ab".into(),
+            manager_id: 1,
+            path: "/root/api_survey".into(),
+            parent_path: Some("/root".into()),
+            parent_id: None,
+            task_name: "api_survey".into(),
+            name: "API survey".into(),
+            depth: 1,
+            cwd: "/work/proj".into(),
+            args: vec!["--model".into(), "anthropic/claude-sonnet-4-5".into()],
+            status: "live".into(),
+            phase: "busy".into(),
+            agent_state: None,
+            exit_kind: None,
+            exit_code: None,
+            exit_signal: None,
+            exit_message: None,
+            archived: false,
+            hidden: None,
+            session_file: Some("/s/child.jsonl".into()),
+            session_id: Some("sess-1".into()),
+            pid: Some(4242),
+            pgid: Some(4242),
+            owner_pid: Some(100),
+            last_seq: 3,
+            created_at: "2025-01-01T00:00:00.000Z".into(),
+            last_event_at: "2025-01-01T00:00:03.000Z".into(),
+        }
+    }
+
+    fn closed_row(kind: &str) -> ThreadRow {
+        let mut r = live_row();
+        r.id = "thread_ba9876543210".into();
+        r.path = "/root/review/docs".into();
+        r.parent_path = Some("/root/review".into());
+        r.parent_id = Some("thread_aaaaaaaaaaaa".into());
+        r.task_name = "docs".into();
+        r.name = "Docs".into();
+        r.depth = 2;
+        r.args = vec![];
+        r.status = "closed".into();
+        r.exit_kind = Some(kind.into());
+        match kind {
+            "stopped" => {
+                r.phase = "idle".into();
+                r.exit_signal = Some("SIGKILL".into());
+            }
+            "exited" => {
+                r.phase = "idle".into();
+                r.exit_code = Some(0);
+            }
+            "failed" => {
+                r.phase = "failed".into();
+                r.exit_message = Some("Child Pi process exited with code 1, signal null".into());
+            }
+            _ => {
+                r.phase = "stale".into();
+                r.exit_message = Some("Thread was restored from the parent Pi session registry without a live process connection.".into());
+            }
+        }
+        r
+    }
+
+    fn ev(seq: i64, kind: &str, data: Value) -> StoredEvent {
+        StoredEvent {
+            seq,
+            at: format!("2025-01-01T00:00:{:02}.000Z", seq % 60),
+            kind: kind.into(),
+            data,
+        }
+    }
+
+    fn live_events() -> Vec<StoredEvent> {
+        vec![
+            ev(1, "thread_started", json!({"pid": 4242})),
+            ev(2, "turn_started", json!({})),
+            ev(3, "tool_started", json!({"toolName": "read"})),
+        ]
+    }
+
+    fn live_out() -> OutputFacts {
+        OutputFacts {
+            last_assistant_text: Some("Earlier   answer.".into()),
+            last_partial_text: Some("  Reading\n\n the   schema  ".into()),
+            stderr_tail: b"warning: slow\n".to_vec(),
+            stderr_dropped: 0,
+        }
+    }
+
+    fn live_common(detail: &str, text: &str) -> Map<String, Value> {
+        let v = json!({
+            "id": "thread_0123456789ab",
+            "path": "/root/api_survey",
+            "name": "API survey",
+            "taskName": "api_survey",
+            "status": "live",
+            "phase": "busy",
+            "running": true,
+            "parentPath": "/root",
+            "parentThreadId": null,
+            "depth": 1,
+            "archived": false,
+            "resumable": false,
+            "stale": false,
+            "cwd": "/work/proj",
+            "args": ["--model", "anthropic/claude-sonnet-4-5"],
+            "createdAt": "2025-01-01T00:00:00.000Z",
+            "lastEventAt": "2025-01-01T00:00:03.000Z",
+            "session": {"sessionFile": "/s/child.jsonl", "sessionId": "sess-1"},
+            "detail": detail,
+            "result": {"text": text, "status": "partial", "source": "assistant_partial", "charCount": 26},
+            "resultSummary": text,
+            "recentEvents": [
+                {"seq": 1, "at": "2025-01-01T00:00:01.000Z", "type": "thread_started", "pid": 4242},
+                {"seq": 2, "at": "2025-01-01T00:00:02.000Z", "type": "turn_started"},
+                {"seq": 3, "at": "2025-01-01T00:00:03.000Z", "type": "tool_started", "toolName": "read"},
+            ],
+            "nextSuggestedActions": ["wait", "poll", "send follow_up", "stop"],
+            "pid": 4242,
+        });
+        match v {
+            Value::Object(m) => m,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn detail_parse_and_names() {
+        for d in [Detail::Summary, Detail::Tail, Detail::Full] {
+            assert_eq!(Detail::parse(d.as_str()), Some(d));
+        }
+        assert_eq!(Detail::parse("Summary"), None);
+        assert_eq!(Detail::parse(""), None);
+        assert_eq!(Detail::default(), Detail::Summary);
+    }
+
+    #[test]
+    fn live_busy_partial_summary() {
+        let got = snapshot(&live_row(), &live_out(), &live_events(), Detail::Summary);
+        let want = Value::Object(live_common("summary", "Reading the schema"));
+        assert_json(&got, &want);
+    }
+
+    #[test]
+    fn live_busy_partial_tail() {
+        let got = snapshot(&live_row(), &live_out(), &live_events(), Detail::Tail);
+        let mut want = live_common("tail", "Reading the schema");
+        want.insert("outputTail".into(), json!("  Reading\n\n the   schema  "));
+        want.insert("outputCharCount".into(), json!(26));
+        want.insert("outputTruncated".into(), json!(false));
+        want.insert("stderrTail".into(), json!("warning: slow\n"));
+        want.insert("stderrTruncated".into(), json!(false));
+        assert_json(&got, &Value::Object(want));
+    }
+
+    #[test]
+    fn live_busy_partial_full() {
+        let got = snapshot(&live_row(), &live_out(), &live_events(), Detail::Full);
+        let mut want = live_common("full", "Reading the schema");
+        want.insert("stderrTail".into(), json!("warning: slow\n"));
+        want.insert("stderrTruncated".into(), json!(false));
+        want.insert("lastAssistantText".into(), json!("Earlier   answer."));
+        want.insert(
+            "lastPartialText".into(),
+            json!("  Reading\n\n the   schema  "),
+        );
+        assert_json(&got, &Value::Object(want));
+    }
+
+    #[test]
+    fn live_blank_partial_falls_back_to_assistant_text() {
+        let out = OutputFacts {
+            last_partial_text: Some(" \n ".into()),
+            stderr_tail: b" \n\t".to_vec(),
+            ..live_out()
+        };
+        let got = snapshot(&live_row(), &out, &[], Detail::Full);
+        assert_json(
+            &got["result"],
+            &json!({"text": "Earlier answer.", "status": "completed", "source": "assistant_message", "charCount": 17}),
+        );
+        // Blank stderr is omitted; the blank partial text is still shown raw at full.
+        assert!(got.get("stderrTail").is_none());
+        assert!(got.get("stderrTruncated").is_none());
+        assert_eq!(got["lastPartialText"], json!(" \n "));
+    }
+
+    /// 800 UTF-16 units: 2 ASCII words and emoji (2 units each), with runs of whitespace.
+    fn emoji_text() -> String {
+        format!("Done:\n\n {}", "😀".repeat(396)) // 5 + 3 + 792 = 800 units
+    }
+
+    fn closed_events() -> Vec<StoredEvent> {
+        vec![
+            ev(7, "thread_started", json!({"pid": 9})),
+            ev(8, "assistant_message", json!({"text": emoji_text()})),
+            ev(9, "thread_stopping", json!({})),
+            ev(
+                10,
+                "thread_closed",
+                json!({"exit": {"kind": "stopped", "code": null, "signal": "SIGKILL"}}),
+            ),
+        ]
+    }
+
+    fn closed_out() -> OutputFacts {
+        OutputFacts {
+            last_assistant_text: Some(emoji_text()),
+            last_partial_text: Some("ignored when closed".into()),
+            stderr_tail: vec![],
+            stderr_dropped: 0,
+        }
+    }
+
+    fn closed_want(detail: &str, text: &str, events: Value) -> Map<String, Value> {
+        let v = json!({
+            "id": "thread_ba9876543210",
+            "path": "/root/review/docs",
+            "name": "Docs",
+            "taskName": "docs",
+            "status": "closed",
+            "phase": "idle",
+            "running": false,
+            "parentPath": "/root/review",
+            "parentThreadId": "thread_aaaaaaaaaaaa",
+            "depth": 2,
+            "archived": false,
+            "resumable": true,
+            "stale": false,
+            "cwd": "/work/proj",
+            "args": [],
+            "createdAt": "2025-01-01T00:00:00.000Z",
+            "lastEventAt": "2025-01-01T00:00:03.000Z",
+            "session": {"sessionFile": "/s/child.jsonl", "sessionId": "sess-1"},
+            "detail": detail,
+            "result": {"text": text, "status": "completed", "source": "assistant_message", "charCount": 800},
+            "resultSummary": text,
+            "recentEvents": events,
+            "nextSuggestedActions": ["resume", "fork", "archive", "list"],
+            "exit": {"kind": "stopped", "code": null, "signal": "SIGKILL"},
+        });
+        match v {
+            Value::Object(m) => m,
+            _ => unreachable!(),
+        }
+    }
+
+    fn closed_events_json(text: &str) -> Value {
+        json!([
+            {"seq": 7, "at": "2025-01-01T00:00:07.000Z", "type": "thread_started", "pid": 9},
+            {"seq": 8, "at": "2025-01-01T00:00:08.000Z", "type": "assistant_message", "text": text},
+            {"seq": 9, "at": "2025-01-01T00:00:09.000Z", "type": "thread_stopping"},
+            {"seq": 10, "at": "2025-01-01T00:00:10.000Z", "type": "thread_closed",
+             "exit": {"kind": "stopped", "code": null, "signal": "SIGKILL"}},
+        ])
+    }
+
+    #[test]
+    fn closed_stopped_emoji_summary() {
+        let got = snapshot(
+            &closed_row("stopped"),
+            &closed_out(),
+            &closed_events(),
+            Detail::Summary,
+        );
+        // Compacted: "Done: " (6) + 396 emoji (792) = 798 units. Cut to 699 units: 6 + 346
+        // emoji = 698 (a 347th would split a surrogate pair), then "…".
+        let result = format!("Done: {}…", "😀".repeat(346));
+        // Event text compacted and cut to 179 units: 6 + 86 emoji = 178, then "…".
+        let event = format!("Done: {}…", "😀".repeat(86));
+        let want = closed_want("summary", &result, closed_events_json(&event));
+        assert_json(&got, &Value::Object(want));
+    }
+
+    #[test]
+    fn closed_stopped_emoji_tail() {
+        let got = snapshot(
+            &closed_row("stopped"),
+            &closed_out(),
+            &closed_events(),
+            Detail::Tail,
+        );
+        // 798 compacted units fit in 1,200.
+        let result = format!("Done: {}", "😀".repeat(396));
+        // Event text not compacted, cut to 699 units: 8 + 345 emoji = 698, then "…".
+        let event = format!("Done:\n\n {}…", "😀".repeat(345));
+        let mut want = closed_want("tail", &result, closed_events_json(&event));
+        want.insert("outputTail".into(), json!(emoji_text()));
+        want.insert("outputCharCount".into(), json!(800));
+        want.insert("outputTruncated".into(), json!(false));
+        assert_json(&got, &Value::Object(want));
+    }
+
+    #[test]
+    fn closed_stopped_emoji_full() {
+        let got = snapshot(
+            &closed_row("stopped"),
+            &closed_out(),
+            &closed_events(),
+            Detail::Full,
+        );
+        let result = format!("Done: {}", "😀".repeat(396));
+        let mut want = closed_want("full", &result, closed_events_json(&emoji_text()));
+        // No stderr; lastPartialText is live-only.
+        want.insert("lastAssistantText".into(), json!(emoji_text()));
+        assert_json(&got, &Value::Object(want));
+    }
+
+    #[test]
+    fn long_output_tail_is_cut_with_prefix() {
+        // 5,001 units: "x" + 2,500 emoji. The last 4,000 units are 2,000 emoji.
+        let text = format!("x{}", "😀".repeat(2_500));
+        let out = OutputFacts {
+            last_assistant_text: Some(text.clone()),
+            ..OutputFacts::default()
+        };
+        let got = snapshot(&closed_row("exited"), &out, &[], Detail::Tail);
+        assert_eq!(
+            got["outputTail"],
+            json!(format!(
+                "[truncated first 1001 chars]\n{}",
+                "😀".repeat(2_000)
+            ))
+        );
+        assert_eq!(got["outputCharCount"], json!(5_001));
+        assert_eq!(got["outputTruncated"], json!(true));
+        assert_eq!(
+            got["result"]["text"],
+            json!(format!("x{}…", "😀".repeat(599))) // tail: 1 + 1,198 units + "…"
+        );
+        assert_eq!(got["result"]["charCount"], json!(5_001));
+        // A 4,000-unit window starting inside a surrogate pair keeps 3,999 units.
+        let odd = format!("{}y", "😀".repeat(2_500));
+        let out = OutputFacts {
+            last_assistant_text: Some(odd),
+            ..OutputFacts::default()
+        };
+        let got = snapshot(&closed_row("exited"), &out, &[], Detail::Tail);
+        assert_eq!(
+            got["outputTail"],
+            json!(format!(
+                "[truncated first 1002 chars]\n{}y",
+                "😀".repeat(1_999)
+            ))
+        );
+    }
+
+    fn stderr_out() -> OutputFacts {
+        // Retention cut 20 bytes, leaving the last two bytes of a 3-byte "€" at the front.
+        let mut tail = "€".as_bytes()[1..].to_vec();
+        tail.extend_from_slice(format!("{}\n", "e".repeat(4_500)).as_bytes());
+        OutputFacts {
+            last_assistant_text: None,
+            last_partial_text: None,
+            stderr_tail: tail,
+            stderr_dropped: 20,
+        }
+    }
+
+    #[test]
+    fn stderr_truncation_tail_and_full() {
+        let row = closed_row("failed");
+        let got = snapshot(&row, &stderr_out(), &[], Detail::Tail);
+        let base = json!({
+            "id": "thread_ba9876543210",
+            "path": "/root/review/docs",
+            "name": "Docs",
+            "taskName": "docs",
+            "status": "closed",
+            "phase": "failed",
+            "running": false,
+            "parentPath": "/root/review",
+            "parentThreadId": "thread_aaaaaaaaaaaa",
+            "depth": 2,
+            "archived": false,
+            "resumable": true,
+            "stale": false,
+            "cwd": "/work/proj",
+            "args": [],
+            "createdAt": "2025-01-01T00:00:00.000Z",
+            "lastEventAt": "2025-01-01T00:00:03.000Z",
+            "session": {"sessionFile": "/s/child.jsonl", "sessionId": "sess-1"},
+            "detail": "tail",
+            "result": {"text": null, "status": "none", "source": "none", "charCount": 0},
+            "recentEvents": [],
+            "nextSuggestedActions": ["resume", "fork", "archive", "list"],
+            "exit": {"kind": "failed", "message": "Child Pi process exited with code 1, signal null"},
+            "outputTail": "",
+            "outputCharCount": 0,
+            "outputTruncated": false,
+            // 4,501 retained units, 501 cut; 20 dropped + 2 skipped continuation bytes.
+            "stderrTail": format!("[truncated first 523 chars]\n{}\n", "e".repeat(3_999)),
+            "stderrTruncated": true,
+        });
+        assert_json(&got, &base);
+
+        let got = snapshot(&row, &stderr_out(), &[], Detail::Full);
+        let mut want = match base {
+            Value::Object(m) => m,
+            _ => unreachable!(),
+        };
+        want["detail"] = json!("full");
+        for k in ["outputTail", "outputCharCount", "outputTruncated"] {
+            want.shift_remove(k);
+        }
+        want["stderrTail"] = json!(format!("[truncated 22 bytes]\n{}\n", "e".repeat(4_500)));
+        assert_json(&got, &Value::Object(want));
+    }
+
+    #[test]
+    fn stderr_short_but_dropped_and_incomplete_end() {
+        // Dropped bytes alone mark a tail as truncated; an unfinished character at the end is
+        // held back.
+        let mut tail = b"boom\n".to_vec();
+        tail.extend_from_slice(&"😀".as_bytes()[..2]);
+        let out = OutputFacts {
+            stderr_tail: tail,
+            stderr_dropped: 7,
+            ..OutputFacts::default()
+        };
+        let row = closed_row("exited");
+        let got = snapshot(&row, &out, &[], Detail::Tail);
+        assert_eq!(
+            got["stderrTail"],
+            json!("[truncated first 7 chars]\nboom\n")
+        );
+        assert_eq!(got["stderrTruncated"], json!(true));
+        let got = snapshot(&row, &out, &[], Detail::Full);
+        assert_eq!(got["stderrTail"], json!("[truncated 7 bytes]\nboom\n"));
+        assert_eq!(got["stderrTruncated"], json!(true));
+        // Summary never shows stderr.
+        let got = snapshot(&row, &out, &[], Detail::Summary);
+        assert!(got.get("stderrTail").is_none());
+    }
+
+    #[test]
+    fn archived_closed_snapshot() {
+        let mut row = closed_row("stale");
+        row.archived = true;
+        row.session_file = None;
+        row.session_id = None;
+        row.parent_path = None;
+        row.parent_id = None;
+        row.path = "/root/old".into();
+        row.task_name = "old".into();
+        row.depth = 1;
+        let out = OutputFacts {
+            last_assistant_text: Some("Final:\tall good".into()),
+            ..OutputFacts::default()
+        };
+        let events = vec![
+            ev(41, "turn_completed", json!({})),
+            ev(
+                42,
+                "thread_closed",
+                json!({"exit": {"kind": "stale", "message": "gone"}}),
+            ),
+            ev(43, "thread_archived", json!({"archived": true})),
+        ];
+        let got = snapshot(&row, &out, &events, Detail::Summary);
+        let want = json!({
+            "id": "thread_ba9876543210",
+            "path": "/root/old",
+            "name": "Docs",
+            "taskName": "old",
+            "status": "closed",
+            "phase": "stale",
+            "running": false,
+            "parentPath": "/root",
+            "parentThreadId": null,
+            "depth": 1,
+            "archived": true,
+            "resumable": false,
+            "stale": true,
+            "cwd": "/work/proj",
+            "args": [],
+            "createdAt": "2025-01-01T00:00:00.000Z",
+            "lastEventAt": "2025-01-01T00:00:03.000Z",
+            "session": {"sessionFile": null, "sessionId": null},
+            "detail": "summary",
+            "result": {"text": "Final: all good", "status": "completed", "source": "assistant_message", "charCount": 15},
+            "resultSummary": "Final: all good",
+            "recentEvents": [
+                {"seq": 41, "at": "2025-01-01T00:00:41.000Z", "type": "turn_completed"},
+                {"seq": 42, "at": "2025-01-01T00:00:42.000Z", "type": "thread_closed",
+                 "exit": {"kind": "stale", "message": "gone"}},
+                {"seq": 43, "at": "2025-01-01T00:00:43.000Z", "type": "thread_archived", "archived": true},
+            ],
+            "nextSuggestedActions": ["unarchive", "list"],
+            "exit": {"kind": "stale", "message": "Thread was restored from the parent Pi session registry without a live process connection."},
+        });
+        assert_json(&got, &want);
+    }
+
+    #[test]
+    fn recent_event_windows_per_detail() {
+        let events: Vec<StoredEvent> = (1..=20)
+            .map(|i| {
+                ev(
+                    i,
+                    "assistant_message",
+                    json!({"text": format!("m{i}  {}", "a".repeat(800))}),
+                )
+            })
+            .collect();
+        let row = live_row();
+        let out = OutputFacts::default();
+        let seqs = |v: &Value| -> Vec<i64> {
+            v["recentEvents"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| e["seq"].as_i64().unwrap())
+                .collect()
+        };
+        let s = snapshot(&row, &out, &events, Detail::Summary);
+        assert_eq!(seqs(&s), (16..=20).collect::<Vec<_>>());
+        assert_eq!(
+            s["recentEvents"][4]["text"],
+            json!(format!("m20 {}…", "a".repeat(175)))
+        );
+        let t = snapshot(&row, &out, &events, Detail::Tail);
+        assert_eq!(seqs(&t), (9..=20).collect::<Vec<_>>());
+        assert_eq!(
+            t["recentEvents"][11]["text"],
+            json!(format!("m20  {}…", "a".repeat(694)))
+        );
+        let f = snapshot(&row, &out, &events, Detail::Full);
+        assert_eq!(seqs(&f), (1..=20).collect::<Vec<_>>());
+        assert_eq!(
+            f["recentEvents"][19]["text"],
+            json!(format!("m20  {}", "a".repeat(800)))
+        );
+        // No result source at all: text null, no resultSummary.
+        assert_json(
+            &s["result"],
+            &json!({"text": null, "status": "none", "source": "none", "charCount": 0}),
+        );
+        assert!(s.get("resultSummary").is_none());
+    }
+
+    #[test]
+    fn event_data_never_overrides_envelope() {
+        let e = ev(
+            5,
+            "thread_error",
+            json!({"type": "x", "seq": 99, "message": "Registry persistence failed: disk"}),
+        );
+        let got = snapshot(&live_row(), &OutputFacts::default(), &[e], Detail::Full);
+        assert_json(
+            &got["recentEvents"],
+            &json!([{"seq": 5, "at": "2025-01-01T00:00:05.000Z", "type": "thread_error",
+                     "message": "Registry persistence failed: disk"}]),
+        );
+    }
+
+    #[test]
+    fn next_suggested_actions_every_branch() {
+        let mut r = live_row();
+        r.archived = true;
+        assert_eq!(next_suggested_actions(&r), ["unarchive", "poll"]);
+        let mut r = closed_row("exited");
+        r.archived = true;
+        assert_eq!(next_suggested_actions(&r), ["unarchive", "list"]);
+        let r = closed_row("stopped");
+        assert_eq!(
+            next_suggested_actions(&r),
+            ["resume", "fork", "archive", "list"]
+        );
+        let mut r = closed_row("failed");
+        r.session_file = None;
+        assert_eq!(next_suggested_actions(&r), ["archive", "list"]);
+        let mut r = live_row();
+        r.phase = "idle".into();
+        assert_eq!(next_suggested_actions(&r), ["send prompt", "poll", "stop"]);
+        r.phase = "stopping".into();
+        assert_eq!(next_suggested_actions(&r), ["poll", "wait"]);
+        for phase in ["starting", "busy"] {
+            r.phase = phase.into();
+            assert_eq!(
+                next_suggested_actions(&r),
+                ["wait", "poll", "send follow_up", "stop"]
+            );
+        }
+    }
+
+    #[test]
+    fn exit_json_kinds() {
+        assert_eq!(exit_json(&live_row()), None);
+        assert_json(
+            &exit_json(&closed_row("exited")).unwrap(),
+            &json!({"kind": "exited", "code": 0, "signal": null}),
+        );
+        assert_json(
+            &exit_json(&closed_row("stopped")).unwrap(),
+            &json!({"kind": "stopped", "code": null, "signal": "SIGKILL"}),
+        );
+        assert_json(
+            &exit_json(&closed_row("failed")).unwrap(),
+            &json!({"kind": "failed", "message": "Child Pi process exited with code 1, signal null"}),
+        );
+        let stale = exit_json(&closed_row("stale")).unwrap();
+        assert_eq!(stale["kind"], json!("stale"));
+        assert_eq!(stale.as_object().unwrap().len(), 2);
+        // A closed row keeps its last pid, but the snapshot shows pid only while live.
+        let got = snapshot(
+            &closed_row("exited"),
+            &OutputFacts::default(),
+            &[],
+            Detail::Summary,
+        );
+        assert!(got.get("pid").is_none());
+    }
+}

@@ -1,0 +1,433 @@
+//! Contract A (`thread` tool): strict per-action request validation with the public
+//! implementation's error texts. Every rejection names what was wrong and ends with the
+//! action's valid shape as `Repair:`.
+
+use serde_json::{Map, Value};
+
+use crate::error::{Error, Result};
+use crate::paths::{is_task_name, json_quote};
+
+/// Upper bound of `wait.timeoutMs`.
+pub const MAX_WAIT_MS: u64 = 600_000;
+/// Default `wait.timeoutMs`.
+pub const DEFAULT_WAIT_MS: u64 = 30_000;
+/// Schema errors reported at most.
+const MAX_SCHEMA_ERRORS: usize = 5;
+
+pub const ACTIONS: [&str; 9] = [
+    "start", "list", "poll", "send", "stop", "wait", "resume", "fork", "archive",
+];
+
+/// A validated `thread` request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ThreadRequest {
+    Start {
+        prompt: String,
+        name: Option<String>,
+        task_name: Option<String>,
+        args: Vec<String>,
+        cwd: Option<String>,
+    },
+    List {
+        state: String,
+        visibility: String,
+        parent: Option<String>,
+        ancestor: Option<String>,
+    },
+    Poll {
+        id: String,
+        detail: String,
+    },
+    Send {
+        id: String,
+        message: String,
+        mode: Option<String>,
+    },
+    Stop {
+        id: String,
+        force: bool,
+    },
+    Wait {
+        id: String,
+        detail: String,
+        timeout_ms: u64,
+    },
+    Resume {
+        id: String,
+    },
+    Fork {
+        id: Option<String>,
+        entry_id: Option<String>,
+        position: String,
+        name: Option<String>,
+        task_name: Option<String>,
+        args: Vec<String>,
+    },
+    Archive {
+        id: String,
+        archived: bool,
+    },
+}
+
+fn shape(action: &str) -> &'static str {
+    match action {
+        "start" => {
+            r#"{ "action": "start", "prompt": "Inspect the tests and report failures. Do not edit files.", "taskName": "inspect_tests" }"#
+        }
+        "list" => r#"{ "action": "list", "state": "live", "visibility": "active" }"#,
+        "poll" => r#"{ "action": "poll", "id": "/root/inspect_tests", "detail": "summary" }"#,
+        "send" => {
+            r#"{ "action": "send", "id": "/root/inspect_tests", "message": "Continue", "mode": "follow_up" }"#
+        }
+        "stop" => r#"{ "action": "stop", "id": "/root/inspect_tests", "force": false }"#,
+        "wait" => r#"{ "action": "wait", "id": "/root/inspect_tests", "timeoutMs": 30000 }"#,
+        "resume" => r#"{ "action": "resume", "id": "/root/inspect_tests" }"#,
+        "fork" => {
+            r#"{ "action": "fork", "id": "/root/inspect_tests", "position": "at", "taskName": "inspect_tests_branch" }"#
+        }
+        _ => r#"{ "action": "archive", "id": "/root/inspect_tests" }"#,
+    }
+}
+
+fn fields(action: &str) -> (&'static [&'static str], &'static [&'static str]) {
+    match action {
+        "start" => (&["prompt"], &["name", "taskName", "args", "cwd"]),
+        "list" => (&[], &["state", "visibility", "parent", "ancestor"]),
+        "poll" => (&["id"], &["detail"]),
+        "send" => (&["id", "message"], &["mode"]),
+        "stop" => (&["id"], &["force"]),
+        "wait" => (&["id"], &["detail", "timeoutMs"]),
+        "resume" => (&["id"], &[]),
+        "fork" => (
+            &[],
+            &["id", "entryId", "position", "name", "taskName", "args"],
+        ),
+        _ => (&["id"], &["archived"]),
+    }
+}
+
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        word.to_string()
+    } else {
+        format!("{word}s")
+    }
+}
+
+fn invalid(action: &str, problems: &[String]) -> Error {
+    Error::invalid(format!(
+        "Invalid thread parameters for {action}: {}. Repair: use the {action} shape {}.",
+        problems.join("; "),
+        shape(action)
+    ))
+}
+
+/// Parses and validates one `thread` call.
+pub fn parse(params: &Value) -> Result<ThreadRequest> {
+    let Some(obj) = params.as_object() else {
+        return Err(Error::invalid(format!(
+            "thread parameters must be a JSON object with an action field. Repair: use a shape such as {}.",
+            shape("list")
+        )));
+    };
+    let action = match obj.get("action") {
+        Some(Value::String(a)) if ACTIONS.contains(&a.as_str()) => a.as_str(),
+        other => {
+            let got = other
+                .map(|v| v.to_string())
+                .unwrap_or_else(|| "nothing".into());
+            let shapes: Vec<String> = ACTIONS.iter().map(|a| shape(a).to_string()).collect();
+            return Err(Error::invalid(format!(
+                "action must be one of {}; got {got}. Valid shapes: {}. Repair: pick one action and use its shape.",
+                ACTIONS.join(", "),
+                shapes.join("; ")
+            )));
+        }
+    };
+    let (required, optional) = fields(action);
+    let unexpected: Vec<&str> = obj
+        .keys()
+        .map(String::as_str)
+        .filter(|k| *k != "action" && !required.contains(k) && !optional.contains(k))
+        .collect();
+    let missing: Vec<&str> = required
+        .iter()
+        .copied()
+        .filter(|k| obj.get(*k).is_none_or(Value::is_null))
+        .collect();
+    let mut problems = Vec::new();
+    if !unexpected.is_empty() {
+        let allowed: Vec<&str> = required.iter().chain(optional).copied().collect();
+        let allowed = if allowed.is_empty() {
+            "none".to_string()
+        } else {
+            allowed.join(", ")
+        };
+        problems.push(format!(
+            "unexpected {} {} (allowed for {action}: {allowed})",
+            plural(unexpected.len(), "field"),
+            unexpected.join(", ")
+        ));
+    }
+    if !missing.is_empty() {
+        problems.push(format!(
+            "missing required {} {}",
+            plural(missing.len(), "field"),
+            missing.join(", ")
+        ));
+    }
+    if !problems.is_empty() {
+        return Err(invalid(action, &problems));
+    }
+    let mut v = Fields {
+        obj,
+        errors: Vec::new(),
+    };
+    let req = match action {
+        "start" => ThreadRequest::Start {
+            prompt: v.text("prompt").unwrap_or_default(),
+            name: v.text("name"),
+            task_name: v.task_name("taskName"),
+            args: v.args("args"),
+            cwd: v.text("cwd"),
+        },
+        "list" => {
+            let r = ThreadRequest::List {
+                state: v
+                    .one_of("state", &["all", "live", "closed"])
+                    .unwrap_or_else(|| "all".into()),
+                visibility: v
+                    .one_of("visibility", &["active", "archived", "all"])
+                    .unwrap_or_else(|| "active".into()),
+                parent: v.text("parent"),
+                ancestor: v.text("ancestor"),
+            };
+            if obj.get("parent").is_some_and(|p| !p.is_null())
+                && obj.get("ancestor").is_some_and(|a| !a.is_null())
+            {
+                return Err(crate::list::exclusive_filters(Some(""), Some("")).unwrap_err());
+            }
+            r
+        }
+        "poll" => ThreadRequest::Poll {
+            id: v.text("id").unwrap_or_default(),
+            detail: v.detail(),
+        },
+        "send" => ThreadRequest::Send {
+            id: v.text("id").unwrap_or_default(),
+            message: v.text("message").unwrap_or_default(),
+            mode: v.one_of("mode", &["prompt", "steer", "follow_up"]),
+        },
+        "stop" => ThreadRequest::Stop {
+            id: v.text("id").unwrap_or_default(),
+            force: v.boolean("force").unwrap_or(false),
+        },
+        "wait" => ThreadRequest::Wait {
+            id: v.text("id").unwrap_or_default(),
+            detail: v.detail(),
+            timeout_ms: v.timeout(),
+        },
+        "resume" => ThreadRequest::Resume {
+            id: v.text("id").unwrap_or_default(),
+        },
+        "fork" => ThreadRequest::Fork {
+            id: v.text("id"),
+            entry_id: v.text("entryId"),
+            position: v
+                .one_of("position", &["at", "before"])
+                .unwrap_or_else(|| "at".into()),
+            name: v.text("name"),
+            task_name: v.task_name("taskName"),
+            args: v.args("args"),
+        },
+        _ => ThreadRequest::Archive {
+            id: v.text("id").unwrap_or_default(),
+            archived: v.boolean("archived").unwrap_or(true),
+        },
+    };
+    if !v.errors.is_empty() {
+        v.errors.truncate(MAX_SCHEMA_ERRORS);
+        return Err(invalid(action, &v.errors));
+    }
+    Ok(req)
+}
+
+struct Fields<'a> {
+    obj: &'a Map<String, Value>,
+    errors: Vec<String>,
+}
+
+impl Fields<'_> {
+    fn get(&self, key: &str) -> Option<&Value> {
+        self.obj.get(key).filter(|v| !v.is_null())
+    }
+
+    /// A non-empty string.
+    fn text(&mut self, key: &str) -> Option<String> {
+        match self.get(key) {
+            None => None,
+            Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
+            Some(Value::String(_)) => {
+                self.errors
+                    .push(format!("{key} must be a non-empty string"));
+                None
+            }
+            Some(other) => {
+                self.errors
+                    .push(format!("{key} must be a string, got {}", type_name(other)));
+                None
+            }
+        }
+    }
+
+    fn task_name(&mut self, key: &str) -> Option<String> {
+        let t = self.text(key)?;
+        if is_task_name(&t) {
+            Some(t)
+        } else {
+            self.errors.push(format!(
+                "{key} must be lower_snake_case: start with a lowercase letter or digit, then lowercase letters, digits or _ (max 64 chars); got {}",
+                json_quote(&t)
+            ));
+            None
+        }
+    }
+
+    fn one_of(&mut self, key: &str, allowed: &[&str]) -> Option<String> {
+        let t = self.text(key)?;
+        if allowed.contains(&t.as_str()) {
+            Some(t)
+        } else {
+            self.errors.push(format!(
+                "{key} must be one of {}; got {}",
+                allowed.join(", "),
+                json_quote(&t)
+            ));
+            None
+        }
+    }
+
+    fn boolean(&mut self, key: &str) -> Option<bool> {
+        match self.get(key) {
+            None => None,
+            Some(Value::Bool(b)) => Some(*b),
+            Some(other) => {
+                self.errors
+                    .push(format!("{key} must be a boolean, got {}", type_name(other)));
+                None
+            }
+        }
+    }
+
+    fn args(&mut self, key: &str) -> Vec<String> {
+        match self.get(key) {
+            None => Vec::new(),
+            Some(Value::Array(items)) if items.iter().all(Value::is_string) => items
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect(),
+            Some(_) => {
+                self.errors
+                    .push(format!("{key} must be an array of strings"));
+                Vec::new()
+            }
+        }
+    }
+
+    fn detail(&mut self) -> String {
+        self.one_of("detail", &["summary", "tail", "full"])
+            .unwrap_or_else(|| "summary".into())
+    }
+
+    fn timeout(&mut self) -> u64 {
+        match self.get("timeoutMs") {
+            None => DEFAULT_WAIT_MS,
+            Some(v) => match v.as_u64().filter(|n| *n <= MAX_WAIT_MS) {
+                Some(n) if v.is_u64() => n,
+                _ => {
+                    self.errors.push(format!(
+                        "timeoutMs must be an integer from 0 to {MAX_WAIT_MS} milliseconds"
+                    ));
+                    DEFAULT_WAIT_MS
+                }
+            },
+        }
+    }
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn send_without_message_matches_the_reference_text() {
+        let e = parse(&json!({"action": "send", "id": "x"})).unwrap_err();
+        assert_eq!(
+            e.message,
+            r#"Invalid thread parameters for send: missing required field message. Repair: use the send shape { "action": "send", "id": "/root/inspect_tests", "message": "Continue", "mode": "follow_up" }."#
+        );
+    }
+
+    #[test]
+    fn unexpected_and_missing_fields_are_both_named() {
+        let e = parse(&json!({"action": "poll", "prompt": "x", "force": true})).unwrap_err();
+        assert!(
+            e.message.starts_with("Invalid thread parameters for poll: unexpected fields prompt, force (allowed for poll: id, detail); missing required field id. Repair: use the poll shape"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn schema_errors_have_field_hints() {
+        let e = parse(&json!({"action": "wait", "id": "x", "timeoutMs": 600001})).unwrap_err();
+        assert!(e
+            .message
+            .contains("timeoutMs must be an integer from 0 to 600000 milliseconds"));
+        let e =
+            parse(&json!({"action": "start", "prompt": "", "taskName": "Bad-Name"})).unwrap_err();
+        assert!(e.message.contains("prompt must be a non-empty string"));
+        assert!(e.message.contains("taskName must be lower_snake_case"));
+        let e = parse(&json!({"action": "list", "parent": "a", "ancestor": "b"})).unwrap_err();
+        assert!(e.message.contains("mutually exclusive"));
+        let e = parse(&json!({"action": "dance"})).unwrap_err();
+        assert!(e.message.starts_with(
+            "action must be one of start, list, poll, send, stop, wait, resume, fork, archive"
+        ));
+        assert!(parse(&json!([1])).is_err());
+    }
+
+    #[test]
+    fn defaults() {
+        assert_eq!(
+            parse(&json!({"action": "wait", "id": "x"})).unwrap(),
+            ThreadRequest::Wait {
+                id: "x".into(),
+                detail: "summary".into(),
+                timeout_ms: 30_000
+            }
+        );
+        assert_eq!(
+            parse(&json!({"action": "archive", "id": "x"})).unwrap(),
+            ThreadRequest::Archive {
+                id: "x".into(),
+                archived: true
+            }
+        );
+        assert!(
+            matches!(parse(&json!({"action": "fork"})).unwrap(), ThreadRequest::Fork { position, .. } if position == "at")
+        );
+    }
+}

@@ -1,0 +1,163 @@
+//! `threadbase serve`: the JSON-lines server one Pi session talks to. Requests run
+//! concurrently (a long `wait` does not hold up a `poll`), responses and notifications go out
+//! through one writer, one line each. On stdin EOF every live child is stopped gracefully and
+//! the server exits 0.
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+
+use crate::engine::Engine;
+use crate::error::{Error, ErrorCode};
+
+/// Longest request line accepted; longer lines get an error response and are skipped.
+pub const MAX_REQUEST_BYTES: usize = 8 << 20;
+
+/// Serves `engine` on stdin/stdout until stdin closes.
+pub async fn serve(engine: Arc<Engine>) {
+    let (out_tx, mut out_rx) = mpsc::unbounded_channel::<Value>();
+    let writer = tokio::spawn(async move {
+        let mut stdout = tokio::io::stdout();
+        while let Some(v) = out_rx.recv().await {
+            let mut line = serde_json::to_vec(&v).unwrap_or_default();
+            line.push(b'\n');
+            if stdout.write_all(&line).await.is_err() || stdout.flush().await.is_err() {
+                break;
+            }
+        }
+    });
+    let mut reader = BufReader::with_capacity(64 * 1024, tokio::io::stdin());
+    let mut requests = tokio::task::JoinSet::new();
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        match read_request_line(&mut reader, &mut buf).await {
+            LineRead::Eof => break,
+            LineRead::TooLong(n) => {
+                let _ = out_tx.send(error_response(Value::Null, &Error::invalid(format!(
+                    "The request line is {n} bytes, over the {MAX_REQUEST_BYTES}-byte limit; it was skipped. Repair: send smaller requests (one JSON object per line)."
+                ))));
+            }
+            LineRead::Line => {
+                if buf.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+                let request: Value = match serde_json::from_slice(&buf) {
+                    Ok(v @ Value::Object(_)) => v,
+                    Ok(_) | Err(_) => {
+                        let why = match serde_json::from_slice::<Value>(&buf) {
+                            Err(e) => format!("not valid JSON ({e})"),
+                            Ok(_) => "not a JSON object".to_string(),
+                        };
+                        let _ = out_tx.send(error_response(Value::Null, &Error::invalid(format!(
+                            "The request line is {why}. Repair: send one JSON object per line: {{\"id\": 1, \"method\": \"thread\", \"params\": {{\"action\": \"list\"}}}}."
+                        ))));
+                        continue;
+                    }
+                };
+                let engine = engine.clone();
+                let out = out_tx.clone();
+                requests.spawn(async move {
+                    let id = request.get("id").cloned().unwrap_or(Value::Null);
+                    let response = match handle(&engine, &request, &out).await {
+                        Ok(result) => json!({"id": id, "result": result}),
+                        Err(e) => error_response(id, &e),
+                    };
+                    let _ = out.send(response);
+                });
+            }
+        }
+        // Reap finished request tasks so the set does not grow.
+        while requests.try_join_next().is_some() {}
+    }
+    engine.runtime().shutdown().await;
+    while requests.join_next().await.is_some() {}
+    drop(out_tx);
+    let _ = writer.await;
+}
+
+enum LineRead {
+    Line,
+    TooLong(usize),
+    Eof,
+}
+
+async fn read_request_line<R: tokio::io::AsyncBufRead + Unpin>(
+    reader: &mut R,
+    buf: &mut Vec<u8>,
+) -> LineRead {
+    let mut total = 0usize;
+    loop {
+        let chunk = match reader.fill_buf().await {
+            Ok(c) => c,
+            Err(_) => return LineRead::Eof,
+        };
+        if chunk.is_empty() {
+            return if total == 0 {
+                LineRead::Eof
+            } else if total > MAX_REQUEST_BYTES {
+                LineRead::TooLong(total)
+            } else {
+                LineRead::Line
+            };
+        }
+        let (take, done) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (chunk.len(), false),
+        };
+        let piece = &chunk[..if done { take - 1 } else { take }];
+        total += piece.len();
+        if total <= MAX_REQUEST_BYTES {
+            buf.extend_from_slice(piece);
+        } else {
+            buf.clear();
+        }
+        reader.consume(take);
+        if done {
+            if buf.last() == Some(&b'\r') {
+                buf.pop();
+            }
+            return if total > MAX_REQUEST_BYTES {
+                LineRead::TooLong(total)
+            } else {
+                LineRead::Line
+            };
+        }
+    }
+}
+
+fn error_response(id: Value, e: &Error) -> Value {
+    json!({"id": id, "error": {"code": e.code.as_str(), "message": e.message}})
+}
+
+const METHODS: &str = "thread";
+
+async fn handle(
+    engine: &Engine,
+    request: &Value,
+    out: &mpsc::UnboundedSender<Value>,
+) -> Result<Value, Error> {
+    let method = request.get("method").and_then(Value::as_str).ok_or_else(|| {
+        Error::invalid("The request has no method. Repair: send {\"id\": 1, \"method\": \"thread\", \"params\": {…}}.")
+    })?;
+    let params = request.get("params").cloned().unwrap_or(json!({}));
+    let request_id = request.get("id").cloned().unwrap_or(Value::Null);
+    match method {
+        "thread" => {
+            let out = out.clone();
+            let progress = move |details: Value| {
+                let _ = out.send(json!({"method": "progress", "params": {"requestId": request_id, "details": details}}));
+            };
+            engine.thread(&params, &progress).await
+        }
+        other => Err(Error::new(
+            ErrorCode::InvalidParams,
+            format!(
+                "Unknown method: {}. Repair: use one of the methods this server offers: {METHODS}.",
+                crate::paths::json_quote(other)
+            ),
+        )),
+    }
+}

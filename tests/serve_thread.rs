@@ -1,0 +1,398 @@
+//! The `thread` tool through a real `threadbase serve` process whose children are
+//! `threadbase scripted-agent` processes: every action and the main error paths.
+
+#[path = "support/serve_client.rs"]
+mod serve_client;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use serve_client::{processes_with_env, scripted_command, Serve, ServeSpec};
+
+struct World {
+    dir: tempfile::TempDir,
+    db: PathBuf,
+    parent_session: PathBuf,
+    marker: String,
+}
+
+fn world(script: Value) -> World {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    let parent_session = sessions.join("parent.jsonl");
+    let lines = [
+        json!({"type":"session","version":3,"id":"ses_parent","timestamp":"2026-11-30T00:00:00.000Z","cwd":dir.path()}),
+        json!({"type":"message","id":"a0000001","parentId":null,"timestamp":"2026-11-30T00:00:01.000Z","message":{"role":"user","content":[{"type":"text","text":"hello"}],"timestamp":1}}),
+        json!({"type":"message","id":"a0000002","parentId":"a0000001","timestamp":"2026-11-30T00:00:02.000Z","message":{"role":"assistant","content":[{"type":"text","text":"hi there"}],"stopReason":"stop","timestamp":2}}),
+    ];
+    std::fs::write(
+        &parent_session,
+        lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("script.json"), script.to_string()).unwrap();
+    let marker = format!(
+        "serve-{}-{}",
+        std::process::id(),
+        threadbase::ids::random_hex(8)
+    );
+    World {
+        db: dir.path().join("db.sqlite"),
+        parent_session,
+        dir,
+        marker,
+    }
+}
+
+impl World {
+    fn serve(&self, extra_env: &[(&str, &str)]) -> Serve {
+        let mut env = vec![
+            (
+                "THREADBASE_PI_COMMAND".to_string(),
+                scripted_command(&self.dir.path().join("script.json")),
+            ),
+            ("THREADBASE_TEST_MARKER".to_string(), self.marker.clone()),
+            (
+                "PI_CODING_AGENT_DIR".to_string(),
+                self.dir.path().join("agent").display().to_string(),
+            ),
+        ];
+        env.extend(
+            extra_env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string())),
+        );
+        Serve::start(ServeSpec {
+            db: &self.db,
+            args: vec![
+                "--session-file".into(),
+                self.parent_session.display().to_string(),
+                "--cwd".into(),
+                self.dir.path().display().to_string(),
+            ],
+            env,
+            cwd: self.dir.path().to_path_buf(),
+        })
+    }
+
+    fn leftovers(&self) -> Vec<u32> {
+        processes_with_env("THREADBASE_TEST_MARKER", &self.marker)
+    }
+}
+
+fn details(r: &Value) -> &Value {
+    &r["details"]
+}
+
+fn text(r: &Value) -> &str {
+    r["content"][0]["text"].as_str().unwrap()
+}
+
+const SCRIPT: &str =
+    r#"{"turns": [{"steps": [{"delay_ms": 150}, {"text": "answer to {prompt}", "deltas": 3}]}]}"#;
+
+#[test]
+fn every_action_through_serve() {
+    let w = world(serde_json::from_str(SCRIPT).unwrap());
+    let mut s = w.serve(&[]);
+
+    // start: generated names, explicit task name, duplicate path.
+    let r = s.thread(json!({"action": "start", "prompt": "Say hi\nthen more"}));
+    let d = details(&r);
+    assert_eq!(d["kind"], "started");
+    assert_eq!(d["promptAccepted"], true);
+    assert_eq!(d["snapshot"]["path"], "/root/say_hi_then_more");
+    assert_eq!(d["snapshot"]["name"], "Say hi");
+    assert_eq!(d["snapshot"], d["thread"]);
+    assert_eq!(d["detail"], "summary");
+    assert_eq!(d["running"], true);
+    let hi = d["snapshot"]["id"].as_str().unwrap().to_string();
+    assert!(threadbase::paths::is_thread_id(&hi));
+    let r = s.thread(json!({"action": "start", "prompt": "Review the docs", "taskName": "review_docs", "name": "Docs"}));
+    assert_eq!(details(&r)["snapshot"]["path"], "/root/review_docs");
+    let e =
+        s.thread_error(json!({"action": "start", "prompt": "again", "taskName": "review_docs"}));
+    assert_eq!(e["code"], "conflict");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Thread path already exists: /root/review_docs (id: thread_"),
+        "{e}"
+    );
+    let r = s.thread(json!({"action": "start", "prompt": "Say hi\nthen more"}));
+    assert_eq!(
+        details(&r)["snapshot"]["path"],
+        "/root/say_hi_then_more_2",
+        "unique suffix"
+    );
+    let third = details(&r)["snapshot"]["id"].as_str().unwrap().to_string();
+
+    // wait: progress notifications, then idle with the answer.
+    let id = s.send(
+        "thread",
+        json!({"action": "wait", "id": "say_hi_then_more", "timeoutMs": 20000}),
+    );
+    let r = s.response(id, Duration::from_secs(30));
+    let d = &r["result"]["details"];
+    assert_eq!(d["kind"], "waited");
+    assert_eq!(d["timedOut"], false);
+    assert_eq!(d["snapshot"]["phase"], "idle");
+    assert_eq!(d["snapshot"]["resultSummary"], "answer to Say hi then more");
+    assert!(s.notifications().iter().any(|n| n["method"] == "progress"
+        && n["params"]["requestId"] == id
+        && n["params"]["details"]["kind"] == "waiting"));
+
+    // poll at each detail.
+    let r = s.thread(json!({"action": "poll", "id": hi, "detail": "tail"}));
+    assert_eq!(details(&r)["kind"], "polled");
+    assert_eq!(
+        details(&r)["snapshot"]["outputTail"],
+        "answer to Say hi\nthen more"
+    );
+    let r = s.thread(json!({"action": "poll", "id": "/root/say_hi_then_more", "detail": "full"}));
+    assert_eq!(
+        details(&r)["snapshot"]["lastAssistantText"],
+        "answer to Say hi\nthen more"
+    );
+    assert!(text(&r).contains("/root/say_hi_then_more"));
+
+    // list and filters.
+    let r = s.thread(json!({"action": "list"}));
+    assert_eq!(details(&r)["kind"], "listed");
+    assert_eq!(details(&r)["count"], 3);
+    assert_eq!(details(&r)["threads"], details(&r)["snapshots"]);
+    let r = s.thread(json!({"action": "list", "parent": "."}));
+    assert_eq!(details(&r)["count"], 3);
+    let r = s.thread(json!({"action": "list", "ancestor": "/root/review_docs"}));
+    assert_eq!(details(&r)["count"], 0, "a valid path is a valid filter");
+
+    // send: idle → prompt by default.
+    let r = s.thread(json!({"action": "send", "id": hi, "message": "and more"}));
+    assert_eq!(
+        (
+            details(&r)["kind"].as_str(),
+            details(&r)["mode"].as_str(),
+            details(&r)["accepted"].as_bool()
+        ),
+        (Some("sent"), Some("prompt"), Some(true))
+    );
+    let r = s.thread(json!({"action": "wait", "id": hi}));
+    assert_eq!(details(&r)["snapshot"]["resultSummary"], "done: and more");
+
+    // stop, stop again, send to closed.
+    let r = s.thread(json!({"action": "stop", "id": hi}));
+    let snap = &details(&r)["snapshot"];
+    assert_eq!(
+        (
+            snap["status"].as_str(),
+            snap["phase"].as_str(),
+            snap["exit"]["kind"].as_str()
+        ),
+        (Some("closed"), Some("idle"), Some("stopped"))
+    );
+    assert_eq!(snap["resumable"], true);
+    assert_eq!(
+        snap["nextSuggestedActions"],
+        json!(["resume", "fork", "archive", "list"])
+    );
+    let r = s.thread(json!({"action": "stop", "id": hi}));
+    assert_eq!(details(&r)["alreadyClosed"], true);
+    let e = s.thread_error(json!({"action": "send", "id": "say_hi_then_more", "message": "x"}));
+    assert_eq!(e["code"], "closed");
+    assert!(e["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("Thread is closed: say_hi_then_more"));
+
+    // archive / unarchive; live threads refuse.
+    let r = s.thread(json!({"action": "archive", "id": hi}));
+    assert_eq!(
+        (
+            details(&r)["kind"].as_str(),
+            details(&r)["archived"].as_bool()
+        ),
+        (Some("archived"), Some(true))
+    );
+    assert_eq!(details(&s.thread(json!({"action": "list"})))["count"], 2);
+    assert_eq!(
+        details(&s.thread(json!({"action": "list", "visibility": "archived"})))["count"],
+        1
+    );
+    let e = s.thread_error(json!({"action": "archive", "id": "review_docs"}));
+    assert!(e["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("Cannot archive live thread /root/review_docs. Repair:"));
+
+    // resume: same id and path, unarchived, no prompt; a second resume is alreadyLive.
+    let r = s.thread(json!({"action": "resume", "id": hi}));
+    let d = details(&r);
+    assert_eq!(
+        (d["kind"].as_str(), d["alreadyLive"].as_bool()),
+        (Some("resumed"), Some(false))
+    );
+    assert_eq!(
+        (
+            d["snapshot"]["id"].as_str(),
+            d["snapshot"]["archived"].as_bool()
+        ),
+        (Some(hi.as_str()), Some(false))
+    );
+    assert_eq!(d["snapshot"]["phase"], "idle");
+    let r = s.thread(json!({"action": "resume", "id": hi}));
+    assert_eq!(details(&r)["alreadyLive"], true);
+    let polled = s.thread(json!({"action": "poll", "id": hi, "detail": "full"}));
+    let evs = &details(&polled)["snapshot"]["recentEvents"];
+    assert!(evs
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["type"] == "thread_resumed"));
+
+    // fork a child at its leaf, and the parent session.
+    let r = s.thread(json!({"action": "fork", "id": hi}));
+    let d = details(&r);
+    assert_eq!(d["kind"], "forked");
+    assert_eq!(d["snapshot"]["path"], "/root/fork_of_say_hi");
+    assert_eq!(d["snapshot"]["name"], "Fork of Say hi");
+    assert!(Path::new(d["sourceSessionFile"].as_str().unwrap()).exists());
+    assert_eq!(d["snapshot"]["phase"], "idle", "no kickoff prompt");
+    let r = s.thread(json!({"action": "fork"}));
+    let d = details(&r);
+    assert_eq!(d["snapshot"]["path"], "/root/fork_of_current_session");
+    assert_eq!(d["sourceEntryId"], "a0000002");
+    assert_eq!(
+        d["sourceSessionFile"],
+        w.parent_session.display().to_string()
+    );
+    let e = s.thread_error(json!({"action": "fork", "entryId": "a0000002", "position": "before"}));
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Cannot fork before entry a0000002"),
+        "{e}"
+    );
+    let r = s.thread(
+        json!({"action": "fork", "entryId": "a0000001", "position": "before", "taskName": "fresh"}),
+    );
+    assert_eq!(details(&r)["snapshot"]["path"], "/root/fresh");
+
+    // errors: unknown and ambiguous references, bad params, unknown method, bad JSON.
+    let e = s.thread_error(json!({"action": "poll", "id": "nobody"}));
+    assert_eq!(e["code"], "unknown_reference");
+    let e = s.thread_error(json!({"action": "send", "id": third}));
+    assert_eq!(e["code"], "invalid_params");
+    let id = s.send("agent_teleport", json!({}));
+    assert_eq!(
+        s.response(id, Duration::from_secs(5))["error"]["code"],
+        "invalid_params"
+    );
+    s.raw("{not json");
+    std::thread::sleep(Duration::from_millis(200));
+    let _ = s.thread(json!({"action": "list"}));
+
+    // stdin EOF: every live child is stopped and recorded; serve exits 0.
+    let status = s.close(Duration::from_secs(20));
+    assert!(status.success(), "{status:?}");
+    let conn = rusqlite::Connection::open(&w.db).unwrap();
+    let live: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM threads WHERE status = 'live'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(live, 0);
+    let stopped: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM threads WHERE exit_kind = 'stopped'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(stopped >= 5, "{stopped}");
+    assert!(
+        w.leftovers().is_empty(),
+        "no child process is left: {:?}",
+        w.leftovers()
+    );
+}
+
+#[test]
+fn limits_and_settings() {
+    let w = world(serde_json::from_str(SCRIPT).unwrap());
+    let mut s = w.serve(&[
+        ("PI_THREADS_MAX_THREADS", "1"),
+        ("PI_THREADS_IDLE_CLEANUP_MS", "soon"),
+    ]);
+    s.thread(json!({"action": "start", "prompt": "one"}));
+    let e = s.thread_error(json!({"action": "start", "prompt": "two"}));
+    assert_eq!(e["code"], "limit");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("pi-threads live thread limit reached: 1/1"),
+        "{e}"
+    );
+    s.close(Duration::from_secs(20));
+    let stderr = String::from_utf8_lossy(&s.stderr.lock().unwrap()).into_owned();
+    assert!(stderr.contains(r#"[pi-threads] Ignoring invalid PI_THREADS_IDLE_CLEANUP_MS="soon" (expected a non-negative integer); using default."#), "{stderr}");
+
+    let mut s = w.serve(&[("PI_THREADS_DEPTH", "2")]);
+    let e = s.thread_error(json!({"action": "start", "prompt": "deep"}));
+    assert_eq!(e["code"], "limit");
+    assert!(e["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("pi-threads recursion depth 2 has reached PI_THREADS_MAX_DEPTH=2"));
+    let e = s.thread_error(json!({"action": "start", "prompt": "x", "args": ["--model=foo"]}));
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("Unsupported child Pi arg")
+            || e["code"] == "limit"
+    );
+    s.close(Duration::from_secs(20));
+    assert!(w.leftovers().is_empty());
+}
+
+#[test]
+fn a_long_wait_does_not_block_a_poll_and_times_out_without_stopping() {
+    let w = world(json!({"turns": [{"steps": [{"delay_ms": 4000}, {"text": "slow"}]}]}));
+    let mut s = w.serve(&[]);
+    let r = s.thread(json!({"action": "start", "prompt": "slow work", "taskName": "slow"}));
+    assert_eq!(details(&r)["kind"], "started");
+    let wait = s.send(
+        "thread",
+        json!({"action": "wait", "id": "slow", "timeoutMs": 1500}),
+    );
+    let started = std::time::Instant::now();
+    let poll = s.send("thread", json!({"action": "poll", "id": "slow"}));
+    let p = s.response(poll, Duration::from_secs(10));
+    assert!(
+        started.elapsed() < Duration::from_millis(1400),
+        "poll answered while the wait runs"
+    );
+    assert_eq!(p["result"]["details"]["snapshot"]["phase"], "busy");
+    let r = s.response(wait, Duration::from_secs(10));
+    assert_eq!(r["result"]["details"]["timedOut"], true);
+    assert_eq!(
+        r["result"]["details"]["snapshot"]["status"], "live",
+        "waiting never stops the child"
+    );
+    let r = s.thread(json!({"action": "wait", "id": "slow", "timeoutMs": 0}));
+    assert_eq!(details(&r)["timedOut"], true);
+    let e = s.thread_error(json!({"action": "wait", "id": "slow", "timeoutMs": 700000}));
+    assert!(e["message"]
+        .as_str()
+        .unwrap()
+        .contains("timeoutMs must be an integer from 0 to 600000 milliseconds"));
+    s.close(Duration::from_secs(20));
+    assert!(w.leftovers().is_empty());
+}

@@ -1,0 +1,235 @@
+//! A client for a real `threadbase serve` process: one request per line, responses matched by
+//! id, notifications collected. Dropping it closes stdin (the server then stops its children).
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+#[derive(Default)]
+struct Inbox {
+    responses: HashMap<u64, Value>,
+    notifications: Vec<Value>,
+    closed: bool,
+}
+
+pub struct Serve {
+    pub child: Child,
+    stdin: Option<ChildStdin>,
+    inbox: Arc<(Mutex<Inbox>, Condvar)>,
+    next: u64,
+    pub stderr: Arc<Mutex<Vec<u8>>>,
+}
+
+/// The argv prefix that makes `serve` launch `threadbase scripted-agent --script <script>`.
+pub fn scripted_command(script: &Path) -> String {
+    json!([
+        env!("CARGO_BIN_EXE_threadbase"),
+        "scripted-agent",
+        "--script",
+        script.display().to_string()
+    ])
+    .to_string()
+}
+
+pub struct ServeSpec<'a> {
+    pub db: &'a Path,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub cwd: PathBuf,
+}
+
+impl Serve {
+    pub fn start(spec: ServeSpec<'_>) -> Serve {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_threadbase"));
+        cmd.arg("--db")
+            .arg(spec.db)
+            .arg("serve")
+            .args(&spec.args)
+            .current_dir(&spec.cwd);
+        for k in [
+            "THREADBASE_DB",
+            "PI_THREADS_PATH",
+            "PI_THREADS_DEPTH",
+            "PI_THREADS_SELF_ID",
+            "PI_THREADS_ROOT_SESSION_ID",
+            "PI_THREADS_MAX_DEPTH",
+            "PI_THREADS_MAX_THREADS",
+            "PI_THREADS_IDLE_CLEANUP_MS",
+            "PI_THREADS_LIVE_TIMEOUT_MS",
+        ] {
+            cmd.env_remove(k);
+        }
+        cmd.envs(spec.env.iter().map(|(k, v)| (k, v)));
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("spawn serve");
+        let stdout = child.stdout.take().unwrap();
+        let mut stderr_pipe = child.stderr.take().unwrap();
+        let inbox: Arc<(Mutex<Inbox>, Condvar)> = Arc::default();
+        let ib = inbox.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let v: Value = serde_json::from_str(&line)
+                    .unwrap_or_else(|e| panic!("serve wrote a non-JSON line {line:?}: {e}"));
+                let (lock, cv) = &*ib;
+                let mut inbox = lock.lock().unwrap();
+                match v.get("id").and_then(Value::as_u64) {
+                    Some(id) if v.get("method").is_none() => {
+                        inbox.responses.insert(id, v);
+                    }
+                    _ => inbox.notifications.push(v),
+                }
+                cv.notify_all();
+            }
+            let (lock, cv) = &*ib;
+            lock.lock().unwrap().closed = true;
+            cv.notify_all();
+        });
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        let se = stderr.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = std::io::Read::read(&mut stderr_pipe, &mut buf) {
+                if n == 0 {
+                    break;
+                }
+                se.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        });
+        Serve {
+            stdin: child.stdin.take(),
+            child,
+            inbox,
+            next: 1,
+            stderr,
+        }
+    }
+
+    /// Sends a request and returns its id.
+    pub fn send(&mut self, method: &str, params: Value) -> u64 {
+        let id = self.next;
+        self.next += 1;
+        let line = json!({"id": id, "method": method, "params": params}).to_string();
+        self.raw(&line);
+        id
+    }
+
+    pub fn raw(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Waits for the response to `id`.
+    pub fn response(&self, id: u64, timeout: Duration) -> Value {
+        let (lock, cv) = &*self.inbox;
+        let deadline = Instant::now() + timeout;
+        let mut inbox = lock.lock().unwrap();
+        loop {
+            if let Some(v) = inbox.responses.remove(&id) {
+                return v;
+            }
+            let now = Instant::now();
+            assert!(
+                now < deadline && !inbox.closed,
+                "no response to request {id}; stderr: {}",
+                String::from_utf8_lossy(&self.stderr.lock().unwrap())
+            );
+            inbox = cv.wait_timeout(inbox, deadline - now).unwrap().0;
+        }
+    }
+
+    /// Sends a `thread` call and returns its `result` (panics on an error response).
+    pub fn thread(&mut self, params: Value) -> Value {
+        let id = self.send("thread", params.clone());
+        let r = self.response(id, Duration::from_secs(60));
+        assert!(r.get("error").is_none(), "thread {params} failed: {r}");
+        r["result"].clone()
+    }
+
+    /// Sends a `thread` call that must fail; returns the error object.
+    pub fn thread_error(&mut self, params: Value) -> Value {
+        let id = self.send("thread", params.clone());
+        let r = self.response(id, Duration::from_secs(60));
+        assert!(
+            r.get("result").is_none(),
+            "thread {params} should have failed: {r}"
+        );
+        r["error"].clone()
+    }
+
+    pub fn notifications(&self) -> Vec<Value> {
+        self.inbox.0.lock().unwrap().notifications.clone()
+    }
+
+    /// Closes stdin and waits for the exit status.
+    pub fn close(&mut self, timeout: Duration) -> std::process::ExitStatus {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "serve did not exit after stdin EOF"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Pids of live processes whose environment carries `VAR=value`.
+pub fn processes_with_env(var: &str, value: &str) -> Vec<u32> {
+    let needle = format!("{var}={value}");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
+            continue;
+        };
+        let zombie = std::fs::read_to_string(entry.path().join("stat"))
+            .map(|s| {
+                s.rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('Z')
+            })
+            .unwrap_or(true);
+        if !zombie && environ.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()) {
+            found.push(pid);
+        }
+    }
+    found
+}
