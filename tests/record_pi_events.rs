@@ -110,7 +110,7 @@ fn record_pi16_events() {
         writeln!(stdin, "{v}").unwrap();
         stdin.flush().unwrap();
     };
-    let mut wait = |lines: &mut Vec<String>, pred: &dyn Fn(&Value) -> bool| {
+    let wait = |lines: &mut Vec<String>, pred: &dyn Fn(&Value) -> bool| {
         let deadline = Instant::now() + RUN_TIMEOUT;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());

@@ -1,5 +1,6 @@
 //! The `threadbase` command line: one module per group of subcommands.
 
+mod demo;
 mod inspect;
 mod serve;
 mod sql;
@@ -28,6 +29,13 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// The main job on an embedded default: a temporary database and scripted agents, a small
+    /// tree started, sent to, waited on, stopped, resumed, forked and archived, then printed.
+    Demo {
+        /// Keep the demo database at this path instead of a temporary file.
+        #[arg(long, value_name = "PATH")]
+        keep: Option<PathBuf>,
+    },
     /// The JSON-lines server for one Pi session (started by the Pi extension).
     Serve(serve::ServeArgs),
     /// List stored threads of every manager, in path order.
@@ -112,6 +120,7 @@ pub fn main() -> ExitCode {
     let db = default_db_path(cli.db.clone());
     let mut out = std::io::stdout().lock();
     let result = match cli.command {
+        Command::Demo { keep } => demo::run(keep, &mut out),
         Command::Serve(args) => {
             drop(out);
             serve::run(db, args)

@@ -202,7 +202,7 @@ pub fn snapshot(
             let err = Stderr::decode(out);
             if !err.is_blank() {
                 let (tail, cut) = tail_units(&err.text, TAIL_OUTPUT_CHARS);
-                let n = cut as u64 + err.dropped;
+                let n = cut + err.dropped;
                 m.insert("stderrTail".into(), json!(with_cut_prefix(tail, n)));
                 m.insert("stderrTruncated".into(), json!(n > 0));
             }

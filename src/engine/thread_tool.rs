@@ -12,7 +12,6 @@ use crate::contract::thread::ThreadRequest;
 use crate::contract::{args as argpolicy, naming};
 use crate::error::{Error, ErrorCode, Result};
 use crate::list::{self, ListQuery, StateFilter, Subtree, VisibilityFilter};
-use crate::paths::json_quote;
 use crate::refs::{resolve, resolve_list_filter, RefScope};
 use crate::runtime::{LaunchSpec, SendMode, StartKind};
 use crate::store::events::{self, NewEvent};
@@ -844,7 +843,7 @@ fn archive(e: &Engine, reference: &str, archived: bool) -> Result<Value> {
         "{} {} ({}); its session file is untouched.",
         if archived { "Archived" } else { "Unarchived" },
         row.path,
-        json_quote(&row.id)
+        row.id
     );
     Ok(tool_result(
         text,

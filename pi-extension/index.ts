@@ -1,0 +1,348 @@
+/**
+ * threadbase Pi extension: registers the pi-threads `thread` tool and forwards every call to a
+ * `threadbase serve` process that owns this session's background Pi children.
+ *
+ * - The server is started lazily, on the first `thread` call of a session runtime, with
+ *   `--session-file`, `--session-id`, `--cwd` and `--parent-args` describing this Pi session, and
+ *   it inherits this process's environment (THREADBASE_DB, THREADBASE_PI_COMMAND, PI_THREADS_*,
+ *   PI_CODING_AGENT_DIR, ...).
+ * - Protocol (DESIGN.md, "threadbase serve"): one JSON object per line, LF only.
+ *   Request `{"id": n, "method": "thread", "params": {...}}`; response `{"id": n, "result":
+ *   {content, details}}` or `{"id": n, "error": {code, message}}`; notification
+ *   `{"method": "progress", "params": {"requestId": n, "details": {...}}}` while a `wait` runs.
+ * - `session_shutdown` closes the server's stdin: the server stops its live children gracefully,
+ *   records their exits and exits 0. Pi runs this factory again for every new session runtime
+ *   (new, switch, fork, clone, reload), so the next session gets its own server.
+ *
+ * Configuration (environment of the Pi process):
+ * - THREADBASE_BIN      the threadbase executable (default: `threadbase` on PATH);
+ * - THREADBASE_DB       the database (passed as `--db`; default: serve's own default,
+ *                       $PI_CODING_AGENT_DIR/threadbase.sqlite, else ~/.pi/agent/threadbase.sqlite);
+ * - THREADBASE_TRUSTED  `1` adds `--trusted` (children inside this cwd get `--approve`).
+ *
+ * No dependencies beyond what Pi provides (`typebox` and Node built-ins); Pi loads this file
+ * with jiti, so no build step is needed.
+ */
+
+import { spawn, type ChildProcess } from "node:child_process";
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+import { Type } from "typebox";
+
+const TOOL_NAME = "thread";
+const TOOL_DESCRIPTION = "Start and manage background Pi child sessions.";
+const ACTIONS = ["start", "list", "poll", "send", "stop", "wait", "resume", "fork", "archive"] as const;
+/** Bytes of the server's stderr kept for error messages. */
+const STDERR_TAIL_BYTES = 4000;
+
+type Action = (typeof ACTIONS)[number];
+
+/** A string enum as plain JSON Schema (`{type: "string", enum: [...]}`), which every provider accepts. */
+function stringEnum<T extends readonly string[]>(values: T, description: string) {
+	return Type.Unsafe<T[number]>({ type: "string", enum: [...values], description });
+}
+
+/**
+ * Flat on purpose: `action` plus every other field optional. `threadbase serve` validates each
+ * action strictly (fields that do not belong to the action are rejected with a `Repair:` hint).
+ */
+const ThreadParams = Type.Object({
+	action: stringEnum(ACTIONS, "The operation: start, list, poll, send, stop, wait, resume, fork or archive."),
+	prompt: Type.Optional(Type.String({ description: "start: the prompt sent verbatim to the child (include all needed context)." })),
+	name: Type.Optional(Type.String({ description: "start/fork: display name." })),
+	taskName: Type.Optional(
+		Type.String({ description: "start/fork: stable final path segment, matching ^[a-z0-9][a-z0-9_]{0,63}$." }),
+	),
+	args: Type.Optional(
+		Type.Array(Type.String(), {
+			description: "start/fork: allowlisted Pi CLI narrowing flags, e.g. [\"--model\", \"provider/id\"].",
+		}),
+	),
+	cwd: Type.Optional(Type.String({ description: "start: child working directory, relative to the parent cwd." })),
+	state: Type.Optional(stringEnum(["all", "live", "closed"] as const, "list: filter by state (default all).")),
+	visibility: Type.Optional(
+		stringEnum(["active", "archived", "all"] as const, "list: filter by archive state (default active)."),
+	),
+	parent: Type.Optional(Type.String({ description: "list: only direct children of this path/reference (. or self: the current thread)." })),
+	ancestor: Type.Optional(Type.String({ description: "list: all descendants below this path/reference." })),
+	id: Type.Optional(
+		Type.String({ description: "A thread reference: thread id, canonical path (/root/x), relative path, or task name." }),
+	),
+	detail: Type.Optional(stringEnum(["summary", "tail", "full"] as const, "poll/wait: detail level (default summary).")),
+	message: Type.Optional(Type.String({ description: "send: the message for the live thread." })),
+	mode: Type.Optional(
+		stringEnum(["prompt", "steer", "follow_up"] as const, "send: delivery mode (default prompt when idle, follow_up when busy)."),
+	),
+	force: Type.Optional(Type.Boolean({ description: "stop: kill at once instead of a graceful stop." })),
+	timeoutMs: Type.Optional(Type.Integer({ description: "wait: integer 0..600000 ms (default 30000)." })),
+	entryId: Type.Optional(Type.String({ description: "fork: the session entry to fork from (default the leaf)." })),
+	position: Type.Optional(stringEnum(["at", "before"] as const, "fork: branch at the entry (default) or before it.")),
+	archived: Type.Optional(Type.Boolean({ description: "archive: false to unarchive (default true)." })),
+});
+
+type ToolResult = { content: Array<{ type: "text"; text: string }>; details: unknown };
+type Progress = (update: ToolResult) => void;
+
+interface Pending {
+	resolve: (result: ToolResult) => void;
+	reject: (error: Error) => void;
+	onProgress?: (details: unknown) => void;
+}
+
+interface ServeIdentity {
+	sessionFile: string | undefined;
+	sessionId: string;
+	cwd: string;
+}
+
+function envFlag(name: string): boolean {
+	const v = (process.env[name] ?? "").trim().toLowerCase();
+	return v === "1" || v === "true" || v === "yes";
+}
+
+/** The argv of `threadbase serve` for this session. */
+function serveArgv(identity: ServeIdentity): { bin: string; args: string[] } {
+	const bin = process.env.THREADBASE_BIN?.trim() || "threadbase";
+	const args: string[] = [];
+	const db = process.env.THREADBASE_DB?.trim();
+	if (db) args.push("--db", db);
+	args.push("serve");
+	if (identity.sessionFile) args.push("--session-file", identity.sessionFile);
+	args.push("--session-id", identity.sessionId, "--cwd", identity.cwd);
+	args.push("--parent-args", JSON.stringify(process.argv.slice(2)));
+	if (envFlag("THREADBASE_TRUSTED")) args.push("--trusted");
+	return { bin, args };
+}
+
+/** One `threadbase serve` process and its JSON-lines connection. */
+class ServeConnection {
+	readonly identity: ServeIdentity;
+	private readonly proc: ChildProcess;
+	private readonly bin: string;
+	private readonly pending = new Map<number, Pending>();
+	private nextId = 1;
+	private stdoutBuf = "";
+	private stderrTail = "";
+	private closing = false;
+	/** Set once the process is gone (or could not start); the reason pending calls got. */
+	dead: Error | undefined;
+
+	constructor(identity: ServeIdentity) {
+		this.identity = identity;
+		const { bin, args } = serveArgv(identity);
+		this.bin = bin;
+		this.proc = spawn(bin, args, {
+			cwd: identity.cwd,
+			env: process.env,
+			stdio: ["pipe", "pipe", "pipe"],
+			windowsHide: true,
+		});
+		this.proc.stdout!.setEncoding("utf8");
+		this.proc.stdout!.on("data", (chunk: string) => this.onStdout(chunk));
+		this.proc.stderr!.setEncoding("utf8");
+		this.proc.stderr!.on("data", (chunk: string) => {
+			this.stderrTail = (this.stderrTail + chunk).slice(-STDERR_TAIL_BYTES);
+		});
+		// EPIPE and friends surface through 'close' below; never let them crash Pi.
+		this.proc.stdin!.on("error", () => {});
+		this.proc.on("error", (err: NodeJS.ErrnoException) => {
+			const repair =
+				err.code === "ENOENT"
+					? " Repair: install threadbase on PATH or set THREADBASE_BIN to its path."
+					: "";
+			this.fail(new Error(`Cannot run threadbase serve (${this.bin}): ${err.message}.${repair}`));
+		});
+		this.proc.on("close", (code, signal) => {
+			const how = signal ? `signal ${signal}` : `exit code ${code}`;
+			const tail = this.stderrTail.trim();
+			this.fail(
+				new Error(
+					`threadbase serve exited (${how}) before answering.${tail ? ` Its stderr ends with:\n${tail}` : ""}`,
+				),
+			);
+		});
+		this.updateRef();
+	}
+
+	get alive(): boolean {
+		return !this.dead && !this.closing;
+	}
+
+	/** Sends one request; resolves with its result, rejects with its error message. */
+	request(method: string, params: unknown, onProgress?: (details: unknown) => void): Promise<ToolResult> {
+		if (this.dead) return Promise.reject(this.dead);
+		const id = this.nextId++;
+		return new Promise<ToolResult>((resolve, reject) => {
+			this.pending.set(id, { resolve, reject, onProgress });
+			this.updateRef();
+			this.proc.stdin!.write(`${JSON.stringify({ id, method, params })}\n`);
+		});
+	}
+
+	/** Forgets a request (its response, if any, is dropped). */
+	forget(id: number): void {
+		if (this.pending.delete(id)) this.updateRef();
+	}
+
+	/** The id the next request gets. */
+	peekId(): number {
+		return this.nextId;
+	}
+
+	/** Closes stdin: the server stops its children gracefully and exits. Idempotent. */
+	close(): void {
+		if (this.closing) return;
+		this.closing = true;
+		try {
+			this.proc.stdin!.end();
+		} catch {
+			// already closed
+		}
+	}
+
+	private onStdout(chunk: string): void {
+		this.stdoutBuf += chunk;
+		let nl: number;
+		while ((nl = this.stdoutBuf.indexOf("\n")) >= 0) {
+			const line = this.stdoutBuf.slice(0, nl).replace(/\r$/, "");
+			this.stdoutBuf = this.stdoutBuf.slice(nl + 1);
+			if (line.trim()) this.onLine(line);
+		}
+	}
+
+	private onLine(line: string): void {
+		let msg: any;
+		try {
+			msg = JSON.parse(line);
+		} catch {
+			return; // not ours to interpret; stdout carries protocol records only
+		}
+		if (!msg || typeof msg !== "object") return;
+		if (msg.id === undefined || msg.id === null) {
+			if (msg.method === "progress") {
+				const p = this.pending.get(Number(msg.params?.requestId));
+				try {
+					p?.onProgress?.(msg.params?.details);
+				} catch {
+					// a failing progress renderer must not break the call
+				}
+			}
+			// "notice" and other notifications are informational; a server-level error without an
+			// id (a malformed line) cannot be matched to a call.
+			return;
+		}
+		const p = this.pending.get(Number(msg.id));
+		if (!p) return;
+		this.pending.delete(Number(msg.id));
+		this.updateRef();
+		if (msg.error) {
+			const code = msg.error.code ? ` [${msg.error.code}]` : "";
+			const err = new Error(String(msg.error.message ?? `threadbase serve error${code}`));
+			(err as any).code = msg.error.code;
+			p.reject(err);
+		} else {
+			const result = msg.result ?? {};
+			p.resolve({
+				content: Array.isArray(result.content) ? result.content : [{ type: "text", text: JSON.stringify(result) }],
+				details: result.details,
+			});
+		}
+	}
+
+	private fail(err: Error): void {
+		if (!this.dead) this.dead = err;
+		const pending = [...this.pending.values()];
+		this.pending.clear();
+		for (const p of pending) p.reject(err);
+		this.updateRef();
+	}
+
+	/** Keep Node's event loop alive only while calls are in flight. */
+	private updateRef(): void {
+		const busy = this.pending.size > 0 && !this.dead;
+		for (const h of [this.proc, this.proc.stdin, this.proc.stdout, this.proc.stderr] as any[]) {
+			try {
+				if (busy) h?.ref?.();
+				else h?.unref?.();
+			} catch {
+				// handle already gone
+			}
+		}
+	}
+}
+
+/** The text shown for a wait progress update. */
+function progressText(details: any): string {
+	const snap = details?.snapshot ?? details?.thread ?? {};
+	const who = snap.path ?? snap.id ?? "thread";
+	const phase = snap.phase ? ` (${snap.phase})` : "";
+	const waited = typeof details?.waitedMs === "number" ? `${details.waitedMs} ms` : "";
+	const of = typeof details?.timeoutMs === "number" ? ` of ${details.timeoutMs} ms` : "";
+	return `Waiting for ${who}${phase}${waited ? `: ${waited}${of}` : ""}`;
+}
+
+export default function threadbaseExtension(pi: ExtensionAPI) {
+	// One server per session runtime: this factory runs again after a session switch/fork/new.
+	let conn: ServeConnection | undefined;
+
+	function connection(identity: ServeIdentity): ServeConnection {
+		if (
+			conn &&
+			conn.alive &&
+			conn.identity.sessionFile === identity.sessionFile &&
+			conn.identity.sessionId === identity.sessionId
+		) {
+			return conn;
+		}
+		// Gone, closing, or another session: (re)start lazily.
+		conn?.close();
+		conn = new ServeConnection(identity);
+		return conn;
+	}
+
+	pi.registerTool({
+		name: TOOL_NAME,
+		label: "Thread",
+		description: TOOL_DESCRIPTION,
+		parameters: ThreadParams,
+		async execute(_toolCallId, params, signal, onUpdate, ctx) {
+			const action = (params as { action?: Action }).action;
+			const abortMessage = action === "wait" || !action ? "Thread wait aborted" : `Thread ${action} aborted`;
+			if (signal?.aborted) throw new Error(abortMessage);
+			const c = connection({
+				sessionFile: ctx.sessionManager.getSessionFile(),
+				sessionId: ctx.sessionManager.getSessionId(),
+				cwd: ctx.cwd,
+			});
+			const progress: Progress | undefined = onUpdate as Progress | undefined;
+			const requestId = c.peekId();
+			const call = c.request("thread", params, (details) => {
+				progress?.({ content: [{ type: "text", text: progressText(details) }], details });
+			});
+			if (!signal) return call;
+			// An abort ends the tool call only; the server keeps running and the child is never
+			// stopped by it (a `wait` just stops waiting).
+			return new Promise<ToolResult>((resolve, reject) => {
+				const onAbort = () => {
+					c.forget(requestId);
+					reject(new Error(abortMessage));
+				};
+				signal.addEventListener("abort", onAbort, { once: true });
+				call.then(
+					(r) => {
+						signal.removeEventListener("abort", onAbort);
+						resolve(r);
+					},
+					(e) => {
+						signal.removeEventListener("abort", onAbort);
+						reject(e);
+					},
+				);
+			});
+		},
+	});
+
+	pi.on("session_shutdown", async () => {
+		conn?.close();
+		conn = undefined;
+	});
+}
