@@ -74,6 +74,7 @@ impl World {
             ],
             env,
             cwd: self.dir.path().to_path_buf(),
+            clear_env: false,
         })
     }
 

@@ -42,6 +42,8 @@ pub struct ServeSpec<'a> {
     pub args: Vec<String>,
     pub env: Vec<(String, String)>,
     pub cwd: PathBuf,
+    /// Start serve from an empty environment plus `env` (hermetic real-Pi runs).
+    pub clear_env: bool,
 }
 
 impl Serve {

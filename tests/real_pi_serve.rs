@@ -1,0 +1,168 @@
+//! The `thread` tool's main flows through `threadbase serve` with real Pi 1.6 children against
+//! the loopback fake LLM: start, wait, poll, send, stop, resume on the saved session, fork with
+//! the history carried over, and stdin EOF. Skips without Pi unless CI=true.
+
+#[path = "support/fake_llm.rs"]
+mod fake_llm;
+#[path = "support/serve_client.rs"]
+mod serve_client;
+
+use std::time::Duration;
+
+use fake_llm::{hermetic_pi_env, pi_or_skip, FakeLlm, Step};
+use serde_json::{json, Value};
+use serve_client::{Serve, ServeSpec};
+
+fn details(r: &Value) -> &Value {
+    &r["details"]
+}
+
+#[test]
+fn real_pi_children_through_serve() {
+    let Some(pi) = pi_or_skip("real_pi_children_through_serve") else {
+        return;
+    };
+    let fake = FakeLlm::with_script([
+        Step::text("First answer: 41."),
+        Step::text("Second answer: 42."),
+        Step::text("Fork answer: remembered 42."),
+    ]);
+    let env = hermetic_pi_env(&fake);
+    // The child command: Pi plus the hermetic flags, minus the ones serve manages itself.
+    let mut argv: Vec<String> = pi.clone();
+    let mut skip = false;
+    for a in &env.args {
+        if skip {
+            skip = false;
+            continue;
+        }
+        match a.as_str() {
+            "--mode" => skip = true,
+            "--no-approve" => {}
+            _ => argv.push(a.clone()),
+        }
+    }
+    let sessions = env.agent_dir.join("sessions").join("parent");
+    std::fs::create_dir_all(&sessions).unwrap();
+    let parent_session = sessions.join("parent.jsonl");
+    std::fs::write(
+        &parent_session,
+        format!("{}\n", json!({"type":"session","version":3,"id":"ses_real_parent","timestamp":"2026-11-30T00:00:00.000Z","cwd":env.cwd})),
+    )
+    .unwrap();
+    let db = env.root.path().join("db.sqlite");
+    let mut vars = env.env.clone();
+    vars.push((
+        "THREADBASE_PI_COMMAND".into(),
+        serde_json::to_string(&argv).unwrap(),
+    ));
+    let mut s = Serve::start(ServeSpec {
+        db: &db,
+        args: vec![
+            "--session-file".into(),
+            parent_session.display().to_string(),
+            "--cwd".into(),
+            env.cwd.display().to_string(),
+        ],
+        env: vars,
+        cwd: env.cwd.clone(),
+        clear_env: true,
+    });
+
+    let r =
+        s.thread(json!({"action": "start", "prompt": "What is the answer?", "taskName": "answer"}));
+    assert_eq!(details(&r)["promptAccepted"], true, "{r}");
+    let r = s.thread(json!({"action": "wait", "id": "answer", "timeoutMs": 60000}));
+    assert_eq!(details(&r)["timedOut"], false);
+    assert_eq!(details(&r)["snapshot"]["phase"], "idle");
+    assert_eq!(
+        details(&r)["snapshot"]["resultSummary"],
+        "First answer: 41."
+    );
+    let session_file = details(&r)["snapshot"]["session"]["sessionFile"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let r = s.thread(json!({"action": "send", "id": "answer", "message": "Try again."}));
+    assert_eq!(
+        (
+            details(&r)["mode"].as_str(),
+            details(&r)["accepted"].as_bool()
+        ),
+        (Some("prompt"), Some(true))
+    );
+    let r = s.thread(json!({"action": "wait", "id": "answer", "timeoutMs": 60000}));
+    assert_eq!(
+        details(&r)["snapshot"]["resultSummary"],
+        "Second answer: 42."
+    );
+    let r = s.thread(json!({"action": "poll", "id": "/root/answer", "detail": "full"}));
+    let events: Vec<&str> = details(&r)["snapshot"]["recentEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert!(
+        events.contains(&"assistant_message") && events.contains(&"turn_completed"),
+        "{events:?}"
+    );
+
+    let r = s.thread(json!({"action": "stop", "id": "answer"}));
+    assert_eq!(details(&r)["snapshot"]["exit"]["kind"], "stopped");
+    // Pi wrote into the session file serve created for it, keeping serve's header.
+    let text = std::fs::read_to_string(&session_file).unwrap();
+    let header: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        header["parentSession"],
+        parent_session.display().to_string()
+    );
+    assert!(text.contains("Second answer: 42."));
+
+    let r = s.thread(json!({"action": "resume", "id": "answer"}));
+    assert_eq!(
+        (
+            details(&r)["alreadyLive"].as_bool(),
+            details(&r)["snapshot"]["phase"].as_str()
+        ),
+        (Some(false), Some("idle"))
+    );
+    assert_eq!(
+        fake.completion_requests().len(),
+        2,
+        "resume sends no prompt"
+    );
+
+    let r = s.thread(json!({"action": "fork", "id": "answer", "taskName": "answer_fork"}));
+    assert_eq!(details(&r)["kind"], "forked");
+    let r = s.thread(
+        json!({"action": "send", "id": "answer_fork", "message": "What did you say last?"}),
+    );
+    assert_eq!(details(&r)["accepted"], true);
+    let r = s.thread(json!({"action": "wait", "id": "answer_fork", "timeoutMs": 60000}));
+    assert_eq!(
+        details(&r)["snapshot"]["resultSummary"],
+        "Fork answer: remembered 42."
+    );
+    // The fork carried the history: the model saw the earlier answers.
+    let last = fake.completion_requests().pop().unwrap();
+    assert!(last.body.contains("Second answer: 42."), "{}", last.body);
+
+    let status = s.close(Duration::from_secs(30));
+    assert!(status.success());
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let live: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM threads WHERE status = 'live'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(live, 0);
+    assert!(
+        env.leftover_processes().is_empty(),
+        "{:?}",
+        env.leftover_processes()
+    );
+}
