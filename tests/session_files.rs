@@ -416,10 +416,7 @@ fn writes_are_atomic_and_refuse_an_existing_destination() {
     assert!(results
         .iter()
         .all(|r| r.is_ok() || *r == Err(ErrorCode::Conflict)));
-    assert_eq!(
-        dir_names(&race.parent().unwrap().to_path_buf()),
-        ["one.jsonl"]
-    );
+    assert_eq!(dir_names(race.parent().unwrap()), ["one.jsonl"]);
     assert_eq!(raw_lines(&race).len(), 1);
 }
 
@@ -713,7 +710,11 @@ impl Pi {
     }
 
     fn dump(&self) -> String {
-        let records: Vec<String> = self.seen.iter().map(|v| v.to_string()).collect();
+        let records: Vec<String> = self
+            .seen
+            .iter()
+            .map(|v| v.to_string().chars().take(400).collect())
+            .collect();
         format!(
             "--- stdout ---\n{}\n--- stderr ---\n{}",
             records.join("\n"),
@@ -727,8 +728,13 @@ impl Pi {
         stdin.flush().unwrap();
     }
 
-    fn wait_for(&mut self, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
-        if let Some(v) = self.seen.iter().find(|v| pred(v)) {
+    /// The first record at or after index `from` of everything seen that satisfies `pred`,
+    /// reading more stdout as needed.
+    fn wait_for(&mut self, what: &str, from: usize, pred: impl Fn(&Value) -> bool) -> Value {
+        if let Some(v) = self.seen[from.min(self.seen.len())..]
+            .iter()
+            .find(|v| pred(v))
+        {
             return v.clone();
         }
         let deadline = Instant::now() + RUN_TIMEOUT;
@@ -758,8 +764,9 @@ impl Pi {
     /// Sends `cmd` with `id` and returns the successful response's `data`.
     fn call(&mut self, id: &str, mut cmd: Value) -> Value {
         cmd["id"] = Value::from(id);
+        let mark = self.seen.len();
         self.send(cmd);
-        let response = self.wait_for(id, |v| v["type"] == "response" && v["id"] == id);
+        let response = self.wait_for(id, mark, |v| v["type"] == "response" && v["id"] == id);
         assert_eq!(response["success"], true, "{response}\n{}", self.dump());
         response["data"].clone()
     }
@@ -767,18 +774,8 @@ impl Pi {
     fn prompt_and_settle(&mut self, id: &str, text: &str) {
         let mark = self.seen.len();
         self.call(id, json!({"type":"prompt","message":text}));
-        let deadline = Instant::now() + RUN_TIMEOUT;
-        while !self.seen[mark..]
-            .iter()
-            .any(|v| v["type"] == "agent_settled")
-        {
-            assert!(
-                Instant::now() < deadline,
-                "no agent_settled\n{}",
-                self.dump()
-            );
-            self.wait_for("agent_settled", |v| v["type"] == "agent_settled");
-        }
+        let settled = self.wait_for("agent_settled", mark, |v| v["type"] == "agent_settled");
+        assert_eq!(settled["aborted"], false, "{}", self.dump());
     }
 
     /// Closes stdin and expects a clean exit.
@@ -922,6 +919,15 @@ fn real_pi_resumes_a_host_written_branch() {
         .collect();
     assert_eq!(sent, ["question one", "answer one", "question three"]);
 
+    if std::env::var_os("THREADBASE_TEST_VERBOSE").is_some() {
+        for p in [&source_path, &branch_path] {
+            eprintln!(
+                "--- {} ---\n{}",
+                p.display(),
+                std::fs::read_to_string(p).unwrap()
+            );
+        }
+    }
     // The file still carries the host-written header; Pi appended after our leaf.
     let after = SessionFile::read(&branch_path).unwrap();
     assert_eq!(after.header_id(), new_id);
@@ -939,4 +945,85 @@ fn real_pi_resumes_a_host_written_branch() {
         "{:#?}",
         after.entries
     );
+}
+
+#[test]
+fn real_pi_resumes_an_inherited_context_transcript() {
+    let Some(pi) = fake_llm::pi_or_skip("real_pi_resumes_an_inherited_context_transcript") else {
+        return;
+    };
+    let fake = fake_llm::FakeLlm::with_script([
+        fake_llm::Step::text("answer one"),
+        fake_llm::Step::text("child answer"),
+    ]);
+    let env = fake_llm::hermetic_pi_env(&fake);
+    let sessions = env.root.path().join("sessions");
+
+    // The parent: written by Pi, plus a branch summary appended at its leaf.
+    let parent_path = sessions.join("parent.jsonl");
+    let mut parent_pi = Pi::spawn(&pi, &env, &parent_path);
+    parent_pi.prompt_and_settle("p1", "question one");
+    parent_pi.finish();
+    let leaf = SessionFile::read(&parent_path)
+        .unwrap()
+        .leaf_id()
+        .unwrap()
+        .to_string();
+    let summary = json!({"type":"branch_summary","id":"bsum0001","parentId":leaf,
+        "timestamp":threadbase::time::now_iso(),"fromId":leaf,"summary":"summary of a side branch"});
+    let mut text = std::fs::read_to_string(&parent_path).unwrap();
+    text.push_str(&format!("{summary}\n"));
+    std::fs::write(&parent_path, text).unwrap();
+    let parent = SessionFile::read(&parent_path).unwrap();
+
+    let child_path = sessions.join("child.jsonl");
+    let child_id = session::uuid_v7();
+    write_inherited_context(
+        &parent,
+        &child_path,
+        &child_id,
+        &env.cwd,
+        &parent_path,
+        "worker /root/task",
+        json!({"rootId": parent.header_id(), "threadPath": "/root/task"}),
+    )
+    .unwrap();
+
+    let mut child = Pi::spawn(&pi, &env, &child_path);
+    let state = child.call("s1", json!({"type":"get_state"}));
+    assert_eq!(state["sessionId"], child_id.as_str(), "{state}");
+    assert_eq!(state["sessionName"], "worker /root/task", "{state}");
+    let messages = child.call("m1", json!({"type":"get_messages"}))["messages"].clone();
+    let texts = message_texts(&messages);
+    assert_eq!(
+        texts,
+        [
+            ("user".to_string(), "question one".to_string()),
+            ("assistant".to_string(), "answer one".to_string()),
+            ("user".to_string(), "summary of a side branch".to_string()),
+        ],
+        "{messages:#}"
+    );
+    child.prompt_and_settle("p2", "child task");
+    child.finish();
+    let requests = fake.completion_requests();
+    assert_eq!(requests.len(), 2);
+    let sent: Vec<String> = requests[1]
+        .messages()
+        .iter()
+        .filter(|m| m["role"] == "user" || m["role"] == "assistant")
+        .map(|m| fake_llm::content_text(&m["content"]))
+        .collect();
+    assert_eq!(
+        sent,
+        [
+            "question one",
+            "answer one",
+            "summary of a side branch",
+            "child task"
+        ]
+    );
+    let after = SessionFile::read(&child_path).unwrap();
+    assert_eq!(after.header_id(), child_id);
+    assert_eq!(after.entries[1]["customType"], OWNERSHIP_CUSTOM_TYPE);
 }

@@ -159,11 +159,9 @@ fn parent_thread_id(e: &Engine, conn: &Connection) -> Result<Option<String>> {
     let Some(id) = &e.cfg.self_id else {
         return Ok(None);
     };
-    let known: bool = conn.query_row(
-        "SELECT EXISTS (SELECT 1 FROM threads WHERE id = ?1)",
-        [id],
-        |r| r.get(0),
-    )?;
+    let known: bool = conn
+        .prepare_cached(include_str!("../../sql/thread_exists.sql"))?
+        .query_row([id], |r| r.get(0))?;
     Ok(known.then(|| id.clone()))
 }
 
@@ -185,11 +183,9 @@ fn choose_task_name(
     if let Some(t) = explicit {
         let path = format!("{parent}/{t}");
         if path_taken(tx, e.manager_id, &path)? {
-            let id: String = tx.query_row(
-                "SELECT id FROM threads WHERE manager_id = ?1 AND path = ?2",
-                (e.manager_id, &path),
-                |r| r.get(0),
-            )?;
+            let id: String = tx
+                .prepare_cached(include_str!("../../sql/thread_id_at_path.sql"))?
+                .query_row((e.manager_id, &path), |r| r.get(0))?;
             return Err(Error::conflict(format!(
                 "Thread path already exists: {path} (id: {id}). Repair: choose a unique start.taskName for this parent, or omit taskName so pi-threads generates a unique lower_snake_case path segment."
             )));
@@ -371,14 +367,20 @@ async fn start(
 /// failed, so no live row claims a process that never existed.
 fn close_unlaunched(e: &Engine, id: &str, message: &str) -> Result<()> {
     e.store.write(|tx| {
-        let n = tx.execute(
-            "UPDATE threads SET status = 'closed', phase = 'failed', exit_kind = 'failed', exit_message = ?2, updated_at = ?3
-             WHERE id = ?1 AND status = 'live' AND pid IS NULL",
-            (id, message, now_iso()),
-        )?;
+        let n = tx
+            .prepare_cached(include_str!("../../sql/thread_close_unlaunched.sql"))?
+            .execute((id, message, now_iso()))?;
         if n > 0 {
             let data = json!({"exit": {"kind": "failed", "message": message}}).to_string();
-            events::append(tx, id, &[NewEvent { at: &now_iso(), kind: "thread_closed", data: &data }])?;
+            events::append(
+                tx,
+                id,
+                &[NewEvent {
+                    at: &now_iso(),
+                    kind: "thread_closed",
+                    data: &data,
+                }],
+            )?;
         }
         Ok(())
     })

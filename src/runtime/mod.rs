@@ -437,17 +437,12 @@ impl Runtime {
             .ingest
             .write(move |tx| {
                 let seq: Option<i64> = tx
-                    .query_row(
-                        "SELECT launch_seq FROM threads WHERE id = ?1",
-                        [&*tid],
-                        |r| r.get(0),
-                    )
+                    .prepare_cached(include_str!("../../sql/thread_launch_seq.sql"))?
+                    .query_row([&*tid], |r| r.get(0))
                     .optional()?;
                 let Some(seq) = seq else { return Ok(()) };
-                tx.execute(
-                    "UPDATE threads SET status = 'live' WHERE id = ?1 AND status = 'closed'",
-                    [&*tid],
-                )?;
+                tx.prepare_cached(include_str!("../../sql/thread_reopen_for_failure.sql"))?
+                    .execute([&*tid])?;
                 close_row(tx, &tid, seq, &exit)?;
                 Ok(())
             })
@@ -741,11 +736,8 @@ fn close_row(
     exit: &ExitRecord,
 ) -> Result<()> {
     let was_live: bool = tx
-        .query_row(
-            "SELECT status = 'live' FROM threads WHERE id = ?1 AND launch_seq = ?2",
-            (thread_id, launch_seq),
-            |r| r.get(0),
-        )
+        .prepare_cached(include_str!("../../sql/thread_is_live_launch.sql"))?
+        .query_row((thread_id, launch_seq), |r| r.get(0))
         .optional()?
         .unwrap_or(false);
     let at = now_iso();
