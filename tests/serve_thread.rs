@@ -397,3 +397,174 @@ fn a_long_wait_does_not_block_a_poll_and_times_out_without_stopping() {
     s.close(Duration::from_secs(20));
     assert!(w.leftovers().is_empty());
 }
+
+#[test]
+fn error_paths_through_serve() {
+    let w = world(serde_json::from_str(SCRIPT).unwrap());
+    std::fs::write(w.dir.path().join("a_file"), "x").unwrap();
+    let mut s = Serve::start(ServeSpec {
+        db: &w.db,
+        args: vec![
+            "--session-file".into(),
+            w.parent_session.display().to_string(),
+            "--cwd".into(),
+            w.dir.path().display().to_string(),
+            "--parent-args".into(),
+            r#"["--models","anthropic/*"]"#.into(),
+        ],
+        env: vec![
+            (
+                "THREADBASE_PI_COMMAND".into(),
+                scripted_command(&w.dir.path().join("script.json")),
+            ),
+            ("THREADBASE_TEST_MARKER".into(), w.marker.clone()),
+        ],
+        cwd: w.dir.path().to_path_buf(),
+        clear_env: false,
+    });
+    let msg = |e: &Value| e["message"].as_str().unwrap().to_string();
+    // cwd: a file, a missing folder.
+    let e = s.thread_error(json!({"action": "start", "prompt": "x", "cwd": "a_file"}));
+    assert!(
+        msg(&e).starts_with("Invalid child cwd:") && msg(&e).contains("is not a directory"),
+        "{e}"
+    );
+    let e = s.thread_error(json!({"action": "start", "prompt": "x", "cwd": "nowhere"}));
+    assert!(msg(&e).starts_with("Invalid child cwd:"), "{e}");
+    // args: inline values, unknown flags, and the inherited --models scope.
+    let e = s.thread_error(json!({"action": "start", "prompt": "x", "args": ["--model=foo"]}));
+    assert!(
+        msg(&e).starts_with("Unsupported child Pi arg for pi-threads: --model=foo. Repair:"),
+        "{e}"
+    );
+    let e = s.thread_error(json!({"action": "start", "prompt": "x", "args": ["--tools", "bash"]}));
+    assert!(
+        msg(&e).starts_with("Unsupported child Pi arg for pi-threads: --tools"),
+        "{e}"
+    );
+    let e = s
+        .thread_error(json!({"action": "start", "prompt": "x", "args": ["--model", "openai/gpt"]}));
+    assert!(
+        msg(&e).contains(
+            "child model/provider/thinking args cannot override an inherited --models scope"
+        ),
+        "{e}"
+    );
+    // Nothing was reserved by the rejected starts.
+    assert_eq!(details(&s.thread(json!({"action": "list"})))["count"], 0);
+
+    // Ambiguous task names across branches; relative and root/ forms disambiguate.
+    s.thread(json!({"action": "start", "prompt": "a", "taskName": "alpha"}));
+    s.thread(json!({"action": "start", "prompt": "b", "taskName": "beta"}));
+    let r = s.thread(json!({"action": "fork", "id": "alpha", "taskName": "review"}));
+    assert_eq!(details(&r)["snapshot"]["path"], "/root/review");
+    let e = s.thread_error(json!({"action": "poll", "id": "thread_ffffffffffff"}));
+    assert_eq!(e["code"], "unknown_reference");
+    assert!(
+        msg(&e).contains("Known threads: /root/alpha (id: thread_"),
+        "{e}"
+    );
+
+    // Two concurrent resumes start one process.
+    s.thread(json!({"action": "stop", "id": "alpha"}));
+    let a = s.send("thread", json!({"action": "resume", "id": "alpha"}));
+    let b = s.send("thread", json!({"action": "resume", "id": "alpha"}));
+    let ra = s.response(a, Duration::from_secs(20));
+    let rb = s.response(b, Duration::from_secs(20));
+    let live: Vec<bool> = [&ra, &rb]
+        .iter()
+        .map(|r| r["result"]["details"]["alreadyLive"].as_bool().unwrap())
+        .collect();
+    assert_eq!(live.iter().filter(|l| **l).count(), 1, "{ra} {rb}");
+
+    // A vanished session file is not resumable; neither is a thread with no file.
+    let r = s.thread(json!({"action": "stop", "id": "beta"}));
+    let file = details(&r)["snapshot"]["session"]["sessionFile"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    std::fs::remove_file(&file).unwrap();
+    let e = s.thread_error(json!({"action": "resume", "id": "beta"}));
+    assert_eq!(e["code"], "not_resumable");
+    assert!(
+        msg(&e).starts_with(&format!(
+            "Cannot resume managed thread: saved Pi session file does not exist: {file}"
+        )),
+        "{e}"
+    );
+    let e = s.thread_error(json!({"action": "fork", "id": "beta"}));
+    assert!(
+        msg(&e).starts_with("Cannot fork /root/beta: no saved Pi session file is known"),
+        "{e}"
+    );
+    let e = s.thread_error(json!({"action": "fork", "id": "alpha", "entryId": "nope"}));
+    assert!(
+        msg(&e).starts_with("Cannot fork: entry not found: nope"),
+        "{e}"
+    );
+    s.close(Duration::from_secs(20));
+
+    // A parent without a session file cannot fork itself.
+    let mut s = Serve::start(ServeSpec {
+        db: &w.db,
+        args: vec![
+            "--session-id".into(),
+            "ses_no_file".into(),
+            "--cwd".into(),
+            w.dir.path().display().to_string(),
+        ],
+        env: vec![(
+            "THREADBASE_PI_COMMAND".into(),
+            scripted_command(&w.dir.path().join("script.json")),
+        )],
+        cwd: w.dir.path().to_path_buf(),
+        clear_env: false,
+    });
+    let e = s.thread_error(json!({"action": "fork"}));
+    assert!(
+        msg(&e).starts_with(
+            "Cannot fork the current parent session because it has no saved Pi session file"
+        ),
+        "{e}"
+    );
+    s.close(Duration::from_secs(20));
+    assert!(w.leftovers().is_empty());
+}
+
+#[test]
+fn a_missing_child_program_is_a_clear_error_and_nothing_stays_live() {
+    let w = world(serde_json::from_str(SCRIPT).unwrap());
+    let mut s = Serve::start(ServeSpec {
+        db: &w.db,
+        args: vec![
+            "--session-file".into(),
+            w.parent_session.display().to_string(),
+        ],
+        env: vec![(
+            "THREADBASE_PI_COMMAND".into(),
+            r#"["/nonexistent/pi"]"#.into(),
+        )],
+        cwd: w.dir.path().to_path_buf(),
+        clear_env: false,
+    });
+    let e = s.thread_error(json!({"action": "start", "prompt": "x", "taskName": "ghost"}));
+    assert_eq!(e["code"], "io");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("Repair: check that THREADBASE_PI_COMMAND"),
+        "{e}"
+    );
+    let r = s.thread(json!({"action": "poll", "id": "ghost"}));
+    let snap = &details(&r)["snapshot"];
+    assert_eq!(
+        (
+            snap["status"].as_str(),
+            snap["phase"].as_str(),
+            snap["exit"]["kind"].as_str()
+        ),
+        (Some("closed"), Some("failed"), Some("failed"))
+    );
+    s.close(Duration::from_secs(10));
+}
