@@ -27,6 +27,7 @@ pub mod session;
 pub mod store;
 pub mod text;
 pub mod time;
+pub mod watcher;
 
 pub use error::{Error, ErrorCode, Result};
 pub use store::Store;

@@ -28,6 +28,13 @@ pub async fn serve(engine: Arc<Engine>) {
             }
         }
     });
+    let watcher = tokio::spawn(crate::watcher::run(
+        engine.config().db.clone(),
+        engine.store().clone(),
+        engine.runtime().clone(),
+        engine.config().session_id.clone(),
+        out_tx.clone(),
+    ));
     let mut reader = BufReader::with_capacity(64 * 1024, tokio::io::stdin());
     let mut requests = tokio::task::JoinSet::new();
     let mut buf = Vec::new();
@@ -74,6 +81,7 @@ pub async fn serve(engine: Arc<Engine>) {
     }
     engine.runtime().shutdown().await;
     while requests.join_next().await.is_some() {}
+    watcher.abort();
     drop(out_tx);
     let _ = writer.await;
 }

@@ -568,3 +568,62 @@ fn a_missing_child_program_is_a_clear_error_and_nothing_stays_live() {
     );
     s.close(Duration::from_secs(10));
 }
+
+#[test]
+fn rows_written_by_other_processes_reach_the_owning_serve() {
+    let w = world(json!({"turns": [{"steps": [{"delay_ms": 30000}, {"text": "never"}]}]}));
+    let mut s = w.serve(&[]);
+    let r = s.thread(json!({"action": "start", "prompt": "long job", "taskName": "long"}));
+    let id = details(&r)["snapshot"]["id"].as_str().unwrap().to_string();
+    let conn = rusqlite::Connection::open(&w.db).unwrap();
+    conn.busy_timeout(Duration::from_secs(10)).unwrap();
+    // A notice for this session's caller, written by another process: delivered once.
+    conn.execute(
+        "INSERT INTO mailbox (thread_id, direction, kind, message_id, body, created_at) VALUES (?1, 'to_parent', 'notice', 'msg_1', 'hello from elsewhere', 'now')",
+        [&id],
+    )
+    .unwrap();
+    // An emergency stop request, as `threadbase top` writes it.
+    let started = std::time::Instant::now();
+    conn.execute(
+        "INSERT INTO commands (thread_id, kind, created_at) VALUES (?1, 'force_stop', 'now')",
+        [&id],
+    )
+    .unwrap();
+    loop {
+        let (state, result): (String, Option<String>) = conn
+            .query_row("SELECT state, result FROM commands", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap();
+        if state == "done" {
+            assert_eq!(result.as_deref(), Some("stopped"));
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the stop request was not carried out"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status: String = conn
+        .query_row("SELECT status FROM threads WHERE id = ?1", [&id], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(status, "closed");
+    let notices: Vec<Value> = s
+        .notifications()
+        .into_iter()
+        .filter(|n| n["method"] == "notice")
+        .collect();
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    assert_eq!(notices[0]["params"]["text"], "hello from elsewhere");
+    assert_eq!(notices[0]["params"]["path"], "/root/long");
+    let state: String = conn
+        .query_row("SELECT state FROM mailbox", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(state, "delivered");
+    s.close(Duration::from_secs(10));
+    assert!(w.leftovers().is_empty());
+}

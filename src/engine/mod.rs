@@ -157,6 +157,10 @@ impl Engine {
         &self.cfg
     }
 
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
     pub fn runtime(&self) -> &Runtime {
         &self.rt
     }

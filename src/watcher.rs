@@ -1,0 +1,155 @@
+//! Processes talk through rows (DESIGN principle 7). Another process that needs something done
+//! by this `serve` writes a row: a notice for this session's caller (`mailbox`, direction
+//! `to_parent`) or a control request for a child whose pipes this process holds (`commands`).
+//! The watcher notices new commits by the database's change counter (`PRAGMA data_version` on a
+//! connection of its own, which changes only when another connection commits) and carries the
+//! rows out within [`POLL`], claiming each one in a transaction so it happens once.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags};
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use crate::error::Result;
+use crate::runtime::Runtime;
+use crate::store::Store;
+use crate::time::now_iso;
+
+/// How often the change counter is read.
+pub const POLL: Duration = Duration::from_millis(50);
+
+/// Watches the database for rows addressed to `session_id` (notices, emitted on `out`) and to
+/// the children `runtime` owns (commands), until `out` closes.
+pub async fn run(
+    db: PathBuf,
+    store: std::sync::Arc<Store>,
+    runtime: Runtime,
+    session_id: String,
+    out: mpsc::UnboundedSender<Value>,
+) {
+    let Ok(conn) = Connection::open_with_flags(
+        &db,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    ) else {
+        eprintln!(
+            "threadbase serve: the row watcher could not open {}; cross-process notices are off",
+            db.display()
+        );
+        return;
+    };
+    let _ = conn.busy_timeout(crate::store::BUSY_TIMEOUT);
+    let mut seen: Option<i64> = None;
+    let mut tick = tokio::time::interval(POLL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if out.is_closed() {
+            return;
+        }
+        let version: i64 = match conn.query_row("PRAGMA data_version", [], |r| r.get(0)) {
+            Ok(v) => v,
+            Err(_) => continue,
+        };
+        if seen == Some(version) {
+            continue;
+        }
+        seen = Some(version);
+        if let Err(e) = deliver_notices(&conn, &store, &session_id, &out) {
+            eprintln!("threadbase serve: delivering notices failed: {e}");
+        }
+        match pending_commands(&conn, &runtime) {
+            Ok(pending) => {
+                if let Err(e) = run_commands(pending, &store, &runtime).await {
+                    eprintln!("threadbase serve: running commands failed: {e}");
+                }
+            }
+            Err(e) => eprintln!("threadbase serve: reading commands failed: {e}"),
+        }
+    }
+}
+
+fn deliver_notices(
+    conn: &Connection,
+    store: &Store,
+    session_id: &str,
+    out: &mpsc::UnboundedSender<Value>,
+) -> Result<()> {
+    let pending: Vec<(i64, String, String, Option<String>, String, String, String)> = {
+        let mut stmt = conn.prepare_cached(include_str!("../sql/notices_pending.sql"))?;
+        let rows = stmt.query_map([session_id], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+                r.get(6)?,
+            ))
+        })?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    for (id, thread_id, kind, message_id, body, created_at, path) in pending {
+        let claimed = store.write(|tx| {
+            Ok(tx
+                .prepare_cached(include_str!("../sql/notice_delivered.sql"))?
+                .execute((id, now_iso()))?
+                > 0)
+        })?;
+        if claimed {
+            let _ = out.send(json!({"method": "notice", "params": {
+                "threadId": thread_id, "path": path, "kind": kind, "messageId": message_id,
+                "text": body, "createdAt": created_at,
+            }}));
+        }
+    }
+    Ok(())
+}
+
+fn pending_commands(conn: &Connection, runtime: &Runtime) -> Result<Vec<(i64, String, String)>> {
+    let me = runtime.owner();
+    let mut stmt = conn.prepare_cached(include_str!("../sql/commands_pending.sql"))?;
+    let rows = stmt.query_map((me.pid, me.started_at), |r| {
+        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+async fn run_commands(
+    pending: Vec<(i64, String, String)>,
+    store: &Store,
+    runtime: &Runtime,
+) -> Result<()> {
+    for (id, thread_id, kind) in pending {
+        let outcome = match kind.as_str() {
+            "stop" | "force_stop" => {
+                runtime
+                    .stop(&thread_id, kind == "force_stop")
+                    .await
+                    .map(|live| {
+                        if live {
+                            "stopped".to_string()
+                        } else {
+                            "already closed".to_string()
+                        }
+                    })
+            }
+            _ => runtime
+                .call(&thread_id, "abort", json!({}), Duration::from_millis(1_500))
+                .await
+                .map(|_| "interrupted".to_string()),
+        };
+        let (state, result) = match outcome {
+            Ok(r) => ("done", r),
+            Err(e) => ("failed", e.message),
+        };
+        store.write(|tx| {
+            tx.prepare_cached(include_str!("../sql/command_done.sql"))?
+                .execute((id, state, result, now_iso()))?;
+            Ok(())
+        })?;
+    }
+    Ok(())
+}
