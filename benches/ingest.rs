@@ -123,10 +123,14 @@ fn benches(c: &mut Criterion) {
     });
     g.finish();
 
-    // Every event went through the ring: each thread keeps exactly its newest 40.
+    // Every event went through the ring: each thread keeps exactly its newest 40 (unless a
+    // filter skipped these benches).
     let conn = db.store.read().expect("reader");
     for id in &ids {
         let kept = threadbase::store::events::of_thread(&conn, id).expect("events");
+        if kept.is_empty() {
+            continue;
+        }
         assert_eq!(
             kept.len() as i64,
             threadbase::store::events::RETAINED_EVENTS

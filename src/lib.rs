@@ -10,12 +10,14 @@
 //! - [`paths`]: the path grammars of the three contracts.
 //! - [`refs`]: contract A reference resolution.
 //! - [`list`]: list filters.
+//! - [`http`]: the threads RPC (snapshot, restore) over HTTP.
 //! - [`cli`]: the `threadbase` command line.
 
 pub mod cli;
 pub mod contract;
 pub mod engine;
 pub mod error;
+pub mod http;
 pub mod ids;
 pub mod list;
 pub mod paths;

@@ -140,7 +140,7 @@ fn error_response(id: Value, e: &Error) -> Value {
     json!({"id": id, "error": {"code": e.code.as_str(), "message": e.message}})
 }
 
-const METHODS: &str = "thread";
+const METHODS: &str = "thread, threads_spawn, threads_list, threads_send, threads_interrupt, threads_hide, threads_report, threads.snapshot, threads.restore";
 
 async fn handle(
     engine: &Engine,
@@ -160,6 +160,7 @@ async fn handle(
             };
             engine.thread(&params, &progress).await
         }
+        m if crate::contract::worker::METHODS.contains(&m) => engine.worker(m, &params).await,
         other => Err(Error::new(
             ErrorCode::InvalidParams,
             format!(

@@ -1,6 +1,7 @@
 //! The `threadbase` command line: one module per group of subcommands.
 
 mod demo;
+mod http;
 mod inspect;
 mod serve;
 mod sql;
@@ -85,6 +86,9 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The threads RPC over HTTP: POST /threads/snapshot and /threads/restore with a bearer
+    /// token, on this database (loopback only unless --allow-remote).
+    Http(http::HttpArgs),
     /// A child that speaks Pi's RPC protocol (1.6 dialect) and follows a JSON script; for tests
     /// and the demo. Pi's flags after the script are accepted as Pi accepts them.
     ScriptedAgent {
@@ -143,6 +147,7 @@ pub fn main() -> ExitCode {
         } => inspect::events(&db, &reference, manager.as_deref(), json, &mut out),
         Command::Sql { query, json } => sql::run(&db, &query, json, &mut out),
         Command::Restore { json } => restore(&db, json, &mut out),
+        Command::Http(args) => http::run(db, args, &mut out),
         Command::ScriptedAgent { script, args } => {
             drop(out);
             crate::scripted_agent::run(&script, &args)

@@ -4,3 +4,4 @@ pub mod args;
 pub mod naming;
 pub mod projection;
 pub mod thread;
+pub mod worker;

@@ -3,6 +3,9 @@
 //! contract modules do), and turns each operation into store transactions and runtime calls.
 
 mod thread_tool;
+mod worker;
+
+pub use worker::{max_workers, restore_workers, snapshot_workers};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -177,6 +180,14 @@ impl Engine {
     ) -> Result<Value> {
         let req = crate::contract::thread::parse(params)?;
         thread_tool::run(self, req, progress).await
+    }
+
+    /// Contract C: one `threads_*` tool call (answered `{content: [{type: "text", text:
+    /// <JSON>}], details: <result>}`) or `threads.snapshot` / `threads.restore` (answered with
+    /// the bare `{workers}`). The caller is this serve's session id.
+    pub async fn worker(&self, method: &str, params: &Value) -> Result<Value> {
+        let req = crate::contract::worker::parse(method, params)?;
+        worker::run(self, method, req).await
     }
 
     /// A thread's row, retained output and events.

@@ -489,13 +489,8 @@ impl Runtime {
                 "The child did not answer get_state ({e:?}). Repair: poll again; if it keeps failing, stop the thread."
             ))
         })?;
-        let (effects, idle) = child
-            .tracker
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .on_state(&resp.data);
-        self.apply(&child, effects).await;
-        Ok((idle, resp.data))
+        // The reader applied the answer in stream order and says whether it read idle.
+        Ok((resp.refreshed_idle.unwrap_or(false), resp.data))
     }
 
     /// Sends an arbitrary RPC command to a live child (used by tests and forks).
@@ -780,19 +775,24 @@ async fn read_stdout(rt: Runtime, child: Arc<Child>, stdout: tokio::process::Chi
     while let Some(line) = rpc::read_line(&mut reader, &mut buf).await {
         let effects = match line {
             Line::Json(v) if v["type"] == "response" => {
-                // A prompt's answer changes the phase before the events that follow it are
-                // read, so the order of facts matches the child's.
-                let effects = if v["command"] == "prompt" {
-                    child
-                        .tracker
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .on_prompt_answer(&v)
-                } else {
-                    Vec::new()
+                // A prompt's or get_state's answer is applied here, in stream order, before the
+                // events that follow it: applied later by its caller, a stale answer could undo
+                // events that arrived after it.
+                let mut refreshed_idle = None;
+                let effects = {
+                    let mut tracker = child.tracker.lock().unwrap_or_else(|p| p.into_inner());
+                    if v["command"] == "prompt" {
+                        tracker.on_prompt_answer(&v)
+                    } else if v["command"] == "get_state" && v["success"] == true {
+                        let (effects, idle) = tracker.on_state(&v["data"]);
+                        refreshed_idle = Some(idle);
+                        effects
+                    } else {
+                        Vec::new()
+                    }
                 };
                 rt.apply(&child, effects).await;
-                if child.rpc.deliver(&v) || v.get("id").is_some_and(|id| !id.is_null()) {
+                if child.rpc.deliver_with(&v, refreshed_idle) || v.get("id").is_some_and(|id| !id.is_null()) {
                     continue;
                 }
                 let err = v["error"].as_str().unwrap_or("unknown error");

@@ -2,11 +2,13 @@
 //! matched by id (they may come out of order), each call with a timeout; and strict LF
 //! framing of the child's stdout with a per-line cap.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use serde::de::{self, DeserializeSeed, Deserializer, Error as _, IgnoredAny, MapAccess, Visitor};
 use serde_json::{json, Map, Value};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 use tokio::sync::{mpsc, oneshot};
@@ -29,6 +31,9 @@ pub struct Response {
     pub success: bool,
     pub data: Value,
     pub error: Option<String>,
+    /// For `get_state`: whether the reader, applying this answer in stream order, found the
+    /// child idle with nothing pending.
+    pub refreshed_idle: Option<bool>,
 }
 
 /// The client side of one child's RPC channel.
@@ -101,6 +106,11 @@ impl RpcClient {
 
     /// Routes a response line to its caller. Returns false when nobody waits for that id.
     pub fn deliver(&self, v: &Value) -> bool {
+        self.deliver_with(v, None)
+    }
+
+    /// Like [`RpcClient::deliver`], attaching the reader's reading of a `get_state` answer.
+    pub fn deliver_with(&self, v: &Value, refreshed_idle: Option<bool>) -> bool {
         let Some(id) = v.get("id").and_then(Value::as_str) else {
             return false;
         };
@@ -116,6 +126,7 @@ impl RpcClient {
             success: v["success"].as_bool().unwrap_or(false),
             data: v.get("data").cloned().unwrap_or(Value::Null),
             error: v.get("error").and_then(Value::as_str).map(str::to_string),
+            refreshed_idle,
         };
         tx.send(resp).is_ok()
     }
@@ -132,6 +143,7 @@ impl RpcClient {
 /// One framed stdout line.
 #[derive(Debug, PartialEq)]
 pub enum Line {
+    /// A JSON object: whole, or for a [`LEAN_EVENTS`] type its `type` and listed fields.
     Json(Value),
     /// Not a JSON object; the text (cut for the record) and the parse error.
     Invalid(String),
@@ -140,7 +152,8 @@ pub enum Line {
 }
 
 /// Reads the next LF-terminated line (a trailing `\r` is removed; U+2028/2029 are ordinary
-/// characters), never buffering more than the cap. `None` at EOF.
+/// characters), never buffering more than the cap. `None` at EOF. Lines of the high-volume
+/// [`LEAN_EVENTS`] types come back with only the fields the runtime reads.
 pub async fn read_line<R: AsyncBufRead + Unpin>(reader: &mut R, buf: &mut Vec<u8>) -> Option<Line> {
     buf.clear();
     let mut too_long = 0usize;
@@ -178,10 +191,143 @@ pub async fn read_line<R: AsyncBufRead + Unpin>(reader: &mut R, buf: &mut Vec<u8
     if buf.last() == Some(&b'\r') {
         buf.pop();
     }
-    match serde_json::from_slice::<Value>(buf) {
-        Ok(v @ Value::Object(_)) => Some(Line::Json(v)),
-        Ok(_) => Some(Line::Invalid(cut(buf))),
-        Err(e) => Some(Line::Invalid(format!("{} ({e})", cut(buf)))),
+    Some(parse_line(buf))
+}
+
+/// Parses one framed line. A line is valid UTF-8 in the common case: it is checked once as a
+/// whole, not string by string. Lines of the [`LEAN_EVENTS`] types keep only their listed
+/// fields; every other line (responses included) is kept whole.
+fn parse_line(buf: &[u8]) -> Line {
+    let parsed = match std::str::from_utf8(buf) {
+        Ok(text) => match lean_fields(buf) {
+            Some(keep) => match parse_lean(text, keep) {
+                Some(map) => return Line::Json(Value::Object(map)),
+                // Not well-formed, or not what the prefix promised: the whole parse decides
+                // and reports it.
+                None => serde_json::from_str::<Value>(text),
+            },
+            None => serde_json::from_str::<Value>(text),
+        },
+        Err(_) => serde_json::from_slice::<Value>(buf),
+    };
+    match parsed {
+        Ok(v @ Value::Object(_)) => Line::Json(v),
+        Ok(_) => Line::Invalid(cut(buf)),
+        Err(e) => Line::Invalid(format!("{} ({e})", cut(buf))),
+    }
+}
+
+/// Event types whose lines the runtime reads only a few top-level fields of, and those fields
+/// (besides `type`). They are the bulk of a child's stdout: every `message_update` delta
+/// carries a `usage` object, and `message_start`, `turn_end`, `agent_end` and the
+/// `tool_execution_*` events repeat whole messages, tool arguments and growing tool outputs
+/// that nothing reads. Such a line is still parsed to its end (a malformed one is `Invalid` as
+/// before), but its other fields are skipped instead of built; skipped fields are not held to
+/// the whole parse's nesting limit (128) or f64 number range, which Pi's `JSON.stringify`
+/// output can exceed only in the first case, and then the event is no longer lost.
+///
+/// This list must cover every field `mapping::Tracker::on_event` and `read_stdout` read of
+/// these types; the `lean_lines_map_like_whole_lines` test checks it on the recorded Pi 1.6
+/// transcript in `benches/data`. An event type not listed here is kept whole.
+pub const LEAN_EVENTS: &[(&str, &[&str])] = &[
+    ("message_update", &["assistantMessageEvent"]),
+    ("message_start", &[]),
+    ("tool_execution_start", &["toolName"]),
+    ("tool_execution_update", &["toolName"]),
+    ("tool_execution_end", &["toolName", "isError"]),
+    ("turn_end", &[]),
+    ("agent_end", &["willRetry"]),
+];
+
+/// The kept fields when the line starts exactly as Pi writes these events,
+/// `{"type":"<kind>",` (or `}`), with a [`LEAN_EVENTS`] kind.
+fn lean_fields(buf: &[u8]) -> Option<&'static [&'static str]> {
+    const HEAD: &[u8] = b"{\"type\":\"";
+    let rest = buf.strip_prefix(HEAD)?;
+    let end = rest.iter().position(|&b| b == b'"')?;
+    if !matches!(rest.get(end + 1), Some(b',' | b'}')) {
+        return None;
+    }
+    let kind = &rest[..end];
+    LEAN_EVENTS
+        .iter()
+        .find(|(k, _)| k.as_bytes() == kind)
+        .map(|(_, keep)| *keep)
+}
+
+/// Parses an object keeping `type` and the `keep` fields (the last of duplicate keys wins, as
+/// in a whole parse). `None` when the text is not one well-formed object, or has a second
+/// `type` (whose last value a whole parse would report).
+fn parse_lean(text: &str, keep: &'static [&'static str]) -> Option<Map<String, Value>> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let map = LeanObject { keep }.deserialize(&mut de).ok()?;
+    de.end().ok()?;
+    Some(map)
+}
+
+struct LeanObject {
+    keep: &'static [&'static str],
+}
+
+impl<'de> DeserializeSeed<'de> for LeanObject {
+    type Value = Map<String, Value>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for LeanObject {
+    type Value = Map<String, Value>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Self::Value, A::Error> {
+        let mut out = Map::new();
+        let mut seen_type = false;
+        while let Some(key) = access.next_key_seed(Key)? {
+            if key == "type" {
+                if seen_type {
+                    return Err(A::Error::custom("a second type"));
+                }
+                seen_type = true;
+                out.insert(key.into_owned(), access.next_value::<Value>()?);
+            } else if self.keep.contains(&&*key) {
+                out.insert(key.into_owned(), access.next_value::<Value>()?);
+            } else {
+                access.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// An object key, borrowed from the line when it has no escapes.
+struct Key;
+
+impl<'de> DeserializeSeed<'de> for Key {
+    type Value = Cow<'de, str>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Key {
+    type Value = Cow<'de, str>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a string key")
+    }
+
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(Cow::Borrowed(v))
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Cow::Owned(v.to_string()))
     }
 }
 
@@ -230,6 +376,71 @@ mod tests {
             Some(Line::Json(json!({"c":3})))
         );
         assert_eq!(read_line(&mut r, &mut buf).await, None);
+    }
+
+    #[test]
+    fn lean_lines_keep_the_listed_fields() {
+        let line = br#"{"type":"message_update","usage":{"input":1,"cost":{"total":0}},"assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":"Hi \u00e9"}}"#;
+        assert_eq!(
+            parse_line(line),
+            Line::Json(
+                json!({"type":"message_update","assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":"Hi \u{e9}"}})
+            )
+        );
+        // Duplicate kept keys: the last wins, as in a whole parse.
+        assert_eq!(
+            parse_line(br#"{"type":"tool_execution_end","toolName":"a","result":[1,{"x":[]}],"toolName":"b","isError":true}"#),
+            Line::Json(json!({"type":"tool_execution_end","toolName":"b","isError":true}))
+        );
+        // Skipped fields are still checked: malformed lines fail with the whole parse's error.
+        for bad in [
+            &br#"{"type":"turn_end","message":{"role":"assistant",}}"#[..],
+            br#"{"type":"turn_end","message":tru}"#,
+            br#"{"type":"turn_end"} x"#,
+            br#"{"type":"turn_end","m":"\x"}"#,
+            b"{\"type\":\"turn_end\",\"m\":\"\xff\"}",
+        ] {
+            let whole = serde_json::from_slice::<Value>(bad).unwrap_err();
+            assert_eq!(
+                parse_line(bad),
+                Line::Invalid(format!("{} ({whole})", cut(bad))),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+        // A second type, other kinds, other spellings: kept whole.
+        for whole in [
+            &br#"{"type":"turn_end","x":1,"type":"response","id":"a"}"#[..],
+            br#"{"type":"agent_settled","aborted":false}"#,
+            br#"{"type":"queue_update","steering":["a"],"followUp":[]}"#,
+            br#"{ "type":"turn_end","message":{}}"#,
+            br#"{"id":"tb-1","type":"response","command":"get_state","success":true,"data":{}}"#,
+        ] {
+            assert_eq!(
+                parse_line(whole),
+                Line::Json(serde_json::from_slice(whole).unwrap())
+            );
+        }
+    }
+
+    /// The lean parse drops nothing the mapping reads: every line of a recorded Pi 1.6
+    /// transcript maps to the same effects parsed lean or whole.
+    #[test]
+    fn lean_lines_map_like_whole_lines() {
+        use crate::runtime::mapping::Tracker;
+        let transcript = include_str!("../../benches/data/pi16_events.jsonl");
+        let (mut lean, mut whole) = (Tracker::new(), Tracker::new());
+        let mut leaned = 0;
+        for line in transcript.lines() {
+            let Line::Json(l) = parse_line(line.as_bytes()) else {
+                panic!("{line}")
+            };
+            let w: Value = serde_json::from_str(line).unwrap();
+            leaned += usize::from(l != w);
+            assert_eq!(lean.on_event(&l), whole.on_event(&w), "{line}");
+            assert_eq!(lean.phase, whole.phase);
+        }
+        assert!(leaned > 100, "the transcript exercises the lean parse");
     }
 
     #[tokio::test]

@@ -37,6 +37,12 @@ pub struct Store {
 
 fn configure(conn: &Connection) -> rusqlite::Result<()> {
     conn.busy_timeout(BUSY_TIMEOUT)?;
+    // Query planner stability guarantee: a plan never depends on bound values. Without it
+    // SQLite marks a statement stale whenever a parameter it peeked at while planning is
+    // rebound (a `LIMIT ?`, or `status = :state` tried against the partial index
+    // `threads_live`), and the next step re-prepares it: every cached statement would pay a
+    // full prepare (tens of µs) on each call with new values.
+    conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
     conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")?;
     conn.set_prepared_statement_cache_capacity(64);
     Ok(())

@@ -15,6 +15,11 @@
 //! [`FakeLlm::requests`]. When the queue is empty a completion request gets a 500 with an error
 //! body that says so, which makes Pi end the run with `stopReason: "error"`.
 //!
+//! When several Pi processes share one fake (a parent and the children it starts), their
+//! requests interleave in no fixed order. [`FakeLlm::route`] adds a one-shot step that is served
+//! to the first completion request matching a predicate (checked before the queue), so a child's
+//! request can be answered by content instead of by arrival order.
+//!
 //! Only std (plus `serde_json` and `tempfile`, which the crate already has): one thread accepts on
 //! `127.0.0.1:0`, one thread per connection, one request per connection (`Connection: close`).
 #![allow(dead_code)]
@@ -136,8 +141,11 @@ pub struct RecordedRequest {
     pub headers: Vec<(String, String)>,
     pub body: String,
     /// Index into the script of the step this request consumed (`None`: not a completion
-    /// request, or the script was exhausted).
+    /// request, the script was exhausted, or a route answered it).
     pub step: Option<usize>,
+    /// Index (in the order [`FakeLlm::route`] was called) of the route that answered this
+    /// request, if one did.
+    pub route: Option<usize>,
 }
 
 impl RecordedRequest {
@@ -197,11 +205,25 @@ pub fn content_text(content: &Value) -> String {
 // Server
 // ---------------------------------------------------------------------------------------------
 
+/// A predicate over a completion request, for [`FakeLlm::route`].
+pub type RequestMatcher = Box<dyn Fn(&RecordedRequest) -> bool + Send>;
+
+/// A one-shot routed step: served to the first completion request `matcher` accepts.
+struct Route {
+    index: usize,
+    matcher: RequestMatcher,
+    step: Step,
+}
+
 #[derive(Default)]
 struct State {
     script: VecDeque<Step>,
     /// Steps handed out so far (the index of the next one).
     consumed: usize,
+    /// Routed steps not yet served, in the order they were added.
+    routes: Vec<Route>,
+    /// Routes added so far (the index of the next one).
+    routes_added: usize,
     requests: Vec<RecordedRequest>,
 }
 
@@ -266,6 +288,26 @@ impl FakeLlm {
     /// Appends a step to the script.
     pub fn push(&self, step: Step) {
         self.shared.state.lock().unwrap().script.push_back(step);
+    }
+
+    /// Adds a one-shot routed step: the first completion request for which `matcher` returns
+    /// true gets `step`, whatever is queued; the queue is not touched. Routes are checked before
+    /// the queue, in the order they were added, and each serves one request. The matcher sees
+    /// the request as recorded (`step`/`route` still `None`).
+    pub fn route(&self, matcher: impl Fn(&RecordedRequest) -> bool + Send + 'static, step: Step) {
+        let mut state = self.shared.state.lock().unwrap();
+        let index = state.routes_added;
+        state.routes_added += 1;
+        state.routes.push(Route {
+            index,
+            matcher: Box::new(matcher),
+            step,
+        });
+    }
+
+    /// Routed steps (see [`FakeLlm::route`]) not yet served.
+    pub fn routes_remaining(&self) -> usize {
+        self.shared.state.lock().unwrap().routes.len()
     }
 
     /// Steps not yet consumed.
@@ -420,16 +462,23 @@ fn handle_connection(mut stream: TcpStream, shared: &Shared) {
         headers: raw.headers,
         body: String::from_utf8_lossy(&raw.body).into_owned(),
         step: None,
+        route: None,
     };
     let step = {
         let mut state = shared.state.lock().unwrap();
         let step = if is_completion(&record) {
-            let step = state.script.pop_front();
-            if step.is_some() {
-                record.step = Some(state.consumed);
-                state.consumed += 1;
+            if let Some(i) = state.routes.iter().position(|r| (r.matcher)(&record)) {
+                let route = state.routes.remove(i);
+                record.route = Some(route.index);
+                Some(Some(route.step))
+            } else {
+                let step = state.script.pop_front();
+                if step.is_some() {
+                    record.step = Some(state.consumed);
+                    state.consumed += 1;
+                }
+                Some(step)
             }
-            Some(step)
         } else {
             None
         };
