@@ -18,7 +18,15 @@
  * - THREADBASE_BIN      the threadbase executable (default: `threadbase` on PATH);
  * - THREADBASE_DB       the database (passed as `--db`; default: serve's own default,
  *                       $PI_CODING_AGENT_DIR/threadbase.sqlite, else ~/.pi/agent/threadbase.sqlite);
- * - THREADBASE_TRUSTED  `1` adds `--trusted` (children inside this cwd get `--approve`).
+ * - THREADBASE_TRUSTED  `1` adds `--trusted` (children inside this cwd get `--approve`);
+ * - THREADBASE_TOOLS    which contracts' tools to register, comma-separated: `thread` (the
+ *                       default: the pi-threads `thread` tool) and `worker` (the `threads_*`
+ *                       worker tools: threads_spawn, threads_list, threads_send,
+ *                       threads_interrupt, threads_hide, threads_report).
+ *
+ * Notices (`{"method": "notice", ...}`: a worker's report for its coordinator, and other
+ * mailbox messages due to this session) are delivered into the session as a custom message
+ * that does not start a turn; the model sees it on its next turn.
  *
  * No dependencies beyond what Pi provides (`typebox` and Node built-ins); Pi loads this file
  * with jiti, so no build step is needed.
@@ -209,6 +217,9 @@ class ServeConnection {
 		}
 	}
 
+	/** Called for every `notice` notification. */
+	onNotice: ((params: any) => void) | undefined;
+
 	private onLine(line: string): void {
 		let msg: any;
 		try {
@@ -226,8 +237,14 @@ class ServeConnection {
 					// a failing progress renderer must not break the call
 				}
 			}
-			// "notice" and other notifications are informational; a server-level error without an
-			// id (a malformed line) cannot be matched to a call.
+			if (msg.method === "notice") {
+				try {
+					this.onNotice?.(msg.params);
+				} catch {
+					// a failing notice sink must not break the connection
+				}
+			}
+			// A server-level error without an id (a malformed line) cannot be matched to a call.
 			return;
 		}
 		const p = this.pending.get(Number(msg.id));
@@ -241,9 +258,12 @@ class ServeConnection {
 			p.reject(err);
 		} else {
 			const result = msg.result ?? {};
+			// The `thread` tool answers {content, details}; the worker methods answer a plain JSON
+			// value, which becomes both the text and the details.
+			const shaped = Array.isArray(result.content);
 			p.resolve({
-				content: Array.isArray(result.content) ? result.content : [{ type: "text", text: JSON.stringify(result) }],
-				details: result.details,
+				content: shaped ? result.content : [{ type: "text", text: JSON.stringify(result) }],
+				details: shaped ? result.details : result,
 			});
 		}
 	}
@@ -280,7 +300,64 @@ function progressText(details: any): string {
 	return `Waiting for ${who}${phase}${waited ? `: ${waited}${of}` : ""}`;
 }
 
+/** The contracts whose tools this extension registers (THREADBASE_TOOLS). */
+function enabledTools(): Set<string> {
+	const raw = process.env.THREADBASE_TOOLS?.trim();
+	const names = (raw ? raw.split(",") : ["thread"]).map((s) => s.trim().toLowerCase()).filter(Boolean);
+	return new Set(names);
+}
+
+const Str = (description: string) => Type.String({ description });
+
+/** The worker tools (contract C): name, parameters, description. */
+const WORKER_TOOLS = [
+	{
+		name: "threads_spawn",
+		description: "Start (or idempotently re-attach to) a managed worker session for a keyed task.",
+		parameters: Type.Object(
+			{
+				key: Str("Stable task name: the same coordinator and key always name the same worker."),
+				title: Str("Conversation title."),
+				directory: Str("Existing absolute folder where the worker runs."),
+				task: Str("The brief; worker instructions are appended to it."),
+				agent: Type.Optional(Str("Configured agent profile to use for the worker.")),
+				paths: Type.Optional(Type.Array(Type.String(), { description: "Existing absolute folders outside directory the worker may use." })),
+			},
+			{ additionalProperties: false },
+		),
+	},
+	{ name: "threads_list", description: "List this coordinator's workers.", parameters: Type.Object({}, { additionalProperties: false }) },
+	{
+		name: "threads_send",
+		description: "Send keyed text to a worker; the same key with the same text is a safe retry.",
+		parameters: Type.Object({ workerID: Str("The worker's session id."), key: Str("Message key."), text: Str("The message.") }, { additionalProperties: false }),
+	},
+	{
+		name: "threads_interrupt",
+		description: "Interrupt a worker's current run.",
+		parameters: Type.Object({ workerID: Str("The worker's session id.") }, { additionalProperties: false }),
+	},
+	{
+		name: "threads_hide",
+		description: "Hide a worker from the list (it keeps running).",
+		parameters: Type.Object({ workerID: Str("The worker's session id.") }, { additionalProperties: false }),
+	},
+	{
+		name: "threads_report",
+		description: "Report this worker's result to its coordinator, once.",
+		parameters: Type.Object(
+			{
+				verdict: stringEnum(["PASS", "PASS WITH NOTES", "FAIL", "INCONCLUSIVE"] as const, "The verdict."),
+				summary: Str("Non-empty summary."),
+				evidence: Type.Array(Type.String(), { description: "Commands run and their results, etc." }),
+			},
+			{ additionalProperties: false },
+		),
+	},
+] as const;
+
 export default function threadbaseExtension(pi: ExtensionAPI) {
+	const tools = enabledTools();
 	// One server per session runtime: this factory runs again after a session switch/fork/new.
 	let conn: ServeConnection | undefined;
 
@@ -296,10 +373,37 @@ export default function threadbaseExtension(pi: ExtensionAPI) {
 		// Gone, closing, or another session: (re)start lazily.
 		conn?.close();
 		conn = new ServeConnection(identity);
+		conn.onNotice = (params: any) => {
+			const text = typeof params?.text === "string" ? params.text : JSON.stringify(params);
+			pi.sendMessage(
+				{ customType: "threadbase-notice", content: text, display: true, details: params },
+				{ triggerTurn: false },
+			);
+		};
 		return conn;
 	}
 
-	pi.registerTool({
+	function identityOf(ctx: any): ServeIdentity {
+		return { sessionFile: ctx.sessionManager.getSessionFile(), sessionId: ctx.sessionManager.getSessionId(), cwd: ctx.cwd };
+	}
+
+	if (tools.has("worker")) {
+		for (const tool of WORKER_TOOLS) {
+			pi.registerTool({
+				name: tool.name,
+				label: tool.name,
+				description: tool.description,
+				parameters: tool.parameters as any,
+				async execute(_toolCallId, params, signal, _onUpdate, ctx) {
+					if (signal?.aborted) throw new Error(`${tool.name} aborted`);
+					const c = connection(identityOf(ctx));
+					return c.request(tool.name, params);
+				},
+			});
+		}
+	}
+
+	if (tools.has("thread")) pi.registerTool({
 		name: TOOL_NAME,
 		label: "Thread",
 		description: TOOL_DESCRIPTION,
