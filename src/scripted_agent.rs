@@ -1517,7 +1517,11 @@ impl Shared {
                     "pendingMessageCount".into(),
                     json!(st.steering.len() + st.follow_up.len()),
                 );
-                Reply::Ok(Some(Value::Object(d)))
+                // Written while the state is still locked, as Pi builds and writes its answer in
+                // one go: a "streaming" answer can never follow the run's agent_settled.
+                self.respond(id, "get_state", Ok(Some(Value::Object(d))));
+                drop(st);
+                Reply::None
             }
             "get_messages" => {
                 let st = self.lock();

@@ -122,9 +122,22 @@ impl World {
             .filter(|v| v["type"] == "message" && v["message"]["role"] == "user")
             .map(|v| {
                 let c = &v["message"]["content"];
-                c.as_str().map(str::to_string).unwrap_or_else(|| {
-                    c[0]["text"].as_str().unwrap_or_default().to_string()
-                })
+                c.as_str()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| c[0]["text"].as_str().unwrap_or_default().to_string())
+            })
+            .collect()
+    }
+
+    /// This world's live processes of one worker.
+    fn worker_processes(&self, worker: &str) -> Vec<u32> {
+        let needle = format!("THREADBASE_WORKER_ID={worker}");
+        self.leftovers()
+            .into_iter()
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/environ"))
+                    .map(|env| env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()))
+                    .unwrap_or(false)
             })
             .collect()
     }
@@ -228,14 +241,15 @@ fn spawn_is_idempotent_and_delivers_the_initial_prompt_once() {
     assert_eq!(v["title"], "Review");
     assert_eq!(v["directory"], w.work());
     assert_eq!(v["agent"], Value::Null);
-    assert_eq!(
-        v["model"],
-        json!({"providerID": "scripted", "id": "scripted-model"})
-    );
     assert_eq!(v["report"], Value::Null);
     assert_eq!(v["hidden"], false);
     let v = wait_view(&mut s, REVIEW_WORKER, |v| v["outcome"] == "succeeded");
     assert_eq!(v["hidden"], false);
+    // No --model in its args: the model is learnt from the session after the first run.
+    assert_eq!(
+        v["model"],
+        json!({"providerID": "scripted", "id": "scripted-model"})
+    );
 
     // The worker runs as a top-level session in its directory, with its id in the header.
     let file = w.session_file(REVIEW_WORKER);
@@ -258,7 +272,7 @@ fn spawn_is_idempotent_and_delivers_the_initial_prompt_once() {
         w.work()
     )));
     assert!(users[0].contains("threads_report"));
-    let pids = processes_with_env("THREADBASE_WORKER_ID", REVIEW_WORKER);
+    let pids = w.worker_processes(REVIEW_WORKER);
     assert_eq!(pids.len(), 1, "one worker process");
     let environ = std::fs::read(format!("/proc/{}/environ", pids[0])).unwrap();
     let environ: Vec<String> = environ
@@ -282,10 +296,7 @@ fn spawn_is_idempotent_and_delivers_the_initial_prompt_once() {
     }
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(w.user_messages(REVIEW_WORKER).len(), 1, "Trap 8");
-    assert_eq!(
-        processes_with_env("THREADBASE_WORKER_ID", REVIEW_WORKER).len(),
-        1
-    );
+    assert_eq!(w.worker_processes(REVIEW_WORKER).len(), 1);
     let (state, message_id, initial): (String, String, String) = w
         .conn()
         .query_row(
@@ -337,7 +348,8 @@ fn spawn_is_idempotent_and_delivers_the_initial_prompt_once() {
 fn a_retry_after_a_failed_launch_relaunches_and_delivers_what_is_pending() {
     let w = world(r#"{"startup_exit": 3, "startup_stderr": "boom"}"#);
     let mut s = w.serve(COORD, &[]);
-    let params = json!({"key": "review", "title": "Review", "directory": w.work(), "task": "Try again"});
+    let params =
+        json!({"key": "review", "title": "Review", "directory": w.work(), "task": "Try again"});
     tool(&mut s, "threads_spawn", params.clone());
     let v = wait_view(&mut s, REVIEW_WORKER, |v| v["outcome"] == "failed");
     assert_eq!(v["report"], Value::Null);
@@ -370,16 +382,16 @@ fn a_retry_after_a_failed_launch_relaunches_and_delivers_what_is_pending() {
     let mut s = w.serve(COORD, &[]);
     let v = tool(&mut s, "threads_spawn", params);
     assert_eq!(v["outcome"], "succeeded", "the last run's outcome stands");
-    assert_eq!(
-        processes_with_env("THREADBASE_WORKER_ID", REVIEW_WORKER).len(),
-        1
-    );
+    assert_eq!(w.worker_processes(REVIEW_WORKER).len(), 1);
     let r = tool(
         &mut s,
         "threads_send",
         json!({"workerID": REVIEW_WORKER, "key": "k1", "text": "one more"}),
     );
-    assert_eq!(r, json!({"workerID": REVIEW_WORKER, "messageID": K1_MESSAGE}));
+    assert_eq!(
+        r,
+        json!({"workerID": REVIEW_WORKER, "messageID": K1_MESSAGE})
+    );
     wait_until("the send to arrive", Duration::from_secs(10), || {
         w.user_messages(REVIEW_WORKER).len() == 2
     });
@@ -403,7 +415,10 @@ fn keyed_sends_are_idempotent_and_owned() {
 
     let send = json!({"workerID": REVIEW_WORKER, "key": "k1", "text": "Second"});
     let r = tool(&mut s, "threads_send", send.clone());
-    assert_eq!(r, json!({"workerID": REVIEW_WORKER, "messageID": K1_MESSAGE}));
+    assert_eq!(
+        r,
+        json!({"workerID": REVIEW_WORKER, "messageID": K1_MESSAGE})
+    );
     wait_until("the send", Duration::from_secs(10), || {
         w.user_messages(REVIEW_WORKER).len() == 2
     });
@@ -562,7 +577,11 @@ fn slot_limit_counts_hidden_and_unreported_workers() {
 fn interrupt_hide_restore_and_snapshot() {
     let w = world(r#"{"turns": [{"steps": [{"delay_ms": 30000}, {"text": "late"}]}]}"#);
     let mut s = w.serve(COORD, &[("THREADBASE_MAX_WORKERS", "1")]);
-    let v = tool(&mut s, "threads_spawn", spawn_params(&w, "slow", "Slow work"));
+    let v = tool(
+        &mut s,
+        "threads_spawn",
+        spawn_params(&w, "slow", "Slow work"),
+    );
     let slow = v["workerID"].as_str().unwrap().to_string();
     assert_eq!(v["outcome"], Value::Null);
     let list = tool(&mut s, "threads_list", json!({}));
@@ -605,7 +624,13 @@ fn interrupt_hide_restore_and_snapshot() {
     );
     let workers = snap["workers"].as_array().unwrap();
     assert_eq!(workers.len(), 2);
-    let by_id = |id: &str| workers.iter().find(|v| v["workerID"] == id).unwrap().clone();
+    let by_id = |id: &str| {
+        workers
+            .iter()
+            .find(|v| v["workerID"] == id)
+            .unwrap()
+            .clone()
+    };
     assert_eq!(by_id(&slow)["hidden"], true);
     assert_eq!(by_id(&slow)["report"]["verdict"], "PASS");
     assert_eq!(by_id(&next_id)["hidden"], true);
@@ -613,11 +638,19 @@ fn interrupt_hide_restore_and_snapshot() {
         call(&mut s, "threads.snapshot", json!({"coordinatorIDs": []})),
         json!({"workers": []})
     );
-    let e = error(&mut s, "threads.snapshot", json!({"coordinatorIDs": [COORD], "x": 1}));
+    let e = error(
+        &mut s,
+        "threads.snapshot",
+        json!({"coordinatorIDs": [COORD], "x": 1}),
+    );
     assert_eq!(e["code"], "invalid_params");
     // restore: every hidden worker shows again, even the PASS one.
     let mut other = w.serve("ses_ui", &[]);
-    let restored = call(&mut other, "threads.restore", json!({"coordinatorIDs": [COORD]}));
+    let restored = call(
+        &mut other,
+        "threads.restore",
+        json!({"coordinatorIDs": [COORD]}),
+    );
     let hidden: Vec<&Value> = restored["workers"]
         .as_array()
         .unwrap()
@@ -646,7 +679,10 @@ fn roles_and_report_dedupe_across_processes() {
     wait_view(&mut s, REVIEW_WORKER, |v| v["outcome"] == "succeeded");
 
     // Native children and managed workers cannot spawn; a coordinator cannot report.
-    let mut native = w.serve("ses_native", &[("PI_THREADS_SELF_ID", "thread_aaaaaaaaaaaa")]);
+    let mut native = w.serve(
+        "ses_native",
+        &[("PI_THREADS_SELF_ID", "thread_aaaaaaaaaaaa")],
+    );
     let e = error(&mut native, "threads_spawn", spawn_params(&w, "x", "x"));
     assert_eq!(e["code"], "forbidden");
     assert!(message(&e)
@@ -748,7 +784,11 @@ fn roles_and_report_dedupe_across_processes() {
     assert_eq!(v["hidden"], false);
     let hidden: Option<i64> = w
         .conn()
-        .query_row("SELECT hidden FROM threads WHERE id = ?1", [REVIEW_WORKER], |r| r.get(0))
+        .query_row(
+            "SELECT hidden FROM threads WHERE id = ?1",
+            [REVIEW_WORKER],
+            |r| r.get(0),
+        )
         .unwrap();
     assert_eq!(hidden, Some(0));
     s.close(Duration::from_secs(20));
@@ -767,9 +807,7 @@ fn directories_granted_paths_and_agent_profiles() {
     std::os::unix::fs::symlink(root.join("beta"), root.join("beta_link")).unwrap();
     std::os::unix::fs::symlink("/", root.join("root_link")).unwrap();
     let p = |name: &str| root.join(name).display().to_string();
-    let spawn = |paths: Value| {
-        json!({"key": "g", "title": "Grants", "directory": w.work(), "task": "Use grants", "paths": paths})
-    };
+    let spawn = |paths: Value| json!({"key": "g", "title": "Grants", "directory": w.work(), "task": "Use grants", "paths": paths});
     tool(&mut s, "threads_list", json!({}));
     let before = w.count("SELECT count(*) FROM threads");
 
@@ -822,7 +860,11 @@ fn directories_granted_paths_and_agent_profiles() {
     let id = v["workerID"].as_str().unwrap().to_string();
     let granted: String = w
         .conn()
-        .query_row("SELECT granted_paths FROM threads WHERE id = ?1", [&id], |r| r.get(0))
+        .query_row(
+            "SELECT granted_paths FROM threads WHERE id = ?1",
+            [&id],
+            |r| r.get(0),
+        )
         .unwrap();
     assert_eq!(
         serde_json::from_str::<Value>(&granted).unwrap(),
@@ -830,7 +872,11 @@ fn directories_granted_paths_and_agent_profiles() {
     );
     let fp: String = w
         .conn()
-        .query_row("SELECT fingerprint FROM threads WHERE id = ?1", [&id], |r| r.get(0))
+        .query_row(
+            "SELECT fingerprint FROM threads WHERE id = ?1",
+            [&id],
+            |r| r.get(0),
+        )
         .unwrap();
     assert_eq!(
         fp,
@@ -851,7 +897,11 @@ fn directories_granted_paths_and_agent_profiles() {
         p("beta")
     )));
     // The same grants spelled differently are the same request; other grants are not.
-    let v = tool(&mut s, "threads_spawn", spawn(json!([p("beta"), p("alpha")])));
+    let v = tool(
+        &mut s,
+        "threads_spawn",
+        spawn(json!([p("beta"), p("alpha")])),
+    );
     assert_eq!(v["workerID"], id.as_str());
     let e = error(&mut s, "threads_spawn", spawn(json!([p("alpha")])));
     assert_eq!(e["code"], "conflict");
@@ -863,7 +913,10 @@ fn directories_granted_paths_and_agent_profiles() {
         json!({"key": "r", "title": "t", "directory": w.work(), "task": "x", "agent": "reviewer"}),
     );
     assert_eq!(e["code"], "invalid_params");
-    assert!(message(&e).starts_with("Unknown agent \"reviewer\": no profile at"), "{e}");
+    assert!(
+        message(&e).starts_with("Unknown agent \"reviewer\": no profile at"),
+        "{e}"
+    );
     assert!(message(&e).contains("Repair:"));
     let agents = root.join("agent").join("agents");
     std::fs::create_dir_all(&agents).unwrap();
@@ -897,7 +950,63 @@ fn directories_granted_paths_and_agent_profiles() {
         "threads_spawn",
         json!({"key": "r", "title": "t", "directory": w.work(), "task": "x"}),
     );
-    assert_eq!(e["code"], "conflict", "dropping the agent changes the request");
+    assert_eq!(
+        e["code"], "conflict",
+        "dropping the agent changes the request"
+    );
+    s.close(Duration::from_secs(20));
+    assert!(w.leftovers().is_empty());
+}
+
+#[test]
+fn a_rejected_prompt_is_a_failed_run_and_stays_pending() {
+    let w = world(r#"{"reject_prompts": "No API key found for scripted."}"#);
+    let mut s = w.serve(COORD, &[("THREADBASE_MAX_WORKERS", "1")]);
+    let v = tool(&mut s, "threads_spawn", spawn_params(&w, "review", "Task"));
+    assert_eq!(v["outcome"], "failed");
+    assert_eq!(
+        w.count("SELECT count(*) FROM mailbox WHERE state = 'pending' AND direction = 'to_child'"),
+        1
+    );
+    assert_eq!(
+        tool(&mut s, "threads_list", json!({}))["statuses"][REVIEW_WORKER],
+        "failed"
+    );
+    // A failed worker frees its slot.
+    tool(&mut s, "threads_spawn", spawn_params(&w, "other", "Task"));
+    s.close(Duration::from_secs(20));
+    assert!(w.leftovers().is_empty());
+}
+
+#[test]
+fn a_crashed_coordinator_leaves_an_interrupted_worker_that_a_retry_relaunches() {
+    let w = world(r#"{"turns": [{"steps": [{"delay_ms": 30000}, {"text": "late"}]}]}"#);
+    let mut s = w.serve(COORD, &[("THREADBASE_MAX_WORKERS", "1")]);
+    let params = spawn_params(&w, "review", "Long task");
+    tool(&mut s, "threads_spawn", params.clone());
+    wait_until("the prompt", Duration::from_secs(10), || {
+        w.user_messages(REVIEW_WORKER).len() == 1
+    });
+    s.child.kill().unwrap();
+    s.child.wait().unwrap();
+    // The next serve of any session restores the orphan: closed as stale, its process killed.
+    let mut s = w.serve(COORD, &[("THREADBASE_MAX_WORKERS", "1")]);
+    wait_until("the orphan to be killed", Duration::from_secs(10), || {
+        w.worker_processes(REVIEW_WORKER).is_empty()
+    });
+    let snap = call(
+        &mut s,
+        "threads.snapshot",
+        json!({"coordinatorIDs": [COORD]}),
+    );
+    assert_eq!(snap["workers"][0]["outcome"], "interrupted");
+    // Its slot is free; the identical retry relaunches it without re-sending the prompt.
+    let v = tool(&mut s, "threads_spawn", params);
+    assert_eq!(v["outcome"], "interrupted");
+    assert_eq!(w.worker_processes(REVIEW_WORKER).len(), 1);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(w.user_messages(REVIEW_WORKER).len(), 1);
+    tool(&mut s, "threads_spawn", spawn_params(&w, "next", "Next"));
     s.close(Duration::from_secs(20));
     assert!(w.leftovers().is_empty());
 }

@@ -660,8 +660,11 @@ mod tests {
 
     #[test]
     fn strict_shapes() {
-        let e = parse("threads_spawn", &json!({"key": "k", "title": "t", "directory": "/", "task": "x", "extra": 1}))
-            .unwrap_err();
+        let e = parse(
+            "threads_spawn",
+            &json!({"key": "k", "title": "t", "directory": "/", "task": "x", "extra": 1}),
+        )
+        .unwrap_err();
         assert!(e.message.starts_with("Invalid threads_spawn parameters: unexpected field extra (allowed: key, title, directory, task, agent, paths). Repair:"), "{}", e.message);
         let e = parse("threads_spawn", &json!({"key": ""})).unwrap_err();
         assert!(
@@ -683,7 +686,9 @@ mod tests {
             &json!({"workerID": "ses_x", "key": long, "text": "t"}),
         )
         .unwrap_err();
-        assert!(e.message.contains("key must be at most 200 characters, got 201"));
+        assert!(e
+            .message
+            .contains("key must be at most 200 characters, got 201"));
         // Astral characters count two units each, like JavaScript.
         let e = parse(
             "threads_send",
@@ -697,8 +702,14 @@ mod tests {
         )
         .unwrap();
         assert!(matches!(ok, WorkerRequest::Send { .. }));
-        assert_eq!(parse("threads_list", &json!({})).unwrap(), WorkerRequest::List);
-        assert_eq!(parse("threads_list", &Value::Null).unwrap(), WorkerRequest::List);
+        assert_eq!(
+            parse("threads_list", &json!({})).unwrap(),
+            WorkerRequest::List
+        );
+        assert_eq!(
+            parse("threads_list", &Value::Null).unwrap(),
+            WorkerRequest::List
+        );
         assert!(parse("threads_list", &json!({"x": 1})).is_err());
         // paths: [] is absent; more than 16 are refused; items are non-empty strings.
         let r = parse(
@@ -706,14 +717,19 @@ mod tests {
             &json!({"key": "k", "title": "t", "directory": "/d", "task": "x", "paths": []}),
         )
         .unwrap();
-        assert!(matches!(r, WorkerRequest::Spawn(SpawnRequest { paths: None, .. })));
+        assert!(matches!(
+            r,
+            WorkerRequest::Spawn(SpawnRequest { paths: None, .. })
+        ));
         let many: Vec<String> = (0..17).map(|i| format!("/p{i}")).collect();
         let e = parse(
             "threads_spawn",
             &json!({"key": "k", "title": "t", "directory": "/d", "task": "x", "paths": many}),
         )
         .unwrap_err();
-        assert!(e.message.contains("paths must list at most 16 directories, got 17"));
+        assert!(e
+            .message
+            .contains("paths must list at most 16 directories, got 17"));
         let e = parse(
             "threads_spawn",
             &json!({"key": "k", "title": "t", "directory": "/d", "task": "x", "paths": "/a"}),
@@ -742,10 +758,16 @@ mod tests {
             &json!({"verdict": "OK", "summary": " ", "evidence": [1]}),
         )
         .unwrap_err();
-        assert!(e.message.contains("verdict must be one of PASS, PASS WITH NOTES, FAIL, INCONCLUSIVE; got \"OK\""));
+        assert!(e.message.contains(
+            "verdict must be one of PASS, PASS WITH NOTES, FAIL, INCONCLUSIVE; got \"OK\""
+        ));
         assert!(e.message.contains("summary must be non-empty text"));
         assert!(e.message.contains("evidence must be an array of strings"));
-        let e = parse("threads_report", &json!({"verdict": "PASS", "summary": "s"})).unwrap_err();
+        let e = parse(
+            "threads_report",
+            &json!({"verdict": "PASS", "summary": "s"}),
+        )
+        .unwrap_err();
         assert!(e.message.contains("missing required field evidence"));
         let ids: Vec<String> = (0..101).map(|i| format!("ses_{i}")).collect();
         let e = parse("threads.snapshot", &json!({"coordinatorIDs": ids})).unwrap_err();

@@ -22,6 +22,10 @@
 //!   closed worker without a stored outcome (its process closed before the first run ended,
 //!   e.g. restored as stale by another process) reads as `failed`/`interrupted` (SQL in
 //!   `worker_by_id.sql` and `worker_slots_used.sql`). A prompt the child rejects is `failed`.
+//! - **Model** (`{providerID, id, variant?}`) is the one the worker's Pi args name
+//!   (`--provider`/`--model`, inherited or from the agent profile), stored at spawn; otherwise
+//!   it is read from the worker's session file (last `model_change` or assistant message) when
+//!   its first run ends. No `get_state` is sent for it, so no extra answer races a run.
 //! - **Report** is called by the worker's own serve (caller = workerID): the report row and a
 //!   `to_parent` mailbox row `kind = 'report'` (the coordinator's notice) are inserted in one
 //!   transaction; the row watcher of the coordinator's serve delivers that notice.
@@ -58,8 +62,8 @@ const REPORT_SEND_KEY: &str = "report";
 const INTERRUPT_SETTLE: Duration = Duration::from_millis(3_000);
 /// RPC timeout of the abort a `threads_interrupt` sends.
 const ABORT_TIMEOUT: Duration = Duration::from_millis(5_000);
-/// RPC timeout of the `get_state` that reads a new worker's model.
-const MODEL_TIMEOUT: Duration = Duration::from_millis(2_000);
+/// How long an unanswered initial prompt waits to see whether the child is closing.
+const CLOSE_SETTLE: Duration = Duration::from_millis(2_000);
 
 /// Per-worker locks: launches and deliveries of one worker never overlap in this process.
 static LOCKS: LazyLock<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>> =
@@ -150,7 +154,6 @@ struct WorkerRow {
     owner: Option<ProcessIdentity>,
     report_message_id: Option<String>,
     parent_path: Option<String>,
-    has_model: bool,
 }
 
 impl WorkerRow {
@@ -202,7 +205,6 @@ impl WorkerRow {
             }),
             report_message_id: r.get(17)?,
             parent_path: r.get(18)?,
-            has_model: model.is_some(),
         })
     }
 }
@@ -374,7 +376,7 @@ async fn spawn(e: &Engine, req: SpawnRequest) -> Result<Value> {
         None => Vec::new(),
     };
     let inherited = argpolicy::inherited_args(&e.cfg.parent_args, &e.cfg.cwd);
-    argpolicy::merge_args(&inherited, &args)?;
+    let model = contract::model_from_args(&argpolicy::merge_args(&inherited, &args)?);
     let worker_id = worker_identity(&coordinator, &req.key);
     let fp = fingerprint(
         &req.title,
@@ -440,6 +442,7 @@ async fn spawn(e: &Engine, req: SpawnRequest) -> Result<Value> {
                 ":fingerprint": fp,
                 ":agent": req.agent,
                 ":granted_paths": paths.as_ref().map(|p| json!(p).to_string()),
+                ":model": model.as_ref().map(Value::to_string),
                 ":initial_message_id": initial_message_id,
                 ":report_message_id": new_message_id(),
                 ":now": now,
@@ -474,8 +477,18 @@ async fn drive(e: &Engine, id: &str) -> Result<()> {
         if row.facts.status == "live" && row.owner.is_some_and(|o| o != me && o.is_alive()) {
             return Ok(());
         }
-        if !launch(e, &row).await? {
-            return Ok(());
+        match launch(e, &row).await {
+            Ok(true) => {}
+            Ok(false) => return Ok(()),
+            Err(err) => {
+                // A worker whose process never started is closed as failed (frees its slot).
+                e.store.write(|tx| {
+                    tx.prepare_cached(include_str!("../../sql/thread_close_unlaunched.sql"))?
+                        .execute((id, &err.message, now_iso()))?;
+                    Ok(())
+                })?;
+                return Err(err);
+            }
         }
     }
     deliver_pending(e, id).await
@@ -582,11 +595,14 @@ async fn launch(e: &Engine, row: &WorkerRow) -> Result<bool> {
     let inherited = argpolicy::inherited_args(&e.cfg.parent_args, &e.cfg.cwd);
     let merged = argpolicy::merge_args(&inherited, &row.args)?;
     let approve = argpolicy::should_approve(e.cfg.trusted, &e.cfg.cwd, &cwd);
-    let title = row.facts.title.clone().unwrap_or_else(|| row.facts.key.clone());
+    let title = row
+        .facts
+        .title
+        .clone()
+        .unwrap_or_else(|| row.facts.key.clone());
     let argv = argpolicy::child_argv(&e.cfg.pi_command, &merged, Some(&session), &title, approve);
-    let launched = e
-        .rt
-        .launch(LaunchSpec {
+    let launched =
+        e.rt.launch(LaunchSpec {
             thread_id: id.clone(),
             argv,
             cwd,
@@ -598,17 +614,7 @@ async fn launch(e: &Engine, row: &WorkerRow) -> Result<bool> {
             },
         })
         .await;
-    let outcome = match launched {
-        Ok(o) => o,
-        Err(err) => {
-            e.store.write(|tx| {
-                tx.prepare_cached(include_str!("../../sql/thread_close_unlaunched.sql"))?
-                    .execute((&id, &err.message, now_iso()))?;
-                Ok(())
-            })?;
-            return Err(err);
-        }
-    };
+    let outcome = launched?;
     if let Some(view) = e.rt.watch(&id) {
         tokio::spawn(monitor(
             e.store.clone(),
@@ -618,46 +624,42 @@ async fn launch(e: &Engine, row: &WorkerRow) -> Result<bool> {
             marks,
         ));
     }
-    if !row.has_model {
-        record_model(e, &id, &merged).await;
-    }
     let Some(first) = first else {
         return Ok(true);
     };
+    // No answer: either the child is slow (the prompt sits in its input and counts as
+    // delivered) or it closed before answering (the prompt stays pending).
     match outcome.prompt_accepted {
         Some(true) => mark_delivered(e, first.id)?,
-        None if e.rt.is_live(&id) => mark_delivered(e, first.id)?,
-        _ => {
-            if e.rt.is_live(&id) {
-                set_outcome(&e.store, &id, "failed")?;
-            }
+        None if !closing(e, &id).await => mark_delivered(e, first.id)?,
+        None => return Ok(false),
+        Some(false) => {
+            rejected(e, &id).await?;
             return Ok(false);
         }
     }
     Ok(true)
 }
 
-/// Stores the model the child reports (`get_state`), else the one its args name.
-async fn record_model(e: &Engine, id: &str, args: &[String]) {
-    let reported =
-        e.rt.call(id, "get_state", json!({}), MODEL_TIMEOUT)
-            .await
-            .ok()
-            .filter(|r| r.success)
-            .and_then(|r| {
-                let m = &r.data["model"];
-                match (m["provider"].as_str(), m["id"].as_str()) {
-                    (Some(p), Some(i)) => Some(json!({"providerID": p, "id": i})),
-                    _ => None,
-                }
-            });
-    if let Some(model) = reported.or_else(|| contract::model_from_args(args)) {
-        let _ = e.store.write(|tx| {
-            tx.prepare_cached(include_str!("../../sql/worker_set_model.sql"))?
-                .execute((id, model.to_string()))?;
-            Ok(())
-        });
+/// Whether the child is closing (or closed): a child whose pipes closed is recorded closed
+/// within the pipe drain time, so this waits up to [`CLOSE_SETTLE`] for that.
+async fn closing(e: &Engine, id: &str) -> bool {
+    match e.rt.watch(id) {
+        Some(mut view) => matches!(
+            tokio::time::timeout(CLOSE_SETTLE, view.wait_for(|v| v.closed)).await,
+            Ok(Ok(_))
+        ),
+        None => true,
     }
+}
+
+/// A message the child refused: a run that could not start is `failed` (unless the refusal
+/// was the child closing, which its monitor records).
+async fn rejected(e: &Engine, id: &str) -> Result<()> {
+    if !closing(e, id).await {
+        set_outcome(&e.store, id, "failed")?;
+    }
+    Ok(())
 }
 
 /// Sends every pending message of a live worker in order: `prompt` when it is idle, else
@@ -667,7 +669,9 @@ async fn deliver_pending(e: &Engine, id: &str) -> Result<()> {
         if !e.rt.is_live(id) {
             break;
         }
-        let idle = e.rt.watch(id).is_some_and(|v| v.borrow().phase == Phase::Idle);
+        let idle =
+            e.rt.watch(id)
+                .is_some_and(|v| v.borrow().phase == Phase::Idle);
         let mode = if idle {
             SendMode::Prompt
         } else {
@@ -678,9 +682,7 @@ async fn deliver_pending(e: &Engine, id: &str) -> Result<()> {
             // Accepted, or written and not answered in time: the child has it in its input.
             Some(true) | None => mark_delivered(e, m.id)?,
             Some(false) => {
-                if e.rt.is_live(id) {
-                    set_outcome(&e.store, id, "failed")?;
-                }
+                rejected(e, id).await?;
                 break;
             }
         }
@@ -750,6 +752,7 @@ async fn monitor(
                         } else {
                             "succeeded"
                         };
+                        learn_model(&store, &id);
                         if let Err(err) = set_outcome(&store, &id, outcome) {
                             eprintln!("threadbase: recording the outcome of {id} failed: {err}");
                         }
@@ -772,6 +775,44 @@ async fn monitor(
         eprintln!("threadbase: recording the outcome of {id} failed: {err}");
     }
     interrupting().remove(&id);
+}
+
+/// A worker whose args name no model learns it from its session file after a run: the last
+/// `model_change` entry or assistant message with `provider` and `modelId`/`model`.
+fn learn_model(store: &Store, id: &str) {
+    let source: Option<(bool, Option<String>)> = store.read().ok().and_then(|conn| {
+        conn.prepare_cached(include_str!("../../sql/worker_model_source.sql"))
+            .ok()?
+            .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .ok()
+    });
+    let Some((false, Some(file))) = source else {
+        return;
+    };
+    let Ok(text) = std::fs::read_to_string(&file) else {
+        return;
+    };
+    let model = text
+        .lines()
+        .rev()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find_map(|entry| {
+            let (provider, model) = match entry["type"].as_str() {
+                Some("model_change") => (&entry["provider"], &entry["modelId"]),
+                Some("message") if entry["message"]["role"] == "assistant" => {
+                    (&entry["message"]["provider"], &entry["message"]["model"])
+                }
+                _ => return None,
+            };
+            Some(json!({"providerID": provider.as_str()?, "id": model.as_str()?}))
+        });
+    if let Some(model) = model {
+        let _ = store.write(|tx| {
+            tx.prepare_cached(include_str!("../../sql/worker_set_model.sql"))?
+                .execute((id, model.to_string()))?;
+            Ok(())
+        });
+    }
 }
 
 /// The process closed: a run in progress ends `interrupted` (`failed` for a failed exit or an
@@ -855,7 +896,9 @@ async fn interrupt(e: &Engine, worker_id: &str) -> Result<Value> {
     let row = owned(e, worker_id)?;
     let id = row.id().to_string();
     if e.rt.is_live(&id) {
-        let running = e.rt.watch(&id).is_some_and(|v| v.borrow().phase != Phase::Idle);
+        let running =
+            e.rt.watch(&id)
+                .is_some_and(|v| v.borrow().phase != Phase::Idle);
         if running {
             interrupting().insert(id.clone());
         }
@@ -867,7 +910,9 @@ async fn interrupt(e: &Engine, worker_id: &str) -> Result<Value> {
             }
             interrupting().remove(&id);
         }
-    } else if row.facts.status == "live" && row.owner.is_some_and(|o| o != e.rt.owner() && o.is_alive()) {
+    } else if row.facts.status == "live"
+        && row.owner.is_some_and(|o| o != e.rt.owner() && o.is_alive())
+    {
         // Another serve holds the pipes: ask it through a command row (its watcher aborts).
         e.store.write(|tx| {
             tx.prepare_cached(include_str!("../../sql/worker_interrupt_command.sql"))?

@@ -4,7 +4,9 @@
 //! which slows the child through its pipe).
 //!
 //! A batch commits when it holds [`MAX_BATCH`] operations, when [`MAX_DELAY`] has passed since
-//! its first operation, or at a flush barrier. Operations apply in the order they were sent.
+//! its first operation, or at a flush barrier or an ordered write (whose sender waits for it).
+//! Operations apply in the order they were sent. While a batch is open and the channel is
+//! empty the writer sleeps until the batch is due; senders of a flush or a write wake it.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -66,27 +68,47 @@ pub enum IngestOp {
 #[derive(Clone)]
 pub struct Ingest {
     tx: mpsc::Sender<IngestOp>,
+    /// The writer thread, woken early for operations someone waits on.
+    writer: std::thread::Thread,
+}
+
+impl IngestOp {
+    /// A flush or an ordered write: someone waits for its commit, so its batch ends with it.
+    fn ends_batch(&self) -> bool {
+        matches!(self, IngestOp::Flush(_) | IngestOp::Write(..))
+    }
 }
 
 impl Ingest {
     /// Starts the writer thread for `store`. It ends when every `Ingest` clone is dropped.
     pub fn start(store: Arc<Store>) -> Ingest {
         let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
-        std::thread::Builder::new()
+        let handle = std::thread::Builder::new()
             .name("threadbase-ingest".into())
             .spawn(move || writer_loop(store, rx))
             .expect("spawn the ingest thread");
-        Ingest { tx }
+        Ingest {
+            tx,
+            writer: handle.thread().clone(),
+        }
     }
 
     /// Queues an operation, waiting for room when the channel is full.
     pub async fn send(&self, op: IngestOp) {
+        let wake = op.ends_batch();
         let _ = self.tx.send(op).await;
+        if wake {
+            self.writer.unpark();
+        }
     }
 
     /// Queues an operation from blocking code.
     pub fn send_blocking(&self, op: IngestOp) {
+        let wake = op.ends_batch();
         let _ = self.tx.blocking_send(op);
+        if wake {
+            self.writer.unpark();
+        }
     }
 
     /// Waits until everything sent before has been committed.
@@ -126,20 +148,23 @@ impl Ingest {
 fn writer_loop(store: Arc<Store>, mut rx: mpsc::Receiver<IngestOp>) {
     let mut batch: Vec<IngestOp> = Vec::with_capacity(MAX_BATCH);
     while let Some(first) = rx.blocking_recv() {
-        let started = Instant::now();
-        let mut flush = matches!(first, IngestOp::Flush(_));
+        let due = Instant::now() + MAX_DELAY;
+        let mut ends = first.ends_batch();
         batch.push(first);
-        while !flush && batch.len() < MAX_BATCH {
+        while !ends && batch.len() < MAX_BATCH {
             match rx.try_recv() {
                 Ok(op) => {
-                    flush = matches!(op, IngestOp::Flush(_));
+                    ends = op.ends_batch();
                     batch.push(op);
                 }
                 Err(mpsc::error::TryRecvError::Empty) => {
-                    if started.elapsed() >= MAX_DELAY {
+                    let now = Instant::now();
+                    if now >= due {
                         break;
                     }
-                    std::thread::sleep(Duration::from_micros(200));
+                    // One sleep per batch instead of a poll loop; `Ingest::send` unparks it
+                    // for a flush or a write (an unpark before the park is not lost).
+                    std::thread::park_timeout(due - now);
                 }
                 Err(mpsc::error::TryRecvError::Disconnected) => break,
             }

@@ -792,7 +792,9 @@ async fn read_stdout(rt: Runtime, child: Arc<Child>, stdout: tokio::process::Chi
                     }
                 };
                 rt.apply(&child, effects).await;
-                if child.rpc.deliver_with(&v, refreshed_idle) || v.get("id").is_some_and(|id| !id.is_null()) {
+                if child.rpc.deliver_with(&v, refreshed_idle)
+                    || v.get("id").is_some_and(|id| !id.is_null())
+                {
                     continue;
                 }
                 let err = v["error"].as_str().unwrap_or("unknown error");

@@ -42,7 +42,10 @@ fn configure(conn: &Connection) -> rusqlite::Result<()> {
     // rebound (a `LIMIT ?`, or `status = :state` tried against the partial index
     // `threads_live`), and the next step re-prepares it: every cached statement would pay a
     // full prepare (tens of µs) on each call with new values.
-    conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+        true,
+    )?;
     conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")?;
     conn.set_prepared_statement_cache_capacity(64);
     Ok(())

@@ -1,0 +1,136 @@
+//! A real Pi worker (contract C) against the fake LLM: the coordinator (this test, through
+//! `threadbase serve`) spawns a worker whose Pi loads the threadbase extension with the worker
+//! tools; the scripted model calls `threads_report`; the worker's own `serve` stores the report
+//! and the coordinator's `serve` delivers it as a notice exactly once. Skips without Pi unless
+//! CI=true.
+
+#[path = "support/fake_llm.rs"]
+mod fake_llm;
+#[path = "support/serve_client.rs"]
+mod serve_client;
+
+use std::time::{Duration, Instant};
+
+use fake_llm::{hermetic_pi_env, pi_or_skip, FakeLlm, Step};
+use serde_json::{json, Value};
+use serve_client::{Serve, ServeSpec};
+
+#[test]
+fn a_real_pi_worker_reports_once_to_its_coordinator() {
+    let Some(pi) = pi_or_skip("a_real_pi_worker_reports_once_to_its_coordinator") else {
+        return;
+    };
+    let fake = FakeLlm::with_script([
+        Step::tool_call(
+            "threads_report",
+            json!({"verdict": "PASS", "summary": "All checks pass.", "evidence": ["cargo test: 12 passed"]}),
+        ),
+        Step::text("Reported."),
+    ]);
+    let env = hermetic_pi_env(&fake);
+    let extension = concat!(env!("CARGO_MANIFEST_DIR"), "/pi-extension/index.ts");
+    let mut argv: Vec<String> = pi.clone();
+    let mut skip = false;
+    for a in &env.args {
+        if skip {
+            skip = false;
+            continue;
+        }
+        match a.as_str() {
+            "--mode" => skip = true,
+            "--no-approve" => {}
+            _ => argv.push(a.clone()),
+        }
+    }
+    argv.extend(["-e".to_string(), extension.to_string()]);
+    let db = env.root.path().join("db.sqlite");
+    let mut vars = env.env.clone();
+    vars.push((
+        "THREADBASE_PI_COMMAND".into(),
+        serde_json::to_string(&argv).unwrap(),
+    ));
+    vars.push((
+        "THREADBASE_BIN".into(),
+        env!("CARGO_BIN_EXE_threadbase").into(),
+    ));
+    vars.push(("THREADBASE_DB".into(), db.display().to_string()));
+    vars.push(("THREADBASE_TOOLS".into(), "worker".into()));
+    let mut s = Serve::start(ServeSpec {
+        db: &db,
+        args: vec![
+            "--session-id".into(),
+            "ses_coordinator".into(),
+            "--cwd".into(),
+            env.cwd.display().to_string(),
+        ],
+        env: vars,
+        cwd: env.cwd.clone(),
+        clear_env: true,
+    });
+    let id = s.send(
+        "threads_spawn",
+        json!({"key": "verify", "title": "Verify", "directory": env.cwd.display().to_string(), "task": "Run the checks and report."}),
+    );
+    let view = s.response(id, Duration::from_secs(60));
+    assert!(view.get("error").is_none(), "{view}");
+    let worker_id = view["result"]["details"]["workerID"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        worker_id.starts_with("ses_") && worker_id.len() == 36,
+        "{worker_id}"
+    );
+
+    // The report arrives as exactly one notice.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let notices = loop {
+        let n: Vec<Value> = s
+            .notifications()
+            .into_iter()
+            .filter(|n| n["method"] == "notice")
+            .collect();
+        if !n.is_empty() {
+            break n;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no report notice; stderr: {}",
+            String::from_utf8_lossy(&s.stderr.lock().unwrap())
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let text = notices[0]["params"]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with(&format!("Managed worker {worker_id} (verify) report:")),
+        "{text}"
+    );
+    assert!(text.contains("All checks pass."), "{text}");
+
+    // The worker saw its tool result; the list shows the report and the PASS worker hidden.
+    fake.wait_for_requests(2, Duration::from_secs(60));
+    let id = s.send("threads_list", json!({}));
+    let list = s.response(id, Duration::from_secs(30));
+    let w = &list["result"]["details"]["workers"][0];
+    assert_eq!(w["report"]["verdict"], "PASS", "{list}");
+    assert_eq!(w["hidden"], true);
+    std::thread::sleep(Duration::from_millis(300));
+    let count = s
+        .notifications()
+        .into_iter()
+        .filter(|n| n["method"] == "notice")
+        .count();
+    assert_eq!(count, 1, "exactly one notice");
+
+    let status = s.close(Duration::from_secs(30));
+    assert!(status.success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !env.leftover_processes().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        env.leftover_processes().is_empty(),
+        "{:?}",
+        env.leftover_processes()
+    );
+}
