@@ -18,15 +18,13 @@
 //! it is read. Nothing here panics on client input: every malformed byte ends in a status code.
 //!
 //! The methods themselves sit behind [`WorkerRpc`], so the transport does not depend on how the
-//! views are built. [`StoreWorkerRpc`] is a self-contained implementation over the database
-//! (`sql/worker_views.sql`, `sql/worker_unhide.sql`); a shared WorkerView builder elsewhere in
-//! the engine can replace it by implementing the trait.
+//! views are built. [`StoreWorkerRpc`] serves the database through the engine's WorkerView
+//! builder (`engine::snapshot_workers`, `engine::restore_workers`).
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rusqlite::{named_params, Connection, Row};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -75,117 +73,16 @@ impl StoreWorkerRpc {
     }
 }
 
+/// Views come from the engine's one WorkerView builder, so HTTP and `serve` answer alike.
 impl WorkerRpc for StoreWorkerRpc {
     fn snapshot(&self, ids: &[String]) -> Result<Value> {
         let conn = self.store.read()?;
-        Ok(json!({ "workers": worker_views(&conn, ids)? }))
+        Ok(json!({ "workers": crate::engine::snapshot_workers(&conn, ids)? }))
     }
 
     fn restore(&self, ids: &[String]) -> Result<Value> {
-        self.store.write(|tx| {
-            unhide_workers(tx, ids)?;
-            Ok(json!({ "workers": worker_views(tx, ids)? }))
-        })
+        Ok(json!({ "workers": crate::engine::restore_workers(&self.store, ids)? }))
     }
-}
-
-/// The columns of `sql/worker_views.sql`: one worker row with its report, if any.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WorkerRow {
-    pub worker_id: String,
-    pub coordinator_id: String,
-    pub key: String,
-    pub title: Option<String>,
-    pub directory: String,
-    pub agent: Option<String>,
-    pub outcome: Option<String>,
-    /// The hidden override; `None` means "derived from the report".
-    pub hidden: Option<bool>,
-    pub verdict: Option<String>,
-    pub summary: Option<String>,
-    /// The evidence array as stored (JSON text).
-    pub evidence: Option<String>,
-}
-
-impl WorkerRow {
-    fn from_row(r: &Row<'_>) -> rusqlite::Result<Self> {
-        Ok(WorkerRow {
-            worker_id: r.get(0)?,
-            coordinator_id: r.get(1)?,
-            key: r.get(2)?,
-            title: r.get(3)?,
-            directory: r.get(4)?,
-            agent: r.get(5)?,
-            outcome: r.get(6)?,
-            hidden: r.get(7)?,
-            verdict: r.get(8)?,
-            summary: r.get(9)?,
-            evidence: r.get(10)?,
-        })
-    }
-}
-
-/// One WorkerView, fields in contract order: `workerID, coordinatorID, key, title, directory,
-/// agent, model, outcome, report, hidden`.
-///
-/// - `title`: the stored title, else the key.
-/// - `model`: always null here (the worker's model is not stored in a form this reads).
-/// - `report`: `{verdict, summary, evidence}` or null.
-/// - `hidden`: the override when set, else true exactly for a PASS or PASS WITH NOTES report.
-pub fn worker_view(row: &WorkerRow) -> Value {
-    let report = row.verdict.as_ref().map(|verdict| {
-        let evidence = row
-            .evidence
-            .as_deref()
-            .and_then(|e| serde_json::from_str::<Value>(e).ok())
-            .filter(Value::is_array)
-            .unwrap_or_else(|| json!([]));
-        json!({
-            "verdict": verdict,
-            "summary": row.summary.clone().unwrap_or_default(),
-            "evidence": evidence,
-        })
-    });
-    let passed = matches!(
-        row.verdict.as_deref(),
-        Some("PASS") | Some("PASS WITH NOTES")
-    );
-    let hidden = row.hidden.unwrap_or(passed);
-    json!({
-        "workerID": row.worker_id,
-        "coordinatorID": row.coordinator_id,
-        "key": row.key,
-        "title": row.title.clone().unwrap_or_else(|| row.key.clone()),
-        "directory": row.directory,
-        "agent": row.agent,
-        "model": Value::Null,
-        "outcome": row.outcome,
-        "report": report,
-        "hidden": hidden,
-    })
-}
-
-/// The stored worker rows of the given coordinators, ordered by coordinator then key.
-pub fn worker_rows(conn: &Connection, ids: &[String]) -> Result<Vec<WorkerRow>> {
-    let ids = serde_json::to_string(ids)?;
-    let mut stmt = conn.prepare_cached(include_str!("../sql/worker_views.sql"))?;
-    let rows = stmt
-        .query_map(named_params! { ":ids": ids }, WorkerRow::from_row)?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(rows)
-}
-
-/// The WorkerViews of the given coordinators.
-pub fn worker_views(conn: &Connection, ids: &[String]) -> Result<Vec<Value>> {
-    Ok(worker_rows(conn, ids)?.iter().map(worker_view).collect())
-}
-
-/// Sets the hidden override to false for every hidden worker of the given coordinators;
-/// returns how many rows changed.
-pub fn unhide_workers(conn: &Connection, ids: &[String]) -> Result<usize> {
-    let ids = serde_json::to_string(ids)?;
-    let mut stmt = conn.prepare_cached(include_str!("../sql/worker_unhide.sql"))?;
-    Ok(stmt.execute(named_params! { ":ids": ids, ":now": crate::time::now_iso() })?)
 }
 
 /// Parses a request body `{"input": {"coordinatorIDs": [...]}}` into the ids. The `input`
@@ -892,58 +789,5 @@ mod tests {
         assert!(!constant_time_eq(b"abc", b"abcd"));
         assert!(!constant_time_eq(b"", b"a"));
         assert!(constant_time_eq(b"", b""));
-    }
-
-    #[test]
-    fn worker_view_derives_title_report_and_hidden() {
-        let mut row = WorkerRow {
-            worker_id: "ses_w".into(),
-            coordinator_id: "ses_c".into(),
-            key: "review".into(),
-            title: None,
-            directory: "/work".into(),
-            agent: None,
-            outcome: None,
-            hidden: None,
-            verdict: None,
-            summary: None,
-            evidence: None,
-        };
-        let v = worker_view(&row);
-        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
-        assert_eq!(
-            keys,
-            [
-                "workerID",
-                "coordinatorID",
-                "key",
-                "title",
-                "directory",
-                "agent",
-                "model",
-                "outcome",
-                "report",
-                "hidden"
-            ]
-        );
-        assert_eq!(v["title"], "review");
-        assert_eq!(v["report"], Value::Null);
-        assert_eq!(v["hidden"], false);
-        row.verdict = Some("PASS WITH NOTES".into());
-        row.summary = Some("ok".into());
-        row.evidence = Some(r#"["cargo test"]"#.into());
-        let v = worker_view(&row);
-        assert_eq!(
-            v["report"],
-            json!({"verdict": "PASS WITH NOTES", "summary": "ok", "evidence": ["cargo test"]})
-        );
-        assert_eq!(v["hidden"], true);
-        row.hidden = Some(false);
-        assert_eq!(worker_view(&row)["hidden"], false);
-        row.verdict = Some("FAIL".into());
-        row.hidden = None;
-        assert_eq!(worker_view(&row)["hidden"], false);
-        row.hidden = Some(true);
-        assert_eq!(worker_view(&row)["hidden"], true);
     }
 }
