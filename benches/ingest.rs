@@ -302,12 +302,13 @@ async fn stream_once(
     db: &support::BenchDb,
     next: &mut usize,
     file: &StreamFile,
-) -> Duration {
+) -> (Duration, Duration) {
     let path = file.path.to_string_lossy().into_owned();
     let ids = launch_streamers(runtime, db, next, CHILDREN, &[&path]).await;
     let want = file.expected_seq * CHILDREN as i64;
     let deadline = Instant::now() + Duration::from_secs(120);
     let started = Instant::now();
+    let cpu = cpu_time();
     start_all(runtime, &ids).await;
     loop {
         let seen = committed(&db.store, &ids);
@@ -322,8 +323,45 @@ async fn stream_once(
         tokio::time::sleep(Duration::from_micros(500)).await;
     }
     let elapsed = started.elapsed();
+    let cpu = cpu_time() - cpu;
     stop_all(runtime, &ids).await;
-    elapsed
+    (elapsed, cpu)
+}
+
+/// CPU time of this process so far, all threads (user + system, from `/proc/self/stat`, in
+/// clock ticks of 10 ms).
+fn cpu_time() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
+    // After the command: state is field 3, utime 14 and stime 15.
+    let ticks: u64 = [11, 12]
+        .iter()
+        .filter_map(|&i| fields.get(i)?.parse::<u64>().ok())
+        .sum();
+    Duration::from_millis(ticks * 10)
+}
+
+/// Prints the median rate of the timed runs and the CPU this process spent per line.
+fn report_runs(label: &str, file: &StreamFile, runs: &mut [(Duration, Duration)]) {
+    if runs.is_empty() {
+        return;
+    }
+    runs.sort();
+    let (wall, _) = runs[runs.len() / 2];
+    let lines = (CHILDREN * file.lines) as f64;
+    let events = (CHILDREN as i64 * (file.expected_seq - 1)) as f64;
+    let cpu: Duration = runs.iter().map(|r| r.1).sum();
+    eprintln!(
+        "ingest_stream/{label}: {} runs of {CHILDREN} children x {} lines, median {:.0} lines/s \
+         ({:.0} recorded events/s), {:.2} us of CPU per line in this process",
+        runs.len(),
+        file.lines,
+        lines / wall.as_secs_f64(),
+        events / wall.as_secs_f64(),
+        cpu.as_secs_f64() * 1e6 / (lines * runs.len() as f64),
+    );
 }
 
 /// A child writing a timestamped `tool_execution_start` every 10 ms, and a reader thread that
@@ -470,6 +508,7 @@ fn stream_benches(c: &mut Criterion) {
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(10));
     for (name, file) in [("pi16_lines", &transcript), ("tool_events", &tools)] {
+        let mut runs = Vec::new();
         g.throughput(Throughput::Elements((CHILDREN * file.lines) as u64));
         g.bench_function(
             BenchmarkId::new(name, format!("{CHILDREN}x{}", file.lines)),
@@ -478,13 +517,16 @@ fn stream_benches(c: &mut Criterion) {
                     rt.block_on(async {
                         let mut total = Duration::ZERO;
                         for _ in 0..iters {
-                            total += stream_once(&runtime, &db, &mut next, file).await;
+                            let run = stream_once(&runtime, &db, &mut next, file).await;
+                            total += run.0;
+                            runs.push(run);
                         }
                         total
                     })
                 })
             },
         );
+        report_runs(name, file, &mut runs);
     }
 
     g.throughput(Throughput::Elements(1));

@@ -24,6 +24,10 @@
  *                       worker tools: threads_spawn, threads_list, threads_send,
  *                       threads_interrupt, threads_hide, threads_report).
  *
+ * `/threads` (a registered command): browses this session's threads with Pi's dialogs (select,
+ * confirm, notify) over the same serve connection: list (per level, via `parent`), poll summary,
+ * refresh, children, and stop after a confirmation. No start/send (contract's command boundary).
+ *
  * Notices (`{"method": "notice", ...}`: a worker's report for its coordinator, and other
  * mailbox messages due to this session) are delivered into the session as a custom message
  * that does not start a turn; the model sees it on its next turn.
@@ -356,6 +360,128 @@ const WORKER_TOOLS = [
 	},
 ] as const;
 
+// ---- /threads: an observability browser over Pi's dialog UI ----------------------------------
+
+/** Fixed entries of the `/threads` dialogs (thread entries start with their `/root/...` path). */
+const THREADS_UI = {
+	refresh: "⟳ Refresh",
+	up: "↑ Up",
+	close: "✕ Close",
+	actionRefresh: "Refresh",
+	actionChildren: "Children",
+	actionStop: "Stop",
+	actionBack: "Back",
+} as const;
+
+/** Longest summary shown in a dialog title or a notification. */
+const SUMMARY_CHARS = 1500;
+
+type ThreadCall = (params: Record<string, unknown>) => Promise<ToolResult>;
+
+function resultText(r: ToolResult): string {
+	return r.content
+		.filter((c) => c && c.type === "text")
+		.map((c) => c.text)
+		.join("\n")
+		.trim();
+}
+
+function clip(text: string, max = SUMMARY_CHARS): string {
+	return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+function errorText(e: unknown): string {
+	return e instanceof Error ? e.message : String(e);
+}
+
+/** One `/threads` option per thread: `path  phase  name`. */
+function threadOption(snap: any): string {
+	const name = typeof snap?.name === "string" && snap.name && snap.name !== snap.taskName ? `  ${snap.name}` : "";
+	return `${snap?.path ?? snap?.id ?? "?"}  ${snap?.phase ?? "?"}${name}`;
+}
+
+/**
+ * `/threads`: lists the current level's threads (`list` with `parent`: `.` at the top, else the
+ * thread whose children are shown), and for a picked thread shows its `poll` summary with the
+ * actions Refresh, Children, Stop (live threads only, after a confirmation) and Back. There is
+ * deliberately no way to start threads or send to them from here (contract: `/threads` command
+ * boundary); those stay tool-level primitives.
+ */
+async function browseThreads(ctx: any, call: ThreadCall): Promise<void> {
+	const ui = ctx.ui;
+	if (!ctx.hasUI) return;
+	/** Paths whose children are shown; empty: this session's own children. */
+	const levels: string[] = [];
+	for (;;) {
+		const parent = levels.length ? levels[levels.length - 1] : ".";
+		let listed: ToolResult;
+		try {
+			listed = await call({ action: "list", parent });
+		} catch (e) {
+			ui.notify(`threads: list failed: ${errorText(e)}`, "error");
+			if (!levels.length) return;
+			levels.pop();
+			continue;
+		}
+		const d: any = listed.details ?? {};
+		const threads: any[] = Array.isArray(d.threads) ? d.threads : [];
+		const byOption = new Map<string, any>();
+		for (const t of threads) byOption.set(threadOption(t), t);
+		const options = [...byOption.keys(), THREADS_UI.refresh];
+		if (levels.length) options.push(THREADS_UI.up);
+		options.push(THREADS_UI.close);
+		const where = levels.length ? `Threads under ${parent}` : "Threads of this session";
+		const counts = `${threads.length} (${d.liveCount ?? 0} live, ${d.closedCount ?? 0} closed)`;
+		const choice: string | undefined = await ui.select(`${where}: ${counts}`, options);
+		if (choice === undefined || choice === THREADS_UI.close) return;
+		if (choice === THREADS_UI.refresh) continue;
+		if (choice === THREADS_UI.up) {
+			levels.pop();
+			continue;
+		}
+		const picked = byOption.get(choice);
+		if (!picked) continue;
+		const next = await showThread(ui, call, String(picked.path ?? picked.id));
+		if (next === "children") levels.push(String(picked.path ?? picked.id));
+	}
+}
+
+/** The summary of one thread and its actions; tells the browser where to go next. */
+async function showThread(ui: any, call: ThreadCall, path: string): Promise<"back" | "children"> {
+	for (;;) {
+		let polled: ToolResult;
+		try {
+			polled = await call({ action: "poll", id: path, detail: "summary" });
+		} catch (e) {
+			ui.notify(`threads: poll ${path} failed: ${errorText(e)}`, "error");
+			return "back";
+		}
+		const snap: any = (polled.details as any)?.snapshot ?? {};
+		const summary = clip(resultText(polled) || `${path} is ${snap.status ?? "?"} / ${snap.phase ?? "?"}`);
+		ui.notify(summary, "info");
+		const actions: string[] = [THREADS_UI.actionRefresh, THREADS_UI.actionChildren];
+		if (snap.status === "live") actions.push(THREADS_UI.actionStop);
+		actions.push(THREADS_UI.actionBack);
+		const choice: string | undefined = await ui.select(summary, actions);
+		if (choice === undefined || choice === THREADS_UI.actionBack) return "back";
+		if (choice === THREADS_UI.actionChildren) return "children";
+		if (choice === THREADS_UI.actionRefresh) continue;
+		if (choice === THREADS_UI.actionStop) {
+			const yes: boolean = await ui.confirm(
+				`Stop ${path}?`,
+				"It is stopped gracefully (abort, then SIGTERM, then SIGKILL); the thread tool's resume can restart it later.",
+			);
+			if (!yes) continue;
+			try {
+				const stopped = await call({ action: "stop", id: path });
+				ui.notify(clip(resultText(stopped) || `Stopped ${path}.`), "info");
+			} catch (e) {
+				ui.notify(`threads: stop ${path} failed: ${errorText(e)}`, "error");
+			}
+		}
+	}
+}
+
 export default function threadbaseExtension(pi: ExtensionAPI) {
 	const tools = enabledTools();
 	// One server per session runtime: this factory runs again after a session switch/fork/new.
@@ -442,6 +568,13 @@ export default function threadbaseExtension(pi: ExtensionAPI) {
 					},
 				);
 			});
+		},
+	});
+
+	pi.registerCommand("threads", {
+		description: "Browse this session's threads: status, summary, children, stop.",
+		handler: async (_args, ctx) => {
+			await browseThreads(ctx, (params) => connection(identityOf(ctx)).request("thread", params));
 		},
 	});
 

@@ -1,6 +1,9 @@
 -- `list` with `ancestor`: every thread below a path as one range scan of threads_by_sort_key
 -- (:lo = key || '/', :hi = key || '0'); never LIKE, which would scan.
-SELECT * FROM threads
+SELECT id, manager_id, path, parent_path, parent_id, task_name, name, depth, cwd, args, status,
+       phase, agent_state, exit_kind, exit_code, exit_signal, exit_message, archived, hidden,
+       session_file, session_id, pid, pgid, owner_pid, last_seq, created_at, last_event_at
+FROM threads
 WHERE manager_id = :manager AND sort_key > :lo AND sort_key < :hi
   AND (:state = 'all' OR status = :state)
   AND (:visibility = 'all' OR archived = (:visibility = 'archived'))

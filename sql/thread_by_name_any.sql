@@ -1,2 +1,6 @@
 -- Threads with one task name in any manager, for the inspection CLI.
-SELECT * FROM threads WHERE task_name = ?1 ORDER BY sort_key, manager_id LIMIT ?2
+SELECT id, manager_id, path, parent_path, parent_id, task_name, name, depth, cwd, args, status,
+       phase, agent_state, exit_kind, exit_code, exit_signal, exit_message, archived, hidden,
+       session_file, session_id, pid, pgid, owner_pid, last_seq, created_at, last_event_at
+FROM threads
+WHERE task_name = ?1 ORDER BY sort_key, manager_id LIMIT ?2

@@ -5,6 +5,7 @@ mod http;
 mod inspect;
 mod serve;
 mod sql;
+mod top;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -89,6 +90,9 @@ pub enum Command {
     /// The threads RPC over HTTP: POST /threads/snapshot and /threads/restore with a bearer
     /// token, on this database (loopback only unless --allow-remote).
     Http(http::HttpArgs),
+    /// A terminal UI over the database: the thread tree per manager, filters, a detail pane
+    /// (the `poll` projection at tail detail) and an emergency stop.
+    Top,
     /// A child that speaks Pi's RPC protocol (1.6 dialect) and follows a JSON script; for tests
     /// and the demo. Pi's flags after the script are accepted as Pi accepts them.
     ScriptedAgent {
@@ -148,6 +152,10 @@ pub fn main() -> ExitCode {
         Command::Sql { query, json } => sql::run(&db, &query, json, &mut out),
         Command::Restore { json } => restore(&db, json, &mut out),
         Command::Http(args) => http::run(db, args, &mut out),
+        Command::Top => {
+            drop(out);
+            top::run(&db)
+        }
         Command::ScriptedAgent { script, args } => {
             drop(out);
             crate::scripted_agent::run(&script, &args)

@@ -147,75 +147,73 @@ impl Ingest {
 
 fn writer_loop(store: Arc<Store>, mut rx: mpsc::Receiver<IngestOp>) {
     let mut batch: Vec<IngestOp> = Vec::with_capacity(MAX_BATCH);
-    while let Some(first) = rx.blocking_recv() {
+    // Operations come off the channel in runs (`recv_many` hands back their permits at once).
+    while rx.blocking_recv_many(&mut batch, MAX_BATCH) > 0 {
         let due = Instant::now() + MAX_DELAY;
-        let mut ends = first.ends_batch();
-        batch.push(first);
+        let mut ends = batch.iter().any(IngestOp::ends_batch);
         while !ends && batch.len() < MAX_BATCH {
-            match rx.try_recv() {
-                Ok(op) => {
-                    ends = op.ends_batch();
-                    batch.push(op);
+            if !rx.is_empty() {
+                let from = batch.len();
+                if rx.blocking_recv_many(&mut batch, MAX_BATCH - from) == 0 {
+                    break;
                 }
-                Err(mpsc::error::TryRecvError::Empty) => {
-                    let now = Instant::now();
-                    if now >= due {
-                        break;
-                    }
-                    // One sleep per batch instead of a poll loop; `Ingest::send` unparks it
-                    // for a flush or a write (an unpark before the park is not lost).
-                    std::thread::park_timeout(due - now);
-                }
-                Err(mpsc::error::TryRecvError::Disconnected) => break,
+                ends = batch[from..].iter().any(IngestOp::ends_batch);
+                continue;
             }
+            let now = Instant::now();
+            if now >= due {
+                break;
+            }
+            // One sleep per batch instead of a poll loop; `Ingest::send` unparks it for a
+            // flush or a write (an unpark before the park is not lost).
+            std::thread::park_timeout(due - now);
         }
         commit(&store, &mut batch);
     }
 }
 
 /// Applies a batch in one transaction; if that fails, applies each operation on its own so
-/// one bad fact (say, for a deleted thread) does not lose the others.
+/// one bad fact (say, for a deleted thread) does not lose the others. Flushes are acknowledged
+/// after everything in the batch.
 fn commit(store: &Store, batch: &mut Vec<IngestOp>) {
     let mut acks = Vec::new();
-    let ops: Vec<IngestOp> = batch
-        .drain(..)
-        .filter_map(|op| match op {
-            IngestOp::Flush(ack) => {
-                acks.push(ack);
-                None
-            }
-            other => Some(other),
-        })
-        .collect();
-    if ops.iter().any(|op| matches!(op, IngestOp::Write(..))) {
-        // Closures run once; apply in order, each group of plain facts in one transaction.
+    if batch.iter().any(|op| matches!(op, IngestOp::Write(..))) {
+        // Closures run once; apply in order, each run of plain facts in one transaction.
         let mut plain = Vec::new();
-        for op in ops {
-            if let IngestOp::Write(f, done) = op {
-                apply_plain(store, std::mem::take(&mut plain));
-                let _ = done.send(store.write(f));
-            } else {
-                plain.push(op);
+        for op in batch.drain(..) {
+            match op {
+                IngestOp::Write(f, done) => {
+                    apply_plain(store, &plain);
+                    plain.clear();
+                    let _ = done.send(store.write(f));
+                }
+                IngestOp::Flush(ack) => acks.push(ack),
+                other => plain.push(other),
             }
         }
-        apply_plain(store, plain);
+        apply_plain(store, &plain);
     } else {
-        apply_plain(store, ops);
+        // `apply` skips the flushes.
+        apply_plain(store, batch);
+        acks.extend(batch.drain(..).filter_map(|op| match op {
+            IngestOp::Flush(ack) => Some(ack),
+            _ => None,
+        }));
     }
     for ack in acks {
         let _ = ack.send(());
     }
 }
 
-fn apply_plain(store: &Store, ops: Vec<IngestOp>) {
+fn apply_plain(store: &Store, ops: &[IngestOp]) {
     if ops.is_empty() {
         return;
     }
-    if store.write(|tx| apply(tx, &ops)).is_ok() {
+    if store.write(|tx| apply(tx, ops)).is_ok() {
         return;
     }
     for op in ops {
-        if let Err(e) = store.write(|tx| apply(tx, std::slice::from_ref(&op))) {
+        if let Err(e) = store.write(|tx| apply(tx, std::slice::from_ref(op))) {
             eprintln!("threadbase: dropped one ingest operation: {e}");
         }
     }
@@ -228,6 +226,7 @@ fn apply(tx: &Transaction<'_>, ops: &[IngestOp]) -> Result<()> {
     let mut index: HashMap<&str, usize> = HashMap::new();
     let mut partial: HashMap<&str, &str> = HashMap::new();
     let mut stderr: HashMap<&str, Vec<u8>> = HashMap::new();
+    let mut last: Option<(&Arc<str>, usize)> = None;
     for op in ops {
         match op {
             IngestOp::Event {
@@ -236,10 +235,18 @@ fn apply(tx: &Transaction<'_>, ops: &[IngestOp]) -> Result<()> {
                 kind,
                 data,
             } => {
-                let i = *index.entry(thread_id).or_insert_with(|| {
-                    events_by_thread.push((thread_id, Vec::new()));
-                    events_by_thread.len() - 1
-                });
+                // A child's events come in runs: look the thread up only when it changes.
+                let i = match last {
+                    Some((id, i)) if Arc::ptr_eq(id, thread_id) => i,
+                    _ => {
+                        let i = *index.entry(thread_id).or_insert_with(|| {
+                            events_by_thread.push((thread_id, Vec::new()));
+                            events_by_thread.len() - 1
+                        });
+                        last = Some((thread_id, i));
+                        i
+                    }
+                };
                 events_by_thread[i].1.push(NewEvent { at, kind, data });
             }
             IngestOp::Phase {

@@ -1,5 +1,6 @@
 //! Typed access to `managers` and `threads`.
 
+use rusqlite::types::ValueRef;
 use rusqlite::{named_params, Connection, OptionalExtension, Row};
 use serde::Serialize;
 
@@ -145,9 +146,12 @@ pub fn insert_thread(conn: &Connection, t: &NewThread) -> Result<()> {
     Ok(())
 }
 
-/// Positions of `threads` columns in `SELECT * FROM threads` (the table's declaration order,
-/// which later migrations only extend). Reading by position instead of by name halves the cost
-/// of a lookup; `store::tests` checks these against the live schema.
+/// The columns a thread-row query selects, in this order: exactly what [`ThreadRow`] holds
+/// (every `sql/` file read through [`query_threads`] spells them out). Naming them instead of
+/// `SELECT *` keeps SQLite from copying out the other columns (prompt, output, …) and from
+/// evaluating the virtual `sort_key` for every row; reading by position instead of by name
+/// skips a name lookup per field. `store::tests` checks every thread-row query against
+/// [`col::NAMES`], and [`query_threads`] refuses a statement with another column count.
 pub mod col {
     pub const ID: usize = 0;
     pub const MANAGER_ID: usize = 1;
@@ -162,27 +166,52 @@ pub mod col {
     pub const STATUS: usize = 10;
     pub const PHASE: usize = 11;
     pub const AGENT_STATE: usize = 12;
-    pub const STATUS_TEXT: usize = 13;
-    pub const EXIT_KIND: usize = 14;
-    pub const EXIT_CODE: usize = 15;
-    pub const EXIT_SIGNAL: usize = 16;
-    pub const EXIT_MESSAGE: usize = 17;
-    pub const EXIT_SYNTHETIC: usize = 18;
-    pub const ARCHIVED: usize = 19;
-    pub const HIDDEN: usize = 20;
-    pub const SESSION_FILE: usize = 21;
-    pub const SESSION_ID: usize = 22;
-    pub const PID: usize = 23;
-    pub const PGID: usize = 24;
-    pub const PROCESS_STARTED_AT: usize = 25;
-    pub const OWNER_PID: usize = 26;
-    pub const OWNER_STARTED_AT: usize = 27;
-    pub const LAUNCH_SEQ: usize = 28;
-    pub const STOP_REQUESTED: usize = 29;
-    pub const LAST_SEQ: usize = 30;
-    pub const CREATED_AT: usize = 31;
-    pub const UPDATED_AT: usize = 32;
-    pub const LAST_EVENT_AT: usize = 33;
+    pub const EXIT_KIND: usize = 13;
+    pub const EXIT_CODE: usize = 14;
+    pub const EXIT_SIGNAL: usize = 15;
+    pub const EXIT_MESSAGE: usize = 16;
+    pub const ARCHIVED: usize = 17;
+    pub const HIDDEN: usize = 18;
+    pub const SESSION_FILE: usize = 19;
+    pub const SESSION_ID: usize = 20;
+    pub const PID: usize = 21;
+    pub const PGID: usize = 22;
+    pub const OWNER_PID: usize = 23;
+    pub const LAST_SEQ: usize = 24;
+    pub const CREATED_AT: usize = 25;
+    pub const LAST_EVENT_AT: usize = 26;
+    /// How many columns a thread-row query returns.
+    pub const COUNT: usize = 27;
+    /// The column names, by position.
+    pub const NAMES: [&str; COUNT] = [
+        "id",
+        "manager_id",
+        "path",
+        "parent_path",
+        "parent_id",
+        "task_name",
+        "name",
+        "depth",
+        "cwd",
+        "args",
+        "status",
+        "phase",
+        "agent_state",
+        "exit_kind",
+        "exit_code",
+        "exit_signal",
+        "exit_message",
+        "archived",
+        "hidden",
+        "session_file",
+        "session_id",
+        "pid",
+        "pgid",
+        "owner_pid",
+        "last_seq",
+        "created_at",
+        "last_event_at",
+    ];
 }
 
 /// One `threads` row, as the engine reads it.
@@ -218,9 +247,23 @@ pub struct ThreadRow {
 }
 
 impl ThreadRow {
-    /// Maps a `SELECT * FROM threads` row by column position (see [`col`]).
+    /// Maps a thread-row query's row by column position (see [`col`]).
     pub fn from_row(r: &Row<'_>) -> rusqlite::Result<Self> {
-        let args: String = r.get(col::ARGS)?;
+        // `args` is a JSON array, almost always empty: skip the parse (and the copy) then.
+        let args = match r.get_ref(col::ARGS)? {
+            ValueRef::Text(b"[]") => Vec::new(),
+            ValueRef::Text(text) => serde_json::from_str(
+                std::str::from_utf8(text).map_err(|e| rusqlite::Error::Utf8Error(col::ARGS, e))?,
+            )
+            .unwrap_or_default(),
+            other => {
+                return Err(rusqlite::Error::InvalidColumnType(
+                    col::ARGS,
+                    col::NAMES[col::ARGS].into(),
+                    other.data_type(),
+                ))
+            }
+        };
         Ok(ThreadRow {
             id: r.get(col::ID)?,
             manager_id: r.get(col::MANAGER_ID)?,
@@ -231,7 +274,7 @@ impl ThreadRow {
             name: r.get(col::NAME)?,
             depth: r.get(col::DEPTH)?,
             cwd: r.get(col::CWD)?,
-            args: serde_json::from_str(&args).unwrap_or_default(),
+            args,
             status: r.get(col::STATUS)?,
             phase: r.get(col::PHASE)?,
             agent_state: r.get(col::AGENT_STATE)?,
@@ -257,13 +300,20 @@ impl ThreadRow {
     }
 }
 
-/// Runs a cached query that returns thread rows.
+/// Runs a cached query that returns thread rows (the columns of [`col`], in order).
 pub fn query_threads(
     conn: &Connection,
     sql: &str,
     params: impl rusqlite::Params,
 ) -> Result<Vec<ThreadRow>> {
     let mut stmt = conn.prepare_cached(sql)?;
+    if stmt.column_count() != col::COUNT {
+        return Err(crate::error::Error::internal(format!(
+            "A thread-row query returns {} columns instead of the {} of store::threads::col: {sql}",
+            stmt.column_count(),
+            col::COUNT
+        )));
+    }
     let rows = stmt.query_map(params, ThreadRow::from_row)?;
     Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
 }

@@ -1,0 +1,437 @@
+//! End to end: the `/threads` command of `pi-extension/index.ts` in real Pi 1.6 (RPC mode).
+//! The scripted parent model starts a thread (a `threadbase scripted-agent` child that stays
+//! busy); then the test sends the RPC command `{"type": "prompt", "message": "/threads"}`, which
+//! Pi runs as the extension command (its `prompt` response, `disposition: "handled"`, comes after
+//! the handler returns), and answers the command's dialogs (`extension_ui_request`) with
+//! `extension_ui_response`: pick the thread, Refresh, Children, Up, pick it again, Stop, confirm,
+//! Back, Close. The thread must end up closed with a `stopped` exit. Skips without Pi unless
+//! CI=true.
+
+#[path = "support/fake_llm.rs"]
+mod fake_llm;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use fake_llm::{hermetic_pi_env, pi_or_skip, FakeLlm, PiEnv, Step};
+use serde_json::{json, Value};
+
+/// Any one wait for a record of the parent (Pi startup, a turn, a dialog).
+const STEP_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long the parent may take to exit after stdin EOF.
+const EXIT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the serve and any child may take to go away after the parent exited.
+const CLEANUP_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The parent Pi in its own process group; dropping it SIGKILLs the group.
+struct Parent {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    stderr: Arc<Mutex<Vec<u8>>>,
+    seen: Vec<Value>,
+}
+
+impl Parent {
+    fn spawn(pi: &[String], env: &PiEnv, extra: &[&str], vars: &[(&str, String)]) -> Parent {
+        let mut cmd = env.command(pi, extra);
+        cmd.envs(vars.iter().map(|(k, v)| (k, v)));
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {:?}: {e}", env.argv(pi, extra)));
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().unwrap();
+        let mut stderr_pipe = child.stderr.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        {
+            let stderr = Arc::clone(&stderr);
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 8192];
+                while let Ok(n) = stderr_pipe.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    stderr.lock().unwrap().extend_from_slice(&buf[..n]);
+                }
+            });
+        }
+        Parent {
+            child,
+            stdin,
+            lines,
+            stderr,
+            seen: Vec::new(),
+        }
+    }
+
+    fn send(&mut self, cmd: &Value) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{cmd}").expect("write to pi stdin");
+        stdin.flush().expect("flush pi stdin");
+    }
+
+    fn dump(&self) -> String {
+        let events: Vec<String> = self.seen.iter().map(|v| v.to_string()).collect();
+        format!(
+            "--- parent stdout records ---\n{}\n--- parent stderr ---\n{}",
+            events.join("\n"),
+            String::from_utf8_lossy(&self.stderr.lock().unwrap())
+        )
+    }
+
+    fn wait_for(&mut self, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + STEP_TIMEOUT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    let value: Value = serde_json::from_str(&line).unwrap_or_else(|e| {
+                        panic!("stdout line is not JSON ({e}): {line:?}\n{}", self.dump())
+                    });
+                    self.seen.push(value.clone());
+                    if pred(&value) {
+                        return value;
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    panic!("timed out waiting for {what}\n{}", self.dump())
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    panic!("pi closed stdout while waiting for {what}\n{}", self.dump())
+                }
+            }
+        }
+    }
+
+    /// The next dialog or notification of the given method.
+    fn ui_request(&mut self, method: &str) -> Value {
+        self.wait_for(&format!("an extension_ui_request {method}"), |v| {
+            v["type"] == "extension_ui_request" && v["method"] == method
+        })
+    }
+
+    fn answer(&mut self, request: &Value, answer: Value) {
+        let mut response = json!({"type": "extension_ui_response", "id": request["id"]});
+        response
+            .as_object_mut()
+            .unwrap()
+            .extend(answer.as_object().unwrap().clone());
+        self.send(&response);
+    }
+
+    fn wait_exit(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Parent {
+    fn drop(&mut self) {
+        let pgid = rustix::process::Pid::from_child(&self.child);
+        let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// SIGKILLs every process carrying the env's marker when the test ends (after a failure).
+struct Reaper<'a>(&'a PiEnv);
+
+impl Drop for Reaper<'_> {
+    fn drop(&mut self) {
+        for pid in self.0.leftover_processes() {
+            if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            }
+        }
+    }
+}
+
+/// `threadbase --db DB sql --json QUERY`, parsed.
+fn sql(db: &Path, query: &str) -> Vec<Value> {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_threadbase"))
+        .arg("--db")
+        .arg(db)
+        .args(["sql", "--json", query])
+        .output()
+        .expect("run threadbase sql");
+    assert!(
+        out.status.success(),
+        "threadbase sql {query:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    match serde_json::from_slice(&out.stdout).expect("sql --json prints JSON") {
+        Value::Array(rows) => rows,
+        other => panic!("sql --json printed {other}"),
+    }
+}
+
+fn thread_row(db: &Path, path: &str) -> Value {
+    let rows = sql(
+        db,
+        &format!("SELECT id, path, status, phase, exit_kind FROM threads WHERE path = '{path}'"),
+    );
+    assert_eq!(rows.len(), 1, "{path}: {rows:#?}");
+    rows[0].clone()
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("not an array: {v}"))
+        .iter()
+        .map(|s| s.as_str().unwrap().to_string())
+        .collect()
+}
+
+fn extension_file() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("pi-extension/index.ts")
+}
+
+#[test]
+fn threads_command_lists_polls_and_stops_a_thread_through_pi_dialogs() {
+    let Some(pi) = pi_or_skip("threads_command_lists_polls_and_stops_a_thread_through_pi_dialogs")
+    else {
+        return;
+    };
+    let started = Instant::now();
+    let fake = FakeLlm::with_script([
+        Step::tool_call(
+            "thread",
+            json!({"action": "start", "prompt": "Watch the logs.", "taskName": "watched", "name": "Watcher"}),
+        ),
+        Step::text("Started."),
+    ]);
+    let env = hermetic_pi_env(&fake);
+    let _reaper = Reaper(&env);
+    let db = env.root.path().join("db.sqlite");
+    // The child: a scripted agent whose turn stays busy for 30 s (the stop ends it).
+    let script = env.root.path().join("child-script.json");
+    std::fs::write(
+        &script,
+        json!({"turns": [{"steps": [{"delay_ms": 30000}, {"text": "x"}]}]}).to_string(),
+    )
+    .unwrap();
+    let bin = env!("CARGO_BIN_EXE_threadbase").to_string();
+    let child_command = json!([
+        bin,
+        "scripted-agent",
+        "--script",
+        script.display().to_string()
+    ]);
+    let session = env.root.path().join("sessions").join("parent.jsonl");
+    let (session_arg, ext_arg) = (
+        session.display().to_string(),
+        extension_file().display().to_string(),
+    );
+    let mut p = Parent::spawn(
+        &pi,
+        &env,
+        &["--session", &session_arg, "-e", &ext_arg],
+        &[
+            ("THREADBASE_BIN", bin.clone()),
+            ("THREADBASE_DB", db.display().to_string()),
+            ("THREADBASE_PI_COMMAND", child_command.to_string()),
+        ],
+    );
+
+    // --- the parent model starts the thread -------------------------------------------------
+    p.send(&json!({"id": "p1", "type": "prompt", "message": "Start a watcher thread."}));
+    let response = p.wait_for("the p1 response", |v| {
+        v["type"] == "response" && v["id"] == "p1"
+    });
+    assert_eq!(response["success"], true, "{}", p.dump());
+    let end = p.wait_for("the thread tool's end", |v| {
+        v["type"] == "tool_execution_end" && v["toolName"] == "thread"
+    });
+    assert_eq!(end["isError"], false, "{end}\n{}", p.dump());
+    assert_eq!(
+        end["result"]["details"]["snapshot"]["path"],
+        "/root/watched"
+    );
+    p.wait_for("agent_settled", |v| v["type"] == "agent_settled");
+    assert_eq!(thread_row(&db, "/root/watched")["status"], "live");
+
+    // --- the command is registered ------------------------------------------------------------
+    p.send(&json!({"id": "c1", "type": "get_commands"}));
+    let commands = p.wait_for("the get_commands response", |v| {
+        v["type"] == "response" && v["id"] == "c1"
+    });
+    let threads_cmd = commands["data"]["commands"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["name"] == "threads"))
+        .unwrap_or_else(|| panic!("no /threads command: {commands}"))
+        .clone();
+    assert_eq!(threads_cmd["source"], "extension", "{threads_cmd}");
+
+    // --- /threads: the list ------------------------------------------------------------------
+    // In RPC mode a `prompt` starting with `/` runs a registered extension command (no LLM
+    // request); the response comes when the handler returns.
+    let requests_before = fake.completion_requests().len();
+    p.send(&json!({"id": "t1", "type": "prompt", "message": "/threads"}));
+    let list = p.ui_request("select");
+    let title = list["title"].as_str().unwrap().to_string();
+    assert!(title.starts_with("Threads of this session: 1 "), "{list}");
+    let options = strings(&list["options"]);
+    assert_eq!(options.len(), 3, "one thread, Refresh, Close: {options:?}");
+    let watched = options[0].clone();
+    let (path, rest) = watched.split_once("  ").expect("path  phase  name");
+    assert_eq!(path, "/root/watched", "{watched:?}");
+    let (phase, name) = rest.split_once("  ").expect("phase  name");
+    assert!(
+        ["starting", "busy", "idle"].contains(&phase),
+        "a live phase: {watched:?}"
+    );
+    assert_eq!(name, "Watcher", "{watched:?}");
+    assert_eq!(options[1..], ["⟳ Refresh", "✕ Close"], "{options:?}");
+    assert!(
+        !options
+            .iter()
+            .any(|o| o.to_lowercase().contains("start") || o.to_lowercase().contains("send")),
+        "no start/send entries: {options:?}"
+    );
+    p.answer(&list, json!({"value": watched}));
+
+    // --- the thread's poll summary and its actions ------------------------------------------
+    let summary = p.ui_request("notify");
+    let summary_text = summary["message"].as_str().unwrap().to_string();
+    assert!(
+        summary_text.starts_with("/root/watched (thread_") && summary_text.contains(" is live / "),
+        "the poll summary: {summary}"
+    );
+    let actions = p.ui_request("select");
+    assert_eq!(actions["title"], summary_text, "{actions}");
+    assert_eq!(
+        strings(&actions["options"]),
+        ["Refresh", "Children", "Stop", "Back"],
+        "{actions}"
+    );
+    // Refresh polls again.
+    p.answer(&actions, json!({"value": "Refresh"}));
+    let again = p.ui_request("notify");
+    assert!(
+        again["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("/root/watched (thread_"),
+        "{again}"
+    );
+    let actions = p.ui_request("select");
+    // Children: the (empty) level below the thread, with Up back to the top level.
+    p.answer(&actions, json!({"value": "Children"}));
+    let below = p.ui_request("select");
+    assert!(
+        below["title"]
+            .as_str()
+            .unwrap()
+            .starts_with("Threads under /root/watched: 0 "),
+        "{below}"
+    );
+    assert_eq!(
+        strings(&below["options"]),
+        ["⟳ Refresh", "↑ Up", "✕ Close"],
+        "{below}"
+    );
+    p.answer(&below, json!({"value": "↑ Up"}));
+    let list = p.ui_request("select");
+    let watched = strings(&list["options"])[0].clone();
+    assert!(watched.starts_with("/root/watched  "), "{list}");
+    p.answer(&list, json!({"value": watched}));
+    p.ui_request("notify");
+    let actions = p.ui_request("select");
+    p.answer(&actions, json!({"value": "Stop"}));
+
+    // --- Stop asks first ----------------------------------------------------------------------
+    let confirm = p.ui_request("confirm");
+    assert_eq!(confirm["title"], "Stop /root/watched?", "{confirm}");
+    p.answer(&confirm, json!({"confirmed": true}));
+    let stopped = p.ui_request("notify");
+    assert!(
+        stopped["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Stopped /root/watched (thread_"),
+        "{stopped}"
+    );
+    let row = thread_row(&db, "/root/watched");
+    assert_eq!(row["status"], "closed", "{row}");
+    assert_eq!(row["exit_kind"], "stopped", "{row}");
+
+    // The view polls again: closed, no Stop any more. Back to the list, then Close.
+    let after = p.ui_request("notify");
+    assert!(
+        after["message"].as_str().unwrap().contains(" is closed / "),
+        "{after}"
+    );
+    let actions = p.ui_request("select");
+    assert_eq!(
+        strings(&actions["options"]),
+        ["Refresh", "Children", "Back"],
+        "{actions}"
+    );
+    p.answer(&actions, json!({"value": "Back"}));
+    let list = p.ui_request("select");
+    let options = strings(&list["options"]);
+    assert_eq!(
+        options[0],
+        format!("/root/watched  {}  Watcher", row["phase"].as_str().unwrap()),
+        "the list shows the closed thread's phase now: {options:?}"
+    );
+    p.answer(&list, json!({"value": "✕ Close"}));
+    let response = p.wait_for("the /threads prompt response", |v| {
+        v["type"] == "response" && v["id"] == "t1"
+    });
+    assert_eq!(response["success"], true, "{response}");
+    assert_eq!(response["data"]["disposition"], "handled", "{response}");
+    assert_eq!(
+        fake.completion_requests().len(),
+        requests_before,
+        "the command made no LLM request"
+    );
+    let errors: Vec<&Value> = p
+        .seen
+        .iter()
+        .filter(|v| v["type"] == "extension_error")
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+
+    // --- shutdown: nothing carrying the marker survives ---------------------------------------
+    drop(p.stdin.take());
+    let status = p.wait_exit(EXIT_TIMEOUT);
+    let dump = p.dump();
+    let status = status.unwrap_or_else(|| panic!("parent did not exit on stdin EOF\n{dump}"));
+    assert!(status.success(), "parent exit {status:?}\n{dump}");
+    let deadline = Instant::now() + CLEANUP_TIMEOUT;
+    let leftovers = loop {
+        let left = env.leftover_processes();
+        if left.is_empty() || Instant::now() >= deadline {
+            break left;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(
+        leftovers.is_empty(),
+        "processes left after the parent exited: {leftovers:?}"
+    );
+    eprintln!("real_pi_threads_command: passed in {:?}", started.elapsed());
+}
