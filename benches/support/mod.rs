@@ -164,7 +164,7 @@ pub fn seed_tree(db: &BenchDb, n: usize) -> Tree {
                             cwd: "/work/project".to_string(),
                             args: Vec::new(),
                             status: "live",
-                            phase: if g % 3 == 0 { "busy" } else { "idle" },
+                            phase: if g.is_multiple_of(3) { "busy" } else { "idle" },
                             prompt: Some(prompt.to_string()),
                             ..NewThread::default()
                         },

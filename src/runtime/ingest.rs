@@ -219,78 +219,110 @@ fn apply_plain(store: &Store, ops: &[IngestOp]) {
     }
 }
 
+/// What one batch records for one thread. Events keep their order; the rest coalesces to what
+/// decides the rows: the last assistant text and turn flag, the partial text sent after the
+/// last assistant text, the decisive phase changes, the concatenated stderr.
+#[derive(Default)]
+struct ThreadFacts<'a> {
+    events: Vec<NewEvent<'a>>,
+    /// Phase changes, as `(phase, at)` in order.
+    phases: Vec<(&'a str, &'a str)>,
+    assistant: Option<&'a str>,
+    partial: Option<&'a str>,
+    turn_open: Option<bool>,
+    stderr: Vec<u8>,
+}
+
 fn apply(tx: &Transaction<'_>, ops: &[IngestOp]) -> Result<()> {
-    // Events are grouped per thread (order kept within a thread); text and stderr coalesce to
-    // their last value or their concatenation.
-    let mut events_by_thread: Vec<(&str, Vec<NewEvent<'_>>)> = Vec::new();
+    let mut threads: Vec<(&str, ThreadFacts<'_>)> = Vec::new();
     let mut index: HashMap<&str, usize> = HashMap::new();
-    let mut partial: HashMap<&str, &str> = HashMap::new();
-    let mut stderr: HashMap<&str, Vec<u8>> = HashMap::new();
+    // A child's operations come in runs: look the thread up only when it changes.
     let mut last: Option<(&Arc<str>, usize)> = None;
     for op in ops {
+        let thread_id = match op {
+            IngestOp::Event { thread_id, .. }
+            | IngestOp::Phase { thread_id, .. }
+            | IngestOp::AssistantText { thread_id, .. }
+            | IngestOp::PartialText { thread_id, .. }
+            | IngestOp::TurnOpen { thread_id, .. }
+            | IngestOp::Stderr { thread_id, .. } => thread_id,
+            IngestOp::Write(..) | IngestOp::Flush(_) => continue,
+        };
+        let i = match last {
+            Some((id, i)) if Arc::ptr_eq(id, thread_id) => i,
+            _ => {
+                let i = *index.entry(thread_id).or_insert_with(|| {
+                    threads.push((thread_id, ThreadFacts::default()));
+                    threads.len() - 1
+                });
+                last = Some((thread_id, i));
+                i
+            }
+        };
+        let facts = &mut threads[i].1;
         match op {
-            IngestOp::Event {
-                thread_id,
-                at,
-                kind,
-                data,
-            } => {
-                // A child's events come in runs: look the thread up only when it changes.
-                let i = match last {
-                    Some((id, i)) if Arc::ptr_eq(id, thread_id) => i,
-                    _ => {
-                        let i = *index.entry(thread_id).or_insert_with(|| {
-                            events_by_thread.push((thread_id, Vec::new()));
-                            events_by_thread.len() - 1
-                        });
-                        last = Some((thread_id, i));
-                        i
-                    }
-                };
-                events_by_thread[i].1.push(NewEvent { at, kind, data });
+            IngestOp::Event { at, kind, data, .. } => {
+                facts.events.push(NewEvent { at, kind, data })
             }
-            IngestOp::Phase {
-                thread_id,
-                at,
-                phase,
-            } => {
-                let mut stmt = tx.prepare_cached(include_str!("../../sql/thread_set_phase.sql"))?;
-                stmt.execute(named_params! {":phase": phase, ":at": at, ":id": &**thread_id})?;
+            IngestOp::Phase { at, phase, .. } => facts.phases.push((phase, at)),
+            IngestOp::AssistantText { text, .. } => {
+                // It also clears the partial text: only a later partial survives it.
+                facts.assistant = Some(text);
+                facts.partial = None;
             }
-            IngestOp::AssistantText { thread_id, text } => {
-                partial.remove(&**thread_id);
-                let mut stmt =
-                    tx.prepare_cached(include_str!("../../sql/output_set_assistant.sql"))?;
-                stmt.execute((&**thread_id, text))?;
-            }
-            IngestOp::PartialText { thread_id, text } => {
-                partial.insert(thread_id, text);
-            }
-            IngestOp::TurnOpen { thread_id, open } => {
-                let mut stmt =
-                    tx.prepare_cached(include_str!("../../sql/output_set_turn_open.sql"))?;
-                stmt.execute((&**thread_id, *open))?;
-            }
-            IngestOp::Stderr { thread_id, bytes } => {
-                stderr
-                    .entry(thread_id)
-                    .or_default()
-                    .extend_from_slice(bytes);
-            }
+            IngestOp::PartialText { text, .. } => facts.partial = Some(text),
+            IngestOp::TurnOpen { open, .. } => facts.turn_open = Some(*open),
+            IngestOp::Stderr { bytes, .. } => facts.stderr.extend_from_slice(bytes),
             IngestOp::Write(..) | IngestOp::Flush(_) => {}
         }
     }
-    for (thread_id, evs) in &events_by_thread {
-        events::append(tx, thread_id, evs)?;
-    }
-    for (thread_id, text) in partial {
-        let mut stmt = tx.prepare_cached(include_str!("../../sql/output_set_partial.sql"))?;
-        stmt.execute((thread_id, text))?;
-    }
-    for (thread_id, bytes) in stderr {
-        append_stderr(tx, thread_id, &bytes)?;
+    for (thread_id, facts) in &threads {
+        for &(phase, at) in decisive_phases(&facts.phases) {
+            let mut stmt = tx.prepare_cached(include_str!("../../sql/thread_set_phase.sql"))?;
+            stmt.execute(named_params! {":phase": phase, ":at": at, ":id": thread_id})?;
+        }
+        if let Some(text) = facts.assistant {
+            let mut stmt = tx.prepare_cached(include_str!("../../sql/output_set_assistant.sql"))?;
+            stmt.execute((thread_id, text))?;
+        }
+        if let Some(open) = facts.turn_open {
+            let mut stmt = tx.prepare_cached(include_str!("../../sql/output_set_turn_open.sql"))?;
+            stmt.execute((thread_id, open))?;
+        }
+        events::append(tx, thread_id, &facts.events)?;
+        if let Some(text) = facts.partial {
+            let mut stmt = tx.prepare_cached(include_str!("../../sql/output_set_partial.sql"))?;
+            stmt.execute((thread_id, text))?;
+        }
+        if !facts.stderr.is_empty() {
+            append_stderr(tx, thread_id, &facts.stderr)?;
+        }
     }
     Ok(())
+}
+
+/// The phase changes of one thread in one batch that decide its row (`thread_set_phase.sql`),
+/// in order: the last non-idle change (it clears `idle_started_at`), the first idle change
+/// after it (it starts the idle stretch), and the last change (`updated_at`). Applying these
+/// leaves the row as applying all of them would. A phase other than idle, busy or starting
+/// (a stop freezes the row) keeps them all.
+fn decisive_phases<'p, 'a>(phases: &'p [(&'a str, &'a str)]) -> Vec<&'p (&'a str, &'a str)> {
+    if phases.len() <= 1
+        || phases
+            .iter()
+            .any(|(p, _)| !matches!(*p, "idle" | "busy" | "starting"))
+    {
+        return phases.iter().collect();
+    }
+    let last_active = phases.iter().rposition(|(p, _)| *p != "idle");
+    let first_idle = last_active.map_or(0, |k| k + 1);
+    let mut keep: Vec<usize> = last_active.into_iter().collect();
+    if first_idle < phases.len() {
+        keep.push(first_idle);
+    }
+    keep.push(phases.len() - 1);
+    keep.dedup();
+    keep.into_iter().map(|i| &phases[i]).collect()
 }
 
 fn append_stderr(tx: &Transaction<'_>, thread_id: &str, bytes: &[u8]) -> Result<()> {
@@ -307,4 +339,235 @@ fn append_stderr(tx: &Transaction<'_>, thread_id: &str, bytes: &[u8]) -> Result<
     let mut set = tx.prepare_cached(include_str!("../../sql/output_set_stderr.sql"))?;
     set.execute((thread_id, tail, dropped))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rusqlite::types::ValueRef;
+
+    use crate::store::threads::{insert_thread, upsert_manager, Contract, ManagerSpec, NewThread};
+
+    /// The batch semantics before facts were coalesced per thread: every phase, assistant and
+    /// turn change runs as its own statement in order, then events, partials and stderr.
+    fn reference_apply(tx: &Transaction<'_>, ops: &[IngestOp]) -> Result<()> {
+        let mut events_by_thread: Vec<(&str, Vec<NewEvent<'_>>)> = Vec::new();
+        let mut partial: Vec<(&str, &str)> = Vec::new();
+        let mut stderr: Vec<(&str, Vec<u8>)> = Vec::new();
+        for op in ops {
+            match op {
+                IngestOp::Event {
+                    thread_id,
+                    at,
+                    kind,
+                    data,
+                } => match events_by_thread
+                    .iter_mut()
+                    .find(|(t, _)| *t == &**thread_id)
+                {
+                    Some((_, evs)) => evs.push(NewEvent { at, kind, data }),
+                    None => events_by_thread.push((thread_id, vec![NewEvent { at, kind, data }])),
+                },
+                IngestOp::Phase {
+                    thread_id,
+                    at,
+                    phase,
+                } => {
+                    tx.prepare_cached(include_str!("../../sql/thread_set_phase.sql"))?
+                        .execute(named_params! {":phase": phase, ":at": at, ":id": &**thread_id})?;
+                }
+                IngestOp::AssistantText { thread_id, text } => {
+                    partial.retain(|(t, _)| *t != &**thread_id);
+                    tx.prepare_cached(include_str!("../../sql/output_set_assistant.sql"))?
+                        .execute((&**thread_id, text))?;
+                }
+                IngestOp::PartialText { thread_id, text } => {
+                    partial.retain(|(t, _)| *t != &**thread_id);
+                    partial.push((thread_id, text));
+                }
+                IngestOp::TurnOpen { thread_id, open } => {
+                    tx.prepare_cached(include_str!("../../sql/output_set_turn_open.sql"))?
+                        .execute((&**thread_id, *open))?;
+                }
+                IngestOp::Stderr { thread_id, bytes } => {
+                    match stderr.iter_mut().find(|(t, _)| *t == &**thread_id) {
+                        Some((_, b)) => b.extend_from_slice(bytes),
+                        None => stderr.push((thread_id, bytes.clone())),
+                    }
+                }
+                IngestOp::Write(..) | IngestOp::Flush(_) => {}
+            }
+        }
+        for (thread_id, evs) in &events_by_thread {
+            events::append(tx, thread_id, evs)?;
+        }
+        for (thread_id, text) in partial {
+            tx.prepare_cached(include_str!("../../sql/output_set_partial.sql"))?
+                .execute((thread_id, text))?;
+        }
+        for (thread_id, bytes) in stderr {
+            append_stderr(tx, thread_id, &bytes)?;
+        }
+        Ok(())
+    }
+
+    fn store(dir: &tempfile::TempDir, name: &str, ids: &[Arc<str>]) -> Store {
+        let store = Store::open(dir.path().join(name)).unwrap();
+        store
+            .write(|tx| {
+                let manager = upsert_manager(
+                    tx,
+                    &ManagerSpec {
+                        session_id: "s",
+                        contract: Contract::Thread,
+                        scope_path: "/root",
+                        depth: 0,
+                        self_thread_id: None,
+                        session_file: None,
+                        cwd: None,
+                        owner_pid: None,
+                        owner_started_at: None,
+                    },
+                )?;
+                for (n, id) in ids.iter().enumerate() {
+                    insert_thread(
+                        tx,
+                        &NewThread {
+                            id: id.to_string(),
+                            manager_id: manager,
+                            path: format!("/root/t{n}"),
+                            parent_path: Some("/root".into()),
+                            name: format!("t{n}"),
+                            task_name: format!("t{n}"),
+                            depth: 1,
+                            cwd: "/tmp".into(),
+                            status: "live",
+                            phase: if n == 0 { "idle" } else { "starting" },
+                            ..NewThread::default()
+                        },
+                    )?;
+                    tx.prepare_cached(include_str!("../../sql/output_ensure.sql"))?
+                        .execute([&**id])?;
+                }
+                // An idle stretch already running on the first thread.
+                tx.execute(
+                    "UPDATE threads SET idle_started_at = '2026-01-01T00:00:00.000Z' WHERE id = ?1",
+                    [&*ids[0]],
+                )?;
+                Ok(())
+            })
+            .unwrap();
+        store
+    }
+
+    fn snapshot(store: &Store) -> Vec<String> {
+        let conn = store.read().unwrap();
+        let mut rows = Vec::new();
+        for sql in [
+            "SELECT id, phase, updated_at, idle_started_at, last_seq, last_event_at FROM threads ORDER BY id",
+            "SELECT * FROM thread_output ORDER BY thread_id",
+            "SELECT * FROM thread_events ORDER BY thread_id, seq",
+        ] {
+            let mut stmt = conn.prepare(sql).unwrap();
+            let n = stmt.column_count();
+            let mut q = stmt.query([]).unwrap();
+            while let Some(r) = q.next().unwrap() {
+                let cells: Vec<String> = (0..n)
+                    .map(|i| match r.get_ref(i).unwrap() {
+                        ValueRef::Text(t) | ValueRef::Blob(t) => {
+                            String::from_utf8_lossy(t).into_owned()
+                        }
+                        other => format!("{other:?}"),
+                    })
+                    .collect();
+                rows.push(cells.join("|"));
+            }
+        }
+        rows
+    }
+
+    /// Random batches over three threads leave the same rows, batch after batch, as the
+    /// uncoalesced batches.
+    #[test]
+    fn coalesced_batches_match_statement_by_statement() {
+        let dir = tempfile::tempdir().unwrap();
+        let ids: Vec<Arc<str>> = (0..3)
+            .map(|n| Arc::from(format!("thread_{n:012x}")))
+            .collect();
+        let (a, b) = (store(&dir, "a.sqlite", &ids), store(&dir, "b.sqlite", &ids));
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let mut clock = 0i64;
+        for round in 0..300 {
+            let len = 1 + next(if round % 10 == 0 { 120 } else { 12 }) as usize;
+            let ops: Vec<IngestOp> = (0..len)
+                .map(|_| {
+                    clock += 1 + next(3) as i64;
+                    let at = crate::time::iso_from_ms(1_800_000_000_000 + clock);
+                    let thread_id = ids[next(3) as usize].clone();
+                    match next(9) {
+                        0..=2 => IngestOp::Event {
+                            thread_id,
+                            at,
+                            kind: ["tool_started", "turn_started", "assistant_message"]
+                                [next(3) as usize],
+                            data: format!("{{\"n\":{clock}}}"),
+                        },
+                        3 | 4 => IngestOp::Phase {
+                            thread_id,
+                            at,
+                            phase: ["idle", "busy", "idle", "starting"][next(4) as usize],
+                        },
+                        5 => IngestOp::AssistantText {
+                            thread_id,
+                            text: format!("answer {clock}"),
+                        },
+                        6 => IngestOp::PartialText {
+                            thread_id,
+                            text: format!("partial {clock}"),
+                        },
+                        7 => IngestOp::TurnOpen {
+                            thread_id,
+                            open: next(2) == 0,
+                        },
+                        _ => IngestOp::Stderr {
+                            thread_id,
+                            bytes: format!("err {clock}\n").into_bytes(),
+                        },
+                    }
+                })
+                .collect();
+            a.write(|tx| apply(tx, &ops)).unwrap();
+            b.write(|tx| reference_apply(tx, &ops)).unwrap();
+            assert_eq!(snapshot(&a), snapshot(&b), "after round {round}");
+        }
+        let rows = snapshot(&a);
+        assert!(rows.iter().any(|r| r.contains("idle")) && rows.len() > 3 * 40);
+    }
+
+    #[test]
+    fn decisive_phases_keep_what_decides_the_row() {
+        let p = |s: &[&'static str]| -> Vec<(&'static str, &'static str)> {
+            s.iter().map(|p| (*p, "t")).collect()
+        };
+        let kept = |s: &[&'static str]| -> Vec<&'static str> {
+            decisive_phases(&p(s)).iter().map(|x| x.0).collect()
+        };
+        assert_eq!(
+            kept(&["busy", "idle", "busy", "idle", "idle"]),
+            ["busy", "idle", "idle"]
+        );
+        assert_eq!(kept(&["idle", "idle", "idle"]), ["idle", "idle"]);
+        assert_eq!(kept(&["busy", "busy"]), ["busy"]);
+        assert_eq!(kept(&["idle", "busy"]), ["busy"]);
+        assert_eq!(
+            kept(&["busy", "stopping", "idle"]),
+            ["busy", "stopping", "idle"]
+        );
+    }
 }

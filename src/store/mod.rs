@@ -194,10 +194,6 @@ mod tests {
                 include_str!("../../sql/thread_by_id_any.sql"),
             ),
             (
-                "thread_by_path",
-                include_str!("../../sql/thread_by_path.sql"),
-            ),
-            (
                 "thread_by_path_any",
                 include_str!("../../sql/thread_by_path_any.sql"),
             ),
@@ -225,6 +221,13 @@ mod tests {
             let stmt = conn.prepare(sql).unwrap();
             assert_eq!(stmt.column_names(), col::NAMES, "{name}");
         }
+        // Reference resolution steps 2 and 3: the same columns plus whether the path matched.
+        let stmt = conn
+            .prepare(include_str!("../../sql/thread_by_path_or_name.sql"))
+            .unwrap();
+        let names = stmt.column_names();
+        assert_eq!(names[..col::COUNT], col::NAMES, "thread_by_path_or_name");
+        assert_eq!(names[col::COUNT..], ["by_path"], "thread_by_path_or_name");
         // The positions name the same columns.
         let positions = [
             (col::ID, "id"),

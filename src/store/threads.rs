@@ -1,7 +1,7 @@
 //! Typed access to `managers` and `threads`.
 
 use rusqlite::types::ValueRef;
-use rusqlite::{named_params, Connection, OptionalExtension, Row};
+use rusqlite::{named_params, CachedStatement, Connection, OptionalExtension, Row};
 use serde::Serialize;
 
 use crate::error::Result;
@@ -300,27 +300,48 @@ impl ThreadRow {
     }
 }
 
+/// The cached statement of a thread-row query, checked to return the columns of [`col`].
+pub fn thread_statement<'c>(
+    conn: &'c Connection,
+    sql: &str,
+    extra_columns: usize,
+) -> Result<CachedStatement<'c>> {
+    let stmt = conn.prepare_cached(sql)?;
+    if stmt.column_count() != col::COUNT + extra_columns {
+        return Err(crate::error::Error::internal(format!(
+            "A thread-row query returns {} columns instead of the {} of store::threads::col (+ {extra_columns}): {sql}",
+            stmt.column_count(),
+            col::COUNT
+        )));
+    }
+    Ok(stmt)
+}
+
 /// Runs a cached query that returns thread rows (the columns of [`col`], in order).
 pub fn query_threads(
     conn: &Connection,
     sql: &str,
     params: impl rusqlite::Params,
 ) -> Result<Vec<ThreadRow>> {
-    let mut stmt = conn.prepare_cached(sql)?;
-    if stmt.column_count() != col::COUNT {
-        return Err(crate::error::Error::internal(format!(
-            "A thread-row query returns {} columns instead of the {} of store::threads::col: {sql}",
-            stmt.column_count(),
-            col::COUNT
-        )));
-    }
+    let mut stmt = thread_statement(conn, sql, 0)?;
     let rows = stmt.query_map(params, ThreadRow::from_row)?;
     Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
 }
 
+/// Runs a cached lookup that returns at most one thread row (a primary key or unique index
+/// equality), stepping once.
+pub fn query_thread(
+    conn: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+) -> Result<Option<ThreadRow>> {
+    let mut stmt = thread_statement(conn, sql, 0)?;
+    Ok(stmt.query_row(params, ThreadRow::from_row).optional()?)
+}
+
 /// A thread by id in any manager.
 pub fn thread_by_id_any(conn: &Connection, id: &str) -> Result<Option<ThreadRow>> {
-    Ok(query_threads(conn, include_str!("../../sql/thread_by_id_any.sql"), [id])?.pop())
+    query_thread(conn, include_str!("../../sql/thread_by_id_any.sql"), [id])
 }
 
 /// The session id and contract of the manager a thread belongs to.
