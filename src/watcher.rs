@@ -70,28 +70,48 @@ pub async fn run(
     }
 }
 
+/// One pending notice row.
+struct Notice {
+    id: i64,
+    thread_id: String,
+    kind: String,
+    message_id: Option<String>,
+    body: String,
+    created_at: String,
+    path: String,
+}
+
 fn deliver_notices(
     conn: &Connection,
     store: &Store,
     session_id: &str,
     out: &mpsc::UnboundedSender<Value>,
 ) -> Result<()> {
-    let pending: Vec<(i64, String, String, Option<String>, String, String, String)> = {
+    let pending: Vec<Notice> = {
         let mut stmt = conn.prepare_cached(include_str!("../sql/notices_pending.sql"))?;
         let rows = stmt.query_map([session_id], |r| {
-            Ok((
-                r.get(0)?,
-                r.get(1)?,
-                r.get(2)?,
-                r.get(3)?,
-                r.get(4)?,
-                r.get(5)?,
-                r.get(6)?,
-            ))
+            Ok(Notice {
+                id: r.get(0)?,
+                thread_id: r.get(1)?,
+                kind: r.get(2)?,
+                message_id: r.get(3)?,
+                body: r.get(4)?,
+                created_at: r.get(5)?,
+                path: r.get(6)?,
+            })
         })?;
         rows.collect::<rusqlite::Result<_>>()?
     };
-    for (id, thread_id, kind, message_id, body, created_at, path) in pending {
+    for Notice {
+        id,
+        thread_id,
+        kind,
+        message_id,
+        body,
+        created_at,
+        path,
+    } in pending
+    {
         let claimed = store.write(|tx| {
             Ok(tx
                 .prepare_cached(include_str!("../sql/notice_delivered.sql"))?
