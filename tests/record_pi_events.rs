@@ -8,7 +8,7 @@
 //!
 //! ```text
 //! THREADBASE_RECORD_PI_EVENTS=$PWD/benches/data/pi16_events.jsonl \
-//!     cargo test --test record_pi_events -- --nocapture
+//!     cargo test --test record_pi_events -- --ignored --nocapture
 //! ```
 
 #[path = "support/fake_llm.rs"]
@@ -40,7 +40,9 @@ fn words(text: &str) -> Vec<String> {
     out
 }
 
+/// A fixture recorder, not a check: run it on purpose with `--ignored`.
 #[test]
+#[ignore = "records benches/data/pi16_events.jsonl; set THREADBASE_RECORD_PI_EVENTS and pass --ignored"]
 fn record_pi16_events() {
     let Ok(out_path) = std::env::var("THREADBASE_RECORD_PI_EVENTS") else {
         eprintln!("record_pi16_events: set THREADBASE_RECORD_PI_EVENTS to record");
