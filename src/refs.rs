@@ -1,13 +1,12 @@
-//! Reference resolution for contract A, in its order, each step an index lookup:
+//! Reference resolution for contract A, in its order, each step one indexed query:
 //! thread id (exact, never falls through) → path (canonical, `root/…`, relative) → unique
 //! task name or basename across the manager → ambiguous or unknown, with the contract's texts.
-//! The path and name steps run as one statement, so a name costs one read transaction too.
 
 use rusqlite::Connection;
 
 use crate::error::{Error, ErrorCode, Result};
-use crate::paths::{is_thread_id, json_quote, sort_key, thread_reference_path};
-use crate::store::threads::{col, query_thread, query_threads, thread_statement, ThreadRow};
+use crate::paths::{is_thread_id, json_quote, thread_reference_path};
+use crate::store::threads::{query_thread, query_threads, ThreadRow};
 
 /// Threads listed in an unknown-reference error.
 pub const KNOWN_THREADS_SHOWN: i64 = 8;
@@ -36,34 +35,24 @@ pub fn resolve(conn: &Connection, scope: RefScope<'_>, reference: &str) -> Resul
             None => Err(unknown(conn, scope, reference)?),
         };
     }
-    let mut matches = match thread_reference_path(text, scope.current_path) {
-        // Steps 2 and 3 in one statement: a path match comes first and ends the search.
-        Some(path) => {
-            let mut stmt =
-                thread_statement(conn, include_str!("../sql/thread_by_path_or_name.sql"), 1)?;
-            let mut rows = stmt.query((scope.manager_id, &path, text, MAX_CANDIDATES))?;
-            let mut matches = Vec::new();
-            while let Some(r) = rows.next()? {
-                let row = ThreadRow::from_row(r)?;
-                if r.get::<_, bool>(col::COUNT)? {
-                    return Ok(row);
-                }
-                matches.push(row);
-            }
-            matches
-        }
-        None => query_threads(
+    if let Some(path) = thread_reference_path(text, scope.current_path) {
+        if let Some(row) = query_thread(
             conn,
-            include_str!("../sql/thread_by_name.sql"),
-            (scope.manager_id, text, MAX_CANDIDATES),
-        )?,
-    };
+            include_str!("../sql/thread_by_path.sql"),
+            (scope.manager_id, &path),
+        )? {
+            return Ok(row);
+        }
+    }
+    let mut matches = query_threads(
+        conn,
+        include_str!("../sql/thread_by_name.sql"),
+        (scope.manager_id, text, MAX_CANDIDATES),
+    )?;
     match matches.len() {
         1 => Ok(matches.remove(0)),
         0 => Err(unknown(conn, scope, reference)?),
         _ => {
-            // List order, whatever order the compound statement yielded its rows in.
-            matches.sort_by_cached_key(|t| sort_key(&t.path));
             let paths: Vec<&str> = matches.iter().map(|t| t.path.as_str()).collect();
             Err(Error::new(
                 ErrorCode::AmbiguousReference,

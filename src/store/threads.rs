@@ -301,15 +301,11 @@ impl ThreadRow {
 }
 
 /// The cached statement of a thread-row query, checked to return the columns of [`col`].
-pub fn thread_statement<'c>(
-    conn: &'c Connection,
-    sql: &str,
-    extra_columns: usize,
-) -> Result<CachedStatement<'c>> {
+fn thread_statement<'c>(conn: &'c Connection, sql: &str) -> Result<CachedStatement<'c>> {
     let stmt = conn.prepare_cached(sql)?;
-    if stmt.column_count() != col::COUNT + extra_columns {
+    if stmt.column_count() != col::COUNT {
         return Err(crate::error::Error::internal(format!(
-            "A thread-row query returns {} columns instead of the {} of store::threads::col (+ {extra_columns}): {sql}",
+            "A thread-row query returns {} columns instead of the {} of store::threads::col: {sql}",
             stmt.column_count(),
             col::COUNT
         )));
@@ -323,7 +319,7 @@ pub fn query_threads(
     sql: &str,
     params: impl rusqlite::Params,
 ) -> Result<Vec<ThreadRow>> {
-    let mut stmt = thread_statement(conn, sql, 0)?;
+    let mut stmt = thread_statement(conn, sql)?;
     let rows = stmt.query_map(params, ThreadRow::from_row)?;
     Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
 }
@@ -335,7 +331,7 @@ pub fn query_thread(
     sql: &str,
     params: impl rusqlite::Params,
 ) -> Result<Option<ThreadRow>> {
-    let mut stmt = thread_statement(conn, sql, 0)?;
+    let mut stmt = thread_statement(conn, sql)?;
     Ok(stmt.query_row(params, ThreadRow::from_row).optional()?)
 }
 
