@@ -6,6 +6,8 @@
 //! THREADBASE_TEST_OWNER is set).
 
 mod common;
+#[path = "support/serve_client.rs"]
+mod serve_client;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
@@ -13,6 +15,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
+use serve_client::processes_with_env;
 use threadbase::runtime::process::ProcessIdentity;
 use threadbase::runtime::restore::{restore_dead_owners, STALE_MESSAGE};
 use threadbase::runtime::{LaunchSpec, Runtime, RuntimeConfig, StartKind};
@@ -86,33 +89,7 @@ fn crash_owner_process() {
 }
 
 fn marked_processes(marker: &str) -> Vec<u32> {
-    let needle = format!("{MARKER_VAR}={marker}");
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
-            continue;
-        };
-        let zombie = std::fs::read_to_string(entry.path().join("stat"))
-            .map(|s| {
-                s.rsplit(')')
-                    .next()
-                    .unwrap_or("")
-                    .trim_start()
-                    .starts_with('Z')
-            })
-            .unwrap_or(true);
-        if !zombie && environ.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()) {
-            found.push(pid);
-        }
-    }
-    found
+    processes_with_env(MARKER_VAR, marker)
 }
 
 #[test]
