@@ -1,7 +1,8 @@
 //! `threadbase serve`: the JSON-lines server one Pi session talks to. Requests run
 //! concurrently (a long `wait` does not hold up a `poll`), responses and notifications go out
-//! through one writer, one line each. On stdin EOF every live child is stopped gracefully and
-//! the server exits 0.
+//! through one writer, one line each. On stdin EOF (or SIGTERM, SIGHUP, SIGINT: what Pi's
+//! shutdown sends its process group) every live child is stopped gracefully and the server
+//! exits 0.
 
 use std::sync::Arc;
 
@@ -35,12 +36,18 @@ pub async fn serve(engine: Arc<Engine>) {
         engine.config().session_id.clone(),
         out_tx.clone(),
     ));
+    let agent_watcher = tokio::spawn(engine.agent_host().clone().watch(out_tx.clone()));
     let mut reader = BufReader::with_capacity(64 * 1024, tokio::io::stdin());
+    let mut signals = shutdown_signals();
     let mut requests = tokio::task::JoinSet::new();
     let mut buf = Vec::new();
     loop {
         buf.clear();
-        match read_request_line(&mut reader, &mut buf).await {
+        let line = tokio::select! {
+            line = read_request_line(&mut reader, &mut buf) => line,
+            _ = signals.recv() => LineRead::Eof,
+        };
+        match line {
             LineRead::Eof => break,
             LineRead::TooLong(n) => {
                 let _ = out_tx.send(error_response(Value::Null, &Error::invalid(format!(
@@ -79,11 +86,36 @@ pub async fn serve(engine: Arc<Engine>) {
         // Reap finished request tasks so the set does not grow.
         while requests.try_join_next().is_some() {}
     }
+    engine.agent_host().before_shutdown();
     engine.runtime().shutdown().await;
+    requests.abort_all();
     while requests.join_next().await.is_some() {}
     watcher.abort();
+    agent_watcher.abort();
     drop(out_tx);
     let _ = writer.await;
+}
+
+/// A channel that yields once SIGTERM, SIGHUP or SIGINT arrives.
+fn shutdown_signals() -> mpsc::Receiver<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (tx, rx) = mpsc::channel(1);
+    for kind in [
+        SignalKind::terminate(),
+        SignalKind::hangup(),
+        SignalKind::interrupt(),
+    ] {
+        let Ok(mut stream) = signal(kind) else {
+            continue;
+        };
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            if stream.recv().await.is_some() {
+                let _ = tx.send(()).await;
+            }
+        });
+    }
+    rx
 }
 
 enum LineRead {
@@ -140,7 +172,7 @@ fn error_response(id: Value, e: &Error) -> Value {
     json!({"id": id, "error": {"code": e.code.as_str(), "message": e.message}})
 }
 
-const METHODS: &str = "thread, threads_spawn, threads_list, threads_send, threads_interrupt, threads_hide, threads_report, threads.snapshot, threads.restore";
+const METHODS: &str = "thread, agent_spawn, agent_wait, agent_steer, agent_status, agent_update, agent_pause, agent_stop, agent_output, threads_spawn, threads_list, threads_send, threads_interrupt, threads_hide, threads_report, threads.snapshot, threads.restore";
 
 async fn handle(
     engine: &Engine,
@@ -160,6 +192,7 @@ async fn handle(
             };
             engine.thread(&params, &progress).await
         }
+        m if crate::contract::agent::METHODS.contains(&m) => engine.agent(m, &params).await,
         m if crate::contract::worker::METHODS.contains(&m) => engine.worker(m, &params).await,
         other => Err(Error::new(
             ErrorCode::InvalidParams,

@@ -179,7 +179,7 @@ fn restore(db: &std::path::Path, json: bool, out: &mut dyn std::io::Write) -> cr
     let report = crate::runtime::restore::restore_dead_owners(&store, me)?;
     if json {
         let doc =
-            serde_json::json!({"restored": report.restored, "killedGroups": report.killed_groups});
+            serde_json::json!({"restored": report.restored, "killedGroups": report.killed_groups, "rejected": report.rejected});
         writeln!(out, "{doc}")?;
     } else {
         writeln!(
@@ -197,6 +197,16 @@ fn restore(db: &std::path::Path, json: bool, out: &mut dyn std::io::Write) -> cr
         for id in &report.restored {
             writeln!(out, "  {id}")?;
         }
+    }
+    if let Some(first) = report.rejected.first() {
+        return Err(Error::new(
+            crate::error::ErrorCode::Internal,
+            format!(
+                "{} registr{} refused: {first}",
+                report.rejected.len(),
+                if report.rejected.len() == 1 { "y" } else { "ies" }
+            ),
+        ));
     }
     Ok(())
 }

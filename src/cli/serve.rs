@@ -66,9 +66,11 @@ pub fn config(db: PathBuf, args: ServeArgs) -> Result<ServeConfig> {
         .scope_path
         .or_else(|| env("PI_THREADS_PATH"))
         .unwrap_or_else(|| crate::paths::ROOT.to_string());
-    if !crate::paths::is_canonical_thread_path(&scope_path) {
+    let agent_path = scope_path.starts_with('/')
+        && crate::paths::resolve_agent_path(&scope_path, crate::paths::ROOT).is_ok();
+    if !crate::paths::is_canonical_thread_path(&scope_path) && !agent_path {
         return Err(Error::invalid(format!(
-            "The scope path {} is not a canonical thread path. Repair: pass --scope-path like /root or /root/task (or unset PI_THREADS_PATH).",
+            "The scope path {} is not a canonical thread path. Repair: pass --scope-path like /root, /root/task or an independent root such as /k (or unset PI_THREADS_PATH).",
             crate::paths::json_quote(&scope_path)
         )));
     }
@@ -130,6 +132,9 @@ pub fn run(db: PathBuf, args: ServeArgs) -> Result<()> {
     let cfg = config(db.clone(), args)?;
     let store = Arc::new(Store::open(&db)?);
     let report = restore_dead_owners(&store, ProcessIdentity::current())?;
+    for rejected in &report.rejected {
+        eprintln!("threadbase serve: {rejected}");
+    }
     if !report.restored.is_empty() {
         eprintln!(
             "threadbase serve: restored {} thread(s) left live by a process that is gone (now closed/stale)",

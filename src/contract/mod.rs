@@ -1,5 +1,6 @@
 //! Contract request parsing and result shaping.
 
+pub mod agent;
 pub mod args;
 pub mod naming;
 pub mod projection;

@@ -2,6 +2,7 @@
 //! scope (which session it serves, at which path and depth), validates nothing itself (the
 //! contract modules do), and turns each operation into store transactions and runtime calls.
 
+pub mod agent;
 mod thread_tool;
 mod worker;
 
@@ -123,6 +124,8 @@ pub struct Engine {
     manager_id: i64,
     /// Serialises launches of existing threads (resume) so two concurrent resumes start one.
     relaunch: tokio::sync::Mutex<()>,
+    /// Contract B's side of this serve.
+    agent: Arc<agent::AgentHost>,
 }
 
 impl Engine {
@@ -147,12 +150,14 @@ impl Engine {
                 },
             )
         })?;
+        let agent = agent::AgentHost::new(cfg.clone(), store.clone(), rt.clone());
         Ok(Engine {
             cfg,
             store,
             rt,
             manager_id,
             relaunch: tokio::sync::Mutex::new(()),
+            agent,
         })
     }
 
@@ -188,6 +193,17 @@ impl Engine {
     pub async fn worker(&self, method: &str, params: &Value) -> Result<Value> {
         let req = crate::contract::worker::parse(method, params)?;
         worker::run(self, method, req).await
+    }
+
+    /// Contract B: one `agent_*` tool call, answered `{content, details}` (plus `terminate:
+    /// true` for `agent_pause`). The caller is this serve's scope path.
+    pub async fn agent(&self, method: &str, params: &Value) -> Result<Value> {
+        self.agent.call(method, params).await
+    }
+
+    /// Contract B's side of this serve (its row watcher and shutdown hook).
+    pub fn agent_host(&self) -> &Arc<agent::AgentHost> {
+        &self.agent
     }
 
     /// A thread's row, retained output and events.

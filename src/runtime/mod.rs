@@ -130,6 +130,9 @@ pub struct ChildView {
     pub closed: bool,
     /// When the current idle stretch began (child activity restarts it; polls do not).
     pub idle_since: Option<Instant>,
+    /// How many times the child went idle after working or starting (runs settled). A counter,
+    /// not a phase, so an observer that wakes late still sees every settlement.
+    pub settles: u64,
 }
 
 /// How a process ended.
@@ -347,6 +350,7 @@ impl Runtime {
             phase: Phase::Starting,
             closed: false,
             idle_since: None,
+            settles: 0,
         });
         let child = Arc::new(Child {
             thread_id: thread_id.clone(),
@@ -632,6 +636,9 @@ impl Runtime {
                         .await;
                     child.view.send_modify(|v| {
                         if v.phase != Phase::Stopping {
+                            if phase == Phase::Idle && v.phase != Phase::Idle {
+                                v.settles += 1;
+                            }
                             v.idle_since = (phase == Phase::Idle).then(Instant::now);
                             v.phase = phase;
                         }

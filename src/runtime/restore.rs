@@ -2,9 +2,11 @@
 //! value. A thread whose owning process (pid + start time) is gone becomes closed with a
 //! `stale` exit (contract B: `paused`, "Interrupted by reload; send input to resume"); its
 //! process group is killed only when the recorded pid is still the same process (pid and
-//! start time match). Each thread is one transaction. Nothing is restarted.
+//! start time match). Each thread is one transaction, except that a contract B registry is
+//! restored all or nothing: one with a broken saved parent link is refused whole and left
+//! unchanged. Nothing is restarted.
 
-use rusqlite::named_params;
+use rusqlite::{named_params, OptionalExtension};
 use serde_json::json;
 
 use super::process::{kill_recorded_group, ProcessIdentity};
@@ -26,10 +28,14 @@ pub struct RestoreReport {
     pub restored: Vec<String>,
     /// Process groups that survived their owner and were killed.
     pub killed_groups: Vec<i64>,
+    /// Contract B registries refused whole, with the reason (nothing of them changed).
+    pub rejected: Vec<String>,
 }
 
 struct Candidate {
     id: String,
+    manager_id: i64,
+    contract: String,
     pid: Option<i64>,
     pgid: Option<i64>,
     process_started_at: Option<i64>,
@@ -47,6 +53,8 @@ pub fn restore_dead_owners(store: &Store, me: ProcessIdentity) -> Result<Restore
             let owner_started: Option<i64> = r.get("owner_started_at")?;
             Ok(Candidate {
                 id: r.get("id")?,
+                manager_id: r.get("manager_id")?,
+                contract: r.get("contract")?,
                 pid: r.get("pid")?,
                 pgid: r.get("pgid")?,
                 process_started_at: r.get("process_started_at")?,
@@ -60,41 +68,129 @@ pub fn restore_dead_owners(store: &Store, me: ProcessIdentity) -> Result<Restore
         rows.collect::<rusqlite::Result<_>>()?
     };
     let mut report = RestoreReport::default();
+    let gone = |o: Option<ProcessIdentity>| !o.is_some_and(|o| o == me || o.is_alive());
+    let mut refused: Vec<i64> = Vec::new();
+    let mut agent_batches: std::collections::BTreeMap<i64, Vec<Candidate>> = Default::default();
     for c in candidates {
-        let owner_alive = c.owner.is_some_and(|o| o == me || o.is_alive());
-        if owner_alive {
+        if !gone(c.owner) {
             continue;
         }
-        if let (Some(pid), Some(pgid)) = (c.pid, c.pgid) {
-            if kill_recorded_group(pid, pgid, c.process_started_at) {
-                report.killed_groups.push(pgid);
+        if c.contract == "agent" {
+            if refused.contains(&c.manager_id) {
+                continue;
             }
+            if let Some(problem) = registry_problem(store, c.manager_id)? {
+                report.rejected.push(format!(
+                    "The saved subagent registry {} cannot be restored: {problem}. Nothing of it was changed. Repair: fix or delete the broken rows (threadbase sql \"SELECT path, parent_path, agent_state FROM threads WHERE manager_id = {}\"), then run threadbase restore again.",
+                    c.manager_id, c.manager_id
+                ));
+                refused.push(c.manager_id);
+                continue;
+            }
+            agent_batches.entry(c.manager_id).or_default().push(c);
+            continue;
         }
-        let changed = store.write(|tx| {
-            let at = now_iso();
-            let n = tx
-                .prepare_cached(include_str!("../../sql/restore_close_stale.sql"))?
-                .execute(named_params! {
-                    ":message": STALE_MESSAGE, ":at": at, ":paused_status": PAUSED_STATUS,
-                    ":id": c.id, ":launch": c.launch_seq,
-                })?;
-            if n > 0 {
-                let data = json!({"exit": {"kind": "stale", "message": STALE_MESSAGE}}).to_string();
-                events::append(
-                    tx,
-                    &c.id,
-                    &[NewEvent {
-                        at: &at,
-                        kind: "thread_closed",
-                        data: &data,
-                    }],
-                )?;
-            }
-            Ok(n > 0)
-        })?;
-        if changed {
+        kill_group_of(&c, &mut report);
+        if restore_one(store, &c)? {
             report.restored.push(c.id);
         }
     }
+    for (_, batch) in agent_batches {
+        for c in &batch {
+            kill_group_of(c, &mut report);
+        }
+        // One registry, one transaction.
+        let restored = store.write(|tx| {
+            let mut done = Vec::new();
+            for c in &batch {
+                if restore_in(tx, c)? {
+                    done.push(c.id.clone());
+                }
+            }
+            Ok(done)
+        })?;
+        report.restored.extend(restored);
+    }
+    restore_unlaunched_agents(store, me, &refused, &mut report)?;
     Ok(report)
+}
+
+fn kill_group_of(c: &Candidate, report: &mut RestoreReport) {
+    if let (Some(pid), Some(pgid)) = (c.pid, c.pgid) {
+        if kill_recorded_group(pid, pgid, c.process_started_at) {
+            report.killed_groups.push(pgid);
+        }
+    }
+}
+
+fn registry_problem(store: &Store, manager_id: i64) -> Result<Option<String>> {
+    let conn = store.read()?;
+    let problem = conn
+        .prepare_cached(include_str!("../../sql/agent_registry_problem.sql"))?
+        .query_row([manager_id], |r| r.get(0))
+        .optional()?;
+    Ok(problem)
+}
+
+/// Contract B runs reserved by a serve that died before launching them come back paused.
+fn restore_unlaunched_agents(
+    store: &Store,
+    me: ProcessIdentity,
+    refused: &[i64],
+    report: &mut RestoreReport,
+) -> Result<()> {
+    let rows: Vec<(String, i64, Option<i64>, Option<i64>)> = {
+        let conn = store.read()?;
+        let mut stmt =
+            conn.prepare_cached(include_str!("../../sql/agent_restore_candidates.sql"))?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    for (id, manager_id, pid, started_at) in rows {
+        let owner = pid.map(|pid| ProcessIdentity {
+            pid,
+            started_at: started_at.unwrap_or(-1),
+        });
+        if owner.is_some_and(|o| o == me || o.is_alive()) || refused.contains(&manager_id) {
+            continue;
+        }
+        let changed = store.write(|tx| {
+            Ok(tx
+                .prepare_cached(include_str!("../../sql/agent_restore_unlaunched.sql"))?
+                .execute(named_params! {":paused_status": PAUSED_STATUS, ":at": now_iso(), ":id": id})?
+                > 0)
+        })?;
+        if changed {
+            report.restored.push(id);
+        }
+    }
+    Ok(())
+}
+
+fn restore_one(store: &Store, c: &Candidate) -> Result<bool> {
+    store.write(|tx| restore_in(tx, c))
+}
+
+/// Closes one thread of a dead owner as stale (contract B: paused); false if it changed meanwhile.
+fn restore_in(tx: &rusqlite::Transaction<'_>, c: &Candidate) -> Result<bool> {
+    let at = now_iso();
+    let n = tx
+        .prepare_cached(include_str!("../../sql/restore_close_stale.sql"))?
+        .execute(named_params! {
+            ":message": STALE_MESSAGE, ":at": at, ":paused_status": PAUSED_STATUS,
+            ":id": c.id, ":launch": c.launch_seq,
+        })?;
+    if n > 0 {
+        let data = json!({"exit": {"kind": "stale", "message": STALE_MESSAGE}}).to_string();
+        events::append(
+            tx,
+            &c.id,
+            &[NewEvent {
+                at: &at,
+                kind: "thread_closed",
+                data: &data,
+            }],
+        )?;
+    }
+    Ok(n > 0)
 }

@@ -1,0 +1,6 @@
+-- Threads of a registry owned by this serve with steering messages not yet sent to their
+-- current launch (the mailbox_pending index holds only pending rows).
+SELECT DISTINCT t.id FROM mailbox mb JOIN threads t ON t.id = mb.thread_id
+WHERE mb.state = 'pending' AND mb.direction = 'to_child' AND t.manager_id = ?1
+  AND t.owner_pid = ?2 AND t.owner_started_at = ?3
+  AND (mb.message_id IS NULL OR mb.message_id <> CAST(t.launch_seq AS TEXT) OR t.status = 'closed')

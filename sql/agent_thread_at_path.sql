@@ -1,0 +1,5 @@
+-- One contract B thread by registry and path (the UNIQUE (manager_id, path) index answers it).
+SELECT id, path, parent_path, agent_state, task, status_text, output, error, session_file,
+       created_at, updated_at, status, owner_pid, owner_started_at, agent_pause_requested,
+       agent_stop_requested, cwd, launch_seq, name
+FROM threads WHERE manager_id = ?1 AND path = ?2

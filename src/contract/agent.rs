@@ -1,0 +1,433 @@
+//! Contract B (`agent_*`, the subagent lifecycle): strict request validation, the thread view
+//! every tool answers with, and the notice texts. Nothing here touches the store or the
+//! runtime. Texts follow the public implementation (`reference/contract-semantics.md` §2);
+//! every rejection ends with a `Repair:` hint.
+
+use serde_json::{json, Map, Value};
+
+use crate::error::{Error, Result};
+use crate::text::{utf16_len, utf16_prefix};
+
+/// The methods of contract B on `serve`.
+pub const METHODS: [&str; 8] = [
+    "agent_spawn",
+    "agent_wait",
+    "agent_steer",
+    "agent_status",
+    "agent_update",
+    "agent_pause",
+    "agent_stop",
+    "agent_output",
+];
+
+/// Longest wait (`timeoutMs`), one hour.
+pub const MAX_TIMEOUT_MS: u64 = 3_600_000;
+/// `agent_update` message length, UTF-16 units.
+pub const MAX_UPDATE_CHARS: usize = 8_000;
+/// `agent_output` page size: default and maximum, UTF-16 units.
+pub const DEFAULT_OUTPUT_LIMIT: usize = 8_000;
+pub const MAX_OUTPUT_LIMIT: usize = 16_000;
+/// `output` in a view and the final answer in a completion notice are cut at this length.
+pub const VIEW_OUTPUT_CHARS: usize = 16_000;
+/// The session name's type word (`worker /root/task`).
+pub const DEFAULT_TYPE: &str = "worker";
+
+pub const STATUS_STARTING: &str = "Starting";
+pub const STATUS_WORKING: &str = "Working";
+pub const STATUS_COMPLETED: &str = "Completed; session retained";
+pub const STATUS_STOPPING: &str = "Stopping";
+pub const STATUS_STOPPED: &str = "Stopped; session retained";
+pub const STATUS_FAILED: &str = "Failed; session retained";
+pub const STATUS_PAUSED_DEFAULT: &str = "Awaiting further input";
+pub const OUTPUT_TRUNCATED_NOTE: &str = "[Output truncated; use agent_output for more.]";
+
+/// A validated contract B request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AgentRequest {
+    Spawn {
+        path: String,
+        task: String,
+        kind: String,
+        wait: bool,
+        timeout_ms: Option<u64>,
+    },
+    Wait {
+        path: String,
+        timeout_ms: Option<u64>,
+    },
+    Steer {
+        path: String,
+        message: String,
+    },
+    Status {
+        path: Option<String>,
+    },
+    Update {
+        message: String,
+    },
+    Pause {
+        reason: String,
+    },
+    Stop {
+        path: String,
+    },
+    Output {
+        path: String,
+        offset: usize,
+        limit: usize,
+    },
+}
+
+fn fields_of(method: &str) -> &'static [&'static str] {
+    match method {
+        "agent_spawn" => &["path", "task", "type", "wait", "timeoutMs"],
+        "agent_wait" => &["path", "timeoutMs"],
+        "agent_steer" => &["path", "message"],
+        "agent_status" => &["path"],
+        "agent_update" => &["message"],
+        "agent_pause" => &["reason"],
+        "agent_stop" => &["path"],
+        "agent_output" => &["path", "offset", "limit"],
+        _ => &[],
+    }
+}
+
+fn shape(method: &str) -> &'static str {
+    match method {
+        "agent_spawn" => r#"{"path": "fix-auth", "task": "…", "wait": true, "timeoutMs": 60000}"#,
+        "agent_wait" => r#"{"path": "/root/fix-auth", "timeoutMs": 30000}"#,
+        "agent_steer" => r#"{"path": "/root/fix-auth", "message": "…"}"#,
+        "agent_status" => r#"{} or {"path": "/root/fix-auth"}"#,
+        "agent_update" => r#"{"message": "halfway: tests pass"}"#,
+        "agent_pause" => r#"{"reason": "need a decision on the API"}"#,
+        "agent_stop" => r#"{"path": "/root/fix-auth"}"#,
+        "agent_output" => r#"{"path": "/root/fix-auth", "offset": 0, "limit": 8000}"#,
+        _ => "{}",
+    }
+}
+
+fn bad(method: &str, what: String) -> Error {
+    Error::invalid(format!(
+        "{method}: {what}. Repair: send params shaped like {}.",
+        shape(method)
+    ))
+}
+
+fn string_field(method: &str, p: &Map<String, Value>, name: &str) -> Result<Option<String>> {
+    match p.get(name) {
+        None => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(bad(
+            method,
+            format!("{name} must be a string, got {}", type_name(other)),
+        )),
+    }
+}
+
+fn required_string(method: &str, p: &Map<String, Value>, name: &str) -> Result<String> {
+    string_field(method, p, name)?.ok_or_else(|| bad(method, format!("{name} is required")))
+}
+
+fn integer_field(
+    method: &str,
+    p: &Map<String, Value>,
+    name: &str,
+    min: u64,
+    max: u64,
+) -> Result<Option<u64>> {
+    match p.get(name) {
+        None => Ok(None),
+        Some(v) => match v.as_u64() {
+            Some(n) if (min..=max).contains(&n) => Ok(Some(n)),
+            _ => Err(bad(
+                method,
+                format!(
+                    "{name} must be an integer from {min} to {max}, got {}",
+                    short_json(v)
+                ),
+            )),
+        },
+    }
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn short_json(v: &Value) -> String {
+    let text = v.to_string();
+    if utf16_len(&text) > 60 {
+        format!("{}…", utf16_prefix(&text, 60))
+    } else {
+        text
+    }
+}
+
+/// Validates one `agent_*` request strictly: params is an object, unknown fields are refused,
+/// every field has its type and range.
+pub fn parse(method: &str, params: &Value) -> Result<AgentRequest> {
+    let allowed = fields_of(method);
+    let p = match params {
+        Value::Object(m) => m,
+        Value::Null => &Map::new(),
+        other => {
+            return Err(bad(
+                method,
+                format!("params must be an object, got {}", type_name(other)),
+            ))
+        }
+    };
+    if let Some(extra) = p.keys().find(|k| !allowed.contains(&k.as_str())) {
+        return Err(bad(
+            method,
+            format!(
+                "unknown field {} (accepted: {})",
+                crate::paths::json_quote(extra),
+                allowed.join(", ")
+            ),
+        ));
+    }
+    let timeout = |p| integer_field(method, p, "timeoutMs", 0, MAX_TIMEOUT_MS);
+    Ok(match method {
+        "agent_spawn" => {
+            let kind = string_field(method, p, "type")?.unwrap_or_else(|| DEFAULT_TYPE.into());
+            if !crate::paths::is_agent_segment(&kind) {
+                return Err(bad(
+                    method,
+                    "type must be a name of letters, digits, - or _".into(),
+                ));
+            }
+            let wait = match p.get("wait") {
+                None => true,
+                Some(Value::Bool(b)) => *b,
+                Some(other) => {
+                    return Err(bad(
+                        method,
+                        format!("wait must be a boolean, got {}", type_name(other)),
+                    ))
+                }
+            };
+            AgentRequest::Spawn {
+                path: required_string(method, p, "path")?,
+                task: required_string(method, p, "task")?,
+                kind,
+                wait,
+                timeout_ms: timeout(p)?,
+            }
+        }
+        "agent_wait" => AgentRequest::Wait {
+            path: required_string(method, p, "path")?,
+            timeout_ms: timeout(p)?,
+        },
+        "agent_steer" => AgentRequest::Steer {
+            path: required_string(method, p, "path")?,
+            message: required_string(method, p, "message")?,
+        },
+        "agent_status" => AgentRequest::Status {
+            path: string_field(method, p, "path")?,
+        },
+        "agent_update" => {
+            let message = required_string(method, p, "message")?;
+            let n = utf16_len(&message);
+            if n == 0 || n > MAX_UPDATE_CHARS {
+                return Err(bad(
+                    method,
+                    format!("message must be 1 to {MAX_UPDATE_CHARS} characters, got {n}"),
+                ));
+            }
+            AgentRequest::Update { message }
+        }
+        "agent_pause" => AgentRequest::Pause {
+            reason: required_string(method, p, "reason")?,
+        },
+        "agent_stop" => AgentRequest::Stop {
+            path: required_string(method, p, "path")?,
+        },
+        "agent_output" => AgentRequest::Output {
+            path: required_string(method, p, "path")?,
+            offset: integer_field(method, p, "offset", 0, u32::MAX as u64)?.unwrap_or(0) as usize,
+            limit: integer_field(method, p, "limit", 1, MAX_OUTPUT_LIMIT as u64)?
+                .unwrap_or(DEFAULT_OUTPUT_LIMIT as u64) as usize,
+        },
+        other => {
+            return Err(Error::invalid(format!(
+                "Unknown agent method {}. Repair: use one of {}.",
+                crate::paths::json_quote(other),
+                METHODS.join(", ")
+            )))
+        }
+    })
+}
+
+/// The stored facts of one contract B thread that a view shows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentFacts {
+    pub path: String,
+    pub parent: Option<String>,
+    pub state: String,
+    pub task: String,
+    pub status: String,
+    pub output: Option<String>,
+    pub error: Option<String>,
+    pub session_file: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+/// A thread's view: what every tool answers with. `output` exists only in `completed` and is
+/// cut at 16,000 characters (`outputTruncated: true`).
+pub fn view(f: &AgentFacts) -> Value {
+    let mut v = json!({
+        "path": f.path,
+        "parent": f.parent,
+        "state": f.state,
+        "task": f.task,
+        "status": f.status,
+    });
+    if f.state == "completed" {
+        let out = f.output.as_deref().unwrap_or("");
+        if utf16_len(out) > VIEW_OUTPUT_CHARS {
+            v["output"] = json!(utf16_prefix(out, VIEW_OUTPUT_CHARS));
+            v["outputTruncated"] = json!(true);
+        } else {
+            v["output"] = json!(out);
+        }
+    }
+    if let Some(e) = &f.error {
+        v["error"] = json!(e);
+    }
+    v["sessionFile"] = json!(f.session_file);
+    v["createdAt"] = json!(f.created_at);
+    v["updatedAt"] = json!(f.updated_at);
+    v
+}
+
+/// `{content: [{type: "text", text: <JSON>}], details}`, like every contract B result.
+pub fn tool_result(details: Value) -> Value {
+    let text = serde_json::to_string_pretty(&details).unwrap_or_default();
+    json!({"content": [{"type": "text", "text": text}], "details": details})
+}
+
+/// The notice a parent gets when a child settles.
+pub fn settled_notice(path: &str, state: &str, status: &str, output: Option<&str>) -> String {
+    if state == "completed" {
+        let out = output.unwrap_or("");
+        if utf16_len(out) > VIEW_OUTPUT_CHARS {
+            format!(
+                "Agent {path} completed. Final answer:\n{}\n{OUTPUT_TRUNCATED_NOTE}",
+                utf16_prefix(out, VIEW_OUTPUT_CHARS)
+            )
+        } else {
+            format!("Agent {path} completed. Final answer:\n{out}")
+        }
+    } else {
+        format!("Agent {path} is {state}: {status}. Use agent_steer to resume it.")
+    }
+}
+
+/// The notice a parent gets from `agent_update`.
+pub fn progress_notice(path: &str, message: &str) -> String {
+    format!("Progress from {path}: {message}")
+}
+
+/// A page of a completed thread's output, in UTF-16 units.
+pub fn output_page(path: &str, output: &str, offset: usize, limit: usize) -> Value {
+    let total = utf16_len(output);
+    let start = offset.min(total);
+    let rest = crate::text::utf16_suffix(output, total - start);
+    let text = utf16_prefix(rest, limit);
+    let end = start + utf16_len(text);
+    json!({
+        "path": path,
+        "offset": start,
+        "limit": limit,
+        "totalChars": total,
+        "text": text,
+        "nextOffset": if end < total { json!(end) } else { Value::Null },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strict_fields_and_ranges() {
+        let e = parse("agent_wait", &json!({"path": "a", "extra": 1})).unwrap_err();
+        assert!(e.message.contains("unknown field \"extra\""), "{}", e.message);
+        assert!(e.message.contains("Repair:"));
+        let e = parse("agent_wait", &json!({"path": "a", "timeoutMs": 3_600_001})).unwrap_err();
+        assert!(e.message.contains("timeoutMs must be an integer from 0 to 3600000"));
+        assert!(parse("agent_wait", &json!({"path": "a", "timeoutMs": 0})).is_ok());
+        let e = parse("agent_update", &json!({"message": ""})).unwrap_err();
+        assert!(e.message.contains("1 to 8000"));
+        let long = "x".repeat(8_001);
+        assert!(parse("agent_update", &json!({"message": long})).is_err());
+        let e = parse("agent_output", &json!({"path": "a", "limit": 16_001})).unwrap_err();
+        assert!(e.message.contains("limit must be an integer from 1 to 16000"));
+        assert_eq!(
+            parse("agent_spawn", &json!({"path": "a", "task": "t"})).unwrap(),
+            AgentRequest::Spawn {
+                path: "a".into(),
+                task: "t".into(),
+                kind: "worker".into(),
+                wait: true,
+                timeout_ms: None
+            }
+        );
+        assert!(parse("agent_spawn", &json!({"path": "a", "task": 3})).is_err());
+        assert!(parse("agent_status", &json!([])).is_err());
+        assert_eq!(
+            parse("agent_status", &Value::Null).unwrap(),
+            AgentRequest::Status { path: None }
+        );
+    }
+
+    #[test]
+    fn views_cut_output_and_hide_it_outside_completed() {
+        let mut f = AgentFacts {
+            path: "/root/a".into(),
+            parent: Some("/root".into()),
+            state: "completed".into(),
+            task: "t".into(),
+            status: STATUS_COMPLETED.into(),
+            output: Some("é".repeat(16_001)),
+            error: None,
+            session_file: None,
+            created_at: "x".into(),
+            updated_at: "y".into(),
+        };
+        let v = view(&f);
+        assert_eq!(v["outputTruncated"], true);
+        assert_eq!(utf16_len(v["output"].as_str().unwrap()), 16_000);
+        f.state = "paused".into();
+        assert!(view(&f).get("output").is_none());
+        let n = settled_notice("/root/a", "completed", "", Some(&"a".repeat(16_001)));
+        assert!(n.starts_with("Agent /root/a completed. Final answer:\n"));
+        assert!(n.ends_with(OUTPUT_TRUNCATED_NOTE));
+        assert_eq!(
+            settled_notice("/root/a", "paused", "need input", None),
+            "Agent /root/a is paused: need input. Use agent_steer to resume it."
+        );
+    }
+
+    #[test]
+    fn output_pages() {
+        let p = output_page("/root/a", "abcdef", 2, 3);
+        assert_eq!(p["text"], "cde");
+        assert_eq!(p["nextOffset"], 5);
+        let p = output_page("/root/a", "abcdef", 4, 3);
+        assert_eq!(p["text"], "ef");
+        assert_eq!(p["nextOffset"], Value::Null);
+        let p = output_page("/root/a", "abc", 10, 3);
+        assert_eq!(p["text"], "");
+        assert_eq!(p["offset"], 3);
+    }
+}
