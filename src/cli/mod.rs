@@ -178,8 +178,7 @@ fn restore(db: &std::path::Path, json: bool, out: &mut dyn std::io::Write) -> cr
     let me = crate::runtime::process::ProcessIdentity::current();
     let report = crate::runtime::restore::restore_dead_owners(&store, me)?;
     if json {
-        let doc =
-            serde_json::json!({"restored": report.restored, "killedGroups": report.killed_groups, "rejected": report.rejected});
+        let doc = serde_json::json!({"restored": report.restored, "killedGroups": report.killed_groups, "rejected": report.rejected});
         writeln!(out, "{doc}")?;
     } else {
         writeln!(
@@ -204,7 +203,11 @@ fn restore(db: &std::path::Path, json: bool, out: &mut dyn std::io::Write) -> cr
             format!(
                 "{} registr{} refused: {first}",
                 report.rejected.len(),
-                if report.rejected.len() == 1 { "y" } else { "ies" }
+                if report.rejected.len() == 1 {
+                    "y"
+                } else {
+                    "ies"
+                }
             ),
         ));
     }

@@ -361,17 +361,25 @@ mod tests {
     #[test]
     fn strict_fields_and_ranges() {
         let e = parse("agent_wait", &json!({"path": "a", "extra": 1})).unwrap_err();
-        assert!(e.message.contains("unknown field \"extra\""), "{}", e.message);
+        assert!(
+            e.message.contains("unknown field \"extra\""),
+            "{}",
+            e.message
+        );
         assert!(e.message.contains("Repair:"));
         let e = parse("agent_wait", &json!({"path": "a", "timeoutMs": 3_600_001})).unwrap_err();
-        assert!(e.message.contains("timeoutMs must be an integer from 0 to 3600000"));
+        assert!(e
+            .message
+            .contains("timeoutMs must be an integer from 0 to 3600000"));
         assert!(parse("agent_wait", &json!({"path": "a", "timeoutMs": 0})).is_ok());
         let e = parse("agent_update", &json!({"message": ""})).unwrap_err();
         assert!(e.message.contains("1 to 8000"));
         let long = "x".repeat(8_001);
         assert!(parse("agent_update", &json!({"message": long})).is_err());
         let e = parse("agent_output", &json!({"path": "a", "limit": 16_001})).unwrap_err();
-        assert!(e.message.contains("limit must be an integer from 1 to 16000"));
+        assert!(e
+            .message
+            .contains("limit must be an integer from 1 to 16000"));
         assert_eq!(
             parse("agent_spawn", &json!({"path": "a", "task": "t"})).unwrap(),
             AgentRequest::Spawn {

@@ -198,7 +198,12 @@ impl AgentHost {
         let root = self.caller_is_root();
         let owner = self.rt.owner();
         let session_file = root
-            .then(|| self.cfg.session_file.as_ref().map(|p| p.display().to_string()))
+            .then(|| {
+                self.cfg
+                    .session_file
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+            })
             .flatten();
         let cwd = root.then(|| self.cfg.cwd.display().to_string());
         let id: i64 = self.store.write(|tx| {
@@ -290,11 +295,9 @@ impl AgentHost {
 
     fn owner_alive(&self, row: &AgentRow) -> bool {
         match (row.owner_pid, row.owner_started_at) {
-            (Some(pid), Some(started_at)) => crate::runtime::process::ProcessIdentity {
-                pid,
-                started_at,
+            (Some(pid), Some(started_at)) => {
+                crate::runtime::process::ProcessIdentity { pid, started_at }.is_alive()
             }
-            .is_alive(),
             _ => false,
         }
     }
@@ -534,10 +537,17 @@ impl AgentHost {
         Ok(())
     }
 
-    fn check_no_stopped_ancestor(&self, conn: &Connection, registry: i64, path: &str) -> Result<()> {
+    fn check_no_stopped_ancestor(
+        &self,
+        conn: &Connection,
+        registry: i64,
+        path: &str,
+    ) -> Result<()> {
         let stopped: Option<String> = conn
             .prepare_cached(include_str!("../../sql/agent_stopped_ancestor.sql"))?
-            .query_row(named_params! {":path": path, ":manager": registry}, |r| r.get(0))
+            .query_row(named_params! {":path": path, ":manager": registry}, |r| {
+                r.get(0)
+            })
             .optional()?;
         match stopped {
             None => Ok(()),
@@ -633,14 +643,22 @@ impl AgentHost {
 
     /// Launches one run of a reserved thread with `prompt`, on its session file, and starts
     /// supervising it.
-    async fn launch(self: &Arc<Self>, id: &str, prompt: String, file: Option<PathBuf>) -> Result<()> {
+    async fn launch(
+        self: &Arc<Self>,
+        id: &str,
+        prompt: String,
+        file: Option<PathBuf>,
+    ) -> Result<()> {
         let row = self.row_by_id(id)?;
         let file = match file.or_else(|| row.session_file.clone().map(PathBuf::from)) {
             Some(f) => f,
             None => {
                 return Err(Error::new(
                     ErrorCode::NotResumable,
-                    format!("{} has no session file. Repair: spawn a new thread instead.", row.path),
+                    format!(
+                        "{} has no session file. Repair: spawn a new thread instead.",
+                        row.path
+                    ),
                 ))
             }
         };
@@ -657,7 +675,13 @@ impl AgentHost {
         let cwd = PathBuf::from(&row.cwd);
         let inherited = argpolicy::inherited_args(&self.cfg.parent_args, &self.cfg.cwd);
         let approve = argpolicy::should_approve(self.cfg.trusted, &self.cfg.cwd, &cwd);
-        let argv = argpolicy::child_argv(&self.cfg.pi_command, &inherited, Some(&file), &row.name, approve);
+        let argv = argpolicy::child_argv(
+            &self.cfg.pi_command,
+            &inherited,
+            Some(&file),
+            &row.name,
+            approve,
+        );
         let outcome = self
             .rt
             .launch(LaunchSpec {
@@ -670,7 +694,9 @@ impl AgentHost {
             })
             .await?;
         if outcome.prompt_accepted == Some(false) {
-            let why = outcome.note.unwrap_or_else(|| "The child rejected the prompt.".into());
+            let why = outcome
+                .note
+                .unwrap_or_else(|| "The child rejected the prompt.".into());
             let _ = self.rt.stop(id, false).await;
             return Err(Error::io(format!(
                 "{} could not start its run: {why} Repair: check the child's model and credentials, then agent_steer it to retry.",
@@ -689,16 +715,25 @@ impl AgentHost {
         vec![
             ("THREADBASE_DB".into(), self.cfg.db.display().to_string()),
             ("PI_THREADS_PATH".into(), row.path.clone()),
-            ("PI_THREADS_DEPTH".into(), (paths::agent_level(&row.path) - 1).to_string()),
+            (
+                "PI_THREADS_DEPTH".into(),
+                (paths::agent_level(&row.path) - 1).to_string(),
+            ),
             ("PI_THREADS_SELF_ID".into(), row.id.clone()),
             (
                 "PI_THREADS_PARENT_PATH".into(),
                 row.parent_path.clone().unwrap_or_else(|| ROOT.to_string()),
             ),
-            ("PI_THREADS_ROOT_SESSION_ID".into(), self.cfg.root_session_id.clone()),
+            (
+                "PI_THREADS_ROOT_SESSION_ID".into(),
+                self.cfg.root_session_id.clone(),
+            ),
             ("PI_SUBAGENTS_MAX_LEVELS".into(), l.max_levels.to_string()),
             ("PI_SUBAGENTS_MAX_THREADS".into(), l.max_threads.to_string()),
-            ("PI_SUBAGENTS_MAX_CONCURRENT".into(), l.max_concurrent.to_string()),
+            (
+                "PI_SUBAGENTS_MAX_CONCURRENT".into(),
+                l.max_concurrent.to_string(),
+            ),
         ]
     }
 
@@ -712,7 +747,13 @@ impl AgentHost {
 
     /// Records a settlement and its notice for the parent in one transaction. Returns false
     /// when the thread was not working (someone settled it first).
-    fn settle(&self, id: &str, state: &str, output: Option<String>, error: Option<String>) -> Result<bool> {
+    fn settle(
+        &self,
+        id: &str,
+        state: &str,
+        output: Option<String>,
+        error: Option<String>,
+    ) -> Result<bool> {
         let status = match state {
             "completed" => Some(contract::STATUS_COMPLETED),
             "stopped" => Some(contract::STATUS_STOPPED),
@@ -737,7 +778,9 @@ impl AgentHost {
             };
             let status_text = status_text.unwrap_or_default();
             let text = match (state, &error) {
-                ("failed", Some(e)) => format!("Agent {path} is failed: {e}. Use agent_steer to resume it."),
+                ("failed", Some(e)) => {
+                    format!("Agent {path} is failed: {e}. Use agent_steer to resume it.")
+                }
                 _ => contract::settled_notice(&path, state, &status_text, output.as_deref()),
             };
             tx.prepare_cached(include_str!("../../sql/agent_mailbox_insert.sql"))?
@@ -824,7 +867,11 @@ impl AgentHost {
             // Another serve holds the process: its watcher delivers the row.
             let deadline = Instant::now() + STEER_HANDOFF_WAIT;
             while Instant::now() < deadline {
-                if self.pending_steers(&row.id)?.iter().all(|s| s.sent_to.is_some()) {
+                if self
+                    .pending_steers(&row.id)?
+                    .iter()
+                    .all(|s| s.sent_to.is_some())
+                {
                     break;
                 }
                 tokio::time::sleep(WAIT_POLL).await;
@@ -950,7 +997,10 @@ impl AgentHost {
             Some(p) => Some(paths::resolve_agent_path(p, self.caller())?),
             None => None,
         };
-        if let Some(t) = target.as_deref().filter(|t| *t != ROOT || !self.caller_is_root()) {
+        if let Some(t) = target
+            .as_deref()
+            .filter(|t| *t != ROOT || !self.caller_is_root())
+        {
             self.check_access(t, true)?;
             let row = self.row_at(&conn, registry, t)?.ok_or_else(|| {
                 Error::new(
@@ -961,7 +1011,10 @@ impl AgentHost {
             return Ok(row.view());
         }
         let rows = if self.caller_is_root() {
-            list(include_str!("../../sql/agent_threads_all.sql"), &[&registry])?
+            list(
+                include_str!("../../sql/agent_threads_all.sql"),
+                &[&registry],
+            )?
         } else {
             let (lo, hi) = paths::descendant_range(self.caller());
             list(
@@ -1088,7 +1141,8 @@ impl AgentHost {
             let deadline = Instant::now() + STOP_WAIT;
             for id in ids {
                 let left = deadline.saturating_duration_since(Instant::now());
-                self.wait_settled(&id, Some(left.as_millis() as u64)).await?;
+                self.wait_settled(&id, Some(left.as_millis() as u64))
+                    .await?;
             }
         }
         Ok(self.row_by_id(&target.id)?.view())
@@ -1184,7 +1238,12 @@ impl AgentHost {
         Ok(match last {
             Some((kind, data)) if kind == "thread_error" => {
                 let v: Value = serde_json::from_str(&data).unwrap_or(Value::Null);
-                Some(v["message"].as_str().unwrap_or("The model returned an error.").to_string())
+                Some(
+                    v["message"]
+                        .as_str()
+                        .unwrap_or("The model returned an error.")
+                        .to_string(),
+                )
             }
             _ => None,
         })
@@ -1199,7 +1258,11 @@ impl AgentHost {
             return Ok(());
         }
         let pending = self.pending_steers(id)?;
-        if row.state == "starting" && !row.stop_requested && !pending.is_empty() && self.is_mine(&row) {
+        if row.state == "starting"
+            && !row.stop_requested
+            && !pending.is_empty()
+            && self.is_mine(&row)
+        {
             // A resume reserved while the process was retiring: run it now.
             drop(guard);
             return self.deliver(id).await;
@@ -1210,10 +1273,15 @@ impl AgentHost {
         } else {
             let conn = self.store.read()?;
             let message: Option<String> = conn
-                .query_row("SELECT exit_message FROM threads WHERE id = ?1", [id], |r| r.get(0))
+                .query_row(
+                    "SELECT exit_message FROM threads WHERE id = ?1",
+                    [id],
+                    |r| r.get(0),
+                )
                 .optional()?
                 .flatten();
-            let error = message.unwrap_or_else(|| "The child Pi process ended before its run settled.".into());
+            let error = message
+                .unwrap_or_else(|| "The child Pi process ended before its run settled.".into());
             self.settle(id, "failed", None, Some(error))?;
         }
         Ok(())
@@ -1242,7 +1310,9 @@ impl AgentHost {
             let lock = host.lock(&id);
             let _guard = lock.lock().await;
             // Re-check under the lock: a steer may have reserved a new run meanwhile.
-            if host.row_by_id(&id).is_ok_and(|r| !r.active()) && host.pending_steers(&id).is_ok_and(|p| p.is_empty()) {
+            if host.row_by_id(&id).is_ok_and(|r| !r.active())
+                && host.pending_steers(&id).is_ok_and(|p| p.is_empty())
+            {
                 let _ = host.rt.stop(&id, false).await;
             }
         });
@@ -1258,7 +1328,9 @@ impl AgentHost {
         let owned: Result<Vec<(String, Option<String>)>> = (|| {
             let conn = self.store.read()?;
             let mut stmt = conn.prepare_cached(include_str!("../../sql/agent_owned_live.sql"))?;
-            let rows = stmt.query_map((registry, me.pid, me.started_at), |r| Ok((r.get(0)?, r.get(1)?)))?;
+            let rows = stmt.query_map((registry, me.pid, me.started_at), |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?;
             Ok(rows.collect::<rusqlite::Result<_>>()?)
         })();
         for (id, state) in owned.unwrap_or_default() {
@@ -1293,7 +1365,8 @@ impl AgentHost {
             if out.is_closed() {
                 return;
             }
-            let Ok(version) = conn.query_row("PRAGMA data_version", [], |r| r.get::<_, i64>(0)) else {
+            let Ok(version) = conn.query_row("PRAGMA data_version", [], |r| r.get::<_, i64>(0))
+            else {
                 continue;
             };
             if seen == Some(version) {
@@ -1313,12 +1386,26 @@ impl AgentHost {
         }
     }
 
-    fn deliver_notices(&self, conn: &Connection, registry: i64, out: &mpsc::UnboundedSender<Value>) -> Result<()> {
+    fn deliver_notices(
+        &self,
+        conn: &Connection,
+        registry: i64,
+        out: &mpsc::UnboundedSender<Value>,
+    ) -> Result<()> {
         type NoticeRow = (i64, String, String, String, String, String, Option<String>);
         let pending: Vec<NoticeRow> = {
-            let mut stmt = conn.prepare_cached(include_str!("../../sql/agent_notices_pending.sql"))?;
+            let mut stmt =
+                conn.prepare_cached(include_str!("../../sql/agent_notices_pending.sql"))?;
             let rows = stmt.query_map((registry, self.caller()), |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?))
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    r.get(6)?,
+                ))
             })?;
             rows.collect::<rusqlite::Result<_>>()?
         };
@@ -1338,13 +1425,16 @@ impl AgentHost {
     fn sweep_rows(&self, conn: &Connection, registry: i64) -> Result<(Vec<String>, Vec<String>)> {
         let me = self.rt.owner();
         let steer_ids: Vec<String> = {
-            let mut stmt = conn.prepare_cached(include_str!("../../sql/agent_owned_pending_steers.sql"))?;
+            let mut stmt =
+                conn.prepare_cached(include_str!("../../sql/agent_owned_pending_steers.sql"))?;
             let rows = stmt.query_map((registry, me.pid, me.started_at), |r| r.get(0))?;
             rows.collect::<rusqlite::Result<_>>()?
         };
         let owned: Vec<(String, Option<String>)> = {
             let mut stmt = conn.prepare_cached(include_str!("../../sql/agent_owned_live.sql"))?;
-            let rows = stmt.query_map((registry, me.pid, me.started_at), |r| Ok((r.get(0)?, r.get(1)?)))?;
+            let rows = stmt.query_map((registry, me.pid, me.started_at), |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?;
             rows.collect::<rusqlite::Result<_>>()?
         };
         let settled = owned

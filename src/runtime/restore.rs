@@ -157,7 +157,9 @@ fn restore_unlaunched_agents(
         let changed = store.write(|tx| {
             Ok(tx
                 .prepare_cached(include_str!("../../sql/agent_restore_unlaunched.sql"))?
-                .execute(named_params! {":paused_status": PAUSED_STATUS, ":at": now_iso(), ":id": id})?
+                .execute(
+                    named_params! {":paused_status": PAUSED_STATUS, ":at": now_iso(), ":id": id},
+                )?
                 > 0)
         })?;
         if changed {

@@ -1,0 +1,811 @@
+//! Contract B (`agent_*`) through real `threadbase serve` processes whose children are
+//! `threadbase scripted-agent` processes. A child agent's own serve is a second serve started
+//! with `--scope-path /root/a` and the root session id, exactly what the Pi extension starts
+//! inside a child Pi.
+
+#[path = "support/serve_client.rs"]
+mod serve_client;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use serve_client::{processes_with_env, scripted_command, Serve, ServeSpec};
+
+const ROOT_SESSION: &str = "ses_main";
+
+struct World {
+    dir: tempfile::TempDir,
+    db: PathBuf,
+    root_session: PathBuf,
+    marker: String,
+}
+
+fn world() -> World {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    let root_session = sessions.join("main.jsonl");
+    let lines = [
+        json!({"type":"session","version":3,"id":ROOT_SESSION,"timestamp":"2026-11-30T00:00:00.000Z","cwd":dir.path()}),
+        json!({"type":"message","id":"m0000001","parentId":null,"timestamp":"2026-11-30T00:00:01.000Z","message":{"role":"system","content":"SYSTEM PROMPT","timestamp":1}}),
+        json!({"type":"message","id":"m0000002","parentId":"m0000001","timestamp":"2026-11-30T00:00:02.000Z","message":{"role":"user","content":[{"type":"text","text":"the main question"}],"timestamp":2}}),
+        json!({"type":"message","id":"m0000003","parentId":"m0000002","timestamp":"2026-11-30T00:00:03.000Z","message":{"role":"assistant","content":[{"type":"text","text":"the main answer"}],"stopReason":"stop","timestamp":3}}),
+        json!({"type":"message","id":"m0000004","parentId":"m0000003","timestamp":"2026-11-30T00:00:04.000Z","message":{"role":"assistant","content":[{"type":"text","text":"broken"}],"stopReason":"error","errorMessage":"boom","timestamp":4}}),
+    ];
+    std::fs::write(
+        &root_session,
+        lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
+    )
+    .unwrap();
+    for (name, script) in [
+        // Answers after a short pause.
+        (
+            "quick",
+            json!({"turns": [{"steps": [{"delay_ms": 100}, {"text": "answer to {prompt}"}]}]}),
+        ),
+        // Works for a while (long enough to pause, steer or stop it), then answers.
+        (
+            "slow",
+            json!({"turns": [{"steps": [{"delay_ms": 2500}, {"text": "slow answer to {prompt}"}]}]}),
+        ),
+        // The model fails.
+        (
+            "failing",
+            json!({"turns": [{"steps": [{"delay_ms": 50}, {"error": "500: model exploded"}]}]}),
+        ),
+    ] {
+        std::fs::write(dir.path().join(format!("{name}.json")), script.to_string()).unwrap();
+    }
+    let marker = format!(
+        "agent-{}-{}",
+        std::process::id(),
+        threadbase::ids::random_hex(8)
+    );
+    World {
+        db: dir.path().join("db.sqlite"),
+        root_session,
+        dir,
+        marker,
+    }
+}
+
+impl World {
+    /// The main conversation's serve.
+    fn root(&self, script: &str, env: &[(&str, &str)]) -> Serve {
+        self.serve(
+            script,
+            vec![
+                "--session-file".into(),
+                self.root_session.display().to_string(),
+            ],
+            env,
+        )
+    }
+
+    /// The serve a child agent at `path` runs (its own session id, the root's registry).
+    fn child(&self, path: &str, script: &str) -> Serve {
+        let session_id = format!("ses_child_{}", path.replace('/', "_"));
+        self.serve(
+            script,
+            vec![
+                "--session-id".into(),
+                session_id,
+                "--scope-path".into(),
+                path.into(),
+            ],
+            &[("PI_THREADS_ROOT_SESSION_ID", ROOT_SESSION)],
+        )
+    }
+
+    fn serve(&self, script: &str, mut args: Vec<String>, extra: &[(&str, &str)]) -> Serve {
+        let mut env = vec![
+            (
+                "THREADBASE_PI_COMMAND".to_string(),
+                scripted_command(&self.dir.path().join(format!("{script}.json"))),
+            ),
+            ("THREADBASE_TEST_MARKER".to_string(), self.marker.clone()),
+            (
+                "PI_CODING_AGENT_DIR".to_string(),
+                self.dir.path().join("agent").display().to_string(),
+            ),
+        ];
+        env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        args.extend(["--cwd".into(), self.dir.path().display().to_string()]);
+        Serve::start(ServeSpec {
+            db: &self.db,
+            args,
+            env,
+            cwd: self.dir.path().to_path_buf(),
+            clear_env: false,
+        })
+    }
+
+    fn sql(&self, query: &str) -> Vec<Vec<Value>> {
+        let conn = rusqlite::Connection::open(&self.db).unwrap();
+        let mut stmt = conn.prepare(query).unwrap();
+        let n = stmt.column_count();
+        let rows = stmt
+            .query_map([], |r| {
+                (0..n)
+                    .map(|i| {
+                        Ok(match r.get_ref(i)? {
+                            rusqlite::types::ValueRef::Null => Value::Null,
+                            rusqlite::types::ValueRef::Integer(x) => json!(x),
+                            rusqlite::types::ValueRef::Real(x) => json!(x),
+                            rusqlite::types::ValueRef::Text(t) => {
+                                json!(String::from_utf8_lossy(t))
+                            }
+                            rusqlite::types::ValueRef::Blob(_) => json!("<blob>"),
+                        })
+                    })
+                    .collect()
+            })
+            .unwrap();
+        rows.map(Result::unwrap).collect()
+    }
+
+    fn leftovers(&self) -> Vec<u32> {
+        processes_with_env("THREADBASE_TEST_MARKER", &self.marker)
+    }
+}
+
+fn call(s: &mut Serve, method: &str, params: Value) -> Value {
+    let id = s.send(method, params.clone());
+    let r = s.response(id, Duration::from_secs(60));
+    assert!(r.get("error").is_none(), "{method} {params} failed: {r}");
+    r["result"]["details"].clone()
+}
+
+fn fail(s: &mut Serve, method: &str, params: Value) -> (String, String) {
+    let id = s.send(method, params.clone());
+    let r = s.response(id, Duration::from_secs(60));
+    assert!(
+        r.get("result").is_none(),
+        "{method} {params} should fail: {r}"
+    );
+    let e = &r["error"];
+    let message = e["message"].as_str().unwrap().to_string();
+    assert!(message.contains("Repair:"), "no repair hint: {message}");
+    (e["code"].as_str().unwrap().to_string(), message)
+}
+
+fn wait_for(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !ok() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn notices(s: &Serve) -> Vec<Value> {
+    s.notifications()
+        .into_iter()
+        .filter(|n| n["method"] == "notice")
+        .map(|n| n["params"].clone())
+        .collect()
+}
+
+fn session_lines(file: &Path) -> Vec<Value> {
+    std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn user_texts(file: &Path) -> Vec<String> {
+    session_lines(file)
+        .iter()
+        .filter(|e| e["type"] == "message" && e["message"]["role"] == "user")
+        .map(|e| {
+            let c = &e["message"]["content"];
+            c.as_str().map(str::to_string).unwrap_or_else(|| {
+                c.as_array()
+                    .unwrap()
+                    .iter()
+                    .filter_map(|p| p["text"].as_str())
+                    .collect()
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn spawn_wait_status_output_and_notice() {
+    let w = world();
+    let mut root = w.root("quick", &[]);
+    let v = call(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "fix-auth", "task": "fix the login"}),
+    );
+    assert_eq!(v["path"], "/root/fix-auth");
+    assert_eq!(v["parent"], "/root");
+    assert_eq!(v["state"], "completed");
+    assert_eq!(v["status"], "Completed; session retained");
+    assert_eq!(v["output"], "answer to fix the login");
+    assert_eq!(v["task"], "fix the login");
+
+    // The child transcript: in the main session directory, named after the path, linked to
+    // the parent, seeded with the parent's context minus the system prompt and errored turns.
+    let file = PathBuf::from(v["sessionFile"].as_str().unwrap());
+    assert_eq!(file.parent(), w.root_session.parent());
+    let lines = session_lines(&file);
+    assert_eq!(
+        lines[0]["parentSession"],
+        w.root_session.display().to_string()
+    );
+    assert!(lines
+        .iter()
+        .any(|e| e["type"] == "session_info" && e["name"] == "worker /root/fix-auth"));
+    let texts: String = lines.iter().map(|l| l.to_string()).collect();
+    assert!(texts.contains("the main question") && texts.contains("the main answer"));
+    assert!(!texts.contains("SYSTEM PROMPT") && !texts.contains("broken"));
+    assert_eq!(
+        user_texts(&file),
+        vec!["the main question", "fix the login"]
+    );
+
+    // Status (one and all), output pages.
+    let st = call(&mut root, "agent_status", json!({"path": "/root/fix-auth"}));
+    assert_eq!(st["state"], "completed");
+    let all = call(&mut root, "agent_status", json!({}));
+    assert_eq!(all["total"], 1);
+    assert_eq!(all["threads"][0]["path"], "/root/fix-auth");
+    let page = call(
+        &mut root,
+        "agent_output",
+        json!({"path": "fix-auth", "offset": 7, "limit": 2}),
+    );
+    assert_eq!(page["text"], "to");
+    assert_eq!(page["nextOffset"], 9);
+    assert_eq!(page["totalChars"], 23);
+
+    // The completion notice reaches the parent's serve once, without a turn of its own.
+    wait_for("completion notice", Duration::from_secs(5), || {
+        !notices(&root).is_empty()
+    });
+    let n = notices(&root);
+    assert_eq!(n.len(), 1, "{n:?}");
+    assert_eq!(
+        n[0]["text"],
+        "Agent /root/fix-auth completed. Final answer:\nanswer to fix the login"
+    );
+    assert_eq!(n[0]["state"], "completed");
+
+    // The settled child's process is retired; the row keeps the session.
+    wait_for("process retired", Duration::from_secs(10), || {
+        w.sql("SELECT status FROM threads WHERE path = '/root/fix-auth'")[0][0] == "closed"
+    });
+    // Steering a completed thread resumes it in the same session file.
+    let v = call(
+        &mut root,
+        "agent_steer",
+        json!({"path": "/root/fix-auth", "message": "and the logout"}),
+    );
+    assert!(matches!(
+        v["state"].as_str(),
+        Some("starting" | "running" | "completed")
+    ));
+    let v = call(&mut root, "agent_wait", json!({"path": "/root/fix-auth"}));
+    assert_eq!(v["state"], "completed");
+    assert_eq!(v["output"], "answer to and the logout");
+    assert_eq!(v["sessionFile"], file.display().to_string());
+    assert_eq!(
+        user_texts(&file),
+        vec!["the main question", "fix the login", "and the logout"]
+    );
+    assert_eq!(
+        w.sql("SELECT count(*) FROM mailbox WHERE direction = 'to_child' AND state = 'delivered'")
+            [0][0],
+        1
+    );
+    drop(root);
+    wait_for("no leftovers", Duration::from_secs(10), || {
+        w.leftovers().is_empty()
+    });
+}
+
+#[test]
+fn paths_access_and_spawn_checks() {
+    let w = world();
+    let mut root = w.root(
+        "slow",
+        &[
+            ("PI_SUBAGENTS_MAX_CONCURRENT", "3"),
+            ("PI_SUBAGENTS_MAX_THREADS", "5"),
+        ],
+    );
+    for (path, needle) in [
+        (" a", "must not be empty or contain surrounding whitespace"),
+        ("", "must not be empty"),
+        ("a/../b", "no dot segments"),
+        ("a%2Fb", "no dot segments, escapes"),
+        ("a/", "trailing slash"),
+        ("/root//a", "empty segments"),
+    ] {
+        let (code, m) = fail(
+            &mut root,
+            "agent_spawn",
+            json!({"path": path, "task": "t", "wait": false}),
+        );
+        assert_eq!(code, "invalid_params");
+        assert!(m.contains(needle), "{path}: {m}");
+    }
+    let (code, m) = fail(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "/root/x/y", "task": "t"}),
+    );
+    assert_eq!(code, "unknown_reference");
+    assert!(m.contains("Parent thread /root/x does not exist"), "{m}");
+    let (code, m) = fail(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "a", "task": "  ", "wait": false}),
+    );
+    assert_eq!(code, "invalid_params");
+    assert!(m.contains("task must not be blank"));
+    let (code, _) = fail(&mut root, "agent_stop", json!({"path": "/root"}));
+    assert_eq!(code, "forbidden");
+
+    // Mixed case and '-' are allowed; levels: /root/A is 2, /root/A/b 3, deeper fails.
+    let a = call(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "/root/Work-A", "task": "a", "wait": false}),
+    );
+    assert_eq!(a["state"], "running");
+    let (code, m) = fail(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "Work-A", "task": "again", "wait": false}),
+    );
+    assert_eq!(code, "conflict");
+    assert!(m.contains("Thread /root/Work-A already exists; use agent_steer to resume it"));
+    call(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "/root/Work-A/b", "task": "b", "wait": false}),
+    );
+    let (code, m) = fail(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "/root/Work-A/b/c", "task": "c", "wait": false}),
+    );
+    assert_eq!(code, "limit");
+    assert!(m.contains("Agent depth limit reached"));
+    // Independent root /k is level 2; /k/l level 3.
+    call(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "/k", "task": "k", "wait": false}),
+    );
+    let (code, m) = fail(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "/k/l", "task": "l", "wait": false}),
+    );
+    assert_eq!(code, "limit");
+    assert!(
+        m.starts_with("Concurrent thread limit reached; wait for a thread to settle"),
+        "{m}"
+    );
+
+    // A child's serve: descendants only, immediate children only, its identity from scope.
+    let mut a = w.child("/root/Work-A", "quick");
+    for target in ["/root/other", "/root", "/k", "/root/Work-AB"] {
+        let (code, m) = fail(&mut a, "agent_wait", json!({"path": target}));
+        assert_eq!(code, "forbidden", "{target}");
+        assert!(
+            m.contains("/root/Work-A may address only its descendants (not siblings, unrelated trees or ancestors)"),
+            "{m}"
+        );
+    }
+    let (code, _) = fail(&mut a, "agent_stop", json!({"path": "/root/Work-A"}));
+    assert_eq!(code, "forbidden");
+    // Reading itself is allowed.
+    let me = call(&mut a, "agent_status", json!({"path": "/root/Work-A"}));
+    assert_eq!(me["state"], "running");
+    let (code, m) = fail(
+        &mut a,
+        "agent_spawn",
+        json!({"path": "b/deeper", "task": "t", "wait": false}),
+    );
+    assert_eq!(code, "forbidden");
+    assert!(
+        m.contains("An agent may spawn only its immediate children"),
+        "{m}"
+    );
+    // The child sees only its subtree.
+    let mine = call(&mut a, "agent_status", json!({}));
+    let paths: Vec<&str> = mine["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, vec!["/root/Work-A/b"]);
+    // agent_update / agent_pause are for children; the root has no parent.
+    let (code, _) = fail(&mut root, "agent_update", json!({"message": "hi"}));
+    assert_eq!(code, "forbidden");
+
+    // Total limit counts settled threads too.
+    call(&mut root, "agent_stop", json!({"path": "/root/Work-A"}));
+    call(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "/k/l", "task": "l", "wait": false}),
+    );
+    call(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "/m", "task": "m", "wait": false}),
+    );
+    let (code, m) = fail(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "/n", "task": "n", "wait": false}),
+    );
+    assert_eq!(code, "limit");
+    assert!(m.starts_with("Total thread limit reached"), "{m}");
+    // A stopped thread's children cannot be spawned or steered until it resumes; a stopped
+    // child cannot spawn at all.
+    let (code, m) = fail(
+        &mut root,
+        "agent_steer",
+        json!({"path": "/root/Work-A/b", "message": "go"}),
+    );
+    assert_eq!(code, "conflict");
+    assert!(
+        m.contains("Cannot continue under stopped ancestor /root/Work-A; resume it first"),
+        "{m}"
+    );
+    let (code, m) = fail(
+        &mut a,
+        "agent_spawn",
+        json!({"path": "c", "task": "t", "wait": false}),
+    );
+    assert_eq!(code, "forbidden");
+    assert!(m.contains("Only a working agent may spawn children"), "{m}");
+    // Stopping /k stops its working child too; spawning under it is then refused.
+    call(&mut root, "agent_stop", json!({"path": "/k"}));
+    assert_eq!(
+        call(&mut root, "agent_status", json!({"path": "/k/l"}))["state"],
+        "stopped"
+    );
+    call(&mut root, "agent_stop", json!({"path": "/m"}));
+    // Unknown methods of the family, and strict fields.
+    let (code, m) = fail(
+        &mut root,
+        "agent_status",
+        json!({"path": "/k", "verbose": true}),
+    );
+    assert_eq!(code, "invalid_params");
+    assert!(m.contains("unknown field \"verbose\""));
+    drop(a);
+    drop(root);
+    wait_for("no leftovers", Duration::from_secs(15), || {
+        w.leftovers().is_empty()
+    });
+}
+
+#[test]
+fn pause_update_steer_fail_and_stop_cascade_across_serves() {
+    let w = world();
+    let mut root = w.root("slow", &[]);
+    // /root/a works; its own serve spawns /root/a/b (slow) and /root/a/c (quick).
+    call(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "a", "task": "lead", "wait": false}),
+    );
+    let mut a = w.child("/root/a", "slow");
+    let mut a_quick = w.child("/root/a", "quick");
+    call(
+        &mut a,
+        "agent_spawn",
+        json!({"path": "b", "task": "dig", "wait": false}),
+    );
+    let c = call(
+        &mut a_quick,
+        "agent_spawn",
+        json!({"path": "c", "task": "check"}),
+    );
+    assert_eq!(c["state"], "completed");
+
+    // Progress from a child reaches the parent's serve as a notice, quickly.
+    let sent = Instant::now();
+    let v = call(&mut a, "agent_update", json!({"message": "halfway there"}));
+    assert_eq!(v["status"], "halfway there");
+    wait_for("progress notice", Duration::from_secs(5), || {
+        notices(&root)
+            .iter()
+            .any(|n| n["text"] == "Progress from /root/a: halfway there")
+    });
+    eprintln!(
+        "agent_update → parent notice: {} ms",
+        sent.elapsed().as_millis()
+    );
+    // The completion of /root/a/c went to /root/a's serve, not to the root.
+    wait_for("notice for /root/a", Duration::from_secs(5), || {
+        notices(&a)
+            .iter()
+            .chain(notices(&a_quick).iter())
+            .any(|n| n["path"] == "/root/a/c" && n["state"] == "completed")
+    });
+    assert!(!notices(&root).iter().any(|n| n["path"] == "/root/a/c"));
+
+    // Stop /root/a from the root: /root/a/b (held by another serve) is stopped through a
+    // command row, /root/a/c stays completed, /root/a is stopped.
+    let v = call(&mut root, "agent_stop", json!({"path": "/root/a"}));
+    assert_eq!(v["state"], "stopped", "{v}");
+    assert_eq!(v["status"], "Stopped; session retained");
+    let st = call(&mut root, "agent_status", json!({}));
+    let state_of = |p: &str| {
+        st["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["path"] == p)
+            .unwrap()["state"]
+            .clone()
+    };
+    assert_eq!(state_of("/root/a/b"), "stopped");
+    assert_eq!(state_of("/root/a/c"), "completed");
+    assert_eq!(
+        w.sql("SELECT count(*) FROM commands WHERE kind = 'stop' AND state = 'done'")[0][0],
+        1
+    );
+    // Steering under the stopped ancestor is refused; resuming the ancestor first works.
+    let (code, _) = fail(
+        &mut root,
+        "agent_steer",
+        json!({"path": "/root/a/b", "message": "go on"}),
+    );
+    assert_eq!(code, "conflict");
+    let v = call(
+        &mut root,
+        "agent_steer",
+        json!({"path": "/root/a", "message": "carry on"}),
+    );
+    assert!(matches!(v["state"].as_str(), Some("starting" | "running")));
+
+    // Pause from the child: it settles paused with the reason at the end of its run.
+    let p = call(
+        &mut a,
+        "agent_pause",
+        json!({"reason": "need the API decision"}),
+    );
+    assert_eq!(p["pauseRequested"], true);
+    let v = call(&mut root, "agent_wait", json!({"path": "/root/a"}));
+    assert_eq!(v["state"], "paused");
+    assert_eq!(v["status"], "need the API decision");
+    assert!(v.get("output").is_none());
+    let out = call(&mut root, "agent_output", json!({"path": "/root/a"}));
+    assert_eq!(out["text"], "");
+    wait_for("paused notice", Duration::from_secs(5), || {
+        notices(&root).iter().any(|n| {
+            n["text"] == "Agent /root/a is paused: need the API decision. Use agent_steer to resume it."
+        })
+    });
+    // A wait with a timeout returns the current view and never kills.
+    call(
+        &mut root,
+        "agent_steer",
+        json!({"path": "/root/a", "message": "use REST"}),
+    );
+    let t0 = Instant::now();
+    let v = call(
+        &mut root,
+        "agent_wait",
+        json!({"path": "/root/a", "timeoutMs": 300}),
+    );
+    assert!(t0.elapsed() < Duration::from_secs(2));
+    assert_eq!(v["state"], "running");
+    // Steering a running thread goes into Pi's steering queue of the same run.
+    call(
+        &mut root,
+        "agent_steer",
+        json!({"path": "/root/a", "message": "also add docs"}),
+    );
+    let v = call(&mut root, "agent_wait", json!({"path": "/root/a"}));
+    assert_eq!(v["state"], "completed");
+    let file = PathBuf::from(v["sessionFile"].as_str().unwrap());
+    let texts = user_texts(&file);
+    for m in ["lead", "carry on", "use REST", "also add docs"] {
+        assert_eq!(
+            texts.iter().filter(|t| *t == m).count(),
+            1,
+            "{m}: {texts:?}"
+        );
+    }
+    assert_eq!(
+        w.sql("SELECT count(*) FROM mailbox WHERE direction = 'to_child' AND state <> 'delivered'")
+            [0][0],
+        0
+    );
+
+    // A model error: failed, error kept; a steer resumes it.
+    let mut failing = w.root("failing", &[]);
+    let v = call(
+        &mut failing,
+        "agent_spawn",
+        json!({"path": "f", "task": "try"}),
+    );
+    assert_eq!(v["state"], "failed");
+    assert!(
+        v["error"].as_str().unwrap().contains("model exploded"),
+        "{v}"
+    );
+    drop((a, a_quick, failing));
+    drop(root);
+    wait_for("no leftovers", Duration::from_secs(15), || {
+        w.leftovers().is_empty()
+    });
+}
+
+#[test]
+fn crash_restore_pauses_and_mailboxes_deliver_exactly_once() {
+    let w = world();
+    let mut root = w.root("slow", &[]);
+    let v = call(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "a", "task": "long job", "wait": false}),
+    );
+    let file = PathBuf::from(v["sessionFile"].as_str().unwrap());
+    call(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "/k", "task": "independent", "wait": false}),
+    );
+    // A notice waiting for the root: written, not yet claimed by any serve.
+    wait_for("running", Duration::from_secs(5), || {
+        w.sql("SELECT count(*) FROM threads WHERE agent_state = 'running'")[0][0] == 2
+    });
+    // SIGKILL the owning serve mid-run.
+    root.child.kill().unwrap();
+    root.child.wait().unwrap();
+    // Rows written by a process that died before delivering them: a steer never sent, one the
+    // child already consumed (its task is in the transcript), and a notice for /root.
+    let now = threadbase::time::now_iso();
+    let conn = rusqlite::Connection::open(&w.db).unwrap();
+    let id: String = conn
+        .query_row("SELECT id FROM threads WHERE path = '/root/a'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    conn.execute(
+        "INSERT INTO mailbox (thread_id, direction, kind, send_key, body, created_at) VALUES (?1, 'to_child', 'steer', 'lost-1', 'pending steer', ?2)",
+        (&id, &now),
+    )
+    .unwrap();
+    conn.execute(
+        "INSERT INTO mailbox (thread_id, direction, kind, send_key, body, created_at) VALUES (?1, 'to_child', 'steer', 'lost-2', 'long job', '2000-01-01T00:00:00.000Z')",
+        [&id],
+    )
+    .unwrap();
+    conn.execute(
+        "INSERT INTO mailbox (thread_id, direction, kind, send_key, body, recipient_path, created_at) VALUES (?1, 'to_parent', 'progress', 'lost-3', 'Progress from /root/a: saved', '/root', ?2)",
+        (&id, &now),
+    )
+    .unwrap();
+    drop(conn);
+    wait_for("children gone", Duration::from_secs(10), || {
+        w.leftovers().is_empty()
+    });
+
+    // The next serve restores: working threads come back paused, nothing restarts.
+    let mut root = w.root("quick", &[]);
+    let st = call(&mut root, "agent_status", json!({}));
+    for t in st["threads"].as_array().unwrap() {
+        assert_eq!(t["state"], "paused", "{t}");
+        assert_eq!(t["status"], "Interrupted by reload; send input to resume");
+        assert!(t.get("output").is_none());
+    }
+    assert!(w.leftovers().iter().all(|p| *p == root.child.id()));
+    // The saved notice is delivered once.
+    wait_for("saved notice", Duration::from_secs(5), || {
+        notices(&root)
+            .iter()
+            .any(|n| n["text"] == "Progress from /root/a: saved")
+    });
+    // Resume: the unsent steer runs first, the consumed one is not repeated, the new one follows.
+    call(
+        &mut root,
+        "agent_steer",
+        json!({"path": "/root/a", "message": "resume please"}),
+    );
+    let v = call(&mut root, "agent_wait", json!({"path": "/root/a"}));
+    assert_eq!(v["state"], "completed", "{v}");
+    let texts = user_texts(&file);
+    for m in ["long job", "pending steer", "resume please"] {
+        assert_eq!(
+            texts.iter().filter(|t| *t == m).count(),
+            1,
+            "{m}: {texts:?}"
+        );
+    }
+    wait_for("every mailbox row consumed", Duration::from_secs(5), || {
+        w.sql("SELECT count(*) FROM mailbox WHERE state = 'pending'")[0][0] == 0
+    });
+    drop(root);
+    // A later serve of the same session delivers nothing again.
+    let root = w.root("quick", &[]);
+    std::thread::sleep(Duration::from_millis(400));
+    assert!(notices(&root)
+        .iter()
+        .all(|n| n["text"] != "Progress from /root/a: saved"));
+    drop(root);
+
+    // A forked main session (another session id) gets a fresh registry.
+    let mut fork = w.serve("quick", vec!["--session-id".into(), "ses_fork".into()], &[]);
+    assert_eq!(call(&mut fork, "agent_status", json!({}))["total"], 0);
+}
+
+#[test]
+fn independent_roots_start_empty_and_restore_is_all_or_nothing() {
+    let w = world();
+    let mut root = w.root("quick", &[]);
+    let k = call(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "/k", "task": "solo"}),
+    );
+    assert_eq!(k["state"], "completed");
+    assert_eq!(k["parent"], Value::Null);
+    let kfile = PathBuf::from(k["sessionFile"].as_str().unwrap());
+    assert_eq!(user_texts(&kfile), vec!["solo"]);
+    assert_eq!(
+        session_lines(&kfile)[0]["parentSession"],
+        w.root_session.display().to_string()
+    );
+    // /k/l inherits /k (not /root).
+    let l = call(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "/k/l", "task": "sub"}),
+    );
+    let lfile = PathBuf::from(l["sessionFile"].as_str().unwrap());
+    assert_eq!(user_texts(&lfile), vec!["solo", "sub"]);
+    assert_eq!(
+        session_lines(&lfile)[0]["parentSession"],
+        kfile.display().to_string()
+    );
+    drop(root);
+
+    // A broken saved parent link: restore refuses the whole registry and changes nothing.
+    let conn = rusqlite::Connection::open(&w.db).unwrap();
+    conn.execute_batch(
+        "PRAGMA foreign_keys = OFF;
+         UPDATE threads SET agent_state = 'running', status = 'live', owner_pid = 999999999, owner_started_at = 1 WHERE path = '/k/l';
+         UPDATE threads SET path = '/k2', task_name = 'k2' WHERE path = '/k';",
+    )
+    .unwrap();
+    let before = w.sql("SELECT path, agent_state, status FROM threads ORDER BY path");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_threadbase"))
+        .arg("--db")
+        .arg(&w.db)
+        .arg("restore")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("Missing saved parent /k of /k/l"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("Repair:"), "{stderr}");
+    assert_eq!(
+        w.sql("SELECT path, agent_state, status FROM threads ORDER BY path"),
+        before
+    );
+    // The serve of that session refuses agent calls with the same reason.
+    let mut root = w.root("quick", &[]);
+    let (code, m) = fail(&mut root, "agent_status", json!({}));
+    assert_eq!(code, "internal");
+    assert!(m.contains("Missing saved parent /k of /k/l"), "{m}");
+}
