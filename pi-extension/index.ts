@@ -22,7 +22,12 @@
  * - THREADBASE_TOOLS    which contracts' tools to register, comma-separated: `thread` (the
  *                       default: the pi-threads `thread` tool) and `worker` (the `threads_*`
  *                       worker tools: threads_spawn, threads_list, threads_send,
- *                       threads_interrupt, threads_hide, threads_report).
+ *                       threads_interrupt, threads_hide, threads_report) and `agent` (the
+ *                       subagent lifecycle: agent_spawn, agent_wait, agent_steer,
+ *                       agent_status, agent_update, agent_pause, agent_stop, agent_output).
+ *                       With `agent`, the server starts at session start (not lazily) so
+ *                       notices saved for this agent while it was not running arrive at once;
+ *                       children inherit the variable, so they get the same tools.
  *
  * `/threads` (a registered command): browses this session's threads with Pi's dialogs (select,
  * confirm, notify) over the same serve connection: list (per level, via `parent`), poll summary,
@@ -91,7 +96,7 @@ const ThreadParams = Type.Object({
 	archived: Type.Optional(Type.Boolean({ description: "archive: false to unarchive (default true)." })),
 });
 
-type ToolResult = { content: Array<{ type: "text"; text: string }>; details: unknown };
+type ToolResult = { content: Array<{ type: "text"; text: string }>; details: unknown; terminate?: boolean };
 type Progress = (update: ToolResult) => void;
 
 interface Pending {
@@ -263,12 +268,15 @@ class ServeConnection {
 		} else {
 			const result = msg.result ?? {};
 			// The `thread` tool answers {content, details}; the worker methods answer a plain JSON
-			// value, which becomes both the text and the details.
+			// value, which becomes both the text and the details. `agent_pause` adds
+			// `terminate: true`, which ends the child's run after this tool call.
 			const shaped = Array.isArray(result.content);
-			p.resolve({
+			const shapedResult: ToolResult = {
 				content: shaped ? result.content : [{ type: "text", text: JSON.stringify(result) }],
 				details: shaped ? result.details : result,
-			});
+			};
+			if (shaped && result.terminate === true) shapedResult.terminate = true;
+			p.resolve(shapedResult);
 		}
 	}
 
@@ -354,6 +362,69 @@ const WORKER_TOOLS = [
 				verdict: stringEnum(["PASS", "PASS WITH NOTES", "FAIL", "INCONCLUSIVE"] as const, "The verdict."),
 				summary: Str("Non-empty summary."),
 				evidence: Type.Array(Type.String(), { description: "Commands run and their results, etc." }),
+			},
+			{ additionalProperties: false },
+		),
+	},
+] as const;
+
+/** The subagent lifecycle tools (contract B): name, parameters, description. */
+const AGENT_TOOLS = [
+	{
+		name: "agent_spawn",
+		description:
+			"Start a subagent at a path named after its task (e.g. fix-auth, or /k for an independent root without this conversation's history). By default waits until it settles and returns its final answer.",
+		parameters: Type.Object(
+			{
+				path: Str("Child path: a name under you (fix-auth) or an absolute path (/root/fix-auth, /k)."),
+				task: Str("What the child should do."),
+				wait: Type.Optional(Type.Boolean({ description: "Wait until the child settles (default true)." })),
+				timeoutMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 3600000, description: "Stop waiting after this long (the child keeps running)." })),
+			},
+			{ additionalProperties: false },
+		),
+	},
+	{
+		name: "agent_wait",
+		description: "Wait until a subagent settles; a timeout returns its current view and never stops it.",
+		parameters: Type.Object(
+			{ path: Str("The subagent's path."), timeoutMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 3600000 })) },
+			{ additionalProperties: false },
+		),
+	},
+	{
+		name: "agent_steer",
+		description: "Send a subagent a message: steers a running one, resumes a completed, paused, stopped or failed one in its same session.",
+		parameters: Type.Object({ path: Str("The subagent's path."), message: Str("The message.") }, { additionalProperties: false }),
+	},
+	{
+		name: "agent_status",
+		description: "One subagent's view, or (without path) every subagent you can address.",
+		parameters: Type.Object({ path: Type.Optional(Str("The subagent's path.")) }, { additionalProperties: false }),
+	},
+	{
+		name: "agent_update",
+		description: "Report progress to your parent without ending your task (only as a subagent).",
+		parameters: Type.Object({ message: Type.String({ minLength: 1, maxLength: 8000 }) }, { additionalProperties: false }),
+	},
+	{
+		name: "agent_pause",
+		description: "Pause yourself for input from your parent (only as a subagent). Call it alone; your run ends after it.",
+		parameters: Type.Object({ reason: Str("What you need before you can continue.") }, { additionalProperties: false }),
+	},
+	{
+		name: "agent_stop",
+		description: "Stop a subagent and its working descendants (completed ones stay completed); the session is kept.",
+		parameters: Type.Object({ path: Str("The subagent's path.") }, { additionalProperties: false }),
+	},
+	{
+		name: "agent_output",
+		description: "Read a completed subagent's final answer in pages.",
+		parameters: Type.Object(
+			{
+				path: Str("The subagent's path."),
+				offset: Type.Optional(Type.Integer({ minimum: 0 })),
+				limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 16000, description: "Characters per page (default 8000)." })),
 			},
 			{ additionalProperties: false },
 		),
@@ -527,6 +598,52 @@ export default function threadbaseExtension(pi: ExtensionAPI) {
 				},
 			});
 		}
+	}
+
+	if (tools.has("agent")) {
+		for (const tool of AGENT_TOOLS) {
+			pi.registerTool({
+				name: tool.name,
+				label: tool.name,
+				description: tool.description,
+				parameters: tool.parameters as any,
+				async execute(_toolCallId, params, signal, _onUpdate, ctx) {
+					const cancelled = tool.name === "agent_wait" || tool.name === "agent_spawn"
+						? "Waiting cancelled; thread remains running"
+						: `${tool.name} aborted`;
+					if (signal?.aborted) throw new Error(cancelled);
+					const c = connection(identityOf(ctx));
+					const requestId = c.peekId();
+					const call = c.request(tool.name, params);
+					if (!signal) return call;
+					return new Promise<ToolResult>((resolve, reject) => {
+						const onAbort = () => {
+							c.forget(requestId);
+							reject(new Error(cancelled));
+						};
+						signal.addEventListener("abort", onAbort, { once: true });
+						call.then(
+							(r) => {
+								signal.removeEventListener("abort", onAbort);
+								resolve(r);
+							},
+							(e) => {
+								signal.removeEventListener("abort", onAbort);
+								reject(e);
+							},
+						);
+					});
+				},
+			});
+		}
+		// Saved notices for this agent are delivered as soon as its session starts.
+		pi.on("session_start", async (_event, ctx) => {
+			try {
+				connection(identityOf(ctx));
+			} catch {
+				// the first tool call reports a server that cannot start
+			}
+		});
 	}
 
 	if (tools.has("thread")) pi.registerTool({

@@ -1,0 +1,274 @@
+//! Contract B end to end with real Pi children (fake LLM), three levels deep: the test is the
+//! main conversation's `serve` (/root); /root/a is a real Pi whose threadbase extension
+//! (THREADBASE_TOOLS=agent) reports progress and spawns /root/a/b through its own `serve`; the
+//! root steers the running grandchild (delivered by /root/a's serve, which holds it), the
+//! grandchild pauses itself, and a second steer resumes it in the same session file.
+//! Skips without Pi unless CI=true.
+
+#[path = "support/fake_llm.rs"]
+mod fake_llm;
+#[path = "support/serve_client.rs"]
+mod serve_client;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use fake_llm::{content_text, hermetic_pi_env, pi_or_skip, FakeLlm, RecordedRequest, Step};
+use serde_json::{json, Value};
+use serve_client::{Serve, ServeSpec};
+
+/// The last message of a request when it is a tool result, as text.
+fn last_tool_result(r: &RecordedRequest) -> Option<String> {
+    let messages = r.messages();
+    let last = messages.last()?;
+    (last["role"] == "tool").then(|| content_text(&last["content"]))
+}
+
+fn last_is_user(r: &RecordedRequest, needle: &str) -> bool {
+    r.messages().last().is_some_and(|m| m["role"] == "user")
+        && r.last_user_text().is_some_and(|t| t.contains(needle))
+}
+
+fn call(s: &mut Serve, method: &str, params: Value) -> Value {
+    let id = s.send(method, params.clone());
+    let r = s.response(id, Duration::from_secs(180));
+    assert!(
+        r.get("error").is_none(),
+        "{method} {params} failed: {r}\nserve stderr: {}",
+        String::from_utf8_lossy(&s.stderr.lock().unwrap())
+    );
+    r["result"]["details"].clone()
+}
+
+fn user_texts(file: &str) -> Vec<String> {
+    std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "message" && e["message"]["role"] == "user")
+        .map(|e| {
+            let c = &e["message"]["content"];
+            c.as_str().map(str::to_string).unwrap_or_else(|| {
+                c.as_array()
+                    .unwrap()
+                    .iter()
+                    .filter_map(|p| p["text"].as_str())
+                    .collect()
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn three_levels_of_real_pi_with_update_pause_and_steer() {
+    let Some(pi) = pi_or_skip("three_levels_of_real_pi_with_update_pause_and_steer") else {
+        return;
+    };
+    let fake = FakeLlm::start();
+    // /root/a: report progress, spawn /root/a/b and wait for it, then answer.
+    fake.route(
+        |r| last_is_user(r, "A-TASK"),
+        Step::tool_call("agent_update", json!({"message": "A is working"})),
+    );
+    fake.route(
+        |r| last_tool_result(r).is_some_and(|t| t.contains("A is working")),
+        Step::tool_call(
+            "agent_spawn",
+            json!({"path": "b", "task": "B-TASK: investigate the cache"}),
+        ),
+    );
+    // /root/a/b: works (a slow shell command), takes the root's steer, pauses itself.
+    fake.route(
+        |r| last_is_user(r, "B-TASK"),
+        Step::bash("sleep 3; echo looked"),
+    );
+    fake.route(
+        |r| last_is_user(r, "STEER-1"),
+        Step::tool_call("agent_pause", json!({"reason": "need the cache policy"})),
+    );
+    // /root/a again, after its spawn returned the paused child.
+    fake.route(
+        |r| {
+            r.messages().iter().any(|m| {
+                m["role"] == "tool" && content_text(&m["content"]).contains("\"state\": \"paused\"")
+            }) && r.last_user_text().is_some_and(|t| !t.contains("STEER"))
+        },
+        Step::text("A done: b is paused"),
+    );
+    // /root/a/b resumed by the second steer.
+    fake.route(
+        |r| last_is_user(r, "STEER-2"),
+        Step::text("B final: use LRU"),
+    );
+
+    let env = hermetic_pi_env(&fake);
+    let extension = concat!(env!("CARGO_MANIFEST_DIR"), "/pi-extension/index.ts");
+    let mut argv: Vec<String> = pi.clone();
+    let mut skip = false;
+    for a in &env.args {
+        if skip {
+            skip = false;
+            continue;
+        }
+        match a.as_str() {
+            "--mode" => skip = true,
+            "--no-approve" => {}
+            _ => argv.push(a.clone()),
+        }
+    }
+    argv.extend(["-e".to_string(), extension.to_string()]);
+    let db = env.root.path().join("db.sqlite");
+    let mut vars = env.env.clone();
+    vars.push((
+        "THREADBASE_PI_COMMAND".into(),
+        serde_json::to_string(&argv).unwrap(),
+    ));
+    vars.push((
+        "THREADBASE_BIN".into(),
+        env!("CARGO_BIN_EXE_threadbase").into(),
+    ));
+    vars.push(("THREADBASE_DB".into(), db.display().to_string()));
+    vars.push(("THREADBASE_TOOLS".into(), "agent".into()));
+    let mut root = Serve::start(ServeSpec {
+        db: &db,
+        args: vec![
+            "--session-id".into(),
+            "ses_root".into(),
+            "--cwd".into(),
+            env.cwd.display().to_string(),
+        ],
+        env: vars,
+        cwd: env.cwd.clone(),
+        clear_env: true,
+    });
+
+    let a = call(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "a", "task": "A-TASK: delegate the cache study", "wait": false}),
+    );
+    assert!(
+        matches!(a["state"].as_str(), Some("starting" | "running")),
+        "{a}"
+    );
+
+    // Wait until /root/a/b runs its shell command, then steer it from the root: /root/a's serve
+    // holds its process and delivers the row into Pi's steering queue.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !fake
+        .completion_requests()
+        .iter()
+        .any(|r| last_is_user(r, "B-TASK"))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "b never asked the model; stderr: {}",
+            String::from_utf8_lossy(&root.stderr.lock().unwrap())
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let b = call(&mut root, "agent_status", json!({"path": "/root/a/b"}));
+    assert_eq!(b["state"], "running", "{b}");
+    call(
+        &mut root,
+        "agent_steer",
+        json!({"path": "/root/a/b", "message": "STEER-1: stop and ask me first"}),
+    );
+
+    // /root/a completes after b pauses.
+    let a = call(
+        &mut root,
+        "agent_wait",
+        json!({"path": "/root/a", "timeoutMs": 150000}),
+    );
+    let requests = || {
+        fake.completion_requests()
+            .iter()
+            .map(|r| {
+                let m = r.messages();
+                format!(
+                    "route {:?}: last user {:?}; last {}",
+                    r.route,
+                    r.last_user_text(),
+                    m.last().map(|l| l.to_string()).unwrap_or_default()
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(a["state"], "completed", "{a}\n{}", requests());
+    assert_eq!(a["output"], "A done: b is paused");
+    let b = call(&mut root, "agent_status", json!({"path": "/root/a/b"}));
+    assert_eq!(b["state"], "paused", "{b}");
+    assert_eq!(b["status"], "need the cache policy");
+
+    // The root got /root/a's progress and completion as notices.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let texts = loop {
+        let texts: Vec<String> = root
+            .notifications()
+            .into_iter()
+            .filter(|n| n["method"] == "notice")
+            .filter_map(|n| n["params"]["text"].as_str().map(str::to_string))
+            .collect();
+        if texts.len() >= 2 || Instant::now() > deadline {
+            break texts;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(
+        texts.contains(&"Progress from /root/a: A is working".to_string()),
+        "{texts:?}"
+    );
+    assert!(
+        texts.contains(&"Agent /root/a completed. Final answer:\nA done: b is paused".to_string()),
+        "{texts:?}"
+    );
+
+    // Resume the paused grandchild in its own session file.
+    call(
+        &mut root,
+        "agent_steer",
+        json!({"path": "/root/a/b", "message": "STEER-2: LRU or LFU?"}),
+    );
+    let b = call(
+        &mut root,
+        "agent_wait",
+        json!({"path": "/root/a/b", "timeoutMs": 120000}),
+    );
+    assert_eq!(b["state"], "completed", "{b}");
+    assert_eq!(b["output"], "B final: use LRU");
+
+    // b's transcript: inherited /root/a's conversation, linked to a's file, each message once.
+    let b_file = b["sessionFile"].as_str().unwrap().to_string();
+    let texts = user_texts(&b_file);
+    for needle in ["A-TASK", "B-TASK", "STEER-1", "STEER-2"] {
+        assert_eq!(
+            texts.iter().filter(|t| t.contains(needle)).count(),
+            1,
+            "{needle}: {texts:?}"
+        );
+    }
+    let header: Value = serde_json::from_str(
+        std::fs::read_to_string(&b_file)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(header["parentSession"], a["sessionFile"]);
+    assert!(PathBuf::from(&b_file).exists());
+
+    let status = root.close(Duration::from_secs(60));
+    assert!(status.success());
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !env.leftover_processes().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        env.leftover_processes().is_empty(),
+        "{:?}",
+        env.leftover_processes()
+    );
+}
