@@ -146,6 +146,13 @@ impl AgentRow {
     }
 }
 
+/// A thread `agent_stop` stops.
+struct StopTarget {
+    id: String,
+    depth: usize,
+    live: bool,
+}
+
 /// A pending steering message.
 struct Steer {
     id: i64,
@@ -244,11 +251,11 @@ impl AgentHost {
         if let Some(id) = self.registry.get() {
             return Ok(Some(*id));
         }
-        Ok(crate::store::threads::manager_id(
+        crate::store::threads::manager_id(
             conn,
             &self.cfg.root_session_id,
             crate::store::threads::Contract::Agent,
-        )?)
+        )
     }
 
     fn lock(&self, id: &str) -> Arc<tokio::sync::Mutex<()>> {
@@ -914,7 +921,8 @@ impl AgentHost {
             if consumed {
                 let _ = self.consume(s.id);
             }
-            !consumed && !(row.live && s.sent_to.as_deref() == Some(current.as_str()))
+            let sent_to_this_run = row.live && s.sent_to.as_deref() == Some(current.as_str());
+            !consumed && !sent_to_this_run
         });
         if pending.is_empty() {
             return Ok(());
@@ -1094,30 +1102,33 @@ impl AgentHost {
         self.check_access(&path, false)?;
         let target = self.known(registry, &path)?;
         let (lo, hi) = paths::descendant_range(&path);
-        let targets: Vec<(String, String, bool, Option<i64>, Option<i64>)> = self.store.write(|tx| {
+        let targets: Vec<StopTarget> = self.store.write(|tx| {
             let mut stmt = tx.prepare_cached(include_str!("../../sql/agent_stop_targets.sql"))?;
             let rows = stmt.query_map((registry, &path, &lo, &hi), |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get::<_, String>(2)? == "live", r.get(3)?, r.get(4)?))
+                Ok(StopTarget {
+                    id: r.get(0)?,
+                    depth: paths::segment_count(&r.get::<_, String>(1)?),
+                    live: r.get::<_, String>(2)? == "live",
+                })
             })?;
             let rows: Vec<_> = rows.collect::<rusqlite::Result<_>>()?;
-            for (id, ..) in &rows {
+            for t in &rows {
                 tx.prepare_cached(include_str!("../../sql/agent_request_stop.sql"))?
-                    .execute(named_params! {":status": contract::STATUS_STOPPING, ":at": now_iso(), ":id": id})?;
+                    .execute(named_params! {":status": contract::STATUS_STOPPING, ":at": now_iso(), ":id": t.id})?;
             }
             Ok(rows)
         })?;
         // Deepest level first, so a child's own serve stops its children before it goes.
-        let mut levels: Vec<Vec<&(String, String, bool, Option<i64>, Option<i64>)>> = Vec::new();
+        let mut levels: Vec<Vec<&StopTarget>> = Vec::new();
         for t in &targets {
-            let depth = paths::segment_count(&t.1);
             match levels.last_mut() {
-                Some(level) if paths::segment_count(&level[0].1) == depth => level.push(t),
+                Some(level) if level[0].depth == t.depth => level.push(t),
                 _ => levels.push(vec![t]),
             }
         }
         for level in levels {
             let mut ids = Vec::new();
-            for (id, _, live, _, _) in level {
+            for StopTarget { id, live, .. } in level {
                 let row = self.row_by_id(id)?;
                 if self.rt.is_live(id) {
                     let host = self.clone();
