@@ -88,6 +88,7 @@ pub async fn serve(engine: Arc<Engine>) {
     }
     engine.agent_host().before_shutdown();
     engine.runtime().shutdown().await;
+    engine.agent_host().after_shutdown();
     requests.abort_all();
     while requests.join_next().await.is_some() {}
     watcher.abort();

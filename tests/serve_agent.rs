@@ -83,6 +83,19 @@ impl World {
         )
     }
 
+    fn root_with_args(&self, script: &str, env: &[(&str, &str)], parent_args: &str) -> Serve {
+        self.serve(
+            script,
+            vec![
+                "--session-file".into(),
+                self.root_session.display().to_string(),
+                "--parent-args".into(),
+                parent_args.into(),
+            ],
+            env,
+        )
+    }
+
     /// The serve a child agent at `path` runs (its own session id, the root's registry).
     fn child(&self, path: &str, script: &str) -> Serve {
         let session_id = format!("ses_child_{}", path.replace('/', "_"));
@@ -311,12 +324,13 @@ fn spawn_wait_status_output_and_notice() {
 #[test]
 fn paths_access_and_spawn_checks() {
     let w = world();
-    let mut root = w.root(
+    let mut root = w.root_with_args(
         "slow",
         &[
             ("PI_SUBAGENTS_MAX_CONCURRENT", "3"),
             ("PI_SUBAGENTS_MAX_THREADS", "5"),
         ],
+        r#"["pi","--model","prov/big-model","--thinking","high"]"#,
     );
     for (path, needle) in [
         (" a", "must not be empty or contain surrounding whitespace"),
@@ -358,6 +372,27 @@ fn paths_access_and_spawn_checks() {
         json!({"path": "/root/Work-A", "task": "a", "wait": false}),
     );
     assert_eq!(a["state"], "running");
+    // Model and thinking come from the parent's argv.
+    let pid = w.sql("SELECT pid FROM threads WHERE path = '/root/Work-A'")[0][0]
+        .as_i64()
+        .unwrap();
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    let argv: Vec<String> = cmdline
+        .split(|b| *b == 0)
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    let after = |flag: &str| {
+        argv.iter()
+            .position(|a| a == flag)
+            .map(|i| argv[i + 1].clone())
+    };
+    assert_eq!(
+        after("--model").as_deref(),
+        Some("prov/big-model"),
+        "{argv:?}"
+    );
+    assert_eq!(after("--thinking").as_deref(), Some("high"), "{argv:?}");
+    assert_eq!(after("--name").as_deref(), Some("worker /root/Work-A"));
     let (code, m) = fail(
         &mut root,
         "agent_spawn",
@@ -740,6 +775,23 @@ fn crash_restore_pauses_and_mailboxes_deliver_exactly_once() {
         .iter()
         .all(|n| n["text"] != "Progress from /root/a: saved"));
     drop(root);
+
+    // Closing a serve stops its working threads: they read stopped, not interrupted.
+    let mut root = w.root("slow", &[]);
+    call(
+        &mut root,
+        "agent_steer",
+        json!({"path": "/k", "message": "work again"}),
+    );
+    assert!(root.close(Duration::from_secs(30)).success());
+    assert_eq!(
+        w.sql("SELECT agent_state, status_text, status FROM threads WHERE path = '/k'")[0],
+        vec![
+            json!("stopped"),
+            json!("Stopped; session retained"),
+            json!("closed")
+        ]
+    );
 
     // A forked main session (another session id) gets a fresh registry.
     let mut fork = w.serve("quick", vec!["--session-id".into(), "ses_fork".into()], &[]);

@@ -1355,6 +1355,26 @@ impl AgentHost {
         }
     }
 
+    /// After this serve's children are stopped: its working threads settle as stopped now,
+    /// while the process still runs (their supervisors may not get to it).
+    pub fn after_shutdown(&self) {
+        let Some(registry) = self.registry.get().copied() else {
+            return;
+        };
+        let me = self.rt.owner();
+        let ids: Result<Vec<String>> = (|| {
+            let conn = self.store.read()?;
+            let mut stmt = conn.prepare_cached(include_str!("../../sql/agent_owned_active.sql"))?;
+            let rows = stmt.query_map((registry, me.pid, me.started_at), |r| r.get(0))?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })();
+        for id in ids.unwrap_or_default() {
+            if let Err(e) = self.settle(&id, "stopped", None, None) {
+                eprintln!("threadbase serve: recording the stop of {id} failed: {e}");
+            }
+        }
+    }
+
     // ---- the row watcher ----------------------------------------------------------------------
 
     /// Watches the database for this serve's contract B rows: notices for its agent path
