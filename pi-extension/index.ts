@@ -312,6 +312,36 @@ function progressText(details: any): string {
 	return `Waiting for ${who}${phase}${waited ? `: ${waited}${of}` : ""}`;
 }
 
+/**
+ * `call`, or a rejection with `message` as soon as `signal` aborts (then `forget` drops the
+ * request's bookkeeping; the server keeps running it).
+ */
+function untilAborted(
+	call: Promise<ToolResult>,
+	signal: AbortSignal | undefined,
+	message: string,
+	forget: () => void,
+): Promise<ToolResult> {
+	if (!signal) return call;
+	return new Promise<ToolResult>((resolve, reject) => {
+		const onAbort = () => {
+			forget();
+			reject(new Error(message));
+		};
+		signal.addEventListener("abort", onAbort, { once: true });
+		call.then(
+			(r) => {
+				signal.removeEventListener("abort", onAbort);
+				resolve(r);
+			},
+			(e) => {
+				signal.removeEventListener("abort", onAbort);
+				reject(e);
+			},
+		);
+	});
+}
+
 /** The contracts whose tools this extension registers (THREADBASE_TOOLS). */
 function enabledTools(): Set<string> {
 	const raw = process.env.THREADBASE_TOOLS?.trim();
@@ -614,25 +644,7 @@ export default function threadbaseExtension(pi: ExtensionAPI) {
 					if (signal?.aborted) throw new Error(cancelled);
 					const c = connection(identityOf(ctx));
 					const requestId = c.peekId();
-					const call = c.request(tool.name, params);
-					if (!signal) return call;
-					return new Promise<ToolResult>((resolve, reject) => {
-						const onAbort = () => {
-							c.forget(requestId);
-							reject(new Error(cancelled));
-						};
-						signal.addEventListener("abort", onAbort, { once: true });
-						call.then(
-							(r) => {
-								signal.removeEventListener("abort", onAbort);
-								resolve(r);
-							},
-							(e) => {
-								signal.removeEventListener("abort", onAbort);
-								reject(e);
-							},
-						);
-					});
+					return untilAborted(c.request(tool.name, params), signal, cancelled, () => c.forget(requestId));
 				},
 			});
 		}
@@ -665,26 +677,9 @@ export default function threadbaseExtension(pi: ExtensionAPI) {
 			const call = c.request("thread", params, (details) => {
 				progress?.({ content: [{ type: "text", text: progressText(details) }], details });
 			});
-			if (!signal) return call;
 			// An abort ends the tool call only; the server keeps running and the child is never
 			// stopped by it (a `wait` just stops waiting).
-			return new Promise<ToolResult>((resolve, reject) => {
-				const onAbort = () => {
-					c.forget(requestId);
-					reject(new Error(abortMessage));
-				};
-				signal.addEventListener("abort", onAbort, { once: true });
-				call.then(
-					(r) => {
-						signal.removeEventListener("abort", onAbort);
-						resolve(r);
-					},
-					(e) => {
-						signal.removeEventListener("abort", onAbort);
-						reject(e);
-					},
-				);
-			});
+			return untilAborted(call, signal, abortMessage, () => c.forget(requestId));
 		},
 	});
 

@@ -10,12 +10,12 @@ mod fake_llm;
 #[path = "support/serve_client.rs"]
 mod serve_client;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use fake_llm::{content_text, hermetic_pi_env, pi_or_skip, FakeLlm, RecordedRequest, Step};
 use serde_json::{json, Value};
-use serve_client::{Serve, ServeSpec};
+use serve_client::{session_user_texts, Serve, ServeSpec};
 
 /// The last message of a request when it is a tool result, as text.
 fn last_tool_result(r: &RecordedRequest) -> Option<String> {
@@ -38,25 +38,6 @@ fn call(s: &mut Serve, method: &str, params: Value) -> Value {
         String::from_utf8_lossy(&s.stderr.lock().unwrap())
     );
     r["result"]["details"].clone()
-}
-
-fn user_texts(file: &str) -> Vec<String> {
-    std::fs::read_to_string(file)
-        .unwrap()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|e| e["type"] == "message" && e["message"]["role"] == "user")
-        .map(|e| {
-            let c = &e["message"]["content"];
-            c.as_str().map(str::to_string).unwrap_or_else(|| {
-                c.as_array()
-                    .unwrap()
-                    .iter()
-                    .filter_map(|p| p["text"].as_str())
-                    .collect()
-            })
-        })
-        .collect()
 }
 
 #[test]
@@ -103,20 +84,7 @@ fn three_levels_of_real_pi_with_update_pause_and_steer() {
 
     let env = hermetic_pi_env(&fake);
     let extension = concat!(env!("CARGO_MANIFEST_DIR"), "/pi-extension/index.ts");
-    let mut argv: Vec<String> = pi.clone();
-    let mut skip = false;
-    for a in &env.args {
-        if skip {
-            skip = false;
-            continue;
-        }
-        match a.as_str() {
-            "--mode" => skip = true,
-            "--no-approve" => {}
-            _ => argv.push(a.clone()),
-        }
-    }
-    argv.extend(["-e".to_string(), extension.to_string()]);
+    let argv = env.child_command(&pi, &["-e", extension]);
     let db = env.root.path().join("db.sqlite");
     let mut vars = env.env.clone();
     vars.push((
@@ -241,7 +209,7 @@ fn three_levels_of_real_pi_with_update_pause_and_steer() {
 
     // b's transcript: inherited /root/a's conversation, linked to a's file, each message once.
     let b_file = b["sessionFile"].as_str().unwrap().to_string();
-    let texts = user_texts(&b_file);
+    let texts = session_user_texts(Path::new(&b_file));
     for needle in ["A-TASK", "B-TASK", "STEER-1", "STEER-2"] {
         assert_eq!(
             texts.iter().filter(|t| t.contains(needle)).count(),

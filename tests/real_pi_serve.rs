@@ -29,19 +29,7 @@ fn real_pi_children_through_serve() {
     ]);
     let env = hermetic_pi_env(&fake);
     // The child command: Pi plus the hermetic flags, minus the ones serve manages itself.
-    let mut argv: Vec<String> = pi.clone();
-    let mut skip = false;
-    for a in &env.args {
-        if skip {
-            skip = false;
-            continue;
-        }
-        match a.as_str() {
-            "--mode" => skip = true,
-            "--no-approve" => {}
-            _ => argv.push(a.clone()),
-        }
-    }
+    let argv = env.child_command(&pi, &[]);
     let sessions = env.agent_dir.join("sessions").join("parent");
     std::fs::create_dir_all(&sessions).unwrap();
     let parent_session = sessions.join("parent.jsonl");

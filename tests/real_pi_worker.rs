@@ -29,20 +29,7 @@ fn a_real_pi_worker_reports_once_to_its_coordinator() {
     ]);
     let env = hermetic_pi_env(&fake);
     let extension = concat!(env!("CARGO_MANIFEST_DIR"), "/pi-extension/index.ts");
-    let mut argv: Vec<String> = pi.clone();
-    let mut skip = false;
-    for a in &env.args {
-        if skip {
-            skip = false;
-            continue;
-        }
-        match a.as_str() {
-            "--mode" => skip = true,
-            "--no-approve" => {}
-            _ => argv.push(a.clone()),
-        }
-    }
-    argv.extend(["-e".to_string(), extension.to_string()]);
+    let argv = env.child_command(&pi, &["-e", extension]);
     let db = env.root.path().join("db.sqlite");
     let mut vars = env.env.clone();
     vars.push((

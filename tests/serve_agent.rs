@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use serve_client::{processes_with_env, scripted_command, Serve, ServeSpec};
+use serve_client::{
+    processes_with_env, scripted_command, session_user_texts as user_texts, Serve, ServeSpec,
+};
 
 const ROOT_SESSION: &str = "ses_main";
 
@@ -205,23 +207,6 @@ fn session_lines(file: &Path) -> Vec<Value> {
         .lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
-fn user_texts(file: &Path) -> Vec<String> {
-    session_lines(file)
-        .iter()
-        .filter(|e| e["type"] == "message" && e["message"]["role"] == "user")
-        .map(|e| {
-            let c = &e["message"]["content"];
-            c.as_str().map(str::to_string).unwrap_or_else(|| {
-                c.as_array()
-                    .unwrap()
-                    .iter()
-                    .filter_map(|p| p["text"].as_str())
-                    .collect()
-            })
-        })
         .collect()
 }
 

@@ -834,6 +834,27 @@ fn write_json_file(path: &Path, value: &Value) {
 }
 
 impl PiEnv {
+    /// The argv prefix a `serve` launches children with (`THREADBASE_PI_COMMAND`): Pi plus the
+    /// hermetic flags, minus the ones serve manages itself (`--mode`, `--no-approve`), plus
+    /// `extra`.
+    pub fn child_command(&self, pi: &[String], extra: &[&str]) -> Vec<String> {
+        let mut argv: Vec<String> = pi.to_vec();
+        let mut skip = false;
+        for a in &self.args {
+            if skip {
+                skip = false;
+                continue;
+            }
+            match a.as_str() {
+                "--mode" => skip = true,
+                "--no-approve" => {}
+                _ => argv.push(a.clone()),
+            }
+        }
+        argv.extend(extra.iter().map(|s| s.to_string()));
+        argv
+    }
+
     /// `pi` + [`PiEnv::args`] + `extra`.
     pub fn argv(&self, pi: &[String], extra: &[&str]) -> Vec<String> {
         pi.iter()

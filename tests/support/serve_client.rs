@@ -235,3 +235,21 @@ pub fn processes_with_env(var: &str, value: &str) -> Vec<u32> {
     }
     found
 }
+
+/// The texts of the user messages in a Pi session file, in file order.
+pub fn session_user_texts(file: &Path) -> Vec<String> {
+    std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "message" && e["message"]["role"] == "user")
+        .map(|e| {
+            let c = &e["message"]["content"];
+            c.as_str().map(str::to_string).unwrap_or_else(|| {
+                c.as_array()
+                    .map(|parts| parts.iter().filter_map(|p| p["text"].as_str()).collect())
+                    .unwrap_or_default()
+            })
+        })
+        .collect()
+}
