@@ -166,6 +166,11 @@ fn a_clean_database_passes() {
     let (code, doc) = check(&db.path);
     assert_eq!(code, 0, "{doc:#}");
     assert_codes(&doc, &[]);
+    // Nor does another process's restore pass close it while its manager's serve lives.
+    let out = threadbase(&db.path, &["restore", "--json"]);
+    assert!(out.status.success());
+    let restored: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(restored["restored"], serde_json::json!([]), "{restored}");
 }
 
 /// Each case: SQL that breaks one invariant, the codes it must produce, the expected exit code.
