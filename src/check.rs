@@ -175,7 +175,9 @@ pub fn check_connection(conn: &Connection, name: &str) -> Result<Report> {
             (r.get(4)?, r.get(5)?, r.get(6)?);
         let why = match (found, same_manager) {
             (None, _) => format!("names {parent_id}, which does not exist"),
-            (Some(_), Some(false)) => format!("names {parent_id}, a thread of another manager"),
+            (Some(_), Some(false)) => format!(
+                "names {parent_id}, a thread of another manager that is not the thread this manager runs in (self_thread_id)"
+            ),
             _ => format!(
                 "names {parent_id} at {}, but parent_path is {}",
                 found_path.unwrap_or_default(),

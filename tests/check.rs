@@ -173,6 +173,29 @@ fn a_clean_database_passes() {
     assert_eq!(restored["restored"], serde_json::json!([]), "{restored}");
 }
 
+#[test]
+fn a_demo_database_passes() {
+    // The demo runs real serve processes, a nested serve (a thread that starts its own thread,
+    // whose parent_id names a thread of the outer manager), stops, resumes and forks.
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("demo.sqlite");
+    let out = Command::new(env!("CARGO_BIN_EXE_threadbase"))
+        .args(["demo", "--keep"])
+        .arg(&db)
+        .env_remove("THREADBASE_DB")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (code, doc) = check(&db);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_codes(&doc, &[]);
+    assert!(doc["checked"]["threads"].as_i64().unwrap() >= 4, "{doc}");
+}
+
 /// Each case: SQL that breaks one invariant, the codes it must produce, the expected exit code.
 #[test]
 fn each_broken_invariant_is_reported_with_its_code_and_repair() {
