@@ -113,7 +113,7 @@ impl From<rusqlite::Error> for Error {
                     "Cannot open the database ({detail}). Repair: check that the folder exists and is writable, or pass --db."
                 )),
                 C::NotADatabase | C::DatabaseCorrupt => Error::io(format!(
-                    "The database file is corrupt or not a SQLite database ({detail}). Repair: move it aside and start with a new file, or restore a backup."
+                    "The database file is corrupt or not a SQLite database ({detail}). Repair: stop every threadbase process using it, move the file aside (keep it: `sqlite3 FILE .recover` may save its rows) and start with a new file, or restore a backup; `threadbase check` reports what is damaged."
                 )),
                 C::ConstraintViolation => Error::conflict(format!(
                     "A database constraint refused the change ({detail}). Repair: re-read the current state and retry with values that do not collide."

@@ -127,6 +127,10 @@ pub fn config(db: PathBuf, args: ServeArgs) -> Result<ServeConfig> {
 }
 
 pub fn run(db: PathBuf, args: ServeArgs) -> Result<()> {
+    run_on(db.clone(), args).map_err(|e| crate::store::name_database(&db, e))
+}
+
+fn run_on(db: PathBuf, args: ServeArgs) -> Result<()> {
     let cfg = config(db.clone(), args)?;
     let store = Arc::new(Store::open(&db)?);
     let report = restore_dead_owners(&store, ProcessIdentity::current())?;

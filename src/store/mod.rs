@@ -58,6 +58,10 @@ impl Store {
     /// brings its schema up to date.
     pub fn open(path: impl AsRef<Path>) -> Result<Store> {
         let path = path.as_ref().to_path_buf();
+        Self::open_at(path.clone()).map_err(|e| name_database(&path, e))
+    }
+
+    fn open_at(path: PathBuf) -> Result<Store> {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(|e| {
                 Error::io(format!(
@@ -67,6 +71,20 @@ impl Store {
             })?;
         }
         let mut writer = Connection::open(&path).map_err(|e| open_error(&path, e))?;
+        // SQLite falls back to a read-only handle when the file cannot be opened for writing;
+        // refuse that up front with the reason, instead of failing at the first write.
+        if writer.is_readonly(rusqlite::MAIN_DB)? {
+            let why = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .err()
+                .map(|e| format!(" ({e})"))
+                .unwrap_or_default();
+            return Err(Error::io(format!(
+                "The database {} cannot be opened for writing{why}; nothing was written. Repair: make the file (and its folder, which holds the -wal and -shm files) writable for this user, or pass --db with a writable path; the read-only commands (list, tree, show, events, sql, check) still work on it.",
+                path.display()
+            )));
+        }
         configure(&writer)?;
         let mode: String = writer.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
         if !mode.eq_ignore_ascii_case("wal") {
@@ -117,6 +135,16 @@ impl Store {
         tx.commit()?;
         Ok(out)
     }
+}
+
+/// Names the database in an I/O error that does not name it yet (a corrupt page found while
+/// migrating, a full disk while registering the manager), so the message says which file.
+pub fn name_database(path: &Path, e: Error) -> Error {
+    let shown = path.display().to_string();
+    if e.code != crate::error::ErrorCode::Io || e.message.contains(&shown) {
+        return e;
+    }
+    Error::io(format!("Database {shown}: {}", e.message))
 }
 
 fn open_error(path: &Path, e: rusqlite::Error) -> Error {
@@ -173,6 +201,13 @@ pub fn open_read_only(path: impl AsRef<Path>) -> Result<Connection> {
     .map_err(|e| open_error(path, e))?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
     conn.execute_batch("PRAGMA query_only = ON;")?;
+    // SQLite reads the header and the schema lazily; read them now so a file that is not a
+    // database (or whose first page is damaged) fails here, naming the file, and not inside
+    // whatever query runs first.
+    conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| {
+        r.get::<_, i64>(0)
+    })
+    .map_err(|e| open_error(path, e))?;
     Ok(conn)
 }
 
