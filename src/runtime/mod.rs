@@ -39,6 +39,11 @@ use rpc::{CallError, Line, RpcClient};
 
 /// How long a launch waits for the child to answer its initial prompt before returning.
 pub const PROMPT_ANSWER_WAIT: Duration = Duration::from_millis(4_000);
+/// The note of a launch whose child exited before it answered its first command.
+pub const EXITED_EARLY_NOTE: &str = "The child exited before it answered; its exit and stderr tail are in poll (detail \"full\"). Repair: check that THREADBASE_PI_COMMAND (a JSON array, default [\"pi\"]) starts Pi, which the engine runs in RPC mode.";
+/// How long a launch whose child exited at once waits for that exit to be recorded, so the
+/// result shows the closed row rather than a live one.
+const EARLY_EXIT_RECORD_WAIT: Duration = Duration::from_millis(2_000);
 /// RPC timeout of a send.
 pub const SEND_TIMEOUT: Duration = Duration::from_millis(5_000);
 /// Graceful stop: abort timeout, then the wait after SIGTERM, then after SIGKILL.
@@ -404,7 +409,10 @@ impl Runtime {
                             outcome.note = Some(resp.error.unwrap_or_else(|| "Message was rejected by child Pi.".into()));
                         }
                     }
-                    Ok(_) => outcome.note = Some("The child closed before answering the prompt.".into()),
+                    Ok(_) => {
+                        outcome.note = Some(EXITED_EARLY_NOTE.into());
+                        wait_closed(&mut child.view.subscribe(), EARLY_EXIT_RECORD_WAIT).await;
+                    }
                     Err(_) => {
                         outcome.note = Some(format!(
                             "The child has not answered the prompt within {} ms; it stays starting until it does. Poll or wait before retrying.",
@@ -414,11 +422,17 @@ impl Runtime {
                 }
             }
             StartKind::Resumed | StartKind::Forked { .. } => {
-                let _ = child
+                let answer = child
                     .rpc
                     .call("get_state", json!({}), PROMPT_ANSWER_WAIT)
                     .await;
-                self.apply(&child, vec![Effect::Phase(Phase::Idle)]).await;
+                if matches!(answer, Err(CallError::Closed)) {
+                    // Exited at once: report the recorded exit, not an idle live thread.
+                    outcome.note = Some(EXITED_EARLY_NOTE.into());
+                    wait_closed(&mut child.view.subscribe(), EARLY_EXIT_RECORD_WAIT).await;
+                } else {
+                    self.apply(&child, vec![Effect::Phase(Phase::Idle)]).await;
+                }
             }
         }
         Ok(outcome)
