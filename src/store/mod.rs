@@ -156,6 +156,26 @@ fn open_error(path: &Path, e: rusqlite::Error) -> Error {
     ))
 }
 
+/// A read-only open that fails because the folder is not writable: reading a WAL database
+/// needs its `-shm` file, which SQLite creates beside the database.
+fn read_open_error(path: &Path, e: rusqlite::Error) -> Error {
+    let cant_open = matches!(&e, rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::CannotOpen);
+    let folder = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if cant_open {
+        if let Err(why) = rustix::fs::access(folder, rustix::fs::Access::WRITE_OK) {
+            return Error::io(format!(
+                "Cannot read the database {}: its folder {} is not writable ({why}), and SQLite must create the -shm file there to read a WAL database. Repair: copy the database (and its -wal file, if any) to a writable folder and pass --db with the copy, or make the folder writable.",
+                path.display(),
+                folder.display()
+            ));
+        }
+    }
+    open_error(path, e)
+}
+
 /// Runs pending migrations. A file lock beside the database serialises processes that open a
 /// new file at the same moment; refinery refuses an applied migration whose text changed.
 fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
@@ -198,16 +218,17 @@ pub fn open_read_only(path: impl AsRef<Path>) -> Result<Connection> {
         path,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
-    .map_err(|e| open_error(path, e))?;
+    .map_err(|e| read_open_error(path, e))?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
-    conn.execute_batch("PRAGMA query_only = ON;")?;
+    conn.execute_batch("PRAGMA query_only = ON;")
+        .map_err(|e| read_open_error(path, e))?;
     // SQLite reads the header and the schema lazily; read them now so a file that is not a
     // database (or whose first page is damaged) fails here, naming the file, and not inside
     // whatever query runs first.
     conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| {
         r.get::<_, i64>(0)
     })
-    .map_err(|e| open_error(path, e))?;
+    .map_err(|e| read_open_error(path, e))?;
     Ok(conn)
 }
 
