@@ -650,6 +650,14 @@ async fn resume(e: &Engine, reference: &str) -> Result<Value> {
             ),
         ));
     }
+    // A file that is there but cannot be a Pi session (a folder, garbage, empty) would start a
+    // child that fails or silently starts over: refuse before launching anything.
+    if let Err(err) = crate::session::SessionFile::read(&file) {
+        return Err(Error::new(
+            ErrorCode::NotResumable,
+            format!("Cannot resume managed thread {}: {}", row.path, err.message),
+        ));
+    }
     check_depth(e)?;
     check_live_count(e, &*e.store.read()?)?;
     let cwd = PathBuf::from(&row.cwd);
