@@ -589,6 +589,113 @@ fn a_full_disk_fails_requests_cleanly_and_serve_recovers_when_space_returns() {
     assert!(w.leftovers().is_empty(), "{:?}", w.leftovers());
 }
 
+/// Sets the soft RLIMIT_FSIZE of `pid` (the hard limit is kept, so it can be raised again).
+fn set_file_size_limit(pid: u32, soft: Option<u64>) {
+    use rustix::process::{prlimit, Pid, Resource, Rlimit};
+    let pid = Pid::from_raw(pid as i32).unwrap();
+    let old = prlimit(
+        Some(pid),
+        Resource::Fsize,
+        Rlimit {
+            current: None,
+            maximum: None,
+        },
+    )
+    .expect("read RLIMIT_FSIZE");
+    let _ = prlimit(Some(pid), Resource::Fsize, old.clone());
+    prlimit(
+        Some(pid),
+        Resource::Fsize,
+        Rlimit {
+            current: soft,
+            maximum: old.maximum,
+        },
+    )
+    .expect("set RLIMIT_FSIZE");
+}
+
+/// An injected but real OS write failure, for machines where no small filesystem can be
+/// mounted: RLIMIT_FSIZE on the running serve makes its writes past the limit fail with EFBIG
+/// (SQLite's disk I/O error). The serve must survive it (SIGXFSZ would otherwise kill it),
+/// answer with `io` errors, and work again once the limit is lifted.
+#[test]
+fn a_file_size_limit_fails_writes_cleanly_and_serve_recovers() {
+    let w = World::new(json!({"turns": [{"steps": [{"text": "done: {prompt}", "deltas": 2}]}]}));
+    let db = w.dir.path().join("db.sqlite");
+    let mut s = w.serve(&db, &w.scripted());
+    let r = call(
+        &mut s,
+        json!({"action": "start", "prompt": "before", "taskName": "before"}),
+    );
+    assert!(r.get("result").is_some(), "{r}");
+    call(&mut s, json!({"action": "stop", "id": "before"}));
+    let size = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len());
+    let wal = PathBuf::from(format!("{}-wal", db.display()));
+    let limit = size(&db).max(size(&wal)) + 4096;
+    set_file_size_limit(s.child.id(), Some(limit));
+    println!(
+        "RLIMIT_FSIZE of serve set to {limit} bytes (db {} bytes, wal {} bytes)",
+        size(&db),
+        size(&wal)
+    );
+    let (mut ok, mut failed) = (0, Vec::new());
+    for i in 0..300 {
+        let r = call(
+            &mut s,
+            json!({"action": "start", "prompt": format!("big {i} {}", "z".repeat(8000)), "taskName": format!("big_{i}")}),
+        );
+        if let Some(e) = r.get("error") {
+            assert_eq!(e["code"], "io", "{e}");
+            let msg = e["message"].as_str().unwrap();
+            assert!(msg.contains("Repair:"), "{msg}");
+            failed.push(msg.to_string());
+            if failed.len() >= 3 {
+                break;
+            }
+        } else {
+            ok += 1;
+            call(&mut s, json!({"action": "stop", "id": format!("big_{i}")}));
+        }
+    }
+    println!(
+        "under the limit: {ok} starts went through, {} failed; first failure: {}",
+        failed.len(),
+        failed.first().map_or("", |s| s)
+    );
+    assert!(!failed.is_empty(), "the limit never surfaced");
+    assert!(
+        s.child.try_wait().unwrap().is_none(),
+        "serve died: {}",
+        serve_stderr(&s)
+    );
+    let r = call(&mut s, json!({"action": "list"}));
+    assert!(r.get("result").is_some(), "{r}");
+    set_file_size_limit(s.child.id(), None);
+    let r = call(
+        &mut s,
+        json!({"action": "start", "prompt": "after", "taskName": "after"}),
+    );
+    assert!(r.get("result").is_some(), "{r}");
+    let r = call(&mut s, json!({"action": "wait", "id": "after"}));
+    assert_eq!(
+        r["result"]["details"]["snapshot"]["resultSummary"], "done: after",
+        "{r}"
+    );
+    call(&mut s, json!({"action": "stop", "id": "after"}));
+    let r = call(&mut s, json!({"action": "list"}));
+    let listed = r["result"]["details"]["count"].as_i64().unwrap();
+    let status = s.close(Duration::from_secs(30));
+    let err = serve_stderr(&s);
+    assert_no_panic(&err, "serve");
+    assert!(status.success(), "{status:?}: {err}");
+    println!("serve stderr: {err}");
+    assert_eq!(count(&db, "SELECT count(*) FROM threads"), listed);
+    let out = tb(&db, &["check", "--json"]);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{doc:#}");
+    assert!(w.leftovers().is_empty(), "{:?}", w.leftovers());
+}
+
 #[test]
 fn session_files_that_vanished_or_broke_before_resume() {
     // serve_thread.rs covers a removed session file; these are the other ways it goes away.

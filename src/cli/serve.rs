@@ -145,6 +145,13 @@ fn run_on(db: PathBuf, args: ServeArgs) -> Result<()> {
         .enable_all()
         .build()?;
     rt.block_on(async move {
+        // A file-size limit (RLIMIT_FSIZE) would kill the server with SIGXFSZ at the first write
+        // past it, leaving its children without a reader; handled, the write fails with EFBIG,
+        // which SQLite reports as an I/O error the request returns. The handler stays for the
+        // life of the process.
+        let _xfsz = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::from_raw(
+            rustix::process::Signal::XFSZ.as_raw(),
+        ))?;
         let runtime = Runtime::new(store.clone(), cfg.timers);
         let engine = Arc::new(Engine::new(cfg, store, runtime)?);
         crate::server::serve(engine).await;
