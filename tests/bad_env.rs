@@ -593,16 +593,8 @@ fn a_full_disk_fails_requests_cleanly_and_serve_recovers_when_space_returns() {
 fn set_file_size_limit(pid: u32, soft: Option<u64>) {
     use rustix::process::{prlimit, Pid, Resource, Rlimit};
     let pid = Pid::from_raw(pid as i32).unwrap();
-    let old = prlimit(
-        Some(pid),
-        Resource::Fsize,
-        Rlimit {
-            current: None,
-            maximum: None,
-        },
-    )
-    .expect("read RLIMIT_FSIZE");
-    let _ = prlimit(Some(pid), Resource::Fsize, old.clone());
+    // The serve inherited this process's limits; keep its hard limit.
+    let old = rustix::process::getrlimit(Resource::Fsize);
     prlimit(
         Some(pid),
         Resource::Fsize,
