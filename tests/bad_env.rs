@@ -621,6 +621,21 @@ fn a_file_size_limit_fails_writes_cleanly_and_serve_recovers() {
     );
     assert!(r.get("result").is_some(), "{r}");
     call(&mut s, json!({"action": "stop", "id": "before"}));
+    // A thread that is still running when the limit hits: its stop cannot be recorded at first.
+    let r = call(
+        &mut s,
+        json!({"action": "start", "prompt": "held", "taskName": "held"}),
+    );
+    assert!(r.get("result").is_some(), "{r}");
+    call(&mut s, json!({"action": "wait", "id": "held"}));
+    // And one whose child will die while writes fail: its exit cannot be recorded at first.
+    let r = call(
+        &mut s,
+        json!({"action": "start", "prompt": "crashy", "taskName": "crashy"}),
+    );
+    assert!(r.get("result").is_some(), "{r}");
+    call(&mut s, json!({"action": "wait", "id": "crashy"}));
+    let crashy_pid = count(&db, "SELECT pid FROM threads WHERE path = '/root/crashy'");
     let size = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len());
     let wal = PathBuf::from(format!("{}-wal", db.display()));
     let limit = size(&db).max(size(&wal)) + 4096;
@@ -655,6 +670,18 @@ fn a_file_size_limit_fails_writes_cleanly_and_serve_recovers() {
         failed.first().map_or("", |s| s)
     );
     assert!(!failed.is_empty(), "the limit never surfaced");
+    let r = call(&mut s, json!({"action": "stop", "id": "held"}));
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(crashy_pid as i32).unwrap(),
+        rustix::process::Signal::KILL,
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    println!(
+        "stop while limited: {}",
+        r.get("error")
+            .unwrap_or(&r["result"]["details"]["snapshot"]["status"])
+    );
     assert!(
         s.child.try_wait().unwrap().is_none(),
         "serve died: {}",
@@ -663,6 +690,33 @@ fn a_file_size_limit_fails_writes_cleanly_and_serve_recovers() {
     let r = call(&mut s, json!({"action": "list"}));
     assert!(r.get("result").is_some(), "{r}");
     set_file_size_limit(s.child.id(), None);
+    // The exit that could not be recorded is recorded once writes work again (the serve retries
+    // it), so no row keeps claiming a process that is gone.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let r = call(&mut s, json!({"action": "poll", "id": "crashy"}));
+        let snap = &r["result"]["details"]["snapshot"];
+        if snap["status"] == "closed" {
+            println!("crashy: {}", snap["exit"]);
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the exit of crashy was never recorded: {snap}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // A stop refused while writes failed changed nothing (the child still runs); it works now.
+    let r = call(&mut s, json!({"action": "poll", "id": "held"}));
+    let snap = &r["result"]["details"]["snapshot"];
+    if snap["status"] == "live" {
+        assert_eq!(snap["running"], true, "a live row has its process: {snap}");
+        let r = call(&mut s, json!({"action": "stop", "id": "held"}));
+        assert_eq!(
+            r["result"]["details"]["snapshot"]["exit"]["kind"], "stopped",
+            "{r}"
+        );
+    }
     let r = call(
         &mut s,
         json!({"action": "start", "prompt": "after", "taskName": "after"}),
