@@ -126,7 +126,7 @@ pub fn check_connection(conn: &Connection, name: &str) -> Result<Report> {
             check: "duplicate_path",
             severity: Severity::Error,
             message: format!("{n} threads of manager {manager} share the path {path}: {ids}."),
-            repair: "Archive or rename all but one of these threads with sqlite3 while no serve runs (the UNIQUE (manager_id, path) constraint was bypassed), or restore the database from a copy.".into(),
+            repair: "The UNIQUE (manager_id, path) constraint was bypassed (the schema was edited): restore the database from a copy, or with no serve running move all but one of them to a free path with sqlite3 (UPDATE threads SET path = …, task_name = … WHERE id = …) and rebuild the schema (sqlite3 DB .recover | sqlite3 NEW.sqlite).".into(),
         }))
     });
     c.run("event_orphan", include_str!("../sql/check_orphan_events.sql"), |r| {

@@ -312,6 +312,36 @@ fn each_broken_invariant_is_reported_with_its_code_and_repair() {
 }
 
 #[test]
+fn two_threads_at_one_path_are_reported() {
+    // UNIQUE (manager_id, path) cannot be switched off; only an edited schema lets a duplicate in.
+    let db = clean();
+    raw(&db.path)
+        .execute_batch(
+            "PRAGMA writable_schema = ON;
+             UPDATE sqlite_schema SET sql = replace(sql, 'UNIQUE (manager_id, path)', 'CHECK (1)') WHERE name = 'threads';
+             DELETE FROM sqlite_schema WHERE name = 'sqlite_autoindex_threads_2';",
+        )
+        .unwrap();
+    raw(&db.path)
+        .execute(
+            "INSERT INTO threads (id, manager_id, path, parent_path, task_name, name, depth, cwd, status, phase, exit_kind, created_at, updated_at, last_event_at)
+             SELECT 'thread_00000000dup1', manager_id, path, parent_path, task_name, name, depth, cwd, 'closed', 'stale', 'stale', created_at, updated_at, last_event_at
+             FROM threads WHERE id = ?1",
+            [tid(1)],
+        )
+        .unwrap();
+    let (code, doc) = check(&db.path);
+    assert_eq!(code, 1, "{doc:#}");
+    let dup = problems(&doc, "duplicate_path");
+    assert_eq!(dup.len(), 1, "{doc:#}");
+    let msg = dup[0]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("/root/docs") && msg.contains("thread_00000000dup1"),
+        "{msg}"
+    );
+}
+
+#[test]
 fn a_live_thread_of_a_dead_owner_is_repaired_by_restore() {
     let db = clean();
     // A real process that has exited: its pid and start time are an identity that is gone.
