@@ -112,6 +112,9 @@ pub fn check_connection(conn: &Connection, name: &str) -> Result<Report> {
             "{name} is a SQLite database but not a threadbase database (no threads/thread_events/managers tables); nothing was checked. Repair: pass --db with a threadbase database file."
         )));
     }
+    // One read transaction: every check sees the same snapshot even while serves write.
+    conn.execute_batch("BEGIN")
+        .map_err(|e| unreadable(name, e))?;
     let mut c = Checker {
         conn,
         name,
@@ -232,6 +235,7 @@ pub fn check_connection(conn: &Connection, name: &str) -> Result<Report> {
         }))
     });
     let mut report = c.report;
+    let _ = conn.execute_batch("COMMIT");
     report.ok = report.errors() == 0;
     Ok(report)
 }
@@ -441,31 +445,33 @@ impl Checker<'_> {
     }
 
     fn live_threads(&mut self) {
-        type Live = (
-            String,
-            String,
-            String,
-            Option<i64>,
-            Option<i64>,
-            Option<i64>,
-            Option<f64>,
-            String,
-        );
+        struct Live {
+            id: String,
+            path: String,
+            phase: String,
+            pid: Option<i64>,
+            owner_pid: Option<i64>,
+            owner_started: Option<i64>,
+            age: Option<f64>,
+            session: String,
+            process_started: Option<i64>,
+        }
         let result = (|| -> rusqlite::Result<Vec<Live>> {
             let mut stmt = self
                 .conn
                 .prepare_cached(include_str!("../sql/check_live_threads.sql"))?;
             let rows = stmt.query_map([], |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                    r.get(6)?,
-                    r.get(7)?,
-                ))
+                Ok(Live {
+                    id: r.get(0)?,
+                    path: r.get(1)?,
+                    phase: r.get(2)?,
+                    pid: r.get(3)?,
+                    owner_pid: r.get(4)?,
+                    owner_started: r.get(5)?,
+                    age: r.get(6)?,
+                    session: r.get(7)?,
+                    process_started: r.get(8)?,
+                })
             })?;
             rows.collect()
         })();
@@ -473,17 +479,25 @@ impl Checker<'_> {
             Ok(rows) => rows,
             Err(e) => return self.failed("live_owner_gone", e),
         };
-        let (mut gone, mut pidless) = (Vec::new(), Vec::new());
-        for (id, path, phase, pid, owner_pid, owner_started, age, session) in rows {
-            let owner_alive = owner_pid.is_some_and(|pid| {
+        let (mut gone, mut pidless, mut dead_child) = (Vec::new(), Vec::new(), Vec::new());
+        for t in rows {
+            let Live {
+                id,
+                path,
+                phase,
+                session,
+                ..
+            } = &t;
+            let owner_alive = t.owner_pid.is_some_and(|pid| {
                 ProcessIdentity {
                     pid,
-                    started_at: owner_started.unwrap_or(-1),
+                    started_at: t.owner_started.unwrap_or(-1),
                 }
                 .is_alive()
             });
+            let owner = t.owner_pid.unwrap_or(0);
             if !owner_alive {
-                let owner = owner_pid.map_or("no owner recorded".to_string(), |p| {
+                let owner = t.owner_pid.map_or("no owner recorded".to_string(), |p| {
                     format!("owner process {p} is gone")
                 });
                 gone.push(Problem {
@@ -494,15 +508,30 @@ impl Checker<'_> {
                     ),
                     repair: "threadbase restore".into(),
                 });
-            } else if pid.is_none() {
-                let in_flight = phase == "starting" && age.is_some_and(|a| a < LAUNCH_GRACE_SECS);
+            } else if let Some(pid) = t.pid {
+                // The owner lives; its child should too, unless its exit is being recorded
+                // right now (hence a warning).
+                if let Some(started_at) = t.process_started {
+                    if !(ProcessIdentity { pid, started_at }).is_alive() {
+                        dead_child.push(Problem {
+                            check: "live_process_gone",
+                            severity: Severity::Warning,
+                            message: format!("Thread {id} ({path}) is live and its serve (pid {owner}) is alive, but its process {pid} is gone and no exit is recorded."),
+                            repair: format!("Run check again in a moment (the serve records exits as they happen); if it stays, stop that serve (pid {owner}) and run `threadbase restore`."),
+                        });
+                    }
+                }
+            } else {
+                let in_flight = phase == "starting" && t.age.is_some_and(|a| a < LAUNCH_GRACE_SECS);
                 if !in_flight {
-                    let age = age.map_or("an unreadable time".to_string(), |a| format!("{a:.0} s"));
+                    let age = t
+                        .age
+                        .map_or("an unreadable time".to_string(), |a| format!("{a:.0} s"));
                     pidless.push(Problem {
                         check: "live_without_pid",
                         severity: Severity::Error,
-                        message: format!("Thread {id} ({path}) is live in phase {phase} but records no process, {age} after it was created; its serve (pid {}) never recorded a launch.", owner_pid.unwrap_or(0)),
-                        repair: format!("Stop that serve (pid {}) and run `threadbase restore`.", owner_pid.unwrap_or(0)),
+                        message: format!("Thread {id} ({path}) is live in phase {phase} but records no process, {age} after it was created; its serve (pid {owner}) never recorded a launch."),
+                        repair: format!("Stop that serve (pid {owner}) and run `threadbase restore`."),
                     });
                 }
             }
@@ -511,6 +540,7 @@ impl Checker<'_> {
             .into_iter()
             .take(MAX_PER_CHECK)
             .chain(pidless.into_iter().take(MAX_PER_CHECK))
+            .chain(dead_child.into_iter().take(MAX_PER_CHECK))
         {
             self.push(p);
         }

@@ -237,6 +237,12 @@ fn each_broken_invariant_is_reported_with_its_code_and_repair() {
             1,
         ),
         (
+            "live, owner alive, its process gone",
+            "UPDATE threads SET pid = 999999999, process_started_at = 1 WHERE id = 'thread_000000000003'",
+            &["live_process_gone"],
+            0,
+        ),
+        (
             "path is not parent_path/task_name",
             "UPDATE threads SET path = '/root/elsewhere' WHERE id = 'thread_000000000003'",
             &["path_mismatch"],
