@@ -78,8 +78,17 @@ impl Error {
     }
 }
 
+/// The start of the message of an error caused by a closed output (a reader such as `head`
+/// that stopped reading); the CLI exits quietly on it, as command-line tools do.
+pub const BROKEN_PIPE: &str = "The output was closed before everything was written";
+
 impl From<std::io::Error> for Error {
     fn from(e: std::io::Error) -> Self {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            return Error::io(format!(
+                "{BROKEN_PIPE} ({e}). Repair: nothing to do when piping into a command such as head; otherwise keep the reading end open."
+            ));
+        }
         Error::io(format!(
             "I/O error: {e}. Repair: check that the path exists and is writable."
         ))

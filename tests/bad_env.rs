@@ -313,6 +313,26 @@ fn parent_folders_are_created_and_an_impossible_one_is_a_clear_error() {
     assert_eq!(names, ["a", "plain_file"]);
 }
 
+#[test]
+fn a_closed_output_ends_the_command_quietly() {
+    // `threadbase sql … | head -1`: the reader leaves early; the writer gets EPIPE.
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db.sqlite");
+    seed(&db);
+    let script = format!(
+        "{EXE} --db '{}' sql \"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 300000) SELECT x FROM c\" 2>'{}' | head -c 10 >/dev/null; echo ${{PIPESTATUS[0]}}",
+        db.display(),
+        dir.path().join("err").display()
+    );
+    let out = Command::new("bash").args(["-c", &script]).output().unwrap();
+    let status = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let err = std::fs::read_to_string(dir.path().join("err")).unwrap();
+    println!("exit {status}, stderr {err:?}");
+    assert_no_panic(&err, "sql | head");
+    assert_eq!(err, "", "nothing to say about a reader that had enough");
+    assert_eq!(status, "141", "exits as SIGPIPE would");
+}
+
 /// Random bytes from a fixed seed (xorshift), so a failure reproduces.
 fn noise(seed: u64, n: usize) -> Vec<u8> {
     let mut x = seed.max(1);

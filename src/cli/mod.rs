@@ -212,6 +212,10 @@ fn restore(db: &std::path::Path, json: bool, out: &mut dyn std::io::Write) -> cr
 }
 
 fn report(e: &Error) -> ExitCode {
+    if e.message.starts_with(crate::error::BROKEN_PIPE) {
+        // `threadbase list | head`: the reader has what it wanted; exit as SIGPIPE would.
+        return ExitCode::from(141);
+    }
     eprintln!("threadbase: error[{}]: {}", e.code, e.message);
     ExitCode::from(2)
 }
