@@ -7,6 +7,9 @@
 //! serve reported are exactly the stored ones), `threadbase check` passes, and the WAL file stays
 //! bounded. Times are printed (run with `--nocapture`), never asserted.
 //!
+//! Halfway through, every serve is replaced by a new one for the same session (its restore pass
+//! then runs while the other serves launch children); no thread may be restored as stale.
+//!
 //! `THREADBASE_WRITERS_OPS=N` sets the operations per writer (default 120, i.e. 15 rounds of 8).
 
 #[path = "support/serve_client.rs"]
@@ -91,30 +94,33 @@ fn writer(
     ops: Arc<AtomicU64>,
 ) -> WriterReport {
     let session = format!("ses_writer_{i}");
-    let mut s = Serve::start(ServeSpec {
-        db: &db,
-        args: vec![
-            "--session-id".into(),
-            session.clone(),
-            "--cwd".into(),
-            dir.display().to_string(),
-        ],
-        env: vec![
-            (
-                "THREADBASE_PI_COMMAND".into(),
-                scripted_command(&dir.join("script.json")),
-            ),
-            ("THREADBASE_TEST_MARKER".into(), marker),
-            (
-                "PI_CODING_AGENT_DIR".into(),
-                dir.join("agent").display().to_string(),
-            ),
-        ],
-        cwd: dir.clone(),
-        clear_env: false,
-    });
+    let start_serve = || {
+        Serve::start(ServeSpec {
+            db: &db,
+            args: vec![
+                "--session-id".into(),
+                session.clone(),
+                "--cwd".into(),
+                dir.display().to_string(),
+            ],
+            env: vec![
+                (
+                    "THREADBASE_PI_COMMAND".into(),
+                    scripted_command(&dir.join("script.json")),
+                ),
+                ("THREADBASE_TEST_MARKER".into(), marker.clone()),
+                (
+                    "PI_CODING_AGENT_DIR".into(),
+                    dir.join("agent").display().to_string(),
+                ),
+            ],
+            cwd: dir.clone(),
+            clear_env: false,
+        })
+    };
+    let mut s = start_serve();
     let mut rep = WriterReport {
-        session,
+        session: session.clone(),
         started: Vec::new(),
         events: BTreeMap::new(),
         errors: Vec::new(),
@@ -129,7 +135,19 @@ fn writer(
         ops.fetch_add(1, Ordering::Relaxed);
         r
     };
+    let mut stderr = String::new();
     for round in 0..rounds {
+        if round == rounds / 2 && rounds > 1 {
+            // Halfway, this session's serve is replaced (as when Pi reloads): the new one runs
+            // the restore pass while the other serves are launching children.
+            let status = s.close(Duration::from_secs(60));
+            stderr.push_str(&String::from_utf8_lossy(&s.stderr.lock().unwrap()));
+            if !status.success() {
+                rep.errors
+                    .push(format!("serve exited with {status:?} at the restart"));
+            }
+            s = start_serve();
+        }
         let task = format!("w{i}_r{round}");
         let r = timed(
             &mut s,
@@ -202,7 +220,8 @@ fn writer(
     }
     let status = s.close(Duration::from_secs(60));
     rep.exit_ok = status.success();
-    rep.stderr = String::from_utf8_lossy(&s.stderr.lock().unwrap()).into_owned();
+    stderr.push_str(&String::from_utf8_lossy(&s.stderr.lock().unwrap()));
+    rep.stderr = stderr;
     rep
 }
 
@@ -438,6 +457,16 @@ fn eight_serves_write_one_database_while_readers_read() {
             assert_eq!(stored.last().map(|e| e.0), Some(last_seq), "{id}");
         }
     }
+    // No thread was ever taken for orphaned: a restore pass run by a restarting serve leaves
+    // the other serves' threads, including those whose launch is in flight, alone.
+    let stale: i64 = conn
+        .query_row(
+            "SELECT (SELECT count(*) FROM threads WHERE exit_kind = 'stale') + (SELECT count(*) FROM thread_events WHERE type = 'thread_closed' AND json_extract(data, '$.exit.kind') = 'stale')",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(stale, 0, "a live serve's thread was restored as stale");
     let threads: i64 = conn
         .query_row("SELECT count(*) FROM threads", [], |r| r.get(0))
         .unwrap();
