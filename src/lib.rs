@@ -11,8 +11,10 @@
 //! - [`refs`]: contract A reference resolution.
 //! - [`list`]: list filters.
 //! - [`http`]: the threads RPC (snapshot, restore) over HTTP.
+//! - [`check`]: `threadbase check`, the read-only verification of a database.
 //! - [`cli`]: the `threadbase` command line.
 
+pub mod check;
 pub mod cli;
 pub mod contract;
 pub mod engine;
