@@ -165,6 +165,19 @@ impl World {
     }
 }
 
+/// `threadbase check` passes on the database (no errors, no warnings).
+fn check_clean(db: &Path) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_threadbase"))
+        .arg("--db")
+        .arg(db)
+        .args(["check", "--json"])
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(out.status.success(), "{report}");
+    assert_eq!(report["problems"], json!([]), "{report}");
+}
+
 fn call(s: &mut Serve, method: &str, params: Value) -> Value {
     let id = s.send(method, params.clone());
     let r = s.response(id, Duration::from_secs(60));
@@ -304,6 +317,7 @@ fn spawn_wait_status_output_and_notice() {
     wait_for("no leftovers", Duration::from_secs(10), || {
         w.leftovers().is_empty()
     });
+    check_clean(&w.db);
 }
 
 #[test]
@@ -665,6 +679,7 @@ fn pause_update_steer_fail_and_stop_cascade_across_serves() {
     wait_for("no leftovers", Duration::from_secs(15), || {
         w.leftovers().is_empty()
     });
+    check_clean(&w.db);
 }
 
 #[test]
@@ -727,6 +742,7 @@ fn crash_restore_pauses_and_mailboxes_deliver_exactly_once() {
         assert!(t.get("output").is_none());
     }
     assert!(w.leftovers().iter().all(|p| *p == root.child.id()));
+    check_clean(&w.db);
     // The saved notice is delivered once.
     wait_for("saved notice", Duration::from_secs(5), || {
         notices(&root)
