@@ -12,11 +12,14 @@
 //! - [`list`]: list filters.
 //! - [`http`]: the threads RPC (snapshot, restore) over HTTP.
 //! - [`cli`]: the `threadbase` command line.
+//! - `fuzzing` (hidden): fuzz target bodies shared by `fuzz/` and `tests/fuzz_corpus.rs`.
 
 pub mod cli;
 pub mod contract;
 pub mod engine;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod http;
 pub mod ids;
 pub mod list;
