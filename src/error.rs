@@ -121,10 +121,14 @@ impl From<rusqlite::Error> for Error {
                 C::SystemIoFailure => Error::io(format!(
                     "The database could not be read or written ({detail}). Repair: check the filesystem and free space."
                 )),
-                _ => Error::internal(format!("SQLite error: {detail}")),
+                _ => Error::internal(format!(
+                    "SQLite error: {detail}. Repair: retry; if it persists, run `threadbase check` on the database."
+                )),
             };
         }
-        Error::internal(format!("SQLite error: {e}"))
+        Error::internal(format!(
+            "SQLite error: {e}. Repair: retry; if it persists, run `threadbase check` on the database."
+        ))
     }
 }
 

@@ -174,7 +174,7 @@ impl FuzzServe {
                     Ok(_) => {}
                 }
                 let (lock, cv) = &*t;
-                let mut tally = lock.lock().unwrap();
+                let mut tally = lock.lock().unwrap_or_else(|p| p.into_inner());
                 let v: Value = match serde_json::from_slice(&line) {
                     Ok(v) => v,
                     Err(e) => {
@@ -226,7 +226,7 @@ impl FuzzServe {
                 cv.notify_all();
             }
             let (lock, cv) = &*t;
-            lock.lock().unwrap().closed = true;
+            lock.lock().unwrap_or_else(|p| p.into_inner()).closed = true;
             cv.notify_all();
         });
         let mut stderr_pipe = child.stderr.take().unwrap();

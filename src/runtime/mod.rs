@@ -317,7 +317,11 @@ impl Runtime {
                         |r| r.get(0),
                     )
                     .optional()?
-                    .ok_or_else(|| Error::internal(format!("launch of unknown thread {tid}")))?;
+                    .ok_or_else(|| {
+                        Error::internal(format!(
+                            "launch of unknown thread {tid}. Repair: the thread row was removed while it started; list the threads and start it again."
+                        ))
+                    })?;
                 tx.prepare_cached(include_str!("../../sql/output_ensure.sql"))?
                     .execute([&*tid])?;
                 let data = event_data.to_string();
@@ -514,7 +518,9 @@ impl Runtime {
             Some(c) if !c.view.borrow().closed => Ok(c),
             _ => Err(Error::new(
                 ErrorCode::Closed,
-                format!("Thread is closed: {thread_id}"),
+                format!(
+                    "Thread is closed: {thread_id} (its process ended while the request ran). Repair: poll the thread to see its exit, then resume it or start a new thread."
+                ),
             )),
         }
     }
