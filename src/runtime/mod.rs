@@ -853,6 +853,12 @@ async fn wait_exit(
     err_task: tokio::task::JoinHandle<()>,
 ) {
     let status = proc.wait().await;
+    // The child is gone; processes left in its group (commands it started in the background)
+    // would outlive the thread unseen: kill them. While the group has members its id cannot
+    // have been handed to another group.
+    if process::group_has_members(child.pgid) {
+        process::signal_group(child.pgid, GroupSignal::Kill);
+    }
     // Let the pipes drain so the last events land before the close.
     let _ = tokio::time::timeout(PIPE_DRAIN, out_task).await;
     let _ = tokio::time::timeout(PIPE_DRAIN, err_task).await;
