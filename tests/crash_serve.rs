@@ -372,6 +372,9 @@ fn seed_agent_row(w: &World, round: u64, serve_pid: u32) {
         .arg("1000")
         .env(MARKER_VAR, w.marker(round))
         .process_group(0)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
     let pid = child.id() as i64;
@@ -671,4 +674,97 @@ fn sigkill_of_a_child_or_its_group_is_a_failed_exit_and_serve_lives_on() {
     assert!(left.is_empty(), "leftover processes: {left:?}");
     db_check::db_check(&w.db).unwrap_or_else(|e| panic!("{e}"));
     println!("child/group kills: {:.1} s", t0.elapsed().as_secs_f64());
+}
+
+/// Found by the rounds above: a child exits on its own once its owner's pipes close, so the
+/// recorded pid is gone and restore used to leave the child's background processes alive.
+/// Now they are killed when their environment names the thread; a process of the same group
+/// without that proof is left alone.
+#[test]
+fn restore_kills_what_a_gone_child_left_in_its_group_and_nothing_else() {
+    let w = world();
+    let marker = w.marker(99);
+    let id = "thread_0123456789ab";
+    let mut leader = Command::new("sh")
+        .args([
+            "-c",
+            "sleep 1000 >/dev/null 2>&1 & env -u PI_THREADS_SELF_ID sleep 1001 >/dev/null 2>&1 & echo started; exit 0",
+        ])
+        .env(MARKER_VAR, &marker)
+        .env("PI_THREADS_SELF_ID", id)
+        .process_group(0)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pgid = leader.id() as i64;
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(leader.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    leader.wait().unwrap();
+    let mut owner = Command::new("true").spawn().unwrap();
+    let owner_pid = owner.id() as i64;
+    owner.wait().unwrap();
+    let store = Store::open(&w.db).unwrap();
+    store
+        .write(|tx| {
+            let m = upsert_manager(
+                tx,
+                &ManagerSpec {
+                    session_id: "ses_gone",
+                    contract: Contract::Thread,
+                    scope_path: "/root",
+                    depth: 0,
+                    self_thread_id: None,
+                    session_file: None,
+                    cwd: Some("/tmp"),
+                    owner_pid: Some(owner_pid),
+                    owner_started_at: Some(1),
+                },
+            )?;
+            insert_thread(
+                tx,
+                &NewThread {
+                    id: id.into(),
+                    manager_id: m,
+                    path: "/root/gone".into(),
+                    parent_path: Some("/root".into()),
+                    task_name: "gone".into(),
+                    name: "gone".into(),
+                    depth: 1,
+                    cwd: "/tmp".into(),
+                    status: "live",
+                    phase: "busy",
+                    ..Default::default()
+                },
+            )?;
+            tx.execute(
+                "UPDATE threads SET pid = ?2, pgid = ?2, process_started_at = 1, owner_pid = ?3, owner_started_at = 1 WHERE id = ?1",
+                rusqlite::params![id, pgid, owner_pid],
+            )?;
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(processes_with_env(MARKER_VAR, &marker).len(), 2);
+    let report = run_restore_cli(&w);
+    assert_eq!(report["restored"], json!([id]), "{report}");
+    // The unproven process survives; the thread's own is gone.
+    let mut left = processes_with_env(MARKER_VAR, &marker);
+    for _ in 0..100 {
+        if left.len() <= 1 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        left = processes_with_env(MARKER_VAR, &marker);
+    }
+    assert_eq!(left.len(), 1, "{left:?}");
+    let cmd = std::fs::read_to_string(format!("/proc/{}/cmdline", left[0])).unwrap();
+    assert!(cmd.contains("1001"), "{cmd:?}");
+    for pid in left {
+        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+    }
 }
