@@ -128,7 +128,10 @@ pub fn paths(data: &[u8]) {
             assert!(p == paths::ROOT || p.starts_with("/root/"), "{p:?}");
             assert!(no_dot_or_empty_segments(p), "{p:?}");
             assert_eq!(paths::sort_key(p).replace('!', "_"), p);
-            assert_eq!(paths::thread_reference_path(p, "/root/x").as_deref(), Some(p));
+            assert_eq!(
+                paths::thread_reference_path(p, "/root/x").as_deref(),
+                Some(p)
+            );
             match paths::parent_path(p) {
                 None => assert_eq!(p, paths::ROOT),
                 Some(up) => {
@@ -236,7 +239,11 @@ pub fn session_file(data: &[u8]) {
         Err(e) => {
             assert_eq!(e.code, ErrorCode::Io, "{}", e.message);
             assert!(e.message.contains("Repair:"), "{}", e.message);
-            assert!(e.message.contains(&*path.to_string_lossy()), "{}", e.message);
+            assert!(
+                e.message.contains(&*path.to_string_lossy()),
+                "{}",
+                e.message
+            );
         }
     }
 }

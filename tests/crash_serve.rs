@@ -178,11 +178,7 @@ fn all_events(conn: &rusqlite::Connection) -> HashMap<String, Vec<Event>> {
             let data: String = r.get(3)?;
             Ok((
                 r.get::<_, String>(0)?,
-                (
-                    r.get(1)?,
-                    r.get(2)?,
-                    serde_json::from_str(&data).unwrap(),
-                ),
+                (r.get(1)?, r.get(2)?, serde_json::from_str(&data).unwrap()),
             ))
         })
         .unwrap();
@@ -636,7 +632,10 @@ fn sigkill_of_a_child_or_its_group_is_a_failed_exit_and_serve_lives_on() {
         (kind.as_str(), signal.as_deref(), status.as_str()),
         ("failed", Some("SIGKILL"), "closed")
     );
-    println!("child SIGKILL recorded after {:.2} s", t0.elapsed().as_secs_f64());
+    println!(
+        "child SIGKILL recorded after {:.2} s",
+        t0.elapsed().as_secs_f64()
+    );
 
     // The whole group: the child and its grandchild.
     s.thread(json!({"action": "start", "prompt": PROMPT, "taskName": "group"}));
@@ -650,7 +649,10 @@ fn sigkill_of_a_child_or_its_group_is_a_failed_exit_and_serve_lives_on() {
     let r = wait_closed(&mut s, "group");
     assert_eq!(r["details"]["snapshot"]["exit"]["kind"], "failed", "{r}");
     let (kind, signal, _) = exit_of(&w, "group");
-    assert_eq!((kind.as_str(), signal.as_deref()), ("failed", Some("SIGKILL")));
+    assert_eq!(
+        (kind.as_str(), signal.as_deref()),
+        ("failed", Some("SIGKILL"))
+    );
     println!(
         "group SIGKILL recorded after {:.2} s ({members_before} marked processes before)",
         t0.elapsed().as_secs_f64()

@@ -314,7 +314,10 @@ impl FuzzServe {
                 tally.closed,
                 self.stderr_text()
             );
-            tally = cv.wait_timeout(tally, Duration::from_millis(200)).unwrap().0;
+            tally = cv
+                .wait_timeout(tally, Duration::from_millis(200))
+                .unwrap()
+                .0;
         }
         tally.outstanding.retain(|_, n| *n != 0);
         drop(tally);
@@ -348,7 +351,10 @@ impl FuzzServe {
         let (lock, cv) = &*self.tally;
         let mut tally = lock.lock().unwrap();
         while !tally.closed {
-            tally = cv.wait_timeout(tally, Duration::from_millis(100)).unwrap().0;
+            tally = cv
+                .wait_timeout(tally, Duration::from_millis(100))
+                .unwrap()
+                .0;
         }
         let stderr = self.stderr_text();
         assert!(!stderr.contains("panicked"), "a task panicked: {stderr}");
@@ -485,9 +491,11 @@ fn clean_value_of(k: &K) -> BoxedStrategy<Value> {
             .prop_map(Value::from)
             .boxed(),
         K::Arr((_, 0)) => Just(json!([])).boxed(),
-        K::Arr((pool, n)) => prop::collection::vec(proptest::sample::select(pool[..*n].to_vec()), 0..3)
-            .prop_map(Value::from)
-            .boxed(),
+        K::Arr((pool, n)) => {
+            prop::collection::vec(proptest::sample::select(pool[..*n].to_vec()), 0..3)
+                .prop_map(Value::from)
+                .boxed()
+        }
         K::Text => prop_oneof![
             20 => "[a-zA-Z ]{1,30}",
             1 => text(),
@@ -555,9 +563,30 @@ fn contract_requests(which: char, w: &World) -> BoxedStrategy<(Value, Value)> {
     let root = w.root.display().to_string();
     let work = w.root.join("work").display().to_string();
     let tasks = pool(&["t0", "t1", "t2", "fuzz_a", "b_2"], &["Bad-Name", ""]);
-    let refs = pool(&["t0", "t1", "/root/t0", "/root/t1/t2", "root/t2", "fuzz_a", "b_2"], &["/root", ".", "..", "thread_000000000000", "/root/", ""]);
+    let refs = pool(
+        &[
+            "t0",
+            "t1",
+            "/root/t0",
+            "/root/t1/t2",
+            "root/t2",
+            "fuzz_a",
+            "b_2",
+        ],
+        &["/root", ".", "..", "thread_000000000000", "/root/", ""],
+    );
     let names = pool(&["Docs", "a name", "Ünïcode ✓"], &[""]);
-    let args = pool(&[], &["--model", "scripted/x", "--thinking", "high", "--bogus", "-e"]);
+    let args = pool(
+        &[],
+        &[
+            "--model",
+            "scripted/x",
+            "--thinking",
+            "high",
+            "--bogus",
+            "-e",
+        ],
+    );
     let cwds = pool(&[&root, &work], &["/nonexistent", "rel"]);
     let detail = pool(&["summary", "tail", "full"], &[]);
     let m = |s: &str| Value::from(s);
@@ -591,19 +620,49 @@ fn contract_requests(which: char, w: &World) -> BoxedStrategy<(Value, Value)> {
             .boxed()
         }
         'B' => {
-            let paths = pool(&["fix-auth", "/root/fix-auth", "/root/fix-auth/review", "/k", "/k/l"], &["..", "a//b", "/root", " x", "a%20b"]);
+            let paths = pool(
+                &[
+                    "fix-auth",
+                    "/root/fix-auth",
+                    "/root/fix-auth/review",
+                    "/k",
+                    "/k/l",
+                ],
+                &["..", "a//b", "/root", " x", "a%20b"],
+            );
             let call = |name: &'static str, fields: Vec<(&'static str, K)>| {
                 params(fields).prop_map(move |p| (m(name), p)).boxed()
             };
             prop_oneof![
-                call("agent_spawn", vec![("path", K::S(paths.clone())), ("type", K::S(pool(&["general", "worker", "reviewer"], &[]))), ("task", K::Text), ("wait", K::B)]),
-                call("agent_wait", vec![("path", K::S(paths.clone())), ("timeoutMs", K::N(1500))]),
-                call("agent_steer", vec![("path", K::S(paths.clone())), ("message", K::Text)]),
+                call(
+                    "agent_spawn",
+                    vec![
+                        ("path", K::S(paths.clone())),
+                        ("type", K::S(pool(&["general", "worker", "reviewer"], &[]))),
+                        ("task", K::Text),
+                        ("wait", K::B)
+                    ]
+                ),
+                call(
+                    "agent_wait",
+                    vec![("path", K::S(paths.clone())), ("timeoutMs", K::N(1500))]
+                ),
+                call(
+                    "agent_steer",
+                    vec![("path", K::S(paths.clone())), ("message", K::Text)]
+                ),
                 call("agent_status", vec![("path", K::S(paths.clone()))]),
                 call("agent_update", vec![("message", K::Text)]),
                 call("agent_pause", vec![("reason", K::Text)]),
                 call("agent_stop", vec![("path", K::S(paths.clone()))]),
-                call("agent_output", vec![("path", K::S(paths.clone())), ("offset", K::N(100_000)), ("limit", K::N(20_000))]),
+                call(
+                    "agent_output",
+                    vec![
+                        ("path", K::S(paths.clone())),
+                        ("offset", K::N(100_000)),
+                        ("limit", K::N(20_000))
+                    ]
+                ),
                 call("agent_types", vec![]),
             ]
             .boxed()
@@ -614,9 +673,15 @@ fn contract_requests(which: char, w: &World) -> BoxedStrategy<(Value, Value)> {
                 .iter()
                 .map(|k| threadbase::contract::worker::worker_identity(COORD, k))
                 .collect();
-            workers.extend(["ses_0123456789abcdef0123456789abcdef".to_string(), "nope".into()]);
+            workers.extend([
+                "ses_0123456789abcdef0123456789abcdef".to_string(),
+                "nope".into(),
+            ]);
             let workers = (workers, 4);
-            let dirs = pool(&[&work, &root], &["/", "/nonexistent", "relative", "/tmp/*"]);
+            let dirs = pool(
+                &[&work, &root],
+                &["/", "/nonexistent", "relative", "/tmp/*"],
+            );
             let call = |name: &'static str, fields: Vec<(&'static str, K)>| {
                 params(fields).prop_map(move |p| (m(name), p)).boxed()
             };
@@ -664,25 +729,29 @@ fn line(which: char, w: &World) -> BoxedStrategy<Vec<u8>> {
         o.insert("params".into(), params);
         serde_json::to_vec(&Value::Object(o)).unwrap()
     });
-    let method_junk = (id_value(), json_any(), prop_oneof![
-        Just(Value::from("Thread")),
-        Just(Value::from("threads.list")),
-        Just(Value::from("thread ")),
-        Just(Value::from("")),
-        "\\PC{0,12}".prop_map(Value::from),
+    let method_junk = (
+        id_value(),
         json_any(),
-    ])
-    .prop_map(|(id, params, method)| {
-        let mut o = Map::new();
-        if let Some(id) = id {
-            o.insert("id".into(), id);
-        }
-        if !method.is_null() {
-            o.insert("method".into(), method);
-        }
-        o.insert("params".into(), params);
-        serde_json::to_vec(&Value::Object(o)).unwrap()
-    });
+        prop_oneof![
+            Just(Value::from("Thread")),
+            Just(Value::from("threads.list")),
+            Just(Value::from("thread ")),
+            Just(Value::from("")),
+            "\\PC{0,12}".prop_map(Value::from),
+            json_any(),
+        ],
+    )
+        .prop_map(|(id, params, method)| {
+            let mut o = Map::new();
+            if let Some(id) = id {
+                o.insert("id".into(), id);
+            }
+            if !method.is_null() {
+                o.insert("method".into(), method);
+            }
+            o.insert("params".into(), params);
+            serde_json::to_vec(&Value::Object(o)).unwrap()
+        });
     let no_lf = |mut b: Vec<u8>| {
         for c in &mut b {
             if *c == b'\n' {
@@ -781,7 +850,10 @@ fn run_contract(which: char) {
         std::thread::sleep(Duration::from_millis(50));
         left = processes_with_env(MARKER_VAR, &w.marker);
     }
-    assert!(left.is_empty(), "children left after serve exited: {left:?}");
+    assert!(
+        left.is_empty(),
+        "children left after serve exited: {left:?}"
+    );
     let how = db_check::db_check(&w.db).unwrap_or_else(|e| panic!("database inconsistent: {e}"));
     let live: i64 = rusqlite::Connection::open(&w.db)
         .unwrap()

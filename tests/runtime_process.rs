@@ -317,9 +317,8 @@ async fn shutdown_stops_every_live_child() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_to_a_child_that_is_gone_has_a_repair_hint() {
     let f = fixture();
-    let e = f
-        .rt
-        .call(
+    let e =
+        f.rt.call(
             "thread_000000000000",
             "get_state",
             serde_json::json!({}),

@@ -63,7 +63,9 @@ pub fn db_check(db: &Path) -> Result<String, String> {
         }
     }
     let mut stmt = conn
-        .prepare("SELECT id, owner_pid FROM threads WHERE status = 'live' AND owner_pid IS NOT NULL")
+        .prepare(
+            "SELECT id, owner_pid FROM threads WHERE status = 'live' AND owner_pid IS NOT NULL",
+        )
         .unwrap();
     let owners: Vec<(String, i64)> = stmt
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
