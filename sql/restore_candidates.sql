@@ -1,5 +1,10 @@
 -- Threads that claim a live process, with the process and its owner, for the restore pass
--- (the partial index threads_live holds exactly these rows).
-SELECT t.id, m.contract, t.pid, t.pgid, t.process_started_at, t.owner_pid, t.owner_started_at, t.launch_seq
+-- (the partial index threads_live holds exactly these rows). A reserved row whose launch is in
+-- flight has no owner of its own yet: its owner is its manager's serve, so a restore pass run
+-- by another process meanwhile leaves it alone while that serve lives.
+SELECT t.id, m.contract, t.pid, t.pgid, t.process_started_at,
+       CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_pid ELSE m.owner_pid END AS owner_pid,
+       CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_started_at ELSE m.owner_started_at END AS owner_started_at,
+       t.launch_seq
 FROM threads t JOIN managers m ON m.id = t.manager_id
 WHERE t.status = 'live'

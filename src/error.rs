@@ -113,14 +113,24 @@ impl From<rusqlite::Error> for Error {
                     "Cannot open the database ({detail}). Repair: check that the folder exists and is writable, or pass --db."
                 )),
                 C::NotADatabase | C::DatabaseCorrupt => Error::io(format!(
-                    "The database file is corrupt or not a SQLite database ({detail}). Repair: move it aside and start with a new file, or restore a backup."
+                    "The database file is corrupt or not a SQLite database ({detail}). Repair: stop every threadbase process using it, move the file aside (keep it: `sqlite3 FILE .recover` may save its rows) and start with a new file, or restore a backup; `threadbase check` reports what is damaged."
                 )),
                 C::ConstraintViolation => Error::conflict(format!(
                     "A database constraint refused the change ({detail}). Repair: re-read the current state and retry with values that do not collide."
                 )),
-                C::SystemIoFailure => Error::io(format!(
-                    "The database could not be read or written ({detail}). Repair: check the filesystem and free space."
-                )),
+                C::SystemIoFailure => {
+                    use rusqlite::ffi;
+                    let what = match f.extended_code {
+                        ffi::SQLITE_IOERR_WRITE => "a write failed (a full disk, a file-size limit such as `ulimit -f`, or a failing device)",
+                        ffi::SQLITE_IOERR_READ | ffi::SQLITE_IOERR_SHORT_READ => "a read failed (a damaged, truncated or vanished file)",
+                        ffi::SQLITE_IOERR_FSYNC | ffi::SQLITE_IOERR_DIR_FSYNC => "syncing to disk failed",
+                        ffi::SQLITE_IOERR_SHMOPEN | ffi::SQLITE_IOERR_SHMSIZE | ffi::SQLITE_IOERR_SHMMAP => "the -shm file could not be used (a full or read-only folder)",
+                        _ => "an I/O operation failed",
+                    };
+                    Error::io(format!(
+                        "The database could not be read or written: {what} ({detail}). Repair: check free space, file-size limits and the filesystem, then retry; the failed request wrote nothing."
+                    ))
+                }
                 _ => Error::internal(format!(
                     "SQLite error: {detail}. Repair: retry; if it persists, run `threadbase check` on the database."
                 )),

@@ -1,5 +1,6 @@
 //! The `threadbase` command line: one module per group of subcommands.
 
+mod check;
 mod demo;
 mod http;
 mod inspect;
@@ -87,6 +88,14 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Verify the database read-only: SQLite integrity and foreign keys, then the engine's
+    /// invariants. Exit 0 when no errors (warnings allowed), 1 when errors were found, 2 when
+    /// the database cannot be checked at all.
+    Check {
+        /// Print {"ok", "problems", "checked"} as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// The threads RPC over HTTP: POST /threads/snapshot and /threads/restore with a bearer
     /// token, on this database (loopback only unless --allow-remote).
     Http(http::HttpArgs),
@@ -151,6 +160,7 @@ pub fn main() -> ExitCode {
         } => inspect::events(&db, &reference, manager.as_deref(), json, &mut out),
         Command::Sql { query, json } => sql::run(&db, &query, json, &mut out),
         Command::Restore { json } => restore(&db, json, &mut out),
+        Command::Check { json } => return check::run(&db, json, &mut out),
         Command::Http(args) => http::run(db, args, &mut out),
         Command::Top => {
             drop(out);

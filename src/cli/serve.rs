@@ -127,6 +127,10 @@ pub fn config(db: PathBuf, args: ServeArgs) -> Result<ServeConfig> {
 }
 
 pub fn run(db: PathBuf, args: ServeArgs) -> Result<()> {
+    run_on(db.clone(), args).map_err(|e| crate::store::name_database(&db, e))
+}
+
+fn run_on(db: PathBuf, args: ServeArgs) -> Result<()> {
     let cfg = config(db.clone(), args)?;
     let store = Arc::new(Store::open(&db)?);
     let report = restore_dead_owners(&store, ProcessIdentity::current())?;
@@ -141,6 +145,13 @@ pub fn run(db: PathBuf, args: ServeArgs) -> Result<()> {
         .enable_all()
         .build()?;
     rt.block_on(async move {
+        // A file-size limit (RLIMIT_FSIZE) would kill the server with SIGXFSZ at the first write
+        // past it, leaving its children without a reader; handled, the write fails with EFBIG,
+        // which SQLite reports as an I/O error the request returns. The handler stays for the
+        // life of the process.
+        let _xfsz = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::from_raw(
+            rustix::process::Signal::XFSZ.as_raw(),
+        ))?;
         let runtime = Runtime::new(store.clone(), cfg.timers);
         let engine = Arc::new(Engine::new(cfg, store, runtime)?);
         crate::server::serve(engine).await;

@@ -13,9 +13,9 @@ use crate::store::open_read_only;
 pub fn run(db: &Path, query: &str, json: bool, out: &mut dyn Write) -> Result<()> {
     let conn = open_read_only(db)?;
     let mut stmt = conn.prepare(query).map_err(|e| {
-        Error::invalid(format!(
+        database_fault(e).unwrap_or_else(|e| Error::invalid(format!(
             "Cannot run the SQL: {e}. Repair: pass exactly one valid SELECT statement; list tables with \"SELECT name FROM sqlite_schema\"."
-        ))
+        )))
     })?;
     if !stmt.readonly() {
         return Err(Error::forbidden(
@@ -23,14 +23,14 @@ pub fn run(db: &Path, query: &str, json: bool, out: &mut dyn Write) -> Result<()
         ));
     }
     let names: Vec<String> = stmt.column_names().iter().map(|s| s.to_string()).collect();
-    let mut rows = stmt.query([]).map_err(|e| {
-        Error::invalid(format!("The SQL failed: {e}. Repair: check the statement."))
-    })?;
+    let failed = |e: rusqlite::Error| {
+        database_fault(e).unwrap_or_else(|e| {
+            Error::invalid(format!("The SQL failed: {e}. Repair: check the statement."))
+        })
+    };
+    let mut rows = stmt.query([]).map_err(failed)?;
     let mut table: Vec<Vec<Value>> = Vec::new();
-    while let Some(row) = rows
-        .next()
-        .map_err(|e| Error::invalid(format!("The SQL failed: {e}. Repair: check the statement.")))?
-    {
+    while let Some(row) = rows.next().map_err(failed)? {
         let mut cells = Vec::with_capacity(names.len());
         for i in 0..names.len() {
             cells.push(to_json(row.get_ref(i)?));
@@ -57,6 +57,30 @@ pub fn run(db: &Path, query: &str, json: bool, out: &mut dyn Write) -> Result<()
         )?;
     }
     Ok(())
+}
+
+/// A failure of the database rather than of the statement (a damaged page, an I/O error, a
+/// lock): reported as such, with its own repair, instead of blaming the SQL.
+fn database_fault(e: rusqlite::Error) -> std::result::Result<Error, rusqlite::Error> {
+    use rusqlite::ErrorCode as C;
+    match &e {
+        rusqlite::Error::SqliteFailure(f, _)
+            if matches!(
+                f.code,
+                C::DatabaseCorrupt
+                    | C::NotADatabase
+                    | C::SystemIoFailure
+                    | C::CannotOpen
+                    | C::DatabaseBusy
+                    | C::DatabaseLocked
+                    | C::DiskFull
+                    | C::OutOfMemory
+            ) =>
+        {
+            Ok(e.into())
+        }
+        _ => Err(e),
+    }
 }
 
 fn to_json(v: ValueRef<'_>) -> Value {

@@ -650,25 +650,37 @@ async fn resume(e: &Engine, reference: &str) -> Result<Value> {
             ),
         ));
     }
+    // A file that is there but cannot be a Pi session (a folder, garbage, empty) would start a
+    // child that fails or silently starts over: refuse before launching anything.
+    if let Err(err) = crate::session::SessionFile::read(&file) {
+        return Err(Error::new(
+            ErrorCode::NotResumable,
+            format!("Cannot resume managed thread {}: {}", row.path, err.message),
+        ));
+    }
     check_depth(e)?;
     check_live_count(e, &*e.store.read()?)?;
     let cwd = PathBuf::from(&row.cwd);
     let argv = child_argv(e, &row.args, &cwd, Path::new(&file), &row.name)?;
-    e.rt.launch(LaunchSpec {
-        thread_id: row.id.clone(),
-        argv,
-        cwd,
-        env: e.child_env(&row.id, &row.path, row.depth),
-        clear_env: false,
-        start: StartKind::Resumed,
-    })
-    .await?;
+    let outcome =
+        e.rt.launch(LaunchSpec {
+            thread_id: row.id.clone(),
+            argv,
+            cwd,
+            env: e.child_env(&row.id, &row.path, row.depth),
+            clear_env: false,
+            start: StartKind::Resumed,
+        })
+        .await?;
     e.rt.flush().await;
     let (_, snap) = e.snapshot(&row.id, Detail::Summary)?;
-    let text = format!(
+    let mut text = format!(
         "Resumed {} ({}) from {file}; no prompt was sent. Use send to continue.",
         row.path, row.id
     );
+    if let Some(note) = &outcome.note {
+        text.push_str(&format!(" {note}"));
+    }
     Ok(tool_result(
         text,
         single(
@@ -789,16 +801,22 @@ async fn fork(
             },
         })
         .await;
-    if let Err(err) = launched {
-        close_unlaunched(e, &id, &err.message)?;
-        return Err(err);
-    }
+    let outcome = match launched {
+        Ok(o) => o,
+        Err(err) => {
+            close_unlaunched(e, &id, &err.message)?;
+            return Err(err);
+        }
+    };
     e.rt.flush().await;
     let (_, snap) = e.snapshot(&id, Detail::Summary)?;
-    let text = format!(
+    let mut text = format!(
         "Forked {} into {path} ({id}) as \"{display}\" [taskName {task}]; no kickoff prompt was sent. Use send to continue.",
         source_file.display()
     );
+    if let Some(note) = &outcome.note {
+        text.push_str(&format!(" {note}"));
+    }
     let details = single(
         "forked",
         snap,

@@ -39,6 +39,14 @@ use rpc::{CallError, Line, RpcClient};
 
 /// How long a launch waits for the child to answer its initial prompt before returning.
 pub const PROMPT_ANSWER_WAIT: Duration = Duration::from_millis(4_000);
+/// The note of a launch whose child exited before it answered its first command.
+pub const EXITED_EARLY_NOTE: &str = "The child exited before it answered; its exit and stderr tail are in poll (detail \"full\"). Repair: check that THREADBASE_PI_COMMAND (a JSON array, default [\"pi\"]) starts Pi, which the engine runs in RPC mode.";
+/// How long a launch whose child exited at once waits for that exit to be recorded, so the
+/// result shows the closed row rather than a live one.
+const EARLY_EXIT_RECORD_WAIT: Duration = Duration::from_millis(2_000);
+/// A close that failed with an I/O error (a full disk) is retried this often, this many times.
+const CLOSE_RETRY_EVERY: Duration = Duration::from_secs(1);
+const CLOSE_RETRIES: u32 = 600;
 /// RPC timeout of a send.
 pub const SEND_TIMEOUT: Duration = Duration::from_millis(5_000);
 /// Graceful stop: abort timeout, then the wait after SIGTERM, then after SIGKILL.
@@ -408,7 +416,10 @@ impl Runtime {
                             outcome.note = Some(resp.error.unwrap_or_else(|| "Message was rejected by child Pi.".into()));
                         }
                     }
-                    Ok(_) => outcome.note = Some("The child closed before answering the prompt.".into()),
+                    Ok(_) => {
+                        outcome.note = Some(EXITED_EARLY_NOTE.into());
+                        wait_closed(&mut child.view.subscribe(), EARLY_EXIT_RECORD_WAIT).await;
+                    }
                     Err(_) => {
                         outcome.note = Some(format!(
                             "The child has not answered the prompt within {} ms; it stays starting until it does. Poll or wait before retrying.",
@@ -418,11 +429,17 @@ impl Runtime {
                 }
             }
             StartKind::Resumed | StartKind::Forked { .. } => {
-                let _ = child
+                let answer = child
                     .rpc
                     .call("get_state", json!({}), PROMPT_ANSWER_WAIT)
                     .await;
-                self.apply(&child, vec![Effect::Phase(Phase::Idle)]).await;
+                if matches!(answer, Err(CallError::Closed)) {
+                    // Exited at once: report the recorded exit, not an idle live thread.
+                    outcome.note = Some(EXITED_EARLY_NOTE.into());
+                    wait_closed(&mut child.view.subscribe(), EARLY_EXIT_RECORD_WAIT).await;
+                } else {
+                    self.apply(&child, vec![Effect::Phase(Phase::Idle)]).await;
+                }
             }
         }
         Ok(outcome)
@@ -700,6 +717,7 @@ impl Runtime {
     async fn close(&self, child: &Arc<Child>, exit: ExitRecord) {
         let tid = child.thread_id.clone();
         let seq = child.launch_seq;
+        let retry_exit = exit.clone();
         let result = self
             .inner
             .ingest
@@ -710,6 +728,33 @@ impl Runtime {
                 "threadbase: recording the exit of {} failed: {e}",
                 child.thread_id
             );
+            if e.code == ErrorCode::Io {
+                // A full disk or a passing I/O error must not leave the row claiming a process
+                // that is gone: retry in the background until the write goes through. A retry
+                // is harmless after a newer launch or a real exit (close_row is guarded by the
+                // launch number and never replaces a real exit).
+                let rt = self.clone();
+                let tid = child.thread_id.clone();
+                tokio::spawn(async move {
+                    for attempt in 1..=CLOSE_RETRIES {
+                        tokio::time::sleep(CLOSE_RETRY_EVERY).await;
+                        let (id, exit) = (tid.clone(), retry_exit.clone());
+                        let r = rt
+                            .inner
+                            .ingest
+                            .write(move |tx| close_row(tx, &id, seq, &exit))
+                            .await;
+                        if r.is_ok() {
+                            eprintln!(
+                                "threadbase: recorded the exit of {tid} after {attempt} retr{}",
+                                if attempt == 1 { "y" } else { "ies" }
+                            );
+                            return;
+                        }
+                    }
+                    eprintln!("threadbase: gave up recording the exit of {tid}; `threadbase restore` closes it once this serve has exited");
+                });
+            }
         }
         child.view.send_modify(|v| {
             v.closed = true;

@@ -39,7 +39,9 @@ pub struct Response {
 /// The client side of one child's RPC channel.
 pub struct RpcClient {
     stdin: mpsc::Sender<Vec<u8>>,
-    pending: Mutex<HashMap<String, oneshot::Sender<Response>>>,
+    /// Calls waiting for a response; `None` once the child's stdout closed, so a call made after
+    /// that (a child that exited before its first command) fails at once instead of timing out.
+    pending: Mutex<Option<HashMap<String, oneshot::Sender<Response>>>>,
     next: AtomicU64,
 }
 
@@ -48,7 +50,7 @@ impl RpcClient {
     pub fn new(stdin: mpsc::Sender<Vec<u8>>) -> Self {
         RpcClient {
             stdin,
-            pending: Mutex::new(HashMap::new()),
+            pending: Mutex::new(Some(HashMap::new())),
             next: AtomicU64::new(1),
         }
     }
@@ -68,10 +70,15 @@ impl RpcClient {
             cmd.extend(extra);
         }
         let (tx, rx) = oneshot::channel();
-        self.pending
+        match self
+            .pending
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(id.clone(), tx);
+            .as_mut()
+        {
+            Some(pending) => pending.insert(id.clone(), tx),
+            None => return Err(CallError::Closed),
+        };
         if !self.write(&Value::Object(cmd)).await {
             self.forget(&id);
             return Err(CallError::Closed);
@@ -98,10 +105,14 @@ impl RpcClient {
     }
 
     fn forget(&self, id: &str) {
-        self.pending
+        if let Some(pending) = self
+            .pending
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .remove(id);
+            .as_mut()
+        {
+            pending.remove(id);
+        }
     }
 
     /// Routes a response line to its caller. Returns false when nobody waits for that id.
@@ -118,7 +129,8 @@ impl RpcClient {
             .pending
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .remove(id)
+            .as_mut()
+            .and_then(|pending| pending.remove(id))
         else {
             return false;
         };
@@ -131,12 +143,12 @@ impl RpcClient {
         tx.send(resp).is_ok()
     }
 
-    /// Fails every pending call (the child's stdout closed).
+    /// Fails every pending call and every later one (the child's stdout closed).
     pub fn close(&self) {
         self.pending
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .clear();
+            .take();
     }
 }
 

@@ -58,6 +58,10 @@ impl Store {
     /// brings its schema up to date.
     pub fn open(path: impl AsRef<Path>) -> Result<Store> {
         let path = path.as_ref().to_path_buf();
+        Self::open_at(path.clone()).map_err(|e| name_database(&path, e))
+    }
+
+    fn open_at(path: PathBuf) -> Result<Store> {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(|e| {
                 Error::io(format!(
@@ -67,6 +71,20 @@ impl Store {
             })?;
         }
         let mut writer = Connection::open(&path).map_err(|e| open_error(&path, e))?;
+        // SQLite falls back to a read-only handle when the file cannot be opened for writing;
+        // refuse that up front with the reason, instead of failing at the first write.
+        if writer.is_readonly(rusqlite::MAIN_DB)? {
+            let why = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .err()
+                .map(|e| format!(" ({e})"))
+                .unwrap_or_default();
+            return Err(Error::io(format!(
+                "The database {} cannot be opened for writing{why}; nothing was written. Repair: make the file (and its folder, which holds the -wal and -shm files) writable for this user, or pass --db with a writable path; the read-only commands (list, tree, show, events, sql, check) still work on it.",
+                path.display()
+            )));
+        }
         configure(&writer)?;
         let mode: String = writer.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
         if !mode.eq_ignore_ascii_case("wal") {
@@ -119,6 +137,16 @@ impl Store {
     }
 }
 
+/// Names the database in an I/O error that does not name it yet (a corrupt page found while
+/// migrating, a full disk while registering the manager), so the message says which file.
+pub fn name_database(path: &Path, e: Error) -> Error {
+    let shown = path.display().to_string();
+    if e.code != crate::error::ErrorCode::Io || e.message.contains(&shown) {
+        return e;
+    }
+    Error::io(format!("Database {shown}: {}", e.message))
+}
+
 fn open_error(path: &Path, e: rusqlite::Error) -> Error {
     let base: Error = e.into();
     Error::io(format!(
@@ -126,6 +154,26 @@ fn open_error(path: &Path, e: rusqlite::Error) -> Error {
         path.display(),
         base.message
     ))
+}
+
+/// A read-only open that fails because the folder is not writable: reading a WAL database
+/// needs its `-shm` file, which SQLite creates beside the database.
+fn read_open_error(path: &Path, e: rusqlite::Error) -> Error {
+    let cant_open = matches!(&e, rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::CannotOpen);
+    let folder = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if cant_open {
+        if let Err(why) = rustix::fs::access(folder, rustix::fs::Access::WRITE_OK) {
+            return Error::io(format!(
+                "Cannot read the database {}: its folder {} is not writable ({why}), and SQLite must create the -shm file there to read a WAL database. Repair: copy the database (and its -wal file, if any) to a writable folder and pass --db with the copy, or make the folder writable.",
+                path.display(),
+                folder.display()
+            ));
+        }
+    }
+    open_error(path, e)
 }
 
 /// Runs pending migrations. A file lock beside the database serialises processes that open a
@@ -170,9 +218,17 @@ pub fn open_read_only(path: impl AsRef<Path>) -> Result<Connection> {
         path,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
-    .map_err(|e| open_error(path, e))?;
+    .map_err(|e| read_open_error(path, e))?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
-    conn.execute_batch("PRAGMA query_only = ON;")?;
+    conn.execute_batch("PRAGMA query_only = ON;")
+        .map_err(|e| read_open_error(path, e))?;
+    // SQLite reads the header and the schema lazily; read them now so a file that is not a
+    // database (or whose first page is damaged) fails here, naming the file, and not inside
+    // whatever query runs first.
+    conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| {
+        r.get::<_, i64>(0)
+    })
+    .map_err(|e| read_open_error(path, e))?;
     Ok(conn)
 }
 
