@@ -546,6 +546,25 @@ fn sigkill_of_serve_at_random_moments_loses_nothing_and_leaves_no_process() {
     if let Some((r, snap, stopped)) = pending.take() {
         verify_after_restore(&w, r, &snap, &stopped);
     }
+    // Contract C: every worker a kill interrupted reads as settled (failed/interrupted, or
+    // succeeded if its run ended first), never running or starting, so it holds no slot.
+    let id = s.send("threads_list", json!({}));
+    let list = s.response(id, Duration::from_secs(60));
+    let workers = list["result"]["details"]["workers"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    // A spawn sent just before a kill may never have reached the database.
+    assert!(workers.len() as u64 <= (rounds + 1) / 3, "{list}");
+    for v in &workers {
+        assert!(
+            matches!(
+                v["outcome"].as_str(),
+                Some("succeeded" | "failed" | "interrupted")
+            ),
+            "worker not settled after restore: {v}"
+        );
+    }
     let r = s.thread(json!({"action": "start", "prompt": "after", "taskName": "after"}));
     assert_eq!(r["details"]["kind"], "started");
     let r = s.thread(json!({"action": "wait", "id": "after", "timeoutMs": 30000}));
@@ -561,7 +580,8 @@ fn sigkill_of_serve_at_random_moments_loses_nothing_and_leaves_no_process() {
     assert!(left.is_empty(), "after the final serve: {left:?}");
     db_check::db_check(&w.db).unwrap_or_else(|e| panic!("final check: {e}"));
     println!(
-        "crash_serve: seed {seed}: {rounds} rounds survived ({moments:?}), {stale_total} threads live at a kill, {:.1} s",
+        "crash_serve: seed {seed}: {rounds} rounds survived ({moments:?}), {stale_total} threads live at a kill, {} workers settled, {:.1} s",
+        workers.len(),
         started.elapsed().as_secs_f64()
     );
 }

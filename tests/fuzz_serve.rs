@@ -779,7 +779,7 @@ fn line(which: char, w: &World) -> BoxedStrategy<Vec<u8>> {
         // Deep nesting, under and over serde_json's limit of 128.
         2 => (1usize..400, 0u64..40).prop_map(|(d, n)| format!("{{\"id\":{n},\"method\":\"thread\",\"params\":{{\"action\":\"list\",\"deep\":{}}}}}", nested(d)).into_bytes()).boxed(),
         // About 2 MiB, and (rarely) over the 8 MiB cap.
-        1 => (0u64..40, (1usize << 20)..(2 << 20)).prop_map(|(n, len)| format!("{{\"id\":{n},\"method\":\"thread\",\"params\":{{\"action\":\"poll\",\"id\":\"t0\",\"pad\":\"{}\"}}}}", "p".repeat(len)).into_bytes()).boxed(),
+        1 => (0u64..40, prop_oneof![49 => (1usize << 20)..(2 << 20), 1 => MAX_REQUEST_BYTES..MAX_REQUEST_BYTES + 4096]).prop_map(|(n, len)| format!("{{\"id\":{n},\"method\":\"thread\",\"params\":{{\"action\":\"poll\",\"id\":\"t0\",\"pad\":\"{}\"}}}}", "p".repeat(len)).into_bytes()).boxed(),
     ]
     .boxed()
 }
