@@ -332,8 +332,17 @@ impl FuzzServe {
     }
 
     /// Closes stdin: serve stops its children and exits 0.
-    fn finish(mut self) -> Tally {
+    fn finish(mut self) -> (Tally, String) {
         self.sync();
+        // The serve's peak resident memory, for the report.
+        let peak = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("VmHWM:"))
+                    .map(|l| l["VmHWM:".len()..].trim().to_string())
+            })
+            .unwrap_or_default();
         drop(self.stdin.take());
         let deadline = Instant::now() + Duration::from_secs(60);
         let status = loop {
@@ -358,7 +367,7 @@ impl FuzzServe {
         }
         let stderr = self.stderr_text();
         assert!(!stderr.contains("panicked"), "a task panicked: {stderr}");
-        std::mem::take(&mut *tally)
+        (std::mem::take(&mut *tally), peak)
     }
 }
 
@@ -840,7 +849,7 @@ fn run_contract(which: char) {
         }
     }
     let (lines, bytes) = (serve.lines, serve.bytes);
-    let tally = serve.finish();
+    let (tally, peak) = serve.finish();
     let elapsed = started.elapsed();
     let mut left = processes_with_env(MARKER_VAR, &w.marker);
     for _ in 0..100 {
@@ -869,7 +878,7 @@ fn run_contract(which: char) {
         .query_row("SELECT count(*) FROM threads", [], |r| r.get(0))
         .unwrap();
     println!(
-        "contract {which}: seed {seed}: {cases} cases, {lines} lines ({:.1} MiB), {} responses ({} ok, {} with id null), {} notifications, {threads} threads stored; errors by code {:?}; {:.1} s, {:.0} cases/s; db check: {how}",
+        "contract {which}: seed {seed}: {cases} cases, {lines} lines ({:.1} MiB), {} responses ({} ok, {} with id null), {} notifications, {threads} threads stored; errors by code {:?}; {:.1} s, {:.0} cases/s; serve peak RSS {peak}; db check: {how}",
         bytes as f64 / (1 << 20) as f64,
         tally.responses,
         tally.ok,
