@@ -1,8 +1,8 @@
 //! SIGKILL of a real `threadbase serve` at random moments (during starts, while children
 //! stream, during stops), repeatedly, then restore — by `threadbase restore` on even rounds,
 //! by the next `serve`'s own restore pass on odd rounds. Rounds: THREADBASE_CRASH_ROUNDS
-//! (default 20). Also: SIGKILL of one child, and of a child's whole process group (with a
-//! grandchild), while serve lives on.
+//! (default 20); THREADBASE_CRASH_SEED replays a run's kill moments. Also: SIGKILL of one
+//! child, and of a child's whole process group (with a grandchild), while serve lives on.
 //!
 //! Every child is `threadbase scripted-agent` playing one known script, so the full event
 //! stream of a thread is known in advance (`expected_events`). After each round:
@@ -461,6 +461,7 @@ fn sigkill_of_serve_at_random_moments_loses_nothing_and_leaves_no_process() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| u64::from_str_radix(&threadbase::ids::random_hex(15), 16).unwrap() | 1);
+    println!("crash_serve: seed {seed} (THREADBASE_CRASH_SEED), {rounds} rounds");
     let mut rng = Rng(seed);
     let w = world();
     let started = Instant::now();

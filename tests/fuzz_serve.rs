@@ -824,6 +824,8 @@ fn run_contract(which: char) {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| u64::from_str_radix(&threadbase::ids::random_hex(16), 16).unwrap());
+    // Printed first, so a failing run's captured output names it (THREADBASE_FUZZ_SEED).
+    println!("contract {which}: seed {seed}, {cases} cases");
     let w = world();
     let mut seed_bytes = [0u8; 32];
     seed_bytes[..8].copy_from_slice(&seed.to_le_bytes());
