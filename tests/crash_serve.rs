@@ -356,7 +356,26 @@ fn verify_after_restore(w: &World, round: u64, snap: &Snapshot, stopped: &[Strin
         }
     }
     if let Err(e) = db_check::db_check(&w.db) {
-        panic!("round {round}: database check failed: {e}");
+        let mut stmt = conn
+            .prepare("SELECT thread_id, seq, at, type, data FROM thread_events e WHERE EXISTS (SELECT 1 FROM thread_events f WHERE f.thread_id = e.thread_id AND f.seq < e.seq AND f.at > e.at) OR EXISTS (SELECT 1 FROM thread_events f WHERE f.thread_id = e.thread_id AND f.seq > e.seq AND f.at < e.at) ORDER BY thread_id, seq")
+            .unwrap();
+        let disorder: Vec<String> = stmt
+            .query_map([], |r| {
+                Ok(format!(
+                    "{} {} {} {} {}",
+                    r.get::<_, String>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, String>(3)?,
+                    r.get::<_, String>(4)?
+                ))
+            })
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        panic!(
+            "round {round}: database check failed: {e}; events out of time order: {disorder:#?}"
+        );
     }
 }
 
