@@ -140,10 +140,14 @@ impl From<rusqlite::Error> for Error {
                         "The database could not be read or written: {what} ({detail}). Repair: check free space, file-size limits and the filesystem, then retry; the failed request wrote nothing."
                     ))
                 }
-                _ => Error::internal(format!("SQLite error: {detail}")),
+                _ => Error::internal(format!(
+                    "SQLite error: {detail}. Repair: retry; if it persists, run `threadbase check` on the database."
+                )),
             };
         }
-        Error::internal(format!("SQLite error: {e}"))
+        Error::internal(format!(
+            "SQLite error: {e}. Repair: retry; if it persists, run `threadbase check` on the database."
+        ))
     }
 }
 

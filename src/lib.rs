@@ -13,12 +13,15 @@
 //! - [`http`]: the threads RPC (snapshot, restore) over HTTP.
 //! - [`check`]: `threadbase check`, the read-only verification of a database.
 //! - [`cli`]: the `threadbase` command line.
+//! - `fuzzing` (hidden): fuzz target bodies shared by `fuzz/` and `tests/fuzz_corpus.rs`.
 
 pub mod check;
 pub mod cli;
 pub mod contract;
 pub mod engine;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod http;
 pub mod ids;
 pub mod list;

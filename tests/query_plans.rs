@@ -36,7 +36,7 @@ fn hot_queries_use_their_indexes() {
     let db = common::temp_db();
     let store = Store::open(&db.path).unwrap();
     let conn = store.read().unwrap();
-    let cases: [(&str, &str, &[&str]); 6] = [
+    let cases: [(&str, &str, &[&str]); 7] = [
         (
             "thread_by_id",
             include_str!("../sql/thread_by_id.sql"),
@@ -66,6 +66,11 @@ fn hot_queries_use_their_indexes() {
             "list_all",
             include_str!("../sql/list_all.sql"),
             &["USING INDEX threads_by_sort_key (manager_id=?)"],
+        ),
+        (
+            "event_last_at",
+            include_str!("../sql/event_last_at.sql"),
+            &["USING PRIMARY KEY (thread_id=?)"],
         ),
     ];
     for (name, sql, wants) in cases {

@@ -311,3 +311,21 @@ async fn shutdown_stops_every_live_child() {
     assert_eq!(f.row(&b)["exit_kind"], "stopped");
     assert!(!group_has_members(pa) && !group_has_members(pb));
 }
+
+/// Found by tests/fuzz_serve.rs: a request that reached the runtime just after its child
+/// closed (idle cleanup raced a `send`) was refused without a `Repair:` hint.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_to_a_child_that_is_gone_has_a_repair_hint() {
+    let f = fixture();
+    let e =
+        f.rt.call(
+            "thread_000000000000",
+            "get_state",
+            serde_json::json!({}),
+            Duration::from_secs(1),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, threadbase::ErrorCode::Closed);
+    assert!(e.message.contains("Repair:"), "{}", e.message);
+}

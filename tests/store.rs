@@ -405,3 +405,50 @@ fn list_filters_are_sql() {
         .message
         .contains("mutually exclusive"));
 }
+
+/// Found by tests/crash_serve.rs (through `threadbase check`): a child's event read just
+/// before a stop request was committed after the stop's `thread_stopping`, so a higher seq
+/// carried an earlier time. Appended events never go back in time now.
+#[test]
+fn appended_events_never_go_back_in_time() {
+    let db = temp_db();
+    let store = Store::open(&db.path).unwrap();
+    let m = manager(&store, "ses_a");
+    add(&store, &[thread(&tid(1), m, "/root/a", true)]);
+    let append = |at: &'static str, kind: &'static str| {
+        store
+            .write(|tx| {
+                events::append(
+                    tx,
+                    &tid(1),
+                    &[NewEvent {
+                        at,
+                        kind,
+                        data: "{}",
+                    }],
+                )
+            })
+            .unwrap()
+    };
+    append("2026-01-01T00:00:00.305Z", "thread_stopping");
+    append("2026-01-01T00:00:00.304Z", "tool_completed");
+    append("2026-01-01T00:00:00.306Z", "thread_closed");
+    let conn = store.read().unwrap();
+    let ats: Vec<(i64, String)> = events::of_thread(&conn, &tid(1))
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.seq, e.at))
+        .collect();
+    assert_eq!(
+        ats,
+        [
+            (1, "2026-01-01T00:00:00.305Z".to_string()),
+            (2, "2026-01-01T00:00:00.305Z".to_string()),
+            (3, "2026-01-01T00:00:00.306Z".to_string()),
+        ]
+    );
+    let last: String = conn
+        .query_row("SELECT last_event_at FROM threads", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(last, "2026-01-01T00:00:00.306Z");
+}

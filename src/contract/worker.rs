@@ -152,7 +152,10 @@ fn invalid(method: &str, problems: &[String]) -> Error {
 /// treats anything not listed in [`METHODS`] as an internal error.
 pub fn parse(method: &str, params: &Value) -> Result<WorkerRequest> {
     if !METHODS.contains(&method) {
-        return Err(Error::internal(format!("not a worker method: {method}")));
+        return Err(Error::internal(format!(
+            "not a worker method: {method}. Repair: call one of {}.",
+            METHODS.join(", ")
+        )));
     }
     let empty = Map::new();
     let obj = match params {

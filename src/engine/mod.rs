@@ -210,7 +210,10 @@ impl Engine {
     fn facts(&self, id: &str) -> Result<(ThreadRow, OutputFacts, Vec<StoredEvent>)> {
         let conn = self.store.read()?;
         let row = thread_by_id_any(&conn, id)?.ok_or_else(|| {
-            Error::new(ErrorCode::UnknownReference, format!("Unknown thread: {id}"))
+            Error::new(
+                ErrorCode::UnknownReference,
+                format!("Unknown thread: {id} (it was removed meanwhile). Repair: list the threads and use a current id."),
+            )
         })?;
         let out = conn
             .prepare_cached(include_str!("../../sql/output_of_thread.sql"))?

@@ -138,9 +138,15 @@ impl Ingest {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .take()
-                .ok_or_else(|| crate::error::Error::internal("the ingest write produced no value")),
+                .ok_or_else(|| {
+                    crate::error::Error::internal(
+                        "The ingest write produced no value. Repair: retry the request; report a bug if it persists.",
+                    )
+                }),
             Ok(Err(e)) => Err(e),
-            Err(_) => Err(crate::error::Error::internal("the ingest writer stopped")),
+            Err(_) => Err(crate::error::Error::internal(
+                "The ingest writer stopped (the server is shutting down). Repair: restart threadbase serve and retry.",
+            )),
         }
     }
 }

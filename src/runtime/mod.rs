@@ -328,7 +328,11 @@ impl Runtime {
                         |r| r.get(0),
                     )
                     .optional()?
-                    .ok_or_else(|| Error::internal(format!("launch of unknown thread {tid}")))?;
+                    .ok_or_else(|| {
+                        Error::internal(format!(
+                            "launch of unknown thread {tid}. Repair: the thread row was removed while it started; list the threads and start it again."
+                        ))
+                    })?;
                 tx.prepare_cached(include_str!("../../sql/output_ensure.sql"))?
                     .execute([&*tid])?;
                 let data = event_data.to_string();
@@ -535,7 +539,9 @@ impl Runtime {
             Some(c) if !c.view.borrow().closed => Ok(c),
             _ => Err(Error::new(
                 ErrorCode::Closed,
-                format!("Thread is closed: {thread_id}"),
+                format!(
+                    "Thread is closed: {thread_id} (its process ended while the request ran). Repair: poll the thread to see its exit, then resume it or start a new thread."
+                ),
             )),
         }
     }
@@ -899,6 +905,13 @@ async fn wait_exit(
     err_task: tokio::task::JoinHandle<()>,
 ) {
     let status = proc.wait().await;
+    // The child is gone; processes left in its group (commands it started in the background,
+    // the `serve` of its own extension) would outlive the thread unseen. They get SIGTERM and
+    // a grace period (a nested serve uses it to stop its own children), then SIGKILL. While
+    // the group has members its id cannot have been handed to another group.
+    if process::group_has_members(child.pgid) {
+        tokio::spawn(end_leftover_group(child.pgid));
+    }
     // Let the pipes drain so the last events land before the close.
     let _ = tokio::time::timeout(PIPE_DRAIN, out_task).await;
     let _ = tokio::time::timeout(PIPE_DRAIN, err_task).await;
@@ -937,6 +950,23 @@ async fn wait_exit(
         }
     };
     rt.close(&child, exit).await;
+}
+
+/// How long what is left of an exited child's group may take to end after SIGTERM.
+const LEFTOVER_GRACE: Duration = Duration::from_millis(3_000);
+
+async fn end_leftover_group(pgid: i64) {
+    process::signal_group(pgid, GroupSignal::Terminate);
+    let deadline = Instant::now() + LEFTOVER_GRACE;
+    while Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        if !process::group_has_members(pgid) {
+            return;
+        }
+    }
+    if process::group_has_members(pgid) {
+        process::signal_group(pgid, GroupSignal::Kill);
+    }
 }
 
 /// Stops a child when its idle-cleanup or live-timeout deadline passes.

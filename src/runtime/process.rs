@@ -112,6 +112,58 @@ pub fn kill_recorded_group(pid: i64, pgid: i64, started_at: Option<i64>) -> bool
     signal_group(pgid, GroupSignal::Kill)
 }
 
+/// The environment variables that name the thread a child process works for (contract A/B
+/// children: `PI_THREADS_SELF_ID`; contract C workers: `THREADBASE_WORKER_ID`). Every process a
+/// child starts inherits them.
+pub const THREAD_ENV: [&str; 2] = ["PI_THREADS_SELF_ID", "THREADBASE_WORKER_ID"];
+
+/// Kills the leftovers of a thread whose recorded process is gone: live processes whose
+/// environment names `thread_id` (see [`THREAD_ENV`]) and that are in group `pgid` (any group
+/// when the group was never recorded). The environment proves each one is the thread's, so a
+/// reused pid or group id is never hit. Returns how many were signalled.
+pub fn kill_thread_leftovers(pgid: Option<i64>, thread_id: &str) -> usize {
+    if thread_id.is_empty() {
+        return 0;
+    }
+    let needles: Vec<Vec<u8>> = THREAD_ENV
+        .iter()
+        .map(|k| format!("{k}={thread_id}").into_bytes())
+        .collect();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    let me = std::process::id() as i64;
+    let mut killed = 0;
+    for pid in dir
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<i64>().ok()))
+    {
+        if pid == me {
+            continue;
+        }
+        let Some(s) = stat(pid) else { continue };
+        if s.state == 'Z' || s.state == 'X' || pgid.is_some_and(|g| g != s.pgrp) {
+            continue;
+        }
+        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        if !environ
+            .split(|b| *b == 0)
+            .any(|kv| needles.iter().any(|n| kv == n.as_slice()))
+        {
+            continue;
+        }
+        let Some(p) = rustix::process::Pid::from_raw(pid as i32) else {
+            continue;
+        };
+        if rustix::process::kill_process(p, rustix::process::Signal::KILL).is_ok() {
+            killed += 1;
+        }
+    }
+    killed
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,14 +2,16 @@
 //! value. A thread whose owning process (pid + start time) is gone becomes closed with a
 //! `stale` exit (contract B: `paused`, "Interrupted by reload; send input to resume"); its
 //! process group is killed only when the recorded pid is still the same process (pid and
-//! start time match). Each thread is one transaction, except that a contract B registry is
-//! restored all or nothing: one with a broken saved parent link is refused whole and left
-//! unchanged. Nothing is restarted.
+//! start time match). When that process is gone (or was never recorded), the processes it
+//! left behind are killed one by one, each proven the thread's by the thread id in its
+//! environment (`process::kill_thread_leftovers`). Each thread is one transaction, except that
+//! a contract B registry is restored all or nothing: one with a broken saved parent link is
+//! refused whole and left unchanged. Nothing is restarted.
 
 use rusqlite::{named_params, OptionalExtension};
 use serde_json::json;
 
-use super::process::{kill_recorded_group, ProcessIdentity};
+use super::process::{kill_recorded_group, kill_thread_leftovers, ProcessIdentity};
 use crate::error::Result;
 use crate::store::events::{self, NewEvent};
 use crate::store::Store;
@@ -116,9 +118,17 @@ pub fn restore_dead_owners(store: &Store, me: ProcessIdentity) -> Result<Restore
 }
 
 fn kill_group_of(c: &Candidate, report: &mut RestoreReport) {
-    if let (Some(pid), Some(pgid)) = (c.pid, c.pgid) {
-        if kill_recorded_group(pid, pgid, c.process_started_at) {
+    match (c.pid, c.pgid) {
+        (Some(pid), Some(pgid)) if kill_recorded_group(pid, pgid, c.process_started_at) => {
             report.killed_groups.push(pgid);
+        }
+        // The recorded process is gone (a child exits on its own when its owner's pipes
+        // close) or was never recorded (the owner died mid-launch): what it left behind
+        // is found by the thread id in its environment.
+        (_, pgid) => {
+            if kill_thread_leftovers(pgid, &c.id) > 0 {
+                report.killed_groups.extend(pgid);
+            }
         }
     }
 }

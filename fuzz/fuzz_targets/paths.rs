@@ -1,0 +1,7 @@
+//! cargo fuzz target: the body is `threadbase::fuzzing::paths`, which `tests/fuzz_corpus.rs`
+//! also replays on stable over `fuzz/corpus/paths/`.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| threadbase::fuzzing::paths(data));

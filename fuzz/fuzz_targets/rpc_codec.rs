@@ -1,0 +1,7 @@
+//! cargo fuzz target: the body is `threadbase::fuzzing::rpc_codec`, which `tests/fuzz_corpus.rs`
+//! also replays on stable over `fuzz/corpus/rpc_codec/`.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| threadbase::fuzzing::rpc_codec(data));

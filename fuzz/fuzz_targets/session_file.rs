@@ -1,0 +1,7 @@
+//! cargo fuzz target: the body is `threadbase::fuzzing::session_file`, which `tests/fuzz_corpus.rs`
+//! also replays on stable over `fuzz/corpus/session_file/`.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| threadbase::fuzzing::session_file(data));
