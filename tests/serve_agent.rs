@@ -862,3 +862,55 @@ fn independent_roots_start_empty_and_restore_is_all_or_nothing() {
     assert_eq!(code, "internal");
     assert!(m.contains("Missing saved parent /k of /k/l"), "{m}");
 }
+
+#[test]
+fn a_grandchild_whose_serve_died_is_resumed_by_the_root() {
+    let w = world();
+    let mut root = w.root("slow", &[]);
+    call(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "a", "task": "lead", "wait": false}),
+    );
+    let mut a = w.child("/root/a", "slow");
+    call(
+        &mut a,
+        "agent_spawn",
+        json!({"path": "b", "task": "dig", "wait": false}),
+    );
+    // /root/a's serve dies without a trace while /root/a/b works; b's row still claims a live
+    // process.
+    assert_eq!(
+        call(&mut root, "agent_status", json!({"path": "/root/a/b"}))["state"],
+        "running"
+    );
+    a.child.kill().unwrap();
+    a.child.wait().unwrap();
+    let v = call(
+        &mut root,
+        "agent_steer",
+        json!({"path": "/root/a/b", "message": "carry on"}),
+    );
+    assert!(
+        matches!(
+            v["state"].as_str(),
+            Some("starting" | "running" | "completed")
+        ),
+        "{v}"
+    );
+    let v = call(&mut root, "agent_wait", json!({"path": "/root/a/b"}));
+    assert_eq!(v["state"], "completed", "{v}");
+    assert_eq!(v["output"], "slow answer to carry on");
+    let texts = user_texts(Path::new(v["sessionFile"].as_str().unwrap()));
+    assert_eq!(
+        texts.iter().filter(|t| *t == "carry on").count(),
+        1,
+        "{texts:?}"
+    );
+    call(&mut root, "agent_stop", json!({"path": "/root/a"}));
+    drop(root);
+    wait_for("no leftovers", Duration::from_secs(15), || {
+        w.leftovers().is_empty()
+    });
+    check_clean(&w.db);
+}

@@ -835,7 +835,12 @@ impl AgentHost {
                 "agent_steer: message must not be blank. Repair: say what the thread should do next.",
             ));
         }
-        let target = self.known(registry, &path)?;
+        let mut target = self.known(registry, &path)?;
+        if target.live && !self.is_mine(&target) && !self.owner_alive(&target) {
+            // Its serve died after this one started: restore it (paused) so this steer resumes it.
+            crate::runtime::restore::restore_dead_owners(&self.store, self.rt.owner())?;
+            target = self.known(registry, &path)?;
+        }
         let owner = self.rt.owner();
         // One transaction: the checks, the resume reservation (if settled) and the row.
         let reserved = self.store.write(|tx| {
