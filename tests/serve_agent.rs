@@ -886,6 +886,10 @@ fn a_grandchild_whose_serve_died_is_resumed_by_the_root() {
     );
     a.child.kill().unwrap();
     a.child.wait().unwrap();
+    // A wait does not hang on a thread nobody runs any more: it comes back paused.
+    let v = call(&mut root, "agent_wait", json!({"path": "/root/a/b"}));
+    assert_eq!(v["state"], "paused", "{v}");
+    assert_eq!(v["status"], "Interrupted by reload; send input to resume");
     let v = call(
         &mut root,
         "agent_steer",

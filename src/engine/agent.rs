@@ -72,6 +72,8 @@ impl AgentLimits {
 
 /// How often waits re-read a thread's state (rows may change in another process).
 const WAIT_POLL: Duration = Duration::from_millis(50);
+/// How often a wait checks that the serve running its thread is still alive.
+const OWNER_CHECK: Duration = Duration::from_secs(1);
 /// How long `agent_stop` waits for each level of targets to settle.
 const STOP_WAIT: Duration = Duration::from_secs(10);
 /// How long a steer waits for another serve to pick up its row before answering.
@@ -803,8 +805,18 @@ impl AgentHost {
     /// Waits until the thread is not working (or the timeout passes) and returns it.
     async fn wait_settled(&self, id: &str, timeout_ms: Option<u64>) -> Result<AgentRow> {
         let deadline = timeout_ms.map(|ms| Instant::now() + Duration::from_millis(ms));
+        let mut next_owner_check = Instant::now() + OWNER_CHECK;
         loop {
-            let row = self.row_by_id(id)?;
+            let mut row = self.row_by_id(id)?;
+            if row.active() && Instant::now() >= next_owner_check {
+                // The serve running it may have died: nobody would ever settle it. Restore it
+                // (it comes back paused) instead of waiting forever.
+                next_owner_check = Instant::now() + OWNER_CHECK;
+                if !self.is_mine(&row) && !self.owner_alive(&row) {
+                    crate::runtime::restore::restore_dead_owners(&self.store, self.rt.owner())?;
+                    row = self.row_by_id(id)?;
+                }
+            }
             if !row.active() || deadline.is_some_and(|d| Instant::now() >= d) {
                 return Ok(row);
             }
