@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use fake_llm::{content_text, hermetic_pi_env, pi_or_skip, FakeLlm, RecordedRequest, Step};
 use serde_json::{json, Value};
-use serve_client::{session_user_texts, Serve, ServeSpec};
+use serve_client::{serve_with_pi_children, session_user_texts, Serve};
 
 /// The last message of a request when it is a tool result, as text.
 fn last_tool_result(r: &RecordedRequest) -> Option<String> {
@@ -86,29 +86,7 @@ fn three_levels_of_real_pi_with_update_pause_and_steer() {
     let extension = concat!(env!("CARGO_MANIFEST_DIR"), "/pi-extension/index.ts");
     let argv = env.child_command(&pi, &["-e", extension]);
     let db = env.root.path().join("db.sqlite");
-    let mut vars = env.env.clone();
-    vars.push((
-        "THREADBASE_PI_COMMAND".into(),
-        serde_json::to_string(&argv).unwrap(),
-    ));
-    vars.push((
-        "THREADBASE_BIN".into(),
-        env!("CARGO_BIN_EXE_threadbase").into(),
-    ));
-    vars.push(("THREADBASE_DB".into(), db.display().to_string()));
-    vars.push(("THREADBASE_TOOLS".into(), "agent".into()));
-    let mut root = Serve::start(ServeSpec {
-        db: &db,
-        args: vec![
-            "--session-id".into(),
-            "ses_root".into(),
-            "--cwd".into(),
-            env.cwd.display().to_string(),
-        ],
-        env: vars,
-        cwd: env.cwd.clone(),
-        clear_env: true,
-    });
+    let mut root = serve_with_pi_children(&db, &env.env, &env.cwd, &argv, "agent", "ses_root");
 
     let a = call(
         &mut root,

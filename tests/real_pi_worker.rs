@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use fake_llm::{hermetic_pi_env, pi_or_skip, FakeLlm, Step};
 use serde_json::{json, Value};
-use serve_client::{Serve, ServeSpec};
+use serve_client::serve_with_pi_children;
 
 #[test]
 fn a_real_pi_worker_reports_once_to_its_coordinator() {
@@ -31,29 +31,7 @@ fn a_real_pi_worker_reports_once_to_its_coordinator() {
     let extension = concat!(env!("CARGO_MANIFEST_DIR"), "/pi-extension/index.ts");
     let argv = env.child_command(&pi, &["-e", extension]);
     let db = env.root.path().join("db.sqlite");
-    let mut vars = env.env.clone();
-    vars.push((
-        "THREADBASE_PI_COMMAND".into(),
-        serde_json::to_string(&argv).unwrap(),
-    ));
-    vars.push((
-        "THREADBASE_BIN".into(),
-        env!("CARGO_BIN_EXE_threadbase").into(),
-    ));
-    vars.push(("THREADBASE_DB".into(), db.display().to_string()));
-    vars.push(("THREADBASE_TOOLS".into(), "worker".into()));
-    let mut s = Serve::start(ServeSpec {
-        db: &db,
-        args: vec![
-            "--session-id".into(),
-            "ses_coordinator".into(),
-            "--cwd".into(),
-            env.cwd.display().to_string(),
-        ],
-        env: vars,
-        cwd: env.cwd.clone(),
-        clear_env: true,
-    });
+    let mut s = serve_with_pi_children(&db, &env.env, &env.cwd, &argv, "worker", "ses_coordinator");
     let id = s.send(
         "threads_spawn",
         json!({"key": "verify", "title": "Verify", "directory": env.cwd.display().to_string(), "task": "Run the checks and report."}),

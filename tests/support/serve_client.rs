@@ -253,3 +253,39 @@ pub fn session_user_texts(file: &Path) -> Vec<String> {
         })
         .collect()
 }
+
+/// A `serve` for session `session_id` whose children are real Pi (`pi_argv`) loading the
+/// threadbase extension with `tools` (`THREADBASE_TOOLS`), from the cleared environment `env`
+/// plus what the extension and its own `serve` need; the database is `db`.
+pub fn serve_with_pi_children(
+    db: &Path,
+    env: &[(String, String)],
+    cwd: &Path,
+    pi_argv: &[String],
+    tools: &str,
+    session_id: &str,
+) -> Serve {
+    let mut vars = env.to_vec();
+    vars.push((
+        "THREADBASE_PI_COMMAND".into(),
+        serde_json::to_string(pi_argv).unwrap(),
+    ));
+    vars.push((
+        "THREADBASE_BIN".into(),
+        env!("CARGO_BIN_EXE_threadbase").into(),
+    ));
+    vars.push(("THREADBASE_DB".into(), db.display().to_string()));
+    vars.push(("THREADBASE_TOOLS".into(), tools.into()));
+    Serve::start(ServeSpec {
+        db,
+        args: vec![
+            "--session-id".into(),
+            session_id.into(),
+            "--cwd".into(),
+            cwd.display().to_string(),
+        ],
+        env: vars,
+        cwd: cwd.to_path_buf(),
+        clear_env: true,
+    })
+}
