@@ -918,3 +918,30 @@ fn a_grandchild_whose_serve_died_is_resumed_by_the_root() {
     });
     check_clean(&w.db);
 }
+
+#[test]
+fn sigterm_shuts_serve_down_like_stdin_eof() {
+    let w = world();
+    let mut root = w.root("slow", &[]);
+    call(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "a", "task": "long", "wait": false}),
+    );
+    // What Pi's shutdown sends its process group.
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(root.child.id() as i32).unwrap(),
+        rustix::process::Signal::TERM,
+    )
+    .unwrap();
+    let status = root.close(Duration::from_secs(30));
+    assert!(status.success(), "{status:?}");
+    assert_eq!(
+        w.sql("SELECT agent_state, status FROM threads WHERE path = '/root/a'")[0],
+        vec![json!("stopped"), json!("closed")]
+    );
+    wait_for("no leftovers", Duration::from_secs(10), || {
+        w.leftovers().is_empty()
+    });
+    check_clean(&w.db);
+}
