@@ -6,15 +6,15 @@
 
 #[path = "support/fake_llm.rs"]
 mod fake_llm;
+#[path = "support/pi_child.rs"]
+mod pi_child;
 
-use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ExitStatus};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use fake_llm::{hermetic_pi_env, pi_or_skip, FakeLlm, PiEnv, Step};
+use pi_child::PiChild;
 use serde_json::{json, Value};
 
 /// The parent's whole run: two Pi startups, three tool calls, the child's turn.
@@ -36,119 +36,6 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 
 const CHILD_PROMPT: &str = "Say the magic word.";
 const CHILD_ANSWER: &str = "The magic word is xyzzy.";
-
-/// The parent Pi in its own process group; dropping it SIGKILLs the group (the serve is a
-/// member; the serve's children have groups of their own and carry the env marker).
-struct Parent {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: Receiver<String>,
-    stderr: Arc<Mutex<Vec<u8>>>,
-    seen: Vec<Value>,
-}
-
-impl Parent {
-    fn spawn(pi: &[String], env: &PiEnv, extra: &[&str], vars: &[(&str, String)]) -> Parent {
-        let mut cmd = env.command(pi, extra);
-        cmd.envs(vars.iter().map(|(k, v)| (k, v)));
-        let mut child = cmd
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawn {:?}: {e}", env.argv(pi, extra)));
-        let stdin = child.stdin.take();
-        let stdout = child.stdout.take().unwrap();
-        let mut stderr_pipe = child.stderr.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let stderr = Arc::new(Mutex::new(Vec::new()));
-        {
-            let stderr = Arc::clone(&stderr);
-            std::thread::spawn(move || {
-                let mut buf = [0u8; 8192];
-                while let Ok(n) = stderr_pipe.read(&mut buf) {
-                    if n == 0 {
-                        break;
-                    }
-                    stderr.lock().unwrap().extend_from_slice(&buf[..n]);
-                }
-            });
-        }
-        Parent {
-            child,
-            stdin,
-            lines,
-            stderr,
-            seen: Vec::new(),
-        }
-    }
-
-    fn send(&mut self, cmd: &Value) {
-        let stdin = self.stdin.as_mut().expect("stdin open");
-        writeln!(stdin, "{cmd}").expect("write to pi stdin");
-        stdin.flush().expect("flush pi stdin");
-    }
-
-    fn dump(&self) -> String {
-        let events: Vec<String> = self.seen.iter().map(|v| v.to_string()).collect();
-        format!(
-            "--- parent stdout records ---\n{}\n--- parent stderr ---\n{}",
-            events.join("\n"),
-            String::from_utf8_lossy(&self.stderr.lock().unwrap())
-        )
-    }
-
-    fn wait_for(&mut self, what: &str, timeout: Duration, pred: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) => {
-                    let value: Value = serde_json::from_str(&line).unwrap_or_else(|e| {
-                        panic!("stdout line is not JSON ({e}): {line:?}\n{}", self.dump())
-                    });
-                    self.seen.push(value.clone());
-                    if pred(&value) {
-                        return value;
-                    }
-                }
-                Err(RecvTimeoutError::Timeout) => {
-                    panic!("timed out waiting for {what}\n{}", self.dump())
-                }
-                Err(RecvTimeoutError::Disconnected) => {
-                    panic!("pi closed stdout while waiting for {what}\n{}", self.dump())
-                }
-            }
-        }
-    }
-
-    fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(status) = self.child.try_wait().expect("try_wait") {
-                return Some(status);
-            }
-            if Instant::now() >= deadline {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Parent {
-    fn drop(&mut self) {
-        let pgid = rustix::process::Pid::from_child(&self.child);
-        let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// `threadbase --db DB sql --json QUERY`, parsed.
 fn sql(db: &Path, query: &str) -> Vec<Value> {
@@ -178,7 +65,9 @@ fn tool_ends<'a>(events: &'a [Value], tool: &str) -> Vec<&'a Value> {
 
 /// One hermetic run: the fake's environment, the database, the parent Pi with the extension.
 struct World {
-    parent: Parent,
+    /// The parent Pi; dropping it SIGKILLs its group (the serve is a member; the serve's
+    /// children have groups of their own and carry the env marker).
+    parent: PiChild,
     env: PiEnv,
     db: PathBuf,
     parent_session: PathBuf,
@@ -218,7 +107,7 @@ impl World {
         vars.extend(more_vars.iter().cloned());
         let session_arg = parent_session.display().to_string();
         let ext_arg = extension.display().to_string();
-        let parent = Parent::spawn(
+        let parent = PiChild::spawn(
             pi,
             &env,
             &["--session", &session_arg, "-e", &ext_arg],

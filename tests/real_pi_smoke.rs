@@ -4,155 +4,20 @@
 
 #[path = "support/fake_llm.rs"]
 mod fake_llm;
+#[path = "support/pi_child.rs"]
+mod pi_child;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, ChildStdin, ExitStatus};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
+use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 use fake_llm::{hermetic_pi_env, pi_or_skip, FakeLlm, PiEnv, Step};
+use pi_child::PiChild;
 use serde_json::{json, Value};
 
 /// How long one run (prompt → agent_settled) may take.
 const RUN_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long Pi may take to exit after stdin is closed.
 const EXIT_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// A Pi child in its own process group. Dropping it SIGKILLs the whole group.
-struct PiChild {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: Receiver<String>,
-    stderr: Arc<Mutex<Vec<u8>>>,
-    /// Every stdout record received so far.
-    seen: Vec<Value>,
-}
-
-impl PiChild {
-    fn spawn(pi: &[String], env: &PiEnv, extra: &[&str]) -> PiChild {
-        let mut child = env
-            .command(pi, extra)
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawn {:?}: {e}", env.argv(pi, extra)));
-        let stdin = child.stdin.take();
-        let stdout = child.stdout.take().unwrap();
-        let mut stderr_pipe = child.stderr.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let stderr = Arc::new(Mutex::new(Vec::new()));
-        {
-            let stderr = Arc::clone(&stderr);
-            std::thread::spawn(move || {
-                let mut buf = [0u8; 8192];
-                while let Ok(n) = stderr_pipe.read(&mut buf) {
-                    if n == 0 {
-                        break;
-                    }
-                    stderr.lock().unwrap().extend_from_slice(&buf[..n]);
-                }
-            });
-        }
-        PiChild {
-            child,
-            stdin,
-            lines,
-            stderr,
-            seen: Vec::new(),
-        }
-    }
-
-    fn pgid(&self) -> rustix::process::Pid {
-        rustix::process::Pid::from_child(&self.child)
-    }
-
-    fn send(&mut self, cmd: &Value) {
-        let stdin = self.stdin.as_mut().expect("stdin open");
-        writeln!(stdin, "{cmd}").expect("write to pi stdin");
-        stdin.flush().expect("flush pi stdin");
-    }
-
-    fn stderr_text(&self) -> String {
-        String::from_utf8_lossy(&self.stderr.lock().unwrap()).into_owned()
-    }
-
-    /// Diagnostics for a failed assertion: stdout records so far and stderr.
-    fn dump(&self) -> String {
-        let events: Vec<String> = self.seen.iter().map(|v| v.to_string()).collect();
-        format!(
-            "--- stdout records ---\n{}\n--- stderr ---\n{}",
-            events.join("\n"),
-            self.stderr_text()
-        )
-    }
-
-    /// Reads stdout records until one satisfies `pred` (returned), or panics after `timeout`.
-    fn wait_for(&mut self, what: &str, timeout: Duration, pred: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) => {
-                    let value: Value = serde_json::from_str(&line).unwrap_or_else(|e| {
-                        panic!("stdout line is not JSON ({e}): {line:?}\n{}", self.dump())
-                    });
-                    self.seen.push(value.clone());
-                    if pred(&value) {
-                        return value;
-                    }
-                }
-                Err(RecvTimeoutError::Timeout) => {
-                    panic!("timed out waiting for {what}\n{}", self.dump())
-                }
-                Err(RecvTimeoutError::Disconnected) => {
-                    panic!("pi closed stdout while waiting for {what}\n{}", self.dump())
-                }
-            }
-        }
-    }
-
-    /// The response to command `id`, whether it already arrived or is still to come.
-    fn response(&mut self, id: &str, timeout: Duration) -> Value {
-        let is_it = |v: &Value| v["type"] == "response" && v["id"] == id;
-        if let Some(v) = self.seen.iter().find(|v| is_it(v)) {
-            return v.clone();
-        }
-        self.wait_for(&format!("the response to {id}"), timeout, is_it)
-    }
-
-    fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(status) = self.child.try_wait().expect("try_wait") {
-                return Some(status);
-            }
-            if Instant::now() >= deadline {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn kill_group(&self) {
-        // ESRCH once the group is empty: nothing to do.
-        let _ = rustix::process::kill_process_group(self.pgid(), rustix::process::Signal::KILL);
-    }
-}
-
-impl Drop for PiChild {
-    fn drop(&mut self) {
-        self.kill_group();
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn of_type<'a>(events: &'a [Value], ty: &str) -> Vec<&'a Value> {
     events.iter().filter(|e| e["type"] == ty).collect()
@@ -175,7 +40,7 @@ fn real_pi_runs_a_bash_tool_call_and_answers() {
     let env = hermetic_pi_env(&fake);
     let session = env.root.path().join("sessions").join("smoke.jsonl");
     let session_arg = session.to_string_lossy().into_owned();
-    let mut pi_child = PiChild::spawn(&pi, &env, &["--session", &session_arg]);
+    let mut pi_child = PiChild::spawn(&pi, &env, &["--session", &session_arg], &[]);
 
     pi_child.send(&json!({"id": "p1", "type": "prompt", "message": "run echo hi"}));
     let response = pi_child.response("p1", RUN_TIMEOUT);
@@ -350,7 +215,7 @@ fn real_pi_abort_during_a_hanging_request_then_a_provider_error() {
     };
     let fake = FakeLlm::with_script([Step::hang(30_000), Step::error(500, "boom")]);
     let env = hermetic_pi_env(&fake);
-    let mut pi_child = PiChild::spawn(&pi, &env, &["--no-session"]);
+    let mut pi_child = PiChild::spawn(&pi, &env, &["--no-session"], &[]);
 
     // A run whose LLM request hangs; abort it once the request reached the fake.
     pi_child.send(&json!({"id": "p1", "type": "prompt", "message": "wait"}));

@@ -9,15 +9,14 @@
 
 #[path = "support/fake_llm.rs"]
 mod fake_llm;
+#[path = "support/pi_child.rs"]
+mod pi_child;
 
-use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use fake_llm::{hermetic_pi_env, pi_or_skip, FakeLlm, PiEnv, Step};
+use pi_child::PiChild;
 use serde_json::{json, Value};
 
 /// Any one wait for a record of the parent (Pi startup, a turn, a dialog).
@@ -27,93 +26,25 @@ const EXIT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long the serve and any child may take to go away after the parent exited.
 const CLEANUP_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// The parent Pi in its own process group; dropping it SIGKILLs the group.
-struct Parent {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: Receiver<String>,
-    stderr: Arc<Mutex<Vec<u8>>>,
-    seen: Vec<Value>,
+/// The parent Pi (dropping it SIGKILLs its group), with the dialog helpers of this test.
+struct Parent(PiChild);
+
+impl std::ops::Deref for Parent {
+    type Target = PiChild;
+    fn deref(&self) -> &PiChild {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Parent {
+    fn deref_mut(&mut self) -> &mut PiChild {
+        &mut self.0
+    }
 }
 
 impl Parent {
-    fn spawn(pi: &[String], env: &PiEnv, extra: &[&str], vars: &[(&str, String)]) -> Parent {
-        let mut cmd = env.command(pi, extra);
-        cmd.envs(vars.iter().map(|(k, v)| (k, v)));
-        let mut child = cmd
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawn {:?}: {e}", env.argv(pi, extra)));
-        let stdin = child.stdin.take();
-        let stdout = child.stdout.take().unwrap();
-        let mut stderr_pipe = child.stderr.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let stderr = Arc::new(Mutex::new(Vec::new()));
-        {
-            let stderr = Arc::clone(&stderr);
-            std::thread::spawn(move || {
-                let mut buf = [0u8; 8192];
-                while let Ok(n) = stderr_pipe.read(&mut buf) {
-                    if n == 0 {
-                        break;
-                    }
-                    stderr.lock().unwrap().extend_from_slice(&buf[..n]);
-                }
-            });
-        }
-        Parent {
-            child,
-            stdin,
-            lines,
-            stderr,
-            seen: Vec::new(),
-        }
-    }
-
-    fn send(&mut self, cmd: &Value) {
-        let stdin = self.stdin.as_mut().expect("stdin open");
-        writeln!(stdin, "{cmd}").expect("write to pi stdin");
-        stdin.flush().expect("flush pi stdin");
-    }
-
-    fn dump(&self) -> String {
-        let events: Vec<String> = self.seen.iter().map(|v| v.to_string()).collect();
-        format!(
-            "--- parent stdout records ---\n{}\n--- parent stderr ---\n{}",
-            events.join("\n"),
-            String::from_utf8_lossy(&self.stderr.lock().unwrap())
-        )
-    }
-
     fn wait_for(&mut self, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + STEP_TIMEOUT;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) => {
-                    let value: Value = serde_json::from_str(&line).unwrap_or_else(|e| {
-                        panic!("stdout line is not JSON ({e}): {line:?}\n{}", self.dump())
-                    });
-                    self.seen.push(value.clone());
-                    if pred(&value) {
-                        return value;
-                    }
-                }
-                Err(RecvTimeoutError::Timeout) => {
-                    panic!("timed out waiting for {what}\n{}", self.dump())
-                }
-                Err(RecvTimeoutError::Disconnected) => {
-                    panic!("pi closed stdout while waiting for {what}\n{}", self.dump())
-                }
-            }
-        }
+        self.0.wait_for(what, STEP_TIMEOUT, pred)
     }
 
     /// The next dialog or notification of the given method.
@@ -130,28 +61,6 @@ impl Parent {
             .unwrap()
             .extend(answer.as_object().unwrap().clone());
         self.send(&response);
-    }
-
-    fn wait_exit(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(status) = self.child.try_wait().expect("try_wait") {
-                return Some(status);
-            }
-            if Instant::now() >= deadline {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Parent {
-    fn drop(&mut self) {
-        let pgid = rustix::process::Pid::from_child(&self.child);
-        let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -244,7 +153,7 @@ fn threads_command_lists_polls_and_stops_a_thread_through_pi_dialogs() {
         session.display().to_string(),
         extension_file().display().to_string(),
     );
-    let mut p = Parent::spawn(
+    let mut p = Parent(PiChild::spawn(
         &pi,
         &env,
         &["--session", &session_arg, "-e", &ext_arg],
@@ -253,7 +162,7 @@ fn threads_command_lists_polls_and_stops_a_thread_through_pi_dialogs() {
             ("THREADBASE_DB", db.display().to_string()),
             ("THREADBASE_PI_COMMAND", child_command.to_string()),
         ],
-    );
+    ));
 
     // --- the parent model starts the thread -------------------------------------------------
     p.send(&json!({"id": "p1", "type": "prompt", "message": "Start a watcher thread."}));

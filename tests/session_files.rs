@@ -4,14 +4,13 @@
 
 #[path = "support/fake_llm.rs"]
 mod fake_llm;
+#[path = "support/pi_child.rs"]
+mod pi_child;
 
-use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use pi_child::PiChild;
 use serde_json::{json, Value};
 use threadbase::session::{
     self, inherited_entries, write_branch, write_header_only, write_inherited_context,
@@ -661,118 +660,39 @@ fn independent_root_child_inherits_nothing() {
 
 const RUN_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// A Pi child in its own process group; dropping it kills the group.
-struct Pi {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: Receiver<String>,
-    stderr: Arc<Mutex<Vec<u8>>>,
-    seen: Vec<Value>,
-}
+/// A Pi child on a session file (dropping it SIGKILLs its group), with this file's helpers.
+struct Pi(PiChild);
 
 impl Pi {
     fn spawn(pi: &[String], env: &fake_llm::PiEnv, session: &Path) -> Pi {
-        let session = session.to_str().unwrap();
-        let mut child = env
-            .command(pi, &["--session", session])
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawn pi: {e}"));
-        let stdin = child.stdin.take();
-        let stdout = child.stdout.take().unwrap();
-        let mut stderr_pipe = child.stderr.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let stderr = Arc::new(Mutex::new(Vec::new()));
-        let sink = Arc::clone(&stderr);
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 8192];
-            while let Ok(n) = stderr_pipe.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                sink.lock().unwrap().extend_from_slice(&buf[..n]);
-            }
-        });
-        Pi {
-            child,
-            stdin,
-            lines,
-            stderr,
-            seen: Vec::new(),
-        }
+        Pi(PiChild::spawn(
+            pi,
+            env,
+            &["--session", session.to_str().unwrap()],
+            &[],
+        ))
     }
 
     fn dump(&self) -> String {
-        let records: Vec<String> = self
-            .seen
-            .iter()
-            .map(|v| v.to_string().chars().take(400).collect())
-            .collect();
-        format!(
-            "--- stdout ---\n{}\n--- stderr ---\n{}",
-            records.join("\n"),
-            String::from_utf8_lossy(&self.stderr.lock().unwrap())
-        )
+        self.0.dump()
     }
 
-    fn send(&mut self, cmd: Value) {
-        let stdin = self.stdin.as_mut().unwrap();
-        writeln!(stdin, "{cmd}").unwrap();
-        stdin.flush().unwrap();
-    }
-
-    /// The first record at or after index `from` of everything seen that satisfies `pred`,
-    /// reading more stdout as needed.
     fn wait_for(&mut self, what: &str, from: usize, pred: impl Fn(&Value) -> bool) -> Value {
-        if let Some(v) = self.seen[from.min(self.seen.len())..]
-            .iter()
-            .find(|v| pred(v))
-        {
-            return v.clone();
-        }
-        let deadline = Instant::now() + RUN_TIMEOUT;
-        loop {
-            match self
-                .lines
-                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            {
-                Ok(line) => {
-                    let v: Value = serde_json::from_str(&line)
-                        .unwrap_or_else(|e| panic!("not JSON ({e}): {line}\n{}", self.dump()));
-                    self.seen.push(v.clone());
-                    if pred(&v) {
-                        return v;
-                    }
-                }
-                Err(RecvTimeoutError::Timeout) => {
-                    panic!("timed out waiting for {what}\n{}", self.dump())
-                }
-                Err(RecvTimeoutError::Disconnected) => {
-                    panic!("pi closed stdout waiting for {what}\n{}", self.dump())
-                }
-            }
-        }
+        self.0.wait_for_since(what, from, RUN_TIMEOUT, pred)
     }
 
     /// Sends `cmd` with `id` and returns the successful response's `data`.
     fn call(&mut self, id: &str, mut cmd: Value) -> Value {
         cmd["id"] = Value::from(id);
-        let mark = self.seen.len();
-        self.send(cmd);
+        let mark = self.0.seen.len();
+        self.0.send(&cmd);
         let response = self.wait_for(id, mark, |v| v["type"] == "response" && v["id"] == id);
         assert_eq!(response["success"], true, "{response}\n{}", self.dump());
         response["data"].clone()
     }
 
     fn prompt_and_settle(&mut self, id: &str, text: &str) {
-        let mark = self.seen.len();
+        let mark = self.0.seen.len();
         self.call(id, json!({"type":"prompt","message":text}));
         let settled = self.wait_for("agent_settled", mark, |v| v["type"] == "agent_settled");
         assert_eq!(settled["aborted"], false, "{}", self.dump());
@@ -780,10 +700,10 @@ impl Pi {
 
     /// Closes stdin and expects a clean exit.
     fn finish(mut self) {
-        drop(self.stdin.take());
+        drop(self.0.stdin.take());
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
+            if let Some(status) = self.0.child.try_wait().unwrap() {
                 assert!(status.success(), "exit {status:?}\n{}", self.dump());
                 return;
             }
@@ -794,15 +714,6 @@ impl Pi {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
-    }
-}
-
-impl Drop for Pi {
-    fn drop(&mut self) {
-        let pgid = rustix::process::Pid::from_child(&self.child);
-        let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
