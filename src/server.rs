@@ -33,10 +33,10 @@ pub async fn serve(engine: Arc<Engine>) {
         engine.config().db.clone(),
         engine.store().clone(),
         engine.runtime().clone(),
+        engine.agent_host().clone(),
         engine.config().session_id.clone(),
         out_tx.clone(),
     ));
-    let agent_watcher = tokio::spawn(engine.agent_host().clone().watch(out_tx.clone()));
     let mut reader = BufReader::with_capacity(64 * 1024, tokio::io::stdin());
     let mut signals = shutdown_signals();
     let mut requests = tokio::task::JoinSet::new();
@@ -92,7 +92,6 @@ pub async fn serve(engine: Arc<Engine>) {
     requests.abort_all();
     while requests.join_next().await.is_some() {}
     watcher.abort();
-    agent_watcher.abort();
     drop(out_tx);
     let _ = writer.await;
 }

@@ -1,6 +1,7 @@
 //! Processes talk through rows (DESIGN principle 7). Another process that needs something done
 //! by this `serve` writes a row: a notice for this session's caller (`mailbox`, direction
-//! `to_parent`) or a control request for a child whose pipes this process holds (`commands`).
+//! `to_parent`), a control request for a child whose pipes this process holds (`commands`), or
+//! contract B's notices and steering (handed to [`AgentHost`]).
 //! The watcher notices new commits by the database's change counter (`PRAGMA data_version` on a
 //! connection of its own, which changes only when another connection commits) and carries the
 //! rows out within [`POLL`], claiming each one in a transaction so it happens once.
@@ -12,6 +13,7 @@ use rusqlite::{Connection, OpenFlags};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
+use crate::engine::agent::AgentHost;
 use crate::error::Result;
 use crate::runtime::Runtime;
 use crate::store::Store;
@@ -20,12 +22,14 @@ use crate::time::now_iso;
 /// How often the change counter is read.
 pub const POLL: Duration = Duration::from_millis(50);
 
-/// Watches the database for rows addressed to `session_id` (notices, emitted on `out`) and to
-/// the children `runtime` owns (commands), until `out` closes.
+/// Watches the database for rows addressed to `session_id` (notices, emitted on `out`), to
+/// the children `runtime` owns (commands) and to this serve's contract B side, until `out`
+/// closes.
 pub async fn run(
     db: PathBuf,
     store: std::sync::Arc<Store>,
     runtime: Runtime,
+    agent: std::sync::Arc<AgentHost>,
     session_id: String,
     out: mpsc::UnboundedSender<Value>,
 ) {
@@ -66,6 +70,10 @@ pub async fn run(
                 }
             }
             Err(e) => eprintln!("threadbase serve: reading commands failed: {e}"),
+        }
+        match agent.rows_changed(&conn, &out) {
+            Ok((steer_ids, settled)) => agent.sweep(steer_ids, settled).await,
+            Err(e) => eprintln!("threadbase serve: reading agent rows failed: {e}"),
         }
     }
 }

@@ -1394,44 +1394,20 @@ impl AgentHost {
 
     // ---- the row watcher ----------------------------------------------------------------------
 
-    /// Watches the database for this serve's contract B rows: notices for its agent path
-    /// (emitted on `out`, each claimed once), steering for threads whose process it holds, and
-    /// settled processes to retire.
-    pub async fn watch(self: Arc<Self>, out: mpsc::UnboundedSender<Value>) {
-        let Ok(conn) = Connection::open_with_flags(
-            &self.cfg.db,
-            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        ) else {
-            return;
+    /// This serve's contract B rows after another connection committed (called by the row
+    /// watcher with its own connection): notices for its agent path are claimed and emitted on
+    /// `out`, and the threads whose process it holds with steering to deliver or a settled run
+    /// to retire are returned for [`AgentHost::sweep`].
+    pub(crate) fn rows_changed(
+        &self,
+        conn: &Connection,
+        out: &mpsc::UnboundedSender<Value>,
+    ) -> Result<(Vec<String>, Vec<String>)> {
+        let Some(registry) = self.existing_registry(conn)? else {
+            return Ok((Vec::new(), Vec::new()));
         };
-        let _ = conn.busy_timeout(crate::store::BUSY_TIMEOUT);
-        let mut seen: Option<i64> = None;
-        let mut tick = tokio::time::interval(crate::watcher::POLL);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tick.tick().await;
-            if out.is_closed() {
-                return;
-            }
-            let Ok(version) = conn.query_row("PRAGMA data_version", [], |r| r.get::<_, i64>(0))
-            else {
-                continue;
-            };
-            if seen == Some(version) {
-                continue;
-            }
-            seen = Some(version);
-            let Ok(Some(registry)) = self.existing_registry(&conn) else {
-                continue;
-            };
-            if let Err(e) = self.deliver_notices(&conn, registry, &out) {
-                eprintln!("threadbase serve: delivering agent notices failed: {e}");
-            }
-            match self.sweep_rows(&conn, registry) {
-                Ok((steer_ids, settled)) => self.sweep(steer_ids, settled).await,
-                Err(e) => eprintln!("threadbase serve: reading agent rows failed: {e}"),
-            }
-        }
+        self.deliver_notices(conn, registry, out)?;
+        self.sweep_rows(conn, registry)
     }
 
     fn deliver_notices(
@@ -1493,7 +1469,8 @@ impl AgentHost {
         Ok((steer_ids, settled))
     }
 
-    async fn sweep(self: &Arc<Self>, steer_ids: Vec<String>, settled: Vec<String>) {
+    /// Delivers steering to, or retires, the threads [`AgentHost::rows_changed`] returned.
+    pub(crate) async fn sweep(self: &Arc<Self>, steer_ids: Vec<String>, settled: Vec<String>) {
         for id in steer_ids {
             let host = self.clone();
             tokio::spawn(async move {
