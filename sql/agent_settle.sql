@@ -4,4 +4,4 @@ UPDATE threads
 SET agent_state = :state, status_text = coalesce(:status, status_text), output = :output,
     error = :error, agent_pause_requested = 0, agent_stop_requested = 0, updated_at = :at
 WHERE id = :id AND agent_state IN ('starting', 'running')
-RETURNING path, parent_path, status_text
+RETURNING path, parent_path, status_text, launch_seq

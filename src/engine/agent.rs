@@ -769,20 +769,19 @@ impl AgentHost {
             "failed" => Some(contract::STATUS_FAILED),
             _ => None, // paused keeps its reason
         };
-        let launch_seq = self.row_by_id(id)?.launch_seq;
         self.store.write(|tx| {
             let at = now_iso();
-            let settled: Option<(String, Option<String>, Option<String>)> = tx
+            let settled: Option<(String, Option<String>, Option<String>, i64)> = tx
                 .prepare_cached(include_str!("../../sql/agent_settle.sql"))?
                 .query_row(
                     named_params! {
                         ":state": state, ":status": status, ":output": output, ":error": error,
                         ":at": at, ":id": id,
                     },
-                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
                 )
                 .optional()?;
-            let Some((path, parent, status_text)) = settled else {
+            let Some((path, parent, status_text, launch_seq)) = settled else {
                 return Ok(false);
             };
             let status_text = status_text.unwrap_or_default();
@@ -925,26 +924,16 @@ impl AgentHost {
         let lock = self.lock(id);
         let _guard = lock.lock().await;
         let row = self.row_by_id(id)?;
-        let mut pending = self.pending_steers(id)?;
         let current = row.launch_seq.to_string();
-        let transcript = row
-            .session_file
-            .as_deref()
-            .and_then(|f| crate::session::SessionFile::read(f).ok());
-        pending.retain(|s| {
-            let consumed = transcript
-                .as_ref()
-                .is_some_and(|t| user_message_since(t, &s.body, &s.created_at));
-            if consumed {
-                let _ = self.consume(s.id);
-            }
-            let sent_to_this_run = row.live && s.sent_to.as_deref() == Some(current.as_str());
-            !consumed && !sent_to_this_run
-        });
+        let mut pending = self.unconsumed_steers(&row)?;
+        // Sent to the run that is live now: that run consumes it.
+        pending.retain(|s| !(row.live && s.sent_to.as_deref() == Some(current.as_str())));
         if pending.is_empty() {
             return Ok(());
         }
         let mut rest = pending.into_iter();
+        // With no live process here, the first message starts a new run.
+        let mut launched_with = None;
         if !self.rt.is_live(id) {
             if row.live && !self.is_mine(&row) && self.owner_alive(&row) {
                 return Ok(()); // another serve's process; it delivers
@@ -954,18 +943,20 @@ impl AgentHost {
                 return Ok(());
             }
             let first = rest.next().expect("non-empty");
-            if let Err(e) = self.launch(id, first.body.clone(), None).await {
+            if let Err(e) = self.launch(id, first.body, None).await {
                 self.settle(id, "failed", None, Some(e.message.clone()))?;
                 return Err(e);
             }
-            let seq = self.row_by_id(id)?.launch_seq;
-            self.mark_sent(first.id, seq)?;
+            launched_with = Some(first.id);
+        }
+        let launch_seq = self.row_by_id(id)?.launch_seq;
+        if let Some(mailbox_id) = launched_with {
+            self.mark_sent(mailbox_id, launch_seq)?;
         }
         for s in rest {
             let out = self.rt.send(id, SendMode::Steer, &s.body).await?;
             if out.accepted == Some(true) {
-                let seq = self.row_by_id(id)?.launch_seq;
-                self.mark_sent(s.id, seq)?;
+                self.mark_sent(s.id, launch_seq)?;
             }
         }
         Ok(())
@@ -988,25 +979,29 @@ impl AgentHost {
         })
     }
 
-    /// Marks the steers a run consumed (they are in its transcript); the rest are resent.
-    fn reconcile_steers(&self, row: &AgentRow) -> Result<()> {
+    /// A thread's pending steers that its transcript does not show yet; the ones it shows were
+    /// consumed by a run (perhaps before a crash) and are marked so, never sent again.
+    fn unconsumed_steers(&self, row: &AgentRow) -> Result<Vec<Steer>> {
         let pending = self.pending_steers(&row.id)?;
         if pending.is_empty() {
-            return Ok(());
+            return Ok(pending);
         }
         let transcript = row
             .session_file
             .as_deref()
             .and_then(|f| crate::session::SessionFile::read(f).ok());
+        let mut unconsumed = Vec::with_capacity(pending.len());
         for s in pending {
             if transcript
                 .as_ref()
                 .is_some_and(|t| user_message_since(t, &s.body, &s.created_at))
             {
                 self.consume(s.id)?;
+            } else {
+                unconsumed.push(s);
             }
         }
-        Ok(())
+        Ok(unconsumed)
     }
 
     // ---- status, update, pause, stop ------------------------------------------------------
@@ -1226,7 +1221,7 @@ impl AgentHost {
             }
             self.rt.flush().await;
             let row = self.row_by_id(id)?;
-            self.reconcile_steers(&row)?;
+            self.unconsumed_steers(&row)?;
             if row.stop_requested {
                 self.settle(id, "stopped", None, None)?;
             } else if row.pause_requested {
@@ -1295,7 +1290,7 @@ impl AgentHost {
             drop(guard);
             return self.deliver(id).await;
         }
-        self.reconcile_steers(&row)?;
+        self.unconsumed_steers(&row)?;
         if row.stop_requested {
             self.settle(id, "stopped", None, None)?;
         } else {
