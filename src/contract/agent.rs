@@ -5,6 +5,7 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::contract::fields::type_name;
 use crate::error::{Error, Result};
 use crate::text::{utf16_len, utf16_prefix};
 
@@ -147,17 +148,6 @@ fn integer_field(
                 ),
             )),
         },
-    }
-}
-
-fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

@@ -2,6 +2,7 @@
 
 pub mod agent;
 pub mod args;
+pub mod fields;
 pub mod naming;
 pub mod projection;
 pub mod thread;

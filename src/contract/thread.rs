@@ -4,6 +4,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::contract::fields::{non_empty_text, type_name, FieldSet};
 use crate::error::{Error, Result};
 use crate::paths::{is_task_name, json_quote};
 
@@ -106,14 +107,6 @@ fn fields(action: &str) -> (&'static [&'static str], &'static [&'static str]) {
     }
 }
 
-fn plural(n: usize, word: &str) -> String {
-    if n == 1 {
-        word.to_string()
-    } else {
-        format!("{word}s")
-    }
-}
-
 fn invalid(action: &str, problems: &[String]) -> Error {
     Error::invalid(format!(
         "Invalid thread parameters for {action}: {}. Repair: use the {action} shape {}.",
@@ -145,37 +138,14 @@ pub fn parse(params: &Value) -> Result<ThreadRequest> {
         }
     };
     let (required, optional) = fields(action);
-    let unexpected: Vec<&str> = obj
-        .keys()
-        .map(String::as_str)
-        .filter(|k| *k != "action" && !required.contains(k) && !optional.contains(k))
-        .collect();
-    let missing: Vec<&str> = required
-        .iter()
-        .copied()
-        .filter(|k| obj.get(*k).is_none_or(Value::is_null))
-        .collect();
-    let mut problems = Vec::new();
-    if !unexpected.is_empty() {
-        let allowed: Vec<&str> = required.iter().chain(optional).copied().collect();
-        let allowed = if allowed.is_empty() {
-            "none".to_string()
-        } else {
-            allowed.join(", ")
-        };
-        problems.push(format!(
-            "unexpected {} {} (allowed for {action}: {allowed})",
-            plural(unexpected.len(), "field"),
-            unexpected.join(", ")
-        ));
+    let problems = FieldSet {
+        required,
+        optional,
+        ignored: &["action"],
+        allowed_label: &format!("allowed for {action}"),
+        null_is_missing: true,
     }
-    if !missing.is_empty() {
-        problems.push(format!(
-            "missing required {} {}",
-            plural(missing.len(), "field"),
-            missing.join(", ")
-        ));
-    }
+    .problems(obj);
     if !problems.is_empty() {
         return Err(invalid(action, &problems));
     }
@@ -257,27 +227,14 @@ struct Fields<'a> {
     errors: Vec<String>,
 }
 
-impl Fields<'_> {
-    fn get(&self, key: &str) -> Option<&Value> {
+impl<'a> Fields<'a> {
+    fn get(&self, key: &str) -> Option<&'a Value> {
         self.obj.get(key).filter(|v| !v.is_null())
     }
 
     /// A non-empty string.
     fn text(&mut self, key: &str) -> Option<String> {
-        match self.get(key) {
-            None => None,
-            Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
-            Some(Value::String(_)) => {
-                self.errors
-                    .push(format!("{key} must be a non-empty string"));
-                None
-            }
-            Some(other) => {
-                self.errors
-                    .push(format!("{key} must be a string, got {}", type_name(other)));
-                None
-            }
-        }
+        non_empty_text(self.get(key), key, &mut self.errors)
     }
 
     fn task_name(&mut self, key: &str) -> Option<String> {
@@ -352,17 +309,6 @@ impl Fields<'_> {
                 }
             },
         }
-    }
-}
-
-fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
     }
 }
 

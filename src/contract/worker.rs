@@ -11,6 +11,7 @@ use std::path::Path;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
+use crate::contract::fields::{non_empty_text, type_name, FieldSet};
 use crate::error::{Error, Result};
 use crate::paths::json_quote;
 
@@ -132,14 +133,6 @@ fn fields(method: &str) -> (&'static [&'static str], &'static [&'static str]) {
     }
 }
 
-fn plural(n: usize, word: &str) -> String {
-    if n == 1 {
-        word.to_string()
-    } else {
-        format!("{word}s")
-    }
-}
-
 fn invalid(method: &str, problems: &[String]) -> Error {
     Error::invalid(format!(
         "Invalid {method} parameters: {}. Repair: use the shape {}.",
@@ -171,37 +164,14 @@ pub fn parse(method: &str, params: &Value) -> Result<WorkerRequest> {
         }
     };
     let (required, optional) = fields(method);
-    let unexpected: Vec<&str> = obj
-        .keys()
-        .map(String::as_str)
-        .filter(|k| !required.contains(k) && !optional.contains(k))
-        .collect();
-    let missing: Vec<&str> = required
-        .iter()
-        .copied()
-        .filter(|k| !obj.contains_key(*k))
-        .collect();
-    let mut problems = Vec::new();
-    if !unexpected.is_empty() {
-        let allowed: Vec<&str> = required.iter().chain(optional).copied().collect();
-        let allowed = if allowed.is_empty() {
-            "none".to_string()
-        } else {
-            allowed.join(", ")
-        };
-        problems.push(format!(
-            "unexpected {} {} (allowed: {allowed})",
-            plural(unexpected.len(), "field"),
-            unexpected.join(", ")
-        ));
+    let problems = FieldSet {
+        required,
+        optional,
+        ignored: &[],
+        allowed_label: "allowed",
+        null_is_missing: false,
     }
-    if !missing.is_empty() {
-        problems.push(format!(
-            "missing required {} {}",
-            plural(missing.len(), "field"),
-            missing.join(", ")
-        ));
-    }
+    .problems(obj);
     if !problems.is_empty() {
         return Err(invalid(method, &problems));
     }
@@ -256,20 +226,7 @@ struct Fields<'a> {
 impl Fields<'_> {
     /// A non-empty string (`null` is refused like any other non-string).
     fn text(&mut self, key: &str) -> Option<String> {
-        match self.obj.get(key) {
-            None => None,
-            Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
-            Some(Value::String(_)) => {
-                self.errors
-                    .push(format!("{key} must be a non-empty string"));
-                None
-            }
-            Some(other) => {
-                self.errors
-                    .push(format!("{key} must be a string, got {}", type_name(other)));
-                None
-            }
-        }
+        non_empty_text(self.obj.get(key), key, &mut self.errors)
     }
 
     /// A spawn or send key: 1..200 UTF-16 units, any characters.
@@ -357,17 +314,6 @@ impl Fields<'_> {
             ));
         }
         ids
-    }
-}
-
-fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
     }
 }
 
