@@ -18,10 +18,10 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use ratatui::{Frame, Terminal};
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::Connection;
 use serde_json::Value;
 
-use crate::contract::projection::{self, Detail, OutputFacts};
+use crate::contract::projection::{self, Detail};
 use crate::error::Result;
 use crate::runtime::process::ProcessIdentity;
 use crate::store::{events, open_read_only, threads::thread_by_id_any, Store};
@@ -884,18 +884,7 @@ fn thread_snapshot(conn: &Connection, id: &str) -> Result<Option<Value>> {
     let Some(row) = thread_by_id_any(conn, id)? else {
         return Ok(None);
     };
-    let out = conn
-        .prepare_cached(include_str!("../../sql/output_of_thread.sql"))?
-        .query_row([id], |r| {
-            Ok(OutputFacts {
-                last_assistant_text: r.get(0)?,
-                last_partial_text: r.get(1)?,
-                stderr_tail: r.get(2)?,
-                stderr_dropped: r.get(3)?,
-            })
-        })
-        .optional()?
-        .unwrap_or_default();
+    let out = crate::engine::output_facts(conn, id)?;
     let evs = events::of_thread(conn, id)?;
     Ok(Some(projection::snapshot(&row, &out, &evs, Detail::Tail)))
 }

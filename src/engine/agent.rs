@@ -1243,12 +1243,9 @@ impl AgentHost {
     /// The final assistant text of the run.
     fn final_answer(&self, id: &str) -> Result<String> {
         let conn = self.store.read()?;
-        let text: Option<String> = conn
-            .prepare_cached(include_str!("../../sql/output_of_thread.sql"))?
-            .query_row([id], |r| r.get(0))
-            .optional()?
-            .flatten();
-        Ok(text.unwrap_or_default())
+        Ok(super::output_facts(&conn, id)?
+            .last_assistant_text
+            .unwrap_or_default())
     }
 
     /// The model error the run ended with, if its last message was one.

@@ -22,6 +22,22 @@ use crate::store::events::{self, StoredEvent};
 use crate::store::threads::{thread_by_id_any, upsert_manager, Contract, ManagerSpec, ThreadRow};
 use crate::store::Store;
 
+/// A thread's retained output (`thread_output`); empty when none was recorded yet.
+pub fn output_facts(conn: &rusqlite::Connection, id: &str) -> Result<OutputFacts> {
+    Ok(conn
+        .prepare_cached(include_str!("../../sql/output_of_thread.sql"))?
+        .query_row([id], |r| {
+            Ok(OutputFacts {
+                last_assistant_text: r.get(0)?,
+                last_partial_text: r.get(1)?,
+                stderr_tail: r.get(2)?,
+                stderr_dropped: r.get(3)?,
+            })
+        })
+        .optional()?
+        .unwrap_or_default())
+}
+
 /// `PI_THREADS_MAX_DEPTH` and `PI_THREADS_MAX_THREADS`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
@@ -215,23 +231,7 @@ impl Engine {
                 format!("Unknown thread: {id} (it was removed meanwhile). Repair: list the threads and use a current id."),
             )
         })?;
-        let out = conn
-            .prepare_cached(include_str!("../../sql/output_of_thread.sql"))?
-            .query_row([id], |r| {
-                Ok(OutputFacts {
-                    last_assistant_text: r.get(0)?,
-                    last_partial_text: r.get(1)?,
-                    stderr_tail: r.get(2)?,
-                    stderr_dropped: r.get(3)?,
-                })
-            })
-            .optional()?
-            .unwrap_or(OutputFacts {
-                last_assistant_text: None,
-                last_partial_text: None,
-                stderr_tail: Vec::new(),
-                stderr_dropped: 0,
-            });
+        let out = output_facts(&conn, id)?;
         let evs = events::of_thread(&conn, id)?;
         Ok((row, out, evs))
     }
