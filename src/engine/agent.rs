@@ -311,6 +311,17 @@ impl AgentHost {
         }
     }
 
+    /// A thread claimed by a serve that died after this one started (so no restore pass saw
+    /// it) is restored first: nobody would ever settle it or deliver to it. Working threads
+    /// come back paused.
+    fn restored_if_orphaned(&self, row: AgentRow) -> Result<AgentRow> {
+        if (row.live || row.active()) && !self.is_mine(&row) && !self.owner_alive(&row) {
+            crate::runtime::restore::restore_dead_owners(&self.store, self.rt.owner())?;
+            return self.row_by_id(&row.id);
+        }
+        Ok(row)
+    }
+
     /// Contract B's access rule (`assertAccess`).
     fn check_access(&self, target: &str, reading: bool) -> Result<()> {
         let caller = self.caller();
@@ -808,13 +819,9 @@ impl AgentHost {
         loop {
             let mut row = self.row_by_id(id)?;
             if row.active() && Instant::now() >= next_owner_check {
-                // The serve running it may have died: nobody would ever settle it. Restore it
-                // (it comes back paused) instead of waiting forever.
+                // Instead of waiting forever on a thread nobody runs any more.
                 next_owner_check = Instant::now() + OWNER_CHECK;
-                if !self.is_mine(&row) && !self.owner_alive(&row) {
-                    crate::runtime::restore::restore_dead_owners(&self.store, self.rt.owner())?;
-                    row = self.row_by_id(id)?;
-                }
+                row = self.restored_if_orphaned(row)?;
             }
             if !row.active() || deadline.is_some_and(|d| Instant::now() >= d) {
                 return Ok(row);
@@ -846,12 +853,8 @@ impl AgentHost {
                 "agent_steer: message must not be blank. Repair: say what the thread should do next.",
             ));
         }
-        let mut target = self.known(registry, &path)?;
-        if target.live && !self.is_mine(&target) && !self.owner_alive(&target) {
-            // Its serve died after this one started: restore it (paused) so this steer resumes it.
-            crate::runtime::restore::restore_dead_owners(&self.store, self.rt.owner())?;
-            target = self.known(registry, &path)?;
-        }
+        // So that this steer resumes it here.
+        let target = self.restored_if_orphaned(self.known(registry, &path)?)?;
         let owner = self.rt.owner();
         // One transaction: the checks, the resume reservation (if settled) and the row.
         let reserved = self.store.write(|tx| {
