@@ -70,11 +70,10 @@ pub fn restore_dead_owners(store: &Store, me: ProcessIdentity) -> Result<Restore
         rows.collect::<rusqlite::Result<_>>()?
     };
     let mut report = RestoreReport::default();
-    let gone = |o: Option<ProcessIdentity>| !o.is_some_and(|o| o == me || o.is_alive());
     let mut refused: Vec<i64> = Vec::new();
     let mut agent_batches: std::collections::BTreeMap<i64, Vec<Candidate>> = Default::default();
     for c in candidates {
-        if !gone(c.owner) {
+        if !owner_gone(c.owner, me) {
             continue;
         }
         if c.contract == "agent" {
@@ -115,6 +114,11 @@ pub fn restore_dead_owners(store: &Store, me: ProcessIdentity) -> Result<Restore
     }
     restore_unlaunched_agents(store, me, &refused, &mut report)?;
     Ok(report)
+}
+
+/// True when the recorded owner is neither this process nor alive (or was never recorded).
+fn owner_gone(owner: Option<ProcessIdentity>, me: ProcessIdentity) -> bool {
+    !owner.is_some_and(|o| o == me || o.is_alive())
 }
 
 fn kill_group_of(c: &Candidate, report: &mut RestoreReport) {
@@ -161,7 +165,7 @@ fn restore_unlaunched_agents(
             pid,
             started_at: started_at.unwrap_or(-1),
         });
-        if owner.is_some_and(|o| o == me || o.is_alive()) || refused.contains(&manager_id) {
+        if !owner_gone(owner, me) || refused.contains(&manager_id) {
             continue;
         }
         let changed = store.write(|tx| {
