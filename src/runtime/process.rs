@@ -117,23 +117,37 @@ pub fn kill_recorded_group(pid: i64, pgid: i64, started_at: Option<i64>) -> bool
 /// child starts inherits them.
 pub const THREAD_ENV: [&str; 2] = ["PI_THREADS_SELF_ID", "THREADBASE_WORKER_ID"];
 
-/// Kills the leftovers of a thread whose recorded process is gone: live processes whose
-/// environment names `thread_id` (see [`THREAD_ENV`]) and that are in group `pgid` (any group
-/// when the group was never recorded). The environment proves each one is the thread's, so a
-/// reused pid or group id is never hit. Returns how many were signalled.
-pub fn kill_thread_leftovers(pgid: Option<i64>, thread_id: &str) -> usize {
-    if thread_id.is_empty() {
-        return 0;
-    }
-    let needles: Vec<Vec<u8>> = THREAD_ENV
+/// A thread whose recorded process is gone, and the group it ran in (`None`: never recorded).
+#[derive(Debug, Clone, Copy)]
+pub struct GoneThread<'a> {
+    pub thread_id: &'a str,
+    pub pgid: Option<i64>,
+}
+
+/// Kills the leftovers of threads whose recorded process is gone: live processes whose
+/// environment names one of the threads (see [`THREAD_ENV`]) and that are in its group (any
+/// group when the group was never recorded). The environment proves each one is the thread's,
+/// so a reused pid or group id is never hit. One pass over `/proc` for all of them; returns,
+/// per thread, whether something was signalled.
+pub fn kill_thread_leftovers(threads: &[GoneThread<'_>]) -> Vec<bool> {
+    let mut killed = vec![false; threads.len()];
+    let wanted: Vec<(usize, Vec<u8>)> = threads
         .iter()
-        .map(|k| format!("{k}={thread_id}").into_bytes())
+        .enumerate()
+        .filter(|(_, t)| !t.thread_id.is_empty())
+        .flat_map(|(i, t)| {
+            THREAD_ENV
+                .iter()
+                .map(move |k| (i, format!("{k}={}", t.thread_id).into_bytes()))
+        })
         .collect();
+    if wanted.is_empty() {
+        return killed;
+    }
     let Ok(dir) = std::fs::read_dir("/proc") else {
-        return 0;
+        return killed;
     };
     let me = std::process::id() as i64;
-    let mut killed = 0;
     for pid in dir
         .flatten()
         .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<i64>().ok()))
@@ -142,23 +156,26 @@ pub fn kill_thread_leftovers(pgid: Option<i64>, thread_id: &str) -> usize {
             continue;
         }
         let Some(s) = stat(pid) else { continue };
-        if s.state == 'Z' || s.state == 'X' || pgid.is_some_and(|g| g != s.pgrp) {
+        if s.state == 'Z' || s.state == 'X' {
             continue;
         }
         let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
             continue;
         };
-        if !environ
-            .split(|b| *b == 0)
-            .any(|kv| needles.iter().any(|n| kv == n.as_slice()))
-        {
-            continue;
-        }
+        let owner = environ.split(|b| *b == 0).find_map(|kv| {
+            wanted
+                .iter()
+                .find(|(i, needle)| {
+                    kv == needle.as_slice() && threads[*i].pgid.is_none_or(|g| g == s.pgrp)
+                })
+                .map(|(i, _)| *i)
+        });
+        let Some(i) = owner else { continue };
         let Some(p) = rustix::process::Pid::from_raw(pid as i32) else {
             continue;
         };
         if rustix::process::kill_process(p, rustix::process::Signal::KILL).is_ok() {
-            killed += 1;
+            killed[i] = true;
         }
     }
     killed

@@ -11,7 +11,7 @@
 use rusqlite::{named_params, OptionalExtension};
 use serde_json::json;
 
-use super::process::{kill_recorded_group, kill_thread_leftovers, ProcessIdentity};
+use super::process::{kill_recorded_group, kill_thread_leftovers, GoneThread, ProcessIdentity};
 use crate::error::Result;
 use crate::store::events::{self, NewEvent};
 use crate::store::Store;
@@ -71,35 +71,39 @@ pub fn restore_dead_owners(store: &Store, me: ProcessIdentity) -> Result<Restore
     };
     let mut report = RestoreReport::default();
     let mut refused: Vec<i64> = Vec::new();
+    let mut singles: Vec<Candidate> = Vec::new();
     let mut agent_batches: std::collections::BTreeMap<i64, Vec<Candidate>> = Default::default();
     for c in candidates {
         if !owner_gone(c.owner, me) {
             continue;
         }
-        if c.contract == "agent" {
-            if refused.contains(&c.manager_id) {
-                continue;
-            }
-            if let Some(problem) = registry_problem(store, c.manager_id)? {
-                report.rejected.push(format!(
-                    "The saved subagent registry {} cannot be restored: {problem}. Nothing of it was changed. Repair: fix or delete the broken rows (threadbase sql \"SELECT path, parent_path, agent_state FROM threads WHERE manager_id = {}\"), then run threadbase restore again.",
-                    c.manager_id, c.manager_id
-                ));
-                refused.push(c.manager_id);
-                continue;
-            }
-            agent_batches.entry(c.manager_id).or_default().push(c);
+        if c.contract != "agent" {
+            singles.push(c);
             continue;
         }
-        kill_group_of(&c, &mut report);
-        if restore_one(store, &c)? {
+        if refused.contains(&c.manager_id) {
+            continue;
+        }
+        if let Some(problem) = registry_problem(store, c.manager_id)? {
+            report.rejected.push(format!(
+                "The saved subagent registry {} cannot be restored: {problem}. Nothing of it was changed. Repair: fix or delete the broken rows (threadbase sql \"SELECT path, parent_path, agent_state FROM threads WHERE manager_id = {}\"), then run threadbase restore again.",
+                c.manager_id, c.manager_id
+            ));
+            refused.push(c.manager_id);
+            continue;
+        }
+        agent_batches.entry(c.manager_id).or_default().push(c);
+    }
+    kill_processes_of(
+        singles.iter().chain(agent_batches.values().flatten()),
+        &mut report,
+    );
+    for c in singles {
+        if store.write(|tx| restore_in(tx, &c))? {
             report.restored.push(c.id);
         }
     }
     for (_, batch) in agent_batches {
-        for c in &batch {
-            kill_group_of(c, &mut report);
-        }
         // One registry, one transaction.
         let restored = store.write(|tx| {
             let mut done = Vec::new();
@@ -121,18 +125,30 @@ fn owner_gone(owner: Option<ProcessIdentity>, me: ProcessIdentity) -> bool {
     !owner.is_some_and(|o| o == me || o.is_alive())
 }
 
-fn kill_group_of(c: &Candidate, report: &mut RestoreReport) {
-    match (c.pid, c.pgid) {
-        (Some(pid), Some(pgid)) if kill_recorded_group(pid, pgid, c.process_started_at) => {
-            report.killed_groups.push(pgid);
-        }
-        // The recorded process is gone (a child exits on its own when its owner's pipes
-        // close) or was never recorded (the owner died mid-launch): what it left behind
-        // is found by the thread id in its environment.
-        (_, pgid) => {
-            if kill_thread_leftovers(pgid, &c.id) > 0 {
-                report.killed_groups.extend(pgid);
+/// Kills what the threads being restored left running: a recorded group whose leader is still
+/// the recorded process, else (one `/proc` pass for all of them) the processes that carry the
+/// thread's id in their environment.
+fn kill_processes_of<'a>(
+    candidates: impl Iterator<Item = &'a Candidate>,
+    report: &mut RestoreReport,
+) {
+    let mut gone: Vec<GoneThread<'_>> = Vec::new();
+    for c in candidates {
+        match (c.pid, c.pgid) {
+            (Some(pid), Some(pgid)) if kill_recorded_group(pid, pgid, c.process_started_at) => {
+                report.killed_groups.push(pgid);
             }
+            // The recorded process is gone (a child exits on its own when its owner's pipes
+            // close) or was never recorded (the owner died mid-launch).
+            (_, pgid) => gone.push(GoneThread {
+                thread_id: &c.id,
+                pgid,
+            }),
+        }
+    }
+    for (t, killed) in gone.iter().zip(kill_thread_leftovers(&gone)) {
+        if killed {
+            report.killed_groups.extend(t.pgid);
         }
     }
 }
@@ -181,10 +197,6 @@ fn restore_unlaunched_agents(
         }
     }
     Ok(())
-}
-
-fn restore_one(store: &Store, c: &Candidate) -> Result<bool> {
-    store.write(|tx| restore_in(tx, c))
 }
 
 /// Closes one thread of a dead owner as stale (contract B: paused); false if it changed meanwhile.
