@@ -1,10 +1,13 @@
 //! `threadbase serve`: the JSON-lines server one Pi session talks to. Requests run
 //! concurrently (a long `wait` does not hold up a `poll`), responses and notifications go out
 //! through one writer, one line each. On stdin EOF (or SIGTERM, SIGHUP, SIGINT: what Pi's
-//! shutdown sends its process group) every live child is stopped gracefully and the server
-//! exits 0.
+//! shutdown sends its process group) every live child is stopped gracefully, every request
+//! already read gets its answer (cancelled with `closed` if still running 5 s later), and the
+//! server exits 0.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -15,6 +18,38 @@ use crate::error::{Error, ErrorCode};
 
 /// Longest request line accepted; longer lines get an error response and are skipped.
 pub const MAX_REQUEST_BYTES: usize = 8 << 20;
+
+/// How long requests already read may run on after stdin closes before they are cancelled.
+const SHUTDOWN_ANSWER_GRACE: Duration = Duration::from_secs(5);
+
+/// Stops this serve's live children and records what contract B needs around it.
+async fn stop_children(engine: &Engine) {
+    engine.agent_host().before_shutdown();
+    engine.runtime().shutdown().await;
+    engine.agent_host().after_shutdown();
+}
+
+/// Drops a finished request from the map of requests still owed an answer; one that panicked
+/// still gets its answer.
+fn forget_answered(
+    pending: &Mutex<HashMap<tokio::task::Id, Value>>,
+    done: &Result<(tokio::task::Id, ()), tokio::task::JoinError>,
+    out: &mpsc::UnboundedSender<Value>,
+) {
+    let task = match done {
+        Ok((task, ())) => *task,
+        Err(e) => e.id(),
+    };
+    let id = pending
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .remove(&task);
+    if let (Err(e), Some(id)) = (done, id) {
+        if e.is_panic() {
+            let _ = out.send(error_response(id, &Error::new(ErrorCode::Internal, "serve failed inside this request (a bug). Repair: run `threadbase check` to verify the database, and report the request with serve's stderr.")));
+        }
+    }
+}
 
 /// Serves `engine` on stdin/stdout until stdin closes.
 pub async fn serve(engine: Arc<Engine>) {
@@ -40,6 +75,9 @@ pub async fn serve(engine: Arc<Engine>) {
     let mut reader = BufReader::with_capacity(64 * 1024, tokio::io::stdin());
     let mut signals = shutdown_signals();
     let mut requests = tokio::task::JoinSet::new();
+    // The JSON-RPC id of every request still running, by task, so a request cancelled at
+    // shutdown still gets its one answer.
+    let pending: Mutex<HashMap<tokio::task::Id, Value>> = Mutex::new(HashMap::new());
     let mut buf = Vec::new();
     loop {
         buf.clear();
@@ -73,7 +111,8 @@ pub async fn serve(engine: Arc<Engine>) {
                 };
                 let engine = engine.clone();
                 let out = out_tx.clone();
-                requests.spawn(async move {
+                let request_id = request.get("id").cloned().unwrap_or(Value::Null);
+                let task = requests.spawn(async move {
                     let id = request.get("id").cloned().unwrap_or(Value::Null);
                     let response = match handle(&engine, &request, &out).await {
                         Ok(result) => json!({"id": id, "result": result}),
@@ -81,16 +120,54 @@ pub async fn serve(engine: Arc<Engine>) {
                     };
                     let _ = out.send(response);
                 });
+                pending
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(task.id(), request_id);
             }
         }
-        // Reap finished request tasks so the set does not grow.
-        while requests.try_join_next().is_some() {}
+        // Reap finished request tasks so the set and the pending map do not grow.
+        while let Some(done) = requests.try_join_next_with_id() {
+            forget_answered(&pending, &done, &out_tx);
+        }
     }
-    engine.agent_host().before_shutdown();
-    engine.runtime().shutdown().await;
-    engine.agent_host().after_shutdown();
+    // Stop the children first (so pending waits settle), then let every request already read
+    // finish and answer. A request that started a child meanwhile gets that child stopped in
+    // the next round; what is still running at the deadline is cancelled with an answer.
+    let deadline = tokio::time::Instant::now() + SHUTDOWN_ANSWER_GRACE;
+    loop {
+        stop_children(&engine).await;
+        let answered = tokio::time::timeout_at(deadline, async {
+            while let Some(done) = requests.join_next_with_id().await {
+                forget_answered(&pending, &done, &out_tx);
+            }
+        })
+        .await
+        .is_ok();
+        if engine.runtime().live_ids().is_empty() {
+            break;
+        }
+        if !answered || tokio::time::Instant::now() >= deadline {
+            // Out of time, with children started by requests still running: stop them too.
+            stop_children(&engine).await;
+            break;
+        }
+        // Every request answered, but some started a child meanwhile: stop it next round.
+    }
     requests.abort_all();
     while requests.join_next().await.is_some() {}
+    let cancelled: Vec<Value> = pending
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .drain()
+        .map(|(_, id)| id)
+        .collect();
+    for id in cancelled {
+        let _ = out_tx.send(error_response(id, &Error::new(ErrorCode::Closed, format!(
+            "serve was shutting down (stdin closed or a stop signal) before this request finished, so it was cancelled after {} s. Repair: send the request again to a running serve; `threadbase list` shows what was recorded.",
+            SHUTDOWN_ANSWER_GRACE.as_secs()
+        ))));
+    }
     watcher.abort();
     drop(out_tx);
     let _ = writer.await;

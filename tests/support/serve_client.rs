@@ -14,6 +14,8 @@ use serde_json::{json, Value};
 #[derive(Default)]
 struct Inbox {
     responses: HashMap<u64, Value>,
+    /// How many response lines carried each id (each request must get exactly one).
+    answers: HashMap<u64, u32>,
     notifications: Vec<Value>,
     closed: bool,
 }
@@ -85,6 +87,7 @@ impl Serve {
                 let mut inbox = lock.lock().unwrap();
                 match v.get("id").and_then(Value::as_u64) {
                     Some(id) if v.get("method").is_none() => {
+                        *inbox.answers.entry(id).or_default() += 1;
                         inbox.responses.insert(id, v);
                     }
                     _ => inbox.notifications.push(v),
@@ -167,6 +170,12 @@ impl Serve {
             "thread {params} should have failed: {r}"
         );
         r["error"].clone()
+    }
+
+    /// How many response lines carried `id` so far.
+    pub fn answer_count(&self, id: u64) -> u32 {
+        let inbox = self.inbox.0.lock().unwrap();
+        inbox.answers.get(&id).copied().unwrap_or(0)
     }
 
     pub fn notifications(&self) -> Vec<Value> {
