@@ -1028,3 +1028,149 @@ fn stdin_eof_answers_every_request_already_read() {
     });
     check_clean(&w.db);
 }
+
+#[test]
+fn a_resume_runs_where_the_settled_process_still_lives() {
+    let w = world();
+    std::fs::write(
+        w.dir.path().join("glacial.json"),
+        json!({"turns": [{"steps": [{"delay_ms": 60000}, {"text": "late"}]}]}).to_string(),
+    )
+    .unwrap();
+    let mut root = w.root("quick", &[]);
+    call(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "a", "task": "lead", "wait": false}),
+    );
+    // /root/a's serve holds /root/a/b; /root/a/b's serve holds /root/a/b/c, which keeps working.
+    let mut a = w.child("/root/a", "slow");
+    call(
+        &mut a,
+        "agent_spawn",
+        json!({"path": "b", "task": "dig", "wait": false}),
+    );
+    let mut b_serve = w.serve(
+        "glacial",
+        vec![
+            "--session-id".into(),
+            "ses_child_b".into(),
+            "--scope-path".into(),
+            "/root/a/b".into(),
+        ],
+        &[
+            ("PI_THREADS_ROOT_SESSION_ID", ROOT_SESSION),
+            ("PI_SUBAGENTS_MAX_LEVELS", "4"),
+        ],
+    );
+    call(
+        &mut b_serve,
+        "agent_spawn",
+        json!({"path": "c", "task": "deeper", "wait": false}),
+    );
+    let b = call(
+        &mut root,
+        "agent_wait",
+        json!({"path": "/root/a/b", "timeoutMs": 30000}),
+    );
+    assert_eq!(b["state"], "completed", "{b}");
+    let before = &w.sql("SELECT status, launch_seq, pid FROM threads WHERE path = '/root/a/b'")[0];
+    assert_eq!(before[0], "live", "b's process hosts working /root/a/b/c");
+
+    // The root resumes b: the serve holding b's process runs it, in that same process.
+    let v = call(
+        &mut root,
+        "agent_steer",
+        json!({"path": "/root/a/b", "message": "one more thing"}),
+    );
+    assert!(
+        v["state"] == "starting" || v["state"] == "running" || v["state"] == "completed",
+        "{v}"
+    );
+    let b = call(
+        &mut root,
+        "agent_wait",
+        json!({"path": "/root/a/b", "timeoutMs": 30000}),
+    );
+    assert_eq!(b["state"], "completed", "{b}");
+    assert_ne!(b["output"], "slow answer to dig", "a new run answered: {b}");
+    let after = &w.sql("SELECT status, launch_seq, pid FROM threads WHERE path = '/root/a/b'")[0];
+    assert_eq!(after, before, "the same process ran the resume");
+    let owner: Vec<Value> =
+        w.sql("SELECT owner_pid FROM threads WHERE path = '/root/a/b'")[0].clone();
+    assert_eq!(
+        owner[0],
+        json!(a.child.id()),
+        "still held by /root/a's serve"
+    );
+
+    call(&mut root, "agent_stop", json!({"path": "/root/a"}));
+    for s in [&mut b_serve, &mut a, &mut root] {
+        assert!(s.close(Duration::from_secs(30)).success());
+    }
+    wait_for("no leftovers", Duration::from_secs(10), || {
+        w.leftovers().is_empty()
+    });
+    check_clean(&w.db);
+}
+
+#[test]
+fn a_resume_waits_for_another_serve_to_retire_the_previous_process() {
+    let w = world();
+    let mut root = w.root("quick", &[]);
+    call(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "a", "task": "lead", "wait": false}),
+    );
+    let mut a = w.child("/root/a", "quick");
+    let b = call(
+        &mut a,
+        "agent_spawn",
+        json!({"path": "b", "task": "dig", "wait": true}),
+    );
+    assert_eq!(b["state"], "completed", "{b}");
+    // /root/a's serve is now retiring b's idle process; the root resumes b at once.
+    let old = w.sql("SELECT status, pid FROM threads WHERE path = '/root/a/b'")[0].clone();
+    call(
+        &mut root,
+        "agent_steer",
+        json!({"path": "/root/a/b", "message": "one more thing"}),
+    );
+    let b = call(
+        &mut root,
+        "agent_wait",
+        json!({"path": "/root/a/b", "timeoutMs": 30000}),
+    );
+    assert_eq!(b["state"], "completed", "{b}");
+    assert_eq!(
+        b["output"], "answer to one more thing",
+        "a fresh process: {b}"
+    );
+    let now =
+        w.sql("SELECT owner_pid, pid, launch_seq FROM threads WHERE path = '/root/a/b'")[0].clone();
+    assert_eq!(
+        now[0],
+        json!(root.child.id()),
+        "the root's serve ran the resume"
+    );
+    assert_ne!(now[1], old[1], "a new process, {old:?} → {now:?}");
+    assert_eq!(now[2], 2);
+    // Every message once in b's one session file.
+    let texts = user_texts(Path::new(b["sessionFile"].as_str().unwrap()));
+    assert_eq!(
+        texts
+            .iter()
+            .filter(|t| t.contains("one more thing"))
+            .count(),
+        1,
+        "{texts:?}"
+    );
+    for s in [&mut a, &mut root] {
+        assert!(s.close(Duration::from_secs(30)).success());
+    }
+    wait_for("no leftovers", Duration::from_secs(10), || {
+        w.leftovers().is_empty()
+    });
+    check_clean(&w.db);
+}

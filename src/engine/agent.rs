@@ -78,6 +78,9 @@ const OWNER_CHECK: Duration = Duration::from_secs(1);
 const STOP_WAIT: Duration = Duration::from_secs(10);
 /// How long a steer waits for another serve to pick up its row before answering.
 const STEER_HANDOFF_WAIT: Duration = Duration::from_secs(3);
+/// How long a resume waits for another serve to retire the thread's previous process (a
+/// graceful stop of an idle Pi takes about 2 s).
+const RETIREMENT_WAIT: Duration = Duration::from_secs(10);
 
 /// One contract B thread row.
 #[derive(Debug, Clone)]
@@ -855,7 +858,7 @@ impl AgentHost {
         }
         // So that this steer resumes it here.
         let target = self.restored_if_orphaned(self.known(registry, &path)?)?;
-        let owner = self.rt.owner();
+        let target = self.after_retirement(registry, target).await?;
         // One transaction: the checks, the resume reservation (if settled) and the row.
         let reserved = self.store.write(|tx| {
             let row = self.row_at(tx, registry, &path)?.ok_or_else(|| {
@@ -866,16 +869,19 @@ impl AgentHost {
                     "Thread is stopping; wait for stopped state before resuming. Repair: agent_wait {path}, then steer it again."
                 )));
             }
-            let mut reserved = false;
+            let mut reserved = None;
             if !row.active() {
                 self.check_no_stopped_ancestor(tx, registry, row.parent_path.as_deref().unwrap_or(""))?;
                 self.check_capacity(tx, registry)?;
+                // A process another serve still holds (it hosts working descendants) runs
+                // the resume there; otherwise this serve runs it.
+                let runner = self.holder_elsewhere(&row).unwrap_or_else(|| self.rt.owner());
                 tx.prepare_cached(include_str!("../../sql/agent_reserve_resume.sql"))?
                     .execute(named_params! {
-                        ":status": contract::STATUS_STARTING, ":owner_pid": owner.pid,
-                        ":owner_started": owner.started_at, ":at": now_iso(), ":id": row.id,
+                        ":status": contract::STATUS_STARTING, ":owner_pid": runner.pid,
+                        ":owner_started": runner.started_at, ":at": now_iso(), ":id": row.id,
                     })?;
-                reserved = true;
+                reserved = Some(runner == self.rt.owner());
             }
             tx.prepare_cached(include_str!("../../sql/agent_mailbox_insert.sql"))?
                 .execute(named_params! {
@@ -886,7 +892,10 @@ impl AgentHost {
             Ok(reserved)
         })?;
         let row = self.row_by_id(&target.id)?;
-        if reserved || (row.live && self.is_mine(&row)) || (!row.live && !self.owner_alive(&row)) {
+        if reserved == Some(true)
+            || (row.live && self.is_mine(&row))
+            || (!row.live && !self.owner_alive(&row))
+        {
             // This serve runs it: a resumed run here, or a steer into a process it holds.
             self.deliver(&row.id).await?;
         } else {
@@ -904,6 +913,39 @@ impl AgentHost {
             }
         }
         Ok(self.row_by_id(&target.id)?.view())
+    }
+
+    /// The serve that holds a live process for `row`, when that is another living serve.
+    fn holder_elsewhere(&self, row: &AgentRow) -> Option<crate::runtime::process::ProcessIdentity> {
+        if !row.live || self.is_mine(row) || !self.owner_alive(row) {
+            return None;
+        }
+        Some(crate::runtime::process::ProcessIdentity {
+            pid: row.owner_pid?,
+            started_at: row.owner_started_at?,
+        })
+    }
+
+    /// A settled thread whose process another serve still holds, with no working
+    /// descendants, is being retired by that serve: a resume waits (bounded) for the process
+    /// to end, so that it runs here and two Pi processes never share one session file. A
+    /// process that hosts working descendants stays, and its holder runs the resume.
+    async fn after_retirement(&self, registry: i64, mut row: AgentRow) -> Result<AgentRow> {
+        let deadline = Instant::now() + RETIREMENT_WAIT;
+        while !row.active() && self.holder_elsewhere(&row).is_some() && Instant::now() < deadline {
+            let (lo, hi) = paths::descendant_range(&row.path);
+            let working: i64 = self
+                .store
+                .read()?
+                .prepare_cached(include_str!("../../sql/agent_count_active_under.sql"))?
+                .query_row((registry, &lo, &hi), |r| r.get(0))?;
+            if working > 0 {
+                break;
+            }
+            tokio::time::sleep(WAIT_POLL).await;
+            row = self.restored_if_orphaned(self.row_by_id(&row.id)?)?;
+        }
+        Ok(row)
     }
 
     fn pending_steers(&self, id: &str) -> Result<Vec<Steer>> {
@@ -1215,7 +1257,7 @@ impl AgentHost {
         let lock = self.lock(id);
         let guard = lock.lock().await;
         let row = self.row_by_id(id)?;
-        if row.active() {
+        if row.active() && self.is_mine(&row) {
             // Confirm with the child that nothing is queued (a steer may have just arrived).
             match self.rt.refresh(id, Duration::from_secs(3)).await {
                 Ok((true, _)) => {}
@@ -1277,7 +1319,9 @@ impl AgentHost {
         let guard = lock.lock().await;
         self.rt.flush().await;
         let row = self.row_by_id(id)?;
-        if !row.active() || self.rt.is_live(id) {
+        // Not working, still running here, or reserved by another serve since: not ours to
+        // settle.
+        if !row.active() || self.rt.is_live(id) || !self.is_mine(&row) {
             return Ok(());
         }
         let pending = self.pending_steers(id)?;
