@@ -6,7 +6,7 @@
 //! server exits 0.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -29,25 +29,24 @@ async fn stop_children(engine: &Engine) {
     engine.agent_host().after_shutdown();
 }
 
-/// Drops a finished request from the map of requests still owed an answer; one that panicked
-/// still gets its answer.
-fn forget_answered(
-    pending: &Mutex<HashMap<tokio::task::Id, Value>>,
-    done: &Result<(tokio::task::Id, ()), tokio::task::JoinError>,
+/// Drops a finished request from the map of requests still owed an answer. One that did not
+/// finish by itself still gets its answer: `closed` when shutdown cancelled it, `internal` when
+/// it panicked.
+fn answer_if_unfinished(
+    pending: &mut HashMap<tokio::task::Id, Value>,
+    done: Result<(tokio::task::Id, ()), tokio::task::JoinError>,
     out: &mpsc::UnboundedSender<Value>,
 ) {
-    let task = match done {
-        Ok((task, ())) => *task,
-        Err(e) => e.id(),
+    let (task, failure) = match done {
+        Ok((task, ())) => (task, None),
+        Err(e) if e.is_panic() => (e.id(), Some(Error::new(ErrorCode::Internal, "serve failed inside this request (a bug). Repair: run `threadbase check` to verify the database, and report the request with serve's stderr."))),
+        Err(e) => (e.id(), Some(Error::new(ErrorCode::Closed, format!(
+            "serve was shutting down (stdin closed or a stop signal) before this request finished, so it was cancelled after {} s. Repair: send the request again to a running serve; `threadbase list` shows what was recorded.",
+            SHUTDOWN_ANSWER_GRACE.as_secs()
+        )))),
     };
-    let id = pending
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .remove(&task);
-    if let (Err(e), Some(id)) = (done, id) {
-        if e.is_panic() {
-            let _ = out.send(error_response(id, &Error::new(ErrorCode::Internal, "serve failed inside this request (a bug). Repair: run `threadbase check` to verify the database, and report the request with serve's stderr.")));
-        }
+    if let (Some(id), Some(e)) = (pending.remove(&task), failure) {
+        let _ = out.send(error_response(id, &e));
     }
 }
 
@@ -77,7 +76,7 @@ pub async fn serve(engine: Arc<Engine>) {
     let mut requests = tokio::task::JoinSet::new();
     // The JSON-RPC id of every request still running, by task, so a request cancelled at
     // shutdown still gets its one answer.
-    let pending: Mutex<HashMap<tokio::task::Id, Value>> = Mutex::new(HashMap::new());
+    let mut pending: HashMap<tokio::task::Id, Value> = HashMap::new();
     let mut buf = Vec::new();
     loop {
         buf.clear();
@@ -120,53 +119,31 @@ pub async fn serve(engine: Arc<Engine>) {
                     };
                     let _ = out.send(response);
                 });
-                pending
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert(task.id(), request_id);
+                pending.insert(task.id(), request_id);
             }
         }
         // Reap finished request tasks so the set and the pending map do not grow.
         while let Some(done) = requests.try_join_next_with_id() {
-            forget_answered(&pending, &done, &out_tx);
+            answer_if_unfinished(&mut pending, done, &out_tx);
         }
     }
     // Stop the children first (so pending waits settle), then let every request already read
-    // finish and answer. A request that started a child meanwhile gets that child stopped in
-    // the next round; what is still running at the deadline is cancelled with an answer.
+    // finish and answer; what still runs at the deadline is cancelled with an answer. Children
+    // started by requests meanwhile are stopped once no request can start another.
+    stop_children(&engine).await;
     let deadline = tokio::time::Instant::now() + SHUTDOWN_ANSWER_GRACE;
-    loop {
-        stop_children(&engine).await;
-        let answered = tokio::time::timeout_at(deadline, async {
-            while let Some(done) = requests.join_next_with_id().await {
-                forget_answered(&pending, &done, &out_tx);
-            }
-        })
-        .await
-        .is_ok();
-        if engine.runtime().live_ids().is_empty() {
-            break;
+    let _ = tokio::time::timeout_at(deadline, async {
+        while let Some(done) = requests.join_next_with_id().await {
+            answer_if_unfinished(&mut pending, done, &out_tx);
         }
-        if !answered || tokio::time::Instant::now() >= deadline {
-            // Out of time, with children started by requests still running: stop them too.
-            stop_children(&engine).await;
-            break;
-        }
-        // Every request answered, but some started a child meanwhile: stop it next round.
-    }
+    })
+    .await;
     requests.abort_all();
-    while requests.join_next().await.is_some() {}
-    let cancelled: Vec<Value> = pending
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .drain()
-        .map(|(_, id)| id)
-        .collect();
-    for id in cancelled {
-        let _ = out_tx.send(error_response(id, &Error::new(ErrorCode::Closed, format!(
-            "serve was shutting down (stdin closed or a stop signal) before this request finished, so it was cancelled after {} s. Repair: send the request again to a running serve; `threadbase list` shows what was recorded.",
-            SHUTDOWN_ANSWER_GRACE.as_secs()
-        ))));
+    while let Some(done) = requests.join_next_with_id().await {
+        answer_if_unfinished(&mut pending, done, &out_tx);
+    }
+    if !engine.runtime().live_ids().is_empty() {
+        stop_children(&engine).await;
     }
     watcher.abort();
     drop(out_tx);

@@ -933,19 +933,23 @@ impl AgentHost {
     async fn after_retirement(&self, registry: i64, mut row: AgentRow) -> Result<AgentRow> {
         let deadline = Instant::now() + RETIREMENT_WAIT;
         while !row.active() && self.holder_elsewhere(&row).is_some() && Instant::now() < deadline {
-            let (lo, hi) = paths::descendant_range(&row.path);
-            let working: i64 = self
-                .store
-                .read()?
-                .prepare_cached(include_str!("../../sql/agent_count_active_under.sql"))?
-                .query_row((registry, &lo, &hi), |r| r.get(0))?;
-            if working > 0 {
+            if self.working_descendants(registry, &row.path)? > 0 {
                 break;
             }
             tokio::time::sleep(WAIT_POLL).await;
             row = self.restored_if_orphaned(self.row_by_id(&row.id)?)?;
         }
         Ok(row)
+    }
+
+    /// How many threads under `path` are starting or running.
+    fn working_descendants(&self, registry: i64, path: &str) -> Result<i64> {
+        let (lo, hi) = paths::descendant_range(path);
+        Ok(self
+            .store
+            .read()?
+            .prepare_cached(include_str!("../../sql/agent_count_active_under.sql"))?
+            .query_row((registry, &lo, &hi), |r| r.get(0))?)
     }
 
     fn pending_steers(&self, id: &str) -> Result<Vec<Steer>> {
@@ -1361,14 +1365,9 @@ impl AgentHost {
         if row.active() || !self.rt.is_live(id) {
             return Ok(());
         }
-        let registry = self.registry()?;
-        let (lo, hi) = paths::descendant_range(&row.path);
-        let working: i64 = self
-            .store
-            .read()?
-            .prepare_cached(include_str!("../../sql/agent_count_active_under.sql"))?
-            .query_row((registry, &lo, &hi), |r| r.get(0))?;
-        if working > 0 || !self.pending_steers(id)?.is_empty() {
+        if self.working_descendants(self.registry()?, &row.path)? > 0
+            || !self.pending_steers(id)?.is_empty()
+        {
             return Ok(());
         }
         let host = self.clone();
