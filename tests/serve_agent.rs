@@ -1117,13 +1117,20 @@ fn a_resume_runs_where_the_settled_process_still_lives() {
 #[test]
 fn a_resume_waits_for_another_serve_to_retire_the_previous_process() {
     let w = world();
+    // b ignores SIGTERM, so retiring its idle process takes the full stop escalation (about
+    // 1.5 s until SIGKILL): the root's resume certainly arrives while it still lives.
+    std::fs::write(
+        w.dir.path().join("stubborn.json"),
+        json!({"ignore_sigterm": true, "turns": [{"steps": [{"delay_ms": 100}, {"text": "answer to {prompt}"}]}]}).to_string(),
+    )
+    .unwrap();
     let mut root = w.root("quick", &[]);
     call(
         &mut root,
         "agent_spawn",
         json!({"path": "a", "task": "lead", "wait": false}),
     );
-    let mut a = w.child("/root/a", "quick");
+    let mut a = w.child("/root/a", "stubborn");
     let b = call(
         &mut a,
         "agent_spawn",
@@ -1132,10 +1139,16 @@ fn a_resume_waits_for_another_serve_to_retire_the_previous_process() {
     assert_eq!(b["state"], "completed", "{b}");
     // /root/a's serve is now retiring b's idle process; the root resumes b at once.
     let old = w.sql("SELECT status, pid FROM threads WHERE path = '/root/a/b'")[0].clone();
+    assert_eq!(old[0], "live", "the old process is still being retired");
     call(
         &mut root,
         "agent_steer",
         json!({"path": "/root/a/b", "message": "one more thing"}),
+    );
+    assert!(
+        !Path::new(&format!("/proc/{}", old[1])).exists(),
+        "the resume started only after the previous process {} was gone",
+        old[1]
     );
     let b = call(
         &mut root,
