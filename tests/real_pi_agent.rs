@@ -208,13 +208,6 @@ fn three_levels_of_real_pi_with_update_pause_and_steer() {
 
     let status = root.close(Duration::from_secs(60));
     assert!(status.success());
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while !env.leftover_processes().is_empty() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert!(
-        env.leftover_processes().is_empty(),
-        "{:?}",
-        env.leftover_processes()
-    );
+    let left = env.leftovers_after(Duration::from_secs(15));
+    assert!(left.is_empty(), "{left:?}");
 }

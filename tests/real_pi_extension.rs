@@ -14,7 +14,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use fake_llm::{hermetic_pi_env, pi_or_skip, FakeLlm, PiEnv, Step};
-use pi_child::PiChild;
+use pi_child::{sql, PiChild};
 use serde_json::{json, Value};
 
 /// The parent's whole run: two Pi startups, three tool calls, the child's turn.
@@ -36,25 +36,6 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 
 const CHILD_PROMPT: &str = "Say the magic word.";
 const CHILD_ANSWER: &str = "The magic word is xyzzy.";
-
-/// `threadbase --db DB sql --json QUERY`, parsed.
-fn sql(db: &Path, query: &str) -> Vec<Value> {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_threadbase"))
-        .arg("--db")
-        .arg(db)
-        .args(["sql", "--json", query])
-        .output()
-        .expect("run threadbase sql");
-    assert!(
-        out.status.success(),
-        "threadbase sql {query:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    match serde_json::from_slice(&out.stdout).expect("sql --json prints JSON") {
-        Value::Array(rows) => rows,
-        other => panic!("sql --json printed {other}"),
-    }
-}
 
 fn tool_ends<'a>(events: &'a [Value], tool: &str) -> Vec<&'a Value> {
     events
@@ -152,14 +133,7 @@ impl World {
         let dump = self.parent.dump();
         let status = status.unwrap_or_else(|| panic!("parent did not exit on stdin EOF\n{dump}"));
         assert!(status.success(), "parent exit {status:?}\n{dump}");
-        let deadline = Instant::now() + CLEANUP_TIMEOUT;
-        let leftovers = loop {
-            let left = self.env.leftover_processes();
-            if left.is_empty() || Instant::now() >= deadline {
-                break left;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        };
+        let leftovers = self.env.leftovers_after(CLEANUP_TIMEOUT);
         let described: Vec<String> = leftovers
             .iter()
             .map(|pid| {

@@ -186,14 +186,7 @@ fn close_and_reap(mut pi_child: PiChild, env: &PiEnv) {
     assert!(status.success(), "exit status {status:?}\n{dump}");
 
     pi_child.kill_group();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    let leftovers = loop {
-        let left = env.leftover_processes();
-        if left.is_empty() || Instant::now() >= deadline {
-            break left;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let leftovers = env.leftovers_after(Duration::from_secs(5));
     for pid in &leftovers {
         if let Some(pid) = rustix::process::Pid::from_raw(*pid as i32) {
             let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use fake_llm::{hermetic_pi_env, pi_or_skip, FakeLlm, PiEnv, Step};
-use pi_child::PiChild;
+use pi_child::{sql, PiChild};
 use serde_json::{json, Value};
 
 /// Any one wait for a record of the parent (Pi startup, a turn, a dialog).
@@ -74,25 +74,6 @@ impl Drop for Reaper<'_> {
                 let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
             }
         }
-    }
-}
-
-/// `threadbase --db DB sql --json QUERY`, parsed.
-fn sql(db: &Path, query: &str) -> Vec<Value> {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_threadbase"))
-        .arg("--db")
-        .arg(db)
-        .args(["sql", "--json", query])
-        .output()
-        .expect("run threadbase sql");
-    assert!(
-        out.status.success(),
-        "threadbase sql {query:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    match serde_json::from_slice(&out.stdout).expect("sql --json prints JSON") {
-        Value::Array(rows) => rows,
-        other => panic!("sql --json printed {other}"),
     }
 }
 
@@ -330,14 +311,7 @@ fn threads_command_lists_polls_and_stops_a_thread_through_pi_dialogs() {
     let dump = p.dump();
     let status = status.unwrap_or_else(|| panic!("parent did not exit on stdin EOF\n{dump}"));
     assert!(status.success(), "parent exit {status:?}\n{dump}");
-    let deadline = Instant::now() + CLEANUP_TIMEOUT;
-    let leftovers = loop {
-        let left = env.leftover_processes();
-        if left.is_empty() || Instant::now() >= deadline {
-            break left;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let leftovers = env.leftovers_after(CLEANUP_TIMEOUT);
     assert!(
         leftovers.is_empty(),
         "processes left after the parent exited: {leftovers:?}"

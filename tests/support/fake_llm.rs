@@ -881,6 +881,18 @@ impl PiEnv {
         cmd
     }
 
+    /// Waits up to `timeout` for every process of this env to end; returns those still alive.
+    pub fn leftovers_after(&self, timeout: Duration) -> Vec<u32> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = self.leftover_processes();
+            if left.is_empty() || Instant::now() >= deadline {
+                return left;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// Pids of live (non-zombie) processes whose environment carries this env's marker: every
     /// process Pi or its tools started, whatever process group or session they moved to.
     pub fn leftover_processes(&self) -> Vec<u32> {

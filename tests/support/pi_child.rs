@@ -11,6 +11,7 @@
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
 use std::process::{Child, ChildStdin, ExitStatus};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
@@ -179,5 +180,24 @@ impl Drop for PiChild {
         self.kill_group();
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// What a real Pi run recorded: `threadbase --db DB sql --json QUERY`, parsed.
+pub fn sql(db: &Path, query: &str) -> Vec<Value> {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_threadbase"))
+        .arg("--db")
+        .arg(db)
+        .args(["sql", "--json", query])
+        .output()
+        .expect("run threadbase sql");
+    assert!(
+        out.status.success(),
+        "threadbase sql {query:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    match serde_json::from_slice(&out.stdout).expect("sql --json prints JSON") {
+        Value::Array(rows) => rows,
+        other => panic!("sql --json printed {other}"),
     }
 }
