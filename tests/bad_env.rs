@@ -107,6 +107,21 @@ fn count(db: &Path, sql: &str) -> i64 {
 }
 
 /// Runs `serve` on `db` with `requests` on stdin (then EOF) and waits at most 30 s for it.
+/// After a write failure has passed, the same serve starts, runs and stops a thread.
+fn works_again(s: &mut Serve) {
+    let r = call(
+        s,
+        json!({"action": "start", "prompt": "after", "taskName": "after"}),
+    );
+    assert!(r.get("result").is_some(), "{r}");
+    let r = call(s, json!({"action": "wait", "id": "after"}));
+    assert_eq!(
+        r["result"]["details"]["snapshot"]["resultSummary"], "done: after",
+        "{r}"
+    );
+    call(s, json!({"action": "stop", "id": "after"}));
+}
+
 fn serve_once(db: &Path, cwd: &Path, requests: &[Value]) -> Output {
     let mut child = Command::new(EXE)
         .arg("--db")
@@ -577,17 +592,7 @@ fn a_full_disk_fails_requests_cleanly_and_serve_recovers_when_space_returns() {
 
     // Space comes back: the same serve works again.
     std::fs::remove_file(&filler).unwrap();
-    let r = call(
-        &mut s,
-        json!({"action": "start", "prompt": "after", "taskName": "after"}),
-    );
-    assert!(r.get("result").is_some(), "{r}");
-    let r = call(&mut s, json!({"action": "wait", "id": "after"}));
-    assert_eq!(
-        r["result"]["details"]["snapshot"]["resultSummary"], "done: after",
-        "{r}"
-    );
-    call(&mut s, json!({"action": "stop", "id": "after"}));
+    works_again(&mut s);
     // Every thread the serve reports exists, and none claims a process.
     let r = call(&mut s, json!({"action": "list"}));
     let listed = r["result"]["details"]["count"].as_i64().unwrap();
@@ -737,17 +742,7 @@ fn a_file_size_limit_fails_writes_cleanly_and_serve_recovers() {
             "{r}"
         );
     }
-    let r = call(
-        &mut s,
-        json!({"action": "start", "prompt": "after", "taskName": "after"}),
-    );
-    assert!(r.get("result").is_some(), "{r}");
-    let r = call(&mut s, json!({"action": "wait", "id": "after"}));
-    assert_eq!(
-        r["result"]["details"]["snapshot"]["resultSummary"], "done: after",
-        "{r}"
-    );
-    call(&mut s, json!({"action": "stop", "id": "after"}));
+    works_again(&mut s);
     let r = call(&mut s, json!({"action": "list"}));
     let listed = r["result"]["details"]["count"].as_i64().unwrap();
     let status = s.close(Duration::from_secs(30));
