@@ -106,7 +106,6 @@ fn count(db: &Path, sql: &str) -> i64 {
     c.query_row(sql, [], |r| r.get(0)).unwrap()
 }
 
-/// Runs `serve` on `db` with `requests` on stdin (then EOF) and waits at most 30 s for it.
 /// After a write failure has passed, the same serve starts, runs and stops a thread.
 fn works_again(s: &mut Serve) {
     let r = call(
@@ -122,6 +121,7 @@ fn works_again(s: &mut Serve) {
     call(s, json!({"action": "stop", "id": "after"}));
 }
 
+/// Runs `serve` on `db` with `requests` on stdin (then EOF) and waits at most 30 s for it.
 fn serve_once(db: &Path, cwd: &Path, requests: &[Value]) -> Output {
     let mut child = Command::new(EXE)
         .arg("--db")
