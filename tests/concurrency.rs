@@ -48,6 +48,61 @@ fn writer_process() {
     }
 }
 
+/// Opens (creating and migrating) the database named by THREADBASE_TEST_OPENER, once.
+#[test]
+fn opener_process() {
+    let Ok(db) = std::env::var("THREADBASE_TEST_OPENER") else {
+        return;
+    };
+    Store::open(&db).unwrap_or_else(|e| panic!("open: {e}"));
+}
+
+#[test]
+fn many_processes_create_one_new_database_at_once() {
+    // A race on a new file (two processes switching it to WAL together) failed about one
+    // open in sixty with `database is locked`; eight openers over thirty files make it show.
+    let exe = std::env::current_exe().unwrap();
+    for round in 0..30 {
+        let db = common::temp_db();
+        let openers: Vec<_> = (0..8)
+            .map(|_| {
+                Command::new(&exe)
+                    .args([
+                        "--exact",
+                        "opener_process",
+                        "--nocapture",
+                        "--test-threads=1",
+                    ])
+                    .env("THREADBASE_TEST_OPENER", &db.path)
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .expect("spawn opener")
+            })
+            .collect();
+        for opener in openers {
+            let out = opener.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "round {round}: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let version: i64 = Store::open(&db.path)
+            .unwrap()
+            .read()
+            .unwrap()
+            .query_row(
+                "SELECT max(version) FROM refinery_schema_history",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert!(version >= 2, "round {round}: migrated once, to the latest");
+    }
+}
+
 #[test]
 fn two_processes_write_concurrently_without_locked_errors() {
     let db = common::temp_db();

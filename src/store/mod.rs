@@ -86,13 +86,6 @@ impl Store {
             )));
         }
         configure(&writer)?;
-        let mode: String = writer.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            return Err(Error::io(format!(
-                "The database {} could not switch to WAL mode (journal_mode is {mode}). Repair: put the database on a local filesystem that supports shared memory.",
-                path.display()
-            )));
-        }
         migrate(&mut writer, &path)?;
         let manager = SqliteConnectionManager::file(&path)
             .with_flags(
@@ -176,8 +169,9 @@ fn read_open_error(path: &Path, e: rusqlite::Error) -> Error {
     open_error(path, e)
 }
 
-/// Runs pending migrations. A file lock beside the database serialises processes that open a
-/// new file at the same moment; refinery refuses an applied migration whose text changed.
+/// Switches to WAL and runs pending migrations. A file lock beside the database serialises
+/// processes that open a new file at the same moment; refinery refuses an applied migration
+/// whose text changed.
 fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
     let lock_path = {
         let mut p = path.as_os_str().to_owned();
@@ -195,13 +189,24 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
             lock_path.display()
         ))
     })?;
-    let result = embedded::migrations::runner()
-        .set_abort_divergent(true)
-        .set_abort_missing(true)
-        .run(conn);
+    // The switch to WAL is under the lock too: on a new file it rewrites the header, and a
+    // second process doing the same at that moment got `database is locked` without waiting.
+    let result = (|| {
+        let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(Error::io(format!(
+                "The database {} could not switch to WAL mode (journal_mode is {mode}). Repair: put the database on a local filesystem that supports shared memory.",
+                path.display()
+            )));
+        }
+        embedded::migrations::runner()
+            .set_abort_divergent(true)
+            .set_abort_missing(true)
+            .run(conn)?;
+        Ok(())
+    })();
     drop(lock);
-    result?;
-    Ok(())
+    result
 }
 
 /// Opens `path` for ad-hoc reading only: the file is opened read-only and the connection is
