@@ -6,7 +6,7 @@
  *   `--session-file`, `--session-id`, `--cwd` and `--parent-args` describing this Pi session, and
  *   it inherits this process's environment (THREADBASE_DB, THREADBASE_PI_COMMAND, PI_THREADS_*,
  *   PI_CODING_AGENT_DIR, ...).
- * - Protocol (DESIGN.md, "threadbase serve"): one JSON object per line, LF only.
+ * - Protocol (threadbase's `serve` interface): one JSON object per line, LF only.
  *   Request `{"id": n, "method": "thread", "params": {...}}`; response `{"id": n, "result":
  *   {content, details}}` or `{"id": n, "error": {code, message}}`; notification
  *   `{"method": "progress", "params": {"requestId": n, "details": {...}}}` while a `wait` runs.
@@ -15,7 +15,9 @@
  *   (new, switch, fork, clone, reload), so the next session gets its own server.
  *
  * Configuration (environment of the Pi process):
- * - THREADBASE_BIN      the threadbase executable (default: `threadbase` on PATH);
+ * - THREADBASE_BIN      the threadbase executable. Without it: the binary recorded by
+ *                       `threadbase pi install` (threadbase.json beside this file), else
+ *                       `threadbase` on PATH, else ~/.cargo/bin/threadbase;
  * - THREADBASE_DB       the database (passed as `--db`; default: serve's own default,
  *                       $PI_CODING_AGENT_DIR/threadbase.sqlite, else ~/.pi/agent/threadbase.sqlite);
  * - THREADBASE_TRUSTED  `1` adds `--trusted` (children inside this cwd get `--approve`);
@@ -42,11 +44,33 @@
  */
 
 import { spawn, type ChildProcess } from "node:child_process";
+import { accessSync, constants as fsConstants, readFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { delimiter, dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { Type } from "typebox";
 
 const TOOL_NAME = "thread";
-const TOOL_DESCRIPTION = "Start and manage background Pi child sessions.";
+const TOOL_DESCRIPTION = [
+	"Start and manage background Pi child sessions (threads). Each thread is its own Pi process and session that keeps working while you do; children do not see this conversation, so give them everything they need.",
+	"Actions (one per call, field `action`):",
+	"- start {prompt, name?, taskName?, args?, cwd?}: launch a child and send it the prompt verbatim; returns its id and path (/root/<taskName>).",
+	"- wait {id, timeoutMs? (default 30000, max 600000), detail?}: block until the thread is idle or closed; a timeout never stops it.",
+	"- poll {id, detail?}: look at a thread now. detail: summary (default), tail (the output tail with line breaks), full (the whole retained answer).",
+	"- send {id, message, mode?}: message a live thread; mode prompt (idle), steer (interrupt the current turn) or follow_up (queue after it).",
+	"- stop {id, force?}: end a live thread (graceful; force kills at once). Its session is kept.",
+	"- resume {id}: relaunch a closed thread on its saved session (same id and path, no new prompt); fork {id?, entryId?, position?, name?, taskName?}: branch a thread's (or, without id, this) session into a new thread.",
+	"- list {state?: all|live|closed, visibility?: active|archived|all, parent? | ancestor?}: this session's threads; archive {id, archived?}: hide a closed thread from lists.",
+	"id accepts a thread id (thread_0123456789ab), a path (/root/task or task/sub), or a unique task name.",
+].join("\n");
+const PROMPT_SNIPPET = "thread: run background Pi child sessions (start, wait, poll, send, stop, resume, fork, list, archive)";
+const PROMPT_GUIDELINES = [
+	"Use thread start for independent work that can run in the background; the child does not see this conversation, so put the whole task and its context in the prompt.",
+	"After starting threads, use thread wait (not repeated polls) to block until a thread is idle; a wait that times out leaves the thread running, so wait again or poll later.",
+	"Answers are shortened at the default summary detail; when a result says it was truncated, poll with detail \"full\" to read the whole answer.",
+	"Stop threads you no longer need; resume a closed thread to continue it with its history, or fork it to try another direction.",
+];
 const ACTIONS = ["start", "list", "poll", "send", "stop", "wait", "resume", "fork", "archive"] as const;
 /** Bytes of the server's stderr kept for error messages. */
 const STDERR_TAIL_BYTES = 4000;
@@ -116,9 +140,61 @@ function envFlag(name: string): boolean {
 	return v === "1" || v === "true" || v === "yes";
 }
 
+/** This file's folder (where `threadbase pi install` writes threadbase.json). */
+function extensionDir(): string | undefined {
+	try {
+		return dirname(fileURLToPath(import.meta.url));
+	} catch {
+		return typeof __dirname === "string" ? __dirname : undefined;
+	}
+}
+
+function isExecutable(path: string): boolean {
+	try {
+		accessSync(path, fsConstants.X_OK);
+		return true;
+	} catch {
+		return false;
+	}
+}
+
+/**
+ * The threadbase binary, first match wins: THREADBASE_BIN; the binary recorded by `threadbase pi
+ * install` in threadbase.json beside this file; `threadbase` on PATH; ~/.cargo/bin/threadbase
+ * (where `cargo install` puts it). Throws, saying what to run, when none is there.
+ */
+export function findThreadbase(): string {
+	const explicit = process.env.THREADBASE_BIN?.trim();
+	if (explicit) return explicit;
+	const tried: string[] = [];
+	const dir = extensionDir();
+	if (dir) {
+		const record = join(dir, "threadbase.json");
+		try {
+			const bin = JSON.parse(readFileSync(record, "utf8"))?.bin;
+			if (typeof bin === "string" && bin) {
+				if (isExecutable(bin)) return bin;
+				tried.push(`${bin} (recorded in ${record}; not an executable file)`);
+			}
+		} catch {
+			// not installed by `threadbase pi install`
+		}
+	}
+	for (const d of (process.env.PATH ?? "").split(delimiter)) {
+		if (d && isExecutable(join(d, "threadbase"))) return join(d, "threadbase");
+	}
+	tried.push("threadbase on PATH");
+	const cargo = join(process.env.CARGO_HOME?.trim() || join(homedir(), ".cargo"), "bin", "threadbase");
+	if (isExecutable(cargo)) return cargo;
+	tried.push(cargo);
+	throw new Error(
+		`Cannot find the threadbase binary (tried ${tried.join(", ")}). Repair: in a threadbase checkout run \`cargo install --locked --path .\` and then \`threadbase pi install\`, or set THREADBASE_BIN to the binary's path.`,
+	);
+}
+
 /** The argv of `threadbase serve` for this session. */
 function serveArgv(identity: ServeIdentity): { bin: string; args: string[] } {
-	const bin = process.env.THREADBASE_BIN?.trim() || "threadbase";
+	const bin = findThreadbase();
 	const args: string[] = [];
 	const db = process.env.THREADBASE_DB?.trim();
 	if (db) args.push("--db", db);
@@ -145,7 +221,17 @@ class ServeConnection {
 
 	constructor(identity: ServeIdentity) {
 		this.identity = identity;
-		const { bin, args } = serveArgv(identity);
+		let argv: { bin: string; args: string[] };
+		try {
+			argv = serveArgv(identity);
+		} catch (e) {
+			// No binary: every call of this connection fails with the message that says what to run.
+			this.bin = "threadbase";
+			this.dead = e instanceof Error ? e : new Error(String(e));
+			this.proc = undefined as unknown as ChildProcess;
+			return;
+		}
+		const { bin, args } = argv;
 		this.bin = bin;
 		this.proc = spawn(bin, args, {
 			cwd: identity.cwd,
@@ -164,7 +250,7 @@ class ServeConnection {
 		this.proc.on("error", (err: NodeJS.ErrnoException) => {
 			const repair =
 				err.code === "ENOENT"
-					? " Repair: install threadbase on PATH or set THREADBASE_BIN to its path."
+					? " Repair: in a threadbase checkout run `cargo install --locked --path .` and then `threadbase pi install`, or set THREADBASE_BIN to the binary's path."
 					: "";
 			this.fail(new Error(`Cannot run threadbase serve (${this.bin}): ${err.message}.${repair}`));
 		});
@@ -207,7 +293,7 @@ class ServeConnection {
 
 	/** Closes stdin: the server stops its children gracefully and exits. Idempotent. */
 	close(): void {
-		if (this.closing) return;
+		if (this.closing || !this.proc) return;
 		this.closing = true;
 		try {
 			this.proc.stdin!.end();
@@ -290,6 +376,7 @@ class ServeConnection {
 
 	/** Keep Node's event loop alive only while calls are in flight. */
 	private updateRef(): void {
+		if (!this.proc) return;
 		const busy = this.pending.size > 0 && !this.dead;
 		for (const h of [this.proc, this.proc.stdin, this.proc.stdout, this.proc.stderr] as any[]) {
 			try {
@@ -662,6 +749,8 @@ export default function threadbaseExtension(pi: ExtensionAPI) {
 		name: TOOL_NAME,
 		label: "Thread",
 		description: TOOL_DESCRIPTION,
+		promptSnippet: PROMPT_SNIPPET,
+		promptGuidelines: PROMPT_GUIDELINES,
 		parameters: ThreadParams,
 		async execute(_toolCallId, params, signal, onUpdate, ctx) {
 			const action = (params as { action?: Action }).action;

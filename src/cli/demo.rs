@@ -39,8 +39,17 @@ fn say(out: &mut dyn Write, step: &str, result: &Value) -> Result<()> {
 
 /// Runs the demo; `keep` keeps the database at that path instead of a temporary one.
 pub fn run(keep: Option<PathBuf>, out: &mut dyn Write) -> Result<()> {
+    if let Some(path) = &keep {
+        if path.exists() {
+            return Err(crate::error::Error::invalid(format!(
+                "demo --keep {}: that file already exists, and the demo only writes a new database. Repair: pass a path that does not exist yet, or delete the file first.",
+                path.display()
+            )));
+        }
+    }
     let started = Instant::now();
-    let tmp = tempfile_dir()?;
+    let guard = Cleanup::new(tempfile_dir()?, keep.clone());
+    let tmp = guard.dir.clone();
     let kept = keep.is_some();
     let db = keep.unwrap_or_else(|| tmp.join("demo.sqlite"));
     let work = tmp.join("project");
@@ -141,7 +150,7 @@ pub fn run(keep: Option<PathBuf>, out: &mut dyn Write) -> Result<()> {
     drop(store);
 
     writeln!(out, "\n▶ threadbase tree")?;
-    super::inspect::tree(&db, false, out)?;
+    super::inspect::tree(&db, None, false, out)?;
     writeln!(
         out,
         "\n▶ threadbase events api_survey  (the retained ring, newest last)"
@@ -156,6 +165,7 @@ pub fn run(keep: Option<PathBuf>, out: &mut dyn Write) -> Result<()> {
         started.elapsed().as_secs_f64()
     )?;
     if kept {
+        guard.keep();
         writeln!(
             out,
             "kept: {} (sessions under {})",
@@ -163,10 +173,49 @@ pub fn run(keep: Option<PathBuf>, out: &mut dyn Write) -> Result<()> {
             tmp.display()
         )?;
     } else {
-        let _ = std::fs::remove_dir_all(&tmp);
+        drop(guard);
         writeln!(out, "the temporary database was removed; run `threadbase demo --keep demo.sqlite` to keep it.")?;
     }
     Ok(())
+}
+
+/// Removes the demo's temporary folder when the demo ends, whether it finished or failed (a
+/// failed `--keep` run also removes the database it created, so the same command can run
+/// again); [`Cleanup::keep`] keeps both after a successful `--keep` run.
+struct Cleanup {
+    dir: PathBuf,
+    kept_db: Option<PathBuf>,
+    armed: bool,
+}
+
+impl Cleanup {
+    fn new(dir: PathBuf, kept_db: Option<PathBuf>) -> Cleanup {
+        Cleanup {
+            dir,
+            kept_db,
+            armed: true,
+        }
+    }
+
+    fn keep(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+        if let Some(db) = &self.kept_db {
+            for suffix in ["", "-wal", "-shm"] {
+                let mut p = db.clone().into_os_string();
+                p.push(suffix);
+                let _ = std::fs::remove_file(PathBuf::from(p));
+            }
+        }
+    }
 }
 
 fn tempfile_dir() -> Result<PathBuf> {

@@ -7,6 +7,7 @@ use rusqlite::Connection;
 use serde_json::{json, Value};
 
 use super::sql::write_table;
+use super::stop::{optional_globs, path_globs};
 use crate::error::{Error, ErrorCode, Result};
 use crate::list::{list_every_manager, StateFilter, VisibilityFilter};
 use crate::paths::json_quote;
@@ -23,15 +24,20 @@ pub fn list(
     db: &Path,
     state: &str,
     visibility: &str,
+    matching: Option<&str>,
     json: bool,
     out: &mut dyn Write,
 ) -> Result<()> {
+    let globs = optional_globs(matching)?;
     let conn = open_read_only(db)?;
-    let listing = list_every_manager(
+    let mut listing = list_every_manager(
         &conn,
         StateFilter::parse(state)?,
         VisibilityFilter::parse(visibility)?,
     )?;
+    if let Some(g) = &globs {
+        narrow(&mut listing, g);
+    }
     if json {
         let threads: Vec<Value> = listing
             .threads
@@ -75,9 +81,21 @@ pub fn list(
     Ok(())
 }
 
-pub fn tree(db: &Path, json: bool, out: &mut dyn Write) -> Result<()> {
+/// Keeps the threads whose path matches `globs`, with the counts recomputed.
+fn narrow(listing: &mut crate::list::Listing, globs: &globset::GlobSet) {
+    listing.threads.retain(|t| globs.is_match(&t.path));
+    listing.count = listing.threads.len();
+    listing.live_count = listing.threads.iter().filter(|t| t.status == "live").count();
+    listing.closed_count = listing.count - listing.live_count;
+}
+
+pub fn tree(db: &Path, matching: Option<&str>, json: bool, out: &mut dyn Write) -> Result<()> {
+    let globs = optional_globs(matching)?;
     let conn = open_read_only(db)?;
-    let listing = list_every_manager(&conn, StateFilter::All, VisibilityFilter::All)?;
+    let mut listing = list_every_manager(&conn, StateFilter::All, VisibilityFilter::All)?;
+    if let Some(g) = &globs {
+        narrow(&mut listing, g);
+    }
     // Group by manager, keeping path order inside each group.
     let mut groups: Vec<(i64, Vec<&ThreadRow>)> = Vec::new();
     for t in &listing.threads {
@@ -213,6 +231,50 @@ pub fn events(
     writeln!(out, "{} ({}): {} events retained", t.path, t.id, evs.len())?;
     for e in &evs {
         writeln!(out, "{:>5}  {}  {:<18} {}", e.seq, e.at, e.kind, e.data)?;
+    }
+    Ok(())
+}
+
+/// `events --match GLOB`: the retained events of every matching thread, in path order.
+pub fn events_matching(
+    db: &Path,
+    matching: &str,
+    manager: Option<&str>,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let globs = path_globs(&[matching.to_string()])?;
+    let conn = open_read_only(db)?;
+    let mut listing = list_every_manager(&conn, StateFilter::All, VisibilityFilter::All)?;
+    narrow(&mut listing, &globs);
+    if let Some(session) = manager {
+        let mut keep = Vec::new();
+        for t in listing.threads {
+            let (s, _) = manager_of_thread(&conn, &t.id)?.unwrap_or_default();
+            if s == session {
+                keep.push(t);
+            }
+        }
+        listing.threads = keep;
+    }
+    if json {
+        let mut docs = Vec::new();
+        for t in &listing.threads {
+            let evs = events::of_thread(&conn, &t.id)?;
+            docs.push(json!({"id": t.id, "path": t.path, "events": evs}));
+        }
+        writeln!(out, "{}", serde_json::to_string_pretty(&docs)?)?;
+        return Ok(());
+    }
+    if listing.threads.is_empty() {
+        writeln!(out, "No thread matches {matching}.")?;
+    }
+    for t in &listing.threads {
+        let evs = events::of_thread(&conn, &t.id)?;
+        writeln!(out, "{} ({}): {} events retained", t.path, t.id, evs.len())?;
+        for e in &evs {
+            writeln!(out, "{:>5}  {}  {:<18} {}", e.seq, e.at, e.kind, e.data)?;
+        }
     }
     Ok(())
 }

@@ -4,7 +4,9 @@ mod check;
 mod demo;
 mod http;
 mod inspect;
+pub mod pi;
 mod serve;
+pub mod stop;
 mod sql;
 mod top;
 
@@ -49,29 +51,71 @@ pub enum Command {
         /// active, archived or all.
         #[arg(long, default_value = "all")]
         visibility: String,
+        /// Only threads whose path matches this glob ('/root/api_*'; see `stop`).
+        #[arg(long = "match", value_name = "GLOB")]
+        matching: Option<String>,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
     },
     /// Print the stored threads as a tree per manager.
     Tree {
+        /// Only threads whose path matches this glob ('/root/api_*'; see `stop`).
+        #[arg(long = "match", value_name = "GLOB")]
+        matching: Option<String>,
+        /// Print JSON instead of the indented tree.
         #[arg(long)]
         json: bool,
     },
     /// Show one thread: a thread id, a canonical path, or a task name.
     Show {
+        /// A thread id, a canonical path (/root/task), or a task name.
         reference: String,
         /// Only threads of the manager with this session id.
         #[arg(long, value_name = "SESSION_ID")]
         manager: Option<String>,
+        /// Print JSON instead of aligned fields.
         #[arg(long)]
         json: bool,
     },
-    /// Print a thread's retained events, oldest first.
+    /// Print a thread's retained events, oldest first (with --match: of every matching thread).
     Events {
-        reference: String,
+        /// A thread id, a canonical path (/root/task), or a task name.
+        #[arg(required_unless_present = "matching")]
+        reference: Option<String>,
+        /// Only threads of the manager with this session id.
         #[arg(long, value_name = "SESSION_ID")]
         manager: Option<String>,
+        /// The events of every thread whose path matches this glob, instead of one REFERENCE.
+        #[arg(long = "match", value_name = "GLOB", conflicts_with = "reference")]
+        matching: Option<String>,
+        /// Print JSON instead of lines.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Register the bundled Pi extension with Pi (as `pi install <dir>` does), or remove it, so
+    /// a plain `pi` session offers the `thread` tool with no `-e` and no variables.
+    Pi {
+        #[command(subcommand)]
+        action: PiAction,
+    },
+    /// Stop every live thread whose path matches a glob (e.g. '/root/api_*'; `*` stays inside
+    /// one path segment, `**` crosses them; a pattern without a leading `/` matches at any
+    /// depth). The owning serves carry the stops out; prints what was stopped.
+    Stop {
+        /// One or more globs over canonical thread paths.
+        #[arg(required = true, value_name = "PATTERN")]
+        patterns: Vec<String>,
+        /// SIGKILL the process groups at once instead of a graceful stop.
+        #[arg(long)]
+        force: bool,
+        /// Only threads of the manager with this session id.
+        #[arg(long, value_name = "SESSION_ID")]
+        manager: Option<String>,
+        /// How long to wait for the owning serves to report each thread closed.
+        #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+        timeout: f64,
+        /// Print the outcome as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -112,6 +156,31 @@ pub enum Command {
     },
 }
 
+#[derive(Debug, Subcommand)]
+pub enum PiAction {
+    /// Write the extension to <agent dir>/threadbase (with --local: ./.pi/threadbase), record
+    /// this binary's path beside it, and register it with `pi install` (or, without a `pi` to
+    /// run, in settings.json exactly as `pi install` writes it).
+    Install {
+        /// Install for this project (./.pi/settings.json) instead of for you
+        /// ($PI_CODING_AGENT_DIR/settings.json, else ~/.pi/agent/settings.json).
+        #[arg(long, short = 'l')]
+        local: bool,
+        /// The `pi` program to register with (default: `pi` on PATH).
+        #[arg(long, value_name = "PROGRAM")]
+        pi: Option<String>,
+    },
+    /// Undo `threadbase pi install`: unregister the package and delete its folder.
+    Uninstall {
+        /// Remove the project install (./.pi/threadbase) instead of the personal one.
+        #[arg(long, short = 'l')]
+        local: bool,
+        /// The `pi` program to unregister with (default: `pi` on PATH).
+        #[arg(long, value_name = "PROGRAM")]
+        pi: Option<String>,
+    },
+}
+
 /// The database path: `--db`, else `$THREADBASE_DB`, else `$PI_CODING_AGENT_DIR/threadbase.sqlite`,
 /// else `~/.pi/agent/threadbase.sqlite`.
 pub fn default_db_path(flag: Option<PathBuf>) -> PathBuf {
@@ -145,9 +214,10 @@ pub fn main() -> ExitCode {
         Command::List {
             state,
             visibility,
+            matching,
             json,
-        } => inspect::list(&db, &state, &visibility, json, &mut out),
-        Command::Tree { json } => inspect::tree(&db, json, &mut out),
+        } => inspect::list(&db, &state, &visibility, matching.as_deref(), json, &mut out),
+        Command::Tree { matching, json } => inspect::tree(&db, matching.as_deref(), json, &mut out),
         Command::Show {
             reference,
             manager,
@@ -156,8 +226,43 @@ pub fn main() -> ExitCode {
         Command::Events {
             reference,
             manager,
+            matching,
             json,
-        } => inspect::events(&db, &reference, manager.as_deref(), json, &mut out),
+        } => match (reference, matching) {
+            (Some(reference), _) => {
+                inspect::events(&db, &reference, manager.as_deref(), json, &mut out)
+            }
+            (None, matching) => inspect::events_matching(
+                &db,
+                matching.as_deref().unwrap_or("**"),
+                manager.as_deref(),
+                json,
+                &mut out,
+            ),
+        },
+        Command::Pi { action } => match action {
+            PiAction::Install { local, pi } => pi::install(local, pi.as_deref(), &mut out),
+            PiAction::Uninstall { local, pi } => pi::uninstall(local, pi.as_deref(), &mut out),
+        },
+        Command::Stop {
+            patterns,
+            force,
+            manager,
+            timeout,
+            json,
+        } => {
+            return stop::run(
+                &db,
+                &stop::StopArgs {
+                    patterns: &patterns,
+                    force,
+                    manager: manager.as_deref(),
+                    timeout: std::time::Duration::from_secs_f64(timeout.clamp(0.0, 3600.0)),
+                    json,
+                },
+                &mut out,
+            )
+        }
         Command::Sql { query, json } => sql::run(&db, &query, json, &mut out),
         Command::Restore { json } => restore(&db, json, &mut out),
         Command::Check { json } => return check::run(&db, json, &mut out),

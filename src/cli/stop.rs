@@ -1,0 +1,263 @@
+//! `threadbase stop PATTERN…`: stops live threads by path glob from outside any serve. Like
+//! top's emergency stop, it writes `commands` rows that the owning serves carry out (only they
+//! hold the children's pipes); a thread whose owner is gone gets the restore pass instead.
+//! It then waits, bounded, for each thread to be reported closed and prints what happened.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use globset::{GlobSet, GlobSetBuilder};
+use rusqlite::OptionalExtension;
+
+use crate::error::{Error, Result};
+use crate::runtime::process::ProcessIdentity;
+use crate::store::Store;
+use crate::time::now_iso;
+
+pub struct StopArgs<'a> {
+    pub patterns: &'a [String],
+    pub force: bool,
+    pub manager: Option<&'a str>,
+    pub timeout: Duration,
+    pub json: bool,
+}
+
+/// Compiles CLI path globs: `*` and `?` stay inside one segment, `**` crosses segments, and a
+/// pattern that does not start with `/` may match at any depth (`api_*` = `**/api_*`).
+pub fn path_globs(patterns: &[String]) -> Result<GlobSet> {
+    let mut set = GlobSetBuilder::new();
+    for p in patterns {
+        let text = if p.starts_with('/') {
+            p.clone()
+        } else {
+            format!("**/{p}")
+        };
+        let glob = globset::GlobBuilder::new(&text)
+            .literal_separator(true)
+            .build()
+            .map_err(|e| {
+                Error::invalid(format!(
+                    "Invalid path pattern {}: {e}. Repair: use a glob such as '/root/api_*' (`*` within a segment, `**` across segments); quote it so the shell does not expand it.",
+                    crate::paths::json_quote(p)
+                ))
+            })?;
+        set.add(glob);
+    }
+    set.build().map_err(|e| {
+        Error::invalid(format!(
+            "Invalid path patterns: {e}. Repair: use globs such as '/root/api_*'."
+        ))
+    })
+}
+
+/// The `--match GLOB` of list, tree and events: `None` when absent (everything matches).
+pub fn optional_globs(pattern: Option<&str>) -> Result<Option<GlobSet>> {
+    pattern
+        .map(|p| path_globs(std::slice::from_ref(&p.to_string())))
+        .transpose()
+}
+
+struct Target {
+    id: String,
+    path: String,
+    session: String,
+    owner: Option<ProcessIdentity>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    /// Closed by its serve after the command row.
+    Stopped,
+    /// Its owner was gone: the restore pass closed it.
+    Restored,
+    /// Still live at the deadline; the command row stays pending for its serve.
+    Pending,
+}
+
+impl Outcome {
+    fn word(self) -> &'static str {
+        match self {
+            Outcome::Stopped => "stopped",
+            Outcome::Restored => "restored",
+            Outcome::Pending => "pending",
+        }
+    }
+}
+
+pub fn run(db: &Path, args: &StopArgs<'_>, out: &mut dyn Write) -> ExitCode {
+    match stop(db, args, out) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("threadbase: error[{}]: {}", e.code, e.message);
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn stop(db: &Path, args: &StopArgs<'_>, out: &mut dyn Write) -> Result<ExitCode> {
+    let globs = path_globs(args.patterns)?;
+    if !db.exists() {
+        return Err(Error::io(format!(
+            "No database at {}. Repair: pass --db or set THREADBASE_DB to an existing threadbase database.",
+            db.display()
+        )));
+    }
+    let store = Store::open(db)?;
+    let targets: Vec<Target> = {
+        let conn = store.read()?;
+        let mut stmt = conn.prepare_cached(include_str!("../../sql/stop_candidates.sql"))?;
+        let rows = stmt.query_map([args.manager], |r| {
+            let pid: Option<i64> = r.get(3)?;
+            let started: Option<i64> = r.get(4)?;
+            Ok(Target {
+                id: r.get(0)?,
+                path: r.get(1)?,
+                session: r.get(2)?,
+                owner: pid
+                    .zip(started)
+                    .map(|(pid, started_at)| ProcessIdentity { pid, started_at }),
+            })
+        })?;
+        let mut v = Vec::new();
+        for t in rows {
+            let t = t?;
+            if globs.is_match(&t.path) {
+                v.push(t);
+            }
+        }
+        v
+    };
+    if targets.is_empty() {
+        let scope = args
+            .manager
+            .map(|m| format!(" of manager {m}"))
+            .unwrap_or_default();
+        if args.json {
+            writeln!(out, "{}", serde_json::json!({"threads": []}))?;
+        } else {
+            writeln!(
+                out,
+                "No live thread{scope} matches {}.",
+                args.patterns.join(" ")
+            )?;
+        }
+        return Ok(ExitCode::from(1));
+    }
+    let kind = if args.force { "force_stop" } else { "stop" };
+    let (owned, orphaned): (Vec<&Target>, Vec<&Target>) = targets
+        .iter()
+        .partition(|t| t.owner.is_some_and(|o| o.is_alive()));
+    store.write(|tx| {
+        let mut insert = tx.prepare_cached(include_str!("../../sql/top_command_insert.sql"))?;
+        let now = now_iso();
+        for t in &owned {
+            insert.execute(rusqlite::params![t.id, kind, now])?;
+        }
+        Ok(())
+    })?;
+    let mut restored = Vec::new();
+    if !orphaned.is_empty() {
+        let report =
+            crate::runtime::restore::restore_dead_owners(&store, ProcessIdentity::current())?;
+        restored = report.restored;
+    }
+    // Wait for the owning serves (they poll the change counter every 200 ms or faster).
+    let deadline = Instant::now() + args.timeout;
+    let mut outcomes: Vec<Option<(Outcome, Option<String>)>> = vec![None; targets.len()];
+    loop {
+        let conn = store.read()?;
+        let mut stmt = conn.prepare_cached(include_str!("../../sql/stop_outcome.sql"))?;
+        for (i, t) in targets.iter().enumerate() {
+            if outcomes[i].is_some() {
+                continue;
+            }
+            let row: Option<(String, Option<String>)> = stmt
+                .query_row([&t.id], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()?;
+            match row {
+                Some((status, exit)) if status != "live" => {
+                    let how = if restored.contains(&t.id) {
+                        Outcome::Restored
+                    } else {
+                        Outcome::Stopped
+                    };
+                    outcomes[i] = Some((how, exit));
+                }
+                None => outcomes[i] = Some((Outcome::Stopped, None)),
+                Some(_) => {}
+            }
+        }
+        drop(stmt);
+        drop(conn);
+        if outcomes.iter().all(Option::is_some) || Instant::now() >= deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let outcomes: Vec<(Outcome, Option<String>)> = outcomes
+        .into_iter()
+        .map(|o| o.unwrap_or((Outcome::Pending, None)))
+        .collect();
+    let pending = outcomes
+        .iter()
+        .filter(|(o, _)| *o == Outcome::Pending)
+        .count();
+    if args.json {
+        let items: Vec<serde_json::Value> = targets
+            .iter()
+            .zip(&outcomes)
+            .map(|(t, (o, exit))| {
+                serde_json::json!({
+                    "id": t.id, "path": t.path, "managerSession": t.session,
+                    "outcome": o.word(), "exit": exit,
+                })
+            })
+            .collect();
+        writeln!(out, "{}", serde_json::json!({ "threads": items }))?;
+    } else {
+        for (t, (o, exit)) in targets.iter().zip(&outcomes) {
+            let detail = match (o, exit) {
+                (Outcome::Stopped, Some(k)) => format!("exit {k}"),
+                (Outcome::Stopped, None) => "closed".to_string(),
+                (Outcome::Restored, _) => "its serve is gone; closed as stale".to_string(),
+                (Outcome::Pending, _) => format!(
+                    "still live after {:.1} s; the stop request stays queued for its serve",
+                    args.timeout.as_secs_f64()
+                ),
+            };
+            writeln!(
+                out,
+                "{:<8} {}  ({}, manager {})  {detail}",
+                o.word(),
+                t.path,
+                t.id,
+                t.session
+            )?;
+        }
+        writeln!(
+            out,
+            "{} of {} thread{} closed",
+            targets.len() - pending,
+            targets.len(),
+            if targets.len() == 1 { "" } else { "s" }
+        )?;
+        let others = restored
+            .iter()
+            .filter(|id| !targets.iter().any(|t| &t.id == *id))
+            .count();
+        if others > 0 {
+            writeln!(
+                out,
+                "The restore pass also closed {others} other thread{} whose serve is gone.",
+                if others == 1 { "" } else { "s" }
+            )?;
+        }
+    }
+    Ok(if pending == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
