@@ -162,3 +162,66 @@ fn a_missing_database_is_a_clear_error() {
         "a read-only command creates nothing"
     );
 }
+
+/// `threadbase pi install` writes the extension as shipped in `pi-extension/`, byte for byte
+/// (the copy is compiled into the binary), plus the binary record; with no `pi` on PATH it edits
+/// settings.json itself. `uninstall` removes both. Runs without Pi (the real-Pi side is
+/// tests/real_pi_install.rs).
+#[test]
+fn pi_install_writes_the_shipped_extension_and_uninstall_removes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = dir.path().join("agent");
+    let run = |verb: &str| {
+        Command::new(env!("CARGO_BIN_EXE_threadbase"))
+            .args(["pi", verb])
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("HOME", dir.path())
+            .env("PI_CODING_AGENT_DIR", &agent)
+            .output()
+            .unwrap()
+    };
+    let o = run("install");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let package = agent.join("threadbase");
+    let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("pi-extension");
+    let mut names = Vec::new();
+    for e in std::fs::read_dir(&shipped).unwrap() {
+        let e = e.unwrap();
+        let name = e.file_name().to_string_lossy().into_owned();
+        assert_eq!(
+            std::fs::read(e.path()).unwrap(),
+            std::fs::read(package.join(&name)).unwrap_or_default(),
+            "pi-extension/{name} differs from the installed copy: add it to EXTENSION_FILES in src/cli/pi.rs"
+        );
+        names.push(name);
+    }
+    assert_eq!(
+        std::fs::read_dir(&package).unwrap().count(),
+        names.len() + 1,
+        "the shipped files plus threadbase.json"
+    );
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(package.join("threadbase.json")).unwrap()).unwrap();
+    assert_eq!(
+        record["bin"],
+        std::fs::canonicalize(env!("CARGO_BIN_EXE_threadbase"))
+            .unwrap()
+            .display()
+            .to_string()
+    );
+    let package_json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(package.join("package.json")).unwrap()).unwrap();
+    assert_eq!(package_json["name"], "threadbase");
+    assert_eq!(
+        std::fs::read_to_string(agent.join("settings.json")).unwrap(),
+        "{\n  \"packages\": [\n    \"threadbase\"\n  ]\n}"
+    );
+    let o = run("uninstall");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!package.exists());
+    assert_eq!(
+        std::fs::read_to_string(agent.join("settings.json")).unwrap(),
+        "{\n  \"packages\": []\n}"
+    );
+}

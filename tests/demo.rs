@@ -42,3 +42,41 @@ fn demo_runs_quickly_and_prints_the_tree() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v[0]["live"], 0);
 }
+
+#[test]
+fn demo_keep_refuses_an_existing_file_and_a_failed_demo_leaves_no_temporary_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let existing = dir.path().join("mine.sqlite");
+    std::fs::write(&existing, b"my own data").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_threadbase"))
+        .args(["demo", "--keep"])
+        .arg(&existing)
+        .env("TMPDIR", &tmp)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("that file already exists"), "{err}");
+    assert!(
+        err.contains("Repair: pass a path that does not exist yet"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("taskName"),
+        "not the model-facing conflict text: {err}"
+    );
+    assert_eq!(std::fs::read(&existing).unwrap(), b"my own data");
+
+    // A database that cannot be created: the demo fails after making its temporary folder,
+    // and removes it.
+    let out = Command::new(env!("CARGO_BIN_EXE_threadbase"))
+        .args(["demo", "--keep", "/proc/threadbase-demo.sqlite"])
+        .env("TMPDIR", &tmp)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}

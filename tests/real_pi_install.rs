@@ -127,7 +127,9 @@ fn run(parent: &mut PiChild, id: &str, message: &str) -> Vec<Value> {
         v["type"] == "response" && v["id"] == id
     });
     assert_eq!(response["success"], true, "{}", parent.dump());
-    parent.wait_for("agent_settled", RUN_TIMEOUT, |v| v["type"] == "agent_settled");
+    parent.wait_for("agent_settled", RUN_TIMEOUT, |v| {
+        v["type"] == "agent_settled"
+    });
     parent.seen[mark..].to_vec()
 }
 
@@ -233,7 +235,11 @@ fn after_pi_install_a_plain_pi_session_has_the_thread_tool_and_after_uninstall_i
         .into_iter()
         .find(|r| r.step == Some(0))
         .expect("the parent's first request");
-    assert!(first.tool_names().iter().any(|t| t == "thread"), "{:?}", first.tool_names());
+    assert!(
+        first.tool_names().iter().any(|t| t == "thread"),
+        "{:?}",
+        first.tool_names()
+    );
     let tool = first.json()["tools"]
         .as_array()
         .unwrap()
@@ -342,19 +348,41 @@ fn without_pi_to_run_install_writes_the_settings_exactly_as_pi_install_does() {
     }
     let (pi_personal, pi_local, pi_installed, pi_removed) = &results[0];
     let (ed_personal, ed_local, ed_installed, ed_removed) = &results[1];
-    assert!(pi_personal.contains("registered by `pi install`"), "{pi_personal}");
-    assert!(pi_local.contains("registered by `pi install`"), "{pi_local}");
-    assert!(ed_personal.contains("edited as `pi install` would"), "{ed_personal}");
-    assert!(ed_local.contains("edited as `pi install` would"), "{ed_local}");
     assert!(
-        ed_personal.contains("warning: the child Pi command \"pi\" is not an executable program on PATH"),
+        pi_personal.contains("registered by `pi install`"),
+        "{pi_personal}"
+    );
+    assert!(
+        pi_local.contains("registered by `pi install`"),
+        "{pi_local}"
+    );
+    assert!(
+        ed_personal.contains("edited as `pi install` would"),
+        "{ed_personal}"
+    );
+    assert!(
+        ed_local.contains("edited as `pi install` would"),
+        "{ed_local}"
+    );
+    assert!(
+        ed_personal
+            .contains("warning: the child Pi command \"pi\" is not an executable program on PATH"),
         "{ed_personal}"
     );
     assert!(ed_personal.contains("Repair:"), "{ed_personal}");
-    assert_eq!(ed_installed, pi_installed, "installed settings, byte for byte");
-    assert_eq!(ed_removed, pi_removed, "settings after uninstall, byte for byte");
+    assert_eq!(
+        ed_installed, pi_installed,
+        "installed settings, byte for byte"
+    );
+    assert_eq!(
+        ed_removed, pi_removed,
+        "settings after uninstall, byte for byte"
+    );
     let personal: Value = serde_json::from_str(&pi_installed.0).unwrap();
-    assert_eq!(personal["packages"], json!(["../other-package", "threadbase"]));
+    assert_eq!(
+        personal["packages"],
+        json!(["../other-package", "threadbase"])
+    );
     let project: Value = serde_json::from_str(&pi_installed.1).unwrap();
     assert_eq!(project["packages"], json!(["threadbase"]));
 }
@@ -381,7 +409,10 @@ fn with_no_threadbase_binary_to_find_the_tool_error_says_what_to_run() {
     assert_eq!(ends.len(), 1, "{}", parent.dump());
     assert_eq!(ends[0]["isError"], true, "{}", ends[0]);
     let text = fake_llm::content_text(&ends[0]["result"]["content"]);
-    assert!(text.starts_with("Cannot find the threadbase binary"), "{text}");
+    assert!(
+        text.starts_with("Cannot find the threadbase binary"),
+        "{text}"
+    );
     assert!(
         text.contains("cargo install --locked --path .")
             && text.contains("threadbase pi install")

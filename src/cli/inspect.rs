@@ -85,7 +85,11 @@ pub fn list(
 fn narrow(listing: &mut crate::list::Listing, globs: &globset::GlobSet) {
     listing.threads.retain(|t| globs.is_match(&t.path));
     listing.count = listing.threads.len();
-    listing.live_count = listing.threads.iter().filter(|t| t.status == "live").count();
+    listing.live_count = listing
+        .threads
+        .iter()
+        .filter(|t| t.status == "live")
+        .count();
     listing.closed_count = listing.count - listing.live_count;
 }
 

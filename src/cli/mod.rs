@@ -6,8 +6,8 @@ mod http;
 mod inspect;
 pub mod pi;
 mod serve;
-pub mod stop;
 mod sql;
+pub mod stop;
 mod top;
 
 use std::path::PathBuf;
@@ -216,7 +216,14 @@ pub fn main() -> ExitCode {
             visibility,
             matching,
             json,
-        } => inspect::list(&db, &state, &visibility, matching.as_deref(), json, &mut out),
+        } => inspect::list(
+            &db,
+            &state,
+            &visibility,
+            matching.as_deref(),
+            json,
+            &mut out,
+        ),
         Command::Tree { matching, json } => inspect::tree(&db, matching.as_deref(), json, &mut out),
         Command::Show {
             reference,

@@ -20,7 +20,10 @@ use crate::error::{Error, Result};
 /// The extension as shipped: every file of `pi-extension/`, byte for byte.
 pub const EXTENSION_FILES: &[(&str, &str)] = &[
     ("index.ts", include_str!("../../pi-extension/index.ts")),
-    ("package.json", include_str!("../../pi-extension/package.json")),
+    (
+        "package.json",
+        include_str!("../../pi-extension/package.json"),
+    ),
     ("README.md", include_str!("../../pi-extension/README.md")),
 ];
 
@@ -326,10 +329,7 @@ fn settings_lists(target: &Target) -> Result<bool> {
     Ok(settings
         .get("packages")
         .and_then(Value::as_array)
-        .is_some_and(|a| {
-            a.iter()
-                .any(|e| names_dir(e, base, &target.package_dir))
-        }))
+        .is_some_and(|a| a.iter().any(|e| names_dir(e, base, &target.package_dir))))
 }
 
 /// Adds (or removes) the package in the settings file as Pi's package manager does: the
@@ -401,7 +401,7 @@ pub fn check_child_command(argv: &[String]) -> std::result::Result<String, Strin
             path.display()
         )),
         None => Err(format!(
-            "the child Pi command {} is not an executable program{}, so threads cannot start. Repair: install Pi (`npm install -g @earendil-works/pi-coding-agent`), or set THREADBASE_PI_COMMAND to a JSON argv that starts it, e.g. [\"node\", \"/path/to/pi/dist/cli.js\"].",
+            "the child Pi command {} is not an executable program{}, so threads cannot start. Repair: install Pi (`npm install -g @earendil-works/pi-coding-agent`), or set THREADBASE_PI_COMMAND to a JSON argv that starts it, e.g. [\"node\", \"/path/to/pi-coding-agent/dist/bundle/cli.js\"].",
             crate::paths::json_quote(&program),
             if program.contains('/') { "" } else { " on PATH" }
         )),
