@@ -48,7 +48,12 @@ pub async fn run(
     let mut tick = tokio::time::interval(POLL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        tick.tick().await;
+        tokio::select! {
+            _ = tick.tick() => {}
+            // Notices held back by a request were released: deliver what is still due now,
+            // even if nothing else committed.
+            _ = agent.notices_released() => seen = None,
+        }
         if out.is_closed() {
             return;
         }

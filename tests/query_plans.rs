@@ -158,3 +158,27 @@ fn hot_statements_are_not_reprepared_when_rebound() {
         );
     }
 }
+
+/// The queries of the CLI's stop and of contract B's superseded notices read only their rows.
+#[test]
+fn stop_and_notice_queries_use_their_indexes() {
+    let db = common::temp_db();
+    let store = Store::open(&db.path).unwrap();
+    let conn = store.read().unwrap();
+    for (name, sql, want) in [
+        (
+            "stop_candidates",
+            include_str!("../sql/stop_candidates.sql"),
+            "USING INDEX threads_live",
+        ),
+        (
+            "agent_notices_supersede",
+            include_str!("../sql/agent_notices_supersede.sql"),
+            // Either partial index of pending rows (by thread or by recipient) is a short range.
+            "SEARCH mailbox USING INDEX mailbox_",
+        ),
+    ] {
+        let text = plan(&conn, &statement(sql));
+        assert!(text.contains(want), "{name}: {text}");
+    }
+}

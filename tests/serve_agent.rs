@@ -274,15 +274,32 @@ fn spawn_wait_status_output_and_notice() {
     assert_eq!(page["nextOffset"], 9);
     assert_eq!(page["totalChars"], 23);
 
-    // The completion notice reaches the parent's serve once, without a turn of its own.
+    // The blocking spawn returned the answer, so no notice repeats it: the settlement's
+    // notice row is marked delivered without being sent.
+    wait_for("the notice row superseded", Duration::from_secs(5), || {
+        w.sql("SELECT count(*) FROM mailbox WHERE direction = 'to_parent' AND state = 'pending'")[0]
+            [0]
+            == 0
+    });
+    std::thread::sleep(Duration::from_millis(400));
+    assert!(notices(&root).is_empty(), "{:?}", notices(&root));
+
+    // A spawn that does not wait gets its answer as a notice, once, without a turn of its own.
+    let v = call(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "notify-me", "task": "tell me later", "wait": false}),
+    );
+    assert_ne!(v["state"], "completed");
     wait_for("completion notice", Duration::from_secs(5), || {
         !notices(&root).is_empty()
     });
+    std::thread::sleep(Duration::from_millis(300));
     let n = notices(&root);
     assert_eq!(n.len(), 1, "{n:?}");
     assert_eq!(
         n[0]["text"],
-        "Agent /root/fix-auth completed. Final answer:\nanswer to fix the login"
+        "Agent /root/notify-me completed. Final answer:\nanswer to tell me later"
     );
     assert_eq!(n[0]["state"], "completed");
 
@@ -313,6 +330,58 @@ fn spawn_wait_status_output_and_notice() {
             [0][0],
         1
     );
+    // agent_wait returned the resumed run's answer: no notice for it either.
+    std::thread::sleep(Duration::from_millis(400));
+    assert!(
+        !notices(&root).iter().any(|n| n["path"] == "/root/fix-auth"),
+        "{:?}",
+        notices(&root)
+    );
+    drop(root);
+    wait_for("no leftovers", Duration::from_secs(10), || {
+        w.leftovers().is_empty()
+    });
+    check_clean(&w.db);
+}
+
+#[test]
+fn a_wait_holds_progress_notices_and_releases_them_when_it_times_out() {
+    let w = world();
+    let mut root = w.root("slow", &[]);
+    call(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "a", "task": "lead", "wait": false}),
+    );
+    let mut a = w.child("/root/a", "slow");
+    // The root waits (briefly) on /root/a while /root/a reports progress.
+    let wait = root.send("agent_wait", json!({"path": "/root/a", "timeoutMs": 1200}));
+    std::thread::sleep(Duration::from_millis(200));
+    call(&mut a, "agent_update", json!({"message": "halfway there"}));
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        notices(&root).is_empty(),
+        "held while the wait runs: {:?}",
+        notices(&root)
+    );
+    let r = root.response(wait, Duration::from_secs(10));
+    assert_eq!(r["result"]["details"]["state"], "running", "{r}");
+    // The wait timed out with the thread still working: the progress is news, delivered now.
+    wait_for(
+        "progress notice after the wait",
+        Duration::from_secs(3),
+        || {
+            notices(&root)
+                .iter()
+                .any(|n| n["text"] == "Progress from /root/a: halfway there")
+        },
+    );
+    // Waiting until it settles returns the answer; its completion notice is not sent.
+    let v = call(&mut root, "agent_wait", json!({"path": "/root/a"}));
+    assert_eq!(v["state"], "completed", "{v}");
+    std::thread::sleep(Duration::from_millis(400));
+    assert_eq!(notices(&root).len(), 1, "{:?}", notices(&root));
+    drop(a);
     drop(root);
     wait_for("no leftovers", Duration::from_secs(10), || {
         w.leftovers().is_empty()
@@ -563,20 +632,33 @@ fn pause_update_steer_fail_and_stop_cascade_across_serves() {
         "agent_update → parent notice: {} ms",
         sent.elapsed().as_millis()
     );
-    // The completion of /root/a/c went to /root/a's serve, not to the root.
-    wait_for("notice for /root/a", Duration::from_secs(5), || {
-        notices(&a)
-            .iter()
-            .chain(notices(&a_quick).iter())
-            .any(|n| n["path"] == "/root/a/c" && n["state"] == "completed")
-    });
+    // The completion of /root/a/c was addressed to /root/a, not to the root; /root/a's
+    // blocking spawn already returned it, so it was marked delivered without being sent.
+    let c_notice = w.sql(
+        "SELECT mb.recipient_path, mb.state FROM mailbox mb JOIN threads t ON t.id = mb.thread_id
+         WHERE t.path = '/root/a/c' AND mb.direction = 'to_parent'",
+    );
+    assert_eq!(c_notice, vec![vec![json!("/root/a"), json!("delivered")]]);
     assert!(!notices(&root).iter().any(|n| n["path"] == "/root/a/c"));
+    assert!(!notices(&a)
+        .iter()
+        .chain(notices(&a_quick).iter())
+        .any(|n| n["path"] == "/root/a/c"));
 
     // Stop /root/a from the root: /root/a/b (held by another serve) is stopped through a
     // command row, /root/a/c stays completed, /root/a is stopped.
     let v = call(&mut root, "agent_stop", json!({"path": "/root/a"}));
     assert_eq!(v["state"], "stopped", "{v}");
     assert_eq!(v["status"], "Stopped; session retained");
+    // The root stopped it itself and got the stopped view: no notice repeats that.
+    std::thread::sleep(Duration::from_millis(400));
+    assert!(
+        !notices(&root)
+            .iter()
+            .any(|n| n["path"] == "/root/a" && n["state"] == "stopped"),
+        "{:?}",
+        notices(&root)
+    );
     let st = call(&mut root, "agent_status", json!({}));
     let state_of = |p: &str| {
         st["threads"]
@@ -614,17 +696,18 @@ fn pause_update_steer_fail_and_stop_cascade_across_serves() {
         json!({"reason": "need the API decision"}),
     );
     assert_eq!(p["pauseRequested"], true);
+    // The root is not waiting, so the paused settlement reaches it as a notice.
+    wait_for("paused notice", Duration::from_secs(5), || {
+        notices(&root).iter().any(|n| {
+            n["text"] == "Agent /root/a is paused: need the API decision. Use agent_steer to resume it."
+        })
+    });
     let v = call(&mut root, "agent_wait", json!({"path": "/root/a"}));
     assert_eq!(v["state"], "paused");
     assert_eq!(v["status"], "need the API decision");
     assert!(v.get("output").is_none());
     let out = call(&mut root, "agent_output", json!({"path": "/root/a"}));
     assert_eq!(out["text"], "");
-    wait_for("paused notice", Duration::from_secs(5), || {
-        notices(&root).iter().any(|n| {
-            n["text"] == "Agent /root/a is paused: need the API decision. Use agent_steer to resume it."
-        })
-    });
     // A wait with a timeout returns the current view and never kills.
     call(
         &mut root,

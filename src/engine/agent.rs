@@ -175,6 +175,32 @@ pub struct AgentHost {
     registry: OnceLock<i64>,
     /// Serialises the lifecycle work on one thread inside this serve.
     locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Threads whose settled view a request of this serve is about to return (a blocking
+    /// spawn, a wait, a stop): their notices for the caller are held back meanwhile, and
+    /// superseded once that result carries the same news ([`AgentHost::hold_notices`]).
+    held: Mutex<HashMap<String, usize>>,
+    /// Poked when held notices are released, so the row watcher delivers what is still due.
+    released: tokio::sync::Notify,
+}
+
+/// Holds back one thread's notices for the caller while a request that will report on it runs.
+struct HeldNotices<'a> {
+    host: &'a AgentHost,
+    id: String,
+}
+
+impl Drop for HeldNotices<'_> {
+    fn drop(&mut self) {
+        let mut held = self.host.held.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = held.get_mut(&self.id) {
+            *n -= 1;
+            if *n == 0 {
+                held.remove(&self.id);
+            }
+        }
+        drop(held);
+        self.host.released.notify_one();
+    }
 }
 
 impl AgentHost {
@@ -191,7 +217,58 @@ impl AgentHost {
             limits,
             registry: OnceLock::new(),
             locks: Mutex::new(HashMap::new()),
+            held: Mutex::new(HashMap::new()),
+            released: tokio::sync::Notify::new(),
         })
+    }
+
+    /// Holds back `id`'s notices for this caller until the guard drops: the request will
+    /// return the thread's view itself. Registered before the thread can settle, so the row
+    /// watcher cannot deliver the settlement's notice first.
+    fn hold_notices(&self, id: &str) -> HeldNotices<'_> {
+        *self
+            .held
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(id.to_string())
+            .or_default() += 1;
+        HeldNotices {
+            host: self,
+            id: id.to_string(),
+        }
+    }
+
+    fn notices_held(&self, id: &str) -> bool {
+        self.held
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains_key(id)
+    }
+
+    /// Resolves when held notices were released (the row watcher then delivers what is due).
+    pub(crate) async fn notices_released(&self) {
+        self.released.notified().await
+    }
+
+    /// The caller got `id`'s settled view (or its failure) in a tool result: its pending
+    /// notices for the caller (progress and settlement) say nothing new and are marked
+    /// delivered without being sent. Called while they are held.
+    fn supersede_notices(&self, id: &str) -> Result<()> {
+        self.store.write(|tx| {
+            tx.prepare_cached(include_str!("../../sql/agent_notices_supersede.sql"))?
+                .execute(
+                    named_params! {":at": now_iso(), ":id": id, ":recipient": self.caller()},
+                )?;
+            Ok(())
+        })
+    }
+
+    /// `view` of a thread a request held notices for: supersedes them when it is settled.
+    fn reported(&self, row: AgentRow) -> Result<Value> {
+        if !row.active() {
+            self.supersede_notices(&row.id)?;
+        }
+        Ok(row.view())
     }
 
     fn caller(&self) -> &str {
@@ -376,7 +453,9 @@ impl AgentHost {
                 let path = paths::resolve_agent_path(&path, self.caller())?;
                 self.check_access(&path, false)?;
                 let row = self.known(registry, &path)?;
-                self.wait_settled(&row.id, timeout_ms).await?.view()
+                let _held = self.hold_notices(&row.id);
+                let row = self.wait_settled(&row.id, timeout_ms).await?;
+                self.reported(row)?
             }
             AgentRequest::Steer { path, message } => self.steer(registry, &path, message).await?,
             AgentRequest::Status { path } => self.status(registry, path.as_deref())?,
@@ -517,6 +596,7 @@ impl AgentHost {
             Ok(parent_row)
         });
         let parent_row = parent_row?;
+        let _held = self.hold_notices(&id);
         let started = async {
             let file = self.write_child_session(&id, &path, &name, parent_row.as_ref())?;
             self.launch(&id, task.clone(), Some(file)).await
@@ -525,10 +605,13 @@ impl AgentHost {
         if let Err(e) = started {
             self.close_unlaunched(&id, &e.message)?;
             self.settle(&id, "failed", None, Some(e.message.clone()))?;
+            // The error is the tool result; its "failed" notice would repeat it.
+            self.supersede_notices(&id)?;
             return Err(e);
         }
         if wait {
-            Ok(self.wait_settled(&id, timeout_ms).await?.view())
+            let row = self.wait_settled(&id, timeout_ms).await?;
+            self.reported(row)
         } else {
             Ok(self.row_by_id(&id)?.view())
         }
@@ -1162,6 +1245,8 @@ impl AgentHost {
         let path = paths::resolve_agent_path(path, self.caller())?;
         self.check_access(&path, false)?;
         let target = self.known(registry, &path)?;
+        // The result is the stopped view: no "stopped" notice for what the caller did itself.
+        let _held = self.hold_notices(&target.id);
         let (lo, hi) = paths::descendant_range(&path);
         let targets: Vec<StopTarget> = self.store.write(|tx| {
             let mut stmt = tx.prepare_cached(include_str!("../../sql/agent_stop_targets.sql"))?;
@@ -1217,7 +1302,8 @@ impl AgentHost {
                     .await?;
             }
         }
-        Ok(self.row_by_id(&target.id)?.view())
+        let row = self.row_by_id(&target.id)?;
+        self.reported(row)
     }
 
     // ---- supervision --------------------------------------------------------------------------
@@ -1472,6 +1558,9 @@ impl AgentHost {
             rows.collect::<rusqlite::Result<_>>()?
         };
         for (id, thread_id, kind, body, created_at, path, state) in pending {
+            if self.notices_held(&thread_id) {
+                continue; // a request of this serve is about to report on it
+            }
             if self.consume(id)? {
                 let _ = out.send(json!({"method": "notice", "params": {
                     "threadId": thread_id, "path": path, "kind": kind, "state": state,
