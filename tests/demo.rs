@@ -11,6 +11,7 @@ fn demo_runs_quickly_and_prints_the_tree() {
     let out = Command::new(env!("CARGO_BIN_EXE_threadbase"))
         .args(["demo", "--keep"])
         .arg(&keep)
+        .env("TMPDIR", dir.path())
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);

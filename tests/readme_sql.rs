@@ -65,6 +65,7 @@ fn every_threadbase_sql_example_in_the_readme_runs_against_the_demo_database() {
         .arg("demo")
         .arg("--keep")
         .arg(&db)
+        .env("TMPDIR", dir.path())
         .output()
         .unwrap();
     assert!(
