@@ -17,6 +17,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::error::Result;
 use crate::store::events::{self, NewEvent};
+use crate::store::usage::{self, Usage};
 use crate::store::Store;
 
 /// Operations per transaction at most.
@@ -58,6 +59,12 @@ pub enum IngestOp {
     Stderr {
         thread_id: Arc<str>,
         bytes: Vec<u8>,
+    },
+    /// A completed assistant message's usage, added to `thread_usage` in this batch.
+    Usage {
+        thread_id: Arc<str>,
+        at: String,
+        usage: Usage,
     },
     /// An ordered write; the sender hears its outcome after the commit.
     Write(WriteFn, oneshot::Sender<Result<()>>),
@@ -237,6 +244,8 @@ struct ThreadFacts<'a> {
     partial: Option<&'a str>,
     turn_open: Option<bool>,
     stderr: Vec<u8>,
+    /// The usage of the batch's completed assistant messages, summed, and when the last came.
+    usage: Option<(Usage, &'a str)>,
 }
 
 fn apply(tx: &Transaction<'_>, ops: &[IngestOp]) -> Result<()> {
@@ -251,7 +260,8 @@ fn apply(tx: &Transaction<'_>, ops: &[IngestOp]) -> Result<()> {
             | IngestOp::AssistantText { thread_id, .. }
             | IngestOp::PartialText { thread_id, .. }
             | IngestOp::TurnOpen { thread_id, .. }
-            | IngestOp::Stderr { thread_id, .. } => thread_id,
+            | IngestOp::Stderr { thread_id, .. }
+            | IngestOp::Usage { thread_id, .. } => thread_id,
             IngestOp::Write(..) | IngestOp::Flush(_) => continue,
         };
         let i = match last {
@@ -279,6 +289,11 @@ fn apply(tx: &Transaction<'_>, ops: &[IngestOp]) -> Result<()> {
             IngestOp::PartialText { text, .. } => facts.partial = Some(text),
             IngestOp::TurnOpen { open, .. } => facts.turn_open = Some(*open),
             IngestOp::Stderr { bytes, .. } => facts.stderr.extend_from_slice(bytes),
+            IngestOp::Usage { at, usage, .. } => {
+                let (sum, last) = facts.usage.get_or_insert((Usage::default(), at));
+                sum.add(usage);
+                *last = at;
+            }
             IngestOp::Write(..) | IngestOp::Flush(_) => {}
         }
     }
@@ -302,6 +317,9 @@ fn apply(tx: &Transaction<'_>, ops: &[IngestOp]) -> Result<()> {
         }
         if !facts.stderr.is_empty() {
             append_stderr(tx, thread_id, &facts.stderr)?;
+        }
+        if let Some((sum, at)) = &facts.usage {
+            usage::add(tx, thread_id, sum, at)?;
         }
     }
     Ok(())
@@ -401,6 +419,11 @@ mod tests {
                         None => stderr.push((thread_id, bytes.clone())),
                     }
                 }
+                IngestOp::Usage {
+                    thread_id,
+                    at,
+                    usage,
+                } => usage::add(tx, thread_id, usage, at)?,
                 IngestOp::Write(..) | IngestOp::Flush(_) => {}
             }
         }
@@ -473,6 +496,14 @@ mod tests {
             "SELECT id, phase, updated_at, idle_started_at, last_seq, last_event_at FROM threads ORDER BY id",
             "SELECT * FROM thread_output ORDER BY thread_id",
             "SELECT * FROM thread_events ORDER BY thread_id, seq",
+            // (A row's first updated_at is when its store was made.)
+            "SELECT thread_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
+                    cost_usd, turns, tool_calls, CASE WHEN turns > 0 THEN updated_at END
+             FROM thread_usage ORDER BY thread_id",
+            "SELECT root_session, threads, input_tokens, output_tokens, cache_read_tokens,
+                    cache_write_tokens, cost_usd, turns, tool_calls,
+                    CASE WHEN turns > 0 THEN updated_at END
+             FROM tree_usage ORDER BY root_session",
         ] {
             let mut stmt = conn.prepare(sql).unwrap();
             let n = stmt.column_count();
@@ -541,6 +572,23 @@ mod tests {
                             thread_id,
                             open: next(2) == 0,
                         },
+                        _ if clock % 3 == 0 => {
+                            // Costs in 1/1024 dollars add up exactly in any grouping.
+                            let n = clock as u64;
+                            IngestOp::Usage {
+                                thread_id,
+                                at,
+                                usage: Usage {
+                                    input_tokens: (n * 7919 % 5000) as i64,
+                                    output_tokens: (n * 104_729 % 900) as i64,
+                                    cache_read_tokens: (n % 3) as i64 * 1000,
+                                    cache_write_tokens: (n % 2) as i64 * 64,
+                                    cost_usd: (n % 64) as f64 / 1024.0,
+                                    turns: 1,
+                                    tool_calls: (n % 3) as i64,
+                                },
+                            }
+                        }
                         _ => IngestOp::Stderr {
                             thread_id,
                             bytes: format!("err {clock}\n").into_bytes(),
@@ -554,6 +602,22 @@ mod tests {
         }
         let rows = snapshot(&a);
         assert!(rows.iter().any(|r| r.contains("idle")) && rows.len() > 3 * 40);
+        // The tree's total is the sum of its threads' rows.
+        let conn = a.read().unwrap();
+        let (turns, total): (i64, i64) = conn
+            .query_row(
+                "SELECT sum(turns), sum(input_tokens) FROM thread_usage",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        let tree: (i64, i64) = conn
+            .query_row("SELECT turns, input_tokens FROM tree_usage", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap();
+        assert!(turns > 30, "{turns}");
+        assert_eq!(tree, (turns, total));
     }
 
     #[test]

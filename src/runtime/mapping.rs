@@ -45,6 +45,8 @@ pub enum Effect {
     CancelUi(String),
     /// The turn-open flag changed.
     TurnOpen(bool),
+    /// A completed assistant message's usage (tokens, cost, tool calls), to add to the thread's.
+    Usage(crate::store::usage::Usage),
 }
 
 /// Per-child state the mapping needs.
@@ -119,6 +121,9 @@ impl Tracker {
             "message_end" => {
                 let msg = &v["message"];
                 if msg["role"] == "assistant" {
+                    out.push(Effect::Usage(
+                        crate::store::usage::Usage::of_assistant_message(msg),
+                    ));
                     let text = assistant_text(msg);
                     if msg["stopReason"] == "error" {
                         let m = msg["errorMessage"]

@@ -715,6 +715,15 @@ impl Runtime {
                 Effect::CancelUi(id) => {
                     child.rpc.notify(rpc::cancel_ui(&id)).await;
                 }
+                Effect::Usage(usage) => {
+                    ingest
+                        .send(IngestOp::Usage {
+                            thread_id: tid.clone(),
+                            at: now_iso(),
+                            usage,
+                        })
+                        .await
+                }
             }
         }
     }

@@ -8,6 +8,7 @@
 
 pub mod events;
 pub mod threads;
+pub mod usage;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;

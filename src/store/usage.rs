@@ -1,0 +1,273 @@
+//! What threads spent: tokens and cost summed from Pi's per-message usage (`thread_usage`),
+//! rolled up per subtree (`subtree_usage`) and per root session's whole tree (`tree_usage`).
+//!
+//! The rows are written by the ingest writer in the same transaction as the events of the
+//! message, so usage is exactly as durable as events: a batch is counted once or not at all.
+//! What a crashed serve never recorded is read back from the thread's Pi session file by the
+//! restore pass ([`reconcile`]), using `turns` as the count of messages already counted.
+
+use rusqlite::{named_params, Connection, OptionalExtension, Row};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::Result;
+
+/// Tokens, cost and counts; one message's, or a sum.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub cache_read_tokens: i64,
+    pub cache_write_tokens: i64,
+    pub cost_usd: f64,
+    /// Completed assistant messages.
+    pub turns: i64,
+    /// Tool calls those messages made.
+    pub tool_calls: i64,
+}
+
+/// A JSON number as a non-negative token count (missing, negative or not a number: 0).
+fn count(v: &Value) -> i64 {
+    match v.as_f64() {
+        Some(n) if n.is_finite() && n > 0.0 => n.min(9_007_199_254_740_991.0) as i64,
+        _ => 0,
+    }
+}
+
+impl Usage {
+    /// The usage of one completed assistant message (Pi 1.6's `message.usage`: `input`,
+    /// `output`, `cacheRead`, `cacheWrite`, `cost.total`), counted as one turn with as many
+    /// tool calls as it has `toolCall` blocks. Missing or malformed fields count as zero.
+    pub fn of_assistant_message(msg: &Value) -> Usage {
+        let u = &msg["usage"];
+        let cost = u["cost"]["total"].as_f64().unwrap_or(0.0);
+        let tool_calls = msg["content"]
+            .as_array()
+            .map_or(0, |c| c.iter().filter(|b| b["type"] == "toolCall").count())
+            as i64;
+        Usage {
+            input_tokens: count(&u["input"]),
+            output_tokens: count(&u["output"]),
+            cache_read_tokens: count(&u["cacheRead"]),
+            cache_write_tokens: count(&u["cacheWrite"]),
+            cost_usd: if cost.is_finite() && cost > 0.0 {
+                cost
+            } else {
+                0.0
+            },
+            turns: 1,
+            tool_calls,
+        }
+    }
+
+    /// Adds `other` to this sum.
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.cache_read_tokens = self
+            .cache_read_tokens
+            .saturating_add(other.cache_read_tokens);
+        self.cache_write_tokens = self
+            .cache_write_tokens
+            .saturating_add(other.cache_write_tokens);
+        self.cost_usd += other.cost_usd;
+        self.turns = self.turns.saturating_add(other.turns);
+        self.tool_calls = self.tool_calls.saturating_add(other.tool_calls);
+    }
+
+    /// Every token: input, output, cache reads and cache writes (Pi's `totalTokens`). The
+    /// token budget counts this.
+    pub fn total_tokens(&self) -> i64 {
+        self.input_tokens
+            .saturating_add(self.output_tokens)
+            .saturating_add(self.cache_read_tokens)
+            .saturating_add(self.cache_write_tokens)
+    }
+
+    /// Reads the seven columns starting at `first`, in the order of the tables.
+    pub fn from_columns(r: &Row<'_>, first: usize) -> rusqlite::Result<Usage> {
+        Ok(Usage {
+            input_tokens: r.get::<_, Option<i64>>(first)?.unwrap_or(0),
+            output_tokens: r.get::<_, Option<i64>>(first + 1)?.unwrap_or(0),
+            cache_read_tokens: r.get::<_, Option<i64>>(first + 2)?.unwrap_or(0),
+            cache_write_tokens: r.get::<_, Option<i64>>(first + 3)?.unwrap_or(0),
+            cost_usd: r.get::<_, Option<f64>>(first + 4)?.unwrap_or(0.0),
+            turns: r.get::<_, Option<i64>>(first + 5)?.unwrap_or(0),
+            tool_calls: r.get::<_, Option<i64>>(first + 6)?.unwrap_or(0),
+        })
+    }
+}
+
+/// Adds `u` to a thread's row (its tree's total follows by trigger). A thread without a row
+/// (deleted meanwhile) changes nothing.
+pub fn add(conn: &Connection, thread_id: &str, u: &Usage, at: &str) -> Result<()> {
+    conn.prepare_cached(include_str!("../../sql/usage_add.sql"))?
+        .execute(named_params! {
+            ":input": u.input_tokens, ":output": u.output_tokens,
+            ":cache_read": u.cache_read_tokens, ":cache_write": u.cache_write_tokens,
+            ":cost": u.cost_usd, ":turns": u.turns, ":tool_calls": u.tool_calls,
+            ":at": at, ":id": thread_id,
+        })?;
+    Ok(())
+}
+
+/// One thread's own usage.
+pub fn of_thread(conn: &Connection, thread_id: &str) -> Result<Option<Usage>> {
+    Ok(conn
+        .prepare_cached(include_str!("../../sql/usage_of_thread.sql"))?
+        .query_row([thread_id], |r| Usage::from_columns(r, 0))
+        .optional()?)
+}
+
+/// A thread with all of its descendants, across every manager of its tree.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubtreeUsage {
+    /// Threads in the subtree, the thread itself included.
+    pub threads: i64,
+    #[serde(flatten)]
+    pub usage: Usage,
+}
+
+/// What `thread_id` and its descendants spent (one range of `thread_places_by_key`).
+pub fn of_subtree(conn: &Connection, thread_id: &str) -> Result<Option<SubtreeUsage>> {
+    Ok(conn
+        .prepare_cached(include_str!("../../sql/usage_subtree.sql"))?
+        .query_row([thread_id], |r| {
+            Ok(SubtreeUsage {
+                threads: r.get(0)?,
+                usage: Usage::from_columns(r, 1)?,
+            })
+        })
+        .optional()?
+        .filter(|s| s.threads > 0))
+}
+
+/// Whom a budget check is about: the thread acted on (resume, send, steer) or, for new work,
+/// the serve's own place (its thread id when it is a managed child, and its session id).
+#[derive(Debug, Clone, Copy)]
+pub struct TreeOf<'a> {
+    pub thread_id: Option<&'a str>,
+    pub self_id: Option<&'a str>,
+    pub session_id: &'a str,
+}
+
+/// A root session's whole tree: its total and how many threads it has.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TreeUsage {
+    pub root_session: String,
+    pub threads: i64,
+    #[serde(flatten)]
+    pub usage: Usage,
+}
+
+/// The spend of the tree `of` belongs to: one primary-key lookup in `tree_usage` once the root
+/// is found (each candidate a primary-key lookup in `thread_places`). A tree with no threads
+/// yet has spent nothing.
+pub fn tree_spend(conn: &Connection, of: TreeOf<'_>) -> Result<TreeUsage> {
+    let found = conn
+        .prepare_cached(include_str!("../../sql/usage_tree_of.sql"))?
+        .query_row(
+            named_params! {":thread_id": of.thread_id, ":self_id": of.self_id, ":session_id": of.session_id},
+            |r| {
+                Ok(TreeUsage {
+                    root_session: r.get(0)?,
+                    threads: r.get(1)?,
+                    usage: Usage::from_columns(r, 2)?,
+                })
+            },
+        )
+        .optional()?;
+    Ok(found.unwrap_or_else(|| TreeUsage {
+        root_session: of.session_id.to_string(),
+        threads: 0,
+        usage: Usage::default(),
+    }))
+}
+
+/// The completed assistant messages of a Pi session file from `since_ms` on (its messages
+/// copied from elsewhere, as a fork or an inherited context, are older than the thread), in
+/// file order.
+pub fn session_messages(file: &crate::session::SessionFile, since_ms: i64) -> Vec<Usage> {
+    file.entries
+        .iter()
+        .filter(|e| e["type"] == "message" && e["message"]["role"] == "assistant")
+        .filter(|e| e["message"]["timestamp"].as_i64().unwrap_or(i64::MAX) >= since_ms)
+        .map(|e| Usage::of_assistant_message(&e["message"]))
+        .collect()
+}
+
+/// Counts the messages of `messages` (a thread's session file, see [`session_messages`]) that
+/// its row has not counted yet: the row has counted the first `turns` of them, because the
+/// ingest writer adds each message as Pi completes (and saves) it, in order. Returns what was
+/// added. Run it only for a thread no live process writes for (the restore pass).
+pub fn reconcile(
+    conn: &Connection,
+    thread_id: &str,
+    messages: &[Usage],
+    at: &str,
+) -> Result<Usage> {
+    let Some(counted) = of_thread(conn, thread_id)? else {
+        return Ok(Usage::default());
+    };
+    let mut missing = Usage::default();
+    for m in messages.iter().skip(counted.turns.max(0) as usize) {
+        missing.add(m);
+    }
+    if missing.turns > 0 {
+        add(conn, thread_id, &missing, at)?;
+    }
+    Ok(missing)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn one_message_as_pi_reports_it() {
+        // The shape real Pi 1.6 writes (benches/data/pi16_events.jsonl), with cache tokens.
+        let msg = json!({"role": "assistant", "content": [
+                {"type": "text", "text": "x"},
+                {"type": "toolCall", "id": "c1", "name": "bash", "arguments": {}},
+                {"type": "toolCall", "id": "c2", "name": "read", "arguments": {}}],
+            "usage": {"input": 10, "output": 5, "cacheRead": 7, "cacheWrite": 3, "reasoning": 0,
+                      "totalTokens": 25,
+                      "cost": {"input": 0.1, "output": 0.2, "cacheRead": 0.0, "cacheWrite": 0.0,
+                               "total": 0.30000000000000004, "totalFromProvider": false}}});
+        let u = Usage::of_assistant_message(&msg);
+        assert_eq!(
+            u,
+            Usage {
+                input_tokens: 10,
+                output_tokens: 5,
+                cache_read_tokens: 7,
+                cache_write_tokens: 3,
+                cost_usd: 0.30000000000000004,
+                turns: 1,
+                tool_calls: 2,
+            }
+        );
+        assert_eq!(u.total_tokens(), 25);
+    }
+
+    #[test]
+    fn malformed_usage_counts_as_zero() {
+        for usage in [
+            json!(null),
+            json!("lots"),
+            json!({"input": -5, "output": "7", "cacheRead": 1e300, "cost": {"total": -1}}),
+            json!({"input": f64::NAN, "cost": {"total": "free"}}),
+        ] {
+            let u = Usage::of_assistant_message(&json!({"role": "assistant", "usage": usage}));
+            assert_eq!(u.input_tokens, 0);
+            assert_eq!(u.output_tokens, 0);
+            assert!(u.cache_read_tokens >= 0);
+            assert_eq!(u.cost_usd, 0.0);
+            assert_eq!(u.turns, 1);
+        }
+    }
+}
