@@ -5,6 +5,6 @@
 SELECT t.id, t.manager_id, m.contract, t.pid, t.pgid, t.process_started_at,
        CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_pid ELSE m.owner_pid END AS owner_pid,
        CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_started_at ELSE m.owner_started_at END AS owner_started_at,
-       t.launch_seq
+       t.launch_seq, t.session_file, t.created_at
 FROM threads t JOIN managers m ON m.id = t.manager_id
 WHERE t.status = 'live'

@@ -7,6 +7,10 @@
 //! environment (`process::kill_thread_leftovers`). Each thread is one transaction, except that
 //! a contract B registry is restored all or nothing: one with a broken saved parent link is
 //! refused whole and left unchanged. Nothing is restarted.
+//!
+//! Usage the dead owner never recorded (messages its child completed after the last committed
+//! batch, or after the owner died) is read back from the thread's Pi session file once the
+//! processes are gone, in the transaction that closes the thread (`store::usage::reconcile`).
 
 use rusqlite::{named_params, OptionalExtension};
 use serde_json::json;
@@ -14,6 +18,7 @@ use serde_json::json;
 use super::process::{kill_recorded_group, kill_thread_leftovers, GoneThread, ProcessIdentity};
 use crate::error::Result;
 use crate::store::events::{self, NewEvent};
+use crate::store::usage::{self, Usage};
 use crate::store::Store;
 use crate::time::now_iso;
 
@@ -43,6 +48,8 @@ struct Candidate {
     process_started_at: Option<i64>,
     owner: Option<ProcessIdentity>,
     launch_seq: i64,
+    session_file: Option<String>,
+    created_at: String,
 }
 
 /// Restores every live thread whose owner is not alive and is not `me`.
@@ -65,6 +72,8 @@ pub fn restore_dead_owners(store: &Store, me: ProcessIdentity) -> Result<Restore
                     started_at: owner_started.unwrap_or(-1),
                 }),
                 launch_seq: r.get("launch_seq")?,
+                session_file: r.get("session_file")?,
+                created_at: r.get("created_at")?,
             })
         })?;
         rows.collect::<rusqlite::Result<_>>()?
@@ -99,16 +108,18 @@ pub fn restore_dead_owners(store: &Store, me: ProcessIdentity) -> Result<Restore
         &mut report,
     );
     for c in singles {
-        if store.write(|tx| restore_in(tx, &c))? {
+        let unrecorded = session_messages(&c);
+        if store.write(|tx| restore_in(tx, &c, &unrecorded))? {
             report.restored.push(c.id);
         }
     }
     for (_, batch) in agent_batches {
+        let unrecorded: Vec<Vec<Usage>> = batch.iter().map(session_messages).collect();
         // One registry, one transaction.
         let restored = store.write(|tx| {
             let mut done = Vec::new();
-            for c in &batch {
-                if restore_in(tx, c)? {
+            for (c, messages) in batch.iter().zip(&unrecorded) {
+                if restore_in(tx, c, messages)? {
                     done.push(c.id.clone());
                 }
             }
@@ -199,8 +210,20 @@ fn restore_unlaunched_agents(
     Ok(())
 }
 
-/// Closes one thread of a dead owner as stale (contract B: paused); false if it changed meanwhile.
-fn restore_in(tx: &rusqlite::Transaction<'_>, c: &Candidate) -> Result<bool> {
+/// The completed assistant messages of a thread's session file since the thread was created,
+/// read after its processes are gone (none when it has no readable file).
+fn session_messages(c: &Candidate) -> Vec<Usage> {
+    let since = crate::time::ms_from_iso(&c.created_at).unwrap_or(0);
+    c.session_file
+        .as_deref()
+        .and_then(|f| crate::session::SessionFile::read(f).ok())
+        .map(|file| usage::session_messages(&file, since))
+        .unwrap_or_default()
+}
+
+/// Closes one thread of a dead owner as stale (contract B: paused), adding the usage of the
+/// messages of its session file its row has not counted; false if it changed meanwhile.
+fn restore_in(tx: &rusqlite::Transaction<'_>, c: &Candidate, messages: &[Usage]) -> Result<bool> {
     let at = now_iso();
     let n = tx
         .prepare_cached(include_str!("../../sql/restore_close_stale.sql"))?
@@ -219,6 +242,7 @@ fn restore_in(tx: &rusqlite::Transaction<'_>, c: &Candidate) -> Result<bool> {
                 data: &data,
             }],
         )?;
+        usage::reconcile(tx, &c.id, messages, &at)?;
     }
     Ok(n > 0)
 }
