@@ -132,6 +132,7 @@ pub fn config(db: PathBuf, args: ServeArgs) -> Result<ServeConfig> {
         db,
         limits,
         timers,
+        budget: crate::engine::budget::Budget::from_env(&|k| env(k))?,
     })
 }
 

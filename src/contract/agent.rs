@@ -269,6 +269,10 @@ pub struct AgentFacts {
     pub session_file: Option<String>,
     pub created_at: String,
     pub updated_at: String,
+    /// What the thread spent, summed from Pi's per-message usage (`thread_usage`).
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub cost_usd: f64,
 }
 
 /// A thread's view: what every tool answers with. `output` exists only in `completed` and is
@@ -296,6 +300,10 @@ pub fn view(f: &AgentFacts) -> Value {
     v["sessionFile"] = json!(f.session_file);
     v["createdAt"] = json!(f.created_at);
     v["updatedAt"] = json!(f.updated_at);
+    // The names the subagent manager's newer versions put on the view.
+    v["inputTokens"] = json!(f.input_tokens);
+    v["outputTokens"] = json!(f.output_tokens);
+    v["costUsd"] = json!(f.cost_usd);
     v
 }
 
@@ -401,9 +409,16 @@ mod tests {
             session_file: None,
             created_at: "x".into(),
             updated_at: "y".into(),
+            input_tokens: 1200,
+            output_tokens: 34,
+            cost_usd: 0.0125,
         };
         let v = view(&f);
         assert_eq!(v["outputTruncated"], true);
+        assert_eq!(
+            (&v["inputTokens"], &v["outputTokens"], &v["costUsd"]),
+            (&json!(1200), &json!(34), &json!(0.0125))
+        );
         assert_eq!(utf16_len(v["output"].as_str().unwrap()), 16_000);
         f.state = "paused".into();
         assert!(view(&f).get("output").is_none());

@@ -104,6 +104,10 @@ struct AgentRow {
     cwd: String,
     launch_seq: i64,
     name: String,
+    /// What the thread spent (`thread_usage`).
+    input_tokens: i64,
+    output_tokens: i64,
+    cost_usd: f64,
 }
 
 impl AgentRow {
@@ -128,6 +132,9 @@ impl AgentRow {
             cwd: r.get(16)?,
             launch_seq: r.get(17)?,
             name: r.get(18)?,
+            input_tokens: r.get::<_, Option<i64>>(19)?.unwrap_or(0),
+            output_tokens: r.get::<_, Option<i64>>(20)?.unwrap_or(0),
+            cost_usd: r.get::<_, Option<f64>>(21)?.unwrap_or(0.0),
         })
     }
 
@@ -147,6 +154,9 @@ impl AgentRow {
             session_file: self.session_file.clone(),
             created_at: self.created_at.clone(),
             updated_at: self.updated_at.clone(),
+            input_tokens: self.input_tokens,
+            output_tokens: self.output_tokens,
+            cost_usd: self.cost_usd,
         })
     }
 }
@@ -564,6 +574,7 @@ impl AgentHost {
                 ));
             }
             self.check_capacity(tx, registry)?;
+            self.check_budget(tx, parent_row.as_ref().map(|r| r.id.as_str()), "agent_spawn")?;
             if let Some(p) = parent.as_deref() {
                 self.check_no_stopped_ancestor(tx, registry, p)?;
             }
@@ -625,6 +636,17 @@ impl AgentHost {
                 .execute((id, message, now_iso()))?;
             Ok(())
         })
+    }
+
+    /// Refuses `action` once the tree of `thread_id` (else of this session's registry) has
+    /// reached a budget cap.
+    fn check_budget(&self, conn: &Connection, thread_id: Option<&str>, action: &str) -> Result<()> {
+        let of = crate::store::usage::TreeOf {
+            thread_id,
+            self_id: self.cfg.self_id.as_deref(),
+            session_id: &self.cfg.root_session_id,
+        };
+        self.cfg.budget.check(conn, of, action)
     }
 
     fn check_capacity(&self, conn: &Connection, registry: i64) -> Result<()> {
@@ -952,6 +974,7 @@ impl AgentHost {
                     "Thread is stopping; wait for stopped state before resuming. Repair: agent_wait {path}, then steer it again."
                 )));
             }
+            self.check_budget(tx, Some(&row.id), "agent_steer")?;
             let mut reserved = None;
             if !row.active() {
                 self.check_no_stopped_ancestor(tx, registry, row.parent_path.as_deref().unwrap_or(""))?;

@@ -3,6 +3,7 @@
 //! contract modules do), and turns each operation into store transactions and runtime calls.
 
 pub mod agent;
+pub mod budget;
 mod thread_tool;
 mod worker;
 
@@ -86,6 +87,8 @@ pub struct ServeConfig {
     pub db: PathBuf,
     pub limits: Limits,
     pub timers: RuntimeConfig,
+    /// `THREADBASE_BUDGET_TOKENS` / `THREADBASE_BUDGET_USD`: caps on the root's whole tree.
+    pub budget: budget::Budget,
 }
 
 /// Reads a non-negative integer setting: trimmed text matching `^\d+$` within the safe

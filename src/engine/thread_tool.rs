@@ -291,6 +291,7 @@ async fn start(
     // Reserve the path: limits, uniqueness and the insert in one transaction.
     let (task, path, display) = e.store.write(|tx| {
         check_live_count(e, tx)?;
+        e.check_budget(tx, None, "start")?;
         let (task, path) = choose_task_name(e, tx, task_name.as_deref(), &base)?;
         let display = naming::display_name(name.as_deref(), Some(&prompt), Some(&task), short);
         insert_thread(
@@ -478,6 +479,7 @@ async fn send(e: &Engine, reference: &str, message: &str, mode: Option<&str>) ->
             format!("Thread is closed: {reference}. Repair: resume it first with {{ \"action\": \"resume\", \"id\": \"{}\" }}, or start a new thread.", row.path),
         ));
     }
+    e.check_budget(&*e.store.read()?, Some(&row.id), "send")?;
     refresh_if_live(e, &row.id).await;
     let phase = e.rt.watch(&row.id).map(|v| v.borrow().phase);
     let mode = match mode {
@@ -660,6 +662,7 @@ async fn resume(e: &Engine, reference: &str) -> Result<Value> {
     }
     check_depth(e)?;
     check_live_count(e, &*e.store.read()?)?;
+    e.check_budget(&*e.store.read()?, Some(&row.id), "resume")?;
     let cwd = PathBuf::from(&row.cwd);
     let argv = child_argv(e, &row.args, &cwd, Path::new(&file), &row.name)?;
     let outcome =
@@ -756,6 +759,7 @@ async fn fork(
     };
     let (task, path) = e.store.write(|tx| {
         check_live_count(e, tx)?;
+        e.check_budget(tx, None, "fork")?;
         let (task, path) = choose_task_name(e, tx, task_name.as_deref(), &base)?;
         // The branch file is written inside the reservation, so a rejected fork writes nothing.
         crate::session::write_branch(&source, entry_id.as_deref(), pos, &new_file, &session_id)?;

@@ -403,6 +403,7 @@ async fn spawn(e: &Engine, req: SpawnRequest) -> Result<Value> {
             }
             return Ok(());
         }
+        e.check_budget(tx, None, "threads_spawn")?;
         let used: i64 = tx
             .prepare_cached(include_str!("../../sql/worker_slots_used.sql"))?
             .query_row([&coordinator], |r| r.get(0))?;
@@ -873,7 +874,10 @@ async fn send(e: &Engine, worker_id: &str, key: &str, text: &str) -> Result<Valu
                 ":body": text,
                 ":now": now_iso(),
             })?;
-        if admitted == 0 {
+        if admitted > 0 {
+            // A new message is new work (an identical retry is not); refused, it is rolled back.
+            e.check_budget(tx, Some(&id), "threads_send")?;
+        } else {
             let (_, body): (Option<String>, String) = tx
                 .prepare_cached(include_str!("../../sql/worker_mailbox_by_key.sql"))?
                 .query_row((&id, &send_key), |r| Ok((r.get(0)?, r.get(1)?)))?;

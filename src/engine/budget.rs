@@ -1,0 +1,216 @@
+//! Spend caps on one root session's whole tree: `THREADBASE_BUDGET_TOKENS` (every token,
+//! cache reads and writes included, as Pi's `totalTokens`) and `THREADBASE_BUDGET_USD` (Pi's
+//! `cost.total`). Once the tree's spend reaches a cap, new work in it (start, fork, resume,
+//! send, steer, spawn) is refused with `limit`; running children finish the turn they are in
+//! and their spend is still recorded. The check reads the tree's running total
+//! (`tree_usage`, one primary-key lookup) inside the transaction that reserves the work, and
+//! every serve of the tree (each child's own) checks the same row.
+
+use rusqlite::Connection;
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::store::usage::{tree_spend, TreeOf, TreeUsage};
+
+pub const TOKENS_VAR: &str = "THREADBASE_BUDGET_TOKENS";
+pub const USD_VAR: &str = "THREADBASE_BUDGET_USD";
+
+/// The caps; `None` is no cap.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Budget {
+    pub tokens: Option<i64>,
+    pub usd: Option<f64>,
+}
+
+impl Budget {
+    /// Reads the caps. An unset or empty variable is no cap; a value that is not a cap is an
+    /// error (a cap silently ignored would let a tree spend without limit).
+    pub fn from_env(get: &dyn Fn(&str) -> Option<String>) -> Result<Budget> {
+        let tokens = match get(TOKENS_VAR).filter(|v| !v.trim().is_empty()) {
+            None => None,
+            Some(raw) => {
+                let digits: String = raw
+                    .trim()
+                    .chars()
+                    .filter(|c| !matches!(c, '_' | ','))
+                    .collect();
+                match digits.parse::<i64>() {
+                    Ok(n) if n >= 0 && digits.bytes().all(|b| b.is_ascii_digit()) => Some(n),
+                    _ => {
+                        return Err(Error::invalid(format!(
+                            "{TOKENS_VAR} must be a whole number of tokens, such as 2000000 (got {}). Repair: set it to a number of tokens, or unset it for no token cap.",
+                            crate::paths::json_quote(&raw)
+                        )))
+                    }
+                }
+            }
+        };
+        let usd = match get(USD_VAR).filter(|v| !v.trim().is_empty()) {
+            None => None,
+            Some(raw) => {
+                let text = raw.trim();
+                let text = text.strip_prefix('$').unwrap_or(text);
+                match text.parse::<f64>() {
+                    Ok(x) if x.is_finite() && x >= 0.0 => Some(x),
+                    _ => {
+                        return Err(Error::invalid(format!(
+                            "{USD_VAR} must be a non-negative amount of US dollars, such as 5 or 2.50 (got {}). Repair: set it to an amount, or unset it for no cost cap.",
+                            crate::paths::json_quote(&raw)
+                        )))
+                    }
+                }
+            }
+        };
+        Ok(Budget { tokens, usd })
+    }
+
+    pub fn is_set(&self) -> bool {
+        self.tokens.is_some() || self.usd.is_some()
+    }
+
+    /// The cap `spent` has reached, if any, as (variable, spend text, cap text).
+    pub fn reached(&self, spent: &TreeUsage) -> Option<(&'static str, String, String)> {
+        let u = &spent.usage;
+        if let Some(cap) = self.tokens.filter(|cap| u.total_tokens() >= *cap) {
+            return Some((
+                TOKENS_VAR,
+                format!("{} tokens", thousands(u.total_tokens())),
+                thousands(cap),
+            ));
+        }
+        if let Some(cap) = self.usd.filter(|cap| u.cost_usd >= *cap) {
+            return Some((USD_VAR, usd(u.cost_usd), usd(cap)));
+        }
+        None
+    }
+
+    /// Refuses `action` (e.g. "start") when the tree `of` belongs to has reached a cap.
+    pub fn check(&self, conn: &Connection, of: TreeOf<'_>, action: &str) -> Result<()> {
+        if !self.is_set() {
+            return Ok(());
+        }
+        let spent = tree_spend(conn, of)?;
+        let Some((var, spend, cap)) = self.reached(&spent) else {
+            return Ok(());
+        };
+        let u = &spent.usage;
+        Err(Error::new(
+            ErrorCode::Limit,
+            format!(
+                "Budget reached for the thread tree of session {}: {spend} spent of {var}={cap} ({} threads; input {}, output {}, cache read {}, cache write {} tokens; {}). This {action} was refused; running threads finish the turn they are in. Repair: raise {var} (or unset it) in the environment Pi runs in and restart the session, or stop threads you do not need (`threadbase usage` shows what each spent).",
+                spent.root_session,
+                spent.threads,
+                thousands(u.input_tokens),
+                thousands(u.output_tokens),
+                thousands(u.cache_read_tokens),
+                thousands(u.cache_write_tokens),
+                usd(u.cost_usd),
+            ),
+        ))
+    }
+}
+
+impl super::Engine {
+    /// Refuses `action` when this serve's tree (or `thread_id`'s, for work on an existing
+    /// thread) has reached a cap. Contracts A and C: the tree is found from this serve's own
+    /// thread and session.
+    pub(super) fn check_budget(
+        &self,
+        conn: &Connection,
+        thread_id: Option<&str>,
+        action: &str,
+    ) -> Result<()> {
+        let of = TreeOf {
+            thread_id,
+            self_id: self.cfg.self_id.as_deref(),
+            session_id: &self.cfg.session_id,
+        };
+        self.cfg.budget.check(conn, of, action)
+    }
+}
+
+/// `1234567` as `1,234,567`.
+pub fn thousands(n: i64) -> String {
+    let digits = n.unsigned_abs().to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3 + 1);
+    if n < 0 {
+        out.push('-');
+    }
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Dollars with four decimals: `$0.0123`.
+pub fn usd(x: f64) -> String {
+    format!("${x:.4}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::usage::Usage;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| pairs.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
+    }
+
+    #[test]
+    fn caps_parse_strictly() {
+        assert_eq!(Budget::from_env(&env(&[])).unwrap(), Budget::default());
+        let b = Budget::from_env(&env(&[(TOKENS_VAR, " 2_000,000 "), (USD_VAR, "$2.50")])).unwrap();
+        assert_eq!(b.tokens, Some(2_000_000));
+        assert_eq!(b.usd, Some(2.5));
+        assert_eq!(
+            Budget::from_env(&env(&[(TOKENS_VAR, "")])).unwrap(),
+            Budget::default()
+        );
+        for (var, bad) in [
+            (TOKENS_VAR, "10k"),
+            (TOKENS_VAR, "-5"),
+            (TOKENS_VAR, "1.5"),
+            (USD_VAR, "five"),
+            (USD_VAR, "-1"),
+            (USD_VAR, "inf"),
+        ] {
+            let e = Budget::from_env(&env(&[(var, bad)])).unwrap_err();
+            assert_eq!(e.code, ErrorCode::InvalidParams, "{var}={bad}");
+            assert!(
+                e.message.contains(var) && e.message.contains("Repair:"),
+                "{}",
+                e.message
+            );
+        }
+    }
+
+    #[test]
+    fn a_cap_is_reached_at_equality() {
+        let spent = |tokens: i64, cost: f64| TreeUsage {
+            root_session: "s".into(),
+            threads: 1,
+            usage: Usage {
+                input_tokens: tokens,
+                cost_usd: cost,
+                ..Usage::default()
+            },
+        };
+        let b = Budget {
+            tokens: Some(100),
+            usd: Some(1.0),
+        };
+        assert!(b.reached(&spent(99, 0.99)).is_none());
+        assert_eq!(b.reached(&spent(100, 0.0)).unwrap().0, TOKENS_VAR);
+        assert_eq!(b.reached(&spent(5, 1.0)).unwrap().0, USD_VAR);
+        assert!(Budget::default().reached(&spent(1 << 40, 1e9)).is_none());
+        assert_eq!(thousands(1_234_567), "1,234,567");
+        assert_eq!(thousands(12), "12");
+        assert_eq!(usd(0.01234), "$0.0123");
+    }
+}
