@@ -30,6 +30,8 @@ fn demo_runs_quickly_and_prints_the_tree() {
         "/root/api_survey/check_examples",
         "thread_closed",
         "(4 rows)",
+        "▶ threadbase usage",
+        "tree of session demo-parent: 4 threads",
     ] {
         assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
     }

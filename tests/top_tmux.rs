@@ -211,6 +211,16 @@ fn top_in_tmux() {
         detail_head(s).starts_with("/root/beta")
     });
     assert!(screen.contains("recent events"), "{screen}");
+    // Tokens and cost per row; the thread's and its subtree's spend in the detail pane.
+    assert!(
+        screen.contains("TOKENS") && screen.contains("COST"),
+        "{screen}"
+    );
+    assert!(screen.contains("usage: 0 tokens"), "{screen}");
+    assert!(
+        screen.contains("subtree: 1 thread · 0 tokens · $0.0000"),
+        "{screen}"
+    );
     tmux.keys(&["k"]);
     tmux.wait_for("alpha again", |s| detail_head(s).starts_with("/root/alpha"));
 

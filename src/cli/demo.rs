@@ -154,6 +154,11 @@ pub fn run(keep: Option<PathBuf>, out: &mut dyn Write) -> Result<()> {
     super::inspect::tree(&db, None, false, out)?;
     writeln!(
         out,
+        "\n▶ threadbase usage  (per thread and per subtree, across both managers)"
+    )?;
+    super::usage::run(&db, None, None, false, out)?;
+    writeln!(
+        out,
         "\n▶ threadbase events api_survey  (the retained ring, newest last)"
     )?;
     super::inspect::events(&db, "/root/api_survey", None, false, out)?;

@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 
 use super::sql::write_table;
 use super::stop::{optional_globs, path_globs};
+use crate::engine::budget::{thousands, usd};
 use crate::error::{Error, ErrorCode, Result};
 use crate::list::{list_every_manager, StateFilter, VisibilityFilter};
 use crate::paths::json_quote;
@@ -109,13 +110,19 @@ pub fn tree(db: &Path, matching: Option<&str>, json: bool, out: &mut dyn Write) 
         }
     }
     groups.sort_by_key(|(m, _)| *m);
+    let spent = crate::store::usage::all(&conn)?;
+    let usage_of = |id: &str| spent.get(id).copied().unwrap_or_default();
     if json {
         let mut docs = Vec::new();
         for (_, threads) in &groups {
             let (session, contract) = manager_of_thread(&conn, &threads[0].id)?.unwrap_or_default();
             let items: Vec<Value> = threads
                 .iter()
-                .map(|t| thread_json(&conn, t))
+                .map(|t| {
+                    let mut v = thread_json(&conn, t)?;
+                    v["usage"] = serde_json::to_value(usage_of(&t.id))?;
+                    Ok(v)
+                })
                 .collect::<Result<_>>()?;
             docs.push(json!({"managerSession": session, "contract": contract, "threads": items}));
         }
@@ -134,14 +141,17 @@ pub fn tree(db: &Path, matching: Option<&str>, json: bool, out: &mut dyn Write) 
             let indent = "  ".repeat(depth + 1);
             let label = crate::paths::basename(&t.path);
             let archived = if t.archived { " archived" } else { "" };
+            let u = usage_of(&t.id);
             writeln!(
                 out,
-                "{indent}{label}  {}  [{} {}{}]  {}",
+                "{indent}{label}  {}  [{} {}{}]  {}  · {} tokens · {}",
                 t.path,
                 status_text(t),
                 t.phase,
                 archived,
-                t.name
+                t.name,
+                thousands(u.total_tokens()),
+                usd(u.cost_usd)
             )?;
         }
     }
@@ -169,7 +179,9 @@ pub fn show(
 ) -> Result<()> {
     let conn = open_read_only(db)?;
     let t = find(&conn, reference, manager)?;
-    let doc = thread_json(&conn, &t)?;
+    let mut doc = thread_json(&conn, &t)?;
+    doc["usage"] = serde_json::to_value(crate::store::usage::of_thread(&conn, &t.id)?)?;
+    doc["subtreeUsage"] = serde_json::to_value(crate::store::usage::of_subtree(&conn, &t.id)?)?;
     if json {
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
         return Ok(());
@@ -201,6 +213,20 @@ pub fn show(
     }
     if let Some(p) = t.pid {
         kv.push(("pid", p.to_string()));
+    }
+    if let Some(u) = crate::store::usage::of_thread(&conn, &t.id)? {
+        kv.push(("usage", super::usage::summary(&u)));
+    }
+    if let Some(s) = crate::store::usage::of_subtree(&conn, &t.id)? {
+        kv.push((
+            "subtree",
+            format!(
+                "{} thread{} · {}",
+                s.threads,
+                if s.threads == 1 { "" } else { "s" },
+                super::usage::summary(&s.usage)
+            ),
+        ));
     }
     for (k, v) in kv {
         writeln!(out, "{k:<12} {v}")?;
@@ -285,7 +311,7 @@ pub fn events_matching(
 
 /// Finds a thread for the CLI. With `--manager`, contract A's full resolution inside that
 /// manager; without, an id, else an exact path, else a task name across every manager.
-fn find(conn: &Connection, reference: &str, manager: Option<&str>) -> Result<ThreadRow> {
+pub(super) fn find(conn: &Connection, reference: &str, manager: Option<&str>) -> Result<ThreadRow> {
     if let Some(session) = manager {
         let mut last_err = None;
         for contract in [Contract::Thread, Contract::Agent, Contract::Worker] {

@@ -9,6 +9,7 @@ mod serve;
 mod sql;
 pub mod stop;
 mod top;
+mod usage;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -116,6 +117,19 @@ pub enum Command {
         #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
         timeout: f64,
         /// Print the outcome as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Tokens and cost per thread and per subtree: the whole tree of every root session
+    /// (across every manager in it), or with REF that thread's subtree. The budget line comes
+    /// from THREADBASE_BUDGET_TOKENS / THREADBASE_BUDGET_USD when set.
+    Usage {
+        /// A thread id, a canonical path, or a task name (default: every tree).
+        reference: Option<String>,
+        /// Resolve REF among the threads of the manager with this session id.
+        #[arg(long, value_name = "SESSION_ID")]
+        manager: Option<String>,
+        /// Print {"trees": [{rootSession, threads, …totals, budget?, rows}]} as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -270,6 +284,17 @@ pub fn main() -> ExitCode {
                 &mut out,
             )
         }
+        Command::Usage {
+            reference,
+            manager,
+            json,
+        } => usage::run(
+            &db,
+            reference.as_deref(),
+            manager.as_deref(),
+            json,
+            &mut out,
+        ),
         Command::Sql { query, json } => sql::run(&db, &query, json, &mut out),
         Command::Restore { json } => restore(&db, json, &mut out),
         Command::Check { json } => return check::run(&db, json, &mut out),

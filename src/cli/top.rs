@@ -22,10 +22,14 @@ use rusqlite::Connection;
 use serde_json::Value;
 
 use crate::contract::projection::{self, Detail};
+use crate::engine::budget::usd;
 use crate::error::Result;
 use crate::runtime::process::ProcessIdentity;
 use crate::store::{events, open_read_only, threads::thread_by_id_any, Store};
 use crate::time::{ms_from_iso, now_iso, now_ms};
+
+/// The tokens and cost columns with their separators.
+const USAGE_WIDTH: usize = 17;
 
 /// How often the change counter is read (and the longest a key waits to be seen).
 const POLL: Duration = Duration::from_millis(200);
@@ -127,6 +131,9 @@ struct Row {
     created_at: String,
     last_event_at: String,
     owner: Option<ProcessIdentity>,
+    /// Every token the thread's messages used, and their cost.
+    tokens: i64,
+    cost_usd: f64,
 }
 
 impl Row {
@@ -407,7 +414,11 @@ impl App {
                 _ => vec![Line::from("(no threads match the filters)")],
             },
             Some(id) => match thread_snapshot(&self.conn, &id) {
-                Ok(Some(snap)) => detail_lines(&snap),
+                Ok(Some(snap)) => {
+                    let mut lines = detail_lines(&snap);
+                    lines.splice(3..3, usage_lines(&self.conn, &id));
+                    lines
+                }
                 Ok(None) => vec![Line::from(format!("{id}: gone"))],
                 Err(e) => vec![Line::from(format!("reading {id} failed: {}", e.message))],
             },
@@ -731,6 +742,8 @@ struct Columns {
     name: usize,
     age: bool,
     state: usize,
+    /// Tokens and cost (from 100 columns on).
+    usage: bool,
 }
 
 impl Columns {
@@ -744,6 +757,7 @@ impl Columns {
                 40..=89 => 16,
                 _ => 0,
             },
+            usage: width >= 100,
         }
     }
 
@@ -758,10 +772,23 @@ impl Columns {
         if self.age {
             w = w.saturating_sub(12);
         }
+        if self.usage {
+            w = w.saturating_sub(USAGE_WIDTH);
+        }
         w
     }
 
-    fn join(&self, path: &str, name: &str, state: &str, age: &str, last: &str) -> String {
+    #[allow(clippy::too_many_arguments)]
+    fn join(
+        &self,
+        path: &str,
+        name: &str,
+        state: &str,
+        age: &str,
+        last: &str,
+        tokens: &str,
+        cost: &str,
+    ) -> String {
         let mut s = fit(path, self.path_width());
         if self.name > 0 {
             s.push(' ');
@@ -774,11 +801,14 @@ impl Columns {
         if self.age {
             s.push_str(&format!(" {age:>5} {last:>5}"));
         }
+        if self.usage {
+            s.push_str(&format!(" {tokens:>7} {cost:>8}"));
+        }
         fit(&s, self.width)
     }
 
     fn header(&self) -> String {
-        self.join("PATH", "NAME", "STATE", "AGE", "LAST")
+        self.join("PATH", "NAME", "STATE", "AGE", "LAST", "TOKENS", "COST")
     }
 
     fn row(&self, tree: &str, r: &Row, now: i64) -> String {
@@ -788,6 +818,8 @@ impl Columns {
             &r.state_text(),
             &ago(&r.created_at, now),
             &ago(&r.last_event_at, now),
+            &super::usage::compact(r.tokens),
+            &usd(r.cost_usd),
         )
     }
 }
@@ -874,6 +906,8 @@ fn load_rows(conn: &Connection) -> Result<Vec<Row>> {
             owner: owner_pid
                 .zip(owner_started)
                 .map(|(pid, started_at)| ProcessIdentity { pid, started_at }),
+            tokens: r.get::<_, Option<i64>>(17)?.unwrap_or(0),
+            cost_usd: r.get::<_, Option<f64>>(18)?.unwrap_or(0.0),
         })
     })?;
     Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
@@ -887,6 +921,24 @@ fn thread_snapshot(conn: &Connection, id: &str) -> Result<Option<Value>> {
     let out = crate::engine::output_facts(conn, id)?;
     let evs = events::of_thread(conn, id)?;
     Ok(Some(projection::snapshot(&row, &out, &evs, Detail::Tail)))
+}
+
+/// What the thread spent, and its subtree across every manager of its tree.
+fn usage_lines(conn: &Connection, id: &str) -> Vec<Line<'static>> {
+    let mut out = Vec::new();
+    if let Ok(Some(u)) = crate::store::usage::of_thread(conn, id) {
+        out.push(Line::from(format!("usage: {}", super::usage::summary(&u))));
+    }
+    if let Ok(Some(s)) = crate::store::usage::of_subtree(conn, id) {
+        out.push(Line::from(format!(
+            "subtree: {} thread{} · {} tokens · {}",
+            s.threads,
+            if s.threads == 1 { "" } else { "s" },
+            crate::engine::budget::thousands(s.usage.total_tokens()),
+            usd(s.usage.cost_usd)
+        )));
+    }
+    out
 }
 
 fn detail_lines(s: &Value) -> Vec<Line<'static>> {

@@ -120,6 +120,13 @@ pub fn of_thread(conn: &Connection, thread_id: &str) -> Result<Option<Usage>> {
         .optional()?)
 }
 
+/// Every thread's own usage, by thread id.
+pub fn all(conn: &Connection) -> Result<std::collections::HashMap<String, Usage>> {
+    let mut stmt = conn.prepare_cached(include_str!("../../sql/usage_all.sql"))?;
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, Usage::from_columns(r, 1)?)))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
 /// A thread with all of its descendants, across every manager of its tree.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -1,0 +1,308 @@
+//! `threadbase usage [REF]`: what each thread and each subtree spent, as the whole tree of
+//! each root session (every manager in it), or the subtree of one thread. One query per tree:
+//! the `subtree_usage` view pushed down to the tree's key range.
+
+use std::io::Write;
+use std::path::Path;
+
+use rusqlite::Connection;
+use serde::Serialize;
+
+use super::sql::write_table;
+use crate::engine::budget::{thousands, usd, Budget};
+use crate::error::Result;
+use crate::store::open_read_only;
+use crate::store::usage::{SubtreeUsage, TreeUsage, Usage};
+
+/// One thread of a tree with its own and its subtree's figures.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageRow {
+    pub id: String,
+    pub path: String,
+    pub manager_session: String,
+    pub contract: String,
+    /// 1 at the top of the tree.
+    pub level: i64,
+    /// The thread it hangs under (in this or another manager).
+    pub forest_parent_id: Option<String>,
+    pub status: String,
+    pub phase: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_state: Option<String>,
+    pub name: String,
+    pub usage: Usage,
+    pub subtree: SubtreeUsage,
+    #[serde(skip)]
+    pub tree_key: String,
+}
+
+/// The rows of `root`'s tree whose keys are `key` or below it (`None`: the whole tree), in
+/// tree order.
+pub fn tree_rows(conn: &Connection, root: &str, key: Option<&str>) -> Result<Vec<UsageRow>> {
+    let (lo, hi) = match key {
+        Some(k) => (k.to_string(), format!("{k}0")),
+        None => ("/".to_string(), "0".to_string()),
+    };
+    let mut stmt = conn.prepare_cached(include_str!("../../sql/usage_tree_rows.sql"))?;
+    let rows = stmt.query_map((root, &lo, &hi), |r| {
+        Ok(UsageRow {
+            id: r.get(0)?,
+            path: r.get(1)?,
+            manager_session: r.get(2)?,
+            contract: r.get(3)?,
+            level: r.get(4)?,
+            forest_parent_id: r.get(5)?,
+            status: r.get(6)?,
+            phase: r.get(7)?,
+            agent_state: r.get(8)?,
+            name: r.get(9)?,
+            usage: Usage::from_columns(r, 10)?,
+            subtree: SubtreeUsage {
+                threads: r.get(17)?,
+                usage: Usage::from_columns(r, 18)?,
+            },
+            tree_key: r.get(25)?,
+        })
+    })?;
+    let mut out: Vec<UsageRow> = rows.collect::<rusqlite::Result<_>>()?;
+    // [K, K0) also holds keys that extend K's last segment: keep K and what is below it.
+    if let Some(k) = key {
+        out.retain(|r| r.tree_key == k || r.tree_key.as_bytes().get(k.len()) == Some(&b'/'));
+    }
+    Ok(out)
+}
+
+/// Every root session's total.
+pub fn trees(conn: &Connection) -> Result<Vec<TreeUsage>> {
+    let mut stmt = conn.prepare_cached(include_str!("../../sql/usage_trees.sql"))?;
+    let rows = stmt.query_map([], |r| {
+        Ok(TreeUsage {
+            root_session: r.get(0)?,
+            threads: r.get(1)?,
+            usage: Usage::from_columns(r, 2)?,
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TreeDoc<'a> {
+    #[serde(flatten)]
+    total: &'a TreeUsage,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    budget: Option<BudgetDoc>,
+    /// The thread asked for (`usage REF`): the rows are its subtree.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thread: Option<&'a str>,
+    rows: &'a [UsageRow],
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct BudgetDoc {
+    tokens: Option<i64>,
+    usd: Option<f64>,
+    /// The cap this tree has reached (its variable), if any.
+    reached: Option<&'static str>,
+}
+
+pub fn run(
+    db: &Path,
+    reference: Option<&str>,
+    manager: Option<&str>,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let conn = open_read_only(db)?;
+    let budget = Budget::from_env(&|k| std::env::var(k).ok())?;
+    let mut selected: Vec<(TreeUsage, Option<String>, Vec<UsageRow>)> = Vec::new();
+    let all = trees(&conn)?;
+    match reference {
+        Some(r) => {
+            let t = super::inspect::find(&conn, r, manager)?;
+            let (root, key): (String, String) = conn
+                .prepare_cached(include_str!("../../sql/usage_place.sql"))?
+                .query_row([&t.id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            let total = all
+                .into_iter()
+                .find(|u| u.root_session == root)
+                .unwrap_or(TreeUsage {
+                    root_session: root.clone(),
+                    threads: 0,
+                    usage: Usage::default(),
+                });
+            let rows = tree_rows(&conn, &root, Some(&key))?;
+            selected.push((total, Some(t.id), rows));
+        }
+        None => {
+            for total in all {
+                let rows = tree_rows(&conn, &total.root_session, None)?;
+                selected.push((total, None, rows));
+            }
+        }
+    }
+    if json {
+        let docs: Vec<TreeDoc<'_>> = selected
+            .iter()
+            .map(|(total, thread, rows)| TreeDoc {
+                total,
+                budget: budget.is_set().then(|| BudgetDoc {
+                    tokens: budget.tokens,
+                    usd: budget.usd,
+                    reached: budget.reached(total).map(|r| r.0),
+                }),
+                thread: thread.as_deref(),
+                rows,
+            })
+            .collect();
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({ "trees": docs }))?
+        )?;
+        return Ok(());
+    }
+    if selected.is_empty() {
+        writeln!(out, "(no threads)")?;
+    }
+    for (i, (total, thread, rows)) in selected.iter().enumerate() {
+        if i > 0 {
+            writeln!(out)?;
+        }
+        writeln!(
+            out,
+            "tree of session {}: {} thread{} · {}",
+            total.root_session,
+            total.threads,
+            if total.threads == 1 { "" } else { "s" },
+            summary(&total.usage)
+        )?;
+        if budget.is_set() {
+            writeln!(out, "  budget: {}", budget_text(&budget, total))?;
+        }
+        if let Some(id) = thread {
+            writeln!(out, "  subtree of {id}:")?;
+        }
+        let header: Vec<String> = [
+            "PATH",
+            "STATE",
+            "TURNS",
+            "TOOLS",
+            "INPUT",
+            "OUTPUT",
+            "CACHE R/W",
+            "COST",
+            "SUBTREE",
+            "SUB TOKENS",
+            "SUB COST",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let base = rows.first().map_or(1, |r| r.level);
+        let table: Vec<Vec<String>> = rows
+            .iter()
+            .map(|r| {
+                let u = &r.usage;
+                vec![
+                    format!(
+                        "{}{}",
+                        "  ".repeat((r.level - base).max(0) as usize),
+                        r.path
+                    ),
+                    state_text(r),
+                    thousands(u.turns),
+                    thousands(u.tool_calls),
+                    thousands(u.input_tokens),
+                    thousands(u.output_tokens),
+                    format!(
+                        "{}/{}",
+                        thousands(u.cache_read_tokens),
+                        thousands(u.cache_write_tokens)
+                    ),
+                    usd(u.cost_usd),
+                    thousands(r.subtree.threads),
+                    thousands(r.subtree.usage.total_tokens()),
+                    usd(r.subtree.usage.cost_usd),
+                ]
+            })
+            .collect();
+        write_table(out, &header, &table)?;
+    }
+    Ok(())
+}
+
+fn state_text(r: &UsageRow) -> String {
+    match (&r.agent_state, r.contract.as_str()) {
+        (Some(s), "agent") => s.clone(),
+        _ => format!("{}/{}", r.status, r.phase),
+    }
+}
+
+/// `1,234 tokens (input 900 · output 300 · cache read 34 · cache write 0) · $0.0123 · 4 turns
+/// · 2 tool calls`.
+pub fn summary(u: &Usage) -> String {
+    format!(
+        "{} tokens (input {} · output {} · cache read {} · cache write {}) · {} · {} turn{} · {} tool call{}",
+        thousands(u.total_tokens()),
+        thousands(u.input_tokens),
+        thousands(u.output_tokens),
+        thousands(u.cache_read_tokens),
+        thousands(u.cache_write_tokens),
+        usd(u.cost_usd),
+        thousands(u.turns),
+        if u.turns == 1 { "" } else { "s" },
+        thousands(u.tool_calls),
+        if u.tool_calls == 1 { "" } else { "s" },
+    )
+}
+
+fn budget_text(b: &Budget, total: &TreeUsage) -> String {
+    let mut parts = Vec::new();
+    if let Some(cap) = b.tokens {
+        parts.push(format!(
+            "{} of {} tokens ({})",
+            thousands(total.usage.total_tokens()),
+            thousands(cap),
+            crate::engine::budget::TOKENS_VAR
+        ));
+    }
+    if let Some(cap) = b.usd {
+        parts.push(format!(
+            "{} of {} ({})",
+            usd(total.usage.cost_usd),
+            usd(cap),
+            crate::engine::budget::USD_VAR
+        ));
+    }
+    let mut s = parts.join(" · ");
+    if b.reached(total).is_some() {
+        s.push_str(" · REACHED: new work in this tree is refused");
+    }
+    s
+}
+
+/// A short token count for narrow columns: `950`, `12.3k`, `4.56M`.
+pub fn compact(n: i64) -> String {
+    let x = n as f64;
+    match n {
+        ..=999 => n.to_string(),
+        1_000..=999_949 => format!("{:.1}k", x / 1e3),
+        999_950..=999_994_999 => format!("{:.2}M", x / 1e6),
+        _ => format!("{:.2}G", x / 1e9),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::compact;
+
+    #[test]
+    fn compact_counts() {
+        assert_eq!(compact(950), "950");
+        assert_eq!(compact(12_345), "12.3k");
+        assert_eq!(compact(4_560_000), "4.56M");
+    }
+}
