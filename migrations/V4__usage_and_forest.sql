@@ -28,9 +28,11 @@ CREATE TABLE thread_places (
 -- one root_session, so both cost O(log n + k) whatever else the database holds.
 CREATE UNIQUE INDEX thread_places_by_key ON thread_places (root_session, tree_key);
 
--- What each thread spent: the sum of the usage of every assistant message its Pi processes
--- completed, added by the ingest writer in the same transaction as that message's events.
--- Resumes go on counting; a fork is a new thread and starts at zero.
+-- What each thread spent: the usage of every assistant message its Pi processes completed,
+-- plus the usage Pi 1.6 reports beside turns (a tool result's nested model calls, a `usage`
+-- session entry, a compaction), as Pi's own session cost counts them; added by the ingest
+-- writer in the same transaction as the events. Resumes go on counting; a fork is a new
+-- thread and starts at zero.
 CREATE TABLE thread_usage (
     thread_id          TEXT    PRIMARY KEY REFERENCES threads (id) ON DELETE CASCADE,
     input_tokens       INTEGER NOT NULL DEFAULT 0 CHECK (input_tokens >= 0),

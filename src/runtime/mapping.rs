@@ -3,6 +3,7 @@
 
 use serde_json::{json, Value};
 
+use crate::store::usage::Usage;
 use crate::text::{byte_suffix, retain};
 
 /// Retained assistant text, in UTF-16 units.
@@ -45,8 +46,10 @@ pub enum Effect {
     CancelUi(String),
     /// The turn-open flag changed.
     TurnOpen(bool),
-    /// A completed assistant message's usage (tokens, cost, tool calls), to add to the thread's.
-    Usage(crate::store::usage::Usage),
+    /// Spend to add to the thread's: a completed assistant message's usage (one turn, its
+    /// tool calls), or the usage Pi 1.6 reports beside turns (a tool result's nested model
+    /// calls, a `usage` session entry, a compaction), as its session cost counts them.
+    Usage(Usage),
 }
 
 /// Per-child state the mapping needs.
@@ -120,10 +123,11 @@ impl Tracker {
             }
             "message_end" => {
                 let msg = &v["message"];
+                if msg["role"] == "toolResult" && msg["usage"].is_object() {
+                    out.push(Effect::Usage(Usage::of_usage(&msg["usage"])));
+                }
                 if msg["role"] == "assistant" {
-                    out.push(Effect::Usage(
-                        crate::store::usage::Usage::of_assistant_message(msg),
-                    ));
+                    out.push(Effect::Usage(Usage::of_assistant_message(msg)));
                     let text = assistant_text(msg);
                     if msg["stopReason"] == "error" {
                         let m = msg["errorMessage"]
@@ -153,6 +157,18 @@ impl Tracker {
                     "tool_completed",
                     json!({"toolName": v["toolName"], "error": error}),
                 ));
+            }
+            "entry_appended" if v["entry"]["type"] == "usage" => {
+                let u = Usage::of_usage(&v["entry"]["usage"]);
+                if !u.is_zero() {
+                    out.push(Effect::Usage(u));
+                }
+            }
+            "compaction_end" => {
+                let u = Usage::of_usage(&v["result"]["usage"]);
+                if !u.is_zero() {
+                    out.push(Effect::Usage(u));
+                }
             }
             "turn_end" => self.close_turn(&mut out),
             "agent_end" => self.close_turn(&mut out),
@@ -305,6 +321,43 @@ mod tests {
         assert_eq!(effects.last(), Some(&Effect::Phase(Phase::Idle)));
         assert!(effects.contains(&Effect::PartialDelta("Hel".into())));
         assert!(!t.awaiting_activity);
+    }
+
+    /// What Pi 1.6 counts in its session cost (`get_session_stats`): assistant messages,
+    /// tool results with nested usage, `usage` entries and compactions.
+    #[test]
+    fn spend_is_every_usage_pi_reports() {
+        let usage = |n: i64| {
+            json!({"input": n, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": n + 1,
+                   "cost": {"total": 0.5}})
+        };
+        let mut t = Tracker::new();
+        let spent: Vec<Usage> = [
+            json!({"type":"message_end","message":{"role":"assistant","usage":usage(10),
+                   "content":[{"type":"toolCall","id":"c","name":"bash","arguments":{}}],"stopReason":"toolUse"}}),
+            json!({"type":"message_end","message":{"role":"toolResult","toolCallId":"c","usage":usage(20),"content":[]}}),
+            json!({"type":"message_end","message":{"role":"toolResult","toolCallId":"d","content":[]}}),
+            json!({"type":"entry_appended","entry":{"type":"usage","kind":"cache_warm","usage":usage(30)}}),
+            json!({"type":"entry_appended","entry":{"type":"custom","data":{"usage":usage(99)}}}),
+            json!({"type":"compaction_end","reason":"threshold","result":{"summary":"s","usage":usage(40)}}),
+            json!({"type":"compaction_end","reason":"overflow","errorMessage":"failed"}),
+            json!({"type":"message_end","message":{"role":"user","content":"hi"}}),
+        ]
+        .iter()
+        .flat_map(|e| t.on_event(e))
+        .filter_map(|e| match e {
+            Effect::Usage(u) => Some(u),
+            _ => None,
+        })
+        .collect();
+        let inputs: Vec<(i64, i64, i64)> = spent
+            .iter()
+            .map(|u| (u.input_tokens, u.turns, u.tool_calls))
+            .collect();
+        assert_eq!(inputs, [(10, 1, 1), (20, 0, 0), (30, 0, 0), (40, 0, 0)]);
+        assert!(spent
+            .iter()
+            .all(|u| u.cost_usd == 0.5 && u.output_tokens == 1));
     }
 
     #[test]

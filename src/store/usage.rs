@@ -1,5 +1,7 @@
 //! What threads spent: tokens and cost summed from Pi's per-message usage (`thread_usage`),
 //! rolled up per subtree (`subtree_usage`) and per root session's whole tree (`tree_usage`).
+//! Like Pi 1.6's own session cost, a thread's spend is its assistant messages' usage plus the
+//! usage Pi reports beside them (tool results' nested calls, `usage` entries, compactions).
 //!
 //! The rows are written by the ingest writer in the same transaction as the events of the
 //! message, so usage is exactly as durable as events: a batch is counted once or not at all.
@@ -40,12 +42,22 @@ impl Usage {
     /// `output`, `cacheRead`, `cacheWrite`, `cost.total`), counted as one turn with as many
     /// tool calls as it has `toolCall` blocks. Missing or malformed fields count as zero.
     pub fn of_assistant_message(msg: &Value) -> Usage {
-        let u = &msg["usage"];
-        let cost = u["cost"]["total"].as_f64().unwrap_or(0.0);
         let tool_calls = msg["content"]
             .as_array()
             .map_or(0, |c| c.iter().filter(|b| b["type"] == "toolCall").count())
             as i64;
+        Usage {
+            turns: 1,
+            tool_calls,
+            ..Usage::of_usage(&msg["usage"])
+        }
+    }
+
+    /// A Pi usage object alone (`{input, output, cacheRead, cacheWrite, cost: {total}}`), as
+    /// Pi 1.6 also puts on a tool result (nested model calls), a `usage` session entry (a
+    /// cache warm-up) and a compaction result: spend that is not a turn.
+    pub fn of_usage(u: &Value) -> Usage {
+        let cost = u["cost"]["total"].as_f64().unwrap_or(0.0);
         Usage {
             input_tokens: count(&u["input"]),
             output_tokens: count(&u["output"]),
@@ -56,9 +68,14 @@ impl Usage {
             } else {
                 0.0
             },
-            turns: 1,
-            tool_calls,
+            turns: 0,
+            tool_calls: 0,
         }
+    }
+
+    /// Whether it spent nothing.
+    pub fn is_zero(&self) -> bool {
+        *self == Usage::default()
     }
 
     /// Adds `other` to this sum.

@@ -64,6 +64,44 @@ pub enum Step {
     Hang(Duration),
     /// A non-2xx status with body `{"error":{"message":…,"type":"fake_error"}}`.
     Error { status: u16, message: String },
+    /// A text or tool-call step whose final chunk reports `usage` instead of the default
+    /// `{prompt_tokens: 10, completion_tokens: 5}` (see [`Step::with_usage`]).
+    WithUsage(Box<Step>, Usage),
+}
+
+/// The token counts a step's final chunk reports, as OpenAI-compatible providers send them
+/// (`prompt_tokens` includes the cached and cache-written ones). Pi 1.6 maps them to
+/// `usage.input = prompt - cached - cache_write`, `cacheRead = cached`, `cacheWrite =
+/// cache_write`, `output = completion`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub cached_tokens: u64,
+    pub cache_write_tokens: u64,
+}
+
+impl Usage {
+    pub fn new(prompt: u64, completion: u64, cached: u64, cache_write: u64) -> Usage {
+        Usage {
+            prompt_tokens: prompt,
+            completion_tokens: completion,
+            cached_tokens: cached,
+            cache_write_tokens: cache_write,
+        }
+    }
+
+    fn to_json(self) -> Value {
+        json!({
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.prompt_tokens + self.completion_tokens,
+            "prompt_tokens_details": {
+                "cached_tokens": self.cached_tokens,
+                "cache_write_tokens": self.cache_write_tokens,
+            },
+        })
+    }
 }
 
 /// A tool call in a [`Step::ToolCalls`] answer.
@@ -124,6 +162,11 @@ impl Step {
             status,
             message: message.into(),
         }
+    }
+
+    /// This step, reporting `usage` in its final chunk.
+    pub fn with_usage(self, usage: Usage) -> Step {
+        Step::WithUsage(Box::new(self), usage)
     }
 }
 
@@ -562,7 +605,13 @@ fn sleep_interruptible(stream: &TcpStream, shared: &Shared, d: Duration) -> bool
 }
 
 fn serve_step(stream: &mut TcpStream, shared: &Shared, step: Step) -> std::io::Result<()> {
+    let default = json!({"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15});
+    let (step, usage) = match step {
+        Step::WithUsage(inner, u) => (*inner, u.to_json()),
+        other => (other, default),
+    };
     match step {
+        Step::WithUsage(inner, _) => serve_step(stream, shared, *inner),
         Step::Hang(d) => {
             sleep_interruptible(stream, shared, d);
             Ok(())
@@ -582,7 +631,7 @@ fn serve_step(stream: &mut TcpStream, shared: &Shared, step: Step) -> std::io::R
                 sse.chunk(json!({"content": delta}), None)?;
             }
             sse.chunk(json!({}), Some("stop"))?;
-            sse.finish()
+            sse.finish(usage)
         }
         Step::ToolCalls(calls) => {
             let mut sse = Sse::start(stream, shared)?;
@@ -612,7 +661,7 @@ fn serve_step(stream: &mut TcpStream, shared: &Shared, step: Step) -> std::io::R
                 }
             }
             sse.chunk(json!({}), Some("tool_calls"))?;
-            sse.finish()
+            sse.finish(usage)
         }
     }
 }
@@ -650,10 +699,10 @@ impl<'a> Sse<'a> {
         self.send(&chunk.to_string())
     }
 
-    fn finish(mut self) -> std::io::Result<()> {
+    fn finish(mut self, usage: Value) -> std::io::Result<()> {
         let usage = json!({
             "id": self.id, "object": "chat.completion.chunk", "created": 1, "model": MODEL,
-            "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+            "choices": [], "usage": usage,
         });
         self.send(&usage.to_string())?;
         self.send("[DONE]")
@@ -834,6 +883,17 @@ fn write_json_file(path: &Path, value: &Value) {
 }
 
 impl PiEnv {
+    /// Gives the fake model prices (USD per million tokens), so Pi reports a `cost` for every
+    /// message: `rates / 1e6 * tokens` per kind, `total` their sum.
+    pub fn set_model_cost(&self, input: f64, output: f64, cache_read: f64, cache_write: f64) {
+        let path = self.agent_dir.join("models.json");
+        let mut models: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        models["providers"][PROVIDER]["models"][0]["cost"] = json!({
+            "input": input, "output": output, "cacheRead": cache_read, "cacheWrite": cache_write
+        });
+        write_json_file(&path, &models);
+    }
+
     /// The argv prefix a `serve` launches children with (`THREADBASE_PI_COMMAND`): Pi plus the
     /// hermetic flags, minus the ones serve manages itself (`--mode`, `--no-approve`), plus
     /// `extra`.
