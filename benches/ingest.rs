@@ -3,6 +3,9 @@
 //!
 //! - `ingest/batched/256`: one write transaction per batch of 256 events, 32 to each of 8
 //!   threads of one manager, as the ingest path batches child streams.
+//! - `ingest/batched_usage/256`: the same batches, plus what the writer adds for usage: one
+//!   `thread_usage` addition per thread per batch (the writer sums a batch's messages per
+//!   thread), which moves `tree_usage` by trigger.
 //! - `ingest/unbatched/1`: one event per write transaction, round-robin over the 8 threads.
 //!
 //! The `ingest_stream` group drives the real ingest path end to end: `Runtime::launch` of child
@@ -17,6 +20,12 @@
 //! - `ingest_stream/tool_events/8x50000`: 8 children, each streaming 50,000
 //!   `tool_execution_start` lines, every one a recorded event row (the event table's worst
 //!   case).
+//! - `ingest_stream/usage_turns/8x50001`: 8 children, each streaming tool turns as real Pi 1.6
+//!   wrote them: a completed assistant message calling a tool (`message_end` with `usage`, one
+//!   addition to `thread_usage` and, by trigger, `tree_usage`), then its
+//!   `tool_execution_start` and `tool_execution_end` (two event rows).
+//!
+//! Every run also checks that each message's usage was counted exactly once.
 //! - `ingest_stream/visible_idle`, `ingest_stream/visible_loaded`: one child writes a
 //!   `tool_execution_start` line every 10 ms, carrying its write time; a reader polls
 //!   `store.read()` and measures write → visible. `loaded` runs it while 8 more children stream
@@ -115,6 +124,29 @@ fn benches(c: &mut Criterion) {
         })
     });
 
+    let spent = threadbase::store::usage::Usage {
+        input_tokens: 10,
+        output_tokens: 5,
+        turns: 2,
+        tool_calls: 1,
+        cost_usd: 0.0001,
+        ..Default::default()
+    };
+    g.bench_function(BenchmarkId::new("batched_usage", BATCH), |b| {
+        b.iter(|| {
+            db.store
+                .write(|tx| {
+                    let mut last = 0;
+                    for id in &ids {
+                        last = append(tx, id, black_box(&batch))?;
+                        threadbase::store::usage::add(tx, id, black_box(&spent), &at)?;
+                    }
+                    Ok(last)
+                })
+                .unwrap()
+        })
+    });
+
     g.throughput(Throughput::Elements(1));
     g.bench_function(BenchmarkId::new("unbatched", 1), |b| {
         let mut i = 0usize;
@@ -185,24 +217,29 @@ struct StreamFile {
     lines: usize,
     /// `last_seq` of a thread once all of it is recorded (the launch event included).
     expected_seq: i64,
+    /// `thread_usage.turns` of a thread once all of it is recorded.
+    expected_turns: i64,
 }
 
-/// Lifecycle events the runtime records for `lines` after an accepted prompt.
-fn recorded_events(lines: &[&str]) -> i64 {
+/// Lifecycle events and counted turns the runtime records for `lines` after an accepted
+/// prompt.
+fn recorded_events(lines: &[&str]) -> (i64, i64) {
     let mut tracker = Tracker::new();
     tracker.on_prompt_answer(
         &serde_json::json!({"success": true, "data": {"disposition": "started"}}),
     );
-    let mut n = 0;
+    let (mut events, mut turns) = (0, 0);
     for line in lines {
         let v: Value = serde_json::from_str(line).expect("fixture line is JSON");
-        n += tracker
-            .on_event(&v)
-            .iter()
-            .filter(|e| matches!(e, Effect::Event(..)))
-            .count() as i64;
+        for e in tracker.on_event(&v) {
+            match e {
+                Effect::Event(..) => events += 1,
+                Effect::Usage(u) => turns += u.turns,
+                _ => {}
+            }
+        }
     }
-    n
+    (events, turns)
 }
 
 /// Writes `lines` repeated until at least `min_lines` into `dir/name`.
@@ -216,10 +253,12 @@ fn stream_file(dir: &Path, name: &str, lines: &[&str], min_lines: usize) -> Stre
         f.write_all(b"\n").unwrap();
     }
     f.flush().unwrap();
+    let (events, turns) = recorded_events(&all);
     StreamFile {
         path,
         lines: all.len(),
-        expected_seq: 1 + recorded_events(&all),
+        expected_seq: 1 + events,
+        expected_turns: turns,
     }
 }
 
@@ -301,8 +340,20 @@ fn committed(store: &Store, ids: &[String]) -> i64 {
         .sum()
 }
 
+/// Sum of `thread_usage.turns` over `ids`, as a reader sees it.
+fn counted_turns(store: &Store, ids: &[String]) -> i64 {
+    let conn = store.read().expect("reader");
+    let mut stmt = conn
+        .prepare_cached("SELECT turns FROM thread_usage WHERE thread_id = ?1")
+        .unwrap();
+    ids.iter()
+        .map(|id| stmt.query_row([id], |r| r.get::<_, i64>(0)).unwrap())
+        .sum()
+}
+
 /// Launches `CHILDREN` streamers of `file`, starts them together and returns the time until
-/// a reader sees all of their events.
+/// a reader sees all of their events (and checks that every message's usage was counted once:
+/// it commits in the same transactions as the events).
 async fn stream_once(
     runtime: &Runtime,
     db: &support::BenchDb,
@@ -330,6 +381,11 @@ async fn stream_once(
     }
     let elapsed = started.elapsed();
     let cpu = cpu_time() - cpu;
+    assert_eq!(
+        counted_turns(&db.store, &ids),
+        file.expected_turns * CHILDREN as i64,
+        "usage counted once per message"
+    );
     stop_all(runtime, &ids).await;
     (elapsed, cpu)
 }
@@ -515,13 +571,33 @@ fn stream_benches(c: &mut Criterion) {
     let transcript = stream_file(dir.path(), "transcript.jsonl", &lines, LINES_PER_CHILD);
     let tool_line = r#"{"type":"tool_execution_start","toolCallId":"call_1","toolName":"bash","args":{"command":"cargo test --test store"}}"#;
     let tools = stream_file(dir.path(), "tools.jsonl", &[tool_line], LINES_PER_CHILD);
+    let first = |kind: &str, tool_call: bool| {
+        lines
+            .iter()
+            .copied()
+            .find(|l| {
+                let v: Value = serde_json::from_str(l).unwrap_or_default();
+                v["type"] == kind
+                    && (!tool_call
+                        || (v["message"]["role"] == "assistant"
+                            && v["message"]["content"][0]["type"] == "toolCall"))
+            })
+            .expect("the recording has a tool turn")
+    };
+    let turn = [
+        first("message_end", true),
+        first("tool_execution_start", false),
+        first("tool_execution_end", false),
+    ];
+    let turns = stream_file(dir.path(), "turns.jsonl", &turn, LINES_PER_CHILD);
     let burst: Vec<&str> = lines.iter().copied().cycle().take(LOAD_BURST).collect();
     let burst = stream_file(dir.path(), "burst.jsonl", &burst, LOAD_BURST);
     eprintln!(
-        "ingest_stream: transcript of {} recorded lines -> {} lines per child, {} events recorded per child",
+        "ingest_stream: transcript of {} recorded lines -> {} lines per child, {} events recorded per child, {} messages counted per child",
         lines.len(),
         transcript.lines,
-        transcript.expected_seq - 1
+        transcript.expected_seq - 1,
+        transcript.expected_turns
     );
 
     // The runtime gets its own handle on the bench database (the seeded tree included).
@@ -534,7 +610,11 @@ fn stream_benches(c: &mut Criterion) {
         .sampling_mode(SamplingMode::Flat)
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(10));
-    for (name, file) in [("pi16_lines", &transcript), ("tool_events", &tools)] {
+    for (name, file) in [
+        ("pi16_lines", &transcript),
+        ("tool_events", &tools),
+        ("usage_turns", &turns),
+    ] {
         let mut runs = Vec::new();
         g.throughput(Throughput::Elements((CHILDREN * file.lines) as u64));
         g.bench_function(
