@@ -194,6 +194,48 @@ pub fn check_connection(conn: &Connection, name: &str) -> Result<Report> {
             repair: format!("With no serve running: sqlite3 DB \"UPDATE threads SET parent_id = (SELECT p.id FROM threads p WHERE p.manager_id = threads.manager_id AND p.path = threads.parent_path) WHERE id = '{id}'\"."),
         }))
     });
+    c.run("usage_row_missing", include_str!("../sql/check_usage_rows.sql"), |r| {
+        let (id, path, no_place, no_usage): (String, String, bool, bool) = (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
+        let mut repair = String::from("With no serve running: sqlite3 DB \"");
+        if no_place {
+            repair.push_str(&format!("INSERT INTO thread_places (thread_id, root_session, forest_parent_id, tree_key, level) SELECT t.id, m.session_id, NULL, '/' || replace(t.task_name, '_', '!') || ' ' || t.id, 1 FROM threads t JOIN managers m ON m.id = t.manager_id WHERE t.id = '{id}'; "));
+        }
+        if no_usage {
+            repair.push_str(&format!("INSERT INTO thread_usage (thread_id, updated_at) VALUES ('{id}', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'));"));
+        }
+        repair.push_str(if no_place {
+            "\" (the thread then starts a tree of its own), then run threadbase check again and follow its usage_total_mismatch repair."
+        } else {
+            "\" (its usage counts from zero), then run threadbase check again and follow its usage_total_mismatch repair."
+        });
+        Ok(Some(Problem {
+            check: "usage_row_missing",
+            severity: Severity::Error,
+            message: format!(
+                "Thread {id} ({path}) has no {}; usage, rollups and budgets leave it out.",
+                match (no_place, no_usage) {
+                    (true, true) => "place in the tree (thread_places) and no usage row (thread_usage)",
+                    (true, false) => "place in the tree (thread_places)",
+                    _ => "usage row (thread_usage)",
+                }
+            ),
+            repair,
+        }))
+    });
+    c.run("usage_total_mismatch", include_str!("../sql/check_usage_totals.sql"), |r| {
+        let (root, t_threads, t_tokens, t_cost, s_threads, s_tokens, s_cost): (String, Option<i64>, Option<i64>, Option<f64>, i64, i64, f64) =
+            (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?);
+        let stored = match (t_threads, t_tokens, t_cost) {
+            (Some(n), Some(t), Some(c)) => format!("records {n} threads, {t} tokens, ${c:.6}"),
+            _ => "has no tree_usage row".to_string(),
+        };
+        Ok(Some(Problem {
+            check: "usage_total_mismatch",
+            severity: Severity::Error,
+            message: format!("The tree of session {root} {stored}, but its threads' rows add up to {s_threads} threads, {s_tokens} tokens, ${s_cost:.6}; budgets read the total."),
+            repair: format!("With no serve running, recompute it: sqlite3 DB \"DELETE FROM tree_usage WHERE root_session = '{root}'; INSERT INTO tree_usage SELECT p.root_session, count(*), sum(u.input_tokens), sum(u.output_tokens), sum(u.cache_read_tokens), sum(u.cache_write_tokens), sum(u.cost_usd), sum(u.turns), sum(u.tool_calls), max(u.updated_at) FROM thread_places p JOIN thread_usage u ON u.thread_id = p.thread_id WHERE p.root_session = '{root}' GROUP BY p.root_session\"."),
+        }))
+    });
     c.run("closed_without_exit", include_str!("../sql/check_closed_without_exit.sql"), |r| {
         let (id, path): (String, String) = (r.get(0)?, r.get(1)?);
         Ok(Some(Problem {

@@ -270,6 +270,25 @@ fn each_broken_invariant_is_reported_with_its_code_and_repair() {
             1,
         ),
         (
+            "a thread without its usage row",
+            "DELETE FROM thread_usage WHERE thread_id = 'thread_000000000001'",
+            &["usage_row_missing", "usage_total_mismatch"],
+            1,
+        ),
+        (
+            "a thread without its place in the tree",
+            "DELETE FROM thread_places WHERE thread_id = 'thread_000000000002'",
+            &["usage_row_missing", "usage_total_mismatch"],
+            1,
+        ),
+        (
+            "a tree total that is not the sum of its threads",
+            "UPDATE thread_usage SET input_tokens = 7, cost_usd = 0.5 WHERE thread_id = 'thread_000000000001';
+             UPDATE tree_usage SET input_tokens = input_tokens + 5",
+            &["usage_total_mismatch"],
+            1,
+        ),
+        (
             "closed without an exit kind",
             "UPDATE threads SET exit_kind = NULL WHERE id = 'thread_000000000001'",
             &["closed_without_exit"],

@@ -182,3 +182,79 @@ fn stop_and_notice_queries_use_their_indexes() {
         assert!(text.contains(want), "{name}: {text}");
     }
 }
+
+/// Usage accounting and budgets: every statement is primary-key lookups or one range of
+/// `thread_places_by_key` (a subtree, a tree), never a scan of the threads or their places.
+#[test]
+fn usage_queries_use_their_indexes() {
+    let db = common::temp_db();
+    let store = Store::open(&db.path).unwrap();
+    let conn = store.read().unwrap();
+    let cases: [(&str, &str, &[&str]); 6] = [
+        (
+            "usage_add",
+            include_str!("../sql/usage_add.sql"),
+            &["SEARCH thread_usage USING PRIMARY KEY (thread_id=?)"],
+        ),
+        (
+            "usage_of_thread",
+            include_str!("../sql/usage_of_thread.sql"),
+            &["SEARCH thread_usage USING PRIMARY KEY (thread_id=?)"],
+        ),
+        (
+            "usage_tree_of",
+            include_str!("../sql/usage_tree_of.sql"),
+            &[
+                "SEARCH tree_usage USING PRIMARY KEY (root_session=?)",
+                "SEARCH thread_places USING PRIMARY KEY (thread_id=?)",
+            ],
+        ),
+        (
+            "usage_place",
+            include_str!("../sql/usage_place.sql"),
+            &["SEARCH thread_places USING PRIMARY KEY (thread_id=?)"],
+        ),
+        (
+            "usage_subtree",
+            include_str!("../sql/usage_subtree.sql"),
+            &[
+                "SEARCH a USING PRIMARY KEY (thread_id=?)",
+                "SEARCH d USING COVERING INDEX thread_places_by_key (root_session=? AND tree_key>? AND tree_key<?)",
+                "SEARCH u USING PRIMARY KEY (thread_id=?)",
+            ],
+        ),
+        (
+            "usage_tree_rows",
+            include_str!("../sql/usage_tree_rows.sql"),
+            &[
+                "SEARCH a USING COVERING INDEX thread_places_by_key (root_session=? AND tree_key>? AND tree_key<?)",
+                "SEARCH d USING COVERING INDEX thread_places_by_key (root_session=? AND tree_key>? AND tree_key<?)",
+            ],
+        ),
+    ];
+    for (name, sql, wants) in cases {
+        let text = plan(&conn, &statement(sql));
+        for want in wants {
+            assert!(text.contains(want), "{name}: {text}");
+        }
+        // The view's aggregate is read as a co-routine ("SCAN subtree_usage" / "SCAN s" walk
+        // its rows); no table or index is scanned.
+        for table in [
+            "a",
+            "d",
+            "t",
+            "u",
+            "p",
+            "m",
+            "threads",
+            "thread_places",
+            "thread_usage",
+        ] {
+            assert!(
+                !text.contains(&format!("SCAN {table} "))
+                    && !text.ends_with(&format!("SCAN {table}")),
+                "{name} scans {table}: {text}"
+            );
+        }
+    }
+}
