@@ -139,6 +139,48 @@ impl World {
     }
 }
 
+/// Usage across the crash: every assistant message of the thread's session file is counted
+/// (the restore pass reads back what the dead serve never recorded) and none twice. The row may
+/// hold one message more than the file: the child (the scripted agent writes each message just
+/// after emitting it) was killed between the two.
+fn check_usage(conn: &rusqlite::Connection, round: u64, id: &str) {
+    let (file, turns, input): (Option<String>, i64, i64) = conn
+        .query_row(
+            "SELECT t.session_file, u.turns, u.input_tokens FROM threads t JOIN thread_usage u ON u.thread_id = t.id WHERE t.id = ?1",
+            [id],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    let Some(text) = file.and_then(|f| std::fs::read_to_string(f).ok()) else {
+        assert_eq!(
+            turns, 0,
+            "round {round}: {id} counted messages without a session file"
+        );
+        return;
+    };
+    let messages: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "message" && e["message"]["role"] == "assistant")
+        .map(|e| e["message"]["usage"].clone())
+        .collect();
+    let n = messages.len() as i64;
+    assert!(
+        turns == n || turns == n + 1,
+        "round {round}: {id} counted {turns} messages, its session file has {n}"
+    );
+    if turns == n {
+        let sum: i64 = messages
+            .iter()
+            .map(|u| u["input"].as_i64().unwrap_or(0))
+            .sum();
+        assert_eq!(
+            input, sum,
+            "round {round}: {id} input tokens vs its session file"
+        );
+    }
+}
+
 /// The events a streaming thread records, in order, before any stop or close (`pid` of
 /// `thread_started` aside).
 fn expected_events() -> Vec<(String, Value)> {
@@ -321,6 +363,7 @@ fn verify_after_restore(w: &World, round: u64, snap: &Snapshot, stopped: &[Strin
                 if !evs.is_empty() {
                     check_stream(&row.id, row.last_seq, evs, &expected);
                 }
+                check_usage(&conn, round, &row.id);
                 if snap.live.contains(&row.id) && !stopped.contains(&row.id) {
                     assert_eq!(
                         (row.exit_kind.as_deref(), row.exit_message.as_deref()),
