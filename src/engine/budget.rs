@@ -96,9 +96,10 @@ impl Budget {
         Err(Error::new(
             ErrorCode::Limit,
             format!(
-                "Budget reached for the thread tree of session {}: {spend} spent of {var}={cap} ({} threads; input {}, output {}, cache read {}, cache write {} tokens; {}). This {action} was refused; running threads finish the turn they are in. Repair: raise {var} (or unset it) in the environment Pi runs in and restart the session, or stop threads you do not need (`threadbase usage` shows what each spent).",
+                "Budget reached for the thread tree of session {}: {spend} spent of {var}={cap} ({} thread{}; input {}, output {}, cache read {}, cache write {} tokens; {}). This {action} was refused; running threads finish the turn they are in. Repair: raise {var} (or unset it) in the environment Pi runs in and restart the session, or stop threads you do not need (`threadbase usage` shows what each spent).",
                 spent.root_session,
                 spent.threads,
+                if spent.threads == 1 { "" } else { "s" },
                 thousands(u.input_tokens),
                 thousands(u.output_tokens),
                 thousands(u.cache_read_tokens),
