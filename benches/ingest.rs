@@ -20,10 +20,11 @@
 //! - `ingest_stream/tool_events/8x50000`: 8 children, each streaming 50,000
 //!   `tool_execution_start` lines, every one a recorded event row (the event table's worst
 //!   case).
-//! - `ingest_stream/usage_turns/8x50001`: 8 children, each streaming tool turns as real Pi 1.6
-//!   wrote them: a completed assistant message calling a tool (`message_end` with `usage`, one
-//!   addition to `thread_usage` and, by trigger, `tree_usage`), then its
-//!   `tool_execution_start` and `tool_execution_end` (two event rows).
+//! - `ingest_stream/usage_events/8x50000`: `tool_events` with usage: every fifth line is a
+//!   completed assistant message calling a tool, exactly as real Pi 1.6 wrote it in the
+//!   recording (`message_end` with `usage`: an addition to `thread_usage` and, by trigger,
+//!   `tree_usage`, no event row), the other four `tool_execution_start` event rows. Its rate in
+//!   recorded events/s is the one to hold against the target beside `tool_events`.
 //!
 //! Every run also checks that each message's usage was counted exactly once.
 //! - `ingest_stream/visible_idle`, `ingest_stream/visible_loaded`: one child writes a
@@ -571,25 +572,20 @@ fn stream_benches(c: &mut Criterion) {
     let transcript = stream_file(dir.path(), "transcript.jsonl", &lines, LINES_PER_CHILD);
     let tool_line = r#"{"type":"tool_execution_start","toolCallId":"call_1","toolName":"bash","args":{"command":"cargo test --test store"}}"#;
     let tools = stream_file(dir.path(), "tools.jsonl", &[tool_line], LINES_PER_CHILD);
-    let first = |kind: &str, tool_call: bool| {
-        lines
-            .iter()
-            .copied()
-            .find(|l| {
-                let v: Value = serde_json::from_str(l).unwrap_or_default();
-                v["type"] == kind
-                    && (!tool_call
-                        || (v["message"]["role"] == "assistant"
-                            && v["message"]["content"][0]["type"] == "toolCall"))
-            })
-            .expect("the recording has a tool turn")
-    };
-    let turn = [
-        first("message_end", true),
-        first("tool_execution_start", false),
-        first("tool_execution_end", false),
-    ];
-    let turns = stream_file(dir.path(), "turns.jsonl", &turn, LINES_PER_CHILD);
+    // A completed assistant message calling a tool, as real Pi 1.6 wrote it in the recording.
+    let message_line = lines
+        .iter()
+        .copied()
+        .find(|l| {
+            let v: Value = serde_json::from_str(l).unwrap_or_default();
+            v["type"] == "message_end"
+                && v["message"]["role"] == "assistant"
+                && v["message"]["content"][0]["type"] == "toolCall"
+                && v["message"]["usage"]["input"].is_number()
+        })
+        .expect("the recording has a tool call message with usage");
+    let mixed = [message_line, tool_line, tool_line, tool_line, tool_line];
+    let usage = stream_file(dir.path(), "usage.jsonl", &mixed, LINES_PER_CHILD);
     let burst: Vec<&str> = lines.iter().copied().cycle().take(LOAD_BURST).collect();
     let burst = stream_file(dir.path(), "burst.jsonl", &burst, LOAD_BURST);
     eprintln!(
@@ -613,7 +609,7 @@ fn stream_benches(c: &mut Criterion) {
     for (name, file) in [
         ("pi16_lines", &transcript),
         ("tool_events", &tools),
-        ("usage_turns", &turns),
+        ("usage_events", &usage),
     ] {
         let mut runs = Vec::new();
         g.throughput(Throughput::Elements((CHILDREN * file.lines) as u64));
