@@ -236,3 +236,71 @@ fn usage_shows_the_budget_and_refuses_a_bad_one() {
         "{err}"
     );
 }
+
+/// A database no serve of this version has migrated yet (schema 2): the read-only commands
+/// still work without usage, `usage` says how to migrate, and `restore` migrates it, placing
+/// and counting the threads it already had.
+#[test]
+fn a_database_from_before_usage_accounting() {
+    let db = seed();
+    let conn = rusqlite::Connection::open(&db.path).unwrap();
+    conn.execute_batch(
+        "DROP VIEW subtree_usage; DROP VIEW thread_forest;
+         DROP TRIGGER threads_placed; DROP TRIGGER thread_places_counted;
+         DROP TRIGGER thread_usage_rolled_up; DROP TRIGGER threads_unplaced;
+         DROP TABLE tree_usage; DROP TABLE thread_usage; DROP TABLE thread_places;
+         DELETE FROM refinery_schema_history WHERE version >= 3;",
+    )
+    .unwrap();
+    drop(conn);
+    let out = text(&threadbase(&db.path, &["tree"], &[]));
+    assert!(
+        out.contains("/root/lead/docs/check") && out.contains("· 0 tokens · $0.0000"),
+        "{out}"
+    );
+    let out = text(&threadbase(
+        &db.path,
+        &["show", "/root/lead", "--json"],
+        &[],
+    ));
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert!(v["usage"].is_null(), "{v}");
+    let out = threadbase(&db.path, &["usage"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("predates usage accounting")
+            && err.contains("Repair: run `threadbase restore`"),
+        "{err}"
+    );
+
+    text(&threadbase(&db.path, &["restore"], &[]));
+    let out = text(&threadbase(&db.path, &["usage", "--json"], &[]));
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let t = v["trees"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["rootSession"] == "ses_root")
+        .unwrap()
+        .clone();
+    assert_eq!(t["threads"], 4, "{t}");
+    assert_eq!(t["inputTokens"], 0, "what was spent before is not known");
+    let check = t["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["path"] == "/root/lead/docs/check")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (&check["level"], &check["forestParentId"]),
+        (&Value::from(3), &Value::from(common::tid(2)))
+    );
+    let out = threadbase(&db.path, &["check"], &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

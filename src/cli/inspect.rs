@@ -110,7 +110,7 @@ pub fn tree(db: &Path, matching: Option<&str>, json: bool, out: &mut dyn Write) 
         }
     }
     groups.sort_by_key(|(m, _)| *m);
-    let spent = crate::store::usage::all(&conn)?;
+    let spent = crate::store::usage::all_if_any(&conn)?;
     let usage_of = |id: &str| spent.get(id).copied().unwrap_or_default();
     if json {
         let mut docs = Vec::new();
@@ -180,8 +180,16 @@ pub fn show(
     let conn = open_read_only(db)?;
     let t = find(&conn, reference, manager)?;
     let mut doc = thread_json(&conn, &t)?;
-    doc["usage"] = serde_json::to_value(crate::store::usage::of_thread(&conn, &t.id)?)?;
-    doc["subtreeUsage"] = serde_json::to_value(crate::store::usage::of_subtree(&conn, &t.id)?)?;
+    let (own, subtree) = if crate::store::usage::has_tables(&conn)? {
+        (
+            crate::store::usage::of_thread(&conn, &t.id)?,
+            crate::store::usage::of_subtree(&conn, &t.id)?,
+        )
+    } else {
+        (None, None)
+    };
+    doc["usage"] = serde_json::to_value(own)?;
+    doc["subtreeUsage"] = serde_json::to_value(subtree)?;
     if json {
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
         return Ok(());
@@ -214,10 +222,10 @@ pub fn show(
     if let Some(p) = t.pid {
         kv.push(("pid", p.to_string()));
     }
-    if let Some(u) = crate::store::usage::of_thread(&conn, &t.id)? {
+    if let Some(u) = own {
         kv.push(("usage", super::usage::summary(&u)));
     }
-    if let Some(s) = crate::store::usage::of_subtree(&conn, &t.id)? {
+    if let Some(s) = subtree {
         kv.push((
             "subtree",
             format!(

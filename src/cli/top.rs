@@ -906,11 +906,19 @@ fn load_rows(conn: &Connection) -> Result<Vec<Row>> {
             owner: owner_pid
                 .zip(owner_started)
                 .map(|(pid, started_at)| ProcessIdentity { pid, started_at }),
-            tokens: r.get::<_, Option<i64>>(17)?.unwrap_or(0),
-            cost_usd: r.get::<_, Option<f64>>(18)?.unwrap_or(0.0),
+            tokens: 0,
+            cost_usd: 0.0,
         })
     })?;
-    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    let mut rows = rows.collect::<rusqlite::Result<Vec<_>>>()?;
+    let spent = crate::store::usage::all_if_any(conn)?;
+    for r in &mut rows {
+        if let Some(u) = spent.get(&r.id) {
+            r.tokens = u.total_tokens();
+            r.cost_usd = u.cost_usd;
+        }
+    }
+    Ok(rows)
 }
 
 /// The `poll` projection of one thread at `tail` detail.
@@ -926,6 +934,9 @@ fn thread_snapshot(conn: &Connection, id: &str) -> Result<Option<Value>> {
 /// What the thread spent, and its subtree across every manager of its tree.
 fn usage_lines(conn: &Connection, id: &str) -> Vec<Line<'static>> {
     let mut out = Vec::new();
+    if !crate::store::usage::has_tables(conn).unwrap_or(false) {
+        return out;
+    }
     if let Ok(Some(u)) = crate::store::usage::of_thread(conn, id) {
         out.push(Line::from(format!("usage: {}", super::usage::summary(&u))));
     }

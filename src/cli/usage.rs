@@ -116,6 +116,9 @@ pub fn run(
     out: &mut dyn Write,
 ) -> Result<()> {
     let conn = open_read_only(db)?;
+    if !crate::store::usage::has_tables(&conn)? {
+        return Err(crate::store::usage::not_migrated());
+    }
     let budget = Budget::from_env(&|k| std::env::var(k).ok())?;
     let mut selected: Vec<(TreeUsage, Option<String>, Vec<UsageRow>)> = Vec::new();
     let all = trees(&conn)?;

@@ -137,6 +137,30 @@ pub fn of_thread(conn: &Connection, thread_id: &str) -> Result<Option<Usage>> {
         .optional()?)
 }
 
+/// Whether the database has the usage tables: read-only commands can open a database written
+/// by an older version that no serve of this one has migrated yet.
+pub fn has_tables(conn: &Connection) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(include_str!("../../sql/usage_schema.sql"))?
+        .query_row([], |r| r.get::<_, i64>(0))?
+        > 0)
+}
+
+/// The error for a command that needs the usage tables on a database without them.
+pub fn not_migrated() -> crate::error::Error {
+    crate::error::Error::io(
+        "This database predates usage accounting (its schema is older than version 4), so it records no usage yet. Repair: run `threadbase restore` (or start any threadbase serve) on it once; that migrates it, and usage is recorded from then on.",
+    )
+}
+
+/// Every thread's own usage, by thread id (empty on a database without the usage tables).
+pub fn all_if_any(conn: &Connection) -> Result<std::collections::HashMap<String, Usage>> {
+    if !has_tables(conn)? {
+        return Ok(Default::default());
+    }
+    all(conn)
+}
+
 /// Every thread's own usage, by thread id.
 pub fn all(conn: &Connection) -> Result<std::collections::HashMap<String, Usage>> {
     let mut stmt = conn.prepare_cached(include_str!("../../sql/usage_all.sql"))?;
