@@ -104,7 +104,8 @@ fn list_tree_show_events() {
     let db = seed();
     let out = threadbase(&db.path, &["list"]);
     let text = stdout(&out);
-    assert!(text.starts_with("PATH"), "{text}");
+    assert!(text.starts_with("session ses_cli"), "{text}");
+    assert!(text.lines().nth(1).unwrap().starts_with("PATH"), "{text}");
     assert!(text.contains("3 threads (2 live, 1 closed)"), "{text}");
 
     let out = threadbase(&db.path, &["list", "--json", "--state", "closed"]);
@@ -113,7 +114,7 @@ fn list_tree_show_events() {
     assert_eq!(v["threads"][0]["path"], "/root/docs/review");
 
     let text = stdout(&threadbase(&db.path, &["tree"]));
-    assert!(text.contains("manager ses_cli (thread)"), "{text}");
+    assert!(text.contains("session ses_cli"), "{text}");
     assert!(
         text.contains("    review  /root/docs/review"),
         "nested one level deeper: {text}"

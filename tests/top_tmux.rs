@@ -199,7 +199,7 @@ fn top_in_tmux() {
         ["/root/alpha", "/root/beta", "/root/gamma"],
         "{screen}"
     );
-    assert!(screen.contains("manager ses_top_test"), "{screen}");
+    assert!(screen.contains("session ses_top_test"), "{screen}");
 
     // j/k move the selection; the detail pane follows.
     tmux.keys(&["j"]);
@@ -293,9 +293,80 @@ fn top_in_tmux() {
         .unwrap();
     assert_eq!(exit.as_deref(), Some("stopped"));
 
-    // Esc clears the search; q quits.
+    // Esc clears the search.
     tmux.keys(&["Escape"]);
     tmux.wait_for("all paths again", |s| tree_paths(s).len() == 3);
+
+    // beta's own serve (a second manager, beta's session) starts a thread: it shows nested
+    // under beta in the same tree, not as a separate manager.
+    let (beta_id, beta_session): (String, String) = rusqlite::Connection::open(&db)
+        .unwrap()
+        .query_row(
+            "SELECT id, session_id FROM threads WHERE path = '/root/beta'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    let mut beta_serve = Serve::start(ServeSpec {
+        db: &db,
+        args: vec![
+            "--session-id".into(),
+            beta_session,
+            "--cwd".into(),
+            dir.path().display().to_string(),
+        ],
+        env: vec![
+            ("THREADBASE_PI_COMMAND".into(), scripted_command(&script)),
+            ("THREADBASE_TEST_MARKER".into(), marker.clone()),
+            (
+                "PI_CODING_AGENT_DIR".into(),
+                dir.path().join("agent").display().to_string(),
+            ),
+            ("PI_THREADS_PATH".into(), "/root/beta".into()),
+            ("PI_THREADS_SELF_ID".into(), beta_id),
+            ("PI_THREADS_DEPTH".into(), "1".into()),
+            ("PI_THREADS_ROOT_SESSION_ID".into(), "ses_top_test".into()),
+        ],
+        cwd: dir.path().to_path_buf(),
+        clear_env: false,
+    });
+    let r: Value = beta_serve.thread(
+        json!({"action": "start", "prompt": "Nested work", "taskName": "nested", "name": "Nested"}),
+    );
+    assert_eq!(r["details"]["kind"], "started", "{r}");
+    let screen = tmux.wait_for("the nested thread", |s| tree_paths(s).len() == 4);
+    assert_eq!(
+        tree_paths(&screen),
+        [
+            "/root/beta",
+            "/root/beta/nested",
+            "/root/alpha",
+            "/root/gamma"
+        ],
+        "{screen}"
+    );
+    let column = |path: &str| {
+        screen
+            .lines()
+            .find_map(|l| Some(l[..l.find(&format!("{path} "))?].chars().count()))
+            .unwrap_or_else(|| panic!("{path} not on screen:\n{screen}"))
+    };
+    assert!(
+        column("/root/beta/nested") > column("/root/beta"),
+        "{screen}"
+    );
+    assert_eq!(
+        screen.matches("session ses_top_test").count(),
+        1,
+        "{screen}"
+    );
+    assert!(
+        !screen.contains("manager "),
+        "one tree, no second manager group:\n{screen}"
+    );
+    beta_serve.close(Duration::from_secs(10));
+
+    // q quits.
     tmux.keys(&["q"]);
     let deadline = Instant::now() + Duration::from_secs(5);
     while !processes_with_env("THREADBASE_TOP_MARKER", &top_marker).is_empty() {

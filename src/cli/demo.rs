@@ -151,7 +151,15 @@ pub fn run(keep: Option<PathBuf>, out: &mut dyn Write) -> Result<()> {
     drop(store);
 
     writeln!(out, "\n▶ threadbase tree")?;
-    super::inspect::tree(&db, None, false, out)?;
+    super::inspect::tree(
+        &db,
+        &super::inspect::TreeFilters {
+            matching: None,
+            latest: false,
+            json: false,
+        },
+        out,
+    )?;
     writeln!(
         out,
         "\n▶ threadbase usage  (per thread and per subtree, across both managers)"

@@ -6,6 +6,7 @@ use std::path::Path;
 use rusqlite::Connection;
 use serde_json::{json, Value};
 
+use super::forest::{self, Node};
 use super::sql::write_table;
 use super::stop::{optional_globs, path_globs};
 use crate::engine::budget::{thousands, usd};
@@ -23,63 +24,114 @@ const CANDIDATES: i64 = 20;
 
 pub fn list(
     db: &Path,
+    filters: &TreeFilters<'_>,
     state: &str,
     visibility: &str,
-    matching: Option<&str>,
-    json: bool,
     out: &mut dyn Write,
 ) -> Result<()> {
-    let globs = optional_globs(matching)?;
     let conn = open_read_only(db)?;
-    let mut listing = list_every_manager(
+    let listing = list_every_manager(
         &conn,
         StateFilter::parse(state)?,
         VisibilityFilter::parse(visibility)?,
     )?;
-    if let Some(g) = &globs {
-        narrow(&mut listing, g);
-    }
-    if json {
-        let threads: Vec<Value> = listing
-            .threads
+    let trees = filtered_trees(&conn, listing, filters)?;
+    let nodes: Vec<&Node> = trees.iter().flat_map(|t| &t.nodes).collect();
+    let live = nodes.iter().filter(|n| n.row.is_live()).count();
+    if filters.json {
+        let threads: Vec<Value> = trees
             .iter()
-            .map(|t| thread_json(&conn, t))
+            .flat_map(|t| t.nodes.iter().map(move |n| node_json(t, n, None)))
             .collect::<Result<_>>()?;
         let doc = json!({
             "threads": threads,
-            "count": listing.count,
-            "liveCount": listing.live_count,
-            "closedCount": listing.closed_count,
+            "count": nodes.len(),
+            "liveCount": live,
+            "closedCount": nodes.len() - live,
         });
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
         return Ok(());
     }
-    let header: Vec<String> = ["PATH", "ID", "STATUS", "PHASE", "NAME", "MANAGER"]
+    let header: Vec<String> = ["PATH", "ID", "STATE", "NAME", "MANAGER"]
         .iter()
         .map(|s| s.to_string())
         .collect();
-    let mut rows = Vec::new();
-    for t in &listing.threads {
-        let (session, contract) = manager_of_thread(&conn, &t.id)?.unwrap_or_default();
-        rows.push(vec![
-            t.path.clone(),
-            t.id.clone(),
-            status_text(t),
-            t.phase.clone(),
-            t.name.clone(),
-            format!("{session} ({contract})"),
-        ]);
+    for tree in &trees {
+        writeln!(out, "{}", forest::heading(tree))?;
+        let rows: Vec<Vec<String>> = tree
+            .nodes
+            .iter()
+            .map(|n| {
+                vec![
+                    format!("{}{}", "  ".repeat(n.level - 1), n.row.path),
+                    n.row.id.clone(),
+                    forest::state_label(&n.row),
+                    n.row.name.clone(),
+                    format!("{} ({})", n.manager_session, n.contract),
+                ]
+            })
+            .collect();
+        write_table(out, &header, &rows)?;
     }
-    write_table(out, &header, &rows)?;
     writeln!(
         out,
         "{} thread{} ({} live, {} closed)",
-        listing.count,
-        if listing.count == 1 { "" } else { "s" },
-        listing.live_count,
-        listing.closed_count
+        nodes.len(),
+        if nodes.len() == 1 { "" } else { "s" },
+        live,
+        nodes.len() - live
     )?;
     Ok(())
+}
+
+/// What narrows `list` and `tree`: `--match GLOB`, `--latest`, `--json`.
+pub struct TreeFilters<'a> {
+    pub matching: Option<&'a str>,
+    pub latest: bool,
+    pub json: bool,
+}
+
+/// The trees of the listed threads, narrowed by `--match` and `--latest`.
+fn filtered_trees(
+    conn: &Connection,
+    mut listing: crate::list::Listing,
+    filters: &TreeFilters<'_>,
+) -> Result<Vec<forest::Tree>> {
+    if let Some(g) = optional_globs(filters.matching)? {
+        narrow(&mut listing, &g);
+    }
+    let trees = forest::trees(conn, listing)?;
+    Ok(if filters.latest {
+        forest::latest(trees)
+    } else {
+        trees
+    })
+}
+
+/// A thread in its tree as JSON: the row, its tree's root, level and manager, and (when
+/// given) its usage.
+fn node_json(
+    tree: &forest::Tree,
+    n: &Node,
+    usage: Option<crate::store::usage::Usage>,
+) -> Result<Value> {
+    let mut v = serde_json::to_value(&n.row)?;
+    if let Value::Object(m) = &mut v {
+        m.insert(
+            "manager_session".into(),
+            Value::from(n.manager_session.as_str()),
+        );
+        m.insert("contract".into(), Value::from(n.contract.as_str()));
+        m.insert(
+            "root_session".into(),
+            Value::from(tree.info.root_session.as_str()),
+        );
+        m.insert("level".into(), Value::from(n.level));
+        if let Some(u) = usage {
+            m.insert("usage".into(), serde_json::to_value(u)?);
+        }
+    }
+    Ok(v)
 }
 
 /// Keeps the threads whose path matches `globs`, with the counts recomputed.
@@ -94,61 +146,54 @@ fn narrow(listing: &mut crate::list::Listing, globs: &globset::GlobSet) {
     listing.closed_count = listing.count - listing.live_count;
 }
 
-pub fn tree(db: &Path, matching: Option<&str>, json: bool, out: &mut dyn Write) -> Result<()> {
-    let globs = optional_globs(matching)?;
+pub fn tree(db: &Path, filters: &TreeFilters<'_>, out: &mut dyn Write) -> Result<()> {
     let conn = open_read_only(db)?;
-    let mut listing = list_every_manager(&conn, StateFilter::All, VisibilityFilter::All)?;
-    if let Some(g) = &globs {
-        narrow(&mut listing, g);
-    }
-    // Group by manager, keeping path order inside each group.
-    let mut groups: Vec<(i64, Vec<&ThreadRow>)> = Vec::new();
-    for t in &listing.threads {
-        match groups.iter_mut().find(|(m, _)| *m == t.manager_id) {
-            Some((_, v)) => v.push(t),
-            None => groups.push((t.manager_id, vec![t])),
-        }
-    }
-    groups.sort_by_key(|(m, _)| *m);
+    let listing = list_every_manager(&conn, StateFilter::All, VisibilityFilter::All)?;
+    let trees = filtered_trees(&conn, listing, filters)?;
     let spent = crate::store::usage::all_if_any(&conn)?;
     let usage_of = |id: &str| spent.get(id).copied().unwrap_or_default();
-    if json {
+    if filters.json {
         let mut docs = Vec::new();
-        for (_, threads) in &groups {
-            let (session, contract) = manager_of_thread(&conn, &threads[0].id)?.unwrap_or_default();
-            let items: Vec<Value> = threads
+        for tree in &trees {
+            let items: Vec<Value> = tree
+                .nodes
                 .iter()
-                .map(|t| {
-                    let mut v = thread_json(&conn, t)?;
-                    v["usage"] = serde_json::to_value(usage_of(&t.id))?;
-                    Ok(v)
-                })
+                .map(|n| node_json(tree, n, Some(usage_of(&n.row.id))))
                 .collect::<Result<_>>()?;
-            docs.push(json!({"managerSession": session, "contract": contract, "threads": items}));
+            let mut doc = serde_json::to_value(&tree.info)?;
+            doc["threads"] = Value::Array(items);
+            docs.push(doc);
         }
         writeln!(out, "{}", serde_json::to_string_pretty(&docs)?)?;
         return Ok(());
     }
-    if groups.is_empty() {
+    if trees.is_empty() {
         writeln!(out, "(no threads)")?;
     }
-    for (_, threads) in &groups {
-        let (session, contract) = manager_of_thread(&conn, &threads[0].id)?.unwrap_or_default();
-        writeln!(out, "manager {session} ({contract})")?;
-        for t in threads {
-            // Indent by depth below the nearest listed ancestor chain.
-            let depth = ancestors_listed(t, threads);
-            let indent = "  ".repeat(depth + 1);
+    for tree in &trees {
+        writeln!(out, "{}", forest::heading(tree))?;
+        // Whose session each child manager is: that thread's own serve started its threads.
+        let host_of: std::collections::HashMap<&str, &str> = tree
+            .nodes
+            .iter()
+            .filter_map(|n| Some((n.row.session_id.as_deref()?, n.row.path.as_str())))
+            .collect();
+        for n in &tree.nodes {
+            let t = &n.row;
+            let indent = "  ".repeat(n.level);
             let label = crate::paths::basename(&t.path);
-            let archived = if t.archived { " archived" } else { "" };
             let u = usage_of(&t.id);
+            // Threads a child's own serve manages say so: that serve holds their processes.
+            let held = match host_of.get(n.manager_session.as_str()) {
+                _ if n.manager_session == tree.info.root_session => String::new(),
+                Some(host) => format!("  (started by {host}'s own serve)"),
+                None => format!("  (manager {})", n.manager_session),
+            };
             writeln!(
                 out,
-                "{indent}{label}  {}  [{} {}{}]  {}  · {} tokens · {}",
+                "{indent}{label}  {}  [{}]  {}  · {} tokens · {}{held}",
                 t.path,
-                status_text(t),
-                t.phase,
-                archived,
+                forest::state_label(t),
                 t.name,
                 thousands(u.total_tokens()),
                 usd(u.cost_usd)
@@ -156,18 +201,6 @@ pub fn tree(db: &Path, matching: Option<&str>, json: bool, out: &mut dyn Write) 
         }
     }
     Ok(())
-}
-
-fn ancestors_listed(t: &ThreadRow, all: &[&ThreadRow]) -> usize {
-    let mut n = 0;
-    let mut p = t.parent_path.as_deref();
-    while let Some(path) = p {
-        if all.iter().any(|o| o.path == path) {
-            n += 1;
-        }
-        p = crate::paths::parent_path(path);
-    }
-    n
 }
 
 pub fn show(

@@ -2,6 +2,7 @@
 
 mod check;
 mod demo;
+mod forest;
 mod http;
 mod inspect;
 pub mod pi;
@@ -55,15 +56,22 @@ pub enum Command {
         /// Only threads whose path matches this glob ('/root/api_*'; see `stop`).
         #[arg(long = "match", value_name = "GLOB")]
         matching: Option<String>,
+        /// Only the tree of the root session with the most recent thread.
+        #[arg(long)]
+        latest: bool,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
     },
-    /// Print the stored threads as a tree per manager.
+    /// Print each root session's whole tree: its own threads and, nested under each child,
+    /// the threads the child's own serve started, indented, with state and exit kind.
     Tree {
         /// Only threads whose path matches this glob ('/root/api_*'; see `stop`).
         #[arg(long = "match", value_name = "GLOB")]
         matching: Option<String>,
+        /// Only the tree of the root session with the most recent thread.
+        #[arg(long)]
+        latest: bool,
         /// Print JSON instead of the indented tree.
         #[arg(long)]
         json: bool,
@@ -229,16 +237,32 @@ pub fn main() -> ExitCode {
             state,
             visibility,
             matching,
+            latest,
             json,
         } => inspect::list(
             &db,
+            &inspect::TreeFilters {
+                matching: matching.as_deref(),
+                latest,
+                json,
+            },
             &state,
             &visibility,
-            matching.as_deref(),
-            json,
             &mut out,
         ),
-        Command::Tree { matching, json } => inspect::tree(&db, matching.as_deref(), json, &mut out),
+        Command::Tree {
+            matching,
+            latest,
+            json,
+        } => inspect::tree(
+            &db,
+            &inspect::TreeFilters {
+                matching: matching.as_deref(),
+                latest,
+                json,
+            },
+            &mut out,
+        ),
         Command::Show {
             reference,
             manager,

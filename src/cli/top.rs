@@ -134,6 +134,10 @@ struct Row {
     /// Every token the thread's messages used, and their cost.
     tokens: i64,
     cost_usd: f64,
+    /// The root session of the whole tree it belongs to, across managers (V4's places).
+    root: Option<String>,
+    /// The thread it hangs under in that tree (possibly in another manager).
+    forest_parent: Option<String>,
 }
 
 impl Row {
@@ -213,6 +217,8 @@ struct App {
     help: bool,
     detail: Vec<Line<'static>>,
     counts: (usize, usize),
+    /// Each root session's cwd, start and name, for the tree headings.
+    roots: HashMap<String, super::forest::RootInfo>,
 }
 
 impl App {
@@ -238,6 +244,7 @@ impl App {
             help: false,
             detail: Vec::new(),
             counts: (0, 0),
+            roots: HashMap::new(),
         }
     }
 
@@ -261,6 +268,9 @@ impl App {
         match load_rows(&self.conn) {
             Ok(rows) => self.rows = rows,
             Err(e) => self.message = format!("reading the database failed: {}", e.message),
+        }
+        if let Ok(roots) = super::forest::root_infos(&self.conn) {
+            self.roots = roots;
         }
         self.rebuild();
     }
@@ -288,8 +298,9 @@ impl App {
         state_ok && vis_ok && sub_ok && search_ok
     }
 
-    /// Builds the items from the rows: managers in first-seen order, threads under their nearest
-    /// shown ancestor, live before closed within a parent, otherwise in path order.
+    /// Builds the items from the rows: one tree per root session (a child's own manager's
+    /// threads nested under the thread whose session it is), threads under their nearest shown
+    /// ancestor, live before closed within a parent, otherwise in path order.
     fn rebuild(&mut self) {
         let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
         let (mut live, mut closed) = (0, 0);
@@ -302,48 +313,95 @@ impl App {
             } else {
                 closed += 1;
             }
-            let key = format!("m:{}:{}", r.session, r.contract);
+            let key = match &r.root {
+                Some(root) => format!("r:{root}"),
+                None => format!("m:{}:{}", r.session, r.contract),
+            };
             match groups.iter_mut().find(|(k, _)| *k == key) {
                 Some((_, v)) => v.push(i),
                 None => groups.push((key, vec![i])),
             }
         }
         self.counts = (live, closed);
+        // Forest parents of every row, shown or not, so a hidden parent is walked past.
+        let forest_parent: HashMap<&str, &str> = self
+            .rows
+            .iter()
+            .filter_map(|r| Some((r.id.as_str(), r.forest_parent.as_deref()?)))
+            .collect();
         let mut items = Vec::new();
         for (key, members) in &groups {
             let first = &self.rows[members[0]];
+            let label =
+                match &first.root {
+                    Some(root) => {
+                        let info = self.roots.get(root).cloned().unwrap_or_else(|| {
+                            super::forest::RootInfo {
+                                root_session: root.clone(),
+                                ..Default::default()
+                            }
+                        });
+                        super::forest::heading_of(&info, members.len())
+                    }
+                    None => format!(
+                        "manager {} ({}) · {} thread{}",
+                        first.session,
+                        first.contract,
+                        members.len(),
+                        if members.len() == 1 { "" } else { "s" }
+                    ),
+                };
             items.push(Item::Manager {
                 key: key.clone(),
-                label: format!(
-                    "manager {} ({}) · {} thread{}",
-                    first.session,
-                    first.contract,
-                    members.len(),
-                    if members.len() == 1 { "" } else { "s" }
-                ),
+                label,
             });
             if self.collapsed.contains(key) {
                 continue;
             }
-            let by_path: HashMap<&str, usize> = members
+            let by_id: HashMap<&str, usize> = members
                 .iter()
-                .map(|&i| (self.rows[i].path.as_str(), i))
+                .map(|&i| (self.rows[i].id.as_str(), i))
+                .collect();
+            let by_path: HashMap<(&str, &str), usize> = members
+                .iter()
+                .map(|&i| {
+                    (
+                        (self.rows[i].session.as_str(), self.rows[i].path.as_str()),
+                        i,
+                    )
+                })
                 .collect();
             let mut children: HashMap<Option<usize>, Vec<usize>> = HashMap::new();
             for &i in members {
-                let mut p = crate::paths::parent_path(&self.rows[i].path);
+                let row = &self.rows[i];
                 let mut parent = None;
-                while let Some(pp) = p {
-                    if let Some(&j) = by_path.get(pp) {
-                        parent = Some(j);
-                        break;
+                if row.forest_parent.is_some() {
+                    let mut cur = row.forest_parent.as_deref();
+                    while let Some(id) = cur {
+                        if let Some(&j) = by_id.get(id) {
+                            parent = Some(j);
+                            break;
+                        }
+                        cur = forest_parent.get(id).copied();
                     }
-                    p = crate::paths::parent_path(pp);
+                } else if row.root.is_none() {
+                    let mut p = crate::paths::parent_path(&row.path);
+                    while let Some(pp) = p {
+                        if let Some(&j) = by_path.get(&(row.session.as_str(), pp)) {
+                            parent = Some(j);
+                            break;
+                        }
+                        p = crate::paths::parent_path(pp);
+                    }
                 }
                 children.entry(parent).or_default().push(i);
             }
             for v in children.values_mut() {
-                v.sort_by_key(|&i| !self.rows[i].live());
+                v.sort_by(|&a, &b| {
+                    let (ra, rb) = (&self.rows[a], &self.rows[b]);
+                    (!ra.live(), crate::paths::sort_key(&ra.path))
+                        .cmp(&(!rb.live(), crate::paths::sort_key(&rb.path)))
+                });
             }
             let mut stack: Vec<(usize, usize)> = children
                 .get(&None)
@@ -908,9 +966,23 @@ fn load_rows(conn: &Connection) -> Result<Vec<Row>> {
                 .map(|(pid, started_at)| ProcessIdentity { pid, started_at }),
             tokens: 0,
             cost_usd: 0.0,
+            root: None,
+            forest_parent: None,
         })
     })?;
     let mut rows = rows.collect::<rusqlite::Result<Vec<_>>>()?;
+    if crate::store::usage::has_tables(conn)? {
+        let mut stmt = conn.prepare_cached(include_str!("../../sql/top_places.sql"))?;
+        let places: HashMap<String, (String, Option<String>)> = stmt
+            .query_map([], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?))))?
+            .collect::<rusqlite::Result<_>>()?;
+        for r in &mut rows {
+            if let Some((root, parent)) = places.get(&r.id) {
+                r.root = Some(root.clone());
+                r.forest_parent = parent.clone();
+            }
+        }
+    }
     let spent = crate::store::usage::all_if_any(conn)?;
     for r in &mut rows {
         if let Some(u) = spent.get(&r.id) {

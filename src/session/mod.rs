@@ -370,6 +370,27 @@ impl SessionFile {
             .filter(|n| !n.is_empty())
     }
 
+    /// The text of the first user message in file order (what Pi's session list shows for a
+    /// session without a name).
+    pub fn first_user_text(&self) -> Option<String> {
+        let msg = self
+            .entries
+            .iter()
+            .find(|e| e["type"] == "message" && e["message"]["role"] == "user")?;
+        let content = &msg["message"]["content"];
+        let text = match content {
+            Value::String(s) => s.clone(),
+            Value::Array(parts) => parts
+                .iter()
+                .filter(|p| p["type"] == "text")
+                .filter_map(|p| p["text"].as_str())
+                .collect::<Vec<_>>()
+                .join(" "),
+            _ => return None,
+        };
+        Some(text).filter(|t| !t.trim().is_empty())
+    }
+
     /// id → entry; a later duplicate wins, as in Pi's `byId` map.
     fn index(&self) -> HashMap<&str, &Value> {
         self.entries

@@ -1,0 +1,235 @@
+//! The whole tree of each root session, for `tree`, `list` and `top`. Every child Pi runs its
+//! own serve and so its own manager; `thread_places` (migration V4) hangs each child manager's
+//! threads under the thread whose session it is, so one user session reads as one tree. A
+//! database no serve has migrated to V4 yet falls back to one tree per manager.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use rusqlite::Connection;
+use serde::Serialize;
+
+use crate::error::Result;
+use crate::list::Listing;
+use crate::store::threads::ThreadRow;
+
+/// One thread in its tree.
+#[derive(Debug, Clone)]
+pub struct Node {
+    pub row: ThreadRow,
+    /// 1 at the top of the tree.
+    pub level: usize,
+    pub manager_session: String,
+    pub contract: String,
+}
+
+/// What identifies a root session to a person: where it ran, when, and its name.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RootInfo {
+    pub root_session: String,
+    /// The working directory of the root session's manager.
+    pub cwd: Option<String>,
+    /// When the root session's first manager row was written.
+    pub started_at: Option<String>,
+    /// The root session's name (its last `session_info`), else its first user message.
+    pub name: Option<String>,
+    /// The newest thread's creation time: what `--latest` picks by.
+    pub last_activity: Option<String>,
+}
+
+/// One root session's tree, a parent before its descendants.
+#[derive(Debug, Clone)]
+pub struct Tree {
+    pub info: RootInfo,
+    pub nodes: Vec<Node>,
+}
+
+/// Every tree of the database holding the listed threads, in root-session order, each in tree
+/// order. Threads the listing does not hold (filtered out) are left out; a kept thread whose
+/// parent was left out keeps its level, so its place stays visible.
+pub fn trees(conn: &Connection, listing: Listing) -> Result<Vec<Tree>> {
+    let mut by_id: HashMap<String, ThreadRow> = listing
+        .threads
+        .into_iter()
+        .map(|t| (t.id.clone(), t))
+        .collect();
+    let mut trees: Vec<Tree> = Vec::new();
+    if crate::store::usage::has_tables(conn)? {
+        let mut stmt = conn.prepare_cached(include_str!("../../sql/forest_places.sql"))?;
+        let rows = stmt.query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, i64>(2)?,
+                r.get::<_, String>(3)?,
+                r.get::<_, String>(4)?,
+            ))
+        })?;
+        for row in rows {
+            let (root, id, level, manager_session, contract) = row?;
+            let Some(thread) = by_id.remove(&id) else {
+                continue;
+            };
+            if trees.last().map(|t| &t.info.root_session) != Some(&root) {
+                trees.push(Tree {
+                    info: RootInfo {
+                        root_session: root,
+                        ..Default::default()
+                    },
+                    nodes: Vec::new(),
+                });
+            }
+            let tree = trees.last_mut().expect("pushed above");
+            tree.nodes.push(Node {
+                row: thread,
+                level: level.max(1) as usize,
+                manager_session,
+                contract,
+            });
+        }
+    }
+    // Threads without a place (a database before V4): one tree per manager, nested by path.
+    if !by_id.is_empty() {
+        let mut rest: Vec<ThreadRow> = by_id.into_values().collect();
+        rest.sort_by(|a, b| {
+            (a.manager_id, crate::paths::sort_key(&a.path))
+                .cmp(&(b.manager_id, crate::paths::sort_key(&b.path)))
+        });
+        let managers = manager_names(conn)?;
+        for t in rest {
+            let (session, contract) = managers.get(&t.manager_id).cloned().unwrap_or_default();
+            if trees.last().map(|x| &x.info.root_session) != Some(&session) {
+                trees.push(Tree {
+                    info: RootInfo {
+                        root_session: session.clone(),
+                        ..Default::default()
+                    },
+                    nodes: Vec::new(),
+                });
+            }
+            let tree = trees.last_mut().expect("pushed above");
+            let level = 1 + tree
+                .nodes
+                .iter()
+                .filter(|n| crate::paths::is_strictly_under(&t.path, &n.row.path))
+                .count();
+            tree.nodes.push(Node {
+                row: t,
+                level,
+                manager_session: session,
+                contract,
+            });
+        }
+    }
+    let infos = root_infos(conn)?;
+    for tree in &mut trees {
+        if let Some(info) = infos.get(&tree.info.root_session) {
+            tree.info = info.clone();
+        }
+        tree.info.last_activity = tree.nodes.iter().map(|n| n.row.created_at.clone()).max();
+    }
+    Ok(trees)
+}
+
+/// Keeps only the tree with the most recent activity (`--latest`).
+pub fn latest(trees: Vec<Tree>) -> Vec<Tree> {
+    trees
+        .into_iter()
+        .max_by(|a, b| a.info.last_activity.cmp(&b.info.last_activity))
+        .into_iter()
+        .collect()
+}
+
+fn manager_names(conn: &Connection) -> Result<HashMap<i64, (String, String)>> {
+    let mut stmt = conn.prepare_cached(include_str!("../../sql/forest_managers.sql"))?;
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?))))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// Each root session's cwd, start time and name, from its earliest manager row and session
+/// file (one query, then at most one file read per root).
+pub(crate) fn root_infos(conn: &Connection) -> Result<HashMap<String, RootInfo>> {
+    let mut stmt = conn.prepare_cached(include_str!("../../sql/forest_root_managers.sql"))?;
+    let rows = stmt.query_map([], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, Option<String>>(1)?,
+            r.get::<_, Option<String>>(2)?,
+            r.get::<_, Option<String>>(3)?,
+        ))
+    })?;
+    let mut out = HashMap::new();
+    for row in rows {
+        let (session, cwd, created_at, file) = row?;
+        let name = file.as_deref().and_then(|f| session_title(Path::new(f)));
+        out.entry(session.clone()).or_insert(RootInfo {
+            root_session: session,
+            cwd,
+            started_at: created_at,
+            name,
+            last_activity: None,
+        });
+    }
+    Ok(out)
+}
+
+/// Longest root-session name shown.
+const NAME_CHARS: usize = 60;
+
+/// A session's title as Pi's session list shows it: its name, else its first user message.
+fn session_title(file: &Path) -> Option<String> {
+    let session = crate::session::SessionFile::read(file).ok()?;
+    let text = match session.session_name() {
+        Some(name) if !name.trim().is_empty() => name.to_string(),
+        _ => session.first_user_text()?,
+    };
+    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.chars().count() > NAME_CHARS {
+        Some(format!(
+            "{}…",
+            one_line.chars().take(NAME_CHARS - 1).collect::<String>()
+        ))
+    } else {
+        Some(one_line)
+    }
+}
+
+/// `live busy`, `closed stopped`, contract B's `completed`, and ` archived` when it is.
+pub fn state_label(t: &ThreadRow) -> String {
+    let mut s = match (&t.agent_state, t.is_live()) {
+        (Some(state), _) => state.clone(),
+        (None, true) => format!("live {}", t.phase),
+        (None, false) => format!("closed {}", t.exit_kind.as_deref().unwrap_or("?")),
+    };
+    if t.archived {
+        s.push_str(" archived");
+    }
+    s
+}
+
+/// The heading line of a tree: session, cwd, start, name, thread count.
+pub fn heading(tree: &Tree) -> String {
+    heading_of(&tree.info, tree.nodes.len())
+}
+
+/// [`heading`] for a root and a count of threads.
+pub fn heading_of(i: &RootInfo, n: usize) -> String {
+    let mut s = format!("session {}", i.root_session);
+    if let Some(name) = &i.name {
+        s.push_str(&format!(" \"{name}\""));
+    }
+    if let Some(cwd) = &i.cwd {
+        s.push_str(&format!(" · {cwd}"));
+    }
+    if let Some(at) = &i.started_at {
+        s.push_str(&format!(" · started {}", short_time(at)));
+    }
+    s.push_str(&format!(" · {n} thread{}", if n == 1 { "" } else { "s" }));
+    s
+}
+
+/// `2026-12-01T22:52:26.897Z` → `2026-12-01 22:52:26`.
+pub fn short_time(iso: &str) -> String {
+    iso.get(..19).unwrap_or(iso).replace('T', " ")
+}
