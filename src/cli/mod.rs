@@ -143,7 +143,9 @@ pub enum Command {
     },
     /// Run one read-only SQL statement; a statement that would write is refused.
     Sql {
+        /// One SELECT (or other read-only) statement, e.g. "SELECT path, phase FROM live_threads".
         query: String,
+        /// Print the rows as a JSON array of objects instead of an aligned table.
         #[arg(long)]
         json: bool,
     },
@@ -151,6 +153,7 @@ pub enum Command {
     /// closed/stale (contract B: paused); surviving process groups are killed when pid and start
     /// time still match. Nothing is restarted.
     Restore {
+        /// Print {"restored", "killedGroups", "rejected"} as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -171,8 +174,10 @@ pub enum Command {
     /// A child that speaks Pi's RPC protocol (1.6 dialect) and follows a JSON script; for tests
     /// and the demo. Pi's flags after the script are accepted as Pi accepts them.
     ScriptedAgent {
+        /// The JSON script: turns of steps (delays, tool calls, text) and a default reply.
         #[arg(long, value_name = "FILE")]
         script: PathBuf,
+        /// Pi's own flags (--mode rpc, --session FILE, --name, …), accepted as Pi accepts them.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
