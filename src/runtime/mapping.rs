@@ -57,15 +57,29 @@ pub struct Tracker {
     pub awaiting_activity: bool,
     /// A run has started at least once (a starting thread with no run stays starting).
     pub seen_run: bool,
+    /// The launch sends an initial prompt, so a starting thread with no run waits for its
+    /// answer. A launch without one (resume, fork) has nothing to wait for: Pi 1.6 sends no
+    /// event then, and its first idle `get_state` answer is what makes it idle.
+    pub prompted: bool,
 }
 
 impl Tracker {
+    /// The tracker of a launch that sends an initial prompt.
     pub fn new() -> Self {
         Tracker {
             phase: Phase::Starting,
             turn_open: false,
             awaiting_activity: false,
             seen_run: false,
+            prompted: true,
+        }
+    }
+
+    /// The tracker of a launch that sends no prompt (resume, fork).
+    pub fn without_prompt() -> Self {
+        Tracker {
+            prompted: false,
+            ..Tracker::new()
         }
     }
 
@@ -202,8 +216,9 @@ impl Tracker {
 
     /// Applies a `get_state` answer: busy when streaming, compacting or holding pending
     /// messages; idle otherwise, unless an accepted initial prompt has shown no activity yet
-    /// or a starting thread has done nothing. An idle refresh closes a turn whose end events
-    /// were missed. Returns the effects and whether the refresh reads idle.
+    /// or a starting thread has done nothing since a prompt it has not answered. An idle
+    /// refresh closes a turn whose end events were missed. Returns the effects and whether
+    /// the refresh reads idle.
     pub fn on_state(&mut self, state: &Value) -> (Vec<Effect>, bool) {
         let mut out = Vec::new();
         let busy = state["isStreaming"].as_bool().unwrap_or(false)
@@ -216,7 +231,7 @@ impl Tracker {
         if self.awaiting_activity || self.phase == Phase::Stopping {
             return (out, false);
         }
-        if self.phase == Phase::Starting && !self.seen_run {
+        if self.phase == Phase::Starting && self.prompted && !self.seen_run {
             return (out, false);
         }
         self.close_turn(&mut out);
@@ -356,5 +371,34 @@ mod tests {
         t.phase = Phase::Stopping;
         t.on_event(&json!({"type":"agent_settled"}));
         assert_eq!(t.phase, Phase::Stopping, "stopping freezes the phase");
+    }
+
+    #[test]
+    fn a_launch_without_a_prompt_is_idle_at_its_first_idle_refresh() {
+        // Pi 1.6 sends no event after a resume or fork: the refreshes are all there is, and
+        // each one (the launch's, then a wait's) must read idle.
+        let mut t = Tracker::without_prompt();
+        let idle_state = json!({"isStreaming":false,"isCompacting":false,"pendingMessageCount":0});
+        assert_eq!(
+            t.on_state(&idle_state),
+            (vec![Effect::Phase(Phase::Idle)], true)
+        );
+        assert_eq!(
+            t.on_state(&idle_state),
+            (vec![], true),
+            "a later refresh reads idle too"
+        );
+        // A message Pi still holds keeps it busy.
+        let mut t = Tracker::without_prompt();
+        let (e, idle) = t.on_state(&json!({"isStreaming":false,"pendingMessageCount":1}));
+        assert_eq!((e, idle), (vec![Effect::Phase(Phase::Busy)], false));
+        // A send to it then runs like any prompt: busy until the run settles.
+        let mut t = Tracker::without_prompt();
+        t.on_state(&idle_state);
+        t.on_prompt_answer(&json!({"success":true,"data":{"disposition":"started"}}));
+        assert_eq!((t.phase, t.on_state(&idle_state).1), (Phase::Busy, false));
+        t.on_event(&json!({"type":"agent_start"}));
+        t.on_event(&json!({"type":"agent_settled","aborted":false}));
+        assert_eq!((t.phase, t.on_state(&idle_state).1), (Phase::Idle, true));
     }
 }

@@ -369,7 +369,10 @@ impl Runtime {
             pgid: pid,
             launch_seq,
             rpc: RpcClient::new(stdin_tx),
-            tracker: Mutex::new(Tracker::new()),
+            tracker: Mutex::new(match spec.start {
+                StartKind::Prompt(_) => Tracker::new(),
+                StartKind::Resumed | StartKind::Forked { .. } => Tracker::without_prompt(),
+            }),
             view: view_tx,
             stop_requested: AtomicBool::new(false),
             partial: Mutex::new((String::new(), None)),
@@ -433,16 +436,26 @@ impl Runtime {
                 }
             }
             StartKind::Resumed | StartKind::Forked { .. } => {
+                // Pi sends nothing after a launch without a prompt; its answer to this
+                // get_state, applied by the reader like any refresh, makes the thread idle
+                // (for the tracker as much as for observers, so later refreshes read idle).
                 let answer = child
                     .rpc
                     .call("get_state", json!({}), PROMPT_ANSWER_WAIT)
                     .await;
-                if matches!(answer, Err(CallError::Closed)) {
-                    // Exited at once: report the recorded exit, not an idle live thread.
-                    outcome.note = Some(EXITED_EARLY_NOTE.into());
-                    wait_closed(&mut child.view.subscribe(), EARLY_EXIT_RECORD_WAIT).await;
-                } else {
-                    self.apply(&child, vec![Effect::Phase(Phase::Idle)]).await;
+                match answer {
+                    Ok(_) => {}
+                    Err(CallError::Closed) => {
+                        // Exited at once: report the recorded exit, not an idle live thread.
+                        outcome.note = Some(EXITED_EARLY_NOTE.into());
+                        wait_closed(&mut child.view.subscribe(), EARLY_EXIT_RECORD_WAIT).await;
+                    }
+                    Err(CallError::Timeout) => {
+                        outcome.note = Some(format!(
+                            "The child has not answered within {} ms; it stays starting until it does. Poll or wait before sending.",
+                            PROMPT_ANSWER_WAIT.as_millis()
+                        ))
+                    }
                 }
             }
         }
