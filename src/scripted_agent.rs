@@ -70,7 +70,7 @@
 //! | `ignore_sigterm` | SIGTERM is logged on stderr and otherwise ignored (default: exit 143) |
 //! | `spawn_grandchild` | `true` spawns `sleep 1000`, or an argv array spawns that command, at start, in the agent's process group with null stdio, and is not waited for; stderr gets `scripted-agent: grandchild pid N` |
 //! | `session_id` | id of a new session (an existing session file keeps its header id; `--session-id` wins over this) |
-//! | `system_message` | default `true`: like 1.6, emit and store a `role:"system"` message before the first user message of the process |
+//! | `system_message` | default `true`: like 1.6, emit and store a `role:"system"` message before a user message when the context (the messages on the leaf's path) has none yet; a resumed session that has one gets no other |
 //! | `default_reply` | the answer when the script has nothing left for the model to say; default `done: {prompt}` |
 //! | `provider`, `model` | defaults for the model identity when `--provider`/`--model` are absent: `scripted` / `scripted-model` |
 //! | `turns` | the list of script turns, see below |
@@ -1165,7 +1165,6 @@ struct State {
     model_id: String,
     thinking_level: String,
     turn_cursor: usize,
-    system_sent: bool,
     tool_counter: u64,
     response_counter: u64,
     shutdown: bool,
@@ -1265,7 +1264,6 @@ impl Shared {
                 model_id,
                 thinking_level,
                 turn_cursor: 0,
-                system_sent: false,
                 tool_counter: 0,
                 response_counter: 0,
                 shutdown: false,
@@ -2096,12 +2094,17 @@ impl<'a> Run<'a> {
     fn play(mut self, inputs: Vec<UserInput>) {
         self.emit(json!({ "type": "agent_start" }));
         self.emit(json!({ "type": "turn_start" }));
-        let send_system = {
-            let mut st = self.sh.lock();
-            let send = self.sh.script.system_message && !st.system_sent;
-            st.system_sent = true;
-            send
-        };
+        // Pi 1.6 sends a system message when the prompt differs from the one the context
+        // already carries; this prompt never changes, so: when the context has none. A resumed
+        // session has one already; a fork of a session without one (or a new session) gets it.
+        let send_system = self.sh.script.system_message
+            && !self
+                .sh
+                .lock()
+                .session
+                .messages
+                .iter()
+                .any(|m| m["role"] == "system");
         if send_system {
             self.message_pair(json!({
                 "role": "system",
