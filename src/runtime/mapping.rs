@@ -61,6 +61,10 @@ pub struct Tracker {
     /// answer. A launch without one (resume, fork) has nothing to wait for: Pi 1.6 sends no
     /// event then, and its first idle `get_state` answer is what makes it idle.
     pub prompted: bool,
+    /// Prompts written to the child and not answered yet. Pi 1.6 answers `get_state` at once
+    /// but a prompt only after an asynchronous preflight, so a refresh written after a send
+    /// can be answered before it, looking idle although a run is about to start.
+    pub unanswered_prompts: u32,
 }
 
 impl Tracker {
@@ -72,6 +76,7 @@ impl Tracker {
             awaiting_activity: false,
             seen_run: false,
             prompted: true,
+            unanswered_prompts: 0,
         }
     }
 
@@ -195,10 +200,16 @@ impl Tracker {
         out
     }
 
+    /// Records that a prompt is about to be written (see [`Tracker::unanswered_prompts`]).
+    pub fn on_prompt_written(&mut self) {
+        self.unanswered_prompts += 1;
+    }
+
     /// Applies the child's answer to a `prompt`: a run that started makes the thread busy
     /// until activity is seen; a rejected prompt leaves a starting thread idle.
     pub fn on_prompt_answer(&mut self, response: &Value) -> Vec<Effect> {
         let mut out = Vec::new();
+        self.unanswered_prompts = self.unanswered_prompts.saturating_sub(1);
         if response["success"].as_bool().unwrap_or(false) {
             let disposition = response["data"]["disposition"]
                 .as_str()
@@ -228,7 +239,7 @@ impl Tracker {
             self.set_phase(Phase::Busy, &mut out);
             return (out, false);
         }
-        if self.awaiting_activity || self.phase == Phase::Stopping {
+        if self.awaiting_activity || self.unanswered_prompts > 0 || self.phase == Phase::Stopping {
             return (out, false);
         }
         if self.phase == Phase::Starting && self.prompted && !self.seen_run {
@@ -371,6 +382,24 @@ mod tests {
         t.phase = Phase::Stopping;
         t.on_event(&json!({"type":"agent_settled"}));
         assert_eq!(t.phase, Phase::Stopping, "stopping freezes the phase");
+    }
+
+    #[test]
+    fn a_refresh_answered_before_a_prompt_does_not_read_idle() {
+        // Pi 1.6 answers get_state at once and a prompt after its preflight: a refresh written
+        // after a send can come back first, idle-looking.
+        let mut t = Tracker::without_prompt();
+        let idle_state = json!({"isStreaming":false,"pendingMessageCount":0});
+        t.on_state(&idle_state);
+        t.on_prompt_written();
+        assert_eq!(t.on_state(&idle_state), (vec![], false));
+        assert_eq!(t.phase, Phase::Idle, "no phase is made up either");
+        t.on_prompt_answer(&json!({"success":false,"error":"No API key found"}));
+        assert_eq!(
+            t.on_state(&idle_state),
+            (vec![], true),
+            "answered: idle again"
+        );
     }
 
     #[test]

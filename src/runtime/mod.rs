@@ -182,6 +182,12 @@ struct Child {
     view: watch::Sender<ChildView>,
     stop_requested: AtomicBool,
     partial: Mutex<(String, Option<Instant>)>,
+    /// Held from writing a `prompt` until its answer. Pi 1.6 checks whether it is busy only
+    /// after a prompt's asynchronous preflight, so a second prompt written before the first is
+    /// answered (a follow-up to a thread still starting, two concurrent sends) is also answered
+    /// `started`, then silently dropped; its stray `agent_settled` and a reset `isStreaming`
+    /// make the running thread look idle. One prompt in flight per child avoids all of it.
+    prompt_gate: Arc<tokio::sync::Mutex<()>>,
 }
 
 struct Inner {
@@ -376,6 +382,7 @@ impl Runtime {
             view: view_tx,
             stop_requested: AtomicBool::new(false),
             partial: Mutex::new((String::new(), None)),
+            prompt_gate: Arc::default(),
         });
         self.inner
             .children
@@ -409,13 +416,7 @@ impl Runtime {
         };
         match spec.start {
             StartKind::Prompt(text) => {
-                let call_child = child.clone();
-                let answer = tokio::spawn(async move {
-                    call_child
-                        .rpc
-                        .call("prompt", json!({"message": text}), Duration::from_secs(600))
-                        .await
-                });
+                let answer = child.start_prompt(json!({"message": text}), false).answer;
                 match tokio::time::timeout(PROMPT_ANSWER_WAIT, answer).await {
                     Ok(Ok(Ok(resp))) => {
                         outcome.prompt_accepted = Some(resp.success);
@@ -501,7 +502,32 @@ impl Runtime {
             SendMode::Steer => fields["streamingBehavior"] = json!("steer"),
             SendMode::FollowUp => fields["streamingBehavior"] = json!("followUp"),
         }
-        Ok(match child.rpc.call("prompt", fields, SEND_TIMEOUT).await {
+        let deadline = tokio::time::Instant::now() + SEND_TIMEOUT;
+        let mut prompt = child.start_prompt(fields, true);
+        let written = match tokio::time::timeout_at(deadline, &mut prompt.written).await {
+            Ok(r) => r.is_ok(),
+            Err(_) => {
+                // Closed first, so the prompt is either written already or never will be.
+                prompt.written.close();
+                prompt.written.try_recv().is_ok()
+            }
+        };
+        if !written {
+            return Ok(SendOutcome {
+                accepted: Some(false),
+                error: Some(format!(
+                    "Not sent: the child has not answered an earlier message for {} ms, and a message written before that answer would be lost. Nothing was written. Repair: poll or wait, then send {} again.",
+                    SEND_TIMEOUT.as_millis(),
+                    mode.as_str()
+                )),
+            });
+        }
+        let answer = match tokio::time::timeout_at(deadline, prompt.answer).await {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(_)) => Err(CallError::Closed),
+            Err(_) => Err(CallError::Timeout),
+        };
+        Ok(match answer {
             Ok(resp) if resp.success => SendOutcome { accepted: Some(true), error: None },
             Ok(resp) => SendOutcome {
                 accepted: Some(false),
@@ -791,6 +817,39 @@ impl Runtime {
         {
             children.remove(&*child.thread_id);
         }
+    }
+}
+
+/// A prompt on its way to a child: `written` fires as the line is written, `answer` ends with
+/// the child's answer (or its close).
+struct PendingPrompt {
+    written: tokio::sync::oneshot::Receiver<()>,
+    answer: tokio::task::JoinHandle<std::result::Result<rpc::Response, CallError>>,
+}
+
+/// How long a prompt may hold the gate waiting for its answer.
+const PROMPT_ANSWER_LIMIT: Duration = Duration::from_secs(600);
+
+impl Child {
+    /// Writes a `prompt` once no earlier prompt is unanswered. The gate stays held until this
+    /// one is answered, even when the caller stops waiting. A `cancellable` prompt whose
+    /// caller closed (or dropped) `written` before it got the gate is never written.
+    fn start_prompt(self: &Arc<Self>, fields: Value, cancellable: bool) -> PendingPrompt {
+        let (tx, written) = tokio::sync::oneshot::channel();
+        let child = self.clone();
+        let answer = tokio::spawn(async move {
+            let _gate = child.prompt_gate.clone().lock_owned().await;
+            if tx.send(()).is_err() && cancellable {
+                return Err(CallError::Closed);
+            }
+            child
+                .tracker
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .on_prompt_written();
+            child.rpc.call("prompt", fields, PROMPT_ANSWER_LIMIT).await
+        });
+        PendingPrompt { written, answer }
     }
 }
 
