@@ -226,3 +226,40 @@ async fn live_timeout_stops_a_busy_child() {
     assert!(started.elapsed() < Duration::from_secs(6));
     assert_eq!(f.row(&id)["exit_kind"], "stopped");
 }
+
+/// The scripted agent drops a prompt written before the last one was answered, as Pi 1.6 does
+/// (tests/real_pi_runtime.rs shows it with real Pi): the runtime's one-prompt-at-a-time gate
+/// keeps a follow-up sent during startup, and a refresh that the agent answers during a
+/// prompt's preflight does not read idle.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_sent_before_an_answer_are_kept_and_do_not_read_idle() {
+    let f = fixture(RuntimeConfig::default());
+    let script =
+        json!({"startup_delay_ms": 300, "preflight_ms": 1000, "default_reply": "re: {prompt}"});
+    let spec = f.spec(1, script, StartKind::Prompt("start".into()));
+    let id = spec.thread_id.clone();
+    let (launched, sent) = tokio::join!(f.rt.launch(spec), async {
+        while !f.rt.is_live(&id) {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        f.rt.send(&id, SendMode::FollowUp, "early").await
+    });
+    assert_eq!(launched.unwrap().prompt_accepted, Some(true));
+    assert_eq!(sent.unwrap().accepted, Some(true));
+    f.until(&id, |v| v.phase == Phase::Idle).await;
+    assert_eq!(f.row(&id)["assistant"], "re: early", "the follow-up ran");
+
+    // A refresh written while a send's prompt is in its preflight.
+    let settled = f.rt.watch(&id).unwrap().borrow().settles;
+    let rt = f.rt.clone();
+    let send_id = id.clone();
+    let send = tokio::spawn(async move { rt.send(&send_id, SendMode::Prompt, "again").await });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let (idle, state) = f.rt.refresh(&id, Duration::from_secs(5)).await.unwrap();
+    assert_eq!(state["isStreaming"], false, "answered during the preflight");
+    assert!(!idle, "a prompt is still unanswered");
+    assert_eq!(send.await.unwrap().unwrap().accepted, Some(true));
+    f.until(&id, |v| v.settles > settled).await;
+    assert_eq!(f.row(&id)["assistant"], "re: again");
+    f.rt.shutdown().await;
+}
