@@ -263,3 +263,36 @@ async fn messages_sent_before_an_answer_are_kept_and_do_not_read_idle() {
     assert_eq!(f.row(&id)["assistant"], "re: again");
     f.rt.shutdown().await;
 }
+
+/// A thread is starting from its row's insert, before its child exists: `await_launch` holds a
+/// send or wait arriving in between until the reserved launch has registered its child.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn await_launch_bridges_a_reserved_launch_until_its_child_exists() {
+    let f = fixture(RuntimeConfig::default());
+    let spec = f.spec(
+        1,
+        json!({"preflight_ms": 500}),
+        StartKind::Prompt("go".into()),
+    );
+    let id = spec.thread_id.clone();
+    // No reservation: nothing to wait for.
+    let t = std::time::Instant::now();
+    f.rt.await_launch(&id, Duration::from_secs(10)).await;
+    assert!(!f.rt.is_live(&id) && t.elapsed() < Duration::from_secs(5));
+
+    let reservation = f.rt.reserve_launch(&id);
+    let rt = f.rt.clone();
+    let waiter_id = id.clone();
+    let waiter = tokio::spawn(async move {
+        rt.await_launch(&waiter_id, Duration::from_secs(20)).await;
+        rt.is_live(&waiter_id)
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!waiter.is_finished(), "waits while the launch has no child");
+    let launch = f.rt.launch(spec);
+    let (out, live) = tokio::join!(launch, waiter);
+    assert_eq!(out.unwrap().prompt_accepted, Some(true));
+    assert!(live.unwrap(), "woke with the child registered");
+    drop(reservation);
+    f.rt.shutdown().await;
+}

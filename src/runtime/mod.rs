@@ -196,6 +196,10 @@ struct Inner {
     owner: ProcessIdentity,
     config: RuntimeConfig,
     children: Mutex<HashMap<String, Arc<Child>>>,
+    /// Threads whose launch is under way (see [`Runtime::reserve_launch`]).
+    launching: Mutex<std::collections::HashSet<String>>,
+    /// Bumped when a child is registered or a launch reservation ends.
+    launches: watch::Sender<u64>,
 }
 
 /// The supervisor of this process's children. Cheap to clone.
@@ -215,6 +219,8 @@ impl Runtime {
                 owner: ProcessIdentity::current(),
                 config,
                 children: Mutex::new(HashMap::new()),
+                launching: Mutex::default(),
+                launches: watch::Sender::new(0),
             }),
         }
     }
@@ -257,6 +263,46 @@ impl Runtime {
             .keys()
             .cloned()
             .collect()
+    }
+
+    /// Marks a launch of `thread_id` as under way, from before its row says live until the
+    /// returned guard drops. A thread is `starting` as soon as its row exists, but its child is
+    /// known here only once spawned: [`Runtime::await_launch`] bridges that gap, so a send or
+    /// wait arriving meanwhile finds the child instead of taking the thread for closed.
+    pub fn reserve_launch(&self, thread_id: &str) -> LaunchReservation {
+        self.inner
+            .launching
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(thread_id.to_string());
+        LaunchReservation {
+            rt: self.clone(),
+            thread_id: thread_id.to_string(),
+        }
+    }
+
+    /// Waits (at most `limit`) while a reserved launch of the thread has not registered its
+    /// child yet. Returns at once when there is no such launch.
+    pub async fn await_launch(&self, thread_id: &str, limit: Duration) {
+        let mut changes = self.inner.launches.subscribe();
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let reserved = self
+                .inner
+                .launching
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains(thread_id);
+            if !reserved || self.child(thread_id).is_some() {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, changes.changed())
+                .await
+                .is_err()
+            {
+                return;
+            }
+        }
     }
 
     /// Watches a live child's phase and closure.
@@ -389,6 +435,7 @@ impl Runtime {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(spec.thread_id.clone(), child.clone());
+        self.inner.launches.send_modify(|n| *n += 1);
 
         let stdin = proc.stdin.take().expect("piped stdin");
         let stdout = proc.stdout.take().expect("piped stdout");
@@ -817,6 +864,24 @@ impl Runtime {
         {
             children.remove(&*child.thread_id);
         }
+    }
+}
+
+/// A launch under way ([`Runtime::reserve_launch`]); dropping it ends the reservation.
+pub struct LaunchReservation {
+    rt: Runtime,
+    thread_id: String,
+}
+
+impl Drop for LaunchReservation {
+    fn drop(&mut self) {
+        self.rt
+            .inner
+            .launching
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.thread_id);
+        self.rt.inner.launches.send_modify(|n| *n += 1);
     }
 }
 
