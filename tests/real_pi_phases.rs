@@ -348,14 +348,99 @@ fn contract_b_steer_of_a_completed_thread_runs_on_its_session() {
     close(s, &env);
 }
 
-/// `status` of the thread at `path`, read from the database.
+/// `status` of the thread at `path`, read from the database (`""` before it exists).
 fn serve_client_status(db: &Path, path: &str) -> String {
     let conn = rusqlite::Connection::open(db).unwrap();
     conn.busy_timeout(Duration::from_secs(5)).unwrap();
     conn.query_row("SELECT status FROM threads WHERE path = ?1", [path], |r| {
         r.get(0)
     })
-    .unwrap()
+    .unwrap_or_default()
+}
+
+#[test]
+fn contract_b_stop_or_crash_while_starting_settles_the_thread() {
+    let Some(pi) = pi_or_skip("contract_b_stop_or_crash_while_starting_settles_the_thread") else {
+        return;
+    };
+    let fake = FakeLlm::start();
+    reply_to(&fake, "EARLY", Step::hang(60_000));
+    let env = hermetic_pi_env(&fake);
+    let db = env.root.path().join("db.sqlite");
+    let mut s = serve_with_pi_children(
+        &db,
+        &env.env,
+        &env.cwd,
+        &env.child_command(&pi, &[]),
+        "agent",
+        "ses_phases_b_stop",
+    );
+    // The stop lands while Pi boots, before it answered the launch prompt.
+    let spawn = s.send(
+        "agent_spawn",
+        json!({"path": "early", "task": "EARLY: take long", "wait": false}),
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while serve_client_status(&db, "/root/early") != "live" {
+        assert!(Instant::now() < deadline, "the run never started");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let v = agent_call(&mut s, "agent_stop", json!({"path": "/root/early"}));
+    assert_eq!(v["state"], "stopped", "{v}");
+    let r = s.response(spawn, Duration::from_secs(60));
+    assert!(r.get("result").is_some(), "{r}");
+    let v = agent_call(
+        &mut s,
+        "agent_wait",
+        json!({"path": "/root/early", "timeoutMs": 20_000}),
+    );
+    assert_eq!(
+        (v["state"].as_str(), v["status"].as_str()),
+        (Some("stopped"), Some("Stopped; session retained")),
+        "{v}"
+    );
+
+    // A child killed while it boots never answers its launch prompt: the run still settles
+    // (failed), so a wait returns.
+    let spawn = s.send(
+        "agent_spawn",
+        json!({"path": "doomed", "task": "EARLY: crash", "wait": false}),
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let pid = loop {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.busy_timeout(Duration::from_secs(5)).unwrap();
+        let pid: Option<i64> = conn
+            .query_row(
+                "SELECT pid FROM threads WHERE path = '/root/doomed' AND status = 'live'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap_or(None);
+        if let Some(pid) = pid {
+            break pid;
+        }
+        assert!(Instant::now() < deadline, "the run never started");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    rustix::process::kill_process_group(
+        rustix::process::Pid::from_raw(pid as i32).unwrap(),
+        rustix::process::Signal::KILL,
+    )
+    .unwrap();
+    let r = s.response(spawn, Duration::from_secs(60));
+    assert!(r.get("result").is_some(), "{r}");
+    let v = agent_call(
+        &mut s,
+        "agent_wait",
+        json!({"path": "/root/doomed", "timeoutMs": 20_000}),
+    );
+    assert_eq!(v["state"], "failed", "{v}");
+    assert!(
+        v["error"].as_str().is_some_and(|e| e.contains("SIGKILL")),
+        "{v}"
+    );
+    close(s, &env);
 }
 
 #[test]

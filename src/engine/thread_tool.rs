@@ -20,8 +20,6 @@ use crate::time::now_iso;
 
 /// Timeout of the `get_state` refresh a poll or send makes.
 const REFRESH_TIMEOUT: Duration = Duration::from_millis(1_500);
-/// How long a send, wait or resume waits for a thread's starting launch to spawn its child.
-const LAUNCH_WAIT: Duration = Duration::from_secs(10);
 /// Pause between refreshes while waiting.
 const WAIT_STEP: Duration = Duration::from_millis(250);
 
@@ -476,7 +474,8 @@ async fn poll(e: &Engine, reference: &str, detail: &str) -> Result<Value> {
 
 async fn send(e: &Engine, reference: &str, message: &str, mode: Option<&str>) -> Result<Value> {
     let row = find(e, reference)?;
-    e.rt.await_launch(&row.id, LAUNCH_WAIT).await;
+    e.rt.await_launch(&row.id, crate::runtime::LAUNCH_WAIT)
+        .await;
     if !row.is_live() || !e.rt.is_live(&row.id) {
         return Err(Error::new(
             ErrorCode::Closed,
@@ -567,7 +566,8 @@ async fn wait(
     let row = find(e, reference)?;
     let detail = detail_of(detail);
     let started = Instant::now();
-    e.rt.await_launch(&row.id, LAUNCH_WAIT).await;
+    e.rt.await_launch(&row.id, crate::runtime::LAUNCH_WAIT)
+        .await;
     let deadline = started + Duration::from_millis(timeout_ms);
     let timed_out = loop {
         let Some(mut view) = e.rt.watch(&row.id) else {
@@ -626,7 +626,8 @@ async fn wait(
 async fn resume(e: &Engine, reference: &str) -> Result<Value> {
     let _one_at_a_time = e.relaunch.lock().await;
     let row = find(e, reference)?;
-    e.rt.await_launch(&row.id, LAUNCH_WAIT).await;
+    e.rt.await_launch(&row.id, crate::runtime::LAUNCH_WAIT)
+        .await;
     if row.is_live() && e.rt.is_live(&row.id) {
         let (_, snap) = e.snapshot(&row.id, Detail::Summary)?;
         let text = format!("{} ({}) is already live.", row.path, row.id);

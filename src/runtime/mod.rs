@@ -47,6 +47,9 @@ const EARLY_EXIT_RECORD_WAIT: Duration = Duration::from_millis(2_000);
 /// A close that failed with an I/O error (a full disk) is retried this often, this many times.
 const CLOSE_RETRY_EVERY: Duration = Duration::from_secs(1);
 const CLOSE_RETRIES: u32 = 600;
+/// How long a call for a thread whose launch is under way waits for its child to be spawned
+/// (see [`Runtime::reserve_launch`]).
+pub const LAUNCH_WAIT: Duration = Duration::from_secs(10);
 /// RPC timeout of a send.
 pub const SEND_TIMEOUT: Duration = Duration::from_millis(5_000);
 /// Graceful stop: abort timeout, then the wait after SIGTERM, then after SIGKILL.
@@ -265,8 +268,8 @@ impl Runtime {
             .collect()
     }
 
-    /// Marks a launch of `thread_id` as under way, from before its row says live until the
-    /// returned guard drops. A thread is `starting` as soon as its row exists, but its child is
+    /// Marks a launch of `thread_id` as under way, from before its row says live until its
+    /// child is registered (or the returned guard drops, for a launch that failed). A thread is `starting` as soon as its row exists, but its child is
     /// known here only once spawned: [`Runtime::await_launch`] bridges that gap, so a send or
     /// wait arriving meanwhile finds the child instead of taking the thread for closed.
     pub fn reserve_launch(&self, thread_id: &str) -> LaunchReservation {
@@ -435,6 +438,12 @@ impl Runtime {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(spec.thread_id.clone(), child.clone());
+        // The reservation has served its purpose: from now on the child itself is known.
+        self.inner
+            .launching
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&spec.thread_id);
         self.inner.launches.send_modify(|n| *n += 1);
 
         let stdin = proc.stdin.take().expect("piped stdin");
@@ -635,6 +644,7 @@ impl Runtime {
     /// Stops a live child: graceful (abort, SIGTERM to the group, SIGKILL) or `force`
     /// (SIGKILL at once). Returns false when it was not live here (a no-op).
     pub async fn stop(&self, thread_id: &str, force: bool) -> Result<bool> {
+        self.await_launch(thread_id, LAUNCH_WAIT).await;
         let Some(child) = self.child(thread_id) else {
             return Ok(false);
         };
