@@ -4,7 +4,8 @@
 //!   the launch prompt), steer and follow-up while busy, steer and follow-up while idle; `fork`
 //!   of a busy thread; `stop` while starting, and twice at once while busy; `resume` after a
 //!   stop mid-run;
-//! - contract B: `agent_steer` of a completed (settled, retired) thread;
+//! - contract B: `agent_steer` of a completed (settled, retired) thread; `agent_stop` and a
+//!   SIGKILL while a run starts (Pi still booting);
 //! - contract C: `threads_interrupt` of a busy worker, then `threads_send`.
 //!
 //! Each model reply is routed by the last user message, so the order Pi asks in does not
