@@ -6,7 +6,8 @@
 //!   stop mid-run;
 //! - contract B: `agent_steer` of a completed (settled, retired) thread; `agent_stop` and a
 //!   SIGKILL while a run starts (Pi still booting);
-//! - contract C: `threads_interrupt` of a busy worker, then `threads_send`.
+//! - contract C: `threads_interrupt` of a busy worker, then `threads_send`; `threads_interrupt`
+//!   while a worker starts.
 //!
 //! Each model reply is routed by the last user message, so the order Pi asks in does not
 //! matter. Skips without Pi unless CI=true.
@@ -452,6 +453,11 @@ fn contract_c_interrupt_of_a_busy_worker_then_send() {
     let fake = FakeLlm::start();
     reply_to(&fake, "Long task", Step::hang(60_000));
     reply_to(&fake, "Short task", Step::text("Short done."));
+    reply_to(
+        &fake,
+        "Early task",
+        slow("Early task finished after all. ", 3_000),
+    );
     let env = hermetic_pi_env(&fake);
     let db = env.root.path().join("db.sqlite");
     let mut s = serve_with_pi_children(
@@ -495,5 +501,39 @@ fn contract_c_interrupt_of_a_busy_worker_then_send() {
         std::thread::sleep(Duration::from_millis(100));
     }
     assert_eq!(asked(&fake, "Short task"), 1);
+
+    // Interrupted while Pi boots, before it answered the launch prompt: Pi would answer an
+    // abort written then at once and run the prompt anyway; the interrupt still holds.
+    let spawn = s.send(
+        "threads_spawn",
+        json!({"key": "early", "title": "Early", "directory": env.cwd.display().to_string(), "task": "Early task"}),
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let early = loop {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.busy_timeout(Duration::from_secs(5)).unwrap();
+        let id: Option<String> = conn
+            .query_row(
+                "SELECT id FROM threads WHERE id <> ?1 AND status = 'live'",
+                [&worker],
+                |r| r.get(0),
+            )
+            .unwrap_or(None);
+        if let Some(id) = id {
+            break id;
+        }
+        assert!(Instant::now() < deadline, "the early worker never started");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let v = tool(&mut s, "threads_interrupt", json!({"workerID": early}));
+    assert_eq!(v["outcome"], "interrupted", "{v}");
+    let r = s.response(spawn, Duration::from_secs(60));
+    assert!(r.get("result").is_some(), "{r}");
+    std::thread::sleep(Duration::from_millis(3_500));
+    let list = tool(&mut s, "threads_list", json!({}));
+    assert_eq!(
+        list["statuses"][&early], "interrupted",
+        "the run did not go on: {list}"
+    );
     close(s, &env);
 }

@@ -296,3 +296,24 @@ async fn await_launch_bridges_a_reserved_launch_until_its_child_exists() {
     drop(reservation);
     f.rt.shutdown().await;
 }
+
+/// `Runtime::abort` waits for an unanswered prompt, since the agent (like Pi 1.6) ignores an
+/// abort written during a prompt's preflight: a thread interrupted while starting is aborted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_abort_while_starting_waits_for_the_prompt_and_aborts_its_run() {
+    let f = fixture(RuntimeConfig::default());
+    let script = json!({"preflight_ms": 300, "turns": [{"steps": [{"delay_ms": 3000}, {"text": "too late"}]}]});
+    let spec = f.spec(1, script, StartKind::Prompt("go".into()));
+    let id = spec.thread_id.clone();
+    let (launched, aborted) = tokio::join!(f.rt.launch(spec), async {
+        while !f.rt.is_live(&id) {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        f.rt.abort(&id, Duration::from_secs(5)).await
+    });
+    assert_eq!(launched.unwrap().prompt_accepted, Some(true));
+    assert!(aborted.unwrap().success);
+    f.until(&id, |v| v.phase == Phase::Idle).await;
+    assert_eq!(f.row(&id)["assistant"], Value::Null, "the run was aborted");
+    f.rt.shutdown().await;
+}

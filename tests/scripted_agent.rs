@@ -1114,3 +1114,21 @@ fn a_prompt_written_before_the_last_one_was_answered_is_dropped_as_pi_does() {
         "system, one, first, three, four and replies"
     );
 }
+
+/// Like Pi 1.6 (verified): an `abort` that arrives during a prompt's preflight is answered at
+/// once and the prompt's run starts anyway.
+#[test]
+fn an_abort_during_a_prompt_preflight_does_not_stop_its_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = json!({"preflight_ms": 200, "turns": ["ran anyway"]});
+    let mut agent = Agent::spawn(dir.path(), &script, &rpc_args(&["--no-session"]));
+    agent.send(json!({"id": "p", "type": "prompt", "message": "go"}));
+    agent.send(json!({"id": "a", "type": "abort"}));
+    let got = agent.until_type("agent_settled");
+    assert_eq!(
+        labels(&got[..3]),
+        ["response:abort", "response:prompt", "agent_start"]
+    );
+    assert_eq!(assistant_texts(&got), ["ran anyway"]);
+    assert_eq!(got.last().unwrap()["aborted"], false);
+}

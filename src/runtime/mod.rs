@@ -613,6 +613,19 @@ impl Runtime {
         Ok((resp.refreshed_idle.unwrap_or(false), resp.data))
     }
 
+    /// Aborts a live child's run. The `abort` is written once no prompt is unanswered (within
+    /// `timeout`): Pi 1.6 answers an abort that arrives during a prompt's preflight at once and
+    /// then runs that prompt anyway (verified), so an interrupt of a thread still starting
+    /// would be lost.
+    pub async fn abort(&self, thread_id: &str, timeout: Duration) -> Result<rpc::Response> {
+        let child = self.live_child(thread_id)?;
+        abort_child(&child, timeout).await.map_err(|e| {
+            Error::io(format!(
+                "The child did not answer abort ({e:?}). Repair: poll the thread; stop it if it keeps running."
+            ))
+        })
+    }
+
     /// Sends an arbitrary RPC command to a live child (used by tests and forks).
     pub async fn call(
         &self,
@@ -683,7 +696,7 @@ impl Runtime {
         }
         let mut view = child.view.subscribe();
         if !force {
-            let _ = child.rpc.call("abort", json!({}), STOP_ABORT_TIMEOUT).await;
+            let _ = abort_child(&child, STOP_ABORT_TIMEOUT).await;
             process::signal_group(child.pgid, GroupSignal::Terminate);
             if wait_closed(&mut view, STOP_TERM_WAIT).await {
                 return Ok(true);
@@ -926,6 +939,20 @@ impl Child {
         });
         PendingPrompt { written, answer }
     }
+}
+
+/// See [`Runtime::abort`]. Past `timeout` waiting for a prompt's answer, the abort is
+/// written anyway (and then has no time left for its own answer).
+async fn abort_child(
+    child: &Child,
+    timeout: Duration,
+) -> std::result::Result<rpc::Response, CallError> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    let _gate = tokio::time::timeout_at(deadline, child.prompt_gate.lock())
+        .await
+        .ok();
+    let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+    child.rpc.call("abort", json!({}), left).await
 }
 
 /// Closes one launch's row; emits `thread_closed` only when the row was live.
