@@ -50,8 +50,11 @@ const CLOSE_RETRIES: u32 = 600;
 /// How long a call for a thread whose launch is under way waits for its child to be spawned
 /// (see [`Runtime::reserve_launch`]).
 pub const LAUNCH_WAIT: Duration = Duration::from_secs(10);
-/// RPC timeout of a send.
+/// RPC timeout of a send (from the moment it is written).
 pub const SEND_TIMEOUT: Duration = Duration::from_millis(5_000);
+/// How long a send or abort waits for the child to answer an earlier prompt before it is
+/// written (a child still booting answers its launch prompt only when it is up).
+pub const PROMPT_GATE_WAIT: Duration = Duration::from_secs(30);
 /// Graceful stop: abort timeout, then the wait after SIGTERM, then after SIGKILL.
 pub const STOP_ABORT_TIMEOUT: Duration = Duration::from_millis(1_500);
 pub const STOP_TERM_WAIT: Duration = Duration::from_millis(1_500);
@@ -433,6 +436,12 @@ impl Runtime {
             partial: Mutex::new((String::new(), None)),
             prompt_gate: Arc::default(),
         });
+        // The launch prompt holds the gate before anyone can see the child, so nothing (an
+        // abort, a send) is written ahead of it.
+        let mut launch_gate = match spec.start {
+            StartKind::Prompt(_) => child.prompt_gate.clone().try_lock_owned().ok(),
+            StartKind::Resumed | StartKind::Forked { .. } => None,
+        };
         self.inner
             .children
             .lock()
@@ -472,7 +481,9 @@ impl Runtime {
         };
         match spec.start {
             StartKind::Prompt(text) => {
-                let answer = child.start_prompt(json!({"message": text}), false).answer;
+                let answer = child
+                    .start_prompt(json!({"message": text}), launch_gate.take())
+                    .answer;
                 match tokio::time::timeout(PROMPT_ANSWER_WAIT, answer).await {
                     Ok(Ok(Ok(resp))) => {
                         outcome.prompt_accepted = Some(resp.success);
@@ -558,9 +569,8 @@ impl Runtime {
             SendMode::Steer => fields["streamingBehavior"] = json!("steer"),
             SendMode::FollowUp => fields["streamingBehavior"] = json!("followUp"),
         }
-        let deadline = tokio::time::Instant::now() + SEND_TIMEOUT;
-        let mut prompt = child.start_prompt(fields, true);
-        let written = match tokio::time::timeout_at(deadline, &mut prompt.written).await {
+        let mut prompt = child.start_prompt(fields, None);
+        let written = match tokio::time::timeout(PROMPT_GATE_WAIT, &mut prompt.written).await {
             Ok(r) => r.is_ok(),
             Err(_) => {
                 // Closed first, so the prompt is either written already or never will be.
@@ -572,13 +582,13 @@ impl Runtime {
             return Ok(SendOutcome {
                 accepted: Some(false),
                 error: Some(format!(
-                    "Not sent: the child has not answered an earlier message for {} ms, and a message written before that answer would be lost. Nothing was written. Repair: poll or wait, then send {} again.",
-                    SEND_TIMEOUT.as_millis(),
+                    "Not sent: the child has not answered an earlier message for {} s, and a message written before that answer would be lost. Nothing was written. Repair: poll or wait, then send {} again.",
+                    PROMPT_GATE_WAIT.as_secs(),
                     mode.as_str()
                 )),
             });
         }
-        let answer = match tokio::time::timeout_at(deadline, prompt.answer).await {
+        let answer = match tokio::time::timeout(SEND_TIMEOUT, prompt.answer).await {
             Ok(Ok(answer)) => answer,
             Ok(Err(_)) => Err(CallError::Closed),
             Err(_) => Err(CallError::Timeout),
@@ -613,13 +623,13 @@ impl Runtime {
         Ok((resp.refreshed_idle.unwrap_or(false), resp.data))
     }
 
-    /// Aborts a live child's run. The `abort` is written once no prompt is unanswered (within
-    /// `timeout`): Pi 1.6 answers an abort that arrives during a prompt's preflight at once and
-    /// then runs that prompt anyway (verified), so an interrupt of a thread still starting
-    /// would be lost.
+    /// Aborts a live child's run; `timeout` bounds the abort's answer. The `abort` is written
+    /// once no prompt is unanswered (waiting at most [`PROMPT_GATE_WAIT`]): Pi 1.6 answers an
+    /// abort that arrives during a prompt's preflight at once and then runs that prompt anyway
+    /// (verified), so an interrupt of a thread still starting would be lost.
     pub async fn abort(&self, thread_id: &str, timeout: Duration) -> Result<rpc::Response> {
         let child = self.live_child(thread_id)?;
-        abort_child(&child, timeout).await.map_err(|e| {
+        abort_child(&child, PROMPT_GATE_WAIT, timeout).await.map_err(|e| {
             Error::io(format!(
                 "The child did not answer abort ({e:?}). Repair: poll the thread; stop it if it keeps running."
             ))
@@ -696,7 +706,12 @@ impl Runtime {
         }
         let mut view = child.view.subscribe();
         if !force {
-            let _ = abort_child(&child, STOP_ABORT_TIMEOUT).await;
+            // The process is signalled next anyway: the abort keeps its fixed budget.
+            let _ = tokio::time::timeout(
+                STOP_ABORT_TIMEOUT,
+                abort_child(&child, STOP_ABORT_TIMEOUT, STOP_ABORT_TIMEOUT),
+            )
+            .await;
             process::signal_group(child.pgid, GroupSignal::Terminate);
             if wait_closed(&mut view, STOP_TERM_WAIT).await {
                 return Ok(true);
@@ -919,14 +934,23 @@ struct PendingPrompt {
 const PROMPT_ANSWER_LIMIT: Duration = Duration::from_secs(600);
 
 impl Child {
-    /// Writes a `prompt` once no earlier prompt is unanswered. The gate stays held until this
-    /// one is answered, even when the caller stops waiting. A `cancellable` prompt whose
-    /// caller closed (or dropped) `written` before it got the gate is never written.
-    fn start_prompt(self: &Arc<Self>, fields: Value, cancellable: bool) -> PendingPrompt {
+    /// Writes a `prompt` once no earlier prompt is unanswered (or with the gate `held` by
+    /// the caller already). The gate stays held until this one is answered, even when the
+    /// caller stops waiting. A prompt that must get the gate first is never written if its
+    /// caller closed (or dropped) `written` before it got it.
+    fn start_prompt(
+        self: &Arc<Self>,
+        fields: Value,
+        held: Option<tokio::sync::OwnedMutexGuard<()>>,
+    ) -> PendingPrompt {
         let (tx, written) = tokio::sync::oneshot::channel();
         let child = self.clone();
+        let cancellable = held.is_none();
         let answer = tokio::spawn(async move {
-            let _gate = child.prompt_gate.clone().lock_owned().await;
+            let _gate = match held {
+                Some(gate) => gate,
+                None => child.prompt_gate.clone().lock_owned().await,
+            };
             if tx.send(()).is_err() && cancellable {
                 return Err(CallError::Closed);
             }
@@ -941,18 +965,17 @@ impl Child {
     }
 }
 
-/// See [`Runtime::abort`]. Past `timeout` waiting for a prompt's answer, the abort is
-/// written anyway (and then has no time left for its own answer).
+/// See [`Runtime::abort`]: waits at most `gate_wait` for an unanswered prompt (then writes
+/// the abort anyway), and `timeout` for the abort's answer.
 async fn abort_child(
     child: &Child,
+    gate_wait: Duration,
     timeout: Duration,
 ) -> std::result::Result<rpc::Response, CallError> {
-    let deadline = tokio::time::Instant::now() + timeout;
-    let _gate = tokio::time::timeout_at(deadline, child.prompt_gate.lock())
+    let _gate = tokio::time::timeout(gate_wait, child.prompt_gate.lock())
         .await
         .ok();
-    let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-    child.rpc.call("abort", json!({}), left).await
+    child.rpc.call("abort", json!({}), timeout).await
 }
 
 /// Closes one launch's row; emits `thread_closed` only when the row was live.
