@@ -110,7 +110,8 @@ fn send_and_wait_reply(s: &mut Serve, id: &str, message: &str, reply: &str) {
 /// Starts `/root/<task>` with a prompt and waits for its first reply.
 fn start_and_settle(s: &mut Serve, task: &str, reply: &str) {
     let r = s.thread(json!({"action": "start", "prompt": "Say something.", "taskName": task}));
-    assert_eq!(details(&r)["promptAccepted"], true, "{r}");
+    // null: not answered within the launch's 4 s (a loaded machine); it runs all the same.
+    assert_ne!(details(&r)["promptAccepted"], false, "{r}");
     let r = s.thread(json!({"action": "wait", "id": task, "timeoutMs": WAIT_MS}));
     assert_eq!(details(&r)["timedOut"], false, "{r}");
     assert_eq!(details(&r)["snapshot"]["resultSummary"], reply, "{r}");
@@ -131,7 +132,7 @@ fn wait_after_stop_and_resume_is_idle_at_once() {
     assert_eq!(details(&r)["snapshot"]["exit"]["kind"], "stopped", "{r}");
 
     let r = s.thread(json!({"action": "resume", "id": "worker"}));
-    assert_eq!(details(&r)["snapshot"]["phase"], "idle", "{r}");
+    s.expect_launched_idle(&r, "worker");
     s.wait_idle_at_once("worker", WAIT_MS);
     assert_eq!(w.llm_requests(), 1, "resume and wait send no LLM request");
 
@@ -156,14 +157,8 @@ fn wait_after_fork_of_a_child_is_idle_at_once() {
     start_and_settle(&mut s, "original", "Original reply.");
 
     let r = s.thread(json!({"action": "fork", "id": "original", "taskName": "branch"}));
-    assert_eq!(
-        (
-            details(&r)["kind"].as_str(),
-            details(&r)["snapshot"]["phase"].as_str()
-        ),
-        (Some("forked"), Some("idle")),
-        "{r}"
-    );
+    assert_eq!(details(&r)["kind"], "forked", "{r}");
+    s.expect_launched_idle(&r, "branch");
     s.wait_idle_at_once("branch", WAIT_MS);
     assert_eq!(w.llm_requests(), 1, "fork and wait send no LLM request");
 
@@ -188,12 +183,9 @@ fn wait_after_fork_of_the_parent_session_is_idle_at_once() {
 
     let r = s.thread(json!({"action": "fork"}));
     let d = details(&r);
-    assert_eq!(
-        (d["kind"].as_str(), d["snapshot"]["phase"].as_str()),
-        (Some("forked"), Some("idle")),
-        "{r}"
-    );
+    assert_eq!(d["kind"], "forked", "{r}");
     assert_eq!(d["snapshot"]["path"], "/root/fork_of_current_session");
+    s.expect_launched_idle(&r, "fork_of_current_session");
     s.wait_idle_at_once("fork_of_current_session", WAIT_MS);
     assert_eq!(w.llm_requests(), 0, "fork and wait send no LLM request");
 
@@ -244,7 +236,7 @@ fn wait_after_resume_of_a_stale_thread_from_a_new_serve_is_idle_at_once() {
         "{r}"
     );
     let r = s.thread(json!({"action": "resume", "id": "survivor"}));
-    assert_eq!(details(&r)["snapshot"]["phase"], "idle", "{r}");
+    s.expect_launched_idle(&r, "survivor");
     s.wait_idle_at_once("survivor", WAIT_MS);
     assert_eq!(w.llm_requests(), 1, "resume and wait send no LLM request");
 
