@@ -38,6 +38,7 @@
 //! ```json
 //! {
 //!   "startup_delay_ms": 0,
+//!   "preflight_ms": 5,
 //!   "startup_stderr": "text written to stderr at start",
 //!   "startup_exit": 1,
 //!   "reject_prompts": false,
@@ -63,6 +64,7 @@
 //! | field | meaning |
 //! |---|---|
 //! | `startup_delay_ms` | sleep before reading stdin (real Pi answers its first command ~0.8 s after start); commands sent meanwhile wait in the pipe |
+//! | `preflight_ms` | how long a `prompt`'s preflight takes before its run starts and it is answered (default 5; Pi's input hooks and auth check); a `prompt` read meanwhile overlaps it, see below |
 //! | `startup_stderr` | text written to stderr at start (before the delay) |
 //! | `startup_exit` | exit with this code right after `startup_stderr`, printing nothing on stdout (a Pi startup failure) |
 //! | `reject_prompts` | `true` or an error text: every `prompt` that would start a run fails its preflight (`success:false`; default text `No API key found for <provider>.`) |
@@ -70,7 +72,7 @@
 //! | `ignore_sigterm` | SIGTERM is logged on stderr and otherwise ignored (default: exit 143) |
 //! | `spawn_grandchild` | `true` spawns `sleep 1000`, or an argv array spawns that command, at start, in the agent's process group with null stdio, and is not waited for; stderr gets `scripted-agent: grandchild pid N` |
 //! | `session_id` | id of a new session (an existing session file keeps its header id; `--session-id` wins over this) |
-//! | `system_message` | default `true`: like 1.6, emit and store a `role:"system"` message before the first user message of the process |
+//! | `system_message` | default `true`: like 1.6, emit and store a `role:"system"` message before a user message when the context (the messages on the leaf's path) has none yet; a resumed session that has one gets no other |
 //! | `default_reply` | the answer when the script has nothing left for the model to say; default `done: {prompt}` |
 //! | `provider`, `model` | defaults for the model identity when `--provider`/`--model` are absent: `scripted` / `scripted-model` |
 //! | `turns` | the list of script turns, see below |
@@ -115,7 +117,13 @@
 //!   `{"type":"response","command":"parse","success":false,"error":"Failed to parse command: …"}`;
 //!   an unknown type gives `Unknown command: <type>`.
 //! - `prompt`/`steer`/`follow_up` answer `data.disposition`: `started` (response written before
-//!   `agent_start`, and `isStreaming` already true) or `queued`. `prompt` while busy needs
+//!   `agent_start`, and `isStreaming` already true) or `queued`. A `prompt` to an idle agent is
+//!   answered after its preflight (`preflight_ms`), and like Pi 1.6, which checks whether it is
+//!   busy only after that asynchronous preflight, a `prompt` read while another one's preflight
+//!   runs (lines that waited in the pipe during startup, two written back to back) is answered
+//!   `started` too, right after it, and never runs: `agent_settled` follows the run's
+//!   `agent_start` once per dropped prompt, and `isStreaming` reads false for the rest of that
+//!   run (a `prompt` then is dropped the same way). Verified with real Pi. `prompt` while busy needs
 //!   `streamingBehavior` (`steer`/`followUp`), else fails with Pi's text. `queue_update
 //!   {steering, followUp}` is emitted when a message is queued (before its response), when
 //!   `clear_queue` empties the queues, and as each queued message is delivered (after
@@ -260,9 +268,14 @@ fn write_stderr(text: &str) {
 // Script
 // ---------------------------------------------------------------------------------------------
 
+/// How long a prompt's preflight takes by default (Pi 1.6: input hooks and the auth check, a
+/// few event-loop turns).
+const DEFAULT_PREFLIGHT_MS: u64 = 5;
+
 #[derive(Debug, Clone)]
 struct Script {
     startup_delay_ms: u64,
+    preflight_ms: u64,
     startup_stderr: Option<String>,
     startup_exit: Option<i32>,
     reject_prompts: Option<String>,
@@ -336,6 +349,7 @@ impl Script {
             .ok_or("the script must be a JSON object")?;
         let mut s = Script {
             startup_delay_ms: 0,
+            preflight_ms: DEFAULT_PREFLIGHT_MS,
             startup_stderr: None,
             startup_exit: None,
             reject_prompts: None,
@@ -352,6 +366,7 @@ impl Script {
         for (k, v) in obj {
             match k.as_str() {
                 "startup_delay_ms" => s.startup_delay_ms = get_u64(k, v)?,
+                "preflight_ms" => s.preflight_ms = get_u64(k, v)?,
                 "startup_stderr" => s.startup_stderr = Some(get_str(k, v)?),
                 "startup_exit" => s.startup_exit = Some(get_i32(k, v)?),
                 "reject_prompts" => {
@@ -1165,10 +1180,18 @@ struct State {
     model_id: String,
     thinking_level: String,
     turn_cursor: usize,
-    system_sent: bool,
     tool_counter: u64,
     response_counter: u64,
     shutdown: bool,
+    /// A prompt is in its preflight: it has not started its run nor been answered yet.
+    preflight_pending: bool,
+    /// Ids of prompts that arrived during that preflight: answered `started` after it, never
+    /// run (see [`Shared::cmd_input`]).
+    overlapped: Vec<Option<Value>>,
+    /// `agent_settled` events owed for dropped prompts, emitted after the run's `agent_start`.
+    lost_settles: usize,
+    /// A dropped prompt cleared Pi's run flag: `isStreaming` reads false until the run ends.
+    streaming_reset: bool,
 }
 
 struct Out {
@@ -1265,10 +1288,13 @@ impl Shared {
                 model_id,
                 thinking_level,
                 turn_cursor: 0,
-                system_sent: false,
                 tool_counter: 0,
                 response_counter: 0,
                 shutdown: false,
+                preflight_pending: false,
+                overlapped: Vec::new(),
+                lost_settles: 0,
+                streaming_reset: false,
             }),
             cv: Condvar::new(),
             out: Mutex::new(Out { closed: false }),
@@ -1500,7 +1526,10 @@ impl Shared {
                 let mut d = Map::new();
                 d.insert("model".into(), self.model_json(&st));
                 d.insert("thinkingLevel".into(), json!(st.thinking_level));
-                d.insert("isStreaming".into(), json!(st.streaming));
+                d.insert(
+                    "isStreaming".into(),
+                    json!(st.streaming && !st.streaming_reset),
+                );
                 d.insert("isCompacting".into(), json!(false));
                 d.insert("steeringMode".into(), json!(st.steering_mode));
                 d.insert("followUpMode".into(), json!(st.follow_up_mode));
@@ -1749,7 +1778,9 @@ impl Shared {
             queued: None,
         };
         let mut st = self.lock();
-        if st.streaming {
+        // Pi 1.6 reads its run flag for a `prompt` only after the preflight (see below).
+        let busy = st.streaming && !(ty == "prompt" && st.streaming_reset);
+        if busy {
             let follow = match ty {
                 "prompt" => match cmd.get("streamingBehavior") {
                     Some(Value::String(s)) if s == "followUp" => true,
@@ -1795,18 +1826,67 @@ impl Shared {
                 return Reply::Err(reason);
             }
         }
-        st.streaming = true;
-        st.run_request = Some(vec![input]);
-        // The response goes out before the worker can take the request (it needs this lock),
-        // so it always precedes agent_start.
-        self.emit(&response(
-            cmd.get("id"),
-            ty,
-            Ok(Some(json!({ "disposition": "started" }))),
-        ));
+        let id = cmd.get("id").cloned();
+        if ty == "prompt" && (st.preflight_pending || st.streaming) {
+            // Pi 1.6 checks whether it is busy only after a prompt's asynchronous preflight and
+            // marks the run active only when that ends; a prompt that arrives meanwhile (or
+            // after a dropped one cleared the flag) also "starts": it is answered `started`,
+            // then the agent drops it as already processing, emits `agent_settled` for it and
+            // clears the run flag while the first run goes on (verified with real Pi).
+            if st.preflight_pending {
+                st.overlapped.push(id);
+            } else {
+                self.emit(&response(
+                    id.as_ref(),
+                    ty,
+                    Ok(Some(json!({ "disposition": "started" }))),
+                ));
+                self.emit(&json!({ "type": "agent_settled", "aborted": false }));
+            }
+            return Reply::Deferred;
+        }
+        if ty == "prompt" && self.script.preflight_ms > 0 {
+            st.preflight_pending = true;
+            drop(st);
+            let sh = Arc::clone(self);
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(sh.script.preflight_ms));
+                let mut st = sh.lock();
+                st.preflight_pending = false;
+                if !st.shutdown {
+                    sh.start_run(&mut st, "prompt", input, id.as_ref());
+                    for other in std::mem::take(&mut st.overlapped) {
+                        sh.emit(&response(
+                            other.as_ref(),
+                            "prompt",
+                            Ok(Some(json!({ "disposition": "started" }))),
+                        ));
+                        st.lost_settles += 1;
+                        st.streaming_reset = true;
+                    }
+                }
+                drop(st);
+                sh.cv.notify_all();
+            });
+            return Reply::Deferred;
+        }
+        self.start_run(&mut st, ty, input, id.as_ref());
         drop(st);
         self.cv.notify_all();
         Reply::Deferred
+    }
+
+    /// Hands a run to the worker and answers `started`. The response goes out before the
+    /// worker can take the request (it needs the state lock), so it always precedes
+    /// `agent_start`.
+    fn start_run(&self, st: &mut State, ty: &str, input: UserInput, id: Option<&Value>) {
+        st.streaming = true;
+        st.run_request = Some(vec![input]);
+        self.emit(&response(
+            id,
+            ty,
+            Ok(Some(json!({ "disposition": "started" }))),
+        ));
     }
 
     fn cmd_bash(self: &Arc<Self>, cmd: &Value, id: Option<&Value>) -> Reply {
@@ -2094,14 +2174,26 @@ impl<'a> Run<'a> {
     }
 
     fn play(mut self, inputs: Vec<UserInput>) {
-        self.emit(json!({ "type": "agent_start" }));
-        self.emit(json!({ "type": "turn_start" }));
-        let send_system = {
+        {
             let mut st = self.sh.lock();
-            let send = self.sh.script.system_message && !st.system_sent;
-            st.system_sent = true;
-            send
-        };
+            self.sh.emit(&json!({ "type": "agent_start" }));
+            for _ in 0..std::mem::take(&mut st.lost_settles) {
+                self.sh
+                    .emit(&json!({ "type": "agent_settled", "aborted": false }));
+            }
+        }
+        self.emit(json!({ "type": "turn_start" }));
+        // Pi 1.6 sends a system message when the prompt differs from the one the context
+        // already carries; this prompt never changes, so: when the context has none. A resumed
+        // session has one already; a fork of a session without one (or a new session) gets it.
+        let send_system = self.sh.script.system_message
+            && !self
+                .sh
+                .lock()
+                .session
+                .messages
+                .iter()
+                .any(|m| m["role"] == "system");
         if send_system {
             self.message_pair(json!({
                 "role": "system",
@@ -2133,6 +2225,7 @@ impl<'a> Run<'a> {
             self.deliver(next);
         };
         st.streaming = false;
+        st.streaming_reset = false;
         st.abort_requested = false;
         let waiters = std::mem::take(&mut st.abort_waiters);
         self.sh.emit(&json!({

@@ -170,7 +170,7 @@ async fn run_commands(
                     })
             }
             _ => runtime
-                .call(&thread_id, "abort", json!({}), Duration::from_millis(1_500))
+                .abort(&thread_id, Duration::from_millis(1_500))
                 .await
                 .map(|_| "interrupted".to_string()),
         };

@@ -294,7 +294,11 @@ async fn real_pi_resume_has_no_prompt_and_force_stop_kills() {
     w.rt.launch(spec).await.unwrap();
     w.phase(&id, Phase::Idle).await;
     assert_eq!(fake.completion_requests().len(), 1, "resume sent no prompt");
-    let (_, state) = w.rt.refresh(&id, Duration::from_secs(5)).await.unwrap();
+    let (idle, state) = w.rt.refresh(&id, Duration::from_secs(5)).await.unwrap();
+    assert!(
+        idle,
+        "a refresh after the resume reads idle (issue 13): {state}"
+    );
     assert!(
         state["messageCount"].as_u64().unwrap() >= 2,
         "the resumed session has its history: {state}"
@@ -303,4 +307,86 @@ async fn real_pi_resume_has_no_prompt_and_force_stop_kills() {
     assert!(kinds(&evs).contains(&"thread_resumed"));
     w.rt.shutdown().await;
     assert!(w.env.leftover_processes().is_empty());
+}
+
+/// The user texts of a Pi session file, in file order.
+fn user_texts(file: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "message" && e["message"]["role"] == "user")
+        .map(|e| fake_llm::content_text(&e["message"]["content"]))
+        .collect()
+}
+
+/// Pi 1.6 checks whether it is busy only after a prompt's asynchronous preflight: a second
+/// prompt written before the first is answered is also answered `started` and then dropped
+/// (verified). The runtime writes one prompt at a time, so a follow-up sent while the launch
+/// prompt is unanswered (Pi still booting) and two follow-ups sent at once all run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_pi_messages_sent_before_an_answer_are_not_lost() {
+    let Some(pi) = pi_or_skip("real_pi_messages_sent_before_an_answer_are_not_lost") else {
+        return;
+    };
+    let fake = FakeLlm::with_script([
+        Step::text("Start reply."),
+        Step::text("Early follow-up reply."),
+        Step::text("Reply A."),
+        Step::text("Reply B."),
+    ]);
+    let w = World::new(pi, &fake);
+    let spec = w.spec(1, "early", StartKind::Prompt("Start.".into()));
+    let id = spec.thread_id.clone();
+    let session = w.env.root.path().join("early.jsonl");
+    // The follow-up is written while Pi boots, right after the launch prompt.
+    let (launched, sent) = tokio::join!(w.rt.launch(spec), async {
+        while !w.rt.is_live(&id) {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        w.rt.send(&id, SendMode::FollowUp, "Early follow-up.").await
+    });
+    assert_eq!(launched.unwrap().prompt_accepted, Some(true));
+    assert_eq!(sent.unwrap().accepted, Some(true));
+    let deadline = std::time::Instant::now() + RUN;
+    while fake.completion_requests().len() < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the follow-up never reached the model: {:?}",
+            user_texts(&session)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    w.phase(&id, Phase::Idle).await;
+    assert_eq!(w.row(&id)["assistant"], "Early follow-up reply.");
+    assert_eq!(user_texts(&session), ["Start.", "Early follow-up."]);
+
+    // Two follow-ups at once to the idle thread: the first starts a run, the second joins it.
+    let (a, b) = tokio::join!(
+        w.rt.send(&id, SendMode::FollowUp, "A."),
+        w.rt.send(&id, SendMode::FollowUp, "B.")
+    );
+    assert_eq!(
+        (a.unwrap().accepted, b.unwrap().accepted),
+        (Some(true), Some(true))
+    );
+    while fake.completion_requests().len() < 4 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a follow-up never reached the model: {:?}",
+            user_texts(&session)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    w.phase(&id, Phase::Idle).await;
+    let (idle, state) = w.rt.refresh(&id, Duration::from_secs(5)).await.unwrap();
+    assert!(idle, "{state}");
+    let texts = user_texts(&session);
+    assert_eq!(texts.len(), 4, "{texts:?}");
+    assert!(
+        texts.contains(&"A.".into()) && texts.contains(&"B.".into()),
+        "{texts:?}"
+    );
+    w.rt.shutdown().await;
+    assert!(w.env.leftovers_after(Duration::from_secs(5)).is_empty());
 }

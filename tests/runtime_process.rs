@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
+use threadbase::runtime::mapping::Phase;
 use threadbase::runtime::process::group_has_members;
 use threadbase::runtime::{LaunchSpec, Runtime, RuntimeConfig, StartKind};
 use threadbase::store::events;
@@ -224,6 +225,14 @@ async fn graceful_stop_escalates_to_sigkill_of_the_group() {
         f.rt.launch(f.spec(&id, STUBBORN, StartKind::Resumed))
             .await
             .unwrap();
+    // A resume that never got an answer to its get_state is not reported idle.
+    assert!(
+        out.note
+            .as_deref()
+            .is_some_and(|n| n.contains("it stays starting until it does")),
+        "{out:?}"
+    );
+    assert_eq!(f.rt.watch(&id).unwrap().borrow().phase, Phase::Starting);
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(group_has_members(out.pid));
     let started = std::time::Instant::now();

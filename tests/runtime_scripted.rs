@@ -226,3 +226,94 @@ async fn live_timeout_stops_a_busy_child() {
     assert!(started.elapsed() < Duration::from_secs(6));
     assert_eq!(f.row(&id)["exit_kind"], "stopped");
 }
+
+/// The scripted agent drops a prompt written before the last one was answered, as Pi 1.6 does
+/// (tests/real_pi_runtime.rs shows it with real Pi): the runtime's one-prompt-at-a-time gate
+/// keeps a follow-up sent during startup, and a refresh that the agent answers during a
+/// prompt's preflight does not read idle.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_sent_before_an_answer_are_kept_and_do_not_read_idle() {
+    let f = fixture(RuntimeConfig::default());
+    let script =
+        json!({"startup_delay_ms": 300, "preflight_ms": 1000, "default_reply": "re: {prompt}"});
+    let spec = f.spec(1, script, StartKind::Prompt("start".into()));
+    let id = spec.thread_id.clone();
+    let (launched, sent) = tokio::join!(f.rt.launch(spec), async {
+        while !f.rt.is_live(&id) {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        f.rt.send(&id, SendMode::FollowUp, "early").await
+    });
+    assert_eq!(launched.unwrap().prompt_accepted, Some(true));
+    assert_eq!(sent.unwrap().accepted, Some(true));
+    f.until(&id, |v| v.phase == Phase::Idle).await;
+    assert_eq!(f.row(&id)["assistant"], "re: early", "the follow-up ran");
+
+    // A refresh written while a send's prompt is in its preflight.
+    let settled = f.rt.watch(&id).unwrap().borrow().settles;
+    let rt = f.rt.clone();
+    let send_id = id.clone();
+    let send = tokio::spawn(async move { rt.send(&send_id, SendMode::Prompt, "again").await });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let (idle, state) = f.rt.refresh(&id, Duration::from_secs(5)).await.unwrap();
+    assert_eq!(state["isStreaming"], false, "answered during the preflight");
+    assert!(!idle, "a prompt is still unanswered");
+    assert_eq!(send.await.unwrap().unwrap().accepted, Some(true));
+    f.until(&id, |v| v.settles > settled).await;
+    assert_eq!(f.row(&id)["assistant"], "re: again");
+    f.rt.shutdown().await;
+}
+
+/// A thread is starting from its row's insert, before its child exists: `await_launch` holds a
+/// send or wait arriving in between until the reserved launch has registered its child.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn await_launch_bridges_a_reserved_launch_until_its_child_exists() {
+    let f = fixture(RuntimeConfig::default());
+    let spec = f.spec(
+        1,
+        json!({"preflight_ms": 500}),
+        StartKind::Prompt("go".into()),
+    );
+    let id = spec.thread_id.clone();
+    // No reservation: nothing to wait for.
+    let t = std::time::Instant::now();
+    f.rt.await_launch(&id, Duration::from_secs(10)).await;
+    assert!(!f.rt.is_live(&id) && t.elapsed() < Duration::from_secs(5));
+
+    let reservation = f.rt.reserve_launch(&id);
+    let rt = f.rt.clone();
+    let waiter_id = id.clone();
+    let waiter = tokio::spawn(async move {
+        rt.await_launch(&waiter_id, Duration::from_secs(20)).await;
+        rt.is_live(&waiter_id)
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!waiter.is_finished(), "waits while the launch has no child");
+    let launch = f.rt.launch(spec);
+    let (out, live) = tokio::join!(launch, waiter);
+    assert_eq!(out.unwrap().prompt_accepted, Some(true));
+    assert!(live.unwrap(), "woke with the child registered");
+    drop(reservation);
+    f.rt.shutdown().await;
+}
+
+/// `Runtime::abort` waits for an unanswered prompt, since the agent (like Pi 1.6) ignores an
+/// abort written during a prompt's preflight: a thread interrupted while starting is aborted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_abort_while_starting_waits_for_the_prompt_and_aborts_its_run() {
+    let f = fixture(RuntimeConfig::default());
+    let script = json!({"preflight_ms": 300, "turns": [{"steps": [{"delay_ms": 3000}, {"text": "too late"}]}]});
+    let spec = f.spec(1, script, StartKind::Prompt("go".into()));
+    let id = spec.thread_id.clone();
+    let (launched, aborted) = tokio::join!(f.rt.launch(spec), async {
+        while !f.rt.is_live(&id) {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        f.rt.abort(&id, Duration::from_secs(5)).await
+    });
+    assert_eq!(launched.unwrap().prompt_accepted, Some(true));
+    assert!(aborted.unwrap().success);
+    f.until(&id, |v| v.phase == Phase::Idle).await;
+    assert_eq!(f.row(&id)["assistant"], Value::Null, "the run was aborted");
+    f.rt.shutdown().await;
+}

@@ -527,7 +527,8 @@ fn prompt_emits_pi_event_order_and_writes_the_session_file() {
     agent.send(json!({"id": "r2", "type": "prompt", "message": "again"}));
     let got = agent.until_type("agent_settled");
     assert_eq!(assistant_texts(&got), ["second answer to again"]);
-    assert_eq!(agent.state()["messageCount"], 8);
+    // Like Pi 1.6, no second system message: the resumed context has one.
+    assert_eq!(agent.state()["messageCount"], 7);
     agent.close_stdin();
     assert_eq!(agent.wait_exit(WAIT).code(), Some(0));
     let after = std::fs::read_to_string(&session).unwrap();
@@ -544,12 +545,7 @@ fn prompt_emits_pi_event_order_and_writes_the_session_file() {
         .collect();
     assert_eq!(
         new_kinds,
-        [
-            "session_info",
-            "message:system",
-            "message:user",
-            "message:assistant"
-        ]
+        ["session_info", "message:user", "message:assistant"]
     );
 }
 
@@ -1047,4 +1043,92 @@ fn grandchild_shares_the_process_group() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// Like Pi 1.6 (verified): a `prompt` read while another one's preflight runs is answered
+/// `started` too and never runs; its `agent_settled` follows the run's `agent_start`, and
+/// `isStreaming` reads false for the rest of that run. One written after the answer is queued.
+#[test]
+fn a_prompt_written_before_the_last_one_was_answered_is_dropped_as_pi_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = json!({"preflight_ms": 200, "turns": [
+        [{"ui": "confirm", "title": "gate"}, {"text": "first"}],
+        [{"ui": "confirm", "title": "gate 2"}, {"text": "second: {prompt}"}]
+    ]});
+    let mut agent = Agent::spawn(dir.path(), &script, &rpc_args(&["--no-session"]));
+    agent.send(json!({"id": "p1", "type": "prompt", "message": "one"}));
+    agent.send(
+        json!({"id": "p2", "type": "prompt", "message": "two", "streamingBehavior": "followUp"}),
+    );
+    let got = agent.until_type("extension_ui_request");
+    assert_eq!(
+        labels(&got[..5]),
+        [
+            "response:prompt",
+            "response:prompt",
+            "agent_start",
+            "agent_settled",
+            "turn_start"
+        ]
+    );
+    assert_eq!((&got[0]["id"], &got[1]["id"]), (&json!("p1"), &json!("p2")));
+    assert_eq!(got[1]["data"]["disposition"], "started");
+    assert_eq!(user_texts(&got), ["one"]);
+    let gate = got.last().unwrap()["id"].clone();
+    let st = agent.state();
+    assert_eq!(
+        (
+            st["isStreaming"].as_bool(),
+            st["pendingMessageCount"].as_u64()
+        ),
+        (Some(false), Some(0)),
+        "the dropped prompt cleared the run flag"
+    );
+    // With the flag cleared, a plain prompt "starts" and is dropped as well.
+    let late = agent.request(json!({"type": "prompt", "message": "late"}));
+    assert_eq!(late["data"]["disposition"], "started");
+    assert_eq!(agent.next(WAIT).unwrap()["type"], "agent_settled");
+    agent.send(json!({"type": "extension_ui_response", "id": gate, "confirmed": true}));
+    let got = agent.until_type("agent_settled");
+    assert_eq!(
+        user_texts(&got),
+        Vec::<String>::new(),
+        "two and late never run"
+    );
+    assert_eq!(assistant_texts(&got), ["first"]);
+
+    // Written after the answer, a follow-up is queued into the run and delivered.
+    let p3 = agent.request(json!({"type": "prompt", "message": "three"}));
+    assert_eq!(p3["data"]["disposition"], "started");
+    let gate = agent.until_type("extension_ui_request").pop().unwrap()["id"].clone();
+    let p4 = agent
+        .request(json!({"type": "prompt", "message": "four", "streamingBehavior": "followUp"}));
+    assert_eq!(p4["data"]["disposition"], "queued");
+    agent.send(json!({"type": "extension_ui_response", "id": gate, "confirmed": true}));
+    let got = agent.until_type("agent_settled");
+    assert_eq!(user_texts(&got), ["four"], "three came before the gate");
+    assert_eq!(assistant_texts(&got), ["second: three", "done: four"]);
+    assert_eq!(
+        agent.state()["messageCount"],
+        7,
+        "system, one, first, three, four and replies"
+    );
+}
+
+/// Like Pi 1.6 (verified): an `abort` that arrives during a prompt's preflight is answered at
+/// once and the prompt's run starts anyway.
+#[test]
+fn an_abort_during_a_prompt_preflight_does_not_stop_its_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = json!({"preflight_ms": 200, "turns": ["ran anyway"]});
+    let mut agent = Agent::spawn(dir.path(), &script, &rpc_args(&["--no-session"]));
+    agent.send(json!({"id": "p", "type": "prompt", "message": "go"}));
+    agent.send(json!({"id": "a", "type": "abort"}));
+    let got = agent.until_type("agent_settled");
+    assert_eq!(
+        labels(&got[..3]),
+        ["response:abort", "response:prompt", "agent_start"]
+    );
+    assert_eq!(assistant_texts(&got), ["ran anyway"]);
+    assert_eq!(got.last().unwrap()["aborted"], false);
 }

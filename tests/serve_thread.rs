@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use serve_client::{processes_with_env, scripted_command, Serve, ServeSpec};
+use serve_client::{processes_with_env, scripted_command, session_user_texts, Serve, ServeSpec};
 
 struct World {
     dir: tempfile::TempDir,
@@ -358,6 +358,64 @@ fn limits_and_settings() {
             .unwrap()
             .contains("Unsupported child Pi arg")
             || e["code"] == "limit"
+    );
+    s.close(Duration::from_secs(20));
+    assert!(w.leftovers().is_empty());
+}
+
+/// Issue 13 on the scripted agent (tests/real_pi_resume_fork.rs has the same sequences with
+/// real Pi): resume and fork send no prompt, so a wait right after them returns idle on its
+/// first refresh; a following send and wait brings the reply back.
+#[test]
+fn wait_after_resume_or_fork_is_idle_at_once() {
+    // Each child process plays the script from its start: the replies name their prompts.
+    let w = world(json!({"default_reply": "reply to {prompt}"}));
+    let mut s = w.serve(&[]);
+    let r = s.thread(json!({"action": "start", "prompt": "go", "taskName": "a"}));
+    let file = details(&r)["snapshot"]["session"]["sessionFile"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = s.thread(json!({"action": "wait", "id": "a", "timeoutMs": 20000}));
+    assert_eq!(details(&r)["snapshot"]["resultSummary"], "reply to go");
+    let send_wait = |s: &mut Serve, id: &str, message: &str| {
+        let r = s.thread(json!({"action": "send", "id": id, "message": message}));
+        assert_eq!(details(&r)["mode"], "prompt", "{r}");
+        let r = s.thread(json!({"action": "wait", "id": id, "timeoutMs": 20000}));
+        let reply = format!("reply to {message}");
+        assert_eq!(details(&r)["snapshot"]["resultSummary"], reply, "{r}");
+    };
+
+    // start -> wait -> stop -> resume -> wait: nothing is prompted by the resume or the wait.
+    s.thread(json!({"action": "stop", "id": "a"}));
+    s.thread(json!({"action": "resume", "id": "a"}));
+    s.wait_idle_at_once("a", 20000);
+    assert_eq!(session_user_texts(Path::new(&file)), ["go"]);
+    send_wait(&mut s, "a", "more");
+
+    // fork of a child, fork of the parent session.
+    s.thread(json!({"action": "fork", "id": "a", "taskName": "b"}));
+    s.wait_idle_at_once("b", 20000);
+    send_wait(&mut s, "b", "in the fork");
+    s.thread(json!({"action": "fork", "taskName": "p"}));
+    s.wait_idle_at_once("p", 20000);
+
+    // SIGKILL of serve -> a new serve -> resume of the stale thread -> wait.
+    s.thread(json!({"action": "stop", "id": "b"}));
+    s.thread(json!({"action": "stop", "id": "p"}));
+    s.child.kill().unwrap();
+    s.child.wait().unwrap();
+    drop(s);
+    let mut s = w.serve(&[]);
+    let r = s.thread(json!({"action": "poll", "id": "a"}));
+    assert_eq!(details(&r)["snapshot"]["exit"]["kind"], "stale", "{r}");
+    s.thread(json!({"action": "resume", "id": "a"}));
+    s.wait_idle_at_once("a", 20000);
+    assert_eq!(session_user_texts(Path::new(&file)), ["go", "more"]);
+    send_wait(&mut s, "a", "after the crash");
+    assert_eq!(
+        session_user_texts(Path::new(&file)),
+        ["go", "more", "after the crash"]
     );
     s.close(Duration::from_secs(20));
     assert!(w.leftovers().is_empty());

@@ -526,6 +526,8 @@ impl AgentHost {
         let owner = self.rt.owner();
         let cwd = self.cfg.cwd.display().to_string();
         let name = format!("{kind} {path}");
+        // From the insert on, the thread is starting: a stop meanwhile waits for its child.
+        let _launching = self.rt.reserve_launch(&id);
         let parent_row = self.store.write(|tx| {
             if self.row_at(tx, registry, &path)?.is_some() {
                 return Err(Error::conflict(format!(
@@ -1298,6 +1300,8 @@ impl AgentHost {
         for level in levels {
             let mut ids = Vec::new();
             for StopTarget { id, live, .. } in level {
+                // A run whose launch is under way here is stopped once its child exists.
+                self.rt.await_launch(id, crate::runtime::LAUNCH_WAIT).await;
                 let row = self.row_by_id(id)?;
                 if self.rt.is_live(id) {
                     let host = self.clone();
@@ -1334,10 +1338,17 @@ impl AgentHost {
     /// Follows one launched run: running when the child starts working, a settlement each
     /// time it goes idle, and the close of its process.
     fn supervise(self: &Arc<Self>, id: String) {
+        let host = self.clone();
         let Some(mut view) = self.rt.watch(&id) else {
+            // The process ended while its launch ran (stopped or gone before it answered):
+            // nothing else would record the end of this run, and a wait would never return.
+            tokio::spawn(async move {
+                if let Err(e) = host.on_closed(&id).await {
+                    eprintln!("threadbase serve: recording the end of {id} failed: {e}");
+                }
+            });
             return;
         };
-        let host = self.clone();
         tokio::spawn(async move {
             let mut handled = 0u64;
             let mut marked_running = false;

@@ -288,6 +288,8 @@ async fn start(
     let short = &id[7..13];
     let base = naming::base_task_name(name.as_deref(), Some(&prompt), short);
     let depth = e.cfg.depth + 1;
+    // From the insert on, the thread is starting: a send or wait meanwhile waits for its child.
+    let _launching = e.rt.reserve_launch(&id);
     // Reserve the path: limits, uniqueness and the insert in one transaction.
     let (task, path, display) = e.store.write(|tx| {
         check_live_count(e, tx)?;
@@ -473,6 +475,8 @@ async fn poll(e: &Engine, reference: &str, detail: &str) -> Result<Value> {
 
 async fn send(e: &Engine, reference: &str, message: &str, mode: Option<&str>) -> Result<Value> {
     let row = find(e, reference)?;
+    e.rt.await_launch(&row.id, crate::runtime::LAUNCH_WAIT)
+        .await;
     if !row.is_live() || !e.rt.is_live(&row.id) {
         return Err(Error::new(
             ErrorCode::Closed,
@@ -564,6 +568,8 @@ async fn wait(
     let row = find(e, reference)?;
     let detail = detail_of(detail);
     let started = Instant::now();
+    e.rt.await_launch(&row.id, crate::runtime::LAUNCH_WAIT)
+        .await;
     let deadline = started + Duration::from_millis(timeout_ms);
     let timed_out = loop {
         let Some(mut view) = e.rt.watch(&row.id) else {
@@ -622,6 +628,8 @@ async fn wait(
 async fn resume(e: &Engine, reference: &str) -> Result<Value> {
     let _one_at_a_time = e.relaunch.lock().await;
     let row = find(e, reference)?;
+    e.rt.await_launch(&row.id, crate::runtime::LAUNCH_WAIT)
+        .await;
     if row.is_live() && e.rt.is_live(&row.id) {
         let (_, snap) = e.snapshot(&row.id, Detail::Summary)?;
         let text = format!("{} ({}) is already live.", row.path, row.id);

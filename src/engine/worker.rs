@@ -390,6 +390,8 @@ async fn spawn(e: &Engine, req: SpawnRequest) -> Result<Value> {
     let owner = e.rt.owner();
     let session_file = e.cfg.session_file.as_ref().map(|p| p.display().to_string());
     let manager_cwd = e.cfg.cwd.display().to_string();
+    // Until its child exists, an interrupt of the new worker waits for it.
+    let _launching = e.rt.reserve_launch(&worker_id);
     e.store.write(|tx| {
         let existing: Option<(Option<String>, Option<String>)> = tx
             .prepare_cached(include_str!("../../sql/worker_identity.sql"))?
@@ -899,6 +901,7 @@ async fn send(e: &Engine, worker_id: &str, key: &str, text: &str) -> Result<Valu
 async fn interrupt(e: &Engine, worker_id: &str) -> Result<Value> {
     let row = owned(e, worker_id)?;
     let id = row.id().to_string();
+    e.rt.await_launch(&id, crate::runtime::LAUNCH_WAIT).await;
     if e.rt.is_live(&id) {
         let running =
             e.rt.watch(&id)
@@ -906,7 +909,7 @@ async fn interrupt(e: &Engine, worker_id: &str) -> Result<Value> {
         if running {
             interrupting().insert(id.clone());
         }
-        let _ = e.rt.call(&id, "abort", json!({}), ABORT_TIMEOUT).await;
+        let _ = e.rt.abort(&id, ABORT_TIMEOUT).await;
         if running {
             let deadline = Instant::now() + INTERRUPT_SETTLE;
             while interrupting().contains(&id) && Instant::now() < deadline {

@@ -62,15 +62,34 @@ pub struct Tracker {
     pub awaiting_activity: bool,
     /// A run has started at least once (a starting thread with no run stays starting).
     pub seen_run: bool,
+    /// The launch sends an initial prompt, so a starting thread with no run waits for its
+    /// answer. A launch without one (resume, fork) has nothing to wait for: Pi 1.6 sends no
+    /// event then, and its first idle `get_state` answer is what makes it idle.
+    pub prompted: bool,
+    /// Prompts written to the child and not answered yet. Pi 1.6 answers `get_state` at once
+    /// but a prompt only after an asynchronous preflight, so a refresh written after a send
+    /// can be answered before it, looking idle although a run is about to start.
+    pub unanswered_prompts: u32,
 }
 
 impl Tracker {
+    /// The tracker of a launch that sends an initial prompt.
     pub fn new() -> Self {
         Tracker {
             phase: Phase::Starting,
             turn_open: false,
             awaiting_activity: false,
             seen_run: false,
+            prompted: true,
+            unanswered_prompts: 0,
+        }
+    }
+
+    /// The tracker of a launch that sends no prompt (resume, fork).
+    pub fn without_prompt() -> Self {
+        Tracker {
+            prompted: false,
+            ..Tracker::new()
         }
     }
 
@@ -202,10 +221,16 @@ impl Tracker {
         out
     }
 
+    /// Records that a prompt is about to be written (see [`Tracker::unanswered_prompts`]).
+    pub fn on_prompt_written(&mut self) {
+        self.unanswered_prompts += 1;
+    }
+
     /// Applies the child's answer to a `prompt`: a run that started makes the thread busy
     /// until activity is seen; a rejected prompt leaves a starting thread idle.
     pub fn on_prompt_answer(&mut self, response: &Value) -> Vec<Effect> {
         let mut out = Vec::new();
+        self.unanswered_prompts = self.unanswered_prompts.saturating_sub(1);
         if response["success"].as_bool().unwrap_or(false) {
             let disposition = response["data"]["disposition"]
                 .as_str()
@@ -223,8 +248,9 @@ impl Tracker {
 
     /// Applies a `get_state` answer: busy when streaming, compacting or holding pending
     /// messages; idle otherwise, unless an accepted initial prompt has shown no activity yet
-    /// or a starting thread has done nothing. An idle refresh closes a turn whose end events
-    /// were missed. Returns the effects and whether the refresh reads idle.
+    /// or a starting thread has done nothing since a prompt it has not answered. An idle
+    /// refresh closes a turn whose end events were missed. Returns the effects and whether
+    /// the refresh reads idle.
     pub fn on_state(&mut self, state: &Value) -> (Vec<Effect>, bool) {
         let mut out = Vec::new();
         let busy = state["isStreaming"].as_bool().unwrap_or(false)
@@ -234,10 +260,10 @@ impl Tracker {
             self.set_phase(Phase::Busy, &mut out);
             return (out, false);
         }
-        if self.awaiting_activity || self.phase == Phase::Stopping {
+        if self.awaiting_activity || self.unanswered_prompts > 0 || self.phase == Phase::Stopping {
             return (out, false);
         }
-        if self.phase == Phase::Starting && !self.seen_run {
+        if self.phase == Phase::Starting && self.prompted && !self.seen_run {
             return (out, false);
         }
         self.close_turn(&mut out);
@@ -414,5 +440,52 @@ mod tests {
         t.phase = Phase::Stopping;
         t.on_event(&json!({"type":"agent_settled"}));
         assert_eq!(t.phase, Phase::Stopping, "stopping freezes the phase");
+    }
+
+    #[test]
+    fn a_refresh_answered_before_a_prompt_does_not_read_idle() {
+        // Pi 1.6 answers get_state at once and a prompt after its preflight: a refresh written
+        // after a send can come back first, idle-looking.
+        let mut t = Tracker::without_prompt();
+        let idle_state = json!({"isStreaming":false,"pendingMessageCount":0});
+        t.on_state(&idle_state);
+        t.on_prompt_written();
+        assert_eq!(t.on_state(&idle_state), (vec![], false));
+        assert_eq!(t.phase, Phase::Idle, "no phase is made up either");
+        t.on_prompt_answer(&json!({"success":false,"error":"No API key found"}));
+        assert_eq!(
+            t.on_state(&idle_state),
+            (vec![], true),
+            "answered: idle again"
+        );
+    }
+
+    #[test]
+    fn a_launch_without_a_prompt_is_idle_at_its_first_idle_refresh() {
+        // Pi 1.6 sends no event after a resume or fork: the refreshes are all there is, and
+        // each one (the launch's, then a wait's) must read idle.
+        let mut t = Tracker::without_prompt();
+        let idle_state = json!({"isStreaming":false,"isCompacting":false,"pendingMessageCount":0});
+        assert_eq!(
+            t.on_state(&idle_state),
+            (vec![Effect::Phase(Phase::Idle)], true)
+        );
+        assert_eq!(
+            t.on_state(&idle_state),
+            (vec![], true),
+            "a later refresh reads idle too"
+        );
+        // A message Pi still holds keeps it busy.
+        let mut t = Tracker::without_prompt();
+        let (e, idle) = t.on_state(&json!({"isStreaming":false,"pendingMessageCount":1}));
+        assert_eq!((e, idle), (vec![Effect::Phase(Phase::Busy)], false));
+        // A send to it then runs like any prompt: busy until the run settles.
+        let mut t = Tracker::without_prompt();
+        t.on_state(&idle_state);
+        t.on_prompt_answer(&json!({"success":true,"data":{"disposition":"started"}}));
+        assert_eq!((t.phase, t.on_state(&idle_state).1), (Phase::Busy, false));
+        t.on_event(&json!({"type":"agent_start"}));
+        t.on_event(&json!({"type":"agent_settled","aborted":false}));
+        assert_eq!((t.phase, t.on_state(&idle_state).1), (Phase::Idle, true));
     }
 }

@@ -47,8 +47,14 @@ const EARLY_EXIT_RECORD_WAIT: Duration = Duration::from_millis(2_000);
 /// A close that failed with an I/O error (a full disk) is retried this often, this many times.
 const CLOSE_RETRY_EVERY: Duration = Duration::from_secs(1);
 const CLOSE_RETRIES: u32 = 600;
-/// RPC timeout of a send.
+/// How long a call for a thread whose launch is under way waits for its child to be spawned
+/// (see [`Runtime::reserve_launch`]).
+pub const LAUNCH_WAIT: Duration = Duration::from_secs(10);
+/// RPC timeout of a send (from the moment it is written).
 pub const SEND_TIMEOUT: Duration = Duration::from_millis(5_000);
+/// How long a send or abort waits for the child to answer an earlier prompt before it is
+/// written (a child still booting answers its launch prompt only when it is up).
+pub const PROMPT_GATE_WAIT: Duration = Duration::from_secs(30);
 /// Graceful stop: abort timeout, then the wait after SIGTERM, then after SIGKILL.
 pub const STOP_ABORT_TIMEOUT: Duration = Duration::from_millis(1_500);
 pub const STOP_TERM_WAIT: Duration = Duration::from_millis(1_500);
@@ -182,6 +188,12 @@ struct Child {
     view: watch::Sender<ChildView>,
     stop_requested: AtomicBool,
     partial: Mutex<(String, Option<Instant>)>,
+    /// Held from writing a `prompt` until its answer. Pi 1.6 checks whether it is busy only
+    /// after a prompt's asynchronous preflight, so a second prompt written before the first is
+    /// answered (a follow-up to a thread still starting, two concurrent sends) is also answered
+    /// `started`, then silently dropped; its stray `agent_settled` and a reset `isStreaming`
+    /// make the running thread look idle. One prompt in flight per child avoids all of it.
+    prompt_gate: Arc<tokio::sync::Mutex<()>>,
 }
 
 struct Inner {
@@ -190,6 +202,10 @@ struct Inner {
     owner: ProcessIdentity,
     config: RuntimeConfig,
     children: Mutex<HashMap<String, Arc<Child>>>,
+    /// Threads whose launch is under way (see [`Runtime::reserve_launch`]).
+    launching: Mutex<std::collections::HashSet<String>>,
+    /// Bumped when a child is registered or a launch reservation ends.
+    launches: watch::Sender<u64>,
 }
 
 /// The supervisor of this process's children. Cheap to clone.
@@ -209,6 +225,8 @@ impl Runtime {
                 owner: ProcessIdentity::current(),
                 config,
                 children: Mutex::new(HashMap::new()),
+                launching: Mutex::default(),
+                launches: watch::Sender::new(0),
             }),
         }
     }
@@ -251,6 +269,46 @@ impl Runtime {
             .keys()
             .cloned()
             .collect()
+    }
+
+    /// Marks a launch of `thread_id` as under way, from before its row says live until its
+    /// child is registered (or the returned guard drops, for a launch that failed). A thread is `starting` as soon as its row exists, but its child is
+    /// known here only once spawned: [`Runtime::await_launch`] bridges that gap, so a send or
+    /// wait arriving meanwhile finds the child instead of taking the thread for closed.
+    pub fn reserve_launch(&self, thread_id: &str) -> LaunchReservation {
+        self.inner
+            .launching
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(thread_id.to_string());
+        LaunchReservation {
+            rt: self.clone(),
+            thread_id: thread_id.to_string(),
+        }
+    }
+
+    /// Waits (at most `limit`) while a reserved launch of the thread has not registered its
+    /// child yet. Returns at once when there is no such launch.
+    pub async fn await_launch(&self, thread_id: &str, limit: Duration) {
+        let mut changes = self.inner.launches.subscribe();
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let reserved = self
+                .inner
+                .launching
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains(thread_id);
+            if !reserved || self.child(thread_id).is_some() {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, changes.changed())
+                .await
+                .is_err()
+            {
+                return;
+            }
+        }
     }
 
     /// Watches a live child's phase and closure.
@@ -369,16 +427,33 @@ impl Runtime {
             pgid: pid,
             launch_seq,
             rpc: RpcClient::new(stdin_tx),
-            tracker: Mutex::new(Tracker::new()),
+            tracker: Mutex::new(match spec.start {
+                StartKind::Prompt(_) => Tracker::new(),
+                StartKind::Resumed | StartKind::Forked { .. } => Tracker::without_prompt(),
+            }),
             view: view_tx,
             stop_requested: AtomicBool::new(false),
             partial: Mutex::new((String::new(), None)),
+            prompt_gate: Arc::default(),
         });
+        // The launch prompt holds the gate before anyone can see the child, so nothing (an
+        // abort, a send) is written ahead of it.
+        let mut launch_gate = match spec.start {
+            StartKind::Prompt(_) => child.prompt_gate.clone().try_lock_owned().ok(),
+            StartKind::Resumed | StartKind::Forked { .. } => None,
+        };
         self.inner
             .children
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(spec.thread_id.clone(), child.clone());
+        // The reservation has served its purpose: from now on the child itself is known.
+        self.inner
+            .launching
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&spec.thread_id);
+        self.inner.launches.send_modify(|n| *n += 1);
 
         let stdin = proc.stdin.take().expect("piped stdin");
         let stdout = proc.stdout.take().expect("piped stdout");
@@ -406,13 +481,9 @@ impl Runtime {
         };
         match spec.start {
             StartKind::Prompt(text) => {
-                let call_child = child.clone();
-                let answer = tokio::spawn(async move {
-                    call_child
-                        .rpc
-                        .call("prompt", json!({"message": text}), Duration::from_secs(600))
-                        .await
-                });
+                let answer = child
+                    .start_prompt(json!({"message": text}), launch_gate.take())
+                    .answer;
                 match tokio::time::timeout(PROMPT_ANSWER_WAIT, answer).await {
                     Ok(Ok(Ok(resp))) => {
                         outcome.prompt_accepted = Some(resp.success);
@@ -433,16 +504,26 @@ impl Runtime {
                 }
             }
             StartKind::Resumed | StartKind::Forked { .. } => {
+                // Pi sends nothing after a launch without a prompt; its answer to this
+                // get_state, applied by the reader like any refresh, makes the thread idle
+                // (for the tracker as much as for observers, so later refreshes read idle).
                 let answer = child
                     .rpc
                     .call("get_state", json!({}), PROMPT_ANSWER_WAIT)
                     .await;
-                if matches!(answer, Err(CallError::Closed)) {
-                    // Exited at once: report the recorded exit, not an idle live thread.
-                    outcome.note = Some(EXITED_EARLY_NOTE.into());
-                    wait_closed(&mut child.view.subscribe(), EARLY_EXIT_RECORD_WAIT).await;
-                } else {
-                    self.apply(&child, vec![Effect::Phase(Phase::Idle)]).await;
+                match answer {
+                    Ok(_) => {}
+                    Err(CallError::Closed) => {
+                        // Exited at once: report the recorded exit, not an idle live thread.
+                        outcome.note = Some(EXITED_EARLY_NOTE.into());
+                        wait_closed(&mut child.view.subscribe(), EARLY_EXIT_RECORD_WAIT).await;
+                    }
+                    Err(CallError::Timeout) => {
+                        outcome.note = Some(format!(
+                            "The child has not answered within {} ms; it stays starting until it does. Poll or wait before sending.",
+                            PROMPT_ANSWER_WAIT.as_millis()
+                        ))
+                    }
                 }
             }
         }
@@ -488,7 +569,31 @@ impl Runtime {
             SendMode::Steer => fields["streamingBehavior"] = json!("steer"),
             SendMode::FollowUp => fields["streamingBehavior"] = json!("followUp"),
         }
-        Ok(match child.rpc.call("prompt", fields, SEND_TIMEOUT).await {
+        let mut prompt = child.start_prompt(fields, None);
+        let written = match tokio::time::timeout(PROMPT_GATE_WAIT, &mut prompt.written).await {
+            Ok(r) => r.is_ok(),
+            Err(_) => {
+                // Closed first, so the prompt is either written already or never will be.
+                prompt.written.close();
+                prompt.written.try_recv().is_ok()
+            }
+        };
+        if !written {
+            return Ok(SendOutcome {
+                accepted: Some(false),
+                error: Some(format!(
+                    "Not sent: the child has not answered an earlier message for {} s, and a message written before that answer would be lost. Nothing was written. Repair: poll or wait, then send {} again.",
+                    PROMPT_GATE_WAIT.as_secs(),
+                    mode.as_str()
+                )),
+            });
+        }
+        let answer = match tokio::time::timeout(SEND_TIMEOUT, prompt.answer).await {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(_)) => Err(CallError::Closed),
+            Err(_) => Err(CallError::Timeout),
+        };
+        Ok(match answer {
             Ok(resp) if resp.success => SendOutcome { accepted: Some(true), error: None },
             Ok(resp) => SendOutcome {
                 accepted: Some(false),
@@ -516,6 +621,19 @@ impl Runtime {
         })?;
         // The reader applied the answer in stream order and says whether it read idle.
         Ok((resp.refreshed_idle.unwrap_or(false), resp.data))
+    }
+
+    /// Aborts a live child's run; `timeout` bounds the abort's answer. The `abort` is written
+    /// once no prompt is unanswered (waiting at most [`PROMPT_GATE_WAIT`]): Pi 1.6 answers an
+    /// abort that arrives during a prompt's preflight at once and then runs that prompt anyway
+    /// (verified), so an interrupt of a thread still starting would be lost.
+    pub async fn abort(&self, thread_id: &str, timeout: Duration) -> Result<rpc::Response> {
+        let child = self.live_child(thread_id)?;
+        abort_child(&child, PROMPT_GATE_WAIT, timeout).await.map_err(|e| {
+            Error::io(format!(
+                "The child did not answer abort ({e:?}). Repair: poll the thread; stop it if it keeps running."
+            ))
+        })
     }
 
     /// Sends an arbitrary RPC command to a live child (used by tests and forks).
@@ -549,6 +667,7 @@ impl Runtime {
     /// Stops a live child: graceful (abort, SIGTERM to the group, SIGKILL) or `force`
     /// (SIGKILL at once). Returns false when it was not live here (a no-op).
     pub async fn stop(&self, thread_id: &str, force: bool) -> Result<bool> {
+        self.await_launch(thread_id, LAUNCH_WAIT).await;
         let Some(child) = self.child(thread_id) else {
             return Ok(false);
         };
@@ -587,7 +706,12 @@ impl Runtime {
         }
         let mut view = child.view.subscribe();
         if !force {
-            let _ = child.rpc.call("abort", json!({}), STOP_ABORT_TIMEOUT).await;
+            // The process is signalled next anyway: the abort keeps its fixed budget.
+            let _ = tokio::time::timeout(
+                STOP_ABORT_TIMEOUT,
+                abort_child(&child, STOP_ABORT_TIMEOUT, STOP_ABORT_TIMEOUT),
+            )
+            .await;
             process::signal_group(child.pgid, GroupSignal::Terminate);
             if wait_closed(&mut view, STOP_TERM_WAIT).await {
                 return Ok(true);
@@ -788,6 +912,79 @@ impl Runtime {
             children.remove(&*child.thread_id);
         }
     }
+}
+
+/// A launch under way ([`Runtime::reserve_launch`]); dropping it ends the reservation.
+pub struct LaunchReservation {
+    rt: Runtime,
+    thread_id: String,
+}
+
+impl Drop for LaunchReservation {
+    fn drop(&mut self) {
+        self.rt
+            .inner
+            .launching
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.thread_id);
+        self.rt.inner.launches.send_modify(|n| *n += 1);
+    }
+}
+
+/// A prompt on its way to a child: `written` fires as the line is written, `answer` ends with
+/// the child's answer (or its close).
+struct PendingPrompt {
+    written: tokio::sync::oneshot::Receiver<()>,
+    answer: tokio::task::JoinHandle<std::result::Result<rpc::Response, CallError>>,
+}
+
+/// How long a prompt may hold the gate waiting for its answer.
+const PROMPT_ANSWER_LIMIT: Duration = Duration::from_secs(600);
+
+impl Child {
+    /// Writes a `prompt` once no earlier prompt is unanswered (or with the gate `held` by
+    /// the caller already). The gate stays held until this one is answered, even when the
+    /// caller stops waiting. A prompt that must get the gate first is never written if its
+    /// caller closed (or dropped) `written` before it got it.
+    fn start_prompt(
+        self: &Arc<Self>,
+        fields: Value,
+        held: Option<tokio::sync::OwnedMutexGuard<()>>,
+    ) -> PendingPrompt {
+        let (tx, written) = tokio::sync::oneshot::channel();
+        let child = self.clone();
+        let cancellable = held.is_none();
+        let answer = tokio::spawn(async move {
+            let _gate = match held {
+                Some(gate) => gate,
+                None => child.prompt_gate.clone().lock_owned().await,
+            };
+            if tx.send(()).is_err() && cancellable {
+                return Err(CallError::Closed);
+            }
+            child
+                .tracker
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .on_prompt_written();
+            child.rpc.call("prompt", fields, PROMPT_ANSWER_LIMIT).await
+        });
+        PendingPrompt { written, answer }
+    }
+}
+
+/// See [`Runtime::abort`]: waits at most `gate_wait` for an unanswered prompt (then writes
+/// the abort anyway), and `timeout` for the abort's answer.
+async fn abort_child(
+    child: &Child,
+    gate_wait: Duration,
+    timeout: Duration,
+) -> std::result::Result<rpc::Response, CallError> {
+    let _gate = tokio::time::timeout(gate_wait, child.prompt_gate.lock())
+        .await
+        .ok();
+    child.rpc.call("abort", json!({}), timeout).await
 }
 
 /// Closes one launch's row; emits `thread_closed` only when the row was live.

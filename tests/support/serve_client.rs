@@ -172,6 +172,53 @@ impl Serve {
         r["error"].clone()
     }
 
+    /// A `thread` `wait` on `id` that must come back after its first refresh with the thread
+    /// idle and `timedOut: false` (one progress notification: it did not loop waiting for
+    /// the child to settle). Returns the result.
+    pub fn wait_idle_at_once(&mut self, id: &str, timeout_ms: u64) -> Value {
+        let req = self.send(
+            "thread",
+            json!({"action": "wait", "id": id, "timeoutMs": timeout_ms}),
+        );
+        let r = self.response(req, Duration::from_millis(timeout_ms + 10_000));
+        assert!(r.get("error").is_none(), "{r}");
+        let d = &r["result"]["details"];
+        assert_eq!(
+            (d["timedOut"].as_bool(), d["snapshot"]["phase"].as_str()),
+            (Some(false), Some("idle")),
+            "wait on {id}: {r}"
+        );
+        let refreshes = self
+            .notifications()
+            .iter()
+            .filter(|n| n["method"] == "progress" && n["params"]["requestId"] == req)
+            .count();
+        assert_eq!(
+            refreshes, 1,
+            "wait on {id}: its first refresh reads idle: {r}"
+        );
+        r["result"].clone()
+    }
+
+    /// Checks the result `r` of a launch without a prompt (`resume`, `fork`) of `id`: `idle`,
+    /// since the child answered the launch's `get_state`. On a machine so loaded that Pi took
+    /// longer than the launch's 4 s to answer, it is `starting` with a note saying so; then
+    /// this says so on stderr and waits for the thread, so the checks that follow still run.
+    pub fn expect_launched_idle(&mut self, r: &Value, id: &str) {
+        let snap = &r["details"]["snapshot"];
+        if snap["phase"] == "idle" {
+            return;
+        }
+        let text = r["content"][0]["text"].as_str().unwrap_or("");
+        assert!(
+            snap["phase"] == "starting" && text.contains("has not answered within"),
+            "a launch without a prompt is idle once the child answered: {r}"
+        );
+        eprintln!("note: {id} was still starting after its launch (a loaded machine): {text}");
+        let w = self.thread(json!({"action": "wait", "id": id, "timeoutMs": 60_000}));
+        assert_eq!(w["details"]["snapshot"]["phase"], "idle", "{w}");
+    }
+
     /// How many response lines carried `id` so far.
     pub fn answer_count(&self, id: u64) -> u32 {
         let inbox = self.inbox.0.lock().unwrap();
