@@ -172,6 +172,11 @@ fn stop_and_notice_queries_use_their_indexes() {
             "USING INDEX threads_live",
         ),
         (
+            "agent_notice_reopen",
+            include_str!("../sql/agent_notice_reopen.sql"),
+            "SEARCH mailbox USING INTEGER PRIMARY KEY",
+        ),
+        (
             "agent_notices_supersede",
             include_str!("../sql/agent_notices_supersede.sql"),
             // Either partial index of pending rows (by thread or by recipient) is a short range.

@@ -188,9 +188,17 @@ pub struct AgentHost {
     /// Threads whose settled view a request of this serve is about to return (a blocking
     /// spawn, a wait, a stop): their notices for the caller are held back meanwhile, and
     /// superseded once that result carries the same news ([`AgentHost::hold_notices`]).
-    held: Mutex<HashMap<String, usize>>,
+    held: Mutex<HashMap<String, Held>>,
     /// Poked when held notices are released, so the row watcher delivers what is still due.
     released: tokio::sync::Notify,
+}
+
+/// One thread's hold: how many requests hold it, and the settlement notices this serve wrote
+/// already marked delivered meanwhile (no other serve of the same caller may send them first).
+#[derive(Default)]
+struct Held {
+    count: usize,
+    quiet: Vec<i64>,
 }
 
 /// Holds back one thread's notices for the caller while a request that will report on it runs.
@@ -202,13 +210,22 @@ struct HeldNotices<'a> {
 impl Drop for HeldNotices<'_> {
     fn drop(&mut self) {
         let mut held = self.host.held.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(n) = held.get_mut(&self.id) {
-            *n -= 1;
-            if *n == 0 {
+        let mut reopen = Vec::new();
+        if let Some(h) = held.get_mut(&self.id) {
+            h.count -= 1;
+            if h.count == 0 {
+                reopen = std::mem::take(&mut h.quiet);
                 held.remove(&self.id);
             }
         }
         drop(held);
+        // The request ended without reporting the settlement it quieted (it read the row just
+        // before the thread settled): the notice is due after all.
+        if !reopen.is_empty() {
+            if let Err(e) = self.host.reopen_notices(&reopen) {
+                eprintln!("threadbase serve: a held notice could not be released: {e}");
+            }
+        }
         self.host.released.notify_one();
     }
 }
@@ -236,12 +253,12 @@ impl AgentHost {
     /// return the thread's view itself. Registered before the thread can settle, so the row
     /// watcher cannot deliver the settlement's notice first.
     fn hold_notices(&self, id: &str) -> HeldNotices<'_> {
-        *self
-            .held
+        self.held
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .entry(id.to_string())
-            .or_default() += 1;
+            .or_default()
+            .count += 1;
         HeldNotices {
             host: self,
             id: id.to_string(),
@@ -269,6 +286,27 @@ impl AgentHost {
                 .execute(
                     named_params! {":at": now_iso(), ":id": id, ":recipient": self.caller()},
                 )?;
+            Ok(())
+        })?;
+        // The settlement this serve quieted while holding is now reported: it stays delivered.
+        if let Some(h) = self
+            .held
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_mut(id)
+        {
+            h.quiet.clear();
+        }
+        Ok(())
+    }
+
+    /// Marks quieted settlement notices pending again (their request did not report them).
+    fn reopen_notices(&self, ids: &[i64]) -> Result<()> {
+        self.store.write(|tx| {
+            let mut stmt = tx.prepare_cached(include_str!("../../sql/agent_notice_reopen.sql"))?;
+            for id in ids {
+                stmt.execute([id])?;
+            }
             Ok(())
         })
     }
@@ -912,12 +950,30 @@ impl AgentHost {
                 }
                 _ => contract::settled_notice(&path, state, &status_text, output.as_deref()),
             };
-            tx.prepare_cached(include_str!("../../sql/agent_mailbox_insert.sql"))?
+            let recipient = parent.unwrap_or_else(|| ROOT.to_string());
+            // A request of this serve holds the thread and returns this settlement itself: the
+            // notice is written delivered, so another serve of the same caller cannot send it
+            // before the request supersedes it (the hold is this process's alone).
+            let quiet = recipient == self.caller() && self.notices_held(id);
+            let written = tx
+                .prepare_cached(include_str!("../../sql/agent_mailbox_insert.sql"))?
                 .execute(named_params! {
                     ":thread_id": id, ":direction": "to_parent", ":kind": "notice",
                     ":send_key": format!("settled:{launch_seq}:{at}"), ":body": text,
-                    ":recipient": parent.unwrap_or_else(|| ROOT.to_string()), ":at": at,
+                    ":recipient": recipient, ":at": at,
+                    ":state": if quiet { "delivered" } else { "pending" },
                 })?;
+            if quiet && written == 1 {
+                let row = tx.last_insert_rowid();
+                if let Some(h) = self
+                    .held
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get_mut(id)
+                {
+                    h.quiet.push(row);
+                }
+            }
             Ok(true)
         })
     }
@@ -995,7 +1051,7 @@ impl AgentHost {
                 .execute(named_params! {
                     ":thread_id": row.id, ":direction": "to_child", ":kind": "steer",
                     ":send_key": format!("steer:{}", crate::ids::random_hex(16)), ":body": message,
-                    ":recipient": None::<String>, ":at": now_iso(),
+                    ":recipient": None::<String>, ":at": now_iso(), ":state": "pending",
                 })?;
             Ok(reserved)
         })?;
@@ -1224,6 +1280,7 @@ impl AgentHost {
                     ":thread_id": me.id, ":direction": "to_parent", ":kind": "progress",
                     ":send_key": format!("progress:{}", crate::ids::random_hex(16)), ":body": text,
                     ":recipient": me.parent_path.clone().unwrap_or_else(|| ROOT.to_string()), ":at": at,
+                    ":state": "pending",
                 })?;
             Ok(())
         })?;
