@@ -30,7 +30,9 @@ mod tests {
         for n in [0, 1, 8, 12, 31, 32] {
             let h = super::random_hex(n);
             assert_eq!(h.len(), n);
-            assert!(h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
+            assert!(h
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
         }
         let id = super::new_thread_id();
         assert_eq!(id.len(), "thread_".len() + 12, "{id}");
