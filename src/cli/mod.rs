@@ -5,6 +5,7 @@ mod demo;
 mod forest;
 mod http;
 mod inspect;
+mod logging;
 pub mod pi;
 mod serve;
 mod sql;
@@ -231,6 +232,10 @@ pub fn default_db_path(flag: Option<PathBuf>) -> PathBuf {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let db = default_db_path(cli.db.clone());
+    // `serve` adds its log file itself; `top` owns the terminal, so nothing may write over it.
+    if !matches!(cli.command, Command::Serve(_) | Command::Top) {
+        let _ = logging::init(None);
+    }
     let mut out = std::io::stdout().lock();
     let result = match cli.command {
         Command::Demo { keep } => demo::run(keep, &mut out),
