@@ -1,34 +1,50 @@
 //! The threads RPC over HTTP (`threadbase http`): `POST /threads/snapshot` and
 //! `POST /threads/restore`, for the terminal plugin that reads worker state (contract C, "RPC").
+//! HTTP/1.1 itself (framing, chunked bodies, `Expect: 100-continue`, keep-alive, the head
+//! limits and timeout) is hyper's; this module is the endpoint's rules.
 //!
-//! Wire format (one request per connection, `Connection: close`):
+//! Wire format:
 //!
 //! - Request: `POST /threads/snapshot` or `POST /threads/restore`, header
 //!   `Authorization: Bearer <token>`, a JSON body `{"input": {"coordinatorIDs": ["ses_…", …]}}`
-//!   with 1..=100 non-empty string ids and at most [`MAX_BODY`] bytes, sent with
-//!   `Content-Length` (chunked bodies are refused with 411).
-//! - 200: `{"workers": [WorkerView, …]}` (see [`worker_view`]).
+//!   with 1..=100 non-empty string ids and at most [`MAX_BODY`] bytes, framed by
+//!   `Content-Length` or chunked.
+//! - 200: `{"workers": [WorkerView, …]}`.
 //! - Errors: `{"error": {"code", "message"}}` with 400 `invalid_params` (bad JSON, no `input`
-//!   wrapper, bad ids), 401 `forbidden` (missing or wrong token), 404 (unknown path), 405 (not
-//!   POST), 411 (no `Content-Length` framing), 413 (body over 1 MiB), 431 (head over 16 KiB),
-//!   408 (client too slow), 500 for a database failure.
+//!   wrapper, bad ids, a body cut short), 401 `forbidden` (missing or wrong token), 404 (unknown
+//!   path), 405 (not POST), 413 (body over 1 MiB), 408 (body too slow), 500 for a database
+//!   failure. A head hyper cannot parse gets hyper's own 400 (431 over [`MAX_HEAD`]) with an
+//!   empty body; a head not complete within [`HEAD_TIMEOUT`] closes the connection.
 //!
-//! The order of checks is: head syntax → token → path → method → framing → size → body. So a
-//! client without the token learns nothing about paths, and a too-large body is refused before
-//! it is read. Nothing here panics on client input: every malformed byte ends in a status code.
+//! The order of checks is: head (hyper: syntax and framing) → token → path → method → body
+//! (size, then JSON). So a client without the token learns nothing about paths, and a body
+//! declared too large is refused before it is read (and before `100 Continue`).
+//!
+//! Connections: a response closes the connection (`Connection: close`) unless the request asked
+//! to keep it (`Connection: keep-alive`, as browsers, Node's fetch and Python's requests send);
+//! a kept connection serves further requests, pipelined ones included, until it has been idle
+//! for [`HEAD_TIMEOUT`].
 //!
 //! The methods themselves sit behind [`WorkerRpc`], so the transport does not depend on how the
 //! views are built. [`StoreWorkerRpc`] serves the database through the engine's WorkerView
 //! builder (`engine::snapshot_workers`, `engine::restore_workers`).
 
+use std::convert::Infallible;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
+use hyper::body::{Body as _, Incoming};
+use hyper::header::{HeaderValue, AUTHORIZATION, CONNECTION};
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
+use tokio::sync::{watch, Semaphore};
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::Store;
@@ -41,12 +57,21 @@ pub const MAX_HEAD: usize = 16 * 1024;
 pub const MAX_IDS: usize = 100;
 /// Connections handled at once; further ones wait in the listen backlog.
 pub const MAX_CONNECTIONS: usize = 64;
-/// How long a client may take to send the request line and headers.
-const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a client may take to send the request line and headers, and how long a kept-alive
+/// connection may sit idle before the next request.
+pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+/// What a kept-alive response advertises (`Keep-Alive: timeout=…`), below [`HEAD_TIMEOUT`] so a
+/// client that honours it never sends into a connection the server is closing.
+const KEEP_ALIVE_HINT: &str = "timeout=5";
 /// How long a client may take to send the body.
 const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long shutdown waits for requests in flight.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+/// After the last response, how long (and how many bytes) the server reads what the client still
+/// sends before it closes, so a close with unread input (an early 401 or 413) does not reset
+/// the connection before the client has read the response.
+const LINGER: Duration = Duration::from_secs(2);
+const LINGER_BYTES: usize = 4 * MAX_BODY;
 
 /// The two methods of the threads RPC. Both take the coordinator ids (already validated: 1..=100
 /// non-empty strings, possibly repeated) and return `{"workers": [WorkerView, …]}`.
@@ -150,15 +175,14 @@ pub fn parse_input(body: &[u8]) -> Result<Vec<String>> {
         .collect()
 }
 
-/// Compares two byte strings in time that depends only on their lengths, not their contents.
-pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    let mut diff = (a.len() ^ b.len()) as u64;
-    for i in 0..a.len().max(b.len()) {
-        let x = a.get(i).copied().unwrap_or(0);
-        let y = b.get(i).copied().unwrap_or(0);
-        diff |= u64::from(x ^ y);
-    }
-    std::hint::black_box(diff) == 0
+/// Whether `presented` is the token, in time that depends on neither value: both are hashed
+/// first, so even their lengths stay hidden, and the digests are compared with `subtle`.
+pub fn token_matches(presented: &str, token: &str) -> bool {
+    use sha2::{Digest, Sha256};
+    use subtle::ConstantTimeEq;
+    let a = Sha256::digest(presented.as_bytes());
+    let b = Sha256::digest(token.as_bytes());
+    bool::from(a.as_slice().ct_eq(b.as_slice()))
 }
 
 /// An HTTP response: status, JSON body, extra headers.
@@ -204,159 +228,36 @@ impl Response {
         self
     }
 
-    /// The bytes on the wire (`HEAD` requests get the headers only).
-    pub fn to_bytes(&self, head_only: bool) -> Vec<u8> {
-        let body = self.body.to_string();
-        let mut out = format!(
-            "HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n",
-            self.status,
-            reason(self.status),
-            body.len()
+    /// The response hyper writes; `keep_alive: false` adds `Connection: close`.
+    fn into_hyper(self, keep_alive: bool) -> hyper::Response<Full<Bytes>> {
+        let mut out = hyper::Response::new(Full::new(Bytes::from(self.body.to_string())));
+        *out.status_mut() = hyper::StatusCode::from_u16(self.status)
+            .unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+        let headers = out.headers_mut();
+        headers.insert(
+            hyper::header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
         );
-        for (name, value) in &self.headers {
-            out.push_str(name);
-            out.push_str(": ");
-            out.push_str(value);
-            out.push_str("\r\n");
+        headers.insert(
+            hyper::header::CACHE_CONTROL,
+            HeaderValue::from_static("no-store"),
+        );
+        if keep_alive {
+            headers.insert("keep-alive", HeaderValue::from_static(KEEP_ALIVE_HINT));
+        } else {
+            headers.insert(CONNECTION, HeaderValue::from_static("close"));
         }
-        out.push_str("\r\n");
-        let mut bytes = out.into_bytes();
-        if !head_only {
-            bytes.extend_from_slice(body.as_bytes());
+        for (name, value) in self.headers {
+            if let Ok(value) = HeaderValue::from_str(&value) {
+                headers.append(name, value);
+            }
         }
-        bytes
-    }
-}
-
-fn reason(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        403 => "Forbidden",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        408 => "Request Timeout",
-        409 => "Conflict",
-        411 => "Length Required",
-        413 => "Content Too Large",
-        429 => "Too Many Requests",
-        431 => "Request Header Fields Too Large",
-        _ => "Internal Server Error",
+        out
     }
 }
 
 fn bad_request(message: impl Into<String>) -> Response {
     Response::error(400, ErrorCode::InvalidParams.as_str(), message)
-}
-
-/// A parsed request line and headers.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RequestHead {
-    pub method: String,
-    /// The target without its query string.
-    pub path: String,
-    /// Header names lowercased, values trimmed, in arrival order.
-    pub headers: Vec<(String, String)>,
-}
-
-impl RequestHead {
-    /// The values of one header (name in lowercase).
-    pub fn header_values<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
-        self.headers
-            .iter()
-            .filter(move |(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-
-    fn header<'a>(&'a self, name: &'a str) -> Option<&'a str> {
-        self.header_values(name).next()
-    }
-
-    /// The declared body length: `None` without the header; repeated headers must agree.
-    pub fn content_length(&self) -> std::result::Result<Option<usize>, Response> {
-        let mut found: Option<usize> = None;
-        for v in self.header_values("content-length") {
-            let n = (!v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
-                .then(|| v.parse::<usize>().unwrap_or(usize::MAX))
-                .ok_or_else(|| {
-                    bad_request(format!(
-                        "Content-Length {v:?} is not a number. Repair: send the body's length in bytes."
-                    ))
-                })?;
-            if found.is_some_and(|f| f != n) {
-                return Err(bad_request(
-                    "Conflicting Content-Length headers. Repair: send one Content-Length.",
-                ));
-            }
-            found = Some(n);
-        }
-        Ok(found)
-    }
-}
-
-/// The end of the head (the index just past `\r\n\r\n`), if the buffer holds it.
-pub fn head_end(buf: &[u8]) -> Option<usize> {
-    buf.windows(4).position(|w| w == b"\r\n\r\n").map(|i| i + 4)
-}
-
-/// Parses the request line and headers (the bytes up to and including the blank line).
-pub fn parse_head(head: &[u8]) -> std::result::Result<RequestHead, Response> {
-    let text = std::str::from_utf8(head).map_err(|_| {
-        bad_request("The request head is not UTF-8. Repair: send an HTTP/1.1 request.")
-    })?;
-    let mut lines = text.split("\r\n");
-    let request_line = lines.next().unwrap_or_default();
-    let mut parts = request_line.split(' ');
-    let (Some(method), Some(target), Some(version), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return Err(bad_request(
-            "Malformed request line. Repair: send `POST /threads/snapshot HTTP/1.1`.",
-        ));
-    };
-    if method.is_empty() || !method.bytes().all(|b| b.is_ascii_uppercase()) {
-        return Err(bad_request(
-            "Malformed request method. Repair: send `POST /threads/snapshot HTTP/1.1`.",
-        ));
-    }
-    if !target.starts_with('/') {
-        return Err(bad_request(
-            "The request target must be a path. Repair: send `POST /threads/snapshot HTTP/1.1`.",
-        ));
-    }
-    if version != "HTTP/1.1" && version != "HTTP/1.0" {
-        return Err(bad_request(format!(
-            "Unsupported protocol {version:?}. Repair: speak HTTP/1.1."
-        )));
-    }
-    let path = target.split('?').next().unwrap_or(target).to_string();
-    let mut headers = Vec::new();
-    for line in lines {
-        if line.is_empty() {
-            continue;
-        }
-        let Some((name, value)) = line.split_once(':') else {
-            return Err(bad_request(format!(
-                "Malformed header line {line:?}. Repair: send `Name: value` headers."
-            )));
-        };
-        if name.is_empty()
-            || !name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
-        {
-            return Err(bad_request(format!(
-                "Malformed header name {name:?}. Repair: send `Name: value` headers."
-            )));
-        }
-        headers.push((name.to_ascii_lowercase(), value.trim().to_string()));
-    }
-    Ok(RequestHead {
-        method: method.to_string(),
-        path,
-        headers,
-    })
 }
 
 /// Which RPC method a path names.
@@ -366,21 +267,23 @@ pub enum Method {
     Restore,
 }
 
-/// The checks that need only the head: token, path, method, framing, size. `Ok` carries the
-/// method and the body length to read.
-pub fn check_head(
-    head: &RequestHead,
+/// The checks that need only the head, in order: token, path, method. `authorization` holds
+/// every `Authorization` header value (exactly one is accepted).
+pub fn check_request(
+    method: &str,
+    path: &str,
+    authorization: &[&str],
     token: &str,
-) -> std::result::Result<(Method, usize), Response> {
-    let mut auth = head.header_values("authorization");
-    let presented = match (auth.next(), auth.next()) {
-        (Some(v), None) => v
+) -> std::result::Result<Method, Response> {
+    let presented = match authorization {
+        [v] => v
+            .trim()
             .split_once(' ')
             .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
             .map(|(_, t)| t.trim()),
         _ => None,
     };
-    if !presented.is_some_and(|t| constant_time_eq(t.as_bytes(), token.as_bytes())) {
+    if !presented.is_some_and(|t| token_matches(t, token)) {
         let what = if presented.is_none() {
             "Missing bearer token"
         } else {
@@ -395,7 +298,7 @@ pub fn check_head(
         )
         .with_header("WWW-Authenticate", "Bearer realm=\"threadbase\""));
     }
-    let method = match head.path.as_str() {
+    let rpc = match path {
         "/threads/snapshot" => Method::Snapshot,
         "/threads/restore" => Method::Restore,
         other => {
@@ -408,35 +311,25 @@ pub fn check_head(
             ))
         }
     };
-    if head.method != "POST" {
+    if method != "POST" {
         return Err(Response::error(
             405,
             "method_not_allowed",
-            format!(
-                "{} is not allowed on {}. Repair: use POST with a JSON body.",
-                head.method, head.path
-            ),
+            format!("{method} is not allowed on {path}. Repair: use POST with a JSON body."),
         )
         .with_header("Allow", "POST"));
     }
-    if head.header("transfer-encoding").is_some() {
-        return Err(Response::error(
-            411,
-            ErrorCode::InvalidParams.as_str(),
-            "Transfer-Encoding bodies are not supported. Repair: send the body with a Content-Length header.",
-        ));
-    }
-    let length = head.content_length()?.unwrap_or(0);
-    if length > MAX_BODY {
-        return Err(Response::error(
-            413,
-            ErrorCode::Limit.as_str(),
-            format!(
-                "The body has {length} bytes; at most {MAX_BODY} are accepted. Repair: send at most {MAX_IDS} coordinator ids per request."
-            ),
-        ));
-    }
-    Ok((method, length))
+    Ok(rpc)
+}
+
+/// Whether the client asked to keep the connection (`Connection: keep-alive`).
+fn wants_keep_alive(headers: &hyper::HeaderMap) -> bool {
+    headers
+        .get_all(CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|t| t.trim().eq_ignore_ascii_case("keep-alive"))
 }
 
 /// Serves the threads RPC on `listener` until `shutdown` completes, then waits (a few seconds at
@@ -449,6 +342,15 @@ pub async fn serve(
 ) -> Result<()> {
     let token: Arc<str> = token.into();
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEAD_TIMEOUT)
+        .max_header_size(MAX_HEAD)
+        // Header names go out as `Content-Length`, as HTTP/1.1 clients and the old server wrote them.
+        .title_case_headers(true);
+    let builder = Arc::new(builder);
     tokio::pin!(shutdown);
     loop {
         let permit = tokio::select! {
@@ -463,194 +365,168 @@ pub async fn serve(
             a = listener.accept() => a,
         };
         match accepted {
-            Ok((stream, _)) => {
+            Ok((stream, peer)) => {
                 let token = token.clone();
                 let rpc = rpc.clone();
-                tokio::spawn(async move {
-                    handle_connection(stream, &token, rpc).await;
-                    drop(permit);
-                });
+                let builder = builder.clone();
+                let stop = stop_rx.clone();
+                tokio::spawn(tracing::Instrument::instrument(
+                    async move {
+                        handle_connection(&builder, stream, token, rpc, stop).await;
+                        drop(permit);
+                    },
+                    tracing::debug_span!("connection", %peer),
+                ));
             }
             Err(e) => {
                 // Out of descriptors and the like: wait a moment instead of spinning.
-                eprintln!("threadbase http: accept failed: {e}");
+                tracing::warn!("threadbase http: accept failed: {e}");
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         }
     }
     drop(listener);
+    let _ = stop_tx.send(true);
     let all = u32::try_from(MAX_CONNECTIONS).unwrap_or(u32::MAX);
     let _ = tokio::time::timeout(DRAIN_TIMEOUT, slots.acquire_many(all)).await;
     Ok(())
 }
 
-/// What reading a request produced.
-enum Read {
-    /// The client closed (or the socket failed) before a request head arrived.
-    Nothing,
-    /// Send `response`. `consumed`: the whole request was read (otherwise the rest is drained
-    /// after the response). `head_only`: a HEAD request, answered without a body.
-    Reply {
-        response: Response,
-        consumed: bool,
-        head_only: bool,
-    },
-}
+type BoxedAnswer = Pin<
+    Box<dyn Future<Output = std::result::Result<hyper::Response<Full<Bytes>>, Infallible>> + Send>,
+>;
 
-impl Read {
-    /// A reply before the request was fully read.
-    fn early(response: Response) -> Self {
-        Read::Reply {
-            response,
-            consumed: false,
-            head_only: false,
-        }
-    }
-
-    /// A reply after the whole request was read.
-    fn done(response: Response) -> Self {
-        Read::Reply {
-            response,
-            consumed: true,
-            head_only: false,
-        }
-    }
-}
-
-async fn handle_connection(mut stream: TcpStream, token: &str, rpc: Arc<dyn WorkerRpc>) {
+async fn handle_connection(
+    builder: &http1::Builder,
+    stream: TcpStream,
+    token: Arc<str>,
+    rpc: Arc<dyn WorkerRpc>,
+    mut stop: watch::Receiver<bool>,
+) {
     let _ = stream.set_nodelay(true);
-    let Read::Reply {
-        response,
-        consumed,
-        head_only,
-    } = read_and_answer(&mut stream, token, rpc).await
-    else {
-        return;
-    };
-    let bytes = response.to_bytes(head_only);
-    let _ = tokio::time::timeout(BODY_TIMEOUT, stream.write_all(&bytes)).await;
-    let _ = stream.shutdown().await;
-    if !consumed {
-        // Read what the client still sends (bounded) so closing does not reset the connection
-        // before the client has read the response.
-        let mut sink = [0u8; 16 * 1024];
-        let mut left = 4 * MAX_BODY;
-        let drain = async {
-            while left > 0 {
-                match stream.read(&mut sink).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => left = left.saturating_sub(n),
+    let service = hyper::service::service_fn(move |req| -> BoxedAnswer {
+        let token = token.clone();
+        let rpc = rpc.clone();
+        Box::pin(async move { Ok(answer(req, &token, rpc).await) })
+    });
+    let mut conn = builder.serve_connection(TokioIo::new(stream), service);
+    let mut stopping = *stop.borrow();
+    if stopping {
+        Pin::new(&mut conn).graceful_shutdown();
+    }
+    let result = loop {
+        tokio::select! {
+            r = std::future::poll_fn(|cx| conn.poll_without_shutdown(cx)) => break r,
+            changed = stop.changed(), if !stopping => {
+                stopping = true;
+                if changed.is_err() || *stop.borrow() {
+                    Pin::new(&mut conn).graceful_shutdown();
                 }
             }
-        };
-        let _ = tokio::time::timeout(Duration::from_secs(2), drain).await;
+        }
+    };
+    if let Err(e) = result {
+        tracing::debug!("connection ended: {e}");
     }
+    // Close ourselves: end our side, then read (bounded) what the client still sends.
+    let mut stream = conn.into_parts().io.into_inner();
+    let _ = stream.shutdown().await;
+    let mut sink = [0u8; 16 * 1024];
+    let mut left = LINGER_BYTES;
+    let linger = async {
+        while left > 0 {
+            match stream.read(&mut sink).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => left = left.saturating_sub(n),
+            }
+        }
+    };
+    let _ = tokio::time::timeout(LINGER, linger).await;
 }
 
-async fn read_and_answer(stream: &mut TcpStream, token: &str, rpc: Arc<dyn WorkerRpc>) -> Read {
-    let mut buf: Vec<u8> = Vec::with_capacity(4096);
-    let mut chunk = [0u8; 8192];
-    let end = {
-        let read_head = async {
-            loop {
-                let end = head_end(&buf);
-                if end.unwrap_or(buf.len()) > MAX_HEAD {
-                    return Err(Response::error(
-                        431,
-                        ErrorCode::InvalidParams.as_str(),
-                        format!("The request head exceeds {MAX_HEAD} bytes. Repair: send fewer or shorter headers."),
-                    ));
-                }
-                if end.is_some() {
-                    return Ok(end);
-                }
-                match stream.read(&mut chunk).await {
-                    Ok(0) if buf.is_empty() => return Ok(None),
-                    Ok(0) => {
-                        return Err(bad_request(
-                            "The connection closed inside the request head. Repair: end the headers with an empty line.",
-                        ))
-                    }
-                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                    Err(_) => return Ok(None),
-                }
-            }
-        };
-        match tokio::time::timeout(HEAD_TIMEOUT, read_head).await {
-            Ok(Ok(Some(end))) => end,
-            Ok(Ok(None)) => return Read::Nothing,
-            Ok(Err(r)) => return Read::early(r),
-            Err(_) => {
-                return Read::early(Response::error(
-                    408,
-                    ErrorCode::InvalidParams.as_str(),
-                    "The request head took too long. Repair: send the whole request at once.",
+/// One request: the head checks, the body, the method.
+async fn answer(
+    req: hyper::Request<Incoming>,
+    token: &str,
+    rpc: Arc<dyn WorkerRpc>,
+) -> hyper::Response<Full<Bytes>> {
+    let keep_alive = wants_keep_alive(req.headers());
+    // A value with bytes that are not visible ASCII is compared as it is (and cannot match).
+    let authorization: Vec<String> = req
+        .headers()
+        .get_all(AUTHORIZATION)
+        .iter()
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        .collect();
+    let authorization: Vec<&str> = authorization.iter().map(String::as_str).collect();
+    let checked = check_request(
+        req.method().as_str(),
+        req.uri().path(),
+        &authorization,
+        token,
+    );
+    let response = match checked {
+        Err(r) => r,
+        Ok(method) => match read_body(req.into_body()).await {
+            Err(r) => r,
+            Ok(body) => call(method, &body, rpc).await,
+        },
+    };
+    tracing::debug!(status = response.status, "answered");
+    response.into_hyper(keep_alive)
+}
+
+/// The whole body, at most [`MAX_BODY`] bytes: a declared length over it is refused before
+/// anything is read, a chunked body as soon as it passes it.
+async fn read_body(body: Incoming) -> std::result::Result<Bytes, Response> {
+    let declared = body.size_hint().exact();
+    let too_large = |what: String| {
+        Response::error(
+            413,
+            ErrorCode::Limit.as_str(),
+            format!(
+                "The body {what}; at most {MAX_BODY} are accepted. Repair: send at most {MAX_IDS} coordinator ids per request."
+            ),
+        )
+    };
+    if let Some(length) = declared.filter(|n| *n > MAX_BODY as u64) {
+        return Err(too_large(format!("has {length} bytes")));
+    }
+    match tokio::time::timeout(BODY_TIMEOUT, Limited::new(body, MAX_BODY).collect()).await {
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+        Ok(Err(e)) if e.is::<LengthLimitError>() => {
+            Err(too_large(format!("exceeds {MAX_BODY} bytes")))
+        }
+        Ok(Err(e)) => Err(match declared {
+            Some(length) => bad_request(format!(
+                "The body ended before its Content-Length ({length} bytes). Repair: send exactly Content-Length bytes."
+            )),
+            None => {
+                let why = std::error::Error::source(&*e).map_or(e.to_string(), |s| s.to_string());
+                bad_request(format!(
+                    "The chunked body is malformed or ended before its last chunk ({why}). Repair: end it with a zero-length chunk, or send a Content-Length."
                 ))
             }
-        }
-    };
-    let head = match parse_head(&buf[..end]) {
-        Ok(h) => h,
-        Err(r) => return Read::early(r),
-    };
-    let head_only = head.method == "HEAD";
-    let (method, length) = match check_head(&head, token) {
-        Ok(x) => x,
-        Err(r) => {
-            let consumed = buf.len() == end && matches!(head.content_length(), Ok(None | Some(0)));
-            return Read::Reply {
-                response: r,
-                consumed,
-                head_only,
-            };
-        }
-    };
-    let mut body: Vec<u8> = buf[end..].to_vec();
-    body.truncate(length);
-    if body.len() < length {
-        if head
-            .header("expect")
-            .is_some_and(|e| e.eq_ignore_ascii_case("100-continue"))
-        {
-            let _ = stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n").await;
-        }
-        body.reserve(length - body.len());
-        let read_body = async {
-            while body.len() < length {
-                let want = (length - body.len()).min(chunk.len());
-                match stream.read(&mut chunk[..want]).await {
-                    Ok(0) | Err(_) => return false,
-                    Ok(n) => body.extend_from_slice(&chunk[..n]),
-                }
-            }
-            true
-        };
-        match tokio::time::timeout(BODY_TIMEOUT, read_body).await {
-            Ok(true) => {}
-            Ok(false) => {
-                return Read::early(bad_request(format!(
-                        "The body ended before its Content-Length ({length} bytes). Repair: send exactly Content-Length bytes."
-                    )))
-            }
-            Err(_) => {
-                return Read::early(Response::error(
-                        408,
-                        ErrorCode::InvalidParams.as_str(),
-                        "The request body took too long. Repair: send the whole request at once.",
-                    ))
-            }
-        }
+        }),
+        Err(_) => Err(Response::error(
+            408,
+            ErrorCode::InvalidParams.as_str(),
+            "The request body took too long. Repair: send the whole request at once.",
+        )),
     }
-    let ids = match parse_input(&body) {
+}
+
+async fn call(method: Method, body: &[u8], rpc: Arc<dyn WorkerRpc>) -> Response {
+    let ids = match parse_input(body) {
         Ok(ids) => ids,
-        Err(e) => return Read::done(Response::from_error(&e)),
+        Err(e) => return Response::from_error(&e),
     };
     let answer = tokio::task::spawn_blocking(move || match method {
         Method::Snapshot => rpc.snapshot(&ids),
         Method::Restore => rpc.restore(&ids),
     })
     .await;
-    let response = match answer {
+    match answer {
         Ok(Ok(v)) => Response::ok(v),
         Ok(Err(e)) => Response::from_error(&e),
         Err(_) => Response::error(
@@ -658,99 +534,55 @@ async fn read_and_answer(stream: &mut TcpStream, token: &str, rpc: Arc<dyn Worke
             ErrorCode::Internal.as_str(),
             "The request handler failed. Repair: retry; report a bug if it persists.",
         ),
-    };
-    Read::done(response)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn head(text: &str) -> RequestHead {
-        parse_head(text.as_bytes()).expect("head")
-    }
-
     #[test]
-    fn parses_a_request_head() {
-        let h =
-            head("POST /threads/snapshot?x=1 HTTP/1.1\r\nHost: a\r\nContent-Length: 12\r\n\r\n");
-        assert_eq!(h.method, "POST");
-        assert_eq!(h.path, "/threads/snapshot");
-        assert_eq!(h.content_length().unwrap(), Some(12));
-    }
-
-    #[test]
-    fn malformed_heads_are_400_not_panics() {
-        for bad in [
-            "",
-            "\r\n\r\n",
-            "POST\r\n\r\n",
-            "POST /x\r\n\r\n",
-            "POST /x HTTP/1.1 extra\r\n\r\n",
-            "post /x HTTP/1.1\r\n\r\n",
-            "POST x HTTP/1.1\r\n\r\n",
-            "POST /x HTTP/2\r\n\r\n",
-            "POST /x HTTP/1.1\r\nno colon\r\n\r\n",
-            "POST /x HTTP/1.1\r\n: v\r\n\r\n",
-            "POST /x HTTP/1.1\r\nbad name: v\r\n\r\n",
-        ] {
-            let r = parse_head(bad.as_bytes()).expect_err(bad);
-            assert_eq!(r.status, 400, "{bad:?}");
-        }
-        assert_eq!(
-            parse_head(b"POST /\xff HTTP/1.1\r\n\r\n")
-                .unwrap_err()
-                .status,
-            400
-        );
-        let h = head("POST /x HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n");
-        assert_eq!(h.content_length().unwrap_err().status, 400);
-        let h = head("POST /x HTTP/1.1\r\nContent-Length: -1\r\n\r\n");
-        assert_eq!(h.content_length().unwrap_err().status, 400);
-        let h = head("POST /x HTTP/1.1\r\nContent-Length: 99999999999999999999999\r\n\r\n");
-        assert_eq!(h.content_length().unwrap(), Some(usize::MAX));
-    }
-
-    #[test]
-    fn head_checks_run_in_order() {
+    fn checks_run_in_order() {
         let t = "secret-token";
-        let check = |text: &str| check_head(&head(text), t);
-        let status = |text: &str| check(text).unwrap_err().status;
-        assert_eq!(status("GET /nope HTTP/1.1\r\n\r\n"), 401);
+        let status = |method: &str, path: &str, auth: &[&str]| {
+            check_request(method, path, auth, t).unwrap_err().status
+        };
+        assert_eq!(status("GET", "/nope", &[]), 401);
+        assert_eq!(status("POST", "/threads/snapshot", &["Bearer wrong"]), 401);
         assert_eq!(
-            status("POST /threads/snapshot HTTP/1.1\r\nAuthorization: Bearer wrong\r\n\r\n"),
+            status("POST", "/threads/snapshot", &["Basic secret-token"]),
             401
         );
+        assert_eq!(status("POST", "/threads/snapshot", &["Bearer"]), 401);
         assert_eq!(
-            status("POST /threads/snapshot HTTP/1.1\r\nAuthorization: Basic secret-token\r\n\r\n"),
+            status(
+                "POST",
+                "/threads/snapshot",
+                &["Bearer secret-token", "Bearer secret-token"]
+            ),
             401
         );
+        assert_eq!(status("GET", "/nope", &["Bearer secret-token"]), 404);
         assert_eq!(
-            status("POST /threads/snapshot HTTP/1.1\r\nAuthorization: Bearer secret-token\r\nAuthorization: Bearer secret-token\r\n\r\n"),
-            401
-        );
-        assert_eq!(
-            status("GET /nope HTTP/1.1\r\nAuthorization: Bearer secret-token\r\n\r\n"),
-            404
-        );
-        assert_eq!(
-            status("GET /threads/restore HTTP/1.1\r\nAuthorization: bearer secret-token\r\n\r\n"),
+            status("GET", "/threads/restore", &["bearer secret-token"]),
             405
         );
         assert_eq!(
-            status("POST /threads/restore HTTP/1.1\r\nAuthorization: Bearer secret-token\r\nTransfer-Encoding: chunked\r\n\r\n"),
-            411
+            status("HEAD", "/threads/restore", &["Bearer  secret-token "]),
+            405
         );
         assert_eq!(
-            status("POST /threads/restore HTTP/1.1\r\nAuthorization: Bearer secret-token\r\nContent-Length: 1048577\r\n\r\n"),
-            413
+            check_request("POST", "/threads/restore", &["Bearer secret-token"], t).unwrap(),
+            Method::Restore
         );
-        assert_eq!(
-            check("POST /threads/restore HTTP/1.1\r\nAuthorization: Bearer secret-token\r\nContent-Length: 1048576\r\n\r\n").unwrap(),
-            (Method::Restore, MAX_BODY)
-        );
+        let r = check_request("POST", "/x", &[], t).unwrap_err();
+        assert!(r
+            .headers
+            .iter()
+            .any(|(n, v)| *n == "WWW-Authenticate" && v.starts_with("Bearer")));
+        let r = check_request("PUT", "/threads/snapshot", &["Bearer secret-token"], t).unwrap_err();
+        assert_eq!(r.headers, [("Allow", "POST".to_string())]);
     }
-
     #[test]
     fn parses_the_input_wrapper() {
         assert_eq!(
@@ -783,11 +615,27 @@ mod tests {
     }
 
     #[test]
-    fn constant_time_eq_compares_bytes() {
-        assert!(constant_time_eq(b"abc", b"abc"));
-        assert!(!constant_time_eq(b"abc", b"abd"));
-        assert!(!constant_time_eq(b"abc", b"abcd"));
-        assert!(!constant_time_eq(b"", b"a"));
-        assert!(constant_time_eq(b"", b""));
+    fn tokens_compare_by_value() {
+        assert!(token_matches("abc", "abc"));
+        assert!(!token_matches("abc", "abd"));
+        assert!(!token_matches("abc", "abcd"));
+        assert!(!token_matches("", "a"));
+        assert!(token_matches("", ""));
+    }
+
+    #[test]
+    fn keep_alive_is_what_the_client_asked_for() {
+        let headers = |values: &[&str]| {
+            let mut h = hyper::HeaderMap::new();
+            for v in values {
+                h.append(CONNECTION, HeaderValue::from_str(v).unwrap());
+            }
+            h
+        };
+        assert!(!wants_keep_alive(&headers(&[])));
+        assert!(!wants_keep_alive(&headers(&["close"])));
+        assert!(wants_keep_alive(&headers(&["keep-alive"])));
+        assert!(wants_keep_alive(&headers(&["Upgrade, Keep-Alive"])));
+        assert!(wants_keep_alive(&headers(&["te", "keep-alive"])));
     }
 }

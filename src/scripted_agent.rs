@@ -1121,32 +1121,11 @@ impl Session {
 }
 
 fn uuid_v7() -> String {
-    let ms = crate::time::now_ms().max(0) as u64 & 0xffff_ffff_ffff;
-    let r = crate::ids::random_hex(20);
-    let variant = ["8", "9", "a", "b"][usize::from_str_radix(&r[3..4], 16).unwrap_or(0) & 3];
-    format!(
-        "{:08x}-{:04x}-7{}-{}{}-{}",
-        ms >> 16,
-        ms & 0xffff,
-        &r[0..3],
-        variant,
-        &r[4..7],
-        &r[8..20]
-    )
+    uuid::Uuid::now_v7().to_string()
 }
 
 fn uuid_v4() -> String {
-    let r = crate::ids::random_hex(32);
-    let variant = ["8", "9", "a", "b"][usize::from_str_radix(&r[16..17], 16).unwrap_or(0) & 3];
-    format!(
-        "{}-{}-4{}-{}{}-{}",
-        &r[0..8],
-        &r[8..12],
-        &r[13..16],
-        variant,
-        &r[17..20],
-        &r[20..32]
-    )
+    uuid::Uuid::new_v4().to_string()
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
+use tracing::Instrument;
 
 use crate::engine::Engine;
 use crate::error::{Error, ErrorCode};
@@ -63,14 +64,14 @@ pub async fn serve(engine: Arc<Engine>) {
             }
         }
     });
-    let watcher = tokio::spawn(crate::watcher::run(
+    let watcher = tokio::spawn(tracing::Instrument::in_current_span(crate::watcher::run(
         engine.config().db.clone(),
         engine.store().clone(),
         engine.runtime().clone(),
         engine.agent_host().clone(),
         engine.config().session_id.clone(),
         out_tx.clone(),
-    ));
+    )));
     let mut reader = BufReader::with_capacity(64 * 1024, tokio::io::stdin());
     let mut signals = shutdown_signals();
     let mut requests = tokio::task::JoinSet::new();
@@ -111,14 +112,26 @@ pub async fn serve(engine: Arc<Engine>) {
                 let engine = engine.clone();
                 let out = out_tx.clone();
                 let request_id = request.get("id").cloned().unwrap_or(Value::Null);
-                let task = requests.spawn(async move {
-                    let id = request.get("id").cloned().unwrap_or(Value::Null);
-                    let response = match handle(&engine, &request, &out).await {
-                        Ok(result) => json!({"id": id, "result": result}),
-                        Err(e) => error_response(id, &e),
-                    };
-                    let _ = out.send(response);
-                });
+                let span = tracing::info_span!(
+                    "request",
+                    method = %request.get("method").and_then(serde_json::Value::as_str).unwrap_or(""),
+                    id = %request_id
+                );
+                let task = requests.spawn(
+                    async move {
+                        let id = request.get("id").cloned().unwrap_or(Value::Null);
+                        let response = match handle(&engine, &request, &out).await {
+                            Ok(result) => json!({"id": id, "result": result}),
+                            Err(e) => {
+                                tracing::debug!(code = e.code.as_str(), "refused: {}", e.message);
+                                error_response(id, &e)
+                            }
+                        };
+                        tracing::debug!("answered");
+                        let _ = out.send(response);
+                    }
+                    .instrument(span),
+                );
                 pending.insert(task.id(), request_id);
             }
         }

@@ -37,8 +37,8 @@ pub async fn run(
         &db,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     ) else {
-        eprintln!(
-            "threadbase serve: the row watcher could not open {}; cross-process notices are off",
+        tracing::error!(
+            "the row watcher could not open {}; cross-process notices are off",
             db.display()
         );
         return;
@@ -66,19 +66,19 @@ pub async fn run(
         }
         seen = Some(version);
         if let Err(e) = deliver_notices(&conn, &store, &session_id, &out) {
-            eprintln!("threadbase serve: delivering notices failed: {e}");
+            tracing::warn!("delivering notices failed: {e}");
         }
         match pending_commands(&conn, &runtime) {
             Ok(pending) => {
                 if let Err(e) = run_commands(pending, &store, &runtime).await {
-                    eprintln!("threadbase serve: running commands failed: {e}");
+                    tracing::warn!("running commands failed: {e}");
                 }
             }
-            Err(e) => eprintln!("threadbase serve: reading commands failed: {e}"),
+            Err(e) => tracing::warn!("reading commands failed: {e}"),
         }
         match agent.rows_changed(&conn, &out) {
             Ok((steer_ids, settled)) => agent.sweep(steer_ids, settled).await,
-            Err(e) => eprintln!("threadbase serve: reading agent rows failed: {e}"),
+            Err(e) => tracing::warn!("reading agent rows failed: {e}"),
         }
     }
 }

@@ -226,3 +226,126 @@ fn pi_install_writes_the_shipped_extension_and_uninstall_removes_it() {
         "{\n  \"packages\": []\n}"
     );
 }
+
+/// A statement that never ends by itself.
+const ENDLESS: &str =
+    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c";
+/// Ten rows, 1..=10.
+const TEN: &str =
+    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 10) SELECT x FROM c";
+
+#[test]
+fn sql_timeout_stops_a_runaway_statement() {
+    let db = seed();
+    let started = std::time::Instant::now();
+    let out = threadbase(&db.path, &["sql", "--timeout", "0.5", ENDLESS]);
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("threadbase: error[limit]: The statement ran longer than --timeout 0.5 s and was stopped"), "{err}");
+    assert!(
+        err.contains("nothing was written")
+            && err.contains("Repair: raise the bound with --timeout SECONDS (0 turns it off)"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+    assert!(took < std::time::Duration::from_secs(20), "{took:?}");
+    // The default bound (30 s) and `--timeout 0` leave a quick statement alone.
+    for args in [&["sql", TEN][..], &["sql", "--timeout", "0", TEN]] {
+        let out = threadbase(&db.path, args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(stdout(&out).ends_with("(10 rows)\n"), "{}", stdout(&out));
+    }
+    for bad in ["-1", "soon", "inf", "NaN"] {
+        let out = threadbase(&db.path, &["sql", "--timeout", bad, "SELECT 1"]);
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("Repair: pass --timeout with a number"),
+            "{bad}: {err}"
+        );
+    }
+}
+
+#[test]
+fn ctrl_c_interrupts_the_statement() {
+    let db = seed();
+    let child = Command::new(env!("CARGO_BIN_EXE_threadbase"))
+        .arg("--db")
+        .arg(&db.path)
+        .args(["sql", ENDLESS])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Give it time to start the statement (the handler is in place before the first step).
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let started = std::time::Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    assert_eq!(out.status.code(), Some(130), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("threadbase: Interrupted (Ctrl-C): the statement was stopped after"),
+        "{err}"
+    );
+    assert!(err.contains("nothing was written"), "{err}");
+}
+
+#[test]
+fn sql_max_rows_caps_the_rows_and_says_how_many_were_left_out() {
+    let db = seed();
+    let out = threadbase(&db.path, &["sql", "--max-rows", "3", TEN]);
+    assert!(out.status.success());
+    assert_eq!(
+        stdout(&out),
+        "x\n-\n1\n2\n3\n(3 rows shown; 7 more rows left out by --max-rows 3)\n"
+    );
+    let out = threadbase(&db.path, &["sql", "--max-rows", "9", TEN]);
+    assert!(stdout(&out).ends_with("(9 rows shown; 1 more row left out by --max-rows 9)\n"));
+    // Not reached: the usual footer.
+    let out = threadbase(&db.path, &["sql", "--max-rows", "10", TEN]);
+    assert!(
+        stdout(&out).ends_with("\n10\n(10 rows)\n"),
+        "{}",
+        stdout(&out)
+    );
+    // --json: stdout stays one JSON document; the note goes to stderr.
+    let out = threadbase(&db.path, &["sql", "--json", "--max-rows", "2", TEN]);
+    assert!(out.status.success());
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows, serde_json::json!([{"x": 1}, {"x": 2}]));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "threadbase sql: 8 more rows left out by --max-rows 2. Repair: raise --max-rows to see them.\n"
+    );
+    // Counting an endless rest stops at the timeout: the rows shown, the count a lower bound.
+    let endless_rows =
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x FROM c";
+    let out = threadbase(
+        &db.path,
+        &["sql", "--max-rows", "2", "--timeout", "0.3", endless_rows],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = stdout(&out);
+    assert!(
+        text.starts_with("x\n-\n1\n2\n(2 rows shown; at least "),
+        "{text}"
+    );
+    assert!(
+        text.ends_with(
+            " more rows left out by --max-rows 2; counting them stopped at --timeout 0.3 s)\n"
+        ),
+        "{text}"
+    );
+}

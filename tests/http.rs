@@ -461,7 +461,12 @@ fn tokens_are_required_and_compared() {
     );
     let (status, _, head) = raw(&server.addr, req.as_bytes());
     assert_eq!(status, 401);
-    assert!(head.contains("WWW-Authenticate: Bearer"), "{head}");
+    // Header names are case-insensitive; hyper writes this one `Www-Authenticate`.
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("\r\nwww-authenticate: bearer"),
+        "{head}"
+    );
     let req = format!(
         "POST /threads/snapshot HTTP/1.1\r\nauthorization: bearer {token}\r\ncontent-length: {}\r\n\r\n{body}",
         body.len()
@@ -538,9 +543,10 @@ fn bad_requests_get_their_status_codes() {
         let (status, _, _) = raw(a, junk);
         assert_eq!(status, 400, "{junk:?}");
     }
-    // Framing is checked after the token (without it, 401 comes first).
+    // Framing is part of the head (hyper checks it as it parses), so a broken Content-Length
+    // is 400 with or without the token.
     let bad_length = "POST /threads/snapshot HTTP/1.1\r\nContent-Length: abc\r\n\r\n";
-    assert_eq!(raw(a, bad_length.as_bytes()).0, 401);
+    assert_eq!(raw(a, bad_length.as_bytes()).0, 400);
     let bad_length = format!(
         "POST /threads/snapshot HTTP/1.1\r\nAuthorization: Bearer {token}\r\nContent-Length: abc\r\n\r\n"
     );
@@ -594,17 +600,215 @@ fn bad_requests_get_their_status_codes() {
     // Exactly 1 MiB is within the limit (and then just bad JSON here).
     let body = " ".repeat(1024 * 1024);
     assert_eq!(post(a, "/threads/snapshot", t, &body).0, 400);
-    // Chunked bodies are not supported.
+    // A chunked body is read like any other: an empty one is just not JSON (see
+    // `chunked_bodies_work` for the rest).
     let req = format!(
         "POST /threads/snapshot HTTP/1.1\r\nAuthorization: Bearer {token}\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
     );
-    assert_eq!(raw(a, req.as_bytes()).0, 411);
+    assert_eq!(raw(a, req.as_bytes()).0, 400);
 
     // Still serving.
     assert_eq!(
         post(a, "/threads/snapshot", t, &ids_body(&["ses_a"])),
         (200, json!({"workers": []}))
     );
+}
+
+/// A chunked request (`Transfer-Encoding: chunked`) with `chunks` as its chunks, each with a
+/// chunk extension, and a trailer.
+fn chunked_request(path: &str, token: &str, extra_headers: &str, chunks: &[&str]) -> String {
+    let mut req = format!(
+        "POST {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n{extra_headers}Transfer-Encoding: chunked\r\n\r\n"
+    );
+    for c in chunks {
+        req.push_str(&format!("{:x};note=1\r\n{c}\r\n", c.len()));
+    }
+    req.push_str("0\r\nX-Trailer: done\r\n\r\n");
+    req
+}
+
+#[test]
+fn chunked_bodies_work() {
+    let db = common::temp_db();
+    let server = start(&db.path, &[], &[]);
+    seed(
+        &db.path,
+        &[Worker {
+            id: "ses_w",
+            coord: "ses_c",
+            key: "k",
+            ..W
+        }],
+    );
+    let token = server.token();
+    let a = server.addr.as_str();
+    let body = ids_body(&["ses_c"]);
+    let (first, rest) = body.split_at(7);
+    let (second, third) = rest.split_at(9);
+
+    // Several chunks, with extensions and a trailer.
+    let req = chunked_request("/threads/snapshot", &token, "", &[first, second, third]);
+    let (status, resp, head) = raw(a, req.as_bytes());
+    assert_eq!(status, 200, "{resp}");
+    assert_eq!(resp["workers"][0]["workerID"], "ses_w");
+    assert!(head.contains("Connection: close"), "{head}");
+
+    // Chunks arriving in separate writes, after `100 Continue`.
+    let mut s = TcpStream::connect(a).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let req = chunked_request(
+        "/threads/restore",
+        &token,
+        "Expect: 100-continue\r\n",
+        &[first, second, third],
+    );
+    let (head, chunks) = req.split_at(req.find("\r\n\r\n").unwrap() + 4);
+    s.write_all(head.as_bytes()).unwrap();
+    let mut interim = [0u8; 25];
+    s.read_exact(&mut interim).unwrap();
+    assert_eq!(&interim, b"HTTP/1.1 100 Continue\r\n\r\n");
+    for piece in chunks.as_bytes().chunks(6) {
+        s.write_all(piece).unwrap();
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).unwrap();
+    let (status, resp, _) = parse_response(&buf);
+    assert_eq!(status, 200, "{resp}");
+    assert_eq!(resp["workers"][0]["workerID"], "ses_w");
+
+    // The 1 MiB cap holds for chunked bodies, whatever the chunk sizes.
+    let mib = " ".repeat(256 * 1024);
+    let over = [mib.as_str(), &mib, &mib, &mib, "{}"];
+    let req = chunked_request("/threads/snapshot", &token, "", &over);
+    let mut s = TcpStream::connect(a).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut writer = s.try_clone().unwrap();
+    let pump = std::thread::spawn(move || {
+        let _ = writer.write_all(req.as_bytes());
+    });
+    let mut buf = Vec::new();
+    let _ = s.read_to_end(&mut buf);
+    pump.join().unwrap();
+    let (status, resp, _) = parse_response(&buf);
+    assert_eq!(status, 413, "{resp}");
+    assert_eq!(error_code(&resp), "limit");
+    assert!(resp["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("Repair:"));
+    // Exactly 1 MiB in chunks is within it (and then bad JSON).
+    let at = [mib.as_str(), &mib, &mib, &mib];
+    let req = chunked_request("/threads/snapshot", &token, "", &at);
+    assert_eq!(raw(a, req.as_bytes()).0, 400);
+
+    // A chunked body cut short, or with a broken chunk size, is 400 with a Repair: hint.
+    for broken in [
+        format!("POST /threads/snapshot HTTP/1.1\r\nAuthorization: Bearer {token}\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n{{\"input\""),
+        format!("POST /threads/snapshot HTTP/1.1\r\nAuthorization: Bearer {token}\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{{}}\r\n0\r\n\r\n"),
+    ] {
+        let mut s = TcpStream::connect(a).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        s.write_all(broken.as_bytes()).unwrap();
+        s.shutdown(Shutdown::Write).unwrap();
+        let mut buf = Vec::new();
+        s.read_to_end(&mut buf).unwrap();
+        let (status, resp, _) = parse_response(&buf);
+        assert_eq!(status, 400, "{broken:?}: {resp}");
+        assert!(resp["error"]["message"].as_str().unwrap().contains("Repair:"), "{resp}");
+    }
+    // The token is still checked first.
+    let req = chunked_request("/threads/snapshot", "wrong-token", "", &[&body]);
+    assert_eq!(raw(a, req.as_bytes()).0, 401);
+}
+
+/// Reads exactly one response (head, then Content-Length bytes) from a kept-alive connection.
+fn read_one_response(r: &mut BufReader<TcpStream>) -> (u16, Value, String) {
+    let mut head = String::new();
+    loop {
+        let mut line = String::new();
+        assert!(
+            r.read_line(&mut line).unwrap() > 0,
+            "closed inside a head: {head:?}"
+        );
+        head.push_str(&line);
+        if line == "\r\n" {
+            break;
+        }
+    }
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("Content-Length: "))
+        .and_then(|v| v.parse().ok())
+        .expect("Content-Length");
+    let mut body = vec![0u8; length];
+    r.read_exact(&mut body).unwrap();
+    let mut whole = head.into_bytes();
+    whole.extend_from_slice(&body);
+    parse_response(&whole)
+}
+
+#[test]
+fn keep_alive_serves_several_requests_on_one_connection() {
+    let db = common::temp_db();
+    let server = start(&db.path, &[], &[]);
+    seed(
+        &db.path,
+        &[Worker {
+            id: "ses_w",
+            coord: "ses_c",
+            key: "k",
+            ..W
+        }],
+    );
+    let token = server.token();
+    let body = ids_body(&["ses_c"]);
+    let request = |path: &str, connection: &str, body: &str| {
+        format!(
+            "POST {path} HTTP/1.1\r\nHost: x\r\nConnection: {connection}\r\nAuthorization: Bearer {token}\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    let s = TcpStream::connect(&server.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut w = s.try_clone().unwrap();
+    let mut r = BufReader::new(s);
+
+    // One after the other on the same connection.
+    for path in ["/threads/snapshot", "/threads/restore", "/threads/snapshot"] {
+        w.write_all(request(path, "keep-alive", &body).as_bytes())
+            .unwrap();
+        let (status, resp, head) = read_one_response(&mut r);
+        assert_eq!(status, 200, "{path}: {resp}");
+        assert_eq!(resp["workers"][0]["workerID"], "ses_w");
+        assert!(!head.contains("Connection: close"), "{head}");
+        assert!(head.contains("Keep-Alive: timeout=5"), "{head}");
+    }
+    // Pipelined: three requests in one write (one of them a client error, one chunked) get
+    // three answers, in order.
+    let pipelined = [
+        request("/threads/snapshot", "keep-alive", &body),
+        request("/threads/snapshot", "keep-alive", "not json"),
+        chunked_request(
+            "/threads/restore",
+            &token,
+            "Connection: keep-alive\r\n",
+            &[&body],
+        ),
+    ]
+    .concat();
+    w.write_all(pipelined.as_bytes()).unwrap();
+    let statuses: Vec<u16> = (0..3).map(|_| read_one_response(&mut r).0).collect();
+    assert_eq!(statuses, [200, 400, 200]);
+    // A request without keep-alive gets its answer and then the end of the connection.
+    w.write_all(request("/threads/snapshot", "close", &body).as_bytes())
+        .unwrap();
+    let (status, _, head) = read_one_response(&mut r);
+    assert_eq!(status, 200);
+    assert!(head.contains("Connection: close"), "{head}");
+    let mut rest = Vec::new();
+    r.read_to_end(&mut rest).unwrap();
+    assert!(rest.is_empty(), "{rest:?}");
 }
 
 #[test]

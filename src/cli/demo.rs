@@ -172,7 +172,7 @@ pub fn run(keep: Option<PathBuf>, out: &mut dyn Write) -> Result<()> {
     super::inspect::events(&db, "/root/api_survey", None, false, out)?;
     let query = "SELECT path, status, phase, exit_kind, archived FROM thread_tree";
     writeln!(out, "\n▶ threadbase sql \"{query}\"")?;
-    super::sql::run(&db, query, false, out)?;
+    super::sql::run(&db, query, false, &super::sql::Bounds::default(), out)?;
     writeln!(
         out,
         "\ndemo finished in {:.1} s; every line above was read back from SQLite rows.",

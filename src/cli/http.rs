@@ -160,7 +160,7 @@ pub fn run(db: PathBuf, args: HttpArgs, out: &mut dyn Write) -> Result<()> {
         out.flush()?;
         let rpc: Arc<dyn WorkerRpc> = Arc::new(StoreWorkerRpc::new(store));
         crate::http::serve(listener, token, rpc, stop_signal()).await?;
-        eprintln!("threadbase http: stopped");
+        tracing::info!("threadbase http stopped");
         Ok(())
     })
 }

@@ -5,6 +5,7 @@ mod demo;
 mod forest;
 mod http;
 mod inspect;
+mod logging;
 pub mod pi;
 mod serve;
 mod sql;
@@ -148,6 +149,13 @@ pub enum Command {
         /// Print the rows as a JSON array of objects instead of an aligned table.
         #[arg(long)]
         json: bool,
+        /// Stop the statement after this many seconds (exit status 2); 0 turns the bound off.
+        /// Ctrl-C stops it too (exit status 130).
+        #[arg(long, value_name = "SECONDS", default_value_t = sql::DEFAULT_TIMEOUT_SECS, value_parser = sql::parse_timeout, allow_negative_numbers = true)]
+        timeout: f64,
+        /// Print at most N rows; the rest are counted and the count is reported.
+        #[arg(long, value_name = "N")]
+        max_rows: Option<usize>,
     },
     /// The crash-restore pass: every thread left live by a process that is gone becomes
     /// closed/stale (contract B: paused); surviving process groups are killed when pid and start
@@ -231,6 +239,10 @@ pub fn default_db_path(flag: Option<PathBuf>) -> PathBuf {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let db = default_db_path(cli.db.clone());
+    // `serve` adds its log file itself; `top` owns the terminal, so nothing may write over it.
+    if !matches!(cli.command, Command::Serve(_) | Command::Top) {
+        let _ = logging::init(None);
+    }
     let mut out = std::io::stdout().lock();
     let result = match cli.command {
         Command::Demo { keep } => demo::run(keep, &mut out),
@@ -324,7 +336,19 @@ pub fn main() -> ExitCode {
             json,
             &mut out,
         ),
-        Command::Sql { query, json } => sql::run(&db, &query, json, &mut out),
+        Command::Sql {
+            query,
+            json,
+            timeout,
+            max_rows,
+        } => {
+            let bounds = sql::Bounds {
+                timeout_secs: Some(timeout),
+                max_rows,
+                ctrl_c: true,
+            };
+            sql::run(&db, &query, json, &bounds, &mut out)
+        }
         Command::Restore { json } => restore(&db, json, &mut out),
         Command::Check { json } => return check::run(&db, json, &mut out),
         Command::Http(args) => http::run(db, args, &mut out),
@@ -394,6 +418,11 @@ fn report(e: &Error) -> ExitCode {
     if e.message.starts_with(crate::error::BROKEN_PIPE) {
         // `threadbase list | head`: the reader has what it wanted; exit as SIGPIPE would.
         return ExitCode::from(141);
+    }
+    if e.message.starts_with(sql::INTERRUPTED) {
+        // Stopped by Ctrl-C: say so, and exit as a command ended by SIGINT does.
+        eprintln!("threadbase: {}", e.message);
+        return ExitCode::from(130);
     }
     eprintln!("threadbase: error[{}]: {}", e.code, e.message);
     ExitCode::from(2)

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Args;
+use tracing::Instrument;
 
+use super::logging;
 use crate::engine::{Engine, ServeConfig};
 use crate::error::{Error, Result};
 use crate::runtime::process::ProcessIdentity;
@@ -33,6 +35,11 @@ pub struct ServeArgs {
     /// The parent project is trusted: children inside its cwd get --approve.
     #[arg(long)]
     pub trusted: bool,
+    /// Also append the log to this file (default with no PATH: threadbase.log beside the
+    /// database; also set by $THREADBASE_LOG_FILE). $THREADBASE_LOG sets the filter; the file
+    /// records threadbase's debug detail by default. Children's serves write to the same file.
+    #[arg(long, value_name = "PATH", num_args = 0..=1)]
+    pub log_file: Option<Option<PathBuf>>,
 }
 
 fn env(name: &str) -> Option<String> {
@@ -141,18 +148,34 @@ pub fn run(db: PathBuf, args: ServeArgs) -> Result<()> {
 }
 
 fn run_on(db: PathBuf, args: ServeArgs) -> Result<()> {
+    let log_file = logging::log_file(
+        args.log_file.clone(),
+        env(logging::LOG_FILE_ENV).as_deref(),
+        &db,
+    );
+    logging::init(log_file.as_deref())?;
+    if let Some(path) = &log_file {
+        // Children's own serves (started by their Pi extension) log to the same file. Set while
+        // this process has one thread, before anything reads the environment concurrently.
+        std::env::set_var(logging::LOG_FILE_ENV, path);
+    }
     let cfg = config(db.clone(), args)?;
     // Said once at start, before any thread needs it: a child command that cannot run would
     // otherwise surface only as the first start's failure.
     if let Err(warning) = super::pi::check_child_command(&cfg.pi_command) {
         eprintln!("threadbase serve: warning: {warning}");
     }
+    let span = tracing::info_span!("serve", pid = std::process::id(), session = %cfg.session_id);
+    let _entered = span.enter();
+    tracing::info!(db = %db.display(), scope = %cfg.scope_path, cwd = %cfg.cwd.display(), "serve starting");
     let store = Arc::new(Store::open(&db)?);
     let report = restore_dead_owners(&store, ProcessIdentity::current())?;
     for rejected in &report.rejected {
+        tracing::warn!("restore refused a registry: {rejected}");
         eprintln!("threadbase serve: {rejected}");
     }
     if !report.restored.is_empty() {
+        tracing::info!(threads = ?report.restored, "restored threads left live by a process that is gone");
         eprintln!(
             "threadbase serve: restored {} thread(s) left live by a process that is gone (now closed/stale)",
             report.restored.len()
@@ -162,17 +185,21 @@ fn run_on(db: PathBuf, args: ServeArgs) -> Result<()> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    rt.block_on(async move {
-        // A file-size limit (RLIMIT_FSIZE) would kill the server with SIGXFSZ at the first write
-        // past it, leaving its children without a reader; handled, the write fails with EFBIG,
-        // which SQLite reports as an I/O error the request returns. The handler stays for the
-        // life of the process.
-        let _xfsz = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::from_raw(
-            rustix::process::Signal::XFSZ.as_raw(),
-        ))?;
-        let runtime = Runtime::new(store.clone(), cfg.timers);
-        let engine = Arc::new(Engine::new(cfg, store, runtime)?);
-        crate::server::serve(engine).await;
-        Ok(())
-    })
+    rt.block_on(
+        async move {
+            // A file-size limit (RLIMIT_FSIZE) would kill the server with SIGXFSZ at the first write
+            // past it, leaving its children without a reader; handled, the write fails with EFBIG,
+            // which SQLite reports as an I/O error the request returns. The handler stays for the
+            // life of the process.
+            let _xfsz = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::from_raw(
+                rustix::process::Signal::XFSZ.as_raw(),
+            ))?;
+            let runtime = Runtime::new(store.clone(), cfg.timers);
+            let engine = Arc::new(Engine::new(cfg, store, runtime)?);
+            crate::server::serve(engine).await;
+            tracing::info!("serve stopped");
+            Ok(())
+        }
+        .instrument(span.clone()),
+    )
 }

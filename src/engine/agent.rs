@@ -1421,7 +1421,7 @@ impl AgentHost {
                     handled = v.settles;
                     marked_running = false;
                     if let Err(e) = host.on_settled(&id).await {
-                        eprintln!("threadbase serve: settling {id} failed: {e}");
+                        tracing::error!("settling {id} failed: {e}");
                     }
                 }
                 if view.changed().await.is_err() {
@@ -1429,7 +1429,7 @@ impl AgentHost {
                 }
             }
             if let Err(e) = host.on_closed(&id).await {
-                eprintln!("threadbase serve: recording the end of {id} failed: {e}");
+                tracing::error!("recording the end of {id} failed: {e}");
             }
         });
     }
@@ -1602,7 +1602,7 @@ impl AgentHost {
         })();
         for id in ids.unwrap_or_default() {
             if let Err(e) = self.settle(&id, "stopped", None, None) {
-                eprintln!("threadbase serve: recording the stop of {id} failed: {e}");
+                tracing::error!("recording the stop of {id} failed: {e}");
             }
         }
     }
@@ -1693,13 +1693,13 @@ impl AgentHost {
             let host = self.clone();
             tokio::spawn(async move {
                 if let Err(e) = host.deliver(&id).await {
-                    eprintln!("threadbase serve: delivering steering to {id} failed: {e}");
+                    tracing::error!("delivering steering to {id} failed: {e}");
                 }
             });
         }
         for id in settled {
             if let Err(e) = self.retire_if_done(&id).await {
-                eprintln!("threadbase serve: retiring {id} failed: {e}");
+                tracing::error!("retiring {id} failed: {e}");
             }
         }
     }

@@ -757,14 +757,14 @@ async fn monitor(
                         };
                         learn_model(&store, &id);
                         if let Err(err) = set_outcome(&store, &id, outcome) {
-                            eprintln!("threadbase: recording the outcome of {id} failed: {err}");
+                            tracing::error!("recording the outcome of {id} failed: {err}");
                         }
                         interrupting().remove(&id);
                         marks = Marks { seq, command };
                         in_run = false;
                     }
                     Ok(_) => {}
-                    Err(err) => eprintln!("threadbase: reading the activity of {id} failed: {err}"),
+                    Err(err) => tracing::error!("reading the activity of {id} failed: {err}"),
                 }
             }
             Phase::Starting | Phase::Stopping => {}
@@ -775,7 +775,7 @@ async fn monitor(
     }
     rt.flush().await;
     if let Err(err) = record_close(&store, &id, marks, in_run) {
-        eprintln!("threadbase: recording the outcome of {id} failed: {err}");
+        tracing::error!("recording the outcome of {id} failed: {err}");
     }
     interrupting().remove(&id);
 }

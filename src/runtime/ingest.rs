@@ -227,7 +227,7 @@ fn apply_plain(store: &Store, ops: &[IngestOp]) {
     }
     for op in ops {
         if let Err(e) = store.write(|tx| apply(tx, std::slice::from_ref(op))) {
-            eprintln!("threadbase: dropped one ingest operation: {e}");
+            tracing::error!("dropped one ingest operation: {e}");
         }
     }
 }

@@ -27,6 +27,7 @@ use rusqlite::{named_params, OptionalExtension, Transaction};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, watch};
+use tracing::Instrument;
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::store::events::{self, NewEvent};
@@ -458,21 +459,20 @@ impl Runtime {
         let stdin = proc.stdin.take().expect("piped stdin");
         let stdout = proc.stdout.take().expect("piped stdout");
         let stderr = proc.stderr.take().expect("piped stderr");
-        tokio::spawn(write_stdin(stdin, stdin_rx));
-        let out_task = tokio::spawn(read_stdout(self.clone(), child.clone(), stdout));
-        let err_task = tokio::spawn(read_stderr(
-            self.inner.ingest.clone(),
-            thread_id.clone(),
-            stderr,
-        ));
-        tokio::spawn(wait_exit(
-            self.clone(),
-            child.clone(),
-            proc,
-            out_task,
-            err_task,
-        ));
-        tokio::spawn(run_timers(self.clone(), child.clone()));
+        let span = tracing::info_span!("child", thread = %thread_id, pid);
+        tracing::info!(parent: &span, program = %program, cwd = %spec.cwd.display(), "child started");
+        tokio::spawn(write_stdin(stdin, stdin_rx).instrument(span.clone()));
+        let out_task =
+            tokio::spawn(read_stdout(self.clone(), child.clone(), stdout).instrument(span.clone()));
+        let err_task = tokio::spawn(
+            read_stderr(self.inner.ingest.clone(), thread_id.clone(), stderr)
+                .instrument(span.clone()),
+        );
+        tokio::spawn(
+            wait_exit(self.clone(), child.clone(), proc, out_task, err_task)
+                .instrument(span.clone()),
+        );
+        tokio::spawn(run_timers(self.clone(), child.clone()).instrument(span));
 
         let mut outcome = LaunchOutcome {
             pid,
@@ -743,7 +743,7 @@ impl Runtime {
         }
         while let Some(r) = stops.join_next().await {
             if let Ok(Err(e)) = r {
-                eprintln!("threadbase: stop during shutdown failed: {e}");
+                tracing::warn!("stop during shutdown failed: {e}");
             }
         }
         self.flush().await;
@@ -864,10 +864,7 @@ impl Runtime {
             .write(move |tx| close_row(tx, &tid, seq, &exit))
             .await;
         if let Err(e) = result {
-            eprintln!(
-                "threadbase: recording the exit of {} failed: {e}",
-                child.thread_id
-            );
+            tracing::error!("recording the exit of {} failed: {e}", child.thread_id);
             if e.code == ErrorCode::Io {
                 // A full disk or a passing I/O error must not leave the row claiming a process
                 // that is gone: retry in the background until the write goes through. A retry
@@ -885,14 +882,14 @@ impl Runtime {
                             .write(move |tx| close_row(tx, &id, seq, &exit))
                             .await;
                         if r.is_ok() {
-                            eprintln!(
-                                "threadbase: recorded the exit of {tid} after {attempt} retr{}",
+                            tracing::warn!(
+                                "recorded the exit of {tid} after {attempt} retr{}",
                                 if attempt == 1 { "y" } else { "ies" }
                             );
                             return;
                         }
                     }
-                    eprintln!("threadbase: gave up recording the exit of {tid}; `threadbase restore` closes it once this serve has exited");
+                    tracing::error!("gave up recording the exit of {tid}; `threadbase restore` closes it once this serve has exited");
                 });
             }
         }
@@ -1155,6 +1152,12 @@ async fn wait_exit(
             synthetic: false,
         }
     };
+    tracing::info!(
+        kind = exit.kind,
+        code = exit.code,
+        signal = exit.signal.as_deref(),
+        "child exited"
+    );
     rt.close(&child, exit).await;
 }
 

@@ -45,48 +45,15 @@ pub const SESSION_VERSION: u64 = 3;
 // Ids and names
 // ---------------------------------------------------------------------------------------------
 
-/// A fresh RFC 9562 UUIDv7: 48 bits of Unix milliseconds, version 7, 74 random bits from the
-/// kernel CSPRNG (via [`crate::ids::random_hex`]), variant `10`. Lowercase, hyphenated, as Pi
-/// writes session ids.
+/// A fresh RFC 9562 UUIDv7 (48 bits of Unix milliseconds, then random bits), lowercase and
+/// hyphenated, as Pi writes session ids.
 pub fn uuid_v7() -> String {
-    let ms = crate::time::now_ms().max(0) as u64 & 0xffff_ffff_ffff;
-    let r = random_bytes::<10>();
-    let mut b = [0u8; 16];
-    b[..6].copy_from_slice(&ms.to_be_bytes()[2..]);
-    b[6] = 0x70 | (r[0] & 0x0f);
-    b[7] = r[1];
-    b[8] = 0x80 | (r[2] & 0x3f);
-    b[9..].copy_from_slice(&r[3..]);
-    format_uuid(&b)
+    uuid::Uuid::now_v7().to_string()
 }
 
 /// A random RFC 9562 UUIDv4 (Pi's fallback entry id after 100 colliding 8-hex ids).
 fn uuid_v4() -> String {
-    let mut b = random_bytes::<16>();
-    b[6] = 0x40 | (b[6] & 0x0f);
-    b[8] = 0x80 | (b[8] & 0x3f);
-    format_uuid(&b)
-}
-
-fn random_bytes<const N: usize>() -> [u8; N] {
-    let hex = crate::ids::random_hex(N * 2);
-    let mut out = [0u8; N];
-    for (i, byte) in out.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap_or(0);
-    }
-    out
-}
-
-fn format_uuid(b: &[u8; 16]) -> String {
-    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
+    uuid::Uuid::new_v4().to_string()
 }
 
 /// A new entry id as Pi makes them (`generateId`): 8 lowercase hex digits not in use yet

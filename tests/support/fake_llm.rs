@@ -20,21 +20,29 @@
 //! to the first completion request matching a predicate (checked before the queue), so a child's
 //! request can be answered by content instead of by arrival order.
 //!
-//! Only std (plus `serde_json` and `tempfile`, which the crate already has): one thread accepts on
-//! `127.0.0.1:0`, one thread per connection, one request per connection (`Connection: close`).
+//! HTTP is the crate's own stack (hyper's HTTP/1.1 server, as `threadbase http` uses), on a
+//! one-thread tokio runtime of the fake's own: it listens on `127.0.0.1:0` and answers one
+//! request per connection (`Connection: close`, as Pi sees from many providers' proxies); a
+//! streamed answer has a `Content-Length` (the whole stream is known in advance) and its chunks
+//! go out one at a time, each flushed, `delay` apart.
 #![allow(dead_code)]
 
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
+use http_body_util::channel::Channel;
+use http_body_util::{BodyExt, Either, Full};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::{json, Value};
+use tokio::sync::watch;
 
 /// The provider and model names written into `models.json` and passed as `--provider`/`--model`.
 pub const PROVIDER: &str = "fake";
@@ -273,7 +281,6 @@ struct State {
 struct Shared {
     state: Mutex<State>,
     changed: Condvar,
-    shutdown: AtomicBool,
     chunk_counter: AtomicUsize,
     tool_call_counter: AtomicUsize,
 }
@@ -282,7 +289,9 @@ struct Shared {
 pub struct FakeLlm {
     port: u16,
     shared: Arc<Shared>,
-    acceptor: Option<JoinHandle<()>>,
+    /// `true` once the fake is dropped: the server stops accepting, hangs and delays end.
+    stop: watch::Sender<bool>,
+    server: Option<JoinHandle<()>>,
 }
 
 impl FakeLlm {
@@ -293,29 +302,40 @@ impl FakeLlm {
 
     /// Binds `127.0.0.1:0` and starts serving `steps` in order.
     pub fn with_script(steps: impl IntoIterator<Item = Step>) -> FakeLlm {
-        let listener = TcpListener::bind(("127.0.0.1", 0)).expect("fake LLM: bind 127.0.0.1:0");
+        let listener =
+            std::net::TcpListener::bind(("127.0.0.1", 0)).expect("fake LLM: bind 127.0.0.1:0");
         let port = listener.local_addr().expect("fake LLM: local_addr").port();
+        listener
+            .set_nonblocking(true)
+            .expect("fake LLM: nonblocking listener");
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 script: steps.into_iter().collect(),
                 ..State::default()
             }),
             changed: Condvar::new(),
-            shutdown: AtomicBool::new(false),
             chunk_counter: AtomicUsize::new(0),
             tool_call_counter: AtomicUsize::new(0),
         });
-        let acceptor = {
+        let (stop, stopped) = watch::channel(false);
+        let server = {
             let shared = Arc::clone(&shared);
             std::thread::Builder::new()
                 .name(format!("fake-llm-{port}"))
-                .spawn(move || accept_loop(listener, shared))
-                .expect("fake LLM: spawn acceptor")
+                .spawn(move || {
+                    tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                        .expect("fake LLM: tokio runtime")
+                        .block_on(accept_loop(listener, shared, stopped))
+                })
+                .expect("fake LLM: spawn server thread")
         };
         FakeLlm {
             port,
             shared,
-            acceptor: Some(acceptor),
+            stop,
+            server: Some(server),
         }
     }
 
@@ -390,10 +410,8 @@ impl FakeLlm {
 
 impl Drop for FakeLlm {
     fn drop(&mut self) {
-        self.shared.shutdown.store(true, Ordering::SeqCst);
-        // Wake the blocking accept().
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
-        if let Some(handle) = self.acceptor.take() {
+        let _ = self.stop.send(true);
+        if let Some(handle) = self.server.take() {
             let _ = handle.join();
         }
     }
@@ -408,102 +426,85 @@ fn is_completion(r: &RecordedRequest) -> bool {
             .ends_with("/chat/completions")
 }
 
-fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
-    for stream in listener.incoming() {
-        if shared.shutdown.load(Ordering::SeqCst) {
-            break;
-        }
-        let Ok(stream) = stream else { continue };
-        let shared = Arc::clone(&shared);
-        let _ = std::thread::Builder::new()
-            .name("fake-llm-conn".into())
-            .spawn(move || handle_connection(stream, &shared));
-    }
-}
+/// How long a dropped fake lets responses in flight finish before it cuts them.
+const STOP_GRACE: Duration = Duration::from_secs(1);
 
-struct RawRequest {
-    method: String,
-    path: String,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-fn read_request(stream: &TcpStream) -> std::io::Result<Option<RawRequest>> {
-    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
-    let mut reader = BufReader::new(stream);
-    let mut line = String::new();
-    if reader.read_line(&mut line)? == 0 {
-        return Ok(None);
-    }
-    let mut parts = line.split_whitespace();
-    let method = parts.next().unwrap_or("").to_string();
-    let path = parts.next().unwrap_or("").to_string();
-    let mut headers = Vec::new();
+async fn accept_loop(
+    listener: std::net::TcpListener,
+    shared: Arc<Shared>,
+    mut stopped: watch::Receiver<bool>,
+) {
+    let listener = tokio::net::TcpListener::from_std(listener).expect("fake LLM: tokio listener");
+    let mut connections = tokio::task::JoinSet::new();
+    let for_connections = stopped.clone();
     loop {
-        let mut h = String::new();
-        if reader.read_line(&mut h)? == 0 {
-            return Ok(None);
-        }
-        let h = h.trim_end_matches(['\r', '\n']);
-        if h.is_empty() {
-            break;
-        }
-        if let Some((k, v)) = h.split_once(':') {
-            headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
-        }
-    }
-    let get = |name: &str| {
-        headers
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.clone())
-    };
-    let mut body = Vec::new();
-    if let Some(len) = get("content-length").and_then(|v| v.parse::<usize>().ok()) {
-        body.resize(len, 0);
-        reader.read_exact(&mut body)?;
-    } else if get("transfer-encoding").is_some_and(|v| v.to_ascii_lowercase().contains("chunked")) {
-        loop {
-            let mut size_line = String::new();
-            reader.read_line(&mut size_line)?;
-            let size_hex = size_line.trim().split(';').next().unwrap_or("");
-            let size = usize::from_str_radix(size_hex, 16).unwrap_or(0);
-            let mut chunk = vec![0; size + 2]; // data + CRLF
-            if size == 0 {
-                // Trailers (if any) until the empty line.
-                loop {
-                    let mut t = String::new();
-                    if reader.read_line(&mut t)? == 0 || t.trim().is_empty() {
-                        break;
-                    }
-                }
-                break;
+        tokio::select! {
+            _ = stopped.wait_for(|s| *s) => break,
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else { continue };
+                connections.spawn(serve_connection(stream, shared.clone(), for_connections.clone()));
             }
-            reader.read_exact(&mut chunk)?;
-            body.extend_from_slice(&chunk[..size]);
+            // Reap finished connections so the set does not grow.
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
         }
     }
-    Ok(Some(RawRequest {
-        method,
-        path,
-        headers,
-        body,
-    }))
+    drop(listener);
+    let _ = tokio::time::timeout(STOP_GRACE, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    connections.abort_all();
 }
 
-fn handle_connection(mut stream: TcpStream, shared: &Shared) {
-    if shared.shutdown.load(Ordering::SeqCst) {
-        return;
-    }
-    let raw = match read_request(&stream) {
-        Ok(Some(raw)) => raw,
-        _ => return,
-    };
+/// What the fake answers with: a JSON body, or a stream fed by a task.
+type FakeBody = Either<Full<Bytes>, Channel<Bytes>>;
+
+async fn serve_connection(
+    stream: tokio::net::TcpStream,
+    shared: Arc<Shared>,
+    stopped: watch::Receiver<bool>,
+) {
+    let service =
+        hyper::service::service_fn(move |req| answer(req, shared.clone(), stopped.clone()));
+    let _ = http1::Builder::new()
+        .keep_alive(false)
+        .title_case_headers(true)
+        .timer(TokioTimer::new())
+        .header_read_timeout(Duration::from_secs(30))
+        .serve_connection(TokioIo::new(stream), service)
+        .await;
+}
+
+/// The error that makes hyper close the connection without a response ([`Step::Hang`], or a
+/// request whose body never arrived).
+fn hang_up() -> std::io::Error {
+    std::io::Error::other("fake LLM: closing without a response")
+}
+
+async fn answer(
+    req: hyper::Request<Incoming>,
+    shared: Arc<Shared>,
+    stopped: watch::Receiver<bool>,
+) -> Result<hyper::Response<FakeBody>, std::io::Error> {
+    let (head, body) = req.into_parts();
+    let body = body.collect().await.map_err(|_| hang_up())?.to_bytes();
     let mut record = RecordedRequest {
-        method: raw.method,
-        path: raw.path,
-        headers: raw.headers,
-        body: String::from_utf8_lossy(&raw.body).into_owned(),
+        method: head.method.to_string(),
+        path: head
+            .uri
+            .path_and_query()
+            .map_or_else(|| head.uri.to_string(), |p| p.to_string()),
+        headers: head
+            .headers
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.as_str().to_string(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect(),
+        body: String::from_utf8_lossy(&body).into_owned(),
         step: None,
         route: None,
     };
@@ -529,113 +530,72 @@ fn handle_connection(mut stream: TcpStream, shared: &Shared) {
         shared.changed.notify_all();
         step
     };
-    let _ = match step {
-        None => write_json(
-            &mut stream,
+    match step {
+        None => Ok(json_response(
             404,
             &json!({"error": {"message": "fake LLM: not found", "type": "not_found"}}),
-        ),
-        Some(None) => write_json(
-            &mut stream,
+        )),
+        Some(None) => Ok(json_response(
             500,
             &json!({"error": {"message": "fake LLM: no scripted response left", "type": "fake_script_exhausted"}}),
-        ),
-        Some(Some(step)) => serve_step(&mut stream, shared, step),
-    };
-    let _ = stream.flush();
-    let _ = stream.shutdown(Shutdown::Both);
-}
-
-fn status_text(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        404 => "Not Found",
-        429 => "Too Many Requests",
-        500 => "Internal Server Error",
-        502 => "Bad Gateway",
-        503 => "Service Unavailable",
-        _ => "Status",
+        )),
+        Some(Some(step)) => serve_step(&shared, step, stopped).await,
     }
 }
 
-fn write_json(stream: &mut TcpStream, status: u16, body: &Value) -> std::io::Result<()> {
-    let body = body.to_string();
-    write!(
-        stream,
-        "HTTP/1.1 {status} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        status_text(status),
-        body.len()
-    )
+fn json_response(status: u16, body: &Value) -> hyper::Response<FakeBody> {
+    let mut response = hyper::Response::new(Either::Left(Full::new(Bytes::from(body.to_string()))));
+    *response.status_mut() = hyper::StatusCode::from_u16(status).expect("a valid status code");
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    response
 }
 
-/// Sleeps `d` in small slices; false if the fake shut down or the peer went away meanwhile.
-fn sleep_interruptible(stream: &TcpStream, shared: &Shared, d: Duration) -> bool {
-    let deadline = Instant::now() + d;
-    let _ = stream.set_nonblocking(true);
-    let mut alive = true;
-    loop {
-        if shared.shutdown.load(Ordering::SeqCst) {
-            alive = false;
-            break;
-        }
-        // A readable socket with 0 bytes means the client closed its side (e.g. Pi aborted).
-        let mut probe = [0u8; 1];
-        match stream.peek(&mut probe) {
-            Ok(0) => {
-                alive = false;
-                break;
-            }
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(_) => {
-                alive = false;
-                break;
-            }
-        }
-        let now = Instant::now();
-        if now >= deadline {
-            break;
-        }
-        std::thread::sleep((deadline - now).min(Duration::from_millis(10)));
+/// Sleeps `d`; false if the fake was dropped meanwhile.
+async fn sleep_unless_stopped(stopped: &mut watch::Receiver<bool>, d: Duration) -> bool {
+    tokio::select! {
+        _ = tokio::time::sleep(d) => true,
+        _ = stopped.wait_for(|s| *s) => false,
     }
-    let _ = stream.set_nonblocking(false);
-    alive
 }
 
-fn serve_step(stream: &mut TcpStream, shared: &Shared, step: Step) -> std::io::Result<()> {
-    let default = json!({"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15});
-    let (step, usage) = match step {
-        Step::WithUsage(inner, u) => (*inner, u.to_json()),
-        other => (other, default),
-    };
+async fn serve_step(
+    shared: &Shared,
+    step: Step,
+    mut stopped: watch::Receiver<bool>,
+) -> Result<hyper::Response<FakeBody>, std::io::Error> {
+    let mut usage = json!({"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15});
+    let mut step = step;
+    while let Step::WithUsage(inner, u) = step {
+        usage = u.to_json();
+        step = *inner;
+    }
     match step {
-        Step::WithUsage(inner, _) => serve_step(stream, shared, *inner),
+        Step::WithUsage(..) => unreachable!("unwrapped above"),
+        // hyper drops this future when the client goes away (e.g. Pi aborted).
         Step::Hang(d) => {
-            sleep_interruptible(stream, shared, d);
-            Ok(())
+            sleep_unless_stopped(&mut stopped, d).await;
+            Err(hang_up())
         }
-        Step::Error { status, message } => write_json(
-            stream,
+        Step::Error { status, message } => Ok(json_response(
             status,
             &json!({"error": {"message": message, "type": "fake_error"}}),
-        ),
+        )),
         Step::Text { deltas, delay } => {
-            let mut sse = Sse::start(stream, shared)?;
-            sse.chunk(json!({"role": "assistant", "content": ""}), None)?;
+            let mut sse = Sse::new(shared);
+            sse.chunk(json!({"role": "assistant", "content": ""}), None);
             for delta in deltas {
-                if !delay.is_zero() && !sleep_interruptible(sse.stream, shared, delay) {
-                    return Ok(());
-                }
-                sse.chunk(json!({"content": delta}), None)?;
+                sse.delay(delay);
+                sse.chunk(json!({"content": delta}), None);
             }
-            sse.chunk(json!({}), Some("stop"))?;
-            sse.finish(usage)
+            sse.chunk(json!({}), Some("stop"));
+            Ok(sse.finish(usage, stopped))
         }
         Step::ToolCalls(calls) => {
-            let mut sse = Sse::start(stream, shared)?;
-            sse.chunk(json!({"role": "assistant", "content": null}), None)?;
+            let mut sse = Sse::new(shared);
+            sse.chunk(json!({"role": "assistant", "content": null}), None);
             for (index, call) in calls.iter().enumerate() {
                 let id = if call.id.is_empty() {
                     format!(
@@ -649,7 +609,7 @@ fn serve_step(stream: &mut TcpStream, shared: &Shared, step: Step) -> std::io::R
                     json!({"tool_calls": [{"index": index, "id": id, "type": "function",
                         "function": {"name": call.name, "arguments": ""}}]}),
                     None,
-                )?;
+                );
                 let args = call.arguments.to_string();
                 let mid = args
                     .char_indices()
@@ -657,55 +617,86 @@ fn serve_step(stream: &mut TcpStream, shared: &Shared, step: Step) -> std::io::R
                     .nth(args.chars().count() / 2)
                     .unwrap_or(0);
                 for fragment in [&args[..mid], &args[mid..]] {
-                    sse.chunk(json!({"tool_calls": [{"index": index, "function": {"arguments": fragment}}]}), None)?;
+                    sse.chunk(json!({"tool_calls": [{"index": index, "function": {"arguments": fragment}}]}), None);
                 }
             }
-            sse.chunk(json!({}), Some("tool_calls"))?;
-            sse.finish(usage)
+            sse.chunk(json!({}), Some("tool_calls"));
+            Ok(sse.finish(usage, stopped))
         }
     }
 }
 
-/// Writes an OpenAI chat-completions event stream.
-struct Sse<'a> {
-    stream: &'a mut TcpStream,
+/// An OpenAI chat-completions event stream, built in full, then sent event by event.
+struct Sse {
     id: String,
+    /// Each `data: …` event, with the pause before it.
+    events: Vec<(Duration, Bytes)>,
+    pause: Duration,
 }
 
-impl<'a> Sse<'a> {
-    fn start(stream: &'a mut TcpStream, shared: &Shared) -> std::io::Result<Sse<'a>> {
+impl Sse {
+    fn new(shared: &Shared) -> Sse {
         let n = shared.chunk_counter.fetch_add(1, Ordering::SeqCst);
-        stream.write_all(
-            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n",
-        )?;
-        stream.flush()?;
-        Ok(Sse {
-            stream,
+        Sse {
             id: format!("chatcmpl-fake-{n}"),
-        })
+            events: Vec::new(),
+            pause: Duration::ZERO,
+        }
     }
 
-    fn send(&mut self, data: &str) -> std::io::Result<()> {
-        self.stream
-            .write_all(format!("data: {data}\n\n").as_bytes())?;
-        self.stream.flush()
+    /// Sleep `d` before the next event.
+    fn delay(&mut self, d: Duration) {
+        self.pause = d;
     }
 
-    fn chunk(&mut self, delta: Value, finish_reason: Option<&str>) -> std::io::Result<()> {
+    fn send(&mut self, data: &str) {
+        let pause = std::mem::take(&mut self.pause);
+        self.events
+            .push((pause, Bytes::from(format!("data: {data}\n\n"))));
+    }
+
+    fn chunk(&mut self, delta: Value, finish_reason: Option<&str>) {
         let chunk = json!({
             "id": self.id, "object": "chat.completion.chunk", "created": 1, "model": MODEL,
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
         });
-        self.send(&chunk.to_string())
+        self.send(&chunk.to_string());
     }
 
-    fn finish(mut self, usage: Value) -> std::io::Result<()> {
+    /// Adds the usage chunk and `[DONE]`; the response streams the events from a task.
+    fn finish(
+        mut self,
+        usage: Value,
+        mut stopped: watch::Receiver<bool>,
+    ) -> hyper::Response<FakeBody> {
         let usage = json!({
             "id": self.id, "object": "chat.completion.chunk", "created": 1, "model": MODEL,
             "choices": [], "usage": usage,
         });
-        self.send(&usage.to_string())?;
-        self.send("[DONE]")
+        self.send(&usage.to_string());
+        self.send("[DONE]");
+        let length: usize = self.events.iter().map(|(_, e)| e.len()).sum();
+        let (mut tx, body) = Channel::<Bytes>::new(1);
+        tokio::spawn(async move {
+            for (pause, event) in self.events {
+                if !pause.is_zero() && !sleep_unless_stopped(&mut stopped, pause).await {
+                    return;
+                }
+                if tx.send_data(event).await.is_err() {
+                    return; // the client went away
+                }
+            }
+        });
+        let mut response = hyper::Response::new(Either::Right(body));
+        let headers = response.headers_mut();
+        for (name, value) in [
+            (hyper::header::CONTENT_TYPE, "text/event-stream"),
+            (hyper::header::CACHE_CONTROL, "no-cache"),
+        ] {
+            headers.insert(name, hyper::header::HeaderValue::from_static(value));
+        }
+        headers.insert(hyper::header::CONTENT_LENGTH, length.into());
+        response
     }
 }
 

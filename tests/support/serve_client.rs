@@ -66,6 +66,8 @@ impl Serve {
             "PI_THREADS_MAX_THREADS",
             "PI_THREADS_IDLE_CLEANUP_MS",
             "PI_THREADS_LIVE_TIMEOUT_MS",
+            "THREADBASE_LOG",
+            "THREADBASE_LOG_FILE",
         ] {
             cmd.env_remove(k);
         }
