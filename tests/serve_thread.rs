@@ -398,6 +398,42 @@ fn a_long_wait_does_not_block_a_poll_and_times_out_without_stopping() {
     assert!(w.leftovers().is_empty());
 }
 
+/// A write waiting for the database lock (another process holds it) waits off the runtime's
+/// workers: with more such writes queued than there are workers, a poll is still answered.
+#[test]
+fn writes_waiting_for_the_lock_do_not_hold_up_a_poll() {
+    let w = world(serde_json::from_str(SCRIPT).unwrap());
+    let mut s = w.serve(&[]);
+    for name in ["a", "b", "c", "d"] {
+        s.thread(json!({"action": "start", "prompt": "work", "taskName": name}));
+        s.thread(json!({"action": "stop", "id": name}));
+    }
+    let mut other = rusqlite::Connection::open(&w.db).unwrap();
+    let lock = other
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .unwrap();
+    let archives: Vec<u64> = ["a", "b", "c"]
+        .iter()
+        .map(|name| s.send("thread", json!({"action": "archive", "id": name})))
+        .collect();
+    // The poll is answered while the lock is still held (the archives are all waiting).
+    let poll = s.send("thread", json!({"action": "poll", "id": "d"}));
+    let p = s.response(poll, Duration::from_secs(20));
+    assert_eq!(p["result"]["details"]["snapshot"]["status"], "closed");
+    assert_eq!(
+        s.answer_count(archives[0]),
+        0,
+        "the archive waits for the lock"
+    );
+    lock.rollback().unwrap();
+    for id in archives {
+        let r = s.response(id, Duration::from_secs(20));
+        assert_eq!(r["result"]["details"]["archived"], true, "{r}");
+    }
+    s.close(Duration::from_secs(20));
+    assert!(w.leftovers().is_empty());
+}
+
 #[test]
 fn error_paths_through_serve() {
     let w = world(serde_json::from_str(SCRIPT).unwrap());
