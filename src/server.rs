@@ -140,14 +140,16 @@ async fn serve_loop(engine: Arc<Engine>) {
                 let engine = engine.clone();
                 let out = out_tx.clone();
                 let request_id = request.get("id").cloned().unwrap_or(Value::Null);
-                let task = requests.spawn(async move {
+                // Boxed: the task then holds a pointer, not the whole request future (several
+                // KB, copied as the task is created and finished).
+                let task = requests.spawn(Box::pin(async move {
                     let id = request.get("id").cloned().unwrap_or(Value::Null);
                     let response = match handle(&engine, &request, &out).await {
                         Ok(result) => json!({"id": id, "result": result}),
                         Err(e) => error_response(id, &e),
                     };
                     let _ = out.send(response);
-                });
+                }));
                 pending.insert(task.id(), request_id);
             }
         }
@@ -274,7 +276,8 @@ async fn handle(
     let method = request.get("method").and_then(Value::as_str).ok_or_else(|| {
         Error::invalid("The request has no method. Repair: send {\"id\": 1, \"method\": \"thread\", \"params\": {…}}.")
     })?;
-    let params = request.get("params").cloned().unwrap_or(json!({}));
+    let no_params = Value::Object(serde_json::Map::new());
+    let params = request.get("params").unwrap_or(&no_params);
     let request_id = request.get("id").cloned().unwrap_or(Value::Null);
     match method {
         "thread" => {
@@ -282,10 +285,10 @@ async fn handle(
             let progress = move |details: Value| {
                 let _ = out.send(json!({"method": "progress", "params": {"requestId": request_id, "details": details}}));
             };
-            engine.thread(&params, &progress).await
+            engine.thread(params, &progress).await
         }
-        m if crate::contract::agent::METHODS.contains(&m) => engine.agent(m, &params).await,
-        m if crate::contract::worker::METHODS.contains(&m) => engine.worker(m, &params).await,
+        m if crate::contract::agent::METHODS.contains(&m) => engine.agent(m, params).await,
+        m if crate::contract::worker::METHODS.contains(&m) => engine.worker(m, params).await,
         other => Err(Error::new(
             ErrorCode::InvalidParams,
             format!(
