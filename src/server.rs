@@ -22,9 +22,6 @@ pub const MAX_REQUEST_BYTES: usize = 8 << 20;
 /// How long requests already read may run on after stdin closes before they are cancelled.
 const SHUTDOWN_ANSWER_GRACE: Duration = Duration::from_secs(5);
 
-/// The writer gathers lines that are ready together up to about this many bytes per write.
-const WRITE_BATCH_BYTES: usize = 64 * 1024;
-
 /// Stops this serve's live children and records what contract B needs around it.
 async fn stop_children(engine: &Engine) {
     engine.agent_host().before_shutdown();
@@ -53,42 +50,21 @@ fn answer_if_unfinished(
     }
 }
 
-/// Serves `engine` on stdin/stdout until stdin closes.
-///
-/// The loop runs as a task on a runtime worker, not on the thread that blocks on the runtime:
-/// the worker the reactor wakes for a request line then reads it, runs the request (spawned
-/// into its own queue) and hands the response to the writer task, all without waking another
-/// thread.
+/// Serves `engine` on stdin/stdout until stdin closes. Run it as a task on a runtime worker
+/// (`tokio::spawn`), not on the thread blocking on the runtime: the worker the reactor wakes
+/// for a request line then reads it, runs the request and writes the response without
+/// waking another thread.
 pub async fn serve(engine: Arc<Engine>) {
-    if let Err(e) = tokio::spawn(serve_loop(engine)).await {
-        if e.is_panic() {
-            std::panic::resume_unwind(e.into_panic());
-        }
-    }
-}
-
-async fn serve_loop(engine: Arc<Engine>) {
-    let (input, output, _restore_flags) = crate::stdio::open();
+    // stdin and stdout driven by the reactor (see `stdio`); the guard restores their flags.
+    let (stdin, stdout, _restore_flags) = crate::stdio::open();
     let (out_tx, mut out_rx) = mpsc::unbounded_channel::<Value>();
-    // One writer, so lines never interleave. Lines that are ready together go out in one
-    // write.
     let writer = tokio::spawn(async move {
-        let mut stdout = output;
-        let mut batch = Vec::with_capacity(WRITE_BATCH_BYTES);
+        let mut stdout = stdout;
         while let Some(v) = out_rx.recv().await {
-            batch.clear();
-            push_line(&mut batch, &v);
-            while batch.len() < WRITE_BATCH_BYTES {
-                match out_rx.try_recv() {
-                    Ok(v) => push_line(&mut batch, &v),
-                    Err(_) => break,
-                }
-            }
-            if stdout.write_all(&batch).await.is_err() || stdout.flush().await.is_err() {
+            let mut line = serde_json::to_vec(&v).unwrap_or_default();
+            line.push(b'\n');
+            if stdout.write_all(&line).await.is_err() || stdout.flush().await.is_err() {
                 break;
-            }
-            if batch.capacity() > 4 * WRITE_BATCH_BYTES {
-                batch = Vec::with_capacity(WRITE_BATCH_BYTES);
             }
         }
     });
@@ -100,7 +76,7 @@ async fn serve_loop(engine: Arc<Engine>) {
         engine.config().session_id.clone(),
         out_tx.clone(),
     ));
-    let mut reader = BufReader::with_capacity(64 * 1024, input);
+    let mut reader = BufReader::with_capacity(64 * 1024, stdin);
     let mut signals = shutdown_signals();
     let mut requests = tokio::task::JoinSet::new();
     // The JSON-RPC id of every request still running, by task, so a request cancelled at
@@ -253,15 +229,6 @@ async fn read_request_line<R: tokio::io::AsyncBufRead + Unpin>(
     }
 }
 
-/// Appends `v` and its LF to `batch`.
-fn push_line(batch: &mut Vec<u8>, v: &Value) {
-    let start = batch.len();
-    if serde_json::to_writer(&mut *batch, v).is_err() {
-        batch.truncate(start);
-    }
-    batch.push(b'\n');
-}
-
 fn error_response(id: Value, e: &Error) -> Value {
     json!({"id": id, "error": {"code": e.code.as_str(), "message": e.message}})
 }
@@ -276,8 +243,7 @@ async fn handle(
     let method = request.get("method").and_then(Value::as_str).ok_or_else(|| {
         Error::invalid("The request has no method. Repair: send {\"id\": 1, \"method\": \"thread\", \"params\": {…}}.")
     })?;
-    let no_params = Value::Object(serde_json::Map::new());
-    let params = request.get("params").unwrap_or(&no_params);
+    let params = request.get("params").cloned().unwrap_or(json!({}));
     let request_id = request.get("id").cloned().unwrap_or(Value::Null);
     match method {
         "thread" => {
@@ -285,10 +251,10 @@ async fn handle(
             let progress = move |details: Value| {
                 let _ = out.send(json!({"method": "progress", "params": {"requestId": request_id, "details": details}}));
             };
-            engine.thread(params, &progress).await
+            engine.thread(&params, &progress).await
         }
-        m if crate::contract::agent::METHODS.contains(&m) => engine.agent(m, params).await,
-        m if crate::contract::worker::METHODS.contains(&m) => engine.worker(m, params).await,
+        m if crate::contract::agent::METHODS.contains(&m) => engine.agent(m, &params).await,
+        m if crate::contract::worker::METHODS.contains(&m) => engine.worker(m, &params).await,
         other => Err(Error::new(
             ErrorCode::InvalidParams,
             format!(

@@ -172,7 +172,12 @@ fn run_on(db: PathBuf, args: ServeArgs) -> Result<()> {
         ))?;
         let runtime = Runtime::new(store.clone(), cfg.timers);
         let engine = Arc::new(Engine::new(cfg, store, runtime)?);
-        crate::server::serve(engine).await;
+        // On a worker, not on this thread (see `server::serve`).
+        if let Err(e) = tokio::spawn(crate::server::serve(engine)).await {
+            if e.is_panic() {
+                std::panic::resume_unwind(e.into_panic());
+            }
+        }
         Ok(())
     })
 }
