@@ -33,8 +33,9 @@
 //! `serve/list_parent_10/<n>`, `serve/list_ancestor_110/<n>`, `serve/list_live_8/<n>`,
 //! `serve/list_all/<n>` (every stored thread; few samples), `serve/agent_status_100/<n>`,
 //! `serve/snapshot_100/<n>`. Memory is not a time, so it is printed and written to
-//! `target/criterion/serve_memory/<n>.json`: `VmRSS` of the idle serve (after the timed small
-//! requests) and its `VmHWM` across one list of all (reset through `/proc/<pid>/clear_refs`).
+//! `target/criterion/serve_memory/<n>.json`: `VmRSS` of the idle serve (started, 8 live
+//! children, each request answered once), `VmRSS` after the timed rows, and `VmHWM` across one
+//! list of all (reset through `/proc/<pid>/clear_refs`).
 //!
 //! # Knobs
 //!
@@ -783,6 +784,8 @@ fn bench_size(c: &mut Criterion, n: usize) {
         "threads.snapshot"
     );
 
+    // Idle: started, 8 live children, every request above answered once.
+    let idle_kib = serve.status_kib("VmRSS:");
     row(c, &mut serve, "serve/poll_id", n, &by_id);
     row(c, &mut serve, "serve/poll_path", n, &by_path);
     row(c, &mut serve, "serve/poll_relative", n, &by_relative);
@@ -793,11 +796,14 @@ fn bench_size(c: &mut Criterion, n: usize) {
     row(c, &mut serve, "serve/agent_status_100", n, &status);
     row(c, &mut serve, "serve/snapshot_100", n, &snapshot);
 
-    let idle_kib = serve.status_kib("VmRSS:");
-    let mut memory = json!({"threads": n, "idle_rss_kib": idle_kib});
+    // And again after thousands of each (what the allocator keeps).
+    let used_kib = serve.status_kib("VmRSS:");
+    let mut memory =
+        json!({"threads": n, "idle_rss_kib": idle_kib, "rss_after_rows_kib": used_kib});
     eprintln!(
-        "serve/memory/{n}: idle RSS {:.1} MiB",
-        idle_kib as f64 / 1024.0
+        "serve/memory/{n}: idle RSS {:.1} MiB, {:.1} MiB after the timed rows",
+        idle_kib as f64 / 1024.0,
+        used_kib as f64 / 1024.0
     );
     if n <= list_all_max() {
         let all = vec![thread_req(json!({"action": "list"}))];
