@@ -32,7 +32,8 @@
 //! `serve/poll_{id,path,relative,name}/<n>` (16 leaves spread over the tree, cycled),
 //! `serve/list_parent_10/<n>`, `serve/list_ancestor_110/<n>`, `serve/list_live_8/<n>`,
 //! `serve/list_all/<n>` (every stored thread; few samples), `serve/agent_status_100/<n>`,
-//! `serve/snapshot_100/<n>`. Memory is not a time, so it is printed and written to
+//! `serve/snapshot_100/<n>`, and `serve/floor_unknown_method/<n>` (an unknown method: the
+//! request loop's own cost, a line in and an error line out, no store access). Memory is not a time, so it is printed and written to
 //! `target/criterion/serve_memory/<n>.json`: `VmRSS` of the idle serve (started, 8 live
 //! children, each request answered once), `VmRSS` after the timed rows, and `VmHWM` across one
 //! list of all (reset through `/proc/<pid>/clear_refs`).
@@ -43,6 +44,9 @@
 //! - `THREADBASE_BENCH_LIST_ALL_MAX=10k` is the largest size whose list of all is measured
 //!   (default `100k`; the table skips 1M).
 //! - `THREADBASE_BENCH_DIR=DIR` moves the seeded databases.
+//! - `THREADBASE_BENCH_BIN=PATH` measures another build of `threadbase` (say, the base
+//!   branch's, for a before/after ratio). A build with other migrations upgrades the databases
+//!   it opens, so give it its own `THREADBASE_BENCH_DIR`.
 
 mod support;
 
@@ -73,7 +77,14 @@ const SESSION_ID: &str = "bench-session";
 const DEFAULT_SIZES: &str = "100,1k,10k,100k,1M";
 /// Bump when the seeded rows change, so cached databases are seeded again.
 const FIXTURE_VERSION: &str = "serve-fixture-1";
-const BIN: &str = env!("CARGO_BIN_EXE_threadbase");
+/// The binary measured: `$THREADBASE_BENCH_BIN` (another build, to compare), else the release
+/// build cargo made for this bench.
+fn bin() -> String {
+    std::env::var("THREADBASE_BENCH_BIN")
+        .ok()
+        .filter(|b| !b.is_empty())
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_threadbase").to_string())
+}
 
 // ---- sizes and knobs ------------------------------------------------------------------------
 
@@ -551,7 +562,8 @@ impl Serve {
             .append(true)
             .open(fx.dir.join("serve.log"))
             .unwrap();
-        let mut cmd = Command::new(BIN);
+        let bin = bin();
+        let mut cmd = Command::new(&bin);
         cmd.arg("--db")
             .arg(&fx.db)
             .arg("serve")
@@ -578,7 +590,7 @@ impl Serve {
         }
         cmd.env(
             "THREADBASE_PI_COMMAND",
-            json!([BIN, "scripted-agent", "--script", fx.script]).to_string(),
+            json!([bin, "scripted-agent", "--script", fx.script]).to_string(),
         )
         .env("PI_CODING_AGENT_DIR", fx.dir.join("agent"))
         .stdin(Stdio::piped())
@@ -786,6 +798,14 @@ fn bench_size(c: &mut Criterion, n: usize) {
 
     // Idle: started, 8 live children, every request above answered once.
     let idle_kib = serve.status_kib("VmRSS:");
+    // The request loop alone: a line in, an error line out, no store access.
+    row(
+        c,
+        &mut serve,
+        "serve/floor_unknown_method",
+        n,
+        &[("nope", "{}".to_string())],
+    );
     row(c, &mut serve, "serve/poll_id", n, &by_id);
     row(c, &mut serve, "serve/poll_path", n, &by_path);
     row(c, &mut serve, "serve/poll_relative", n, &by_relative);
