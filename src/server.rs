@@ -55,8 +55,9 @@ fn answer_if_unfinished(
 /// for a request line then reads it, runs the request and writes the response without
 /// waking another thread.
 pub async fn serve(engine: Arc<Engine>) {
-    // stdin and stdout driven by the reactor (see `stdio`); the guard restores their flags.
-    let (stdin, stdout, _restore_flags) = crate::stdio::open();
+    // stdin and stdout driven by the reactor (see `stdio`); the guards restore their flags.
+    let (stdin, _stdin_flags) = crate::stdio::stdin();
+    let (stdout, _stdout_flags) = crate::stdio::stdout();
     let (out_tx, mut out_rx) = mpsc::unbounded_channel::<Value>();
     let writer = tokio::spawn(async move {
         let mut stdout = stdout;

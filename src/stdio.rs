@@ -6,8 +6,12 @@
 //! uses socket pairs), it is instead set non-blocking and registered with the reactor, so the
 //! worker that is woken by the line reads it itself. A terminal or a regular file cannot be
 //! polled that way (and a terminal's non-blocking flag would leak into the shell that shares
-//! it), so those keep tokio's blocking streams. The original file status flags are put back
-//! when the [`RestoreFlags`] guard is dropped.
+//! it), so those keep tokio's blocking streams. Each stream's original file status flags are
+//! put back when its [`RestoreFlags`] guard is dropped (a serve killed with SIGKILL cannot;
+//! the pipes a Pi extension creates belong to that serve alone).
+//!
+//! Once [`stdout`] has made fd 1 non-blocking, nothing may write fd 1 with plain blocking
+//! writes (`std::io::stdout()`): they would fail with `WouldBlock` whenever the pipe is full.
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
@@ -33,55 +37,61 @@ fn pollable(fd: BorrowedFd<'_>) -> Option<(OwnedFd, OFlags)> {
     Some((copy, flags))
 }
 
-/// Opens stdin and stdout; call inside the runtime (the reactor registers them). Keep the
-/// [`RestoreFlags`] until both streams are done with.
-pub fn open() -> (Input, Output, RestoreFlags) {
-    let mut restore = RestoreFlags {
-        input: None,
-        output: None,
-    };
-    let input: Input = match pollable(std::io::stdin().as_fd()) {
-        Some((fd, flags)) => match tokio::net::unix::pipe::Receiver::from_owned_fd_unchecked(fd) {
-            Ok(rx) => {
-                restore.input = Some(flags);
-                Box::new(rx)
-            }
-            Err(_) => {
-                let _ = rustix::fs::fcntl_setfl(std::io::stdin().as_fd(), flags);
-                Box::new(tokio::io::stdin())
-            }
-        },
-        None => Box::new(tokio::io::stdin()),
-    };
-    let output: Output = match pollable(std::io::stdout().as_fd()) {
-        Some((fd, flags)) => match tokio::net::unix::pipe::Sender::from_owned_fd_unchecked(fd) {
-            Ok(tx) => {
-                restore.output = Some(flags);
-                Box::new(tx)
-            }
-            Err(_) => {
-                let _ = rustix::fs::fcntl_setfl(std::io::stdout().as_fd(), flags);
-                Box::new(tokio::io::stdout())
-            }
-        },
-        None => Box::new(tokio::io::stdout()),
-    };
-    (input, output, restore)
+/// stdin; call inside the runtime (the reactor registers it). Keep the guard until the stream
+/// is done with.
+pub fn stdin() -> (Input, RestoreFlags) {
+    let fd = std::io::stdin();
+    if let Some((copy, flags)) = pollable(fd.as_fd()) {
+        match tokio::net::unix::pipe::Receiver::from_owned_fd_unchecked(copy) {
+            Ok(rx) => return (Box::new(rx), RestoreFlags::new(Stream::Stdin, flags)),
+            Err(_) => drop(RestoreFlags::new(Stream::Stdin, flags)),
+        }
+    }
+    (Box::new(tokio::io::stdin()), RestoreFlags::none())
 }
 
-/// Puts stdin's and stdout's original file status flags back when dropped.
-pub struct RestoreFlags {
-    input: Option<OFlags>,
-    output: Option<OFlags>,
+/// stdout; call inside the runtime (the reactor registers it). Keep the guard until the stream
+/// is done with, and write fd 1 through nothing else meanwhile.
+pub fn stdout() -> (Output, RestoreFlags) {
+    let fd = std::io::stdout();
+    if let Some((copy, flags)) = pollable(fd.as_fd()) {
+        match tokio::net::unix::pipe::Sender::from_owned_fd_unchecked(copy) {
+            Ok(tx) => return (Box::new(tx), RestoreFlags::new(Stream::Stdout, flags)),
+            Err(_) => drop(RestoreFlags::new(Stream::Stdout, flags)),
+        }
+    }
+    (Box::new(tokio::io::stdout()), RestoreFlags::none())
+}
+
+#[derive(Clone, Copy)]
+enum Stream {
+    Stdin,
+    Stdout,
+}
+
+/// Puts a stream's original file status flags back when dropped.
+pub struct RestoreFlags(Option<(Stream, OFlags)>);
+
+impl RestoreFlags {
+    fn new(stream: Stream, flags: OFlags) -> RestoreFlags {
+        RestoreFlags(Some((stream, flags)))
+    }
+
+    fn none() -> RestoreFlags {
+        RestoreFlags(None)
+    }
 }
 
 impl Drop for RestoreFlags {
     fn drop(&mut self) {
-        if let Some(flags) = self.input {
-            let _ = rustix::fs::fcntl_setfl(std::io::stdin().as_fd(), flags);
-        }
-        if let Some(flags) = self.output {
-            let _ = rustix::fs::fcntl_setfl(std::io::stdout().as_fd(), flags);
+        match self.0 {
+            Some((Stream::Stdin, flags)) => {
+                let _ = rustix::fs::fcntl_setfl(std::io::stdin().as_fd(), flags);
+            }
+            Some((Stream::Stdout, flags)) => {
+                let _ = rustix::fs::fcntl_setfl(std::io::stdout().as_fd(), flags);
+            }
+            None => {}
         }
     }
 }

@@ -434,6 +434,60 @@ fn writes_waiting_for_the_lock_do_not_hold_up_a_poll() {
     assert!(w.leftovers().is_empty());
 }
 
+/// serve reads and writes its pipes non-blocking (see `src/stdio.rs`), which changes the open
+/// file description it shares with whoever gave it the pipes; it puts the flags back on exit.
+#[test]
+fn serve_puts_back_the_flags_of_the_pipes_it_was_given() {
+    use std::io::{BufRead, Write};
+    let w = world(serde_json::from_str(SCRIPT).unwrap());
+    let (requests, mut to_serve) = std::io::pipe().unwrap();
+    let (from_serve, responses) = std::io::pipe().unwrap();
+    // Same open file descriptions as serve's stdin and stdout.
+    let (stdin_seen, stdout_seen) = (
+        requests.try_clone().unwrap(),
+        responses.try_clone().unwrap(),
+    );
+    let nonblocking = |fd: &dyn std::os::fd::AsFd| {
+        rustix::fs::fcntl_getfl(fd.as_fd())
+            .unwrap()
+            .contains(rustix::fs::OFlags::NONBLOCK)
+    };
+    assert!(!nonblocking(&stdin_seen) && !nonblocking(&stdout_seen));
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_threadbase"))
+        .arg("--db")
+        .arg(&w.db)
+        .args(["serve", "--session-file"])
+        .arg(&w.parent_session)
+        .env(
+            "THREADBASE_PI_COMMAND",
+            scripted_command(&w.dir.path().join("script.json")),
+        )
+        .stdin(requests)
+        .stdout(responses)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    writeln!(
+        to_serve,
+        r#"{{"id": 1, "method": "thread", "params": {{"action": "list"}}}}"#
+    )
+    .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(from_serve)
+        .read_line(&mut line)
+        .unwrap();
+    let r: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(r["result"]["details"]["count"], 0, "{r}");
+    assert!(
+        nonblocking(&stdin_seen) && nonblocking(&stdout_seen),
+        "while it runs, serve polls both pipes"
+    );
+    drop(to_serve);
+    assert!(child.wait().unwrap().success());
+    assert!(!nonblocking(&stdin_seen), "stdin's flags put back");
+    assert!(!nonblocking(&stdout_seen), "stdout's flags put back");
+}
+
 #[test]
 fn error_paths_through_serve() {
     let w = world(serde_json::from_str(SCRIPT).unwrap());
