@@ -76,7 +76,7 @@ const SIDE: usize = 100;
 const SESSION_ID: &str = "bench-session";
 const DEFAULT_SIZES: &str = "100,1k,10k,100k,1M";
 /// Bump when the seeded rows change, so cached databases are seeded again.
-const FIXTURE_VERSION: &str = "serve-fixture-1";
+const FIXTURE_VERSION: &str = "serve-fixture-2";
 /// The binary measured: `$THREADBASE_BENCH_BIN` (another build, to compare), else the release
 /// build cargo made for this bench.
 fn bin() -> String {
