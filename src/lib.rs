@@ -31,6 +31,7 @@ pub mod runtime;
 pub mod scripted_agent;
 pub mod server;
 pub mod session;
+mod stdio;
 pub mod store;
 pub mod text;
 pub mod time;

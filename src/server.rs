@@ -51,11 +51,17 @@ fn answer_if_unfinished(
     }
 }
 
-/// Serves `engine` on stdin/stdout until stdin closes.
+/// Serves `engine` on stdin/stdout until stdin closes. Run it as a task on a runtime worker
+/// (`tokio::spawn`), not on the thread blocking on the runtime: the worker the reactor wakes
+/// for a request line then reads it, runs the request and writes the response without
+/// waking another thread.
 pub async fn serve(engine: Arc<Engine>) {
+    // stdin and stdout driven by the reactor (see `stdio`); the guards restore their flags.
+    let (stdin, _stdin_flags) = crate::stdio::stdin();
+    let (stdout, _stdout_flags) = crate::stdio::stdout();
     let (out_tx, mut out_rx) = mpsc::unbounded_channel::<Value>();
     let writer = tokio::spawn(async move {
-        let mut stdout = tokio::io::stdout();
+        let mut stdout = stdout;
         while let Some(v) = out_rx.recv().await {
             let mut line = serde_json::to_vec(&v).unwrap_or_default();
             line.push(b'\n');
@@ -72,7 +78,7 @@ pub async fn serve(engine: Arc<Engine>) {
         engine.config().session_id.clone(),
         out_tx.clone(),
     )));
-    let mut reader = BufReader::with_capacity(64 * 1024, tokio::io::stdin());
+    let mut reader = BufReader::with_capacity(64 * 1024, stdin);
     let mut signals = shutdown_signals();
     let mut requests = tokio::task::JoinSet::new();
     // The JSON-RPC id of every request still running, by task, so a request cancelled at
@@ -117,7 +123,9 @@ pub async fn serve(engine: Arc<Engine>) {
                     method = %request.get("method").and_then(serde_json::Value::as_str).unwrap_or(""),
                     id = %request_id
                 );
-                let task = requests.spawn(
+                // Boxed: the task then holds a pointer, not the whole request future (several
+                // KB, copied as the task is created and finished).
+                let task = requests.spawn(Box::pin(
                     async move {
                         let id = request.get("id").cloned().unwrap_or(Value::Null);
                         let response = match handle(&engine, &request, &out).await {
@@ -131,7 +139,7 @@ pub async fn serve(engine: Arc<Engine>) {
                         let _ = out.send(response);
                     }
                     .instrument(span),
-                );
+                ));
                 pending.insert(task.id(), request_id);
             }
         }

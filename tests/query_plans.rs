@@ -263,3 +263,39 @@ fn usage_queries_use_their_indexes() {
         }
     }
 }
+
+/// The row watcher runs these after every commit to the database (its own serve's included),
+/// so each starts from a partial index of pending rows and reaches threads by primary key:
+/// never a walk of a manager's threads, which at 1M threads took seconds per commit.
+#[test]
+fn watcher_queries_follow_the_pending_rows() {
+    let db = common::temp_db();
+    let store = Store::open(&db.path).unwrap();
+    let conn = store.read().unwrap();
+    let cases: [(&str, &str, &str); 3] = [
+        (
+            "notices_pending",
+            include_str!("../sql/notices_pending.sql"),
+            "SCAN mb USING INDEX mailbox_pending",
+        ),
+        (
+            "agent_owned_pending_steers",
+            include_str!("../sql/agent_owned_pending_steers.sql"),
+            "SCAN mb USING INDEX mailbox_pending",
+        ),
+        (
+            "commands_pending",
+            include_str!("../sql/commands_pending.sql"),
+            "SCAN c USING INDEX commands_pending",
+        ),
+    ];
+    for (name, sql, first) in cases {
+        let text = plan(&conn, &statement(sql));
+        assert!(text.starts_with(first), "{name}: {text}");
+        assert!(
+            text.contains("SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)"),
+            "{name}: {text}"
+        );
+        assert!(!text.contains("SCAN t"), "{name}: {text}");
+    }
+}

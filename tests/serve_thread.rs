@@ -456,6 +456,96 @@ fn a_long_wait_does_not_block_a_poll_and_times_out_without_stopping() {
     assert!(w.leftovers().is_empty());
 }
 
+/// A write waiting for the database lock (another process holds it) waits off the runtime's
+/// workers: with more such writes queued than there are workers, a poll is still answered.
+#[test]
+fn writes_waiting_for_the_lock_do_not_hold_up_a_poll() {
+    let w = world(serde_json::from_str(SCRIPT).unwrap());
+    let mut s = w.serve(&[]);
+    for name in ["a", "b", "c", "d"] {
+        s.thread(json!({"action": "start", "prompt": "work", "taskName": name}));
+        s.thread(json!({"action": "stop", "id": name}));
+    }
+    let mut other = rusqlite::Connection::open(&w.db).unwrap();
+    let lock = other
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .unwrap();
+    let archives: Vec<u64> = ["a", "b", "c"]
+        .iter()
+        .map(|name| s.send("thread", json!({"action": "archive", "id": name})))
+        .collect();
+    // The poll is answered while the lock is still held (the archives are all waiting).
+    let poll = s.send("thread", json!({"action": "poll", "id": "d"}));
+    let p = s.response(poll, Duration::from_secs(20));
+    assert_eq!(p["result"]["details"]["snapshot"]["status"], "closed");
+    assert_eq!(
+        s.answer_count(archives[0]),
+        0,
+        "the archive waits for the lock"
+    );
+    lock.rollback().unwrap();
+    for id in archives {
+        let r = s.response(id, Duration::from_secs(20));
+        assert_eq!(r["result"]["details"]["archived"], true, "{r}");
+    }
+    s.close(Duration::from_secs(20));
+    assert!(w.leftovers().is_empty());
+}
+
+/// serve reads and writes its pipes non-blocking (see `src/stdio.rs`), which changes the open
+/// file description it shares with whoever gave it the pipes; it puts the flags back on exit.
+#[test]
+fn serve_puts_back_the_flags_of_the_pipes_it_was_given() {
+    use std::io::{BufRead, Write};
+    let w = world(serde_json::from_str(SCRIPT).unwrap());
+    let (requests, mut to_serve) = std::io::pipe().unwrap();
+    let (from_serve, responses) = std::io::pipe().unwrap();
+    // Same open file descriptions as serve's stdin and stdout.
+    let (stdin_seen, stdout_seen) = (
+        requests.try_clone().unwrap(),
+        responses.try_clone().unwrap(),
+    );
+    let nonblocking = |fd: &dyn std::os::fd::AsFd| {
+        rustix::fs::fcntl_getfl(fd.as_fd())
+            .unwrap()
+            .contains(rustix::fs::OFlags::NONBLOCK)
+    };
+    assert!(!nonblocking(&stdin_seen) && !nonblocking(&stdout_seen));
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_threadbase"))
+        .arg("--db")
+        .arg(&w.db)
+        .args(["serve", "--session-file"])
+        .arg(&w.parent_session)
+        .env(
+            "THREADBASE_PI_COMMAND",
+            scripted_command(&w.dir.path().join("script.json")),
+        )
+        .stdin(requests)
+        .stdout(responses)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    writeln!(
+        to_serve,
+        r#"{{"id": 1, "method": "thread", "params": {{"action": "list"}}}}"#
+    )
+    .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(from_serve)
+        .read_line(&mut line)
+        .unwrap();
+    let r: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(r["result"]["details"]["count"], 0, "{r}");
+    assert!(
+        nonblocking(&stdin_seen) && nonblocking(&stdout_seen),
+        "while it runs, serve polls both pipes"
+    );
+    drop(to_serve);
+    assert!(child.wait().unwrap().success());
+    assert!(!nonblocking(&stdin_seen), "stdin's flags put back");
+    assert!(!nonblocking(&stdout_seen), "stdout's flags put back");
+}
+
 #[test]
 fn error_paths_through_serve() {
     let w = world(serde_json::from_str(SCRIPT).unwrap());

@@ -196,7 +196,13 @@ fn run_on(db: PathBuf, args: ServeArgs) -> Result<()> {
             ))?;
             let runtime = Runtime::new(store.clone(), cfg.timers);
             let engine = Arc::new(Engine::new(cfg, store, runtime)?);
-            crate::server::serve(engine).await;
+            // On a worker, not on this thread (see `server::serve`).
+            let served = tokio::spawn(crate::server::serve(engine).in_current_span()).await;
+            if let Err(e) = served {
+                if e.is_panic() {
+                    std::panic::resume_unwind(e.into_panic());
+                }
+            }
             tracing::info!("serve stopped");
             Ok(())
         }

@@ -101,6 +101,9 @@ impl Store {
         let readers = r2d2::Pool::builder()
             .max_size(8)
             .min_idle(Some(1))
+            // A local SQLite connection does not go stale like a network one; r2d2's check on
+            // every checkout (an empty `execute_batch`) cost ~6.5k instructions, twice a poll.
+            .test_on_check_out(false)
             .connection_timeout(BUSY_TIMEOUT)
             .build(manager)?;
         Ok(Store {
@@ -122,12 +125,26 @@ impl Store {
 
     /// Runs `f` in one `BEGIN IMMEDIATE` transaction on the writer connection; commits when it
     /// returns `Ok`, rolls back otherwise, so a rejected request never half-writes.
+    ///
+    /// A write can wait: for the writer connection (the ingest thread commits a batch on it),
+    /// and in SQLite's busy handler, up to [`BUSY_TIMEOUT`], while another process writes.
+    /// Called on a worker of a multi-thread tokio runtime (a request of `serve`), it waits off
+    /// that worker: the worker's queue moves to another thread first, so other requests and
+    /// children's streams go on meanwhile. Anywhere else it simply runs.
     pub fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
-        let mut conn = self.writer.lock().unwrap_or_else(|p| p.into_inner());
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let out = f(&tx)?;
-        tx.commit()?;
-        Ok(out)
+        let run = || {
+            let mut conn = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let out = f(&tx)?;
+            tx.commit()?;
+            Ok(out)
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(run)
+            }
+            _ => run(),
+        }
     }
 }
 
