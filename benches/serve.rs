@@ -1,0 +1,833 @@
+//! What a tool call pays through `threadbase serve` (DESIGN.md "Targets", issue 12): a real
+//! `serve` process (the release binary cargo builds for benches) driven over its stdin/stdout
+//! pipes. Each sample writes one request line and reads until its response line, so a figure
+//! covers the pipe hops, parsing, the store and serialization, as a Pi extension sees them.
+//!
+//! # The stored tree
+//!
+//! `n` closed contract A threads of one manager, in blocks of [`BLOCK`]: a depth-3 tree with
+//! fan-out 10,
+//!
+//! ```text
+//! /root/task_<b>                         top-level: 10 children, 110 descendants
+//! /root/task_<b>/<word j>                j = 0..9: 10 children each (names repeat per block)
+//! /root/task_<b>/<word j>/<word j>_<b>_<k>   k = 0..9: leaves with unique names
+//! ```
+//!
+//! each with the 9 events a run with one tool call records (started, two turns, the tool, the
+//! answer, closed) and a 600-character answer in `thread_output`. The rows are written straight
+//! into the SQLite file in one transaction of prepared inserts, so 1M threads take a minute or
+//! two, not hours of real runs. Beside the tree: 100 contract B threads (`agent_status`) and 100
+//! contract C workers of 100 coordinators (`threads.snapshot`), cloned from one real
+//! `agent_spawn` and one real `threads_spawn` made through `serve` while seeding, and, at every
+//! run, 8 live `threadbase scripted-agent` children started through the serve being measured
+//! (`PI_THREADS_MAX_THREADS` is 8).
+//!
+//! A seeded database is kept in `target/serve-bench/<n>/` (or `$THREADBASE_BENCH_DIR/<n>/`) and
+//! reused by later runs while its `seeded` marker names the current fixture version; each run
+//! first deletes the live threads an earlier run started. Delete the folder to seed again.
+//!
+//! # Rows
+//!
+//! `serve/poll_{id,path,relative,name}/<n>` (16 leaves spread over the tree, cycled),
+//! `serve/list_parent_10/<n>`, `serve/list_ancestor_110/<n>`, `serve/list_live_8/<n>`,
+//! `serve/list_all/<n>` (every stored thread; few samples), `serve/agent_status_100/<n>`,
+//! `serve/snapshot_100/<n>`. Memory is not a time, so it is printed and written to
+//! `target/criterion/serve_memory/<n>.json`: `VmRSS` of the idle serve (after the timed small
+//! requests) and its `VmHWM` across one list of all (reset through `/proc/<pid>/clear_refs`).
+//!
+//! # Knobs
+//!
+//! - `THREADBASE_BENCH_SIZES=100,1k` picks tree sizes (default `100,1k,10k,100k,1M`).
+//! - `THREADBASE_BENCH_LIST_ALL_MAX=10k` is the largest size whose list of all is measured
+//!   (default `100k`; the issue's table skips 1M).
+//! - `THREADBASE_BENCH_DIR=DIR` moves the seeded databases.
+
+mod support;
+
+use std::fmt::Write as _;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use criterion::measurement::WallTime;
+use criterion::{criterion_group, criterion_main, BenchmarkGroup, BenchmarkId, Criterion};
+use rusqlite::{params, Connection};
+use serde_json::{json, Value};
+
+/// Threads per block: one top-level thread, 10 children, 100 grandchildren.
+const BLOCK: usize = 111;
+const FANOUT: usize = 10;
+const WORDS: [&str; FANOUT] = [
+    "plan", "impl", "tests", "review", "docs", "lint", "bench", "fix", "refactor", "deploy",
+];
+/// Distinct targets each row cycles through.
+const TARGETS: usize = 16;
+/// Live scripted children started through the measured serve.
+const LIVE: usize = 8;
+/// Contract B threads and contract C workers seeded beside the tree.
+const SIDE: usize = 100;
+const SESSION_ID: &str = "bench-session";
+const DEFAULT_SIZES: &str = "100,1k,10k,100k,1M";
+/// Bump when the seeded rows change, so cached databases are seeded again.
+const FIXTURE_VERSION: &str = "serve-fixture-1";
+const BIN: &str = env!("CARGO_BIN_EXE_threadbase");
+
+// ---- sizes and knobs ------------------------------------------------------------------------
+
+fn parse_size(text: &str) -> usize {
+    let t = text.trim().replace('_', "");
+    let (digits, scale) = match t.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&t[..i], 1_000),
+        Some((i, 'm' | 'M')) => (&t[..i], 1_000_000),
+        _ => (&t[..], 1),
+    };
+    let n = digits
+        .parse::<usize>()
+        .unwrap_or_else(|_| panic!("bad tree size {text:?} (expected e.g. 100, 1k, 1M)"));
+    assert!(
+        n * scale >= BLOCK - 11,
+        "tree size {text:?}: at least 100 threads"
+    );
+    n * scale
+}
+
+fn sizes() -> Vec<usize> {
+    let text = std::env::var("THREADBASE_BENCH_SIZES")
+        .ok()
+        .filter(|t| !t.trim().is_empty())
+        .unwrap_or_else(|| DEFAULT_SIZES.to_string());
+    text.split(',').map(parse_size).collect()
+}
+
+fn list_all_max() -> usize {
+    std::env::var("THREADBASE_BENCH_LIST_ALL_MAX")
+        .ok()
+        .filter(|t| !t.trim().is_empty())
+        .map_or(100_000, |t| parse_size(&t))
+}
+
+fn bench_root() -> PathBuf {
+    match std::env::var_os("THREADBASE_BENCH_DIR") {
+        Some(d) if !d.is_empty() => PathBuf::from(d),
+        _ => Path::new(env!("CARGO_MANIFEST_DIR")).join("target/serve-bench"),
+    }
+}
+
+// ---- the tree's shape -----------------------------------------------------------------------
+
+fn top_name(b: usize) -> String {
+    format!("task_{b:06}")
+}
+
+fn top_path(b: usize) -> String {
+    format!("/root/{}", top_name(b))
+}
+
+fn leaf_name(b: usize, j: usize, k: usize) -> String {
+    format!("{}_{b}_{k}", WORDS[j])
+}
+
+fn child_row(b: usize, j: usize) -> usize {
+    b * BLOCK + 1 + j
+}
+
+fn leaf_row(b: usize, j: usize, k: usize) -> usize {
+    b * BLOCK + 1 + FANOUT + j * FANOUT + k
+}
+
+/// Leaves (depth 3) in a tree of `n`.
+fn leaf_count(n: usize) -> usize {
+    (n / BLOCK) * FANOUT * FANOUT + (n % BLOCK).saturating_sub(1 + FANOUT)
+}
+
+/// Descendants of block `b`'s top-level thread in a tree of `n`.
+fn descendants(n: usize, b: usize) -> usize {
+    (n - b * BLOCK).min(BLOCK) - 1
+}
+
+/// [`TARGETS`] leaves spread evenly over the tree, as (block, child, leaf).
+fn target_leaves(n: usize) -> Vec<(usize, usize, usize)> {
+    let leaves = leaf_count(n);
+    (0..TARGETS)
+        .map(|i| {
+            let x = (2 * i + 1) * leaves / (2 * TARGETS);
+            let (b, r) = (x / (FANOUT * FANOUT), x % (FANOUT * FANOUT));
+            (b, r / FANOUT, r % FANOUT)
+        })
+        .collect()
+}
+
+/// [`TARGETS`] top-level threads with all 10 children, spread evenly over the tree.
+fn target_tops(n: usize) -> Vec<usize> {
+    let usable = if n / BLOCK > 0 { n / BLOCK } else { 1 };
+    (0..TARGETS)
+        .map(|i| (2 * i + 1) * usable / (2 * TARGETS))
+        .collect()
+}
+
+// ---- seeding --------------------------------------------------------------------------------
+
+struct Fixture {
+    n: usize,
+    dir: PathBuf,
+    db: PathBuf,
+    session: PathBuf,
+    script: PathBuf,
+}
+
+/// The seeded database of `n` threads, made once and then reused.
+fn fixture(n: usize) -> Fixture {
+    let dir = bench_root().join(n.to_string());
+    let fx = Fixture {
+        n,
+        db: dir.join("bench.sqlite"),
+        session: dir.join("sessions").join("main.jsonl"),
+        script: dir.join("script.json"),
+        dir,
+    };
+    let marker = fx.dir.join("seeded");
+    if std::fs::read_to_string(&marker).ok().as_deref() == Some(FIXTURE_VERSION) {
+        return fx;
+    }
+    let _ = std::fs::remove_dir_all(&fx.dir);
+    std::fs::create_dir_all(fx.session.parent().unwrap()).unwrap();
+    std::fs::create_dir_all(fx.dir.join("work")).unwrap();
+    std::fs::write(
+        &fx.session,
+        format!(
+            "{}\n",
+            json!({"type": "session", "version": 3, "id": SESSION_ID,
+                   "timestamp": "2026-11-30T00:00:00.000Z", "cwd": fx.dir})
+        ),
+    )
+    .unwrap();
+    // Every run of a child: one tool call, then the 600-character answer; every later prompt
+    // gets the default reply.
+    std::fs::write(
+        &fx.script,
+        json!({"turns": [[{"tool": "bash", "args": {"command": "ls"}, "result": "src\ntests\n"},
+                          {"text": answer(0)}]]})
+        .to_string(),
+    )
+    .unwrap();
+    let started = Instant::now();
+    seed(&fx);
+    std::fs::write(&marker, FIXTURE_VERSION).unwrap();
+    eprintln!(
+        "serve bench: seeded {n} threads in {:.1} s ({})",
+        started.elapsed().as_secs_f64(),
+        fx.dir.display()
+    );
+    fx
+}
+
+/// A 600-character answer that names its thread.
+fn answer(g: usize) -> String {
+    let mut s = format!("Thread {g} finished. ");
+    let filler = "Checked the module's public entry points, ran the tests and found nothing that lacks coverage. ";
+    while s.len() < 600 {
+        s.push_str(filler);
+    }
+    s.truncate(600);
+    s
+}
+
+fn seed(fx: &Fixture) {
+    // 1. Real templates: the three managers, one contract B thread and one contract C worker,
+    //    made by serve itself, so the cloned rows are exactly what serve writes.
+    {
+        let mut serve = Serve::start(fx);
+        serve.call(
+            "agent_spawn",
+            json!({"path": "agent_000", "task": "Survey the module and report"}),
+        );
+        serve.call(
+            "threads_spawn",
+            json!({"key": "template", "title": "Review the docs",
+                   "directory": fx.dir.join("work"), "task": "Check the docs"}),
+        );
+        serve.close();
+    }
+    // 2. The tree and the clones, straight into the file.
+    let mut conn = Connection::open(&fx.db).unwrap();
+    conn.busy_timeout(Duration::from_secs(30)).unwrap();
+    // Nothing else has the file open: write it without a journal, then go back to WAL.
+    conn.execute_batch(
+        "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -524288;",
+    )
+    .unwrap();
+    let tx = conn.transaction().unwrap();
+    let manager = |contract: &str| -> i64 {
+        tx.query_row(
+            "SELECT id FROM managers WHERE session_id = ?1 AND contract = ?2",
+            params![SESSION_ID, contract],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    let thread_manager = manager("thread");
+    seed_tree(&tx, thread_manager, fx);
+    seed_agents(&tx, manager("agent"));
+    seed_workers(&tx);
+    tx.commit().unwrap();
+    conn.execute_batch("PRAGMA journal_mode = WAL;").unwrap();
+    drop(conn);
+}
+
+fn seed_tree(tx: &rusqlite::Transaction<'_>, manager: i64, fx: &Fixture) {
+    let cwd = fx.dir.join("work").display().to_string();
+    let mut thread = tx
+        .prepare(
+            "INSERT INTO threads (id, manager_id, path, parent_path, parent_id, task_name, name,
+                 depth, cwd, args, status, phase, exit_kind, exit_code, session_file, session_id,
+                 launch_seq, last_seq, created_at, updated_at, last_event_at, live_started_at,
+                 prompt)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8, '[]', 'closed', 'idle', 'exited', 0,
+                 ?9, ?10, 1, 9, ?11, ?12, ?12, ?11, ?13)",
+        )
+        .unwrap();
+    let mut event = tx
+        .prepare("INSERT INTO thread_events (thread_id, seq, at, type, data) VALUES (?1, ?2, ?3, ?4, ?5)")
+        .unwrap();
+    let mut output = tx
+        .prepare("INSERT INTO thread_output (thread_id, last_assistant_text) VALUES (?1, ?2)")
+        .unwrap();
+    let base = threadbase::time::ms_from_iso("2026-11-30T08:00:00.000Z").unwrap();
+    let tool = r#"{"toolName":"bash"}"#;
+    let tool_done = r#"{"toolName":"bash","error":false}"#;
+    let closed = r#"{"exit":{"kind":"exited","code":0,"signal":null}}"#;
+    let mut insert = |g: usize,
+                      path: &str,
+                      parent_path: &str,
+                      parent_id: Option<&str>,
+                      name: &str,
+                      depth: i64| {
+        let id = support::thread_id(g);
+        let t0 = base + g as i64 * 10;
+        let at = |ms: i64| threadbase::time::iso_from_ms(t0 + ms);
+        let session = format!("{:08x}-0000-7000-8000-{:012x}", g, g);
+        let text = answer(g);
+        thread
+            .execute(params![
+                id,
+                manager,
+                path,
+                parent_path,
+                parent_id,
+                name,
+                depth,
+                cwd,
+                format!("2026-11-30T08-00-00-000Z_{session}.jsonl"),
+                session,
+                at(0),
+                at(9),
+                "Survey the module, list the public entry points and report any that lack tests.",
+            ])
+            .unwrap();
+        let started = json!({"pid": 1000 + g % 30_000}).to_string();
+        let said = json!({ "text": text }).to_string();
+        let events: [(&str, &str); 9] = [
+            ("thread_started", &started),
+            ("turn_started", "{}"),
+            ("tool_started", tool),
+            ("tool_completed", tool_done),
+            ("turn_completed", "{}"),
+            ("turn_started", "{}"),
+            ("assistant_message", &said),
+            ("turn_completed", "{}"),
+            ("thread_closed", closed),
+        ];
+        for (i, (kind, data)) in events.iter().enumerate() {
+            event
+                .execute(params![id, i as i64 + 1, at(i as i64 + 1), kind, data])
+                .unwrap();
+        }
+        output.execute(params![id, text]).unwrap();
+        id
+    };
+    let n = fx.n;
+    let mut g = 0;
+    let mut b = 0;
+    while g < n {
+        let top = top_path(b);
+        let top_id = insert(g, &top, "/root", None, &top_name(b), 1);
+        g += 1;
+        for (j, word) in WORDS.iter().enumerate() {
+            if g >= n {
+                break;
+            }
+            debug_assert_eq!(g, child_row(b, j));
+            let child = format!("{top}/{word}");
+            insert(g, &child, &top, Some(&top_id), word, 2);
+            g += 1;
+        }
+        for (j, word) in WORDS.iter().enumerate() {
+            let child = format!("{top}/{word}");
+            let child_id = support::thread_id(child_row(b, j));
+            for k in 0..FANOUT {
+                if g >= n {
+                    break;
+                }
+                debug_assert_eq!(g, leaf_row(b, j, k));
+                let name = leaf_name(b, j, k);
+                insert(
+                    g,
+                    &format!("{child}/{name}"),
+                    &child,
+                    Some(&child_id),
+                    &name,
+                    3,
+                );
+                g += 1;
+            }
+        }
+        b += 1;
+    }
+}
+
+/// The columns of `table` an INSERT may name (generated columns left out).
+fn insert_columns(tx: &Connection, table: &str) -> Vec<String> {
+    let mut stmt = tx
+        .prepare(&format!(
+            "SELECT name, hidden FROM pragma_table_xinfo('{table}')"
+        ))
+        .unwrap();
+    stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .filter(|(_, hidden)| *hidden == 0)
+        .map(|(name, _)| name)
+        .collect()
+}
+
+/// `INSERT INTO table (every column) SELECT … FROM table WHERE <key> = ?1`, with the columns in
+/// `overrides` taken from parameters ?2, ?3, … instead of the source row.
+fn clone_sql(tx: &Connection, table: &str, key: &str, overrides: &[&str]) -> String {
+    // A manager's INTEGER PRIMARY KEY is left to SQLite.
+    let cols: Vec<String> = insert_columns(tx, table)
+        .into_iter()
+        .filter(|c| !(table == "managers" && c == "id"))
+        .collect();
+    let select: Vec<String> = cols
+        .iter()
+        .map(|c| match overrides.iter().position(|o| o == c) {
+            Some(i) => format!("?{}", i + 2),
+            None => c.clone(),
+        })
+        .collect();
+    format!(
+        "INSERT INTO {table} ({}) SELECT {} FROM {table} WHERE {key} = ?1",
+        cols.join(", "),
+        select.join(", ")
+    )
+}
+
+/// A thread's event and output rows copied to `to`.
+fn clone_facts(tx: &Connection, from: &str, to: &str) {
+    for table in ["thread_events", "thread_output"] {
+        tx.prepare_cached(&clone_sql(tx, table, "thread_id", &["thread_id"]))
+            .unwrap()
+            .execute(params![from, to])
+            .unwrap();
+    }
+}
+
+/// 99 more contract B threads like the template `/root/agent_000`.
+fn seed_agents(tx: &rusqlite::Transaction<'_>, registry: i64) {
+    let template: String = tx
+        .query_row(
+            "SELECT id FROM threads WHERE manager_id = ?1 AND path = '/root/agent_000'",
+            [registry],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let sql = clone_sql(tx, "threads", "id", &["id", "path", "task_name", "name"]);
+    let mut stmt = tx.prepare(&sql).unwrap();
+    for i in 1..SIDE {
+        let id = support::thread_id(50_000_000 + i);
+        let name = format!("agent_{i:03}");
+        stmt.execute(params![template, id, format!("/root/{name}"), name, name])
+            .unwrap();
+        clone_facts(tx, &template, &id);
+    }
+}
+
+fn coordinator(i: usize) -> String {
+    format!("bench-coordinator-{i:03}")
+}
+
+/// 100 contract C workers, one for each of 100 coordinators, like the template worker.
+fn seed_workers(tx: &rusqlite::Transaction<'_>) {
+    let (template, template_manager): (String, i64) = tx
+        .query_row(
+            "SELECT id, manager_id FROM threads WHERE coordinator_id = ?1",
+            [SESSION_ID],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    let manager_sql = clone_sql(tx, "managers", "id", &["session_id"]);
+    let worker_sql = clone_sql(
+        tx,
+        "threads",
+        "id",
+        &[
+            "id",
+            "manager_id",
+            "path",
+            "task_name",
+            "session_id",
+            "coordinator_id",
+        ],
+    );
+    for i in 0..SIDE {
+        let coord = coordinator(i);
+        tx.prepare_cached(&manager_sql)
+            .unwrap()
+            .execute(params![template_manager, coord])
+            .unwrap();
+        let manager = tx.last_insert_rowid();
+        let id = format!("ses_{:016x}{:016x}", 0xbe_c0de_u64, i);
+        tx.prepare_cached(&worker_sql)
+            .unwrap()
+            .execute(params![
+                template,
+                id,
+                manager,
+                format!("/{id}"),
+                id,
+                id,
+                coord
+            ])
+            .unwrap();
+        clone_facts(tx, &template, &id);
+    }
+}
+
+/// Deletes what an earlier run's serve added (its live children and their session files).
+fn clean(fx: &Fixture) {
+    let conn = Connection::open(&fx.db).unwrap();
+    conn.busy_timeout(Duration::from_secs(30)).unwrap();
+    conn.execute_batch("PRAGMA foreign_keys = ON;").unwrap();
+    let filter =
+        "manager_id = (SELECT id FROM managers WHERE session_id = ?1 AND contract = 'thread')
+                  AND path GLOB '/root/live_*'";
+    let files: Vec<String> = conn
+        .prepare(&format!(
+            "SELECT session_file FROM threads WHERE {filter} AND session_file IS NOT NULL"
+        ))
+        .unwrap()
+        .query_map([SESSION_ID], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    conn.execute(&format!("DELETE FROM threads WHERE {filter}"), [SESSION_ID])
+        .unwrap();
+    for f in files {
+        let _ = std::fs::remove_file(fx.session.parent().unwrap().join(f));
+    }
+    conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .unwrap();
+}
+
+// ---- the client -----------------------------------------------------------------------------
+
+/// A real `threadbase serve` over pipes, one request at a time.
+struct Serve {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+    line: Vec<u8>,
+    request: String,
+    next_id: u64,
+}
+
+impl Serve {
+    fn start(fx: &Fixture) -> Serve {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(fx.dir.join("serve.log"))
+            .unwrap();
+        let mut cmd = Command::new(BIN);
+        cmd.arg("--db")
+            .arg(&fx.db)
+            .arg("serve")
+            .arg("--session-file")
+            .arg(&fx.session)
+            .arg("--cwd")
+            .arg(&fx.dir)
+            .current_dir(&fx.dir);
+        for k in [
+            "THREADBASE_DB",
+            "PI_THREADS_PATH",
+            "PI_THREADS_DEPTH",
+            "PI_THREADS_SELF_ID",
+            "PI_THREADS_PARENT_PATH",
+            "PI_THREADS_PARENT_ID",
+            "PI_THREADS_ROOT_SESSION_ID",
+            "PI_THREADS_MAX_DEPTH",
+            "PI_THREADS_MAX_THREADS",
+            "PI_THREADS_IDLE_CLEANUP_MS",
+            "PI_THREADS_LIVE_TIMEOUT_MS",
+            "THREADBASE_LOG",
+        ] {
+            cmd.env_remove(k);
+        }
+        cmd.env(
+            "THREADBASE_PI_COMMAND",
+            json!([BIN, "scripted-agent", "--script", fx.script]).to_string(),
+        )
+        .env("PI_CODING_AGENT_DIR", fx.dir.join("agent"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(log);
+        let mut child = cmd.spawn().expect("spawn threadbase serve");
+        Serve {
+            stdin: child.stdin.take(),
+            stdout: BufReader::with_capacity(1 << 20, child.stdout.take().unwrap()),
+            child,
+            line: Vec::with_capacity(1 << 16),
+            request: String::with_capacity(1024),
+            next_id: 1,
+        }
+    }
+
+    /// Writes one request and reads up to its response line (notifications are skipped); the
+    /// line is left in `self.line`, without its LF.
+    fn roundtrip(&mut self, method: &str, params: &str) -> &[u8] {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.request.clear();
+        let _ = writeln!(
+            self.request,
+            "{{\"id\":{id},\"method\":\"{method}\",\"params\":{params}}}"
+        );
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(self.request.as_bytes()).unwrap();
+        stdin.flush().unwrap();
+        let mut prefix = [0u8; 32];
+        let mut w = &mut prefix[..];
+        write!(w, "{{\"id\":{id},").unwrap();
+        let plen = 32 - w.len();
+        loop {
+            self.line.clear();
+            let got = self.stdout.read_until(b'\n', &mut self.line).unwrap();
+            assert!(got > 0, "serve closed its stdout (see serve.log)");
+            if self.line.starts_with(&prefix[..plen]) {
+                self.line.pop();
+                return &self.line;
+            }
+        }
+    }
+
+    /// One request whose result must not be an error; returns the parsed result.
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        let line = self.roundtrip(method, &params.to_string());
+        let mut v: Value = serde_json::from_slice(line).expect("a JSON response line");
+        if v.get("error").is_some() {
+            panic!("{method} {params} failed: {}", v["error"]);
+        }
+        v["result"].take()
+    }
+
+    fn status_kib(&self, key: &str) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {key} in /proc/<pid>/status"))
+    }
+
+    /// Resets the peak RSS (`VmHWM`) to the current RSS.
+    fn reset_peak(&self) {
+        std::fs::write(format!("/proc/{}/clear_refs", self.child.id()), "5").unwrap();
+    }
+
+    /// Closes stdin (serve stops its children and exits 0) and waits.
+    fn close(mut self) {
+        drop(self.stdin.take());
+        let mut rest = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut self.stdout, &mut rest);
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "serve exited with {status}");
+    }
+}
+
+// ---- the rows -------------------------------------------------------------------------------
+
+fn configure<'c>(c: &'c mut Criterion, name: &str, slow: bool) -> BenchmarkGroup<'c, WallTime> {
+    let mut group = c.benchmark_group(name);
+    if slow {
+        group
+            .sample_size(10)
+            .sampling_mode(criterion::SamplingMode::Flat)
+            .warm_up_time(Duration::from_millis(1))
+            .measurement_time(Duration::from_millis(1));
+    } else {
+        group
+            .sample_size(40)
+            .warm_up_time(Duration::from_secs(1))
+            .measurement_time(Duration::from_secs(3));
+    }
+    group
+}
+
+/// Times `requests` (method, params), cycled, one roundtrip per iteration.
+fn row(c: &mut Criterion, serve: &mut Serve, name: &str, n: usize, requests: &[(&str, String)]) {
+    row_with(c, serve, name, n, requests, false);
+}
+
+fn row_with(
+    c: &mut Criterion,
+    serve: &mut Serve,
+    name: &str,
+    n: usize,
+    requests: &[(&str, String)],
+    slow: bool,
+) {
+    let mut g = configure(c, name, slow);
+    g.bench_function(BenchmarkId::from_parameter(n), |b| {
+        let mut i = 0;
+        b.iter(|| {
+            let (method, params) = &requests[i % requests.len()];
+            i += 1;
+            serve.roundtrip(method, params).len()
+        })
+    });
+    g.finish();
+}
+
+fn thread_req(params: Value) -> (&'static str, String) {
+    ("thread", params.to_string())
+}
+
+fn bench_size(c: &mut Criterion, n: usize) {
+    let fx = fixture(n);
+    clean(&fx);
+    let mut serve = Serve::start(&fx);
+
+    // 8 live children, idle after their first answer.
+    for i in 0..LIVE {
+        serve.call(
+            "thread",
+            json!({"action": "start", "prompt": "Stand by for follow-ups.", "taskName": format!("live_{i}")}),
+        );
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let r = serve.call("thread", json!({"action": "list", "state": "live"}));
+        let snaps = r["details"]["threads"].as_array().unwrap();
+        if snaps.len() == LIVE && snaps.iter().all(|s| s["phase"] == "idle") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the live children never all went idle: {r}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // Requests, each checked once before it is timed.
+    let leaves = target_leaves(n);
+    let mut by_id = Vec::new();
+    let mut by_path = Vec::new();
+    let mut by_relative = Vec::new();
+    let mut by_name = Vec::new();
+    for &(b, j, k) in &leaves {
+        let name = leaf_name(b, j, k);
+        let relative = format!("{}/{}/{name}", top_name(b), WORDS[j]);
+        let path = format!("/root/{relative}");
+        let id = support::thread_id(leaf_row(b, j, k));
+        for (list, reference) in [
+            (&mut by_id, id.clone()),
+            (&mut by_path, path.clone()),
+            (&mut by_relative, relative),
+            (&mut by_name, name),
+        ] {
+            let params = json!({"action": "poll", "id": reference});
+            let r = serve.call("thread", params.clone());
+            assert_eq!(r["details"]["snapshot"]["id"], id.as_str(), "{params}");
+            assert_eq!(r["details"]["snapshot"]["path"], path.as_str(), "{params}");
+            list.push(thread_req(params));
+        }
+    }
+    let tops = target_tops(n);
+    let mut parents = Vec::new();
+    let mut ancestors = Vec::new();
+    for &b in &tops {
+        let params = json!({"action": "list", "parent": top_path(b)});
+        let r = serve.call("thread", params.clone());
+        assert_eq!(r["details"]["count"], FANOUT, "{params}");
+        parents.push(thread_req(params));
+        let params = json!({"action": "list", "ancestor": top_path(b)});
+        let r = serve.call("thread", params.clone());
+        assert_eq!(r["details"]["count"], descendants(n, b), "{params}");
+        ancestors.push(thread_req(params));
+    }
+    let live = vec![thread_req(json!({"action": "list", "state": "live"}))];
+    let status = vec![("agent_status", "{}".to_string())];
+    let r = serve.call("agent_status", json!({}));
+    assert_eq!(r["details"]["total"], SIDE, "agent_status: {r}");
+    let ids: Vec<String> = (0..SIDE).map(coordinator).collect();
+    let snapshot = vec![(
+        "threads.snapshot",
+        json!({ "coordinatorIDs": ids }).to_string(),
+    )];
+    let r = serve.call("threads.snapshot", json!({ "coordinatorIDs": ids }));
+    assert_eq!(
+        r["workers"].as_array().map(Vec::len),
+        Some(SIDE),
+        "threads.snapshot"
+    );
+
+    row(c, &mut serve, "serve/poll_id", n, &by_id);
+    row(c, &mut serve, "serve/poll_path", n, &by_path);
+    row(c, &mut serve, "serve/poll_relative", n, &by_relative);
+    row(c, &mut serve, "serve/poll_name", n, &by_name);
+    row(c, &mut serve, "serve/list_parent_10", n, &parents);
+    row(c, &mut serve, "serve/list_ancestor_110", n, &ancestors);
+    row(c, &mut serve, "serve/list_live_8", n, &live);
+    row(c, &mut serve, "serve/agent_status_100", n, &status);
+    row(c, &mut serve, "serve/snapshot_100", n, &snapshot);
+
+    let idle_kib = serve.status_kib("VmRSS:");
+    let mut memory = json!({"threads": n, "idle_rss_kib": idle_kib});
+    eprintln!(
+        "serve/memory/{n}: idle RSS {:.1} MiB",
+        idle_kib as f64 / 1024.0
+    );
+    if n <= list_all_max() {
+        let all = vec![thread_req(json!({"action": "list"}))];
+        serve.reset_peak();
+        let started = Instant::now();
+        let bytes = serve.roundtrip("thread", &all[0].1).len();
+        let first = started.elapsed();
+        let peak_kib = serve.status_kib("VmHWM:");
+        eprintln!(
+            "serve/memory/{n}: peak RSS {:.1} MiB during one list of all ({} threads, {:.1} MB line, {:.3} s)",
+            peak_kib as f64 / 1024.0,
+            n + LIVE,
+            bytes as f64 / 1e6,
+            first.as_secs_f64()
+        );
+        memory["list_all_peak_rss_kib"] = json!(peak_kib);
+        memory["list_all_response_bytes"] = json!(bytes);
+        row_with(c, &mut serve, "serve/list_all", n, &all, n >= 10_000);
+    }
+    let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/criterion/serve_memory");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join(format!("{n}.json")), memory.to_string()).unwrap();
+    serve.close();
+}
+
+fn benches(c: &mut Criterion) {
+    for n in sizes() {
+        bench_size(c, n);
+    }
+}
+
+criterion_group!(serve_benches, benches);
+criterion_main!(serve_benches);
