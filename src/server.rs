@@ -10,11 +10,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::mpsc;
 
 use crate::engine::Engine;
 use crate::error::{Error, ErrorCode};
+use crate::output::{Output, Reply};
 
 /// Longest request line accepted; longer lines get an error response and are skipped.
 pub const MAX_REQUEST_BYTES: usize = 8 << 20;
@@ -35,7 +36,7 @@ async fn stop_children(engine: &Engine) {
 fn answer_if_unfinished(
     pending: &mut HashMap<tokio::task::Id, Value>,
     done: Result<(tokio::task::Id, ()), tokio::task::JoinError>,
-    out: &mpsc::UnboundedSender<Value>,
+    out: &Output,
 ) {
     let (task, failure) = match done {
         Ok((task, ())) => (task, None),
@@ -46,23 +47,14 @@ fn answer_if_unfinished(
         )))),
     };
     if let (Some(id), Some(e)) = (pending.remove(&task), failure) {
-        let _ = out.send(error_response(id, &e));
+        out.respond(&id, Err(&e));
     }
 }
 
 /// Serves `engine` on stdin/stdout until stdin closes.
 pub async fn serve(engine: Arc<Engine>) {
-    let (out_tx, mut out_rx) = mpsc::unbounded_channel::<Value>();
-    let writer = tokio::spawn(async move {
-        let mut stdout = tokio::io::stdout();
-        while let Some(v) = out_rx.recv().await {
-            let mut line = serde_json::to_vec(&v).unwrap_or_default();
-            line.push(b'\n');
-            if stdout.write_all(&line).await.is_err() || stdout.flush().await.is_err() {
-                break;
-            }
-        }
-    });
+    let (out_tx, write_lines) = Output::new(tokio::io::stdout());
+    let writer = tokio::spawn(write_lines);
     let watcher = tokio::spawn(crate::watcher::run(
         engine.config().db.clone(),
         engine.store().clone(),
@@ -87,7 +79,7 @@ pub async fn serve(engine: Arc<Engine>) {
         match line {
             LineRead::Eof => break,
             LineRead::TooLong(n) => {
-                let _ = out_tx.send(error_response(Value::Null, &Error::invalid(format!(
+                out_tx.respond(&Value::Null, Err(&Error::invalid(format!(
                     "The request line is {n} bytes, over the {MAX_REQUEST_BYTES}-byte limit; it was skipped. Repair: send smaller requests (one JSON object per line)."
                 ))));
             }
@@ -102,7 +94,7 @@ pub async fn serve(engine: Arc<Engine>) {
                             Err(e) => format!("not valid JSON ({e})"),
                             Ok(_) => "not a JSON object".to_string(),
                         };
-                        let _ = out_tx.send(error_response(Value::Null, &Error::invalid(format!(
+                        out_tx.respond(&Value::Null, Err(&Error::invalid(format!(
                             "The request line is {why}. Repair: send one JSON object per line: {{\"id\": 1, \"method\": \"thread\", \"params\": {{\"action\": \"list\"}}}}."
                         ))));
                         continue;
@@ -113,11 +105,20 @@ pub async fn serve(engine: Arc<Engine>) {
                 let request_id = request.get("id").cloned().unwrap_or(Value::Null);
                 let task = requests.spawn(async move {
                     let id = request.get("id").cloned().unwrap_or(Value::Null);
-                    let response = match handle(&engine, &request, &out).await {
-                        Ok(result) => json!({"id": id, "result": result}),
-                        Err(e) => error_response(id, &e),
-                    };
-                    let _ = out.send(response);
+                    match handle(&engine, &request, &out).await {
+                        Ok(Reply::Json(result)) => out.respond(&id, Ok(result)),
+                        // A result too large to hold is written as it is produced, from a
+                        // blocking thread.
+                        Ok(Reply::Stream(write)) => {
+                            let o = out.clone();
+                            let streamed =
+                                tokio::task::spawn_blocking(move || o.stream(&id, write)).await;
+                            if let Err(e) = streamed {
+                                std::panic::resume_unwind(e.into_panic());
+                            }
+                        }
+                        Err(e) => out.respond(&id, Err(&e)),
+                    }
                 });
                 pending.insert(task.id(), request_id);
             }
@@ -222,17 +223,9 @@ async fn read_request_line<R: tokio::io::AsyncBufRead + Unpin>(
     }
 }
 
-fn error_response(id: Value, e: &Error) -> Value {
-    json!({"id": id, "error": {"code": e.code.as_str(), "message": e.message}})
-}
-
 const METHODS: &str = "thread, agent_spawn, agent_wait, agent_steer, agent_status, agent_update, agent_pause, agent_stop, agent_output, threads_spawn, threads_list, threads_send, threads_interrupt, threads_hide, threads_report, threads.snapshot, threads.restore";
 
-async fn handle(
-    engine: &Engine,
-    request: &Value,
-    out: &mpsc::UnboundedSender<Value>,
-) -> Result<Value, Error> {
+async fn handle(engine: &Engine, request: &Value, out: &Output) -> Result<Reply, Error> {
     let method = request.get("method").and_then(Value::as_str).ok_or_else(|| {
         Error::invalid("The request has no method. Repair: send {\"id\": 1, \"method\": \"thread\", \"params\": {…}}.")
     })?;
@@ -241,8 +234,14 @@ async fn handle(
     match method {
         "thread" => {
             let out = out.clone();
-            let progress = move |details: Value| {
-                let _ = out.send(json!({"method": "progress", "params": {"requestId": request_id, "details": details}}));
+            let progress = move |details: &crate::contract::thread::Details<'_>| {
+                let _ = out.send(crate::output::Notification {
+                    method: "progress",
+                    params: crate::output::Progress {
+                        request_id: &request_id,
+                        details,
+                    },
+                });
             };
             engine.thread(&params, &progress).await
         }

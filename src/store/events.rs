@@ -64,7 +64,7 @@ pub fn append(conn: &Connection, thread_id: &str, events: &[NewEvent<'_>]) -> Re
     Ok(last_seq)
 }
 
-/// A stored event, as projections read it.
+/// A stored event as the CLI and tests read it, `data` parsed.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StoredEvent {
     pub seq: i64,
@@ -74,17 +74,72 @@ pub struct StoredEvent {
     pub data: Value,
 }
 
+/// A stored event as projections read it: `data` stays the stored JSON text, which the
+/// projection passes through without building a value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventRow {
+    pub seq: i64,
+    pub at: String,
+    pub kind: String,
+    pub data: String,
+}
+
+impl EventRow {
+    /// `data` parsed (`null` when it is not JSON).
+    pub fn stored(self) -> StoredEvent {
+        StoredEvent {
+            data: serde_json::from_str(&self.data).unwrap_or(Value::Null),
+            seq: self.seq,
+            at: self.at,
+            kind: self.kind,
+        }
+    }
+}
+
 /// A thread's retained events, oldest first.
-pub fn of_thread(conn: &Connection, thread_id: &str) -> Result<Vec<StoredEvent>> {
+pub fn rows_of_thread(conn: &Connection, thread_id: &str) -> Result<Vec<EventRow>> {
     let mut stmt = conn.prepare_cached(include_str!("../../sql/events_of_thread.sql"))?;
     let rows = stmt.query_map([thread_id], |r| {
-        let data: String = r.get(3)?;
-        Ok(StoredEvent {
+        Ok(EventRow {
             seq: r.get(0)?,
             at: r.get(1)?,
             kind: r.get(2)?,
-            data: serde_json::from_str(&data).unwrap_or(Value::Null),
+            data: r.get(3)?,
         })
     })?;
     Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+}
+
+/// A thread's retained events, oldest first, `data` parsed.
+pub fn of_thread(conn: &Connection, thread_id: &str) -> Result<Vec<StoredEvent>> {
+    Ok(rows_of_thread(conn, thread_id)?
+        .into_iter()
+        .map(EventRow::stored)
+        .collect())
+}
+
+/// The retained events of several threads in one query: `ids` is a JSON array of thread ids,
+/// and the answer holds, at each position of that array, that thread's events oldest first.
+pub fn rows_of_threads(conn: &Connection, ids: &str, count: usize) -> Result<Vec<Vec<EventRow>>> {
+    let mut by_thread: Vec<Vec<EventRow>> = (0..count).map(|_| Vec::new()).collect();
+    let mut stmt = conn.prepare_cached(include_str!("../../sql/events_of_threads.sql"))?;
+    let mut rows = stmt.query([ids])?;
+    while let Some(r) = rows.next()? {
+        let at = r.get::<_, i64>(0)? as usize;
+        if let Some(events) = by_thread.get_mut(at) {
+            events.push(EventRow {
+                seq: r.get(1)?,
+                at: r.get(2)?,
+                kind: r.get(3)?,
+                data: r.get(4)?,
+            });
+        }
+    }
+    // Each thread's events come out of its primary-key range in seq order; make sure.
+    for events in &mut by_thread {
+        if !events.is_sorted_by_key(|e| e.seq) {
+            events.sort_unstable_by_key(|e| e.seq);
+        }
+    }
+    Ok(by_thread)
 }

@@ -281,6 +281,27 @@ mod tests {
                 "list_every_manager",
                 include_str!("../../sql/list_every_manager.sql"),
             ),
+            ("list_all_live", include_str!("../../sql/list_all_live.sql")),
+            (
+                "list_all_archived",
+                include_str!("../../sql/list_all_archived.sql"),
+            ),
+            (
+                "list_children_live",
+                include_str!("../../sql/list_children_live.sql"),
+            ),
+            (
+                "list_children_archived",
+                include_str!("../../sql/list_children_archived.sql"),
+            ),
+            (
+                "list_descendants_live",
+                include_str!("../../sql/list_descendants_live.sql"),
+            ),
+            (
+                "list_descendants_archived",
+                include_str!("../../sql/list_descendants_archived.sql"),
+            ),
         ];
         for (name, sql) in queries {
             let stmt = conn.prepare(sql).unwrap();

@@ -1,0 +1,256 @@
+//! Contract A's `list` answer. A list of at most [`IN_MEMORY`] threads is read in three queries
+//! (the rows, then the retained output and the retained events of those ids) and serialized
+//! from memory. A longer one is streamed ([`Reply::Stream`]): one read transaction on a blocking
+//! thread, so every pass sees the same rows, and passes over the list query that never hold
+//! more than [`BATCH`] threads:
+//!
+//! 1. the counts (the content text starts with them);
+//! 2. the content text, one line per thread;
+//! 3. and 4. `details.threads` and `details.snapshots` (its alias, the same list again): the
+//!    rows in batches of [`BATCH`], each batch's output and events in two queries, each
+//!    snapshot serialized straight into the line.
+//!
+//! A failure after the first byte cannot be taken back: the line is left unfinished (never a
+//! valid but shortened answer) and the error response for the same id follows it.
+
+use std::cell::RefCell;
+use std::fmt;
+
+use rusqlite::Connection;
+use serde::ser::{Error as _, SerializeSeq, Serializer};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{thread_facts, Engine};
+use crate::contract::projection::{Detail, Projection, Snapshot, ThreadFacts};
+use crate::contract::thread::Listed;
+use crate::contract::ToolResult;
+use crate::error::{Error, Result};
+use crate::list::{self, ListQuery};
+use crate::output::{Reply, Response};
+use crate::store::threads::{col, ThreadRow};
+use crate::store::Store;
+
+/// Lists up to this long are answered from memory.
+pub const IN_MEMORY: usize = 256;
+/// Threads a streamed list holds at a time.
+pub const BATCH: usize = 256;
+/// Bytes of content text handed to the escaping writer at a time.
+const PIECE_BYTES: usize = 64 * 1024;
+
+/// The answer to a `list` of `q` in `e`'s manager.
+pub(super) fn reply(e: &Engine, q: ListQuery) -> Result<Reply> {
+    let conn = e.store.read()?;
+    let Some(rows) = list::list_at_most(&conn, e.manager_id, &q, IN_MEMORY)? else {
+        drop(conn);
+        let store = e.store.clone();
+        let manager_id = e.manager_id;
+        return Ok(Reply::Stream(Box::new(move |id, w| {
+            stream(&store, manager_id, &q, id, w)
+        })));
+    };
+    let facts = thread_facts(&conn, rows)?;
+    drop(conn);
+    let projections: Vec<Projection<'_>> = facts
+        .iter()
+        .map(|f| Projection::new(f, Detail::Summary))
+        .collect();
+    let snapshots: Vec<Snapshot<'_>> = projections.iter().map(Projection::snapshot).collect();
+    let live = facts.iter().filter(|f| f.row.is_live()).count();
+    let mut text = String::new();
+    let _ = header(&mut text, facts.len(), live);
+    for f in &facts {
+        let r = &f.row;
+        let _ = line(&mut text, &r.path, &r.id, &r.status, &r.phase, &r.name);
+    }
+    Reply::json(&ToolResult::new(
+        text,
+        Listed::new(&snapshots, facts.len(), live),
+    ))
+}
+
+/// `N thread(s) (L live, C closed)`.
+fn header(f: &mut dyn fmt::Write, count: usize, live: usize) -> fmt::Result {
+    write!(
+        f,
+        "{count} thread{} ({live} live, {} closed)",
+        if count == 1 { "" } else { "s" },
+        count - live
+    )
+}
+
+/// One thread's line of the content text.
+fn line(
+    f: &mut dyn fmt::Write,
+    path: &str,
+    id: &str,
+    status: &str,
+    phase: &str,
+    name: &str,
+) -> fmt::Result {
+    write!(f, "\n- {path} ({id}) {status}/{phase} \"{name}\"")
+}
+
+/// Writes the whole response line of a long list.
+fn stream(
+    store: &Store,
+    manager_id: i64,
+    q: &ListQuery,
+    id: &Value,
+    w: &mut dyn std::io::Write,
+) -> Result<()> {
+    let conn = store.read()?;
+    // One read transaction: the passes below see the same rows.
+    let tx = conn.unchecked_transaction()?;
+    let (mut count, mut live) = (0, 0);
+    list::each_row(&tx, manager_id, q, |r| {
+        count += 1;
+        if text_at(r, col::STATUS)? == "live" {
+            live += 1;
+        }
+        Ok(true)
+    })?;
+    let s = Streamed {
+        conn: &tx,
+        manager_id,
+        q,
+        count,
+        live,
+        failure: RefCell::new(None),
+    };
+    let snapshots = Snapshots(&s);
+    let result = ToolResult::new(Text(&s), Listed::new(&snapshots, count, live));
+    let written = serde_json::to_writer(w, &Response { id, result });
+    if let Some(e) = s.failure.into_inner() {
+        return Err(e);
+    }
+    written?;
+    tx.finish()?;
+    Ok(())
+}
+
+/// A text column of a thread row, borrowed.
+fn text_at<'r>(r: &'r rusqlite::Row<'_>, i: usize) -> Result<&'r str> {
+    r.get_ref(i)?.as_str().map_err(|e| {
+        Error::from(rusqlite::Error::FromSqlConversionFailure(
+            i,
+            rusqlite::types::Type::Text,
+            Box::new(e),
+        ))
+    })
+}
+
+/// A list being streamed from one read transaction.
+struct Streamed<'c> {
+    conn: &'c Connection,
+    manager_id: i64,
+    q: &'c ListQuery,
+    count: usize,
+    live: usize,
+    /// The first store error met while writing (serde's own errors cannot carry it).
+    failure: RefCell<Option<Error>>,
+}
+
+impl Streamed<'_> {
+    fn failed(&self, e: Error) {
+        self.failure.borrow_mut().get_or_insert(e);
+    }
+
+    fn has_failed(&self) -> bool {
+        self.failure.borrow().is_some()
+    }
+}
+
+/// The content text, a line per thread, written as it is read.
+struct Text<'a>(&'a Streamed<'a>);
+
+impl Serialize for Text<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        // serde_json escapes what Display writes straight into the line.
+        s.collect_str(self)
+    }
+}
+
+impl fmt::Display for Text<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = self.0;
+        // Lines are gathered into pieces of about 64 KiB, so the escaping writer sees few calls.
+        let mut piece = String::with_capacity(PIECE_BYTES + 512);
+        header(&mut piece, s.count, s.live)?;
+        let mut written: fmt::Result = Ok(());
+        let pass = list::each_row(s.conn, s.manager_id, s.q, |r| {
+            let text = |i| text_at(r, i);
+            let _ = line(
+                &mut piece,
+                text(col::PATH)?,
+                text(col::ID)?,
+                text(col::STATUS)?,
+                text(col::PHASE)?,
+                text(col::NAME)?,
+            );
+            if piece.len() >= PIECE_BYTES {
+                written = f.write_str(&piece);
+                piece.clear();
+            }
+            Ok(written.is_ok())
+        });
+        if let Err(e) = pass {
+            // Stop here; `details` sees the failure and leaves the line unfinished.
+            s.failed(e);
+            return written;
+        }
+        written?;
+        f.write_str(&piece)
+    }
+}
+
+/// `details.threads` / `details.snapshots`: the snapshots, batch by batch.
+struct Snapshots<'a>(&'a Streamed<'a>);
+
+impl Serialize for Snapshots<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        let st = self.0;
+        if st.has_failed() {
+            return Err(S::Error::custom("the list could not be read"));
+        }
+        let mut seq = s.serialize_seq(Some(st.count))?;
+        let mut batch: Vec<ThreadRow> = Vec::with_capacity(BATCH);
+        let mut ser_error: Option<S::Error> = None;
+        let write_batch = |batch: &mut Vec<ThreadRow>,
+                           seq: &mut S::SerializeSeq|
+         -> std::result::Result<(), S::Error> {
+            let facts: Vec<ThreadFacts> = match thread_facts(st.conn, std::mem::take(batch)) {
+                Ok(f) => f,
+                Err(e) => {
+                    st.failed(e);
+                    return Err(S::Error::custom("the list could not be read"));
+                }
+            };
+            for f in &facts {
+                seq.serialize_element(&Projection::new(f, Detail::Summary).snapshot())?;
+            }
+            Ok(())
+        };
+        let pass = list::each_row(st.conn, st.manager_id, st.q, |r| {
+            batch.push(ThreadRow::from_row(r)?);
+            if batch.len() == BATCH {
+                if let Err(e) = write_batch(&mut batch, &mut seq) {
+                    ser_error = Some(e);
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        });
+        if let Some(e) = ser_error {
+            return Err(e);
+        }
+        if let Err(e) = pass {
+            st.failed(e);
+            return Err(S::Error::custom("the list could not be read"));
+        }
+        if !batch.is_empty() {
+            write_batch(&mut batch, &mut seq)?;
+        }
+        seq.end()
+    }
+}

@@ -1,0 +1,380 @@
+//! The response side of `serve`: every line written to stdout, one at a time, in the order it
+//! was handed over, and never two interleaved.
+//!
+//! A result is serialized once, straight from its typed shape into bytes ([`Reply::Json`]),
+//! never through a `serde_json::Value`. A result too large to hold (a `list` of every thread:
+//! about 5 KB per thread, so 500 MB for 100k) is a [`Reply::Stream`]: it is written from a
+//! blocking thread into a [`LineSink`], which hands it to the writer in chunks of
+//! [`CHUNK_BYTES`] over a bounded channel, so the memory it holds stays a few chunks whatever
+//! its size. While a streamed line is being written, other lines wait their turn.
+
+use std::io::{self, Write};
+
+use serde::Serialize;
+use serde_json::Value;
+use tokio::io::AsyncWriteExt;
+use tokio::sync::mpsc;
+
+use crate::error::{Error, Result};
+
+/// Bytes a streamed line hands over at a time.
+pub const CHUNK_BYTES: usize = 256 * 1024;
+/// Chunks of one streamed line in flight between its producer and the writer.
+const CHUNKS_IN_FLIGHT: usize = 2;
+
+/// One request's result, ready to be written as `{"id": …, "result": …}`.
+pub enum Reply {
+    /// The result's JSON text.
+    Json(Vec<u8>),
+    /// A result written as it is produced (from a blocking thread): the function writes the
+    /// whole response line, `{"id": <id>, "result": …}` (use [`Response`]), into the writer.
+    Stream(StreamFn),
+}
+
+/// Writes a streamed response line for the request id it is given.
+pub type StreamFn = Box<dyn FnOnce(&Value, &mut dyn Write) -> Result<()> + Send>;
+
+impl Reply {
+    /// The JSON text of `result` (a typed shape; serializing it cannot fail).
+    pub fn json(result: &impl Serialize) -> Result<Reply> {
+        Ok(Reply::Json(serde_json::to_vec(result)?))
+    }
+
+    /// The result as a value, for in-process callers (`threadbase demo`).
+    pub fn into_value(self) -> Result<Value> {
+        match self {
+            Reply::Json(bytes) => Ok(serde_json::from_slice(&bytes)?),
+            Reply::Stream(write) => {
+                let mut line = Vec::new();
+                write(&Value::Null, &mut line)?;
+                let mut response: Value = serde_json::from_slice(&line)?;
+                Ok(response["result"].take())
+            }
+        }
+    }
+}
+
+/// `{"id": …, "result": …}`.
+#[derive(Serialize)]
+pub struct Response<'a, R> {
+    pub id: &'a Value,
+    pub result: R,
+}
+
+/// A line without an id: `{"method", "params"}`.
+#[derive(Serialize)]
+pub struct Notification<'a, P> {
+    pub method: &'a str,
+    pub params: P,
+}
+
+/// `progress`'s params: the request it is about and its details.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Progress<'a, D> {
+    pub request_id: &'a Value,
+    pub details: D,
+}
+
+/// `{"id": …, "error": {"code", "message"}}`.
+#[derive(Serialize)]
+pub struct ErrorResponse<'a> {
+    pub id: &'a Value,
+    pub error: ErrorBody<'a>,
+}
+
+#[derive(Serialize)]
+pub struct ErrorBody<'a> {
+    pub code: &'a str,
+    pub message: &'a str,
+}
+
+impl<'a> ErrorResponse<'a> {
+    pub fn new(id: &'a Value, e: &'a Error) -> Self {
+        ErrorResponse {
+            id,
+            error: ErrorBody {
+                code: e.code.as_str(),
+                message: &e.message,
+            },
+        }
+    }
+}
+
+/// What the writer task receives.
+enum Out {
+    Line(Vec<u8>),
+    Stream(mpsc::Receiver<Vec<u8>>),
+}
+
+/// The writer is gone (stdout closed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Closed;
+
+/// A handle on stdout's writer; cheap to clone.
+#[derive(Clone)]
+pub struct Output {
+    tx: mpsc::UnboundedSender<Out>,
+}
+
+impl Output {
+    /// A handle and the writer task's future, which writes to `w` until every handle is gone
+    /// (or `w` fails).
+    pub fn new<W: tokio::io::AsyncWrite + Unpin + Send + 'static>(
+        w: W,
+    ) -> (Output, impl std::future::Future<Output = ()> + Send) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (Output { tx }, write_lines(rx, w))
+    }
+
+    /// Writes `message` as one line.
+    pub fn send(&self, message: impl Serialize) -> std::result::Result<(), Closed> {
+        let mut line = serde_json::to_vec(&message).map_err(|_| Closed)?;
+        line.push(b'\n');
+        self.tx.send(Out::Line(line)).map_err(|_| Closed)
+    }
+
+    /// Writes the response line of request `id`: its result, or its error.
+    pub fn respond(&self, id: &Value, reply: std::result::Result<Vec<u8>, &Error>) {
+        let line = match reply {
+            Ok(result) => {
+                // `{"id":<id>,"result":<result>}` around the result's bytes, without a second
+                // serialization of the result.
+                let mut line = Vec::with_capacity(result.len() + 32);
+                line.extend_from_slice(b"{\"id\":");
+                let _ = serde_json::to_writer(&mut line, id);
+                line.extend_from_slice(b",\"result\":");
+                line.extend_from_slice(&result);
+                line.extend_from_slice(b"}\n");
+                line
+            }
+            Err(e) => {
+                let mut line = serde_json::to_vec(&ErrorResponse::new(id, e)).unwrap_or_default();
+                line.push(b'\n');
+                line
+            }
+        };
+        let _ = self.tx.send(Out::Line(line));
+    }
+
+    /// Runs a streamed reply for request `id` on this (blocking) thread. A failure before the
+    /// first byte is answered as an ordinary error; one after it ends the broken line and then
+    /// sends the error response for the same id.
+    pub fn stream(&self, id: &Value, write: StreamFn) {
+        let mut sink = LineSink::new(self.clone());
+        let outcome = write(id, &mut sink);
+        let started = sink.started();
+        let finished = sink.finish();
+        drop(sink);
+        match outcome.and(finished.map_err(Error::from)) {
+            Ok(()) => {}
+            Err(e) if !started => self.respond(id, Err(&e)),
+            Err(e) => {
+                let e = Error::new(
+                    e.code,
+                    format!(
+                        "{} (the response line above was cut short by this failure). Repair: send the request again.",
+                        e.message
+                    ),
+                );
+                self.respond(id, Err(&e))
+            }
+        }
+    }
+
+    /// True once the writer is gone.
+    pub fn is_closed(&self) -> bool {
+        self.tx.is_closed()
+    }
+}
+
+/// A line written in chunks from a blocking thread (never from an async task: it blocks while
+/// the writer catches up). The line takes its place in the output at its first chunk and ends,
+/// with its LF, at [`LineSink::finish`].
+pub struct LineSink {
+    out: Output,
+    buf: Vec<u8>,
+    tx: Option<mpsc::Sender<Vec<u8>>>,
+    failed: bool,
+    finished: bool,
+}
+
+impl LineSink {
+    fn new(out: Output) -> LineSink {
+        LineSink {
+            out,
+            buf: Vec::with_capacity(CHUNK_BYTES),
+            tx: None,
+            failed: false,
+            finished: false,
+        }
+    }
+
+    fn started(&self) -> bool {
+        self.tx.is_some() || !self.buf.is_empty()
+    }
+
+    fn hand_over(&mut self) -> io::Result<()> {
+        if self.failed {
+            return Err(io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                "stdout is closed",
+            ));
+        }
+        if self.tx.is_none() {
+            let (tx, rx) = mpsc::channel(CHUNKS_IN_FLIGHT);
+            if self.out.tx.send(Out::Stream(rx)).is_err() {
+                self.failed = true;
+                return Err(io::Error::new(
+                    io::ErrorKind::BrokenPipe,
+                    "stdout is closed",
+                ));
+            }
+            self.tx = Some(tx);
+        }
+        let chunk = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK_BYTES));
+        let sent = self.tx.as_ref().map(|tx| tx.blocking_send(chunk));
+        if !matches!(sent, Some(Ok(()))) {
+            self.failed = true;
+            return Err(io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                "stdout is closed",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Ends the line (LF) and hands over what is left.
+    fn finish(&mut self) -> io::Result<()> {
+        if self.finished || !self.started() {
+            return Ok(());
+        }
+        self.finished = true;
+        self.buf.push(b'\n');
+        self.hand_over()
+    }
+}
+
+impl Drop for LineSink {
+    /// A line given up half way (a panic) still ends, so the next line starts on its own.
+    fn drop(&mut self) {
+        let _ = self.finish();
+    }
+}
+
+impl Write for LineSink {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        let room = CHUNK_BYTES - self.buf.len();
+        let n = data.len().min(room);
+        self.buf.extend_from_slice(&data[..n]);
+        if self.buf.len() == CHUNK_BYTES {
+            self.hand_over()?;
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The writer task: one line after another, each flushed as soon as it is complete.
+async fn write_lines<W: tokio::io::AsyncWrite + Unpin>(
+    mut rx: mpsc::UnboundedReceiver<Out>,
+    mut w: W,
+) {
+    while let Some(out) = rx.recv().await {
+        match out {
+            Out::Line(line) => {
+                if w.write_all(&line).await.is_err() || w.flush().await.is_err() {
+                    break;
+                }
+            }
+            Out::Stream(mut chunks) => {
+                while let Some(chunk) = chunks.recv().await {
+                    if w.write_all(&chunk).await.is_err() {
+                        return;
+                    }
+                }
+                if w.flush().await.is_err() {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn lines_never_interleave_with_a_stream() {
+        let (reader, writer) = tokio::io::duplex(64 * 1024);
+        let (out, task) = Output::new(writer);
+        let writer = tokio::spawn(task);
+        let collect = tokio::spawn(async move {
+            let mut r = reader;
+            let mut all = Vec::new();
+            tokio::io::AsyncReadExt::read_to_end(&mut r, &mut all)
+                .await
+                .unwrap();
+            all
+        });
+        let big = "x".repeat(3 * CHUNK_BYTES + 17);
+        let streamer = {
+            let out = out.clone();
+            let big = big.clone();
+            tokio::task::spawn_blocking(move || {
+                out.stream(
+                    &Value::from(1),
+                    Box::new(move |id, w| {
+                        serde_json::to_writer(w, &Response { id, result: &big })?;
+                        Ok(())
+                    }),
+                )
+            })
+        };
+        for i in 2..50 {
+            out.respond(&Value::from(i), Ok(b"true".to_vec()));
+        }
+        streamer.await.unwrap();
+        drop(out);
+        writer.await.unwrap();
+        let all = collect.await.unwrap();
+        let lines: Vec<Value> = all
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(|l| serde_json::from_slice(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 49);
+        let streamed = lines.iter().find(|v| v["id"] == 1).unwrap();
+        assert_eq!(streamed["result"].as_str().unwrap().len(), big.len());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_stream_that_fails_early_is_an_ordinary_error() {
+        let (reader, writer) = tokio::io::duplex(1024);
+        let (out, task) = Output::new(writer);
+        let writer = tokio::spawn(task);
+        let o = out.clone();
+        tokio::task::spawn_blocking(move || {
+            o.stream(
+                &Value::from(5),
+                Box::new(|_, _| Err(Error::internal("no rows for you"))),
+            )
+        })
+        .await
+        .unwrap();
+        drop(out);
+        writer.await.unwrap();
+        let mut r = reader;
+        let mut all = Vec::new();
+        tokio::io::AsyncReadExt::read_to_end(&mut r, &mut all)
+            .await
+            .unwrap();
+        let v: Value = serde_json::from_slice(&all).unwrap();
+        assert_eq!(v["id"], 5);
+        assert_eq!(v["error"]["message"], "no rows for you");
+    }
+}
