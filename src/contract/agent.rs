@@ -456,22 +456,22 @@ mod tests {
     fn views_cut_output_and_hide_it_outside_completed() {
         let long = "é".repeat(16_001);
         let mut f = AgentFacts {
-            path: "/root/a".into(),
-            parent: Some("/root".into()),
-            state: "completed".into(),
-            task: "t".into(),
-            status: STATUS_COMPLETED.into(),
+            path: "/root/a",
+            parent: Some("/root"),
+            state: "completed",
+            task: "t",
+            status: STATUS_COMPLETED,
             output: Some(&long),
             error: None,
             session_file: None,
-            created_at: "x".into(),
-            updated_at: "y".into(),
+            created_at: "x",
+            updated_at: "y",
         };
         let view = |f: &AgentFacts| serde_json::to_value(view(f)).unwrap();
         let v = view(&f);
         assert_eq!(v["outputTruncated"], true);
         assert_eq!(utf16_len(v["output"].as_str().unwrap()), 16_000);
-        f.state = "paused".into();
+        f.state = "paused";
         assert!(view(&f).get("output").is_none());
         let n = settled_notice("/root/a", "completed", "", Some(&"a".repeat(16_001)));
         assert!(n.starts_with("Agent /root/a completed. Final answer:\n"));

@@ -51,6 +51,11 @@ pub(super) fn reply(e: &Engine, q: ListQuery) -> Result<Reply> {
     };
     let facts = thread_facts(&conn, rows)?;
     drop(conn);
+    Ok(Reply::Json(from_memory(&facts)?))
+}
+
+/// The result JSON of a list whose facts are all in memory.
+fn from_memory(facts: &[ThreadFacts]) -> Result<Vec<u8>> {
     let projections: Vec<Projection<'_>> = facts
         .iter()
         .map(|f| Projection::new(f, Detail::Summary))
@@ -59,14 +64,14 @@ pub(super) fn reply(e: &Engine, q: ListQuery) -> Result<Reply> {
     let live = facts.iter().filter(|f| f.row.is_live()).count();
     let mut text = String::new();
     let _ = header(&mut text, facts.len(), live);
-    for f in &facts {
+    for f in facts {
         let r = &f.row;
         let _ = line(&mut text, &r.path, &r.id, &r.status, &r.phase, &r.name);
     }
-    Reply::json(&ToolResult::new(
+    Ok(serde_json::to_vec(&ToolResult::new(
         text,
         Listed::new(&snapshots, facts.len(), live),
-    ))
+    ))?)
 }
 
 /// `N thread(s) (L live, C closed)`.
@@ -252,5 +257,143 @@ impl Serialize for Snapshots<'_> {
             write_batch(&mut batch, &mut seq)?;
         }
         seq.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::list::{StateFilter, Subtree, VisibilityFilter};
+    use crate::store::events::{self, NewEvent};
+    use crate::store::threads::{insert_thread, upsert_manager, Contract, ManagerSpec, NewThread};
+
+    /// `n` threads under /root (every 7th live, every 11th archived unless live, every 5th a child), each with events and
+    /// an answer; returns the manager.
+    fn seeded(store: &Store, n: usize) -> i64 {
+        store
+            .write(|tx| {
+                let m = upsert_manager(
+                    tx,
+                    &ManagerSpec {
+                        session_id: "s",
+                        contract: Contract::Thread,
+                        scope_path: "/root",
+                        depth: 0,
+                        self_thread_id: None,
+                        session_file: None,
+                        cwd: None,
+                        owner_pid: None,
+                        owner_started_at: None,
+                    },
+                )?;
+                let mut i = 0;
+                while i < n {
+                    let id = format!("thread_{i:012x}");
+                    let (path, parent) = if i % 5 == 1 {
+                        (format!("/root/t_{}/c{i}", i - 1), format!("/root/t_{}", i - 1))
+                    } else {
+                        (format!("/root/t_{i}"), "/root".to_string())
+                    };
+                    let live = i % 7 == 3;
+                    insert_thread(
+                        tx,
+                        &NewThread {
+                            id: id.clone(),
+                            manager_id: m,
+                            task_name: path.rsplit('/').next().unwrap().to_string(),
+                            name: format!("Thread \"{i}\"\n"),
+                            path,
+                            parent_path: Some(parent),
+                            depth: 1,
+                            cwd: "/w".into(),
+                            status: "live",
+                            phase: "busy",
+                            ..Default::default()
+                        },
+                    )?;
+                    if !live {
+                        tx.execute(
+                            "UPDATE threads SET status = 'closed', phase = 'idle', exit_kind = 'exited', exit_code = 0, archived = ?2 WHERE id = ?1",
+                            (&id, i % 11 == 0),
+                        )?;
+                    }
+                    let text = format!("{{\"text\":\"answer {i}: {}\"}}", "é ".repeat(i % 300));
+                    let evs: Vec<NewEvent<'_>> = (0..(i % 9))
+                        .map(|k| NewEvent {
+                            at: "2026-01-01T00:00:00.000Z",
+                            kind: if k % 2 == 0 { "turn_started" } else { "assistant_message" },
+                            data: if k % 2 == 0 { "{}" } else { &text },
+                        })
+                        .collect();
+                    events::append(tx, &id, &evs)?;
+                    if i % 3 != 0 {
+                        tx.execute(
+                            "INSERT INTO thread_output (thread_id, last_assistant_text, stderr_tail) VALUES (?1, ?2, ?3)",
+                            (&id, format!("Done {i}.\n\n  {}", "word ".repeat(i % 200)), b"err\n".to_vec()),
+                        )?;
+                    }
+                    i += 1;
+                }
+                Ok(m)
+            })
+            .unwrap()
+    }
+
+    /// A streamed list is exactly the list the in-memory path writes, for every variant.
+    #[test]
+    fn a_streamed_list_equals_the_list_from_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("t.sqlite")).unwrap();
+        let m = seeded(&store, 600);
+        for (state, visibility, subtree) in [
+            (
+                StateFilter::All,
+                VisibilityFilter::Active,
+                Subtree::Everything,
+            ),
+            (
+                StateFilter::Closed,
+                VisibilityFilter::All,
+                Subtree::Everything,
+            ),
+            (
+                StateFilter::Live,
+                VisibilityFilter::Active,
+                Subtree::Everything,
+            ),
+            (
+                StateFilter::All,
+                VisibilityFilter::All,
+                Subtree::DescendantsOf("/root".into()),
+            ),
+            (
+                StateFilter::All,
+                VisibilityFilter::Archived,
+                Subtree::Everything,
+            ),
+        ] {
+            let q = ListQuery {
+                state,
+                visibility,
+                subtree,
+            };
+            let conn = store.read().unwrap();
+            let rows = list::list_at_most(&conn, m, &q, usize::MAX)
+                .unwrap()
+                .unwrap();
+            let want = from_memory(&thread_facts(&conn, rows).unwrap()).unwrap();
+            drop(conn);
+            let mut line = Vec::new();
+            stream(&store, m, &q, &Value::from(7), &mut line).unwrap();
+            let mut expected = b"{\"id\":7,\"result\":".to_vec();
+            expected.extend_from_slice(&want);
+            expected.push(b'}');
+            assert!(line == expected, "{q:?}: the streamed line differs");
+            let v: Value = serde_json::from_slice(&line).unwrap();
+            assert_eq!(
+                v["result"]["details"]["threads"], v["result"]["details"]["snapshots"],
+                "{q:?}"
+            );
+        }
     }
 }
