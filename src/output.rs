@@ -7,13 +7,16 @@
 //! blocking thread into a [`LineSink`], which hands it to the writer in chunks of
 //! [`CHUNK_BYTES`] over a bounded channel, so the memory it holds stays a few chunks whatever
 //! its size. While a streamed line is being written, other lines wait their turn.
+//!
+//! The writer is a thread of its own with blocking writes (see [`Output::new`]).
 
 use std::io::{self, Write};
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc as std_mpsc, Arc};
+
 use serde::Serialize;
 use serde_json::Value;
-use tokio::io::AsyncWriteExt;
-use tokio::sync::mpsc;
 
 use crate::error::{Error, Result};
 
@@ -101,10 +104,15 @@ impl<'a> ErrorResponse<'a> {
     }
 }
 
-/// What the writer task receives.
+/// What the writer thread receives.
 enum Out {
     Line(Vec<u8>),
-    Stream(mpsc::Receiver<Vec<u8>>),
+    /// `head`, `body`, then `}\n`: a large result's line without copying the result.
+    Framed {
+        head: Vec<u8>,
+        body: Vec<u8>,
+    },
+    Stream(std_mpsc::Receiver<Vec<u8>>),
 }
 
 /// The writer is gone (stdout closed).
@@ -114,47 +122,79 @@ pub struct Closed;
 /// A handle on stdout's writer; cheap to clone.
 #[derive(Clone)]
 pub struct Output {
-    tx: mpsc::UnboundedSender<Out>,
+    tx: std_mpsc::Sender<Out>,
+    gone: Arc<AtomicBool>,
 }
 
+/// Results up to this size are copied into one line buffer; larger ones are written in place.
+const COPY_BELOW: usize = 64 * 1024;
+
 impl Output {
-    /// A handle and the writer task's future, which writes to `w` until every handle is gone
-    /// (or `w` fails).
-    pub fn new<W: tokio::io::AsyncWrite + Unpin + Send + 'static>(
+    /// A handle and a future that completes once the writer has written everything it was
+    /// given and every handle is gone (or `w` failed). The writer is a thread of its own doing
+    /// plain blocking writes: a line costs one wake-up and no copy, and a client that reads
+    /// slowly holds up only that thread, never the async workers.
+    pub fn new<W: Write + Send + 'static>(
         w: W,
     ) -> (Output, impl std::future::Future<Output = ()> + Send) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        (Output { tx }, write_lines(rx, w))
+        let (tx, rx) = std_mpsc::channel();
+        let gone = Arc::new(AtomicBool::new(false));
+        let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
+        let flag = gone.clone();
+        let spawned = std::thread::Builder::new()
+            .name("serve-stdout".into())
+            .spawn(move || {
+                write_lines(rx, w);
+                flag.store(true, Ordering::SeqCst);
+                let _ = done_tx.send(());
+            });
+        if spawned.is_err() {
+            gone.store(true, Ordering::SeqCst);
+        }
+        (Output { tx, gone }, async move {
+            let _ = done_rx.await;
+        })
+    }
+
+    fn put(&self, out: Out) -> std::result::Result<(), Closed> {
+        if self.is_closed() {
+            return Err(Closed);
+        }
+        self.tx.send(out).map_err(|_| Closed)
     }
 
     /// Writes `message` as one line.
     pub fn send(&self, message: impl Serialize) -> std::result::Result<(), Closed> {
         let mut line = serde_json::to_vec(&message).map_err(|_| Closed)?;
         line.push(b'\n');
-        self.tx.send(Out::Line(line)).map_err(|_| Closed)
+        self.put(Out::Line(line))
     }
 
     /// Writes the response line of request `id`: its result, or its error.
     pub fn respond(&self, id: &Value, reply: std::result::Result<Vec<u8>, &Error>) {
-        let line = match reply {
+        let out = match reply {
             Ok(result) => {
                 // `{"id":<id>,"result":<result>}` around the result's bytes, without a second
                 // serialization of the result.
-                let mut line = Vec::with_capacity(result.len() + 32);
-                line.extend_from_slice(b"{\"id\":");
-                let _ = serde_json::to_writer(&mut line, id);
-                line.extend_from_slice(b",\"result\":");
-                line.extend_from_slice(&result);
-                line.extend_from_slice(b"}\n");
-                line
+                let mut head = Vec::with_capacity(32 + result.len().min(COPY_BELOW));
+                head.extend_from_slice(b"{\"id\":");
+                let _ = serde_json::to_writer(&mut head, id);
+                head.extend_from_slice(b",\"result\":");
+                if result.len() < COPY_BELOW {
+                    head.extend_from_slice(&result);
+                    head.extend_from_slice(b"}\n");
+                    Out::Line(head)
+                } else {
+                    Out::Framed { head, body: result }
+                }
             }
             Err(e) => {
                 let mut line = serde_json::to_vec(&ErrorResponse::new(id, e)).unwrap_or_default();
                 line.push(b'\n');
-                line
+                Out::Line(line)
             }
         };
-        let _ = self.tx.send(Out::Line(line));
+        let _ = self.put(out);
     }
 
     /// Runs a streamed reply for request `id` on this (blocking) thread. A failure before the
@@ -184,17 +224,17 @@ impl Output {
 
     /// True once the writer is gone.
     pub fn is_closed(&self) -> bool {
-        self.tx.is_closed()
+        self.gone.load(Ordering::SeqCst)
     }
 }
 
-/// A line written in chunks from a blocking thread (never from an async task: it blocks while
-/// the writer catches up). The line takes its place in the output at its first chunk and ends,
-/// with its LF, at [`LineSink::finish`].
+/// A line written in chunks (from a blocking thread: it waits while the writer catches up).
+/// The line takes its place in the output at its first chunk and ends, with its LF, at
+/// [`LineSink::finish`].
 pub struct LineSink {
     out: Output,
     buf: Vec<u8>,
-    tx: Option<mpsc::Sender<Vec<u8>>>,
+    tx: Option<std_mpsc::SyncSender<Vec<u8>>>,
     failed: bool,
     finished: bool,
 }
@@ -215,31 +255,23 @@ impl LineSink {
     }
 
     fn hand_over(&mut self) -> io::Result<()> {
+        let closed = || io::Error::new(io::ErrorKind::BrokenPipe, "stdout is closed");
         if self.failed {
-            return Err(io::Error::new(
-                io::ErrorKind::BrokenPipe,
-                "stdout is closed",
-            ));
+            return Err(closed());
         }
         if self.tx.is_none() {
-            let (tx, rx) = mpsc::channel(CHUNKS_IN_FLIGHT);
-            if self.out.tx.send(Out::Stream(rx)).is_err() {
+            let (tx, rx) = std_mpsc::sync_channel(CHUNKS_IN_FLIGHT);
+            if self.out.put(Out::Stream(rx)).is_err() {
                 self.failed = true;
-                return Err(io::Error::new(
-                    io::ErrorKind::BrokenPipe,
-                    "stdout is closed",
-                ));
+                return Err(closed());
             }
             self.tx = Some(tx);
         }
         let chunk = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK_BYTES));
-        let sent = self.tx.as_ref().map(|tx| tx.blocking_send(chunk));
+        let sent = self.tx.as_ref().map(|tx| tx.send(chunk));
         if !matches!(sent, Some(Ok(()))) {
             self.failed = true;
-            return Err(io::Error::new(
-                io::ErrorKind::BrokenPipe,
-                "stdout is closed",
-            ));
+            return Err(closed());
         }
         Ok(())
     }
@@ -278,29 +310,36 @@ impl Write for LineSink {
     }
 }
 
-/// The writer task: one line after another, each flushed as soon as it is complete.
-async fn write_lines<W: tokio::io::AsyncWrite + Unpin>(
-    mut rx: mpsc::UnboundedReceiver<Out>,
-    mut w: W,
-) {
-    while let Some(out) = rx.recv().await {
-        match out {
-            Out::Line(line) => {
-                if w.write_all(&line).await.is_err() || w.flush().await.is_err() {
-                    break;
-                }
-            }
-            Out::Stream(mut chunks) => {
-                while let Some(chunk) = chunks.recv().await {
-                    if w.write_all(&chunk).await.is_err() {
-                        return;
-                    }
-                }
-                if w.flush().await.is_err() {
-                    break;
-                }
-            }
+/// The writer: one line after another, each flushed as soon as it is complete.
+fn write_lines<W: Write>(rx: std_mpsc::Receiver<Out>, mut w: W) {
+    for out in rx {
+        let written = match out {
+            Out::Line(line) => w.write_all(&line),
+            Out::Framed { head, body } => w
+                .write_all(&head)
+                .and_then(|()| w.write_all(&body))
+                .and_then(|()| w.write_all(b"}\n")),
+            Out::Stream(chunks) => chunks.iter().try_for_each(|chunk| w.write_all(&chunk)),
+        };
+        if written.and_then(|()| w.flush()).is_err() {
+            return;
         }
+    }
+}
+
+/// A writer into shared memory, for tests.
+#[cfg(test)]
+#[derive(Clone, Default)]
+struct Shared(Arc<std::sync::Mutex<Vec<u8>>>);
+
+#[cfg(test)]
+impl Write for Shared {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(data);
+        Ok(data.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }
 
@@ -308,19 +347,17 @@ async fn write_lines<W: tokio::io::AsyncWrite + Unpin>(
 mod tests {
     use super::*;
 
+    fn lines(all: &[u8]) -> Vec<Value> {
+        all.split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(|l| serde_json::from_slice(l).unwrap())
+            .collect()
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn lines_never_interleave_with_a_stream() {
-        let (reader, writer) = tokio::io::duplex(64 * 1024);
-        let (out, task) = Output::new(writer);
-        let writer = tokio::spawn(task);
-        let collect = tokio::spawn(async move {
-            let mut r = reader;
-            let mut all = Vec::new();
-            tokio::io::AsyncReadExt::read_to_end(&mut r, &mut all)
-                .await
-                .unwrap();
-            all
-        });
+        let shared = Shared::default();
+        let (out, done) = Output::new(shared.clone());
         let big = "x".repeat(3 * CHUNK_BYTES + 17);
         let streamer = {
             let out = out.clone();
@@ -338,25 +375,24 @@ mod tests {
         for i in 2..50 {
             out.respond(&Value::from(i), Ok(b"true".to_vec()));
         }
+        // A result large enough to be written in place.
+        let large = serde_json::to_vec(&"y".repeat(COPY_BELOW + 1)).unwrap();
+        out.respond(&Value::from(50), Ok(large));
         streamer.await.unwrap();
         drop(out);
-        writer.await.unwrap();
-        let all = collect.await.unwrap();
-        let lines: Vec<Value> = all
-            .split(|b| *b == b'\n')
-            .filter(|l| !l.is_empty())
-            .map(|l| serde_json::from_slice(l).unwrap())
-            .collect();
-        assert_eq!(lines.len(), 49);
-        let streamed = lines.iter().find(|v| v["id"] == 1).unwrap();
+        done.await;
+        let got = lines(&shared.0.lock().unwrap());
+        assert_eq!(got.len(), 50);
+        let streamed = got.iter().find(|v| v["id"] == 1).unwrap();
         assert_eq!(streamed["result"].as_str().unwrap().len(), big.len());
+        let framed = got.iter().find(|v| v["id"] == 50).unwrap();
+        assert_eq!(framed["result"].as_str().unwrap().len(), COPY_BELOW + 1);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_stream_that_fails_early_is_an_ordinary_error() {
-        let (reader, writer) = tokio::io::duplex(1024);
-        let (out, task) = Output::new(writer);
-        let writer = tokio::spawn(task);
+        let shared = Shared::default();
+        let (out, done) = Output::new(shared.clone());
         let o = out.clone();
         tokio::task::spawn_blocking(move || {
             o.stream(
@@ -367,14 +403,46 @@ mod tests {
         .await
         .unwrap();
         drop(out);
-        writer.await.unwrap();
-        let mut r = reader;
-        let mut all = Vec::new();
-        tokio::io::AsyncReadExt::read_to_end(&mut r, &mut all)
-            .await
-            .unwrap();
-        let v: Value = serde_json::from_slice(&all).unwrap();
-        assert_eq!(v["id"], 5);
-        assert_eq!(v["error"]["message"], "no rows for you");
+        done.await;
+        let got = lines(&shared.0.lock().unwrap());
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0]["id"], 5);
+        assert_eq!(got[0]["error"]["message"], "no rows for you");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_stream_that_fails_late_ends_its_line_and_then_answers() {
+        let shared = Shared::default();
+        let (out, done) = Output::new(shared.clone());
+        let o = out.clone();
+        tokio::task::spawn_blocking(move || {
+            o.stream(
+                &Value::from(6),
+                Box::new(|_, w| {
+                    w.write_all(&vec![b'['; CHUNK_BYTES + 1])?;
+                    Err(Error::internal("disk went away"))
+                }),
+            )
+        })
+        .await
+        .unwrap();
+        out.respond(&Value::from(7), Ok(b"1".to_vec()));
+        drop(out);
+        done.await;
+        let all = shared.0.lock().unwrap().clone();
+        let mut parts = all.split(|b| *b == b'\n').filter(|l| !l.is_empty());
+        assert_eq!(
+            parts.next().unwrap().len(),
+            CHUNK_BYTES + 1,
+            "the cut line ends"
+        );
+        let error: Value = serde_json::from_slice(parts.next().unwrap()).unwrap();
+        assert_eq!(error["id"], 6);
+        assert!(error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("cut short"));
+        let next: Value = serde_json::from_slice(parts.next().unwrap()).unwrap();
+        assert_eq!(next["id"], 7);
     }
 }

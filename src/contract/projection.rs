@@ -62,7 +62,7 @@ use serde_json::Value;
 
 use crate::store::events::EventRow;
 use crate::store::threads::ThreadRow;
-use crate::text::{compact, truncate_ellipsis, utf16_len, utf16_suffix};
+use crate::text::{compact, truncate_ellipsis_owned, utf16_len, utf16_suffix};
 
 /// Result text limit at `summary`.
 pub const SUMMARY_RESULT_CHARS: usize = 700;
@@ -150,8 +150,8 @@ impl<'a> Projection<'a> {
         let result_text = source.map(|s| {
             let c = compact(s.text);
             match detail {
-                Detail::Summary => truncate_ellipsis(&c, SUMMARY_RESULT_CHARS),
-                Detail::Tail => truncate_ellipsis(&c, TAIL_RESULT_CHARS),
+                Detail::Summary => truncate_ellipsis_owned(c, SUMMARY_RESULT_CHARS),
+                Detail::Tail => truncate_ellipsis_owned(c, TAIL_RESULT_CHARS),
                 Detail::Full => c,
             }
         });
@@ -499,9 +499,9 @@ impl Serialize for EventView<'_> {
                 Some(text) => {
                     let short = match self.detail {
                         Detail::Summary => {
-                            truncate_ellipsis(&compact(&text), SUMMARY_EVENT_TEXT_CHARS)
+                            truncate_ellipsis_owned(compact(&text), SUMMARY_EVENT_TEXT_CHARS)
                         }
-                        _ => truncate_ellipsis(&text, TAIL_EVENT_TEXT_CHARS),
+                        _ => truncate_ellipsis_owned(text, TAIL_EVENT_TEXT_CHARS),
                     };
                     m.serialize_entry(k.as_ref(), &short)?;
                 }

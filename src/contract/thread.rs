@@ -3,6 +3,7 @@
 //! action's valid shape as `Repair:`.
 
 use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::contract::fields::{non_empty_text, type_name, FieldSet};
@@ -350,23 +351,44 @@ impl<'a> Fields<'a> {
 
 // ---- results ---------------------------------------------------------------------------------
 
+/// A snapshot serialized once: results carry it twice (`snapshot` and its alias `thread`),
+/// so both are this one text.
+#[derive(Debug)]
+pub struct SnapshotJson {
+    pub json: Box<RawValue>,
+    pub running: bool,
+    pub detail: Detail,
+    pub next_suggested_actions: &'static [&'static str],
+}
+
+impl SnapshotJson {
+    pub fn new(snapshot: &Snapshot<'_>) -> Result<SnapshotJson> {
+        Ok(SnapshotJson {
+            json: serde_json::value::to_raw_value(snapshot)?,
+            running: snapshot.running,
+            detail: snapshot.detail,
+            next_suggested_actions: snapshot.next_suggested_actions,
+        })
+    }
+}
+
 /// What the details of every single-thread result share: the snapshot (twice: `thread` is an
 /// alias), `running`, `detail` and `nextSuggestedActions`.
 #[derive(Debug, Clone, Copy, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Single<'a> {
-    pub snapshot: &'a Snapshot<'a>,
-    pub thread: &'a Snapshot<'a>,
+    pub snapshot: &'a RawValue,
+    pub thread: &'a RawValue,
     pub running: bool,
     pub detail: Detail,
     pub next_suggested_actions: &'static [&'static str],
 }
 
 impl<'a> Single<'a> {
-    pub fn of(snapshot: &'a Snapshot<'a>) -> Single<'a> {
+    pub fn of(snapshot: &'a SnapshotJson) -> Single<'a> {
         Single {
-            snapshot,
-            thread: snapshot,
+            snapshot: &snapshot.json,
+            thread: &snapshot.json,
             running: snapshot.running,
             detail: snapshot.detail,
             next_suggested_actions: snapshot.next_suggested_actions,
@@ -431,17 +453,18 @@ pub enum Details<'a> {
     },
     /// `wait`'s progress notification.
     Waiting {
-        snapshot: &'a Snapshot<'a>,
-        thread: &'a Snapshot<'a>,
+        snapshot: &'a RawValue,
+        thread: &'a RawValue,
         waited_ms: u64,
         timeout_ms: u64,
     },
 }
 
-/// `list`'s details. `threads` and `snapshots` (its alias) are the same list, written twice.
+/// `list`'s details. `threads` and `snapshots` (its alias) are the same list, written twice
+/// (from one serialized text when the list is held in memory).
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Listed<'a, L> {
+pub struct Listed<'a, L: ?Sized> {
     pub kind: &'static str,
     pub threads: &'a L,
     pub snapshots: &'a L,
@@ -451,7 +474,7 @@ pub struct Listed<'a, L> {
     pub detail: Detail,
 }
 
-impl<'a, L> Listed<'a, L> {
+impl<'a, L: ?Sized> Listed<'a, L> {
     pub fn new(threads: &'a L, count: usize, live_count: usize) -> Self {
         Listed {
             kind: "listed",

@@ -61,6 +61,8 @@ fn from_memory(facts: &[ThreadFacts]) -> Result<Vec<u8>> {
         .map(|f| Projection::new(f, Detail::Summary))
         .collect();
     let snapshots: Vec<Snapshot<'_>> = projections.iter().map(Projection::snapshot).collect();
+    // Written twice (`threads`, `snapshots`), serialized once.
+    let snapshots = serde_json::value::to_raw_value(&snapshots)?;
     let live = facts.iter().filter(|f| f.row.is_live()).count();
     let mut text = String::new();
     let _ = header(&mut text, facts.len(), live);
@@ -70,7 +72,7 @@ fn from_memory(facts: &[ThreadFacts]) -> Result<Vec<u8>> {
     }
     Ok(serde_json::to_vec(&ToolResult::new(
         text,
-        Listed::new(&snapshots, facts.len(), live),
+        Listed::new(&*snapshots, facts.len(), live),
     ))?)
 }
 

@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::Engine;
 use crate::contract::projection::{Detail, Projection, Snapshot};
-use crate::contract::thread::{Details, ListTarget, Single, ThreadRequest};
+use crate::contract::thread::{Details, ListTarget, Single, SnapshotJson, ThreadRequest};
 use crate::contract::{args as argpolicy, naming, ToolResult};
 use crate::error::{Error, ErrorCode, Result};
 use crate::list::{ListQuery, Subtree};
@@ -326,7 +326,7 @@ async fn start(
     reply(
         &text,
         Details::Started {
-            thread: Single::of(&snap),
+            thread: Single::of(&SnapshotJson::new(&snap)?),
             prompt_accepted: outcome.prompt_accepted,
             note: outcome.note.as_deref(),
         },
@@ -410,7 +410,7 @@ async fn poll(e: &Engine, reference: &str, detail: Detail) -> Result<Reply> {
     reply(
         &headline(&snap),
         Details::Polled {
-            thread: Single::of(&snap),
+            thread: Single::of(&SnapshotJson::new(&snap)?),
         },
     )
 }
@@ -456,7 +456,7 @@ async fn send(e: &Engine, reference: &str, message: &str, mode: Option<SendMode>
     reply(
         &text,
         Details::Sent {
-            thread: Single::of(&snap),
+            thread: Single::of(&SnapshotJson::new(&snap)?),
             mode,
             accepted: outcome.accepted,
             error: outcome.error.as_deref(),
@@ -490,7 +490,7 @@ async fn stop(e: &Engine, reference: &str, force: bool) -> Result<Reply> {
     reply(
         &text,
         Details::Stopped {
-            thread: Single::of(&snap),
+            thread: Single::of(&SnapshotJson::new(&snap)?),
             already_closed: (!was_live).then_some(true),
         },
     )
@@ -529,9 +529,10 @@ async fn wait(
         let facts = e.facts(&row.id)?;
         let projection = Projection::new(&facts, Detail::Summary);
         let snap = projection.snapshot();
+        let json = serde_json::value::to_raw_value(&snap)?;
         progress(&Details::Waiting {
-            snapshot: &snap,
-            thread: &snap,
+            snapshot: &json,
+            thread: &json,
             waited_ms: started.elapsed().as_millis() as u64,
             timeout_ms,
         });
@@ -557,7 +558,7 @@ async fn wait(
     reply(
         &text,
         Details::Waited {
-            thread: Single::of(&snap),
+            thread: Single::of(&SnapshotJson::new(&snap)?),
             timed_out,
             waited_ms: waited,
         },
@@ -577,7 +578,7 @@ async fn resume(e: &Engine, reference: &str) -> Result<Reply> {
         return reply(
             &text,
             Details::Resumed {
-                thread: Single::of(&snap),
+                thread: Single::of(&SnapshotJson::new(&snap)?),
                 already_live: true,
             },
         );
@@ -635,7 +636,7 @@ async fn resume(e: &Engine, reference: &str) -> Result<Reply> {
     reply(
         &text,
         Details::Resumed {
-            thread: Single::of(&snap),
+            thread: Single::of(&SnapshotJson::new(&snap)?),
             already_live: false,
         },
     )
@@ -767,7 +768,7 @@ async fn fork(
     reply(
         &text,
         Details::Forked {
-            thread: Single::of(&snap),
+            thread: Single::of(&SnapshotJson::new(&snap)?),
             source_session_file: &source_session_file,
             source_entry_id: source_entry.as_deref(),
         },
@@ -812,7 +813,7 @@ fn archive(e: &Engine, reference: &str, archived: bool) -> Result<Reply> {
     reply(
         &text,
         Details::Archived {
-            thread: Single::of(&snap),
+            thread: Single::of(&SnapshotJson::new(&snap)?),
             archived,
         },
     )
