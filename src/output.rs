@@ -40,7 +40,10 @@ pub type StreamFn = Box<dyn FnOnce(&Value, &mut dyn Write) -> Result<()> + Send>
 impl Reply {
     /// The JSON text of `result` (a typed shape; serializing it cannot fail).
     pub fn json(result: &impl Serialize) -> Result<Reply> {
-        Ok(Reply::Json(serde_json::to_vec(result)?))
+        // Room for a single-thread result, so the buffer rarely grows (a poll is about 6 KB).
+        let mut json = Vec::with_capacity(8 * 1024);
+        serde_json::to_writer(&mut json, result)?;
+        Ok(Reply::Json(json))
     }
 
     /// The result as a value, for in-process callers (`threadbase demo`).

@@ -2,12 +2,12 @@
 //! JavaScript's `length` counts), byte limits in UTF-8 bytes.
 
 /// Length in UTF-16 code units: one per character, two for one outside the BMP (a 4-byte
-/// UTF-8 sequence). Counted over the bytes, so it vectorizes: every byte that is not a
-/// continuation byte starts a character, and a lead byte >= 0xF0 starts a 4-byte one.
+/// UTF-8 sequence, whose lead byte is >= 0xF0). ASCII text is its byte length.
 pub fn utf16_len(s: &str) -> usize {
-    s.bytes()
-        .map(|b| usize::from(b & 0xC0 != 0x80) + usize::from(b >= 0xF0))
-        .sum()
+    if s.is_ascii() {
+        return s.len();
+    }
+    s.chars().count() + s.bytes().filter(|&b| b >= 0xF0).count()
 }
 
 /// The longest prefix of `s` with at most `units` UTF-16 code units (never splits a char).
@@ -83,40 +83,113 @@ fn fits(s: &str, limit: usize) -> bool {
 }
 
 /// Trimmed, with every run of whitespace (Unicode `White_Space`, as `char::is_whitespace`)
-/// turned into one space. One pass over the bytes; only non-ASCII characters are decoded.
+/// turned into one space.
 pub fn compact(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
+    compact_upto(s, usize::MAX)
+}
+
+/// `truncate_ellipsis(&compact(s), limit)`, without compacting more than it keeps.
+pub fn compact_cut(s: &str, limit: usize) -> String {
+    truncate_ellipsis_owned(compact_upto(s, limit), limit)
+}
+
+/// How each byte starts: 0 not whitespace, 1 ASCII whitespace (`\t`..=`\r`, space), 2 the lead
+/// byte of a multi-byte character that may be whitespace (U+0085, U+00A0, U+1680,
+/// U+2000..U+205F, U+3000).
+const CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = 9;
+    while b <= 13 {
+        t[b] = 1;
+        b += 1;
+    }
+    t[b' ' as usize] = 1;
+    t[0xC2] = 2;
+    t[0xE1] = 2;
+    t[0xE2] = 2;
+    t[0xE3] = 2;
+    t
+};
+
+/// The length of the whitespace character at byte `i` (0: none).
+#[inline]
+fn whitespace_at(s: &str, i: usize) -> usize {
+    match s.as_bytes().get(i).map(|b| CLASS[*b as usize]) {
+        None | Some(0) => 0,
+        Some(1) => 1,
+        Some(_) => match s[i..].chars().next() {
+            Some(c) if c.is_whitespace() => c.len_utf8(),
+            _ => 0,
+        },
+    }
+}
+
+/// The compacted text, or (once it would hold more than `limit` UTF-16 units) a prefix of it
+/// holding more than `limit` units. Text between the places where compaction changes
+/// something (a run of whitespace, whitespace other than one space, the ends) is copied a run
+/// at a time.
+fn compact_upto(s: &str, limit: usize) -> String {
     let bytes = s.as_bytes();
-    let (mut i, mut word) = (0, None::<usize>);
-    let mut pending_space = false;
-    while i < bytes.len() {
-        let b = bytes[i];
-        let (space, width) = if b < 0x80 {
-            (matches!(b, b'\t'..=b'\r' | b' '), 1)
-        } else {
-            let c = s[i..].chars().next().unwrap_or(' ');
-            (c.is_whitespace(), c.len_utf8())
-        };
-        match (space, word) {
-            (true, Some(start)) => {
-                if pending_space {
-                    out.push(' ');
+    let n = bytes.len();
+    let mut out = String::with_capacity(n.min(limit.saturating_mul(4).saturating_add(8)));
+    let mut units = 0usize;
+    let mut i = 0;
+    while whitespace_at(s, i) > 0 {
+        i += whitespace_at(s, i);
+    }
+    let mut run = i;
+    // A run is handed over once it is one byte longer than the units the limit has left (it
+    // may then hold more units than are left; a unit is at least one byte), so a long text
+    // stops soon after the limit.
+    let budget = |units: usize| limit.saturating_sub(units).saturating_add(1);
+    let mut flush_at = run.saturating_add(budget(0));
+    loop {
+        // Everything up to the next byte that may start whitespace is kept as it is.
+        let stop = n.min(flush_at);
+        while i < stop && CLASS[bytes[i] as usize] == 0 {
+            i += 1;
+        }
+        if i >= n {
+            break;
+        }
+        if i >= flush_at {
+            if s.is_char_boundary(i) {
+                let piece = &s[run..i];
+                units += utf16_len(piece);
+                out.push_str(piece);
+                run = i;
+                if units > limit {
+                    return out;
                 }
-                out.push_str(&s[start..i]);
-                pending_space = true;
-                word = None;
+                flush_at = i.saturating_add(budget(units));
+            } else {
+                i += 1;
             }
-            (false, None) => word = Some(i),
-            _ => {}
+            continue;
         }
-        i += width;
-    }
-    if let Some(start) = word {
-        if pending_space {
+        let w = whitespace_at(s, i);
+        if w == 0 || (bytes[i] == b' ' && whitespace_at(s, i + 1) == 0 && i + 1 < n) {
+            // Not whitespace after all, or one plain space between two words: kept.
+            i += 1;
+            continue;
+        }
+        let piece = &s[run..i];
+        units += utf16_len(piece);
+        out.push_str(piece);
+        while whitespace_at(s, i) > 0 {
+            i += whitespace_at(s, i);
+        }
+        if i < n {
             out.push(' ');
+            units += 1;
         }
-        out.push_str(&s[start..]);
+        run = i;
+        if units > limit {
+            return out;
+        }
+        flush_at = i.saturating_add(budget(units));
     }
+    out.push_str(&s[run..]);
     out
 }
 
@@ -144,7 +217,11 @@ mod tests {
         fn compact_and_length_match_the_plain_definitions(t in "(\\PC|\\s|\u{85}|\u{A0}|\u{1F600}){0,40}") {
             let plain: usize = t.chars().map(char::len_utf16).sum();
             proptest::prop_assert_eq!(utf16_len(&t), plain);
-            proptest::prop_assert_eq!(compact(&t), t.split_whitespace().collect::<Vec<_>>().join(" "));
+            let plain_compact = t.split_whitespace().collect::<Vec<_>>().join(" ");
+            proptest::prop_assert_eq!(compact(&t), plain_compact.clone());
+            for limit in [0, 1, 2, 3, 5, 8, 13] {
+                proptest::prop_assert_eq!(compact_cut(&t, limit), truncate_ellipsis(&plain_compact, limit));
+            }
         }
     }
 

@@ -150,7 +150,12 @@ fn batched_facts_are_primary_key_lookups() {
         (
             "events_of_threads",
             include_str!("../sql/events_of_threads.sql"),
-            "SEARCH e USING PRIMARY KEY (thread_id=?)",
+            "SEARCH e USING PRIMARY KEY (thread_id=? AND seq>?)",
+        ),
+        (
+            "events_of_threads",
+            include_str!("../sql/events_of_threads.sql"),
+            "SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)",
         ),
         (
             "outputs_of_threads",

@@ -62,7 +62,7 @@ use serde_json::Value;
 
 use crate::store::events::EventRow;
 use crate::store::threads::ThreadRow;
-use crate::text::{compact, truncate_ellipsis_owned, utf16_len, utf16_suffix};
+use crate::text::{compact, compact_cut, truncate_ellipsis, utf16_len, utf16_suffix};
 
 /// Result text limit at `summary`.
 pub const SUMMARY_RESULT_CHARS: usize = 700;
@@ -135,8 +135,9 @@ pub struct Projection<'a> {
     facts: &'a ThreadFacts,
     detail: Detail,
     source: Option<Source<'a>>,
-    /// The compacted, cut result text.
+    /// The compacted, cut result text, and as a JSON string.
     result_text: Option<String>,
+    result_json: Option<Box<RawValue>>,
     /// `tail`: the output tail (with its cut prefix), its full length and whether it was cut.
     output: Option<(String, usize, bool)>,
     /// `tail`/`full`: the stderr text shown and whether anything was cut.
@@ -147,14 +148,15 @@ impl<'a> Projection<'a> {
     pub fn new(facts: &'a ThreadFacts, detail: Detail) -> Projection<'a> {
         let (row, out) = (&facts.row, &facts.out);
         let source = result_source(row, out);
-        let result_text = source.map(|s| {
-            let c = compact(s.text);
-            match detail {
-                Detail::Summary => truncate_ellipsis_owned(c, SUMMARY_RESULT_CHARS),
-                Detail::Tail => truncate_ellipsis_owned(c, TAIL_RESULT_CHARS),
-                Detail::Full => c,
-            }
+        let result_text = source.map(|s| match detail {
+            Detail::Summary => compact_cut(s.text, SUMMARY_RESULT_CHARS),
+            Detail::Tail => compact_cut(s.text, TAIL_RESULT_CHARS),
+            Detail::Full => compact(s.text),
         });
+        // `result.text` and `resultSummary` are the same text: escaped once.
+        let result_json = result_text
+            .as_deref()
+            .and_then(|t| serde_json::value::to_raw_value(t).ok());
         let (output, stderr) = match detail {
             Detail::Summary => (None, None),
             Detail::Tail => {
@@ -188,6 +190,7 @@ impl<'a> Projection<'a> {
             detail,
             source,
             result_text,
+            result_json,
             output,
             stderr,
         }
@@ -203,7 +206,7 @@ impl<'a> Projection<'a> {
             .as_deref()
             .or_else(|| crate::paths::parent_path(&row.path))
             .unwrap_or("/root");
-        let text = self.result_text.as_deref();
+        let text = self.result_json.as_deref();
         let (status, source, char_count) = match self.source {
             Some(s) if s.partial => (
                 ResultStatus::Partial,
@@ -248,6 +251,7 @@ impl<'a> Projection<'a> {
                 char_count,
             },
             result_summary: text,
+            result_text: self.result_text.as_deref(),
             recent_events: RecentEvents {
                 events: &self.facts.events,
                 detail,
@@ -291,7 +295,10 @@ pub struct Snapshot<'a> {
     pub detail: Detail,
     pub result: ResultSummary<'a>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub result_summary: Option<&'a str>,
+    pub result_summary: Option<&'a RawValue>,
+    /// `resultSummary` as text (not serialized: it is the same as `resultSummary`).
+    #[serde(skip)]
+    pub result_text: Option<&'a str>,
     pub recent_events: RecentEvents<'a>,
     pub next_suggested_actions: &'static [&'static str],
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -326,7 +333,8 @@ pub struct Session<'a> {
 #[derive(Debug, Clone, Copy, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ResultSummary<'a> {
-    pub text: Option<&'a str>,
+    /// The text as a JSON string.
+    pub text: Option<&'a RawValue>,
     pub status: ResultStatus,
     pub source: ResultSource,
     pub char_count: usize,
@@ -454,13 +462,18 @@ pub struct RecentEvents<'a> {
     detail: Detail,
 }
 
+/// How many of the newest events `detail` shows (all of them at `full`).
+pub fn recent_event_count(detail: Detail) -> i64 {
+    match detail {
+        Detail::Summary => SUMMARY_EVENTS as i64,
+        Detail::Tail => TAIL_EVENTS as i64,
+        Detail::Full => i64::MAX,
+    }
+}
+
 impl Serialize for RecentEvents<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let keep = match self.detail {
-            Detail::Summary => SUMMARY_EVENTS,
-            Detail::Tail => TAIL_EVENTS,
-            Detail::Full => self.events.len(),
-        };
+        let keep = usize::try_from(recent_event_count(self.detail)).unwrap_or(usize::MAX);
         let shown = &self.events[self.events.len().saturating_sub(keep)..];
         let mut seq = s.serialize_seq(Some(shown.len()))?;
         for e in shown {
@@ -493,15 +506,13 @@ impl Serialize for EventView<'_> {
                 continue;
             }
             match (shortens && k == "text")
-                .then(|| serde_json::from_str::<String>(v.get()).ok())
+                .then(|| serde_json::from_str::<Borrowed<'_>>(v.get()).ok())
                 .flatten()
             {
-                Some(text) => {
+                Some(Borrowed(text)) => {
                     let short = match self.detail {
-                        Detail::Summary => {
-                            truncate_ellipsis_owned(compact(&text), SUMMARY_EVENT_TEXT_CHARS)
-                        }
-                        _ => truncate_ellipsis_owned(text, TAIL_EVENT_TEXT_CHARS),
+                        Detail::Summary => compact_cut(&text, SUMMARY_EVENT_TEXT_CHARS),
+                        _ => truncate_ellipsis(&text, TAIL_EVENT_TEXT_CHARS),
                     };
                     m.serialize_entry(k.as_ref(), &short)?;
                 }
@@ -527,7 +538,7 @@ impl<'de> Deserialize<'de> for DataMembers<'de> {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
                 let mut members: Vec<(Cow<'de, str>, &'de RawValue)> = Vec::new();
-                while let Some(Key(k)) = map.next_key()? {
+                while let Some(Borrowed(k)) = map.next_key()? {
                     let v: &'de RawValue = map.next_value()?;
                     match members.iter_mut().find(|(old, _)| *old == k) {
                         Some(slot) => slot.1 = v,
@@ -541,25 +552,25 @@ impl<'de> Deserialize<'de> for DataMembers<'de> {
     }
 }
 
-/// A map key, borrowed when it has no escapes.
-struct Key<'a>(Cow<'a, str>);
+/// A JSON string, borrowed when it has no escapes.
+struct Borrowed<'a>(Cow<'a, str>);
 
-impl<'de> Deserialize<'de> for Key<'de> {
+impl<'de> Deserialize<'de> for Borrowed<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct K;
         impl<'de> Visitor<'de> for K {
-            type Value = Key<'de>;
+            type Value = Borrowed<'de>;
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str("a string")
             }
             fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(Key(Cow::Borrowed(v)))
+                Ok(Borrowed(Cow::Borrowed(v)))
             }
             fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Key(Cow::Owned(v.to_string())))
+                Ok(Borrowed(Cow::Owned(v.to_string())))
             }
             fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
-                Ok(Key(Cow::Owned(v)))
+                Ok(Borrowed(Cow::Owned(v)))
             }
         }
         d.deserialize_str(K)
@@ -719,7 +730,7 @@ mod tests {
         EventRow {
             seq,
             at: format!("2025-01-01T00:00:{:02}.000Z", seq % 60),
-            kind: kind.into(),
+            kind: kind.to_string().into(),
             data: data.to_string(),
         }
     }

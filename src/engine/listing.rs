@@ -49,7 +49,7 @@ pub(super) fn reply(e: &Engine, q: ListQuery) -> Result<Reply> {
             stream(&store, manager_id, &q, id, w)
         })));
     };
-    let facts = thread_facts(&conn, rows)?;
+    let facts = thread_facts(&conn, rows, Detail::Summary)?;
     drop(conn);
     Ok(Reply::Json(from_memory(&facts)?))
 }
@@ -70,10 +70,12 @@ fn from_memory(facts: &[ThreadFacts]) -> Result<Vec<u8>> {
         let r = &f.row;
         let _ = line(&mut text, &r.path, &r.id, &r.status, &r.phase, &r.name);
     }
-    Ok(serde_json::to_vec(&ToolResult::new(
-        text,
-        Listed::new(&*snapshots, facts.len(), live),
-    ))?)
+    let mut json = Vec::with_capacity(2 * snapshots.get().len() + text.len() + 1024);
+    serde_json::to_writer(
+        &mut json,
+        &ToolResult::new(text, Listed::new(&*snapshots, facts.len(), live)),
+    )?;
+    Ok(json)
 }
 
 /// `N thread(s) (L live, C closed)`.
@@ -226,13 +228,14 @@ impl Serialize for Snapshots<'_> {
         let write_batch = |batch: &mut Vec<ThreadRow>,
                            seq: &mut S::SerializeSeq|
          -> std::result::Result<(), S::Error> {
-            let facts: Vec<ThreadFacts> = match thread_facts(st.conn, std::mem::take(batch)) {
-                Ok(f) => f,
-                Err(e) => {
-                    st.failed(e);
-                    return Err(S::Error::custom("the list could not be read"));
-                }
-            };
+            let facts: Vec<ThreadFacts> =
+                match thread_facts(st.conn, std::mem::take(batch), Detail::Summary) {
+                    Ok(f) => f,
+                    Err(e) => {
+                        st.failed(e);
+                        return Err(S::Error::custom("the list could not be read"));
+                    }
+                };
             for f in &facts {
                 seq.serialize_element(&Projection::new(f, Detail::Summary).snapshot())?;
             }
@@ -383,7 +386,7 @@ mod tests {
             let rows = list::list_at_most(&conn, m, &q, usize::MAX)
                 .unwrap()
                 .unwrap();
-            let want = from_memory(&thread_facts(&conn, rows).unwrap()).unwrap();
+            let want = from_memory(&thread_facts(&conn, rows, Detail::Summary).unwrap()).unwrap();
             drop(conn);
             let mut line = Vec::new();
             stream(&store, m, &q, &Value::from(7), &mut line).unwrap();

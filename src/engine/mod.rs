@@ -16,7 +16,7 @@ use std::time::Duration;
 use rusqlite::OptionalExtension;
 use serde_json::Value;
 
-use crate::contract::projection::{OutputFacts, ThreadFacts};
+use crate::contract::projection::{recent_event_count, Detail, OutputFacts, ThreadFacts};
 use crate::error::{Error, ErrorCode, Result};
 use crate::output::Reply;
 use crate::runtime::{Runtime, RuntimeConfig};
@@ -42,9 +42,14 @@ fn output_row(r: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<OutputFac
     })
 }
 
-/// The facts of `rows` (in their order) in two more queries whatever their number: the
-/// retained output and the retained events of all of them.
-pub fn thread_facts(conn: &rusqlite::Connection, rows: Vec<ThreadRow>) -> Result<Vec<ThreadFacts>> {
+/// The facts of `rows` (in their order) for a projection at `detail`, in two more queries
+/// whatever their number: the retained output of all of them, and the retained events each
+/// shows at that detail (only its last few: they are what the snapshot shows).
+pub fn thread_facts(
+    conn: &rusqlite::Connection,
+    rows: Vec<ThreadRow>,
+    detail: Detail,
+) -> Result<Vec<ThreadFacts>> {
     if rows.is_empty() {
         return Ok(Vec::new());
     }
@@ -60,7 +65,7 @@ pub fn thread_facts(conn: &rusqlite::Connection, rows: Vec<ThreadRow>) -> Result
             }
         }
     }
-    let events = events::rows_of_threads(conn, &ids, rows.len())?;
+    let events = events::rows_of_threads(conn, &ids, rows.len(), recent_event_count(detail))?;
     Ok(rows
         .into_iter()
         .zip(outs)

@@ -86,7 +86,7 @@ fn headline(snap: &Snapshot<'_>) -> String {
         "{} ({}) is {} / {}",
         snap.path, snap.id, snap.status, snap.phase
     );
-    if let Some(r) = snap.result_summary {
+    if let Some(r) = snap.result_text {
         s.push_str(&format!(". Result: {r}"));
     }
     s
