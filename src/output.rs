@@ -298,7 +298,12 @@ impl Drop for LineSink {
 }
 
 impl Write for LineSink {
+    #[inline]
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        if data.len() < CHUNK_BYTES - self.buf.len() {
+            self.buf.extend_from_slice(data);
+            return Ok(data.len());
+        }
         let room = CHUNK_BYTES - self.buf.len();
         let n = data.len().min(room);
         self.buf.extend_from_slice(&data[..n]);
@@ -306,6 +311,15 @@ impl Write for LineSink {
             self.hand_over()?;
         }
         Ok(n)
+    }
+
+    /// Most writes are small pieces from the serializer: one copy into the chunk.
+    fn write_all(&mut self, mut data: &[u8]) -> io::Result<()> {
+        while !data.is_empty() {
+            let n = self.write(data)?;
+            data = &data[n..];
+        }
+        Ok(())
     }
 
     fn flush(&mut self) -> io::Result<()> {

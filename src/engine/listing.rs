@@ -6,18 +6,21 @@
 //!
 //! 1. the counts (the content text starts with them);
 //! 2. the content text, one line per thread;
-//! 3. and 4. `details.threads` and `details.snapshots` (its alias, the same list again): the
-//!    rows in batches of [`BATCH`], each batch's output and events in two queries, each
-//!    snapshot serialized straight into the line.
+//! 3. `details.threads`: the rows in batches of [`BATCH`], each batch's output and events in
+//!    two queries, each snapshot serialized once into the line and into a spill file beside
+//!    the database;
+//! 4. `details.snapshots` (its alias, the same list again): the spill file copied (or, when
+//!    it could not be written, pass 3 again without it).
 //!
 //! A failure after the first byte cannot be taken back: the line is left unfinished (never a
 //! valid but shortened answer) and the error response for the same id follows it.
 
 use std::cell::RefCell;
 use std::fmt;
+use std::io::{Seek, Write};
 
 use rusqlite::Connection;
-use serde::ser::{Error as _, SerializeSeq, Serializer};
+use serde::ser::Serializer;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -27,7 +30,7 @@ use crate::contract::thread::Listed;
 use crate::contract::ToolResult;
 use crate::error::{Error, Result};
 use crate::list::{self, ListQuery};
-use crate::output::{Reply, Response};
+use crate::output::Reply;
 use crate::store::threads::{col, ThreadRow};
 use crate::store::Store;
 
@@ -100,13 +103,34 @@ fn line(
     write!(f, "\n- {path} ({id}) {status}/{phase} \"{name}\"")
 }
 
-/// Writes the whole response line of a long list.
+/// The holes of a streamed list's template: the text, then the list (twice). Serialized, a
+/// marker is a JSON string starting with U+0000, which nothing else in the template holds.
+const TEXT_HOLE: &str = "\u{0}text";
+const LIST_HOLE: &str = "\u{0}list";
+
+/// Writes the whole response line of a long list. Its shape is the in-memory answer's: the
+/// same `ToolResult` / `Listed` structs are serialized with markers where the text and the
+/// lists go, and the line is that template with the holes filled as the rows are read. The
+/// snapshots are written to the line and to a spill file beside the database, which is then
+/// copied for `details.snapshots`; without a spill file the rows are read a second time.
 fn stream(
     store: &Store,
     manager_id: i64,
     q: &ListQuery,
     id: &Value,
-    w: &mut dyn std::io::Write,
+    w: &mut dyn Write,
+) -> Result<()> {
+    stream_spilling(store, manager_id, q, id, w, store.path().parent())
+}
+
+/// [`stream`], spilling into `spill_dir` (none: the rows are read twice).
+fn stream_spilling(
+    store: &Store,
+    manager_id: i64,
+    q: &ListQuery,
+    id: &Value,
+    w: &mut dyn Write,
+    spill_dir: Option<&std::path::Path>,
 ) -> Result<()> {
     let conn = store.read()?;
     // One read transaction: the passes below see the same rows.
@@ -119,6 +143,19 @@ fn stream(
         }
         Ok(true)
     })?;
+    let template = serde_json::to_string(&ToolResult::new(
+        TEXT_HOLE,
+        Listed::new(LIST_HOLE, count, live),
+    ))?;
+    let text_hole = serde_json::to_string(TEXT_HOLE)?;
+    let list_hole = serde_json::to_string(LIST_HOLE)?;
+    let (before_text, rest) = template
+        .split_once(&text_hole)
+        .ok_or_else(|| Error::internal("the list template has no text hole"))?;
+    let parts: Vec<&str> = rest.split(&list_hole).collect();
+    let [before_threads, before_snapshots, after] = parts[..] else {
+        return Err(Error::internal("the list template has not two list holes"));
+    };
     let s = Streamed {
         conn: &tx,
         manager_id,
@@ -127,15 +164,87 @@ fn stream(
         live,
         failure: RefCell::new(None),
     };
-    let snapshots = Snapshots(&s);
-    let result = ToolResult::new(Text(&s), Listed::new(&snapshots, count, live));
-    let written = serde_json::to_writer(w, &Response { id, result });
-    if let Some(e) = s.failure.into_inner() {
+    let mut spill = spill_dir
+        .and_then(|dir| tempfile::tempfile_in(dir).ok())
+        .map(|f| std::io::BufWriter::with_capacity(256 * 1024, f));
+    w.write_all(b"{\"id\":")?;
+    serde_json::to_writer(&mut *w, id)?;
+    w.write_all(b",\"result\":")?;
+    w.write_all(before_text.as_bytes())?;
+    let text = serde_json::to_writer(&mut *w, &Text(&s));
+    if let Some(e) = s.failure.borrow_mut().take() {
         return Err(e);
     }
-    written?;
+    text?;
+    w.write_all(before_threads.as_bytes())?;
+    let spilled = snapshots(&s, w, spill.as_mut())?;
+    w.write_all(before_snapshots.as_bytes())?;
+    let copied = match spill.map(std::io::BufWriter::into_inner) {
+        Some(Ok(mut file)) if spilled => {
+            file.seek(std::io::SeekFrom::Start(0))?;
+            std::io::copy(&mut file, w)?;
+            true
+        }
+        _ => false,
+    };
+    if !copied {
+        snapshots(&s, w, None)?;
+    }
+    w.write_all(after.as_bytes())?;
+    w.write_all(b"}")?;
     tx.finish()?;
     Ok(())
+}
+
+/// `[snapshot, …]`: the rows in batches, each batch's output and events in two queries, each
+/// snapshot serialized once and written to `w`, and to `spill` while that works. Returns
+/// whether the whole list is in `spill`.
+fn snapshots(
+    s: &Streamed<'_>,
+    w: &mut dyn Write,
+    spill: Option<&mut std::io::BufWriter<std::fs::File>>,
+) -> Result<bool> {
+    let mut spill = spill;
+    let mut put = |bytes: &[u8]| -> Result<()> {
+        if let Some(f) = spill.as_deref_mut() {
+            if f.write_all(bytes).is_err() {
+                spill = None;
+            }
+        }
+        Ok(w.write_all(bytes)?)
+    };
+    put(b"[")?;
+    let mut element = Vec::with_capacity(8 * 1024);
+    let mut first = true;
+    let mut batch: Vec<ThreadRow> = Vec::with_capacity(BATCH);
+    let mut write_batch = |batch: &mut Vec<ThreadRow>| -> Result<()> {
+        for f in thread_facts(s.conn, std::mem::take(batch), Detail::Summary)? {
+            element.clear();
+            if !first {
+                element.push(b',');
+            }
+            first = false;
+            serde_json::to_writer(
+                &mut element,
+                &Projection::new(&f, Detail::Summary).snapshot(),
+            )?;
+            put(&element)?;
+        }
+        Ok(())
+    };
+    list::each_row(s.conn, s.manager_id, s.q, |r| {
+        batch.push(ThreadRow::from_row(r)?);
+        if batch.len() == BATCH {
+            write_batch(&mut batch)?;
+        }
+        Ok(true)
+    })?;
+    write_batch(&mut batch)?;
+    put(b"]")?;
+    Ok(match spill {
+        Some(f) => f.flush().is_ok(),
+        None => false,
+    })
 }
 
 /// A text column of a thread row, borrowed.
@@ -156,18 +265,8 @@ struct Streamed<'c> {
     q: &'c ListQuery,
     count: usize,
     live: usize,
-    /// The first store error met while writing (serde's own errors cannot carry it).
+    /// The first store error met while writing the text (a `Display` cannot return it).
     failure: RefCell<Option<Error>>,
-}
-
-impl Streamed<'_> {
-    fn failed(&self, e: Error) {
-        self.failure.borrow_mut().get_or_insert(e);
-    }
-
-    fn has_failed(&self) -> bool {
-        self.failure.borrow().is_some()
-    }
 }
 
 /// The content text, a line per thread, written as it is read.
@@ -204,64 +303,12 @@ impl fmt::Display for Text<'_> {
             Ok(written.is_ok())
         });
         if let Err(e) = pass {
-            // Stop here; `details` sees the failure and leaves the line unfinished.
-            s.failed(e);
+            // Stop here (the caller returns the error; the line stays unfinished).
+            self.0.failure.borrow_mut().get_or_insert(e);
             return written;
         }
         written?;
         f.write_str(&piece)
-    }
-}
-
-/// `details.threads` / `details.snapshots`: the snapshots, batch by batch.
-struct Snapshots<'a>(&'a Streamed<'a>);
-
-impl Serialize for Snapshots<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        let st = self.0;
-        if st.has_failed() {
-            return Err(S::Error::custom("the list could not be read"));
-        }
-        let mut seq = s.serialize_seq(Some(st.count))?;
-        let mut batch: Vec<ThreadRow> = Vec::with_capacity(BATCH);
-        let mut ser_error: Option<S::Error> = None;
-        let write_batch = |batch: &mut Vec<ThreadRow>,
-                           seq: &mut S::SerializeSeq|
-         -> std::result::Result<(), S::Error> {
-            let facts: Vec<ThreadFacts> =
-                match thread_facts(st.conn, std::mem::take(batch), Detail::Summary) {
-                    Ok(f) => f,
-                    Err(e) => {
-                        st.failed(e);
-                        return Err(S::Error::custom("the list could not be read"));
-                    }
-                };
-            for f in &facts {
-                seq.serialize_element(&Projection::new(f, Detail::Summary).snapshot())?;
-            }
-            Ok(())
-        };
-        let pass = list::each_row(st.conn, st.manager_id, st.q, |r| {
-            batch.push(ThreadRow::from_row(r)?);
-            if batch.len() == BATCH {
-                if let Err(e) = write_batch(&mut batch, &mut seq) {
-                    ser_error = Some(e);
-                    return Ok(false);
-                }
-            }
-            Ok(true)
-        });
-        if let Some(e) = ser_error {
-            return Err(e);
-        }
-        if let Err(e) = pass {
-            st.failed(e);
-            return Err(S::Error::custom("the list could not be read"));
-        }
-        if !batch.is_empty() {
-            write_batch(&mut batch, &mut seq)?;
-        }
-        seq.end()
     }
 }
 
@@ -394,6 +441,10 @@ mod tests {
             expected.extend_from_slice(&want);
             expected.push(b'}');
             assert!(line == expected, "{q:?}: the streamed line differs");
+            // Without a spill file the rows are read twice, with the same answer.
+            let mut unspilled = Vec::new();
+            stream_spilling(&store, m, &q, &Value::from(7), &mut unspilled, None).unwrap();
+            assert!(unspilled == expected, "{q:?}: the unspilled line differs");
             let v: Value = serde_json::from_slice(&line).unwrap();
             assert_eq!(
                 v["result"]["details"]["threads"], v["result"]["details"]["snapshots"],
