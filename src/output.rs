@@ -107,6 +107,16 @@ impl<'a> ErrorResponse<'a> {
     }
 }
 
+/// stdout as a plain file (a second descriptor of it), so long lines are not scanned for line
+/// ends by the standard library's line buffering; falls back to `std::io::stdout()`.
+pub fn stdout() -> Box<dyn Write + Send> {
+    use std::os::fd::AsFd;
+    match std::io::stdout().as_fd().try_clone_to_owned() {
+        Ok(fd) => Box::new(std::fs::File::from(fd)),
+        Err(_) => Box::new(std::io::stdout()),
+    }
+}
+
 /// What the writer thread receives.
 enum Out {
     Line(Vec<u8>),

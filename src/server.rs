@@ -53,7 +53,7 @@ fn answer_if_unfinished(
 
 /// Serves `engine` on stdin/stdout until stdin closes.
 pub async fn serve(engine: Arc<Engine>) {
-    let (out_tx, write_lines) = Output::new(std::io::stdout());
+    let (out_tx, write_lines) = Output::new(crate::output::stdout());
     let writer = tokio::spawn(write_lines);
     let watcher = tokio::spawn(crate::watcher::run(
         engine.config().db.clone(),

@@ -12,6 +12,11 @@ pub fn utf16_len(s: &str) -> usize {
 
 /// The longest prefix of `s` with at most `units` UTF-16 code units (never splits a char).
 pub fn utf16_prefix(s: &str, units: usize) -> &str {
+    let end = units.min(s.len());
+    if s.as_bytes()[..end].is_ascii() && s.is_char_boundary(end) {
+        // `end` ASCII characters, one unit each; the next character (if any) would not fit.
+        return &s[..end];
+    }
     let mut used = 0;
     for (i, c) in s.char_indices() {
         used += c.len_utf16();
@@ -111,6 +116,25 @@ const CLASS: [u8; 256] = {
     t
 };
 
+/// True when compacting cannot change `b`: no whitespace but single spaces between words, and
+/// no byte that may start non-ASCII whitespace. Written without early exits, so it
+/// vectorizes; a text it is unsure of takes the careful path.
+fn is_compact(b: &[u8]) -> bool {
+    let (Some(&first), Some(&last)) = (b.first(), b.last()) else {
+        return true;
+    };
+    let odd = b.iter().fold(0u8, |acc, &x| {
+        acc | u8::from(x.wrapping_sub(9) < 5)
+            | u8::from(x == 0xC2)
+            | u8::from(x.wrapping_sub(0xE1) < 3)
+    });
+    let doubled = b
+        .iter()
+        .zip(&b[1..])
+        .fold(0u8, |acc, (&x, &y)| acc | u8::from(x == b' ' && y == b' '));
+    odd == 0 && doubled == 0 && first != b' ' && last != b' '
+}
+
 /// The length of the whitespace character at byte `i` (0: none).
 #[inline]
 fn whitespace_at(s: &str, i: usize) -> usize {
@@ -129,6 +153,10 @@ fn whitespace_at(s: &str, i: usize) -> usize {
 /// something (a run of whitespace, whitespace other than one space, the ends) is copied a run
 /// at a time.
 fn compact_upto(s: &str, limit: usize) -> String {
+    if is_compact(s.as_bytes()) {
+        // More than `limit` units when `s` has them (a character is at most 2 units).
+        return utf16_prefix(s, limit.saturating_add(2)).to_string();
+    }
     let bytes = s.as_bytes();
     let n = bytes.len();
     let mut out = String::with_capacity(n.min(limit.saturating_mul(4).saturating_add(8)));
@@ -201,6 +229,8 @@ mod tests {
     fn counts_like_javascript() {
         assert_eq!(utf16_len("a😀"), 3);
         assert_eq!(utf16_prefix("a😀b", 2), "a");
+        assert_eq!(utf16_prefix("ab😀", 2), "ab");
+        assert_eq!(utf16_prefix("abc", 5), "abc");
         assert_eq!(utf16_suffix("a😀b", 3), "😀b");
         assert_eq!(byte_suffix("héllo", 4), "llo");
         assert_eq!(truncate_ellipsis("abcdef", 4), "abc…");
@@ -217,6 +247,11 @@ mod tests {
         fn compact_and_length_match_the_plain_definitions(t in "(\\PC|\\s|\u{85}|\u{A0}|\u{1F600}){0,40}") {
             let plain: usize = t.chars().map(char::len_utf16).sum();
             proptest::prop_assert_eq!(utf16_len(&t), plain);
+            for units in [0, 1, 2, 3, 7, 40] {
+                let mut used = 0;
+                let want: String = t.chars().take_while(|c| { used += c.len_utf16(); used <= units }).collect();
+                proptest::prop_assert_eq!(utf16_prefix(&t, units), want.as_str());
+            }
             let plain_compact = t.split_whitespace().collect::<Vec<_>>().join(" ");
             proptest::prop_assert_eq!(compact(&t), plain_compact.clone());
             for limit in [0, 1, 2, 3, 5, 8, 13] {

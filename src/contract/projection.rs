@@ -495,7 +495,10 @@ struct EventView<'a> {
 impl Serialize for EventView<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let e = self.event;
-        let data = serde_json::from_str::<DataMembers<'_>>(&e.data).unwrap_or_default();
+        let data = match e.data.as_str() {
+            "{}" => DataMembers::default(),
+            text => serde_json::from_str::<DataMembers<'_>>(text).unwrap_or_default(),
+        };
         let mut m = s.serialize_map(Some(3 + data.0.len()))?;
         m.serialize_entry("seq", &e.seq)?;
         m.serialize_entry("at", &e.at)?;
