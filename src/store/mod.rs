@@ -95,11 +95,17 @@ impl Store {
             )
             .with_init(|c| {
                 configure(c)?;
-                c.execute_batch("PRAGMA query_only = ON;")
+                // 1 MiB of page cache per reader (SQLite's default is 2 MiB): the hot lookups
+                // touch a few index pages, a long list streams past any cache, and eight
+                // readers at the default held most of an idle serve's memory on a big file.
+                c.execute_batch("PRAGMA query_only = ON; PRAGMA cache_size = -1024;")
             });
         let readers = r2d2::Pool::builder()
             .max_size(8)
             .min_idle(Some(1))
+            // A connection to a local file does not go stale; the check ran a statement on
+            // every checkout (a poll checks out three).
+            .test_on_check_out(false)
             .connection_timeout(BUSY_TIMEOUT)
             .build(manager)?;
         Ok(Store {
