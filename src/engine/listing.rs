@@ -4,16 +4,15 @@
 //! thread, so every pass sees the same rows, and passes over the list query that never hold
 //! more than [`BATCH`] threads:
 //!
-//! 1. the counts (the content text starts with them);
-//! 2. the content text, one line per thread;
-//! 3. `details.threads`: the rows in batches of [`BATCH`], each batch's output and events in
-//!    two queries, each snapshot serialized once into the line and into a spill file beside
-//!    the database;
-//! 4. `details.snapshots` (its alias, the same list again): the spill file copied (or, when
-//!    it could not be written, pass 3 again without it).
+//! one pass over the rows, in batches of [`BATCH`] (each batch's output and events in two
+//! queries), writes the content text and the snapshots (each serialized once) into two spill
+//! files beside the database; the line is then written from them: the text, then the list
+//! twice (`details.threads` and its alias `details.snapshots`).
 //!
-//! A failure after the first byte cannot be taken back: the line is left unfinished (never a
-//! valid but shortened answer) and the error response for the same id follows it.
+//! Without room for spill files, the rows are read four times instead (counts, text, the list
+//! twice) and written straight into the line. A failure after the first byte cannot be taken
+//! back: the line is left unfinished (never a valid but shortened answer) and the error
+//! response for the same id follows it.
 
 use std::cell::RefCell;
 use std::fmt;
@@ -108,11 +107,52 @@ fn line(
 const TEXT_HOLE: &str = "\u{0}text";
 const LIST_HOLE: &str = "\u{0}list";
 
-/// Writes the whole response line of a long list. Its shape is the in-memory answer's: the
-/// same `ToolResult` / `Listed` structs are serialized with markers where the text and the
-/// lists go, and the line is that template with the holes filled as the rows are read. The
-/// snapshots are written to the line and to a spill file beside the database, which is then
-/// copied for `details.snapshots`; without a spill file the rows are read a second time.
+/// A streamed list's template: the in-memory answer's `ToolResult` / `Listed` structs
+/// serialized with markers where the text and the lists go, cut at the markers.
+struct Template {
+    json: String,
+    /// Where the text hole and the two list holes start and end.
+    holes: [(usize, usize); 3],
+}
+
+impl Template {
+    fn new(count: usize, live: usize) -> Result<Template> {
+        let json = serde_json::to_string(&ToolResult::new(
+            TEXT_HOLE,
+            Listed::new(LIST_HOLE, count, live),
+        ))?;
+        let find = |marker: &str, from: usize| -> Result<(usize, usize)> {
+            let m = serde_json::to_string(marker)?;
+            let at = json[from..]
+                .find(&m)
+                .map(|i| from + i)
+                .ok_or_else(|| Error::internal("the list template lost a hole"))?;
+            Ok((at, at + m.len()))
+        };
+        let text = find(TEXT_HOLE, 0)?;
+        let threads = find(LIST_HOLE, text.1)?;
+        let snapshots = find(LIST_HOLE, threads.1)?;
+        Ok(Template {
+            holes: [text, threads, snapshots],
+            json,
+        })
+    }
+
+    /// The template's text before hole `i` (after hole `i - 1`); `i == 3`: after the last.
+    fn part(&self, i: usize) -> &[u8] {
+        let from = if i == 0 { 0 } else { self.holes[i - 1].1 };
+        let to = self.holes.get(i).map_or(self.json.len(), |h| h.0);
+        &self.json.as_bytes()[from..to]
+    }
+}
+
+/// Writes the whole response line of a long list, its shape the [`Template`]'s. One pass over
+/// the rows writes the content text and the snapshots (each serialized once) into two spill
+/// files beside the database while counting; the line is then the template with the text
+/// copied into its hole and the snapshots copied into both list holes. Nothing reaches the
+/// line before every row was read, so a failure on the way is an ordinary error. Without
+/// room for spill files the rows are read in four passes instead (counts, text, and the list
+/// twice) and written straight into the line.
 fn stream(
     store: &Store,
     manager_id: i64,
@@ -123,7 +163,7 @@ fn stream(
     stream_spilling(store, manager_id, q, id, w, store.path().parent())
 }
 
-/// [`stream`], spilling into `spill_dir` (none: the rows are read twice).
+/// [`stream`], spilling into `spill_dir` (none: the rows are read four times).
 fn stream_spilling(
     store: &Store,
     manager_id: i64,
@@ -133,118 +173,199 @@ fn stream_spilling(
     spill_dir: Option<&std::path::Path>,
 ) -> Result<()> {
     let conn = store.read()?;
-    // One read transaction: the passes below see the same rows.
+    // One read transaction: every pass sees the same rows.
     let tx = conn.unchecked_transaction()?;
-    let (mut count, mut live) = (0, 0);
-    list::each_row(&tx, manager_id, q, |r| {
-        count += 1;
-        if text_at(r, col::STATUS)? == "live" {
-            live += 1;
-        }
-        Ok(true)
-    })?;
-    let template = serde_json::to_string(&ToolResult::new(
-        TEXT_HOLE,
-        Listed::new(LIST_HOLE, count, live),
-    ))?;
-    let text_hole = serde_json::to_string(TEXT_HOLE)?;
-    let list_hole = serde_json::to_string(LIST_HOLE)?;
-    let (before_text, rest) = template
-        .split_once(&text_hole)
-        .ok_or_else(|| Error::internal("the list template has no text hole"))?;
-    let parts: Vec<&str> = rest.split(&list_hole).collect();
-    let [before_threads, before_snapshots, after] = parts[..] else {
-        return Err(Error::internal("the list template has not two list holes"));
+    let spills = spill_dir.and_then(|dir| {
+        let text = tempfile::tempfile_in(dir).ok()?;
+        let list = tempfile::tempfile_in(dir).ok()?;
+        Some((text, list))
+    });
+    let spilled = match spills {
+        Some((text, list)) => spill_pass(&tx, manager_id, q, text, list)?,
+        None => None,
     };
-    let s = Streamed {
-        conn: &tx,
-        manager_id,
-        q,
-        count,
-        live,
-        failure: RefCell::new(None),
-    };
-    let mut spill = spill_dir
-        .and_then(|dir| tempfile::tempfile_in(dir).ok())
-        .map(|f| std::io::BufWriter::with_capacity(256 * 1024, f));
     w.write_all(b"{\"id\":")?;
     serde_json::to_writer(&mut *w, id)?;
     w.write_all(b",\"result\":")?;
-    w.write_all(before_text.as_bytes())?;
-    let text = serde_json::to_writer(&mut *w, &Text(&s));
-    if let Some(e) = s.failure.borrow_mut().take() {
-        return Err(e);
-    }
-    text?;
-    w.write_all(before_threads.as_bytes())?;
-    let spilled = snapshots(&s, w, spill.as_mut())?;
-    w.write_all(before_snapshots.as_bytes())?;
-    let copied = match spill.map(std::io::BufWriter::into_inner) {
-        Some(Ok(mut file)) if spilled => {
-            file.seek(std::io::SeekFrom::Start(0))?;
-            std::io::copy(&mut file, w)?;
-            true
+    match spilled {
+        Some(Spilled {
+            count,
+            live,
+            mut text,
+            mut list,
+        }) => {
+            let t = Template::new(count, live)?;
+            w.write_all(t.part(0))?;
+            let mut head = String::new();
+            let _ = header(&mut head, count, live);
+            let quoted = serde_json::to_string(&head)?;
+            w.write_all(&quoted.as_bytes()[..quoted.len() - 1])?;
+            copy_from_start(&mut text, w)?;
+            w.write_all(b"\"")?;
+            w.write_all(t.part(1))?;
+            copy_from_start(&mut list, w)?;
+            w.write_all(t.part(2))?;
+            copy_from_start(&mut list, w)?;
+            w.write_all(t.part(3))?;
         }
-        _ => false,
-    };
-    if !copied {
-        snapshots(&s, w, None)?;
+        None => {
+            let (mut count, mut live) = (0, 0);
+            list::each_row(&tx, manager_id, q, |r| {
+                count += 1;
+                if text_at(r, col::STATUS)? == "live" {
+                    live += 1;
+                }
+                Ok(true)
+            })?;
+            let t = Template::new(count, live)?;
+            let s = Streamed {
+                conn: &tx,
+                manager_id,
+                q,
+                count,
+                live,
+                failure: RefCell::new(None),
+            };
+            w.write_all(t.part(0))?;
+            let text = serde_json::to_writer(&mut *w, &Text(&s));
+            if let Some(e) = s.failure.borrow_mut().take() {
+                return Err(e);
+            }
+            text?;
+            w.write_all(t.part(1))?;
+            snapshots(&tx, manager_id, q, w)?;
+            w.write_all(t.part(2))?;
+            snapshots(&tx, manager_id, q, w)?;
+            w.write_all(t.part(3))?;
+        }
     }
-    w.write_all(after.as_bytes())?;
     w.write_all(b"}")?;
     tx.finish()?;
     Ok(())
 }
 
-/// `[snapshot, …]`: the rows in batches, each batch's output and events in two queries, each
-/// snapshot serialized once and written to `w`, and to `spill` while that works. Returns
-/// whether the whole list is in `spill`.
-fn snapshots(
-    s: &Streamed<'_>,
-    w: &mut dyn Write,
-    spill: Option<&mut std::io::BufWriter<std::fs::File>>,
-) -> Result<bool> {
-    let mut spill = spill;
-    let mut put = |bytes: &[u8]| -> Result<()> {
-        if let Some(f) = spill.as_deref_mut() {
-            if f.write_all(bytes).is_err() {
-                spill = None;
-            }
+/// What one pass left in the spill files: the counts, the content text's lines (escaped for a
+/// JSON string) and the snapshots as a JSON array.
+struct Spilled {
+    count: usize,
+    live: usize,
+    text: std::fs::File,
+    list: std::fs::File,
+}
+
+fn copy_from_start(file: &mut std::fs::File, w: &mut dyn Write) -> Result<()> {
+    file.seek(std::io::SeekFrom::Start(0))?;
+    std::io::copy(file, w)?;
+    Ok(())
+}
+
+/// The one pass over the rows into the spill files; `None` when a spill file could not be
+/// written (the caller reads the rows without them).
+fn spill_pass(
+    conn: &Connection,
+    manager_id: i64,
+    q: &ListQuery,
+    text: std::fs::File,
+    list: std::fs::File,
+) -> Result<Option<Spilled>> {
+    let mut text = std::io::BufWriter::with_capacity(256 * 1024, text);
+    let mut list = std::io::BufWriter::with_capacity(256 * 1024, list);
+    let (mut count, mut live) = (0, 0);
+    let mut spill_ok = list.write_all(b"[").is_ok();
+    let mut lines = String::with_capacity(BATCH * 160);
+    let mut escaped = Vec::with_capacity(BATCH * 170);
+    let mut batch: Vec<ThreadRow> = Vec::with_capacity(BATCH);
+    let mut first = true;
+    let mut write_batch = |batch: &mut Vec<ThreadRow>, spill_ok: &mut bool| -> Result<()> {
+        lines.clear();
+        for r in batch.iter() {
+            let _ = line(&mut lines, &r.path, &r.id, &r.status, &r.phase, &r.name);
         }
-        Ok(w.write_all(bytes)?)
+        escaped.clear();
+        serde_json::to_writer(&mut escaped, lines.as_str())?;
+        let inner = &escaped[1..escaped.len() - 1];
+        *spill_ok = *spill_ok && text.write_all(inner).is_ok();
+        let facts = thread_facts(conn, std::mem::take(batch), Detail::Summary)?;
+        let written = write_snapshots(&facts, first, &mut list);
+        first = false;
+        written.or_else(|e| match e.code {
+            crate::error::ErrorCode::Io => {
+                *spill_ok = false;
+                Ok(())
+            }
+            _ => Err(e),
+        })?;
+        Ok(())
     };
-    put(b"[")?;
+    list::each_row(conn, manager_id, q, |r| {
+        let row = ThreadRow::from_row(r)?;
+        count += 1;
+        if row.is_live() {
+            live += 1;
+        }
+        batch.push(row);
+        if batch.len() == BATCH {
+            write_batch(&mut batch, &mut spill_ok)?;
+        }
+        Ok(spill_ok)
+    })?;
+    if !batch.is_empty() {
+        write_batch(&mut batch, &mut spill_ok)?;
+    }
+    spill_ok = spill_ok && list.write_all(b"]").is_ok();
+    let (Ok(text), Ok(list)) = (text.into_inner(), list.into_inner()) else {
+        return Ok(None);
+    };
+    Ok(spill_ok.then_some(Spilled {
+        count,
+        live,
+        text,
+        list,
+    }))
+}
+
+/// Each snapshot of `facts`, serialized once, comma-separated (a leading comma unless this is
+/// the list's first batch).
+fn write_snapshots(facts: &[ThreadFacts], first: bool, w: &mut dyn Write) -> Result<()> {
     let mut element = Vec::with_capacity(8 * 1024);
+    for (i, f) in facts.iter().enumerate() {
+        element.clear();
+        if i > 0 || !first {
+            element.push(b',');
+        }
+        serde_json::to_writer(
+            &mut element,
+            &Projection::new(f, Detail::Summary).snapshot(),
+        )?;
+        w.write_all(&element)?;
+    }
+    Ok(())
+}
+
+/// `[snapshot, …]` straight into the line: the rows in batches, each batch's output and
+/// events in two queries.
+fn snapshots(conn: &Connection, manager_id: i64, q: &ListQuery, w: &mut dyn Write) -> Result<()> {
+    w.write_all(b"[")?;
     let mut first = true;
     let mut batch: Vec<ThreadRow> = Vec::with_capacity(BATCH);
     let mut write_batch = |batch: &mut Vec<ThreadRow>| -> Result<()> {
-        for f in thread_facts(s.conn, std::mem::take(batch), Detail::Summary)? {
-            element.clear();
-            if !first {
-                element.push(b',');
-            }
-            first = false;
-            serde_json::to_writer(
-                &mut element,
-                &Projection::new(&f, Detail::Summary).snapshot(),
-            )?;
-            put(&element)?;
-        }
+        let facts = thread_facts(conn, std::mem::take(batch), Detail::Summary)?;
+        write_snapshots(&facts, first, w)?;
+        first = false;
         Ok(())
     };
-    list::each_row(s.conn, s.manager_id, s.q, |r| {
+    list::each_row(conn, manager_id, q, |r| {
         batch.push(ThreadRow::from_row(r)?);
         if batch.len() == BATCH {
             write_batch(&mut batch)?;
         }
         Ok(true)
     })?;
-    write_batch(&mut batch)?;
-    put(b"]")?;
-    Ok(match spill {
-        Some(f) => f.flush().is_ok(),
-        None => false,
-    })
+    if !batch.is_empty() {
+        write_batch(&mut batch)?;
+    }
+    w.write_all(b"]")?;
+    Ok(())
 }
 
 /// A text column of a thread row, borrowed.
