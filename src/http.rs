@@ -41,12 +41,16 @@ use hyper::body::{Body as _, Incoming};
 use hyper::header::{HeaderValue, AUTHORIZATION, CONNECTION};
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Semaphore};
 
+use crate::contract::worker::Workers;
 use crate::error::{Error, ErrorCode, Result};
+use crate::output::ErrorBody;
 use crate::Store;
 
 /// The largest accepted request body (1 MiB).
@@ -80,10 +84,10 @@ const LINGER_BYTES: usize = 4 * MAX_BODY;
 /// the database.
 pub trait WorkerRpc: Send + Sync {
     /// The workers of the given coordinators. Read-only.
-    fn snapshot(&self, ids: &[String]) -> Result<Value>;
+    fn snapshot(&self, ids: &[String]) -> Result<Box<RawValue>>;
     /// Clears the hidden state of the given coordinators' hidden workers (the override becomes
     /// false, even for PASS workers), then returns them as [`WorkerRpc::snapshot`] does.
-    fn restore(&self, ids: &[String]) -> Result<Value>;
+    fn restore(&self, ids: &[String]) -> Result<Box<RawValue>>;
 }
 
 /// [`WorkerRpc`] straight over the database: one indexed query per call for the views, and one
@@ -100,13 +104,14 @@ impl StoreWorkerRpc {
 
 /// Views come from the engine's one WorkerView builder, so HTTP and `serve` answer alike.
 impl WorkerRpc for StoreWorkerRpc {
-    fn snapshot(&self, ids: &[String]) -> Result<Value> {
-        let conn = self.store.read()?;
-        Ok(json!({ "workers": crate::engine::snapshot_workers(&conn, ids)? }))
+    fn snapshot(&self, ids: &[String]) -> Result<Box<RawValue>> {
+        let facts = crate::engine::snapshot_workers(&*self.store.read()?, ids)?;
+        Ok(serde_json::value::to_raw_value(&Workers::of(&facts))?)
     }
 
-    fn restore(&self, ids: &[String]) -> Result<Value> {
-        Ok(json!({ "workers": crate::engine::restore_workers(&self.store, ids)? }))
+    fn restore(&self, ids: &[String]) -> Result<Box<RawValue>> {
+        let facts = crate::engine::restore_workers(&self.store, ids)?;
+        Ok(serde_json::value::to_raw_value(&Workers::of(&facts))?)
     }
 }
 
@@ -186,15 +191,29 @@ pub fn token_matches(presented: &str, token: &str) -> bool {
 }
 
 /// An HTTP response: status, JSON body, extra headers.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Response {
     pub status: u16,
-    pub body: Value,
+    /// The JSON body.
+    pub body: Box<RawValue>,
     pub headers: Vec<(&'static str, String)>,
 }
 
+/// `{"error": {"code", "message"}}`.
+fn error_body(code: &str, message: &str) -> Box<RawValue> {
+    #[derive(Serialize)]
+    struct Doc<'a> {
+        error: ErrorBody<'a>,
+    }
+    let doc = Doc {
+        error: ErrorBody { code, message },
+    };
+    // Strings only: serializing cannot fail.
+    serde_json::value::to_raw_value(&doc).unwrap_or_default()
+}
+
 impl Response {
-    fn ok(body: Value) -> Self {
+    fn ok(body: Box<RawValue>) -> Self {
         Response {
             status: 200,
             body,
@@ -206,7 +225,7 @@ impl Response {
     pub fn error(status: u16, code: &str, message: impl Into<String>) -> Self {
         Response {
             status,
-            body: json!({ "error": { "code": code, "message": message.into() } }),
+            body: error_body(code, &message.into()),
             headers: Vec::new(),
         }
     }
@@ -230,7 +249,7 @@ impl Response {
 
     /// The response hyper writes; `keep_alive: false` adds `Connection: close`.
     fn into_hyper(self, keep_alive: bool) -> hyper::Response<Full<Bytes>> {
-        let mut out = hyper::Response::new(Full::new(Bytes::from(self.body.to_string())));
+        let mut out = hyper::Response::new(Full::new(Bytes::from(String::from(Box::<str>::from(self.body)))));
         *out.status_mut() = hyper::StatusCode::from_u16(self.status)
             .unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
         let headers = out.headers_mut();
@@ -540,6 +559,7 @@ async fn call(method: Method, body: &[u8], rpc: Arc<dyn WorkerRpc>) -> Response 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn checks_run_in_order() {

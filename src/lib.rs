@@ -10,6 +10,7 @@
 //! - [`paths`]: the path grammars of the three contracts.
 //! - [`refs`]: contract A reference resolution.
 //! - [`list`]: list filters.
+//! - [`output`]: `serve`'s response lines (typed results, streamed large ones).
 //! - [`http`]: the threads RPC (snapshot, restore) over HTTP.
 //! - [`check`]: `threadbase check`, the read-only verification of a database.
 //! - [`cli`]: the `threadbase` command line.
@@ -25,6 +26,7 @@ pub mod fuzzing;
 pub mod http;
 pub mod ids;
 pub mod list;
+pub mod output;
 pub mod paths;
 pub mod refs;
 pub mod runtime;

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::paths::descendant_range;
-use crate::store::threads::{query_threads, ThreadRow};
+use crate::store::threads::{query_threads, thread_statement, ThreadRow};
 
 /// `state`: all (default), live or closed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
@@ -98,30 +98,107 @@ pub struct Listing {
     pub closed_count: usize,
 }
 
+/// The statement of a list variant: the general one for the wide filters, and for the two
+/// filters that keep few rows of a big manager (`state: live`, `visibility: archived`) one that
+/// reads only those rows, through a partial index (migrations/V3). `tests/query_plans.rs`
+/// checks the plan of every variant.
+pub fn statement(q: &ListQuery) -> &'static str {
+    let narrow = match (q.state, q.visibility) {
+        (StateFilter::Live, _) => Narrow::Live,
+        (_, VisibilityFilter::Archived) => Narrow::Archived,
+        _ => Narrow::No,
+    };
+    match (&q.subtree, narrow) {
+        (Subtree::Everything, Narrow::No) => include_str!("../sql/list_all.sql"),
+        (Subtree::Everything, Narrow::Live) => include_str!("../sql/list_all_live.sql"),
+        (Subtree::Everything, Narrow::Archived) => include_str!("../sql/list_all_archived.sql"),
+        (Subtree::ChildrenOf(_), Narrow::No) => include_str!("../sql/list_children.sql"),
+        (Subtree::ChildrenOf(_), Narrow::Live) => include_str!("../sql/list_children_live.sql"),
+        (Subtree::ChildrenOf(_), Narrow::Archived) => {
+            include_str!("../sql/list_children_archived.sql")
+        }
+        (Subtree::DescendantsOf(_), Narrow::No) => include_str!("../sql/list_descendants.sql"),
+        (Subtree::DescendantsOf(_), Narrow::Live) => {
+            include_str!("../sql/list_descendants_live.sql")
+        }
+        (Subtree::DescendantsOf(_), Narrow::Archived) => {
+            include_str!("../sql/list_descendants_archived.sql")
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Narrow {
+    No,
+    Live,
+    Archived,
+}
+
+/// Runs the list query of `q` against one manager's threads and hands each row, in list
+/// order, to `f` until it returns `false`.
+pub fn each_row(
+    conn: &Connection,
+    manager_id: i64,
+    q: &ListQuery,
+    mut f: impl FnMut(&rusqlite::Row<'_>) -> Result<bool>,
+) -> Result<()> {
+    let sql = statement(q);
+    let mut stmt = thread_statement(conn, sql)?;
+    // Each statement names only the parameters it uses; bind those.
+    let (state, visibility) = (q.state.sql(), q.visibility.sql());
+    let (parent, range) = match &q.subtree {
+        Subtree::Everything => (None, None),
+        Subtree::ChildrenOf(p) => (Some(p.as_str()), Some(descendant_range(p))),
+        Subtree::DescendantsOf(a) => (None, Some(descendant_range(a))),
+    };
+    let mut bind = |name: &str, value: &dyn rusqlite::ToSql| -> Result<()> {
+        if let Some(i) = stmt.parameter_index(name)? {
+            stmt.raw_bind_parameter(i, value)?;
+        }
+        Ok(())
+    };
+    bind(":manager", &manager_id)?;
+    bind(":state", &state)?;
+    bind(":visibility", &visibility)?;
+    bind(":parent", &parent)?;
+    if let Some((lo, hi)) = &range {
+        bind(":lo", lo)?;
+        bind(":hi", hi)?;
+    }
+    let mut rows = stmt.raw_query();
+    while let Some(r) = rows.next()? {
+        if !f(r)? {
+            break;
+        }
+    }
+    Ok(())
+}
+
 /// Runs a list query against one manager's threads.
 pub fn list(conn: &Connection, manager_id: i64, q: &ListQuery) -> Result<Listing> {
-    let (state, visibility) = (q.state.sql(), q.visibility.sql());
-    let threads = match &q.subtree {
-        Subtree::Everything => query_threads(
-            conn,
-            include_str!("../sql/list_all.sql"),
-            named_params! {":manager": manager_id, ":state": state, ":visibility": visibility},
-        )?,
-        Subtree::ChildrenOf(parent) => query_threads(
-            conn,
-            include_str!("../sql/list_children.sql"),
-            named_params! {":manager": manager_id, ":parent": parent, ":state": state, ":visibility": visibility},
-        )?,
-        Subtree::DescendantsOf(ancestor) => {
-            let (lo, hi) = descendant_range(ancestor);
-            query_threads(
-                conn,
-                include_str!("../sql/list_descendants.sql"),
-                named_params! {":manager": manager_id, ":lo": lo, ":hi": hi, ":state": state, ":visibility": visibility},
-            )?
+    Ok(Listing::from(
+        list_at_most(conn, manager_id, q, usize::MAX)?.unwrap_or_default(),
+    ))
+}
+
+/// The listed rows, or `None` when there are more than `max` (read no further).
+pub fn list_at_most(
+    conn: &Connection,
+    manager_id: i64,
+    q: &ListQuery,
+    max: usize,
+) -> Result<Option<Vec<ThreadRow>>> {
+    let mut rows = Vec::new();
+    let mut over = false;
+    each_row(conn, manager_id, q, |r| {
+        if rows.len() == max {
+            over = true;
+            return Ok(false);
         }
-    };
-    Ok(Listing::from(threads))
+        rows.push(ThreadRow::from_row(r)?);
+        Ok(true)
+    })?;
+    Ok((!over).then_some(rows))
 }
 
 /// Every manager's threads, for the inspection CLI.

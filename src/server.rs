@@ -10,12 +10,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use crate::engine::Engine;
 use crate::error::{Error, ErrorCode};
+use crate::output::{Output, Reply};
 
 /// Longest request line accepted; longer lines get an error response and are skipped.
 pub const MAX_REQUEST_BYTES: usize = 8 << 20;
@@ -36,7 +37,7 @@ async fn stop_children(engine: &Engine) {
 fn answer_if_unfinished(
     pending: &mut HashMap<tokio::task::Id, Value>,
     done: Result<(tokio::task::Id, ()), tokio::task::JoinError>,
-    out: &mpsc::UnboundedSender<Value>,
+    out: &Output,
 ) {
     let (task, failure) = match done {
         Ok((task, ())) => (task, None),
@@ -47,7 +48,7 @@ fn answer_if_unfinished(
         )))),
     };
     if let (Some(id), Some(e)) = (pending.remove(&task), failure) {
-        let _ = out.send(error_response(id, &e));
+        out.respond(&id, Err(&e));
     }
 }
 
@@ -56,20 +57,11 @@ fn answer_if_unfinished(
 /// for a request line then reads it, runs the request and writes the response without
 /// waking another thread.
 pub async fn serve(engine: Arc<Engine>) {
-    // stdin and stdout driven by the reactor (see `stdio`); the guards restore their flags.
+    // stdin driven by the reactor (see `stdio`; the guard restores its flags); stdout written
+    // by a thread of its own with blocking writes (see `output`).
     let (stdin, _stdin_flags) = crate::stdio::stdin();
-    let (stdout, _stdout_flags) = crate::stdio::stdout();
-    let (out_tx, mut out_rx) = mpsc::unbounded_channel::<Value>();
-    let writer = tokio::spawn(async move {
-        let mut stdout = stdout;
-        while let Some(v) = out_rx.recv().await {
-            let mut line = serde_json::to_vec(&v).unwrap_or_default();
-            line.push(b'\n');
-            if stdout.write_all(&line).await.is_err() || stdout.flush().await.is_err() {
-                break;
-            }
-        }
-    });
+    let (out_tx, write_lines) = Output::new(crate::output::stdout());
+    let writer = tokio::spawn(write_lines);
     let watcher = tokio::spawn(tracing::Instrument::in_current_span(crate::watcher::run(
         engine.config().db.clone(),
         engine.store().clone(),
@@ -94,7 +86,7 @@ pub async fn serve(engine: Arc<Engine>) {
         match line {
             LineRead::Eof => break,
             LineRead::TooLong(n) => {
-                let _ = out_tx.send(error_response(Value::Null, &Error::invalid(format!(
+                out_tx.respond(&Value::Null, Err(&Error::invalid(format!(
                     "The request line is {n} bytes, over the {MAX_REQUEST_BYTES}-byte limit; it was skipped. Repair: send smaller requests (one JSON object per line)."
                 ))));
             }
@@ -109,7 +101,7 @@ pub async fn serve(engine: Arc<Engine>) {
                             Err(e) => format!("not valid JSON ({e})"),
                             Ok(_) => "not a JSON object".to_string(),
                         };
-                        let _ = out_tx.send(error_response(Value::Null, &Error::invalid(format!(
+                        out_tx.respond(&Value::Null, Err(&Error::invalid(format!(
                             "The request line is {why}. Repair: send one JSON object per line: {{\"id\": 1, \"method\": \"thread\", \"params\": {{\"action\": \"list\"}}}}."
                         ))));
                         continue;
@@ -128,15 +120,27 @@ pub async fn serve(engine: Arc<Engine>) {
                 let task = requests.spawn(Box::pin(
                     async move {
                         let id = request.get("id").cloned().unwrap_or(Value::Null);
-                        let response = match handle(&engine, &request, &out).await {
-                            Ok(result) => json!({"id": id, "result": result}),
+                        match handle(&engine, &request, &out).await {
+                            Ok(Reply::Json(result)) => out.respond(&id, Ok(result)),
+                            // A result too large to hold is written as it is produced, from a
+                            // blocking thread.
+                            Ok(Reply::Stream(write)) => {
+                                let o = out.clone();
+                                let span = tracing::Span::current();
+                                let streamed = tokio::task::spawn_blocking(move || {
+                                    span.in_scope(|| o.stream(&id, write))
+                                })
+                                .await;
+                                if let Err(e) = streamed {
+                                    std::panic::resume_unwind(e.into_panic());
+                                }
+                            }
                             Err(e) => {
                                 tracing::debug!(code = e.code.as_str(), "refused: {}", e.message);
-                                error_response(id, &e)
+                                out.respond(&id, Err(&e))
                             }
-                        };
+                        }
                         tracing::debug!("answered");
-                        let _ = out.send(response);
                     }
                     .instrument(span),
                 ));
@@ -243,17 +247,9 @@ async fn read_request_line<R: tokio::io::AsyncBufRead + Unpin>(
     }
 }
 
-fn error_response(id: Value, e: &Error) -> Value {
-    json!({"id": id, "error": {"code": e.code.as_str(), "message": e.message}})
-}
-
 const METHODS: &str = "thread, agent_spawn, agent_wait, agent_steer, agent_status, agent_update, agent_pause, agent_stop, agent_output, threads_spawn, threads_list, threads_send, threads_interrupt, threads_hide, threads_report, threads.snapshot, threads.restore";
 
-async fn handle(
-    engine: &Engine,
-    request: &Value,
-    out: &mpsc::UnboundedSender<Value>,
-) -> Result<Value, Error> {
+async fn handle(engine: &Engine, request: &Value, out: &Output) -> Result<Reply, Error> {
     let method = request.get("method").and_then(Value::as_str).ok_or_else(|| {
         Error::invalid("The request has no method. Repair: send {\"id\": 1, \"method\": \"thread\", \"params\": {…}}.")
     })?;
@@ -262,8 +258,14 @@ async fn handle(
     match method {
         "thread" => {
             let out = out.clone();
-            let progress = move |details: Value| {
-                let _ = out.send(json!({"method": "progress", "params": {"requestId": request_id, "details": details}}));
+            let progress = move |details: &crate::contract::thread::Details<'_>| {
+                let _ = out.send(crate::output::Notification {
+                    method: "progress",
+                    params: crate::output::Progress {
+                        request_id: &request_id,
+                        details,
+                    },
+                });
             };
             engine.thread(&params, &progress).await
         }

@@ -10,11 +10,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
-use serde_json::{json, Value};
-use tokio::sync::mpsc;
+use serde_json::json;
 
 use crate::engine::agent::AgentHost;
 use crate::error::Result;
+use crate::output::Output;
 use crate::runtime::Runtime;
 use crate::store::Store;
 use crate::time::now_iso;
@@ -31,7 +31,7 @@ pub async fn run(
     runtime: Runtime,
     agent: std::sync::Arc<AgentHost>,
     session_id: String,
-    out: mpsc::UnboundedSender<Value>,
+    out: Output,
 ) {
     let Ok(conn) = Connection::open_with_flags(
         &db,
@@ -94,12 +94,7 @@ struct Notice {
     path: String,
 }
 
-fn deliver_notices(
-    conn: &Connection,
-    store: &Store,
-    session_id: &str,
-    out: &mpsc::UnboundedSender<Value>,
-) -> Result<()> {
+fn deliver_notices(conn: &Connection, store: &Store, session_id: &str, out: &Output) -> Result<()> {
     let pending: Vec<Notice> = {
         let mut stmt = conn.prepare_cached(include_str!("../sql/notices_pending.sql"))?;
         let rows = stmt.query_map([session_id], |r| {

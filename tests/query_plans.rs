@@ -83,6 +83,99 @@ fn hot_queries_use_their_indexes() {
     }
 }
 
+/// Every list variant (state × visibility × parent/ancestor/none) is an index search in list
+/// order, and the filters that keep few rows (`state: live`, `visibility: archived`) read a
+/// partial index holding only those rows.
+#[test]
+fn every_list_variant_is_an_index_search() {
+    let db = common::temp_db();
+    let store = Store::open(&db.path).unwrap();
+    let conn = store.read().unwrap();
+    for state in [StateFilter::All, StateFilter::Live, StateFilter::Closed] {
+        for visibility in [
+            VisibilityFilter::Active,
+            VisibilityFilter::Archived,
+            VisibilityFilter::All,
+        ] {
+            for subtree in [
+                Subtree::Everything,
+                Subtree::ChildrenOf("/root/a".into()),
+                Subtree::DescendantsOf("/root/a".into()),
+            ] {
+                let name = format!("{state:?} {visibility:?} {subtree:?}");
+                let q = ListQuery {
+                    state,
+                    visibility,
+                    subtree: subtree.clone(),
+                };
+                let text = plan(&conn, &statement(threadbase::list::statement(&q)));
+                let index = match (state, visibility, &subtree) {
+                    (StateFilter::Live, _, Subtree::Everything) => {
+                        "USING INDEX threads_live_by_sort_key (manager_id=?)"
+                    }
+                    (StateFilter::Live, _, _) => {
+                        "USING INDEX threads_live_by_sort_key (manager_id=? AND sort_key>? AND sort_key<?)"
+                    }
+                    (_, VisibilityFilter::Archived, Subtree::Everything) => {
+                        "USING INDEX threads_archived_by_sort_key (manager_id=?)"
+                    }
+                    (_, VisibilityFilter::Archived, _) => {
+                        "USING INDEX threads_archived_by_sort_key (manager_id=? AND sort_key>? AND sort_key<?)"
+                    }
+                    (_, _, Subtree::Everything) => "USING INDEX threads_by_sort_key (manager_id=?)",
+                    (_, _, Subtree::ChildrenOf(_)) => {
+                        "USING INDEX threads_by_parent (manager_id=? AND parent_path=?)"
+                    }
+                    (_, _, Subtree::DescendantsOf(_)) => {
+                        "USING INDEX threads_by_sort_key (manager_id=? AND sort_key>? AND sort_key<?)"
+                    }
+                };
+                assert!(text.contains(index), "{name}: {text}");
+                assert!(text.starts_with("SEARCH"), "{name}: {text}");
+                assert!(!text.contains("SCAN"), "{name} scans: {text}");
+                assert!(!text.contains("TEMP B-TREE"), "{name} sorts: {text}");
+            }
+        }
+    }
+}
+
+/// A list's batch reads the outputs and events of its ids by primary key, whatever the table
+/// size.
+#[test]
+fn batched_facts_are_primary_key_lookups() {
+    let db = common::temp_db();
+    let store = Store::open(&db.path).unwrap();
+    let conn = store.read().unwrap();
+    for (name, sql, want) in [
+        (
+            "events_of_threads",
+            include_str!("../sql/events_of_threads.sql"),
+            "SEARCH e USING PRIMARY KEY (thread_id=? AND seq>?)",
+        ),
+        (
+            "events_of_threads",
+            include_str!("../sql/events_of_threads.sql"),
+            "SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)",
+        ),
+        (
+            "outputs_of_threads",
+            include_str!("../sql/outputs_of_threads.sql"),
+            "SEARCH o USING PRIMARY KEY (thread_id=?)",
+        ),
+    ] {
+        let text = plan(&conn, &statement(sql));
+        assert!(text.contains(want), "{name}: {text}");
+        // The only scan is of the ids array itself.
+        assert!(
+            text.replace("SCAN j VIRTUAL TABLE", "")
+                .find("SCAN")
+                .is_none(),
+            "{name} scans: {text}"
+        );
+        assert!(!text.contains("TEMP B-TREE"), "{name} sorts: {text}");
+    }
+}
+
 /// SQLite re-prepares a statement on its next step whenever a parameter whose value the planner
 /// looked at is rebound (it reads a `LIMIT ?` value, for one), which costs ten times the lookup
 /// itself. The store's connections run with the query planner stability guarantee, so the hot
@@ -145,6 +238,27 @@ fn hot_statements_are_not_reprepared_when_rebound() {
             include_str!("../sql/list_descendants.sql"),
         ),
         ("list_all", include_str!("../sql/list_all.sql")),
+        ("list_all_live", include_str!("../sql/list_all_live.sql")),
+        (
+            "list_children_live",
+            include_str!("../sql/list_children_live.sql"),
+        ),
+        (
+            "list_descendants_live",
+            include_str!("../sql/list_descendants_live.sql"),
+        ),
+        (
+            "list_all_archived",
+            include_str!("../sql/list_all_archived.sql"),
+        ),
+        (
+            "list_children_archived",
+            include_str!("../sql/list_children_archived.sql"),
+        ),
+        (
+            "list_descendants_archived",
+            include_str!("../sql/list_descendants_archived.sql"),
+        ),
     ] {
         let stmt = conn.prepare_cached(sql).unwrap();
         assert!(

@@ -28,7 +28,7 @@ const SCRIPT: &str = r#"{
 }"#;
 
 async fn call(engine: &Engine, params: Value) -> Result<Value> {
-    engine.thread(&params, &|_| {}).await
+    engine.thread(&params, &|_| {}).await?.into_value()
 }
 
 fn say(out: &mut dyn Write, step: &str, result: &Value) -> Result<()> {

@@ -999,7 +999,7 @@ fn thread_snapshot(conn: &Connection, id: &str) -> Result<Option<Value>> {
         return Ok(None);
     };
     let out = crate::engine::output_facts(conn, id)?;
-    let evs = events::of_thread(conn, id)?;
+    let evs = events::rows_of_thread(conn, id)?;
     Ok(Some(projection::snapshot(&row, &out, &evs, Detail::Tail)))
 }
 

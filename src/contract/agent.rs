@@ -3,7 +3,8 @@
 //! runtime. Texts follow the public implementation (`reference/contract-semantics.md` §2);
 //! every rejection ends with a `Repair:` hint.
 
-use serde_json::{json, Map, Value};
+use serde::Serialize;
+use serde_json::{Map, Value};
 
 use crate::contract::fields::type_name;
 use crate::error::{Error, Result};
@@ -256,61 +257,105 @@ pub fn parse(method: &str, params: &Value) -> Result<AgentRequest> {
     })
 }
 
-/// The stored facts of one contract B thread that a view shows.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AgentFacts {
-    pub path: String,
-    pub parent: Option<String>,
-    pub state: String,
-    pub task: String,
-    pub status: String,
-    pub output: Option<String>,
-    pub error: Option<String>,
-    pub session_file: Option<String>,
-    pub created_at: String,
-    pub updated_at: String,
+/// The stored facts of one contract B thread that a view shows, borrowed from its row.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AgentFacts<'a> {
+    pub path: &'a str,
+    pub parent: Option<&'a str>,
+    pub state: &'a str,
+    pub task: &'a str,
+    pub status: &'a str,
+    pub output: Option<&'a str>,
+    pub error: Option<&'a str>,
+    pub session_file: Option<&'a str>,
+    pub created_at: &'a str,
+    pub updated_at: &'a str,
     /// What the thread spent, summed from Pi's per-message usage (`thread_usage`).
     pub input_tokens: i64,
     pub output_tokens: i64,
     pub cost_usd: f64,
 }
 
-/// A thread's view: what every tool answers with. `output` exists only in `completed` and is
-/// cut at 16,000 characters (`outputTruncated: true`).
-pub fn view(f: &AgentFacts) -> Value {
-    let mut v = json!({
-        "path": f.path,
-        "parent": f.parent,
-        "state": f.state,
-        "task": f.task,
-        "status": f.status,
-    });
-    if f.state == "completed" {
-        let out = f.output.as_deref().unwrap_or("");
-        if utf16_len(out) > VIEW_OUTPUT_CHARS {
-            v["output"] = json!(utf16_prefix(out, VIEW_OUTPUT_CHARS));
-            v["outputTruncated"] = json!(true);
-        } else {
-            v["output"] = json!(out);
-        }
-    }
-    if let Some(e) = &f.error {
-        v["error"] = json!(e);
-    }
-    v["sessionFile"] = json!(f.session_file);
-    v["createdAt"] = json!(f.created_at);
-    v["updatedAt"] = json!(f.updated_at);
+/// A thread's view: what every tool answers with, in this key order. `output` exists only in
+/// `completed` and is cut at 16,000 characters (`outputTruncated: true`).
+#[derive(Debug, Clone, Copy, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentView<'a> {
+    pub path: &'a str,
+    pub parent: Option<&'a str>,
+    pub state: &'a str,
+    pub task: &'a str,
+    pub status: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_truncated: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<&'a str>,
+    pub session_file: Option<&'a str>,
+    pub created_at: &'a str,
+    pub updated_at: &'a str,
     // The names the subagent manager's newer versions put on the view.
-    v["inputTokens"] = json!(f.input_tokens);
-    v["outputTokens"] = json!(f.output_tokens);
-    v["costUsd"] = json!(f.cost_usd);
-    v
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub cost_usd: f64,
 }
 
-/// `{content: [{type: "text", text: <JSON>}], details}`, like every contract B result.
-pub fn tool_result(details: Value) -> Value {
-    let text = serde_json::to_string_pretty(&details).unwrap_or_default();
-    json!({"content": [{"type": "text", "text": text}], "details": details})
+/// The view of `f`.
+pub fn view<'a>(f: &AgentFacts<'a>) -> AgentView<'a> {
+    let (output, output_truncated) = if f.state == "completed" {
+        let out = f.output.unwrap_or("");
+        if utf16_len(out) > VIEW_OUTPUT_CHARS {
+            (Some(utf16_prefix(out, VIEW_OUTPUT_CHARS)), Some(true))
+        } else {
+            (Some(out), None)
+        }
+    } else {
+        (None, None)
+    };
+    AgentView {
+        path: f.path,
+        parent: f.parent,
+        state: f.state,
+        task: f.task,
+        status: f.status,
+        output,
+        output_truncated,
+        error: f.error,
+        session_file: f.session_file,
+        created_at: f.created_at,
+        updated_at: f.updated_at,
+        input_tokens: f.input_tokens,
+        output_tokens: f.output_tokens,
+        cost_usd: f.cost_usd,
+    }
+}
+
+/// `agent_pause`'s details: the caller's view and `pauseRequested: true`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Paused<'a> {
+    #[serde(flatten)]
+    pub view: AgentView<'a>,
+    pub pause_requested: bool,
+}
+
+/// `agent_status` without a path: what the caller may address.
+#[derive(Debug, Serialize)]
+pub struct AgentList<'a> {
+    pub caller: &'a str,
+    pub total: usize,
+    pub working: usize,
+    pub threads: Vec<AgentView<'a>>,
+}
+
+/// `{content: [{type: "text", text: <pretty JSON>}], details}`, like every contract B result,
+/// plus `terminate: true` for `agent_pause`. The details are serialized once for each form.
+pub fn tool_result(details: &impl Serialize, terminate: bool) -> Result<Vec<u8>> {
+    let text = serde_json::to_string_pretty(details)?;
+    let mut result = super::ToolResult::new(text, details);
+    result.terminate = terminate;
+    Ok(serde_json::to_vec(&result)?)
 }
 
 /// The notice a parent gets when a child settles.
@@ -335,26 +380,48 @@ pub fn progress_notice(path: &str, message: &str) -> String {
     format!("Progress from {path}: {message}")
 }
 
+/// `agent_output`'s details: a page of a completed thread's output, in UTF-16 units.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OutputPage<'a> {
+    pub path: &'a str,
+    pub offset: usize,
+    pub limit: usize,
+    pub total_chars: usize,
+    pub text: &'a str,
+    pub next_offset: Option<usize>,
+    /// The thread's state, after the page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<&'a str>,
+}
+
 /// A page of a completed thread's output, in UTF-16 units.
-pub fn output_page(path: &str, output: &str, offset: usize, limit: usize) -> Value {
+pub fn output_page<'a>(
+    path: &'a str,
+    output: &'a str,
+    offset: usize,
+    limit: usize,
+) -> OutputPage<'a> {
     let total = utf16_len(output);
     let start = offset.min(total);
     let rest = crate::text::utf16_suffix(output, total - start);
     let text = utf16_prefix(rest, limit);
     let end = start + utf16_len(text);
-    json!({
-        "path": path,
-        "offset": start,
-        "limit": limit,
-        "totalChars": total,
-        "text": text,
-        "nextOffset": if end < total { json!(end) } else { Value::Null },
-    })
+    OutputPage {
+        path,
+        offset: start,
+        limit,
+        total_chars: total,
+        text,
+        next_offset: (end < total).then_some(end),
+        state: None,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn strict_fields_and_ranges() {
@@ -398,21 +465,23 @@ mod tests {
 
     #[test]
     fn views_cut_output_and_hide_it_outside_completed() {
+        let long = "é".repeat(16_001);
         let mut f = AgentFacts {
-            path: "/root/a".into(),
-            parent: Some("/root".into()),
-            state: "completed".into(),
-            task: "t".into(),
-            status: STATUS_COMPLETED.into(),
-            output: Some("é".repeat(16_001)),
+            path: "/root/a",
+            parent: Some("/root"),
+            state: "completed",
+            task: "t",
+            status: STATUS_COMPLETED,
+            output: Some(&long),
             error: None,
             session_file: None,
-            created_at: "x".into(),
-            updated_at: "y".into(),
+            created_at: "x",
+            updated_at: "y",
             input_tokens: 1200,
             output_tokens: 34,
             cost_usd: 0.0125,
         };
+        let view = |f: &AgentFacts| serde_json::to_value(view(f)).unwrap();
         let v = view(&f);
         assert_eq!(v["outputTruncated"], true);
         assert_eq!(
@@ -420,7 +489,7 @@ mod tests {
             (&json!(1200), &json!(34), &json!(0.0125))
         );
         assert_eq!(utf16_len(v["output"].as_str().unwrap()), 16_000);
-        f.state = "paused".into();
+        f.state = "paused";
         assert!(view(&f).get("output").is_none());
         let n = settled_notice("/root/a", "completed", "", Some(&"a".repeat(16_001)));
         assert!(n.starts_with("Agent /root/a completed. Final answer:\n"));
@@ -433,6 +502,9 @@ mod tests {
 
     #[test]
     fn output_pages() {
+        let output_page = |path, out, offset, limit| {
+            serde_json::to_value(output_page(path, out, offset, limit)).unwrap()
+        };
         let p = output_page("/root/a", "abcdef", 2, 3);
         assert_eq!(p["text"], "cde");
         assert_eq!(p["nextOffset"], 5);

@@ -1,4 +1,8 @@
 //! Contract request parsing and result shaping.
+//!
+//! Validators turn request JSON into typed requests (enums where the contract lists values);
+//! results are `Serialize` structs in each contract's key order, borrowed from row data and
+//! written straight into the response line.
 
 pub mod agent;
 pub mod args;
@@ -7,3 +11,33 @@ pub mod naming;
 pub mod projection;
 pub mod thread;
 pub mod worker;
+
+use serde::Serialize;
+
+/// A tool result as every contract's tools answer: `{content: [{type: "text", text}],
+/// details}`, plus `terminate: true` when the tool ends the caller's run (`agent_pause`).
+#[derive(Debug, Serialize)]
+pub struct ToolResult<T, D> {
+    pub content: [TextContent<T>; 1],
+    pub details: D,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub terminate: bool,
+}
+
+impl<T: Serialize, D: Serialize> ToolResult<T, D> {
+    pub fn new(text: T, details: D) -> Self {
+        ToolResult {
+            content: [TextContent { kind: "text", text }],
+            details,
+            terminate: false,
+        }
+    }
+}
+
+/// `{type: "text", text}`.
+#[derive(Debug, Serialize)]
+pub struct TextContent<T> {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub text: T,
+}

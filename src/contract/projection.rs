@@ -2,6 +2,11 @@
 //! its `nextSuggestedActions` and its `ThreadExit`. Pure functions over rows already read;
 //! no database access.
 //!
+//! The shapes are `Serialize` structs borrowing the rows ([`ThreadFacts`]): a [`Projection`]
+//! holds the few texts a detail level derives (the result text, the output and stderr tails)
+//! and hands out a [`Snapshot`] that serializes straight into the response line. No
+//! `serde_json::Value` is built on the way.
+//!
 //! Character limits count UTF-16 code units (JavaScript's `length`), byte limits count UTF-8
 //! bytes (see [`crate::text`]).
 //!
@@ -14,7 +19,8 @@
 //!   outputTruncated?, stderrTail?, stderrTruncated?, lastAssistantText?, lastPartialText?`.
 //!   `result` is `{text, status, source, charCount}`, `session` is `{sessionFile, sessionId}`,
 //!   each event is `{seq, at, type, ...data}` (data keys in stored order; a data key named
-//!   `seq`, `at` or `type` never overrides the envelope).
+//!   `seq`, `at` or `type` never overrides the envelope). Event data is passed through as
+//!   stored (compact JSON, as `serde_json` wrote it), except the shortened assistant text.
 //! - **Absent optional fields are omitted**, never `null`.
 //! - `parentPath` is `row.parent_path`; when that is NULL it is derived from `path` (falling
 //!   back to `/root`), so it is always a string as the contract types it.
@@ -46,11 +52,17 @@
 //! - `lastAssistantText` (`full`) and `lastPartialText` (`full`, live only) are the raw
 //!   retained texts, present when not NULL.
 
-use serde_json::{json, Map, Value};
+use std::borrow::Cow;
 
-use crate::store::events::StoredEvent;
+use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
+use serde::ser::{SerializeMap, SerializeSeq, Serializer};
+use serde::Serialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use crate::store::events::EventRow;
 use crate::store::threads::ThreadRow;
-use crate::text::{compact, truncate_ellipsis, utf16_len, utf16_suffix};
+use crate::text::{compact, compact_cut, truncate_ellipsis, utf16_len, utf16_suffix};
 
 /// Result text limit at `summary`.
 pub const SUMMARY_RESULT_CHARS: usize = 700;
@@ -68,7 +80,8 @@ pub const TAIL_EVENT_TEXT_CHARS: usize = 700;
 pub const TAIL_OUTPUT_CHARS: usize = 4_000;
 
 /// How much of a thread a snapshot shows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Detail {
     #[default]
     Summary,
@@ -107,162 +120,317 @@ pub struct OutputFacts {
     pub stderr_dropped: i64,
 }
 
-/// The contract's `ThreadRuntimeSnapshot` of one thread (keys in the contract's order; see the
-/// module docs for every choice).
-pub fn snapshot(
-    row: &ThreadRow,
-    out: &OutputFacts,
-    events: &[StoredEvent],
+/// Everything a snapshot is made of: the row, its retained output and its retained events
+/// (oldest first).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThreadFacts {
+    pub row: ThreadRow,
+    pub out: OutputFacts,
+    pub events: Vec<EventRow>,
+}
+
+/// The texts one detail level derives from a thread's facts. [`Projection::snapshot`] borrows
+/// them and the facts.
+pub struct Projection<'a> {
+    facts: &'a ThreadFacts,
     detail: Detail,
-) -> Value {
-    let live = row.is_live();
-    let source = result_source(row, out);
-    let parent_path = row
-        .parent_path
-        .clone()
-        .or_else(|| crate::paths::parent_path(&row.path).map(str::to_string))
-        .unwrap_or_else(|| "/root".to_string());
+    source: Option<Source<'a>>,
+    /// The compacted, cut result text, and as a JSON string.
+    result_text: Option<String>,
+    result_json: Option<Box<RawValue>>,
+    /// `tail`: the output tail (with its cut prefix), its full length and whether it was cut.
+    output: Option<(String, usize, bool)>,
+    /// `tail`/`full`: the stderr text shown and whether anything was cut.
+    stderr: Option<(String, bool)>,
+}
 
-    let mut m = Map::new();
-    m.insert("id".into(), json!(row.id));
-    m.insert("path".into(), json!(row.path));
-    m.insert("name".into(), json!(row.name));
-    m.insert("taskName".into(), json!(row.task_name));
-    m.insert("status".into(), json!(row.status));
-    m.insert("phase".into(), json!(row.phase));
-    m.insert("running".into(), json!(live));
-    m.insert("parentPath".into(), json!(parent_path));
-    m.insert("parentThreadId".into(), json!(row.parent_id));
-    m.insert("depth".into(), json!(row.depth));
-    m.insert("archived".into(), json!(row.archived));
-    m.insert(
-        "resumable".into(),
-        json!(!live && row.session_file.is_some()),
-    );
-    m.insert(
-        "stale".into(),
-        json!(row.exit_kind.as_deref() == Some("stale")),
-    );
-    m.insert("cwd".into(), json!(row.cwd));
-    m.insert("args".into(), json!(row.args));
-    m.insert("createdAt".into(), json!(row.created_at));
-    m.insert("lastEventAt".into(), json!(row.last_event_at));
-    m.insert(
-        "session".into(),
-        json!({"sessionFile": row.session_file, "sessionId": row.session_id}),
-    );
-    m.insert("detail".into(), json!(detail.as_str()));
-
-    let result_text = source.map(|s| {
-        let c = compact(s.text);
-        match detail {
-            Detail::Summary => truncate_ellipsis(&c, SUMMARY_RESULT_CHARS),
-            Detail::Tail => truncate_ellipsis(&c, TAIL_RESULT_CHARS),
-            Detail::Full => c,
+impl<'a> Projection<'a> {
+    pub fn new(facts: &'a ThreadFacts, detail: Detail) -> Projection<'a> {
+        let (row, out) = (&facts.row, &facts.out);
+        let source = result_source(row, out);
+        let result_text = source.map(|s| match detail {
+            Detail::Summary => compact_cut(s.text, SUMMARY_RESULT_CHARS),
+            Detail::Tail => compact_cut(s.text, TAIL_RESULT_CHARS),
+            Detail::Full => compact(s.text),
+        });
+        // `result.text` and `resultSummary` are the same text: escaped once.
+        let result_json = result_text
+            .as_deref()
+            .and_then(|t| serde_json::value::to_raw_value(t).ok());
+        let (output, stderr) = match detail {
+            Detail::Summary => (None, None),
+            Detail::Tail => {
+                let raw = source.map(|s| s.text).unwrap_or("");
+                let (tail, cut) = tail_units(raw, TAIL_OUTPUT_CHARS);
+                let output = (with_cut_prefix(tail, cut), utf16_len(raw), cut > 0);
+                let err = Stderr::decode(out);
+                let stderr = (!err.is_blank()).then(|| {
+                    let (tail, cut) = tail_units(&err.text, TAIL_OUTPUT_CHARS);
+                    let n = cut + err.dropped;
+                    (with_cut_prefix(tail, n), n > 0)
+                });
+                (Some(output), stderr)
+            }
+            Detail::Full => {
+                let err = Stderr::decode(out);
+                let stderr = (!err.is_blank()).then(|| {
+                    let truncated = err.dropped > 0;
+                    let text = if truncated {
+                        format!("[truncated {} bytes]\n{}", err.dropped, err.text)
+                    } else {
+                        err.text
+                    };
+                    (text, truncated)
+                });
+                (None, stderr)
+            }
+        };
+        Projection {
+            facts,
+            detail,
+            source,
+            result_text,
+            result_json,
+            output,
+            stderr,
         }
-    });
-    let (status, source_name, char_count) = match source {
-        Some(s) if s.partial => ("partial", "assistant_partial", utf16_len(s.text)),
-        Some(s) => ("completed", "assistant_message", utf16_len(s.text)),
-        None => ("none", "none", 0),
+    }
+
+    /// The contract's `ThreadRuntimeSnapshot` (keys in the contract's order; see the module
+    /// docs for every choice).
+    pub fn snapshot(&self) -> Snapshot<'_> {
+        let (row, out, detail) = (&self.facts.row, &self.facts.out, self.detail);
+        let live = row.is_live();
+        let parent_path = row
+            .parent_path
+            .as_deref()
+            .or_else(|| crate::paths::parent_path(&row.path))
+            .unwrap_or("/root");
+        let text = self.result_json.as_deref();
+        let (status, source, char_count) = match self.source {
+            Some(s) if s.partial => (
+                ResultStatus::Partial,
+                ResultSource::AssistantPartial,
+                utf16_len(s.text),
+            ),
+            Some(s) => (
+                ResultStatus::Completed,
+                ResultSource::AssistantMessage,
+                utf16_len(s.text),
+            ),
+            None => (ResultStatus::None, ResultSource::None, 0),
+        };
+        let full = detail == Detail::Full;
+        Snapshot {
+            id: &row.id,
+            path: &row.path,
+            name: &row.name,
+            task_name: &row.task_name,
+            status: &row.status,
+            phase: &row.phase,
+            running: live,
+            parent_path,
+            parent_thread_id: row.parent_id.as_deref(),
+            depth: row.depth,
+            archived: row.archived,
+            resumable: !live && row.session_file.is_some(),
+            stale: row.exit_kind.as_deref() == Some("stale"),
+            cwd: &row.cwd,
+            args: &row.args,
+            created_at: &row.created_at,
+            last_event_at: &row.last_event_at,
+            session: Session {
+                session_file: row.session_file.as_deref(),
+                session_id: row.session_id.as_deref(),
+            },
+            detail,
+            result: ResultSummary {
+                text,
+                status,
+                source,
+                char_count,
+            },
+            result_summary: text,
+            result_text: self.result_text.as_deref(),
+            recent_events: RecentEvents {
+                events: &self.facts.events,
+                detail,
+            },
+            next_suggested_actions: next_suggested_actions(row),
+            pid: if live { row.pid } else { None },
+            exit: if live { None } else { exit_of(row) },
+            output_tail: self.output.as_ref().map(|o| o.0.as_str()),
+            output_char_count: self.output.as_ref().map(|o| o.1),
+            output_truncated: self.output.as_ref().map(|o| o.2),
+            stderr_tail: self.stderr.as_ref().map(|e| e.0.as_str()),
+            stderr_truncated: self.stderr.as_ref().map(|e| e.1),
+            last_assistant_text: out.last_assistant_text.as_deref().filter(|_| full),
+            last_partial_text: out.last_partial_text.as_deref().filter(|_| full && live),
+        }
+    }
+}
+
+/// The contract's `ThreadRuntimeSnapshot`, borrowed from a [`Projection`].
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Snapshot<'a> {
+    pub id: &'a str,
+    pub path: &'a str,
+    pub name: &'a str,
+    pub task_name: &'a str,
+    pub status: &'a str,
+    pub phase: &'a str,
+    pub running: bool,
+    pub parent_path: &'a str,
+    pub parent_thread_id: Option<&'a str>,
+    pub depth: i64,
+    pub archived: bool,
+    pub resumable: bool,
+    pub stale: bool,
+    pub cwd: &'a str,
+    pub args: &'a [String],
+    pub created_at: &'a str,
+    pub last_event_at: &'a str,
+    pub session: Session<'a>,
+    pub detail: Detail,
+    pub result: ResultSummary<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result_summary: Option<&'a RawValue>,
+    /// `resultSummary` as text (not serialized: it is the same as `resultSummary`).
+    #[serde(skip)]
+    pub result_text: Option<&'a str>,
+    pub recent_events: RecentEvents<'a>,
+    pub next_suggested_actions: &'static [&'static str],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit: Option<Exit<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_tail: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_char_count: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_truncated: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stderr_tail: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stderr_truncated: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_assistant_text: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_partial_text: Option<&'a str>,
+}
+
+/// `session`: the child's session file and id, each `null` while unknown.
+#[derive(Debug, Clone, Copy, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Session<'a> {
+    pub session_file: Option<&'a str>,
+    pub session_id: Option<&'a str>,
+}
+
+/// `result`: the compacted result text and where it came from.
+#[derive(Debug, Clone, Copy, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResultSummary<'a> {
+    /// The text as a JSON string.
+    pub text: Option<&'a RawValue>,
+    pub status: ResultStatus,
+    pub source: ResultSource,
+    pub char_count: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ResultStatus {
+    Partial,
+    Completed,
+    None,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResultSource {
+    AssistantPartial,
+    AssistantMessage,
+    None,
+}
+
+/// The contract's `ThreadExit`: `{kind, message}` for `failed`/`stale`, `{kind, code, signal}`
+/// for `exited`/`stopped`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Exit<'a> {
+    Exited {
+        code: Option<i64>,
+        signal: Option<&'a str>,
+    },
+    Stopped {
+        code: Option<i64>,
+        signal: Option<&'a str>,
+    },
+    Failed {
+        message: Option<&'a str>,
+    },
+    Stale {
+        message: Option<&'a str>,
+    },
+}
+
+/// A closed thread's exit; `None` without an exit kind (or one the schema does not know).
+pub fn exit_of(row: &ThreadRow) -> Option<Exit<'_>> {
+    let (code, signal, message) = (
+        row.exit_code,
+        row.exit_signal.as_deref(),
+        row.exit_message.as_deref(),
+    );
+    Some(match row.exit_kind.as_deref()? {
+        "exited" => Exit::Exited { code, signal },
+        "stopped" => Exit::Stopped { code, signal },
+        "failed" => Exit::Failed { message },
+        "stale" => Exit::Stale { message },
+        _ => return None,
+    })
+}
+
+/// The contract's `ThreadExit` as a JSON value (for the inspection CLI and tests).
+pub fn exit_json(row: &ThreadRow) -> Option<Value> {
+    exit_of(row).and_then(|e| serde_json::to_value(e).ok())
+}
+
+/// The contract's `ThreadRuntimeSnapshot` of one thread as a JSON value, for the readers that
+/// walk it (`threadbase top`, tests); serve writes [`Snapshot`] directly.
+pub fn snapshot(row: &ThreadRow, out: &OutputFacts, events: &[EventRow], detail: Detail) -> Value {
+    let facts = ThreadFacts {
+        row: row.clone(),
+        out: out.clone(),
+        events: events.to_vec(),
     };
-    m.insert(
-        "result".into(),
-        json!({
-            "text": result_text,
-            "status": status,
-            "source": source_name,
-            "charCount": char_count,
-        }),
-    );
-    if let Some(text) = &result_text {
-        m.insert("resultSummary".into(), json!(text));
-    }
-    m.insert("recentEvents".into(), recent_events(events, detail));
-    m.insert(
-        "nextSuggestedActions".into(),
-        json!(next_suggested_actions(row)),
-    );
-    if live {
-        if let Some(pid) = row.pid {
-            m.insert("pid".into(), json!(pid));
-        }
-    } else if let Some(exit) = exit_json(row) {
-        m.insert("exit".into(), exit);
-    }
-
-    match detail {
-        Detail::Summary => {}
-        Detail::Tail => {
-            let raw = source.map(|s| s.text).unwrap_or("");
-            let (tail, cut) = tail_units(raw, TAIL_OUTPUT_CHARS);
-            m.insert("outputTail".into(), json!(with_cut_prefix(tail, cut)));
-            m.insert("outputCharCount".into(), json!(utf16_len(raw)));
-            m.insert("outputTruncated".into(), json!(cut > 0));
-            let err = Stderr::decode(out);
-            if !err.is_blank() {
-                let (tail, cut) = tail_units(&err.text, TAIL_OUTPUT_CHARS);
-                let n = cut + err.dropped;
-                m.insert("stderrTail".into(), json!(with_cut_prefix(tail, n)));
-                m.insert("stderrTruncated".into(), json!(n > 0));
-            }
-        }
-        Detail::Full => {
-            let err = Stderr::decode(out);
-            if !err.is_blank() {
-                let text = if err.dropped > 0 {
-                    format!("[truncated {} bytes]\n{}", err.dropped, err.text)
-                } else {
-                    err.text
-                };
-                m.insert("stderrTail".into(), json!(text));
-                m.insert("stderrTruncated".into(), json!(err.dropped > 0));
-            }
-            if let Some(text) = &out.last_assistant_text {
-                m.insert("lastAssistantText".into(), json!(text));
-            }
-            if live {
-                if let Some(text) = &out.last_partial_text {
-                    m.insert("lastPartialText".into(), json!(text));
-                }
-            }
-        }
-    }
-    Value::Object(m)
+    serde_json::to_value(Projection::new(&facts, detail).snapshot()).unwrap_or(Value::Null)
 }
 
 /// `nextSuggestedActions` (§1.8).
-pub fn next_suggested_actions(row: &ThreadRow) -> Vec<&'static str> {
+pub fn next_suggested_actions(row: &ThreadRow) -> &'static [&'static str] {
     let live = row.is_live();
     if row.archived {
         return if live {
-            vec!["unarchive", "poll"]
+            &["unarchive", "poll"]
         } else {
-            vec!["unarchive", "list"]
+            &["unarchive", "list"]
         };
     }
     if !live {
         return if row.session_file.is_some() {
-            vec!["resume", "fork", "archive", "list"]
+            &["resume", "fork", "archive", "list"]
         } else {
-            vec!["archive", "list"]
+            &["archive", "list"]
         };
     }
     match row.phase.as_str() {
-        "idle" => vec!["send prompt", "poll", "stop"],
-        "stopping" => vec!["poll", "wait"],
-        _ => vec!["wait", "poll", "send follow_up", "stop"],
+        "idle" => &["send prompt", "poll", "stop"],
+        "stopping" => &["poll", "wait"],
+        _ => &["wait", "poll", "send follow_up", "stop"],
     }
-}
-
-/// The contract's `ThreadExit`: `{kind, message}` for `failed`/`stale`, `{kind, code, signal}`
-/// otherwise (`exited`, `stopped`); `None` without an exit kind.
-pub fn exit_json(row: &ThreadRow) -> Option<Value> {
-    let kind = row.exit_kind.as_deref()?;
-    Some(match kind {
-        "failed" | "stale" => json!({"kind": kind, "message": row.exit_message}),
-        _ => json!({"kind": kind, "code": row.exit_code, "signal": row.exit_signal}),
-    })
 }
 
 #[derive(Clone, Copy)]
@@ -287,40 +455,129 @@ fn result_source<'a>(row: &ThreadRow, out: &'a OutputFacts) -> Option<Source<'a>
     })
 }
 
-fn recent_events(events: &[StoredEvent], detail: Detail) -> Value {
-    let keep = match detail {
-        Detail::Summary => SUMMARY_EVENTS,
-        Detail::Tail => TAIL_EVENTS,
-        Detail::Full => events.len(),
-    };
-    let shown = &events[events.len().saturating_sub(keep)..];
-    Value::Array(shown.iter().map(|e| event_json(e, detail)).collect())
+/// `recentEvents`: the last events the detail level shows.
+#[derive(Debug, Clone, Copy)]
+pub struct RecentEvents<'a> {
+    events: &'a [EventRow],
+    detail: Detail,
 }
 
-fn event_json(e: &StoredEvent, detail: Detail) -> Value {
-    let mut m = Map::new();
-    m.insert("seq".into(), json!(e.seq));
-    m.insert("at".into(), json!(e.at));
-    m.insert("type".into(), json!(e.kind));
-    if let Value::Object(data) = &e.data {
-        for (k, v) in data {
-            if matches!(k.as_str(), "seq" | "at" | "type") {
+/// How many of the newest events `detail` shows (all of them at `full`).
+pub fn recent_event_count(detail: Detail) -> i64 {
+    match detail {
+        Detail::Summary => SUMMARY_EVENTS as i64,
+        Detail::Tail => TAIL_EVENTS as i64,
+        Detail::Full => i64::MAX,
+    }
+}
+
+impl Serialize for RecentEvents<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let keep = usize::try_from(recent_event_count(self.detail)).unwrap_or(usize::MAX);
+        let shown = &self.events[self.events.len().saturating_sub(keep)..];
+        let mut seq = s.serialize_seq(Some(shown.len()))?;
+        for e in shown {
+            seq.serialize_element(&EventView {
+                event: e,
+                detail: self.detail,
+            })?;
+        }
+        seq.end()
+    }
+}
+
+/// One event: `{seq, at, type, ...data}`.
+struct EventView<'a> {
+    event: &'a EventRow,
+    detail: Detail,
+}
+
+impl Serialize for EventView<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let e = self.event;
+        let data = match e.data.as_str() {
+            "{}" => DataMembers::default(),
+            text => serde_json::from_str::<DataMembers<'_>>(text).unwrap_or_default(),
+        };
+        let mut m = s.serialize_map(Some(3 + data.0.len()))?;
+        m.serialize_entry("seq", &e.seq)?;
+        m.serialize_entry("at", &e.at)?;
+        m.serialize_entry("type", &e.kind)?;
+        let shortens = e.kind == "assistant_message" && self.detail != Detail::Full;
+        for (k, v) in &data.0 {
+            if matches!(k.as_ref(), "seq" | "at" | "type") {
                 continue;
             }
-            let v = match (e.kind.as_str(), k.as_str(), v) {
-                ("assistant_message", "text", Value::String(s)) => match detail {
-                    Detail::Summary => {
-                        json!(truncate_ellipsis(&compact(s), SUMMARY_EVENT_TEXT_CHARS))
-                    }
-                    Detail::Tail => json!(truncate_ellipsis(s, TAIL_EVENT_TEXT_CHARS)),
-                    Detail::Full => v.clone(),
-                },
-                _ => v.clone(),
-            };
-            m.insert(k.clone(), v);
+            match (shortens && k == "text")
+                .then(|| serde_json::from_str::<Borrowed<'_>>(v.get()).ok())
+                .flatten()
+            {
+                Some(Borrowed(text)) => {
+                    let short = match self.detail {
+                        Detail::Summary => compact_cut(&text, SUMMARY_EVENT_TEXT_CHARS),
+                        _ => truncate_ellipsis(&text, TAIL_EVENT_TEXT_CHARS),
+                    };
+                    m.serialize_entry(k.as_ref(), &short)?;
+                }
+                None => m.serialize_entry(k.as_ref(), v)?,
+            }
         }
+        m.end()
     }
-    Value::Object(m)
+}
+
+/// The members of a stored event's `data` object, borrowed from its text (a later duplicate
+/// key replaces the earlier value in place, as a JSON map would). Not an object: no members.
+#[derive(Default)]
+struct DataMembers<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
+
+impl<'de> Deserialize<'de> for DataMembers<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Members;
+        impl<'de> Visitor<'de> for Members {
+            type Value = DataMembers<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut members: Vec<(Cow<'de, str>, &'de RawValue)> = Vec::new();
+                while let Some(Borrowed(k)) = map.next_key()? {
+                    let v: &'de RawValue = map.next_value()?;
+                    match members.iter_mut().find(|(old, _)| *old == k) {
+                        Some(slot) => slot.1 = v,
+                        None => members.push((k, v)),
+                    }
+                }
+                Ok(DataMembers(members))
+            }
+        }
+        d.deserialize_map(Members)
+    }
+}
+
+/// A JSON string, borrowed when it has no escapes.
+struct Borrowed<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Borrowed<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct K;
+        impl<'de> Visitor<'de> for K {
+            type Value = Borrowed<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Borrowed(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Borrowed(Cow::Owned(v.to_string())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Borrowed(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(K)
+    }
 }
 
 /// The last `limit` UTF-16 units of `s` and how many units were cut before them.
@@ -395,7 +652,7 @@ fn incomplete_suffix(b: &[u8]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Map};
 
     /// Compares serialized text, so key order is pinned too (`Map` equality ignores it).
     fn assert_json(got: &Value, want: &Value) {
@@ -472,16 +729,16 @@ mod tests {
         r
     }
 
-    fn ev(seq: i64, kind: &str, data: Value) -> StoredEvent {
-        StoredEvent {
+    fn ev(seq: i64, kind: &str, data: Value) -> EventRow {
+        EventRow {
             seq,
             at: format!("2025-01-01T00:00:{:02}.000Z", seq % 60),
-            kind: kind.into(),
-            data,
+            kind: kind.to_string().into(),
+            data: data.to_string(),
         }
     }
 
-    fn live_events() -> Vec<StoredEvent> {
+    fn live_events() -> Vec<EventRow> {
         vec![
             ev(1, "thread_started", json!({"pid": 4242})),
             ev(2, "turn_started", json!({})),
@@ -601,7 +858,7 @@ mod tests {
         format!("Done:\n\n {}", "😀".repeat(396)) // 5 + 3 + 792 = 800 units
     }
 
-    fn closed_events() -> Vec<StoredEvent> {
+    fn closed_events() -> Vec<EventRow> {
         vec![
             ev(7, "thread_started", json!({"pid": 9})),
             ev(8, "assistant_message", json!({"text": emoji_text()})),
@@ -905,7 +1162,7 @@ mod tests {
 
     #[test]
     fn recent_event_windows_per_detail() {
-        let events: Vec<StoredEvent> = (1..=20)
+        let events: Vec<EventRow> = (1..=20)
             .map(|i| {
                 ev(
                     i,

@@ -2,11 +2,17 @@
 //! implementation's error texts. Every rejection names what was wrong and ends with the
 //! action's valid shape as `Repair:`.
 
+use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::contract::fields::{non_empty_text, type_name, FieldSet};
+use crate::contract::projection::{Detail, Snapshot};
 use crate::error::{Error, Result};
+use crate::list::{StateFilter, VisibilityFilter};
 use crate::paths::{is_task_name, json_quote};
+use crate::runtime::SendMode;
+use crate::session::ForkPosition;
 
 /// Upper bound of `wait.timeoutMs`.
 pub const MAX_WAIT_MS: u64 = 600_000;
@@ -19,7 +25,15 @@ pub const ACTIONS: [&str; 9] = [
     "start", "list", "poll", "send", "stop", "wait", "resume", "fork", "archive",
 ];
 
-/// A validated `thread` request.
+/// `list.parent` or `list.ancestor`: the reference text, not resolved yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ListTarget {
+    Parent(String),
+    Ancestor(String),
+}
+
+/// A validated `thread` request: every value the contract enumerates is an enum here, so
+/// the engine never parses a string again.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ThreadRequest {
     Start {
@@ -30,19 +44,18 @@ pub enum ThreadRequest {
         cwd: Option<String>,
     },
     List {
-        state: String,
-        visibility: String,
-        parent: Option<String>,
-        ancestor: Option<String>,
+        state: StateFilter,
+        visibility: VisibilityFilter,
+        target: Option<ListTarget>,
     },
     Poll {
         id: String,
-        detail: String,
+        detail: Detail,
     },
     Send {
         id: String,
         message: String,
-        mode: Option<String>,
+        mode: Option<SendMode>,
     },
     Stop {
         id: String,
@@ -50,7 +63,7 @@ pub enum ThreadRequest {
     },
     Wait {
         id: String,
-        detail: String,
+        detail: Detail,
         timeout_ms: u64,
     },
     Resume {
@@ -59,7 +72,7 @@ pub enum ThreadRequest {
     Fork {
         id: Option<String>,
         entry_id: Option<String>,
-        position: String,
+        position: ForkPosition,
         name: Option<String>,
         task_name: Option<String>,
         args: Vec<String>,
@@ -69,6 +82,29 @@ pub enum ThreadRequest {
         archived: bool,
     },
 }
+
+const STATES: &[(&str, StateFilter)] = &[
+    ("all", StateFilter::All),
+    ("live", StateFilter::Live),
+    ("closed", StateFilter::Closed),
+];
+const VISIBILITIES: &[(&str, VisibilityFilter)] = &[
+    ("active", VisibilityFilter::Active),
+    ("archived", VisibilityFilter::Archived),
+    ("all", VisibilityFilter::All),
+];
+const DETAILS: &[(&str, Detail)] = &[
+    ("summary", Detail::Summary),
+    ("tail", Detail::Tail),
+    ("full", Detail::Full),
+];
+const MODES: &[(&str, SendMode)] = &[
+    ("prompt", SendMode::Prompt),
+    ("steer", SendMode::Steer),
+    ("follow_up", SendMode::FollowUp),
+];
+const POSITIONS: &[(&str, ForkPosition)] =
+    &[("at", ForkPosition::At), ("before", ForkPosition::Before)];
 
 fn shape(action: &str) -> &'static str {
     match action {
@@ -162,22 +198,23 @@ pub fn parse(params: &Value) -> Result<ThreadRequest> {
             cwd: v.text("cwd"),
         },
         "list" => {
-            let r = ThreadRequest::List {
-                state: v
-                    .one_of("state", &["all", "live", "closed"])
-                    .unwrap_or_else(|| "all".into()),
-                visibility: v
-                    .one_of("visibility", &["active", "archived", "all"])
-                    .unwrap_or_else(|| "active".into()),
-                parent: v.text("parent"),
-                ancestor: v.text("ancestor"),
-            };
+            let state = v.choice("state", STATES).unwrap_or_default();
+            let visibility = v.choice("visibility", VISIBILITIES).unwrap_or_default();
+            let (parent, ancestor) = (v.text("parent"), v.text("ancestor"));
             if obj.get("parent").is_some_and(|p| !p.is_null())
                 && obj.get("ancestor").is_some_and(|a| !a.is_null())
             {
                 return Err(crate::list::exclusive_filters(Some(""), Some("")).unwrap_err());
             }
-            r
+            ThreadRequest::List {
+                state,
+                visibility,
+                target: match (parent, ancestor) {
+                    (Some(p), _) => Some(ListTarget::Parent(p)),
+                    (None, Some(a)) => Some(ListTarget::Ancestor(a)),
+                    (None, None) => None,
+                },
+            }
         }
         "poll" => ThreadRequest::Poll {
             id: v.text("id").unwrap_or_default(),
@@ -186,7 +223,7 @@ pub fn parse(params: &Value) -> Result<ThreadRequest> {
         "send" => ThreadRequest::Send {
             id: v.text("id").unwrap_or_default(),
             message: v.text("message").unwrap_or_default(),
-            mode: v.one_of("mode", &["prompt", "steer", "follow_up"]),
+            mode: v.choice("mode", MODES),
         },
         "stop" => ThreadRequest::Stop {
             id: v.text("id").unwrap_or_default(),
@@ -203,9 +240,7 @@ pub fn parse(params: &Value) -> Result<ThreadRequest> {
         "fork" => ThreadRequest::Fork {
             id: v.text("id"),
             entry_id: v.text("entryId"),
-            position: v
-                .one_of("position", &["at", "before"])
-                .unwrap_or_else(|| "at".into()),
+            position: v.choice("position", POSITIONS).unwrap_or_default(),
             name: v.text("name"),
             task_name: v.task_name("taskName"),
             args: v.args("args"),
@@ -250,17 +285,20 @@ impl<'a> Fields<'a> {
         }
     }
 
-    fn one_of(&mut self, key: &str, allowed: &[&str]) -> Option<String> {
+    /// One of the spellings in `allowed`, as its typed value.
+    fn choice<T: Copy>(&mut self, key: &str, allowed: &[(&str, T)]) -> Option<T> {
         let t = self.text(key)?;
-        if allowed.contains(&t.as_str()) {
-            Some(t)
-        } else {
-            self.errors.push(format!(
-                "{key} must be one of {}; got {}",
-                allowed.join(", "),
-                json_quote(&t)
-            ));
-            None
+        match allowed.iter().find(|(name, _)| *name == t) {
+            Some((_, value)) => Some(*value),
+            None => {
+                let names: Vec<&str> = allowed.iter().map(|(name, _)| *name).collect();
+                self.errors.push(format!(
+                    "{key} must be one of {}; got {}",
+                    names.join(", "),
+                    json_quote(&t)
+                ));
+                None
+            }
         }
     }
 
@@ -291,9 +329,8 @@ impl<'a> Fields<'a> {
         }
     }
 
-    fn detail(&mut self) -> String {
-        self.one_of("detail", &["summary", "tail", "full"])
-            .unwrap_or_else(|| "summary".into())
+    fn detail(&mut self) -> Detail {
+        self.choice("detail", DETAILS).unwrap_or_default()
     }
 
     fn timeout(&mut self) -> u64 {
@@ -308,6 +345,145 @@ impl<'a> Fields<'a> {
                     DEFAULT_WAIT_MS
                 }
             },
+        }
+    }
+}
+
+// ---- results ---------------------------------------------------------------------------------
+
+/// A snapshot serialized once: results carry it twice (`snapshot` and its alias `thread`),
+/// so both are this one text.
+#[derive(Debug)]
+pub struct SnapshotJson {
+    pub json: Box<RawValue>,
+    pub running: bool,
+    pub detail: Detail,
+    pub next_suggested_actions: &'static [&'static str],
+}
+
+impl SnapshotJson {
+    pub fn new(snapshot: &Snapshot<'_>) -> Result<SnapshotJson> {
+        Ok(SnapshotJson {
+            json: serde_json::value::to_raw_value(snapshot)?,
+            running: snapshot.running,
+            detail: snapshot.detail,
+            next_suggested_actions: snapshot.next_suggested_actions,
+        })
+    }
+}
+
+/// What the details of every single-thread result share: the snapshot (twice: `thread` is an
+/// alias), `running`, `detail` and `nextSuggestedActions`.
+#[derive(Debug, Clone, Copy, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Single<'a> {
+    pub snapshot: &'a RawValue,
+    pub thread: &'a RawValue,
+    pub running: bool,
+    pub detail: Detail,
+    pub next_suggested_actions: &'static [&'static str],
+}
+
+impl<'a> Single<'a> {
+    pub fn of(snapshot: &'a SnapshotJson) -> Single<'a> {
+        Single {
+            snapshot: &snapshot.json,
+            thread: &snapshot.json,
+            running: snapshot.running,
+            detail: snapshot.detail,
+            next_suggested_actions: snapshot.next_suggested_actions,
+        }
+    }
+}
+
+/// The `details` of a single-thread result (and of `wait`'s progress), tagged by `kind`, each
+/// kind's own fields after the shared ones.
+#[derive(Debug, Serialize)]
+#[serde(
+    tag = "kind",
+    rename_all = "lowercase",
+    rename_all_fields = "camelCase"
+)]
+pub enum Details<'a> {
+    Started {
+        #[serde(flatten)]
+        thread: Single<'a>,
+        prompt_accepted: Option<bool>,
+        note: Option<&'a str>,
+    },
+    Polled {
+        #[serde(flatten)]
+        thread: Single<'a>,
+    },
+    Sent {
+        #[serde(flatten)]
+        thread: Single<'a>,
+        mode: SendMode,
+        accepted: Option<bool>,
+        error: Option<&'a str>,
+    },
+    Stopped {
+        #[serde(flatten)]
+        thread: Single<'a>,
+        /// Only on the no-op stop of a thread that was already closed.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        already_closed: Option<bool>,
+    },
+    Waited {
+        #[serde(flatten)]
+        thread: Single<'a>,
+        timed_out: bool,
+        waited_ms: u64,
+    },
+    Resumed {
+        #[serde(flatten)]
+        thread: Single<'a>,
+        already_live: bool,
+    },
+    Forked {
+        #[serde(flatten)]
+        thread: Single<'a>,
+        source_session_file: &'a str,
+        source_entry_id: Option<&'a str>,
+    },
+    Archived {
+        #[serde(flatten)]
+        thread: Single<'a>,
+        archived: bool,
+    },
+    /// `wait`'s progress notification.
+    Waiting {
+        snapshot: &'a RawValue,
+        thread: &'a RawValue,
+        waited_ms: u64,
+        timeout_ms: u64,
+    },
+}
+
+/// `list`'s details. `threads` and `snapshots` (its alias) are the same list, written twice
+/// (from one serialized text when the list is held in memory).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Listed<'a, L: ?Sized> {
+    pub kind: &'static str,
+    pub threads: &'a L,
+    pub snapshots: &'a L,
+    pub count: usize,
+    pub live_count: usize,
+    pub closed_count: usize,
+    pub detail: Detail,
+}
+
+impl<'a, L: ?Sized> Listed<'a, L> {
+    pub fn new(threads: &'a L, count: usize, live_count: usize) -> Self {
+        Listed {
+            kind: "listed",
+            threads,
+            snapshots: threads,
+            count,
+            live_count,
+            closed_count: count - live_count,
+            detail: Detail::Summary,
         }
     }
 }
@@ -361,7 +537,7 @@ mod tests {
             parse(&json!({"action": "wait", "id": "x"})).unwrap(),
             ThreadRequest::Wait {
                 id: "x".into(),
-                detail: "summary".into(),
+                detail: Detail::Summary,
                 timeout_ms: 30_000
             }
         );
@@ -373,7 +549,7 @@ mod tests {
             }
         );
         assert!(
-            matches!(parse(&json!({"action": "fork"})).unwrap(), ThreadRequest::Fork { position, .. } if position == "at")
+            matches!(parse(&json!({"action": "fork"})).unwrap(), ThreadRequest::Fork { position, .. } if position == ForkPosition::At)
         );
     }
 }

@@ -8,6 +8,7 @@
 
 use std::path::Path;
 
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
@@ -52,8 +53,8 @@ pub struct SpawnRequest {
     pub paths: Option<Vec<String>>,
 }
 
-/// A worker's report.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A worker's report, `{verdict, summary, evidence}` in that order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Report {
     pub verdict: String,
     pub summary: String,
@@ -458,7 +459,7 @@ pub struct WorkerFacts {
     pub directory: String,
     pub agent: Option<String>,
     /// `{providerID, id, variant?}` when known.
-    pub model: Option<Value>,
+    pub model: Option<Model>,
     /// `succeeded`, `failed`, `interrupted` or `None`.
     pub outcome: Option<String>,
     pub report: Option<Report>,
@@ -477,37 +478,124 @@ impl WorkerFacts {
     }
 
     /// The contract's `WorkerView`, exactly its ten fields.
-    pub fn view(&self) -> Value {
-        json!({
-            "workerID": self.worker_id,
-            "coordinatorID": self.coordinator_id,
-            "key": self.key,
-            "title": self.title.clone().unwrap_or_else(|| self.key.clone()),
-            "directory": self.directory,
-            "agent": self.agent,
-            "model": self.model,
-            "outcome": self.outcome,
-            "report": self.report.as_ref().map(Report::to_json),
-            "hidden": self.hidden(),
-        })
+    pub fn view(&self) -> WorkerView<'_> {
+        WorkerView {
+            worker_id: &self.worker_id,
+            coordinator_id: &self.coordinator_id,
+            key: &self.key,
+            title: self.title.as_deref().unwrap_or(&self.key),
+            directory: &self.directory,
+            agent: self.agent.as_deref(),
+            model: self.model.as_ref(),
+            outcome: self.outcome.as_deref(),
+            report: self.report.as_ref(),
+            hidden: self.hidden(),
+        }
     }
 
     /// The list status, first match: `needs input` (never: the runtime answers dialogs
     /// itself) > `running` (a live process in a run) > the report verdict > `starting`
     /// (outcome null) > `no report` (succeeded) > `failed` / `interrupted`.
-    pub fn list_status(&self) -> String {
+    pub fn list_status(&self) -> &str {
         if self.status == "live" && self.phase == "busy" {
-            return "running".into();
+            return "running";
         }
         if let Some(r) = &self.report {
-            return r.verdict.clone();
+            return &r.verdict;
         }
         match self.outcome.as_deref() {
-            None => "starting".into(),
-            Some("succeeded") => "no report".into(),
-            Some(other) => other.to_string(),
+            None => "starting",
+            Some("succeeded") => "no report",
+            Some(other) => other,
         }
     }
+}
+
+/// The contract's `WorkerView`, borrowed from [`WorkerFacts`].
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct WorkerView<'a> {
+    #[serde(rename = "workerID")]
+    pub worker_id: &'a str,
+    #[serde(rename = "coordinatorID")]
+    pub coordinator_id: &'a str,
+    pub key: &'a str,
+    pub title: &'a str,
+    pub directory: &'a str,
+    pub agent: Option<&'a str>,
+    pub model: Option<&'a Model>,
+    pub outcome: Option<&'a str>,
+    pub report: Option<&'a Report>,
+    pub hidden: bool,
+}
+
+/// A worker's model, `{providerID, id, variant?}`, as stored on its row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Model {
+    #[serde(rename = "providerID")]
+    pub provider_id: String,
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
+}
+
+/// `{workers}`: `threads.snapshot` and `threads.restore`; `threads_list` adds `statuses`, each
+/// worker's list status by workerID.
+#[derive(Debug, Serialize)]
+pub struct Workers<'a> {
+    pub workers: Vec<WorkerView<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub statuses: Option<Statuses<'a>>,
+}
+
+/// workerID → list status, in list order.
+#[derive(Debug)]
+pub struct Statuses<'a>(pub Vec<(&'a str, &'a str)>);
+
+impl Serialize for Statuses<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().copied())
+    }
+}
+
+impl<'a> Workers<'a> {
+    /// The views of `facts`, in their order.
+    pub fn of(facts: impl IntoIterator<Item = &'a WorkerFacts>) -> Workers<'a> {
+        Workers {
+            workers: facts.into_iter().map(WorkerFacts::view).collect(),
+            statuses: None,
+        }
+    }
+
+    /// The views and list statuses of `facts`.
+    pub fn with_statuses(facts: impl IntoIterator<Item = &'a WorkerFacts> + Clone) -> Workers<'a> {
+        Workers {
+            statuses: Some(Statuses(
+                facts
+                    .clone()
+                    .into_iter()
+                    .map(|f| (f.worker_id.as_str(), f.list_status()))
+                    .collect(),
+            )),
+            ..Workers::of(facts)
+        }
+    }
+}
+
+/// `threads_send`'s result.
+#[derive(Debug, Serialize)]
+pub struct Sent<'a> {
+    #[serde(rename = "workerID")]
+    pub worker_id: &'a str,
+    #[serde(rename = "messageID")]
+    pub message_id: &'a str,
+}
+
+/// `threads_report`'s result.
+#[derive(Debug, Serialize)]
+pub struct Reported<'a> {
+    #[serde(rename = "workerID")]
+    pub worker_id: &'a str,
+    pub report: &'a Report,
 }
 
 /// The model a worker runs with, from its Pi args (`--provider P --model ID` or
@@ -777,7 +865,7 @@ mod tests {
             status: "live".into(),
             phase: "starting".into(),
         };
-        let v = f.view();
+        let v = serde_json::to_value(f.view()).unwrap();
         assert_eq!(
             v.as_object().unwrap().keys().collect::<Vec<_>>(),
             [

@@ -24,10 +24,9 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{named_params, Connection, OptionalExtension, Row};
 use serde_json::{json, Value};
-use tokio::sync::mpsc;
 
 use super::ServeConfig;
-use crate::contract::agent::{self as contract, AgentFacts, AgentRequest};
+use crate::contract::agent::{self as contract, AgentFacts, AgentList, AgentRequest, AgentView};
 use crate::contract::args as argpolicy;
 use crate::error::{Error, ErrorCode, Result};
 use crate::paths::{self, ROOT};
@@ -142,24 +141,31 @@ impl AgentRow {
         matches!(self.state.as_str(), "starting" | "running")
     }
 
-    fn view(&self) -> Value {
+    fn view(&self) -> AgentView<'_> {
         contract::view(&AgentFacts {
-            path: self.path.clone(),
-            parent: self.parent_path.clone(),
-            state: self.state.clone(),
-            task: self.task.clone(),
-            status: self.status_text.clone(),
-            output: self.output.clone(),
-            error: self.error.clone(),
-            session_file: self.session_file.clone(),
-            created_at: self.created_at.clone(),
-            updated_at: self.updated_at.clone(),
+            path: &self.path,
+            parent: self.parent_path.as_deref(),
+            state: &self.state,
+            task: &self.task,
+            status: &self.status_text,
+            output: self.output.as_deref(),
+            error: self.error.as_deref(),
+            session_file: self.session_file.as_deref(),
+            created_at: &self.created_at,
+            updated_at: &self.updated_at,
             input_tokens: self.input_tokens,
             output_tokens: self.output_tokens,
             cost_usd: self.cost_usd,
         })
     }
 }
+
+/// A tool result (`{content, details}`) with `details` as its JSON.
+fn answer(details: &impl serde::Serialize) -> Result<Vec<u8>> {
+    contract::tool_result(details, false)
+}
+
+impl AgentRow {}
 
 /// A thread `agent_stop` stops.
 struct StopTarget {
@@ -312,11 +318,11 @@ impl AgentHost {
     }
 
     /// `view` of a thread a request held notices for: supersedes them when it is settled.
-    fn reported(&self, row: AgentRow) -> Result<Value> {
+    fn reported(&self, row: AgentRow) -> Result<Vec<u8>> {
         if !row.active() {
             self.supersede_notices(&row.id)?;
         }
-        Ok(row.view())
+        answer(&row.view())
     }
 
     fn caller(&self) -> &str {
@@ -483,10 +489,10 @@ impl AgentHost {
     // ---- requests ---------------------------------------------------------------------------
 
     /// Runs one `agent_*` request.
-    pub async fn call(self: &Arc<Self>, method: &str, params: &Value) -> Result<Value> {
+    pub async fn call(self: &Arc<Self>, method: &str, params: &Value) -> Result<Vec<u8>> {
         let req = contract::parse(method, params)?;
         let registry = self.registry()?;
-        let details = match req {
+        match req {
             AgentRequest::Spawn {
                 path,
                 task,
@@ -495,7 +501,7 @@ impl AgentHost {
                 timeout_ms,
             } => {
                 self.spawn(registry, &path, task, &kind, wait, timeout_ms)
-                    .await?
+                    .await
             }
             AgentRequest::Wait { path, timeout_ms } => {
                 let path = paths::resolve_agent_path(&path, self.caller())?;
@@ -503,13 +509,13 @@ impl AgentHost {
                 let row = self.known(registry, &path)?;
                 let _held = self.hold_notices(&row.id);
                 let row = self.wait_settled(&row.id, timeout_ms).await?;
-                self.reported(row)?
+                self.reported(row)
             }
-            AgentRequest::Steer { path, message } => self.steer(registry, &path, message).await?,
-            AgentRequest::Status { path } => self.status(registry, path.as_deref())?,
-            AgentRequest::Update { message } => self.update(registry, &message)?,
-            AgentRequest::Pause { reason } => self.pause(registry, &reason)?,
-            AgentRequest::Stop { path } => self.stop(registry, &path).await?,
+            AgentRequest::Steer { path, message } => self.steer(registry, &path, message).await,
+            AgentRequest::Status { path } => self.status(registry, path.as_deref()),
+            AgentRequest::Update { message } => self.update(registry, &message),
+            AgentRequest::Pause { reason } => self.pause(registry, &reason),
+            AgentRequest::Stop { path } => self.stop(registry, &path).await,
             AgentRequest::Output {
                 path,
                 offset,
@@ -518,22 +524,15 @@ impl AgentHost {
                 let path = paths::resolve_agent_path(&path, self.caller())?;
                 self.check_access(&path, true)?;
                 let row = self.known(registry, &path)?;
-                let out = if row.state == "completed" {
-                    row.output.clone().unwrap_or_default()
-                } else {
-                    String::new()
+                let out = match row.state.as_str() {
+                    "completed" => row.output.as_deref().unwrap_or(""),
+                    _ => "",
                 };
-                let mut page = contract::output_page(&row.path, &out, offset, limit);
-                page["state"] = json!(row.state);
-                page
+                let mut page = contract::output_page(&row.path, out, offset, limit);
+                page.state = Some(&row.state);
+                answer(&page)
             }
-        };
-        let mut result = contract::tool_result(details);
-        if method == "agent_pause" {
-            // The extension returns this as the tool result's `terminate`, ending the run.
-            result["terminate"] = json!(true);
         }
-        Ok(result)
     }
 
     async fn spawn(
@@ -544,7 +543,7 @@ impl AgentHost {
         kind: &str,
         wait: bool,
         timeout_ms: Option<u64>,
-    ) -> Result<Value> {
+    ) -> Result<Vec<u8>> {
         let root = self.caller_is_root();
         if !root {
             let me = self.own_row(registry)?;
@@ -664,7 +663,7 @@ impl AgentHost {
             let row = self.wait_settled(&id, timeout_ms).await?;
             self.reported(row)
         } else {
-            Ok(self.row_by_id(&id)?.view())
+            answer(&self.row_by_id(&id)?.view())
         }
     }
 
@@ -1002,7 +1001,12 @@ impl AgentHost {
 
     // ---- steer --------------------------------------------------------------------------------
 
-    async fn steer(self: &Arc<Self>, registry: i64, path: &str, message: String) -> Result<Value> {
+    async fn steer(
+        self: &Arc<Self>,
+        registry: i64,
+        path: &str,
+        message: String,
+    ) -> Result<Vec<u8>> {
         if !self.caller_is_root() {
             let me = self.own_row(registry)?;
             if me.stop_requested {
@@ -1076,7 +1080,7 @@ impl AgentHost {
                 tokio::time::sleep(WAIT_POLL).await;
             }
         }
-        Ok(self.row_by_id(&target.id)?.view())
+        answer(&self.row_by_id(&target.id)?.view())
     }
 
     /// The serve that holds a live process for `row`, when that is another living serve.
@@ -1219,7 +1223,7 @@ impl AgentHost {
 
     // ---- status, update, pause, stop ------------------------------------------------------
 
-    fn status(&self, registry: i64, path: Option<&str>) -> Result<Value> {
+    fn status(&self, registry: i64, path: Option<&str>) -> Result<Vec<u8>> {
         let conn = self.store.read()?;
         let list = |sql: &str, params: &[&dyn rusqlite::ToSql]| -> Result<Vec<AgentRow>> {
             let mut stmt = conn.prepare_cached(sql)?;
@@ -1241,7 +1245,7 @@ impl AgentHost {
                     format!("Unknown agent thread {t}. Repair: run agent_status without a path to list the threads you can address."),
                 )
             })?;
-            return Ok(row.view());
+            return answer(&row.view());
         }
         let rows = if self.caller_is_root() {
             list(
@@ -1258,17 +1262,16 @@ impl AgentHost {
             .filter(|r| r.path != self.caller())
             .collect()
         };
-        let working = rows.iter().filter(|r| r.active()).count();
-        Ok(json!({
-            "caller": self.caller(),
-            "total": rows.len(),
-            "working": working,
-            "threads": rows.iter().map(AgentRow::view).collect::<Vec<_>>(),
-        }))
+        answer(&AgentList {
+            caller: self.caller(),
+            total: rows.len(),
+            working: rows.iter().filter(|r| r.active()).count(),
+            threads: rows.iter().map(AgentRow::view).collect(),
+        })
     }
 
     /// A working child reports progress: its status changes and its parent gets a notice.
-    fn update(&self, registry: i64, message: &str) -> Result<Value> {
+    fn update(&self, registry: i64, message: &str) -> Result<Vec<u8>> {
         let me = self.working_self(registry, "agent_update")?;
         let text = contract::progress_notice(&me.path, message);
         self.store.write(|tx| {
@@ -1284,12 +1287,12 @@ impl AgentHost {
                 })?;
             Ok(())
         })?;
-        Ok(self.row_by_id(&me.id)?.view())
+        answer(&self.row_by_id(&me.id)?.view())
     }
 
     /// A working child asks to pause: it settles as paused when this run ends (the tool
     /// result carries `terminate: true`, which ends the run at the turn boundary).
-    fn pause(&self, registry: i64, reason: &str) -> Result<Value> {
+    fn pause(&self, registry: i64, reason: &str) -> Result<Vec<u8>> {
         let me = self.working_self(registry, "agent_pause")?;
         let status = if reason.trim().is_empty() {
             contract::STATUS_PAUSED_DEFAULT.to_string()
@@ -1301,9 +1304,15 @@ impl AgentHost {
                 .execute(named_params! {":status": status, ":at": now_iso(), ":id": me.id})?;
             Ok(())
         })?;
-        let mut v = self.row_by_id(&me.id)?.view();
-        v["pauseRequested"] = json!(true);
-        Ok(v)
+        let row = self.row_by_id(&me.id)?;
+        // `terminate`: the extension returns it as the tool result's, ending the run.
+        contract::tool_result(
+            &contract::Paused {
+                view: row.view(),
+                pause_requested: true,
+            },
+            true,
+        )
     }
 
     fn working_self(&self, registry: i64, tool: &str) -> Result<AgentRow> {
@@ -1323,7 +1332,7 @@ impl AgentHost {
     }
 
     /// Stops the target and its working descendants, deepest first, across processes.
-    async fn stop(self: &Arc<Self>, registry: i64, path: &str) -> Result<Value> {
+    async fn stop(self: &Arc<Self>, registry: i64, path: &str) -> Result<Vec<u8>> {
         let path = paths::resolve_agent_path(path, self.caller())?;
         self.check_access(&path, false)?;
         let target = self.known(registry, &path)?;
@@ -1616,7 +1625,7 @@ impl AgentHost {
     pub(crate) fn rows_changed(
         &self,
         conn: &Connection,
-        out: &mpsc::UnboundedSender<Value>,
+        out: &crate::output::Output,
     ) -> Result<(Vec<String>, Vec<String>)> {
         let Some(registry) = self.existing_registry(conn)? else {
             return Ok((Vec::new(), Vec::new()));
@@ -1629,7 +1638,7 @@ impl AgentHost {
         &self,
         conn: &Connection,
         registry: i64,
-        out: &mpsc::UnboundedSender<Value>,
+        out: &crate::output::Output,
     ) -> Result<()> {
         type NoticeRow = (i64, String, String, String, String, String, Option<String>);
         let pending: Vec<NoticeRow> = {

@@ -4,6 +4,7 @@
 
 pub mod agent;
 pub mod budget;
+mod listing;
 mod thread_tool;
 mod worker;
 
@@ -16,10 +17,11 @@ use std::time::Duration;
 use rusqlite::OptionalExtension;
 use serde_json::Value;
 
-use crate::contract::projection::{self, Detail, OutputFacts};
+use crate::contract::projection::{recent_event_count, Detail, OutputFacts, ThreadFacts};
 use crate::error::{Error, ErrorCode, Result};
+use crate::output::Reply;
 use crate::runtime::{Runtime, RuntimeConfig};
-use crate::store::events::{self, StoredEvent};
+use crate::store::events;
 use crate::store::threads::{thread_by_id_any, upsert_manager, Contract, ManagerSpec, ThreadRow};
 use crate::store::Store;
 
@@ -27,16 +29,50 @@ use crate::store::Store;
 pub fn output_facts(conn: &rusqlite::Connection, id: &str) -> Result<OutputFacts> {
     Ok(conn
         .prepare_cached(include_str!("../../sql/output_of_thread.sql"))?
-        .query_row([id], |r| {
-            Ok(OutputFacts {
-                last_assistant_text: r.get(0)?,
-                last_partial_text: r.get(1)?,
-                stderr_tail: r.get(2)?,
-                stderr_dropped: r.get(3)?,
-            })
-        })
+        .query_row([id], |r| output_row(r, 0))
         .optional()?
         .unwrap_or_default())
+}
+
+fn output_row(r: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<OutputFacts> {
+    Ok(OutputFacts {
+        last_assistant_text: r.get(first)?,
+        last_partial_text: r.get(first + 1)?,
+        stderr_tail: r.get(first + 2)?,
+        stderr_dropped: r.get(first + 3)?,
+    })
+}
+
+/// The facts of `rows` (in their order) for a projection at `detail`, in two more queries
+/// whatever their number: the retained output of all of them, and the retained events each
+/// shows at that detail (only its last few: they are what the snapshot shows).
+pub fn thread_facts(
+    conn: &rusqlite::Connection,
+    rows: Vec<ThreadRow>,
+    detail: Detail,
+) -> Result<Vec<ThreadFacts>> {
+    if rows.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids = serde_json::to_string(&rows.iter().map(|r| r.id.as_str()).collect::<Vec<_>>())?;
+    let mut outs: Vec<OutputFacts> = vec![OutputFacts::default(); rows.len()];
+    {
+        let mut stmt = conn.prepare_cached(include_str!("../../sql/outputs_of_threads.sql"))?;
+        let mut found = stmt.query([&ids])?;
+        while let Some(r) = found.next()? {
+            let at = r.get::<_, i64>(0)? as usize;
+            if let Some(slot) = outs.get_mut(at) {
+                *slot = output_row(r, 1)?;
+            }
+        }
+    }
+    let events = events::rows_of_threads(conn, &ids, rows.len(), recent_event_count(detail))?;
+    Ok(rows
+        .into_iter()
+        .zip(outs)
+        .zip(events)
+        .map(|((row, out), events)| ThreadFacts { row, out, events })
+        .collect())
 }
 
 /// `PI_THREADS_MAX_DEPTH` and `PI_THREADS_MAX_THREADS`.
@@ -200,8 +236,8 @@ impl Engine {
     pub async fn thread(
         &self,
         params: &Value,
-        progress: &(dyn Fn(Value) + Send + Sync),
-    ) -> Result<Value> {
+        progress: &(dyn Fn(&crate::contract::thread::Details<'_>) + Send + Sync),
+    ) -> Result<Reply> {
         let req = crate::contract::thread::parse(params)?;
         thread_tool::run(self, req, progress).await
     }
@@ -209,15 +245,15 @@ impl Engine {
     /// Contract C: one `threads_*` tool call (answered `{content: [{type: "text", text:
     /// <JSON>}], details: <result>}`) or `threads.snapshot` / `threads.restore` (answered with
     /// the bare `{workers}`). The caller is this serve's session id.
-    pub async fn worker(&self, method: &str, params: &Value) -> Result<Value> {
+    pub async fn worker(&self, method: &str, params: &Value) -> Result<Reply> {
         let req = crate::contract::worker::parse(method, params)?;
         worker::run(self, method, req).await
     }
 
     /// Contract B: one `agent_*` tool call, answered `{content, details}` (plus `terminate:
     /// true` for `agent_pause`). The caller is this serve's scope path.
-    pub async fn agent(&self, method: &str, params: &Value) -> Result<Value> {
-        self.agent.call(method, params).await
+    pub async fn agent(&self, method: &str, params: &Value) -> Result<Reply> {
+        self.agent.call(method, params).await.map(Reply::Json)
     }
 
     /// Contract B's side of this serve (its row watcher and shutdown hook).
@@ -226,7 +262,7 @@ impl Engine {
     }
 
     /// A thread's row, retained output and events.
-    fn facts(&self, id: &str) -> Result<(ThreadRow, OutputFacts, Vec<StoredEvent>)> {
+    fn facts(&self, id: &str) -> Result<ThreadFacts> {
         let conn = self.store.read()?;
         let row = thread_by_id_any(&conn, id)?.ok_or_else(|| {
             Error::new(
@@ -235,15 +271,8 @@ impl Engine {
             )
         })?;
         let out = output_facts(&conn, id)?;
-        let evs = events::of_thread(&conn, id)?;
-        Ok((row, out, evs))
-    }
-
-    /// The contract's snapshot of one thread at `detail`.
-    fn snapshot(&self, id: &str, detail: Detail) -> Result<(ThreadRow, Value)> {
-        let (row, out, evs) = self.facts(id)?;
-        let snap = projection::snapshot(&row, &out, &evs, detail);
-        Ok((row, snap))
+        let events = events::rows_of_thread(&conn, id)?;
+        Ok(ThreadFacts { row, out, events })
     }
 
     /// The environment a child's own `serve` reads its place from.

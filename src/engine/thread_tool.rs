@@ -4,14 +4,15 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use rusqlite::{named_params, Connection, Transaction};
-use serde_json::{json, Map, Value};
+use serde_json::json;
 
 use super::Engine;
-use crate::contract::projection::Detail;
-use crate::contract::thread::ThreadRequest;
-use crate::contract::{args as argpolicy, naming};
+use crate::contract::projection::{Detail, Projection, Snapshot};
+use crate::contract::thread::{Details, ListTarget, Single, SnapshotJson, ThreadRequest};
+use crate::contract::{args as argpolicy, naming, ToolResult};
 use crate::error::{Error, ErrorCode, Result};
-use crate::list::{self, ListQuery, StateFilter, Subtree, VisibilityFilter};
+use crate::list::{ListQuery, Subtree};
+use crate::output::Reply;
 use crate::refs::{resolve, resolve_list_filter, RefScope};
 use crate::runtime::{LaunchSpec, SendMode, StartKind};
 use crate::store::events::{self, NewEvent};
@@ -26,8 +27,8 @@ const WAIT_STEP: Duration = Duration::from_millis(250);
 pub(super) async fn run(
     e: &Engine,
     req: ThreadRequest,
-    progress: &(dyn Fn(Value) + Send + Sync),
-) -> Result<Value> {
+    progress: &(dyn Fn(&Details<'_>) + Send + Sync),
+) -> Result<Reply> {
     match req {
         ThreadRequest::Start {
             prompt,
@@ -39,17 +40,16 @@ pub(super) async fn run(
         ThreadRequest::List {
             state,
             visibility,
-            parent,
-            ancestor,
-        } => list_threads(e, &state, &visibility, parent, ancestor),
-        ThreadRequest::Poll { id, detail } => poll(e, &id, &detail).await,
-        ThreadRequest::Send { id, message, mode } => send(e, &id, &message, mode.as_deref()).await,
+            target,
+        } => list_threads(e, state, visibility, target),
+        ThreadRequest::Poll { id, detail } => poll(e, &id, detail).await,
+        ThreadRequest::Send { id, message, mode } => send(e, &id, &message, mode).await,
         ThreadRequest::Stop { id, force } => stop(e, &id, force).await,
         ThreadRequest::Wait {
             id,
             detail,
             timeout_ms,
-        } => wait(e, &id, &detail, timeout_ms, progress).await,
+        } => wait(e, &id, detail, timeout_ms, progress).await,
         ThreadRequest::Resume { id } => resume(e, &id).await,
         ThreadRequest::Fork {
             id,
@@ -58,7 +58,7 @@ pub(super) async fn run(
             name,
             task_name,
             args,
-        } => fork(e, id, entry_id, &position, name, task_name, args).await,
+        } => fork(e, id, entry_id, position, name, task_name, args).await,
         ThreadRequest::Archive { id, archived } => archive(e, &id, archived),
     }
 }
@@ -76,50 +76,20 @@ fn find(e: &Engine, reference: &str) -> Result<ThreadRow> {
     resolve(&conn, scope(e), reference)
 }
 
-fn detail_of(s: &str) -> Detail {
-    Detail::parse(s).unwrap_or(Detail::Summary)
+/// `{content: [{type: text, text}], details}`, serialized.
+fn reply(text: &str, details: Details<'_>) -> Result<Reply> {
+    Reply::json(&ToolResult::new(text, details))
 }
 
-/// `{content: [{type: text, text}], details}`.
-fn tool_result(text: String, details: Value) -> Value {
-    json!({"content": [{"type": "text", "text": text}], "details": details})
-}
-
-/// The details every single-thread action shares, plus its own fields.
-fn single(kind: &str, snapshot: Value, detail: Detail, extra: Map<String, Value>) -> Value {
-    let mut d = Map::new();
-    d.insert("kind".into(), json!(kind));
-    d.insert("snapshot".into(), snapshot.clone());
-    d.insert("thread".into(), snapshot.clone());
-    d.insert("running".into(), snapshot["running"].clone());
-    d.insert("detail".into(), json!(detail.as_str()));
-    d.insert(
-        "nextSuggestedActions".into(),
-        snapshot["nextSuggestedActions"].clone(),
-    );
-    d.extend(extra);
-    Value::Object(d)
-}
-
-fn headline(snap: &Value) -> String {
+fn headline(snap: &Snapshot<'_>) -> String {
     let mut s = format!(
         "{} ({}) is {} / {}",
-        snap["path"].as_str().unwrap_or("?"),
-        snap["id"].as_str().unwrap_or("?"),
-        snap["status"].as_str().unwrap_or("?"),
-        snap["phase"].as_str().unwrap_or("?")
+        snap.path, snap.id, snap.status, snap.phase
     );
-    if let Some(r) = snap["resultSummary"].as_str() {
+    if let Some(r) = snap.result_text {
         s.push_str(&format!(". Result: {r}"));
     }
     s
-}
-
-fn extra(pairs: &[(&str, Value)]) -> Map<String, Value> {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.clone()))
-        .collect()
 }
 
 // ---- limits and names ---------------------------------------------------------------------
@@ -277,7 +247,7 @@ async fn start(
     task_name: Option<String>,
     args: Vec<String>,
     cwd: Option<String>,
-) -> Result<Value> {
+) -> Result<Reply> {
     check_depth(e)?;
     check_live_count(e, &*e.store.read()?)?;
     argpolicy::validate_child_args(&args)?;
@@ -345,25 +315,25 @@ async fn start(
         }
     };
     e.rt.flush().await;
-    let (_, snap) = e.snapshot(&id, Detail::Summary)?;
+    let facts = e.facts(&id)?;
+    let projection = Projection::new(&facts, Detail::Summary);
+    let snap = projection.snapshot();
     let mut text = format!(
         "Started {path} ({id}) as \"{display}\" [taskName {task}]; phase {}.",
-        snap["phase"].as_str().unwrap_or("?")
+        snap.phase
     );
     if let Some(note) = &outcome.note {
         text.push_str(&format!(" {note}"));
     }
     text.push_str(" Use wait or poll to follow it.");
-    let details = single(
-        "started",
-        snap,
-        Detail::Summary,
-        extra(&[
-            ("promptAccepted", json!(outcome.prompt_accepted)),
-            ("note", json!(outcome.note)),
-        ]),
-    );
-    Ok(tool_result(text, details))
+    reply(
+        &text,
+        Details::Started {
+            thread: Single::of(&SnapshotJson::new(&snap)?),
+            prompt_accepted: outcome.prompt_accepted,
+            note: outcome.note.as_deref(),
+        },
+    )
 }
 
 /// A reserved thread whose launch failed before the runtime recorded anything is closed as
@@ -393,56 +363,30 @@ fn close_unlaunched(e: &Engine, id: &str, message: &str) -> Result<()> {
 
 fn list_threads(
     e: &Engine,
-    state: &str,
-    visibility: &str,
-    parent: Option<String>,
-    ancestor: Option<String>,
-) -> Result<Value> {
-    let conn = e.store.read()?;
-    let subtree = match (parent, ancestor) {
-        (Some(p), None) => Subtree::ChildrenOf(resolve_list_filter(&conn, scope(e), &p)?),
-        (None, Some(a)) => Subtree::DescendantsOf(resolve_list_filter(&conn, scope(e), &a)?),
-        (None, None) => Subtree::Everything,
-        (Some(p), Some(a)) => return Err(list::exclusive_filters(Some(&p), Some(&a)).unwrap_err()),
+    state: crate::list::StateFilter,
+    visibility: crate::list::VisibilityFilter,
+    target: Option<ListTarget>,
+) -> Result<Reply> {
+    let subtree = {
+        let conn = e.store.read()?;
+        match target {
+            Some(ListTarget::Parent(p)) => {
+                Subtree::ChildrenOf(resolve_list_filter(&conn, scope(e), &p)?)
+            }
+            Some(ListTarget::Ancestor(a)) => {
+                Subtree::DescendantsOf(resolve_list_filter(&conn, scope(e), &a)?)
+            }
+            None => Subtree::Everything,
+        }
     };
-    let q = ListQuery {
-        state: StateFilter::parse(state)?,
-        visibility: VisibilityFilter::parse(visibility)?,
-        subtree,
-    };
-    let listing = list::list(&conn, e.manager_id, &q)?;
-    drop(conn);
-    let mut snaps = Vec::with_capacity(listing.threads.len());
-    let mut lines = Vec::new();
-    for t in &listing.threads {
-        let (_, snap) = e.snapshot(&t.id, Detail::Summary)?;
-        lines.push(format!(
-            "- {} ({}) {}/{} \"{}\"",
-            t.path, t.id, t.status, t.phase, t.name
-        ));
-        snaps.push(snap);
-    }
-    let mut text = format!(
-        "{} thread{} ({} live, {} closed)",
-        listing.count,
-        if listing.count == 1 { "" } else { "s" },
-        listing.live_count,
-        listing.closed_count
-    );
-    if !lines.is_empty() {
-        text.push('\n');
-        text.push_str(&lines.join("\n"));
-    }
-    let details = json!({
-        "kind": "listed",
-        "threads": snaps,
-        "snapshots": snaps,
-        "count": listing.count,
-        "liveCount": listing.live_count,
-        "closedCount": listing.closed_count,
-        "detail": "summary",
-    });
-    Ok(tool_result(text, details))
+    super::listing::reply(
+        e,
+        ListQuery {
+            state,
+            visibility,
+            subtree,
+        },
+    )
 }
 
 // ---- poll -----------------------------------------------------------------------------------
@@ -460,20 +404,23 @@ async fn refresh_if_live(e: &Engine, id: &str) -> Option<bool> {
     idle
 }
 
-async fn poll(e: &Engine, reference: &str, detail: &str) -> Result<Value> {
+async fn poll(e: &Engine, reference: &str, detail: Detail) -> Result<Reply> {
     let row = find(e, reference)?;
     refresh_if_live(e, &row.id).await;
-    let detail = detail_of(detail);
-    let (_, snap) = e.snapshot(&row.id, detail)?;
-    Ok(tool_result(
-        headline(&snap),
-        single("polled", snap, detail, Map::new()),
-    ))
+    let facts = e.facts(&row.id)?;
+    let projection = Projection::new(&facts, detail);
+    let snap = projection.snapshot();
+    reply(
+        &headline(&snap),
+        Details::Polled {
+            thread: Single::of(&SnapshotJson::new(&snap)?),
+        },
+    )
 }
 
 // ---- send -----------------------------------------------------------------------------------
 
-async fn send(e: &Engine, reference: &str, message: &str, mode: Option<&str>) -> Result<Value> {
+async fn send(e: &Engine, reference: &str, message: &str, mode: Option<SendMode>) -> Result<Reply> {
     let row = find(e, reference)?;
     e.rt.await_launch(&row.id, crate::runtime::LAUNCH_WAIT)
         .await;
@@ -487,15 +434,15 @@ async fn send(e: &Engine, reference: &str, message: &str, mode: Option<&str>) ->
     refresh_if_live(e, &row.id).await;
     let phase = e.rt.watch(&row.id).map(|v| v.borrow().phase);
     let mode = match mode {
-        Some("prompt") => SendMode::Prompt,
-        Some("steer") => SendMode::Steer,
-        Some("follow_up") => SendMode::FollowUp,
-        _ if phase == Some(crate::runtime::mapping::Phase::Idle) => SendMode::Prompt,
-        _ => SendMode::FollowUp,
+        Some(mode) => mode,
+        None if phase == Some(crate::runtime::mapping::Phase::Idle) => SendMode::Prompt,
+        None => SendMode::FollowUp,
     };
     let outcome = e.rt.send(&row.id, mode, message).await?;
     e.rt.flush().await;
-    let (_, snap) = e.snapshot(&row.id, Detail::Summary)?;
+    let facts = e.facts(&row.id)?;
+    let projection = Projection::new(&facts, Detail::Summary);
+    let snap = projection.snapshot();
     let text = match outcome.accepted {
         Some(true) => format!(
             "Sent {} to {} ({}); accepted.",
@@ -512,26 +459,26 @@ async fn send(e: &Engine, reference: &str, message: &str, mode: Option<&str>) ->
         ),
         None => outcome.error.clone().unwrap_or_default(),
     };
-    let details = single(
-        "sent",
-        snap,
-        Detail::Summary,
-        extra(&[
-            ("mode", json!(mode.as_str())),
-            ("accepted", json!(outcome.accepted)),
-            ("error", json!(outcome.error)),
-        ]),
-    );
-    Ok(tool_result(text, details))
+    reply(
+        &text,
+        Details::Sent {
+            thread: Single::of(&SnapshotJson::new(&snap)?),
+            mode,
+            accepted: outcome.accepted,
+            error: outcome.error.as_deref(),
+        },
+    )
 }
 
 // ---- stop -----------------------------------------------------------------------------------
 
-async fn stop(e: &Engine, reference: &str, force: bool) -> Result<Value> {
+async fn stop(e: &Engine, reference: &str, force: bool) -> Result<Reply> {
     let row = find(e, reference)?;
     let was_live = e.rt.stop(&row.id, force).await?;
     e.rt.flush().await;
-    let (_, snap) = e.snapshot(&row.id, Detail::Summary)?;
+    let facts = e.facts(&row.id)?;
+    let projection = Projection::new(&facts, Detail::Summary);
+    let snap = projection.snapshot();
     let text = if was_live {
         format!(
             "Stopped {} ({}){}. {}",
@@ -546,14 +493,13 @@ async fn stop(e: &Engine, reference: &str, force: bool) -> Result<Value> {
             row.path, row.id
         )
     };
-    let mut more = Map::new();
-    if !was_live {
-        more.insert("alreadyClosed".into(), json!(true));
-    }
-    Ok(tool_result(
-        text,
-        single("stopped", snap, Detail::Summary, more),
-    ))
+    reply(
+        &text,
+        Details::Stopped {
+            thread: Single::of(&SnapshotJson::new(&snap)?),
+            already_closed: (!was_live).then_some(true),
+        },
+    )
 }
 
 // ---- wait -----------------------------------------------------------------------------------
@@ -561,12 +507,11 @@ async fn stop(e: &Engine, reference: &str, force: bool) -> Result<Value> {
 async fn wait(
     e: &Engine,
     reference: &str,
-    detail: &str,
+    detail: Detail,
     timeout_ms: u64,
-    progress: &(dyn Fn(Value) + Send + Sync),
-) -> Result<Value> {
+    progress: &(dyn Fn(&Details<'_>) + Send + Sync),
+) -> Result<Reply> {
     let row = find(e, reference)?;
-    let detail = detail_of(detail);
     let started = Instant::now();
     e.rt.await_launch(&row.id, crate::runtime::LAUNCH_WAIT)
         .await;
@@ -589,14 +534,16 @@ async fn wait(
                 .map(|(idle, _)| idle)
                 .unwrap_or(false);
         e.rt.flush().await;
-        let (_, snap) = e.snapshot(&row.id, Detail::Summary)?;
-        progress(json!({
-            "kind": "waiting",
-            "snapshot": snap,
-            "thread": snap,
-            "waitedMs": started.elapsed().as_millis() as u64,
-            "timeoutMs": timeout_ms,
-        }));
+        let facts = e.facts(&row.id)?;
+        let projection = Projection::new(&facts, Detail::Summary);
+        let snap = projection.snapshot();
+        let json = serde_json::value::to_raw_value(&snap)?;
+        progress(&Details::Waiting {
+            snapshot: &json,
+            thread: &json,
+            waited_ms: started.elapsed().as_millis() as u64,
+            timeout_ms,
+        });
         if idle || view.borrow().closed {
             break false;
         }
@@ -604,7 +551,9 @@ async fn wait(
         let _ = tokio::time::timeout(pause, view.wait_for(|v| v.closed)).await;
     };
     e.rt.flush().await;
-    let (_, snap) = e.snapshot(&row.id, detail)?;
+    let facts = e.facts(&row.id)?;
+    let projection = Projection::new(&facts, detail);
+    let snap = projection.snapshot();
     let waited = started.elapsed().as_millis() as u64;
     let text = if timed_out {
         format!(
@@ -614,34 +563,35 @@ async fn wait(
     } else {
         headline(&snap)
     };
-    let details = single(
-        "waited",
-        snap,
-        detail,
-        extra(&[("timedOut", json!(timed_out)), ("waitedMs", json!(waited))]),
-    );
-    Ok(tool_result(text, details))
+    reply(
+        &text,
+        Details::Waited {
+            thread: Single::of(&SnapshotJson::new(&snap)?),
+            timed_out,
+            waited_ms: waited,
+        },
+    )
 }
 
 // ---- resume ---------------------------------------------------------------------------------
 
-async fn resume(e: &Engine, reference: &str) -> Result<Value> {
+async fn resume(e: &Engine, reference: &str) -> Result<Reply> {
     let _one_at_a_time = e.relaunch.lock().await;
     let row = find(e, reference)?;
     e.rt.await_launch(&row.id, crate::runtime::LAUNCH_WAIT)
         .await;
     if row.is_live() && e.rt.is_live(&row.id) {
-        let (_, snap) = e.snapshot(&row.id, Detail::Summary)?;
+        let facts = e.facts(&row.id)?;
+        let projection = Projection::new(&facts, Detail::Summary);
+        let snap = projection.snapshot();
         let text = format!("{} ({}) is already live.", row.path, row.id);
-        return Ok(tool_result(
-            text,
-            single(
-                "resumed",
-                snap,
-                Detail::Summary,
-                extra(&[("alreadyLive", json!(true))]),
-            ),
-        ));
+        return reply(
+            &text,
+            Details::Resumed {
+                thread: Single::of(&SnapshotJson::new(&snap)?),
+                already_live: true,
+            },
+        );
     }
     let Some(file) = row.session_file.clone() else {
         return Err(Error::new(
@@ -684,7 +634,9 @@ async fn resume(e: &Engine, reference: &str) -> Result<Value> {
         })
         .await?;
     e.rt.flush().await;
-    let (_, snap) = e.snapshot(&row.id, Detail::Summary)?;
+    let facts = e.facts(&row.id)?;
+    let projection = Projection::new(&facts, Detail::Summary);
+    let snap = projection.snapshot();
     let mut text = format!(
         "Resumed {} ({}) from {file}; no prompt was sent. Use send to continue.",
         row.path, row.id
@@ -692,15 +644,13 @@ async fn resume(e: &Engine, reference: &str) -> Result<Value> {
     if let Some(note) = &outcome.note {
         text.push_str(&format!(" {note}"));
     }
-    Ok(tool_result(
-        text,
-        single(
-            "resumed",
-            snap,
-            Detail::Summary,
-            extra(&[("alreadyLive", json!(false))]),
-        ),
-    ))
+    reply(
+        &text,
+        Details::Resumed {
+            thread: Single::of(&SnapshotJson::new(&snap)?),
+            already_live: false,
+        },
+    )
 }
 
 // ---- fork -----------------------------------------------------------------------------------
@@ -709,11 +659,11 @@ async fn fork(
     e: &Engine,
     reference: Option<String>,
     entry_id: Option<String>,
-    position: &str,
+    pos: crate::session::ForkPosition,
     name: Option<String>,
     task_name: Option<String>,
     args: Vec<String>,
-) -> Result<Value> {
+) -> Result<Reply> {
     check_depth(e)?;
     check_live_count(e, &*e.store.read()?)?;
     argpolicy::validate_child_args(&args)?;
@@ -760,11 +710,6 @@ async fn fork(
     let new_file = e
         .child_session_dir()
         .join(crate::session::session_file_name(&now_iso(), &session_id));
-    let pos = if position == "before" {
-        crate::session::ForkPosition::Before
-    } else {
-        crate::session::ForkPosition::At
-    };
     let (task, path) = e.store.write(|tx| {
         check_live_count(e, tx)?;
         e.check_budget(tx, None, "fork")?;
@@ -821,7 +766,9 @@ async fn fork(
         }
     };
     e.rt.flush().await;
-    let (_, snap) = e.snapshot(&id, Detail::Summary)?;
+    let facts = e.facts(&id)?;
+    let projection = Projection::new(&facts, Detail::Summary);
+    let snap = projection.snapshot();
     let mut text = format!(
         "Forked {} into {path} ({id}) as \"{display}\" [taskName {task}]; no kickoff prompt was sent. Use send to continue.",
         source_file.display()
@@ -829,24 +776,20 @@ async fn fork(
     if let Some(note) = &outcome.note {
         text.push_str(&format!(" {note}"));
     }
-    let details = single(
-        "forked",
-        snap,
-        Detail::Summary,
-        extra(&[
-            (
-                "sourceSessionFile",
-                json!(source_file.display().to_string()),
-            ),
-            ("sourceEntryId", json!(source_entry)),
-        ]),
-    );
-    Ok(tool_result(text, details))
+    let source_session_file = source_file.display().to_string();
+    reply(
+        &text,
+        Details::Forked {
+            thread: Single::of(&SnapshotJson::new(&snap)?),
+            source_session_file: &source_session_file,
+            source_entry_id: source_entry.as_deref(),
+        },
+    )
 }
 
 // ---- archive --------------------------------------------------------------------------------
 
-fn archive(e: &Engine, reference: &str, archived: bool) -> Result<Value> {
+fn archive(e: &Engine, reference: &str, archived: bool) -> Result<Reply> {
     let row = find(e, reference)?;
     if row.is_live() {
         return Err(Error::conflict(format!(
@@ -870,20 +813,20 @@ fn archive(e: &Engine, reference: &str, archived: bool) -> Result<Value> {
         )?;
         Ok(())
     })?;
-    let (_, snap) = e.snapshot(&row.id, Detail::Summary)?;
+    let facts = e.facts(&row.id)?;
+    let projection = Projection::new(&facts, Detail::Summary);
+    let snap = projection.snapshot();
     let text = format!(
         "{} {} ({}); its session file is untouched.",
         if archived { "Archived" } else { "Unarchived" },
         row.path,
         row.id
     );
-    Ok(tool_result(
-        text,
-        single(
-            "archived",
-            snap,
-            Detail::Summary,
-            extra(&[("archived", json!(archived))]),
-        ),
-    ))
+    reply(
+        &text,
+        Details::Archived {
+            thread: Single::of(&SnapshotJson::new(&snap)?),
+            archived,
+        },
+    )
 }

@@ -36,6 +36,8 @@ use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use rusqlite::{named_params, Connection, OptionalExtension, Row};
+use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use tokio::sync::watch;
 
@@ -43,10 +45,12 @@ use super::Engine;
 use crate::contract::args as argpolicy;
 use crate::contract::worker::{
     self as contract, check_directory, fingerprint, new_message_id, report_notice_text,
-    resolve_granted_paths, send_message_id, worker_identity, worker_prompt, Report, SpawnRequest,
-    WorkerFacts, WorkerRequest,
+    resolve_granted_paths, send_message_id, worker_identity, worker_prompt, Model, Report,
+    Reported, Sent, SpawnRequest, WorkerFacts, WorkerRequest, Workers,
 };
+use crate::contract::ToolResult;
 use crate::error::{Error, ErrorCode, Result};
+use crate::output::Reply;
 use crate::runtime::mapping::Phase;
 use crate::runtime::process::ProcessIdentity;
 use crate::runtime::{ChildView, LaunchSpec, Runtime, SendMode, StartKind};
@@ -115,7 +119,15 @@ fn max_workers_from(value: Option<&str>, warn: &mut dyn FnMut(String)) -> i64 {
     }
 }
 
-pub(super) async fn run(e: &Engine, method: &str, req: WorkerRequest) -> Result<Value> {
+/// A result's JSON text, written once: a tool answers with it as its text content and as its
+/// details.
+type Json = Box<RawValue>;
+
+fn json_of(result: &impl Serialize) -> Result<Json> {
+    Ok(serde_json::value::to_raw_value(result)?)
+}
+
+pub(super) async fn run(e: &Engine, method: &str, req: WorkerRequest) -> Result<Reply> {
     let value = match req {
         WorkerRequest::Spawn(r) => spawn(e, r).await?,
         WorkerRequest::List => list(e)?,
@@ -128,18 +140,17 @@ pub(super) async fn run(e: &Engine, method: &str, req: WorkerRequest) -> Result<
         WorkerRequest::Hide { worker_id } => hide(e, &worker_id)?,
         WorkerRequest::Report(r) => report(e, r)?,
         WorkerRequest::Snapshot { coordinator_ids } => {
-            return Ok(json!({"workers": snapshot_workers(&*e.store.read()?, &coordinator_ids)?}))
+            let facts = snapshot_workers(&*e.store.read()?, &coordinator_ids)?;
+            return Reply::json(&Workers::of(&facts));
         }
         WorkerRequest::Restore { coordinator_ids } => {
-            return Ok(json!({"workers": restore_workers(&e.store, &coordinator_ids)?}))
+            let facts = restore_workers(&e.store, &coordinator_ids)?;
+            return Reply::json(&Workers::of(&facts));
         }
     };
     debug_assert!(method.starts_with("threads_"));
     // Tools answer like every tool on serve: the JSON as text content, the value as details.
-    Ok(json!({
-        "content": [{"type": "text", "text": value.to_string()}],
-        "details": value,
-    }))
+    Reply::json(&ToolResult::new(value.get(), &*value))
 }
 
 // ---- rows ---------------------------------------------------------------------------------
@@ -189,8 +200,7 @@ impl WorkerRow {
                 agent: r.get(6)?,
                 model: model
                     .as_deref()
-                    .and_then(|m| serde_json::from_str::<Value>(m).ok())
-                    .filter(Value::is_object),
+                    .and_then(|m| serde_json::from_str::<Model>(m).ok()),
                 outcome: r.get(9)?,
                 report,
                 hidden_override: hidden,
@@ -261,35 +271,35 @@ fn owned(e: &Engine, id: &str) -> Result<WorkerRow> {
     Ok(row)
 }
 
-fn views(rows: &[WorkerRow]) -> Vec<Value> {
-    rows.iter().map(|r| r.facts.view()).collect()
-}
-
 fn query_rows(conn: &Connection, sql: &str, param: &str) -> Result<Vec<WorkerRow>> {
     let mut stmt = conn.prepare_cached(sql)?;
     let rows = stmt.query_map([param], WorkerRow::from_row)?;
     Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
 }
 
-/// `threads.snapshot`: the WorkerViews of the given coordinators' workers (hidden ones
-/// included), oldest first. Read-only; usable from any process holding the database.
-pub fn snapshot_workers(conn: &Connection, coordinator_ids: &[String]) -> Result<Vec<Value>> {
+/// `threads.snapshot`: the facts of the given coordinators' workers (hidden ones included),
+/// oldest first, in one query. Read-only; usable from any process holding the database.
+pub fn snapshot_workers(conn: &Connection, coordinator_ids: &[String]) -> Result<Vec<WorkerFacts>> {
     let ids = serde_json::to_string(coordinator_ids)?;
-    Ok(views(&query_rows(
+    Ok(facts_of(query_rows(
         conn,
         include_str!("../../sql/workers_of_coordinators.sql"),
         &ids,
     )?))
 }
 
+fn facts_of(rows: Vec<WorkerRow>) -> Vec<WorkerFacts> {
+    rows.into_iter().map(|r| r.facts).collect()
+}
+
 /// `threads.restore`: gives every hidden worker of the given coordinators the hidden override
-/// `false` (even a PASS worker shows again), then returns their views, in one transaction.
-pub fn restore_workers(store: &Store, coordinator_ids: &[String]) -> Result<Vec<Value>> {
+/// `false` (even a PASS worker shows again), then returns their facts, in one transaction.
+pub fn restore_workers(store: &Store, coordinator_ids: &[String]) -> Result<Vec<WorkerFacts>> {
     let ids = serde_json::to_string(coordinator_ids)?;
     store.write(|tx| {
         tx.prepare_cached(include_str!("../../sql/workers_restore_hidden.sql"))?
             .execute((&ids, now_iso()))?;
-        Ok(views(&query_rows(
+        Ok(facts_of(query_rows(
             tx,
             include_str!("../../sql/workers_of_coordinators.sql"),
             &ids,
@@ -366,7 +376,7 @@ fn agent_profile(e: &Engine, agent: &str) -> Result<Vec<String>> {
     Ok(args)
 }
 
-async fn spawn(e: &Engine, req: SpawnRequest) -> Result<Value> {
+async fn spawn(e: &Engine, req: SpawnRequest) -> Result<Json> {
     let coordinator = e.cfg.session_id.clone();
     check_may_spawn(e, &coordinator)?;
     check_directory(&req.directory)?;
@@ -464,7 +474,7 @@ async fn spawn(e: &Engine, req: SpawnRequest) -> Result<Value> {
     })?;
     drive(e, &worker_id).await?;
     e.rt.flush().await;
-    Ok(load(e, &worker_id)?.facts.view())
+    json_of(&load(e, &worker_id)?.facts.view())
 }
 
 // ---- bringing a worker up and delivering its messages ---------------------------------------
@@ -846,20 +856,16 @@ fn record_close(store: &Store, id: &str, marks: Marks, in_run: bool) -> Result<(
 
 // ---- list, send, interrupt, hide ------------------------------------------------------------
 
-fn list(e: &Engine) -> Result<Value> {
+fn list(e: &Engine) -> Result<Json> {
     let rows = query_rows(
         &*e.store.read()?,
         include_str!("../../sql/workers_of_coordinator.sql"),
         &e.cfg.session_id,
     )?;
-    let statuses: serde_json::Map<String, Value> = rows
-        .iter()
-        .map(|r| (r.id().to_string(), json!(r.facts.list_status())))
-        .collect();
-    Ok(json!({"workers": views(&rows), "statuses": statuses}))
+    json_of(&Workers::with_statuses(rows.iter().map(|r| &r.facts)))
 }
 
-async fn send(e: &Engine, worker_id: &str, key: &str, text: &str) -> Result<Value> {
+async fn send(e: &Engine, worker_id: &str, key: &str, text: &str) -> Result<Json> {
     let row = owned(e, worker_id)?;
     let id = row.id().to_string();
     let message_id = send_message_id(&id, key);
@@ -895,10 +901,13 @@ async fn send(e: &Engine, worker_id: &str, key: &str, text: &str) -> Result<Valu
     })?;
     drive(e, &id).await?;
     e.rt.flush().await;
-    Ok(json!({"workerID": id, "messageID": message_id}))
+    json_of(&Sent {
+        worker_id: &id,
+        message_id: &message_id,
+    })
 }
 
-async fn interrupt(e: &Engine, worker_id: &str) -> Result<Value> {
+async fn interrupt(e: &Engine, worker_id: &str) -> Result<Json> {
     let row = owned(e, worker_id)?;
     let id = row.id().to_string();
     e.rt.await_launch(&id, crate::runtime::LAUNCH_WAIT).await;
@@ -928,22 +937,22 @@ async fn interrupt(e: &Engine, worker_id: &str) -> Result<Value> {
         })?;
     }
     e.rt.flush().await;
-    Ok(load(e, &id)?.facts.view())
+    json_of(&load(e, &id)?.facts.view())
 }
 
-fn hide(e: &Engine, worker_id: &str) -> Result<Value> {
+fn hide(e: &Engine, worker_id: &str) -> Result<Json> {
     let row = owned(e, worker_id)?;
     e.store.write(|tx| {
         tx.prepare_cached(include_str!("../../sql/worker_set_hidden.sql"))?
             .execute((row.id(), true, now_iso()))?;
         Ok(())
     })?;
-    Ok(load(e, row.id())?.facts.view())
+    json_of(&load(e, row.id())?.facts.view())
 }
 
 // ---- report ---------------------------------------------------------------------------------
 
-fn report(e: &Engine, report: Report) -> Result<Value> {
+fn report(e: &Engine, report: Report) -> Result<Json> {
     let caller = &e.cfg.session_id;
     let row = find(&*e.store.read()?, caller)?.ok_or_else(|| {
         Error::forbidden(format!(
@@ -994,7 +1003,10 @@ fn report(e: &Engine, report: Report) -> Result<Value> {
             })?;
         Ok(report)
     })?;
-    Ok(json!({"workerID": id, "report": stored.to_json()}))
+    json_of(&Reported {
+        worker_id: &id,
+        report: &stored,
+    })
 }
 
 #[cfg(test)]

@@ -113,7 +113,8 @@ pub struct LaunchOutcome {
 }
 
 /// How a message is delivered to a live child.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum SendMode {
     Prompt,
     Steer,

@@ -1,5 +1,7 @@
 //! Lifecycle events: appended in batches, a ring of the newest 40 per thread, `seq` only grows.
 
+use std::borrow::Cow;
+
 use rusqlite::{named_params, Connection, OptionalExtension};
 use serde::Serialize;
 use serde_json::Value;
@@ -64,7 +66,7 @@ pub fn append(conn: &Connection, thread_id: &str, events: &[NewEvent<'_>]) -> Re
     Ok(last_seq)
 }
 
-/// A stored event, as projections read it.
+/// A stored event as the CLI and tests read it, `data` parsed.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StoredEvent {
     pub seq: i64,
@@ -74,17 +76,102 @@ pub struct StoredEvent {
     pub data: Value,
 }
 
-/// A thread's retained events, oldest first.
-pub fn of_thread(conn: &Connection, thread_id: &str) -> Result<Vec<StoredEvent>> {
-    let mut stmt = conn.prepare_cached(include_str!("../../sql/events_of_thread.sql"))?;
-    let rows = stmt.query_map([thread_id], |r| {
-        let data: String = r.get(3)?;
-        Ok(StoredEvent {
-            seq: r.get(0)?,
-            at: r.get(1)?,
-            kind: r.get(2)?,
-            data: serde_json::from_str(&data).unwrap_or(Value::Null),
+/// A stored event as projections read it: `data` stays the stored JSON text, which the
+/// projection passes through without building a value; `kind` is one of the schema's
+/// [`TYPES`] (a copy only for a type it does not know).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventRow {
+    pub seq: i64,
+    pub at: String,
+    pub kind: Cow<'static, str>,
+    pub data: String,
+}
+
+/// The event types `thread_events.type` allows (V1's CHECK).
+pub const TYPES: [&str; 13] = [
+    "thread_started",
+    "thread_resumed",
+    "thread_forked",
+    "thread_archived",
+    "thread_stopping",
+    "thread_closed",
+    "thread_error",
+    "turn_started",
+    "turn_completed",
+    "tool_started",
+    "tool_completed",
+    "assistant_message",
+    "ui_request",
+];
+
+impl EventRow {
+    fn from_row(r: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<EventRow> {
+        let kind = match r.get_ref(first + 2)? {
+            rusqlite::types::ValueRef::Text(t) => match TYPES.iter().find(|k| k.as_bytes() == t) {
+                Some(k) => Cow::Borrowed(*k),
+                None => Cow::Owned(String::from_utf8_lossy(t).into_owned()),
+            },
+            _ => Cow::Owned(r.get(first + 2)?),
+        };
+        Ok(EventRow {
+            seq: r.get(first)?,
+            at: r.get(first + 1)?,
+            kind,
+            data: r.get(first + 3)?,
         })
-    })?;
+    }
+}
+
+impl EventRow {
+    /// `data` parsed (`null` when it is not JSON).
+    pub fn stored(self) -> StoredEvent {
+        StoredEvent {
+            data: serde_json::from_str(&self.data).unwrap_or(Value::Null),
+            seq: self.seq,
+            at: self.at,
+            kind: self.kind.into_owned(),
+        }
+    }
+}
+
+/// A thread's retained events, oldest first.
+pub fn rows_of_thread(conn: &Connection, thread_id: &str) -> Result<Vec<EventRow>> {
+    let mut stmt = conn.prepare_cached(include_str!("../../sql/events_of_thread.sql"))?;
+    let rows = stmt.query_map([thread_id], |r| EventRow::from_row(r, 0))?;
     Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+}
+
+/// A thread's retained events, oldest first, `data` parsed.
+pub fn of_thread(conn: &Connection, thread_id: &str) -> Result<Vec<StoredEvent>> {
+    Ok(rows_of_thread(conn, thread_id)?
+        .into_iter()
+        .map(EventRow::stored)
+        .collect())
+}
+
+/// The retained events of several threads in one query, for a projection that shows at most
+/// the newest `shown` of each: `ids` is a JSON array of thread ids, and the answer holds, at
+/// each position of that array, that thread's last `shown` events, oldest first.
+pub fn rows_of_threads(
+    conn: &Connection,
+    ids: &str,
+    count: usize,
+    shown: i64,
+) -> Result<Vec<Vec<EventRow>>> {
+    let mut by_thread: Vec<Vec<EventRow>> = (0..count).map(|_| Vec::new()).collect();
+    let mut stmt = conn.prepare_cached(include_str!("../../sql/events_of_threads.sql"))?;
+    let mut rows = stmt.query((ids, shown))?;
+    while let Some(r) = rows.next()? {
+        let at = r.get::<_, i64>(0)? as usize;
+        if let Some(events) = by_thread.get_mut(at) {
+            events.push(EventRow::from_row(r, 1)?);
+        }
+    }
+    // Each thread's events come out of its primary-key range in seq order; make sure.
+    for events in &mut by_thread {
+        if !events.is_sorted_by_key(|e| e.seq) {
+            events.sort_unstable_by_key(|e| e.seq);
+        }
+    }
+    Ok(by_thread)
 }

@@ -96,7 +96,10 @@ impl Store {
             )
             .with_init(|c| {
                 configure(c)?;
-                c.execute_batch("PRAGMA query_only = ON;")
+                // 1 MiB of page cache per reader (SQLite's default is 2 MiB): the hot lookups
+                // touch a few index pages, a long list streams past any cache, and eight
+                // readers at the default held most of an idle serve's memory on a big file.
+                c.execute_batch("PRAGMA query_only = ON; PRAGMA cache_size = -1024;")
             });
         let readers = r2d2::Pool::builder()
             .max_size(8)
@@ -298,6 +301,27 @@ mod tests {
             (
                 "list_every_manager",
                 include_str!("../../sql/list_every_manager.sql"),
+            ),
+            ("list_all_live", include_str!("../../sql/list_all_live.sql")),
+            (
+                "list_all_archived",
+                include_str!("../../sql/list_all_archived.sql"),
+            ),
+            (
+                "list_children_live",
+                include_str!("../../sql/list_children_live.sql"),
+            ),
+            (
+                "list_children_archived",
+                include_str!("../../sql/list_children_archived.sql"),
+            ),
+            (
+                "list_descendants_live",
+                include_str!("../../sql/list_descendants_live.sql"),
+            ),
+            (
+                "list_descendants_archived",
+                include_str!("../../sql/list_descendants_archived.sql"),
             ),
         ];
         for (name, sql) in queries {

@@ -301,7 +301,7 @@ impl ThreadRow {
 }
 
 /// The cached statement of a thread-row query, checked to return the columns of [`col`].
-fn thread_statement<'c>(conn: &'c Connection, sql: &str) -> Result<CachedStatement<'c>> {
+pub fn thread_statement<'c>(conn: &'c Connection, sql: &str) -> Result<CachedStatement<'c>> {
     let stmt = conn.prepare_cached(sql)?;
     if stmt.column_count() != col::COUNT {
         return Err(crate::error::Error::internal(format!(

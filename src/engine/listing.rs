@@ -1,0 +1,576 @@
+//! Contract A's `list` answer. A list of at most [`IN_MEMORY`] threads is read in three queries
+//! (the rows, then the retained output and the retained events of those ids) and serialized
+//! from memory. A longer one is streamed ([`Reply::Stream`]): one read transaction on a blocking
+//! thread, so every pass sees the same rows, and passes over the list query that never hold
+//! more than [`BATCH`] threads:
+//!
+//! one pass over the rows, in batches of [`BATCH`] (each batch's output and events in two
+//! queries), writes the content text and the snapshots (each serialized once) into two spill
+//! files beside the database; the line is then written from them: the text, then the list
+//! twice (`details.threads` and its alias `details.snapshots`).
+//!
+//! Without room for spill files, the rows are read four times instead (counts, text, the list
+//! twice) and written straight into the line. A failure after the first byte cannot be taken
+//! back: the line is left unfinished (never a valid but shortened answer) and the error
+//! response for the same id follows it.
+
+use std::cell::RefCell;
+use std::fmt;
+use std::io::{Seek, Write};
+
+use rusqlite::Connection;
+use serde::ser::Serializer;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{thread_facts, Engine};
+use crate::contract::projection::{Detail, Projection, Snapshot, ThreadFacts};
+use crate::contract::thread::Listed;
+use crate::contract::ToolResult;
+use crate::error::{Error, Result};
+use crate::list::{self, ListQuery};
+use crate::output::Reply;
+use crate::store::threads::{col, ThreadRow};
+use crate::store::Store;
+
+/// Lists up to this long are answered from memory.
+pub const IN_MEMORY: usize = 256;
+/// Threads a streamed list holds at a time.
+pub const BATCH: usize = 256;
+/// Bytes of content text handed to the escaping writer at a time.
+const PIECE_BYTES: usize = 64 * 1024;
+
+/// The answer to a `list` of `q` in `e`'s manager.
+pub(super) fn reply(e: &Engine, q: ListQuery) -> Result<Reply> {
+    let conn = e.store.read()?;
+    let Some(rows) = list::list_at_most(&conn, e.manager_id, &q, IN_MEMORY)? else {
+        drop(conn);
+        let store = e.store.clone();
+        let manager_id = e.manager_id;
+        return Ok(Reply::Stream(Box::new(move |id, w| {
+            stream(&store, manager_id, &q, id, w)
+        })));
+    };
+    let facts = thread_facts(&conn, rows, Detail::Summary)?;
+    drop(conn);
+    Ok(Reply::Json(from_memory(&facts)?))
+}
+
+/// The result JSON of a list whose facts are all in memory.
+fn from_memory(facts: &[ThreadFacts]) -> Result<Vec<u8>> {
+    let projections: Vec<Projection<'_>> = facts
+        .iter()
+        .map(|f| Projection::new(f, Detail::Summary))
+        .collect();
+    let snapshots: Vec<Snapshot<'_>> = projections.iter().map(Projection::snapshot).collect();
+    // Written twice (`threads`, `snapshots`), serialized once.
+    let snapshots = serde_json::value::to_raw_value(&snapshots)?;
+    let live = facts.iter().filter(|f| f.row.is_live()).count();
+    let mut text = String::new();
+    let _ = header(&mut text, facts.len(), live);
+    for f in facts {
+        let r = &f.row;
+        let _ = line(&mut text, &r.path, &r.id, &r.status, &r.phase, &r.name);
+    }
+    let mut json = Vec::with_capacity(2 * snapshots.get().len() + text.len() + 1024);
+    serde_json::to_writer(
+        &mut json,
+        &ToolResult::new(text, Listed::new(&*snapshots, facts.len(), live)),
+    )?;
+    Ok(json)
+}
+
+/// `N thread(s) (L live, C closed)`.
+fn header(f: &mut dyn fmt::Write, count: usize, live: usize) -> fmt::Result {
+    write!(
+        f,
+        "{count} thread{} ({live} live, {} closed)",
+        if count == 1 { "" } else { "s" },
+        count - live
+    )
+}
+
+/// One thread's line of the content text.
+fn line(
+    f: &mut dyn fmt::Write,
+    path: &str,
+    id: &str,
+    status: &str,
+    phase: &str,
+    name: &str,
+) -> fmt::Result {
+    write!(f, "\n- {path} ({id}) {status}/{phase} \"{name}\"")
+}
+
+/// The holes of a streamed list's template: the text, then the list (twice). Serialized, a
+/// marker is a JSON string starting with U+0000, which nothing else in the template holds.
+const TEXT_HOLE: &str = "\u{0}text";
+const LIST_HOLE: &str = "\u{0}list";
+
+/// A streamed list's template: the in-memory answer's `ToolResult` / `Listed` structs
+/// serialized with markers where the text and the lists go, cut at the markers.
+struct Template {
+    json: String,
+    /// Where the text hole and the two list holes start and end.
+    holes: [(usize, usize); 3],
+}
+
+impl Template {
+    fn new(count: usize, live: usize) -> Result<Template> {
+        let json = serde_json::to_string(&ToolResult::new(
+            TEXT_HOLE,
+            Listed::new(LIST_HOLE, count, live),
+        ))?;
+        let find = |marker: &str, from: usize| -> Result<(usize, usize)> {
+            let m = serde_json::to_string(marker)?;
+            let at = json[from..]
+                .find(&m)
+                .map(|i| from + i)
+                .ok_or_else(|| Error::internal("the list template lost a hole"))?;
+            Ok((at, at + m.len()))
+        };
+        let text = find(TEXT_HOLE, 0)?;
+        let threads = find(LIST_HOLE, text.1)?;
+        let snapshots = find(LIST_HOLE, threads.1)?;
+        Ok(Template {
+            holes: [text, threads, snapshots],
+            json,
+        })
+    }
+
+    /// The template's text before hole `i` (after hole `i - 1`); `i == 3`: after the last.
+    fn part(&self, i: usize) -> &[u8] {
+        let from = if i == 0 { 0 } else { self.holes[i - 1].1 };
+        let to = self.holes.get(i).map_or(self.json.len(), |h| h.0);
+        &self.json.as_bytes()[from..to]
+    }
+}
+
+/// Writes the whole response line of a long list, its shape the [`Template`]'s. One pass over
+/// the rows writes the content text and the snapshots (each serialized once) into two spill
+/// files beside the database while counting; the line is then the template with the text
+/// copied into its hole and the snapshots copied into both list holes. Nothing reaches the
+/// line before every row was read, so a failure on the way is an ordinary error. Without
+/// room for spill files the rows are read in four passes instead (counts, text, and the list
+/// twice) and written straight into the line.
+fn stream(
+    store: &Store,
+    manager_id: i64,
+    q: &ListQuery,
+    id: &Value,
+    w: &mut dyn Write,
+) -> Result<()> {
+    stream_spilling(store, manager_id, q, id, w, store.path().parent())
+}
+
+/// [`stream`], spilling into `spill_dir` (none: the rows are read four times).
+fn stream_spilling(
+    store: &Store,
+    manager_id: i64,
+    q: &ListQuery,
+    id: &Value,
+    w: &mut dyn Write,
+    spill_dir: Option<&std::path::Path>,
+) -> Result<()> {
+    let conn = store.read()?;
+    // One read transaction: every pass sees the same rows.
+    let tx = conn.unchecked_transaction()?;
+    let spills = spill_dir.and_then(|dir| {
+        let text = tempfile::tempfile_in(dir).ok()?;
+        let list = tempfile::tempfile_in(dir).ok()?;
+        Some((text, list))
+    });
+    let spilled = match spills {
+        Some((text, list)) => spill_pass(&tx, manager_id, q, text, list)?,
+        None => None,
+    };
+    w.write_all(b"{\"id\":")?;
+    serde_json::to_writer(&mut *w, id)?;
+    w.write_all(b",\"result\":")?;
+    match spilled {
+        Some(Spilled {
+            count,
+            live,
+            mut text,
+            mut list,
+        }) => {
+            let t = Template::new(count, live)?;
+            w.write_all(t.part(0))?;
+            let mut head = String::new();
+            let _ = header(&mut head, count, live);
+            let quoted = serde_json::to_string(&head)?;
+            w.write_all(&quoted.as_bytes()[..quoted.len() - 1])?;
+            copy_from_start(&mut text, w)?;
+            w.write_all(b"\"")?;
+            w.write_all(t.part(1))?;
+            copy_from_start(&mut list, w)?;
+            w.write_all(t.part(2))?;
+            copy_from_start(&mut list, w)?;
+            w.write_all(t.part(3))?;
+        }
+        None => {
+            let (mut count, mut live) = (0, 0);
+            list::each_row(&tx, manager_id, q, |r| {
+                count += 1;
+                if text_at(r, col::STATUS)? == "live" {
+                    live += 1;
+                }
+                Ok(true)
+            })?;
+            let t = Template::new(count, live)?;
+            let s = Streamed {
+                conn: &tx,
+                manager_id,
+                q,
+                count,
+                live,
+                failure: RefCell::new(None),
+            };
+            w.write_all(t.part(0))?;
+            let text = serde_json::to_writer(&mut *w, &Text(&s));
+            if let Some(e) = s.failure.borrow_mut().take() {
+                return Err(e);
+            }
+            text?;
+            w.write_all(t.part(1))?;
+            snapshots(&tx, manager_id, q, w)?;
+            w.write_all(t.part(2))?;
+            snapshots(&tx, manager_id, q, w)?;
+            w.write_all(t.part(3))?;
+        }
+    }
+    w.write_all(b"}")?;
+    tx.finish()?;
+    Ok(())
+}
+
+/// What one pass left in the spill files: the counts, the content text's lines (escaped for a
+/// JSON string) and the snapshots as a JSON array.
+struct Spilled {
+    count: usize,
+    live: usize,
+    text: std::fs::File,
+    list: std::fs::File,
+}
+
+fn copy_from_start(file: &mut std::fs::File, w: &mut dyn Write) -> Result<()> {
+    file.seek(std::io::SeekFrom::Start(0))?;
+    std::io::copy(file, w)?;
+    Ok(())
+}
+
+/// The one pass over the rows into the spill files; `None` when a spill file could not be
+/// written (the caller reads the rows without them).
+fn spill_pass(
+    conn: &Connection,
+    manager_id: i64,
+    q: &ListQuery,
+    text: std::fs::File,
+    list: std::fs::File,
+) -> Result<Option<Spilled>> {
+    let mut text = std::io::BufWriter::with_capacity(256 * 1024, text);
+    let mut list = std::io::BufWriter::with_capacity(256 * 1024, list);
+    let (mut count, mut live) = (0, 0);
+    let mut spill_ok = list.write_all(b"[").is_ok();
+    let mut lines = String::with_capacity(BATCH * 160);
+    let mut escaped = Vec::with_capacity(BATCH * 170);
+    let mut batch: Vec<ThreadRow> = Vec::with_capacity(BATCH);
+    let mut first = true;
+    let mut write_batch = |batch: &mut Vec<ThreadRow>, spill_ok: &mut bool| -> Result<()> {
+        lines.clear();
+        for r in batch.iter() {
+            let _ = line(&mut lines, &r.path, &r.id, &r.status, &r.phase, &r.name);
+        }
+        escaped.clear();
+        serde_json::to_writer(&mut escaped, lines.as_str())?;
+        let inner = &escaped[1..escaped.len() - 1];
+        *spill_ok = *spill_ok && text.write_all(inner).is_ok();
+        let facts = thread_facts(conn, std::mem::take(batch), Detail::Summary)?;
+        let written = write_snapshots(&facts, first, &mut list);
+        first = false;
+        written.or_else(|e| match e.code {
+            crate::error::ErrorCode::Io => {
+                *spill_ok = false;
+                Ok(())
+            }
+            _ => Err(e),
+        })?;
+        Ok(())
+    };
+    list::each_row(conn, manager_id, q, |r| {
+        let row = ThreadRow::from_row(r)?;
+        count += 1;
+        if row.is_live() {
+            live += 1;
+        }
+        batch.push(row);
+        if batch.len() == BATCH {
+            write_batch(&mut batch, &mut spill_ok)?;
+        }
+        Ok(spill_ok)
+    })?;
+    if !batch.is_empty() {
+        write_batch(&mut batch, &mut spill_ok)?;
+    }
+    spill_ok = spill_ok && list.write_all(b"]").is_ok();
+    let (Ok(text), Ok(list)) = (text.into_inner(), list.into_inner()) else {
+        return Ok(None);
+    };
+    Ok(spill_ok.then_some(Spilled {
+        count,
+        live,
+        text,
+        list,
+    }))
+}
+
+/// Each snapshot of `facts`, serialized once, comma-separated (a leading comma unless this is
+/// the list's first batch).
+fn write_snapshots(facts: &[ThreadFacts], first: bool, w: &mut dyn Write) -> Result<()> {
+    let mut element = Vec::with_capacity(8 * 1024);
+    for (i, f) in facts.iter().enumerate() {
+        element.clear();
+        if i > 0 || !first {
+            element.push(b',');
+        }
+        serde_json::to_writer(
+            &mut element,
+            &Projection::new(f, Detail::Summary).snapshot(),
+        )?;
+        w.write_all(&element)?;
+    }
+    Ok(())
+}
+
+/// `[snapshot, …]` straight into the line: the rows in batches, each batch's output and
+/// events in two queries.
+fn snapshots(conn: &Connection, manager_id: i64, q: &ListQuery, w: &mut dyn Write) -> Result<()> {
+    w.write_all(b"[")?;
+    let mut first = true;
+    let mut batch: Vec<ThreadRow> = Vec::with_capacity(BATCH);
+    let mut write_batch = |batch: &mut Vec<ThreadRow>| -> Result<()> {
+        let facts = thread_facts(conn, std::mem::take(batch), Detail::Summary)?;
+        write_snapshots(&facts, first, w)?;
+        first = false;
+        Ok(())
+    };
+    list::each_row(conn, manager_id, q, |r| {
+        batch.push(ThreadRow::from_row(r)?);
+        if batch.len() == BATCH {
+            write_batch(&mut batch)?;
+        }
+        Ok(true)
+    })?;
+    if !batch.is_empty() {
+        write_batch(&mut batch)?;
+    }
+    w.write_all(b"]")?;
+    Ok(())
+}
+
+/// A text column of a thread row, borrowed.
+fn text_at<'r>(r: &'r rusqlite::Row<'_>, i: usize) -> Result<&'r str> {
+    r.get_ref(i)?.as_str().map_err(|e| {
+        Error::from(rusqlite::Error::FromSqlConversionFailure(
+            i,
+            rusqlite::types::Type::Text,
+            Box::new(e),
+        ))
+    })
+}
+
+/// A list being streamed from one read transaction.
+struct Streamed<'c> {
+    conn: &'c Connection,
+    manager_id: i64,
+    q: &'c ListQuery,
+    count: usize,
+    live: usize,
+    /// The first store error met while writing the text (a `Display` cannot return it).
+    failure: RefCell<Option<Error>>,
+}
+
+/// The content text, a line per thread, written as it is read.
+struct Text<'a>(&'a Streamed<'a>);
+
+impl Serialize for Text<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        // serde_json escapes what Display writes straight into the line.
+        s.collect_str(self)
+    }
+}
+
+impl fmt::Display for Text<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = self.0;
+        // Lines are gathered into pieces of about 64 KiB, so the escaping writer sees few calls.
+        let mut piece = String::with_capacity(PIECE_BYTES + 512);
+        header(&mut piece, s.count, s.live)?;
+        let mut written: fmt::Result = Ok(());
+        let pass = list::each_row(s.conn, s.manager_id, s.q, |r| {
+            let text = |i| text_at(r, i);
+            let _ = line(
+                &mut piece,
+                text(col::PATH)?,
+                text(col::ID)?,
+                text(col::STATUS)?,
+                text(col::PHASE)?,
+                text(col::NAME)?,
+            );
+            if piece.len() >= PIECE_BYTES {
+                written = f.write_str(&piece);
+                piece.clear();
+            }
+            Ok(written.is_ok())
+        });
+        if let Err(e) = pass {
+            // Stop here (the caller returns the error; the line stays unfinished).
+            self.0.failure.borrow_mut().get_or_insert(e);
+            return written;
+        }
+        written?;
+        f.write_str(&piece)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::list::{StateFilter, Subtree, VisibilityFilter};
+    use crate::store::events::{self, NewEvent};
+    use crate::store::threads::{insert_thread, upsert_manager, Contract, ManagerSpec, NewThread};
+
+    /// `n` threads under /root (every 7th live, every 11th archived unless live, every 5th a child), each with events and
+    /// an answer; returns the manager.
+    fn seeded(store: &Store, n: usize) -> i64 {
+        store
+            .write(|tx| {
+                let m = upsert_manager(
+                    tx,
+                    &ManagerSpec {
+                        session_id: "s",
+                        contract: Contract::Thread,
+                        scope_path: "/root",
+                        depth: 0,
+                        self_thread_id: None,
+                        session_file: None,
+                        cwd: None,
+                        owner_pid: None,
+                        owner_started_at: None,
+                    },
+                )?;
+                let mut i = 0;
+                while i < n {
+                    let id = format!("thread_{i:012x}");
+                    let (path, parent) = if i % 5 == 1 {
+                        (format!("/root/t_{}/c{i}", i - 1), format!("/root/t_{}", i - 1))
+                    } else {
+                        (format!("/root/t_{i}"), "/root".to_string())
+                    };
+                    let live = i % 7 == 3;
+                    insert_thread(
+                        tx,
+                        &NewThread {
+                            id: id.clone(),
+                            manager_id: m,
+                            task_name: path.rsplit('/').next().unwrap().to_string(),
+                            name: format!("Thread \"{i}\"\n"),
+                            path,
+                            parent_path: Some(parent),
+                            depth: 1,
+                            cwd: "/w".into(),
+                            status: "live",
+                            phase: "busy",
+                            ..Default::default()
+                        },
+                    )?;
+                    if !live {
+                        tx.execute(
+                            "UPDATE threads SET status = 'closed', phase = 'idle', exit_kind = 'exited', exit_code = 0, archived = ?2 WHERE id = ?1",
+                            (&id, i % 11 == 0),
+                        )?;
+                    }
+                    let text = format!("{{\"text\":\"answer {i}: {}\"}}", "é ".repeat(i % 300));
+                    let evs: Vec<NewEvent<'_>> = (0..(i % 9))
+                        .map(|k| NewEvent {
+                            at: "2026-01-01T00:00:00.000Z",
+                            kind: if k % 2 == 0 { "turn_started" } else { "assistant_message" },
+                            data: if k % 2 == 0 { "{}" } else { &text },
+                        })
+                        .collect();
+                    events::append(tx, &id, &evs)?;
+                    if i % 3 != 0 {
+                        tx.execute(
+                            "INSERT INTO thread_output (thread_id, last_assistant_text, stderr_tail) VALUES (?1, ?2, ?3)",
+                            (&id, format!("Done {i}.\n\n  {}", "word ".repeat(i % 200)), b"err\n".to_vec()),
+                        )?;
+                    }
+                    i += 1;
+                }
+                Ok(m)
+            })
+            .unwrap()
+    }
+
+    /// A streamed list is exactly the list the in-memory path writes, for every variant.
+    #[test]
+    fn a_streamed_list_equals_the_list_from_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("t.sqlite")).unwrap();
+        let m = seeded(&store, 600);
+        for (state, visibility, subtree) in [
+            (
+                StateFilter::All,
+                VisibilityFilter::Active,
+                Subtree::Everything,
+            ),
+            (
+                StateFilter::Closed,
+                VisibilityFilter::All,
+                Subtree::Everything,
+            ),
+            (
+                StateFilter::Live,
+                VisibilityFilter::Active,
+                Subtree::Everything,
+            ),
+            (
+                StateFilter::All,
+                VisibilityFilter::All,
+                Subtree::DescendantsOf("/root".into()),
+            ),
+            (
+                StateFilter::All,
+                VisibilityFilter::Archived,
+                Subtree::Everything,
+            ),
+        ] {
+            let q = ListQuery {
+                state,
+                visibility,
+                subtree,
+            };
+            let conn = store.read().unwrap();
+            let rows = list::list_at_most(&conn, m, &q, usize::MAX)
+                .unwrap()
+                .unwrap();
+            let want = from_memory(&thread_facts(&conn, rows, Detail::Summary).unwrap()).unwrap();
+            drop(conn);
+            let mut line = Vec::new();
+            stream(&store, m, &q, &Value::from(7), &mut line).unwrap();
+            let mut expected = b"{\"id\":7,\"result\":".to_vec();
+            expected.extend_from_slice(&want);
+            expected.push(b'}');
+            assert!(line == expected, "{q:?}: the streamed line differs");
+            // Without a spill file the rows are read twice, with the same answer.
+            let mut unspilled = Vec::new();
+            stream_spilling(&store, m, &q, &Value::from(7), &mut unspilled, None).unwrap();
+            assert!(unspilled == expected, "{q:?}: the unspilled line differs");
+            let v: Value = serde_json::from_slice(&line).unwrap();
+            assert_eq!(
+                v["result"]["details"]["threads"], v["result"]["details"]["snapshots"],
+                "{q:?}"
+            );
+        }
+    }
+}

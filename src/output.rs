@@ -1,0 +1,475 @@
+//! The response side of `serve`: every line written to stdout, one at a time, in the order it
+//! was handed over, and never two interleaved.
+//!
+//! A result is serialized once, straight from its typed shape into bytes ([`Reply::Json`]),
+//! never through a `serde_json::Value`. A result too large to hold (a `list` of every thread:
+//! about 5 KB per thread, so 500 MB for 100k) is a [`Reply::Stream`]: it is written from a
+//! blocking thread into a [`LineSink`], which hands it to the writer in chunks of
+//! [`CHUNK_BYTES`] over a bounded channel, so the memory it holds stays a few chunks whatever
+//! its size. While a streamed line is being written, other lines wait their turn.
+//!
+//! The writer is a thread of its own with blocking writes (see [`Output::new`]).
+
+use std::io::{self, Write};
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc as std_mpsc, Arc};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+
+/// Bytes a streamed line hands over at a time.
+pub const CHUNK_BYTES: usize = 256 * 1024;
+/// Chunks of one streamed line in flight between its producer and the writer.
+const CHUNKS_IN_FLIGHT: usize = 2;
+
+/// One request's result, ready to be written as `{"id": …, "result": …}`.
+pub enum Reply {
+    /// The result's JSON text.
+    Json(Vec<u8>),
+    /// A result written as it is produced (from a blocking thread): the function writes the
+    /// whole response line, `{"id": <id>, "result": …}` (use [`Response`]), into the writer.
+    Stream(StreamFn),
+}
+
+/// Writes a streamed response line for the request id it is given.
+pub type StreamFn = Box<dyn FnOnce(&Value, &mut dyn Write) -> Result<()> + Send>;
+
+impl Reply {
+    /// The JSON text of `result` (a typed shape; serializing it cannot fail).
+    pub fn json(result: &impl Serialize) -> Result<Reply> {
+        // Room for a single-thread result, so the buffer rarely grows (a poll is about 6 KB).
+        let mut json = Vec::with_capacity(8 * 1024);
+        serde_json::to_writer(&mut json, result)?;
+        Ok(Reply::Json(json))
+    }
+
+    /// The result as a value, for in-process callers (`threadbase demo`).
+    pub fn into_value(self) -> Result<Value> {
+        match self {
+            Reply::Json(bytes) => Ok(serde_json::from_slice(&bytes)?),
+            Reply::Stream(write) => {
+                let mut line = Vec::new();
+                write(&Value::Null, &mut line)?;
+                let mut response: Value = serde_json::from_slice(&line)?;
+                Ok(response["result"].take())
+            }
+        }
+    }
+}
+
+/// `{"id": …, "result": …}`.
+#[derive(Serialize)]
+pub struct Response<'a, R> {
+    pub id: &'a Value,
+    pub result: R,
+}
+
+/// A line without an id: `{"method", "params"}`.
+#[derive(Serialize)]
+pub struct Notification<'a, P> {
+    pub method: &'a str,
+    pub params: P,
+}
+
+/// `progress`'s params: the request it is about and its details.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Progress<'a, D> {
+    pub request_id: &'a Value,
+    pub details: D,
+}
+
+/// `{"id": …, "error": {"code", "message"}}`.
+#[derive(Serialize)]
+pub struct ErrorResponse<'a> {
+    pub id: &'a Value,
+    pub error: ErrorBody<'a>,
+}
+
+#[derive(Serialize)]
+pub struct ErrorBody<'a> {
+    pub code: &'a str,
+    pub message: &'a str,
+}
+
+impl<'a> ErrorResponse<'a> {
+    pub fn new(id: &'a Value, e: &'a Error) -> Self {
+        ErrorResponse {
+            id,
+            error: ErrorBody {
+                code: e.code.as_str(),
+                message: &e.message,
+            },
+        }
+    }
+}
+
+/// stdout as a plain file (a second descriptor of it), so long lines are not scanned for line
+/// ends by the standard library's line buffering; falls back to `std::io::stdout()`.
+pub fn stdout() -> Box<dyn Write + Send> {
+    use std::os::fd::AsFd;
+    match std::io::stdout().as_fd().try_clone_to_owned() {
+        Ok(fd) => Box::new(std::fs::File::from(fd)),
+        Err(_) => Box::new(std::io::stdout()),
+    }
+}
+
+/// What the writer thread receives.
+enum Out {
+    Line(Vec<u8>),
+    /// `head`, `body`, then `}\n`: a large result's line without copying the result.
+    Framed {
+        head: Vec<u8>,
+        body: Vec<u8>,
+    },
+    Stream(std_mpsc::Receiver<Vec<u8>>),
+}
+
+/// The writer is gone (stdout closed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Closed;
+
+/// A handle on stdout's writer; cheap to clone.
+#[derive(Clone)]
+pub struct Output {
+    tx: std_mpsc::Sender<Out>,
+    gone: Arc<AtomicBool>,
+}
+
+/// Results up to this size are copied into one line buffer; larger ones are written in place.
+const COPY_BELOW: usize = 64 * 1024;
+
+impl Output {
+    /// A handle and a future that completes once the writer has written everything it was
+    /// given and every handle is gone (or `w` failed). The writer is a thread of its own doing
+    /// plain blocking writes: a line costs one wake-up and no copy, and a client that reads
+    /// slowly holds up only that thread, never the async workers.
+    pub fn new<W: Write + Send + 'static>(
+        w: W,
+    ) -> (Output, impl std::future::Future<Output = ()> + Send) {
+        let (tx, rx) = std_mpsc::channel();
+        let gone = Arc::new(AtomicBool::new(false));
+        let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
+        let flag = gone.clone();
+        let spawned = std::thread::Builder::new()
+            .name("serve-stdout".into())
+            .spawn(move || {
+                write_lines(rx, w);
+                flag.store(true, Ordering::SeqCst);
+                let _ = done_tx.send(());
+            });
+        if spawned.is_err() {
+            gone.store(true, Ordering::SeqCst);
+        }
+        (Output { tx, gone }, async move {
+            let _ = done_rx.await;
+        })
+    }
+
+    fn put(&self, out: Out) -> std::result::Result<(), Closed> {
+        if self.is_closed() {
+            return Err(Closed);
+        }
+        self.tx.send(out).map_err(|_| Closed)
+    }
+
+    /// Writes `message` as one line.
+    pub fn send(&self, message: impl Serialize) -> std::result::Result<(), Closed> {
+        let mut line = serde_json::to_vec(&message).map_err(|_| Closed)?;
+        line.push(b'\n');
+        self.put(Out::Line(line))
+    }
+
+    /// Writes the response line of request `id`: its result, or its error.
+    pub fn respond(&self, id: &Value, reply: std::result::Result<Vec<u8>, &Error>) {
+        let out = match reply {
+            Ok(result) => {
+                // `{"id":<id>,"result":<result>}` around the result's bytes, without a second
+                // serialization of the result.
+                let mut head = Vec::with_capacity(32 + result.len().min(COPY_BELOW));
+                head.extend_from_slice(b"{\"id\":");
+                let _ = serde_json::to_writer(&mut head, id);
+                head.extend_from_slice(b",\"result\":");
+                if result.len() < COPY_BELOW {
+                    head.extend_from_slice(&result);
+                    head.extend_from_slice(b"}\n");
+                    Out::Line(head)
+                } else {
+                    Out::Framed { head, body: result }
+                }
+            }
+            Err(e) => {
+                let mut line = serde_json::to_vec(&ErrorResponse::new(id, e)).unwrap_or_default();
+                line.push(b'\n');
+                Out::Line(line)
+            }
+        };
+        let _ = self.put(out);
+    }
+
+    /// Runs a streamed reply for request `id` on this (blocking) thread. A failure before the
+    /// first byte is answered as an ordinary error; one after it ends the broken line and then
+    /// sends the error response for the same id.
+    pub fn stream(&self, id: &Value, write: StreamFn) {
+        let mut sink = LineSink::new(self.clone());
+        let outcome = write(id, &mut sink);
+        let started = sink.started();
+        let finished = sink.finish();
+        drop(sink);
+        match outcome.and(finished.map_err(Error::from)) {
+            Ok(()) => {}
+            Err(e) if !started => self.respond(id, Err(&e)),
+            Err(e) => {
+                let e = Error::new(
+                    e.code,
+                    format!(
+                        "{} (the response line above was cut short by this failure). Repair: send the request again.",
+                        e.message
+                    ),
+                );
+                self.respond(id, Err(&e))
+            }
+        }
+    }
+
+    /// True once the writer is gone.
+    pub fn is_closed(&self) -> bool {
+        self.gone.load(Ordering::SeqCst)
+    }
+}
+
+/// A line written in chunks (from a blocking thread: it waits while the writer catches up).
+/// The line takes its place in the output at its first chunk and ends, with its LF, at
+/// [`LineSink::finish`].
+pub struct LineSink {
+    out: Output,
+    buf: Vec<u8>,
+    tx: Option<std_mpsc::SyncSender<Vec<u8>>>,
+    failed: bool,
+    finished: bool,
+}
+
+impl LineSink {
+    fn new(out: Output) -> LineSink {
+        LineSink {
+            out,
+            buf: Vec::with_capacity(CHUNK_BYTES),
+            tx: None,
+            failed: false,
+            finished: false,
+        }
+    }
+
+    fn started(&self) -> bool {
+        self.tx.is_some() || !self.buf.is_empty()
+    }
+
+    fn hand_over(&mut self) -> io::Result<()> {
+        let closed = || io::Error::new(io::ErrorKind::BrokenPipe, "stdout is closed");
+        if self.failed {
+            return Err(closed());
+        }
+        if self.tx.is_none() {
+            let (tx, rx) = std_mpsc::sync_channel(CHUNKS_IN_FLIGHT);
+            if self.out.put(Out::Stream(rx)).is_err() {
+                self.failed = true;
+                return Err(closed());
+            }
+            self.tx = Some(tx);
+        }
+        let chunk = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK_BYTES));
+        let sent = self.tx.as_ref().map(|tx| tx.send(chunk));
+        if !matches!(sent, Some(Ok(()))) {
+            self.failed = true;
+            return Err(closed());
+        }
+        Ok(())
+    }
+
+    /// Ends the line (LF) and hands over what is left.
+    fn finish(&mut self) -> io::Result<()> {
+        if self.finished || !self.started() {
+            return Ok(());
+        }
+        self.finished = true;
+        self.buf.push(b'\n');
+        self.hand_over()
+    }
+}
+
+impl Drop for LineSink {
+    /// A line given up half way (a panic) still ends, so the next line starts on its own.
+    fn drop(&mut self) {
+        let _ = self.finish();
+    }
+}
+
+impl Write for LineSink {
+    #[inline]
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        if data.len() < CHUNK_BYTES - self.buf.len() {
+            self.buf.extend_from_slice(data);
+            return Ok(data.len());
+        }
+        let room = CHUNK_BYTES - self.buf.len();
+        let n = data.len().min(room);
+        self.buf.extend_from_slice(&data[..n]);
+        if self.buf.len() == CHUNK_BYTES {
+            self.hand_over()?;
+        }
+        Ok(n)
+    }
+
+    /// Most writes are small pieces from the serializer: one copy into the chunk.
+    fn write_all(&mut self, mut data: &[u8]) -> io::Result<()> {
+        while !data.is_empty() {
+            let n = self.write(data)?;
+            data = &data[n..];
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The writer: one line after another, each flushed as soon as it is complete.
+fn write_lines<W: Write>(rx: std_mpsc::Receiver<Out>, mut w: W) {
+    for out in rx {
+        let written = match out {
+            Out::Line(line) => w.write_all(&line),
+            Out::Framed { head, body } => w
+                .write_all(&head)
+                .and_then(|()| w.write_all(&body))
+                .and_then(|()| w.write_all(b"}\n")),
+            Out::Stream(chunks) => chunks.iter().try_for_each(|chunk| w.write_all(&chunk)),
+        };
+        if written.and_then(|()| w.flush()).is_err() {
+            return;
+        }
+    }
+}
+
+/// A writer into shared memory, for tests.
+#[cfg(test)]
+#[derive(Clone, Default)]
+struct Shared(Arc<std::sync::Mutex<Vec<u8>>>);
+
+#[cfg(test)]
+impl Write for Shared {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(data);
+        Ok(data.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(all: &[u8]) -> Vec<Value> {
+        all.split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(|l| serde_json::from_slice(l).unwrap())
+            .collect()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn lines_never_interleave_with_a_stream() {
+        let shared = Shared::default();
+        let (out, done) = Output::new(shared.clone());
+        let big = "x".repeat(3 * CHUNK_BYTES + 17);
+        let streamer = {
+            let out = out.clone();
+            let big = big.clone();
+            tokio::task::spawn_blocking(move || {
+                out.stream(
+                    &Value::from(1),
+                    Box::new(move |id, w| {
+                        serde_json::to_writer(w, &Response { id, result: &big })?;
+                        Ok(())
+                    }),
+                )
+            })
+        };
+        for i in 2..50 {
+            out.respond(&Value::from(i), Ok(b"true".to_vec()));
+        }
+        // A result large enough to be written in place.
+        let large = serde_json::to_vec(&"y".repeat(COPY_BELOW + 1)).unwrap();
+        out.respond(&Value::from(50), Ok(large));
+        streamer.await.unwrap();
+        drop(out);
+        done.await;
+        let got = lines(&shared.0.lock().unwrap());
+        assert_eq!(got.len(), 50);
+        let streamed = got.iter().find(|v| v["id"] == 1).unwrap();
+        assert_eq!(streamed["result"].as_str().unwrap().len(), big.len());
+        let framed = got.iter().find(|v| v["id"] == 50).unwrap();
+        assert_eq!(framed["result"].as_str().unwrap().len(), COPY_BELOW + 1);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_stream_that_fails_early_is_an_ordinary_error() {
+        let shared = Shared::default();
+        let (out, done) = Output::new(shared.clone());
+        let o = out.clone();
+        tokio::task::spawn_blocking(move || {
+            o.stream(
+                &Value::from(5),
+                Box::new(|_, _| Err(Error::internal("no rows for you"))),
+            )
+        })
+        .await
+        .unwrap();
+        drop(out);
+        done.await;
+        let got = lines(&shared.0.lock().unwrap());
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0]["id"], 5);
+        assert_eq!(got[0]["error"]["message"], "no rows for you");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_stream_that_fails_late_ends_its_line_and_then_answers() {
+        let shared = Shared::default();
+        let (out, done) = Output::new(shared.clone());
+        let o = out.clone();
+        tokio::task::spawn_blocking(move || {
+            o.stream(
+                &Value::from(6),
+                Box::new(|_, w| {
+                    w.write_all(&vec![b'['; CHUNK_BYTES + 1])?;
+                    Err(Error::internal("disk went away"))
+                }),
+            )
+        })
+        .await
+        .unwrap();
+        out.respond(&Value::from(7), Ok(b"1".to_vec()));
+        drop(out);
+        done.await;
+        let all = shared.0.lock().unwrap().clone();
+        let mut parts = all.split(|b| *b == b'\n').filter(|l| !l.is_empty());
+        assert_eq!(
+            parts.next().unwrap().len(),
+            CHUNK_BYTES + 1,
+            "the cut line ends"
+        );
+        let error: Value = serde_json::from_slice(parts.next().unwrap()).unwrap();
+        assert_eq!(error["id"], 6);
+        assert!(error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("cut short"));
+        let next: Value = serde_json::from_slice(parts.next().unwrap()).unwrap();
+        assert_eq!(next["id"], 7);
+    }
+}
