@@ -1,4 +1,5 @@
-//! `serve`'s own stdin and stdout as async streams driven by the runtime's reactor.
+//! `serve`'s own stdin as an async stream driven by the runtime's reactor (stdout is written by
+//! a thread of its own with blocking writes, see `output`).
 //!
 //! tokio's `stdin()`/`stdout()` do every read and write on a blocking-pool thread: each request
 //! line cost a hand-off to that thread and a wake-up back, and so did each response line. When
@@ -10,18 +11,17 @@
 //! put back when its [`RestoreFlags`] guard is dropped (a serve killed with SIGKILL cannot;
 //! the pipes a Pi extension creates belong to that serve alone).
 //!
-//! Once [`stdout`] has made fd 1 non-blocking, nothing may write fd 1 with plain blocking
-//! writes (`std::io::stdout()`): they would fail with `WouldBlock` whenever the pipe is full.
+//! stdout is written with plain blocking writes, so stdin is left blocking (tokio's stream)
+//! when it is the same file as stdout (one socket for both): its non-blocking flag would be
+//! stdout's too, and a full socket would fail those writes with `WouldBlock`.
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use rustix::fs::{FileType, OFlags};
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::AsyncRead;
 
 /// stdin as a stream.
 pub type Input = Box<dyn AsyncRead + Send + Unpin>;
-/// stdout as a stream.
-pub type Output = Box<dyn AsyncWrite + Send + Unpin>;
 
 /// A pollable copy (close-on-exec, so children never inherit it) of `fd`, set non-blocking,
 /// and `fd`'s flags before; `None` when `fd` is not a pipe or socket.
@@ -41,40 +41,31 @@ fn pollable(fd: BorrowedFd<'_>) -> Option<(OwnedFd, OFlags)> {
 /// is done with.
 pub fn stdin() -> (Input, RestoreFlags) {
     let fd = std::io::stdin();
+    let same_as_stdout = match (
+        rustix::fs::fstat(fd.as_fd()),
+        rustix::fs::fstat(std::io::stdout().as_fd()),
+    ) {
+        (Ok(a), Ok(b)) => a.st_dev == b.st_dev && a.st_ino == b.st_ino,
+        _ => true,
+    };
+    if same_as_stdout {
+        return (Box::new(tokio::io::stdin()), RestoreFlags::none());
+    }
     if let Some((copy, flags)) = pollable(fd.as_fd()) {
         match tokio::net::unix::pipe::Receiver::from_owned_fd_unchecked(copy) {
-            Ok(rx) => return (Box::new(rx), RestoreFlags::new(Stream::Stdin, flags)),
-            Err(_) => drop(RestoreFlags::new(Stream::Stdin, flags)),
+            Ok(rx) => return (Box::new(rx), RestoreFlags::new(flags)),
+            Err(_) => drop(RestoreFlags::new(flags)),
         }
     }
     (Box::new(tokio::io::stdin()), RestoreFlags::none())
 }
 
-/// stdout; call inside the runtime (the reactor registers it). Keep the guard until the stream
-/// is done with, and write fd 1 through nothing else meanwhile.
-pub fn stdout() -> (Output, RestoreFlags) {
-    let fd = std::io::stdout();
-    if let Some((copy, flags)) = pollable(fd.as_fd()) {
-        match tokio::net::unix::pipe::Sender::from_owned_fd_unchecked(copy) {
-            Ok(tx) => return (Box::new(tx), RestoreFlags::new(Stream::Stdout, flags)),
-            Err(_) => drop(RestoreFlags::new(Stream::Stdout, flags)),
-        }
-    }
-    (Box::new(tokio::io::stdout()), RestoreFlags::none())
-}
-
-#[derive(Clone, Copy)]
-enum Stream {
-    Stdin,
-    Stdout,
-}
-
-/// Puts a stream's original file status flags back when dropped.
-pub struct RestoreFlags(Option<(Stream, OFlags)>);
+/// Puts stdin's original file status flags back when dropped.
+pub struct RestoreFlags(Option<OFlags>);
 
 impl RestoreFlags {
-    fn new(stream: Stream, flags: OFlags) -> RestoreFlags {
-        RestoreFlags(Some((stream, flags)))
+    fn new(flags: OFlags) -> RestoreFlags {
+        RestoreFlags(Some(flags))
     }
 
     fn none() -> RestoreFlags {
@@ -84,14 +75,8 @@ impl RestoreFlags {
 
 impl Drop for RestoreFlags {
     fn drop(&mut self) {
-        match self.0 {
-            Some((Stream::Stdin, flags)) => {
-                let _ = rustix::fs::fcntl_setfl(std::io::stdin().as_fd(), flags);
-            }
-            Some((Stream::Stdout, flags)) => {
-                let _ = rustix::fs::fcntl_setfl(std::io::stdout().as_fd(), flags);
-            }
-            None => {}
+        if let Some(flags) = self.0 {
+            let _ = rustix::fs::fcntl_setfl(std::io::stdin().as_fd(), flags);
         }
     }
 }

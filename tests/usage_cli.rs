@@ -249,7 +249,7 @@ fn a_database_from_before_usage_accounting() {
          DROP TRIGGER threads_placed; DROP TRIGGER thread_places_counted;
          DROP TRIGGER thread_usage_rolled_up; DROP TRIGGER threads_unplaced;
          DROP TABLE tree_usage; DROP TABLE thread_usage; DROP TABLE thread_places;
-         DELETE FROM refinery_schema_history WHERE version >= 3;",
+         DELETE FROM refinery_schema_history WHERE version >= 4;",
     )
     .unwrap();
     drop(conn);
