@@ -8,7 +8,9 @@
 //! [`CHUNK_BYTES`] over a bounded channel, so the memory it holds stays a few chunks whatever
 //! its size. While a streamed line is being written, other lines wait their turn.
 //!
-//! The writer is a thread of its own with blocking writes (see [`Output::new`]).
+//! The writer is a thread of its own with blocking writes (see [`Output::new`]); on a pipe or
+//! socket of its own, a small line is written by the task that made it when nothing is queued
+//! (see [`Output::stdout`]).
 
 use std::io::{self, Write};
 
@@ -117,6 +119,102 @@ pub fn stdout() -> Box<dyn Write + Send> {
     }
 }
 
+/// stdout when it is a pipe or a socket of its own (not stdin's): set non-blocking, so a request's
+/// task can write its small response line itself when nothing is queued (no hand-off to the
+/// writer thread, whose wake-up was a third of a poll's time on an idle machine); the writer
+/// thread waits for room with `poll` instead of blocking. The guard puts the flags back.
+struct DirectStdout {
+    fd: std::os::fd::OwnedFd,
+    flags: rustix::fs::OFlags,
+}
+
+impl DirectStdout {
+    fn open() -> Option<DirectStdout> {
+        use rustix::fs::{FileType, OFlags};
+        use std::os::fd::AsFd;
+        let out = std::io::stdout();
+        let stat = rustix::fs::fstat(out.as_fd()).ok()?;
+        if !matches!(
+            FileType::from_raw_mode(stat.st_mode),
+            FileType::Fifo | FileType::Socket
+        ) {
+            return None;
+        }
+        // One file for both (a socket as stdin and stdout): stdin's reads stay blocking, so
+        // stdout must too.
+        let same = rustix::fs::fstat(std::io::stdin().as_fd())
+            .map(|i| i.st_dev == stat.st_dev && i.st_ino == stat.st_ino)
+            .unwrap_or(true);
+        if same {
+            return None;
+        }
+        let flags = rustix::fs::fcntl_getfl(out.as_fd()).ok()?;
+        let fd = rustix::io::fcntl_dupfd_cloexec(out.as_fd(), 3).ok()?;
+        rustix::fs::fcntl_setfl(&fd, flags | OFlags::NONBLOCK).ok()?;
+        Some(DirectStdout { fd, flags })
+    }
+
+    /// Writes what it can without waiting: the bytes written.
+    fn try_write(&self, data: &[u8]) -> io::Result<usize> {
+        let mut done = 0;
+        while done < data.len() {
+            match rustix::io::write(&self.fd, &data[done..]) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => done += n,
+                Err(rustix::io::Errno::INTR) => {}
+                Err(rustix::io::Errno::AGAIN) => break,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(done)
+    }
+}
+
+impl Drop for DirectStdout {
+    fn drop(&mut self) {
+        let _ = rustix::fs::fcntl_setfl(&self.fd, self.flags);
+    }
+}
+
+/// The writer thread's side of a [`DirectStdout`]: blocking writes, made by waiting for room.
+struct PolledWriter(Arc<Direct>);
+
+impl Write for PolledWriter {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        loop {
+            match rustix::io::write(&self.0.stdout.fd, data) {
+                Ok(n) => return Ok(n),
+                Err(rustix::io::Errno::INTR) => {}
+                Err(rustix::io::Errno::AGAIN) => {
+                    let mut fds = [rustix::event::PollFd::new(
+                        &self.0.stdout.fd,
+                        rustix::event::PollFlags::OUT,
+                    )];
+                    match rustix::event::poll(&mut fds, None) {
+                        Ok(_) | Err(rustix::io::Errno::INTR) => {}
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Shared by the handles and the writer thread when stdout can be written directly.
+struct Direct {
+    stdout: DirectStdout,
+    /// Items handed to the writer thread and not yet written. A task writes directly only
+    /// while this is 0, holding the lock, so lines keep their order.
+    queued: std::sync::Mutex<usize>,
+}
+
+/// Lines up to this size may be written directly by the task that made them.
+const DIRECT_BELOW: usize = 64 * 1024;
 /// What the writer thread receives.
 enum Out {
     Line(Vec<u8>),
@@ -137,6 +235,7 @@ pub struct Closed;
 pub struct Output {
     tx: std_mpsc::Sender<Out>,
     gone: Arc<AtomicBool>,
+    direct: Option<Arc<Direct>>,
 }
 
 /// Results up to this size are copied into one line buffer; larger ones are written in place.
@@ -150,21 +249,50 @@ impl Output {
     pub fn new<W: Write + Send + 'static>(
         w: W,
     ) -> (Output, impl std::future::Future<Output = ()> + Send) {
+        Output::start(w, None)
+    }
+
+    /// [`Output::new`] on this process's stdout, written directly by the tasks when it can be
+    /// (see [`DirectStdout`]).
+    pub fn stdout() -> (Output, impl std::future::Future<Output = ()> + Send) {
+        let w: Box<dyn Write + Send>;
+        let direct = match DirectStdout::open() {
+            Some(stdout) => {
+                let direct = Arc::new(Direct {
+                    stdout,
+                    queued: std::sync::Mutex::new(0),
+                });
+                w = Box::new(PolledWriter(direct.clone()));
+                Some(direct)
+            }
+            None => {
+                w = stdout();
+                None
+            }
+        };
+        Output::start(w, direct)
+    }
+
+    fn start<W: Write + Send + 'static>(
+        w: W,
+        direct: Option<Arc<Direct>>,
+    ) -> (Output, impl std::future::Future<Output = ()> + Send) {
         let (tx, rx) = std_mpsc::channel();
         let gone = Arc::new(AtomicBool::new(false));
         let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
         let flag = gone.clone();
+        let written = direct.clone();
         let spawned = std::thread::Builder::new()
             .name("serve-stdout".into())
             .spawn(move || {
-                write_lines(rx, w);
+                write_lines(rx, w, written.as_deref());
                 flag.store(true, Ordering::SeqCst);
                 let _ = done_tx.send(());
             });
         if spawned.is_err() {
             gone.store(true, Ordering::SeqCst);
         }
-        (Output { tx, gone }, async move {
+        (Output { tx, gone, direct }, async move {
             let _ = done_rx.await;
         })
     }
@@ -173,6 +301,25 @@ impl Output {
         if self.is_closed() {
             return Err(Closed);
         }
+        let Some(direct) = &self.direct else {
+            return self.tx.send(out).map_err(|_| Closed);
+        };
+        let mut queued = direct.queued.lock().unwrap_or_else(|p| p.into_inner());
+        let out = match out {
+            Out::Line(line) if *queued == 0 && line.len() < DIRECT_BELOW => {
+                match direct.stdout.try_write(&line) {
+                    Ok(n) if n == line.len() => return Ok(()),
+                    // The pipe is full: the writer thread writes the rest, first.
+                    Ok(n) => Out::Line(line[n..].to_vec()),
+                    Err(_) => {
+                        self.gone.store(true, Ordering::SeqCst);
+                        return Err(Closed);
+                    }
+                }
+            }
+            out => out,
+        };
+        *queued += 1;
         self.tx.send(out).map_err(|_| Closed)
     }
 
@@ -338,8 +485,9 @@ impl Write for LineSink {
 }
 
 /// The writer: one line after another, each flushed as soon as it is complete.
-fn write_lines<W: Write>(rx: std_mpsc::Receiver<Out>, mut w: W) {
+fn write_lines<W: Write>(rx: std_mpsc::Receiver<Out>, mut w: W, direct: Option<&Direct>) {
     for out in rx {
+        let _written = Written(direct);
         let written = match out {
             Out::Line(line) => w.write_all(&line),
             Out::Framed { head, body } => w
@@ -350,6 +498,18 @@ fn write_lines<W: Write>(rx: std_mpsc::Receiver<Out>, mut w: W) {
         };
         if written.and_then(|()| w.flush()).is_err() {
             return;
+        }
+    }
+}
+
+/// Counts an item as written (or failed) when the writer is done with it.
+struct Written<'a>(Option<&'a Direct>);
+
+impl Drop for Written<'_> {
+    fn drop(&mut self) {
+        if let Some(d) = self.0 {
+            let mut queued = d.queued.lock().unwrap_or_else(|p| p.into_inner());
+            *queued = queued.saturating_sub(1);
         }
     }
 }

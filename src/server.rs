@@ -60,7 +60,7 @@ pub async fn serve(engine: Arc<Engine>) {
     // stdin driven by the reactor (see `stdio`; the guard restores its flags); stdout written
     // by a thread of its own with blocking writes (see `output`).
     let (stdin, _stdin_flags) = crate::stdio::stdin();
-    let (out_tx, write_lines) = Output::new(crate::output::stdout());
+    let (out_tx, write_lines) = Output::stdout();
     let writer = tokio::spawn(write_lines);
     let watcher = tokio::spawn(tracing::Instrument::in_current_span(crate::watcher::run(
         engine.config().db.clone(),
