@@ -249,7 +249,9 @@ impl Response {
 
     /// The response hyper writes; `keep_alive: false` adds `Connection: close`.
     fn into_hyper(self, keep_alive: bool) -> hyper::Response<Full<Bytes>> {
-        let mut out = hyper::Response::new(Full::new(Bytes::from(String::from(Box::<str>::from(self.body)))));
+        let mut out = hyper::Response::new(Full::new(Bytes::from(String::from(Box::<str>::from(
+            self.body,
+        )))));
         *out.status_mut() = hyper::StatusCode::from_u16(self.status)
             .unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
         let headers = out.headers_mut();

@@ -81,13 +81,21 @@ fn reply(text: &str, details: Details<'_>) -> Result<Reply> {
     Reply::json(&ToolResult::new(text, details))
 }
 
-fn headline(snap: &Snapshot<'_>) -> String {
+/// `path (id) is status / phase`, then the result as the model reads it: on the same line
+/// when it is one line, else from the next line on, with its line breaks (and the note on a
+/// cut one, see [`Projection::content_result`]).
+fn headline(projection: &Projection<'_>, snap: &Snapshot<'_>) -> String {
     let mut s = format!(
         "{} ({}) is {} / {}",
         snap.path, snap.id, snap.status, snap.phase
     );
-    if let Some(r) = snap.result_text {
-        s.push_str(&format!(". Result: {r}"));
+    if let Some(r) = projection.content_result() {
+        s.push_str(if r.contains('\n') {
+            ". Result:\n"
+        } else {
+            ". Result: "
+        });
+        s.push_str(&r);
     }
     s
 }
@@ -411,7 +419,7 @@ async fn poll(e: &Engine, reference: &str, detail: Detail) -> Result<Reply> {
     let projection = Projection::new(&facts, detail);
     let snap = projection.snapshot();
     reply(
-        &headline(&snap),
+        &headline(&projection, &snap),
         Details::Polled {
             thread: Single::of(&SnapshotJson::new(&snap)?),
         },
@@ -485,7 +493,7 @@ async fn stop(e: &Engine, reference: &str, force: bool) -> Result<Reply> {
             row.path,
             row.id,
             if force { " by force" } else { "" },
-            headline(&snap)
+            headline(&projection, &snap)
         )
     } else {
         format!(
@@ -558,10 +566,10 @@ async fn wait(
     let text = if timed_out {
         format!(
             "Timed out after {waited} ms; the thread keeps running. {}",
-            headline(&snap)
+            headline(&projection, &snap)
         )
     } else {
-        headline(&snap)
+        headline(&projection, &snap)
     };
     reply(
         &text,
