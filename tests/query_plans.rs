@@ -413,3 +413,52 @@ fn watcher_queries_follow_the_pending_rows() {
         assert!(!text.contains("SCAN t"), "{name}: {text}");
     }
 }
+
+/// The reach below a manager (references and `parent`/`ancestor` lists into children's own
+/// serves) walks down managers_by_parent and reaches threads by index, never scanning the
+/// managers or the threads; only the few rows it found are sorted.
+#[test]
+fn reach_queries_walk_down_the_managers_index() {
+    let db = common::temp_db();
+    let store = Store::open(&db.path).unwrap();
+    let conn = store.read().unwrap();
+    let cases: [(&str, &str, &str); 5] = [
+        (
+            "reach_thread_by_id",
+            include_str!("../sql/reach_thread_by_id.sql"),
+            "SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)",
+        ),
+        (
+            "reach_thread_by_path",
+            include_str!("../sql/reach_thread_by_path.sql"),
+            "SEARCH t USING INDEX sqlite_autoindex_threads_2 (manager_id=? AND path=?)",
+        ),
+        (
+            "reach_thread_by_name",
+            include_str!("../sql/reach_thread_by_name.sql"),
+            "SEARCH t USING INDEX threads_by_task_name (manager_id=? AND task_name=?)",
+        ),
+        (
+            "list_children_reach",
+            include_str!("../sql/list_children_reach.sql"),
+            "SEARCH t USING INDEX threads_by_parent (manager_id=? AND parent_path=?)",
+        ),
+        (
+            "list_descendants_reach",
+            include_str!("../sql/list_descendants_reach.sql"),
+            "SEARCH t USING INDEX threads_by_sort_key (manager_id=? AND sort_key>? AND sort_key<?)",
+        ),
+    ];
+    for (name, sql, threads) in cases {
+        let text = plan(&conn, &statement(sql));
+        assert!(
+            text.contains("INDEX managers_by_parent (parent_manager_id=? AND contract=?)"),
+            "{name}: {text}"
+        );
+        assert!(text.contains(threads), "{name}: {text}");
+        for scan in ["SCAN m ", "SCAN t ", "SCAN managers", "SCAN threads"] {
+            assert!(!text.contains(scan), "{name} scans: {text}");
+        }
+        assert!(!text.ends_with("SCAN m") && !text.ends_with("SCAN t"), "{name}: {text}");
+    }
+}
