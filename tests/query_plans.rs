@@ -459,6 +459,9 @@ fn reach_queries_walk_down_the_managers_index() {
         for scan in ["SCAN m ", "SCAN t ", "SCAN managers", "SCAN threads"] {
             assert!(!text.contains(scan), "{name} scans: {text}");
         }
-        assert!(!text.ends_with("SCAN m") && !text.ends_with("SCAN t"), "{name}: {text}");
+        assert!(
+            !text.ends_with("SCAN m") && !text.ends_with("SCAN t"),
+            "{name}: {text}"
+        );
     }
 }
