@@ -477,16 +477,36 @@ fn a_refused_or_untaken_command_is_a_clear_error() {
     let err: Value = serde_json::from_str(&result).unwrap();
     assert_eq!(err["code"], "not_resumable");
 
-    // A serve that is alive but never takes its rows (stopped with SIGSTOP): the command is
-    // withdrawn after the pickup wait, and nothing was done.
+    // A living process that is not a serve holds it (as far as the rows say): nobody takes
+    // the command, so it is withdrawn after the pickup wait and nothing was done.
     start(&mut lead, "slow");
     wait_idle(&mut root, "lead/slow");
-    let lead_pid = rustix::process::Pid::from_raw(lead.child.id() as i32).unwrap();
-    let signal = |s| rustix::process::kill_process(lead_pid, s).unwrap();
-    signal(rustix::process::Signal::STOP);
-    let started = std::time::Instant::now();
+    let (pid, started): (i64, i64) = conn
+        .query_row(
+            "SELECT owner_pid, owner_started_at FROM threads WHERE path = '/root/lead/slow'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    let mut sleeper = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    let sleeper_started =
+        threadbase::runtime::process::start_time(sleeper.id() as i64).unwrap();
+    let set_owner = |pid: i64, started: i64| {
+        conn.execute(
+            "UPDATE threads SET owner_pid = ?1, owner_started_at = ?2 WHERE path = '/root/lead/slow'",
+            (pid, started),
+        )
+        .unwrap();
+    };
+    set_owner(sleeper.id() as i64, sleeper_started);
+    let asked = std::time::Instant::now();
     let e = root.thread_error(json!({"action": "send", "id": "lead/slow", "message": "hello"}));
-    signal(rustix::process::Signal::CONT);
+    set_owner(pid, started);
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
     assert_eq!(e["code"], "conflict", "{e}");
     assert!(
         e["message"].as_str().unwrap().contains(
@@ -494,7 +514,7 @@ fn a_refused_or_untaken_command_is_a_clear_error() {
         ),
         "{e}"
     );
-    assert!(started.elapsed() >= Duration::from_secs(5));
+    assert!(asked.elapsed() >= Duration::from_secs(5));
     let state: String = conn
         .query_row(
             "SELECT state FROM commands WHERE kind = 'send' ORDER BY id DESC LIMIT 1",
@@ -503,7 +523,7 @@ fn a_refused_or_untaken_command_is_a_clear_error() {
         )
         .unwrap();
     assert_eq!(state, "failed");
-    // Once it runs again it does not act on the withdrawn row, and answers the next one.
+    // Its real holder never acts on the withdrawn row, and answers the next one.
     std::thread::sleep(Duration::from_millis(300));
     let r = root.thread(json!({"action": "send", "id": "lead/slow", "message": "now"}));
     assert_eq!(r["details"]["accepted"], true, "{r}");
