@@ -465,3 +465,88 @@ fn reach_queries_walk_down_the_managers_index() {
         );
     }
 }
+
+/// The rows one serve writes for another's thread, and what both sides read of them, are
+/// primary-key lookups or start from the partial indexes of unfinished commands.
+#[test]
+fn cross_serve_queries_are_key_lookups() {
+    let db = common::temp_db();
+    let store = Store::open(&db.path).unwrap();
+    let conn = store.read().unwrap();
+    let cases: [(&str, &str, &[&str]); 10] = [
+        (
+            "thread_holder",
+            include_str!("../sql/thread_holder.sql"),
+            &[
+                "SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)",
+                "SEARCH m USING INTEGER PRIMARY KEY (rowid=?)",
+            ],
+        ),
+        (
+            "manager_owner",
+            include_str!("../sql/manager_owner.sql"),
+            &["SEARCH managers USING INTEGER PRIMARY KEY (rowid=?)"],
+        ),
+        (
+            "command_state",
+            include_str!("../sql/command_state.sql"),
+            &["SEARCH commands USING INTEGER PRIMARY KEY (rowid=?)"],
+        ),
+        (
+            "command_claim",
+            include_str!("../sql/command_claim.sql"),
+            &["SEARCH commands USING INTEGER PRIMARY KEY (rowid=?)"],
+        ),
+        (
+            "command_withdraw",
+            include_str!("../sql/command_withdraw.sql"),
+            &["SEARCH commands USING INTEGER PRIMARY KEY (rowid=?)"],
+        ),
+        (
+            "command_abandon",
+            include_str!("../sql/command_abandon.sql"),
+            &["SEARCH commands USING INTEGER PRIMARY KEY (rowid=?)"],
+        ),
+        (
+            "command_done",
+            include_str!("../sql/command_done.sql"),
+            &["SEARCH commands USING INTEGER PRIMARY KEY (rowid=?)"],
+        ),
+        (
+            "command_send_under_way",
+            include_str!("../sql/command_send_under_way.sql"),
+            &[
+                "SEARCH commands USING INDEX commands_pending (thread_id=?)",
+                "SEARCH commands USING INDEX commands_running (thread_id=?)",
+            ],
+        ),
+        (
+            "thread_ancestors",
+            include_str!("../sql/thread_ancestors.sql"),
+            &["SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)"],
+        ),
+        (
+            "check_stale_commands",
+            include_str!("../sql/check_stale_commands.sql"),
+            &[
+                "SCAN c USING INDEX commands_pending",
+                "SCAN c USING INDEX commands_running",
+            ],
+        ),
+    ];
+    for (name, sql, wants) in cases {
+        let text = plan(&conn, &statement(sql));
+        for want in wants {
+            assert!(text.contains(want), "{name}: {text}");
+        }
+        for scan in [
+            "SCAN t",
+            "SCAN m",
+            "SCAN managers",
+            "SCAN threads",
+            "SCAN commands",
+        ] {
+            assert!(!text.contains(scan), "{name} scans: {text}");
+        }
+    }
+}

@@ -70,7 +70,10 @@ fn real_pi_root_reads_and_stops_a_grandchild_held_by_a_childs_serve() {
             json!({"action": "start", "prompt": "Watch the logs.", "taskName": "watched"}),
         ),
         Step::text("Started."),
-        Step::tool_call("thread", json!({"action": "poll", "id": "watched/docs_check"})),
+        Step::tool_call(
+            "thread",
+            json!({"action": "poll", "id": "watched/docs_check"}),
+        ),
         Step::tool_call("thread", json!({"action": "list", "ancestor": "/root"})),
         Step::text("Seen."),
     ]);
@@ -104,12 +107,19 @@ fn real_pi_root_reads_and_stops_a_grandchild_held_by_a_childs_serve() {
 
     // --- the parent model starts /root/watched ------------------------------------------------
     p.send(&json!({"id": "p1", "type": "prompt", "message": "Start a watcher thread."}));
-    assert_eq!(p.response("p1", STEP_TIMEOUT)["success"], true, "{}", p.dump());
+    assert_eq!(
+        p.response("p1", STEP_TIMEOUT)["success"],
+        true,
+        "{}",
+        p.dump()
+    );
     let end = p.wait_for("the start's end", STEP_TIMEOUT, |v| {
         v["type"] == "tool_execution_end" && v["toolName"] == "thread"
     });
     assert_eq!(end["isError"], false, "{end}");
-    p.wait_for("agent_settled", STEP_TIMEOUT, |v| v["type"] == "agent_settled");
+    p.wait_for("agent_settled", STEP_TIMEOUT, |v| {
+        v["type"] == "agent_settled"
+    });
 
     // --- the child's own serve starts the grandchild -------------------------------------------
     let watched = row(&db, "/root/watched");
@@ -124,24 +134,36 @@ fn real_pi_root_reads_and_stops_a_grandchild_held_by_a_childs_serve() {
         env: vec![
             ("THREADBASE_PI_COMMAND".into(), child_command),
             (MARKER_VAR.into(), env.marker.clone()),
-            ("PI_CODING_AGENT_DIR".into(), env.agent_dir.display().to_string()),
+            (
+                "PI_CODING_AGENT_DIR".into(),
+                env.agent_dir.display().to_string(),
+            ),
             ("PI_THREADS_PATH".into(), "/root/watched".into()),
-            ("PI_THREADS_SELF_ID".into(), watched["id"].as_str().unwrap().into()),
+            (
+                "PI_THREADS_SELF_ID".into(),
+                watched["id"].as_str().unwrap().into(),
+            ),
             ("PI_THREADS_DEPTH".into(), "1".into()),
         ],
         cwd: env.cwd.clone(),
         clear_env: false,
     });
-    let r = child_serve.thread(
-        json!({"action": "start", "prompt": "Check the docs.", "taskName": "docs_check"}),
-    );
+    let r = child_serve
+        .thread(json!({"action": "start", "prompt": "Check the docs.", "taskName": "docs_check"}));
     let docs_id = r["details"]["snapshot"]["id"].as_str().unwrap().to_string();
 
     // --- the parent model reads it through the thread tool -----------------------------------
     let from = p.seen.len();
     p.send(&json!({"id": "p2", "type": "prompt", "message": "How is the docs check?"}));
-    assert_eq!(p.response("p2", STEP_TIMEOUT)["success"], true, "{}", p.dump());
-    p.wait_for("agent_settled", STEP_TIMEOUT, |v| v["type"] == "agent_settled");
+    assert_eq!(
+        p.response("p2", STEP_TIMEOUT)["success"],
+        true,
+        "{}",
+        p.dump()
+    );
+    p.wait_for("agent_settled", STEP_TIMEOUT, |v| {
+        v["type"] == "agent_settled"
+    });
     let ends: Vec<Value> = p.seen[from..]
         .iter()
         .filter(|v| v["type"] == "tool_execution_end" && v["toolName"] == "thread")
@@ -158,14 +180,21 @@ fn real_pi_root_reads_and_stops_a_grandchild_held_by_a_childs_serve() {
         .iter()
         .map(|t| t["path"].as_str().unwrap())
         .collect();
-    assert_eq!(listed, ["/root/watched", "/root/watched/docs_check"], "{}", ends[1]);
+    assert_eq!(
+        listed,
+        ["/root/watched", "/root/watched/docs_check"],
+        "{}",
+        ends[1]
+    );
 
     // --- /threads: Children of /root/watched shows the grandchild, and stops it ---------------
     p.send(&json!({"id": "t1", "type": "prompt", "message": "/threads"}));
     let ui = |p: &mut PiChild, method: &str| {
-        p.wait_for(&format!("an extension_ui_request {method}"), STEP_TIMEOUT, |v| {
-            v["type"] == "extension_ui_request" && v["method"] == method
-        })
+        p.wait_for(
+            &format!("an extension_ui_request {method}"),
+            STEP_TIMEOUT,
+            |v| v["type"] == "extension_ui_request" && v["method"] == method,
+        )
     };
     let answer = |p: &mut PiChild, request: &Value, answer: Value| {
         let mut response = json!({"type": "extension_ui_response", "id": request["id"]});
@@ -178,7 +207,11 @@ fn real_pi_root_reads_and_stops_a_grandchild_held_by_a_childs_serve() {
     let list = ui(&mut p, "select");
     let top = strings(&list["options"]);
     assert!(top[0].starts_with("/root/watched  "), "{list}");
-    assert_eq!(top.len(), 3, "only this session's own thread at the top: {top:?}");
+    assert_eq!(
+        top.len(),
+        3,
+        "only this session's own thread at the top: {top:?}"
+    );
     answer(&mut p, &list, json!({"value": top[0]}));
     ui(&mut p, "notify");
     let actions = ui(&mut p, "select");
@@ -192,7 +225,10 @@ fn real_pi_root_reads_and_stops_a_grandchild_held_by_a_childs_serve() {
         "{below}"
     );
     let options = strings(&below["options"]);
-    assert!(options[0].starts_with("/root/watched/docs_check  "), "{options:?}");
+    assert!(
+        options[0].starts_with("/root/watched/docs_check  "),
+        "{options:?}"
+    );
     answer(&mut p, &below, json!({"value": options[0]}));
     let summary = ui(&mut p, "notify");
     assert!(

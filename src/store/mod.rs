@@ -343,6 +343,10 @@ mod tests {
                 "reach_thread_by_name",
                 include_str!("../../sql/reach_thread_by_name.sql"),
             ),
+            (
+                "thread_ancestors",
+                include_str!("../../sql/thread_ancestors.sql"),
+            ),
         ];
         for (name, sql) in queries {
             let stmt = conn.prepare(sql).unwrap();
