@@ -16,25 +16,12 @@ mod serve_client;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use fake_llm::{hermetic_pi_env, pi_or_skip, FakeLlm, PiEnv, Step, MARKER_VAR};
+use fake_llm::{hermetic_pi_env, pi_or_skip, FakeLlm, Reaper, Step, MARKER_VAR};
 use pi_child::{sql, PiChild};
 use serde_json::{json, Value};
 use serve_client::{Serve, ServeSpec};
 
 const STEP_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// SIGKILLs every process carrying the env's marker when the test ends (after a failure).
-struct Reaper<'a>(&'a PiEnv);
-
-impl Drop for Reaper<'_> {
-    fn drop(&mut self) {
-        for pid in self.0.leftover_processes() {
-            if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
-                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-            }
-        }
-    }
-}
 
 fn strings(v: &Value) -> Vec<String> {
     v.as_array()
