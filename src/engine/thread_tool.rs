@@ -784,7 +784,9 @@ async fn wait_on_rows(
         if now >= deadline {
             break true;
         }
-        if now_row.phase == "idle" && !send_under_way(e, &row.id)? {
+        if now_row.phase == crate::runtime::mapping::Phase::Idle.as_str()
+            && !send_under_way(e, &row.id)?
+        {
             break false;
         }
         if now >= next_progress {
