@@ -1,27 +1,25 @@
-//! `serve`'s own stdin and stdout as async streams driven by the runtime's reactor.
+//! `serve`'s own stdin as an async stream driven by the runtime's reactor.
 //!
-//! tokio's `stdin()`/`stdout()` do every read and write on a blocking-pool thread: each request
-//! line cost a hand-off to that thread and a wake-up back, and so did each response line. When
-//! a stream is a pipe or a socket (what a Pi extension's `child_process.spawn` gives: libuv
-//! uses socket pairs), it is instead set non-blocking and registered with the reactor, so the
-//! worker that is woken by the line reads it itself. A terminal or a regular file cannot be
-//! polled that way (and a terminal's non-blocking flag would leak into the shell that shares
-//! it), so those keep tokio's blocking streams. Each stream's original file status flags are
-//! put back when its [`RestoreFlags`] guard is dropped (a serve killed with SIGKILL cannot;
-//! the pipes a Pi extension creates belong to that serve alone).
+//! tokio's `stdin()` does every read on a blocking-pool thread: each request line cost a
+//! hand-off to that thread and a wake-up back. When stdin is a pipe or a socket (what a Pi
+//! extension's `child_process.spawn` gives: libuv uses socket pairs), it is instead set
+//! non-blocking and registered with the reactor, so the worker that is woken by the line reads
+//! it itself. A terminal or a regular file cannot be polled that way (and a terminal's
+//! non-blocking flag would leak into the shell that shares it), so those keep tokio's blocking
+//! stream. The original file status flags are put back when the [`RestoreFlags`] guard is
+//! dropped (a serve killed with SIGKILL cannot; the pipes a Pi extension creates belong to that
+//! serve alone).
 //!
-//! Once [`stdout`] has made fd 1 non-blocking, nothing may write fd 1 with plain blocking
-//! writes (`std::io::stdout()`): they would fail with `WouldBlock` whenever the pipe is full.
+//! stdout is not made non-blocking: `output` writes it from a thread of its own with blocking
+//! writes, which would fail with `WouldBlock` whenever a non-blocking pipe is full.
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use rustix::fs::{FileType, OFlags};
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::AsyncRead;
 
 /// stdin as a stream.
 pub type Input = Box<dyn AsyncRead + Send + Unpin>;
-/// stdout as a stream.
-pub type Output = Box<dyn AsyncWrite + Send + Unpin>;
 
 /// A pollable copy (close-on-exec, so children never inherit it) of `fd`, set non-blocking,
 /// and `fd`'s flags before; `None` when `fd` is not a pipe or socket.
@@ -50,23 +48,9 @@ pub fn stdin() -> (Input, RestoreFlags) {
     (Box::new(tokio::io::stdin()), RestoreFlags::none())
 }
 
-/// stdout; call inside the runtime (the reactor registers it). Keep the guard until the stream
-/// is done with, and write fd 1 through nothing else meanwhile.
-pub fn stdout() -> (Output, RestoreFlags) {
-    let fd = std::io::stdout();
-    if let Some((copy, flags)) = pollable(fd.as_fd()) {
-        match tokio::net::unix::pipe::Sender::from_owned_fd_unchecked(copy) {
-            Ok(tx) => return (Box::new(tx), RestoreFlags::new(Stream::Stdout, flags)),
-            Err(_) => drop(RestoreFlags::new(Stream::Stdout, flags)),
-        }
-    }
-    (Box::new(tokio::io::stdout()), RestoreFlags::none())
-}
-
 #[derive(Clone, Copy)]
 enum Stream {
     Stdin,
-    Stdout,
 }
 
 /// Puts a stream's original file status flags back when dropped.
@@ -87,9 +71,6 @@ impl Drop for RestoreFlags {
         match self.0 {
             Some((Stream::Stdin, flags)) => {
                 let _ = rustix::fs::fcntl_setfl(std::io::stdin().as_fd(), flags);
-            }
-            Some((Stream::Stdout, flags)) => {
-                let _ = rustix::fs::fcntl_setfl(std::io::stdout().as_fd(), flags);
             }
             None => {}
         }
