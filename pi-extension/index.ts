@@ -61,8 +61,8 @@ const TOOL_DESCRIPTION = [
 	"- send {id, message, mode?}: message a live thread; mode prompt (idle), steer (interrupt the current turn) or follow_up (queue after it).",
 	"- stop {id, force?}: end a live thread (graceful; force kills at once). Its session is kept.",
 	"- resume {id}: relaunch a closed thread on its saved session (same id and path, no new prompt); fork {id?, entryId?, position?, name?, taskName?}: branch a thread's (or, without id, this) session into a new thread.",
-	"- list {state?: all|live|closed, visibility?: active|archived|all, parent? | ancestor?}: this session's threads; archive {id, archived?}: hide a closed thread from lists.",
-	"id accepts a thread id (thread_0123456789ab), a path (/root/task or task/sub), or a unique task name.",
+	"- list {state?: all|live|closed, visibility?: active|archived|all, parent? | ancestor?}: this session's threads; with parent or ancestor also the threads your threads started (their children, grandchildren, …); archive {id, archived?}: hide a closed thread from lists.",
+	"id accepts a thread id (thread_0123456789ab), a path (/root/task or task/sub), or a unique task name, for your threads and the threads below them (e.g. task/sub for a thread your thread task started).",
 ].join("\n");
 const PROMPT_SNIPPET = "thread: run background Pi child sessions (start, wait, poll, send, stop, resume, fork, list, archive)";
 const PROMPT_GUIDELINES = [

@@ -1,7 +1,10 @@
--- Control requests (emergency stop, interrupt) for threads whose process this serve owns.
--- Read from the partial index commands_pending (only pending rows; done commands stay in the
--- table), each row's thread then found by primary key.
-SELECT c.id, c.thread_id, c.kind
+-- Control requests for this serve: stops, interrupts and sends for threads whose process it
+-- holds, and resumes of closed threads of its own manager (?3). Read from the partial index
+-- commands_pending (only pending rows; done commands stay in the table), each row's thread
+-- then found by primary key.
+SELECT c.id, c.thread_id, c.kind, c.payload
 FROM commands c INDEXED BY commands_pending CROSS JOIN threads t ON t.id = c.thread_id
-WHERE c.state = 'pending' AND t.owner_pid = ?1 AND t.owner_started_at = ?2 AND t.status = 'live'
+WHERE c.state = 'pending'
+  AND ((t.owner_pid = ?1 AND t.owner_started_at = ?2 AND t.status = 'live')
+       OR (c.kind = 'resume' AND t.manager_id = ?3 AND t.status = 'closed'))
 ORDER BY c.id

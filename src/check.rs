@@ -264,15 +264,20 @@ pub fn check_connection(conn: &Connection, name: &str) -> Result<Report> {
         }))
     });
     c.run("stale_command", include_str!("../sql/check_stale_commands.sql"), |r| {
-        let (cid, tid, path, kind, _session): (i64, String, String, String, String) =
+        let (cid, tid, path, kind, state): (i64, String, String, String, String) =
             (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?);
         if owners_alive(r, 5)? {
             return Ok(None);
         }
+        let message = if state == "running" {
+            format!("Command {cid} ({kind}) for thread {tid} ({path}) was claimed by a serve that is gone before it finished; nothing will finish it (harmless).")
+        } else {
+            format!("Command {cid} ({kind}) for closed thread {tid} ({path}) is still pending and its owner is gone; nothing will carry it out (harmless).")
+        };
         Ok(Some(Problem {
             check: "stale_command",
             severity: Severity::Warning,
-            message: format!("Command {cid} ({kind}) for closed thread {tid} ({path}) is still pending and its owner is gone; nothing will carry it out (harmless)."),
+            message,
             repair: format!("Nothing is needed; to clear it with no serve running: sqlite3 DB \"UPDATE commands SET state = 'failed' WHERE id = {cid}\"."),
         }))
     });

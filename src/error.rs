@@ -4,7 +4,8 @@
 use std::fmt;
 
 /// Stable error codes, as pinned in DESIGN.md.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ErrorCode {
     InvalidParams,
     UnknownReference,
@@ -42,7 +43,8 @@ impl fmt::Display for ErrorCode {
 }
 
 /// The engine's error: a stable code plus a human message (which carries its `Repair:` hint).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// Serialized as `{code, message}` where it crosses processes in a row (`commands.result`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 #[error("{message}")]
 pub struct Error {
     pub code: ErrorCode,

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::paths::descendant_range;
-use crate::store::threads::{query_threads, thread_statement, ThreadRow};
+use crate::store::threads::{col, query_threads, thread_statement, ThreadRow};
 
 /// `state`: all (default), live or closed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
@@ -134,23 +134,33 @@ enum Narrow {
     Archived,
 }
 
-/// Runs the list query of `q` against one manager's threads and hands each row, in list
-/// order, to `f` until it returns `false`.
-pub fn each_row(
-    conn: &Connection,
+/// The second statement of a `parent` / `ancestor` list: the threads below the manager's own,
+/// held by the contract A managers of its children's own serves (and theirs). `list` with no
+/// filter is the manager's own threads only, as the contract says.
+pub fn reach_statement(q: &ListQuery) -> Option<&'static str> {
+    match q.subtree {
+        Subtree::Everything => None,
+        Subtree::ChildrenOf(_) => Some(include_str!("../sql/list_children_reach.sql")),
+        Subtree::DescendantsOf(_) => Some(include_str!("../sql/list_descendants_reach.sql")),
+    }
+}
+
+/// A list statement with the parameters of `q` bound (each statement names only the ones it
+/// uses).
+fn bound<'c>(
+    conn: &'c Connection,
+    sql: &str,
     manager_id: i64,
     q: &ListQuery,
-    mut f: impl FnMut(&rusqlite::Row<'_>) -> Result<bool>,
-) -> Result<()> {
-    let sql = statement(q);
+) -> Result<rusqlite::CachedStatement<'c>> {
     let mut stmt = thread_statement(conn, sql)?;
-    // Each statement names only the parameters it uses; bind those.
     let (state, visibility) = (q.state.sql(), q.visibility.sql());
-    let (parent, range) = match &q.subtree {
+    let (parent, path) = match &q.subtree {
         Subtree::Everything => (None, None),
-        Subtree::ChildrenOf(p) => (Some(p.as_str()), Some(descendant_range(p))),
-        Subtree::DescendantsOf(a) => (None, Some(descendant_range(a))),
+        Subtree::ChildrenOf(p) => (Some(p.as_str()), Some(p.as_str())),
+        Subtree::DescendantsOf(a) => (None, Some(a.as_str())),
     };
+    let range = path.map(descendant_range);
     let mut bind = |name: &str, value: &dyn rusqlite::ToSql| -> Result<()> {
         if let Some(i) = stmt.parameter_index(name)? {
             stmt.raw_bind_parameter(i, value)?;
@@ -161,17 +171,72 @@ pub fn each_row(
     bind(":state", &state)?;
     bind(":visibility", &visibility)?;
     bind(":parent", &parent)?;
+    bind(":path", &path)?;
     if let Some((lo, hi)) = &range {
         bind(":lo", lo)?;
         bind(":hi", hi)?;
     }
-    let mut rows = stmt.raw_query();
-    while let Some(r) = rows.next()? {
-        if !f(r)? {
-            break;
+    Ok(stmt)
+}
+
+/// Runs the list query of `q` for one manager and hands each row, in list order, to `f`
+/// until it returns `false`. A `parent` / `ancestor` list is two statements (the manager's
+/// own threads, already in order, and the threads below them in its children's managers,
+/// sorted) merged by sort key, so it stays a fixed number of queries however many managers
+/// the subtree spans.
+pub fn each_row(
+    conn: &Connection,
+    manager_id: i64,
+    q: &ListQuery,
+    mut f: impl FnMut(&rusqlite::Row<'_>) -> Result<bool>,
+) -> Result<()> {
+    let mut own = bound(conn, statement(q), manager_id, q)?;
+    let mut own_rows = own.raw_query();
+    let Some(below) = reach_statement(q) else {
+        while let Some(r) = own_rows.next()? {
+            if !f(r)? {
+                break;
+            }
+        }
+        return Ok(());
+    };
+    let mut below = bound(conn, below, manager_id, q)?;
+    let mut below_rows = below.raw_query();
+    let mut a = own_rows.next()?;
+    let mut b = below_rows.next()?;
+    loop {
+        let take_own = match (a, b) {
+            (None, None) => break,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (Some(x), Some(y)) => sort_order(path_of(x)?, path_of(y)?).is_le(),
+        };
+        if take_own {
+            if !f(a.expect("own row"))? {
+                break;
+            }
+            a = own_rows.next()?;
+        } else {
+            if !f(b.expect("row below"))? {
+                break;
+            }
+            b = below_rows.next()?;
         }
     }
     Ok(())
+}
+
+fn path_of<'r>(r: &'r rusqlite::Row<'_>) -> Result<&'r str> {
+    r.get_ref(col::PATH)?.as_str().map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(col::PATH, rusqlite::types::Type::Text, e.into())
+            .into()
+    })
+}
+
+/// Paths compared as their `sort_key` (`_` mapped to `!`, below `/`), the list order.
+pub fn sort_order(a: &str, b: &str) -> std::cmp::Ordering {
+    let key = |c: u8| if c == b'_' { b'!' } else { c };
+    a.bytes().map(key).cmp(b.bytes().map(key))
 }
 
 /// Runs a list query against one manager's threads.

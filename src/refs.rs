@@ -1,8 +1,15 @@
 //! Reference resolution for contract A, in its order, each step one indexed query:
 //! thread id (exact, never falls through) → path (canonical, `root/…`, relative) → unique
 //! task name or basename across the manager → ambiguous or unknown, with the contract's texts.
+//!
+//! A session's subtree is wider than its manager: every child Pi runs its own serve, whose
+//! manager holds that child's children. When the manager's own threads do not match (unknown,
+//! not ambiguous: own threads always win), the same three steps run over the contract A
+//! managers below it (`sql/reach_*.sql`, walked down `managers.parent_manager_id`), and a
+//! descendant found there answers with its full `/root/…` path. Nothing found there either:
+//! the manager's own unknown-reference error, as the contract words it.
 
-use rusqlite::Connection;
+use rusqlite::{named_params, Connection};
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::paths::{is_thread_id, json_quote, thread_reference_path};
@@ -22,8 +29,82 @@ pub struct RefScope<'a> {
     pub self_id: Option<&'a str>,
 }
 
-/// Resolves a reference to one of the manager's threads.
+/// Resolves a reference to one of the manager's threads, else to a descendant held by a
+/// manager below it (see the module docs).
 pub fn resolve(conn: &Connection, scope: RefScope<'_>, reference: &str) -> Result<ThreadRow> {
+    match resolve_own(conn, scope, reference) {
+        Err(e) if e.code == ErrorCode::UnknownReference => {
+            match resolve_below(conn, scope, reference)? {
+                Some(row) => Ok(row),
+                None => Err(e),
+            }
+        }
+        other => other,
+    }
+}
+
+/// The three steps over the managers below the scope's manager: `None` when nothing matches.
+fn resolve_below(
+    conn: &Connection,
+    scope: RefScope<'_>,
+    reference: &str,
+) -> Result<Option<ThreadRow>> {
+    let text = reference.trim();
+    if is_thread_id(text) {
+        return query_thread(
+            conn,
+            include_str!("../sql/reach_thread_by_id.sql"),
+            named_params! {":manager": scope.manager_id, ":id": text},
+        );
+    }
+    if let Some(path) = thread_reference_path(text, scope.current_path) {
+        let mut found = query_threads(
+            conn,
+            include_str!("../sql/reach_thread_by_path.sql"),
+            named_params! {":manager": scope.manager_id, ":path": &path},
+        )?;
+        match found.len() {
+            0 => {}
+            1 => return Ok(found.pop()),
+            // Two serves below this one hold a thread at the same path (hand-made rows, or a
+            // session file shared by two Pi sessions): only an id tells them apart.
+            _ => {
+                let ids: Vec<String> = found
+                    .iter()
+                    .map(|t| format!("{} (id: {})", t.path, t.id))
+                    .collect();
+                return Err(ambiguous(reference, &ids));
+            }
+        }
+    }
+    let mut matches = query_threads(
+        conn,
+        include_str!("../sql/reach_thread_by_name.sql"),
+        named_params! {":manager": scope.manager_id, ":name": text, ":limit": MAX_CANDIDATES},
+    )?;
+    match matches.len() {
+        0 => Ok(None),
+        1 => Ok(matches.pop()),
+        _ => {
+            let paths: Vec<String> = matches.iter().map(|t| t.path.clone()).collect();
+            Err(ambiguous(reference, &paths))
+        }
+    }
+}
+
+fn ambiguous(reference: &str, candidates: &[String]) -> Error {
+    Error::new(
+        ErrorCode::AmbiguousReference,
+        format!(
+            "Ambiguous thread reference {}. Candidate paths: {}. Repair: use one of the candidate paths or a thread id instead.",
+            json_quote(reference),
+            candidates.join(", ")
+        ),
+    )
+}
+
+/// The contract's three steps over the manager's own threads.
+fn resolve_own(conn: &Connection, scope: RefScope<'_>, reference: &str) -> Result<ThreadRow> {
     let text = reference.trim();
     if is_thread_id(text) {
         return match query_thread(
@@ -53,15 +134,8 @@ pub fn resolve(conn: &Connection, scope: RefScope<'_>, reference: &str) -> Resul
         1 => Ok(matches.remove(0)),
         0 => Err(unknown(conn, scope, reference)?),
         _ => {
-            let paths: Vec<&str> = matches.iter().map(|t| t.path.as_str()).collect();
-            Err(Error::new(
-                ErrorCode::AmbiguousReference,
-                format!(
-                    "Ambiguous thread reference {}. Candidate paths: {}. Repair: use one of the candidate paths or a thread id instead.",
-                    json_quote(reference),
-                    paths.join(", ")
-                ),
-            ))
+            let paths: Vec<String> = matches.iter().map(|t| t.path.clone()).collect();
+            Err(ambiguous(reference, &paths))
         }
     }
 }

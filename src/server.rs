@@ -63,11 +63,7 @@ pub async fn serve(engine: Arc<Engine>) {
     let (out_tx, write_lines) = Output::stdout();
     let writer = tokio::spawn(write_lines);
     let watcher = tokio::spawn(tracing::Instrument::in_current_span(crate::watcher::run(
-        engine.config().db.clone(),
-        engine.store().clone(),
-        engine.runtime().clone(),
-        engine.agent_host().clone(),
-        engine.config().session_id.clone(),
+        engine.clone(),
         out_tx.clone(),
     )));
     let mut reader = BufReader::with_capacity(64 * 1024, stdin);

@@ -1,38 +1,40 @@
 //! Processes talk through rows (DESIGN principle 7). Another process that needs something done
 //! by this `serve` writes a row: a notice for this session's caller (`mailbox`, direction
-//! `to_parent`), a control request for a child whose pipes this process holds (`commands`), or
-//! contract B's notices and steering (handed to [`AgentHost`]).
+//! `to_parent`), a control request for a child whose pipes this process holds (`commands`: a
+//! stop from `top` or `threadbase stop`; a contract A send, stop or resume from the serve of
+//! an ancestor session, a resume for a closed thread of this serve's manager), or contract B's
+//! notices and steering (handed to [`crate::engine::agent::AgentHost`]). A command is claimed (`running`) before it
+//! is carried out, on a task of its own so a long send never holds up the watcher; the sends
+//! and resumes of one thread run one after another, in the order they were written.
 //! The watcher notices new commits by the database's change counter (`PRAGMA data_version` on a
 //! connection of its own, which changes only when another connection commits) and carries the
 //! rows out within [`POLL`], claiming each one in a transaction so it happens once.
 
-use std::path::PathBuf;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 use serde_json::json;
+use tokio::sync::mpsc;
 
-use crate::engine::agent::AgentHost;
+use crate::engine::Engine;
 use crate::error::Result;
 use crate::output::Output;
-use crate::runtime::Runtime;
 use crate::store::Store;
 use crate::time::now_iso;
 
 /// How often the change counter is read.
 pub const POLL: Duration = Duration::from_millis(50);
 
-/// Watches the database for rows addressed to `session_id` (notices, emitted on `out`), to
-/// the children `runtime` owns (commands) and to this serve's contract B side, until `out`
-/// closes.
-pub async fn run(
-    db: PathBuf,
-    store: std::sync::Arc<Store>,
-    runtime: Runtime,
-    agent: std::sync::Arc<AgentHost>,
-    session_id: String,
-    out: Output,
-) {
+/// Watches the database for rows addressed to `engine`'s session (notices, emitted on
+/// `out`), to the children its runtime owns and the threads its manager holds (commands) and
+/// to its contract B side, until `out` closes.
+pub async fn run(engine: Arc<Engine>, out: Output) {
+    let db = engine.config().db.clone();
+    let store = engine.store().clone();
+    let agent = engine.agent_host().clone();
+    let session_id = engine.config().session_id.clone();
     let Ok(conn) = Connection::open_with_flags(
         &db,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -44,6 +46,7 @@ pub async fn run(
         return;
     };
     let _ = conn.busy_timeout(crate::store::BUSY_TIMEOUT);
+    let queues = Queues::default();
     let mut seen: Option<i64> = None;
     let mut tick = tokio::time::interval(POLL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -68,10 +71,10 @@ pub async fn run(
         if let Err(e) = deliver_notices(&conn, &store, &session_id, &out) {
             tracing::warn!("delivering notices failed: {e}");
         }
-        match pending_commands(&conn, &runtime) {
+        match pending_commands(&conn, &engine) {
             Ok(pending) => {
-                if let Err(e) = run_commands(pending, &store, &runtime).await {
-                    tracing::warn!("running commands failed: {e}");
+                if let Err(e) = dispatch(&engine, &queues, pending) {
+                    tracing::warn!("claiming commands failed: {e}");
                 }
             }
             Err(e) => tracing::warn!("reading commands failed: {e}"),
@@ -136,48 +139,124 @@ fn deliver_notices(conn: &Connection, store: &Store, session_id: &str, out: &Out
     Ok(())
 }
 
-fn pending_commands(conn: &Connection, runtime: &Runtime) -> Result<Vec<(i64, String, String)>> {
-    let me = runtime.owner();
+/// One pending command row.
+#[derive(Debug)]
+struct Command {
+    id: i64,
+    thread_id: String,
+    kind: String,
+    payload: Option<String>,
+}
+
+fn pending_commands(conn: &Connection, engine: &Engine) -> Result<Vec<Command>> {
+    let me = engine.runtime().owner();
     let mut stmt = conn.prepare_cached(include_str!("../sql/commands_pending.sql"))?;
-    let rows = stmt.query_map((me.pid, me.started_at), |r| {
-        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+    let rows = stmt.query_map((me.pid, me.started_at, engine.manager_id()), |r| {
+        Ok(Command {
+            id: r.get(0)?,
+            thread_id: r.get(1)?,
+            kind: r.get(2)?,
+            payload: r.get(3)?,
+        })
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
-async fn run_commands(
-    pending: Vec<(i64, String, String)>,
-    store: &Store,
-    runtime: &Runtime,
-) -> Result<()> {
-    for (id, thread_id, kind) in pending {
-        let outcome = match kind.as_str() {
-            "stop" | "force_stop" => {
-                runtime
-                    .stop(&thread_id, kind == "force_stop")
-                    .await
-                    .map(|live| {
-                        if live {
-                            "stopped".to_string()
-                        } else {
-                            "already closed".to_string()
-                        }
-                    })
-            }
-            _ => runtime
-                .abort(&thread_id, Duration::from_millis(1_500))
-                .await
-                .map(|_| "interrupted".to_string()),
-        };
-        let (state, result) = match outcome {
-            Ok(r) => ("done", r),
-            Err(e) => ("failed", e.message),
-        };
-        store.write(|tx| {
-            tx.prepare_cached(include_str!("../sql/command_done.sql"))?
-                .execute((id, state, result, now_iso()))?;
-            Ok(())
+/// Claims each command and starts carrying it out: stops and interrupts at once, sends and
+/// resumes through their thread's queue.
+fn dispatch(engine: &Arc<Engine>, queues: &Queues, pending: Vec<Command>) -> Result<()> {
+    for c in pending {
+        let claimed = engine.store().write(|tx| {
+            Ok(tx
+                .prepare_cached(include_str!("../sql/command_claim.sql"))?
+                .execute([c.id])?
+                > 0)
         })?;
+        if !claimed {
+            continue;
+        }
+        match c.kind.as_str() {
+            "send" | "resume" => queues.push(engine, c),
+            _ => {
+                let engine = engine.clone();
+                tokio::spawn(tracing::Instrument::in_current_span(async move {
+                    carry(&engine, c).await
+                }));
+            }
+        }
     }
     Ok(())
+}
+
+/// One queue (and task) per thread that was sent to or resumed from another serve, so its
+/// commands run in the order they were written. Dropped with the watcher, which ends them.
+#[derive(Default)]
+struct Queues(Mutex<HashMap<String, mpsc::UnboundedSender<Command>>>);
+
+impl Queues {
+    fn push(&self, engine: &Arc<Engine>, c: Command) {
+        let mut queues = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let c = match queues.get(&c.thread_id) {
+            Some(tx) => match tx.send(c) {
+                Ok(()) => return,
+                Err(mpsc::error::SendError(c)) => c,
+            },
+            None => c,
+        };
+        let (tx, mut rx) = mpsc::unbounded_channel::<Command>();
+        let thread_id = c.thread_id.clone();
+        let _ = tx.send(c);
+        queues.insert(thread_id, tx);
+        let engine = engine.clone();
+        tokio::spawn(tracing::Instrument::in_current_span(async move {
+            while let Some(c) = rx.recv().await {
+                carry(&engine, c).await;
+            }
+        }));
+    }
+}
+
+/// Carries out one claimed command and records its outcome: stops and interrupts as plain
+/// text (`top` and `threadbase stop` read it), sends and resumes as the JSON their requester
+/// reads (an error as `{code, message}`).
+async fn carry(engine: &Engine, c: Command) {
+    let runtime = engine.runtime();
+    let outcome = match c.kind.as_str() {
+        "stop" | "force_stop" => runtime
+            .stop(&c.thread_id, c.kind == "force_stop")
+            .await
+            .map(|live| {
+                if live {
+                    "stopped".to_string()
+                } else {
+                    crate::engine::STOP_ALREADY_CLOSED.to_string()
+                }
+            }),
+        "interrupt" => runtime
+            .abort(&c.thread_id, Duration::from_millis(1_500))
+            .await
+            .map(|_| "interrupted".to_string()),
+        kind => {
+            engine
+                .carry_out(kind, &c.thread_id, c.payload.as_deref())
+                .await
+        }
+    };
+    let structured = matches!(c.kind.as_str(), "send" | "resume");
+    let (state, result) = match outcome {
+        Ok(r) => ("done", r),
+        Err(e) if structured => (
+            "failed",
+            serde_json::to_string(&e).unwrap_or_else(|_| e.message.clone()),
+        ),
+        Err(e) => ("failed", e.message),
+    };
+    let recorded = engine.store().write(|tx| {
+        tx.prepare_cached(include_str!("../sql/command_done.sql"))?
+            .execute((c.id, state, result, now_iso()))?;
+        Ok(())
+    });
+    if let Err(e) = recorded {
+        tracing::warn!(command = c.id, "recording a command's outcome failed: {e}");
+    }
 }

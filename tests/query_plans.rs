@@ -413,3 +413,140 @@ fn watcher_queries_follow_the_pending_rows() {
         assert!(!text.contains("SCAN t"), "{name}: {text}");
     }
 }
+
+/// The reach below a manager (references and `parent`/`ancestor` lists into children's own
+/// serves) walks down managers_by_parent and reaches threads by index, never scanning the
+/// managers or the threads; only the few rows it found are sorted.
+#[test]
+fn reach_queries_walk_down_the_managers_index() {
+    let db = common::temp_db();
+    let store = Store::open(&db.path).unwrap();
+    let conn = store.read().unwrap();
+    let cases: [(&str, &str, &str); 5] = [
+        (
+            "reach_thread_by_id",
+            include_str!("../sql/reach_thread_by_id.sql"),
+            "SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)",
+        ),
+        (
+            "reach_thread_by_path",
+            include_str!("../sql/reach_thread_by_path.sql"),
+            "SEARCH t USING INDEX sqlite_autoindex_threads_2 (manager_id=? AND path=?)",
+        ),
+        (
+            "reach_thread_by_name",
+            include_str!("../sql/reach_thread_by_name.sql"),
+            "SEARCH t USING INDEX threads_by_task_name (manager_id=? AND task_name=?)",
+        ),
+        (
+            "list_children_reach",
+            include_str!("../sql/list_children_reach.sql"),
+            "SEARCH t USING INDEX threads_by_parent (manager_id=? AND parent_path=?)",
+        ),
+        (
+            "list_descendants_reach",
+            include_str!("../sql/list_descendants_reach.sql"),
+            "SEARCH t USING INDEX threads_by_sort_key (manager_id=? AND sort_key>? AND sort_key<?)",
+        ),
+    ];
+    for (name, sql, threads) in cases {
+        let text = plan(&conn, &statement(sql));
+        assert!(
+            text.contains("INDEX managers_by_parent (parent_manager_id=? AND contract=?)"),
+            "{name}: {text}"
+        );
+        assert!(text.contains(threads), "{name}: {text}");
+        for scan in ["SCAN m ", "SCAN t ", "SCAN managers", "SCAN threads"] {
+            assert!(!text.contains(scan), "{name} scans: {text}");
+        }
+        assert!(
+            !text.ends_with("SCAN m") && !text.ends_with("SCAN t"),
+            "{name}: {text}"
+        );
+    }
+}
+
+/// The rows one serve writes for another's thread, and what both sides read of them, are
+/// primary-key lookups or start from the partial indexes of unfinished commands.
+#[test]
+fn cross_serve_queries_are_key_lookups() {
+    let db = common::temp_db();
+    let store = Store::open(&db.path).unwrap();
+    let conn = store.read().unwrap();
+    let cases: [(&str, &str, &[&str]); 10] = [
+        (
+            "thread_holder",
+            include_str!("../sql/thread_holder.sql"),
+            &[
+                "SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)",
+                "SEARCH m USING INTEGER PRIMARY KEY (rowid=?)",
+            ],
+        ),
+        (
+            "manager_owner",
+            include_str!("../sql/manager_owner.sql"),
+            &["SEARCH managers USING INTEGER PRIMARY KEY (rowid=?)"],
+        ),
+        (
+            "command_state",
+            include_str!("../sql/command_state.sql"),
+            &["SEARCH commands USING INTEGER PRIMARY KEY (rowid=?)"],
+        ),
+        (
+            "command_claim",
+            include_str!("../sql/command_claim.sql"),
+            &["SEARCH commands USING INTEGER PRIMARY KEY (rowid=?)"],
+        ),
+        (
+            "command_withdraw",
+            include_str!("../sql/command_withdraw.sql"),
+            &["SEARCH commands USING INTEGER PRIMARY KEY (rowid=?)"],
+        ),
+        (
+            "command_abandon",
+            include_str!("../sql/command_abandon.sql"),
+            &["SEARCH commands USING INTEGER PRIMARY KEY (rowid=?)"],
+        ),
+        (
+            "command_done",
+            include_str!("../sql/command_done.sql"),
+            &["SEARCH commands USING INTEGER PRIMARY KEY (rowid=?)"],
+        ),
+        (
+            "command_send_under_way",
+            include_str!("../sql/command_send_under_way.sql"),
+            &[
+                "SEARCH commands USING INDEX commands_pending (thread_id=?)",
+                "SEARCH commands USING INDEX commands_running (thread_id=?)",
+            ],
+        ),
+        (
+            "thread_ancestors",
+            include_str!("../sql/thread_ancestors.sql"),
+            &["SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)"],
+        ),
+        (
+            "check_stale_commands",
+            include_str!("../sql/check_stale_commands.sql"),
+            &[
+                "SCAN c USING INDEX commands_pending",
+                "SCAN c USING INDEX commands_running",
+            ],
+        ),
+    ];
+    for (name, sql, wants) in cases {
+        let text = plan(&conn, &statement(sql));
+        for want in wants {
+            assert!(text.contains(want), "{name}: {text}");
+        }
+        for scan in [
+            "SCAN t",
+            "SCAN m",
+            "SCAN managers",
+            "SCAN threads",
+            "SCAN commands",
+        ] {
+            assert!(!text.contains(scan), "{name} scans: {text}");
+        }
+    }
+}

@@ -15,7 +15,7 @@ mod pi_child;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use fake_llm::{hermetic_pi_env, pi_or_skip, FakeLlm, PiEnv, Step};
+use fake_llm::{hermetic_pi_env, pi_or_skip, FakeLlm, Reaper, Step};
 use pi_child::{sql, PiChild};
 use serde_json::{json, Value};
 
@@ -61,19 +61,6 @@ impl Parent {
             .unwrap()
             .extend(answer.as_object().unwrap().clone());
         self.send(&response);
-    }
-}
-
-/// SIGKILLs every process carrying the env's marker when the test ends (after a failure).
-struct Reaper<'a>(&'a PiEnv);
-
-impl Drop for Reaper<'_> {
-    fn drop(&mut self) {
-        for pid in self.0.leftover_processes() {
-            if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
-                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-            }
-        }
     }
 }
 

@@ -818,3 +818,84 @@ fn serve_answers_over_one_socket_for_stdin_and_stdout() {
     writer.shutdown(std::net::Shutdown::Write).unwrap();
     assert!(child.wait().unwrap().success());
 }
+
+/// What the model reads: the `content` text keeps a child's line breaks; a cut answer says
+/// so and how to get the rest; `details` stay exactly the contract's (compacted, cut) text.
+#[test]
+fn content_keeps_the_answers_line_breaks_and_says_when_it_is_cut() {
+    let short = "Findings:\n1. The schema is stale.\n2. Two examples fail.";
+    let long: String = (1..=60)
+        .map(|i| format!("{i:02}. {}\n", "word ".repeat(15).trim_end()))
+        .collect();
+    let long = format!("Report:\n{long}Done.");
+    let w = world(json!({"turns": [
+        {"steps": [{"text": short}]},
+    ], "default_reply": long}));
+    let mut s = w.serve(&[]);
+    s.thread(json!({"action": "start", "prompt": "short answer", "taskName": "short"}));
+    let r = s.thread(json!({"action": "wait", "id": "short", "timeoutMs": 20000}));
+    assert_eq!(
+        text(&r),
+        format!(
+            "/root/short ({}) is live / idle. Result:\n{short}",
+            details(&r)["snapshot"]["id"].as_str().unwrap()
+        )
+    );
+    assert_eq!(
+        details(&r)["snapshot"]["result"]["text"],
+        "Findings: 1. The schema is stale. 2. Two examples fail."
+    );
+    assert_eq!(
+        details(&r)["snapshot"]["resultSummary"],
+        details(&r)["snapshot"]["result"]["text"]
+    );
+
+    s.thread(json!({"action": "send", "id": "short", "message": "now the long one"}));
+    let r = s.thread(json!({"action": "wait", "id": "short", "timeoutMs": 20000}));
+    let total = long.chars().count();
+    let t = text(&r);
+    assert!(t.contains("Result:\nReport:\n01. word"), "{t}");
+    assert!(t.lines().count() > 10, "line breaks kept: {t}");
+    let note = t.lines().last().unwrap();
+    let shown = note
+        .strip_prefix("(truncated: ")
+        .and_then(|n| n.split(' ').next())
+        .unwrap_or_else(|| panic!("no note in {t}"));
+    assert_eq!(
+        note,
+        format!(
+            "(truncated: {shown} of {} characters; poll with detail \"full\")",
+            threadbase::text::thousands(total as i64)
+        )
+    );
+    let shown: usize = shown.parse().unwrap();
+    assert!((600..700).contains(&shown), "{shown}");
+    // details: the contract's compacted summary, unchanged.
+    let snap = &details(&r)["snapshot"];
+    let compacted = threadbase::text::compact_cut(&long, 700);
+    assert_eq!(snap["result"]["text"], compacted.as_str());
+    assert_eq!(snap["result"]["charCount"], total);
+    assert!(!compacted.contains('\n'));
+
+    // tail cuts later, full not at all.
+    let r = s.thread(json!({"action": "poll", "id": "short", "detail": "tail"}));
+    assert!(
+        text(&r).ends_with("characters; poll with detail \"full\")"),
+        "{}",
+        text(&r)
+    );
+    let r = s.thread(json!({"action": "poll", "id": "short", "detail": "full"}));
+    assert!(
+        text(&r).ends_with(&format!("Result:\n{long}")),
+        "{}",
+        text(&r)
+    );
+    assert!(!text(&r).contains("(truncated"));
+    assert_eq!(
+        details(&r)["snapshot"]["lastAssistantText"],
+        long.as_str(),
+        "full detail carries the retained text"
+    );
+    s.close(Duration::from_secs(20));
+    assert!(w.leftovers().is_empty());
+}

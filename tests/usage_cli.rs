@@ -237,15 +237,20 @@ fn usage_shows_the_budget_and_refuses_a_bad_one() {
     );
 }
 
-/// A database no serve of this version has migrated yet (schema 2): the read-only commands
-/// still work without usage, `usage` says how to migrate, and `restore` migrates it, placing
-/// and counting the threads it already had.
+/// A database no serve of this version has migrated yet (schema 3, before V4's usage): the
+/// read-only commands still work without usage, `usage` says how to migrate, and `restore`
+/// migrates it, placing and counting the threads it already had.
 #[test]
 fn a_database_from_before_usage_accounting() {
     let db = seed();
     let conn = rusqlite::Connection::open(&db.path).unwrap();
+    // Undo V5 (managers' parent link; its rebuilt `commands` table is rebuilt again by the
+    // migration) and V4, and forget them.
     conn.execute_batch(
-        "DROP VIEW subtree_usage; DROP VIEW thread_forest;
+        "DROP INDEX managers_by_parent;
+         DROP TRIGGER managers_parent_on_insert; DROP TRIGGER managers_parent_on_update;
+         ALTER TABLE managers DROP COLUMN parent_manager_id;
+         DROP VIEW subtree_usage; DROP VIEW thread_forest;
          DROP TRIGGER threads_placed; DROP TRIGGER thread_places_counted;
          DROP TRIGGER thread_usage_rolled_up; DROP TRIGGER threads_unplaced;
          DROP TABLE tree_usage; DROP TABLE thread_usage; DROP TABLE thread_places;

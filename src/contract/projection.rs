@@ -62,7 +62,9 @@ use serde_json::Value;
 
 use crate::store::events::EventRow;
 use crate::store::threads::ThreadRow;
-use crate::text::{compact, compact_cut, truncate_ellipsis, utf16_len, utf16_suffix};
+use crate::text::{
+    compact, compact_cut, thousands, truncate_ellipsis, utf16_len, utf16_prefix, utf16_suffix,
+};
 
 /// Result text limit at `summary`.
 pub const SUMMARY_RESULT_CHARS: usize = 700;
@@ -135,8 +137,7 @@ pub struct Projection<'a> {
     facts: &'a ThreadFacts,
     detail: Detail,
     source: Option<Source<'a>>,
-    /// The compacted, cut result text, and as a JSON string.
-    result_text: Option<String>,
+    /// The compacted, cut result text as a JSON string.
     result_json: Option<Box<RawValue>>,
     /// `tail`: the output tail (with its cut prefix), its full length and whether it was cut.
     output: Option<(String, usize, bool)>,
@@ -189,11 +190,34 @@ impl<'a> Projection<'a> {
             facts,
             detail,
             source,
-            result_text,
             result_json,
             output,
             stderr,
         }
+    }
+
+    /// The result as the model reads it in a tool result's `content` (not in `details`, which
+    /// keep the contract's compacted `result.text`): the answer with its line breaks, trimmed,
+    /// cut at the detail level's limit (none at `full`) at a line or word break where one is
+    /// near, and when cut followed by a note saying how much is shown and how to read the rest.
+    /// `None` without a result source.
+    pub fn content_result(&self) -> Option<String> {
+        let source = self.source?;
+        let text = source.text.trim();
+        let limit = match self.detail {
+            Detail::Summary => SUMMARY_RESULT_CHARS,
+            Detail::Tail => TAIL_RESULT_CHARS,
+            Detail::Full => return Some(text.to_string()),
+        };
+        if utf16_len(text) <= limit {
+            return Some(text.to_string());
+        }
+        let head = cut_at_break(text, limit - 1);
+        Some(format!(
+            "{head}…\n(truncated: {} of {} characters; poll with detail \"full\")",
+            thousands(utf16_len(head) as i64),
+            thousands(utf16_len(source.text) as i64)
+        ))
     }
 
     /// The contract's `ThreadRuntimeSnapshot` (keys in the contract's order; see the module
@@ -251,7 +275,6 @@ impl<'a> Projection<'a> {
                 char_count,
             },
             result_summary: text,
-            result_text: self.result_text.as_deref(),
             recent_events: RecentEvents {
                 events: &self.facts.events,
                 detail,
@@ -296,9 +319,6 @@ pub struct Snapshot<'a> {
     pub result: ResultSummary<'a>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub result_summary: Option<&'a RawValue>,
-    /// `resultSummary` as text (not serialized: it is the same as `resultSummary`).
-    #[serde(skip)]
-    pub result_text: Option<&'a str>,
     pub recent_events: RecentEvents<'a>,
     pub next_suggested_actions: &'static [&'static str],
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -577,6 +597,22 @@ impl<'de> Deserialize<'de> for Borrowed<'de> {
             }
         }
         d.deserialize_str(K)
+    }
+}
+
+/// At most `units` UTF-16 units of `s`, ending before a line break (else a space) when one is
+/// in the last fifth of that, so a cut answer does not end mid-line or mid-word; trailing
+/// whitespace dropped.
+fn cut_at_break(s: &str, units: usize) -> &str {
+    let head = utf16_prefix(s, units);
+    let mut near = head.len() - head.len() / 5;
+    while !head.is_char_boundary(near) {
+        near += 1;
+    }
+    let tail = &head[near..];
+    match tail.rfind('\n').or_else(|| tail.rfind(' ')) {
+        Some(i) => head[..near + i].trim_end(),
+        None => head.trim_end(),
     }
 }
 
@@ -1278,5 +1314,88 @@ mod tests {
             Detail::Summary,
         );
         assert!(got.get("pid").is_none());
+    }
+
+    fn facts_with_answer(text: &str) -> ThreadFacts {
+        ThreadFacts {
+            row: closed_row("exited"),
+            out: OutputFacts {
+                last_assistant_text: Some(text.to_string()),
+                ..OutputFacts::default()
+            },
+            events: vec![],
+        }
+    }
+
+    /// The model reads the answer with its line breaks; `details` keep the contract's
+    /// compacted text.
+    #[test]
+    fn content_result_keeps_line_breaks_and_details_stay_compacted() {
+        let answer = "  Findings:\n\n1. The schema is stale.\n2. Two examples fail.\n  ";
+        let facts = facts_with_answer(answer);
+        for detail in [Detail::Summary, Detail::Tail, Detail::Full] {
+            let p = Projection::new(&facts, detail);
+            assert_eq!(
+                p.content_result().as_deref(),
+                Some("Findings:\n\n1. The schema is stale.\n2. Two examples fail."),
+                "{detail:?}"
+            );
+            let got = serde_json::to_value(p.snapshot()).unwrap();
+            assert_eq!(
+                got["result"]["text"],
+                json!("Findings: 1. The schema is stale. 2. Two examples fail."),
+                "{detail:?}"
+            );
+            assert_eq!(got["result"]["text"], got["resultSummary"]);
+        }
+        assert_eq!(
+            Projection::new(&facts_with_answer(" \n "), Detail::Summary).content_result(),
+            None
+        );
+    }
+
+    /// A cut answer says how much is shown and how to read the rest, with thousands
+    /// separators; it ends at a line break near the limit, and `full` is never cut.
+    #[test]
+    fn content_result_cut_says_so() {
+        let line = "x".repeat(59) + "\n"; // 60 units a line
+        let answer = line.repeat(80) + "end"; // 4,803 units
+        let facts = facts_with_answer(&answer);
+        let summary = Projection::new(&facts, Detail::Summary)
+            .content_result()
+            .unwrap();
+        let (head, note) = summary.rsplit_once('\n').unwrap();
+        // 11 whole lines (659 units without the last break) fit in 699 units.
+        assert_eq!(
+            note,
+            "(truncated: 659 of 4,803 characters; poll with detail \"full\")"
+        );
+        assert_eq!(head, format!("{}…", line.repeat(11).trim_end()));
+        assert_eq!(head.matches('\n').count(), 10);
+        let tail = Projection::new(&facts, Detail::Tail)
+            .content_result()
+            .unwrap();
+        // 19 whole lines (1,139 units) of the 1,199 that fit.
+        assert!(
+            tail.ends_with("…\n(truncated: 1,139 of 4,803 characters; poll with detail \"full\")"),
+            "{tail}"
+        );
+        assert_eq!(tail.matches('\n').count(), 19);
+        let full = Projection::new(&facts, Detail::Full)
+            .content_result()
+            .unwrap();
+        assert_eq!(full, answer);
+        // One long word: no break to back off to, cut at the limit.
+        let word = "é".repeat(2_000);
+        let cut = Projection::new(&facts_with_answer(&word), Detail::Summary)
+            .content_result()
+            .unwrap();
+        assert!(cut.starts_with(&format!("{}…\n", "é".repeat(699))), "{cut}");
+        assert!(cut.ends_with("(truncated: 699 of 2,000 characters; poll with detail \"full\")"));
+        // The snapshot's result is unchanged by any of this.
+        let got =
+            serde_json::to_value(Projection::new(&facts, Detail::Summary).snapshot()).unwrap();
+        assert_eq!(got["result"]["charCount"], json!(4_803));
+        assert_eq!(got["result"]["text"], json!(compact_cut(&answer, 700)));
     }
 }

@@ -5,9 +5,11 @@
 pub mod agent;
 pub mod budget;
 mod listing;
+mod remote;
 mod thread_tool;
 mod worker;
 
+pub use thread_tool::STOP_ALREADY_CLOSED;
 pub use worker::{max_workers, restore_workers, snapshot_workers};
 
 use std::path::{Path, PathBuf};
@@ -254,6 +256,17 @@ impl Engine {
     /// true` for `agent_pause`). The caller is this serve's scope path.
     pub async fn agent(&self, method: &str, params: &Value) -> Result<Reply> {
         self.agent.call(method, params).await.map(Reply::Json)
+    }
+
+    /// A contract A `send` or `resume` another serve asked of a thread this serve holds (or
+    /// manages), carried out here: the outcome text its `commands` row records.
+    pub async fn carry_out(
+        &self,
+        kind: &str,
+        thread_id: &str,
+        payload: Option<&str>,
+    ) -> Result<String> {
+        thread_tool::carry_out(self, kind, thread_id, payload).await
     }
 
     /// Contract B's side of this serve (its row watcher and shutdown hook).

@@ -4,8 +4,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use rusqlite::{named_params, Connection, Transaction};
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use super::remote::{self, CommandKind, Holder, Outcome};
 use super::Engine;
 use crate::contract::projection::{Detail, Projection, Snapshot};
 use crate::contract::thread::{Details, ListTarget, Single, SnapshotJson, ThreadRequest};
@@ -16,7 +18,7 @@ use crate::output::Reply;
 use crate::refs::{resolve, resolve_list_filter, RefScope};
 use crate::runtime::{LaunchSpec, SendMode, StartKind};
 use crate::store::events::{self, NewEvent};
-use crate::store::threads::{insert_thread, NewThread, ThreadRow};
+use crate::store::threads::{insert_thread, query_threads, thread_by_id_any, NewThread, ThreadRow};
 use crate::time::now_iso;
 
 /// Timeout of the `get_state` refresh a poll or send makes.
@@ -81,13 +83,21 @@ fn reply(text: &str, details: Details<'_>) -> Result<Reply> {
     Reply::json(&ToolResult::new(text, details))
 }
 
-fn headline(snap: &Snapshot<'_>) -> String {
+/// `path (id) is status / phase`, then the result as the model reads it: on the same line
+/// when it is one line, else from the next line on, with its line breaks (and the note on a
+/// cut one, see [`Projection::content_result`]).
+fn headline(projection: &Projection<'_>, snap: &Snapshot<'_>) -> String {
     let mut s = format!(
         "{} ({}) is {} / {}",
         snap.path, snap.id, snap.status, snap.phase
     );
-    if let Some(r) = snap.result_text {
-        s.push_str(&format!(". Result: {r}"));
+    if let Some(r) = projection.content_result() {
+        s.push_str(if r.contains('\n') {
+            ". Result:\n"
+        } else {
+            ". Result: "
+        });
+        s.push_str(&r);
     }
     s
 }
@@ -95,13 +105,18 @@ fn headline(snap: &Snapshot<'_>) -> String {
 // ---- limits and names ---------------------------------------------------------------------
 
 fn check_depth(e: &Engine) -> Result<()> {
+    check_depth_at(e, e.cfg.depth)
+}
+
+/// A child of a thread at `depth` may be launched (the caller's depth for its own children).
+fn check_depth_at(e: &Engine, depth: i64) -> Result<()> {
     let l = e.cfg.limits;
-    if e.cfg.depth >= l.max_depth {
+    if depth >= l.max_depth {
         return Err(Error::new(
             ErrorCode::Limit,
             format!(
-                "pi-threads recursion depth {} has reached PI_THREADS_MAX_DEPTH={}. Repair: do the work in this thread, or raise PI_THREADS_MAX_DEPTH for the parent.",
-                e.cfg.depth, l.max_depth
+                "pi-threads recursion depth {depth} has reached PI_THREADS_MAX_DEPTH={}. Repair: do the work in this thread, or raise PI_THREADS_MAX_DEPTH for the parent.",
+                l.max_depth
             ),
         ));
     }
@@ -109,9 +124,14 @@ fn check_depth(e: &Engine) -> Result<()> {
 }
 
 fn check_live_count(e: &Engine, conn: &Connection) -> Result<()> {
+    check_live_count_of(e, conn, e.manager_id)
+}
+
+/// PI_THREADS_MAX_THREADS holds per manager: `manager_id`'s live threads.
+fn check_live_count_of(e: &Engine, conn: &Connection, manager_id: i64) -> Result<()> {
     let live: i64 = conn
         .prepare_cached(include_str!("../../sql/count_live.sql"))?
-        .query_row([e.manager_id], |r| r.get(0))?;
+        .query_row([manager_id], |r| r.get(0))?;
     let max = e.cfg.limits.max_threads;
     if live >= max {
         return Err(Error::new(
@@ -404,14 +424,25 @@ async fn refresh_if_live(e: &Engine, id: &str) -> Option<bool> {
     idle
 }
 
+/// A thread this serve does not hold is read from its rows; one whose serve is gone is
+/// restored (closed as stale) first, so its rows say what is true.
+fn settle_if_orphaned(e: &Engine, id: &str) -> Result<()> {
+    if remote::holder(e, id)? == Holder::Orphaned {
+        remote::restore_orphans(e)?;
+    }
+    Ok(())
+}
+
 async fn poll(e: &Engine, reference: &str, detail: Detail) -> Result<Reply> {
     let row = find(e, reference)?;
-    refresh_if_live(e, &row.id).await;
+    if refresh_if_live(e, &row.id).await.is_none() {
+        settle_if_orphaned(e, &row.id)?;
+    }
     let facts = e.facts(&row.id)?;
     let projection = Projection::new(&facts, detail);
     let snap = projection.snapshot();
     reply(
-        &headline(&snap),
+        &headline(&projection, &snap),
         Details::Polled {
             thread: Single::of(&SnapshotJson::new(&snap)?),
         },
@@ -420,30 +451,72 @@ async fn poll(e: &Engine, reference: &str, detail: Detail) -> Result<Reply> {
 
 // ---- send -----------------------------------------------------------------------------------
 
+/// A send's payload in a `commands` row for the serve that holds the thread.
+#[derive(Debug, Serialize, Deserialize)]
+struct SendPayload {
+    message: String,
+    /// None: the owner picks `prompt` (idle) or `follow_up`.
+    mode: Option<SendMode>,
+}
+
+/// What a send did, as the owner records it.
+#[derive(Debug, Serialize, Deserialize)]
+struct SendDone {
+    mode: SendMode,
+    accepted: Option<bool>,
+    error: Option<String>,
+}
+
+fn closed_error(reference: &str, row: &ThreadRow) -> Error {
+    Error::new(
+        ErrorCode::Closed,
+        format!("Thread is closed: {reference}. Repair: resume it first with {{ \"action\": \"resume\", \"id\": \"{}\" }}, or start a new thread.", row.path),
+    )
+}
+
 async fn send(e: &Engine, reference: &str, message: &str, mode: Option<SendMode>) -> Result<Reply> {
     let row = find(e, reference)?;
     e.rt.await_launch(&row.id, crate::runtime::LAUNCH_WAIT)
         .await;
-    if !row.is_live() || !e.rt.is_live(&row.id) {
-        return Err(Error::new(
-            ErrorCode::Closed,
-            format!("Thread is closed: {reference}. Repair: resume it first with {{ \"action\": \"resume\", \"id\": \"{}\" }}, or start a new thread.", row.path),
-        ));
-    }
-    e.check_budget(&*e.store.read()?, Some(&row.id), "send")?;
-    refresh_if_live(e, &row.id).await;
-    let phase = e.rt.watch(&row.id).map(|v| v.borrow().phase);
-    let mode = match mode {
-        Some(mode) => mode,
-        None if phase == Some(crate::runtime::mapping::Phase::Idle) => SendMode::Prompt,
-        None => SendMode::FollowUp,
+    let (done, via) = match remote::holder(e, &row.id)? {
+        Holder::Here => (send_here(e, &row, message, mode).await?, None),
+        Holder::Elsewhere(owner) => {
+            let payload = serde_json::to_string(&SendPayload {
+                message: message.to_string(),
+                mode,
+            })?;
+            let outcome =
+                remote::request(e, &row.id, CommandKind::Send, Some(&payload), owner).await?;
+            let done = match outcome {
+                Outcome::Done(text) => serde_json::from_str::<SendDone>(&text)?,
+                Outcome::Failed(err) => return Err(err),
+                Outcome::Withdrawn(why) => {
+                    settle_if_orphaned(e, &row.id)?;
+                    return Err(remote::not_carried_out(&row.path, "send", why));
+                }
+                // Contract A's answer to a send whose answer did not come in time.
+                Outcome::StillRunning => SendDone {
+                    mode: mode.unwrap_or(SendMode::FollowUp),
+                    accepted: None,
+                    error: Some(format!(
+                        "Timed out waiting for the serve that holds {} to finish the send. It was handed over and may still be delivered; poll or wait before retrying.",
+                        row.path
+                    )),
+                },
+            };
+            (done, Some(owner))
+        }
+        Holder::Orphaned => {
+            remote::restore_orphans(e)?;
+            return Err(closed_error(reference, &row));
+        }
+        Holder::NotLive => return Err(closed_error(reference, &row)),
     };
-    let outcome = e.rt.send(&row.id, mode, message).await?;
-    e.rt.flush().await;
     let facts = e.facts(&row.id)?;
     let projection = Projection::new(&facts, Detail::Summary);
     let snap = projection.snapshot();
-    let text = match outcome.accepted {
+    let mode = done.mode;
+    let mut text = match done.accepted {
         Some(true) => format!(
             "Sent {} to {} ({}); accepted.",
             mode.as_str(),
@@ -455,37 +528,109 @@ async fn send(e: &Engine, reference: &str, message: &str, mode: Option<SendMode>
             mode.as_str(),
             row.path,
             row.id,
-            outcome.error.clone().unwrap_or_default()
+            done.error.clone().unwrap_or_default()
         ),
-        None => outcome.error.clone().unwrap_or_default(),
+        None => done.error.clone().unwrap_or_default(),
     };
+    if let Some(owner) = via {
+        text.push_str(&held_by(owner));
+    }
     reply(
         &text,
         Details::Sent {
             thread: Single::of(&SnapshotJson::new(&snap)?),
             mode,
-            accepted: outcome.accepted,
-            error: outcome.error.as_deref(),
+            accepted: done.accepted,
+            error: done.error.as_deref(),
         },
     )
+}
+
+/// ` (carried out by the serve that holds it, pid N)`.
+fn held_by(owner: crate::runtime::process::ProcessIdentity) -> String {
+    format!(
+        " (carried out by the serve that holds it, pid {})",
+        owner.pid
+    )
+}
+
+/// A send to a child this serve holds.
+async fn send_here(
+    e: &Engine,
+    row: &ThreadRow,
+    message: &str,
+    mode: Option<SendMode>,
+) -> Result<SendDone> {
+    e.check_budget(&*e.store.read()?, Some(&row.id), "send")?;
+    refresh_if_live(e, &row.id).await;
+    let phase = e.rt.watch(&row.id).map(|v| v.borrow().phase);
+    let mode = match mode {
+        Some(mode) => mode,
+        None if phase == Some(crate::runtime::mapping::Phase::Idle) => SendMode::Prompt,
+        None => SendMode::FollowUp,
+    };
+    let outcome = e.rt.send(&row.id, mode, message).await?;
+    e.rt.flush().await;
+    Ok(SendDone {
+        mode,
+        accepted: outcome.accepted,
+        error: outcome.error,
+    })
 }
 
 // ---- stop -----------------------------------------------------------------------------------
 
 async fn stop(e: &Engine, reference: &str, force: bool) -> Result<Reply> {
     let row = find(e, reference)?;
-    let was_live = e.rt.stop(&row.id, force).await?;
+    e.rt.await_launch(&row.id, crate::runtime::LAUNCH_WAIT)
+        .await;
+    let (was_live, note) = match remote::holder(e, &row.id)? {
+        Holder::Elsewhere(owner) => {
+            let kind = if force {
+                CommandKind::ForceStop
+            } else {
+                CommandKind::Stop
+            };
+            match remote::request(e, &row.id, kind, None, owner).await? {
+                Outcome::Done(result) => (result != STOP_ALREADY_CLOSED, held_by(owner)),
+                Outcome::Failed(err) => return Err(err),
+                Outcome::Withdrawn(remote::Withdrawn::NotPickedUp) => {
+                    return Err(remote::not_carried_out(
+                        &row.path,
+                        "stop",
+                        remote::Withdrawn::NotPickedUp,
+                    ))
+                }
+                // Gone or closed meanwhile: there is nothing left to stop.
+                Outcome::Withdrawn(_) => {
+                    settle_if_orphaned(e, &row.id)?;
+                    (false, String::new())
+                }
+                Outcome::StillRunning => return Err(remote::still_running(&row.path, "stop")),
+            }
+        }
+        Holder::Orphaned => {
+            remote::restore_orphans(e)?;
+            (false, String::new())
+        }
+        Holder::Here | Holder::NotLive => (e.rt.stop(&row.id, force).await?, String::new()),
+    };
     e.rt.flush().await;
     let facts = e.facts(&row.id)?;
     let projection = Projection::new(&facts, Detail::Summary);
     let snap = projection.snapshot();
     let text = if was_live {
         format!(
-            "Stopped {} ({}){}. {}",
+            "Stopped {} ({}){}{note}. {}",
             row.path,
             row.id,
             if force { " by force" } else { "" },
-            headline(&snap)
+            headline(&projection, &snap)
+        )
+    } else if facts.row.exit_kind.as_deref() == Some("stale") && row.is_live() {
+        format!(
+            "{} ({}) was left live by a serve that is gone; it is closed now (stale), so there is nothing to stop.",
+            row.path, row.id
         )
     } else {
         format!(
@@ -502,6 +647,10 @@ async fn stop(e: &Engine, reference: &str, force: bool) -> Result<Reply> {
     )
 }
 
+/// A stop command's result when the thread was closed already (`threadbase top` and
+/// `threadbase stop` read the same texts).
+pub const STOP_ALREADY_CLOSED: &str = "already closed";
+
 // ---- wait -----------------------------------------------------------------------------------
 
 async fn wait(
@@ -515,6 +664,15 @@ async fn wait(
     let started = Instant::now();
     e.rt.await_launch(&row.id, crate::runtime::LAUNCH_WAIT)
         .await;
+    if e.rt.watch(&row.id).is_none() {
+        match remote::holder(e, &row.id)? {
+            Holder::Elsewhere(_) => {
+                return wait_on_rows(e, &row, detail, timeout_ms, started, progress).await
+            }
+            Holder::Orphaned => remote::restore_orphans(e)?,
+            Holder::Here | Holder::NotLive => {}
+        }
+    }
     let deadline = started + Duration::from_millis(timeout_ms);
     let timed_out = loop {
         let Some(mut view) = e.rt.watch(&row.id) else {
@@ -534,16 +692,7 @@ async fn wait(
                 .map(|(idle, _)| idle)
                 .unwrap_or(false);
         e.rt.flush().await;
-        let facts = e.facts(&row.id)?;
-        let projection = Projection::new(&facts, Detail::Summary);
-        let snap = projection.snapshot();
-        let json = serde_json::value::to_raw_value(&snap)?;
-        progress(&Details::Waiting {
-            snapshot: &json,
-            thread: &json,
-            waited_ms: started.elapsed().as_millis() as u64,
-            timeout_ms,
-        });
+        report_waiting(e, &row.id, started, timeout_ms, progress)?;
         if idle || view.borrow().closed {
             break false;
         }
@@ -551,17 +700,49 @@ async fn wait(
         let _ = tokio::time::timeout(pause, view.wait_for(|v| v.closed)).await;
     };
     e.rt.flush().await;
-    let facts = e.facts(&row.id)?;
+    waited(e, &row.id, detail, timed_out, started)
+}
+
+/// `wait`'s progress notification: the thread's summary snapshot so far.
+fn report_waiting(
+    e: &Engine,
+    id: &str,
+    started: Instant,
+    timeout_ms: u64,
+    progress: &(dyn Fn(&Details<'_>) + Send + Sync),
+) -> Result<()> {
+    let facts = e.facts(id)?;
+    let projection = Projection::new(&facts, Detail::Summary);
+    let snap = projection.snapshot();
+    let json = serde_json::value::to_raw_value(&snap)?;
+    progress(&Details::Waiting {
+        snapshot: &json,
+        thread: &json,
+        waited_ms: started.elapsed().as_millis() as u64,
+        timeout_ms,
+    });
+    Ok(())
+}
+
+/// `wait`'s answer.
+fn waited(
+    e: &Engine,
+    id: &str,
+    detail: Detail,
+    timed_out: bool,
+    started: Instant,
+) -> Result<Reply> {
+    let facts = e.facts(id)?;
     let projection = Projection::new(&facts, detail);
     let snap = projection.snapshot();
     let waited = started.elapsed().as_millis() as u64;
     let text = if timed_out {
         format!(
             "Timed out after {waited} ms; the thread keeps running. {}",
-            headline(&snap)
+            headline(&projection, &snap)
         )
     } else {
-        headline(&snap)
+        headline(&projection, &snap)
     };
     reply(
         &text,
@@ -573,25 +754,175 @@ async fn wait(
     )
 }
 
+/// How often a wait on a thread another serve holds reads its rows.
+const ROW_WAIT_POLL: Duration = Duration::from_millis(50);
+
+/// `wait` on a thread another serve holds: its rows are read until they say closed, or idle
+/// with no send to it still being carried out (the holding serve writes the phase its own
+/// refreshes and the child's events give), or until the deadline. Progress goes out every
+/// [`WAIT_STEP`], as with a child of this serve.
+async fn wait_on_rows(
+    e: &Engine,
+    row: &ThreadRow,
+    detail: Detail,
+    timeout_ms: u64,
+    started: Instant,
+    progress: &(dyn Fn(&Details<'_>) + Send + Sync),
+) -> Result<Reply> {
+    let deadline = started + Duration::from_millis(timeout_ms);
+    let mut next_progress = Instant::now();
+    let timed_out = loop {
+        if remote::holder(e, &row.id)? == Holder::Orphaned {
+            remote::restore_orphans(e)?;
+        }
+        let now_row =
+            thread_by_id_any(&*e.store.read()?, &row.id)?.ok_or_else(|| gone_meanwhile(&row.id))?;
+        if !now_row.is_live() {
+            break false;
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            break true;
+        }
+        if now_row.phase == crate::runtime::mapping::Phase::Idle.as_str()
+            && !send_under_way(e, &row.id)?
+        {
+            break false;
+        }
+        if now >= next_progress {
+            report_waiting(e, &row.id, started, timeout_ms, progress)?;
+            next_progress = now + WAIT_STEP;
+        }
+        tokio::time::sleep(ROW_WAIT_POLL.min(deadline.saturating_duration_since(now))).await;
+    };
+    waited(e, &row.id, detail, timed_out, started)
+}
+
+fn send_under_way(e: &Engine, id: &str) -> Result<bool> {
+    Ok(e.store
+        .read()?
+        .prepare_cached(include_str!("../../sql/command_send_under_way.sql"))?
+        .query_row([id], |r| r.get(0))?)
+}
+
+fn gone_meanwhile(id: &str) -> Error {
+    Error::new(
+        ErrorCode::UnknownReference,
+        format!("Unknown thread: {id} (it was removed meanwhile). Repair: list the threads and use a current id."),
+    )
+}
+
 // ---- resume ---------------------------------------------------------------------------------
 
+/// What a resume did, as the serve that carried it out records it.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ResumeDone {
+    already_live: bool,
+    file: Option<String>,
+    note: Option<String>,
+}
+
 async fn resume(e: &Engine, reference: &str) -> Result<Reply> {
-    let _one_at_a_time = e.relaunch.lock().await;
     let row = find(e, reference)?;
     e.rt.await_launch(&row.id, crate::runtime::LAUNCH_WAIT)
         .await;
-    if row.is_live() && e.rt.is_live(&row.id) {
-        let facts = e.facts(&row.id)?;
-        let projection = Projection::new(&facts, Detail::Summary);
-        let snap = projection.snapshot();
-        let text = format!("{} ({}) is already live.", row.path, row.id);
-        return reply(
-            &text,
-            Details::Resumed {
-                thread: Single::of(&SnapshotJson::new(&snap)?),
+    let mut via = None;
+    let done = match remote::holder(e, &row.id)? {
+        Holder::Here => ResumeDone {
+            already_live: true,
+            file: None,
+            note: None,
+        },
+        Holder::Elsewhere(owner) => {
+            via = Some(owner);
+            ResumeDone {
                 already_live: true,
-            },
-        );
+                file: None,
+                note: None,
+            }
+        }
+        holder => {
+            if holder == Holder::Orphaned {
+                remote::restore_orphans(e)?;
+            }
+            let row = thread_by_id_any(&*e.store.read()?, &row.id)?
+                .ok_or_else(|| gone_meanwhile(&row.id))?;
+            if row.manager_id == e.manager_id {
+                resume_here(e, &row, Place::Own).await?
+            } else if let Some(owner) = remote::manager_owner(e, row.manager_id)? {
+                // The serve of the manager it belongs to is alive: that serve resumes it.
+                via = Some(owner);
+                match remote::request(e, &row.id, CommandKind::Resume, None, owner).await? {
+                    Outcome::Done(text) => serde_json::from_str::<ResumeDone>(&text)?,
+                    Outcome::Failed(err) => return Err(err),
+                    Outcome::Withdrawn(remote::Withdrawn::OwnerGone) => {
+                        // Gone meanwhile: this serve takes the thread over, as below.
+                        via = None;
+                        resume_here(e, &row, Place::Below).await?
+                    }
+                    Outcome::Withdrawn(why) => {
+                        return Err(remote::not_carried_out(&row.path, "resume", why))
+                    }
+                    Outcome::StillRunning => {
+                        return Err(remote::still_running(&row.path, "resume"))
+                    }
+                }
+            } else {
+                // Nobody manages it any more: this serve becomes its owner (restore rules).
+                resume_here(e, &row, Place::Below).await?
+            }
+        }
+    };
+    let facts = e.facts(&row.id)?;
+    let projection = Projection::new(&facts, Detail::Summary);
+    let snap = projection.snapshot();
+    let mut text = if done.already_live {
+        format!("{} ({}) is already live.", row.path, row.id)
+    } else {
+        format!(
+            "Resumed {} ({}) from {}; no prompt was sent. Use send to continue.",
+            row.path,
+            row.id,
+            done.file.as_deref().unwrap_or("its session file")
+        )
+    };
+    if let Some(note) = &done.note {
+        text.push_str(&format!(" {note}"));
+    }
+    if let Some(owner) = via {
+        text.push_str(&held_by(owner));
+    }
+    reply(
+        &text,
+        Details::Resumed {
+            thread: Single::of(&SnapshotJson::new(&snap)?),
+            already_live: done.already_live,
+        },
+    )
+}
+
+/// Whose place a resumed thread takes in this serve: one of its own manager's threads
+/// (launched as a child of this session), or a descendant below it whose manager's serve is
+/// gone, which this serve takes over (launched in its own place in the tree, with the flags
+/// its ancestors would have passed down).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    Own,
+    Below,
+}
+
+/// Launches a closed thread again on its saved session file, in this serve. Resumes run one
+/// at a time, so two at once launch one process and the second finds it live (no lock is
+/// held while a request waits for another serve).
+async fn resume_here(e: &Engine, row: &ThreadRow, place: Place) -> Result<ResumeDone> {
+    let _one_at_a_time = e.relaunch.lock().await;
+    if e.rt.is_live(&row.id) {
+        return Ok(ResumeDone {
+            already_live: true,
+            file: None,
+            note: None,
+        });
     }
     let Some(file) = row.session_file.clone() else {
         return Err(Error::new(
@@ -618,39 +949,149 @@ async fn resume(e: &Engine, reference: &str) -> Result<Reply> {
             format!("Cannot resume managed thread {}: {}", row.path, err.message),
         ));
     }
-    check_depth(e)?;
-    check_live_count(e, &*e.store.read()?)?;
-    e.check_budget(&*e.store.read()?, Some(&row.id), "resume")?;
     let cwd = PathBuf::from(&row.cwd);
-    let argv = child_argv(e, &row.args, &cwd, Path::new(&file), &row.name)?;
+    let (argv, env) = match place {
+        Place::Own => {
+            check_depth(e)?;
+            check_live_count(e, &*e.store.read()?)?;
+            (
+                child_argv(e, &row.args, &cwd, Path::new(&file), &row.name)?,
+                e.child_env(&row.id, &row.path, row.depth),
+            )
+        }
+        Place::Below => {
+            check_depth_at(e, row.depth - 1)?;
+            check_live_count_of(e, &*e.store.read()?, row.manager_id)?;
+            let conn = e.store.read()?;
+            (
+                descendant_argv(e, &conn, row, Path::new(&file))?,
+                descendant_env(e, row),
+            )
+        }
+    };
+    e.check_budget(&*e.store.read()?, Some(&row.id), "resume")?;
     let outcome =
         e.rt.launch(LaunchSpec {
             thread_id: row.id.clone(),
             argv,
             cwd,
-            env: e.child_env(&row.id, &row.path, row.depth),
+            env,
             clear_env: false,
             start: StartKind::Resumed,
         })
         .await?;
     e.rt.flush().await;
-    let facts = e.facts(&row.id)?;
-    let projection = Projection::new(&facts, Detail::Summary);
-    let snap = projection.snapshot();
-    let mut text = format!(
-        "Resumed {} ({}) from {file}; no prompt was sent. Use send to continue.",
-        row.path, row.id
-    );
-    if let Some(note) = &outcome.note {
-        text.push_str(&format!(" {note}"));
+    Ok(ResumeDone {
+        already_live: false,
+        file: Some(file),
+        note: outcome.note,
+    })
+}
+
+/// The argv a descendant taken over by this serve runs with: the flags each ancestor between
+/// this session and it passed down (inherited from its parent, merged with its own `args`),
+/// then its own `args`, as its own manager's serve would have launched it.
+fn descendant_argv(
+    e: &Engine,
+    conn: &Connection,
+    row: &ThreadRow,
+    session: &Path,
+) -> Result<Vec<String>> {
+    let chain = query_threads(
+        conn,
+        include_str!("../../sql/thread_ancestors.sql"),
+        [&row.id],
+    )?;
+    // From this session's own child down to the thread's parent.
+    let from = chain
+        .iter()
+        .position(|t| t.manager_id == e.manager_id)
+        .unwrap_or(0);
+    let mut inherited = argpolicy::inherited_args(&e.cfg.parent_args, &e.cfg.cwd);
+    let mut parent_cwd = e.cfg.cwd.clone();
+    for a in &chain[from..] {
+        let merged = argpolicy::merge_args(&inherited, &a.args)?;
+        parent_cwd = PathBuf::from(&a.cwd);
+        inherited = argpolicy::inherited_args(&merged, &parent_cwd);
     }
-    reply(
-        &text,
-        Details::Resumed {
-            thread: Single::of(&SnapshotJson::new(&snap)?),
-            already_live: false,
-        },
-    )
+    let merged = argpolicy::merge_args(&inherited, &row.args)?;
+    // Children inherit the trust setting (THREADBASE_TRUSTED) with the environment.
+    let approve = argpolicy::should_approve(e.cfg.trusted, &parent_cwd, Path::new(&row.cwd));
+    Ok(argpolicy::child_argv(
+        &e.cfg.pi_command,
+        &merged,
+        Some(session),
+        &row.name,
+        approve,
+    ))
+}
+
+/// The environment of a descendant taken over by this serve: its own place in the tree.
+fn descendant_env(e: &Engine, row: &ThreadRow) -> Vec<(String, String)> {
+    let mut env = e.child_env(&row.id, &row.path, row.depth);
+    let parent_path = row
+        .parent_path
+        .clone()
+        .or_else(|| crate::paths::parent_path(&row.path).map(str::to_string))
+        .unwrap_or_else(|| crate::paths::ROOT.to_string());
+    env.retain(|(k, _)| {
+        !matches!(
+            k.as_str(),
+            "PI_THREADS_PARENT_PATH" | "PI_THREADS_PARENT_ID" | "PI_THREADS_PARENT_THREAD_ID"
+        )
+    });
+    env.push(("PI_THREADS_PARENT_PATH".to_string(), parent_path));
+    if let Some(parent_id) = &row.parent_id {
+        env.push(("PI_THREADS_PARENT_ID".to_string(), parent_id.clone()));
+        env.push(("PI_THREADS_PARENT_THREAD_ID".to_string(), parent_id.clone()));
+    }
+    env
+}
+
+// ---- carried out for another serve ------------------------------------------------------------
+
+/// A `send` or `resume` another serve wrote for a thread this serve holds (or manages), as
+/// the row watcher hands it over: the outcome text for `commands.result`.
+pub(crate) async fn carry_out(
+    e: &Engine,
+    kind: &str,
+    thread_id: &str,
+    payload: Option<&str>,
+) -> Result<String> {
+    let row =
+        thread_by_id_any(&*e.store.read()?, thread_id)?.ok_or_else(|| gone_meanwhile(thread_id))?;
+    match kind {
+        "send" => {
+            let p: SendPayload = serde_json::from_str(payload.unwrap_or("null")).map_err(|err| {
+                Error::invalid(format!(
+                    "The send request for {} has no valid payload ({err}). Repair: send again from the thread tool.",
+                    row.path
+                ))
+            })?;
+            e.rt.await_launch(&row.id, crate::runtime::LAUNCH_WAIT)
+                .await;
+            if !e.rt.is_live(&row.id) {
+                return Err(closed_error(&row.path, &row));
+            }
+            Ok(serde_json::to_string(
+                &send_here(e, &row, &p.message, p.mode).await?,
+            )?)
+        }
+        "resume" => {
+            e.rt.await_launch(&row.id, crate::runtime::LAUNCH_WAIT)
+                .await;
+            let place = if row.manager_id == e.manager_id {
+                Place::Own
+            } else {
+                Place::Below
+            };
+            Ok(serde_json::to_string(&resume_here(e, &row, place).await?)?)
+        }
+        other => Err(Error::internal(format!(
+            "Unknown command kind {other} for {}. Repair: this serve is older than the one that wrote it; restart it.",
+            row.path
+        ))),
+    }
 }
 
 // ---- fork -----------------------------------------------------------------------------------

@@ -113,7 +113,7 @@ pub struct LaunchOutcome {
 }
 
 /// How a message is delivered to a live child.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SendMode {
     Prompt,

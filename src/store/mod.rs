@@ -325,6 +325,30 @@ mod tests {
                 "list_descendants_archived",
                 include_str!("../../sql/list_descendants_archived.sql"),
             ),
+            (
+                "list_children_reach",
+                include_str!("../../sql/list_children_reach.sql"),
+            ),
+            (
+                "list_descendants_reach",
+                include_str!("../../sql/list_descendants_reach.sql"),
+            ),
+            (
+                "reach_thread_by_id",
+                include_str!("../../sql/reach_thread_by_id.sql"),
+            ),
+            (
+                "reach_thread_by_path",
+                include_str!("../../sql/reach_thread_by_path.sql"),
+            ),
+            (
+                "reach_thread_by_name",
+                include_str!("../../sql/reach_thread_by_name.sql"),
+            ),
+            (
+                "thread_ancestors",
+                include_str!("../../sql/thread_ancestors.sql"),
+            ),
         ];
         for (name, sql) in queries {
             let stmt = conn.prepare(sql).unwrap();

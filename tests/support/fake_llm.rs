@@ -873,6 +873,20 @@ fn write_json_file(path: &Path, value: &Value) {
         .unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
 }
 
+/// SIGKILLs every process carrying the env's marker when dropped (the end of a test, also
+/// after a failure).
+pub struct Reaper<'a>(pub &'a PiEnv);
+
+impl Drop for Reaper<'_> {
+    fn drop(&mut self) {
+        for pid in self.0.leftover_processes() {
+            if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            }
+        }
+    }
+}
+
 impl PiEnv {
     /// Gives the fake model prices (USD per million tokens), so Pi reports a `cost` for every
     /// message: `rates / 1e6 * tokens` per kind, `total` their sum.
