@@ -175,7 +175,8 @@ fn unknown(conn: &Connection, scope: RefScope<'_>, reference: &str) -> Result<Er
             .iter()
             .map(|t| format!("{} (id: {}, taskName: {})", t.path, t.id, t.task_name))
             .collect();
-        format!("Known threads: {}.", items.join(", "))
+        // The original joins them with "; " (issue 14, contract A 8).
+        format!("Known threads: {}.", items.join("; "))
     };
     Ok(Error::new(
         ErrorCode::UnknownReference,

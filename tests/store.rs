@@ -275,7 +275,7 @@ fn resolution_follows_contract_a_order() {
     // An id-shaped text never falls through to names.
     let err = resolve(&conn, root, "thread_0000000000ff").unwrap_err();
     assert_eq!(err.code, ErrorCode::UnknownReference);
-    assert!(err.message.starts_with("Unknown thread reference: \"thread_0000000000ff\". Accepted reference forms: thread id (thread_012345abcdef), canonical path (/root/task), relative path from the current thread (task or parent/task), or unambiguous taskName. Known threads: /root/alpha (id: thread_000000000001, taskName: alpha), /root/alpha_b"));
+    assert!(err.message.starts_with("Unknown thread reference: \"thread_0000000000ff\". Accepted reference forms: thread id (thread_012345abcdef), canonical path (/root/task), relative path from the current thread (task or parent/task), or unambiguous taskName. Known threads: /root/alpha (id: thread_000000000001, taskName: alpha); /root/alpha_b"));
     assert!(err.message.ends_with(
         "Repair: use a known path/id, run { \"action\": \"list\" }, or start the thread first."
     ));
