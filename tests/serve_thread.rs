@@ -199,6 +199,8 @@ fn every_action_through_serve() {
         snap["nextSuggestedActions"],
         json!(["resume", "fork", "archive", "list"])
     );
+    // `alreadyClosed` is always there: false on the stop that closed the thread.
+    assert_eq!(details(&r)["alreadyClosed"], false, "{r}");
     let r = s.thread(json!({"action": "stop", "id": hi}));
     assert_eq!(details(&r)["alreadyClosed"], true);
     let e = s.thread_error(json!({"action": "send", "id": "say_hi_then_more", "message": "x"}));

@@ -425,9 +425,9 @@ pub enum Details<'a> {
     Stopped {
         #[serde(flatten)]
         thread: Single<'a>,
-        /// Only on the no-op stop of a thread that was already closed.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        already_closed: Option<bool>,
+        /// Always present, as in pi-threads: true on the no-op stop of a thread that was
+        /// already closed, false on the stop that closed it.
+        already_closed: bool,
     },
     Waited {
         #[serde(flatten)]

@@ -642,7 +642,7 @@ async fn stop(e: &Engine, reference: &str, force: bool) -> Result<Reply> {
         &text,
         Details::Stopped {
             thread: Single::of(&SnapshotJson::new(&snap)?),
-            already_closed: (!was_live).then_some(true),
+            already_closed: !was_live,
         },
     )
 }
