@@ -130,27 +130,13 @@ struct DirectStdout {
 
 impl DirectStdout {
     fn open() -> Option<DirectStdout> {
-        use rustix::fs::{FileType, OFlags};
         use std::os::fd::AsFd;
-        let out = std::io::stdout();
-        let stat = rustix::fs::fstat(out.as_fd()).ok()?;
-        if !matches!(
-            FileType::from_raw_mode(stat.st_mode),
-            FileType::Fifo | FileType::Socket
-        ) {
-            return None;
-        }
         // One file for both (a socket as stdin and stdout): stdin's reads stay blocking, so
         // stdout must too.
-        let same = rustix::fs::fstat(std::io::stdin().as_fd())
-            .map(|i| i.st_dev == stat.st_dev && i.st_ino == stat.st_ino)
-            .unwrap_or(true);
-        if same {
+        if crate::stdio::shares_stdin_and_stdout() {
             return None;
         }
-        let flags = rustix::fs::fcntl_getfl(out.as_fd()).ok()?;
-        let fd = rustix::io::fcntl_dupfd_cloexec(out.as_fd(), 3).ok()?;
-        rustix::fs::fcntl_setfl(&fd, flags | OFlags::NONBLOCK).ok()?;
+        let (fd, flags) = crate::stdio::pollable(std::io::stdout().as_fd())?;
         Some(DirectStdout { fd, flags })
     }
 

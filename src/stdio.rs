@@ -1,5 +1,5 @@
-//! `serve`'s own stdin as an async stream driven by the runtime's reactor (stdout is written by
-//! a thread of its own with blocking writes, see `output`).
+//! `serve`'s own stdin as an async stream driven by the runtime's reactor, and the checks
+//! `output` uses to write stdout without blocking.
 //!
 //! tokio's `stdin()`/`stdout()` do every read and write on a blocking-pool thread: each request
 //! line cost a hand-off to that thread and a wake-up back, and so did each response line. When
@@ -11,9 +11,9 @@
 //! put back when its [`RestoreFlags`] guard is dropped (a serve killed with SIGKILL cannot;
 //! the pipes a Pi extension creates belong to that serve alone).
 //!
-//! stdout is written with plain blocking writes, so stdin is left blocking (tokio's stream)
-//! when it is the same file as stdout (one socket for both): its non-blocking flag would be
-//! stdout's too, and a full socket would fail those writes with `WouldBlock`.
+//! When stdin and stdout are one file (one socket for both), the non-blocking flag would be
+//! shared by both, so neither is touched: stdin keeps tokio's blocking stream and stdout the
+//! writer thread's blocking writes ([`shares_stdin_and_stdout`]).
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
@@ -25,7 +25,7 @@ pub type Input = Box<dyn AsyncRead + Send + Unpin>;
 
 /// A pollable copy (close-on-exec, so children never inherit it) of `fd`, set non-blocking,
 /// and `fd`'s flags before; `None` when `fd` is not a pipe or socket.
-fn pollable(fd: BorrowedFd<'_>) -> Option<(OwnedFd, OFlags)> {
+pub(crate) fn pollable(fd: BorrowedFd<'_>) -> Option<(OwnedFd, OFlags)> {
     let stat = rustix::fs::fstat(fd).ok()?;
     match FileType::from_raw_mode(stat.st_mode) {
         FileType::Fifo | FileType::Socket => {}
@@ -37,18 +37,23 @@ fn pollable(fd: BorrowedFd<'_>) -> Option<(OwnedFd, OFlags)> {
     Some((copy, flags))
 }
 
-/// stdin; call inside the runtime (the reactor registers it). Keep the guard until the stream
-/// is done with.
-pub fn stdin() -> (Input, RestoreFlags) {
-    let fd = std::io::stdin();
-    let same_as_stdout = match (
-        rustix::fs::fstat(fd.as_fd()),
+/// True when stdin and stdout are the same file (or either cannot be checked): then neither
+/// may be made non-blocking.
+pub(crate) fn shares_stdin_and_stdout() -> bool {
+    match (
+        rustix::fs::fstat(std::io::stdin().as_fd()),
         rustix::fs::fstat(std::io::stdout().as_fd()),
     ) {
         (Ok(a), Ok(b)) => a.st_dev == b.st_dev && a.st_ino == b.st_ino,
         _ => true,
-    };
-    if same_as_stdout {
+    }
+}
+
+/// stdin; call inside the runtime (the reactor registers it). Keep the guard until the stream
+/// is done with.
+pub fn stdin() -> (Input, RestoreFlags) {
+    let fd = std::io::stdin();
+    if shares_stdin_and_stdout() {
         return (Box::new(tokio::io::stdin()), RestoreFlags::none());
     }
     if let Some((copy, flags)) = pollable(fd.as_fd()) {
