@@ -787,6 +787,8 @@ fn serve_answers_over_one_socket_for_stdin_and_stdout() {
     use std::os::fd::OwnedFd;
     let w = world(serde_json::from_str(SCRIPT).unwrap());
     let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+    // The same open file description as serve's stdin and stdout.
+    let seen = theirs.try_clone().unwrap();
     let stdin = OwnedFd::from(theirs.try_clone().unwrap());
     let stdout = OwnedFd::from(theirs);
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_threadbase"))
@@ -817,6 +819,12 @@ fn serve_answers_over_one_socket_for_stdin_and_stdout() {
         assert_eq!(r["id"], id, "{r}");
         assert_eq!(r["result"]["details"]["count"], 0, "{r}");
     }
+    assert!(
+        !rustix::fs::fcntl_getfl(&seen)
+            .unwrap()
+            .contains(rustix::fs::OFlags::NONBLOCK),
+        "a socket that is both stdin and stdout stays blocking"
+    );
     writer.shutdown(std::net::Shutdown::Write).unwrap();
     assert!(child.wait().unwrap().success());
 }
