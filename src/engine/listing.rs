@@ -23,14 +23,16 @@ use serde::ser::Serializer;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::cache::{render, Key, MAX_PENDING};
 use super::{thread_facts, Engine};
-use crate::contract::projection::{Detail, Projection, Snapshot, ThreadFacts};
+use crate::contract::projection::Detail;
 use crate::contract::thread::Listed;
 use crate::contract::ToolResult;
 use crate::error::{Error, Result};
 use crate::list::{self, ListQuery};
 use crate::output::Reply;
 use crate::store::threads::{col, ThreadRow};
+use crate::store::snapshots::{self, View};
 use crate::store::Store;
 
 /// Lists up to this long are answered from memory.
@@ -43,40 +45,86 @@ const PIECE_BYTES: usize = 64 * 1024;
 /// The answer to a `list` of `q` in `e`'s manager.
 pub(super) fn reply(e: &Engine, q: ListQuery) -> Result<Reply> {
     let conn = e.store.read()?;
-    let Some(rows) = list::list_at_most(&conn, e.manager_id, &q, IN_MEMORY)? else {
+    // One read transaction: the rows and their cached answers agree.
+    let tx = conn.unchecked_transaction()?;
+    let Some(rows) = list::list_at_most(&tx, e.manager_id, &q, IN_MEMORY)? else {
+        drop(tx);
         drop(conn);
         let store = e.store.clone();
+        let cache = e.cache.clone();
         let manager_id = e.manager_id;
         return Ok(Reply::Stream(Box::new(move |id, w| {
-            stream(&store, manager_id, &q, id, w)
+            let mut missed = Vec::new();
+            let out = stream(&store, manager_id, &q, id, w, &mut missed);
+            cache.missed(missed);
+            out
         })));
     };
-    let facts = thread_facts(&conn, rows, Detail::Summary)?;
+    let mut missed = Vec::new();
+    let snapshots = rendered(&tx, &rows, &mut missed)?;
+    tx.finish()?;
     drop(conn);
-    Ok(Reply::Json(from_memory(&facts)?))
+    e.cache.missed(missed);
+    Ok(Reply::Json(from_memory(&rows, &snapshots)?))
 }
 
-/// The result JSON of a list whose facts are all in memory.
-fn from_memory(facts: &[ThreadFacts]) -> Result<Vec<u8>> {
-    let projections: Vec<Projection<'_>> = facts
-        .iter()
-        .map(|f| Projection::new(f, Detail::Summary))
-        .collect();
-    let snapshots: Vec<Snapshot<'_>> = projections.iter().map(Projection::snapshot).collect();
-    // Written twice (`threads`, `snapshots`), serialized once.
-    let snapshots = serde_json::value::to_raw_value(&snapshots)?;
-    let live = facts.iter().filter(|f| f.row.is_live()).count();
+/// Each row's summary snapshot JSON, in order: cached ones copied (one query), the others
+/// rendered from their facts (two more) and, when closed, noted in `missed` for the cache.
+fn rendered(conn: &Connection, rows: &[ThreadRow], missed: &mut Vec<Key>) -> Result<Vec<String>> {
+    if rows.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids = serde_json::to_string(&rows.iter().map(|r| r.id.as_str()).collect::<Vec<_>>())?;
+    let mut found = snapshots::cached_of_threads(
+        conn,
+        &ids,
+        rows.len(),
+        View::Snapshot,
+        Detail::Summary.as_str(),
+    )?;
+    let absent: Vec<usize> = (0..rows.len()).filter(|&i| found[i].is_none()).collect();
+    if !absent.is_empty() {
+        let subset: Vec<ThreadRow> = absent.iter().map(|&i| rows[i].clone()).collect();
+        let facts = thread_facts(conn, subset, Detail::Summary)?;
+        for (&i, f) in absent.iter().zip(&facts) {
+            let json = render(f, View::Snapshot, Detail::Summary)?;
+            found[i] = Some(String::from_utf8(json).map_err(|e| Error::internal(e.to_string()))?);
+            if !f.row.is_live() && missed.len() < MAX_PENDING {
+                missed.push((f.row.id.clone(), View::Snapshot, Detail::Summary));
+            }
+        }
+    }
+    Ok(found.into_iter().map(Option::unwrap_or_default).collect())
+}
+
+/// The result JSON of a list whose rows and snapshots (JSON, in order) are all in memory,
+/// written into the [`Template`] as a streamed list is, so the two are the same bytes.
+fn from_memory(rows: &[ThreadRow], snapshots: &[String]) -> Result<Vec<u8>> {
+    let live = rows.iter().filter(|r| r.is_live()).count();
     let mut text = String::new();
-    let _ = header(&mut text, facts.len(), live);
-    for f in facts {
-        let r = &f.row;
+    let _ = header(&mut text, rows.len(), live);
+    for r in rows {
         let _ = line(&mut text, &r.path, &r.id, &r.status, &r.phase, &r.name);
     }
-    let mut json = Vec::with_capacity(2 * snapshots.get().len() + text.len() + 1024);
-    serde_json::to_writer(
-        &mut json,
-        &ToolResult::new(text, Listed::new(&*snapshots, facts.len(), live)),
-    )?;
+    let list_len = snapshots.iter().map(|s| s.len() + 1).sum::<usize>() + 2;
+    let mut list = Vec::with_capacity(list_len);
+    list.push(b'[');
+    for (i, s) in snapshots.iter().enumerate() {
+        if i > 0 {
+            list.push(b',');
+        }
+        list.extend_from_slice(s.as_bytes());
+    }
+    list.push(b']');
+    let t = Template::new(rows.len(), live)?;
+    let mut json = Vec::with_capacity(2 * list.len() + text.len() + t.json.len() + 64);
+    json.extend_from_slice(t.part(0));
+    serde_json::to_writer(&mut json, text.as_str())?;
+    json.extend_from_slice(t.part(1));
+    json.extend_from_slice(&list);
+    json.extend_from_slice(t.part(2));
+    json.extend_from_slice(&list);
+    json.extend_from_slice(t.part(3));
     Ok(json)
 }
 
@@ -159,8 +207,9 @@ fn stream(
     q: &ListQuery,
     id: &Value,
     w: &mut dyn Write,
+    missed: &mut Vec<Key>,
 ) -> Result<()> {
-    stream_spilling(store, manager_id, q, id, w, store.path().parent())
+    stream_spilling(store, manager_id, q, id, w, store.path().parent(), missed)
 }
 
 /// [`stream`], spilling into `spill_dir` (none: the rows are read four times).
@@ -171,6 +220,7 @@ fn stream_spilling(
     id: &Value,
     w: &mut dyn Write,
     spill_dir: Option<&std::path::Path>,
+    missed: &mut Vec<Key>,
 ) -> Result<()> {
     let conn = store.read()?;
     // One read transaction: every pass sees the same rows.
@@ -181,7 +231,7 @@ fn stream_spilling(
         Some((text, list))
     });
     let spilled = match spills {
-        Some((text, list)) => spill_pass(&tx, manager_id, q, text, list)?,
+        Some((text, list)) => spill_pass(&tx, manager_id, q, text, list, missed)?,
         None => None,
     };
     w.write_all(b"{\"id\":")?;
@@ -233,9 +283,10 @@ fn stream_spilling(
             }
             text?;
             w.write_all(t.part(1))?;
-            snapshots(&tx, manager_id, q, w)?;
+            snapshots(&tx, manager_id, q, w, missed)?;
             w.write_all(t.part(2))?;
-            snapshots(&tx, manager_id, q, w)?;
+            // The second pass finds what the first rendered still absent: note it once.
+            snapshots(&tx, manager_id, q, w, &mut Vec::new())?;
             w.write_all(t.part(3))?;
         }
     }
@@ -267,6 +318,7 @@ fn spill_pass(
     q: &ListQuery,
     text: std::fs::File,
     list: std::fs::File,
+    missed: &mut Vec<Key>,
 ) -> Result<Option<Spilled>> {
     let mut text = std::io::BufWriter::with_capacity(256 * 1024, text);
     let mut list = std::io::BufWriter::with_capacity(256 * 1024, list);
@@ -285,8 +337,9 @@ fn spill_pass(
         serde_json::to_writer(&mut escaped, lines.as_str())?;
         let inner = &escaped[1..escaped.len() - 1];
         *spill_ok = *spill_ok && text.write_all(inner).is_ok();
-        let facts = thread_facts(conn, std::mem::take(batch), Detail::Summary)?;
-        let written = write_snapshots(&facts, first, &mut list);
+        let json = rendered(conn, batch, missed)?;
+        batch.clear();
+        let written = write_snapshots(&json, first, &mut list);
         first = false;
         written.or_else(|e| match e.code {
             crate::error::ErrorCode::Io => {
@@ -324,33 +377,33 @@ fn spill_pass(
     }))
 }
 
-/// Each snapshot of `facts`, serialized once, comma-separated (a leading comma unless this is
-/// the list's first batch).
-fn write_snapshots(facts: &[ThreadFacts], first: bool, w: &mut dyn Write) -> Result<()> {
-    let mut element = Vec::with_capacity(8 * 1024);
-    for (i, f) in facts.iter().enumerate() {
-        element.clear();
+/// Snapshots (JSON), comma-separated (a leading comma unless this is the list's first batch).
+fn write_snapshots(json: &[String], first: bool, w: &mut dyn Write) -> Result<()> {
+    for (i, s) in json.iter().enumerate() {
         if i > 0 || !first {
-            element.push(b',');
+            w.write_all(b",")?;
         }
-        serde_json::to_writer(
-            &mut element,
-            &Projection::new(f, Detail::Summary).snapshot(),
-        )?;
-        w.write_all(&element)?;
+        w.write_all(s.as_bytes())?;
     }
     Ok(())
 }
 
-/// `[snapshot, …]` straight into the line: the rows in batches, each batch's output and
-/// events in two queries.
-fn snapshots(conn: &Connection, manager_id: i64, q: &ListQuery, w: &mut dyn Write) -> Result<()> {
+/// `[snapshot, …]` straight into the line: the rows in batches, each batch's cached answers in
+/// one query and the rest's output and events in two.
+fn snapshots(
+    conn: &Connection,
+    manager_id: i64,
+    q: &ListQuery,
+    w: &mut dyn Write,
+    missed: &mut Vec<Key>,
+) -> Result<()> {
     w.write_all(b"[")?;
     let mut first = true;
     let mut batch: Vec<ThreadRow> = Vec::with_capacity(BATCH);
     let mut write_batch = |batch: &mut Vec<ThreadRow>| -> Result<()> {
-        let facts = thread_facts(conn, std::mem::take(batch), Detail::Summary)?;
-        write_snapshots(&facts, first, w)?;
+        let json = rendered(conn, batch, missed)?;
+        batch.clear();
+        write_snapshots(&json, first, w)?;
         first = false;
         Ok(())
     };
@@ -550,22 +603,47 @@ mod tests {
                 visibility,
                 subtree,
             };
+            // Each variant starts with no cached answers (dropping them is always safe).
+            store
+                .write(|tx| Ok(tx.execute("DELETE FROM thread_snapshots", [])?))
+                .unwrap();
             let conn = store.read().unwrap();
             let rows = list::list_at_most(&conn, m, &q, usize::MAX)
                 .unwrap()
                 .unwrap();
-            let want = from_memory(&thread_facts(&conn, rows, Detail::Summary).unwrap()).unwrap();
+            let mut missed = Vec::new();
+            let json = rendered(&conn, &rows, &mut missed).unwrap();
+            let want = from_memory(&rows, &json).unwrap();
             drop(conn);
             let mut line = Vec::new();
-            stream(&store, m, &q, &Value::from(7), &mut line).unwrap();
+            stream(&store, m, &q, &Value::from(7), &mut line, &mut Vec::new()).unwrap();
             let mut expected = b"{\"id\":7,\"result\":".to_vec();
             expected.extend_from_slice(&want);
             expected.push(b'}');
             assert!(line == expected, "{q:?}: the streamed line differs");
             // Without a spill file the rows are read twice, with the same answer.
             let mut unspilled = Vec::new();
-            stream_spilling(&store, m, &q, &Value::from(7), &mut unspilled, None).unwrap();
+            stream_spilling(&store, m, &q, &Value::from(7), &mut unspilled, None, &mut Vec::new())
+                .unwrap();
             assert!(unspilled == expected, "{q:?}: the unspilled line differs");
+            // Every closed thread rendered was noted for the cache; once kept, the same
+            // lists are the same bytes, read from the cache.
+            let closed = rows.iter().filter(|r| !r.is_live()).count();
+            assert_eq!(missed.len(), closed, "{q:?}");
+            let kept = store
+                .write(|tx| super::super::cache::fill_batch(tx, &missed))
+                .unwrap();
+            assert_eq!(kept, closed, "{q:?}");
+            let conn = store.read().unwrap();
+            let mut again = Vec::new();
+            let json = rendered(&conn, &rows, &mut again).unwrap();
+            drop(conn);
+            assert!(again.is_empty(), "{q:?}: cached rows were rendered again");
+            assert!(from_memory(&rows, &json).unwrap() == want, "{q:?}: cached list differs");
+            let mut cached_line = Vec::new();
+            stream(&store, m, &q, &Value::from(7), &mut cached_line, &mut again).unwrap();
+            assert!(again.is_empty(), "{q:?}");
+            assert!(cached_line == expected, "{q:?}: the cached streamed line differs");
             let v: Value = serde_json::from_slice(&line).unwrap();
             assert_eq!(
                 v["result"]["details"]["threads"], v["result"]["details"]["snapshots"],

@@ -4,6 +4,7 @@
 
 pub mod agent;
 pub mod budget;
+mod cache;
 mod listing;
 mod remote;
 mod thread_tool;
@@ -183,6 +184,8 @@ pub struct Engine {
     relaunch: tokio::sync::Mutex<()>,
     /// Contract B's side of this serve.
     agent: Arc<agent::AgentHost>,
+    /// Closed threads' rendered answers.
+    cache: Arc<cache::SnapshotCache>,
 }
 
 impl Engine {
@@ -208,6 +211,7 @@ impl Engine {
             )
         })?;
         let agent = agent::AgentHost::new(cfg.clone(), store.clone(), rt.clone());
+        let cache = cache::SnapshotCache::new(store.clone());
         Ok(Engine {
             cfg,
             store,
@@ -215,6 +219,7 @@ impl Engine {
             manager_id,
             relaunch: tokio::sync::Mutex::new(()),
             agent,
+            cache,
         })
     }
 

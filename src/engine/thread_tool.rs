@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::remote::{self, CommandKind, Holder, Outcome};
 use super::Engine;
-use crate::contract::projection::{Detail, Projection, Snapshot};
+use crate::contract::projection::{Detail, Projection, Snapshot, ThreadFacts};
 use crate::contract::thread::{Details, ListTarget, Single, SnapshotJson, ThreadRequest};
 use crate::contract::{args as argpolicy, naming, ToolResult};
 use crate::error::{Error, ErrorCode, Result};
@@ -18,6 +18,7 @@ use crate::output::Reply;
 use crate::refs::{resolve, resolve_list_filter, RefScope};
 use crate::runtime::{LaunchSpec, SendMode, StartKind};
 use crate::store::events::{self, NewEvent};
+use crate::store::snapshots::{self, View};
 use crate::store::threads::{insert_thread, query_threads, thread_by_id_any, NewThread, ThreadRow};
 use crate::time::now_iso;
 
@@ -434,19 +435,43 @@ fn settle_if_orphaned(e: &Engine, id: &str) -> Result<()> {
 }
 
 async fn poll(e: &Engine, reference: &str, detail: Detail) -> Result<Reply> {
-    let row = find(e, reference)?;
-    if refresh_if_live(e, &row.id).await.is_none() {
+    let row = {
+        let conn = e.store.read()?;
+        let row = resolve(&conn, scope(e), reference)?;
+        // A closed thread's answer changes only with its rows: a cached one is current.
+        if !row.is_live() {
+            if let Some(json) = snapshots::cached(&conn, &row.id, View::Poll, detail.as_str())? {
+                return Ok(Reply::Json(json.into_bytes()));
+            }
+        }
+        row
+    };
+    if row.is_live() && refresh_if_live(e, &row.id).await.is_none() {
         settle_if_orphaned(e, &row.id)?;
     }
     let facts = e.facts(&row.id)?;
-    let projection = Projection::new(&facts, detail);
+    if !facts.row.is_live() {
+        e.cache.missed([(facts.row.id.clone(), View::Poll, detail)]);
+    }
+    Ok(Reply::Json(poll_result(&facts, detail)?))
+}
+
+/// A poll's result JSON: the headline and the snapshot at `detail` (also what the snapshot
+/// cache keeps for a closed thread, see engine/cache.rs).
+pub(super) fn poll_result(facts: &ThreadFacts, detail: Detail) -> Result<Vec<u8>> {
+    let projection = Projection::new(facts, detail);
     let snap = projection.snapshot();
-    reply(
-        &headline(&projection, &snap),
-        Details::Polled {
-            thread: Single::of(&SnapshotJson::new(&snap)?),
-        },
-    )
+    let mut json = Vec::with_capacity(8 * 1024);
+    serde_json::to_writer(
+        &mut json,
+        &ToolResult::new(
+            &headline(&projection, &snap),
+            Details::Polled {
+                thread: Single::of(&SnapshotJson::new(&snap)?),
+            },
+        ),
+    )?;
+    Ok(json)
 }
 
 // ---- send -----------------------------------------------------------------------------------

@@ -7,6 +7,7 @@
 //! `database is locked` when it would upgrade a read.
 
 pub mod events;
+pub mod snapshots;
 pub mod threads;
 pub mod usage;
 

@@ -1,0 +1,345 @@
+//! Closed threads' rendered answers (`thread_snapshots`, migration V6), so a list or a poll
+//! of a closed thread copies bytes instead of reading its events and output and shaping them
+//! again (issue 12: that was most of a listed thread's cost).
+//!
+//! Reads take what is cached and render the rest as before. What was missing is rendered
+//! again later, off the request, by a filler on tokio's blocking pool, inside one write
+//! transaction per batch: rendering and keeping in the same transaction means no change can
+//! come between them, and V6's triggers delete a row on any later change of its thread. So a
+//! cached answer is always the one the rows give now, and a read never waits for the filler.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use crate::contract::projection::{Detail, Projection, ThreadFacts};
+use crate::error::Result;
+use crate::store::snapshots::{self, View};
+use crate::store::threads::{thread_statement, ThreadRow};
+use crate::store::Store;
+
+/// Keys the filler renders in one write transaction (short, so other writes wait little).
+const FILL_BATCH: usize = 64;
+/// Keys waiting at most: beyond it misses are dropped (the next read notes them again), so a
+/// cold list of a huge manager does not hold its ids in memory.
+pub(super) const MAX_PENDING: usize = 16_384;
+
+/// A view of one thread at one detail level.
+pub(super) type Key = (String, View, Detail);
+
+/// Renders `view` of `facts` at `detail`: the one function both the read path and the
+/// filler use, so a cached answer is byte for byte the answer the read path would give.
+pub(super) fn render(facts: &ThreadFacts, view: View, detail: Detail) -> Result<Vec<u8>> {
+    match view {
+        View::Snapshot => {
+            let mut json = Vec::with_capacity(4 * 1024);
+            serde_json::to_writer(&mut json, &Projection::new(facts, detail).snapshot())?;
+            Ok(json)
+        }
+        View::Poll => super::thread_tool::poll_result(facts, detail),
+    }
+}
+
+/// One engine's cache of rendered answers and its filler.
+pub(super) struct SnapshotCache {
+    store: Arc<Store>,
+    pending: Mutex<Pending>,
+}
+
+#[derive(Default)]
+struct Pending {
+    keys: Vec<Key>,
+    seen: HashSet<Key>,
+    /// A filler is running (it takes every key noted until it stops).
+    filling: bool,
+}
+
+impl SnapshotCache {
+    pub(super) fn new(store: Arc<Store>) -> Arc<SnapshotCache> {
+        Arc::new(SnapshotCache {
+            store,
+            pending: Mutex::new(Pending::default()),
+        })
+    }
+
+    /// Notes views a read rendered because they were not cached; closed threads among them
+    /// are rendered and kept off the request. Outside a tokio runtime nothing is filled.
+    pub(super) fn missed(self: &Arc<Self>, keys: impl IntoIterator<Item = Key>) {
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        for k in keys {
+            if p.keys.len() >= MAX_PENDING {
+                break;
+            }
+            if p.seen.insert(k.clone()) {
+                p.keys.push(k);
+            }
+        }
+        if p.filling || p.keys.is_empty() {
+            return;
+        }
+        p.filling = true;
+        drop(p);
+        let this = self.clone();
+        handle.spawn_blocking(move || this.fill());
+    }
+
+    /// Renders and keeps noted views, a batch per transaction, until none is left.
+    fn fill(&self) {
+        loop {
+            let batch: Vec<Key> = {
+                let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+                if p.keys.is_empty() {
+                    p.filling = false;
+                    p.seen.clear();
+                    return;
+                }
+                let n = p.keys.len().min(FILL_BATCH);
+                let batch: Vec<Key> = p.keys.drain(..n).collect();
+                for k in &batch {
+                    p.seen.remove(k);
+                }
+                batch
+            };
+            if let Err(e) = self.store.write(|tx| fill_batch(tx, &batch)) {
+                // The cache is an optimization: a failed fill leaves the rows to the read path.
+                tracing::debug!(error = %e, "snapshot cache fill failed");
+            }
+        }
+    }
+}
+
+/// Renders each key's view from the rows read in `tx` (a write transaction) and keeps it.
+/// Returns how many were kept (live or removed threads are skipped).
+pub(super) fn fill_batch(tx: &rusqlite::Connection, keys: &[Key]) -> Result<usize> {
+    let mut ids: Vec<&str> = keys.iter().map(|k| k.0.as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let rows: Vec<ThreadRow> = {
+        let ids = serde_json::to_string(&ids)?;
+        let mut stmt = thread_statement(tx, include_str!("../../sql/threads_closed_by_ids.sql"))?;
+        let rows = stmt.query_map([ids], ThreadRow::from_row)?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    debug_assert!(rows.iter().all(|r| !r.is_live()));
+    let mut kept = 0;
+    // Full detail retains more events than the others: read facts per detail level asked.
+    for detail in [Detail::Summary, Detail::Tail, Detail::Full] {
+        let wanted: Vec<ThreadRow> = rows
+            .iter()
+            .filter(|r| keys.iter().any(|k| k.2 == detail && k.0 == r.id))
+            .cloned()
+            .collect();
+        if wanted.is_empty() {
+            continue;
+        }
+        for f in super::thread_facts(tx, wanted, detail)? {
+            for view in [View::Snapshot, View::Poll] {
+                if !keys
+                    .iter()
+                    .any(|k| k.0 == f.row.id && k.1 == view && k.2 == detail)
+                {
+                    continue;
+                }
+                let json = render(&f, view, detail)?;
+                let json = std::str::from_utf8(&json)
+                    .map_err(|e| crate::error::Error::internal(e.to_string()))?;
+                if snapshots::put(tx, &f.row.id, view, detail.as_str(), json)? {
+                    kept += 1;
+                }
+            }
+        }
+    }
+    Ok(kept)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::events::{self, NewEvent};
+    use crate::store::threads::{insert_thread, upsert_manager, Contract, ManagerSpec, NewThread};
+
+    fn store_with_thread(status: &'static str) -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("t.sqlite")).unwrap();
+        store
+            .write(|tx| {
+                let m = upsert_manager(
+                    tx,
+                    &ManagerSpec {
+                        session_id: "s",
+                        contract: Contract::Thread,
+                        scope_path: "/root",
+                        depth: 0,
+                        self_thread_id: None,
+                        session_file: None,
+                        cwd: None,
+                        owner_pid: None,
+                        owner_started_at: None,
+                    },
+                )?;
+                insert_thread(
+                    tx,
+                    &NewThread {
+                        id: "thread_a".into(),
+                        manager_id: m,
+                        path: "/root/a".into(),
+                        parent_path: Some("/root".into()),
+                        task_name: "a".into(),
+                        name: "A".into(),
+                        depth: 1,
+                        cwd: "/w".into(),
+                        status: "live",
+                        phase: "busy",
+                        ..Default::default()
+                    },
+                )?;
+                events::append(
+                    tx,
+                    "thread_a",
+                    &[NewEvent {
+                        at: "2026-01-01T00:00:00.000Z",
+                        kind: "assistant_message",
+                        data: r#"{"text":"first"}"#,
+                    }],
+                )?;
+                tx.execute(
+                    "INSERT INTO thread_output (thread_id, last_assistant_text) VALUES ('thread_a', 'first')",
+                    [],
+                )?;
+                if status == "closed" {
+                    tx.execute(
+                        "UPDATE threads SET status = 'closed', phase = 'idle', exit_kind = 'exited', exit_code = 0 WHERE id = 'thread_a'",
+                        [],
+                    )?;
+                }
+                Ok(())
+            })
+            .unwrap();
+        (dir, store)
+    }
+
+    fn all_keys() -> Vec<Key> {
+        let mut keys = Vec::new();
+        for view in [View::Snapshot, View::Poll] {
+            for detail in [Detail::Summary, Detail::Tail, Detail::Full] {
+                keys.push(("thread_a".to_string(), view, detail));
+            }
+        }
+        keys
+    }
+
+    fn cached_rows(store: &Store) -> i64 {
+        store
+            .read()
+            .unwrap()
+            .query_row("SELECT count(*) FROM thread_snapshots", [], |r| r.get(0))
+            .unwrap()
+    }
+
+    /// What the filler keeps is what the read path renders, for every view and detail.
+    #[test]
+    fn a_kept_answer_is_the_rendered_answer() {
+        let (_dir, store) = store_with_thread("closed");
+        assert_eq!(store.write(|tx| fill_batch(tx, &all_keys())).unwrap(), 6);
+        let conn = store.read().unwrap();
+        for (id, view, detail) in all_keys() {
+            let row = crate::store::threads::thread_by_id_any(&conn, &id)
+                .unwrap()
+                .unwrap();
+            let facts = super::super::thread_facts(&conn, vec![row], detail).unwrap();
+            let want = String::from_utf8(render(&facts[0], view, detail).unwrap()).unwrap();
+            let got = snapshots::cached(&conn, &id, view, detail.as_str()).unwrap();
+            assert_eq!(got.as_deref(), Some(want.as_str()), "{view:?} {detail:?}");
+        }
+    }
+
+    /// A live thread is never kept: it changes all the time.
+    #[test]
+    fn a_live_thread_is_never_kept() {
+        let (_dir, store) = store_with_thread("live");
+        assert_eq!(store.write(|tx| fill_batch(tx, &all_keys())).unwrap(), 0);
+        assert_eq!(cached_rows(&store), 0);
+    }
+
+    /// Every kind of change to a thread's rows drops its kept answers in the same transaction.
+    #[test]
+    fn every_change_to_the_rows_drops_the_kept_answers() {
+        let changes: [(&str, &dyn Fn(&rusqlite::Transaction<'_>) -> Result<()>); 5] = [
+            ("archive", &|tx| {
+                tx.execute("UPDATE threads SET archived = 1 WHERE id = 'thread_a'", [])?;
+                Ok(())
+            }),
+            ("resume", &|tx| {
+                tx.execute(
+                    "UPDATE threads SET status = 'live', phase = 'starting' WHERE id = 'thread_a'",
+                    [],
+                )?;
+                Ok(())
+            }),
+            ("event", &|tx| {
+                events::append(
+                    tx,
+                    "thread_a",
+                    &[NewEvent {
+                        at: "2026-01-01T00:00:01.000Z",
+                        kind: "thread_archived",
+                        data: "{}",
+                    }],
+                )?;
+                Ok(())
+            }),
+            ("output", &|tx| {
+                tx.execute(
+                    "UPDATE thread_output SET last_assistant_text = 'second' WHERE thread_id = 'thread_a'",
+                    [],
+                )?;
+                Ok(())
+            }),
+            ("output removed", &|tx| {
+                tx.execute("DELETE FROM thread_output WHERE thread_id = 'thread_a'", [])?;
+                Ok(())
+            }),
+        ];
+        for (what, change) in changes {
+            let (_dir, store) = store_with_thread("closed");
+            store.write(|tx| fill_batch(tx, &all_keys())).unwrap();
+            assert_eq!(cached_rows(&store), 6, "{what}");
+            store.write(|tx| change(tx)).unwrap();
+            assert_eq!(cached_rows(&store), 0, "{what}: a stale answer was kept");
+        }
+        // A removed thread takes its answers with it.
+        let (_dir, store) = store_with_thread("closed");
+        store.write(|tx| fill_batch(tx, &all_keys())).unwrap();
+        store
+            .write(|tx| {
+                tx.execute("DELETE FROM threads WHERE id = 'thread_a'", [])?;
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(cached_rows(&store), 0);
+    }
+
+    /// Another build's rows (another shape) are never read.
+    #[test]
+    fn another_builds_answer_is_never_read() {
+        let (_dir, store) = store_with_thread("closed");
+        store.write(|tx| fill_batch(tx, &all_keys())).unwrap();
+        store
+            .write(|tx| {
+                tx.execute("UPDATE thread_snapshots SET shape = 'other'", [])?;
+                Ok(())
+            })
+            .unwrap();
+        let conn = store.read().unwrap();
+        assert_eq!(
+            snapshots::cached(&conn, "thread_a", View::Poll, "summary").unwrap(),
+            None
+        );
+        let found =
+            snapshots::cached_of_threads(&conn, r#"["thread_a"]"#, 1, View::Snapshot, "summary")
+                .unwrap();
+        assert_eq!(found, vec![None]);
+    }
+}
