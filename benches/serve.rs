@@ -253,7 +253,7 @@ fn seed(fx: &Fixture) {
         let mut serve = Serve::start(fx);
         serve.call(
             "agent_spawn",
-            json!({"path": "agent_000", "task": "Survey the module and report"}),
+            json!({"path": "agent_000", "type": "worker", "task": "Survey the module and report"}),
         );
         serve.call(
             "threads_spawn",

@@ -55,7 +55,7 @@ fn three_levels_of_real_pi_with_update_pause_and_steer() {
         |r| last_tool_result(r).is_some_and(|t| t.contains("A is working")),
         Step::tool_call(
             "agent_spawn",
-            json!({"path": "b", "task": "B-TASK: investigate the cache"}),
+            json!({"path": "b", "type": "worker", "task": "B-TASK: investigate the cache"}),
         ),
     );
     // /root/a/b: works (a slow shell command), takes the root's steer, pauses itself.
@@ -91,7 +91,7 @@ fn three_levels_of_real_pi_with_update_pause_and_steer() {
     let a = call(
         &mut root,
         "agent_spawn",
-        json!({"path": "a", "task": "A-TASK: delegate the cache study", "wait": false}),
+        json!({"path": "a", "type": "worker", "task": "A-TASK: delegate the cache study", "wait": false}),
     );
     assert!(
         matches!(a["state"].as_str(), Some("starting" | "running")),

@@ -316,7 +316,7 @@ fn contract_b_steer_of_a_completed_thread_runs_on_its_session() {
     let v = agent_call(
         &mut s,
         "agent_spawn",
-        json!({"path": "worker", "task": "TASK: say done"}),
+        json!({"path": "worker", "type": "worker", "task": "TASK: say done"}),
     );
     assert_eq!(
         (v["state"].as_str(), v["output"].as_str()),
@@ -388,7 +388,7 @@ fn contract_b_stop_or_crash_while_starting_settles_the_thread() {
     // The stop lands while Pi boots, before it answered the launch prompt.
     let spawn = s.send(
         "agent_spawn",
-        json!({"path": "early", "task": "EARLY: take long", "wait": false}),
+        json!({"path": "early", "type": "worker", "task": "EARLY: take long", "wait": false}),
     );
     let deadline = Instant::now() + Duration::from_secs(30);
     while serve_client_status(&db, "/root/early") != "live" {
@@ -414,7 +414,7 @@ fn contract_b_stop_or_crash_while_starting_settles_the_thread() {
     // (failed), so a wait returns.
     let spawn = s.send(
         "agent_spawn",
-        json!({"path": "doomed", "task": "EARLY: crash", "wait": false}),
+        json!({"path": "doomed", "type": "worker", "task": "EARLY: crash", "wait": false}),
     );
     let deadline = Instant::now() + Duration::from_secs(30);
     let pid = loop {

@@ -230,7 +230,7 @@ fn spawn_wait_status_output_and_notice() {
     let v = call(
         &mut root,
         "agent_spawn",
-        json!({"path": "fix-auth", "task": "fix the login"}),
+        json!({"path": "fix-auth", "type": "worker", "task": "fix the login"}),
     );
     assert_eq!(v["path"], "/root/fix-auth");
     assert_eq!(v["parent"], "/root");
@@ -288,7 +288,7 @@ fn spawn_wait_status_output_and_notice() {
     let v = call(
         &mut root,
         "agent_spawn",
-        json!({"path": "notify-me", "task": "tell me later", "wait": false}),
+        json!({"path": "notify-me", "type": "worker", "task": "tell me later", "wait": false}),
     );
     assert_ne!(v["state"], "completed");
     wait_for("completion notice", Duration::from_secs(5), || {
@@ -351,7 +351,7 @@ fn a_wait_holds_progress_notices_and_releases_them_when_it_times_out() {
     call(
         &mut root,
         "agent_spawn",
-        json!({"path": "a", "task": "lead", "wait": false}),
+        json!({"path": "a", "type": "worker", "task": "lead", "wait": false}),
     );
     let mut a = w.child("/root/a", "slow");
     // The root waits (briefly) on /root/a while /root/a reports progress.
@@ -411,7 +411,7 @@ fn paths_access_and_spawn_checks() {
         let (code, m) = fail(
             &mut root,
             "agent_spawn",
-            json!({"path": path, "task": "t", "wait": false}),
+            json!({"path": path, "type": "worker", "task": "t", "wait": false}),
         );
         assert_eq!(code, "invalid_params");
         assert!(m.contains(needle), "{path}: {m}");
@@ -419,14 +419,14 @@ fn paths_access_and_spawn_checks() {
     let (code, m) = fail(
         &mut root,
         "agent_spawn",
-        json!({"path": "/root/x/y", "task": "t"}),
+        json!({"path": "/root/x/y", "type": "worker", "task": "t"}),
     );
     assert_eq!(code, "unknown_reference");
     assert!(m.contains("Parent thread /root/x does not exist"), "{m}");
     let (code, m) = fail(
         &mut root,
         "agent_spawn",
-        json!({"path": "a", "task": "  ", "wait": false}),
+        json!({"path": "a", "type": "worker", "task": "  ", "wait": false}),
     );
     assert_eq!(code, "invalid_params");
     assert!(m.contains("task must not be blank"));
@@ -437,7 +437,7 @@ fn paths_access_and_spawn_checks() {
     let a = call(
         &mut root,
         "agent_spawn",
-        json!({"path": "/root/Work-A", "task": "a", "wait": false}),
+        json!({"path": "/root/Work-A", "type": "worker", "task": "a", "wait": false}),
     );
     assert_eq!(a["state"], "running");
     // Model and thinking come from the parent's argv.
@@ -464,19 +464,19 @@ fn paths_access_and_spawn_checks() {
     let (code, m) = fail(
         &mut root,
         "agent_spawn",
-        json!({"path": "Work-A", "task": "again", "wait": false}),
+        json!({"path": "Work-A", "type": "worker", "task": "again", "wait": false}),
     );
     assert_eq!(code, "conflict");
     assert!(m.contains("Thread /root/Work-A already exists; use agent_steer to resume it"));
     call(
         &mut root,
         "agent_spawn",
-        json!({"path": "/root/Work-A/b", "task": "b", "wait": false}),
+        json!({"path": "/root/Work-A/b", "type": "worker", "task": "b", "wait": false}),
     );
     let (code, m) = fail(
         &mut root,
         "agent_spawn",
-        json!({"path": "/root/Work-A/b/c", "task": "c", "wait": false}),
+        json!({"path": "/root/Work-A/b/c", "type": "worker", "task": "c", "wait": false}),
     );
     assert_eq!(code, "limit");
     assert!(m.contains("Agent depth limit reached"));
@@ -484,12 +484,12 @@ fn paths_access_and_spawn_checks() {
     call(
         &mut root,
         "agent_spawn",
-        json!({"path": "/k", "task": "k", "wait": false}),
+        json!({"path": "/k", "type": "worker", "task": "k", "wait": false}),
     );
     let (code, m) = fail(
         &mut root,
         "agent_spawn",
-        json!({"path": "/k/l", "task": "l", "wait": false}),
+        json!({"path": "/k/l", "type": "worker", "task": "l", "wait": false}),
     );
     assert_eq!(code, "limit");
     assert!(
@@ -515,7 +515,7 @@ fn paths_access_and_spawn_checks() {
     let (code, m) = fail(
         &mut a,
         "agent_spawn",
-        json!({"path": "b/deeper", "task": "t", "wait": false}),
+        json!({"path": "b/deeper", "type": "worker", "task": "t", "wait": false}),
     );
     assert_eq!(code, "forbidden");
     assert!(
@@ -540,17 +540,17 @@ fn paths_access_and_spawn_checks() {
     call(
         &mut root,
         "agent_spawn",
-        json!({"path": "/k/l", "task": "l", "wait": false}),
+        json!({"path": "/k/l", "type": "worker", "task": "l", "wait": false}),
     );
     call(
         &mut root,
         "agent_spawn",
-        json!({"path": "/m", "task": "m", "wait": false}),
+        json!({"path": "/m", "type": "worker", "task": "m", "wait": false}),
     );
     let (code, m) = fail(
         &mut root,
         "agent_spawn",
-        json!({"path": "/n", "task": "n", "wait": false}),
+        json!({"path": "/n", "type": "worker", "task": "n", "wait": false}),
     );
     assert_eq!(code, "limit");
     assert!(m.starts_with("Total thread limit reached"), "{m}");
@@ -569,7 +569,7 @@ fn paths_access_and_spawn_checks() {
     let (code, m) = fail(
         &mut a,
         "agent_spawn",
-        json!({"path": "c", "task": "t", "wait": false}),
+        json!({"path": "c", "type": "worker", "task": "t", "wait": false}),
     );
     assert_eq!(code, "forbidden");
     assert!(m.contains("Only a working agent may spawn children"), "{m}");
@@ -603,19 +603,19 @@ fn pause_update_steer_fail_and_stop_cascade_across_serves() {
     call(
         &mut root,
         "agent_spawn",
-        json!({"path": "a", "task": "lead", "wait": false}),
+        json!({"path": "a", "type": "worker", "task": "lead", "wait": false}),
     );
     let mut a = w.child("/root/a", "slow");
     let mut a_quick = w.child("/root/a", "quick");
     call(
         &mut a,
         "agent_spawn",
-        json!({"path": "b", "task": "dig", "wait": false}),
+        json!({"path": "b", "type": "worker", "task": "dig", "wait": false}),
     );
     let c = call(
         &mut a_quick,
         "agent_spawn",
-        json!({"path": "c", "task": "check"}),
+        json!({"path": "c", "type": "worker", "task": "check"}),
     );
     assert_eq!(c["state"], "completed");
 
@@ -750,7 +750,7 @@ fn pause_update_steer_fail_and_stop_cascade_across_serves() {
     let v = call(
         &mut failing,
         "agent_spawn",
-        json!({"path": "f", "task": "try"}),
+        json!({"path": "f", "type": "worker", "task": "try"}),
     );
     assert_eq!(v["state"], "failed");
     assert!(
@@ -772,13 +772,13 @@ fn crash_restore_pauses_and_mailboxes_deliver_exactly_once() {
     let v = call(
         &mut root,
         "agent_spawn",
-        json!({"path": "a", "task": "long job", "wait": false}),
+        json!({"path": "a", "type": "worker", "task": "long job", "wait": false}),
     );
     let file = PathBuf::from(v["sessionFile"].as_str().unwrap());
     call(
         &mut root,
         "agent_spawn",
-        json!({"path": "/k", "task": "independent", "wait": false}),
+        json!({"path": "/k", "type": "worker", "task": "independent", "wait": false}),
     );
     // A notice waiting for the root: written, not yet claimed by any serve.
     wait_for("running", Duration::from_secs(5), || {
@@ -889,7 +889,7 @@ fn independent_roots_start_empty_and_restore_is_all_or_nothing() {
     let k = call(
         &mut root,
         "agent_spawn",
-        json!({"path": "/k", "task": "solo"}),
+        json!({"path": "/k", "type": "worker", "task": "solo"}),
     );
     assert_eq!(k["state"], "completed");
     assert_eq!(k["parent"], Value::Null);
@@ -903,7 +903,7 @@ fn independent_roots_start_empty_and_restore_is_all_or_nothing() {
     let l = call(
         &mut root,
         "agent_spawn",
-        json!({"path": "/k/l", "task": "sub"}),
+        json!({"path": "/k/l", "type": "worker", "task": "sub"}),
     );
     let lfile = PathBuf::from(l["sessionFile"].as_str().unwrap());
     assert_eq!(user_texts(&lfile), vec!["solo", "sub"]);
@@ -953,13 +953,13 @@ fn a_grandchild_whose_serve_died_is_resumed_by_the_root() {
     call(
         &mut root,
         "agent_spawn",
-        json!({"path": "a", "task": "lead", "wait": false}),
+        json!({"path": "a", "type": "worker", "task": "lead", "wait": false}),
     );
     let mut a = w.child("/root/a", "slow");
     call(
         &mut a,
         "agent_spawn",
-        json!({"path": "b", "task": "dig", "wait": false}),
+        json!({"path": "b", "type": "worker", "task": "dig", "wait": false}),
     );
     // /root/a's serve dies without a trace while /root/a/b works; b's row still claims a live
     // process.
@@ -1009,7 +1009,7 @@ fn sigterm_shuts_serve_down_like_stdin_eof() {
     call(
         &mut root,
         "agent_spawn",
-        json!({"path": "a", "task": "long", "wait": false}),
+        json!({"path": "a", "type": "worker", "task": "long", "wait": false}),
     );
     // What Pi's shutdown sends its process group.
     rustix::process::kill_process(
@@ -1044,7 +1044,7 @@ fn stdin_eof_answers_every_request_already_read() {
         .collect();
     ids.push(root.send(
         "agent_spawn",
-        json!({"path": "a", "task": "lead", "wait": false}),
+        json!({"path": "a", "type": "worker", "task": "lead", "wait": false}),
     ));
     let status = root.close(Duration::from_secs(30));
     assert!(status.success(), "{status:?}");
@@ -1085,7 +1085,7 @@ fn stdin_eof_answers_every_request_already_read() {
     call(
         &mut a,
         "agent_spawn",
-        json!({"path": "b", "task": "dig", "wait": false}),
+        json!({"path": "b", "type": "worker", "task": "dig", "wait": false}),
     );
     let wait = root.send("agent_wait", json!({"path": "/root/a/b"}));
     std::thread::sleep(Duration::from_millis(300));
@@ -1124,14 +1124,14 @@ fn a_resume_runs_where_the_settled_process_still_lives() {
     call(
         &mut root,
         "agent_spawn",
-        json!({"path": "a", "task": "lead", "wait": false}),
+        json!({"path": "a", "type": "worker", "task": "lead", "wait": false}),
     );
     // /root/a's serve holds /root/a/b; /root/a/b's serve holds /root/a/b/c, which keeps working.
     let mut a = w.child("/root/a", "slow");
     call(
         &mut a,
         "agent_spawn",
-        json!({"path": "b", "task": "dig", "wait": false}),
+        json!({"path": "b", "type": "worker", "task": "dig", "wait": false}),
     );
     let mut b_serve = w.serve(
         "glacial",
@@ -1149,7 +1149,7 @@ fn a_resume_runs_where_the_settled_process_still_lives() {
     call(
         &mut b_serve,
         "agent_spawn",
-        json!({"path": "c", "task": "deeper", "wait": false}),
+        json!({"path": "c", "type": "worker", "task": "deeper", "wait": false}),
     );
     let b = call(
         &mut root,
@@ -1211,13 +1211,13 @@ fn a_resume_waits_for_another_serve_to_retire_the_previous_process() {
     call(
         &mut root,
         "agent_spawn",
-        json!({"path": "a", "task": "lead", "wait": false}),
+        json!({"path": "a", "type": "worker", "task": "lead", "wait": false}),
     );
     let mut a = w.child("/root/a", "stubborn");
     let b = call(
         &mut a,
         "agent_spawn",
-        json!({"path": "b", "task": "dig", "wait": true}),
+        json!({"path": "b", "type": "worker", "task": "dig", "wait": true}),
     );
     assert_eq!(b["state"], "completed", "{b}");
     // /root/a's serve is now retiring b's idle process; the root resumes b at once.

@@ -1,0 +1,6 @@
+-- threadbase schema, version 6: contract B's list in spawn order.
+
+-- Why: agent_status without a path lists a registry's threads in spawn order, as the original's
+-- Map does; rowid is insertion order, and this index holds one registry's rowids in that order,
+-- so the list is one index range with no sort step.
+CREATE INDEX threads_by_manager ON threads (manager_id);
