@@ -409,6 +409,8 @@ fn contract_b_stop_or_crash_while_starting_settles_the_thread() {
         (Some("stopped"), Some("Stopped; session retained")),
         "{v}"
     );
+    // The stopped run keeps its aborted run's error, as the original's does.
+    assert_eq!(v["error"], "Subagent run aborted", "{v}");
 
     // A child killed while it boots never answers its launch prompt: the run still settles
     // (failed), so a wait returns.
@@ -450,6 +452,8 @@ fn contract_b_stop_or_crash_while_starting_settles_the_thread() {
         v["error"].as_str().is_some_and(|e| e.contains("SIGKILL")),
         "{v}"
     );
+    // A failed thread's status is its error text.
+    assert_eq!(v["status"], v["error"], "{v}");
     close(s, &env);
 }
 
