@@ -94,8 +94,16 @@ fn three_levels_of_real_pi_with_update_pause_and_steer() {
         json!({"path": "a", "type": "worker", "task": "A-TASK: delegate the cache study", "wait": false}),
     );
     // A detached spawn answers with the thread as its run starts, as the original's does.
-    assert_eq!((&a["state"], &a["status"]), (&json!("starting"), &json!("Starting")), "{a}");
-    assert_eq!((&a["owner"], &a["type"]), (&json!("/root"), &json!("worker")), "{a}");
+    assert_eq!(
+        (&a["state"], &a["status"]),
+        (&json!("starting"), &json!("Starting")),
+        "{a}"
+    );
+    assert_eq!(
+        (&a["owner"], &a["type"]),
+        (&json!("/root"), &json!("worker")),
+        "{a}"
+    );
 
     // Wait until /root/a/b runs its shell command, then steer it from the root: /root/a's serve
     // holds its process and delivers the row into Pi's steering queue.
@@ -315,7 +323,9 @@ fn golden_pause_resume_across_a_parent_reopen_and_a_fork() {
     assert_eq!(continued["output"], "child answer 3");
     assert_eq!(continued["sessionFile"], child_file.as_str());
     let third = &fake.completion_requests()[2];
-    assert!(json!(third.messages()).to_string().contains("child answer 2"));
+    assert!(json!(third.messages())
+        .to_string()
+        .contains("child answer 2"));
     assert_eq!(
         fake.completion_requests().len(),
         3,

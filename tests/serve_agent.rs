@@ -441,7 +441,10 @@ fn paths_access_and_spawn_checks() {
         "agent_spawn",
         json!({"path": "/root/Work-A", "type": "worker", "task": "a", "wait": false}),
     );
-    assert_eq!((&a["state"], &a["status"]), (&json!("starting"), &json!("Starting")));
+    assert_eq!(
+        (&a["state"], &a["status"]),
+        (&json!("starting"), &json!("Starting"))
+    );
     // Model and thinking come from the parent's argv.
     let pid = w.sql("SELECT pid FROM threads WHERE path = '/root/Work-A'")[0][0]
         .as_i64()
@@ -688,7 +691,10 @@ fn pause_update_steer_fail_and_stop_cascade_across_serves() {
         "agent_steer",
         json!({"path": "/root/a", "message": "carry on"}),
     );
-    assert_eq!((&v["state"], &v["status"]), (&json!("starting"), &json!("Starting")));
+    assert_eq!(
+        (&v["state"], &v["status"]),
+        (&json!("starting"), &json!("Starting"))
+    );
 
     // Pause from the child: it settles paused with the reason at the end of its run.
     let p = call(
@@ -1305,7 +1311,11 @@ fn golden_stop_takes_a_settled_parent_and_its_starting_child() {
     assert!(stopped.get("output").is_none(), "output removed: {stopped}");
     // The completed parent was not running, so it has no aborted run's error.
     assert!(stopped.get("error").is_none(), "{stopped}");
-    let child = call(&mut root, "agent_status", json!({"path": "/root/worker/child"}));
+    let child = call(
+        &mut root,
+        "agent_status",
+        json!({"path": "/root/worker/child"}),
+    );
     assert_eq!(child["state"], "stopped", "{child}");
     assert_eq!(child["error"], "Subagent run aborted");
     // The stopped parent's own serve may not spawn ("working agent").
@@ -1328,7 +1338,9 @@ fn golden_stop_takes_a_settled_parent_and_its_starting_child() {
     );
     assert_eq!(code, "conflict");
     assert!(
-        m.starts_with("Cannot continue under stopped ancestor /root/worker; resume it first. Repair:"),
+        m.starts_with(
+            "Cannot continue under stopped ancestor /root/worker; resume it first. Repair:"
+        ),
         "{m}"
     );
     let (code, _) = fail(
@@ -1427,13 +1439,28 @@ fn views_lists_and_notices_are_the_originals() {
     let created = b["createdAt"].as_i64().expect("createdAt is a number");
     let updated = b["updatedAt"].as_i64().expect("updatedAt is a number");
     let after = threadbase::time::now_ms();
-    assert!(before <= created && created <= updated && updated <= after, "{b}");
+    assert!(
+        before <= created && created <= updated && updated <= after,
+        "{b}"
+    );
     let keys: Vec<&str> = b.as_object().unwrap().keys().map(String::as_str).collect();
     assert_eq!(
         keys,
         [
-            "path", "parent", "owner", "type", "state", "task", "status", "output", "createdAt",
-            "updatedAt", "sessionFile", "inputTokens", "outputTokens", "costUsd"
+            "path",
+            "parent",
+            "owner",
+            "type",
+            "state",
+            "task",
+            "status",
+            "output",
+            "createdAt",
+            "updatedAt",
+            "sessionFile",
+            "inputTokens",
+            "outputTokens",
+            "costUsd"
         ],
         "{b}"
     );
@@ -1576,7 +1603,10 @@ fn error_texts_are_the_originals() {
         ("agent_pause", json!({"reason": "why"})),
     ] {
         let (_, m) = fail(&mut root, method, params);
-        assert!(m.starts_with("Unknown thread /root. Repair:"), "{method}: {m}");
+        assert!(
+            m.starts_with("Unknown thread /root. Repair:"),
+            "{method}: {m}"
+        );
     }
     // A child that is not working may neither report progress nor pause.
     let mut done = w.child("/root/done", "quick");

@@ -521,7 +521,11 @@ mod tests {
             .message
             .contains("limit must be an integer from 1 to 16000"));
         assert_eq!(
-            parse("agent_spawn", &json!({"path": "a", "type": "worker", "task": "t"})).unwrap(),
+            parse(
+                "agent_spawn",
+                &json!({"path": "a", "type": "worker", "task": "t"})
+            )
+            .unwrap(),
             AgentRequest::Spawn {
                 path: "a".into(),
                 task: "t".into(),
@@ -530,7 +534,11 @@ mod tests {
                 timeout_ms: None
             }
         );
-        assert!(parse("agent_spawn", &json!({"path": "a", "type": "worker", "task": 3})).is_err());
+        assert!(parse(
+            "agent_spawn",
+            &json!({"path": "a", "type": "worker", "task": 3})
+        )
+        .is_err());
         assert!(parse("agent_status", &json!([])).is_err());
         assert_eq!(
             parse("agent_status", &Value::Null).unwrap(),
@@ -545,7 +553,11 @@ mod tests {
         assert!(e.message.contains("type is required"), "{}", e.message);
         assert!(e.message.contains("Repair:"), "{}", e.message);
         assert!(e.message.contains(r#""type": "worker""#), "{}", e.message);
-        let e = parse("agent_spawn", &json!({"path": "a", "type": "", "task": "t"})).unwrap_err();
+        let e = parse(
+            "agent_spawn",
+            &json!({"path": "a", "type": "", "task": "t"}),
+        )
+        .unwrap_err();
         assert!(e.message.contains("type must be a name"), "{}", e.message);
     }
 
@@ -597,7 +609,8 @@ mod tests {
     /// there is one (absent, never null).
     #[test]
     fn the_view_has_the_originals_fields_in_its_order() {
-        let text = serde_json::to_string(&view(&facts(AgentState::Completed, Some("done")))).unwrap();
+        let text =
+            serde_json::to_string(&view(&facts(AgentState::Completed, Some("done")))).unwrap();
         assert_eq!(
             text,
             r#"{"path":"/root/a","parent":"/root","owner":"/root","type":"reviewer","state":"completed","task":"t","status":"Completed; session retained","output":"done","createdAt":1764460800000,"updatedAt":1764460801234,"inputTokens":1200,"outputTokens":34,"costUsd":0.0125}"#
