@@ -551,7 +551,7 @@ fn cross_serve_queries_are_key_lookups() {
     }
 }
 
-/// Contract B's list and stop queries: the root's list is one range of threads_by_manager,
+/// Contract B's list and stop queries: the root's list is one range of threads_agent_by_manager,
 /// already in spawn (rowid) order; a child's list reads its own row and one subtree range of
 /// threads_by_sort_key into a rowid list (in order, no sort step); agent_stop reads one subtree
 /// range and sorts only those rows (deepest first); a settled stop is a primary-key update.
@@ -565,7 +565,7 @@ fn agent_list_and_stop_queries_use_their_indexes() {
         (
             "agent_threads_all",
             include_str!("../sql/agent_threads_all.sql"),
-            "SEARCH threads USING INDEX threads_by_manager (manager_id=?)",
+            "SEARCH threads USING INDEX threads_agent_by_manager (manager_id=?)",
             false,
         ),
         (

@@ -247,7 +247,7 @@ fn a_database_from_before_usage_accounting() {
     // Undo V6 (contract B's spawn-order index), V5 (managers' parent link; its rebuilt
     // `commands` table is rebuilt again by the migration) and V4, and forget them.
     conn.execute_batch(
-        "DROP INDEX threads_by_manager;
+        "DROP INDEX threads_agent_by_manager;
          DROP INDEX managers_by_parent;
          DROP TRIGGER managers_parent_on_insert; DROP TRIGGER managers_parent_on_update;
          ALTER TABLE managers DROP COLUMN parent_manager_id;
