@@ -494,6 +494,7 @@ const AGENT_TOOLS = [
 		parameters: Type.Object(
 			{
 				path: Str("Child path: a name under you (fix-auth) or an absolute path (/root/fix-auth, /k)."),
+				type: Type.String({ minLength: 1, description: "The agent type (e.g. worker); it names the child's session (worker /root/fix-auth)." }),
 				task: Str("What the child should do."),
 				wait: Type.Optional(Type.Boolean({ description: "Wait until the child settles (default true)." })),
 				timeoutMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 3600000, description: "Stop waiting after this long (the child keeps running)." })),
@@ -531,7 +532,7 @@ const AGENT_TOOLS = [
 	},
 	{
 		name: "agent_stop",
-		description: "Stop a subagent and its working descendants (completed ones stay completed); the session is kept.",
+		description: "Stop a subagent (in any state) and its working descendants (completed descendants stay completed); the session is kept, resume it with agent_steer.",
 		parameters: Type.Object({ path: Str("The subagent's path.") }, { additionalProperties: false }),
 	},
 	{

@@ -489,7 +489,7 @@ fn sigkill_of_serve_at_random_moments_loses_nothing_and_leaves_no_process() {
         // A contract B thread streaming the same script.
         s.send(
             "agent_spawn",
-            json!({"path": format!("b{round}"), "task": PROMPT, "wait": false}),
+            json!({"path": format!("b{round}"), "type": "worker", "task": PROMPT, "wait": false}),
         );
         if round % 3 == 1 {
             s.send(

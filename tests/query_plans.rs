@@ -550,3 +550,50 @@ fn cross_serve_queries_are_key_lookups() {
         }
     }
 }
+
+/// Contract B's list and stop queries: the root's list is one range of threads_agent_by_manager,
+/// already in spawn (rowid) order; a child's list reads its own row and one subtree range of
+/// threads_by_sort_key into a rowid list (in order, no sort step); agent_stop reads one subtree
+/// range and sorts only those rows (deepest first); a settled stop is a primary-key update.
+/// Never a scan of the threads.
+#[test]
+fn agent_list_and_stop_queries_use_their_indexes() {
+    let db = common::temp_db();
+    let store = Store::open(&db.path).unwrap();
+    let conn = store.read().unwrap();
+    let cases: [(&str, &str, &str, bool); 4] = [
+        (
+            "agent_threads_all",
+            include_str!("../sql/agent_threads_all.sql"),
+            "SEARCH threads USING INDEX threads_agent_by_manager (manager_id=?)",
+            false,
+        ),
+        (
+            "agent_threads_under",
+            include_str!("../sql/agent_threads_under.sql"),
+            "USING INDEX threads_by_sort_key (manager_id=? AND sort_key>? AND sort_key<?)",
+            false,
+        ),
+        (
+            "agent_stop_targets",
+            include_str!("../sql/agent_stop_targets.sql"),
+            "USING INDEX threads_by_sort_key (manager_id=? AND sort_key>? AND sort_key<?)",
+            true,
+        ),
+        (
+            "agent_stop_settled",
+            include_str!("../sql/agent_stop_settled.sql"),
+            "SEARCH threads USING INDEX sqlite_autoindex_threads_1 (id=?)",
+            false,
+        ),
+    ];
+    for (name, sql, want, sorts) in cases {
+        let text = plan(&conn, &statement(sql));
+        assert!(text.contains(want), "{name}: {text}");
+        assert!(
+            !text.contains("SCAN threads"),
+            "{name} scans the threads: {text}"
+        );
+        assert_eq!(text.contains("TEMP B-TREE"), sorts, "{name}: {text}");
+    }
+}

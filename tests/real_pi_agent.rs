@@ -55,7 +55,7 @@ fn three_levels_of_real_pi_with_update_pause_and_steer() {
         |r| last_tool_result(r).is_some_and(|t| t.contains("A is working")),
         Step::tool_call(
             "agent_spawn",
-            json!({"path": "b", "task": "B-TASK: investigate the cache"}),
+            json!({"path": "b", "type": "worker", "task": "B-TASK: investigate the cache"}),
         ),
     );
     // /root/a/b: works (a slow shell command), takes the root's steer, pauses itself.
@@ -91,10 +91,17 @@ fn three_levels_of_real_pi_with_update_pause_and_steer() {
     let a = call(
         &mut root,
         "agent_spawn",
-        json!({"path": "a", "task": "A-TASK: delegate the cache study", "wait": false}),
+        json!({"path": "a", "type": "worker", "task": "A-TASK: delegate the cache study", "wait": false}),
     );
-    assert!(
-        matches!(a["state"].as_str(), Some("starting" | "running")),
+    // A detached spawn answers with the thread as its run starts, as the original's does.
+    assert_eq!(
+        (&a["state"], &a["status"]),
+        (&json!("starting"), &json!("Starting")),
+        "{a}"
+    );
+    assert_eq!(
+        (&a["owner"], &a["type"]),
+        (&json!("/root"), &json!("worker")),
         "{a}"
     );
 
@@ -217,6 +224,128 @@ fn three_levels_of_real_pi_with_update_pause_and_steer() {
 
     let status = root.close(Duration::from_secs(60));
     assert!(status.success());
+    let left = env.leftovers_after(Duration::from_secs(15));
+    assert!(left.is_empty(), "{left:?}");
+}
+
+/// The golden scenario of the original's `tests/integration.test.ts`, with a real Pi child:
+/// a child that pauses on its first turn comes back paused with no answer, after exactly one
+/// model request; a reopened parent (a new serve of the same session) still sees it paused;
+/// steering resumes the same session twice ("child answer 2", "child answer 3"), each turn
+/// seeing the previous one; a forked main session starts with an empty registry (`[]`).
+#[test]
+fn golden_pause_resume_across_a_parent_reopen_and_a_fork() {
+    let Some(pi) = pi_or_skip("golden_pause_resume_across_a_parent_reopen_and_a_fork") else {
+        return;
+    };
+    let fake = FakeLlm::start();
+    fake.route(
+        |r| last_is_user(r, "Pause until more input"),
+        Step::tool_call("agent_pause", json!({"reason": "Need parent input"})),
+    );
+    fake.route(
+        |r| last_is_user(r, "Resume paused child"),
+        Step::text("child answer 2"),
+    );
+    fake.route(
+        |r| last_is_user(r, "More work after completion"),
+        Step::text("child answer 3"),
+    );
+    let env = hermetic_pi_env(&fake);
+    let extension = concat!(env!("CARGO_MANIFEST_DIR"), "/pi-extension/index.ts");
+    let argv = env.child_command(&pi, &["-e", extension]);
+    let db = env.root.path().join("db.sqlite");
+
+    let mut root = serve_with_pi_children(&db, &env.env, &env.cwd, &argv, "agent", "ses_root");
+    let paused = call(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "worker", "type": "offline", "task": "Pause until more input"}),
+    );
+    assert_eq!(paused["state"], "paused", "{paused}");
+    assert!(
+        paused.get("output").is_none(),
+        "pause must not hand back an answer: {paused}"
+    );
+    assert_eq!(paused["status"], "Need parent input");
+    assert_eq!(paused["type"], "offline");
+    assert_eq!(
+        fake.completion_requests().len(),
+        1,
+        "pause stops before another provider turn"
+    );
+    let child_file = paused["sessionFile"].as_str().unwrap().to_string();
+    assert!(std::fs::read_to_string(&child_file)
+        .unwrap()
+        .contains("Need parent input"));
+    assert!(root.close(Duration::from_secs(60)).success());
+
+    // The parent reopened: the thread is retained, paused, in the same file; no model call.
+    let mut root = serve_with_pi_children(&db, &env.env, &env.cwd, &argv, "agent", "ses_root");
+    let restored = call(&mut root, "agent_status", json!({"path": "worker"}));
+    assert_eq!(restored["state"], "paused", "{restored}");
+    assert_eq!(restored["sessionFile"], child_file.as_str());
+    assert_eq!(
+        fake.completion_requests().len(),
+        1,
+        "restoring does not invoke a model"
+    );
+    let steered = call(
+        &mut root,
+        "agent_steer",
+        json!({"path": "worker", "message": "Resume paused child"}),
+    );
+    assert_eq!(steered["state"], "starting", "{steered}");
+    let completed = call(&mut root, "agent_wait", json!({"path": "worker"}));
+    assert_eq!(completed["state"], "completed", "{completed}");
+    assert_eq!(completed["output"], "child answer 2");
+    assert_eq!(completed["sessionFile"], child_file.as_str());
+    let second = &fake.completion_requests()[1];
+    let seen = json!(second.messages()).to_string();
+    assert!(
+        seen.contains("Need parent input"),
+        "resume retains the previous tool call: {seen}"
+    );
+    assert!(root.close(Duration::from_secs(60)).success());
+
+    let mut root = serve_with_pi_children(&db, &env.env, &env.cwd, &argv, "agent", "ses_root");
+    assert_eq!(
+        call(&mut root, "agent_status", json!({"path": "worker"}))["state"],
+        "completed"
+    );
+    call(
+        &mut root,
+        "agent_steer",
+        json!({"path": "worker", "message": "More work after completion"}),
+    );
+    let continued = call(&mut root, "agent_wait", json!({"path": "worker"}));
+    assert_eq!(continued["state"], "completed", "{continued}");
+    assert_eq!(continued["output"], "child answer 3");
+    assert_eq!(continued["sessionFile"], child_file.as_str());
+    let third = &fake.completion_requests()[2];
+    assert!(json!(third.messages())
+        .to_string()
+        .contains("child answer 2"));
+    assert_eq!(
+        fake.completion_requests().len(),
+        3,
+        "notifications never trigger a model call"
+    );
+    let page = call(
+        &mut root,
+        "agent_output",
+        json!({"path": "worker", "offset": 6, "limit": 6}),
+    );
+    assert_eq!(
+        page,
+        json!({"path": "/root/worker", "text": "answer", "totalCharacters": 14, "nextOffset": 12})
+    );
+    assert!(root.close(Duration::from_secs(60)).success());
+
+    // A forked main session (another session id) starts with an empty registry.
+    let mut fork = serve_with_pi_children(&db, &env.env, &env.cwd, &argv, "agent", "ses_fork");
+    assert_eq!(call(&mut fork, "agent_status", json!({})), json!([]));
+    assert!(fork.close(Duration::from_secs(60)).success());
     let left = env.leftovers_after(Duration::from_secs(15));
     assert!(left.is_empty(), "{left:?}");
 }

@@ -316,7 +316,7 @@ fn contract_b_steer_of_a_completed_thread_runs_on_its_session() {
     let v = agent_call(
         &mut s,
         "agent_spawn",
-        json!({"path": "worker", "task": "TASK: say done"}),
+        json!({"path": "worker", "type": "worker", "task": "TASK: say done"}),
     );
     assert_eq!(
         (v["state"].as_str(), v["output"].as_str()),
@@ -388,7 +388,7 @@ fn contract_b_stop_or_crash_while_starting_settles_the_thread() {
     // The stop lands while Pi boots, before it answered the launch prompt.
     let spawn = s.send(
         "agent_spawn",
-        json!({"path": "early", "task": "EARLY: take long", "wait": false}),
+        json!({"path": "early", "type": "worker", "task": "EARLY: take long", "wait": false}),
     );
     let deadline = Instant::now() + Duration::from_secs(30);
     while serve_client_status(&db, "/root/early") != "live" {
@@ -409,12 +409,14 @@ fn contract_b_stop_or_crash_while_starting_settles_the_thread() {
         (Some("stopped"), Some("Stopped; session retained")),
         "{v}"
     );
+    // The stopped run keeps its aborted run's error, as the original's does.
+    assert_eq!(v["error"], "Subagent run aborted", "{v}");
 
     // A child killed while it boots never answers its launch prompt: the run still settles
     // (failed), so a wait returns.
     let spawn = s.send(
         "agent_spawn",
-        json!({"path": "doomed", "task": "EARLY: crash", "wait": false}),
+        json!({"path": "doomed", "type": "worker", "task": "EARLY: crash", "wait": false}),
     );
     let deadline = Instant::now() + Duration::from_secs(30);
     let pid = loop {
@@ -450,6 +452,8 @@ fn contract_b_stop_or_crash_while_starting_settles_the_thread() {
         v["error"].as_str().is_some_and(|e| e.contains("SIGKILL")),
         "{v}"
     );
+    // A failed thread's status is its error text.
+    assert_eq!(v["status"], v["error"], "{v}");
     close(s, &env);
 }
 

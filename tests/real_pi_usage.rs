@@ -389,7 +389,7 @@ fn real_pi_usage_across_three_levels_a_resume_and_a_fork() {
     // Contract B's view carries the thread's own figures.
     let id = root.send(
         "agent_spawn",
-        json!({"path": "b", "task": "B-TASK: one answer", "wait": true, "timeoutMs": 120000}),
+        json!({"path": "b", "type": "worker", "task": "B-TASK: one answer", "wait": true, "timeoutMs": 120000}),
     );
     let r = root.response(id, Duration::from_secs(180));
     let view = &r["result"]["details"];

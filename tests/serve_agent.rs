@@ -230,7 +230,7 @@ fn spawn_wait_status_output_and_notice() {
     let v = call(
         &mut root,
         "agent_spawn",
-        json!({"path": "fix-auth", "task": "fix the login"}),
+        json!({"path": "fix-auth", "type": "worker", "task": "fix the login"}),
     );
     assert_eq!(v["path"], "/root/fix-auth");
     assert_eq!(v["parent"], "/root");
@@ -262,17 +262,19 @@ fn spawn_wait_status_output_and_notice() {
     // Status (one and all), output pages.
     let st = call(&mut root, "agent_status", json!({"path": "/root/fix-auth"}));
     assert_eq!(st["state"], "completed");
+    // Without a path: the bare list of views (the original's `threads().list()`).
     let all = call(&mut root, "agent_status", json!({}));
-    assert_eq!(all["total"], 1);
-    assert_eq!(all["threads"][0]["path"], "/root/fix-auth");
+    assert_eq!(all.as_array().unwrap().len(), 1, "{all}");
+    assert_eq!(all[0]["path"], "/root/fix-auth");
     let page = call(
         &mut root,
         "agent_output",
         json!({"path": "fix-auth", "offset": 7, "limit": 2}),
     );
-    assert_eq!(page["text"], "to");
-    assert_eq!(page["nextOffset"], 9);
-    assert_eq!(page["totalChars"], 23);
+    assert_eq!(
+        page,
+        json!({"path": "/root/fix-auth", "text": "to", "totalCharacters": 23, "nextOffset": 9})
+    );
 
     // The blocking spawn returned the answer, so no notice repeats it: the settlement's
     // notice row is marked delivered without being sent.
@@ -288,7 +290,7 @@ fn spawn_wait_status_output_and_notice() {
     let v = call(
         &mut root,
         "agent_spawn",
-        json!({"path": "notify-me", "task": "tell me later", "wait": false}),
+        json!({"path": "notify-me", "type": "worker", "task": "tell me later", "wait": false}),
     );
     assert_ne!(v["state"], "completed");
     wait_for("completion notice", Duration::from_secs(5), || {
@@ -351,7 +353,7 @@ fn a_wait_holds_progress_notices_and_releases_them_when_it_times_out() {
     call(
         &mut root,
         "agent_spawn",
-        json!({"path": "a", "task": "lead", "wait": false}),
+        json!({"path": "a", "type": "worker", "task": "lead", "wait": false}),
     );
     let mut a = w.child("/root/a", "slow");
     // The root waits (briefly) on /root/a while /root/a reports progress.
@@ -411,7 +413,7 @@ fn paths_access_and_spawn_checks() {
         let (code, m) = fail(
             &mut root,
             "agent_spawn",
-            json!({"path": path, "task": "t", "wait": false}),
+            json!({"path": path, "type": "worker", "task": "t", "wait": false}),
         );
         assert_eq!(code, "invalid_params");
         assert!(m.contains(needle), "{path}: {m}");
@@ -419,17 +421,17 @@ fn paths_access_and_spawn_checks() {
     let (code, m) = fail(
         &mut root,
         "agent_spawn",
-        json!({"path": "/root/x/y", "task": "t"}),
+        json!({"path": "/root/x/y", "type": "worker", "task": "t"}),
     );
     assert_eq!(code, "unknown_reference");
-    assert!(m.contains("Parent thread /root/x does not exist"), "{m}");
+    assert!(m.starts_with("Unknown thread /root/x. Repair:"), "{m}");
     let (code, m) = fail(
         &mut root,
         "agent_spawn",
-        json!({"path": "a", "task": "  ", "wait": false}),
+        json!({"path": "a", "type": "worker", "task": "  ", "wait": false}),
     );
     assert_eq!(code, "invalid_params");
-    assert!(m.contains("task must not be blank"));
+    assert!(m.starts_with("Task must not be empty. Repair:"), "{m}");
     let (code, _) = fail(&mut root, "agent_stop", json!({"path": "/root"}));
     assert_eq!(code, "forbidden");
 
@@ -437,9 +439,12 @@ fn paths_access_and_spawn_checks() {
     let a = call(
         &mut root,
         "agent_spawn",
-        json!({"path": "/root/Work-A", "task": "a", "wait": false}),
+        json!({"path": "/root/Work-A", "type": "worker", "task": "a", "wait": false}),
     );
-    assert_eq!(a["state"], "running");
+    assert_eq!(
+        (&a["state"], &a["status"]),
+        (&json!("starting"), &json!("Starting"))
+    );
     // Model and thinking come from the parent's argv.
     let pid = w.sql("SELECT pid FROM threads WHERE path = '/root/Work-A'")[0][0]
         .as_i64()
@@ -464,19 +469,19 @@ fn paths_access_and_spawn_checks() {
     let (code, m) = fail(
         &mut root,
         "agent_spawn",
-        json!({"path": "Work-A", "task": "again", "wait": false}),
+        json!({"path": "Work-A", "type": "worker", "task": "again", "wait": false}),
     );
     assert_eq!(code, "conflict");
     assert!(m.contains("Thread /root/Work-A already exists; use agent_steer to resume it"));
     call(
         &mut root,
         "agent_spawn",
-        json!({"path": "/root/Work-A/b", "task": "b", "wait": false}),
+        json!({"path": "/root/Work-A/b", "type": "worker", "task": "b", "wait": false}),
     );
     let (code, m) = fail(
         &mut root,
         "agent_spawn",
-        json!({"path": "/root/Work-A/b/c", "task": "c", "wait": false}),
+        json!({"path": "/root/Work-A/b/c", "type": "worker", "task": "c", "wait": false}),
     );
     assert_eq!(code, "limit");
     assert!(m.contains("Agent depth limit reached"));
@@ -484,12 +489,12 @@ fn paths_access_and_spawn_checks() {
     call(
         &mut root,
         "agent_spawn",
-        json!({"path": "/k", "task": "k", "wait": false}),
+        json!({"path": "/k", "type": "worker", "task": "k", "wait": false}),
     );
     let (code, m) = fail(
         &mut root,
         "agent_spawn",
-        json!({"path": "/k/l", "task": "l", "wait": false}),
+        json!({"path": "/k/l", "type": "worker", "task": "l", "wait": false}),
     );
     assert_eq!(code, "limit");
     assert!(
@@ -515,7 +520,7 @@ fn paths_access_and_spawn_checks() {
     let (code, m) = fail(
         &mut a,
         "agent_spawn",
-        json!({"path": "b/deeper", "task": "t", "wait": false}),
+        json!({"path": "b/deeper", "type": "worker", "task": "t", "wait": false}),
     );
     assert_eq!(code, "forbidden");
     assert!(
@@ -524,13 +529,13 @@ fn paths_access_and_spawn_checks() {
     );
     // The child sees only its subtree.
     let mine = call(&mut a, "agent_status", json!({}));
-    let paths: Vec<&str> = mine["threads"]
+    let paths: Vec<&str> = mine
         .as_array()
         .unwrap()
         .iter()
         .map(|t| t["path"].as_str().unwrap())
         .collect();
-    assert_eq!(paths, vec!["/root/Work-A/b"]);
+    assert_eq!(paths, vec!["/root/Work-A", "/root/Work-A/b"]);
     // agent_update / agent_pause are for children; the root has no parent.
     let (code, _) = fail(&mut root, "agent_update", json!({"message": "hi"}));
     assert_eq!(code, "forbidden");
@@ -540,17 +545,17 @@ fn paths_access_and_spawn_checks() {
     call(
         &mut root,
         "agent_spawn",
-        json!({"path": "/k/l", "task": "l", "wait": false}),
+        json!({"path": "/k/l", "type": "worker", "task": "l", "wait": false}),
     );
     call(
         &mut root,
         "agent_spawn",
-        json!({"path": "/m", "task": "m", "wait": false}),
+        json!({"path": "/m", "type": "worker", "task": "m", "wait": false}),
     );
     let (code, m) = fail(
         &mut root,
         "agent_spawn",
-        json!({"path": "/n", "task": "n", "wait": false}),
+        json!({"path": "/n", "type": "worker", "task": "n", "wait": false}),
     );
     assert_eq!(code, "limit");
     assert!(m.starts_with("Total thread limit reached"), "{m}");
@@ -569,7 +574,7 @@ fn paths_access_and_spawn_checks() {
     let (code, m) = fail(
         &mut a,
         "agent_spawn",
-        json!({"path": "c", "task": "t", "wait": false}),
+        json!({"path": "c", "type": "worker", "task": "t", "wait": false}),
     );
     assert_eq!(code, "forbidden");
     assert!(m.contains("Only a working agent may spawn children"), "{m}");
@@ -603,19 +608,19 @@ fn pause_update_steer_fail_and_stop_cascade_across_serves() {
     call(
         &mut root,
         "agent_spawn",
-        json!({"path": "a", "task": "lead", "wait": false}),
+        json!({"path": "a", "type": "worker", "task": "lead", "wait": false}),
     );
     let mut a = w.child("/root/a", "slow");
     let mut a_quick = w.child("/root/a", "quick");
     call(
         &mut a,
         "agent_spawn",
-        json!({"path": "b", "task": "dig", "wait": false}),
+        json!({"path": "b", "type": "worker", "task": "dig", "wait": false}),
     );
     let c = call(
         &mut a_quick,
         "agent_spawn",
-        json!({"path": "c", "task": "check"}),
+        json!({"path": "c", "type": "worker", "task": "check"}),
     );
     assert_eq!(c["state"], "completed");
 
@@ -661,8 +666,7 @@ fn pause_update_steer_fail_and_stop_cascade_across_serves() {
     );
     let st = call(&mut root, "agent_status", json!({}));
     let state_of = |p: &str| {
-        st["threads"]
-            .as_array()
+        st.as_array()
             .unwrap()
             .iter()
             .find(|t| t["path"] == p)
@@ -687,7 +691,10 @@ fn pause_update_steer_fail_and_stop_cascade_across_serves() {
         "agent_steer",
         json!({"path": "/root/a", "message": "carry on"}),
     );
-    assert!(matches!(v["state"].as_str(), Some("starting" | "running")));
+    assert_eq!(
+        (&v["state"], &v["status"]),
+        (&json!("starting"), &json!("Starting"))
+    );
 
     // Pause from the child: it settles paused with the reason at the end of its run.
     let p = call(
@@ -695,11 +702,14 @@ fn pause_update_steer_fail_and_stop_cascade_across_serves() {
         "agent_pause",
         json!({"reason": "need the API decision"}),
     );
-    assert_eq!(p["pauseRequested"], true);
+    assert_eq!(
+        p,
+        json!({"path": "/root/a", "pauseRequested": true, "status": "need the API decision"})
+    );
     // The root is not waiting, so the paused settlement reaches it as a notice.
     wait_for("paused notice", Duration::from_secs(5), || {
         notices(&root).iter().any(|n| {
-            n["text"] == "Agent /root/a is paused: need the API decision. Use agent_steer to resume it."
+            n["text"] == "Agent /root/a is paused: need the API decision. No answer handback; send input to resume the same session."
         })
     });
     let v = call(&mut root, "agent_wait", json!({"path": "/root/a"}));
@@ -750,7 +760,7 @@ fn pause_update_steer_fail_and_stop_cascade_across_serves() {
     let v = call(
         &mut failing,
         "agent_spawn",
-        json!({"path": "f", "task": "try"}),
+        json!({"path": "f", "type": "worker", "task": "try"}),
     );
     assert_eq!(v["state"], "failed");
     assert!(
@@ -772,13 +782,13 @@ fn crash_restore_pauses_and_mailboxes_deliver_exactly_once() {
     let v = call(
         &mut root,
         "agent_spawn",
-        json!({"path": "a", "task": "long job", "wait": false}),
+        json!({"path": "a", "type": "worker", "task": "long job", "wait": false}),
     );
     let file = PathBuf::from(v["sessionFile"].as_str().unwrap());
     call(
         &mut root,
         "agent_spawn",
-        json!({"path": "/k", "task": "independent", "wait": false}),
+        json!({"path": "/k", "type": "worker", "task": "independent", "wait": false}),
     );
     // A notice waiting for the root: written, not yet claimed by any serve.
     wait_for("running", Duration::from_secs(5), || {
@@ -819,7 +829,7 @@ fn crash_restore_pauses_and_mailboxes_deliver_exactly_once() {
     // The next serve restores: working threads come back paused, nothing restarts.
     let mut root = w.root("quick", &[]);
     let st = call(&mut root, "agent_status", json!({}));
-    for t in st["threads"].as_array().unwrap() {
+    for t in st.as_array().unwrap() {
         assert_eq!(t["state"], "paused", "{t}");
         assert_eq!(t["status"], "Interrupted by reload; send input to resume");
         assert!(t.get("output").is_none());
@@ -879,7 +889,7 @@ fn crash_restore_pauses_and_mailboxes_deliver_exactly_once() {
 
     // A forked main session (another session id) gets a fresh registry.
     let mut fork = w.serve("quick", vec!["--session-id".into(), "ses_fork".into()], &[]);
-    assert_eq!(call(&mut fork, "agent_status", json!({}))["total"], 0);
+    assert_eq!(call(&mut fork, "agent_status", json!({})), json!([]));
 }
 
 #[test]
@@ -889,7 +899,7 @@ fn independent_roots_start_empty_and_restore_is_all_or_nothing() {
     let k = call(
         &mut root,
         "agent_spawn",
-        json!({"path": "/k", "task": "solo"}),
+        json!({"path": "/k", "type": "worker", "task": "solo"}),
     );
     assert_eq!(k["state"], "completed");
     assert_eq!(k["parent"], Value::Null);
@@ -903,7 +913,7 @@ fn independent_roots_start_empty_and_restore_is_all_or_nothing() {
     let l = call(
         &mut root,
         "agent_spawn",
-        json!({"path": "/k/l", "task": "sub"}),
+        json!({"path": "/k/l", "type": "worker", "task": "sub"}),
     );
     let lfile = PathBuf::from(l["sessionFile"].as_str().unwrap());
     assert_eq!(user_texts(&lfile), vec!["solo", "sub"]);
@@ -953,13 +963,13 @@ fn a_grandchild_whose_serve_died_is_resumed_by_the_root() {
     call(
         &mut root,
         "agent_spawn",
-        json!({"path": "a", "task": "lead", "wait": false}),
+        json!({"path": "a", "type": "worker", "task": "lead", "wait": false}),
     );
     let mut a = w.child("/root/a", "slow");
     call(
         &mut a,
         "agent_spawn",
-        json!({"path": "b", "task": "dig", "wait": false}),
+        json!({"path": "b", "type": "worker", "task": "dig", "wait": false}),
     );
     // /root/a's serve dies without a trace while /root/a/b works; b's row still claims a live
     // process.
@@ -1009,7 +1019,7 @@ fn sigterm_shuts_serve_down_like_stdin_eof() {
     call(
         &mut root,
         "agent_spawn",
-        json!({"path": "a", "task": "long", "wait": false}),
+        json!({"path": "a", "type": "worker", "task": "long", "wait": false}),
     );
     // What Pi's shutdown sends its process group.
     rustix::process::kill_process(
@@ -1044,7 +1054,7 @@ fn stdin_eof_answers_every_request_already_read() {
         .collect();
     ids.push(root.send(
         "agent_spawn",
-        json!({"path": "a", "task": "lead", "wait": false}),
+        json!({"path": "a", "type": "worker", "task": "lead", "wait": false}),
     ));
     let status = root.close(Duration::from_secs(30));
     assert!(status.success(), "{status:?}");
@@ -1085,7 +1095,7 @@ fn stdin_eof_answers_every_request_already_read() {
     call(
         &mut a,
         "agent_spawn",
-        json!({"path": "b", "task": "dig", "wait": false}),
+        json!({"path": "b", "type": "worker", "task": "dig", "wait": false}),
     );
     let wait = root.send("agent_wait", json!({"path": "/root/a/b"}));
     std::thread::sleep(Duration::from_millis(300));
@@ -1124,14 +1134,14 @@ fn a_resume_runs_where_the_settled_process_still_lives() {
     call(
         &mut root,
         "agent_spawn",
-        json!({"path": "a", "task": "lead", "wait": false}),
+        json!({"path": "a", "type": "worker", "task": "lead", "wait": false}),
     );
     // /root/a's serve holds /root/a/b; /root/a/b's serve holds /root/a/b/c, which keeps working.
     let mut a = w.child("/root/a", "slow");
     call(
         &mut a,
         "agent_spawn",
-        json!({"path": "b", "task": "dig", "wait": false}),
+        json!({"path": "b", "type": "worker", "task": "dig", "wait": false}),
     );
     let mut b_serve = w.serve(
         "glacial",
@@ -1149,7 +1159,7 @@ fn a_resume_runs_where_the_settled_process_still_lives() {
     call(
         &mut b_serve,
         "agent_spawn",
-        json!({"path": "c", "task": "deeper", "wait": false}),
+        json!({"path": "c", "type": "worker", "task": "deeper", "wait": false}),
     );
     let b = call(
         &mut root,
@@ -1211,13 +1221,13 @@ fn a_resume_waits_for_another_serve_to_retire_the_previous_process() {
     call(
         &mut root,
         "agent_spawn",
-        json!({"path": "a", "task": "lead", "wait": false}),
+        json!({"path": "a", "type": "worker", "task": "lead", "wait": false}),
     );
     let mut a = w.child("/root/a", "stubborn");
     let b = call(
         &mut a,
         "agent_spawn",
-        json!({"path": "b", "task": "dig", "wait": true}),
+        json!({"path": "b", "type": "worker", "task": "dig", "wait": true}),
     );
     assert_eq!(b["state"], "completed", "{b}");
     // /root/a's serve is now retiring b's idle process; the root resumes b at once.
@@ -1266,6 +1276,358 @@ fn a_resume_waits_for_another_serve_to_retire_the_previous_process() {
         assert!(s.close(Duration::from_secs(30)).success());
     }
     wait_for("no leftovers", Duration::from_secs(10), || {
+        w.leftovers().is_empty()
+    });
+    check_clean(&w.db);
+}
+
+/// The golden case of the original's `tests/startup.test.ts`: a detached nested spawn answers
+/// `starting`; stopping its settled parent stops the parent itself and the working child; the
+/// stopped parent may not spawn. Here the parent has completed rather than been restored
+/// paused: stop takes a thread in any state.
+#[test]
+fn golden_stop_takes_a_settled_parent_and_its_starting_child() {
+    let w = world();
+    let mut root = w.root("quick", &[]);
+    let worker = call(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "worker", "type": "worker", "task": "work"}),
+    );
+    assert_eq!(worker["state"], "completed");
+    drop(root);
+    let mut root = w.root("slow", &[]);
+    let child = call(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "worker/child", "type": "worker", "task": "nested", "wait": false}),
+    );
+    assert_eq!(child["state"], "starting", "{child}");
+    assert_eq!(child["status"], "Starting");
+    assert_eq!(child["owner"], "/root/worker");
+    let stopped = call(&mut root, "agent_stop", json!({"path": "worker"}));
+    assert_eq!(stopped["state"], "stopped", "{stopped}");
+    assert_eq!(stopped["status"], "Stopped; session retained");
+    assert!(stopped.get("output").is_none(), "output removed: {stopped}");
+    // The completed parent was not running, so it has no aborted run's error.
+    assert!(stopped.get("error").is_none(), "{stopped}");
+    let child = call(
+        &mut root,
+        "agent_status",
+        json!({"path": "/root/worker/child"}),
+    );
+    assert_eq!(child["state"], "stopped", "{child}");
+    assert_eq!(child["error"], "Subagent run aborted");
+    // The stopped parent's own serve may not spawn ("working agent").
+    let mut worker_serve = w.child("/root/worker", "quick");
+    let (code, m) = fail(
+        &mut worker_serve,
+        "agent_spawn",
+        json!({"path": "late", "type": "worker", "task": "late"}),
+    );
+    assert_eq!(code, "forbidden");
+    assert!(
+        m.starts_with("Only a working agent may spawn children. Repair:"),
+        "{m}"
+    );
+    // Nor may the root spawn or steer beneath it until it is resumed.
+    let (code, m) = fail(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "/root/worker/late", "type": "worker", "task": "late", "wait": false}),
+    );
+    assert_eq!(code, "conflict");
+    assert!(
+        m.starts_with(
+            "Cannot continue under stopped ancestor /root/worker; resume it first. Repair:"
+        ),
+        "{m}"
+    );
+    let (code, _) = fail(
+        &mut root,
+        "agent_steer",
+        json!({"path": "/root/worker/child", "message": "go on"}),
+    );
+    assert_eq!(code, "conflict");
+    drop(worker_serve);
+    drop(root);
+    wait_for("no leftovers", Duration::from_secs(15), || {
+        w.leftovers().is_empty()
+    });
+    check_clean(&w.db);
+}
+
+/// Stop in any state: a paused thread and a failed one become stopped (the failed one keeps
+/// its error); after a resume, spawning beneath works again.
+#[test]
+fn stop_takes_paused_and_failed_threads_and_a_resume_lifts_it() {
+    let w = world();
+    let mut failing = w.root("failing", &[]);
+    let f = call(
+        &mut failing,
+        "agent_spawn",
+        json!({"path": "f", "type": "worker", "task": "try"}),
+    );
+    assert_eq!(f["state"], "failed", "{f}");
+    let error = f["error"].as_str().unwrap().to_string();
+    let v = call(&mut failing, "agent_stop", json!({"path": "f"}));
+    assert_eq!(v["state"], "stopped", "{v}");
+    assert_eq!(v["status"], "Stopped; session retained");
+    assert_eq!(v["error"], error.as_str(), "{v}");
+    drop(failing);
+
+    let mut root = w.root("slow", &[]);
+    call(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "p", "type": "worker", "task": "lead", "wait": false}),
+    );
+    let mut p = w.child("/root/p", "slow");
+    call(&mut p, "agent_pause", json!({"reason": "need input"}));
+    let v = call(&mut root, "agent_wait", json!({"path": "/root/p"}));
+    assert_eq!(v["state"], "paused", "{v}");
+    let v = call(&mut root, "agent_stop", json!({"path": "/root/p"}));
+    assert_eq!(v["state"], "stopped", "{v}");
+    assert_eq!(v["status"], "Stopped; session retained");
+    assert_eq!(
+        w.sql("SELECT agent_state FROM threads WHERE path = '/root/p'")[0][0],
+        "stopped"
+    );
+    let (code, _) = fail(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "/root/p/x", "type": "worker", "task": "t", "wait": false}),
+    );
+    assert_eq!(code, "conflict");
+    // Resuming the stopped thread lifts the refusal.
+    let v = call(
+        &mut root,
+        "agent_steer",
+        json!({"path": "/root/p", "message": "carry on"}),
+    );
+    assert_eq!(v["state"], "starting", "{v}");
+    let x = call(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "/root/p/x", "type": "worker", "task": "t", "wait": false}),
+    );
+    assert_eq!(x["state"], "starting", "{x}");
+    call(&mut root, "agent_stop", json!({"path": "/root/p"}));
+    drop(p);
+    drop(root);
+    wait_for("no leftovers", Duration::from_secs(15), || {
+        w.leftovers().is_empty()
+    });
+    check_clean(&w.db);
+}
+
+/// The view's fields (owner, type, epoch-ms times), the failed and stopped values, the list in
+/// spawn order, the root's pseudo-view, and notices that end as the original's.
+#[test]
+fn views_lists_and_notices_are_the_originals() {
+    let w = world();
+    let before = threadbase::time::now_ms();
+    let mut root = w.root("quick", &[]);
+    // Spawn order, not path order: b before a.
+    let b = call(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "b", "type": "reviewer", "task": "review"}),
+    );
+    assert_eq!(b["type"], "reviewer");
+    assert_eq!(b["owner"], "/root");
+    let created = b["createdAt"].as_i64().expect("createdAt is a number");
+    let updated = b["updatedAt"].as_i64().expect("updatedAt is a number");
+    let after = threadbase::time::now_ms();
+    assert!(
+        before <= created && created <= updated && updated <= after,
+        "{b}"
+    );
+    let keys: Vec<&str> = b.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        [
+            "path",
+            "parent",
+            "owner",
+            "type",
+            "state",
+            "task",
+            "status",
+            "output",
+            "createdAt",
+            "updatedAt",
+            "sessionFile",
+            "inputTokens",
+            "outputTokens",
+            "costUsd"
+        ],
+        "{b}"
+    );
+    call(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "a", "type": "worker", "task": "work"}),
+    );
+    let k = call(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "/k", "type": "worker", "task": "solo"}),
+    );
+    assert_eq!((&k["parent"], &k["owner"]), (&Value::Null, &json!("/root")));
+    let list = call(&mut root, "agent_status", json!({}));
+    let paths: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["/root/b", "/root/a", "/k"]);
+    // An empty path lists too, as the original's `params.path ? get : list` does.
+    assert_eq!(call(&mut root, "agent_status", json!({"path": ""})), list);
+    // /root from the root: the original's pseudo-view of the main session.
+    let main = call(&mut root, "agent_status", json!({"path": "/root"}));
+    let now = main["updatedAt"].as_i64().unwrap();
+    assert!(now >= after, "{main}");
+    assert_eq!(
+        main,
+        json!({"path": "/root", "parent": null, "owner": "/root", "type": "main",
+               "state": "running", "task": "Main Pi session", "status": "main",
+               "createdAt": 0, "updatedAt": now})
+    );
+    assert_eq!(
+        call(&mut root, "agent_output", json!({"path": "/root"})),
+        json!({"path": "/root", "text": "", "totalCharacters": 0, "nextOffset": null})
+    );
+    drop(root);
+
+    // A failed thread's status is its error; its notice ends "Session retained …".
+    let mut failing = w.root("failing", &[]);
+    let f = call(
+        &mut failing,
+        "agent_spawn",
+        json!({"path": "f", "type": "worker", "task": "try", "wait": false}),
+    );
+    assert_eq!(f["state"], "starting", "{f}");
+    wait_for("failed notice", Duration::from_secs(10), || {
+        notices(&failing).iter().any(|n| n["path"] == "/root/f")
+    });
+    let f = call(&mut failing, "agent_status", json!({"path": "f"}));
+    assert_eq!(f["state"], "failed", "{f}");
+    let error = f["error"].as_str().unwrap();
+    assert!(error.contains("model exploded"), "{f}");
+    assert_eq!(f["status"], error);
+    let n = notices(&failing);
+    assert_eq!(
+        n[0]["text"],
+        format!("Agent /root/f is failed: {error}. Session retained for further input.")
+    );
+    drop(failing);
+
+    // A stopped run keeps the aborted run's error.
+    let mut slow = w.root("slow", &[]);
+    call(
+        &mut slow,
+        "agent_spawn",
+        json!({"path": "s", "type": "worker", "task": "long", "wait": false}),
+    );
+    let s = call(&mut slow, "agent_stop", json!({"path": "s"}));
+    assert_eq!(s["state"], "stopped", "{s}");
+    assert_eq!(s["status"], "Stopped; session retained");
+    assert_eq!(s["error"], "Subagent run aborted");
+    drop(slow);
+    wait_for("no leftovers", Duration::from_secs(15), || {
+        w.leftovers().is_empty()
+    });
+    check_clean(&w.db);
+}
+
+/// The original's error texts, word for word, each followed by threadbase's ` Repair: …`.
+#[test]
+fn error_texts_are_the_originals() {
+    let w = world();
+    let mut root = w.root("quick", &[]);
+    let (code, m) = fail(&mut root, "agent_status", json!({"path": "nope"}));
+    assert_eq!(code, "unknown_reference");
+    assert!(m.starts_with("Unknown thread /root/nope. Repair:"), "{m}");
+    let (_, m) = fail(&mut root, "agent_wait", json!({"path": "/root/nope"}));
+    assert!(m.starts_with("Unknown thread /root/nope. Repair:"), "{m}");
+    let (_, m) = fail(&mut root, "agent_output", json!({"path": "/k"}));
+    assert!(m.starts_with("Unknown thread /k. Repair:"), "{m}");
+    let (code, m) = fail(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "/root/x/y", "type": "worker", "task": "t"}),
+    );
+    assert_eq!(code, "unknown_reference");
+    assert!(m.starts_with("Unknown thread /root/x. Repair:"), "{m}");
+    let (code, m) = fail(&mut root, "agent_spawn", json!({"path": "x", "task": "t"}));
+    assert_eq!(code, "invalid_params");
+    assert!(m.contains("type is required"), "{m}");
+    let (_, m) = fail(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "x", "type": "worker", "task": " \n"}),
+    );
+    assert!(m.starts_with("Task must not be empty. Repair:"), "{m}");
+    call(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "done", "type": "worker", "task": "t"}),
+    );
+    let (code, m) = fail(
+        &mut root,
+        "agent_steer",
+        json!({"path": "done", "message": "  "}),
+    );
+    assert_eq!(code, "invalid_params");
+    assert!(
+        m.starts_with("Steering message must not be empty. Repair:"),
+        "{m}"
+    );
+    for method in ["agent_wait", "agent_stop", "agent_steer"] {
+        let params = if method == "agent_steer" {
+            json!({"path": "/root", "message": "hi"})
+        } else {
+            json!({"path": "/root"})
+        };
+        let (code, m) = fail(&mut root, method, params);
+        assert_eq!(code, "forbidden", "{method}");
+        assert!(
+            m.starts_with("/root may address only its descendants (not siblings, unrelated trees or ancestors). Repair:"),
+            "{method}: {m}"
+        );
+    }
+    for (method, params) in [
+        ("agent_update", json!({"message": "hi"})),
+        ("agent_pause", json!({"reason": "why"})),
+    ] {
+        let (_, m) = fail(&mut root, method, params);
+        assert!(
+            m.starts_with("Unknown thread /root. Repair:"),
+            "{method}: {m}"
+        );
+    }
+    // A child that is not working may neither report progress nor pause.
+    let mut done = w.child("/root/done", "quick");
+    let (code, m) = fail(&mut done, "agent_update", json!({"message": "hi"}));
+    assert_eq!(code, "forbidden");
+    assert!(
+        m.starts_with("Only a working child may report progress. Repair:"),
+        "{m}"
+    );
+    let (_, m) = fail(&mut done, "agent_pause", json!({"reason": "why"}));
+    assert!(
+        m.starts_with("Only a working child may pause itself. Repair:"),
+        "{m}"
+    );
+    // A serve whose agent path is not in the registry.
+    let mut stranger = w.child("/root/ghost", "quick");
+    let (_, m) = fail(&mut stranger, "agent_update", json!({"message": "hi"}));
+    assert!(m.starts_with("Unknown thread /root/ghost. Repair:"), "{m}");
+    drop((done, stranger));
+    drop(root);
+    wait_for("no leftovers", Duration::from_secs(15), || {
         w.leftovers().is_empty()
     });
     check_clean(&w.db);

@@ -31,15 +31,14 @@ pub const DEFAULT_OUTPUT_LIMIT: usize = 8_000;
 pub const MAX_OUTPUT_LIMIT: usize = 16_000;
 /// `output` in a view and the final answer in a completion notice are cut at this length.
 pub const VIEW_OUTPUT_CHARS: usize = 16_000;
-/// The session name's type word (`worker /root/task`).
-pub const DEFAULT_TYPE: &str = "worker";
+/// The error a stopped run keeps (the original's driver throws it when its run is aborted).
+pub const RUN_ABORTED: &str = "Subagent run aborted";
 
 pub const STATUS_STARTING: &str = "Starting";
 pub const STATUS_WORKING: &str = "Working";
 pub const STATUS_COMPLETED: &str = "Completed; session retained";
 pub const STATUS_STOPPING: &str = "Stopping";
 pub const STATUS_STOPPED: &str = "Stopped; session retained";
-pub const STATUS_FAILED: &str = "Failed; session retained";
 pub const STATUS_PAUSED_DEFAULT: &str = "Awaiting further input";
 pub const OUTPUT_TRUNCATED_NOTE: &str = "[Output truncated; use agent_output for more.]";
 
@@ -96,7 +95,9 @@ fn fields_of(method: &str) -> &'static [&'static str] {
 
 fn shape(method: &str) -> &'static str {
     match method {
-        "agent_spawn" => r#"{"path": "fix-auth", "task": "…", "wait": true, "timeoutMs": 60000}"#,
+        "agent_spawn" => {
+            r#"{"path": "fix-auth", "type": "worker", "task": "…", "wait": true, "timeoutMs": 60000}"#
+        }
         "agent_wait" => r#"{"path": "/root/fix-auth", "timeoutMs": 30000}"#,
         "agent_steer" => r#"{"path": "/root/fix-auth", "message": "…"}"#,
         "agent_status" => r#"{} or {"path": "/root/fix-auth"}"#,
@@ -188,7 +189,8 @@ pub fn parse(method: &str, params: &Value) -> Result<AgentRequest> {
     let timeout = |p| integer_field(method, p, "timeoutMs", 0, MAX_TIMEOUT_MS);
     Ok(match method {
         "agent_spawn" => {
-            let kind = string_field(method, p, "type")?.unwrap_or_else(|| DEFAULT_TYPE.into());
+            // Required, as in the original's schema (`type: String({minLength: 1})`).
+            let kind = required_string(method, p, "type")?;
             if !crate::paths::is_agent_segment(&kind) {
                 return Err(bad(
                     method,
@@ -262,28 +264,78 @@ pub fn parse(method: &str, params: &Value) -> Result<AgentRequest> {
 pub struct AgentFacts<'a> {
     pub path: &'a str,
     pub parent: Option<&'a str>,
-    pub state: &'a str,
+    /// The agent type named at spawn (`agent_spawn`'s `type`).
+    pub kind: &'a str,
+    pub state: AgentState,
     pub task: &'a str,
     pub status: &'a str,
     pub output: Option<&'a str>,
     pub error: Option<&'a str>,
     pub session_file: Option<&'a str>,
-    pub created_at: &'a str,
-    pub updated_at: &'a str,
+    /// Epoch milliseconds.
+    pub created_at: i64,
+    pub updated_at: i64,
     /// What the thread spent, summed from Pi's per-message usage (`thread_usage`).
     pub input_tokens: i64,
     pub output_tokens: i64,
     pub cost_usd: f64,
 }
 
-/// A thread's view: what every tool answers with, in this key order. `output` exists only in
-/// `completed` and is cut at 16,000 characters (`outputTruncated: true`).
+/// A contract B lifecycle state (`agent_state`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AgentState {
+    Starting,
+    Running,
+    Completed,
+    Paused,
+    Stopped,
+    Failed,
+}
+
+impl AgentState {
+    pub fn parse(s: &str) -> Option<AgentState> {
+        Some(match s {
+            "starting" => AgentState::Starting,
+            "running" => AgentState::Running,
+            "completed" => AgentState::Completed,
+            "paused" => AgentState::Paused,
+            "stopped" => AgentState::Stopped,
+            "failed" => AgentState::Failed,
+            _ => return None,
+        })
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentState::Starting => "starting",
+            AgentState::Running => "running",
+            AgentState::Completed => "completed",
+            AgentState::Paused => "paused",
+            AgentState::Stopped => "stopped",
+            AgentState::Failed => "failed",
+        }
+    }
+
+    /// Starting or running: the thread has a run under way.
+    pub fn active(self) -> bool {
+        matches!(self, AgentState::Starting | AgentState::Running)
+    }
+}
+
+/// A thread's view: what every tool answers with, with the original's fields in the order its
+/// `ThreadView` declares them. `output` exists only in `completed` and is cut at 16,000
+/// characters (`outputTruncated: true`); `costUsd` is threadbase's own addition.
 #[derive(Debug, Clone, Copy, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentView<'a> {
     pub path: &'a str,
     pub parent: Option<&'a str>,
-    pub state: &'a str,
+    /// Who the thread reports to: its parent, else the caller that spawned it (`/root`).
+    pub owner: &'a str,
+    #[serde(rename = "type")]
+    pub kind: &'a str,
+    pub state: AgentState,
     pub task: &'a str,
     pub status: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -292,18 +344,21 @@ pub struct AgentView<'a> {
     pub output_truncated: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<&'a str>,
+    pub created_at: i64,
+    pub updated_at: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub session_file: Option<&'a str>,
-    pub created_at: &'a str,
-    pub updated_at: &'a str,
-    // The names the subagent manager's newer versions put on the view.
-    pub input_tokens: i64,
-    pub output_tokens: i64,
-    pub cost_usd: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
 }
 
 /// The view of `f`.
 pub fn view<'a>(f: &AgentFacts<'a>) -> AgentView<'a> {
-    let (output, output_truncated) = if f.state == "completed" {
+    let (output, output_truncated) = if f.state == AgentState::Completed {
         let out = f.output.unwrap_or("");
         if utf16_len(out) > VIEW_OUTPUT_CHARS {
             (Some(utf16_prefix(out, VIEW_OUTPUT_CHARS)), Some(true))
@@ -316,37 +371,53 @@ pub fn view<'a>(f: &AgentFacts<'a>) -> AgentView<'a> {
     AgentView {
         path: f.path,
         parent: f.parent,
+        owner: f.parent.unwrap_or(crate::paths::ROOT),
+        kind: f.kind,
         state: f.state,
         task: f.task,
         status: f.status,
         output,
         output_truncated,
         error: f.error,
-        session_file: f.session_file,
         created_at: f.created_at,
         updated_at: f.updated_at,
-        input_tokens: f.input_tokens,
-        output_tokens: f.output_tokens,
-        cost_usd: f.cost_usd,
+        session_file: f.session_file,
+        input_tokens: Some(f.input_tokens),
+        output_tokens: Some(f.output_tokens),
+        cost_usd: Some(f.cost_usd),
     }
 }
 
-/// `agent_pause`'s details: the caller's view and `pauseRequested: true`.
+/// `agent_status {path: "/root"}` from the root: the original's pseudo-view of the main
+/// session (`createdAt` 0, `updatedAt` now).
+pub fn main_session_view(now_ms: i64) -> AgentView<'static> {
+    AgentView {
+        path: crate::paths::ROOT,
+        parent: None,
+        owner: crate::paths::ROOT,
+        kind: "main",
+        state: AgentState::Running,
+        task: "Main Pi session",
+        status: "main",
+        output: None,
+        output_truncated: None,
+        error: None,
+        created_at: 0,
+        updated_at: now_ms,
+        session_file: None,
+        input_tokens: None,
+        output_tokens: None,
+        cost_usd: None,
+    }
+}
+
+/// `agent_pause`'s details: the caller, `pauseRequested: true` and its new status.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Paused<'a> {
-    #[serde(flatten)]
-    pub view: AgentView<'a>,
+    pub path: &'a str,
     pub pause_requested: bool,
-}
-
-/// `agent_status` without a path: what the caller may address.
-#[derive(Debug, Serialize)]
-pub struct AgentList<'a> {
-    pub caller: &'a str,
-    pub total: usize,
-    pub working: usize,
-    pub threads: Vec<AgentView<'a>>,
+    pub status: &'a str,
 }
 
 /// `{content: [{type: "text", text: <pretty JSON>}], details}`, like every contract B result,
@@ -358,20 +429,28 @@ pub fn tool_result(details: &impl Serialize, terminate: bool) -> Result<Vec<u8>>
     Ok(serde_json::to_vec(&result)?)
 }
 
-/// The notice a parent gets when a child settles.
-pub fn settled_notice(path: &str, state: &str, status: &str, output: Option<&str>) -> String {
-    if state == "completed" {
-        let out = output.unwrap_or("");
-        if utf16_len(out) > VIEW_OUTPUT_CHARS {
-            format!(
-                "Agent {path} completed. Final answer:\n{}\n{OUTPUT_TRUNCATED_NOTE}",
-                utf16_prefix(out, VIEW_OUTPUT_CHARS)
-            )
-        } else {
-            format!("Agent {path} completed. Final answer:\n{out}")
+/// The notice a parent gets when a child settles: the final answer, or the state and status
+/// with the original's closing sentence (a failed thread's status is its error).
+pub fn settled_notice(path: &str, state: AgentState, status: &str, output: Option<&str>) -> String {
+    match state {
+        AgentState::Completed => {
+            let out = output.unwrap_or("");
+            if utf16_len(out) > VIEW_OUTPUT_CHARS {
+                format!(
+                    "Agent {path} completed. Final answer:\n{}\n{OUTPUT_TRUNCATED_NOTE}",
+                    utf16_prefix(out, VIEW_OUTPUT_CHARS)
+                )
+            } else {
+                format!("Agent {path} completed. Final answer:\n{out}")
+            }
         }
-    } else {
-        format!("Agent {path} is {state}: {status}. Use agent_steer to resume it.")
+        AgentState::Paused => format!(
+            "Agent {path} is paused: {status}. No answer handback; send input to resume the same session."
+        ),
+        other => format!(
+            "Agent {path} is {}: {status}. Session retained for further input.",
+            other.as_str()
+        ),
     }
 }
 
@@ -385,17 +464,15 @@ pub fn progress_notice(path: &str, message: &str) -> String {
 #[serde(rename_all = "camelCase")]
 pub struct OutputPage<'a> {
     pub path: &'a str,
-    pub offset: usize,
-    pub limit: usize,
-    pub total_chars: usize,
     pub text: &'a str,
+    pub total_characters: usize,
     pub next_offset: Option<usize>,
-    /// The thread's state, after the page.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub state: Option<&'a str>,
 }
 
-/// A page of a completed thread's output, in UTF-16 units.
+/// A page of a completed thread's output, in UTF-16 units: `limit` units from `offset`
+/// (nothing past the end), and the offset of the next page while there is more. A page never
+/// ends inside a surrogate pair (the original's `slice` may); it then ends one unit early and
+/// `nextOffset` says where the next one starts.
 pub fn output_page<'a>(
     path: &'a str,
     output: &'a str,
@@ -406,15 +483,13 @@ pub fn output_page<'a>(
     let start = offset.min(total);
     let rest = crate::text::utf16_suffix(output, total - start);
     let text = utf16_prefix(rest, limit);
-    let end = start + utf16_len(text);
+    // `rest` starts after a pair that `offset` falls inside.
+    let end = total - utf16_len(rest) + utf16_len(text);
     OutputPage {
         path,
-        offset: start,
-        limit,
-        total_chars: total,
         text,
+        total_characters: total,
         next_offset: (end < total).then_some(end),
-        state: None,
     }
 }
 
@@ -446,7 +521,11 @@ mod tests {
             .message
             .contains("limit must be an integer from 1 to 16000"));
         assert_eq!(
-            parse("agent_spawn", &json!({"path": "a", "task": "t"})).unwrap(),
+            parse(
+                "agent_spawn",
+                &json!({"path": "a", "type": "worker", "task": "t"})
+            )
+            .unwrap(),
             AgentRequest::Spawn {
                 path: "a".into(),
                 task: "t".into(),
@@ -455,7 +534,11 @@ mod tests {
                 timeout_ms: None
             }
         );
-        assert!(parse("agent_spawn", &json!({"path": "a", "task": 3})).is_err());
+        assert!(parse(
+            "agent_spawn",
+            &json!({"path": "a", "type": "worker", "task": 3})
+        )
+        .is_err());
         assert!(parse("agent_status", &json!([])).is_err());
         assert_eq!(
             parse("agent_status", &Value::Null).unwrap(),
@@ -463,56 +546,152 @@ mod tests {
         );
     }
 
+    /// `type` is required, as in the original's schema (`type: String({minLength: 1})`).
     #[test]
-    fn views_cut_output_and_hide_it_outside_completed() {
-        let long = "é".repeat(16_001);
-        let mut f = AgentFacts {
+    fn spawn_requires_a_type() {
+        let e = parse("agent_spawn", &json!({"path": "a", "task": "t"})).unwrap_err();
+        assert!(e.message.contains("type is required"), "{}", e.message);
+        assert!(e.message.contains("Repair:"), "{}", e.message);
+        assert!(e.message.contains(r#""type": "worker""#), "{}", e.message);
+        let e = parse(
+            "agent_spawn",
+            &json!({"path": "a", "type": "", "task": "t"}),
+        )
+        .unwrap_err();
+        assert!(e.message.contains("type must be a name"), "{}", e.message);
+    }
+
+    fn facts(state: AgentState, output: Option<&str>) -> AgentFacts<'_> {
+        AgentFacts {
             path: "/root/a",
             parent: Some("/root"),
-            state: "completed",
+            kind: "reviewer",
+            state,
             task: "t",
             status: STATUS_COMPLETED,
-            output: Some(&long),
+            output,
             error: None,
             session_file: None,
-            created_at: "x",
-            updated_at: "y",
+            created_at: 1_764_460_800_000,
+            updated_at: 1_764_460_801_234,
             input_tokens: 1200,
             output_tokens: 34,
             cost_usd: 0.0125,
-        };
+        }
+    }
+
+    #[test]
+    fn views_cut_output_and_hide_it_outside_completed() {
+        let long = "é".repeat(16_001);
         let view = |f: &AgentFacts| serde_json::to_value(view(f)).unwrap();
-        let v = view(&f);
+        let v = view(&facts(AgentState::Completed, Some(&long)));
         assert_eq!(v["outputTruncated"], true);
         assert_eq!(
             (&v["inputTokens"], &v["outputTokens"], &v["costUsd"]),
             (&json!(1200), &json!(34), &json!(0.0125))
         );
         assert_eq!(utf16_len(v["output"].as_str().unwrap()), 16_000);
-        f.state = "paused";
-        assert!(view(&f).get("output").is_none());
-        let n = settled_notice("/root/a", "completed", "", Some(&"a".repeat(16_001)));
+        assert!(view(&facts(AgentState::Paused, Some(&long)))
+            .get("output")
+            .is_none());
+        let n = settled_notice(
+            "/root/a",
+            AgentState::Completed,
+            "",
+            Some(&"a".repeat(16_001)),
+        );
         assert!(n.starts_with("Agent /root/a completed. Final answer:\n"));
         assert!(n.ends_with(OUTPUT_TRUNCATED_NOTE));
+    }
+
+    /// The view carries every field of the original's `ThreadView` that threadbase knows, in
+    /// its declared order: `owner`, `type`, epoch-millisecond times; no `sessionFile` until
+    /// there is one (absent, never null).
+    #[test]
+    fn the_view_has_the_originals_fields_in_its_order() {
+        let text =
+            serde_json::to_string(&view(&facts(AgentState::Completed, Some("done")))).unwrap();
         assert_eq!(
-            settled_notice("/root/a", "paused", "need input", None),
-            "Agent /root/a is paused: need input. Use agent_steer to resume it."
+            text,
+            r#"{"path":"/root/a","parent":"/root","owner":"/root","type":"reviewer","state":"completed","task":"t","status":"Completed; session retained","output":"done","createdAt":1764460800000,"updatedAt":1764460801234,"inputTokens":1200,"outputTokens":34,"costUsd":0.0125}"#
+        );
+        // An independent root reports to the caller that spawned it, the root.
+        let mut f = facts(AgentState::Failed, None);
+        f.path = "/k";
+        f.parent = None;
+        f.error = Some("500: model exploded");
+        f.status = "500: model exploded";
+        f.session_file = Some("/s/k.jsonl");
+        let v = serde_json::to_value(view(&f)).unwrap();
+        assert_eq!(v["parent"], Value::Null);
+        assert_eq!(v["owner"], "/root");
+        assert_eq!(v["error"], "500: model exploded");
+        assert_eq!(v["sessionFile"], "/s/k.jsonl");
+    }
+
+    /// The original's pseudo-view of the main session (`manager.ts:get("/root")`).
+    #[test]
+    fn the_main_session_pseudo_view() {
+        assert_eq!(
+            serde_json::to_value(main_session_view(42)).unwrap(),
+            json!({"path": "/root", "parent": null, "owner": "/root", "type": "main",
+                   "state": "running", "task": "Main Pi session", "status": "main",
+                   "createdAt": 0, "updatedAt": 42})
+        );
+    }
+
+    /// Notices close as the original's do (`index.ts` delivery).
+    #[test]
+    fn notices_end_as_the_originals() {
+        assert_eq!(
+            settled_notice("/root/a", AgentState::Paused, "Need parent input", None),
+            "Agent /root/a is paused: Need parent input. No answer handback; send input to resume the same session."
+        );
+        assert_eq!(
+            settled_notice("/root/a", AgentState::Stopped, STATUS_STOPPED, None),
+            "Agent /root/a is stopped: Stopped; session retained. Session retained for further input."
+        );
+        assert_eq!(
+            settled_notice("/root/a", AgentState::Failed, "500: model exploded", None),
+            "Agent /root/a is failed: 500: model exploded. Session retained for further input."
+        );
+        assert_eq!(
+            settled_notice("/root/a", AgentState::Completed, "", Some("child answer 2")),
+            "Agent /root/a completed. Final answer:\nchild answer 2"
         );
     }
 
     #[test]
     fn output_pages() {
         let output_page = |path, out, offset, limit| {
-            serde_json::to_value(output_page(path, out, offset, limit)).unwrap()
+            serde_json::to_string(&output_page(path, out, offset, limit)).unwrap()
         };
-        let p = output_page("/root/a", "abcdef", 2, 3);
-        assert_eq!(p["text"], "cde");
-        assert_eq!(p["nextOffset"], 5);
-        let p = output_page("/root/a", "abcdef", 4, 3);
-        assert_eq!(p["text"], "ef");
-        assert_eq!(p["nextOffset"], Value::Null);
-        let p = output_page("/root/a", "abc", 10, 3);
-        assert_eq!(p["text"], "");
-        assert_eq!(p["offset"], 3);
+        // The original's keys and values (`tools.ts` agent_output).
+        assert_eq!(
+            output_page("/root/a", "abcdef", 2, 3),
+            r#"{"path":"/root/a","text":"cde","totalCharacters":6,"nextOffset":5}"#
+        );
+        assert_eq!(
+            output_page("/root/a", "abcdef", 4, 3),
+            r#"{"path":"/root/a","text":"ef","totalCharacters":6,"nextOffset":null}"#
+        );
+        assert_eq!(
+            output_page("/root/a", "abc", 10, 3),
+            r#"{"path":"/root/a","text":"","totalCharacters":3,"nextOffset":null}"#
+        );
+        assert_eq!(
+            output_page("/root/a", "abc", 0, 3),
+            r#"{"path":"/root/a","text":"abc","totalCharacters":3,"nextOffset":null}"#
+        );
+        // Never inside a surrogate pair: "a😀b" is 4 units; a 2-unit page ends after "a".
+        assert_eq!(
+            output_page("/root/a", "a😀b", 0, 2),
+            r#"{"path":"/root/a","text":"a","totalCharacters":4,"nextOffset":1}"#
+        );
+        // An offset inside the pair starts after it.
+        assert_eq!(
+            output_page("/root/a", "a😀b", 2, 2),
+            r#"{"path":"/root/a","text":"b","totalCharacters":4,"nextOffset":null}"#
+        );
     }
 }

@@ -26,7 +26,7 @@ use rusqlite::{named_params, Connection, OptionalExtension, Row};
 use serde_json::{json, Value};
 
 use super::ServeConfig;
-use crate::contract::agent::{self as contract, AgentFacts, AgentList, AgentRequest, AgentView};
+use crate::contract::agent::{self as contract, AgentFacts, AgentRequest, AgentState, AgentView};
 use crate::contract::args as argpolicy;
 use crate::error::{Error, ErrorCode, Result};
 use crate::paths::{self, ROOT};
@@ -87,7 +87,7 @@ struct AgentRow {
     id: String,
     path: String,
     parent_path: Option<String>,
-    state: String,
+    state: AgentState,
     task: String,
     status_text: String,
     output: Option<String>,
@@ -115,7 +115,17 @@ impl AgentRow {
             id: r.get(0)?,
             path: r.get(1)?,
             parent_path: r.get(2)?,
-            state: r.get::<_, Option<String>>(3)?.unwrap_or_default(),
+            state: r
+                .get::<_, Option<String>>(3)?
+                .as_deref()
+                .and_then(AgentState::parse)
+                .ok_or_else(|| {
+                    rusqlite::Error::InvalidColumnType(
+                        3,
+                        "agent_state".into(),
+                        rusqlite::types::Type::Text,
+                    )
+                })?,
             task: r.get::<_, Option<String>>(4)?.unwrap_or_default(),
             status_text: r.get::<_, Option<String>>(5)?.unwrap_or_default(),
             output: r.get(6)?,
@@ -138,21 +148,30 @@ impl AgentRow {
     }
 
     fn active(&self) -> bool {
-        matches!(self.state.as_str(), "starting" | "running")
+        self.state.active()
+    }
+
+    /// The agent type: the first word of the session name (`<type> <path>`), which spawn
+    /// writes from a validated type name (no spaces).
+    fn kind(&self) -> &str {
+        self.name
+            .split_once(' ')
+            .map_or(self.name.as_str(), |(kind, _)| kind)
     }
 
     fn view(&self) -> AgentView<'_> {
         contract::view(&AgentFacts {
             path: &self.path,
             parent: self.parent_path.as_deref(),
-            state: &self.state,
+            kind: self.kind(),
+            state: self.state,
             task: &self.task,
             status: &self.status_text,
             output: self.output.as_deref(),
             error: self.error.as_deref(),
             session_file: self.session_file.as_deref(),
-            created_at: &self.created_at,
-            updated_at: &self.updated_at,
+            created_at: crate::time::ms_from_iso(&self.created_at).unwrap_or(0),
+            updated_at: crate::time::ms_from_iso(&self.updated_at).unwrap_or(0),
             input_tokens: self.input_tokens,
             output_tokens: self.output_tokens,
             cost_usd: self.cost_usd,
@@ -165,13 +184,13 @@ fn answer(details: &impl serde::Serialize) -> Result<Vec<u8>> {
     contract::tool_result(details, false)
 }
 
-impl AgentRow {}
-
 /// A thread `agent_stop` stops.
 struct StopTarget {
     id: String,
     depth: usize,
     live: bool,
+    /// Working (starting or running): its run is stopped; else it is marked stopped at once.
+    active: bool,
 }
 
 /// A pending steering message.
@@ -425,7 +444,7 @@ impl AgentHost {
             Error::new(
                 ErrorCode::UnknownReference,
                 format!(
-                    "Unknown agent thread {path}. Repair: run agent_status to list the threads you can address, or agent_spawn it first."
+                    "Unknown thread {path}. Repair: run agent_status to list the threads you can address, or agent_spawn it first."
                 ),
             )
         })
@@ -456,22 +475,23 @@ impl AgentHost {
         Ok(row)
     }
 
-    /// Contract B's access rule (`assertAccess`).
+    /// Contract B's access rule (`assertAccess`): `/root` may address every thread but
+    /// itself, any other caller its strict descendants; reading may also target the caller.
     fn check_access(&self, target: &str, reading: bool) -> Result<()> {
         let caller = self.caller();
-        if caller == ROOT {
-            if target == ROOT && !reading {
-                return Err(Error::forbidden(
-                    "/root may address every thread except itself. Repair: name a thread under /root or an independent root such as /k.",
-                ));
-            }
+        if (caller == ROOT && target != ROOT)
+            || (reading && target == caller)
+            || paths::is_strictly_under(target, caller)
+        {
             return Ok(());
         }
-        if (reading && target == caller) || paths::is_strictly_under(target, caller) {
-            return Ok(());
-        }
+        let repair = if caller == ROOT {
+            "name a thread under /root (e.g. \"/root/task\" or a relative name) or an independent root such as /k.".to_string()
+        } else {
+            format!("address a thread under {caller}, e.g. \"{caller}/task\" or a relative name.")
+        };
         Err(Error::forbidden(format!(
-            "{caller} may address only its descendants (not siblings, unrelated trees or ancestors). Repair: address a thread under {caller}, e.g. \"{caller}/task\" or a relative name."
+            "{caller} may address only its descendants (not siblings, unrelated trees or ancestors). Repair: {repair}"
         )))
     }
 
@@ -479,10 +499,13 @@ impl AgentHost {
     fn own_row(&self, registry: i64) -> Result<AgentRow> {
         let conn = self.store.read()?;
         self.row_at(&conn, registry, self.caller())?.ok_or_else(|| {
-            Error::forbidden(format!(
-                "{} is not a thread of this session's registry. Repair: run this tool from an agent spawned with agent_spawn.",
-                self.caller()
-            ))
+            Error::new(
+                ErrorCode::UnknownReference,
+                format!(
+                    "Unknown thread {}. Repair: run this tool from an agent spawned with agent_spawn in this session's registry.",
+                    self.caller()
+                ),
+            )
         })
     }
 
@@ -523,14 +546,17 @@ impl AgentHost {
             } => {
                 let path = paths::resolve_agent_path(&path, self.caller())?;
                 self.check_access(&path, true)?;
+                if path == ROOT {
+                    // Only the root reads itself: the main session has no answer to page.
+                    return answer(&contract::output_page(ROOT, "", offset, limit));
+                }
                 let row = self.known(registry, &path)?;
-                let out = match row.state.as_str() {
-                    "completed" => row.output.as_deref().unwrap_or(""),
+                // Only a completed run hands back an answer (none from a paused turn).
+                let out = match row.state {
+                    AgentState::Completed => row.output.as_deref().unwrap_or(""),
                     _ => "",
                 };
-                let mut page = contract::output_page(&row.path, out, offset, limit);
-                page.state = Some(&row.state);
-                answer(&page)
+                answer(&contract::output_page(&row.path, out, offset, limit))
             }
         }
     }
@@ -549,7 +575,7 @@ impl AgentHost {
             let me = self.own_row(registry)?;
             if !me.active() || me.stop_requested {
                 return Err(Error::forbidden(format!(
-                    "Only a working agent may spawn children; {} is {}. Repair: spawn from a running agent, or ask the parent to resume this one.",
+                    "Only a working agent may spawn children. Repair: {} is {}; spawn from a running agent, or ask the parent to resume this one.",
                     me.path,
                     if me.stop_requested { "stopping" } else { me.state.as_str() }
                 )));
@@ -575,7 +601,7 @@ impl AgentHost {
                 Some(p) if p != ROOT => Some(self.row_at(tx, registry, p)?.ok_or_else(|| {
                     Error::new(
                         ErrorCode::UnknownReference,
-                        format!("Parent thread {p} does not exist; a nested parent must already exist. Repair: spawn {p} first, or choose a path under an existing thread."),
+                        format!("Unknown thread {p}. Repair: a nested parent must already exist; spawn {p} first, or choose a path under an existing thread."),
                     )
                 })?),
                 _ => None,
@@ -588,14 +614,14 @@ impl AgentHost {
             }
             if task.trim().is_empty() {
                 return Err(Error::invalid(
-                    "agent_spawn: task must not be blank. Repair: describe the task the child should do.",
+                    "Task must not be empty. Repair: describe the task the child should do.",
                 ));
             }
             if level > self.limits.max_levels {
                 return Err(Error::new(
                     ErrorCode::Limit,
                     format!(
-                        "Agent depth limit reached: {path} would be level {level}, the limit is {} (the main conversation is level 1). Repair: spawn at a shallower path, or raise PI_SUBAGENTS_MAX_LEVELS.",
+                        "Agent depth limit reached. Repair: {path} would be level {level} and the limit is {} (the main conversation is level 1); spawn at a shallower path, or raise PI_SUBAGENTS_MAX_LEVELS.",
                         self.limits.max_levels
                     ),
                 ));
@@ -607,7 +633,7 @@ impl AgentHost {
                 return Err(Error::new(
                     ErrorCode::Limit,
                     format!(
-                        "Total thread limit reached ({total} of {} retained, completed ones included). Repair: resume an existing thread with agent_steer instead, or raise PI_SUBAGENTS_MAX_THREADS.",
+                        "Total thread limit reached. Repair: {total} of {} threads are retained, completed ones included; resume an existing thread with agent_steer instead, or raise PI_SUBAGENTS_MAX_THREADS.",
                         self.limits.max_threads
                     ),
                 ));
@@ -649,21 +675,28 @@ impl AgentHost {
         let _held = self.hold_notices(&id);
         let started = async {
             let file = self.write_child_session(&id, &path, &name, parent_row.as_ref())?;
-            self.launch(&id, task.clone(), Some(file)).await
+            // What a detached spawn answers: the thread as its run starts, like the original
+            // (its view is taken right after the run is started, before the prompt lands).
+            let starting = self.row_by_id(&id)?;
+            self.launch(&id, task.clone(), Some(file)).await?;
+            Ok::<_, Error>(starting)
         }
         .await;
-        if let Err(e) = started {
-            self.close_unlaunched(&id, &e.message)?;
-            self.settle(&id, "failed", None, Some(e.message.clone()))?;
-            // The error is the tool result; its "failed" notice would repeat it.
-            self.supersede_notices(&id)?;
-            return Err(e);
-        }
+        let starting = match started {
+            Ok(row) => row,
+            Err(e) => {
+                self.close_unlaunched(&id, &e.message)?;
+                self.settle(&id, AgentState::Failed, None, Some(e.message.clone()))?;
+                // The error is the tool result; its "failed" notice would repeat it.
+                self.supersede_notices(&id)?;
+                return Err(e);
+            }
+        };
         if wait {
             let row = self.wait_settled(&id, timeout_ms).await?;
             self.reported(row)
         } else {
-            answer(&self.row_by_id(&id)?.view())
+            answer(&starting.view())
         }
     }
 
@@ -696,7 +729,7 @@ impl AgentHost {
             return Err(Error::new(
                 ErrorCode::Limit,
                 format!(
-                    "Concurrent thread limit reached; wait for a thread to settle ({active} of {} working). Repair: agent_wait on a working thread first, or raise PI_SUBAGENTS_MAX_CONCURRENT.",
+                    "Concurrent thread limit reached; wait for a thread to settle. Repair: {active} of {} threads are working; agent_wait on one of them first, or raise PI_SUBAGENTS_MAX_CONCURRENT.",
                     self.limits.max_concurrent
                 ),
             ));
@@ -917,14 +950,20 @@ impl AgentHost {
     fn settle(
         &self,
         id: &str,
-        state: &str,
+        state: AgentState,
         output: Option<String>,
         error: Option<String>,
     ) -> Result<bool> {
+        // A stopped run keeps the error its aborted run ends with, as the original's does.
+        let error = match state {
+            AgentState::Stopped => error.or_else(|| Some(contract::RUN_ABORTED.to_string())),
+            _ => error,
+        };
         let status = match state {
-            "completed" => Some(contract::STATUS_COMPLETED),
-            "stopped" => Some(contract::STATUS_STOPPED),
-            "failed" => Some(contract::STATUS_FAILED),
+            AgentState::Completed => Some(contract::STATUS_COMPLETED.to_string()),
+            AgentState::Stopped => Some(contract::STATUS_STOPPED.to_string()),
+            // A failed thread's status is its error text.
+            AgentState::Failed => error.clone(),
             _ => None, // paused keeps its reason
         };
         self.store.write(|tx| {
@@ -933,7 +972,7 @@ impl AgentHost {
                 .prepare_cached(include_str!("../../sql/agent_settle.sql"))?
                 .query_row(
                     named_params! {
-                        ":state": state, ":status": status, ":output": output, ":error": error,
+                        ":state": state.as_str(), ":status": status, ":output": output, ":error": error,
                         ":at": at, ":id": id,
                     },
                     |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
@@ -943,12 +982,7 @@ impl AgentHost {
                 return Ok(false);
             };
             let status_text = status_text.unwrap_or_default();
-            let text = match (state, &error) {
-                ("failed", Some(e)) => {
-                    format!("Agent {path} is failed: {e}. Use agent_steer to resume it.")
-                }
-                _ => contract::settled_notice(&path, state, &status_text, output.as_deref()),
-            };
+            let text = contract::settled_notice(&path, state, &status_text, output.as_deref());
             let recipient = parent.unwrap_or_else(|| ROOT.to_string());
             // A request of this serve holds the thread and returns this settlement itself: the
             // notice is written delivered, so another serve of the same caller cannot send it
@@ -1011,7 +1045,7 @@ impl AgentHost {
             let me = self.own_row(registry)?;
             if me.stop_requested {
                 return Err(Error::forbidden(format!(
-                    "{} is stopping and may not steer. Repair: wait until it is resumed.",
+                    "Stopping agents may not steer descendants. Repair: {} is stopping; wait until it is resumed.",
                     me.path
                 )));
             }
@@ -1020,7 +1054,7 @@ impl AgentHost {
         self.check_access(&path, false)?;
         if message.trim().is_empty() {
             return Err(Error::invalid(
-                "agent_steer: message must not be blank. Repair: say what the thread should do next.",
+                "Steering message must not be empty. Repair: say what the thread should do next.",
             ));
         }
         // So that this steer resumes it here.
@@ -1029,7 +1063,7 @@ impl AgentHost {
         // One transaction: the checks, the resume reservation (if settled) and the row.
         let reserved = self.store.write(|tx| {
             let row = self.row_at(tx, registry, &path)?.ok_or_else(|| {
-                Error::new(ErrorCode::UnknownReference, format!("Unknown agent thread {path}. Repair: run agent_status."))
+                Error::new(ErrorCode::UnknownReference, format!("Unknown thread {path}. Repair: run agent_status to list the threads you can address."))
             })?;
             if row.stop_requested && row.active() {
                 return Err(Error::conflict(format!(
@@ -1060,6 +1094,10 @@ impl AgentHost {
             Ok(reserved)
         })?;
         let row = self.row_by_id(&target.id)?;
+        // A steer that starts a new run answers with the thread as that run starts (the
+        // original's view right after it is started); a steer into a working run, with the
+        // view after delivery.
+        let starting = reserved.is_some().then(|| row.clone());
         if reserved == Some(true)
             || (row.live && self.is_mine(&row))
             || (!row.live && !self.owner_alive(&row))
@@ -1080,7 +1118,10 @@ impl AgentHost {
                 tokio::time::sleep(WAIT_POLL).await;
             }
         }
-        answer(&self.row_by_id(&target.id)?.view())
+        match starting {
+            Some(row) => answer(&row.view()),
+            None => answer(&self.row_by_id(&target.id)?.view()),
+        }
     }
 
     /// The serve that holds a live process for `row`, when that is another living serve.
@@ -1161,7 +1202,7 @@ impl AgentHost {
             }
             let first = rest.next().expect("non-empty");
             if let Err(e) = self.launch(id, first.body, None).await {
-                self.settle(id, "failed", None, Some(e.message.clone()))?;
+                self.settle(id, AgentState::Failed, None, Some(e.message.clone()))?;
                 return Err(e);
             }
             launched_with = Some(first.id);
@@ -1223,56 +1264,47 @@ impl AgentHost {
 
     // ---- status, update, pause, stop ------------------------------------------------------
 
+    /// One view, or (without a path) the bare list of views the caller may address in spawn
+    /// order: every thread for the root; a child itself and its descendants.
     fn status(&self, registry: i64, path: Option<&str>) -> Result<Vec<u8>> {
         let conn = self.store.read()?;
-        let list = |sql: &str, params: &[&dyn rusqlite::ToSql]| -> Result<Vec<AgentRow>> {
-            let mut stmt = conn.prepare_cached(sql)?;
-            let rows = stmt.query_map(params, AgentRow::from_row)?;
-            Ok(rows.collect::<rusqlite::Result<_>>()?)
-        };
-        let target = match path {
-            Some(p) => Some(paths::resolve_agent_path(p, self.caller())?),
-            None => None,
-        };
-        if let Some(t) = target
-            .as_deref()
-            .filter(|t| *t != ROOT || !self.caller_is_root())
-        {
-            self.check_access(t, true)?;
-            let row = self.row_at(&conn, registry, t)?.ok_or_else(|| {
+        // The original lists when the path is absent or empty (`params.path ? get : list`).
+        if let Some(p) = path.filter(|p| !p.is_empty()) {
+            let t = paths::resolve_agent_path(p, self.caller())?;
+            self.check_access(&t, true)?;
+            if t == ROOT {
+                // Only the root reads itself: the original's pseudo-view of the main session.
+                return answer(&contract::main_session_view(crate::time::now_ms()));
+            }
+            let row = self.row_at(&conn, registry, &t)?.ok_or_else(|| {
                 Error::new(
                     ErrorCode::UnknownReference,
-                    format!("Unknown agent thread {t}. Repair: run agent_status without a path to list the threads you can address."),
+                    format!("Unknown thread {t}. Repair: run agent_status without a path to list the threads you can address."),
                 )
             })?;
             return answer(&row.view());
         }
-        let rows = if self.caller_is_root() {
-            list(
-                include_str!("../../sql/agent_threads_all.sql"),
-                &[&registry],
-            )?
+        let rows: Vec<AgentRow> = if self.caller_is_root() {
+            let mut stmt = conn.prepare_cached(include_str!("../../sql/agent_threads_all.sql"))?;
+            let rows = stmt.query_map([registry], AgentRow::from_row)?;
+            rows.collect::<rusqlite::Result<_>>()?
         } else {
             let (lo, hi) = paths::descendant_range(self.caller());
-            list(
-                include_str!("../../sql/agent_threads_under.sql"),
-                &[&registry, &self.caller(), &lo, &hi],
-            )?
-            .into_iter()
-            .filter(|r| r.path != self.caller())
-            .collect()
+            let mut stmt =
+                conn.prepare_cached(include_str!("../../sql/agent_threads_under.sql"))?;
+            let rows = stmt.query_map(
+                rusqlite::params![registry, self.caller(), lo, hi],
+                AgentRow::from_row,
+            )?;
+            rows.collect::<rusqlite::Result<_>>()?
         };
-        answer(&AgentList {
-            caller: self.caller(),
-            total: rows.len(),
-            working: rows.iter().filter(|r| r.active()).count(),
-            threads: rows.iter().map(AgentRow::view).collect(),
-        })
+        let views: Vec<AgentView<'_>> = rows.iter().map(AgentRow::view).collect();
+        answer(&views)
     }
 
     /// A working child reports progress: its status changes and its parent gets a notice.
     fn update(&self, registry: i64, message: &str) -> Result<Vec<u8>> {
-        let me = self.working_self(registry, "agent_update")?;
+        let me = self.working_self(registry, "Only a working child may report progress")?;
         let text = contract::progress_notice(&me.path, message);
         self.store.write(|tx| {
             let at = now_iso();
@@ -1293,7 +1325,7 @@ impl AgentHost {
     /// A working child asks to pause: it settles as paused when this run ends (the tool
     /// result carries `terminate: true`, which ends the run at the turn boundary).
     fn pause(&self, registry: i64, reason: &str) -> Result<Vec<u8>> {
-        let me = self.working_self(registry, "agent_pause")?;
+        let me = self.working_self(registry, "Only a working child may pause itself")?;
         let status = if reason.trim().is_empty() {
             contract::STATUS_PAUSED_DEFAULT.to_string()
         } else {
@@ -1304,34 +1336,39 @@ impl AgentHost {
                 .execute(named_params! {":status": status, ":at": now_iso(), ":id": me.id})?;
             Ok(())
         })?;
-        let row = self.row_by_id(&me.id)?;
         // `terminate`: the extension returns it as the tool result's, ending the run.
         contract::tool_result(
             &contract::Paused {
-                view: row.view(),
+                path: &me.path,
                 pause_requested: true,
+                status: &status,
             },
             true,
         )
     }
 
-    fn working_self(&self, registry: i64, tool: &str) -> Result<AgentRow> {
+    /// The caller's own row, which must be working (`agent_update`, `agent_pause`); `refusal`
+    /// is the original's text for a caller that is not.
+    fn working_self(&self, registry: i64, refusal: &str) -> Result<AgentRow> {
         if self.caller_is_root() {
-            return Err(Error::forbidden(format!(
-                "{tool} is for child agents; the main conversation (/root) has no parent to report to. Repair: call it from a spawned agent."
-            )));
+            // The original looks the caller up among the threads, where /root never is.
+            return Err(Error::forbidden(
+                "Unknown thread /root. Repair: agent_update and agent_pause are for spawned agents; the main conversation has no parent to report to.",
+            ));
         }
         let me = self.own_row(registry)?;
         if !me.active() {
             return Err(Error::forbidden(format!(
-                "Only a working agent may call {tool}; {} is {}. Repair: call it while the agent runs.",
-                me.path, me.state
+                "{refusal}. Repair: {} is {}; call it while the agent runs.",
+                me.path,
+                me.state.as_str()
             )));
         }
         Ok(me)
     }
 
-    /// Stops the target and its working descendants, deepest first, across processes.
+    /// Stops the target, in any state, and its working descendants, deepest first, across
+    /// processes. A stopped target refuses spawns and steers beneath it until it is resumed.
     async fn stop(self: &Arc<Self>, registry: i64, path: &str) -> Result<Vec<u8>> {
         let path = paths::resolve_agent_path(path, self.caller())?;
         self.check_access(&path, false)?;
@@ -1346,12 +1383,24 @@ impl AgentHost {
                     id: r.get(0)?,
                     depth: paths::segment_count(&r.get::<_, String>(1)?),
                     live: r.get::<_, String>(2)? == "live",
+                    active: r
+                        .get::<_, Option<String>>(3)?
+                        .as_deref()
+                        .and_then(AgentState::parse)
+                        .is_some_and(AgentState::active),
                 })
             })?;
             let rows: Vec<_> = rows.collect::<rusqlite::Result<_>>()?;
             for t in &rows {
-                tx.prepare_cached(include_str!("../../sql/agent_request_stop.sql"))?
-                    .execute(named_params! {":status": contract::STATUS_STOPPING, ":at": now_iso(), ":id": t.id})?;
+                if t.active {
+                    tx.prepare_cached(include_str!("../../sql/agent_request_stop.sql"))?
+                        .execute(named_params! {":status": contract::STATUS_STOPPING, ":at": now_iso(), ":id": t.id})?;
+                } else {
+                    // At once, in this transaction: from here on nothing spawns or resumes
+                    // beneath it.
+                    tx.prepare_cached(include_str!("../../sql/agent_stop_settled.sql"))?
+                        .execute(named_params! {":status": contract::STATUS_STOPPED, ":at": now_iso(), ":id": t.id})?;
+                }
             }
             Ok(rows)
         })?;
@@ -1365,7 +1414,16 @@ impl AgentHost {
         }
         for level in levels {
             let mut ids = Vec::new();
-            for StopTarget { id, live, .. } in level {
+            for StopTarget {
+                id, live, active, ..
+            } in level
+            {
+                if !active {
+                    // The settled target, stopped in the transaction above: no run to end. Its
+                    // process (if it still hosts the descendants stopped above) retires.
+                    self.retire_if_done(id).await?;
+                    continue;
+                }
                 // A run whose launch is under way here is stopped once its child exists.
                 self.rt.await_launch(id, crate::runtime::LAUNCH_WAIT).await;
                 let row = self.row_by_id(id)?;
@@ -1384,7 +1442,7 @@ impl AgentHost {
                 } else {
                     // No process anywhere (a run reserved but not started, or an owner that
                     // is gone): settled at once.
-                    self.settle(id, "stopped", None, None)?;
+                    self.settle(id, AgentState::Stopped, None, None)?;
                 }
                 ids.push(id.clone());
             }
@@ -1458,14 +1516,14 @@ impl AgentHost {
             let row = self.row_by_id(id)?;
             self.unconsumed_steers(&row)?;
             if row.stop_requested {
-                self.settle(id, "stopped", None, None)?;
+                self.settle(id, AgentState::Stopped, None, None)?;
             } else if row.pause_requested {
-                self.settle(id, "paused", None, None)?;
+                self.settle(id, AgentState::Paused, None, None)?;
             } else if let Some(error) = self.run_error(id)? {
-                self.settle(id, "failed", None, Some(error))?;
+                self.settle(id, AgentState::Failed, None, Some(error))?;
             } else {
                 let output = self.final_answer(id)?;
-                self.settle(id, "completed", Some(output), None)?;
+                self.settle(id, AgentState::Completed, Some(output), None)?;
             }
         }
         drop(guard);
@@ -1515,7 +1573,7 @@ impl AgentHost {
             return Ok(());
         }
         let pending = self.pending_steers(id)?;
-        if row.state == "starting"
+        if row.state == AgentState::Starting
             && !row.stop_requested
             && !pending.is_empty()
             && self.is_mine(&row)
@@ -1526,7 +1584,7 @@ impl AgentHost {
         }
         self.unconsumed_steers(&row)?;
         if row.stop_requested {
-            self.settle(id, "stopped", None, None)?;
+            self.settle(id, AgentState::Stopped, None, None)?;
         } else {
             let conn = self.store.read()?;
             let message: Option<String> = conn
@@ -1539,7 +1597,7 @@ impl AgentHost {
                 .flatten();
             let error = message
                 .unwrap_or_else(|| "The child Pi process ended before its run settled.".into());
-            self.settle(id, "failed", None, Some(error))?;
+            self.settle(id, AgentState::Failed, None, Some(error))?;
         }
         Ok(())
     }
@@ -1610,7 +1668,7 @@ impl AgentHost {
             Ok(rows.collect::<rusqlite::Result<_>>()?)
         })();
         for id in ids.unwrap_or_default() {
-            if let Err(e) = self.settle(&id, "stopped", None, None) {
+            if let Err(e) = self.settle(&id, AgentState::Stopped, None, None) {
                 tracing::error!("recording the stop of {id} failed: {e}");
             }
         }
