@@ -1,7 +1,7 @@
 //! Two things cargo does not know by itself:
 //! - refinery embeds `migrations/` at compile time, so the crate rebuilds when one changes;
 //! - `THREADBASE_SHAPE` names this build's rendering of closed threads' answers (the
-//!   `thread_snapshots` cache, migration V6): a hash of everything that can change a rendered
+//!   `thread_snapshots` cache, migration V8): a hash of everything that can change a rendered
 //!   byte (the crate's source, its queries and its locked dependencies). A build reads only
 //!   cache rows of its own shape, so no change to the code can serve an older shape.
 

@@ -543,7 +543,7 @@ fn clean(fx: &Fixture) {
         .unwrap();
 }
 
-/// What serve's answer cache (migration V6) keeps: (all rows, closed threads' summary
+/// What serve's answer cache (migration V8) keeps: (all rows, closed threads' summary
 /// snapshots); `None` when the measured build has no such cache.
 fn cache_counts(fx: &Fixture) -> Option<(i64, i64)> {
     let conn =

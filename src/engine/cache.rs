@@ -1,11 +1,11 @@
-//! Closed threads' rendered answers (`thread_snapshots`, migration V6), so a list or a poll
+//! Closed threads' rendered answers (`thread_snapshots`, migration V8), so a list or a poll
 //! of a closed thread copies bytes instead of reading its events and output and shaping them
 //! again (issue 12: that was most of a listed thread's cost).
 //!
 //! Reads take what is cached and render the rest as before. What was missing is rendered
 //! again later, off the request, by a filler on tokio's blocking pool, inside one write
 //! transaction per batch: rendering and keeping in the same transaction means no change can
-//! come between them, and V6's triggers delete a row on any later change of its thread. So a
+//! come between them, and V8's triggers delete a row on any later change of its thread. So a
 //! cached answer is always the one the rows give now, and a read never waits for the filler.
 
 use std::collections::HashSet;

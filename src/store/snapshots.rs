@@ -1,4 +1,4 @@
-//! `thread_snapshots` (migration V6): closed threads' rendered answers. The store keeps and
+//! `thread_snapshots` (migration V8): closed threads' rendered answers. The store keeps and
 //! finds the bytes; what they say is the engine's business. Rows are only read for this
 //! build's [`SHAPE`], so a different build's rendering is never served.
 
@@ -65,7 +65,7 @@ pub fn cached_of_threads(
 
 /// Keeps `json` as thread `id`'s `view` at `detail`, if the thread is closed. Call it inside
 /// the write transaction that rendered `json` from the rows: then no change can come between
-/// the reading and the keeping, and every later change deletes the row (V6's triggers).
+/// the reading and the keeping, and every later change deletes the row (V8's triggers).
 /// Returns whether it was kept.
 pub fn put(conn: &Connection, id: &str, view: View, detail: &str, json: &str) -> Result<bool> {
     Ok(conn

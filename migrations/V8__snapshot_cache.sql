@@ -1,4 +1,4 @@
--- threadbase schema, version 6: closed threads' serialized answers, kept so that a list or a
+-- threadbase schema, version 8: closed threads' serialized answers, kept so that a list or a
 -- poll copies bytes instead of reading events and output and shaping them again.
 --
 -- A closed thread's contract A snapshot (and its poll result) is a pure function of its
