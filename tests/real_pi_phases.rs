@@ -111,7 +111,7 @@ fn wait_for(s: &mut Serve, id: &str) -> Value {
 }
 
 fn session_of(r: &Value) -> String {
-    details(r)["snapshot"]["session"]["sessionFile"]
+    details(r)["snapshot"]["session"]["file"]
         .as_str()
         .unwrap()
         .to_string()

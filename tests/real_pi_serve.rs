@@ -67,7 +67,7 @@ fn real_pi_children_through_serve() {
         details(&r)["snapshot"]["resultSummary"],
         "First answer: 41."
     );
-    let session_file = details(&r)["snapshot"]["session"]["sessionFile"]
+    let session_file = details(&r)["snapshot"]["session"]["file"]
         .as_str()
         .unwrap()
         .to_string();

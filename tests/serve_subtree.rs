@@ -410,10 +410,7 @@ fn send_stop_and_resume_of_a_grandchild_are_carried_out_by_its_serve() {
     assert_eq!(r["details"]["accepted"], true, "{r}");
     assert!(!text(&r).contains("carried out by"));
     let r = wait_idle(&mut root, "lead/docs_check");
-    let file = snap(&r)["session"]["sessionFile"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let file = snap(&r)["session"]["file"].as_str().unwrap().to_string();
     assert_eq!(
         serve_client::session_user_texts(std::path::Path::new(&file)),
         ["work on docs_check", "more", "again", "hello", "taken over"],
@@ -528,10 +525,7 @@ fn a_refused_or_untaken_command_is_a_clear_error() {
     assert_eq!(r["details"]["accepted"], true, "{r}");
     let r = wait_idle(&mut root, "lead/slow");
     assert_eq!(snap(&r)["resultSummary"], "reply to now");
-    let file = snap(&r)["session"]["sessionFile"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let file = snap(&r)["session"]["file"].as_str().unwrap().to_string();
     assert_eq!(
         serve_client::session_user_texts(std::path::Path::new(&file)),
         ["work on slow", "now"],

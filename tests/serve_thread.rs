@@ -142,6 +142,13 @@ fn every_action_through_serve() {
     assert_eq!(d["timedOut"], false);
     assert_eq!(d["snapshot"]["phase"], "idle");
     assert_eq!(d["snapshot"]["resultSummary"], "answer to Say hi then more");
+    // The wait's get_state told the session's name (the child's --name) and pending count.
+    let session = &d["snapshot"]["session"];
+    assert_eq!(session["kind"], "known", "{session}");
+    assert_eq!(session["name"], "Say hi", "{session}");
+    assert_eq!(session["pendingMessageCount"], 0, "{session}");
+    assert!(session["file"].as_str().unwrap().ends_with(".jsonl"));
+    assert!(session["id"].is_string());
     assert!(s.notifications().iter().any(|n| n["method"] == "progress"
         && n["params"]["requestId"] == id
         && n["params"]["details"]["kind"] == "waiting"));
@@ -374,7 +381,7 @@ fn wait_after_resume_or_fork_is_idle_at_once() {
     let w = world(json!({"default_reply": "reply to {prompt}"}));
     let mut s = w.serve(&[]);
     let r = s.thread(json!({"action": "start", "prompt": "go", "taskName": "a"}));
-    let file = details(&r)["snapshot"]["session"]["sessionFile"]
+    let file = details(&r)["snapshot"]["session"]["file"]
         .as_str()
         .unwrap()
         .to_string();
@@ -630,7 +637,7 @@ fn error_paths_through_serve() {
 
     // A vanished session file is not resumable; neither is a thread with no file.
     let r = s.thread(json!({"action": "stop", "id": "beta"}));
-    let file = details(&r)["snapshot"]["session"]["sessionFile"]
+    let file = details(&r)["snapshot"]["session"]["file"]
         .as_str()
         .unwrap()
         .to_string();
