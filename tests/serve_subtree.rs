@@ -223,7 +223,7 @@ fn the_root_reads_its_whole_subtree_from_the_rows() {
     assert_eq!(r["details"]["count"], 6);
     assert_eq!(r["details"]["threads"], r["details"]["snapshots"]);
     assert!(
-        text(&r).contains("- /root/lead/docs_check ("),
+        text(&r).contains(" /root/lead/docs_check - live/"),
         "{}",
         text(&r)
     );
@@ -267,7 +267,7 @@ fn the_root_reads_its_whole_subtree_from_the_rows() {
     assert_eq!(snap(r)["phase"], "idle");
     assert_eq!(snap(r)["resultSummary"], "first line second line");
     assert!(
-        text(r).ends_with("Result:\nfirst line\nsecond line"),
+        text(r).ends_with("\n\nResult summary (22 chars):\nfirst line\nsecond line"),
         "{}",
         text(r)
     );
@@ -311,9 +311,12 @@ fn send_stop_and_resume_of_a_grandchild_are_carried_out_by_its_serve() {
     assert_eq!(r["details"]["accepted"], true);
     assert_eq!(r["details"]["error"], Value::Null);
     assert!(
-        text(&r).starts_with(&format!(
-            "Sent prompt to /root/lead/docs_check ({docs}); accepted. (carried out by the serve that holds it, pid {lead_pid})"
-        )),
+        text(&r).starts_with("Sent message to \"")
+            && text(&r)
+                .contains(" with mode prompt.\nPath: /root/lead/docs_check\nAccepted: yes\n")
+            && text(&r).ends_with(&format!(
+                "\nNote: carried out by the serve that holds it (pid {lead_pid})."
+            )),
         "{}",
         text(&r)
     );

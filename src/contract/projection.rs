@@ -57,6 +57,7 @@
 //!   retained texts, present when not NULL.
 
 use std::borrow::Cow;
+use std::fmt::Write as _;
 
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde::ser::{SerializeMap, SerializeSeq, Serializer};
@@ -67,7 +68,7 @@ use serde_json::Value;
 use crate::store::events::EventRow;
 use crate::store::threads::ThreadRow;
 use crate::text::{
-    compact, compact_cut, compact_cut_flagged, thousands, utf16_len, utf16_prefix, utf16_suffix,
+    compact, compact_cut, compact_cut_flagged, truncate_ellipsis, utf16_len, utf16_suffix,
 };
 
 /// Result text limit at `summary`.
@@ -203,28 +204,56 @@ impl<'a> Projection<'a> {
         }
     }
 
-    /// The result as the model reads it in a tool result's `content` (not in `details`, which
-    /// keep the contract's compacted `result.text`): the answer with its line breaks, trimmed,
-    /// cut at the detail level's limit (none at `full`) at a line or word break where one is
-    /// near, and when cut followed by a note saying how much is shown and how to read the rest.
-    /// `None` without a result source.
-    pub fn content_result(&self) -> Option<String> {
-        let source = self.source?;
-        let text = source.text.trim();
-        let limit = match self.detail {
-            Detail::Summary => SUMMARY_RESULT_CHARS,
-            Detail::Tail => TAIL_RESULT_CHARS,
-            Detail::Full => return Some(text.to_string()),
+    /// The result lines of a `poll` or `wait` content text, as pi-threads writes them (each
+    /// block starts with an empty line; none without output text):
+    ///
+    /// - `full`: `Last assistant output (full retained):` and the raw output text;
+    /// - `tail`: `Assistant output tail[ (truncated)]:` and the output tail (raw, with its
+    ///   line breaks and its `[truncated first N chars]` prefix);
+    /// - `summary`: `Result summary (<charCount> chars[, truncated; use detail=tail or
+    ///   detail=full for more]):` (`Current assistant summary` while partial) and the answer.
+    ///   One deliberate improvement on the original, which shows the compacted
+    ///   `result.text` here: the answer keeps its line breaks (trimmed, and when the compacted
+    ///   text was cut, cut at the same 700 characters with `…`). `details` keep the
+    ///   contract's compacted `result.text`.
+    pub fn result_lines(&self, out: &mut String) {
+        let Some(source) = self.source else {
+            return;
         };
-        if utf16_len(text) <= limit {
-            return Some(text.to_string());
+        match self.detail {
+            Detail::Full => {
+                out.push_str("\n\nLast assistant output (full retained):\n");
+                out.push_str(source.text);
+            }
+            Detail::Tail => {
+                if let Some((tail, _, cut)) = &self.output {
+                    out.push_str(if *cut {
+                        "\n\nAssistant output tail (truncated):\n"
+                    } else {
+                        "\n\nAssistant output tail:\n"
+                    });
+                    out.push_str(tail);
+                }
+            }
+            Detail::Summary => {
+                let label = if source.partial {
+                    "Current assistant summary"
+                } else {
+                    "Result summary"
+                };
+                let text = source.text.trim();
+                let _ = write!(out, "\n\n{label} ({} chars", utf16_len(source.text));
+                if self.result_truncated {
+                    out.push_str(", truncated; use detail=tail or detail=full for more");
+                }
+                out.push_str("):\n");
+                if self.result_truncated {
+                    out.push_str(&truncate_ellipsis(text, SUMMARY_RESULT_CHARS));
+                } else {
+                    out.push_str(text);
+                }
+            }
         }
-        let head = cut_at_break(text, limit - 1);
-        Some(format!(
-            "{head}…\n(truncated: {} of {} characters; poll with detail \"full\")",
-            thousands(utf16_len(head) as i64),
-            thousands(utf16_len(source.text) as i64)
-        ))
     }
 
     /// The contract's `ThreadRuntimeSnapshot` (keys in the contract's order; see the module
@@ -518,6 +547,29 @@ pub struct RecentEvents<'a> {
     detail: Detail,
 }
 
+impl<'a> RecentEvents<'a> {
+    /// The events shown, oldest first, each with its data as the snapshot shows it
+    /// (`assistant_message.text` shortened as the detail level says).
+    pub fn shown(&self) -> impl Iterator<Item = (&'a EventRow, Value)> + '_ {
+        let keep = usize::try_from(recent_event_count(self.detail)).unwrap_or(usize::MAX);
+        let shown = &self.events[self.events.len().saturating_sub(keep)..];
+        let detail = self.detail;
+        shown.iter().map(move |e| {
+            let mut data: Value = serde_json::from_str(&e.data).unwrap_or(Value::Null);
+            if e.kind == "assistant_message" && detail != Detail::Full {
+                if let Some(text) = data.get("text").and_then(Value::as_str) {
+                    let limit = match detail {
+                        Detail::Summary => SUMMARY_EVENT_TEXT_CHARS,
+                        _ => TAIL_EVENT_TEXT_CHARS,
+                    };
+                    data["text"] = Value::String(compact_cut(text, limit));
+                }
+            }
+            (e, data)
+        })
+    }
+}
+
 /// How many of the newest events `detail` shows (all of them at `full`).
 pub fn recent_event_count(detail: Detail) -> i64 {
     match detail {
@@ -634,22 +686,6 @@ impl<'de> Deserialize<'de> for Borrowed<'de> {
             }
         }
         d.deserialize_str(K)
-    }
-}
-
-/// At most `units` UTF-16 units of `s`, ending before a line break (else a space) when one is
-/// in the last fifth of that, so a cut answer does not end mid-line or mid-word; trailing
-/// whitespace dropped.
-fn cut_at_break(s: &str, units: usize) -> &str {
-    let head = utf16_prefix(s, units);
-    let mut near = head.len() - head.len() / 5;
-    while !head.is_char_boundary(near) {
-        near += 1;
-    }
-    let tail = &head[near..];
-    match tail.rfind('\n').or_else(|| tail.rfind(' ')) {
-        Some(i) => head[..near + i].trim_end(),
-        None => head.trim_end(),
     }
 }
 
@@ -1360,19 +1396,35 @@ mod tests {
         }
     }
 
-    /// The model reads the answer with its line breaks; `details` keep the contract's
-    /// compacted text.
+    fn lines(p: &Projection<'_>) -> String {
+        let mut out = String::new();
+        p.result_lines(&mut out);
+        out
+    }
+
+    /// The model reads the answer with its line breaks (the one improvement on pi-threads'
+    /// text); `details` keep the contract's compacted text.
     #[test]
-    fn content_result_keeps_line_breaks_and_details_stay_compacted() {
+    fn result_lines_keep_line_breaks_and_details_stay_compacted() {
         let answer = "  Findings:\n\n1. The schema is stale.\n2. Two examples fail.\n  ";
         let facts = facts_with_answer(answer);
-        for detail in [Detail::Summary, Detail::Tail, Detail::Full] {
+        let want = [
+            (
+                Detail::Summary,
+                "\n\nResult summary (61 chars):\nFindings:\n\n1. The schema is stale.\n2. Two examples fail.".to_string(),
+            ),
+            (
+                Detail::Tail,
+                format!("\n\nAssistant output tail:\n{answer}"),
+            ),
+            (
+                Detail::Full,
+                format!("\n\nLast assistant output (full retained):\n{answer}"),
+            ),
+        ];
+        for (detail, text) in want {
             let p = Projection::new(&facts, detail);
-            assert_eq!(
-                p.content_result().as_deref(),
-                Some("Findings:\n\n1. The schema is stale.\n2. Two examples fail."),
-                "{detail:?}"
-            );
+            assert_eq!(lines(&p), text, "{detail:?}");
             let got = serde_json::to_value(p.snapshot()).unwrap();
             assert_eq!(
                 got["result"]["text"],
@@ -1381,51 +1433,58 @@ mod tests {
             );
             assert_eq!(got["result"]["text"], got["resultSummary"]);
         }
+        // No output text: no result lines.
         assert_eq!(
-            Projection::new(&facts_with_answer(" \n "), Detail::Summary).content_result(),
-            None
+            lines(&Projection::new(
+                &facts_with_answer(" \n "),
+                Detail::Summary
+            )),
+            ""
         );
     }
 
-    /// A cut answer says how much is shown and how to read the rest, with thousands
-    /// separators; it ends at a line break near the limit, and `full` is never cut.
+    /// A cut summary says so, as pi-threads' label does, and is cut at the same 700
+    /// characters; a cut tail says so too; `full` is never cut.
     #[test]
-    fn content_result_cut_says_so() {
+    fn result_lines_say_when_cut() {
         let line = "x".repeat(59) + "\n"; // 60 units a line
         let answer = line.repeat(80) + "end"; // 4,803 units
         let facts = facts_with_answer(&answer);
-        let summary = Projection::new(&facts, Detail::Summary)
-            .content_result()
-            .unwrap();
-        let (head, note) = summary.rsplit_once('\n').unwrap();
-        // 11 whole lines (659 units without the last break) fit in 699 units.
+        let summary = lines(&Projection::new(&facts, Detail::Summary));
+        let (label, text) = summary.trim_start().split_once('\n').unwrap();
         assert_eq!(
-            note,
-            "(truncated: 659 of 4,803 characters; poll with detail \"full\")"
+            label,
+            "Result summary (4803 chars, truncated; use detail=tail or detail=full for more):"
         );
-        assert_eq!(head, format!("{}…", line.repeat(11).trim_end()));
-        assert_eq!(head.matches('\n').count(), 10);
-        let tail = Projection::new(&facts, Detail::Tail)
-            .content_result()
-            .unwrap();
-        // 19 whole lines (1,139 units) of the 1,199 that fit.
+        assert_eq!(
+            text,
+            format!("{}…", crate::text::utf16_prefix(&answer, 699))
+        );
+        assert_eq!(text.matches('\n').count(), 11, "line breaks kept");
+        let tail = lines(&Projection::new(&facts, Detail::Tail));
         assert!(
-            tail.ends_with("…\n(truncated: 1,139 of 4,803 characters; poll with detail \"full\")"),
+            tail.starts_with(
+                "\n\nAssistant output tail (truncated):\n[truncated first 803 chars]\n"
+            ),
             "{tail}"
         );
-        assert_eq!(tail.matches('\n').count(), 19);
-        let full = Projection::new(&facts, Detail::Full)
-            .content_result()
-            .unwrap();
-        assert_eq!(full, answer);
-        // One long word: no break to back off to, cut at the limit.
-        let word = "é".repeat(2_000);
-        let cut = Projection::new(&facts_with_answer(&word), Detail::Summary)
-            .content_result()
-            .unwrap();
-        assert!(cut.starts_with(&format!("{}…\n", "é".repeat(699))), "{cut}");
-        assert!(cut.ends_with("(truncated: 699 of 2,000 characters; poll with detail \"full\")"));
+        let full = lines(&Projection::new(&facts, Detail::Full));
+        assert_eq!(
+            full,
+            format!("\n\nLast assistant output (full retained):\n{answer}")
+        );
+        // A live partial answer is the current summary.
+        let facts = ThreadFacts {
+            row: live_row(),
+            out: live_out(),
+            events: vec![],
+        };
+        assert_eq!(
+            lines(&Projection::new(&facts, Detail::Summary)),
+            "\n\nCurrent assistant summary (26 chars):\nReading\n\n the   schema"
+        );
         // The snapshot's result is unchanged by any of this.
+        let facts = facts_with_answer(&answer);
         let got =
             serde_json::to_value(Projection::new(&facts, Detail::Summary).snapshot()).unwrap();
         assert_eq!(got["result"]["charCount"], json!(4_803));

@@ -26,7 +26,7 @@ use serde_json::Value;
 use super::{thread_facts, Engine};
 use crate::contract::projection::{Detail, Projection, Snapshot, ThreadFacts};
 use crate::contract::thread::Listed;
-use crate::contract::ToolResult;
+use crate::contract::{format, ToolResult};
 use crate::error::{Error, Result};
 use crate::list::{self, ListQuery};
 use crate::output::Reply;
@@ -67,10 +67,11 @@ fn from_memory(facts: &[ThreadFacts]) -> Result<Vec<u8>> {
     let snapshots = serde_json::value::to_raw_value(&snapshots)?;
     let live = facts.iter().filter(|f| f.row.is_live()).count();
     let mut text = String::new();
-    let _ = header(&mut text, facts.len(), live);
-    for f in facts {
-        let r = &f.row;
-        let _ = line(&mut text, &r.path, &r.id, &r.status, &r.phase, &r.name);
+    if facts.is_empty() {
+        text.push_str(format::NO_THREADS);
+    }
+    for (i, p) in projections.iter().enumerate() {
+        let _ = format::list_line(&mut text, i == 0, &p.snapshot());
     }
     let mut json = Vec::with_capacity(2 * snapshots.get().len() + text.len() + 1024);
     serde_json::to_writer(
@@ -78,28 +79,6 @@ fn from_memory(facts: &[ThreadFacts]) -> Result<Vec<u8>> {
         &ToolResult::new(text, Listed::new(&*snapshots, facts.len(), live)),
     )?;
     Ok(json)
-}
-
-/// `N thread(s) (L live, C closed)`.
-fn header(f: &mut dyn fmt::Write, count: usize, live: usize) -> fmt::Result {
-    write!(
-        f,
-        "{count} thread{} ({live} live, {} closed)",
-        if count == 1 { "" } else { "s" },
-        count - live
-    )
-}
-
-/// One thread's line of the content text.
-fn line(
-    f: &mut dyn fmt::Write,
-    path: &str,
-    id: &str,
-    status: &str,
-    phase: &str,
-    name: &str,
-) -> fmt::Result {
-    write!(f, "\n- {path} ({id}) {status}/{phase} \"{name}\"")
 }
 
 /// The holes of a streamed list's template: the text, then the list (twice). Serialized, a
@@ -196,10 +175,11 @@ fn stream_spilling(
         }) => {
             let t = Template::new(count, live)?;
             w.write_all(t.part(0))?;
-            let mut head = String::new();
-            let _ = header(&mut head, count, live);
-            let quoted = serde_json::to_string(&head)?;
-            w.write_all(&quoted.as_bytes()[..quoted.len() - 1])?;
+            w.write_all(b"\"")?;
+            if count == 0 {
+                // Never: a list this long is answered from memory.
+                w.write_all(format::NO_THREADS.as_bytes())?;
+            }
             copy_from_start(&mut text, w)?;
             w.write_all(b"\"")?;
             w.write_all(t.part(1))?;
@@ -223,7 +203,6 @@ fn stream_spilling(
                 manager_id,
                 q,
                 count,
-                live,
                 failure: RefCell::new(None),
             };
             w.write_all(t.part(0))?;
@@ -277,15 +256,16 @@ fn spill_pass(
     let mut batch: Vec<ThreadRow> = Vec::with_capacity(BATCH);
     let mut first = true;
     let mut write_batch = |batch: &mut Vec<ThreadRow>, spill_ok: &mut bool| -> Result<()> {
+        let facts = thread_facts(conn, std::mem::take(batch), Detail::Summary)?;
         lines.clear();
-        for r in batch.iter() {
-            let _ = line(&mut lines, &r.path, &r.id, &r.status, &r.phase, &r.name);
+        for (i, f) in facts.iter().enumerate() {
+            let p = Projection::new(f, Detail::Summary);
+            let _ = format::list_line(&mut lines, first && i == 0, &p.snapshot());
         }
         escaped.clear();
         serde_json::to_writer(&mut escaped, lines.as_str())?;
         let inner = &escaped[1..escaped.len() - 1];
         *spill_ok = *spill_ok && text.write_all(inner).is_ok();
-        let facts = thread_facts(conn, std::mem::take(batch), Detail::Summary)?;
         let written = write_snapshots(&facts, first, &mut list);
         first = false;
         written.or_else(|e| match e.code {
@@ -385,7 +365,6 @@ struct Streamed<'c> {
     manager_id: i64,
     q: &'c ListQuery,
     count: usize,
-    live: usize,
     /// The first store error met while writing the text (a `Display` cannot return it).
     failure: RefCell<Option<Error>>,
 }
@@ -405,24 +384,37 @@ impl fmt::Display for Text<'_> {
         let s = self.0;
         // Lines are gathered into pieces of about 64 KiB, so the escaping writer sees few calls.
         let mut piece = String::with_capacity(PIECE_BYTES + 512);
-        header(&mut piece, s.count, s.live)?;
+        if s.count == 0 {
+            piece.push_str(format::NO_THREADS);
+        }
         let mut written: fmt::Result = Ok(());
-        let pass = list::each_row(s.conn, s.manager_id, s.q, |r| {
-            let text = |i| text_at(r, i);
-            let _ = line(
-                &mut piece,
-                text(col::PATH)?,
-                text(col::ID)?,
-                text(col::STATUS)?,
-                text(col::PHASE)?,
-                text(col::NAME)?,
-            );
+        let mut first = true;
+        let mut batch: Vec<ThreadRow> = Vec::with_capacity(BATCH);
+        // A line's title may be the child's session name (in thread_output): each batch's
+        // facts are read in the queries a list batch costs.
+        let mut write_batch = |batch: &mut Vec<ThreadRow>, piece: &mut String| -> Result<()> {
+            let facts = thread_facts(s.conn, std::mem::take(batch), Detail::Summary)?;
+            for f in &facts {
+                let p = Projection::new(f, Detail::Summary);
+                let _ = format::list_line(piece, first, &p.snapshot());
+                first = false;
+            }
+            Ok(())
+        };
+        let mut pass = list::each_row(s.conn, s.manager_id, s.q, |r| {
+            batch.push(ThreadRow::from_row(r)?);
+            if batch.len() == BATCH {
+                write_batch(&mut batch, &mut piece)?;
+            }
             if piece.len() >= PIECE_BYTES {
                 written = f.write_str(&piece);
                 piece.clear();
             }
             Ok(written.is_ok())
         });
+        if pass.is_ok() && written.is_ok() && !batch.is_empty() {
+            pass = write_batch(&mut batch, &mut piece);
+        }
         if let Err(e) = pass {
             // Stop here (the caller returns the error; the line stays unfinished).
             self.0.failure.borrow_mut().get_or_insert(e);
