@@ -274,19 +274,6 @@ pub fn archived(snap: &Snapshot<'_>, archived: bool) -> String {
     )
 }
 
-/// `wait`'s progress text: `Waiting <ms>ms for "<title>".` with `Path:`, `Status:`,
-/// `Running:` and the next line (the Pi extension writes the same from the progress details).
-pub fn waiting(snap: &Snapshot<'_>, waited_ms: u64) -> String {
-    format!(
-        "Waiting {waited_ms}ms for \"{}\".\nPath: {}\nStatus: {}\nRunning: {}\n{}",
-        title(snap),
-        snap.path,
-        status(snap),
-        yes_no(snap.running),
-        next_line(snap.next_suggested_actions)
-    )
-}
-
 /// One recent event: `<at> #<seq> <what>`.
 pub fn event_line(s: &mut String, seq: i64, at: &str, kind: &str, data: &Value) {
     let text = |k: &str| data.get(k).and_then(Value::as_str).unwrap_or("");
@@ -569,11 +556,13 @@ mod tests {
             text,
             "Wait completed after 12ms for \"inspect repo\".\nPath: /root/inspect_repo\nStatus: live/idle pid=123\nRunning: yes\nNext: send prompt, poll, or stop\nDetail: summary"
         );
+        // (Its progress text, `Waiting 12ms for "inspect repo".` …, is the Pi extension's:
+        // serve sends the progress details only.)
         let f = facts(closed(), OutputFacts::default());
-        let text = with(&f, Detail::Summary, |p| waiting(&p.snapshot(), 12));
+        let text = with(&f, Detail::Summary, |p| waited(p, &p.snapshot(), true, 12));
         assert_eq!(
             text,
-            "Waiting 12ms for \"inspect repo\".\nPath: /root/inspect_repo\nStatus: closed/exited\nRunning: no\nNext: archive, or list"
+            "Wait timed out after 12ms for \"inspect repo\".\nPath: /root/inspect_repo\nStatus: closed/exited\nRunning: no\nNext: archive, or list\nDetail: summary"
         );
         // "keeps default poll details summarized and makes full output explicit"
         let long = format!("FIRST\n{}\nLAST", "x".repeat(5_000));
