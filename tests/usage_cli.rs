@@ -244,10 +244,12 @@ fn usage_shows_the_budget_and_refuses_a_bad_one() {
 fn a_database_from_before_usage_accounting() {
     let db = seed();
     let conn = rusqlite::Connection::open(&db.path).unwrap();
-    // Undo V5 (managers' parent link; its rebuilt `commands` table is rebuilt again by the
-    // migration) and V4, and forget them.
+    // Undo V6 (thread_output's session columns), V5 (managers' parent link; its rebuilt
+    // `commands` table is rebuilt again by the migration) and V4, and forget them.
     conn.execute_batch(
-        "DROP INDEX managers_by_parent;
+        "ALTER TABLE thread_output DROP COLUMN pending_message_count;
+         ALTER TABLE thread_output DROP COLUMN session_name;
+         DROP INDEX managers_by_parent;
          DROP TRIGGER managers_parent_on_insert; DROP TRIGGER managers_parent_on_update;
          ALTER TABLE managers DROP COLUMN parent_manager_id;
          DROP VIEW subtree_usage; DROP VIEW thread_forest;
