@@ -16,6 +16,8 @@ CREATE TABLE thread_snapshots (
     detail    TEXT NOT NULL CHECK (detail IN ('summary', 'tail', 'full')),
     shape     TEXT NOT NULL,
     json      TEXT NOT NULL,
+    -- 'snapshot' at 'summary': the thread's line of a list's content text; else NULL.
+    line      TEXT,
     -- Why: every read is an equality lookup of one thread's view at one detail (a list's
     -- batch is a json_each join on it), and a thread's rows go together on invalidation.
     PRIMARY KEY (thread_id, view, detail)

@@ -389,14 +389,58 @@ class ServeConnection {
 	}
 }
 
-/** The text shown for a wait progress update. */
+/**
+ * The text shown for a wait progress update, as pi-threads writes it (`formatWaitProgress`):
+ * `Waiting <ms>ms for "<title>".`, then `Path:`, `Status:`, `Running:` and `Next:`, from the
+ * progress details' snapshot (serve's `contract::format` writes the same lines).
+ */
 function progressText(details: any): string {
 	const snap = details?.snapshot ?? details?.thread ?? {};
-	const who = snap.path ?? snap.id ?? "thread";
-	const phase = snap.phase ? ` (${snap.phase})` : "";
-	const waited = typeof details?.waitedMs === "number" ? `${details.waitedMs} ms` : "";
-	const of = typeof details?.timeoutMs === "number" ? ` of ${details.timeoutMs} ms` : "";
-	return `Waiting for ${who}${phase}${waited ? `: ${waited}${of}` : ""}`;
+	const waited = typeof details?.waitedMs === "number" ? details.waitedMs : 0;
+	const actions: string[] = Array.isArray(snap.nextSuggestedActions) ? snap.nextSuggestedActions : [];
+	return [
+		`Waiting ${waited}ms for "${threadTitle(snap)}".`,
+		`Path: ${snap.path ?? ""}`,
+		`Status: ${threadStatus(snap)}`,
+		`Running: ${snap.running ? "yes" : "no"}`,
+		`Next: ${actionList(actions)}`,
+	].join("\n");
+}
+
+/** Session name, else a display name that is neither id nor taskName, else the taskName. */
+function threadTitle(snap: any): string {
+	const clean = (v: unknown) => (typeof v === "string" && v.trim() !== "" ? v.trim() : null);
+	const id = typeof snap.id === "string" ? snap.id : "thread";
+	const session = snap.session?.kind === "known" ? clean(snap.session.name) : null;
+	if (session !== null) return session;
+	const name = clean(snap.name);
+	if (name !== null && name !== id && name !== snap.taskName) return name;
+	const task = clean(snap.taskName);
+	if (task !== null && task !== id) return task.replaceAll("_", " ");
+	const path = typeof snap.path === "string" ? snap.path : "";
+	const base = path.slice(path.lastIndexOf("/") + 1).trim();
+	if (base !== "" && base !== id) return base.replaceAll("_", " ");
+	return id.startsWith("thread_") ? id.slice(0, "thread_".length + 6) : id;
+}
+
+/** `live/<phase> pid=<pid>`, `closed/stale`, `closed/failed` or `closed/<exit kind>`. */
+function threadStatus(snap: any): string {
+	if (snap.status === "live") {
+		return typeof snap.pid === "number" ? `live/${snap.phase} pid=${snap.pid}` : `live/${snap.phase}`;
+	}
+	const exit = snap.exit;
+	if (!exit) return `closed/${snap.phase}`;
+	if (exit.kind === "stale") return "closed/stale";
+	if (exit.kind === "failed" || (exit.kind === "exited" && (exit.code !== 0 || exit.signal !== null))) {
+		return "closed/failed";
+	}
+	return `closed/${exit.kind}`;
+}
+
+function actionList(actions: string[]): string {
+	if (actions.length === 0) return "none";
+	if (actions.length === 1) return actions[0]!;
+	return `${actions.slice(0, -1).join(", ")}, or ${actions[actions.length - 1]!}`;
 }
 
 /**

@@ -98,6 +98,17 @@ pub fn compact_cut(s: &str, limit: usize) -> String {
     truncate_ellipsis_owned(compact_upto(s, limit), limit)
 }
 
+/// [`compact_cut`], and whether it cut anything (the text is then shorter than the whole
+/// compacted text).
+pub fn compact_cut_flagged(s: &str, limit: usize) -> (String, bool) {
+    let c = compact_upto(s, limit);
+    if fits(&c, limit) {
+        (c, false)
+    } else {
+        (truncate_ellipsis(&c, limit), true)
+    }
+}
+
 /// How each byte starts: 0 not whitespace, 1 ASCII whitespace (`\t`..=`\r`, space), 2 the lead
 /// byte of a multi-byte character that may be whitespace (U+0085, U+00A0, U+1680,
 /// U+2000..U+205F, U+3000).

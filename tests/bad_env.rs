@@ -777,7 +777,7 @@ fn session_files_that_vanished_or_broke_before_resume() {
             json!({"action": "start", "prompt": what, "taskName": task}),
         );
         let file = PathBuf::from(
-            r["result"]["details"]["snapshot"]["session"]["sessionFile"]
+            r["result"]["details"]["snapshot"]["session"]["file"]
                 .as_str()
                 .unwrap(),
         );

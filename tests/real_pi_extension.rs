@@ -266,8 +266,13 @@ fn real_pi_parent_with_the_extension_starts_waits_for_and_polls_a_real_child() {
     assert!(!updates.is_empty(), "no wait progress update\n{dump}");
     assert_eq!(updates[0]["partialResult"]["details"]["kind"], "waiting");
     assert!(
-        fake_llm::content_text(&updates[0]["partialResult"]["content"])
-            .starts_with("Waiting for /root/magic"),
+        fake_llm::content_text(&updates[0]["partialResult"]["content"]).starts_with("Waiting ")
+            && fake_llm::content_text(&updates[0]["partialResult"]["content"])
+                .contains("ms for \"")
+            && fake_llm::content_text(&updates[0]["partialResult"]["content"])
+                .contains("\nPath: /root/magic\nStatus: live/")
+            && fake_llm::content_text(&updates[0]["partialResult"]["content"])
+                .contains("\nRunning: yes\nNext: "),
         "{}",
         updates[0]
     );

@@ -26,6 +26,37 @@ use serve_client::{serve_with_pi_children, session_user_texts, Serve, ServeSpec}
 
 const WAIT_MS: u64 = 60_000;
 
+/// A worker's list status as `threadbase top` shows it (the original's terminal UI status;
+/// `threads_list` itself returns only `{workers}`): its row's status and phase with its
+/// view's report verdict and outcome.
+fn top_status(db: &std::path::Path, list: &Value, worker: &str) -> String {
+    let keys: Vec<&String> = list.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["workers"], "threads_list is {{workers}}: {list}");
+    let view = list["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["workerID"] == worker)
+        .unwrap_or_else(|| panic!("{worker} in {list}"));
+    let conn = rusqlite::Connection::open(db).unwrap();
+    conn.busy_timeout(std::time::Duration::from_secs(10))
+        .unwrap();
+    let (status, phase): (String, String) = conn
+        .query_row(
+            "SELECT status, phase FROM threads WHERE id = ?1",
+            [worker],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    threadbase::contract::worker::list_status(
+        &status,
+        &phase,
+        view["report"]["verdict"].as_str(),
+        view["outcome"].as_str(),
+    )
+    .to_string()
+}
+
 /// The next completion request whose last user message contains `needle` gets `step`.
 fn reply_to(fake: &FakeLlm, needle: &'static str, step: Step) {
     fake.route(
@@ -111,7 +142,7 @@ fn wait_for(s: &mut Serve, id: &str) -> Value {
 }
 
 fn session_of(r: &Value) -> String {
-    details(r)["snapshot"]["session"]["sessionFile"]
+    details(r)["snapshot"]["session"]["file"]
         .as_str()
         .unwrap()
         .to_string()
@@ -489,12 +520,12 @@ fn contract_c_interrupt_of_a_busy_worker_then_send() {
     let worker = v["workerID"].as_str().unwrap().to_string();
     fake.wait_for_requests(1, Duration::from_secs(30));
     let list = tool(&mut s, "threads_list", json!({}));
-    assert_eq!(list["statuses"][&worker], "running", "{list}");
+    assert_eq!(top_status(&db, &list, &worker), "running", "{list}");
 
     let v = tool(&mut s, "threads_interrupt", json!({"workerID": worker}));
     assert_eq!(v["outcome"], "interrupted", "{v}");
     let list = tool(&mut s, "threads_list", json!({}));
-    assert_eq!(list["statuses"][&worker], "interrupted", "{list}");
+    assert_eq!(top_status(&db, &list, &worker), "interrupted", "{list}");
 
     tool(
         &mut s,
@@ -506,7 +537,7 @@ fn contract_c_interrupt_of_a_busy_worker_then_send() {
         let list = tool(&mut s, "threads_list", json!({}));
         // Succeeded without a report: listed "no report".
         if list["workers"][0]["outcome"] == "succeeded" {
-            assert_eq!(list["statuses"][&worker], "no report", "{list}");
+            assert_eq!(top_status(&db, &list, &worker), "no report", "{list}");
             break;
         }
         assert!(Instant::now() < deadline, "never succeeded: {list}");
@@ -544,7 +575,8 @@ fn contract_c_interrupt_of_a_busy_worker_then_send() {
     std::thread::sleep(Duration::from_millis(3_500));
     let list = tool(&mut s, "threads_list", json!({}));
     assert_eq!(
-        list["statuses"][&early], "interrupted",
+        top_status(&db, &list, &early),
+        "interrupted",
         "the run did not go on: {list}"
     );
     close(s, &env);

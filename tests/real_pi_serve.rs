@@ -67,10 +67,43 @@ fn real_pi_children_through_serve() {
         details(&r)["snapshot"]["resultSummary"],
         "First answer: 41."
     );
-    let session_file = details(&r)["snapshot"]["session"]["sessionFile"]
+    let session_file = details(&r)["snapshot"]["session"]["file"]
         .as_str()
         .unwrap()
         .to_string();
+    // The session as pi-threads shows it: known, with the name and pending count real Pi's
+    // get_state answered (the child runs with --name "<display name>").
+    let session = &details(&r)["snapshot"]["session"];
+    let keys: Vec<&str> = session
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(|k| k.as_str())
+        .collect();
+    assert_eq!(
+        keys,
+        ["kind", "file", "id", "name", "pendingMessageCount"],
+        "{session}"
+    );
+    assert_eq!(session["kind"], "known", "{session}");
+    assert_eq!(session["name"], "What is the answer?", "{session}");
+    assert_eq!(session["pendingMessageCount"], 0, "{session}");
+    let header: Value = serde_json::from_str(
+        std::fs::read_to_string(&session_file)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(session["id"], header["id"], "{session}");
+    // The title the content text uses is that session name.
+    let text = r["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("Wait completed after ")
+            && text.contains("ms for \"What is the answer?\".\nPath: /root/answer\n"),
+        "{text}"
+    );
 
     let r = s.thread(json!({"action": "send", "id": "answer", "message": "Try again."}));
     assert_eq!(

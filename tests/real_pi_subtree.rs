@@ -222,7 +222,10 @@ fn real_pi_root_reads_and_stops_a_grandchild_held_by_a_childs_serve() {
         summary["message"]
             .as_str()
             .unwrap()
-            .starts_with(&format!("/root/watched/docs_check ({docs_id}) is live / ")),
+            .starts_with("Pi thread \"")
+            && summary["message"].as_str().unwrap().contains(&format!(
+                "\"\nPath: /root/watched/docs_check\nID: {docs_id}\n"
+            )),
         "{summary}"
     );
     let actions = ui(&mut p, "select");
@@ -236,9 +239,10 @@ fn real_pi_root_reads_and_stops_a_grandchild_held_by_a_childs_serve() {
     let stopped = ui(&mut p, "notify");
     let stopped_text = stopped["message"].as_str().unwrap();
     assert!(
-        stopped_text.starts_with(&format!("Stopped /root/watched/docs_check ({docs_id})"))
+        stopped_text.starts_with("Stopped \"")
+            && stopped_text.contains("\".\nPath: /root/watched/docs_check\nStatus: closed/")
             && stopped_text.contains(&format!(
-                "carried out by the serve that holds it, pid {}",
+                "\nNote: carried out by the serve that holds it (pid {}).",
                 child_serve.child.id()
             )),
         "{stopped}"

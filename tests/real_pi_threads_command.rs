@@ -193,7 +193,9 @@ fn threads_command_lists_polls_and_stops_a_thread_through_pi_dialogs() {
     let summary = p.ui_request("notify");
     let summary_text = summary["message"].as_str().unwrap().to_string();
     assert!(
-        summary_text.starts_with("/root/watched (thread_") && summary_text.contains(" is live / "),
+        summary_text.starts_with("Pi thread \"")
+            && summary_text.contains("\nPath: /root/watched\nID: thread_")
+            && summary_text.contains("\nStatus: live/"),
         "the poll summary: {summary}"
     );
     let actions = p.ui_request("select");
@@ -210,7 +212,7 @@ fn threads_command_lists_polls_and_stops_a_thread_through_pi_dialogs() {
         again["message"]
             .as_str()
             .unwrap()
-            .starts_with("/root/watched (thread_"),
+            .starts_with("Pi thread \"Watcher\"\nPath: /root/watched\nID: thread_"),
         "{again}"
     );
     let actions = p.ui_request("select");
@@ -247,7 +249,11 @@ fn threads_command_lists_polls_and_stops_a_thread_through_pi_dialogs() {
         stopped["message"]
             .as_str()
             .unwrap()
-            .starts_with("Stopped /root/watched (thread_"),
+            .starts_with("Stopped \"")
+            && stopped["message"]
+                .as_str()
+                .unwrap()
+                .ends_with("\nPath: /root/watched\nStatus: closed/stopped"),
         "{stopped}"
     );
     let row = thread_row(&db, "/root/watched");
@@ -257,7 +263,10 @@ fn threads_command_lists_polls_and_stops_a_thread_through_pi_dialogs() {
     // The view polls again: closed, no Stop any more. Back to the list, then Close.
     let after = p.ui_request("notify");
     assert!(
-        after["message"].as_str().unwrap().contains(" is closed / "),
+        after["message"]
+            .as_str()
+            .unwrap()
+            .contains("\nStatus: closed/stopped\n"),
         "{after}"
     );
     let actions = p.ui_request("select");

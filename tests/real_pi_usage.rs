@@ -215,7 +215,11 @@ fn real_pi_usage_across_three_levels_a_resume_and_a_fork() {
         Step::text("DOCS-DONE: 3 stale examples").with_usage(u2),
     );
     fake.route(
-        |r| last_tool_result(r).is_some_and(|t| t.contains("Started /root/lead/docs")),
+        |r| {
+            last_tool_result(r).is_some_and(|t| {
+                t.contains("Started Pi thread") && t.contains("\nPath: /root/lead/docs")
+            })
+        },
         Step::tool_call(
             "thread",
             json!({"action": "wait", "id": "docs", "timeoutMs": 60000}),

@@ -223,7 +223,7 @@ fn the_root_reads_its_whole_subtree_from_the_rows() {
     assert_eq!(r["details"]["count"], 6);
     assert_eq!(r["details"]["threads"], r["details"]["snapshots"]);
     assert!(
-        text(&r).contains("- /root/lead/docs_check ("),
+        text(&r).contains(" /root/lead/docs_check - live/"),
         "{}",
         text(&r)
     );
@@ -267,7 +267,7 @@ fn the_root_reads_its_whole_subtree_from_the_rows() {
     assert_eq!(snap(r)["phase"], "idle");
     assert_eq!(snap(r)["resultSummary"], "first line second line");
     assert!(
-        text(r).ends_with("Result:\nfirst line\nsecond line"),
+        text(r).ends_with("\n\nResult summary (22 chars):\nfirst line\nsecond line"),
         "{}",
         text(r)
     );
@@ -311,9 +311,12 @@ fn send_stop_and_resume_of_a_grandchild_are_carried_out_by_its_serve() {
     assert_eq!(r["details"]["accepted"], true);
     assert_eq!(r["details"]["error"], Value::Null);
     assert!(
-        text(&r).starts_with(&format!(
-            "Sent prompt to /root/lead/docs_check ({docs}); accepted. (carried out by the serve that holds it, pid {lead_pid})"
-        )),
+        text(&r).starts_with("Sent message to \"")
+            && text(&r)
+                .contains(" with mode prompt.\nPath: /root/lead/docs_check\nAccepted: yes\n")
+            && text(&r).ends_with(&format!(
+                "\nNote: carried out by the serve that holds it (pid {lead_pid})."
+            )),
         "{}",
         text(&r)
     );
@@ -410,10 +413,7 @@ fn send_stop_and_resume_of_a_grandchild_are_carried_out_by_its_serve() {
     assert_eq!(r["details"]["accepted"], true, "{r}");
     assert!(!text(&r).contains("carried out by"));
     let r = wait_idle(&mut root, "lead/docs_check");
-    let file = snap(&r)["session"]["sessionFile"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let file = snap(&r)["session"]["file"].as_str().unwrap().to_string();
     assert_eq!(
         serve_client::session_user_texts(std::path::Path::new(&file)),
         ["work on docs_check", "more", "again", "hello", "taken over"],
@@ -528,10 +528,7 @@ fn a_refused_or_untaken_command_is_a_clear_error() {
     assert_eq!(r["details"]["accepted"], true, "{r}");
     let r = wait_idle(&mut root, "lead/slow");
     assert_eq!(snap(&r)["resultSummary"], "reply to now");
-    let file = snap(&r)["session"]["sessionFile"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let file = snap(&r)["session"]["file"].as_str().unwrap().to_string();
     assert_eq!(
         serve_client::session_user_texts(std::path::Path::new(&file)),
         ["work on slow", "now"],

@@ -142,9 +142,45 @@ fn every_action_through_serve() {
     assert_eq!(d["timedOut"], false);
     assert_eq!(d["snapshot"]["phase"], "idle");
     assert_eq!(d["snapshot"]["resultSummary"], "answer to Say hi then more");
-    assert!(s.notifications().iter().any(|n| n["method"] == "progress"
-        && n["params"]["requestId"] == id
-        && n["params"]["details"]["kind"] == "waiting"));
+    // The wait's get_state told the session's name (the child's --name) and pending count.
+    let session = &d["snapshot"]["session"];
+    assert_eq!(session["kind"], "known", "{session}");
+    assert_eq!(session["name"], "Say hi", "{session}");
+    assert_eq!(session["pendingMessageCount"], 0, "{session}");
+    assert!(session["file"].as_str().unwrap().ends_with(".jsonl"));
+    assert!(session["id"].is_string());
+    let progress: Vec<Value> = s
+        .notifications()
+        .iter()
+        .filter(|n| n["method"] == "progress" && n["params"]["requestId"] == id)
+        .map(|n| n["params"]["details"].clone())
+        .collect();
+    assert!(!progress.is_empty());
+    // Each progress carries what every single-thread result does, and no timeoutMs.
+    for p in &progress {
+        let keys: Vec<&str> = p.as_object().unwrap().keys().map(|k| k.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "kind",
+                "snapshot",
+                "thread",
+                "running",
+                "detail",
+                "nextSuggestedActions",
+                "waitedMs"
+            ],
+            "{p}"
+        );
+        assert_eq!(p["kind"], "waiting");
+        assert_eq!(p["snapshot"], p["thread"]);
+        assert_eq!(p["running"], p["snapshot"]["running"]);
+        assert_eq!(p["detail"], "summary");
+        assert_eq!(
+            p["nextSuggestedActions"],
+            p["snapshot"]["nextSuggestedActions"]
+        );
+    }
 
     // poll at each detail.
     let r = s.thread(json!({"action": "poll", "id": hi, "detail": "tail"}));
@@ -374,7 +410,7 @@ fn wait_after_resume_or_fork_is_idle_at_once() {
     let w = world(json!({"default_reply": "reply to {prompt}"}));
     let mut s = w.serve(&[]);
     let r = s.thread(json!({"action": "start", "prompt": "go", "taskName": "a"}));
-    let file = details(&r)["snapshot"]["session"]["sessionFile"]
+    let file = details(&r)["snapshot"]["session"]["file"]
         .as_str()
         .unwrap()
         .to_string();
@@ -431,7 +467,7 @@ fn a_long_wait_does_not_block_a_poll_and_times_out_without_stopping() {
     assert_eq!(details(&r)["kind"], "started");
     let wait = s.send(
         "thread",
-        json!({"action": "wait", "id": "slow", "timeoutMs": 1500}),
+        json!({"action": "wait", "id": "slow", "timeoutMs": 1500, "detail": "tail"}),
     );
     let started = std::time::Instant::now();
     let poll = s.send("thread", json!({"action": "poll", "id": "slow"}));
@@ -443,6 +479,20 @@ fn a_long_wait_does_not_block_a_poll_and_times_out_without_stopping() {
     assert_eq!(p["result"]["details"]["snapshot"]["phase"], "busy");
     let r = s.response(wait, Duration::from_secs(10));
     assert_eq!(r["result"]["details"]["timedOut"], true);
+    // Progress is projected at the wait's detail, as its answer is.
+    let progress: Vec<Value> = s
+        .notifications()
+        .iter()
+        .filter(|n| n["method"] == "progress" && n["params"]["requestId"] == wait)
+        .map(|n| n["params"]["details"].clone())
+        .collect();
+    assert!(!progress.is_empty());
+    for p in &progress {
+        assert_eq!(p["detail"], "tail", "{p}");
+        assert_eq!(p["snapshot"]["detail"], "tail", "{p}");
+        assert_eq!(p["running"], true, "{p}");
+        assert!(p.get("timeoutMs").is_none(), "{p}");
+    }
     assert_eq!(
         r["result"]["details"]["snapshot"]["status"], "live",
         "waiting never stops the child"
@@ -630,7 +680,7 @@ fn error_paths_through_serve() {
 
     // A vanished session file is not resumable; neither is a thread with no file.
     let r = s.thread(json!({"action": "stop", "id": "beta"}));
-    let file = details(&r)["snapshot"]["session"]["sessionFile"]
+    let file = details(&r)["snapshot"]["session"]["file"]
         .as_str()
         .unwrap()
         .to_string();
@@ -829,8 +879,9 @@ fn serve_answers_over_one_socket_for_stdin_and_stdout() {
     assert!(child.wait().unwrap().success());
 }
 
-/// What the model reads: the `content` text keeps a child's line breaks; a cut answer says
-/// so and how to get the rest; `details` stay exactly the contract's (compacted, cut) text.
+/// What the model reads: pi-threads' multi-line blocks. At `summary` the answer keeps its
+/// line breaks (threadbase's one improvement), a cut one is labelled as pi-threads labels it;
+/// `details` stay exactly the contract's (compacted, cut) text.
 #[test]
 fn content_keeps_the_answers_line_breaks_and_says_when_it_is_cut() {
     let short = "Findings:\n1. The schema is stale.\n2. Two examples fail.";
@@ -844,63 +895,65 @@ fn content_keeps_the_answers_line_breaks_and_says_when_it_is_cut() {
     let mut s = w.serve(&[]);
     s.thread(json!({"action": "start", "prompt": "short answer", "taskName": "short"}));
     let r = s.thread(json!({"action": "wait", "id": "short", "timeoutMs": 20000}));
+    let snap = &details(&r)["snapshot"];
+    let waited = details(&r)["waitedMs"].as_u64().unwrap();
     assert_eq!(
         text(&r),
         format!(
-            "/root/short ({}) is live / idle. Result:\n{short}",
-            details(&r)["snapshot"]["id"].as_str().unwrap()
+            "Wait completed after {waited}ms for \"short answer\".\nPath: /root/short\nStatus: live/idle pid={}\nRunning: yes\nNext: send prompt, poll, or stop\nDetail: summary\n\nResult summary ({} chars):\n{short}",
+            snap["pid"],
+            short.len()
         )
     );
     assert_eq!(
-        details(&r)["snapshot"]["result"]["text"],
+        snap["result"]["text"],
         "Findings: 1. The schema is stale. 2. Two examples fail."
     );
-    assert_eq!(
-        details(&r)["snapshot"]["resultSummary"],
-        details(&r)["snapshot"]["result"]["text"]
-    );
+    assert_eq!(snap["resultSummary"], snap["result"]["text"]);
 
     s.thread(json!({"action": "send", "id": "short", "message": "now the long one"}));
     let r = s.thread(json!({"action": "wait", "id": "short", "timeoutMs": 20000}));
-    let total = long.chars().count();
+    let total = long.encode_utf16().count();
     let t = text(&r);
-    assert!(t.contains("Result:\nReport:\n01. word"), "{t}");
-    assert!(t.lines().count() > 10, "line breaks kept: {t}");
-    let note = t.lines().last().unwrap();
-    let shown = note
-        .strip_prefix("(truncated: ")
-        .and_then(|n| n.split(' ').next())
-        .unwrap_or_else(|| panic!("no note in {t}"));
-    assert_eq!(
-        note,
-        format!(
-            "(truncated: {shown} of {} characters; poll with detail \"full\")",
-            threadbase::text::thousands(total as i64)
-        )
+    let label = format!(
+        "\n\nResult summary ({total} chars, truncated; use detail=tail or detail=full for more):\n"
     );
-    let shown: usize = shown.parse().unwrap();
-    assert!((600..700).contains(&shown), "{shown}");
-    // details: the contract's compacted summary, unchanged.
+    let (_, answer) = t.split_once(&label).unwrap_or_else(|| panic!("{t}"));
+    assert!(answer.starts_with("Report:\n01. word"), "{t}");
+    assert!(answer.lines().count() > 5, "line breaks kept: {t}");
+    assert_eq!(answer, threadbase::text::truncate_ellipsis(&long, 700));
+    // details: the contract's compacted summary, unchanged, and marked truncated.
     let snap = &details(&r)["snapshot"];
     let compacted = threadbase::text::compact_cut(&long, 700);
     assert_eq!(snap["result"]["text"], compacted.as_str());
     assert_eq!(snap["result"]["charCount"], total);
+    assert_eq!(snap["result"]["truncated"], true);
     assert!(!compacted.contains('\n'));
 
-    // tail cuts later, full not at all.
+    // tail: the output tail; full: the whole retained text.
     let r = s.thread(json!({"action": "poll", "id": "short", "detail": "tail"}));
     assert!(
-        text(&r).ends_with("characters; poll with detail \"full\")"),
+        text(&r).contains("\nDetail: tail\nSession: "),
+        "{}",
+        text(&r)
+    );
+    assert!(
+        text(&r).contains(&format!(
+            "\n\nAssistant output tail (truncated):\n[truncated first {} chars]\n{}\n\nRecent events:\n- ",
+            total - 4_000,
+            &long[long.len() - 4_000..]
+        )),
         "{}",
         text(&r)
     );
     let r = s.thread(json!({"action": "poll", "id": "short", "detail": "full"}));
     assert!(
-        text(&r).ends_with(&format!("Result:\n{long}")),
+        text(&r).contains(&format!(
+            "\n\nLast assistant output (full retained):\n{long}\n\nRecent events:\n- "
+        )),
         "{}",
         text(&r)
     );
-    assert!(!text(&r).contains("(truncated"));
     assert_eq!(
         details(&r)["snapshot"]["lastAssistantText"],
         long.as_str(),

@@ -29,6 +29,37 @@ struct World {
     marker: String,
 }
 
+/// A worker's list status as `threadbase top` shows it (the original's terminal UI status;
+/// `threads_list` itself returns only `{workers}`): its row's status and phase with its
+/// view's report verdict and outcome.
+fn top_status(db: &std::path::Path, list: &Value, worker: &str) -> String {
+    let keys: Vec<&String> = list.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["workers"], "threads_list is {{workers}}: {list}");
+    let view = list["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["workerID"] == worker)
+        .unwrap_or_else(|| panic!("{worker} in {list}"));
+    let conn = rusqlite::Connection::open(db).unwrap();
+    conn.busy_timeout(std::time::Duration::from_secs(10))
+        .unwrap();
+    let (status, phase): (String, String) = conn
+        .query_row(
+            "SELECT status, phase FROM threads WHERE id = ?1",
+            [worker],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    threadbase::contract::worker::list_status(
+        &status,
+        &phase,
+        view["report"]["verdict"].as_str(),
+        view["outcome"].as_str(),
+    )
+    .to_string()
+}
+
 fn world(script: &str) -> World {
     let dir = tempfile::tempdir().unwrap();
     let root = dunce::canonicalize(dir.path()).unwrap();
@@ -56,6 +87,11 @@ fn world(script: &str) -> World {
 impl World {
     /// A serve whose caller (and coordinator identity) is `session_id`.
     fn serve(&self, session_id: &str, extra_env: &[(&str, &str)]) -> Serve {
+        self.serve_with(session_id, extra_env, &[])
+    }
+
+    /// [`World::serve`] with more serve arguments (e.g. the coordinator's `--parent-args`).
+    fn serve_with(&self, session_id: &str, extra_env: &[(&str, &str)], more: &[&str]) -> Serve {
         let mut env = vec![
             (
                 "THREADBASE_PI_COMMAND".to_string(),
@@ -81,7 +117,10 @@ impl World {
                 session_id.into(),
                 "--cwd".into(),
                 self.root.display().to_string(),
-            ],
+            ]
+            .into_iter()
+            .chain(more.iter().map(|a| a.to_string()))
+            .collect(),
             env,
             cwd: self.root.clone(),
             clear_env: false,
@@ -328,10 +367,10 @@ fn spawn_is_idempotent_and_delivers_the_initial_prompt_once() {
         REVIEW_WORKER
     );
 
-    // list: hidden included, statuses beside the views.
+    // list: {workers}, hidden included; the status `top` shows for it.
     let list = tool(&mut s, "threads_list", json!({}));
     assert_eq!(list["workers"].as_array().unwrap().len(), 1);
-    assert_eq!(list["statuses"][REVIEW_WORKER], "no report");
+    assert_eq!(top_status(&w.db, &list, REVIEW_WORKER), "no report");
     assert_eq!(
         w.count("SELECT count(*) FROM threads WHERE coordinator_id IS NOT NULL"),
         1
@@ -359,7 +398,7 @@ fn a_retry_after_a_failed_launch_relaunches_and_delivers_what_is_pending() {
         "the prompt was never accepted"
     );
     let list = tool(&mut s, "threads_list", json!({}));
-    assert_eq!(list["statuses"][REVIEW_WORKER], "failed");
+    assert_eq!(top_status(&w.db, &list, REVIEW_WORKER), "failed");
     // The agent works now; the identical retry resumes the saved session and delivers once.
     std::fs::write(w.root.join("script.json"), QUICK).unwrap();
     let v = tool(&mut s, "threads_spawn", params.clone());
@@ -585,14 +624,14 @@ fn interrupt_hide_restore_and_snapshot() {
     let slow = v["workerID"].as_str().unwrap().to_string();
     assert_eq!(v["outcome"], Value::Null);
     let list = tool(&mut s, "threads_list", json!({}));
-    assert_eq!(list["statuses"][&slow], "running");
+    assert_eq!(top_status(&w.db, &list, &slow), "running");
     let e = error(&mut s, "threads_spawn", spawn_params(&w, "next", "Next"));
     assert_eq!(e["code"], "limit");
     let v = tool(&mut s, "threads_interrupt", json!({"workerID": slow}));
     assert_eq!(v["outcome"], "interrupted");
     assert_eq!(v["hidden"], false);
     let list = tool(&mut s, "threads_list", json!({}));
-    assert_eq!(list["statuses"][&slow], "interrupted");
+    assert_eq!(top_status(&w.db, &list, &slow), "interrupted");
     // The interrupted worker frees its slot; interrupting an idle worker changes nothing.
     let next = tool(&mut s, "threads_spawn", spawn_params(&w, "next", "Next"));
     let next_id = next["workerID"].as_str().unwrap().to_string();
@@ -604,7 +643,7 @@ fn interrupt_hide_restore_and_snapshot() {
     assert_eq!(v["hidden"], true);
     let list = tool(&mut s, "threads_list", json!({}));
     assert_eq!(list["workers"].as_array().unwrap().len(), 2);
-    assert_eq!(list["statuses"][&next_id], "running");
+    assert_eq!(top_status(&w.db, &list, &next_id), "running");
 
     // A PASS report hides by default.
     let mut ws = w.serve(&slow, &[]);
@@ -759,7 +798,7 @@ fn roles_and_report_dedupe_across_processes() {
     assert_eq!(v["report"], report);
     assert_eq!(v["hidden"], true, "PASS WITH NOTES hides by default");
     let list = tool(&mut s, "threads_list", json!({}));
-    assert_eq!(list["statuses"][REVIEW_WORKER], "PASS WITH NOTES");
+    assert_eq!(top_status(&w.db, &list, REVIEW_WORKER), "PASS WITH NOTES");
     wait_until("the report notice", Duration::from_secs(10), || {
         s.notifications()
             .iter()
@@ -969,7 +1008,11 @@ fn a_rejected_prompt_is_a_failed_run_and_stays_pending() {
         1
     );
     assert_eq!(
-        tool(&mut s, "threads_list", json!({}))["statuses"][REVIEW_WORKER],
+        top_status(
+            &w.db,
+            &tool(&mut s, "threads_list", json!({})),
+            REVIEW_WORKER
+        ),
         "failed"
     );
     // A failed worker frees its slot.
@@ -1008,5 +1051,54 @@ fn a_crashed_coordinator_leaves_an_interrupted_worker_that_a_retry_relaunches() 
     assert_eq!(w.user_messages(REVIEW_WORKER).len(), 1);
     tool(&mut s, "threads_spawn", spawn_params(&w, "next", "Next"));
     s.close(Duration::from_secs(20));
+    assert!(w.leftovers().is_empty());
+}
+
+/// The original sets a worker's model from its runtime at spawn: with the coordinator's model
+/// known (its argv, `--parent-args`), the spawn's view already carries it; without one it is
+/// learnt from the session after the first run (see `spawn_is_idempotent_and_delivers_the_initial_prompt_once`).
+#[test]
+fn the_coordinators_model_is_the_workers_model_at_spawn() {
+    let w = world(QUICK);
+    for (parent_args, want) in [
+        (
+            r#"["pi","--model","prov/parent-model"]"#,
+            json!({"providerID": "prov", "id": "parent-model"}),
+        ),
+        (
+            r#"["pi","--provider","prov","--model","parent-model"]"#,
+            json!({"providerID": "prov", "id": "parent-model"}),
+        ),
+        // Pi takes no inline `--model=…` (it would be an unknown extension flag): no model is
+        // known from it, so none is shown until the session tells it.
+        (r#"["pi","--model=prov/inline-model"]"#, Value::Null),
+    ] {
+        let mut s = w.serve_with(COORD, &[], &["--parent-args", parent_args]);
+        let key = format!("k{}", threadbase::ids::random_hex(4));
+        let v = tool(
+            &mut s,
+            "threads_spawn",
+            json!({"key": key, "title": "T", "directory": w.work(), "task": "Check"}),
+        );
+        assert_eq!(v["model"], want, "{parent_args}: {v}");
+        let id = v["workerID"].as_str().unwrap().to_string();
+        let list = tool(&mut s, "threads_list", json!({}));
+        let listed = list["workers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["workerID"] == id.as_str())
+            .unwrap()
+            .clone();
+        assert_eq!(listed["model"], want, "{parent_args}: {list}");
+        let v = wait_view(&mut s, &id, |v| v["outcome"] == "succeeded");
+        if want.is_null() {
+            assert_eq!(
+                v["model"],
+                json!({"providerID": "scripted", "id": "scripted-model"})
+            );
+        }
+        s.close(Duration::from_secs(20));
+    }
     assert!(w.leftovers().is_empty());
 }

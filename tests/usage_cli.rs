@@ -244,10 +244,18 @@ fn usage_shows_the_budget_and_refuses_a_bad_one() {
 fn a_database_from_before_usage_accounting() {
     let db = seed();
     let conn = rusqlite::Connection::open(&db.path).unwrap();
-    // Undo V6 (contract B's spawn-order index), V5 (managers' parent link; its rebuilt
-    // `commands` table is rebuilt again by the migration) and V4, and forget them.
+    // Undo V8 (the snapshot cache), V7 (thread_output's session columns), V6 (contract B's
+    // spawn-order index), V5 (managers' parent link; its rebuilt `commands` table is rebuilt
+    // again by the migration) and V4, and forget them.
     conn.execute_batch(
-        "DROP INDEX threads_agent_by_manager;
+        "DROP TRIGGER thread_snapshots_stale_on_thread;
+         DROP TRIGGER thread_snapshots_stale_on_output_insert;
+         DROP TRIGGER thread_snapshots_stale_on_output_update;
+         DROP TRIGGER thread_snapshots_stale_on_output_delete;
+         DROP TABLE thread_snapshots;
+         ALTER TABLE thread_output DROP COLUMN pending_message_count;
+         ALTER TABLE thread_output DROP COLUMN session_name;
+         DROP INDEX threads_agent_by_manager;
          DROP INDEX managers_by_parent;
          DROP TRIGGER managers_parent_on_insert; DROP TRIGGER managers_parent_on_update;
          ALTER TABLE managers DROP COLUMN parent_manager_id;

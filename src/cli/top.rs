@@ -138,6 +138,9 @@ struct Row {
     root: Option<String>,
     /// The thread it hangs under in that tree (possibly in another manager).
     forest_parent: Option<String>,
+    /// A contract C worker's run outcome and report verdict (its list status).
+    outcome: Option<String>,
+    verdict: Option<String>,
 }
 
 impl Row {
@@ -150,6 +153,16 @@ impl Row {
             if let Some(s) = &self.agent_state {
                 return s.clone();
             }
+        }
+        if self.contract == "worker" {
+            // The status the original's terminal UI lists (not part of threads_list).
+            return crate::contract::worker::list_status(
+                &self.status,
+                &self.phase,
+                self.verdict.as_deref(),
+                self.outcome.as_deref(),
+            )
+            .to_string();
         }
         let mut s = format!("{}/{}", self.status, self.phase);
         if let Some(k) = &self.exit_kind {
@@ -968,6 +981,8 @@ fn load_rows(conn: &Connection) -> Result<Vec<Row>> {
             cost_usd: 0.0,
             root: None,
             forest_parent: None,
+            outcome: r.get(17)?,
+            verdict: r.get(18)?,
         })
     })?;
     let mut rows = rows.collect::<rusqlite::Result<Vec<_>>>()?;
@@ -1082,4 +1097,87 @@ fn detail_lines(s: &Value) -> Vec<Line<'static>> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::threads::{insert_thread, upsert_manager, Contract, ManagerSpec, NewThread};
+
+    /// A contract C worker's row shows the list status the original's terminal UI shows
+    /// (threads_list itself returns only `{workers}`); other contracts keep theirs.
+    #[test]
+    fn worker_rows_show_their_list_status() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::Store::open(dir.path().join("t.sqlite")).unwrap();
+        store
+            .write(|tx| {
+                let m = upsert_manager(
+                    tx,
+                    &ManagerSpec {
+                        session_id: "ses_coord",
+                        contract: Contract::Worker,
+                        scope_path: "/root",
+                        depth: 0,
+                        self_thread_id: None,
+                        session_file: None,
+                        cwd: None,
+                        owner_pid: None,
+                        owner_started_at: None,
+                    },
+                )?;
+                for (id, status, phase) in [
+                    ("ses_busy", "live", "busy"),
+                    ("ses_new", "live", "starting"),
+                    ("ses_done", "live", "idle"),
+                    ("ses_pass", "live", "idle"),
+                    ("ses_gone", "live", "idle"),
+                ] {
+                    insert_thread(
+                        tx,
+                        &NewThread {
+                            id: id.into(),
+                            manager_id: m,
+                            path: format!("/root/{id}"),
+                            parent_path: Some("/root".into()),
+                            task_name: id.into(),
+                            name: id.into(),
+                            depth: 1,
+                            cwd: "/w".into(),
+                            status,
+                            phase,
+                            ..Default::default()
+                        },
+                    )?;
+                }
+                tx.execute_batch(
+                    "UPDATE threads SET outcome = 'succeeded' WHERE id IN ('ses_done', 'ses_pass');
+                     UPDATE threads SET status = 'closed', exit_kind = 'stopped'
+                     WHERE id IN ('ses_pass', 'ses_gone');
+                     INSERT INTO reports (worker_id, verdict, summary, evidence, message_id, created_at)
+                     VALUES ('ses_pass', 'PASS WITH NOTES', 'ok', '[]', 'msg_1', '2026-01-01T00:00:00.000Z');",
+                )?;
+                Ok(())
+            })
+            .unwrap();
+        let conn = store.read().unwrap();
+        let rows = load_rows(&conn).unwrap();
+        let status: Vec<(String, String)> = rows
+            .iter()
+            .map(|r| (r.id.clone(), r.state_text()))
+            .collect();
+        let want = [
+            ("ses_busy", "running"),
+            ("ses_done", "no report"),
+            ("ses_gone", "interrupted"),
+            ("ses_new", "starting"),
+            ("ses_pass", "PASS WITH NOTES"),
+        ];
+        for (id, s) in want {
+            assert!(
+                status.iter().any(|(i, t)| i == id && t == s),
+                "{id}: {s} in {status:?}"
+            );
+        }
+    }
 }

@@ -7,6 +7,7 @@
 pub mod agent;
 pub mod args;
 pub mod fields;
+pub mod format;
 pub mod naming;
 pub mod projection;
 pub mod thread;

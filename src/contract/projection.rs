@@ -17,35 +17,39 @@
 //!   stale, cwd, args, createdAt, lastEventAt, session, detail, result, resultSummary?,
 //!   recentEvents, nextSuggestedActions, pid?, exit?, outputTail?, outputCharCount?,
 //!   outputTruncated?, stderrTail?, stderrTruncated?, lastAssistantText?, lastPartialText?`.
-//!   `result` is `{text, status, source, charCount}`, `session` is `{sessionFile, sessionId}`,
-//!   each event is `{seq, at, type, ...data}` (data keys in stored order; a data key named
-//!   `seq`, `at` or `type` never overrides the envelope). Event data is passed through as
-//!   stored (compact JSON, as `serde_json` wrote it), except the shortened assistant text.
+//!   `result` is `{status, source, text, charCount, truncated}` (the original's order),
+//!   `session` is `{kind: "known", file, id, name, pendingMessageCount}` or
+//!   `{kind: "unknown"}`, each event is `{seq, at, type, ...data}` (data keys in stored order;
+//!   a data key named `seq`, `at` or `type` never overrides the envelope). Event data is
+//!   passed through as stored (compact JSON, as `serde_json` wrote it), except the shortened
+//!   assistant text.
 //! - **Absent optional fields are omitted**, never `null`.
 //! - `parentPath` is `row.parent_path`; when that is NULL it is derived from `path` (falling
 //!   back to `/root`), so it is always a string as the contract types it.
 //! - `pid` is emitted only for a live thread (the row keeps the last pid after close; upstream
 //!   closed snapshots carry none). `exit` is emitted only for a closed thread with an exit.
 //! - `phase` is the stored phase, not recomputed.
+//! - **session**: known when the row has a session file and id (threadbase writes both
+//!   before launching); `name` and `pendingMessageCount` are the child's last `get_state`
+//!   answer (`sessionName`, `pendingMessageCount`, stored in `thread_output`), `null` before
+//!   the first one. `resumable` = closed and known.
 //! - **Result source**: `lastPartialText` when the thread is live and that text is non-blank,
 //!   else `lastAssistantText` when non-blank; a blank assistant text counts as no source
-//!   (`{text: null, status: "none", source: "none", charCount: 0}`). `charCount` is the raw
-//!   (uncompacted) source length in UTF-16 units.
-//! - `recentEvents`: only `assistant_message.text` is shortened (summary: compacted then cut
-//!   to 180; tail: cut to 700, not compacted; full: as stored). Other fields are as stored.
-//! - `tail`: `outputTail`/`outputCharCount`/`outputTruncated` are always present; with no
-//!   result source they are `""`, `0`, `false`. The output tail is the raw source text (not
-//!   compacted).
+//!   (`{status: "none", source: "none", text: null, charCount: 0, truncated: false}`).
+//!   `charCount` is the raw (uncompacted) source length in UTF-16 units; `truncated` is true
+//!   when `text` is shorter than the compacted source (never at `full`).
+//! - `recentEvents`: only `assistant_message.text` is shortened, compacted then cut (summary
+//!   180, tail 700; full: as stored). Other fields are as stored.
+//! - `tail`: `outputTail`/`outputCharCount`/`outputTruncated` are present only when there is
+//!   a result source (output text); the output tail is the raw source text (not compacted).
 //! - **stderr**: the row keeps the last bytes (`stderr_tail`) and the count cut before them
-//!   (`stderr_dropped`). Leading UTF-8 continuation bytes left by that cut are skipped and
-//!   counted as dropped; an incomplete character at the very end (a read boundary of a live
-//!   child) is not shown; other invalid bytes become U+FFFD. stderr is "blank" when the shown
-//!   text is whitespace only and nothing was dropped; blank stderr omits both stderr fields.
-//!   - `full`: `stderrTail` is the whole retained text, prefixed `[truncated N bytes]\n` when
-//!     N = dropped bytes > 0; `stderrTruncated` = N > 0.
-//!   - `tail`: the last 4,000 units of the retained text; N = units cut from the retained
-//!     text + dropped bytes (the dropped bytes' character count is unknown, so each dropped
-//!     byte counts as one char: exact for ASCII, an upper bound otherwise); when N > 0 the
+//!   (`stderr_dropped`). Leading UTF-8 continuation bytes left by that cut are skipped; an
+//!   incomplete character at the very end (a read boundary of a live child) is not shown;
+//!   other invalid bytes become U+FFFD. That is the retained text. stderr is "blank" when the
+//!   retained text is whitespace only; blank stderr omits both stderr fields.
+//!   - `full`: `stderrTail` is the retained text as it is, unmarked; `stderrTruncated` false.
+//!   - `tail`: the last 4,000 units of the retained text; N = units this tail cut from the
+//!     retained text (bytes dropped earlier by retention are not counted); when N > 0 the
 //!     text is prefixed `[truncated first N chars]\n` and `stderrTruncated` is true.
 //! - A tail never splits a surrogate pair, so it may hold 3,999 units; N counts the units
 //!   actually cut.
@@ -53,6 +57,7 @@
 //!   retained texts, present when not NULL.
 
 use std::borrow::Cow;
+use std::fmt::Write as _;
 
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde::ser::{SerializeMap, SerializeSeq, Serializer};
@@ -63,7 +68,7 @@ use serde_json::Value;
 use crate::store::events::EventRow;
 use crate::store::threads::ThreadRow;
 use crate::text::{
-    compact, compact_cut, thousands, truncate_ellipsis, utf16_len, utf16_prefix, utf16_suffix,
+    compact, compact_cut, compact_cut_flagged, truncate_ellipsis, utf16_len, utf16_suffix,
 };
 
 /// Result text limit at `summary`.
@@ -120,6 +125,10 @@ pub struct OutputFacts {
     pub stderr_tail: Vec<u8>,
     /// Bytes cut before `stderr_tail`.
     pub stderr_dropped: i64,
+    /// The child's session name, from its last `get_state` answer (`sessionName`).
+    pub session_name: Option<String>,
+    /// The child's pending message count, from its last `get_state` answer.
+    pub pending_message_count: Option<i64>,
 }
 
 /// Everything a snapshot is made of: the row, its retained output and its retained events
@@ -139,6 +148,8 @@ pub struct Projection<'a> {
     source: Option<Source<'a>>,
     /// The compacted, cut result text as a JSON string.
     result_json: Option<Box<RawValue>>,
+    /// The result text is shorter than the compacted source.
+    result_truncated: bool,
     /// `tail`: the output tail (with its cut prefix), its full length and whether it was cut.
     output: Option<(String, usize, bool)>,
     /// `tail`/`full`: the stderr text shown and whether anything was cut.
@@ -149,40 +160,36 @@ impl<'a> Projection<'a> {
     pub fn new(facts: &'a ThreadFacts, detail: Detail) -> Projection<'a> {
         let (row, out) = (&facts.row, &facts.out);
         let source = result_source(row, out);
-        let result_text = source.map(|s| match detail {
-            Detail::Summary => compact_cut(s.text, SUMMARY_RESULT_CHARS),
-            Detail::Tail => compact_cut(s.text, TAIL_RESULT_CHARS),
-            Detail::Full => compact(s.text),
+        let result = source.map(|s| match detail {
+            Detail::Summary => compact_cut_flagged(s.text, SUMMARY_RESULT_CHARS),
+            Detail::Tail => compact_cut_flagged(s.text, TAIL_RESULT_CHARS),
+            Detail::Full => (compact(s.text), false),
         });
+        let result_truncated = result.as_ref().is_some_and(|r| r.1);
         // `result.text` and `resultSummary` are the same text: escaped once.
-        let result_json = result_text
-            .as_deref()
-            .and_then(|t| serde_json::value::to_raw_value(t).ok());
+        let result_json = result
+            .as_ref()
+            .and_then(|(t, _)| serde_json::value::to_raw_value(t).ok());
         let (output, stderr) = match detail {
             Detail::Summary => (None, None),
             Detail::Tail => {
-                let raw = source.map(|s| s.text).unwrap_or("");
-                let (tail, cut) = tail_units(raw, TAIL_OUTPUT_CHARS);
-                let output = (with_cut_prefix(tail, cut), utf16_len(raw), cut > 0);
+                // Only when there is output text: no source, no output fields.
+                let output = source.map(|s| {
+                    let (tail, cut) = tail_units(s.text, TAIL_OUTPUT_CHARS);
+                    (with_cut_prefix(tail, cut), utf16_len(s.text), cut > 0)
+                });
                 let err = Stderr::decode(out);
                 let stderr = (!err.is_blank()).then(|| {
+                    // The prefix counts what this tail cut from the retained text only.
                     let (tail, cut) = tail_units(&err.text, TAIL_OUTPUT_CHARS);
-                    let n = cut + err.dropped;
-                    (with_cut_prefix(tail, n), n > 0)
+                    (with_cut_prefix(tail, cut), cut > 0)
                 });
-                (Some(output), stderr)
+                (output, stderr)
             }
             Detail::Full => {
+                // The retained text as it is, unmarked.
                 let err = Stderr::decode(out);
-                let stderr = (!err.is_blank()).then(|| {
-                    let truncated = err.dropped > 0;
-                    let text = if truncated {
-                        format!("[truncated {} bytes]\n{}", err.dropped, err.text)
-                    } else {
-                        err.text
-                    };
-                    (text, truncated)
-                });
+                let stderr = (!err.is_blank()).then_some((err.text, false));
                 (None, stderr)
             }
         };
@@ -191,33 +198,62 @@ impl<'a> Projection<'a> {
             detail,
             source,
             result_json,
+            result_truncated,
             output,
             stderr,
         }
     }
 
-    /// The result as the model reads it in a tool result's `content` (not in `details`, which
-    /// keep the contract's compacted `result.text`): the answer with its line breaks, trimmed,
-    /// cut at the detail level's limit (none at `full`) at a line or word break where one is
-    /// near, and when cut followed by a note saying how much is shown and how to read the rest.
-    /// `None` without a result source.
-    pub fn content_result(&self) -> Option<String> {
-        let source = self.source?;
-        let text = source.text.trim();
-        let limit = match self.detail {
-            Detail::Summary => SUMMARY_RESULT_CHARS,
-            Detail::Tail => TAIL_RESULT_CHARS,
-            Detail::Full => return Some(text.to_string()),
+    /// The result lines of a `poll` or `wait` content text, as pi-threads writes them (each
+    /// block starts with an empty line; none without output text):
+    ///
+    /// - `full`: `Last assistant output (full retained):` and the raw output text;
+    /// - `tail`: `Assistant output tail[ (truncated)]:` and the output tail (raw, with its
+    ///   line breaks and its `[truncated first N chars]` prefix);
+    /// - `summary`: `Result summary (<charCount> chars[, truncated; use detail=tail or
+    ///   detail=full for more]):` (`Current assistant summary` while partial) and the answer.
+    ///   One deliberate improvement on the original, which shows the compacted
+    ///   `result.text` here: the answer keeps its line breaks (trimmed, and when the compacted
+    ///   text was cut, cut at the same 700 characters with `…`). `details` keep the
+    ///   contract's compacted `result.text`.
+    pub fn result_lines(&self, out: &mut String) {
+        let Some(source) = self.source else {
+            return;
         };
-        if utf16_len(text) <= limit {
-            return Some(text.to_string());
+        match self.detail {
+            Detail::Full => {
+                out.push_str("\n\nLast assistant output (full retained):\n");
+                out.push_str(source.text);
+            }
+            Detail::Tail => {
+                if let Some((tail, _, cut)) = &self.output {
+                    out.push_str(if *cut {
+                        "\n\nAssistant output tail (truncated):\n"
+                    } else {
+                        "\n\nAssistant output tail:\n"
+                    });
+                    out.push_str(tail);
+                }
+            }
+            Detail::Summary => {
+                let label = if source.partial {
+                    "Current assistant summary"
+                } else {
+                    "Result summary"
+                };
+                let text = source.text.trim();
+                let _ = write!(out, "\n\n{label} ({} chars", utf16_len(source.text));
+                if self.result_truncated {
+                    out.push_str(", truncated; use detail=tail or detail=full for more");
+                }
+                out.push_str("):\n");
+                if self.result_truncated {
+                    out.push_str(&truncate_ellipsis(text, SUMMARY_RESULT_CHARS));
+                } else {
+                    out.push_str(text);
+                }
+            }
         }
-        let head = cut_at_break(text, limit - 1);
-        Some(format!(
-            "{head}…\n(truncated: {} of {} characters; poll with detail \"full\")",
-            thousands(utf16_len(head) as i64),
-            thousands(utf16_len(source.text) as i64)
-        ))
     }
 
     /// The contract's `ThreadRuntimeSnapshot` (keys in the contract's order; see the module
@@ -257,22 +293,20 @@ impl<'a> Projection<'a> {
             parent_thread_id: row.parent_id.as_deref(),
             depth: row.depth,
             archived: row.archived,
-            resumable: !live && row.session_file.is_some(),
+            resumable: !live && session_known(row),
             stale: row.exit_kind.as_deref() == Some("stale"),
             cwd: &row.cwd,
             args: &row.args,
             created_at: &row.created_at,
             last_event_at: &row.last_event_at,
-            session: Session {
-                session_file: row.session_file.as_deref(),
-                session_id: row.session_id.as_deref(),
-            },
+            session: session_of(row, out),
             detail,
             result: ResultSummary {
-                text,
                 status,
                 source,
+                text,
                 char_count,
+                truncated: self.result_truncated,
             },
             result_summary: text,
             recent_events: RecentEvents {
@@ -341,23 +375,54 @@ pub struct Snapshot<'a> {
     pub last_partial_text: Option<&'a str>,
 }
 
-/// `session`: the child's session file and id, each `null` while unknown.
-#[derive(Debug, Clone, Copy, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Session<'a> {
-    pub session_file: Option<&'a str>,
-    pub session_id: Option<&'a str>,
+/// `session`: `{kind: "known", file, id, name, pendingMessageCount}` once the child's session
+/// file and id are known (`name` and `pendingMessageCount` from its last `get_state` answer,
+/// `null` before one), else `{kind: "unknown"}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(
+    tag = "kind",
+    rename_all = "lowercase",
+    rename_all_fields = "camelCase"
+)]
+pub enum Session<'a> {
+    Known {
+        file: &'a str,
+        id: &'a str,
+        name: Option<&'a str>,
+        pending_message_count: Option<i64>,
+    },
+    Unknown,
 }
 
-/// `result`: the compacted result text and where it came from.
+/// A thread's session: known when its session file and id are.
+pub fn session_of<'a>(row: &'a ThreadRow, out: &'a OutputFacts) -> Session<'a> {
+    match (row.session_file.as_deref(), row.session_id.as_deref()) {
+        (Some(file), Some(id)) => Session::Known {
+            file,
+            id,
+            name: out.session_name.as_deref(),
+            pending_message_count: out.pending_message_count,
+        },
+        _ => Session::Unknown,
+    }
+}
+
+/// `session.kind == "known"`: what `resumable` and `nextSuggestedActions` ask.
+fn session_known(row: &ThreadRow) -> bool {
+    row.session_file.is_some() && row.session_id.is_some()
+}
+
+/// `result`: `{status, source, text, charCount, truncated}`, the original's key order.
 #[derive(Debug, Clone, Copy, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ResultSummary<'a> {
-    /// The text as a JSON string.
-    pub text: Option<&'a RawValue>,
     pub status: ResultStatus,
     pub source: ResultSource,
+    /// The text as a JSON string.
+    pub text: Option<&'a RawValue>,
     pub char_count: usize,
+    /// `text` is shorter than the compacted source (never at `full`, nor without a source).
+    pub truncated: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -440,7 +505,7 @@ pub fn next_suggested_actions(row: &ThreadRow) -> &'static [&'static str] {
         };
     }
     if !live {
-        return if row.session_file.is_some() {
+        return if session_known(row) {
             &["resume", "fork", "archive", "list"]
         } else {
             &["archive", "list"]
@@ -480,6 +545,29 @@ fn result_source<'a>(row: &ThreadRow, out: &'a OutputFacts) -> Option<Source<'a>
 pub struct RecentEvents<'a> {
     events: &'a [EventRow],
     detail: Detail,
+}
+
+impl<'a> RecentEvents<'a> {
+    /// The events shown, oldest first, each with its data as the snapshot shows it
+    /// (`assistant_message.text` shortened as the detail level says).
+    pub fn shown(&self) -> impl Iterator<Item = (&'a EventRow, Value)> + '_ {
+        let keep = usize::try_from(recent_event_count(self.detail)).unwrap_or(usize::MAX);
+        let shown = &self.events[self.events.len().saturating_sub(keep)..];
+        let detail = self.detail;
+        shown.iter().map(move |e| {
+            let mut data: Value = serde_json::from_str(&e.data).unwrap_or(Value::Null);
+            if e.kind == "assistant_message" && detail != Detail::Full {
+                if let Some(text) = data.get("text").and_then(Value::as_str) {
+                    let limit = match detail {
+                        Detail::Summary => SUMMARY_EVENT_TEXT_CHARS,
+                        _ => TAIL_EVENT_TEXT_CHARS,
+                    };
+                    data["text"] = Value::String(compact_cut(text, limit));
+                }
+            }
+            (e, data)
+        })
+    }
 }
 
 /// How many of the newest events `detail` shows (all of them at `full`).
@@ -533,9 +621,10 @@ impl Serialize for EventView<'_> {
                 .flatten()
             {
                 Some(Borrowed(text)) => {
+                    // Compacted, then cut (summary 180, tail 700).
                     let short = match self.detail {
                         Detail::Summary => compact_cut(&text, SUMMARY_EVENT_TEXT_CHARS),
-                        _ => truncate_ellipsis(&text, TAIL_EVENT_TEXT_CHARS),
+                        _ => compact_cut(&text, TAIL_EVENT_TEXT_CHARS),
                     };
                     m.serialize_entry(k.as_ref(), &short)?;
                 }
@@ -600,22 +689,6 @@ impl<'de> Deserialize<'de> for Borrowed<'de> {
     }
 }
 
-/// At most `units` UTF-16 units of `s`, ending before a line break (else a space) when one is
-/// in the last fifth of that, so a cut answer does not end mid-line or mid-word; trailing
-/// whitespace dropped.
-fn cut_at_break(s: &str, units: usize) -> &str {
-    let head = utf16_prefix(s, units);
-    let mut near = head.len() - head.len() / 5;
-    while !head.is_char_boundary(near) {
-        near += 1;
-    }
-    let tail = &head[near..];
-    match tail.rfind('\n').or_else(|| tail.rfind(' ')) {
-        Some(i) => head[..near + i].trim_end(),
-        None => head.trim_end(),
-    }
-}
-
 /// The last `limit` UTF-16 units of `s` and how many units were cut before them.
 fn tail_units(s: &str, limit: usize) -> (&str, u64) {
     let len = utf16_len(s);
@@ -637,15 +710,12 @@ fn with_cut_prefix(tail: &str, cut: u64) -> String {
 /// Retained stderr as text.
 struct Stderr {
     text: String,
-    /// Bytes lost before `text` (dropped by retention plus skipped partial-character bytes).
-    dropped: u64,
 }
 
 impl Stderr {
     fn decode(out: &OutputFacts) -> Stderr {
         let mut bytes = out.stderr_tail.as_slice();
-        let mut dropped = out.stderr_dropped.max(0) as u64;
-        if dropped > 0 {
+        if out.stderr_dropped > 0 {
             // The retention cut may have split a character: skip its continuation bytes.
             let lead = bytes
                 .iter()
@@ -653,17 +723,15 @@ impl Stderr {
                 .take_while(|b| (0x80..0xC0).contains(*b))
                 .count();
             bytes = &bytes[lead..];
-            dropped += lead as u64;
         }
         bytes = &bytes[..bytes.len() - incomplete_suffix(bytes)];
         Stderr {
             text: String::from_utf8_lossy(bytes).into_owned(),
-            dropped,
         }
     }
 
     fn is_blank(&self) -> bool {
-        self.dropped == 0 && self.text.trim().is_empty()
+        self.text.trim().is_empty()
     }
 }
 
@@ -788,6 +856,8 @@ mod tests {
             last_partial_text: Some("  Reading\n\n the   schema  ".into()),
             stderr_tail: b"warning: slow\n".to_vec(),
             stderr_dropped: 0,
+            session_name: Some("API survey".into()),
+            pending_message_count: Some(0),
         }
     }
 
@@ -810,9 +880,9 @@ mod tests {
             "args": ["--model", "anthropic/claude-sonnet-4-5"],
             "createdAt": "2025-01-01T00:00:00.000Z",
             "lastEventAt": "2025-01-01T00:00:03.000Z",
-            "session": {"sessionFile": "/s/child.jsonl", "sessionId": "sess-1"},
+            "session": {"kind": "known", "file": "/s/child.jsonl", "id": "sess-1", "name": "API survey", "pendingMessageCount": 0},
             "detail": detail,
-            "result": {"text": text, "status": "partial", "source": "assistant_partial", "charCount": 26},
+            "result": {"status": "partial", "source": "assistant_partial", "text": text, "charCount": 26, "truncated": false},
             "resultSummary": text,
             "recentEvents": [
                 {"seq": 1, "at": "2025-01-01T00:00:01.000Z", "type": "thread_started", "pid": 4242},
@@ -881,7 +951,7 @@ mod tests {
         let got = snapshot(&live_row(), &out, &[], Detail::Full);
         assert_json(
             &got["result"],
-            &json!({"text": "Earlier answer.", "status": "completed", "source": "assistant_message", "charCount": 17}),
+            &json!({"status": "completed", "source": "assistant_message", "text": "Earlier answer.", "charCount": 17, "truncated": false}),
         );
         // Blank stderr is omitted; the blank partial text is still shown raw at full.
         assert!(got.get("stderrTail").is_none());
@@ -913,10 +983,12 @@ mod tests {
             last_partial_text: Some("ignored when closed".into()),
             stderr_tail: vec![],
             stderr_dropped: 0,
+            session_name: None,
+            pending_message_count: None,
         }
     }
 
-    fn closed_want(detail: &str, text: &str, events: Value) -> Map<String, Value> {
+    fn closed_want(detail: &str, text: &str, truncated: bool, events: Value) -> Map<String, Value> {
         let v = json!({
             "id": "thread_ba9876543210",
             "path": "/root/review/docs",
@@ -935,9 +1007,9 @@ mod tests {
             "args": [],
             "createdAt": "2025-01-01T00:00:00.000Z",
             "lastEventAt": "2025-01-01T00:00:03.000Z",
-            "session": {"sessionFile": "/s/child.jsonl", "sessionId": "sess-1"},
+            "session": {"kind": "known", "file": "/s/child.jsonl", "id": "sess-1", "name": null, "pendingMessageCount": null},
             "detail": detail,
-            "result": {"text": text, "status": "completed", "source": "assistant_message", "charCount": 800},
+            "result": {"status": "completed", "source": "assistant_message", "text": text, "charCount": 800, "truncated": truncated},
             "resultSummary": text,
             "recentEvents": events,
             "nextSuggestedActions": ["resume", "fork", "archive", "list"],
@@ -972,7 +1044,7 @@ mod tests {
         let result = format!("Done: {}…", "😀".repeat(346));
         // Event text compacted and cut to 179 units: 6 + 86 emoji = 178, then "…".
         let event = format!("Done: {}…", "😀".repeat(86));
-        let want = closed_want("summary", &result, closed_events_json(&event));
+        let want = closed_want("summary", &result, true, closed_events_json(&event));
         assert_json(&got, &Value::Object(want));
     }
 
@@ -986,9 +1058,9 @@ mod tests {
         );
         // 798 compacted units fit in 1,200.
         let result = format!("Done: {}", "😀".repeat(396));
-        // Event text not compacted, cut to 699 units: 8 + 345 emoji = 698, then "…".
-        let event = format!("Done:\n\n {}…", "😀".repeat(345));
-        let mut want = closed_want("tail", &result, closed_events_json(&event));
+        // Event text compacted, then cut to 699 units: 6 + 346 emoji = 698, then "…".
+        let event = format!("Done: {}…", "😀".repeat(346));
+        let mut want = closed_want("tail", &result, false, closed_events_json(&event));
         want.insert("outputTail".into(), json!(emoji_text()));
         want.insert("outputCharCount".into(), json!(800));
         want.insert("outputTruncated".into(), json!(false));
@@ -1004,7 +1076,7 @@ mod tests {
             Detail::Full,
         );
         let result = format!("Done: {}", "😀".repeat(396));
-        let mut want = closed_want("full", &result, closed_events_json(&emoji_text()));
+        let mut want = closed_want("full", &result, false, closed_events_json(&emoji_text()));
         // No stderr; lastPartialText is live-only.
         want.insert("lastAssistantText".into(), json!(emoji_text()));
         assert_json(&got, &Value::Object(want));
@@ -1058,6 +1130,7 @@ mod tests {
             last_partial_text: None,
             stderr_tail: tail,
             stderr_dropped: 20,
+            ..OutputFacts::default()
         }
     }
 
@@ -1083,17 +1156,16 @@ mod tests {
             "args": [],
             "createdAt": "2025-01-01T00:00:00.000Z",
             "lastEventAt": "2025-01-01T00:00:03.000Z",
-            "session": {"sessionFile": "/s/child.jsonl", "sessionId": "sess-1"},
+            "session": {"kind": "known", "file": "/s/child.jsonl", "id": "sess-1", "name": null, "pendingMessageCount": null},
             "detail": "tail",
-            "result": {"text": null, "status": "none", "source": "none", "charCount": 0},
+            "result": {"status": "none", "source": "none", "text": null, "charCount": 0, "truncated": false},
             "recentEvents": [],
             "nextSuggestedActions": ["resume", "fork", "archive", "list"],
             "exit": {"kind": "failed", "message": "Child Pi process exited with code 1, signal null"},
-            "outputTail": "",
-            "outputCharCount": 0,
-            "outputTruncated": false,
-            // 4,501 retained units, 501 cut; 20 dropped + 2 skipped continuation bytes.
-            "stderrTail": format!("[truncated first 523 chars]\n{}\n", "e".repeat(3_999)),
+            // No output text: no outputTail, outputCharCount, outputTruncated.
+            // 4,501 retained units, 501 cut by this tail; the 20 bytes retention dropped
+            // earlier (and the 2 continuation bytes skipped) are not counted.
+            "stderrTail": format!("[truncated first 501 chars]\n{}\n", "e".repeat(3_999)),
             "stderrTruncated": true,
         });
         assert_json(&got, &base);
@@ -1104,17 +1176,16 @@ mod tests {
             _ => unreachable!(),
         };
         want["detail"] = json!("full");
-        for k in ["outputTail", "outputCharCount", "outputTruncated"] {
-            want.shift_remove(k);
-        }
-        want["stderrTail"] = json!(format!("[truncated 22 bytes]\n{}\n", "e".repeat(4_500)));
+        // The retained text as it is, unmarked and not marked truncated.
+        want["stderrTail"] = json!(format!("{}\n", "e".repeat(4_500)));
+        want["stderrTruncated"] = json!(false);
         assert_json(&got, &Value::Object(want));
     }
 
     #[test]
     fn stderr_short_but_dropped_and_incomplete_end() {
-        // Dropped bytes alone mark a tail as truncated; an unfinished character at the end is
-        // held back.
+        // Bytes dropped by retention alone do not mark a tail as truncated (the tail cut
+        // nothing from the retained text); an unfinished character at the end is held back.
         let mut tail = b"boom\n".to_vec();
         tail.extend_from_slice(&"😀".as_bytes()[..2]);
         let out = OutputFacts {
@@ -1124,14 +1195,11 @@ mod tests {
         };
         let row = closed_row("exited");
         let got = snapshot(&row, &out, &[], Detail::Tail);
-        assert_eq!(
-            got["stderrTail"],
-            json!("[truncated first 7 chars]\nboom\n")
-        );
-        assert_eq!(got["stderrTruncated"], json!(true));
+        assert_eq!(got["stderrTail"], json!("boom\n"));
+        assert_eq!(got["stderrTruncated"], json!(false));
         let got = snapshot(&row, &out, &[], Detail::Full);
-        assert_eq!(got["stderrTail"], json!("[truncated 7 bytes]\nboom\n"));
-        assert_eq!(got["stderrTruncated"], json!(true));
+        assert_eq!(got["stderrTail"], json!("boom\n"));
+        assert_eq!(got["stderrTruncated"], json!(false));
         // Summary never shows stderr.
         let got = snapshot(&row, &out, &[], Detail::Summary);
         assert!(got.get("stderrTail").is_none());
@@ -1180,9 +1248,9 @@ mod tests {
             "args": [],
             "createdAt": "2025-01-01T00:00:00.000Z",
             "lastEventAt": "2025-01-01T00:00:03.000Z",
-            "session": {"sessionFile": null, "sessionId": null},
+            "session": {"kind": "unknown"},
             "detail": "summary",
-            "result": {"text": "Final: all good", "status": "completed", "source": "assistant_message", "charCount": 15},
+            "result": {"status": "completed", "source": "assistant_message", "text": "Final: all good", "charCount": 15, "truncated": false},
             "resultSummary": "Final: all good",
             "recentEvents": [
                 {"seq": 41, "at": "2025-01-01T00:00:41.000Z", "type": "turn_completed"},
@@ -1225,9 +1293,10 @@ mod tests {
         );
         let t = snapshot(&row, &out, &events, Detail::Tail);
         assert_eq!(seqs(&t), (9..=20).collect::<Vec<_>>());
+        // Compacted first ("m20  " becomes "m20 "), then cut.
         assert_eq!(
             t["recentEvents"][11]["text"],
-            json!(format!("m20  {}…", "a".repeat(694)))
+            json!(format!("m20 {}…", "a".repeat(695)))
         );
         let f = snapshot(&row, &out, &events, Detail::Full);
         assert_eq!(seqs(&f), (1..=20).collect::<Vec<_>>());
@@ -1238,7 +1307,7 @@ mod tests {
         // No result source at all: text null, no resultSummary.
         assert_json(
             &s["result"],
-            &json!({"text": null, "status": "none", "source": "none", "charCount": 0}),
+            &json!({"status": "none", "source": "none", "text": null, "charCount": 0, "truncated": false}),
         );
         assert!(s.get("resultSummary").is_none());
     }
@@ -1327,19 +1396,35 @@ mod tests {
         }
     }
 
-    /// The model reads the answer with its line breaks; `details` keep the contract's
-    /// compacted text.
+    fn lines(p: &Projection<'_>) -> String {
+        let mut out = String::new();
+        p.result_lines(&mut out);
+        out
+    }
+
+    /// The model reads the answer with its line breaks (the one improvement on pi-threads'
+    /// text); `details` keep the contract's compacted text.
     #[test]
-    fn content_result_keeps_line_breaks_and_details_stay_compacted() {
+    fn result_lines_keep_line_breaks_and_details_stay_compacted() {
         let answer = "  Findings:\n\n1. The schema is stale.\n2. Two examples fail.\n  ";
         let facts = facts_with_answer(answer);
-        for detail in [Detail::Summary, Detail::Tail, Detail::Full] {
+        let want = [
+            (
+                Detail::Summary,
+                "\n\nResult summary (61 chars):\nFindings:\n\n1. The schema is stale.\n2. Two examples fail.".to_string(),
+            ),
+            (
+                Detail::Tail,
+                format!("\n\nAssistant output tail:\n{answer}"),
+            ),
+            (
+                Detail::Full,
+                format!("\n\nLast assistant output (full retained):\n{answer}"),
+            ),
+        ];
+        for (detail, text) in want {
             let p = Projection::new(&facts, detail);
-            assert_eq!(
-                p.content_result().as_deref(),
-                Some("Findings:\n\n1. The schema is stale.\n2. Two examples fail."),
-                "{detail:?}"
-            );
+            assert_eq!(lines(&p), text, "{detail:?}");
             let got = serde_json::to_value(p.snapshot()).unwrap();
             assert_eq!(
                 got["result"]["text"],
@@ -1348,54 +1433,309 @@ mod tests {
             );
             assert_eq!(got["result"]["text"], got["resultSummary"]);
         }
+        // No output text: no result lines.
         assert_eq!(
-            Projection::new(&facts_with_answer(" \n "), Detail::Summary).content_result(),
-            None
+            lines(&Projection::new(
+                &facts_with_answer(" \n "),
+                Detail::Summary
+            )),
+            ""
         );
     }
 
-    /// A cut answer says how much is shown and how to read the rest, with thousands
-    /// separators; it ends at a line break near the limit, and `full` is never cut.
+    /// A cut summary says so, as pi-threads' label does, and is cut at the same 700
+    /// characters; a cut tail says so too; `full` is never cut.
     #[test]
-    fn content_result_cut_says_so() {
+    fn result_lines_say_when_cut() {
         let line = "x".repeat(59) + "\n"; // 60 units a line
         let answer = line.repeat(80) + "end"; // 4,803 units
         let facts = facts_with_answer(&answer);
-        let summary = Projection::new(&facts, Detail::Summary)
-            .content_result()
-            .unwrap();
-        let (head, note) = summary.rsplit_once('\n').unwrap();
-        // 11 whole lines (659 units without the last break) fit in 699 units.
+        let summary = lines(&Projection::new(&facts, Detail::Summary));
+        let (label, text) = summary.trim_start().split_once('\n').unwrap();
         assert_eq!(
-            note,
-            "(truncated: 659 of 4,803 characters; poll with detail \"full\")"
+            label,
+            "Result summary (4803 chars, truncated; use detail=tail or detail=full for more):"
         );
-        assert_eq!(head, format!("{}…", line.repeat(11).trim_end()));
-        assert_eq!(head.matches('\n').count(), 10);
-        let tail = Projection::new(&facts, Detail::Tail)
-            .content_result()
-            .unwrap();
-        // 19 whole lines (1,139 units) of the 1,199 that fit.
+        assert_eq!(
+            text,
+            format!("{}…", crate::text::utf16_prefix(&answer, 699))
+        );
+        assert_eq!(text.matches('\n').count(), 11, "line breaks kept");
+        let tail = lines(&Projection::new(&facts, Detail::Tail));
         assert!(
-            tail.ends_with("…\n(truncated: 1,139 of 4,803 characters; poll with detail \"full\")"),
+            tail.starts_with(
+                "\n\nAssistant output tail (truncated):\n[truncated first 803 chars]\n"
+            ),
             "{tail}"
         );
-        assert_eq!(tail.matches('\n').count(), 19);
-        let full = Projection::new(&facts, Detail::Full)
-            .content_result()
-            .unwrap();
-        assert_eq!(full, answer);
-        // One long word: no break to back off to, cut at the limit.
-        let word = "é".repeat(2_000);
-        let cut = Projection::new(&facts_with_answer(&word), Detail::Summary)
-            .content_result()
-            .unwrap();
-        assert!(cut.starts_with(&format!("{}…\n", "é".repeat(699))), "{cut}");
-        assert!(cut.ends_with("(truncated: 699 of 2,000 characters; poll with detail \"full\")"));
+        let full = lines(&Projection::new(&facts, Detail::Full));
+        assert_eq!(
+            full,
+            format!("\n\nLast assistant output (full retained):\n{answer}")
+        );
+        // A live partial answer is the current summary.
+        let facts = ThreadFacts {
+            row: live_row(),
+            out: live_out(),
+            events: vec![],
+        };
+        assert_eq!(
+            lines(&Projection::new(&facts, Detail::Summary)),
+            "\n\nCurrent assistant summary (26 chars):\nReading\n\n the   schema"
+        );
         // The snapshot's result is unchanged by any of this.
+        let facts = facts_with_answer(&answer);
         let got =
             serde_json::to_value(Projection::new(&facts, Detail::Summary).snapshot()).unwrap();
         assert_eq!(got["result"]["charCount"], json!(4_803));
         assert_eq!(got["result"]["text"], json!(compact_cut(&answer, 700)));
+    }
+
+    // ---- golden cases ported from phongndo/pi-threads -----------------------------------
+
+    /// pi-threads `test/tool-contract.test.ts` "keeps runtime snapshot detail levels stable":
+    /// the same thread at each detail level (compared as values: the original's snapshot is
+    /// printed with sorted keys).
+    #[test]
+    fn golden_tool_contract_detail_levels() {
+        let mut row = live_row();
+        row.id = "thread_012345abcdef".into();
+        row.name = "contract child".into();
+        row.task_name = "contract_child".into();
+        row.path = "/root/contract_child".into();
+        row.cwd = "/tmp/project".into();
+        row.args = vec!["--model".into(), "sonnet".into()];
+        row.created_at = "2026-02-03T04:05:06.000Z".into();
+        row.last_event_at = "2026-02-03T04:05:09.000Z".into();
+        row.session_file = Some("/tmp/contract-child.jsonl".into());
+        row.session_id = Some("session-child".into());
+        let out = OutputFacts {
+            last_assistant_text: Some("Previous completed answer.".into()),
+            last_partial_text: Some("Partial answer\nwith extra spacing".into()),
+            stderr_tail: b"stderr line".to_vec(),
+            stderr_dropped: 0,
+            session_name: Some("Contract child".into()),
+            pending_message_count: Some(0),
+        };
+        let at = |seq: i64, at: &str, kind: &str, data: Value| EventRow {
+            seq,
+            at: at.into(),
+            kind: kind.to_string().into(),
+            data: data.to_string(),
+        };
+        let events = vec![
+            at(
+                1,
+                "2026-02-03T04:05:06.000Z",
+                "thread_started",
+                json!({"pid": 4242}),
+            ),
+            at(2, "2026-02-03T04:05:07.000Z", "turn_started", json!({})),
+            at(
+                3,
+                "2026-02-03T04:05:07.100Z",
+                "tool_started",
+                json!({"toolName": "read"}),
+            ),
+            at(
+                4,
+                "2026-02-03T04:05:07.200Z",
+                "tool_completed",
+                json!({"toolName": "read", "error": true}),
+            ),
+            at(
+                5,
+                "2026-02-03T04:05:08.000Z",
+                "assistant_message",
+                json!({"text": "Assistant event text with\nnewlines"}),
+            ),
+            at(
+                6,
+                "2026-02-03T04:05:09.000Z",
+                "thread_error",
+                json!({"message": "minor stderr noise"}),
+            ),
+        ];
+        let event_json = |compact_text: bool| -> Vec<Value> {
+            let text = if compact_text {
+                "Assistant event text with newlines"
+            } else {
+                "Assistant event text with\nnewlines"
+            };
+            vec![
+                json!({"at": "2026-02-03T04:05:06.000Z", "pid": 4242, "seq": 1, "type": "thread_started"}),
+                json!({"at": "2026-02-03T04:05:07.000Z", "seq": 2, "type": "turn_started"}),
+                json!({"at": "2026-02-03T04:05:07.100Z", "seq": 3, "toolName": "read", "type": "tool_started"}),
+                json!({"at": "2026-02-03T04:05:07.200Z", "error": true, "seq": 4, "toolName": "read", "type": "tool_completed"}),
+                json!({"at": "2026-02-03T04:05:08.000Z", "seq": 5, "text": text, "type": "assistant_message"}),
+                json!({"at": "2026-02-03T04:05:09.000Z", "message": "minor stderr noise", "seq": 6, "type": "thread_error"}),
+            ]
+        };
+        let common = |detail: &str, events: Vec<Value>| {
+            json!({
+                "archived": false,
+                "args": ["--model", "sonnet"],
+                "createdAt": "2026-02-03T04:05:06.000Z",
+                "cwd": "/tmp/project",
+                "depth": 1,
+                "detail": detail,
+                "id": "thread_012345abcdef",
+                "lastEventAt": "2026-02-03T04:05:09.000Z",
+                "name": "contract child",
+                "nextSuggestedActions": ["wait", "poll", "send follow_up", "stop"],
+                "parentPath": "/root",
+                "parentThreadId": null,
+                "path": "/root/contract_child",
+                "phase": "busy",
+                "pid": 4242,
+                "recentEvents": events,
+                "result": {
+                    "charCount": 33,
+                    "source": "assistant_partial",
+                    "status": "partial",
+                    "text": "Partial answer with extra spacing",
+                    "truncated": false,
+                },
+                "resultSummary": "Partial answer with extra spacing",
+                "resumable": false,
+                "running": true,
+                "session": {
+                    "file": "/tmp/contract-child.jsonl",
+                    "id": "session-child",
+                    "kind": "known",
+                    "name": "Contract child",
+                    "pendingMessageCount": 0,
+                },
+                "stale": false,
+                "status": "live",
+                "taskName": "contract_child",
+            })
+        };
+        let summary = common("summary", event_json(true)[1..].to_vec());
+        let mut tail = common("tail", event_json(true));
+        tail["outputCharCount"] = json!(33);
+        tail["outputTail"] = json!("Partial answer\nwith extra spacing");
+        tail["outputTruncated"] = json!(false);
+        tail["stderrTail"] = json!("stderr line");
+        tail["stderrTruncated"] = json!(false);
+        let mut full = common("full", event_json(false));
+        full["lastAssistantText"] = json!("Previous completed answer.");
+        full["lastPartialText"] = json!("Partial answer\nwith extra spacing");
+        full["stderrTail"] = json!("stderr line");
+        full["stderrTruncated"] = json!(false);
+        assert_eq!(snapshot(&row, &out, &events, Detail::Summary), summary);
+        assert_eq!(snapshot(&row, &out, &events, Detail::Tail), tail);
+        assert_eq!(snapshot(&row, &out, &events, Detail::Full), full);
+    }
+
+    /// pi-threads `test/thread-manager.test.ts` "keeps default poll details summarized and
+    /// makes full output explicit": `FIRST\n` + 5,000 × `x` + `\nLAST`.
+    #[test]
+    fn golden_summary_truncated_tail_and_full() {
+        let long = format!("FIRST\n{}\nLAST", "x".repeat(5_000));
+        let out = OutputFacts {
+            last_assistant_text: Some(long.clone()),
+            ..OutputFacts::default()
+        };
+        let row = closed_row("exited");
+        let s = snapshot(&row, &out, &[], Detail::Summary);
+        assert_eq!(s["detail"], json!("summary"));
+        assert!(s["resultSummary"].as_str().unwrap().contains("FIRST"));
+        assert_eq!(s["result"]["truncated"], json!(true));
+        assert!(s.get("lastAssistantText").is_none());
+        assert!(s.get("outputTail").is_none());
+        let t = snapshot(&row, &out, &[], Detail::Tail);
+        assert!(t["outputTail"].as_str().unwrap().contains("LAST"));
+        assert_eq!(t["outputTruncated"], json!(true));
+        assert_eq!(t["result"]["truncated"], json!(true));
+        assert!(t.get("lastAssistantText").is_none());
+        let f = snapshot(&row, &out, &[], Detail::Full);
+        assert_eq!(f["lastAssistantText"], json!(long));
+        // Full is never cut.
+        assert_eq!(f["result"]["truncated"], json!(false));
+    }
+
+    /// `result.truncated` is true exactly when the text is shorter than the compacted source:
+    /// a long source whose compacted text fits is not truncated.
+    #[test]
+    fn result_truncated_compares_with_the_compacted_source() {
+        // 1,000 units raw, 700 once compacted: fits the summary's 700.
+        let text = format!("{}{}", "a ".repeat(350), " ".repeat(300));
+        let out = OutputFacts {
+            last_assistant_text: Some(text),
+            ..OutputFacts::default()
+        };
+        let got = snapshot(&closed_row("exited"), &out, &[], Detail::Summary);
+        assert_eq!(got["result"]["charCount"], json!(1_000));
+        assert_eq!(got["result"]["truncated"], json!(false));
+        let out = OutputFacts {
+            last_assistant_text: Some("b".repeat(701)),
+            ..OutputFacts::default()
+        };
+        let got = snapshot(&closed_row("exited"), &out, &[], Detail::Summary);
+        assert_eq!(got["result"]["truncated"], json!(true));
+        let got = snapshot(&closed_row("exited"), &out, &[], Detail::Tail);
+        assert_eq!(got["result"]["truncated"], json!(false));
+    }
+
+    /// No output text (none, blank, a failed thread without an answer): at `tail` the three
+    /// output fields are absent, not `""`, `0`, `false`.
+    #[test]
+    fn tail_without_output_text_has_no_output_fields() {
+        let blank = OutputFacts {
+            last_assistant_text: Some(" \n\t ".into()),
+            ..OutputFacts::default()
+        };
+        for (row, out) in [
+            (closed_row("exited"), OutputFacts::default()),
+            (closed_row("exited"), blank.clone()),
+            (closed_row("failed"), OutputFacts::default()),
+            (live_row(), blank),
+        ] {
+            let got = snapshot(&row, &out, &[], Detail::Tail);
+            for k in ["outputTail", "outputCharCount", "outputTruncated"] {
+                assert!(got.get(k).is_none(), "{k} in {got}");
+            }
+        }
+    }
+
+    /// The issue's case: 12,000 retained stderr bytes after 600 dropped ones. The tail's
+    /// prefix counts the 8,000 it cut from the retained text, not 8,600.
+    #[test]
+    fn stderr_tail_counts_only_its_own_cut() {
+        let out = OutputFacts {
+            stderr_tail: "s".repeat(12_000).into_bytes(),
+            stderr_dropped: 600,
+            ..OutputFacts::default()
+        };
+        let got = snapshot(&closed_row("exited"), &out, &[], Detail::Tail);
+        assert_eq!(
+            got["stderrTail"],
+            json!(format!(
+                "[truncated first 8000 chars]\n{}",
+                "s".repeat(4_000)
+            ))
+        );
+        assert_eq!(got["stderrTruncated"], json!(true));
+        let got = snapshot(&closed_row("exited"), &out, &[], Detail::Full);
+        assert_eq!(got["stderrTail"], json!("s".repeat(12_000)));
+        assert_eq!(got["stderrTruncated"], json!(false));
+    }
+
+    /// `session` is `{kind: "unknown"}` without a session file, and `resumable` follows it.
+    #[test]
+    fn session_kinds() {
+        let mut row = closed_row("exited");
+        let got = snapshot(&row, &OutputFacts::default(), &[], Detail::Summary);
+        assert_json(
+            &got["session"],
+            &json!({"kind": "known", "file": "/s/child.jsonl", "id": "sess-1", "name": null, "pendingMessageCount": null}),
+        );
+        assert_eq!(got["resumable"], json!(true));
+        row.session_file = None;
+        let got = snapshot(&row, &OutputFacts::default(), &[], Detail::Summary);
+        assert_json(&got["session"], &json!({"kind": "unknown"}));
+        assert_eq!(got["resumable"], json!(false));
+        assert_eq!(got["nextSuggestedActions"], json!(["archive", "list"]));
     }
 }

@@ -451,12 +451,12 @@ pub enum Details<'a> {
         thread: Single<'a>,
         archived: bool,
     },
-    /// `wait`'s progress notification.
+    /// `wait`'s progress notification: like every single-thread result (at the wait's
+    /// detail), plus `waitedMs`; no `timeoutMs`, as in pi-threads.
     Waiting {
-        snapshot: &'a RawValue,
-        thread: &'a RawValue,
+        #[serde(flatten)]
+        thread: Single<'a>,
         waited_ms: u64,
-        timeout_ms: u64,
     },
 }
 

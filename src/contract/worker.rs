@@ -493,21 +493,37 @@ impl WorkerFacts {
         }
     }
 
-    /// The list status, first match: `needs input` (never: the runtime answers dialogs
-    /// itself) > `running` (a live process in a run) > the report verdict > `starting`
-    /// (outcome null) > `no report` (succeeded) > `failed` / `interrupted`.
+    /// The list status (see [`list_status`]).
     pub fn list_status(&self) -> &str {
-        if self.status == "live" && self.phase == "busy" {
-            return "running";
-        }
-        if let Some(r) = &self.report {
-            return &r.verdict;
-        }
-        match self.outcome.as_deref() {
-            None => "starting",
-            Some("succeeded") => "no report",
-            Some(other) => other,
-        }
+        list_status(
+            &self.status,
+            &self.phase,
+            self.report.as_ref().map(|r| r.verdict.as_str()),
+            self.outcome.as_deref(),
+        )
+    }
+}
+
+/// A worker's status as the original's terminal UI lists it, first match: `needs input`
+/// (never: the runtime answers dialogs itself) > `running` (a live process in a run) > the
+/// report verdict > `starting` (outcome null) > `no report` (succeeded) > `failed` /
+/// `interrupted`. Not part of any tool result: `threadbase top` shows it.
+pub fn list_status<'a>(
+    status: &str,
+    phase: &str,
+    verdict: Option<&'a str>,
+    outcome: Option<&'a str>,
+) -> &'a str {
+    if status == "live" && phase == "busy" {
+        return "running";
+    }
+    if let Some(v) = verdict {
+        return v;
+    }
+    match outcome {
+        None => "starting",
+        Some("succeeded") => "no report",
+        Some(other) => other,
     }
 }
 
@@ -538,23 +554,12 @@ pub struct Model {
     pub variant: Option<String>,
 }
 
-/// `{workers}`: `threads.snapshot` and `threads.restore`; `threads_list` adds `statuses`, each
-/// worker's list status by workerID.
+/// `{workers}`: `threads_list`, `threads.snapshot` and `threads.restore`, exactly as the
+/// original returns them (the list statuses of its terminal UI are threadbase's own views':
+/// `threadbase top`, [`list_status`]).
 #[derive(Debug, Serialize)]
 pub struct Workers<'a> {
     pub workers: Vec<WorkerView<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub statuses: Option<Statuses<'a>>,
-}
-
-/// workerID → list status, in list order.
-#[derive(Debug)]
-pub struct Statuses<'a>(pub Vec<(&'a str, &'a str)>);
-
-impl Serialize for Statuses<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        s.collect_map(self.0.iter().copied())
-    }
 }
 
 impl<'a> Workers<'a> {
@@ -562,21 +567,6 @@ impl<'a> Workers<'a> {
     pub fn of(facts: impl IntoIterator<Item = &'a WorkerFacts>) -> Workers<'a> {
         Workers {
             workers: facts.into_iter().map(WorkerFacts::view).collect(),
-            statuses: None,
-        }
-    }
-
-    /// The views and list statuses of `facts`.
-    pub fn with_statuses(facts: impl IntoIterator<Item = &'a WorkerFacts> + Clone) -> Workers<'a> {
-        Workers {
-            statuses: Some(Statuses(
-                facts
-                    .clone()
-                    .into_iter()
-                    .map(|f| (f.worker_id.as_str(), f.list_status()))
-                    .collect(),
-            )),
-            ..Workers::of(facts)
         }
     }
 }

@@ -11,8 +11,9 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
+use crate::contract::format;
 use crate::contract::projection::{Detail, Projection, ThreadFacts};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::store::snapshots::{self, View};
 use crate::store::threads::{thread_statement, ThreadRow};
 use crate::store::Store;
@@ -26,16 +27,34 @@ pub(super) const MAX_PENDING: usize = 16_384;
 /// A view of one thread at one detail level.
 pub(super) type Key = (String, View, Detail);
 
+/// A rendered view: its JSON and, for a snapshot, the thread's line of a list's text.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct Rendered {
+    pub json: String,
+    pub line: String,
+}
+
 /// Renders `view` of `facts` at `detail`: the one function both the read path and the
 /// filler use, so a cached answer is byte for byte the answer the read path would give.
-pub(super) fn render(facts: &ThreadFacts, view: View, detail: Detail) -> Result<Vec<u8>> {
+pub(super) fn render(facts: &ThreadFacts, view: View, detail: Detail) -> Result<Rendered> {
     match view {
         View::Snapshot => {
-            let mut json = Vec::with_capacity(4 * 1024);
-            serde_json::to_writer(&mut json, &Projection::new(facts, detail).snapshot())?;
-            Ok(json)
+            let projection = Projection::new(facts, detail);
+            let snapshot = projection.snapshot();
+            let mut line = String::new();
+            let _ = format::list_line(&mut line, true, &snapshot);
+            Ok(Rendered {
+                json: serde_json::to_string(&snapshot)?,
+                line,
+            })
         }
-        View::Poll => super::thread_tool::poll_result(facts, detail),
+        View::Poll => {
+            let json = super::thread_tool::poll_result(facts, detail)?;
+            Ok(Rendered {
+                json: String::from_utf8(json).map_err(|e| Error::internal(e.to_string()))?,
+                line: String::new(),
+            })
+        }
     }
 }
 
@@ -142,10 +161,9 @@ pub(super) fn fill_batch(tx: &rusqlite::Connection, keys: &[Key]) -> Result<usiz
                 {
                     continue;
                 }
-                let json = render(&f, view, detail)?;
-                let json = std::str::from_utf8(&json)
-                    .map_err(|e| crate::error::Error::internal(e.to_string()))?;
-                if snapshots::put(tx, &f.row.id, view, detail.as_str(), json)? {
+                let r = render(&f, view, detail)?;
+                let line = (view == View::Snapshot).then_some(r.line.as_str());
+                if snapshots::put(tx, &f.row.id, view, detail.as_str(), &r.json, line)? {
                     kept += 1;
                 }
             }
@@ -249,9 +267,14 @@ mod tests {
                 .unwrap()
                 .unwrap();
             let facts = super::super::thread_facts(&conn, vec![row], detail).unwrap();
-            let want = String::from_utf8(render(&facts[0], view, detail).unwrap()).unwrap();
+            let want = render(&facts[0], view, detail).unwrap();
             let got = snapshots::cached(&conn, &id, view, detail.as_str()).unwrap();
-            assert_eq!(got.as_deref(), Some(want.as_str()), "{view:?} {detail:?}");
+            assert_eq!(got.as_deref(), Some(want.json.as_str()), "{view:?} {detail:?}");
+            let ids = format!("[\"{id}\"]");
+            let line = (view == View::Snapshot).then(|| want.line.clone());
+            let found = snapshots::cached_of_threads(&conn, &ids, 1, view, detail.as_str())
+                .unwrap();
+            assert_eq!(found, vec![Some((want.json.clone(), line))], "{view:?} {detail:?}");
         }
     }
 

@@ -1,11 +1,13 @@
-//! Contract A's `list` answer. A list of at most [`IN_MEMORY`] threads is read in three queries
-//! (the rows, then the retained output and the retained events of those ids) and serialized
-//! from memory. A longer one is streamed ([`Reply::Stream`]): one read transaction on a blocking
+//! Contract A's `list` answer. Each listed thread is its summary snapshot (JSON) and its line
+//! of the content text; a closed thread's are copied from the snapshot cache (engine/cache.rs),
+//! the others rendered from the thread's output and events. A list of at most [`IN_MEMORY`]
+//! threads is read in at most four queries (the rows, their cached answers, then the retained
+//! output and events of the others) and written from memory. A longer one is streamed ([`Reply::Stream`]): one read transaction on a blocking
 //! thread, so every pass sees the same rows, and passes over the list query that never hold
 //! more than [`BATCH`] threads:
 //!
-//! one pass over the rows, in batches of [`BATCH`] (each batch's output and events in two
-//! queries), writes the content text and the snapshots (each serialized once) into two spill
+//! one pass over the rows, in batches of [`BATCH`] (each batch's cached answers in one query, the
+//! others' output and events in two), writes the content text and the snapshots (each serialized once) into two spill
 //! files beside the database; the line is then written from them: the text, then the list
 //! twice (`details.threads` and its alias `details.snapshots`).
 //!
@@ -23,16 +25,17 @@ use serde::ser::Serializer;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::cache::{render, Key, MAX_PENDING};
+use super::cache::{render, Key, Rendered, MAX_PENDING};
 use super::{thread_facts, Engine};
+use crate::contract::format;
 use crate::contract::projection::Detail;
 use crate::contract::thread::Listed;
 use crate::contract::ToolResult;
 use crate::error::{Error, Result};
 use crate::list::{self, ListQuery};
 use crate::output::Reply;
-use crate::store::threads::{col, ThreadRow};
 use crate::store::snapshots::{self, View};
+use crate::store::threads::{col, ThreadRow};
 use crate::store::Store;
 
 /// Lists up to this long are answered from memory.
@@ -61,34 +64,40 @@ pub(super) fn reply(e: &Engine, q: ListQuery) -> Result<Reply> {
         })));
     };
     let mut missed = Vec::new();
-    let snapshots = rendered(&tx, &rows, &mut missed)?;
+    let listed = rendered(&tx, &rows, &mut missed)?;
     tx.finish()?;
     drop(conn);
     e.cache.missed(missed);
-    Ok(Reply::Json(from_memory(&rows, &snapshots)?))
+    Ok(Reply::Json(from_memory(&rows, &listed)?))
 }
 
-/// Each row's summary snapshot JSON, in order: cached ones copied (one query), the others
-/// rendered from their facts (two more) and, when closed, noted in `missed` for the cache.
-fn rendered(conn: &Connection, rows: &[ThreadRow], missed: &mut Vec<Key>) -> Result<Vec<String>> {
+/// Each row's summary snapshot and list line, in order: cached ones copied (one query), the
+/// others rendered from their facts (two more) and, when closed, noted in `missed` so the
+/// cache keeps them.
+fn rendered(conn: &Connection, rows: &[ThreadRow], missed: &mut Vec<Key>) -> Result<Vec<Rendered>> {
     if rows.is_empty() {
         return Ok(Vec::new());
     }
     let ids = serde_json::to_string(&rows.iter().map(|r| r.id.as_str()).collect::<Vec<_>>())?;
-    let mut found = snapshots::cached_of_threads(
+    let mut found: Vec<Option<Rendered>> = snapshots::cached_of_threads(
         conn,
         &ids,
         rows.len(),
         View::Snapshot,
         Detail::Summary.as_str(),
-    )?;
+    )?
+    .into_iter()
+    .map(|c| match c {
+        Some((json, Some(line))) => Some(Rendered { json, line }),
+        _ => None,
+    })
+    .collect();
     let absent: Vec<usize> = (0..rows.len()).filter(|&i| found[i].is_none()).collect();
     if !absent.is_empty() {
         let subset: Vec<ThreadRow> = absent.iter().map(|&i| rows[i].clone()).collect();
         let facts = thread_facts(conn, subset, Detail::Summary)?;
         for (&i, f) in absent.iter().zip(&facts) {
-            let json = render(f, View::Snapshot, Detail::Summary)?;
-            found[i] = Some(String::from_utf8(json).map_err(|e| Error::internal(e.to_string()))?);
+            found[i] = Some(render(f, View::Snapshot, Detail::Summary)?);
             if !f.row.is_live() && missed.len() < MAX_PENDING {
                 missed.push((f.row.id.clone(), View::Snapshot, Detail::Summary));
             }
@@ -97,23 +106,33 @@ fn rendered(conn: &Connection, rows: &[ThreadRow], missed: &mut Vec<Key>) -> Res
     Ok(found.into_iter().map(Option::unwrap_or_default).collect())
 }
 
-/// The result JSON of a list whose rows and snapshots (JSON, in order) are all in memory,
-/// written into the [`Template`] as a streamed list is, so the two are the same bytes.
-fn from_memory(rows: &[ThreadRow], snapshots: &[String]) -> Result<Vec<u8>> {
+/// The content text's lines of `listed` (each after a line break unless it is the list's
+/// first).
+fn push_lines(text: &mut String, listed: &[Rendered], first: bool) {
+    for (i, r) in listed.iter().enumerate() {
+        if i > 0 || !first {
+            text.push('\n');
+        }
+        text.push_str(&r.line);
+    }
+}
+
+/// The result JSON of a list whose rows and rendered answers are all in memory, written into
+/// the [`Template`] as a streamed list is, so the two are the same bytes.
+fn from_memory(rows: &[ThreadRow], listed: &[Rendered]) -> Result<Vec<u8>> {
     let live = rows.iter().filter(|r| r.is_live()).count();
     let mut text = String::new();
-    let _ = header(&mut text, rows.len(), live);
-    for r in rows {
-        let _ = line(&mut text, &r.path, &r.id, &r.status, &r.phase, &r.name);
+    if rows.is_empty() {
+        text.push_str(format::NO_THREADS);
     }
-    let list_len = snapshots.iter().map(|s| s.len() + 1).sum::<usize>() + 2;
-    let mut list = Vec::with_capacity(list_len);
+    push_lines(&mut text, listed, true);
+    let mut list = Vec::with_capacity(listed.iter().map(|r| r.json.len() + 1).sum::<usize>() + 2);
     list.push(b'[');
-    for (i, s) in snapshots.iter().enumerate() {
+    for (i, r) in listed.iter().enumerate() {
         if i > 0 {
             list.push(b',');
         }
-        list.extend_from_slice(s.as_bytes());
+        list.extend_from_slice(r.json.as_bytes());
     }
     list.push(b']');
     let t = Template::new(rows.len(), live)?;
@@ -126,28 +145,6 @@ fn from_memory(rows: &[ThreadRow], snapshots: &[String]) -> Result<Vec<u8>> {
     json.extend_from_slice(&list);
     json.extend_from_slice(t.part(3));
     Ok(json)
-}
-
-/// `N thread(s) (L live, C closed)`.
-fn header(f: &mut dyn fmt::Write, count: usize, live: usize) -> fmt::Result {
-    write!(
-        f,
-        "{count} thread{} ({live} live, {} closed)",
-        if count == 1 { "" } else { "s" },
-        count - live
-    )
-}
-
-/// One thread's line of the content text.
-fn line(
-    f: &mut dyn fmt::Write,
-    path: &str,
-    id: &str,
-    status: &str,
-    phase: &str,
-    name: &str,
-) -> fmt::Result {
-    write!(f, "\n- {path} ({id}) {status}/{phase} \"{name}\"")
 }
 
 /// The holes of a streamed list's template: the text, then the list (twice). Serialized, a
@@ -246,10 +243,11 @@ fn stream_spilling(
         }) => {
             let t = Template::new(count, live)?;
             w.write_all(t.part(0))?;
-            let mut head = String::new();
-            let _ = header(&mut head, count, live);
-            let quoted = serde_json::to_string(&head)?;
-            w.write_all(&quoted.as_bytes()[..quoted.len() - 1])?;
+            w.write_all(b"\"")?;
+            if count == 0 {
+                // Never: a list this long is answered from memory.
+                w.write_all(format::NO_THREADS.as_bytes())?;
+            }
             copy_from_start(&mut text, w)?;
             w.write_all(b"\"")?;
             w.write_all(t.part(1))?;
@@ -273,7 +271,7 @@ fn stream_spilling(
                 manager_id,
                 q,
                 count,
-                live,
+                missed: RefCell::new(missed),
                 failure: RefCell::new(None),
             };
             w.write_all(t.part(0))?;
@@ -283,10 +281,10 @@ fn stream_spilling(
             }
             text?;
             w.write_all(t.part(1))?;
-            snapshots(&tx, manager_id, q, w, missed)?;
+            // The text's pass noted what was not cached: the later passes find the same.
+            snapshots(&tx, manager_id, q, w)?;
             w.write_all(t.part(2))?;
-            // The second pass finds what the first rendered still absent: note it once.
-            snapshots(&tx, manager_id, q, w, &mut Vec::new())?;
+            snapshots(&tx, manager_id, q, w)?;
             w.write_all(t.part(3))?;
         }
     }
@@ -329,17 +327,15 @@ fn spill_pass(
     let mut batch: Vec<ThreadRow> = Vec::with_capacity(BATCH);
     let mut first = true;
     let mut write_batch = |batch: &mut Vec<ThreadRow>, spill_ok: &mut bool| -> Result<()> {
+        let listed = rendered(conn, batch, missed)?;
+        batch.clear();
         lines.clear();
-        for r in batch.iter() {
-            let _ = line(&mut lines, &r.path, &r.id, &r.status, &r.phase, &r.name);
-        }
+        push_lines(&mut lines, &listed, first);
         escaped.clear();
         serde_json::to_writer(&mut escaped, lines.as_str())?;
         let inner = &escaped[1..escaped.len() - 1];
         *spill_ok = *spill_ok && text.write_all(inner).is_ok();
-        let json = rendered(conn, batch, missed)?;
-        batch.clear();
-        let written = write_snapshots(&json, first, &mut list);
+        let written = write_snapshots(&listed, first, &mut list);
         first = false;
         written.or_else(|e| match e.code {
             crate::error::ErrorCode::Io => {
@@ -377,33 +373,28 @@ fn spill_pass(
     }))
 }
 
-/// Snapshots (JSON), comma-separated (a leading comma unless this is the list's first batch).
-fn write_snapshots(json: &[String], first: bool, w: &mut dyn Write) -> Result<()> {
-    for (i, s) in json.iter().enumerate() {
+/// The snapshots of `listed`, comma-separated (a leading comma unless this is the list's first
+/// batch).
+fn write_snapshots(listed: &[Rendered], first: bool, w: &mut dyn Write) -> Result<()> {
+    for (i, r) in listed.iter().enumerate() {
         if i > 0 || !first {
             w.write_all(b",")?;
         }
-        w.write_all(s.as_bytes())?;
+        w.write_all(r.json.as_bytes())?;
     }
     Ok(())
 }
 
 /// `[snapshot, …]` straight into the line: the rows in batches, each batch's cached answers in
-/// one query and the rest's output and events in two.
-fn snapshots(
-    conn: &Connection,
-    manager_id: i64,
-    q: &ListQuery,
-    w: &mut dyn Write,
-    missed: &mut Vec<Key>,
-) -> Result<()> {
+/// one query and the others' output and events in two.
+fn snapshots(conn: &Connection, manager_id: i64, q: &ListQuery, w: &mut dyn Write) -> Result<()> {
     w.write_all(b"[")?;
     let mut first = true;
     let mut batch: Vec<ThreadRow> = Vec::with_capacity(BATCH);
     let mut write_batch = |batch: &mut Vec<ThreadRow>| -> Result<()> {
-        let json = rendered(conn, batch, missed)?;
+        let listed = rendered(conn, batch, &mut Vec::new())?;
         batch.clear();
-        write_snapshots(&json, first, w)?;
+        write_snapshots(&listed, first, w)?;
         first = false;
         Ok(())
     };
@@ -438,7 +429,8 @@ struct Streamed<'c> {
     manager_id: i64,
     q: &'c ListQuery,
     count: usize,
-    live: usize,
+    /// Where the text's pass notes the closed threads it rendered.
+    missed: RefCell<&'c mut Vec<Key>>,
     /// The first store error met while writing the text (a `Display` cannot return it).
     failure: RefCell<Option<Error>>,
 }
@@ -458,24 +450,35 @@ impl fmt::Display for Text<'_> {
         let s = self.0;
         // Lines are gathered into pieces of about 64 KiB, so the escaping writer sees few calls.
         let mut piece = String::with_capacity(PIECE_BYTES + 512);
-        header(&mut piece, s.count, s.live)?;
+        if s.count == 0 {
+            piece.push_str(format::NO_THREADS);
+        }
         let mut written: fmt::Result = Ok(());
-        let pass = list::each_row(s.conn, s.manager_id, s.q, |r| {
-            let text = |i| text_at(r, i);
-            let _ = line(
-                &mut piece,
-                text(col::PATH)?,
-                text(col::ID)?,
-                text(col::STATUS)?,
-                text(col::PHASE)?,
-                text(col::NAME)?,
-            );
+        let mut first = true;
+        let mut batch: Vec<ThreadRow> = Vec::with_capacity(BATCH);
+        // A line's title may be the child's session name (in thread_output): each batch's
+        // lines are read (cached) or rendered in the queries a list batch costs.
+        let mut write_batch = |batch: &mut Vec<ThreadRow>, piece: &mut String| -> Result<()> {
+            let listed = rendered(s.conn, batch, &mut s.missed.borrow_mut())?;
+            batch.clear();
+            push_lines(piece, &listed, first);
+            first = false;
+            Ok(())
+        };
+        let mut pass = list::each_row(s.conn, s.manager_id, s.q, |r| {
+            batch.push(ThreadRow::from_row(r)?);
+            if batch.len() == BATCH {
+                write_batch(&mut batch, &mut piece)?;
+            }
             if piece.len() >= PIECE_BYTES {
                 written = f.write_str(&piece);
                 piece.clear();
             }
             Ok(written.is_ok())
         });
+        if pass.is_ok() && written.is_ok() && !batch.is_empty() {
+            pass = write_batch(&mut batch, &mut piece);
+        }
         if let Err(e) = pass {
             // Stop here (the caller returns the error; the line stays unfinished).
             self.0.failure.borrow_mut().get_or_insert(e);
@@ -612,8 +615,8 @@ mod tests {
                 .unwrap()
                 .unwrap();
             let mut missed = Vec::new();
-            let json = rendered(&conn, &rows, &mut missed).unwrap();
-            let want = from_memory(&rows, &json).unwrap();
+            let listed = rendered(&conn, &rows, &mut missed).unwrap();
+            let want = from_memory(&rows, &listed).unwrap();
             drop(conn);
             let mut line = Vec::new();
             stream(&store, m, &q, &Value::from(7), &mut line, &mut Vec::new()).unwrap();
@@ -626,8 +629,8 @@ mod tests {
             stream_spilling(&store, m, &q, &Value::from(7), &mut unspilled, None, &mut Vec::new())
                 .unwrap();
             assert!(unspilled == expected, "{q:?}: the unspilled line differs");
-            // Every closed thread rendered was noted for the cache; once kept, the same
-            // lists are the same bytes, read from the cache.
+            // Every closed thread rendered was noted for the cache; once kept, the same lists
+            // are the same bytes, read from the cache.
             let closed = rows.iter().filter(|r| !r.is_live()).count();
             assert_eq!(missed.len(), closed, "{q:?}");
             let kept = store
@@ -636,14 +639,17 @@ mod tests {
             assert_eq!(kept, closed, "{q:?}");
             let conn = store.read().unwrap();
             let mut again = Vec::new();
-            let json = rendered(&conn, &rows, &mut again).unwrap();
+            let listed = rendered(&conn, &rows, &mut again).unwrap();
             drop(conn);
             assert!(again.is_empty(), "{q:?}: cached rows were rendered again");
-            assert!(from_memory(&rows, &json).unwrap() == want, "{q:?}: cached list differs");
-            let mut cached_line = Vec::new();
-            stream(&store, m, &q, &Value::from(7), &mut cached_line, &mut again).unwrap();
-            assert!(again.is_empty(), "{q:?}");
-            assert!(cached_line == expected, "{q:?}: the cached streamed line differs");
+            assert!(from_memory(&rows, &listed).unwrap() == want, "{q:?}: the cached list differs");
+            for spill in [store.path().parent(), None] {
+                let mut cached_line = Vec::new();
+                stream_spilling(&store, m, &q, &Value::from(7), &mut cached_line, spill, &mut again)
+                    .unwrap();
+                assert!(again.is_empty(), "{q:?}");
+                assert!(cached_line == expected, "{q:?}: the cached streamed line differs");
+            }
             let v: Value = serde_json::from_slice(&line).unwrap();
             assert_eq!(
                 v["result"]["details"]["threads"], v["result"]["details"]["snapshots"],

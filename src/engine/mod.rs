@@ -43,6 +43,8 @@ fn output_row(r: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<OutputFac
         last_partial_text: r.get(first + 1)?,
         stderr_tail: r.get(first + 2)?,
         stderr_dropped: r.get(first + 3)?,
+        session_name: r.get(first + 4)?,
+        pending_message_count: r.get(first + 5)?,
     })
 }
 

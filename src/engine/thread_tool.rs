@@ -9,9 +9,9 @@ use serde_json::json;
 
 use super::remote::{self, CommandKind, Holder, Outcome};
 use super::Engine;
-use crate::contract::projection::{Detail, Projection, Snapshot, ThreadFacts};
+use crate::contract::projection::{Detail, Projection, ThreadFacts};
 use crate::contract::thread::{Details, ListTarget, Single, SnapshotJson, ThreadRequest};
-use crate::contract::{args as argpolicy, naming, ToolResult};
+use crate::contract::{args as argpolicy, format, naming, ToolResult};
 use crate::error::{Error, ErrorCode, Result};
 use crate::list::{ListQuery, Subtree};
 use crate::output::Reply;
@@ -82,25 +82,6 @@ fn find(e: &Engine, reference: &str) -> Result<ThreadRow> {
 /// `{content: [{type: text, text}], details}`, serialized.
 fn reply(text: &str, details: Details<'_>) -> Result<Reply> {
     Reply::json(&ToolResult::new(text, details))
-}
-
-/// `path (id) is status / phase`, then the result as the model reads it: on the same line
-/// when it is one line, else from the next line on, with its line breaks (and the note on a
-/// cut one, see [`Projection::content_result`]).
-fn headline(projection: &Projection<'_>, snap: &Snapshot<'_>) -> String {
-    let mut s = format!(
-        "{} ({}) is {} / {}",
-        snap.path, snap.id, snap.status, snap.phase
-    );
-    if let Some(r) = projection.content_result() {
-        s.push_str(if r.contains('\n') {
-            ". Result:\n"
-        } else {
-            ". Result: "
-        });
-        s.push_str(&r);
-    }
-    s
 }
 
 // ---- limits and names ---------------------------------------------------------------------
@@ -282,7 +263,7 @@ async fn start(
     // From the insert on, the thread is starting: a send or wait meanwhile waits for its child.
     let _launching = e.rt.reserve_launch(&id);
     // Reserve the path: limits, uniqueness and the insert in one transaction.
-    let (task, path, display) = e.store.write(|tx| {
+    let (_task, path, display) = e.store.write(|tx| {
         check_live_count(e, tx)?;
         e.check_budget(tx, None, "start")?;
         let (task, path) = choose_task_name(e, tx, task_name.as_deref(), &base)?;
@@ -339,14 +320,7 @@ async fn start(
     let facts = e.facts(&id)?;
     let projection = Projection::new(&facts, Detail::Summary);
     let snap = projection.snapshot();
-    let mut text = format!(
-        "Started {path} ({id}) as \"{display}\" [taskName {task}]; phase {}.",
-        snap.phase
-    );
-    if let Some(note) = &outcome.note {
-        text.push_str(&format!(" {note}"));
-    }
-    text.push_str(" Use wait or poll to follow it.");
+    let text = format::started(&snap, outcome.prompt_accepted, outcome.note.as_deref());
     reply(
         &text,
         Details::Started {
@@ -465,7 +439,7 @@ pub(super) fn poll_result(facts: &ThreadFacts, detail: Detail) -> Result<Vec<u8>
     serde_json::to_writer(
         &mut json,
         &ToolResult::new(
-            &headline(&projection, &snap),
+            &format::polled(&projection, &snap),
             Details::Polled {
                 thread: Single::of(&SnapshotJson::new(&snap)?),
             },
@@ -541,22 +515,7 @@ async fn send(e: &Engine, reference: &str, message: &str, mode: Option<SendMode>
     let projection = Projection::new(&facts, Detail::Summary);
     let snap = projection.snapshot();
     let mode = done.mode;
-    let mut text = match done.accepted {
-        Some(true) => format!(
-            "Sent {} to {} ({}); accepted.",
-            mode.as_str(),
-            row.path,
-            row.id
-        ),
-        Some(false) => format!(
-            "Sent {} to {} ({}); rejected: {}",
-            mode.as_str(),
-            row.path,
-            row.id,
-            done.error.clone().unwrap_or_default()
-        ),
-        None => done.error.clone().unwrap_or_default(),
-    };
+    let mut text = format::sent(&snap, mode, done.accepted, done.error.as_deref());
     if let Some(owner) = via {
         text.push_str(&held_by(owner));
     }
@@ -571,10 +530,11 @@ async fn send(e: &Engine, reference: &str, message: &str, mode: Option<SendMode>
     )
 }
 
-/// ` (carried out by the serve that holds it, pid N)`.
+/// The line a result's text ends with when another serve carried the action out (a
+/// threadbase addition: pi-threads has one process per manager).
 fn held_by(owner: crate::runtime::process::ProcessIdentity) -> String {
     format!(
-        " (carried out by the serve that holds it, pid {})",
+        "\nNote: carried out by the serve that holds it (pid {}).",
         owner.pid
     )
 }
@@ -644,25 +604,7 @@ async fn stop(e: &Engine, reference: &str, force: bool) -> Result<Reply> {
     let facts = e.facts(&row.id)?;
     let projection = Projection::new(&facts, Detail::Summary);
     let snap = projection.snapshot();
-    let text = if was_live {
-        format!(
-            "Stopped {} ({}){}{note}. {}",
-            row.path,
-            row.id,
-            if force { " by force" } else { "" },
-            headline(&projection, &snap)
-        )
-    } else if facts.row.exit_kind.as_deref() == Some("stale") && row.is_live() {
-        format!(
-            "{} ({}) was left live by a serve that is gone; it is closed now (stale), so there is nothing to stop.",
-            row.path, row.id
-        )
-    } else {
-        format!(
-            "{} ({}) was already closed; nothing to stop.",
-            row.path, row.id
-        )
-    };
+    let text = format::stopped(&snap, !was_live) + &note;
     reply(
         &text,
         Details::Stopped {
@@ -717,7 +659,7 @@ async fn wait(
                 .map(|(idle, _)| idle)
                 .unwrap_or(false);
         e.rt.flush().await;
-        report_waiting(e, &row.id, started, timeout_ms, progress)?;
+        report_waiting(e, &row.id, started, detail, progress)?;
         if idle || view.borrow().closed {
             break false;
         }
@@ -728,23 +670,22 @@ async fn wait(
     waited(e, &row.id, detail, timed_out, started)
 }
 
-/// `wait`'s progress notification: the thread's summary snapshot so far.
+/// `wait`'s progress notification: the thread's snapshot so far at the wait's detail, with
+/// `running`, `detail` and `nextSuggestedActions` as in every single-thread result.
 fn report_waiting(
     e: &Engine,
     id: &str,
     started: Instant,
-    timeout_ms: u64,
+    detail: Detail,
     progress: &(dyn Fn(&Details<'_>) + Send + Sync),
 ) -> Result<()> {
     let facts = e.facts(id)?;
-    let projection = Projection::new(&facts, Detail::Summary);
+    let projection = Projection::new(&facts, detail);
     let snap = projection.snapshot();
-    let json = serde_json::value::to_raw_value(&snap)?;
+    let json = SnapshotJson::new(&snap)?;
     progress(&Details::Waiting {
-        snapshot: &json,
-        thread: &json,
+        thread: Single::of(&json),
         waited_ms: started.elapsed().as_millis() as u64,
-        timeout_ms,
     });
     Ok(())
 }
@@ -761,14 +702,7 @@ fn waited(
     let projection = Projection::new(&facts, detail);
     let snap = projection.snapshot();
     let waited = started.elapsed().as_millis() as u64;
-    let text = if timed_out {
-        format!(
-            "Timed out after {waited} ms; the thread keeps running. {}",
-            headline(&projection, &snap)
-        )
-    } else {
-        headline(&projection, &snap)
-    };
+    let text = format::waited(&projection, &snap, timed_out, waited);
     reply(
         &text,
         Details::Waited {
@@ -815,7 +749,7 @@ async fn wait_on_rows(
             break false;
         }
         if now >= next_progress {
-            report_waiting(e, &row.id, started, timeout_ms, progress)?;
+            report_waiting(e, &row.id, started, detail, progress)?;
             next_progress = now + WAIT_STEP;
         }
         tokio::time::sleep(ROW_WAIT_POLL.min(deadline.saturating_duration_since(now))).await;
@@ -902,18 +836,9 @@ async fn resume(e: &Engine, reference: &str) -> Result<Reply> {
     let facts = e.facts(&row.id)?;
     let projection = Projection::new(&facts, Detail::Summary);
     let snap = projection.snapshot();
-    let mut text = if done.already_live {
-        format!("{} ({}) is already live.", row.path, row.id)
-    } else {
-        format!(
-            "Resumed {} ({}) from {}; no prompt was sent. Use send to continue.",
-            row.path,
-            row.id,
-            done.file.as_deref().unwrap_or("its session file")
-        )
-    };
+    let mut text = format::resumed(&snap, done.already_live);
     if let Some(note) = &done.note {
-        text.push_str(&format!(" {note}"));
+        text.push_str(&format!("\nNote: {note}"));
     }
     if let Some(owner) = via {
         text.push_str(&held_by(owner));
@@ -1176,7 +1101,7 @@ async fn fork(
     let new_file = e
         .child_session_dir()
         .join(crate::session::session_file_name(&now_iso(), &session_id));
-    let (task, path) = e.store.write(|tx| {
+    let (_task, path) = e.store.write(|tx| {
         check_live_count(e, tx)?;
         e.check_budget(tx, None, "fork")?;
         let (task, path) = choose_task_name(e, tx, task_name.as_deref(), &base)?;
@@ -1235,14 +1160,11 @@ async fn fork(
     let facts = e.facts(&id)?;
     let projection = Projection::new(&facts, Detail::Summary);
     let snap = projection.snapshot();
-    let mut text = format!(
-        "Forked {} into {path} ({id}) as \"{display}\" [taskName {task}]; no kickoff prompt was sent. Use send to continue.",
-        source_file.display()
-    );
-    if let Some(note) = &outcome.note {
-        text.push_str(&format!(" {note}"));
-    }
     let source_session_file = source_file.display().to_string();
+    let mut text = format::forked(&snap, &source_session_file, source_entry.as_deref());
+    if let Some(note) = &outcome.note {
+        text.push_str(&format!("\nNote: {note}"));
+    }
     reply(
         &text,
         Details::Forked {
@@ -1282,12 +1204,7 @@ fn archive(e: &Engine, reference: &str, archived: bool) -> Result<Reply> {
     let facts = e.facts(&row.id)?;
     let projection = Projection::new(&facts, Detail::Summary);
     let snap = projection.snapshot();
-    let text = format!(
-        "{} {} ({}); its session file is untouched.",
-        if archived { "Archived" } else { "Unarchived" },
-        row.path,
-        row.id
-    );
+    let text = format::archived(&snap, archived);
     reply(
         &text,
         Details::Archived {

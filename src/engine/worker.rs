@@ -862,7 +862,7 @@ fn list(e: &Engine) -> Result<Json> {
         include_str!("../../sql/workers_of_coordinator.sql"),
         &e.cfg.session_id,
     )?;
-    json_of(&Workers::with_statuses(rows.iter().map(|r| &r.facts)))
+    json_of(&Workers::of(rows.iter().map(|r| &r.facts)))
 }
 
 async fn send(e: &Engine, worker_id: &str, key: &str, text: &str) -> Result<Json> {

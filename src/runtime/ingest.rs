@@ -56,6 +56,12 @@ pub enum IngestOp {
         thread_id: Arc<str>,
         open: bool,
     },
+    /// A `get_state` answer's session name and pending message count (the last one wins).
+    SessionState {
+        thread_id: Arc<str>,
+        name: Option<String>,
+        pending: Option<i64>,
+    },
     Stderr {
         thread_id: Arc<str>,
         bytes: Vec<u8>,
@@ -243,6 +249,7 @@ struct ThreadFacts<'a> {
     assistant: Option<&'a str>,
     partial: Option<&'a str>,
     turn_open: Option<bool>,
+    session: Option<(Option<&'a str>, Option<i64>)>,
     stderr: Vec<u8>,
     /// The usage of the batch's completed assistant messages, summed, and when the last came.
     usage: Option<(Usage, &'a str)>,
@@ -260,6 +267,7 @@ fn apply(tx: &Transaction<'_>, ops: &[IngestOp]) -> Result<()> {
             | IngestOp::AssistantText { thread_id, .. }
             | IngestOp::PartialText { thread_id, .. }
             | IngestOp::TurnOpen { thread_id, .. }
+            | IngestOp::SessionState { thread_id, .. }
             | IngestOp::Stderr { thread_id, .. }
             | IngestOp::Usage { thread_id, .. } => thread_id,
             IngestOp::Write(..) | IngestOp::Flush(_) => continue,
@@ -288,6 +296,9 @@ fn apply(tx: &Transaction<'_>, ops: &[IngestOp]) -> Result<()> {
             }
             IngestOp::PartialText { text, .. } => facts.partial = Some(text),
             IngestOp::TurnOpen { open, .. } => facts.turn_open = Some(*open),
+            IngestOp::SessionState { name, pending, .. } => {
+                facts.session = Some((name.as_deref(), *pending))
+            }
             IngestOp::Stderr { bytes, .. } => facts.stderr.extend_from_slice(bytes),
             IngestOp::Usage { at, usage, .. } => {
                 let (sum, last) = facts.usage.get_or_insert((Usage::default(), at));
@@ -309,6 +320,11 @@ fn apply(tx: &Transaction<'_>, ops: &[IngestOp]) -> Result<()> {
         if let Some(open) = facts.turn_open {
             let mut stmt = tx.prepare_cached(include_str!("../../sql/output_set_turn_open.sql"))?;
             stmt.execute((thread_id, open))?;
+        }
+        if let Some((name, pending)) = facts.session {
+            let mut stmt =
+                tx.prepare_cached(include_str!("../../sql/output_set_session_state.sql"))?;
+            stmt.execute((thread_id, name, pending))?;
         }
         events::append(tx, thread_id, &facts.events)?;
         if let Some(text) = facts.partial {
@@ -412,6 +428,14 @@ mod tests {
                 IngestOp::TurnOpen { thread_id, open } => {
                     tx.prepare_cached(include_str!("../../sql/output_set_turn_open.sql"))?
                         .execute((&**thread_id, *open))?;
+                }
+                IngestOp::SessionState {
+                    thread_id,
+                    name,
+                    pending,
+                } => {
+                    tx.prepare_cached(include_str!("../../sql/output_set_session_state.sql"))?
+                        .execute((&**thread_id, name, pending))?;
                 }
                 IngestOp::Stderr { thread_id, bytes } => {
                     match stderr.iter_mut().find(|(t, _)| *t == &**thread_id) {
@@ -568,9 +592,14 @@ mod tests {
                             thread_id,
                             text: format!("partial {clock}"),
                         },
-                        7 => IngestOp::TurnOpen {
+                        7 if clock % 2 == 0 => IngestOp::TurnOpen {
                             thread_id,
                             open: next(2) == 0,
+                        },
+                        7 => IngestOp::SessionState {
+                            thread_id,
+                            name: (next(3) > 0).then(|| format!("name {clock}")),
+                            pending: (next(3) > 0).then(|| next(4) as i64),
                         },
                         _ if clock % 3 == 0 => {
                             // Costs in 1/1024 dollars add up exactly in any grouping.

@@ -46,6 +46,12 @@ pub enum Effect {
     CancelUi(String),
     /// The turn-open flag changed.
     TurnOpen(bool),
+    /// A `get_state` answer's `sessionName` and `pendingMessageCount` (the runtime's reader
+    /// adds it beside [`Tracker::on_state`]'s effects).
+    SessionState {
+        name: Option<String>,
+        pending: Option<i64>,
+    },
     /// Spend to add to the thread's: a completed assistant message's usage (one turn, its
     /// tool calls), or the usage Pi 1.6 reports beside turns (a tool result's nested model
     /// calls, a `usage` session entry, a compaction), as its session cost counts them.

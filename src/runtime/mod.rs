@@ -837,6 +837,15 @@ impl Runtime {
                         })
                         .await
                 }
+                Effect::SessionState { name, pending } => {
+                    ingest
+                        .send(IngestOp::SessionState {
+                            thread_id: tid.clone(),
+                            name,
+                            pending,
+                        })
+                        .await
+                }
                 Effect::CancelUi(id) => {
                     child.rpc.notify(rpc::cancel_ui(&id)).await;
                 }
@@ -1046,8 +1055,12 @@ async fn read_stdout(rt: Runtime, child: Arc<Child>, stdout: tokio::process::Chi
                     if v["command"] == "prompt" {
                         tracker.on_prompt_answer(&v)
                     } else if v["command"] == "get_state" && v["success"] == true {
-                        let (effects, idle) = tracker.on_state(&v["data"]);
+                        let (mut effects, idle) = tracker.on_state(&v["data"]);
                         refreshed_idle = Some(idle);
+                        effects.push(Effect::SessionState {
+                            name: v["data"]["sessionName"].as_str().map(str::to_string),
+                            pending: v["data"]["pendingMessageCount"].as_i64(),
+                        });
                         effects
                     } else {
                         Vec::new()

@@ -42,6 +42,9 @@ pub fn cached(conn: &Connection, id: &str, view: View, detail: &str) -> Result<O
         .optional()?)
 }
 
+/// A cached view's JSON and, for a summary snapshot, the thread's list line.
+pub type Cached = (String, Option<String>);
+
 /// The cached `view` at `detail` of each of `count` threads whose ids are the JSON array
 /// `ids`, in their order; `None` where there is none. One query.
 pub fn cached_of_threads(
@@ -50,26 +53,34 @@ pub fn cached_of_threads(
     count: usize,
     view: View,
     detail: &str,
-) -> Result<Vec<Option<String>>> {
-    let mut found: Vec<Option<String>> = vec![None; count];
+) -> Result<Vec<Option<Cached>>> {
+    let mut found: Vec<Option<Cached>> = vec![None; count];
     let mut stmt = conn.prepare_cached(include_str!("../../sql/snapshots_cached_of_threads.sql"))?;
     let mut rows = stmt.query((ids, view, detail, SHAPE))?;
     while let Some(r) = rows.next()? {
         let at = r.get::<_, i64>(0)? as usize;
         if let Some(slot) = found.get_mut(at) {
-            *slot = Some(r.get(1)?);
+            *slot = Some((r.get(1)?, r.get(2)?));
         }
     }
     Ok(found)
 }
 
-/// Keeps `json` as thread `id`'s `view` at `detail`, if the thread is closed. Call it inside
+/// Keeps `json` (and its list `line`) as thread `id`'s `view` at `detail`, if the thread is
+/// closed. Call it inside
 /// the write transaction that rendered `json` from the rows: then no change can come between
 /// the reading and the keeping, and every later change deletes the row (V8's triggers).
 /// Returns whether it was kept.
-pub fn put(conn: &Connection, id: &str, view: View, detail: &str, json: &str) -> Result<bool> {
+pub fn put(
+    conn: &Connection,
+    id: &str,
+    view: View,
+    detail: &str,
+    json: &str,
+    line: Option<&str>,
+) -> Result<bool> {
     Ok(conn
         .prepare_cached(include_str!("../../sql/snapshot_put.sql"))?
-        .execute((id, view, detail, SHAPE, json))?
+        .execute((id, view, detail, SHAPE, json, line))?
         > 0)
 }
