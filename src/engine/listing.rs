@@ -49,7 +49,7 @@ const PIECE_BYTES: usize = 64 * 1024;
 pub(super) fn reply(e: &Engine, q: ListQuery) -> Result<Reply> {
     let conn = e.store.read()?;
     // One read transaction: the rows and their cached answers agree.
-    let tx = conn.unchecked_transaction()?;
+    let tx = crate::store::ReadTx::begin(&conn)?;
     let Some(rows) = list::list_at_most(&tx, e.manager_id, &q, IN_MEMORY)? else {
         drop(tx);
         drop(conn);
@@ -65,7 +65,7 @@ pub(super) fn reply(e: &Engine, q: ListQuery) -> Result<Reply> {
     };
     let mut missed = Vec::new();
     let listed = rendered(&tx, &rows, &mut missed)?;
-    tx.finish()?;
+    drop(tx);
     drop(conn);
     e.cache.missed(missed);
     Ok(Reply::Json(from_memory(&rows, &listed)?))
@@ -78,20 +78,25 @@ fn rendered(conn: &Connection, rows: &[ThreadRow], missed: &mut Vec<Key>) -> Res
     if rows.is_empty() {
         return Ok(Vec::new());
     }
-    let ids = serde_json::to_string(&rows.iter().map(|r| r.id.as_str()).collect::<Vec<_>>())?;
-    let mut found: Vec<Option<Rendered>> = snapshots::cached_of_threads(
-        conn,
-        &ids,
-        rows.len(),
-        View::Snapshot,
-        Detail::Summary.as_str(),
-    )?
-    .into_iter()
-    .map(|c| match c {
-        Some((json, Some(line))) => Some(Rendered { json, line }),
-        _ => None,
-    })
-    .collect();
+    // Only closed threads are ever cached: a list of live ones skips the lookup.
+    let mut found: Vec<Option<Rendered>> = if rows.iter().any(|r| !r.is_live()) {
+        let ids = serde_json::to_string(&rows.iter().map(|r| r.id.as_str()).collect::<Vec<_>>())?;
+        snapshots::cached_of_threads(
+            conn,
+            &ids,
+            rows.len(),
+            View::Snapshot,
+            Detail::Summary.as_str(),
+        )?
+        .into_iter()
+        .map(|c| match c {
+            Some((json, Some(line))) => Some(Rendered { json, line }),
+            _ => None,
+        })
+        .collect()
+    } else {
+        vec![None; rows.len()]
+    };
     let absent: Vec<usize> = (0..rows.len()).filter(|&i| found[i].is_none()).collect();
     if !absent.is_empty() {
         let subset: Vec<ThreadRow> = absent.iter().map(|&i| rows[i].clone()).collect();

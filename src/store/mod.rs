@@ -154,6 +154,41 @@ impl Store {
     }
 }
 
+/// A read transaction on a pooled connection: every statement inside sees one snapshot of the
+/// database. Begun and ended with cached statements (a list pays this on every request, and
+/// parsing `BEGIN`/`COMMIT` each time cost more than the statements). Ends when dropped.
+pub struct ReadTx<'c> {
+    conn: &'c Connection,
+}
+
+impl<'c> ReadTx<'c> {
+    pub fn begin(conn: &'c Connection) -> Result<ReadTx<'c>> {
+        conn.prepare_cached("BEGIN DEFERRED")?.execute([])?;
+        Ok(ReadTx { conn })
+    }
+}
+
+impl std::ops::Deref for ReadTx<'_> {
+    type Target = Connection;
+
+    fn deref(&self) -> &Connection {
+        self.conn
+    }
+}
+
+impl Drop for ReadTx<'_> {
+    fn drop(&mut self) {
+        // Nothing was written: ending a read transaction cannot lose anything.
+        let ended = self
+            .conn
+            .prepare_cached("COMMIT")
+            .and_then(|mut s| s.execute([]));
+        if ended.is_err() && !self.conn.is_autocommit() {
+            let _ = self.conn.execute_batch("ROLLBACK");
+        }
+    }
+}
+
 /// Names the database in an I/O error that does not name it yet (a corrupt page found while
 /// migrating, a full disk while registering the manager), so the message says which file.
 pub fn name_database(path: &Path, e: Error) -> Error {
