@@ -111,7 +111,10 @@ impl SnapshotCache {
                 let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
                 if p.keys.is_empty() {
                     p.filling = false;
-                    p.seen.clear();
+                    p.seen = HashSet::new();
+                    p.keys = Vec::new();
+                    drop(p);
+                    self.store.release_writer_memory();
                     return;
                 }
                 let n = p.keys.len().min(FILL_BATCH);

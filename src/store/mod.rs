@@ -129,6 +129,22 @@ impl Store {
         Ok(self.readers.get()?)
     }
 
+    /// Frees the writer connection's page cache (`PRAGMA shrink_memory`), after a burst of
+    /// writes that will not come back soon (the snapshot cache's filler), so an idle serve
+    /// does not keep those pages.
+    pub fn release_writer_memory(&self) {
+        {
+            let conn = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+            let _ = conn.execute_batch("PRAGMA shrink_memory");
+        }
+        // What was freed stays in the allocator's arenas unless handed back.
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        // SAFETY: malloc_trim only releases free memory; it has no preconditions.
+        unsafe {
+            libc::malloc_trim(0);
+        }
+    }
+
     /// Runs `f` in one `BEGIN IMMEDIATE` transaction on the writer connection; commits when it
     /// returns `Ok`, rolls back otherwise, so a rejected request never half-writes.
     ///
