@@ -1,8 +1,9 @@
--- threadbase schema, version 8: closed threads' serialized answers, kept so that a list or a
+-- threadbase schema, version 8: still threads' serialized answers, kept so that a list or a
 -- poll copies bytes instead of reading events and output and shaping them again.
 --
--- A closed thread's contract A snapshot (and its poll result) is a pure function of its
--- rows, so it is rendered once and kept here. The cache is never the truth: a row is only
+-- A thread's contract A snapshot (and its poll result) is a pure function of its rows, so a
+-- still thread's (closed, or live and idle: neither changes until its rows do) is rendered
+-- once and kept here. The cache is never the truth: a row is only
 -- ever written by a transaction that rendered it from the rows it read inside that same write
 -- transaction, and the triggers below delete it in the transaction of any later change to
 -- those rows. `shape` names the build that rendered it (a hash of the crate's source): a

@@ -1,6 +1,7 @@
-//! Closed threads' rendered answers (`thread_snapshots`, migration V8), so a list or a poll
-//! of a closed thread copies bytes instead of reading its events and output and shaping them
-//! again (issue 12: that was most of a listed thread's cost).
+//! Rendered answers of still threads (closed, or live and idle) in `thread_snapshots`
+//! (migration V8), so a list, or a poll of a closed thread, copies bytes instead of reading
+//! the thread's events and output and shaping them again (issue 12: that was most of a listed
+//! thread's cost). A busy thread is always rendered: its rows change with every event.
 //!
 //! Reads take what is cached and render the rest as before. What was missing is rendered
 //! again later, off the request, by a filler on tokio's blocking pool, inside one write
@@ -80,8 +81,8 @@ impl SnapshotCache {
         })
     }
 
-    /// Notes views a read rendered because they were not cached; closed threads among them
-    /// are rendered and kept off the request. Outside a tokio runtime nothing is filled.
+    /// Notes views a read rendered because they were not cached; still threads (closed, or
+    /// live and idle) among them are rendered and kept off the request. Outside a tokio runtime nothing is filled.
     pub(super) fn missed(self: &Arc<Self>, keys: impl IntoIterator<Item = Key>) {
         let Ok(handle) = tokio::runtime::Handle::try_current() else {
             return;
@@ -133,18 +134,18 @@ impl SnapshotCache {
 }
 
 /// Renders each key's view from the rows read in `tx` (a write transaction) and keeps it.
-/// Returns how many were kept (live or removed threads are skipped).
+/// Returns how many were kept (busy or removed threads are skipped).
 pub(super) fn fill_batch(tx: &rusqlite::Connection, keys: &[Key]) -> Result<usize> {
     let mut ids: Vec<&str> = keys.iter().map(|k| k.0.as_str()).collect();
     ids.sort_unstable();
     ids.dedup();
     let rows: Vec<ThreadRow> = {
         let ids = serde_json::to_string(&ids)?;
-        let mut stmt = thread_statement(tx, include_str!("../../sql/threads_closed_by_ids.sql"))?;
+        let mut stmt = thread_statement(tx, include_str!("../../sql/threads_still_by_ids.sql"))?;
         let rows = stmt.query_map([ids], ThreadRow::from_row)?;
         rows.collect::<rusqlite::Result<_>>()?
     };
-    debug_assert!(rows.iter().all(|r| !r.is_live()));
+    debug_assert!(rows.iter().all(ThreadRow::is_still));
     let mut kept = 0;
     // Full detail retains more events than the others: read facts per detail level asked.
     for detail in [Detail::Summary, Detail::Tail, Detail::Full] {
@@ -281,12 +282,25 @@ mod tests {
         }
     }
 
-    /// A live thread is never kept: it changes all the time.
+    /// A busy thread is never kept (it changes with every event); an idle live one is, until
+    /// it is prompted again.
     #[test]
-    fn a_live_thread_is_never_kept() {
+    fn a_busy_thread_is_never_kept_an_idle_one_until_it_changes() {
         let (_dir, store) = store_with_thread("live");
         assert_eq!(store.write(|tx| fill_batch(tx, &all_keys())).unwrap(), 0);
         assert_eq!(cached_rows(&store), 0);
+        let set_phase = |phase: &str| {
+            store
+                .write(|tx| {
+                    tx.execute("UPDATE threads SET phase = ?1 WHERE id = 'thread_a'", [phase])?;
+                    Ok(())
+                })
+                .unwrap()
+        };
+        set_phase("idle");
+        assert_eq!(store.write(|tx| fill_batch(tx, &all_keys())).unwrap(), 6);
+        set_phase("busy");
+        assert_eq!(cached_rows(&store), 0, "a prompted thread kept its idle answers");
     }
 
     /// Every kind of change to a thread's rows drops its kept answers in the same transaction.

@@ -72,14 +72,14 @@ pub(super) fn reply(e: &Engine, q: ListQuery) -> Result<Reply> {
 }
 
 /// Each row's summary snapshot and list line, in order: cached ones copied (one query), the
-/// others rendered from their facts (two more) and, when closed, noted in `missed` so the
-/// cache keeps them.
+/// others rendered from their facts (two more) and, when still (closed, or live and idle),
+/// noted in `missed` so the cache keeps them.
 fn rendered(conn: &Connection, rows: &[ThreadRow], missed: &mut Vec<Key>) -> Result<Vec<Rendered>> {
     if rows.is_empty() {
         return Ok(Vec::new());
     }
-    // Only closed threads are ever cached: a list of live ones skips the lookup.
-    let mut found: Vec<Option<Rendered>> = if rows.iter().any(|r| !r.is_live()) {
+    // Only still threads are ever cached: a list of busy ones skips the lookup.
+    let mut found: Vec<Option<Rendered>> = if rows.iter().any(ThreadRow::is_still) {
         let ids = serde_json::to_string(&rows.iter().map(|r| r.id.as_str()).collect::<Vec<_>>())?;
         snapshots::cached_of_threads(
             conn,
@@ -103,7 +103,7 @@ fn rendered(conn: &Connection, rows: &[ThreadRow], missed: &mut Vec<Key>) -> Res
         let facts = thread_facts(conn, subset, Detail::Summary)?;
         for (&i, f) in absent.iter().zip(&facts) {
             found[i] = Some(render(f, View::Snapshot, Detail::Summary)?);
-            if !f.row.is_live() && missed.len() < MAX_PENDING {
+            if f.row.is_still() && missed.len() < MAX_PENDING {
                 missed.push((f.row.id.clone(), View::Snapshot, Detail::Summary));
             }
         }
@@ -636,7 +636,7 @@ mod tests {
             assert!(unspilled == expected, "{q:?}: the unspilled line differs");
             // Every closed thread rendered was noted for the cache; once kept, the same lists
             // are the same bytes, read from the cache.
-            let closed = rows.iter().filter(|r| !r.is_live()).count();
+            let closed = rows.iter().filter(|r| r.is_still()).count();
             assert_eq!(missed.len(), closed, "{q:?}");
             let kept = store
                 .write(|tx| super::super::cache::fill_batch(tx, &missed))
