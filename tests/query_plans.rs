@@ -176,6 +176,46 @@ fn batched_facts_are_primary_key_lookups() {
     }
 }
 
+/// The snapshot cache (migration V8) is read and written by primary key: a poll's lookup, a
+/// list batch's json_each join, the filler's rows and its insert, whatever the table sizes.
+#[test]
+fn snapshot_cache_statements_are_primary_key_lookups() {
+    let db = common::temp_db();
+    let store = Store::open(&db.path).unwrap();
+    let conn = store.read().unwrap();
+    for (name, sql, want) in [
+        (
+            "snapshot_cached",
+            include_str!("../sql/snapshot_cached.sql"),
+            "SEARCH thread_snapshots USING INDEX sqlite_autoindex_thread_snapshots_1 (thread_id=? AND view=? AND detail=?)",
+        ),
+        (
+            "snapshots_cached_of_threads",
+            include_str!("../sql/snapshots_cached_of_threads.sql"),
+            "SEARCH c USING INDEX sqlite_autoindex_thread_snapshots_1 (thread_id=? AND view=? AND detail=?)",
+        ),
+        (
+            "threads_still_by_ids",
+            include_str!("../sql/threads_still_by_ids.sql"),
+            "SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)",
+        ),
+        (
+            "snapshot_put",
+            include_str!("../sql/snapshot_put.sql"),
+            "SEARCH threads USING INDEX sqlite_autoindex_threads_1 (id=?)",
+        ),
+    ] {
+        let text = plan(&conn, &statement(sql));
+        assert!(text.contains(want), "{name}: {text}");
+        assert!(
+            text.replace("SCAN j VIRTUAL TABLE", "")
+                .find("SCAN")
+                .is_none(),
+            "{name} scans: {text}"
+        );
+    }
+}
+
 /// SQLite re-prepares a statement on its next step whenever a parameter whose value the planner
 /// looked at is rebound (it reads a `LIMIT ?` value, for one), which costs ten times the lookup
 /// itself. The store's connections run with the query planner stability guarantee, so the hot
