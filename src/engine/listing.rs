@@ -131,23 +131,25 @@ fn from_memory(rows: &[ThreadRow], listed: &[Rendered]) -> Result<Vec<u8>> {
         text.push_str(format::NO_THREADS);
     }
     push_lines(&mut text, listed, true);
-    let mut list = Vec::with_capacity(listed.iter().map(|r| r.json.len() + 1).sum::<usize>() + 2);
-    list.push(b'[');
-    for (i, r) in listed.iter().enumerate() {
-        if i > 0 {
-            list.push(b',');
-        }
-        list.extend_from_slice(r.json.as_bytes());
-    }
-    list.push(b']');
+    let list_len = listed.iter().map(|r| r.json.len() + 1).sum::<usize>() + 2;
     let t = Template::new(rows.len(), live)?;
-    let mut json = Vec::with_capacity(2 * list.len() + text.len() + t.json.len() + 64);
+    let mut json = Vec::with_capacity(2 * list_len + 2 * text.len() + t.json.len() + 64);
     json.extend_from_slice(t.part(0));
     serde_json::to_writer(&mut json, text.as_str())?;
     json.extend_from_slice(t.part(1));
-    json.extend_from_slice(&list);
+    // The list once, then copied from the line itself into its second hole.
+    let start = json.len();
+    json.push(b'[');
+    for (i, r) in listed.iter().enumerate() {
+        if i > 0 {
+            json.push(b',');
+        }
+        json.extend_from_slice(r.json.as_bytes());
+    }
+    json.push(b']');
+    let end = json.len();
     json.extend_from_slice(t.part(2));
-    json.extend_from_slice(&list);
+    json.extend_from_within(start..end);
     json.extend_from_slice(t.part(3));
     Ok(json)
 }
