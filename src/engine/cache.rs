@@ -273,12 +273,20 @@ mod tests {
             let facts = super::super::thread_facts(&conn, vec![row], detail).unwrap();
             let want = render(&facts[0], view, detail).unwrap();
             let got = snapshots::cached(&conn, &id, view, detail.as_str()).unwrap();
-            assert_eq!(got.as_deref(), Some(want.json.as_str()), "{view:?} {detail:?}");
+            assert_eq!(
+                got.as_deref(),
+                Some(want.json.as_str()),
+                "{view:?} {detail:?}"
+            );
             let ids = format!("[\"{id}\"]");
             let line = (view == View::Snapshot).then(|| want.line.clone());
-            let found = snapshots::cached_of_threads(&conn, &ids, 1, view, detail.as_str())
-                .unwrap();
-            assert_eq!(found, vec![Some((want.json.clone(), line))], "{view:?} {detail:?}");
+            let found =
+                snapshots::cached_of_threads(&conn, &ids, 1, view, detail.as_str()).unwrap();
+            assert_eq!(
+                found,
+                vec![Some((want.json.clone(), line))],
+                "{view:?} {detail:?}"
+            );
         }
     }
 
@@ -292,7 +300,10 @@ mod tests {
         let set_phase = |phase: &str| {
             store
                 .write(|tx| {
-                    tx.execute("UPDATE threads SET phase = ?1 WHERE id = 'thread_a'", [phase])?;
+                    tx.execute(
+                        "UPDATE threads SET phase = ?1 WHERE id = 'thread_a'",
+                        [phase],
+                    )?;
                     Ok(())
                 })
                 .unwrap()
@@ -300,13 +311,18 @@ mod tests {
         set_phase("idle");
         assert_eq!(store.write(|tx| fill_batch(tx, &all_keys())).unwrap(), 6);
         set_phase("busy");
-        assert_eq!(cached_rows(&store), 0, "a prompted thread kept its idle answers");
+        assert_eq!(
+            cached_rows(&store),
+            0,
+            "a prompted thread kept its idle answers"
+        );
     }
 
     /// Every kind of change to a thread's rows drops its kept answers in the same transaction.
     #[test]
     fn every_change_to_the_rows_drops_the_kept_answers() {
-        let changes: [(&str, &dyn Fn(&rusqlite::Transaction<'_>) -> Result<()>); 5] = [
+        type Change<'a> = &'a dyn Fn(&rusqlite::Transaction<'_>) -> Result<()>;
+        let changes: [(&str, Change<'_>); 5] = [
             ("archive", &|tx| {
                 tx.execute("UPDATE threads SET archived = 1 WHERE id = 'thread_a'", [])?;
                 Ok(())

@@ -633,8 +633,16 @@ mod tests {
             assert!(line == expected, "{q:?}: the streamed line differs");
             // Without a spill file the rows are read twice, with the same answer.
             let mut unspilled = Vec::new();
-            stream_spilling(&store, m, &q, &Value::from(7), &mut unspilled, None, &mut Vec::new())
-                .unwrap();
+            stream_spilling(
+                &store,
+                m,
+                &q,
+                &Value::from(7),
+                &mut unspilled,
+                None,
+                &mut Vec::new(),
+            )
+            .unwrap();
             assert!(unspilled == expected, "{q:?}: the unspilled line differs");
             // Every closed thread rendered was noted for the cache; once kept, the same lists
             // are the same bytes, read from the cache.
@@ -649,13 +657,27 @@ mod tests {
             let listed = rendered(&conn, &rows, &mut again).unwrap();
             drop(conn);
             assert!(again.is_empty(), "{q:?}: cached rows were rendered again");
-            assert!(from_memory(&rows, &listed).unwrap() == want, "{q:?}: the cached list differs");
+            assert!(
+                from_memory(&rows, &listed).unwrap() == want,
+                "{q:?}: the cached list differs"
+            );
             for spill in [store.path().parent(), None] {
                 let mut cached_line = Vec::new();
-                stream_spilling(&store, m, &q, &Value::from(7), &mut cached_line, spill, &mut again)
-                    .unwrap();
+                stream_spilling(
+                    &store,
+                    m,
+                    &q,
+                    &Value::from(7),
+                    &mut cached_line,
+                    spill,
+                    &mut again,
+                )
+                .unwrap();
                 assert!(again.is_empty(), "{q:?}");
-                assert!(cached_line == expected, "{q:?}: the cached streamed line differs");
+                assert!(
+                    cached_line == expected,
+                    "{q:?}: the cached streamed line differs"
+                );
             }
             let v: Value = serde_json::from_slice(&line).unwrap();
             assert_eq!(

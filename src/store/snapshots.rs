@@ -55,7 +55,8 @@ pub fn cached_of_threads(
     detail: &str,
 ) -> Result<Vec<Option<Cached>>> {
     let mut found: Vec<Option<Cached>> = vec![None; count];
-    let mut stmt = conn.prepare_cached(include_str!("../../sql/snapshots_cached_of_threads.sql"))?;
+    let mut stmt =
+        conn.prepare_cached(include_str!("../../sql/snapshots_cached_of_threads.sql"))?;
     let mut rows = stmt.query((ids, view, detail, SHAPE))?;
     while let Some(r) = rows.next()? {
         let at = r.get::<_, i64>(0)? as usize;
