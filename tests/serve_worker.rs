@@ -1090,7 +1090,16 @@ fn the_coordinators_model_is_the_workers_model_at_spawn() {
             .find(|x| x["workerID"] == id.as_str())
             .unwrap()
             .clone();
-        assert_eq!(listed["model"], want, "{parent_args}: {list}");
+        if want.is_null() {
+            // By the time of the list the worker's session may already have said its model.
+            let learnt = json!({"providerID": "scripted", "id": "scripted-model"});
+            assert!(
+                listed["model"].is_null() || listed["model"] == learnt,
+                "{parent_args}: {list}"
+            );
+        } else {
+            assert_eq!(listed["model"], want, "{parent_args}: {list}");
+        }
         let v = wait_view(&mut s, &id, |v| v["outcome"] == "succeeded");
         if want.is_null() {
             assert_eq!(
