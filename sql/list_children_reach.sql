@@ -4,6 +4,8 @@
 -- it (a manager's threads are children of its scope); each reached manager is one
 -- threads_by_parent search. The few rows are sorted into list order; the caller merges them
 -- with the own part (sql/list_children*.sql), which is already in order.
+-- With each row, its kept summary snapshot and list line (thread_snapshots, this build's
+-- :shape), NULL when none is kept: one primary-key lookup per row.
 WITH RECURSIVE reach (id) AS (
     SELECT m.id FROM managers m
     WHERE m.parent_manager_id = :manager AND m.contract = 'thread'
@@ -18,8 +20,10 @@ WITH RECURSIVE reach (id) AS (
 SELECT t.id, t.manager_id, t.path, t.parent_path, t.parent_id, t.task_name, t.name, t.depth, t.cwd,
        t.args, t.status, t.phase, t.agent_state, t.exit_kind, t.exit_code, t.exit_signal,
        t.exit_message, t.archived, t.hidden, t.session_file, t.session_id, t.pid, t.pgid,
-       t.owner_pid, t.last_seq, t.created_at, t.last_event_at
+       t.owner_pid, t.last_seq, t.created_at, t.last_event_at, c.json, c.line
 FROM reach r CROSS JOIN threads t ON t.manager_id = r.id AND t.parent_path = :parent
+LEFT JOIN thread_snapshots c
+  ON c.thread_id = t.id AND c.view = 'snapshot' AND c.detail = 'summary' AND c.shape = :shape
 WHERE (:state = 'all' OR t.status = :state)
   AND (:visibility = 'all' OR t.archived = (:visibility = 'archived'))
 ORDER BY t.sort_key

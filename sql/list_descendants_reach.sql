@@ -3,6 +3,8 @@
 -- only managers whose scope is :path, lies below it or above it; each reached manager is one
 -- range of threads_by_sort_key (:lo = key || '/', :hi = key || '0'). The rows are sorted into
 -- list order; the caller merges them with the own part (sql/list_descendants*.sql).
+-- With each row, its kept summary snapshot and list line (thread_snapshots, this build's
+-- :shape), NULL when none is kept: one primary-key lookup per row.
 WITH RECURSIVE reach (id) AS (
     SELECT m.id FROM managers m
     WHERE m.parent_manager_id = :manager AND m.contract = 'thread'
@@ -19,8 +21,10 @@ WITH RECURSIVE reach (id) AS (
 SELECT t.id, t.manager_id, t.path, t.parent_path, t.parent_id, t.task_name, t.name, t.depth, t.cwd,
        t.args, t.status, t.phase, t.agent_state, t.exit_kind, t.exit_code, t.exit_signal,
        t.exit_message, t.archived, t.hidden, t.session_file, t.session_id, t.pid, t.pgid,
-       t.owner_pid, t.last_seq, t.created_at, t.last_event_at
+       t.owner_pid, t.last_seq, t.created_at, t.last_event_at, c.json, c.line
 FROM reach r CROSS JOIN threads t ON t.manager_id = r.id
+LEFT JOIN thread_snapshots c
+  ON c.thread_id = t.id AND c.view = 'snapshot' AND c.detail = 'summary' AND c.shape = :shape
 WHERE t.sort_key > :lo AND t.sort_key < :hi
   AND (:state = 'all' OR t.status = :state)
   AND (:visibility = 'all' OR t.archived = (:visibility = 'archived'))

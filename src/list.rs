@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::paths::descendant_range;
-use crate::store::threads::{col, query_threads, thread_statement, ThreadRow};
+use crate::store::threads::{col, query_threads, ThreadRow};
 
 /// `state`: all (default), live or closed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
@@ -147,13 +147,25 @@ pub fn reach_statement(q: &ListQuery) -> Option<&'static str> {
 
 /// A list statement with the parameters of `q` bound (each statement names only the ones it
 /// uses).
+/// A list row is a thread row (`store::threads::col`) followed by the thread's kept summary
+/// snapshot and list line (migration V8), NULL when none is kept.
+pub const KEPT_JSON: usize = col::COUNT;
+pub const KEPT_LINE: usize = col::COUNT + 1;
+const LISTED_COLUMNS: usize = col::COUNT + 2;
+
 fn bound<'c>(
     conn: &'c Connection,
     sql: &str,
     manager_id: i64,
     q: &ListQuery,
 ) -> Result<rusqlite::CachedStatement<'c>> {
-    let mut stmt = thread_statement(conn, sql)?;
+    let mut stmt = conn.prepare_cached(sql)?;
+    if stmt.column_count() != LISTED_COLUMNS {
+        return Err(Error::internal(format!(
+            "A list query returns {} columns instead of the {LISTED_COLUMNS} of a thread row and its kept answer: {sql}",
+            stmt.column_count()
+        )));
+    }
     let (state, visibility) = (q.state.sql(), q.visibility.sql());
     let (parent, path) = match &q.subtree {
         Subtree::Everything => (None, None),
@@ -168,6 +180,7 @@ fn bound<'c>(
         Ok(())
     };
     bind(":manager", &manager_id)?;
+    bind(":shape", &crate::store::snapshots::SHAPE)?;
     bind(":state", &state)?;
     bind(":visibility", &visibility)?;
     bind(":parent", &parent)?;

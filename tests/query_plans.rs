@@ -190,11 +190,6 @@ fn snapshot_cache_statements_are_primary_key_lookups() {
             "SEARCH thread_snapshots USING INDEX sqlite_autoindex_thread_snapshots_1 (thread_id=? AND view=? AND detail=?)",
         ),
         (
-            "snapshots_cached_of_threads",
-            include_str!("../sql/snapshots_cached_of_threads.sql"),
-            "SEARCH c USING INDEX sqlite_autoindex_thread_snapshots_1 (thread_id=? AND view=? AND detail=?)",
-        ),
-        (
             "threads_still_by_ids",
             include_str!("../sql/threads_still_by_ids.sql"),
             "SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)",

@@ -34,7 +34,7 @@ use crate::contract::ToolResult;
 use crate::error::{Error, Result};
 use crate::list::{self, ListQuery};
 use crate::output::Reply;
-use crate::store::snapshots::{self, View};
+use crate::store::snapshots::View;
 use crate::store::threads::{col, ThreadRow};
 use crate::store::Store;
 
@@ -48,9 +48,9 @@ const PIECE_BYTES: usize = 64 * 1024;
 /// The answer to a `list` of `q` in `e`'s manager.
 pub(super) fn reply(e: &Engine, q: ListQuery) -> Result<Reply> {
     let conn = e.store.read()?;
-    // One read transaction: the rows and their cached answers agree.
+    // One read transaction: the rows and their kept answers agree.
     let tx = crate::store::ReadTx::begin(&conn)?;
-    let Some(rows) = list::list_at_most(&tx, e.manager_id, &q, IN_MEMORY)? else {
+    let Some(entries) = entries_at_most(&tx, e.manager_id, &q, IN_MEMORY)? else {
         drop(tx);
         drop(conn);
         let store = e.store.clone();
@@ -64,51 +64,94 @@ pub(super) fn reply(e: &Engine, q: ListQuery) -> Result<Reply> {
         })));
     };
     let mut missed = Vec::new();
-    let listed = rendered(&tx, &rows, &mut missed)?;
+    let (listed, live) = rendered(&tx, entries, &mut missed)?;
     drop(tx);
     drop(conn);
     e.cache.missed(missed);
-    Ok(Reply::Json(from_memory(&rows, &listed)?))
+    Ok(Reply::Json(from_memory(&listed, live)?))
 }
 
-/// Each row's summary snapshot and list line, in order: cached ones copied (one query), the
-/// others rendered from their facts (two more) and, when still (closed, or live and idle),
-/// noted in `missed` so the cache keeps them.
-fn rendered(conn: &Connection, rows: &[ThreadRow], missed: &mut Vec<Key>) -> Result<Vec<Rendered>> {
-    if rows.is_empty() {
-        return Ok(Vec::new());
-    }
-    // Only still threads are ever cached: a list of busy ones skips the lookup.
-    let mut found: Vec<Option<Rendered>> = if rows.iter().any(ThreadRow::is_still) {
-        let ids = serde_json::to_string(&rows.iter().map(|r| r.id.as_str()).collect::<Vec<_>>())?;
-        snapshots::cached_of_threads(
-            conn,
-            &ids,
-            rows.len(),
-            View::Snapshot,
-            Detail::Summary.as_str(),
-        )?
-        .into_iter()
-        .map(|c| match c {
-            Some((json, Some(line))) => Some(Rendered { json, line }),
-            _ => None,
+/// A listed thread as its list row found it: its kept answer (no more to read), or its row
+/// (its answer is rendered from its facts).
+enum Entry {
+    Kept { live: bool, answer: Rendered },
+    Fresh(ThreadRow),
+}
+
+impl Entry {
+    /// A list row (`list::KEPT_JSON`/`KEPT_LINE` after the thread row): the whole thread row
+    /// is read only when no answer is kept.
+    fn from_row(r: &rusqlite::Row<'_>) -> Result<Entry> {
+        let json: Option<String> = r.get(list::KEPT_JSON)?;
+        let line: Option<String> = r.get(list::KEPT_LINE)?;
+        Ok(match (json, line) {
+            (Some(json), Some(line)) => Entry::Kept {
+                live: text_at(r, col::STATUS)? == "live",
+                answer: Rendered { json, line },
+            },
+            _ => Entry::Fresh(ThreadRow::from_row(r)?),
         })
-        .collect()
-    } else {
-        vec![None; rows.len()]
-    };
-    let absent: Vec<usize> = (0..rows.len()).filter(|&i| found[i].is_none()).collect();
-    if !absent.is_empty() {
-        let subset: Vec<ThreadRow> = absent.iter().map(|&i| rows[i].clone()).collect();
-        let facts = thread_facts(conn, subset, Detail::Summary)?;
-        for (&i, f) in absent.iter().zip(&facts) {
-            found[i] = Some(render(f, View::Snapshot, Detail::Summary)?);
+    }
+}
+
+/// The entries of `q`'s list, or `None` when there are more than `max` (read no further).
+fn entries_at_most(
+    conn: &Connection,
+    manager_id: i64,
+    q: &ListQuery,
+    max: usize,
+) -> Result<Option<Vec<Entry>>> {
+    let mut entries = Vec::new();
+    let mut over = false;
+    list::each_row(conn, manager_id, q, |r| {
+        if entries.len() == max {
+            over = true;
+            return Ok(false);
+        }
+        entries.push(Entry::from_row(r)?);
+        Ok(true)
+    })?;
+    Ok((!over).then_some(entries))
+}
+
+/// Each entry's summary snapshot and list line, in order, and how many are live: kept ones as
+/// the list row carried them, the others rendered from their facts (two queries for all of
+/// them) and, when still (closed, or live and idle), noted in `missed` so the cache keeps them.
+fn rendered(
+    conn: &Connection,
+    entries: Vec<Entry>,
+    missed: &mut Vec<Key>,
+) -> Result<(Vec<Rendered>, usize)> {
+    let mut live = 0;
+    let mut fresh_at = Vec::new();
+    let mut fresh = Vec::new();
+    let mut listed: Vec<Rendered> = Vec::with_capacity(entries.len());
+    for (i, e) in entries.into_iter().enumerate() {
+        match e {
+            Entry::Kept { live: l, answer } => {
+                live += usize::from(l);
+                listed.push(answer);
+            }
+            Entry::Fresh(row) => {
+                live += usize::from(row.is_live());
+                fresh_at.push(i);
+                fresh.push(row);
+                listed.push(Rendered::default());
+            }
+        }
+    }
+    if !fresh.is_empty() {
+        for (i, f) in fresh_at
+            .into_iter()
+            .zip(thread_facts(conn, fresh, Detail::Summary)?)
+        {
+            listed[i] = render(&f, View::Snapshot, Detail::Summary)?;
             if f.row.is_still() && missed.len() < MAX_PENDING {
                 missed.push((f.row.id.clone(), View::Snapshot, Detail::Summary));
             }
         }
     }
-    Ok(found.into_iter().map(Option::unwrap_or_default).collect())
+    Ok((listed, live))
 }
 
 /// The content text's lines of `listed` (each after a line break unless it is the list's
@@ -122,17 +165,16 @@ fn push_lines(text: &mut String, listed: &[Rendered], first: bool) {
     }
 }
 
-/// The result JSON of a list whose rows and rendered answers are all in memory, written into
-/// the [`Template`] as a streamed list is, so the two are the same bytes.
-fn from_memory(rows: &[ThreadRow], listed: &[Rendered]) -> Result<Vec<u8>> {
-    let live = rows.iter().filter(|r| r.is_live()).count();
+/// The result JSON of a list whose answers (`live` of them live) are all in memory, written
+/// into the [`Template`] as a streamed list is, so the two are the same bytes.
+fn from_memory(listed: &[Rendered], live: usize) -> Result<Vec<u8>> {
     let mut text = String::new();
-    if rows.is_empty() {
+    if listed.is_empty() {
         text.push_str(format::NO_THREADS);
     }
     push_lines(&mut text, listed, true);
     let list_len = listed.iter().map(|r| r.json.len() + 1).sum::<usize>() + 2;
-    let t = Template::new(rows.len(), live)?;
+    let t = Template::new(listed.len(), live)?;
     let mut json = Vec::with_capacity(2 * list_len + 2 * text.len() + t.json.len() + 64);
     json.extend_from_slice(t.part(0));
     serde_json::to_writer(&mut json, text.as_str())?;
@@ -331,11 +373,10 @@ fn spill_pass(
     let mut spill_ok = list.write_all(b"[").is_ok();
     let mut lines = String::with_capacity(BATCH * 160);
     let mut escaped = Vec::with_capacity(BATCH * 170);
-    let mut batch: Vec<ThreadRow> = Vec::with_capacity(BATCH);
+    let mut batch: Vec<Entry> = Vec::with_capacity(BATCH);
     let mut first = true;
-    let mut write_batch = |batch: &mut Vec<ThreadRow>, spill_ok: &mut bool| -> Result<()> {
-        let listed = rendered(conn, batch, missed)?;
-        batch.clear();
+    let mut write_batch = |batch: &mut Vec<Entry>, spill_ok: &mut bool| -> Result<usize> {
+        let (listed, live) = rendered(conn, std::mem::take(batch), missed)?;
         lines.clear();
         push_lines(&mut lines, &listed, first);
         escaped.clear();
@@ -351,22 +392,18 @@ fn spill_pass(
             }
             _ => Err(e),
         })?;
-        Ok(())
+        Ok(live)
     };
     list::each_row(conn, manager_id, q, |r| {
-        let row = ThreadRow::from_row(r)?;
         count += 1;
-        if row.is_live() {
-            live += 1;
-        }
-        batch.push(row);
+        batch.push(Entry::from_row(r)?);
         if batch.len() == BATCH {
-            write_batch(&mut batch, &mut spill_ok)?;
+            live += write_batch(&mut batch, &mut spill_ok)?;
         }
         Ok(spill_ok)
     })?;
     if !batch.is_empty() {
-        write_batch(&mut batch, &mut spill_ok)?;
+        live += write_batch(&mut batch, &mut spill_ok)?;
     }
     spill_ok = spill_ok && list.write_all(b"]").is_ok();
     let (Ok(text), Ok(list)) = (text.into_inner(), list.into_inner()) else {
@@ -397,16 +434,15 @@ fn write_snapshots(listed: &[Rendered], first: bool, w: &mut dyn Write) -> Resul
 fn snapshots(conn: &Connection, manager_id: i64, q: &ListQuery, w: &mut dyn Write) -> Result<()> {
     w.write_all(b"[")?;
     let mut first = true;
-    let mut batch: Vec<ThreadRow> = Vec::with_capacity(BATCH);
-    let mut write_batch = |batch: &mut Vec<ThreadRow>| -> Result<()> {
-        let listed = rendered(conn, batch, &mut Vec::new())?;
-        batch.clear();
+    let mut batch: Vec<Entry> = Vec::with_capacity(BATCH);
+    let mut write_batch = |batch: &mut Vec<Entry>| -> Result<()> {
+        let (listed, _) = rendered(conn, std::mem::take(batch), &mut Vec::new())?;
         write_snapshots(&listed, first, w)?;
         first = false;
         Ok(())
     };
     list::each_row(conn, manager_id, q, |r| {
-        batch.push(ThreadRow::from_row(r)?);
+        batch.push(Entry::from_row(r)?);
         if batch.len() == BATCH {
             write_batch(&mut batch)?;
         }
@@ -462,18 +498,17 @@ impl fmt::Display for Text<'_> {
         }
         let mut written: fmt::Result = Ok(());
         let mut first = true;
-        let mut batch: Vec<ThreadRow> = Vec::with_capacity(BATCH);
+        let mut batch: Vec<Entry> = Vec::with_capacity(BATCH);
         // A line's title may be the child's session name (in thread_output): each batch's
         // lines are read (cached) or rendered in the queries a list batch costs.
-        let mut write_batch = |batch: &mut Vec<ThreadRow>, piece: &mut String| -> Result<()> {
-            let listed = rendered(s.conn, batch, &mut s.missed.borrow_mut())?;
-            batch.clear();
+        let mut write_batch = |batch: &mut Vec<Entry>, piece: &mut String| -> Result<()> {
+            let (listed, _) = rendered(s.conn, std::mem::take(batch), &mut s.missed.borrow_mut())?;
             push_lines(piece, &listed, first);
             first = false;
             Ok(())
         };
         let mut pass = list::each_row(s.conn, s.manager_id, s.q, |r| {
-            batch.push(ThreadRow::from_row(r)?);
+            batch.push(Entry::from_row(r)?);
             if batch.len() == BATCH {
                 write_batch(&mut batch, &mut piece)?;
             }
@@ -621,9 +656,15 @@ mod tests {
             let rows = list::list_at_most(&conn, m, &q, usize::MAX)
                 .unwrap()
                 .unwrap();
+            let entries = entries_at_most(&conn, m, &q, usize::MAX).unwrap().unwrap();
+            assert!(
+                entries.iter().all(|e| matches!(e, Entry::Fresh(_))),
+                "{q:?}"
+            );
             let mut missed = Vec::new();
-            let listed = rendered(&conn, &rows, &mut missed).unwrap();
-            let want = from_memory(&rows, &listed).unwrap();
+            let (listed, live) = rendered(&conn, entries, &mut missed).unwrap();
+            assert_eq!(live, rows.iter().filter(|r| r.is_live()).count(), "{q:?}");
+            let want = from_memory(&listed, live).unwrap();
             drop(conn);
             let mut line = Vec::new();
             stream(&store, m, &q, &Value::from(7), &mut line, &mut Vec::new()).unwrap();
@@ -654,11 +695,21 @@ mod tests {
             assert_eq!(kept, closed, "{q:?}");
             let conn = store.read().unwrap();
             let mut again = Vec::new();
-            let listed = rendered(&conn, &rows, &mut again).unwrap();
+            let entries = entries_at_most(&conn, m, &q, usize::MAX).unwrap().unwrap();
+            let kept_entries = entries
+                .iter()
+                .filter(|e| matches!(e, Entry::Kept { .. }))
+                .count();
+            assert_eq!(
+                kept_entries, closed,
+                "{q:?}: the list rows did not carry the kept answers"
+            );
+            let (listed, live_again) = rendered(&conn, entries, &mut again).unwrap();
             drop(conn);
+            assert_eq!(live_again, live, "{q:?}");
             assert!(again.is_empty(), "{q:?}: cached rows were rendered again");
             assert!(
-                from_memory(&rows, &listed).unwrap() == want,
+                from_memory(&listed, live).unwrap() == want,
                 "{q:?}: the cached list differs"
             );
             for spill in [store.path().parent(), None] {

@@ -414,7 +414,8 @@ async fn poll(e: &Engine, reference: &str, detail: Detail) -> Result<Reply> {
         let row = resolve(&conn, scope(e), reference)?;
         // A closed thread's answer changes only with its rows: a cached one is current.
         if !row.is_live() {
-            if let Some(json) = snapshots::cached(&conn, &row.id, View::Poll, detail.as_str())? {
+            if let Some((json, _)) = snapshots::cached(&conn, &row.id, View::Poll, detail.as_str())?
+            {
                 return Ok(Reply::Json(json.into_bytes()));
             }
         }

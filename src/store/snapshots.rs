@@ -34,37 +34,16 @@ impl ToSql for View {
     }
 }
 
-/// One thread's cached `view` at `detail`, if this build rendered it.
-pub fn cached(conn: &Connection, id: &str, view: View, detail: &str) -> Result<Option<String>> {
-    Ok(conn
-        .prepare_cached(include_str!("../../sql/snapshot_cached.sql"))?
-        .query_row((id, view, detail, SHAPE), |r| r.get(0))
-        .optional()?)
-}
-
-/// A cached view's JSON and, for a summary snapshot, the thread's list line.
+/// A kept view's JSON and, for a snapshot, the thread's list line. (A list reads both with
+/// its rows: `sql/list_*.sql`.)
 pub type Cached = (String, Option<String>);
 
-/// The cached `view` at `detail` of each of `count` threads whose ids are the JSON array
-/// `ids`, in their order; `None` where there is none. One query.
-pub fn cached_of_threads(
-    conn: &Connection,
-    ids: &str,
-    count: usize,
-    view: View,
-    detail: &str,
-) -> Result<Vec<Option<Cached>>> {
-    let mut found: Vec<Option<Cached>> = vec![None; count];
-    let mut stmt =
-        conn.prepare_cached(include_str!("../../sql/snapshots_cached_of_threads.sql"))?;
-    let mut rows = stmt.query((ids, view, detail, SHAPE))?;
-    while let Some(r) = rows.next()? {
-        let at = r.get::<_, i64>(0)? as usize;
-        if let Some(slot) = found.get_mut(at) {
-            *slot = Some((r.get(1)?, r.get(2)?));
-        }
-    }
-    Ok(found)
+/// One thread's cached `view` at `detail`, if this build rendered it.
+pub fn cached(conn: &Connection, id: &str, view: View, detail: &str) -> Result<Option<Cached>> {
+    Ok(conn
+        .prepare_cached(include_str!("../../sql/snapshot_cached.sql"))?
+        .query_row((id, view, detail, SHAPE), |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?)
 }
 
 /// Keeps `json` (and its list `line`) as thread `id`'s `view` at `detail`, if the thread is
