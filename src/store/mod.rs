@@ -48,7 +48,12 @@ fn configure(conn: &Connection) -> rusqlite::Result<()> {
         rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
         true,
     )?;
-    conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")?;
+    // journal_size_limit: a WAL that grew while long reads held it (a list of every thread of a
+    // big manager, while the snapshot cache's filler wrote) is cut back to 64 MiB at the next
+    // checkpoint that resets it, instead of keeping its largest size on disk.
+    conn.execute_batch(
+        "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA journal_size_limit = 67108864;",
+    )?;
     // Room for every query in sql/ (about 70) and then some: a long-lived connection that
     // evicted a hot statement would pay a full prepare on its next use.
     conn.set_prepared_statement_cache_capacity(128);
