@@ -75,7 +75,7 @@ pub(super) fn reply(e: &Engine, q: ListQuery) -> Result<Reply> {
 /// (its answer is rendered from its facts).
 enum Entry {
     Kept { live: bool, answer: Rendered },
-    Fresh(ThreadRow),
+    Fresh(Box<ThreadRow>),
 }
 
 impl Entry {
@@ -89,7 +89,7 @@ impl Entry {
                 live: text_at(r, col::STATUS)? == "live",
                 answer: Rendered { json, line },
             },
-            _ => Entry::Fresh(ThreadRow::from_row(r)?),
+            _ => Entry::Fresh(Box::new(ThreadRow::from_row(r)?)),
         })
     }
 }
@@ -135,7 +135,7 @@ fn rendered(
             Entry::Fresh(row) => {
                 live += usize::from(row.is_live());
                 fresh_at.push(i);
-                fresh.push(row);
+                fresh.push(*row);
                 listed.push(Rendered::default());
             }
         }
