@@ -22,40 +22,9 @@ use std::time::{Duration, Instant};
 
 use fake_llm::{hermetic_pi_env, pi_or_skip, FakeLlm, PiEnv, Step};
 use serde_json::{json, Value};
-use serve_client::{serve_with_pi_children, session_user_texts, Serve, ServeSpec};
+use serve_client::{serve_with_pi_children, session_user_texts, top_status, Serve, ServeSpec};
 
 const WAIT_MS: u64 = 60_000;
-
-/// A worker's list status as `threadbase top` shows it (the original's terminal UI status;
-/// `threads_list` itself returns only `{workers}`): its row's status and phase with its
-/// view's report verdict and outcome.
-fn top_status(db: &std::path::Path, list: &Value, worker: &str) -> String {
-    let keys: Vec<&String> = list.as_object().unwrap().keys().collect();
-    assert_eq!(keys, ["workers"], "threads_list is {{workers}}: {list}");
-    let view = list["workers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|v| v["workerID"] == worker)
-        .unwrap_or_else(|| panic!("{worker} in {list}"));
-    let conn = rusqlite::Connection::open(db).unwrap();
-    conn.busy_timeout(std::time::Duration::from_secs(10))
-        .unwrap();
-    let (status, phase): (String, String) = conn
-        .query_row(
-            "SELECT status, phase FROM threads WHERE id = ?1",
-            [worker],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .unwrap();
-    threadbase::contract::worker::list_status(
-        &status,
-        &phase,
-        view["report"]["verdict"].as_str(),
-        view["outcome"].as_str(),
-    )
-    .to_string()
-}
 
 /// The next completion request whose last user message contains `needle` gets `step`.
 fn reply_to(fake: &FakeLlm, needle: &'static str, step: Step) {

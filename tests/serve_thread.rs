@@ -962,3 +962,66 @@ fn content_keeps_the_answers_line_breaks_and_says_when_it_is_cut() {
     s.close(Duration::from_secs(20));
     assert!(w.leftovers().is_empty());
 }
+
+/// A closed thread's poll and list answers are kept (`thread_snapshots`) after the first read,
+/// and a later read gives the same answer from them; a change of the thread (archive) drops them,
+/// so the next poll and list say what is true.
+#[test]
+fn kept_answers_are_the_rendered_ones_and_a_change_drops_them() {
+    let w = world(serde_json::from_str(SCRIPT).unwrap());
+    let mut s = w.serve(&[]);
+    s.thread(json!({"action": "start", "prompt": "Say hi", "taskName": "hi"}));
+    s.thread(json!({"action": "wait", "id": "hi", "timeoutMs": 20000}));
+    s.thread(json!({"action": "stop", "id": "hi"}));
+    let kept = |view: &str| -> i64 {
+        let conn = rusqlite::Connection::open(&w.db).unwrap();
+        conn.busy_timeout(std::time::Duration::from_secs(10))
+            .unwrap();
+        conn.query_row(
+            "SELECT count(*) FROM thread_snapshots t JOIN threads h ON h.id = t.thread_id
+             WHERE h.path = '/root/hi' AND t.view = ?1 AND t.shape = ?2",
+            [view, threadbase::store::snapshots::SHAPE],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    let wait_kept = |view: &str| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while kept(view) == 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no kept {view} answer"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    };
+    let poll = json!({"action": "poll", "id": "hi"});
+    let list = json!({"action": "list", "state": "closed"});
+    let rendered_poll = s.thread(poll.clone());
+    let rendered_list = s.thread(list.clone());
+    assert_eq!(details(&rendered_poll)["snapshot"]["status"], "closed");
+    wait_kept("poll");
+    wait_kept("snapshot");
+    assert_eq!(
+        s.thread(poll.clone()),
+        rendered_poll,
+        "the kept poll differs"
+    );
+    assert_eq!(
+        s.thread(list.clone()),
+        rendered_list,
+        "the kept list differs"
+    );
+
+    s.thread(json!({"action": "archive", "id": "hi"}));
+    assert_eq!(
+        kept("poll") + kept("snapshot"),
+        0,
+        "archiving kept old answers"
+    );
+    let r = s.thread(poll);
+    assert_eq!(details(&r)["snapshot"]["archived"], true);
+    let r = s.thread(json!({"action": "list", "state": "closed", "visibility": "all"}));
+    assert_eq!(details(&r)["threads"][0]["archived"], true);
+    s.close(std::time::Duration::from_secs(20));
+}

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use serve_client::{processes_with_env, scripted_command, Serve, ServeSpec};
+use serve_client::{processes_with_env, scripted_command, top_status, Serve, ServeSpec};
 
 const COORD: &str = "ses_coord";
 /// `ses_` + digest(["ses_coord", "review"])[..32] (reference/contract-semantics.md §3.2).
@@ -27,37 +27,6 @@ struct World {
     db: PathBuf,
     parent_session: PathBuf,
     marker: String,
-}
-
-/// A worker's list status as `threadbase top` shows it (the original's terminal UI status;
-/// `threads_list` itself returns only `{workers}`): its row's status and phase with its
-/// view's report verdict and outcome.
-fn top_status(db: &std::path::Path, list: &Value, worker: &str) -> String {
-    let keys: Vec<&String> = list.as_object().unwrap().keys().collect();
-    assert_eq!(keys, ["workers"], "threads_list is {{workers}}: {list}");
-    let view = list["workers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|v| v["workerID"] == worker)
-        .unwrap_or_else(|| panic!("{worker} in {list}"));
-    let conn = rusqlite::Connection::open(db).unwrap();
-    conn.busy_timeout(std::time::Duration::from_secs(10))
-        .unwrap();
-    let (status, phase): (String, String) = conn
-        .query_row(
-            "SELECT status, phase FROM threads WHERE id = ?1",
-            [worker],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .unwrap();
-    threadbase::contract::worker::list_status(
-        &status,
-        &phase,
-        view["report"]["verdict"].as_str(),
-        view["outcome"].as_str(),
-    )
-    .to_string()
 }
 
 fn world(script: &str) -> World {

@@ -347,3 +347,34 @@ pub fn serve_with_pi_children(
         clear_env: true,
     })
 }
+
+/// A worker's list status as `threadbase top` shows it (the original's terminal UI status;
+/// `threads_list` itself returns only `{workers}`): its row's status and phase with its
+/// view's report verdict and outcome.
+pub fn top_status(db: &Path, list: &Value, worker: &str) -> String {
+    let keys: Vec<&String> = list.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["workers"], "threads_list is {{workers}}: {list}");
+    let view = list["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["workerID"] == worker)
+        .unwrap_or_else(|| panic!("{worker} in {list}"));
+    let conn = rusqlite::Connection::open(db).unwrap();
+    conn.busy_timeout(std::time::Duration::from_secs(10))
+        .unwrap();
+    let (status, phase): (String, String) = conn
+        .query_row(
+            "SELECT status, phase FROM threads WHERE id = ?1",
+            [worker],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    threadbase::contract::worker::list_status(
+        &status,
+        &phase,
+        view["report"]["verdict"].as_str(),
+        view["outcome"].as_str(),
+    )
+    .to_string()
+}
