@@ -1025,3 +1025,349 @@ fn kept_answers_are_the_rendered_ones_and_a_change_drops_them() {
     assert_eq!(details(&r)["threads"][0]["archived"], true);
     s.close(std::time::Duration::from_secs(20));
 }
+
+// ---- golden cases ported from pi-threads (phongndo/pi-threads, test/*.test.ts) ---------------
+//
+// The originals drive a mocked manager or a fake child; these drive a real serve and scripted
+// children to the same states and assert the same facts. Where threadbase deliberately differs
+// (README, "Where threadbase deliberately differs from the originals"), the comment says so and
+// threadbase's documented behaviour is asserted.
+
+/// The keys of a JSON object, in order.
+fn keys(v: &Value) -> Vec<&str> {
+    v.as_object()
+        .unwrap_or_else(|| panic!("not an object: {v}"))
+        .keys()
+        .map(String::as_str)
+        .collect()
+}
+
+/// The fields `names` of the object `v` (missing ones as null).
+fn pick(v: &Value, names: &[&str]) -> Value {
+    names
+        .iter()
+        .map(|k| (k.to_string(), v[*k].clone()))
+        .collect::<serde_json::Map<_, _>>()
+        .into()
+}
+
+/// Polls `id` until `f` holds for its snapshot (at most 20 s); returns that snapshot.
+fn poll_until(s: &mut Serve, id: &str, what: &str, f: impl Fn(&Value) -> bool) -> Value {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let r = s.thread(json!({"action": "poll", "id": id}));
+        if f(&details(&r)["snapshot"]) {
+            return details(&r)["snapshot"].clone();
+        }
+        assert!(std::time::Instant::now() < deadline, "{what}: {r}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `list` with nothing to list: pi-threads' `formatList` text for an empty list, and the
+/// list details with every count zero.
+#[test]
+fn an_empty_list_says_no_threads_are_managed() {
+    let w = world(serde_json::from_str(SCRIPT).unwrap());
+    let mut s = w.serve(&[]);
+    let r = s.thread(json!({"action": "list"}));
+    assert_eq!(
+        r["content"],
+        json!([{"type": "text", "text": "No Pi threads are managed by this parent session."}])
+    );
+    assert_eq!(
+        r["details"],
+        json!({"kind": "listed", "threads": [], "snapshots": [], "count": 0, "liveCount": 0,
+               "closedCount": 0, "detail": "summary"})
+    );
+    assert_eq!(text(&r), threadbase::contract::format::NO_THREADS);
+    s.close(Duration::from_secs(20));
+    assert!(w.leftovers().is_empty());
+}
+
+/// test/tool-contract.test.ts, "keeps tool details stable for aggregate, progress, and
+/// recoverable send errors": a live busy thread and a closed one; the list's aggregate
+/// details, a send the child refuses (a result with `accepted: false` and the child's
+/// `error`, not a thrown error), a wait that times out and its progress details. Every
+/// single-thread result carries the same snapshot as `snapshot` and `thread`.
+///
+/// The original's stub manager answers a send of mode `prompt` with a made-up refusal and
+/// reports progress even for `timeoutMs: 0`; here the refusal is Pi's own answer to a
+/// `prompt` while the child streams (reference/pi-rpc.md), and the progress comes from a
+/// wait with a positive timeout (a `timeoutMs: 0` wait returns at once without a refresh
+/// and so without progress, as the original's real manager does).
+#[test]
+fn golden_aggregate_progress_and_recoverable_send_errors() {
+    // The closed thread: answers, then its process exits by itself (code 0).
+    let w = world(json!({"turns": [[{"text": "Completed final answer."}, {"exit": 0}]]}));
+    let mut s = w.serve(&[]);
+    s.thread(json!({"action": "start", "prompt": "Finish the work", "taskName": "finished_child"}));
+    let closed = poll_until(&mut s, "finished_child", "the child exits", |snap| {
+        snap["status"] == "closed"
+    });
+    assert_eq!(
+        pick(&closed, &["exit", "resultSummary"]),
+        json!({"exit": {"kind": "exited", "code": 0, "signal": null},
+               "resultSummary": "Completed final answer."})
+    );
+
+    // The live thread: busy, in the middle of streaming its answer (the scripted agent reads
+    // its script when it starts, so the new script is this child's only).
+    std::fs::write(
+        w.dir.path().join("script.json"),
+        json!({"turns": [[{"text": "Partial answer\nwith extra spacing", "deltas": 1,
+                           "delta_delay_ms": 60000}]]})
+        .to_string(),
+    )
+    .unwrap();
+    let r = s.thread(json!({"action": "start", "prompt": "Contract work",
+                            "taskName": "contract_child", "name": "contract child"}));
+    assert_eq!(details(&r)["promptAccepted"], true, "{r}");
+    // A poll refreshes the child's state, so its session name and pending count are known.
+    let live = poll_until(&mut s, "contract_child", "the partial answer", |snap| {
+        snap["result"]["status"] == "partial"
+    });
+    let pid = live["pid"].as_i64().unwrap();
+    let next = json!(["wait", "poll", "send follow_up", "stop"]);
+    assert_eq!(
+        pick(
+            &live,
+            &[
+                "status",
+                "phase",
+                "running",
+                "resumable",
+                "stale",
+                "result",
+                "resultSummary",
+                "nextSuggestedActions"
+            ]
+        ),
+        json!({"status": "live", "phase": "busy", "running": true, "resumable": false,
+               "stale": false,
+               "result": {"status": "partial", "source": "assistant_partial",
+                          "text": "Partial answer with extra spacing", "charCount": 33,
+                          "truncated": false},
+               "resultSummary": "Partial answer with extra spacing",
+               "nextSuggestedActions": next})
+    );
+    assert_eq!(
+        pick(&live["session"], &["kind", "name", "pendingMessageCount"]),
+        json!({"kind": "known", "name": "contract child", "pendingMessageCount": 0})
+    );
+
+    // list: the aggregate details; `threads` and `snapshots` are the same list, in path order.
+    let list = s.thread(json!({"action": "list"}));
+    let d = details(&list);
+    let aggregate = [
+        "kind",
+        "threads",
+        "snapshots",
+        "count",
+        "liveCount",
+        "closedCount",
+        "detail",
+    ];
+    assert_eq!(keys(d), aggregate);
+    assert_eq!(
+        pick(d, &aggregate),
+        json!({"kind": "listed", "threads": [live, closed], "snapshots": [live, closed],
+               "count": 2, "liveCount": 1, "closedCount": 1, "detail": "summary"})
+    );
+    assert_eq!(
+        text(&list),
+        format!(
+            "contract child /root/contract_child - live/busy pid={pid} [id: {}]\nFinish the work /root/finished_child - closed/exited [id: {}]",
+            live["id"].as_str().unwrap(),
+            closed["id"].as_str().unwrap()
+        )
+    );
+
+    // The fields every single-thread result has, before its kind's own.
+    let single = [
+        "kind",
+        "snapshot",
+        "thread",
+        "running",
+        "detail",
+        "nextSuggestedActions",
+    ];
+    let with = |own: &[&'static str]| -> Vec<&'static str> { [&single[..], own].concat() };
+
+    // send: the child refuses a `prompt` while it streams. A recoverable error is a result.
+    let sent = s.thread(
+        json!({"action": "send", "id": "/root/contract_child", "message": "Next",
+                               "mode": "prompt"}),
+    );
+    let refusal = "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.";
+    let own = with(&["mode", "accepted", "error"]);
+    assert_eq!(keys(details(&sent)), own);
+    assert_eq!(
+        pick(details(&sent), &own),
+        json!({"kind": "sent", "snapshot": live, "thread": live, "running": true,
+               "detail": "summary", "nextSuggestedActions": next, "mode": "prompt",
+               "accepted": false, "error": refusal})
+    );
+    assert_eq!(
+        text(&sent),
+        format!("Sent message to \"contract child\" with mode prompt.\nPath: /root/contract_child\nAccepted: no\nStatus: live/busy pid={pid}\nError: {refusal}")
+    );
+
+    // wait: times out (the child is still streaming), with progress on the way.
+    let req = s.send(
+        "thread",
+        json!({"action": "wait", "id": "/root/contract_child", "timeoutMs": 600}),
+    );
+    let waited = s.response(req, Duration::from_secs(20))["result"].clone();
+    let waited_ms = details(&waited)["waitedMs"].as_u64().unwrap();
+    assert!(waited_ms >= 600, "{waited}");
+    let own = with(&["timedOut", "waitedMs"]);
+    assert_eq!(keys(details(&waited)), own);
+    assert_eq!(
+        pick(details(&waited), &own),
+        json!({"kind": "waited", "snapshot": live, "thread": live, "running": true,
+               "detail": "summary", "nextSuggestedActions": next, "timedOut": true,
+               "waitedMs": waited_ms})
+    );
+    // The summary keeps the partial answer's line break in `content` (a deliberate difference:
+    // pi-threads prints the compacted text); `details` keep the compacted one (above).
+    assert_eq!(
+        text(&waited),
+        format!("Wait timed out after {waited_ms}ms for \"contract child\".\nPath: /root/contract_child\nStatus: live/busy pid={pid}\nRunning: yes\nNext: wait, poll, send follow_up, or stop\nDetail: summary\n\nCurrent assistant summary (33 chars):\nPartial answer\nwith extra spacing")
+    );
+    let progress: Vec<Value> = s
+        .notifications()
+        .iter()
+        .filter(|n| n["method"] == "progress" && n["params"]["requestId"] == req)
+        .map(|n| n["params"]["details"].clone())
+        .collect();
+    assert!(!progress.is_empty(), "a wait reports progress");
+    let own = with(&["waitedMs"]);
+    for p in &progress {
+        assert_eq!(keys(p), own);
+        let ms = p["waitedMs"].as_u64().unwrap();
+        assert!(ms <= waited_ms, "{p}");
+        assert_eq!(
+            pick(p, &own),
+            json!({"kind": "waiting", "snapshot": live, "thread": live, "running": true,
+                   "detail": "summary", "nextSuggestedActions": next, "waitedMs": ms})
+        );
+    }
+
+    // The original's own request: `timeoutMs: 0` times out at once, with no refresh and so
+    // no progress.
+    let req = s.send(
+        "thread",
+        json!({"action": "wait", "id": "/root/contract_child", "timeoutMs": 0}),
+    );
+    let r = s.response(req, Duration::from_secs(20));
+    assert_eq!(
+        pick(&r["result"]["details"], &["timedOut", "snapshot"]),
+        json!({"timedOut": true, "snapshot": live}),
+        "{r}"
+    );
+    assert!(
+        !s.notifications()
+            .iter()
+            .any(|n| n["method"] == "progress" && n["params"]["requestId"] == req),
+        "no progress for a zero timeout"
+    );
+
+    // A list that matches nothing says so, as the empty one does.
+    let r = s.thread(json!({"action": "list", "state": "live", "visibility": "archived"}));
+    assert_eq!(text(&r), threadbase::contract::format::NO_THREADS);
+    assert_eq!(
+        pick(details(&r), &["count", "liveCount", "closedCount"]),
+        json!({"count": 0, "liveCount": 0, "closedCount": 0})
+    );
+    s.close(Duration::from_secs(20));
+    assert!(w.leftovers().is_empty());
+}
+
+/// test/tool-contract.test.ts, "keeps tool-thrown errors stable": invalid parameters and an
+/// unknown reference are thrown (serve answers them as errors, `{code, message}`, with no
+/// result and so no details), with these texts. The original's stub manager threw a shortened
+/// unknown-reference text; the real manager's text (reference/contract-semantics.md §1.4) is
+/// asserted here. Its third case, a call whose abort signal fired before it ran, is decided in
+/// the Pi extension before serve is asked, so it has no serve-level equivalent.
+#[test]
+fn golden_tool_thrown_errors() {
+    let w = world(serde_json::from_str(SCRIPT).unwrap());
+    let mut s = w.serve(&[]);
+    let e = s.thread_error(json!({"action": "send", "id": "missing"}));
+    assert_eq!(
+        e,
+        json!({"code": "invalid_params", "message": r#"Invalid thread parameters for send: missing required field message. Repair: use the send shape { "action": "send", "id": "/root/inspect_tests", "message": "Continue", "mode": "follow_up" }."#})
+    );
+    let e = s.thread_error(json!({"action": "poll", "id": "missing"}));
+    assert_eq!(
+        e,
+        json!({"code": "unknown_reference", "message": r#"Unknown thread reference: "missing". Accepted reference forms: thread id (thread_012345abcdef), canonical path (/root/task), relative path from the current thread (task or parent/task), or unambiguous taskName. No threads are currently managed by this parent. Repair: use a known path/id, run { "action": "list" }, or start the thread first."#})
+    );
+    s.close(Duration::from_secs(20));
+    assert!(w.leftovers().is_empty());
+}
+
+/// test/thread-manager.test.ts, "records a child session before a fast-finishing child
+/// closes": a child that accepts its prompt and exits at once. Returns the world and the
+/// closed thread's list snapshot.
+fn fast_finishing_child() -> (World, Value) {
+    let w = world(json!({"turns": [[{"exit": 0}]]}));
+    let mut s = w.serve(&[]);
+    let r = s.thread(json!({"action": "start", "prompt": "finish", "taskName": "quick"}));
+    assert_eq!(details(&r)["promptAccepted"], true, "{r}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let snap = loop {
+        let r = s.thread(json!({"action": "list", "state": "all"}));
+        let threads = details(&r)["threads"].as_array().unwrap().clone();
+        assert_eq!(threads.len(), 1, "{r}");
+        if threads[0]["status"] == "closed" {
+            break threads[0].clone();
+        }
+        assert!(std::time::Instant::now() < deadline, "the child exits: {r}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    s.close(Duration::from_secs(20));
+    assert!(w.leftovers().is_empty());
+    (w, snap)
+}
+
+/// The part of that golden case threadbase meets: the closed thread's session is known, with
+/// the child's session file and id.
+#[test]
+fn golden_fast_finishing_child_is_closed_with_its_session_known() {
+    let (w, snap) = fast_finishing_child();
+    let conn = rusqlite::Connection::open(&w.db).unwrap();
+    let (file, id): (String, String) = conn
+        .query_row(
+            "SELECT session_file, session_id FROM threads WHERE path = '/root/quick'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(
+        pick(&snap, &["status", "exit", "resumable"]),
+        json!({"status": "closed", "exit": {"kind": "exited", "code": 0, "signal": null},
+               "resumable": true})
+    );
+    assert_eq!(
+        pick(&snap["session"], &["kind", "file", "id"]),
+        json!({"kind": "known", "file": file, "id": id})
+    );
+}
+
+/// The rest of it: the original asks the child's state (`get_state`) before it writes the
+/// prompt, so even a child that closes at once leaves its session's name and pending count,
+/// `{kind: "known", file, id, name, pendingMessageCount: 0}`. threadbase asks `get_state` only
+/// on a poll, wait or send, so both stay `null` here. Run with `--ignored` to see the gap.
+#[test]
+#[ignore = "known gap: start does not ask get_state before the prompt, so a child that closes at once leaves session.name and pendingMessageCount null"]
+fn golden_fast_finishing_child_session_has_its_name_and_pending_count() {
+    let (_w, snap) = fast_finishing_child();
+    let session = &snap["session"];
+    assert_eq!(
+        session,
+        &json!({"kind": "known", "file": session["file"], "id": session["id"],
+                "name": "finish", "pendingMessageCount": 0})
+    );
+}
