@@ -1088,3 +1088,99 @@ fn the_coordinators_model_is_the_workers_model_at_spawn() {
     }
     assert!(w.leftovers().is_empty());
 }
+
+/// Error texts: the original's sentence (opzero1/threads), then what threadbase adds, the ids
+/// the error concerns and a ` Repair: …` (README, "Where threadbase deliberately differs from
+/// the originals"); where the original surfaces OpenCode's own error (an unknown workerID, a
+/// report from a session that is not a worker) the sentence is threadbase's.
+#[test]
+fn error_texts_are_the_originals_sentence_then_ids_and_a_repair() {
+    let w = world(QUICK);
+    let mut s = w.serve(COORD, &[("THREADBASE_MAX_WORKERS", "1")]);
+    // The text before ` Repair: `, and the repair.
+    let split = |e: &Value| -> (String, String) {
+        let (head, repair) = message(e)
+            .split_once(" Repair: ")
+            .unwrap_or_else(|| panic!("no Repair: in {e}"));
+        assert!(!repair.trim().is_empty(), "{e}");
+        (head.to_string(), repair.to_string())
+    };
+    let head = |e: &Value| split(e).0;
+
+    let params = spawn_params(&w, "review", "Check");
+    tool(&mut s, "threads_spawn", params.clone());
+    let mut changed = params.clone();
+    changed["task"] = json!("Other");
+    let e = error(&mut s, "threads_spawn", changed);
+    assert_eq!(
+        head(&e),
+        format!("This spawn key already belongs to a different request (worker {REVIEW_WORKER}).")
+    );
+    let e = error(&mut s, "threads_spawn", spawn_params(&w, "second", "More"));
+    assert_eq!(head(&e), "Coordinator worker limit reached (1).");
+    let mut relative = spawn_params(&w, "third", "x");
+    relative["directory"] = json!("work");
+    let e = error(&mut s, "threads_spawn", relative);
+    assert_eq!(
+        head(&e),
+        r#"directory must be an existing absolute directory (got "work")."#
+    );
+    let mut granted = spawn_params(&w, "third", "x");
+    granted["paths"] = json!(["refs"]);
+    let e = error(&mut s, "threads_spawn", granted);
+    assert_eq!(head(&e), "Granted path must be absolute: refs.");
+
+    let send = json!({"workerID": REVIEW_WORKER, "key": "k1", "text": "Second"});
+    tool(&mut s, "threads_send", send);
+    let e = error(
+        &mut s,
+        "threads_send",
+        json!({"workerID": REVIEW_WORKER, "key": "k1", "text": "Different"}),
+    );
+    assert_eq!(
+        head(&e),
+        format!("This send key already belongs to different text (message {K1_MESSAGE}).")
+    );
+
+    let mut other = w.serve("ses_other", &[]);
+    let e = error(
+        &mut other,
+        "threads_hide",
+        json!({"workerID": REVIEW_WORKER}),
+    );
+    let (h, repair) = split(&e);
+    assert_eq!(h, "Only the owning coordinator may control this worker.");
+    for id in [REVIEW_WORKER, COORD, "ses_other"] {
+        assert!(repair.contains(id), "{e}");
+    }
+    other.close(Duration::from_secs(20));
+
+    // threadbase's own sentences.
+    let unknown = "ses_00000000000000000000000000000000";
+    let e = error(&mut s, "threads_interrupt", json!({ "workerID": unknown }));
+    assert_eq!(head(&e), format!("Unknown managed worker: \"{unknown}\"."));
+    let report = json!({"verdict": "PASS", "summary": "s", "evidence": []});
+    let e = error(&mut s, "threads_report", report.clone());
+    assert_eq!(
+        head(&e),
+        format!(
+            "Only a managed worker can call threads_report, and this session ({COORD}) is not one."
+        )
+    );
+
+    // The report conflict: the original's two sentences, then the repair.
+    let mut worker = w.serve(REVIEW_WORKER, &[]);
+    tool(&mut worker, "threads_report", report);
+    let e = error(
+        &mut worker,
+        "threads_report",
+        json!({"verdict": "FAIL", "summary": "s", "evidence": []}),
+    );
+    assert_eq!(
+        head(&e),
+        "This worker already has a different report. Start a new task with a new spawn key."
+    );
+    worker.close(Duration::from_secs(20));
+    s.close(Duration::from_secs(20));
+    assert!(w.leftovers().is_empty());
+}
