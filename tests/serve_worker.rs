@@ -1091,8 +1091,9 @@ fn the_coordinators_model_is_the_workers_model_at_spawn() {
 
 /// Error texts: the original's sentence (opzero1/threads), then what threadbase adds, the ids
 /// the error concerns and a ` Repair: …` (README, "Where threadbase deliberately differs from
-/// the originals"); where the original surfaces OpenCode's own error (an unknown workerID, a
-/// report from a session that is not a worker) the sentence is threadbase's.
+/// the originals"); where the original lets another error through (OpenCode's session-not-found
+/// for an unknown workerID, a schema error for a report from a session that is not a worker) the
+/// sentence is threadbase's.
 #[test]
 fn error_texts_are_the_originals_sentence_then_ids_and_a_repair() {
     let w = world(QUICK);
