@@ -275,11 +275,15 @@ fn spawn_is_idempotent_and_delivers_the_initial_prompt_once() {
     assert!(header.get("parentSession").is_none());
     let users = w.user_messages(REVIEW_WORKER);
     assert_eq!(users.len(), 1, "{users:?}");
-    assert!(users[0].starts_with(&format!(
-        "Check the docs\n\nYou are a managed worker assigned to {}. Work only within the assigned scope. You may use native subagent",
-        w.work()
-    )));
-    assert!(users[0].contains("threads_report"));
+    // The prompt is opzero1/threads' text exactly: the task, then the worker instructions,
+    // ending at "…does not establish task success." with nothing after it.
+    assert_eq!(
+        users[0],
+        format!(
+            "Check the docs\n\nYou are a managed worker assigned to {}. Work only within the assigned scope. You may use native subagent for bounded tasks or reviews when useful, within the brief's delegation limits and your permissions. Delegation is optional. Pass relevant context, scope, and constraints to each subagent. Do not call threads_spawn. Review your subagents' results and resolve any outstanding work before reporting. Only you call threads_report with the combined verdict, summary, and evidence; subagents return results to you. Runtime completion alone does not establish task success.",
+            w.work()
+        )
+    );
     let pids = w.worker_processes(REVIEW_WORKER);
     assert_eq!(pids.len(), 1, "one worker process");
     let environ = std::fs::read(format!("/proc/{}/environ", pids[0])).unwrap();

@@ -434,7 +434,7 @@ pub fn worker_prompt(task: &str, directory: &str, paths: Option<&[String]>) -> S
         None => String::new(),
     };
     format!(
-        "{task}\n\nYou are a managed worker assigned to {directory}. Work only within the assigned scope.{grants} You may use native subagent for bounded tasks or reviews when useful, within the brief's delegation limits and your permissions. Delegation is optional. Pass relevant context, scope, and constraints to each subagent. Do not call threads_spawn. Review your subagents' results and resolve any outstanding work before reporting. Only you call threads_report with the combined verdict, summary, and evidence; subagents return results to you. Runtime completion alone does not establish task success. Call threads_report once, when the work is done: verdict PASS, PASS WITH NOTES, FAIL or INCONCLUSIVE, a summary, and evidence (commands run and their results)."
+        "{task}\n\nYou are a managed worker assigned to {directory}. Work only within the assigned scope.{grants} You may use native subagent for bounded tasks or reviews when useful, within the brief's delegation limits and your permissions. Delegation is optional. Pass relevant context, scope, and constraints to each subagent. Do not call threads_spawn. Review your subagents' results and resolve any outstanding work before reporting. Only you call threads_report with the combined verdict, summary, and evidence; subagents return results to you. Runtime completion alone does not establish task success."
     )
 }
 
@@ -819,9 +819,18 @@ mod tests {
             report_notice_text("ses_w", "my key", &r),
             "Managed worker ses_w (my key) report:\n{\"verdict\":\"FAIL\",\"summary\":\"broken \\\"x\\\"\",\"evidence\":[\"cargo test: 1 failed\"]}"
         );
-        let p = worker_prompt("Do it", "/w", Some(&["/a".into(), "/b".into()]));
-        assert!(p.starts_with("Do it\n\nYou are a managed worker assigned to /w. Work only within the assigned scope. You may also use these granted directories when the task requires them: /a, /b. You may use native subagent"));
-        assert!(!worker_prompt("Do it", "/w", None).contains("granted directories"));
+        // opzero1/threads `spawn`: the task, a blank line, the worker-instructions paragraph (with
+        // `grantNotice(paths)` after its second sentence), and nothing after it.
+        const REST: &str = " You may use native subagent for bounded tasks or reviews when useful, within the brief's delegation limits and your permissions. Delegation is optional. Pass relevant context, scope, and constraints to each subagent. Do not call threads_spawn. Review your subagents' results and resolve any outstanding work before reporting. Only you call threads_report with the combined verdict, summary, and evidence; subagents return results to you. Runtime completion alone does not establish task success.";
+        assert_eq!(
+            worker_prompt("Do it", "/w", Some(&["/a".into(), "/b".into()])),
+            format!("Do it\n\nYou are a managed worker assigned to /w. Work only within the assigned scope. You may also use these granted directories when the task requires them: /a, /b.{REST}")
+        );
+        let expected = format!(
+            "Do it\n\nYou are a managed worker assigned to /w. Work only within the assigned scope.{REST}"
+        );
+        assert_eq!(worker_prompt("Do it", "/w", None), expected);
+        assert_eq!(worker_prompt("Do it", "/w", Some(&[])), expected);
     }
 
     #[test]
