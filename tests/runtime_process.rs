@@ -7,7 +7,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 use threadbase::runtime::mapping::Phase;
 use threadbase::runtime::process::group_has_members;
 use threadbase::runtime::{LaunchSpec, Runtime, RuntimeConfig, StartKind};
@@ -133,14 +133,9 @@ async fn a_run_is_recorded_as_rows() {
     assert!(row["process_started_at"].as_i64().unwrap() > 0);
     assert_eq!(row["assistant"], "Hello there");
     // Any line makes the script exit 0.
-    f.rt.call(
-        &id,
-        "get_state",
-        serde_json::json!({}),
-        Duration::from_millis(200),
-    )
-    .await
-    .ok();
+    f.rt.call(&id, "get_state", json!({}), Duration::from_millis(200))
+        .await
+        .ok();
     f.closed(&id).await;
     let row = f.row(&id);
     assert_eq!(
@@ -181,13 +176,34 @@ async fn a_non_zero_exit_is_failed() {
         (row["phase"].as_str(), row["exit_kind"].as_str()),
         (Some("failed"), Some("failed"))
     );
-    assert_eq!(
-        row["exit_message"],
-        "Child Pi process exited with code 3, signal null"
-    );
+    // pi-threads' `classifyProcessExit`: only the known parts, so no "signal null".
+    assert_eq!(row["exit_message"], "Child Pi process exited with code 3");
     let evs = events::of_thread(&f.store.read().unwrap(), &id).unwrap();
     assert_eq!(evs[0].kind, "thread_resumed");
     assert_eq!(evs.last().unwrap().data["exit"]["kind"], "failed");
+    assert_eq!(
+        evs.last().unwrap().data["exit"],
+        json!({"kind": "failed", "message": "Child Pi process exited with code 3"})
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signalled_exit_is_failed_and_names_only_the_signal() {
+    let f = fixture();
+    let id = f.thread(2, "killed");
+    f.rt.launch(f.spec(&id, "kill -KILL $$", StartKind::Resumed))
+        .await
+        .unwrap();
+    f.closed(&id).await;
+    let row = f.row(&id);
+    assert_eq!(
+        (row["phase"].as_str(), row["exit_kind"].as_str()),
+        (Some("failed"), Some("failed"))
+    );
+    assert_eq!(
+        row["exit_message"],
+        "Child Pi process exited with signal SIGKILL"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -330,7 +346,7 @@ async fn a_call_to_a_child_that_is_gone_has_a_repair_hint() {
         f.rt.call(
             "thread_000000000000",
             "get_state",
-            serde_json::json!({}),
+            json!({}),
             Duration::from_secs(1),
         )
         .await

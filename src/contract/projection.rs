@@ -823,7 +823,7 @@ mod tests {
             }
             "failed" => {
                 r.phase = "failed".into();
-                r.exit_message = Some("Child Pi process exited with code 1, signal null".into());
+                r.exit_message = Some("Child Pi process exited with code 1".into());
             }
             _ => {
                 r.phase = "stale".into();
@@ -1161,7 +1161,7 @@ mod tests {
             "result": {"status": "none", "source": "none", "text": null, "charCount": 0, "truncated": false},
             "recentEvents": [],
             "nextSuggestedActions": ["resume", "fork", "archive", "list"],
-            "exit": {"kind": "failed", "message": "Child Pi process exited with code 1, signal null"},
+            "exit": {"kind": "failed", "message": "Child Pi process exited with code 1"},
             // No output text: no outputTail, outputCharCount, outputTruncated.
             // 4,501 retained units, 501 cut by this tail; the 20 bytes retention dropped
             // earlier (and the 2 continuation bytes skipped) are not counted.
@@ -1370,7 +1370,7 @@ mod tests {
         );
         assert_json(
             &exit_json(&closed_row("failed")).unwrap(),
-            &json!({"kind": "failed", "message": "Child Pi process exited with code 1, signal null"}),
+            &json!({"kind": "failed", "message": "Child Pi process exited with code 1"}),
         );
         let stale = exit_json(&closed_row("stale")).unwrap();
         assert_eq!(stale["kind"], json!("stale"));

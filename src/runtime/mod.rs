@@ -162,6 +162,42 @@ pub struct ExitRecord {
 }
 
 impl ExitRecord {
+    /// How a child's close reads (pi-threads' `classifyProcessExit`): `stopped` after a stop
+    /// request; `exited` for code 0 and no signal; otherwise `failed` with
+    /// `Child Pi process exited with ` and the known parts of `code N` and `signal S` joined by
+    /// `, ` (`unknown status` when neither is known).
+    pub fn classify(code: Option<i64>, signal: Option<String>, stopped: bool) -> ExitRecord {
+        let (kind, message) = if stopped {
+            ("stopped", None)
+        } else if code == Some(0) && signal.is_none() {
+            ("exited", None)
+        } else {
+            let parts: Vec<String> = [
+                code.map(|c| format!("code {c}")),
+                signal.as_ref().map(|s| format!("signal {s}")),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            let status = if parts.is_empty() {
+                "unknown status".to_string()
+            } else {
+                parts.join(", ")
+            };
+            (
+                "failed",
+                Some(format!("Child Pi process exited with {status}")),
+            )
+        };
+        ExitRecord {
+            kind,
+            code,
+            signal,
+            message,
+            synthetic: false,
+        }
+    }
+
     /// The contract's `ThreadExit` JSON.
     pub fn to_json(&self) -> Value {
         match self.kind {
@@ -1136,36 +1172,7 @@ async fn wait_exit(
         Ok(s) => (s.code().map(i64::from), s.signal().map(signal_name)),
         Err(_) => (None, None),
     };
-    let exit = if child.stop_requested.load(Ordering::SeqCst) {
-        ExitRecord {
-            kind: "stopped",
-            code,
-            signal,
-            message: None,
-            synthetic: false,
-        }
-    } else if code == Some(0) && signal.is_none() {
-        ExitRecord {
-            kind: "exited",
-            code,
-            signal,
-            message: None,
-            synthetic: false,
-        }
-    } else {
-        let message = format!(
-            "Child Pi process exited with code {}, signal {}",
-            code.map_or("null".to_string(), |c| c.to_string()),
-            signal.clone().unwrap_or_else(|| "null".into())
-        );
-        ExitRecord {
-            kind: "failed",
-            code,
-            signal,
-            message: Some(message),
-            synthetic: false,
-        }
-    };
+    let exit = ExitRecord::classify(code, signal, child.stop_requested.load(Ordering::SeqCst));
     tracing::info!(
         kind = exit.kind,
         code = exit.code,
@@ -1243,4 +1250,49 @@ pub fn signal_name(sig: i32) -> String {
         _ => return format!("SIG{sig}"),
     };
     name.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ExitRecord;
+    use serde_json::json;
+
+    /// pi-threads' `classifyProcessExit` (test/thread-manager.test.ts, "classifies non-zero
+    /// natural child exits as failed": `{kind: "failed", message: "Child Pi process exited with
+    /// code 1"}`): only the known parts of the status are named.
+    #[test]
+    fn golden_failed_exit_names_only_the_known_parts() {
+        let failed = |code: Option<i64>, signal: Option<&str>| {
+            ExitRecord::classify(code, signal.map(str::to_string), false).to_json()
+        };
+        assert_eq!(
+            failed(Some(1), None),
+            json!({"kind": "failed", "message": "Child Pi process exited with code 1"})
+        );
+        assert_eq!(
+            failed(None, Some("SIGKILL")),
+            json!({"kind": "failed", "message": "Child Pi process exited with signal SIGKILL"})
+        );
+        assert_eq!(
+            failed(Some(2), Some("SIGTERM")),
+            json!({"kind": "failed", "message": "Child Pi process exited with code 2, signal SIGTERM"})
+        );
+        assert_eq!(
+            failed(None, None),
+            json!({"kind": "failed", "message": "Child Pi process exited with unknown status"})
+        );
+        // A clean exit and any close after a stop request keep their code and signal.
+        assert_eq!(
+            ExitRecord::classify(Some(0), None, false).to_json(),
+            json!({"kind": "exited", "code": 0, "signal": null})
+        );
+        assert_eq!(
+            ExitRecord::classify(None, Some("SIGTERM".into()), true).to_json(),
+            json!({"kind": "stopped", "code": null, "signal": "SIGTERM"})
+        );
+        assert_eq!(
+            ExitRecord::classify(Some(1), None, true).to_json(),
+            json!({"kind": "stopped", "code": 1, "signal": null})
+        );
+    }
 }
