@@ -60,6 +60,16 @@ fn real_pi_children_through_serve() {
     let r =
         s.thread(json!({"action": "start", "prompt": "What is the answer?", "taskName": "answer"}));
     assert_eq!(details(&r)["promptAccepted"], true, "{r}");
+    // The launch asked real Pi's state before the prompt (as pi-threads does), so the start's
+    // own snapshot already has the session's name and pending count.
+    assert_eq!(
+        (
+            &details(&r)["snapshot"]["session"]["name"],
+            &details(&r)["snapshot"]["session"]["pendingMessageCount"]
+        ),
+        (&json!("What is the answer?"), &json!(0)),
+        "{r}"
+    );
     let r = s.thread(json!({"action": "wait", "id": "answer", "timeoutMs": 60000}));
     assert_eq!(details(&r)["timedOut"], false);
     assert_eq!(details(&r)["snapshot"]["phase"], "idle");
@@ -186,4 +196,88 @@ fn real_pi_children_through_serve() {
         "{:?}",
         env.leftover_processes()
     );
+}
+
+/// pi-threads' "records a child session before a fast-finishing child closes", with real Pi:
+/// the child accepts its prompt and dies during its first turn (its bash tool SIGKILLs Pi),
+/// before anything asked its state after the launch. The closed thread still has its session's
+/// name and pending count, which the launch's `get_state` (written before the prompt)
+/// recorded, and its exit names only the signal.
+#[test]
+fn real_pi_child_that_dies_at_once_keeps_its_session_name_and_pending_count() {
+    let Some(pi) =
+        pi_or_skip("real_pi_child_that_dies_at_once_keeps_its_session_name_and_pending_count")
+    else {
+        return;
+    };
+    let fake = FakeLlm::with_script([Step::bash("kill -KILL $PPID")]);
+    let env = hermetic_pi_env(&fake);
+    let argv = env.child_command(&pi, &[]);
+    let sessions = env.agent_dir.join("sessions").join("parent");
+    std::fs::create_dir_all(&sessions).unwrap();
+    let parent_session = sessions.join("parent.jsonl");
+    std::fs::write(
+        &parent_session,
+        format!("{}\n", json!({"type":"session","version":3,"id":"ses_real_quick","timestamp":"2026-11-30T00:00:00.000Z","cwd":env.cwd})),
+    )
+    .unwrap();
+    let db = env.root.path().join("db.sqlite");
+    let mut vars = env.env.clone();
+    vars.push((
+        "THREADBASE_PI_COMMAND".into(),
+        serde_json::to_string(&argv).unwrap(),
+    ));
+    let mut s = Serve::start(ServeSpec {
+        db: &db,
+        args: vec![
+            "--session-file".into(),
+            parent_session.display().to_string(),
+            "--cwd".into(),
+            env.cwd.display().to_string(),
+        ],
+        env: vars,
+        cwd: env.cwd.clone(),
+        clear_env: true,
+    });
+
+    let r = s.thread(json!({"action": "start", "prompt": "finish", "taskName": "quick"}));
+    assert_eq!(details(&r)["promptAccepted"], true, "{r}");
+    // Only list (which asks no child anything) until the thread is closed.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let snap = loop {
+        let r = s.thread(json!({"action": "list", "state": "all"}));
+        let threads = details(&r)["threads"].as_array().unwrap().clone();
+        assert_eq!(threads.len(), 1, "{r}");
+        if threads[0]["status"] == "closed" {
+            break threads[0].clone();
+        }
+        assert!(std::time::Instant::now() < deadline, "Pi dies: {r}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(
+        snap["exit"],
+        json!({"kind": "failed", "message": "Child Pi process exited with signal SIGKILL"}),
+        "{snap}"
+    );
+    let session = &snap["session"];
+    let header: Value = serde_json::from_str(
+        std::fs::read_to_string(session["file"].as_str().unwrap())
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        session,
+        &json!({"kind": "known", "file": session["file"], "id": header["id"],
+                "name": "finish", "pendingMessageCount": 0}),
+        "{snap}"
+    );
+    // The model was asked once: the child died in its first turn.
+    assert_eq!(fake.completion_requests().len(), 1);
+
+    assert!(s.close(Duration::from_secs(30)).success());
+    let left = env.leftovers_after(Duration::from_secs(5));
+    assert!(left.is_empty(), "{left:?}");
 }

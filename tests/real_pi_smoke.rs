@@ -377,3 +377,121 @@ fn fake_llm_streams_scripted_steps_and_records_requests() {
     assert_eq!(client.join().unwrap(), "");
     assert!(t.elapsed() < Duration::from_secs(5));
 }
+
+/// What a contract A launch asks first (the `get_state` written before the first prompt, as
+/// pi-threads' launch does): real Pi 1.6 started like a thread's child (a header-only session
+/// file, `--name`) answers at once with the session's file, id and name, nothing pending and
+/// nothing streaming. The scripted agent, started the same way, answers the same keys and the
+/// same values (only the model and the settings-driven `autoCompactionEnabled` differ).
+#[test]
+fn real_pi_get_state_before_the_first_prompt_matches_the_scripted_agent() {
+    let Some(pi) =
+        pi_or_skip("real_pi_get_state_before_the_first_prompt_matches_the_scripted_agent")
+    else {
+        return;
+    };
+    let fake = FakeLlm::with_script([]);
+    let env = hermetic_pi_env(&fake);
+    let sessions = env.root.path().join("sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    // A thread's child file as serve writes it before the launch: the header only.
+    let header_only = |name: &str, id: &str| {
+        let path = sessions.join(name);
+        let header = json!({"type":"session","version":3,"id":id,
+            "timestamp":"2026-11-30T00:00:00.000Z","cwd":env.cwd,
+            "parentSession":sessions.join("parent.jsonl")});
+        std::fs::write(&path, format!("{header}\n")).unwrap();
+        path.to_string_lossy().into_owned()
+    };
+    let real_file = header_only("real.jsonl", "0195f0aa-0000-7000-8000-000000000001");
+    let mut real = PiChild::spawn(
+        &pi,
+        &env,
+        &["--session", &real_file, "--name", "Say hi"],
+        &[],
+    );
+    real.send(&json!({"id": "s1", "type": "get_state"}));
+    let answer = real.response("s1", RUN_TIMEOUT);
+    assert_eq!(answer["success"], true, "{}", real.dump());
+    let real_state = answer["data"].clone();
+    assert_eq!(
+        (
+            &real_state["sessionFile"],
+            &real_state["sessionId"],
+            &real_state["sessionName"],
+            &real_state["pendingMessageCount"],
+            &real_state["isStreaming"],
+            &real_state["isCompacting"],
+            &real_state["messageCount"],
+        ),
+        (
+            &json!(real_file),
+            &json!("0195f0aa-0000-7000-8000-000000000001"),
+            &json!("Say hi"),
+            &json!(0),
+            &json!(false),
+            &json!(false),
+            &json!(0),
+        ),
+        "{real_state}"
+    );
+    // Pi sent nothing else: no event precedes the first prompt.
+    assert_eq!(real.seen.len(), 1, "{}", real.dump());
+    close_and_reap(real, &env);
+
+    // The scripted agent, started the same way (its script and the same Pi flags).
+    let scripted_file = header_only("scripted.jsonl", "0195f0aa-0000-7000-8000-000000000001");
+    let script = env.root.path().join("script.json");
+    std::fs::write(&script, "{}").unwrap();
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_threadbase"));
+    cmd.arg("scripted-agent")
+        .arg("--script")
+        .arg(&script)
+        .args(
+            env.args.iter().filter(|a| {
+                !matches!(a.as_str(), "--provider" | "--model" | "fake" | "fake-model")
+            }),
+        )
+        .args(["--session", &scripted_file, "--name", "Say hi"])
+        .current_dir(&env.cwd)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut agent = cmd.spawn().unwrap();
+    let mut stdin = agent.stdin.take().unwrap();
+    writeln!(stdin, "{}", json!({"id": "s1", "type": "get_state"})).unwrap();
+    stdin.flush().unwrap();
+    drop(stdin);
+    let mut out = String::new();
+    agent
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    assert!(agent.wait().unwrap().success());
+    let lines: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1, "only the answer: {out}");
+    let scripted_state = lines[0]["data"].clone();
+
+    let keys = |v: &Value| {
+        let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+        k.sort();
+        k
+    };
+    assert_eq!(
+        keys(&scripted_state),
+        keys(&real_state),
+        "scripted {scripted_state}\nreal {real_state}"
+    );
+    let mut expected = real_state.clone();
+    expected["sessionFile"] = json!(scripted_file);
+    expected["model"] = scripted_state["model"].clone();
+    // The hermetic settings.json turns compaction off for Pi; the scripted agent reads no
+    // settings and keeps Pi's default (on).
+    expected["autoCompactionEnabled"] = json!(true);
+    assert_eq!(scripted_state, expected, "scripted vs real get_state");
+}

@@ -60,7 +60,8 @@ impl Fixture {
             "SELECT json_object('status', status, 'phase', phase, 'exit_kind', exit_kind, 'exit_code', exit_code,
                     'exit_signal', exit_signal, 'exit_message', exit_message, 'pid', pid, 'pgid', pgid,
                     'owner_pid', owner_pid, 'process_started_at', process_started_at,
-                    'assistant', o.last_assistant_text, 'stderr', CAST(o.stderr_tail AS TEXT))
+                    'assistant', o.last_assistant_text, 'stderr', CAST(o.stderr_tail AS TEXT),
+                    'session_name', o.session_name, 'pending', o.pending_message_count)
              FROM threads t LEFT JOIN thread_output o ON o.thread_id = t.id WHERE t.id = ?1",
             [id],
             |r| r.get::<_, String>(0),
@@ -89,7 +90,12 @@ impl Fixture {
     }
 }
 
+/// One run, as Pi 1.6 plays it after a launch with a prompt: the launch's `get_state` first
+/// (written before the prompt), then the prompt and its events.
 const ONE_RUN: &str = r#"
+read -r line
+id=$(printf '%s' "$line" | sed 's/.*"id":"\([^"]*\)".*/\1/')
+printf '{"id":"%s","type":"response","command":"get_state","success":true,"data":{"isStreaming":false,"isCompacting":false,"sessionName":"one run","pendingMessageCount":0}}\n' "$id"
 read -r line
 id=$(printf '%s' "$line" | sed 's/.*"id":"\([^"]*\)".*/\1/')
 printf '{"id":"%s","type":"response","command":"prompt","success":true,"data":{"disposition":"started"}}\n' "$id"
@@ -132,6 +138,11 @@ async fn a_run_is_recorded_as_rows() {
     assert_eq!(row["owner_pid"], std::process::id());
     assert!(row["process_started_at"].as_i64().unwrap() > 0);
     assert_eq!(row["assistant"], "Hello there");
+    // The launch's get_state, answered before the prompt, told the session's name and count.
+    assert_eq!(
+        (&row["session_name"], &row["pending"]),
+        (&json!("one run"), &json!(0))
+    );
     // Any line makes the script exit 0.
     f.rt.call(&id, "get_state", json!({}), Duration::from_millis(200))
         .await

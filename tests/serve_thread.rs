@@ -1312,7 +1312,13 @@ fn golden_tool_thrown_errors() {
 /// closes": a child that accepts its prompt and exits at once. Returns the world and the
 /// closed thread's list snapshot.
 fn fast_finishing_child() -> (World, Value) {
-    let w = world(json!({"turns": [[{"exit": 0}]]}));
+    child_exiting_after_its_prompt(0)
+}
+
+/// A child that accepts its prompt and exits at once with `code`; the world and the closed
+/// thread's list snapshot.
+fn child_exiting_after_its_prompt(code: i32) -> (World, Value) {
+    let w = world(json!({"turns": [[{"exit": code}]]}));
     let mut s = w.serve(&[]);
     let r = s.thread(json!({"action": "start", "prompt": "finish", "taskName": "quick"}));
     assert_eq!(details(&r)["promptAccepted"], true, "{r}");
@@ -1356,14 +1362,33 @@ fn golden_fast_finishing_child_is_closed_with_its_session_known() {
     );
 }
 
-/// The rest of it: the original asks the child's state (`get_state`) before it writes the
-/// prompt, so even a child that closes at once leaves its session's name and pending count,
-/// `{kind: "known", file, id, name, pendingMessageCount: 0}`. threadbase asks `get_state` only
-/// on a poll, wait or send, so both stay `null` here. Run with `--ignored` to see the gap.
+/// The rest of it: like the original, the launch asks the child's state (`get_state`) before
+/// it writes the prompt, so even a child that closes at once leaves its session's name and
+/// pending count, `{kind: "known", file, id, name, pendingMessageCount: 0}`.
 #[test]
-#[ignore = "known gap: start does not ask get_state before the prompt, so a child that closes at once leaves session.name and pendingMessageCount null"]
 fn golden_fast_finishing_child_session_has_its_name_and_pending_count() {
     let (_w, snap) = fast_finishing_child();
+    let session = &snap["session"];
+    assert_eq!(
+        session,
+        &json!({"kind": "known", "file": session["file"], "id": session["id"],
+                "name": "finish", "pendingMessageCount": 0})
+    );
+}
+
+/// test/thread-manager.test.ts, "classifies non-zero natural child exits as failed" (the prompt
+/// is answered, then the child closes with code 1): `exit` is `{kind: "failed", message: "Child Pi process exited with code
+/// 1"}`, naming only the parts of the status that are known (pi-threads' `classifyProcessExit`;
+/// the signal-only and both-parts texts are pinned by `runtime::tests` and `runtime_process`).
+#[test]
+fn golden_fast_failing_child_is_failed_with_its_exit_code() {
+    let (_w, snap) = child_exiting_after_its_prompt(1);
+    assert_eq!(
+        pick(&snap, &["status", "phase", "exit", "resumable"]),
+        json!({"status": "closed", "phase": "failed",
+               "exit": {"kind": "failed", "message": "Child Pi process exited with code 1"},
+               "resumable": true})
+    );
     let session = &snap["session"];
     assert_eq!(
         session,

@@ -40,6 +40,10 @@ use rpc::{CallError, Line, RpcClient};
 
 /// How long a launch waits for the child to answer its initial prompt before returning.
 pub const PROMPT_ANSWER_WAIT: Duration = Duration::from_millis(4_000);
+/// How long a launch with a prompt waits for the child's answer to the `get_state` written
+/// before that prompt (pi-threads' quick RPC timeout). The prompt is written after it either
+/// way; a later answer still comes first in the child's stream and is recorded then.
+const LAUNCH_STATE_WAIT: Duration = Duration::from_millis(1_500);
 /// The note of a launch whose child exited before it answered its first command.
 pub const EXITED_EARLY_NOTE: &str = "The child exited before it answered; its exit and stderr tail are in poll (detail \"full\"). Repair: check that THREADBASE_PI_COMMAND (a JSON array, default [\"pi\"]) starts Pi, which the engine runs in RPC mode.";
 /// How long a launch whose child exited at once waits for that exit to be recorded, so the
@@ -518,6 +522,17 @@ impl Runtime {
         };
         match spec.start {
             StartKind::Prompt(text) => {
+                // Like pi-threads' launch, ask the child's state before its first prompt: Pi
+                // answers get_state at once (with `--name`'s sessionName and pendingMessageCount
+                // 0), and the reader records that answer, so even a child that exits right
+                // after its prompt leaves its session's name and pending count. The launch
+                // still holds the prompt gate, so nothing else is written meanwhile; any
+                // outcome (no answer in time, the child already gone) goes on to the prompt,
+                // whose own answer decides the launch's note.
+                let _ = child
+                    .rpc
+                    .call("get_state", json!({}), LAUNCH_STATE_WAIT)
+                    .await;
                 let answer = child
                     .start_prompt(json!({"message": text}), launch_gate.take())
                     .answer;
