@@ -443,6 +443,11 @@ function actionList(actions: string[]): string {
 	return `${actions.slice(0, -1).join(", ")}, or ${actions[actions.length - 1]!}`;
 }
 
+/** pi-threads' error for a `thread` call whose abort signal fired before it ran. */
+const THREAD_ACTION_ABORTED = "Thread action aborted";
+/** pi-threads' error for a `wait` whose abort signal fires while it waits. */
+const THREAD_WAIT_ABORTED = "Thread wait aborted";
+
 /**
  * `call`, or a rejection with `message` as soon as `signal` aborts (then `forget` drops the
  * request's bookkeeping; the server keeps running it).
@@ -798,9 +803,12 @@ export default function threadbaseExtension(pi: ExtensionAPI) {
 		promptGuidelines: PROMPT_GUIDELINES,
 		parameters: ThreadParams,
 		async execute(_toolCallId, params, signal, onUpdate, ctx) {
+			// pi-threads' texts: a call whose signal fired before it ran fails with
+			// `Thread action aborted`, whatever the action (checked before the parameters);
+			// once running, only a `wait` heeds the signal (`Thread wait aborted`), and every
+			// other action runs to its result, as the original's do.
+			if (signal?.aborted) throw new Error(THREAD_ACTION_ABORTED);
 			const action = (params as { action?: Action }).action;
-			const abortMessage = action === "wait" || !action ? "Thread wait aborted" : `Thread ${action} aborted`;
-			if (signal?.aborted) throw new Error(abortMessage);
 			const c = connection({
 				sessionFile: ctx.sessionManager.getSessionFile(),
 				sessionId: ctx.sessionManager.getSessionId(),
@@ -811,9 +819,10 @@ export default function threadbaseExtension(pi: ExtensionAPI) {
 			const call = c.request("thread", params, (details) => {
 				progress?.({ content: [{ type: "text", text: progressText(details) }], details });
 			});
-			// An abort ends the tool call only; the server keeps running and the child is never
-			// stopped by it (a `wait` just stops waiting).
-			return untilAborted(call, signal, abortMessage, () => c.forget(requestId));
+			if (action !== "wait") return call;
+			// An abort ends the wait only; the server keeps running and the child is never
+			// stopped by it.
+			return untilAborted(call, signal, THREAD_WAIT_ABORTED, () => c.forget(requestId));
 		},
 	});
 

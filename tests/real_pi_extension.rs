@@ -610,3 +610,163 @@ fn real_pi_extension_passes_the_session_to_serve_and_reports_a_dead_serve() {
     assert!(argv.contains(&"--trusted"), "{argv:?}");
     w.shutdown(1);
 }
+
+/// Loads the extension with Pi 1.6's own loader (`discoverAndLoadExtensions`), then calls the
+/// registered `thread` tool's `execute` as Pi does, with abort signals in each state, and
+/// prints the outcomes as one JSON line. Pi itself never runs a tool whose signal already
+/// fired (it records `Operation aborted` instead), so this is the way to reach that branch.
+const ABORT_HARNESS: &str = r#"
+import { pathToFileURL } from "node:url";
+const E = process.env;
+const pi = await import(pathToFileURL(`${E.HARNESS_PI_DIST}/index.js`).href);
+const loaded = await pi.discoverAndLoadExtensions([E.HARNESS_EXTENSION], E.HARNESS_CWD, E.PI_CODING_AGENT_DIR);
+if (loaded.errors.length > 0) throw new Error(JSON.stringify(loaded.errors));
+const ext = loaded.extensions[0];
+const tool = ext.tools.get("thread").definition;
+const ctx = {
+	cwd: E.HARNESS_CWD,
+	sessionManager: { getSessionFile: () => E.HARNESS_SESSION_FILE, getSessionId: () => "ses_harness" },
+};
+const outcome = (p) =>
+	p.then((r) => ({ kind: r.details?.kind ?? null }), (e) => ({ error: e.message }));
+const out = {};
+
+// Signals that fired before the call ran: any action, valid or not.
+const fired = new AbortController();
+fired.abort();
+out.before = [];
+for (const params of [
+	{ action: "list" },
+	{ action: "wait", id: "slow", timeoutMs: 1000 },
+	{ action: "send", id: "missing" },
+	{ action: "start", prompt: "Never." },
+	{ nonsense: true },
+]) {
+	out.before.push(await outcome(tool.execute("c0", params, fired.signal, undefined, ctx)));
+}
+
+out.start = await outcome(
+	tool.execute("c1", { action: "start", prompt: "Take your time.", taskName: "slow" }, new AbortController().signal, undefined, ctx),
+);
+// Aborted while they run: a list and a poll run to their results.
+for (const [name, params] of [["list", { action: "list" }], ["poll", { action: "poll", id: "slow" }]]) {
+	const c = new AbortController();
+	const p = tool.execute("c2", params, c.signal, undefined, ctx);
+	c.abort();
+	out[name] = await outcome(p);
+}
+// A wait aborted while it waits (at its first progress update).
+{
+	const c = new AbortController();
+	let updates = 0;
+	const onUpdate = () => {
+		updates += 1;
+		c.abort();
+	};
+	out.wait = await outcome(tool.execute("c3", { action: "wait", id: "slow", timeoutMs: 60000 }, c.signal, onUpdate, ctx));
+	out.waitUpdates = updates;
+}
+// The abort stopped nothing: the child still runs.
+const polled = await tool.execute("c4", { action: "poll", id: "slow" }, undefined, undefined, ctx);
+out.after = polled.details.snapshot.status;
+for (const handler of ext.handlers.get("session_shutdown") ?? []) await handler({ type: "session_shutdown" }, ctx);
+console.log(JSON.stringify(out));
+"#;
+
+/// pi-threads' abort texts: `Thread action aborted` for any call whose signal fired before it
+/// ran (before its parameters are looked at, and before any serve is started), `Thread wait
+/// aborted` for a wait aborted while it waits; other actions aborted while they run return
+/// their results. Nothing is stopped by an abort.
+#[test]
+fn real_pi_extension_abort_texts_are_the_originals() {
+    let Some(_pi) = pi_or_skip("real_pi_extension_abort_texts_are_the_originals") else {
+        return;
+    };
+    let tools = Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/pi/node_modules");
+    let node = tools.join("node/bin/node");
+    let pi_dist = tools.join("@earendil-works/pi-coding-agent/dist");
+    if !node.is_file() || !pi_dist.join("index.js").is_file() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "Pi is not installed under {}; run .ci/install-pi",
+            tools.display()
+        );
+        eprintln!("SKIPPED real_pi_extension_abort_texts_are_the_originals: no tools/pi");
+        return;
+    }
+    let _serial = serial();
+    let fake = FakeLlm::start();
+    let env = hermetic_pi_env(&fake);
+    let sessions = env.root.path().join("sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    let parent_session = sessions.join("parent.jsonl");
+    std::fs::write(
+        &parent_session,
+        format!("{}\n", json!({"type":"session","version":3,"id":"ses_harness","timestamp":"2026-11-30T00:00:00.000Z","cwd":env.cwd})),
+    )
+    .unwrap();
+    // The children are scripted agents whose run takes a minute (stopped at shutdown).
+    let script = env.root.path().join("script.json");
+    std::fs::write(
+        &script,
+        json!({"turns": [[{"delay_ms": 60000}]]}).to_string(),
+    )
+    .unwrap();
+    let harness = env.root.path().join("harness.mjs");
+    std::fs::write(&harness, ABORT_HARNESS).unwrap();
+    let db = env.root.path().join("db.sqlite");
+    let out = std::process::Command::new(&node)
+        .arg(&harness)
+        .env_clear()
+        .envs(env.env.iter().map(|(k, v)| (k, v)))
+        .env("THREADBASE_BIN", env!("CARGO_BIN_EXE_threadbase"))
+        .env("THREADBASE_DB", &db)
+        .env(
+            "THREADBASE_PI_COMMAND",
+            json!([
+                env!("CARGO_BIN_EXE_threadbase"),
+                "scripted-agent",
+                "--script",
+                script
+            ])
+            .to_string(),
+        )
+        .env("HARNESS_PI_DIST", &pi_dist)
+        .env("HARNESS_EXTENSION", extension_dir())
+        .env("HARNESS_CWD", &env.cwd)
+        .env("HARNESS_SESSION_FILE", &parent_session)
+        .current_dir(&env.cwd)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let result: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"));
+    let aborted = json!({"error": "Thread action aborted"});
+    assert_eq!(
+        result["before"],
+        json!([aborted, aborted, aborted, aborted, aborted]),
+        "{result}"
+    );
+    assert_eq!(result["start"], json!({"kind": "started"}), "{result}");
+    assert_eq!(result["list"], json!({"kind": "listed"}), "{result}");
+    assert_eq!(result["poll"], json!({"kind": "polled"}), "{result}");
+    assert_eq!(
+        result["wait"],
+        json!({"error": "Thread wait aborted"}),
+        "{result}"
+    );
+    assert!(result["waitUpdates"].as_u64().unwrap() >= 1, "{result}");
+    assert_eq!(result["after"], "live", "{result}");
+    let left = env.leftovers_after(CLEANUP_TIMEOUT);
+    assert!(left.is_empty(), "{left:?}");
+    // The one thread the harness started (nothing was started for the aborted `start`), and
+    // the shutdown's serve stopped it (it is gone, so its rows are final).
+    let rows = sql(&db, "SELECT path, status FROM threads ORDER BY path");
+    assert_eq!(
+        rows,
+        vec![json!({"path": "/root/slow", "status": "closed"})],
+        "{rows:?}"
+    );
+}
