@@ -1288,8 +1288,9 @@ fn golden_aggregate_progress_and_recoverable_send_errors() {
 /// unknown reference are thrown (serve answers them as errors, `{code, message}`, with no
 /// result and so no details), with these texts. The original's stub manager threw a shortened
 /// unknown-reference text; the real manager's text (reference/contract-semantics.md §1.4) is
-/// asserted here. Its third case, a call whose abort signal fired before it ran, is decided in
-/// the Pi extension before serve is asked, so it has no serve-level equivalent.
+/// asserted here. Its third case, a call whose abort signal fired before it ran (`Thread action
+/// aborted`), is decided in the Pi extension before serve is asked, so it is pinned there
+/// (`real_pi_extension::real_pi_extension_abort_texts_are_the_originals`).
 #[test]
 fn golden_tool_thrown_errors() {
     let w = world(serde_json::from_str(SCRIPT).unwrap());
