@@ -1,6 +1,7 @@
 //! `list` filters as SQL: state, visibility, and `parent` (direct children) or `ancestor`
 //! (every descendant, one index range scan), sorted by canonical path.
 
+use fallible_streaming_iterator::FallibleStreamingIterator as _;
 use rusqlite::{named_params, Connection};
 use serde::Serialize;
 
@@ -201,42 +202,78 @@ pub fn each_row(
     conn: &Connection,
     manager_id: i64,
     q: &ListQuery,
+    f: impl FnMut(&rusqlite::Row<'_>) -> Result<bool>,
+) -> Result<()> {
+    each_row_switching(conn, manager_id, q, usize::MAX, f)
+}
+
+/// [`each_row`], but once `after` rows were handed over the rest of the pass runs in
+/// `tokio::task::block_in_place` when called on a worker of a multi-thread runtime: a short
+/// list stays on the request's worker with no hand-off, a long one goes on in the same
+/// statements (one read, no row stepped twice) while the worker's other tasks move on.
+pub fn each_row_switching(
+    conn: &Connection,
+    manager_id: i64,
+    q: &ListQuery,
+    after: usize,
     mut f: impl FnMut(&rusqlite::Row<'_>) -> Result<bool>,
 ) -> Result<()> {
     let mut own = bound(conn, statement(q), manager_id, q)?;
     let mut own_rows = own.raw_query();
-    let Some(below) = reach_statement(q) else {
-        while let Some(r) = own_rows.next()? {
-            if !f(r)? {
-                break;
-            }
-        }
-        return Ok(());
+    let mut below = match reach_statement(q) {
+        Some(sql) => Some(bound(conn, sql, manager_id, q)?),
+        None => None,
     };
-    let mut below = bound(conn, below, manager_id, q)?;
-    let mut below_rows = below.raw_query();
-    let mut a = own_rows.next()?;
-    let mut b = below_rows.next()?;
-    loop {
+    let mut below_rows = below.as_mut().map(|b| b.raw_query());
+    let mut a = own_rows.next()?.is_some();
+    let mut b = match below_rows.as_mut() {
+        Some(rows) => rows.next()?.is_some(),
+        None => false,
+    };
+    // One row of the merge: `Ok(false)` once the rows are done or `f` asks to stop.
+    let mut step = || -> Result<bool> {
         let take_own = match (a, b) {
-            (None, None) => break,
-            (Some(_), None) => true,
-            (None, Some(_)) => false,
-            (Some(x), Some(y)) => sort_order(path_of(x)?, path_of(y)?).is_le(),
+            (false, false) => return Ok(false),
+            (true, false) => true,
+            (false, true) => false,
+            (true, true) => {
+                let x = own_rows.get().expect("own row");
+                let y = below_rows
+                    .as_ref()
+                    .and_then(|r| r.get())
+                    .expect("row below");
+                sort_order(path_of(x)?, path_of(y)?).is_le()
+            }
         };
         if take_own {
-            if !f(a.expect("own row"))? {
-                break;
+            if !f(own_rows.get().expect("own row"))? {
+                return Ok(false);
             }
-            a = own_rows.next()?;
+            a = own_rows.next()?.is_some();
         } else {
-            if !f(b.expect("row below"))? {
-                break;
+            let rows = below_rows.as_mut().expect("rows below");
+            if !f(rows.get().expect("row below"))? {
+                return Ok(false);
             }
-            b = below_rows.next()?;
+            b = rows.next()?.is_some();
+        }
+        Ok(true)
+    };
+    for _ in 0..after {
+        if !step()? {
+            return Ok(());
         }
     }
-    Ok(())
+    let mut rest = || -> Result<()> {
+        while step()? {}
+        Ok(())
+    };
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(rest)
+        }
+        _ => rest(),
+    }
 }
 
 fn path_of<'r>(r: &'r rusqlite::Row<'_>) -> Result<&'r str> {

@@ -34,6 +34,16 @@ pub enum Reply {
     /// A result written as it is produced (from a blocking thread): the function writes the
     /// whole response line, `{"id": <id>, "result": …}` (use [`Response`]), into the writer.
     Stream(StreamFn),
+    /// A result already made, in pieces, some of them in files (a long list's spilled text and
+    /// snapshots): the writer copies each file into the line without reading it into memory.
+    Parts(Vec<Part>),
+}
+
+/// A piece of a [`Reply::Parts`] result.
+pub enum Part {
+    Bytes(Vec<u8>),
+    /// The first `len` bytes of a file (read at offsets: one file may appear more than once).
+    File(Arc<std::fs::File>, u64),
 }
 
 /// Writes a streamed response line for the request id it is given.
@@ -58,7 +68,70 @@ impl Reply {
                 let mut response: Value = serde_json::from_slice(&line)?;
                 Ok(response["result"].take())
             }
+            Reply::Parts(parts) => {
+                let mut json = Vec::new();
+                for p in &parts {
+                    write_part(&mut Plain(&mut json), p)?;
+                }
+                Ok(serde_json::from_slice(&json)?)
+            }
         }
+    }
+}
+
+/// Where the writer thread writes: any `Write`, which may copy a file's bytes faster than
+/// reading them into memory first.
+pub trait LineWriter: Write {
+    /// Writes the first `len` bytes of `file`.
+    fn write_file(&mut self, file: &std::fs::File, len: u64) -> io::Result<()> {
+        copy_file(file, len, self)
+    }
+}
+
+/// Reads `file`'s first `len` bytes at offsets and writes them to `w`.
+fn copy_file(file: &std::fs::File, len: u64, w: &mut (impl Write + ?Sized)) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0u8; (64 * 1024).min(len as usize)];
+    let mut at = 0u64;
+    while at < len {
+        let want = buf.len().min((len - at) as usize);
+        let n = file.read_at(&mut buf[..want], at)?;
+        if n == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        w.write_all(&buf[..n])?;
+        at += n as u64;
+    }
+    Ok(())
+}
+
+/// A plain `Write` as a [`LineWriter`].
+pub struct Plain<W>(pub W);
+
+impl<W: Write> Write for Plain<W> {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        self.0.write(data)
+    }
+    fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
+        self.0.write_all(data)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
+}
+
+impl<W: Write> LineWriter for Plain<W> {}
+
+impl<W: LineWriter + ?Sized> LineWriter for Box<W> {
+    fn write_file(&mut self, file: &std::fs::File, len: u64) -> io::Result<()> {
+        (**self).write_file(file, len)
+    }
+}
+
+fn write_part(w: &mut (impl LineWriter + ?Sized), part: &Part) -> io::Result<()> {
+    match part {
+        Part::Bytes(b) => w.write_all(b),
+        Part::File(f, len) => w.write_file(f, *len),
     }
 }
 
@@ -126,6 +199,9 @@ pub fn stdout() -> Box<dyn Write + Send> {
 struct DirectStdout {
     fd: std::os::fd::OwnedFd,
     flags: rustix::fs::OFlags,
+    /// Lines up to this size are written directly: what stdout's buffer holds (see
+    /// [`crate::stdio::widen`]), so a direct write rarely finds too little room.
+    direct_below: usize,
 }
 
 impl DirectStdout {
@@ -137,14 +213,32 @@ impl DirectStdout {
             return None;
         }
         let (fd, flags) = crate::stdio::pollable(std::io::stdout().as_fd())?;
-        Some(DirectStdout { fd, flags })
+        let direct_below = crate::stdio::widen(&fd).clamp(MIN_DIRECT_BELOW, MAX_DIRECT_BELOW);
+        Some(DirectStdout {
+            fd,
+            flags,
+            direct_below,
+        })
     }
 
-    /// Writes what it can without waiting: the bytes written.
-    fn try_write(&self, data: &[u8]) -> io::Result<usize> {
+    /// Writes what it can of `parts` (one line's pieces, in order) without waiting, in one
+    /// `writev` while there is room: the bytes written.
+    fn try_write(&self, parts: &[&[u8]]) -> io::Result<usize> {
+        let total: usize = parts.iter().map(|p| p.len()).sum();
         let mut done = 0;
-        while done < data.len() {
-            match rustix::io::write(&self.fd, &data[done..]) {
+        while done < total {
+            // The pieces still (partly) unwritten.
+            let mut skip = done;
+            let mut slices = Vec::with_capacity(parts.len());
+            for p in parts {
+                if skip >= p.len() {
+                    skip -= p.len();
+                    continue;
+                }
+                slices.push(io::IoSlice::new(&p[skip..]));
+                skip = 0;
+            }
+            match rustix::io::writev(&self.fd, &slices) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(n) => done += n,
                 Err(rustix::io::Errno::INTR) => {}
@@ -165,28 +259,55 @@ impl Drop for DirectStdout {
 /// The writer thread's side of a [`DirectStdout`]: blocking writes, made by waiting for room.
 struct PolledWriter(Arc<Direct>);
 
+impl PolledWriter {
+    /// Waits until stdout has room.
+    fn wait_for_room(&self) -> io::Result<()> {
+        let mut fds = [rustix::event::PollFd::new(
+            &self.0.stdout.fd,
+            rustix::event::PollFlags::OUT,
+        )];
+        match rustix::event::poll(&mut fds, None) {
+            Ok(_) | Err(rustix::io::Errno::INTR) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
 impl Write for PolledWriter {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         loop {
             match rustix::io::write(&self.0.stdout.fd, data) {
                 Ok(n) => return Ok(n),
                 Err(rustix::io::Errno::INTR) => {}
-                Err(rustix::io::Errno::AGAIN) => {
-                    let mut fds = [rustix::event::PollFd::new(
-                        &self.0.stdout.fd,
-                        rustix::event::PollFlags::OUT,
-                    )];
-                    match rustix::event::poll(&mut fds, None) {
-                        Ok(_) | Err(rustix::io::Errno::INTR) => {}
-                        Err(e) => return Err(e.into()),
-                    }
-                }
+                Err(rustix::io::Errno::AGAIN) => self.wait_for_room()?,
                 Err(e) => return Err(e.into()),
             }
         }
     }
 
     fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl LineWriter for PolledWriter {
+    /// `sendfile`: the kernel moves the file's pages into stdout, no copy through this process.
+    fn write_file(&mut self, file: &std::fs::File, len: u64) -> io::Result<()> {
+        let mut at = 0u64;
+        while at < len {
+            let want = usize::try_from(len - at).unwrap_or(usize::MAX).min(1 << 30);
+            match rustix::fs::sendfile(&self.0.stdout.fd, file, Some(&mut at), want) {
+                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                Ok(_) => {}
+                Err(rustix::io::Errno::INTR) => {}
+                Err(rustix::io::Errno::AGAIN) => self.wait_for_room()?,
+                // Not for this pair of files: copy through memory.
+                Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS) if at == 0 => {
+                    return copy_file(file, len, self)
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
         Ok(())
     }
 }
@@ -199,8 +320,11 @@ struct Direct {
     queued: std::sync::Mutex<usize>,
 }
 
-/// Lines up to this size may be written directly by the task that made them.
-const DIRECT_BELOW: usize = 64 * 1024;
+/// Lines below this size may be written directly by the task that made them, whatever
+/// stdout's buffer (a pipe's default is 64 KiB)…
+const MIN_DIRECT_BELOW: usize = 64 * 1024;
+/// …and never lines of this size or more (those go to the writer thread, which may wait).
+const MAX_DIRECT_BELOW: usize = 1024 * 1024;
 /// What the writer thread receives.
 enum Out {
     Line(Vec<u8>),
@@ -210,6 +334,7 @@ enum Out {
         body: Vec<u8>,
     },
     Stream(std_mpsc::Receiver<Vec<u8>>),
+    Parts(Vec<Part>),
 }
 
 /// The writer is gone (stdout closed).
@@ -224,8 +349,11 @@ pub struct Output {
     direct: Option<Arc<Direct>>,
 }
 
-/// Results up to this size are copied into one line buffer; larger ones are written in place.
-const COPY_BELOW: usize = 64 * 1024;
+/// Results up to this size are copied into one line buffer; larger ones are written in place
+/// (`head`, the result, [`FRAME_END`]).
+const COPY_BELOW: usize = 16 * 1024;
+/// What follows a framed result on its line.
+const FRAME_END: &[u8] = b"}\n";
 
 impl Output {
     /// A handle and a future that completes once the writer has written everything it was
@@ -235,13 +363,13 @@ impl Output {
     pub fn new<W: Write + Send + 'static>(
         w: W,
     ) -> (Output, impl std::future::Future<Output = ()> + Send) {
-        Output::start(w, None)
+        Output::start(Plain(w), None)
     }
 
     /// [`Output::new`] on this process's stdout, written directly by the tasks when it can be
     /// (see [`DirectStdout`]).
     pub fn stdout() -> (Output, impl std::future::Future<Output = ()> + Send) {
-        let w: Box<dyn Write + Send>;
+        let w: Box<dyn LineWriter + Send>;
         let direct = match DirectStdout::open() {
             Some(stdout) => {
                 let direct = Arc::new(Direct {
@@ -252,14 +380,14 @@ impl Output {
                 Some(direct)
             }
             None => {
-                w = stdout();
+                w = Box::new(Plain(stdout()));
                 None
             }
         };
         Output::start(w, direct)
     }
 
-    fn start<W: Write + Send + 'static>(
+    fn start<W: LineWriter + Send + 'static>(
         w: W,
         direct: Option<Arc<Direct>>,
     ) -> (Output, impl std::future::Future<Output = ()> + Send) {
@@ -292,14 +420,24 @@ impl Output {
         };
         let mut queued = direct.queued.lock().unwrap_or_else(|p| p.into_inner());
         let out = match out {
-            Out::Line(line) if *queued == 0 && line.len() < DIRECT_BELOW => {
-                match direct.stdout.try_write(&line) {
-                    Ok(n) if n == line.len() => return Ok(()),
-                    // The pipe is full: the writer thread writes the rest, first.
-                    Ok(n) => Out::Line(line[n..].to_vec()),
-                    Err(_) => {
-                        self.gone.store(true, Ordering::SeqCst);
-                        return Err(Closed);
+            out @ (Out::Line(_) | Out::Framed { .. }) if *queued == 0 => {
+                let parts: [&[u8]; 3] = match &out {
+                    Out::Line(line) => [line, &[], &[]],
+                    Out::Framed { head, body } => [head, body, FRAME_END],
+                    Out::Stream(_) | Out::Parts(_) => unreachable!(),
+                };
+                let total: usize = parts.iter().map(|p| p.len()).sum();
+                if total >= direct.stdout.direct_below {
+                    out
+                } else {
+                    match direct.stdout.try_write(&parts) {
+                        Ok(n) if n == total => return Ok(()),
+                        // Too little room: the writer thread writes the rest, first.
+                        Ok(n) => Out::Line(parts.concat()[n..].to_vec()),
+                        Err(_) => {
+                            self.gone.store(true, Ordering::SeqCst);
+                            return Err(Closed);
+                        }
                     }
                 }
             }
@@ -341,6 +479,18 @@ impl Output {
             }
         };
         let _ = self.put(out);
+    }
+
+    /// Writes the response line of request `id` whose result is `parts`, in order.
+    pub fn respond_parts(&self, id: &Value, parts: Vec<Part>) {
+        let mut head = b"{\"id\":".to_vec();
+        let _ = serde_json::to_writer(&mut head, id);
+        head.extend_from_slice(b",\"result\":");
+        let mut line = Vec::with_capacity(parts.len() + 2);
+        line.push(Part::Bytes(head));
+        line.extend(parts);
+        line.push(Part::Bytes(FRAME_END.to_vec()));
+        let _ = self.put(Out::Parts(line));
     }
 
     /// Runs a streamed reply for request `id` on this (blocking) thread. A failure before the
@@ -471,7 +621,7 @@ impl Write for LineSink {
 }
 
 /// The writer: one line after another, each flushed as soon as it is complete.
-fn write_lines<W: Write>(rx: std_mpsc::Receiver<Out>, mut w: W, direct: Option<&Direct>) {
+fn write_lines<W: LineWriter>(rx: std_mpsc::Receiver<Out>, mut w: W, direct: Option<&Direct>) {
     for out in rx {
         let _written = Written(direct);
         let written = match out {
@@ -479,8 +629,9 @@ fn write_lines<W: Write>(rx: std_mpsc::Receiver<Out>, mut w: W, direct: Option<&
             Out::Framed { head, body } => w
                 .write_all(&head)
                 .and_then(|()| w.write_all(&body))
-                .and_then(|()| w.write_all(b"}\n")),
+                .and_then(|()| w.write_all(FRAME_END)),
             Out::Stream(chunks) => chunks.iter().try_for_each(|chunk| w.write_all(&chunk)),
+            Out::Parts(parts) => parts.iter().try_for_each(|p| write_part(&mut w, p)),
         };
         if written.and_then(|()| w.flush()).is_err() {
             return;

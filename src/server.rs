@@ -118,6 +118,7 @@ pub async fn serve(engine: Arc<Engine>) {
                         let id = request.get("id").cloned().unwrap_or(Value::Null);
                         match handle(&engine, &request, &out).await {
                             Ok(Reply::Json(result)) => out.respond(&id, Ok(result)),
+                            Ok(Reply::Parts(parts)) => out.respond_parts(&id, parts),
                             // A result too large to hold is written as it is produced, from a
                             // blocking thread.
                             Ok(Reply::Stream(write)) => {

@@ -37,6 +37,37 @@ pub(crate) fn pollable(fd: BorrowedFd<'_>) -> Option<(OwnedFd, OFlags)> {
     Some((copy, flags))
 }
 
+/// Room for a large response line in stdout's buffer, asked for up to [`WIDE_BUFFER`]: a pipe's
+/// capacity raised with `F_SETPIPE_SZ` (up to the system's `pipe-max-size`), a socket's send
+/// buffer with `SO_SNDBUF` (up to `wmem_max`). With the default 64 KiB pipe, a list line of a
+/// few MB crossed in 64 KiB steps, each costing the writer and the reader a wake-up. Returns
+/// the buffer's size as the kernel reports it (0 when it cannot tell); the pages are allocated
+/// only while bytes wait in them.
+pub(crate) fn widen(fd: &OwnedFd) -> usize {
+    let Ok(stat) = rustix::fs::fstat(fd) else {
+        return 0;
+    };
+    match FileType::from_raw_mode(stat.st_mode) {
+        FileType::Fifo => {
+            let max = std::fs::read_to_string("/proc/sys/fs/pipe-max-size")
+                .ok()
+                .and_then(|t| t.trim().parse::<usize>().ok())
+                .unwrap_or(WIDE_BUFFER);
+            let _ = rustix::pipe::fcntl_setpipe_size(fd, WIDE_BUFFER.min(max));
+            rustix::pipe::fcntl_getpipe_size(fd).unwrap_or(0)
+        }
+        FileType::Socket => {
+            let _ = rustix::net::sockopt::set_socket_send_buffer_size(fd, WIDE_BUFFER);
+            // Linux reports twice what a send can hold (the rest is bookkeeping).
+            rustix::net::sockopt::socket_send_buffer_size(fd).map_or(0, |n| n / 2)
+        }
+        _ => 0,
+    }
+}
+
+/// What [`widen`] asks for.
+pub(crate) const WIDE_BUFFER: usize = 1024 * 1024;
+
 /// True when stdin and stdout are the same file (or either cannot be checked): then neither
 /// may be made non-blocking.
 pub(crate) fn shares_stdin_and_stdout() -> bool {

@@ -1475,6 +1475,11 @@ fn views_lists_and_notices_are_the_originals() {
         json!({"path": "/k", "type": "worker", "task": "solo"}),
     );
     assert_eq!((&k["parent"], &k["owner"]), (&Value::Null, &json!("/root")));
+    // Retiring a settled child's process touches its row (and so `updatedAt`): wait for all
+    // three, so that the two lists below read the same rows.
+    wait_for("processes retired", Duration::from_secs(10), || {
+        w.sql("SELECT count(*) FROM threads WHERE status = 'live'")[0][0] == json!(0)
+    });
     let list = call(&mut root, "agent_status", json!({}));
     let paths: Vec<&str> = list
         .as_array()
