@@ -713,6 +713,44 @@ mod tests {
         assert_eq!(framed["result"].as_str().unwrap().len(), COPY_BELOW + 1);
     }
 
+    /// A result in parts (bytes and file pieces, one file twice) is one line, in order, between
+    /// the lines around it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_result_in_parts_is_one_line_in_order() {
+        use std::io::Write as _;
+        let shared = Shared::default();
+        let (out, done) = Output::new(shared.clone());
+        let mut file = tempfile::tempfile().unwrap();
+        let big = format!("\"{}\"", "z".repeat(300_000));
+        file.write_all(big.as_bytes()).unwrap();
+        file.write_all(b"ignored tail").unwrap();
+        let file = Arc::new(file);
+        out.respond(&Value::from(1), Ok(b"true".to_vec()));
+        out.respond_parts(
+            &Value::from(2),
+            vec![
+                Part::Bytes(b"[".to_vec()),
+                Part::File(file.clone(), big.len() as u64),
+                Part::Bytes(b",".to_vec()),
+                Part::File(file, big.len() as u64),
+                Part::Bytes(b"]".to_vec()),
+            ],
+        );
+        out.respond(&Value::from(3), Ok(b"false".to_vec()));
+        drop(out);
+        done.await;
+        let got = lines(&shared.0.lock().unwrap());
+        assert_eq!(got.len(), 3);
+        assert_eq!(
+            (&got[0]["id"], &got[1]["id"], &got[2]["id"]),
+            (&1.into(), &2.into(), &3.into())
+        );
+        let pair = got[1]["result"].as_array().unwrap();
+        assert_eq!(pair.len(), 2);
+        assert_eq!(pair[0].as_str().unwrap().len(), 300_000);
+        assert_eq!(pair[0], pair[1]);
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_stream_that_fails_early_is_an_ordinary_error() {
         let shared = Shared::default();

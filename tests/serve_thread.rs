@@ -1,6 +1,7 @@
 //! The `thread` tool through a real `threadbase serve` process whose children are
 //! `threadbase scripted-agent` processes: every action and the main error paths.
 
+mod common;
 #[path = "support/serve_client.rs"]
 mod serve_client;
 
@@ -1395,5 +1396,154 @@ fn golden_fast_failing_child_is_failed_with_its_exit_code() {
         session,
         &json!({"kind": "known", "file": session["file"], "id": session["id"],
                 "name": "finish", "pendingMessageCount": 0})
+    );
+}
+
+/// `n` closed threads `/root/t_0000`, … of the manager serve made for `ses_parent` (serve must
+/// have answered a request), written straight into the database.
+fn seed_closed_threads(db: &Path, n: u64) -> threadbase::Store {
+    let store = threadbase::Store::open(db).unwrap();
+    let manager: i64 = store
+        .read()
+        .unwrap()
+        .query_row(
+            "SELECT id FROM managers WHERE session_id = 'ses_parent' AND contract = 'thread'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let rows: Vec<_> = (0..n)
+        .map(|i| common::thread(&common::tid(i), manager, &format!("/root/t_{i:04}"), false))
+        .collect();
+    common::add(&store, &rows);
+    store
+}
+
+/// A long list (spilled, then moved into the line by the writer) over sockets, as a Pi
+/// extension's `child_process.spawn` gives serve its stdio: one socket pair for stdin and one
+/// for stdout (`sendfile` into a socket whose send buffer serve widened), and one socket for
+/// both (kept blocking; the spill files are copied through memory).
+#[test]
+fn a_long_list_crosses_sockets_whole() {
+    use std::io::{BufRead, Write};
+    use std::os::fd::OwnedFd;
+    const N: u64 = 600;
+    for shared in [false, true] {
+        let w = world(serde_json::from_str(SCRIPT).unwrap());
+        let (ours_in, theirs_in) = std::os::unix::net::UnixStream::pair().unwrap();
+        let (ours_out, theirs_out) = if shared {
+            (ours_in.try_clone().unwrap(), theirs_in.try_clone().unwrap())
+        } else {
+            std::os::unix::net::UnixStream::pair().unwrap()
+        };
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_threadbase"))
+            .arg("--db")
+            .arg(&w.db)
+            .args(["serve", "--session-file"])
+            .arg(&w.parent_session)
+            .env(
+                "THREADBASE_PI_COMMAND",
+                scripted_command(&w.dir.path().join("script.json")),
+            )
+            .stdin(OwnedFd::from(theirs_in))
+            .stdout(OwnedFd::from(theirs_out))
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut writer = ours_in;
+        let mut reader = std::io::BufReader::new(ours_out);
+        let mut list = |id: u64| -> Value {
+            writeln!(
+                writer,
+                r#"{{"id": {id}, "method": "thread", "params": {{"action": "list"}}}}"#
+            )
+            .unwrap();
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            let r: Value = serde_json::from_str(&line).unwrap();
+            assert_eq!(r["id"], id, "shared {shared}");
+            r["result"].clone()
+        };
+        assert_eq!(details(&list(1))["count"], 0);
+        seed_closed_threads(&w.db, N);
+        let r = list(2);
+        let d = details(&r);
+        assert_eq!(d["count"].as_u64(), Some(N), "shared {shared}");
+        assert_eq!(d["threads"].as_array().map(Vec::len), Some(N as usize));
+        assert_eq!(d["threads"], d["snapshots"], "shared {shared}");
+        assert_eq!(text(&r).lines().count(), N as usize, "shared {shared}");
+        drop(list);
+        writer.shutdown(std::net::Shutdown::Write).unwrap();
+        assert!(child.wait().unwrap().success());
+    }
+}
+
+/// A list longer than serve answers from memory (256 threads) is spilled into files and moved
+/// into the response line by serve's writer (`sendfile` into the pipe): every thread once, in
+/// list order, the list twice (`threads` and `snapshots`), a content line per thread, and the
+/// same answer once the rendered answers are kept.
+#[test]
+fn a_long_list_is_spilled_whole_and_answers_the_same_each_time() {
+    const N: u64 = 700;
+    let w = world(serde_json::from_str(SCRIPT).unwrap());
+    let mut s = w.serve(&[]);
+    let r = s.thread(json!({"action": "list"}));
+    assert_eq!(details(&r)["count"], 0);
+    let store = seed_closed_threads(&w.db, N);
+
+    let first = s.thread(json!({"action": "list"}));
+    let d = details(&first);
+    assert_eq!(d["kind"], "listed");
+    assert_eq!(
+        (d["count"].as_u64(), d["closedCount"].as_u64()),
+        (Some(N), Some(N))
+    );
+    assert_eq!(d["liveCount"], 0);
+    let ids: Vec<&str> = d["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    let want: Vec<String> = (0..N).map(common::tid).collect();
+    assert_eq!(ids, want, "every thread once, in list order");
+    assert_eq!(d["threads"], d["snapshots"]);
+    let lines: Vec<&str> = text(&first).lines().collect();
+    assert_eq!(lines.len(), N as usize, "a content line per thread");
+    assert!(lines[0].contains("/root/t_0000"), "{}", lines[0]);
+    assert!(lines[N as usize - 1].contains("/root/t_0699"));
+
+    // The first list rendered the answers; serve keeps them in the background. A list read
+    // from the kept answers is the same answer.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let kept: i64 = store
+            .read()
+            .unwrap()
+            .query_row(
+                "SELECT count(*) FROM thread_snapshots WHERE view = 'snapshot'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        if kept >= N as i64 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "only {kept} answers kept"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let again = s.thread(json!({"action": "list"}));
+    assert_eq!(again, first);
+    // And a long list filtered by state reads only its rows.
+    let closed = s.thread(json!({"action": "list", "state": "closed"}));
+    assert_eq!(details(&closed)["threads"], d["threads"]);
+    let live = s.thread(json!({"action": "list", "state": "live"}));
+    assert_eq!(details(&live)["count"], 0);
+    assert_eq!(
+        text(&live),
+        "No Pi threads are managed by this parent session."
     );
 }

@@ -157,28 +157,91 @@ fn answer(
 }
 
 /// The two spill files of a long list: its content text (escaped for a JSON string, without
-/// the quotes) and its snapshots (a JSON array). In memory (`memfd`) where the system has it,
-/// so nothing reaches a disk; else temporary files beside the database.
+/// the quotes) and its snapshots (a JSON array).
 struct Spill {
-    text: std::io::BufWriter<std::fs::File>,
-    list: std::io::BufWriter<std::fs::File>,
+    text: SpillFile,
+    list: SpillFile,
     first: bool,
     lines: String,
     escaped: Vec<u8>,
 }
 
+/// Spilled bytes held in memory (`memfd`) up to this size; past it they move to a temporary
+/// file beside the database, so a list of millions of threads does not pin gigabytes of RAM.
+const SPILL_IN_MEMORY: u64 = 256 << 20;
+
+/// One spill file: in memory (`memfd`) where the system has it, so nothing reaches a disk,
+/// until it grows past [`SPILL_IN_MEMORY`]; a temporary file beside the database otherwise.
+struct SpillFile {
+    w: std::io::BufWriter<std::fs::File>,
+    written: u64,
+    in_memory: bool,
+    /// [`SPILL_IN_MEMORY`] (smaller in tests).
+    limit: u64,
+    dir: Option<std::path::PathBuf>,
+}
+
+impl SpillFile {
+    fn new(dir: Option<&std::path::Path>) -> Option<SpillFile> {
+        let (file, in_memory) =
+            match rustix::fs::memfd_create("threadbase-list", rustix::fs::MemfdFlags::CLOEXEC) {
+                Ok(fd) => (std::fs::File::from(fd), true),
+                Err(_) => (tempfile::tempfile_in(dir?).ok()?, false),
+            };
+        Some(SpillFile {
+            w: std::io::BufWriter::with_capacity(256 * 1024, file),
+            written: 0,
+            in_memory,
+            limit: SPILL_IN_MEMORY,
+            dir: dir.map(std::path::Path::to_path_buf),
+        })
+    }
+
+    fn write_all(&mut self, data: &[u8]) -> Result<()> {
+        if self.in_memory && self.written + data.len() as u64 > self.limit {
+            self.to_disk()?;
+        }
+        self.w.write_all(data)?;
+        self.written += data.len() as u64;
+        Ok(())
+    }
+
+    /// Moves what is in memory into a temporary file beside the database and goes on there
+    /// (stays in memory when no such file can be made).
+    fn to_disk(&mut self) -> Result<()> {
+        self.in_memory = false;
+        let Some(mut disk) = self
+            .dir
+            .as_deref()
+            .and_then(|d| tempfile::tempfile_in(d).ok())
+        else {
+            return Ok(());
+        };
+        self.w.flush()?;
+        let memory = self.w.get_mut();
+        memory.seek(std::io::SeekFrom::Start(0))?;
+        std::io::copy(memory, &mut disk)?;
+        let _ = std::mem::replace(
+            &mut self.w,
+            std::io::BufWriter::with_capacity(256 * 1024, disk),
+        );
+        Ok(())
+    }
+
+    /// The file and its length.
+    fn finish(self) -> Result<(Arc<std::fs::File>, u64)> {
+        let f = self
+            .w
+            .into_inner()
+            .map_err(|e| Error::from(e.into_error()))?;
+        Ok((Arc::new(f), self.written))
+    }
+}
+
 impl Spill {
     fn new(dir: Option<&std::path::Path>) -> Option<Spill> {
-        let file = || -> Option<std::fs::File> {
-            if let Ok(fd) =
-                rustix::fs::memfd_create("threadbase-list", rustix::fs::MemfdFlags::CLOEXEC)
-            {
-                return Some(std::fs::File::from(fd));
-            }
-            tempfile::tempfile_in(dir?).ok()
-        };
-        let mut list = std::io::BufWriter::with_capacity(256 * 1024, file()?);
-        let text = std::io::BufWriter::with_capacity(256 * 1024, file()?);
+        let mut list = SpillFile::new(dir)?;
+        let text = SpillFile::new(dir)?;
         list.write_all(b"[").ok()?;
         Some(Spill {
             text,
@@ -204,7 +267,14 @@ impl Spill {
         serde_json::to_writer(&mut self.escaped, self.lines.as_str())?;
         self.text
             .write_all(&self.escaped[1..self.escaped.len() - 1])?;
-        write_snapshots(&listed, self.first, &mut self.list)?;
+        self.escaped.clear();
+        for (i, r) in listed.iter().enumerate() {
+            if i > 0 || !self.first {
+                self.escaped.push(b',');
+            }
+            self.escaped.extend_from_slice(r.json.as_bytes());
+        }
+        self.list.write_all(&self.escaped)?;
         self.first = false;
         Ok(live)
     }
@@ -212,13 +282,8 @@ impl Spill {
     /// The files and their lengths: (text, list).
     fn finish(mut self) -> Result<(Arc<std::fs::File>, u64, Arc<std::fs::File>, u64)> {
         self.list.write_all(b"]")?;
-        let done = |w: std::io::BufWriter<std::fs::File>| -> Result<(Arc<std::fs::File>, u64)> {
-            let mut f = w.into_inner().map_err(|e| Error::from(e.into_error()))?;
-            let len = f.stream_position()?;
-            Ok((Arc::new(f), len))
-        };
-        let (text, text_len) = done(self.text)?;
-        let (list, list_len) = done(self.list)?;
+        let (text, text_len) = self.text.finish()?;
+        let (list, list_len) = self.list.finish()?;
         Ok((text, text_len, list, list_len))
     }
 }
@@ -636,6 +701,27 @@ mod tests {
                 Ok(m)
             })
             .unwrap()
+    }
+
+    /// A spill file that outgrows memory moves to a file beside the database, bytes intact.
+    #[test]
+    fn a_spill_file_moves_to_disk_past_its_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut f = SpillFile::new(Some(dir.path())).unwrap();
+        assert!(f.in_memory, "memfd on Linux");
+        f.limit = 1000;
+        let mut want = Vec::new();
+        for i in 0..300u32 {
+            let piece = format!("piece {i};");
+            f.write_all(piece.as_bytes()).unwrap();
+            want.extend_from_slice(piece.as_bytes());
+        }
+        assert!(!f.in_memory);
+        let (file, len) = f.finish().unwrap();
+        assert_eq!(len, want.len() as u64);
+        let mut got = crate::output::Plain(Vec::new());
+        crate::output::LineWriter::write_file(&mut got, &file, len).unwrap();
+        assert!(got.0 == want);
     }
 
     /// `q`'s answer made with spill files from its first row, written out as serve writes it
