@@ -1452,7 +1452,7 @@ fn a_long_list_crosses_sockets_whole() {
             .unwrap();
         let mut writer = ours_in;
         let mut reader = std::io::BufReader::new(ours_out);
-        let mut list = |id: u64| -> Value {
+        let mut list = |writer: &mut std::os::unix::net::UnixStream, id: u64| -> Value {
             writeln!(
                 writer,
                 r#"{{"id": {id}, "method": "thread", "params": {{"action": "list"}}}}"#
@@ -1464,15 +1464,14 @@ fn a_long_list_crosses_sockets_whole() {
             assert_eq!(r["id"], id, "shared {shared}");
             r["result"].clone()
         };
-        assert_eq!(details(&list(1))["count"], 0);
+        assert_eq!(details(&list(&mut writer, 1))["count"], 0);
         seed_closed_threads(&w.db, N);
-        let r = list(2);
+        let r = list(&mut writer, 2);
         let d = details(&r);
         assert_eq!(d["count"].as_u64(), Some(N), "shared {shared}");
         assert_eq!(d["threads"].as_array().map(Vec::len), Some(N as usize));
         assert_eq!(d["threads"], d["snapshots"], "shared {shared}");
         assert_eq!(text(&r).lines().count(), N as usize, "shared {shared}");
-        drop(list);
         writer.shutdown(std::net::Shutdown::Write).unwrap();
         assert!(child.wait().unwrap().success());
     }

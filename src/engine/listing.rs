@@ -199,7 +199,7 @@ impl SpillFile {
 
     fn write_all(&mut self, data: &[u8]) -> Result<()> {
         if self.in_memory && self.written + data.len() as u64 > self.limit {
-            self.to_disk()?;
+            self.move_to_disk()?;
         }
         self.w.write_all(data)?;
         self.written += data.len() as u64;
@@ -208,7 +208,7 @@ impl SpillFile {
 
     /// Moves what is in memory into a temporary file beside the database and goes on there
     /// (stays in memory when no such file can be made).
-    fn to_disk(&mut self) -> Result<()> {
+    fn move_to_disk(&mut self) -> Result<()> {
         self.in_memory = false;
         let Some(mut disk) = self
             .dir
