@@ -33,7 +33,10 @@
 //! `serve/list_parent_10/<n>`, `serve/list_ancestor_110/<n>`, `serve/list_live_8/<n>`,
 //! `serve/list_all/<n>` (every stored thread; few samples), `serve/agent_status_100/<n>`,
 //! `serve/snapshot_100/<n>`, and `serve/floor_unknown_method/<n>` (an unknown method: the
-//! request loop's own cost, a line in and an error line out, no store access). Memory is not a time, so it is printed and written to
+//! request loop's own cost, a line in and an error line out, no store access). Criterion's
+//! figure for a row is a mean (each sample times a batch of requests); after it, each row also
+//! times requests one at a time and prints their median and 90th percentile (written to
+//! `target/criterion/serve_latency/<row>/<n>.json`). Memory is not a time, so it is printed and written to
 //! `target/criterion/serve_memory/<n>.json`: `VmRSS` of the idle serve (started, 8 live
 //! children, each request answered once), `VmRSS` after the timed rows, and `VmHWM` across one
 //! list of all (reset through `/proc/<pid>/clear_refs`).
@@ -747,6 +750,36 @@ fn row_with(
         })
     });
     g.finish();
+    latencies(serve, name, n, requests, if slow { 11 } else { 2001 });
+}
+
+/// Criterion's figure is a mean per sample (each sample times many requests), so a few slow
+/// requests move it. What one request costs is its own distribution: time `count` requests
+/// one at a time and report the median and the 90th percentile, printed and written to
+/// `target/criterion/serve_latency/<row>/<n>.json`.
+fn latencies(serve: &mut Serve, name: &str, n: usize, requests: &[(&str, String)], count: usize) {
+    let mut times: Vec<f64> = (0..count)
+        .map(|i| {
+            let (method, params) = &requests[i % requests.len()];
+            let started = Instant::now();
+            serve.roundtrip(method, params);
+            started.elapsed().as_secs_f64() * 1e6
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    let at = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize];
+    let (p50, p90) = (at(0.5), at(0.9));
+    eprintln!("{name}/{n}: per request median {p50:.1} µs, p90 {p90:.1} µs ({count} requests)");
+    let row = name.trim_start_matches("serve/");
+    let out = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("target/criterion/serve_latency")
+        .join(row);
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(
+        out.join(format!("{n}.json")),
+        json!({"threads": n, "requests": count, "median_us": p50, "p90_us": p90}).to_string(),
+    )
+    .unwrap();
 }
 
 fn thread_req(params: Value) -> (&'static str, String) {
