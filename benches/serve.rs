@@ -33,7 +33,10 @@
 //! `serve/list_parent_10/<n>`, `serve/list_ancestor_110/<n>`, `serve/list_live_8/<n>`,
 //! `serve/list_all/<n>` (every stored thread; few samples), `serve/agent_status_100/<n>`,
 //! `serve/snapshot_100/<n>`, and `serve/floor_unknown_method/<n>` (an unknown method: the
-//! request loop's own cost, a line in and an error line out, no store access). Criterion's
+//! request loop's own cost, a line in and an error line out, no store access), and
+//! `serve/floor_echo_list_parent_bytes/<n>` (not serve: this bench's own program answering
+//! every line with a line as long as list `parent`'s, the pipes' and wake-ups' share of that
+//! row). Criterion's
 //! figure for a row is a mean (each sample times a batch of requests); after it, each row also
 //! times requests one at a time and prints their median and 90th percentile (written to
 //! `target/criterion/serve_latency/<row>/<n>.json`). Memory is not a time, so it is printed and written to
@@ -43,6 +46,8 @@
 //!
 //! # Knobs
 //!
+//! - `THREADBASE_BENCH_PIN=same|split` runs this client and the measured serve on one CPU, or
+//!   on two (see `Placement`); unset, the scheduler places them.
 //! - `THREADBASE_BENCH_SIZES=100,1k` picks tree sizes (default `100,1k,10k,100k,1M`).
 //! - `THREADBASE_BENCH_LIST_ALL_MAX=10k` is the largest size whose list of all is measured
 //!   (default `100k`; the issue's table skips 1M).
@@ -60,7 +65,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use criterion::measurement::WallTime;
-use criterion::{criterion_group, criterion_main, BenchmarkGroup, BenchmarkId, Criterion};
+use criterion::{criterion_group, BenchmarkGroup, BenchmarkId, Criterion};
 use rusqlite::{params, Connection};
 use serde_json::{json, Value};
 
@@ -632,10 +637,24 @@ impl Serve {
             json!([bin, "scripted-agent", "--script", fx.script]).to_string(),
         )
         .env("PI_CODING_AGENT_DIR", fx.dir.join("agent"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
         .stderr(log);
-        let mut child = cmd.spawn().expect("spawn threadbase serve");
+        Serve::spawn(cmd)
+    }
+
+    /// The echo program (see [`echo`]) answering with lines of `size` bytes, driven like serve.
+    fn echo(size: usize) -> Serve {
+        let mut cmd = Command::new(std::env::current_exe().unwrap());
+        cmd.env("THREADBASE_BENCH_ECHO", size.to_string());
+        Serve::spawn(cmd)
+    }
+
+    fn spawn(mut cmd: Command) -> Serve {
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped());
+        // The program inherits this thread's CPUs (see `Placement`); this thread then moves.
+        let placement = Placement::from_env();
+        placement.pin(0);
+        let mut child = cmd.spawn().expect("spawn the measured program");
+        placement.pin(placement.client_cpu());
         Serve {
             stdin: child.stdin.take(),
             stdout: BufReader::with_capacity(1 << 20, child.stdout.take().unwrap()),
@@ -708,6 +727,49 @@ impl Serve {
     }
 }
 
+// ---- where the client and serve run -----------------------------------------------------------
+
+/// `THREADBASE_BENCH_PIN`: where this client and the measured program run. On an idle VM a
+/// request whose client and server sit on different cores pays a cross-core wake-up each way
+/// (tens of µs each), one that shares a core does not; left free, the scheduler picks per
+/// stretch of requests, so the figures mix the two. `same`: both on CPU 0; `split`: the
+/// program on CPU 0, this client on CPU 1; unset or `free`: wherever the scheduler puts them.
+#[derive(Clone, Copy, PartialEq)]
+enum Placement {
+    Free,
+    Same,
+    Split,
+}
+
+impl Placement {
+    fn from_env() -> Placement {
+        match std::env::var("THREADBASE_BENCH_PIN").as_deref() {
+            Ok("same") => Placement::Same,
+            Ok("split") => Placement::Split,
+            Ok("free") | Ok("") | Err(_) => Placement::Free,
+            Ok(other) => panic!("THREADBASE_BENCH_PIN={other:?}: use same, split or free"),
+        }
+    }
+
+    fn client_cpu(self) -> usize {
+        if self == Placement::Split {
+            1
+        } else {
+            0
+        }
+    }
+
+    /// Pins the calling thread to `cpu` (nothing when free).
+    fn pin(self, cpu: usize) {
+        if self == Placement::Free {
+            return;
+        }
+        let mut set = rustix::thread::CpuSet::new();
+        set.set(cpu);
+        rustix::thread::sched_setaffinity(None, &set).expect("sched_setaffinity");
+    }
+}
+
 // ---- the rows -------------------------------------------------------------------------------
 
 fn configure<'c>(c: &'c mut Criterion, name: &str, slow: bool) -> BenchmarkGroup<'c, WallTime> {
@@ -741,7 +803,9 @@ fn row_with(
     slow: bool,
 ) {
     let mut g = configure(c, name, slow);
+    let mut ran = false;
     g.bench_function(BenchmarkId::from_parameter(n), |b| {
+        ran = true;
         let mut i = 0;
         b.iter(|| {
             let (method, params) = &requests[i % requests.len()];
@@ -750,7 +814,10 @@ fn row_with(
         })
     });
     g.finish();
-    latencies(serve, name, n, requests, if slow { 11 } else { 2001 });
+    // Rows the criterion filter left out are not timed either.
+    if ran {
+        latencies(serve, name, n, requests, if slow { 11 } else { 2001 });
+    }
 }
 
 /// Criterion's figure is a mean per sample (each sample times many requests), so a few slow
@@ -882,6 +949,18 @@ fn bench_size(c: &mut Criterion, n: usize) {
         n,
         &[("nope", "{}".to_string())],
     );
+    // The same for a plain program that answers with a line as long as list `parent`'s: the
+    // floor under that row (pipes, wake-ups and the bytes, no work).
+    let parent_bytes = serve.roundtrip(parents[0].0, &parents[0].1).len() + 1;
+    let mut echo = Serve::echo(parent_bytes);
+    row(
+        c,
+        &mut echo,
+        "serve/floor_echo_list_parent_bytes",
+        n,
+        &[("echo", "{}".to_string())],
+    );
+    echo.close();
     row(c, &mut serve, "serve/poll_id", n, &by_id);
     row(c, &mut serve, "serve/poll_path", n, &by_path);
     row(c, &mut serve, "serve/poll_relative", n, &by_relative);
@@ -944,4 +1023,44 @@ fn benches(c: &mut Criterion) {
 }
 
 criterion_group!(serve_benches, benches);
-criterion_main!(serve_benches);
+
+/// The bench, or (when `THREADBASE_BENCH_ECHO` is set) the echo program of the
+/// `floor_echo_*` rows.
+fn main() {
+    if let Some(size) = std::env::var("THREADBASE_BENCH_ECHO")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
+        echo(size);
+        return;
+    }
+    serve_benches();
+    Criterion::default().configure_from_args().final_summary();
+}
+
+/// A plain program that answers every request line with one line of `size` bytes (written
+/// with one `write`), `{"id": <the request's id>, "result": "xx…"}`: what any server that
+/// answers with a line that long pays for the pipes and wake-ups alone.
+fn echo(size: usize) {
+    use std::os::fd::AsFd;
+    let mut out = std::fs::File::from(std::io::stdout().as_fd().try_clone_to_owned().unwrap());
+    let mut lines = BufReader::new(std::io::stdin().lock());
+    let mut line = String::new();
+    let mut answer = Vec::with_capacity(size + 64);
+    while lines.read_line(&mut line).map_or(false, |n| n > 0) {
+        let id = line
+            .split_once("\"id\":")
+            .and_then(|(_, rest)| rest.split(',').next())
+            .unwrap_or("null")
+            .trim()
+            .to_string();
+        answer.clear();
+        answer.extend_from_slice(format!("{{\"id\":{id},\"result\":\"").as_bytes());
+        answer.resize(size.saturating_sub(3).max(answer.len()), b'x');
+        answer.extend_from_slice(b"\"}\n");
+        if out.write_all(&answer).is_err() {
+            return;
+        }
+        line.clear();
+    }
+}
