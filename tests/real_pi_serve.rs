@@ -17,25 +17,21 @@ fn details(r: &Value) -> &Value {
     &r["details"]
 }
 
-#[test]
-fn real_pi_children_through_serve() {
-    let Some(pi) = pi_or_skip("real_pi_children_through_serve") else {
-        return;
-    };
-    let fake = FakeLlm::with_script([
-        Step::text("First answer: 41."),
-        Step::text("Second answer: 42."),
-        Step::text("Fork answer: remembered 42."),
-    ]);
-    let env = hermetic_pi_env(&fake);
+/// A serve for the parent session `session_id` (a session file with only its header) whose
+/// children are real Pi with the hermetic flags; returns it, its database and the session file.
+fn serve_on_a_session_file(
+    env: &fake_llm::PiEnv,
+    pi: &[String],
+    session_id: &str,
+) -> (Serve, std::path::PathBuf, std::path::PathBuf) {
     // The child command: Pi plus the hermetic flags, minus the ones serve manages itself.
-    let argv = env.child_command(&pi, &[]);
+    let argv = env.child_command(pi, &[]);
     let sessions = env.agent_dir.join("sessions").join("parent");
     std::fs::create_dir_all(&sessions).unwrap();
     let parent_session = sessions.join("parent.jsonl");
     std::fs::write(
         &parent_session,
-        format!("{}\n", json!({"type":"session","version":3,"id":"ses_real_parent","timestamp":"2026-11-30T00:00:00.000Z","cwd":env.cwd})),
+        format!("{}\n", json!({"type":"session","version":3,"id":session_id,"timestamp":"2026-11-30T00:00:00.000Z","cwd":env.cwd})),
     )
     .unwrap();
     let db = env.root.path().join("db.sqlite");
@@ -44,7 +40,7 @@ fn real_pi_children_through_serve() {
         "THREADBASE_PI_COMMAND".into(),
         serde_json::to_string(&argv).unwrap(),
     ));
-    let mut s = Serve::start(ServeSpec {
+    let s = Serve::start(ServeSpec {
         db: &db,
         args: vec![
             "--session-file".into(),
@@ -56,6 +52,21 @@ fn real_pi_children_through_serve() {
         cwd: env.cwd.clone(),
         clear_env: true,
     });
+    (s, db, parent_session)
+}
+
+#[test]
+fn real_pi_children_through_serve() {
+    let Some(pi) = pi_or_skip("real_pi_children_through_serve") else {
+        return;
+    };
+    let fake = FakeLlm::with_script([
+        Step::text("First answer: 41."),
+        Step::text("Second answer: 42."),
+        Step::text("Fork answer: remembered 42."),
+    ]);
+    let env = hermetic_pi_env(&fake);
+    let (mut s, db, parent_session) = serve_on_a_session_file(&env, &pi, "ses_real_parent");
 
     let r =
         s.thread(json!({"action": "start", "prompt": "What is the answer?", "taskName": "answer"}));
@@ -212,33 +223,7 @@ fn real_pi_child_that_dies_at_once_keeps_its_session_name_and_pending_count() {
     };
     let fake = FakeLlm::with_script([Step::bash("kill -KILL $PPID")]);
     let env = hermetic_pi_env(&fake);
-    let argv = env.child_command(&pi, &[]);
-    let sessions = env.agent_dir.join("sessions").join("parent");
-    std::fs::create_dir_all(&sessions).unwrap();
-    let parent_session = sessions.join("parent.jsonl");
-    std::fs::write(
-        &parent_session,
-        format!("{}\n", json!({"type":"session","version":3,"id":"ses_real_quick","timestamp":"2026-11-30T00:00:00.000Z","cwd":env.cwd})),
-    )
-    .unwrap();
-    let db = env.root.path().join("db.sqlite");
-    let mut vars = env.env.clone();
-    vars.push((
-        "THREADBASE_PI_COMMAND".into(),
-        serde_json::to_string(&argv).unwrap(),
-    ));
-    let mut s = Serve::start(ServeSpec {
-        db: &db,
-        args: vec![
-            "--session-file".into(),
-            parent_session.display().to_string(),
-            "--cwd".into(),
-            env.cwd.display().to_string(),
-        ],
-        env: vars,
-        cwd: env.cwd.clone(),
-        clear_env: true,
-    });
+    let (mut s, _db, _session) = serve_on_a_session_file(&env, &pi, "ses_real_quick");
 
     let r = s.thread(json!({"action": "start", "prompt": "finish", "taskName": "quick"}));
     assert_eq!(details(&r)["promptAccepted"], true, "{r}");
