@@ -1047,7 +1047,7 @@ fn echo(size: usize) {
     let mut lines = BufReader::new(std::io::stdin().lock());
     let mut line = String::new();
     let mut answer = Vec::with_capacity(size + 64);
-    while lines.read_line(&mut line).map_or(false, |n| n > 0) {
+    while lines.read_line(&mut line).is_ok_and(|n| n > 0) {
         let id = line
             .split_once("\"id\":")
             .and_then(|(_, rest)| rest.split(',').next())
