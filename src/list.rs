@@ -207,9 +207,9 @@ pub fn each_row(
     each_row_switching(conn, manager_id, q, usize::MAX, f)
 }
 
-/// [`each_row`], but once `after` rows were handed over the rest of the pass runs in
-/// `tokio::task::block_in_place` when called on a worker of a multi-thread runtime: a short
-/// list stays on the request's worker with no hand-off, a long one goes on in the same
+/// [`each_row`], but once `after` rows were handed over and more remain, the rest of the pass
+/// runs in `tokio::task::block_in_place` when called on a worker of a multi-thread runtime: a
+/// short list stays on the request's worker with no hand-off, a long one goes on in the same
 /// statements (one read, no row stepped twice) while the worker's other tasks move on.
 pub fn each_row_switching(
     conn: &Connection,
@@ -219,53 +219,21 @@ pub fn each_row_switching(
     mut f: impl FnMut(&rusqlite::Row<'_>) -> Result<bool>,
 ) -> Result<()> {
     let mut own = bound(conn, statement(q), manager_id, q)?;
-    let mut own_rows = own.raw_query();
     let mut below = match reach_statement(q) {
         Some(sql) => Some(bound(conn, sql, manager_id, q)?),
         None => None,
     };
-    let mut below_rows = below.as_mut().map(|b| b.raw_query());
-    let mut a = own_rows.next()?.is_some();
-    let mut b = match below_rows.as_mut() {
-        Some(rows) => rows.next()?.is_some(),
-        None => false,
-    };
-    // One row of the merge: `Ok(false)` once the rows are done or `f` asks to stop.
-    let mut step = || -> Result<bool> {
-        let take_own = match (a, b) {
-            (false, false) => return Ok(false),
-            (true, false) => true,
-            (false, true) => false,
-            (true, true) => {
-                let x = own_rows.get().expect("own row");
-                let y = below_rows
-                    .as_ref()
-                    .and_then(|r| r.get())
-                    .expect("row below");
-                sort_order(path_of(x)?, path_of(y)?).is_le()
-            }
-        };
-        if take_own {
-            if !f(own_rows.get().expect("own row"))? {
-                return Ok(false);
-            }
-            a = own_rows.next()?.is_some();
-        } else {
-            let rows = below_rows.as_mut().expect("rows below");
-            if !f(rows.get().expect("row below"))? {
-                return Ok(false);
-            }
-            b = rows.next()?.is_some();
-        }
-        Ok(true)
-    };
+    let mut merge = Merge::new(own.raw_query(), below.as_mut().map(|b| b.raw_query()))?;
     for _ in 0..after {
-        if !step()? {
+        if !merge.step(&mut f)? {
             return Ok(());
         }
     }
+    if !merge.has_more() {
+        return Ok(());
+    }
     let mut rest = || -> Result<()> {
-        while step()? {}
+        while merge.step(&mut f)? {}
         Ok(())
     };
     match tokio::runtime::Handle::try_current() {
@@ -273,6 +241,67 @@ pub fn each_row_switching(
             tokio::task::block_in_place(rest)
         }
         _ => rest(),
+    }
+}
+
+/// The manager's own rows (in list order) merged with the rows below it (sorted) by sort key;
+/// each side's current row is the one `next` last moved to.
+struct Merge<'s> {
+    own: rusqlite::Rows<'s>,
+    below: Option<rusqlite::Rows<'s>>,
+    own_at_row: bool,
+    below_at_row: bool,
+}
+
+impl<'s> Merge<'s> {
+    fn new(mut own: rusqlite::Rows<'s>, mut below: Option<rusqlite::Rows<'s>>) -> Result<Self> {
+        let own_at_row = own.next()?.is_some();
+        let below_at_row = match below.as_mut() {
+            Some(rows) => rows.next()?.is_some(),
+            None => false,
+        };
+        Ok(Merge {
+            own,
+            below,
+            own_at_row,
+            below_at_row,
+        })
+    }
+
+    fn has_more(&self) -> bool {
+        self.own_at_row || self.below_at_row
+    }
+
+    /// Hands the next row in list order to `f`: `Ok(false)` once the rows are done or `f`
+    /// asks to stop.
+    fn step(&mut self, f: &mut impl FnMut(&rusqlite::Row<'_>) -> Result<bool>) -> Result<bool> {
+        let take_own = match (self.own_at_row, self.below_at_row) {
+            (false, false) => return Ok(false),
+            (true, false) => true,
+            (false, true) => false,
+            (true, true) => {
+                let x = self.own.get().expect("own row");
+                let y = self
+                    .below
+                    .as_ref()
+                    .and_then(|r| r.get())
+                    .expect("row below");
+                sort_order(path_of(x)?, path_of(y)?).is_le()
+            }
+        };
+        if take_own {
+            if !f(self.own.get().expect("own row"))? {
+                return Ok(false);
+            }
+            self.own_at_row = self.own.next()?.is_some();
+        } else {
+            let rows = self.below.as_mut().expect("rows below");
+            if !f(rows.get().expect("row below"))? {
+                return Ok(false);
+            }
+            self.below_at_row = rows.next()?.is_some();
+        }
+        Ok(true)
     }
 }
 
