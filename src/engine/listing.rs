@@ -20,8 +20,6 @@ use std::fmt;
 use std::io::{Seek, Write};
 use std::sync::Arc;
 
-use crate::output::Part;
-
 use rusqlite::Connection;
 use serde::ser::Serializer;
 use serde::Serialize;
@@ -35,7 +33,7 @@ use crate::contract::thread::Listed;
 use crate::contract::ToolResult;
 use crate::error::{Error, Result};
 use crate::list::{self, ListQuery};
-use crate::output::Reply;
+use crate::output::{Part, Reply};
 use crate::store::snapshots::View;
 use crate::store::threads::{col, ThreadRow};
 use crate::store::Store;
@@ -53,12 +51,13 @@ pub(super) fn reply(e: &Engine, q: ListQuery) -> Result<Reply> {
     // One read transaction: the rows and their kept answers agree.
     let tx = crate::store::ReadTx::begin(&conn)?;
     let mut missed = Vec::new();
+    let spill_dir = e.store.path().parent();
     let answer = answer(
         &tx,
         e.manager_id,
         &q,
         IN_MEMORY,
-        e.store.path().parent(),
+        || Spill::new(spill_dir),
         &mut missed,
     );
     drop(tx);
@@ -88,8 +87,8 @@ enum Answer {
     /// The result JSON.
     Memory(Vec<u8>),
     /// The result JSON in pieces, the text and the snapshots in spill files.
-    Spilled(Vec<crate::output::Part>),
-    /// Longer than fits in memory, and no spill file could be made.
+    Spilled(Vec<Part>),
+    /// Longer than fits in memory, and the spill files could not be made or written.
     NoRoom,
 }
 
@@ -98,14 +97,16 @@ enum Answer {
 /// text, escaped, and the snapshots as a JSON array), and the answer is the template around
 /// them (the list file twice: `details.threads` and its alias `details.snapshots`). Past
 /// `in_memory` rows the pass goes on in `block_in_place` (see [`list::each_row_switching`]).
+/// `new_spill` makes the spill files ([`Spill::new`]).
 fn answer(
     conn: &Connection,
     manager_id: i64,
     q: &ListQuery,
     in_memory: usize,
-    spill_dir: Option<&std::path::Path>,
+    new_spill: impl FnOnce() -> Option<Spill>,
     missed: &mut Vec<Key>,
 ) -> Result<Answer> {
+    let mut new_spill = Some(new_spill);
     let mut entries: Vec<Entry> = Vec::new();
     let mut spill: Option<Spill> = None;
     let mut no_room = false;
@@ -119,7 +120,7 @@ fn answer(
         };
         if full {
             if spill.is_none() {
-                match Spill::new(spill_dir) {
+                match new_spill.take().and_then(|new| new()) {
                     Some(s) => spill = Some(s),
                     None => {
                         no_room = true;
@@ -128,7 +129,13 @@ fn answer(
                 }
             }
             let s = spill.as_mut().expect("a spill");
-            live += s.write_batch(conn, std::mem::take(&mut entries), missed)?;
+            match s.write_batch(conn, std::mem::take(&mut entries), missed)? {
+                Some(l) => live += l,
+                None => {
+                    no_room = true;
+                    return Ok(false);
+                }
+            }
         }
         Ok(true)
     })?;
@@ -140,9 +147,14 @@ fn answer(
         return Ok(Answer::Memory(from_memory(&listed, live)?));
     };
     if !entries.is_empty() {
-        live += spill.write_batch(conn, entries, missed)?;
+        match spill.write_batch(conn, entries, missed)? {
+            Some(l) => live += l,
+            None => return Ok(Answer::NoRoom),
+        }
     }
-    let (text, text_len, list, list_len) = spill.finish()?;
+    let Ok((text, text_len, list, list_len)) = spill.finish() else {
+        return Ok(Answer::NoRoom);
+    };
     let t = Template::new(count, live)?;
     let bytes = |pieces: &[&[u8]]| Part::Bytes(pieces.concat());
     Ok(Answer::Spilled(vec![
@@ -183,21 +195,27 @@ struct SpillFile {
 
 impl SpillFile {
     fn new(dir: Option<&std::path::Path>) -> Option<SpillFile> {
-        let (file, in_memory) =
-            match rustix::fs::memfd_create("threadbase-list", rustix::fs::MemfdFlags::CLOEXEC) {
-                Ok(fd) => (std::fs::File::from(fd), true),
-                Err(_) => (tempfile::tempfile_in(dir?).ok()?, false),
-            };
-        Some(SpillFile {
+        match rustix::fs::memfd_create("threadbase-list", rustix::fs::MemfdFlags::CLOEXEC) {
+            Ok(fd) => Some(SpillFile::over(std::fs::File::from(fd), true, dir)),
+            Err(_) => Some(SpillFile::over(
+                tempfile::tempfile_in(dir?).ok()?,
+                false,
+                dir,
+            )),
+        }
+    }
+
+    fn over(file: std::fs::File, in_memory: bool, dir: Option<&std::path::Path>) -> SpillFile {
+        SpillFile {
             w: std::io::BufWriter::with_capacity(256 * 1024, file),
             written: 0,
             in_memory,
             limit: SPILL_IN_MEMORY,
             dir: dir.map(std::path::Path::to_path_buf),
-        })
+        }
     }
 
-    fn write_all(&mut self, data: &[u8]) -> Result<()> {
+    fn write_all(&mut self, data: &[u8]) -> std::io::Result<()> {
         if self.in_memory && self.written + data.len() as u64 > self.limit {
             self.move_to_disk()?;
         }
@@ -208,7 +226,7 @@ impl SpillFile {
 
     /// Moves what is in memory into a temporary file beside the database and goes on there
     /// (stays in memory when no such file can be made).
-    fn move_to_disk(&mut self) -> Result<()> {
+    fn move_to_disk(&mut self) -> std::io::Result<()> {
         self.in_memory = false;
         let Some(mut disk) = self
             .dir
@@ -229,19 +247,18 @@ impl SpillFile {
     }
 
     /// The file and its length.
-    fn finish(self) -> Result<(Arc<std::fs::File>, u64)> {
-        let f = self
-            .w
-            .into_inner()
-            .map_err(|e| Error::from(e.into_error()))?;
+    fn finish(self) -> std::io::Result<(Arc<std::fs::File>, u64)> {
+        let f = self.w.into_inner().map_err(|e| e.into_error())?;
         Ok((Arc::new(f), self.written))
     }
 }
 
 impl Spill {
     fn new(dir: Option<&std::path::Path>) -> Option<Spill> {
-        let mut list = SpillFile::new(dir)?;
-        let text = SpillFile::new(dir)?;
+        Spill::over(SpillFile::new(dir)?, SpillFile::new(dir)?)
+    }
+
+    fn over(text: SpillFile, mut list: SpillFile) -> Option<Spill> {
         list.write_all(b"[").ok()?;
         Some(Spill {
             text,
@@ -253,34 +270,37 @@ impl Spill {
     }
 
     /// Renders what `entries` lack and appends their lines and snapshots; returns how many
-    /// are live.
+    /// are live, or `None` when a spill file could not take them (a full disk: the caller
+    /// answers without spill files).
     fn write_batch(
         &mut self,
         conn: &Connection,
         entries: Vec<Entry>,
         missed: &mut Vec<Key>,
-    ) -> Result<usize> {
+    ) -> Result<Option<usize>> {
         let (listed, live) = rendered(conn, entries, missed)?;
         self.lines.clear();
         push_lines(&mut self.lines, &listed, self.first);
         self.escaped.clear();
         serde_json::to_writer(&mut self.escaped, self.lines.as_str())?;
-        self.text
-            .write_all(&self.escaped[1..self.escaped.len() - 1])?;
-        self.escaped.clear();
-        for (i, r) in listed.iter().enumerate() {
-            if i > 0 || !self.first {
-                self.escaped.push(b',');
-            }
-            self.escaped.extend_from_slice(r.json.as_bytes());
+        if self
+            .text
+            .write_all(&self.escaped[1..self.escaped.len() - 1])
+            .is_err()
+        {
+            return Ok(None);
         }
-        self.list.write_all(&self.escaped)?;
+        self.escaped.clear();
+        write_snapshots(&listed, self.first, &mut self.escaped)?;
+        if self.list.write_all(&self.escaped).is_err() {
+            return Ok(None);
+        }
         self.first = false;
-        Ok(live)
+        Ok(Some(live))
     }
 
     /// The files and their lengths: (text, list).
-    fn finish(mut self) -> Result<(Arc<std::fs::File>, u64, Arc<std::fs::File>, u64)> {
+    fn finish(mut self) -> std::io::Result<(Arc<std::fs::File>, u64, Arc<std::fs::File>, u64)> {
         self.list.write_all(b"]")?;
         let (text, text_len) = self.text.finish()?;
         let (list, list_len) = self.list.finish()?;
@@ -724,12 +744,54 @@ mod tests {
         assert!(got.0 == want);
     }
 
+    /// A spill file that cannot be written (a full disk) is no answer: the list is answered
+    /// without spill files instead ([`Answer::NoRoom`], then [`stream`]).
+    #[test]
+    fn a_spill_that_cannot_be_written_falls_back_to_passes() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("t.sqlite")).unwrap();
+        let m = seeded(&store, 300);
+        let q = ListQuery {
+            state: crate::list::StateFilter::All,
+            visibility: crate::list::VisibilityFilter::All,
+            subtree: crate::list::Subtree::Everything,
+        };
+        let read_only = || {
+            let path = dir.path().join("read-only");
+            std::fs::write(&path, b"").unwrap();
+            SpillFile::over(std::fs::File::open(&path).unwrap(), false, None)
+        };
+        let conn = store.read().unwrap();
+        let tx = crate::store::ReadTx::begin(&conn).unwrap();
+        let got = answer(
+            &tx,
+            m,
+            &q,
+            0,
+            || Spill::over(read_only(), read_only()),
+            &mut Vec::new(),
+        )
+        .unwrap();
+        assert!(matches!(got, Answer::NoRoom));
+        drop(tx);
+        drop(conn);
+        assert!(
+            spilled(&store, m, &q, &mut Vec::new()) == {
+                let mut line = Vec::new();
+                stream(&store, m, &q, &Value::from(7), &mut line, &mut Vec::new()).unwrap();
+                line
+            },
+            "the fallback writes what spilling would"
+        );
+    }
+
     /// `q`'s answer made with spill files from its first row, written out as serve writes it
     /// for request id 7 (without the line's LF).
     fn spilled(store: &Store, m: i64, q: &ListQuery, missed: &mut Vec<Key>) -> Vec<u8> {
         let conn = store.read().unwrap();
         let tx = crate::store::ReadTx::begin(&conn).unwrap();
-        let Answer::Spilled(parts) = answer(&tx, m, q, 0, None, missed).unwrap() else {
+        let Answer::Spilled(parts) = answer(&tx, m, q, 0, || Spill::new(None), missed).unwrap()
+        else {
             panic!("{q:?}: not spilled");
         };
         let mut line = crate::output::Plain(b"{\"id\":7,\"result\":".to_vec());
