@@ -6,7 +6,9 @@
 //! about 5 KB per thread, so 500 MB for 100k) is a [`Reply::Stream`]: it is written from a
 //! blocking thread into a [`LineSink`], which hands it to the writer in chunks of
 //! [`CHUNK_BYTES`] over a bounded channel, so the memory it holds stays a few chunks whatever
-//! its size. While a streamed line is being written, other lines wait their turn.
+//! its size. While a streamed line is being written, other lines wait their turn. A result
+//! already made in files (a long list's spill files) is a [`Reply::Parts`]: the writer copies
+//! the files into the line with `sendfile`.
 //!
 //! The writer is a thread of its own with blocking writes (see [`Output::new`]); on a pipe or
 //! socket of its own, a small line is written by the task that made it when nothing is queued
@@ -433,7 +435,11 @@ impl Output {
                     match direct.stdout.try_write(&parts) {
                         Ok(n) if n == total => return Ok(()),
                         // Too little room: the writer thread writes the rest, first.
-                        Ok(n) => Out::Line(parts.concat()[n..].to_vec()),
+                        Ok(n) => {
+                            let mut rest = parts.concat();
+                            rest.drain(..n);
+                            Out::Line(rest)
+                        }
                         Err(_) => {
                             self.gone.store(true, Ordering::SeqCst);
                             return Err(Closed);

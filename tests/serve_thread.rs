@@ -1477,6 +1477,79 @@ fn a_long_list_crosses_sockets_whole() {
     }
 }
 
+/// serve widens its stdout pipe (to 1 MiB where the system allows it) and writes a reply of up
+/// to that size from the request's task; replies asked for faster than the client reads
+/// fill the pipe, and a reply that finds too little room is finished by the writer thread
+/// before any later one is started: every line whole.
+#[test]
+fn direct_replies_that_fill_the_pipe_stay_whole() {
+    use std::io::{BufRead, Write};
+    const N: u64 = 250;
+    let w = world(serde_json::from_str(SCRIPT).unwrap());
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_threadbase"))
+        .arg("--db")
+        .arg(&w.db)
+        .args(["serve", "--session-file"])
+        .arg(&w.parent_session)
+        .env(
+            "THREADBASE_PI_COMMAND",
+            scripted_command(&w.dir.path().join("script.json")),
+        )
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut reader = std::io::BufReader::new(stdout);
+    let mut line = String::new();
+    writeln!(
+        stdin,
+        r#"{{"id": 0, "method": "thread", "params": {{"action": "list"}}}}"#
+    )
+    .unwrap();
+    reader.read_line(&mut line).unwrap();
+    let pipe = rustix::pipe::fcntl_getpipe_size(reader.get_ref()).unwrap();
+    let max: usize = std::fs::read_to_string("/proc/sys/fs/pipe-max-size")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(pipe, max.min(1 << 20), "serve widens its stdout pipe");
+    seed_closed_threads(&w.db, N);
+    // Six lists in a row, none read yet: together well past the pipe's size.
+    for id in 1..=6 {
+        writeln!(
+            stdin,
+            r#"{{"id": {id}, "method": "thread", "params": {{"action": "list"}}}}"#
+        )
+        .unwrap();
+    }
+    let mut answers = Vec::new();
+    for _ in 1..=6 {
+        line.clear();
+        reader.read_line(&mut line).unwrap();
+        let r: Value = serde_json::from_str(&line).expect("a whole line");
+        answers.push(r);
+    }
+    // Requests run concurrently, so their answers come in any order, each on a line of its own.
+    let mut ids: Vec<u64> = answers.iter().map(|r| r["id"].as_u64().unwrap()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, [1, 2, 3, 4, 5, 6]);
+    assert!(
+        line.len() > 16 * 1024 && line.len() < pipe && 5 * line.len() > pipe,
+        "{} byte replies are written directly, and five of them do not fit a {pipe} byte pipe",
+        line.len()
+    );
+    for r in &answers {
+        assert_eq!(details(&r["result"])["count"].as_u64(), Some(N));
+        assert_eq!(r["result"], answers[0]["result"]);
+    }
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}
+
 /// A list longer than serve answers from memory (256 threads) is spilled into files and moved
 /// into the response line by serve's writer (`sendfile` into the pipe): every thread once, in
 /// list order, the list twice (`threads` and `snapshots`), a content line per thread, and the
