@@ -227,18 +227,8 @@ fn real_pi_child_that_dies_at_once_keeps_its_session_name_and_pending_count() {
 
     let r = s.thread(json!({"action": "start", "prompt": "finish", "taskName": "quick"}));
     assert_eq!(details(&r)["promptAccepted"], true, "{r}");
-    // Only list (which asks no child anything) until the thread is closed.
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    let snap = loop {
-        let r = s.thread(json!({"action": "list", "state": "all"}));
-        let threads = details(&r)["threads"].as_array().unwrap().clone();
-        assert_eq!(threads.len(), 1, "{r}");
-        if threads[0]["status"] == "closed" {
-            break threads[0].clone();
-        }
-        assert!(std::time::Instant::now() < deadline, "Pi dies: {r}");
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    // Only list (which asks no child anything) until Pi has died.
+    let snap = s.only_thread_once_closed(Duration::from_secs(60));
     assert_eq!(
         snap["exit"],
         json!({"kind": "failed", "message": "Child Pi process exited with signal SIGKILL"}),

@@ -1324,17 +1324,7 @@ fn child_exiting_after_its_prompt(code: i32) -> (World, Value) {
     let mut s = w.serve(&[]);
     let r = s.thread(json!({"action": "start", "prompt": "finish", "taskName": "quick"}));
     assert_eq!(details(&r)["promptAccepted"], true, "{r}");
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    let snap = loop {
-        let r = s.thread(json!({"action": "list", "state": "all"}));
-        let threads = details(&r)["threads"].as_array().unwrap().clone();
-        assert_eq!(threads.len(), 1, "{r}");
-        if threads[0]["status"] == "closed" {
-            break threads[0].clone();
-        }
-        assert!(std::time::Instant::now() < deadline, "the child exits: {r}");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let snap = s.only_thread_once_closed(Duration::from_secs(20));
     s.close(Duration::from_secs(20));
     assert!(w.leftovers().is_empty());
     (w, snap)

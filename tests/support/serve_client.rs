@@ -163,6 +163,22 @@ impl Serve {
         r["result"].clone()
     }
 
+    /// Lists (which asks no child anything) until this serve's only thread is closed, within
+    /// `timeout`; returns its list snapshot.
+    pub fn only_thread_once_closed(&mut self, timeout: Duration) -> Value {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let r = self.thread(json!({"action": "list", "state": "all"}));
+            let threads = r["details"]["threads"].as_array().unwrap().clone();
+            assert_eq!(threads.len(), 1, "{r}");
+            if threads[0]["status"] == "closed" {
+                return threads[0].clone();
+            }
+            assert!(Instant::now() < deadline, "the thread never closed: {r}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// Sends a `thread` call that must fail; returns the error object.
     pub fn thread_error(&mut self, params: Value) -> Value {
         let id = self.send("thread", params.clone());
