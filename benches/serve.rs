@@ -34,14 +34,15 @@
 //! `serve/list_all/<n>` (every stored thread; few samples), `serve/agent_status_100/<n>`,
 //! `serve/snapshot_100/<n>`, and `serve/floor_unknown_method/<n>` (an unknown method: the
 //! request loop's own cost, a line in and an error line out, no store access), and
-//! `serve/floor_echo_list_parent_bytes/<n>` (not serve: this bench's own program answering
-//! every line with a line as long as list `parent`'s, the pipes' and wake-ups' share of that
-//! row). Criterion's
+//! `serve/floor_echo_list_{parent,ancestor}_bytes/<n>` (not serve: this bench's own program
+//! answering every line with a line as long as list `parent`'s or `ancestor`'s, the pipes' and
+//! wake-ups' share of those rows). Criterion's
 //! figure for a row is a mean (each sample times a batch of requests); after it, each row also
 //! times requests one at a time and prints their median and 90th percentile (written to
 //! `target/criterion/serve_latency/<row>/<n>.json`). Memory is not a time, so it is printed and written to
 //! `target/criterion/serve_memory/<n>.json`: `VmRSS` of the idle serve (started, 8 live
-//! children, each request answered once), `VmRSS` after the timed rows, and `VmHWM` across one
+//! children, each request answered once, then a pause), `VmRSS` after the timed rows and again after a pause
+//! (`threadbase::store::IDLE_AFTER`, when serve cuts its page cache back), and `VmHWM` across one
 //! list of all (reset through `/proc/<pid>/clear_refs`).
 //!
 //! # Knobs
@@ -939,7 +940,9 @@ fn bench_size(c: &mut Criterion, n: usize) {
     // The answers those checks rendered are kept by serve's cache filler off the requests;
     // time the rows once it is done, as a user's later calls find them.
     settle_cache(&fx);
-    // Idle: started, 8 live children, every request above answered once.
+    // Idle: started, 8 live children, every request above answered once, then a pause (when
+    // serve cuts its page cache back).
+    std::thread::sleep(threadbase::store::IDLE_AFTER + Duration::from_secs(1));
     let idle_kib = serve.status_kib("VmRSS:");
     // The request loop alone: a line in, an error line out, no store access.
     row(
@@ -951,16 +954,15 @@ fn bench_size(c: &mut Criterion, n: usize) {
     );
     // The same for a plain program that answers with a line as long as list `parent`'s: the
     // floor under that row (pipes, wake-ups and the bytes, no work).
-    let parent_bytes = serve.roundtrip(parents[0].0, &parents[0].1).len() + 1;
-    let mut echo = Serve::echo(parent_bytes);
-    row(
-        c,
-        &mut echo,
-        "serve/floor_echo_list_parent_bytes",
-        n,
-        &[("echo", "{}".to_string())],
-    );
-    echo.close();
+    for (name, reqs) in [
+        ("serve/floor_echo_list_parent_bytes", &parents),
+        ("serve/floor_echo_list_ancestor_bytes", &ancestors),
+    ] {
+        let bytes = serve.roundtrip(reqs[0].0, &reqs[0].1).len() + 1;
+        let mut echo = Serve::echo(bytes);
+        row(c, &mut echo, name, n, &[("echo", "{}".to_string())]);
+        echo.close();
+    }
     row(c, &mut serve, "serve/poll_id", n, &by_id);
     row(c, &mut serve, "serve/poll_path", n, &by_path);
     row(c, &mut serve, "serve/poll_relative", n, &by_relative);
@@ -973,12 +975,15 @@ fn bench_size(c: &mut Criterion, n: usize) {
 
     // And again after thousands of each (what the allocator keeps).
     let used_kib = serve.status_kib("VmRSS:");
-    let mut memory =
-        json!({"threads": n, "idle_rss_kib": idle_kib, "rss_after_rows_kib": used_kib});
+    // And once serve has seen a pause (it cuts its page cache back then).
+    std::thread::sleep(threadbase::store::IDLE_AFTER + Duration::from_secs(1));
+    let paused_kib = serve.status_kib("VmRSS:");
+    let mut memory = json!({"threads": n, "idle_rss_kib": idle_kib, "rss_after_rows_kib": used_kib, "rss_after_pause_kib": paused_kib});
     eprintln!(
-        "serve/memory/{n}: idle RSS {:.1} MiB, {:.1} MiB after the timed rows",
+        "serve/memory/{n}: idle RSS {:.1} MiB, {:.1} MiB after the timed rows, {:.1} MiB after a pause",
         idle_kib as f64 / 1024.0,
-        used_kib as f64 / 1024.0
+        used_kib as f64 / 1024.0,
+        paused_kib as f64 / 1024.0
     );
     if n <= list_all_max() {
         let all = vec![thread_req(json!({"action": "list"}))];
@@ -1040,10 +1045,13 @@ fn main() {
 
 /// A plain program that answers every request line with one line of `size` bytes (written
 /// with one `write`), `{"id": <the request's id>, "result": "xx…"}`: what any server that
-/// answers with a line that long pays for the pipes and wake-ups alone.
+/// answers with a line that long pays for the pipes and wake-ups alone. Like serve, it widens
+/// its stdout pipe to 1 MiB first (with the default 64 KiB, a 600 KB line crosses in ten
+/// steps, each a wake-up of both sides).
 fn echo(size: usize) {
     use std::os::fd::AsFd;
     let mut out = std::fs::File::from(std::io::stdout().as_fd().try_clone_to_owned().unwrap());
+    let _ = rustix::pipe::fcntl_setpipe_size(&out, 1 << 20);
     let mut lines = BufReader::new(std::io::stdin().lock());
     let mut line = String::new();
     let mut answer = Vec::with_capacity(size + 64);

@@ -73,6 +73,8 @@ pub async fn serve(engine: Arc<Engine>) {
     // shutdown still gets its one answer.
     let mut pending: HashMap<tokio::task::Id, Value> = HashMap::new();
     let mut buf = Vec::new();
+    // Readers' page caches grow during a burst of requests and are cut back after a pause.
+    let trim = crate::store::ReaderTrim::start(engine.store().clone());
     loop {
         buf.clear();
         let line = tokio::select! {
@@ -90,6 +92,7 @@ pub async fn serve(engine: Arc<Engine>) {
                 if buf.iter().all(u8::is_ascii_whitespace) {
                     continue;
                 }
+                trim.touch();
                 let request: Value = match serde_json::from_slice(&buf) {
                     Ok(v @ Value::Object(_)) => v,
                     Ok(_) | Err(_) => {

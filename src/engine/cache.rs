@@ -115,7 +115,8 @@ impl SnapshotCache {
                     p.seen = HashSet::new();
                     p.keys = Vec::new();
                     drop(p);
-                    self.store.release_writer_memory();
+                    // An idle serve does not keep the pages of the burst.
+                    self.store.trim_page_cache();
                     return;
                 }
                 let n = p.keys.len().min(FILL_BATCH);

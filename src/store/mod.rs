@@ -9,7 +9,12 @@
 pub mod events;
 pub mod snapshots;
 pub mod threads;
+mod trim;
 pub mod usage;
+
+pub use trim::{
+    page_cache_bytes, ReaderTrim, IDLE_AFTER, PAGE_CACHE_IDLE_KIB, READ_CACHE_BUSY_KIB,
+};
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -102,12 +107,16 @@ impl Store {
             )
             .with_init(|c| {
                 configure(c)?;
-                // 4 MiB of page cache per reader (SQLite's default is 2 MiB). r2d2 hands out the
-                // most recently returned connection, so one-at-a-time requests keep one reader's
-                // cache warm: at 1 MiB a list of 10 from a 10k-thread file re-read its event and
-                // output pages every time (602 us, 300 us at 8 MiB); a long list streams past any
-                // cache, and idle memory stays within DESIGN's 24 MiB.
-                c.execute_batch("PRAGMA query_only = ON; PRAGMA cache_size = -4096;")
+                // A reader's page cache grows to 16 MiB while requests come (SQLite's default
+                // is 2 MiB) and is cut back to 4 MiB after a pause (`ReaderTrim`). r2d2 hands
+                // out the most recently returned connection, so one-at-a-time requests keep one
+                // reader's cache warm: at 1 MiB a list of 10 from a 10k-thread file re-read its
+                // event and output pages every time (602 us, 300 us at 8 MiB), and list
+                // `ancestor` over 16 subtrees of a 100k-thread file read ~200 pages per request
+                // from the OS at 4 MiB (8 at 16 MiB).
+                c.execute_batch(&format!(
+                    "PRAGMA query_only = ON; PRAGMA cache_size = -{READ_CACHE_BUSY_KIB};"
+                ))
             });
         let readers = r2d2::Pool::builder()
             .max_size(8)
@@ -134,22 +143,6 @@ impl Store {
         Ok(self.readers.get()?)
     }
 
-    /// Frees the writer connection's page cache (`PRAGMA shrink_memory`), after a burst of
-    /// writes that will not come back soon (the snapshot cache's filler), so an idle serve
-    /// does not keep those pages.
-    pub fn release_writer_memory(&self) {
-        {
-            let conn = self.writer.lock().unwrap_or_else(|p| p.into_inner());
-            let _ = conn.execute_batch("PRAGMA shrink_memory");
-        }
-        // What was freed stays in the allocator's arenas unless handed back.
-        #[cfg(all(target_os = "linux", target_env = "gnu"))]
-        // SAFETY: malloc_trim only releases free memory; it has no preconditions.
-        unsafe {
-            libc::malloc_trim(0);
-        }
-    }
-
     /// Runs `f` in one `BEGIN IMMEDIATE` transaction on the writer connection; commits when it
     /// returns `Ok`, rolls back otherwise, so a rejected request never half-writes.
     ///
@@ -172,6 +165,15 @@ impl Store {
             }
             _ => run(),
         }
+    }
+}
+
+/// Hands memory SQLite freed back to the OS: it stays in the allocator's arenas otherwise.
+fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free memory; it has no preconditions.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 
