@@ -14,7 +14,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
@@ -29,18 +29,20 @@ pub const PAGE_CACHE_IDLE_KIB: u32 = 4 * 1024;
 pub const IDLE_AFTER: Duration = Duration::from_secs(2);
 
 /// Cuts the page cache back after a pause in requests. Each request calls
-/// [`ReaderTrim::touch`]; the trimming task sleeps until the first request after a trim, then
-/// wakes once per [`IDLE_AFTER`] until a whole interval passes without one. Dropping it stops
-/// the task.
+/// [`ReaderTrim::touch`], which notes the time; the trimming task sleeps until the first
+/// request after a trim, then until [`IDLE_AFTER`] has passed since the last request, and
+/// trims. Dropping it stops the task.
 pub struct ReaderTrim {
     shared: Arc<Shared>,
     task: tokio::task::JoinHandle<()>,
 }
 
 struct Shared {
-    /// Requests seen, so the task can tell whether one came during its sleep.
-    requests: AtomicU64,
-    /// Reads happened since the last trim (the task is counting intervals).
+    /// When the trimmer started: request times are milliseconds since.
+    epoch: Instant,
+    /// The last request's time, in milliseconds since `epoch`.
+    last: AtomicU64,
+    /// Reads happened since the last trim (the task is waiting for a pause).
     dirty: AtomicBool,
     wake: Notify,
     /// Trims done (tests).
@@ -56,7 +58,8 @@ impl ReaderTrim {
     /// [`ReaderTrim::start`] with another pause length (tests).
     pub fn start_after(store: Arc<Store>, idle: Duration) -> ReaderTrim {
         let shared = Arc::new(Shared {
-            requests: AtomicU64::new(0),
+            epoch: Instant::now(),
+            last: AtomicU64::new(0),
             dirty: AtomicBool::new(false),
             wake: Notify::new(),
             trims: AtomicU64::new(0),
@@ -65,12 +68,14 @@ impl ReaderTrim {
         let task = tokio::spawn(async move {
             loop {
                 s.wake.notified().await;
+                // Until a whole pause has passed since the last request.
                 loop {
-                    let seen = s.requests.load(Ordering::Relaxed);
-                    tokio::time::sleep(idle).await;
-                    if s.requests.load(Ordering::Relaxed) == seen {
+                    let last = Duration::from_millis(s.last.load(Ordering::Relaxed));
+                    let due = s.epoch + last + idle;
+                    if Instant::now() >= due {
                         break;
                     }
+                    tokio::time::sleep_until(due.into()).await;
                 }
                 // Cleared before trimming: a request from now on wakes the task again.
                 s.dirty.store(false, Ordering::Relaxed);
@@ -82,11 +87,12 @@ impl ReaderTrim {
         ReaderTrim { shared, task }
     }
 
-    /// Notes a request. Costs an atomic add; only the first request after a trim wakes the
-    /// task.
+    /// Notes a request: a clock read and an atomic store; only the first request after a trim
+    /// wakes the task.
     pub fn touch(&self) {
         let s = &self.shared;
-        s.requests.fetch_add(1, Ordering::Relaxed);
+        let now = s.epoch.elapsed().as_millis() as u64;
+        s.last.store(now, Ordering::Relaxed);
         if !s.dirty.load(Ordering::Relaxed) && !s.dirty.swap(true, Ordering::Relaxed) {
             s.wake.notify_one();
         }
