@@ -10,7 +10,7 @@
 //!
 //! The `ingest_stream` group drives the real ingest path end to end: `Runtime::launch` of child
 //! processes (bash) that replay recorded Pi 1.6 stdout lines (`benches/data/pi16_events.jsonl`,
-//! recorded by `tests/record_pi_events.rs`) through the runtime's stdout readers, the event
+//! recorded by `tests/it/record_pi_events.rs`) through the runtime's stdout readers, the event
 //! mapping and the batching writer, until the database holds every recorded event:
 //!
 //! - `ingest_stream/pi16_lines/8x<n>`: 8 children, each streaming the recorded transcript

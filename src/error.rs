@@ -44,12 +44,42 @@ impl fmt::Display for ErrorCode {
 
 /// The engine's error: a stable code plus a human message (which carries its `Repair:` hint).
 /// Serialized as `{code, message}` where it crosses processes in a row (`commands.result`).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
+///
+/// It keeps what caused it (the `io::Error` or `rusqlite::Error`, or a Ctrl-C), so callers
+/// tell kinds apart from the cause, never from the message's text, and `source()` reaches it.
+/// Two errors are equal when their code and message are: the cause does not cross processes.
+#[derive(Debug, Clone, thiserror::Error, serde::Serialize, serde::Deserialize)]
 #[error("{message}")]
 pub struct Error {
     pub code: ErrorCode,
     pub message: String,
+    #[serde(skip)]
+    #[source]
+    cause: Option<Cause>,
+    /// The message already names the database file (see `store::name_database`).
+    #[serde(skip)]
+    names_database: bool,
 }
+
+/// What an [`Error`] came from, where that matters to a caller or to `source()`.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum Cause {
+    #[error(transparent)]
+    Io(std::sync::Arc<std::io::Error>),
+    #[error(transparent)]
+    Sqlite(std::sync::Arc<rusqlite::Error>),
+    /// A statement stopped by Ctrl-C (the command line's `sql`).
+    #[error("interrupted by Ctrl-C")]
+    CtrlC,
+}
+
+impl PartialEq for Error {
+    fn eq(&self, other: &Self) -> bool {
+        self.code == other.code && self.message == other.message
+    }
+}
+
+impl Eq for Error {}
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -58,6 +88,8 @@ impl Error {
         Error {
             code,
             message: message.into(),
+            cause: None,
+            names_database: false,
         }
     }
     pub fn invalid(message: impl Into<String>) -> Self {
@@ -78,22 +110,69 @@ impl Error {
     pub fn code(&self) -> ErrorCode {
         self.code
     }
+
+    /// The same error, recording what caused it.
+    pub fn caused_by(mut self, cause: Cause) -> Self {
+        self.cause = Some(cause);
+        self
+    }
+
+    /// What caused it, if known.
+    pub fn cause(&self) -> Option<&Cause> {
+        self.cause.as_ref()
+    }
+
+    /// The same error with another text (adding context); the code and the cause stay.
+    pub fn with_message(mut self, message: impl Into<String>) -> Self {
+        self.message = message.into();
+        self
+    }
+
+    /// The same error, with another code (the cause stays).
+    pub fn with_code(mut self, code: ErrorCode) -> Self {
+        self.code = code;
+        self
+    }
+
+    /// Marks the message as one that names the database file.
+    pub fn naming_database(mut self) -> Self {
+        self.names_database = true;
+        self
+    }
+
+    /// The message names the database file.
+    pub fn names_database(&self) -> bool {
+        self.names_database
+    }
+
+    /// Caused by a closed output (a reader such as `head` that stopped reading).
+    pub fn is_broken_pipe(&self) -> bool {
+        matches!(&self.cause, Some(Cause::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe)
+    }
+
+    /// Caused by Ctrl-C.
+    pub fn is_ctrl_c(&self) -> bool {
+        matches!(self.cause, Some(Cause::CtrlC))
+    }
 }
 
 /// The start of the message of an error caused by a closed output (a reader such as `head`
-/// that stopped reading); the CLI exits quietly on it, as command-line tools do.
+/// that stopped reading); the CLI exits quietly on it (`Error::is_broken_pipe`), as
+/// command-line tools do.
 pub const BROKEN_PIPE: &str = "The output was closed before everything was written";
 
 impl From<std::io::Error> for Error {
     fn from(e: std::io::Error) -> Self {
-        if e.kind() == std::io::ErrorKind::BrokenPipe {
-            return Error::io(format!(
+        let error = if e.kind() == std::io::ErrorKind::BrokenPipe {
+            Error::io(format!(
                 "{BROKEN_PIPE} ({e}). Repair: nothing to do when piping into a command such as head; otherwise keep the reading end open."
-            ));
-        }
-        Error::io(format!(
-            "I/O error: {e}. Repair: check that the path exists and is writable."
-        ))
+            ))
+        } else {
+            Error::io(format!(
+                "I/O error: {e}. Repair: check that the path exists and is writable."
+            ))
+        };
+        error.caused_by(Cause::Io(std::sync::Arc::new(e)))
     }
 }
 
@@ -107,10 +186,17 @@ impl From<serde_json::Error> for Error {
 
 impl From<rusqlite::Error> for Error {
     fn from(e: rusqlite::Error) -> Self {
-        use rusqlite::ErrorCode as C;
-        if let rusqlite::Error::SqliteFailure(f, ref msg) = e {
-            let detail = msg.clone().unwrap_or_else(|| f.to_string());
-            return match f.code {
+        let error = from_sqlite(&e);
+        error.caused_by(Cause::Sqlite(std::sync::Arc::new(e)))
+    }
+}
+
+/// The code and message of a SQLite error (its cause is added by the `From` impl).
+fn from_sqlite(e: &rusqlite::Error) -> Error {
+    use rusqlite::ErrorCode as C;
+    if let rusqlite::Error::SqliteFailure(f, msg) = e {
+        let detail = msg.clone().unwrap_or_else(|| f.to_string());
+        return match f.code {
                 C::DatabaseBusy | C::DatabaseLocked => Error::io(format!(
                     "The database stayed busy past the busy timeout ({detail}). Repair: retry; if it persists, find the process holding a long write transaction."
                 )),
@@ -146,11 +232,10 @@ impl From<rusqlite::Error> for Error {
                     "SQLite error: {detail}. Repair: retry; if it persists, run `threadbase check` on the database."
                 )),
             };
-        }
-        Error::internal(format!(
-            "SQLite error: {e}. Repair: retry; if it persists, run `threadbase check` on the database."
-        ))
     }
+    Error::internal(format!(
+        "SQLite error: {e}. Repair: retry; if it persists, run `threadbase check` on the database."
+    ))
 }
 
 impl From<r2d2::Error> for Error {

@@ -1,5 +1,5 @@
 //! Fuzz target bodies, shared by the `cargo fuzz` targets in `fuzz/fuzz_targets/` (nightly,
-//! libFuzzer) and by `tests/fuzz_corpus.rs`, which replays every committed corpus file through
+//! libFuzzer) and by `tests/it/fuzz_corpus.rs`, which replays every committed corpus file through
 //! the same functions on stable. Each function takes arbitrary bytes and panics only when a
 //! property of the code under test is broken (a panic is a finding).
 //!

@@ -14,7 +14,7 @@
 //! - [`http`]: the threads RPC (snapshot, restore) over HTTP.
 //! - [`check`]: `threadbase check`, the read-only verification of a database.
 //! - [`cli`]: the `threadbase` command line.
-//! - `fuzzing` (hidden): fuzz target bodies shared by `fuzz/` and `tests/fuzz_corpus.rs`.
+//! - `fuzzing` (hidden): fuzz target bodies shared by `fuzz/` and `tests/it/fuzz_corpus.rs`.
 
 pub mod check;
 pub mod cli;

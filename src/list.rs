@@ -101,7 +101,7 @@ pub struct Listing {
 
 /// The statement of a list variant: the general one for the wide filters, and for the two
 /// filters that keep few rows of a big manager (`state: live`, `visibility: archived`) one that
-/// reads only those rows, through a partial index (migrations/V3). `tests/query_plans.rs`
+/// reads only those rows, through a partial index (migrations/V3). `tests/it/query_plans.rs`
 /// checks the plan of every variant.
 pub fn statement(q: &ListQuery) -> &'static str {
     let narrow = match (q.state, q.visibility) {

@@ -1,4 +1,4 @@
-//! cargo fuzz target: the body is `threadbase::fuzzing::rpc_codec`, which `tests/fuzz_corpus.rs`
+//! cargo fuzz target: the body is `threadbase::fuzzing::rpc_codec`, which `tests/it/fuzz_corpus.rs`
 //! also replays on stable over `fuzz/corpus/rpc_codec/`.
 #![no_main]
 

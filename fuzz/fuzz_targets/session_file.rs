@@ -1,4 +1,4 @@
-//! cargo fuzz target: the body is `threadbase::fuzzing::session_file`, which `tests/fuzz_corpus.rs`
+//! cargo fuzz target: the body is `threadbase::fuzzing::session_file`, which `tests/it/fuzz_corpus.rs`
 //! also replays on stable over `fuzz/corpus/session_file/`.
 #![no_main]
 

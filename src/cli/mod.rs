@@ -415,11 +415,11 @@ fn restore(db: &std::path::Path, json: bool, out: &mut dyn std::io::Write) -> cr
 }
 
 fn report(e: &Error) -> ExitCode {
-    if e.message.starts_with(crate::error::BROKEN_PIPE) {
+    if e.is_broken_pipe() {
         // `threadbase list | head`: the reader has what it wanted; exit as SIGPIPE would.
         return ExitCode::from(141);
     }
-    if e.message.starts_with(sql::INTERRUPTED) {
+    if e.is_ctrl_c() {
         // Stopped by Ctrl-C: say so, and exit as a command ended by SIGINT does.
         eprintln!("threadbase: {}", e.message);
         return ExitCode::from(130);

@@ -13,14 +13,14 @@ use std::time::{Duration, Instant};
 use rusqlite::types::ValueRef;
 use serde_json::{Map, Value};
 
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Cause, Error, ErrorCode, Result};
 use crate::store::open_read_only;
 
 /// The default `--timeout`, in seconds.
 pub const DEFAULT_TIMEOUT_SECS: f64 = 30.0;
 
-/// The start of the message of a statement stopped by Ctrl-C; the CLI exits 130 on it, as a
-/// command stopped by SIGINT does.
+/// The start of the message of a statement stopped by Ctrl-C (its cause is `Cause::CtrlC`;
+/// the CLI exits 130 on it, as a command stopped by SIGINT does).
 pub const INTERRUPTED: &str = "Interrupted (Ctrl-C)";
 
 /// What bounds one statement.
@@ -175,7 +175,8 @@ fn stopped(stop: Stop, bounds: &Bounds, elapsed: Duration) -> Error {
                 "{INTERRUPTED}: the statement was stopped after {:.1} s; nothing was written. Repair: run it again, with a narrower statement or --max-rows if it was too slow or too long.",
                 elapsed.as_secs_f64()
             ),
-        ),
+        )
+        .caused_by(Cause::CtrlC),
     }
 }
 

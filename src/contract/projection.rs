@@ -116,20 +116,7 @@ impl Detail {
     }
 }
 
-/// A thread's retained output (`thread_output`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct OutputFacts {
-    pub last_assistant_text: Option<String>,
-    pub last_partial_text: Option<String>,
-    /// The last retained stderr bytes (at most 12,000).
-    pub stderr_tail: Vec<u8>,
-    /// Bytes cut before `stderr_tail`.
-    pub stderr_dropped: i64,
-    /// The child's session name, from its last `get_state` answer (`sessionName`).
-    pub session_name: Option<String>,
-    /// The child's pending message count, from its last `get_state` answer.
-    pub pending_message_count: Option<i64>,
-}
+pub use crate::store::output::OutputFacts;
 
 /// Everything a snapshot is made of: the row, its retained output and its retained events
 /// (oldest first).

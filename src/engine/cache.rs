@@ -16,7 +16,7 @@ use crate::contract::format;
 use crate::contract::projection::{Detail, Projection, ThreadFacts};
 use crate::error::{Error, Result};
 use crate::store::snapshots::{self, View};
-use crate::store::threads::{thread_statement, ThreadRow};
+use crate::store::threads::{threads_still_by_ids, ThreadRow};
 use crate::store::Store;
 
 /// Keys the filler renders in one write transaction (short, so other writes wait little).
@@ -50,7 +50,7 @@ pub(super) fn render(facts: &ThreadFacts, view: View, detail: Detail) -> Result<
             })
         }
         View::Poll => {
-            let json = super::thread_tool::poll_result(facts, detail)?;
+            let json = super::thread::poll_result(facts, detail)?;
             Ok(Rendered {
                 json: String::from_utf8(json).map_err(|e| Error::internal(e.to_string()))?,
                 line: String::new(),
@@ -140,12 +140,7 @@ pub(super) fn fill_batch(tx: &rusqlite::Connection, keys: &[Key]) -> Result<usiz
     let mut ids: Vec<&str> = keys.iter().map(|k| k.0.as_str()).collect();
     ids.sort_unstable();
     ids.dedup();
-    let rows: Vec<ThreadRow> = {
-        let ids = serde_json::to_string(&ids)?;
-        let mut stmt = thread_statement(tx, include_str!("../../sql/threads_still_by_ids.sql"))?;
-        let rows = stmt.query_map([ids], ThreadRow::from_row)?;
-        rows.collect::<rusqlite::Result<_>>()?
-    };
+    let rows = threads_still_by_ids(tx, &serde_json::to_string(&ids)?)?;
     debug_assert!(rows.iter().all(ThreadRow::is_still));
     let mut kept = 0;
     // Full detail retains more events than the others: read facts per detail level asked.

@@ -7,17 +7,16 @@ pub mod budget;
 mod cache;
 mod listing;
 mod remote;
-mod thread_tool;
+mod thread;
 mod worker;
 
-pub use thread_tool::STOP_ALREADY_CLOSED;
+pub use thread::STOP_ALREADY_CLOSED;
 pub use worker::{max_workers, restore_workers, snapshot_workers};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use rusqlite::OptionalExtension;
 use serde_json::Value;
 
 use crate::contract::projection::{recent_event_count, Detail, OutputFacts, ThreadFacts};
@@ -30,22 +29,7 @@ use crate::store::Store;
 
 /// A thread's retained output (`thread_output`); empty when none was recorded yet.
 pub fn output_facts(conn: &rusqlite::Connection, id: &str) -> Result<OutputFacts> {
-    Ok(conn
-        .prepare_cached(include_str!("../../sql/output_of_thread.sql"))?
-        .query_row([id], |r| output_row(r, 0))
-        .optional()?
-        .unwrap_or_default())
-}
-
-fn output_row(r: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<OutputFacts> {
-    Ok(OutputFacts {
-        last_assistant_text: r.get(first)?,
-        last_partial_text: r.get(first + 1)?,
-        stderr_tail: r.get(first + 2)?,
-        stderr_dropped: r.get(first + 3)?,
-        session_name: r.get(first + 4)?,
-        pending_message_count: r.get(first + 5)?,
-    })
+    crate::store::output::of_thread(conn, id)
 }
 
 /// The facts of `rows` (in their order) for a projection at `detail`, in two more queries
@@ -60,17 +44,7 @@ pub fn thread_facts(
         return Ok(Vec::new());
     }
     let ids = serde_json::to_string(&rows.iter().map(|r| r.id.as_str()).collect::<Vec<_>>())?;
-    let mut outs: Vec<OutputFacts> = vec![OutputFacts::default(); rows.len()];
-    {
-        let mut stmt = conn.prepare_cached(include_str!("../../sql/outputs_of_threads.sql"))?;
-        let mut found = stmt.query([&ids])?;
-        while let Some(r) = found.next()? {
-            let at = r.get::<_, i64>(0)? as usize;
-            if let Some(slot) = outs.get_mut(at) {
-                *slot = output_row(r, 1)?;
-            }
-        }
-    }
+    let outs = crate::store::output::of_threads(conn, &ids, rows.len())?;
     let events = events::rows_of_threads(conn, &ids, rows.len(), recent_event_count(detail))?;
     Ok(rows
         .into_iter()
@@ -248,7 +222,7 @@ impl Engine {
         progress: &(dyn Fn(&crate::contract::thread::Details<'_>) + Send + Sync),
     ) -> Result<Reply> {
         let req = crate::contract::thread::parse(params)?;
-        thread_tool::run(self, req, progress).await
+        thread::run(self, req, progress).await
     }
 
     /// Contract C: one `threads_*` tool call (answered `{content: [{type: "text", text:
@@ -273,7 +247,7 @@ impl Engine {
         thread_id: &str,
         payload: Option<&str>,
     ) -> Result<String> {
-        thread_tool::carry_out(self, kind, thread_id, payload).await
+        thread::carry_out(self, kind, thread_id, payload).await
     }
 
     /// Contract B's side of this serve (its row watcher and shutdown hook).

@@ -9,13 +9,11 @@
 
 use std::time::{Duration, Instant};
 
-use rusqlite::OptionalExtension;
-
 use super::Engine;
 use crate::error::{Error, ErrorCode, Result};
 use crate::runtime::process::ProcessIdentity;
 use crate::runtime::restore::restore_dead_owners;
-use crate::time::now_iso;
+use crate::store::{commands, threads};
 
 /// How often a requester reads its command row.
 const POLL: Duration = Duration::from_millis(25);
@@ -41,20 +39,15 @@ pub(super) fn holder(e: &Engine, id: &str) -> Result<Holder> {
     if e.rt.is_live(id) {
         return Ok(Holder::Here);
     }
-    let conn = e.store.read()?;
-    let row: Option<(String, Option<i64>, Option<i64>)> = conn
-        .prepare_cached(include_str!("../../sql/thread_holder.sql"))?
-        .query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-        .optional()?;
-    let Some((status, pid, started)) = row else {
+    let Some((status, held)) = threads::thread_holder(&*e.store.read()?, id)? else {
         return Ok(Holder::NotLive);
     };
     if status != "live" {
         return Ok(Holder::NotLive);
     }
-    let owner = pid.map(|pid| ProcessIdentity {
+    let owner = held.pid.map(|pid| ProcessIdentity {
         pid,
-        started_at: started.unwrap_or(-1),
+        started_at: held.started_at.unwrap_or(-1),
     });
     Ok(match owner {
         // Ours, but no longer in the runtime: its close is being recorded.
@@ -76,15 +69,14 @@ pub(super) fn restore_orphans(e: &Engine) -> Result<()> {
 
 /// The living serve (not this one) that owns a manager, if there is one.
 pub(super) fn manager_owner(e: &Engine, manager_id: i64) -> Result<Option<ProcessIdentity>> {
-    let conn = e.store.read()?;
-    let row: Option<(Option<i64>, Option<i64>)> = conn
-        .prepare_cached(include_str!("../../sql/manager_owner.sql"))?
-        .query_row([manager_id], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()?;
+    let row = threads::manager_owner(&*e.store.read()?, manager_id)?;
     Ok(match row {
-        Some((Some(pid), started)) => Some(ProcessIdentity {
+        Some(threads::OwnerRow {
+            pid: Some(pid),
+            started_at,
+        }) => Some(ProcessIdentity {
             pid,
-            started_at: started.unwrap_or(-1),
+            started_at: started_at.unwrap_or(-1),
         })
         .filter(|o| *o != e.rt.owner() && o.is_alive()),
         _ => None,
@@ -160,20 +152,14 @@ pub(super) async fn request(
     payload: Option<&str>,
     owner: ProcessIdentity,
 ) -> Result<Outcome> {
-    let id: i64 = e.store.write(|tx| {
-        Ok(tx
-            .prepare_cached(include_str!("../../sql/command_insert.sql"))?
-            .query_row((thread_id, kind.as_str(), payload, now_iso()), |r| r.get(0))?)
-    })?;
+    let id = e
+        .store
+        .write(|tx| commands::insert(tx, thread_id, kind.as_str(), payload))?;
     let written = Instant::now();
     let deadline = written + kind.wait();
     loop {
         tokio::time::sleep(POLL).await;
-        let (state, result): (String, Option<String>) = e
-            .store
-            .read()?
-            .prepare_cached(include_str!("../../sql/command_state.sql"))?
-            .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        let commands::CommandState { state, result } = commands::state(&*e.store.read()?, id)?;
         match state.as_str() {
             "done" => return Ok(Outcome::Done(result.unwrap_or_default())),
             "failed" => return Ok(Outcome::Failed(owner_error(result.as_deref()))),
@@ -213,21 +199,13 @@ fn withdraw(e: &Engine, id: i64, why: Withdrawn) -> Result<bool> {
         Withdrawn::ThreadClosed => "withdrawn: the thread closed first",
         Withdrawn::NotPickedUp => "withdrawn: not picked up in time",
     };
-    e.store.write(|tx| {
-        Ok(tx
-            .prepare_cached(include_str!("../../sql/command_withdraw.sql"))?
-            .execute((id, text, now_iso()))?
-            > 0)
-    })
+    e.store.write(|tx| commands::withdraw(tx, id, text))
 }
 
 /// A claimed command whose owner died: nobody will finish it.
 fn abandon(e: &Engine, id: i64) -> Result<()> {
-    e.store.write(|tx| {
-        tx.prepare_cached(include_str!("../../sql/command_abandon.sql"))?
-            .execute((id, "the owning serve ended before it finished", now_iso()))?;
-        Ok(())
-    })
+    e.store
+        .write(|tx| commands::abandon(tx, id, "the owning serve ended before it finished"))
 }
 
 /// The owner's error from a failed command's `result`: `{code, message}` as the owner wrote

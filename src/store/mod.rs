@@ -6,7 +6,9 @@
 //! so a writer takes the lock up front and waits in the busy handler instead of failing with
 //! `database is locked` when it would upgrade a read.
 
+pub mod commands;
 pub mod events;
+pub mod output;
 pub mod snapshots;
 pub mod threads;
 mod trim;
@@ -48,7 +50,7 @@ fn configure(conn: &Connection) -> rusqlite::Result<()> {
     // reads the value bound to a `LIMIT ?` while planning and marks the statement stale whenever
     // that parameter is rebound, so each call of a cached statement with a LIMIT parameter (the
     // task-name step of reference resolution, the unknown-reference listing) re-prepared it, at
-    // tens of µs a time. tests/query_plans.rs checks the hot statements are never re-prepared.
+    // tens of µs a time. tests/it/query_plans.rs checks the hot statements are never re-prepared.
     conn.set_db_config(
         rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
         true,
@@ -95,7 +97,8 @@ impl Store {
             return Err(Error::io(format!(
                 "The database {} cannot be opened for writing{why}; nothing was written. Repair: make the file (and its folder, which holds the -wal and -shm files) writable for this user, or pass --db with a writable path; the read-only commands (list, tree, show, events, sql, check) still work on it.",
                 path.display()
-            )));
+            ))
+            .naming_database());
         }
         configure(&writer)?;
         migrate(&mut writer, &path)?;
@@ -215,20 +218,23 @@ impl Drop for ReadTx<'_> {
 /// Names the database in an I/O error that does not name it yet (a corrupt page found while
 /// migrating, a full disk while registering the manager), so the message says which file.
 pub fn name_database(path: &Path, e: Error) -> Error {
-    let shown = path.display().to_string();
-    if e.code != crate::error::ErrorCode::Io || e.message.contains(&shown) {
+    if e.code != crate::error::ErrorCode::Io || e.names_database() {
         return e;
     }
-    Error::io(format!("Database {shown}: {}", e.message))
+    let message = format!("Database {}: {}", path.display(), e.message);
+    e.with_message(message).naming_database()
 }
 
 fn open_error(path: &Path, e: rusqlite::Error) -> Error {
     let base: Error = e.into();
-    Error::io(format!(
+    let message = format!(
         "Cannot open the database {}: {}",
         path.display(),
         base.message
-    ))
+    );
+    base.with_code(crate::error::ErrorCode::Io)
+        .with_message(message)
+        .naming_database()
 }
 
 /// A read-only open that fails because the folder is not writable: reading a WAL database
@@ -245,7 +251,8 @@ fn read_open_error(path: &Path, e: rusqlite::Error) -> Error {
                 "Cannot read the database {}: its folder {} is not writable ({why}), and SQLite must create the -shm file there to read a WAL database. Repair: copy the database (and its -wal file, if any) to a writable folder and pass --db with the copy, or make the folder writable.",
                 path.display(),
                 folder.display()
-            ));
+            ))
+            .naming_database();
         }
     }
     open_error(path, e)
@@ -266,10 +273,12 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
         .write(true)
         .open(&lock_path)?;
     rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive).map_err(|e| {
+        // The lock file's name starts with the database's.
         Error::io(format!(
             "Cannot lock {}: {e}. Repair: check folder permissions.",
             lock_path.display()
         ))
+        .naming_database()
     })?;
     // The switch to WAL is under the lock too: on a new file it rewrites the header, and a
     // second process doing the same at that moment got `database is locked` without waiting.
@@ -279,7 +288,8 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
             return Err(Error::io(format!(
                 "The database {} could not switch to WAL mode (journal_mode is {mode}). Repair: put the database on a local filesystem that supports shared memory.",
                 path.display()
-            )));
+            ))
+            .naming_database());
         }
         embedded::migrations::runner()
             .set_abort_divergent(true)
@@ -299,7 +309,8 @@ pub fn open_read_only(path: impl AsRef<Path>) -> Result<Connection> {
         return Err(Error::io(format!(
             "No database at {}. Repair: pass --db or set THREADBASE_DB to an existing threadbase database (run `threadbase demo` or `threadbase serve` to create one).",
             path.display()
-        )));
+        ))
+        .naming_database());
     }
     let conn = Connection::open_with_flags(
         path,

@@ -133,12 +133,19 @@ pub fn insert_thread(conn: &Connection, t: &NewThread) -> Result<()> {
     })
     .map_err(|e| {
         if let rusqlite::Error::SqliteFailure(f, _) = &e {
-            let unique = e.to_string().contains("UNIQUE");
-            if f.code == rusqlite::ErrorCode::ConstraintViolation && unique {
-                return crate::error::Error::conflict(format!(
+            // "UNIQUE constraint failed": a unique index or a primary key.
+            if matches!(
+                f.extended_code,
+                rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
+                    | rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY
+            ) {
+                let message = format!(
                     "Thread path already exists: {}. Repair: choose a unique path for this parent.",
                     t.path
-                ));
+                );
+                return crate::error::Error::from(e)
+                    .with_code(crate::error::ErrorCode::Conflict)
+                    .with_message(message);
             }
         }
         e.into()
@@ -353,4 +360,109 @@ pub fn manager_of_thread(conn: &Connection, thread_id: &str) -> Result<Option<(S
     Ok(stmt
         .query_row([thread_id], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?)
+}
+
+/// A thread's ancestors by parent link, the top first (across managers).
+pub fn thread_ancestors(conn: &Connection, id: &str) -> Result<Vec<ThreadRow>> {
+    query_threads(conn, include_str!("../../sql/thread_ancestors.sql"), [id])
+}
+
+/// How many live threads a manager has (PI_THREADS_MAX_THREADS holds per manager).
+pub fn count_live(conn: &Connection, manager_id: i64) -> Result<i64> {
+    Ok(conn
+        .prepare_cached(include_str!("../../sql/count_live.sql"))?
+        .query_row([manager_id], |r| r.get(0))?)
+}
+
+/// Whether a thread id is recorded.
+pub fn thread_exists(conn: &Connection, id: &str) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(include_str!("../../sql/thread_exists.sql"))?
+        .query_row([id], |r| r.get(0))?)
+}
+
+/// Whether a manager already holds `path`.
+pub fn path_taken(conn: &Connection, manager_id: i64, path: &str) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(include_str!("../../sql/path_taken.sql"))?
+        .query_row((manager_id, path), |r| r.get(0))?)
+}
+
+/// The id of the thread at `path` of a manager.
+pub fn thread_id_at_path(conn: &Connection, manager_id: i64, path: &str) -> Result<Option<String>> {
+    Ok(conn
+        .prepare_cached(include_str!("../../sql/thread_id_at_path.sql"))?
+        .query_row((manager_id, path), |r| r.get(0))
+        .optional()?)
+}
+
+/// Records the session file (and session id) a thread's process uses.
+pub fn set_session(conn: &Connection, id: &str, file: &str, session_id: &str) -> Result<()> {
+    conn.prepare_cached(include_str!("../../sql/thread_set_session.sql"))?
+        .execute(named_params! {
+            ":file": file, ":session_id": session_id, ":at": now_iso(), ":id": id,
+        })?;
+    Ok(())
+}
+
+/// Closes a reserved thread whose process never started (no pid recorded) as failed with
+/// `message`; false when it was not such a thread.
+pub fn close_unlaunched(conn: &Connection, id: &str, message: &str, at: &str) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(include_str!("../../sql/thread_close_unlaunched.sql"))?
+        .execute((id, message, at))?
+        > 0)
+}
+
+/// Archives or unarchives a closed thread.
+pub fn set_archived(conn: &Connection, id: &str, archived: bool, at: &str) -> Result<()> {
+    conn.prepare_cached(include_str!("../../sql/thread_set_archived.sql"))?
+        .execute(named_params! {":archived": archived, ":at": at, ":id": id})?;
+    Ok(())
+}
+
+/// The serve that holds a thread or owns a manager, as recorded (pid and start time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OwnerRow {
+    pub pid: Option<i64>,
+    pub started_at: Option<i64>,
+}
+
+/// A thread's status and the serve that holds it (a reserved row whose launch is in flight:
+/// its manager's serve).
+pub fn thread_holder(conn: &Connection, id: &str) -> Result<Option<(String, OwnerRow)>> {
+    Ok(conn
+        .prepare_cached(include_str!("../../sql/thread_holder.sql"))?
+        .query_row([id], |r| {
+            Ok((
+                r.get(0)?,
+                OwnerRow {
+                    pid: r.get(1)?,
+                    started_at: r.get(2)?,
+                },
+            ))
+        })
+        .optional()?)
+}
+
+/// The serve that owns a manager.
+pub fn manager_owner(conn: &Connection, manager_id: i64) -> Result<Option<OwnerRow>> {
+    Ok(conn
+        .prepare_cached(include_str!("../../sql/manager_owner.sql"))?
+        .query_row([manager_id], |r| {
+            Ok(OwnerRow {
+                pid: r.get(0)?,
+                started_at: r.get(1)?,
+            })
+        })
+        .optional()?)
+}
+
+/// The still threads (closed, or live and idle) among the ids of the JSON array `ids`.
+pub fn threads_still_by_ids(conn: &Connection, ids: &str) -> Result<Vec<ThreadRow>> {
+    query_threads(
+        conn,
+        include_str!("../../sql/threads_still_by_ids.sql"),
+        [ids],
+    )
 }

@@ -1,0 +1,49 @@
+//! `archive`: a closed thread's archived flag, with its event.
+
+use serde_json::json;
+
+use super::{find, reply, Engine};
+use crate::contract::format;
+use crate::contract::projection::{Detail, Projection};
+use crate::contract::thread::{Details, Single, SnapshotJson};
+use crate::error::{Error, Result};
+use crate::output::Reply;
+use crate::store::events::{self, NewEvent};
+use crate::store::threads;
+use crate::time::now_iso;
+
+pub(super) fn archive(e: &Engine, reference: &str, archived: bool) -> Result<Reply> {
+    let row = find(e, reference)?;
+    if row.is_live() {
+        return Err(Error::conflict(format!(
+            "Cannot archive live thread {}. Repair: stop or wait for the thread to close before archiving, or omit archive for live work.",
+            row.path
+        )));
+    }
+    e.store.write(|tx| {
+        let at = now_iso();
+        threads::set_archived(tx, &row.id, archived, &at)?;
+        let data = json!({"archived": archived}).to_string();
+        events::append(
+            tx,
+            &row.id,
+            &[NewEvent {
+                at: &at,
+                kind: "thread_archived",
+                data: &data,
+            }],
+        )?;
+        Ok(())
+    })?;
+    let facts = e.facts(&row.id)?;
+    let projection = Projection::new(&facts, Detail::Summary);
+    let snap = projection.snapshot();
+    let text = format::archived(&snap, archived);
+    reply(
+        &text,
+        Details::Archived {
+            thread: Single::of(&SnapshotJson::new(&snap)?),
+            archived,
+        },
+    )
+}

@@ -1,0 +1,51 @@
+//! Actions another serve wrote for a thread this serve holds (or manages), carried out here.
+
+use super::resume::{resume_here, Place};
+use super::send::{send_here, SendPayload};
+use super::{closed_error, gone_meanwhile, Engine};
+use crate::error::{Error, Result};
+use crate::store::threads::thread_by_id_any;
+
+/// A `send` or `resume` another serve wrote for a thread this serve holds (or manages), as
+/// the row watcher hands it over: the outcome text for `commands.result`.
+pub(crate) async fn carry_out(
+    e: &Engine,
+    kind: &str,
+    thread_id: &str,
+    payload: Option<&str>,
+) -> Result<String> {
+    let row =
+        thread_by_id_any(&*e.store.read()?, thread_id)?.ok_or_else(|| gone_meanwhile(thread_id))?;
+    match kind {
+        "send" => {
+            let p: SendPayload = serde_json::from_str(payload.unwrap_or("null")).map_err(|err| {
+                Error::invalid(format!(
+                    "The send request for {} has no valid payload ({err}). Repair: send again from the thread tool.",
+                    row.path
+                ))
+            })?;
+            e.rt.await_launch(&row.id, crate::runtime::LAUNCH_WAIT)
+                .await;
+            if !e.rt.is_live(&row.id) {
+                return Err(closed_error(&row.path, &row));
+            }
+            Ok(serde_json::to_string(
+                &send_here(e, &row, &p.message, p.mode).await?,
+            )?)
+        }
+        "resume" => {
+            e.rt.await_launch(&row.id, crate::runtime::LAUNCH_WAIT)
+                .await;
+            let place = if row.manager_id == e.manager_id {
+                Place::Own
+            } else {
+                Place::Below
+            };
+            Ok(serde_json::to_string(&resume_here(e, &row, place).await?)?)
+        }
+        other => Err(Error::internal(format!(
+            "Unknown command kind {other} for {}. Repair: this serve is older than the one that wrote it; restart it.",
+            row.path
+        ))),
+    }
+}

@@ -1,0 +1,146 @@
+//! `fork`: a branch of a managed child's (or the parent's own) session file, written inside
+//! the reservation, launched as a new child.
+
+use std::path::{Path, PathBuf};
+
+use super::reserve::{
+    check_depth, check_live_count, child_argv, choose_task_name, close_unlaunched, parent_thread_id,
+};
+use super::{find, reply, Engine};
+use crate::contract::projection::{Detail, Projection};
+use crate::contract::thread::{Details, Single, SnapshotJson};
+use crate::contract::{args as argpolicy, format, naming};
+use crate::error::{Error, ErrorCode, Result};
+use crate::output::Reply;
+use crate::runtime::{LaunchSpec, StartKind};
+use crate::store::threads::{insert_thread, NewThread};
+use crate::time::now_iso;
+
+pub(super) async fn fork(
+    e: &Engine,
+    reference: Option<String>,
+    entry_id: Option<String>,
+    pos: crate::session::ForkPosition,
+    name: Option<String>,
+    task_name: Option<String>,
+    args: Vec<String>,
+) -> Result<Reply> {
+    check_depth(e)?;
+    check_live_count(e, &*e.store.read()?)?;
+    argpolicy::validate_child_args(&args)?;
+    let inherited = argpolicy::inherited_args(&e.cfg.parent_args, &e.cfg.cwd);
+    argpolicy::merge_args(&inherited, &args)?;
+    // The source: a managed child's session, or the parent's own.
+    let (source_file, source_name) = match &reference {
+        Some(r) => {
+            let src = find(e, r)?;
+            let file = src.session_file.clone().filter(|f| Path::new(f).exists()).ok_or_else(|| {
+                Error::new(
+                    ErrorCode::NotResumable,
+                    format!(
+                        "Cannot fork {}: no saved Pi session file is known for this thread. Repair: fork another thread, or omit id to fork the current session.",
+                        src.path
+                    ),
+                )
+            })?;
+            (PathBuf::from(file), Some(src.name))
+        }
+        None => {
+            let file = e.cfg.session_file.clone().filter(|f| f.exists()).ok_or_else(|| {
+                Error::new(
+                    ErrorCode::NotResumable,
+                    "Cannot fork the current parent session because it has no saved Pi session file. Repair: fork a managed thread by id instead, or save the session first.",
+                )
+            })?;
+            (file, None)
+        }
+    };
+    let display = name
+        .clone()
+        .unwrap_or_else(|| naming::fork_name(source_name.as_deref()));
+    let source = crate::session::SessionFile::read(&source_file)?;
+    let cwd = source
+        .cwd()
+        .map(PathBuf::from)
+        .unwrap_or_else(|| e.cfg.cwd.clone());
+    let id = crate::ids::new_thread_id();
+    let short = &id[7..13];
+    let base = naming::base_task_name(Some(&display), None, short);
+    let depth = e.cfg.depth + 1;
+    let session_id = crate::session::uuid_v7();
+    let new_file = e
+        .child_session_dir()
+        .join(crate::session::session_file_name(&now_iso(), &session_id));
+    let (_task, path) = e.store.write(|tx| {
+        check_live_count(e, tx)?;
+        e.check_budget(tx, None, "fork")?;
+        let (task, path) = choose_task_name(e, tx, task_name.as_deref(), &base)?;
+        // The branch file is written inside the reservation, so a rejected fork writes nothing.
+        crate::session::write_branch(&source, entry_id.as_deref(), pos, &new_file, &session_id)?;
+        insert_thread(
+            tx,
+            &NewThread {
+                id: id.clone(),
+                manager_id: e.manager_id,
+                path: path.clone(),
+                parent_path: Some(e.cfg.scope_path.clone()),
+                parent_id: parent_thread_id(e, tx)?,
+                task_name: task.clone(),
+                name: display.clone(),
+                depth,
+                cwd: cwd.display().to_string(),
+                args: args.clone(),
+                status: "live",
+                phase: "starting",
+                session_file: Some(new_file.display().to_string()),
+                session_id: Some(session_id.clone()),
+                ..Default::default()
+            },
+        )
+        .inspect_err(|_| {
+            let _ = std::fs::remove_file(&new_file);
+        })?;
+        Ok((task, path))
+    })?;
+    let source_entry = entry_id
+        .clone()
+        .or_else(|| source.leaf_id().map(str::to_string));
+    let argv = child_argv(e, &args, &cwd, &new_file, &display)?;
+    let launched =
+        e.rt.launch(LaunchSpec {
+            thread_id: id.clone(),
+            argv,
+            cwd: cwd.clone(),
+            env: e.child_env(&id, &path, depth),
+            clear_env: false,
+            start: StartKind::Forked {
+                source_session_file: source_file.display().to_string(),
+                source_entry_id: source_entry.clone(),
+            },
+        })
+        .await;
+    let outcome = match launched {
+        Ok(o) => o,
+        Err(err) => {
+            close_unlaunched(e, &id, &err.message)?;
+            return Err(err);
+        }
+    };
+    e.rt.flush().await;
+    let facts = e.facts(&id)?;
+    let projection = Projection::new(&facts, Detail::Summary);
+    let snap = projection.snapshot();
+    let source_session_file = source_file.display().to_string();
+    let mut text = format::forked(&snap, &source_session_file, source_entry.as_deref());
+    if let Some(note) = &outcome.note {
+        text.push_str(&format!("\nNote: {note}"));
+    }
+    reply(
+        &text,
+        Details::Forked {
+            thread: Single::of(&SnapshotJson::new(&snap)?),
+            source_session_file: &source_session_file,
+            source_entry_id: source_entry.as_deref(),
+        },
+    )
+}

@@ -1,0 +1,139 @@
+//! Contract A's nine actions (the pi-threads `thread` tool), one file per verb, on top of the
+//! store and the runtime. What several verbs share is here: resolving a reference, the
+//! result's envelope, a live thread's refresh, and the notes of an action another serve
+//! carried out; reserving a new thread (limits, names, the insert) is in `reserve`.
+
+mod archive;
+mod carry;
+mod fork;
+mod list;
+mod poll;
+mod reserve;
+mod resume;
+mod send;
+mod start;
+mod stop;
+mod wait;
+
+use std::time::Duration;
+
+use super::remote::{self, Holder};
+use super::Engine;
+use crate::contract::thread::{Details, ThreadRequest};
+use crate::contract::ToolResult;
+use crate::error::{Error, ErrorCode, Result};
+use crate::output::Reply;
+use crate::refs::{resolve, RefScope};
+use crate::store::threads::ThreadRow;
+
+pub(crate) use carry::carry_out;
+pub(super) use poll::poll_result;
+pub use stop::STOP_ALREADY_CLOSED;
+
+/// Timeout of the `get_state` refresh a poll or send makes.
+pub(super) const REFRESH_TIMEOUT: Duration = Duration::from_millis(1_500);
+
+/// Pause between refreshes while waiting.
+pub(super) const WAIT_STEP: Duration = Duration::from_millis(250);
+
+pub(super) async fn run(
+    e: &Engine,
+    req: ThreadRequest,
+    progress: &(dyn Fn(&Details<'_>) + Send + Sync),
+) -> Result<Reply> {
+    match req {
+        ThreadRequest::Start {
+            prompt,
+            name,
+            task_name,
+            args,
+            cwd,
+        } => start::start(e, prompt, name, task_name, args, cwd).await,
+        ThreadRequest::List {
+            state,
+            visibility,
+            target,
+        } => list::list_threads(e, state, visibility, target),
+        ThreadRequest::Poll { id, detail } => poll::poll(e, &id, detail).await,
+        ThreadRequest::Send { id, message, mode } => send::send(e, &id, &message, mode).await,
+        ThreadRequest::Stop { id, force } => stop::stop(e, &id, force).await,
+        ThreadRequest::Wait {
+            id,
+            detail,
+            timeout_ms,
+        } => wait::wait(e, &id, detail, timeout_ms, progress).await,
+        ThreadRequest::Resume { id } => resume::resume(e, &id).await,
+        ThreadRequest::Fork {
+            id,
+            entry_id,
+            position,
+            name,
+            task_name,
+            args,
+        } => fork::fork(e, id, entry_id, position, name, task_name, args).await,
+        ThreadRequest::Archive { id, archived } => archive::archive(e, &id, archived),
+    }
+}
+
+pub(super) fn scope(e: &Engine) -> RefScope<'_> {
+    RefScope {
+        manager_id: e.manager_id,
+        current_path: &e.cfg.scope_path,
+        self_id: e.cfg.self_id.as_deref(),
+    }
+}
+
+pub(super) fn find(e: &Engine, reference: &str) -> Result<ThreadRow> {
+    let conn = e.store.read()?;
+    resolve(&conn, scope(e), reference)
+}
+
+/// `{content: [{type: text, text}], details}`, serialized.
+pub(super) fn reply(text: &str, details: Details<'_>) -> Result<Reply> {
+    Reply::json(&ToolResult::new(text, details))
+}
+
+pub(super) async fn refresh_if_live(e: &Engine, id: &str) -> Option<bool> {
+    if !e.rt.is_live(id) {
+        return None;
+    }
+    let idle =
+        e.rt.refresh(id, REFRESH_TIMEOUT)
+            .await
+            .ok()
+            .map(|(idle, _)| idle);
+    e.rt.flush().await;
+    idle
+}
+
+/// A thread this serve does not hold is read from its rows; one whose serve is gone is
+/// restored (closed as stale) first, so its rows say what is true.
+pub(super) fn settle_if_orphaned(e: &Engine, id: &str) -> Result<()> {
+    if remote::holder(e, id)? == Holder::Orphaned {
+        remote::restore_orphans(e)?;
+    }
+    Ok(())
+}
+
+pub(super) fn closed_error(reference: &str, row: &ThreadRow) -> Error {
+    Error::new(
+        ErrorCode::Closed,
+        format!("Thread is closed: {reference}. Repair: resume it first with {{ \"action\": \"resume\", \"id\": \"{}\" }}, or start a new thread.", row.path),
+    )
+}
+
+/// The line a result's text ends with when another serve carried the action out (a
+/// threadbase addition: pi-threads has one process per manager).
+pub(super) fn held_by(owner: crate::runtime::process::ProcessIdentity) -> String {
+    format!(
+        "\nNote: carried out by the serve that holds it (pid {}).",
+        owner.pid
+    )
+}
+
+pub(super) fn gone_meanwhile(id: &str) -> Error {
+    Error::new(
+        ErrorCode::UnknownReference,
+        format!("Unknown thread: {id} (it was removed meanwhile). Repair: list the threads and use a current id."),
+    )
+}

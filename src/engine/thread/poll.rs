@@ -1,0 +1,52 @@
+//! `poll`: a closed thread's kept answer, or a live one refreshed and rendered.
+
+use super::{refresh_if_live, scope, settle_if_orphaned, Engine};
+use crate::contract::format;
+use crate::contract::projection::{Detail, Projection, ThreadFacts};
+use crate::contract::thread::{Details, Single, SnapshotJson};
+use crate::contract::ToolResult;
+use crate::error::Result;
+use crate::output::Reply;
+use crate::refs::resolve;
+use crate::store::snapshots::{self, View};
+
+pub(super) async fn poll(e: &Engine, reference: &str, detail: Detail) -> Result<Reply> {
+    let row = {
+        let conn = e.store.read()?;
+        let row = resolve(&conn, scope(e), reference)?;
+        // A closed thread's answer changes only with its rows: a cached one is current.
+        if !row.is_live() {
+            if let Some((json, _)) = snapshots::cached(&conn, &row.id, View::Poll, detail.as_str())?
+            {
+                return Ok(Reply::Json(json.into_bytes()));
+            }
+        }
+        row
+    };
+    if row.is_live() && refresh_if_live(e, &row.id).await.is_none() {
+        settle_if_orphaned(e, &row.id)?;
+    }
+    let facts = e.facts(&row.id)?;
+    if !facts.row.is_live() {
+        e.cache.missed([(facts.row.id.clone(), View::Poll, detail)]);
+    }
+    Ok(Reply::Json(poll_result(&facts, detail)?))
+}
+
+/// A poll's result JSON: the headline and the snapshot at `detail` (also what the snapshot
+/// cache keeps for a closed thread, see engine/cache.rs).
+pub(in crate::engine) fn poll_result(facts: &ThreadFacts, detail: Detail) -> Result<Vec<u8>> {
+    let projection = Projection::new(facts, detail);
+    let snap = projection.snapshot();
+    let mut json = Vec::with_capacity(8 * 1024);
+    serde_json::to_writer(
+        &mut json,
+        &ToolResult::new(
+            &format::polled(&projection, &snap),
+            Details::Polled {
+                thread: Single::of(&SnapshotJson::new(&snap)?),
+            },
+        ),
+    )?;
+    Ok(json)
+}

@@ -1,0 +1,176 @@
+//! Reserving a new thread (start and fork): the depth and live-count limits, a unique task
+//! name and path chosen inside the reserving transaction, the child's cwd, argv and session
+//! file, and closing a reservation whose launch failed.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, Transaction};
+use serde_json::json;
+
+use super::Engine;
+use crate::contract::{args as argpolicy, naming};
+use crate::error::{Error, ErrorCode, Result};
+use crate::store::events::{self, NewEvent};
+use crate::store::threads;
+use crate::time::now_iso;
+
+pub(super) fn check_depth(e: &Engine) -> Result<()> {
+    check_depth_at(e, e.cfg.depth)
+}
+
+/// A child of a thread at `depth` may be launched (the caller's depth for its own children).
+pub(super) fn check_depth_at(e: &Engine, depth: i64) -> Result<()> {
+    let l = e.cfg.limits;
+    if depth >= l.max_depth {
+        return Err(Error::new(
+            ErrorCode::Limit,
+            format!(
+                "pi-threads recursion depth {depth} has reached PI_THREADS_MAX_DEPTH={}. Repair: do the work in this thread, or raise PI_THREADS_MAX_DEPTH for the parent.",
+                l.max_depth
+            ),
+        ));
+    }
+    Ok(())
+}
+
+pub(super) fn check_live_count(e: &Engine, conn: &Connection) -> Result<()> {
+    check_live_count_of(e, conn, e.manager_id)
+}
+
+/// PI_THREADS_MAX_THREADS holds per manager: `manager_id`'s live threads.
+pub(super) fn check_live_count_of(e: &Engine, conn: &Connection, manager_id: i64) -> Result<()> {
+    let live = threads::count_live(conn, manager_id)?;
+    let max = e.cfg.limits.max_threads;
+    if live >= max {
+        return Err(Error::new(
+            ErrorCode::Limit,
+            format!(
+                "pi-threads live thread limit reached: {live}/{max}. Repair: stop or wait for a live thread to close, or raise PI_THREADS_MAX_THREADS."
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The caller's own thread id, when the caller is a managed thread recorded in this database.
+pub(super) fn parent_thread_id(e: &Engine, conn: &Connection) -> Result<Option<String>> {
+    let Some(id) = &e.cfg.self_id else {
+        return Ok(None);
+    };
+    Ok(threads::thread_exists(conn, id)?.then(|| id.clone()))
+}
+
+/// Picks the task name inside the reserving transaction: an explicit one must be free; a
+/// generated one probes `_2`, `_3`, … with one indexed lookup each.
+pub(super) fn choose_task_name(
+    e: &Engine,
+    tx: &Transaction<'_>,
+    explicit: Option<&str>,
+    base: &str,
+) -> Result<(String, String)> {
+    let parent = &e.cfg.scope_path;
+    if let Some(t) = explicit {
+        let path = format!("{parent}/{t}");
+        if threads::path_taken(tx, e.manager_id, &path)? {
+            let id = threads::thread_id_at_path(tx, e.manager_id, &path)?.unwrap_or_default();
+            return Err(Error::conflict(format!(
+                "Thread path already exists: {path} (id: {id}). Repair: choose a unique start.taskName for this parent, or omit taskName so pi-threads generates a unique lower_snake_case path segment."
+            )));
+        }
+        return Ok((t.to_string(), path));
+    }
+    let mut failure = None;
+    let name = naming::unique_task_name(base, |candidate| {
+        match threads::path_taken(tx, e.manager_id, &format!("{parent}/{candidate}")) {
+            Ok(taken) => taken,
+            Err(err) => {
+                failure = Some(err);
+                true
+            }
+        }
+    });
+    if let Some(err) = failure {
+        return Err(err);
+    }
+    let name = name.ok_or_else(|| naming::unique_name_error(parent))?;
+    let path = format!("{parent}/{name}");
+    Ok((name, path))
+}
+
+pub(super) fn resolve_cwd(e: &Engine, cwd: Option<&str>) -> Result<PathBuf> {
+    let Some(given) = cwd else {
+        return Ok(e.cfg.cwd.clone());
+    };
+    let p = Path::new(given);
+    let full = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        e.cfg.cwd.join(p)
+    };
+    match std::fs::metadata(&full) {
+        Ok(m) if m.is_dir() => Ok(dunce::canonicalize(&full).unwrap_or(full)),
+        Ok(_) => Err(Error::invalid(format!(
+            "Invalid child cwd: {} is not a directory. Repair: pass an existing directory, relative to the parent cwd {}, or omit cwd.",
+            full.display(),
+            e.cfg.cwd.display()
+        ))),
+        Err(err) => Err(Error::invalid(format!(
+            "Invalid child cwd: {} does not exist ({err}). Repair: pass an existing directory, relative to the parent cwd {}, or omit cwd.",
+            full.display(),
+            e.cfg.cwd.display()
+        ))),
+    }
+}
+
+/// The child's argv for its stored args, cwd and session file.
+pub(super) fn child_argv(
+    e: &Engine,
+    args: &[String],
+    cwd: &Path,
+    session: &Path,
+    name: &str,
+) -> Result<Vec<String>> {
+    let inherited = argpolicy::inherited_args(&e.cfg.parent_args, &e.cfg.cwd);
+    let merged = argpolicy::merge_args(&inherited, args)?;
+    let approve = argpolicy::should_approve(e.cfg.trusted, &e.cfg.cwd, cwd);
+    Ok(argpolicy::child_argv(
+        &e.cfg.pi_command,
+        &merged,
+        Some(session),
+        name,
+        approve,
+    ))
+}
+
+pub(super) fn new_session_file(
+    e: &Engine,
+    cwd: &Path,
+    parent_session: Option<&Path>,
+) -> Result<(PathBuf, String)> {
+    let session_id = crate::session::uuid_v7();
+    let path = e
+        .child_session_dir()
+        .join(crate::session::session_file_name(&now_iso(), &session_id));
+    crate::session::write_header_only(&path, &session_id, cwd, parent_session)?;
+    Ok((path, session_id))
+}
+
+/// A reserved thread whose launch failed before the runtime recorded anything is closed as
+/// failed, so no live row claims a process that never existed.
+pub(super) fn close_unlaunched(e: &Engine, id: &str, message: &str) -> Result<()> {
+    e.store.write(|tx| {
+        if threads::close_unlaunched(tx, id, message, &now_iso())? {
+            let data = json!({"exit": {"kind": "failed", "message": message}}).to_string();
+            events::append(
+                tx,
+                id,
+                &[NewEvent {
+                    at: &now_iso(),
+                    kind: "thread_closed",
+                    data: &data,
+                }],
+            )?;
+        }
+        Ok(())
+    })
+}

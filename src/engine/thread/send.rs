@@ -1,0 +1,115 @@
+//! `send`: to a child this serve holds, or handed to the serve that holds it.
+
+use serde::{Deserialize, Serialize};
+
+use super::remote::{self, CommandKind, Holder, Outcome};
+use super::{closed_error, find, held_by, refresh_if_live, reply, settle_if_orphaned, Engine};
+use crate::contract::format;
+use crate::contract::projection::{Detail, Projection};
+use crate::contract::thread::{Details, Single, SnapshotJson};
+use crate::error::Result;
+use crate::output::Reply;
+use crate::runtime::SendMode;
+use crate::store::threads::ThreadRow;
+
+/// A send's payload in a `commands` row for the serve that holds the thread.
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct SendPayload {
+    pub(super) message: String,
+    /// None: the owner picks `prompt` (idle) or `follow_up`.
+    pub(super) mode: Option<SendMode>,
+}
+
+/// What a send did, as the owner records it.
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct SendDone {
+    mode: SendMode,
+    accepted: Option<bool>,
+    error: Option<String>,
+}
+
+pub(super) async fn send(
+    e: &Engine,
+    reference: &str,
+    message: &str,
+    mode: Option<SendMode>,
+) -> Result<Reply> {
+    let row = find(e, reference)?;
+    e.rt.await_launch(&row.id, crate::runtime::LAUNCH_WAIT)
+        .await;
+    let (done, via) = match remote::holder(e, &row.id)? {
+        Holder::Here => (send_here(e, &row, message, mode).await?, None),
+        Holder::Elsewhere(owner) => {
+            let payload = serde_json::to_string(&SendPayload {
+                message: message.to_string(),
+                mode,
+            })?;
+            let outcome =
+                remote::request(e, &row.id, CommandKind::Send, Some(&payload), owner).await?;
+            let done = match outcome {
+                Outcome::Done(text) => serde_json::from_str::<SendDone>(&text)?,
+                Outcome::Failed(err) => return Err(err),
+                Outcome::Withdrawn(why) => {
+                    settle_if_orphaned(e, &row.id)?;
+                    return Err(remote::not_carried_out(&row.path, "send", why));
+                }
+                // Contract A's answer to a send whose answer did not come in time.
+                Outcome::StillRunning => SendDone {
+                    mode: mode.unwrap_or(SendMode::FollowUp),
+                    accepted: None,
+                    error: Some(format!(
+                        "Timed out waiting for the serve that holds {} to finish the send. It was handed over and may still be delivered; poll or wait before retrying.",
+                        row.path
+                    )),
+                },
+            };
+            (done, Some(owner))
+        }
+        Holder::Orphaned => {
+            remote::restore_orphans(e)?;
+            return Err(closed_error(reference, &row));
+        }
+        Holder::NotLive => return Err(closed_error(reference, &row)),
+    };
+    let facts = e.facts(&row.id)?;
+    let projection = Projection::new(&facts, Detail::Summary);
+    let snap = projection.snapshot();
+    let mode = done.mode;
+    let mut text = format::sent(&snap, mode, done.accepted, done.error.as_deref());
+    if let Some(owner) = via {
+        text.push_str(&held_by(owner));
+    }
+    reply(
+        &text,
+        Details::Sent {
+            thread: Single::of(&SnapshotJson::new(&snap)?),
+            mode,
+            accepted: done.accepted,
+            error: done.error.as_deref(),
+        },
+    )
+}
+
+/// A send to a child this serve holds.
+pub(super) async fn send_here(
+    e: &Engine,
+    row: &ThreadRow,
+    message: &str,
+    mode: Option<SendMode>,
+) -> Result<SendDone> {
+    e.check_budget(&*e.store.read()?, Some(&row.id), "send")?;
+    refresh_if_live(e, &row.id).await;
+    let phase = e.rt.watch(&row.id).map(|v| v.borrow().phase);
+    let mode = match mode {
+        Some(mode) => mode,
+        None if phase == Some(crate::runtime::mapping::Phase::Idle) => SendMode::Prompt,
+        None => SendMode::FollowUp,
+    };
+    let outcome = e.rt.send(&row.id, mode, message).await?;
+    e.rt.flush().await;
+    Ok(SendDone {
+        mode,
+        accepted: outcome.accepted,
+        error: outcome.error,
+    })
+}

@@ -1,0 +1,62 @@
+//! `stop`: a child this serve holds, or a stop handed to the serve that holds it.
+
+use super::remote::{self, CommandKind, Holder, Outcome};
+use super::{find, held_by, reply, settle_if_orphaned, Engine};
+use crate::contract::format;
+use crate::contract::projection::{Detail, Projection};
+use crate::contract::thread::{Details, Single, SnapshotJson};
+use crate::error::Result;
+use crate::output::Reply;
+
+pub(super) async fn stop(e: &Engine, reference: &str, force: bool) -> Result<Reply> {
+    let row = find(e, reference)?;
+    e.rt.await_launch(&row.id, crate::runtime::LAUNCH_WAIT)
+        .await;
+    let (was_live, note) = match remote::holder(e, &row.id)? {
+        Holder::Elsewhere(owner) => {
+            let kind = if force {
+                CommandKind::ForceStop
+            } else {
+                CommandKind::Stop
+            };
+            match remote::request(e, &row.id, kind, None, owner).await? {
+                Outcome::Done(result) => (result != STOP_ALREADY_CLOSED, held_by(owner)),
+                Outcome::Failed(err) => return Err(err),
+                Outcome::Withdrawn(remote::Withdrawn::NotPickedUp) => {
+                    return Err(remote::not_carried_out(
+                        &row.path,
+                        "stop",
+                        remote::Withdrawn::NotPickedUp,
+                    ))
+                }
+                // Gone or closed meanwhile: there is nothing left to stop.
+                Outcome::Withdrawn(_) => {
+                    settle_if_orphaned(e, &row.id)?;
+                    (false, String::new())
+                }
+                Outcome::StillRunning => return Err(remote::still_running(&row.path, "stop")),
+            }
+        }
+        Holder::Orphaned => {
+            remote::restore_orphans(e)?;
+            (false, String::new())
+        }
+        Holder::Here | Holder::NotLive => (e.rt.stop(&row.id, force).await?, String::new()),
+    };
+    e.rt.flush().await;
+    let facts = e.facts(&row.id)?;
+    let projection = Projection::new(&facts, Detail::Summary);
+    let snap = projection.snapshot();
+    let text = format::stopped(&snap, !was_live) + &note;
+    reply(
+        &text,
+        Details::Stopped {
+            thread: Single::of(&SnapshotJson::new(&snap)?),
+            already_closed: !was_live,
+        },
+    )
+}
+
+/// A stop command's result when the thread was closed already (`threadbase top` and
+/// `threadbase stop` read the same texts).
+pub const STOP_ALREADY_CLOSED: &str = "already closed";

@@ -1,0 +1,155 @@
+//! `wait`: on a child's watch channel with periodic refreshes, or on the rows of a thread
+//! another serve holds; progress notifications in both.
+
+use std::time::{Duration, Instant};
+
+use super::remote::{self, Holder};
+use super::{find, gone_meanwhile, reply, Engine, REFRESH_TIMEOUT, WAIT_STEP};
+use crate::contract::format;
+use crate::contract::projection::{Detail, Projection};
+use crate::contract::thread::{Details, Single, SnapshotJson};
+use crate::error::Result;
+use crate::output::Reply;
+use crate::store::commands;
+use crate::store::threads::{thread_by_id_any, ThreadRow};
+
+pub(super) async fn wait(
+    e: &Engine,
+    reference: &str,
+    detail: Detail,
+    timeout_ms: u64,
+    progress: &(dyn Fn(&Details<'_>) + Send + Sync),
+) -> Result<Reply> {
+    let row = find(e, reference)?;
+    let started = Instant::now();
+    e.rt.await_launch(&row.id, crate::runtime::LAUNCH_WAIT)
+        .await;
+    if e.rt.watch(&row.id).is_none() {
+        match remote::holder(e, &row.id)? {
+            Holder::Elsewhere(_) => {
+                return wait_on_rows(e, &row, detail, timeout_ms, started, progress).await
+            }
+            Holder::Orphaned => remote::restore_orphans(e)?,
+            Holder::Here | Holder::NotLive => {}
+        }
+    }
+    let deadline = started + Duration::from_millis(timeout_ms);
+    let timed_out = loop {
+        let Some(mut view) = e.rt.watch(&row.id) else {
+            break false;
+        };
+        if view.borrow().closed {
+            break false;
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            break true;
+        }
+        let remaining = deadline - now;
+        let idle =
+            e.rt.refresh(&row.id, REFRESH_TIMEOUT.min(remaining))
+                .await
+                .map(|(idle, _)| idle)
+                .unwrap_or(false);
+        e.rt.flush().await;
+        report_waiting(e, &row.id, started, detail, progress)?;
+        if idle || view.borrow().closed {
+            break false;
+        }
+        let pause = WAIT_STEP.min(deadline.saturating_duration_since(Instant::now()));
+        let _ = tokio::time::timeout(pause, view.wait_for(|v| v.closed)).await;
+    };
+    e.rt.flush().await;
+    waited(e, &row.id, detail, timed_out, started)
+}
+
+/// `wait`'s progress notification: the thread's snapshot so far at the wait's detail, with
+/// `running`, `detail` and `nextSuggestedActions` as in every single-thread result.
+fn report_waiting(
+    e: &Engine,
+    id: &str,
+    started: Instant,
+    detail: Detail,
+    progress: &(dyn Fn(&Details<'_>) + Send + Sync),
+) -> Result<()> {
+    let facts = e.facts(id)?;
+    let projection = Projection::new(&facts, detail);
+    let snap = projection.snapshot();
+    let json = SnapshotJson::new(&snap)?;
+    progress(&Details::Waiting {
+        thread: Single::of(&json),
+        waited_ms: started.elapsed().as_millis() as u64,
+    });
+    Ok(())
+}
+
+/// `wait`'s answer.
+fn waited(
+    e: &Engine,
+    id: &str,
+    detail: Detail,
+    timed_out: bool,
+    started: Instant,
+) -> Result<Reply> {
+    let facts = e.facts(id)?;
+    let projection = Projection::new(&facts, detail);
+    let snap = projection.snapshot();
+    let waited = started.elapsed().as_millis() as u64;
+    let text = format::waited(&projection, &snap, timed_out, waited);
+    reply(
+        &text,
+        Details::Waited {
+            thread: Single::of(&SnapshotJson::new(&snap)?),
+            timed_out,
+            waited_ms: waited,
+        },
+    )
+}
+
+/// How often a wait on a thread another serve holds reads its rows.
+const ROW_WAIT_POLL: Duration = Duration::from_millis(50);
+
+/// `wait` on a thread another serve holds: its rows are read until they say closed, or idle
+/// with no send to it still being carried out (the holding serve writes the phase its own
+/// refreshes and the child's events give), or until the deadline. Progress goes out every
+/// [`WAIT_STEP`], as with a child of this serve.
+async fn wait_on_rows(
+    e: &Engine,
+    row: &ThreadRow,
+    detail: Detail,
+    timeout_ms: u64,
+    started: Instant,
+    progress: &(dyn Fn(&Details<'_>) + Send + Sync),
+) -> Result<Reply> {
+    let deadline = started + Duration::from_millis(timeout_ms);
+    let mut next_progress = Instant::now();
+    let timed_out = loop {
+        if remote::holder(e, &row.id)? == Holder::Orphaned {
+            remote::restore_orphans(e)?;
+        }
+        let now_row =
+            thread_by_id_any(&*e.store.read()?, &row.id)?.ok_or_else(|| gone_meanwhile(&row.id))?;
+        if !now_row.is_live() {
+            break false;
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            break true;
+        }
+        if now_row.phase == crate::runtime::mapping::Phase::Idle.as_str()
+            && !send_under_way(e, &row.id)?
+        {
+            break false;
+        }
+        if now >= next_progress {
+            report_waiting(e, &row.id, started, detail, progress)?;
+            next_progress = now + WAIT_STEP;
+        }
+        tokio::time::sleep(ROW_WAIT_POLL.min(deadline.saturating_duration_since(now))).await;
+    };
+    waited(e, &row.id, detail, timed_out, started)
+}
+
+fn send_under_way(e: &Engine, id: &str) -> Result<bool> {
+    commands::send_under_way(&*e.store.read()?, id)
+}

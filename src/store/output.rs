@@ -1,0 +1,58 @@
+//! Typed access to `thread_output`: what a thread's snapshot shows besides its row and events.
+
+use rusqlite::{Connection, OptionalExtension, Row};
+
+use crate::error::Result;
+
+/// A thread's retained output (`thread_output`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OutputFacts {
+    pub last_assistant_text: Option<String>,
+    pub last_partial_text: Option<String>,
+    /// The last retained stderr bytes (at most 12,000).
+    pub stderr_tail: Vec<u8>,
+    /// Bytes cut before `stderr_tail`.
+    pub stderr_dropped: i64,
+    /// The child's session name, from its last `get_state` answer (`sessionName`).
+    pub session_name: Option<String>,
+    /// The child's pending message count, from its last `get_state` answer.
+    pub pending_message_count: Option<i64>,
+}
+
+impl OutputFacts {
+    /// The columns of `sql/output_of_thread.sql`, from column `first` on.
+    fn from_row(r: &Row<'_>, first: usize) -> rusqlite::Result<OutputFacts> {
+        Ok(OutputFacts {
+            last_assistant_text: r.get(first)?,
+            last_partial_text: r.get(first + 1)?,
+            stderr_tail: r.get(first + 2)?,
+            stderr_dropped: r.get(first + 3)?,
+            session_name: r.get(first + 4)?,
+            pending_message_count: r.get(first + 5)?,
+        })
+    }
+}
+
+/// A thread's retained output; empty when none was recorded yet.
+pub fn of_thread(conn: &Connection, id: &str) -> Result<OutputFacts> {
+    Ok(conn
+        .prepare_cached(include_str!("../../sql/output_of_thread.sql"))?
+        .query_row([id], |r| OutputFacts::from_row(r, 0))
+        .optional()?
+        .unwrap_or_default())
+}
+
+/// The retained output of `count` threads whose ids are the JSON array `ids`, in its order
+/// (one query whatever their number); empty for a thread with none.
+pub fn of_threads(conn: &Connection, ids: &str, count: usize) -> Result<Vec<OutputFacts>> {
+    let mut outs = vec![OutputFacts::default(); count];
+    let mut stmt = conn.prepare_cached(include_str!("../../sql/outputs_of_threads.sql"))?;
+    let mut found = stmt.query([ids])?;
+    while let Some(r) = found.next()? {
+        let at = r.get::<_, i64>(0)? as usize;
+        if let Some(slot) = outs.get_mut(at) {
+            *slot = OutputFacts::from_row(r, 1)?;
+        }
+    }
+    Ok(outs)
+}

@@ -1,0 +1,52 @@
+//! Every integration test, in one binary (one link instead of one per file). Each file is a
+//! module named for what it covers; `support` holds the helpers they share. Run one file's
+//! tests with `cargo test --test it <module>::` (for example `serve_thread::`).
+
+mod support;
+
+mod bad_env;
+mod check;
+mod cli;
+mod cli_stop;
+mod cli_tree;
+mod concurrency;
+mod crash_restore;
+mod crash_serve;
+mod demo;
+mod fuzz_corpus;
+mod fuzz_serve;
+mod http;
+mod logging;
+mod many_writers;
+mod prop_paths;
+mod prop_ranges;
+mod prop_refs;
+mod prop_subtree;
+mod prop_usage;
+mod query_plans;
+mod readme_sql;
+mod real_pi_agent;
+mod real_pi_extension;
+mod real_pi_install;
+mod real_pi_phases;
+mod real_pi_resume_fork;
+mod real_pi_runtime;
+mod real_pi_serve;
+mod real_pi_smoke;
+mod real_pi_subtree;
+mod real_pi_threads_command;
+mod real_pi_usage;
+mod real_pi_worker;
+mod record_pi_events;
+mod runtime_process;
+mod runtime_scripted;
+mod scripted_agent;
+mod serve_agent;
+mod serve_subtree;
+mod serve_thread;
+mod serve_worker;
+mod session_files;
+mod store;
+mod top_tmux;
+mod usage_cli;
+mod usage_restore;

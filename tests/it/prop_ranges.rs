@@ -1,0 +1,403 @@
+//! Property tests for the subtree range scan (DESIGN.md principle 3): `list` with
+//! `DescendantsOf(P)` reads `lo < sort_key < hi` from an index, and must return exactly what a
+//! recursive walk over the children maps finds, in `sort_key` order; `ChildrenOf(P)` exactly
+//! the direct children.
+//!
+//! Trees use contract B-style names, where characters that sort below `/` and `0` occur (`-`,
+//! `_`, digits) and names are prefixes of each other (`a`, `a_b`, `a-b`, `a1`, `ab`), with
+//! independent roots such as `/a` beside `/root`. A second manager holds copies of some paths.
+//! Also: for contract A's alphabet, `sort_key` order is JavaScript `localeCompare` order
+//! (reference/contract-semantics.md, Traps: `_` < `/` < digits < letters).
+
+use crate::support::common;
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+
+use proptest::prelude::*;
+use proptest::sample::{select, Index};
+use threadbase::list::{list, ListQuery, StateFilter, Subtree, VisibilityFilter};
+use threadbase::paths::{descendant_range, is_strictly_under, sort_key};
+use threadbase::Store;
+
+use common::{add, manager, temp_db, thread, tid};
+
+fn config() -> ProptestConfig {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(64);
+    ProptestConfig {
+        cases,
+        ..ProptestConfig::default()
+    }
+}
+
+/// Contract B segments that are prefixes of each other and mix in `-`, `_` and digits.
+const SEGMENTS: &[&str] = &[
+    "a", "a_b", "a-b", "a1", "ab", "a0", "a9", "a_", "a-", "a__b", "a--b", "a_b_c", "a-b-c", "b",
+    "0", "9", "A", "Z", "root",
+];
+
+fn segment() -> impl Strategy<Value = String> {
+    prop_oneof![
+        4 => select(SEGMENTS).prop_map(String::from),
+        1 => "[aZ0][a0Z_-]{0,3}",
+    ]
+}
+
+#[derive(Debug, Clone)]
+struct Row {
+    id: String,
+    path: String,
+    /// `None` for an independent root such as `/a`.
+    parent: Option<String>,
+    live: bool,
+    archived: bool,
+}
+
+#[derive(Debug, Clone)]
+struct NodeSpec {
+    /// 0: a new independent root; 1: under `/root`; k + 2: under row k.
+    parent: Index,
+    name: String,
+    live: bool,
+    archived: bool,
+}
+
+fn node_spec() -> impl Strategy<Value = NodeSpec> {
+    (
+        any::<Index>(),
+        segment(),
+        any::<bool>(),
+        prop::bool::weighted(0.3),
+    )
+        .prop_map(|(parent, name, live, archived)| NodeSpec {
+            parent,
+            name,
+            live,
+            archived,
+        })
+}
+
+fn build(specs: &[NodeSpec]) -> Vec<Row> {
+    let mut rows: Vec<Row> = Vec::new();
+    for (k, s) in specs.iter().enumerate() {
+        let parent = match s.parent.index(rows.len() + 2) {
+            0 => None,
+            1 => Some("/root".to_string()),
+            i => Some(rows[i - 2].path.clone()),
+        };
+        let path = format!("{}/{}", parent.as_deref().unwrap_or(""), s.name);
+        // `/root` is the main conversation, never a row; paths are unique per manager.
+        if path == "/root" || rows.iter().any(|r| r.path == path) {
+            continue;
+        }
+        rows.push(Row {
+            id: tid(k as u64 + 1),
+            path,
+            parent,
+            live: s.live,
+            archived: s.archived,
+        });
+    }
+    rows
+}
+
+fn seed(rows: &[Row], copies: usize) -> (common::TempDb, Store, i64) {
+    let db = temp_db();
+    let store = Store::open(&db.path).expect("open");
+    let mgr = manager(&store, "ranges-a");
+    let other = manager(&store, "ranges-b");
+    let mine: Vec<_> = rows
+        .iter()
+        .map(|r| thread(&r.id, mgr, &r.path, r.live))
+        .collect();
+    add(&store, &mine);
+    let theirs: Vec<_> = rows
+        .iter()
+        .take(copies)
+        .enumerate()
+        .map(|(i, r)| thread(&tid(0x20_0000 + i as u64), other, &r.path, r.live))
+        .collect();
+    add(&store, &theirs);
+    store
+        .write(|tx| {
+            for r in rows.iter().filter(|r| r.archived) {
+                tx.execute("UPDATE threads SET archived = 1 WHERE id = ?1", [&r.id])?;
+            }
+            Ok(())
+        })
+        .expect("archive");
+    (db, store, mgr)
+}
+
+/// Parent path → indexes of its children, from the rows' parent links only.
+fn children_map(rows: &[Row]) -> BTreeMap<&str, Vec<usize>> {
+    let mut map: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, r) in rows.iter().enumerate() {
+        if let Some(p) = &r.parent {
+            map.entry(p.as_str()).or_default().push(i);
+        }
+    }
+    map
+}
+
+fn walk(map: &BTreeMap<&str, Vec<usize>>, rows: &[Row], at: &str, out: &mut Vec<usize>) {
+    if let Some(children) = map.get(at) {
+        for &c in children {
+            out.push(c);
+            walk(map, rows, &rows[c].path, out);
+        }
+    }
+}
+
+fn keeps(r: &Row, state: StateFilter, visibility: VisibilityFilter) -> bool {
+    let state_ok = match state {
+        StateFilter::All => true,
+        StateFilter::Live => r.live,
+        StateFilter::Closed => !r.live,
+    };
+    let visibility_ok = match visibility {
+        VisibilityFilter::All => true,
+        VisibilityFilter::Active => !r.archived,
+        VisibilityFilter::Archived => r.archived,
+    };
+    state_ok && visibility_ok
+}
+
+/// The expected listing: the chosen rows' paths, filtered, in `sort_key` order.
+fn expected(
+    rows: &[Row],
+    picked: &[usize],
+    state: StateFilter,
+    visibility: VisibilityFilter,
+) -> Vec<String> {
+    let mut v: Vec<String> = picked
+        .iter()
+        .map(|&i| &rows[i])
+        .filter(|r| keeps(r, state, visibility))
+        .map(|r| r.path.clone())
+        .collect();
+    v.sort_by_key(|p| sort_key(p));
+    v
+}
+
+/// Where the ancestor comes from.
+#[derive(Debug, Clone)]
+enum AncestorPick {
+    Root,
+    Existing(Index),
+    /// An existing path plus one more segment (usually no row).
+    Below(Index, String),
+    /// A string prefix of an existing path, not necessarily ending on a segment boundary.
+    Truncated(Index, Index),
+    /// Built from segments, under `/root` or as an independent root.
+    Built(bool, Vec<String>),
+}
+
+fn ancestor_pick() -> impl Strategy<Value = AncestorPick> {
+    prop_oneof![
+        1 => Just(AncestorPick::Root),
+        4 => any::<Index>().prop_map(AncestorPick::Existing),
+        1 => (any::<Index>(), segment()).prop_map(|(i, s)| AncestorPick::Below(i, s)),
+        2 => (any::<Index>(), any::<Index>()).prop_map(|(i, j)| AncestorPick::Truncated(i, j)),
+        2 => (any::<bool>(), prop::collection::vec(segment(), 1..4)).prop_map(|(r, s)| AncestorPick::Built(r, s)),
+    ]
+}
+
+fn ancestor_path(pick: &AncestorPick, rows: &[Row]) -> String {
+    let row = |i: &Index| (!rows.is_empty()).then(|| rows[i.index(rows.len())].path.clone());
+    match pick {
+        AncestorPick::Root => "/root".into(),
+        AncestorPick::Existing(i) => row(i).unwrap_or_else(|| "/root".into()),
+        AncestorPick::Below(i, s) => format!("{}/{s}", row(i).unwrap_or_else(|| "/root".into())),
+        AncestorPick::Truncated(i, j) => {
+            let p = row(i).unwrap_or_else(|| "/root/a_b".into());
+            // At least `/x`; ASCII, so every byte offset is a boundary.
+            let cut = 2 + j.index(p.len() - 1);
+            p[..cut].trim_end_matches('/').to_string()
+        }
+        AncestorPick::Built(under_root, segs) => {
+            let tail = segs.join("/");
+            if *under_root {
+                format!("/root/{tail}")
+            } else {
+                format!("/{tail}")
+            }
+        }
+    }
+}
+
+fn state_filter() -> impl Strategy<Value = StateFilter> {
+    select(&[StateFilter::All, StateFilter::Live, StateFilter::Closed][..])
+}
+
+fn visibility_filter() -> impl Strategy<Value = VisibilityFilter> {
+    select(
+        &[
+            VisibilityFilter::Active,
+            VisibilityFilter::Archived,
+            VisibilityFilter::All,
+        ][..],
+    )
+}
+
+fn paths_of(conn: &rusqlite::Connection, mgr: i64, q: &ListQuery) -> Vec<String> {
+    let listing = list(conn, mgr, q).expect("list");
+    assert_eq!(listing.count, listing.threads.len());
+    assert_eq!(listing.live_count + listing.closed_count, listing.count);
+    assert_eq!(
+        listing.live_count,
+        listing
+            .threads
+            .iter()
+            .filter(|t| t.status == "live")
+            .count()
+    );
+    assert!(listing.threads.iter().all(|t| t.manager_id == mgr));
+    listing.threads.into_iter().map(|t| t.path).collect()
+}
+
+/// JavaScript `localeCompare` on contract A's alphabet: `_` < `/` < digits < letters, a proper
+/// prefix first.
+fn locale_cmp(a: &str, b: &str) -> Ordering {
+    fn rank(c: char) -> (u8, char) {
+        match c {
+            '_' => (0, c),
+            '/' => (1, c),
+            '0'..='9' => (2, c),
+            'a'..='z' => (3, c),
+            _ => panic!("{c:?} is not in contract A's path alphabet"),
+        }
+    }
+    a.chars().map(rank).cmp(b.chars().map(rank))
+}
+
+/// Contract A segments: prefixes of each other, with `_` and digits.
+fn thread_segment() -> impl Strategy<Value = String> {
+    prop_oneof![
+        3 => select(&["a", "a_b", "a1", "ab", "a_", "a0", "a9", "a__b", "a_1", "b", "0", "9", "z", "root"][..]).prop_map(String::from),
+        1 => "[a0z][a0z_]{0,3}",
+    ]
+}
+
+fn thread_path() -> impl Strategy<Value = String> {
+    prop::collection::vec(thread_segment(), 0..5).prop_map(|s| {
+        let mut p = "/root".to_string();
+        for seg in s {
+            p.push('/');
+            p.push_str(&seg);
+        }
+        p
+    })
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// `DescendantsOf(P)` equals the recursive walk below `P`, `ChildrenOf(P)` the direct
+    /// children, `Everything` all rows, each in `sort_key` order, for random `P` and filters.
+    #[test]
+    fn range_scan_matches_recursive_walk(
+        specs in prop::collection::vec(node_spec(), 0..=50),
+        copies in 0usize..8,
+        picks in prop::collection::vec((ancestor_pick(), state_filter(), visibility_filter()), 12),
+    ) {
+        let rows = build(&specs);
+        let (_db, store, mgr) = seed(&rows, copies);
+        let conn = store.read().expect("read");
+        let map = children_map(&rows);
+
+        let everything = paths_of(&conn, mgr, &ListQuery {
+            state: StateFilter::All,
+            visibility: VisibilityFilter::All,
+            subtree: Subtree::Everything,
+        });
+        let all: Vec<usize> = (0..rows.len()).collect();
+        prop_assert_eq!(everything, expected(&rows, &all, StateFilter::All, VisibilityFilter::All));
+
+        for (pick, state, visibility) in &picks {
+            let p = ancestor_path(pick, &rows);
+            let mut below = Vec::new();
+            walk(&map, &rows, &p, &mut below);
+            let direct: Vec<usize> = map.get(p.as_str()).cloned().unwrap_or_default();
+
+            for (state, visibility) in [(StateFilter::All, VisibilityFilter::All), (*state, *visibility)] {
+                let got = paths_of(&conn, mgr, &ListQuery {
+                    state,
+                    visibility,
+                    subtree: Subtree::DescendantsOf(p.clone()),
+                });
+                prop_assert_eq!(got, expected(&rows, &below, state, visibility), "descendants of {} ({:?}, {:?})", p, state, visibility);
+                let got = paths_of(&conn, mgr, &ListQuery {
+                    state,
+                    visibility,
+                    subtree: Subtree::ChildrenOf(p.clone()),
+                });
+                prop_assert_eq!(got, expected(&rows, &direct, state, visibility), "children of {} ({:?}, {:?})", p, state, visibility);
+            }
+        }
+    }
+
+    /// On strings alone: `lo < sort_key(x) < hi` exactly when `x` lies strictly below `p` by
+    /// whole segments, for paths that share long prefixes.
+    #[test]
+    fn descendant_range_is_segment_ancestry(
+        p in prop::collection::vec(segment(), 1..4),
+        rest in prop::collection::vec(segment(), 0..3),
+        joint in select(&["/", "/", "-", "_", "0", "9", "a", "A", ""][..]),
+        cut in any::<Index>(),
+    ) {
+        let p = format!("/{}", p.join("/"));
+        let x = if rest.is_empty() {
+            format!("{p}{joint}")
+        } else {
+            format!("{p}{joint}{}", rest.join("/"))
+        };
+        // Also an arbitrary prefix of `x` as the ancestor.
+        let q = x[..1 + cut.index(x.len())].to_string();
+        for (anc, path) in [(&p, &x), (&q, &x), (&x, &p)] {
+            let (lo, hi) = descendant_range(anc);
+            let key = sort_key(path);
+            let in_range = lo.as_str() < key.as_str() && key.as_str() < hi.as_str();
+            let segs_a: Vec<&str> = anc.split('/').collect();
+            let segs_x: Vec<&str> = path.split('/').collect();
+            let by_segments = segs_x.len() > segs_a.len()
+                && segs_x[..segs_a.len()] == segs_a[..]
+                && segs_x[segs_a.len()..].iter().all(|s| !s.is_empty());
+            // Paths with empty segments are not paths; skip what the grammar excludes.
+            if anc.ends_with('/') || anc.contains("//") || path.contains("//") || path.ends_with('/') {
+                continue;
+            }
+            prop_assert_eq!(in_range, by_segments, "{} under {}: key {:?} in ({:?}, {:?})", path, anc, key, lo, hi);
+            prop_assert_eq!(is_strictly_under(path, anc), by_segments, "is_strictly_under({}, {})", path, anc);
+        }
+    }
+
+    /// For contract A's alphabet, `sort_key` byte order is `localeCompare` order.
+    #[test]
+    fn sort_key_order_is_locale_order(paths in prop::collection::vec(thread_path(), 2..12)) {
+        for a in &paths {
+            for b in &paths {
+                prop_assert_eq!(sort_key(a).cmp(&sort_key(b)), locale_cmp(a, b), "{} vs {}", a, b);
+            }
+        }
+        let mut by_key = paths.clone();
+        by_key.sort_by_key(|p| sort_key(p));
+        let mut by_locale = paths;
+        by_locale.sort_by(|a, b| locale_cmp(a, b));
+        prop_assert_eq!(by_key, by_locale);
+    }
+}
+
+/// The example from the Traps section.
+#[test]
+fn traps_example_order() {
+    let mut v = vec!["/root/a1", "/root/a/x", "/root/a_b", "/root/a"];
+    v.sort_by(|a, b| locale_cmp(a, b));
+    assert_eq!(v, ["/root/a", "/root/a_b", "/root/a/x", "/root/a1"]);
+    v.reverse();
+    v.sort_by_key(|p| sort_key(p));
+    assert_eq!(v, ["/root/a", "/root/a_b", "/root/a/x", "/root/a1"]);
+}

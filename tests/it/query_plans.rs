@@ -1,0 +1,640 @@
+//! The hot queries are index lookups or range scans, never a scan of the manager's threads:
+//! checked with EXPLAIN QUERY PLAN against the real schema. And their cached statements stay
+//! prepared when rebound with new values, so a lookup never pays for a fresh plan.
+
+use crate::support::common;
+
+use rusqlite::StatementStatus;
+use threadbase::list::{list, ListQuery, StateFilter, Subtree, VisibilityFilter};
+use threadbase::refs::{resolve, RefScope};
+use threadbase::Store;
+
+/// The query text without its comment lines.
+fn statement(sql: &str) -> String {
+    sql.lines()
+        .filter(|l| !l.trim_start().starts_with("--"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The EXPLAIN QUERY PLAN steps of `sql`, every parameter bound to 1, joined with ` | `.
+fn plan(conn: &rusqlite::Connection, sql: &str) -> String {
+    let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+    for i in 1..=stmt.parameter_count() {
+        stmt.raw_bind_parameter(i, 1).unwrap();
+    }
+    let mut rows = stmt.raw_query();
+    let mut steps = Vec::new();
+    while let Some(r) = rows.next().unwrap() {
+        steps.push(r.get::<_, String>(3).unwrap());
+    }
+    steps.join(" | ")
+}
+
+#[test]
+fn hot_queries_use_their_indexes() {
+    let db = common::temp_db();
+    let store = Store::open(&db.path).unwrap();
+    let conn = store.read().unwrap();
+    let cases: [(&str, &str, &[&str]); 7] = [
+        (
+            "thread_by_id",
+            include_str!("../../sql/thread_by_id.sql"),
+            &["USING INDEX sqlite_autoindex_threads_1 (id=?)"],
+        ),
+        (
+            "thread_by_path",
+            include_str!("../../sql/thread_by_path.sql"),
+            &["(manager_id=? AND path=?)"],
+        ),
+        (
+            "thread_by_name",
+            include_str!("../../sql/thread_by_name.sql"),
+            &["USING INDEX threads_by_task_name (manager_id=? AND task_name=?)"],
+        ),
+        (
+            "list_children",
+            include_str!("../../sql/list_children.sql"),
+            &["USING INDEX threads_by_parent (manager_id=? AND parent_path=?)"],
+        ),
+        (
+            "list_descendants",
+            include_str!("../../sql/list_descendants.sql"),
+            &["USING INDEX threads_by_sort_key (manager_id=? AND sort_key>? AND sort_key<?)"],
+        ),
+        (
+            "list_all",
+            include_str!("../../sql/list_all.sql"),
+            &["USING INDEX threads_by_sort_key (manager_id=?)"],
+        ),
+        (
+            "event_last_at",
+            include_str!("../../sql/event_last_at.sql"),
+            &["USING PRIMARY KEY (thread_id=?)"],
+        ),
+    ];
+    for (name, sql, wants) in cases {
+        let text = plan(&conn, &statement(sql));
+        for want in wants {
+            assert!(text.contains(want), "{name}: {text}");
+        }
+        assert!(!text.contains("SCAN"), "{name} scans: {text}");
+        assert!(!text.contains("TEMP B-TREE"), "{name} sorts: {text}");
+    }
+}
+
+/// Every list variant (state × visibility × parent/ancestor/none) is an index search in list
+/// order, and the filters that keep few rows (`state: live`, `visibility: archived`) read a
+/// partial index holding only those rows.
+#[test]
+fn every_list_variant_is_an_index_search() {
+    let db = common::temp_db();
+    let store = Store::open(&db.path).unwrap();
+    let conn = store.read().unwrap();
+    for state in [StateFilter::All, StateFilter::Live, StateFilter::Closed] {
+        for visibility in [
+            VisibilityFilter::Active,
+            VisibilityFilter::Archived,
+            VisibilityFilter::All,
+        ] {
+            for subtree in [
+                Subtree::Everything,
+                Subtree::ChildrenOf("/root/a".into()),
+                Subtree::DescendantsOf("/root/a".into()),
+            ] {
+                let name = format!("{state:?} {visibility:?} {subtree:?}");
+                let q = ListQuery {
+                    state,
+                    visibility,
+                    subtree: subtree.clone(),
+                };
+                let text = plan(&conn, &statement(threadbase::list::statement(&q)));
+                let index = match (state, visibility, &subtree) {
+                    (StateFilter::Live, _, Subtree::Everything) => {
+                        "USING INDEX threads_live_by_sort_key (manager_id=?)"
+                    }
+                    (StateFilter::Live, _, _) => {
+                        "USING INDEX threads_live_by_sort_key (manager_id=? AND sort_key>? AND sort_key<?)"
+                    }
+                    (_, VisibilityFilter::Archived, Subtree::Everything) => {
+                        "USING INDEX threads_archived_by_sort_key (manager_id=?)"
+                    }
+                    (_, VisibilityFilter::Archived, _) => {
+                        "USING INDEX threads_archived_by_sort_key (manager_id=? AND sort_key>? AND sort_key<?)"
+                    }
+                    (_, _, Subtree::Everything) => "USING INDEX threads_by_sort_key (manager_id=?)",
+                    (_, _, Subtree::ChildrenOf(_)) => {
+                        "USING INDEX threads_by_parent (manager_id=? AND parent_path=?)"
+                    }
+                    (_, _, Subtree::DescendantsOf(_)) => {
+                        "USING INDEX threads_by_sort_key (manager_id=? AND sort_key>? AND sort_key<?)"
+                    }
+                };
+                assert!(text.contains(index), "{name}: {text}");
+                assert!(text.starts_with("SEARCH"), "{name}: {text}");
+                assert!(!text.contains("SCAN"), "{name} scans: {text}");
+                assert!(!text.contains("TEMP B-TREE"), "{name} sorts: {text}");
+            }
+        }
+    }
+}
+
+/// A list's batch reads the outputs and events of its ids by primary key, whatever the table
+/// size.
+#[test]
+fn batched_facts_are_primary_key_lookups() {
+    let db = common::temp_db();
+    let store = Store::open(&db.path).unwrap();
+    let conn = store.read().unwrap();
+    for (name, sql, want) in [
+        (
+            "events_of_threads",
+            include_str!("../../sql/events_of_threads.sql"),
+            "SEARCH e USING PRIMARY KEY (thread_id=? AND seq>?)",
+        ),
+        (
+            "events_of_threads",
+            include_str!("../../sql/events_of_threads.sql"),
+            "SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)",
+        ),
+        (
+            "outputs_of_threads",
+            include_str!("../../sql/outputs_of_threads.sql"),
+            "SEARCH o USING PRIMARY KEY (thread_id=?)",
+        ),
+    ] {
+        let text = plan(&conn, &statement(sql));
+        assert!(text.contains(want), "{name}: {text}");
+        // The only scan is of the ids array itself.
+        assert!(
+            text.replace("SCAN j VIRTUAL TABLE", "")
+                .find("SCAN")
+                .is_none(),
+            "{name} scans: {text}"
+        );
+        assert!(!text.contains("TEMP B-TREE"), "{name} sorts: {text}");
+    }
+}
+
+/// The snapshot cache (migration V8) is read and written by primary key: a poll's lookup, a
+/// list batch's json_each join, the filler's rows and its insert, whatever the table sizes.
+#[test]
+fn snapshot_cache_statements_are_primary_key_lookups() {
+    let db = common::temp_db();
+    let store = Store::open(&db.path).unwrap();
+    let conn = store.read().unwrap();
+    for (name, sql, want) in [
+        (
+            "snapshot_cached",
+            include_str!("../../sql/snapshot_cached.sql"),
+            "SEARCH thread_snapshots USING INDEX sqlite_autoindex_thread_snapshots_1 (thread_id=? AND view=? AND detail=?)",
+        ),
+        (
+            "threads_still_by_ids",
+            include_str!("../../sql/threads_still_by_ids.sql"),
+            "SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)",
+        ),
+        (
+            "snapshot_put",
+            include_str!("../../sql/snapshot_put.sql"),
+            "SEARCH threads USING INDEX sqlite_autoindex_threads_1 (id=?)",
+        ),
+    ] {
+        let text = plan(&conn, &statement(sql));
+        assert!(text.contains(want), "{name}: {text}");
+        assert!(
+            text.replace("SCAN j VIRTUAL TABLE", "")
+                .find("SCAN")
+                .is_none(),
+            "{name} scans: {text}"
+        );
+    }
+}
+
+/// SQLite re-prepares a statement on its next step whenever a parameter whose value the planner
+/// looked at is rebound (it reads a `LIMIT ?` value, for one), which costs ten times the lookup
+/// itself. The store's connections run with the query planner stability guarantee, so the hot
+/// statements never are.
+#[test]
+fn hot_statements_are_not_reprepared_when_rebound() {
+    let db = common::temp_db();
+    let store = Store::open(&db.path).unwrap();
+    let m = common::manager(&store, "s");
+    common::add(
+        &store,
+        &[
+            common::thread(&common::tid(1), m, "/root/a", true),
+            common::thread(&common::tid(2), m, "/root/a/x", true),
+            common::thread(&common::tid(3), m, "/root/b", false),
+            common::thread(&common::tid(4), m, "/root/b/x", true),
+            common::thread(&common::tid(5), m, "/root/b/y", true),
+        ],
+    );
+    let conn = store.read().unwrap();
+    let scope = RefScope {
+        manager_id: m,
+        current_path: "/root",
+        self_id: None,
+    };
+    let (id2, id9) = (common::tid(2), common::tid(9));
+    for _ in 0..3 {
+        for reference in [
+            &id2, &id9, "a", "b/x", "/root/b", "y", "x", "nope", "Bad Name",
+        ] {
+            let _ = resolve(&conn, scope, reference);
+        }
+        for (parent, state, visibility) in [
+            ("/root/a", StateFilter::All, VisibilityFilter::Active),
+            ("/root/b", StateFilter::Live, VisibilityFilter::All),
+            ("/root", StateFilter::Closed, VisibilityFilter::Archived),
+        ] {
+            for subtree in [
+                Subtree::ChildrenOf(parent.into()),
+                Subtree::DescendantsOf(parent.into()),
+                Subtree::Everything,
+            ] {
+                let q = ListQuery {
+                    state,
+                    visibility,
+                    subtree,
+                };
+                list(&conn, m, &q).unwrap();
+            }
+        }
+    }
+    for (name, sql) in [
+        ("thread_by_id", include_str!("../../sql/thread_by_id.sql")),
+        (
+            "thread_by_path",
+            include_str!("../../sql/thread_by_path.sql"),
+        ),
+        (
+            "thread_by_name",
+            include_str!("../../sql/thread_by_name.sql"),
+        ),
+        ("threads_known", include_str!("../../sql/threads_known.sql")),
+        ("list_children", include_str!("../../sql/list_children.sql")),
+        (
+            "list_descendants",
+            include_str!("../../sql/list_descendants.sql"),
+        ),
+        ("list_all", include_str!("../../sql/list_all.sql")),
+        ("list_all_live", include_str!("../../sql/list_all_live.sql")),
+        (
+            "list_children_live",
+            include_str!("../../sql/list_children_live.sql"),
+        ),
+        (
+            "list_descendants_live",
+            include_str!("../../sql/list_descendants_live.sql"),
+        ),
+        (
+            "list_all_archived",
+            include_str!("../../sql/list_all_archived.sql"),
+        ),
+        (
+            "list_children_archived",
+            include_str!("../../sql/list_children_archived.sql"),
+        ),
+        (
+            "list_descendants_archived",
+            include_str!("../../sql/list_descendants_archived.sql"),
+        ),
+    ] {
+        let stmt = conn.prepare_cached(sql).unwrap();
+        assert!(
+            stmt.get_status(StatementStatus::VmStep) > 0,
+            "{name} never ran"
+        );
+        assert_eq!(
+            stmt.get_status(StatementStatus::RePrepare),
+            0,
+            "{name} was re-prepared"
+        );
+    }
+}
+
+/// The queries of the CLI's stop and of contract B's superseded notices read only their rows.
+#[test]
+fn stop_and_notice_queries_use_their_indexes() {
+    let db = common::temp_db();
+    let store = Store::open(&db.path).unwrap();
+    let conn = store.read().unwrap();
+    for (name, sql, want) in [
+        (
+            "stop_candidates",
+            include_str!("../../sql/stop_candidates.sql"),
+            "USING INDEX threads_live",
+        ),
+        (
+            "agent_notice_reopen",
+            include_str!("../../sql/agent_notice_reopen.sql"),
+            "SEARCH mailbox USING INTEGER PRIMARY KEY",
+        ),
+        (
+            "agent_notices_supersede",
+            include_str!("../../sql/agent_notices_supersede.sql"),
+            // Either partial index of pending rows (by thread or by recipient) is a short range.
+            "SEARCH mailbox USING INDEX mailbox_",
+        ),
+    ] {
+        let text = plan(&conn, &statement(sql));
+        assert!(text.contains(want), "{name}: {text}");
+    }
+}
+
+/// Usage accounting and budgets: every statement is primary-key lookups or one range of
+/// `thread_places_by_key` (a subtree, a tree), never a scan of the threads or their places.
+#[test]
+fn usage_queries_use_their_indexes() {
+    let db = common::temp_db();
+    let store = Store::open(&db.path).unwrap();
+    let conn = store.read().unwrap();
+    let cases: [(&str, &str, &[&str]); 6] = [
+        (
+            "usage_add",
+            include_str!("../../sql/usage_add.sql"),
+            &["SEARCH thread_usage USING PRIMARY KEY (thread_id=?)"],
+        ),
+        (
+            "usage_of_thread",
+            include_str!("../../sql/usage_of_thread.sql"),
+            &["SEARCH thread_usage USING PRIMARY KEY (thread_id=?)"],
+        ),
+        (
+            "usage_tree_of",
+            include_str!("../../sql/usage_tree_of.sql"),
+            &[
+                "SEARCH tree_usage USING PRIMARY KEY (root_session=?)",
+                "SEARCH thread_places USING PRIMARY KEY (thread_id=?)",
+            ],
+        ),
+        (
+            "usage_place",
+            include_str!("../../sql/usage_place.sql"),
+            &["SEARCH thread_places USING PRIMARY KEY (thread_id=?)"],
+        ),
+        (
+            "usage_subtree",
+            include_str!("../../sql/usage_subtree.sql"),
+            &[
+                "SEARCH a USING PRIMARY KEY (thread_id=?)",
+                "SEARCH d USING COVERING INDEX thread_places_by_key (root_session=? AND tree_key>? AND tree_key<?)",
+                "SEARCH u USING PRIMARY KEY (thread_id=?)",
+            ],
+        ),
+        (
+            "usage_tree_rows",
+            include_str!("../../sql/usage_tree_rows.sql"),
+            &[
+                "SEARCH a USING COVERING INDEX thread_places_by_key (root_session=? AND tree_key>? AND tree_key<?)",
+                "SEARCH d USING COVERING INDEX thread_places_by_key (root_session=? AND tree_key>? AND tree_key<?)",
+            ],
+        ),
+    ];
+    for (name, sql, wants) in cases {
+        let text = plan(&conn, &statement(sql));
+        for want in wants {
+            assert!(text.contains(want), "{name}: {text}");
+        }
+        // The view's aggregate is read as a co-routine ("SCAN subtree_usage" / "SCAN s" walk
+        // its rows); no table or index is scanned.
+        for table in [
+            "a",
+            "d",
+            "t",
+            "u",
+            "p",
+            "m",
+            "threads",
+            "thread_places",
+            "thread_usage",
+        ] {
+            assert!(
+                !text.contains(&format!("SCAN {table} "))
+                    && !text.ends_with(&format!("SCAN {table}")),
+                "{name} scans {table}: {text}"
+            );
+        }
+    }
+}
+
+/// The row watcher runs these after every commit to the database (its own serve's included),
+/// so each starts from a partial index of pending rows and reaches threads by primary key:
+/// never a walk of a manager's threads, which at 1M threads took seconds per commit.
+#[test]
+fn watcher_queries_follow_the_pending_rows() {
+    let db = common::temp_db();
+    let store = Store::open(&db.path).unwrap();
+    let conn = store.read().unwrap();
+    let cases: [(&str, &str, &str); 3] = [
+        (
+            "notices_pending",
+            include_str!("../../sql/notices_pending.sql"),
+            "SCAN mb USING INDEX mailbox_pending",
+        ),
+        (
+            "agent_owned_pending_steers",
+            include_str!("../../sql/agent_owned_pending_steers.sql"),
+            "SCAN mb USING INDEX mailbox_pending",
+        ),
+        (
+            "commands_pending",
+            include_str!("../../sql/commands_pending.sql"),
+            "SCAN c USING INDEX commands_pending",
+        ),
+    ];
+    for (name, sql, first) in cases {
+        let text = plan(&conn, &statement(sql));
+        assert!(text.starts_with(first), "{name}: {text}");
+        assert!(
+            text.contains("SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)"),
+            "{name}: {text}"
+        );
+        assert!(!text.contains("SCAN t"), "{name}: {text}");
+    }
+}
+
+/// The reach below a manager (references and `parent`/`ancestor` lists into children's own
+/// serves) walks down managers_by_parent and reaches threads by index, never scanning the
+/// managers or the threads; only the few rows it found are sorted.
+#[test]
+fn reach_queries_walk_down_the_managers_index() {
+    let db = common::temp_db();
+    let store = Store::open(&db.path).unwrap();
+    let conn = store.read().unwrap();
+    let cases: [(&str, &str, &str); 5] = [
+        (
+            "reach_thread_by_id",
+            include_str!("../../sql/reach_thread_by_id.sql"),
+            "SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)",
+        ),
+        (
+            "reach_thread_by_path",
+            include_str!("../../sql/reach_thread_by_path.sql"),
+            "SEARCH t USING INDEX sqlite_autoindex_threads_2 (manager_id=? AND path=?)",
+        ),
+        (
+            "reach_thread_by_name",
+            include_str!("../../sql/reach_thread_by_name.sql"),
+            "SEARCH t USING INDEX threads_by_task_name (manager_id=? AND task_name=?)",
+        ),
+        (
+            "list_children_reach",
+            include_str!("../../sql/list_children_reach.sql"),
+            "SEARCH t USING INDEX threads_by_parent (manager_id=? AND parent_path=?)",
+        ),
+        (
+            "list_descendants_reach",
+            include_str!("../../sql/list_descendants_reach.sql"),
+            "SEARCH t USING INDEX threads_by_sort_key (manager_id=? AND sort_key>? AND sort_key<?)",
+        ),
+    ];
+    for (name, sql, threads) in cases {
+        let text = plan(&conn, &statement(sql));
+        assert!(
+            text.contains("INDEX managers_by_parent (parent_manager_id=? AND contract=?)"),
+            "{name}: {text}"
+        );
+        assert!(text.contains(threads), "{name}: {text}");
+        for scan in ["SCAN m ", "SCAN t ", "SCAN managers", "SCAN threads"] {
+            assert!(!text.contains(scan), "{name} scans: {text}");
+        }
+        assert!(
+            !text.ends_with("SCAN m") && !text.ends_with("SCAN t"),
+            "{name}: {text}"
+        );
+    }
+}
+
+/// The rows one serve writes for another's thread, and what both sides read of them, are
+/// primary-key lookups or start from the partial indexes of unfinished commands.
+#[test]
+fn cross_serve_queries_are_key_lookups() {
+    let db = common::temp_db();
+    let store = Store::open(&db.path).unwrap();
+    let conn = store.read().unwrap();
+    let cases: [(&str, &str, &[&str]); 10] = [
+        (
+            "thread_holder",
+            include_str!("../../sql/thread_holder.sql"),
+            &[
+                "SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)",
+                "SEARCH m USING INTEGER PRIMARY KEY (rowid=?)",
+            ],
+        ),
+        (
+            "manager_owner",
+            include_str!("../../sql/manager_owner.sql"),
+            &["SEARCH managers USING INTEGER PRIMARY KEY (rowid=?)"],
+        ),
+        (
+            "command_state",
+            include_str!("../../sql/command_state.sql"),
+            &["SEARCH commands USING INTEGER PRIMARY KEY (rowid=?)"],
+        ),
+        (
+            "command_claim",
+            include_str!("../../sql/command_claim.sql"),
+            &["SEARCH commands USING INTEGER PRIMARY KEY (rowid=?)"],
+        ),
+        (
+            "command_withdraw",
+            include_str!("../../sql/command_withdraw.sql"),
+            &["SEARCH commands USING INTEGER PRIMARY KEY (rowid=?)"],
+        ),
+        (
+            "command_abandon",
+            include_str!("../../sql/command_abandon.sql"),
+            &["SEARCH commands USING INTEGER PRIMARY KEY (rowid=?)"],
+        ),
+        (
+            "command_done",
+            include_str!("../../sql/command_done.sql"),
+            &["SEARCH commands USING INTEGER PRIMARY KEY (rowid=?)"],
+        ),
+        (
+            "command_send_under_way",
+            include_str!("../../sql/command_send_under_way.sql"),
+            &[
+                "SEARCH commands USING INDEX commands_pending (thread_id=?)",
+                "SEARCH commands USING INDEX commands_running (thread_id=?)",
+            ],
+        ),
+        (
+            "thread_ancestors",
+            include_str!("../../sql/thread_ancestors.sql"),
+            &["SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)"],
+        ),
+        (
+            "check_stale_commands",
+            include_str!("../../sql/check_stale_commands.sql"),
+            &[
+                "SCAN c USING INDEX commands_pending",
+                "SCAN c USING INDEX commands_running",
+            ],
+        ),
+    ];
+    for (name, sql, wants) in cases {
+        let text = plan(&conn, &statement(sql));
+        for want in wants {
+            assert!(text.contains(want), "{name}: {text}");
+        }
+        for scan in [
+            "SCAN t",
+            "SCAN m",
+            "SCAN managers",
+            "SCAN threads",
+            "SCAN commands",
+        ] {
+            assert!(!text.contains(scan), "{name} scans: {text}");
+        }
+    }
+}
+
+/// Contract B's list and stop queries: the root's list is one range of threads_agent_by_manager,
+/// already in spawn (rowid) order; a child's list reads its own row and one subtree range of
+/// threads_by_sort_key into a rowid list (in order, no sort step); agent_stop reads one subtree
+/// range and sorts only those rows (deepest first); a settled stop is a primary-key update.
+/// Never a scan of the threads.
+#[test]
+fn agent_list_and_stop_queries_use_their_indexes() {
+    let db = common::temp_db();
+    let store = Store::open(&db.path).unwrap();
+    let conn = store.read().unwrap();
+    let cases: [(&str, &str, &str, bool); 4] = [
+        (
+            "agent_threads_all",
+            include_str!("../../sql/agent_threads_all.sql"),
+            "SEARCH threads USING INDEX threads_agent_by_manager (manager_id=?)",
+            false,
+        ),
+        (
+            "agent_threads_under",
+            include_str!("../../sql/agent_threads_under.sql"),
+            "USING INDEX threads_by_sort_key (manager_id=? AND sort_key>? AND sort_key<?)",
+            false,
+        ),
+        (
+            "agent_stop_targets",
+            include_str!("../../sql/agent_stop_targets.sql"),
+            "USING INDEX threads_by_sort_key (manager_id=? AND sort_key>? AND sort_key<?)",
+            true,
+        ),
+        (
+            "agent_stop_settled",
+            include_str!("../../sql/agent_stop_settled.sql"),
+            "SEARCH threads USING INDEX sqlite_autoindex_threads_1 (id=?)",
+            false,
+        ),
+    ];
+    for (name, sql, want, sorts) in cases {
+        let text = plan(&conn, &statement(sql));
+        assert!(text.contains(want), "{name}: {text}");
+        assert!(
+            !text.contains("SCAN threads"),
+            "{name} scans the threads: {text}"
+        );
+        assert_eq!(text.contains("TEMP B-TREE"), sorts, "{name}: {text}");
+    }
+}

@@ -1,0 +1,454 @@
+//! The store on real database files: opening, migrations, constraints, events, resolution,
+//! list filters.
+
+use crate::support::common;
+
+use common::{add, manager, temp_db, thread, tid};
+use rusqlite::Connection;
+use threadbase::list::{list, ListQuery, StateFilter, Subtree, VisibilityFilter};
+use threadbase::refs::{resolve, resolve_list_filter, RefScope};
+use threadbase::store::events::{self, NewEvent};
+use threadbase::{ErrorCode, Store};
+
+#[test]
+fn open_creates_folders_sets_wal_and_is_idempotent() {
+    let db = temp_db();
+    assert!(!db.path.parent().unwrap().exists());
+    let store = Store::open(&db.path).unwrap();
+    let conn = store.read().unwrap();
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+    let fk: i64 = conn
+        .query_row("PRAGMA foreign_keys", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(fk, 1);
+    let sync: i64 = conn
+        .query_row("PRAGMA synchronous", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(sync, 1, "NORMAL");
+    drop(conn);
+    drop(store);
+    // A second open runs no migration again and keeps the data.
+    let store = Store::open(&db.path).unwrap();
+    let applied: i64 = store
+        .read()
+        .unwrap()
+        .query_row("SELECT count(*) FROM refinery_schema_history", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert!(applied >= 1);
+}
+
+#[test]
+fn an_edited_applied_migration_fails_loudly() {
+    let db = temp_db();
+    drop(Store::open(&db.path).unwrap());
+    // Pretend the applied V1 had different text: its checksum no longer matches the file.
+    let conn = Connection::open(&db.path).unwrap();
+    conn.execute(
+        "UPDATE refinery_schema_history SET checksum = '1' WHERE version = 1",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    let err = Store::open(&db.path)
+        .err()
+        .expect("divergent migration must fail");
+    assert_eq!(err.code, ErrorCode::Internal);
+    assert!(err.message.contains("migration"), "{}", err.message);
+    assert!(err.message.contains("Repair:"), "{}", err.message);
+}
+
+#[test]
+fn readers_cannot_write() {
+    let db = temp_db();
+    let store = Store::open(&db.path).unwrap();
+    let conn = store.read().unwrap();
+    let err = conn.execute("DELETE FROM threads", []).unwrap_err();
+    assert!(
+        err.to_string().contains("readonly") || err.to_string().contains("read-only"),
+        "{err}"
+    );
+}
+
+#[test]
+fn constraints_enforce_the_rules() {
+    let db = temp_db();
+    let store = Store::open(&db.path).unwrap();
+    let m = manager(&store, "ses_a");
+    add(&store, &[thread(&tid(1), m, "/root/a", true)]);
+
+    // UNIQUE (manager, path).
+    let dup = store.write(|tx| {
+        threadbase::store::threads::insert_thread(tx, &thread(&tid(2), m, "/root/a", true))
+    });
+    assert_eq!(dup.unwrap_err().code, ErrorCode::Conflict);
+    // The same path under another manager is fine.
+    let m2 = manager(&store, "ses_b");
+    add(&store, &[thread(&tid(3), m2, "/root/a", true)]);
+
+    let conn = Connection::open(&db.path).unwrap();
+    conn.execute_batch("PRAGMA foreign_keys = ON").unwrap();
+    let bad = |sql: &str| conn.execute_batch(sql).expect_err(sql);
+    // CHECK on enums and on the path/parent relation.
+    bad("UPDATE threads SET status = 'zombie' WHERE id = 'thread_000000000001'");
+    bad("UPDATE threads SET phase = 'sleeping' WHERE id = 'thread_000000000001'");
+    bad("UPDATE threads SET status = 'closed' WHERE id = 'thread_000000000001'"); // closed needs an exit
+    bad("UPDATE threads SET task_name = 'b' WHERE id = 'thread_000000000001'");
+    bad("UPDATE threads SET pgid = 1 WHERE id = 'thread_000000000001'"); // never a pgid <= 1
+                                                                         // Mailbox: UNIQUE (thread, send key).
+    conn.execute_batch(
+        "INSERT INTO mailbox (thread_id, direction, kind, send_key, body, created_at)
+         VALUES ('thread_000000000001', 'to_child', 'prompt', 'k1', 'hello', 'now')",
+    )
+    .unwrap();
+    bad(
+        "INSERT INTO mailbox (thread_id, direction, kind, send_key, body, created_at)
+         VALUES ('thread_000000000001', 'to_child', 'prompt', 'k1', 'again', 'now')",
+    );
+    // Reports: one per worker, verdict CHECK, non-empty summary, evidence array.
+    conn.execute_batch(
+        "INSERT INTO reports (worker_id, verdict, summary, evidence, message_id, created_at)
+         VALUES ('thread_000000000001', 'PASS', 'ok', '[\"cargo test\"]', 'm1', 'now')",
+    )
+    .unwrap();
+    bad(
+        "INSERT INTO reports (worker_id, verdict, summary, evidence, message_id, created_at)
+         VALUES ('thread_000000000001', 'PASS', 'ok', '[]', 'm2', 'now')",
+    );
+    bad(
+        "INSERT INTO reports (worker_id, verdict, summary, evidence, message_id, created_at)
+         VALUES ('thread_000000000003', 'MAYBE', 'ok', '[]', 'm2', 'now')",
+    );
+    bad(
+        "INSERT INTO reports (worker_id, verdict, summary, evidence, message_id, created_at)
+         VALUES ('thread_000000000003', 'FAIL', '  ', '[]', 'm2', 'now')",
+    );
+    bad(
+        "INSERT INTO reports (worker_id, verdict, summary, evidence, message_id, created_at)
+         VALUES ('thread_000000000003', 'FAIL', 'x', '{}', 'm2', 'now')",
+    );
+    // Foreign keys: an event for a missing thread.
+    bad("INSERT INTO thread_events (thread_id, seq, at, type) VALUES ('thread_ffffffffffff', 1, 'now', 'turn_started')");
+}
+
+#[test]
+fn a_failed_write_leaves_nothing_behind() {
+    let db = temp_db();
+    let store = Store::open(&db.path).unwrap();
+    let m = manager(&store, "ses_a");
+    let result = store.write(|tx| {
+        threadbase::store::threads::insert_thread(tx, &thread(&tid(1), m, "/root/a", true))?;
+        threadbase::store::threads::insert_thread(tx, &thread(&tid(2), m, "/root/a", true))
+    });
+    assert!(result.is_err());
+    let n: i64 = store
+        .read()
+        .unwrap()
+        .query_row("SELECT count(*) FROM threads", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(n, 0, "the transaction rolled back whole");
+}
+
+#[test]
+fn events_keep_a_ring_of_40_and_seq_grows_across_reopen() {
+    let db = temp_db();
+    {
+        let store = Store::open(&db.path).unwrap();
+        let m = manager(&store, "ses_a");
+        add(&store, &[thread(&tid(1), m, "/root/a", true)]);
+        for batch in 0..5 {
+            store
+                .write(|tx| {
+                    let data = format!("{{\"batch\":{batch}}}");
+                    let evs: Vec<NewEvent> = (0..13)
+                        .map(|_| NewEvent {
+                            at: "2026-01-01T00:00:00.000Z",
+                            kind: "turn_started",
+                            data: &data,
+                        })
+                        .collect();
+                    events::append(tx, &tid(1), &evs)
+                })
+                .unwrap();
+        }
+    }
+    let store = Store::open(&db.path).unwrap();
+    let conn = store.read().unwrap();
+    let evs = events::of_thread(&conn, &tid(1)).unwrap();
+    assert_eq!(evs.len(), 40);
+    assert_eq!(evs.first().unwrap().seq, 26);
+    assert_eq!(evs.last().unwrap().seq, 65);
+    assert!(evs.windows(2).all(|w| w[1].seq == w[0].seq + 1));
+    drop(conn);
+    let next = store
+        .write(|tx| {
+            events::append(
+                tx,
+                &tid(1),
+                &[NewEvent {
+                    at: "2026-01-01T00:00:01.000Z",
+                    kind: "turn_completed",
+                    data: "{}",
+                }],
+            )
+        })
+        .unwrap();
+    assert_eq!(next, 66);
+    let last_event_at: String = store
+        .read()
+        .unwrap()
+        .query_row("SELECT last_event_at FROM threads", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(last_event_at, "2026-01-01T00:00:01.000Z");
+    // A batch longer than the ring keeps only its newest 40.
+    let evs: Vec<NewEvent> = (0..100)
+        .map(|_| NewEvent {
+            at: "t",
+            kind: "tool_started",
+            data: "{}",
+        })
+        .collect();
+    let last = store.write(|tx| events::append(tx, &tid(1), &evs)).unwrap();
+    let kept = events::of_thread(&store.read().unwrap(), &tid(1)).unwrap();
+    assert_eq!((kept.len(), kept[0].seq, last), (40, 127, 166));
+}
+
+fn seeded() -> (common::TempDb, Store, i64) {
+    let db = temp_db();
+    let store = Store::open(&db.path).unwrap();
+    let m = manager(&store, "ses_a");
+    add(
+        &store,
+        &[
+            thread(&tid(1), m, "/root/alpha", true),
+            thread(&tid(2), m, "/root/alpha/review", false),
+            thread(&tid(3), m, "/root/beta", true),
+            thread(&tid(4), m, "/root/beta/review", true),
+            thread(&tid(5), m, "/root/beta/lint", false),
+            thread(&tid(6), m, "/root/alpha_b", true),
+            thread(&tid(7), m, "/root/alpha1", true),
+        ],
+    );
+    store
+        .write(|tx| Ok(tx.execute("UPDATE threads SET archived = 1 WHERE id = ?1", [tid(5)])?))
+        .unwrap();
+    (db, store, m)
+}
+
+#[test]
+fn resolution_follows_contract_a_order() {
+    let (_db, store, m) = seeded();
+    let conn = store.read().unwrap();
+    let root = RefScope {
+        manager_id: m,
+        current_path: "/root",
+        self_id: None,
+    };
+    let path_of = |scope, r: &str| resolve(&conn, scope, r).map(|t| t.path);
+    assert_eq!(path_of(root, &tid(3)).unwrap(), "/root/beta");
+    assert_eq!(path_of(root, "/root/beta/lint").unwrap(), "/root/beta/lint");
+    assert_eq!(path_of(root, "root/beta").unwrap(), "/root/beta");
+    assert_eq!(path_of(root, "beta/lint").unwrap(), "/root/beta/lint");
+    assert_eq!(
+        path_of(root, "  lint ").unwrap(),
+        "/root/beta/lint",
+        "trimmed; unique task name"
+    );
+    // Relative to a nested current path.
+    let in_beta = RefScope {
+        manager_id: m,
+        current_path: "/root/beta",
+        self_id: None,
+    };
+    assert_eq!(path_of(in_beta, "review").unwrap(), "/root/beta/review");
+    // From /root, "review" is not a path and matches two task names.
+    let err = resolve(&conn, root, "review").unwrap_err();
+    assert_eq!(err.code, ErrorCode::AmbiguousReference);
+    assert_eq!(
+        err.message,
+        "Ambiguous thread reference \"review\". Candidate paths: /root/alpha/review, /root/beta/review. Repair: use one of the candidate paths or a thread id instead."
+    );
+    // An id-shaped text never falls through to names.
+    let err = resolve(&conn, root, "thread_0000000000ff").unwrap_err();
+    assert_eq!(err.code, ErrorCode::UnknownReference);
+    assert!(err.message.starts_with("Unknown thread reference: \"thread_0000000000ff\". Accepted reference forms: thread id (thread_012345abcdef), canonical path (/root/task), relative path from the current thread (task or parent/task), or unambiguous taskName. Known threads: /root/alpha (id: thread_000000000001, taskName: alpha); /root/alpha_b"));
+    assert!(err.message.ends_with(
+        "Repair: use a known path/id, run { \"action\": \"list\" }, or start the thread first."
+    ));
+    // Another manager's threads are invisible; an empty manager says so.
+    let empty = manager(&store, "ses_empty");
+    let err = resolve(
+        &conn,
+        RefScope {
+            manager_id: empty,
+            current_path: "/root",
+            self_id: None,
+        },
+        "alpha",
+    )
+    .unwrap_err();
+    assert!(
+        err.message
+            .contains("No threads are currently managed by this parent."),
+        "{}",
+        err.message
+    );
+}
+
+#[test]
+fn list_filters_are_sql() {
+    let (_db, store, m) = seeded();
+    let conn = store.read().unwrap();
+    let paths = |q: ListQuery| {
+        list(&conn, m, &q)
+            .unwrap()
+            .threads
+            .into_iter()
+            .map(|t| t.path)
+            .collect::<Vec<_>>()
+    };
+    // Default: all states, active only, localeCompare order ('_' < '/' < digits < letters).
+    assert_eq!(
+        paths(ListQuery::default()),
+        [
+            "/root/alpha",
+            "/root/alpha_b",
+            "/root/alpha/review",
+            "/root/alpha1",
+            "/root/beta",
+            "/root/beta/review"
+        ]
+    );
+    let q = ListQuery {
+        state: StateFilter::Live,
+        ..Default::default()
+    };
+    assert_eq!(
+        paths(q),
+        [
+            "/root/alpha",
+            "/root/alpha_b",
+            "/root/alpha1",
+            "/root/beta",
+            "/root/beta/review"
+        ]
+    );
+    let q = ListQuery {
+        visibility: VisibilityFilter::Archived,
+        ..Default::default()
+    };
+    assert_eq!(paths(q), ["/root/beta/lint"]);
+    let q = ListQuery {
+        subtree: Subtree::ChildrenOf("/root".into()),
+        visibility: VisibilityFilter::All,
+        ..Default::default()
+    };
+    assert_eq!(
+        paths(q),
+        ["/root/alpha", "/root/alpha_b", "/root/alpha1", "/root/beta"]
+    );
+    let q = ListQuery {
+        subtree: Subtree::DescendantsOf("/root/alpha".into()),
+        ..Default::default()
+    };
+    assert_eq!(
+        paths(q),
+        ["/root/alpha/review"],
+        "whole segments only: alpha_b and alpha1 are not below alpha"
+    );
+    let q = ListQuery {
+        subtree: Subtree::DescendantsOf("/root/beta".into()),
+        state: StateFilter::Closed,
+        visibility: VisibilityFilter::All,
+    };
+    let listing = list(&conn, m, &q).unwrap();
+    assert_eq!(
+        (listing.count, listing.live_count, listing.closed_count),
+        (1, 0, 1)
+    );
+    // Filter references: '.', 'self', a valid path nobody has, a name.
+    let scope = RefScope {
+        manager_id: m,
+        current_path: "/root/beta",
+        self_id: Some("thread_00000000abcd"),
+    };
+    assert_eq!(
+        resolve_list_filter(&conn, scope, ".").unwrap(),
+        "/root/beta"
+    );
+    assert_eq!(
+        resolve_list_filter(&conn, scope, "self").unwrap(),
+        "/root/beta"
+    );
+    assert_eq!(
+        resolve_list_filter(&conn, scope, "thread_00000000abcd").unwrap(),
+        "/root/beta"
+    );
+    assert_eq!(
+        resolve_list_filter(&conn, scope, "/root/nobody/here").unwrap(),
+        "/root/nobody/here"
+    );
+    assert_eq!(
+        resolve_list_filter(&conn, scope, "lint").unwrap(),
+        "/root/beta/lint"
+    );
+    assert_eq!(
+        resolve_list_filter(&conn, scope, &tid(1)).unwrap(),
+        "/root/alpha"
+    );
+    assert!(threadbase::list::exclusive_filters(Some("a"), Some("b"))
+        .unwrap_err()
+        .message
+        .contains("mutually exclusive"));
+}
+
+/// Found by tests/it/crash_serve.rs (through `threadbase check`): a child's event read just
+/// before a stop request was committed after the stop's `thread_stopping`, so a higher seq
+/// carried an earlier time. Appended events never go back in time now.
+#[test]
+fn appended_events_never_go_back_in_time() {
+    let db = temp_db();
+    let store = Store::open(&db.path).unwrap();
+    let m = manager(&store, "ses_a");
+    add(&store, &[thread(&tid(1), m, "/root/a", true)]);
+    let append = |at: &'static str, kind: &'static str| {
+        store
+            .write(|tx| {
+                events::append(
+                    tx,
+                    &tid(1),
+                    &[NewEvent {
+                        at,
+                        kind,
+                        data: "{}",
+                    }],
+                )
+            })
+            .unwrap()
+    };
+    append("2026-01-01T00:00:00.305Z", "thread_stopping");
+    append("2026-01-01T00:00:00.304Z", "tool_completed");
+    append("2026-01-01T00:00:00.306Z", "thread_closed");
+    let conn = store.read().unwrap();
+    let ats: Vec<(i64, String)> = events::of_thread(&conn, &tid(1))
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.seq, e.at))
+        .collect();
+    assert_eq!(
+        ats,
+        [
+            (1, "2026-01-01T00:00:00.305Z".to_string()),
+            (2, "2026-01-01T00:00:00.305Z".to_string()),
+            (3, "2026-01-01T00:00:00.306Z".to_string()),
+        ]
+    );
+    let last: String = conn
+        .query_row("SELECT last_event_at FROM threads", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(last, "2026-01-01T00:00:00.306Z");
+}
