@@ -4,16 +4,15 @@
 use std::path::{Path, PathBuf};
 
 use super::reserve::{
-    check_depth, check_live_count, child_argv, choose_task_name, close_unlaunched, parent_thread_id,
+    check_new_child, child_argv, claim_path, close_unlaunched, insert_child, Child,
 };
 use super::{find, reply, Engine};
 use crate::contract::projection::{Detail, Projection};
 use crate::contract::thread::{Details, Single, SnapshotJson};
-use crate::contract::{args as argpolicy, format, naming};
+use crate::contract::{format, naming};
 use crate::error::{Error, ErrorCode, Result};
 use crate::output::Reply;
 use crate::runtime::{LaunchSpec, StartKind};
-use crate::store::threads::{insert_thread, NewThread};
 use crate::time::now_iso;
 
 pub(super) async fn fork(
@@ -25,11 +24,7 @@ pub(super) async fn fork(
     task_name: Option<String>,
     args: Vec<String>,
 ) -> Result<Reply> {
-    check_depth(e)?;
-    check_live_count(e, &*e.store.read()?)?;
-    argpolicy::validate_child_args(&args)?;
-    let inherited = argpolicy::inherited_args(&e.cfg.parent_args, &e.cfg.cwd);
-    argpolicy::merge_args(&inherited, &args)?;
+    check_new_child(e, &args)?;
     // The source: a managed child's session, or the parent's own.
     let (source_file, source_name) = match &reference {
         Some(r) => {
@@ -71,36 +66,28 @@ pub(super) async fn fork(
     let new_file = e
         .child_session_dir()
         .join(crate::session::session_file_name(&now_iso(), &session_id));
-    let (_task, path) = e.store.write(|tx| {
-        check_live_count(e, tx)?;
-        e.check_budget(tx, None, "fork")?;
-        let (task, path) = choose_task_name(e, tx, task_name.as_deref(), &base)?;
+    let path = e.store.write(|tx| {
+        let (task, path) = claim_path(e, tx, "fork", task_name.as_deref(), &base)?;
         // The branch file is written inside the reservation, so a rejected fork writes nothing.
         crate::session::write_branch(&source, entry_id.as_deref(), pos, &new_file, &session_id)?;
-        insert_thread(
+        insert_child(
+            e,
             tx,
-            &NewThread {
-                id: id.clone(),
-                manager_id: e.manager_id,
-                path: path.clone(),
-                parent_path: Some(e.cfg.scope_path.clone()),
-                parent_id: parent_thread_id(e, tx)?,
-                task_name: task.clone(),
-                name: display.clone(),
-                depth,
-                cwd: cwd.display().to_string(),
-                args: args.clone(),
-                status: "live",
-                phase: "starting",
-                session_file: Some(new_file.display().to_string()),
-                session_id: Some(session_id.clone()),
-                ..Default::default()
+            &Child {
+                id: &id,
+                task: &task,
+                path: &path,
+                name: &display,
+                cwd: &cwd,
+                args: &args,
+                prompt: None,
+                session: Some((&new_file, &session_id)),
             },
         )
         .inspect_err(|_| {
             let _ = std::fs::remove_file(&new_file);
         })?;
-        Ok((task, path))
+        Ok(path)
     })?;
     let source_entry = entry_id
         .clone()

@@ -174,3 +174,66 @@ pub(super) fn close_unlaunched(e: &Engine, id: &str, message: &str) -> Result<()
         Ok(())
     })
 }
+
+/// What `start` and `fork` check before reserving a child: the depth limit, the live count
+/// (checked again inside the reservation) and the child's own args.
+pub(super) fn check_new_child(e: &Engine, args: &[String]) -> Result<()> {
+    check_depth(e)?;
+    check_live_count(e, &*e.store.read()?)?;
+    argpolicy::validate_child_args(args)?;
+    let inherited = argpolicy::inherited_args(&e.cfg.parent_args, &e.cfg.cwd);
+    argpolicy::merge_args(&inherited, args)?;
+    Ok(())
+}
+
+/// The first step of a reservation, inside its transaction: the live count and the budget
+/// hold for `verb`, and a free task name and path (`(task, path)`).
+pub(super) fn claim_path(
+    e: &Engine,
+    tx: &Transaction<'_>,
+    verb: &str,
+    task_name: Option<&str>,
+    base: &str,
+) -> Result<(String, String)> {
+    check_live_count(e, tx)?;
+    e.check_budget(tx, None, verb)?;
+    choose_task_name(e, tx, task_name, base)
+}
+
+/// A child of this session's thread, as a reservation inserts it (live, starting).
+pub(super) struct Child<'a> {
+    pub id: &'a str,
+    pub task: &'a str,
+    pub path: &'a str,
+    pub name: &'a str,
+    pub cwd: &'a Path,
+    pub args: &'a [String],
+    pub prompt: Option<&'a str>,
+    /// The session file and id it starts on, when known at the reservation (a fork's branch).
+    pub session: Option<(&'a Path, &'a str)>,
+}
+
+/// Inserts `child`'s row, in the reserving transaction.
+pub(super) fn insert_child(e: &Engine, tx: &Transaction<'_>, child: &Child<'_>) -> Result<()> {
+    threads::insert_thread(
+        tx,
+        &threads::NewThread {
+            id: child.id.to_string(),
+            manager_id: e.manager_id,
+            path: child.path.to_string(),
+            parent_path: Some(e.cfg.scope_path.clone()),
+            parent_id: parent_thread_id(e, tx)?,
+            task_name: child.task.to_string(),
+            name: child.name.to_string(),
+            depth: e.cfg.depth + 1,
+            cwd: child.cwd.display().to_string(),
+            args: child.args.to_vec(),
+            status: "live",
+            phase: "starting",
+            prompt: child.prompt.map(str::to_string),
+            session_file: child.session.map(|(f, _)| f.display().to_string()),
+            session_id: child.session.map(|(_, id)| id.to_string()),
+            ..Default::default()
+        },
+    )
+}

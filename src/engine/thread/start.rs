@@ -1,17 +1,17 @@
 //! `start`: reserve the thread, write its session file, launch its child with the prompt.
 
 use super::reserve::{
-    check_depth, check_live_count, child_argv, choose_task_name, close_unlaunched,
-    new_session_file, parent_thread_id, resolve_cwd,
+    check_new_child, child_argv, claim_path, close_unlaunched, insert_child, new_session_file,
+    resolve_cwd, Child,
 };
 use super::{reply, Engine};
 use crate::contract::projection::{Detail, Projection};
 use crate::contract::thread::{Details, Single, SnapshotJson};
-use crate::contract::{args as argpolicy, format, naming};
+use crate::contract::{format, naming};
 use crate::error::Result;
 use crate::output::Reply;
 use crate::runtime::{LaunchSpec, StartKind};
-use crate::store::threads::{self, insert_thread, NewThread};
+use crate::store::threads;
 
 pub(super) async fn start(
     e: &Engine,
@@ -21,11 +21,7 @@ pub(super) async fn start(
     args: Vec<String>,
     cwd: Option<String>,
 ) -> Result<Reply> {
-    check_depth(e)?;
-    check_live_count(e, &*e.store.read()?)?;
-    argpolicy::validate_child_args(&args)?;
-    let inherited = argpolicy::inherited_args(&e.cfg.parent_args, &e.cfg.cwd);
-    argpolicy::merge_args(&inherited, &args)?;
+    check_new_child(e, &args)?;
     let cwd = resolve_cwd(e, cwd.as_deref())?;
     let id = crate::ids::new_thread_id();
     let short = &id[7..13];
@@ -34,31 +30,24 @@ pub(super) async fn start(
     // From the insert on, the thread is starting: a send or wait meanwhile waits for its child.
     let _launching = e.rt.reserve_launch(&id);
     // Reserve the path: limits, uniqueness and the insert in one transaction.
-    let (_task, path, display) = e.store.write(|tx| {
-        check_live_count(e, tx)?;
-        e.check_budget(tx, None, "start")?;
-        let (task, path) = choose_task_name(e, tx, task_name.as_deref(), &base)?;
+    let (path, display) = e.store.write(|tx| {
+        let (task, path) = claim_path(e, tx, "start", task_name.as_deref(), &base)?;
         let display = naming::display_name(name.as_deref(), Some(&prompt), Some(&task), short);
-        insert_thread(
+        insert_child(
+            e,
             tx,
-            &NewThread {
-                id: id.clone(),
-                manager_id: e.manager_id,
-                path: path.clone(),
-                parent_path: Some(e.cfg.scope_path.clone()),
-                parent_id: parent_thread_id(e, tx)?,
-                task_name: task.clone(),
-                name: display.clone(),
-                depth,
-                cwd: cwd.display().to_string(),
-                args: args.clone(),
-                status: "live",
-                phase: "starting",
-                prompt: Some(prompt.clone()),
-                ..Default::default()
+            &Child {
+                id: &id,
+                task: &task,
+                path: &path,
+                name: &display,
+                cwd: &cwd,
+                args: &args,
+                prompt: Some(&prompt),
+                session: None,
             },
         )?;
-        Ok((task, path, display))
+        Ok((path, display))
     })?;
     let launched = async {
         let (session, session_id) = new_session_file(e, &cwd, e.cfg.session_file.as_deref())?;
