@@ -376,7 +376,7 @@ fn restore(db: &std::path::Path, json: bool, out: &mut dyn std::io::Write) -> cr
     }
     let store = crate::Store::open(db)?;
     let me = crate::runtime::process::ProcessIdentity::current();
-    let report = crate::runtime::restore::restore_dead_owners(&store, me)?;
+    let report = crate::engine::restore_dead_owners(&store, me)?;
     if json {
         let doc = serde_json::json!({"restored": report.restored, "killedGroups": report.killed_groups, "rejected": report.rejected});
         writeln!(out, "{doc}")?;

@@ -8,10 +8,10 @@ use clap::Args;
 use tracing::Instrument;
 
 use super::logging;
+use crate::engine::restore_dead_owners;
 use crate::engine::{Engine, ServeConfig};
 use crate::error::{Error, Result};
 use crate::runtime::process::ProcessIdentity;
-use crate::runtime::restore::restore_dead_owners;
 use crate::runtime::Runtime;
 use crate::Store;
 

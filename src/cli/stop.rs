@@ -159,8 +159,7 @@ fn stop(db: &Path, args: &StopArgs<'_>, out: &mut dyn Write) -> Result<ExitCode>
     })?;
     let mut restored = Vec::new();
     if !orphaned.is_empty() {
-        let report =
-            crate::runtime::restore::restore_dead_owners(&store, ProcessIdentity::current())?;
+        let report = crate::engine::restore_dead_owners(&store, ProcessIdentity::current())?;
         restored = report.restored;
     }
     // Wait for the owning serves (they poll the change counter every 200 ms or faster).

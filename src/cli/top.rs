@@ -671,10 +671,8 @@ impl App {
     }
 
     fn restore(&mut self) -> Result<(usize, usize)> {
-        let report = crate::runtime::restore::restore_dead_owners(
-            self.writer()?,
-            ProcessIdentity::current(),
-        )?;
+        let report =
+            crate::engine::restore_dead_owners(self.writer()?, ProcessIdentity::current())?;
         Ok((report.restored.len(), report.killed_groups.len()))
     }
 

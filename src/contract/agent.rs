@@ -10,6 +10,9 @@ use crate::contract::fields::type_name;
 use crate::error::{Error, Result};
 use crate::text::{utf16_len, utf16_prefix};
 
+/// Contract B's status for work interrupted by a reload (its owner died).
+pub const PAUSED_STATUS: &str = "Interrupted by reload; send input to resume";
+
 /// The methods of contract B on `serve`.
 pub const METHODS: [&str; 8] = [
     "agent_spawn",

@@ -15,6 +15,14 @@ pub mod worker;
 
 use serde::Serialize;
 
+/// What the restore pass writes for a thread whose owner died: contract A's stale exit
+/// message and contract B's paused status.
+pub const RESTORE_TEXTS: crate::runtime::restore::RestoreTexts =
+    crate::runtime::restore::RestoreTexts {
+        stale_message: thread::STALE_MESSAGE,
+        paused_status: agent::PAUSED_STATUS,
+    };
+
 /// A tool result as every contract's tools answer: `{content: [{type: "text", text}],
 /// details}`, plus `terminate: true` when the tool ends the caller's run (`agent_pause`).
 #[derive(Debug, Serialize)]

@@ -14,6 +14,10 @@ use crate::paths::{is_task_name, json_quote};
 use crate::runtime::SendMode;
 use crate::session::ForkPosition;
 
+/// The exit message of a thread restored as stale: its owner died (pi-threads' text).
+pub const STALE_MESSAGE: &str =
+    "Thread was restored from the parent Pi session registry without a live process connection.";
+
 /// Upper bound of `wait.timeoutMs`.
 pub const MAX_WAIT_MS: u64 = 600_000;
 /// Default `wait.timeoutMs`.

@@ -469,7 +469,7 @@ impl AgentHost {
     /// come back paused.
     fn restored_if_orphaned(&self, row: AgentRow) -> Result<AgentRow> {
         if (row.live || row.active()) && !self.is_mine(&row) && !self.owner_alive(&row) {
-            crate::runtime::restore::restore_dead_owners(&self.store, self.rt.owner())?;
+            crate::engine::restore_dead_owners(&self.store, self.rt.owner())?;
             return self.row_by_id(&row.id);
         }
         Ok(row)

@@ -27,6 +27,15 @@ use crate::store::events;
 use crate::store::threads::{thread_by_id_any, upsert_manager, Contract, ManagerSpec, ThreadRow};
 use crate::store::Store;
 
+/// The restore pass (see `runtime::restore`) with the contracts' texts: every live thread
+/// whose owner is gone and is not `me` is closed as stale (contract B: paused).
+pub fn restore_dead_owners(
+    store: &Store,
+    me: crate::runtime::process::ProcessIdentity,
+) -> Result<crate::runtime::restore::RestoreReport> {
+    crate::runtime::restore::restore_dead_owners(store, me, &crate::contract::RESTORE_TEXTS)
+}
+
 /// A thread's retained output (`thread_output`); empty when none was recorded yet.
 pub fn output_facts(conn: &rusqlite::Connection, id: &str) -> Result<OutputFacts> {
     crate::store::output::of_thread(conn, id)

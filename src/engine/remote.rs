@@ -10,9 +10,9 @@
 use std::time::{Duration, Instant};
 
 use super::Engine;
+use crate::engine::restore_dead_owners;
 use crate::error::{Error, ErrorCode, Result};
 use crate::runtime::process::ProcessIdentity;
-use crate::runtime::restore::restore_dead_owners;
 use crate::store::{commands, threads};
 
 /// How often a requester reads its command row.

@@ -1,6 +1,6 @@
 //! The restore pass: one function that gives every thread left live by a dead owner a safe
 //! value. A thread whose owning process (pid + start time) is gone becomes closed with a
-//! `stale` exit (contract B: `paused`, "Interrupted by reload; send input to resume"); its
+//! `stale` exit (contract B: `paused`), with the texts the caller passes (the contracts'); its
 //! process group is killed only when the recorded pid is still the same process (pid and
 //! start time match). When that process is gone (or was never recorded), the processes it
 //! left behind are killed one by one, each proven the thread's by the thread id in its
@@ -22,11 +22,14 @@ use crate::store::usage::{self, Usage};
 use crate::store::Store;
 use crate::time::now_iso;
 
-/// The stale exit message (contract A's text).
-pub const STALE_MESSAGE: &str =
-    "Thread was restored from the parent Pi session registry without a live process connection.";
-/// Contract B's status for interrupted work.
-pub const PAUSED_STATUS: &str = "Interrupted by reload; send input to resume";
+/// The texts a restore pass writes; they are the contracts' (`contract::RESTORE_TEXTS`).
+#[derive(Debug, Clone, Copy)]
+pub struct RestoreTexts {
+    /// The stale exit message (contract A).
+    pub stale_message: &'static str,
+    /// Contract B's status for interrupted work.
+    pub paused_status: &'static str,
+}
 
 /// What a restore pass did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -53,7 +56,11 @@ struct Candidate {
 }
 
 /// Restores every live thread whose owner is not alive and is not `me`.
-pub fn restore_dead_owners(store: &Store, me: ProcessIdentity) -> Result<RestoreReport> {
+pub fn restore_dead_owners(
+    store: &Store,
+    me: ProcessIdentity,
+    texts: &RestoreTexts,
+) -> Result<RestoreReport> {
     let candidates: Vec<Candidate> = {
         let conn = store.read()?;
         let mut stmt = conn.prepare_cached(include_str!("../../sql/restore_candidates.sql"))?;
@@ -109,7 +116,7 @@ pub fn restore_dead_owners(store: &Store, me: ProcessIdentity) -> Result<Restore
     );
     for c in singles {
         let unrecorded = session_messages(&c);
-        if store.write(|tx| restore_in(tx, &c, &unrecorded))? {
+        if store.write(|tx| restore_in(tx, &c, &unrecorded, texts))? {
             report.restored.push(c.id);
         }
     }
@@ -119,7 +126,7 @@ pub fn restore_dead_owners(store: &Store, me: ProcessIdentity) -> Result<Restore
         let restored = store.write(|tx| {
             let mut done = Vec::new();
             for (c, messages) in batch.iter().zip(&unrecorded) {
-                if restore_in(tx, c, messages)? {
+                if restore_in(tx, c, messages, texts)? {
                     done.push(c.id.clone());
                 }
             }
@@ -127,7 +134,7 @@ pub fn restore_dead_owners(store: &Store, me: ProcessIdentity) -> Result<Restore
         })?;
         report.restored.extend(restored);
     }
-    restore_unlaunched_agents(store, me, &refused, &mut report)?;
+    restore_unlaunched_agents(store, me, &refused, texts, &mut report)?;
     Ok(report)
 }
 
@@ -178,6 +185,7 @@ fn restore_unlaunched_agents(
     store: &Store,
     me: ProcessIdentity,
     refused: &[i64],
+    texts: &RestoreTexts,
     report: &mut RestoreReport,
 ) -> Result<()> {
     let rows: Vec<(String, i64, Option<i64>, Option<i64>)> = {
@@ -199,7 +207,7 @@ fn restore_unlaunched_agents(
             Ok(tx
                 .prepare_cached(include_str!("../../sql/agent_restore_unlaunched.sql"))?
                 .execute(
-                    named_params! {":paused_status": PAUSED_STATUS, ":at": now_iso(), ":id": id},
+                    named_params! {":paused_status": texts.paused_status, ":at": now_iso(), ":id": id},
                 )?
                 > 0)
         })?;
@@ -223,16 +231,21 @@ fn session_messages(c: &Candidate) -> Vec<Usage> {
 
 /// Closes one thread of a dead owner as stale (contract B: paused), adding the usage of the
 /// messages of its session file its row has not counted; false if it changed meanwhile.
-fn restore_in(tx: &rusqlite::Transaction<'_>, c: &Candidate, messages: &[Usage]) -> Result<bool> {
+fn restore_in(
+    tx: &rusqlite::Transaction<'_>,
+    c: &Candidate,
+    messages: &[Usage],
+    texts: &RestoreTexts,
+) -> Result<bool> {
     let at = now_iso();
     let n = tx
         .prepare_cached(include_str!("../../sql/restore_close_stale.sql"))?
         .execute(named_params! {
-            ":message": STALE_MESSAGE, ":at": at, ":paused_status": PAUSED_STATUS,
+            ":message": texts.stale_message, ":at": at, ":paused_status": texts.paused_status,
             ":id": c.id, ":launch": c.launch_seq,
         })?;
     if n > 0 {
-        let data = json!({"exit": {"kind": "stale", "message": STALE_MESSAGE}}).to_string();
+        let data = json!({"exit": {"kind": "stale", "message": texts.stale_message}}).to_string();
         events::append(
             tx,
             &c.id,

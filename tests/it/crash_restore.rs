@@ -15,8 +15,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serve_client::processes_with_env;
+use threadbase::contract::thread::STALE_MESSAGE;
+use threadbase::engine::restore_dead_owners;
 use threadbase::runtime::process::ProcessIdentity;
-use threadbase::runtime::restore::{restore_dead_owners, STALE_MESSAGE};
 use threadbase::runtime::{LaunchSpec, Runtime, RuntimeConfig, StartKind};
 use threadbase::store::events;
 use threadbase::Store;

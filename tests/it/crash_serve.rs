@@ -27,7 +27,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use serve_client::{processes_with_env, scripted_command, Serve, ServeSpec};
-use threadbase::runtime::restore::{PAUSED_STATUS, STALE_MESSAGE};
+use threadbase::contract::agent::PAUSED_STATUS;
+use threadbase::contract::thread::STALE_MESSAGE;
 use threadbase::store::threads::{insert_thread, upsert_manager, Contract, ManagerSpec, NewThread};
 use threadbase::Store;
 

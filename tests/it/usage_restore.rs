@@ -5,8 +5,8 @@
 use crate::support::common;
 
 use serde_json::json;
+use threadbase::engine::restore_dead_owners;
 use threadbase::runtime::process::ProcessIdentity;
-use threadbase::runtime::restore::restore_dead_owners;
 use threadbase::store::usage::{self, Usage};
 use threadbase::time::ms_from_iso;
 use threadbase::Store;
