@@ -6,7 +6,14 @@
 //! indexed queries and constraints, not loops over loaded rows. See `DESIGN.md` beside the
 //! project for the whole picture.
 //!
-//! - [`store`]: open the database (WAL, migrations, reader pool, one writer).
+//! The arrow: `cli`, `server`, `http` and `watcher` take requests and call [`engine`], which
+//! calls [`contract`] (pure parsing and shaping), [`store`] (every table and query) and
+//! [`runtime`] (the child processes); store and runtime import nothing above them.
+//!
+//! - [`engine`]: the operations, one file per verb of each contract.
+//! - [`contract`]: the three tool contracts' request types, validation and result shapes.
+//! - [`runtime`]: child processes (launch, stop, event streams, the restore pass).
+//! - [`store`]: open the database (WAL, migrations, reader pool, one writer) and every table.
 //! - [`paths`]: the path grammars of the three contracts.
 //! - [`refs`]: contract A reference resolution.
 //! - [`list`]: list filters.
