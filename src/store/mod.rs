@@ -6,6 +6,7 @@
 //! so a writer takes the lock up front and waits in the busy handler instead of failing with
 //! `database is locked` when it would upgrade a read.
 
+pub mod agents;
 pub mod commands;
 pub mod events;
 pub mod output;

@@ -638,3 +638,26 @@ fn agent_list_and_stop_queries_use_their_indexes() {
         assert_eq!(text.contains("TEMP B-TREE"), sorts, "{name}: {text}");
     }
 }
+
+/// Contract B's single-row reads (the main session's file at every spawn, a closed run's exit
+/// text) are primary-key searches.
+#[test]
+fn agent_row_reads_are_key_lookups() {
+    let db = common::temp_db();
+    let store = Store::open(&db.path).unwrap();
+    let conn = store.read().unwrap();
+    for (name, sql, want) in [
+        (
+            "agent_registry_session_file",
+            include_str!("../../sql/agent_registry_session_file.sql"),
+            "SEARCH managers USING INTEGER PRIMARY KEY (rowid=?)",
+        ),
+        (
+            "agent_exit_message",
+            include_str!("../../sql/agent_exit_message.sql"),
+            "SEARCH threads USING INDEX sqlite_autoindex_threads_1 (id=?)",
+        ),
+    ] {
+        assert_eq!(plan(&conn, &statement(sql)), want, "{name}");
+    }
+}

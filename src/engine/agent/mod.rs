@@ -1,0 +1,418 @@
+//! Contract B (`agent_*`): the subagent lifecycle over the shared store and runtime.
+//!
+//! One registry (a `managers` row, contract `agent`) per main session holds every thread of
+//! the tree, whichever `serve` launched it. The caller is this serve's scope path (`/root` for
+//! the main conversation, the child's own path for a child's serve), never model input.
+//!
+//! A thread's *lifecycle* (`agent_state`: starting, running, completed, paused, stopped,
+//! failed) is kept apart from its *process* (`status` live/closed): each run is one Pi process
+//! launched with the task (or the steering message that resumes it) as its prompt, on the same
+//! session file every time. The serve that launched a process supervises it: when the run
+//! settles it records the new state and a notice for the parent in one transaction, then
+//! retires the process once no descendant is still working (a child's own serve lives in its
+//! process, and its working children with it).
+//!
+//! Everything that crosses processes is a row: steering for a thread another serve holds is a
+//! `mailbox` row that serve delivers; notices are `mailbox` rows the recipient's serve claims;
+//! a stop of another serve's thread is a `commands` row. A steer is consumed when it shows up
+//! in the child's transcript, so a crash between sending and marking never delivers it twice.
+//!
+//! One file per verb (spawn, wait, steer, status, update, pause, stop, output), plus the run's
+//! supervision (`supervise.rs`), steering delivery (`delivery.rs`) and the notices and row
+//! watcher (`notices.rs`); this file holds the host and the checks the verbs share. The rows
+//! are read and written through `store::agents`.
+
+mod delivery;
+mod notices;
+mod output;
+mod pause;
+mod spawn;
+mod status;
+mod steer;
+mod stop;
+mod supervise;
+mod update;
+mod wait;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use rusqlite::Connection;
+use serde_json::Value;
+
+use crate::contract::agent::{self as contract, AgentFacts, AgentRequest, AgentView};
+use crate::engine::ServeConfig;
+use crate::error::{Error, ErrorCode, Result};
+use crate::paths::{self, ROOT};
+use crate::runtime::process::ProcessIdentity;
+use crate::runtime::Runtime;
+use crate::store::agents::{self, AgentRow, Owner};
+use crate::store::Store;
+use crate::time::now_iso;
+
+/// Contract B's limits (settings: `PI_SUBAGENTS_MAX_LEVELS`, `PI_SUBAGENTS_MAX_THREADS`,
+/// `PI_SUBAGENTS_MAX_CONCURRENT`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AgentLimits {
+    pub max_levels: usize,
+    pub max_threads: i64,
+    pub max_concurrent: i64,
+}
+
+impl Default for AgentLimits {
+    fn default() -> Self {
+        AgentLimits {
+            max_levels: 3,
+            max_threads: 64,
+            max_concurrent: 16,
+        }
+    }
+}
+
+impl AgentLimits {
+    /// Reads the limits from the environment; invalid values warn and keep the default.
+    pub fn from_env(get: &dyn Fn(&str) -> Option<String>, warn: &mut dyn FnMut(String)) -> Self {
+        let d = AgentLimits::default();
+        let mut read = |name: &str, default: u64| {
+            crate::engine::env_integer(name, get(name).as_deref(), default, warn)
+        };
+        AgentLimits {
+            max_levels: read("PI_SUBAGENTS_MAX_LEVELS", d.max_levels as u64).clamp(1, 32) as usize,
+            max_threads: read("PI_SUBAGENTS_MAX_THREADS", d.max_threads as u64) as i64,
+            max_concurrent: read("PI_SUBAGENTS_MAX_CONCURRENT", d.max_concurrent as u64) as i64,
+        }
+    }
+}
+
+/// How often waits re-read a thread's state (rows may change in another process).
+const WAIT_POLL: Duration = Duration::from_millis(50);
+
+/// A tool result (`{content, details}`) with `details` as its JSON.
+fn answer(details: &impl serde::Serialize) -> Result<Vec<u8>> {
+    contract::tool_result(details, false)
+}
+
+/// What every tool answers about a thread.
+fn view(row: &AgentRow) -> AgentView<'_> {
+    contract::view(&AgentFacts {
+        path: &row.path,
+        parent: row.parent_path.as_deref(),
+        kind: row.kind(),
+        state: row.state,
+        task: &row.task,
+        status: &row.status_text,
+        output: row.output.as_deref(),
+        error: row.error.as_deref(),
+        session_file: row.session_file.as_deref(),
+        created_at: crate::time::ms_from_iso(&row.created_at).unwrap_or(0),
+        updated_at: crate::time::ms_from_iso(&row.updated_at).unwrap_or(0),
+        input_tokens: row.input_tokens,
+        output_tokens: row.output_tokens,
+        cost_usd: row.cost_usd,
+    })
+}
+
+/// The contract B side of one serve. Shared with its background tasks.
+pub struct AgentHost {
+    cfg: ServeConfig,
+    store: Arc<Store>,
+    rt: Runtime,
+    limits: AgentLimits,
+    registry: OnceLock<i64>,
+    /// Serialises the lifecycle work on one thread inside this serve.
+    locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Threads whose settled view a request of this serve is about to return (a blocking
+    /// spawn, a wait, a stop): their notices for the caller are held back meanwhile, and
+    /// superseded once that result carries the same news ([`AgentHost::hold_notices`]).
+    held: Mutex<HashMap<String, notices::Held>>,
+    /// Poked when held notices are released, so the row watcher delivers what is still due.
+    released: tokio::sync::Notify,
+}
+
+impl AgentHost {
+    pub fn new(cfg: ServeConfig, store: Arc<Store>, rt: Runtime) -> Arc<AgentHost> {
+        let mut warn = |w: String| eprintln!("{w}");
+        let limits = AgentLimits::from_env(
+            &|k| std::env::var(k).ok().filter(|v| !v.is_empty()),
+            &mut warn,
+        );
+        Arc::new(AgentHost {
+            cfg,
+            store,
+            rt,
+            limits,
+            registry: OnceLock::new(),
+            locks: Mutex::new(HashMap::new()),
+            held: Mutex::new(HashMap::new()),
+            released: tokio::sync::Notify::new(),
+        })
+    }
+
+    /// Runs one `agent_*` request.
+    pub async fn call(self: &Arc<Self>, method: &str, params: &Value) -> Result<Vec<u8>> {
+        let req = contract::parse(method, params)?;
+        let registry = self.registry()?;
+        match req {
+            AgentRequest::Spawn {
+                path,
+                task,
+                kind,
+                wait,
+                timeout_ms,
+            } => {
+                self.spawn(registry, &path, task, &kind, wait, timeout_ms)
+                    .await
+            }
+            AgentRequest::Wait { path, timeout_ms } => self.wait(registry, &path, timeout_ms).await,
+            AgentRequest::Steer { path, message } => self.steer(registry, &path, message).await,
+            AgentRequest::Status { path } => self.status(registry, path.as_deref()),
+            AgentRequest::Update { message } => self.update(registry, &message),
+            AgentRequest::Pause { reason } => self.pause(registry, &reason),
+            AgentRequest::Stop { path } => self.stop(registry, &path).await,
+            AgentRequest::Output {
+                path,
+                offset,
+                limit,
+            } => self.output(registry, &path, offset, limit),
+        }
+    }
+
+    fn caller(&self) -> &str {
+        &self.cfg.scope_path
+    }
+
+    fn caller_is_root(&self) -> bool {
+        self.caller() == ROOT
+    }
+
+    /// This serve, as the owner of the runs it launches.
+    fn me(&self) -> Owner {
+        owner_of(self.rt.owner())
+    }
+
+    /// The registry of this main session, created on first use.
+    fn registry(&self) -> Result<i64> {
+        if let Some(id) = self.registry.get() {
+            return Ok(*id);
+        }
+        let root = self.caller_is_root();
+        let session_file = root
+            .then(|| {
+                self.cfg
+                    .session_file
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+            })
+            .flatten();
+        let cwd = root.then(|| self.cfg.cwd.display().to_string());
+        let id = self.store.write(|tx| {
+            agents::upsert_registry(
+                tx,
+                &agents::Registry {
+                    session_id: &self.cfg.root_session_id,
+                    session_file: session_file.as_deref(),
+                    cwd: cwd.as_deref(),
+                    owner: root.then(|| self.me()),
+                    now: &now_iso(),
+                },
+            )
+        })?;
+        self.check_registry(id)?;
+        Ok(*self.registry.get_or_init(|| id))
+    }
+
+    /// A saved registry that cannot be restored (a broken parent link, a `/root` entry, a
+    /// thread without state) is refused as a whole.
+    fn check_registry(&self, id: i64) -> Result<()> {
+        let conn = self.store.read()?;
+        match agents::registry_problem(&conn, id)? {
+            None => Ok(()),
+            Some(p) => Err(Error::internal(format!(
+                "The saved subagent registry of session {} cannot be restored: {p}. Nothing was changed. Repair: inspect it with `threadbase sql \"SELECT path, parent_path, agent_state FROM threads WHERE manager_id = {id}\"`, fix or delete the broken rows, then retry.",
+                self.cfg.root_session_id
+            ))),
+        }
+    }
+
+    /// The registry's id when it exists (without creating it).
+    fn existing_registry(&self, conn: &Connection) -> Result<Option<i64>> {
+        if let Some(id) = self.registry.get() {
+            return Ok(Some(*id));
+        }
+        crate::store::threads::manager_id(
+            conn,
+            &self.cfg.root_session_id,
+            crate::store::threads::Contract::Agent,
+        )
+    }
+
+    fn lock(&self, id: &str) -> Arc<tokio::sync::Mutex<()>> {
+        self.locks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(id.to_string())
+            .or_default()
+            .clone()
+    }
+
+    fn row_by_id(&self, id: &str) -> Result<AgentRow> {
+        let conn = self.store.read()?;
+        agents::thread_by_id(&conn, id)?
+            .ok_or_else(|| Error::internal(format!("contract B thread {id} vanished")))
+    }
+
+    fn known(&self, registry: i64, path: &str) -> Result<AgentRow> {
+        let conn = self.store.read()?;
+        agents::thread_at_path(&conn, registry, path)?.ok_or_else(|| {
+            Error::new(
+                ErrorCode::UnknownReference,
+                format!(
+                    "Unknown thread {path}. Repair: run agent_status to list the threads you can address, or agent_spawn it first."
+                ),
+            )
+        })
+    }
+
+    fn is_mine(&self, row: &AgentRow) -> bool {
+        let me = self.rt.owner();
+        row.owner_pid == Some(me.pid) && row.owner_started_at == Some(me.started_at)
+    }
+
+    fn owner_alive(&self, row: &AgentRow) -> bool {
+        match (row.owner_pid, row.owner_started_at) {
+            (Some(pid), Some(started_at)) => ProcessIdentity { pid, started_at }.is_alive(),
+            _ => false,
+        }
+    }
+
+    /// A thread claimed by a serve that died after this one started (so no restore pass saw
+    /// it) is restored first: nobody would ever settle it or deliver to it. Working threads
+    /// come back paused.
+    fn restored_if_orphaned(&self, row: AgentRow) -> Result<AgentRow> {
+        if (row.live || row.active()) && !self.is_mine(&row) && !self.owner_alive(&row) {
+            crate::engine::restore_dead_owners(&self.store, self.rt.owner())?;
+            return self.row_by_id(&row.id);
+        }
+        Ok(row)
+    }
+
+    /// The serve that holds a live process for `row`, when that is another living serve.
+    fn holder_elsewhere(&self, row: &AgentRow) -> Option<ProcessIdentity> {
+        if !row.live || self.is_mine(row) || !self.owner_alive(row) {
+            return None;
+        }
+        Some(ProcessIdentity {
+            pid: row.owner_pid?,
+            started_at: row.owner_started_at?,
+        })
+    }
+
+    /// Contract B's access rule (`assertAccess`): `/root` may address every thread but
+    /// itself, any other caller its strict descendants; reading may also target the caller.
+    fn check_access(&self, target: &str, reading: bool) -> Result<()> {
+        let caller = self.caller();
+        if (caller == ROOT && target != ROOT)
+            || (reading && target == caller)
+            || paths::is_strictly_under(target, caller)
+        {
+            return Ok(());
+        }
+        let repair = if caller == ROOT {
+            "name a thread under /root (e.g. \"/root/task\" or a relative name) or an independent root such as /k.".to_string()
+        } else {
+            format!("address a thread under {caller}, e.g. \"{caller}/task\" or a relative name.")
+        };
+        Err(Error::forbidden(format!(
+            "{caller} may address only its descendants (not siblings, unrelated trees or ancestors). Repair: {repair}"
+        )))
+    }
+
+    /// The caller's own row (a child's serve), which must exist.
+    fn own_row(&self, registry: i64) -> Result<AgentRow> {
+        let conn = self.store.read()?;
+        agents::thread_at_path(&conn, registry, self.caller())?.ok_or_else(|| {
+            Error::new(
+                ErrorCode::UnknownReference,
+                format!(
+                    "Unknown thread {}. Repair: run this tool from an agent spawned with agent_spawn in this session's registry.",
+                    self.caller()
+                ),
+            )
+        })
+    }
+
+    /// The caller's own row, which must be working (`agent_update`, `agent_pause`); `refusal`
+    /// is the original's text for a caller that is not.
+    fn working_self(&self, registry: i64, refusal: &str) -> Result<AgentRow> {
+        if self.caller_is_root() {
+            // The original looks the caller up among the threads, where /root never is.
+            return Err(Error::forbidden(
+                "Unknown thread /root. Repair: agent_update and agent_pause are for spawned agents; the main conversation has no parent to report to.",
+            ));
+        }
+        let me = self.own_row(registry)?;
+        if !me.active() {
+            return Err(Error::forbidden(format!(
+                "{refusal}. Repair: {} is {}; call it while the agent runs.",
+                me.path,
+                me.state.as_str()
+            )));
+        }
+        Ok(me)
+    }
+
+    /// Refuses `action` once the tree of `thread_id` (else of this session's registry) has
+    /// reached a budget cap.
+    fn check_budget(&self, conn: &Connection, thread_id: Option<&str>, action: &str) -> Result<()> {
+        let of = crate::store::usage::TreeOf {
+            thread_id,
+            self_id: self.cfg.self_id.as_deref(),
+            session_id: &self.cfg.root_session_id,
+        };
+        self.cfg.budget.check(conn, of, action)
+    }
+
+    fn check_capacity(&self, conn: &Connection, registry: i64) -> Result<()> {
+        let active = agents::count_active(conn, registry)?;
+        if active >= self.limits.max_concurrent {
+            return Err(Error::new(
+                ErrorCode::Limit,
+                format!(
+                    "Concurrent thread limit reached; wait for a thread to settle. Repair: {active} of {} threads are working; agent_wait on one of them first, or raise PI_SUBAGENTS_MAX_CONCURRENT.",
+                    self.limits.max_concurrent
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn check_no_stopped_ancestor(
+        &self,
+        conn: &Connection,
+        registry: i64,
+        path: &str,
+    ) -> Result<()> {
+        match agents::stopped_ancestor(conn, registry, path)? {
+            None => Ok(()),
+            Some(s) => Err(Error::conflict(format!(
+                "Cannot continue under stopped ancestor {s}; resume it first. Repair: agent_steer {s} with a message, then retry."
+            ))),
+        }
+    }
+
+    /// How many threads under `path` are starting or running.
+    fn working_descendants(&self, registry: i64, path: &str) -> Result<i64> {
+        let (lo, hi) = paths::descendant_range(path);
+        let conn = self.store.read()?;
+        agents::count_active_under(&conn, registry, &lo, &hi)
+    }
+}
+
+/// A process identity as the owner its rows record.
+fn owner_of(p: ProcessIdentity) -> Owner {
+    Owner {
+        pid: p.pid,
+        started_at: p.started_at,
+    }
+}

@@ -1,0 +1,208 @@
+//! Notices for a parent agent, and the row watcher's side of contract B. A request that will
+//! itself report a thread's settled view holds that thread's notices back, so the caller does
+//! not get the same news twice; the row watcher claims and emits the notices due to this
+//! serve's agent path and hands back the threads whose steering or retirement is due here.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use super::{answer, view, AgentHost};
+use crate::error::Result;
+use crate::store::agents::mailbox;
+use crate::store::agents::{self, AgentRow};
+use crate::time::now_iso;
+
+/// One thread's hold: how many requests hold it, and the settlement notices this serve wrote
+/// already marked delivered meanwhile (no other serve of the same caller may send them first).
+#[derive(Default)]
+pub(super) struct Held {
+    count: usize,
+    pub(super) quiet: Vec<i64>,
+}
+
+/// Holds back one thread's notices for the caller while a request that will report on it runs.
+pub(super) struct HeldNotices<'a> {
+    host: &'a AgentHost,
+    id: String,
+}
+
+impl Drop for HeldNotices<'_> {
+    fn drop(&mut self) {
+        let mut held = self.host.held.lock().unwrap_or_else(|p| p.into_inner());
+        let mut reopen = Vec::new();
+        if let Some(h) = held.get_mut(&self.id) {
+            h.count -= 1;
+            if h.count == 0 {
+                reopen = std::mem::take(&mut h.quiet);
+                held.remove(&self.id);
+            }
+        }
+        drop(held);
+        // The request ended without reporting the settlement it quieted (it read the row just
+        // before the thread settled): the notice is due after all.
+        if !reopen.is_empty() {
+            if let Err(e) = self
+                .host
+                .store
+                .write(|tx| mailbox::reopen_notices(tx, &reopen))
+            {
+                eprintln!("threadbase serve: a held notice could not be released: {e}");
+            }
+        }
+        self.host.released.notify_one();
+    }
+}
+
+/// The line a notice goes out as (`{"method": "notice", "params": …}`).
+#[derive(Serialize)]
+struct NoticeLine<'a> {
+    method: &'static str,
+    params: NoticeParams<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct NoticeParams<'a> {
+    thread_id: &'a str,
+    path: &'a str,
+    kind: &'a str,
+    state: Option<&'a str>,
+    message_id: String,
+    text: &'a str,
+    created_at: &'a str,
+    recipient: &'a str,
+}
+
+impl AgentHost {
+    /// Holds back `id`'s notices for this caller until the guard drops: the request will
+    /// return the thread's view itself. Registered before the thread can settle, so the row
+    /// watcher cannot deliver the settlement's notice first.
+    pub(super) fn hold_notices(&self, id: &str) -> HeldNotices<'_> {
+        self.held
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(id.to_string())
+            .or_default()
+            .count += 1;
+        HeldNotices {
+            host: self,
+            id: id.to_string(),
+        }
+    }
+
+    pub(super) fn notices_held(&self, id: &str) -> bool {
+        self.held
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains_key(id)
+    }
+
+    /// Resolves when held notices were released (the row watcher then delivers what is due).
+    pub(crate) async fn notices_released(&self) {
+        self.released.notified().await
+    }
+
+    /// The caller got `id`'s settled view (or its failure) in a tool result: its pending
+    /// notices for the caller (progress and settlement) say nothing new and are marked
+    /// delivered without being sent. Called while they are held.
+    pub(super) fn supersede_notices(&self, id: &str) -> Result<()> {
+        self.store
+            .write(|tx| mailbox::supersede_notices(tx, id, self.caller(), &now_iso()))?;
+        // The settlement this serve quieted while holding is now reported: it stays delivered.
+        if let Some(h) = self
+            .held
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_mut(id)
+        {
+            h.quiet.clear();
+        }
+        Ok(())
+    }
+
+    /// `view` of a thread a request held notices for: supersedes them when it is settled.
+    pub(super) fn reported(&self, row: AgentRow) -> Result<Vec<u8>> {
+        if !row.active() {
+            self.supersede_notices(&row.id)?;
+        }
+        answer(&view(&row))
+    }
+
+    /// This serve's contract B rows after another connection committed (called by the row
+    /// watcher with its own connection): notices for its agent path are claimed and emitted on
+    /// `out`, and the threads whose process it holds with steering to deliver or a settled run
+    /// to retire are returned for [`AgentHost::sweep`].
+    pub(crate) fn rows_changed(
+        &self,
+        conn: &rusqlite::Connection,
+        out: &crate::output::Output,
+    ) -> Result<(Vec<String>, Vec<String>)> {
+        let Some(registry) = self.existing_registry(conn)? else {
+            return Ok((Vec::new(), Vec::new()));
+        };
+        self.deliver_notices(conn, registry, out)?;
+        self.sweep_rows(conn, registry)
+    }
+
+    fn deliver_notices(
+        &self,
+        conn: &rusqlite::Connection,
+        registry: i64,
+        out: &crate::output::Output,
+    ) -> Result<()> {
+        for n in mailbox::pending_notices(conn, registry, self.caller())? {
+            if self.notices_held(&n.thread_id) {
+                continue; // a request of this serve is about to report on it
+            }
+            if self.consume(n.id)? {
+                let _ = out.send(NoticeLine {
+                    method: "notice",
+                    params: NoticeParams {
+                        thread_id: &n.thread_id,
+                        path: &n.path,
+                        kind: &n.kind,
+                        state: n.state.as_deref(),
+                        message_id: format!("agent-mailbox-{}", n.id),
+                        text: &n.body,
+                        created_at: &n.created_at,
+                        recipient: self.caller(),
+                    },
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Threads this serve holds that have steering to deliver, and settled ones to retire.
+    fn sweep_rows(
+        &self,
+        conn: &rusqlite::Connection,
+        registry: i64,
+    ) -> Result<(Vec<String>, Vec<String>)> {
+        let steer_ids = mailbox::owned_pending_steers(conn, registry, self.me())?;
+        let settled = agents::owned_live(conn, registry, self.me())?
+            .into_iter()
+            .filter(|t| !t.active)
+            .map(|t| t.id)
+            .collect();
+        Ok((steer_ids, settled))
+    }
+
+    /// Delivers steering to, or retires, the threads [`AgentHost::rows_changed`] returned.
+    pub(crate) async fn sweep(self: &Arc<Self>, steer_ids: Vec<String>, settled: Vec<String>) {
+        for id in steer_ids {
+            let host = self.clone();
+            tokio::spawn(async move {
+                if let Err(e) = host.deliver(&id).await {
+                    tracing::error!("delivering steering to {id} failed: {e}");
+                }
+            });
+        }
+        for id in settled {
+            if let Err(e) = self.retire_if_done(&id).await {
+                tracing::error!("retiring {id} failed: {e}");
+            }
+        }
+    }
+}

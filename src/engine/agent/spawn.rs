@@ -1,0 +1,237 @@
+//! `agent_spawn`: every check and the thread's reservation in one transaction, then its
+//! session file (a frozen snapshot of the parent's branch) and its first run.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::json;
+
+use super::{answer, view, AgentHost};
+use crate::contract::agent::{self as contract, AgentState};
+use crate::error::{Error, ErrorCode, Result};
+use crate::paths::{self, ROOT};
+use crate::store::agents::{self, AgentRow};
+use crate::store::threads::{insert_thread, NewThread};
+use crate::time::now_iso;
+
+impl AgentHost {
+    pub(super) async fn spawn(
+        self: &Arc<Self>,
+        registry: i64,
+        path: &str,
+        task: String,
+        kind: &str,
+        wait: bool,
+        timeout_ms: Option<u64>,
+    ) -> Result<Vec<u8>> {
+        let root = self.caller_is_root();
+        if !root {
+            let me = self.own_row(registry)?;
+            if !me.active() || me.stop_requested {
+                return Err(Error::forbidden(format!(
+                    "Only a working agent may spawn children. Repair: {} is {}; spawn from a running agent, or ask the parent to resume this one.",
+                    me.path,
+                    if me.stop_requested { "stopping" } else { me.state.as_str() }
+                )));
+            }
+        }
+        let path = paths::resolve_agent_path(path, self.caller())?;
+        self.check_access(&path, false)?;
+        let parent = paths::parent_path(&path).map(str::to_string);
+        let id = crate::ids::new_thread_id();
+        let level = paths::agent_level(&path);
+        let owner = self.me();
+        let cwd = self.cfg.cwd.display().to_string();
+        let name = format!("{kind} {path}");
+        // From the insert on, the thread is starting: a stop meanwhile waits for its child.
+        let _launching = self.rt.reserve_launch(&id);
+        let parent_row = self.store.write(|tx| {
+            if agents::thread_at_path(tx, registry, &path)?.is_some() {
+                return Err(Error::conflict(format!(
+                    "Thread {path} already exists; use agent_steer to resume it. Repair: call agent_steer with this path, or pick a new path."
+                )));
+            }
+            let parent_row = match parent.as_deref() {
+                Some(p) if p != ROOT => Some(agents::thread_at_path(tx, registry, p)?.ok_or_else(|| {
+                    Error::new(
+                        ErrorCode::UnknownReference,
+                        format!("Unknown thread {p}. Repair: a nested parent must already exist; spawn {p} first, or choose a path under an existing thread."),
+                    )
+                })?),
+                _ => None,
+            };
+            if !root && parent.as_deref() != Some(self.caller()) {
+                return Err(Error::forbidden(format!(
+                    "An agent may spawn only its immediate children. Repair: spawn \"{}/<name>\" (or just \"<name>\").",
+                    self.caller()
+                )));
+            }
+            if task.trim().is_empty() {
+                return Err(Error::invalid(
+                    "Task must not be empty. Repair: describe the task the child should do.",
+                ));
+            }
+            if level > self.limits.max_levels {
+                return Err(Error::new(
+                    ErrorCode::Limit,
+                    format!(
+                        "Agent depth limit reached. Repair: {path} would be level {level} and the limit is {} (the main conversation is level 1); spawn at a shallower path, or raise PI_SUBAGENTS_MAX_LEVELS.",
+                        self.limits.max_levels
+                    ),
+                ));
+            }
+            let total = agents::count_all(tx, registry)?;
+            if total >= self.limits.max_threads {
+                return Err(Error::new(
+                    ErrorCode::Limit,
+                    format!(
+                        "Total thread limit reached. Repair: {total} of {} threads are retained, completed ones included; resume an existing thread with agent_steer instead, or raise PI_SUBAGENTS_MAX_THREADS.",
+                        self.limits.max_threads
+                    ),
+                ));
+            }
+            self.check_capacity(tx, registry)?;
+            self.check_budget(tx, parent_row.as_ref().map(|r| r.id.as_str()), "agent_spawn")?;
+            if let Some(p) = parent.as_deref() {
+                self.check_no_stopped_ancestor(tx, registry, p)?;
+            }
+            insert_thread(
+                tx,
+                &NewThread {
+                    id: id.clone(),
+                    manager_id: registry,
+                    path: path.clone(),
+                    parent_path: parent.clone(),
+                    parent_id: parent_row.as_ref().map(|r| r.id.clone()),
+                    task_name: paths::basename(&path).to_string(),
+                    name: name.clone(),
+                    depth: (level - 1) as i64,
+                    cwd: cwd.clone(),
+                    args: Vec::new(),
+                    status: "live",
+                    phase: "starting",
+                    agent_state: Some("starting"),
+                    prompt: Some(task.clone()),
+                    task: Some(task.clone()),
+                    ..Default::default()
+                },
+            )?;
+            agents::set_new(
+                tx,
+                &agents::Lifecycle {
+                    id: &id,
+                    status: contract::STATUS_STARTING,
+                    owner,
+                    at: &now_iso(),
+                },
+            )?;
+            Ok(parent_row)
+        });
+        let parent_row = parent_row?;
+        let _held = self.hold_notices(&id);
+        let started = async {
+            let file = self.write_child_session(&id, &path, &name, parent_row.as_ref())?;
+            // What a detached spawn answers: the thread as its run starts, like the original
+            // (its view is taken right after the run is started, before the prompt lands).
+            let starting = self.row_by_id(&id)?;
+            self.launch(&id, task.clone(), Some(file)).await?;
+            Ok::<_, Error>(starting)
+        }
+        .await;
+        let starting = match started {
+            Ok(row) => row,
+            Err(e) => {
+                self.close_unlaunched(&id, &e.message)?;
+                self.settle(&id, AgentState::Failed, None, Some(e.message.clone()))?;
+                // The error is the tool result; its "failed" notice would repeat it.
+                self.supersede_notices(&id)?;
+                return Err(e);
+            }
+        };
+        if wait {
+            let row = self.wait_settled(&id, timeout_ms).await?;
+            self.reported(row)
+        } else {
+            answer(&view(&starting))
+        }
+    }
+
+    /// A reserved thread whose process never started is closed as failed, so no live row
+    /// claims a process that never existed.
+    fn close_unlaunched(&self, id: &str, message: &str) -> Result<()> {
+        self.store
+            .write(|tx| agents::close_unlaunched(tx, id, message, &now_iso()))
+    }
+
+    /// The root conversation's session file, if the registry knows one.
+    fn root_session_file(&self) -> Result<Option<PathBuf>> {
+        let conn = self.store.read()?;
+        let registry = self.registry()?;
+        let file = agents::registry_session_file(&conn, registry)?;
+        Ok(file.map(PathBuf::from))
+    }
+
+    /// Creates the child's session file: a frozen snapshot of its lexical parent's branch
+    /// (nothing for an independent root), linked to the parent's file.
+    fn write_child_session(
+        &self,
+        id: &str,
+        path: &str,
+        name: &str,
+        parent_row: Option<&AgentRow>,
+    ) -> Result<PathBuf> {
+        let root_file = self.root_session_file()?;
+        let independent = paths::is_independent_root(path);
+        let parent_file: Option<PathBuf> = match parent_row {
+            Some(p) => Some(PathBuf::from(p.session_file.clone().ok_or_else(|| {
+                Error::io(format!(
+                    "The parent thread {} has no session file yet. Repair: wait until it has started, then retry.",
+                    p.path
+                ))
+            })?)),
+            None => root_file.clone(),
+        };
+        let inherit_from = if independent {
+            None
+        } else {
+            match &parent_file {
+                Some(f) if f.exists() => Some(crate::session::SessionFile::read(f)?),
+                Some(f) if parent_row.is_some() => {
+                    return Err(Error::io(format!(
+                        "The parent's session file {} does not exist, so the child cannot inherit its context. Repair: resume the parent so it writes its session, or spawn an independent root instead.",
+                        f.display()
+                    )))
+                }
+                _ => None,
+            }
+        };
+        let dir = self.session_dir(root_file.as_deref());
+        let session_id = crate::session::uuid_v7();
+        let file = dir.join(crate::session::session_file_name(&now_iso(), &session_id));
+        let link = parent_file.filter(|f| f.exists());
+        crate::session::write_subagent_session(
+            inherit_from.as_ref(),
+            &file,
+            &session_id,
+            &self.cfg.cwd,
+            link.as_deref(),
+            name,
+            json!({"rootId": self.cfg.root_session_id, "threadPath": path}),
+        )?;
+        self.store.write(|tx| {
+            agents::set_session(tx, id, &file.display().to_string(), &session_id, &now_iso())
+        })?;
+        Ok(file)
+    }
+
+    /// Children live in the main session's directory.
+    fn session_dir(&self, root_file: Option<&Path>) -> PathBuf {
+        if let Some(dir) = root_file.and_then(Path::parent) {
+            return dir.to_path_buf();
+        }
+        match self.cfg.session_file.as_deref().and_then(Path::parent) {
+            Some(dir) => dir.to_path_buf(),
+            None => crate::session::session_dir_for(&self.cfg.agent_dir, &self.cfg.cwd),
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! `agent_steer`: a steering message for a thread, as a `mailbox` row. Into a working run it
+//! goes through Pi's steering queue; a settled thread is resumed with it as the prompt of a
+//! new run on the same session, by this serve or by the one still holding its process.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::{answer, view, AgentHost, WAIT_POLL};
+use crate::contract::agent as contract;
+use crate::error::{Error, ErrorCode, Result};
+use crate::paths;
+use crate::store::agents::mailbox;
+use crate::store::agents::{self, AgentRow};
+use crate::time::now_iso;
+
+/// How long a steer waits for another serve to pick up its row before answering.
+const STEER_HANDOFF_WAIT: Duration = Duration::from_secs(3);
+/// How long a resume waits for another serve to retire the thread's previous process (a
+/// graceful stop of an idle Pi takes about 2 s).
+const RETIREMENT_WAIT: Duration = Duration::from_secs(10);
+
+impl AgentHost {
+    pub(super) async fn steer(
+        self: &Arc<Self>,
+        registry: i64,
+        path: &str,
+        message: String,
+    ) -> Result<Vec<u8>> {
+        if !self.caller_is_root() {
+            let me = self.own_row(registry)?;
+            if me.stop_requested {
+                return Err(Error::forbidden(format!(
+                    "Stopping agents may not steer descendants. Repair: {} is stopping; wait until it is resumed.",
+                    me.path
+                )));
+            }
+        }
+        let path = paths::resolve_agent_path(path, self.caller())?;
+        self.check_access(&path, false)?;
+        if message.trim().is_empty() {
+            return Err(Error::invalid(
+                "Steering message must not be empty. Repair: say what the thread should do next.",
+            ));
+        }
+        // So that this steer resumes it here.
+        let target = self.restored_if_orphaned(self.known(registry, &path)?)?;
+        let target = self.after_retirement(registry, target).await?;
+        // One transaction: the checks, the resume reservation (if settled) and the row.
+        let reserved = self.store.write(|tx| {
+            let row = agents::thread_at_path(tx, registry, &path)?.ok_or_else(|| {
+                Error::new(ErrorCode::UnknownReference, format!("Unknown thread {path}. Repair: run agent_status to list the threads you can address."))
+            })?;
+            if row.stop_requested && row.active() {
+                return Err(Error::conflict(format!(
+                    "Thread is stopping; wait for stopped state before resuming. Repair: agent_wait {path}, then steer it again."
+                )));
+            }
+            self.check_budget(tx, Some(&row.id), "agent_steer")?;
+            let mut reserved = None;
+            if !row.active() {
+                self.check_no_stopped_ancestor(tx, registry, row.parent_path.as_deref().unwrap_or(""))?;
+                self.check_capacity(tx, registry)?;
+                // A process another serve still holds (it hosts working descendants) runs
+                // the resume there; otherwise this serve runs it.
+                let runner = self.holder_elsewhere(&row).unwrap_or_else(|| self.rt.owner());
+                agents::reserve_resume(
+                    tx,
+                    &agents::Lifecycle {
+                        id: &row.id,
+                        status: contract::STATUS_STARTING,
+                        owner: super::owner_of(runner),
+                        at: &now_iso(),
+                    },
+                )?;
+                reserved = Some(runner == self.rt.owner());
+            }
+            mailbox::insert_mail(
+                tx,
+                &mailbox::NewMail {
+                    thread_id: &row.id,
+                    direction: mailbox::Direction::ToChild,
+                    kind: mailbox::MailKind::Steer,
+                    send_key: &format!("steer:{}", crate::ids::random_hex(16)),
+                    body: &message,
+                    recipient: None,
+                    at: &now_iso(),
+                    delivered: false,
+                },
+            )?;
+            Ok(reserved)
+        })?;
+        let row = self.row_by_id(&target.id)?;
+        // A steer that starts a new run answers with the thread as that run starts (the
+        // original's view right after it is started); a steer into a working run, with the
+        // view after delivery.
+        let starting = reserved.is_some().then(|| row.clone());
+        if reserved == Some(true)
+            || (row.live && self.is_mine(&row))
+            || (!row.live && !self.owner_alive(&row))
+        {
+            // This serve runs it: a resumed run here, or a steer into a process it holds.
+            self.deliver(&row.id).await?;
+        } else {
+            // Another serve holds the process: its watcher delivers the row.
+            let deadline = Instant::now() + STEER_HANDOFF_WAIT;
+            while Instant::now() < deadline {
+                if self
+                    .pending_steers(&row.id)?
+                    .iter()
+                    .all(|s| s.sent_to.is_some())
+                {
+                    break;
+                }
+                tokio::time::sleep(WAIT_POLL).await;
+            }
+        }
+        match starting {
+            Some(row) => answer(&view(&row)),
+            None => answer(&view(&self.row_by_id(&target.id)?)),
+        }
+    }
+
+    /// A settled thread whose process another serve still holds, with no working
+    /// descendants, is being retired by that serve: a resume waits (bounded) for the process
+    /// to end, so that it runs here and two Pi processes never share one session file. A
+    /// process that hosts working descendants stays, and its holder runs the resume.
+    async fn after_retirement(&self, registry: i64, mut row: AgentRow) -> Result<AgentRow> {
+        let deadline = Instant::now() + RETIREMENT_WAIT;
+        while !row.active() && self.holder_elsewhere(&row).is_some() && Instant::now() < deadline {
+            if self.working_descendants(registry, &row.path)? > 0 {
+                break;
+            }
+            tokio::time::sleep(WAIT_POLL).await;
+            row = self.restored_if_orphaned(self.row_by_id(&row.id)?)?;
+        }
+        Ok(row)
+    }
+}

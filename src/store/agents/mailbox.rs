@@ -1,0 +1,175 @@
+//! Contract B's `mailbox` rows: steering messages for a child (consumed once its transcript
+//! shows them) and notices for a parent agent (claimed by the recipient's serve).
+
+use rusqlite::{named_params, Connection};
+
+use super::{ids, Owner};
+use crate::error::Result;
+
+/// Which way a mailbox row goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// A notice for the thread's parent.
+    ToParent,
+    /// A steering message for the thread.
+    ToChild,
+}
+
+impl Direction {
+    fn as_str(self) -> &'static str {
+        match self {
+            Direction::ToParent => "to_parent",
+            Direction::ToChild => "to_child",
+        }
+    }
+}
+
+/// What a mailbox row carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MailKind {
+    /// A settlement's notice.
+    Notice,
+    /// An `agent_update` notice.
+    Progress,
+    /// A steering message.
+    Steer,
+}
+
+impl MailKind {
+    fn as_str(self) -> &'static str {
+        match self {
+            MailKind::Notice => "notice",
+            MailKind::Progress => "progress",
+            MailKind::Steer => "steer",
+        }
+    }
+}
+
+/// A new mailbox row.
+pub struct NewMail<'a> {
+    pub thread_id: &'a str,
+    pub direction: Direction,
+    pub kind: MailKind,
+    /// One row per thread and key.
+    pub send_key: &'a str,
+    pub body: &'a str,
+    /// The agent path a notice is for (`None` for a steer).
+    pub recipient: Option<&'a str>,
+    pub at: &'a str,
+    /// Written delivered (a settlement the writing serve's request reports itself).
+    pub delivered: bool,
+}
+
+/// Writes a mailbox row; its id, or `None` when its send key was written before.
+pub fn insert_mail(conn: &Connection, m: &NewMail<'_>) -> Result<Option<i64>> {
+    let written = conn
+        .prepare_cached(include_str!("../../../sql/agent_mailbox_insert.sql"))?
+        .execute(named_params! {
+            ":thread_id": m.thread_id, ":direction": m.direction.as_str(),
+            ":kind": m.kind.as_str(), ":send_key": m.send_key, ":body": m.body, ":recipient": m.recipient, ":at": m.at,
+            ":state": if m.delivered { "delivered" } else { "pending" },
+        })?;
+    Ok((written == 1).then(|| conn.last_insert_rowid()))
+}
+
+/// Marks a pending mailbox row delivered; false when it was not pending (claimed already).
+pub fn consume(conn: &Connection, mailbox_id: i64, at: &str) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(include_str!("../../../sql/agent_mailbox_consumed.sql"))?
+        .execute((mailbox_id, at))?
+        > 0)
+}
+
+/// Marks settlement notices written delivered pending again.
+pub fn reopen_notices(conn: &Connection, mailbox_ids: &[i64]) -> Result<()> {
+    let mut stmt = conn.prepare_cached(include_str!("../../../sql/agent_notice_reopen.sql"))?;
+    for id in mailbox_ids {
+        stmt.execute([id])?;
+    }
+    Ok(())
+}
+
+/// Marks a thread's pending notices for `recipient` delivered without sending them.
+pub fn supersede_notices(
+    conn: &Connection,
+    thread_id: &str,
+    recipient: &str,
+    at: &str,
+) -> Result<()> {
+    conn.prepare_cached(include_str!("../../../sql/agent_notices_supersede.sql"))?
+        .execute(named_params! {":at": at, ":id": thread_id, ":recipient": recipient})?;
+    Ok(())
+}
+
+/// A pending steering message.
+pub struct PendingSteer {
+    pub id: i64,
+    pub body: String,
+    pub created_at: String,
+    /// The launch it was sent to (`None` while unsent).
+    pub sent_to: Option<String>,
+}
+
+/// A thread's steering messages not yet consumed, oldest first.
+pub fn pending_steers(conn: &Connection, thread_id: &str) -> Result<Vec<PendingSteer>> {
+    let mut stmt = conn.prepare_cached(include_str!("../../../sql/agent_steers_pending.sql"))?;
+    let rows = stmt.query_map([thread_id], |r| {
+        Ok(PendingSteer {
+            id: r.get("id")?,
+            body: r.get("body")?,
+            created_at: r.get("created_at")?,
+            sent_to: r.get("message_id")?,
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// A steering message was accepted by the run of launch `launch_seq`.
+pub fn steer_sent(conn: &Connection, mailbox_id: i64, launch_seq: i64) -> Result<()> {
+    conn.prepare_cached(include_str!("../../../sql/agent_steer_sent.sql"))?
+        .execute(named_params! {":launch": launch_seq.to_string(), ":id": mailbox_id})?;
+    Ok(())
+}
+
+/// The threads of a registry `owner` holds with steering not yet sent to their current run.
+pub fn owned_pending_steers(conn: &Connection, registry: i64, owner: Owner) -> Result<Vec<String>> {
+    ids(
+        conn,
+        include_str!("../../../sql/agent_owned_pending_steers.sql"),
+        registry,
+        owner,
+    )
+}
+
+/// A notice due to an agent path.
+pub struct PendingNotice {
+    pub id: i64,
+    pub thread_id: String,
+    pub kind: String,
+    pub body: String,
+    pub created_at: String,
+    /// The thread's path and lifecycle state now.
+    pub path: String,
+    pub state: Option<String>,
+}
+
+/// The notices due to `recipient` in a registry, oldest first.
+pub fn pending_notices(
+    conn: &Connection,
+    registry: i64,
+    recipient: &str,
+) -> Result<Vec<PendingNotice>> {
+    let mut stmt = conn.prepare_cached(include_str!("../../../sql/agent_notices_pending.sql"))?;
+    let rows = stmt.query_map((registry, recipient), |r| {
+        Ok(PendingNotice {
+            id: r.get("id")?,
+            thread_id: r.get("thread_id")?,
+            kind: r.get("kind")?,
+            body: r.get("body")?,
+            created_at: r.get("created_at")?,
+            path: r.get("path")?,
+            state: r.get("agent_state")?,
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
