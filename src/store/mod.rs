@@ -7,10 +7,13 @@
 //! `database is locked` when it would upgrade a read.
 
 pub mod events;
+pub mod launches;
+pub mod reports;
 pub mod snapshots;
 pub mod threads;
 mod trim;
 pub mod usage;
+pub mod workers;
 
 pub use trim::{
     page_cache_bytes, ReaderTrim, IDLE_AFTER, PAGE_CACHE_IDLE_KIB, READ_CACHE_BUSY_KIB,
