@@ -9,11 +9,14 @@
 pub mod agents;
 pub mod commands;
 pub mod events;
+pub mod launches;
 pub mod output;
+pub mod reports;
 pub mod snapshots;
 pub mod threads;
 mod trim;
 pub mod usage;
+pub mod workers;
 
 pub use trim::{
     page_cache_bytes, ReaderTrim, IDLE_AFTER, PAGE_CACHE_IDLE_KIB, READ_CACHE_BUSY_KIB,

@@ -1,0 +1,44 @@
+//! `threads_interrupt`: aborts a worker's current run, here when this serve holds its process,
+//! else through an `interrupt` command row for the serve that does.
+
+use std::time::{Duration, Instant};
+
+use super::{interrupting, json_of, load, owned, Json};
+use crate::engine::Engine;
+use crate::error::Result;
+use crate::runtime::mapping::Phase;
+use crate::store::workers;
+
+/// How long `threads_interrupt` waits for the aborted run to be recorded.
+const INTERRUPT_SETTLE: Duration = Duration::from_millis(3_000);
+/// RPC timeout of the abort a `threads_interrupt` sends.
+const ABORT_TIMEOUT: Duration = Duration::from_millis(5_000);
+
+pub(super) async fn interrupt(e: &Engine, worker_id: &str) -> Result<Json> {
+    let row = owned(e, worker_id)?;
+    let id = row.id().to_string();
+    e.rt.await_launch(&id, crate::runtime::LAUNCH_WAIT).await;
+    if e.rt.is_live(&id) {
+        let running =
+            e.rt.watch(&id)
+                .is_some_and(|v| v.borrow().phase != Phase::Idle);
+        if running {
+            interrupting().insert(id.clone());
+        }
+        let _ = e.rt.abort(&id, ABORT_TIMEOUT).await;
+        if running {
+            let deadline = Instant::now() + INTERRUPT_SETTLE;
+            while interrupting().contains(&id) && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            interrupting().remove(&id);
+        }
+    } else if row.facts.status == "live"
+        && row.owner.is_some_and(|o| o != e.rt.owner() && o.is_alive())
+    {
+        // Another serve holds the pipes: ask it through a command row (its watcher aborts).
+        e.store.write(|tx| workers::request_interrupt(tx, &id))?;
+    }
+    e.rt.flush().await;
+    json_of(&load(e, &id)?.facts.view())
+}

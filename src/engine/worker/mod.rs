@@ -1,0 +1,280 @@
+//! Contract C's worker tools (`threads_*`) and RPC (`threads.snapshot`, `threads.restore`),
+//! one file per method, on top of the store and the runtime. What spawn and send share (bringing
+//! a worker up, delivering its messages) is `drive.rs`; how runs end is `monitor.rs`. Rows are
+//! read and written through `store::workers` and `store::reports` only: no SQL here.
+//!
+//! - **Identity.** The caller is this serve's session (`ServeConfig.session_id`). A worker is a
+//!   top-level `threads` row at `/<workerID>` under its coordinator's `worker` manager, with
+//!   `id = session_id = workerID = "ses_" + digest([coordinatorID, key])[..32]`.
+//! - **Spawn** checks everything (role, directory, grants, agent profile) before any write, then
+//!   in one `BEGIN IMMEDIATE` transaction either finds the worker (same fingerprint required, no
+//!   limit check) or counts slots, inserts the row and admits the initial prompt as a pending
+//!   `to_child` mailbox row. Outside the transaction the worker is brought up (launched, or
+//!   relaunched on its session file) and pending messages are delivered.
+//! - **Delivery** runs under a per-worker lock: only rows still `pending` are sent, each marked
+//!   `delivered` in its own transaction right after the child accepted it (or after a send that
+//!   was written but not answered in time), so an identical spawn retry or send retry never
+//!   sends a message twice (Trap 8). A rejected message stays pending and is sent again by the
+//!   next retry.
+//! - **Outcome** is stored in `threads.outcome` by a monitor task per launch, which watches the
+//!   child's phase: when the child goes idle after a run, the run `succeeded`, or `failed` when a
+//!   `thread_error` event was recorded during it, or `interrupted` when `threads_interrupt` (or
+//!   an `interrupt` command row) aborted it; when the process closes mid-run the run is
+//!   `interrupted` (or `failed` for a failed exit), and a failed exit while idle is `failed`. A
+//!   closed worker without a stored outcome (its process closed before the first run ended,
+//!   e.g. restored as stale by another process) reads as `failed`/`interrupted` (SQL in
+//!   `worker_by_id.sql` and `worker_slots_used.sql`). A prompt the child rejects is `failed`.
+//! - **Model** (`{providerID, id, variant?}`) is the one the worker's Pi args name
+//!   (`--provider`/`--model`, inherited or from the agent profile), stored at spawn; otherwise
+//!   it is read from the worker's session file (last `model_change` or assistant message) when
+//!   its first run ends. No `get_state` is sent for it, so no extra answer races a run.
+//! - **Report** is called by the worker's own serve (caller = workerID): the report row and a
+//!   `to_parent` mailbox row `kind = 'report'` (the coordinator's notice) are inserted in one
+//!   transaction; the row watcher of the coordinator's serve delivers that notice.
+
+mod drive;
+mod hide;
+mod interrupt;
+mod list;
+mod monitor;
+mod report;
+mod restore;
+mod send;
+mod snapshot;
+mod spawn;
+
+pub use restore::restore_workers;
+pub use snapshot::snapshot_workers;
+
+use std::collections::HashSet;
+use std::sync::{LazyLock, Mutex, OnceLock};
+
+use rusqlite::Connection;
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use super::Engine;
+use crate::contract::worker::{
+    self as contract, worker_identity, Model, Report, WorkerFacts, WorkerRequest, Workers,
+};
+use crate::contract::ToolResult;
+use crate::error::{Error, ErrorCode, Result};
+use crate::output::Reply;
+use crate::runtime::process::ProcessIdentity;
+use crate::store::reports::ReportRow;
+use crate::store::workers::{self, Outcome, WorkerRow};
+use crate::store::Store;
+
+/// Workers whose current run `threads_interrupt` is aborting; the monitor records the run as
+/// interrupted and removes the entry.
+static INTERRUPTING: LazyLock<Mutex<HashSet<String>>> = LazyLock::new(Default::default);
+
+fn interrupting() -> std::sync::MutexGuard<'static, HashSet<String>> {
+    INTERRUPTING.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// `THREADBASE_MAX_WORKERS` (1..32, default 4), read once; an invalid value warns once.
+pub fn max_workers() -> i64 {
+    static MAX: OnceLock<i64> = OnceLock::new();
+    *MAX.get_or_init(|| {
+        max_workers_from(
+            std::env::var("THREADBASE_MAX_WORKERS").ok().as_deref(),
+            &mut |w| eprintln!("{w}"),
+        )
+    })
+}
+
+fn max_workers_from(value: Option<&str>, warn: &mut dyn FnMut(String)) -> i64 {
+    let Some(raw) = value.filter(|v| !v.is_empty()) else {
+        return contract::DEFAULT_MAX_WORKERS;
+    };
+    let (lo, hi) = contract::MAX_WORKERS_RANGE;
+    let t = raw.trim();
+    match t.parse::<i64>() {
+        Ok(n) if t.bytes().all(|b| b.is_ascii_digit()) && (lo..=hi).contains(&n) => n,
+        _ => {
+            warn(format!(
+                "[threadbase] Ignoring invalid THREADBASE_MAX_WORKERS={} (expected an integer from {lo} to {hi}); using default {}.",
+                crate::paths::json_quote(raw),
+                contract::DEFAULT_MAX_WORKERS
+            ));
+            contract::DEFAULT_MAX_WORKERS
+        }
+    }
+}
+
+/// A result's JSON text, written once: a tool answers with it as its text content and as its
+/// details.
+type Json = Box<RawValue>;
+
+fn json_of(result: &impl Serialize) -> Result<Json> {
+    Ok(serde_json::value::to_raw_value(result)?)
+}
+
+pub(super) async fn run(e: &Engine, method: &str, req: WorkerRequest) -> Result<Reply> {
+    let value = match req {
+        WorkerRequest::Spawn(r) => spawn::spawn(e, r).await?,
+        WorkerRequest::List => list::list(e)?,
+        WorkerRequest::Send {
+            worker_id,
+            key,
+            text,
+        } => send::send(e, &worker_id, &key, &text).await?,
+        WorkerRequest::Interrupt { worker_id } => interrupt::interrupt(e, &worker_id).await?,
+        WorkerRequest::Hide { worker_id } => hide::hide(e, &worker_id)?,
+        WorkerRequest::Report(r) => report::report(e, r)?,
+        WorkerRequest::Snapshot { coordinator_ids } => {
+            let facts = snapshot_workers(&*e.store.read()?, &coordinator_ids)?;
+            return Reply::json(&Workers::of(&facts));
+        }
+        WorkerRequest::Restore { coordinator_ids } => {
+            let facts = restore_workers(&e.store, &coordinator_ids)?;
+            return Reply::json(&Workers::of(&facts));
+        }
+    };
+    debug_assert!(method.starts_with("threads_"));
+    // Tools answer like every tool on serve: the JSON as text content, the value as details.
+    Reply::json(&ToolResult::new(value.get(), &*value))
+}
+
+// ---- rows ---------------------------------------------------------------------------------
+
+/// A worker as the verbs use it: the contract's facts and what launching and control need.
+#[derive(Debug, Clone)]
+struct Worker {
+    facts: WorkerFacts,
+    /// The agent profile's Pi args.
+    args: Vec<String>,
+    session_file: Option<String>,
+    owner: Option<ProcessIdentity>,
+    report_message_id: Option<String>,
+    parent_path: Option<String>,
+}
+
+impl Worker {
+    fn id(&self) -> &str {
+        &self.facts.worker_id
+    }
+}
+
+impl From<WorkerRow> for Worker {
+    fn from(r: WorkerRow) -> Self {
+        let owner_started = r.owner_started_at;
+        Worker {
+            facts: WorkerFacts {
+                worker_id: r.id,
+                coordinator_id: r.coordinator_id.unwrap_or_default(),
+                key: r.spawn_key.unwrap_or_default(),
+                title: r.title,
+                directory: r.cwd,
+                agent: r.agent,
+                model: r
+                    .model
+                    .as_deref()
+                    .and_then(|m| serde_json::from_str::<Model>(m).ok()),
+                outcome: r.outcome,
+                report: r.report.map(contract_report),
+                hidden_override: r.hidden,
+                status: r.status,
+                phase: r.phase,
+            },
+            args: r.args,
+            session_file: r.session_file,
+            owner: r.owner_pid.map(|pid| ProcessIdentity {
+                pid,
+                started_at: owner_started.unwrap_or(-1),
+            }),
+            report_message_id: r.report_message_id,
+            parent_path: r.parent_path,
+        }
+    }
+}
+
+/// A stored report as the contract shows it.
+fn contract_report(r: ReportRow) -> Report {
+    Report {
+        verdict: r.verdict,
+        summary: r.summary,
+        evidence: r.evidence,
+    }
+}
+
+/// The facts of `rows`, in their order.
+fn facts_of(rows: Vec<WorkerRow>) -> Vec<WorkerFacts> {
+    rows.into_iter().map(|r| Worker::from(r).facts).collect()
+}
+
+fn find(conn: &Connection, id: &str) -> Result<Option<Worker>> {
+    Ok(workers::worker_by_id(conn, id)?.map(Worker::from))
+}
+
+fn load(e: &Engine, id: &str) -> Result<Worker> {
+    find(&*e.store.read()?, id)?.ok_or_else(|| unknown(id))
+}
+
+fn unknown(id: &str) -> Error {
+    Error::new(
+        ErrorCode::UnknownReference,
+        format!(
+            "Unknown managed worker: {}. Repair: pass a workerID returned by threads_spawn or listed by threads_list.",
+            crate::paths::json_quote(id)
+        ),
+    )
+}
+
+/// The stored facts are those of the original worker: top level, and its id is the identity
+/// of its own (coordinator, key).
+fn check_original(row: &Worker) -> Result<()> {
+    let f = &row.facts;
+    if row.parent_path.is_some()
+        || f.coordinator_id.is_empty()
+        || worker_identity(&f.coordinator_id, &f.key) != f.worker_id
+    {
+        return Err(Error::forbidden(format!(
+            "Not the original managed worker: {}. Repair: address workers by the workerID threads_spawn returned.",
+            f.worker_id
+        )));
+    }
+    Ok(())
+}
+
+/// `owned`: the original worker, controlled by its own coordinator only.
+fn owned(e: &Engine, id: &str) -> Result<Worker> {
+    let row = load(e, id)?;
+    check_original(&row)?;
+    if row.facts.coordinator_id != e.cfg.session_id {
+        return Err(Error::forbidden(format!(
+            "Only the owning coordinator may control this worker. Repair: call this from the session that spawned {} (coordinator {}); this session is {}.",
+            row.id(),
+            row.facts.coordinator_id,
+            e.cfg.session_id
+        )));
+    }
+    Ok(row)
+}
+
+/// Records how a worker's last run ended, in its own transaction.
+fn set_outcome(store: &Store, id: &str, outcome: Outcome) -> Result<()> {
+    store.write(|tx| workers::set_outcome(tx, id, outcome))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn max_workers_setting() {
+        let mut warnings = Vec::new();
+        let mut warn = |w: String| warnings.push(w);
+        assert_eq!(max_workers_from(None, &mut warn), 4);
+        assert_eq!(max_workers_from(Some(""), &mut warn), 4);
+        assert_eq!(max_workers_from(Some("1"), &mut warn), 1);
+        assert_eq!(max_workers_from(Some(" 32 "), &mut warn), 32);
+        assert_eq!(max_workers_from(Some("0"), &mut warn), 4);
+        assert_eq!(max_workers_from(Some("33"), &mut warn), 4);
+        assert_eq!(max_workers_from(Some("-1"), &mut warn), 4);
+        assert_eq!(max_workers_from(Some("2.5"), &mut warn), 4);
+        assert_eq!(warnings.len(), 4);
+        assert!(warnings[0].contains("THREADBASE_MAX_WORKERS=\"0\""));
+    }
+}

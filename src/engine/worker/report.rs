@@ -1,0 +1,68 @@
+//! `threads_report`, called by the worker's own serve: the report row and the coordinator's
+//! notice (a `to_parent` mailbox row) in one transaction; a repeated identical report reads
+//! the stored one back.
+
+use super::{check_original, contract_report, find, json_of, Json};
+use crate::contract::worker::{new_message_id, report_notice_text, Report, Reported};
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::store::reports::{self, NewReport};
+use crate::store::workers::{self, Direction, MessageKind, NewMessage};
+use crate::time::now_iso;
+
+/// The mailbox `send_key` of the report notice. User send keys are stored as `send:<key>` and
+/// the initial prompt as `spawn`, so no key a caller chooses can collide.
+const REPORT_SEND_KEY: &str = "report";
+
+pub(super) fn report(e: &Engine, report: Report) -> Result<Json> {
+    let caller = &e.cfg.session_id;
+    let row = find(&*e.store.read()?, caller)?.ok_or_else(|| {
+        Error::forbidden(format!(
+            "Only a managed worker can call threads_report, and this session ({caller}) is not one. Repair: report from inside a worker started with threads_spawn; a coordinator reads reports with threads_list."
+        ))
+    })?;
+    check_original(&row)?;
+    let id = row.id().to_string();
+    let message_id = row.report_message_id.clone().unwrap_or_else(new_message_id);
+    let notice = report_notice_text(&id, &row.facts.key, &report);
+    let stored = e.store.write(|tx| {
+        if let Some(existing) = reports::report_of(tx, &id)? {
+            let original = contract_report(existing);
+            if original != report {
+                return Err(Error::conflict(
+                    "This worker already has a different report. Start a new task with a new spawn key. Repair: repeat the identical report to read it back, or ask the coordinator to spawn a new worker.",
+                ));
+            }
+            return Ok(original);
+        }
+        let now = now_iso();
+        reports::insert_report(
+            tx,
+            &NewReport {
+                worker_id: &id,
+                verdict: &report.verdict,
+                summary: &report.summary,
+                evidence: &report.evidence,
+                message_id: &message_id,
+                now: &now,
+            },
+        )?;
+        workers::admit_message(
+            tx,
+            &NewMessage {
+                thread_id: &id,
+                direction: Direction::ToParent,
+                kind: MessageKind::Report,
+                send_key: REPORT_SEND_KEY,
+                message_id: &message_id,
+                body: &notice,
+                now: &now,
+            },
+        )?;
+        Ok(report)
+    })?;
+    json_of(&Reported {
+        worker_id: &id,
+        report: &stored,
+    })
+}

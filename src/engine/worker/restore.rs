@@ -1,0 +1,19 @@
+//! `threads.restore`: shows the hidden workers again; shared with `threadbase http`.
+
+use super::facts_of;
+use crate::contract::worker::WorkerFacts;
+use crate::error::Result;
+use crate::store::workers;
+use crate::store::Store;
+
+/// Gives every hidden worker of the given coordinators the hidden override `false` (even a PASS
+/// worker shows again), then returns their facts, in one transaction.
+pub fn restore_workers(store: &Store, coordinator_ids: &[String]) -> Result<Vec<WorkerFacts>> {
+    store.write(|tx| {
+        workers::restore_hidden(tx, coordinator_ids)?;
+        Ok(facts_of(workers::workers_of_coordinators(
+            tx,
+            coordinator_ids,
+        )?))
+    })
+}

@@ -1,0 +1,46 @@
+//! `threads_send`: a keyed message for one of this coordinator's workers, admitted once per
+//! key (a retry with the same text is the same message), then delivered by `drive`.
+
+use super::drive::drive;
+use super::{json_of, owned, Json};
+use crate::contract::worker::{send_message_id, Sent};
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::store::workers::{self, Direction, MessageKind, NewMessage};
+use crate::time::now_iso;
+
+pub(super) async fn send(e: &Engine, worker_id: &str, key: &str, text: &str) -> Result<Json> {
+    let row = owned(e, worker_id)?;
+    let id = row.id().to_string();
+    let message_id = send_message_id(&id, key);
+    let send_key = format!("send:{key}");
+    e.store.write(|tx| {
+        let admitted = workers::admit_message(
+            tx,
+            &NewMessage {
+                thread_id: &id,
+                direction: Direction::ToChild,
+                kind: MessageKind::FollowUp,
+                send_key: &send_key,
+                message_id: &message_id,
+                body: text,
+                now: &now_iso(),
+            },
+        )?;
+        if admitted {
+            // A new message is new work (an identical retry is not); refused, it is rolled back.
+            e.check_budget(tx, Some(&id), "threads_send")?;
+        } else if workers::message_by_key(tx, &id, &send_key)?.body != text {
+            return Err(Error::conflict(format!(
+                "This send key already belongs to different text (message {message_id}). Repair: resend the identical text to retry, or use a new key for a new message."
+            )));
+        }
+        workers::unhide_after_send(tx, &id)
+    })?;
+    drive(e, &id).await?;
+    e.rt.flush().await;
+    json_of(&Sent {
+        worker_id: &id,
+        message_id: &message_id,
+    })
+}

@@ -1,0 +1,64 @@
+//! The `reports` table: a managed worker's one report (contract C). The engine compares a
+//! repeated report with the stored one, so both directions are typed here.
+
+use rusqlite::{Connection, OptionalExtension, Row};
+
+use crate::error::Result;
+
+/// A stored report; `evidence` is the parsed JSON array of the `evidence` column.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReportRow {
+    pub verdict: String,
+    pub summary: String,
+    pub evidence: Vec<String>,
+}
+
+impl ReportRow {
+    /// The report of a row that selects `verdict`, `summary` and `evidence` (NULL verdict: none,
+    /// as a `LEFT JOIN reports` reads for a worker that has not reported).
+    pub(super) fn from_row(r: &Row<'_>) -> rusqlite::Result<Option<Self>> {
+        let Some(verdict) = r.get("verdict")? else {
+            return Ok(None);
+        };
+        let evidence: String = r.get("evidence")?;
+        Ok(Some(ReportRow {
+            verdict,
+            summary: r.get("summary")?,
+            evidence: serde_json::from_str(&evidence).unwrap_or_default(),
+        }))
+    }
+}
+
+/// A worker's stored report, if it has one.
+pub fn report_of(conn: &Connection, worker_id: &str) -> Result<Option<ReportRow>> {
+    Ok(conn
+        .prepare_cached(include_str!("../../sql/worker_report.sql"))?
+        .query_row([worker_id], ReportRow::from_row)
+        .optional()?
+        .flatten())
+}
+
+/// A report to admit, with the id of the coordinator's notice about it.
+#[derive(Debug, Clone, Copy)]
+pub struct NewReport<'a> {
+    pub worker_id: &'a str,
+    pub verdict: &'a str,
+    pub summary: &'a str,
+    pub evidence: &'a [String],
+    pub message_id: &'a str,
+    pub now: &'a str,
+}
+
+/// Admits a worker's only report (the primary key refuses a second one).
+pub fn insert_report(conn: &Connection, report: &NewReport<'_>) -> Result<()> {
+    conn.prepare_cached(include_str!("../../sql/worker_report_insert.sql"))?
+        .execute((
+            report.worker_id,
+            report.verdict,
+            report.summary,
+            serde_json::to_string(report.evidence)?,
+            report.message_id,
+            report.now,
+        ))?;
+    Ok(())
+}

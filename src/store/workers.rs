@@ -1,0 +1,537 @@
+//! Contract C's rows: a managed worker is a top-level `threads` row with contract C's columns
+//! (coordinator, spawn key, fingerprint, title, agent, model, grants, outcome, hidden override,
+//! message ids), its keyed `mailbox` messages, its `interrupt` commands and its `reports` row.
+//! Everything the worker engine reads or writes goes through here, so the engine holds no SQL.
+
+use rusqlite::{named_params, Connection, OptionalExtension, Row};
+
+use super::reports::ReportRow;
+use crate::error::Result;
+use crate::time::now_iso;
+
+/// A worker row with its report (`sql/worker_by_id.sql`, `sql/workers_of_coordinator{,s}.sql`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkerRow {
+    pub id: String,
+    pub coordinator_id: Option<String>,
+    pub spawn_key: Option<String>,
+    pub fingerprint: Option<String>,
+    pub title: Option<String>,
+    pub cwd: String,
+    pub agent: Option<String>,
+    /// `{providerID, id, variant?}` as JSON text, when known.
+    pub model: Option<String>,
+    /// The agent profile's Pi args (the parsed JSON array).
+    pub args: Vec<String>,
+    /// The stored outcome, else one derived from a closed process (see the SQL).
+    pub outcome: Option<String>,
+    /// The hidden override.
+    pub hidden: Option<bool>,
+    pub status: String,
+    pub phase: String,
+    pub session_file: Option<String>,
+    pub owner_pid: Option<i64>,
+    pub owner_started_at: Option<i64>,
+    pub initial_message_id: Option<String>,
+    pub report_message_id: Option<String>,
+    pub parent_path: Option<String>,
+    /// The granted paths as a JSON array, when the spawn named any.
+    pub granted_paths: Option<String>,
+    pub report: Option<ReportRow>,
+}
+
+impl WorkerRow {
+    /// Read by column name: the three worker queries select the same 23 columns, and a list
+    /// holds at most a few dozen workers, so the name lookups cost nothing that matters.
+    fn from_row(r: &Row<'_>) -> rusqlite::Result<Self> {
+        let args: String = r.get("args")?;
+        Ok(WorkerRow {
+            id: r.get("id")?,
+            coordinator_id: r.get("coordinator_id")?,
+            spawn_key: r.get("spawn_key")?,
+            fingerprint: r.get("fingerprint")?,
+            title: r.get("title")?,
+            cwd: r.get("cwd")?,
+            agent: r.get("agent")?,
+            model: r.get("model")?,
+            args: serde_json::from_str(&args).unwrap_or_default(),
+            outcome: r.get("outcome")?,
+            hidden: r.get("hidden")?,
+            status: r.get("status")?,
+            phase: r.get("phase")?,
+            session_file: r.get("session_file")?,
+            owner_pid: r.get("owner_pid")?,
+            owner_started_at: r.get("owner_started_at")?,
+            initial_message_id: r.get("initial_message_id")?,
+            report_message_id: r.get("report_message_id")?,
+            parent_path: r.get("parent_path")?,
+            granted_paths: r.get("granted_paths")?,
+            report: ReportRow::from_row(r)?,
+        })
+    }
+}
+
+fn query_workers(conn: &Connection, sql: &str, param: &str) -> Result<Vec<WorkerRow>> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let rows = stmt.query_map([param], WorkerRow::from_row)?;
+    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+}
+
+/// One worker by id (a row with a coordinator and a spawn key).
+pub fn worker_by_id(conn: &Connection, id: &str) -> Result<Option<WorkerRow>> {
+    Ok(conn
+        .prepare_cached(include_str!("../../sql/worker_by_id.sql"))?
+        .query_row([id], WorkerRow::from_row)
+        .optional()?)
+}
+
+/// Every worker of one coordinator, hidden ones included, oldest first.
+pub fn workers_of_coordinator(conn: &Connection, coordinator_id: &str) -> Result<Vec<WorkerRow>> {
+    query_workers(
+        conn,
+        include_str!("../../sql/workers_of_coordinator.sql"),
+        coordinator_id,
+    )
+}
+
+/// The workers of several coordinators, oldest first, in one query.
+pub fn workers_of_coordinators(
+    conn: &Connection,
+    coordinator_ids: &[String],
+) -> Result<Vec<WorkerRow>> {
+    query_workers(
+        conn,
+        include_str!("../../sql/workers_of_coordinators.sql"),
+        &serde_json::to_string(coordinator_ids)?,
+    )
+}
+
+/// Gives every hidden worker of the coordinators the hidden override `false`.
+pub fn restore_hidden(conn: &Connection, coordinator_ids: &[String]) -> Result<()> {
+    conn.prepare_cached(include_str!("../../sql/workers_restore_hidden.sql"))?
+        .execute((serde_json::to_string(coordinator_ids)?, now_iso()))?;
+    Ok(())
+}
+
+/// Whether a session id is itself a managed worker.
+pub fn is_worker(conn: &Connection, id: &str) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(include_str!("../../sql/worker_caller_is_worker.sql"))?
+        .query_row([id], |r| r.get(0))?)
+}
+
+/// What an idempotent spawn compares: the coordinator and request fingerprint of a worker id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerIdentity {
+    pub coordinator_id: Option<String>,
+    pub fingerprint: Option<String>,
+}
+
+/// The identity stored for a thread id, if such a thread exists.
+pub fn identity(conn: &Connection, id: &str) -> Result<Option<WorkerIdentity>> {
+    Ok(conn
+        .prepare_cached(include_str!("../../sql/worker_identity.sql"))?
+        .query_row([id], |r| {
+            Ok(WorkerIdentity {
+                coordinator_id: r.get(0)?,
+                fingerprint: r.get(1)?,
+            })
+        })
+        .optional()?)
+}
+
+/// The slots a coordinator's workers hold (see `sql/worker_slots_used.sql`).
+pub fn slots_used(conn: &Connection, coordinator_id: &str) -> Result<i64> {
+    Ok(conn
+        .prepare_cached(include_str!("../../sql/worker_slots_used.sql"))?
+        .query_row([coordinator_id], |r| r.get(0))?)
+}
+
+/// A worker to reserve: a top-level row at `/<id>` under its coordinator's manager.
+#[derive(Debug, Clone, Copy)]
+pub struct NewWorker<'a> {
+    pub id: &'a str,
+    pub manager_id: i64,
+    pub title: &'a str,
+    pub cwd: &'a str,
+    pub args: &'a [String],
+    pub coordinator_id: &'a str,
+    pub spawn_key: &'a str,
+    pub fingerprint: &'a str,
+    pub agent: Option<&'a str>,
+    pub granted_paths: Option<&'a [String]>,
+    /// The model JSON text, when the args name one.
+    pub model: Option<&'a str>,
+    pub initial_message_id: &'a str,
+    pub report_message_id: &'a str,
+    pub now: &'a str,
+}
+
+/// Reserves a worker row (live, `starting`).
+pub fn insert_worker(conn: &Connection, w: &NewWorker<'_>) -> Result<()> {
+    let granted_paths = w.granted_paths.map(serde_json::to_string).transpose()?;
+    conn.prepare_cached(include_str!("../../sql/worker_insert.sql"))?
+        .execute(named_params! {
+            ":id": w.id,
+            ":manager_id": w.manager_id,
+            ":title": w.title,
+            ":cwd": w.cwd,
+            ":args": serde_json::to_string(w.args)?,
+            ":coordinator_id": w.coordinator_id,
+            ":spawn_key": w.spawn_key,
+            ":fingerprint": w.fingerprint,
+            ":agent": w.agent,
+            ":granted_paths": granted_paths,
+            ":model": w.model,
+            ":initial_message_id": w.initial_message_id,
+            ":report_message_id": w.report_message_id,
+            ":now": w.now,
+        })?;
+    Ok(())
+}
+
+/// Sets a worker's hidden override.
+pub fn set_hidden(conn: &Connection, id: &str, hidden: bool) -> Result<()> {
+    conn.prepare_cached(include_str!("../../sql/worker_set_hidden.sql"))?
+        .execute((id, hidden, now_iso()))?;
+    Ok(())
+}
+
+/// After an admitted send: a reported worker is shown (override 0), else the override goes.
+pub fn unhide_after_send(conn: &Connection, id: &str) -> Result<()> {
+    conn.prepare_cached(include_str!("../../sql/worker_unhide_after_send.sql"))?
+        .execute((id, now_iso()))?;
+    Ok(())
+}
+
+/// How a worker's last run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Succeeded,
+    Failed,
+    Interrupted,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Succeeded => "succeeded",
+            Outcome::Failed => "failed",
+            Outcome::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// Records how a worker's last run ended.
+pub fn set_outcome(conn: &Connection, id: &str, outcome: Outcome) -> Result<()> {
+    conn.prepare_cached(include_str!("../../sql/worker_set_outcome.sql"))?
+        .execute((id, outcome.as_str(), now_iso()))?;
+    Ok(())
+}
+
+/// Before a relaunch: a closed worker keeps the outcome that was only derived so far.
+pub fn keep_outcome(conn: &Connection, id: &str) -> Result<()> {
+    conn.prepare_cached(include_str!("../../sql/worker_keep_outcome.sql"))?
+        .execute([id])?;
+    Ok(())
+}
+
+/// Where a worker's model comes from: whether it is known yet, and its session file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelSource {
+    pub known: bool,
+    pub session_file: Option<String>,
+}
+
+/// The model source of a thread, if it exists.
+pub fn model_source(conn: &Connection, id: &str) -> Result<Option<ModelSource>> {
+    Ok(conn
+        .prepare_cached(include_str!("../../sql/worker_model_source.sql"))?
+        .query_row([id], |r| {
+            Ok(ModelSource {
+                known: r.get(0)?,
+                session_file: r.get(1)?,
+            })
+        })
+        .optional()?)
+}
+
+/// Records the model (JSON text) the worker's session reported, unless one is known.
+pub fn set_model(conn: &Connection, id: &str, model: &str) -> Result<()> {
+    conn.prepare_cached(include_str!("../../sql/worker_set_model.sql"))?
+        .execute((id, model))?;
+    Ok(())
+}
+
+/// A thread's run bookkeeping (`sql/worker_run_marks.sql`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunMarks {
+    pub last_seq: i64,
+    /// The newest `interrupt` command's id (0 when none).
+    pub interrupt_command: i64,
+    pub status: String,
+    pub exit_kind: Option<String>,
+}
+
+/// A thread's run bookkeeping now.
+pub fn run_marks(conn: &Connection, id: &str) -> Result<RunMarks> {
+    Ok(conn
+        .prepare_cached(include_str!("../../sql/worker_run_marks.sql"))?
+        .query_row([id], |r| {
+            Ok(RunMarks {
+                last_seq: r.get(0)?,
+                interrupt_command: r.get(1)?,
+                status: r.get(2)?,
+                exit_kind: r.get(3)?,
+            })
+        })?)
+}
+
+/// A thread's events after a seq (`sql/worker_activity_since.sql`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Activity {
+    /// The newest seq (the given one when nothing came since).
+    pub seq: i64,
+    /// Whether an event shows model activity: a run happened.
+    pub active: bool,
+    /// Whether one is a `thread_error`.
+    pub errored: bool,
+}
+
+/// What a thread's events after `seq` show.
+pub fn activity_since(conn: &Connection, id: &str, seq: i64) -> Result<Activity> {
+    Ok(conn
+        .prepare_cached(include_str!("../../sql/worker_activity_since.sql"))?
+        .query_row((id, seq), |r| {
+            Ok(Activity {
+                seq: r.get(0)?,
+                active: r.get(1)?,
+                errored: r.get(2)?,
+            })
+        })?)
+}
+
+/// Asks the serve that owns a thread's process to abort its run (a `commands` row its
+/// watcher carries out).
+pub fn request_interrupt(conn: &Connection, id: &str) -> Result<()> {
+    conn.prepare_cached(include_str!("../../sql/worker_interrupt_command.sql"))?
+        .execute((id, now_iso()))?;
+    Ok(())
+}
+
+// ---- mailbox ------------------------------------------------------------------------------
+
+/// Which way a mailbox message goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    ToChild,
+    ToParent,
+}
+
+impl Direction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::ToChild => "to_child",
+            Direction::ToParent => "to_parent",
+        }
+    }
+}
+
+/// What a worker's mailbox message is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MessageKind {
+    /// The initial prompt.
+    Prompt,
+    /// A `threads_send` message.
+    FollowUp,
+    /// The coordinator's notice of a report.
+    Report,
+}
+
+impl MessageKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MessageKind::Prompt => "prompt",
+            MessageKind::FollowUp => "follow_up",
+            MessageKind::Report => "report",
+        }
+    }
+}
+
+/// A keyed message to admit.
+#[derive(Debug, Clone, Copy)]
+pub struct NewMessage<'a> {
+    pub thread_id: &'a str,
+    pub direction: Direction,
+    pub kind: MessageKind,
+    pub send_key: &'a str,
+    pub message_id: &'a str,
+    pub body: &'a str,
+    pub now: &'a str,
+}
+
+/// Admits a keyed message; false when the thread already has one under that key (the caller
+/// compares it, [`message_by_key`], in the same transaction).
+pub fn admit_message(conn: &Connection, m: &NewMessage<'_>) -> Result<bool> {
+    let admitted = conn
+        .prepare_cached(include_str!("../../sql/worker_mailbox_admit.sql"))?
+        .execute(named_params! {
+            ":thread_id": m.thread_id,
+            ":direction": m.direction.as_str(),
+            ":kind": m.kind.as_str(),
+            ":send_key": m.send_key,
+            ":message_id": m.message_id,
+            ":body": m.body,
+            ":now": m.now,
+        })?;
+    Ok(admitted > 0)
+}
+
+/// A stored keyed message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyedMessage {
+    pub message_id: Option<String>,
+    pub body: String,
+}
+
+/// The message a thread holds under `send_key` (an error when there is none).
+pub fn message_by_key(conn: &Connection, thread_id: &str, send_key: &str) -> Result<KeyedMessage> {
+    Ok(conn
+        .prepare_cached(include_str!("../../sql/worker_mailbox_by_key.sql"))?
+        .query_row((thread_id, send_key), |r| {
+            Ok(KeyedMessage {
+                message_id: r.get(0)?,
+                body: r.get(1)?,
+            })
+        })?)
+}
+
+/// A message admitted for a worker and not yet accepted by its process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingMessage {
+    /// The mailbox row id.
+    pub id: i64,
+    pub body: String,
+}
+
+/// A worker's pending messages, in order.
+pub fn pending_messages(conn: &Connection, thread_id: &str) -> Result<Vec<PendingMessage>> {
+    let mut stmt = conn.prepare_cached(include_str!("../../sql/worker_pending_messages.sql"))?;
+    let rows = stmt.query_map([thread_id], |r| {
+        Ok(PendingMessage {
+            id: r.get(0)?,
+            body: r.get(1)?,
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+}
+
+/// Marks a pending message delivered.
+pub fn mark_delivered(conn: &Connection, message: i64) -> Result<()> {
+    conn.prepare_cached(include_str!("../../sql/worker_mailbox_delivered.sql"))?
+        .execute((message, now_iso()))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::reports::{insert_report, NewReport};
+    use crate::store::threads::{upsert_manager, Contract, ManagerSpec};
+    use crate::store::Store;
+
+    /// What spawn, send and report write reads back through the typed rows, by every query
+    /// that returns a worker (they select the same columns, read by name).
+    #[test]
+    fn a_worker_reads_back_as_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("t.sqlite")).unwrap();
+        let now = "2026-01-01T00:00:00.000Z";
+        let prompt = |body| NewMessage {
+            thread_id: "ses_w",
+            direction: Direction::ToChild,
+            kind: MessageKind::Prompt,
+            send_key: "spawn",
+            message_id: "m1",
+            body,
+            now,
+        };
+        store
+            .write(|tx| {
+                let manager_id = upsert_manager(
+                    tx,
+                    &ManagerSpec {
+                        session_id: "ses_c",
+                        contract: Contract::Worker,
+                        scope_path: "/",
+                        depth: 0,
+                        self_thread_id: None,
+                        session_file: None,
+                        cwd: None,
+                        owner_pid: None,
+                        owner_started_at: None,
+                    },
+                )?;
+                insert_worker(
+                    tx,
+                    &NewWorker {
+                        id: "ses_w",
+                        manager_id,
+                        title: "T",
+                        cwd: "/w",
+                        args: &["--model".to_string(), "p/m".to_string()],
+                        coordinator_id: "ses_c",
+                        spawn_key: "k",
+                        fingerprint: &"f".repeat(64),
+                        agent: None,
+                        granted_paths: Some(&["/w/a".to_string()]),
+                        model: Some(r#"{"providerID":"p","id":"m"}"#),
+                        initial_message_id: "m1",
+                        report_message_id: "m2",
+                        now,
+                    },
+                )?;
+                assert!(admit_message(tx, &prompt("go"))?);
+                assert!(!admit_message(tx, &prompt("other"))?);
+                insert_report(
+                    tx,
+                    &NewReport {
+                        worker_id: "ses_w",
+                        verdict: "PASS",
+                        summary: "done",
+                        evidence: &["a".to_string()],
+                        message_id: "m2",
+                        now,
+                    },
+                )
+            })
+            .unwrap();
+        let conn = store.read().unwrap();
+        let w = worker_by_id(&conn, "ses_w").unwrap().unwrap();
+        assert_eq!(w.coordinator_id.as_deref(), Some("ses_c"));
+        assert_eq!(w.spawn_key.as_deref(), Some("k"));
+        assert_eq!(w.args, ["--model", "p/m"]);
+        assert_eq!(w.granted_paths.as_deref(), Some(r#"["/w/a"]"#));
+        assert_eq!((w.status.as_str(), w.phase.as_str()), ("live", "starting"));
+        assert_eq!(
+            w.report,
+            Some(ReportRow {
+                verdict: "PASS".into(),
+                summary: "done".into(),
+                evidence: vec!["a".into()],
+            })
+        );
+        let all = workers_of_coordinators(&conn, &["ses_c".into()]).unwrap();
+        assert_eq!(all, [w]);
+        assert_eq!(workers_of_coordinator(&conn, "ses_c").unwrap(), all);
+        assert_eq!(message_by_key(&conn, "ses_w", "spawn").unwrap().body, "go");
+        let pending = pending_messages(&conn, "ses_w").unwrap();
+        assert_eq!(pending.len(), 1);
+        assert!(is_worker(&conn, "ses_w").unwrap());
+        assert_eq!(
+            slots_used(&conn, "ses_c").unwrap(),
+            0,
+            "a reported worker frees its slot"
+        );
+    }
+}
