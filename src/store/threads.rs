@@ -396,24 +396,6 @@ pub fn thread_id_at_path(conn: &Connection, manager_id: i64, path: &str) -> Resu
         .optional()?)
 }
 
-/// Records the session file (and session id) a thread's process uses.
-pub fn set_session(conn: &Connection, id: &str, file: &str, session_id: &str) -> Result<()> {
-    conn.prepare_cached(include_str!("../../sql/thread_set_session.sql"))?
-        .execute(named_params! {
-            ":file": file, ":session_id": session_id, ":at": now_iso(), ":id": id,
-        })?;
-    Ok(())
-}
-
-/// Closes a reserved thread whose process never started (no pid recorded) as failed with
-/// `message`; false when it was not such a thread.
-pub fn close_unlaunched(conn: &Connection, id: &str, message: &str, at: &str) -> Result<bool> {
-    Ok(conn
-        .prepare_cached(include_str!("../../sql/thread_close_unlaunched.sql"))?
-        .execute((id, message, at))?
-        > 0)
-}
-
 /// Archives or unarchives a closed thread.
 pub fn set_archived(conn: &Connection, id: &str, archived: bool, at: &str) -> Result<()> {
     conn.prepare_cached(include_str!("../../sql/thread_set_archived.sql"))?

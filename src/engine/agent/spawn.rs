@@ -11,6 +11,7 @@ use crate::contract::agent::{self as contract, AgentState};
 use crate::error::{Error, ErrorCode, Result};
 use crate::paths::{self, ROOT};
 use crate::store::agents::{self, AgentRow};
+use crate::store::launches;
 use crate::store::threads::{insert_thread, NewThread};
 use crate::time::now_iso;
 
@@ -160,7 +161,7 @@ impl AgentHost {
     /// claims a process that never existed.
     fn close_unlaunched(&self, id: &str, message: &str) -> Result<()> {
         self.store
-            .write(|tx| agents::close_unlaunched(tx, id, message, &now_iso()))
+            .write(|tx| launches::close_unlaunched(tx, id, message).map(drop))
     }
 
     /// The root conversation's session file, if the registry knows one.
@@ -219,7 +220,7 @@ impl AgentHost {
             json!({"rootId": self.cfg.root_session_id, "threadPath": path}),
         )?;
         self.store.write(|tx| {
-            agents::set_session(tx, id, &file.display().to_string(), &session_id, &now_iso())
+            launches::set_session_file(tx, id, &file.display().to_string(), &session_id)
         })?;
         Ok(file)
     }

@@ -11,7 +11,7 @@ use super::Engine;
 use crate::contract::{args as argpolicy, naming};
 use crate::error::{Error, ErrorCode, Result};
 use crate::store::events::{self, NewEvent};
-use crate::store::threads;
+use crate::store::{launches, threads};
 use crate::time::now_iso;
 
 pub(super) fn check_depth(e: &Engine) -> Result<()> {
@@ -159,7 +159,7 @@ pub(super) fn new_session_file(
 /// failed, so no live row claims a process that never existed.
 pub(super) fn close_unlaunched(e: &Engine, id: &str, message: &str) -> Result<()> {
     e.store.write(|tx| {
-        if threads::close_unlaunched(tx, id, message, &now_iso())? {
+        if launches::close_unlaunched(tx, id, message)? {
             let data = json!({"exit": {"kind": "failed", "message": message}}).to_string();
             events::append(
                 tx,

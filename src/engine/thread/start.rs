@@ -11,7 +11,7 @@ use crate::contract::{format, naming};
 use crate::error::Result;
 use crate::output::Reply;
 use crate::runtime::{LaunchSpec, StartKind};
-use crate::store::threads;
+use crate::store::launches;
 
 pub(super) async fn start(
     e: &Engine,
@@ -52,7 +52,7 @@ pub(super) async fn start(
     let launched = async {
         let (session, session_id) = new_session_file(e, &cwd, e.cfg.session_file.as_deref())?;
         e.store.write(|tx| {
-            threads::set_session(tx, &id, &session.display().to_string(), &session_id)
+            launches::set_session_file(tx, &id, &session.display().to_string(), &session_id)
         })?;
         let argv = child_argv(e, &args, &cwd, &session, &display)?;
         e.rt.launch(LaunchSpec {

@@ -490,28 +490,6 @@ pub fn exit_message(conn: &Connection, id: &str) -> Result<Option<String>> {
         .flatten())
 }
 
-/// Closes a reserved thread whose process never started as failed with `message`.
-pub fn close_unlaunched(conn: &Connection, id: &str, message: &str, at: &str) -> Result<()> {
-    conn.prepare_cached(include_str!("../../../sql/thread_close_unlaunched.sql"))?
-        .execute((id, message, at))?;
-    Ok(())
-}
-
-/// Records the session file (and its session id) a thread's process uses.
-pub fn set_session(
-    conn: &Connection,
-    id: &str,
-    file: &str,
-    session_id: &str,
-    at: &str,
-) -> Result<()> {
-    conn.prepare_cached(include_str!("../../../sql/thread_set_session.sql"))?
-        .execute(named_params! {
-            ":file": file, ":session_id": session_id, ":at": at, ":id": id,
-        })?;
-    Ok(())
-}
-
 // ---- commands ----------------------------------------------------------------------------------
 
 /// Asks the serve that holds a thread's process to stop it (a `commands` row).
