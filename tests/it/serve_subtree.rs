@@ -14,9 +14,11 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use serve_client::{processes_with_env, scripted_command, Serve, ServeSpec};
 
-/// Every child answers its first prompt after a moment with a two-line answer, and later
-/// prompts with `reply to <prompt>`.
-const SCRIPT: &str = r#"{"turns": [{"steps": [{"delay_ms": 200}, {"text": "first line\nsecond line"}]}],
+/// Every child answers its first prompt after 1.5 s with a two-line answer, and later prompts
+/// with `reply to <prompt>`. (At 200 ms, the checks before the subtree test's `wait` took
+/// longer than the turn on a loaded machine, about 1 run in 10: the wait then found the thread
+/// idle and sent no progress.)
+const SCRIPT: &str = r#"{"turns": [{"steps": [{"delay_ms": 1500}, {"text": "first line\nsecond line"}]}],
   "default_reply": "reply to {prompt}"}"#;
 
 struct World {
