@@ -632,3 +632,24 @@ fn agent_list_and_stop_queries_use_their_indexes() {
         assert_eq!(text.contains("TEMP B-TREE"), sorts, "{name}: {text}");
     }
 }
+
+/// `threadbase top` showing a subtree reads one range of threads_by_sort_key per manager,
+/// already in its order: no scan of the threads, no sort step.
+#[test]
+fn top_subtree_is_one_range_per_manager() {
+    let db = common::temp_db();
+    let store = Store::open(&db.path).unwrap();
+    let conn = store.read().unwrap();
+    let text = plan(
+        &conn,
+        &statement(include_str!("../sql/top_threads_under.sql")),
+    );
+    assert!(
+        text.contains(
+            "SEARCH t USING INDEX threads_by_sort_key (manager_id=? AND sort_key>? AND sort_key<?)"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("SCAN t"), "top scans the threads: {text}");
+    assert!(!text.contains("TEMP B-TREE"), "top sorts: {text}");
+}

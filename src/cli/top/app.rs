@@ -9,27 +9,14 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::text::Line;
 use rusqlite::Connection;
 
-use super::data::{load_rows, thread_snapshot, usage_lines, Row};
+use super::data::{load_rows, thread_snapshot, usage_text, Row};
 use super::view::detail_lines;
 use crate::cli::forest;
 use crate::error::Result;
+use crate::list::{StateFilter, VisibilityFilter};
 use crate::runtime::process::ProcessIdentity;
 use crate::store::Store;
 use crate::time::now_iso;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum StateFilter {
-    All,
-    Live,
-    Closed,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Visibility {
-    Active,
-    Archived,
-    All,
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum InputKind {
@@ -56,14 +43,18 @@ pub(super) struct App {
     conn: Connection,
     writer: Option<Store>,
     version: Option<i64>,
+    /// The rows of the subtree (every thread without one); the other filters apply as the
+    /// tree is built.
     pub(super) rows: Vec<Row>,
+    /// Every thread's forest parent, shown or not, so a hidden parent is walked past.
+    forest_parents: HashMap<String, String>,
     pub(super) items: Vec<Item>,
     /// The selected item's key (manager key or thread id), kept across reloads.
     selected_key: Option<String>,
     pub(super) selected: usize,
     pub(super) scroll: usize,
     pub(super) state: StateFilter,
-    pub(super) visibility: Visibility,
+    pub(super) visibility: VisibilityFilter,
     pub(super) subtree: String,
     pub(super) search: String,
     pub(super) input: Option<(InputKind, String)>,
@@ -86,12 +77,13 @@ impl App {
             writer: None,
             version: None,
             rows: Vec::new(),
+            forest_parents: HashMap::new(),
             items: Vec::new(),
             selected_key: None,
             selected: 0,
             scroll: 0,
             state: StateFilter::All,
-            visibility: Visibility::Active,
+            visibility: VisibilityFilter::Active,
             subtree: String::new(),
             search: String::new(),
             input: None,
@@ -122,8 +114,11 @@ impl App {
             .conn
             .query_row("PRAGMA data_version", [], |r| r.get(0))
             .ok();
-        match load_rows(&self.conn) {
-            Ok(rows) => self.rows = rows,
+        match load_rows(&self.conn, &self.subtree) {
+            Ok(loaded) => {
+                self.rows = loaded.rows;
+                self.forest_parents = loaded.forest_parents;
+            }
             Err(e) => self.message = format!("reading the database failed: {}", e.message),
         }
         if let Ok(roots) = forest::root_infos(&self.conn) {
@@ -132,27 +127,13 @@ impl App {
         self.rebuild();
     }
 
+    /// List's state and visibility filters, and the search (the subtree was read).
     fn visible(&self, r: &Row) -> bool {
-        let state_ok = match self.state {
-            StateFilter::All => true,
-            StateFilter::Live => r.live(),
-            StateFilter::Closed => !r.live(),
-        };
-        let hidden = r.archived || r.hidden;
-        let vis_ok = match self.visibility {
-            Visibility::Active => !hidden,
-            Visibility::Archived => hidden,
-            Visibility::All => true,
-        };
-        let sub = self.subtree.trim_end_matches('/');
-        let sub_ok = sub.is_empty()
-            || r.path == sub
-            || (r.path.starts_with(sub) && r.path.as_bytes().get(sub.len()) == Some(&b'/'));
         let needle = self.search.to_lowercase();
         let search_ok = needle.is_empty()
             || r.name.to_lowercase().contains(&needle)
             || r.task_name.to_lowercase().contains(&needle);
-        state_ok && vis_ok && sub_ok && search_ok
+        r.passes(self.state, self.visibility) && search_ok
     }
 
     /// Builds the items from the rows: one tree per root session (a child's own manager's
@@ -180,12 +161,6 @@ impl App {
             }
         }
         self.counts = (live, closed);
-        // Forest parents of every row, shown or not, so a hidden parent is walked past.
-        let forest_parent: HashMap<&str, &str> = self
-            .rows
-            .iter()
-            .filter_map(|r| Some((r.id.as_str(), r.forest_parent.as_deref()?)))
-            .collect();
         let mut items = Vec::new();
         for (key, members) in &groups {
             let first = &self.rows[members[0]];
@@ -240,7 +215,7 @@ impl App {
                             parent = Some(j);
                             break;
                         }
-                        cur = forest_parent.get(id).copied();
+                        cur = self.forest_parents.get(id).map(String::as_str);
                     }
                 } else if row.root.is_none() {
                     let mut p = crate::paths::parent_path(&row.path);
@@ -332,7 +307,10 @@ impl App {
             Some(id) => match thread_snapshot(&self.conn, &id) {
                 Ok(Some(snap)) => {
                     let mut lines = detail_lines(&snap);
-                    lines.splice(3..3, usage_lines(&self.conn, &id));
+                    lines.splice(
+                        3..3,
+                        usage_text(&self.conn, &id).into_iter().map(Line::from),
+                    );
                     lines
                 }
                 Ok(None) => vec![Line::from(format!("{id}: gone"))],
@@ -427,9 +405,9 @@ impl App {
             }
             KeyCode::Char('v') => {
                 self.visibility = match self.visibility {
-                    Visibility::Active => Visibility::Archived,
-                    Visibility::Archived => Visibility::All,
-                    Visibility::All => Visibility::Active,
+                    VisibilityFilter::Active => VisibilityFilter::Archived,
+                    VisibilityFilter::Archived => VisibilityFilter::All,
+                    VisibilityFilter::All => VisibilityFilter::Active,
                 };
                 self.reload();
             }

@@ -4,7 +4,8 @@
 //! carries out (see `watcher`), on a separate writable connection opened only for that.
 //!
 //! Split by what each part answers to: [`app`] (the state and the keys), [`view`] (drawing
-//! it), [`data`] (the reads); this file runs the terminal.
+//! it), [`data`] (the reads: a subtree is one index range per manager); this file runs the
+//! terminal.
 
 mod app;
 mod data;

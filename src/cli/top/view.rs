@@ -8,7 +8,7 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use ratatui::Frame;
 use serde_json::Value;
 
-use super::app::{App, InputKind, Item, StateFilter, Visibility};
+use super::app::{App, InputKind, Item};
 use super::data::Row;
 use crate::cli::usage;
 use crate::engine::budget::usd;
@@ -46,16 +46,7 @@ impl App {
     }
 
     fn header_line(&self, width: u16) -> Line<'static> {
-        let state = match self.state {
-            StateFilter::All => "all",
-            StateFilter::Live => "live",
-            StateFilter::Closed => "closed",
-        };
-        let vis = match self.visibility {
-            Visibility::Active => "active",
-            Visibility::Archived => "archived",
-            Visibility::All => "all",
-        };
+        let (state, vis) = (self.state.as_str(), self.visibility.as_str());
         let mut s = format!(
             "threadbase top  {} live {} closed  state:{state} vis:{vis}",
             self.counts.0, self.counts.1
