@@ -20,7 +20,7 @@ use super::process::{self, GroupSignal};
 use super::rpc::{CallError, RpcClient};
 use super::stop::{close_row, wait_closed, wait_exit, ExitRecord};
 use super::timers::run_timers;
-use super::Runtime;
+use super::{Runtime, LOG_TARGET};
 use crate::error::{Error, Result};
 use crate::store::events::{self, NewEvent};
 use crate::time::now_iso;
@@ -255,8 +255,8 @@ impl Runtime {
         let stdin = proc.stdin.take().expect("piped stdin");
         let stdout = proc.stdout.take().expect("piped stdout");
         let stderr = proc.stderr.take().expect("piped stderr");
-        let span = tracing::info_span!("child", thread = %thread_id, pid);
-        tracing::info!(parent: &span, program = %program, cwd = %spec.cwd.display(), "child started");
+        let span = tracing::info_span!(target: LOG_TARGET, "child", thread = %thread_id, pid);
+        tracing::info!(target: LOG_TARGET, parent: &span, program = %program, cwd = %spec.cwd.display(), "child started");
         tokio::spawn(write_stdin(stdin, stdin_rx).instrument(span.clone()));
         let out_task =
             tokio::spawn(read_stdout(self.clone(), child.clone(), stdout).instrument(span.clone()));

@@ -41,6 +41,10 @@ pub use launch::{
 pub use stop::{signal_name, ExitRecord, STOP_ABORT_TIMEOUT, STOP_KILL_WAIT, STOP_TERM_WAIT};
 pub use timers::RuntimeConfig;
 
+/// The target of the runtime's log lines and spans from every one of its files:
+/// `threadbase::runtime`, as before the split (`THREADBASE_LOG` filters and log readers name it).
+const LOG_TARGET: &str = module_path!();
+
 struct Inner {
     store: Arc<Store>,
     ingest: Ingest,

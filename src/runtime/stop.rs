@@ -15,7 +15,7 @@ use super::child::{abort_child, Child, ChildView};
 use super::launch::LAUNCH_WAIT;
 use super::mapping::Phase;
 use super::process::{self, GroupSignal};
-use super::Runtime;
+use super::{Runtime, LOG_TARGET};
 use crate::error::{ErrorCode, Result};
 use crate::store::events::{self, NewEvent};
 use crate::time::now_iso;
@@ -177,7 +177,7 @@ impl Runtime {
         }
         while let Some(r) = stops.join_next().await {
             if let Ok(Err(e)) = r {
-                tracing::warn!("stop during shutdown failed: {e}");
+                tracing::warn!(target: LOG_TARGET, "stop during shutdown failed: {e}");
             }
         }
         self.flush().await;
@@ -195,7 +195,7 @@ impl Runtime {
             .write(move |tx| close_row(tx, &tid, seq, &exit))
             .await;
         if let Err(e) = result {
-            tracing::error!("recording the exit of {} failed: {e}", child.thread_id);
+            tracing::error!(target: LOG_TARGET, "recording the exit of {} failed: {e}", child.thread_id);
             if e.code == ErrorCode::Io {
                 // A full disk or a passing I/O error must not leave the row claiming a process
                 // that is gone: retry in the background until the write goes through. A retry
@@ -213,14 +213,14 @@ impl Runtime {
                             .write(move |tx| close_row(tx, &id, seq, &exit))
                             .await;
                         if r.is_ok() {
-                            tracing::warn!(
+                            tracing::warn!(target: LOG_TARGET,
                                 "recorded the exit of {tid} after {attempt} retr{}",
                                 if attempt == 1 { "y" } else { "ies" }
                             );
                             return;
                         }
                     }
-                    tracing::error!("gave up recording the exit of {tid}; `threadbase restore` closes it once this serve has exited");
+                    tracing::error!(target: LOG_TARGET, "gave up recording the exit of {tid}; `threadbase restore` closes it once this serve has exited");
                 });
             }
         }
@@ -303,7 +303,7 @@ pub(super) async fn wait_exit(
         Err(_) => (None, None),
     };
     let exit = ExitRecord::classify(code, signal, child.stop_requested.load(Ordering::SeqCst));
-    tracing::info!(
+    tracing::info!(target: LOG_TARGET,
         kind = exit.kind,
         code = exit.code,
         signal = exit.signal.as_deref(),
