@@ -1,5 +1,6 @@
 //! `list` filters as SQL: state, visibility, and `parent` (direct children) or `ancestor`
-//! (every descendant, one index range scan), sorted by canonical path.
+//! (every descendant, one index range scan), sorted by canonical path. `threadbase top` applies
+//! the same state and visibility filters to the rows it read (`keeps`).
 
 use fallible_streaming_iterator::FallibleStreamingIterator as _;
 use rusqlite::{named_params, Connection};
@@ -41,11 +42,22 @@ impl StateFilter {
             ))),
         }
     }
-    fn sql(self) -> &'static str {
+    /// The filter's word, as requests spell it and the list statements compare it.
+    pub fn as_str(self) -> &'static str {
         match self {
             Self::All => "all",
             Self::Live => "live",
             Self::Closed => "closed",
+        }
+    }
+
+    /// Whether a thread that is (or is not) live passes, for rows already read (the list
+    /// statements compare `status` the same way).
+    pub fn keeps(self, live: bool) -> bool {
+        match self {
+            Self::All => true,
+            Self::Live => live,
+            Self::Closed => !live,
         }
     }
 }
@@ -62,11 +74,22 @@ impl VisibilityFilter {
             ))),
         }
     }
-    fn sql(self) -> &'static str {
+    /// The filter's word, as requests spell it and the list statements compare it.
+    pub fn as_str(self) -> &'static str {
         match self {
             Self::Active => "active",
             Self::Archived => "archived",
             Self::All => "all",
+        }
+    }
+
+    /// Whether a thread that is (or is not) archived passes, for rows already read (the list
+    /// statements compare `archived` the same way).
+    pub fn keeps(self, archived: bool) -> bool {
+        match self {
+            Self::Active => !archived,
+            Self::Archived => archived,
+            Self::All => true,
         }
     }
 }
@@ -167,7 +190,7 @@ fn bound<'c>(
             stmt.column_count()
         )));
     }
-    let (state, visibility) = (q.state.sql(), q.visibility.sql());
+    let (state, visibility) = (q.state.as_str(), q.visibility.as_str());
     let (parent, path) = match &q.subtree {
         Subtree::Everything => (None, None),
         Subtree::ChildrenOf(p) => (Some(p.as_str()), Some(p.as_str())),
@@ -354,7 +377,7 @@ pub fn list_every_manager(
     let threads = query_threads(
         conn,
         include_str!("../sql/list_every_manager.sql"),
-        named_params! {":state": state.sql(), ":visibility": visibility.sql()},
+        named_params! {":state": state.as_str(), ":visibility": visibility.as_str()},
     )?;
     Ok(Listing::from(threads))
 }

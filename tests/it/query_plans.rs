@@ -661,3 +661,24 @@ fn agent_row_reads_are_key_lookups() {
         assert_eq!(plan(&conn, &statement(sql)), want, "{name}");
     }
 }
+
+/// `threadbase top` showing a subtree reads one range of threads_by_sort_key per manager,
+/// already in its order: no scan of the threads, no sort step.
+#[test]
+fn top_subtree_is_one_range_per_manager() {
+    let db = common::temp_db();
+    let store = Store::open(&db.path).unwrap();
+    let conn = store.read().unwrap();
+    let text = plan(
+        &conn,
+        &statement(include_str!("../../sql/top_threads_under.sql")),
+    );
+    assert!(
+        text.contains(
+            "SEARCH t USING INDEX threads_by_sort_key (manager_id=? AND sort_key>? AND sort_key<?)"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("SCAN t"), "top scans the threads: {text}");
+    assert!(!text.contains("TEMP B-TREE"), "top sorts: {text}");
+}

@@ -1,0 +1,501 @@
+//! Top's state and its keys: the tree built from the loaded rows (one per root session,
+//! threads under their nearest shown ancestor), the selection kept across reloads, the filter
+//! and search inputs, and the stop and restore actions.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::text::Line;
+use rusqlite::Connection;
+
+use super::data::{load_rows, thread_snapshot, usage_text, Row};
+use super::view::detail_lines;
+use crate::cli::forest;
+use crate::error::Result;
+use crate::list::{StateFilter, VisibilityFilter};
+use crate::runtime::process::ProcessIdentity;
+use crate::store::Store;
+use crate::time::now_iso;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum InputKind {
+    Search,
+    Subtree,
+}
+
+/// One line of the tree: a manager header or a thread.
+#[derive(Debug, Clone)]
+pub(super) enum Item {
+    Manager {
+        key: String,
+        label: String,
+    },
+    Thread {
+        row: usize,
+        depth: usize,
+        has_children: bool,
+    },
+}
+
+pub(super) struct App {
+    db: PathBuf,
+    conn: Connection,
+    writer: Option<Store>,
+    version: Option<i64>,
+    /// The rows of the subtree (every thread without one); the other filters apply as the
+    /// tree is built.
+    pub(super) rows: Vec<Row>,
+    /// Every thread's forest parent, shown or not, so a hidden parent is walked past.
+    forest_parents: HashMap<String, String>,
+    pub(super) items: Vec<Item>,
+    /// The selected item's key (manager key or thread id), kept across reloads.
+    selected_key: Option<String>,
+    pub(super) selected: usize,
+    pub(super) scroll: usize,
+    pub(super) state: StateFilter,
+    pub(super) visibility: VisibilityFilter,
+    pub(super) subtree: String,
+    pub(super) search: String,
+    pub(super) input: Option<(InputKind, String)>,
+    pub(super) collapsed: HashSet<String>,
+    /// A pending stop: (thread id, path, force).
+    confirm: Option<(String, String, bool)>,
+    pub(super) message: String,
+    pub(super) help: bool,
+    pub(super) detail: Vec<Line<'static>>,
+    pub(super) counts: (usize, usize),
+    /// Each root session's cwd, start and name, for the tree headings.
+    roots: HashMap<String, forest::RootInfo>,
+}
+
+impl App {
+    pub(super) fn new(db: PathBuf, conn: Connection) -> App {
+        App {
+            db,
+            conn,
+            writer: None,
+            version: None,
+            rows: Vec::new(),
+            forest_parents: HashMap::new(),
+            items: Vec::new(),
+            selected_key: None,
+            selected: 0,
+            scroll: 0,
+            state: StateFilter::All,
+            visibility: VisibilityFilter::Active,
+            subtree: String::new(),
+            search: String::new(),
+            input: None,
+            collapsed: HashSet::new(),
+            confirm: None,
+            message: String::new(),
+            help: false,
+            detail: Vec::new(),
+            counts: (0, 0),
+            roots: HashMap::new(),
+        }
+    }
+
+    /// Whether another connection committed since the last reload.
+    pub(super) fn changed(&mut self) -> bool {
+        match self
+            .conn
+            .query_row("PRAGMA data_version", [], |r| r.get::<_, i64>(0))
+        {
+            Ok(v) => self.version != Some(v),
+            Err(_) => false,
+        }
+    }
+
+    /// Re-reads the threads, rebuilds the tree and the selected thread's detail.
+    pub(super) fn reload(&mut self) {
+        self.version = self
+            .conn
+            .query_row("PRAGMA data_version", [], |r| r.get(0))
+            .ok();
+        match load_rows(&self.conn, &self.subtree) {
+            Ok(loaded) => {
+                self.rows = loaded.rows;
+                self.forest_parents = loaded.forest_parents;
+            }
+            Err(e) => self.message = format!("reading the database failed: {}", e.message),
+        }
+        if let Ok(roots) = forest::root_infos(&self.conn) {
+            self.roots = roots;
+        }
+        self.rebuild();
+    }
+
+    /// List's state and visibility filters, and the search (the subtree was read).
+    fn visible(&self, r: &Row) -> bool {
+        let needle = self.search.to_lowercase();
+        let search_ok = needle.is_empty()
+            || r.name.to_lowercase().contains(&needle)
+            || r.task_name.to_lowercase().contains(&needle);
+        r.passes(self.state, self.visibility) && search_ok
+    }
+
+    /// Builds the items from the rows: one tree per root session (a child's own manager's
+    /// threads nested under the thread whose session it is), threads under their nearest shown
+    /// ancestor, live before closed within a parent, otherwise in path order.
+    fn rebuild(&mut self) {
+        let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
+        let (mut live, mut closed) = (0, 0);
+        for (i, r) in self.rows.iter().enumerate() {
+            if !self.visible(r) {
+                continue;
+            }
+            if r.live() {
+                live += 1;
+            } else {
+                closed += 1;
+            }
+            let key = match &r.root {
+                Some(root) => format!("r:{root}"),
+                None => format!("m:{}:{}", r.session, r.contract),
+            };
+            match groups.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, v)) => v.push(i),
+                None => groups.push((key, vec![i])),
+            }
+        }
+        self.counts = (live, closed);
+        let mut items = Vec::new();
+        for (key, members) in &groups {
+            let first = &self.rows[members[0]];
+            let label = match &first.root {
+                Some(root) => {
+                    let info = self
+                        .roots
+                        .get(root)
+                        .cloned()
+                        .unwrap_or_else(|| forest::RootInfo {
+                            root_session: root.clone(),
+                            ..Default::default()
+                        });
+                    forest::heading_of(&info, members.len())
+                }
+                None => format!(
+                    "manager {} ({}) · {} thread{}",
+                    first.session,
+                    first.contract,
+                    members.len(),
+                    if members.len() == 1 { "" } else { "s" }
+                ),
+            };
+            items.push(Item::Manager {
+                key: key.clone(),
+                label,
+            });
+            if self.collapsed.contains(key) {
+                continue;
+            }
+            let by_id: HashMap<&str, usize> = members
+                .iter()
+                .map(|&i| (self.rows[i].id.as_str(), i))
+                .collect();
+            let by_path: HashMap<(&str, &str), usize> = members
+                .iter()
+                .map(|&i| {
+                    (
+                        (self.rows[i].session.as_str(), self.rows[i].path.as_str()),
+                        i,
+                    )
+                })
+                .collect();
+            let mut children: HashMap<Option<usize>, Vec<usize>> = HashMap::new();
+            for &i in members {
+                let row = &self.rows[i];
+                let mut parent = None;
+                if row.forest_parent.is_some() {
+                    let mut cur = row.forest_parent.as_deref();
+                    while let Some(id) = cur {
+                        if let Some(&j) = by_id.get(id) {
+                            parent = Some(j);
+                            break;
+                        }
+                        cur = self.forest_parents.get(id).map(String::as_str);
+                    }
+                } else if row.root.is_none() {
+                    let mut p = crate::paths::parent_path(&row.path);
+                    while let Some(pp) = p {
+                        if let Some(&j) = by_path.get(&(row.session.as_str(), pp)) {
+                            parent = Some(j);
+                            break;
+                        }
+                        p = crate::paths::parent_path(pp);
+                    }
+                }
+                children.entry(parent).or_default().push(i);
+            }
+            for v in children.values_mut() {
+                v.sort_by(|&a, &b| {
+                    let (ra, rb) = (&self.rows[a], &self.rows[b]);
+                    (!ra.live(), crate::paths::sort_key(&ra.path))
+                        .cmp(&(!rb.live(), crate::paths::sort_key(&rb.path)))
+                });
+            }
+            let mut stack: Vec<(usize, usize)> = children
+                .get(&None)
+                .map(|v| v.iter().rev().map(|&i| (i, 0)).collect())
+                .unwrap_or_default();
+            while let Some((i, depth)) = stack.pop() {
+                let kids = children.get(&Some(i));
+                items.push(Item::Thread {
+                    row: i,
+                    depth,
+                    has_children: kids.is_some(),
+                });
+                if let Some(kids) = kids {
+                    if !self.collapsed.contains(&self.rows[i].id) {
+                        stack.extend(kids.iter().rev().map(|&k| (k, depth + 1)));
+                    }
+                }
+            }
+        }
+        self.items = items;
+        // Keep the selection on the same item, else on the nearest line.
+        let found = self.selected_key.as_ref().and_then(|k| {
+            self.items
+                .iter()
+                .position(|it| self.item_key(it).as_deref() == Some(k))
+        });
+        self.selected = match found {
+            Some(i) => i,
+            None => self.selected.min(self.items.len().saturating_sub(1)),
+        };
+        self.selected_key = self
+            .items
+            .get(self.selected)
+            .and_then(|it| self.item_key(it));
+        self.load_detail();
+    }
+
+    fn item_key(&self, it: &Item) -> Option<String> {
+        match it {
+            Item::Manager { key, .. } => Some(key.clone()),
+            Item::Thread { row, .. } => self.rows.get(*row).map(|r| r.id.clone()),
+        }
+    }
+
+    fn selected_row(&self) -> Option<&Row> {
+        match self.items.get(self.selected)? {
+            Item::Thread { row, .. } => self.rows.get(*row),
+            Item::Manager { .. } => None,
+        }
+    }
+
+    fn select(&mut self, i: usize) {
+        if self.items.is_empty() {
+            return;
+        }
+        self.selected = i.min(self.items.len() - 1);
+        self.selected_key = self
+            .items
+            .get(self.selected)
+            .and_then(|it| self.item_key(it));
+        self.load_detail();
+    }
+
+    fn load_detail(&mut self) {
+        self.detail = match self.selected_row().map(|r| r.id.clone()) {
+            None => match self.items.get(self.selected) {
+                Some(Item::Manager { label, .. }) => vec![Line::from(label.clone())],
+                _ => vec![Line::from("(no threads match the filters)")],
+            },
+            Some(id) => match thread_snapshot(&self.conn, &id) {
+                Ok(Some(snap)) => {
+                    let mut lines = detail_lines(&snap);
+                    lines.splice(
+                        3..3,
+                        usage_text(&self.conn, &id).into_iter().map(Line::from),
+                    );
+                    lines
+                }
+                Ok(None) => vec![Line::from(format!("{id}: gone"))],
+                Err(e) => vec![Line::from(format!("reading {id} failed: {}", e.message))],
+            },
+        };
+    }
+
+    /// Handles one key; true to quit.
+    pub(super) fn key(&mut self, k: KeyEvent) -> bool {
+        if let Some((kind, mut buf)) = self.input.take() {
+            match k.code {
+                KeyCode::Enter => {
+                    match kind {
+                        InputKind::Search => self.search = buf,
+                        InputKind::Subtree => self.subtree = buf,
+                    }
+                    self.reload();
+                }
+                KeyCode::Esc => {
+                    match kind {
+                        InputKind::Search => self.search.clear(),
+                        InputKind::Subtree => self.subtree.clear(),
+                    }
+                    self.reload();
+                }
+                KeyCode::Backspace => {
+                    buf.pop();
+                    self.input = Some((kind, buf));
+                }
+                KeyCode::Char(c) => {
+                    buf.push(c);
+                    self.input = Some((kind, buf));
+                }
+                _ => self.input = Some((kind, buf)),
+            }
+            return false;
+        }
+        if let Some((id, path, force)) = self.confirm.take() {
+            self.message = if k.code == KeyCode::Char('y') {
+                match self.request_stop(&id, force) {
+                    Ok(()) => format!(
+                        "{} requested for {path}; its serve carries it out",
+                        if force { "force stop" } else { "stop" }
+                    ),
+                    Err(e) => format!("stop failed: {}", e.message),
+                }
+            } else {
+                "stop cancelled".to_string()
+            };
+            return false;
+        }
+        if self.help {
+            self.help = false;
+            if matches!(k.code, KeyCode::Char('?') | KeyCode::Esc) {
+                return false;
+            }
+        }
+        if k.modifiers.contains(KeyModifiers::CONTROL) && k.code == KeyCode::Char('c') {
+            return true;
+        }
+        self.message.clear();
+        match k.code {
+            KeyCode::Char('q') => return true,
+            KeyCode::Down | KeyCode::Char('j') => self.select(self.selected + 1),
+            KeyCode::Up | KeyCode::Char('k') => self.select(self.selected.saturating_sub(1)),
+            KeyCode::PageDown => self.select(self.selected + 10),
+            KeyCode::PageUp => self.select(self.selected.saturating_sub(10)),
+            KeyCode::Home | KeyCode::Char('g') => self.select(0),
+            KeyCode::End | KeyCode::Char('G') => self.select(usize::MAX),
+            KeyCode::Enter | KeyCode::Char(' ') => {
+                if let Some(key) = self.items.get(self.selected).and_then(|it| match it {
+                    Item::Thread {
+                        has_children: false,
+                        ..
+                    } => None,
+                    it => self.item_key(it),
+                }) {
+                    if !self.collapsed.remove(&key) {
+                        self.collapsed.insert(key);
+                    }
+                    self.rebuild();
+                }
+            }
+            KeyCode::Char('f') => {
+                self.state = match self.state {
+                    StateFilter::All => StateFilter::Live,
+                    StateFilter::Live => StateFilter::Closed,
+                    StateFilter::Closed => StateFilter::All,
+                };
+                self.reload();
+            }
+            KeyCode::Char('v') => {
+                self.visibility = match self.visibility {
+                    VisibilityFilter::Active => VisibilityFilter::Archived,
+                    VisibilityFilter::Archived => VisibilityFilter::All,
+                    VisibilityFilter::All => VisibilityFilter::Active,
+                };
+                self.reload();
+            }
+            KeyCode::Char('/') => self.input = Some((InputKind::Search, self.search.clone())),
+            KeyCode::Char('p') => {
+                let start = if self.subtree.is_empty() {
+                    self.selected_row()
+                        .map(|r| r.path.clone())
+                        .unwrap_or_default()
+                } else {
+                    self.subtree.clone()
+                };
+                self.input = Some((InputKind::Subtree, start));
+            }
+            KeyCode::Esc => {
+                self.search.clear();
+                self.subtree.clear();
+                self.reload();
+            }
+            KeyCode::Char('s') => self.ask_stop(false),
+            KeyCode::Char('S') => self.ask_stop(true),
+            KeyCode::Char('r') => {
+                self.message = match self.restore() {
+                    Ok((n, k)) => format!(
+                        "restore pass: {n} thread{} closed as stale, {k} process group{} killed",
+                        if n == 1 { "" } else { "s" },
+                        if k == 1 { "" } else { "s" }
+                    ),
+                    Err(e) => format!("restore failed: {}", e.message),
+                };
+            }
+            KeyCode::Char('?') => self.help = true,
+            _ => {}
+        }
+        false
+    }
+
+    fn ask_stop(&mut self, force: bool) {
+        let Some(r) = self.selected_row().cloned() else {
+            self.message = "select a thread to stop".to_string();
+            return;
+        };
+        if !r.live() {
+            self.message = format!("{} is already closed", r.path);
+            return;
+        }
+        let owner_alive = r.owner.is_some_and(|o| o.is_alive());
+        if !owner_alive {
+            self.message = format!(
+                "owner{} of {} is gone: r runs the restore pass",
+                r.owner.map(|o| format!(" {}", o.pid)).unwrap_or_default(),
+                r.path
+            );
+            return;
+        }
+        self.message = format!(
+            "{} {}? y to confirm, any other key cancels",
+            if force {
+                "FORCE-STOP (SIGKILL)"
+            } else {
+                "stop"
+            },
+            r.path
+        );
+        self.confirm = Some((r.id.clone(), r.path.clone(), force));
+    }
+
+    fn writer(&mut self) -> Result<&Store> {
+        if self.writer.is_none() {
+            self.writer = Some(Store::open(&self.db)?);
+        }
+        Ok(self.writer.as_ref().expect("opened above"))
+    }
+
+    fn request_stop(&mut self, id: &str, force: bool) -> Result<()> {
+        let kind = if force { "force_stop" } else { "stop" };
+        self.writer()?.write(|tx| {
+            tx.execute(
+                include_str!("../../../sql/top_command_insert.sql"),
+                rusqlite::params![id, kind, now_iso()],
+            )?;
+            Ok(())
+        })
+    }
+
+    fn restore(&mut self) -> Result<(usize, usize)> {
+        let report =
+            crate::engine::restore_dead_owners(self.writer()?, ProcessIdentity::current())?;
+        Ok((report.restored.len(), report.killed_groups.len()))
+    }
+}

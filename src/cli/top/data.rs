@@ -1,0 +1,411 @@
+//! Top's rows: every thread, or one subtree read as one index range per manager
+//! (`paths::descendant_range`, as list's `ancestor` reads it) so a narrow view of a big
+//! database reads only its rows; with them each thread's place in its tree and what it
+//! spent, and one thread's detail. Kept apart from drawing so the reads are tested alone.
+
+use std::collections::HashMap;
+
+use rusqlite::{named_params, Connection};
+use serde_json::Value;
+
+use crate::contract::projection::{self, Detail};
+use crate::engine::budget::usd;
+use crate::error::Result;
+use crate::list::{StateFilter, VisibilityFilter};
+use crate::paths::{descendant_range, sort_key};
+use crate::runtime::process::ProcessIdentity;
+use crate::store::{events, threads::thread_by_id_any, usage};
+
+/// One thread as the tree shows it.
+#[derive(Debug, Clone)]
+pub(super) struct Row {
+    pub(super) id: String,
+    pub(super) session: String,
+    pub(super) contract: String,
+    pub(super) path: String,
+    pub(super) task_name: String,
+    pub(super) name: String,
+    status: String,
+    phase: String,
+    agent_state: Option<String>,
+    exit_kind: Option<String>,
+    archived: bool,
+    hidden: bool,
+    pub(super) created_at: String,
+    pub(super) last_event_at: String,
+    pub(super) owner: Option<ProcessIdentity>,
+    /// Every token the thread's messages used, and their cost.
+    pub(super) tokens: i64,
+    pub(super) cost_usd: f64,
+    /// The root session of the whole tree it belongs to, across managers (V4's places).
+    pub(super) root: Option<String>,
+    /// The thread it hangs under in that tree (possibly in another manager).
+    pub(super) forest_parent: Option<String>,
+    /// A contract C worker's run outcome and report verdict (its list status).
+    outcome: Option<String>,
+    verdict: Option<String>,
+}
+
+impl Row {
+    pub(super) fn live(&self) -> bool {
+        self.status == "live"
+    }
+
+    /// List's state and visibility filters, where a hidden contract C worker counts as
+    /// archived.
+    pub(super) fn passes(&self, state: StateFilter, visibility: VisibilityFilter) -> bool {
+        state.keeps(self.live()) && visibility.keeps(self.archived || self.hidden)
+    }
+
+    pub(super) fn state_text(&self) -> String {
+        if self.contract == "agent" {
+            if let Some(s) = &self.agent_state {
+                return s.clone();
+            }
+        }
+        if self.contract == "worker" {
+            // The status the original's terminal UI lists (not part of threads_list).
+            return crate::contract::worker::list_status(
+                &self.status,
+                &self.phase,
+                self.verdict.as_deref(),
+                self.outcome.as_deref(),
+            )
+            .to_string();
+        }
+        let mut s = format!("{}/{}", self.status, self.phase);
+        if let Some(k) = &self.exit_kind {
+            s.push(' ');
+            s.push_str(k);
+        }
+        s
+    }
+}
+
+/// What [`load_rows`] read.
+#[derive(Debug, Default)]
+pub(super) struct Loaded {
+    /// The rows of the subtree, every manager's in list order.
+    pub(super) rows: Vec<Row>,
+    /// Every thread's forest parent, read or not, so the tree walks past a parent outside
+    /// the subtree or dropped by a filter.
+    pub(super) forest_parents: HashMap<String, String>,
+}
+
+/// The thread at `subtree` and every thread below it, in every manager (every thread when it
+/// is empty; a trailing `/` is ignored), with their places and what they spent. A subtree is
+/// one index range per manager (sql/top_threads_under.sql), not a read of every row.
+pub(super) fn load_rows(conn: &Connection, subtree: &str) -> Result<Loaded> {
+    let sub = subtree.trim_end_matches('/');
+    let mut rows = if sub.is_empty() {
+        let mut stmt = conn.prepare_cached(include_str!("../../../sql/top_threads.sql"))?;
+        let rows = stmt.query_map([], read_row)?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()?
+    } else if sub.contains('!') {
+        // No path holds `!` (threads' CHECK), the sort key's stand-in for `_`: this key
+        // would name another path.
+        Vec::new()
+    } else {
+        let (lo, hi) = descendant_range(sub);
+        let mut stmt = conn.prepare_cached(include_str!("../../../sql/top_threads_under.sql"))?;
+        let rows = stmt.query_map(
+            named_params! {":key": sort_key(sub), ":lo": lo, ":hi": hi},
+            read_row,
+        )?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()?
+    };
+    let mut forest_parents = HashMap::new();
+    if usage::has_tables(conn)? {
+        let mut stmt = conn.prepare_cached(include_str!("../../../sql/top_places.sql"))?;
+        let places: HashMap<String, (String, Option<String>)> = stmt
+            .query_map([], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?))))?
+            .collect::<rusqlite::Result<_>>()?;
+        for r in &mut rows {
+            if let Some((root, parent)) = places.get(&r.id) {
+                r.root = Some(root.clone());
+                r.forest_parent = parent.clone();
+            }
+        }
+        forest_parents = places
+            .into_iter()
+            .filter_map(|(id, (_, parent))| Some((id, parent?)))
+            .collect();
+    }
+    let spent = usage::all_if_any(conn)?;
+    for r in &mut rows {
+        if let Some(u) = spent.get(&r.id) {
+            r.tokens = u.total_tokens();
+            r.cost_usd = u.cost_usd;
+        }
+    }
+    Ok(Loaded {
+        rows,
+        forest_parents,
+    })
+}
+
+/// A row of sql/top_threads.sql or sql/top_threads_under.sql (the same columns).
+fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
+    let owner_pid: Option<i64> = r.get(15)?;
+    let owner_started: Option<i64> = r.get(16)?;
+    Ok(Row {
+        id: r.get(0)?,
+        session: r.get(1)?,
+        contract: r.get(2)?,
+        path: r.get(3)?,
+        task_name: r.get(5)?,
+        name: r.get(6)?,
+        status: r.get(7)?,
+        phase: r.get(8)?,
+        agent_state: r.get(9)?,
+        exit_kind: r.get(10)?,
+        archived: r.get(11)?,
+        hidden: r.get::<_, Option<bool>>(12)?.unwrap_or(false),
+        created_at: r.get(13)?,
+        last_event_at: r.get(14)?,
+        owner: owner_pid
+            .zip(owner_started)
+            .map(|(pid, started_at)| ProcessIdentity { pid, started_at }),
+        tokens: 0,
+        cost_usd: 0.0,
+        root: None,
+        forest_parent: None,
+        outcome: r.get(17)?,
+        verdict: r.get(18)?,
+    })
+}
+
+/// The `poll` projection of one thread at `tail` detail.
+pub(super) fn thread_snapshot(conn: &Connection, id: &str) -> Result<Option<Value>> {
+    let Some(row) = thread_by_id_any(conn, id)? else {
+        return Ok(None);
+    };
+    let out = crate::engine::output_facts(conn, id)?;
+    let evs = events::rows_of_thread(conn, id)?;
+    Ok(Some(projection::snapshot(&row, &out, &evs, Detail::Tail)))
+}
+
+/// What the thread spent, and its subtree across every manager of its tree: a line each.
+pub(super) fn usage_text(conn: &Connection, id: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    if !usage::has_tables(conn).unwrap_or(false) {
+        return out;
+    }
+    if let Ok(Some(u)) = usage::of_thread(conn, id) {
+        out.push(format!("usage: {}", crate::cli::usage::summary(&u)));
+    }
+    if let Ok(Some(s)) = usage::of_subtree(conn, id) {
+        out.push(format!(
+            "subtree: {} thread{} · {} tokens · {}",
+            s.threads,
+            if s.threads == 1 { "" } else { "s" },
+            crate::engine::budget::thousands(s.usage.total_tokens()),
+            usd(s.usage.cost_usd)
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::threads::{insert_thread, upsert_manager, Contract, ManagerSpec, NewThread};
+
+    fn manager(tx: &rusqlite::Transaction<'_>, session: &str, contract: Contract) -> Result<i64> {
+        upsert_manager(
+            tx,
+            &ManagerSpec {
+                session_id: session,
+                contract,
+                scope_path: "/root",
+                depth: 0,
+                self_thread_id: None,
+                session_file: None,
+                cwd: None,
+                owner_pid: None,
+                owner_started_at: None,
+            },
+        )
+    }
+
+    /// A subtree read as an index range, then list's state and visibility filters, keep
+    /// exactly the rows, in order, that top kept when it read every row and filtered them in
+    /// memory: the thread at the path and below it in every manager (a trailing `/` ignored,
+    /// `!` never in a path), a hidden worker counted as archived.
+    #[test]
+    fn subtree_range_and_filters_keep_what_the_in_memory_filter_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::Store::open(dir.path().join("t.sqlite")).unwrap();
+        let paths = [
+            "/root",
+            "/root/a",
+            "/root/a_b",
+            "/root/a/x",
+            "/root/a/x/y",
+            "/root/ab",
+            "/root/a_b/z",
+            "/k",
+            "/k/a",
+        ];
+        store
+            .write(|tx| {
+                for session in ["ses_one", "ses_two"] {
+                    let m = manager(tx, session, Contract::Thread)?;
+                    for (i, path) in paths.into_iter().enumerate() {
+                        insert_thread(
+                            tx,
+                            &NewThread {
+                                id: format!("{session}_{i}"),
+                                manager_id: m,
+                                path: path.into(),
+                                parent_path: crate::paths::parent_path(path).map(str::to_string),
+                                task_name: crate::paths::basename(path).into(),
+                                name: path.into(),
+                                cwd: "/w".into(),
+                                status: "live",
+                                phase: "idle",
+                                ..Default::default()
+                            },
+                        )?;
+                    }
+                }
+                tx.execute_batch(
+                    "UPDATE threads SET status = 'closed', exit_kind = 'exited' WHERE rowid % 2 = 0;
+                     UPDATE threads SET archived = 1 WHERE rowid % 3 = 0;
+                     UPDATE threads SET hidden = 1 WHERE rowid % 5 = 0;
+                     UPDATE threads SET hidden = 0 WHERE rowid % 7 = 0;",
+                )?;
+                Ok(())
+            })
+            .unwrap();
+        let conn = store.read().unwrap();
+        let facts: HashMap<String, (bool, bool, String)> = conn
+            .prepare("SELECT id, status = 'live', archived = 1 OR hidden IS 1, path FROM threads")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?, r.get(3)?))))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        let kept = |subtree: &str, state, visibility| -> Vec<String> {
+            let rows = load_rows(&conn, subtree).unwrap().rows;
+            let rows = rows.into_iter().filter(|r| r.passes(state, visibility));
+            rows.map(|r| r.id).collect()
+        };
+        let every = kept("", StateFilter::All, VisibilityFilter::All);
+        assert_eq!(every.len(), 2 * paths.len());
+        let subtrees = [
+            "",
+            "/",
+            "/root",
+            "/root/",
+            "/root/a",
+            "/root/a/",
+            "/root/a_b",
+            "/root/a!b",
+            "/root/a/x",
+            "/k",
+            "/none",
+            "root",
+        ];
+        for state in [StateFilter::All, StateFilter::Live, StateFilter::Closed] {
+            for visibility in [
+                VisibilityFilter::Active,
+                VisibilityFilter::Archived,
+                VisibilityFilter::All,
+            ] {
+                for subtree in subtrees {
+                    // What top kept when it read every row and filtered them in memory.
+                    let visible = |id: &&String| {
+                        let (live, hidden, path) = &facts[*id];
+                        let state_ok = match state {
+                            StateFilter::All => true,
+                            StateFilter::Live => *live,
+                            StateFilter::Closed => !live,
+                        };
+                        let vis_ok = match visibility {
+                            VisibilityFilter::Active => !hidden,
+                            VisibilityFilter::Archived => *hidden,
+                            VisibilityFilter::All => true,
+                        };
+                        let sub = subtree.trim_end_matches('/');
+                        let sub_ok = sub.is_empty()
+                            || path == sub
+                            || (path.starts_with(sub)
+                                && path.as_bytes().get(sub.len()) == Some(&b'/'));
+                        state_ok && vis_ok && sub_ok
+                    };
+                    let want: Vec<String> = every.iter().filter(visible).cloned().collect();
+                    assert_eq!(
+                        kept(subtree, state, visibility),
+                        want,
+                        "{subtree} {state:?} {visibility:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// A contract C worker's row shows the list status the original's terminal UI shows
+    /// (threads_list itself returns only `{workers}`); other contracts keep theirs.
+    #[test]
+    fn worker_rows_show_their_list_status() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::Store::open(dir.path().join("t.sqlite")).unwrap();
+        store
+            .write(|tx| {
+                let m = manager(tx, "ses_coord", Contract::Worker)?;
+                for (id, status, phase) in [
+                    ("ses_busy", "live", "busy"),
+                    ("ses_new", "live", "starting"),
+                    ("ses_done", "live", "idle"),
+                    ("ses_pass", "live", "idle"),
+                    ("ses_gone", "live", "idle"),
+                ] {
+                    insert_thread(
+                        tx,
+                        &NewThread {
+                            id: id.into(),
+                            manager_id: m,
+                            path: format!("/root/{id}"),
+                            parent_path: Some("/root".into()),
+                            task_name: id.into(),
+                            name: id.into(),
+                            depth: 1,
+                            cwd: "/w".into(),
+                            status,
+                            phase,
+                            ..Default::default()
+                        },
+                    )?;
+                }
+                tx.execute_batch(
+                    "UPDATE threads SET outcome = 'succeeded' WHERE id IN ('ses_done', 'ses_pass');
+                     UPDATE threads SET status = 'closed', exit_kind = 'stopped'
+                     WHERE id IN ('ses_pass', 'ses_gone');
+                     INSERT INTO reports (worker_id, verdict, summary, evidence, message_id, created_at)
+                     VALUES ('ses_pass', 'PASS WITH NOTES', 'ok', '[]', 'msg_1', '2026-01-01T00:00:00.000Z');",
+                )?;
+                Ok(())
+            })
+            .unwrap();
+        let conn = store.read().unwrap();
+        let rows = load_rows(&conn, "").unwrap().rows;
+        let status: Vec<(String, String)> = rows
+            .iter()
+            .map(|r| (r.id.clone(), r.state_text()))
+            .collect();
+        let want = [
+            ("ses_busy", "running"),
+            ("ses_done", "no report"),
+            ("ses_gone", "interrupted"),
+            ("ses_new", "starting"),
+            ("ses_pass", "PASS WITH NOTES"),
+        ];
+        for (id, s) in want {
+            assert!(
+                status.iter().any(|(i, t)| i == id && t == s),
+                "{id}: {s} in {status:?}"
+            );
+        }
+    }
+}

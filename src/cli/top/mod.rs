@@ -1,0 +1,109 @@
+//! `threadbase top`: a terminal view of every manager's thread tree, read from a read-only
+//! connection and refreshed only when the database's change counter (`PRAGMA data_version`)
+//! moves. The one write it makes is an emergency stop: a `commands` row that the owning `serve`
+//! carries out (see `watcher`), on a separate writable connection opened only for that.
+//!
+//! Split by what each part answers to: [`app`] (the state and the keys), [`view`] (drawing
+//! it), [`data`] (the reads: a subtree is one index range per manager); this file runs the
+//! terminal.
+
+mod app;
+mod data;
+mod view;
+
+use std::io::Stdout;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crossterm::event::{self, Event, KeyEventKind};
+use crossterm::terminal::{
+    disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
+};
+use ratatui::backend::CrosstermBackend;
+use ratatui::Terminal;
+
+use crate::error::Result;
+use crate::store::open_read_only;
+use app::App;
+
+/// How often the change counter is read (and the longest a key waits to be seen).
+const POLL: Duration = Duration::from_millis(200);
+
+/// Runs the terminal UI on `db` until `q`.
+pub fn run(db: &Path) -> Result<()> {
+    let conn = open_read_only(db)?;
+    let mut app = App::new(db.to_path_buf(), conn);
+    app.reload();
+    let _guard = TermGuard::enter()?;
+    let mut term = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
+    term.clear()?;
+    event_loop(&mut app, &mut term)
+}
+
+fn event_loop(app: &mut App, term: &mut Terminal<CrosstermBackend<Stdout>>) -> Result<()> {
+    let mut dirty = true;
+    let mut last_draw = Instant::now();
+    let mut last_check = Instant::now();
+    loop {
+        if dirty {
+            term.draw(|f| app.draw(f))?;
+            dirty = false;
+            last_draw = Instant::now();
+        }
+        let wait = POLL.saturating_sub(last_check.elapsed());
+        if event::poll(wait)? {
+            match event::read()? {
+                Event::Key(k) if k.kind == KeyEventKind::Press => {
+                    if app.key(k) {
+                        return Ok(());
+                    }
+                    dirty = true;
+                }
+                Event::Resize(..) => dirty = true,
+                _ => {}
+            }
+        }
+        if last_check.elapsed() >= POLL {
+            last_check = Instant::now();
+            if app.changed() {
+                app.reload();
+                dirty = true;
+            }
+        }
+        // Ages are relative: redraw (from memory, no query) once a second.
+        if last_draw.elapsed() >= Duration::from_secs(1) {
+            dirty = true;
+        }
+    }
+}
+
+/// Raw mode and the alternate screen, undone on drop (and on panic).
+struct TermGuard;
+
+impl TermGuard {
+    fn enter() -> Result<TermGuard> {
+        enable_raw_mode()?;
+        crossterm::execute!(std::io::stdout(), EnterAlternateScreen)?;
+        let prev = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            leave_terminal();
+            prev(info);
+        }));
+        Ok(TermGuard)
+    }
+}
+
+impl Drop for TermGuard {
+    fn drop(&mut self) {
+        leave_terminal();
+    }
+}
+
+fn leave_terminal() {
+    let _ = disable_raw_mode();
+    let _ = crossterm::execute!(
+        std::io::stdout(),
+        LeaveAlternateScreen,
+        crossterm::cursor::Show
+    );
+}
