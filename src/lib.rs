@@ -10,6 +10,8 @@
 //! - [`paths`]: the path grammars of the three contracts.
 //! - [`refs`]: contract A reference resolution.
 //! - [`list`]: list filters.
+//! - [`pi`]: what threadbase knows of Pi 1.6 (flags, argv, session files); [`session`] is its
+//!   module under its old path.
 //! - [`output`]: `serve`'s response lines (typed results, streamed large ones).
 //! - [`http`]: the threads RPC (snapshot, restore) over HTTP.
 //! - [`check`]: `threadbase check`, the read-only verification of a database.
@@ -28,11 +30,11 @@ pub mod ids;
 pub mod list;
 pub mod output;
 pub mod paths;
+pub mod pi;
 pub mod refs;
 pub mod runtime;
 pub mod scripted_agent;
 pub mod server;
-pub mod session;
 mod stdio;
 pub mod store;
 pub mod text;
@@ -40,4 +42,5 @@ pub mod time;
 pub mod watcher;
 
 pub use error::{Error, ErrorCode, Result};
+pub use pi::session;
 pub use store::Store;

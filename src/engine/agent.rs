@@ -796,7 +796,7 @@ impl AgentHost {
             None
         } else {
             match &parent_file {
-                Some(f) if f.exists() => Some(crate::session::SessionFile::read(f)?),
+                Some(f) if f.exists() => Some(crate::pi::session::SessionFile::read(f)?),
                 Some(f) if parent_row.is_some() => {
                     return Err(Error::io(format!(
                         "The parent's session file {} does not exist, so the child cannot inherit its context. Repair: resume the parent so it writes its session, or spawn an independent root instead.",
@@ -807,10 +807,13 @@ impl AgentHost {
             }
         };
         let dir = self.session_dir(root_file.as_deref());
-        let session_id = crate::session::uuid_v7();
-        let file = dir.join(crate::session::session_file_name(&now_iso(), &session_id));
+        let session_id = crate::pi::session::uuid_v7();
+        let file = dir.join(crate::pi::session::session_file_name(
+            &now_iso(),
+            &session_id,
+        ));
         let link = parent_file.filter(|f| f.exists());
-        crate::session::write_subagent_session(
+        crate::pi::session::write_subagent_session(
             inherit_from.as_ref(),
             &file,
             &session_id,
@@ -837,7 +840,7 @@ impl AgentHost {
         }
         match self.cfg.session_file.as_deref().and_then(Path::parent) {
             Some(dir) => dir.to_path_buf(),
-            None => crate::session::session_dir_for(&self.cfg.agent_dir, &self.cfg.cwd),
+            None => crate::pi::session::session_dir_for(&self.cfg.agent_dir, &self.cfg.cwd),
         }
     }
 
@@ -875,7 +878,7 @@ impl AgentHost {
         let cwd = PathBuf::from(&row.cwd);
         let inherited = argpolicy::inherited_args(&self.cfg.parent_args, &self.cfg.cwd);
         let approve = argpolicy::should_approve(self.cfg.trusted, &self.cfg.cwd, &cwd);
-        let argv = argpolicy::child_argv(
+        let argv = crate::pi::flags::child_argv(
             &self.cfg.pi_command,
             &inherited,
             Some(&file),
@@ -1247,7 +1250,7 @@ impl AgentHost {
         let transcript = row
             .session_file
             .as_deref()
-            .and_then(|f| crate::session::SessionFile::read(f).ok());
+            .and_then(|f| crate::pi::session::SessionFile::read(f).ok());
         let mut unconsumed = Vec::with_capacity(pending.len());
         for s in pending {
             if transcript
@@ -1774,7 +1777,7 @@ impl AgentHost {
 
 /// True when `file` holds a user message with exactly `text` written at or after `since`:
 /// the child consumed that steering message.
-fn user_message_since(file: &crate::session::SessionFile, text: &str, since: &str) -> bool {
+fn user_message_since(file: &crate::pi::session::SessionFile, text: &str, since: &str) -> bool {
     file.entries.iter().rev().any(|e| {
         e["type"] == "message"
             && e["message"]["role"] == "user"

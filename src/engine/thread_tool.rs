@@ -218,7 +218,7 @@ fn child_argv(
     let inherited = argpolicy::inherited_args(&e.cfg.parent_args, &e.cfg.cwd);
     let merged = argpolicy::merge_args(&inherited, args)?;
     let approve = argpolicy::should_approve(e.cfg.trusted, &e.cfg.cwd, cwd);
-    Ok(argpolicy::child_argv(
+    Ok(crate::pi::flags::child_argv(
         &e.cfg.pi_command,
         &merged,
         Some(session),
@@ -232,11 +232,14 @@ fn new_session_file(
     cwd: &Path,
     parent_session: Option<&Path>,
 ) -> Result<(PathBuf, String)> {
-    let session_id = crate::session::uuid_v7();
+    let session_id = crate::pi::session::uuid_v7();
     let path = e
         .child_session_dir()
-        .join(crate::session::session_file_name(&now_iso(), &session_id));
-    crate::session::write_header_only(&path, &session_id, cwd, parent_session)?;
+        .join(crate::pi::session::session_file_name(
+            &now_iso(),
+            &session_id,
+        ));
+    crate::pi::session::write_header_only(&path, &session_id, cwd, parent_session)?;
     Ok((path, session_id))
 }
 
@@ -894,7 +897,7 @@ async fn resume_here(e: &Engine, row: &ThreadRow, place: Place) -> Result<Resume
     }
     // A file that is there but cannot be a Pi session (a folder, garbage, empty) would start a
     // child that fails or silently starts over: refuse before launching anything.
-    if let Err(err) = crate::session::SessionFile::read(&file) {
+    if let Err(err) = crate::pi::session::SessionFile::read(&file) {
         return Err(Error::new(
             ErrorCode::NotResumable,
             format!("Cannot resume managed thread {}: {}", row.path, err.message),
@@ -968,7 +971,7 @@ fn descendant_argv(
     let merged = argpolicy::merge_args(&inherited, &row.args)?;
     // Children inherit the trust setting (THREADBASE_TRUSTED) with the environment.
     let approve = argpolicy::should_approve(e.cfg.trusted, &parent_cwd, Path::new(&row.cwd));
-    Ok(argpolicy::child_argv(
+    Ok(crate::pi::flags::child_argv(
         &e.cfg.pi_command,
         &merged,
         Some(session),
@@ -1051,7 +1054,7 @@ async fn fork(
     e: &Engine,
     reference: Option<String>,
     entry_id: Option<String>,
-    pos: crate::session::ForkPosition,
+    pos: crate::pi::session::ForkPosition,
     name: Option<String>,
     task_name: Option<String>,
     args: Vec<String>,
@@ -1089,7 +1092,7 @@ async fn fork(
     let display = name
         .clone()
         .unwrap_or_else(|| naming::fork_name(source_name.as_deref()));
-    let source = crate::session::SessionFile::read(&source_file)?;
+    let source = crate::pi::session::SessionFile::read(&source_file)?;
     let cwd = source
         .cwd()
         .map(PathBuf::from)
@@ -1098,16 +1101,25 @@ async fn fork(
     let short = &id[7..13];
     let base = naming::base_task_name(Some(&display), None, short);
     let depth = e.cfg.depth + 1;
-    let session_id = crate::session::uuid_v7();
+    let session_id = crate::pi::session::uuid_v7();
     let new_file = e
         .child_session_dir()
-        .join(crate::session::session_file_name(&now_iso(), &session_id));
+        .join(crate::pi::session::session_file_name(
+            &now_iso(),
+            &session_id,
+        ));
     let (_task, path) = e.store.write(|tx| {
         check_live_count(e, tx)?;
         e.check_budget(tx, None, "fork")?;
         let (task, path) = choose_task_name(e, tx, task_name.as_deref(), &base)?;
         // The branch file is written inside the reservation, so a rejected fork writes nothing.
-        crate::session::write_branch(&source, entry_id.as_deref(), pos, &new_file, &session_id)?;
+        crate::pi::session::write_branch(
+            &source,
+            entry_id.as_deref(),
+            pos,
+            &new_file,
+            &session_id,
+        )?;
         insert_thread(
             tx,
             &NewThread {

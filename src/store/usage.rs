@@ -238,7 +238,7 @@ pub fn tree_spend(conn: &Connection, of: TreeOf<'_>) -> Result<TreeUsage> {
 /// The completed assistant messages of a Pi session file from `since_ms` on (its messages
 /// copied from elsewhere, as a fork or an inherited context, are older than the thread), in
 /// file order.
-pub fn session_messages(file: &crate::session::SessionFile, since_ms: i64) -> Vec<Usage> {
+pub fn session_messages(file: &crate::pi::session::SessionFile, since_ms: i64) -> Vec<Usage> {
     file.entries
         .iter()
         .filter(|e| e["type"] == "message" && e["message"]["role"] == "assistant")
