@@ -10,8 +10,8 @@
 //! - [`paths`]: the path grammars of the three contracts.
 //! - [`refs`]: contract A reference resolution.
 //! - [`list`]: list filters.
-//! - [`pi`]: what threadbase knows of Pi 1.6 (flags, argv, session files); [`session`] is its
-//!   module under its old path.
+//! - [`pi`]: what threadbase knows of Pi 1.6 (flags, argv, session files, the scripted agent);
+//!   [`session`] and [`scripted_agent`] are its modules under their old paths.
 //! - [`output`]: `serve`'s response lines (typed results, streamed large ones).
 //! - [`http`]: the threads RPC (snapshot, restore) over HTTP.
 //! - [`check`]: `threadbase check`, the read-only verification of a database.
@@ -33,7 +33,6 @@ pub mod paths;
 pub mod pi;
 pub mod refs;
 pub mod runtime;
-pub mod scripted_agent;
 pub mod server;
 mod stdio;
 pub mod store;
@@ -42,5 +41,5 @@ pub mod time;
 pub mod watcher;
 
 pub use error::{Error, ErrorCode, Result};
-pub use pi::session;
+pub use pi::{scripted_agent, session};
 pub use store::Store;
