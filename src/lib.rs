@@ -10,8 +10,8 @@
 //! - [`paths`]: the path grammars of the three contracts.
 //! - [`refs`]: contract A reference resolution.
 //! - [`list`]: list filters.
-//! - [`pi`]: what threadbase knows of Pi 1.6 (flags, argv, session files, the scripted agent);
-//!   [`session`] and [`scripted_agent`] are its modules under their old paths.
+//! - [`pi`]: what threadbase knows of Pi 1.6 (flags, argv, events, session files, the scripted
+//!   agent); [`session`] and [`scripted_agent`] are its modules under their old paths.
 //! - [`output`]: `serve`'s response lines (typed results, streamed large ones).
 //! - [`http`]: the threads RPC (snapshot, restore) over HTTP.
 //! - [`check`]: `threadbase check`, the read-only verification of a database.
