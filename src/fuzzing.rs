@@ -5,7 +5,7 @@
 //!
 //! - [`rpc_codec`]: the child stdout framing and parsing ([`crate::runtime::rpc::read_line`]).
 //! - [`paths`]: the path grammars of contracts A and B ([`crate::paths`]).
-//! - [`session_file`]: the Pi session file reader ([`crate::session::SessionFile::read`]).
+//! - [`session_file`]: the Pi session file reader ([`crate::pi::session::SessionFile::read`]).
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,8 +15,8 @@ use serde_json::Value;
 
 use crate::error::ErrorCode;
 use crate::paths;
+use crate::pi::session::SessionFile;
 use crate::runtime::rpc::{read_line, Line, LEAN_EVENTS, MAX_LINE_BYTES};
-use crate::session::SessionFile;
 
 /// Runs a future that never waits on anything but in-memory readers.
 fn ready<F: Future>(f: F) -> F::Output {

@@ -8,7 +8,8 @@
 //!
 //! The arrow: `cli`, `server`, `http` and `watcher` take requests and call [`engine`], which
 //! calls [`contract`] (pure parsing and shaping), [`store`] (every table and query) and
-//! [`runtime`] (the child processes); store and runtime import nothing above them.
+//! [`runtime`] (the child processes), and runtime uses [`pi`] (what Pi 1.6 is: its flags,
+//! events and session files); store, runtime and pi import nothing above them.
 //!
 //! - [`engine`]: the operations, one file per verb of each contract.
 //! - [`contract`]: the three tool contracts' request types, validation and result shapes.
@@ -17,6 +18,8 @@
 //! - [`paths`]: the path grammars of the three contracts.
 //! - [`refs`]: contract A reference resolution.
 //! - [`list`]: list filters.
+//! - [`pi`]: what threadbase knows of Pi 1.6 (flags, argv, events, session files, the scripted
+//!   agent); [`session`] and [`scripted_agent`] are its modules under their old paths.
 //! - [`output`]: `serve`'s response lines (typed results, streamed large ones).
 //! - [`http`]: the threads RPC (snapshot, restore) over HTTP.
 //! - [`check`]: `threadbase check`, the read-only verification of a database.
@@ -35,11 +38,10 @@ pub mod ids;
 pub mod list;
 pub mod output;
 pub mod paths;
+pub mod pi;
 pub mod refs;
 pub mod runtime;
-pub mod scripted_agent;
 pub mod server;
-pub mod session;
 mod stdio;
 pub mod store;
 pub mod text;
@@ -47,4 +49,5 @@ pub mod time;
 pub mod watcher;
 
 pub use error::{Error, ErrorCode, Result};
+pub use pi::{scripted_agent, session};
 pub use store::Store;

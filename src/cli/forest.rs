@@ -179,7 +179,7 @@ const NAME_CHARS: usize = 60;
 
 /// A session's title as Pi's session list shows it: its name, else its first user message.
 fn session_title(file: &Path) -> Option<String> {
-    let session = crate::session::SessionFile::read(file).ok()?;
+    let session = crate::pi::session::SessionFile::read(file).ok()?;
     let text = match session.session_name() {
         Some(name) if !name.trim().is_empty() => name.to_string(),
         _ => session.first_user_text()?,

@@ -358,7 +358,7 @@ pub fn main() -> ExitCode {
         }
         Command::ScriptedAgent { script, args } => {
             drop(out);
-            crate::scripted_agent::run(&script, &args)
+            crate::pi::scripted_agent::run(&script, &args)
         }
     };
     match result {

@@ -76,7 +76,7 @@ pub fn config(db: PathBuf, args: ServeArgs) -> Result<ServeConfig> {
     })?;
     let header_id = match &args.session_file {
         Some(f) if f.exists() => Some(
-            crate::session::SessionFile::read(f)?
+            crate::pi::session::SessionFile::read(f)?
                 .header_id()
                 .to_string(),
         )

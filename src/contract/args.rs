@@ -1,6 +1,7 @@
 //! Contract A child Pi arguments: the `start.args` allowlist, the flags a child inherits from
-//! its parent's argv, how the two merge, whether the child may run with `--approve`, and the
-//! final child argv (reference §1.6, §1.7).
+//! its parent's argv, how the two merge, and whether the child may run with `--approve`
+//! (reference §1.6, §1.7). The flags themselves are `pi::flags`' table, and so is the argv
+//! they end up in (`pi::flags::child_argv`).
 //!
 //! All functions are pure except [`should_approve`] (it reads the filesystem to resolve real
 //! paths) and [`inherited_args`] (it reads `HOME` to expand `~` in resource paths).
@@ -8,96 +9,7 @@
 use std::path::{Component, Path, PathBuf};
 
 use crate::error::Error;
-
-/// One Pi CLI flag the policy knows.
-struct FlagSpec {
-    /// Every spelling, canonical first.
-    aliases: &'static [&'static str],
-    takes_value: bool,
-    /// Accepted in `start.args`.
-    allow_in_args: bool,
-    /// Its value is a resource path resolved against the parent's start cwd when inherited.
-    path_value: bool,
-}
-
-impl FlagSpec {
-    fn canonical(&self) -> &'static str {
-        self.aliases[0]
-    }
-}
-
-const fn spec(
-    aliases: &'static [&'static str],
-    takes_value: bool,
-    allow_in_args: bool,
-    path_value: bool,
-) -> FlagSpec {
-    FlagSpec {
-        aliases,
-        takes_value,
-        allow_in_args,
-        path_value,
-    }
-}
-
-/// Every flag that may be inherited; the first twelve are also the `start.args` allowlist.
-const FLAG_SPECS: &[FlagSpec] = &[
-    spec(&["--provider"], true, true, false),
-    spec(&["--model"], true, true, false),
-    spec(&["--models"], true, true, false),
-    spec(&["--thinking"], true, true, false),
-    spec(&["--exclude-tools", "-xt"], true, true, false),
-    spec(&["--no-tools", "-nt"], false, true, false),
-    spec(&["--no-builtin-tools", "-nbt"], false, true, false),
-    spec(&["--offline"], false, true, false),
-    spec(&["--no-extensions", "-ne"], false, true, false),
-    spec(&["--no-skills", "-ns"], false, true, false),
-    spec(&["--no-prompt-templates", "-np"], false, true, false),
-    spec(&["--no-themes"], false, true, false),
-    spec(&["--no-context-files", "-nc"], false, true, false),
-    spec(&["--tools", "-t"], true, false, false),
-    spec(&["--extension", "-e"], true, false, true),
-    spec(&["--skill"], true, false, true),
-    spec(&["--prompt-template"], true, false, true),
-    spec(&["--theme"], true, false, true),
-];
-
-/// Value flags never inherited: the flag and its value are skipped.
-const VALUE_FLAGS_TO_SKIP: &[&str] = &[
-    "--api-key",
-    "--append-system-prompt",
-    "--export",
-    "--fork",
-    "--mode",
-    "--name",
-    "-n",
-    "--session",
-    "--session-dir",
-    "--session-id",
-    "--system-prompt",
-];
-
-/// Never inherited; takes a value only when the next token is neither flag-like nor `@…`.
-const OPTIONAL_VALUE_FLAGS_TO_SKIP: &[&str] = &["--list-models"];
-
-/// Boolean flags never inherited.
-const SENSITIVE_BOOLEAN_FLAGS: &[&str] = &[
-    "--approve",
-    "-a",
-    "--continue",
-    "-c",
-    "--help",
-    "-h",
-    "--no-approve",
-    "-na",
-    "--print",
-    "-p",
-    "--resume",
-    "-r",
-    "--verbose",
-    "--version",
-    "-v",
-];
+use crate::pi::flags::{self, Arity, Flag, Inherit};
 
 /// Pi's package subcommands, rejected in `start.args`.
 const PACKAGE_SUBCOMMANDS: &[&str] =
@@ -123,17 +35,23 @@ const RESTRICTION_DROPS: &[(&str, &str)] = &[
 
 const ALLOWED_ARGS_HELP: &str = "allowed start.args are safe narrowing flags such as --provider <value>, --model <value>, --models <value>, --thinking <value>, --exclude-tools <value>, --no-tools, --no-builtin-tools, --offline, --no-extensions, --no-skills, --no-prompt-templates, --no-themes, and --no-context-files";
 
-fn spec_of(arg: &str) -> Option<&'static FlagSpec> {
-    FLAG_SPECS.iter().find(|s| s.aliases.contains(&arg))
+/// A flag a child inherits (`Inherit::Keep`): its table entry, whether `start.args` may carry
+/// it, and whether its value is a resource path.
+fn kept(arg: &str) -> Option<(&'static Flag, bool, bool)> {
+    let f = flags::find(arg)?;
+    match f.inherit {
+        Inherit::Keep { in_args, path } => Some((f, in_args, path)),
+        Inherit::Skip | Inherit::Unlisted => None,
+    }
 }
 
-/// The canonical name of a known flag spelling.
+/// The canonical name of an inherited flag's spelling.
 fn canonical_of(arg: &str) -> Option<&'static str> {
-    spec_of(arg).map(FlagSpec::canonical)
+    kept(arg).map(|(f, _, _)| f.canonical())
 }
 
 fn takes_value(arg: &str) -> bool {
-    spec_of(arg).is_some_and(|s| s.takes_value)
+    kept(arg).is_some_and(|(f, _, _)| f.arity == Arity::Value)
 }
 
 /// Starts with `-` but not `---`.
@@ -171,8 +89,8 @@ pub fn validate_child_args(args: &[String]) -> Result<(), Error> {
                 ),
             ));
         }
-        let spec = match spec_of(arg) {
-            Some(s) if s.allow_in_args => s,
+        let spec = match kept(arg) {
+            Some((f, true, _)) => f,
             _ => {
                 return Err(unsupported(
                     arg,
@@ -182,7 +100,7 @@ pub fn validate_child_args(args: &[String]) -> Result<(), Error> {
                 ))
             }
         };
-        if spec.takes_value {
+        if spec.arity == Arity::Value {
             match args.get(i + 1) {
                 Some(v) if !is_flag_like(v) => i += 1,
                 _ => {
@@ -224,35 +142,34 @@ pub fn inherited_args(parent_argv: &[String], parent_start_cwd: &Path) -> Vec<St
         if arg.contains('=') {
             continue;
         }
-        if let Some(spec) = spec_of(arg) {
-            if !spec.takes_value {
-                out.push(spec.canonical().to_string());
-            } else if let Some(value) = next {
-                out.push(spec.canonical().to_string());
-                out.push(if spec.path_value {
-                    resolve_resource_value(value, parent_start_cwd)
-                } else {
-                    value.to_string()
-                });
-                i += 1;
-            }
-            continue;
-        }
-        if VALUE_FLAGS_TO_SKIP.contains(&arg) {
-            if next.is_some() {
-                i += 1;
-            }
-            continue;
-        }
         let swallows = |v: Option<&str>| v.is_some_and(|v| !is_flag_like(v) && !v.starts_with('@'));
-        if OPTIONAL_VALUE_FLAGS_TO_SKIP.contains(&arg) {
-            if swallows(next) {
-                i += 1;
+        if let Some(f) = flags::find(arg) {
+            match f.inherit {
+                Inherit::Keep { path, .. } => {
+                    if f.arity != Arity::Value {
+                        out.push(f.canonical().to_string());
+                    } else if let Some(value) = next {
+                        out.push(f.canonical().to_string());
+                        out.push(if path {
+                            resolve_resource_value(value, parent_start_cwd)
+                        } else {
+                            value.to_string()
+                        });
+                        i += 1;
+                    }
+                    continue;
+                }
+                Inherit::Skip => {
+                    match f.arity {
+                        Arity::Value if next.is_some() => i += 1,
+                        Arity::Optional if swallows(next) => i += 1,
+                        _ => {}
+                    }
+                    continue;
+                }
+                // Treated like any unknown flag below.
+                Inherit::Unlisted => {}
             }
-            continue;
-        }
-        if SENSITIVE_BOOLEAN_FLAGS.contains(&arg) {
-            continue;
         }
         if arg.starts_with("--") && swallows(next) {
             i += 1;
@@ -476,27 +393,6 @@ pub fn should_approve(parent_trusted: bool, parent_cwd: &Path, child_cwd: &Path)
         (Ok(parent), Ok(child)) => child.starts_with(&parent),
         _ => false,
     }
-}
-
-/// The child's argv: `prefix` (the Pi invocation), the merged args, `--session <file>` when
-/// there is one, `--mode rpc --name <name>`, then `--approve` or `--no-approve`.
-pub fn child_argv(
-    prefix: &[String],
-    merged: &[String],
-    session_file: Option<&Path>,
-    name: &str,
-    approve: bool,
-) -> Vec<String> {
-    let mut argv = Vec::with_capacity(prefix.len() + merged.len() + 8);
-    argv.extend(prefix.iter().cloned());
-    argv.extend(merged.iter().cloned());
-    if let Some(file) = session_file {
-        argv.push("--session".to_string());
-        argv.push(file.to_string_lossy().into_owned());
-    }
-    argv.extend(["--mode", "rpc", "--name", name].map(String::from));
-    argv.push(if approve { "--approve" } else { "--no-approve" }.to_string());
-    argv
 }
 
 #[cfg(test)]
@@ -1052,38 +948,6 @@ mod tests {
         let link_parent = dir.path().join("link_proj");
         std::os::unix::fs::symlink(&parent, &link_parent).unwrap();
         assert!(should_approve(true, &link_parent, &parent.join("real")));
-    }
-
-    #[test]
-    fn child_argv_order() {
-        let argv = child_argv(
-            &v(&["node", "/opt/pi/cli.js"]),
-            &v(&["--model", "sonnet", "-nt"]),
-            Some(Path::new("/s/child.jsonl")),
-            "API survey",
-            true,
-        );
-        assert_eq!(
-            argv,
-            v(&[
-                "node",
-                "/opt/pi/cli.js",
-                "--model",
-                "sonnet",
-                "-nt",
-                "--session",
-                "/s/child.jsonl",
-                "--mode",
-                "rpc",
-                "--name",
-                "API survey",
-                "--approve",
-            ])
-        );
-        assert_eq!(
-            child_argv(&v(&["pi"]), &[], None, "n", false),
-            v(&["pi", "--mode", "rpc", "--name", "n", "--no-approve"])
-        );
     }
 
     #[test]

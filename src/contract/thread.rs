@@ -11,8 +11,8 @@ use crate::contract::projection::{Detail, Snapshot};
 use crate::error::{Error, Result};
 use crate::list::{StateFilter, VisibilityFilter};
 use crate::paths::{is_task_name, json_quote};
+use crate::pi::session::ForkPosition;
 use crate::runtime::SendMode;
-use crate::session::ForkPosition;
 
 /// The exit message of a thread restored as stale: its owner died (pi-threads' text).
 pub const STALE_MESSAGE: &str =

@@ -324,7 +324,7 @@ impl Engine {
     fn child_session_dir(&self) -> PathBuf {
         match self.cfg.session_file.as_deref().and_then(Path::parent) {
             Some(dir) => dir.to_path_buf(),
-            None => crate::session::session_dir_for(&self.cfg.agent_dir, &self.cfg.cwd),
+            None => crate::pi::session::session_dir_for(&self.cfg.agent_dir, &self.cfg.cwd),
         }
     }
 }

@@ -3,6 +3,7 @@
 
 use serde_json::{json, Value};
 
+use crate::pi::events::{self, read};
 use crate::store::usage::Usage;
 use crate::text::{byte_suffix, retain};
 
@@ -117,7 +118,7 @@ impl Tracker {
     /// Maps one event line (not a response) from the child.
     pub fn on_event(&mut self, v: &Value) -> Vec<Effect> {
         let mut out = Vec::new();
-        let kind = v.get("type").and_then(Value::as_str).unwrap_or("");
+        let kind = events::kind(v);
         if !matches!(
             kind,
             "extension_ui_request" | "queue_update" | "session_info_changed"
@@ -139,61 +140,47 @@ impl Tracker {
             }
             "message_start" => self.set_phase(Phase::Busy, &mut out),
             "message_update" => {
-                let ev = &v["assistantMessageEvent"];
-                if ev["type"] == "text_delta" {
-                    if let Some(d) = ev["delta"].as_str() {
-                        out.push(Effect::PartialDelta(d.to_string()));
-                    }
+                let update = read::<events::MessageUpdate>(v).and_then(|u| u.event);
+                if let Some(events::StreamEvent {
+                    kind: Some("text_delta"),
+                    delta: Some(d),
+                }) = update
+                {
+                    out.push(Effect::PartialDelta(d.to_string()));
                 }
             }
             "message_end" => {
-                let msg = &v["message"];
-                if msg["role"] == "toolResult" && msg["usage"].is_object() {
-                    out.push(Effect::Usage(Usage::of_usage(&msg["usage"])));
-                }
-                if msg["role"] == "assistant" {
-                    out.push(Effect::Usage(Usage::of_assistant_message(msg)));
-                    let text = assistant_text(msg);
-                    if msg["stopReason"] == "error" {
-                        let m = msg["errorMessage"]
-                            .as_str()
-                            .unwrap_or("The model returned an error.");
-                        out.push(Effect::Event("thread_error", json!({"message": m})));
-                    }
-                    if !text.trim().is_empty() {
-                        out.push(Effect::Event(
-                            "assistant_message",
-                            json!({"text": byte_suffix(&text, EVENT_TEXT_BYTES)}),
-                        ));
-                        out.push(Effect::AssistantText(retain(&text, RETAINED_TEXT_CHARS)));
-                    }
+                if let Some(msg) = read::<events::MessageEnd>(v).and_then(|e| e.message) {
+                    on_message_end(&msg, &mut out);
                 }
             }
             "tool_execution_start" => {
                 self.set_phase(Phase::Busy, &mut out);
+                let tool_name = read::<events::ToolExecutionStart>(v)
+                    .map(|e| e.tool_name)
+                    .unwrap_or_default();
                 out.push(Effect::Event(
                     "tool_started",
-                    json!({"toolName": v["toolName"]}),
+                    json!({"toolName": tool_name}),
                 ));
             }
             "tool_execution_end" => {
-                let error = v["isError"].as_bool().unwrap_or(false);
+                let (tool_name, error) = read::<events::ToolExecutionEnd>(v)
+                    .map_or((Value::Null, None), |e| (e.tool_name, e.is_error));
                 out.push(Effect::Event(
                     "tool_completed",
-                    json!({"toolName": v["toolName"], "error": error}),
+                    json!({"toolName": tool_name, "error": error.unwrap_or(false)}),
                 ));
             }
-            "entry_appended" if v["entry"]["type"] == "usage" => {
-                let u = Usage::of_usage(&v["entry"]["usage"]);
-                if !u.is_zero() {
-                    out.push(Effect::Usage(u));
+            "entry_appended" => {
+                let entry = read::<events::EntryAppended>(v).and_then(|e| e.entry);
+                if let Some(entry) = entry.filter(|e| e.kind == Some("usage")) {
+                    push_spend(entry.usage, &mut out);
                 }
             }
             "compaction_end" => {
-                let u = Usage::of_usage(&v["result"]["usage"]);
-                if !u.is_zero() {
-                    out.push(Effect::Usage(u));
-                }
+                let result = read::<events::CompactionEnd>(v).and_then(|e| e.result);
+                push_spend(result.and_then(|r| r.usage), &mut out);
             }
             "turn_end" => self.close_turn(&mut out),
             "agent_end" => self.close_turn(&mut out),
@@ -202,23 +189,27 @@ impl Tracker {
                 self.set_phase(Phase::Idle, &mut out);
             }
             "extension_ui_request" => {
-                let method = v["method"].as_str().unwrap_or("");
-                let dialog = matches!(method, "select" | "confirm" | "input" | "editor");
-                let id = v["id"].as_str();
+                let req = read::<events::ExtensionUiRequest>(v);
+                let dialog = req.as_ref().is_some_and(|r| r.is_dialog());
+                let (method, id, title) = match req {
+                    Some(r) => (r.method.unwrap_or(""), r.id, r.title),
+                    None => ("", None, Value::Null),
+                };
                 let cancel = dialog && id.is_some();
                 if let (true, Some(id)) = (cancel, id) {
                     out.push(Effect::CancelUi(id.to_string()));
                 }
                 out.push(Effect::Event(
                     "ui_request",
-                    json!({"method": method, "title": v.get("title").cloned().unwrap_or(Value::Null), "autoCancelled": cancel}),
+                    json!({"method": method, "title": title, "autoCancelled": cancel}),
                 ));
             }
             "extension_error" => {
+                let e = read::<events::ExtensionError>(v);
                 let m = format!(
                     "Extension error in {}: {}",
-                    v["extensionPath"].as_str().unwrap_or("?"),
-                    v["error"].as_str().unwrap_or("?")
+                    e.as_ref().and_then(|e| e.extension_path).unwrap_or("?"),
+                    e.as_ref().and_then(|e| e.error).unwrap_or("?")
                 );
                 out.push(Effect::Event("thread_error", json!({"message": m})));
             }
@@ -284,18 +275,46 @@ impl Default for Tracker {
     }
 }
 
+/// The effects of a finished message: its spend, and an assistant message's text or error.
+fn on_message_end(msg: &events::Message, out: &mut Vec<Effect>) {
+    match msg.role {
+        Some("toolResult") => {
+            if let Some(u) = &msg.usage {
+                out.push(Effect::Usage(Usage::of_pi(u)));
+            }
+        }
+        Some("assistant") => {
+            out.push(Effect::Usage(Usage::of_message(msg)));
+            let text = msg.text();
+            if msg.stop_reason == Some("error") {
+                let m = msg.error_message.unwrap_or("The model returned an error.");
+                out.push(Effect::Event("thread_error", json!({"message": m})));
+            }
+            if !text.trim().is_empty() {
+                out.push(Effect::Event(
+                    "assistant_message",
+                    json!({"text": byte_suffix(&text, EVENT_TEXT_BYTES)}),
+                ));
+                out.push(Effect::AssistantText(retain(&text, RETAINED_TEXT_CHARS)));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Spend reported beside turns (a `usage` entry, a compaction), unless it is nothing.
+fn push_spend(usage: Option<events::Usage>, out: &mut Vec<Effect>) {
+    let u = Usage::of_pi(&usage.unwrap_or_default());
+    if !u.is_zero() {
+        out.push(Effect::Usage(u));
+    }
+}
+
 /// The text blocks of an assistant message, joined by newlines.
 pub fn assistant_text(msg: &Value) -> String {
-    match &msg["content"] {
-        Value::String(s) => s.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter(|b| b["type"] == "text")
-            .filter_map(|b| b["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
+    read::<events::Message>(msg)
+        .map(|m| m.text())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

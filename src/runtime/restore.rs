@@ -224,7 +224,7 @@ fn session_messages(c: &Candidate) -> Vec<Usage> {
     let since = crate::time::ms_from_iso(&c.created_at).unwrap_or(0);
     c.session_file
         .as_deref()
-        .and_then(|f| crate::session::SessionFile::read(f).ok())
+        .and_then(|f| crate::pi::session::SessionFile::read(f).ok())
         .map(|file| usage::session_messages(&file, since))
         .unwrap_or_default()
 }

@@ -238,9 +238,10 @@ fn parse_line(buf: &[u8]) -> Line {
 /// the whole parse's nesting limit (128) or f64 number range, which Pi's `JSON.stringify`
 /// output can exceed only in the first case, and then the event is no longer lost.
 ///
-/// This list must cover every field `mapping::Tracker::on_event` and `read_stdout` read of
-/// these types; the `lean_lines_map_like_whole_lines` test checks it on the recorded Pi 1.6
-/// transcript in `benches/data`. An event type not listed here is kept whole.
+/// This list must cover every field `read_stdout` and `pi::events`' structs (what
+/// `mapping::Tracker::on_event` reads) name for these types; the
+/// `lean_lines_map_like_whole_lines` test checks it on the recorded Pi 1.6 transcript in
+/// `benches/data`. An event type not listed here is kept whole.
 pub const LEAN_EVENTS: &[(&str, &[&str])] = &[
     ("message_update", &["assistantMessageEvent"]),
     ("message_start", &[]),

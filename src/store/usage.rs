@@ -13,6 +13,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::Result;
+use crate::pi::events;
 
 /// Tokens, cost and counts; one message's, or a sum.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
@@ -29,9 +30,9 @@ pub struct Usage {
     pub tool_calls: i64,
 }
 
-/// A JSON number as a non-negative token count (missing, negative or not a number: 0).
-fn count(v: &Value) -> i64 {
-    match v.as_f64() {
+/// A number as a non-negative token count (missing, negative or not a number: 0).
+fn count(n: Option<f64>) -> i64 {
+    match n {
         Some(n) if n.is_finite() && n > 0.0 => n.min(9_007_199_254_740_991.0) as i64,
         _ => 0,
     }
@@ -42,14 +43,15 @@ impl Usage {
     /// `output`, `cacheRead`, `cacheWrite`, `cost.total`), counted as one turn with as many
     /// tool calls as it has `toolCall` blocks. Missing or malformed fields count as zero.
     pub fn of_assistant_message(msg: &Value) -> Usage {
-        let tool_calls = msg["content"]
-            .as_array()
-            .map_or(0, |c| c.iter().filter(|b| b["type"] == "toolCall").count())
-            as i64;
+        Usage::of_message(&events::read::<events::Message>(msg).unwrap_or_default())
+    }
+
+    /// [`Usage::of_assistant_message`] of a message already read.
+    pub fn of_message(msg: &events::Message) -> Usage {
         Usage {
             turns: 1,
-            tool_calls,
-            ..Usage::of_usage(&msg["usage"])
+            tool_calls: msg.tool_calls() as i64,
+            ..Usage::of_pi(&msg.usage.unwrap_or_default())
         }
     }
 
@@ -57,12 +59,17 @@ impl Usage {
     /// Pi 1.6 also puts on a tool result (nested model calls), a `usage` session entry (a
     /// cache warm-up) and a compaction result: spend that is not a turn.
     pub fn of_usage(u: &Value) -> Usage {
-        let cost = u["cost"]["total"].as_f64().unwrap_or(0.0);
+        Usage::of_pi(&events::read::<events::Usage>(u).unwrap_or_default())
+    }
+
+    /// [`Usage::of_usage`] of a usage object already read.
+    pub fn of_pi(u: &events::Usage) -> Usage {
+        let cost = u.cost.and_then(|c| c.total).unwrap_or(0.0);
         Usage {
-            input_tokens: count(&u["input"]),
-            output_tokens: count(&u["output"]),
-            cache_read_tokens: count(&u["cacheRead"]),
-            cache_write_tokens: count(&u["cacheWrite"]),
+            input_tokens: count(u.input),
+            output_tokens: count(u.output),
+            cache_read_tokens: count(u.cache_read),
+            cache_write_tokens: count(u.cache_write),
             cost_usd: if cost.is_finite() && cost > 0.0 {
                 cost
             } else {
@@ -238,7 +245,7 @@ pub fn tree_spend(conn: &Connection, of: TreeOf<'_>) -> Result<TreeUsage> {
 /// The completed assistant messages of a Pi session file from `since_ms` on (its messages
 /// copied from elsewhere, as a fork or an inherited context, are older than the thread), in
 /// file order.
-pub fn session_messages(file: &crate::session::SessionFile, since_ms: i64) -> Vec<Usage> {
+pub fn session_messages(file: &crate::pi::session::SessionFile, since_ms: i64) -> Vec<Usage> {
     file.entries
         .iter()
         .filter(|e| e["type"] == "message" && e["message"]["role"] == "assistant")

@@ -86,7 +86,7 @@ impl AgentHost {
         let transcript = row
             .session_file
             .as_deref()
-            .and_then(|f| crate::session::SessionFile::read(f).ok());
+            .and_then(|f| crate::pi::session::SessionFile::read(f).ok());
         let mut unconsumed = Vec::with_capacity(pending.len());
         for s in pending {
             if transcript
@@ -104,7 +104,7 @@ impl AgentHost {
 
 /// True when `file` holds a user message with exactly `text` written at or after `since`:
 /// the child consumed that steering message.
-fn user_message_since(file: &crate::session::SessionFile, text: &str, since: &str) -> bool {
+fn user_message_since(file: &crate::pi::session::SessionFile, text: &str, since: &str) -> bool {
     file.entries.iter().rev().any(|e| {
         e["type"] == "message"
             && e["message"]["role"] == "user"

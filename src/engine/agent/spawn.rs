@@ -196,7 +196,7 @@ impl AgentHost {
             None
         } else {
             match &parent_file {
-                Some(f) if f.exists() => Some(crate::session::SessionFile::read(f)?),
+                Some(f) if f.exists() => Some(crate::pi::session::SessionFile::read(f)?),
                 Some(f) if parent_row.is_some() => {
                     return Err(Error::io(format!(
                         "The parent's session file {} does not exist, so the child cannot inherit its context. Repair: resume the parent so it writes its session, or spawn an independent root instead.",
@@ -207,10 +207,13 @@ impl AgentHost {
             }
         };
         let dir = self.session_dir(root_file.as_deref());
-        let session_id = crate::session::uuid_v7();
-        let file = dir.join(crate::session::session_file_name(&now_iso(), &session_id));
+        let session_id = crate::pi::session::uuid_v7();
+        let file = dir.join(crate::pi::session::session_file_name(
+            &now_iso(),
+            &session_id,
+        ));
         let link = parent_file.filter(|f| f.exists());
-        crate::session::write_subagent_session(
+        crate::pi::session::write_subagent_session(
             inherit_from.as_ref(),
             &file,
             &session_id,
@@ -232,7 +235,7 @@ impl AgentHost {
         }
         match self.cfg.session_file.as_deref().and_then(Path::parent) {
             Some(dir) => dir.to_path_buf(),
-            None => crate::session::session_dir_for(&self.cfg.agent_dir, &self.cfg.cwd),
+            None => crate::pi::session::session_dir_for(&self.cfg.agent_dir, &self.cfg.cwd),
         }
     }
 }

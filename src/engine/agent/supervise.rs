@@ -53,7 +53,7 @@ impl AgentHost {
         let cwd = PathBuf::from(&row.cwd);
         let inherited = argpolicy::inherited_args(&self.cfg.parent_args, &self.cfg.cwd);
         let approve = argpolicy::should_approve(self.cfg.trusted, &self.cfg.cwd, &cwd);
-        let argv = argpolicy::child_argv(
+        let argv = crate::pi::flags::child_argv(
             &self.cfg.pi_command,
             &inherited,
             Some(&file),

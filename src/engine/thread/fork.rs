@@ -19,7 +19,7 @@ pub(super) async fn fork(
     e: &Engine,
     reference: Option<String>,
     entry_id: Option<String>,
-    pos: crate::session::ForkPosition,
+    pos: crate::pi::session::ForkPosition,
     name: Option<String>,
     task_name: Option<String>,
     args: Vec<String>,
@@ -53,7 +53,7 @@ pub(super) async fn fork(
     let display = name
         .clone()
         .unwrap_or_else(|| naming::fork_name(source_name.as_deref()));
-    let source = crate::session::SessionFile::read(&source_file)?;
+    let source = crate::pi::session::SessionFile::read(&source_file)?;
     let cwd = source
         .cwd()
         .map(PathBuf::from)
@@ -62,14 +62,23 @@ pub(super) async fn fork(
     let short = &id[7..13];
     let base = naming::base_task_name(Some(&display), None, short);
     let depth = e.cfg.depth + 1;
-    let session_id = crate::session::uuid_v7();
+    let session_id = crate::pi::session::uuid_v7();
     let new_file = e
         .child_session_dir()
-        .join(crate::session::session_file_name(&now_iso(), &session_id));
+        .join(crate::pi::session::session_file_name(
+            &now_iso(),
+            &session_id,
+        ));
     let path = e.store.write(|tx| {
         let (task, path) = claim_path(e, tx, "fork", task_name.as_deref(), &base)?;
         // The branch file is written inside the reservation, so a rejected fork writes nothing.
-        crate::session::write_branch(&source, entry_id.as_deref(), pos, &new_file, &session_id)?;
+        crate::pi::session::write_branch(
+            &source,
+            entry_id.as_deref(),
+            pos,
+            &new_file,
+            &session_id,
+        )?;
         insert_child(
             e,
             tx,

@@ -133,7 +133,7 @@ pub(super) fn child_argv(
     let inherited = argpolicy::inherited_args(&e.cfg.parent_args, &e.cfg.cwd);
     let merged = argpolicy::merge_args(&inherited, args)?;
     let approve = argpolicy::should_approve(e.cfg.trusted, &e.cfg.cwd, cwd);
-    Ok(argpolicy::child_argv(
+    Ok(crate::pi::flags::child_argv(
         &e.cfg.pi_command,
         &merged,
         Some(session),
@@ -147,11 +147,14 @@ pub(super) fn new_session_file(
     cwd: &Path,
     parent_session: Option<&Path>,
 ) -> Result<(PathBuf, String)> {
-    let session_id = crate::session::uuid_v7();
+    let session_id = crate::pi::session::uuid_v7();
     let path = e
         .child_session_dir()
-        .join(crate::session::session_file_name(&now_iso(), &session_id));
-    crate::session::write_header_only(&path, &session_id, cwd, parent_session)?;
+        .join(crate::pi::session::session_file_name(
+            &now_iso(),
+            &session_id,
+        ));
+    crate::pi::session::write_header_only(&path, &session_id, cwd, parent_session)?;
     Ok((path, session_id))
 }
 

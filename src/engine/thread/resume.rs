@@ -140,7 +140,7 @@ pub(super) async fn resume_here(e: &Engine, row: &ThreadRow, place: Place) -> Re
     }
     // A file that is there but cannot be a Pi session (a folder, garbage, empty) would start a
     // child that fails or silently starts over: refuse before launching anything.
-    if let Err(err) = crate::session::SessionFile::read(&file) {
+    if let Err(err) = crate::pi::session::SessionFile::read(&file) {
         return Err(Error::new(
             ErrorCode::NotResumable,
             format!("Cannot resume managed thread {}: {}", row.path, err.message),
@@ -210,7 +210,7 @@ fn descendant_argv(
     let merged = argpolicy::merge_args(&inherited, &row.args)?;
     // Children inherit the trust setting (THREADBASE_TRUSTED) with the environment.
     let approve = argpolicy::should_approve(e.cfg.trusted, &parent_cwd, Path::new(&row.cwd));
-    Ok(argpolicy::child_argv(
+    Ok(crate::pi::flags::child_argv(
         &e.cfg.pi_command,
         &merged,
         Some(session),

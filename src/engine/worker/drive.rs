@@ -110,8 +110,8 @@ async fn launch(e: &Engine, row: &Worker) -> Result<bool> {
         None => {
             let path = e
                 .child_session_dir()
-                .join(crate::session::session_file_name(&now_iso(), &id));
-            crate::session::write_header_only(&path, &id, &cwd, None)?;
+                .join(crate::pi::session::session_file_name(&now_iso(), &id));
+            crate::pi::session::write_header_only(&path, &id, &cwd, None)?;
             e.store.write(|tx| {
                 launches::set_session_file(tx, &id, &path.display().to_string(), &id)
             })?;
@@ -135,7 +135,8 @@ async fn launch(e: &Engine, row: &Worker) -> Result<bool> {
         .title
         .clone()
         .unwrap_or_else(|| row.facts.key.clone());
-    let argv = argpolicy::child_argv(&e.cfg.pi_command, &merged, Some(&session), &title, approve);
+    let argv =
+        crate::pi::flags::child_argv(&e.cfg.pi_command, &merged, Some(&session), &title, approve);
     let launched =
         e.rt.launch(LaunchSpec {
             thread_id: id.clone(),
