@@ -7,6 +7,7 @@
 //! rows places every thread exactly as the insert trigger did.
 
 use crate::support::common;
+use crate::support::prop::config;
 
 use std::collections::BTreeMap;
 
@@ -15,17 +16,6 @@ use proptest::sample::{select, Index};
 use threadbase::store::threads::{insert_thread, upsert_manager, Contract, ManagerSpec, NewThread};
 use threadbase::store::usage::{self, Usage};
 use threadbase::Store;
-
-fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(64);
-    ProptestConfig {
-        cases,
-        ..ProptestConfig::default()
-    }
-}
 
 /// How a new thread comes to be.
 #[derive(Debug, Clone)]
