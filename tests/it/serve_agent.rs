@@ -92,6 +92,19 @@ impl World {
         )
     }
 
+    /// Waits up to `secs` for every process this world started to be gone.
+    fn all_gone(&self, secs: u64) {
+        wait_for("no leftovers", Duration::from_secs(secs), || {
+            self.base.leftovers().is_empty()
+        });
+    }
+
+    /// [`World::all_gone`], then `threadbase check` finds nothing wrong.
+    fn finish(&self, secs: u64) {
+        self.all_gone(secs);
+        check_clean(&self.base.db);
+    }
+
     fn serve(&self, script: &str, args: Vec<String>, extra: &[(&str, &str)]) -> Serve {
         self.base.serve(script, args, extra)
     }
@@ -119,6 +132,18 @@ impl World {
             .unwrap();
         rows.map(Result::unwrap).collect()
     }
+}
+
+/// A worker spawned at `path` with `task`, waited for (the default).
+fn spawn(s: &mut Serve, path: &str, task: &str) -> Value {
+    let params = json!({"path": path, "type": "worker", "task": task});
+    call(s, "agent_spawn", params)
+}
+
+/// A worker spawned at `path` with `task`, not waited for.
+fn spawn_detached(s: &mut Serve, path: &str, task: &str) -> Value {
+    let params = json!({"path": path, "type": "worker", "task": task, "wait": false});
+    call(s, "agent_spawn", params)
 }
 
 /// `threadbase check` passes on the database (no errors, no warnings).
@@ -212,11 +237,7 @@ fn session_lines(file: &Path) -> Vec<Value> {
 fn spawn_wait_status_output_and_notice() {
     let w = world();
     let mut root = w.root("quick", &[]);
-    let v = call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "fix-auth", "type": "worker", "task": "fix the login"}),
-    );
+    let v = spawn(&mut root, "fix-auth", "fix the login");
     assert_eq!(v["path"], "/root/fix-auth");
     assert_eq!(v["parent"], "/root");
     assert_eq!(v["state"], "completed");
@@ -272,11 +293,7 @@ fn spawn_wait_status_output_and_notice() {
     assert!(notices(&root).is_empty(), "{:?}", notices(&root));
 
     // A spawn that does not wait gets its answer as a notice, once, without a turn of its own.
-    let v = call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "notify-me", "type": "worker", "task": "tell me later", "wait": false}),
-    );
+    let v = spawn_detached(&mut root, "notify-me", "tell me later");
     assert_ne!(v["state"], "completed");
     wait_for("completion notice", Duration::from_secs(5), || {
         !notices(&root).is_empty()
@@ -325,21 +342,14 @@ fn spawn_wait_status_output_and_notice() {
         notices(&root)
     );
     drop(root);
-    wait_for("no leftovers", Duration::from_secs(10), || {
-        w.base.leftovers().is_empty()
-    });
-    check_clean(&w.base.db);
+    w.finish(10);
 }
 
 #[test]
 fn a_wait_holds_progress_notices_and_releases_them_when_it_times_out() {
     let w = world();
     let mut root = w.root("slow", &[]);
-    call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "a", "type": "worker", "task": "lead", "wait": false}),
-    );
+    spawn_detached(&mut root, "a", "lead");
     let mut a = w.child("/root/a", "slow");
     // The root waits (briefly) on /root/a while /root/a reports progress.
     let wait = root.send("agent_wait", json!({"path": "/root/a", "timeoutMs": 1200}));
@@ -370,10 +380,7 @@ fn a_wait_holds_progress_notices_and_releases_them_when_it_times_out() {
     assert_eq!(notices(&root).len(), 1, "{:?}", notices(&root));
     drop(a);
     drop(root);
-    wait_for("no leftovers", Duration::from_secs(10), || {
-        w.base.leftovers().is_empty()
-    });
-    check_clean(&w.base.db);
+    w.finish(10);
 }
 
 #[test]
@@ -426,11 +433,7 @@ fn paths_access_and_spawn_checks() {
     );
 
     // Mixed case and '-' are allowed; levels: /root/A is 2, /root/A/b 3, deeper fails.
-    let a = call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "/root/Work-A", "type": "worker", "task": "a", "wait": false}),
-    );
+    let a = spawn_detached(&mut root, "/root/Work-A", "a");
     assert_eq!(
         (&a["state"], &a["status"]),
         (&json!("starting"), &json!("Starting"))
@@ -463,11 +466,7 @@ fn paths_access_and_spawn_checks() {
         Some("conflict"),
         Has("Thread /root/Work-A already exists; use agent_steer to resume it"),
     );
-    call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "/root/Work-A/b", "type": "worker", "task": "b", "wait": false}),
-    );
+    spawn_detached(&mut root, "/root/Work-A/b", "b");
     refused(
         &mut root,
         "agent_spawn",
@@ -476,11 +475,7 @@ fn paths_access_and_spawn_checks() {
         Has("Agent depth limit reached"),
     );
     // Independent root /k is level 2; /k/l level 3.
-    call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "/k", "type": "worker", "task": "k", "wait": false}),
-    );
+    spawn_detached(&mut root, "/k", "k");
     refused(
         &mut root,
         "agent_spawn",
@@ -541,16 +536,8 @@ fn paths_access_and_spawn_checks() {
 
     // Total limit counts settled threads too.
     call(&mut root, "agent_stop", json!({"path": "/root/Work-A"}));
-    call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "/k/l", "type": "worker", "task": "l", "wait": false}),
-    );
-    call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "/m", "type": "worker", "task": "m", "wait": false}),
-    );
+    spawn_detached(&mut root, "/k/l", "l");
+    spawn_detached(&mut root, "/m", "m");
     refused(
         &mut root,
         "agent_spawn",
@@ -591,9 +578,7 @@ fn paths_access_and_spawn_checks() {
     );
     drop(a);
     drop(root);
-    wait_for("no leftovers", Duration::from_secs(15), || {
-        w.base.leftovers().is_empty()
-    });
+    w.all_gone(15);
 }
 
 #[test]
@@ -601,23 +586,11 @@ fn pause_update_steer_fail_and_stop_cascade_across_serves() {
     let w = world();
     let mut root = w.root("slow", &[]);
     // /root/a works; its own serve spawns /root/a/b (slow) and /root/a/c (quick).
-    call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "a", "type": "worker", "task": "lead", "wait": false}),
-    );
+    spawn_detached(&mut root, "a", "lead");
     let mut a = w.child("/root/a", "slow");
     let mut a_quick = w.child("/root/a", "quick");
-    call(
-        &mut a,
-        "agent_spawn",
-        json!({"path": "b", "type": "worker", "task": "dig", "wait": false}),
-    );
-    let c = call(
-        &mut a_quick,
-        "agent_spawn",
-        json!({"path": "c", "type": "worker", "task": "check"}),
-    );
+    spawn_detached(&mut a, "b", "dig");
+    let c = spawn(&mut a_quick, "c", "check");
     assert_eq!(c["state"], "completed");
 
     // Progress from a child reaches the parent's serve as a notice, quickly.
@@ -754,11 +727,7 @@ fn pause_update_steer_fail_and_stop_cascade_across_serves() {
 
     // A model error: failed, error kept; a steer resumes it.
     let mut failing = w.root("failing", &[]);
-    let v = call(
-        &mut failing,
-        "agent_spawn",
-        json!({"path": "f", "type": "worker", "task": "try"}),
-    );
+    let v = spawn(&mut failing, "f", "try");
     assert_eq!(v["state"], "failed");
     assert!(
         v["error"].as_str().unwrap().contains("model exploded"),
@@ -766,27 +735,16 @@ fn pause_update_steer_fail_and_stop_cascade_across_serves() {
     );
     drop((a, a_quick, failing));
     drop(root);
-    wait_for("no leftovers", Duration::from_secs(15), || {
-        w.base.leftovers().is_empty()
-    });
-    check_clean(&w.base.db);
+    w.finish(15);
 }
 
 #[test]
 fn crash_restore_pauses_and_mailboxes_deliver_exactly_once() {
     let w = world();
     let mut root = w.root("slow", &[]);
-    let v = call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "a", "type": "worker", "task": "long job", "wait": false}),
-    );
+    let v = spawn_detached(&mut root, "a", "long job");
     let file = PathBuf::from(v["sessionFile"].as_str().unwrap());
-    call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "/k", "type": "worker", "task": "independent", "wait": false}),
-    );
+    spawn_detached(&mut root, "/k", "independent");
     // A notice waiting for the root: written, not yet claimed by any serve.
     wait_for("running", Duration::from_secs(5), || {
         w.sql("SELECT count(*) FROM threads WHERE agent_state = 'running'")[0][0] == 2
@@ -893,11 +851,7 @@ fn crash_restore_pauses_and_mailboxes_deliver_exactly_once() {
 fn independent_roots_start_empty_and_restore_is_all_or_nothing() {
     let w = world();
     let mut root = w.root("quick", &[]);
-    let k = call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "/k", "type": "worker", "task": "solo"}),
-    );
+    let k = spawn(&mut root, "/k", "solo");
     assert_eq!(k["state"], "completed");
     assert_eq!(k["parent"], Value::Null);
     let kfile = PathBuf::from(k["sessionFile"].as_str().unwrap());
@@ -907,11 +861,7 @@ fn independent_roots_start_empty_and_restore_is_all_or_nothing() {
         w.root_session.display().to_string()
     );
     // /k/l inherits /k (not /root).
-    let l = call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "/k/l", "type": "worker", "task": "sub"}),
-    );
+    let l = spawn(&mut root, "/k/l", "sub");
     let lfile = PathBuf::from(l["sessionFile"].as_str().unwrap());
     assert_eq!(user_texts(&lfile), vec!["solo", "sub"]);
     assert_eq!(
@@ -961,17 +911,9 @@ fn independent_roots_start_empty_and_restore_is_all_or_nothing() {
 fn a_grandchild_whose_serve_died_is_resumed_by_the_root() {
     let w = world();
     let mut root = w.root("slow", &[]);
-    call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "a", "type": "worker", "task": "lead", "wait": false}),
-    );
+    spawn_detached(&mut root, "a", "lead");
     let mut a = w.child("/root/a", "slow");
-    call(
-        &mut a,
-        "agent_spawn",
-        json!({"path": "b", "type": "worker", "task": "dig", "wait": false}),
-    );
+    spawn_detached(&mut a, "b", "dig");
     // /root/a's serve dies without a trace while /root/a/b works; b's row still claims a live
     // process.
     assert_eq!(
@@ -1007,21 +949,14 @@ fn a_grandchild_whose_serve_died_is_resumed_by_the_root() {
     );
     call(&mut root, "agent_stop", json!({"path": "/root/a"}));
     drop(root);
-    wait_for("no leftovers", Duration::from_secs(15), || {
-        w.base.leftovers().is_empty()
-    });
-    check_clean(&w.base.db);
+    w.finish(15);
 }
 
 #[test]
 fn sigterm_shuts_serve_down_like_stdin_eof() {
     let w = world();
     let mut root = w.root("slow", &[]);
-    call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "a", "type": "worker", "task": "long", "wait": false}),
-    );
+    spawn_detached(&mut root, "a", "long");
     // What Pi's shutdown sends its process group.
     rustix::process::kill_process(
         rustix::process::Pid::from_raw(root.child.id() as i32).unwrap(),
@@ -1034,10 +969,7 @@ fn sigterm_shuts_serve_down_like_stdin_eof() {
         w.sql("SELECT agent_state, status FROM threads WHERE path = '/root/a'")[0],
         vec![json!("stopped"), json!("closed")]
     );
-    wait_for("no leftovers", Duration::from_secs(10), || {
-        w.base.leftovers().is_empty()
-    });
-    check_clean(&w.base.db);
+    w.finish(10);
 }
 
 #[test]
@@ -1092,11 +1024,7 @@ fn stdin_eof_answers_every_request_already_read() {
         json!({"path": "a", "message": "go on"}),
     );
     let mut a = w.child("/root/a", "glacial");
-    call(
-        &mut a,
-        "agent_spawn",
-        json!({"path": "b", "type": "worker", "task": "dig", "wait": false}),
-    );
+    spawn_detached(&mut a, "b", "dig");
     let wait = root.send("agent_wait", json!({"path": "/root/a/b"}));
     std::thread::sleep(Duration::from_millis(300));
     let closed_at = Instant::now();
@@ -1116,10 +1044,7 @@ fn stdin_eof_answers_every_request_already_read() {
         "cancelled after the grace period: {took:?}"
     );
     a.close(Duration::from_secs(30));
-    wait_for("no leftovers", Duration::from_secs(10), || {
-        w.base.leftovers().is_empty()
-    });
-    check_clean(&w.base.db);
+    w.finish(10);
 }
 
 #[test]
@@ -1130,18 +1055,10 @@ fn a_resume_runs_where_the_settled_process_still_lives() {
         &json!({"turns": [{"steps": [{"delay_ms": 60000}, {"text": "late"}]}]}).to_string(),
     );
     let mut root = w.root("quick", &[]);
-    call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "a", "type": "worker", "task": "lead", "wait": false}),
-    );
+    spawn_detached(&mut root, "a", "lead");
     // /root/a's serve holds /root/a/b; /root/a/b's serve holds /root/a/b/c, which keeps working.
     let mut a = w.child("/root/a", "slow");
-    call(
-        &mut a,
-        "agent_spawn",
-        json!({"path": "b", "type": "worker", "task": "dig", "wait": false}),
-    );
+    spawn_detached(&mut a, "b", "dig");
     let mut b_serve = w.serve(
         "glacial",
         vec![
@@ -1155,11 +1072,7 @@ fn a_resume_runs_where_the_settled_process_still_lives() {
             ("PI_SUBAGENTS_MAX_LEVELS", "4"),
         ],
     );
-    call(
-        &mut b_serve,
-        "agent_spawn",
-        json!({"path": "c", "type": "worker", "task": "deeper", "wait": false}),
-    );
+    spawn_detached(&mut b_serve, "c", "deeper");
     let b = call(
         &mut root,
         "agent_wait",
@@ -1200,10 +1113,7 @@ fn a_resume_runs_where_the_settled_process_still_lives() {
     for s in [&mut b_serve, &mut a, &mut root] {
         assert!(s.close(Duration::from_secs(30)).success());
     }
-    wait_for("no leftovers", Duration::from_secs(10), || {
-        w.base.leftovers().is_empty()
-    });
-    check_clean(&w.base.db);
+    w.finish(10);
 }
 
 #[test]
@@ -1214,11 +1124,7 @@ fn a_resume_waits_for_another_serve_to_retire_the_previous_process() {
     let stubborn = json!({"ignore_sigterm": true, "turns": [{"steps": [{"delay_ms": 100}, {"text": "answer to {prompt}"}]}]});
     w.base.script("stubborn", &stubborn.to_string());
     let mut root = w.root("quick", &[]);
-    call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "a", "type": "worker", "task": "lead", "wait": false}),
-    );
+    spawn_detached(&mut root, "a", "lead");
     let mut a = w.child("/root/a", "stubborn");
     let b = call(
         &mut a,
@@ -1271,10 +1177,7 @@ fn a_resume_waits_for_another_serve_to_retire_the_previous_process() {
     for s in [&mut a, &mut root] {
         assert!(s.close(Duration::from_secs(30)).success());
     }
-    wait_for("no leftovers", Duration::from_secs(10), || {
-        w.base.leftovers().is_empty()
-    });
-    check_clean(&w.base.db);
+    w.finish(10);
 }
 
 /// The golden case of the original's `tests/startup.test.ts`: a detached nested spawn answers
@@ -1285,19 +1188,11 @@ fn a_resume_waits_for_another_serve_to_retire_the_previous_process() {
 fn golden_stop_takes_a_settled_parent_and_its_starting_child() {
     let w = world();
     let mut root = w.root("quick", &[]);
-    let worker = call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "worker", "type": "worker", "task": "work"}),
-    );
+    let worker = spawn(&mut root, "worker", "work");
     assert_eq!(worker["state"], "completed");
     drop(root);
     let mut root = w.root("slow", &[]);
-    let child = call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "worker/child", "type": "worker", "task": "nested", "wait": false}),
-    );
+    let child = spawn_detached(&mut root, "worker/child", "nested");
     assert_eq!(child["state"], "starting", "{child}");
     assert_eq!(child["status"], "Starting");
     assert_eq!(child["owner"], "/root/worker");
@@ -1340,10 +1235,7 @@ fn golden_stop_takes_a_settled_parent_and_its_starting_child() {
     );
     drop(worker_serve);
     drop(root);
-    wait_for("no leftovers", Duration::from_secs(15), || {
-        w.base.leftovers().is_empty()
-    });
-    check_clean(&w.base.db);
+    w.finish(15);
 }
 
 /// Stop in any state: a paused thread and a failed one become stopped (the failed one keeps
@@ -1352,11 +1244,7 @@ fn golden_stop_takes_a_settled_parent_and_its_starting_child() {
 fn stop_takes_paused_and_failed_threads_and_a_resume_lifts_it() {
     let w = world();
     let mut failing = w.root("failing", &[]);
-    let f = call(
-        &mut failing,
-        "agent_spawn",
-        json!({"path": "f", "type": "worker", "task": "try"}),
-    );
+    let f = spawn(&mut failing, "f", "try");
     assert_eq!(f["state"], "failed", "{f}");
     let error = f["error"].as_str().unwrap().to_string();
     let v = call(&mut failing, "agent_stop", json!({"path": "f"}));
@@ -1366,11 +1254,7 @@ fn stop_takes_paused_and_failed_threads_and_a_resume_lifts_it() {
     drop(failing);
 
     let mut root = w.root("slow", &[]);
-    call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "p", "type": "worker", "task": "lead", "wait": false}),
-    );
+    spawn_detached(&mut root, "p", "lead");
     let mut p = w.child("/root/p", "slow");
     call(&mut p, "agent_pause", json!({"reason": "need input"}));
     let v = call(&mut root, "agent_wait", json!({"path": "/root/p"}));
@@ -1396,19 +1280,12 @@ fn stop_takes_paused_and_failed_threads_and_a_resume_lifts_it() {
         json!({"path": "/root/p", "message": "carry on"}),
     );
     assert_eq!(v["state"], "starting", "{v}");
-    let x = call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "/root/p/x", "type": "worker", "task": "t", "wait": false}),
-    );
+    let x = spawn_detached(&mut root, "/root/p/x", "t");
     assert_eq!(x["state"], "starting", "{x}");
     call(&mut root, "agent_stop", json!({"path": "/root/p"}));
     drop(p);
     drop(root);
-    wait_for("no leftovers", Duration::from_secs(15), || {
-        w.base.leftovers().is_empty()
-    });
-    check_clean(&w.base.db);
+    w.finish(15);
 }
 
 /// The view's fields (owner, type, epoch-ms times), the failed and stopped values, the list in
@@ -1454,16 +1331,8 @@ fn views_lists_and_notices_are_the_originals() {
         ],
         "{b}"
     );
-    call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "a", "type": "worker", "task": "work"}),
-    );
-    let k = call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "/k", "type": "worker", "task": "solo"}),
-    );
+    spawn(&mut root, "a", "work");
+    let k = spawn(&mut root, "/k", "solo");
     assert_eq!((&k["parent"], &k["owner"]), (&Value::Null, &json!("/root")));
     // Retiring a settled child's process touches its row (and so `updatedAt`): wait for all
     // three, so that the two lists below read the same rows.
@@ -1498,11 +1367,7 @@ fn views_lists_and_notices_are_the_originals() {
 
     // A failed thread's status is its error; its notice ends "Session retained …".
     let mut failing = w.root("failing", &[]);
-    let f = call(
-        &mut failing,
-        "agent_spawn",
-        json!({"path": "f", "type": "worker", "task": "try", "wait": false}),
-    );
+    let f = spawn_detached(&mut failing, "f", "try");
     assert_eq!(f["state"], "starting", "{f}");
     wait_for("failed notice", Duration::from_secs(10), || {
         notices(&failing).iter().any(|n| n["path"] == "/root/f")
@@ -1521,20 +1386,13 @@ fn views_lists_and_notices_are_the_originals() {
 
     // A stopped run keeps the aborted run's error.
     let mut slow = w.root("slow", &[]);
-    call(
-        &mut slow,
-        "agent_spawn",
-        json!({"path": "s", "type": "worker", "task": "long", "wait": false}),
-    );
+    spawn_detached(&mut slow, "s", "long");
     let s = call(&mut slow, "agent_stop", json!({"path": "s"}));
     assert_eq!(s["state"], "stopped", "{s}");
     assert_eq!(s["status"], "Stopped; session retained");
     assert_eq!(s["error"], "Subagent run aborted");
     drop(slow);
-    wait_for("no leftovers", Duration::from_secs(15), || {
-        w.base.leftovers().is_empty()
-    });
-    check_clean(&w.base.db);
+    w.finish(15);
 }
 
 /// The original's error texts, word for word, each followed by threadbase's ` Repair: …`.
@@ -1585,11 +1443,7 @@ fn error_texts_are_the_originals() {
             ),
         ],
     );
-    call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "done", "type": "worker", "task": "t"}),
-    );
+    spawn(&mut root, "done", "t");
     let not_mine = Starts(
         "/root may address only its descendants (not siblings, unrelated trees or ancestors). Repair:",
     );
@@ -1652,8 +1506,5 @@ fn error_texts_are_the_originals() {
     );
     drop((done, stranger));
     drop(root);
-    wait_for("no leftovers", Duration::from_secs(15), || {
-        w.base.leftovers().is_empty()
-    });
-    check_clean(&w.base.db);
+    w.finish(15);
 }
