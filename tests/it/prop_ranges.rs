@@ -9,9 +9,8 @@
 //! Also: for contract A's alphabet, `sort_key` order is JavaScript `localeCompare` order
 //! (reference/contract-semantics.md, Traps: `_` < `/` < digits < letters).
 
-use crate::support::common;
 use crate::support::prop::{config, locale_cmp};
-use crate::support::tree::{self, Node, Shape};
+use crate::support::tree::{self, Copies, Node, Shape};
 
 use std::collections::BTreeMap;
 
@@ -19,9 +18,6 @@ use proptest::prelude::*;
 use proptest::sample::{select, Index};
 use threadbase::list::{list, ListQuery, StateFilter, Subtree, VisibilityFilter};
 use threadbase::paths::{descendant_range, is_strictly_under, sort_key};
-use threadbase::Store;
-
-use common::{add, manager, temp_db, thread, tid};
 
 /// Contract B segments that are prefixes of each other and mix in `-`, `_` and digits.
 const SEGMENTS: &[&str] = &[
@@ -40,34 +36,6 @@ fn segment() -> impl Strategy<Value = String> {
         4 => select(SEGMENTS).prop_map(String::from),
         1 => "[aZ0][a0Z_-]{0,3}",
     ]
-}
-
-fn seed(rows: &[Node], copies: usize) -> (common::TempDb, Store, i64) {
-    let db = temp_db();
-    let store = Store::open(&db.path).expect("open");
-    let mgr = manager(&store, "ranges-a");
-    let other = manager(&store, "ranges-b");
-    let mine: Vec<_> = rows
-        .iter()
-        .map(|r| thread(&r.id, mgr, &r.path, r.live))
-        .collect();
-    add(&store, &mine);
-    let theirs: Vec<_> = rows
-        .iter()
-        .take(copies)
-        .enumerate()
-        .map(|(i, r)| thread(&tid(0x20_0000 + i as u64), other, &r.path, r.live))
-        .collect();
-    add(&store, &theirs);
-    store
-        .write(|tx| {
-            for r in rows.iter().filter(|r| r.archived) {
-                tx.execute("UPDATE threads SET archived = 1 WHERE id = ?1", [&r.id])?;
-            }
-            Ok(())
-        })
-        .expect("archive");
-    (db, store, mgr)
 }
 
 /// Parent path → indexes of its children, from the rows' parent links only.
@@ -228,7 +196,8 @@ proptest! {
         picks in prop::collection::vec((ancestor_pick(), state_filter(), visibility_filter()), 12),
     ) {
         let rows = tree::build(&specs, SHAPE);
-        let (_db, store, mgr) = seed(&rows, copies);
+        let copies = Copies { count: copies, id_base: 0x20_0000, flip_live: false };
+        let tree::Seeded { db: _db, store, mine: mgr, .. } = tree::seed(&rows, ("ranges-a", "ranges-b"), copies);
         let conn = store.read().expect("read");
         let map = children_map(&rows);
 

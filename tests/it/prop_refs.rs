@@ -12,15 +12,15 @@
 
 use crate::support::common;
 use crate::support::prop::{config, locale_cmp};
-use crate::support::tree::{self, Node, Shape};
+use crate::support::tree::{self, Copies, Node, Shape};
 
 use proptest::prelude::*;
 use proptest::sample::{select, Index};
 use threadbase::list::{list, ListQuery, StateFilter, Subtree, VisibilityFilter};
 use threadbase::refs::{resolve, resolve_list_filter, RefScope};
-use threadbase::{ErrorCode, Store};
+use threadbase::ErrorCode;
 
-use common::{add, manager, temp_db, thread, tid};
+use common::tid;
 
 /// Task names: prefixes of each other, `_` and digits, an id look-alike (`tid(10)`), and the
 /// words `root` and `self` that mean something else in references.
@@ -41,6 +41,10 @@ const SHAPE: Shape = Shape {
     independent_roots: false,
     max_depth: None,
 };
+
+/// The manager's session, and the other root session's that holds copies of its paths (other
+/// ids, the opposite live flag).
+const SESSIONS: (&str, &str) = ("session-a", "session-b");
 
 /// The id the manager's own thread has (never one of its children).
 const SELF_ID: &str = "thread_00000000beef";
@@ -162,37 +166,6 @@ fn model_list_filter(
 }
 
 // ---- trees -------------------------------------------------------------------------------
-
-/// A database holding `threads` for one manager and copies of the first few (other ids,
-/// same paths) for a second manager. Returns (store, manager, other manager's ids).
-fn seed(threads: &[Node], others: usize) -> (common::TempDb, Store, i64, Vec<String>) {
-    let db = temp_db();
-    let store = Store::open(&db.path).expect("open");
-    let mgr = manager(&store, "session-a");
-    let other = manager(&store, "session-b");
-    let rows: Vec<_> = threads
-        .iter()
-        .map(|t| thread(&t.id, mgr, &t.path, t.live))
-        .collect();
-    add(&store, &rows);
-    let other_rows: Vec<_> = threads
-        .iter()
-        .take(others)
-        .enumerate()
-        .map(|(i, t)| thread(&tid(0x10_0000 + i as u64), other, &t.path, !t.live))
-        .collect();
-    add(&store, &other_rows);
-    let other_ids = other_rows.iter().map(|t| t.id.clone()).collect();
-    store
-        .write(|tx| {
-            for t in threads.iter().filter(|t| t.archived) {
-                tx.execute("UPDATE threads SET archived = 1 WHERE id = ?1", [&t.id])?;
-            }
-            Ok(())
-        })
-        .expect("archive");
-    (db, store, mgr, other_ids)
-}
 
 // ---- references --------------------------------------------------------------------------
 
@@ -419,7 +392,8 @@ proptest! {
         filters in prop::collection::vec((state_filter(), visibility_filter()), 4),
     ) {
         let threads = tree::build(&specs, SHAPE);
-        let (_db, store, mgr, other_ids) = seed(&threads, others);
+        let copies = Copies { count: others, id_base: 0x10_0000, flip_live: true };
+        let tree::Seeded { db: _db, store, mine: mgr, copy_ids: other_ids } = tree::seed(&threads, SESSIONS, copies);
         let conn = store.read().expect("read");
         let current = if current_is_root || threads.is_empty() {
             "/root".to_string()
@@ -503,7 +477,8 @@ proptest! {
         pad in select(&["", " ", "\t"][..]),
     ) {
         let threads = tree::build(&specs, SHAPE);
-        let (_db, store, mgr, _) = seed(&threads, 0);
+        let copies = Copies { count: 0, id_base: 0x10_0000, flip_live: true };
+        let tree::Seeded { db: _db, store, mine: mgr, .. } = tree::seed(&threads, SESSIONS, copies);
         let conn = store.read().expect("read");
         let current = if threads.is_empty() {
             "/root".to_string()

@@ -6,7 +6,9 @@
 use proptest::prelude::*;
 use proptest::sample::Index;
 
-use super::common::tid;
+use threadbase::Store;
+
+use super::common::{add, manager, temp_db, thread, tid, TempDb};
 
 /// One node to be: where it hangs, its name, and its flags.
 #[derive(Debug, Clone)]
@@ -107,4 +109,61 @@ pub fn build(specs: &[NodeSpec], shape: Shape) -> Vec<Node> {
 /// Segments in a path: `/root/a` has 2.
 fn depth(path: &str) -> usize {
     path.matches('/').count()
+}
+
+/// A database seeded with a tree: `mine` holds the nodes; `theirs` (another root session)
+/// holds copies of some of them (the same paths under other ids).
+pub struct Seeded {
+    pub db: TempDb,
+    pub store: Store,
+    /// The manager holding the nodes.
+    pub mine: i64,
+    /// The copies' ids, in node order.
+    pub copy_ids: Vec<String>,
+}
+
+/// How `seed` writes the copies: how many (the first nodes), the first copy's id number (ids
+/// count up from `tid(id_base)`), and whether a copy's live flag is the node's or its opposite.
+pub struct Copies {
+    pub count: usize,
+    pub id_base: u64,
+    pub flip_live: bool,
+}
+
+/// Writes `nodes` for a manager of session `sessions.0` and `copies` for one of `sessions.1`,
+/// then archives the nodes marked archived.
+pub fn seed(nodes: &[Node], sessions: (&str, &str), copies: Copies) -> Seeded {
+    let db = temp_db();
+    let store = Store::open(&db.path).expect("open");
+    let mine = manager(&store, sessions.0);
+    let theirs = manager(&store, sessions.1);
+    let rows: Vec<_> = nodes
+        .iter()
+        .map(|n| thread(&n.id, mine, &n.path, n.live))
+        .collect();
+    add(&store, &rows);
+    let copy_rows: Vec<_> = nodes
+        .iter()
+        .take(copies.count)
+        .enumerate()
+        .map(|(i, n)| {
+            let id = tid(copies.id_base + i as u64);
+            thread(&id, theirs, &n.path, n.live != copies.flip_live)
+        })
+        .collect();
+    add(&store, &copy_rows);
+    store
+        .write(|tx| {
+            for n in nodes.iter().filter(|n| n.archived) {
+                tx.execute("UPDATE threads SET archived = 1 WHERE id = ?1", [&n.id])?;
+            }
+            Ok(())
+        })
+        .expect("archive");
+    Seeded {
+        db,
+        store,
+        mine,
+        copy_ids: copy_rows.into_iter().map(|t| t.id).collect(),
+    }
 }
