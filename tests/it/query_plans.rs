@@ -178,11 +178,17 @@ fn batched_facts_are_primary_key_lookups() {
 #[test]
 fn snapshot_cache_statements_are_primary_key_lookups() {
     for (name, text, want) in plans([
-        (sql!("snapshot_cached"), "SEARCH thread_snapshots USING INDEX sqlite_autoindex_thread_snapshots_1 (thread_id=? AND view=? AND detail=?)",
+        (
+            sql!("snapshot_cached"),
+            "SEARCH thread_snapshots USING INDEX sqlite_autoindex_thread_snapshots_1 (thread_id=? AND view=? AND detail=?)",
         ),
-        (sql!("threads_still_by_ids"), "SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)",
+        (
+            sql!("threads_still_by_ids"),
+            "SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)",
         ),
-        (sql!("snapshot_put"), "SEARCH threads USING INDEX sqlite_autoindex_threads_1 (id=?)",
+        (
+            sql!("snapshot_put"),
+            "SEARCH threads USING INDEX sqlite_autoindex_threads_1 (id=?)",
         ),
     ]) {
         assert!(text.contains(want), "{name}: {text}");
@@ -284,7 +290,8 @@ fn stop_and_notice_queries_use_their_indexes() {
             "SEARCH mailbox USING INTEGER PRIMARY KEY",
         ),
         (
-            sql!("agent_notices_supersede"), // Either partial index of pending rows (by thread or by recipient) is a short range.
+            sql!("agent_notices_supersede"),
+            // Either partial index of pending rows (by thread or by recipient) is a short range.
             "SEARCH mailbox USING INDEX mailbox_",
         ),
     ]) {
@@ -297,24 +304,36 @@ fn stop_and_notice_queries_use_their_indexes() {
 #[test]
 fn usage_queries_use_their_indexes() {
     let cases: [((&str, &str), &[&str]); 6] = [
-        (sql!("usage_add"), &["SEARCH thread_usage USING PRIMARY KEY (thread_id=?)"],
+        (
+            sql!("usage_add"),
+            &["SEARCH thread_usage USING PRIMARY KEY (thread_id=?)"],
         ),
-        (sql!("usage_of_thread"), &["SEARCH thread_usage USING PRIMARY KEY (thread_id=?)"],
+        (
+            sql!("usage_of_thread"),
+            &["SEARCH thread_usage USING PRIMARY KEY (thread_id=?)"],
         ),
-        (sql!("usage_tree_of"), &[
+        (
+            sql!("usage_tree_of"),
+            &[
                 "SEARCH tree_usage USING PRIMARY KEY (root_session=?)",
                 "SEARCH thread_places USING PRIMARY KEY (thread_id=?)",
             ],
         ),
-        (sql!("usage_place"), &["SEARCH thread_places USING PRIMARY KEY (thread_id=?)"],
+        (
+            sql!("usage_place"),
+            &["SEARCH thread_places USING PRIMARY KEY (thread_id=?)"],
         ),
-        (sql!("usage_subtree"), &[
+        (
+            sql!("usage_subtree"),
+            &[
                 "SEARCH a USING PRIMARY KEY (thread_id=?)",
                 "SEARCH d USING COVERING INDEX thread_places_by_key (root_session=? AND tree_key>? AND tree_key<?)",
                 "SEARCH u USING PRIMARY KEY (thread_id=?)",
             ],
         ),
-        (sql!("usage_tree_rows"), &[
+        (
+            sql!("usage_tree_rows"),
+            &[
                 "SEARCH a USING COVERING INDEX thread_places_by_key (root_session=? AND tree_key>? AND tree_key<?)",
                 "SEARCH d USING COVERING INDEX thread_places_by_key (root_session=? AND tree_key>? AND tree_key<?)",
             ],
