@@ -30,7 +30,20 @@ fn world(script: Value) -> World {
     }
 }
 
+/// A world with `script` (JSON text) and its first serve.
+fn with_serve(script: &str) -> (World, Serve) {
+    let w = world(serde_json::from_str(script).unwrap());
+    let s = w.serve(&[]);
+    (w, s)
+}
+
 impl World {
+    /// Closes `s` (waiting up to 20 s) and finds nothing this world started still running.
+    fn close_all(&self, mut s: Serve) {
+        s.close(Duration::from_secs(20));
+        assert!(self.base.leftovers().is_empty());
+    }
+
     fn serve(&self, extra_env: &[(&str, &str)]) -> Serve {
         let args = vec![
             "--session-file".into(),
@@ -67,8 +80,7 @@ const SCRIPT: &str =
 
 #[test]
 fn every_action_through_serve() {
-    let w = world(serde_json::from_str(SCRIPT).unwrap());
-    let mut s = w.serve(&[]);
+    let (w, mut s) = with_serve(SCRIPT);
 
     // start: generated names, explicit task name, duplicate path.
     let r = s.thread(json!({"action": "start", "prompt": "Say hi\nthen more"}));
@@ -368,8 +380,7 @@ fn limits_and_settings() {
             .contains("Unsupported child Pi arg")
             || e["code"] == "limit"
     );
-    s.close(Duration::from_secs(20));
-    assert!(w.base.leftovers().is_empty());
+    w.close_all(s);
 }
 
 /// Issue 13 on the scripted agent (tests/it/real_pi_resume_fork.rs has the same sequences with
@@ -426,8 +437,7 @@ fn wait_after_resume_or_fork_is_idle_at_once() {
         session_user_texts(Path::new(&file)),
         ["go", "more", "after the crash"]
     );
-    s.close(Duration::from_secs(20));
-    assert!(w.base.leftovers().is_empty());
+    w.close_all(s);
 }
 
 #[test]
@@ -475,16 +485,14 @@ fn a_long_wait_does_not_block_a_poll_and_times_out_without_stopping() {
         .as_str()
         .unwrap()
         .contains("timeoutMs must be an integer from 0 to 600000 milliseconds"));
-    s.close(Duration::from_secs(20));
-    assert!(w.base.leftovers().is_empty());
+    w.close_all(s);
 }
 
 /// A write waiting for the database lock (another process holds it) waits off the runtime's
 /// workers: with more such writes queued than there are workers, a poll is still answered.
 #[test]
 fn writes_waiting_for_the_lock_do_not_hold_up_a_poll() {
-    let w = world(serde_json::from_str(SCRIPT).unwrap());
-    let mut s = w.serve(&[]);
+    let (w, mut s) = with_serve(SCRIPT);
     for name in ["a", "b", "c", "d"] {
         s.thread(json!({"action": "start", "prompt": "work", "taskName": name}));
         s.thread(json!({"action": "stop", "id": name}));
@@ -511,8 +519,7 @@ fn writes_waiting_for_the_lock_do_not_hold_up_a_poll() {
         let r = s.response(id, Duration::from_secs(20));
         assert_eq!(r["result"]["details"]["archived"], true, "{r}");
     }
-    s.close(Duration::from_secs(20));
-    assert!(w.base.leftovers().is_empty());
+    w.close_all(s);
 }
 
 /// serve reads and writes its pipes non-blocking (see `src/stdio.rs`, `src/output.rs`), which
@@ -666,8 +673,7 @@ fn error_paths_through_serve() {
         ),
         "{e}"
     );
-    s.close(Duration::from_secs(20));
-    assert!(w.base.leftovers().is_empty());
+    w.close_all(s);
 }
 
 #[test]
@@ -883,8 +889,7 @@ fn content_keeps_the_answers_line_breaks_and_says_when_it_is_cut() {
         long.as_str(),
         "full detail carries the retained text"
     );
-    s.close(Duration::from_secs(20));
-    assert!(w.base.leftovers().is_empty());
+    w.close_all(s);
 }
 
 /// A closed thread's poll and list answers are kept (`thread_snapshots`) after the first read,
@@ -892,8 +897,7 @@ fn content_keeps_the_answers_line_breaks_and_says_when_it_is_cut() {
 /// so the next poll and list say what is true.
 #[test]
 fn kept_answers_are_the_rendered_ones_and_a_change_drops_them() {
-    let w = world(serde_json::from_str(SCRIPT).unwrap());
-    let mut s = w.serve(&[]);
+    let (w, mut s) = with_serve(SCRIPT);
     s.thread(json!({"action": "start", "prompt": "Say hi", "taskName": "hi"}));
     s.thread(json!({"action": "wait", "id": "hi", "timeoutMs": 20000}));
     s.thread(json!({"action": "stop", "id": "hi"}));
@@ -992,8 +996,7 @@ fn poll_until(s: &mut Serve, id: &str, what: &str, f: impl Fn(&Value) -> bool) -
 /// list details with every count zero.
 #[test]
 fn an_empty_list_says_no_threads_are_managed() {
-    let w = world(serde_json::from_str(SCRIPT).unwrap());
-    let mut s = w.serve(&[]);
+    let (w, mut s) = with_serve(SCRIPT);
     let r = s.thread(json!({"action": "list"}));
     assert_eq!(
         r["content"],
@@ -1005,8 +1008,7 @@ fn an_empty_list_says_no_threads_are_managed() {
                "closedCount": 0, "detail": "summary"})
     );
     assert_eq!(text(&r), threadbase::contract::format::NO_THREADS);
-    s.close(Duration::from_secs(20));
-    assert!(w.base.leftovers().is_empty());
+    w.close_all(s);
 }
 
 /// test/tool-contract.test.ts, "keeps tool details stable for aggregate, progress, and
@@ -1204,8 +1206,7 @@ fn golden_aggregate_progress_and_recoverable_send_errors() {
         pick(details(&r), &["count", "liveCount", "closedCount"]),
         json!({"count": 0, "liveCount": 0, "closedCount": 0})
     );
-    s.close(Duration::from_secs(20));
-    assert!(w.base.leftovers().is_empty());
+    w.close_all(s);
 }
 
 /// test/tool-contract.test.ts, "keeps tool-thrown errors stable": invalid parameters and an
@@ -1217,8 +1218,7 @@ fn golden_aggregate_progress_and_recoverable_send_errors() {
 /// (`real_pi_extension::real_pi_extension_abort_texts_are_the_originals`).
 #[test]
 fn golden_tool_thrown_errors() {
-    let w = world(serde_json::from_str(SCRIPT).unwrap());
-    let mut s = w.serve(&[]);
+    let (w, mut s) = with_serve(SCRIPT);
     let e = s.thread_error(json!({"action": "send", "id": "missing"}));
     assert_eq!(
         e,
@@ -1229,8 +1229,7 @@ fn golden_tool_thrown_errors() {
         e,
         json!({"code": "unknown_reference", "message": r#"Unknown thread reference: "missing". Accepted reference forms: thread id (thread_012345abcdef), canonical path (/root/task), relative path from the current thread (task or parent/task), or unambiguous taskName. No threads are currently managed by this parent. Repair: use a known path/id, run { "action": "list" }, or start the thread first."#})
     );
-    s.close(Duration::from_secs(20));
-    assert!(w.base.leftovers().is_empty());
+    w.close_all(s);
 }
 
 /// test/thread-manager.test.ts, "records a child session before a fast-finishing child
@@ -1248,8 +1247,7 @@ fn child_exiting_after_its_prompt(code: i32) -> (World, Value) {
     let r = s.thread(json!({"action": "start", "prompt": "finish", "taskName": "quick"}));
     assert_eq!(details(&r)["promptAccepted"], true, "{r}");
     let snap = s.only_thread_once_closed(Duration::from_secs(20));
-    s.close(Duration::from_secs(20));
-    assert!(w.base.leftovers().is_empty());
+    w.close_all(s);
     (w, snap)
 }
 
@@ -1456,8 +1454,7 @@ fn direct_replies_that_fill_the_pipe_stay_whole() {
 #[test]
 fn a_long_list_is_spilled_whole_and_answers_the_same_each_time() {
     const N: u64 = 700;
-    let w = world(serde_json::from_str(SCRIPT).unwrap());
-    let mut s = w.serve(&[]);
+    let (w, mut s) = with_serve(SCRIPT);
     let r = s.thread(json!({"action": "list"}));
     assert_eq!(details(&r)["count"], 0);
     let store = seed_closed_threads(&w.base.db, N);
