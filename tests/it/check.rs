@@ -80,15 +80,10 @@ fn clean() -> common::TempDb {
             upsert_manager(
                 tx,
                 &ManagerSpec {
-                    session_id: "ses_check",
-                    contract: Contract::Thread,
-                    scope_path: "/root",
-                    depth: 0,
-                    self_thread_id: None,
-                    session_file: None,
                     cwd: Some("/tmp"),
                     owner_pid: Some(me.pid),
                     owner_started_at: Some(me.started_at),
+                    ..common::manager_spec("ses_check", Contract::Thread, "/root", None)
                 },
             )
         })

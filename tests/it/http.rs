@@ -166,15 +166,8 @@ fn seed(db: &Path, workers: &[Worker<'_>]) {
                 let manager = upsert_manager(
                     tx,
                     &ManagerSpec {
-                        session_id: w.coord,
-                        contract: Contract::Worker,
-                        scope_path: "/root",
-                        depth: 0,
-                        self_thread_id: None,
-                        session_file: None,
                         cwd: Some("/work"),
-                        owner_pid: None,
-                        owner_started_at: None,
+                        ..common::manager_spec(w.coord, Contract::Worker, "/root", None)
                     },
                 )?;
                 insert_thread(

@@ -58,20 +58,6 @@ fn walk(map: &BTreeMap<&str, Vec<usize>>, rows: &[Node], at: &str, out: &mut Vec
     }
 }
 
-fn keeps(r: &Node, state: StateFilter, visibility: VisibilityFilter) -> bool {
-    let state_ok = match state {
-        StateFilter::All => true,
-        StateFilter::Live => r.live,
-        StateFilter::Closed => !r.live,
-    };
-    let visibility_ok = match visibility {
-        VisibilityFilter::All => true,
-        VisibilityFilter::Active => !r.archived,
-        VisibilityFilter::Archived => r.archived,
-    };
-    state_ok && visibility_ok
-}
-
 /// The expected listing: the chosen rows' paths, filtered, in `sort_key` order.
 fn expected(
     rows: &[Node],
@@ -82,7 +68,7 @@ fn expected(
     let mut v: Vec<String> = picked
         .iter()
         .map(|&i| &rows[i])
-        .filter(|r| keeps(r, state, visibility))
+        .filter(|r| r.kept_by(state, visibility))
         .map(|r| r.path.clone())
         .collect();
     v.sort_by_key(|p| sort_key(p));

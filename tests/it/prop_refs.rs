@@ -362,20 +362,6 @@ fn visibility_filter() -> impl Strategy<Value = VisibilityFilter> {
     )
 }
 
-fn keeps(t: &Node, state: StateFilter, visibility: VisibilityFilter) -> bool {
-    let state_ok = match state {
-        StateFilter::All => true,
-        StateFilter::Live => t.live,
-        StateFilter::Closed => !t.live,
-    };
-    let visibility_ok = match visibility {
-        VisibilityFilter::All => true,
-        VisibilityFilter::Active => !t.archived,
-        VisibilityFilter::Archived => t.archived,
-    };
-    state_ok && visibility_ok
-}
-
 proptest! {
     #![proptest_config(config())]
 
@@ -447,7 +433,7 @@ proptest! {
                     let listed: Vec<String> = list(&conn, mgr, &q).expect("list").threads.into_iter().map(|t| t.path).collect();
                     let mut want: Vec<String> = threads
                         .iter()
-                        .filter(|t| keeps(t, state, visibility))
+                        .filter(|t| t.kept_by(state, visibility))
                         .filter(|t| if under { t.parent_path.as_ref() == Some(p) } else { t.path.starts_with(&format!("{p}/")) })
                         .map(|t| t.path.clone())
                         .collect();

@@ -16,7 +16,7 @@ use threadbase::refs::{resolve, RefScope};
 use threadbase::store::threads::{insert_thread, upsert_manager, Contract, ManagerSpec};
 use threadbase::{ErrorCode, Store};
 
-use common::{temp_db, thread, tid};
+use common::{manager_spec, temp_db, thread, tid};
 
 /// Few names, so equal basenames on different branches (and in different managers) are common.
 const NAMES: &[&str] = &["a", "b", "a_b", "a1", "docs"];
@@ -114,15 +114,9 @@ fn add_manager(
     upsert_manager(
         tx,
         &ManagerSpec {
-            session_id: session,
-            contract,
-            scope_path: scope,
             depth: scope.matches('/').count() as i64 - 1,
-            self_thread_id: self_id,
-            session_file: None,
             cwd: Some("/tmp"),
-            owner_pid: None,
-            owner_started_at: None,
+            ..manager_spec(session, contract, scope, self_id)
         },
     )
 }

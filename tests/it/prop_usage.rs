@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 use proptest::sample::{select, Index};
-use threadbase::store::threads::{insert_thread, upsert_manager, Contract, ManagerSpec, NewThread};
+use threadbase::store::threads::{insert_thread, upsert_manager, Contract, NewThread};
 use threadbase::store::usage::{self, Usage};
 use threadbase::Store;
 
@@ -88,22 +88,7 @@ fn manager(
     self_id: Option<&str>,
 ) -> i64 {
     store
-        .write(|tx| {
-            upsert_manager(
-                tx,
-                &ManagerSpec {
-                    session_id: session,
-                    contract,
-                    scope_path: scope,
-                    depth: 0,
-                    self_thread_id: self_id,
-                    session_file: None,
-                    cwd: None,
-                    owner_pid: None,
-                    owner_started_at: None,
-                },
-            )
-        })
+        .write(|tx| upsert_manager(tx, &common::manager_spec(session, contract, scope, self_id)))
         .unwrap()
 }
 

@@ -17,25 +17,37 @@ pub fn temp_db() -> TempDb {
     TempDb { dir, path }
 }
 
+/// A contract A manager of `session` at `/root`, cwd `/tmp`, owned by this process.
 pub fn manager(store: &Store, session: &str) -> i64 {
+    let spec = ManagerSpec {
+        cwd: Some("/tmp"),
+        owner_pid: Some(std::process::id() as i64),
+        ..manager_spec(session, Contract::Thread, "/root", None)
+    };
     store
-        .write(|tx| {
-            upsert_manager(
-                tx,
-                &ManagerSpec {
-                    session_id: session,
-                    contract: Contract::Thread,
-                    scope_path: "/root",
-                    depth: 0,
-                    self_thread_id: None,
-                    session_file: None,
-                    cwd: Some("/tmp"),
-                    owner_pid: Some(std::process::id() as i64),
-                    owner_started_at: None,
-                },
-            )
-        })
+        .write(|tx| upsert_manager(tx, &spec))
         .expect("manager")
+}
+
+/// A manager of `session` (its contract, scope and self thread) at depth 0, with no session
+/// file, cwd or owner: change what a test needs with `..manager_spec(…)`.
+pub fn manager_spec<'a>(
+    session: &'a str,
+    contract: Contract,
+    scope: &'a str,
+    self_id: Option<&'a str>,
+) -> ManagerSpec<'a> {
+    ManagerSpec {
+        session_id: session,
+        contract,
+        scope_path: scope,
+        depth: 0,
+        self_thread_id: self_id,
+        session_file: None,
+        cwd: None,
+        owner_pid: None,
+        owner_started_at: None,
+    }
 }
 
 /// A contract A thread row at `path` (whose parent row, if any, must exist for parent_id).

@@ -6,6 +6,7 @@
 use proptest::prelude::*;
 use proptest::sample::Index;
 
+use threadbase::list::{StateFilter, VisibilityFilter};
 use threadbase::Store;
 
 use super::common::{add, manager, temp_db, thread, tid, TempDb};
@@ -34,6 +35,24 @@ pub struct Node {
     pub name: String,
     pub live: bool,
     pub archived: bool,
+}
+
+impl Node {
+    /// Whether a list with these filters keeps this node (the model of `state` and
+    /// `visibility`).
+    pub fn kept_by(&self, state: StateFilter, visibility: VisibilityFilter) -> bool {
+        let state_ok = match state {
+            StateFilter::All => true,
+            StateFilter::Live => self.live,
+            StateFilter::Closed => !self.live,
+        };
+        let visibility_ok = match visibility {
+            VisibilityFilter::All => true,
+            VisibilityFilter::Active => !self.archived,
+            VisibilityFilter::Archived => self.archived,
+        };
+        state_ok && visibility_ok
+    }
 }
 
 /// What a test's trees may look like.
