@@ -388,13 +388,8 @@ fn snapshot_and_restore_with_the_token() {
     // the one that was never hidden, and other coordinators are untouched.
     let store = Store::open(&db.path).unwrap();
     let conn = store.read().unwrap();
-    let hidden: Vec<(String, Option<i64>)> = conn
-        .prepare("SELECT id, hidden FROM threads ORDER BY id")
-        .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let hidden: Vec<(String, Option<i64>)> =
+        common::pairs(&conn, "SELECT id, hidden FROM threads ORDER BY id");
     assert_eq!(
         hidden,
         [

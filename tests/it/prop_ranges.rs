@@ -121,20 +121,6 @@ fn ancestor_path(pick: &AncestorPick, rows: &[Node]) -> String {
     }
 }
 
-fn state_filter() -> impl Strategy<Value = StateFilter> {
-    select(&[StateFilter::All, StateFilter::Live, StateFilter::Closed][..])
-}
-
-fn visibility_filter() -> impl Strategy<Value = VisibilityFilter> {
-    select(
-        &[
-            VisibilityFilter::Active,
-            VisibilityFilter::Archived,
-            VisibilityFilter::All,
-        ][..],
-    )
-}
-
 fn paths_of(conn: &rusqlite::Connection, mgr: i64, q: &ListQuery) -> Vec<String> {
     let listing = list(conn, mgr, q).expect("list");
     assert_eq!(listing.count, listing.threads.len());
@@ -179,7 +165,7 @@ proptest! {
     fn range_scan_matches_recursive_walk(
         specs in tree::specs(segment(), 0..=50),
         copies in 0usize..8,
-        picks in prop::collection::vec((ancestor_pick(), state_filter(), visibility_filter()), 12),
+        picks in prop::collection::vec((ancestor_pick(), tree::state_filter(), tree::visibility_filter()), 12),
     ) {
         let rows = tree::build(&specs, SHAPE);
         let copies = Copies { count: copies, id_base: 0x20_0000, flip_live: false };

@@ -348,20 +348,6 @@ fn check_error(
     Ok(())
 }
 
-fn state_filter() -> impl Strategy<Value = StateFilter> {
-    select(&[StateFilter::All, StateFilter::Live, StateFilter::Closed][..])
-}
-
-fn visibility_filter() -> impl Strategy<Value = VisibilityFilter> {
-    select(
-        &[
-            VisibilityFilter::Active,
-            VisibilityFilter::Archived,
-            VisibilityFilter::All,
-        ][..],
-    )
-}
-
 proptest! {
     #![proptest_config(config())]
 
@@ -375,7 +361,7 @@ proptest! {
         current_is_root in prop::bool::weighted(0.3),
         has_self in any::<bool>(),
         refs in prop::collection::vec(ref_gen(), 40),
-        filters in prop::collection::vec((state_filter(), visibility_filter()), 4),
+        filters in prop::collection::vec((tree::state_filter(), tree::visibility_filter()), 4),
     ) {
         let threads = tree::build(&specs, SHAPE);
         let copies = Copies { count: others, id_base: 0x10_0000, flip_live: true };

@@ -5,6 +5,7 @@
 //! gone the restore rules apply and the root's serve takes the thread over. `list` with no
 //! filter stays the root's own threads. Real serves, real scripted children, one database.
 
+use crate::support::common;
 use crate::support::db_check;
 use crate::support::serve_client;
 
@@ -293,13 +294,8 @@ fn send_stop_and_resume_of_a_grandchild_are_carried_out_by_its_serve() {
     assert_eq!(r["details"]["accepted"], true);
     wait_idle(&mut root, &docs);
     let conn = w.conn();
-    let done: Vec<(String, String)> = conn
-        .prepare("SELECT kind, state FROM commands ORDER BY id")
-        .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let done: Vec<(String, String)> =
+        common::pairs(&conn, "SELECT kind, state FROM commands ORDER BY id");
     assert_eq!(
         done,
         [

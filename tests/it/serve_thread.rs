@@ -750,11 +750,7 @@ fn rows_written_by_other_processes_reach_the_owning_serve() {
         })
         .unwrap();
     assert_eq!(status, "closed");
-    let notices: Vec<Value> = s
-        .notifications()
-        .into_iter()
-        .filter(|n| n["method"] == "notice")
-        .collect();
+    let notices = s.notices();
     assert_eq!(notices.len(), 1, "{notices:?}");
     assert_eq!(notices[0]["params"]["text"], "hello from elsewhere");
     assert_eq!(notices[0]["params"]["path"], "/root/long");

@@ -735,11 +735,7 @@ fn roles_and_report_dedupe_across_processes() {
             .iter()
             .any(|n| n["method"] == "notice" && n["params"]["kind"] == "report")
     });
-    let notices: Vec<Value> = s
-        .notifications()
-        .into_iter()
-        .filter(|n| n["method"] == "notice")
-        .collect();
+    let notices = s.notices();
     assert_eq!(notices.len(), 1, "{notices:?}");
     assert_eq!(notices[0]["params"]["threadId"], REVIEW_WORKER);
     assert_eq!(notices[0]["params"]["messageId"], report_id.as_str());

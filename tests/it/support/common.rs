@@ -1,6 +1,7 @@
 //! Shared helpers for integration tests: temporary database files and seeded trees.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
 use threadbase::store::threads::{insert_thread, upsert_manager, Contract, ManagerSpec, NewThread};
 use threadbase::Store;
@@ -96,4 +97,28 @@ pub fn add(store: &Store, rows: &[NewThread]) {
 /// A deterministic contract A id for test number `n`.
 pub fn tid(n: u64) -> String {
     format!("thread_{n:012x}")
+}
+
+/// `threadbase --db <db> <args>` without `THREADBASE_DB` from the test's environment.
+pub fn threadbase(db: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_threadbase"))
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .env_remove("THREADBASE_DB")
+        .output()
+        .expect("run threadbase")
+}
+
+/// The two columns of every row `sql` reads.
+pub fn pairs<A: rusqlite::types::FromSql, B: rusqlite::types::FromSql>(
+    conn: &rusqlite::Connection,
+    sql: &str,
+) -> Vec<(A, B)> {
+    conn.prepare(sql)
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
 }

@@ -249,6 +249,14 @@ impl Serve {
         self.inbox.0.lock().unwrap().notifications.clone()
     }
 
+    /// The notifications so far whose method is `notice`.
+    pub fn notices(&self) -> Vec<Value> {
+        self.notifications()
+            .into_iter()
+            .filter(|n| n["method"] == "notice")
+            .collect()
+    }
+
     /// Closes stdin and waits for the exit status.
     pub fn close(&mut self, timeout: Duration) -> std::process::ExitStatus {
         drop(self.stdin.take());

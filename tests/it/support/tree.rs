@@ -6,6 +6,7 @@
 use proptest::prelude::*;
 use proptest::sample::Index;
 
+use proptest::sample::select;
 use threadbase::list::{StateFilter, VisibilityFilter};
 use threadbase::Store;
 
@@ -82,6 +83,22 @@ pub fn specs(
             archived,
         });
     prop::collection::vec(spec, len)
+}
+
+/// Any state filter of a list.
+pub fn state_filter() -> impl Strategy<Value = StateFilter> {
+    select(&[StateFilter::All, StateFilter::Live, StateFilter::Closed][..])
+}
+
+/// Any visibility filter of a list.
+pub fn visibility_filter() -> impl Strategy<Value = VisibilityFilter> {
+    select(
+        &[
+            VisibilityFilter::Active,
+            VisibilityFilter::Archived,
+            VisibilityFilter::All,
+        ][..],
+    )
 }
 
 /// Names picked from a fixed list.
