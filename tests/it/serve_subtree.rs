@@ -236,11 +236,7 @@ fn the_root_reads_its_whole_subtree_from_the_rows() {
         "{}",
         text(r)
     );
-    let waiting = root
-        .notifications()
-        .into_iter()
-        .filter(|n| n["method"] == "progress" && n["params"]["requestId"] == req)
-        .count();
+    let waiting = root.progress_of(req).len();
     assert!(
         waiting >= 1,
         "progress while waiting on another serve's thread"

@@ -132,12 +132,7 @@ fn every_action_through_serve() {
     assert_eq!(session["pendingMessageCount"], 0, "{session}");
     assert!(session["file"].as_str().unwrap().ends_with(".jsonl"));
     assert!(session["id"].is_string());
-    let progress: Vec<Value> = s
-        .notifications()
-        .iter()
-        .filter(|n| n["method"] == "progress" && n["params"]["requestId"] == id)
-        .map(|n| n["params"]["details"].clone())
-        .collect();
+    let progress = s.progress_of(id);
     assert!(!progress.is_empty());
     // Each progress carries what every single-thread result does, and no timeoutMs.
     for p in &progress {
@@ -461,12 +456,7 @@ fn a_long_wait_does_not_block_a_poll_and_times_out_without_stopping() {
     let r = s.response(wait, Duration::from_secs(10));
     assert_eq!(r["result"]["details"]["timedOut"], true);
     // Progress is projected at the wait's detail, as its answer is.
-    let progress: Vec<Value> = s
-        .notifications()
-        .iter()
-        .filter(|n| n["method"] == "progress" && n["params"]["requestId"] == wait)
-        .map(|n| n["params"]["details"].clone())
-        .collect();
+    let progress = s.progress_of(wait);
     assert!(!progress.is_empty());
     for p in &progress {
         assert_eq!(p["detail"], "tail", "{p}");
@@ -1157,12 +1147,7 @@ fn golden_aggregate_progress_and_recoverable_send_errors() {
         text(&waited),
         format!("Wait timed out after {waited_ms}ms for \"contract child\".\nPath: /root/contract_child\nStatus: live/busy pid={pid}\nRunning: yes\nNext: wait, poll, send follow_up, or stop\nDetail: summary\n\nCurrent assistant summary (33 chars):\nPartial answer\nwith extra spacing")
     );
-    let progress: Vec<Value> = s
-        .notifications()
-        .iter()
-        .filter(|n| n["method"] == "progress" && n["params"]["requestId"] == req)
-        .map(|n| n["params"]["details"].clone())
-        .collect();
+    let progress = s.progress_of(req);
     assert!(!progress.is_empty(), "a wait reports progress");
     let own = with(&["waitedMs"]);
     for p in &progress {

@@ -257,6 +257,15 @@ impl Serve {
             .collect()
     }
 
+    /// The details of the progress notifications so far for request `id`.
+    pub fn progress_of(&self, id: u64) -> Vec<Value> {
+        self.notifications()
+            .into_iter()
+            .filter(|n| n["method"] == "progress" && n["params"]["requestId"] == id)
+            .map(|n| n["params"]["details"].clone())
+            .collect()
+    }
+
     /// Closes stdin and waits for the exit status.
     pub fn close(&mut self, timeout: Duration) -> std::process::ExitStatus {
         drop(self.stdin.take());
