@@ -5,25 +5,15 @@
 use crate::support::common;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
-use common::{add, tid};
+use common::{add, threadbase, tid};
 use rusqlite::Connection;
 use serde_json::Value;
 use threadbase::runtime::process::ProcessIdentity;
 use threadbase::store::events::{self, NewEvent};
 use threadbase::store::threads::{upsert_manager, Contract, ManagerSpec};
 use threadbase::Store;
-
-fn threadbase(db: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_threadbase"))
-        .arg("--db")
-        .arg(db)
-        .args(args)
-        .env_remove("THREADBASE_DB")
-        .output()
-        .expect("run threadbase")
-}
 
 /// Runs `check --json`; returns the exit code and the document.
 fn check(db: &Path) -> (i32, Value) {
@@ -80,15 +70,10 @@ fn clean() -> common::TempDb {
             upsert_manager(
                 tx,
                 &ManagerSpec {
-                    session_id: "ses_check",
-                    contract: Contract::Thread,
-                    scope_path: "/root",
-                    depth: 0,
-                    self_thread_id: None,
-                    session_file: None,
                     cwd: Some("/tmp"),
                     owner_pid: Some(me.pid),
                     owner_started_at: Some(me.started_at),
+                    ..common::manager_spec("ses_check", Contract::Thread, "/root", None)
                 },
             )
         })

@@ -4,19 +4,9 @@ use crate::support::common;
 
 use std::process::{Command, Output};
 
-use common::{add, manager, temp_db, thread, tid};
+use common::{add, manager, temp_db, thread, threadbase, tid};
 use threadbase::store::events::{self, NewEvent};
 use threadbase::Store;
-
-fn threadbase(db: &std::path::Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_threadbase"))
-        .arg("--db")
-        .arg(db)
-        .args(args)
-        .env_remove("THREADBASE_DB")
-        .output()
-        .expect("run threadbase")
-}
 
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()

@@ -4,66 +4,35 @@
 
 use crate::support::serve_client;
 
-use std::path::PathBuf;
 use std::process::Output;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use serve_client::{processes_with_env, scripted_command, Serve, ServeSpec};
+use serve_client::{Scripted, Serve};
 
 /// Children that stay busy until stopped: a long first turn.
 const SCRIPT: &str = r#"{"turns": [{"steps": [{"delay_ms": 60000}, {"text": "late"}]}]}"#;
 
 struct World {
-    dir: tempfile::TempDir,
-    db: PathBuf,
-    marker: String,
+    base: Scripted,
 }
 
 fn world() -> World {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("script.json"), SCRIPT).unwrap();
-    World {
-        db: dir.path().join("db.sqlite"),
-        marker: format!(
-            "stop-{}-{}",
-            std::process::id(),
-            threadbase::ids::random_hex(8)
-        ),
-        dir,
-    }
+    let base = Scripted::new("stop");
+    base.script("script", SCRIPT);
+    World { base }
 }
 
 impl World {
     fn serve(&self, session: &str) -> Serve {
-        Serve::start(ServeSpec {
-            db: &self.db,
-            args: vec![
-                "--session-id".into(),
-                session.into(),
-                "--cwd".into(),
-                self.dir.path().display().to_string(),
-            ],
-            env: vec![
-                (
-                    "THREADBASE_PI_COMMAND".into(),
-                    scripted_command(&self.dir.path().join("script.json")),
-                ),
-                ("THREADBASE_TEST_MARKER".into(), self.marker.clone()),
-                (
-                    "PI_CODING_AGENT_DIR".into(),
-                    self.dir.path().join("agent").display().to_string(),
-                ),
-            ],
-            cwd: self.dir.path().to_path_buf(),
-            clear_env: false,
-        })
+        let args = vec!["--session-id".into(), session.into()];
+        self.base.serve("script", args, &[])
     }
 
     fn cli(&self, args: &[&str]) -> Output {
         std::process::Command::new(env!("CARGO_BIN_EXE_threadbase"))
             .arg("--db")
-            .arg(&self.db)
+            .arg(&self.base.db)
             .args(args)
             .output()
             .unwrap()
@@ -201,7 +170,7 @@ fn stop_by_glob_stops_only_the_matching_live_threads_through_their_serves() {
     b.close(Duration::from_secs(10));
     let mut left = Vec::new();
     for _ in 0..100 {
-        left = processes_with_env("THREADBASE_TEST_MARKER", &w.marker);
+        left = w.base.leftovers();
         if left.is_empty() {
             break;
         }

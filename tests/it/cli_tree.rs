@@ -4,87 +4,54 @@
 
 use crate::support::serve_client;
 
-use std::path::PathBuf;
 use std::process::Output;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use serve_client::{scripted_command, Serve, ServeSpec};
+use serve_client::{Scripted, Serve};
 
 const SCRIPT: &str = r#"{"turns": [{"steps": [{"delay_ms": 60000}, {"text": "late"}]}]}"#;
 
 struct World {
-    dir: tempfile::TempDir,
-    db: PathBuf,
-    marker: String,
+    base: Scripted,
 }
 
 impl World {
     fn new() -> World {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("script.json"), SCRIPT).unwrap();
-        World {
-            db: dir.path().join("db.sqlite"),
-            marker: format!(
-                "tree-{}-{}",
-                std::process::id(),
-                threadbase::ids::random_hex(8)
-            ),
-            dir,
-        }
+        let base = Scripted::new("tree");
+        base.script("script", SCRIPT);
+        World { base }
     }
 
     /// A serve for `session` (with a session file named `title` when given); `scope` makes
     /// it the own serve of that thread (path, id) at depth 1.
     fn serve(&self, session: &str, title: Option<&str>, scope: Option<(&str, &str)>) -> Serve {
-        let mut args = vec!["--cwd".into(), self.dir.path().display().to_string()];
-        match title {
+        let args = match title {
             Some(title) => {
-                let file = self.dir.path().join(format!("{session}.jsonl"));
                 let lines = [
-                    json!({"type":"session","version":3,"id":session,"timestamp":"2026-12-01T10:00:00.000Z","cwd":self.dir.path()}),
+                    json!({"type":"session","version":3,"id":session,"timestamp":"2026-12-01T10:00:00.000Z","cwd":self.base.root}),
                     json!({"type":"message","id":"u0000001","parentId":null,"timestamp":"2026-12-01T10:00:01.000Z","message":{"role":"user","content":[{"type":"text","text":title}],"timestamp":1}}),
                 ];
-                std::fs::write(
-                    &file,
-                    lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
-                )
-                .unwrap();
-                args.extend(["--session-file".into(), file.display().to_string()]);
+                let file = self.base.session_file(&format!("{session}.jsonl"), &lines);
+                vec!["--session-file".into(), file.display().to_string()]
             }
-            None => args.extend(["--session-id".into(), session.into()]),
-        }
-        let mut env = vec![
-            (
-                "THREADBASE_PI_COMMAND".to_string(),
-                scripted_command(&self.dir.path().join("script.json")),
-            ),
-            ("THREADBASE_TEST_MARKER".to_string(), self.marker.clone()),
-            (
-                "PI_CODING_AGENT_DIR".to_string(),
-                self.dir.path().join("agent").display().to_string(),
-            ),
-        ];
-        if let Some((path, id)) = scope {
-            env.extend([
-                ("PI_THREADS_PATH".to_string(), path.to_string()),
-                ("PI_THREADS_SELF_ID".to_string(), id.to_string()),
-                ("PI_THREADS_DEPTH".to_string(), "1".to_string()),
-            ]);
-        }
-        Serve::start(ServeSpec {
-            db: &self.db,
-            args,
-            env,
-            cwd: self.dir.path().to_path_buf(),
-            clear_env: false,
-        })
+            None => vec!["--session-id".into(), session.into()],
+        };
+        let env = match scope {
+            Some((path, id)) => vec![
+                ("PI_THREADS_PATH", path),
+                ("PI_THREADS_SELF_ID", id),
+                ("PI_THREADS_DEPTH", "1"),
+            ],
+            None => vec![],
+        };
+        self.base.serve("script", args, &env)
     }
 
     fn cli(&self, args: &[&str]) -> String {
         let o: Output = std::process::Command::new(env!("CARGO_BIN_EXE_threadbase"))
             .arg("--db")
-            .arg(&self.db)
+            .arg(&self.base.db)
             .args(args)
             .output()
             .unwrap();
@@ -97,7 +64,7 @@ impl World {
     }
 
     fn session_of(&self, path: &str) -> (String, String) {
-        let conn = rusqlite::Connection::open(&self.db).unwrap();
+        let conn = rusqlite::Connection::open(&self.base.db).unwrap();
         conn.query_row(
             "SELECT id, session_id FROM threads WHERE path = ?1",
             [path],
@@ -139,7 +106,7 @@ fn a_child_serves_threads_nest_under_the_child_in_one_tree() {
     let heading = line_with(&text, "session ses_root");
     assert!(heading.contains("\"Plan the release\""), "{heading}");
     assert!(
-        heading.contains(&w.dir.path().display().to_string()),
+        heading.contains(&w.base.root.display().to_string()),
         "{heading}"
     );
     assert!(heading.contains("started 20"), "{heading}");

@@ -16,6 +16,7 @@
 //!   script's known event at that position until a stop request or the close;
 //! - the database passes `support/db_check.rs`, and the next `serve` is fully usable.
 
+use crate::support::common::manager_spec;
 use crate::support::db_check;
 use crate::support::serve_client;
 
@@ -763,15 +764,10 @@ fn restore_kills_what_a_gone_child_left_in_its_group_and_nothing_else() {
             let m = upsert_manager(
                 tx,
                 &ManagerSpec {
-                    session_id: "ses_gone",
-                    contract: Contract::Thread,
-                    scope_path: "/root",
-                    depth: 0,
-                    self_thread_id: None,
-                    session_file: None,
                     cwd: Some("/tmp"),
                     owner_pid: Some(owner_pid),
                     owner_started_at: Some(1),
+                    ..manager_spec("ses_gone", Contract::Thread, "/root", None)
                 },
             )?;
             insert_thread(

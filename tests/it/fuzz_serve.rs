@@ -27,7 +27,7 @@ use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use serde_json::{json, Map, Value};
-use serve_client::{processes_with_env, scripted_command};
+use serve_client::{processes_with_env, scripted_command, Scripted};
 use threadbase::server::MAX_REQUEST_BYTES;
 
 const COORD: &str = "ses_fuzzcoord";
@@ -125,13 +125,13 @@ impl FuzzServe {
     fn start(w: &World, extra_env: &[(&str, &str)]) -> FuzzServe {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_threadbase"));
         cmd.arg("--db")
-            .arg(&w.db)
+            .arg(&w.base.db)
             .arg("serve")
             .arg("--session-file")
             .arg(&w.parent_session)
             .args(["--session-id", COORD, "--cwd"])
-            .arg(&w.root)
-            .current_dir(&w.root);
+            .arg(&w.base.root)
+            .current_dir(&w.base.root);
         for k in [
             "THREADBASE_DB",
             "PI_THREADS_PATH",
@@ -144,10 +144,10 @@ impl FuzzServe {
         }
         cmd.env(
             "THREADBASE_PI_COMMAND",
-            scripted_command(&w.root.join("script.json")),
+            scripted_command(&w.base.root.join("script.json")),
         )
-        .env(MARKER_VAR, &w.marker)
-        .env("PI_CODING_AGENT_DIR", w.root.join("agent"))
+        .env(MARKER_VAR, &w.base.marker)
+        .env("PI_CODING_AGENT_DIR", w.base.root.join("agent"))
         // Idle children are stopped soon, so the live limit does not refuse every start.
         .env("PI_THREADS_IDLE_CLEANUP_MS", "300")
         .env("PI_THREADS_MAX_THREADS", "6")
@@ -372,46 +372,28 @@ impl FuzzServe {
 // ---- the world ----------------------------------------------------------------------------
 
 struct World {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
-    db: PathBuf,
+    base: Scripted,
     parent_session: PathBuf,
-    marker: String,
 }
 
 fn world() -> World {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dunce::canonicalize(dir.path()).unwrap();
-    let sessions = root.join("sessions");
-    std::fs::create_dir_all(&sessions).unwrap();
-    std::fs::create_dir_all(root.join("work")).unwrap();
-    let parent_session = sessions.join("parent.jsonl");
+    let base = Scripted::new("fuzz-serve");
+    std::fs::create_dir_all(base.root.join("work")).unwrap();
     let lines = [
-        json!({"type":"session","version":3,"id":COORD,"timestamp":"2026-11-30T00:00:00.000Z","cwd":root}),
+        json!({"type":"session","version":3,"id":COORD,"timestamp":"2026-11-30T00:00:00.000Z","cwd":base.root}),
         json!({"type":"message","id":"a0000001","parentId":null,"timestamp":"2026-11-30T00:00:01.000Z","message":{"role":"user","content":[{"type":"text","text":"hello"}],"timestamp":1}}),
         json!({"type":"message","id":"a0000002","parentId":"a0000001","timestamp":"2026-11-30T00:00:02.000Z","message":{"role":"assistant","content":[{"type":"text","text":"hi there"}],"stopReason":"stop","timestamp":2}}),
     ];
-    std::fs::write(
-        &parent_session,
-        lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
-    )
-    .unwrap();
+    let parent_session = base.session_file("sessions/parent.jsonl", &lines);
     // Short-lived work: a quick reply, sometimes a tool call and a short pause.
     let script = json!({"turns": [
         [{"text": "looking", "deltas": 2}, {"tool": "bash", "args": {"command": "ls"}, "result": "a\n"}, {"text": "found a"}],
         {"steps": [{"delay_ms": 30}, {"text": "answer to {prompt}", "deltas": 3}]}
     ], "default_reply": "done: {prompt}"});
-    std::fs::write(root.join("script.json"), script.to_string()).unwrap();
+    base.script("script", &script.to_string());
     World {
-        db: root.join("db.sqlite"),
+        base,
         parent_session,
-        marker: format!(
-            "fuzz-serve-{}-{}",
-            std::process::id(),
-            threadbase::ids::random_hex(8)
-        ),
-        root,
-        _dir: dir,
     }
 }
 
@@ -567,8 +549,8 @@ fn params(fields: Vec<(&'static str, K)>) -> BoxedStrategy<Value> {
 
 /// `(method, params)` generators of one contract.
 fn contract_requests(which: char, w: &World) -> BoxedStrategy<(Value, Value)> {
-    let root = w.root.display().to_string();
-    let work = w.root.join("work").display().to_string();
+    let root = w.base.root.display().to_string();
+    let work = w.base.root.join("work").display().to_string();
     let tasks = pool(&["t0", "t1", "t2", "fuzz_a", "b_2"], &["Bad-Name", ""]);
     let refs = pool(
         &[
@@ -851,20 +833,21 @@ fn run_contract(which: char) {
     let (lines, bytes) = (serve.lines, serve.bytes);
     let (tally, peak) = serve.finish();
     let elapsed = started.elapsed();
-    let mut left = processes_with_env(MARKER_VAR, &w.marker);
+    let mut left = processes_with_env(MARKER_VAR, &w.base.marker);
     for _ in 0..100 {
         if left.is_empty() {
             break;
         }
         std::thread::sleep(Duration::from_millis(50));
-        left = processes_with_env(MARKER_VAR, &w.marker);
+        left = processes_with_env(MARKER_VAR, &w.base.marker);
     }
     assert!(
         left.is_empty(),
         "children left after serve exited: {left:?}"
     );
-    let how = db_check::db_check(&w.db).unwrap_or_else(|e| panic!("database inconsistent: {e}"));
-    let live: i64 = rusqlite::Connection::open(&w.db)
+    let how =
+        db_check::db_check(&w.base.db).unwrap_or_else(|e| panic!("database inconsistent: {e}"));
+    let live: i64 = rusqlite::Connection::open(&w.base.db)
         .unwrap()
         .query_row(
             "SELECT count(*) FROM threads WHERE status = 'live'",
@@ -873,7 +856,7 @@ fn run_contract(which: char) {
         )
         .unwrap();
     assert_eq!(live, 0, "serve exited on EOF with live threads");
-    let threads: i64 = rusqlite::Connection::open(&w.db)
+    let threads: i64 = rusqlite::Connection::open(&w.base.db)
         .unwrap()
         .query_row("SELECT count(*) FROM threads", [], |r| r.get(0))
         .unwrap();

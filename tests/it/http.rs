@@ -166,15 +166,8 @@ fn seed(db: &Path, workers: &[Worker<'_>]) {
                 let manager = upsert_manager(
                     tx,
                     &ManagerSpec {
-                        session_id: w.coord,
-                        contract: Contract::Worker,
-                        scope_path: "/root",
-                        depth: 0,
-                        self_thread_id: None,
-                        session_file: None,
                         cwd: Some("/work"),
-                        owner_pid: None,
-                        owner_started_at: None,
+                        ..common::manager_spec(w.coord, Contract::Worker, "/root", None)
                     },
                 )?;
                 insert_thread(
@@ -395,13 +388,8 @@ fn snapshot_and_restore_with_the_token() {
     // the one that was never hidden, and other coordinators are untouched.
     let store = Store::open(&db.path).unwrap();
     let conn = store.read().unwrap();
-    let hidden: Vec<(String, Option<i64>)> = conn
-        .prepare("SELECT id, hidden FROM threads ORDER BY id")
-        .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let hidden: Vec<(String, Option<i64>)> =
+        common::pairs(&conn, "SELECT id, hidden FROM threads ORDER BY id");
     assert_eq!(
         hidden,
         [

@@ -4,62 +4,29 @@
 
 use crate::support::serve_client;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::json;
-use serve_client::{processes_with_env, scripted_command, Serve, ServeSpec};
+use serve_client::{processes_with_env, Scripted, Serve};
 
 const SCRIPT: &str = r#"{"turns": [{"steps": [{"text": "answer to {prompt}"}]}]}"#;
 
 struct World {
-    dir: tempfile::TempDir,
-    db: PathBuf,
-    marker: String,
+    base: Scripted,
 }
 
 fn world() -> World {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("script.json"), SCRIPT).unwrap();
-    World {
-        db: dir.path().join("db.sqlite"),
-        marker: format!(
-            "logging-{}-{}",
-            std::process::id(),
-            threadbase::ids::random_hex(8)
-        ),
-        dir,
-    }
+    let base = Scripted::new("logging");
+    base.script("script", SCRIPT);
+    World { base }
 }
 
 impl World {
     fn serve(&self, args: &[&str], env: &[(&str, &str)]) -> Serve {
-        let mut all_env = vec![
-            (
-                "THREADBASE_PI_COMMAND".to_string(),
-                scripted_command(&self.dir.path().join("script.json")),
-            ),
-            ("THREADBASE_TEST_MARKER".to_string(), self.marker.clone()),
-            (
-                "PI_CODING_AGENT_DIR".to_string(),
-                self.dir.path().join("agent").display().to_string(),
-            ),
-        ];
-        all_env.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-        let mut all_args = vec![
-            "--session-id".to_string(),
-            "ses_logging".into(),
-            "--cwd".into(),
-            self.dir.path().display().to_string(),
-        ];
+        let mut all_args = vec!["--session-id".to_string(), "ses_logging".into()];
         all_args.extend(args.iter().map(|a| a.to_string()));
-        Serve::start(ServeSpec {
-            db: &self.db,
-            args: all_args,
-            env: all_env,
-            cwd: self.dir.path().to_path_buf(),
-            clear_env: false,
-        })
+        self.base.serve("script", all_args, env)
     }
 }
 
@@ -98,7 +65,7 @@ fn serve_is_quiet_on_stderr_and_logs_spans_to_a_file_beside_the_database() {
         "a healthy serve writes nothing to stderr: {stderr}"
     );
 
-    let file = w.dir.path().join("threadbase.log");
+    let file = w.base.root.join("threadbase.log");
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(&file).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o600, "the log file is private");
@@ -154,13 +121,13 @@ fn serve_is_quiet_on_stderr_and_logs_spans_to_a_file_beside_the_database() {
     let log = read(&file);
     assert!(log.lines().count() > before);
     assert!(log.contains(&format!("serve{{pid={pid2} session=ses_logging}}")));
-    assert!(processes_with_env("THREADBASE_TEST_MARKER", &w.marker).is_empty());
+    assert!(w.base.leftovers().is_empty());
 }
 
 #[test]
 fn threadbase_log_sets_the_filter_and_threadbase_log_file_the_file() {
     let w = world();
-    let file = w.dir.path().join("logs").join("serve.log");
+    let file = w.base.root.join("logs").join("serve.log");
     let file_str = file.display().to_string();
     let mut s = w.serve(
         &[],
@@ -225,7 +192,7 @@ fn bad_log_settings_are_reported() {
     );
 
     // A log file that cannot be opened stops serve at start, exit 2, nothing else done.
-    let dir = w.dir.path().join("a-directory");
+    let dir = w.base.root.join("a-directory");
     std::fs::create_dir_all(&dir).unwrap();
     for (args, env) in [
         (
@@ -239,7 +206,7 @@ fn bad_log_settings_are_reported() {
     ] {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_threadbase"))
             .arg("--db")
-            .arg(&w.db)
+            .arg(&w.base.db)
             .arg("serve")
             .args(&args)
             .env_remove("THREADBASE_LOG")

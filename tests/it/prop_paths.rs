@@ -10,6 +10,8 @@
 //! must be rejected; and on arbitrary strings from a small alphabet every hand-written matcher
 //! must agree with an independent char-by-char automaton written below.
 
+use crate::support::prop::config;
+
 use proptest::prelude::*;
 use proptest::sample::{select, Index};
 use threadbase::paths::{
@@ -21,18 +23,6 @@ use threadbase::ErrorCode;
 /// The contract's texts (§2.2); the engine appends a `Repair:` hint after them.
 const AGENT_EMPTY: &str = "Agent path must not be empty or contain surrounding whitespace";
 const AGENT_GRAMMAR: &str = "Agent paths require slash-separated names (letters, digits, - or _); no dot segments, escapes, empty segments or trailing slash";
-
-/// 64 cases unless `PROPTEST_CASES` says otherwise.
-fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(64);
-    ProptestConfig {
-        cases,
-        ..ProptestConfig::default()
-    }
-}
 
 // ---- independent models: char-by-char automata, no splitting, no regex -----------------------
 

@@ -9,35 +9,27 @@
 //! Also: for contract A's alphabet, `sort_key` order is JavaScript `localeCompare` order
 //! (reference/contract-semantics.md, Traps: `_` < `/` < digits < letters).
 
-use crate::support::common;
+use crate::support::prop::{config, locale_cmp};
+use crate::support::tree::{self, Copies, Node, Shape};
 
-use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 use proptest::sample::{select, Index};
 use threadbase::list::{list, ListQuery, StateFilter, Subtree, VisibilityFilter};
 use threadbase::paths::{descendant_range, is_strictly_under, sort_key};
-use threadbase::Store;
-
-use common::{add, manager, temp_db, thread, tid};
-
-fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(64);
-    ProptestConfig {
-        cases,
-        ..ProptestConfig::default()
-    }
-}
 
 /// Contract B segments that are prefixes of each other and mix in `-`, `_` and digits.
 const SEGMENTS: &[&str] = &[
     "a", "a_b", "a-b", "a1", "ab", "a0", "a9", "a_", "a-", "a__b", "a--b", "a_b_c", "a-b-c", "b",
     "0", "9", "A", "Z", "root",
 ];
+
+/// Independent roots beside `/root`, any depth.
+const SHAPE: Shape = Shape {
+    independent_roots: true,
+    max_depth: None,
+};
 
 fn segment() -> impl Strategy<Value = String> {
     prop_oneof![
@@ -46,104 +38,18 @@ fn segment() -> impl Strategy<Value = String> {
     ]
 }
 
-#[derive(Debug, Clone)]
-struct Row {
-    id: String,
-    path: String,
-    /// `None` for an independent root such as `/a`.
-    parent: Option<String>,
-    live: bool,
-    archived: bool,
-}
-
-#[derive(Debug, Clone)]
-struct NodeSpec {
-    /// 0: a new independent root; 1: under `/root`; k + 2: under row k.
-    parent: Index,
-    name: String,
-    live: bool,
-    archived: bool,
-}
-
-fn node_spec() -> impl Strategy<Value = NodeSpec> {
-    (
-        any::<Index>(),
-        segment(),
-        any::<bool>(),
-        prop::bool::weighted(0.3),
-    )
-        .prop_map(|(parent, name, live, archived)| NodeSpec {
-            parent,
-            name,
-            live,
-            archived,
-        })
-}
-
-fn build(specs: &[NodeSpec]) -> Vec<Row> {
-    let mut rows: Vec<Row> = Vec::new();
-    for (k, s) in specs.iter().enumerate() {
-        let parent = match s.parent.index(rows.len() + 2) {
-            0 => None,
-            1 => Some("/root".to_string()),
-            i => Some(rows[i - 2].path.clone()),
-        };
-        let path = format!("{}/{}", parent.as_deref().unwrap_or(""), s.name);
-        // `/root` is the main conversation, never a row; paths are unique per manager.
-        if path == "/root" || rows.iter().any(|r| r.path == path) {
-            continue;
-        }
-        rows.push(Row {
-            id: tid(k as u64 + 1),
-            path,
-            parent,
-            live: s.live,
-            archived: s.archived,
-        });
-    }
-    rows
-}
-
-fn seed(rows: &[Row], copies: usize) -> (common::TempDb, Store, i64) {
-    let db = temp_db();
-    let store = Store::open(&db.path).expect("open");
-    let mgr = manager(&store, "ranges-a");
-    let other = manager(&store, "ranges-b");
-    let mine: Vec<_> = rows
-        .iter()
-        .map(|r| thread(&r.id, mgr, &r.path, r.live))
-        .collect();
-    add(&store, &mine);
-    let theirs: Vec<_> = rows
-        .iter()
-        .take(copies)
-        .enumerate()
-        .map(|(i, r)| thread(&tid(0x20_0000 + i as u64), other, &r.path, r.live))
-        .collect();
-    add(&store, &theirs);
-    store
-        .write(|tx| {
-            for r in rows.iter().filter(|r| r.archived) {
-                tx.execute("UPDATE threads SET archived = 1 WHERE id = ?1", [&r.id])?;
-            }
-            Ok(())
-        })
-        .expect("archive");
-    (db, store, mgr)
-}
-
 /// Parent path → indexes of its children, from the rows' parent links only.
-fn children_map(rows: &[Row]) -> BTreeMap<&str, Vec<usize>> {
+fn children_map(rows: &[Node]) -> BTreeMap<&str, Vec<usize>> {
     let mut map: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
     for (i, r) in rows.iter().enumerate() {
-        if let Some(p) = &r.parent {
+        if let Some(p) = &r.parent_path {
             map.entry(p.as_str()).or_default().push(i);
         }
     }
     map
 }
 
-fn walk(map: &BTreeMap<&str, Vec<usize>>, rows: &[Row], at: &str, out: &mut Vec<usize>) {
+fn walk(map: &BTreeMap<&str, Vec<usize>>, rows: &[Node], at: &str, out: &mut Vec<usize>) {
     if let Some(children) = map.get(at) {
         for &c in children {
             out.push(c);
@@ -152,23 +58,9 @@ fn walk(map: &BTreeMap<&str, Vec<usize>>, rows: &[Row], at: &str, out: &mut Vec<
     }
 }
 
-fn keeps(r: &Row, state: StateFilter, visibility: VisibilityFilter) -> bool {
-    let state_ok = match state {
-        StateFilter::All => true,
-        StateFilter::Live => r.live,
-        StateFilter::Closed => !r.live,
-    };
-    let visibility_ok = match visibility {
-        VisibilityFilter::All => true,
-        VisibilityFilter::Active => !r.archived,
-        VisibilityFilter::Archived => r.archived,
-    };
-    state_ok && visibility_ok
-}
-
 /// The expected listing: the chosen rows' paths, filtered, in `sort_key` order.
 fn expected(
-    rows: &[Row],
+    rows: &[Node],
     picked: &[usize],
     state: StateFilter,
     visibility: VisibilityFilter,
@@ -176,7 +68,7 @@ fn expected(
     let mut v: Vec<String> = picked
         .iter()
         .map(|&i| &rows[i])
-        .filter(|r| keeps(r, state, visibility))
+        .filter(|r| r.kept_by(state, visibility))
         .map(|r| r.path.clone())
         .collect();
     v.sort_by_key(|p| sort_key(p));
@@ -206,7 +98,7 @@ fn ancestor_pick() -> impl Strategy<Value = AncestorPick> {
     ]
 }
 
-fn ancestor_path(pick: &AncestorPick, rows: &[Row]) -> String {
+fn ancestor_path(pick: &AncestorPick, rows: &[Node]) -> String {
     let row = |i: &Index| (!rows.is_empty()).then(|| rows[i.index(rows.len())].path.clone());
     match pick {
         AncestorPick::Root => "/root".into(),
@@ -229,20 +121,6 @@ fn ancestor_path(pick: &AncestorPick, rows: &[Row]) -> String {
     }
 }
 
-fn state_filter() -> impl Strategy<Value = StateFilter> {
-    select(&[StateFilter::All, StateFilter::Live, StateFilter::Closed][..])
-}
-
-fn visibility_filter() -> impl Strategy<Value = VisibilityFilter> {
-    select(
-        &[
-            VisibilityFilter::Active,
-            VisibilityFilter::Archived,
-            VisibilityFilter::All,
-        ][..],
-    )
-}
-
 fn paths_of(conn: &rusqlite::Connection, mgr: i64, q: &ListQuery) -> Vec<String> {
     let listing = list(conn, mgr, q).expect("list");
     assert_eq!(listing.count, listing.threads.len());
@@ -257,21 +135,6 @@ fn paths_of(conn: &rusqlite::Connection, mgr: i64, q: &ListQuery) -> Vec<String>
     );
     assert!(listing.threads.iter().all(|t| t.manager_id == mgr));
     listing.threads.into_iter().map(|t| t.path).collect()
-}
-
-/// JavaScript `localeCompare` on contract A's alphabet: `_` < `/` < digits < letters, a proper
-/// prefix first.
-fn locale_cmp(a: &str, b: &str) -> Ordering {
-    fn rank(c: char) -> (u8, char) {
-        match c {
-            '_' => (0, c),
-            '/' => (1, c),
-            '0'..='9' => (2, c),
-            'a'..='z' => (3, c),
-            _ => panic!("{c:?} is not in contract A's path alphabet"),
-        }
-    }
-    a.chars().map(rank).cmp(b.chars().map(rank))
 }
 
 /// Contract A segments: prefixes of each other, with `_` and digits.
@@ -300,12 +163,13 @@ proptest! {
     /// children, `Everything` all rows, each in `sort_key` order, for random `P` and filters.
     #[test]
     fn range_scan_matches_recursive_walk(
-        specs in prop::collection::vec(node_spec(), 0..=50),
+        specs in tree::specs(segment(), 0..=50),
         copies in 0usize..8,
-        picks in prop::collection::vec((ancestor_pick(), state_filter(), visibility_filter()), 12),
+        picks in prop::collection::vec((ancestor_pick(), tree::state_filter(), tree::visibility_filter()), 12),
     ) {
-        let rows = build(&specs);
-        let (_db, store, mgr) = seed(&rows, copies);
+        let rows = tree::build(&specs, SHAPE);
+        let copies = Copies { count: copies, id_base: 0x20_0000, flip_live: false };
+        let tree::Seeded { db: _db, store, mine: mgr, .. } = tree::seed(&rows, ("ranges-a", "ranges-b"), copies);
         let conn = store.read().expect("read");
         let map = children_map(&rows);
 

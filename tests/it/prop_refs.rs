@@ -11,27 +11,16 @@
 //! and known-threads listing.
 
 use crate::support::common;
-
-use std::cmp::Ordering;
+use crate::support::prop::{config, locale_cmp};
+use crate::support::tree::{self, Copies, Node, Shape};
 
 use proptest::prelude::*;
 use proptest::sample::{select, Index};
 use threadbase::list::{list, ListQuery, StateFilter, Subtree, VisibilityFilter};
 use threadbase::refs::{resolve, resolve_list_filter, RefScope};
-use threadbase::{ErrorCode, Store};
+use threadbase::ErrorCode;
 
-use common::{add, manager, temp_db, thread, tid};
-
-fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(64);
-    ProptestConfig {
-        cases,
-        ..ProptestConfig::default()
-    }
-}
+use common::tid;
 
 /// Task names: prefixes of each other, `_` and digits, an id look-alike (`tid(10)`), and the
 /// words `root` and `self` that mean something else in references.
@@ -46,34 +35,21 @@ const NAMES: &[&str] = &[
     "thread_00000000000a",
 ];
 
+/// Every thread under `/root`, any depth. Ids are `tid(k + 1)` for spec `k`, so `tid(10)`
+/// (which reads like the task name `thread_00000000000a`) exists in larger trees.
+const SHAPE: Shape = Shape {
+    independent_roots: false,
+    max_depth: None,
+};
+
+/// The manager's session, and the other root session's that holds copies of its paths (other
+/// ids, the opposite live flag).
+const SESSIONS: (&str, &str) = ("session-a", "session-b");
+
 /// The id the manager's own thread has (never one of its children).
 const SELF_ID: &str = "thread_00000000beef";
 
 // ---- the model ---------------------------------------------------------------------------
-
-#[derive(Debug, Clone)]
-struct ModelThread {
-    id: String,
-    path: String,
-    parent_path: String,
-    task_name: String,
-    live: bool,
-    archived: bool,
-}
-
-/// JavaScript `localeCompare` on contract A's alphabet (Traps): `_` < `/` < digits < letters,
-/// a proper prefix first.
-fn locale_cmp(a: &str, b: &str) -> Ordering {
-    fn rank(c: char) -> (u8, char) {
-        match c {
-            '_' => (0, c),
-            '/' => (1, c),
-            '0'..='9' => (2, c),
-            _ => (3, c),
-        }
-    }
-    a.chars().map(rank).cmp(b.chars().map(rank))
-}
 
 fn model_is_id(s: &str) -> bool {
     s.len() == 19
@@ -123,11 +99,7 @@ enum ModelError {
 }
 
 /// §1.4 steps 1–4 as a loop over every thread the manager knows.
-fn model_resolve(
-    threads: &[ModelThread],
-    current: &str,
-    reference: &str,
-) -> Result<usize, ModelError> {
+fn model_resolve(threads: &[Node], current: &str, reference: &str) -> Result<usize, ModelError> {
     let text = reference.trim();
     // 1. An id is an exact id or an error; it never falls through.
     if model_is_id(text) {
@@ -150,7 +122,7 @@ fn model_resolve(
     let mut matches = Vec::new();
     for (i, t) in threads.iter().enumerate() {
         let base = t.path.rsplit('/').next().unwrap();
-        if t.task_name == text || base == text {
+        if t.name == text || base == text {
             matches.push(i);
         }
     }
@@ -169,7 +141,7 @@ fn model_resolve(
 /// `list.parent` / `list.ancestor` (§1.4): `.`, `self`, the own id, a known id, any
 /// syntactically valid path, else full resolution.
 fn model_list_filter(
-    threads: &[ModelThread],
+    threads: &[Node],
     current: &str,
     self_id: Option<&str>,
     reference: &str,
@@ -194,88 +166,6 @@ fn model_list_filter(
 }
 
 // ---- trees -------------------------------------------------------------------------------
-
-#[derive(Debug, Clone)]
-struct NodeSpec {
-    parent: Index,
-    name: usize,
-    live: bool,
-    archived: bool,
-}
-
-fn node_spec() -> impl Strategy<Value = NodeSpec> {
-    (
-        any::<Index>(),
-        0..NAMES.len(),
-        any::<bool>(),
-        prop::bool::weighted(0.3),
-    )
-        .prop_map(|(parent, name, live, archived)| NodeSpec {
-            parent,
-            name,
-            live,
-            archived,
-        })
-}
-
-/// Threads in creation order; a spec whose path already exists is skipped. Ids are
-/// `tid(k + 1)` for spec `k`, so `tid(10)` (which reads like the task name
-/// `thread_00000000000a`) exists in larger trees.
-fn build_tree(specs: &[NodeSpec]) -> Vec<ModelThread> {
-    let mut out: Vec<ModelThread> = Vec::new();
-    for (k, s) in specs.iter().enumerate() {
-        let p = s.parent.index(out.len() + 1);
-        let parent_path = if p == 0 {
-            "/root".to_string()
-        } else {
-            out[p - 1].path.clone()
-        };
-        let path = format!("{parent_path}/{}", NAMES[s.name]);
-        if out.iter().any(|t| t.path == path) {
-            continue;
-        }
-        out.push(ModelThread {
-            id: tid(k as u64 + 1),
-            path,
-            parent_path,
-            task_name: NAMES[s.name].to_string(),
-            live: s.live,
-            archived: s.archived,
-        });
-    }
-    out
-}
-
-/// A database holding `threads` for one manager and copies of the first few (other ids,
-/// same paths) for a second manager. Returns (store, manager, other manager's ids).
-fn seed(threads: &[ModelThread], others: usize) -> (common::TempDb, Store, i64, Vec<String>) {
-    let db = temp_db();
-    let store = Store::open(&db.path).expect("open");
-    let mgr = manager(&store, "session-a");
-    let other = manager(&store, "session-b");
-    let rows: Vec<_> = threads
-        .iter()
-        .map(|t| thread(&t.id, mgr, &t.path, t.live))
-        .collect();
-    add(&store, &rows);
-    let other_rows: Vec<_> = threads
-        .iter()
-        .take(others)
-        .enumerate()
-        .map(|(i, t)| thread(&tid(0x10_0000 + i as u64), other, &t.path, !t.live))
-        .collect();
-    add(&store, &other_rows);
-    let other_ids = other_rows.iter().map(|t| t.id.clone()).collect();
-    store
-        .write(|tx| {
-            for t in threads.iter().filter(|t| t.archived) {
-                tx.execute("UPDATE threads SET archived = 1 WHERE id = ?1", [&t.id])?;
-            }
-            Ok(())
-        })
-        .expect("archive");
-    (db, store, mgr, other_ids)
-}
 
 // ---- references --------------------------------------------------------------------------
 
@@ -343,7 +233,7 @@ fn ref_gen() -> impl Strategy<Value = RefGen> {
     (ref_kind(), pad.clone(), pad).prop_map(|(kind, left, right)| RefGen { kind, left, right })
 }
 
-fn render(r: &RefGen, threads: &[ModelThread], other_ids: &[String], current: &str) -> String {
+fn render(r: &RefGen, threads: &[Node], other_ids: &[String], current: &str) -> String {
     let pick = |i: &Index| (!threads.is_empty()).then(|| &threads[i.index(threads.len())]);
     let core = match &r.kind {
         RefKind::Id(i) => pick(i).map_or_else(|| tid(0xdead), |t| t.id.clone()),
@@ -392,7 +282,7 @@ fn plain_quotable(s: &str) -> bool {
 fn check_error(
     err: &threadbase::Error,
     want: &ModelError,
-    threads: &[ModelThread],
+    threads: &[Node],
     reference: &str,
 ) -> Result<(), TestCaseError> {
     match want {
@@ -412,7 +302,7 @@ fn check_error(
                 err.message
             );
             // Up to 8 known threads in path order, each `path (id: …, taskName: …)`.
-            let mut sorted: Vec<&ModelThread> = threads.iter().collect();
+            let mut sorted: Vec<&Node> = threads.iter().collect();
             sorted.sort_by(|a, b| locale_cmp(&a.path, &b.path));
             if sorted.is_empty() {
                 prop_assert!(
@@ -424,7 +314,7 @@ fn check_error(
             } else {
                 let mut from = 0;
                 for t in sorted.iter().take(8) {
-                    let item = format!("{} (id: {}, taskName: {})", t.path, t.id, t.task_name);
+                    let item = format!("{} (id: {}, taskName: {})", t.path, t.id, t.name);
                     match err.message[from..].find(&item) {
                         Some(at) => from += at + item.len(),
                         None => {
@@ -458,34 +348,6 @@ fn check_error(
     Ok(())
 }
 
-fn state_filter() -> impl Strategy<Value = StateFilter> {
-    select(&[StateFilter::All, StateFilter::Live, StateFilter::Closed][..])
-}
-
-fn visibility_filter() -> impl Strategy<Value = VisibilityFilter> {
-    select(
-        &[
-            VisibilityFilter::Active,
-            VisibilityFilter::Archived,
-            VisibilityFilter::All,
-        ][..],
-    )
-}
-
-fn keeps(t: &ModelThread, state: StateFilter, visibility: VisibilityFilter) -> bool {
-    let state_ok = match state {
-        StateFilter::All => true,
-        StateFilter::Live => t.live,
-        StateFilter::Closed => !t.live,
-    };
-    let visibility_ok = match visibility {
-        VisibilityFilter::All => true,
-        VisibilityFilter::Active => !t.archived,
-        VisibilityFilter::Archived => t.archived,
-    };
-    state_ok && visibility_ok
-}
-
 proptest! {
     #![proptest_config(config())]
 
@@ -493,16 +355,17 @@ proptest! {
     /// references; the paths a list filter yields select what the model selects.
     #[test]
     fn resolution_matches_model(
-        specs in prop::collection::vec(node_spec(), 0..=40),
+        specs in tree::specs(tree::names(NAMES), 0..=40),
         others in 0usize..6,
         current_pick in any::<Index>(),
         current_is_root in prop::bool::weighted(0.3),
         has_self in any::<bool>(),
         refs in prop::collection::vec(ref_gen(), 40),
-        filters in prop::collection::vec((state_filter(), visibility_filter()), 4),
+        filters in prop::collection::vec((tree::state_filter(), tree::visibility_filter()), 4),
     ) {
-        let threads = build_tree(&specs);
-        let (_db, store, mgr, other_ids) = seed(&threads, others);
+        let threads = tree::build(&specs, SHAPE);
+        let copies = Copies { count: others, id_base: 0x10_0000, flip_live: true };
+        let tree::Seeded { db: _db, store, mine: mgr, copy_ids: other_ids } = tree::seed(&threads, SESSIONS, copies);
         let conn = store.read().expect("read");
         let current = if current_is_root || threads.is_empty() {
             "/root".to_string()
@@ -556,8 +419,8 @@ proptest! {
                     let listed: Vec<String> = list(&conn, mgr, &q).expect("list").threads.into_iter().map(|t| t.path).collect();
                     let mut want: Vec<String> = threads
                         .iter()
-                        .filter(|t| keeps(t, state, visibility))
-                        .filter(|t| if under { &t.parent_path == p } else { t.path.starts_with(&format!("{p}/")) })
+                        .filter(|t| t.kept_by(state, visibility))
+                        .filter(|t| if under { t.parent_path.as_ref() == Some(p) } else { t.path.starts_with(&format!("{p}/")) })
                         .map(|t| t.path.clone())
                         .collect();
                     want.sort_by(|a, b| locale_cmp(a, b));
@@ -579,14 +442,15 @@ proptest! {
     /// current path.
     #[test]
     fn list_filter_accepts_valid_paths_without_threads(
-        specs in prop::collection::vec(node_spec(), 0..=12),
+        specs in tree::specs(tree::names(NAMES), 0..=12),
         current_pick in any::<Index>(),
         segs in prop::collection::vec("[a-z0-9][a-z0-9_]{0,6}", 1..4),
         form in 0usize..4,
         pad in select(&["", " ", "\t"][..]),
     ) {
-        let threads = build_tree(&specs);
-        let (_db, store, mgr, _) = seed(&threads, 0);
+        let threads = tree::build(&specs, SHAPE);
+        let copies = Copies { count: 0, id_base: 0x10_0000, flip_live: true };
+        let tree::Seeded { db: _db, store, mine: mgr, .. } = tree::seed(&threads, SESSIONS, copies);
         let conn = store.read().expect("read");
         let current = if threads.is_empty() {
             "/root".to_string()

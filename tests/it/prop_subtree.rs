@@ -7,8 +7,8 @@
 //! root session with the same paths, or one below a contract B manager.
 
 use crate::support::common;
-
-use std::cmp::Ordering;
+use crate::support::prop::{config, locale_cmp};
+use crate::support::tree::{self, Node, Shape};
 
 use proptest::prelude::*;
 use threadbase::list::{list, ListQuery, StateFilter, Subtree, VisibilityFilter};
@@ -16,29 +16,16 @@ use threadbase::refs::{resolve, RefScope};
 use threadbase::store::threads::{insert_thread, upsert_manager, Contract, ManagerSpec};
 use threadbase::{ErrorCode, Store};
 
-use common::{temp_db, thread, tid};
-
-fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(64);
-    ProptestConfig {
-        cases,
-        ..ProptestConfig::default()
-    }
-}
+use common::{manager_spec, temp_db, thread, tid};
 
 /// Few names, so equal basenames on different branches (and in different managers) are common.
 const NAMES: &[&str] = &["a", "b", "a_b", "a1", "docs"];
 
-#[derive(Debug, Clone)]
-struct Node {
-    id: String,
-    path: String,
-    parent: Option<usize>,
-    live: bool,
-}
+/// Every node under `/root`, at most four segments deep (`/root/a/b/c`).
+const SHAPE: Shape = Shape {
+    independent_roots: false,
+    max_depth: Some(4),
+};
 
 /// A manager of the model: its scope, its self thread (a node) and its own threads.
 #[derive(Debug, Clone)]
@@ -46,49 +33,6 @@ struct Mgr {
     db_id: i64,
     scope: String,
     own: Vec<usize>,
-}
-
-/// `localeCompare` on contract A's alphabet: `_` < `/` < digits < letters.
-fn locale_cmp(a: &str, b: &str) -> Ordering {
-    fn rank(c: char) -> (u8, char) {
-        match c {
-            '_' => (0, c),
-            '/' => (1, c),
-            '0'..='9' => (2, c),
-            _ => (3, c),
-        }
-    }
-    a.chars().map(rank).cmp(b.chars().map(rank))
-}
-
-/// A tree from (parent choice, name) pairs: node i hangs under `/root` or an earlier node at
-/// depth < 3, with a name not yet used under that parent.
-fn build(specs: &[(usize, usize, bool)]) -> Vec<Node> {
-    let mut nodes: Vec<Node> = Vec::new();
-    for (i, (parent, name, live)) in specs.iter().enumerate() {
-        let candidates: Vec<Option<usize>> = std::iter::once(None)
-            .chain(
-                (0..nodes.len())
-                    .filter(|&j| nodes[j].path.matches('/').count() < 4)
-                    .map(Some),
-            )
-            .collect();
-        let parent = candidates[parent % candidates.len()];
-        let base = parent.map_or("/root".to_string(), |p| nodes[p].path.clone());
-        let Some(name) = (0..NAMES.len())
-            .map(|k| NAMES[(name + k) % NAMES.len()])
-            .find(|n| !nodes.iter().any(|x| x.path == format!("{base}/{n}")))
-        else {
-            continue;
-        };
-        nodes.push(Node {
-            id: tid(i as u64 + 1),
-            path: format!("{base}/{name}"),
-            parent,
-            live: *live,
-        });
-    }
-    nodes
 }
 
 /// Writes the tree: the root's manager, one manager per node with children (created after
@@ -170,15 +114,9 @@ fn add_manager(
     upsert_manager(
         tx,
         &ManagerSpec {
-            session_id: session,
-            contract,
-            scope_path: scope,
             depth: scope.matches('/').count() as i64 - 1,
-            self_thread_id: self_id,
-            session_file: None,
             cwd: Some("/tmp"),
-            owner_pid: None,
-            owner_started_at: None,
+            ..manager_spec(session, contract, scope, self_id)
         },
     )
 }
@@ -216,10 +154,10 @@ proptest! {
 
     #[test]
     fn lists_and_references_reach_the_whole_subtree(
-        specs in prop::collection::vec((0usize..64, 0usize..NAMES.len(), any::<bool>()), 1..28),
+        specs in tree::specs(tree::names(NAMES), 1..28),
         probes in prop::collection::vec(0usize..64, 4),
     ) {
-        let nodes = build(&specs);
+        let nodes = tree::build(&specs, SHAPE);
         let (_db, store, mgrs) = seed(&nodes);
         let conn = store.read().unwrap();
         for m in &mgrs {

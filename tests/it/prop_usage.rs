@@ -7,25 +7,15 @@
 //! rows places every thread exactly as the insert trigger did.
 
 use crate::support::common;
+use crate::support::prop::config;
 
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 use proptest::sample::{select, Index};
-use threadbase::store::threads::{insert_thread, upsert_manager, Contract, ManagerSpec, NewThread};
+use threadbase::store::threads::{insert_thread, upsert_manager, Contract, NewThread};
 use threadbase::store::usage::{self, Usage};
 use threadbase::Store;
-
-fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(64);
-    ProptestConfig {
-        cases,
-        ..ProptestConfig::default()
-    }
-}
 
 /// How a new thread comes to be.
 #[derive(Debug, Clone)]
@@ -98,22 +88,7 @@ fn manager(
     self_id: Option<&str>,
 ) -> i64 {
     store
-        .write(|tx| {
-            upsert_manager(
-                tx,
-                &ManagerSpec {
-                    session_id: session,
-                    contract,
-                    scope_path: scope,
-                    depth: 0,
-                    self_thread_id: self_id,
-                    session_file: None,
-                    cwd: None,
-                    owner_pid: None,
-                    owner_started_at: None,
-                },
-            )
-        })
+        .write(|tx| upsert_manager(tx, &common::manager_spec(session, contract, scope, self_id)))
         .unwrap()
 }
 

@@ -18,6 +18,27 @@ fn statement(sql: &str) -> String {
 }
 
 /// The EXPLAIN QUERY PLAN steps of `sql`, every parameter bound to 1, joined with ` | `.
+/// `(name, text)` of the query `sql/<name>.sql`.
+macro_rules! sql {
+    ($name:literal) => {
+        ($name, include_str!(concat!("../../sql/", $name, ".sql")))
+    };
+}
+
+/// Each case's query planned on an empty database: its name, its plan (as `plan`) and the rest
+/// of the case.
+fn plans<'a, T>(
+    cases: impl IntoIterator<Item = ((&'a str, &'a str), T)>,
+) -> Vec<(&'a str, String, T)> {
+    let db = common::temp_db();
+    let store = Store::open(&db.path).unwrap();
+    let conn = store.read().unwrap();
+    cases
+        .into_iter()
+        .map(|((name, sql), rest)| (name, plan(&conn, &statement(sql)), rest))
+        .collect()
+}
+
 fn plan(conn: &rusqlite::Connection, sql: &str) -> String {
     let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
     for i in 1..=stmt.parameter_count() {
@@ -33,48 +54,31 @@ fn plan(conn: &rusqlite::Connection, sql: &str) -> String {
 
 #[test]
 fn hot_queries_use_their_indexes() {
-    let db = common::temp_db();
-    let store = Store::open(&db.path).unwrap();
-    let conn = store.read().unwrap();
-    let cases: [(&str, &str, &[&str]); 7] = [
+    let cases: [((&str, &str), &[&str]); 7] = [
         (
-            "thread_by_id",
-            include_str!("../../sql/thread_by_id.sql"),
+            sql!("thread_by_id"),
             &["USING INDEX sqlite_autoindex_threads_1 (id=?)"],
         ),
+        (sql!("thread_by_path"), &["(manager_id=? AND path=?)"]),
         (
-            "thread_by_path",
-            include_str!("../../sql/thread_by_path.sql"),
-            &["(manager_id=? AND path=?)"],
-        ),
-        (
-            "thread_by_name",
-            include_str!("../../sql/thread_by_name.sql"),
+            sql!("thread_by_name"),
             &["USING INDEX threads_by_task_name (manager_id=? AND task_name=?)"],
         ),
         (
-            "list_children",
-            include_str!("../../sql/list_children.sql"),
+            sql!("list_children"),
             &["USING INDEX threads_by_parent (manager_id=? AND parent_path=?)"],
         ),
         (
-            "list_descendants",
-            include_str!("../../sql/list_descendants.sql"),
+            sql!("list_descendants"),
             &["USING INDEX threads_by_sort_key (manager_id=? AND sort_key>? AND sort_key<?)"],
         ),
         (
-            "list_all",
-            include_str!("../../sql/list_all.sql"),
+            sql!("list_all"),
             &["USING INDEX threads_by_sort_key (manager_id=?)"],
         ),
-        (
-            "event_last_at",
-            include_str!("../../sql/event_last_at.sql"),
-            &["USING PRIMARY KEY (thread_id=?)"],
-        ),
+        (sql!("event_last_at"), &["USING PRIMARY KEY (thread_id=?)"]),
     ];
-    for (name, sql, wants) in cases {
-        let text = plan(&conn, &statement(sql));
+    for (name, text, wants) in plans(cases) {
         for want in wants {
             assert!(text.contains(want), "{name}: {text}");
         }
@@ -143,27 +147,20 @@ fn every_list_variant_is_an_index_search() {
 /// size.
 #[test]
 fn batched_facts_are_primary_key_lookups() {
-    let db = common::temp_db();
-    let store = Store::open(&db.path).unwrap();
-    let conn = store.read().unwrap();
-    for (name, sql, want) in [
+    for (name, text, want) in plans([
         (
-            "events_of_threads",
-            include_str!("../../sql/events_of_threads.sql"),
+            sql!("events_of_threads"),
             "SEARCH e USING PRIMARY KEY (thread_id=? AND seq>?)",
         ),
         (
-            "events_of_threads",
-            include_str!("../../sql/events_of_threads.sql"),
+            sql!("events_of_threads"),
             "SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)",
         ),
         (
-            "outputs_of_threads",
-            include_str!("../../sql/outputs_of_threads.sql"),
+            sql!("outputs_of_threads"),
             "SEARCH o USING PRIMARY KEY (thread_id=?)",
         ),
-    ] {
-        let text = plan(&conn, &statement(sql));
+    ]) {
         assert!(text.contains(want), "{name}: {text}");
         // The only scan is of the ids array itself.
         assert!(
@@ -180,27 +177,20 @@ fn batched_facts_are_primary_key_lookups() {
 /// list batch's json_each join, the filler's rows and its insert, whatever the table sizes.
 #[test]
 fn snapshot_cache_statements_are_primary_key_lookups() {
-    let db = common::temp_db();
-    let store = Store::open(&db.path).unwrap();
-    let conn = store.read().unwrap();
-    for (name, sql, want) in [
+    for (name, text, want) in plans([
         (
-            "snapshot_cached",
-            include_str!("../../sql/snapshot_cached.sql"),
+            sql!("snapshot_cached"),
             "SEARCH thread_snapshots USING INDEX sqlite_autoindex_thread_snapshots_1 (thread_id=? AND view=? AND detail=?)",
         ),
         (
-            "threads_still_by_ids",
-            include_str!("../../sql/threads_still_by_ids.sql"),
+            sql!("threads_still_by_ids"),
             "SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)",
         ),
         (
-            "snapshot_put",
-            include_str!("../../sql/snapshot_put.sql"),
+            sql!("snapshot_put"),
             "SEARCH threads USING INDEX sqlite_autoindex_threads_1 (id=?)",
         ),
-    ] {
-        let text = plan(&conn, &statement(sql));
+    ]) {
         assert!(text.contains(want), "{name}: {text}");
         assert!(
             text.replace("SCAN j VIRTUAL TABLE", "")
@@ -263,43 +253,19 @@ fn hot_statements_are_not_reprepared_when_rebound() {
         }
     }
     for (name, sql) in [
-        ("thread_by_id", include_str!("../../sql/thread_by_id.sql")),
-        (
-            "thread_by_path",
-            include_str!("../../sql/thread_by_path.sql"),
-        ),
-        (
-            "thread_by_name",
-            include_str!("../../sql/thread_by_name.sql"),
-        ),
-        ("threads_known", include_str!("../../sql/threads_known.sql")),
-        ("list_children", include_str!("../../sql/list_children.sql")),
-        (
-            "list_descendants",
-            include_str!("../../sql/list_descendants.sql"),
-        ),
-        ("list_all", include_str!("../../sql/list_all.sql")),
-        ("list_all_live", include_str!("../../sql/list_all_live.sql")),
-        (
-            "list_children_live",
-            include_str!("../../sql/list_children_live.sql"),
-        ),
-        (
-            "list_descendants_live",
-            include_str!("../../sql/list_descendants_live.sql"),
-        ),
-        (
-            "list_all_archived",
-            include_str!("../../sql/list_all_archived.sql"),
-        ),
-        (
-            "list_children_archived",
-            include_str!("../../sql/list_children_archived.sql"),
-        ),
-        (
-            "list_descendants_archived",
-            include_str!("../../sql/list_descendants_archived.sql"),
-        ),
+        sql!("thread_by_id"),
+        sql!("thread_by_path"),
+        sql!("thread_by_name"),
+        sql!("threads_known"),
+        sql!("list_children"),
+        sql!("list_descendants"),
+        sql!("list_all"),
+        sql!("list_all_live"),
+        sql!("list_children_live"),
+        sql!("list_descendants_live"),
+        sql!("list_all_archived"),
+        sql!("list_children_archived"),
+        sql!("list_descendants_archived"),
     ] {
         let stmt = conn.prepare_cached(sql).unwrap();
         assert!(
@@ -317,28 +283,18 @@ fn hot_statements_are_not_reprepared_when_rebound() {
 /// The queries of the CLI's stop and of contract B's superseded notices read only their rows.
 #[test]
 fn stop_and_notice_queries_use_their_indexes() {
-    let db = common::temp_db();
-    let store = Store::open(&db.path).unwrap();
-    let conn = store.read().unwrap();
-    for (name, sql, want) in [
+    for (name, text, want) in plans([
+        (sql!("stop_candidates"), "USING INDEX threads_live"),
         (
-            "stop_candidates",
-            include_str!("../../sql/stop_candidates.sql"),
-            "USING INDEX threads_live",
-        ),
-        (
-            "agent_notice_reopen",
-            include_str!("../../sql/agent_notice_reopen.sql"),
+            sql!("agent_notice_reopen"),
             "SEARCH mailbox USING INTEGER PRIMARY KEY",
         ),
         (
-            "agent_notices_supersede",
-            include_str!("../../sql/agent_notices_supersede.sql"),
+            sql!("agent_notices_supersede"),
             // Either partial index of pending rows (by thread or by recipient) is a short range.
             "SEARCH mailbox USING INDEX mailbox_",
         ),
-    ] {
-        let text = plan(&conn, &statement(sql));
+    ]) {
         assert!(text.contains(want), "{name}: {text}");
     }
 }
@@ -347,36 +303,28 @@ fn stop_and_notice_queries_use_their_indexes() {
 /// `thread_places_by_key` (a subtree, a tree), never a scan of the threads or their places.
 #[test]
 fn usage_queries_use_their_indexes() {
-    let db = common::temp_db();
-    let store = Store::open(&db.path).unwrap();
-    let conn = store.read().unwrap();
-    let cases: [(&str, &str, &[&str]); 6] = [
+    let cases: [((&str, &str), &[&str]); 6] = [
         (
-            "usage_add",
-            include_str!("../../sql/usage_add.sql"),
+            sql!("usage_add"),
             &["SEARCH thread_usage USING PRIMARY KEY (thread_id=?)"],
         ),
         (
-            "usage_of_thread",
-            include_str!("../../sql/usage_of_thread.sql"),
+            sql!("usage_of_thread"),
             &["SEARCH thread_usage USING PRIMARY KEY (thread_id=?)"],
         ),
         (
-            "usage_tree_of",
-            include_str!("../../sql/usage_tree_of.sql"),
+            sql!("usage_tree_of"),
             &[
                 "SEARCH tree_usage USING PRIMARY KEY (root_session=?)",
                 "SEARCH thread_places USING PRIMARY KEY (thread_id=?)",
             ],
         ),
         (
-            "usage_place",
-            include_str!("../../sql/usage_place.sql"),
+            sql!("usage_place"),
             &["SEARCH thread_places USING PRIMARY KEY (thread_id=?)"],
         ),
         (
-            "usage_subtree",
-            include_str!("../../sql/usage_subtree.sql"),
+            sql!("usage_subtree"),
             &[
                 "SEARCH a USING PRIMARY KEY (thread_id=?)",
                 "SEARCH d USING COVERING INDEX thread_places_by_key (root_session=? AND tree_key>? AND tree_key<?)",
@@ -384,16 +332,14 @@ fn usage_queries_use_their_indexes() {
             ],
         ),
         (
-            "usage_tree_rows",
-            include_str!("../../sql/usage_tree_rows.sql"),
+            sql!("usage_tree_rows"),
             &[
                 "SEARCH a USING COVERING INDEX thread_places_by_key (root_session=? AND tree_key>? AND tree_key<?)",
                 "SEARCH d USING COVERING INDEX thread_places_by_key (root_session=? AND tree_key>? AND tree_key<?)",
             ],
         ),
     ];
-    for (name, sql, wants) in cases {
-        let text = plan(&conn, &statement(sql));
+    for (name, text, wants) in plans(cases) {
         for want in wants {
             assert!(text.contains(want), "{name}: {text}");
         }
@@ -424,28 +370,21 @@ fn usage_queries_use_their_indexes() {
 /// never a walk of a manager's threads, which at 1M threads took seconds per commit.
 #[test]
 fn watcher_queries_follow_the_pending_rows() {
-    let db = common::temp_db();
-    let store = Store::open(&db.path).unwrap();
-    let conn = store.read().unwrap();
-    let cases: [(&str, &str, &str); 3] = [
+    let cases: [((&str, &str), &str); 3] = [
         (
-            "notices_pending",
-            include_str!("../../sql/notices_pending.sql"),
+            sql!("notices_pending"),
             "SCAN mb USING INDEX mailbox_pending",
         ),
         (
-            "agent_owned_pending_steers",
-            include_str!("../../sql/agent_owned_pending_steers.sql"),
+            sql!("agent_owned_pending_steers"),
             "SCAN mb USING INDEX mailbox_pending",
         ),
         (
-            "commands_pending",
-            include_str!("../../sql/commands_pending.sql"),
+            sql!("commands_pending"),
             "SCAN c USING INDEX commands_pending",
         ),
     ];
-    for (name, sql, first) in cases {
-        let text = plan(&conn, &statement(sql));
+    for (name, text, first) in plans(cases) {
         assert!(text.starts_with(first), "{name}: {text}");
         assert!(
             text.contains("SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)"),
@@ -460,38 +399,29 @@ fn watcher_queries_follow_the_pending_rows() {
 /// managers or the threads; only the few rows it found are sorted.
 #[test]
 fn reach_queries_walk_down_the_managers_index() {
-    let db = common::temp_db();
-    let store = Store::open(&db.path).unwrap();
-    let conn = store.read().unwrap();
-    let cases: [(&str, &str, &str); 5] = [
+    let cases: [((&str, &str), &str); 5] = [
         (
-            "reach_thread_by_id",
-            include_str!("../../sql/reach_thread_by_id.sql"),
+            sql!("reach_thread_by_id"),
             "SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)",
         ),
         (
-            "reach_thread_by_path",
-            include_str!("../../sql/reach_thread_by_path.sql"),
+            sql!("reach_thread_by_path"),
             "SEARCH t USING INDEX sqlite_autoindex_threads_2 (manager_id=? AND path=?)",
         ),
         (
-            "reach_thread_by_name",
-            include_str!("../../sql/reach_thread_by_name.sql"),
+            sql!("reach_thread_by_name"),
             "SEARCH t USING INDEX threads_by_task_name (manager_id=? AND task_name=?)",
         ),
         (
-            "list_children_reach",
-            include_str!("../../sql/list_children_reach.sql"),
+            sql!("list_children_reach"),
             "SEARCH t USING INDEX threads_by_parent (manager_id=? AND parent_path=?)",
         ),
         (
-            "list_descendants_reach",
-            include_str!("../../sql/list_descendants_reach.sql"),
+            sql!("list_descendants_reach"),
             "SEARCH t USING INDEX threads_by_sort_key (manager_id=? AND sort_key>? AND sort_key<?)",
         ),
     ];
-    for (name, sql, threads) in cases {
-        let text = plan(&conn, &statement(sql));
+    for (name, text, threads) in plans(cases) {
         assert!(
             text.contains("INDEX managers_by_parent (parent_manager_id=? AND contract=?)"),
             "{name}: {text}"
@@ -511,72 +441,58 @@ fn reach_queries_walk_down_the_managers_index() {
 /// primary-key lookups or start from the partial indexes of unfinished commands.
 #[test]
 fn cross_serve_queries_are_key_lookups() {
-    let db = common::temp_db();
-    let store = Store::open(&db.path).unwrap();
-    let conn = store.read().unwrap();
-    let cases: [(&str, &str, &[&str]); 10] = [
+    let cases: [((&str, &str), &[&str]); 10] = [
         (
-            "thread_holder",
-            include_str!("../../sql/thread_holder.sql"),
+            sql!("thread_holder"),
             &[
                 "SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)",
                 "SEARCH m USING INTEGER PRIMARY KEY (rowid=?)",
             ],
         ),
         (
-            "manager_owner",
-            include_str!("../../sql/manager_owner.sql"),
+            sql!("manager_owner"),
             &["SEARCH managers USING INTEGER PRIMARY KEY (rowid=?)"],
         ),
         (
-            "command_state",
-            include_str!("../../sql/command_state.sql"),
+            sql!("command_state"),
             &["SEARCH commands USING INTEGER PRIMARY KEY (rowid=?)"],
         ),
         (
-            "command_claim",
-            include_str!("../../sql/command_claim.sql"),
+            sql!("command_claim"),
             &["SEARCH commands USING INTEGER PRIMARY KEY (rowid=?)"],
         ),
         (
-            "command_withdraw",
-            include_str!("../../sql/command_withdraw.sql"),
+            sql!("command_withdraw"),
             &["SEARCH commands USING INTEGER PRIMARY KEY (rowid=?)"],
         ),
         (
-            "command_abandon",
-            include_str!("../../sql/command_abandon.sql"),
+            sql!("command_abandon"),
             &["SEARCH commands USING INTEGER PRIMARY KEY (rowid=?)"],
         ),
         (
-            "command_done",
-            include_str!("../../sql/command_done.sql"),
+            sql!("command_done"),
             &["SEARCH commands USING INTEGER PRIMARY KEY (rowid=?)"],
         ),
         (
-            "command_send_under_way",
-            include_str!("../../sql/command_send_under_way.sql"),
+            sql!("command_send_under_way"),
             &[
                 "SEARCH commands USING INDEX commands_pending (thread_id=?)",
                 "SEARCH commands USING INDEX commands_running (thread_id=?)",
             ],
         ),
         (
-            "thread_ancestors",
-            include_str!("../../sql/thread_ancestors.sql"),
+            sql!("thread_ancestors"),
             &["SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)"],
         ),
         (
-            "check_stale_commands",
-            include_str!("../../sql/check_stale_commands.sql"),
+            sql!("check_stale_commands"),
             &[
                 "SCAN c USING INDEX commands_pending",
                 "SCAN c USING INDEX commands_running",
             ],
         ),
     ];
-    for (name, sql, wants) in cases {
-        let text = plan(&conn, &statement(sql));
+    for (name, text, wants) in plans(cases) {
         for want in wants {
             assert!(text.contains(want), "{name}: {text}");
         }
@@ -599,37 +515,31 @@ fn cross_serve_queries_are_key_lookups() {
 /// Never a scan of the threads.
 #[test]
 fn agent_list_and_stop_queries_use_their_indexes() {
-    let db = common::temp_db();
-    let store = Store::open(&db.path).unwrap();
-    let conn = store.read().unwrap();
-    let cases: [(&str, &str, &str, bool); 4] = [
+    let cases: [((&str, &str), &str, bool); 4] = [
         (
-            "agent_threads_all",
-            include_str!("../../sql/agent_threads_all.sql"),
+            sql!("agent_threads_all"),
             "SEARCH threads USING INDEX threads_agent_by_manager (manager_id=?)",
             false,
         ),
         (
-            "agent_threads_under",
-            include_str!("../../sql/agent_threads_under.sql"),
+            sql!("agent_threads_under"),
             "USING INDEX threads_by_sort_key (manager_id=? AND sort_key>? AND sort_key<?)",
             false,
         ),
         (
-            "agent_stop_targets",
-            include_str!("../../sql/agent_stop_targets.sql"),
+            sql!("agent_stop_targets"),
             "USING INDEX threads_by_sort_key (manager_id=? AND sort_key>? AND sort_key<?)",
             true,
         ),
         (
-            "agent_stop_settled",
-            include_str!("../../sql/agent_stop_settled.sql"),
+            sql!("agent_stop_settled"),
             "SEARCH threads USING INDEX sqlite_autoindex_threads_1 (id=?)",
             false,
         ),
     ];
-    for (name, sql, want, sorts) in cases {
-        let text = plan(&conn, &statement(sql));
+    for (name, text, (want, sorts)) in
+        plans(cases.map(|(query, want, sorts)| (query, (want, sorts))))
+    {
         assert!(text.contains(want), "{name}: {text}");
         assert!(
             !text.contains("SCAN threads"),

@@ -9,36 +9,26 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use serve_client::{
-    processes_with_env, scripted_command, session_user_texts as user_texts, Serve, ServeSpec,
-};
+use serve_client::{session_user_texts as user_texts, Scripted, Serve};
+use Says::{Any, Has, Starts};
 
 const ROOT_SESSION: &str = "ses_main";
 
 struct World {
-    dir: tempfile::TempDir,
-    db: PathBuf,
+    base: Scripted,
     root_session: PathBuf,
-    marker: String,
 }
 
 fn world() -> World {
-    let dir = tempfile::tempdir().unwrap();
-    let sessions = dir.path().join("sessions");
-    std::fs::create_dir_all(&sessions).unwrap();
-    let root_session = sessions.join("main.jsonl");
+    let base = Scripted::new("agent");
     let lines = [
-        json!({"type":"session","version":3,"id":ROOT_SESSION,"timestamp":"2026-11-30T00:00:00.000Z","cwd":dir.path()}),
+        json!({"type":"session","version":3,"id":ROOT_SESSION,"timestamp":"2026-11-30T00:00:00.000Z","cwd":base.root}),
         json!({"type":"message","id":"m0000001","parentId":null,"timestamp":"2026-11-30T00:00:01.000Z","message":{"role":"system","content":"SYSTEM PROMPT","timestamp":1}}),
         json!({"type":"message","id":"m0000002","parentId":"m0000001","timestamp":"2026-11-30T00:00:02.000Z","message":{"role":"user","content":[{"type":"text","text":"the main question"}],"timestamp":2}}),
         json!({"type":"message","id":"m0000003","parentId":"m0000002","timestamp":"2026-11-30T00:00:03.000Z","message":{"role":"assistant","content":[{"type":"text","text":"the main answer"}],"stopReason":"stop","timestamp":3}}),
         json!({"type":"message","id":"m0000004","parentId":"m0000003","timestamp":"2026-11-30T00:00:04.000Z","message":{"role":"assistant","content":[{"type":"text","text":"broken"}],"stopReason":"error","errorMessage":"boom","timestamp":4}}),
     ];
-    std::fs::write(
-        &root_session,
-        lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
-    )
-    .unwrap();
+    let root_session = base.session_file("sessions/main.jsonl", &lines);
     for (name, script) in [
         // Answers after a short pause.
         (
@@ -56,19 +46,9 @@ fn world() -> World {
             json!({"turns": [{"steps": [{"delay_ms": 50}, {"error": "500: model exploded"}]}]}),
         ),
     ] {
-        std::fs::write(dir.path().join(format!("{name}.json")), script.to_string()).unwrap();
+        base.script(name, &script.to_string());
     }
-    let marker = format!(
-        "agent-{}-{}",
-        std::process::id(),
-        threadbase::ids::random_hex(8)
-    );
-    World {
-        db: dir.path().join("db.sqlite"),
-        root_session,
-        dir,
-        marker,
-    }
+    World { base, root_session }
 }
 
 impl World {
@@ -112,31 +92,25 @@ impl World {
         )
     }
 
-    fn serve(&self, script: &str, mut args: Vec<String>, extra: &[(&str, &str)]) -> Serve {
-        let mut env = vec![
-            (
-                "THREADBASE_PI_COMMAND".to_string(),
-                scripted_command(&self.dir.path().join(format!("{script}.json"))),
-            ),
-            ("THREADBASE_TEST_MARKER".to_string(), self.marker.clone()),
-            (
-                "PI_CODING_AGENT_DIR".to_string(),
-                self.dir.path().join("agent").display().to_string(),
-            ),
-        ];
-        env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-        args.extend(["--cwd".into(), self.dir.path().display().to_string()]);
-        Serve::start(ServeSpec {
-            db: &self.db,
-            args,
-            env,
-            cwd: self.dir.path().to_path_buf(),
-            clear_env: false,
-        })
+    /// Waits up to `secs` for every process this world started to be gone.
+    fn all_gone(&self, secs: u64) {
+        wait_for("no leftovers", Duration::from_secs(secs), || {
+            self.base.leftovers().is_empty()
+        });
+    }
+
+    /// [`World::all_gone`], then `threadbase check` finds nothing wrong.
+    fn finish(&self, secs: u64) {
+        self.all_gone(secs);
+        check_clean(&self.base.db);
+    }
+
+    fn serve(&self, script: &str, args: Vec<String>, extra: &[(&str, &str)]) -> Serve {
+        self.base.serve(script, args, extra)
     }
 
     fn sql(&self, query: &str) -> Vec<Vec<Value>> {
-        let conn = rusqlite::Connection::open(&self.db).unwrap();
+        let conn = rusqlite::Connection::open(&self.base.db).unwrap();
         let mut stmt = conn.prepare(query).unwrap();
         let n = stmt.column_count();
         let rows = stmt
@@ -158,10 +132,18 @@ impl World {
             .unwrap();
         rows.map(Result::unwrap).collect()
     }
+}
 
-    fn leftovers(&self) -> Vec<u32> {
-        processes_with_env("THREADBASE_TEST_MARKER", &self.marker)
-    }
+/// A worker spawned at `path` with `task`, waited for (the default).
+fn spawn(s: &mut Serve, path: &str, task: &str) -> Value {
+    let params = json!({"path": path, "type": "worker", "task": task});
+    call(s, "agent_spawn", params)
+}
+
+/// A worker spawned at `path` with `task`, not waited for.
+fn spawn_detached(s: &mut Serve, path: &str, task: &str) -> Value {
+    let params = json!({"path": path, "type": "worker", "task": task, "wait": false});
+    call(s, "agent_spawn", params)
 }
 
 /// `threadbase check` passes on the database (no errors, no warnings).
@@ -197,6 +179,35 @@ fn fail(s: &mut Serve, method: &str, params: Value) -> (String, String) {
     (e["code"].as_str().unwrap().to_string(), message)
 }
 
+/// What a refusal's message must say (besides the `Repair:` hint `fail` always asks for).
+#[derive(Clone, Copy)]
+enum Says<'a> {
+    Has(&'a str),
+    Starts(&'a str),
+    Any,
+}
+
+/// `method` with `params` fails with `code` (`None`: any code) and a message that `says`; a
+/// failed assertion names the call.
+fn refused(s: &mut Serve, method: &str, params: Value, code: Option<&str>, says: Says) {
+    let (got, m) = fail(s, method, params.clone());
+    if let Some(code) = code {
+        assert_eq!(got, code, "{method} {params}: {m}");
+    }
+    match says {
+        Has(needle) => assert!(m.contains(needle), "{method} {params}: {m}"),
+        Starts(start) => assert!(m.starts_with(start), "{method} {params}: {m}"),
+        Any => {}
+    }
+}
+
+/// Each case, in order, as `refused`.
+fn refused_all(s: &mut Serve, cases: Vec<(&str, Value, Option<&str>, Says)>) {
+    for (method, params, code, says) in cases {
+        refused(s, method, params, code, says);
+    }
+}
+
 fn wait_for(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
     let deadline = Instant::now() + timeout;
     while !ok() {
@@ -226,11 +237,7 @@ fn session_lines(file: &Path) -> Vec<Value> {
 fn spawn_wait_status_output_and_notice() {
     let w = world();
     let mut root = w.root("quick", &[]);
-    let v = call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "fix-auth", "type": "worker", "task": "fix the login"}),
-    );
+    let v = spawn(&mut root, "fix-auth", "fix the login");
     assert_eq!(v["path"], "/root/fix-auth");
     assert_eq!(v["parent"], "/root");
     assert_eq!(v["state"], "completed");
@@ -286,11 +293,7 @@ fn spawn_wait_status_output_and_notice() {
     assert!(notices(&root).is_empty(), "{:?}", notices(&root));
 
     // A spawn that does not wait gets its answer as a notice, once, without a turn of its own.
-    let v = call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "notify-me", "type": "worker", "task": "tell me later", "wait": false}),
-    );
+    let v = spawn_detached(&mut root, "notify-me", "tell me later");
     assert_ne!(v["state"], "completed");
     wait_for("completion notice", Duration::from_secs(5), || {
         !notices(&root).is_empty()
@@ -339,21 +342,14 @@ fn spawn_wait_status_output_and_notice() {
         notices(&root)
     );
     drop(root);
-    wait_for("no leftovers", Duration::from_secs(10), || {
-        w.leftovers().is_empty()
-    });
-    check_clean(&w.db);
+    w.finish(10);
 }
 
 #[test]
 fn a_wait_holds_progress_notices_and_releases_them_when_it_times_out() {
     let w = world();
     let mut root = w.root("slow", &[]);
-    call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "a", "type": "worker", "task": "lead", "wait": false}),
-    );
+    spawn_detached(&mut root, "a", "lead");
     let mut a = w.child("/root/a", "slow");
     // The root waits (briefly) on /root/a while /root/a reports progress.
     let wait = root.send("agent_wait", json!({"path": "/root/a", "timeoutMs": 1200}));
@@ -384,10 +380,7 @@ fn a_wait_holds_progress_notices_and_releases_them_when_it_times_out() {
     assert_eq!(notices(&root).len(), 1, "{:?}", notices(&root));
     drop(a);
     drop(root);
-    wait_for("no leftovers", Duration::from_secs(10), || {
-        w.leftovers().is_empty()
-    });
-    check_clean(&w.db);
+    w.finish(10);
 }
 
 #[test]
@@ -409,37 +402,38 @@ fn paths_access_and_spawn_checks() {
         ("a/", "trailing slash"),
         ("/root//a", "empty segments"),
     ] {
-        let (code, m) = fail(
+        refused(
             &mut root,
             "agent_spawn",
             json!({"path": path, "type": "worker", "task": "t", "wait": false}),
+            Some("invalid_params"),
+            Has(needle),
         );
-        assert_eq!(code, "invalid_params");
-        assert!(m.contains(needle), "{path}: {m}");
     }
-    let (code, m) = fail(
+    refused(
         &mut root,
         "agent_spawn",
         json!({"path": "/root/x/y", "type": "worker", "task": "t"}),
+        Some("unknown_reference"),
+        Starts("Unknown thread /root/x. Repair:"),
     );
-    assert_eq!(code, "unknown_reference");
-    assert!(m.starts_with("Unknown thread /root/x. Repair:"), "{m}");
-    let (code, m) = fail(
+    refused(
         &mut root,
         "agent_spawn",
         json!({"path": "a", "type": "worker", "task": "  ", "wait": false}),
+        Some("invalid_params"),
+        Starts("Task must not be empty. Repair:"),
     );
-    assert_eq!(code, "invalid_params");
-    assert!(m.starts_with("Task must not be empty. Repair:"), "{m}");
-    let (code, _) = fail(&mut root, "agent_stop", json!({"path": "/root"}));
-    assert_eq!(code, "forbidden");
+    refused(
+        &mut root,
+        "agent_stop",
+        json!({"path": "/root"}),
+        Some("forbidden"),
+        Any,
+    );
 
     // Mixed case and '-' are allowed; levels: /root/A is 2, /root/A/b 3, deeper fails.
-    let a = call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "/root/Work-A", "type": "worker", "task": "a", "wait": false}),
-    );
+    let a = spawn_detached(&mut root, "/root/Work-A", "a");
     assert_eq!(
         (&a["state"], &a["status"]),
         (&json!("starting"), &json!("Starting"))
@@ -465,66 +459,62 @@ fn paths_access_and_spawn_checks() {
     );
     assert_eq!(after("--thinking").as_deref(), Some("high"), "{argv:?}");
     assert_eq!(after("--name").as_deref(), Some("worker /root/Work-A"));
-    let (code, m) = fail(
+    refused(
         &mut root,
         "agent_spawn",
         json!({"path": "Work-A", "type": "worker", "task": "again", "wait": false}),
+        Some("conflict"),
+        Has("Thread /root/Work-A already exists; use agent_steer to resume it"),
     );
-    assert_eq!(code, "conflict");
-    assert!(m.contains("Thread /root/Work-A already exists; use agent_steer to resume it"));
-    call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "/root/Work-A/b", "type": "worker", "task": "b", "wait": false}),
-    );
-    let (code, m) = fail(
+    spawn_detached(&mut root, "/root/Work-A/b", "b");
+    refused(
         &mut root,
         "agent_spawn",
         json!({"path": "/root/Work-A/b/c", "type": "worker", "task": "c", "wait": false}),
+        Some("limit"),
+        Has("Agent depth limit reached"),
     );
-    assert_eq!(code, "limit");
-    assert!(m.contains("Agent depth limit reached"));
     // Independent root /k is level 2; /k/l level 3.
-    call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "/k", "type": "worker", "task": "k", "wait": false}),
-    );
-    let (code, m) = fail(
+    spawn_detached(&mut root, "/k", "k");
+    refused(
         &mut root,
         "agent_spawn",
         json!({"path": "/k/l", "type": "worker", "task": "l", "wait": false}),
-    );
-    assert_eq!(code, "limit");
-    assert!(
-        m.starts_with("Concurrent thread limit reached; wait for a thread to settle"),
-        "{m}"
+        Some("limit"),
+        Starts("Concurrent thread limit reached; wait for a thread to settle"),
     );
 
     // A child's serve: descendants only, immediate children only, its identity from scope.
     let mut a = w.child("/root/Work-A", "quick");
+    let descendants_only = Has(
+        "/root/Work-A may address only its descendants (not siblings, unrelated trees or ancestors)",
+    );
     for target in ["/root/other", "/root", "/k", "/root/Work-AB"] {
-        let (code, m) = fail(&mut a, "agent_wait", json!({"path": target}));
-        assert_eq!(code, "forbidden", "{target}");
-        assert!(
-            m.contains("/root/Work-A may address only its descendants (not siblings, unrelated trees or ancestors)"),
-            "{m}"
+        let params = json!({"path": target});
+        refused(
+            &mut a,
+            "agent_wait",
+            params,
+            Some("forbidden"),
+            descendants_only,
         );
     }
-    let (code, _) = fail(&mut a, "agent_stop", json!({"path": "/root/Work-A"}));
-    assert_eq!(code, "forbidden");
+    refused(
+        &mut a,
+        "agent_stop",
+        json!({"path": "/root/Work-A"}),
+        Some("forbidden"),
+        Any,
+    );
     // Reading itself is allowed.
     let me = call(&mut a, "agent_status", json!({"path": "/root/Work-A"}));
     assert_eq!(me["state"], "running");
-    let (code, m) = fail(
+    refused(
         &mut a,
         "agent_spawn",
         json!({"path": "b/deeper", "type": "worker", "task": "t", "wait": false}),
-    );
-    assert_eq!(code, "forbidden");
-    assert!(
-        m.contains("An agent may spawn only its immediate children"),
-        "{m}"
+        Some("forbidden"),
+        Has("An agent may spawn only its immediate children"),
     );
     // The child sees only its subtree.
     let mine = call(&mut a, "agent_status", json!({}));
@@ -536,47 +526,41 @@ fn paths_access_and_spawn_checks() {
         .collect();
     assert_eq!(paths, vec!["/root/Work-A", "/root/Work-A/b"]);
     // agent_update / agent_pause are for children; the root has no parent.
-    let (code, _) = fail(&mut root, "agent_update", json!({"message": "hi"}));
-    assert_eq!(code, "forbidden");
+    refused(
+        &mut root,
+        "agent_update",
+        json!({"message": "hi"}),
+        Some("forbidden"),
+        Any,
+    );
 
     // Total limit counts settled threads too.
     call(&mut root, "agent_stop", json!({"path": "/root/Work-A"}));
-    call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "/k/l", "type": "worker", "task": "l", "wait": false}),
-    );
-    call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "/m", "type": "worker", "task": "m", "wait": false}),
-    );
-    let (code, m) = fail(
+    spawn_detached(&mut root, "/k/l", "l");
+    spawn_detached(&mut root, "/m", "m");
+    refused(
         &mut root,
         "agent_spawn",
         json!({"path": "/n", "type": "worker", "task": "n", "wait": false}),
+        Some("limit"),
+        Starts("Total thread limit reached"),
     );
-    assert_eq!(code, "limit");
-    assert!(m.starts_with("Total thread limit reached"), "{m}");
     // A stopped thread's children cannot be spawned or steered until it resumes; a stopped
     // child cannot spawn at all.
-    let (code, m) = fail(
+    refused(
         &mut root,
         "agent_steer",
         json!({"path": "/root/Work-A/b", "message": "go"}),
+        Some("conflict"),
+        Has("Cannot continue under stopped ancestor /root/Work-A; resume it first"),
     );
-    assert_eq!(code, "conflict");
-    assert!(
-        m.contains("Cannot continue under stopped ancestor /root/Work-A; resume it first"),
-        "{m}"
-    );
-    let (code, m) = fail(
+    refused(
         &mut a,
         "agent_spawn",
         json!({"path": "c", "type": "worker", "task": "t", "wait": false}),
+        Some("forbidden"),
+        Has("Only a working agent may spawn children"),
     );
-    assert_eq!(code, "forbidden");
-    assert!(m.contains("Only a working agent may spawn children"), "{m}");
     // Stopping /k stops its working child too; spawning under it is then refused.
     call(&mut root, "agent_stop", json!({"path": "/k"}));
     assert_eq!(
@@ -585,18 +569,16 @@ fn paths_access_and_spawn_checks() {
     );
     call(&mut root, "agent_stop", json!({"path": "/m"}));
     // Unknown methods of the family, and strict fields.
-    let (code, m) = fail(
+    refused(
         &mut root,
         "agent_status",
         json!({"path": "/k", "verbose": true}),
+        Some("invalid_params"),
+        Has("unknown field \"verbose\""),
     );
-    assert_eq!(code, "invalid_params");
-    assert!(m.contains("unknown field \"verbose\""));
     drop(a);
     drop(root);
-    wait_for("no leftovers", Duration::from_secs(15), || {
-        w.leftovers().is_empty()
-    });
+    w.all_gone(15);
 }
 
 #[test]
@@ -604,23 +586,11 @@ fn pause_update_steer_fail_and_stop_cascade_across_serves() {
     let w = world();
     let mut root = w.root("slow", &[]);
     // /root/a works; its own serve spawns /root/a/b (slow) and /root/a/c (quick).
-    call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "a", "type": "worker", "task": "lead", "wait": false}),
-    );
+    spawn_detached(&mut root, "a", "lead");
     let mut a = w.child("/root/a", "slow");
     let mut a_quick = w.child("/root/a", "quick");
-    call(
-        &mut a,
-        "agent_spawn",
-        json!({"path": "b", "type": "worker", "task": "dig", "wait": false}),
-    );
-    let c = call(
-        &mut a_quick,
-        "agent_spawn",
-        json!({"path": "c", "type": "worker", "task": "check"}),
-    );
+    spawn_detached(&mut a, "b", "dig");
+    let c = spawn(&mut a_quick, "c", "check");
     assert_eq!(c["state"], "completed");
 
     // Progress from a child reaches the parent's serve as a notice, quickly.
@@ -679,12 +649,13 @@ fn pause_update_steer_fail_and_stop_cascade_across_serves() {
         1
     );
     // Steering under the stopped ancestor is refused; resuming the ancestor first works.
-    let (code, _) = fail(
+    refused(
         &mut root,
         "agent_steer",
         json!({"path": "/root/a/b", "message": "go on"}),
+        Some("conflict"),
+        Any,
     );
-    assert_eq!(code, "conflict");
     let v = call(
         &mut root,
         "agent_steer",
@@ -756,11 +727,7 @@ fn pause_update_steer_fail_and_stop_cascade_across_serves() {
 
     // A model error: failed, error kept; a steer resumes it.
     let mut failing = w.root("failing", &[]);
-    let v = call(
-        &mut failing,
-        "agent_spawn",
-        json!({"path": "f", "type": "worker", "task": "try"}),
-    );
+    let v = spawn(&mut failing, "f", "try");
     assert_eq!(v["state"], "failed");
     assert!(
         v["error"].as_str().unwrap().contains("model exploded"),
@@ -768,27 +735,16 @@ fn pause_update_steer_fail_and_stop_cascade_across_serves() {
     );
     drop((a, a_quick, failing));
     drop(root);
-    wait_for("no leftovers", Duration::from_secs(15), || {
-        w.leftovers().is_empty()
-    });
-    check_clean(&w.db);
+    w.finish(15);
 }
 
 #[test]
 fn crash_restore_pauses_and_mailboxes_deliver_exactly_once() {
     let w = world();
     let mut root = w.root("slow", &[]);
-    let v = call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "a", "type": "worker", "task": "long job", "wait": false}),
-    );
+    let v = spawn_detached(&mut root, "a", "long job");
     let file = PathBuf::from(v["sessionFile"].as_str().unwrap());
-    call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "/k", "type": "worker", "task": "independent", "wait": false}),
-    );
+    spawn_detached(&mut root, "/k", "independent");
     // A notice waiting for the root: written, not yet claimed by any serve.
     wait_for("running", Duration::from_secs(5), || {
         w.sql("SELECT count(*) FROM threads WHERE agent_state = 'running'")[0][0] == 2
@@ -799,7 +755,7 @@ fn crash_restore_pauses_and_mailboxes_deliver_exactly_once() {
     // Rows written by a process that died before delivering them: a steer never sent, one the
     // child already consumed (its task is in the transcript), and a notice for /root.
     let now = threadbase::time::now_iso();
-    let conn = rusqlite::Connection::open(&w.db).unwrap();
+    let conn = rusqlite::Connection::open(&w.base.db).unwrap();
     let id: String = conn
         .query_row("SELECT id FROM threads WHERE path = '/root/a'", [], |r| {
             r.get(0)
@@ -822,7 +778,7 @@ fn crash_restore_pauses_and_mailboxes_deliver_exactly_once() {
     .unwrap();
     drop(conn);
     wait_for("children gone", Duration::from_secs(10), || {
-        w.leftovers().is_empty()
+        w.base.leftovers().is_empty()
     });
 
     // The next serve restores: working threads come back paused, nothing restarts.
@@ -833,8 +789,8 @@ fn crash_restore_pauses_and_mailboxes_deliver_exactly_once() {
         assert_eq!(t["status"], "Interrupted by reload; send input to resume");
         assert!(t.get("output").is_none());
     }
-    assert!(w.leftovers().iter().all(|p| *p == root.child.id()));
-    check_clean(&w.db);
+    assert!(w.base.leftovers().iter().all(|p| *p == root.child.id()));
+    check_clean(&w.base.db);
     // The saved notice is delivered once.
     wait_for("saved notice", Duration::from_secs(5), || {
         notices(&root)
@@ -895,11 +851,7 @@ fn crash_restore_pauses_and_mailboxes_deliver_exactly_once() {
 fn independent_roots_start_empty_and_restore_is_all_or_nothing() {
     let w = world();
     let mut root = w.root("quick", &[]);
-    let k = call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "/k", "type": "worker", "task": "solo"}),
-    );
+    let k = spawn(&mut root, "/k", "solo");
     assert_eq!(k["state"], "completed");
     assert_eq!(k["parent"], Value::Null);
     let kfile = PathBuf::from(k["sessionFile"].as_str().unwrap());
@@ -909,11 +861,7 @@ fn independent_roots_start_empty_and_restore_is_all_or_nothing() {
         w.root_session.display().to_string()
     );
     // /k/l inherits /k (not /root).
-    let l = call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "/k/l", "type": "worker", "task": "sub"}),
-    );
+    let l = spawn(&mut root, "/k/l", "sub");
     let lfile = PathBuf::from(l["sessionFile"].as_str().unwrap());
     assert_eq!(user_texts(&lfile), vec!["solo", "sub"]);
     assert_eq!(
@@ -923,7 +871,7 @@ fn independent_roots_start_empty_and_restore_is_all_or_nothing() {
     drop(root);
 
     // A broken saved parent link: restore refuses the whole registry and changes nothing.
-    let conn = rusqlite::Connection::open(&w.db).unwrap();
+    let conn = rusqlite::Connection::open(&w.base.db).unwrap();
     conn.execute_batch(
         "PRAGMA foreign_keys = OFF;
          UPDATE threads SET agent_state = 'running', status = 'live', owner_pid = 999999999, owner_started_at = 1 WHERE path = '/k/l';
@@ -933,7 +881,7 @@ fn independent_roots_start_empty_and_restore_is_all_or_nothing() {
     let before = w.sql("SELECT path, agent_state, status FROM threads ORDER BY path");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_threadbase"))
         .arg("--db")
-        .arg(&w.db)
+        .arg(&w.base.db)
         .arg("restore")
         .output()
         .unwrap();
@@ -950,26 +898,22 @@ fn independent_roots_start_empty_and_restore_is_all_or_nothing() {
     );
     // The serve of that session refuses agent calls with the same reason.
     let mut root = w.root("quick", &[]);
-    let (code, m) = fail(&mut root, "agent_status", json!({}));
-    assert_eq!(code, "internal");
-    assert!(m.contains("Missing saved parent /k of /k/l"), "{m}");
+    refused(
+        &mut root,
+        "agent_status",
+        json!({}),
+        Some("internal"),
+        Has("Missing saved parent /k of /k/l"),
+    );
 }
 
 #[test]
 fn a_grandchild_whose_serve_died_is_resumed_by_the_root() {
     let w = world();
     let mut root = w.root("slow", &[]);
-    call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "a", "type": "worker", "task": "lead", "wait": false}),
-    );
+    spawn_detached(&mut root, "a", "lead");
     let mut a = w.child("/root/a", "slow");
-    call(
-        &mut a,
-        "agent_spawn",
-        json!({"path": "b", "type": "worker", "task": "dig", "wait": false}),
-    );
+    spawn_detached(&mut a, "b", "dig");
     // /root/a's serve dies without a trace while /root/a/b works; b's row still claims a live
     // process.
     assert_eq!(
@@ -1005,21 +949,14 @@ fn a_grandchild_whose_serve_died_is_resumed_by_the_root() {
     );
     call(&mut root, "agent_stop", json!({"path": "/root/a"}));
     drop(root);
-    wait_for("no leftovers", Duration::from_secs(15), || {
-        w.leftovers().is_empty()
-    });
-    check_clean(&w.db);
+    w.finish(15);
 }
 
 #[test]
 fn sigterm_shuts_serve_down_like_stdin_eof() {
     let w = world();
     let mut root = w.root("slow", &[]);
-    call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "a", "type": "worker", "task": "long", "wait": false}),
-    );
+    spawn_detached(&mut root, "a", "long");
     // What Pi's shutdown sends its process group.
     rustix::process::kill_process(
         rustix::process::Pid::from_raw(root.child.id() as i32).unwrap(),
@@ -1032,20 +969,16 @@ fn sigterm_shuts_serve_down_like_stdin_eof() {
         w.sql("SELECT agent_state, status FROM threads WHERE path = '/root/a'")[0],
         vec![json!("stopped"), json!("closed")]
     );
-    wait_for("no leftovers", Duration::from_secs(10), || {
-        w.leftovers().is_empty()
-    });
-    check_clean(&w.db);
+    w.finish(10);
 }
 
 #[test]
 fn stdin_eof_answers_every_request_already_read() {
     let w = world();
-    std::fs::write(
-        w.dir.path().join("glacial.json"),
-        json!({"turns": [{"steps": [{"delay_ms": 60000}, {"text": "late"}]}]}).to_string(),
-    )
-    .unwrap();
+    w.base.script(
+        "glacial",
+        &json!({"turns": [{"steps": [{"delay_ms": 60000}, {"text": "late"}]}]}).to_string(),
+    );
     // A fresh database: the first requests race the migrations, then stdin closes at once.
     let mut root = w.root("slow", &[]);
     let mut ids: Vec<u64> = (0..20)
@@ -1091,11 +1024,7 @@ fn stdin_eof_answers_every_request_already_read() {
         json!({"path": "a", "message": "go on"}),
     );
     let mut a = w.child("/root/a", "glacial");
-    call(
-        &mut a,
-        "agent_spawn",
-        json!({"path": "b", "type": "worker", "task": "dig", "wait": false}),
-    );
+    spawn_detached(&mut a, "b", "dig");
     let wait = root.send("agent_wait", json!({"path": "/root/a/b"}));
     std::thread::sleep(Duration::from_millis(300));
     let closed_at = Instant::now();
@@ -1115,33 +1044,21 @@ fn stdin_eof_answers_every_request_already_read() {
         "cancelled after the grace period: {took:?}"
     );
     a.close(Duration::from_secs(30));
-    wait_for("no leftovers", Duration::from_secs(10), || {
-        w.leftovers().is_empty()
-    });
-    check_clean(&w.db);
+    w.finish(10);
 }
 
 #[test]
 fn a_resume_runs_where_the_settled_process_still_lives() {
     let w = world();
-    std::fs::write(
-        w.dir.path().join("glacial.json"),
-        json!({"turns": [{"steps": [{"delay_ms": 60000}, {"text": "late"}]}]}).to_string(),
-    )
-    .unwrap();
-    let mut root = w.root("quick", &[]);
-    call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "a", "type": "worker", "task": "lead", "wait": false}),
+    w.base.script(
+        "glacial",
+        &json!({"turns": [{"steps": [{"delay_ms": 60000}, {"text": "late"}]}]}).to_string(),
     );
+    let mut root = w.root("quick", &[]);
+    spawn_detached(&mut root, "a", "lead");
     // /root/a's serve holds /root/a/b; /root/a/b's serve holds /root/a/b/c, which keeps working.
     let mut a = w.child("/root/a", "slow");
-    call(
-        &mut a,
-        "agent_spawn",
-        json!({"path": "b", "type": "worker", "task": "dig", "wait": false}),
-    );
+    spawn_detached(&mut a, "b", "dig");
     let mut b_serve = w.serve(
         "glacial",
         vec![
@@ -1155,11 +1072,7 @@ fn a_resume_runs_where_the_settled_process_still_lives() {
             ("PI_SUBAGENTS_MAX_LEVELS", "4"),
         ],
     );
-    call(
-        &mut b_serve,
-        "agent_spawn",
-        json!({"path": "c", "type": "worker", "task": "deeper", "wait": false}),
-    );
+    spawn_detached(&mut b_serve, "c", "deeper");
     let b = call(
         &mut root,
         "agent_wait",
@@ -1200,10 +1113,7 @@ fn a_resume_runs_where_the_settled_process_still_lives() {
     for s in [&mut b_serve, &mut a, &mut root] {
         assert!(s.close(Duration::from_secs(30)).success());
     }
-    wait_for("no leftovers", Duration::from_secs(10), || {
-        w.leftovers().is_empty()
-    });
-    check_clean(&w.db);
+    w.finish(10);
 }
 
 #[test]
@@ -1211,17 +1121,10 @@ fn a_resume_waits_for_another_serve_to_retire_the_previous_process() {
     let w = world();
     // b ignores SIGTERM, so retiring its idle process takes the full stop escalation (about
     // 1.5 s until SIGKILL): the root's resume certainly arrives while it still lives.
-    std::fs::write(
-        w.dir.path().join("stubborn.json"),
-        json!({"ignore_sigterm": true, "turns": [{"steps": [{"delay_ms": 100}, {"text": "answer to {prompt}"}]}]}).to_string(),
-    )
-    .unwrap();
+    let stubborn = json!({"ignore_sigterm": true, "turns": [{"steps": [{"delay_ms": 100}, {"text": "answer to {prompt}"}]}]});
+    w.base.script("stubborn", &stubborn.to_string());
     let mut root = w.root("quick", &[]);
-    call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "a", "type": "worker", "task": "lead", "wait": false}),
-    );
+    spawn_detached(&mut root, "a", "lead");
     let mut a = w.child("/root/a", "stubborn");
     let b = call(
         &mut a,
@@ -1274,10 +1177,7 @@ fn a_resume_waits_for_another_serve_to_retire_the_previous_process() {
     for s in [&mut a, &mut root] {
         assert!(s.close(Duration::from_secs(30)).success());
     }
-    wait_for("no leftovers", Duration::from_secs(10), || {
-        w.leftovers().is_empty()
-    });
-    check_clean(&w.db);
+    w.finish(10);
 }
 
 /// The golden case of the original's `tests/startup.test.ts`: a detached nested spawn answers
@@ -1288,19 +1188,11 @@ fn a_resume_waits_for_another_serve_to_retire_the_previous_process() {
 fn golden_stop_takes_a_settled_parent_and_its_starting_child() {
     let w = world();
     let mut root = w.root("quick", &[]);
-    let worker = call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "worker", "type": "worker", "task": "work"}),
-    );
+    let worker = spawn(&mut root, "worker", "work");
     assert_eq!(worker["state"], "completed");
     drop(root);
     let mut root = w.root("slow", &[]);
-    let child = call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "worker/child", "type": "worker", "task": "nested", "wait": false}),
-    );
+    let child = spawn_detached(&mut root, "worker/child", "nested");
     assert_eq!(child["state"], "starting", "{child}");
     assert_eq!(child["status"], "Starting");
     assert_eq!(child["owner"], "/root/worker");
@@ -1319,41 +1211,31 @@ fn golden_stop_takes_a_settled_parent_and_its_starting_child() {
     assert_eq!(child["error"], "Subagent run aborted");
     // The stopped parent's own serve may not spawn ("working agent").
     let mut worker_serve = w.child("/root/worker", "quick");
-    let (code, m) = fail(
+    refused(
         &mut worker_serve,
         "agent_spawn",
         json!({"path": "late", "type": "worker", "task": "late"}),
-    );
-    assert_eq!(code, "forbidden");
-    assert!(
-        m.starts_with("Only a working agent may spawn children. Repair:"),
-        "{m}"
+        Some("forbidden"),
+        Starts("Only a working agent may spawn children. Repair:"),
     );
     // Nor may the root spawn or steer beneath it until it is resumed.
-    let (code, m) = fail(
+    refused(
         &mut root,
         "agent_spawn",
         json!({"path": "/root/worker/late", "type": "worker", "task": "late", "wait": false}),
+        Some("conflict"),
+        Starts("Cannot continue under stopped ancestor /root/worker; resume it first. Repair:"),
     );
-    assert_eq!(code, "conflict");
-    assert!(
-        m.starts_with(
-            "Cannot continue under stopped ancestor /root/worker; resume it first. Repair:"
-        ),
-        "{m}"
-    );
-    let (code, _) = fail(
+    refused(
         &mut root,
         "agent_steer",
         json!({"path": "/root/worker/child", "message": "go on"}),
+        Some("conflict"),
+        Any,
     );
-    assert_eq!(code, "conflict");
     drop(worker_serve);
     drop(root);
-    wait_for("no leftovers", Duration::from_secs(15), || {
-        w.leftovers().is_empty()
-    });
-    check_clean(&w.db);
+    w.finish(15);
 }
 
 /// Stop in any state: a paused thread and a failed one become stopped (the failed one keeps
@@ -1362,11 +1244,7 @@ fn golden_stop_takes_a_settled_parent_and_its_starting_child() {
 fn stop_takes_paused_and_failed_threads_and_a_resume_lifts_it() {
     let w = world();
     let mut failing = w.root("failing", &[]);
-    let f = call(
-        &mut failing,
-        "agent_spawn",
-        json!({"path": "f", "type": "worker", "task": "try"}),
-    );
+    let f = spawn(&mut failing, "f", "try");
     assert_eq!(f["state"], "failed", "{f}");
     let error = f["error"].as_str().unwrap().to_string();
     let v = call(&mut failing, "agent_stop", json!({"path": "f"}));
@@ -1376,11 +1254,7 @@ fn stop_takes_paused_and_failed_threads_and_a_resume_lifts_it() {
     drop(failing);
 
     let mut root = w.root("slow", &[]);
-    call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "p", "type": "worker", "task": "lead", "wait": false}),
-    );
+    spawn_detached(&mut root, "p", "lead");
     let mut p = w.child("/root/p", "slow");
     call(&mut p, "agent_pause", json!({"reason": "need input"}));
     let v = call(&mut root, "agent_wait", json!({"path": "/root/p"}));
@@ -1392,12 +1266,13 @@ fn stop_takes_paused_and_failed_threads_and_a_resume_lifts_it() {
         w.sql("SELECT agent_state FROM threads WHERE path = '/root/p'")[0][0],
         "stopped"
     );
-    let (code, _) = fail(
+    refused(
         &mut root,
         "agent_spawn",
         json!({"path": "/root/p/x", "type": "worker", "task": "t", "wait": false}),
+        Some("conflict"),
+        Any,
     );
-    assert_eq!(code, "conflict");
     // Resuming the stopped thread lifts the refusal.
     let v = call(
         &mut root,
@@ -1405,19 +1280,12 @@ fn stop_takes_paused_and_failed_threads_and_a_resume_lifts_it() {
         json!({"path": "/root/p", "message": "carry on"}),
     );
     assert_eq!(v["state"], "starting", "{v}");
-    let x = call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "/root/p/x", "type": "worker", "task": "t", "wait": false}),
-    );
+    let x = spawn_detached(&mut root, "/root/p/x", "t");
     assert_eq!(x["state"], "starting", "{x}");
     call(&mut root, "agent_stop", json!({"path": "/root/p"}));
     drop(p);
     drop(root);
-    wait_for("no leftovers", Duration::from_secs(15), || {
-        w.leftovers().is_empty()
-    });
-    check_clean(&w.db);
+    w.finish(15);
 }
 
 /// The view's fields (owner, type, epoch-ms times), the failed and stopped values, the list in
@@ -1463,16 +1331,8 @@ fn views_lists_and_notices_are_the_originals() {
         ],
         "{b}"
     );
-    call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "a", "type": "worker", "task": "work"}),
-    );
-    let k = call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "/k", "type": "worker", "task": "solo"}),
-    );
+    spawn(&mut root, "a", "work");
+    let k = spawn(&mut root, "/k", "solo");
     assert_eq!((&k["parent"], &k["owner"]), (&Value::Null, &json!("/root")));
     // Retiring a settled child's process touches its row (and so `updatedAt`): wait for all
     // three, so that the two lists below read the same rows.
@@ -1507,11 +1367,7 @@ fn views_lists_and_notices_are_the_originals() {
 
     // A failed thread's status is its error; its notice ends "Session retained …".
     let mut failing = w.root("failing", &[]);
-    let f = call(
-        &mut failing,
-        "agent_spawn",
-        json!({"path": "f", "type": "worker", "task": "try", "wait": false}),
-    );
+    let f = spawn_detached(&mut failing, "f", "try");
     assert_eq!(f["state"], "starting", "{f}");
     wait_for("failed notice", Duration::from_secs(10), || {
         notices(&failing).iter().any(|n| n["path"] == "/root/f")
@@ -1530,20 +1386,13 @@ fn views_lists_and_notices_are_the_originals() {
 
     // A stopped run keeps the aborted run's error.
     let mut slow = w.root("slow", &[]);
-    call(
-        &mut slow,
-        "agent_spawn",
-        json!({"path": "s", "type": "worker", "task": "long", "wait": false}),
-    );
+    spawn_detached(&mut slow, "s", "long");
     let s = call(&mut slow, "agent_stop", json!({"path": "s"}));
     assert_eq!(s["state"], "stopped", "{s}");
     assert_eq!(s["status"], "Stopped; session retained");
     assert_eq!(s["error"], "Subagent run aborted");
     drop(slow);
-    wait_for("no leftovers", Duration::from_secs(15), || {
-        w.leftovers().is_empty()
-    });
-    check_clean(&w.db);
+    w.finish(15);
 }
 
 /// The original's error texts, word for word, each followed by threadbase's ` Repair: …`.
@@ -1551,88 +1400,111 @@ fn views_lists_and_notices_are_the_originals() {
 fn error_texts_are_the_originals() {
     let w = world();
     let mut root = w.root("quick", &[]);
-    let (code, m) = fail(&mut root, "agent_status", json!({"path": "nope"}));
-    assert_eq!(code, "unknown_reference");
-    assert!(m.starts_with("Unknown thread /root/nope. Repair:"), "{m}");
-    let (_, m) = fail(&mut root, "agent_wait", json!({"path": "/root/nope"}));
-    assert!(m.starts_with("Unknown thread /root/nope. Repair:"), "{m}");
-    let (_, m) = fail(&mut root, "agent_output", json!({"path": "/k"}));
-    assert!(m.starts_with("Unknown thread /k. Repair:"), "{m}");
-    let (code, m) = fail(
+    let unknown = Some("unknown_reference");
+    let invalid = Some("invalid_params");
+    refused_all(
         &mut root,
-        "agent_spawn",
-        json!({"path": "/root/x/y", "type": "worker", "task": "t"}),
+        vec![
+            (
+                "agent_status",
+                json!({"path": "nope"}),
+                unknown,
+                Starts("Unknown thread /root/nope. Repair:"),
+            ),
+            (
+                "agent_wait",
+                json!({"path": "/root/nope"}),
+                None,
+                Starts("Unknown thread /root/nope. Repair:"),
+            ),
+            (
+                "agent_output",
+                json!({"path": "/k"}),
+                None,
+                Starts("Unknown thread /k. Repair:"),
+            ),
+            (
+                "agent_spawn",
+                json!({"path": "/root/x/y", "type": "worker", "task": "t"}),
+                unknown,
+                Starts("Unknown thread /root/x. Repair:"),
+            ),
+            (
+                "agent_spawn",
+                json!({"path": "x", "task": "t"}),
+                invalid,
+                Has("type is required"),
+            ),
+            (
+                "agent_spawn",
+                json!({"path": "x", "type": "worker", "task": " \n"}),
+                None,
+                Starts("Task must not be empty. Repair:"),
+            ),
+        ],
     );
-    assert_eq!(code, "unknown_reference");
-    assert!(m.starts_with("Unknown thread /root/x. Repair:"), "{m}");
-    let (code, m) = fail(&mut root, "agent_spawn", json!({"path": "x", "task": "t"}));
-    assert_eq!(code, "invalid_params");
-    assert!(m.contains("type is required"), "{m}");
-    let (_, m) = fail(
+    spawn(&mut root, "done", "t");
+    let not_mine = Starts(
+        "/root may address only its descendants (not siblings, unrelated trees or ancestors). Repair:",
+    );
+    let forbidden = Some("forbidden");
+    refused_all(
         &mut root,
-        "agent_spawn",
-        json!({"path": "x", "type": "worker", "task": " \n"}),
+        vec![
+            (
+                "agent_steer",
+                json!({"path": "done", "message": "  "}),
+                invalid,
+                Starts("Steering message must not be empty. Repair:"),
+            ),
+            ("agent_wait", json!({"path": "/root"}), forbidden, not_mine),
+            ("agent_stop", json!({"path": "/root"}), forbidden, not_mine),
+            (
+                "agent_steer",
+                json!({"path": "/root", "message": "hi"}),
+                forbidden,
+                not_mine,
+            ),
+            (
+                "agent_update",
+                json!({"message": "hi"}),
+                None,
+                Starts("Unknown thread /root. Repair:"),
+            ),
+            (
+                "agent_pause",
+                json!({"reason": "why"}),
+                None,
+                Starts("Unknown thread /root. Repair:"),
+            ),
+        ],
     );
-    assert!(m.starts_with("Task must not be empty. Repair:"), "{m}");
-    call(
-        &mut root,
-        "agent_spawn",
-        json!({"path": "done", "type": "worker", "task": "t"}),
-    );
-    let (code, m) = fail(
-        &mut root,
-        "agent_steer",
-        json!({"path": "done", "message": "  "}),
-    );
-    assert_eq!(code, "invalid_params");
-    assert!(
-        m.starts_with("Steering message must not be empty. Repair:"),
-        "{m}"
-    );
-    for method in ["agent_wait", "agent_stop", "agent_steer"] {
-        let params = if method == "agent_steer" {
-            json!({"path": "/root", "message": "hi"})
-        } else {
-            json!({"path": "/root"})
-        };
-        let (code, m) = fail(&mut root, method, params);
-        assert_eq!(code, "forbidden", "{method}");
-        assert!(
-            m.starts_with("/root may address only its descendants (not siblings, unrelated trees or ancestors). Repair:"),
-            "{method}: {m}"
-        );
-    }
-    for (method, params) in [
-        ("agent_update", json!({"message": "hi"})),
-        ("agent_pause", json!({"reason": "why"})),
-    ] {
-        let (_, m) = fail(&mut root, method, params);
-        assert!(
-            m.starts_with("Unknown thread /root. Repair:"),
-            "{method}: {m}"
-        );
-    }
     // A child that is not working may neither report progress nor pause.
     let mut done = w.child("/root/done", "quick");
-    let (code, m) = fail(&mut done, "agent_update", json!({"message": "hi"}));
-    assert_eq!(code, "forbidden");
-    assert!(
-        m.starts_with("Only a working child may report progress. Repair:"),
-        "{m}"
+    refused(
+        &mut done,
+        "agent_update",
+        json!({"message": "hi"}),
+        Some("forbidden"),
+        Starts("Only a working child may report progress. Repair:"),
     );
-    let (_, m) = fail(&mut done, "agent_pause", json!({"reason": "why"}));
-    assert!(
-        m.starts_with("Only a working child may pause itself. Repair:"),
-        "{m}"
+    refused(
+        &mut done,
+        "agent_pause",
+        json!({"reason": "why"}),
+        None,
+        Starts("Only a working child may pause itself. Repair:"),
     );
     // A serve whose agent path is not in the registry.
     let mut stranger = w.child("/root/ghost", "quick");
-    let (_, m) = fail(&mut stranger, "agent_update", json!({"message": "hi"}));
-    assert!(m.starts_with("Unknown thread /root/ghost. Repair:"), "{m}");
+    refused(
+        &mut stranger,
+        "agent_update",
+        json!({"message": "hi"}),
+        None,
+        Starts("Unknown thread /root/ghost. Repair:"),
+    );
     drop((done, stranger));
     drop(root);
-    wait_for("no leftovers", Duration::from_secs(15), || {
-        w.leftovers().is_empty()
-    });
-    check_clean(&w.db);
+    w.finish(15);
 }

@@ -5,14 +5,14 @@
 //! gone the restore rules apply and the root's serve takes the thread over. `list` with no
 //! filter stays the root's own threads. Real serves, real scripted children, one database.
 
+use crate::support::common;
 use crate::support::db_check;
 use crate::support::serve_client;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use serve_client::{processes_with_env, scripted_command, Serve, ServeSpec};
+use serve_client::{Scripted, Serve};
 
 /// Every child answers its first prompt after 1.5 s with a two-line answer, and later prompts
 /// with `reply to <prompt>`. (At 200 ms, the checks before the subtree test's `wait` took
@@ -22,61 +22,32 @@ const SCRIPT: &str = r#"{"turns": [{"steps": [{"delay_ms": 1500}, {"text": "firs
   "default_reply": "reply to {prompt}"}"#;
 
 struct World {
-    dir: tempfile::TempDir,
-    db: PathBuf,
-    marker: String,
+    base: Scripted,
 }
 
 impl World {
     fn new() -> World {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("script.json"), SCRIPT).unwrap();
-        World {
-            db: dir.path().join("db.sqlite"),
-            marker: format!(
-                "subtree-{}-{}",
-                std::process::id(),
-                threadbase::ids::random_hex(8)
-            ),
-            dir,
-        }
+        let base = Scripted::new("subtree");
+        base.script("script", SCRIPT);
+        World { base }
     }
 
     /// The serve of `session`; `scope` makes it the own serve of that thread (path, id) at
     /// `depth`, as a child Pi's extension starts it.
     fn serve(&self, session: &str, scope: Option<(&str, &str, u32)>) -> Serve {
-        let mut env = vec![
-            (
-                "THREADBASE_PI_COMMAND".to_string(),
-                scripted_command(&self.dir.path().join("script.json")),
-            ),
-            ("THREADBASE_TEST_MARKER".to_string(), self.marker.clone()),
-            (
-                "PI_CODING_AGENT_DIR".to_string(),
-                self.dir.path().join("agent").display().to_string(),
-            ),
-            ("PI_THREADS_MAX_DEPTH".to_string(), "3".to_string()),
-        ];
-        if let Some((path, id, depth)) = scope {
+        let depth;
+        let mut env = vec![("PI_THREADS_MAX_DEPTH", "3")];
+        if let Some((path, id, d)) = scope {
+            depth = d.to_string();
             env.extend([
-                ("PI_THREADS_PATH".to_string(), path.to_string()),
-                ("PI_THREADS_SELF_ID".to_string(), id.to_string()),
-                ("PI_THREADS_DEPTH".to_string(), depth.to_string()),
-                ("PI_THREADS_ROOT_SESSION_ID".to_string(), "ses_root".into()),
+                ("PI_THREADS_PATH", path),
+                ("PI_THREADS_SELF_ID", id),
+                ("PI_THREADS_DEPTH", depth.as_str()),
+                ("PI_THREADS_ROOT_SESSION_ID", "ses_root"),
             ]);
         }
-        Serve::start(ServeSpec {
-            db: &self.db,
-            args: vec![
-                "--session-id".into(),
-                session.into(),
-                "--cwd".into(),
-                self.dir.path().display().to_string(),
-            ],
-            env,
-            cwd: self.dir.path().to_path_buf(),
-            clear_env: false,
-        })
+        let args = vec!["--session-id".into(), session.into()];
+        self.base.serve("script", args, &env)
     }
 
     /// The own serve of the thread at `path` (its id and session from the rows).
@@ -106,13 +77,9 @@ impl World {
     }
 
     fn conn(&self) -> rusqlite::Connection {
-        let c = rusqlite::Connection::open(&self.db).unwrap();
+        let c = rusqlite::Connection::open(&self.base.db).unwrap();
         c.busy_timeout(Duration::from_secs(10)).unwrap();
         c
-    }
-
-    fn leftovers(&self) -> Vec<u32> {
-        processes_with_env("THREADBASE_TEST_MARKER", &self.marker)
     }
 }
 
@@ -271,11 +238,7 @@ fn the_root_reads_its_whole_subtree_from_the_rows() {
         "{}",
         text(r)
     );
-    let waiting = root
-        .notifications()
-        .into_iter()
-        .filter(|n| n["method"] == "progress" && n["params"]["requestId"] == req)
-        .count();
+    let waiting = root.progress_of(req).len();
     assert!(
         waiting >= 1,
         "progress while waiting on another serve's thread"
@@ -287,8 +250,8 @@ fn the_root_reads_its_whole_subtree_from_the_rows() {
     root.close(Duration::from_secs(20));
     lead.close(Duration::from_secs(20));
     review.close(Duration::from_secs(20));
-    assert!(w.leftovers().is_empty());
-    db_check::db_check(&w.db).unwrap();
+    assert!(w.base.leftovers().is_empty());
+    db_check::db_check(&w.base.db).unwrap();
 }
 
 /// send, stop and resume of a grandchild go to the serve that holds it as `commands` rows and
@@ -329,13 +292,8 @@ fn send_stop_and_resume_of_a_grandchild_are_carried_out_by_its_serve() {
     assert_eq!(r["details"]["accepted"], true);
     wait_idle(&mut root, &docs);
     let conn = w.conn();
-    let done: Vec<(String, String)> = conn
-        .prepare("SELECT kind, state FROM commands ORDER BY id")
-        .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let done: Vec<(String, String)> =
+        common::pairs(&conn, "SELECT kind, state FROM commands ORDER BY id");
     assert_eq!(
         done,
         [
@@ -433,8 +391,8 @@ fn send_stop_and_resume_of_a_grandchild_are_carried_out_by_its_serve() {
 
     root.close(Duration::from_secs(20));
     lead.close(Duration::from_secs(20));
-    assert!(w.leftovers().is_empty());
-    db_check::db_check(&w.db).unwrap();
+    assert!(w.base.leftovers().is_empty());
+    db_check::db_check(&w.base.db).unwrap();
 }
 
 /// A command nobody takes is withdrawn, and the requester says so with a `Repair:`; the
@@ -537,6 +495,6 @@ fn a_refused_or_untaken_command_is_a_clear_error() {
 
     root.close(Duration::from_secs(20));
     lead.close(Duration::from_secs(20));
-    assert!(w.leftovers().is_empty());
-    db_check::db_check(&w.db).unwrap();
+    assert!(w.base.leftovers().is_empty());
+    db_check::db_check(&w.base.db).unwrap();
 }

@@ -8,78 +8,62 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use serve_client::{processes_with_env, scripted_command, session_user_texts, Serve, ServeSpec};
+use serve_client::{scripted_command, session_user_texts, Scripted, Serve};
 
 struct World {
-    dir: tempfile::TempDir,
-    db: PathBuf,
+    base: Scripted,
     parent_session: PathBuf,
-    marker: String,
 }
 
 fn world(script: Value) -> World {
-    let dir = tempfile::tempdir().unwrap();
-    let sessions = dir.path().join("sessions");
-    std::fs::create_dir_all(&sessions).unwrap();
-    let parent_session = sessions.join("parent.jsonl");
+    let base = Scripted::new("serve");
     let lines = [
-        json!({"type":"session","version":3,"id":"ses_parent","timestamp":"2026-11-30T00:00:00.000Z","cwd":dir.path()}),
+        json!({"type":"session","version":3,"id":"ses_parent","timestamp":"2026-11-30T00:00:00.000Z","cwd":base.root}),
         json!({"type":"message","id":"a0000001","parentId":null,"timestamp":"2026-11-30T00:00:01.000Z","message":{"role":"user","content":[{"type":"text","text":"hello"}],"timestamp":1}}),
         json!({"type":"message","id":"a0000002","parentId":"a0000001","timestamp":"2026-11-30T00:00:02.000Z","message":{"role":"assistant","content":[{"type":"text","text":"hi there"}],"stopReason":"stop","timestamp":2}}),
     ];
-    std::fs::write(
-        &parent_session,
-        lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
-    )
-    .unwrap();
-    std::fs::write(dir.path().join("script.json"), script.to_string()).unwrap();
-    let marker = format!(
-        "serve-{}-{}",
-        std::process::id(),
-        threadbase::ids::random_hex(8)
-    );
+    let parent_session = base.session_file("sessions/parent.jsonl", &lines);
+    base.script("script", &script.to_string());
     World {
-        db: dir.path().join("db.sqlite"),
+        base,
         parent_session,
-        dir,
-        marker,
     }
 }
 
+/// A world with `script` (JSON text) and its first serve.
+fn with_serve(script: &str) -> (World, Serve) {
+    let w = world(serde_json::from_str(script).unwrap());
+    let s = w.serve(&[]);
+    (w, s)
+}
+
 impl World {
-    fn serve(&self, extra_env: &[(&str, &str)]) -> Serve {
-        let mut env = vec![
-            (
-                "THREADBASE_PI_COMMAND".to_string(),
-                scripted_command(&self.dir.path().join("script.json")),
-            ),
-            ("THREADBASE_TEST_MARKER".to_string(), self.marker.clone()),
-            (
-                "PI_CODING_AGENT_DIR".to_string(),
-                self.dir.path().join("agent").display().to_string(),
-            ),
-        ];
-        env.extend(
-            extra_env
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string())),
-        );
-        Serve::start(ServeSpec {
-            db: &self.db,
-            args: vec![
-                "--session-file".into(),
-                self.parent_session.display().to_string(),
-                "--cwd".into(),
-                self.dir.path().display().to_string(),
-            ],
-            env,
-            cwd: self.dir.path().to_path_buf(),
-            clear_env: false,
-        })
+    /// Closes `s` (waiting up to 20 s) and finds nothing this world started still running.
+    fn close_all(&self, mut s: Serve) {
+        s.close(Duration::from_secs(20));
+        assert!(self.base.leftovers().is_empty());
     }
 
-    fn leftovers(&self) -> Vec<u32> {
-        processes_with_env("THREADBASE_TEST_MARKER", &self.marker)
+    fn serve(&self, extra_env: &[(&str, &str)]) -> Serve {
+        let args = vec![
+            "--session-file".into(),
+            self.parent_session.display().to_string(),
+        ];
+        self.base.serve("script", args, extra_env)
+    }
+
+    /// `threadbase serve` on the parent session, for a test that wires its stdio itself.
+    fn serve_command(&self) -> std::process::Command {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_threadbase"));
+        cmd.arg("--db")
+            .arg(&self.base.db)
+            .args(["serve", "--session-file"])
+            .arg(&self.parent_session)
+            .env(
+                "THREADBASE_PI_COMMAND",
+                scripted_command(&self.base.root.join("script.json")),
+            );
+        cmd
     }
 }
 
@@ -96,8 +80,7 @@ const SCRIPT: &str =
 
 #[test]
 fn every_action_through_serve() {
-    let w = world(serde_json::from_str(SCRIPT).unwrap());
-    let mut s = w.serve(&[]);
+    let (w, mut s) = with_serve(SCRIPT);
 
     // start: generated names, explicit task name, duplicate path.
     let r = s.thread(json!({"action": "start", "prompt": "Say hi\nthen more"}));
@@ -149,12 +132,7 @@ fn every_action_through_serve() {
     assert_eq!(session["pendingMessageCount"], 0, "{session}");
     assert!(session["file"].as_str().unwrap().ends_with(".jsonl"));
     assert!(session["id"].is_string());
-    let progress: Vec<Value> = s
-        .notifications()
-        .iter()
-        .filter(|n| n["method"] == "progress" && n["params"]["requestId"] == id)
-        .map(|n| n["params"]["details"].clone())
-        .collect();
+    let progress = s.progress_of(id);
     assert!(!progress.is_empty());
     // Each progress carries what every single-thread result does, and no timeoutMs.
     for p in &progress {
@@ -337,7 +315,7 @@ fn every_action_through_serve() {
     // stdin EOF: every live child is stopped and recorded; serve exits 0.
     let status = s.close(Duration::from_secs(20));
     assert!(status.success(), "{status:?}");
-    let conn = rusqlite::Connection::open(&w.db).unwrap();
+    let conn = rusqlite::Connection::open(&w.base.db).unwrap();
     let live: i64 = conn
         .query_row(
             "SELECT count(*) FROM threads WHERE status = 'live'",
@@ -355,9 +333,9 @@ fn every_action_through_serve() {
         .unwrap();
     assert!(stopped >= 5, "{stopped}");
     assert!(
-        w.leftovers().is_empty(),
+        w.base.leftovers().is_empty(),
         "no child process is left: {:?}",
-        w.leftovers()
+        w.base.leftovers()
     );
 }
 
@@ -397,8 +375,7 @@ fn limits_and_settings() {
             .contains("Unsupported child Pi arg")
             || e["code"] == "limit"
     );
-    s.close(Duration::from_secs(20));
-    assert!(w.leftovers().is_empty());
+    w.close_all(s);
 }
 
 /// Issue 13 on the scripted agent (tests/it/real_pi_resume_fork.rs has the same sequences with
@@ -455,8 +432,7 @@ fn wait_after_resume_or_fork_is_idle_at_once() {
         session_user_texts(Path::new(&file)),
         ["go", "more", "after the crash"]
     );
-    s.close(Duration::from_secs(20));
-    assert!(w.leftovers().is_empty());
+    w.close_all(s);
 }
 
 #[test]
@@ -480,12 +456,7 @@ fn a_long_wait_does_not_block_a_poll_and_times_out_without_stopping() {
     let r = s.response(wait, Duration::from_secs(10));
     assert_eq!(r["result"]["details"]["timedOut"], true);
     // Progress is projected at the wait's detail, as its answer is.
-    let progress: Vec<Value> = s
-        .notifications()
-        .iter()
-        .filter(|n| n["method"] == "progress" && n["params"]["requestId"] == wait)
-        .map(|n| n["params"]["details"].clone())
-        .collect();
+    let progress = s.progress_of(wait);
     assert!(!progress.is_empty());
     for p in &progress {
         assert_eq!(p["detail"], "tail", "{p}");
@@ -504,21 +475,19 @@ fn a_long_wait_does_not_block_a_poll_and_times_out_without_stopping() {
         .as_str()
         .unwrap()
         .contains("timeoutMs must be an integer from 0 to 600000 milliseconds"));
-    s.close(Duration::from_secs(20));
-    assert!(w.leftovers().is_empty());
+    w.close_all(s);
 }
 
 /// A write waiting for the database lock (another process holds it) waits off the runtime's
 /// workers: with more such writes queued than there are workers, a poll is still answered.
 #[test]
 fn writes_waiting_for_the_lock_do_not_hold_up_a_poll() {
-    let w = world(serde_json::from_str(SCRIPT).unwrap());
-    let mut s = w.serve(&[]);
+    let (w, mut s) = with_serve(SCRIPT);
     for name in ["a", "b", "c", "d"] {
         s.thread(json!({"action": "start", "prompt": "work", "taskName": name}));
         s.thread(json!({"action": "stop", "id": name}));
     }
-    let mut other = rusqlite::Connection::open(&w.db).unwrap();
+    let mut other = rusqlite::Connection::open(&w.base.db).unwrap();
     let lock = other
         .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
         .unwrap();
@@ -540,8 +509,7 @@ fn writes_waiting_for_the_lock_do_not_hold_up_a_poll() {
         let r = s.response(id, Duration::from_secs(20));
         assert_eq!(r["result"]["details"]["archived"], true, "{r}");
     }
-    s.close(Duration::from_secs(20));
-    assert!(w.leftovers().is_empty());
+    w.close_all(s);
 }
 
 /// serve reads and writes its pipes non-blocking (see `src/stdio.rs`, `src/output.rs`), which
@@ -564,15 +532,8 @@ fn serve_puts_back_the_flags_of_the_pipes_it_was_given() {
             .contains(rustix::fs::OFlags::NONBLOCK)
     };
     assert!(!nonblocking(&stdin_seen) && !nonblocking(&stdout_seen));
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_threadbase"))
-        .arg("--db")
-        .arg(&w.db)
-        .args(["serve", "--session-file"])
-        .arg(&w.parent_session)
-        .env(
-            "THREADBASE_PI_COMMAND",
-            scripted_command(&w.dir.path().join("script.json")),
-        )
+    let mut child = w
+        .serve_command()
         .stdin(requests)
         .stdout(responses)
         .stderr(std::process::Stdio::null())
@@ -602,27 +563,14 @@ fn serve_puts_back_the_flags_of_the_pipes_it_was_given() {
 #[test]
 fn error_paths_through_serve() {
     let w = world(serde_json::from_str(SCRIPT).unwrap());
-    std::fs::write(w.dir.path().join("a_file"), "x").unwrap();
-    let mut s = Serve::start(ServeSpec {
-        db: &w.db,
-        args: vec![
-            "--session-file".into(),
-            w.parent_session.display().to_string(),
-            "--cwd".into(),
-            w.dir.path().display().to_string(),
-            "--parent-args".into(),
-            r#"["--models","anthropic/*"]"#.into(),
-        ],
-        env: vec![
-            (
-                "THREADBASE_PI_COMMAND".into(),
-                scripted_command(&w.dir.path().join("script.json")),
-            ),
-            ("THREADBASE_TEST_MARKER".into(), w.marker.clone()),
-        ],
-        cwd: w.dir.path().to_path_buf(),
-        clear_env: false,
-    });
+    std::fs::write(w.base.root.join("a_file"), "x").unwrap();
+    let args = vec![
+        "--session-file".into(),
+        w.parent_session.display().to_string(),
+        "--parent-args".into(),
+        r#"["--models","anthropic/*"]"#.into(),
+    ];
+    let mut s = w.base.serve("script", args, &[]);
     let msg = |e: &Value| e["message"].as_str().unwrap().to_string();
     // cwd: a file, a missing folder.
     let e = s.thread_error(json!({"action": "start", "prompt": "x", "cwd": "a_file"}));
@@ -706,21 +654,8 @@ fn error_paths_through_serve() {
     s.close(Duration::from_secs(20));
 
     // A parent without a session file cannot fork itself.
-    let mut s = Serve::start(ServeSpec {
-        db: &w.db,
-        args: vec![
-            "--session-id".into(),
-            "ses_no_file".into(),
-            "--cwd".into(),
-            w.dir.path().display().to_string(),
-        ],
-        env: vec![(
-            "THREADBASE_PI_COMMAND".into(),
-            scripted_command(&w.dir.path().join("script.json")),
-        )],
-        cwd: w.dir.path().to_path_buf(),
-        clear_env: false,
-    });
+    let args = vec!["--session-id".into(), "ses_no_file".into()];
+    let mut s = w.base.serve("script", args, &[]);
     let e = s.thread_error(json!({"action": "fork"}));
     assert!(
         msg(&e).starts_with(
@@ -728,26 +663,18 @@ fn error_paths_through_serve() {
         ),
         "{e}"
     );
-    s.close(Duration::from_secs(20));
-    assert!(w.leftovers().is_empty());
+    w.close_all(s);
 }
 
 #[test]
 fn a_missing_child_program_is_a_clear_error_and_nothing_stays_live() {
     let w = world(serde_json::from_str(SCRIPT).unwrap());
-    let mut s = Serve::start(ServeSpec {
-        db: &w.db,
-        args: vec![
-            "--session-file".into(),
-            w.parent_session.display().to_string(),
-        ],
-        env: vec![(
-            "THREADBASE_PI_COMMAND".into(),
-            r#"["/nonexistent/pi"]"#.into(),
-        )],
-        cwd: w.dir.path().to_path_buf(),
-        clear_env: false,
-    });
+    let args = vec![
+        "--session-file".into(),
+        w.parent_session.display().to_string(),
+    ];
+    let missing = [("THREADBASE_PI_COMMAND", r#"["/nonexistent/pi"]"#)];
+    let mut s = w.base.serve("script", args, &missing);
     let e = s.thread_error(json!({"action": "start", "prompt": "x", "taskName": "ghost"}));
     assert_eq!(e["code"], "io");
     assert!(
@@ -776,7 +703,7 @@ fn rows_written_by_other_processes_reach_the_owning_serve() {
     let mut s = w.serve(&[]);
     let r = s.thread(json!({"action": "start", "prompt": "long job", "taskName": "long"}));
     let id = details(&r)["snapshot"]["id"].as_str().unwrap().to_string();
-    let conn = rusqlite::Connection::open(&w.db).unwrap();
+    let conn = rusqlite::Connection::open(&w.base.db).unwrap();
     conn.busy_timeout(Duration::from_secs(10)).unwrap();
     // A notice for this session's caller, written by another process: delivered once.
     conn.execute(
@@ -813,11 +740,7 @@ fn rows_written_by_other_processes_reach_the_owning_serve() {
         })
         .unwrap();
     assert_eq!(status, "closed");
-    let notices: Vec<Value> = s
-        .notifications()
-        .into_iter()
-        .filter(|n| n["method"] == "notice")
-        .collect();
+    let notices = s.notices();
     assert_eq!(notices.len(), 1, "{notices:?}");
     assert_eq!(notices[0]["params"]["text"], "hello from elsewhere");
     assert_eq!(notices[0]["params"]["path"], "/root/long");
@@ -826,7 +749,7 @@ fn rows_written_by_other_processes_reach_the_owning_serve() {
         .unwrap();
     assert_eq!(state, "delivered");
     s.close(Duration::from_secs(10));
-    assert!(w.leftovers().is_empty());
+    assert!(w.base.leftovers().is_empty());
 }
 
 /// One socket as both stdin and stdout (one open file description): serve leaves it blocking,
@@ -841,15 +764,8 @@ fn serve_answers_over_one_socket_for_stdin_and_stdout() {
     let seen = theirs.try_clone().unwrap();
     let stdin = OwnedFd::from(theirs.try_clone().unwrap());
     let stdout = OwnedFd::from(theirs);
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_threadbase"))
-        .arg("--db")
-        .arg(&w.db)
-        .args(["serve", "--session-file"])
-        .arg(&w.parent_session)
-        .env(
-            "THREADBASE_PI_COMMAND",
-            scripted_command(&w.dir.path().join("script.json")),
-        )
+    let mut child = w
+        .serve_command()
         .stdin(stdin)
         .stdout(stdout)
         .stderr(std::process::Stdio::null())
@@ -959,8 +875,7 @@ fn content_keeps_the_answers_line_breaks_and_says_when_it_is_cut() {
         long.as_str(),
         "full detail carries the retained text"
     );
-    s.close(Duration::from_secs(20));
-    assert!(w.leftovers().is_empty());
+    w.close_all(s);
 }
 
 /// A closed thread's poll and list answers are kept (`thread_snapshots`) after the first read,
@@ -968,13 +883,12 @@ fn content_keeps_the_answers_line_breaks_and_says_when_it_is_cut() {
 /// so the next poll and list say what is true.
 #[test]
 fn kept_answers_are_the_rendered_ones_and_a_change_drops_them() {
-    let w = world(serde_json::from_str(SCRIPT).unwrap());
-    let mut s = w.serve(&[]);
+    let (w, mut s) = with_serve(SCRIPT);
     s.thread(json!({"action": "start", "prompt": "Say hi", "taskName": "hi"}));
     s.thread(json!({"action": "wait", "id": "hi", "timeoutMs": 20000}));
     s.thread(json!({"action": "stop", "id": "hi"}));
     let kept = |view: &str| -> i64 {
-        let conn = rusqlite::Connection::open(&w.db).unwrap();
+        let conn = rusqlite::Connection::open(&w.base.db).unwrap();
         conn.busy_timeout(std::time::Duration::from_secs(10))
             .unwrap();
         conn.query_row(
@@ -1068,8 +982,7 @@ fn poll_until(s: &mut Serve, id: &str, what: &str, f: impl Fn(&Value) -> bool) -
 /// list details with every count zero.
 #[test]
 fn an_empty_list_says_no_threads_are_managed() {
-    let w = world(serde_json::from_str(SCRIPT).unwrap());
-    let mut s = w.serve(&[]);
+    let (w, mut s) = with_serve(SCRIPT);
     let r = s.thread(json!({"action": "list"}));
     assert_eq!(
         r["content"],
@@ -1081,8 +994,7 @@ fn an_empty_list_says_no_threads_are_managed() {
                "closedCount": 0, "detail": "summary"})
     );
     assert_eq!(text(&r), threadbase::contract::format::NO_THREADS);
-    s.close(Duration::from_secs(20));
-    assert!(w.leftovers().is_empty());
+    w.close_all(s);
 }
 
 /// test/tool-contract.test.ts, "keeps tool details stable for aggregate, progress, and
@@ -1114,7 +1026,7 @@ fn golden_aggregate_progress_and_recoverable_send_errors() {
     // The live thread: busy, in the middle of streaming its answer (the scripted agent reads
     // its script when it starts, so the new script is this child's only).
     std::fs::write(
-        w.dir.path().join("script.json"),
+        w.base.root.join("script.json"),
         json!({"turns": [[{"text": "Partial answer\nwith extra spacing", "deltas": 1,
                            "delta_delay_ms": 60000}]]})
         .to_string(),
@@ -1235,12 +1147,7 @@ fn golden_aggregate_progress_and_recoverable_send_errors() {
         text(&waited),
         format!("Wait timed out after {waited_ms}ms for \"contract child\".\nPath: /root/contract_child\nStatus: live/busy pid={pid}\nRunning: yes\nNext: wait, poll, send follow_up, or stop\nDetail: summary\n\nCurrent assistant summary (33 chars):\nPartial answer\nwith extra spacing")
     );
-    let progress: Vec<Value> = s
-        .notifications()
-        .iter()
-        .filter(|n| n["method"] == "progress" && n["params"]["requestId"] == req)
-        .map(|n| n["params"]["details"].clone())
-        .collect();
+    let progress = s.progress_of(req);
     assert!(!progress.is_empty(), "a wait reports progress");
     let own = with(&["waitedMs"]);
     for p in &progress {
@@ -1280,8 +1187,7 @@ fn golden_aggregate_progress_and_recoverable_send_errors() {
         pick(details(&r), &["count", "liveCount", "closedCount"]),
         json!({"count": 0, "liveCount": 0, "closedCount": 0})
     );
-    s.close(Duration::from_secs(20));
-    assert!(w.leftovers().is_empty());
+    w.close_all(s);
 }
 
 /// test/tool-contract.test.ts, "keeps tool-thrown errors stable": invalid parameters and an
@@ -1293,8 +1199,7 @@ fn golden_aggregate_progress_and_recoverable_send_errors() {
 /// (`real_pi_extension::real_pi_extension_abort_texts_are_the_originals`).
 #[test]
 fn golden_tool_thrown_errors() {
-    let w = world(serde_json::from_str(SCRIPT).unwrap());
-    let mut s = w.serve(&[]);
+    let (w, mut s) = with_serve(SCRIPT);
     let e = s.thread_error(json!({"action": "send", "id": "missing"}));
     assert_eq!(
         e,
@@ -1305,8 +1210,7 @@ fn golden_tool_thrown_errors() {
         e,
         json!({"code": "unknown_reference", "message": r#"Unknown thread reference: "missing". Accepted reference forms: thread id (thread_012345abcdef), canonical path (/root/task), relative path from the current thread (task or parent/task), or unambiguous taskName. No threads are currently managed by this parent. Repair: use a known path/id, run { "action": "list" }, or start the thread first."#})
     );
-    s.close(Duration::from_secs(20));
-    assert!(w.leftovers().is_empty());
+    w.close_all(s);
 }
 
 /// test/thread-manager.test.ts, "records a child session before a fast-finishing child
@@ -1324,8 +1228,7 @@ fn child_exiting_after_its_prompt(code: i32) -> (World, Value) {
     let r = s.thread(json!({"action": "start", "prompt": "finish", "taskName": "quick"}));
     assert_eq!(details(&r)["promptAccepted"], true, "{r}");
     let snap = s.only_thread_once_closed(Duration::from_secs(20));
-    s.close(Duration::from_secs(20));
-    assert!(w.leftovers().is_empty());
+    w.close_all(s);
     (w, snap)
 }
 
@@ -1334,7 +1237,7 @@ fn child_exiting_after_its_prompt(code: i32) -> (World, Value) {
 #[test]
 fn golden_fast_finishing_child_is_closed_with_its_session_known() {
     let (w, snap) = fast_finishing_child();
-    let conn = rusqlite::Connection::open(&w.db).unwrap();
+    let conn = rusqlite::Connection::open(&w.base.db).unwrap();
     let (file, id): (String, String) = conn
         .query_row(
             "SELECT session_file, session_id FROM threads WHERE path = '/root/quick'",
@@ -1425,15 +1328,8 @@ fn a_long_list_crosses_sockets_whole() {
         } else {
             std::os::unix::net::UnixStream::pair().unwrap()
         };
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_threadbase"))
-            .arg("--db")
-            .arg(&w.db)
-            .args(["serve", "--session-file"])
-            .arg(&w.parent_session)
-            .env(
-                "THREADBASE_PI_COMMAND",
-                scripted_command(&w.dir.path().join("script.json")),
-            )
+        let mut child = w
+            .serve_command()
             .stdin(OwnedFd::from(theirs_in))
             .stdout(OwnedFd::from(theirs_out))
             .stderr(std::process::Stdio::null())
@@ -1454,7 +1350,7 @@ fn a_long_list_crosses_sockets_whole() {
             r["result"].clone()
         };
         assert_eq!(details(&list(&mut writer, 1))["count"], 0);
-        seed_closed_threads(&w.db, N);
+        seed_closed_threads(&w.base.db, N);
         let r = list(&mut writer, 2);
         let d = details(&r);
         assert_eq!(d["count"].as_u64(), Some(N), "shared {shared}");
@@ -1475,15 +1371,8 @@ fn direct_replies_that_fill_the_pipe_stay_whole() {
     use std::io::{BufRead, Write};
     const N: u64 = 250;
     let w = world(serde_json::from_str(SCRIPT).unwrap());
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_threadbase"))
-        .arg("--db")
-        .arg(&w.db)
-        .args(["serve", "--session-file"])
-        .arg(&w.parent_session)
-        .env(
-            "THREADBASE_PI_COMMAND",
-            scripted_command(&w.dir.path().join("script.json")),
-        )
+    let mut child = w
+        .serve_command()
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
@@ -1506,7 +1395,7 @@ fn direct_replies_that_fill_the_pipe_stay_whole() {
         .parse()
         .unwrap();
     assert_eq!(pipe, max.min(1 << 20), "serve widens its stdout pipe");
-    seed_closed_threads(&w.db, N);
+    seed_closed_threads(&w.base.db, N);
     // Six lists in a row, none read yet: together well past the pipe's size.
     for id in 1..=6 {
         writeln!(
@@ -1546,11 +1435,10 @@ fn direct_replies_that_fill_the_pipe_stay_whole() {
 #[test]
 fn a_long_list_is_spilled_whole_and_answers_the_same_each_time() {
     const N: u64 = 700;
-    let w = world(serde_json::from_str(SCRIPT).unwrap());
-    let mut s = w.serve(&[]);
+    let (w, mut s) = with_serve(SCRIPT);
     let r = s.thread(json!({"action": "list"}));
     assert_eq!(details(&r)["count"], 0);
-    let store = seed_closed_threads(&w.db, N);
+    let store = seed_closed_threads(&w.base.db, N);
 
     let first = s.thread(json!({"action": "list"}));
     let d = details(&first);

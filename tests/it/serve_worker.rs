@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use serve_client::{processes_with_env, scripted_command, top_status, Serve, ServeSpec};
+use serve_client::{top_status, Scripted, Serve};
 
 const COORD: &str = "ses_coord";
 /// `ses_` + digest(["ses_coord", "review"])[..32] (reference/contract-semantics.md §3.2).
@@ -20,35 +20,19 @@ const K1_MESSAGE: &str = "msg_f3793a38a282b806d2a764e3603af485";
 const QUICK: &str = r#"{"turns": [], "default_reply": "done: {prompt}"}"#;
 
 struct World {
-    _dir: tempfile::TempDir,
-    /// The tempdir's real path.
-    root: PathBuf,
-    db: PathBuf,
+    base: Scripted,
     parent_session: PathBuf,
-    marker: String,
 }
 
 fn world(script: &str) -> World {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dunce::canonicalize(dir.path()).unwrap();
-    let sessions = root.join("sessions");
-    std::fs::create_dir_all(&sessions).unwrap();
-    let parent_session = sessions.join("parent.jsonl");
-    let header = json!({"type":"session","version":3,"id":COORD,"timestamp":"2026-11-30T00:00:00.000Z","cwd":root});
-    std::fs::write(&parent_session, format!("{header}\n")).unwrap();
-    std::fs::write(root.join("script.json"), script).unwrap();
-    std::fs::create_dir_all(root.join("work")).unwrap();
-    let marker = format!(
-        "serve-worker-{}-{}",
-        std::process::id(),
-        threadbase::ids::random_hex(8)
-    );
+    let base = Scripted::new("serve-worker");
+    let header = json!({"type":"session","version":3,"id":COORD,"timestamp":"2026-11-30T00:00:00.000Z","cwd":base.root});
+    let parent_session = base.session_file("sessions/parent.jsonl", &[header]);
+    base.script("script", script);
+    std::fs::create_dir_all(base.root.join("work")).unwrap();
     World {
-        db: root.join("db.sqlite"),
-        root,
+        base,
         parent_session,
-        _dir: dir,
-        marker,
     }
 }
 
@@ -60,47 +44,22 @@ impl World {
 
     /// [`World::serve`] with more serve arguments (e.g. the coordinator's `--parent-args`).
     fn serve_with(&self, session_id: &str, extra_env: &[(&str, &str)], more: &[&str]) -> Serve {
-        let mut env = vec![
-            (
-                "THREADBASE_PI_COMMAND".to_string(),
-                scripted_command(&self.root.join("script.json")),
-            ),
-            ("THREADBASE_TEST_MARKER".to_string(), self.marker.clone()),
-            (
-                "PI_CODING_AGENT_DIR".to_string(),
-                self.root.join("agent").display().to_string(),
-            ),
+        let mut args = vec![
+            "--session-file".into(),
+            self.parent_session.display().to_string(),
+            "--session-id".into(),
+            session_id.into(),
         ];
-        env.extend(
-            extra_env
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string())),
-        );
-        Serve::start(ServeSpec {
-            db: &self.db,
-            args: vec![
-                "--session-file".into(),
-                self.parent_session.display().to_string(),
-                "--session-id".into(),
-                session_id.into(),
-                "--cwd".into(),
-                self.root.display().to_string(),
-            ]
-            .into_iter()
-            .chain(more.iter().map(|a| a.to_string()))
-            .collect(),
-            env,
-            cwd: self.root.clone(),
-            clear_env: false,
-        })
+        args.extend(more.iter().map(|a| a.to_string()));
+        self.base.serve("script", args, extra_env)
     }
 
     fn work(&self) -> String {
-        self.root.join("work").display().to_string()
+        self.base.root.join("work").display().to_string()
     }
 
     fn conn(&self) -> rusqlite::Connection {
-        let c = rusqlite::Connection::open(&self.db).unwrap();
+        let c = rusqlite::Connection::open(&self.base.db).unwrap();
         c.busy_timeout(Duration::from_secs(10)).unwrap();
         c
     }
@@ -139,7 +98,8 @@ impl World {
     /// This world's live processes of one worker.
     fn worker_processes(&self, worker: &str) -> Vec<u32> {
         let needle = format!("THREADBASE_WORKER_ID={worker}");
-        self.leftovers()
+        self.base
+            .leftovers()
             .into_iter()
             .filter(|pid| {
                 std::fs::read(format!("/proc/{pid}/environ"))
@@ -147,10 +107,6 @@ impl World {
                     .unwrap_or(false)
             })
             .collect()
-    }
-
-    fn leftovers(&self) -> Vec<u32> {
-        processes_with_env("THREADBASE_TEST_MARKER", &self.marker)
     }
 }
 
@@ -324,8 +280,8 @@ fn spawn_is_idempotent_and_delivers_the_initial_prompt_once() {
     for changed in [
         json!({"key": "review", "title": "Review", "directory": w.work(), "task": "Other"}),
         json!({"key": "review", "title": "Other", "directory": w.work(), "task": "Check the docs"}),
-        json!({"key": "review", "title": "Review", "directory": w.root.display().to_string(), "task": "Check the docs"}),
-        json!({"key": "review", "title": "Review", "directory": w.work(), "task": "Check the docs", "paths": [w.root.display().to_string()]}),
+        json!({"key": "review", "title": "Review", "directory": w.base.root.display().to_string(), "task": "Check the docs"}),
+        json!({"key": "review", "title": "Review", "directory": w.work(), "task": "Check the docs", "paths": [w.base.root.display().to_string()]}),
     ] {
         let e = error(&mut s, "threads_spawn", changed);
         assert_eq!(e["code"], "conflict");
@@ -342,7 +298,7 @@ fn spawn_is_idempotent_and_delivers_the_initial_prompt_once() {
     // list: {workers}, hidden included; the status `top` shows for it.
     let list = tool(&mut s, "threads_list", json!({}));
     assert_eq!(list["workers"].as_array().unwrap().len(), 1);
-    assert_eq!(top_status(&w.db, &list, REVIEW_WORKER), "no report");
+    assert_eq!(top_status(&w.base.db, &list, REVIEW_WORKER), "no report");
     assert_eq!(
         w.count("SELECT count(*) FROM threads WHERE coordinator_id IS NOT NULL"),
         1
@@ -352,7 +308,7 @@ fn spawn_is_idempotent_and_delivers_the_initial_prompt_once() {
     let e = error(&mut s, "threads_nope", json!({}));
     assert!(message(&e).contains("threads_spawn, threads_list, threads_send"));
     s.close(Duration::from_secs(20));
-    assert!(w.leftovers().is_empty());
+    assert!(w.base.leftovers().is_empty());
 }
 
 #[test]
@@ -370,9 +326,9 @@ fn a_retry_after_a_failed_launch_relaunches_and_delivers_what_is_pending() {
         "the prompt was never accepted"
     );
     let list = tool(&mut s, "threads_list", json!({}));
-    assert_eq!(top_status(&w.db, &list, REVIEW_WORKER), "failed");
+    assert_eq!(top_status(&w.base.db, &list, REVIEW_WORKER), "failed");
     // The agent works now; the identical retry resumes the saved session and delivers once.
-    std::fs::write(w.root.join("script.json"), QUICK).unwrap();
+    std::fs::write(w.base.root.join("script.json"), QUICK).unwrap();
     let v = tool(&mut s, "threads_spawn", params.clone());
     assert_eq!(v["workerID"], REVIEW_WORKER);
     wait_until("the prompt to arrive", Duration::from_secs(10), || {
@@ -408,7 +364,7 @@ fn a_retry_after_a_failed_launch_relaunches_and_delivers_what_is_pending() {
     });
     assert_eq!(w.user_messages(REVIEW_WORKER)[1], "one more");
     s.close(Duration::from_secs(20));
-    assert!(w.leftovers().is_empty());
+    assert!(w.base.leftovers().is_empty());
 }
 
 #[test]
@@ -526,7 +482,7 @@ fn keyed_sends_are_idempotent_and_owned() {
     assert!(message(&e).contains("key must be at most 200 characters"));
     other.close(Duration::from_secs(20));
     s.close(Duration::from_secs(20));
-    assert!(w.leftovers().is_empty());
+    assert!(w.base.leftovers().is_empty());
 }
 
 #[test]
@@ -581,7 +537,7 @@ fn slot_limit_counts_hidden_and_unreported_workers() {
         stderr.contains(r#"Ignoring invalid THREADBASE_MAX_WORKERS="99" (expected an integer from 1 to 32); using default 4."#),
         "{stderr}"
     );
-    assert!(w.leftovers().is_empty());
+    assert!(w.base.leftovers().is_empty());
 }
 
 #[test]
@@ -596,14 +552,14 @@ fn interrupt_hide_restore_and_snapshot() {
     let slow = v["workerID"].as_str().unwrap().to_string();
     assert_eq!(v["outcome"], Value::Null);
     let list = tool(&mut s, "threads_list", json!({}));
-    assert_eq!(top_status(&w.db, &list, &slow), "running");
+    assert_eq!(top_status(&w.base.db, &list, &slow), "running");
     let e = error(&mut s, "threads_spawn", spawn_params(&w, "next", "Next"));
     assert_eq!(e["code"], "limit");
     let v = tool(&mut s, "threads_interrupt", json!({"workerID": slow}));
     assert_eq!(v["outcome"], "interrupted");
     assert_eq!(v["hidden"], false);
     let list = tool(&mut s, "threads_list", json!({}));
-    assert_eq!(top_status(&w.db, &list, &slow), "interrupted");
+    assert_eq!(top_status(&w.base.db, &list, &slow), "interrupted");
     // The interrupted worker frees its slot; interrupting an idle worker changes nothing.
     let next = tool(&mut s, "threads_spawn", spawn_params(&w, "next", "Next"));
     let next_id = next["workerID"].as_str().unwrap().to_string();
@@ -615,7 +571,7 @@ fn interrupt_hide_restore_and_snapshot() {
     assert_eq!(v["hidden"], true);
     let list = tool(&mut s, "threads_list", json!({}));
     assert_eq!(list["workers"].as_array().unwrap().len(), 2);
-    assert_eq!(top_status(&w.db, &list, &next_id), "running");
+    assert_eq!(top_status(&w.base.db, &list, &next_id), "running");
 
     // A PASS report hides by default.
     let mut ws = w.serve(&slow, &[]);
@@ -675,7 +631,7 @@ fn interrupt_hide_restore_and_snapshot() {
     );
     other.close(Duration::from_secs(20));
     s.close(Duration::from_secs(20));
-    assert!(w.leftovers().is_empty());
+    assert!(w.base.leftovers().is_empty());
 }
 
 #[test]
@@ -770,17 +726,16 @@ fn roles_and_report_dedupe_across_processes() {
     assert_eq!(v["report"], report);
     assert_eq!(v["hidden"], true, "PASS WITH NOTES hides by default");
     let list = tool(&mut s, "threads_list", json!({}));
-    assert_eq!(top_status(&w.db, &list, REVIEW_WORKER), "PASS WITH NOTES");
+    assert_eq!(
+        top_status(&w.base.db, &list, REVIEW_WORKER),
+        "PASS WITH NOTES"
+    );
     wait_until("the report notice", Duration::from_secs(10), || {
         s.notifications()
             .iter()
             .any(|n| n["method"] == "notice" && n["params"]["kind"] == "report")
     });
-    let notices: Vec<Value> = s
-        .notifications()
-        .into_iter()
-        .filter(|n| n["method"] == "notice")
-        .collect();
+    let notices = s.notices();
     assert_eq!(notices.len(), 1, "{notices:?}");
     assert_eq!(notices[0]["params"]["threadId"], REVIEW_WORKER);
     assert_eq!(notices[0]["params"]["messageId"], report_id.as_str());
@@ -803,14 +758,14 @@ fn roles_and_report_dedupe_across_processes() {
         .unwrap();
     assert_eq!(hidden, Some(0));
     s.close(Duration::from_secs(20));
-    assert!(w.leftovers().is_empty());
+    assert!(w.base.leftovers().is_empty());
 }
 
 #[test]
 fn directories_granted_paths_and_agent_profiles() {
     let w = world(QUICK);
     let mut s = w.serve(COORD, &[]);
-    let root = &w.root;
+    let root = &w.base.root;
     std::fs::write(root.join("a_file"), "x").unwrap();
     for d in ["alpha", "beta", "star*dir", "q?dir"] {
         std::fs::create_dir_all(root.join(d)).unwrap();
@@ -966,7 +921,7 @@ fn directories_granted_paths_and_agent_profiles() {
         "dropping the agent changes the request"
     );
     s.close(Duration::from_secs(20));
-    assert!(w.leftovers().is_empty());
+    assert!(w.base.leftovers().is_empty());
 }
 
 #[test]
@@ -981,7 +936,7 @@ fn a_rejected_prompt_is_a_failed_run_and_stays_pending() {
     );
     assert_eq!(
         top_status(
-            &w.db,
+            &w.base.db,
             &tool(&mut s, "threads_list", json!({})),
             REVIEW_WORKER
         ),
@@ -990,7 +945,7 @@ fn a_rejected_prompt_is_a_failed_run_and_stays_pending() {
     // A failed worker frees its slot.
     tool(&mut s, "threads_spawn", spawn_params(&w, "other", "Task"));
     s.close(Duration::from_secs(20));
-    assert!(w.leftovers().is_empty());
+    assert!(w.base.leftovers().is_empty());
 }
 
 #[test]
@@ -1023,7 +978,7 @@ fn a_crashed_coordinator_leaves_an_interrupted_worker_that_a_retry_relaunches() 
     assert_eq!(w.user_messages(REVIEW_WORKER).len(), 1);
     tool(&mut s, "threads_spawn", spawn_params(&w, "next", "Next"));
     s.close(Duration::from_secs(20));
-    assert!(w.leftovers().is_empty());
+    assert!(w.base.leftovers().is_empty());
 }
 
 /// The original sets a worker's model from its runtime at spawn: with the coordinator's model
@@ -1089,7 +1044,7 @@ fn the_coordinators_model_is_the_workers_model_at_spawn() {
         }
         s.close(Duration::from_secs(20));
     }
-    assert!(w.leftovers().is_empty());
+    assert!(w.base.leftovers().is_empty());
 }
 
 /// Error texts: the original's sentence (opzero1/threads), then what threadbase adds, the ids
@@ -1186,5 +1141,5 @@ fn error_texts_are_the_originals_sentence_then_ids_and_a_repair() {
     );
     worker.close(Duration::from_secs(20));
     s.close(Duration::from_secs(20));
-    assert!(w.leftovers().is_empty());
+    assert!(w.base.leftovers().is_empty());
 }

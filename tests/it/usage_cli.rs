@@ -7,7 +7,7 @@ use crate::support::common;
 use std::process::{Command, Output};
 
 use serde_json::Value;
-use threadbase::store::threads::{insert_thread, upsert_manager, Contract, ManagerSpec};
+use threadbase::store::threads::{insert_thread, upsert_manager, Contract};
 use threadbase::store::usage::{self, Usage};
 use threadbase::Store;
 
@@ -52,17 +52,7 @@ fn seed() -> common::TempDb {
             .write(|tx| {
                 upsert_manager(
                     tx,
-                    &ManagerSpec {
-                        session_id: session,
-                        contract: Contract::Thread,
-                        scope_path: scope,
-                        depth: 0,
-                        self_thread_id: self_id,
-                        session_file: None,
-                        cwd: None,
-                        owner_pid: None,
-                        owner_started_at: None,
-                    },
+                    &common::manager_spec(session, Contract::Thread, scope, self_id),
                 )
             })
             .unwrap()

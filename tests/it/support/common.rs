@@ -1,6 +1,7 @@
 //! Shared helpers for integration tests: temporary database files and seeded trees.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
 use threadbase::store::threads::{insert_thread, upsert_manager, Contract, ManagerSpec, NewThread};
 use threadbase::Store;
@@ -17,25 +18,37 @@ pub fn temp_db() -> TempDb {
     TempDb { dir, path }
 }
 
+/// A contract A manager of `session` at `/root`, cwd `/tmp`, owned by this process.
 pub fn manager(store: &Store, session: &str) -> i64 {
+    let spec = ManagerSpec {
+        cwd: Some("/tmp"),
+        owner_pid: Some(std::process::id() as i64),
+        ..manager_spec(session, Contract::Thread, "/root", None)
+    };
     store
-        .write(|tx| {
-            upsert_manager(
-                tx,
-                &ManagerSpec {
-                    session_id: session,
-                    contract: Contract::Thread,
-                    scope_path: "/root",
-                    depth: 0,
-                    self_thread_id: None,
-                    session_file: None,
-                    cwd: Some("/tmp"),
-                    owner_pid: Some(std::process::id() as i64),
-                    owner_started_at: None,
-                },
-            )
-        })
+        .write(|tx| upsert_manager(tx, &spec))
         .expect("manager")
+}
+
+/// A manager of `session` (its contract, scope and self thread) at depth 0, with no session
+/// file, cwd or owner: change what a test needs with `..manager_spec(…)`.
+pub fn manager_spec<'a>(
+    session: &'a str,
+    contract: Contract,
+    scope: &'a str,
+    self_id: Option<&'a str>,
+) -> ManagerSpec<'a> {
+    ManagerSpec {
+        session_id: session,
+        contract,
+        scope_path: scope,
+        depth: 0,
+        self_thread_id: self_id,
+        session_file: None,
+        cwd: None,
+        owner_pid: None,
+        owner_started_at: None,
+    }
 }
 
 /// A contract A thread row at `path` (whose parent row, if any, must exist for parent_id).
@@ -84,4 +97,28 @@ pub fn add(store: &Store, rows: &[NewThread]) {
 /// A deterministic contract A id for test number `n`.
 pub fn tid(n: u64) -> String {
     format!("thread_{n:012x}")
+}
+
+/// `threadbase --db <db> <args>` without `THREADBASE_DB` from the test's environment.
+pub fn threadbase(db: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_threadbase"))
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .env_remove("THREADBASE_DB")
+        .output()
+        .expect("run threadbase")
+}
+
+/// The two columns of every row `sql` reads.
+pub fn pairs<A: rusqlite::types::FromSql, B: rusqlite::types::FromSql>(
+    conn: &rusqlite::Connection,
+    sql: &str,
+) -> Vec<(A, B)> {
+    conn.prepare(sql)
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
 }

@@ -249,6 +249,23 @@ impl Serve {
         self.inbox.0.lock().unwrap().notifications.clone()
     }
 
+    /// The notifications so far whose method is `notice`.
+    pub fn notices(&self) -> Vec<Value> {
+        self.notifications()
+            .into_iter()
+            .filter(|n| n["method"] == "notice")
+            .collect()
+    }
+
+    /// The details of the progress notifications so far for request `id`.
+    pub fn progress_of(&self, id: u64) -> Vec<Value> {
+        self.notifications()
+            .into_iter()
+            .filter(|n| n["method"] == "progress" && n["params"]["requestId"] == id)
+            .map(|n| n["params"]["details"].clone())
+            .collect()
+    }
+
     /// Closes stdin and waits for the exit status.
     pub fn close(&mut self, timeout: Duration) -> std::process::ExitStatus {
         drop(self.stdin.take());
@@ -395,4 +412,79 @@ pub fn top_status(db: &Path, list: &Value, worker: &str) -> String {
         view["outcome"].as_str(),
     )
     .to_string()
+}
+
+/// Where a scripted-agent test runs its serves: a temporary directory (by its real path)
+/// holding the database, the scripts (`<name>.json`) and any session files, and a marker that
+/// every process the test starts carries in its environment, so that `leftovers` finds them.
+pub struct Scripted {
+    _dir: tempfile::TempDir,
+    /// The directory's real path; serves run here (`--cwd`).
+    pub root: PathBuf,
+    pub db: PathBuf,
+    pub marker: String,
+}
+
+impl Scripted {
+    /// An empty place; `name` starts the marker.
+    pub fn new(name: &str) -> Scripted {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dunce::canonicalize(dir.path()).unwrap();
+        Scripted {
+            db: root.join("db.sqlite"),
+            marker: format!(
+                "{name}-{}-{}",
+                std::process::id(),
+                threadbase::ids::random_hex(8)
+            ),
+            root,
+            _dir: dir,
+        }
+    }
+
+    /// Writes the script `<name>.json` (see `threadbase scripted-agent`).
+    pub fn script(&self, name: &str, script: &str) {
+        std::fs::write(self.root.join(format!("{name}.json")), script).unwrap();
+    }
+
+    /// Writes a session file at `relative` (its folders made), one entry a line.
+    pub fn session_file(&self, relative: &str, entries: &[Value]) -> PathBuf {
+        let file = self.root.join(relative);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        let text: String = entries.iter().map(|e| format!("{e}\n")).collect();
+        std::fs::write(&file, text).unwrap();
+        file
+    }
+
+    /// A serve on this database whose children run `<script>.json`: `--cwd <root>`, then
+    /// `args`; in its environment the scripted command, the marker, an agent folder of
+    /// its own (`<root>/agent`), then `env`.
+    pub fn serve(&self, script: &str, args: Vec<String>, env: &[(&str, &str)]) -> Serve {
+        let mut all_env = vec![
+            (
+                "THREADBASE_PI_COMMAND".to_string(),
+                scripted_command(&self.root.join(format!("{script}.json"))),
+            ),
+            ("THREADBASE_TEST_MARKER".to_string(), self.marker.clone()),
+            (
+                "PI_CODING_AGENT_DIR".to_string(),
+                self.root.join("agent").display().to_string(),
+            ),
+        ];
+        all_env.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        let mut all_args = vec!["--cwd".to_string(), self.root.display().to_string()];
+        all_args.extend(args);
+        Serve::start(ServeSpec {
+            db: &self.db,
+            args: all_args,
+            env: all_env,
+            cwd: self.root.clone(),
+            clear_env: false,
+        })
+    }
+
+    /// The processes still alive that this place started.
+    pub fn leftovers(&self) -> Vec<u32> {
+        processes_with_env("THREADBASE_TEST_MARKER", &self.marker)
+    }
 }
