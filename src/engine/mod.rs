@@ -6,6 +6,7 @@ pub mod agent;
 pub mod budget;
 mod cache;
 mod listing;
+mod locks;
 mod remote;
 mod thread;
 mod worker;
@@ -167,6 +168,8 @@ pub struct Engine {
     manager_id: i64,
     /// Serialises launches of existing threads (resume) so two concurrent resumes start one.
     relaunch: tokio::sync::Mutex<()>,
+    /// Per-thread locks of launches and deliveries (contracts B and C).
+    locks: Arc<locks::LockMap>,
     /// Contract B's side of this serve.
     agent: Arc<agent::AgentHost>,
     /// Closed threads' rendered answers.
@@ -195,7 +198,8 @@ impl Engine {
                 },
             )
         })?;
-        let agent = agent::AgentHost::new(cfg.clone(), store.clone(), rt.clone());
+        let locks = Arc::new(locks::LockMap::default());
+        let agent = agent::AgentHost::new(cfg.clone(), store.clone(), rt.clone(), locks.clone());
         let cache = cache::SnapshotCache::new(store.clone());
         Ok(Engine {
             cfg,
@@ -203,6 +207,7 @@ impl Engine {
             rt,
             manager_id,
             relaunch: tokio::sync::Mutex::new(()),
+            locks,
             agent,
             cache,
         })

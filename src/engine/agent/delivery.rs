@@ -24,8 +24,7 @@ impl AgentHost {
     /// message already in the transcript is marked consumed; with no live process the first
     /// message starts a new run on the same session; the rest go into Pi's steering queue.
     pub(super) async fn deliver(self: &Arc<Self>, id: &str) -> Result<()> {
-        let lock = self.lock(id);
-        let _guard = lock.lock().await;
+        let _guard = self.locks.lock(id).await;
         let row = self.row_by_id(id)?;
         let current = row.launch_seq.to_string();
         let mut pending = self.unconsumed_steers(&row)?;

@@ -121,7 +121,7 @@ pub struct AgentHost {
     limits: AgentLimits,
     registry: OnceLock<i64>,
     /// Serialises the lifecycle work on one thread inside this serve.
-    locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    locks: Arc<super::locks::LockMap>,
     /// Threads whose settled view a request of this serve is about to return (a blocking
     /// spawn, a wait, a stop): their notices for the caller are held back meanwhile, and
     /// superseded once that result carries the same news ([`AgentHost::hold_notices`]).
@@ -131,7 +131,12 @@ pub struct AgentHost {
 }
 
 impl AgentHost {
-    pub fn new(cfg: ServeConfig, store: Arc<Store>, rt: Runtime) -> Arc<AgentHost> {
+    pub(super) fn new(
+        cfg: ServeConfig,
+        store: Arc<Store>,
+        rt: Runtime,
+        locks: Arc<super::locks::LockMap>,
+    ) -> Arc<AgentHost> {
         let mut warn = |w: String| eprintln!("{w}");
         let limits = AgentLimits::from_env(
             &|k| std::env::var(k).ok().filter(|v| !v.is_empty()),
@@ -143,7 +148,7 @@ impl AgentHost {
             rt,
             limits,
             registry: OnceLock::new(),
-            locks: Mutex::new(HashMap::new()),
+            locks,
             held: Mutex::new(HashMap::new()),
             released: tokio::sync::Notify::new(),
         })
@@ -245,15 +250,6 @@ impl AgentHost {
             &self.cfg.root_session_id,
             crate::store::threads::Contract::Agent,
         )
-    }
-
-    fn lock(&self, id: &str) -> Arc<tokio::sync::Mutex<()>> {
-        self.locks
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(id.to_string())
-            .or_default()
-            .clone()
     }
 
     fn row_by_id(&self, id: &str) -> Result<AgentRow> {

@@ -235,8 +235,7 @@ impl AgentHost {
     }
 
     async fn on_settled(self: &Arc<Self>, id: &str) -> Result<()> {
-        let lock = self.lock(id);
-        let guard = lock.lock().await;
+        let guard = self.locks.lock(id).await;
         let row = self.row_by_id(id)?;
         if row.active() && self.is_mine(&row) {
             // Confirm with the child that nothing is queued (a steer may have just arrived).
@@ -292,8 +291,7 @@ impl AgentHost {
     }
 
     async fn on_closed(self: &Arc<Self>, id: &str) -> Result<()> {
-        let lock = self.lock(id);
-        let guard = lock.lock().await;
+        let guard = self.locks.lock(id).await;
         self.rt.flush().await;
         let row = self.row_by_id(id)?;
         // Not working, still running here, or reserved by another serve since: not ours to
@@ -339,8 +337,7 @@ impl AgentHost {
         let host = self.clone();
         let id = id.to_string();
         tokio::spawn(async move {
-            let lock = host.lock(&id);
-            let _guard = lock.lock().await;
+            let _guard = host.locks.lock(&id).await;
             // Re-check under the lock: a steer may have reserved a new run meanwhile.
             if host.row_by_id(&id).is_ok_and(|r| !r.active())
                 && host.pending_steers(&id).is_ok_and(|p| p.is_empty())

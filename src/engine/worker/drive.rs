@@ -2,9 +2,8 @@
 //! per-worker lock, launch (or relaunch) the process here unless another live serve holds it,
 //! then send the pending messages in order, each marked delivered once the child has it.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, LazyLock, Mutex};
+
 use std::time::Duration;
 
 use super::monitor::monitor;
@@ -21,24 +20,10 @@ use crate::time::now_iso;
 /// How long an unanswered initial prompt waits to see whether the child is closing.
 const CLOSE_SETTLE: Duration = Duration::from_millis(2_000);
 
-/// Per-worker locks: launches and deliveries of one worker never overlap in this process.
-static LOCKS: LazyLock<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>> =
-    LazyLock::new(Default::default);
-
-fn worker_lock(id: &str) -> Arc<tokio::sync::Mutex<()>> {
-    LOCKS
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .entry(id.to_string())
-        .or_default()
-        .clone()
-}
-
 /// Makes sure the worker's process runs here (launching or relaunching it) and delivers its
 /// pending messages in order. A worker whose process another live serve holds is left to it.
 pub(super) async fn drive(e: &Engine, id: &str) -> Result<()> {
-    let lock = worker_lock(id);
-    let _one_at_a_time = lock.lock().await;
+    let _one_at_a_time = e.locks.lock(id).await;
     let row = load(e, id)?;
     if !e.rt.is_live(id) {
         let me = e.rt.owner();
