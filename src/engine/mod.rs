@@ -170,6 +170,8 @@ pub struct Engine {
     relaunch: tokio::sync::Mutex<()>,
     /// Per-thread locks of launches and deliveries (contracts B and C).
     locks: Arc<locks::LockMap>,
+    /// Contract C's workers whose run an interrupt is aborting.
+    interrupting: worker::Interrupting,
     /// Contract B's side of this serve.
     agent: Arc<agent::AgentHost>,
     /// Closed threads' rendered answers.
@@ -208,6 +210,7 @@ impl Engine {
             manager_id,
             relaunch: tokio::sync::Mutex::new(()),
             locks,
+            interrupting: worker::Interrupting::default(),
             agent,
             cache,
         })

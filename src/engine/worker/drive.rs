@@ -143,6 +143,7 @@ async fn launch(e: &Engine, row: &Worker) -> Result<bool> {
             id.clone(),
             view,
             marks.into(),
+            e.interrupting.clone(),
         ));
     }
     let Some(first) = first else {

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::{interrupting, json_of, load, owned, Json};
+use super::{json_of, load, owned, Json};
 use crate::engine::Engine;
 use crate::error::Result;
 use crate::runtime::mapping::Phase;
@@ -23,15 +23,15 @@ pub(super) async fn interrupt(e: &Engine, worker_id: &str) -> Result<Json> {
             e.rt.watch(&id)
                 .is_some_and(|v| v.borrow().phase != Phase::Idle);
         if running {
-            interrupting().insert(id.clone());
+            e.interrupting.insert(&id);
         }
         let _ = e.rt.abort(&id, ABORT_TIMEOUT).await;
         if running {
             let deadline = Instant::now() + INTERRUPT_SETTLE;
-            while interrupting().contains(&id) && Instant::now() < deadline {
+            while e.interrupting.contains(&id) && Instant::now() < deadline {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
-            interrupting().remove(&id);
+            e.interrupting.remove(&id);
         }
     } else if row.facts.status == "live"
         && row.owner.is_some_and(|o| o != e.rt.owner() && o.is_alive())

@@ -47,7 +47,7 @@ pub use restore::restore_workers;
 pub use snapshot::snapshot_workers;
 
 use std::collections::HashSet;
-use std::sync::{LazyLock, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use rusqlite::Connection;
 use serde::Serialize;
@@ -66,11 +66,23 @@ use crate::store::workers::{self, Outcome, WorkerRow};
 use crate::store::Store;
 
 /// Workers whose current run `threads_interrupt` is aborting; the monitor records the run as
-/// interrupted and removes the entry.
-static INTERRUPTING: LazyLock<Mutex<HashSet<String>>> = LazyLock::new(Default::default);
+/// interrupted and removes the entry. One set per engine (it was process-global).
+#[derive(Clone, Default)]
+pub(crate) struct Interrupting(Arc<Mutex<HashSet<String>>>);
 
-fn interrupting() -> std::sync::MutexGuard<'static, HashSet<String>> {
-    INTERRUPTING.lock().unwrap_or_else(|p| p.into_inner())
+impl Interrupting {
+    fn set(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+    pub(super) fn insert(&self, id: &str) {
+        self.set().insert(id.to_string());
+    }
+    pub(super) fn contains(&self, id: &str) -> bool {
+        self.set().contains(id)
+    }
+    pub(super) fn remove(&self, id: &str) {
+        self.set().remove(id);
+    }
 }
 
 /// `THREADBASE_MAX_WORKERS` (1..32, default 4), read once; an invalid value warns once.

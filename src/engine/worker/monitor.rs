@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use super::{interrupting, set_outcome};
+use super::{set_outcome, Interrupting};
 use crate::contract::worker::Model;
 use crate::error::Result;
 use crate::runtime::mapping::Phase;
@@ -44,6 +44,7 @@ pub(super) async fn monitor(
     id: String,
     mut view: watch::Receiver<ChildView>,
     mut marks: Marks,
+    interrupting: Interrupting,
 ) {
     let mut in_run = false;
     loop {
@@ -60,7 +61,7 @@ pub(super) async fn monitor(
                 rt.flush().await;
                 match activity_since(&store, &id, marks) {
                     Ok((activity, command)) if in_run || activity.active => {
-                        let aborted = interrupting().contains(&id) || command > marks.command;
+                        let aborted = interrupting.contains(&id) || command > marks.command;
                         let outcome = if aborted {
                             Outcome::Interrupted
                         } else if activity.errored {
@@ -72,7 +73,7 @@ pub(super) async fn monitor(
                         if let Err(err) = set_outcome(&store, &id, outcome) {
                             tracing::error!("recording the outcome of {id} failed: {err}");
                         }
-                        interrupting().remove(&id);
+                        interrupting.remove(&id);
                         marks = Marks {
                             seq: activity.seq,
                             command,
@@ -93,7 +94,7 @@ pub(super) async fn monitor(
     if let Err(err) = record_close(&store, &id, marks, in_run) {
         tracing::error!("recording the outcome of {id} failed: {err}");
     }
-    interrupting().remove(&id);
+    interrupting.remove(&id);
 }
 
 /// A worker whose args name no model learns it from its session file after a run: the last
