@@ -3,9 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::reserve::{
-    check_new_child, child_argv, claim_path, close_unlaunched, insert_child, Child,
-};
+use super::reserve::{check_new_child, child_argv, claim_path, insert_child, launched, Child};
 use super::{find, reply, Engine};
 use crate::contract::projection::{Detail, Projection};
 use crate::contract::thread::{Details, Single, SnapshotJson};
@@ -102,7 +100,9 @@ pub(super) async fn fork(
         .clone()
         .or_else(|| source.leaf_id().map(str::to_string));
     let argv = child_argv(e, &args, &cwd, &new_file, &display)?;
-    let launched =
+    let outcome = launched(
+        e,
+        &id,
         e.rt.launch(LaunchSpec {
             thread_id: id.clone(),
             argv,
@@ -113,16 +113,9 @@ pub(super) async fn fork(
                 source_session_file: source_file.display().to_string(),
                 source_entry_id: source_entry.clone(),
             },
-        })
-        .await;
-    let outcome = match launched {
-        Ok(o) => o,
-        Err(err) => {
-            close_unlaunched(e, &id, &err.message)?;
-            return Err(err);
-        }
-    };
-    e.rt.flush().await;
+        }),
+    )
+    .await?;
     let facts = e.facts(&id)?;
     let projection = Projection::new(&facts, Detail::Summary);
     let snap = projection.snapshot();

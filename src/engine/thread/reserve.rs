@@ -240,3 +240,23 @@ pub(super) fn insert_child(e: &Engine, tx: &Transaction<'_>, child: &Child<'_>) 
         },
     )
 }
+
+/// Awaits a reserved child's launch: on failure its row is closed as failed (no live row then
+/// claims a process that never existed); on success the runtime's writes are flushed so the
+/// answer reads them.
+pub(super) async fn launched<T>(
+    e: &Engine,
+    id: &str,
+    launch: impl std::future::Future<Output = Result<T>>,
+) -> Result<T> {
+    match launch.await {
+        Ok(outcome) => {
+            e.rt.flush().await;
+            Ok(outcome)
+        }
+        Err(err) => {
+            close_unlaunched(e, id, &err.message)?;
+            Err(err)
+        }
+    }
+}

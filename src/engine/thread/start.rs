@@ -1,8 +1,8 @@
 //! `start`: reserve the thread, write its session file, launch its child with the prompt.
 
 use super::reserve::{
-    check_new_child, child_argv, claim_path, close_unlaunched, insert_child, new_session_file,
-    resolve_cwd, Child,
+    check_new_child, child_argv, claim_path, insert_child, launched, new_session_file, resolve_cwd,
+    Child,
 };
 use super::{reply, Engine};
 use crate::contract::projection::{Detail, Projection};
@@ -49,7 +49,7 @@ pub(super) async fn start(
         )?;
         Ok((path, display))
     })?;
-    let launched = async {
+    let outcome = launched(e, &id, async {
         let (session, session_id) = new_session_file(e, &cwd, e.cfg.session_file.as_deref())?;
         e.store.write(|tx| {
             launches::set_session_file(tx, &id, &session.display().to_string(), &session_id)
@@ -64,16 +64,8 @@ pub(super) async fn start(
             start: StartKind::Prompt(prompt.clone()),
         })
         .await
-    }
-    .await;
-    let outcome = match launched {
-        Ok(o) => o,
-        Err(err) => {
-            close_unlaunched(e, &id, &err.message)?;
-            return Err(err);
-        }
-    };
-    e.rt.flush().await;
+    })
+    .await?;
     let facts = e.facts(&id)?;
     let projection = Projection::new(&facts, Detail::Summary);
     let snap = projection.snapshot();
