@@ -284,47 +284,7 @@ pub struct AgentFacts<'a> {
     pub cost_usd: f64,
 }
 
-/// A contract B lifecycle state (`agent_state`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum AgentState {
-    Starting,
-    Running,
-    Completed,
-    Paused,
-    Stopped,
-    Failed,
-}
-
-impl AgentState {
-    pub fn parse(s: &str) -> Option<AgentState> {
-        Some(match s {
-            "starting" => AgentState::Starting,
-            "running" => AgentState::Running,
-            "completed" => AgentState::Completed,
-            "paused" => AgentState::Paused,
-            "stopped" => AgentState::Stopped,
-            "failed" => AgentState::Failed,
-            _ => return None,
-        })
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AgentState::Starting => "starting",
-            AgentState::Running => "running",
-            AgentState::Completed => "completed",
-            AgentState::Paused => "paused",
-            AgentState::Stopped => "stopped",
-            AgentState::Failed => "failed",
-        }
-    }
-
-    /// Starting or running: the thread has a run under way.
-    pub fn active(self) -> bool {
-        matches!(self, AgentState::Starting | AgentState::Running)
-    }
-}
+pub use crate::store::agents::AgentState;
 
 /// A thread's view: what every tool answers with, with the original's fields in the order its
 /// `ThreadView` declares them. `output` exists only in `completed` and is cut at 16,000

@@ -12,11 +12,12 @@
 //! batch, or after the owner died) is read back from the thread's Pi session file once the
 //! processes are gone, in the transaction that closes the thread (`store::usage::reconcile`).
 
-use rusqlite::{named_params, OptionalExtension};
+use rusqlite::named_params;
 use serde_json::json;
 
 use super::process::{kill_recorded_group, kill_thread_leftovers, GoneThread, ProcessIdentity};
 use crate::error::Result;
+use crate::store::agents;
 use crate::store::events::{self, NewEvent};
 use crate::store::usage::{self, Usage};
 use crate::store::Store;
@@ -100,7 +101,7 @@ pub fn restore_dead_owners(
         if refused.contains(&c.manager_id) {
             continue;
         }
-        if let Some(problem) = registry_problem(store, c.manager_id)? {
+        if let Some(problem) = agents::registry_problem(&*store.read()?, c.manager_id)? {
             report.rejected.push(format!(
                 "The saved subagent registry {} cannot be restored: {problem}. Nothing of it was changed. Repair: fix or delete the broken rows (threadbase sql \"SELECT path, parent_path, agent_state FROM threads WHERE manager_id = {}\"), then run threadbase restore again.",
                 c.manager_id, c.manager_id
@@ -169,15 +170,6 @@ fn kill_processes_of<'a>(
             report.killed_groups.extend(t.pgid);
         }
     }
-}
-
-fn registry_problem(store: &Store, manager_id: i64) -> Result<Option<String>> {
-    let conn = store.read()?;
-    let problem = conn
-        .prepare_cached(include_str!("../../sql/agent_registry_problem.sql"))?
-        .query_row([manager_id], |r| r.get(0))
-        .optional()?;
-    Ok(problem)
 }
 
 /// Contract B runs reserved by a serve that died before launching them come back paused.

@@ -10,9 +10,51 @@
 pub mod mailbox;
 
 use rusqlite::{named_params, Connection, OptionalExtension, Row};
+use serde::Serialize;
 
-use crate::contract::agent::AgentState;
 use crate::error::Result;
+
+/// A contract B lifecycle state (`agent_state`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AgentState {
+    Starting,
+    Running,
+    Completed,
+    Paused,
+    Stopped,
+    Failed,
+}
+
+impl AgentState {
+    pub fn parse(s: &str) -> Option<AgentState> {
+        Some(match s {
+            "starting" => AgentState::Starting,
+            "running" => AgentState::Running,
+            "completed" => AgentState::Completed,
+            "paused" => AgentState::Paused,
+            "stopped" => AgentState::Stopped,
+            "failed" => AgentState::Failed,
+            _ => return None,
+        })
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentState::Starting => "starting",
+            AgentState::Running => "running",
+            AgentState::Completed => "completed",
+            AgentState::Paused => "paused",
+            AgentState::Stopped => "stopped",
+            AgentState::Failed => "failed",
+        }
+    }
+
+    /// Starting or running: the thread has a run under way.
+    pub fn active(self) -> bool {
+        matches!(self, AgentState::Starting | AgentState::Running)
+    }
+}
 
 /// The serve that launched (and supervises) a thread's run: its pid and start time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
