@@ -338,6 +338,42 @@ pub fn open_read_only(path: impl AsRef<Path>) -> Result<Connection> {
 mod tests {
     use super::threads::col;
 
+    /// An I/O error is named once: prefixed when its message does not name the database, left
+    /// alone when it was built naming it (the open errors), and a non-I/O error is left alone.
+    #[test]
+    fn an_io_error_names_the_database_once() {
+        use crate::error::{Error, ErrorCode};
+        let path = std::path::Path::new("/tmp/x/threadbase.sqlite");
+        let named = super::name_database(path, Error::io("disk full. Repair: free space."));
+        assert_eq!(
+            named.message,
+            "Database /tmp/x/threadbase.sqlite: disk full. Repair: free space."
+        );
+        assert_eq!(super::name_database(path, named.clone()), named);
+        let cant_open = super::open_error(
+            path,
+            rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
+                None,
+            ),
+        );
+        assert_eq!(cant_open.code, ErrorCode::Io);
+        assert!(
+            cant_open
+                .message
+                .starts_with("Cannot open the database /tmp/x/threadbase.sqlite: "),
+            "{}",
+            cant_open.message
+        );
+        assert_eq!(super::name_database(path, cant_open.clone()), cant_open);
+        assert!(
+            std::error::Error::source(&cant_open).is_some(),
+            "keeps its cause"
+        );
+        let invalid = Error::invalid("bad");
+        assert_eq!(super::name_database(path, invalid.clone()), invalid);
+    }
+
     /// Every query read through `query_threads` must return exactly `col::NAMES`, in order,
     /// against the schema the migrations build.
     #[test]
