@@ -29,6 +29,7 @@
 pub mod check;
 pub mod cli;
 pub mod contract;
+pub mod domain;
 pub mod engine;
 pub mod error;
 #[doc(hidden)]

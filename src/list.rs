@@ -2,6 +2,7 @@
 //! (every descendant, one index range scan), sorted by canonical path. `threadbase top` applies
 //! the same state and visibility filters to the rows it read (`keeps`).
 
+use crate::domain::ManagerId;
 use fallible_streaming_iterator::FallibleStreamingIterator as _;
 use rusqlite::{named_params, Connection};
 use serde::Serialize;
@@ -180,7 +181,7 @@ const LISTED_COLUMNS: usize = col::COUNT + 2;
 fn bound<'c>(
     conn: &'c Connection,
     sql: &str,
-    manager_id: i64,
+    manager_id: ManagerId,
     q: &ListQuery,
 ) -> Result<rusqlite::CachedStatement<'c>> {
     let mut stmt = conn.prepare_cached(sql)?;
@@ -223,7 +224,7 @@ fn bound<'c>(
 /// the subtree spans.
 pub fn each_row(
     conn: &Connection,
-    manager_id: i64,
+    manager_id: ManagerId,
     q: &ListQuery,
     f: impl FnMut(&rusqlite::Row<'_>) -> Result<bool>,
 ) -> Result<()> {
@@ -236,7 +237,7 @@ pub fn each_row(
 /// statements (one read, no row stepped twice) while the worker's other tasks move on.
 pub fn each_row_switching(
     conn: &Connection,
-    manager_id: i64,
+    manager_id: ManagerId,
     q: &ListQuery,
     after: usize,
     mut f: impl FnMut(&rusqlite::Row<'_>) -> Result<bool>,
@@ -342,7 +343,7 @@ pub fn sort_order(a: &str, b: &str) -> std::cmp::Ordering {
 }
 
 /// Runs a list query against one manager's threads.
-pub fn list(conn: &Connection, manager_id: i64, q: &ListQuery) -> Result<Listing> {
+pub fn list(conn: &Connection, manager_id: ManagerId, q: &ListQuery) -> Result<Listing> {
     Ok(Listing::from(
         list_at_most(conn, manager_id, q, usize::MAX)?.unwrap_or_default(),
     ))
@@ -351,7 +352,7 @@ pub fn list(conn: &Connection, manager_id: i64, q: &ListQuery) -> Result<Listing
 /// The listed rows, or `None` when there are more than `max` (read no further).
 pub fn list_at_most(
     conn: &Connection,
-    manager_id: i64,
+    manager_id: ManagerId,
     q: &ListQuery,
     max: usize,
 ) -> Result<Option<Vec<ThreadRow>>> {

@@ -9,6 +9,7 @@
 //! descendant found there answers with its full `/root/…` path. Nothing found there either:
 //! the manager's own unknown-reference error, as the contract words it.
 
+use crate::domain::ManagerId;
 use rusqlite::{named_params, Connection};
 
 use crate::error::{Error, ErrorCode, Result};
@@ -24,7 +25,7 @@ const MAX_CANDIDATES: i64 = 50;
 /// own path (relative paths start there) and the caller's own thread id, if it has one.
 #[derive(Debug, Clone, Copy)]
 pub struct RefScope<'a> {
-    pub manager_id: i64,
+    pub manager_id: ManagerId,
     pub current_path: &'a str,
     pub self_id: Option<&'a str>,
 }

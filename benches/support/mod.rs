@@ -19,6 +19,7 @@
 #![allow(dead_code)]
 
 use std::time::Instant;
+use threadbase::domain::{ManagerId, Phase, ThreadId, ThreadStatus};
 
 use tempfile::TempDir;
 use threadbase::store::threads::{insert_thread, upsert_manager, Contract, ManagerSpec, NewThread};
@@ -38,7 +39,7 @@ const WORDS: [&str; CHILDREN] = [
 /// A bench database in its own temp folder (removed on drop).
 pub struct BenchDb {
     pub store: Store,
-    pub manager_id: i64,
+    pub manager_id: ManagerId,
     _dir: TempDir,
 }
 
@@ -119,7 +120,7 @@ pub fn grandchild_row(b: usize, j: usize, k: usize) -> usize {
 /// A seeded tree: how many threads and how many complete blocks it has.
 #[derive(Debug, Clone, Copy)]
 pub struct Tree {
-    pub manager_id: i64,
+    pub manager_id: ManagerId,
     pub threads: usize,
     pub full_blocks: usize,
 }
@@ -153,18 +154,22 @@ pub fn seed_tree(db: &BenchDb, n: usize) -> Tree {
                     insert_thread(
                         tx,
                         &NewThread {
-                            id,
+                            id: id.into(),
                             manager_id,
                             path,
                             parent_path: Some(parent_path.to_string()),
-                            parent_id: parent_id.map(str::to_string),
+                            parent_id: parent_id.map(ThreadId::from),
                             name: task_name.clone(),
                             task_name,
                             depth,
                             cwd: "/work/project".to_string(),
                             args: Vec::new(),
-                            status: "live",
-                            phase: if g.is_multiple_of(3) { "busy" } else { "idle" },
+                            status: ThreadStatus::Live,
+                            phase: if g.is_multiple_of(3) {
+                                Phase::Busy
+                            } else {
+                                Phase::Idle
+                            },
                             prompt: Some(prompt.to_string()),
                             ..NewThread::default()
                         },
@@ -233,13 +238,13 @@ pub fn checkpoint(db: &BenchDb) {
 
 /// Inserts one live top-level thread `id` at `/root/<name>` in phase `starting`, ready for a
 /// `Runtime::launch`.
-pub fn insert_live_thread(store: &Store, manager_id: i64, id: &str, name: &str) {
+pub fn insert_live_thread(store: &Store, manager_id: ManagerId, id: &str, name: &str) {
     store
         .write(|tx| {
             insert_thread(
                 tx,
                 &NewThread {
-                    id: id.to_string(),
+                    id: ThreadId::new(id),
                     manager_id,
                     path: format!("/root/{name}"),
                     parent_path: Some("/root".to_string()),
@@ -249,8 +254,8 @@ pub fn insert_live_thread(store: &Store, manager_id: i64, id: &str, name: &str) 
                     depth: 1,
                     cwd: "/work/project".to_string(),
                     args: Vec::new(),
-                    status: "live",
-                    phase: "starting",
+                    status: ThreadStatus::Live,
+                    phase: Phase::Starting,
                     ..NewThread::default()
                 },
             )

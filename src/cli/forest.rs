@@ -9,6 +9,7 @@ use std::path::Path;
 use rusqlite::Connection;
 use serde::Serialize;
 
+use crate::domain::{ManagerId, ThreadId};
 use crate::error::Result;
 use crate::list::Listing;
 use crate::store::threads::ThreadRow;
@@ -49,7 +50,7 @@ pub struct Tree {
 /// order. Threads the listing does not hold (filtered out) are left out; a kept thread whose
 /// parent was left out keeps its level, so its place stays visible.
 pub fn trees(conn: &Connection, listing: Listing) -> Result<Vec<Tree>> {
-    let mut by_id: HashMap<String, ThreadRow> = listing
+    let mut by_id: HashMap<ThreadId, ThreadRow> = listing
         .threads
         .into_iter()
         .map(|t| (t.id.clone(), t))
@@ -68,7 +69,7 @@ pub fn trees(conn: &Connection, listing: Listing) -> Result<Vec<Tree>> {
         })?;
         for row in rows {
             let (root, id, level, manager_session, contract) = row?;
-            let Some(thread) = by_id.remove(&id) else {
+            let Some(thread) = by_id.remove(id.as_str()) else {
                 continue;
             };
             if trees.last().map(|t| &t.info.root_session) != Some(&root) {
@@ -141,7 +142,7 @@ pub fn latest(trees: Vec<Tree>) -> Vec<Tree> {
         .collect()
 }
 
-fn manager_names(conn: &Connection) -> Result<HashMap<i64, (String, String)>> {
+fn manager_names(conn: &Connection) -> Result<HashMap<ManagerId, (String, String)>> {
     let mut stmt = conn.prepare_cached(include_str!("../../sql/forest_managers.sql"))?;
     let rows = stmt.query_map([], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?))))?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
@@ -198,9 +199,9 @@ fn session_title(file: &Path) -> Option<String> {
 /// `live busy`, `closed stopped`, contract B's `completed`, and ` archived` when it is.
 pub fn state_label(t: &ThreadRow) -> String {
     let mut s = match (&t.agent_state, t.is_live()) {
-        (Some(state), _) => state.clone(),
+        (Some(state), _) => state.to_string(),
         (None, true) => format!("live {}", t.phase),
-        (None, false) => format!("closed {}", t.exit_kind.as_deref().unwrap_or("?")),
+        (None, false) => format!("closed {}", t.exit_kind.map_or("?", |k| k.as_str())),
     };
     if t.archived {
         s.push_str(" archived");

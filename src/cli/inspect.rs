@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use super::forest::{self, Node};
 use super::sql::write_table;
 use super::stop::{optional_globs, path_globs};
+use crate::domain::ExitKind;
 use crate::engine::budget::{thousands, usd};
 use crate::error::{Error, ErrorCode, Result};
 use crate::list::{list_every_manager, StateFilter, VisibilityFilter};
@@ -64,7 +65,7 @@ pub fn list(
             .map(|n| {
                 vec![
                     format!("{}{}", "  ".repeat(n.level - 1), n.row.path),
-                    n.row.id.clone(),
+                    n.row.id.to_string(),
                     forest::state_label(&n.row),
                     n.row.name.clone(),
                     format!("{} ({})", n.manager_session, n.contract),
@@ -138,11 +139,7 @@ fn node_json(
 fn narrow(listing: &mut crate::list::Listing, globs: &globset::GlobSet) {
     listing.threads.retain(|t| globs.is_match(&t.path));
     listing.count = listing.threads.len();
-    listing.live_count = listing
-        .threads
-        .iter()
-        .filter(|t| t.status == "live")
-        .count();
+    listing.live_count = listing.threads.iter().filter(|t| t.is_live()).count();
     listing.closed_count = listing.count - listing.live_count;
 }
 
@@ -229,13 +226,13 @@ pub fn show(
     }
     let (session, contract) = manager_of_thread(&conn, &t.id)?.unwrap_or_default();
     let mut kv = vec![
-        ("id", t.id.clone()),
+        ("id", t.id.to_string()),
         ("path", t.path.clone()),
         ("name", t.name.clone()),
         ("taskName", t.task_name.clone()),
         ("manager", format!("{session} ({contract})")),
         ("status", status_text(&t)),
-        ("phase", t.phase.clone()),
+        ("phase", t.phase.to_string()),
         ("depth", t.depth.to_string()),
         ("cwd", t.cwd.clone()),
         ("args", serde_json::to_string(&t.args)?),
@@ -243,10 +240,10 @@ pub fn show(
         ("createdAt", t.created_at.clone()),
         ("lastEventAt", t.last_event_at.clone()),
     ];
-    if let Some(s) = &t.agent_state {
-        kv.push(("state", s.clone()));
+    if let Some(s) = t.agent_state {
+        kv.push(("state", s.to_string()));
     }
-    if let Some(k) = &t.exit_kind {
+    if let Some(k) = t.exit_kind {
         kv.push(("exit", exit_text(&t, k)));
     }
     if let Some(f) = &t.session_file {
@@ -433,11 +430,11 @@ pub(super) fn find(conn: &Connection, reference: &str, manager: Option<&str>) ->
 fn status_text(t: &ThreadRow) -> String {
     match &t.agent_state {
         Some(s) => format!("{} ({s})", t.status),
-        None => t.status.clone(),
+        None => t.status.to_string(),
     }
 }
 
-fn exit_text(t: &ThreadRow, kind: &str) -> String {
+fn exit_text(t: &ThreadRow, kind: ExitKind) -> String {
     let mut s = kind.to_string();
     if let Some(c) = t.exit_code {
         s.push_str(&format!(" code={c}"));

@@ -137,7 +137,7 @@ pub fn run(
                     usage: Usage::default(),
                 });
             let rows = tree_rows(&conn, &root, Some(&key))?;
-            selected.push((total, Some(t.id), rows));
+            selected.push((total, Some(t.id.into_string()), rows));
         }
         None => {
             for total in all {

@@ -393,6 +393,7 @@ fn trim_for_display(text: &str, max: usize) -> String {
 mod tests {
     use super::*;
     use crate::contract::projection::{Detail, OutputFacts, ThreadFacts};
+    use crate::domain::{ExitKind, ManagerId, Phase, ThreadStatus};
     use crate::store::events::EventRow;
     use crate::store::threads::ThreadRow;
 
@@ -400,7 +401,7 @@ mod tests {
     fn live() -> ThreadRow {
         ThreadRow {
             id: "thread_012345abcdef".into(),
-            manager_id: 1,
+            manager_id: ManagerId(1),
             path: "/root/inspect_repo".into(),
             parent_path: Some("/root".into()),
             parent_id: None,
@@ -409,8 +410,8 @@ mod tests {
             depth: 1,
             cwd: "/tmp/project".into(),
             args: vec![],
-            status: "live".into(),
-            phase: "idle".into(),
+            status: ThreadStatus::Live,
+            phase: Phase::Idle,
             agent_state: None,
             exit_kind: None,
             exit_code: None,
@@ -432,8 +433,8 @@ mod tests {
     /// Its `closedThread()`: exited with code 0.
     fn closed() -> ThreadRow {
         let mut r = live();
-        r.status = "closed".into();
-        r.exit_kind = Some("exited".into());
+        r.status = ThreadStatus::Closed;
+        r.exit_kind = Some(ExitKind::Exited);
         r.exit_code = Some(0);
         r
     }
@@ -499,7 +500,7 @@ mod tests {
         // "renders one canonical state text for live and closed threads" (with the pid the
         // result texts add to a live one).
         let mut busy = live();
-        busy.phase = "busy".into();
+        busy.phase = Phase::Busy;
         assert_eq!(
             status_of(&facts(busy, OutputFacts::default())),
             "live/busy pid=123"
@@ -509,14 +510,14 @@ mod tests {
             "closed/exited"
         );
         let mut stale = closed();
-        stale.exit_kind = Some("stale".into());
+        stale.exit_kind = Some(ExitKind::Stale);
         stale.exit_message = Some("restored".into());
         assert_eq!(
             status_of(&facts(stale, OutputFacts::default())),
             "closed/stale"
         );
         let mut failed = closed();
-        failed.exit_kind = Some("failed".into());
+        failed.exit_kind = Some(ExitKind::Failed);
         failed.exit_message = Some("boom".into());
         assert_eq!(
             status_of(&facts(failed, OutputFacts::default())),
@@ -529,7 +530,7 @@ mod tests {
             "closed/failed"
         );
         let mut stopped = closed();
-        stopped.exit_kind = Some("stopped".into());
+        stopped.exit_kind = Some(ExitKind::Stopped);
         stopped.exit_code = None;
         stopped.exit_signal = Some("SIGKILL".into());
         assert_eq!(
@@ -542,7 +543,7 @@ mod tests {
     fn golden_poll_and_wait_texts() {
         // "shows running state and next actions in poll output"
         let mut busy = live();
-        busy.phase = "busy".into();
+        busy.phase = Phase::Busy;
         let f = facts(busy, OutputFacts::default());
         let text = with(&f, Detail::Summary, |p| polled(p, &p.snapshot()));
         assert_eq!(

@@ -35,7 +35,7 @@
 //!   the first one. `resumable` = closed and known.
 //! - **Result source**: `lastPartialText` when the thread is live and that text is non-blank,
 //!   else `lastAssistantText` when non-blank; a blank assistant text counts as no source
-//!   (`{status: "none", source: "none", text: null, charCount: 0, truncated: false}`).
+//!   (`{status: ThreadStatus::None, source: "none", text: null, charCount: 0, truncated: false}`).
 //!   `charCount` is the raw (uncompacted) source length in UTF-16 units; `truncated` is true
 //!   when `text` is shorter than the compacted source (never at `full`).
 //! - `recentEvents`: only `assistant_message.text` is shortened, compacted then cut (summary
@@ -62,6 +62,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
+use crate::domain::{ExitKind, Phase, ThreadStatus};
 use crate::store::events::EventRow;
 use crate::store::threads::ThreadRow;
 use crate::text::{compact, compact_cut_flagged, truncate_ellipsis, utf16_len, utf16_suffix};
@@ -269,15 +270,15 @@ impl<'a> Projection<'a> {
             path: &row.path,
             name: &row.name,
             task_name: &row.task_name,
-            status: &row.status,
-            phase: &row.phase,
+            status: row.status,
+            phase: row.phase,
             running: live,
             parent_path,
             parent_thread_id: row.parent_id.as_deref(),
             depth: row.depth,
             archived: row.archived,
             resumable: !live && session_known(row),
-            stale: row.exit_kind.as_deref() == Some("stale"),
+            stale: row.exit_kind == Some(ExitKind::Stale),
             cwd: &row.cwd,
             args: &row.args,
             created_at: &row.created_at,
@@ -315,8 +316,8 @@ pub struct Snapshot<'a> {
     pub path: &'a str,
     pub name: &'a str,
     pub task_name: &'a str,
-    pub status: &'a str,
-    pub phase: &'a str,
+    pub status: ThreadStatus,
+    pub phase: Phase,
     pub running: bool,
     pub parent_path: &'a str,
     pub parent_thread_id: Option<&'a str>,
@@ -442,19 +443,18 @@ pub enum Exit<'a> {
     },
 }
 
-/// A closed thread's exit; `None` without an exit kind (or one the schema does not know).
+/// A closed thread's exit; `None` without an exit kind.
 pub fn exit_of(row: &ThreadRow) -> Option<Exit<'_>> {
     let (code, signal, message) = (
         row.exit_code,
         row.exit_signal.as_deref(),
         row.exit_message.as_deref(),
     );
-    Some(match row.exit_kind.as_deref()? {
-        "exited" => Exit::Exited { code, signal },
-        "stopped" => Exit::Stopped { code, signal },
-        "failed" => Exit::Failed { message },
-        "stale" => Exit::Stale { message },
-        _ => return None,
+    Some(match row.exit_kind? {
+        ExitKind::Exited => Exit::Exited { code, signal },
+        ExitKind::Stopped => Exit::Stopped { code, signal },
+        ExitKind::Failed => Exit::Failed { message },
+        ExitKind::Stale => Exit::Stale { message },
     })
 }
 
@@ -587,6 +587,7 @@ fn incomplete_suffix(b: &[u8]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::ManagerId;
     use crate::text::compact_cut;
     use serde_json::{json, Map};
 
@@ -603,7 +604,7 @@ mod tests {
     fn live_row() -> ThreadRow {
         ThreadRow {
             id: "thread_0123456789ab".into(),
-            manager_id: 1,
+            manager_id: ManagerId(1),
             path: "/root/api_survey".into(),
             parent_path: Some("/root".into()),
             parent_id: None,
@@ -612,8 +613,8 @@ mod tests {
             depth: 1,
             cwd: "/work/proj".into(),
             args: vec!["--model".into(), "anthropic/claude-sonnet-4-5".into()],
-            status: "live".into(),
-            phase: "busy".into(),
+            status: ThreadStatus::Live,
+            phase: Phase::Busy,
             agent_state: None,
             exit_kind: None,
             exit_code: None,
@@ -632,7 +633,7 @@ mod tests {
         }
     }
 
-    fn closed_row(kind: &str) -> ThreadRow {
+    fn closed_row(kind: ExitKind) -> ThreadRow {
         let mut r = live_row();
         r.id = "thread_ba9876543210".into();
         r.path = "/root/review/docs".into();
@@ -642,23 +643,23 @@ mod tests {
         r.name = "Docs".into();
         r.depth = 2;
         r.args = vec![];
-        r.status = "closed".into();
-        r.exit_kind = Some(kind.into());
+        r.status = ThreadStatus::Closed;
+        r.exit_kind = Some(kind);
         match kind {
-            "stopped" => {
-                r.phase = "idle".into();
+            ExitKind::Stopped => {
+                r.phase = Phase::Idle;
                 r.exit_signal = Some("SIGKILL".into());
             }
-            "exited" => {
-                r.phase = "idle".into();
+            ExitKind::Exited => {
+                r.phase = Phase::Idle;
                 r.exit_code = Some(0);
             }
-            "failed" => {
-                r.phase = "failed".into();
+            ExitKind::Failed => {
+                r.phase = Phase::Failed;
                 r.exit_message = Some("Child Pi process exited with code 1".into());
             }
-            _ => {
-                r.phase = "stale".into();
+            ExitKind::Stale => {
+                r.phase = Phase::Stale;
                 r.exit_message = Some("Thread was restored from the parent Pi session registry without a live process connection.".into());
             }
         }
@@ -866,7 +867,7 @@ mod tests {
     #[test]
     fn closed_stopped_emoji_summary() {
         let got = snapshot(
-            &closed_row("stopped"),
+            &closed_row(ExitKind::Stopped),
             &closed_out(),
             &closed_events(),
             Detail::Summary,
@@ -883,7 +884,7 @@ mod tests {
     #[test]
     fn closed_stopped_emoji_tail() {
         let got = snapshot(
-            &closed_row("stopped"),
+            &closed_row(ExitKind::Stopped),
             &closed_out(),
             &closed_events(),
             Detail::Tail,
@@ -902,7 +903,7 @@ mod tests {
     #[test]
     fn closed_stopped_emoji_full() {
         let got = snapshot(
-            &closed_row("stopped"),
+            &closed_row(ExitKind::Stopped),
             &closed_out(),
             &closed_events(),
             Detail::Full,
@@ -922,7 +923,7 @@ mod tests {
             last_assistant_text: Some(text.clone()),
             ..OutputFacts::default()
         };
-        let got = snapshot(&closed_row("exited"), &out, &[], Detail::Tail);
+        let got = snapshot(&closed_row(ExitKind::Exited), &out, &[], Detail::Tail);
         assert_eq!(
             got["outputTail"],
             json!(format!(
@@ -943,7 +944,7 @@ mod tests {
             last_assistant_text: Some(odd),
             ..OutputFacts::default()
         };
-        let got = snapshot(&closed_row("exited"), &out, &[], Detail::Tail);
+        let got = snapshot(&closed_row(ExitKind::Exited), &out, &[], Detail::Tail);
         assert_eq!(
             got["outputTail"],
             json!(format!(
@@ -968,7 +969,7 @@ mod tests {
 
     #[test]
     fn stderr_truncation_tail_and_full() {
-        let row = closed_row("failed");
+        let row = closed_row(ExitKind::Failed);
         let got = snapshot(&row, &stderr_out(), &[], Detail::Tail);
         let base = json!({
             "id": "thread_ba9876543210",
@@ -1025,7 +1026,7 @@ mod tests {
             stderr_dropped: 7,
             ..OutputFacts::default()
         };
-        let row = closed_row("exited");
+        let row = closed_row(ExitKind::Exited);
         let got = snapshot(&row, &out, &[], Detail::Tail);
         assert_eq!(got["stderrTail"], json!("boom\n"));
         assert_eq!(got["stderrTruncated"], json!(false));
@@ -1039,7 +1040,7 @@ mod tests {
 
     #[test]
     fn archived_closed_snapshot() {
-        let mut row = closed_row("stale");
+        let mut row = closed_row(ExitKind::Stale);
         row.archived = true;
         row.session_file = None;
         row.session_id = None;
@@ -1164,24 +1165,24 @@ mod tests {
         let mut r = live_row();
         r.archived = true;
         assert_eq!(next_suggested_actions(&r), ["unarchive", "poll"]);
-        let mut r = closed_row("exited");
+        let mut r = closed_row(ExitKind::Exited);
         r.archived = true;
         assert_eq!(next_suggested_actions(&r), ["unarchive", "list"]);
-        let r = closed_row("stopped");
+        let r = closed_row(ExitKind::Stopped);
         assert_eq!(
             next_suggested_actions(&r),
             ["resume", "fork", "archive", "list"]
         );
-        let mut r = closed_row("failed");
+        let mut r = closed_row(ExitKind::Failed);
         r.session_file = None;
         assert_eq!(next_suggested_actions(&r), ["archive", "list"]);
         let mut r = live_row();
-        r.phase = "idle".into();
+        r.phase = Phase::Idle;
         assert_eq!(next_suggested_actions(&r), ["send prompt", "poll", "stop"]);
-        r.phase = "stopping".into();
+        r.phase = Phase::Stopping;
         assert_eq!(next_suggested_actions(&r), ["poll", "wait"]);
-        for phase in ["starting", "busy"] {
-            r.phase = phase.into();
+        for phase in [Phase::Starting, Phase::Busy] {
+            r.phase = phase;
             assert_eq!(
                 next_suggested_actions(&r),
                 ["wait", "poll", "send follow_up", "stop"]
@@ -1193,23 +1194,23 @@ mod tests {
     fn exit_json_kinds() {
         assert_eq!(exit_json(&live_row()), None);
         assert_json(
-            &exit_json(&closed_row("exited")).unwrap(),
+            &exit_json(&closed_row(ExitKind::Exited)).unwrap(),
             &json!({"kind": "exited", "code": 0, "signal": null}),
         );
         assert_json(
-            &exit_json(&closed_row("stopped")).unwrap(),
+            &exit_json(&closed_row(ExitKind::Stopped)).unwrap(),
             &json!({"kind": "stopped", "code": null, "signal": "SIGKILL"}),
         );
         assert_json(
-            &exit_json(&closed_row("failed")).unwrap(),
+            &exit_json(&closed_row(ExitKind::Failed)).unwrap(),
             &json!({"kind": "failed", "message": "Child Pi process exited with code 1"}),
         );
-        let stale = exit_json(&closed_row("stale")).unwrap();
+        let stale = exit_json(&closed_row(ExitKind::Stale)).unwrap();
         assert_eq!(stale["kind"], json!("stale"));
         assert_eq!(stale.as_object().unwrap().len(), 2);
         // A closed row keeps its last pid, but the snapshot shows pid only while live.
         let got = snapshot(
-            &closed_row("exited"),
+            &closed_row(ExitKind::Exited),
             &OutputFacts::default(),
             &[],
             Detail::Summary,
@@ -1219,7 +1220,7 @@ mod tests {
 
     fn facts_with_answer(text: &str) -> ThreadFacts {
         ThreadFacts {
-            row: closed_row("exited"),
+            row: closed_row(ExitKind::Exited),
             out: OutputFacts {
                 last_assistant_text: Some(text.to_string()),
                 ..OutputFacts::default()
@@ -1469,7 +1470,7 @@ mod tests {
             last_assistant_text: Some(long.clone()),
             ..OutputFacts::default()
         };
-        let row = closed_row("exited");
+        let row = closed_row(ExitKind::Exited);
         let s = snapshot(&row, &out, &[], Detail::Summary);
         assert_eq!(s["detail"], json!("summary"));
         assert!(s["resultSummary"].as_str().unwrap().contains("FIRST"));
@@ -1497,16 +1498,16 @@ mod tests {
             last_assistant_text: Some(text),
             ..OutputFacts::default()
         };
-        let got = snapshot(&closed_row("exited"), &out, &[], Detail::Summary);
+        let got = snapshot(&closed_row(ExitKind::Exited), &out, &[], Detail::Summary);
         assert_eq!(got["result"]["charCount"], json!(1_000));
         assert_eq!(got["result"]["truncated"], json!(false));
         let out = OutputFacts {
             last_assistant_text: Some("b".repeat(701)),
             ..OutputFacts::default()
         };
-        let got = snapshot(&closed_row("exited"), &out, &[], Detail::Summary);
+        let got = snapshot(&closed_row(ExitKind::Exited), &out, &[], Detail::Summary);
         assert_eq!(got["result"]["truncated"], json!(true));
-        let got = snapshot(&closed_row("exited"), &out, &[], Detail::Tail);
+        let got = snapshot(&closed_row(ExitKind::Exited), &out, &[], Detail::Tail);
         assert_eq!(got["result"]["truncated"], json!(false));
     }
 
@@ -1519,9 +1520,9 @@ mod tests {
             ..OutputFacts::default()
         };
         for (row, out) in [
-            (closed_row("exited"), OutputFacts::default()),
-            (closed_row("exited"), blank.clone()),
-            (closed_row("failed"), OutputFacts::default()),
+            (closed_row(ExitKind::Exited), OutputFacts::default()),
+            (closed_row(ExitKind::Exited), blank.clone()),
+            (closed_row(ExitKind::Failed), OutputFacts::default()),
             (live_row(), blank),
         ] {
             let got = snapshot(&row, &out, &[], Detail::Tail);
@@ -1540,7 +1541,7 @@ mod tests {
             stderr_dropped: 600,
             ..OutputFacts::default()
         };
-        let got = snapshot(&closed_row("exited"), &out, &[], Detail::Tail);
+        let got = snapshot(&closed_row(ExitKind::Exited), &out, &[], Detail::Tail);
         assert_eq!(
             got["stderrTail"],
             json!(format!(
@@ -1549,7 +1550,7 @@ mod tests {
             ))
         );
         assert_eq!(got["stderrTruncated"], json!(true));
-        let got = snapshot(&closed_row("exited"), &out, &[], Detail::Full);
+        let got = snapshot(&closed_row(ExitKind::Exited), &out, &[], Detail::Full);
         assert_eq!(got["stderrTail"], json!("s".repeat(12_000)));
         assert_eq!(got["stderrTruncated"], json!(false));
     }
@@ -1557,7 +1558,7 @@ mod tests {
     /// `session` is `{kind: "unknown"}` without a session file, and `resumable` follows it.
     #[test]
     fn session_kinds() {
-        let mut row = closed_row("exited");
+        let mut row = closed_row(ExitKind::Exited);
         let got = snapshot(&row, &OutputFacts::default(), &[], Detail::Summary);
         assert_json(
             &got["session"],

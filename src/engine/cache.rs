@@ -175,6 +175,7 @@ pub(super) fn fill_batch(tx: &rusqlite::Connection, keys: &[Key]) -> Result<usiz
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::{ManagerId, Phase, ThreadStatus};
     use crate::store::events::{self, NewEvent};
     use crate::store::threads::{insert_thread, upsert_manager, Contract, ManagerSpec, NewThread};
 
@@ -208,8 +209,8 @@ mod tests {
                         name: "A".into(),
                         depth: 1,
                         cwd: "/w".into(),
-                        status: "live",
-                        phase: "busy",
+                        status: ThreadStatus::Live,
+                        phase: Phase::Busy,
                         ..Default::default()
                     },
                 )?;
@@ -378,7 +379,7 @@ mod tests {
             None
         );
         // Nor does a list row carry it.
-        let m: i64 = conn
+        let m: ManagerId = conn
             .query_row("SELECT manager_id FROM threads", [], |r| r.get(0))
             .unwrap();
         let mut carried = Vec::new();

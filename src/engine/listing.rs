@@ -15,6 +15,7 @@
 //! Without room for spill files, the rows are read again in four passes (counts, text, the list
 //! twice) and written straight into the line from a blocking thread ([`Reply::Stream`]).
 
+use crate::domain::ManagerId;
 use std::cell::RefCell;
 use std::fmt;
 use std::io::{Seek, Write};
@@ -100,7 +101,7 @@ enum Answer {
 /// `new_spill` makes the spill files ([`Spill::new`]).
 fn answer(
     conn: &Connection,
-    manager_id: i64,
+    manager_id: ManagerId,
     q: &ListQuery,
     in_memory: usize,
     new_spill: impl FnOnce() -> Option<Spill>,
@@ -335,7 +336,7 @@ impl Entry {
 #[cfg(test)]
 fn entries_at_most(
     conn: &Connection,
-    manager_id: i64,
+    manager_id: ManagerId,
     q: &ListQuery,
     max: usize,
 ) -> Result<Option<Vec<Entry>>> {
@@ -385,7 +386,7 @@ fn rendered(
         {
             listed[i] = render(&f, View::Snapshot, Detail::Summary)?;
             if f.row.is_still() && missed.len() < MAX_PENDING {
-                missed.push((f.row.id.clone(), View::Snapshot, Detail::Summary));
+                missed.push((f.row.id.to_string(), View::Snapshot, Detail::Summary));
             }
         }
     }
@@ -484,7 +485,7 @@ impl Template {
 /// leaves the line unfinished (see [`crate::output::Output::stream`]).
 fn stream(
     store: &Store,
-    manager_id: i64,
+    manager_id: ManagerId,
     q: &ListQuery,
     id: &Value,
     w: &mut dyn Write,
@@ -544,7 +545,12 @@ fn write_snapshots(listed: &[Rendered], first: bool, w: &mut dyn Write) -> Resul
 
 /// `[snapshot, …]` straight into the line: the rows in batches, each batch's cached answers in
 /// one query and the others' output and events in two.
-fn snapshots(conn: &Connection, manager_id: i64, q: &ListQuery, w: &mut dyn Write) -> Result<()> {
+fn snapshots(
+    conn: &Connection,
+    manager_id: ManagerId,
+    q: &ListQuery,
+    w: &mut dyn Write,
+) -> Result<()> {
     w.write_all(b"[")?;
     let mut first = true;
     let mut batch: Vec<Entry> = Vec::with_capacity(BATCH);
@@ -582,7 +588,7 @@ fn text_at<'r>(r: &'r rusqlite::Row<'_>, i: usize) -> Result<&'r str> {
 /// A list being streamed from one read transaction.
 struct Streamed<'c> {
     conn: &'c Connection,
-    manager_id: i64,
+    manager_id: ManagerId,
     q: &'c ListQuery,
     count: usize,
     /// Where the text's pass notes the closed threads it rendered.
@@ -647,13 +653,14 @@ impl fmt::Display for Text<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::{Phase, ThreadId, ThreadStatus};
     use crate::list::{StateFilter, Subtree, VisibilityFilter};
     use crate::store::events::{self, NewEvent};
     use crate::store::threads::{insert_thread, upsert_manager, Contract, ManagerSpec, NewThread};
 
     /// `n` threads under /root (every 7th live, every 11th archived unless live, every 5th a child), each with events and
     /// an answer; returns the manager.
-    fn seeded(store: &Store, n: usize) -> i64 {
+    fn seeded(store: &Store, n: usize) -> ManagerId {
         store
             .write(|tx| {
                 let m = upsert_manager(
@@ -682,7 +689,7 @@ mod tests {
                     insert_thread(
                         tx,
                         &NewThread {
-                            id: id.clone(),
+                            id: ThreadId::new(id.as_str()),
                             manager_id: m,
                             task_name: path.rsplit('/').next().unwrap().to_string(),
                             name: format!("Thread \"{i}\"\n"),
@@ -690,8 +697,8 @@ mod tests {
                             parent_path: Some(parent),
                             depth: 1,
                             cwd: "/w".into(),
-                            status: "live",
-                            phase: "busy",
+                            status: ThreadStatus::Live,
+                            phase: Phase::Busy,
                             ..Default::default()
                         },
                     )?;
@@ -787,7 +794,7 @@ mod tests {
 
     /// `q`'s answer made with spill files from its first row, written out as serve writes it
     /// for request id 7 (without the line's LF).
-    fn spilled(store: &Store, m: i64, q: &ListQuery, missed: &mut Vec<Key>) -> Vec<u8> {
+    fn spilled(store: &Store, m: ManagerId, q: &ListQuery, missed: &mut Vec<Key>) -> Vec<u8> {
         let conn = store.read().unwrap();
         let tx = crate::store::ReadTx::begin(&conn).unwrap();
         let Answer::Spilled(parts) = answer(&tx, m, q, 0, || Spill::new(None), missed).unwrap()

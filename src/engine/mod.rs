@@ -14,6 +14,7 @@ mod worker;
 pub use thread::STOP_ALREADY_CLOSED;
 pub use worker::{max_workers, restore_workers, snapshot_workers};
 
+use crate::domain::ManagerId;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -165,7 +166,7 @@ pub struct Engine {
     cfg: ServeConfig,
     store: Arc<Store>,
     rt: Runtime,
-    manager_id: i64,
+    manager_id: ManagerId,
     /// Serialises launches of existing threads (resume) so two concurrent resumes start one.
     relaunch: tokio::sync::Mutex<()>,
     /// Per-thread locks of launches and deliveries (contracts B and C).
@@ -228,7 +229,7 @@ impl Engine {
         &self.rt
     }
 
-    pub fn manager_id(&self) -> i64 {
+    pub fn manager_id(&self) -> ManagerId {
         self.manager_id
     }
 

@@ -7,6 +7,7 @@
 //! the outcome, and withdraws a row nobody claimed in time (a claimed row is the owner's to
 //! finish). A thread whose serve is gone is given to the restore pass first.
 
+use crate::domain::ManagerId;
 use std::time::{Duration, Instant};
 
 use super::Engine;
@@ -68,7 +69,7 @@ pub(super) fn restore_orphans(e: &Engine) -> Result<()> {
 }
 
 /// The living serve (not this one) that owns a manager, if there is one.
-pub(super) fn manager_owner(e: &Engine, manager_id: i64) -> Result<Option<ProcessIdentity>> {
+pub(super) fn manager_owner(e: &Engine, manager_id: ManagerId) -> Result<Option<ProcessIdentity>> {
     let row = threads::manager_owner(&*e.store.read()?, manager_id)?;
     Ok(match row {
         Some(threads::OwnerRow {

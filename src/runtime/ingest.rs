@@ -384,6 +384,7 @@ fn append_stderr(tx: &Transaction<'_>, thread_id: &str, bytes: &[u8]) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::{Phase, ThreadId, ThreadStatus};
     use rusqlite::types::ValueRef;
 
     use crate::store::threads::{insert_thread, upsert_manager, Contract, ManagerSpec, NewThread};
@@ -486,7 +487,7 @@ mod tests {
                     insert_thread(
                         tx,
                         &NewThread {
-                            id: id.to_string(),
+                            id: ThreadId::new(id.as_ref()),
                             manager_id: manager,
                             path: format!("/root/t{n}"),
                             parent_path: Some("/root".into()),
@@ -494,8 +495,8 @@ mod tests {
                             task_name: format!("t{n}"),
                             depth: 1,
                             cwd: "/tmp".into(),
-                            status: "live",
-                            phase: if n == 0 { "idle" } else { "starting" },
+                            status: ThreadStatus::Live,
+                            phase: if n == 0 { Phase::Idle } else { Phase::Starting },
                             ..NewThread::default()
                         },
                     )?;

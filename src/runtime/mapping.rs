@@ -12,25 +12,7 @@ pub const RETAINED_TEXT_CHARS: usize = 100_000;
 /// `assistant_message.text` is a byte tail of this many bytes.
 pub const EVENT_TEXT_BYTES: usize = 2_000;
 
-/// A live thread's phase.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Phase {
-    Starting,
-    Busy,
-    Idle,
-    Stopping,
-}
-
-impl Phase {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Phase::Starting => "starting",
-            Phase::Busy => "busy",
-            Phase::Idle => "idle",
-            Phase::Stopping => "stopping",
-        }
-    }
-}
+pub use crate::domain::Phase;
 
 /// What the runtime should do about one child event.
 #[derive(Debug, Clone, PartialEq)]

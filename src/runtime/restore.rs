@@ -12,6 +12,7 @@
 //! batch, or after the owner died) is read back from the thread's Pi session file once the
 //! processes are gone, in the transaction that closes the thread (`store::usage::reconcile`).
 
+use crate::domain::{Contract, ExitKind, ManagerId};
 use rusqlite::named_params;
 use serde_json::json;
 
@@ -45,8 +46,8 @@ pub struct RestoreReport {
 
 struct Candidate {
     id: String,
-    manager_id: i64,
-    contract: String,
+    manager_id: ManagerId,
+    contract: Contract,
     pid: Option<i64>,
     pgid: Option<i64>,
     process_started_at: Option<i64>,
@@ -87,14 +88,15 @@ pub fn restore_dead_owners(
         rows.collect::<rusqlite::Result<_>>()?
     };
     let mut report = RestoreReport::default();
-    let mut refused: Vec<i64> = Vec::new();
+    let mut refused: Vec<ManagerId> = Vec::new();
     let mut singles: Vec<Candidate> = Vec::new();
-    let mut agent_batches: std::collections::BTreeMap<i64, Vec<Candidate>> = Default::default();
+    let mut agent_batches: std::collections::BTreeMap<ManagerId, Vec<Candidate>> =
+        Default::default();
     for c in candidates {
         if !owner_gone(c.owner, me) {
             continue;
         }
-        if c.contract != "agent" {
+        if c.contract != Contract::Agent {
             singles.push(c);
             continue;
         }
@@ -176,11 +178,11 @@ fn kill_processes_of<'a>(
 fn restore_unlaunched_agents(
     store: &Store,
     me: ProcessIdentity,
-    refused: &[i64],
+    refused: &[ManagerId],
     texts: &RestoreTexts,
     report: &mut RestoreReport,
 ) -> Result<()> {
-    let rows: Vec<(String, i64, Option<i64>, Option<i64>)> = {
+    let rows: Vec<(String, ManagerId, Option<i64>, Option<i64>)> = {
         let conn = store.read()?;
         let mut stmt =
             conn.prepare_cached(include_str!("../../sql/agent_restore_candidates.sql"))?;
@@ -237,7 +239,8 @@ fn restore_in(
             ":id": c.id, ":launch": c.launch_seq,
         })?;
     if n > 0 {
-        let data = json!({"exit": {"kind": "stale", "message": texts.stale_message}}).to_string();
+        let data =
+            json!({"exit": {"kind": ExitKind::Stale, "message": texts.stale_message}}).to_string();
         events::append(
             tx,
             &c.id,

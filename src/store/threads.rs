@@ -7,27 +7,7 @@ use serde::Serialize;
 use crate::error::Result;
 use crate::time::now_iso;
 
-/// Which public contract a manager serves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Contract {
-    /// A: the pi-threads `thread` tool.
-    Thread,
-    /// B: the subagent lifecycle (`agent_*`).
-    Agent,
-    /// C: the worker tools (`threads_*`).
-    Worker,
-}
-
-impl Contract {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Contract::Thread => "thread",
-            Contract::Agent => "agent",
-            Contract::Worker => "worker",
-        }
-    }
-}
+pub use crate::domain::{AgentState, Contract, ExitKind, ManagerId, Phase, ThreadId, ThreadStatus};
 
 /// The identity and scope of a manager, and the process that owns it.
 #[derive(Debug, Clone)]
@@ -44,7 +24,7 @@ pub struct ManagerSpec<'a> {
 }
 
 /// Finds or creates a manager and records its current owner; returns its id.
-pub fn upsert_manager(conn: &Connection, spec: &ManagerSpec<'_>) -> Result<i64> {
+pub fn upsert_manager(conn: &Connection, spec: &ManagerSpec<'_>) -> Result<ManagerId> {
     let mut stmt = conn.prepare_cached(include_str!("../../sql/manager_upsert.sql"))?;
     let id = stmt.query_row(
         named_params! {
@@ -65,30 +45,33 @@ pub fn upsert_manager(conn: &Connection, spec: &ManagerSpec<'_>) -> Result<i64> 
 }
 
 /// A manager's id by session and contract, if it exists.
-pub fn manager_id(conn: &Connection, session_id: &str, contract: Contract) -> Result<Option<i64>> {
+pub fn manager_id(
+    conn: &Connection,
+    session_id: &str,
+    contract: Contract,
+) -> Result<Option<ManagerId>> {
     let mut stmt = conn.prepare_cached(include_str!("../../sql/manager_by_session.sql"))?;
     Ok(stmt
-        .query_row((session_id, contract.as_str()), |r| r.get(0))
+        .query_row((session_id, contract), |r| r.get(0))
         .optional()?)
 }
 
 /// What it takes to reserve a thread row.
 #[derive(Debug, Clone, Default)]
 pub struct NewThread {
-    pub id: String,
-    pub manager_id: i64,
+    pub id: ThreadId,
+    pub manager_id: ManagerId,
     pub path: String,
     pub parent_path: Option<String>,
-    pub parent_id: Option<String>,
+    pub parent_id: Option<ThreadId>,
     pub task_name: String,
     pub name: String,
     pub depth: i64,
     pub cwd: String,
     pub args: Vec<String>,
-    /// `live` or `closed`.
-    pub status: &'static str,
-    pub phase: &'static str,
-    pub agent_state: Option<&'static str>,
+    pub status: ThreadStatus,
+    pub phase: Phase,
+    pub agent_state: Option<AgentState>,
     pub session_file: Option<String>,
     pub session_id: Option<String>,
     pub prompt: Option<String>,
@@ -224,20 +207,20 @@ pub mod col {
 /// One `threads` row, as the engine reads it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ThreadRow {
-    pub id: String,
-    pub manager_id: i64,
+    pub id: ThreadId,
+    pub manager_id: ManagerId,
     pub path: String,
     pub parent_path: Option<String>,
-    pub parent_id: Option<String>,
+    pub parent_id: Option<ThreadId>,
     pub task_name: String,
     pub name: String,
     pub depth: i64,
     pub cwd: String,
     pub args: Vec<String>,
-    pub status: String,
-    pub phase: String,
-    pub agent_state: Option<String>,
-    pub exit_kind: Option<String>,
+    pub status: ThreadStatus,
+    pub phase: Phase,
+    pub agent_state: Option<AgentState>,
+    pub exit_kind: Option<ExitKind>,
     pub exit_code: Option<i64>,
     pub exit_signal: Option<String>,
     pub exit_message: Option<String>,
@@ -303,14 +286,14 @@ impl ThreadRow {
     }
 
     pub fn is_live(&self) -> bool {
-        self.status == "live"
+        self.status == ThreadStatus::Live
     }
 
     /// Whether its rendered answers may be kept (the snapshot cache, migration V8): a closed
     /// thread, or a live one that is idle. Either changes only through its rows; a busy
     /// thread's rows change with every event, so keeping its answers would be wasted work.
     pub fn is_still(&self) -> bool {
-        !self.is_live() || self.phase == "idle"
+        !self.is_live() || self.phase == Phase::Idle
     }
 }
 
@@ -368,7 +351,7 @@ pub fn thread_ancestors(conn: &Connection, id: &str) -> Result<Vec<ThreadRow>> {
 }
 
 /// How many live threads a manager has (PI_THREADS_MAX_THREADS holds per manager).
-pub fn count_live(conn: &Connection, manager_id: i64) -> Result<i64> {
+pub fn count_live(conn: &Connection, manager_id: ManagerId) -> Result<i64> {
     Ok(conn
         .prepare_cached(include_str!("../../sql/count_live.sql"))?
         .query_row([manager_id], |r| r.get(0))?)
@@ -382,14 +365,18 @@ pub fn thread_exists(conn: &Connection, id: &str) -> Result<bool> {
 }
 
 /// Whether a manager already holds `path`.
-pub fn path_taken(conn: &Connection, manager_id: i64, path: &str) -> Result<bool> {
+pub fn path_taken(conn: &Connection, manager_id: ManagerId, path: &str) -> Result<bool> {
     Ok(conn
         .prepare_cached(include_str!("../../sql/path_taken.sql"))?
         .query_row((manager_id, path), |r| r.get(0))?)
 }
 
 /// The id of the thread at `path` of a manager.
-pub fn thread_id_at_path(conn: &Connection, manager_id: i64, path: &str) -> Result<Option<String>> {
+pub fn thread_id_at_path(
+    conn: &Connection,
+    manager_id: ManagerId,
+    path: &str,
+) -> Result<Option<String>> {
     Ok(conn
         .prepare_cached(include_str!("../../sql/thread_id_at_path.sql"))?
         .query_row((manager_id, path), |r| r.get(0))
@@ -428,7 +415,7 @@ pub fn thread_holder(conn: &Connection, id: &str) -> Result<Option<(String, Owne
 }
 
 /// The serve that owns a manager.
-pub fn manager_owner(conn: &Connection, manager_id: i64) -> Result<Option<OwnerRow>> {
+pub fn manager_owner(conn: &Connection, manager_id: ManagerId) -> Result<Option<OwnerRow>> {
     Ok(conn
         .prepare_cached(include_str!("../../sql/manager_owner.sql"))?
         .query_row([manager_id], |r| {

@@ -3,6 +3,7 @@
 //! message ids), its keyed `mailbox` messages, its `interrupt` commands and its `reports` row.
 //! Everything the worker engine reads or writes goes through here, so the engine holds no SQL.
 
+use crate::domain::ManagerId;
 use rusqlite::{named_params, Connection, OptionalExtension, Row};
 
 use super::reports::ReportRow;
@@ -151,7 +152,7 @@ pub fn slots_used(conn: &Connection, coordinator_id: &str) -> Result<i64> {
 #[derive(Debug, Clone, Copy)]
 pub struct NewWorker<'a> {
     pub id: &'a str,
-    pub manager_id: i64,
+    pub manager_id: ManagerId,
     pub title: &'a str,
     pub cwd: &'a str,
     pub args: &'a [String],
@@ -204,23 +205,7 @@ pub fn unhide_after_send(conn: &Connection, id: &str) -> Result<()> {
     Ok(())
 }
 
-/// How a worker's last run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    Succeeded,
-    Failed,
-    Interrupted,
-}
-
-impl Outcome {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Succeeded => "succeeded",
-            Outcome::Failed => "failed",
-            Outcome::Interrupted => "interrupted",
-        }
-    }
-}
+pub use crate::domain::Outcome;
 
 /// Records how a worker's last run ended.
 pub fn set_outcome(conn: &Connection, id: &str, outcome: Outcome) -> Result<()> {

@@ -79,7 +79,7 @@ fn clean() -> common::TempDb {
         })
         .unwrap();
     let mut child = common::thread(&tid(2), m, "/root/docs/review", false);
-    child.parent_id = Some(tid(1));
+    child.parent_id = Some(tid(1).into());
     add(
         &store,
         &[

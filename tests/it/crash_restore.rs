@@ -7,6 +7,7 @@
 
 use crate::support::common;
 use crate::support::serve_client;
+use threadbase::domain::Phase;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
@@ -56,7 +57,7 @@ fn crash_owner_process() {
                 &format!("/root/p{}_{n}", std::process::id()),
                 true,
             );
-            t.phase = "starting";
+            t.phase = Phase::Starting;
             common::add(&store, &[t]);
             runtime
                 .launch(LaunchSpec {
@@ -227,7 +228,7 @@ fn sigkill_of_the_owner_loses_no_committed_event_and_leaves_no_process() {
         let store = Arc::new(Store::open(&db.path).unwrap());
         let m = common::manager(&store, "ses_after");
         let mut t = common::thread(&common::tid(1), m, "/root/after", true);
-        t.phase = "starting";
+        t.phase = Phase::Starting;
         common::add(&store, &[t]);
         let runtime = Runtime::new(store.clone(), RuntimeConfig::default());
         let spec = LaunchSpec {

@@ -19,6 +19,7 @@
 use crate::support::common::manager_spec;
 use crate::support::db_check;
 use crate::support::serve_client;
+use threadbase::domain::{Phase, ThreadStatus};
 
 use std::collections::HashMap;
 use std::os::unix::process::CommandExt;
@@ -781,8 +782,8 @@ fn restore_kills_what_a_gone_child_left_in_its_group_and_nothing_else() {
                     name: "gone".into(),
                     depth: 1,
                     cwd: "/tmp".into(),
-                    status: "live",
-                    phase: "busy",
+                    status: ThreadStatus::Live,
+                    phase: Phase::Busy,
                     ..Default::default()
                 },
             )?;

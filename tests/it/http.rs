@@ -2,6 +2,7 @@
 //! bearer-token auth, input validation, limits, loopback-only listening and graceful exit.
 
 use crate::support::common;
+use threadbase::domain::{Phase, ThreadStatus};
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpStream};
@@ -183,8 +184,8 @@ fn seed(db: &Path, workers: &[Worker<'_>]) {
                         depth: 0,
                         cwd: format!("/work/{}", w.key),
                         args: vec![],
-                        status: "live",
-                        phase: "idle",
+                        status: ThreadStatus::Live,
+                        phase: Phase::Idle,
                         session_id: Some(w.id.into()),
                         coordinator_id: Some(w.coord.into()),
                         spawn_key: Some(w.key.into()),

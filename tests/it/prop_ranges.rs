@@ -121,17 +121,17 @@ fn ancestor_path(pick: &AncestorPick, rows: &[Node]) -> String {
     }
 }
 
-fn paths_of(conn: &rusqlite::Connection, mgr: i64, q: &ListQuery) -> Vec<String> {
+fn paths_of(
+    conn: &rusqlite::Connection,
+    mgr: threadbase::domain::ManagerId,
+    q: &ListQuery,
+) -> Vec<String> {
     let listing = list(conn, mgr, q).expect("list");
     assert_eq!(listing.count, listing.threads.len());
     assert_eq!(listing.live_count + listing.closed_count, listing.count);
     assert_eq!(
         listing.live_count,
-        listing
-            .threads
-            .iter()
-            .filter(|t| t.status == "live")
-            .count()
+        listing.threads.iter().filter(|t| t.is_live()).count()
     );
     assert!(listing.threads.iter().all(|t| t.manager_id == mgr));
     listing.threads.into_iter().map(|t| t.path).collect()

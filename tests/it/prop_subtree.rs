@@ -30,7 +30,7 @@ const SHAPE: Shape = Shape {
 /// A manager of the model: its scope, its self thread (a node) and its own threads.
 #[derive(Debug, Clone)]
 struct Mgr {
-    db_id: i64,
+    db_id: threadbase::domain::ManagerId,
     scope: String,
     own: Vec<usize>,
 }
@@ -77,7 +77,7 @@ fn seed(nodes: &[Node]) -> (common::TempDb, Store, Vec<Mgr>) {
                 };
                 mgrs[m].own.push(i);
                 let mut row = thread(&n.id, mgrs[m].db_id, &n.path, true);
-                row.parent_id = n.parent.map(|p| nodes[p].id.clone());
+                row.parent_id = n.parent.map(|p| nodes[p].id.as_str().into());
                 insert_thread(tx, &row)?;
                 if !n.live {
                     tx.execute(
@@ -110,7 +110,7 @@ fn add_manager(
     contract: Contract,
     scope: &str,
     self_id: Option<&str>,
-) -> threadbase::Result<i64> {
+) -> threadbase::Result<threadbase::domain::ManagerId> {
     upsert_manager(
         tx,
         &ManagerSpec {

@@ -8,6 +8,7 @@
 
 use crate::support::common;
 use crate::support::prop::config;
+use threadbase::domain::{Phase, ThreadId, ThreadStatus};
 
 use std::collections::BTreeMap;
 
@@ -86,7 +87,7 @@ fn manager(
     contract: Contract,
     scope: &str,
     self_id: Option<&str>,
-) -> i64 {
+) -> threadbase::domain::ManagerId {
     store
         .write(|tx| upsert_manager(tx, &common::manager_spec(session, contract, scope, self_id)))
         .unwrap()
@@ -131,7 +132,7 @@ fn build(store: &Store, ops: &[Op]) -> Vec<Node> {
                     id,
                     format!("{}/{}", t.path, op.segment),
                     Some(t.path.clone()),
-                    with_parent_id.then(|| t.id.clone()),
+                    with_parent_id.then(|| t.id.as_str().into()),
                     Some(p),
                 )
             }
@@ -187,17 +188,17 @@ fn build(store: &Store, ops: &[Op]) -> Vec<Node> {
             insert_thread(
                 tx,
                 &NewThread {
-                    id: id.clone(),
+                    id: id.as_str().into(),
                     manager_id,
                     path: path.clone(),
                     parent_path,
-                    parent_id,
+                    parent_id: parent_id.map(ThreadId::from),
                     name: task_name.clone(),
                     task_name,
                     depth: 1,
                     cwd: "/tmp".into(),
-                    status: "live",
-                    phase: "idle",
+                    status: ThreadStatus::Live,
+                    phase: Phase::Idle,
                     ..Default::default()
                 },
             )

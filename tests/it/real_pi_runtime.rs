@@ -21,7 +21,7 @@ struct World {
     _db: common::TempDb,
     store: Arc<Store>,
     rt: Runtime,
-    manager: i64,
+    manager: threadbase::domain::ManagerId,
     env: PiEnv,
     pi: Vec<String>,
 }
@@ -45,7 +45,7 @@ impl World {
     fn spec(&self, n: u64, name: &str, start: StartKind) -> LaunchSpec {
         let id = common::tid(n);
         let mut t = common::thread(&id, self.manager, &format!("/root/{name}"), true);
-        t.phase = "starting";
+        t.phase = Phase::Starting;
         common::add(&self.store, &[t]);
         let session = self.env.root.path().join(format!("{name}.jsonl"));
         let extra = ["--session", session.to_str().unwrap(), "--name", name];

@@ -18,7 +18,7 @@ struct Fixture {
     _db: common::TempDb,
     store: Arc<Store>,
     rt: Runtime,
-    manager: i64,
+    manager: threadbase::domain::ManagerId,
 }
 
 fn fixture() -> Fixture {
@@ -38,7 +38,7 @@ impl Fixture {
     fn thread(&self, n: u64, name: &str) -> String {
         let id = common::tid(n);
         let mut t = common::thread(&id, self.manager, &format!("/root/{name}"), true);
-        t.phase = "starting";
+        t.phase = Phase::Starting;
         common::add(&self.store, &[t]);
         id
     }

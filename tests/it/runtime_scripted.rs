@@ -18,7 +18,7 @@ struct Fixture {
     dir: tempfile::TempDir,
     store: Arc<Store>,
     rt: Runtime,
-    manager: i64,
+    manager: threadbase::domain::ManagerId,
 }
 
 fn fixture(config: RuntimeConfig) -> Fixture {
@@ -39,7 +39,7 @@ impl Fixture {
     fn spec(&self, n: u64, script: Value, start: StartKind) -> LaunchSpec {
         let id = common::tid(n);
         let mut t = common::thread(&id, self.manager, &format!("/root/s{n}"), true);
-        t.phase = "starting";
+        t.phase = Phase::Starting;
         common::add(&self.store, &[t]);
         let script_path = self.dir.path().join(format!("script{n}.json"));
         std::fs::write(&script_path, script.to_string()).unwrap();

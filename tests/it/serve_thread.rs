@@ -1295,7 +1295,7 @@ fn golden_fast_failing_child_is_failed_with_its_exit_code() {
 /// have answered a request), written straight into the database.
 fn seed_closed_threads(db: &Path, n: u64) -> threadbase::Store {
     let store = threadbase::Store::open(db).unwrap();
-    let manager: i64 = store
+    let manager: threadbase::domain::ManagerId = store
         .read()
         .unwrap()
         .query_row(

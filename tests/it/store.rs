@@ -217,7 +217,7 @@ fn events_keep_a_ring_of_40_and_seq_grows_across_reopen() {
     assert_eq!((kept.len(), kept[0].seq, last), (40, 127, 166));
 }
 
-fn seeded() -> (common::TempDb, Store, i64) {
+fn seeded() -> (common::TempDb, Store, threadbase::domain::ManagerId) {
     let db = temp_db();
     let store = Store::open(&db.path).unwrap();
     let m = manager(&store, "ses_a");

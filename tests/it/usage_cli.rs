@@ -87,7 +87,7 @@ fn seed() -> common::TempDb {
         .write(|tx| {
             for (id, m, path, parent) in rows {
                 let mut t = common::thread(id, m, path, true);
-                t.parent_id = parent.map(str::to_string);
+                t.parent_id = parent.map(Into::into);
                 insert_thread(tx, &t)?;
             }
             insert_thread(

@@ -209,9 +209,14 @@ pub(super) fn usage_text(conn: &Connection, id: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::{ManagerId, Phase, ThreadId, ThreadStatus};
     use crate::store::threads::{insert_thread, upsert_manager, Contract, ManagerSpec, NewThread};
 
-    fn manager(tx: &rusqlite::Transaction<'_>, session: &str, contract: Contract) -> Result<i64> {
+    fn manager(
+        tx: &rusqlite::Transaction<'_>,
+        session: &str,
+        contract: Contract,
+    ) -> Result<ManagerId> {
         upsert_manager(
             tx,
             &ManagerSpec {
@@ -255,15 +260,15 @@ mod tests {
                         insert_thread(
                             tx,
                             &NewThread {
-                                id: format!("{session}_{i}"),
+                                id: ThreadId::new(format!("{session}_{i}")),
                                 manager_id: m,
                                 path: path.into(),
                                 parent_path: crate::paths::parent_path(path).map(str::to_string),
                                 task_name: crate::paths::basename(path).into(),
                                 name: path.into(),
                                 cwd: "/w".into(),
-                                status: "live",
-                                phase: "idle",
+                                status: ThreadStatus::Live,
+                                phase: Phase::Idle,
                                 ..Default::default()
                             },
                         )?;
@@ -355,16 +360,16 @@ mod tests {
             .write(|tx| {
                 let m = manager(tx, "ses_coord", Contract::Worker)?;
                 for (id, status, phase) in [
-                    ("ses_busy", "live", "busy"),
-                    ("ses_new", "live", "starting"),
-                    ("ses_done", "live", "idle"),
-                    ("ses_pass", "live", "idle"),
-                    ("ses_gone", "live", "idle"),
+                    ("ses_busy", ThreadStatus::Live, Phase::Busy),
+                    ("ses_new", ThreadStatus::Live, Phase::Starting),
+                    ("ses_done", ThreadStatus::Live, Phase::Idle),
+                    ("ses_pass", ThreadStatus::Live, Phase::Idle),
+                    ("ses_gone", ThreadStatus::Live, Phase::Idle),
                 ] {
                     insert_thread(
                         tx,
                         &NewThread {
-                            id: id.into(),
+                            id: ThreadId::new(id),
                             manager_id: m,
                             path: format!("/root/{id}"),
                             parent_path: Some("/root".into()),

@@ -34,6 +34,7 @@ mod supervise;
 mod update;
 mod wait;
 
+use crate::domain::ManagerId;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -119,7 +120,7 @@ pub struct AgentHost {
     store: Arc<Store>,
     rt: Runtime,
     limits: AgentLimits,
-    registry: OnceLock<i64>,
+    registry: OnceLock<ManagerId>,
     /// Serialises the lifecycle work on one thread inside this serve.
     locks: Arc<super::locks::LockMap>,
     /// Threads whose settled view a request of this serve is about to return (a blocking
@@ -197,7 +198,7 @@ impl AgentHost {
     }
 
     /// The registry of this main session, created on first use.
-    fn registry(&self) -> Result<i64> {
+    fn registry(&self) -> Result<ManagerId> {
         if let Some(id) = self.registry.get() {
             return Ok(*id);
         }
@@ -229,7 +230,7 @@ impl AgentHost {
 
     /// A saved registry that cannot be restored (a broken parent link, a `/root` entry, a
     /// thread without state) is refused as a whole.
-    fn check_registry(&self, id: i64) -> Result<()> {
+    fn check_registry(&self, id: ManagerId) -> Result<()> {
         let conn = self.store.read()?;
         match agents::registry_problem(&conn, id)? {
             None => Ok(()),
@@ -241,7 +242,7 @@ impl AgentHost {
     }
 
     /// The registry's id when it exists (without creating it).
-    fn existing_registry(&self, conn: &Connection) -> Result<Option<i64>> {
+    fn existing_registry(&self, conn: &Connection) -> Result<Option<ManagerId>> {
         if let Some(id) = self.registry.get() {
             return Ok(Some(*id));
         }
@@ -258,7 +259,7 @@ impl AgentHost {
             .ok_or_else(|| Error::internal(format!("contract B thread {id} vanished")))
     }
 
-    fn known(&self, registry: i64, path: &str) -> Result<AgentRow> {
+    fn known(&self, registry: ManagerId, path: &str) -> Result<AgentRow> {
         let conn = self.store.read()?;
         agents::thread_at_path(&conn, registry, path)?.ok_or_else(|| {
             Error::new(
@@ -325,7 +326,7 @@ impl AgentHost {
     }
 
     /// The caller's own row (a child's serve), which must exist.
-    fn own_row(&self, registry: i64) -> Result<AgentRow> {
+    fn own_row(&self, registry: ManagerId) -> Result<AgentRow> {
         let conn = self.store.read()?;
         agents::thread_at_path(&conn, registry, self.caller())?.ok_or_else(|| {
             Error::new(
@@ -340,7 +341,7 @@ impl AgentHost {
 
     /// The caller's own row, which must be working (`agent_update`, `agent_pause`); `refusal`
     /// is the original's text for a caller that is not.
-    fn working_self(&self, registry: i64, refusal: &str) -> Result<AgentRow> {
+    fn working_self(&self, registry: ManagerId, refusal: &str) -> Result<AgentRow> {
         if self.caller_is_root() {
             // The original looks the caller up among the threads, where /root never is.
             return Err(Error::forbidden(
@@ -369,7 +370,7 @@ impl AgentHost {
         self.cfg.budget.check(conn, of, action)
     }
 
-    fn check_capacity(&self, conn: &Connection, registry: i64) -> Result<()> {
+    fn check_capacity(&self, conn: &Connection, registry: ManagerId) -> Result<()> {
         let active = agents::count_active(conn, registry)?;
         if active >= self.limits.max_concurrent {
             return Err(Error::new(
@@ -386,7 +387,7 @@ impl AgentHost {
     fn check_no_stopped_ancestor(
         &self,
         conn: &Connection,
-        registry: i64,
+        registry: ManagerId,
         path: &str,
     ) -> Result<()> {
         match agents::stopped_ancestor(conn, registry, path)? {
@@ -398,7 +399,7 @@ impl AgentHost {
     }
 
     /// How many threads under `path` are starting or running.
-    fn working_descendants(&self, registry: i64, path: &str) -> Result<i64> {
+    fn working_descendants(&self, registry: ManagerId, path: &str) -> Result<i64> {
         let (lo, hi) = paths::descendant_range(path);
         let conn = self.store.read()?;
         agents::count_active_under(&conn, registry, &lo, &hi)

@@ -3,6 +3,7 @@
 //! not get the same news twice; the row watcher claims and emits the notices due to this
 //! serve's agent path and hands back the threads whose steering or retirement is due here.
 
+use crate::domain::ManagerId;
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -148,7 +149,7 @@ impl AgentHost {
     fn deliver_notices(
         &self,
         conn: &rusqlite::Connection,
-        registry: i64,
+        registry: ManagerId,
         out: &crate::output::Output,
     ) -> Result<()> {
         for n in mailbox::pending_notices(conn, registry, self.caller())? {
@@ -178,7 +179,7 @@ impl AgentHost {
     fn sweep_rows(
         &self,
         conn: &rusqlite::Connection,
-        registry: i64,
+        registry: ManagerId,
     ) -> Result<(Vec<String>, Vec<String>)> {
         let steer_ids = mailbox::owned_pending_steers(conn, registry, self.me())?;
         let settled = agents::owned_live(conn, registry, self.me())?

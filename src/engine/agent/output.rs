@@ -2,13 +2,14 @@
 
 use super::{answer, AgentHost};
 use crate::contract::agent::{self as contract, AgentState};
+use crate::domain::ManagerId;
 use crate::error::Result;
 use crate::paths::{self, ROOT};
 
 impl AgentHost {
     pub(super) fn output(
         &self,
-        registry: i64,
+        registry: ManagerId,
         path: &str,
         offset: usize,
         limit: usize,

@@ -1,6 +1,7 @@
 //! `agent_spawn`: every check and the thread's reservation in one transaction, then its
 //! session file (a frozen snapshot of the parent's branch) and its first run.
 
+use crate::domain::{ManagerId, ThreadId};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -18,7 +19,7 @@ use crate::time::now_iso;
 impl AgentHost {
     pub(super) async fn spawn(
         self: &Arc<Self>,
-        registry: i64,
+        registry: ManagerId,
         path: &str,
         task: String,
         kind: &str,
@@ -99,19 +100,17 @@ impl AgentHost {
             insert_thread(
                 tx,
                 &NewThread {
-                    id: id.clone(),
+                    id: ThreadId::new(id.clone()),
                     manager_id: registry,
                     path: path.clone(),
                     parent_path: parent.clone(),
-                    parent_id: parent_row.as_ref().map(|r| r.id.clone()),
+                    parent_id: parent_row.as_ref().map(|r| ThreadId::new(r.id.clone())),
                     task_name: paths::basename(&path).to_string(),
                     name: name.clone(),
                     depth: (level - 1) as i64,
                     cwd: cwd.clone(),
                     args: Vec::new(),
-                    status: "live",
-                    phase: "starting",
-                    agent_state: Some("starting"),
+                    agent_state: Some(AgentState::Starting),
                     prompt: Some(task.clone()),
                     task: Some(task.clone()),
                     ..Default::default()

@@ -2,6 +2,7 @@
 
 use super::{answer, view, AgentHost};
 use crate::contract::agent::{self as contract, AgentView};
+use crate::domain::ManagerId;
 use crate::error::{Error, ErrorCode, Result};
 use crate::paths::{self, ROOT};
 use crate::store::agents::{self, AgentRow};
@@ -9,7 +10,7 @@ use crate::store::agents::{self, AgentRow};
 impl AgentHost {
     /// One view, or (without a path) the bare list of views the caller may address in spawn
     /// order: every thread for the root; a child itself and its descendants.
-    pub(super) fn status(&self, registry: i64, path: Option<&str>) -> Result<Vec<u8>> {
+    pub(super) fn status(&self, registry: ManagerId, path: Option<&str>) -> Result<Vec<u8>> {
         let conn = self.store.read()?;
         // The original lists when the path is absent or empty (`params.path ? get : list`).
         if let Some(p) = path.filter(|p| !p.is_empty()) {

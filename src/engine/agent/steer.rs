@@ -2,6 +2,7 @@
 //! goes through Pi's steering queue; a settled thread is resumed with it as the prompt of a
 //! new run on the same session, by this serve or by the one still holding its process.
 
+use crate::domain::ManagerId;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -22,7 +23,7 @@ const RETIREMENT_WAIT: Duration = Duration::from_secs(10);
 impl AgentHost {
     pub(super) async fn steer(
         self: &Arc<Self>,
-        registry: i64,
+        registry: ManagerId,
         path: &str,
         message: String,
     ) -> Result<Vec<u8>> {
@@ -124,7 +125,7 @@ impl AgentHost {
     /// descendants, is being retired by that serve: a resume waits (bounded) for the process
     /// to end, so that it runs here and two Pi processes never share one session file. A
     /// process that hosts working descendants stays, and its holder runs the resume.
-    async fn after_retirement(&self, registry: i64, mut row: AgentRow) -> Result<AgentRow> {
+    async fn after_retirement(&self, registry: ManagerId, mut row: AgentRow) -> Result<AgentRow> {
         let deadline = Instant::now() + RETIREMENT_WAIT;
         while !row.active() && self.holder_elsewhere(&row).is_some() && Instant::now() < deadline {
             if self.working_descendants(registry, &row.path)? > 0 {

@@ -1,6 +1,7 @@
 //! `agent_stop`: the target in any state and its working descendants, deepest level first,
 //! across processes (a run another serve holds is stopped through a `commands` row).
 
+use crate::domain::ManagerId;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -17,7 +18,7 @@ const STOP_WAIT: Duration = Duration::from_secs(10);
 impl AgentHost {
     /// Stops the target, in any state, and its working descendants, deepest first, across
     /// processes. A stopped target refuses spawns and steers beneath it until it is resumed.
-    pub(super) async fn stop(self: &Arc<Self>, registry: i64, path: &str) -> Result<Vec<u8>> {
+    pub(super) async fn stop(self: &Arc<Self>, registry: ManagerId, path: &str) -> Result<Vec<u8>> {
         let path = paths::resolve_agent_path(path, self.caller())?;
         self.check_access(&path, false)?;
         let target = self.known(registry, &path)?;

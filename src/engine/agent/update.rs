@@ -2,6 +2,7 @@
 
 use super::{answer, view, AgentHost};
 use crate::contract::agent as contract;
+use crate::domain::ManagerId;
 use crate::error::Result;
 use crate::paths::ROOT;
 use crate::store::agents;
@@ -10,7 +11,7 @@ use crate::time::now_iso;
 
 impl AgentHost {
     /// A working child reports progress: its status changes and its parent gets a notice.
-    pub(super) fn update(&self, registry: i64, message: &str) -> Result<Vec<u8>> {
+    pub(super) fn update(&self, registry: ManagerId, message: &str) -> Result<Vec<u8>> {
         let me = self.working_self(registry, "Only a working child may report progress")?;
         let text = contract::progress_notice(&me.path, message);
         self.store.write(|tx| {

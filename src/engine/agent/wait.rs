@@ -1,6 +1,7 @@
 //! `agent_wait`: the thread's view once it is not working (or the timeout passed), its
 //! notices for the caller held back meanwhile so the settlement is not reported twice.
 
+use crate::domain::ManagerId;
 use std::time::{Duration, Instant};
 
 use super::{AgentHost, WAIT_POLL};
@@ -14,7 +15,7 @@ const OWNER_CHECK: Duration = Duration::from_secs(1);
 impl AgentHost {
     pub(super) async fn wait(
         &self,
-        registry: i64,
+        registry: ManagerId,
         path: &str,
         timeout_ms: Option<u64>,
     ) -> Result<Vec<u8>> {

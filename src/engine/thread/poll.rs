@@ -28,7 +28,8 @@ pub(super) async fn poll(e: &Engine, reference: &str, detail: Detail) -> Result<
     }
     let facts = e.facts(&row.id)?;
     if !facts.row.is_live() {
-        e.cache.missed([(facts.row.id.clone(), View::Poll, detail)]);
+        e.cache
+            .missed([(facts.row.id.to_string(), View::Poll, detail)]);
     }
     Ok(Reply::Json(poll_result(&facts, detail)?))
 }

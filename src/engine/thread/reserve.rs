@@ -2,6 +2,7 @@
 //! name and path chosen inside the reserving transaction, the child's cwd, argv and session
 //! file, and closing a reservation whose launch failed.
 
+use crate::domain::{ManagerId, ThreadId};
 use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, Transaction};
@@ -38,7 +39,11 @@ pub(super) fn check_live_count(e: &Engine, conn: &Connection) -> Result<()> {
 }
 
 /// PI_THREADS_MAX_THREADS holds per manager: `manager_id`'s live threads.
-pub(super) fn check_live_count_of(e: &Engine, conn: &Connection, manager_id: i64) -> Result<()> {
+pub(super) fn check_live_count_of(
+    e: &Engine,
+    conn: &Connection,
+    manager_id: ManagerId,
+) -> Result<()> {
     let live = threads::count_live(conn, manager_id)?;
     let max = e.cfg.limits.max_threads;
     if live >= max {
@@ -53,11 +58,11 @@ pub(super) fn check_live_count_of(e: &Engine, conn: &Connection, manager_id: i64
 }
 
 /// The caller's own thread id, when the caller is a managed thread recorded in this database.
-pub(super) fn parent_thread_id(e: &Engine, conn: &Connection) -> Result<Option<String>> {
+pub(super) fn parent_thread_id(e: &Engine, conn: &Connection) -> Result<Option<ThreadId>> {
     let Some(id) = &e.cfg.self_id else {
         return Ok(None);
     };
-    Ok(threads::thread_exists(conn, id)?.then(|| id.clone()))
+    Ok(threads::thread_exists(conn, id)?.then(|| ThreadId::new(id.as_str())))
 }
 
 /// Picks the task name inside the reserving transaction: an explicit one must be free; a
@@ -221,7 +226,7 @@ pub(super) fn insert_child(e: &Engine, tx: &Transaction<'_>, child: &Child<'_>) 
     threads::insert_thread(
         tx,
         &threads::NewThread {
-            id: child.id.to_string(),
+            id: ThreadId::new(child.id),
             manager_id: e.manager_id,
             path: child.path.to_string(),
             parent_path: Some(e.cfg.scope_path.clone()),
@@ -231,8 +236,6 @@ pub(super) fn insert_child(e: &Engine, tx: &Transaction<'_>, child: &Child<'_>) 
             depth: e.cfg.depth + 1,
             cwd: child.cwd.display().to_string(),
             args: child.args.to_vec(),
-            status: "live",
-            phase: "starting",
             prompt: child.prompt.map(str::to_string),
             session_file: child.session.map(|(f, _)| f.display().to_string()),
             session_id: child.session.map(|(_, id)| id.to_string()),

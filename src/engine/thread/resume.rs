@@ -169,7 +169,7 @@ pub(super) async fn resume_here(e: &Engine, row: &ThreadRow, place: Place) -> Re
     e.check_budget(&*e.store.read()?, Some(&row.id), "resume")?;
     let outcome =
         e.rt.launch(LaunchSpec {
-            thread_id: row.id.clone(),
+            thread_id: row.id.to_string(),
             argv,
             cwd,
             env,
@@ -235,8 +235,11 @@ fn descendant_env(e: &Engine, row: &ThreadRow) -> Vec<(String, String)> {
     });
     env.push(("PI_THREADS_PARENT_PATH".to_string(), parent_path));
     if let Some(parent_id) = &row.parent_id {
-        env.push(("PI_THREADS_PARENT_ID".to_string(), parent_id.clone()));
-        env.push(("PI_THREADS_PARENT_THREAD_ID".to_string(), parent_id.clone()));
+        env.push(("PI_THREADS_PARENT_ID".to_string(), parent_id.to_string()));
+        env.push((
+            "PI_THREADS_PARENT_THREAD_ID".to_string(),
+            parent_id.to_string(),
+        ));
     }
     env
 }

@@ -8,6 +8,7 @@ use super::{find, gone_meanwhile, reply, Engine, REFRESH_TIMEOUT, WAIT_STEP};
 use crate::contract::format;
 use crate::contract::projection::{Detail, Projection};
 use crate::contract::thread::{Details, Single, SnapshotJson};
+use crate::domain::Phase;
 use crate::error::Result;
 use crate::output::Reply;
 use crate::store::commands;
@@ -136,9 +137,7 @@ async fn wait_on_rows(
         if now >= deadline {
             break true;
         }
-        if now_row.phase == crate::runtime::mapping::Phase::Idle.as_str()
-            && !send_under_way(e, &row.id)?
-        {
+        if now_row.phase == Phase::Idle && !send_under_way(e, &row.id)? {
             break false;
         }
         if now >= next_progress {

@@ -84,7 +84,8 @@ pub(super) async fn monitor(
                     Err(err) => tracing::error!("reading the activity of {id} failed: {err}"),
                 }
             }
-            Phase::Starting | Phase::Stopping => {}
+            // A closed thread's phases: the view says `closed` first.
+            Phase::Starting | Phase::Stopping | Phase::Failed | Phase::Stale => {}
         }
         if view.changed().await.is_err() {
             break;

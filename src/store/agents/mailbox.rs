@@ -1,6 +1,7 @@
 //! Contract B's `mailbox` rows: steering messages for a child (consumed once its transcript
 //! shows them) and notices for a parent agent (claimed by the recipient's serve).
 
+use crate::domain::ManagerId;
 use rusqlite::{named_params, Connection};
 
 use super::{ids, Owner};
@@ -132,7 +133,11 @@ pub fn steer_sent(conn: &Connection, mailbox_id: i64, launch_seq: i64) -> Result
 }
 
 /// The threads of a registry `owner` holds with steering not yet sent to their current run.
-pub fn owned_pending_steers(conn: &Connection, registry: i64, owner: Owner) -> Result<Vec<String>> {
+pub fn owned_pending_steers(
+    conn: &Connection,
+    registry: ManagerId,
+    owner: Owner,
+) -> Result<Vec<String>> {
     ids(
         conn,
         include_str!("../../../sql/agent_owned_pending_steers.sql"),
@@ -156,7 +161,7 @@ pub struct PendingNotice {
 /// The notices due to `recipient` in a registry, oldest first.
 pub fn pending_notices(
     conn: &Connection,
-    registry: i64,
+    registry: ManagerId,
     recipient: &str,
 ) -> Result<Vec<PendingNotice>> {
     let mut stmt = conn.prepare_cached(include_str!("../../../sql/agent_notices_pending.sql"))?;

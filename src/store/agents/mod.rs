@@ -9,52 +9,12 @@
 
 pub mod mailbox;
 
+use crate::domain::ManagerId;
 use rusqlite::{named_params, Connection, OptionalExtension, Row};
-use serde::Serialize;
 
 use crate::error::Result;
 
-/// A contract B lifecycle state (`agent_state`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum AgentState {
-    Starting,
-    Running,
-    Completed,
-    Paused,
-    Stopped,
-    Failed,
-}
-
-impl AgentState {
-    pub fn parse(s: &str) -> Option<AgentState> {
-        Some(match s {
-            "starting" => AgentState::Starting,
-            "running" => AgentState::Running,
-            "completed" => AgentState::Completed,
-            "paused" => AgentState::Paused,
-            "stopped" => AgentState::Stopped,
-            "failed" => AgentState::Failed,
-            _ => return None,
-        })
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AgentState::Starting => "starting",
-            AgentState::Running => "running",
-            AgentState::Completed => "completed",
-            AgentState::Paused => "paused",
-            AgentState::Stopped => "stopped",
-            AgentState::Failed => "failed",
-        }
-    }
-
-    /// Starting or running: the thread has a run under way.
-    pub fn active(self) -> bool {
-        matches!(self, AgentState::Starting | AgentState::Running)
-    }
-}
+pub use crate::domain::AgentState;
 
 /// The serve that launched (and supervises) a thread's run: its pid and start time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,7 +36,7 @@ pub struct Registry<'a> {
 }
 
 /// Finds or creates the registry of a main session; returns its id.
-pub fn upsert_registry(conn: &Connection, r: &Registry<'_>) -> Result<i64> {
+pub fn upsert_registry(conn: &Connection, r: &Registry<'_>) -> Result<ManagerId> {
     Ok(conn
         .prepare_cached(include_str!("../../../sql/agent_manager_upsert.sql"))?
         .query_row(
@@ -90,7 +50,7 @@ pub fn upsert_registry(conn: &Connection, r: &Registry<'_>) -> Result<i64> {
 }
 
 /// The first reason a saved registry cannot be restored, if any.
-pub fn registry_problem(conn: &Connection, registry: i64) -> Result<Option<String>> {
+pub fn registry_problem(conn: &Connection, registry: ManagerId) -> Result<Option<String>> {
     Ok(conn
         .prepare_cached(include_str!("../../../sql/agent_registry_problem.sql"))?
         .query_row([registry], |r| r.get(0))
@@ -98,7 +58,7 @@ pub fn registry_problem(conn: &Connection, registry: i64) -> Result<Option<Strin
 }
 
 /// The main session's file, if the registry knows one.
-pub fn registry_session_file(conn: &Connection, registry: i64) -> Result<Option<String>> {
+pub fn registry_session_file(conn: &Connection, registry: ManagerId) -> Result<Option<String>> {
     Ok(conn
         .prepare_cached(include_str!("../../../sql/agent_registry_session_file.sql"))?
         .query_row([registry], |r| r.get::<_, Option<String>>("session_file"))
@@ -228,7 +188,11 @@ fn agent_rows(
 }
 
 /// One thread of a registry by path.
-pub fn thread_at_path(conn: &Connection, registry: i64, path: &str) -> Result<Option<AgentRow>> {
+pub fn thread_at_path(
+    conn: &Connection,
+    registry: ManagerId,
+    path: &str,
+) -> Result<Option<AgentRow>> {
     Ok(conn
         .prepare_cached(include_str!("../../../sql/agent_thread_at_path.sql"))?
         .query_row((registry, path), AgentRow::from_row)
@@ -244,7 +208,7 @@ pub fn thread_by_id(conn: &Connection, id: &str) -> Result<Option<AgentRow>> {
 }
 
 /// Every thread of a registry, in spawn order.
-pub fn threads_all(conn: &Connection, registry: i64) -> Result<Vec<AgentRow>> {
+pub fn threads_all(conn: &Connection, registry: ManagerId) -> Result<Vec<AgentRow>> {
     agent_rows(
         conn,
         include_str!("../../../sql/agent_threads_all.sql"),
@@ -256,7 +220,7 @@ pub fn threads_all(conn: &Connection, registry: i64) -> Result<Vec<AgentRow>> {
 /// key), in spawn order.
 pub fn threads_under(
     conn: &Connection,
-    registry: i64,
+    registry: ManagerId,
     path: &str,
     lo: &str,
     hi: &str,
@@ -269,28 +233,37 @@ pub fn threads_under(
 }
 
 /// How many threads a registry retains, completed ones included.
-pub fn count_all(conn: &Connection, registry: i64) -> Result<i64> {
+pub fn count_all(conn: &Connection, registry: ManagerId) -> Result<i64> {
     Ok(conn
         .prepare_cached(include_str!("../../../sql/agent_count_all.sql"))?
         .query_row([registry], |r| r.get(0))?)
 }
 
 /// How many threads of a registry are working.
-pub fn count_active(conn: &Connection, registry: i64) -> Result<i64> {
+pub fn count_active(conn: &Connection, registry: ManagerId) -> Result<i64> {
     Ok(conn
         .prepare_cached(include_str!("../../../sql/agent_count_active.sql"))?
         .query_row([registry], |r| r.get(0))?)
 }
 
 /// How many threads in a descendant range (`lo`/`hi`) are working.
-pub fn count_active_under(conn: &Connection, registry: i64, lo: &str, hi: &str) -> Result<i64> {
+pub fn count_active_under(
+    conn: &Connection,
+    registry: ManagerId,
+    lo: &str,
+    hi: &str,
+) -> Result<i64> {
     Ok(conn
         .prepare_cached(include_str!("../../../sql/agent_count_active_under.sql"))?
         .query_row((registry, lo, hi), |r| r.get(0))?)
 }
 
 /// The highest stopped (or stopping) thread among `path` and its ancestors.
-pub fn stopped_ancestor(conn: &Connection, registry: i64, path: &str) -> Result<Option<String>> {
+pub fn stopped_ancestor(
+    conn: &Connection,
+    registry: ManagerId,
+    path: &str,
+) -> Result<Option<String>> {
     Ok(conn
         .prepare_cached(include_str!("../../../sql/agent_stopped_ancestor.sql"))?
         .query_row(named_params! {":path": path, ":manager": registry}, |r| {
@@ -444,7 +417,7 @@ pub struct StopTarget {
 /// deepest first.
 pub fn stop_targets(
     conn: &Connection,
-    registry: i64,
+    registry: ManagerId,
     path: &str,
     lo: &str,
     hi: &str,
@@ -473,7 +446,11 @@ pub struct OwnedThread {
 }
 
 /// The threads of a registry whose live process `owner` holds.
-pub fn owned_live(conn: &Connection, registry: i64, owner: Owner) -> Result<Vec<OwnedThread>> {
+pub fn owned_live(
+    conn: &Connection,
+    registry: ManagerId,
+    owner: Owner,
+) -> Result<Vec<OwnedThread>> {
     let mut stmt = conn.prepare_cached(include_str!("../../../sql/agent_owned_live.sql"))?;
     let rows = stmt.query_map((registry, owner.pid, owner.started_at), |r| {
         Ok(OwnedThread {
@@ -488,7 +465,7 @@ pub fn owned_live(conn: &Connection, registry: i64, owner: Owner) -> Result<Vec<
 }
 
 /// The working threads of a registry that `owner` launched.
-pub fn owned_active(conn: &Connection, registry: i64, owner: Owner) -> Result<Vec<String>> {
+pub fn owned_active(conn: &Connection, registry: ManagerId, owner: Owner) -> Result<Vec<String>> {
     ids(
         conn,
         include_str!("../../../sql/agent_owned_active.sql"),
@@ -498,7 +475,7 @@ pub fn owned_active(conn: &Connection, registry: i64, owner: Owner) -> Result<Ve
 }
 
 /// Runs a query of thread ids by registry and owner.
-fn ids(conn: &Connection, sql: &str, registry: i64, owner: Owner) -> Result<Vec<String>> {
+fn ids(conn: &Connection, sql: &str, registry: ManagerId, owner: Owner) -> Result<Vec<String>> {
     let mut stmt = conn.prepare_cached(sql)?;
     let rows = stmt.query_map((registry, owner.pid, owner.started_at), |r| r.get("id"))?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)

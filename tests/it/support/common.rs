@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use threadbase::domain::{ManagerId, Phase, ThreadId, ThreadStatus};
 use threadbase::store::threads::{insert_thread, upsert_manager, Contract, ManagerSpec, NewThread};
 use threadbase::Store;
 
@@ -19,7 +20,7 @@ pub fn temp_db() -> TempDb {
 }
 
 /// A contract A manager of `session` at `/root`, cwd `/tmp`, owned by this process.
-pub fn manager(store: &Store, session: &str) -> i64 {
+pub fn manager(store: &Store, session: &str) -> ManagerId {
     let spec = ManagerSpec {
         cwd: Some("/tmp"),
         owner_pid: Some(std::process::id() as i64),
@@ -52,11 +53,11 @@ pub fn manager_spec<'a>(
 }
 
 /// A contract A thread row at `path` (whose parent row, if any, must exist for parent_id).
-pub fn thread(id: &str, manager_id: i64, path: &str, live: bool) -> NewThread {
+pub fn thread(id: &str, manager_id: ManagerId, path: &str, live: bool) -> NewThread {
     let parent = threadbase::paths::parent_path(path).map(str::to_string);
     let task = threadbase::paths::basename(path).to_string();
     NewThread {
-        id: id.to_string(),
+        id: ThreadId::new(id),
         manager_id,
         path: path.to_string(),
         parent_path: parent,
@@ -66,8 +67,12 @@ pub fn thread(id: &str, manager_id: i64, path: &str, live: bool) -> NewThread {
         depth: threadbase::paths::segment_count(path) as i64 - 1,
         cwd: "/tmp".into(),
         args: vec![],
-        status: if live { "live" } else { "closed" },
-        phase: if live { "idle" } else { "stale" },
+        status: if live {
+            ThreadStatus::Live
+        } else {
+            ThreadStatus::Closed
+        },
+        phase: if live { Phase::Idle } else { Phase::Stale },
         ..Default::default()
     }
 }
@@ -77,9 +82,9 @@ pub fn add(store: &Store, rows: &[NewThread]) {
     store
         .write(|tx| {
             for t in rows {
-                if t.status == "closed" {
+                if t.status == ThreadStatus::Closed {
                     let mut live = t.clone();
-                    live.status = "live";
+                    live.status = ThreadStatus::Live;
                     insert_thread(tx, &live)?;
                     tx.execute(
                         "UPDATE threads SET status='closed', phase='stale', exit_kind='stale', exit_message='seeded' WHERE id=?1",

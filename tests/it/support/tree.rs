@@ -153,7 +153,7 @@ pub struct Seeded {
     pub db: TempDb,
     pub store: Store,
     /// The manager holding the nodes.
-    pub mine: i64,
+    pub mine: threadbase::domain::ManagerId,
     /// The copies' ids, in node order.
     pub copy_ids: Vec<String>,
 }
@@ -200,6 +200,6 @@ pub fn seed(nodes: &[Node], sessions: (&str, &str), copies: Copies) -> Seeded {
         db,
         store,
         mine,
-        copy_ids: copy_rows.into_iter().map(|t| t.id).collect(),
+        copy_ids: copy_rows.into_iter().map(|t| t.id.into_string()).collect(),
     }
 }

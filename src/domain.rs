@@ -1,0 +1,383 @@
+//! The values the tables hold, as types: each state column's enum and the two ids.
+//!
+//! Why: the schema's `CHECK` constraints list each column's words, and the code used to spell
+//! them out again as strings. As enums, the compiler checks that every state is handled, a row
+//! reads them straight from SQLite's bytes (no `String` per field), and a typo cannot compile.
+//! This module imports nothing of the crate, so every layer (store, runtime, contract, engine)
+//! may use it.
+
+use std::fmt;
+
+use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
+use serde::{Deserialize, Serialize};
+
+/// An enum stored as one of a fixed set of words (a `TEXT` column with a `CHECK (… IN …)`).
+macro_rules! words {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $word:literal,)+ }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        pub enum $name {
+            $($(#[$vdoc])* #[serde(rename = $word)] $variant,)+
+        }
+
+        impl $name {
+            /// Every value, in the order the schema lists them.
+            pub const ALL: &'static [$name] = &[$($name::$variant,)+];
+
+            /// The word the column holds.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $word,)+
+                }
+            }
+
+            /// The value a word names, if it names one.
+            pub fn parse(word: &str) -> Option<$name> {
+                Self::from_bytes(word.as_bytes())
+            }
+
+            fn from_bytes(word: &[u8]) -> Option<$name> {
+                $(if word == $word.as_bytes() {
+                    return Some($name::$variant);
+                })+
+                None
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl ToSql for $name {
+            fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+                Ok(ToSqlOutput::from(self.as_str()))
+            }
+        }
+
+        impl FromSql for $name {
+            fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
+                let word = value.as_bytes()?;
+                $name::from_bytes(word).ok_or_else(|| {
+                    FromSqlError::Other(
+                        format!(
+                            "{} is not a {} (one of {:?})",
+                            String::from_utf8_lossy(word),
+                            stringify!($name),
+                            [$($word),+]
+                        )
+                        .into(),
+                    )
+                })
+            }
+        }
+    };
+}
+
+words! {
+    /// Which public contract a manager serves (`managers.contract`).
+    Contract {
+        /// A: the pi-threads `thread` tool.
+        Thread = "thread",
+        /// B: the subagent lifecycle (`agent_*`).
+        Agent = "agent",
+        /// C: the worker tools (`threads_*`).
+        Worker = "worker",
+    }
+}
+
+words! {
+    /// Whether a thread's process may still run (`threads.status`).
+    ThreadStatus {
+        Live = "live",
+        Closed = "closed",
+    }
+}
+
+/// A new thread is live.
+impl Default for ThreadStatus {
+    fn default() -> ThreadStatus {
+        ThreadStatus::Live
+    }
+}
+
+words! {
+    /// What a thread is doing (`threads.phase`): the four live phases, then the two a closed
+    /// thread that did not end cleanly keeps.
+    Phase {
+        Starting = "starting",
+        Busy = "busy",
+        Idle = "idle",
+        Stopping = "stopping",
+        Failed = "failed",
+        Stale = "stale",
+    }
+}
+
+/// A new thread is starting.
+impl Default for Phase {
+    fn default() -> Phase {
+        Phase::Starting
+    }
+}
+
+words! {
+    /// A contract B lifecycle state (`threads.agent_state`).
+    AgentState {
+        Starting = "starting",
+        Running = "running",
+        Completed = "completed",
+        Paused = "paused",
+        Stopped = "stopped",
+        Failed = "failed",
+    }
+}
+
+impl AgentState {
+    /// Starting or running: the thread has a run under way.
+    pub fn active(self) -> bool {
+        matches!(self, AgentState::Starting | AgentState::Running)
+    }
+}
+
+words! {
+    /// How a closed thread's process ended (`threads.exit_kind`).
+    ExitKind {
+        /// It exited on its own.
+        Exited = "exited",
+        /// It was stopped on request.
+        Stopped = "stopped",
+        /// It could not start, or crashed.
+        Failed = "failed",
+        /// Its owner died and it was found dead at restore.
+        Stale = "stale",
+    }
+}
+
+words! {
+    /// How a worker's last run ended (`threads.outcome`, contract C).
+    Outcome {
+        Succeeded = "succeeded",
+        Failed = "failed",
+        Interrupted = "interrupted",
+    }
+}
+
+/// A thread's id (`threads.id`): `thread_…` for contract A, the contracts' own shapes for B
+/// and C. Reads as a `&str` wherever one is wanted.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ThreadId(String);
+
+impl ThreadId {
+    pub fn new(id: impl Into<String>) -> ThreadId {
+        ThreadId(id.into())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+impl std::ops::Deref for ThreadId {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::borrow::Borrow<str> for ThreadId {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for ThreadId {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for ThreadId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<String> for ThreadId {
+    fn from(id: String) -> ThreadId {
+        ThreadId(id)
+    }
+}
+
+impl From<&str> for ThreadId {
+    fn from(id: &str) -> ThreadId {
+        ThreadId(id.to_string())
+    }
+}
+
+impl From<ThreadId> for String {
+    fn from(id: ThreadId) -> String {
+        id.0
+    }
+}
+
+impl PartialEq<str> for ThreadId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<&str> for ThreadId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+impl PartialEq<String> for ThreadId {
+    fn eq(&self, other: &String) -> bool {
+        &self.0 == other
+    }
+}
+
+impl PartialEq<ThreadId> for str {
+    fn eq(&self, other: &ThreadId) -> bool {
+        self == other.0
+    }
+}
+
+impl PartialEq<ThreadId> for &str {
+    fn eq(&self, other: &ThreadId) -> bool {
+        *self == other.0
+    }
+}
+
+impl PartialEq<ThreadId> for String {
+    fn eq(&self, other: &ThreadId) -> bool {
+        *self == other.0
+    }
+}
+
+impl ToSql for ThreadId {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::from(self.0.as_str()))
+    }
+}
+
+impl FromSql for ThreadId {
+    fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
+        String::column_result(value).map(ThreadId)
+    }
+}
+
+/// A manager's row id (`managers.id`): one tool contract's view of one session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
+pub struct ManagerId(pub i64);
+
+impl ManagerId {
+    pub fn get(self) -> i64 {
+        self.0
+    }
+}
+
+impl fmt::Display for ManagerId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl ToSql for ManagerId {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        self.0.to_sql()
+    }
+}
+
+impl FromSql for ManagerId {
+    fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
+        i64::column_result(value).map(ManagerId)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rusqlite::Connection;
+
+    /// Each enum's words are exactly the words the schema's CHECK constraint admits: every
+    /// value round-trips through a real column, and a word outside the set is refused.
+    #[test]
+    fn every_word_round_trips_through_a_checked_column() {
+        let conn = Connection::open_in_memory().unwrap();
+        fn round_trip<T>(conn: &Connection, all: &[T])
+        where
+            T: ToSql + FromSql + PartialEq + fmt::Debug + Copy,
+        {
+            for v in all {
+                let back: T = conn.query_row("SELECT ?1", [v], |r| r.get(0)).unwrap();
+                assert_eq!(&back, v);
+            }
+            let refused = conn.query_row("SELECT 'nonsense'", [], |r| r.get::<_, T>(0));
+            assert!(refused.is_err(), "a word outside the set reads as an error");
+        }
+        round_trip(&conn, Contract::ALL);
+        round_trip(&conn, ThreadStatus::ALL);
+        round_trip(&conn, Phase::ALL);
+        round_trip(&conn, AgentState::ALL);
+        round_trip(&conn, ExitKind::ALL);
+        round_trip(&conn, Outcome::ALL);
+    }
+
+    #[test]
+    fn words_match_the_schema() {
+        let schema = include_str!("../migrations/V1__init.sql");
+        let check = |column: &str, words: &[String]| {
+            let line = schema
+                .lines()
+                .find(|l| l.contains(&format!("CHECK ({column} IN (")))
+                .unwrap_or_else(|| panic!("no CHECK for {column}"));
+            let listed: Vec<&str> = line
+                .split("IN (")
+                .nth(1)
+                .unwrap()
+                .split(')')
+                .next()
+                .unwrap()
+                .split(',')
+                .map(|w| w.trim().trim_matches('\''))
+                .collect();
+            assert_eq!(listed, *words, "{column}");
+        };
+        fn words<T: fmt::Display>(all: &[T]) -> Vec<String> {
+            all.iter().map(|v| v.to_string()).collect()
+        }
+        check("contract", &words(Contract::ALL));
+        check("status", &words(ThreadStatus::ALL));
+        check("phase", &words(Phase::ALL));
+        check("agent_state", &words(AgentState::ALL));
+        check("exit_kind", &words(ExitKind::ALL));
+        check("outcome", &words(Outcome::ALL));
+    }
+
+    #[test]
+    fn a_thread_id_reads_as_its_text() {
+        let id = ThreadId::from("thread_0123456789ab");
+        assert_eq!(id, "thread_0123456789ab");
+        assert_eq!(&*id, "thread_0123456789ab");
+        assert_eq!(
+            serde_json::to_string(&id).unwrap(),
+            "\"thread_0123456789ab\""
+        );
+        assert_eq!(
+            serde_json::to_string(&Phase::Stopping).unwrap(),
+            "\"stopping\""
+        );
+        assert_eq!(Outcome::parse("interrupted"), Some(Outcome::Interrupted));
+        assert_eq!(Outcome::parse("Interrupted"), None);
+    }
+}
