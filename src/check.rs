@@ -14,6 +14,7 @@ use rusqlite::Connection;
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use crate::domain::{CommandKind, CommandState, Phase};
 use crate::error::{Error, Result};
 use crate::runtime::process::ProcessIdentity;
 use crate::store::open_read_only;
@@ -264,12 +265,12 @@ pub fn check_connection(conn: &Connection, name: &str) -> Result<Report> {
         }))
     });
     c.run("stale_command", include_str!("../sql/check_stale_commands.sql"), |r| {
-        let (cid, tid, path, kind, state): (i64, String, String, String, String) =
+        let (cid, tid, path, kind, state): (i64, String, String, CommandKind, CommandState) =
             (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?);
         if owners_alive(r, 5)? {
             return Ok(None);
         }
-        let message = if state == "running" {
+        let message = if state == CommandState::Running {
             format!("Command {cid} ({kind}) for thread {tid} ({path}) was claimed by a serve that is gone before it finished; nothing will finish it (harmless).")
         } else {
             format!("Command {cid} ({kind}) for closed thread {tid} ({path}) is still pending and its owner is gone; nothing will carry it out (harmless).")
@@ -495,7 +496,7 @@ impl Checker<'_> {
         struct Live {
             id: String,
             path: String,
-            phase: String,
+            phase: Phase,
             pid: Option<i64>,
             owner_pid: Option<i64>,
             owner_started: Option<i64>,
@@ -569,7 +570,8 @@ impl Checker<'_> {
                     }
                 }
             } else {
-                let in_flight = phase == "starting" && t.age.is_some_and(|a| a < LAUNCH_GRACE_SECS);
+                let in_flight =
+                    *phase == Phase::Starting && t.age.is_some_and(|a| a < LAUNCH_GRACE_SECS);
                 if !in_flight {
                     let age = t
                         .age

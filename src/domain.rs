@@ -164,6 +164,45 @@ words! {
     }
 }
 
+words! {
+    /// What a `commands` row asks of the serve that holds its thread (`commands.kind`).
+    CommandKind {
+        /// A graceful stop.
+        Stop = "stop",
+        /// SIGKILL at once.
+        ForceStop = "force_stop",
+        /// Contract C: abort the worker's run.
+        Interrupt = "interrupt",
+        /// Contract A: a prompt or follow-up (the payload holds it).
+        Send = "send",
+        /// Contract A: relaunch a closed thread (for the serve that manages it).
+        Resume = "resume",
+    }
+}
+
+impl CommandKind {
+    /// A stop, graceful or forced.
+    pub fn stop(force: bool) -> CommandKind {
+        if force {
+            CommandKind::ForceStop
+        } else {
+            CommandKind::Stop
+        }
+    }
+}
+
+words! {
+    /// Where a command stands (`commands.state`).
+    CommandState {
+        /// Written, not yet claimed by its owner.
+        Pending = "pending",
+        /// Claimed, being carried out.
+        Running = "running",
+        Done = "done",
+        Failed = "failed",
+    }
+}
+
 /// A thread's id (`threads.id`): `thread_…` for contract A, the contracts' own shapes for B
 /// and C. Reads as a `&str` wherever one is wanted.
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -331,6 +370,8 @@ mod tests {
         round_trip(&conn, AgentState::ALL);
         round_trip(&conn, ExitKind::ALL);
         round_trip(&conn, Outcome::ALL);
+        round_trip(&conn, CommandKind::ALL);
+        round_trip(&conn, CommandState::ALL);
     }
 
     #[test]
@@ -362,6 +403,22 @@ mod tests {
         check("agent_state", &words(AgentState::ALL));
         check("exit_kind", &words(ExitKind::ALL));
         check("outcome", &words(Outcome::ALL));
+        let v5 = include_str!("../migrations/V5__subtree_reach.sql");
+        let in_list = |column: &str| -> Vec<String> {
+            let at = v5.find(&format!("CHECK ({column} IN (")).unwrap();
+            v5[at..]
+                .split("IN (")
+                .nth(1)
+                .unwrap()
+                .split(')')
+                .next()
+                .unwrap()
+                .split(',')
+                .map(|w| w.trim().trim_matches('\'').to_string())
+                .collect()
+        };
+        assert_eq!(in_list("kind"), words(CommandKind::ALL));
+        assert_eq!(in_list("state"), words(CommandState::ALL));
     }
 
     #[test]

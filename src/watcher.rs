@@ -15,14 +15,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
+use serde::Serialize;
 use serde_json::json;
 use tokio::sync::mpsc;
 
 use crate::engine::Engine;
 use crate::error::Result;
 use crate::output::Output;
-use crate::store::Store;
-use crate::time::now_iso;
+use crate::store::commands::{self, CommandKind, CommandState, PendingCommand};
+use crate::store::{mailbox, Store};
 
 /// How often the change counter is read.
 pub const POLL: Duration = Duration::from_millis(50);
@@ -86,98 +87,49 @@ pub async fn run(engine: Arc<Engine>, out: Output) {
     }
 }
 
-/// One pending notice row.
-struct Notice {
-    id: i64,
-    thread_id: String,
-    kind: String,
-    message_id: Option<String>,
-    body: String,
-    created_at: String,
-    path: String,
+/// A notice as the caller's `notice` notification.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct NoticeParams<'a> {
+    thread_id: &'a str,
+    path: &'a str,
+    kind: &'a str,
+    message_id: Option<&'a str>,
+    text: &'a str,
+    created_at: &'a str,
 }
 
 fn deliver_notices(conn: &Connection, store: &Store, session_id: &str, out: &Output) -> Result<()> {
-    let pending: Vec<Notice> = {
-        let mut stmt = conn.prepare_cached(include_str!("../sql/notices_pending.sql"))?;
-        let rows = stmt.query_map([session_id], |r| {
-            Ok(Notice {
-                id: r.get(0)?,
-                thread_id: r.get(1)?,
-                kind: r.get(2)?,
-                message_id: r.get(3)?,
-                body: r.get(4)?,
-                created_at: r.get(5)?,
-                path: r.get(6)?,
-            })
-        })?;
-        rows.collect::<rusqlite::Result<_>>()?
-    };
-    for Notice {
-        id,
-        thread_id,
-        kind,
-        message_id,
-        body,
-        created_at,
-        path,
-    } in pending
-    {
-        let claimed = store.write(|tx| {
-            Ok(tx
-                .prepare_cached(include_str!("../sql/notice_delivered.sql"))?
-                .execute((id, now_iso()))?
-                > 0)
-        })?;
-        if claimed {
-            let _ = out.send(json!({"method": "notice", "params": {
-                "threadId": thread_id, "path": path, "kind": kind, "messageId": message_id,
-                "text": body, "createdAt": created_at,
+    for n in mailbox::pending_notices(conn, session_id)? {
+        if store.write(|tx| mailbox::claim_notice(tx, n.id))? {
+            let _ = out.send(json!({"method": "notice", "params": NoticeParams {
+                thread_id: &n.thread_id,
+                path: &n.path,
+                kind: &n.kind,
+                message_id: n.message_id.as_deref(),
+                text: &n.body,
+                created_at: &n.created_at,
             }}));
         }
     }
     Ok(())
 }
 
-/// One pending command row.
-#[derive(Debug)]
-struct Command {
-    id: i64,
-    thread_id: String,
-    kind: String,
-    payload: Option<String>,
-}
-
-fn pending_commands(conn: &Connection, engine: &Engine) -> Result<Vec<Command>> {
+fn pending_commands(conn: &Connection, engine: &Engine) -> Result<Vec<PendingCommand>> {
     let me = engine.runtime().owner();
-    let mut stmt = conn.prepare_cached(include_str!("../sql/commands_pending.sql"))?;
-    let rows = stmt.query_map((me.pid, me.started_at, engine.manager_id()), |r| {
-        Ok(Command {
-            id: r.get(0)?,
-            thread_id: r.get(1)?,
-            kind: r.get(2)?,
-            payload: r.get(3)?,
-        })
-    })?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    commands::pending(conn, (me.pid, me.started_at), engine.manager_id())
 }
 
 /// Claims each command and starts carrying it out: stops and interrupts at once, sends and
 /// resumes through their thread's queue.
-fn dispatch(engine: &Arc<Engine>, queues: &Queues, pending: Vec<Command>) -> Result<()> {
+fn dispatch(engine: &Arc<Engine>, queues: &Queues, pending: Vec<PendingCommand>) -> Result<()> {
     for c in pending {
-        let claimed = engine.store().write(|tx| {
-            Ok(tx
-                .prepare_cached(include_str!("../sql/command_claim.sql"))?
-                .execute([c.id])?
-                > 0)
-        })?;
-        if !claimed {
+        if !engine.store().write(|tx| commands::claim(tx, c.id))? {
             continue;
         }
-        match c.kind.as_str() {
-            "send" | "resume" => queues.push(engine, c),
-            _ => {
+        match c.kind {
+            CommandKind::Send | CommandKind::Resume => queues.push(engine, c),
+            CommandKind::Stop | CommandKind::ForceStop | CommandKind::Interrupt => {
                 let engine = engine.clone();
                 tokio::spawn(tracing::Instrument::in_current_span(async move {
                     carry(&engine, c).await
@@ -191,10 +143,10 @@ fn dispatch(engine: &Arc<Engine>, queues: &Queues, pending: Vec<Command>) -> Res
 /// One queue (and task) per thread that was sent to or resumed from another serve, so its
 /// commands run in the order they were written. Dropped with the watcher, which ends them.
 #[derive(Default)]
-struct Queues(Mutex<HashMap<String, mpsc::UnboundedSender<Command>>>);
+struct Queues(Mutex<HashMap<String, mpsc::UnboundedSender<PendingCommand>>>);
 
 impl Queues {
-    fn push(&self, engine: &Arc<Engine>, c: Command) {
+    fn push(&self, engine: &Arc<Engine>, c: PendingCommand) {
         let mut queues = self.0.lock().unwrap_or_else(|p| p.into_inner());
         let c = match queues.get(&c.thread_id) {
             Some(tx) => match tx.send(c) {
@@ -203,7 +155,7 @@ impl Queues {
             },
             None => c,
         };
-        let (tx, mut rx) = mpsc::unbounded_channel::<Command>();
+        let (tx, mut rx) = mpsc::unbounded_channel::<PendingCommand>();
         let thread_id = c.thread_id.clone();
         let _ = tx.send(c);
         queues.insert(thread_id, tx);
@@ -219,43 +171,41 @@ impl Queues {
 /// Carries out one claimed command and records its outcome: stops and interrupts as plain
 /// text (`top` and `threadbase stop` read it), sends and resumes as the JSON their requester
 /// reads (an error as `{code, message}`).
-async fn carry(engine: &Engine, c: Command) {
+async fn carry(engine: &Engine, c: PendingCommand) {
     let runtime = engine.runtime();
-    let outcome = match c.kind.as_str() {
-        "stop" | "force_stop" => runtime
-            .stop(&c.thread_id, c.kind == "force_stop")
+    let outcome = match c.kind {
+        CommandKind::Stop | CommandKind::ForceStop => runtime
+            .stop(&c.thread_id, c.kind == CommandKind::ForceStop)
             .await
             .map(|live| {
                 if live {
-                    "stopped".to_string()
+                    crate::engine::STOPPED.to_string()
                 } else {
                     crate::engine::STOP_ALREADY_CLOSED.to_string()
                 }
             }),
-        "interrupt" => runtime
+        CommandKind::Interrupt => runtime
             .abort(&c.thread_id, Duration::from_millis(1_500))
             .await
-            .map(|_| "interrupted".to_string()),
-        kind => {
+            .map(|_| crate::engine::INTERRUPTED.to_string()),
+        CommandKind::Send | CommandKind::Resume => {
             engine
-                .carry_out(kind, &c.thread_id, c.payload.as_deref())
+                .carry_out(c.kind, &c.thread_id, c.payload.as_deref())
                 .await
         }
     };
-    let structured = matches!(c.kind.as_str(), "send" | "resume");
+    let structured = matches!(c.kind, CommandKind::Send | CommandKind::Resume);
     let (state, result) = match outcome {
-        Ok(r) => ("done", r),
+        Ok(r) => (CommandState::Done, r),
         Err(e) if structured => (
-            "failed",
+            CommandState::Failed,
             serde_json::to_string(&e).unwrap_or_else(|_| e.message.clone()),
         ),
-        Err(e) => ("failed", e.message),
+        Err(e) => (CommandState::Failed, e.message),
     };
-    let recorded = engine.store().write(|tx| {
-        tx.prepare_cached(include_str!("../sql/command_done.sql"))?
-            .execute((c.id, state, result, now_iso()))?;
-        Ok(())
-    });
+    let recorded = engine
+        .store()
+        .write(|tx| commands::finish(tx, c.id, state, &result));
     if let Err(e) = recorded {
         tracing::warn!(command = c.id, "recording a command's outcome failed: {e}");
     }

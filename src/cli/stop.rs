@@ -11,10 +11,11 @@ use std::time::{Duration, Instant};
 use globset::{GlobSet, GlobSetBuilder};
 use rusqlite::OptionalExtension;
 
+use crate::domain::{ExitKind, ThreadStatus};
 use crate::error::{Error, Result};
 use crate::runtime::process::ProcessIdentity;
+use crate::store::commands::{self, CommandKind};
 use crate::store::Store;
-use crate::time::now_iso;
 
 pub struct StopArgs<'a> {
     pub patterns: &'a [String],
@@ -145,15 +146,13 @@ fn stop(db: &Path, args: &StopArgs<'_>, out: &mut dyn Write) -> Result<ExitCode>
         }
         return Ok(ExitCode::from(1));
     }
-    let kind = if args.force { "force_stop" } else { "stop" };
+    let kind = CommandKind::stop(args.force);
     let (owned, orphaned): (Vec<&Target>, Vec<&Target>) = targets
         .iter()
         .partition(|t| t.owner.is_some_and(|o| o.is_alive()));
     store.write(|tx| {
-        let mut insert = tx.prepare_cached(include_str!("../../sql/top_command_insert.sql"))?;
-        let now = now_iso();
         for t in &owned {
-            insert.execute(rusqlite::params![t.id, kind, now])?;
+            commands::request(tx, &t.id, kind)?;
         }
         Ok(())
     })?;
@@ -164,7 +163,7 @@ fn stop(db: &Path, args: &StopArgs<'_>, out: &mut dyn Write) -> Result<ExitCode>
     }
     // Wait for the owning serves (they poll the change counter every 200 ms or faster).
     let deadline = Instant::now() + args.timeout;
-    let mut outcomes: Vec<Option<(Outcome, Option<String>)>> = vec![None; targets.len()];
+    let mut outcomes: Vec<Option<(Outcome, Option<ExitKind>)>> = vec![None; targets.len()];
     loop {
         let conn = store.read()?;
         let mut stmt = conn.prepare_cached(include_str!("../../sql/stop_outcome.sql"))?;
@@ -172,11 +171,11 @@ fn stop(db: &Path, args: &StopArgs<'_>, out: &mut dyn Write) -> Result<ExitCode>
             if outcomes[i].is_some() {
                 continue;
             }
-            let row: Option<(String, Option<String>)> = stmt
+            let row: Option<(ThreadStatus, Option<ExitKind>)> = stmt
                 .query_row([&t.id], |r| Ok((r.get(0)?, r.get(1)?)))
                 .optional()?;
             match row {
-                Some((status, exit)) if status != "live" => {
+                Some((status, exit)) if status != ThreadStatus::Live => {
                     let how = if restored.contains(&t.id) {
                         Outcome::Restored
                     } else {
@@ -195,7 +194,7 @@ fn stop(db: &Path, args: &StopArgs<'_>, out: &mut dyn Write) -> Result<ExitCode>
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    let outcomes: Vec<(Outcome, Option<String>)> = outcomes
+    let outcomes: Vec<(Outcome, Option<ExitKind>)> = outcomes
         .into_iter()
         .map(|o| o.unwrap_or((Outcome::Pending, None)))
         .collect();

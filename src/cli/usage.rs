@@ -2,6 +2,7 @@
 //! each root session (every manager in it), or the subtree of one thread. One query per tree:
 //! the `subtree_usage` view pushed down to the tree's key range.
 
+use crate::domain::{AgentState, Contract, Phase, ThreadStatus};
 use std::io::Write;
 use std::path::Path;
 
@@ -21,15 +22,15 @@ pub struct UsageRow {
     pub id: String,
     pub path: String,
     pub manager_session: String,
-    pub contract: String,
+    pub contract: Contract,
     /// 1 at the top of the tree.
     pub level: i64,
     /// The thread it hangs under (in this or another manager).
     pub forest_parent_id: Option<String>,
-    pub status: String,
-    pub phase: String,
+    pub status: ThreadStatus,
+    pub phase: Phase,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub agent_state: Option<String>,
+    pub agent_state: Option<AgentState>,
     pub name: String,
     pub usage: Usage,
     pub subtree: SubtreeUsage,
@@ -238,8 +239,8 @@ pub fn run(
 }
 
 fn state_text(r: &UsageRow) -> String {
-    match (&r.agent_state, r.contract.as_str()) {
-        (Some(s), "agent") => s.clone(),
+    match (r.agent_state, r.contract) {
+        (Some(s), Contract::Agent) => s.to_string(),
         _ => format!("{}/{}", r.status, r.phase),
     }
 }

@@ -13,6 +13,7 @@
 //! One deliberate improvement on the original: at `summary`, the result text keeps its line
 //! breaks ([`Projection::result_lines`]).
 
+use crate::domain::ExitKind;
 use std::borrow::Cow;
 use std::fmt::{self, Write as _};
 
@@ -353,12 +354,12 @@ fn exit_text(exit: &Value) -> String {
         .get("kind")
         .and_then(Value::as_str)
         .unwrap_or("unknown");
-    match kind {
-        "failed" | "stale" => format!(
+    match ExitKind::parse(kind) {
+        Some(ExitKind::Failed | ExitKind::Stale) => format!(
             "{kind} ({})",
             exit.get("message").and_then(Value::as_str).unwrap_or("")
         ),
-        _ => {
+        Some(ExitKind::Exited | ExitKind::Stopped) | None => {
             let mut parts = Vec::new();
             if let Some(Value::Number(code)) = exit.get("code") {
                 parts.push(format!("code {code}"));

@@ -491,10 +491,12 @@ pub fn next_suggested_actions(row: &ThreadRow) -> &'static [&'static str] {
             &["archive", "list"]
         };
     }
-    match row.phase.as_str() {
-        "idle" => &["send prompt", "poll", "stop"],
-        "stopping" => &["poll", "wait"],
-        _ => &["wait", "poll", "send follow_up", "stop"],
+    match row.phase {
+        Phase::Idle => &["send prompt", "poll", "stop"],
+        Phase::Stopping => &["poll", "wait"],
+        Phase::Starting | Phase::Busy | Phase::Failed | Phase::Stale => {
+            &["wait", "poll", "send follow_up", "stop"]
+        }
     }
 }
 

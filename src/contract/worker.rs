@@ -6,6 +6,7 @@
 //! Texts follow the public implementation (`opzero1/threads`, see
 //! `reference/contract-semantics.md` §3); every rejection ends with a `Repair:` hint.
 
+use crate::domain::{Outcome, Phase, ThreadStatus};
 use std::path::Path;
 
 use serde::Serialize;
@@ -460,14 +461,13 @@ pub struct WorkerFacts {
     pub agent: Option<String>,
     /// `{providerID, id, variant?}` when known.
     pub model: Option<Model>,
-    /// `succeeded`, `failed`, `interrupted` or `None`.
-    pub outcome: Option<String>,
+    pub outcome: Option<Outcome>,
     pub report: Option<Report>,
     /// The hidden override.
     pub hidden_override: Option<bool>,
-    /// The process row: `live`/`closed` and the phase.
-    pub status: String,
-    pub phase: String,
+    /// The process row's status and phase.
+    pub status: ThreadStatus,
+    pub phase: Phase,
 }
 
 impl WorkerFacts {
@@ -487,7 +487,7 @@ impl WorkerFacts {
             directory: &self.directory,
             agent: self.agent.as_deref(),
             model: self.model.as_ref(),
-            outcome: self.outcome.as_deref(),
+            outcome: self.outcome,
             report: self.report.as_ref(),
             hidden: self.hidden(),
         }
@@ -496,10 +496,10 @@ impl WorkerFacts {
     /// The list status (see [`list_status`]).
     pub fn list_status(&self) -> &str {
         list_status(
-            &self.status,
-            &self.phase,
+            self.status,
+            self.phase,
             self.report.as_ref().map(|r| r.verdict.as_str()),
-            self.outcome.as_deref(),
+            self.outcome,
         )
     }
 }
@@ -508,13 +508,13 @@ impl WorkerFacts {
 /// (never: the runtime answers dialogs itself) > `running` (a live process in a run) > the
 /// report verdict > `starting` (outcome null) > `no report` (succeeded) > `failed` /
 /// `interrupted`. Not part of any tool result: `threadbase top` shows it.
-pub fn list_status<'a>(
-    status: &str,
-    phase: &str,
-    verdict: Option<&'a str>,
-    outcome: Option<&'a str>,
-) -> &'a str {
-    if status == "live" && phase == "busy" {
+pub fn list_status(
+    status: ThreadStatus,
+    phase: Phase,
+    verdict: Option<&str>,
+    outcome: Option<Outcome>,
+) -> &str {
+    if status == ThreadStatus::Live && phase == Phase::Busy {
         return "running";
     }
     if let Some(v) = verdict {
@@ -522,8 +522,8 @@ pub fn list_status<'a>(
     }
     match outcome {
         None => "starting",
-        Some("succeeded") => "no report",
-        Some(other) => other,
+        Some(Outcome::Succeeded) => "no report",
+        Some(o @ (Outcome::Failed | Outcome::Interrupted)) => o.as_str(),
     }
 }
 
@@ -539,7 +539,7 @@ pub struct WorkerView<'a> {
     pub directory: &'a str,
     pub agent: Option<&'a str>,
     pub model: Option<&'a Model>,
-    pub outcome: Option<&'a str>,
+    pub outcome: Option<Outcome>,
     pub report: Option<&'a Report>,
     pub hidden: bool,
 }
@@ -861,8 +861,8 @@ mod tests {
             outcome: None,
             report: None,
             hidden_override: None,
-            status: "live".into(),
-            phase: "starting".into(),
+            status: ThreadStatus::Live,
+            phase: Phase::Starting,
         };
         let v = serde_json::to_value(f.view()).unwrap();
         assert_eq!(
@@ -882,12 +882,12 @@ mod tests {
         );
         assert_eq!(v["title"], "k");
         assert_eq!(f.list_status(), "starting");
-        f.phase = "busy".into();
+        f.phase = Phase::Busy;
         assert_eq!(f.list_status(), "running");
-        f.phase = "idle".into();
-        f.outcome = Some("succeeded".into());
+        f.phase = Phase::Idle;
+        f.outcome = Some(Outcome::Succeeded);
         assert_eq!(f.list_status(), "no report");
-        f.outcome = Some("interrupted".into());
+        f.outcome = Some(Outcome::Interrupted);
         assert_eq!(f.list_status(), "interrupted");
         f.report = Some(Report {
             verdict: "PASS".into(),

@@ -15,7 +15,7 @@
 //! Without room for spill files, the rows are read again in four passes (counts, text, the list
 //! twice) and written straight into the line from a blocking thread ([`Reply::Stream`]).
 
-use crate::domain::ManagerId;
+use crate::domain::{ManagerId, ThreadStatus};
 use std::cell::RefCell;
 use std::fmt;
 use std::io::{Seek, Write};
@@ -324,7 +324,7 @@ impl Entry {
         let line: Option<String> = r.get(list::KEPT_LINE)?;
         Ok(match (json, line) {
             (Some(json), Some(line)) => Entry::Kept {
-                live: text_at(r, col::STATUS)? == "live",
+                live: r.get::<_, ThreadStatus>(col::STATUS)? == ThreadStatus::Live,
                 answer: Rendered { json, line },
             },
             _ => Entry::Fresh(Box::new(ThreadRow::from_row(r)?)),
@@ -500,7 +500,7 @@ fn stream(
     let (mut count, mut live) = (0, 0);
     list::each_row(&tx, manager_id, q, |r| {
         count += 1;
-        if text_at(r, col::STATUS)? == "live" {
+        if r.get::<_, ThreadStatus>(col::STATUS)? == ThreadStatus::Live {
             live += 1;
         }
         Ok(true)
@@ -572,17 +572,6 @@ fn snapshots(
     }
     w.write_all(b"]")?;
     Ok(())
-}
-
-/// A text column of a thread row, borrowed.
-fn text_at<'r>(r: &'r rusqlite::Row<'_>, i: usize) -> Result<&'r str> {
-    r.get_ref(i)?.as_str().map_err(|e| {
-        Error::from(rusqlite::Error::FromSqlConversionFailure(
-            i,
-            rusqlite::types::Type::Text,
-            Box::new(e),
-        ))
-    })
 }
 
 /// A list being streamed from one read transaction.

@@ -11,10 +11,10 @@ mod remote;
 mod thread;
 mod worker;
 
-pub use thread::STOP_ALREADY_CLOSED;
+pub use thread::{INTERRUPTED, STOPPED, STOP_ALREADY_CLOSED};
 pub use worker::{max_workers, restore_workers, snapshot_workers};
 
-use crate::domain::ManagerId;
+use crate::domain::{CommandKind, ManagerId};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -261,7 +261,7 @@ impl Engine {
     /// manages), carried out here: the outcome text its `commands` row records.
     pub async fn carry_out(
         &self,
-        kind: &str,
+        kind: CommandKind,
         thread_id: &str,
         payload: Option<&str>,
     ) -> Result<String> {

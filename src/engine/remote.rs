@@ -7,7 +7,7 @@
 //! the outcome, and withdraws a row nobody claimed in time (a claimed row is the owner's to
 //! finish). A thread whose serve is gone is given to the restore pass first.
 
-use crate::domain::ManagerId;
+use crate::domain::{CommandKind, CommandState, ManagerId, ThreadStatus};
 use std::time::{Duration, Instant};
 
 use super::Engine;
@@ -43,7 +43,7 @@ pub(super) fn holder(e: &Engine, id: &str) -> Result<Holder> {
     let Some((status, held)) = threads::thread_holder(&*e.store.read()?, id)? else {
         return Ok(Holder::NotLive);
     };
-    if status != "live" {
+    if status != ThreadStatus::Live {
         return Ok(Holder::NotLive);
     }
     let owner = held.pid.map(|pid| ProcessIdentity {
@@ -84,41 +84,22 @@ pub(super) fn manager_owner(e: &Engine, manager_id: ManagerId) -> Result<Option<
     })
 }
 
-/// What one serve asks another to do for a contract A thread.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CommandKind {
-    Stop,
-    ForceStop,
-    Send,
-    Resume,
-}
-
-impl CommandKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CommandKind::Stop => "stop",
-            CommandKind::ForceStop => "force_stop",
-            CommandKind::Send => "send",
-            CommandKind::Resume => "resume",
+/// How long the owner may take once it claimed a command of `kind`: what the same action
+/// takes at most in the owner (a launch still under way, the prompt gate and the send's
+/// answer; a graceful stop or an abort; a launch), with room for its writes.
+fn owner_budget(kind: CommandKind) -> Duration {
+    use crate::runtime::{
+        LAUNCH_WAIT, PROMPT_ANSWER_WAIT, PROMPT_GATE_WAIT, SEND_TIMEOUT, STOP_ABORT_TIMEOUT,
+        STOP_KILL_WAIT, STOP_TERM_WAIT,
+    };
+    let slack = Duration::from_secs(5);
+    match kind {
+        CommandKind::Send => LAUNCH_WAIT + PROMPT_GATE_WAIT + SEND_TIMEOUT + slack,
+        CommandKind::Stop | CommandKind::ForceStop => {
+            LAUNCH_WAIT + STOP_ABORT_TIMEOUT + STOP_TERM_WAIT + STOP_KILL_WAIT + slack
         }
-    }
-
-    /// How long the owner may take once it claimed the command: what the same action takes
-    /// at most in the owner (a launch still under way, the prompt gate and the send's answer;
-    /// a graceful stop; a launch), with room for its writes.
-    fn wait(self) -> Duration {
-        use crate::runtime::{
-            LAUNCH_WAIT, PROMPT_ANSWER_WAIT, PROMPT_GATE_WAIT, SEND_TIMEOUT, STOP_ABORT_TIMEOUT,
-            STOP_KILL_WAIT, STOP_TERM_WAIT,
-        };
-        let slack = Duration::from_secs(5);
-        match self {
-            CommandKind::Send => LAUNCH_WAIT + PROMPT_GATE_WAIT + SEND_TIMEOUT + slack,
-            CommandKind::Stop | CommandKind::ForceStop => {
-                LAUNCH_WAIT + STOP_ABORT_TIMEOUT + STOP_TERM_WAIT + STOP_KILL_WAIT + slack
-            }
-            CommandKind::Resume => LAUNCH_WAIT + PROMPT_ANSWER_WAIT + slack,
-        }
+        CommandKind::Interrupt => LAUNCH_WAIT + STOP_ABORT_TIMEOUT + slack,
+        CommandKind::Resume => LAUNCH_WAIT + PROMPT_ANSWER_WAIT + slack,
     }
 }
 
@@ -155,16 +136,16 @@ pub(super) async fn request(
 ) -> Result<Outcome> {
     let id = e
         .store
-        .write(|tx| commands::insert(tx, thread_id, kind.as_str(), payload))?;
+        .write(|tx| commands::insert(tx, thread_id, kind, payload))?;
     let written = Instant::now();
-    let deadline = written + kind.wait();
+    let deadline = written + owner_budget(kind);
     loop {
         tokio::time::sleep(POLL).await;
-        let commands::CommandState { state, result } = commands::state(&*e.store.read()?, id)?;
-        match state.as_str() {
-            "done" => return Ok(Outcome::Done(result.unwrap_or_default())),
-            "failed" => return Ok(Outcome::Failed(owner_error(result.as_deref()))),
-            "pending" => {
+        let commands::CommandStatus { state, result } = commands::state(&*e.store.read()?, id)?;
+        match state {
+            CommandState::Done => return Ok(Outcome::Done(result.unwrap_or_default())),
+            CommandState::Failed => return Ok(Outcome::Failed(owner_error(result.as_deref()))),
+            CommandState::Pending => {
                 let why = if !owner.is_alive() {
                     Some(Withdrawn::OwnerGone)
                 } else if kind != CommandKind::Resume && holder(e, thread_id)? == Holder::NotLive {
@@ -181,7 +162,7 @@ pub(super) async fn request(
                     // Claimed meanwhile: the owner's to finish.
                 }
             }
-            _ => {
+            CommandState::Running => {
                 if !owner.is_alive() {
                     abandon(e, id)?;
                     return Ok(Outcome::Withdrawn(Withdrawn::OwnerGone));

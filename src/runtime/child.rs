@@ -223,7 +223,7 @@ impl Runtime {
                         .send(IngestOp::Phase {
                             thread_id: tid.clone(),
                             at: now_iso(),
-                            phase: phase.as_str(),
+                            phase,
                         })
                         .await;
                     child.view.send_modify(|v| {

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use rusqlite::{named_params, Transaction};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::domain::Phase;
 use crate::error::Result;
 use crate::store::events::{self, NewEvent};
 use crate::store::usage::{self, Usage};
@@ -42,7 +43,7 @@ pub enum IngestOp {
     Phase {
         thread_id: Arc<str>,
         at: String,
-        phase: &'static str,
+        phase: Phase,
     },
     AssistantText {
         thread_id: Arc<str>,
@@ -245,7 +246,7 @@ fn apply_plain(store: &Store, ops: &[IngestOp]) {
 struct ThreadFacts<'a> {
     events: Vec<NewEvent<'a>>,
     /// Phase changes, as `(phase, at)` in order.
-    phases: Vec<(&'a str, &'a str)>,
+    phases: Vec<(Phase, &'a str)>,
     assistant: Option<&'a str>,
     partial: Option<&'a str>,
     turn_open: Option<bool>,
@@ -288,7 +289,7 @@ fn apply(tx: &Transaction<'_>, ops: &[IngestOp]) -> Result<()> {
             IngestOp::Event { at, kind, data, .. } => {
                 facts.events.push(NewEvent { at, kind, data })
             }
-            IngestOp::Phase { at, phase, .. } => facts.phases.push((phase, at)),
+            IngestOp::Phase { at, phase, .. } => facts.phases.push((*phase, at)),
             IngestOp::AssistantText { text, .. } => {
                 // It also clears the partial text: only a later partial survives it.
                 facts.assistant = Some(text);
@@ -346,15 +347,15 @@ fn apply(tx: &Transaction<'_>, ops: &[IngestOp]) -> Result<()> {
 /// after it (it starts the idle stretch), and the last change (`updated_at`). Applying these
 /// leaves the row as applying all of them would. A phase other than idle, busy or starting
 /// (a stop freezes the row) keeps them all.
-fn decisive_phases<'p, 'a>(phases: &'p [(&'a str, &'a str)]) -> Vec<&'p (&'a str, &'a str)> {
+fn decisive_phases<'p, 'a>(phases: &'p [(Phase, &'a str)]) -> Vec<&'p (Phase, &'a str)> {
     if phases.len() <= 1
         || phases
             .iter()
-            .any(|(p, _)| !matches!(*p, "idle" | "busy" | "starting"))
+            .any(|(p, _)| !matches!(p, Phase::Idle | Phase::Busy | Phase::Starting))
     {
         return phases.iter().collect();
     }
-    let last_active = phases.iter().rposition(|(p, _)| *p != "idle");
+    let last_active = phases.iter().rposition(|(p, _)| *p != Phase::Idle);
     let first_idle = last_active.map_or(0, |k| k + 1);
     let mut keep: Vec<usize> = last_active.into_iter().collect();
     if first_idle < phases.len() {
@@ -384,7 +385,7 @@ fn append_stderr(tx: &Transaction<'_>, thread_id: &str, bytes: &[u8]) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{Phase, ThreadId, ThreadStatus};
+    use crate::domain::{ThreadId, ThreadStatus};
     use rusqlite::types::ValueRef;
 
     use crate::store::threads::{insert_thread, upsert_manager, Contract, ManagerSpec, NewThread};
@@ -583,7 +584,8 @@ mod tests {
                         3 | 4 => IngestOp::Phase {
                             thread_id,
                             at,
-                            phase: ["idle", "busy", "idle", "starting"][next(4) as usize],
+                            phase: [Phase::Idle, Phase::Busy, Phase::Idle, Phase::Starting]
+                                [next(4) as usize],
                         },
                         5 => IngestOp::AssistantText {
                             thread_id,
@@ -652,11 +654,14 @@ mod tests {
 
     #[test]
     fn decisive_phases_keep_what_decides_the_row() {
-        let p = |s: &[&'static str]| -> Vec<(&'static str, &'static str)> {
-            s.iter().map(|p| (*p, "t")).collect()
+        let p = |s: &[&'static str]| -> Vec<(Phase, &'static str)> {
+            s.iter().map(|p| (Phase::parse(p).unwrap(), "t")).collect()
         };
         let kept = |s: &[&'static str]| -> Vec<&'static str> {
-            decisive_phases(&p(s)).iter().map(|x| x.0).collect()
+            decisive_phases(&p(s))
+                .iter()
+                .map(|x| x.0.as_str())
+                .collect()
         };
         assert_eq!(
             kept(&["busy", "idle", "busy", "idle", "idle"]),

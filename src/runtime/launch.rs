@@ -21,6 +21,7 @@ use super::rpc::{CallError, RpcClient};
 use super::stop::{close_row, wait_closed, wait_exit, ExitRecord};
 use super::timers::run_timers;
 use super::{Runtime, LOG_TARGET};
+use crate::domain::ExitKind;
 use crate::error::{Error, Result};
 use crate::store::events::{self, NewEvent};
 use crate::time::now_iso;
@@ -340,7 +341,7 @@ impl Runtime {
     async fn record_spawn_failure(&self, thread_id: &Arc<str>, message: &str) -> Result<()> {
         let tid = thread_id.clone();
         let exit = ExitRecord {
-            kind: "failed",
+            kind: ExitKind::Failed,
             code: None,
             signal: None,
             message: Some(message.to_string()),

@@ -16,6 +16,7 @@ use super::launch::LAUNCH_WAIT;
 use super::mapping::Phase;
 use super::process::{self, GroupSignal};
 use super::{Runtime, LOG_TARGET};
+use crate::domain::ExitKind;
 use crate::error::{ErrorCode, Result};
 use crate::store::events::{self, NewEvent};
 use crate::time::now_iso;
@@ -34,7 +35,7 @@ const PIPE_DRAIN: Duration = Duration::from_millis(500);
 /// How a process ended.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExitRecord {
-    pub kind: &'static str,
+    pub kind: ExitKind,
     pub code: Option<i64>,
     pub signal: Option<String>,
     pub message: Option<String>,
@@ -48,9 +49,9 @@ impl ExitRecord {
     /// `, ` (`unknown status` when neither is known).
     pub fn classify(code: Option<i64>, signal: Option<String>, stopped: bool) -> ExitRecord {
         let (kind, message) = if stopped {
-            ("stopped", None)
+            (ExitKind::Stopped, None)
         } else if code == Some(0) && signal.is_none() {
-            ("exited", None)
+            (ExitKind::Exited, None)
         } else {
             let parts: Vec<String> = [
                 code.map(|c| format!("code {c}")),
@@ -65,7 +66,7 @@ impl ExitRecord {
                 parts.join(", ")
             };
             (
-                "failed",
+                ExitKind::Failed,
                 Some(format!("Child Pi process exited with {status}")),
             )
         };
@@ -81,18 +82,22 @@ impl ExitRecord {
     /// The contract's `ThreadExit` JSON.
     pub fn to_json(&self) -> Value {
         match self.kind {
-            "failed" | "stale" => json!({"kind": self.kind, "message": self.message}),
-            _ => json!({"kind": self.kind, "code": self.code, "signal": self.signal}),
+            ExitKind::Failed | ExitKind::Stale => {
+                json!({"kind": self.kind, "message": self.message})
+            }
+            ExitKind::Exited | ExitKind::Stopped => {
+                json!({"kind": self.kind, "code": self.code, "signal": self.signal})
+            }
         }
     }
 
     /// The phase of a thread closed with this exit.
-    pub fn closed_phase(&self) -> &'static str {
+    pub fn closed_phase(&self) -> Phase {
         match self.kind {
-            "stale" => "stale",
-            "failed" => "failed",
-            "exited" if self.code != Some(0) || self.signal.is_some() => "failed",
-            _ => "idle",
+            ExitKind::Stale => Phase::Stale,
+            ExitKind::Failed => Phase::Failed,
+            ExitKind::Exited if self.code != Some(0) || self.signal.is_some() => Phase::Failed,
+            ExitKind::Exited | ExitKind::Stopped => Phase::Idle,
         }
     }
 }
@@ -158,7 +163,7 @@ impl Runtime {
         // The process has not reported its exit: record a synthesized one; a late real exit
         // of this launch replaces it.
         let exit = ExitRecord {
-            kind: "stopped",
+            kind: ExitKind::Stopped,
             code: None,
             signal: Some("SIGKILL".into()),
             message: None,
@@ -304,7 +309,7 @@ pub(super) async fn wait_exit(
     };
     let exit = ExitRecord::classify(code, signal, child.stop_requested.load(Ordering::SeqCst));
     tracing::info!(target: LOG_TARGET,
-        kind = exit.kind,
+        kind = exit.kind.as_str(),
         code = exit.code,
         signal = exit.signal.as_deref(),
         "child exited"

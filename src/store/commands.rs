@@ -2,6 +2,8 @@
 
 use rusqlite::Connection;
 
+use crate::domain::ManagerId;
+pub use crate::domain::{CommandKind, CommandState};
 use crate::error::Result;
 use crate::time::now_iso;
 
@@ -17,7 +19,7 @@ pub fn send_under_way(conn: &Connection, thread_id: &str) -> Result<bool> {
 pub fn insert(
     conn: &Connection,
     thread_id: &str,
-    kind: &str,
+    kind: CommandKind,
     payload: Option<&str>,
 ) -> Result<i64> {
     Ok(conn
@@ -25,19 +27,71 @@ pub fn insert(
         .query_row((thread_id, kind, payload, now_iso()), |r| r.get(0))?)
 }
 
+/// Asks the serve that holds `thread_id`'s process for a stop, forced stop or interrupt,
+/// carried out at once by its watcher (nobody waits on the row).
+pub fn request(conn: &Connection, thread_id: &str, kind: CommandKind) -> Result<()> {
+    conn.prepare_cached(include_str!("../../sql/command_request.sql"))?
+        .execute((thread_id, kind, now_iso()))?;
+    Ok(())
+}
+
+/// One command waiting for the serve that runs [`pending`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingCommand {
+    pub id: i64,
+    pub thread_id: String,
+    pub kind: CommandKind,
+    pub payload: Option<String>,
+}
+
+/// The commands waiting for the serve `owner`: for the threads whose process it holds, and
+/// the resumes of closed threads of its manager `manager_id`; oldest first.
+pub fn pending(
+    conn: &Connection,
+    owner: (i64, i64),
+    manager_id: ManagerId,
+) -> Result<Vec<PendingCommand>> {
+    let mut stmt = conn.prepare_cached(include_str!("../../sql/commands_pending.sql"))?;
+    let rows = stmt.query_map((owner.0, owner.1, manager_id), |r| {
+        Ok(PendingCommand {
+            id: r.get(0)?,
+            thread_id: r.get(1)?,
+            kind: r.get(2)?,
+            payload: r.get(3)?,
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// Claims a pending command for carrying out; false when another claim or a withdrawal came
+/// first.
+pub fn claim(conn: &Connection, id: i64) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(include_str!("../../sql/command_claim.sql"))?
+        .execute([id])?
+        > 0)
+}
+
+/// Records how a claimed (or at-once) command ended: `Done` or `Failed`, with its result.
+pub fn finish(conn: &Connection, id: i64, state: CommandState, result: &str) -> Result<()> {
+    conn.prepare_cached(include_str!("../../sql/command_done.sql"))?
+        .execute((id, state, result, now_iso()))?;
+    Ok(())
+}
+
 /// Where a command stands: its state and, once done or failed, its result.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CommandState {
-    pub state: String,
+pub struct CommandStatus {
+    pub state: CommandState,
     pub result: Option<String>,
 }
 
 /// A command's state, by id.
-pub fn state(conn: &Connection, id: i64) -> Result<CommandState> {
+pub fn state(conn: &Connection, id: i64) -> Result<CommandStatus> {
     Ok(conn
         .prepare_cached(include_str!("../../sql/command_state.sql"))?
         .query_row([id], |r| {
-            Ok(CommandState {
+            Ok(CommandStatus {
                 state: r.get(0)?,
                 result: r.get(1)?,
             })

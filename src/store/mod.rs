@@ -10,6 +10,7 @@ pub mod agents;
 pub mod commands;
 pub mod events;
 pub mod launches;
+pub mod mailbox;
 pub mod output;
 pub mod reports;
 pub mod snapshots;

@@ -399,7 +399,7 @@ pub struct OwnerRow {
 
 /// A thread's status and the serve that holds it (a reserved row whose launch is in flight:
 /// its manager's serve).
-pub fn thread_holder(conn: &Connection, id: &str) -> Result<Option<(String, OwnerRow)>> {
+pub fn thread_holder(conn: &Connection, id: &str) -> Result<Option<(ThreadStatus, OwnerRow)>> {
     Ok(conn
         .prepare_cached(include_str!("../../sql/thread_holder.sql"))?
         .query_row([id], |r| {

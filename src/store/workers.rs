@@ -25,11 +25,11 @@ pub struct WorkerRow {
     /// The agent profile's Pi args (the parsed JSON array).
     pub args: Vec<String>,
     /// The stored outcome, else one derived from a closed process (see the SQL).
-    pub outcome: Option<String>,
+    pub outcome: Option<Outcome>,
     /// The hidden override.
     pub hidden: Option<bool>,
-    pub status: String,
-    pub phase: String,
+    pub status: ThreadStatus,
+    pub phase: Phase,
     pub session_file: Option<String>,
     pub owner_pid: Option<i64>,
     pub owner_started_at: Option<i64>,
@@ -206,11 +206,12 @@ pub fn unhide_after_send(conn: &Connection, id: &str) -> Result<()> {
 }
 
 pub use crate::domain::Outcome;
+use crate::domain::{ExitKind, Phase, ThreadStatus};
 
 /// Records how a worker's last run ended.
 pub fn set_outcome(conn: &Connection, id: &str, outcome: Outcome) -> Result<()> {
     conn.prepare_cached(include_str!("../../sql/worker_set_outcome.sql"))?
-        .execute((id, outcome.as_str(), now_iso()))?;
+        .execute((id, outcome, now_iso()))?;
     Ok(())
 }
 
@@ -254,8 +255,8 @@ pub struct RunMarks {
     pub last_seq: i64,
     /// The newest `interrupt` command's id (0 when none).
     pub interrupt_command: i64,
-    pub status: String,
-    pub exit_kind: Option<String>,
+    pub status: ThreadStatus,
+    pub exit_kind: Option<ExitKind>,
 }
 
 /// A thread's run bookkeeping now.
@@ -294,14 +295,6 @@ pub fn activity_since(conn: &Connection, id: &str, seq: i64) -> Result<Activity>
                 errored: r.get(2)?,
             })
         })?)
-}
-
-/// Asks the serve that owns a thread's process to abort its run (a `commands` row its
-/// watcher carries out).
-pub fn request_interrupt(conn: &Connection, id: &str) -> Result<()> {
-    conn.prepare_cached(include_str!("../../sql/worker_interrupt_command.sql"))?
-        .execute((id, now_iso()))?;
-    Ok(())
 }
 
 // ---- mailbox ------------------------------------------------------------------------------

@@ -15,8 +15,8 @@ use crate::cli::forest;
 use crate::error::Result;
 use crate::list::{StateFilter, VisibilityFilter};
 use crate::runtime::process::ProcessIdentity;
+use crate::store::commands::{self, CommandKind};
 use crate::store::Store;
-use crate::time::now_iso;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum InputKind {
@@ -483,14 +483,8 @@ impl App {
     }
 
     fn request_stop(&mut self, id: &str, force: bool) -> Result<()> {
-        let kind = if force { "force_stop" } else { "stop" };
-        self.writer()?.write(|tx| {
-            tx.execute(
-                include_str!("../../../sql/top_command_insert.sql"),
-                rusqlite::params![id, kind, now_iso()],
-            )?;
-            Ok(())
-        })
+        self.writer()?
+            .write(|tx| commands::request(tx, id, CommandKind::stop(force)))
     }
 
     fn restore(&mut self) -> Result<(usize, usize)> {

@@ -9,6 +9,7 @@ use rusqlite::{named_params, Connection};
 use serde_json::Value;
 
 use crate::contract::projection::{self, Detail};
+use crate::domain::{AgentState, Contract, ExitKind, Outcome, Phase, ThreadStatus};
 use crate::engine::budget::usd;
 use crate::error::Result;
 use crate::list::{StateFilter, VisibilityFilter};
@@ -21,14 +22,14 @@ use crate::store::{events, threads::thread_by_id_any, usage};
 pub(super) struct Row {
     pub(super) id: String,
     pub(super) session: String,
-    pub(super) contract: String,
+    pub(super) contract: Contract,
     pub(super) path: String,
     pub(super) task_name: String,
     pub(super) name: String,
-    status: String,
-    phase: String,
-    agent_state: Option<String>,
-    exit_kind: Option<String>,
+    status: ThreadStatus,
+    phase: Phase,
+    agent_state: Option<AgentState>,
+    exit_kind: Option<ExitKind>,
     archived: bool,
     hidden: bool,
     pub(super) created_at: String,
@@ -42,13 +43,13 @@ pub(super) struct Row {
     /// The thread it hangs under in that tree (possibly in another manager).
     pub(super) forest_parent: Option<String>,
     /// A contract C worker's run outcome and report verdict (its list status).
-    outcome: Option<String>,
+    outcome: Option<Outcome>,
     verdict: Option<String>,
 }
 
 impl Row {
     pub(super) fn live(&self) -> bool {
-        self.status == "live"
+        self.status == ThreadStatus::Live
     }
 
     /// List's state and visibility filters, where a hidden contract C worker counts as
@@ -58,25 +59,24 @@ impl Row {
     }
 
     pub(super) fn state_text(&self) -> String {
-        if self.contract == "agent" {
-            if let Some(s) = &self.agent_state {
-                return s.clone();
+        match (self.contract, self.agent_state) {
+            (Contract::Agent, Some(s)) => return s.to_string(),
+            (Contract::Worker, _) => {
+                // The status the original's terminal UI lists (not part of threads_list).
+                return crate::contract::worker::list_status(
+                    self.status,
+                    self.phase,
+                    self.verdict.as_deref(),
+                    self.outcome,
+                )
+                .to_string();
             }
-        }
-        if self.contract == "worker" {
-            // The status the original's terminal UI lists (not part of threads_list).
-            return crate::contract::worker::list_status(
-                &self.status,
-                &self.phase,
-                self.verdict.as_deref(),
-                self.outcome.as_deref(),
-            )
-            .to_string();
+            (Contract::Thread | Contract::Agent, _) => {}
         }
         let mut s = format!("{}/{}", self.status, self.phase);
-        if let Some(k) = &self.exit_kind {
+        if let Some(k) = self.exit_kind {
             s.push(' ');
-            s.push_str(k);
+            s.push_str(k.as_str());
         }
         s
     }

@@ -10,6 +10,7 @@ use crate::contract::agent::{self as contract, AgentState};
 use crate::error::Result;
 use crate::paths;
 use crate::store::agents::{self, StopTarget};
+use crate::store::commands::{self, CommandKind};
 use crate::time::now_iso;
 
 /// How long `agent_stop` waits for each level of targets to settle.
@@ -70,7 +71,7 @@ impl AgentHost {
                     });
                 } else if *live && self.owner_alive(&row) {
                     self.store
-                        .write(|tx| agents::request_stop_elsewhere(tx, id, &now_iso()))?;
+                        .write(|tx| commands::request(tx, id, CommandKind::Stop))?;
                 } else {
                     // No process anywhere (a run reserved but not started, or an owner that
                     // is gone): settled at once.

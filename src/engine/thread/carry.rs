@@ -3,6 +3,7 @@
 use super::resume::{resume_here, Place};
 use super::send::{send_here, SendPayload};
 use super::{closed_error, gone_meanwhile, Engine};
+use crate::domain::CommandKind;
 use crate::error::{Error, Result};
 use crate::store::threads::thread_by_id_any;
 
@@ -10,14 +11,14 @@ use crate::store::threads::thread_by_id_any;
 /// the row watcher hands it over: the outcome text for `commands.result`.
 pub(crate) async fn carry_out(
     e: &Engine,
-    kind: &str,
+    kind: CommandKind,
     thread_id: &str,
     payload: Option<&str>,
 ) -> Result<String> {
     let row =
         thread_by_id_any(&*e.store.read()?, thread_id)?.ok_or_else(|| gone_meanwhile(thread_id))?;
     match kind {
-        "send" => {
+        CommandKind::Send => {
             let p: SendPayload = serde_json::from_str(payload.unwrap_or("null")).map_err(|err| {
                 Error::invalid(format!(
                     "The send request for {} has no valid payload ({err}). Repair: send again from the thread tool.",
@@ -33,7 +34,7 @@ pub(crate) async fn carry_out(
                 &send_here(e, &row, &p.message, p.mode).await?,
             )?)
         }
-        "resume" => {
+        CommandKind::Resume => {
             e.rt.await_launch(&row.id, crate::runtime::LAUNCH_WAIT)
                 .await;
             let place = if row.manager_id == e.manager_id {
@@ -43,9 +44,11 @@ pub(crate) async fn carry_out(
             };
             Ok(serde_json::to_string(&resume_here(e, &row, place).await?)?)
         }
-        other => Err(Error::internal(format!(
-            "Unknown command kind {other} for {}. Repair: this serve is older than the one that wrote it; restart it.",
-            row.path
-        ))),
+        CommandKind::Stop | CommandKind::ForceStop | CommandKind::Interrupt => {
+            Err(Error::internal(format!(
+                "A {kind} command for {} went to the send and resume queue. Repair: this is a bug in threadbase; stop the thread again.",
+                row.path
+            )))
+        }
     }
 }

@@ -28,7 +28,7 @@ use crate::store::threads::ThreadRow;
 
 pub(crate) use carry::carry_out;
 pub(super) use poll::poll_result;
-pub use stop::STOP_ALREADY_CLOSED;
+pub use stop::{INTERRUPTED, STOPPED, STOP_ALREADY_CLOSED};
 
 /// Timeout of the `get_state` refresh a poll or send makes.
 pub(super) const REFRESH_TIMEOUT: Duration = Duration::from_millis(1_500);

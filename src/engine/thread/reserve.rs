@@ -2,7 +2,7 @@
 //! name and path chosen inside the reserving transaction, the child's cwd, argv and session
 //! file, and closing a reservation whose launch failed.
 
-use crate::domain::{ManagerId, ThreadId};
+use crate::domain::{ExitKind, ManagerId, ThreadId};
 use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, Transaction};
@@ -168,7 +168,7 @@ pub(super) fn new_session_file(
 pub(super) fn close_unlaunched(e: &Engine, id: &str, message: &str) -> Result<()> {
     e.store.write(|tx| {
         if launches::close_unlaunched(tx, id, message)? {
-            let data = json!({"exit": {"kind": "failed", "message": message}}).to_string();
+            let data = json!({"exit": {"kind": ExitKind::Failed, "message": message}}).to_string();
             events::append(
                 tx,
                 id,

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::remote::{self, CommandKind, Holder, Outcome};
+use super::remote::{self, Holder, Outcome};
 use super::reserve::{
     check_depth, check_depth_at, check_live_count, check_live_count_of, child_argv,
 };
@@ -14,6 +14,7 @@ use crate::contract::args as argpolicy;
 use crate::contract::format;
 use crate::contract::projection::{Detail, Projection};
 use crate::contract::thread::{Details, Single, SnapshotJson};
+use crate::domain::CommandKind;
 use crate::error::{Error, ErrorCode, Result};
 use crate::output::Reply;
 use crate::runtime::{LaunchSpec, StartKind};

@@ -2,11 +2,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::remote::{self, CommandKind, Holder, Outcome};
+use super::remote::{self, Holder, Outcome};
 use super::{closed_error, find, held_by, refresh_if_live, reply, settle_if_orphaned, Engine};
 use crate::contract::format;
 use crate::contract::projection::{Detail, Projection};
 use crate::contract::thread::{Details, Single, SnapshotJson};
+use crate::domain::CommandKind;
 use crate::error::Result;
 use crate::output::Reply;
 use crate::runtime::SendMode;

@@ -1,10 +1,11 @@
 //! `stop`: a child this serve holds, or a stop handed to the serve that holds it.
 
-use super::remote::{self, CommandKind, Holder, Outcome};
+use super::remote::{self, Holder, Outcome};
 use super::{find, held_by, reply, settle_if_orphaned, Engine};
 use crate::contract::format;
 use crate::contract::projection::{Detail, Projection};
 use crate::contract::thread::{Details, Single, SnapshotJson};
+use crate::domain::CommandKind;
 use crate::error::Result;
 use crate::output::Reply;
 
@@ -14,12 +15,7 @@ pub(super) async fn stop(e: &Engine, reference: &str, force: bool) -> Result<Rep
         .await;
     let (was_live, note) = match remote::holder(e, &row.id)? {
         Holder::Elsewhere(owner) => {
-            let kind = if force {
-                CommandKind::ForceStop
-            } else {
-                CommandKind::Stop
-            };
-            match remote::request(e, &row.id, kind, None, owner).await? {
+            match remote::request(e, &row.id, CommandKind::stop(force), None, owner).await? {
                 Outcome::Done(result) => (result != STOP_ALREADY_CLOSED, held_by(owner)),
                 Outcome::Failed(err) => return Err(err),
                 Outcome::Withdrawn(remote::Withdrawn::NotPickedUp) => {
@@ -57,6 +53,10 @@ pub(super) async fn stop(e: &Engine, reference: &str, force: bool) -> Result<Rep
     )
 }
 
-/// A stop command's result when the thread was closed already (`threadbase top` and
-/// `threadbase stop` read the same texts).
+/// The results a `commands` row carried out at once records (`threadbase top` and
+/// `threadbase stop` read the same texts): a stop of a live thread, ...
+pub const STOPPED: &str = "stopped";
+/// ... a stop of a thread that was closed already, ...
 pub const STOP_ALREADY_CLOSED: &str = "already closed";
+/// ... and an interrupt (contract C).
+pub const INTERRUPTED: &str = "interrupted";

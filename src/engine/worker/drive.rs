@@ -2,6 +2,7 @@
 //! per-worker lock, launch (or relaunch) the process here unless another live serve holds it,
 //! then send the pending messages in order, each marked delivered once the child has it.
 
+use crate::domain::ThreadStatus;
 use std::path::{Path, PathBuf};
 
 use std::time::Duration;
@@ -27,7 +28,9 @@ pub(super) async fn drive(e: &Engine, id: &str) -> Result<()> {
     let row = load(e, id)?;
     if !e.rt.is_live(id) {
         let me = e.rt.owner();
-        if row.facts.status == "live" && row.owner.is_some_and(|o| o != me && o.is_alive()) {
+        if row.facts.status == ThreadStatus::Live
+            && row.owner.is_some_and(|o| o != me && o.is_alive())
+        {
             return Ok(());
         }
         match launch(e, &row).await {

@@ -1,13 +1,14 @@
 //! `threads_interrupt`: aborts a worker's current run, here when this serve holds its process,
 //! else through an `interrupt` command row for the serve that does.
 
+use crate::domain::ThreadStatus;
 use std::time::{Duration, Instant};
 
 use super::{json_of, load, owned, Json};
 use crate::engine::Engine;
 use crate::error::Result;
 use crate::runtime::mapping::Phase;
-use crate::store::workers;
+use crate::store::commands::{self, CommandKind};
 
 /// How long `threads_interrupt` waits for the aborted run to be recorded.
 const INTERRUPT_SETTLE: Duration = Duration::from_millis(3_000);
@@ -33,11 +34,12 @@ pub(super) async fn interrupt(e: &Engine, worker_id: &str) -> Result<Json> {
             }
             e.interrupting.remove(&id);
         }
-    } else if row.facts.status == "live"
+    } else if row.facts.status == ThreadStatus::Live
         && row.owner.is_some_and(|o| o != e.rt.owner() && o.is_alive())
     {
         // Another serve holds the pipes: ask it through a command row (its watcher aborts).
-        e.store.write(|tx| workers::request_interrupt(tx, &id))?;
+        e.store
+            .write(|tx| commands::request(tx, &id, CommandKind::Interrupt))?;
     }
     e.rt.flush().await;
     json_of(&load(e, &id)?.facts.view())

@@ -1,6 +1,7 @@
 //! How a worker's runs end (see the module docs of `engine::worker`): one task per launch
 //! watches the child's phase and records each run's outcome, and the close's.
 
+use crate::domain::{ExitKind, ThreadStatus};
 use std::sync::Arc;
 
 use tokio::sync::watch;
@@ -144,10 +145,10 @@ fn learn_model(store: &Store, id: &str) {
 fn record_close(store: &Store, id: &str, marks: Marks, in_run: bool) -> Result<()> {
     let (activity, _) = activity_since(store, id, marks)?;
     let row = workers::run_marks(&*store.read()?, id)?;
-    if row.status != "closed" {
+    if row.status != ThreadStatus::Closed {
         return Ok(());
     }
-    let failed_exit = row.exit_kind.as_deref() == Some("failed");
+    let failed_exit = row.exit_kind == Some(ExitKind::Failed);
     let outcome = if in_run || activity.active {
         if failed_exit || activity.errored {
             Outcome::Failed

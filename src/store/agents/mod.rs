@@ -15,6 +15,7 @@ use rusqlite::{named_params, Connection, OptionalExtension, Row};
 use crate::error::Result;
 
 pub use crate::domain::AgentState;
+use crate::domain::ThreadStatus;
 
 /// The serve that launched (and supervises) a thread's run: its pid and start time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,17 +132,13 @@ impl AgentRow {
             id: r.get(0)?,
             path: r.get(1)?,
             parent_path: r.get(2)?,
-            state: r
-                .get::<_, Option<String>>(3)?
-                .as_deref()
-                .and_then(AgentState::parse)
-                .ok_or_else(|| {
-                    rusqlite::Error::InvalidColumnType(
-                        3,
-                        AGENT_COLUMNS[3].into(),
-                        rusqlite::types::Type::Text,
-                    )
-                })?,
+            state: r.get::<_, Option<AgentState>>(3)?.ok_or_else(|| {
+                rusqlite::Error::InvalidColumnType(
+                    3,
+                    AGENT_COLUMNS[3].into(),
+                    rusqlite::types::Type::Text,
+                )
+            })?,
             task: r.get::<_, Option<String>>(4)?.unwrap_or_default(),
             status_text: r.get::<_, Option<String>>(5)?.unwrap_or_default(),
             output: r.get(6)?,
@@ -149,7 +146,7 @@ impl AgentRow {
             session_file: r.get(8)?,
             created_at: r.get(9)?,
             updated_at: r.get(10)?,
-            live: r.get::<_, String>(11)? == "live",
+            live: r.get::<_, ThreadStatus>(11)? == ThreadStatus::Live,
             owner_pid: r.get(12)?,
             owner_started_at: r.get(13)?,
             pause_requested: r.get::<_, i64>(14)? != 0,
@@ -427,11 +424,9 @@ pub fn stop_targets(
         Ok(StopTarget {
             id: r.get("id")?,
             path: r.get("path")?,
-            live: r.get::<_, String>("status")? == "live",
+            live: r.get::<_, ThreadStatus>("status")? == ThreadStatus::Live,
             active: r
-                .get::<_, Option<String>>("agent_state")?
-                .as_deref()
-                .and_then(AgentState::parse)
+                .get::<_, Option<AgentState>>("agent_state")?
                 .is_some_and(AgentState::active),
         })
     })?;
@@ -455,10 +450,9 @@ pub fn owned_live(
     let rows = stmt.query_map((registry, owner.pid, owner.started_at), |r| {
         Ok(OwnedThread {
             id: r.get("id")?,
-            active: matches!(
-                r.get::<_, Option<String>>("agent_state")?.as_deref(),
-                Some("starting" | "running")
-            ),
+            active: r
+                .get::<_, Option<AgentState>>("agent_state")?
+                .is_some_and(AgentState::active),
         })
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
@@ -507,15 +501,6 @@ pub fn exit_message(conn: &Connection, id: &str) -> Result<Option<String>> {
         .query_row([id], |r| r.get::<_, Option<String>>("exit_message"))
         .optional()?
         .flatten())
-}
-
-// ---- commands ----------------------------------------------------------------------------------
-
-/// Asks the serve that holds a thread's process to stop it (a `commands` row).
-pub fn request_stop_elsewhere(conn: &Connection, thread_id: &str, at: &str) -> Result<()> {
-    conn.prepare_cached(include_str!("../../../sql/top_command_insert.sql"))?
-        .execute((thread_id, "stop", at))?;
-    Ok(())
 }
 
 #[cfg(test)]

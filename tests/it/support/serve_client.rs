@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
+use threadbase::domain::{Outcome, Phase, ThreadStatus};
 
 use serde_json::{json, Value};
 
@@ -398,7 +399,7 @@ pub fn top_status(db: &Path, list: &Value, worker: &str) -> String {
     let conn = rusqlite::Connection::open(db).unwrap();
     conn.busy_timeout(std::time::Duration::from_secs(10))
         .unwrap();
-    let (status, phase): (String, String) = conn
+    let (status, phase): (ThreadStatus, Phase) = conn
         .query_row(
             "SELECT status, phase FROM threads WHERE id = ?1",
             [worker],
@@ -406,10 +407,10 @@ pub fn top_status(db: &Path, list: &Value, worker: &str) -> String {
         )
         .unwrap();
     threadbase::contract::worker::list_status(
-        &status,
-        &phase,
+        status,
+        phase,
         view["report"]["verdict"].as_str(),
-        view["outcome"].as_str(),
+        view["outcome"].as_str().and_then(Outcome::parse),
     )
     .to_string()
 }
