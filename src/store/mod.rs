@@ -55,7 +55,10 @@ pub struct Store {
 /// a row's columns is an edit of its view, not a new migration. SQLite flattens them into each
 /// query, so a query's plan is that of the same query on the tables.
 pub fn create_views(conn: &Connection) -> rusqlite::Result<()> {
-    for view in [include_str!("../../sql/view_thread_rows.sql")] {
+    for view in [
+        include_str!("../../sql/view_thread_rows.sql"),
+        include_str!("../../sql/view_agent_rows.sql"),
+    ] {
         conn.execute_batch(view)?;
     }
     Ok(())
