@@ -58,6 +58,7 @@ pub fn create_views(conn: &Connection) -> rusqlite::Result<()> {
     for view in [
         include_str!("../../sql/view_thread_rows.sql"),
         include_str!("../../sql/view_agent_rows.sql"),
+        include_str!("../../sql/view_worker_rows.sql"),
     ] {
         conn.execute_batch(view)?;
     }
