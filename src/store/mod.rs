@@ -59,6 +59,7 @@ pub fn create_views(conn: &Connection) -> rusqlite::Result<()> {
         include_str!("../../sql/view_thread_rows.sql"),
         include_str!("../../sql/view_agent_rows.sql"),
         include_str!("../../sql/view_worker_rows.sql"),
+        include_str!("../../sql/view_top_rows.sql"),
     ] {
         conn.execute_batch(view)?;
     }
