@@ -1,8 +1,2 @@
 -- One contract B thread by registry and path (the UNIQUE (manager_id, path) index answers it).
-SELECT id, path, parent_path, agent_state, task, status_text, output, error, session_file,
-       created_at, updated_at, status, owner_pid, owner_started_at, agent_pause_requested,
-       agent_stop_requested, cwd, launch_seq, name,
-       (SELECT input_tokens FROM thread_usage WHERE thread_id = threads.id) AS input_tokens,
-       (SELECT output_tokens FROM thread_usage WHERE thread_id = threads.id) AS output_tokens,
-       (SELECT cost_usd FROM thread_usage WHERE thread_id = threads.id) AS cost_usd
-FROM threads WHERE manager_id = ?1 AND path = ?2
+SELECT * FROM agent_rows WHERE manager_id = ?1 AND path = ?2

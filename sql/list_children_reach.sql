@@ -17,11 +17,8 @@ WITH RECURSIVE reach (id) AS (
     WHERE m.scope_path = :parent
        OR (:parent > m.scope_path || '/' AND :parent < m.scope_path || '0')
 )
-SELECT t.id, t.manager_id, t.path, t.parent_path, t.parent_id, t.task_name, t.name, t.depth, t.cwd,
-       t.args, t.status, t.phase, t.agent_state, t.exit_kind, t.exit_code, t.exit_signal,
-       t.exit_message, t.archived, t.hidden, t.session_file, t.session_id, t.pid, t.pgid,
-       t.owner_pid, t.last_seq, t.created_at, t.last_event_at, c.json, c.line
-FROM reach r CROSS JOIN threads t ON t.manager_id = r.id AND t.parent_path = :parent
+SELECT t.*, c.json, c.line
+FROM reach r CROSS JOIN thread_rows t ON t.manager_id = r.id AND t.parent_path = :parent
 LEFT JOIN thread_snapshots c
   ON c.thread_id = t.id AND c.view = 'snapshot' AND c.detail = 'summary' AND c.shape = :shape
 WHERE (:state = 'all' OR t.status = :state)

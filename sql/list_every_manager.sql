@@ -1,8 +1,5 @@
 -- Every thread of every manager in list order, for `threadbase list` / `tree`.
-SELECT id, manager_id, path, parent_path, parent_id, task_name, name, depth, cwd, args, status,
-       phase, agent_state, exit_kind, exit_code, exit_signal, exit_message, archived, hidden,
-       session_file, session_id, pid, pgid, owner_pid, last_seq, created_at, last_event_at
-FROM threads
+SELECT * FROM thread_rows
 WHERE (:state = 'all' OR status = :state)
   AND (:visibility = 'all' OR archived = (:visibility = 'archived'))
 ORDER BY sort_key, manager_id

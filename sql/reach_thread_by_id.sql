@@ -8,9 +8,5 @@ WITH RECURSIVE reach (id) AS (
     SELECT m.id FROM reach r
     JOIN managers m ON m.parent_manager_id = r.id AND m.contract = 'thread'
 )
-SELECT t.id, t.manager_id, t.path, t.parent_path, t.parent_id, t.task_name, t.name, t.depth, t.cwd,
-       t.args, t.status, t.phase, t.agent_state, t.exit_kind, t.exit_code, t.exit_signal,
-       t.exit_message, t.archived, t.hidden, t.session_file, t.session_id, t.pid, t.pgid,
-       t.owner_pid, t.last_seq, t.created_at, t.last_event_at
-FROM threads t
+SELECT * FROM thread_rows t
 WHERE t.id = :id AND t.manager_id IN (SELECT id FROM reach)

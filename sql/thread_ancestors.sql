@@ -7,9 +7,6 @@ WITH RECURSIVE up (id, n) AS (
     SELECT t.parent_id, up.n + 1 FROM up JOIN threads t ON t.id = up.id
     WHERE up.n < 64
 )
-SELECT t.id, t.manager_id, t.path, t.parent_path, t.parent_id, t.task_name, t.name, t.depth, t.cwd,
-       t.args, t.status, t.phase, t.agent_state, t.exit_kind, t.exit_code, t.exit_signal,
-       t.exit_message, t.archived, t.hidden, t.session_file, t.session_id, t.pid, t.pgid,
-       t.owner_pid, t.last_seq, t.created_at, t.last_event_at
-FROM up CROSS JOIN threads t ON t.id = up.id
+SELECT t.*
+FROM up CROSS JOIN thread_rows t ON t.id = up.id
 ORDER BY up.n DESC

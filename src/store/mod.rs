@@ -49,8 +49,27 @@ pub struct Store {
     readers: r2d2::Pool<SqliteConnectionManager>,
 }
 
+/// The views the row queries of sql/ select from (`sql/view_*.sql`: each select list that
+/// several queries share, named once). They are TEMP views, made by every connection the store
+/// opens, not a migration's: so they are this build's rows whatever schema version the file
+/// is at (the read-only commands open files no newer serve has migrated yet), and a change of
+/// a row's columns is an edit of its view, not a new migration. SQLite flattens them into each
+/// query, so a query's plan is that of the same query on the tables.
+pub fn create_views(conn: &Connection) -> rusqlite::Result<()> {
+    for view in [
+        include_str!("../../sql/view_thread_rows.sql"),
+        include_str!("../../sql/view_agent_rows.sql"),
+        include_str!("../../sql/view_worker_rows.sql"),
+        include_str!("../../sql/view_top_rows.sql"),
+    ] {
+        conn.execute_batch(view)?;
+    }
+    Ok(())
+}
+
 fn configure(conn: &Connection) -> rusqlite::Result<()> {
     conn.busy_timeout(BUSY_TIMEOUT)?;
+    create_views(conn)?;
     // Query planner stability guarantee: a plan never depends on bound values. Without it SQLite
     // reads the value bound to a `LIMIT ?` while planning and marks the statement stale whenever
     // that parameter is rebound, so each call of a cached statement with a LIMIT parameter (the
@@ -323,6 +342,8 @@ pub fn open_read_only(path: impl AsRef<Path>) -> Result<Connection> {
     )
     .map_err(|e| read_open_error(path, e))?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
+    // Before query_only, which refuses the TEMP views too.
+    create_views(&conn).map_err(|e| read_open_error(path, e))?;
     conn.execute_batch("PRAGMA query_only = ON;")
         .map_err(|e| read_open_error(path, e))?;
     // SQLite reads the header and the schema lazily; read them now so a file that is not a
@@ -405,6 +426,10 @@ mod tests {
                 include_str!("../../sql/thread_by_name_any.sql"),
             ),
             ("threads_known", include_str!("../../sql/threads_known.sql")),
+            (
+                "threads_still_by_ids",
+                include_str!("../../sql/threads_still_by_ids.sql"),
+            ),
             ("list_all", include_str!("../../sql/list_all.sql")),
             ("list_children", include_str!("../../sql/list_children.sql")),
             (
@@ -502,6 +527,7 @@ mod tests {
             (col::LAST_SEQ, "last_seq"),
             (col::CREATED_AT, "created_at"),
             (col::LAST_EVENT_AT, "last_event_at"),
+            (col::SORT_KEY, "sort_key"),
         ];
         assert_eq!(positions.len(), col::COUNT);
         for (i, name) in positions {

@@ -136,12 +136,14 @@ pub fn insert_thread(conn: &Connection, t: &NewThread) -> Result<()> {
     Ok(())
 }
 
-/// The columns a thread-row query selects, in this order: exactly what [`ThreadRow`] holds
-/// (every `sql/` file read through [`query_threads`] spells them out). Naming them instead of
-/// `SELECT *` keeps SQLite from copying out the other columns (prompt, output, …) and from
-/// evaluating the virtual `sort_key` for every row; reading by position instead of by name
-/// skips a name lookup per field. `store::tests` checks every thread-row query against
-/// [`col::NAMES`], and [`query_threads`] refuses a statement with another column count.
+/// The columns a thread-row query selects, in this order: what [`ThreadRow`] holds, then the
+/// list order key [`col::SORT_KEY`], which it does not read (the view `thread_rows`,
+/// `sql/view_thread_rows.sql`, names them once, and every `sql/` file read through
+/// [`query_threads`] selects that view's columns; the queries filter and sort by the key).
+/// Naming them instead of `threads.*` keeps SQLite from copying out the other columns (prompt,
+/// output, …); reading by position instead of by name skips a name lookup per field.
+/// `store::tests` checks every thread-row query against [`col::NAMES`], and [`query_threads`]
+/// refuses a statement with another column count.
 pub mod col {
     pub const ID: usize = 0;
     pub const MANAGER_ID: usize = 1;
@@ -170,8 +172,10 @@ pub mod col {
     pub const LAST_SEQ: usize = 24;
     pub const CREATED_AT: usize = 25;
     pub const LAST_EVENT_AT: usize = 26;
+    /// `sort_key`: the queries filter and sort by it; [`super::ThreadRow`] does not read it.
+    pub const SORT_KEY: usize = 27;
     /// How many columns a thread-row query returns.
-    pub const COUNT: usize = 27;
+    pub const COUNT: usize = 28;
     /// The column names, by position.
     pub const NAMES: [&str; COUNT] = [
         "id",
@@ -201,6 +205,7 @@ pub mod col {
         "last_seq",
         "created_at",
         "last_event_at",
+        "sort_key",
     ];
 }
 

@@ -69,9 +69,10 @@ pub fn registry_session_file(conn: &Connection, registry: ManagerId) -> Result<O
 
 // ---- threads: contract B's columns -----------------------------------------------------------
 
-/// The columns an agent-row query selects, in this order (`sql/agent_thread*.sql`); the tests
-/// below check every such query against them.
-const AGENT_COLUMNS: [&str; 22] = [
+/// The columns an agent-row query selects, in this order (`sql/agent_thread*.sql`, all of
+/// the view `agent_rows`: `sql/view_agent_rows.sql`); the tests below check every such query
+/// against them. The last two are the keys the queries filter and sort by, not read.
+const AGENT_COLUMNS: [&str; 24] = [
     "id",
     "path",
     "parent_path",
@@ -94,6 +95,8 @@ const AGENT_COLUMNS: [&str; 22] = [
     "input_tokens",
     "output_tokens",
     "cost_usd",
+    "manager_id",
+    "spawn_order",
 ];
 
 /// One contract B thread row.
