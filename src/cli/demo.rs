@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
-use crate::engine::{Engine, Limits, ServeConfig};
+use crate::engine::{Engine, ServeConfig, Settings};
 use crate::error::Result;
 use crate::runtime::{Runtime, RuntimeConfig};
 use crate::Store;
@@ -98,8 +98,7 @@ pub fn run(keep: Option<PathBuf>, out: &mut dyn Write) -> Result<()> {
             pi_command: pi_command.clone(),
             agent_dir: tmp.join("agent"),
             db: db.clone(),
-            limits: Limits::default(),
-            timers: RuntimeConfig::default(),
+            settings: Settings::default(),
             budget: Default::default(),
         };
         let root = Engine::new(cfg.clone(), store.clone(), runtime.clone())?;

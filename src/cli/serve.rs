@@ -9,7 +9,7 @@ use tracing::Instrument;
 
 use super::logging;
 use crate::engine::restore_dead_owners;
-use crate::engine::{Engine, ServeConfig};
+use crate::engine::{Engine, ServeConfig, Settings};
 use crate::error::{Error, Result};
 use crate::runtime::process::ProcessIdentity;
 use crate::runtime::Runtime;
@@ -114,7 +114,7 @@ pub fn config(db: PathBuf, args: ServeArgs) -> Result<ServeConfig> {
         0,
         &mut warn,
     ) as i64;
-    let (limits, timers) = ServeConfig::limits_from_env(&|k| env(k), &mut warn);
+    let settings = Settings::from_env(&|k| env(k), &mut warn);
     let agent_dir = env("PI_CODING_AGENT_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
@@ -137,8 +137,7 @@ pub fn config(db: PathBuf, args: ServeArgs) -> Result<ServeConfig> {
         pi_command,
         agent_dir,
         db,
-        limits,
-        timers,
+        settings,
         budget: crate::engine::budget::Budget::from_env(&|k| env(k))?,
     })
 }
@@ -194,7 +193,7 @@ fn run_on(db: PathBuf, args: ServeArgs) -> Result<()> {
             let _xfsz = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::from_raw(
                 rustix::process::Signal::XFSZ.as_raw(),
             ))?;
-            let runtime = Runtime::new(store.clone(), cfg.timers);
+            let runtime = Runtime::new(store.clone(), cfg.settings.timers);
             let engine = Arc::new(Engine::new(cfg, store, runtime)?);
             // On a worker, not on this thread (see `server::serve`).
             let served = tokio::spawn(crate::server::serve(engine).in_current_span()).await;

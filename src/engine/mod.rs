@@ -5,26 +5,28 @@
 pub mod agent;
 pub mod budget;
 mod cache;
+mod child_env;
+mod config;
 mod listing;
 mod locks;
 mod remote;
 mod thread;
 mod worker;
 
+pub use config::{env_integer, AgentLimits, Limits, ServeConfig, Settings};
 pub use thread::{INTERRUPTED, STOPPED, STOP_ALREADY_CLOSED};
-pub use worker::{max_workers, restore_workers, snapshot_workers};
+pub use worker::{restore_workers, snapshot_workers};
 
 use crate::domain::{CommandKind, ManagerId};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::contract::projection::{recent_event_count, Detail, OutputFacts, ThreadFacts};
 use crate::error::{Error, ErrorCode, Result};
 use crate::output::Reply;
-use crate::runtime::{Runtime, RuntimeConfig};
+use crate::runtime::Runtime;
 use crate::store::events;
 use crate::store::threads::{thread_by_id_any, upsert_manager, Contract, ManagerSpec, ThreadRow};
 use crate::store::Store;
@@ -63,102 +65,6 @@ pub fn thread_facts(
         .zip(events)
         .map(|((row, out), events)| ThreadFacts { row, out, events })
         .collect())
-}
-
-/// `PI_THREADS_MAX_DEPTH` and `PI_THREADS_MAX_THREADS`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
-    pub max_depth: i64,
-    pub max_threads: i64,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            max_depth: 2,
-            max_threads: 8,
-        }
-    }
-}
-
-/// Everything a `serve` knows about the session it manages.
-#[derive(Debug, Clone)]
-pub struct ServeConfig {
-    /// The parent Pi session file, if it has one.
-    pub session_file: Option<PathBuf>,
-    /// The manager's identity: the parent session id.
-    pub session_id: String,
-    /// The parent's cwd.
-    pub cwd: PathBuf,
-    /// The caller's own thread path (`/root` for a top-level Pi).
-    pub scope_path: String,
-    /// The caller's depth (0 for a top-level Pi).
-    pub depth: i64,
-    /// The caller's own thread id when it is itself a managed child.
-    pub self_id: Option<String>,
-    /// The caller's parent path and id when it is a managed child.
-    pub parent_path: Option<String>,
-    pub parent_id: Option<String>,
-    /// The root Pi session of the whole tree.
-    pub root_session_id: String,
-    /// The parent Pi's argv, for flag inheritance.
-    pub parent_args: Vec<String>,
-    /// The parent project is trusted: children inside its cwd get `--approve`.
-    pub trusted: bool,
-    /// The argv prefix that launches a child Pi.
-    pub pi_command: Vec<String>,
-    /// Pi's agent dir (sessions live below it when the parent has no session file).
-    pub agent_dir: PathBuf,
-    /// The database file (passed to children).
-    pub db: PathBuf,
-    pub limits: Limits,
-    pub timers: RuntimeConfig,
-    /// `THREADBASE_BUDGET_TOKENS` / `THREADBASE_BUDGET_USD`: caps on the root's whole tree.
-    pub budget: budget::Budget,
-}
-
-/// Reads a non-negative integer setting: trimmed text matching `^\d+$` within the safe
-/// integer range, else the default with one warning (the reference's text).
-pub fn env_integer(
-    name: &str,
-    value: Option<&str>,
-    default: u64,
-    warn: &mut dyn FnMut(String),
-) -> u64 {
-    let Some(raw) = value else { return default };
-    let t = raw.trim();
-    let ok = !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
-    match t.parse::<u64>() {
-        Ok(n) if ok && n <= 9_007_199_254_740_991 => n,
-        _ => {
-            warn(format!(
-                "[pi-threads] Ignoring invalid {name}={} (expected a non-negative integer); using default.",
-                crate::paths::json_quote(raw)
-            ));
-            default
-        }
-    }
-}
-
-impl ServeConfig {
-    /// Limits and timers from the `PI_THREADS_*` environment.
-    pub fn limits_from_env(
-        get: &dyn Fn(&str) -> Option<String>,
-        warn: &mut dyn FnMut(String),
-    ) -> (Limits, RuntimeConfig) {
-        let mut read =
-            |name: &str, default: u64| env_integer(name, get(name).as_deref(), default, warn);
-        let limits = Limits {
-            max_depth: read("PI_THREADS_MAX_DEPTH", 2) as i64,
-            max_threads: read("PI_THREADS_MAX_THREADS", 8) as i64,
-        };
-        let ms = |n: u64| (n > 0).then(|| Duration::from_millis(n));
-        let timers = RuntimeConfig {
-            idle_cleanup: ms(read("PI_THREADS_IDLE_CLEANUP_MS", 0)),
-            live_timeout: ms(read("PI_THREADS_LIVE_TIMEOUT_MS", 0)),
-        };
-        (limits, timers)
-    }
 }
 
 /// One manager's engine.
@@ -287,45 +193,23 @@ impl Engine {
         Ok(ThreadFacts { row, out, events })
     }
 
-    /// The environment a child's own `serve` reads its place from.
+    /// The environment of this manager's new child `id` at `path` and `depth`: its own
+    /// `serve` is a contract A manager one level down.
     fn child_env(&self, id: &str, path: &str, depth: i64) -> Vec<(String, String)> {
-        let l = self.cfg.limits;
-        let ms = |d: Option<Duration>| d.map_or(0, |d| d.as_millis() as u64).to_string();
-        let mut env = vec![
-            (
-                "THREADBASE_DB".to_string(),
-                self.cfg.db.display().to_string(),
-            ),
-            ("PI_THREADS_PATH".to_string(), path.to_string()),
-            ("PI_THREADS_DEPTH".to_string(), depth.to_string()),
-            ("PI_THREADS_SELF_ID".to_string(), id.to_string()),
-            (
-                "PI_THREADS_PARENT_PATH".to_string(),
-                self.cfg.scope_path.clone(),
-            ),
-            (
-                "PI_THREADS_ROOT_SESSION_ID".to_string(),
-                self.cfg.root_session_id.clone(),
-            ),
-            ("PI_THREADS_MAX_DEPTH".to_string(), l.max_depth.to_string()),
-            (
-                "PI_THREADS_MAX_THREADS".to_string(),
-                l.max_threads.to_string(),
-            ),
-            (
-                "PI_THREADS_IDLE_CLEANUP_MS".to_string(),
-                ms(self.cfg.timers.idle_cleanup),
-            ),
-            (
-                "PI_THREADS_LIVE_TIMEOUT_MS".to_string(),
-                ms(self.cfg.timers.live_timeout),
-            ),
-        ];
-        if let Some(parent_id) = &self.cfg.self_id {
-            env.push(("PI_THREADS_PARENT_ID".to_string(), parent_id.clone()));
-            env.push(("PI_THREADS_PARENT_THREAD_ID".to_string(), parent_id.clone()));
-        }
-        env
+        let parent = child_env::Parent::Thread {
+            path: &self.cfg.scope_path,
+            id: self.cfg.self_id.as_deref(),
+        };
+        child_env::ChildEnv::new(
+            &self.cfg,
+            Some(id),
+            path,
+            depth,
+            parent,
+            &self.cfg.root_session_id,
+        )
+        .thread_settings(&self.cfg.settings)
+        .into_vec()
     }
 
     /// Where a new child's session file goes: beside the parent's session file, else in Pi's

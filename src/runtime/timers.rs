@@ -10,7 +10,7 @@ use super::mapping::Phase;
 use super::Runtime;
 
 /// Timers from the environment (`PI_THREADS_IDLE_CLEANUP_MS`, `PI_THREADS_LIVE_TIMEOUT_MS`).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RuntimeConfig {
     /// Stop a child idle (nothing pending) this long. `None` disables.
     pub idle_cleanup: Option<Duration>,

@@ -52,40 +52,6 @@ use crate::store::agents::{self, AgentRow, Owner};
 use crate::store::Store;
 use crate::time::now_iso;
 
-/// Contract B's limits (settings: `PI_SUBAGENTS_MAX_LEVELS`, `PI_SUBAGENTS_MAX_THREADS`,
-/// `PI_SUBAGENTS_MAX_CONCURRENT`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AgentLimits {
-    pub max_levels: usize,
-    pub max_threads: i64,
-    pub max_concurrent: i64,
-}
-
-impl Default for AgentLimits {
-    fn default() -> Self {
-        AgentLimits {
-            max_levels: 3,
-            max_threads: 64,
-            max_concurrent: 16,
-        }
-    }
-}
-
-impl AgentLimits {
-    /// Reads the limits from the environment; invalid values warn and keep the default.
-    pub fn from_env(get: &dyn Fn(&str) -> Option<String>, warn: &mut dyn FnMut(String)) -> Self {
-        let d = AgentLimits::default();
-        let mut read = |name: &str, default: u64| {
-            crate::engine::env_integer(name, get(name).as_deref(), default, warn)
-        };
-        AgentLimits {
-            max_levels: read("PI_SUBAGENTS_MAX_LEVELS", d.max_levels as u64).clamp(1, 32) as usize,
-            max_threads: read("PI_SUBAGENTS_MAX_THREADS", d.max_threads as u64) as i64,
-            max_concurrent: read("PI_SUBAGENTS_MAX_CONCURRENT", d.max_concurrent as u64) as i64,
-        }
-    }
-}
-
 /// How often waits re-read a thread's state (rows may change in another process).
 const WAIT_POLL: Duration = Duration::from_millis(50);
 
@@ -119,7 +85,6 @@ pub struct AgentHost {
     cfg: ServeConfig,
     store: Arc<Store>,
     rt: Runtime,
-    limits: AgentLimits,
     registry: OnceLock<ManagerId>,
     /// Serialises the lifecycle work on one thread inside this serve.
     locks: Arc<super::locks::LockMap>,
@@ -138,16 +103,10 @@ impl AgentHost {
         rt: Runtime,
         locks: Arc<super::locks::LockMap>,
     ) -> Arc<AgentHost> {
-        let mut warn = |w: String| eprintln!("{w}");
-        let limits = AgentLimits::from_env(
-            &|k| std::env::var(k).ok().filter(|v| !v.is_empty()),
-            &mut warn,
-        );
         Arc::new(AgentHost {
             cfg,
             store,
             rt,
-            limits,
             registry: OnceLock::new(),
             locks,
             held: Mutex::new(HashMap::new()),
@@ -372,12 +331,12 @@ impl AgentHost {
 
     fn check_capacity(&self, conn: &Connection, registry: ManagerId) -> Result<()> {
         let active = agents::count_active(conn, registry)?;
-        if active >= self.limits.max_concurrent {
+        if active >= self.cfg.settings.agent_limits.max_concurrent {
             return Err(Error::new(
                 ErrorCode::Limit,
                 format!(
                     "Concurrent thread limit reached; wait for a thread to settle. Repair: {active} of {} threads are working; agent_wait on one of them first, or raise PI_SUBAGENTS_MAX_CONCURRENT.",
-                    self.limits.max_concurrent
+                    self.cfg.settings.agent_limits.max_concurrent
                 ),
             ));
         }

@@ -73,22 +73,22 @@ impl AgentHost {
                     "Task must not be empty. Repair: describe the task the child should do.",
                 ));
             }
-            if level > self.limits.max_levels {
+            if level > self.cfg.settings.agent_limits.max_levels {
                 return Err(Error::new(
                     ErrorCode::Limit,
                     format!(
                         "Agent depth limit reached. Repair: {path} would be level {level} and the limit is {} (the main conversation is level 1); spawn at a shallower path, or raise PI_SUBAGENTS_MAX_LEVELS.",
-                        self.limits.max_levels
+                        self.cfg.settings.agent_limits.max_levels
                     ),
                 ));
             }
             let total = agents::count_all(tx, registry)?;
-            if total >= self.limits.max_threads {
+            if total >= self.cfg.settings.agent_limits.max_threads {
                 return Err(Error::new(
                     ErrorCode::Limit,
                     format!(
                         "Total thread limit reached. Repair: {total} of {} threads are retained, completed ones included; resume an existing thread with agent_steer instead, or raise PI_SUBAGENTS_MAX_THREADS.",
-                        self.limits.max_threads
+                        self.cfg.settings.agent_limits.max_threads
                     ),
                 ));
             }

@@ -11,6 +11,7 @@ use serde_json::Value;
 use super::AgentHost;
 use crate::contract::agent::{self as contract, AgentState};
 use crate::contract::args as argpolicy;
+use crate::engine::child_env::{ChildEnv, Parent};
 use crate::error::{Error, ErrorCode, Result};
 use crate::paths::{self, ROOT};
 use crate::runtime::{LaunchSpec, StartKind};
@@ -89,30 +90,20 @@ impl AgentHost {
     }
 
     fn child_env(&self, row: &AgentRow) -> Vec<(String, String)> {
-        let l = self.limits;
-        vec![
-            ("THREADBASE_DB".into(), self.cfg.db.display().to_string()),
-            ("PI_THREADS_PATH".into(), row.path.clone()),
-            (
-                "PI_THREADS_DEPTH".into(),
-                (paths::agent_level(&row.path) - 1).to_string(),
-            ),
-            ("PI_THREADS_SELF_ID".into(), row.id.clone()),
-            (
-                "PI_THREADS_PARENT_PATH".into(),
-                row.parent_path.clone().unwrap_or_else(|| ROOT.to_string()),
-            ),
-            (
-                "PI_THREADS_ROOT_SESSION_ID".into(),
-                self.cfg.root_session_id.clone(),
-            ),
-            ("PI_SUBAGENTS_MAX_LEVELS".into(), l.max_levels.to_string()),
-            ("PI_SUBAGENTS_MAX_THREADS".into(), l.max_threads.to_string()),
-            (
-                "PI_SUBAGENTS_MAX_CONCURRENT".into(),
-                l.max_concurrent.to_string(),
-            ),
-        ]
+        let parent = Parent::Thread {
+            path: row.parent_path.as_deref().unwrap_or(ROOT),
+            id: None,
+        };
+        ChildEnv::new(
+            &self.cfg,
+            Some(&row.id),
+            &row.path,
+            (paths::agent_level(&row.path) - 1) as i64,
+            parent,
+            &self.cfg.root_session_id,
+        )
+        .agent_limits(&self.cfg.settings.agent_limits)
+        .into_vec()
     }
 
     fn mark_running(&self, id: &str) -> Result<()> {

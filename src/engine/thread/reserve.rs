@@ -21,7 +21,7 @@ pub(super) fn check_depth(e: &Engine) -> Result<()> {
 
 /// A child of a thread at `depth` may be launched (the caller's depth for its own children).
 pub(super) fn check_depth_at(e: &Engine, depth: i64) -> Result<()> {
-    let l = e.cfg.limits;
+    let l = e.cfg.settings.limits;
     if depth >= l.max_depth {
         return Err(Error::new(
             ErrorCode::Limit,
@@ -45,7 +45,7 @@ pub(super) fn check_live_count_of(
     manager_id: ManagerId,
 ) -> Result<()> {
     let live = threads::count_live(conn, manager_id)?;
-    let max = e.cfg.limits.max_threads;
+    let max = e.cfg.settings.limits.max_threads;
     if live >= max {
         return Err(Error::new(
             ErrorCode::Limit,

@@ -15,6 +15,7 @@ use crate::contract::format;
 use crate::contract::projection::{Detail, Projection};
 use crate::contract::thread::{Details, Single, SnapshotJson};
 use crate::domain::CommandKind;
+use crate::engine::child_env::{ChildEnv, Parent};
 use crate::error::{Error, ErrorCode, Result};
 use crate::output::Reply;
 use crate::runtime::{LaunchSpec, StartKind};
@@ -222,25 +223,23 @@ fn descendant_argv(
 
 /// The environment of a descendant taken over by this serve: its own place in the tree.
 fn descendant_env(e: &Engine, row: &ThreadRow) -> Vec<(String, String)> {
-    let mut env = e.child_env(&row.id, &row.path, row.depth);
     let parent_path = row
         .parent_path
-        .clone()
-        .or_else(|| crate::paths::parent_path(&row.path).map(str::to_string))
-        .unwrap_or_else(|| crate::paths::ROOT.to_string());
-    env.retain(|(k, _)| {
-        !matches!(
-            k.as_str(),
-            "PI_THREADS_PARENT_PATH" | "PI_THREADS_PARENT_ID" | "PI_THREADS_PARENT_THREAD_ID"
-        )
-    });
-    env.push(("PI_THREADS_PARENT_PATH".to_string(), parent_path));
-    if let Some(parent_id) = &row.parent_id {
-        env.push(("PI_THREADS_PARENT_ID".to_string(), parent_id.to_string()));
-        env.push((
-            "PI_THREADS_PARENT_THREAD_ID".to_string(),
-            parent_id.to_string(),
-        ));
-    }
-    env
+        .as_deref()
+        .or_else(|| crate::paths::parent_path(&row.path))
+        .unwrap_or(crate::paths::ROOT);
+    let parent = Parent::Thread {
+        path: parent_path,
+        id: row.parent_id.as_deref(),
+    };
+    ChildEnv::new(
+        &e.cfg,
+        Some(&row.id),
+        &row.path,
+        row.depth,
+        parent,
+        &e.cfg.root_session_id,
+    )
+    .thread_settings(&e.cfg.settings)
+    .into_vec()
 }

@@ -3,6 +3,7 @@
 //! then send the pending messages in order, each marked delivered once the child has it.
 
 use crate::domain::ThreadStatus;
+use crate::engine::child_env::{ChildEnv, Parent};
 use std::path::{Path, PathBuf};
 
 use std::time::Duration;
@@ -49,28 +50,12 @@ pub(super) async fn drive(e: &Engine, id: &str) -> Result<()> {
 
 /// The environment of a worker's process: the `PI_THREADS_*` settings of this serve, but as a
 /// top-level session (path `/root`, depth 0, no parent, its own root session), plus
-/// `THREADBASE_WORKER_ID` and `THREADBASE_COORDINATOR_ID`. Empty values unset what this
-/// process's own environment might carry.
+/// `THREADBASE_WORKER_ID` and `THREADBASE_COORDINATOR_ID`.
 fn worker_env(e: &Engine, id: &str, coordinator: &str) -> Vec<(String, String)> {
-    let drop = [
-        "PI_THREADS_SELF_ID",
-        "PI_THREADS_PARENT_PATH",
-        "PI_THREADS_PARENT_ID",
-        "PI_THREADS_PARENT_THREAD_ID",
-        "PI_THREADS_ROOT_SESSION_ID",
-    ];
-    let mut env: Vec<(String, String)> = e
-        .child_env(id, crate::paths::ROOT, 0)
-        .into_iter()
-        .filter(|(k, _)| !drop.contains(&k.as_str()))
-        .collect();
-    for k in &drop[..4] {
-        env.push((k.to_string(), String::new()));
-    }
-    env.push(("PI_THREADS_ROOT_SESSION_ID".into(), id.to_string()));
-    env.push(("THREADBASE_WORKER_ID".into(), id.to_string()));
-    env.push(("THREADBASE_COORDINATOR_ID".into(), coordinator.to_string()));
-    env
+    ChildEnv::new(&e.cfg, None, crate::paths::ROOT, 0, Parent::TopLevel, id)
+        .thread_settings(&e.cfg.settings)
+        .worker(id, coordinator)
+        .into_vec()
 }
 
 fn pending_messages(e: &Engine, id: &str) -> Result<Vec<PendingMessage>> {

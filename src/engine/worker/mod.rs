@@ -47,7 +47,7 @@ pub use restore::restore_workers;
 pub use snapshot::snapshot_workers;
 
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use rusqlite::Connection;
 use serde::Serialize;
@@ -55,7 +55,7 @@ use serde_json::value::RawValue;
 
 use super::Engine;
 use crate::contract::worker::{
-    self as contract, worker_identity, Model, Report, WorkerFacts, WorkerRequest, Workers,
+    worker_identity, Model, Report, WorkerFacts, WorkerRequest, Workers,
 };
 use crate::contract::ToolResult;
 use crate::error::{Error, ErrorCode, Result};
@@ -82,36 +82,6 @@ impl Interrupting {
     }
     pub(super) fn remove(&self, id: &str) {
         self.set().remove(id);
-    }
-}
-
-/// `THREADBASE_MAX_WORKERS` (1..32, default 4), read once; an invalid value warns once.
-pub fn max_workers() -> i64 {
-    static MAX: OnceLock<i64> = OnceLock::new();
-    *MAX.get_or_init(|| {
-        max_workers_from(
-            std::env::var("THREADBASE_MAX_WORKERS").ok().as_deref(),
-            &mut |w| eprintln!("{w}"),
-        )
-    })
-}
-
-fn max_workers_from(value: Option<&str>, warn: &mut dyn FnMut(String)) -> i64 {
-    let Some(raw) = value.filter(|v| !v.is_empty()) else {
-        return contract::DEFAULT_MAX_WORKERS;
-    };
-    let (lo, hi) = contract::MAX_WORKERS_RANGE;
-    let t = raw.trim();
-    match t.parse::<i64>() {
-        Ok(n) if t.bytes().all(|b| b.is_ascii_digit()) && (lo..=hi).contains(&n) => n,
-        _ => {
-            warn(format!(
-                "[threadbase] Ignoring invalid THREADBASE_MAX_WORKERS={} (expected an integer from {lo} to {hi}); using default {}.",
-                crate::paths::json_quote(raw),
-                contract::DEFAULT_MAX_WORKERS
-            ));
-            contract::DEFAULT_MAX_WORKERS
-        }
     }
 }
 
@@ -268,25 +238,4 @@ fn owned(e: &Engine, id: &str) -> Result<Worker> {
 /// Records how a worker's last run ended, in its own transaction.
 fn set_outcome(store: &Store, id: &str, outcome: Outcome) -> Result<()> {
     store.write(|tx| workers::set_outcome(tx, id, outcome))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn max_workers_setting() {
-        let mut warnings = Vec::new();
-        let mut warn = |w: String| warnings.push(w);
-        assert_eq!(max_workers_from(None, &mut warn), 4);
-        assert_eq!(max_workers_from(Some(""), &mut warn), 4);
-        assert_eq!(max_workers_from(Some("1"), &mut warn), 1);
-        assert_eq!(max_workers_from(Some(" 32 "), &mut warn), 32);
-        assert_eq!(max_workers_from(Some("0"), &mut warn), 4);
-        assert_eq!(max_workers_from(Some("33"), &mut warn), 4);
-        assert_eq!(max_workers_from(Some("-1"), &mut warn), 4);
-        assert_eq!(max_workers_from(Some("2.5"), &mut warn), 4);
-        assert_eq!(warnings.len(), 4);
-        assert!(warnings[0].contains("THREADBASE_MAX_WORKERS=\"0\""));
-    }
 }

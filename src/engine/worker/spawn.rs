@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::drive::drive;
-use super::{json_of, load, max_workers, Json};
+use super::{json_of, load, Json};
 use crate::contract::args as argpolicy;
 use crate::contract::worker::{
     self as contract, check_directory, fingerprint, new_message_id, resolve_granted_paths,
@@ -105,7 +105,7 @@ pub(super) async fn spawn(e: &Engine, req: SpawnRequest) -> Result<Json> {
         req.agent.as_deref(),
         paths.as_deref(),
     );
-    let limit = max_workers();
+    let limit = e.cfg.settings.max_workers;
     let prompt = worker_prompt(&req.task, &req.directory, paths.as_deref());
     let owner = e.rt.owner();
     let session_file = e.cfg.session_file.as_ref().map(|p| p.display().to_string());

@@ -1,0 +1,246 @@
+//! One serve's configuration: where it sits in the tree and every setting of the three
+//! contracts, read from the environment once, when `serve` starts (`threadbase serve` builds
+//! it; the demo writes one out). The engine and its contracts read only this: none of them
+//! looks at the environment on its own, so one serve's settings cannot change under it.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::budget::Budget;
+use crate::contract::worker as contract_c;
+use crate::runtime::RuntimeConfig;
+
+/// Contract A's `PI_THREADS_MAX_DEPTH` and `PI_THREADS_MAX_THREADS`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub max_depth: i64,
+    pub max_threads: i64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_depth: 2,
+            max_threads: 8,
+        }
+    }
+}
+
+/// Contract B's limits (settings: `PI_SUBAGENTS_MAX_LEVELS`, `PI_SUBAGENTS_MAX_THREADS`,
+/// `PI_SUBAGENTS_MAX_CONCURRENT`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AgentLimits {
+    pub max_levels: usize,
+    pub max_threads: i64,
+    pub max_concurrent: i64,
+}
+
+impl Default for AgentLimits {
+    fn default() -> Self {
+        AgentLimits {
+            max_levels: 3,
+            max_threads: 64,
+            max_concurrent: 16,
+        }
+    }
+}
+
+/// Every setting a serve reads from the environment, with its default.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Settings {
+    /// Contract A's limits.
+    pub limits: Limits,
+    /// Contract A's idle cleanup and live timeout.
+    pub timers: RuntimeConfig,
+    /// Contract B's limits.
+    pub agent_limits: AgentLimits,
+    /// Contract C's `THREADBASE_MAX_WORKERS` (1..32, default 4): live workers per coordinator.
+    pub max_workers: i64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            limits: Limits::default(),
+            timers: RuntimeConfig::default(),
+            agent_limits: AgentLimits::default(),
+            max_workers: contract_c::DEFAULT_MAX_WORKERS,
+        }
+    }
+}
+
+impl Settings {
+    /// Reads every setting through `get` (an unset or empty variable is `None`); an invalid
+    /// value keeps its default and says so once through `warn` (the originals' texts).
+    pub fn from_env(get: &dyn Fn(&str) -> Option<String>, warn: &mut dyn FnMut(String)) -> Self {
+        let d = Settings::default();
+        let mut read =
+            |name: &str, default: u64| env_integer(name, get(name).as_deref(), default, warn);
+        let limits = Limits {
+            max_depth: read("PI_THREADS_MAX_DEPTH", d.limits.max_depth as u64) as i64,
+            max_threads: read("PI_THREADS_MAX_THREADS", d.limits.max_threads as u64) as i64,
+        };
+        let ms = |n: u64| (n > 0).then(|| Duration::from_millis(n));
+        let timers = RuntimeConfig {
+            idle_cleanup: ms(read("PI_THREADS_IDLE_CLEANUP_MS", 0)),
+            live_timeout: ms(read("PI_THREADS_LIVE_TIMEOUT_MS", 0)),
+        };
+        let b = d.agent_limits;
+        let agent_limits = AgentLimits {
+            max_levels: read("PI_SUBAGENTS_MAX_LEVELS", b.max_levels as u64).clamp(1, 32) as usize,
+            max_threads: read("PI_SUBAGENTS_MAX_THREADS", b.max_threads as u64) as i64,
+            max_concurrent: read("PI_SUBAGENTS_MAX_CONCURRENT", b.max_concurrent as u64) as i64,
+        };
+        let max_workers = max_workers_from(get("THREADBASE_MAX_WORKERS").as_deref(), warn);
+        Settings {
+            limits,
+            timers,
+            agent_limits,
+            max_workers,
+        }
+    }
+}
+
+/// Everything a `serve` knows about the session it manages.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    /// The parent Pi session file, if it has one.
+    pub session_file: Option<PathBuf>,
+    /// The manager's identity: the parent session id.
+    pub session_id: String,
+    /// The parent's cwd.
+    pub cwd: PathBuf,
+    /// The caller's own thread path (`/root` for a top-level Pi).
+    pub scope_path: String,
+    /// The caller's depth (0 for a top-level Pi).
+    pub depth: i64,
+    /// The caller's own thread id when it is itself a managed child.
+    pub self_id: Option<String>,
+    /// The caller's parent path and id when it is a managed child.
+    pub parent_path: Option<String>,
+    pub parent_id: Option<String>,
+    /// The root Pi session of the whole tree.
+    pub root_session_id: String,
+    /// The parent Pi's argv, for flag inheritance.
+    pub parent_args: Vec<String>,
+    /// The parent project is trusted: children inside its cwd get `--approve`.
+    pub trusted: bool,
+    /// The argv prefix that launches a child Pi.
+    pub pi_command: Vec<String>,
+    /// Pi's agent dir (sessions live below it when the parent has no session file).
+    pub agent_dir: PathBuf,
+    /// The database file (passed to children).
+    pub db: PathBuf,
+    /// The limits and timers of the three contracts.
+    pub settings: Settings,
+    /// `THREADBASE_BUDGET_TOKENS` / `THREADBASE_BUDGET_USD`: caps on the root's whole tree.
+    pub budget: Budget,
+}
+
+/// Reads a non-negative integer setting: trimmed text matching `^\d+$` within the safe
+/// integer range, else the default with one warning (the reference's text).
+pub fn env_integer(
+    name: &str,
+    value: Option<&str>,
+    default: u64,
+    warn: &mut dyn FnMut(String),
+) -> u64 {
+    let Some(raw) = value else { return default };
+    let t = raw.trim();
+    let ok = !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+    match t.parse::<u64>() {
+        Ok(n) if ok && n <= 9_007_199_254_740_991 => n,
+        _ => {
+            warn(format!(
+                "[pi-threads] Ignoring invalid {name}={} (expected a non-negative integer); using default.",
+                crate::paths::json_quote(raw)
+            ));
+            default
+        }
+    }
+}
+
+/// `THREADBASE_MAX_WORKERS`: an integer from 1 to 32, else the default with one warning.
+fn max_workers_from(value: Option<&str>, warn: &mut dyn FnMut(String)) -> i64 {
+    let Some(raw) = value.filter(|v| !v.is_empty()) else {
+        return contract_c::DEFAULT_MAX_WORKERS;
+    };
+    let (lo, hi) = contract_c::MAX_WORKERS_RANGE;
+    let t = raw.trim();
+    match t.parse::<i64>() {
+        Ok(n) if t.bytes().all(|b| b.is_ascii_digit()) && (lo..=hi).contains(&n) => n,
+        _ => {
+            warn(format!(
+                "[threadbase] Ignoring invalid THREADBASE_MAX_WORKERS={} (expected an integer from {lo} to {hi}); using default {}.",
+                crate::paths::json_quote(raw),
+                contract_c::DEFAULT_MAX_WORKERS
+            ));
+            contract_c::DEFAULT_MAX_WORKERS
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn max_workers_setting() {
+        let mut warnings = Vec::new();
+        let mut warn = |w: String| warnings.push(w);
+        assert_eq!(max_workers_from(None, &mut warn), 4);
+        assert_eq!(max_workers_from(Some(""), &mut warn), 4);
+        assert_eq!(max_workers_from(Some("1"), &mut warn), 1);
+        assert_eq!(max_workers_from(Some(" 32 "), &mut warn), 32);
+        assert_eq!(max_workers_from(Some("0"), &mut warn), 4);
+        assert_eq!(max_workers_from(Some("33"), &mut warn), 4);
+        assert_eq!(max_workers_from(Some("-1"), &mut warn), 4);
+        assert_eq!(max_workers_from(Some("2.5"), &mut warn), 4);
+        assert_eq!(warnings.len(), 4);
+        assert!(warnings[0].contains("THREADBASE_MAX_WORKERS=\"0\""));
+    }
+
+    /// Every contract's settings come from one read of the environment: the values set, the
+    /// defaults for the rest, one warning per invalid value.
+    #[test]
+    fn one_read_covers_every_contract() {
+        let vars = [
+            ("PI_THREADS_MAX_DEPTH", "3"),
+            ("PI_THREADS_IDLE_CLEANUP_MS", "250"),
+            ("PI_SUBAGENTS_MAX_LEVELS", "99"),
+            ("PI_SUBAGENTS_MAX_CONCURRENT", "x"),
+            ("THREADBASE_MAX_WORKERS", "2"),
+        ];
+        let get = |k: &str| {
+            vars.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        };
+        let mut warnings = Vec::new();
+        let s = Settings::from_env(&get, &mut |w| warnings.push(w));
+        assert_eq!(
+            s.limits,
+            Limits {
+                max_depth: 3,
+                max_threads: 8
+            }
+        );
+        assert_eq!(s.timers.idle_cleanup, Some(Duration::from_millis(250)));
+        assert_eq!(s.timers.live_timeout, None);
+        assert_eq!(
+            s.agent_limits,
+            AgentLimits {
+                max_levels: 32,
+                max_threads: 64,
+                max_concurrent: 16
+            }
+        );
+        assert_eq!(s.max_workers, 2);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains("PI_SUBAGENTS_MAX_CONCURRENT=\"x\""));
+        assert_eq!(
+            Settings::from_env(&|_| None, &mut |_| {}),
+            Settings::default()
+        );
+    }
+}
