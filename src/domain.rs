@@ -89,36 +89,28 @@ words! {
 
 words! {
     /// Whether a thread's process may still run (`threads.status`).
+    #[derive(Default)]
     ThreadStatus {
+        /// A new thread is live.
+        #[default]
         Live = "live",
         Closed = "closed",
-    }
-}
-
-/// A new thread is live.
-impl Default for ThreadStatus {
-    fn default() -> ThreadStatus {
-        ThreadStatus::Live
     }
 }
 
 words! {
     /// What a thread is doing (`threads.phase`): the four live phases, then the two a closed
     /// thread that did not end cleanly keeps.
+    #[derive(Default)]
     Phase {
+        /// A new thread is starting.
+        #[default]
         Starting = "starting",
         Busy = "busy",
         Idle = "idle",
         Stopping = "stopping",
         Failed = "failed",
         Stale = "stale",
-    }
-}
-
-/// A new thread is starting.
-impl Default for Phase {
-    fn default() -> Phase {
-        Phase::Starting
     }
 }
 
@@ -203,6 +195,34 @@ words! {
     }
 }
 
+words! {
+    /// Which way a `mailbox` row goes (`mailbox.direction`).
+    Direction {
+        /// For the thread's process: contract B's steering, contract C's prompt and messages.
+        ToChild = "to_child",
+        /// For the thread's parent: notices, progress, a worker's report.
+        ToParent = "to_parent",
+    }
+}
+
+words! {
+    /// What a `mailbox` row carries (`mailbox.kind`).
+    MailKind {
+        /// Contract C: a worker's initial prompt.
+        Prompt = "prompt",
+        /// Contract B: a steering message.
+        Steer = "steer",
+        /// Contract C: a `threads_send` message.
+        FollowUp = "follow_up",
+        /// Contract B: a settlement's notice.
+        Notice = "notice",
+        /// Contract B: an `agent_update` notice.
+        Progress = "progress",
+        /// Contract C: the coordinator's notice of a report.
+        Report = "report",
+    }
+}
+
 /// A thread's id (`threads.id`): `thread_…` for contract A, the contracts' own shapes for B
 /// and C. Reads as a `&str` wherever one is wanted.
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -266,41 +286,24 @@ impl From<ThreadId> for String {
     }
 }
 
-impl PartialEq<str> for ThreadId {
-    fn eq(&self, other: &str) -> bool {
-        self.0 == other
-    }
+/// `row.id == "thread_…"` and back, as lookups and tests compare ids with text.
+macro_rules! eq_text {
+    ($($text:ty),+) => {$(
+        impl PartialEq<$text> for ThreadId {
+            fn eq(&self, other: &$text) -> bool {
+                self.0 == AsRef::<str>::as_ref(other)
+            }
+        }
+
+        impl PartialEq<ThreadId> for $text {
+            fn eq(&self, other: &ThreadId) -> bool {
+                AsRef::<str>::as_ref(self) == other.0
+            }
+        }
+    )+};
 }
 
-impl PartialEq<&str> for ThreadId {
-    fn eq(&self, other: &&str) -> bool {
-        self.0 == *other
-    }
-}
-
-impl PartialEq<String> for ThreadId {
-    fn eq(&self, other: &String) -> bool {
-        &self.0 == other
-    }
-}
-
-impl PartialEq<ThreadId> for str {
-    fn eq(&self, other: &ThreadId) -> bool {
-        self == other.0
-    }
-}
-
-impl PartialEq<ThreadId> for &str {
-    fn eq(&self, other: &ThreadId) -> bool {
-        *self == other.0
-    }
-}
-
-impl PartialEq<ThreadId> for String {
-    fn eq(&self, other: &ThreadId) -> bool {
-        *self == other.0
-    }
-}
+eq_text!(str, &str, String);
 
 impl ToSql for ThreadId {
     fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
@@ -372,6 +375,8 @@ mod tests {
         round_trip(&conn, Outcome::ALL);
         round_trip(&conn, CommandKind::ALL);
         round_trip(&conn, CommandState::ALL);
+        round_trip(&conn, Direction::ALL);
+        round_trip(&conn, MailKind::ALL);
     }
 
     #[test]
@@ -403,6 +408,8 @@ mod tests {
         check("agent_state", &words(AgentState::ALL));
         check("exit_kind", &words(ExitKind::ALL));
         check("outcome", &words(Outcome::ALL));
+        check("direction", &words(Direction::ALL));
+        check("kind", &words(MailKind::ALL));
         let v5 = include_str!("../migrations/V5__subtree_reach.sql");
         let in_list = |column: &str| -> Vec<String> {
             let at = v5.find(&format!("CHECK ({column} IN (")).unwrap();

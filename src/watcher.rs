@@ -15,7 +15,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
-use serde::Serialize;
 use serde_json::json;
 use tokio::sync::mpsc;
 
@@ -87,28 +86,12 @@ pub async fn run(engine: Arc<Engine>, out: Output) {
     }
 }
 
-/// A notice as the caller's `notice` notification.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct NoticeParams<'a> {
-    thread_id: &'a str,
-    path: &'a str,
-    kind: &'a str,
-    message_id: Option<&'a str>,
-    text: &'a str,
-    created_at: &'a str,
-}
-
 fn deliver_notices(conn: &Connection, store: &Store, session_id: &str, out: &Output) -> Result<()> {
     for n in mailbox::pending_notices(conn, session_id)? {
         if store.write(|tx| mailbox::claim_notice(tx, n.id))? {
-            let _ = out.send(json!({"method": "notice", "params": NoticeParams {
-                thread_id: &n.thread_id,
-                path: &n.path,
-                kind: &n.kind,
-                message_id: n.message_id.as_deref(),
-                text: &n.body,
-                created_at: &n.created_at,
+            let _ = out.send(json!({"method": "notice", "params": {
+                "threadId": n.thread_id, "path": n.path, "kind": n.kind,
+                "messageId": n.message_id, "text": n.body, "createdAt": n.created_at,
             }}));
         }
     }

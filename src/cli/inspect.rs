@@ -296,8 +296,13 @@ pub fn events(
         writeln!(out, "{}", serde_json::to_string_pretty(&evs)?)?;
         return Ok(());
     }
+    write_events(out, &t, &evs)
+}
+
+/// One thread's retained events as `events` prints them: a heading, then a line each.
+fn write_events(out: &mut dyn Write, t: &ThreadRow, evs: &[events::StoredEvent]) -> Result<()> {
     writeln!(out, "{} ({}): {} events retained", t.path, t.id, evs.len())?;
-    for e in &evs {
+    for e in evs {
         writeln!(out, "{:>5}  {}  {:<18} {}", e.seq, e.at, e.kind, e.data)?;
     }
     Ok(())
@@ -338,11 +343,7 @@ pub fn events_matching(
         writeln!(out, "No thread matches {matching}.")?;
     }
     for t in &listing.threads {
-        let evs = events::of_thread(&conn, &t.id)?;
-        writeln!(out, "{} ({}): {} events retained", t.path, t.id, evs.len())?;
-        for e in &evs {
-            writeln!(out, "{:>5}  {}  {:<18} {}", e.seq, e.at, e.kind, e.data)?;
-        }
+        write_events(out, t, &events::of_thread(&conn, &t.id)?)?;
     }
     Ok(())
 }

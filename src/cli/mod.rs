@@ -16,7 +16,7 @@ mod usage;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 
 use crate::error::Error;
 
@@ -54,12 +54,8 @@ pub enum Command {
         /// active, archived or all.
         #[arg(long, default_value = "all")]
         visibility: String,
-        /// Only threads whose path matches this glob ('/root/api_*'; see `stop`).
-        #[arg(long = "match", value_name = "GLOB")]
-        matching: Option<String>,
-        /// Only the tree of the root session with the most recent thread.
-        #[arg(long)]
-        latest: bool,
+        #[command(flatten)]
+        trees: TreeArgs,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
@@ -67,12 +63,8 @@ pub enum Command {
     /// Print each root session's whole tree: its own threads and, nested under each child,
     /// the threads the child's own serve started, indented, with state and exit kind.
     Tree {
-        /// Only threads whose path matches this glob ('/root/api_*'; see `stop`).
-        #[arg(long = "match", value_name = "GLOB")]
-        matching: Option<String>,
-        /// Only the tree of the root session with the most recent thread.
-        #[arg(long)]
-        latest: bool,
+        #[command(flatten)]
+        trees: TreeArgs,
         /// Print JSON instead of the indented tree.
         #[arg(long)]
         json: bool,
@@ -191,6 +183,27 @@ pub enum Command {
     },
 }
 
+/// Which trees `list` and `tree` show.
+#[derive(Debug, Args)]
+pub struct TreeArgs {
+    /// Only threads whose path matches this glob ('/root/api_*'; see `stop`).
+    #[arg(long = "match", value_name = "GLOB")]
+    matching: Option<String>,
+    /// Only the tree of the root session with the most recent thread.
+    #[arg(long)]
+    latest: bool,
+}
+
+impl TreeArgs {
+    fn filters(&self, json: bool) -> inspect::TreeFilters<'_> {
+        inspect::TreeFilters {
+            matching: self.matching.as_deref(),
+            latest: self.latest,
+            json,
+        }
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum PiAction {
     /// Write the extension to <agent dir>/threadbase (with --local: ./.pi/threadbase), record
@@ -253,33 +266,10 @@ pub fn main() -> ExitCode {
         Command::List {
             state,
             visibility,
-            matching,
-            latest,
+            trees,
             json,
-        } => inspect::list(
-            &db,
-            &inspect::TreeFilters {
-                matching: matching.as_deref(),
-                latest,
-                json,
-            },
-            &state,
-            &visibility,
-            &mut out,
-        ),
-        Command::Tree {
-            matching,
-            latest,
-            json,
-        } => inspect::tree(
-            &db,
-            &inspect::TreeFilters {
-                matching: matching.as_deref(),
-                latest,
-                json,
-            },
-            &mut out,
-        ),
+        } => inspect::list(&db, &trees.filters(json), &state, &visibility, &mut out),
+        Command::Tree { trees, json } => inspect::tree(&db, &trees.filters(json), &mut out),
         Command::Show {
             reference,
             manager,

@@ -609,21 +609,12 @@ mod tests {
             manager_id: ManagerId(1),
             path: "/root/api_survey".into(),
             parent_path: Some("/root".into()),
-            parent_id: None,
             task_name: "api_survey".into(),
             name: "API survey".into(),
             depth: 1,
             cwd: "/work/proj".into(),
             args: vec!["--model".into(), "anthropic/claude-sonnet-4-5".into()],
-            status: ThreadStatus::Live,
             phase: Phase::Busy,
-            agent_state: None,
-            exit_kind: None,
-            exit_code: None,
-            exit_signal: None,
-            exit_message: None,
-            archived: false,
-            hidden: None,
             session_file: Some("/s/child.jsonl".into()),
             session_id: Some("sess-1".into()),
             pid: Some(4242),
@@ -632,6 +623,7 @@ mod tests {
             last_seq: 3,
             created_at: "2025-01-01T00:00:00.000Z".into(),
             last_event_at: "2025-01-01T00:00:03.000Z".into(),
+            ..ThreadRow::default()
         }
     }
 

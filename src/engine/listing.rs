@@ -654,17 +654,7 @@ mod tests {
             .write(|tx| {
                 let m = upsert_manager(
                     tx,
-                    &ManagerSpec {
-                        session_id: "s",
-                        contract: Contract::Thread,
-                        scope_path: "/root",
-                        depth: 0,
-                        self_thread_id: None,
-                        session_file: None,
-                        cwd: None,
-                        owner_pid: None,
-                        owner_started_at: None,
-                    },
+                    &ManagerSpec::new("s", Contract::Thread, "/root"),
                 )?;
                 let mut i = 0;
                 while i < n {

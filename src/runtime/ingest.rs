@@ -470,20 +470,8 @@ mod tests {
         let store = Store::open(dir.path().join(name)).unwrap();
         store
             .write(|tx| {
-                let manager = upsert_manager(
-                    tx,
-                    &ManagerSpec {
-                        session_id: "s",
-                        contract: Contract::Thread,
-                        scope_path: "/root",
-                        depth: 0,
-                        self_thread_id: None,
-                        session_file: None,
-                        cwd: None,
-                        owner_pid: None,
-                        owner_started_at: None,
-                    },
-                )?;
+                let manager =
+                    upsert_manager(tx, &ManagerSpec::new("s", Contract::Thread, "/root"))?;
                 for (n, id) in ids.iter().enumerate() {
                     insert_thread(
                         tx,

@@ -23,6 +23,24 @@ pub struct ManagerSpec<'a> {
     pub owner_started_at: Option<i64>,
 }
 
+impl<'a> ManagerSpec<'a> {
+    /// A manager of `session_id` for `contract` at `scope_path`, depth 0, with no self
+    /// thread, session file, cwd or owner known: `..ManagerSpec::new(…)` fills in the rest.
+    pub fn new(session_id: &'a str, contract: Contract, scope_path: &'a str) -> Self {
+        ManagerSpec {
+            session_id,
+            contract,
+            scope_path,
+            depth: 0,
+            self_thread_id: None,
+            session_file: None,
+            cwd: None,
+            owner_pid: None,
+            owner_started_at: None,
+        }
+    }
+}
+
 /// Finds or creates a manager and records its current owner; returns its id.
 pub fn upsert_manager(conn: &Connection, spec: &ManagerSpec<'_>) -> Result<ManagerId> {
     let mut stmt = conn.prepare_cached(include_str!("../../sql/manager_upsert.sql"))?;
@@ -209,8 +227,9 @@ pub mod col {
     ];
 }
 
-/// One `threads` row, as the engine reads it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// One `threads` row, as the engine reads it. (Its default, a live thread with nothing known,
+/// is for tests to build rows from.)
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ThreadRow {
     pub id: ThreadId,
     pub manager_id: ManagerId,

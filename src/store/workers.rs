@@ -299,49 +299,14 @@ pub fn activity_since(conn: &Connection, id: &str, seq: i64) -> Result<Activity>
 
 // ---- mailbox ------------------------------------------------------------------------------
 
-/// Which way a mailbox message goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Direction {
-    ToChild,
-    ToParent,
-}
-
-impl Direction {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Direction::ToChild => "to_child",
-            Direction::ToParent => "to_parent",
-        }
-    }
-}
-
-/// What a worker's mailbox message is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MessageKind {
-    /// The initial prompt.
-    Prompt,
-    /// A `threads_send` message.
-    FollowUp,
-    /// The coordinator's notice of a report.
-    Report,
-}
-
-impl MessageKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MessageKind::Prompt => "prompt",
-            MessageKind::FollowUp => "follow_up",
-            MessageKind::Report => "report",
-        }
-    }
-}
+pub use crate::domain::{Direction, MailKind};
 
 /// A keyed message to admit.
 #[derive(Debug, Clone, Copy)]
 pub struct NewMessage<'a> {
     pub thread_id: &'a str,
     pub direction: Direction,
-    pub kind: MessageKind,
+    pub kind: MailKind,
     pub send_key: &'a str,
     pub message_id: &'a str,
     pub body: &'a str,
@@ -355,8 +320,8 @@ pub fn admit_message(conn: &Connection, m: &NewMessage<'_>) -> Result<bool> {
         .prepare_cached(include_str!("../../sql/worker_mailbox_admit.sql"))?
         .execute(named_params! {
             ":thread_id": m.thread_id,
-            ":direction": m.direction.as_str(),
-            ":kind": m.kind.as_str(),
+            ":direction": m.direction,
+            ":kind": m.kind,
             ":send_key": m.send_key,
             ":message_id": m.message_id,
             ":body": m.body,
@@ -428,7 +393,7 @@ mod tests {
         let prompt = |body| NewMessage {
             thread_id: "ses_w",
             direction: Direction::ToChild,
-            kind: MessageKind::Prompt,
+            kind: MailKind::Prompt,
             send_key: "spawn",
             message_id: "m1",
             body,
@@ -436,20 +401,8 @@ mod tests {
         };
         store
             .write(|tx| {
-                let manager_id = upsert_manager(
-                    tx,
-                    &ManagerSpec {
-                        session_id: "ses_c",
-                        contract: Contract::Worker,
-                        scope_path: "/",
-                        depth: 0,
-                        self_thread_id: None,
-                        session_file: None,
-                        cwd: None,
-                        owner_pid: None,
-                        owner_started_at: None,
-                    },
-                )?;
+                let manager_id =
+                    upsert_manager(tx, &ManagerSpec::new("ses_c", Contract::Worker, "/"))?;
                 insert_worker(
                     tx,
                     &NewWorker {

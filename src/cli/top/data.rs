@@ -217,20 +217,7 @@ mod tests {
         session: &str,
         contract: Contract,
     ) -> Result<ManagerId> {
-        upsert_manager(
-            tx,
-            &ManagerSpec {
-                session_id: session,
-                contract,
-                scope_path: "/root",
-                depth: 0,
-                self_thread_id: None,
-                session_file: None,
-                cwd: None,
-                owner_pid: None,
-                owner_started_at: None,
-            },
-        )
+        upsert_manager(tx, &ManagerSpec::new(session, contract, "/root"))
     }
 
     /// A subtree read as an index range, then list's state and visibility filters, keep

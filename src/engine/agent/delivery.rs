@@ -4,8 +4,6 @@
 
 use std::sync::Arc;
 
-use serde_json::Value;
-
 use super::AgentHost;
 use crate::contract::agent::AgentState;
 use crate::error::Result;
@@ -108,19 +106,7 @@ fn user_message_since(file: &crate::pi::session::SessionFile, text: &str, since:
         e["type"] == "message"
             && e["message"]["role"] == "user"
             && e["timestamp"].as_str().is_some_and(|t| t >= since)
-            && message_text(&e["message"]["content"]) == text
+            && crate::pi::session::content_text(&e["message"]["content"], "").unwrap_or_default()
+                == text
     })
-}
-
-fn message_text(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter(|p| p["type"] == "text")
-            .filter_map(|p| p["text"].as_str())
-            .collect::<Vec<_>>()
-            .join(""),
-        _ => String::new(),
-    }
 }

@@ -3,14 +3,16 @@
 
 use std::path::{Path, PathBuf};
 
-use super::reserve::{check_new_child, child_argv, claim_path, insert_child, launched, Child};
+use super::reserve::{
+    check_new_child, child_argv, child_launch, claim_path, insert_child, launched, Child,
+};
 use super::{find, reply, Engine};
 use crate::contract::projection::{Detail, Projection};
 use crate::contract::thread::{Details, Single, SnapshotJson};
 use crate::contract::{format, naming};
 use crate::error::{Error, ErrorCode, Result};
 use crate::output::Reply;
-use crate::runtime::{LaunchSpec, StartKind};
+use crate::runtime::StartKind;
 use crate::time::now_iso;
 
 pub(super) async fn fork(
@@ -103,17 +105,18 @@ pub(super) async fn fork(
     let outcome = launched(
         e,
         &id,
-        e.rt.launch(LaunchSpec {
-            thread_id: id.clone(),
+        e.rt.launch(child_launch(
+            e,
+            &id,
+            &path,
+            depth,
             argv,
-            cwd: cwd.clone(),
-            env: e.child_env(&id, &path, depth),
-            clear_env: false,
-            start: StartKind::Forked {
+            &cwd,
+            StartKind::Forked {
                 source_session_file: source_file.display().to_string(),
                 source_entry_id: source_entry.clone(),
             },
-        }),
+        )),
     )
     .await?;
     let facts = e.facts(&id)?;

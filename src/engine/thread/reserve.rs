@@ -11,6 +11,7 @@ use serde_json::json;
 use super::Engine;
 use crate::contract::{args as argpolicy, naming};
 use crate::error::{Error, ErrorCode, Result};
+use crate::runtime::{LaunchSpec, StartKind};
 use crate::store::events::{self, NewEvent};
 use crate::store::{launches, threads};
 use crate::time::now_iso;
@@ -242,6 +243,27 @@ pub(super) fn insert_child(e: &Engine, tx: &Transaction<'_>, child: &Child<'_>) 
             ..Default::default()
         },
     )
+}
+
+/// How a reserved child of this manager launches: `argv` in `cwd`, starting with `start`,
+/// its place (`path`, `depth`) in its environment.
+pub(super) fn child_launch(
+    e: &Engine,
+    id: &str,
+    path: &str,
+    depth: i64,
+    argv: Vec<String>,
+    cwd: &Path,
+    start: StartKind,
+) -> LaunchSpec {
+    LaunchSpec {
+        thread_id: id.to_string(),
+        argv,
+        cwd: cwd.to_path_buf(),
+        env: e.child_env(id, path, depth),
+        clear_env: false,
+        start,
+    }
 }
 
 /// Awaits a reserved child's launch: on failure its row is closed as failed (no live row then

@@ -1,8 +1,8 @@
 //! `start`: reserve the thread, write its session file, launch its child with the prompt.
 
 use super::reserve::{
-    check_new_child, child_argv, claim_path, insert_child, launched, new_session_file, resolve_cwd,
-    Child,
+    check_new_child, child_argv, child_launch, claim_path, insert_child, launched,
+    new_session_file, resolve_cwd, Child,
 };
 use super::{reply, Engine};
 use crate::contract::projection::{Detail, Projection};
@@ -10,7 +10,7 @@ use crate::contract::thread::{Details, Single, SnapshotJson};
 use crate::contract::{format, naming};
 use crate::error::Result;
 use crate::output::Reply;
-use crate::runtime::{LaunchSpec, StartKind};
+use crate::runtime::StartKind;
 use crate::store::launches;
 
 pub(super) async fn start(
@@ -55,15 +55,9 @@ pub(super) async fn start(
             launches::set_session_file(tx, &id, &session.display().to_string(), &session_id)
         })?;
         let argv = child_argv(e, &args, &cwd, &session, &display)?;
-        e.rt.launch(LaunchSpec {
-            thread_id: id.clone(),
-            argv,
-            cwd: cwd.clone(),
-            env: e.child_env(&id, &path, depth),
-            clear_env: false,
-            start: StartKind::Prompt(prompt.clone()),
-        })
-        .await
+        let start = StartKind::Prompt(prompt.clone());
+        e.rt.launch(child_launch(e, &id, &path, depth, argv, &cwd, start))
+            .await
     })
     .await?;
     let facts = e.facts(&id)?;

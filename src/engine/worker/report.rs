@@ -7,7 +7,7 @@ use crate::contract::worker::{new_message_id, report_notice_text, Report, Report
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::store::reports::{self, NewReport};
-use crate::store::workers::{self, Direction, MessageKind, NewMessage};
+use crate::store::workers::{self, Direction, MailKind, NewMessage};
 use crate::time::now_iso;
 
 /// The mailbox `send_key` of the report notice. User send keys are stored as `send:<key>` and
@@ -52,7 +52,7 @@ pub(super) fn report(e: &Engine, report: Report) -> Result<Json> {
             &NewMessage {
                 thread_id: &id,
                 direction: Direction::ToParent,
-                kind: MessageKind::Report,
+                kind: MailKind::Report,
                 send_key: REPORT_SEND_KEY,
                 message_id: &message_id,
                 body: &notice,

@@ -6,7 +6,7 @@ use super::{json_of, owned, Json};
 use crate::contract::worker::{send_message_id, Sent};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::store::workers::{self, Direction, MessageKind, NewMessage};
+use crate::store::workers::{self, Direction, MailKind, NewMessage};
 use crate::time::now_iso;
 
 pub(super) async fn send(e: &Engine, worker_id: &str, key: &str, text: &str) -> Result<Json> {
@@ -20,7 +20,7 @@ pub(super) async fn send(e: &Engine, worker_id: &str, key: &str, text: &str) -> 
             &NewMessage {
                 thread_id: &id,
                 direction: Direction::ToChild,
-                kind: MessageKind::FollowUp,
+                kind: MailKind::FollowUp,
                 send_key: &send_key,
                 message_id: &message_id,
                 body: text,

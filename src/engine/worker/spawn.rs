@@ -14,7 +14,7 @@ use crate::contract::worker::{
 use crate::engine::Engine;
 use crate::error::{Error, ErrorCode, Result};
 use crate::store::threads::{upsert_manager, Contract, ManagerSpec};
-use crate::store::workers::{self, Direction, MessageKind, NewMessage, NewWorker};
+use crate::store::workers::{self, Direction, MailKind, NewMessage, NewWorker};
 use crate::time::now_iso;
 
 /// The mailbox `send_key` of a worker's initial prompt. User send keys are stored as
@@ -173,7 +173,7 @@ pub(super) async fn spawn(e: &Engine, req: SpawnRequest) -> Result<Json> {
             &NewMessage {
                 thread_id: &worker_id,
                 direction: Direction::ToChild,
-                kind: MessageKind::Prompt,
+                kind: MailKind::Prompt,
                 send_key: INITIAL_SEND_KEY,
                 message_id: &initial_message_id,
                 body: &prompt,

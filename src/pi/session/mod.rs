@@ -159,6 +159,23 @@ pub struct SessionFile {
     pub entries: Vec<Value>,
 }
 
+/// The text of a message's `content`: the string itself, or its text parts joined by `sep`;
+/// `None` for any other shape.
+pub fn content_text(content: &Value, sep: &str) -> Option<String> {
+    match content {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(parts) => Some(
+            parts
+                .iter()
+                .filter(|p| p["type"] == "text")
+                .filter_map(|p| p["text"].as_str())
+                .collect::<Vec<_>>()
+                .join(sep),
+        ),
+        _ => None,
+    }
+}
+
 impl SessionFile {
     /// Reads and parses `path`.
     ///
@@ -344,18 +361,7 @@ impl SessionFile {
             .entries
             .iter()
             .find(|e| e["type"] == "message" && e["message"]["role"] == "user")?;
-        let content = &msg["message"]["content"];
-        let text = match content {
-            Value::String(s) => s.clone(),
-            Value::Array(parts) => parts
-                .iter()
-                .filter(|p| p["type"] == "text")
-                .filter_map(|p| p["text"].as_str())
-                .collect::<Vec<_>>()
-                .join(" "),
-            _ => return None,
-        };
-        Some(text).filter(|t| !t.trim().is_empty())
+        content_text(&msg["message"]["content"], " ").filter(|t| !t.trim().is_empty())
     }
 
     /// id → entry; a later duplicate wins, as in Pi's `byId` map.

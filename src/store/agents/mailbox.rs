@@ -7,44 +7,7 @@ use rusqlite::{named_params, Connection};
 use super::{ids, Owner};
 use crate::error::Result;
 
-/// Which way a mailbox row goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Direction {
-    /// A notice for the thread's parent.
-    ToParent,
-    /// A steering message for the thread.
-    ToChild,
-}
-
-impl Direction {
-    fn as_str(self) -> &'static str {
-        match self {
-            Direction::ToParent => "to_parent",
-            Direction::ToChild => "to_child",
-        }
-    }
-}
-
-/// What a mailbox row carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MailKind {
-    /// A settlement's notice.
-    Notice,
-    /// An `agent_update` notice.
-    Progress,
-    /// A steering message.
-    Steer,
-}
-
-impl MailKind {
-    fn as_str(self) -> &'static str {
-        match self {
-            MailKind::Notice => "notice",
-            MailKind::Progress => "progress",
-            MailKind::Steer => "steer",
-        }
-    }
-}
+pub use crate::domain::{Direction, MailKind};
 
 /// A new mailbox row.
 pub struct NewMail<'a> {
@@ -66,8 +29,8 @@ pub fn insert_mail(conn: &Connection, m: &NewMail<'_>) -> Result<Option<i64>> {
     let written = conn
         .prepare_cached(include_str!("../../../sql/agent_mailbox_insert.sql"))?
         .execute(named_params! {
-            ":thread_id": m.thread_id, ":direction": m.direction.as_str(),
-            ":kind": m.kind.as_str(), ":send_key": m.send_key, ":body": m.body, ":recipient": m.recipient, ":at": m.at,
+            ":thread_id": m.thread_id, ":direction": m.direction,
+            ":kind": m.kind, ":send_key": m.send_key, ":body": m.body, ":recipient": m.recipient, ":at": m.at,
             ":state": if m.delivered { "delivered" } else { "pending" },
         })?;
     Ok((written == 1).then(|| conn.last_insert_rowid()))
