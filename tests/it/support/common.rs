@@ -3,6 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use serde_json::Value;
+
 use threadbase::store::threads::{insert_thread, upsert_manager, Contract, ManagerSpec, NewThread};
 use threadbase::Store;
 
@@ -122,3 +124,27 @@ pub fn pairs<A: rusqlite::types::FromSql, B: rusqlite::types::FromSql>(
         .map(Result::unwrap)
         .collect()
 }
+
+/// The keys of the JSON object `v`, in its order.
+pub fn keys(v: &Value) -> Vec<&str> {
+    v.as_object()
+        .unwrap_or_else(|| panic!("an object: {v}"))
+        .keys()
+        .map(String::as_str)
+        .collect()
+}
+
+/// The keys of a contract C worker view (`threads_spawn`, `threads_list`, the HTTP snapshot),
+/// in the contract's order.
+pub const WORKER_VIEW_KEYS: [&str; 10] = [
+    "workerID",
+    "coordinatorID",
+    "key",
+    "title",
+    "directory",
+    "agent",
+    "model",
+    "outcome",
+    "report",
+    "hidden",
+];
