@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -148,3 +149,21 @@ pub const WORKER_VIEW_KEYS: [&str; 10] = [
     "report",
     "hidden",
 ];
+
+/// Calls `probe` every `every` until it gives a value, for at most `timeout`; then fails with
+/// `what`.
+pub fn poll<T>(
+    timeout: Duration,
+    every: Duration,
+    what: &str,
+    mut probe: impl FnMut() -> Option<T>,
+) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = probe() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "{what}");
+        std::thread::sleep(every);
+    }
+}
