@@ -13,8 +13,8 @@
 //! `THREADBASE_FUZZ_CASES` (default 300) sets the cases per contract run,
 //! `THREADBASE_FUZZ_SEED` (a u64) replays a run; both are printed with the throughput.
 
-use crate::support::db_check;
 use crate::support::serve_client;
+use crate::support::{common, db_check};
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -847,19 +847,12 @@ fn run_contract(which: char) {
     );
     let how =
         db_check::db_check(&w.base.db).unwrap_or_else(|e| panic!("database inconsistent: {e}"));
-    let live: i64 = rusqlite::Connection::open(&w.base.db)
-        .unwrap()
-        .query_row(
-            "SELECT count(*) FROM threads WHERE status = 'live'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let live = common::count(
+        &w.base.db,
+        "SELECT count(*) FROM threads WHERE status = 'live'",
+    );
     assert_eq!(live, 0, "serve exited on EOF with live threads");
-    let threads: i64 = rusqlite::Connection::open(&w.base.db)
-        .unwrap()
-        .query_row("SELECT count(*) FROM threads", [], |r| r.get(0))
-        .unwrap();
+    let threads = common::count(&w.base.db, "SELECT count(*) FROM threads");
     println!(
         "contract {which}: seed {seed}: {cases} cases, {lines} lines ({:.1} MiB), {} responses ({} ok, {} with id null), {} notifications, {threads} threads stored; errors by code {:?}; {:.1} s, {:.0} cases/s; serve peak RSS {peak}; db check: {how}",
         bytes as f64 / (1 << 20) as f64,

@@ -113,6 +113,13 @@ pub fn threadbase(db: &Path, args: &[&str]) -> Output {
         .expect("run threadbase")
 }
 
+/// The number `sql` reads (its first column of its one row) from the database file `db`.
+pub fn count(db: &Path, sql: &str) -> i64 {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    conn.busy_timeout(Duration::from_secs(10)).unwrap();
+    conn.query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
 /// The two columns of every row `sql` reads.
 pub fn pairs<A: rusqlite::types::FromSql, B: rusqlite::types::FromSql>(
     conn: &rusqlite::Connection,
