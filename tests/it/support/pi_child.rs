@@ -4,7 +4,7 @@
 //! `pi-extension/` share: [`spawn_parent`], runs ([`PiChild::run`]), the extension's dialogs
 //! ([`PiChild::ui_request`], [`PiChild::answer_ui`]) and a clean exit ([`PiChild::finish`]).
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ExitStatus};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
@@ -37,7 +37,7 @@ impl PiChild {
             .unwrap_or_else(|e| panic!("spawn {:?}: {e}", env.argv(pi, extra)));
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().unwrap();
-        let mut stderr_pipe = child.stderr.take().unwrap();
+        let stderr_pipe = child.stderr.take().unwrap();
         let (tx, lines) = mpsc::channel();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
@@ -47,17 +47,7 @@ impl PiChild {
                 }
             }
         });
-        let stderr = Arc::new(Mutex::new(Vec::new()));
-        let sink = Arc::clone(&stderr);
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 8192];
-            while let Ok(n) = stderr_pipe.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                sink.lock().unwrap().extend_from_slice(&buf[..n]);
-            }
-        });
+        let stderr = super::serve_client::collect(stderr_pipe);
         PiChild {
             child,
             stdin,
