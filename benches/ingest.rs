@@ -110,19 +110,25 @@ fn benches(c: &mut Criterion) {
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3));
 
+    // One transaction: the batch appended to every thread, and `spent` added to each one's
+    // usage when given (as the ingest writer commits a message's usage with its events).
+    let write_batch = |spent: Option<&threadbase::store::usage::Usage>| {
+        db.store
+            .write(|tx| {
+                let mut last = 0;
+                for id in &ids {
+                    last = append(tx, id, black_box(&batch))?;
+                    if let Some(spent) = spent {
+                        threadbase::store::usage::add(tx, id, black_box(spent), &at)?;
+                    }
+                }
+                Ok(last)
+            })
+            .unwrap()
+    };
     g.throughput(Throughput::Elements(BATCH as u64));
     g.bench_function(BenchmarkId::new("batched", BATCH), |b| {
-        b.iter(|| {
-            db.store
-                .write(|tx| {
-                    let mut last = 0;
-                    for id in &ids {
-                        last = append(tx, id, black_box(&batch))?;
-                    }
-                    Ok(last)
-                })
-                .unwrap()
-        })
+        b.iter(|| write_batch(None))
     });
 
     let spent = threadbase::store::usage::Usage {
@@ -134,18 +140,7 @@ fn benches(c: &mut Criterion) {
         ..Default::default()
     };
     g.bench_function(BenchmarkId::new("batched_usage", BATCH), |b| {
-        b.iter(|| {
-            db.store
-                .write(|tx| {
-                    let mut last = 0;
-                    for id in &ids {
-                        last = append(tx, id, black_box(&batch))?;
-                        threadbase::store::usage::add(tx, id, black_box(&spent), &at)?;
-                    }
-                    Ok(last)
-                })
-                .unwrap()
-        })
+        b.iter(|| write_batch(Some(&spent)))
     });
 
     g.throughput(Throughput::Elements(1));
@@ -330,26 +325,27 @@ async fn stop_all(runtime: &Runtime, ids: &[String]) {
     runtime.flush().await;
 }
 
-/// Sum of `last_seq` over `ids`, as a reader sees it.
-fn committed(store: &Store, ids: &[String]) -> i64 {
+/// Sum over `ids` of what `sql` reads for each (its `?1`), as a reader sees it.
+fn sum_over(store: &Store, ids: &[String], sql: &str) -> i64 {
     let conn = store.read().expect("reader");
-    let mut stmt = conn
-        .prepare_cached("SELECT last_seq FROM threads WHERE id = ?1")
-        .unwrap();
+    let mut stmt = conn.prepare_cached(sql).unwrap();
     ids.iter()
         .map(|id| stmt.query_row([id], |r| r.get::<_, i64>(0)).unwrap())
         .sum()
 }
 
+/// Sum of `last_seq` over `ids`, as a reader sees it.
+fn committed(store: &Store, ids: &[String]) -> i64 {
+    sum_over(store, ids, "SELECT last_seq FROM threads WHERE id = ?1")
+}
+
 /// Sum of `thread_usage.turns` over `ids`, as a reader sees it.
 fn counted_turns(store: &Store, ids: &[String]) -> i64 {
-    let conn = store.read().expect("reader");
-    let mut stmt = conn
-        .prepare_cached("SELECT turns FROM thread_usage WHERE thread_id = ?1")
-        .unwrap();
-    ids.iter()
-        .map(|id| stmt.query_row([id], |r| r.get::<_, i64>(0)).unwrap())
-        .sum()
+    sum_over(
+        store,
+        ids,
+        "SELECT turns FROM thread_usage WHERE thread_id = ?1",
+    )
 }
 
 /// Launches `CHILDREN` streamers of `file`, starts them together and returns the time until

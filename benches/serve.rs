@@ -57,6 +57,8 @@
 //!   branch's, for a before/after ratio). A build with other migrations upgrades the databases
 //!   it opens, so give it its own `THREADBASE_BENCH_DIR`.
 
+#[path = "../tests/it/support/serve_env.rs"]
+mod serve_env;
 mod support;
 
 use std::fmt::Write as _;
@@ -617,20 +619,7 @@ impl Serve {
             .arg("--cwd")
             .arg(&fx.dir)
             .current_dir(&fx.dir);
-        for k in [
-            "THREADBASE_DB",
-            "PI_THREADS_PATH",
-            "PI_THREADS_DEPTH",
-            "PI_THREADS_SELF_ID",
-            "PI_THREADS_PARENT_PATH",
-            "PI_THREADS_PARENT_ID",
-            "PI_THREADS_ROOT_SESSION_ID",
-            "PI_THREADS_MAX_DEPTH",
-            "PI_THREADS_MAX_THREADS",
-            "PI_THREADS_IDLE_CLEANUP_MS",
-            "PI_THREADS_LIVE_TIMEOUT_MS",
-            "THREADBASE_LOG",
-        ] {
+        for k in serve_env::INHERITED {
             cmd.env_remove(k);
         }
         cmd.env(

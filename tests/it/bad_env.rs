@@ -105,13 +105,18 @@ fn count(db: &Path, sql: &str) -> i64 {
     c.query_row(sql, [], |r| r.get(0)).unwrap()
 }
 
-/// After a write failure has passed, the same serve starts, runs and stops a thread.
-fn works_again(s: &mut Serve) {
+/// Starts the thread `task` with `task` as its prompt; it must start.
+fn start(s: &mut Serve, task: &str) {
     let r = call(
         s,
-        json!({"action": "start", "prompt": "after", "taskName": "after"}),
+        json!({"action": "start", "prompt": task, "taskName": task}),
     );
     assert!(r.get("result").is_some(), "{r}");
+}
+
+/// After a write failure has passed, the same serve starts, runs and stops a thread.
+fn works_again(s: &mut Serve) {
+    start(s, "after");
     let r = call(s, json!({"action": "wait", "id": "after"}));
     assert_eq!(
         r["result"]["details"]["snapshot"]["resultSummary"], "done: after",
@@ -156,6 +161,19 @@ fn serve_once(db: &Path, cwd: &Path, requests: &[Value]) -> Output {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// [`serve_once`] with one `list`.
+fn serve_list(db: &Path, cwd: &Path) -> Output {
+    serve_once(db, cwd, &[json!({"action": "list"})])
+}
+
+/// [`serve_list`] that must fail cleanly (see [`assert_clean_failure`]) naming `needles`.
+fn serve_refuses(db: &Path, cwd: &Path, what: &str, needles: &[&str]) -> Output {
+    let out = serve_list(db, cwd);
+    let err = assert_clean_failure(&out, what, needles);
+    println!("{what}: {err}");
+    out
 }
 
 /// Runs a command and says whether it succeeded (for mount/chattr, which may be refused).
@@ -223,13 +241,8 @@ fn a_read_only_database_file_is_refused_by_writers_and_still_read() {
     } else {
         None
     };
-    let out = serve_once(&db, dir.path(), &[json!({"action": "list"})]);
-    let err = assert_clean_failure(
-        &out,
-        "serve on a read-only file",
-        &["cannot be opened for writing", "ro.sqlite"],
-    );
-    println!("serve: {err}");
+    let needles = ["cannot be opened for writing", "ro.sqlite"];
+    let out = serve_refuses(&db, dir.path(), "serve on a read-only file", &needles);
     assert!(out.stdout.is_empty(), "no response before the refusal");
     let out = tb(&db, &["restore"]);
     assert_clean_failure(
@@ -264,12 +277,8 @@ fn a_read_only_filesystem_is_refused_with_a_repair() {
         );
         return;
     };
-    let out = serve_once(&db, dir.path(), &[json!({"action": "list"})]);
-    assert_clean_failure(
-        &out,
-        "serve on a read-only filesystem",
-        &["cannot be opened for writing", "Read-only file system"],
-    );
+    let needles = ["cannot be opened for writing", "Read-only file system"];
+    serve_refuses(&db, dir.path(), "serve on a read-only filesystem", &needles);
     // A WAL database cannot be read without creating its -shm file: said plainly.
     for args in [&["list"][..], &["sql", "SELECT 1"], &["check"]] {
         let out = tb(&db, args);
@@ -292,7 +301,7 @@ fn parent_folders_are_created_and_an_impossible_one_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     // Missing folders are created by the writers.
     let deep = dir.path().join("a/b/c/threadbase.sqlite");
-    let out = serve_once(&deep, dir.path(), &[json!({"action": "list"})]);
+    let out = serve_list(&deep, dir.path());
     assert!(out.status.success(), "{}", stderr(&out));
     let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(answer["result"]["details"]["count"], 0, "{answer}");
@@ -303,13 +312,8 @@ fn parent_folders_are_created_and_an_impossible_one_is_a_clear_error() {
     let file = dir.path().join("plain_file");
     std::fs::write(&file, "not a folder").unwrap();
     let db = file.join("sub/threadbase.sqlite");
-    let out = serve_once(&db, dir.path(), &[json!({"action": "list"})]);
-    let err = assert_clean_failure(
-        &out,
-        "serve under a file",
-        &["Cannot create the database folder", "Not a directory"],
-    );
-    println!("serve: {err}");
+    let needles = ["Cannot create the database folder", "Not a directory"];
+    serve_refuses(&db, dir.path(), "serve under a file", &needles);
     let out = tb(&db, &["restore"]);
     assert_clean_failure(&out, "restore under a file", &["No database at"]);
     for args in [&["list"][..], &["sql", "SELECT 1"], &["check"], &["tree"]] {
@@ -424,7 +428,7 @@ fn corrupted_database_files_give_clear_errors_and_stay_untouched_by_readers() {
                 "{what}: {args:?} changed the file"
             );
         }
-        let out = serve_once(&db, dir.path(), &[json!({"action": "list"})]);
+        let out = serve_list(&db, dir.path());
         let err = stderr(&out);
         assert_no_panic(&err, what);
         let code = out.status.code().expect("serve exited, not killed");
@@ -495,6 +499,16 @@ impl World {
     fn leftovers(&self) -> Vec<u32> {
         processes_with_env("THREADBASE_TEST_MARKER", &self.marker)
     }
+    /// `threadbase check` passes on `db`, and no child of this world is left.
+    fn check_and_no_leftovers(&self, db: &Path) {
+        let out = tb(db, &["check"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        assert!(self.leftovers().is_empty());
+    }
 }
 
 fn call(s: &mut Serve, params: Value) -> Value {
@@ -504,6 +518,75 @@ fn call(s: &mut Serve, params: Value) -> Value {
 
 fn serve_stderr(s: &Serve) -> String {
     String::from_utf8_lossy(&s.stderr.lock().unwrap()).into_owned()
+}
+
+/// Closes `s` (within `timeout`): exit 0, and no panic on its stderr.
+fn close_without_panic(mut s: Serve, timeout: Duration) {
+    let status = s.close(timeout);
+    assert_no_panic(&serve_stderr(&s), "serve");
+    assert!(status.success(), "{status:?}");
+}
+
+/// Starts threads `<prefix>_<i>` (`i` below `tries`) with prompts of `size` more bytes, stopping
+/// each that starts, until three starts have failed; each failure must be an `io` error whose
+/// message has a Repair hint and passes `check`. Prints how it went (`while`: under what);
+/// returns the failures' messages.
+fn starts_until_writes_fail(
+    s: &mut Serve,
+    prefix: &str,
+    tries: usize,
+    size: usize,
+    while_: &str,
+    check: impl Fn(&str),
+) -> Vec<String> {
+    let (mut ok, mut failed) = (0, Vec::new());
+    for i in 0..tries {
+        let task = format!("{prefix}_{i}");
+        let prompt = format!("{prefix} {i} {}", "y".repeat(size));
+        let r = call(
+            s,
+            json!({"action": "start", "prompt": prompt, "taskName": task}),
+        );
+        if let Some(e) = r.get("error") {
+            assert_eq!(e["code"], "io", "{e}");
+            let msg = e["message"].as_str().unwrap();
+            assert!(msg.contains("Repair:"), "{msg}");
+            check(msg);
+            failed.push(msg.to_string());
+            if failed.len() >= 3 {
+                break;
+            }
+        } else {
+            ok += 1;
+            call(s, json!({"action": "stop", "id": task}));
+        }
+    }
+    println!(
+        "{while_}: {ok} starts went through, {} failed; first failure: {}",
+        failed.len(),
+        failed.first().map_or("", |s| s)
+    );
+    failed
+}
+
+/// Lists, closes the serve (exit 0, no panic on its stderr) and checks that the database holds
+/// exactly the threads listed and passes `threadbase check`, and that no child is left; returns
+/// the list's answer.
+fn close_consistent(mut s: Serve, w: &World, db: &Path) -> Value {
+    let r = call(&mut s, json!({"action": "list"}));
+    let listed = r["result"]["details"]["count"].as_i64().unwrap();
+    let status = s.close(Duration::from_secs(30));
+    let err = serve_stderr(&s);
+    assert_no_panic(&err, "serve");
+    assert!(status.success(), "{status:?}: {err}");
+    println!("serve stderr: {err}");
+    assert_eq!(count(db, "SELECT count(*) FROM threads"), listed);
+    // The file is consistent: no half-written request.
+    let out = tb(db, &["check", "--json"]);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{doc:#}");
+    assert!(w.leftovers().is_empty(), "{:?}", w.leftovers());
+    r
 }
 
 /// Writes a filler file until the filesystem refuses with ENOSPC.
@@ -542,11 +625,7 @@ fn a_full_disk_fails_requests_cleanly_and_serve_recovers_when_space_returns() {
     println!("using a real full filesystem: a 3 MiB tmpfs filled to ENOSPC");
     let db = fs.join("threadbase.sqlite");
     let mut s = w.serve(&db, &w.scripted());
-    let r = call(
-        &mut s,
-        json!({"action": "start", "prompt": "before", "taskName": "before"}),
-    );
-    assert!(r.get("result").is_some(), "{r}");
+    start(&mut s, "before");
     call(&mut s, json!({"action": "wait", "id": "before"}));
     call(&mut s, json!({"action": "stop", "id": "before"}));
 
@@ -555,35 +634,12 @@ fn a_full_disk_fails_requests_cleanly_and_serve_recovers_when_space_returns() {
     println!("filled {filled} bytes");
     // Requests that write now fail; each failure is an `io` error with a Repair hint and the
     // serve stays up. (A few may still fit into pages the WAL already holds.)
-    let (mut ok, mut failed) = (Vec::new(), Vec::new());
-    for i in 0..200 {
-        let r = call(
-            &mut s,
-            json!({"action": "start", "prompt": format!("full {i} {}", "y".repeat(4000)), "taskName": format!("full_{i}")}),
+    let failed = starts_until_writes_fail(&mut s, "full", 200, 4000, "while full", |msg| {
+        assert!(
+            msg.contains("disk is full") || msg.contains("could not be read or written"),
+            "{msg}"
         );
-        if let Some(e) = r.get("error") {
-            assert_eq!(e["code"], "io", "{e}");
-            let msg = e["message"].as_str().unwrap();
-            assert!(msg.contains("Repair:"), "{msg}");
-            assert!(
-                msg.contains("disk is full") || msg.contains("could not be read or written"),
-                "{msg}"
-            );
-            failed.push(msg.to_string());
-            if failed.len() >= 3 {
-                break;
-            }
-        } else {
-            ok.push(i);
-            call(&mut s, json!({"action": "stop", "id": format!("full_{i}")}));
-        }
-    }
-    println!(
-        "while full: {} starts went through, {} failed; first failure: {}",
-        ok.len(),
-        failed.len(),
-        failed.first().map_or("", |s| s)
-    );
+    });
     assert!(!failed.is_empty(), "the full disk never surfaced");
     // Reads still answer while the disk is full.
     let r = call(&mut s, json!({"action": "list"}));
@@ -593,24 +649,12 @@ fn a_full_disk_fails_requests_cleanly_and_serve_recovers_when_space_returns() {
     std::fs::remove_file(&filler).unwrap();
     works_again(&mut s);
     // Every thread the serve reports exists, and none claims a process.
-    let r = call(&mut s, json!({"action": "list"}));
-    let listed = r["result"]["details"]["count"].as_i64().unwrap();
+    let r = close_consistent(s, &w, &db);
     assert_eq!(r["result"]["details"]["liveCount"], 0, "{r}");
-    let status = s.close(Duration::from_secs(30));
-    let err = serve_stderr(&s);
-    assert_no_panic(&err, "serve");
-    assert!(status.success(), "{status:?}: {err}");
-    println!("serve stderr: {err}");
-    assert_eq!(count(&db, "SELECT count(*) FROM threads"), listed);
     assert_eq!(
         count(&db, "SELECT count(*) FROM threads WHERE status = 'live'"),
         0
     );
-    // The file is consistent: no half-written request.
-    let out = tb(&db, &["check", "--json"]);
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(out.status.code(), Some(0), "{doc:#}");
-    assert!(w.leftovers().is_empty(), "{:?}", w.leftovers());
 }
 
 /// Sets the soft RLIMIT_FSIZE of `pid` (the hard limit is kept, so it can be raised again).
@@ -639,25 +683,13 @@ fn a_file_size_limit_fails_writes_cleanly_and_serve_recovers() {
     let w = World::new(json!({"turns": [{"steps": [{"text": "done: {prompt}", "deltas": 2}]}]}));
     let db = w.dir.path().join("db.sqlite");
     let mut s = w.serve(&db, &w.scripted());
-    let r = call(
-        &mut s,
-        json!({"action": "start", "prompt": "before", "taskName": "before"}),
-    );
-    assert!(r.get("result").is_some(), "{r}");
+    start(&mut s, "before");
     call(&mut s, json!({"action": "stop", "id": "before"}));
     // A thread that is still running when the limit hits: its stop cannot be recorded at first.
-    let r = call(
-        &mut s,
-        json!({"action": "start", "prompt": "held", "taskName": "held"}),
-    );
-    assert!(r.get("result").is_some(), "{r}");
+    start(&mut s, "held");
     call(&mut s, json!({"action": "wait", "id": "held"}));
     // And one whose child will die while writes fail: its exit cannot be recorded at first.
-    let r = call(
-        &mut s,
-        json!({"action": "start", "prompt": "crashy", "taskName": "crashy"}),
-    );
-    assert!(r.get("result").is_some(), "{r}");
+    start(&mut s, "crashy");
     call(&mut s, json!({"action": "wait", "id": "crashy"}));
     let crashy_pid = count(&db, "SELECT pid FROM threads WHERE path = '/root/crashy'");
     let size = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len());
@@ -669,30 +701,7 @@ fn a_file_size_limit_fails_writes_cleanly_and_serve_recovers() {
         size(&db),
         size(&wal)
     );
-    let (mut ok, mut failed) = (0, Vec::new());
-    for i in 0..300 {
-        let r = call(
-            &mut s,
-            json!({"action": "start", "prompt": format!("big {i} {}", "z".repeat(8000)), "taskName": format!("big_{i}")}),
-        );
-        if let Some(e) = r.get("error") {
-            assert_eq!(e["code"], "io", "{e}");
-            let msg = e["message"].as_str().unwrap();
-            assert!(msg.contains("Repair:"), "{msg}");
-            failed.push(msg.to_string());
-            if failed.len() >= 3 {
-                break;
-            }
-        } else {
-            ok += 1;
-            call(&mut s, json!({"action": "stop", "id": format!("big_{i}")}));
-        }
-    }
-    println!(
-        "under the limit: {ok} starts went through, {} failed; first failure: {}",
-        failed.len(),
-        failed.first().map_or("", |s| s)
-    );
+    let failed = starts_until_writes_fail(&mut s, "big", 300, 8000, "under the limit", |_| {});
     assert!(!failed.is_empty(), "the limit never surfaced");
     let r = call(&mut s, json!({"action": "stop", "id": "held"}));
     rustix::process::kill_process(
@@ -742,18 +751,7 @@ fn a_file_size_limit_fails_writes_cleanly_and_serve_recovers() {
         );
     }
     works_again(&mut s);
-    let r = call(&mut s, json!({"action": "list"}));
-    let listed = r["result"]["details"]["count"].as_i64().unwrap();
-    let status = s.close(Duration::from_secs(30));
-    let err = serve_stderr(&s);
-    assert_no_panic(&err, "serve");
-    assert!(status.success(), "{status:?}: {err}");
-    println!("serve stderr: {err}");
-    assert_eq!(count(&db, "SELECT count(*) FROM threads"), listed);
-    let out = tb(&db, &["check", "--json"]);
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(out.status.code(), Some(0), "{doc:#}");
-    assert!(w.leftovers().is_empty(), "{:?}", w.leftovers());
+    close_consistent(s, &w, &db);
 }
 
 #[test]
@@ -839,16 +837,8 @@ fn session_files_that_vanished_or_broke_before_resume() {
             std::fs::rename(w.dir.path().join("aside"), file.parent().unwrap()).unwrap();
         }
     }
-    let status = s.close(Duration::from_secs(30));
-    assert_no_panic(&serve_stderr(&s), "serve");
-    assert!(status.success());
-    let out = tb(&db, &["check"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    assert!(w.leftovers().is_empty());
+    close_without_panic(s, Duration::from_secs(30));
+    w.check_and_no_leftovers(&db);
 }
 
 #[test]
@@ -890,8 +880,7 @@ fn child_commands_that_do_not_exist_or_exit_at_once() {
         assert_eq!(r["error"]["code"], "io", "{r}");
         let r = call(&mut s, json!({"action": "poll", "id": task}));
         assert_eq!(r["result"]["details"]["snapshot"]["status"], "closed");
-        assert!(s.close(Duration::from_secs(20)).success());
-        assert_no_panic(&serve_stderr(&s), "serve");
+        close_without_panic(s, Duration::from_secs(20));
     }
     // Programs that start and exit at once: the start says so (with a Repair hint), the row is
     // closed with the real exit, wait returns at once, and resume says the same.
@@ -948,18 +937,11 @@ fn child_commands_that_do_not_exist_or_exit_at_once() {
             json!({"action": "send", "id": task, "message": "hello?"}),
         );
         assert_eq!(r["error"]["code"], "closed", "{r}");
-        assert!(s.close(Duration::from_secs(20)).success());
-        assert_no_panic(&serve_stderr(&s), "serve");
+        close_without_panic(s, Duration::from_secs(20));
     }
     assert_eq!(
         count(&db, "SELECT count(*) FROM threads WHERE status = 'live'"),
         0
     );
-    let out = tb(&db, &["check"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    assert!(w.leftovers().is_empty());
+    w.check_and_no_leftovers(&db);
 }

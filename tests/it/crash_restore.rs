@@ -5,9 +5,8 @@
 //! The owner is this test binary re-executed (`crash_owner_process` runs only when
 //! THREADBASE_TEST_OWNER is set).
 
-use crate::support::common;
-use crate::support::serve_client;
-use threadbase::domain::Phase;
+use crate::support::runtime::{bash_launch, insert_starting, two_workers};
+use crate::support::{common, serve_client};
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
@@ -19,7 +18,7 @@ use serve_client::processes_with_env;
 use threadbase::contract::thread::STALE_MESSAGE;
 use threadbase::engine::restore_dead_owners;
 use threadbase::runtime::process::ProcessIdentity;
-use threadbase::runtime::{LaunchSpec, Runtime, RuntimeConfig, StartKind};
+use threadbase::runtime::{Runtime, RuntimeConfig, StartKind};
 use threadbase::store::events;
 use threadbase::Store;
 
@@ -39,37 +38,18 @@ fn crash_owner_process() {
         return;
     };
     let (db, marker) = spec.split_once('|').expect("db|marker");
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
+    two_workers().block_on(async {
         let store = Arc::new(Store::open(db).unwrap());
         let manager = common::manager(&store, "ses_crash");
         let runtime = Runtime::new(store.clone(), RuntimeConfig::default());
         let mut ids = Vec::new();
         for n in 0..CHILDREN {
             let id = format!("thread_{:06x}{:06x}", std::process::id(), n);
-            let mut t = common::thread(
-                &id,
-                manager,
-                &format!("/root/p{}_{n}", std::process::id()),
-                true,
-            );
-            t.phase = Phase::Starting;
-            common::add(&store, &[t]);
-            runtime
-                .launch(LaunchSpec {
-                    thread_id: id.clone(),
-                    argv: vec!["bash".into(), "-c".into(), STREAMER.into()],
-                    cwd: std::env::temp_dir(),
-                    env: vec![(MARKER_VAR.into(), marker.into())],
-                    clear_env: false,
-                    start: StartKind::Resumed,
-                })
-                .await
-                .unwrap();
+            let path = format!("/root/p{}_{n}", std::process::id());
+            insert_starting(&store, manager, &id, &path);
+            let env = vec![(MARKER_VAR.into(), marker.into())];
+            let spec = bash_launch(&id, STREAMER, env, StartKind::Resumed);
+            runtime.launch(spec).await.unwrap();
             ids.push(id);
         }
         println!("ready");
@@ -219,26 +199,12 @@ fn sigkill_of_the_owner_loses_no_committed_event_and_leaves_no_process() {
     }
 
     // The next runtime on the same database is fully usable.
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
+    two_workers().block_on(async {
         let store = Arc::new(Store::open(&db.path).unwrap());
         let m = common::manager(&store, "ses_after");
-        let mut t = common::thread(&common::tid(1), m, "/root/after", true);
-        t.phase = Phase::Starting;
-        common::add(&store, &[t]);
+        insert_starting(&store, m, &common::tid(1), "/root/after");
         let runtime = Runtime::new(store.clone(), RuntimeConfig::default());
-        let spec = LaunchSpec {
-            thread_id: common::tid(1),
-            argv: vec!["bash".into(), "-c".into(), "exit 0".into()],
-            cwd: std::env::temp_dir(),
-            env: vec![],
-            clear_env: false,
-            start: StartKind::Resumed,
-        };
+        let spec = bash_launch(&common::tid(1), "exit 0", vec![], StartKind::Resumed);
         runtime.launch(spec).await.unwrap();
         runtime.shutdown().await;
         let status: String = store

@@ -13,11 +13,10 @@
 //! `THREADBASE_FUZZ_CASES` (default 300) sets the cases per contract run,
 //! `THREADBASE_FUZZ_SEED` (a u64) replays a run; both are printed with the throughput.
 
-use crate::support::db_check;
-use crate::support::serve_client;
+use crate::support::{common, db_check, serve_client};
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
@@ -227,18 +226,7 @@ impl FuzzServe {
             lock.lock().unwrap_or_else(|p| p.into_inner()).closed = true;
             cv.notify_all();
         });
-        let mut stderr_pipe = child.stderr.take().unwrap();
-        let stderr = Arc::new(Mutex::new(Vec::new()));
-        let se = stderr.clone();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = stderr_pipe.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                se.lock().unwrap().extend_from_slice(&buf[..n]);
-            }
-        });
+        let stderr = serve_client::collect(child.stderr.take().unwrap());
         FuzzServe {
             stdin: child.stdin.take(),
             child,
@@ -847,19 +835,12 @@ fn run_contract(which: char) {
     );
     let how =
         db_check::db_check(&w.base.db).unwrap_or_else(|e| panic!("database inconsistent: {e}"));
-    let live: i64 = rusqlite::Connection::open(&w.base.db)
-        .unwrap()
-        .query_row(
-            "SELECT count(*) FROM threads WHERE status = 'live'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let live = common::count(
+        &w.base.db,
+        "SELECT count(*) FROM threads WHERE status = 'live'",
+    );
     assert_eq!(live, 0, "serve exited on EOF with live threads");
-    let threads: i64 = rusqlite::Connection::open(&w.base.db)
-        .unwrap()
-        .query_row("SELECT count(*) FROM threads", [], |r| r.get(0))
-        .unwrap();
+    let threads = common::count(&w.base.db, "SELECT count(*) FROM threads");
     println!(
         "contract {which}: seed {seed}: {cases} cases, {lines} lines ({:.1} MiB), {} responses ({} ok, {} with id null), {} notifications, {threads} threads stored; errors by code {:?}; {:.1} s, {:.0} cases/s; serve peak RSS {peak}; db check: {how}",
         bytes as f64 / (1 << 20) as f64,

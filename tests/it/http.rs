@@ -84,9 +84,20 @@ fn start(db: &Path, args: &[&str], env: &[(&str, &str)]) -> Server {
 
 /// Sends raw bytes, reads the whole response; returns the status and the JSON body.
 fn raw(addr: &str, request: &[u8]) -> (u16, Value, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut s = connect(addr);
     s.write_all(request).unwrap();
+    read_rest(&mut s)
+}
+
+/// A connection to `addr` whose reads time out after 20 s.
+fn connect(addr: &str) -> TcpStream {
+    let s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    s
+}
+
+/// Reads to the end of the connection and parses what came as one response.
+fn read_rest(s: &mut TcpStream) -> (u16, Value, String) {
     let mut buf = Vec::new();
     s.read_to_end(&mut buf).unwrap();
     parse_response(&buf)
@@ -268,6 +279,23 @@ fn standard_seed(db: &Path) {
     );
 }
 
+/// A server whose database holds one worker, `ses_w` of coordinator `ses_c` (key `k`), and
+/// its token.
+fn one_worker_server(db: &Path) -> (Server, String) {
+    let server = start(db, &[], &[]);
+    seed(
+        db,
+        &[Worker {
+            id: "ses_w",
+            coord: "ses_c",
+            key: "k",
+            ..W
+        }],
+    );
+    let token = server.token();
+    (server, token)
+}
+
 /// (workerID, hidden) of each worker, sorted by workerID (the order of the list is the
 /// engine's: oldest first).
 fn hidden_of(body: &Value) -> Vec<(String, bool)> {
@@ -332,22 +360,7 @@ fn snapshot_and_restore_with_the_token() {
             "report": null, "hidden": false
         })
     );
-    let keys: Vec<&String> = w1.as_object().unwrap().keys().collect();
-    assert_eq!(
-        keys,
-        [
-            "workerID",
-            "coordinatorID",
-            "key",
-            "title",
-            "directory",
-            "agent",
-            "model",
-            "outcome",
-            "report",
-            "hidden"
-        ]
-    );
+    assert_eq!(common::keys(w1), common::WORKER_VIEW_KEYS);
     let w2 = &body["workers"][1];
     assert_eq!(w2["title"], "beta", "title falls back to the key");
     assert_eq!(w2["agent"], Value::Null);
@@ -554,9 +567,7 @@ fn bad_requests_get_their_status_codes() {
     );
     short.write_all(req.as_bytes()).unwrap();
     short.shutdown(Shutdown::Write).unwrap();
-    let mut buf = Vec::new();
-    short.read_to_end(&mut buf).unwrap();
-    assert_eq!(parse_response(&buf).0, 400);
+    assert_eq!(read_rest(&mut short).0, 400);
     // A head over 16 KiB.
     let long = format!(
         "POST /threads/snapshot HTTP/1.1\r\nX-Long: {}\r\n\r\n",
@@ -566,8 +577,7 @@ fn bad_requests_get_their_status_codes() {
 
     // A body over 1 MiB is refused from its Content-Length, before it is read.
     let big = 2 * 1024 * 1024;
-    let mut s = TcpStream::connect(a).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut s = connect(a);
     let head = format!(
         "POST /threads/snapshot HTTP/1.1\r\nAuthorization: Bearer {token}\r\nContent-Length: {big}\r\n\r\n"
     );
@@ -619,17 +629,7 @@ fn chunked_request(path: &str, token: &str, extra_headers: &str, chunks: &[&str]
 #[test]
 fn chunked_bodies_work() {
     let db = common::temp_db();
-    let server = start(&db.path, &[], &[]);
-    seed(
-        &db.path,
-        &[Worker {
-            id: "ses_w",
-            coord: "ses_c",
-            key: "k",
-            ..W
-        }],
-    );
-    let token = server.token();
+    let (server, token) = one_worker_server(&db.path);
     let a = server.addr.as_str();
     let body = ids_body(&["ses_c"]);
     let (first, rest) = body.split_at(7);
@@ -643,8 +643,7 @@ fn chunked_bodies_work() {
     assert!(head.contains("Connection: close"), "{head}");
 
     // Chunks arriving in separate writes, after `100 Continue`.
-    let mut s = TcpStream::connect(a).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut s = connect(a);
     let req = chunked_request(
         "/threads/restore",
         &token,
@@ -660,9 +659,7 @@ fn chunked_bodies_work() {
         s.write_all(piece).unwrap();
         std::thread::sleep(Duration::from_millis(5));
     }
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf).unwrap();
-    let (status, resp, _) = parse_response(&buf);
+    let (status, resp, _) = read_rest(&mut s);
     assert_eq!(status, 200, "{resp}");
     assert_eq!(resp["workers"][0]["workerID"], "ses_w");
 
@@ -670,8 +667,7 @@ fn chunked_bodies_work() {
     let mib = " ".repeat(256 * 1024);
     let over = [mib.as_str(), &mib, &mib, &mib, "{}"];
     let req = chunked_request("/threads/snapshot", &token, "", &over);
-    let mut s = TcpStream::connect(a).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut s = connect(a);
     let mut writer = s.try_clone().unwrap();
     let pump = std::thread::spawn(move || {
         let _ = writer.write_all(req.as_bytes());
@@ -696,13 +692,10 @@ fn chunked_bodies_work() {
         format!("POST /threads/snapshot HTTP/1.1\r\nAuthorization: Bearer {token}\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n{{\"input\""),
         format!("POST /threads/snapshot HTTP/1.1\r\nAuthorization: Bearer {token}\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{{}}\r\n0\r\n\r\n"),
     ] {
-        let mut s = TcpStream::connect(a).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut s = connect(a);
         s.write_all(broken.as_bytes()).unwrap();
         s.shutdown(Shutdown::Write).unwrap();
-        let mut buf = Vec::new();
-        s.read_to_end(&mut buf).unwrap();
-        let (status, resp, _) = parse_response(&buf);
+        let (status, resp, _) = read_rest(&mut s);
         assert_eq!(status, 400, "{broken:?}: {resp}");
         assert!(resp["error"]["message"].as_str().unwrap().contains("Repair:"), "{resp}");
     }
@@ -740,17 +733,7 @@ fn read_one_response(r: &mut BufReader<TcpStream>) -> (u16, Value, String) {
 #[test]
 fn keep_alive_serves_several_requests_on_one_connection() {
     let db = common::temp_db();
-    let server = start(&db.path, &[], &[]);
-    seed(
-        &db.path,
-        &[Worker {
-            id: "ses_w",
-            coord: "ses_c",
-            key: "k",
-            ..W
-        }],
-    );
-    let token = server.token();
+    let (server, token) = one_worker_server(&db.path);
     let body = ids_body(&["ses_c"]);
     let request = |path: &str, connection: &str, body: &str| {
         format!(
@@ -758,8 +741,7 @@ fn keep_alive_serves_several_requests_on_one_connection() {
             body.len()
         )
     };
-    let s = TcpStream::connect(&server.addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let s = connect(&server.addr);
     let mut w = s.try_clone().unwrap();
     let mut r = BufReader::new(s);
 
@@ -803,20 +785,9 @@ fn keep_alive_serves_several_requests_on_one_connection() {
 #[test]
 fn expect_continue_and_split_writes_work() {
     let db = common::temp_db();
-    let server = start(&db.path, &[], &[]);
-    seed(
-        &db.path,
-        &[Worker {
-            id: "ses_w",
-            coord: "ses_c",
-            key: "k",
-            ..W
-        }],
-    );
-    let token = server.token();
+    let (server, token) = one_worker_server(&db.path);
     let body = ids_body(&["ses_c"]);
-    let mut s = TcpStream::connect(&server.addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut s = connect(&server.addr);
     let head = format!(
         "POST /threads/snapshot HTTP/1.1\r\nAuthorization: Bearer {token}\r\nExpect: 100-continue\r\nContent-Length: {}\r\n\r\n",
         body.len()
@@ -829,9 +800,7 @@ fn expect_continue_and_split_writes_work() {
     s.write_all(first.as_bytes()).unwrap();
     std::thread::sleep(Duration::from_millis(50));
     s.write_all(rest.as_bytes()).unwrap();
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf).unwrap();
-    let (status, resp, _) = parse_response(&buf);
+    let (status, resp, _) = read_rest(&mut s);
     assert_eq!(status, 200);
     assert_eq!(resp["workers"][0]["workerID"], "ses_w");
 }

@@ -10,7 +10,7 @@
 //! must be rejected; and on arbitrary strings from a small alphabet every hand-written matcher
 //! must agree with an independent char-by-char automaton written below.
 
-use crate::support::prop::config;
+use crate::support::prop::{config, model_reference_path};
 
 use proptest::prelude::*;
 use proptest::sample::{select, Index};
@@ -93,18 +93,6 @@ fn model_thread_id(s: &str) -> bool {
         && chars[prefix.len()..]
             .iter()
             .all(|&c| c.is_ascii_digit() || ('a'..='f').contains(&c))
-}
-
-/// §1.4 step 2: the path a reference text names, if it parses.
-fn model_reference_path(text: &str, current: &str) -> Option<String> {
-    let candidate = if text.starts_with('/') {
-        text.to_string()
-    } else if text.starts_with("root/") {
-        format!("/{text}")
-    } else {
-        format!("{current}/{text}")
-    };
-    model_canonical(&candidate).then_some(candidate)
 }
 
 /// `^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`.
@@ -559,7 +547,8 @@ proptest! {
             "is_canonical_thread_path({:?})", text
         );
         prop_assert_eq!(
-            thread_reference_path(&text, &current), model_reference_path(&text, &current),
+            thread_reference_path(&text, &current),
+            model_reference_path(&text, &current, model_canonical),
             "thread_reference_path({:?}, {:?})", text, current
         );
         prop_assert_eq!(is_agent_segment(&text), model_agent_segment(&text), "is_agent_segment({:?})", text);

@@ -11,7 +11,7 @@
 //! and known-threads listing.
 
 use crate::support::common;
-use crate::support::prop::{config, locale_cmp};
+use crate::support::prop::{config, locale_cmp, model_reference_path};
 use crate::support::tree::{self, Copies, Node, Shape};
 
 use proptest::prelude::*;
@@ -79,19 +79,6 @@ fn model_canonical(p: &str) -> bool {
     }
 }
 
-/// §1.4 step 2.
-fn model_path_of(text: &str, current: &str) -> Option<String> {
-    let candidate = if text.starts_with('/') {
-        text.to_string()
-    } else if text.starts_with("root/") {
-        format!("/{text}")
-    } else {
-        // Several segments or one: either way appended to the current path.
-        format!("{current}/{text}")
-    };
-    model_canonical(&candidate).then_some(candidate)
-}
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum ModelError {
     Unknown,
@@ -111,7 +98,7 @@ fn model_resolve(threads: &[Node], current: &str, reference: &str) -> Result<usi
         return Err(ModelError::Unknown);
     }
     // 2. A path that parses and that a thread has.
-    if let Some(path) = model_path_of(text, current) {
+    if let Some(path) = model_reference_path(text, current, model_canonical) {
         for (i, t) in threads.iter().enumerate() {
             if t.path == path {
                 return Ok(i);
@@ -159,7 +146,7 @@ fn model_list_filter(
             None => Err(ModelError::Unknown),
         };
     }
-    if let Some(path) = model_path_of(text, current) {
+    if let Some(path) = model_reference_path(text, current, model_canonical) {
         return Ok(path);
     }
     model_resolve(threads, current, reference).map(|i| threads[i].path.clone())

@@ -39,6 +39,24 @@ fn plans<'a, T>(
         .collect()
 }
 
+/// Asserts that the plan `text` of the query `name` contains each of `wants`.
+fn assert_contains_all(name: &str, text: &str, wants: &[&str]) {
+    for want in wants {
+        assert!(text.contains(want), "{name}: {text}");
+    }
+}
+
+/// Asserts that the only scan in the plan `text` of the query `name` is of its ids array (the
+/// `json_each` table `j`).
+fn assert_scans_only_the_ids(name: &str, text: &str) {
+    assert!(
+        text.replace("SCAN j VIRTUAL TABLE", "")
+            .find("SCAN")
+            .is_none(),
+        "{name} scans: {text}"
+    );
+}
+
 fn plan(conn: &rusqlite::Connection, sql: &str) -> String {
     let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
     for i in 1..=stmt.parameter_count() {
@@ -79,9 +97,7 @@ fn hot_queries_use_their_indexes() {
         (sql!("event_last_at"), &["USING PRIMARY KEY (thread_id=?)"]),
     ];
     for (name, text, wants) in plans(cases) {
-        for want in wants {
-            assert!(text.contains(want), "{name}: {text}");
-        }
+        assert_contains_all(name, &text, wants);
         assert!(!text.contains("SCAN"), "{name} scans: {text}");
         assert!(!text.contains("TEMP B-TREE"), "{name} sorts: {text}");
     }
@@ -162,13 +178,7 @@ fn batched_facts_are_primary_key_lookups() {
         ),
     ]) {
         assert!(text.contains(want), "{name}: {text}");
-        // The only scan is of the ids array itself.
-        assert!(
-            text.replace("SCAN j VIRTUAL TABLE", "")
-                .find("SCAN")
-                .is_none(),
-            "{name} scans: {text}"
-        );
+        assert_scans_only_the_ids(name, &text);
         assert!(!text.contains("TEMP B-TREE"), "{name} sorts: {text}");
     }
 }
@@ -192,12 +202,7 @@ fn snapshot_cache_statements_are_primary_key_lookups() {
         ),
     ]) {
         assert!(text.contains(want), "{name}: {text}");
-        assert!(
-            text.replace("SCAN j VIRTUAL TABLE", "")
-                .find("SCAN")
-                .is_none(),
-            "{name} scans: {text}"
-        );
+        assert_scans_only_the_ids(name, &text);
     }
 }
 
@@ -340,9 +345,7 @@ fn usage_queries_use_their_indexes() {
         ),
     ];
     for (name, text, wants) in plans(cases) {
-        for want in wants {
-            assert!(text.contains(want), "{name}: {text}");
-        }
+        assert_contains_all(name, &text, wants);
         // The view's aggregate is read as a co-routine ("SCAN subtree_usage" / "SCAN s" walk
         // its rows); no table or index is scanned.
         for table in [
@@ -493,9 +496,7 @@ fn cross_serve_queries_are_key_lookups() {
         ),
     ];
     for (name, text, wants) in plans(cases) {
-        for want in wants {
-            assert!(text.contains(want), "{name}: {text}");
-        }
+        assert_contains_all(name, &text, wants);
         for scan in [
             "SCAN t",
             "SCAN m",

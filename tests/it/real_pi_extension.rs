@@ -8,11 +8,11 @@ use crate::support::fake_llm;
 use crate::support::pi_child;
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use fake_llm::{hermetic_pi_env, pi_or_skip, FakeLlm, PiEnv, Step};
-use pi_child::{sql, PiChild};
+use pi_child::{extension_dir, magic_word_fake, parent_pi_or_skip, sql, tool_ends, PiChild};
+use pi_child::{one_parent_at_a_time as serial, CHILD_ANSWER};
 use serde_json::{json, Value};
 
 /// The parent's whole run: two Pi startups, three tool calls, the child's turn.
@@ -22,25 +22,6 @@ const EXIT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long the serve and the child may take to go away after the parent exited (graceful
 /// stop: abort ≤ 1.5 s, SIGTERM, ≤ 1.5 s, SIGKILL).
 const CLEANUP_TIMEOUT: Duration = Duration::from_secs(20);
-
-/// The tests of this file run one at a time: each starts several Node processes at once, and a
-/// child Pi that takes longer than the engine's 4 s prompt-answer wait to start exposes a
-/// runtime race (a stale `get_state` answer can end a `wait` before the child answered).
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-const CHILD_PROMPT: &str = "Say the magic word.";
-const CHILD_ANSWER: &str = "The magic word is xyzzy.";
-
-fn tool_ends<'a>(events: &'a [Value], tool: &str) -> Vec<&'a Value> {
-    events
-        .iter()
-        .filter(|e| e["type"] == "tool_execution_end" && e["toolName"] == tool)
-        .collect()
-}
 
 /// One hermetic run: the fake's environment, the database, the parent Pi with the extension.
 struct World {
@@ -71,27 +52,12 @@ impl World {
             "the hermetic args block discovery; -e must still load the extension"
         );
         let db = env.root.path().join("db.sqlite");
-        let parent_session = env.root.path().join("sessions").join("parent.jsonl");
+        let parent_session = pi_child::parent_session(&env);
         // The child's argv prefix is just Pi: the hermetic flags (--offline, --provider,
         // --model, the no-discovery flags) and `--extension` reach it by inheritance from the
         // parent's argv (`--parent-args`), the hermetic environment through the serve's.
-        let mut vars = vec![
-            (
-                "THREADBASE_BIN",
-                env!("CARGO_BIN_EXE_threadbase").to_string(),
-            ),
-            ("THREADBASE_DB", db.display().to_string()),
-            ("THREADBASE_PI_COMMAND", json!(pi).to_string()),
-        ];
-        vars.extend(more_vars.iter().cloned());
-        let session_arg = parent_session.display().to_string();
-        let ext_arg = extension.display().to_string();
-        let parent = PiChild::spawn(
-            pi,
-            &env,
-            &["--session", &session_arg, "-e", &ext_arg],
-            &vars,
-        );
+        let child_command = json!(pi).to_string();
+        let parent = pi_child::spawn_parent(pi, &env, extension, &db, child_command, more_vars);
         World {
             parent,
             env,
@@ -102,19 +68,7 @@ impl World {
 
     /// Sends a prompt and reads records until `agent_settled`; returns the records of this run.
     fn run(&mut self, id: &str, message: &str) -> Vec<Value> {
-        let mark = self.parent.seen.len();
-        self.parent
-            .send(&json!({"id": id, "type": "prompt", "message": message}));
-        let response = self
-            .parent
-            .wait_for("the prompt response", RUN_TIMEOUT, |v| {
-                v["type"] == "response" && v["id"] == id
-            });
-        assert_eq!(response["success"], true, "{}", self.parent.dump());
-        self.parent.wait_for("agent_settled", RUN_TIMEOUT, |v| {
-            v["type"] == "agent_settled"
-        });
-        self.parent.seen[mark..].to_vec()
+        self.parent.run(id, message, RUN_TIMEOUT)
     }
 
     /// Closes the parent's stdin and expects the parent to exit 0 and, on their own, the serve
@@ -126,11 +80,7 @@ impl World {
             "parent, serve and children should be running: {:?}",
             self.env.leftover_processes()
         );
-        drop(self.parent.stdin.take());
-        let status = self.parent.wait_exit(EXIT_TIMEOUT);
-        let dump = self.parent.dump();
-        let status = status.unwrap_or_else(|| panic!("parent did not exit on stdin EOF\n{dump}"));
-        assert!(status.success(), "parent exit {status:?}\n{dump}");
+        self.parent.finish(EXIT_TIMEOUT);
         let leftovers = self.env.leftovers_after(CLEANUP_TIMEOUT);
         let described: Vec<String> = leftovers
             .iter()
@@ -191,39 +141,20 @@ impl Drop for World {
     }
 }
 
-fn extension_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("pi-extension")
-}
-
 #[test]
 fn real_pi_parent_with_the_extension_starts_waits_for_and_polls_a_real_child() {
-    let Some(pi) =
-        pi_or_skip("real_pi_parent_with_the_extension_starts_waits_for_and_polls_a_real_child")
-    else {
+    let test = "real_pi_parent_with_the_extension_starts_waits_for_and_polls_a_real_child";
+    let Some((pi, _serial)) = parent_pi_or_skip(test) else {
         return;
     };
-    let _serial = serial();
     let started = Instant::now();
 
-    // The parent's turns come from the queue in order; the child's single request is routed
-    // by its prompt, so it is answered correctly whenever it arrives (it races the parent's
-    // request after `start`, and normally lands while the parent is blocked in `wait`).
-    let fake = FakeLlm::with_script([
-        Step::tool_call(
-            "thread",
-            json!({"action": "start", "prompt": CHILD_PROMPT, "taskName": "magic"}),
-        ),
-        Step::tool_call(
-            "thread",
-            json!({"action": "wait", "id": "magic", "timeoutMs": 60000}),
-        ),
+    // The parent's turns come from the queue in order; the child's single request normally
+    // lands while the parent is blocked in `wait`.
+    let fake = magic_word_fake([
         Step::tool_call("thread", json!({"action": "poll", "id": "magic"})),
         Step::text("Done."),
     ]);
-    fake.route(
-        |r| r.last_user_text().as_deref() == Some(CHILD_PROMPT),
-        Step::text(CHILD_ANSWER),
-    );
     let mut w = World::launch(&pi, &fake, &extension_dir().join("index.ts"));
     let events = w.run("p1", "Use a background thread to find out the magic word.");
     let dump = w.parent.dump();
@@ -405,12 +336,11 @@ fn real_pi_parent_with_the_extension_starts_waits_for_and_polls_a_real_child() {
 /// and leaves the child and the serve running; the extension also loads as a directory.
 #[test]
 fn real_pi_extension_reports_errors_and_an_aborted_wait_leaves_the_child_running() {
-    let Some(pi) =
-        pi_or_skip("real_pi_extension_reports_errors_and_an_aborted_wait_leaves_the_child_running")
-    else {
+    let Some((pi, _serial)) = parent_pi_or_skip(
+        "real_pi_extension_reports_errors_and_an_aborted_wait_leaves_the_child_running",
+    ) else {
         return;
     };
-    let _serial = serial();
     let started = Instant::now();
     let fake = FakeLlm::with_script([
         // Run 1: an unknown reference and an extra field: tool errors; then a start and a wait
@@ -532,12 +462,11 @@ fn real_pi_extension_reports_errors_and_an_aborted_wait_leaves_the_child_running
 /// with the exit status and the serve's stderr tail.
 #[test]
 fn real_pi_extension_passes_the_session_to_serve_and_reports_a_dead_serve() {
-    let Some(pi) =
-        pi_or_skip("real_pi_extension_passes_the_session_to_serve_and_reports_a_dead_serve")
+    let Some((pi, _serial)) =
+        parent_pi_or_skip("real_pi_extension_passes_the_session_to_serve_and_reports_a_dead_serve")
     else {
         return;
     };
-    let _serial = serial();
     let fake = FakeLlm::with_script([
         Step::tool_call("thread", json!({"action": "list"})),
         Step::text("It failed."),

@@ -9,30 +9,16 @@ use crate::support::pi_child;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::Mutex;
 use std::time::Duration;
 
-use fake_llm::{hermetic_pi_env, pi_or_skip, FakeLlm, PiEnv, Step};
-use pi_child::{sql, PiChild};
+use fake_llm::{hermetic_pi_env, FakeLlm, PiEnv, Step};
+use pi_child::{extension_dir, magic_word_fake, parent_pi_or_skip, sql, tool_ends, PiChild};
 use serde_json::{json, Value};
 
 const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 const CLEANUP_TIMEOUT: Duration = Duration::from_secs(20);
-const CHILD_PROMPT: &str = "Say the magic word.";
-const CHILD_ANSWER: &str = "The magic word is xyzzy.";
 /// The line the tool adds under "Available tools" in the system prompt.
 const SNIPPET: &str = "thread: run background Pi child sessions";
-
-/// Several Node processes per test: one test at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// A hermetic env whose PATH holds a `pi` (a wrapper around the test's Pi argv) and the system
 /// folders, and no threadbase; extension discovery is left on (the plain session).
@@ -94,7 +80,7 @@ fn read_json(path: &Path) -> Value {
 /// Every file of `pi-extension/` is in `dir`, byte for byte, plus the binary record.
 fn assert_installed_copy(dir: &Path) {
     let mut names = Vec::new();
-    for entry in std::fs::read_dir(repo().join("pi-extension")).unwrap() {
+    for entry in std::fs::read_dir(extension_dir()).unwrap() {
         let entry = entry.unwrap();
         let name = entry.file_name().to_string_lossy().into_owned();
         assert_eq!(
@@ -117,27 +103,6 @@ fn assert_installed_copy(dir: &Path) {
     assert_eq!(record["bin"], bin.display().to_string(), "{record}");
 }
 
-/// Sends a prompt, reads records until `agent_settled`, returns this run's records.
-fn run(parent: &mut PiChild, id: &str, message: &str) -> Vec<Value> {
-    let mark = parent.seen.len();
-    parent.send(&json!({"id": id, "type": "prompt", "message": message}));
-    let response = parent.wait_for("the prompt response", RUN_TIMEOUT, |v| {
-        v["type"] == "response" && v["id"] == id
-    });
-    assert_eq!(response["success"], true, "{}", parent.dump());
-    parent.wait_for("agent_settled", RUN_TIMEOUT, |v| {
-        v["type"] == "agent_settled"
-    });
-    parent.seen[mark..].to_vec()
-}
-
-fn thread_ends(events: &[Value]) -> Vec<&Value> {
-    events
-        .iter()
-        .filter(|e| e["type"] == "tool_execution_end" && e["toolName"] == "thread")
-        .collect()
-}
-
 fn system_prompt(request: &fake_llm::RecordedRequest) -> String {
     request
         .messages()
@@ -150,40 +115,19 @@ fn system_prompt(request: &fake_llm::RecordedRequest) -> String {
 
 /// Closes the parent's stdin; the parent, its serve and the children must all go away.
 fn shut_down(mut parent: PiChild, env: &PiEnv) {
-    drop(parent.stdin.take());
-    let status = parent.wait_exit(Duration::from_secs(10));
-    assert!(
-        status.is_some_and(|s| s.success()),
-        "parent exit {status:?}\n{}",
-        parent.dump()
-    );
+    parent.finish(Duration::from_secs(10));
     let left = env.leftovers_after(CLEANUP_TIMEOUT);
     assert!(left.is_empty(), "processes left behind: {left:?}");
 }
 
 #[test]
 fn after_pi_install_a_plain_pi_session_has_the_thread_tool_and_after_uninstall_it_is_gone() {
-    let Some(pi) = pi_or_skip(
-        "after_pi_install_a_plain_pi_session_has_the_thread_tool_and_after_uninstall_it_is_gone",
-    ) else {
+    let test =
+        "after_pi_install_a_plain_pi_session_has_the_thread_tool_and_after_uninstall_it_is_gone";
+    let Some((pi, _serial)) = parent_pi_or_skip(test) else {
         return;
     };
-    let _serial = serial();
-    let fake = FakeLlm::with_script([
-        Step::tool_call(
-            "thread",
-            json!({"action": "start", "prompt": CHILD_PROMPT, "taskName": "magic"}),
-        ),
-        Step::tool_call(
-            "thread",
-            json!({"action": "wait", "id": "magic", "timeoutMs": 60000}),
-        ),
-        Step::text("Done."),
-    ]);
-    fake.route(
-        |r| r.last_user_text().as_deref() == Some(CHILD_PROMPT),
-        Step::text(CHILD_ANSWER),
-    );
+    let fake = magic_word_fake([Step::text("Done.")]);
     let env = plain_env(&fake, &pi);
     let settings_before = read_json(&env.agent_dir.join("settings.json"));
 
@@ -210,13 +154,13 @@ fn after_pi_install_a_plain_pi_session_has_the_thread_tool_and_after_uninstall_i
     let session = env.root.path().join("sessions").join("parent.jsonl");
     let session_arg = session.display().to_string();
     let mut parent = PiChild::spawn(&pi, &env, &["--session", &session_arg], &[]);
-    let events = run(
-        &mut parent,
+    let events = parent.run(
         "p1",
         "Use a background thread to find the magic word.",
+        RUN_TIMEOUT,
     );
     let dump = parent.dump();
-    let ends = thread_ends(&events);
+    let ends = tool_ends(&events, "thread");
     assert_eq!(ends.len(), 2, "{dump}");
     for end in &ends {
         assert_eq!(end["isError"], false, "{end}\n{dump}");
@@ -288,7 +232,7 @@ fn after_pi_install_a_plain_pi_session_has_the_thread_tool_and_after_uninstall_i
     fake.push(Step::text("No thread tool here."));
     let seen = fake.completion_requests().len();
     let mut parent = PiChild::spawn(&pi, &env, &["--no-session"], &[]);
-    run(&mut parent, "p2", "Which tools do you have?");
+    parent.run("p2", "Which tools do you have?", RUN_TIMEOUT);
     let after = fake.completion_requests();
     let request = after.get(seen).expect("a request after uninstall");
     assert!(
@@ -302,12 +246,11 @@ fn after_pi_install_a_plain_pi_session_has_the_thread_tool_and_after_uninstall_i
 
 #[test]
 fn without_pi_to_run_install_writes_the_settings_exactly_as_pi_install_does() {
-    let Some(pi) =
-        pi_or_skip("without_pi_to_run_install_writes_the_settings_exactly_as_pi_install_does")
-    else {
+    let Some((pi, _serial)) = parent_pi_or_skip(
+        "without_pi_to_run_install_writes_the_settings_exactly_as_pi_install_does",
+    ) else {
         return;
     };
-    let _serial = serial();
     let fake = FakeLlm::start();
     // One env registers through Pi, the other finds no `pi`; both start from the same settings
     // with an unrelated package already listed, personal and project scope.
@@ -387,11 +330,11 @@ fn without_pi_to_run_install_writes_the_settings_exactly_as_pi_install_does() {
 
 #[test]
 fn with_no_threadbase_binary_to_find_the_tool_error_says_what_to_run() {
-    let Some(pi) = pi_or_skip("with_no_threadbase_binary_to_find_the_tool_error_says_what_to_run")
+    let Some((pi, _serial)) =
+        parent_pi_or_skip("with_no_threadbase_binary_to_find_the_tool_error_says_what_to_run")
     else {
         return;
     };
-    let _serial = serial();
     let fake = FakeLlm::with_script([
         Step::tool_call("thread", json!({"action": "list"})),
         Step::text("Done."),
@@ -399,11 +342,11 @@ fn with_no_threadbase_binary_to_find_the_tool_error_says_what_to_run() {
     let env = plain_env(&fake, &pi);
     // The extension straight from the repo: no threadbase.json beside it, no THREADBASE_BIN,
     // no threadbase on PATH, a HOME without ~/.cargo.
-    let ext = repo().join("pi-extension").join("index.ts");
+    let ext = extension_dir().join("index.ts");
     let ext_arg = ext.display().to_string();
     let mut parent = PiChild::spawn(&pi, &env, &["--no-session", "-e", &ext_arg], &[]);
-    let events = run(&mut parent, "p1", "List the threads.");
-    let ends = thread_ends(&events);
+    let events = parent.run("p1", "List the threads.", RUN_TIMEOUT);
+    let ends = tool_ends(&events, "thread");
     assert_eq!(ends.len(), 1, "{}", parent.dump());
     assert_eq!(ends[0]["isError"], true, "{}", ends[0]);
     let text = fake_llm::content_text(&ends[0]["result"]["content"]);

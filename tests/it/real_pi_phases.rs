@@ -12,10 +12,9 @@
 //! Each model reply is routed by the last user message, so the order Pi asks in does not
 //! matter. Skips without Pi unless CI=true.
 
-use crate::support::fake_llm;
-use crate::support::serve_client;
+use crate::support::{common, fake_llm, serve_client};
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use fake_llm::{hermetic_pi_env, pi_or_skip, FakeLlm, PiEnv, Step};
@@ -30,6 +29,21 @@ fn reply_to(fake: &FakeLlm, needle: &'static str, step: Step) {
         move |r| r.last_user_text().is_some_and(|t| t.contains(needle)),
         step,
     );
+}
+
+/// Real Pi (`None`: skip `test`), a fake LLM that answers each needle of `replies` with its
+/// step (see [`reply_to`]), and a hermetic environment for it.
+fn pi_with_replies(
+    test: &str,
+    replies: Vec<(&'static str, Step)>,
+) -> Option<(Vec<String>, FakeLlm, PiEnv)> {
+    let pi = pi_or_skip(test)?;
+    let fake = FakeLlm::start();
+    for (needle, step) in replies {
+        reply_to(&fake, needle, step);
+    }
+    let env = hermetic_pi_env(&fake);
+    Some((pi, fake, env))
 }
 
 /// A reply streamed slowly enough (about `ms`) for actions to land while it runs.
@@ -123,18 +137,19 @@ fn close(mut s: Serve, env: &PiEnv) {
 
 #[test]
 fn contract_a_send_while_starting_busy_and_idle() {
-    let Some(pi) = pi_or_skip("contract_a_send_while_starting_busy_and_idle") else {
+    let replies = vec![
+        ("Begin", slow("Begun. ", 600)),
+        ("Early", Step::text("Early reply.")),
+        ("Next", slow("Working on next step now. ", 2_000)),
+        ("Steer", Step::text("Steered reply.")),
+        ("Follow", Step::text("Follow reply.")),
+        ("Idle steer", Step::text("Idle steer reply.")),
+        ("Idle follow", Step::text("Idle follow reply.")),
+    ];
+    let test = "contract_a_send_while_starting_busy_and_idle";
+    let Some((pi, fake, env)) = pi_with_replies(test, replies) else {
         return;
     };
-    let fake = FakeLlm::start();
-    reply_to(&fake, "Begin", slow("Begun. ", 600));
-    reply_to(&fake, "Early", Step::text("Early reply."));
-    reply_to(&fake, "Next", slow("Working on next step now. ", 2_000));
-    reply_to(&fake, "Steer", Step::text("Steered reply."));
-    reply_to(&fake, "Follow", Step::text("Follow reply."));
-    reply_to(&fake, "Idle steer", Step::text("Idle steer reply."));
-    reply_to(&fake, "Idle follow", Step::text("Idle follow reply."));
-    let env = hermetic_pi_env(&fake);
     let mut s = thread_serve(&env, &pi);
 
     // Starting: the default mode is follow_up; Pi has not answered the launch prompt yet.
@@ -217,14 +232,15 @@ fn contract_a_send_while_starting_busy_and_idle() {
 
 #[test]
 fn contract_a_fork_stop_and_resume_while_busy_and_starting() {
-    let Some(pi) = pi_or_skip("contract_a_fork_stop_and_resume_while_busy_and_starting") else {
+    let replies = vec![
+        ("Work slowly", Step::hang(60_000)),
+        ("In the fork", Step::text("Fork reply.")),
+        ("After the stop", Step::text("Resumed reply.")),
+    ];
+    let test = "contract_a_fork_stop_and_resume_while_busy_and_starting";
+    let Some((pi, fake, env)) = pi_with_replies(test, replies) else {
         return;
     };
-    let fake = FakeLlm::start();
-    reply_to(&fake, "Work slowly", Step::hang(60_000));
-    reply_to(&fake, "In the fork", Step::text("Fork reply."));
-    reply_to(&fake, "After the stop", Step::text("Resumed reply."));
-    let env = hermetic_pi_env(&fake);
     let mut s = thread_serve(&env, &pi);
 
     let r = s.thread(json!({"action": "start", "prompt": "Work slowly", "taskName": "busy"}));
@@ -285,6 +301,21 @@ fn contract_a_fork_stop_and_resume_while_busy_and_starting() {
     close(s, &env);
 }
 
+/// A serve for session `session` whose children are real Pi with the `tools` of the
+/// extension; and its database.
+fn tools_serve(env: &PiEnv, pi: &[String], tools: &str, session: &str) -> (PathBuf, Serve) {
+    let db = env.root.path().join("db.sqlite");
+    let s = serve_with_pi_children(
+        &db,
+        &env.env,
+        &env.cwd,
+        &env.child_command(pi, &[]),
+        tools,
+        session,
+    );
+    (db, s)
+}
+
 /// A contract B call's details.
 fn agent_call(s: &mut Serve, method: &str, params: Value) -> Value {
     let id = s.send(method, params.clone());
@@ -295,22 +326,15 @@ fn agent_call(s: &mut Serve, method: &str, params: Value) -> Value {
 
 #[test]
 fn contract_b_steer_of_a_completed_thread_runs_on_its_session() {
-    let Some(pi) = pi_or_skip("contract_b_steer_of_a_completed_thread_runs_on_its_session") else {
+    let replies = vec![
+        ("TASK", Step::text("Task done.")),
+        ("STEER", Step::text("Steer done.")),
+    ];
+    let test = "contract_b_steer_of_a_completed_thread_runs_on_its_session";
+    let Some((pi, fake, env)) = pi_with_replies(test, replies) else {
         return;
     };
-    let fake = FakeLlm::start();
-    reply_to(&fake, "TASK", Step::text("Task done."));
-    reply_to(&fake, "STEER", Step::text("Steer done."));
-    let env = hermetic_pi_env(&fake);
-    let db = env.root.path().join("db.sqlite");
-    let mut s = serve_with_pi_children(
-        &db,
-        &env.env,
-        &env.cwd,
-        &env.child_command(&pi, &[]),
-        "agent",
-        "ses_phases_b",
-    );
+    let (db, mut s) = tools_serve(&env, &pi, "agent", "ses_phases_b");
     let v = agent_call(
         &mut s,
         "agent_spawn",
@@ -323,14 +347,12 @@ fn contract_b_steer_of_a_completed_thread_runs_on_its_session() {
     );
     let file = v["sessionFile"].as_str().unwrap().to_string();
     // The settled run's process is retired; a steer starts a new one on the same session.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while serve_client_status(&db, "/root/worker") != "closed" {
-        assert!(
-            Instant::now() < deadline,
-            "the settled process was not retired"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    until_row::<String>(
+        &db,
+        "SELECT status FROM threads WHERE path = '/root/worker' AND status = 'closed'",
+        &[],
+        "the settled process was not retired",
+    );
     agent_call(
         &mut s,
         "agent_steer",
@@ -356,43 +378,41 @@ fn contract_b_steer_of_a_completed_thread_runs_on_its_session() {
     close(s, &env);
 }
 
-/// `status` of the thread at `path`, read from the database (`""` before it exists).
-fn serve_client_status(db: &Path, path: &str) -> String {
-    let conn = rusqlite::Connection::open(db).unwrap();
-    conn.busy_timeout(Duration::from_secs(5)).unwrap();
-    conn.query_row("SELECT status FROM threads WHERE path = ?1", [path], |r| {
-        r.get(0)
+/// The value `sql` reads (a row of one column) once it reads one that is not NULL: read every
+/// 5 ms, for at most 30 s.
+fn until_row<T: rusqlite::types::FromSql>(
+    db: &Path,
+    sql: &str,
+    params: &[&dyn rusqlite::ToSql],
+    what: &str,
+) -> T {
+    let every = Duration::from_millis(5);
+    common::poll(Duration::from_secs(30), every, what, || {
+        let conn = rusqlite::Connection::open(db).unwrap();
+        conn.busy_timeout(Duration::from_secs(5)).unwrap();
+        conn.query_row(sql, params, |r| r.get::<_, Option<T>>(0))
+            .unwrap_or(None)
     })
-    .unwrap_or_default()
 }
 
 #[test]
 fn contract_b_stop_or_crash_while_starting_settles_the_thread() {
-    let Some(pi) = pi_or_skip("contract_b_stop_or_crash_while_starting_settles_the_thread") else {
+    let test = "contract_b_stop_or_crash_while_starting_settles_the_thread";
+    let Some((pi, _fake, env)) = pi_with_replies(test, vec![("EARLY", Step::hang(60_000))]) else {
         return;
     };
-    let fake = FakeLlm::start();
-    reply_to(&fake, "EARLY", Step::hang(60_000));
-    let env = hermetic_pi_env(&fake);
-    let db = env.root.path().join("db.sqlite");
-    let mut s = serve_with_pi_children(
-        &db,
-        &env.env,
-        &env.cwd,
-        &env.child_command(&pi, &[]),
-        "agent",
-        "ses_phases_b_stop",
-    );
+    let (db, mut s) = tools_serve(&env, &pi, "agent", "ses_phases_b_stop");
     // The stop lands while Pi boots, before it answered the launch prompt.
     let spawn = s.send(
         "agent_spawn",
         json!({"path": "early", "type": "worker", "task": "EARLY: take long", "wait": false}),
     );
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while serve_client_status(&db, "/root/early") != "live" {
-        assert!(Instant::now() < deadline, "the run never started");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    until_row::<String>(
+        &db,
+        "SELECT status FROM threads WHERE path = '/root/early' AND status = 'live'",
+        &[],
+        "the run never started",
+    );
     let v = agent_call(&mut s, "agent_stop", json!({"path": "/root/early"}));
     assert_eq!(v["state"], "stopped", "{v}");
     let r = s.response(spawn, Duration::from_secs(60));
@@ -416,23 +436,12 @@ fn contract_b_stop_or_crash_while_starting_settles_the_thread() {
         "agent_spawn",
         json!({"path": "doomed", "type": "worker", "task": "EARLY: crash", "wait": false}),
     );
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let pid = loop {
-        let conn = rusqlite::Connection::open(&db).unwrap();
-        conn.busy_timeout(Duration::from_secs(5)).unwrap();
-        let pid: Option<i64> = conn
-            .query_row(
-                "SELECT pid FROM threads WHERE path = '/root/doomed' AND status = 'live'",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap_or(None);
-        if let Some(pid) = pid {
-            break pid;
-        }
-        assert!(Instant::now() < deadline, "the run never started");
-        std::thread::sleep(Duration::from_millis(5));
-    };
+    let pid: i64 = until_row(
+        &db,
+        "SELECT pid FROM threads WHERE path = '/root/doomed' AND status = 'live'",
+        &[],
+        "the run never started",
+    );
     rustix::process::kill_process_group(
         rustix::process::Pid::from_raw(pid as i32).unwrap(),
         rustix::process::Signal::KILL,
@@ -457,27 +466,16 @@ fn contract_b_stop_or_crash_while_starting_settles_the_thread() {
 
 #[test]
 fn contract_c_interrupt_of_a_busy_worker_then_send() {
-    let Some(pi) = pi_or_skip("contract_c_interrupt_of_a_busy_worker_then_send") else {
+    let replies = vec![
+        ("Long task", Step::hang(60_000)),
+        ("Short task", Step::text("Short done.")),
+        ("Early task", slow("Early task finished after all. ", 3_000)),
+    ];
+    let test = "contract_c_interrupt_of_a_busy_worker_then_send";
+    let Some((pi, fake, env)) = pi_with_replies(test, replies) else {
         return;
     };
-    let fake = FakeLlm::start();
-    reply_to(&fake, "Long task", Step::hang(60_000));
-    reply_to(&fake, "Short task", Step::text("Short done."));
-    reply_to(
-        &fake,
-        "Early task",
-        slow("Early task finished after all. ", 3_000),
-    );
-    let env = hermetic_pi_env(&fake);
-    let db = env.root.path().join("db.sqlite");
-    let mut s = serve_with_pi_children(
-        &db,
-        &env.env,
-        &env.cwd,
-        &env.child_command(&pi, &[]),
-        "worker",
-        "ses_phases_c",
-    );
+    let (db, mut s) = tools_serve(&env, &pi, "worker", "ses_phases_c");
     let tool = |s: &mut Serve, method: &str, params: Value| agent_call(s, method, params);
     let v = tool(
         &mut s,
@@ -518,23 +516,12 @@ fn contract_c_interrupt_of_a_busy_worker_then_send() {
         "threads_spawn",
         json!({"key": "early", "title": "Early", "directory": env.cwd.display().to_string(), "task": "Early task"}),
     );
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let early = loop {
-        let conn = rusqlite::Connection::open(&db).unwrap();
-        conn.busy_timeout(Duration::from_secs(5)).unwrap();
-        let id: Option<String> = conn
-            .query_row(
-                "SELECT id FROM threads WHERE id <> ?1 AND status = 'live'",
-                [&worker],
-                |r| r.get(0),
-            )
-            .unwrap_or(None);
-        if let Some(id) = id {
-            break id;
-        }
-        assert!(Instant::now() < deadline, "the early worker never started");
-        std::thread::sleep(Duration::from_millis(5));
-    };
+    let early: String = until_row(
+        &db,
+        "SELECT id FROM threads WHERE id <> ?1 AND status = 'live'",
+        &[&worker],
+        "the early worker never started",
+    );
     let v = tool(&mut s, "threads_interrupt", json!({"workerID": early}));
     assert_eq!(v["outcome"], "interrupted", "{v}");
     let r = s.response(spawn, Duration::from_secs(60));

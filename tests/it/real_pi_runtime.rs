@@ -2,51 +2,42 @@
 //! prompt that runs the built-in `bash` tool, steer and follow up while busy, abort, stop,
 //! kill, and check the rows. Skips without Pi unless CI=true.
 
-use crate::support::common;
 use crate::support::fake_llm;
+use crate::support::runtime::RuntimeDb;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use fake_llm::{hermetic_pi_env, pi_or_skip, FakeLlm, PiEnv, Step};
 use serde_json::{json, Value};
 use threadbase::runtime::mapping::Phase;
-use threadbase::runtime::{LaunchSpec, Runtime, RuntimeConfig, SendMode, StartKind};
-use threadbase::store::events;
-use threadbase::Store;
+use threadbase::runtime::{LaunchSpec, RuntimeConfig, SendMode, StartKind};
 
 const RUN: Duration = Duration::from_secs(60);
 
 struct World {
-    _db: common::TempDb,
-    store: Arc<Store>,
-    rt: Runtime,
-    manager: threadbase::domain::ManagerId,
+    db: RuntimeDb,
     env: PiEnv,
     pi: Vec<String>,
 }
 
+impl std::ops::Deref for World {
+    type Target = RuntimeDb;
+    fn deref(&self) -> &RuntimeDb {
+        &self.db
+    }
+}
+
 impl World {
     fn new(pi: Vec<String>, fake: &FakeLlm) -> World {
-        let db = common::temp_db();
-        let store = Arc::new(Store::open(&db.path).unwrap());
-        let manager = common::manager(&store, "ses_real_pi");
-        let rt = Runtime::new(store.clone(), RuntimeConfig::default());
         World {
-            _db: db,
-            store,
-            rt,
-            manager,
+            db: RuntimeDb::new("ses_real_pi", RuntimeConfig::default()),
             env: hermetic_pi_env(fake),
             pi,
         }
     }
 
     fn spec(&self, n: u64, name: &str, start: StartKind) -> LaunchSpec {
-        let id = common::tid(n);
-        let mut t = common::thread(&id, self.manager, &format!("/root/{name}"), true);
-        t.phase = Phase::Starting;
-        common::add(&self.store, &[t]);
+        let id = self.starting_thread(n, name);
         let session = self.env.root.path().join(format!("{name}.jsonl"));
         let extra = ["--session", session.to_str().unwrap(), "--name", name];
         LaunchSpec {
@@ -69,25 +60,11 @@ impl World {
     }
 
     fn row(&self, id: &str) -> Value {
-        let conn = self.store.read().unwrap();
-        let s: String = conn
-            .query_row(
-                "SELECT json_object('status', status, 'phase', phase, 'exit_kind', exit_kind, 'exit_code', exit_code,
-                        'exit_signal', exit_signal, 'pid', pid, 'assistant', o.last_assistant_text)
-                 FROM threads t LEFT JOIN thread_output o ON o.thread_id = t.id WHERE t.id = ?1",
-                [id],
-                |r| r.get(0),
-            )
-            .unwrap();
-        serde_json::from_str(&s).unwrap()
-    }
-
-    fn events(&self, id: &str) -> Vec<(String, Value)> {
-        events::of_thread(&self.store.read().unwrap(), id)
-            .unwrap()
-            .into_iter()
-            .map(|e| (e.kind, e.data))
-            .collect()
+        self.row_json(
+            id,
+            "'status', status, 'phase', phase, 'exit_kind', exit_kind, 'exit_code', exit_code,
+             'exit_signal', exit_signal, 'pid', pid, 'assistant', o.last_assistant_text",
+        )
     }
 }
 

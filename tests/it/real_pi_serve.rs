@@ -2,8 +2,7 @@
 //! the loopback fake LLM: start, wait, poll, send, stop, resume on the saved session, fork with
 //! the history carried over, and stdin EOF. Skips without Pi unless CI=true.
 
-use crate::support::fake_llm;
-use crate::support::serve_client;
+use crate::support::{common, fake_llm, serve_client};
 
 use std::time::Duration;
 
@@ -191,14 +190,7 @@ fn real_pi_children_through_serve() {
 
     let status = s.close(Duration::from_secs(30));
     assert!(status.success());
-    let conn = rusqlite::Connection::open(&db).unwrap();
-    let live: i64 = conn
-        .query_row(
-            "SELECT count(*) FROM threads WHERE status = 'live'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let live = common::count(&db, "SELECT count(*) FROM threads WHERE status = 'live'");
     assert_eq!(live, 0);
     assert!(
         env.leftover_processes().is_empty(),

@@ -10,45 +10,25 @@ use crate::support::fake_llm;
 use crate::support::pi_child;
 use crate::support::serve_client;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use fake_llm::{hermetic_pi_env, pi_or_skip, FakeLlm, Reaper, Step, MARKER_VAR};
-use pi_child::{sql, PiChild};
+use fake_llm::{Reaper, Step, MARKER_VAR};
+use pi_child::{parent_with_busy_children, pi_with_steps, strings, thread_row, tool_ends};
 use serde_json::{json, Value};
 use serve_client::{Serve, ServeSpec};
 
 const STEP_TIMEOUT: Duration = Duration::from_secs(120);
 
-fn strings(v: &Value) -> Vec<String> {
-    v.as_array()
-        .unwrap_or_else(|| panic!("not an array: {v}"))
-        .iter()
-        .map(|s| s.as_str().unwrap().to_string())
-        .collect()
-}
-
-fn extension_file() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("pi-extension/index.ts")
-}
-
 fn row(db: &Path, path: &str) -> Value {
-    let rows = sql(
-        db,
-        &format!("SELECT id, session_id, status, exit_kind, owner_pid FROM threads WHERE path = '{path}'"),
-    );
-    assert_eq!(rows.len(), 1, "{path}: {rows:#?}");
-    rows[0].clone()
+    thread_row(db, "id, session_id, status, exit_kind, owner_pid", path)
 }
 
 #[test]
 fn real_pi_root_reads_and_stops_a_grandchild_held_by_a_childs_serve() {
-    let Some(pi) = pi_or_skip("real_pi_root_reads_and_stops_a_grandchild_held_by_a_childs_serve")
-    else {
-        return;
-    };
     let started = Instant::now();
-    let fake = FakeLlm::with_script([
+    let test = "real_pi_root_reads_and_stops_a_grandchild_held_by_a_childs_serve";
+    let steps = [
         Step::tool_call(
             "thread",
             json!({"action": "start", "prompt": "Watch the logs.", "taskName": "watched"}),
@@ -60,50 +40,18 @@ fn real_pi_root_reads_and_stops_a_grandchild_held_by_a_childs_serve() {
         ),
         Step::tool_call("thread", json!({"action": "list", "ancestor": "/root"})),
         Step::text("Seen."),
-    ]);
-    let env = hermetic_pi_env(&fake);
+    ];
+    let Some((pi, _fake, env)) = pi_with_steps(test, steps) else {
+        return;
+    };
     let _reaper = Reaper(&env);
-    let db = env.root.path().join("db.sqlite");
     // Children and the grandchild: scripted agents that stay busy until stopped.
-    let script = env.root.path().join("child-script.json");
-    std::fs::write(
-        &script,
-        json!({"turns": [{"steps": [{"delay_ms": 60000}, {"text": "x"}]}]}).to_string(),
-    )
-    .unwrap();
-    let child_command = serve_client::scripted_command(&script);
-    let bin = env!("CARGO_BIN_EXE_threadbase").to_string();
-    let session = env.root.path().join("sessions").join("parent.jsonl");
-    let (session_arg, ext_arg) = (
-        session.display().to_string(),
-        extension_file().display().to_string(),
-    );
-    let mut p = PiChild::spawn(
-        &pi,
-        &env,
-        &["--session", &session_arg, "-e", &ext_arg],
-        &[
-            ("THREADBASE_BIN", bin),
-            ("THREADBASE_DB", db.display().to_string()),
-            ("THREADBASE_PI_COMMAND", child_command.clone()),
-        ],
-    );
+    let (mut p, db, child_command) = parent_with_busy_children(&pi, &env, 60_000);
 
     // --- the parent model starts /root/watched ------------------------------------------------
-    p.send(&json!({"id": "p1", "type": "prompt", "message": "Start a watcher thread."}));
-    assert_eq!(
-        p.response("p1", STEP_TIMEOUT)["success"],
-        true,
-        "{}",
-        p.dump()
-    );
-    let end = p.wait_for("the start's end", STEP_TIMEOUT, |v| {
-        v["type"] == "tool_execution_end" && v["toolName"] == "thread"
-    });
+    let events = p.run("p1", "Start a watcher thread.", STEP_TIMEOUT);
+    let end = tool_ends(&events, "thread")[0];
     assert_eq!(end["isError"], false, "{end}");
-    p.wait_for("agent_settled", STEP_TIMEOUT, |v| {
-        v["type"] == "agent_settled"
-    });
 
     // --- the child's own serve starts the grandchild -------------------------------------------
     let watched = row(&db, "/root/watched");
@@ -137,22 +85,8 @@ fn real_pi_root_reads_and_stops_a_grandchild_held_by_a_childs_serve() {
     let docs_id = r["details"]["snapshot"]["id"].as_str().unwrap().to_string();
 
     // --- the parent model reads it through the thread tool -----------------------------------
-    let from = p.seen.len();
-    p.send(&json!({"id": "p2", "type": "prompt", "message": "How is the docs check?"}));
-    assert_eq!(
-        p.response("p2", STEP_TIMEOUT)["success"],
-        true,
-        "{}",
-        p.dump()
-    );
-    p.wait_for("agent_settled", STEP_TIMEOUT, |v| {
-        v["type"] == "agent_settled"
-    });
-    let ends: Vec<Value> = p.seen[from..]
-        .iter()
-        .filter(|v| v["type"] == "tool_execution_end" && v["toolName"] == "thread")
-        .cloned()
-        .collect();
+    let events = p.run("p2", "How is the docs check?", STEP_TIMEOUT);
+    let ends = tool_ends(&events, "thread");
     assert_eq!(ends.len(), 2, "{}", p.dump());
     assert_eq!(ends[0]["isError"], false, "{}", ends[0]);
     let polled = &ends[0]["result"]["details"]["snapshot"];
@@ -173,21 +107,7 @@ fn real_pi_root_reads_and_stops_a_grandchild_held_by_a_childs_serve() {
 
     // --- /threads: Children of /root/watched shows the grandchild, and stops it ---------------
     p.send(&json!({"id": "t1", "type": "prompt", "message": "/threads"}));
-    let ui = |p: &mut PiChild, method: &str| {
-        p.wait_for(
-            &format!("an extension_ui_request {method}"),
-            STEP_TIMEOUT,
-            |v| v["type"] == "extension_ui_request" && v["method"] == method,
-        )
-    };
-    let answer = |p: &mut PiChild, request: &Value, answer: Value| {
-        let mut response = json!({"type": "extension_ui_response", "id": request["id"]});
-        response
-            .as_object_mut()
-            .unwrap()
-            .extend(answer.as_object().unwrap().clone());
-        p.send(&response);
-    };
+    let ui = |p: &mut pi_child::PiChild, method: &str| p.ui_request(method, STEP_TIMEOUT);
     let list = ui(&mut p, "select");
     let top = strings(&list["options"]);
     assert!(top[0].starts_with("/root/watched  "), "{list}");
@@ -196,10 +116,10 @@ fn real_pi_root_reads_and_stops_a_grandchild_held_by_a_childs_serve() {
         3,
         "only this session's own thread at the top: {top:?}"
     );
-    answer(&mut p, &list, json!({"value": top[0]}));
+    p.answer_ui(&list, json!({"value": top[0]}));
     ui(&mut p, "notify");
     let actions = ui(&mut p, "select");
-    answer(&mut p, &actions, json!({"value": "Children"}));
+    p.answer_ui(&actions, json!({"value": "Children"}));
     let below = ui(&mut p, "select");
     assert!(
         below["title"]
@@ -213,7 +133,7 @@ fn real_pi_root_reads_and_stops_a_grandchild_held_by_a_childs_serve() {
         options[0].starts_with("/root/watched/docs_check  "),
         "{options:?}"
     );
-    answer(&mut p, &below, json!({"value": options[0]}));
+    p.answer_ui(&below, json!({"value": options[0]}));
     let summary = ui(&mut p, "notify");
     assert!(
         summary["message"]
@@ -230,9 +150,9 @@ fn real_pi_root_reads_and_stops_a_grandchild_held_by_a_childs_serve() {
         strings(&actions["options"]),
         ["Refresh", "Children", "Stop", "Back"]
     );
-    answer(&mut p, &actions, json!({"value": "Stop"}));
+    p.answer_ui(&actions, json!({"value": "Stop"}));
     let confirm = ui(&mut p, "confirm");
-    answer(&mut p, &confirm, json!({"confirmed": true}));
+    p.answer_ui(&confirm, json!({"confirmed": true}));
     let stopped = ui(&mut p, "notify");
     let stopped_text = stopped["message"].as_str().unwrap();
     assert!(
@@ -249,17 +169,15 @@ fn real_pi_root_reads_and_stops_a_grandchild_held_by_a_childs_serve() {
     assert_eq!(grandchild["exit_kind"], "stopped", "{grandchild}");
     ui(&mut p, "notify");
     let actions = ui(&mut p, "select");
-    answer(&mut p, &actions, json!({"value": "Back"}));
+    p.answer_ui(&actions, json!({"value": "Back"}));
     let below = ui(&mut p, "select");
-    answer(&mut p, &below, json!({"value": "✕ Close"}));
+    p.answer_ui(&below, json!({"value": "✕ Close"}));
     let response = p.response("t1", STEP_TIMEOUT);
     assert_eq!(response["data"]["disposition"], "handled", "{response}");
 
     // --- shutdown ------------------------------------------------------------------------------
     child_serve.close(Duration::from_secs(20));
-    drop(p.stdin.take());
-    let status = p.wait_exit(Duration::from_secs(10));
-    assert!(status.is_some_and(|s| s.success()), "{}", p.dump());
+    p.finish(Duration::from_secs(10));
     let leftovers = env.leftovers_after(Duration::from_secs(20));
     assert!(leftovers.is_empty(), "left: {leftovers:?}");
     eprintln!("real_pi_subtree: passed in {:?}", started.elapsed());

@@ -10,11 +10,11 @@
 use crate::support::fake_llm;
 use crate::support::pi_child;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use fake_llm::{hermetic_pi_env, pi_or_skip, FakeLlm, Reaper, Step};
-use pi_child::{sql, PiChild};
+use fake_llm::{Reaper, Step};
+use pi_child::{parent_with_busy_children, pi_with_steps, strings, tool_ends, PiChild};
 use serde_json::{json, Value};
 
 /// Any one wait for a record of the parent (Pi startup, a turn, a dialog).
@@ -47,104 +47,40 @@ impl Parent {
 
     /// The next dialog or notification of the given method.
     fn ui_request(&mut self, method: &str) -> Value {
-        self.wait_for(&format!("an extension_ui_request {method}"), |v| {
-            v["type"] == "extension_ui_request" && v["method"] == method
-        })
+        self.0.ui_request(method, STEP_TIMEOUT)
     }
 
     fn answer(&mut self, request: &Value, answer: Value) {
-        let mut response = json!({"type": "extension_ui_response", "id": request["id"]});
-        response
-            .as_object_mut()
-            .unwrap()
-            .extend(answer.as_object().unwrap().clone());
-        self.send(&response);
+        self.0.answer_ui(request, answer);
     }
 }
 
 fn thread_row(db: &Path, path: &str) -> Value {
-    let rows = sql(
-        db,
-        &format!("SELECT id, path, status, phase, exit_kind FROM threads WHERE path = '{path}'"),
-    );
-    assert_eq!(rows.len(), 1, "{path}: {rows:#?}");
-    rows[0].clone()
-}
-
-fn strings(v: &Value) -> Vec<String> {
-    v.as_array()
-        .unwrap_or_else(|| panic!("not an array: {v}"))
-        .iter()
-        .map(|s| s.as_str().unwrap().to_string())
-        .collect()
-}
-
-fn extension_file() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("pi-extension/index.ts")
+    pi_child::thread_row(db, "id, path, status, phase, exit_kind", path)
 }
 
 #[test]
 fn threads_command_lists_polls_and_stops_a_thread_through_pi_dialogs() {
-    let Some(pi) = pi_or_skip("threads_command_lists_polls_and_stops_a_thread_through_pi_dialogs")
-    else {
+    let started = Instant::now();
+    let test = "threads_command_lists_polls_and_stops_a_thread_through_pi_dialogs";
+    let start = json!({"action": "start", "prompt": "Watch the logs.", "taskName": "watched", "name": "Watcher"});
+    let steps = [Step::tool_call("thread", start), Step::text("Started.")];
+    let Some((pi, fake, env)) = pi_with_steps(test, steps) else {
         return;
     };
-    let started = Instant::now();
-    let fake = FakeLlm::with_script([
-        Step::tool_call(
-            "thread",
-            json!({"action": "start", "prompt": "Watch the logs.", "taskName": "watched", "name": "Watcher"}),
-        ),
-        Step::text("Started."),
-    ]);
-    let env = hermetic_pi_env(&fake);
     let _reaper = Reaper(&env);
-    let db = env.root.path().join("db.sqlite");
     // The child: a scripted agent whose turn stays busy for 30 s (the stop ends it).
-    let script = env.root.path().join("child-script.json");
-    std::fs::write(
-        &script,
-        json!({"turns": [{"steps": [{"delay_ms": 30000}, {"text": "x"}]}]}).to_string(),
-    )
-    .unwrap();
-    let bin = env!("CARGO_BIN_EXE_threadbase").to_string();
-    let child_command = json!([
-        bin,
-        "scripted-agent",
-        "--script",
-        script.display().to_string()
-    ]);
-    let session = env.root.path().join("sessions").join("parent.jsonl");
-    let (session_arg, ext_arg) = (
-        session.display().to_string(),
-        extension_file().display().to_string(),
-    );
-    let mut p = Parent(PiChild::spawn(
-        &pi,
-        &env,
-        &["--session", &session_arg, "-e", &ext_arg],
-        &[
-            ("THREADBASE_BIN", bin.clone()),
-            ("THREADBASE_DB", db.display().to_string()),
-            ("THREADBASE_PI_COMMAND", child_command.to_string()),
-        ],
-    ));
+    let (parent, db, _) = parent_with_busy_children(&pi, &env, 30_000);
+    let mut p = Parent(parent);
 
     // --- the parent model starts the thread -------------------------------------------------
-    p.send(&json!({"id": "p1", "type": "prompt", "message": "Start a watcher thread."}));
-    let response = p.wait_for("the p1 response", |v| {
-        v["type"] == "response" && v["id"] == "p1"
-    });
-    assert_eq!(response["success"], true, "{}", p.dump());
-    let end = p.wait_for("the thread tool's end", |v| {
-        v["type"] == "tool_execution_end" && v["toolName"] == "thread"
-    });
+    let events = p.run("p1", "Start a watcher thread.", STEP_TIMEOUT);
+    let end = tool_ends(&events, "thread")[0];
     assert_eq!(end["isError"], false, "{end}\n{}", p.dump());
     assert_eq!(
         end["result"]["details"]["snapshot"]["path"],
         "/root/watched"
     );
-    p.wait_for("agent_settled", |v| v["type"] == "agent_settled");
     assert_eq!(thread_row(&db, "/root/watched")["status"], "live");
 
     // --- the command is registered ------------------------------------------------------------
@@ -300,11 +236,7 @@ fn threads_command_lists_polls_and_stops_a_thread_through_pi_dialogs() {
     assert!(errors.is_empty(), "{errors:#?}");
 
     // --- shutdown: nothing carrying the marker survives ---------------------------------------
-    drop(p.stdin.take());
-    let status = p.wait_exit(EXIT_TIMEOUT);
-    let dump = p.dump();
-    let status = status.unwrap_or_else(|| panic!("parent did not exit on stdin EOF\n{dump}"));
-    assert!(status.success(), "parent exit {status:?}\n{dump}");
+    p.finish(EXIT_TIMEOUT);
     let leftovers = env.leftovers_after(CLEANUP_TIMEOUT);
     assert!(
         leftovers.is_empty(),

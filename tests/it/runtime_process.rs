@@ -2,80 +2,51 @@
 //! a few lines of Pi's protocol): event mapping into rows, exit classification, malformed
 //! output, spawn failures, stop escalation through the process group.
 
-use crate::support::common;
+use crate::support::runtime::{bash_launch, RuntimeDb};
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 use threadbase::runtime::mapping::Phase;
 use threadbase::runtime::process::group_has_members;
-use threadbase::runtime::{LaunchSpec, Runtime, RuntimeConfig, StartKind};
+use threadbase::runtime::{LaunchSpec, RuntimeConfig, StartKind};
 use threadbase::store::events;
-use threadbase::Store;
 
-struct Fixture {
-    _db: common::TempDb,
-    store: Arc<Store>,
-    rt: Runtime,
-    manager: threadbase::domain::ManagerId,
+struct Fixture(RuntimeDb);
+
+impl std::ops::Deref for Fixture {
+    type Target = RuntimeDb;
+    fn deref(&self) -> &RuntimeDb {
+        &self.0
+    }
 }
 
 fn fixture() -> Fixture {
-    let db = common::temp_db();
-    let store = Arc::new(Store::open(&db.path).unwrap());
-    let manager = common::manager(&store, "ses_runtime");
-    let rt = Runtime::new(store.clone(), RuntimeConfig::default());
-    Fixture {
-        _db: db,
-        store,
-        rt,
-        manager,
-    }
+    Fixture(RuntimeDb::new("ses_runtime", RuntimeConfig::default()))
 }
 
 impl Fixture {
     fn thread(&self, n: u64, name: &str) -> String {
-        let id = common::tid(n);
-        let mut t = common::thread(&id, self.manager, &format!("/root/{name}"), true);
-        t.phase = Phase::Starting;
-        common::add(&self.store, &[t]);
-        id
+        self.starting_thread(n, name)
     }
 
     fn spec(&self, id: &str, script: &str, start: StartKind) -> LaunchSpec {
-        LaunchSpec {
-            thread_id: id.to_string(),
-            argv: vec!["bash".into(), "-c".into(), script.into()],
-            cwd: std::env::temp_dir(),
-            env: vec![],
-            clear_env: false,
-            start,
-        }
+        bash_launch(id, script, vec![], start)
     }
 
     fn row(&self, id: &str) -> Value {
-        let conn = self.store.read().unwrap();
-        conn.query_row(
-            "SELECT json_object('status', status, 'phase', phase, 'exit_kind', exit_kind, 'exit_code', exit_code,
-                    'exit_signal', exit_signal, 'exit_message', exit_message, 'pid', pid, 'pgid', pgid,
-                    'owner_pid', owner_pid, 'process_started_at', process_started_at,
-                    'assistant', o.last_assistant_text, 'stderr', CAST(o.stderr_tail AS TEXT),
-                    'session_name', o.session_name, 'pending', o.pending_message_count)
-             FROM threads t LEFT JOIN thread_output o ON o.thread_id = t.id WHERE t.id = ?1",
-            [id],
-            |r| r.get::<_, String>(0),
+        self.row_json(
+            id,
+            "'status', status, 'phase', phase, 'exit_kind', exit_kind, 'exit_code', exit_code,
+             'exit_signal', exit_signal, 'exit_message', exit_message, 'pid', pid, 'pgid', pgid,
+             'owner_pid', owner_pid, 'process_started_at', process_started_at,
+             'assistant', o.last_assistant_text, 'stderr', CAST(o.stderr_tail AS TEXT),
+             'session_name', o.session_name, 'pending', o.pending_message_count",
         )
-        .map(|s| serde_json::from_str(&s).unwrap())
-        .unwrap()
     }
 
     fn event_types(&self, id: &str) -> Vec<String> {
-        events::of_thread(&self.store.read().unwrap(), id)
-            .unwrap()
-            .into_iter()
-            .map(|e| e.kind)
-            .collect()
+        self.events(id).into_iter().map(|(kind, _)| kind).collect()
     }
 
     async fn closed(&self, id: &str) {

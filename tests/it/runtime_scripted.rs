@@ -2,45 +2,36 @@
 //! dialogs auto-cancelled and recorded, stderr tails capped, crashes classified, retained
 //! text, and the idle-cleanup and live-timeout timers.
 
-use crate::support::common;
+use crate::support::runtime::RuntimeDb;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 use threadbase::runtime::mapping::Phase;
-use threadbase::runtime::{LaunchSpec, Runtime, RuntimeConfig, SendMode, StartKind};
-use threadbase::store::events;
-use threadbase::Store;
+use threadbase::runtime::{LaunchSpec, RuntimeConfig, SendMode, StartKind};
 
 struct Fixture {
-    _db: common::TempDb,
+    db: RuntimeDb,
     dir: tempfile::TempDir,
-    store: Arc<Store>,
-    rt: Runtime,
-    manager: threadbase::domain::ManagerId,
+}
+
+impl std::ops::Deref for Fixture {
+    type Target = RuntimeDb;
+    fn deref(&self) -> &RuntimeDb {
+        &self.db
+    }
 }
 
 fn fixture(config: RuntimeConfig) -> Fixture {
-    let db = common::temp_db();
-    let store = Arc::new(Store::open(&db.path).unwrap());
-    let manager = common::manager(&store, "ses_scripted");
-    let rt = Runtime::new(store.clone(), config);
     Fixture {
-        _db: db,
+        db: RuntimeDb::new("ses_scripted", config),
         dir: tempfile::tempdir().unwrap(),
-        store,
-        rt,
-        manager,
     }
 }
 
 impl Fixture {
     fn spec(&self, n: u64, script: Value, start: StartKind) -> LaunchSpec {
-        let id = common::tid(n);
-        let mut t = common::thread(&id, self.manager, &format!("/root/s{n}"), true);
-        t.phase = Phase::Starting;
-        common::add(&self.store, &[t]);
+        let id = self.starting_thread(n, &format!("s{n}"));
         let script_path = self.dir.path().join(format!("script{n}.json"));
         std::fs::write(&script_path, script.to_string()).unwrap();
         let session = self.dir.path().join(format!("s{n}.jsonl"));
@@ -75,28 +66,12 @@ impl Fixture {
     }
 
     fn row(&self, id: &str) -> Value {
-        let s: String = self
-            .store
-            .read()
-            .unwrap()
-            .query_row(
-                "SELECT json_object('status', status, 'phase', phase, 'exit_kind', exit_kind, 'exit_code', exit_code,
-                        'exit_signal', exit_signal, 'assistant', o.last_assistant_text, 'partial', o.last_partial_text,
-                        'stderr_len', length(o.stderr_tail), 'stderr_dropped', o.stderr_dropped, 'last_seq', last_seq)
-                 FROM threads t LEFT JOIN thread_output o ON o.thread_id = t.id WHERE t.id = ?1",
-                [id],
-                |r| r.get(0),
-            )
-            .unwrap();
-        serde_json::from_str(&s).unwrap()
-    }
-
-    fn events(&self, id: &str) -> Vec<(String, Value)> {
-        events::of_thread(&self.store.read().unwrap(), id)
-            .unwrap()
-            .into_iter()
-            .map(|e| (e.kind, e.data))
-            .collect()
+        self.row_json(
+            id,
+            "'status', status, 'phase', phase, 'exit_kind', exit_kind, 'exit_code', exit_code,
+             'exit_signal', exit_signal, 'assistant', o.last_assistant_text, 'partial', o.last_partial_text,
+             'stderr_len', length(o.stderr_tail), 'stderr_dropped', o.stderr_dropped, 'last_seq', last_seq",
+        )
     }
 }
 

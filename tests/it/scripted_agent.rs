@@ -135,6 +135,12 @@ impl Agent {
         self.stdin = None;
     }
 
+    /// Closes stdin and expects the agent to exit 0.
+    fn finish(&mut self) {
+        self.close_stdin();
+        assert_eq!(self.wait_exit(WAIT).code(), Some(0));
+    }
+
     fn next(&mut self, timeout: Duration) -> Option<Value> {
         let v = self.rx.recv_timeout(timeout).ok()?;
         assert!(
@@ -266,6 +272,17 @@ fn label(v: &Value) -> String {
     }
 }
 
+/// The labels Pi's records have from a tool's end to the start of the next turn's assistant
+/// message: the tool result and the turn's end, then the next turn.
+const AFTER_A_TOOL: [&str; 6] = [
+    "tool_execution_end",
+    "message_start:toolResult",
+    "message_end:toolResult",
+    "turn_end",
+    "turn_start",
+    "message_start:assistant",
+];
+
 fn labels(v: &[Value]) -> Vec<String> {
     v.iter().map(label).collect()
 }
@@ -307,6 +324,17 @@ fn read_jsonl(path: &Path) -> Vec<Value> {
         .collect()
 }
 
+/// A label per session entry: its type, `message:<role>` for a message.
+fn entry_kinds(entries: &[Value]) -> Vec<String> {
+    entries
+        .iter()
+        .map(|e| match e["type"].as_str().unwrap() {
+            "message" => format!("message:{}", e["message"]["role"].as_str().unwrap()),
+            t => t.to_string(),
+        })
+        .collect()
+}
+
 fn assert_chain(entries: &[Value]) {
     let mut prev: Option<&str> = None;
     for e in entries {
@@ -336,24 +364,23 @@ fn prompt_emits_pi_event_order_and_writes_the_session_file() {
         {"tool": "bash", "args": {"command": "echo hi"}, "result": "hi\n"},
         {"text": "All done."}
     ]]});
-    let mut agent = Agent::spawn(
-        dir.path(),
-        &script,
-        &rpc_args(&[
-            "--session",
-            &session_arg,
-            "--name",
-            "child-1",
-            "--model",
-            "fake/fake-model",
-            "--thinking",
-            "low",
-            "--exclude-tools",
-            "edit",
-            "--no-extensions",
-            "-nc",
-        ]),
-    );
+    let flags = [
+        "--session",
+        &session_arg,
+        "--name",
+        "child-1",
+        "--model",
+        "fake/fake-model",
+    ];
+    let more = [
+        "--thinking",
+        "low",
+        "--exclude-tools",
+        "edit",
+        "--no-extensions",
+        "-nc",
+    ];
+    let mut agent = Agent::spawn(dir.path(), &script, &rpc_args(&[flags, more].concat()));
 
     let st = agent.state();
     assert_eq!(st["sessionFile"], session_arg.as_str());
@@ -368,7 +395,7 @@ fn prompt_emits_pi_event_order_and_writes_the_session_file() {
 
     agent.send(json!({"id": "r1", "type": "prompt", "message": "run echo"}));
     let got = agent.until_type("agent_settled");
-    let expected = [
+    let before_the_tool_ends = [
         "response:prompt",
         "agent_start",
         "turn_start",
@@ -388,12 +415,8 @@ fn prompt_emits_pi_event_order_and_writes_the_session_file() {
         "message_end:assistant",
         "tool_execution_start",
         "tool_execution_update",
-        "tool_execution_end",
-        "message_start:toolResult",
-        "message_end:toolResult",
-        "turn_end",
-        "turn_start",
-        "message_start:assistant",
+    ];
+    let last_answer = [
         "text_start",
         "text_delta",
         "text_end",
@@ -402,6 +425,7 @@ fn prompt_emits_pi_event_order_and_writes_the_session_file() {
         "agent_end",
         "agent_settled",
     ];
+    let expected = [&before_the_tool_ends[..], &AFTER_A_TOOL, &last_answer].concat();
     assert_eq!(labels(&got), expected);
 
     let resp = &got[0];
@@ -466,8 +490,7 @@ fn prompt_emits_pi_event_order_and_writes_the_session_file() {
     let last = agent.request(json!({"type": "get_last_assistant_text"}));
     assert_eq!(last["data"]["text"], "All done.");
 
-    agent.close_stdin();
-    assert_eq!(agent.wait_exit(WAIT).code(), Some(0));
+    agent.finish();
 
     // The session file, as Pi 1.6 writes it.
     let lines = read_jsonl(&session);
@@ -478,15 +501,8 @@ fn prompt_emits_pi_event_order_and_writes_the_session_file() {
     assert!(Path::new(header["cwd"].as_str().unwrap()).is_dir());
     assert!(header["timestamp"].as_str().unwrap().ends_with('Z'));
     let entries = &lines[1..];
-    let kinds: Vec<String> = entries
-        .iter()
-        .map(|e| match e["type"].as_str().unwrap() {
-            "message" => format!("message:{}", e["message"]["role"].as_str().unwrap()),
-            t => t.to_string(),
-        })
-        .collect();
     assert_eq!(
-        kinds,
+        entry_kinds(entries),
         [
             "model_change",
             "thinking_level_change",
@@ -509,18 +525,7 @@ fn prompt_emits_pi_event_order_and_writes_the_session_file() {
 
     // Resume: the file is kept and appended to, the context is loaded.
     let script = json!({"turns": ["second answer to {prompt}"]});
-    let mut agent = Agent::spawn(
-        dir.path(),
-        &script,
-        &rpc_args(&[
-            "--session",
-            &session_arg,
-            "--name",
-            "child-1",
-            "--model",
-            "fake/fake-model",
-        ]),
-    );
+    let mut agent = Agent::spawn(dir.path(), &script, &rpc_args(&flags));
     let st = agent.state();
     assert_eq!(st["sessionId"], session_id.as_str());
     assert_eq!(st["messageCount"], 5);
@@ -529,22 +534,14 @@ fn prompt_emits_pi_event_order_and_writes_the_session_file() {
     assert_eq!(assistant_texts(&got), ["second answer to again"]);
     // Like Pi 1.6, no second system message: the resumed context has one.
     assert_eq!(agent.state()["messageCount"], 7);
-    agent.close_stdin();
-    assert_eq!(agent.wait_exit(WAIT).code(), Some(0));
+    agent.finish();
     let after = std::fs::read_to_string(&session).unwrap();
     assert!(after.starts_with(&before), "existing content is kept");
     let lines = read_jsonl(&session);
     let entries = &lines[1..];
     assert_chain(entries);
-    let new_kinds: Vec<String> = entries[8..]
-        .iter()
-        .map(|e| match e["type"].as_str().unwrap() {
-            "message" => format!("message:{}", e["message"]["role"].as_str().unwrap()),
-            t => t.to_string(),
-        })
-        .collect();
     assert_eq!(
-        new_kinds,
+        entry_kinds(&entries[8..]),
         ["session_info", "message:user", "message:assistant"]
     );
 }
@@ -588,8 +585,7 @@ fn host_written_session_file_is_resumed_as_written() {
     assert_eq!(entries["data"]["leafId"], fresh[2]["id"]);
     let tree = agent.request(json!({"type": "get_tree"}));
     assert_eq!(tree["data"]["tree"].as_array().unwrap().len(), 1);
-    agent.close_stdin();
-    assert_eq!(agent.wait_exit(WAIT).code(), Some(0));
+    agent.finish();
     let lines = read_jsonl(&session);
     assert_eq!(lines[0], header, "the header is kept as written");
     assert_eq!(lines.len(), 6);
@@ -761,22 +757,14 @@ fn abort_during_a_tool_ends_like_pi() {
     agent.until_type("tool_execution_start");
     agent.send(json!({"id": "a", "type": "abort"}));
     let got = agent.response("a");
-    assert_eq!(
-        labels(&got),
-        [
-            "tool_execution_end",
-            "message_start:toolResult",
-            "message_end:toolResult",
-            "turn_end",
-            "turn_start",
-            "message_start:assistant",
-            "message_end:assistant",
-            "turn_end",
-            "agent_end",
-            "agent_settled",
-            "response:abort",
-        ]
-    );
+    let aborted_answer = [
+        "message_end:assistant",
+        "turn_end",
+        "agent_end",
+        "agent_settled",
+        "response:abort",
+    ];
+    assert_eq!(labels(&got), [&AFTER_A_TOOL[..], &aborted_answer].concat());
     assert_eq!(got[0]["isError"], true);
     assert_eq!(got[0]["result"]["content"][0]["text"], "Operation aborted");
     assert_eq!(got[6]["message"]["stopReason"], "aborted");
@@ -906,16 +894,14 @@ fn stdin_eof_exits_zero_idle_and_busy() {
     let dir = tempfile::tempdir().unwrap();
     let mut agent = Agent::spawn(dir.path(), &json!({}), &rpc_args(&["--no-session"]));
     agent.state();
-    agent.close_stdin();
-    assert_eq!(agent.wait_exit(WAIT).code(), Some(0));
+    agent.finish();
 
     let script = json!({"turns": [[{"delay_ms": 20000}, {"text": "never"}]]});
     let mut agent = Agent::spawn(dir.path(), &script, &rpc_args(&["--no-session"]));
     agent.send(json!({"id": "p", "type": "prompt", "message": "go"}));
     agent.until_type("agent_start");
     let t0 = Instant::now();
-    agent.close_stdin();
-    assert_eq!(agent.wait_exit(WAIT).code(), Some(0));
+    agent.finish();
     assert!(t0.elapsed() < Duration::from_secs(3));
 }
 

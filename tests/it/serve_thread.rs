@@ -7,6 +7,7 @@ use crate::support::serve_client;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use common::keys;
 use serde_json::{json, Value};
 use serve_client::{scripted_command, session_user_texts, Scripted, Serve};
 
@@ -65,15 +66,69 @@ impl World {
             );
         cmd
     }
+
+    /// [`World::serve_command`] started with `stdin` and `stdout`, its stderr discarded.
+    fn spawn_serve(
+        &self,
+        stdin: impl Into<std::process::Stdio>,
+        stdout: impl Into<std::process::Stdio>,
+    ) -> std::process::Child {
+        self.serve_command()
+            .stdin(stdin)
+            .stdout(stdout)
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    }
+}
+
+/// Writes the request line of a `list` with `id` for a serve whose stdio a test wired itself.
+fn write_list(to_serve: &mut impl std::io::Write, id: u64) {
+    writeln!(
+        to_serve,
+        r#"{{"id": {id}, "method": "thread", "params": {{"action": "list"}}}}"#
+    )
+    .unwrap();
+}
+
+/// Reads one response line (into `line`, cleared first) and parses it.
+fn read_reply(from_serve: &mut impl std::io::BufRead, line: &mut String) -> Value {
+    line.clear();
+    from_serve.read_line(line).unwrap();
+    serde_json::from_str(line).expect("a whole line")
 }
 
 fn details(r: &Value) -> &Value {
     &r["details"]
 }
 
+/// A snapshot's status, phase and exit kind.
+fn status_phase_exit(snap: &Value) -> (Option<&str>, Option<&str>, Option<&str>) {
+    (
+        snap["status"].as_str(),
+        snap["phase"].as_str(),
+        snap["exit"]["kind"].as_str(),
+    )
+}
+
+/// An error's message.
+fn message(e: &Value) -> &str {
+    e["message"].as_str().unwrap()
+}
+
 fn text(r: &Value) -> &str {
     r["content"][0]["text"].as_str().unwrap()
 }
+
+/// The fields every single-thread result has (in this order), before its kind's own.
+const SINGLE: [&str; 6] = [
+    "kind",
+    "snapshot",
+    "thread",
+    "running",
+    "detail",
+    "nextSuggestedActions",
+];
 
 const SCRIPT: &str =
     r#"{"turns": [{"steps": [{"delay_ms": 150}, {"text": "answer to {prompt}", "deltas": 3}]}]}"#;
@@ -100,10 +155,7 @@ fn every_action_through_serve() {
         s.thread_error(json!({"action": "start", "prompt": "again", "taskName": "review_docs"}));
     assert_eq!(e["code"], "conflict");
     assert!(
-        e["message"]
-            .as_str()
-            .unwrap()
-            .starts_with("Thread path already exists: /root/review_docs (id: thread_"),
+        message(&e).starts_with("Thread path already exists: /root/review_docs (id: thread_"),
         "{e}"
     );
     let r = s.thread(json!({"action": "start", "prompt": "Say hi\nthen more"}));
@@ -136,20 +188,7 @@ fn every_action_through_serve() {
     assert!(!progress.is_empty());
     // Each progress carries what every single-thread result does, and no timeoutMs.
     for p in &progress {
-        let keys: Vec<&str> = p.as_object().unwrap().keys().map(|k| k.as_str()).collect();
-        assert_eq!(
-            keys,
-            [
-                "kind",
-                "snapshot",
-                "thread",
-                "running",
-                "detail",
-                "nextSuggestedActions",
-                "waitedMs"
-            ],
-            "{p}"
-        );
+        assert_eq!(keys(p), [&SINGLE[..], &["waitedMs"]].concat(), "{p}");
         assert_eq!(p["kind"], "waiting");
         assert_eq!(p["snapshot"], p["thread"]);
         assert_eq!(p["running"], p["snapshot"]["running"]);
@@ -201,11 +240,7 @@ fn every_action_through_serve() {
     let r = s.thread(json!({"action": "stop", "id": hi}));
     let snap = &details(&r)["snapshot"];
     assert_eq!(
-        (
-            snap["status"].as_str(),
-            snap["phase"].as_str(),
-            snap["exit"]["kind"].as_str()
-        ),
+        status_phase_exit(snap),
         (Some("closed"), Some("idle"), Some("stopped"))
     );
     assert_eq!(snap["resumable"], true);
@@ -219,10 +254,7 @@ fn every_action_through_serve() {
     assert_eq!(details(&r)["alreadyClosed"], true);
     let e = s.thread_error(json!({"action": "send", "id": "say_hi_then_more", "message": "x"}));
     assert_eq!(e["code"], "closed");
-    assert!(e["message"]
-        .as_str()
-        .unwrap()
-        .starts_with("Thread is closed: say_hi_then_more"));
+    assert!(message(&e).starts_with("Thread is closed: say_hi_then_more"));
 
     // archive / unarchive; live threads refuse.
     let r = s.thread(json!({"action": "archive", "id": hi}));
@@ -239,10 +271,7 @@ fn every_action_through_serve() {
         1
     );
     let e = s.thread_error(json!({"action": "archive", "id": "review_docs"}));
-    assert!(e["message"]
-        .as_str()
-        .unwrap()
-        .starts_with("Cannot archive live thread /root/review_docs. Repair:"));
+    assert!(message(&e).starts_with("Cannot archive live thread /root/review_docs. Repair:"));
 
     // resume: same id and path, unarchived, no prompt; a second resume is alreadyLive.
     let r = s.thread(json!({"action": "resume", "id": hi}));
@@ -287,10 +316,7 @@ fn every_action_through_serve() {
     );
     let e = s.thread_error(json!({"action": "fork", "entryId": "a0000002", "position": "before"}));
     assert!(
-        e["message"]
-            .as_str()
-            .unwrap()
-            .starts_with("Cannot fork before entry a0000002"),
+        message(&e).starts_with("Cannot fork before entry a0000002"),
         "{e}"
     );
     let r = s.thread(
@@ -315,22 +341,12 @@ fn every_action_through_serve() {
     // stdin EOF: every live child is stopped and recorded; serve exits 0.
     let status = s.close(Duration::from_secs(20));
     assert!(status.success(), "{status:?}");
-    let conn = rusqlite::Connection::open(&w.base.db).unwrap();
-    let live: i64 = conn
-        .query_row(
-            "SELECT count(*) FROM threads WHERE status = 'live'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
-    assert_eq!(live, 0);
-    let stopped: i64 = conn
-        .query_row(
-            "SELECT count(*) FROM threads WHERE exit_kind = 'stopped'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let count = |sql: &str| common::count(&w.base.db, sql);
+    assert_eq!(
+        count("SELECT count(*) FROM threads WHERE status = 'live'"),
+        0
+    );
+    let stopped = count("SELECT count(*) FROM threads WHERE exit_kind = 'stopped'");
     assert!(stopped >= 5, "{stopped}");
     assert!(
         w.base.leftovers().is_empty(),
@@ -350,10 +366,7 @@ fn limits_and_settings() {
     let e = s.thread_error(json!({"action": "start", "prompt": "two"}));
     assert_eq!(e["code"], "limit");
     assert!(
-        e["message"]
-            .as_str()
-            .unwrap()
-            .starts_with("pi-threads live thread limit reached: 1/1"),
+        message(&e).starts_with("pi-threads live thread limit reached: 1/1"),
         "{e}"
     );
     s.close(Duration::from_secs(20));
@@ -363,18 +376,11 @@ fn limits_and_settings() {
     let mut s = w.serve(&[("PI_THREADS_DEPTH", "2")]);
     let e = s.thread_error(json!({"action": "start", "prompt": "deep"}));
     assert_eq!(e["code"], "limit");
-    assert!(e["message"]
-        .as_str()
-        .unwrap()
-        .starts_with("pi-threads recursion depth 2 has reached PI_THREADS_MAX_DEPTH=2"));
-    let e = s.thread_error(json!({"action": "start", "prompt": "x", "args": ["--model=foo"]}));
     assert!(
-        e["message"]
-            .as_str()
-            .unwrap()
-            .contains("Unsupported child Pi arg")
-            || e["code"] == "limit"
+        message(&e).starts_with("pi-threads recursion depth 2 has reached PI_THREADS_MAX_DEPTH=2")
     );
+    let e = s.thread_error(json!({"action": "start", "prompt": "x", "args": ["--model=foo"]}));
+    assert!(message(&e).contains("Unsupported child Pi arg") || e["code"] == "limit");
     w.close_all(s);
 }
 
@@ -471,10 +477,7 @@ fn a_long_wait_does_not_block_a_poll_and_times_out_without_stopping() {
     let r = s.thread(json!({"action": "wait", "id": "slow", "timeoutMs": 0}));
     assert_eq!(details(&r)["timedOut"], true);
     let e = s.thread_error(json!({"action": "wait", "id": "slow", "timeoutMs": 700000}));
-    assert!(e["message"]
-        .as_str()
-        .unwrap()
-        .contains("timeoutMs must be an integer from 0 to 600000 milliseconds"));
+    assert!(message(&e).contains("timeoutMs must be an integer from 0 to 600000 milliseconds"));
     w.close_all(s);
 }
 
@@ -517,7 +520,6 @@ fn writes_waiting_for_the_lock_do_not_hold_up_a_poll() {
 /// flags back on exit.
 #[test]
 fn serve_puts_back_the_flags_of_the_pipes_it_was_given() {
-    use std::io::{BufRead, Write};
     let w = world(serde_json::from_str(SCRIPT).unwrap());
     let (requests, mut to_serve) = std::io::pipe().unwrap();
     let (from_serve, responses) = std::io::pipe().unwrap();
@@ -532,23 +534,9 @@ fn serve_puts_back_the_flags_of_the_pipes_it_was_given() {
             .contains(rustix::fs::OFlags::NONBLOCK)
     };
     assert!(!nonblocking(&stdin_seen) && !nonblocking(&stdout_seen));
-    let mut child = w
-        .serve_command()
-        .stdin(requests)
-        .stdout(responses)
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    writeln!(
-        to_serve,
-        r#"{{"id": 1, "method": "thread", "params": {{"action": "list"}}}}"#
-    )
-    .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(from_serve)
-        .read_line(&mut line)
-        .unwrap();
-    let r: Value = serde_json::from_str(&line).unwrap();
+    let mut child = w.spawn_serve(requests, responses);
+    write_list(&mut to_serve, 1);
+    let r = read_reply(&mut std::io::BufReader::new(from_serve), &mut String::new());
     assert_eq!(r["result"]["details"]["count"], 0, "{r}");
     assert!(
         nonblocking(&stdin_seen) && nonblocking(&stdout_seen),
@@ -571,30 +559,29 @@ fn error_paths_through_serve() {
         r#"["--models","anthropic/*"]"#.into(),
     ];
     let mut s = w.base.serve("script", args, &[]);
-    let msg = |e: &Value| e["message"].as_str().unwrap().to_string();
     // cwd: a file, a missing folder.
     let e = s.thread_error(json!({"action": "start", "prompt": "x", "cwd": "a_file"}));
     assert!(
-        msg(&e).starts_with("Invalid child cwd:") && msg(&e).contains("is not a directory"),
+        message(&e).starts_with("Invalid child cwd:") && message(&e).contains("is not a directory"),
         "{e}"
     );
     let e = s.thread_error(json!({"action": "start", "prompt": "x", "cwd": "nowhere"}));
-    assert!(msg(&e).starts_with("Invalid child cwd:"), "{e}");
+    assert!(message(&e).starts_with("Invalid child cwd:"), "{e}");
     // args: inline values, unknown flags, and the inherited --models scope.
     let e = s.thread_error(json!({"action": "start", "prompt": "x", "args": ["--model=foo"]}));
     assert!(
-        msg(&e).starts_with("Unsupported child Pi arg for pi-threads: --model=foo. Repair:"),
+        message(&e).starts_with("Unsupported child Pi arg for pi-threads: --model=foo. Repair:"),
         "{e}"
     );
     let e = s.thread_error(json!({"action": "start", "prompt": "x", "args": ["--tools", "bash"]}));
     assert!(
-        msg(&e).starts_with("Unsupported child Pi arg for pi-threads: --tools"),
+        message(&e).starts_with("Unsupported child Pi arg for pi-threads: --tools"),
         "{e}"
     );
     let e = s
         .thread_error(json!({"action": "start", "prompt": "x", "args": ["--model", "openai/gpt"]}));
     assert!(
-        msg(&e).contains(
+        message(&e).contains(
             "child model/provider/thinking args cannot override an inherited --models scope"
         ),
         "{e}"
@@ -610,7 +597,7 @@ fn error_paths_through_serve() {
     let e = s.thread_error(json!({"action": "poll", "id": "thread_ffffffffffff"}));
     assert_eq!(e["code"], "unknown_reference");
     assert!(
-        msg(&e).contains("Known threads: /root/alpha (id: thread_"),
+        message(&e).contains("Known threads: /root/alpha (id: thread_"),
         "{e}"
     );
 
@@ -636,19 +623,19 @@ fn error_paths_through_serve() {
     let e = s.thread_error(json!({"action": "resume", "id": "beta"}));
     assert_eq!(e["code"], "not_resumable");
     assert!(
-        msg(&e).starts_with(&format!(
+        message(&e).starts_with(&format!(
             "Cannot resume managed thread: saved Pi session file does not exist: {file}"
         )),
         "{e}"
     );
     let e = s.thread_error(json!({"action": "fork", "id": "beta"}));
     assert!(
-        msg(&e).starts_with("Cannot fork /root/beta: no saved Pi session file is known"),
+        message(&e).starts_with("Cannot fork /root/beta: no saved Pi session file is known"),
         "{e}"
     );
     let e = s.thread_error(json!({"action": "fork", "id": "alpha", "entryId": "nope"}));
     assert!(
-        msg(&e).starts_with("Cannot fork: entry not found: nope"),
+        message(&e).starts_with("Cannot fork: entry not found: nope"),
         "{e}"
     );
     s.close(Duration::from_secs(20));
@@ -658,7 +645,7 @@ fn error_paths_through_serve() {
     let mut s = w.base.serve("script", args, &[]);
     let e = s.thread_error(json!({"action": "fork"}));
     assert!(
-        msg(&e).starts_with(
+        message(&e).starts_with(
             "Cannot fork the current parent session because it has no saved Pi session file"
         ),
         "{e}"
@@ -678,20 +665,13 @@ fn a_missing_child_program_is_a_clear_error_and_nothing_stays_live() {
     let e = s.thread_error(json!({"action": "start", "prompt": "x", "taskName": "ghost"}));
     assert_eq!(e["code"], "io");
     assert!(
-        e["message"]
-            .as_str()
-            .unwrap()
-            .contains("Repair: check that THREADBASE_PI_COMMAND"),
+        message(&e).contains("Repair: check that THREADBASE_PI_COMMAND"),
         "{e}"
     );
     let r = s.thread(json!({"action": "poll", "id": "ghost"}));
     let snap = &details(&r)["snapshot"];
     assert_eq!(
-        (
-            snap["status"].as_str(),
-            snap["phase"].as_str(),
-            snap["exit"]["kind"].as_str()
-        ),
+        status_phase_exit(snap),
         (Some("closed"), Some("failed"), Some("failed"))
     );
     s.close(Duration::from_secs(10));
@@ -756,7 +736,6 @@ fn rows_written_by_other_processes_reach_the_owning_serve() {
 /// so its blocking stdout writes never meet `WouldBlock`, and answers as usual.
 #[test]
 fn serve_answers_over_one_socket_for_stdin_and_stdout() {
-    use std::io::{BufRead, Write};
     use std::os::fd::OwnedFd;
     let w = world(serde_json::from_str(SCRIPT).unwrap());
     let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
@@ -764,24 +743,13 @@ fn serve_answers_over_one_socket_for_stdin_and_stdout() {
     let seen = theirs.try_clone().unwrap();
     let stdin = OwnedFd::from(theirs.try_clone().unwrap());
     let stdout = OwnedFd::from(theirs);
-    let mut child = w
-        .serve_command()
-        .stdin(stdin)
-        .stdout(stdout)
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = w.spawn_serve(stdin, stdout);
     let mut writer = ours.try_clone().unwrap();
     let mut reader = std::io::BufReader::new(ours);
+    let mut line = String::new();
     for id in 1..=3 {
-        writeln!(
-            writer,
-            r#"{{"id": {id}, "method": "thread", "params": {{"action": "list"}}}}"#
-        )
-        .unwrap();
-        let mut line = String::new();
-        reader.read_line(&mut line).unwrap();
-        let r: Value = serde_json::from_str(&line).unwrap();
+        write_list(&mut writer, id);
+        let r = read_reply(&mut reader, &mut line);
         assert_eq!(r["id"], id, "{r}");
         assert_eq!(r["result"]["details"]["count"], 0, "{r}");
     }
@@ -947,15 +915,6 @@ fn kept_answers_are_the_rendered_ones_and_a_change_drops_them() {
 // (README, "Where threadbase deliberately differs from the originals"), the comment says so and
 // threadbase's documented behaviour is asserted.
 
-/// The keys of a JSON object, in order.
-fn keys(v: &Value) -> Vec<&str> {
-    v.as_object()
-        .unwrap_or_else(|| panic!("not an object: {v}"))
-        .keys()
-        .map(String::as_str)
-        .collect()
-}
-
 /// The fields `names` of the object `v` (missing ones as null).
 fn pick(v: &Value, names: &[&str]) -> Value {
     names
@@ -1095,16 +1054,7 @@ fn golden_aggregate_progress_and_recoverable_send_errors() {
         )
     );
 
-    // The fields every single-thread result has, before its kind's own.
-    let single = [
-        "kind",
-        "snapshot",
-        "thread",
-        "running",
-        "detail",
-        "nextSuggestedActions",
-    ];
-    let with = |own: &[&'static str]| -> Vec<&'static str> { [&single[..], own].concat() };
+    let with = |own: &[&'static str]| -> Vec<&'static str> { [&SINGLE[..], own].concat() };
 
     // send: the child refuses a `prompt` while it streams. A recoverable error is a result.
     let sent = s.thread(
@@ -1293,7 +1243,7 @@ fn golden_fast_failing_child_is_failed_with_its_exit_code() {
 
 /// `n` closed threads `/root/t_0000`, … of the manager serve made for `ses_parent` (serve must
 /// have answered a request), written straight into the database.
-fn seed_closed_threads(db: &Path, n: u64) -> threadbase::Store {
+fn seed_closed_threads(db: &Path, n: u64) {
     let store = threadbase::Store::open(db).unwrap();
     let manager: threadbase::domain::ManagerId = store
         .read()
@@ -1308,7 +1258,6 @@ fn seed_closed_threads(db: &Path, n: u64) -> threadbase::Store {
         .map(|i| common::thread(&common::tid(i), manager, &format!("/root/t_{i:04}"), false))
         .collect();
     common::add(&store, &rows);
-    store
 }
 
 /// A long list (spilled, then moved into the line by the writer) over sockets, as a Pi
@@ -1317,7 +1266,6 @@ fn seed_closed_threads(db: &Path, n: u64) -> threadbase::Store {
 /// both (kept blocking; the spill files are copied through memory).
 #[test]
 fn a_long_list_crosses_sockets_whole() {
-    use std::io::{BufRead, Write};
     use std::os::fd::OwnedFd;
     const N: u64 = 600;
     for shared in [false, true] {
@@ -1328,24 +1276,13 @@ fn a_long_list_crosses_sockets_whole() {
         } else {
             std::os::unix::net::UnixStream::pair().unwrap()
         };
-        let mut child = w
-            .serve_command()
-            .stdin(OwnedFd::from(theirs_in))
-            .stdout(OwnedFd::from(theirs_out))
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = w.spawn_serve(OwnedFd::from(theirs_in), OwnedFd::from(theirs_out));
         let mut writer = ours_in;
         let mut reader = std::io::BufReader::new(ours_out);
+        let mut line = String::new();
         let mut list = |writer: &mut std::os::unix::net::UnixStream, id: u64| -> Value {
-            writeln!(
-                writer,
-                r#"{{"id": {id}, "method": "thread", "params": {{"action": "list"}}}}"#
-            )
-            .unwrap();
-            let mut line = String::new();
-            reader.read_line(&mut line).unwrap();
-            let r: Value = serde_json::from_str(&line).unwrap();
+            write_list(writer, id);
+            let r = read_reply(&mut reader, &mut line);
             assert_eq!(r["id"], id, "shared {shared}");
             r["result"].clone()
         };
@@ -1368,26 +1305,16 @@ fn a_long_list_crosses_sockets_whole() {
 /// before any later one is started: every line whole.
 #[test]
 fn direct_replies_that_fill_the_pipe_stay_whole() {
-    use std::io::{BufRead, Write};
     const N: u64 = 250;
     let w = world(serde_json::from_str(SCRIPT).unwrap());
-    let mut child = w
-        .serve_command()
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let piped = std::process::Stdio::piped;
+    let mut child = w.spawn_serve(piped(), piped());
     let mut stdin = child.stdin.take().unwrap();
     let stdout = child.stdout.take().unwrap();
     let mut reader = std::io::BufReader::new(stdout);
     let mut line = String::new();
-    writeln!(
-        stdin,
-        r#"{{"id": 0, "method": "thread", "params": {{"action": "list"}}}}"#
-    )
-    .unwrap();
-    reader.read_line(&mut line).unwrap();
+    write_list(&mut stdin, 0);
+    read_reply(&mut reader, &mut line);
     let pipe = rustix::pipe::fcntl_getpipe_size(reader.get_ref()).unwrap();
     let max: usize = std::fs::read_to_string("/proc/sys/fs/pipe-max-size")
         .unwrap()
@@ -1398,19 +1325,11 @@ fn direct_replies_that_fill_the_pipe_stay_whole() {
     seed_closed_threads(&w.base.db, N);
     // Six lists in a row, none read yet: together well past the pipe's size.
     for id in 1..=6 {
-        writeln!(
-            stdin,
-            r#"{{"id": {id}, "method": "thread", "params": {{"action": "list"}}}}"#
-        )
-        .unwrap();
+        write_list(&mut stdin, id);
     }
-    let mut answers = Vec::new();
-    for _ in 1..=6 {
-        line.clear();
-        reader.read_line(&mut line).unwrap();
-        let r: Value = serde_json::from_str(&line).expect("a whole line");
-        answers.push(r);
-    }
+    let answers: Vec<Value> = (1..=6)
+        .map(|_| read_reply(&mut reader, &mut line))
+        .collect();
     // Requests run concurrently, so their answers come in any order, each on a line of its own.
     let mut ids: Vec<u64> = answers.iter().map(|r| r["id"].as_u64().unwrap()).collect();
     ids.sort_unstable();
@@ -1438,7 +1357,7 @@ fn a_long_list_is_spilled_whole_and_answers_the_same_each_time() {
     let (w, mut s) = with_serve(SCRIPT);
     let r = s.thread(json!({"action": "list"}));
     assert_eq!(details(&r)["count"], 0);
-    let store = seed_closed_threads(&w.base.db, N);
+    seed_closed_threads(&w.base.db, N);
 
     let first = s.thread(json!({"action": "list"}));
     let d = details(&first);
@@ -1464,26 +1383,12 @@ fn a_long_list_is_spilled_whole_and_answers_the_same_each_time() {
 
     // The first list rendered the answers; serve keeps them in the background. A list read
     // from the kept answers is the same answer.
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let kept: i64 = store
-            .read()
-            .unwrap()
-            .query_row(
-                "SELECT count(*) FROM thread_snapshots WHERE view = 'snapshot'",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap();
-        if kept >= N as i64 {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "only {kept} answers kept"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let kept = "SELECT count(*) FROM thread_snapshots WHERE view = 'snapshot'";
+    let every = Duration::from_millis(50);
+    let what = format!("not all {N} answers were kept");
+    common::poll(Duration::from_secs(30), every, &what, || {
+        (common::count(&w.base.db, kept) >= N as i64).then_some(())
+    });
     let again = s.thread(json!({"action": "list"}));
     assert_eq!(again, first);
     // And a long list filtered by state reads only its rows.

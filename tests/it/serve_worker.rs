@@ -3,7 +3,7 @@
 //! limit, interrupt/hide/restore/snapshot, roles, report dedupe across processes, and the
 //! validation of directories, granted paths and agent profiles.
 
-use crate::support::serve_client;
+use crate::support::{common, serve_client};
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -183,21 +183,7 @@ fn spawn_is_idempotent_and_delivers_the_initial_prompt_once() {
     let mut s = w.serve(COORD, &[]);
     let params = json!({"key": "review", "title": "Review", "directory": w.work(), "task": "Check the docs"});
     let v = tool(&mut s, "threads_spawn", params.clone());
-    assert_eq!(
-        v.as_object().unwrap().keys().collect::<Vec<_>>(),
-        [
-            "workerID",
-            "coordinatorID",
-            "key",
-            "title",
-            "directory",
-            "agent",
-            "model",
-            "outcome",
-            "report",
-            "hidden"
-        ]
-    );
+    assert_eq!(common::keys(&v), common::WORKER_VIEW_KEYS);
     assert_eq!(v["workerID"], REVIEW_WORKER, "the derived id");
     assert_eq!(v["coordinatorID"], COORD);
     assert_eq!(v["key"], "review");

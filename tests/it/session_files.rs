@@ -2,10 +2,9 @@
 //! inherited-context transcripts (`threadbase::session`). The last test runs the real Pi 1.6
 //! against the scripted fake LLM (skipped when Pi is not installed, except under `CI=true`).
 
-use crate::support::fake_llm;
-use crate::support::pi_child;
+use crate::support::{common, fake_llm, pi_child};
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use pi_child::PiChild;
@@ -49,6 +48,26 @@ fn write_source(dir: &Path, name: &str, lines: &[Value]) -> SessionFile {
 
 fn ids(entries: &[Value]) -> Vec<&str> {
     entries.iter().map(|e| e["id"].as_str().unwrap()).collect()
+}
+
+/// The ids of a file's entries that are not labels (its path), in file order.
+fn path_ids(file: &SessionFile) -> Vec<&str> {
+    file.entries
+        .iter()
+        .filter(|e| e["type"] != "label")
+        .map(|e| e["id"].as_str().unwrap())
+        .collect()
+}
+
+/// The keys of a written session header that links a parent, in Pi's order.
+const HEADER_KEYS: [&str; 6] = ["type", "version", "id", "timestamp", "cwd", "parentSession"];
+
+/// Checks a written session header: version 3, `id`, `cwd` and `parentSession` `parent`.
+fn assert_header(header: &Value, id: &str, cwd: &str, parent: &Path) {
+    assert_eq!(header["version"], 3);
+    assert_eq!(header["id"], id);
+    assert_eq!(header["cwd"], cwd);
+    assert_eq!(header["parentSession"], parent.to_str().unwrap());
 }
 
 /// Every line of `path` as JSON, checking the file is compact JSON Lines ending in LF.
@@ -172,15 +191,9 @@ fn branch_at_an_entry_keeps_root_to_entry() {
 
     let lines = raw_lines(&out);
     let header = &lines[0];
-    assert_eq!(
-        header.as_object().unwrap().keys().collect::<Vec<_>>(),
-        ["type", "version", "id", "timestamp", "cwd", "parentSession"]
-    );
+    assert_eq!(common::keys(header), HEADER_KEYS);
     assert_eq!(header["type"], "session");
-    assert_eq!(header["version"], 3);
-    assert_eq!(header["id"], new_id.as_str());
-    assert_eq!(header["cwd"], "/home/ada/proj");
-    assert_eq!(header["parentSession"], source.path.to_str().unwrap());
+    assert_header(header, &new_id, "/home/ada/proj", &source.path);
     let ts = threadbase::time::ms_from_iso(header["timestamp"].as_str().unwrap()).unwrap();
     assert!(ts >= before - 1000, "{ts} {before}");
 
@@ -255,13 +268,7 @@ fn branch_before_a_user_message_keeps_its_parent_path() {
     assert_eq!(info.source_entry_id.as_deref(), Some("u3"));
     assert_eq!(info.leaf_id.as_deref(), Some("a1"));
     let written = SessionFile::read(&out).unwrap();
-    let path_ids: Vec<&str> = written
-        .entries
-        .iter()
-        .filter(|e| e["type"] != "label")
-        .map(|e| e["id"].as_str().unwrap())
-        .collect();
-    assert_eq!(path_ids, ["m0", "u1", "a1"]);
+    assert_eq!(path_ids(&written), ["m0", "u1", "a1"]);
     let label_targets: Vec<&str> = written
         .entries
         .iter()
@@ -281,13 +288,7 @@ fn branch_without_entry_id_uses_the_source_leaf() {
     assert_eq!(info.source_entry_id.as_deref(), Some("L6"));
     assert_eq!(info.leaf_id.as_deref(), Some("a3"));
     let written = SessionFile::read(&out).unwrap();
-    let path_ids: Vec<&str> = written
-        .entries
-        .iter()
-        .filter(|e| e["type"] != "label")
-        .map(|e| e["id"].as_str().unwrap())
-        .collect();
-    assert_eq!(path_ids, ["m0", "u1", "a1", "u3", "a3"]);
+    assert_eq!(path_ids(&written), ["m0", "u1", "a1", "u3", "a3"]);
 
     // Before with the default entry: the leaf must be a user message.
     let out2 = dir.path().join("leaf-before.jsonl");
@@ -435,14 +436,8 @@ fn header_only_child_file_links_its_parent() {
     let lines = raw_lines(&child);
     assert_eq!(lines.len(), 1);
     let header = &lines[0];
-    assert_eq!(
-        header.as_object().unwrap().keys().collect::<Vec<_>>(),
-        ["type", "version", "id", "timestamp", "cwd", "parentSession"]
-    );
-    assert_eq!(header["version"], 3);
-    assert_eq!(header["id"], id.as_str());
-    assert_eq!(header["cwd"], "/home/ada/proj");
-    assert_eq!(header["parentSession"], parent.to_str().unwrap());
+    assert_eq!(common::keys(header), HEADER_KEYS);
+    assert_header(header, &id, "/home/ada/proj", &parent);
     let file = SessionFile::read(&child).unwrap();
     assert_eq!(file.header_id(), id);
     assert_eq!(file.parent_session(), parent.to_str());
@@ -594,10 +589,7 @@ fn inherited_context_keeps_rewrites_and_drops_each_kind() {
     .unwrap();
     let lines = raw_lines(&out);
     let header = &lines[0];
-    assert_eq!(header["id"], "child-id");
-    assert_eq!(header["version"], 3);
-    assert_eq!(header["cwd"], "/home/ada/proj");
-    assert_eq!(header["parentSession"], parent.path.to_str().unwrap());
+    assert_header(header, "child-id", "/home/ada/proj", &parent.path);
     let child = SessionFile::read(&out).unwrap();
     assert_eq!(child.entries.len(), 2 + kept.len());
     let info = &child.entries[0];
@@ -715,6 +707,31 @@ impl Pi {
     }
 }
 
+/// Real Pi (`None`: skip `test`), a fake LLM answering with `replies` in order, a hermetic
+/// environment for it and a folder for session files in it.
+fn pi_with_script(
+    test: &str,
+    replies: &[&str],
+) -> Option<(Vec<String>, fake_llm::FakeLlm, fake_llm::PiEnv, PathBuf)> {
+    let pi = fake_llm::pi_or_skip(test)?;
+    let fake = fake_llm::FakeLlm::with_script(replies.iter().map(|r| fake_llm::Step::text(*r)));
+    let env = fake_llm::hermetic_pi_env(&fake);
+    let sessions = env.root.path().join("sessions");
+    Some((pi, fake, env, sessions))
+}
+
+/// The user and assistant texts of the last of the `count` completion requests `fake` got.
+fn last_conversation(fake: &fake_llm::FakeLlm, count: usize) -> Vec<String> {
+    let requests = fake.completion_requests();
+    assert_eq!(requests.len(), count);
+    requests[count - 1]
+        .messages()
+        .iter()
+        .filter(|m| m["role"] == "user" || m["role"] == "assistant")
+        .map(|m| fake_llm::content_text(&m["content"]))
+        .collect()
+}
+
 fn message_texts(messages: &Value) -> Vec<(String, String)> {
     messages
         .as_array()
@@ -734,16 +751,12 @@ fn message_texts(messages: &Value) -> Vec<(String, String)> {
 
 #[test]
 fn real_pi_resumes_a_host_written_branch() {
-    let Some(pi) = fake_llm::pi_or_skip("real_pi_resumes_a_host_written_branch") else {
+    let replies = ["answer one", "answer two", "answer three"];
+    let Some((pi, fake, env, sessions)) =
+        pi_with_script("real_pi_resumes_a_host_written_branch", &replies)
+    else {
         return;
     };
-    let fake = fake_llm::FakeLlm::with_script([
-        fake_llm::Step::text("answer one"),
-        fake_llm::Step::text("answer two"),
-        fake_llm::Step::text("answer three"),
-    ]);
-    let env = fake_llm::hermetic_pi_env(&fake);
-    let sessions = env.root.path().join("sessions");
 
     // 1. Pi writes a session with two exchanges.
     let source_path = sessions.join("source.jsonl");
@@ -818,15 +831,10 @@ fn real_pi_resumes_a_host_written_branch() {
     // A new prompt continues from the branch: the LLM sees the first exchange only.
     second.prompt_and_settle("p3", "question three");
     second.finish();
-    let requests = fake.completion_requests();
-    assert_eq!(requests.len(), 3);
-    let sent: Vec<String> = requests[2]
-        .messages()
-        .iter()
-        .filter(|m| m["role"] == "user" || m["role"] == "assistant")
-        .map(|m| fake_llm::content_text(&m["content"]))
-        .collect();
-    assert_eq!(sent, ["question one", "answer one", "question three"]);
+    assert_eq!(
+        last_conversation(&fake, 3),
+        ["question one", "answer one", "question three"]
+    );
 
     if std::env::var_os("THREADBASE_TEST_VERBOSE").is_some() {
         for p in [&source_path, &branch_path] {
@@ -858,15 +866,12 @@ fn real_pi_resumes_a_host_written_branch() {
 
 #[test]
 fn real_pi_resumes_an_inherited_context_transcript() {
-    let Some(pi) = fake_llm::pi_or_skip("real_pi_resumes_an_inherited_context_transcript") else {
+    let replies = ["answer one", "child answer"];
+    let Some((pi, fake, env, sessions)) =
+        pi_with_script("real_pi_resumes_an_inherited_context_transcript", &replies)
+    else {
         return;
     };
-    let fake = fake_llm::FakeLlm::with_script([
-        fake_llm::Step::text("answer one"),
-        fake_llm::Step::text("child answer"),
-    ]);
-    let env = fake_llm::hermetic_pi_env(&fake);
-    let sessions = env.root.path().join("sessions");
 
     // The parent: written by Pi, plus a branch summary appended at its leaf.
     let parent_path = sessions.join("parent.jsonl");
@@ -915,16 +920,8 @@ fn real_pi_resumes_an_inherited_context_transcript() {
     );
     child.prompt_and_settle("p2", "child task");
     child.finish();
-    let requests = fake.completion_requests();
-    assert_eq!(requests.len(), 2);
-    let sent: Vec<String> = requests[1]
-        .messages()
-        .iter()
-        .filter(|m| m["role"] == "user" || m["role"] == "assistant")
-        .map(|m| fake_llm::content_text(&m["content"]))
-        .collect();
     assert_eq!(
-        sent,
+        last_conversation(&fake, 2),
         [
             "question one",
             "answer one",

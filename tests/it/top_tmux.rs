@@ -10,7 +10,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use serve_client::{processes_with_env, scripted_command, Serve, ServeSpec};
+use serve_client::{processes_with_env, Scripted};
 
 /// A private tmux server (its own socket), killed on drop.
 struct Tmux {
@@ -127,38 +127,14 @@ fn top_in_tmux() {
         eprintln!("SKIPPED top_in_tmux: tmux is not installed (apt-get install -y tmux)");
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db.sqlite");
-    let script = dir.path().join("script.json");
-    std::fs::write(
-        &script,
+    let place = Scripted::new("top");
+    let db = place.db.clone();
+    place.script(
+        "script",
         r#"{"turns":[{"steps":[{"delay_ms":30000},{"text":"x"}]}]}"#,
-    )
-    .unwrap();
-    let marker = format!(
-        "top-{}-{}",
-        std::process::id(),
-        threadbase::ids::random_hex(8)
     );
-    let mut serve = Serve::start(ServeSpec {
-        db: &db,
-        args: vec![
-            "--session-id".into(),
-            "ses_top_test".into(),
-            "--cwd".into(),
-            dir.path().display().to_string(),
-        ],
-        env: vec![
-            ("THREADBASE_PI_COMMAND".into(), scripted_command(&script)),
-            ("THREADBASE_TEST_MARKER".into(), marker.clone()),
-            (
-                "PI_CODING_AGENT_DIR".into(),
-                dir.path().join("agent").display().to_string(),
-            ),
-        ],
-        cwd: dir.path().to_path_buf(),
-        clear_env: false,
-    });
+    let session_id = |id: &str| vec!["--session-id".to_string(), id.to_string()];
+    let mut serve = place.serve("script", session_id("ses_top_test"), &[]);
     for (task, name) in [("alpha", "Alpha"), ("beta", "Beta"), ("gamma", "Gamma")] {
         let r: Value = serve.thread(
             json!({"action": "start", "prompt": format!("{name} work"), "taskName": task, "name": name}),
@@ -172,7 +148,7 @@ fn top_in_tmux() {
         socket: format!("tbtop-{}", std::process::id()),
         session: "top".into(),
     };
-    let top_marker = format!("{marker}-tui");
+    let top_marker = format!("{}-tui", place.marker);
     let command = format!(
         "env THREADBASE_TOP_MARKER={top_marker} {} --db {} top",
         env!("CARGO_BIN_EXE_threadbase"),
@@ -306,29 +282,13 @@ fn top_in_tmux() {
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .unwrap();
-    let mut beta_serve = Serve::start(ServeSpec {
-        db: &db,
-        args: vec![
-            "--session-id".into(),
-            beta_session,
-            "--cwd".into(),
-            dir.path().display().to_string(),
-        ],
-        env: vec![
-            ("THREADBASE_PI_COMMAND".into(), scripted_command(&script)),
-            ("THREADBASE_TEST_MARKER".into(), marker.clone()),
-            (
-                "PI_CODING_AGENT_DIR".into(),
-                dir.path().join("agent").display().to_string(),
-            ),
-            ("PI_THREADS_PATH".into(), "/root/beta".into()),
-            ("PI_THREADS_SELF_ID".into(), beta_id),
-            ("PI_THREADS_DEPTH".into(), "1".into()),
-            ("PI_THREADS_ROOT_SESSION_ID".into(), "ses_top_test".into()),
-        ],
-        cwd: dir.path().to_path_buf(),
-        clear_env: false,
-    });
+    let beta_env = [
+        ("PI_THREADS_PATH", "/root/beta"),
+        ("PI_THREADS_SELF_ID", beta_id.as_str()),
+        ("PI_THREADS_DEPTH", "1"),
+        ("PI_THREADS_ROOT_SESSION_ID", "ses_top_test"),
+    ];
+    let mut beta_serve = place.serve("script", session_id(&beta_session), &beta_env);
     let r: Value = beta_serve.thread(
         json!({"action": "start", "prompt": "Nested work", "taskName": "nested", "name": "Nested"}),
     );

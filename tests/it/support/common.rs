@@ -2,6 +2,9 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
 
 use threadbase::domain::{ManagerId, Phase, ThreadId, ThreadStatus};
 use threadbase::store::threads::{insert_thread, upsert_manager, Contract, ManagerSpec, NewThread};
@@ -40,15 +43,8 @@ pub fn manager_spec<'a>(
     self_id: Option<&'a str>,
 ) -> ManagerSpec<'a> {
     ManagerSpec {
-        session_id: session,
-        contract,
-        scope_path: scope,
-        depth: 0,
         self_thread_id: self_id,
-        session_file: None,
-        cwd: None,
-        owner_pid: None,
-        owner_started_at: None,
+        ..ManagerSpec::new(session, contract, scope)
     }
 }
 
@@ -115,6 +111,13 @@ pub fn threadbase(db: &Path, args: &[&str]) -> Output {
         .expect("run threadbase")
 }
 
+/// The number `sql` reads (its first column of its one row) from the database file `db`.
+pub fn count(db: &Path, sql: &str) -> i64 {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    conn.busy_timeout(Duration::from_secs(10)).unwrap();
+    conn.query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
 /// The two columns of every row `sql` reads.
 pub fn pairs<A: rusqlite::types::FromSql, B: rusqlite::types::FromSql>(
     conn: &rusqlite::Connection,
@@ -126,4 +129,46 @@ pub fn pairs<A: rusqlite::types::FromSql, B: rusqlite::types::FromSql>(
         .unwrap()
         .map(Result::unwrap)
         .collect()
+}
+
+/// The keys of the JSON object `v`, in its order.
+pub fn keys(v: &Value) -> Vec<&str> {
+    v.as_object()
+        .unwrap_or_else(|| panic!("an object: {v}"))
+        .keys()
+        .map(String::as_str)
+        .collect()
+}
+
+/// The keys of a contract C worker view (`threads_spawn`, `threads_list`, the HTTP snapshot),
+/// in the contract's order.
+pub const WORKER_VIEW_KEYS: [&str; 10] = [
+    "workerID",
+    "coordinatorID",
+    "key",
+    "title",
+    "directory",
+    "agent",
+    "model",
+    "outcome",
+    "report",
+    "hidden",
+];
+
+/// Calls `probe` every `every` until it gives a value, for at most `timeout`; then fails with
+/// `what`.
+pub fn poll<T>(
+    timeout: Duration,
+    every: Duration,
+    what: &str,
+    mut probe: impl FnMut() -> Option<T>,
+) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = probe() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "{what}");
+        std::thread::sleep(every);
+    }
 }

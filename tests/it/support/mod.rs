@@ -1,13 +1,16 @@
 //! Helpers shared by the integration tests: temporary databases and seeded trees
 //! (`common`), a `threadbase serve` client (`serve_client`), the loopback fake LLM and real
-//! Pi's environment (`fake_llm`), a real `pi --mode rpc` child (`pi_child`) database
-//! invariants (`db_check`), the property tests' configuration and path order (`prop`) and
-//! their random trees of threads (`tree`).
+//! Pi's environment (`fake_llm`) and what a serve must not inherit (`serve_env`), a real
+//! `pi --mode rpc` child (`pi_child`), database
+//! invariants (`db_check`), the property tests' configuration and path order (`prop`),
+//! their random trees of threads (`tree`) and a runtime over a temporary database (`runtime`).
 
 pub mod common;
 pub mod db_check;
 pub mod fake_llm;
 pub mod pi_child;
 pub mod prop;
+pub mod runtime;
 pub mod serve_client;
+pub mod serve_env;
 pub mod tree;

@@ -1,24 +1,19 @@
 //! A real Pi in RPC mode over stdio, for tests: spawned from a hermetic [`PiEnv`] in its own
 //! process group, stdout read as JSON records on a thread, stderr collected. Dropping it
-//! SIGKILLs the whole group. Include it next to `fake_llm`:
-//!
-//! ```ignore
-//! #[path = "support/fake_llm.rs"]
-//! mod fake_llm;
-//! #[path = "support/pi_child.rs"]
-//! mod pi_child;
-//! ```
+//! SIGKILLs the whole group. Also what the tests of a parent Pi running
+//! `pi-extension/` share: [`spawn_parent`], runs ([`PiChild::run`]), the extension's dialogs
+//! ([`PiChild::ui_request`], [`PiChild::answer_ui`]) and a clean exit ([`PiChild::finish`]).
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::path::Path;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ExitStatus};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
-use super::fake_llm::PiEnv;
+use super::fake_llm::{hermetic_pi_env, pi_or_skip, FakeLlm, PiEnv, Step};
 
 /// Longest record shown per line in [`PiChild::dump`].
 const DUMP_RECORD_CHARS: usize = 2_000;
@@ -42,7 +37,7 @@ impl PiChild {
             .unwrap_or_else(|e| panic!("spawn {:?}: {e}", env.argv(pi, extra)));
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().unwrap();
-        let mut stderr_pipe = child.stderr.take().unwrap();
+        let stderr_pipe = child.stderr.take().unwrap();
         let (tx, lines) = mpsc::channel();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
@@ -52,17 +47,7 @@ impl PiChild {
                 }
             }
         });
-        let stderr = Arc::new(Mutex::new(Vec::new()));
-        let sink = Arc::clone(&stderr);
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 8192];
-            while let Ok(n) = stderr_pipe.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                sink.lock().unwrap().extend_from_slice(&buf[..n]);
-            }
-        });
+        let stderr = super::serve_client::collect(stderr_pipe);
         PiChild {
             child,
             stdin,
@@ -168,6 +153,45 @@ impl PiChild {
         }
     }
 
+    /// Sends the prompt `message` as command `id` and reads records until `agent_settled`
+    /// (each within `timeout`); returns the records of this run.
+    pub fn run(&mut self, id: &str, message: &str, timeout: Duration) -> Vec<Value> {
+        let mark = self.seen.len();
+        self.send(&json!({"id": id, "type": "prompt", "message": message}));
+        let response = self.wait_for("the prompt response", timeout, |v| {
+            v["type"] == "response" && v["id"] == id
+        });
+        assert_eq!(response["success"], true, "{}", self.dump());
+        self.wait_for("agent_settled", timeout, |v| v["type"] == "agent_settled");
+        self.seen[mark..].to_vec()
+    }
+
+    /// The next dialog or notification of the extension with this `method`.
+    pub fn ui_request(&mut self, method: &str, timeout: Duration) -> Value {
+        self.wait_for(&format!("an extension_ui_request {method}"), timeout, |v| {
+            v["type"] == "extension_ui_request" && v["method"] == method
+        })
+    }
+
+    /// Answers the dialog `request` with the fields of `answer`.
+    pub fn answer_ui(&mut self, request: &Value, answer: Value) {
+        let mut response = json!({"type": "extension_ui_response", "id": request["id"]});
+        response
+            .as_object_mut()
+            .unwrap()
+            .extend(answer.as_object().unwrap().clone());
+        self.send(&response);
+    }
+
+    /// Closes stdin and expects Pi to exit 0 within `timeout`.
+    pub fn finish(&mut self, timeout: Duration) {
+        drop(self.stdin.take());
+        let status = self.wait_exit(timeout);
+        let dump = self.dump();
+        let status = status.unwrap_or_else(|| panic!("pi did not exit on stdin EOF\n{dump}"));
+        assert!(status.success(), "pi exit {status:?}\n{dump}");
+    }
+
     pub fn kill_group(&self) {
         // ESRCH once the group is empty: nothing to do.
         let _ = rustix::process::kill_process_group(self.pgid(), rustix::process::Signal::KILL);
@@ -199,4 +223,148 @@ pub fn sql(db: &Path, query: &str) -> Vec<Value> {
         Value::Array(rows) => rows,
         other => panic!("sql --json printed {other}"),
     }
+}
+
+/// The extension's folder, `pi-extension/` (`-e` takes it or its `index.ts`).
+pub fn extension_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("pi-extension")
+}
+
+/// A parent Pi on the session file `<root>/sessions/parent.jsonl` of `env`, loading
+/// `extension` (`-e`); the extension's serve uses the database `db` and launches children with
+/// `child_command` (`THREADBASE_PI_COMMAND`, a JSON argv); `more_vars` add to (or override)
+/// those.
+pub fn spawn_parent(
+    pi: &[String],
+    env: &PiEnv,
+    extension: &Path,
+    db: &Path,
+    child_command: String,
+    more_vars: &[(&str, String)],
+) -> PiChild {
+    let session = parent_session(env);
+    let mut vars = vec![
+        (
+            "THREADBASE_BIN",
+            env!("CARGO_BIN_EXE_threadbase").to_string(),
+        ),
+        ("THREADBASE_DB", db.display().to_string()),
+        ("THREADBASE_PI_COMMAND", child_command),
+    ];
+    vars.extend(more_vars.iter().cloned());
+    let (session_arg, ext_arg) = (
+        session.display().to_string(),
+        extension.display().to_string(),
+    );
+    PiChild::spawn(pi, env, &["--session", &session_arg, "-e", &ext_arg], &vars)
+}
+
+/// The session file of [`spawn_parent`]'s Pi.
+pub fn parent_session(env: &PiEnv) -> PathBuf {
+    env.root.path().join("sessions").join("parent.jsonl")
+}
+
+/// The argv (JSON) of a scripted child whose one turn stays busy for `ms` (a stop ends it),
+/// its script written in `env`'s root.
+pub fn busy_child_command(env: &PiEnv, ms: u64) -> String {
+    let script = env.root.path().join("child-script.json");
+    std::fs::write(
+        &script,
+        json!({"turns": [{"steps": [{"delay_ms": ms}, {"text": "x"}]}]}).to_string(),
+    )
+    .unwrap();
+    super::serve_client::scripted_command(&script)
+}
+
+/// The `tool_execution_end` records of `tool` among `events`.
+pub fn tool_ends<'a>(events: &'a [Value], tool: &str) -> Vec<&'a Value> {
+    events
+        .iter()
+        .filter(|e| e["type"] == "tool_execution_end" && e["toolName"] == tool)
+        .collect()
+}
+
+/// The strings of the JSON array `v`.
+pub fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("not an array: {v}"))
+        .iter()
+        .map(|s| s.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The row of the thread at `path`: the `columns` of `threads` (a comma-separated list).
+pub fn thread_row(db: &Path, columns: &str, path: &str) -> Value {
+    let rows = sql(
+        db,
+        &format!("SELECT {columns} FROM threads WHERE path = '{path}'"),
+    );
+    assert_eq!(rows.len(), 1, "{path}: {rows:#?}");
+    rows[0].clone()
+}
+
+/// Real Pi (`None`: skip `test`), a fake LLM playing `steps` in order, and a hermetic
+/// environment for it.
+pub fn pi_with_steps(
+    test: &str,
+    steps: impl IntoIterator<Item = Step>,
+) -> Option<(Vec<String>, FakeLlm, PiEnv)> {
+    let pi = pi_or_skip(test)?;
+    let fake = FakeLlm::with_script(steps);
+    let env = hermetic_pi_env(&fake);
+    Some((pi, fake, env))
+}
+
+/// [`spawn_parent`] with `pi-extension/index.ts` and the database `<root>/db.sqlite`, whose
+/// threads are scripted children that stay busy for `busy_ms`; with the database and that
+/// child command.
+pub fn parent_with_busy_children(
+    pi: &[String],
+    env: &PiEnv,
+    busy_ms: u64,
+) -> (PiChild, PathBuf, String) {
+    let db = env.root.path().join("db.sqlite");
+    let child_command = busy_child_command(env, busy_ms);
+    let extension = extension_dir().join("index.ts");
+    let parent = spawn_parent(pi, env, &extension, &db, child_command.clone(), &[]);
+    (parent, db, child_command)
+}
+
+/// What a parent model asks its child in the extension's tests, and the child model's answer.
+pub const CHILD_PROMPT: &str = "Say the magic word.";
+pub const CHILD_ANSWER: &str = "The magic word is xyzzy.";
+
+/// A fake LLM whose parent model starts `magic` with [`CHILD_PROMPT`] and waits for it, then
+/// plays `then`. The child's request is routed by its prompt (it gets [`CHILD_ANSWER`]), so it
+/// is answered correctly whenever it arrives (it races the parent's request after `start`).
+pub fn magic_word_fake(then: impl IntoIterator<Item = Step>) -> FakeLlm {
+    let start = json!({"action": "start", "prompt": CHILD_PROMPT, "taskName": "magic"});
+    let wait = json!({"action": "wait", "id": "magic", "timeoutMs": 60000});
+    let steps = [
+        Step::tool_call("thread", start),
+        Step::tool_call("thread", wait),
+    ];
+    let fake = FakeLlm::with_script(steps.into_iter().chain(then));
+    fake.route(
+        |r| r.last_user_text().as_deref() == Some(CHILD_PROMPT),
+        Step::text(CHILD_ANSWER),
+    );
+    fake
+}
+
+/// [`pi_or_skip`] for a test that starts a parent Pi with the extension, holding
+/// [`one_parent_at_a_time`].
+pub fn parent_pi_or_skip(test: &str) -> Option<(Vec<String>, MutexGuard<'static, ()>)> {
+    let pi = pi_or_skip(test)?;
+    Some((pi, one_parent_at_a_time()))
+}
+
+static PARENTS: Mutex<()> = Mutex::new(());
+
+/// Held by a test that starts a parent Pi with the extension (several Node processes at
+/// once): such tests run one at a time. A child Pi that takes longer than the engine's 4 s
+/// prompt-answer wait to start exposes a runtime race (a stale `get_state` answer can end a
+/// `wait` before the child answered).
+pub fn one_parent_at_a_time() -> MutexGuard<'static, ()> {
+    PARENTS.lock().unwrap_or_else(|p| p.into_inner())
 }

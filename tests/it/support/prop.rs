@@ -1,4 +1,5 @@
-//! What the property tests share: their proptest configuration and contract A's path order.
+//! What the property tests share: their proptest configuration, contract A's path order and
+//! the model of how a reference text names a path.
 
 use std::cmp::Ordering;
 
@@ -29,4 +30,22 @@ pub fn locale_cmp(a: &str, b: &str) -> Ordering {
         }
     }
     a.chars().map(rank).cmp(b.chars().map(rank))
+}
+
+/// Contract A's reference resolution, step 2 (reference/contract-semantics.md §1.4), as a
+/// model: the path a reference text names (absolute, `root/…`, or one or several segments
+/// appended to `current`), if `canonical` (the caller's model of a canonical path) accepts it.
+pub fn model_reference_path(
+    text: &str,
+    current: &str,
+    canonical: impl Fn(&str) -> bool,
+) -> Option<String> {
+    let candidate = if text.starts_with('/') {
+        text.to_string()
+    } else if text.starts_with("root/") {
+        format!("/{text}")
+    } else {
+        format!("{current}/{text}")
+    };
+    canonical(&candidate).then_some(candidate)
 }

@@ -59,19 +59,7 @@ impl Serve {
         if spec.clear_env {
             cmd.env_clear();
         }
-        for k in [
-            "THREADBASE_DB",
-            "PI_THREADS_PATH",
-            "PI_THREADS_DEPTH",
-            "PI_THREADS_SELF_ID",
-            "PI_THREADS_ROOT_SESSION_ID",
-            "PI_THREADS_MAX_DEPTH",
-            "PI_THREADS_MAX_THREADS",
-            "PI_THREADS_IDLE_CLEANUP_MS",
-            "PI_THREADS_LIVE_TIMEOUT_MS",
-            "THREADBASE_LOG",
-            "THREADBASE_LOG_FILE",
-        ] {
+        for k in super::serve_env::INHERITED {
             cmd.env_remove(k);
         }
         cmd.envs(spec.env.iter().map(|(k, v)| (k, v)));
@@ -80,7 +68,7 @@ impl Serve {
             .stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("spawn serve");
         let stdout = child.stdout.take().unwrap();
-        let mut stderr_pipe = child.stderr.take().unwrap();
+        let stderr_pipe = child.stderr.take().unwrap();
         let inbox: Arc<(Mutex<Inbox>, Condvar)> = Arc::default();
         let ib = inbox.clone();
         std::thread::spawn(move || {
@@ -103,17 +91,7 @@ impl Serve {
             lock.lock().unwrap().closed = true;
             cv.notify_all();
         });
-        let stderr = Arc::new(Mutex::new(Vec::new()));
-        let se = stderr.clone();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = std::io::Read::read(&mut stderr_pipe, &mut buf) {
-                if n == 0 {
-                    break;
-                }
-                se.lock().unwrap().extend_from_slice(&buf[..n]);
-            }
-        });
+        let stderr = collect(stderr_pipe);
         Serve {
             stdin: child.stdin.take(),
             child,
@@ -299,6 +277,23 @@ impl Drop for Serve {
     }
 }
 
+/// Everything `pipe` gives until its end, collected by a thread of its own (a child's stderr,
+/// read so that the child never blocks on it).
+pub fn collect(mut pipe: impl std::io::Read + Send + 'static) -> Arc<Mutex<Vec<u8>>> {
+    let collected = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&collected);
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 8192];
+        while let Ok(n) = pipe.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            sink.lock().unwrap().extend_from_slice(&buf[..n]);
+        }
+    });
+    collected
+}
+
 /// Pids of live processes whose environment carries `VAR=value`.
 pub fn processes_with_env(var: &str, value: &str) -> Vec<u32> {
     let needle = format!("{var}={value}");
@@ -399,13 +394,9 @@ pub fn top_status(db: &Path, list: &Value, worker: &str) -> String {
     let conn = rusqlite::Connection::open(db).unwrap();
     conn.busy_timeout(std::time::Duration::from_secs(10))
         .unwrap();
-    let (status, phase): (ThreadStatus, Phase) = conn
-        .query_row(
-            "SELECT status, phase FROM threads WHERE id = ?1",
-            [worker],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .unwrap();
+    let sql = "SELECT status, phase FROM threads WHERE id = ?1";
+    let (status, phase): (ThreadStatus, Phase) =
+        conn.query_row(sql, [worker], |r| r.try_into()).unwrap();
     threadbase::contract::worker::list_status(
         status,
         phase,
