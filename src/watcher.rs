@@ -10,6 +10,7 @@
 //! connection of its own, which changes only when another connection commits) and carries the
 //! rows out within [`POLL`], claiming each one in a transaction so it happens once.
 
+use crate::domain::ThreadId;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -126,7 +127,7 @@ fn dispatch(engine: &Arc<Engine>, queues: &Queues, pending: Vec<PendingCommand>)
 /// One queue (and task) per thread that was sent to or resumed from another serve, so its
 /// commands run in the order they were written. Dropped with the watcher, which ends them.
 #[derive(Default)]
-struct Queues(Mutex<HashMap<String, mpsc::UnboundedSender<PendingCommand>>>);
+struct Queues(Mutex<HashMap<ThreadId, mpsc::UnboundedSender<PendingCommand>>>);
 
 impl Queues {
     fn push(&self, engine: &Arc<Engine>, c: PendingCommand) {

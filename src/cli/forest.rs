@@ -9,7 +9,7 @@ use std::path::Path;
 use rusqlite::Connection;
 use serde::Serialize;
 
-use crate::domain::{ManagerId, ThreadId};
+use crate::domain::{Contract, ManagerId, ThreadId};
 use crate::error::Result;
 use crate::list::Listing;
 use crate::store::threads::ThreadRow;
@@ -21,7 +21,7 @@ pub struct Node {
     /// 1 at the top of the tree.
     pub level: usize,
     pub manager_session: String,
-    pub contract: String,
+    pub contract: Contract,
 }
 
 /// What identifies a root session to a person: where it ran, when, and its name.
@@ -64,7 +64,7 @@ pub fn trees(conn: &Connection, listing: Listing) -> Result<Vec<Tree>> {
                 r.get::<_, String>(1)?,
                 r.get::<_, i64>(2)?,
                 r.get::<_, String>(3)?,
-                r.get::<_, String>(4)?,
+                r.get::<_, Contract>(4)?,
             ))
         })?;
         for row in rows {
@@ -99,7 +99,10 @@ pub fn trees(conn: &Connection, listing: Listing) -> Result<Vec<Tree>> {
         });
         let managers = manager_names(conn)?;
         for t in rest {
-            let (session, contract) = managers.get(&t.manager_id).cloned().unwrap_or_default();
+            // threads.manager_id references managers: every thread has its manager.
+            let Some((session, contract)) = managers.get(&t.manager_id).cloned() else {
+                continue;
+            };
             if trees.last().map(|x| &x.info.root_session) != Some(&session) {
                 trees.push(Tree {
                     info: RootInfo {
@@ -142,7 +145,7 @@ pub fn latest(trees: Vec<Tree>) -> Vec<Tree> {
         .collect()
 }
 
-fn manager_names(conn: &Connection) -> Result<HashMap<ManagerId, (String, String)>> {
+fn manager_names(conn: &Connection) -> Result<HashMap<ManagerId, (String, Contract)>> {
     let mut stmt = conn.prepare_cached(include_str!("../../sql/forest_managers.sql"))?;
     let rows = stmt.query_map([], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?))))?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)

@@ -2,8 +2,8 @@
 
 use rusqlite::Connection;
 
-use crate::domain::ManagerId;
 pub use crate::domain::{CommandKind, CommandState};
+use crate::domain::{ManagerId, ThreadId};
 use crate::error::Result;
 use crate::time::now_iso;
 
@@ -39,7 +39,7 @@ pub fn request(conn: &Connection, thread_id: &str, kind: CommandKind) -> Result<
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PendingCommand {
     pub id: i64,
-    pub thread_id: String,
+    pub thread_id: ThreadId,
     pub kind: CommandKind,
     pub payload: Option<String>,
 }

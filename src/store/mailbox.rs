@@ -5,6 +5,7 @@
 
 use rusqlite::Connection;
 
+use crate::domain::{MailKind, ThreadId};
 use crate::error::Result;
 use crate::time::now_iso;
 
@@ -12,8 +13,8 @@ use crate::time::now_iso;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Notice {
     pub id: i64,
-    pub thread_id: String,
-    pub kind: String,
+    pub thread_id: ThreadId,
+    pub kind: MailKind,
     pub message_id: Option<String>,
     pub body: String,
     pub created_at: String,

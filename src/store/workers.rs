@@ -3,7 +3,7 @@
 //! message ids), its keyed `mailbox` messages, its `interrupt` commands and its `reports` row.
 //! Everything the worker engine reads or writes goes through here, so the engine holds no SQL.
 
-use crate::domain::ManagerId;
+use crate::domain::{ManagerId, ThreadId};
 use rusqlite::{named_params, Connection, OptionalExtension, Row};
 
 use super::reports::ReportRow;
@@ -13,7 +13,7 @@ use crate::time::now_iso;
 /// A worker row with its report (`sql/worker_by_id.sql`, `sql/workers_of_coordinator{,s}.sql`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct WorkerRow {
-    pub id: String,
+    pub id: ThreadId,
     pub coordinator_id: Option<String>,
     pub spawn_key: Option<String>,
     pub fingerprint: Option<String>,

@@ -162,7 +162,7 @@ impl AgentHost {
                     params: NoticeParams {
                         thread_id: &n.thread_id,
                         path: &n.path,
-                        kind: &n.kind,
+                        kind: n.kind.as_str(),
                         state: n.state.as_deref(),
                         message_id: format!("agent-mailbox-{}", n.id),
                         text: &n.body,
@@ -185,7 +185,7 @@ impl AgentHost {
         let settled = agents::owned_live(conn, registry, self.me())?
             .into_iter()
             .filter(|t| !t.active)
-            .map(|t| t.id)
+            .map(|t| t.id.into_string())
             .collect();
         Ok((steer_ids, settled))
     }

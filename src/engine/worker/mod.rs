@@ -144,7 +144,7 @@ impl From<WorkerRow> for Worker {
         let owner_started = r.owner_started_at;
         Worker {
             facts: WorkerFacts {
-                worker_id: r.id,
+                worker_id: r.id.into_string(),
                 coordinator_id: r.coordinator_id.unwrap_or_default(),
                 key: r.spawn_key.unwrap_or_default(),
                 title: r.title,

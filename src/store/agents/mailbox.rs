@@ -1,7 +1,7 @@
 //! Contract B's `mailbox` rows: steering messages for a child (consumed once its transcript
 //! shows them) and notices for a parent agent (claimed by the recipient's serve).
 
-use crate::domain::ManagerId;
+use crate::domain::{ManagerId, ThreadId};
 use rusqlite::{named_params, Connection};
 
 use super::{ids, Owner};
@@ -112,8 +112,8 @@ pub fn owned_pending_steers(
 /// A notice due to an agent path.
 pub struct PendingNotice {
     pub id: i64,
-    pub thread_id: String,
-    pub kind: String,
+    pub thread_id: ThreadId,
+    pub kind: MailKind,
     pub body: String,
     pub created_at: String,
     /// The thread's path and lifecycle state now.

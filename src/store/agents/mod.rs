@@ -15,7 +15,7 @@ use rusqlite::{named_params, Connection, OptionalExtension, Row};
 use crate::error::Result;
 
 pub use crate::domain::AgentState;
-use crate::domain::ThreadStatus;
+use crate::domain::{ThreadId, ThreadStatus};
 
 /// The serve that launched (and supervises) a thread's run: its pid and start time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,7 +102,7 @@ const AGENT_COLUMNS: [&str; 24] = [
 /// One contract B thread row.
 #[derive(Debug, Clone)]
 pub struct AgentRow {
-    pub id: String,
+    pub id: ThreadId,
     pub path: String,
     pub parent_path: Option<String>,
     pub state: AgentState,
@@ -405,7 +405,7 @@ pub fn settle(conn: &Connection, s: &Settlement<'_>) -> Result<Option<Settled>> 
 
 /// A thread `agent_stop` stops.
 pub struct StopTarget {
-    pub id: String,
+    pub id: ThreadId,
     pub path: String,
     /// Its process is live.
     pub live: bool,
@@ -438,7 +438,7 @@ pub fn stop_targets(
 
 /// A thread whose process a serve holds.
 pub struct OwnedThread {
-    pub id: String,
+    pub id: ThreadId,
     /// Working (starting or running).
     pub active: bool,
 }
