@@ -9,9 +9,12 @@
 //! The arrow: `cli`, `server`, `http` and `watcher` take requests and call [`engine`], which
 //! calls [`contract`] (pure parsing and shaping), [`store`] (every table and query) and
 //! [`runtime`] (the child processes), and runtime uses [`pi`] (what Pi 1.6 is: its flags,
-//! events and session files); store, runtime and pi import nothing above them.
+//! events and session files); store, runtime and pi import nothing above them. Under all of
+//! them, [`domain`] holds the values the tables hold as types: the state enums and the ids.
 //!
-//! - [`engine`]: the operations, one file per verb of each contract.
+//! - [`domain`]: the state columns' enums (`Phase`, `ExitKind`, …) and the ids.
+//! - [`engine`]: the operations, one file per verb of each contract, and the serve's one
+//!   configuration.
 //! - [`contract`]: the three tool contracts' request types, validation and result shapes.
 //! - [`runtime`]: child processes (launch, stop, event streams, the restore pass).
 //! - [`store`]: open the database (WAL, migrations, reader pool, one writer) and every table.
