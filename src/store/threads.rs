@@ -99,14 +99,24 @@ pub struct NewThread {
     pub fingerprint: Option<String>,
     pub title: Option<String>,
     pub agent: Option<String>,
+    /// Contract C: the model JSON its args name, its granted paths (JSON), and the message ids
+    /// every retry of its spawn reuses.
+    pub model: Option<String>,
+    pub granted_paths: Option<String>,
+    pub initial_message_id: Option<String>,
+    pub report_message_id: Option<String>,
 }
 
-/// Reserves a thread row (live, or closed with an exit set in the same transaction). A second
-/// thread at the same path of one manager is a `conflict`.
+/// Reserves a thread row (live, or closed with an exit set in the same transaction), for every
+/// contract. A second thread at the same path of one manager is a `conflict`.
 pub fn insert_thread(conn: &Connection, t: &NewThread) -> Result<()> {
+    insert_thread_at(conn, t, &now_iso())
+}
+
+/// [`insert_thread`] created at `now` (a reservation that writes other rows at the same time).
+pub fn insert_thread_at(conn: &Connection, t: &NewThread, now: &str) -> Result<()> {
     let mut stmt = conn.prepare_cached(include_str!("../../sql/thread_insert.sql"))?;
     let args = serde_json::to_string(&t.args)?;
-    let now = now_iso();
     stmt.execute(named_params! {
         ":id": t.id,
         ":manager_id": t.manager_id,
@@ -130,6 +140,10 @@ pub fn insert_thread(conn: &Connection, t: &NewThread) -> Result<()> {
         ":fingerprint": t.fingerprint,
         ":title": t.title,
         ":agent": t.agent,
+        ":model": t.model,
+        ":granted_paths": t.granted_paths,
+        ":initial_message_id": t.initial_message_id,
+        ":report_message_id": t.report_message_id,
         ":now": now,
     })
     .map_err(|e| {

@@ -168,27 +168,31 @@ pub struct NewWorker<'a> {
     pub now: &'a str,
 }
 
-/// Reserves a worker row (live, `starting`).
+/// Reserves a worker row (live, `starting`): a top-level row at `/<workerID>` under its
+/// coordinator's worker manager, its own session id.
 pub fn insert_worker(conn: &Connection, w: &NewWorker<'_>) -> Result<()> {
-    let granted_paths = w.granted_paths.map(serde_json::to_string).transpose()?;
-    conn.prepare_cached(include_str!("../../sql/worker_insert.sql"))?
-        .execute(named_params! {
-            ":id": w.id,
-            ":manager_id": w.manager_id,
-            ":title": w.title,
-            ":cwd": w.cwd,
-            ":args": serde_json::to_string(w.args)?,
-            ":coordinator_id": w.coordinator_id,
-            ":spawn_key": w.spawn_key,
-            ":fingerprint": w.fingerprint,
-            ":agent": w.agent,
-            ":granted_paths": granted_paths,
-            ":model": w.model,
-            ":initial_message_id": w.initial_message_id,
-            ":report_message_id": w.report_message_id,
-            ":now": w.now,
-        })?;
-    Ok(())
+    let text = |s: &str| Some(s.to_string());
+    let row = super::threads::NewThread {
+        id: ThreadId::new(w.id),
+        manager_id: w.manager_id,
+        path: format!("/{}", w.id),
+        task_name: w.id.to_string(),
+        name: w.title.to_string(),
+        cwd: w.cwd.to_string(),
+        args: w.args.to_vec(),
+        session_id: text(w.id),
+        coordinator_id: text(w.coordinator_id),
+        spawn_key: text(w.spawn_key),
+        fingerprint: text(w.fingerprint),
+        title: text(w.title),
+        agent: w.agent.map(str::to_string),
+        model: w.model.map(str::to_string),
+        granted_paths: w.granted_paths.map(serde_json::to_string).transpose()?,
+        initial_message_id: text(w.initial_message_id),
+        report_message_id: text(w.report_message_id),
+        ..Default::default()
+    };
+    super::threads::insert_thread_at(conn, &row, w.now)
 }
 
 /// Sets a worker's hidden override.
