@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 /// An enum stored as one of a fixed set of words (a `TEXT` column with a `CHECK (… IN …)`).
 macro_rules! words {
-    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $word:literal,)+ }) => {
+    ($($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $word:literal,)+ })+) => {$(
         $(#[$doc])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
         pub enum $name {
@@ -72,7 +72,7 @@ macro_rules! words {
                 })
             }
         }
-    };
+    )+};
 }
 
 words! {
@@ -85,9 +85,7 @@ words! {
         /// C: the worker tools (`threads_*`).
         Worker = "worker",
     }
-}
 
-words! {
     /// Whether a thread's process may still run (`threads.status`).
     #[derive(Default)]
     ThreadStatus {
@@ -96,9 +94,7 @@ words! {
         Live = "live",
         Closed = "closed",
     }
-}
 
-words! {
     /// What a thread is doing (`threads.phase`): the four live phases, then the two a closed
     /// thread that did not end cleanly keeps.
     #[derive(Default)]
@@ -112,9 +108,7 @@ words! {
         Failed = "failed",
         Stale = "stale",
     }
-}
 
-words! {
     /// A contract B lifecycle state (`threads.agent_state`).
     AgentState {
         Starting = "starting",
@@ -124,16 +118,7 @@ words! {
         Stopped = "stopped",
         Failed = "failed",
     }
-}
 
-impl AgentState {
-    /// Starting or running: the thread has a run under way.
-    pub fn active(self) -> bool {
-        matches!(self, AgentState::Starting | AgentState::Running)
-    }
-}
-
-words! {
     /// How a closed thread's process ended (`threads.exit_kind`).
     ExitKind {
         /// It exited on its own.
@@ -145,18 +130,14 @@ words! {
         /// Its owner died and it was found dead at restore.
         Stale = "stale",
     }
-}
 
-words! {
     /// How a worker's last run ended (`threads.outcome`, contract C).
     Outcome {
         Succeeded = "succeeded",
         Failed = "failed",
         Interrupted = "interrupted",
     }
-}
 
-words! {
     /// What a `commands` row asks of the serve that holds its thread (`commands.kind`).
     CommandKind {
         /// A graceful stop.
@@ -170,20 +151,7 @@ words! {
         /// Contract A: relaunch a closed thread (for the serve that manages it).
         Resume = "resume",
     }
-}
 
-impl CommandKind {
-    /// A stop, graceful or forced.
-    pub fn stop(force: bool) -> CommandKind {
-        if force {
-            CommandKind::ForceStop
-        } else {
-            CommandKind::Stop
-        }
-    }
-}
-
-words! {
     /// Where a command stands (`commands.state`).
     CommandState {
         /// Written, not yet claimed by its owner.
@@ -193,9 +161,14 @@ words! {
         Done = "done",
         Failed = "failed",
     }
-}
 
-words! {
+    /// Where a `mailbox` row stands (`mailbox.state`).
+    MailState {
+        Pending = "pending",
+        Delivered = "delivered",
+        Failed = "failed",
+    }
+
     /// Which way a `mailbox` row goes (`mailbox.direction`).
     Direction {
         /// For the thread's process: contract B's steering, contract C's prompt and messages.
@@ -203,9 +176,7 @@ words! {
         /// For the thread's parent: notices, progress, a worker's report.
         ToParent = "to_parent",
     }
-}
 
-words! {
     /// What a `mailbox` row carries (`mailbox.kind`).
     MailKind {
         /// Contract C: a worker's initial prompt.
@@ -220,6 +191,24 @@ words! {
         Progress = "progress",
         /// Contract C: the coordinator's notice of a report.
         Report = "report",
+    }
+}
+
+impl AgentState {
+    /// Starting or running: the thread has a run under way.
+    pub fn active(self) -> bool {
+        matches!(self, AgentState::Starting | AgentState::Running)
+    }
+}
+
+impl CommandKind {
+    /// A stop, graceful or forced.
+    pub fn stop(force: bool) -> CommandKind {
+        if force {
+            CommandKind::ForceStop
+        } else {
+            CommandKind::Stop
+        }
     }
 }
 
@@ -377,55 +366,46 @@ mod tests {
         round_trip(&conn, CommandState::ALL);
         round_trip(&conn, Direction::ALL);
         round_trip(&conn, MailKind::ALL);
+        round_trip(&conn, MailState::ALL);
     }
 
     #[test]
     fn words_match_the_schema() {
-        let schema = include_str!("../migrations/V1__init.sql");
-        let check = |column: &str, words: &[String]| {
-            let line = schema
-                .lines()
-                .find(|l| l.contains(&format!("CHECK ({column} IN (")))
+        /// The words of the first `CHECK (column IN (…))` in a migration.
+        fn listed(migration: &str, column: &str) -> Vec<String> {
+            let at = migration
+                .find(&format!("CHECK ({column} IN ("))
                 .unwrap_or_else(|| panic!("no CHECK for {column}"));
-            let listed: Vec<&str> = line
+            migration[at..]
                 .split("IN (")
                 .nth(1)
-                .unwrap()
-                .split(')')
-                .next()
-                .unwrap()
-                .split(',')
-                .map(|w| w.trim().trim_matches('\''))
-                .collect();
-            assert_eq!(listed, *words, "{column}");
-        };
-        fn words<T: fmt::Display>(all: &[T]) -> Vec<String> {
-            all.iter().map(|v| v.to_string()).collect()
-        }
-        check("contract", &words(Contract::ALL));
-        check("status", &words(ThreadStatus::ALL));
-        check("phase", &words(Phase::ALL));
-        check("agent_state", &words(AgentState::ALL));
-        check("exit_kind", &words(ExitKind::ALL));
-        check("outcome", &words(Outcome::ALL));
-        check("direction", &words(Direction::ALL));
-        check("kind", &words(MailKind::ALL));
-        let v5 = include_str!("../migrations/V5__subtree_reach.sql");
-        let in_list = |column: &str| -> Vec<String> {
-            let at = v5.find(&format!("CHECK ({column} IN (")).unwrap();
-            v5[at..]
-                .split("IN (")
-                .nth(1)
-                .unwrap()
-                .split(')')
-                .next()
+                .and_then(|l| l.split(')').next())
                 .unwrap()
                 .split(',')
                 .map(|w| w.trim().trim_matches('\'').to_string())
                 .collect()
-        };
-        assert_eq!(in_list("kind"), words(CommandKind::ALL));
-        assert_eq!(in_list("state"), words(CommandState::ALL));
+        }
+        fn words<T: fmt::Display>(all: &[T]) -> Vec<String> {
+            all.iter().map(|v| v.to_string()).collect()
+        }
+        let v1 = include_str!("../migrations/V1__init.sql");
+        // V5 widened `commands`' kinds and states.
+        let v5 = include_str!("../migrations/V5__subtree_reach.sql");
+        for (migration, column, want) in [
+            (v1, "contract", words(Contract::ALL)),
+            (v1, "status", words(ThreadStatus::ALL)),
+            (v1, "phase", words(Phase::ALL)),
+            (v1, "agent_state", words(AgentState::ALL)),
+            (v1, "exit_kind", words(ExitKind::ALL)),
+            (v1, "outcome", words(Outcome::ALL)),
+            (v1, "direction", words(Direction::ALL)),
+            (v1, "state", words(MailState::ALL)),
+            (v1, "kind", words(MailKind::ALL)),
+            (v5, "kind", words(CommandKind::ALL)),
+            (v5, "state", words(CommandState::ALL)),
+        ] {
+            assert_eq!(listed(migration, column), want, "{column}");
+        }
     }
 
     #[test]

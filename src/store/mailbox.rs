@@ -1,13 +1,51 @@
-//! Typed access to the `mailbox` rows a session's caller receives: completion and progress
-//! notices and worker reports (direction `to_parent`, no agent recipient), which the row
-//! watcher emits. Contract B's notices and steering are in [`super::agents::mailbox`];
-//! contract C's keyed messages in [`super::workers`].
+//! Typed access to `mailbox`: one insert for every contract's rows, and the rows a session's
+//! caller receives (completion and progress notices and worker reports: direction
+//! `to_parent`, no agent recipient), which the row watcher emits. Contract B's notices and
+//! steering are read in [`super::agents::mailbox`]; contract C's keyed messages in
+//! [`super::workers`].
 
-use rusqlite::Connection;
+use rusqlite::{named_params, Connection};
 
-use crate::domain::{MailKind, ThreadId};
+use crate::domain::ThreadId;
+pub use crate::domain::{Direction, MailKind, MailState};
 use crate::error::Result;
 use crate::time::now_iso;
+
+/// A new mailbox row.
+pub struct NewMail<'a> {
+    pub thread_id: &'a str,
+    pub direction: Direction,
+    pub kind: MailKind,
+    /// One row per thread and key: a second row under the same key is not written.
+    pub send_key: &'a str,
+    /// Contract C's message id.
+    pub message_id: Option<&'a str>,
+    pub body: &'a str,
+    /// Contract B: the agent path a notice is for.
+    pub recipient: Option<&'a str>,
+    pub at: &'a str,
+    /// Written delivered (a settlement the writing serve's request reports itself), else
+    /// pending.
+    pub delivered: bool,
+}
+
+/// Writes a mailbox row; its id, or `None` when its thread has a row under its send key
+/// already (the caller compares them, if it must, in the same transaction).
+pub fn insert(conn: &Connection, m: &NewMail<'_>) -> Result<Option<i64>> {
+    let state = if m.delivered {
+        MailState::Delivered
+    } else {
+        MailState::Pending
+    };
+    let written = conn
+        .prepare_cached(include_str!("../../sql/mailbox_insert.sql"))?
+        .execute(named_params! {
+            ":thread_id": m.thread_id, ":direction": m.direction, ":kind": m.kind,
+            ":send_key": m.send_key, ":message_id": m.message_id, ":body": m.body,
+            ":recipient": m.recipient, ":at": m.at, ":state": state,
+        })?;
+    Ok((written == 1).then(|| conn.last_insert_rowid()))
+}
 
 /// One notice due to a session's caller.
 #[derive(Debug, Clone, PartialEq, Eq)]

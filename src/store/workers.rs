@@ -4,7 +4,7 @@
 //! Everything the worker engine reads or writes goes through here, so the engine holds no SQL.
 
 use crate::domain::{ManagerId, ThreadId};
-use rusqlite::{named_params, Connection, OptionalExtension, Row};
+use rusqlite::{Connection, OptionalExtension, Row};
 
 use super::reports::ReportRow;
 use crate::error::Result;
@@ -303,36 +303,7 @@ pub fn activity_since(conn: &Connection, id: &str, seq: i64) -> Result<Activity>
 
 // ---- mailbox ------------------------------------------------------------------------------
 
-pub use crate::domain::{Direction, MailKind};
-
-/// A keyed message to admit.
-#[derive(Debug, Clone, Copy)]
-pub struct NewMessage<'a> {
-    pub thread_id: &'a str,
-    pub direction: Direction,
-    pub kind: MailKind,
-    pub send_key: &'a str,
-    pub message_id: &'a str,
-    pub body: &'a str,
-    pub now: &'a str,
-}
-
-/// Admits a keyed message; false when the thread already has one under that key (the caller
-/// compares it, [`message_by_key`], in the same transaction).
-pub fn admit_message(conn: &Connection, m: &NewMessage<'_>) -> Result<bool> {
-    let admitted = conn
-        .prepare_cached(include_str!("../../sql/worker_mailbox_admit.sql"))?
-        .execute(named_params! {
-            ":thread_id": m.thread_id,
-            ":direction": m.direction,
-            ":kind": m.kind,
-            ":send_key": m.send_key,
-            ":message_id": m.message_id,
-            ":body": m.body,
-            ":now": m.now,
-        })?;
-    Ok(admitted > 0)
-}
+pub use crate::store::mailbox::{Direction, MailKind, NewMail};
 
 /// A stored keyed message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -394,14 +365,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path().join("t.sqlite")).unwrap();
         let now = "2026-01-01T00:00:00.000Z";
-        let prompt = |body| NewMessage {
+        let prompt = |body| NewMail {
             thread_id: "ses_w",
             direction: Direction::ToChild,
             kind: MailKind::Prompt,
             send_key: "spawn",
-            message_id: "m1",
+            message_id: Some("m1"),
             body,
-            now,
+            recipient: None,
+            at: now,
+            delivered: false,
         };
         store
             .write(|tx| {
@@ -426,8 +399,8 @@ mod tests {
                         now,
                     },
                 )?;
-                assert!(admit_message(tx, &prompt("go"))?);
-                assert!(!admit_message(tx, &prompt("other"))?);
+                assert!(crate::store::mailbox::insert(tx, &prompt("go"))?.is_some());
+                assert!(crate::store::mailbox::insert(tx, &prompt("other"))?.is_none());
                 insert_report(
                     tx,
                     &NewReport {

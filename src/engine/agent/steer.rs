@@ -82,6 +82,7 @@ impl AgentHost {
                     direction: mailbox::Direction::ToChild,
                     kind: mailbox::MailKind::Steer,
                     send_key: &format!("steer:{}", crate::ids::random_hex(16)),
+                    message_id: None,
                     body: &message,
                     recipient: None,
                     at: &now_iso(),

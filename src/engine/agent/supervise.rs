@@ -163,6 +163,7 @@ impl AgentHost {
                     direction: mailbox::Direction::ToParent,
                     kind: mailbox::MailKind::Notice,
                     send_key: &format!("settled:{}:{at}", settled.launch_seq),
+                    message_id: None,
                     body: &text,
                     recipient: Some(recipient.as_str()),
                     at: &at,

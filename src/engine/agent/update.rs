@@ -24,6 +24,7 @@ impl AgentHost {
                     direction: mailbox::Direction::ToParent,
                     kind: mailbox::MailKind::Progress,
                     send_key: &format!("progress:{}", crate::ids::random_hex(16)),
+                    message_id: None,
                     body: &text,
                     recipient: Some(me.parent_path.as_deref().unwrap_or(ROOT)),
                     at: &at,

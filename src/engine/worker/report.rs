@@ -6,8 +6,8 @@ use super::{check_original, contract_report, find, json_of, Json};
 use crate::contract::worker::{new_message_id, report_notice_text, Report, Reported};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
+use crate::store::mailbox::{self, Direction, MailKind, NewMail};
 use crate::store::reports::{self, NewReport};
-use crate::store::workers::{self, Direction, MailKind, NewMessage};
 use crate::time::now_iso;
 
 /// The mailbox `send_key` of the report notice. User send keys are stored as `send:<key>` and
@@ -47,16 +47,18 @@ pub(super) fn report(e: &Engine, report: Report) -> Result<Json> {
                 now: &now,
             },
         )?;
-        workers::admit_message(
+        mailbox::insert(
             tx,
-            &NewMessage {
+            &NewMail {
                 thread_id: &id,
                 direction: Direction::ToParent,
                 kind: MailKind::Report,
                 send_key: REPORT_SEND_KEY,
-                message_id: &message_id,
+                message_id: Some(&message_id),
                 body: &notice,
-                now: &now,
+                recipient: None,
+                at: &now,
+                delivered: false,
             },
         )?;
         Ok(report)

@@ -6,7 +6,8 @@ use super::{json_of, owned, Json};
 use crate::contract::worker::{send_message_id, Sent};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::store::workers::{self, Direction, MailKind, NewMessage};
+use crate::store::mailbox::{self, Direction, MailKind, NewMail};
+use crate::store::workers;
 use crate::time::now_iso;
 
 pub(super) async fn send(e: &Engine, worker_id: &str, key: &str, text: &str) -> Result<Json> {
@@ -15,19 +16,21 @@ pub(super) async fn send(e: &Engine, worker_id: &str, key: &str, text: &str) -> 
     let message_id = send_message_id(&id, key);
     let send_key = format!("send:{key}");
     e.store.write(|tx| {
-        let admitted = workers::admit_message(
+        let written = mailbox::insert(
             tx,
-            &NewMessage {
+            &NewMail {
                 thread_id: &id,
                 direction: Direction::ToChild,
                 kind: MailKind::FollowUp,
                 send_key: &send_key,
-                message_id: &message_id,
+                message_id: Some(&message_id),
                 body: text,
-                now: &now_iso(),
+                recipient: None,
+                at: &now_iso(),
+                delivered: false,
             },
         )?;
-        if admitted {
+        if written.is_some() {
             // A new message is new work (an identical retry is not); refused, it is rolled back.
             e.check_budget(tx, Some(&id), "threads_send")?;
         } else if workers::message_by_key(tx, &id, &send_key)?.body != text {

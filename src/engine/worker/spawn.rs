@@ -13,8 +13,9 @@ use crate::contract::worker::{
 };
 use crate::engine::Engine;
 use crate::error::{Error, ErrorCode, Result};
+use crate::store::mailbox::{self, Direction, MailKind, NewMail};
 use crate::store::threads::{upsert_manager, Contract, ManagerSpec};
-use crate::store::workers::{self, Direction, MailKind, NewMessage, NewWorker};
+use crate::store::workers::{self, NewWorker};
 use crate::time::now_iso;
 
 /// The mailbox `send_key` of a worker's initial prompt. User send keys are stored as
@@ -168,16 +169,18 @@ pub(super) async fn spawn(e: &Engine, req: SpawnRequest) -> Result<Json> {
                 now: &now,
             },
         )?;
-        workers::admit_message(
+        mailbox::insert(
             tx,
-            &NewMessage {
+            &NewMail {
                 thread_id: &worker_id,
                 direction: Direction::ToChild,
                 kind: MailKind::Prompt,
                 send_key: INITIAL_SEND_KEY,
-                message_id: &initial_message_id,
+                message_id: Some(&initial_message_id),
                 body: &prompt,
-                now: &now,
+                recipient: None,
+                at: &now,
+                delivered: false,
             },
         )?;
         Ok(())

@@ -7,34 +7,7 @@ use rusqlite::{named_params, Connection};
 use super::{ids, Owner};
 use crate::error::Result;
 
-pub use crate::domain::{Direction, MailKind};
-
-/// A new mailbox row.
-pub struct NewMail<'a> {
-    pub thread_id: &'a str,
-    pub direction: Direction,
-    pub kind: MailKind,
-    /// One row per thread and key.
-    pub send_key: &'a str,
-    pub body: &'a str,
-    /// The agent path a notice is for (`None` for a steer).
-    pub recipient: Option<&'a str>,
-    pub at: &'a str,
-    /// Written delivered (a settlement the writing serve's request reports itself).
-    pub delivered: bool,
-}
-
-/// Writes a mailbox row; its id, or `None` when its send key was written before.
-pub fn insert_mail(conn: &Connection, m: &NewMail<'_>) -> Result<Option<i64>> {
-    let written = conn
-        .prepare_cached(include_str!("../../../sql/agent_mailbox_insert.sql"))?
-        .execute(named_params! {
-            ":thread_id": m.thread_id, ":direction": m.direction,
-            ":kind": m.kind, ":send_key": m.send_key, ":body": m.body, ":recipient": m.recipient, ":at": m.at,
-            ":state": if m.delivered { "delivered" } else { "pending" },
-        })?;
-    Ok((written == 1).then(|| conn.last_insert_rowid()))
-}
+pub use crate::store::mailbox::{insert as insert_mail, Direction, MailKind, NewMail};
 
 /// Marks a pending mailbox row delivered; false when it was not pending (claimed already).
 pub fn consume(conn: &Connection, mailbox_id: i64, at: &str) -> Result<bool> {
