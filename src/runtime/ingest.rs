@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rusqlite::{named_params, Transaction};
+use rusqlite::Transaction;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::domain::Phase;
@@ -20,6 +20,7 @@ use crate::error::Result;
 use crate::store::events::{self, NewEvent};
 use crate::store::usage::{self, Usage};
 use crate::store::Store;
+use crate::store::{lifecycle, output};
 
 /// Operations per transaction at most.
 pub const MAX_BATCH: usize = 4096;
@@ -311,29 +312,23 @@ fn apply(tx: &Transaction<'_>, ops: &[IngestOp]) -> Result<()> {
     }
     for (thread_id, facts) in &threads {
         for &(phase, at) in decisive_phases(&facts.phases) {
-            let mut stmt = tx.prepare_cached(include_str!("../../sql/thread_set_phase.sql"))?;
-            stmt.execute(named_params! {":phase": phase, ":at": at, ":id": thread_id})?;
+            lifecycle::set_phase(tx, thread_id, phase, at)?;
         }
         if let Some(text) = facts.assistant {
-            let mut stmt = tx.prepare_cached(include_str!("../../sql/output_set_assistant.sql"))?;
-            stmt.execute((thread_id, text))?;
+            output::set_assistant(tx, thread_id, text)?;
         }
         if let Some(open) = facts.turn_open {
-            let mut stmt = tx.prepare_cached(include_str!("../../sql/output_set_turn_open.sql"))?;
-            stmt.execute((thread_id, open))?;
+            output::set_turn_open(tx, thread_id, open)?;
         }
         if let Some((name, pending)) = facts.session {
-            let mut stmt =
-                tx.prepare_cached(include_str!("../../sql/output_set_session_state.sql"))?;
-            stmt.execute((thread_id, name, pending))?;
+            output::set_session_state(tx, thread_id, name, pending)?;
         }
         events::append(tx, thread_id, &facts.events)?;
         if let Some(text) = facts.partial {
-            let mut stmt = tx.prepare_cached(include_str!("../../sql/output_set_partial.sql"))?;
-            stmt.execute((thread_id, text))?;
+            output::set_partial(tx, thread_id, text)?;
         }
         if !facts.stderr.is_empty() {
-            append_stderr(tx, thread_id, &facts.stderr)?;
+            output::append_stderr(tx, thread_id, &facts.stderr, STDERR_TAIL_BYTES)?;
         }
         if let Some((sum, at)) = &facts.usage {
             usage::add(tx, thread_id, sum, at)?;
@@ -364,22 +359,6 @@ fn decisive_phases<'p, 'a>(phases: &'p [(Phase, &'a str)]) -> Vec<&'p (Phase, &'
     keep.push(phases.len() - 1);
     keep.dedup();
     keep.into_iter().map(|i| &phases[i]).collect()
-}
-
-fn append_stderr(tx: &Transaction<'_>, thread_id: &str, bytes: &[u8]) -> Result<()> {
-    let mut get = tx.prepare_cached(include_str!("../../sql/output_get_stderr.sql"))?;
-    let (mut tail, mut dropped): (Vec<u8>, i64) = get
-        .query_row([thread_id], |r| Ok((r.get(0)?, r.get(1)?)))
-        .unwrap_or((Vec::new(), 0));
-    tail.extend_from_slice(bytes);
-    if tail.len() > STDERR_TAIL_BYTES {
-        let cut = tail.len() - STDERR_TAIL_BYTES;
-        dropped += cut as i64;
-        tail.drain(..cut);
-    }
-    let mut set = tx.prepare_cached(include_str!("../../sql/output_set_stderr.sql"))?;
-    set.execute((thread_id, tail, dropped))?;
-    Ok(())
 }
 
 #[cfg(test)]
@@ -415,29 +394,25 @@ mod tests {
                     at,
                     phase,
                 } => {
-                    tx.prepare_cached(include_str!("../../sql/thread_set_phase.sql"))?
-                        .execute(named_params! {":phase": phase, ":at": at, ":id": &**thread_id})?;
+                    lifecycle::set_phase(tx, thread_id, *phase, at)?;
                 }
                 IngestOp::AssistantText { thread_id, text } => {
                     partial.retain(|(t, _)| *t != &**thread_id);
-                    tx.prepare_cached(include_str!("../../sql/output_set_assistant.sql"))?
-                        .execute((&**thread_id, text))?;
+                    output::set_assistant(tx, thread_id, text)?;
                 }
                 IngestOp::PartialText { thread_id, text } => {
                     partial.retain(|(t, _)| *t != &**thread_id);
                     partial.push((thread_id, text));
                 }
                 IngestOp::TurnOpen { thread_id, open } => {
-                    tx.prepare_cached(include_str!("../../sql/output_set_turn_open.sql"))?
-                        .execute((&**thread_id, *open))?;
+                    output::set_turn_open(tx, thread_id, *open)?;
                 }
                 IngestOp::SessionState {
                     thread_id,
                     name,
                     pending,
                 } => {
-                    tx.prepare_cached(include_str!("../../sql/output_set_session_state.sql"))?
-                        .execute((&**thread_id, name, pending))?;
+                    output::set_session_state(tx, thread_id, name.as_deref(), *pending)?;
                 }
                 IngestOp::Stderr { thread_id, bytes } => {
                     match stderr.iter_mut().find(|(t, _)| *t == &**thread_id) {
@@ -457,11 +432,10 @@ mod tests {
             events::append(tx, thread_id, evs)?;
         }
         for (thread_id, text) in partial {
-            tx.prepare_cached(include_str!("../../sql/output_set_partial.sql"))?
-                .execute((thread_id, text))?;
+            output::set_partial(tx, thread_id, text)?;
         }
         for (thread_id, bytes) in stderr {
-            append_stderr(tx, thread_id, &bytes)?;
+            output::append_stderr(tx, thread_id, &bytes, STDERR_TAIL_BYTES)?;
         }
         Ok(())
     }
@@ -489,8 +463,7 @@ mod tests {
                             ..NewThread::default()
                         },
                     )?;
-                    tx.prepare_cached(include_str!("../../sql/output_ensure.sql"))?
-                        .execute([&**id])?;
+                    output::ensure(tx, id)?;
                 }
                 // An idle stretch already running on the first thread.
                 tx.execute(

@@ -9,7 +9,6 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rusqlite::{named_params, OptionalExtension};
 use serde_json::json;
 use tokio::sync::{mpsc, watch};
 use tracing::Instrument;
@@ -24,6 +23,7 @@ use super::{Runtime, LOG_TARGET};
 use crate::domain::ExitKind;
 use crate::error::{Error, Result};
 use crate::store::events::{self, NewEvent};
+use crate::store::{lifecycle, output};
 use crate::time::now_iso;
 
 /// How long a launch waits for the child to answer its initial prompt before returning.
@@ -173,24 +173,19 @@ impl Runtime {
             .inner
             .ingest
             .write(move |tx| {
-                let mut stmt = tx.prepare_cached(include_str!("../../sql/thread_launched.sql"))?;
-                let seq: i64 = stmt
-                    .query_row(
-                        named_params! {
-                            ":pid": pid, ":pgid": pid, ":started": started,
-                            ":owner_pid": owner.pid, ":owner_started": owner.started_at,
-                            ":now": now_iso(), ":id": &*tid,
-                        },
-                        |r| r.get(0),
-                    )
-                    .optional()?
-                    .ok_or_else(|| {
+                let launch = lifecycle::Launched {
+                    pid,
+                    started,
+                    owner_pid: owner.pid,
+                    owner_started: owner.started_at,
+                    at: now_iso(),
+                };
+                let seq = lifecycle::launched(tx, &tid, &launch)?.ok_or_else(|| {
                         Error::internal(format!(
                             "launch of unknown thread {tid}. Repair: the thread row was removed while it started; list the threads and start it again."
                         ))
                     })?;
-                tx.prepare_cached(include_str!("../../sql/output_ensure.sql"))?
-                    .execute([&*tid])?;
+                output::ensure(tx, &tid)?;
                 let data = event_data.to_string();
                 events::append(
                     tx,
@@ -350,13 +345,10 @@ impl Runtime {
         self.inner
             .ingest
             .write(move |tx| {
-                let seq: Option<i64> = tx
-                    .prepare_cached(include_str!("../../sql/thread_launch_seq.sql"))?
-                    .query_row([&*tid], |r| r.get(0))
-                    .optional()?;
-                let Some(seq) = seq else { return Ok(()) };
-                tx.prepare_cached(include_str!("../../sql/thread_reopen_for_failure.sql"))?
-                    .execute([&*tid])?;
+                let Some(seq) = lifecycle::launch_seq(tx, &tid)? else {
+                    return Ok(());
+                };
+                lifecycle::reopen_for_failure(tx, &tid)?;
                 close_row(tx, &tid, seq, &exit)?;
                 Ok(())
             })

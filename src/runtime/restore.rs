@@ -13,15 +13,14 @@
 //! processes are gone, in the transaction that closes the thread (`store::usage::reconcile`).
 
 use crate::domain::{Contract, ExitKind, ManagerId};
-use rusqlite::named_params;
 use serde_json::json;
 
 use super::process::{kill_recorded_group, kill_thread_leftovers, GoneThread, ProcessIdentity};
 use crate::error::Result;
-use crate::store::agents;
 use crate::store::events::{self, NewEvent};
 use crate::store::usage::{self, Usage};
 use crate::store::Store;
+use crate::store::{agents, restore};
 use crate::time::now_iso;
 
 /// The texts a restore pass writes; they are the contracts' (`contract::RESTORE_TEXTS`).
@@ -44,17 +43,25 @@ pub struct RestoreReport {
     pub rejected: Vec<String>,
 }
 
+/// A live thread with its owner as a process identity.
 struct Candidate {
-    id: String,
-    manager_id: ManagerId,
-    contract: Contract,
-    pid: Option<i64>,
-    pgid: Option<i64>,
-    process_started_at: Option<i64>,
+    row: restore::Candidate,
     owner: Option<ProcessIdentity>,
-    launch_seq: i64,
-    session_file: Option<String>,
-    created_at: String,
+}
+
+impl std::ops::Deref for Candidate {
+    type Target = restore::Candidate;
+    fn deref(&self) -> &restore::Candidate {
+        &self.row
+    }
+}
+
+/// The serve a row names as its owner (pid and start time), if any.
+fn owner_of(pid: Option<i64>, started_at: Option<i64>) -> Option<ProcessIdentity> {
+    pid.map(|pid| ProcessIdentity {
+        pid,
+        started_at: started_at.unwrap_or(-1),
+    })
 }
 
 /// Restores every live thread whose owner is not alive and is not `me`.
@@ -63,30 +70,13 @@ pub fn restore_dead_owners(
     me: ProcessIdentity,
     texts: &RestoreTexts,
 ) -> Result<RestoreReport> {
-    let candidates: Vec<Candidate> = {
-        let conn = store.read()?;
-        let mut stmt = conn.prepare_cached(include_str!("../../sql/restore_candidates.sql"))?;
-        let rows = stmt.query_map([], |r| {
-            let owner_pid: Option<i64> = r.get("owner_pid")?;
-            let owner_started: Option<i64> = r.get("owner_started_at")?;
-            Ok(Candidate {
-                id: r.get("id")?,
-                manager_id: r.get("manager_id")?,
-                contract: r.get("contract")?,
-                pid: r.get("pid")?,
-                pgid: r.get("pgid")?,
-                process_started_at: r.get("process_started_at")?,
-                owner: owner_pid.map(|pid| ProcessIdentity {
-                    pid,
-                    started_at: owner_started.unwrap_or(-1),
-                }),
-                launch_seq: r.get("launch_seq")?,
-                session_file: r.get("session_file")?,
-                created_at: r.get("created_at")?,
-            })
-        })?;
-        rows.collect::<rusqlite::Result<_>>()?
-    };
+    let candidates: Vec<Candidate> = restore::candidates(&*store.read()?)?
+        .into_iter()
+        .map(|row| Candidate {
+            owner: owner_of(row.owner_pid, row.owner_started_at),
+            row,
+        })
+        .collect();
     let mut report = RestoreReport::default();
     let mut refused: Vec<ManagerId> = Vec::new();
     let mut singles: Vec<Candidate> = Vec::new();
@@ -120,7 +110,7 @@ pub fn restore_dead_owners(
     for c in singles {
         let unrecorded = session_messages(&c);
         if store.write(|tx| restore_in(tx, &c, &unrecorded, texts))? {
-            report.restored.push(c.id);
+            report.restored.push(c.row.id);
         }
     }
     for (_, batch) in agent_batches {
@@ -182,31 +172,15 @@ fn restore_unlaunched_agents(
     texts: &RestoreTexts,
     report: &mut RestoreReport,
 ) -> Result<()> {
-    let rows: Vec<(String, ManagerId, Option<i64>, Option<i64>)> = {
-        let conn = store.read()?;
-        let mut stmt =
-            conn.prepare_cached(include_str!("../../sql/agent_restore_candidates.sql"))?;
-        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
-        rows.collect::<rusqlite::Result<_>>()?
-    };
-    for (id, manager_id, pid, started_at) in rows {
-        let owner = pid.map(|pid| ProcessIdentity {
-            pid,
-            started_at: started_at.unwrap_or(-1),
-        });
-        if !owner_gone(owner, me) || refused.contains(&manager_id) {
+    for run in restore::unlaunched_agents(&*store.read()?)? {
+        let owner = owner_of(run.owner_pid, run.owner_started_at);
+        if !owner_gone(owner, me) || refused.contains(&run.manager_id) {
             continue;
         }
-        let changed = store.write(|tx| {
-            Ok(tx
-                .prepare_cached(include_str!("../../sql/agent_restore_unlaunched.sql"))?
-                .execute(
-                    named_params! {":paused_status": texts.paused_status, ":at": now_iso(), ":id": id},
-                )?
-                > 0)
-        })?;
+        let changed = store
+            .write(|tx| restore::pause_unlaunched(tx, &run.id, texts.paused_status, &now_iso()))?;
         if changed {
-            report.restored.push(id);
+            report.restored.push(run.id);
         }
     }
     Ok(())
@@ -232,13 +206,15 @@ fn restore_in(
     texts: &RestoreTexts,
 ) -> Result<bool> {
     let at = now_iso();
-    let n = tx
-        .prepare_cached(include_str!("../../sql/restore_close_stale.sql"))?
-        .execute(named_params! {
-            ":message": texts.stale_message, ":at": at, ":paused_status": texts.paused_status,
-            ":id": c.id, ":launch": c.launch_seq,
-        })?;
-    if n > 0 {
+    let closed = restore::close_stale(
+        tx,
+        &c.id,
+        c.launch_seq,
+        texts.stale_message,
+        texts.paused_status,
+        &at,
+    )?;
+    if closed {
         let data =
             json!({"exit": {"kind": ExitKind::Stale, "message": texts.stale_message}}).to_string();
         events::append(
@@ -252,5 +228,5 @@ fn restore_in(
         )?;
         usage::reconcile(tx, &c.id, messages, &at)?;
     }
-    Ok(n > 0)
+    Ok(closed)
 }

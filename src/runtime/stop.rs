@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rusqlite::{named_params, OptionalExtension, Transaction};
+use rusqlite::Transaction;
 use serde_json::{json, Value};
 use tokio::sync::watch;
 
@@ -19,6 +19,7 @@ use super::{Runtime, LOG_TARGET};
 use crate::domain::ExitKind;
 use crate::error::{ErrorCode, Result};
 use crate::store::events::{self, NewEvent};
+use crate::store::lifecycle;
 use crate::time::now_iso;
 
 /// A close that failed with an I/O error (a full disk) is retried this often, this many times.
@@ -128,8 +129,7 @@ impl Runtime {
             self.inner
                 .ingest
                 .write(move |tx| {
-                    tx.prepare_cached(include_str!("../../sql/thread_request_stop.sql"))?
-                        .execute(named_params! {":at": now_iso(), ":id": &*tid})?;
+                    lifecycle::request_stop(tx, &tid, &now_iso())?;
                     events::append(
                         tx,
                         &tid,
@@ -254,17 +254,18 @@ pub(super) fn close_row(
     launch_seq: i64,
     exit: &ExitRecord,
 ) -> Result<()> {
-    let was_live: bool = tx
-        .prepare_cached(include_str!("../../sql/thread_is_live_launch.sql"))?
-        .query_row((thread_id, launch_seq), |r| r.get(0))
-        .optional()?
-        .unwrap_or(false);
+    let was_live = lifecycle::is_live_launch(tx, thread_id, launch_seq)?;
     let at = now_iso();
-    let changed = tx.prepare_cached(include_str!("../../sql/thread_close.sql"))?.execute(named_params! {
-        ":phase": exit.closed_phase(), ":kind": exit.kind, ":code": exit.code, ":signal": exit.signal,
-        ":message": exit.message, ":synthetic": exit.synthetic, ":at": at, ":id": thread_id, ":launch": launch_seq,
-    })?;
-    if changed > 0 && was_live {
+    let row_exit = lifecycle::Exit {
+        phase: exit.closed_phase(),
+        kind: exit.kind,
+        code: exit.code,
+        signal: exit.signal.as_deref(),
+        message: exit.message.as_deref(),
+        synthetic: exit.synthetic,
+    };
+    let changed = lifecycle::close(tx, thread_id, launch_seq, &row_exit, &at)?;
+    if changed && was_live {
         let data = json!({"exit": exit.to_json()}).to_string();
         events::append(
             tx,

@@ -56,3 +56,63 @@ pub fn of_threads(conn: &Connection, ids: &str, count: usize) -> Result<Vec<Outp
     }
     Ok(outs)
 }
+
+// ---- the runtime's writes --------------------------------------------------------------------
+
+/// A launched thread's output row, created empty if it has none.
+pub fn ensure(conn: &Connection, id: &str) -> Result<()> {
+    conn.prepare_cached(include_str!("../../sql/output_ensure.sql"))?
+        .execute([id])?;
+    Ok(())
+}
+
+/// The last completed assistant message's text (it replaces the partial one).
+pub fn set_assistant(conn: &Connection, id: &str, text: &str) -> Result<()> {
+    conn.prepare_cached(include_str!("../../sql/output_set_assistant.sql"))?
+        .execute((id, text))?;
+    Ok(())
+}
+
+/// The text of the assistant message still streaming.
+pub fn set_partial(conn: &Connection, id: &str, text: &str) -> Result<()> {
+    conn.prepare_cached(include_str!("../../sql/output_set_partial.sql"))?
+        .execute((id, text))?;
+    Ok(())
+}
+
+/// Whether a turn is under way.
+pub fn set_turn_open(conn: &Connection, id: &str, open: bool) -> Result<()> {
+    conn.prepare_cached(include_str!("../../sql/output_set_turn_open.sql"))?
+        .execute((id, open))?;
+    Ok(())
+}
+
+/// The child's session name and pending message count, from its last `get_state` answer.
+pub fn set_session_state(
+    conn: &Connection,
+    id: &str,
+    name: Option<&str>,
+    pending: Option<i64>,
+) -> Result<()> {
+    conn.prepare_cached(include_str!("../../sql/output_set_session_state.sql"))?
+        .execute((id, name, pending))?;
+    Ok(())
+}
+
+/// Appends stderr bytes to the retained tail, keeping its last `keep` bytes (and counting the
+/// ones cut).
+pub fn append_stderr(conn: &Connection, id: &str, bytes: &[u8], keep: usize) -> Result<()> {
+    let (mut tail, mut dropped): (Vec<u8>, i64) = conn
+        .prepare_cached(include_str!("../../sql/output_get_stderr.sql"))?
+        .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap_or((Vec::new(), 0));
+    tail.extend_from_slice(bytes);
+    if tail.len() > keep {
+        let cut = tail.len() - keep;
+        dropped += cut as i64;
+        tail.drain(..cut);
+    }
+    conn.prepare_cached(include_str!("../../sql/output_set_stderr.sql"))?
+        .execute((id, tail, dropped))?;
+    Ok(())
+}
