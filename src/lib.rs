@@ -8,8 +8,9 @@
 //!
 //! The arrow: `cli`, `server`, `http` and `watcher` take requests and call [`engine`], which
 //! calls [`contract`] (pure parsing and shaping), [`store`] (every table and query) and
-//! [`runtime`] (the child processes), and runtime uses [`pi`] (what Pi 1.6 is: its flags,
-//! events and session files); store, runtime and pi import nothing above them. Under all of
+//! [`runtime`] (the child processes, whose rows it writes through store); runtime and store
+//! use [`pi`] (what Pi 1.6 is: its flags, events and session files); store, runtime and pi
+//! import nothing above them. Under all of
 //! them, [`domain`] holds the values the tables hold as types: the state enums and the ids.
 //!
 //! - [`domain`]: the state columns' enums (`Phase`, `ExitKind`, …) and the ids.
