@@ -299,13 +299,7 @@ fn owners_alive(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<bool> {
         (r.get(at + 2)?, r.get(at + 3)?),
     ];
     Ok(ids.iter().any(|(pid, started)| {
-        pid.is_some_and(|pid| {
-            ProcessIdentity {
-                pid,
-                started_at: started.unwrap_or(-1),
-            }
-            .is_alive()
-        })
+        ProcessIdentity::recorded(*pid, *started).is_some_and(|o| o.is_alive())
     }))
 }
 
@@ -536,13 +530,8 @@ impl Checker<'_> {
                 session,
                 ..
             } = &t;
-            let owner_alive = t.owner_pid.is_some_and(|pid| {
-                ProcessIdentity {
-                    pid,
-                    started_at: t.owner_started.unwrap_or(-1),
-                }
-                .is_alive()
-            });
+            let owner_alive = ProcessIdentity::recorded(t.owner_pid, t.owner_started)
+                .is_some_and(|o| o.is_alive());
             let owner = t.owner_pid.unwrap_or(0);
             if !owner_alive {
                 let owner = t.owner_pid.map_or("no owner recorded".to_string(), |p| {

@@ -21,6 +21,15 @@ impl ProcessIdentity {
         }
     }
 
+    /// The process a row records (its `…_pid` and `…_started_at` columns): none without a
+    /// pid; an unknown start time (-1) matches no living process.
+    pub fn recorded(pid: Option<i64>, started_at: Option<i64>) -> Option<ProcessIdentity> {
+        pid.map(|pid| ProcessIdentity {
+            pid,
+            started_at: started_at.unwrap_or(-1),
+        })
+    }
+
     /// True when a process with this pid exists, is not a zombie, and started at the same
     /// moment (so it is the same process, not a reused pid).
     pub fn is_alive(&self) -> bool {

@@ -56,14 +56,6 @@ impl std::ops::Deref for Candidate {
     }
 }
 
-/// The serve a row names as its owner (pid and start time), if any.
-fn owner_of(pid: Option<i64>, started_at: Option<i64>) -> Option<ProcessIdentity> {
-    pid.map(|pid| ProcessIdentity {
-        pid,
-        started_at: started_at.unwrap_or(-1),
-    })
-}
-
 /// Restores every live thread whose owner is not alive and is not `me`.
 pub fn restore_dead_owners(
     store: &Store,
@@ -73,7 +65,7 @@ pub fn restore_dead_owners(
     let candidates: Vec<Candidate> = restore::candidates(&*store.read()?)?
         .into_iter()
         .map(|row| Candidate {
-            owner: owner_of(row.owner_pid, row.owner_started_at),
+            owner: ProcessIdentity::recorded(row.owner_pid, row.owner_started_at),
             row,
         })
         .collect();
@@ -173,7 +165,7 @@ fn restore_unlaunched_agents(
     report: &mut RestoreReport,
 ) -> Result<()> {
     for run in restore::unlaunched_agents(&*store.read()?)? {
-        let owner = owner_of(run.owner_pid, run.owner_started_at);
+        let owner = ProcessIdentity::recorded(run.owner_pid, run.owner_started_at);
         if !owner_gone(owner, me) || refused.contains(&run.manager_id) {
             continue;
         }

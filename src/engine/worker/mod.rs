@@ -141,7 +141,6 @@ impl Worker {
 
 impl From<WorkerRow> for Worker {
     fn from(r: WorkerRow) -> Self {
-        let owner_started = r.owner_started_at;
         Worker {
             facts: WorkerFacts {
                 worker_id: r.id.into_string(),
@@ -162,10 +161,7 @@ impl From<WorkerRow> for Worker {
             },
             args: r.args,
             session_file: r.session_file,
-            owner: r.owner_pid.map(|pid| ProcessIdentity {
-                pid,
-                started_at: owner_started.unwrap_or(-1),
-            }),
+            owner: ProcessIdentity::recorded(r.owner_pid, r.owner_started_at),
             report_message_id: r.report_message_id,
             parent_path: r.parent_path,
         }
