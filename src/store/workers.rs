@@ -301,9 +301,7 @@ pub fn activity_since(conn: &Connection, id: &str, seq: i64) -> Result<Activity>
         })?)
 }
 
-// ---- mailbox ------------------------------------------------------------------------------
-
-pub use crate::store::mailbox::{Direction, MailKind, NewMail};
+// ---- mailbox (written through store::mailbox::insert) --------------------------------------
 
 /// A stored keyed message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -354,6 +352,7 @@ pub fn mark_delivered(conn: &Connection, message: i64) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::mailbox::{self, Direction, MailKind, NewMail};
     use crate::store::reports::{insert_report, NewReport};
     use crate::store::threads::{upsert_manager, Contract, ManagerSpec};
     use crate::store::Store;
@@ -399,8 +398,8 @@ mod tests {
                         now,
                     },
                 )?;
-                assert!(crate::store::mailbox::insert(tx, &prompt("go"))?.is_some());
-                assert!(crate::store::mailbox::insert(tx, &prompt("other"))?.is_none());
+                assert!(mailbox::insert(tx, &prompt("go"))?.is_some());
+                assert!(mailbox::insert(tx, &prompt("other"))?.is_none());
                 insert_report(
                     tx,
                     &NewReport {

@@ -104,7 +104,7 @@ impl AgentHost {
                     manager_id: registry,
                     path: path.clone(),
                     parent_path: parent.clone(),
-                    parent_id: parent_row.as_ref().map(|r| ThreadId::new(r.id.clone())),
+                    parent_id: parent_row.as_ref().map(|r| r.id.clone()),
                     task_name: paths::basename(&path).to_string(),
                     name: name.clone(),
                     depth: (level - 1) as i64,

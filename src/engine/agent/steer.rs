@@ -75,7 +75,7 @@ impl AgentHost {
                 )?;
                 reserved = Some(runner == self.rt.owner());
             }
-            mailbox::insert_mail(
+            mailbox::insert(
                 tx,
                 &mailbox::NewMail {
                     thread_id: &row.id,

@@ -156,7 +156,7 @@ impl AgentHost {
             // notice is written delivered, so another serve of the same caller cannot send it
             // before the request supersedes it (the hold is this process's alone).
             let quiet = recipient == self.caller() && self.notices_held(id);
-            let written = mailbox::insert_mail(
+            let written = mailbox::insert(
                 tx,
                 &mailbox::NewMail {
                     thread_id: id,

@@ -17,7 +17,7 @@ impl AgentHost {
         self.store.write(|tx| {
             let at = now_iso();
             agents::set_status(tx, &me.id, message, &at)?;
-            mailbox::insert_mail(
+            mailbox::insert(
                 tx,
                 &mailbox::NewMail {
                     thread_id: &me.id,

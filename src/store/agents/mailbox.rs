@@ -7,7 +7,7 @@ use rusqlite::{named_params, Connection};
 use super::{ids, Owner};
 use crate::error::Result;
 
-pub use crate::store::mailbox::{insert as insert_mail, Direction, MailKind, NewMail};
+pub use crate::store::mailbox::{insert, Direction, MailKind, NewMail};
 
 /// Marks a pending mailbox row delivered; false when it was not pending (claimed already).
 pub fn consume(conn: &Connection, mailbox_id: i64, at: &str) -> Result<bool> {
