@@ -10,6 +10,9 @@
  *   Request `{"id": n, "method": "thread", "params": {...}}`; response `{"id": n, "result":
  *   {content, details}}` or `{"id": n, "error": {code, message}}`; notification
  *   `{"method": "progress", "params": {"requestId": n, "details": {...}}}` while a `wait` runs.
+ *   Serve runs with `--wire compact`: a list's threads cross the pipe once and `withAliases`
+ *   restores `details.snapshots` as the same array; lines are split by `LineReader`, in time
+ *   linear in the bytes (a list of every thread can be a line of tens of MB).
  * - `session_shutdown` closes the server's stdin: the server stops its live children gracefully,
  *   records their exits and exits 0. Pi runs this factory again for every new session runtime
  *   (new, switch, fork, clone, reload), so the next session gets its own server.
@@ -203,7 +206,88 @@ function serveArgv(identity: ServeIdentity): { bin: string; args: string[] } {
 	args.push("--session-id", identity.sessionId, "--cwd", identity.cwd);
 	args.push("--parent-args", JSON.stringify(process.argv.slice(2)));
 	if (envFlag("THREADBASE_TRUSTED")) args.push("--trusted");
+	// Results without what this file rebuilds (a list's `details.snapshots`: see withAliases).
+	args.push("--wire", "compact");
 	return { bin, args };
+}
+
+/**
+ * Splits serve's stdout into LF-terminated lines, in time linear in the bytes received (a list
+ * of all threads can be a line of tens of MB, read in 64 KiB chunks): each byte is searched for
+ * LF once, as part of the chunk it came in; the pieces of an unfinished line are kept as a list
+ * and joined once, when its LF arrives; and a line is decoded from UTF-8 once, whole (so a
+ * character split across chunks is never cut). A trailing CR is dropped.
+ */
+export class LineReader {
+	private readonly onLine: (line: string) => void;
+	private pieces: Buffer[] = [];
+	private pieceBytes = 0;
+	/** Bytes searched for LF so far: each received byte once. */
+	scanned = 0;
+
+	constructor(onLine: (line: string) => void) {
+		this.onLine = onLine;
+	}
+
+	push(chunk: Buffer): void {
+		let start = 0;
+		for (;;) {
+			const nl = chunk.indexOf(10, start);
+			if (nl < 0) {
+				this.scanned += chunk.length - start;
+				break;
+			}
+			this.scanned += nl + 1 - start;
+			let line = chunk.subarray(start, nl);
+			if (this.pieces.length > 0) {
+				this.pieces.push(line);
+				line = Buffer.concat(this.pieces, this.pieceBytes + line.length);
+				this.pieces = [];
+				this.pieceBytes = 0;
+			}
+			start = nl + 1;
+			const end = line.length > 0 && line[line.length - 1] === 13 ? line.length - 1 : line.length;
+			this.onLine(line.toString("utf8", 0, end));
+		}
+		if (start < chunk.length) {
+			const rest = chunk.subarray(start);
+			this.pieces.push(rest);
+			this.pieceBytes += rest.length;
+		}
+	}
+}
+
+/**
+ * A `thread` list's details as pi-threads builds them. Serve (`--wire compact`) leaves out
+ * what is always a copy: `snapshots`, the alias of `threads`, and each listed snapshot's
+ * `resultSummary`, which is its `result.text`. Both are put back here in the contract's key
+ * order (`snapshots` right after `threads`, `resultSummary` right after `result`), and
+ * `snapshots` is the same array as `threads`. Every other result is returned as it came.
+ */
+export function withAliases(details: any): any {
+	if (!details || details.kind !== "listed" || !Array.isArray(details.threads) || "snapshots" in details) {
+		return details;
+	}
+	const threads = details.threads.map(withResultSummary);
+	const out: any = {};
+	for (const key of Object.keys(details)) {
+		out[key] = key === "threads" ? threads : details[key];
+		if (key === "threads") out.snapshots = threads;
+	}
+	return out;
+}
+
+/** A listed snapshot with `resultSummary` (= `result.text`) back after `result`. */
+function withResultSummary(snap: any): any {
+	if (!snap || typeof snap !== "object" || "resultSummary" in snap || typeof snap.result?.text !== "string") {
+		return snap;
+	}
+	const out: any = {};
+	for (const key of Object.keys(snap)) {
+		out[key] = snap[key];
+		if (key === "result") out.resultSummary = snap.result.text;
+	}
+	return out;
 }
 
 /** One `threadbase serve` process and its JSON-lines connection. */
@@ -213,7 +297,7 @@ class ServeConnection {
 	private readonly bin: string;
 	private readonly pending = new Map<number, Pending>();
 	private nextId = 1;
-	private stdoutBuf = "";
+	private readonly lines = new LineReader((line) => this.onLine(line));
 	private stderrTail = "";
 	private closing = false;
 	/** Set once the process is gone (or could not start); the reason pending calls got. */
@@ -239,8 +323,8 @@ class ServeConnection {
 			stdio: ["pipe", "pipe", "pipe"],
 			windowsHide: true,
 		});
-		this.proc.stdout!.setEncoding("utf8");
-		this.proc.stdout!.on("data", (chunk: string) => this.onStdout(chunk));
+		// Bytes, not strings: the reader decodes each line once, when it is complete.
+		this.proc.stdout!.on("data", (chunk: Buffer) => this.lines.push(chunk));
 		this.proc.stderr!.setEncoding("utf8");
 		this.proc.stderr!.on("data", (chunk: string) => {
 			this.stderrTail = (this.stderrTail + chunk).slice(-STDERR_TAIL_BYTES);
@@ -302,20 +386,12 @@ class ServeConnection {
 		}
 	}
 
-	private onStdout(chunk: string): void {
-		this.stdoutBuf += chunk;
-		let nl: number;
-		while ((nl = this.stdoutBuf.indexOf("\n")) >= 0) {
-			const line = this.stdoutBuf.slice(0, nl).replace(/\r$/, "");
-			this.stdoutBuf = this.stdoutBuf.slice(nl + 1);
-			if (line.trim()) this.onLine(line);
-		}
-	}
 
 	/** Called for every `notice` notification. */
 	onNotice: ((params: any) => void) | undefined;
 
 	private onLine(line: string): void {
+		if (!line.trim()) return;
 		let msg: any;
 		try {
 			msg = JSON.parse(line);
@@ -359,7 +435,7 @@ class ServeConnection {
 			const shaped = Array.isArray(result.content);
 			const shapedResult: ToolResult = {
 				content: shaped ? result.content : [{ type: "text", text: JSON.stringify(result) }],
-				details: shaped ? result.details : result,
+				details: shaped ? withAliases(result.details) : result,
 			};
 			if (shaped && result.terminate === true) shapedResult.terminate = true;
 			p.resolve(shapedResult);

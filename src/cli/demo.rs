@@ -95,6 +95,7 @@ pub fn run(keep: Option<PathBuf>, out: &mut dyn Write) -> Result<()> {
             root_session_id: "demo-parent".into(),
             parent_args: vec![],
             trusted: false,
+            wire: Default::default(),
             pi_command: pi_command.clone(),
             agent_dir: tmp.join("agent"),
             db: db.clone(),

@@ -35,6 +35,11 @@ pub struct ServeArgs {
     /// The parent project is trusted: children inside its cwd get --approve.
     #[arg(long)]
     pub trusted: bool,
+    /// What results carry: `contract` (default), every result exactly as the contract shapes
+    /// it; `compact`, without what the client rebuilds (contract A's list leaves out
+    /// `details.snapshots`, the alias of `details.threads`; the Pi extension asks for this).
+    #[arg(long, value_enum, value_name = "FORM", default_value_t)]
+    pub wire: crate::contract::Wire,
     /// Also append the log to this file (default with no PATH: threadbase.log beside the
     /// database; also set by $THREADBASE_LOG_FILE). $THREADBASE_LOG sets the filter; the file
     /// records threadbase's debug detail by default. Children's serves write to the same file.
@@ -134,6 +139,7 @@ pub fn config(db: PathBuf, args: ServeArgs) -> Result<ServeConfig> {
         parent_id: env("PI_THREADS_PARENT_ID"),
         parent_args,
         trusted: args.trusted,
+        wire: args.wire,
         pi_command,
         agent_dir,
         db,

@@ -25,6 +25,20 @@ use crate::runtime::SendMode;
 /// `list`'s text when it lists nothing.
 pub const NO_THREADS: &str = "No Pi threads are managed by this parent session.";
 
+/// `list`'s text has a line for at most this many threads (`details.threads` has them all):
+/// past that a model would not read the text through, so the text says what it left out and
+/// how to narrow the list instead ([`list_more`]).
+pub const MAX_LIST_LINES: usize = 200;
+
+/// The last line of a `list` text that lists `shown` of `count` threads (after a line break).
+pub fn list_more(f: &mut dyn fmt::Write, shown: usize, count: usize) -> fmt::Result {
+    write!(
+        f,
+        "\n… and {} more not shown: this text lists the first {shown} of {count} threads (details.threads has every one). Narrow the list with {{ \"action\": \"list\", \"parent\": \"<path>\" }} or {{ \"action\": \"list\", \"ancestor\": \"<path>\" }}, or run `threadbase list` in a shell.",
+        count - shown
+    )
+}
+
 /// A thread's title (see the module docs).
 pub fn title<'a>(snap: &Snapshot<'a>) -> Cow<'a, str> {
     if let Session::Known {

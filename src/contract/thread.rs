@@ -464,14 +464,38 @@ pub enum Details<'a> {
     },
 }
 
+/// A listed summary snapshot's JSON as [`Wire::Compact`](super::Wire) sends it: without its
+/// `resultSummary` member, which is always `result.text` again (the client puts it back right
+/// after `result`). Returns the pieces before and after that member (the second empty when
+/// the snapshot has none). The key's bare quotes cannot occur inside a JSON string (a string
+/// escapes its quotes), so the first match is the member itself.
+pub fn compact_snapshot(json: &str) -> (&str, &str) {
+    const MEMBER: &str = ",\"resultSummary\":\"";
+    let Some(at) = json.find(MEMBER) else {
+        return (json, "");
+    };
+    let bytes = json.as_bytes();
+    let mut i = at + MEMBER.len();
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 2,
+            b'"' => return (&json[..at], &json[i + 1..]),
+            _ => i += 1,
+        }
+    }
+    (json, "")
+}
+
 /// `list`'s details. `threads` and `snapshots` (its alias) are the same list, written twice
-/// (from one serialized text when the list is held in memory).
+/// (from one serialized text when the list is held in memory); with [`Wire::Compact`]
+/// `snapshots` is left out, for the client to restore.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Listed<'a, L: ?Sized> {
     pub kind: &'static str,
     pub threads: &'a L,
-    pub snapshots: &'a L,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snapshots: Option<&'a L>,
     pub count: usize,
     pub live_count: usize,
     pub closed_count: usize,
@@ -479,11 +503,11 @@ pub struct Listed<'a, L: ?Sized> {
 }
 
 impl<'a, L: ?Sized> Listed<'a, L> {
-    pub fn new(threads: &'a L, count: usize, live_count: usize) -> Self {
+    pub fn new(threads: &'a L, count: usize, live_count: usize, wire: super::Wire) -> Self {
         Listed {
             kind: "listed",
             threads,
-            snapshots: threads,
+            snapshots: (wire == super::Wire::Contract).then_some(threads),
             count,
             live_count,
             closed_count: count - live_count,
@@ -496,6 +520,34 @@ impl<'a, L: ?Sized> Listed<'a, L> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The compact form drops exactly the `resultSummary` member, whatever its text holds,
+    /// and putting `result.text` back after `result` gives the snapshot again.
+    #[test]
+    fn a_compact_snapshot_is_the_snapshot_less_its_result_summary() {
+        for text in [
+            "plain",
+            "",
+            "quote \" and backslash \\ and \\\" and ,\"resultSummary\":\"x\"",
+            "é 漢字 \u{1F600} \n\t\u{0}",
+        ] {
+            let snap = json!({"id": "thread_a", "args": [",\"resultSummary\":\""],
+                "result": {"status": "completed", "text": text},
+                "resultSummary": text, "recentEvents": [{"text": text}]});
+            let full = serde_json::to_string(&snap).unwrap();
+            let (before, after) = compact_snapshot(&full);
+            let compact: Value = serde_json::from_str(&format!("{before}{after}")).unwrap();
+            let mut want = snap.clone();
+            want.as_object_mut().unwrap().shift_remove("resultSummary");
+            assert_eq!(
+                serde_json::to_string(&compact).unwrap(),
+                serde_json::to_string(&want).unwrap()
+            );
+        }
+        // Without the member: unchanged.
+        let none = r#"{"id":"thread_a","result":{"text":null}}"#;
+        assert_eq!(compact_snapshot(none), (none, ""));
+    }
 
     #[test]
     fn send_without_message_matches_the_reference_text() {

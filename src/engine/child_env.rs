@@ -116,6 +116,7 @@ mod tests {
             root_session_id: "ses_root".into(),
             parent_args: vec![],
             trusted: false,
+            wire: Default::default(),
             pi_command: vec!["pi".into()],
             agent_dir: "/a".into(),
             db: "/d/t.sqlite".into(),

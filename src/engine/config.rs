@@ -125,6 +125,8 @@ pub struct ServeConfig {
     pub parent_args: Vec<String>,
     /// The parent project is trusted: children inside its cwd get `--approve`.
     pub trusted: bool,
+    /// How much of a result goes on the pipe (`--wire`).
+    pub wire: crate::contract::Wire,
     /// The argv prefix that launches a child Pi.
     pub pi_command: Vec<String>,
     /// Pi's agent dir (sessions live below it when the parent has no session file).

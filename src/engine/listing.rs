@@ -30,8 +30,8 @@ use super::cache::{render, Key, Rendered, MAX_PENDING};
 use super::{thread_facts, Engine};
 use crate::contract::format;
 use crate::contract::projection::Detail;
-use crate::contract::thread::Listed;
-use crate::contract::ToolResult;
+use crate::contract::thread::{self, Listed};
+use crate::contract::{ToolResult, Wire};
 use crate::error::{Error, Result};
 use crate::list::{self, ListQuery};
 use crate::output::{Part, Reply};
@@ -48,6 +48,7 @@ const PIECE_BYTES: usize = 64 * 1024;
 
 /// The answer to a `list` of `q` in `e`'s manager.
 pub(super) fn reply(e: &Engine, q: ListQuery) -> Result<Reply> {
+    let wire = e.cfg.wire;
     let conn = e.store.read()?;
     // One read transaction: the rows and their kept answers agree.
     let tx = crate::store::ReadTx::begin(&conn)?;
@@ -57,8 +58,9 @@ pub(super) fn reply(e: &Engine, q: ListQuery) -> Result<Reply> {
         &tx,
         e.manager_id,
         &q,
+        wire,
         IN_MEMORY,
-        || Spill::new(spill_dir),
+        || Spill::new(spill_dir, wire),
         &mut missed,
     );
     drop(tx);
@@ -75,7 +77,7 @@ pub(super) fn reply(e: &Engine, q: ListQuery) -> Result<Reply> {
             let manager_id = e.manager_id;
             Ok(Reply::Stream(Box::new(move |id, w| {
                 let mut missed = Vec::new();
-                let out = stream(&store, manager_id, &q, id, w, &mut missed);
+                let out = stream(&store, manager_id, &q, wire, id, w, &mut missed);
                 cache.missed(missed);
                 out
             })))
@@ -96,13 +98,14 @@ enum Answer {
 /// One pass over `q`'s rows: up to `in_memory` threads are answered from memory; past that the
 /// rows so far and every later one go, a batch at a time, into two spill files (the content
 /// text, escaped, and the snapshots as a JSON array), and the answer is the template around
-/// them (the list file twice: `details.threads` and its alias `details.snapshots`). Past
-/// `in_memory` rows the pass goes on in `block_in_place` (see [`list::each_row_switching`]).
-/// `new_spill` makes the spill files ([`Spill::new`]).
+/// them (the list file twice: `details.threads` and its alias `details.snapshots`, once with
+/// [`Wire::Compact`]). Past `in_memory` rows the pass goes on in `block_in_place` (see
+/// [`list::each_row_switching`]). `new_spill` makes the spill files ([`Spill::new`]).
 fn answer(
     conn: &Connection,
     manager_id: ManagerId,
     q: &ListQuery,
+    wire: Wire,
     in_memory: usize,
     new_spill: impl FnOnce() -> Option<Spill>,
     missed: &mut Vec<Key>,
@@ -145,7 +148,7 @@ fn answer(
     }
     let Some(mut spill) = spill else {
         let (listed, live) = rendered(conn, entries, missed)?;
-        return Ok(Answer::Memory(from_memory(&listed, live)?));
+        return Ok(Answer::Memory(from_memory(&listed, live, wire)?));
     };
     if !entries.is_empty() {
         match spill.write_batch(conn, entries, missed)? {
@@ -153,20 +156,23 @@ fn answer(
             None => return Ok(Answer::NoRoom),
         }
     }
-    let Ok((text, text_len, list, list_len)) = spill.finish() else {
+    let Ok((text, text_len, list, list_len)) = spill.finish(count) else {
         return Ok(Answer::NoRoom);
     };
-    let t = Template::new(count, live)?;
+    let t = Template::new(count, live, wire)?;
     let bytes = |pieces: &[&[u8]]| Part::Bytes(pieces.concat());
-    Ok(Answer::Spilled(vec![
+    let mut parts = vec![
         bytes(&[t.part(0), b"\""]),
         Part::File(text, text_len),
         bytes(&[b"\"", t.part(1)]),
         Part::File(list.clone(), list_len),
-        bytes(&[t.part(2)]),
-        Part::File(list, list_len),
-        bytes(&[t.part(3)]),
-    ]))
+    ];
+    if t.aliased() {
+        parts.push(bytes(&[t.part(2)]));
+        parts.push(Part::File(list, list_len));
+    }
+    parts.push(bytes(&[t.last()]));
+    Ok(Answer::Spilled(parts))
 }
 
 /// The two spill files of a long list: its content text (escaped for a JSON string, without
@@ -175,6 +181,9 @@ struct Spill {
     text: SpillFile,
     list: SpillFile,
     first: bool,
+    wire: Wire,
+    /// Lines of the content text written so far (at most [`format::MAX_LIST_LINES`]).
+    shown: usize,
     lines: String,
     escaped: Vec<u8>,
 }
@@ -255,16 +264,18 @@ impl SpillFile {
 }
 
 impl Spill {
-    fn new(dir: Option<&std::path::Path>) -> Option<Spill> {
-        Spill::over(SpillFile::new(dir)?, SpillFile::new(dir)?)
+    fn new(dir: Option<&std::path::Path>, wire: Wire) -> Option<Spill> {
+        Spill::over(SpillFile::new(dir)?, SpillFile::new(dir)?, wire)
     }
 
-    fn over(text: SpillFile, mut list: SpillFile) -> Option<Spill> {
+    fn over(text: SpillFile, mut list: SpillFile, wire: Wire) -> Option<Spill> {
         list.write_all(b"[").ok()?;
         Some(Spill {
             text,
             list,
             first: true,
+            wire,
+            shown: 0,
             lines: String::with_capacity(BATCH * 160),
             escaped: Vec::with_capacity(BATCH * 170),
         })
@@ -281,18 +292,12 @@ impl Spill {
     ) -> Result<Option<usize>> {
         let (listed, live) = rendered(conn, entries, missed)?;
         self.lines.clear();
-        push_lines(&mut self.lines, &listed, self.first);
-        self.escaped.clear();
-        serde_json::to_writer(&mut self.escaped, self.lines.as_str())?;
-        if self
-            .text
-            .write_all(&self.escaped[1..self.escaped.len() - 1])
-            .is_err()
-        {
+        push_lines(&mut self.lines, &listed, &mut self.shown);
+        if !self.write_text()? {
             return Ok(None);
         }
         self.escaped.clear();
-        write_snapshots(&listed, self.first, &mut self.escaped)?;
+        write_snapshots(&listed, self.first, self.wire, &mut self.escaped)?;
         if self.list.write_all(&self.escaped).is_err() {
             return Ok(None);
         }
@@ -300,8 +305,30 @@ impl Spill {
         Ok(Some(live))
     }
 
-    /// The files and their lengths: (text, list).
-    fn finish(mut self) -> std::io::Result<(Arc<std::fs::File>, u64, Arc<std::fs::File>, u64)> {
+    /// `self.lines` escaped for a JSON string onto the text file; `false` when the file could
+    /// not take them.
+    fn write_text(&mut self) -> Result<bool> {
+        if self.lines.is_empty() {
+            return Ok(true);
+        }
+        self.escaped.clear();
+        serde_json::to_writer(&mut self.escaped, self.lines.as_str())?;
+        Ok(self
+            .text
+            .write_all(&self.escaped[1..self.escaped.len() - 1])
+            .is_ok())
+    }
+
+    /// The files and their lengths, (text, list), once the list's `count` threads are in.
+    fn finish(
+        mut self,
+        count: usize,
+    ) -> std::io::Result<(Arc<std::fs::File>, u64, Arc<std::fs::File>, u64)> {
+        self.lines.clear();
+        push_more(&mut self.lines, self.shown, count);
+        if !self.write_text().map_err(std::io::Error::other)? {
+            return Err(std::io::Error::other("the text spill file is full"));
+        }
         self.list.write_all(b"]")?;
         let (text, text_len) = self.text.finish()?;
         let (list, list_len) = self.list.finish()?;
@@ -393,27 +420,40 @@ fn rendered(
     Ok((listed, live))
 }
 
-/// The content text's lines of `listed` (each after a line break unless it is the list's
-/// first).
-fn push_lines(text: &mut String, listed: &[Rendered], first: bool) {
-    for (i, r) in listed.iter().enumerate() {
-        if i > 0 || !first {
+/// The content text's lines of `listed` (each after a line break unless it is the text's
+/// first), while fewer than [`format::MAX_LIST_LINES`] are `shown`.
+fn push_lines(text: &mut String, listed: &[Rendered], shown: &mut usize) {
+    for r in listed {
+        if *shown == format::MAX_LIST_LINES {
+            return;
+        }
+        if *shown > 0 {
             text.push('\n');
         }
         text.push_str(&r.line);
+        *shown += 1;
+    }
+}
+
+/// The content text's last line when it shows `shown` of `count` threads.
+fn push_more(text: &mut String, shown: usize, count: usize) {
+    if shown < count {
+        format::list_more(text, shown, count).expect("a String takes every write");
     }
 }
 
 /// The result JSON of a list whose answers (`live` of them live) are all in memory, written
 /// into the [`Template`] as a streamed list is, so the two are the same bytes.
-fn from_memory(listed: &[Rendered], live: usize) -> Result<Vec<u8>> {
+fn from_memory(listed: &[Rendered], live: usize, wire: Wire) -> Result<Vec<u8>> {
     let mut text = String::new();
     if listed.is_empty() {
         text.push_str(format::NO_THREADS);
     }
-    push_lines(&mut text, listed, true);
+    let mut shown = 0;
+    push_lines(&mut text, listed, &mut shown);
+    push_more(&mut text, shown, listed.len());
     let list_len = listed.iter().map(|r| r.json.len() + 1).sum::<usize>() + 2;
-    let t = Template::new(listed.len(), live)?;
+    let t = Template::new(listed.len(), live, wire)?;
     let mut json = Vec::with_capacity(2 * list_len + 2 * text.len() + t.json.len() + 64);
     json.extend_from_slice(t.part(0));
     serde_json::to_writer(&mut json, text.as_str())?;
@@ -425,13 +465,15 @@ fn from_memory(listed: &[Rendered], live: usize) -> Result<Vec<u8>> {
         if i > 0 {
             json.push(b',');
         }
-        json.extend_from_slice(r.json.as_bytes());
+        write_snapshot(&r.json, wire, &mut json)?;
     }
     json.push(b']');
     let end = json.len();
-    json.extend_from_slice(t.part(2));
-    json.extend_from_within(start..end);
-    json.extend_from_slice(t.part(3));
+    if t.aliased() {
+        json.extend_from_slice(t.part(2));
+        json.extend_from_within(start..end);
+    }
+    json.extend_from_slice(t.last());
     Ok(json)
 }
 
@@ -444,15 +486,16 @@ const LIST_HOLE: &str = "\u{0}list";
 /// serialized with markers where the text and the lists go, cut at the markers.
 struct Template {
     json: String,
-    /// Where the text hole and the two list holes start and end.
-    holes: [(usize, usize); 3],
+    /// Where the text hole and the list holes (two, or one with [`Wire::Compact`]) start and
+    /// end.
+    holes: Vec<(usize, usize)>,
 }
 
 impl Template {
-    fn new(count: usize, live: usize) -> Result<Template> {
+    fn new(count: usize, live: usize, wire: Wire) -> Result<Template> {
         let json = serde_json::to_string(&ToolResult::new(
             TEXT_HOLE,
-            Listed::new(LIST_HOLE, count, live),
+            Listed::new(LIST_HOLE, count, live, wire),
         ))?;
         let find = |marker: &str, from: usize| -> Result<(usize, usize)> {
             let m = serde_json::to_string(marker)?;
@@ -464,18 +507,28 @@ impl Template {
         };
         let text = find(TEXT_HOLE, 0)?;
         let threads = find(LIST_HOLE, text.1)?;
-        let snapshots = find(LIST_HOLE, threads.1)?;
-        Ok(Template {
-            holes: [text, threads, snapshots],
-            json,
-        })
+        let mut holes = vec![text, threads];
+        if wire == Wire::Contract {
+            holes.push(find(LIST_HOLE, threads.1)?);
+        }
+        Ok(Template { holes, json })
     }
 
-    /// The template's text before hole `i` (after hole `i - 1`); `i == 3`: after the last.
+    /// Whether the list goes in twice (`details.snapshots` too).
+    fn aliased(&self) -> bool {
+        self.holes.len() == 3
+    }
+
+    /// The template's text before hole `i` (after hole `i - 1`).
     fn part(&self, i: usize) -> &[u8] {
         let from = if i == 0 { 0 } else { self.holes[i - 1].1 };
         let to = self.holes.get(i).map_or(self.json.len(), |h| h.0);
         &self.json.as_bytes()[from..to]
+    }
+
+    /// The template's text after its last hole.
+    fn last(&self) -> &[u8] {
+        self.part(self.holes.len())
     }
 }
 
@@ -487,6 +540,7 @@ fn stream(
     store: &Store,
     manager_id: ManagerId,
     q: &ListQuery,
+    wire: Wire,
     id: &Value,
     w: &mut dyn Write,
     missed: &mut Vec<Key>,
@@ -505,7 +559,7 @@ fn stream(
         }
         Ok(true)
     })?;
-    let t = Template::new(count, live)?;
+    let t = Template::new(count, live, wire)?;
     let s = Streamed {
         conn: &tx,
         manager_id,
@@ -522,10 +576,12 @@ fn stream(
     text?;
     w.write_all(t.part(1))?;
     // The text's pass noted what was not cached: the later passes find the same.
-    snapshots(&tx, manager_id, q, w)?;
-    w.write_all(t.part(2))?;
-    snapshots(&tx, manager_id, q, w)?;
-    w.write_all(t.part(3))?;
+    snapshots(&tx, manager_id, q, wire, w)?;
+    if t.aliased() {
+        w.write_all(t.part(2))?;
+        snapshots(&tx, manager_id, q, wire, w)?;
+    }
+    w.write_all(t.last())?;
     w.write_all(b"}")?;
     tx.finish()?;
     Ok(())
@@ -533,14 +589,26 @@ fn stream(
 
 /// The snapshots of `listed`, comma-separated (a leading comma unless this is the list's first
 /// batch).
-fn write_snapshots(listed: &[Rendered], first: bool, w: &mut dyn Write) -> Result<()> {
+fn write_snapshots(listed: &[Rendered], first: bool, wire: Wire, w: &mut dyn Write) -> Result<()> {
     for (i, r) in listed.iter().enumerate() {
         if i > 0 || !first {
             w.write_all(b",")?;
         }
-        w.write_all(r.json.as_bytes())?;
+        write_snapshot(&r.json, wire, w)?;
     }
     Ok(())
+}
+
+/// One listed snapshot in the `wire` form (see [`thread::compact_snapshot`]).
+fn write_snapshot(json: &str, wire: Wire, w: &mut dyn Write) -> std::io::Result<()> {
+    match wire {
+        Wire::Contract => w.write_all(json.as_bytes()),
+        Wire::Compact => {
+            let (before, after) = thread::compact_snapshot(json);
+            w.write_all(before.as_bytes())?;
+            w.write_all(after.as_bytes())
+        }
+    }
 }
 
 /// `[snapshot, …]` straight into the line: the rows in batches, each batch's cached answers in
@@ -549,6 +617,7 @@ fn snapshots(
     conn: &Connection,
     manager_id: ManagerId,
     q: &ListQuery,
+    wire: Wire,
     w: &mut dyn Write,
 ) -> Result<()> {
     w.write_all(b"[")?;
@@ -556,7 +625,7 @@ fn snapshots(
     let mut batch: Vec<Entry> = Vec::with_capacity(BATCH);
     let mut write_batch = |batch: &mut Vec<Entry>| -> Result<()> {
         let (listed, _) = rendered(conn, std::mem::take(batch), &mut Vec::new())?;
-        write_snapshots(&listed, first, w)?;
+        write_snapshots(&listed, first, wire, w)?;
         first = false;
         Ok(())
     };
@@ -605,14 +674,15 @@ impl fmt::Display for Text<'_> {
             piece.push_str(format::NO_THREADS);
         }
         let mut written: fmt::Result = Ok(());
-        let mut first = true;
+        let mut shown = 0;
         let mut batch: Vec<Entry> = Vec::with_capacity(BATCH);
         // A line's title may be the child's session name (in thread_output): each batch's
-        // lines are read (cached) or rendered in the queries a list batch costs.
+        // lines are read (cached) or rendered in the queries a list batch costs. Every row is
+        // rendered, also past the lines the text shows: the closed ones are noted for the
+        // cache, which the later passes and lists read.
         let mut write_batch = |batch: &mut Vec<Entry>, piece: &mut String| -> Result<()> {
             let (listed, _) = rendered(s.conn, std::mem::take(batch), &mut s.missed.borrow_mut())?;
-            push_lines(piece, &listed, first);
-            first = false;
+            push_lines(piece, &listed, &mut shown);
             Ok(())
         };
         let mut pass = list::each_row(s.conn, s.manager_id, s.q, |r| {
@@ -635,6 +705,7 @@ impl fmt::Display for Text<'_> {
             return written;
         }
         written?;
+        push_more(&mut piece, shown, s.count);
         f.write_str(&piece)
     }
 }
@@ -753,8 +824,9 @@ mod tests {
             &tx,
             m,
             &q,
+            Wire::Contract,
             0,
-            || Spill::over(read_only(), read_only()),
+            || Spill::over(read_only(), read_only(), Wire::Contract),
             &mut Vec::new(),
         )
         .unwrap();
@@ -762,9 +834,18 @@ mod tests {
         drop(tx);
         drop(conn);
         assert!(
-            spilled(&store, m, &q, &mut Vec::new()) == {
+            spilled(&store, m, &q, Wire::Contract, &mut Vec::new()) == {
                 let mut line = Vec::new();
-                stream(&store, m, &q, &Value::from(7), &mut line, &mut Vec::new()).unwrap();
+                stream(
+                    &store,
+                    m,
+                    &q,
+                    Wire::Contract,
+                    &Value::from(7),
+                    &mut line,
+                    &mut Vec::new(),
+                )
+                .unwrap();
                 line
             },
             "the fallback writes what spilling would"
@@ -773,10 +854,17 @@ mod tests {
 
     /// `q`'s answer made with spill files from its first row, written out as serve writes it
     /// for request id 7 (without the line's LF).
-    fn spilled(store: &Store, m: ManagerId, q: &ListQuery, missed: &mut Vec<Key>) -> Vec<u8> {
+    fn spilled(
+        store: &Store,
+        m: ManagerId,
+        q: &ListQuery,
+        wire: Wire,
+        missed: &mut Vec<Key>,
+    ) -> Vec<u8> {
         let conn = store.read().unwrap();
         let tx = crate::store::ReadTx::begin(&conn).unwrap();
-        let Answer::Spilled(parts) = answer(&tx, m, q, 0, || Spill::new(None), missed).unwrap()
+        let Answer::Spilled(parts) =
+            answer(&tx, m, q, wire, 0, || Spill::new(None, wire), missed).unwrap()
         else {
             panic!("{q:?}: not spilled");
         };
@@ -794,39 +882,18 @@ mod tests {
     }
 
     /// A spilled or streamed list is exactly the list the in-memory path writes, for every
-    /// variant.
+    /// variant and both wire forms; the compact form is the contract's without
+    /// `details.snapshots`.
     #[test]
     fn a_streamed_list_equals_the_list_from_memory() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path().join("t.sqlite")).unwrap();
         let m = seeded(&store, 600);
-        for (state, visibility, subtree) in [
-            (
-                StateFilter::All,
-                VisibilityFilter::Active,
-                Subtree::Everything,
-            ),
-            (
-                StateFilter::Closed,
-                VisibilityFilter::All,
-                Subtree::Everything,
-            ),
-            (
-                StateFilter::Live,
-                VisibilityFilter::Active,
-                Subtree::Everything,
-            ),
-            (
-                StateFilter::All,
-                VisibilityFilter::All,
-                Subtree::DescendantsOf("/root".into()),
-            ),
-            (
-                StateFilter::All,
-                VisibilityFilter::Archived,
-                Subtree::Everything,
-            ),
-        ] {
+        let mut contract_lines = Vec::new();
+        for (wire, (state, visibility, subtree)) in [Wire::Contract, Wire::Compact]
+            .into_iter()
+            .flat_map(|w| variants().into_iter().map(move |v| (w, v)))
+        {
             let q = ListQuery {
                 state,
                 visibility,
@@ -848,9 +915,9 @@ mod tests {
             let mut missed = Vec::new();
             let (listed, live) = rendered(&conn, entries, &mut missed).unwrap();
             assert_eq!(live, rows.iter().filter(|r| r.is_live()).count(), "{q:?}");
-            let want = from_memory(&listed, live).unwrap();
+            let want = from_memory(&listed, live, wire).unwrap();
             drop(conn);
-            let line = spilled(&store, m, &q, &mut Vec::new());
+            let line = spilled(&store, m, &q, wire, &mut Vec::new());
             let mut expected = b"{\"id\":7,\"result\":".to_vec();
             expected.extend_from_slice(&want);
             expected.push(b'}');
@@ -861,6 +928,7 @@ mod tests {
                 &store,
                 m,
                 &q,
+                wire,
                 &Value::from(7),
                 &mut unspilled,
                 &mut Vec::new(),
@@ -891,27 +959,104 @@ mod tests {
             assert_eq!(live_again, live, "{q:?}");
             assert!(again.is_empty(), "{q:?}: cached rows were rendered again");
             assert!(
-                from_memory(&listed, live).unwrap() == want,
+                from_memory(&listed, live, wire).unwrap() == want,
                 "{q:?}: the cached list differs"
             );
-            let cached_line = spilled(&store, m, &q, &mut again);
+            let cached_line = spilled(&store, m, &q, wire, &mut again);
             assert!(again.is_empty(), "{q:?}");
             assert!(
                 cached_line == expected,
                 "{q:?}: the cached spilled line differs"
             );
             let mut cached_line = Vec::new();
-            stream(&store, m, &q, &Value::from(7), &mut cached_line, &mut again).unwrap();
+            stream(
+                &store,
+                m,
+                &q,
+                wire,
+                &Value::from(7),
+                &mut cached_line,
+                &mut again,
+            )
+            .unwrap();
             assert!(again.is_empty(), "{q:?}");
             assert!(
                 cached_line == expected,
                 "{q:?}: the cached streamed line differs"
             );
             let v: Value = serde_json::from_slice(&line).unwrap();
-            assert_eq!(
-                v["result"]["details"]["threads"], v["result"]["details"]["snapshots"],
-                "{q:?}"
-            );
+            let details = &v["result"]["details"];
+            let count = details["count"].as_u64().unwrap() as usize;
+            let text = v["result"]["content"][0]["text"].as_str().unwrap();
+            let shown = count.min(format::MAX_LIST_LINES);
+            if count > format::MAX_LIST_LINES {
+                assert_eq!(text.lines().count(), shown + 1, "{q:?}");
+                let more = text.lines().last().unwrap();
+                assert!(
+                    more.starts_with(&format!("… and {} more not shown: this text lists the first {shown} of {count} threads", count - shown)),
+                    "{q:?}: {more}"
+                );
+            } else {
+                assert_eq!(text.lines().count(), shown.max(1), "{q:?}");
+            }
+            match wire {
+                Wire::Contract => {
+                    assert_eq!(details["threads"], details["snapshots"], "{q:?}");
+                    contract_lines.push(v);
+                }
+                Wire::Compact => {
+                    // The contract's answer less `details.snapshots` and each thread's
+                    // `resultSummary`, key order kept.
+                    let mut want = contract_lines.remove(0);
+                    let want_details = want["result"]["details"].as_object_mut().unwrap();
+                    assert!(want_details.shift_remove("snapshots").is_some());
+                    for t in want_details["threads"].as_array_mut().unwrap() {
+                        let t = t.as_object_mut().unwrap();
+                        let summary = t.shift_remove("resultSummary");
+                        assert_eq!(
+                            summary.as_ref(),
+                            t["result"]["text"].as_str().map(|_| &t["result"]["text"]),
+                            "{q:?}"
+                        );
+                    }
+                    assert_eq!(
+                        serde_json::to_string(&v).unwrap(),
+                        serde_json::to_string(&want).unwrap(),
+                        "{q:?}"
+                    );
+                }
+            }
         }
+        assert!(contract_lines.is_empty());
+    }
+
+    fn variants() -> Vec<(StateFilter, VisibilityFilter, Subtree)> {
+        vec![
+            (
+                StateFilter::All,
+                VisibilityFilter::Active,
+                Subtree::Everything,
+            ),
+            (
+                StateFilter::Closed,
+                VisibilityFilter::All,
+                Subtree::Everything,
+            ),
+            (
+                StateFilter::Live,
+                VisibilityFilter::Active,
+                Subtree::Everything,
+            ),
+            (
+                StateFilter::All,
+                VisibilityFilter::All,
+                Subtree::DescendantsOf("/root".into()),
+            ),
+            (
+                StateFilter::All,
+                VisibilityFilter::Archived,
+                Subtree::Everything,
+            ),
+        ]
     }
 }

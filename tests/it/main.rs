@@ -13,6 +13,7 @@ mod concurrency;
 mod crash_restore;
 mod crash_serve;
 mod demo;
+mod extension;
 mod fuzz_corpus;
 mod fuzz_serve;
 mod http;

@@ -7,6 +7,7 @@
 
 pub mod common;
 pub mod db_check;
+pub mod extension_driver;
 pub mod fake_llm;
 pub mod pi_child;
 pub mod prop;

@@ -1,0 +1,259 @@
+//! The Pi extension's own code, run in Node as Pi loads it (support::extension_driver): its
+//! line reader's work, and results through its tool call that are exactly serve's contract
+//! results although serve sends lists in the compact wire form.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+use threadbase::Store;
+
+use crate::support::common::{add, poll, thread};
+use crate::support::extension_driver::{self, Driver};
+use crate::support::serve_client::{Scripted, Serve};
+use crate::support::serve_env;
+
+const SESSION: &str = "ext-session";
+/// Top-level threads seeded (past the 200 lines a list text shows, past the 256 a list answers
+/// from memory).
+const TOP: usize = 300;
+/// Children of `/root/t_000`.
+const CHILDREN: usize = 5;
+
+/// The Node of tools/pi, or `None` after saying why (a failure under `CI=true`).
+fn node_or_skip(test: &str) -> Option<PathBuf> {
+    match extension_driver::node() {
+        Ok(node) => Some(node),
+        Err(why) if std::env::var("CI").is_ok_and(|v| v == "true") => {
+            panic!("{test}: Node and Pi are required under CI=true: {why}")
+        }
+        Err(why) => {
+            eprintln!("SKIPPED {test}: {why}");
+            None
+        }
+    }
+}
+
+fn extension() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("pi-extension/index.ts")
+}
+
+/// A driver whose extension starts this build's serve on `s`'s database.
+fn driver(node: &Path, s: &Scripted) -> Driver {
+    Driver::start(
+        node,
+        &extension(),
+        &s.root,
+        &[
+            (
+                "THREADBASE_BIN",
+                env!("CARGO_BIN_EXE_threadbase").to_string(),
+            ),
+            ("THREADBASE_DB", s.db.display().to_string()),
+            (
+                "PI_CODING_AGENT_DIR",
+                s.root.join("agent").display().to_string(),
+            ),
+            ("THREADBASE_TEST_MARKER", s.marker.clone()),
+        ],
+        &serve_env::INHERITED,
+    )
+}
+
+/// A 50 MB line read in 64 KiB chunks is searched once, byte for byte: the reader's work
+/// grows with the bytes received, not with their square.
+#[test]
+fn the_line_reader_scans_each_byte_once() {
+    let Some(node) = node_or_skip("the_line_reader_scans_each_byte_once") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut d = Driver::start(&node, &extension(), dir.path(), &[], &[]);
+    let bytes = 50_000_000u64;
+    let a = d.ask(json!({"op": "lines", "bytes": bytes, "chunk": 65_536}));
+    assert_eq!(a["lines"], 1, "{a}");
+    assert_eq!(a["length"], bytes, "{a}");
+    // Every byte received, the LF included, searched once.
+    assert_eq!(a["scanned"], bytes + 1, "{a}");
+    d.close();
+}
+
+/// Lines split anywhere, a character's UTF-8 bytes included, come out whole; CRLF loses its
+/// CR; an unfinished line waits for its LF.
+#[test]
+fn the_line_reader_joins_lines_split_anywhere() {
+    let Some(node) = node_or_skip("the_line_reader_joins_lines_split_anywhere") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut d = Driver::start(&node, &extension(), dir.path(), &[], &[]);
+    let text = "é漢字\r\n{\"a\":\"😀\"}\n\nno end yet";
+    for chunk in [1, 2, 3, 5, 64] {
+        let a = d.ask(json!({"op": "split", "text": text, "chunk": chunk}));
+        assert_eq!(
+            a["lines"],
+            json!(["é漢字", "{\"a\":\"😀\"}", ""]),
+            "chunk {chunk}"
+        );
+        assert_eq!(a["scanned"], text.len(), "chunk {chunk}");
+    }
+    d.close();
+}
+
+/// `TOP` closed threads under /root (every other with an answer whose text needs escaping)
+/// and `CHILDREN` under /root/t_000, for the manager serve made for `SESSION`.
+fn seed(s: &Scripted) {
+    // Serve makes the manager.
+    let mut serve = s.serve("none", vec!["--session-id".into(), SESSION.into()], &[]);
+    serve.thread(json!({"action": "list"}));
+    serve.close(std::time::Duration::from_secs(30));
+    let store = Store::open(&s.db).unwrap();
+    let conn = rusqlite::Connection::open(&s.db).unwrap();
+    let manager: i64 = conn
+        .query_row(
+            "SELECT id FROM managers WHERE session_id = ?1 AND contract = 'thread'",
+            [SESSION],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let m = threadbase::domain::ManagerId(manager);
+    let mut rows = Vec::new();
+    for i in 0..TOP {
+        rows.push(thread(
+            &format!("thread_{i:012x}"),
+            m,
+            &format!("/root/t_{i:03}"),
+            false,
+        ));
+    }
+    for k in 0..CHILDREN {
+        rows.push(thread(
+            &format!("thread_c{k:011x}"),
+            m,
+            &format!("/root/t_000/c_{k}"),
+            false,
+        ));
+    }
+    add(&store, &rows);
+    for i in (0..TOP).step_by(2) {
+        conn.execute(
+            "INSERT INTO thread_output (thread_id, last_assistant_text) VALUES (?1, ?2)",
+            (
+                format!("thread_{i:012x}"),
+                format!(
+                    "Answer {i}: \"quoted\", a \\ backslash, é and 😀\n{}",
+                    "word ".repeat(i)
+                ),
+            ),
+        )
+        .unwrap();
+    }
+}
+
+fn text_of(result: &Value) -> &str {
+    result["content"][0]["text"].as_str().unwrap()
+}
+
+/// Through the extension's tool call a list is byte for byte the contract's result that a
+/// plain serve writes (its `resultSummary`s and the `snapshots` alias put back, in the
+/// contract's key order, `snapshots` the very array `threads` is), while on the pipe serve
+/// sent each thread once and without its `resultSummary`.
+#[test]
+fn a_list_through_the_tool_call_is_the_contract_result() {
+    let Some(node) = node_or_skip("a_list_through_the_tool_call_is_the_contract_result") else {
+        return;
+    };
+    let s = Scripted::new("ext-list");
+    seed(&s);
+    let lists = [
+        json!({"action": "list"}),
+        json!({"action": "list", "parent": "/root/t_000"}),
+        json!({"action": "list", "ancestor": "/root/t_000"}),
+        json!({"action": "list", "state": "live"}),
+    ];
+    // What a plain serve answers (the contract's shape), and the compact wire form.
+    let args = |wire: &str| {
+        vec![
+            "--session-id".to_string(),
+            SESSION.to_string(),
+            "--wire".to_string(),
+            wire.to_string(),
+        ]
+    };
+    let ask_all = |serve: &mut Serve| -> Vec<Value> {
+        lists.iter().map(|p| serve.thread(p.clone())).collect()
+    };
+    let mut plain = s.serve("none", args("contract"), &[]);
+    let want = ask_all(&mut plain);
+    plain.close(std::time::Duration::from_secs(30));
+    let mut compact = s.serve("none", args("compact"), &[]);
+    let wire = ask_all(&mut compact);
+    compact.close(std::time::Duration::from_secs(30));
+
+    // The contract's answers: the text shows 200 threads and says what it left out.
+    let all = &want[0];
+    let count = TOP + CHILDREN;
+    assert_eq!(all["details"]["count"], count);
+    assert_eq!(all["details"]["threads"].as_array().unwrap().len(), count);
+    assert_eq!(all["details"]["threads"], all["details"]["snapshots"]);
+    let lines: Vec<&str> = text_of(all).lines().collect();
+    assert_eq!(lines.len(), 201, "{}", text_of(all));
+    assert_eq!(
+        lines[200],
+        format!("… and {} more not shown: this text lists the first 200 of {count} threads (details.threads has every one). Narrow the list with {{ \"action\": \"list\", \"parent\": \"<path>\" }} or {{ \"action\": \"list\", \"ancestor\": \"<path>\" }}, or run `threadbase list` in a shell.", count - 200)
+    );
+    assert_eq!(text_of(&want[1]).lines().count(), CHILDREN);
+    let with_summary = all["details"]["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t.get("resultSummary").is_some())
+        .count();
+    assert_eq!(with_summary, TOP / 2);
+
+    // On the wire: no alias, no resultSummary, nothing else changed.
+    for (w, c) in want.iter().zip(&wire) {
+        let mut expected = w.clone();
+        let details = expected["details"].as_object_mut().unwrap();
+        assert!(details.shift_remove("snapshots").is_some());
+        for t in details["threads"].as_array_mut().unwrap() {
+            t.as_object_mut().unwrap().shift_remove("resultSummary");
+        }
+        assert_eq!(
+            serde_json::to_string(c).unwrap(),
+            serde_json::to_string(&expected).unwrap()
+        );
+    }
+
+    // Through the tool call: the contract's result again, to the byte.
+    let mut d = driver(&node, &s);
+    d.load(json!({"id": SESSION, "cwd": s.root}));
+    for (p, w) in lists.iter().zip(&want) {
+        let a = d.call("thread", p.clone());
+        assert!(a.get("error").is_none(), "{p}: {a}");
+        assert_eq!(a["aliased"], true, "{p}: snapshots is not threads");
+        assert_eq!(
+            serde_json::to_string(&a["result"]).unwrap(),
+            serde_json::to_string(w).unwrap(),
+            "{p}"
+        );
+    }
+    // Other results pass through as they came.
+    let polled = d.call("thread", json!({"action": "poll", "id": "/root/t_002"}));
+    assert_eq!(polled["aliased"], Value::Null);
+    assert_eq!(
+        polled["result"]["details"]["snapshot"]["resultSummary"],
+        polled["result"]["details"]["snapshot"]["result"]["text"]
+    );
+    assert!(polled["result"]["details"]["snapshot"]["resultSummary"]
+        .as_str()
+        .unwrap()
+        .starts_with("Answer 2: \"quoted\""));
+    d.close();
+    // The extension's serve exits once its stdin is closed.
+    poll(
+        std::time::Duration::from_secs(20),
+        std::time::Duration::from_millis(50),
+        "the extension's serve did not exit",
+        || s.leftovers().is_empty().then_some(()),
+    );
+}
