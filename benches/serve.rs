@@ -36,7 +36,9 @@
 //! request loop's own cost, a line in and an error line out, no store access), and
 //! `serve/floor_echo_list_{parent,ancestor}_bytes/<n>` (not serve: this bench's own program
 //! answering every line with a line as long as list `parent`'s or `ancestor`'s, the pipes' and
-//! wake-ups' share of those rows). Criterion's
+//! wake-ups' share of those rows). Then what the Pi model pays for the same requests: the
+//! extension's tool call in Node, `extension/{poll_id,list_parent_10,list_ancestor_110,
+//! list_all,first_call}/<n>` (see [`extension_rows`]). Criterion's
 //! figure for a row is a mean (each sample times a batch of requests); after it, each row also
 //! times requests one at a time and prints their median and 90th percentile (written to
 //! `target/criterion/serve_latency/<row>/<n>.json`). Memory is not a time, so it is printed and written to
@@ -57,6 +59,8 @@
 //!   branch's, for a before/after ratio). A build with other migrations upgrades the databases
 //!   it opens, so give it its own `THREADBASE_BENCH_DIR`.
 
+#[path = "../tests/it/support/extension_driver.rs"]
+mod extension_driver;
 #[path = "../tests/it/support/serve_env.rs"]
 mod serve_env;
 mod support;
@@ -815,28 +819,15 @@ fn row_with(
 /// one at a time and report the median and the 90th percentile, printed and written to
 /// `target/criterion/serve_latency/<row>/<n>.json`.
 fn latencies(serve: &mut Serve, name: &str, n: usize, requests: &[(&str, String)], count: usize) {
-    let mut times: Vec<f64> = (0..count)
+    let ns: Vec<u64> = (0..count)
         .map(|i| {
             let (method, params) = &requests[i % requests.len()];
             let started = Instant::now();
             serve.roundtrip(method, params);
-            started.elapsed().as_secs_f64() * 1e6
+            started.elapsed().as_nanos() as u64
         })
         .collect();
-    times.sort_by(f64::total_cmp);
-    let at = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize];
-    let (p50, p90) = (at(0.5), at(0.9));
-    eprintln!("{name}/{n}: per request median {p50:.1} µs, p90 {p90:.1} µs ({count} requests)");
-    let row = name.trim_start_matches("serve/");
-    let out = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("target/criterion/serve_latency")
-        .join(row);
-    std::fs::create_dir_all(&out).unwrap();
-    std::fs::write(
-        out.join(format!("{n}.json")),
-        json!({"threads": n, "requests": count, "median_us": p50, "p90_us": p90}).to_string(),
-    )
-    .unwrap();
+    report_latency("serve_latency", name, n, ns);
 }
 
 fn thread_req(params: Value) -> (&'static str, String) {
@@ -1008,6 +999,144 @@ fn bench_size(c: &mut Criterion, n: usize) {
     std::fs::create_dir_all(&out).unwrap();
     std::fs::write(out.join(format!("{n}.json")), memory.to_string()).unwrap();
     serve.close();
+
+    let requests = ExtensionRequests {
+        by_id: &by_id,
+        parents: &parents,
+        ancestors: &ancestors,
+    };
+    extension_rows(c, &fx, n, &requests);
+}
+
+// ---- the extension's tool call ---------------------------------------------------------------
+
+/// The rows' requests, as `thread_req` made them for serve.
+struct ExtensionRequests<'a> {
+    by_id: &'a [(&'static str, String)],
+    parents: &'a [(&'static str, String)],
+    ancestors: &'a [(&'static str, String)],
+}
+
+/// What the Pi model pays (issue 27): the extension's `thread` tool, its `execute()` called in
+/// Node (tools/pi) as Pi calls it, from the call to the parsed result, through the
+/// extension's own `threadbase serve` on this database (the serve of the rows above is closed
+/// first: its 8 live children are then closed threads). Rows `extension/poll_id/<n>`,
+/// `extension/list_parent_10/<n>`, `extension/list_ancestor_110/<n>`, `extension/list_all/<n>`
+/// (up to `THREADBASE_BENCH_LIST_ALL_MAX`) and `extension/first_call/<n>` (a fresh extension
+/// instance whose first call, a poll, starts serve). Each also prints its per-call median and
+/// 90th percentile (`target/criterion/extension_latency/<row>/<n>.json`).
+/// `THREADBASE_BENCH_EXTENSION=FILE` measures another copy of `index.ts` (with
+/// `THREADBASE_BENCH_BIN`, a base build's pair). Without Node and Pi's loader in tools/pi
+/// the rows are skipped with the reason.
+fn extension_rows(c: &mut Criterion, fx: &Fixture, n: usize, reqs: &ExtensionRequests<'_>) {
+    let node = match extension_driver::node() {
+        Ok(node) => node,
+        Err(why) => {
+            eprintln!("extension rows skipped: {why}");
+            return;
+        }
+    };
+    let extension = std::env::var_os("THREADBASE_BENCH_EXTENSION")
+        .filter(|f| !f.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("pi-extension/index.ts"));
+    let env = [
+        ("THREADBASE_BIN", bin()),
+        ("THREADBASE_DB", fx.db.display().to_string()),
+        (
+            "PI_CODING_AGENT_DIR",
+            fx.dir.join("agent").display().to_string(),
+        ),
+    ];
+    let mut driver =
+        extension_driver::Driver::start(&node, &extension, &fx.dir, &env, &serve_env::INHERITED);
+    let session = json!({"file": fx.session, "id": SESSION_ID, "cwd": fx.dir});
+    driver.load(session.clone());
+    let params = |reqs: &[(&str, String)]| -> Vec<Value> {
+        reqs.iter()
+            .map(|(_, p)| serde_json::from_str(p).unwrap())
+            .collect()
+    };
+    // Each request once, checked, before it is timed.
+    for p in params(reqs.by_id)
+        .into_iter()
+        .chain(params(reqs.parents))
+        .chain(params(reqs.ancestors))
+    {
+        let a = driver.call("thread", p.clone());
+        assert!(a.get("error").is_none(), "{p}: {a}");
+    }
+    let mut timed = |c: &mut Criterion, name: &str, list: Vec<Value>, slow: bool| {
+        let mut g = configure(c, name, slow);
+        let mut ran = false;
+        g.bench_function(BenchmarkId::from_parameter(n), |b| {
+            ran = true;
+            b.iter_custom(|iters| {
+                let ns = driver.time("thread", &list, iters as usize);
+                Duration::from_nanos(ns.iter().sum())
+            })
+        });
+        g.finish();
+        if ran {
+            let ns = driver.time("thread", &list, if slow { 11 } else { 2001 });
+            report_latency("extension_latency", name, n, ns);
+        }
+    };
+    timed(c, "extension/poll_id", params(reqs.by_id), false);
+    timed(c, "extension/list_parent_10", params(reqs.parents), false);
+    timed(
+        c,
+        "extension/list_ancestor_110",
+        params(reqs.ancestors),
+        false,
+    );
+    if n <= list_all_max() {
+        timed(
+            c,
+            "extension/list_all",
+            vec![json!({"action": "list"})],
+            n >= 10_000,
+        );
+    }
+    // The first call of a fresh instance starts serve.
+    let first = params(reqs.by_id).remove(0);
+    let mut g = configure(c, "extension/first_call", true);
+    let mut ran = false;
+    g.bench_function(BenchmarkId::from_parameter(n), |b| {
+        ran = true;
+        b.iter_custom(|iters| {
+            let ns = driver.first_calls(session.clone(), first.clone(), iters as usize);
+            Duration::from_nanos(ns.iter().sum())
+        })
+    });
+    g.finish();
+    if ran {
+        let ns = driver.first_calls(session.clone(), first.clone(), 11);
+        report_latency("extension_latency", "extension/first_call", n, ns);
+    }
+    driver.close();
+}
+
+/// Prints a row's per-call median and 90th percentile and writes them to
+/// `target/criterion/<folder>/<row>/<n>.json`.
+fn report_latency(folder: &str, name: &str, n: usize, ns: Vec<u64>) {
+    let mut times: Vec<f64> = ns.iter().map(|&t| t as f64 / 1e3).collect();
+    times.sort_by(f64::total_cmp);
+    let at = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize];
+    let (p50, p90) = (at(0.5), at(0.9));
+    let count = times.len();
+    eprintln!("{name}/{n}: per request median {p50:.1} µs, p90 {p90:.1} µs ({count} requests)");
+    let row = name.split_once('/').map_or(name, |(_, r)| r);
+    let out = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("target/criterion")
+        .join(folder)
+        .join(row);
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(
+        out.join(format!("{n}.json")),
+        json!({"threads": n, "requests": count, "median_us": p50, "p90_us": p90}).to_string(),
+    )
+    .unwrap();
 }
 
 fn benches(c: &mut Criterion) {

@@ -258,36 +258,23 @@ export class LineReader {
 }
 
 /**
- * A `thread` list's details as pi-threads builds them. Serve (`--wire compact`) leaves out
- * what is always a copy: `snapshots`, the alias of `threads`, and each listed snapshot's
- * `resultSummary`, which is its `result.text`. Both are put back here in the contract's key
- * order (`snapshots` right after `threads`, `resultSummary` right after `result`), and
- * `snapshots` is the same array as `threads`. Every other result is returned as it came.
+ * A `thread` list's details as pi-threads builds them. Serve (`--wire compact`) sends what is
+ * always a copy as the placeholder `0`: `snapshots`, the alias of `threads`, and each listed
+ * snapshot's `resultSummary`, which is its `result.text`. Both are set here, in place (so every
+ * key keeps its position), and `snapshots` becomes the very array `threads` is. Every other
+ * result is returned as it came.
  */
 export function withAliases(details: any): any {
-	if (!details || details.kind !== "listed" || !Array.isArray(details.threads) || "snapshots" in details) {
+	if (!details || details.kind !== "listed" || !Array.isArray(details.threads) || details.snapshots !== 0) {
 		return details;
 	}
-	const threads = details.threads.map(withResultSummary);
-	const out: any = {};
-	for (const key of Object.keys(details)) {
-		out[key] = key === "threads" ? threads : details[key];
-		if (key === "threads") out.snapshots = threads;
+	for (const snap of details.threads) {
+		if (snap && snap.resultSummary === 0 && typeof snap.result?.text === "string") {
+			snap.resultSummary = snap.result.text;
+		}
 	}
-	return out;
-}
-
-/** A listed snapshot with `resultSummary` (= `result.text`) back after `result`. */
-function withResultSummary(snap: any): any {
-	if (!snap || typeof snap !== "object" || "resultSummary" in snap || typeof snap.result?.text !== "string") {
-		return snap;
-	}
-	const out: any = {};
-	for (const key of Object.keys(snap)) {
-		out[key] = snap[key];
-		if (key === "result") out.resultSummary = snap.result.text;
-	}
-	return out;
+	details.snapshots = details.threads;
+	return details;
 }
 
 /** One `threadbase serve` process and its JSON-lines connection. */

@@ -75,6 +75,7 @@ pub async fn serve(engine: Arc<Engine>) {
     let mut buf = Vec::new();
     // Readers' page caches grow during a burst of requests and are cut back after a pause.
     let trim = crate::store::ReaderTrim::start(engine.store().clone());
+    tracing::debug!("serving");
     loop {
         buf.clear();
         let line = tokio::select! {
@@ -93,6 +94,7 @@ pub async fn serve(engine: Arc<Engine>) {
                     continue;
                 }
                 trim.touch();
+                tracing::trace!("request line read");
                 let request: Value = match serde_json::from_slice(&buf) {
                     Ok(v @ Value::Object(_)) => v,
                     Ok(_) | Err(_) => {
@@ -120,7 +122,9 @@ pub async fn serve(engine: Arc<Engine>) {
                     async move {
                         let id = request.get("id").cloned().unwrap_or(Value::Null);
                         match handle(&engine, &request, &out).await {
-                            Ok(Reply::Json(result)) => out.respond(&id, Ok(result)),
+                            Ok(Reply::Json(result)) => {
+                                out.respond(&id, Ok(engine.config().wire.result(result)))
+                            }
                             Ok(Reply::Parts(parts)) => out.respond_parts(&id, parts),
                             // A result too large to hold is written as it is produced, from a
                             // blocking thread.

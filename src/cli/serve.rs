@@ -174,7 +174,9 @@ fn run_on(db: PathBuf, args: ServeArgs) -> Result<()> {
     let _entered = span.enter();
     tracing::info!(db = %db.display(), scope = %cfg.scope_path, cwd = %cfg.cwd.display(), "serve starting");
     let store = Arc::new(Store::open(&db)?);
+    tracing::debug!("database open");
     let report = restore_dead_owners(&store, ProcessIdentity::current())?;
+    tracing::debug!("restore pass done");
     for rejected in &report.rejected {
         tracing::warn!("restore refused a registry: {rejected}");
         eprintln!("threadbase serve: {rejected}");
@@ -201,6 +203,7 @@ fn run_on(db: PathBuf, args: ServeArgs) -> Result<()> {
             ))?;
             let runtime = Runtime::new(store.clone(), cfg.settings.timers);
             let engine = Arc::new(Engine::new(cfg, store, runtime)?);
+            tracing::debug!("manager registered");
             // On a worker, not on this thread (see `server::serve`).
             let served = tokio::spawn(crate::server::serve(engine).in_current_span()).await;
             if let Err(e) = served {

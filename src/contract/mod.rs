@@ -12,20 +12,11 @@ pub mod format;
 pub mod naming;
 pub mod projection;
 pub mod thread;
+pub mod wire;
 pub mod worker;
 
 use serde::Serialize;
-
-/// How much of a result serve writes on its pipe (`serve --wire`). `Contract`: every result
-/// exactly as the contract shapes it. `Compact`: what a client can rebuild is left out; today
-/// that is contract A's `list` `details.snapshots`, the alias of `details.threads`, which the
-/// Pi extension restores as the same array (so a list's threads cross the pipe once).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum Wire {
-    #[default]
-    Contract,
-    Compact,
-}
+pub use wire::Wire;
 
 /// What the restore pass writes for a thread whose owner died: contract A's stale exit
 /// message and contract B's paused status.

@@ -36,6 +36,8 @@ use crate::error::{Error, Result};
 
 mod embedded {
     refinery::embed_migrations!("migrations");
+    // `MIGRATIONS`, the same files as (version, name, sql): see build.rs.
+    include!(concat!(env!("OUT_DIR"), "/migrations.rs"));
 }
 
 /// How long a connection waits for a lock held by another connection or process.
@@ -288,6 +290,9 @@ fn read_open_error(path: &Path, e: rusqlite::Error) -> Error {
 /// processes that open a new file at the same moment; refinery refuses an applied migration
 /// whose text changed.
 fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
+    if up_to_date(conn) {
+        return Ok(());
+    }
     let lock_path = {
         let mut p = path.as_os_str().to_owned();
         p.push(".migrate-lock");
@@ -309,6 +314,10 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
     // The switch to WAL is under the lock too: on a new file it rewrites the header, and a
     // second process doing the same at that moment got `database is locked` without waiting.
     let result = (|| {
+        // Checked again under the lock: another process may have just migrated it.
+        if up_to_date(conn) {
+            return Ok(());
+        }
         let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(Error::io(format!(
@@ -325,6 +334,56 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
     })();
     drop(lock);
     result
+}
+
+/// Whether the database at `conn` is in WAL mode and has exactly this build's migrations
+/// applied, each with the checksum refinery recorded for it: then there is nothing for
+/// refinery's runner to do. The check exists for serve's start (the `extension/first_call` row
+/// of `benches/serve.rs`): building the runner compiles refinery's migration-name regex,
+/// about 2 ms of a start that the Pi extension's first tool call waits for. Anything else (a
+/// new file, an older or newer history, a checksum that differs) goes to the runner, which
+/// migrates or refuses as before.
+fn up_to_date(conn: &Connection) -> bool {
+    let wal = conn
+        .query_row("PRAGMA journal_mode", [], |r| r.get::<_, String>(0))
+        .is_ok_and(|mode| mode.eq_ignore_ascii_case("wal"));
+    if !wal {
+        return false;
+    }
+    let applied = conn
+        .prepare(include_str!("../../sql/migrations_applied.sql"))
+        .and_then(|mut stmt| {
+            stmt.query_map([], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()
+        });
+    let Ok(applied) = applied else {
+        return false;
+    };
+    applied.len() == embedded::MIGRATIONS.len()
+        && applied.iter().zip(embedded::MIGRATIONS).all(
+            |((version, name, checksum), &(v, n, sql))| {
+                *version == i64::from(v)
+                    && name == n
+                    && *checksum == migration_checksum(v, n, sql).to_string()
+            },
+        )
+}
+
+/// The checksum refinery records for a migration (`refinery_core::Migration::unapplied`):
+/// SipHash-1-3 of its name, version and text, in that order.
+fn migration_checksum(version: i32, name: &str, sql: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = siphasher::sip::SipHasher13::new();
+    name.hash(&mut h);
+    version.hash(&mut h);
+    sql.hash(&mut h);
+    h.finish()
 }
 
 /// Opens `path` for ad-hoc reading only: the file is opened read-only and the connection is
@@ -361,6 +420,40 @@ pub fn open_read_only(path: impl AsRef<Path>) -> Result<Connection> {
 #[cfg(test)]
 mod tests {
     use super::threads::col;
+
+    /// The up-to-date check computes refinery's own checksums for this build's migrations, and
+    /// lists them as refinery embeds them.
+    #[test]
+    fn the_up_to_date_check_knows_refinerys_migrations() {
+        use super::*;
+        let runner = embedded::migrations::runner();
+        let theirs: Vec<(i64, String, u64)> = runner
+            .get_migrations()
+            .iter()
+            .map(|m| (i64::from(m.version()), m.name().to_string(), m.checksum()))
+            .collect();
+        let ours: Vec<(i64, String, u64)> = embedded::MIGRATIONS
+            .iter()
+            .map(|&(v, n, sql)| (i64::from(v), n.to_string(), migration_checksum(v, n, sql)))
+            .collect();
+        assert_eq!(ours, theirs);
+        // A migrated file is up to date; one whose history differs in any way is not.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.sqlite");
+        drop(Store::open(&path).unwrap());
+        let conn = Connection::open(&path).unwrap();
+        assert!(up_to_date(&conn));
+        for change in [
+            "UPDATE refinery_schema_history SET checksum = '1' WHERE version = 1",
+            "UPDATE refinery_schema_history SET name = 'x' WHERE version = 2",
+            "DELETE FROM refinery_schema_history WHERE version = (SELECT max(version) FROM refinery_schema_history)",
+        ] {
+            conn.execute_batch(&format!("BEGIN; {change}")).unwrap();
+            assert!(!up_to_date(&conn), "{change}");
+            conn.execute_batch("ROLLBACK").unwrap();
+        }
+        assert!(!up_to_date(&Connection::open_in_memory().unwrap()));
+    }
 
     /// An I/O error is named once: prefixed when its message does not name the database, left
     /// alone when it was built naming it (the open errors), and a non-I/O error is left alone.
