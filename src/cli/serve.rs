@@ -35,9 +35,10 @@ pub struct ServeArgs {
     /// The parent project is trusted: children inside its cwd get --approve.
     #[arg(long)]
     pub trusted: bool,
-    /// What results carry: `contract` (default), every result exactly as the contract shapes
-    /// it; `compact`, without what the client rebuilds (contract A's list leaves out
-    /// `details.snapshots`, the alias of `details.threads`; the Pi extension asks for this).
+    /// How results are written: `contract` (default), every result exactly as the contract
+    /// shapes it; `compact`, in ASCII and with the placeholder 0 for members the client copies
+    /// (a list's `details.snapshots` and each listed `resultSummary`; the Pi extension asks
+    /// for this and sets them).
     #[arg(long, value_enum, value_name = "FORM", default_value_t)]
     pub wire: crate::contract::Wire,
     /// Also append the log to this file (default with no PATH: threadbase.log beside the

@@ -8,7 +8,9 @@
 //! the content text and the snapshots, a [`BATCH`] at a time, into two spill files (`memfd`,
 //! else temporary files beside the database); the answer is the result's template around those
 //! files ([`Reply::Parts`]), and serve's writer moves them into the line with `sendfile`, the
-//! list twice (`details.threads` and its alias `details.snapshots`). Nothing reaches the line
+//! list twice (`details.threads` and its alias `details.snapshots`; once with `--wire compact`,
+//! see [`crate::contract::wire`]). The content text shows at most
+//! [`format::MAX_LIST_LINES`] threads. Nothing reaches the line
 //! before every row was read, so a failure on the way is an ordinary error, and memory stays a
 //! batch whatever the list's length.
 //!

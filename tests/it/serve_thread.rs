@@ -1293,7 +1293,8 @@ fn a_long_list_crosses_sockets_whole() {
         assert_eq!(d["count"].as_u64(), Some(N), "shared {shared}");
         assert_eq!(d["threads"].as_array().map(Vec::len), Some(N as usize));
         assert_eq!(d["threads"], d["snapshots"], "shared {shared}");
-        assert_eq!(text(&r).lines().count(), N as usize, "shared {shared}");
+        // A line for each of the first 200 threads, then one that says how many more.
+        assert_eq!(text(&r).lines().count(), 201, "shared {shared}");
         writer.shutdown(std::net::Shutdown::Write).unwrap();
         assert!(child.wait().unwrap().success());
     }
@@ -1377,9 +1378,21 @@ fn a_long_list_is_spilled_whole_and_answers_the_same_each_time() {
     assert_eq!(ids, want, "every thread once, in list order");
     assert_eq!(d["threads"], d["snapshots"]);
     let lines: Vec<&str> = text(&first).lines().collect();
-    assert_eq!(lines.len(), N as usize, "a content line per thread");
+    assert_eq!(
+        lines.len(),
+        201,
+        "a content line for each of the first 200 threads, then how many more"
+    );
     assert!(lines[0].contains("/root/t_0000"), "{}", lines[0]);
-    assert!(lines[N as usize - 1].contains("/root/t_0699"));
+    assert!(lines[199].contains("/root/t_0199"), "{}", lines[199]);
+    assert!(
+        lines[200].starts_with(&format!(
+            "… and {} more not shown: this text lists the first 200 of {N} threads",
+            N - 200
+        )),
+        "{}",
+        lines[200]
+    );
 
     // The first list rendered the answers; serve keeps them in the background. A list read
     // from the kept answers is the same answer.

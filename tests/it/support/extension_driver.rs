@@ -96,12 +96,14 @@ impl Driver {
     }
 
     /// `count` timed calls, cycling through `params`; each call's time in ns.
+    #[allow(dead_code)] // benches/serve.rs's `extension/*` rows
     pub fn time(&mut self, tool: &str, params: &[Value], count: usize) -> Vec<u64> {
         let a = self.ask(json!({"op": "time", "tool": tool, "params": params, "count": count}));
         ns(&a)
     }
 
     /// `count` first calls, each of a fresh instance (it starts serve); each call's time in ns.
+    #[allow(dead_code)] // benches/serve.rs's `extension/first_call` row
     pub fn first_calls(&mut self, session: Value, params: Value, count: usize) -> Vec<u64> {
         let a = self.ask(json!({"op": "first", "tool": "thread", "params": params,
                                 "count": count, "session": session}));
@@ -116,6 +118,7 @@ impl Driver {
     }
 }
 
+#[allow(dead_code)] // for `time` and `first_calls`
 fn ns(answer: &Value) -> Vec<u64> {
     answer["ns"]
         .as_array()
