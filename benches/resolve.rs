@@ -23,8 +23,8 @@ use std::time::Duration;
 
 use criterion::measurement::WallTime;
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, BenchmarkId, Criterion};
-use threadbase::list::{list, ListQuery, Subtree};
-use threadbase::refs::{resolve, RefScope};
+use threadbase::store::list::{list, ListQuery, Subtree};
+use threadbase::store::refs::{resolve, RefScope};
 use threadbase::store::ReadConn;
 
 use support::{BenchDb, Tree, CHILDREN, GRANDCHILDREN};

@@ -6,7 +6,8 @@
 //! indexed queries and constraints, not loops over loaded rows. See `DESIGN.md` beside the
 //! project for the whole picture.
 //!
-//! The arrow: `cli`, `server`, `http` and `watcher` take requests and call [`engine`], which
+//! The arrow: `cli` and [`serve`] (the server, HTTP and the watcher) take requests and call
+//! [`engine`], which
 //! calls [`contract`] (pure parsing and shaping), [`store`] (every table and query) and
 //! [`runtime`] (the child processes, whose rows it writes through store); runtime and store
 //! use [`pi`] (what Pi 1.6 is: its flags, events and session files); store, runtime and pi
@@ -18,19 +19,17 @@
 //!   configuration.
 //! - [`contract`]: the three tool contracts' request types, validation and result shapes.
 //! - [`runtime`]: child processes (launch, stop, event streams, the restore pass).
-//! - [`store`]: open the database (WAL, migrations, reader pool, one writer) and every table.
+//! - [`store`]: open the database (WAL, migrations, reader pool, one writer) and every table;
+//!   also contract A's reference resolution ([`store::refs`]), list filters ([`store::list`])
+//!   and `threadbase check`, the read-only verification of a database ([`store::check`]).
 //! - [`paths`]: the path grammars of the three contracts.
-//! - [`refs`]: contract A reference resolution.
-//! - [`list`]: list filters.
 //! - [`pi`]: what threadbase knows of Pi 1.6 (flags, argv, events, session files, the scripted
 //!   agent); [`session`] and [`scripted_agent`] are its modules under their old paths.
-//! - [`output`]: `serve`'s response lines (typed results, streamed large ones).
-//! - [`http`]: the threads RPC (snapshot, restore) over HTTP.
-//! - [`check`]: `threadbase check`, the read-only verification of a database.
+//! - [`serve`]: the transport: `serve`'s request loop and response lines, its watcher, and the
+//!   threads RPC over HTTP.
 //! - [`cli`]: the `threadbase` command line.
 //! - `fuzzing` (hidden): fuzz target bodies shared by `fuzz/` and `tests/it/fuzz_corpus.rs`.
 
-pub mod check;
 pub mod cli;
 pub mod contract;
 pub mod domain;
@@ -38,20 +37,14 @@ pub mod engine;
 pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod http;
 pub mod ids;
-pub mod list;
-pub mod output;
 pub mod paths;
 pub mod pi;
-pub mod refs;
 pub mod runtime;
-pub mod server;
-mod stdio;
+pub mod serve;
 pub mod store;
 pub mod text;
 pub mod time;
-pub mod watcher;
 
 pub use error::{Error, ErrorCode, Result};
 pub use pi::{scripted_agent, session};

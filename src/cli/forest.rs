@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::domain::{Contract, ManagerId, ThreadId};
 use crate::error::Result;
-use crate::list::Listing;
+use crate::store::list::Listing;
 use crate::store::threads::ThreadRow;
 
 /// One thread in its tree.

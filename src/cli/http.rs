@@ -1,6 +1,6 @@
 //! `threadbase http`: the threads RPC (`POST /threads/snapshot`, `POST /threads/restore`) over
 //! HTTP on the same database, for the terminal plugin. Loopback only unless `--allow-remote`;
-//! every request carries a bearer token (see [`crate::http`] for the wire format).
+//! every request carries a bearer token (see [`crate::serve::http`] for the wire format).
 //!
 //! At start it prints `listening on http://ADDR` and then either `token file: PATH` (a generated
 //! token, written with mode 0600) or `token: $THREADBASE_HTTP_TOKEN`, and flushes stdout, so a
@@ -15,7 +15,7 @@ use std::sync::Arc;
 use clap::Args;
 
 use crate::error::{Error, Result};
-use crate::http::{StoreWorkerRpc, WorkerRpc};
+use crate::serve::http::{StoreWorkerRpc, WorkerRpc};
 use crate::Store;
 
 /// The environment variable that supplies the token instead of a generated one.
@@ -159,7 +159,7 @@ pub fn run(db: PathBuf, args: HttpArgs, out: &mut dyn Write) -> Result<()> {
         writeln!(out, "{token_line}")?;
         out.flush()?;
         let rpc: Arc<dyn WorkerRpc> = Arc::new(StoreWorkerRpc::new(store));
-        crate::http::serve(listener, token, rpc, stop_signal()).await?;
+        crate::serve::http::serve(listener, token, rpc, stop_signal()).await?;
         tracing::info!("threadbase http stopped");
         Ok(())
     })

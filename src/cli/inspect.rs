@@ -12,11 +12,11 @@ use super::stop::{optional_globs, path_globs};
 use crate::domain::ExitKind;
 use crate::engine::budget::{thousands, usd};
 use crate::error::{Error, ErrorCode, Result};
-use crate::list::{list_every_manager, StateFilter, VisibilityFilter};
 use crate::paths::json_quote;
-use crate::refs::{resolve, RefScope};
 use crate::store::events;
+use crate::store::list::{list_every_manager, StateFilter, VisibilityFilter};
 use crate::store::open_read_only;
+use crate::store::refs::{resolve, RefScope};
 use crate::store::threads::{
     manager_id, manager_of_thread, query_threads, thread_by_id_any, Contract, ThreadRow,
 };
@@ -95,7 +95,7 @@ pub struct TreeFilters<'a> {
 /// The trees of the listed threads, narrowed by `--match` and `--latest`.
 fn filtered_trees(
     conn: &Connection,
-    mut listing: crate::list::Listing,
+    mut listing: crate::store::list::Listing,
     filters: &TreeFilters<'_>,
 ) -> Result<Vec<forest::Tree>> {
     if let Some(g) = optional_globs(filters.matching)? {
@@ -136,7 +136,7 @@ fn node_json(
 }
 
 /// Keeps the threads whose path matches `globs`, with the counts recomputed.
-fn narrow(listing: &mut crate::list::Listing, globs: &globset::GlobSet) {
+fn narrow(listing: &mut crate::store::list::Listing, globs: &globset::GlobSet) {
     listing.threads.retain(|t| globs.is_match(&t.path));
     listing.count = listing.threads.len();
     listing.live_count = listing.threads.iter().filter(|t| t.is_live()).count();

@@ -206,7 +206,7 @@ fn run_on(db: PathBuf, args: ServeArgs) -> Result<()> {
             let engine = Arc::new(Engine::new(cfg, store, runtime)?);
             tracing::debug!("manager registered");
             // On a worker, not on this thread (see `server::serve`).
-            let served = tokio::spawn(crate::server::serve(engine).in_current_span()).await;
+            let served = tokio::spawn(crate::serve::server::serve(engine).in_current_span()).await;
             if let Err(e) = served {
                 if e.is_panic() {
                     std::panic::resume_unwind(e.into_panic());

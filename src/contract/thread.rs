@@ -9,10 +9,10 @@ use serde_json::{Map, Value};
 use crate::contract::fields::{non_empty_text, type_name, FieldSet};
 use crate::contract::projection::{Detail, Snapshot};
 use crate::error::{Error, Result};
-use crate::list::{StateFilter, VisibilityFilter};
 use crate::paths::{is_task_name, json_quote};
 use crate::pi::session::ForkPosition;
 use crate::runtime::SendMode;
+use crate::store::list::{StateFilter, VisibilityFilter};
 
 /// The exit message of a thread restored as stale: its owner died (pi-threads' text).
 pub const STALE_MESSAGE: &str =
@@ -208,7 +208,7 @@ pub fn parse(params: &Value) -> Result<ThreadRequest> {
             if obj.get("parent").is_some_and(|p| !p.is_null())
                 && obj.get("ancestor").is_some_and(|a| !a.is_null())
             {
-                return Err(crate::list::exclusive_filters(Some(""), Some("")).unwrap_err());
+                return Err(crate::store::list::exclusive_filters(Some(""), Some("")).unwrap_err());
             }
             ThreadRequest::List {
                 state,

@@ -373,8 +373,8 @@ mod tests {
             .query_row("SELECT manager_id FROM threads", [], |r| r.get(0))
             .unwrap();
         let mut carried = Vec::new();
-        crate::list::each_row(&conn, m, &crate::list::ListQuery::default(), |r| {
-            carried.push(r.get::<_, Option<String>>(crate::list::KEPT_JSON)?);
+        crate::store::list::each_row(&conn, m, &crate::store::list::ListQuery::default(), |r| {
+            carried.push(r.get::<_, Option<String>>(crate::store::list::KEPT_JSON)?);
             Ok(true)
         })
         .unwrap();

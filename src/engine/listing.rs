@@ -35,8 +35,8 @@ use crate::contract::projection::Detail;
 use crate::contract::thread::{self, Listed};
 use crate::contract::{ToolResult, Wire};
 use crate::error::{Error, Result};
-use crate::list::{self, ListQuery};
-use crate::output::{Part, Reply};
+use crate::serve::output::{Part, Reply};
+use crate::store::list::{self, ListQuery};
 use crate::store::snapshots::View;
 use crate::store::threads::{col, ThreadRow};
 use crate::store::Store;
@@ -540,7 +540,7 @@ impl Template {
 /// Writes the whole response line of a long list, its shape the [`Template`]'s, when no spill
 /// file could be made: the rows are read in four passes of one read transaction (counts, text,
 /// and the list twice) and written straight into the line. A failure after the first byte
-/// leaves the line unfinished (see [`crate::output::Output::stream`]).
+/// leaves the line unfinished (see [`crate::serve::output::Output::stream`]).
 fn stream(
     store: &Store,
     manager_id: ManagerId,
@@ -731,8 +731,8 @@ impl fmt::Display for Text<'_> {
 mod tests {
     use super::*;
     use crate::domain::{Phase, ThreadId, ThreadStatus};
-    use crate::list::{StateFilter, Subtree, VisibilityFilter};
     use crate::store::events::{self, NewEvent};
+    use crate::store::list::{StateFilter, Subtree, VisibilityFilter};
     use crate::store::threads::{insert_thread, upsert_manager, Contract, ManagerSpec, NewThread};
 
     /// `n` threads under /root (every 7th live, every 11th archived unless live, every 5th a child), each with events and
@@ -813,8 +813,8 @@ mod tests {
         assert!(!f.in_memory);
         let (file, len) = f.finish().unwrap();
         assert_eq!(len, want.len() as u64);
-        let mut got = crate::output::Plain(Vec::new());
-        crate::output::LineWriter::write_file(&mut got, &file, len).unwrap();
+        let mut got = crate::serve::output::Plain(Vec::new());
+        crate::serve::output::LineWriter::write_file(&mut got, &file, len).unwrap();
         assert!(got.0 == want);
     }
 
@@ -826,9 +826,9 @@ mod tests {
         let store = Store::open(dir.path().join("t.sqlite")).unwrap();
         let m = seeded(&store, 300);
         let q = ListQuery {
-            state: crate::list::StateFilter::All,
-            visibility: crate::list::VisibilityFilter::All,
-            subtree: crate::list::Subtree::Everything,
+            state: crate::store::list::StateFilter::All,
+            visibility: crate::store::list::VisibilityFilter::All,
+            subtree: crate::store::list::Subtree::Everything,
         };
         let read_only = || {
             let path = dir.path().join("read-only");
@@ -885,12 +885,12 @@ mod tests {
         else {
             panic!("{q:?}: not spilled");
         };
-        let mut line = crate::output::Plain(b"{\"id\":7,\"result\":".to_vec());
+        let mut line = crate::serve::output::Plain(b"{\"id\":7,\"result\":".to_vec());
         for p in &parts {
             match p {
                 Part::Bytes(b) => line.0.extend_from_slice(b),
                 Part::File(f, len) => {
-                    crate::output::LineWriter::write_file(&mut line, f, *len).unwrap()
+                    crate::serve::output::LineWriter::write_file(&mut line, f, *len).unwrap()
                 }
             }
         }

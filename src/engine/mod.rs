@@ -25,8 +25,8 @@ use serde_json::Value;
 
 use crate::contract::projection::{recent_event_count, Detail, OutputFacts, ThreadFacts};
 use crate::error::{Error, ErrorCode, Result};
-use crate::output::Reply;
 use crate::runtime::Runtime;
+use crate::serve::output::Reply;
 use crate::store::events;
 use crate::store::threads::{thread_by_id_any, upsert_manager, Contract, ManagerSpec, ThreadRow};
 use crate::store::Store;

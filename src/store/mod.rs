@@ -7,12 +7,15 @@
 //! `database is locked` when it would upgrade a read.
 
 pub mod agents;
+pub mod check;
 pub mod commands;
 pub mod events;
 pub mod launches;
 pub mod lifecycle;
+pub mod list;
 pub mod mailbox;
 pub mod output;
+pub mod refs;
 pub mod reports;
 pub mod restore;
 pub mod snapshots;
@@ -588,7 +591,7 @@ mod tests {
                 // A contract A list row carries the thread's kept answer after its row.
                 assert_eq!(&names[..col::COUNT], col::NAMES, "{name}");
                 assert_eq!(&names[col::COUNT..], ["json", "line"], "{name}");
-                assert_eq!(crate::list::KEPT_JSON, col::COUNT, "{name}");
+                assert_eq!(crate::store::list::KEPT_JSON, col::COUNT, "{name}");
             } else {
                 assert_eq!(names, col::NAMES, "{name}");
             }

@@ -27,7 +27,7 @@ use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use serde_json::{json, Map, Value};
 use serve_client::{processes_with_env, scripted_command, Scripted};
-use threadbase::server::MAX_REQUEST_BYTES;
+use threadbase::serve::server::MAX_REQUEST_BYTES;
 
 const COORD: &str = "ses_fuzzcoord";
 const MARKER_VAR: &str = "THREADBASE_TEST_MARKER";

@@ -86,13 +86,13 @@ fn serve_is_quiet_on_stderr_and_logs_spans_to_a_file_beside_the_database() {
     // Each request in its span, with the method and the id.
     assert!(
         log.contains(&format!(
-            "{serve_span}:request{{method=thread id=1}}: threadbase::server: answered"
+            "{serve_span}:request{{method=thread id=1}}: threadbase::serve::server: answered"
         )),
         "{log}"
     );
     assert!(
         log.contains(
-            "request{method=no_such_method id=3}: threadbase::server: refused: Unknown method"
+            "request{method=no_such_method id=3}: threadbase::serve::server: refused: Unknown method"
         ),
         "{log}"
     );
@@ -148,7 +148,7 @@ fn threadbase_log_sets_the_filter_and_threadbase_log_file_the_file() {
     let stderr = String::from_utf8_lossy(&s.stderr.lock().unwrap()).into_owned();
     assert!(stderr.contains("DEBUG serve{pid="), "{stderr}");
     assert!(
-        stderr.contains(":request{method=thread id=1}: threadbase::server: answered"),
+        stderr.contains(":request{method=thread id=1}: threadbase::serve::server: answered"),
         "{stderr}"
     );
     let log = read(&file);

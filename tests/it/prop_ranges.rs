@@ -16,8 +16,8 @@ use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 use proptest::sample::{select, Index};
-use threadbase::list::{list, ListQuery, StateFilter, Subtree, VisibilityFilter};
 use threadbase::paths::{descendant_range, is_strictly_under, sort_key};
+use threadbase::store::list::{list, ListQuery, StateFilter, Subtree, VisibilityFilter};
 
 /// Contract B segments that are prefixes of each other and mix in `-`, `_` and digits.
 const SEGMENTS: &[&str] = &[

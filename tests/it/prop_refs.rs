@@ -1,4 +1,4 @@
-//! Property tests for contract A reference resolution (`threadbase::refs`) against a naive
+//! Property tests for contract A reference resolution (`threadbase::store::refs`) against a naive
 //! in-memory model of reference/contract-semantics.md §1.4.
 //!
 //! Each case builds a random tree of up to 40 threads in a real temporary database, with
@@ -16,8 +16,8 @@ use crate::support::tree::{self, Copies, Node, Shape};
 
 use proptest::prelude::*;
 use proptest::sample::{select, Index};
-use threadbase::list::{list, ListQuery, StateFilter, Subtree, VisibilityFilter};
-use threadbase::refs::{resolve, resolve_list_filter, RefScope};
+use threadbase::store::list::{list, ListQuery, StateFilter, Subtree, VisibilityFilter};
+use threadbase::store::refs::{resolve, resolve_list_filter, RefScope};
 use threadbase::ErrorCode;
 
 use common::tid;

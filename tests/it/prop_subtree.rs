@@ -11,8 +11,8 @@ use crate::support::prop::{config, locale_cmp};
 use crate::support::tree::{self, Node, Shape};
 
 use proptest::prelude::*;
-use threadbase::list::{list, ListQuery, StateFilter, Subtree, VisibilityFilter};
-use threadbase::refs::{resolve, RefScope};
+use threadbase::store::list::{list, ListQuery, StateFilter, Subtree, VisibilityFilter};
+use threadbase::store::refs::{resolve, RefScope};
 use threadbase::store::threads::{insert_thread, upsert_manager, Contract, ManagerSpec};
 use threadbase::{ErrorCode, Store};
 

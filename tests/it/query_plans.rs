@@ -5,8 +5,8 @@
 use crate::support::common;
 
 use rusqlite::StatementStatus;
-use threadbase::list::{list, ListQuery, StateFilter, Subtree, VisibilityFilter};
-use threadbase::refs::{resolve, RefScope};
+use threadbase::store::list::{list, ListQuery, StateFilter, Subtree, VisibilityFilter};
+use threadbase::store::refs::{resolve, RefScope};
 use threadbase::Store;
 
 /// The query text without its comment lines.
@@ -128,7 +128,7 @@ fn every_list_variant_is_an_index_search() {
                     visibility,
                     subtree: subtree.clone(),
                 };
-                let text = plan(&conn, &statement(threadbase::list::statement(&q)));
+                let text = plan(&conn, &statement(threadbase::store::list::statement(&q)));
                 let index = match (state, visibility, &subtree) {
                     (StateFilter::Live, _, Subtree::Everything) => {
                         "USING INDEX threads_live_by_sort_key (manager_id=?)"

@@ -515,7 +515,7 @@ fn writes_waiting_for_the_lock_do_not_hold_up_a_poll() {
     w.close_all(s);
 }
 
-/// serve reads and writes its pipes non-blocking (see `src/stdio.rs`, `src/output.rs`), which
+/// serve reads and writes its pipes non-blocking (see `src/serve/stdio.rs`, `src/serve/output.rs`), which
 /// changes the open file descriptions it shares with whoever gave it the pipes; it puts the
 /// flags back on exit.
 #[test]

@@ -5,9 +5,9 @@ use crate::support::common;
 
 use common::{add, manager, temp_db, thread, tid};
 use rusqlite::Connection;
-use threadbase::list::{list, ListQuery, StateFilter, Subtree, VisibilityFilter};
-use threadbase::refs::{resolve, resolve_list_filter, RefScope};
 use threadbase::store::events::{self, NewEvent};
+use threadbase::store::list::{list, ListQuery, StateFilter, Subtree, VisibilityFilter};
+use threadbase::store::refs::{resolve, resolve_list_filter, RefScope};
 use threadbase::{ErrorCode, Store};
 
 #[test]
@@ -400,10 +400,12 @@ fn list_filters_are_sql() {
         resolve_list_filter(&conn, scope, &tid(1)).unwrap(),
         "/root/alpha"
     );
-    assert!(threadbase::list::exclusive_filters(Some("a"), Some("b"))
-        .unwrap_err()
-        .message
-        .contains("mutually exclusive"));
+    assert!(
+        threadbase::store::list::exclusive_filters(Some("a"), Some("b"))
+            .unwrap_err()
+            .message
+            .contains("mutually exclusive")
+    );
 }
 
 /// Found by tests/it/crash_serve.rs (through `threadbase check`): a child's event read just

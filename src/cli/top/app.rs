@@ -13,9 +13,9 @@ use super::data::{load_rows, thread_snapshot, usage_text, Row};
 use super::view::detail_lines;
 use crate::cli::forest;
 use crate::error::Result;
-use crate::list::{StateFilter, VisibilityFilter};
 use crate::runtime::process::ProcessIdentity;
 use crate::store::commands::{self, CommandKind};
+use crate::store::list::{StateFilter, VisibilityFilter};
 use crate::store::Store;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -12,9 +12,9 @@ use crate::contract::projection::{self, Detail};
 use crate::domain::{AgentState, Contract, ExitKind, Outcome, Phase, ThreadStatus};
 use crate::engine::budget::usd;
 use crate::error::Result;
-use crate::list::{StateFilter, VisibilityFilter};
 use crate::paths::{descendant_range, sort_key};
 use crate::runtime::process::ProcessIdentity;
+use crate::store::list::{StateFilter, VisibilityFilter};
 use crate::store::{events, threads::thread_by_id_any, usage};
 
 /// One thread as the tree shows it.

@@ -137,7 +137,7 @@ impl AgentHost {
     pub(crate) fn rows_changed(
         &self,
         conn: &rusqlite::Connection,
-        out: &crate::output::Output,
+        out: &crate::serve::output::Output,
     ) -> Result<(Vec<String>, Vec<String>)> {
         let Some(registry) = self.existing_registry(conn)? else {
             return Ok((Vec::new(), Vec::new()));
@@ -150,7 +150,7 @@ impl AgentHost {
         &self,
         conn: &rusqlite::Connection,
         registry: ManagerId,
-        out: &crate::output::Output,
+        out: &crate::serve::output::Output,
     ) -> Result<()> {
         for n in mailbox::pending_notices(conn, registry, self.caller())? {
             if self.notices_held(&n.thread_id) {

@@ -7,7 +7,7 @@ use crate::contract::format;
 use crate::contract::projection::{Detail, Projection};
 use crate::contract::thread::{Details, Single, SnapshotJson};
 use crate::error::{Error, Result};
-use crate::output::Reply;
+use crate::serve::output::Reply;
 use crate::store::events::{self, NewEvent};
 use crate::store::threads;
 use crate::time::now_iso;

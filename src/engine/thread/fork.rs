@@ -11,8 +11,8 @@ use crate::contract::projection::{Detail, Projection};
 use crate::contract::thread::{Details, Single, SnapshotJson};
 use crate::contract::{format, naming};
 use crate::error::{Error, ErrorCode, Result};
-use crate::output::Reply;
 use crate::runtime::StartKind;
+use crate::serve::output::Reply;
 use crate::time::now_iso;
 
 pub(super) async fn fork(

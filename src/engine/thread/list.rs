@@ -3,14 +3,14 @@
 use super::{scope, Engine};
 use crate::contract::thread::ListTarget;
 use crate::error::Result;
-use crate::list::{ListQuery, Subtree};
-use crate::output::Reply;
-use crate::refs::resolve_list_filter;
+use crate::serve::output::Reply;
+use crate::store::list::{ListQuery, Subtree};
+use crate::store::refs::resolve_list_filter;
 
 pub(super) fn list_threads(
     e: &Engine,
-    state: crate::list::StateFilter,
-    visibility: crate::list::VisibilityFilter,
+    state: crate::store::list::StateFilter,
+    visibility: crate::store::list::VisibilityFilter,
     target: Option<ListTarget>,
 ) -> Result<Reply> {
     let subtree = {

@@ -22,8 +22,8 @@ use super::Engine;
 use crate::contract::thread::{Details, ThreadRequest};
 use crate::contract::ToolResult;
 use crate::error::{Error, ErrorCode, Result};
-use crate::output::Reply;
-use crate::refs::{resolve, RefScope};
+use crate::serve::output::Reply;
+use crate::store::refs::{resolve, RefScope};
 use crate::store::threads::ThreadRow;
 
 pub(crate) use carry::carry_out;

@@ -6,8 +6,8 @@ use crate::contract::projection::{Detail, Projection, ThreadFacts};
 use crate::contract::thread::{Details, Single, SnapshotJson};
 use crate::contract::ToolResult;
 use crate::error::Result;
-use crate::output::Reply;
-use crate::refs::resolve;
+use crate::serve::output::Reply;
+use crate::store::refs::resolve;
 use crate::store::snapshots::{self, View};
 
 pub(super) async fn poll(e: &Engine, reference: &str, detail: Detail) -> Result<Reply> {

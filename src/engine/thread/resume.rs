@@ -17,8 +17,8 @@ use crate::contract::thread::{Details, Single, SnapshotJson};
 use crate::domain::CommandKind;
 use crate::engine::child_env::{ChildEnv, Parent};
 use crate::error::{Error, ErrorCode, Result};
-use crate::output::Reply;
 use crate::runtime::{LaunchSpec, StartKind};
+use crate::serve::output::Reply;
 use crate::store::threads::{thread_ancestors, thread_by_id_any, ThreadRow};
 use rusqlite::Connection;
 

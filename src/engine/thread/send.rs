@@ -9,8 +9,8 @@ use crate::contract::projection::{Detail, Projection};
 use crate::contract::thread::{Details, Single, SnapshotJson};
 use crate::domain::CommandKind;
 use crate::error::Result;
-use crate::output::Reply;
 use crate::runtime::SendMode;
+use crate::serve::output::Reply;
 use crate::store::threads::ThreadRow;
 
 /// A send's payload in a `commands` row for the serve that holds the thread.

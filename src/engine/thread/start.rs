@@ -9,8 +9,8 @@ use crate::contract::projection::{Detail, Projection};
 use crate::contract::thread::{Details, Single, SnapshotJson};
 use crate::contract::{format, naming};
 use crate::error::Result;
-use crate::output::Reply;
 use crate::runtime::StartKind;
+use crate::serve::output::Reply;
 use crate::store::launches;
 
 pub(super) async fn start(

@@ -7,7 +7,7 @@ use crate::contract::projection::{Detail, Projection};
 use crate::contract::thread::{Details, Single, SnapshotJson};
 use crate::domain::CommandKind;
 use crate::error::Result;
-use crate::output::Reply;
+use crate::serve::output::Reply;
 
 pub(super) async fn stop(e: &Engine, reference: &str, force: bool) -> Result<Reply> {
     let row = find(e, reference)?;

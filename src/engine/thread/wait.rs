@@ -10,7 +10,7 @@ use crate::contract::projection::{Detail, Projection};
 use crate::contract::thread::{Details, Single, SnapshotJson};
 use crate::domain::Phase;
 use crate::error::Result;
-use crate::output::Reply;
+use crate::serve::output::Reply;
 use crate::store::commands;
 use crate::store::threads::{thread_by_id_any, ThreadRow};
 

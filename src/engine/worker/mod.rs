@@ -59,8 +59,8 @@ use crate::contract::worker::{
 };
 use crate::contract::ToolResult;
 use crate::error::{Error, ErrorCode, Result};
-use crate::output::Reply;
 use crate::runtime::process::ProcessIdentity;
+use crate::serve::output::Reply;
 use crate::store::reports::ReportRow;
 use crate::store::workers::{self, Outcome, WorkerRow};
 use crate::store::Store;

@@ -7,7 +7,7 @@ use proptest::prelude::*;
 use proptest::sample::Index;
 
 use proptest::sample::select;
-use threadbase::list::{StateFilter, VisibilityFilter};
+use threadbase::store::list::{StateFilter, VisibilityFilter};
 use threadbase::Store;
 
 use super::common::{add, manager, temp_db, thread, tid, TempDb};

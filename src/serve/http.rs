@@ -50,7 +50,7 @@ use tokio::sync::{watch, Semaphore};
 
 use crate::contract::worker::Workers;
 use crate::error::{Error, ErrorCode, Result};
-use crate::output::ErrorBody;
+use crate::serve::output::ErrorBody;
 use crate::Store;
 
 /// The largest accepted request body (1 MiB).

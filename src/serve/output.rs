@@ -202,7 +202,7 @@ struct DirectStdout {
     fd: std::os::fd::OwnedFd,
     flags: rustix::fs::OFlags,
     /// Lines up to this size are written directly: what stdout's buffer holds (see
-    /// [`crate::stdio::widen`]), so a direct write rarely finds too little room.
+    /// [`crate::serve::stdio::widen`]), so a direct write rarely finds too little room.
     direct_below: usize,
 }
 
@@ -211,11 +211,12 @@ impl DirectStdout {
         use std::os::fd::AsFd;
         // One file for both (a socket as stdin and stdout): stdin's reads stay blocking, so
         // stdout must too.
-        if crate::stdio::shares_stdin_and_stdout() {
+        if crate::serve::stdio::shares_stdin_and_stdout() {
             return None;
         }
-        let (fd, flags) = crate::stdio::pollable(std::io::stdout().as_fd())?;
-        let direct_below = crate::stdio::widen(&fd).clamp(MIN_DIRECT_BELOW, MAX_DIRECT_BELOW);
+        let (fd, flags) = crate::serve::stdio::pollable(std::io::stdout().as_fd())?;
+        let direct_below =
+            crate::serve::stdio::widen(&fd).clamp(MIN_DIRECT_BELOW, MAX_DIRECT_BELOW);
         Some(DirectStdout {
             fd,
             flags,

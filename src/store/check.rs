@@ -105,7 +105,7 @@ pub fn check_path(path: &Path) -> Result<Report> {
 pub fn check_connection(conn: &Connection, name: &str) -> Result<Report> {
     // The first read parses the header and the schema: a file that fails here cannot be checked.
     let tables: i64 = conn
-        .prepare_cached(include_str!("../sql/check_is_threadbase.sql"))
+        .prepare_cached(include_str!("../../sql/check_is_threadbase.sql"))
         .and_then(|mut s| s.query_row([], |r| r.get(0)))
         .map_err(|e| unreadable(name, e))?;
     if tables < 3 {
@@ -124,7 +124,7 @@ pub fn check_connection(conn: &Connection, name: &str) -> Result<Report> {
     c.integrity();
     c.foreign_keys();
     c.counts();
-    c.run("duplicate_path", include_str!("../sql/check_duplicate_paths.sql"), |r| {
+    c.run("duplicate_path", include_str!("../../sql/check_duplicate_paths.sql"), |r| {
         let (manager, path, n, ids): (i64, String, i64, String) = (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
         Ok(Some(Problem {
             check: "duplicate_path",
@@ -133,7 +133,7 @@ pub fn check_connection(conn: &Connection, name: &str) -> Result<Report> {
             repair: "The UNIQUE (manager_id, path) constraint was bypassed (the schema was edited): restore the database from a copy, or with no serve running move all but one of them to a free path with sqlite3 (UPDATE threads SET path = …, task_name = … WHERE id = …) and rebuild the schema (sqlite3 DB .recover | sqlite3 NEW.sqlite).".into(),
         }))
     });
-    c.run("event_orphan", include_str!("../sql/check_orphan_events.sql"), |r| {
+    c.run("event_orphan", include_str!("../../sql/check_orphan_events.sql"), |r| {
         let (id, n, lo, hi): (String, i64, i64, i64) = (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
         Ok(Some(Problem {
             check: "event_orphan",
@@ -142,7 +142,7 @@ pub fn check_connection(conn: &Connection, name: &str) -> Result<Report> {
             repair: format!("With no serve running, delete them: sqlite3 DB \"DELETE FROM thread_events WHERE thread_id = '{id}'\" (foreign keys were off when they were written)."),
         }))
     });
-    c.run("event_seq_order", include_str!("../sql/check_event_order.sql"), |r| {
+    c.run("event_seq_order", include_str!("../../sql/check_event_order.sql"), |r| {
         let (id, prev_seq, prev_at, seq, at): (String, i64, String, i64, String) =
             (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?);
         Ok(Some(Problem {
@@ -152,7 +152,7 @@ pub fn check_connection(conn: &Connection, name: &str) -> Result<Report> {
             repair: "Events were written out of order by something other than threadbase; read them with `threadbase events REF` and restore the database from a copy if the history matters.".into(),
         }))
     });
-    c.run("last_seq_behind", include_str!("../sql/check_last_seq.sql"), |r| {
+    c.run("last_seq_behind", include_str!("../../sql/check_last_seq.sql"), |r| {
         let (id, path, last, max): (String, String, i64, i64) = (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
         Ok(Some(Problem {
             check: "last_seq_behind",
@@ -162,7 +162,7 @@ pub fn check_connection(conn: &Connection, name: &str) -> Result<Report> {
         }))
     });
     c.live_threads();
-    c.run("path_mismatch", include_str!("../sql/check_path_shape.sql"), |r| {
+    c.run("path_mismatch", include_str!("../../sql/check_path_shape.sql"), |r| {
         let (id, path, parent, task): (String, String, Option<String>, String) = (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
         let expected = format!("{}/{task}", parent.as_deref().unwrap_or(""));
         Ok(Some(Problem {
@@ -172,7 +172,7 @@ pub fn check_connection(conn: &Connection, name: &str) -> Result<Report> {
             repair: "The CHECK constraint was bypassed; with no serve running, set path, parent_path and task_name consistently with sqlite3, or restore the database from a copy.".into(),
         }))
     });
-    c.run("parent_mismatch", include_str!("../sql/check_parent_links.sql"), |r| {
+    c.run("parent_mismatch", include_str!("../../sql/check_parent_links.sql"), |r| {
         let (id, path, parent_id, parent_path): (String, String, String, Option<String>) =
             (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
         let (found, same_manager, found_path): (Option<String>, Option<bool>, Option<String>) =
@@ -195,7 +195,7 @@ pub fn check_connection(conn: &Connection, name: &str) -> Result<Report> {
             repair: format!("With no serve running: sqlite3 DB \"UPDATE threads SET parent_id = (SELECT p.id FROM threads p WHERE p.manager_id = threads.manager_id AND p.path = threads.parent_path) WHERE id = '{id}'\"."),
         }))
     });
-    c.run("usage_row_missing", include_str!("../sql/check_usage_rows.sql"), |r| {
+    c.run("usage_row_missing", include_str!("../../sql/check_usage_rows.sql"), |r| {
         let (id, path, no_place, no_usage): (String, String, bool, bool) = (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
         let mut repair = String::from("With no serve running: sqlite3 DB \"");
         if no_place {
@@ -223,7 +223,7 @@ pub fn check_connection(conn: &Connection, name: &str) -> Result<Report> {
             repair,
         }))
     });
-    c.run("usage_total_mismatch", include_str!("../sql/check_usage_totals.sql"), |r| {
+    c.run("usage_total_mismatch", include_str!("../../sql/check_usage_totals.sql"), |r| {
         let (root, t_threads, t_tokens, t_cost, s_threads, s_tokens, s_cost): (String, Option<i64>, Option<i64>, Option<f64>, i64, i64, f64) =
             (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?);
         let stored = match (t_threads, t_tokens, t_cost) {
@@ -237,7 +237,7 @@ pub fn check_connection(conn: &Connection, name: &str) -> Result<Report> {
             repair: format!("With no serve running, recompute it: sqlite3 DB \"DELETE FROM tree_usage WHERE root_session = '{root}'; INSERT INTO tree_usage SELECT p.root_session, count(*), sum(u.input_tokens), sum(u.output_tokens), sum(u.cache_read_tokens), sum(u.cache_write_tokens), sum(u.cost_usd), sum(u.turns), sum(u.tool_calls), max(u.updated_at) FROM thread_places p JOIN thread_usage u ON u.thread_id = p.thread_id WHERE p.root_session = '{root}' GROUP BY p.root_session\"."),
         }))
     });
-    c.run("closed_without_exit", include_str!("../sql/check_closed_without_exit.sql"), |r| {
+    c.run("closed_without_exit", include_str!("../../sql/check_closed_without_exit.sql"), |r| {
         let (id, path): (String, String) = (r.get(0)?, r.get(1)?);
         Ok(Some(Problem {
             check: "closed_without_exit",
@@ -246,7 +246,7 @@ pub fn check_connection(conn: &Connection, name: &str) -> Result<Report> {
             repair: format!("With no serve running: sqlite3 DB \"UPDATE threads SET exit_kind = 'stale' WHERE id = '{id}'\"."),
         }))
     });
-    c.run("stale_mailbox", include_str!("../sql/check_stale_mailbox.sql"), |r| {
+    c.run("stale_mailbox", include_str!("../../sql/check_stale_mailbox.sql"), |r| {
         let (mid, tid, path, direction, kind, session): (i64, String, String, String, String, String) =
             (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?);
         if owners_alive(r, 6)? {
@@ -264,7 +264,7 @@ pub fn check_connection(conn: &Connection, name: &str) -> Result<Report> {
             repair,
         }))
     });
-    c.run("stale_command", include_str!("../sql/check_stale_commands.sql"), |r| {
+    c.run("stale_command", include_str!("../../sql/check_stale_commands.sql"), |r| {
         let (cid, tid, path, kind, state): (i64, String, String, CommandKind, CommandState) =
             (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?);
         if owners_alive(r, 5)? {
@@ -453,7 +453,7 @@ impl Checker<'_> {
     fn counts(&mut self) {
         let result = self
             .conn
-            .prepare_cached(include_str!("../sql/check_counts.sql"))
+            .prepare_cached(include_str!("../../sql/check_counts.sql"))
             .and_then(|mut s| {
                 s.query_row([], |r| {
                     Ok([
@@ -501,7 +501,7 @@ impl Checker<'_> {
         let result = (|| -> rusqlite::Result<Vec<Live>> {
             let mut stmt = self
                 .conn
-                .prepare_cached(include_str!("../sql/check_live_threads.sql"))?;
+                .prepare_cached(include_str!("../../sql/check_live_threads.sql"))?;
             let rows = stmt.query_map([], |r| {
                 Ok(Live {
                     id: r.get(0)?,

@@ -134,20 +134,20 @@ pub fn statement(q: &ListQuery) -> &'static str {
         _ => Narrow::No,
     };
     match (&q.subtree, narrow) {
-        (Subtree::Everything, Narrow::No) => include_str!("../sql/list_all.sql"),
-        (Subtree::Everything, Narrow::Live) => include_str!("../sql/list_all_live.sql"),
-        (Subtree::Everything, Narrow::Archived) => include_str!("../sql/list_all_archived.sql"),
-        (Subtree::ChildrenOf(_), Narrow::No) => include_str!("../sql/list_children.sql"),
-        (Subtree::ChildrenOf(_), Narrow::Live) => include_str!("../sql/list_children_live.sql"),
+        (Subtree::Everything, Narrow::No) => include_str!("../../sql/list_all.sql"),
+        (Subtree::Everything, Narrow::Live) => include_str!("../../sql/list_all_live.sql"),
+        (Subtree::Everything, Narrow::Archived) => include_str!("../../sql/list_all_archived.sql"),
+        (Subtree::ChildrenOf(_), Narrow::No) => include_str!("../../sql/list_children.sql"),
+        (Subtree::ChildrenOf(_), Narrow::Live) => include_str!("../../sql/list_children_live.sql"),
         (Subtree::ChildrenOf(_), Narrow::Archived) => {
-            include_str!("../sql/list_children_archived.sql")
+            include_str!("../../sql/list_children_archived.sql")
         }
-        (Subtree::DescendantsOf(_), Narrow::No) => include_str!("../sql/list_descendants.sql"),
+        (Subtree::DescendantsOf(_), Narrow::No) => include_str!("../../sql/list_descendants.sql"),
         (Subtree::DescendantsOf(_), Narrow::Live) => {
-            include_str!("../sql/list_descendants_live.sql")
+            include_str!("../../sql/list_descendants_live.sql")
         }
         (Subtree::DescendantsOf(_), Narrow::Archived) => {
-            include_str!("../sql/list_descendants_archived.sql")
+            include_str!("../../sql/list_descendants_archived.sql")
         }
     }
 }
@@ -165,8 +165,8 @@ enum Narrow {
 pub fn reach_statement(q: &ListQuery) -> Option<&'static str> {
     match q.subtree {
         Subtree::Everything => None,
-        Subtree::ChildrenOf(_) => Some(include_str!("../sql/list_children_reach.sql")),
-        Subtree::DescendantsOf(_) => Some(include_str!("../sql/list_descendants_reach.sql")),
+        Subtree::ChildrenOf(_) => Some(include_str!("../../sql/list_children_reach.sql")),
+        Subtree::DescendantsOf(_) => Some(include_str!("../../sql/list_descendants_reach.sql")),
     }
 }
 
@@ -377,7 +377,7 @@ pub fn list_every_manager(
 ) -> Result<Listing> {
     let threads = query_threads(
         conn,
-        include_str!("../sql/list_every_manager.sql"),
+        include_str!("../../sql/list_every_manager.sql"),
         named_params! {":state": state.as_str(), ":visibility": visibility.as_str()},
     )?;
     Ok(Listing::from(threads))

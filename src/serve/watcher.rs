@@ -21,7 +21,7 @@ use tokio::sync::mpsc;
 
 use crate::engine::Engine;
 use crate::error::Result;
-use crate::output::Output;
+use crate::serve::output::Output;
 use crate::store::commands::{self, CommandKind, CommandState, PendingCommand};
 use crate::store::{mailbox, Store};
 

@@ -16,7 +16,7 @@ use tracing::Instrument;
 
 use crate::engine::Engine;
 use crate::error::{Error, ErrorCode};
-use crate::output::{Output, Reply};
+use crate::serve::output::{Output, Reply};
 
 /// Longest request line accepted; longer lines get an error response and are skipped.
 pub const MAX_REQUEST_BYTES: usize = 8 << 20;
@@ -59,13 +59,12 @@ fn answer_if_unfinished(
 pub async fn serve(engine: Arc<Engine>) {
     // stdin driven by the reactor (see `stdio`; the guard restores its flags); stdout written
     // by a thread of its own with blocking writes (see `output`).
-    let (stdin, _stdin_flags) = crate::stdio::stdin();
+    let (stdin, _stdin_flags) = crate::serve::stdio::stdin();
     let (out_tx, write_lines) = Output::stdout();
     let writer = tokio::spawn(write_lines);
-    let watcher = tokio::spawn(tracing::Instrument::in_current_span(crate::watcher::run(
-        engine.clone(),
-        out_tx.clone(),
-    )));
+    let watcher = tokio::spawn(tracing::Instrument::in_current_span(
+        crate::serve::watcher::run(engine.clone(), out_tx.clone()),
+    ));
     let mut reader = BufReader::with_capacity(64 * 1024, stdin);
     let mut signals = shutdown_signals();
     let mut requests = tokio::task::JoinSet::new();
@@ -263,9 +262,9 @@ async fn handle(engine: &Engine, request: &Value, out: &Output) -> Result<Reply,
         "thread" => {
             let out = out.clone();
             let progress = move |details: &crate::contract::thread::Details<'_>| {
-                let _ = out.send(crate::output::Notification {
+                let _ = out.send(crate::serve::output::Notification {
                     method: "progress",
-                    params: crate::output::Progress {
+                    params: crate::serve::output::Progress {
                         request_id: &request_id,
                         details,
                     },

@@ -54,14 +54,14 @@ fn resolve_below(
     if is_thread_id(text) {
         return query_thread(
             conn,
-            include_str!("../sql/reach_thread_by_id.sql"),
+            include_str!("../../sql/reach_thread_by_id.sql"),
             named_params! {":manager": scope.manager_id, ":id": text},
         );
     }
     if let Some(path) = thread_reference_path(text, scope.current_path) {
         let mut found = query_threads(
             conn,
-            include_str!("../sql/reach_thread_by_path.sql"),
+            include_str!("../../sql/reach_thread_by_path.sql"),
             named_params! {":manager": scope.manager_id, ":path": &path},
         )?;
         match found.len() {
@@ -80,7 +80,7 @@ fn resolve_below(
     }
     let mut matches = query_threads(
         conn,
-        include_str!("../sql/reach_thread_by_name.sql"),
+        include_str!("../../sql/reach_thread_by_name.sql"),
         named_params! {":manager": scope.manager_id, ":name": text, ":limit": MAX_CANDIDATES},
     )?;
     match matches.len() {
@@ -110,7 +110,7 @@ fn resolve_own(conn: &Connection, scope: RefScope<'_>, reference: &str) -> Resul
     if is_thread_id(text) {
         return match query_thread(
             conn,
-            include_str!("../sql/thread_by_id.sql"),
+            include_str!("../../sql/thread_by_id.sql"),
             (text, scope.manager_id),
         )? {
             Some(row) => Ok(row),
@@ -120,7 +120,7 @@ fn resolve_own(conn: &Connection, scope: RefScope<'_>, reference: &str) -> Resul
     if let Some(path) = thread_reference_path(text, scope.current_path) {
         if let Some(row) = query_thread(
             conn,
-            include_str!("../sql/thread_by_path.sql"),
+            include_str!("../../sql/thread_by_path.sql"),
             (scope.manager_id, &path),
         )? {
             return Ok(row);
@@ -128,7 +128,7 @@ fn resolve_own(conn: &Connection, scope: RefScope<'_>, reference: &str) -> Resul
     }
     let mut matches = query_threads(
         conn,
-        include_str!("../sql/thread_by_name.sql"),
+        include_str!("../../sql/thread_by_name.sql"),
         (scope.manager_id, text, MAX_CANDIDATES),
     )?;
     match matches.len() {
@@ -166,7 +166,7 @@ pub fn resolve_list_filter(
 fn unknown(conn: &Connection, scope: RefScope<'_>, reference: &str) -> Result<Error> {
     let known = query_threads(
         conn,
-        include_str!("../sql/threads_known.sql"),
+        include_str!("../../sql/threads_known.sql"),
         (scope.manager_id, KNOWN_THREADS_SHOWN),
     )?;
     let listing = if known.is_empty() {

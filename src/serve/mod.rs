@@ -1,0 +1,16 @@
+//! The transport: how requests reach the engine and answers leave it.
+//!
+//! - [`server`]: `threadbase serve`'s JSON-lines loop on stdin/stdout (a request line in, a
+//!   task per request, its response line out);
+//! - [`output`]: the response lines (typed results, results in parts, streamed large ones),
+//!   written by a thread of their own or directly by the request's task;
+//! - `stdio`: serve's stdin as a stream on the reactor, and stdout's non-blocking writes;
+//! - [`watcher`]: the change counter's watcher (command rows for this serve's threads,
+//!   notices due to its session);
+//! - [`http`]: the threads RPC (snapshot, restore) over HTTP.
+
+pub mod http;
+pub mod output;
+pub mod server;
+pub(crate) mod stdio;
+pub mod watcher;
