@@ -10,9 +10,9 @@
  *   Request `{"id": n, "method": "thread", "params": {...}}`; response `{"id": n, "result":
  *   {content, details}}` or `{"id": n, "error": {code, message}}`; notification
  *   `{"method": "progress", "params": {"requestId": n, "details": {...}}}` while a `wait` runs.
- *   Serve runs with `--wire compact`: a list's threads cross the pipe once and `withAliases`
- *   restores `details.snapshots` as the same array; lines are split by `LineReader`, in time
- *   linear in the bytes (a list of every thread can be a line of tens of MB).
+ *   Serve runs with `--wire compact`: a list's threads cross the pipe once, in part lines before
+ *   the response line, and `withAliases` puts them in `details.threads` and `details.snapshots`
+ *   (the same array); lines are split by `LineReader`, in time linear in the bytes.
  * - `session_shutdown` closes the server's stdin: the server stops its live children gracefully,
  *   records their exits and exits 0. Pi runs this factory again for every new session runtime
  *   (new, switch, fork, clone, reload), so the next session gets its own server.
@@ -130,6 +130,8 @@ interface Pending {
 	resolve: (result: ToolResult) => void;
 	reject: (error: Error) => void;
 	onProgress?: (details: unknown) => void;
+	/** A list's snapshots so far, from its part lines (see withAliases). */
+	parts?: unknown[];
 }
 
 interface ServeIdentity {
@@ -258,16 +260,20 @@ export class LineReader {
 }
 
 /**
- * A `thread` list's details as pi-threads builds them. Serve (`--wire compact`) sends what is
- * always a copy as the placeholder `0`: `snapshots`, the alias of `threads`, and each listed
- * snapshot's `resultSummary`, which is its `result.text`. Both are set here, in place (so every
- * key keeps its position), and `snapshots` becomes the very array `threads` is. Every other
- * result is returned as it came.
+ * A `thread` list's details as pi-threads builds them. Serve (`--wire compact`) sends the list
+ * once, in part lines (`{"id", "part": [snapshot, …]}`, each under 64 KiB, so Node never makes
+ * a string in its large-object space) before the response line, whose `threads` and
+ * `snapshots` are the placeholder `0`; and each listed snapshot's `resultSummary`, which is its
+ * `result.text`, as `0` too. `threads` becomes the parts' snapshots in order (`parts`, what the
+ * part lines carried), `snapshots` the very same array, and each `resultSummary` its text, all
+ * set in place (so every key keeps its position). Every other result is returned as it came.
  */
-export function withAliases(details: any): any {
-	if (!details || details.kind !== "listed" || !Array.isArray(details.threads) || details.snapshots !== 0) {
+export function withAliases(details: any, parts: unknown[] = []): any {
+	if (!details || details.kind !== "listed" || details.snapshots !== 0) {
 		return details;
 	}
+	if (details.threads === 0) details.threads = parts;
+	if (!Array.isArray(details.threads)) return details;
 	for (const snap of details.threads) {
 		if (snap && snap.resultSummary === 0 && typeof snap.result?.text === "string") {
 			snap.resultSummary = snap.result.text;
@@ -407,6 +413,12 @@ class ServeConnection {
 		}
 		const p = this.pending.get(Number(msg.id));
 		if (!p) return;
+		if (Array.isArray(msg.part)) {
+			// A part line: more of the list the response line that follows carries.
+			const parts = (p.parts ??= []);
+			for (const snapshot of msg.part) parts.push(snapshot);
+			return;
+		}
 		this.pending.delete(Number(msg.id));
 		this.updateRef();
 		if (msg.error) {
@@ -422,7 +434,7 @@ class ServeConnection {
 			const shaped = Array.isArray(result.content);
 			const shapedResult: ToolResult = {
 				content: shaped ? result.content : [{ type: "text", text: JSON.stringify(result) }],
-				details: shaped ? withAliases(result.details) : result,
+				details: shaped ? withAliases(result.details, p.parts) : result,
 			};
 			if (shaped && result.terminate === true) shapedResult.terminate = true;
 			p.resolve(shapedResult);

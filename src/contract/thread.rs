@@ -496,8 +496,9 @@ pub fn compact_snapshot(json: &str) -> Option<(&str, &str)> {
 /// What [`Wire::Compact`](super::Wire) sends in place of a member that is a copy of another.
 pub const PLACEHOLDER: &str = "0";
 
-/// `details.snapshots`: the list again ([`Wire::Contract`](super::Wire)), or the placeholder
-/// `0` (compact), which the client replaces with the same array as `details.threads`.
+/// A list member in the wire's form: the list ([`Wire::Contract`](super::Wire)), or the
+/// placeholder `0` ([`Wire::Compact`](super::Wire)), which the client replaces (see
+/// [`Listed`]).
 #[derive(Debug)]
 pub enum Alias<'a, L: ?Sized> {
     Same(&'a L),
@@ -514,13 +515,15 @@ impl<L: ?Sized + Serialize> Serialize for Alias<'_, L> {
 }
 
 /// `list`'s details. `threads` and `snapshots` (its alias) are the same list, written twice
-/// (from one serialized text when the list is held in memory); with
-/// [`Wire::Compact`](super::Wire) `snapshots` is the placeholder `0`, for the client to set.
+/// (from one serialized text when the list is held in memory). With
+/// [`Wire::Compact`](super::Wire) both are the placeholder `0`: the list crosses the pipe
+/// once, in the part lines before the response line, and the client sets `threads` to their
+/// concatenation and `snapshots` to the same array.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Listed<'a, L: ?Sized> {
     pub kind: &'static str,
-    pub threads: &'a L,
+    pub threads: Alias<'a, L>,
     pub snapshots: Alias<'a, L>,
     pub count: usize,
     pub live_count: usize,
@@ -530,13 +533,14 @@ pub struct Listed<'a, L: ?Sized> {
 
 impl<'a, L: ?Sized> Listed<'a, L> {
     pub fn new(threads: &'a L, count: usize, live_count: usize, wire: super::Wire) -> Self {
+        let list = || match wire {
+            super::Wire::Contract => Alias::Same(threads),
+            super::Wire::Compact => Alias::Placeholder,
+        };
         Listed {
             kind: "listed",
-            threads,
-            snapshots: match wire {
-                super::Wire::Contract => Alias::Same(threads),
-                super::Wire::Compact => Alias::Placeholder,
-            },
+            threads: list(),
+            snapshots: list(),
             count,
             live_count,
             closed_count: count - live_count,

@@ -5,10 +5,12 @@
 //! `withAliases`), and exists for the `extension/list_*` rows of `benches/serve.rs` (issue 27:
 //! what the model pays is the extension's tool call, whose decode and parse grow with the
 //! bytes):
-//! - contract A's `list` sends `details.snapshots` (the alias of `details.threads`) and each
-//!   listed snapshot's `resultSummary` (always its `result.text`) as the placeholder `0`, which
-//!   the client sets in place (every key keeps its position, no object is rebuilt), so a list's
-//!   threads cross the pipe once and about 40% smaller;
+//! - contract A's `list` sends its snapshots once, in part lines `{"id", "part": [snapshot, …]}`
+//!   of at most about 64 KiB right before the response line (`engine::listing`), whose
+//!   `details.threads` and `details.snapshots` (its alias) are the placeholder `0`; each listed
+//!   snapshot's `resultSummary` (always its `result.text`) is `0` too. The client sets them in
+//!   place (every key keeps its position, no object is rebuilt), so a list's threads cross the
+//!   pipe once and about 40% smaller, and no line is long enough for Node's large-object space;
 //! - results are ASCII: every other character is a `\uXXXX` escape, the same JSON value. Node
 //!   decodes an ASCII line into a one-byte string about 4× faster than UTF-8 with a few
 //!   non-ASCII characters in it (measured on a 234 kB list: 718 µs against 178 µs).

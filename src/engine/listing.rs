@@ -8,14 +8,18 @@
 //! the content text and the snapshots, a [`BATCH`] at a time, into two spill files (`memfd`,
 //! else temporary files beside the database); the answer is the result's template around those
 //! files ([`Reply::Parts`]), and serve's writer moves them into the line with `sendfile`, the
-//! list twice (`details.threads` and its alias `details.snapshots`; once with `--wire compact`,
-//! see [`crate::contract::wire`]). The content text shows at most
-//! [`format::MAX_LIST_LINES`] threads. Nothing reaches the line
-//! before every row was read, so a failure on the way is an ordinary error, and memory stays a
-//! batch whatever the list's length.
+//! list twice (`details.threads` and its alias `details.snapshots`). The content text shows at
+//! most [`format::MAX_LIST_LINES`] threads. Nothing reaches the line before every row was read,
+//! so a failure on the way is an ordinary error, and memory stays a batch whatever the list's
+//! length.
+//!
+//! With `--wire compact` (see [`crate::contract::wire`]) the list crosses the pipe once, in
+//! part lines of at most about [`PART_BYTES`] before the response line, whose `threads` and
+//! `snapshots` are the placeholder `0`; the three paths make the same part lines.
 //!
 //! Without room for spill files, the rows are read again in four passes (counts, text, the list
-//! twice) and written straight into the line from a blocking thread ([`Reply::Stream`]).
+//! twice; with the compact wire the part lines, counts and text) and written straight into the
+//! line from a blocking thread ([`Reply::Stream`]).
 
 use crate::domain::{ManagerId, ThreadStatus};
 use std::cell::RefCell;
@@ -47,6 +51,18 @@ pub const IN_MEMORY: usize = 256;
 pub const BATCH: usize = 256;
 /// Bytes of content text handed to the escaping writer at a time.
 const PIECE_BYTES: usize = 64 * 1024;
+/// A compact list's part line holds snapshots up to this many bytes before the ASCII escapes
+/// (at least one), so the line stays under 128 KiB: an escape at most triples a character's
+/// bytes (`é`, 2 bytes, is `\u00e9`). For the rows `extension/list_ancestor_110` and
+/// `extension/list_all` of `benches/serve.rs`: Node makes a string of 128 KiB or more in its
+/// large-object space (fresh pages for every line) and concatenates a line's chunks into a
+/// fresh buffer; as one line, a list of 110 threads (212 kB) cost the extension 14–16% more in
+/// its line reader and `JSON.parse` (the recorded lines fed in 64 KiB chunks, one line against
+/// six, interleaved in one process, medians of 2500: 1350 against 1166 µs, 1496 against 1268,
+/// 1586 against 1348, 1501 against 1265), while serve's work stays the same (callgrind, 200
+/// lists: 329.6M instructions against 328.5M). It also keeps every line far below
+/// V8's largest string (about 512 MB, a list of some 250k threads).
+pub const PART_BYTES: usize = 40 * 1024;
 
 /// The answer to a `list` of `q` in `e`'s manager.
 pub(super) fn reply(e: &Engine, q: ListQuery) -> Result<Reply> {
@@ -69,8 +85,12 @@ pub(super) fn reply(e: &Engine, q: ListQuery) -> Result<Reply> {
     drop(conn);
     e.cache.missed(std::mem::take(&mut missed));
     match answer? {
-        Answer::Memory(json) => Ok(Reply::Json(json)),
-        Answer::Spilled(parts) => Ok(Reply::Parts(parts)),
+        Answer::Memory { lines, json } if lines.is_empty() => Ok(Reply::Json(json)),
+        Answer::Memory { lines, json } => Ok(Reply::Parts {
+            lines,
+            result: vec![Part::Bytes(json)],
+        }),
+        Answer::Spilled { lines, result } => Ok(Reply::Parts { lines, result }),
         Answer::NoRoom => {
             // No spill file could be made: the rows are read again, in passes, straight into
             // the line (from a blocking thread).
@@ -89,10 +109,11 @@ pub(super) fn reply(e: &Engine, q: ListQuery) -> Result<Reply> {
 
 /// A list's answer, as [`answer`] made it.
 enum Answer {
-    /// The result JSON.
-    Memory(Vec<u8>),
-    /// The result JSON in pieces, the text and the snapshots in spill files.
-    Spilled(Vec<Part>),
+    /// The result JSON, and a compact list's part lines.
+    Memory { lines: Vec<Part>, json: Vec<u8> },
+    /// The result JSON in pieces, the text and the snapshots in spill files, and a compact
+    /// list's part lines (in the snapshots' spill file).
+    Spilled { lines: Vec<Part>, result: Vec<Part> },
     /// Longer than fits in memory, and the spill files could not be made or written.
     NoRoom,
 }
@@ -100,8 +121,8 @@ enum Answer {
 /// One pass over `q`'s rows: up to `in_memory` threads are answered from memory; past that the
 /// rows so far and every later one go, a batch at a time, into two spill files (the content
 /// text, escaped, and the snapshots as a JSON array), and the answer is the template around
-/// them (the list file twice: `details.threads` and its alias `details.snapshots`, once with
-/// [`Wire::Compact`]). Past `in_memory` rows the pass goes on in `block_in_place` (see
+/// them (the list file twice: `details.threads` and its alias `details.snapshots`; with
+/// [`Wire::Compact`] the list file holds the part lines' bodies instead). Past `in_memory` rows the pass goes on in `block_in_place` (see
 /// [`list::each_row_switching`]). `new_spill` makes the spill files ([`Spill::new`]).
 fn answer(
     conn: &Connection,
@@ -150,7 +171,8 @@ fn answer(
     }
     let Some(mut spill) = spill else {
         let (listed, live) = rendered(conn, entries, missed)?;
-        return Ok(Answer::Memory(from_memory(&listed, live, wire)?));
+        let (lines, json) = from_memory(&listed, live, wire)?;
+        return Ok(Answer::Memory { lines, json });
     };
     if !entries.is_empty() {
         match spill.write_batch(conn, entries, missed)? {
@@ -158,23 +180,104 @@ fn answer(
             None => return Ok(Answer::NoRoom),
         }
     }
-    let Ok((text, text_len, list, list_len)) = spill.finish(count) else {
+    let Ok(Spilled {
+        text: (text, text_len),
+        list: (list, list_len),
+        bounds,
+    }) = spill.finish(count)
+    else {
         return Ok(Answer::NoRoom);
     };
     let t = Template::new(count, live, wire)?;
     let bytes = |pieces: &[&[u8]]| Part::Bytes(pieces.concat());
-    let mut parts = vec![
-        bytes(&[t.part(0), b"\""]),
-        Part::File(text, text_len),
-        bytes(&[b"\"", t.part(1)]),
-        Part::File(list.clone(), list_len),
-    ];
+    let file = |file: &Arc<std::fs::File>, at: u64, len: u64| Part::File {
+        file: file.clone(),
+        at,
+        len,
+    };
+    let mut result = vec![bytes(&[t.part(0), b"\""]), file(&text, 0, text_len)];
     if t.aliased() {
-        parts.push(bytes(&[t.part(2)]));
-        parts.push(Part::File(list, list_len));
+        result.push(bytes(&[b"\"", t.part(1)]));
+        result.push(file(&list, 0, list_len));
+        result.push(bytes(&[t.part(2)]));
+        result.push(file(&list, 0, list_len));
+        result.push(bytes(&[t.last()]));
+    } else {
+        result.push(bytes(&[b"\"", t.last()]));
     }
-    parts.push(bytes(&[t.last()]));
-    Ok(Answer::Spilled(parts))
+    let lines = bounds
+        .into_iter()
+        .flat_map(|(at, len)| {
+            [
+                Part::Bytes(PART_HEAD.to_vec()),
+                Part::Id,
+                file(&list, at, len),
+            ]
+        })
+        .collect();
+    Ok(Answer::Spilled { lines, result })
+}
+
+/// A part line starts with this, then the request's id, then a body from [`PartCutter`].
+const PART_HEAD: &[u8] = b"{\"id\":";
+
+/// Cuts a compact list ([`Wire::Compact`]) into the bodies of its part lines, batch after
+/// batch: `,"part":[snapshot,…]}` and a line feed, in ASCII, each holding snapshots up to
+/// [`PART_BYTES`] before the ASCII escapes (one at least). Where a body ends depends only on the
+/// snapshots, so the three answer paths, whose batches differ, cut the same lines.
+#[derive(Default)]
+struct PartCutter {
+    body: Vec<u8>,
+}
+
+impl PartCutter {
+    const OPEN: &'static [u8] = b",\"part\":[";
+    const CLOSE: &'static [u8] = b"]}\n";
+
+    /// Adds `listed`; the bodies it completed go to `done`.
+    fn push(&mut self, listed: &[Rendered], done: &mut Vec<Vec<u8>>) -> Result<()> {
+        for r in listed {
+            if !self.body.is_empty() && self.body.len() + r.json.len() > PART_BYTES {
+                self.close(done);
+            }
+            if self.body.is_empty() {
+                self.body.reserve(PART_BYTES + 4096);
+                self.body.extend_from_slice(Self::OPEN);
+            } else {
+                self.body.push(b',');
+            }
+            write_snapshot(&r.json, Wire::Compact, &mut self.body)?;
+        }
+        Ok(())
+    }
+
+    /// Ends the body under way, if any, into `done`.
+    fn close(&mut self, done: &mut Vec<Vec<u8>>) {
+        if !self.body.is_empty() {
+            self.body.extend_from_slice(Self::CLOSE);
+            done.push(Wire::Compact.result(std::mem::take(&mut self.body)));
+        }
+    }
+
+    /// Every body of `listed`.
+    fn all(listed: &[Rendered]) -> Result<Vec<Vec<u8>>> {
+        let mut cutter = PartCutter::default();
+        let mut done = Vec::new();
+        cutter.push(listed, &mut done)?;
+        cutter.close(&mut done);
+        Ok(done)
+    }
+}
+
+/// A finished spill file and its length.
+type Filed = (Arc<std::fs::File>, u64);
+
+/// A long list's finished spill files, and where its part lines' bodies are in the list file
+/// ([`Wire::Compact`]).
+struct Spilled {
+    text: Filed,
+    list: Filed,
+    bounds: Vec<(u64, u64)>,
 }
 
 /// The two spill files of a long list: its content text (escaped for a JSON string, without
@@ -184,6 +287,9 @@ struct Spill {
     list: SpillFile,
     first: bool,
     wire: Wire,
+    /// Where each part line's body is in `list`, and the body under way ([`Wire::Compact`]).
+    bounds: Vec<(u64, u64)>,
+    parts: PartCutter,
     /// Lines of the content text written so far (at most [`format::MAX_LIST_LINES`]).
     shown: usize,
     lines: String,
@@ -271,12 +377,16 @@ impl Spill {
     }
 
     fn over(text: SpillFile, mut list: SpillFile, wire: Wire) -> Option<Spill> {
-        list.write_all(b"[").ok()?;
+        if wire == Wire::Contract {
+            list.write_all(b"[").ok()?;
+        }
         Some(Spill {
             text,
             list,
             first: true,
             wire,
+            bounds: Vec::new(),
+            parts: PartCutter::default(),
             shown: 0,
             lines: String::with_capacity(BATCH * 160),
             escaped: Vec::with_capacity(BATCH * 170),
@@ -298,16 +408,34 @@ impl Spill {
         if !self.write_text()? {
             return Ok(None);
         }
+        if self.wire == Wire::Compact {
+            let mut done = Vec::new();
+            self.parts.push(&listed, &mut done)?;
+            if !self.write_parts(done) {
+                return Ok(None);
+            }
+            return Ok(Some(live));
+        }
         self.escaped.clear();
         write_snapshots(&listed, self.first, self.wire, &mut self.escaped)?;
-        let escaped = self.wire.result(std::mem::take(&mut self.escaped));
-        let written = self.list.write_all(&escaped).is_ok();
-        self.escaped = escaped;
+        let written = self.list.write_all(&self.escaped).is_ok();
         if !written {
             return Ok(None);
         }
         self.first = false;
         Ok(Some(live))
+    }
+
+    /// Part lines' bodies onto the list file, where `bounds` finds them; `false` when the file
+    /// could not take them.
+    fn write_parts(&mut self, bodies: Vec<Vec<u8>>) -> bool {
+        for body in bodies {
+            self.bounds.push((self.list.written, body.len() as u64));
+            if self.list.write_all(&body).is_err() {
+                return false;
+            }
+        }
+        true
     }
 
     /// `self.lines` escaped for a JSON string onto the text file; `false` when the file could
@@ -324,20 +452,31 @@ impl Spill {
         Ok(written)
     }
 
-    /// The files and their lengths, (text, list), once the list's `count` threads are in.
-    fn finish(
-        mut self,
-        count: usize,
-    ) -> std::io::Result<(Arc<std::fs::File>, u64, Arc<std::fs::File>, u64)> {
+    /// The files and their lengths, (text, list), and where the part lines' bodies are in the
+    /// list file, once the list's `count` threads are in.
+    fn finish(mut self, count: usize) -> std::io::Result<Spilled> {
         self.lines.clear();
         push_more(&mut self.lines, self.shown, count);
         if !self.write_text().map_err(std::io::Error::other)? {
             return Err(std::io::Error::other("the text spill file is full"));
         }
-        self.list.write_all(b"]")?;
+        match self.wire {
+            Wire::Contract => self.list.write_all(b"]")?,
+            Wire::Compact => {
+                let mut done = Vec::new();
+                self.parts.close(&mut done);
+                if !self.write_parts(done) {
+                    return Err(std::io::Error::other("the list spill file is full"));
+                }
+            }
+        }
         let (text, text_len) = self.text.finish()?;
         let (list, list_len) = self.list.finish()?;
-        Ok((text, text_len, list, list_len))
+        Ok(Spilled {
+            text: (text, text_len),
+            list: (list, list_len),
+            bounds: self.bounds,
+        })
     }
 }
 
@@ -448,8 +587,9 @@ fn push_more(text: &mut String, shown: usize, count: usize) {
 }
 
 /// The result JSON of a list whose answers (`live` of them live) are all in memory, written
-/// into the [`Template`] as a streamed list is, so the two are the same bytes.
-fn from_memory(listed: &[Rendered], live: usize, wire: Wire) -> Result<Vec<u8>> {
+/// into the [`Template`] as a streamed list is, so the two are the same bytes; and with
+/// [`Wire::Compact`] the part lines that carry the list.
+fn from_memory(listed: &[Rendered], live: usize, wire: Wire) -> Result<(Vec<Part>, Vec<u8>)> {
     let mut text = String::new();
     if listed.is_empty() {
         text.push_str(format::NO_THREADS);
@@ -462,6 +602,14 @@ fn from_memory(listed: &[Rendered], live: usize, wire: Wire) -> Result<Vec<u8>> 
     let mut json = Vec::with_capacity(2 * list_len + 2 * text.len() + t.json.len() + 64);
     json.extend_from_slice(t.part(0));
     serde_json::to_writer(&mut json, text.as_str())?;
+    if !t.aliased() {
+        json.extend_from_slice(t.last());
+        let lines = PartCutter::all(listed)?
+            .into_iter()
+            .flat_map(|body| [Part::Bytes(PART_HEAD.to_vec()), Part::Id, Part::Bytes(body)])
+            .collect();
+        return Ok((lines, wire.result(json)));
+    }
     json.extend_from_slice(t.part(1));
     // The list once, then copied from the line itself into its second hole.
     let start = json.len();
@@ -474,12 +622,10 @@ fn from_memory(listed: &[Rendered], live: usize, wire: Wire) -> Result<Vec<u8>> 
     }
     json.push(b']');
     let end = json.len();
-    if t.aliased() {
-        json.extend_from_slice(t.part(2));
-        json.extend_from_within(start..end);
-    }
+    json.extend_from_slice(t.part(2));
+    json.extend_from_within(start..end);
     json.extend_from_slice(t.last());
-    Ok(wire.result(json))
+    Ok((Vec::new(), wire.result(json)))
 }
 
 /// The holes of a streamed list's template: the text, then the list (twice). Serialized, a
@@ -491,7 +637,7 @@ const LIST_HOLE: &str = "\u{0}list";
 /// serialized with markers where the text and the lists go, cut at the markers.
 struct Template {
     json: String,
-    /// Where the text hole and the list holes (two, or one with [`Wire::Compact`]) start and
+    /// Where the text hole and the list holes (two, or none with [`Wire::Compact`]) start and
     /// end.
     holes: Vec<(usize, usize)>,
 }
@@ -511,15 +657,17 @@ impl Template {
             Ok((at, at + m.len()))
         };
         let text = find(TEXT_HOLE, 0)?;
-        let threads = find(LIST_HOLE, text.1)?;
-        let mut holes = vec![text, threads];
+        let mut holes = vec![text];
         if wire == Wire::Contract {
+            let threads = find(LIST_HOLE, text.1)?;
+            holes.push(threads);
             holes.push(find(LIST_HOLE, threads.1)?);
         }
         Ok(Template { holes, json })
     }
 
-    /// Whether the list goes in twice (`details.snapshots` too).
+    /// Whether the list goes in (twice: `details.threads` and `details.snapshots`); with
+    /// [`Wire::Compact`] it goes in the part lines instead.
     fn aliased(&self) -> bool {
         self.holes.len() == 3
     }
@@ -539,7 +687,7 @@ impl Template {
 
 /// Writes the whole response line of a long list, its shape the [`Template`]'s, when no spill
 /// file could be made: the rows are read in four passes of one read transaction (counts, text,
-/// and the list twice) and written straight into the line. A failure after the first byte
+/// and the list twice; with [`Wire::Compact`] the part lines first, then counts and text) and written straight into the line. A failure after the first byte
 /// leaves the line unfinished (see [`crate::serve::output::Output::stream`]).
 fn stream(
     store: &Store,
@@ -561,6 +709,10 @@ fn stream(
             &mut ascii
         }
     };
+    if wire == Wire::Compact {
+        // The list in part lines, before the response line.
+        part_lines(&tx, manager_id, q, id, w)?;
+    }
     w.write_all(b"{\"id\":")?;
     serde_json::to_writer(&mut *w, id)?;
     w.write_all(b",\"result\":")?;
@@ -587,10 +739,10 @@ fn stream(
         return Err(e);
     }
     text?;
-    w.write_all(t.part(1))?;
-    // The text's pass noted what was not cached: the later passes find the same.
-    snapshots(&tx, manager_id, q, wire, w)?;
     if t.aliased() {
+        w.write_all(t.part(1))?;
+        // The text's pass noted what was not cached: the later passes find the same.
+        snapshots(&tx, manager_id, q, wire, w)?;
         w.write_all(t.part(2))?;
         snapshots(&tx, manager_id, q, wire, w)?;
     }
@@ -626,6 +778,48 @@ fn write_snapshot(json: &str, wire: Wire, w: &mut dyn Write) -> std::io::Result<
             }
         },
     }
+}
+
+/// The part lines of a compact list for request `id` straight into the output: the rows in
+/// batches as [`snapshots`] reads them.
+fn part_lines(
+    conn: &Connection,
+    manager_id: ManagerId,
+    q: &ListQuery,
+    id: &Value,
+    w: &mut dyn Write,
+) -> Result<()> {
+    let id = serde_json::to_vec(id)?;
+    let mut missed = Vec::new();
+    let mut cutter = PartCutter::default();
+    let write = |bodies: Vec<Vec<u8>>, w: &mut dyn Write| -> Result<()> {
+        for body in bodies {
+            w.write_all(PART_HEAD)?;
+            w.write_all(&id)?;
+            w.write_all(&body)?;
+        }
+        Ok(())
+    };
+    let mut write_batch = |batch: &mut Vec<Entry>, cutter: &mut PartCutter| -> Result<()> {
+        let (listed, _) = rendered(conn, std::mem::take(batch), &mut missed)?;
+        let mut done = Vec::new();
+        cutter.push(&listed, &mut done)?;
+        write(done, w)
+    };
+    let mut batch: Vec<Entry> = Vec::with_capacity(BATCH);
+    list::each_row(conn, manager_id, q, |r| {
+        batch.push(Entry::from_row(r)?);
+        if batch.len() == BATCH {
+            write_batch(&mut batch, &mut cutter)?;
+        }
+        Ok(true)
+    })?;
+    if !batch.is_empty() {
+        write_batch(&mut batch, &mut cutter)?;
+    }
+    let mut done = Vec::new();
+    cutter.close(&mut done);
+    write(done, w)
 }
 
 /// `[snapshot, …]` straight into the line: the rows in batches, each batch's cached answers in
@@ -814,7 +1008,7 @@ mod tests {
         let (file, len) = f.finish().unwrap();
         assert_eq!(len, want.len() as u64);
         let mut got = crate::serve::output::Plain(Vec::new());
-        crate::serve::output::LineWriter::write_file(&mut got, &file, len).unwrap();
+        crate::serve::output::LineWriter::write_file(&mut got, &file, 0, len).unwrap();
         assert!(got.0 == want);
     }
 
@@ -870,7 +1064,7 @@ mod tests {
     }
 
     /// `q`'s answer made with spill files from its first row, written out as serve writes it
-    /// for request id 7 (without the line's LF).
+    /// for request id 7 (without the response line's LF).
     fn spilled(
         store: &Store,
         m: ManagerId,
@@ -880,22 +1074,53 @@ mod tests {
     ) -> Vec<u8> {
         let conn = store.read().unwrap();
         let tx = crate::store::ReadTx::begin(&conn).unwrap();
-        let Answer::Spilled(parts) =
+        let Answer::Spilled { lines, result } =
             answer(&tx, m, q, wire, 0, || Spill::new(None, wire), missed).unwrap()
         else {
             panic!("{q:?}: not spilled");
         };
-        let mut line = crate::serve::output::Plain(b"{\"id\":7,\"result\":".to_vec());
-        for p in &parts {
-            match p {
-                Part::Bytes(b) => line.0.extend_from_slice(b),
-                Part::File(f, len) => {
-                    crate::serve::output::LineWriter::write_file(&mut line, f, *len).unwrap()
-                }
+        written(&lines, &result)
+    }
+
+    /// What serve writes for request id 7 of a reply's part lines and result (without the
+    /// response line's LF).
+    fn written(lines: &[Part], result: &[Part]) -> Vec<u8> {
+        let mut out = crate::serve::output::Plain(Vec::new());
+        let put = |p: &Part, out: &mut crate::serve::output::Plain<Vec<u8>>| match p {
+            Part::Bytes(b) => out.0.extend_from_slice(b),
+            Part::File { file, at, len } => {
+                crate::serve::output::LineWriter::write_file(out, file, *at, *len).unwrap()
             }
+            Part::Id => out.0.extend_from_slice(b"7"),
+        };
+        for p in lines {
+            put(p, &mut out);
         }
-        line.0.push(b'}');
-        line.0
+        out.0.extend_from_slice(b"{\"id\":7,\"result\":");
+        for p in result {
+            put(p, &mut out);
+        }
+        out.0.push(b'}');
+        out.0
+    }
+
+    /// A reply's lines as serve writes them: the part lines' lists (each checked: request 7,
+    /// under 128 KiB unless it holds one snapshot) and the response.
+    fn parts_and_response(all: &[u8]) -> (Vec<Vec<Value>>, Value) {
+        let mut lines: Vec<&[u8]> = all.split(|b| *b == b'\n').collect();
+        let response = serde_json::from_slice(lines.pop().unwrap()).unwrap();
+        let parts = lines
+            .into_iter()
+            .map(|l| {
+                let v: Value = serde_json::from_slice(l).unwrap();
+                assert_eq!(v["id"], 7);
+                let list = v["part"].as_array().unwrap().clone();
+                assert!(!list.is_empty());
+                assert!(l.len() < 128 * 1024 || list.len() == 1, "{}", l.len());
+                list
+            })
+            .collect();
+        (parts, response)
     }
 
     /// A spilled or streamed list is exactly the list the in-memory path writes, for every
@@ -932,12 +1157,10 @@ mod tests {
             let mut missed = Vec::new();
             let (listed, live) = rendered(&conn, entries, &mut missed).unwrap();
             assert_eq!(live, rows.iter().filter(|r| r.is_live()).count(), "{q:?}");
-            let want = from_memory(&listed, live, wire).unwrap();
+            let (want_lines, want) = from_memory(&listed, live, wire).unwrap();
             drop(conn);
             let line = spilled(&store, m, &q, wire, &mut Vec::new());
-            let mut expected = b"{\"id\":7,\"result\":".to_vec();
-            expected.extend_from_slice(&want);
-            expected.push(b'}');
+            let expected = written(&want_lines, &[Part::Bytes(want.clone())]);
             assert!(line == expected, "{q:?}: the spilled line differs");
             // Without a spill file the rows are read in passes, with the same answer.
             let mut unspilled = Vec::new();
@@ -975,8 +1198,9 @@ mod tests {
             drop(conn);
             assert_eq!(live_again, live, "{q:?}");
             assert!(again.is_empty(), "{q:?}: cached rows were rendered again");
+            let (cached_lines, cached) = from_memory(&listed, live, wire).unwrap();
             assert!(
-                from_memory(&listed, live, wire).unwrap() == want,
+                written(&cached_lines, &[Part::Bytes(cached)]) == expected,
                 "{q:?}: the cached list differs"
             );
             let cached_line = spilled(&store, m, &q, wire, &mut again);
@@ -1001,7 +1225,7 @@ mod tests {
                 cached_line == expected,
                 "{q:?}: the cached streamed line differs"
             );
-            let v: Value = serde_json::from_slice(&line).unwrap();
+            let (parts, v) = parts_and_response(&line);
             let details = &v["result"]["details"];
             let count = details["count"].as_u64().unwrap() as usize;
             let text = v["result"]["content"][0]["text"].as_str().unwrap();
@@ -1018,17 +1242,22 @@ mod tests {
             }
             match wire {
                 Wire::Contract => {
+                    assert!(parts.is_empty(), "{q:?}");
                     assert_eq!(details["threads"], details["snapshots"], "{q:?}");
                     contract_lines.push(v);
                 }
                 Wire::Compact => {
                     assert!(line.is_ascii(), "{q:?}: the compact line is not ASCII");
-                    // The contract's answer with `details.snapshots` and each thread's
+                    assert_eq!(parts.is_empty(), count == 0, "{q:?}");
+                    // The contract's answer with `details.threads` and `details.snapshots` as
+                    // the placeholder 0, the list in the part lines, and each thread's
                     // `resultSummary` (a copy of its `result.text`) as the placeholder 0.
                     let mut want = contract_lines.remove(0);
                     let want_details = want["result"]["details"].as_object_mut().unwrap();
                     want_details["snapshots"] = 0.into();
-                    for t in want_details["threads"].as_array_mut().unwrap() {
+                    let mut want_list = want_details["threads"].take();
+                    want_details["threads"] = 0.into();
+                    for t in want_list.as_array_mut().unwrap() {
                         assert_eq!(
                             t.get("resultSummary").is_some(),
                             t["result"]["text"].is_string(),
@@ -1041,6 +1270,12 @@ mod tests {
                     assert_eq!(
                         serde_json::to_string(&v).unwrap(),
                         serde_json::to_string(&want).unwrap(),
+                        "{q:?}"
+                    );
+                    let joined: Vec<Value> = parts.into_iter().flatten().collect();
+                    assert_eq!(
+                        serde_json::to_string(&joined).unwrap(),
+                        serde_json::to_string(&want_list).unwrap(),
                         "{q:?}"
                     );
                 }

@@ -8,7 +8,9 @@
 //! [`CHUNK_BYTES`] over a bounded channel, so the memory it holds stays a few chunks whatever
 //! its size. While a streamed line is being written, other lines wait their turn. A result
 //! already made in files (a long list's spill files) is a [`Reply::Parts`]: the writer copies
-//! the files into the line with `sendfile`.
+//! the files into the line with `sendfile`. A reply may come with whole lines that go right
+//! before its response line, in the same turn (a compact list's part lines, see
+//! [`crate::contract::wire`]).
 //!
 //! The writer is a thread of its own with blocking writes (see [`Output::new`]); on a pipe or
 //! socket of its own, a small line is written by the task that made it when nothing is queued
@@ -38,14 +40,23 @@ pub enum Reply {
     Stream(StreamFn),
     /// A result already made, in pieces, some of them in files (a long list's spilled text and
     /// snapshots): the writer copies each file into the line without reading it into memory.
-    Parts(Vec<Part>),
+    /// `lines` are whole lines written first, right before the response line and in the same
+    /// turn (nothing comes between them): a compact list's part lines.
+    Parts { lines: Vec<Part>, result: Vec<Part> },
 }
 
 /// A piece of a [`Reply::Parts`] result.
 pub enum Part {
     Bytes(Vec<u8>),
-    /// The first `len` bytes of a file (read at offsets: one file may appear more than once).
-    File(Arc<std::fs::File>, u64),
+    /// `len` bytes of a file from offset `at` (read at offsets: one file may appear more than
+    /// once).
+    File {
+        file: Arc<std::fs::File>,
+        at: u64,
+        len: u64,
+    },
+    /// The request's id, as JSON (in `lines`).
+    Id,
 }
 
 /// Writes a streamed response line for the request id it is given.
@@ -70,9 +81,14 @@ impl Reply {
                 let mut response: Value = serde_json::from_slice(&line)?;
                 Ok(response["result"].take())
             }
-            Reply::Parts(parts) => {
+            Reply::Parts { lines, result } => {
+                if !lines.is_empty() {
+                    return Err(Error::internal(
+                        "a compact list's part lines are for serve's pipe; in-process callers use the contract wire",
+                    ));
+                }
                 let mut json = Vec::new();
-                for p in &parts {
+                for p in &result {
                     write_part(&mut Plain(&mut json), p)?;
                 }
                 Ok(serde_json::from_slice(&json)?)
@@ -84,17 +100,23 @@ impl Reply {
 /// Where the writer thread writes: any `Write`, which may copy a file's bytes faster than
 /// reading them into memory first.
 pub trait LineWriter: Write {
-    /// Writes the first `len` bytes of `file`.
-    fn write_file(&mut self, file: &std::fs::File, len: u64) -> io::Result<()> {
-        copy_file(file, len, self)
+    /// Writes `len` bytes of `file` from offset `at`.
+    fn write_file(&mut self, file: &std::fs::File, at: u64, len: u64) -> io::Result<()> {
+        copy_file(file, at, len, self)
     }
 }
 
-/// Reads `file`'s first `len` bytes at offsets and writes them to `w`.
-fn copy_file(file: &std::fs::File, len: u64, w: &mut (impl Write + ?Sized)) -> io::Result<()> {
+/// Reads `len` bytes of `file` from offset `from`, at offsets, and writes them to `w`.
+fn copy_file(
+    file: &std::fs::File,
+    from: u64,
+    len: u64,
+    w: &mut (impl Write + ?Sized),
+) -> io::Result<()> {
     use std::os::unix::fs::FileExt;
     let mut buf = vec![0u8; (64 * 1024).min(len as usize)];
-    let mut at = 0u64;
+    let mut at = from;
+    let len = from + len;
     while at < len {
         let want = buf.len().min((len - at) as usize);
         let n = file.read_at(&mut buf[..want], at)?;
@@ -125,15 +147,17 @@ impl<W: Write> Write for Plain<W> {
 impl<W: Write> LineWriter for Plain<W> {}
 
 impl<W: LineWriter + ?Sized> LineWriter for Box<W> {
-    fn write_file(&mut self, file: &std::fs::File, len: u64) -> io::Result<()> {
-        (**self).write_file(file, len)
+    fn write_file(&mut self, file: &std::fs::File, at: u64, len: u64) -> io::Result<()> {
+        (**self).write_file(file, at, len)
     }
 }
 
+/// Writes `part`; a [`Part::Id`] has been replaced by the id's bytes before it reaches here.
 fn write_part(w: &mut (impl LineWriter + ?Sized), part: &Part) -> io::Result<()> {
     match part {
         Part::Bytes(b) => w.write_all(b),
-        Part::File(f, len) => w.write_file(f, *len),
+        Part::File { file, at, len } => w.write_file(file, *at, *len),
+        Part::Id => Err(io::Error::other("a part line's id was not filled in")),
     }
 }
 
@@ -295,8 +319,9 @@ impl Write for PolledWriter {
 
 impl LineWriter for PolledWriter {
     /// `sendfile`: the kernel moves the file's pages into stdout, no copy through this process.
-    fn write_file(&mut self, file: &std::fs::File, len: u64) -> io::Result<()> {
-        let mut at = 0u64;
+    fn write_file(&mut self, file: &std::fs::File, from: u64, len: u64) -> io::Result<()> {
+        let mut at = from;
+        let len = from + len;
         while at < len {
             let want = usize::try_from(len - at).unwrap_or(usize::MAX).min(1 << 30);
             match rustix::fs::sendfile(&self.0.stdout.fd, file, Some(&mut at), want) {
@@ -305,8 +330,8 @@ impl LineWriter for PolledWriter {
                 Err(rustix::io::Errno::INTR) => {}
                 Err(rustix::io::Errno::AGAIN) => self.wait_for_room()?,
                 // Not for this pair of files: copy through memory.
-                Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS) if at == 0 => {
-                    return copy_file(file, len, self)
+                Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS) if at == from => {
+                    return copy_file(file, from, len - from, self)
                 }
                 Err(e) => return Err(e.into()),
             }
@@ -339,6 +364,29 @@ enum Out {
     Stream(std_mpsc::Receiver<Vec<u8>>),
     Parts(Vec<Part>),
 }
+
+impl Out {
+    /// The bytes of an item held in memory, in order, as a few slices for one `writev` (a
+    /// stream, a file, or more than [`MAX_DIRECT_PIECES`] pieces: `None`).
+    fn pieces(&self) -> Option<Vec<&[u8]>> {
+        match self {
+            Out::Line(line) => Some(vec![line]),
+            Out::Framed { head, body } => Some(vec![head, body, FRAME_END]),
+            Out::Stream(_) => None,
+            Out::Parts(parts) if parts.len() <= MAX_DIRECT_PIECES => parts
+                .iter()
+                .map(|p| match p {
+                    Part::Bytes(b) => Some(b.as_slice()),
+                    Part::File { .. } | Part::Id => None,
+                })
+                .collect(),
+            Out::Parts(_) => None,
+        }
+    }
+}
+
+/// At most this many pieces are written directly in one `writev` (the system takes 1024).
+const MAX_DIRECT_PIECES: usize = 256;
 
 /// The writer is gone (stdout closed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -422,22 +470,17 @@ impl Output {
             return self.tx.send(out).map_err(|_| Closed);
         };
         let mut queued = direct.queued.lock().unwrap_or_else(|p| p.into_inner());
-        let out = match out {
-            out @ (Out::Line(_) | Out::Framed { .. }) if *queued == 0 => {
-                let parts: [&[u8]; 3] = match &out {
-                    Out::Line(line) => [line, &[], &[]],
-                    Out::Framed { head, body } => [head, body, FRAME_END],
-                    Out::Stream(_) | Out::Parts(_) => unreachable!(),
-                };
-                let total: usize = parts.iter().map(|p| p.len()).sum();
+        let out = match out.pieces() {
+            Some(pieces) if *queued == 0 => {
+                let total: usize = pieces.iter().map(|p| p.len()).sum();
                 if total >= direct.stdout.direct_below {
                     out
                 } else {
-                    match direct.stdout.try_write(&parts) {
+                    match direct.stdout.try_write(&pieces) {
                         Ok(n) if n == total => return Ok(()),
                         // Too little room: the writer thread writes the rest, first.
                         Ok(n) => {
-                            let mut rest = parts.concat();
+                            let mut rest = pieces.concat();
                             rest.drain(..n);
                             Out::Line(rest)
                         }
@@ -448,7 +491,7 @@ impl Output {
                     }
                 }
             }
-            out => out,
+            _ => out,
         };
         *queued += 1;
         self.tx.send(out).map_err(|_| Closed)
@@ -488,16 +531,22 @@ impl Output {
         let _ = self.put(out);
     }
 
-    /// Writes the response line of request `id` whose result is `parts`, in order.
-    pub fn respond_parts(&self, id: &Value, parts: Vec<Part>) {
+    /// Writes `lines` (whole lines, each [`Part::Id`] in them `id`) and then the response line
+    /// of request `id` whose result is `result`, in order, in one turn.
+    pub fn respond_parts(&self, id: &Value, lines: Vec<Part>, result: Vec<Part>) {
+        let id = serde_json::to_vec(id).unwrap_or_else(|_| b"null".to_vec());
         let mut head = b"{\"id\":".to_vec();
-        let _ = serde_json::to_writer(&mut head, id);
+        head.extend_from_slice(&id);
         head.extend_from_slice(b",\"result\":");
-        let mut line = Vec::with_capacity(parts.len() + 2);
-        line.push(Part::Bytes(head));
-        line.extend(parts);
-        line.push(Part::Bytes(FRAME_END.to_vec()));
-        let _ = self.put(Out::Parts(line));
+        let mut all = Vec::with_capacity(lines.len() + result.len() + 2);
+        all.extend(lines.into_iter().map(|p| match p {
+            Part::Id => Part::Bytes(id.clone()),
+            p => p,
+        }));
+        all.push(Part::Bytes(head));
+        all.extend(result);
+        all.push(Part::Bytes(FRAME_END.to_vec()));
+        let _ = self.put(Out::Parts(all));
     }
 
     /// Runs a streamed reply for request `id` on this (blocking) thread. A failure before the
@@ -720,26 +769,48 @@ mod tests {
         assert_eq!(framed["result"].as_str().unwrap().len(), COPY_BELOW + 1);
     }
 
-    /// A result in parts (bytes and file pieces, one file twice) is one line, in order, between
-    /// the lines around it.
+    /// A result in parts (bytes and file pieces, one file twice, one from an offset) is one
+    /// line, in order, between the lines around it; the lines it comes with go right before
+    /// it, each with the request's id.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_result_in_parts_is_one_line_in_order() {
+    async fn a_result_in_parts_is_one_line_in_order_after_its_own_lines() {
         use std::io::Write as _;
         let shared = Shared::default();
         let (out, done) = Output::new(shared.clone());
         let mut file = tempfile::tempfile().unwrap();
         let big = format!("\"{}\"", "z".repeat(300_000));
         file.write_all(big.as_bytes()).unwrap();
+        file.write_all(b"[1,2]").unwrap();
         file.write_all(b"ignored tail").unwrap();
         let file = Arc::new(file);
+        let at = big.len() as u64;
         out.respond(&Value::from(1), Ok(b"true".to_vec()));
         out.respond_parts(
-            &Value::from(2),
+            &Value::from("two"),
+            vec![
+                Part::Bytes(b"{\"id\":".to_vec()),
+                Part::Id,
+                Part::Bytes(b",\"part\":".to_vec()),
+                Part::File {
+                    file: file.clone(),
+                    at,
+                    len: 5,
+                },
+                Part::Bytes(b"}\n".to_vec()),
+            ],
             vec![
                 Part::Bytes(b"[".to_vec()),
-                Part::File(file.clone(), big.len() as u64),
+                Part::File {
+                    file: file.clone(),
+                    at: 0,
+                    len: at,
+                },
                 Part::Bytes(b",".to_vec()),
-                Part::File(file, big.len() as u64),
+                Part::File {
+                    file,
+                    at: 0,
+                    len: at,
+                },
                 Part::Bytes(b"]".to_vec()),
             ],
         );
@@ -747,12 +818,13 @@ mod tests {
         drop(out);
         done.await;
         let got = lines(&shared.0.lock().unwrap());
-        assert_eq!(got.len(), 3);
+        assert_eq!(got.len(), 4);
         assert_eq!(
-            (&got[0]["id"], &got[1]["id"], &got[2]["id"]),
-            (&1.into(), &2.into(), &3.into())
+            (&got[0]["id"], &got[1]["id"], &got[2]["id"], &got[3]["id"]),
+            (&1.into(), &"two".into(), &"two".into(), &3.into())
         );
-        let pair = got[1]["result"].as_array().unwrap();
+        assert_eq!(got[1]["part"], serde_json::json!([1, 2]));
+        let pair = got[2]["result"].as_array().unwrap();
         assert_eq!(pair.len(), 2);
         assert_eq!(pair[0].as_str().unwrap().len(), 300_000);
         assert_eq!(pair[0], pair[1]);

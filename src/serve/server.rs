@@ -124,7 +124,9 @@ pub async fn serve(engine: Arc<Engine>) {
                             Ok(Reply::Json(result)) => {
                                 out.respond(&id, Ok(engine.config().wire.result(result)))
                             }
-                            Ok(Reply::Parts(parts)) => out.respond_parts(&id, parts),
+                            Ok(Reply::Parts { lines, result }) => {
+                                out.respond_parts(&id, lines, result)
+                            }
                             // A result too large to hold is written as it is produced, from a
                             // blocking thread.
                             Ok(Reply::Stream(write)) => {

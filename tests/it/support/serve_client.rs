@@ -14,6 +14,8 @@ use serde_json::{json, Value};
 #[derive(Default)]
 struct Inbox {
     responses: HashMap<u64, Value>,
+    /// The snapshots of a compact list's part lines so far, by request.
+    parts: HashMap<u64, Vec<Value>>,
     /// How many response lines carried each id (each request must get exactly one).
     answers: HashMap<u64, u32>,
     notifications: Vec<Value>,
@@ -79,8 +81,22 @@ impl Serve {
                 let (lock, cv) = &*ib;
                 let mut inbox = lock.lock().unwrap();
                 match v.get("id").and_then(Value::as_u64) {
+                    // `--wire compact`: a part of a list, before its response line.
+                    Some(id) if v.get("part").is_some() => {
+                        let part = v["part"].as_array().expect("a part line's list").clone();
+                        inbox.parts.entry(id).or_default().extend(part);
+                    }
                     Some(id) if v.get("method").is_none() => {
                         *inbox.answers.entry(id).or_default() += 1;
+                        let mut v = v;
+                        // The list its part lines carried goes where the placeholder is, as the
+                        // extension puts it (`snapshots` stays the placeholder).
+                        let parts = inbox.parts.remove(&id).unwrap_or_default();
+                        if let Some(details) = v.pointer_mut("/result/details") {
+                            if details["kind"] == "listed" && details["threads"] == 0 {
+                                details["threads"] = Value::Array(parts);
+                            }
+                        }
                         inbox.responses.insert(id, v);
                     }
                     _ => inbox.notifications.push(v),
