@@ -244,8 +244,8 @@ pub fn each_row_switching(
 ) -> Result<()> {
     let mut own = bound(conn, statement(q), manager_id, q)?;
     let mut below = match reach_statement(q) {
-        Some(sql) => Some(bound(conn, sql, manager_id, q)?),
-        None => None,
+        Some(sql) if reaches_below(conn, manager_id)? => Some(bound(conn, sql, manager_id, q)?),
+        _ => None,
     };
     let mut merge = Merge::new(own.raw_query(), below.as_mut().map(|b| b.raw_query()))?;
     for _ in 0..after {
@@ -266,6 +266,13 @@ pub fn each_row_switching(
         }
         _ => rest(),
     }
+}
+
+/// Whether a contract A manager sits right below `manager_id`, so a `parent` / `ancestor` list
+/// has rows to reach there (sql/list_reach_any.sql).
+fn reaches_below(conn: &Connection, manager_id: ManagerId) -> Result<bool> {
+    let mut stmt = conn.prepare_cached(include_str!("../../sql/list_reach_any.sql"))?;
+    Ok(stmt.query_row(named_params! {":manager": manager_id}, |r| r.get(0))?)
 }
 
 /// The manager's own rows (in list order) merged with the rows below it (sorted) by sort key;
