@@ -11,17 +11,11 @@ use super::sql::write_table;
 use super::stop::{optional_globs, path_globs};
 use crate::domain::ExitKind;
 use crate::engine::budget::{thousands, usd};
-use crate::error::{Error, ErrorCode, Result};
-use crate::paths::json_quote;
+use crate::error::Result;
 use crate::store::events;
 use crate::store::list::{list_every_manager, StateFilter, VisibilityFilter};
 use crate::store::open_read_only;
-use crate::store::refs::{resolve, RefScope};
-use crate::store::threads::{
-    manager_id, manager_of_thread, query_threads, thread_by_id_any, Contract, ThreadRow,
-};
-
-const CANDIDATES: i64 = 20;
+use crate::store::threads::{manager_of_thread, ThreadRow};
 
 pub fn list(
     db: &Path,
@@ -208,7 +202,7 @@ pub fn show(
     out: &mut dyn Write,
 ) -> Result<()> {
     let conn = open_read_only(db)?;
-    let t = find(&conn, reference, manager)?;
+    let t = crate::store::refs::resolve_anywhere(&conn, reference, manager)?;
     let mut doc = thread_json(&conn, &t)?;
     let (own, subtree) = if crate::store::usage::has_tables(&conn)? {
         (
@@ -290,7 +284,7 @@ pub fn events(
     out: &mut dyn Write,
 ) -> Result<()> {
     let conn = open_read_only(db)?;
-    let t = find(&conn, reference, manager)?;
+    let t = crate::store::refs::resolve_anywhere(&conn, reference, manager)?;
     let evs = events::of_thread(&conn, &t.id)?;
     if json {
         writeln!(out, "{}", serde_json::to_string_pretty(&evs)?)?;
@@ -346,86 +340,6 @@ pub fn events_matching(
         write_events(out, t, &events::of_thread(&conn, &t.id)?)?;
     }
     Ok(())
-}
-
-/// Finds a thread for the CLI. With `--manager`, contract A's full resolution inside that
-/// manager; without, an id, else an exact path, else a task name across every manager.
-pub(super) fn find(conn: &Connection, reference: &str, manager: Option<&str>) -> Result<ThreadRow> {
-    if let Some(session) = manager {
-        let mut last_err = None;
-        for contract in [Contract::Thread, Contract::Agent, Contract::Worker] {
-            if let Some(id) = manager_id(conn, session, contract)? {
-                let scope = RefScope {
-                    manager_id: id,
-                    current_path: crate::paths::ROOT,
-                    self_id: None,
-                };
-                match resolve(conn, scope, reference) {
-                    Ok(t) => return Ok(t),
-                    Err(e) => last_err = Some(e),
-                }
-            }
-        }
-        return Err(last_err.unwrap_or_else(|| {
-            Error::new(
-                ErrorCode::UnknownReference,
-                format!("No manager with session id {}. Repair: list managers with `threadbase sql \"SELECT session_id, contract FROM managers\"`.", json_quote(session)),
-            )
-        }));
-    }
-    let text = reference.trim();
-    if let Some(t) = thread_by_id_any(conn, text)? {
-        return Ok(t);
-    }
-    let path = if text.starts_with('/') {
-        text.to_string()
-    } else {
-        format!("/root/{}", text.trim_start_matches("root/"))
-    };
-    let by_path = query_threads(
-        conn,
-        include_str!("../../sql/thread_by_path_any.sql"),
-        (&path, CANDIDATES),
-    )?;
-    let by_path = if by_path.is_empty() && text.starts_with('/') {
-        Vec::new()
-    } else {
-        by_path
-    };
-    let candidates = if by_path.is_empty() {
-        query_threads(
-            conn,
-            include_str!("../../sql/thread_by_name_any.sql"),
-            (text, CANDIDATES),
-        )?
-    } else {
-        by_path
-    };
-    match candidates.len() {
-        1 => Ok(candidates.into_iter().next().expect("one candidate")),
-        0 => Err(Error::new(
-            ErrorCode::UnknownReference,
-            format!(
-                "Unknown thread reference: {}. Accepted reference forms: thread id, canonical path, or task name. Repair: run `threadbase list` to see the stored threads.",
-                json_quote(reference)
-            ),
-        )),
-        _ => {
-            let mut items = Vec::new();
-            for t in &candidates {
-                let (session, _) = manager_of_thread(conn, &t.id)?.unwrap_or_default();
-                items.push(format!("{} (id: {}, manager: {session})", t.path, t.id));
-            }
-            Err(Error::new(
-                ErrorCode::AmbiguousReference,
-                format!(
-                    "Ambiguous thread reference {}. Candidates: {}. Repair: use a thread id, or pass --manager SESSION_ID.",
-                    json_quote(reference),
-                    items.join(", ")
-                ),
-            ))
-        }
-    }
 }
 
 fn status_text(t: &ThreadRow) -> String {

@@ -387,7 +387,7 @@ fn edit_settings(target: &Target, add: bool) -> Result<()> {
 /// `THREADBASE_PI_COMMAND`, else `pi`, must be an executable program. `Ok` carries what was
 /// found; `Err` the warning with its repair.
 pub fn child_pi_check() -> std::result::Result<String, String> {
-    let argv = super::serve::pi_command_from_env().map_err(|e| e.message)?;
+    let argv = pi_command_from_env().map_err(|e| e.message)?;
     check_child_command(&argv)
 }
 
@@ -425,6 +425,26 @@ pub fn find_program(program: &str) -> Option<PathBuf> {
     std::env::split_paths(&path)
         .map(|d| d.join(program))
         .find(|p| executable(p))
+}
+
+/// The argv prefix that launches a child Pi: `THREADBASE_PI_COMMAND` (a JSON array of
+/// strings), else `["pi"]`.
+pub fn pi_command_from_env() -> Result<Vec<String>> {
+    let set = std::env::var("THREADBASE_PI_COMMAND").ok();
+    let pi_command: Vec<String> = match set.filter(|v| !v.is_empty()) {
+        Some(json) => serde_json::from_str(&json).map_err(|e| {
+            Error::invalid(format!(
+                "THREADBASE_PI_COMMAND must be a JSON array of strings ({e}). Repair: set it like '[\"pi\"]' or '[\"/usr/bin/node\",\"/path/to/cli.js\"]'."
+            ))
+        })?,
+        None => vec!["pi".to_string()],
+    };
+    if pi_command.is_empty() {
+        return Err(Error::invalid(
+            "THREADBASE_PI_COMMAND is an empty array. Repair: set it like '[\"pi\"]'.",
+        ));
+    }
+    Ok(pi_command)
 }
 
 #[cfg(test)]

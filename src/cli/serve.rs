@@ -52,25 +52,6 @@ fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
-/// The argv prefix that launches a child Pi: `THREADBASE_PI_COMMAND` (a JSON array of
-/// strings), else `["pi"]`.
-pub fn pi_command_from_env() -> Result<Vec<String>> {
-    let pi_command: Vec<String> = match env("THREADBASE_PI_COMMAND") {
-        Some(json) => serde_json::from_str(&json).map_err(|e| {
-            Error::invalid(format!(
-                "THREADBASE_PI_COMMAND must be a JSON array of strings ({e}). Repair: set it like '[\"pi\"]' or '[\"/usr/bin/node\",\"/path/to/cli.js\"]'."
-            ))
-        })?,
-        None => vec!["pi".to_string()],
-    };
-    if pi_command.is_empty() {
-        return Err(Error::invalid(
-            "THREADBASE_PI_COMMAND is an empty array. Repair: set it like '[\"pi\"]'.",
-        ));
-    }
-    Ok(pi_command)
-}
-
 /// Builds the configuration from flags and environment (warnings go to stderr).
 pub fn config(db: PathBuf, args: ServeArgs) -> Result<ServeConfig> {
     let cwd = match args.cwd {
@@ -112,7 +93,7 @@ pub fn config(db: PathBuf, args: ServeArgs) -> Result<ServeConfig> {
         })?,
         None => Vec::new(),
     };
-    let pi_command = pi_command_from_env()?;
+    let pi_command = super::pi::pi_command_from_env()?;
     let mut warn = |w: String| eprintln!("{w}");
     let depth = crate::engine::env_integer(
         "PI_THREADS_DEPTH",

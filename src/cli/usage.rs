@@ -125,7 +125,7 @@ pub fn run(
     let all = trees(&conn)?;
     match reference {
         Some(r) => {
-            let t = super::inspect::find(&conn, r, manager)?;
+            let t = crate::store::refs::resolve_anywhere(&conn, r, manager)?;
             let (root, key): (String, String) = conn
                 .prepare_cached(include_str!("../../sql/usage_place.sql"))?
                 .query_row([&t.id], |r| Ok((r.get(0)?, r.get(1)?)))?;

@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use super::projection::{
+use super::detail::{
     Detail, SUMMARY_EVENTS, SUMMARY_EVENT_TEXT_CHARS, TAIL_EVENTS, TAIL_EVENT_TEXT_CHARS,
 };
 use crate::store::events::EventRow;

@@ -6,6 +6,7 @@
 
 pub mod agent;
 pub mod args;
+pub mod detail;
 pub mod events;
 pub mod fields;
 pub mod format;

@@ -67,51 +67,10 @@ use crate::store::events::EventRow;
 use crate::store::threads::ThreadRow;
 use crate::text::{compact, compact_cut_flagged, truncate_ellipsis, utf16_len, utf16_suffix};
 
-/// Result text limit at `summary`.
-pub const SUMMARY_RESULT_CHARS: usize = 700;
-/// Result text limit at `tail`.
-pub const TAIL_RESULT_CHARS: usize = 1_200;
-/// Events shown at `summary`.
-pub const SUMMARY_EVENTS: usize = 5;
-/// Events shown at `tail`.
-pub const TAIL_EVENTS: usize = 12;
-/// `assistant_message.text` limit at `summary` (after compaction).
-pub const SUMMARY_EVENT_TEXT_CHARS: usize = 180;
-/// `assistant_message.text` limit at `tail`.
-pub const TAIL_EVENT_TEXT_CHARS: usize = 700;
-/// Output and stderr tails at `tail`.
-pub const TAIL_OUTPUT_CHARS: usize = 4_000;
-
-/// How much of a thread a snapshot shows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Detail {
-    #[default]
-    Summary,
-    Tail,
-    Full,
-}
-
-impl Detail {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Detail::Summary => "summary",
-            Detail::Tail => "tail",
-            Detail::Full => "full",
-        }
-    }
-
-    /// The contract's spelling (`summary`, `tail`, `full`), exactly.
-    pub fn parse(s: &str) -> Option<Detail> {
-        match s {
-            "summary" => Some(Detail::Summary),
-            "tail" => Some(Detail::Tail),
-            "full" => Some(Detail::Full),
-            _ => None,
-        }
-    }
-}
-
+pub use super::detail::{
+    Detail, SUMMARY_EVENTS, SUMMARY_EVENT_TEXT_CHARS, SUMMARY_RESULT_CHARS, TAIL_EVENTS,
+    TAIL_EVENT_TEXT_CHARS, TAIL_OUTPUT_CHARS, TAIL_RESULT_CHARS,
+};
 pub use super::events::{recent_event_count, RecentEvents};
 pub use crate::store::output::OutputFacts;
 

@@ -14,6 +14,8 @@ use std::sync::{Arc, Mutex};
 
 use crate::contract::format;
 use crate::contract::projection::{Detail, Projection, ThreadFacts};
+use crate::contract::thread::{Details, Single, SnapshotJson};
+use crate::contract::ToolResult;
 use crate::error::{Error, Result};
 use crate::store::snapshots::{self, View};
 use crate::store::threads::{threads_still_by_ids, ThreadRow};
@@ -50,13 +52,31 @@ pub(super) fn render(facts: &ThreadFacts, view: View, detail: Detail) -> Result<
             })
         }
         View::Poll => {
-            let json = super::thread::poll_result(facts, detail)?;
+            let json = poll_result(facts, detail)?;
             Ok(Rendered {
                 json: String::from_utf8(json).map_err(|e| Error::internal(e.to_string()))?,
                 line: String::new(),
             })
         }
     }
+}
+
+/// A poll's result JSON: the headline and the snapshot at `detail` (also what this cache keeps for a
+/// closed thread).
+pub(super) fn poll_result(facts: &ThreadFacts, detail: Detail) -> Result<Vec<u8>> {
+    let projection = Projection::new(facts, detail);
+    let snap = projection.snapshot();
+    let mut json = Vec::with_capacity(8 * 1024);
+    serde_json::to_writer(
+        &mut json,
+        &ToolResult::new(
+            &format::polled(&projection, &snap),
+            Details::Polled {
+                thread: Single::of(&SnapshotJson::new(&snap)?),
+            },
+        ),
+    )?;
+    Ok(json)
 }
 
 /// One engine's cache of rendered answers and its filler.

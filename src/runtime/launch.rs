@@ -37,9 +37,6 @@ pub const EXITED_EARLY_NOTE: &str = "The child exited before it answered; its ex
 /// How long a launch whose child exited at once waits for that exit to be recorded, so the
 /// result shows the closed row rather than a live one.
 const EARLY_EXIT_RECORD_WAIT: Duration = Duration::from_millis(2_000);
-/// How long a call for a thread whose launch is under way waits for its child to be spawned
-/// (see [`Runtime::reserve_launch`]).
-pub const LAUNCH_WAIT: Duration = Duration::from_secs(10);
 
 /// How a launch begins.
 #[derive(Debug, Clone)]

@@ -35,11 +35,14 @@ use process::ProcessIdentity;
 
 pub use child::{ChildView, SendMode, SendOutcome, PROMPT_GATE_WAIT, SEND_TIMEOUT};
 pub use launch::{
-    LaunchOutcome, LaunchReservation, LaunchSpec, StartKind, EXITED_EARLY_NOTE, LAUNCH_WAIT,
-    PROMPT_ANSWER_WAIT,
+    LaunchOutcome, LaunchReservation, LaunchSpec, StartKind, EXITED_EARLY_NOTE, PROMPT_ANSWER_WAIT,
 };
 pub use stop::{signal_name, ExitRecord, STOP_ABORT_TIMEOUT, STOP_KILL_WAIT, STOP_TERM_WAIT};
 pub use timers::RuntimeConfig;
+
+/// How long a call for a thread whose launch is under way waits for its child to be spawned
+/// (see [`Runtime::reserve_launch`]): a stop, a wait, a resume, a send.
+pub const LAUNCH_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The target of the runtime's log lines and spans from every one of its files:
 /// `threadbase::runtime`, as before the split (`THREADBASE_LOG` filters and log readers name it).

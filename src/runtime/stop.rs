@@ -12,10 +12,9 @@ use serde_json::{json, Value};
 use tokio::sync::watch;
 
 use super::child::{abort_child, Child, ChildView};
-use super::launch::LAUNCH_WAIT;
 use super::mapping::Phase;
 use super::process::{self, GroupSignal};
-use super::{Runtime, LOG_TARGET};
+use super::{Runtime, LAUNCH_WAIT, LOG_TARGET};
 use crate::domain::ExitKind;
 use crate::error::{ErrorCode, Result};
 use crate::store::events::{self, NewEvent};

@@ -14,7 +14,10 @@ use rusqlite::{named_params, Connection};
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::paths::{is_thread_id, json_quote, thread_reference_path};
-use crate::store::threads::{query_thread, query_threads, ThreadRow};
+use crate::store::threads::{
+    manager_id, manager_of_thread, query_thread, query_threads, thread_by_id_any, Contract,
+    ThreadRow,
+};
 
 /// Threads listed in an unknown-reference error.
 pub const KNOWN_THREADS_SHOWN: i64 = 8;
@@ -186,4 +189,91 @@ fn unknown(conn: &Connection, scope: RefScope<'_>, reference: &str) -> Result<Er
             json_quote(reference)
         ),
     ))
+}
+
+/// How many threads a CLI reference names at most before it is called ambiguous.
+const CANDIDATES: i64 = 20;
+
+/// Finds a thread for the CLI (`inspect`, `usage`). With `--manager`, contract A's full resolution inside that
+/// manager; without, an id, else an exact path, else a task name across every manager.
+pub fn resolve_anywhere(
+    conn: &Connection,
+    reference: &str,
+    manager: Option<&str>,
+) -> Result<ThreadRow> {
+    if let Some(session) = manager {
+        let mut last_err = None;
+        for contract in [Contract::Thread, Contract::Agent, Contract::Worker] {
+            if let Some(id) = manager_id(conn, session, contract)? {
+                let scope = RefScope {
+                    manager_id: id,
+                    current_path: crate::paths::ROOT,
+                    self_id: None,
+                };
+                match resolve(conn, scope, reference) {
+                    Ok(t) => return Ok(t),
+                    Err(e) => last_err = Some(e),
+                }
+            }
+        }
+        return Err(last_err.unwrap_or_else(|| {
+            Error::new(
+                ErrorCode::UnknownReference,
+                format!("No manager with session id {}. Repair: list managers with `threadbase sql \"SELECT session_id, contract FROM managers\"`.", json_quote(session)),
+            )
+        }));
+    }
+    let text = reference.trim();
+    if let Some(t) = thread_by_id_any(conn, text)? {
+        return Ok(t);
+    }
+    let path = if text.starts_with('/') {
+        text.to_string()
+    } else {
+        format!("/root/{}", text.trim_start_matches("root/"))
+    };
+    let by_path = query_threads(
+        conn,
+        include_str!("../../sql/thread_by_path_any.sql"),
+        (&path, CANDIDATES),
+    )?;
+    let by_path = if by_path.is_empty() && text.starts_with('/') {
+        Vec::new()
+    } else {
+        by_path
+    };
+    let candidates = if by_path.is_empty() {
+        query_threads(
+            conn,
+            include_str!("../../sql/thread_by_name_any.sql"),
+            (text, CANDIDATES),
+        )?
+    } else {
+        by_path
+    };
+    match candidates.len() {
+        1 => Ok(candidates.into_iter().next().expect("one candidate")),
+        0 => Err(Error::new(
+            ErrorCode::UnknownReference,
+            format!(
+                "Unknown thread reference: {}. Accepted reference forms: thread id, canonical path, or task name. Repair: run `threadbase list` to see the stored threads.",
+                json_quote(reference)
+            ),
+        )),
+        _ => {
+            let mut items = Vec::new();
+            for t in &candidates {
+                let (session, _) = manager_of_thread(conn, &t.id)?.unwrap_or_default();
+                items.push(format!("{} (id: {}, manager: {session})", t.path, t.id));
+            }
+            Err(Error::new(
+                ErrorCode::AmbiguousReference,
+                format!(
+                    "Ambiguous thread reference {}. Candidates: {}. Repair: use a thread id, or pass --manager SESSION_ID.",
+                    json_quote(reference),
+                    items.join(", ")
+                ),
+            ))
+        }
+    }
 }

@@ -10,7 +10,7 @@ use ratatui::text::Line;
 use rusqlite::Connection;
 
 use super::data::{load_rows, thread_snapshot, usage_text, Row};
-use super::view::detail_lines;
+use super::detail::detail_lines;
 use crate::cli::forest;
 use crate::error::Result;
 use crate::runtime::process::ProcessIdentity;

@@ -9,6 +9,7 @@
 
 mod app;
 mod data;
+mod detail;
 mod view;
 
 use std::io::Stdout;

@@ -6,7 +6,6 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use ratatui::Frame;
-use serde_json::Value;
 
 use super::app::{App, InputKind, Item};
 use super::data::Row;
@@ -283,64 +282,4 @@ fn draw_help(f: &mut Frame<'_>, area: Rect) {
         Paragraph::new(lines).block(Block::default().borders(Borders::ALL)),
         rect,
     );
-}
-
-pub(super) fn detail_lines(s: &Value) -> Vec<Line<'static>> {
-    let t = |k: &str| s[k].as_str().unwrap_or("").to_string();
-    let bold = Style::default().add_modifier(Modifier::BOLD);
-    let mut out = vec![
-        Line::from(vec![
-            Span::styled(t("path"), bold),
-            Span::raw(format!("  {}", t("id"))),
-        ]),
-        Line::from(format!(
-            "{} · task {} · {}/{}{}{}",
-            t("name"),
-            t("taskName"),
-            t("status"),
-            t("phase"),
-            s["exit"]["kind"]
-                .as_str()
-                .map(|k| format!(" ({k})"))
-                .unwrap_or_default(),
-            s["pid"]
-                .as_i64()
-                .map(|p| format!(" · pid {p}"))
-                .unwrap_or_default(),
-        )),
-        Line::from(format!(
-            "result ({}): {}",
-            s["result"]["status"].as_str().unwrap_or("none"),
-            s["resultSummary"].as_str().unwrap_or("-")
-        )),
-    ];
-    if let Some(evs) = s["recentEvents"].as_array() {
-        out.push(Line::styled("recent events", bold));
-        for e in evs.iter().rev().take(5).rev() {
-            let at = e["at"].as_str().unwrap_or("");
-            let time = at.get(11..19).unwrap_or(at);
-            let extra = ["text", "message", "phase", "reason"]
-                .iter()
-                .find_map(|k| e[*k].as_str())
-                .map(|x| format!(" {}", x.replace('\n', " ")))
-                .unwrap_or_default();
-            out.push(Line::from(format!(
-                "  {time} {}{extra}",
-                e["type"].as_str().unwrap_or("?")
-            )));
-        }
-    }
-    for (key, label, keep) in [
-        ("outputTail", "output tail", 6),
-        ("stderrTail", "stderr tail", 4),
-    ] {
-        if let Some(text) = s[key].as_str().filter(|x| !x.is_empty()) {
-            out.push(Line::styled(label, bold));
-            let lines: Vec<&str> = text.lines().collect();
-            for l in &lines[lines.len().saturating_sub(keep)..] {
-                out.push(Line::from(format!("  {l}")));
-            }
-        }
-    }
-    out
 }

@@ -27,7 +27,6 @@ use crate::store::refs::{resolve, RefScope};
 use crate::store::threads::ThreadRow;
 
 pub(crate) use carry::carry_out;
-pub(super) use poll::poll_result;
 pub use stop::{INTERRUPTED, STOPPED, STOP_ALREADY_CLOSED};
 
 /// Timeout of the `get_state` refresh a poll or send makes.

@@ -1,10 +1,8 @@
 //! `poll`: a closed thread's kept answer, or a live one refreshed and rendered.
 
 use super::{refresh_if_live, scope, settle_if_orphaned, Engine};
-use crate::contract::format;
-use crate::contract::projection::{Detail, Projection, ThreadFacts};
-use crate::contract::thread::{Details, Single, SnapshotJson};
-use crate::contract::ToolResult;
+use crate::contract::projection::Detail;
+use crate::engine::cache::poll_result;
 use crate::error::Result;
 use crate::serve::output::Reply;
 use crate::store::refs::resolve;
@@ -32,22 +30,4 @@ pub(super) async fn poll(e: &Engine, reference: &str, detail: Detail) -> Result<
             .missed([(facts.row.id.to_string(), View::Poll, detail)]);
     }
     Ok(Reply::Json(poll_result(&facts, detail)?))
-}
-
-/// A poll's result JSON: the headline and the snapshot at `detail` (also what the snapshot
-/// cache keeps for a closed thread, see engine/cache.rs).
-pub(in crate::engine) fn poll_result(facts: &ThreadFacts, detail: Detail) -> Result<Vec<u8>> {
-    let projection = Projection::new(facts, detail);
-    let snap = projection.snapshot();
-    let mut json = Vec::with_capacity(8 * 1024);
-    serde_json::to_writer(
-        &mut json,
-        &ToolResult::new(
-            &format::polled(&projection, &snap),
-            Details::Polled {
-                thread: Single::of(&SnapshotJson::new(&snap)?),
-            },
-        ),
-    )?;
-    Ok(json)
 }
