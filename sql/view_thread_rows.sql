@@ -1,6 +1,7 @@
 -- The thread row (store::threads::ThreadRow): the columns of store::threads::col, in that
--- order, once for every query that returns thread rows (sql/thread_by_*.sql, list_*.sql,
--- reach_*.sql, …: they select `*` or `t.*` of this view). Last comes `sort_key`, the list order
+-- order, once for every query that returns thread rows (sql/thread_by_*.sql, threads_by_ids.sql,
+-- reach_*.sql, …: they select `*` or `t.*` of this view; contract A's list_*.sql select only
+-- `t.id, t.path, t.status`). Last comes `sort_key`, the list order
 -- key their WHERE and ORDER BY use (a view is filtered and sorted only by what it selects);
 -- ThreadRow does not read it. Naming the columns keeps SQLite from copying out the rest of
 -- `threads` (prompt, output, …). SQLite flattens the view into each query, so their plans are

@@ -42,7 +42,7 @@ use crate::error::{Error, Result};
 use crate::serve::output::{Part, Reply};
 use crate::store::list::{self, ListQuery};
 use crate::store::snapshots::View;
-use crate::store::threads::{col, ThreadRow};
+
 use crate::store::Store;
 
 /// Lists up to this long are answered from memory.
@@ -480,25 +480,24 @@ impl Spill {
     }
 }
 
-/// A listed thread as its list row found it: its kept answer (no more to read), or its row
-/// (its answer is rendered from its facts).
+/// A listed thread as its list row found it: its kept answer (no more to read), or its id
+/// (its row is read and its answer rendered from its facts, a batch at a time).
 enum Entry {
     Kept { live: bool, answer: Rendered },
-    Fresh(Box<ThreadRow>),
+    Fresh(String),
 }
 
 impl Entry {
-    /// A list row (`list::KEPT_JSON`/`KEPT_LINE` after the thread row): the whole thread row
-    /// is read only when no answer is kept.
+    /// A list row (see [`list::LISTED_ID`]).
     fn from_row(r: &rusqlite::Row<'_>) -> Result<Entry> {
         let json: Option<String> = r.get(list::KEPT_JSON)?;
         let line: Option<String> = r.get(list::KEPT_LINE)?;
         Ok(match (json, line) {
             (Some(json), Some(line)) => Entry::Kept {
-                live: r.get::<_, ThreadStatus>(col::STATUS)? == ThreadStatus::Live,
+                live: r.get::<_, ThreadStatus>(list::LISTED_STATUS)? == ThreadStatus::Live,
                 answer: Rendered { json, line },
             },
-            _ => Entry::Fresh(Box::new(ThreadRow::from_row(r)?)),
+            _ => Entry::Fresh(r.get(list::LISTED_ID)?),
         })
     }
 }
@@ -525,8 +524,8 @@ fn entries_at_most(
 }
 
 /// Each entry's summary snapshot and list line, in order, and how many are live: kept ones as
-/// the list row carried them, the others rendered from their facts (two queries for all of
-/// them) and, when still (closed, or live and idle), noted in `missed` so the cache keeps them.
+/// the list row carried them, the others rendered from their rows and facts (three queries for
+/// all of them) and, when still (closed, or live and idle), noted in `missed` so the cache keeps them.
 fn rendered(
     conn: &Connection,
     entries: Vec<Entry>,
@@ -542,15 +541,17 @@ fn rendered(
                 live += usize::from(l);
                 listed.push(answer);
             }
-            Entry::Fresh(row) => {
-                live += usize::from(row.is_live());
+            Entry::Fresh(id) => {
                 fresh_at.push(i);
-                fresh.push(*row);
+                fresh.push(id);
                 listed.push(Rendered::default());
             }
         }
     }
     if !fresh.is_empty() {
+        let ids: Vec<&str> = fresh.iter().map(String::as_str).collect();
+        let fresh = list::rows_by_ids(conn, &ids)?;
+        live += fresh.iter().filter(|r| r.is_live()).count();
         for (i, f) in fresh_at
             .into_iter()
             .zip(thread_facts(conn, fresh, Detail::Summary)?)
@@ -719,7 +720,7 @@ fn stream(
     let (mut count, mut live) = (0, 0);
     list::each_row(&tx, manager_id, q, |r| {
         count += 1;
-        if r.get::<_, ThreadStatus>(col::STATUS)? == ThreadStatus::Live {
+        if r.get::<_, ThreadStatus>(list::LISTED_STATUS)? == ThreadStatus::Live {
             live += 1;
         }
         Ok(true)

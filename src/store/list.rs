@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::paths::descendant_range;
-use crate::store::threads::{col, query_threads, ThreadRow};
+use crate::store::threads::{query_threads, ThreadRow};
 
 /// `state`: all (default), live or closed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
@@ -170,14 +170,36 @@ pub fn reach_statement(q: &ListQuery) -> Option<&'static str> {
     }
 }
 
+/// A list row: the thread's id, path (the merge's key) and status, then its kept summary
+/// snapshot and list line (migration V8), NULL when none is kept. The whole row of a thread
+/// without a kept answer is read by [`rows_by_ids`].
+pub const LISTED_ID: usize = 0;
+pub const LISTED_PATH: usize = 1;
+pub const LISTED_STATUS: usize = 2;
+pub const KEPT_JSON: usize = 3;
+pub const KEPT_LINE: usize = 4;
+const LISTED_COLUMNS: usize = 5;
+
+/// The thread rows of `ids`, in that order (sql/threads_by_ids.sql): the listed threads
+/// without a kept answer, a batch at a time.
+pub fn rows_by_ids(conn: &Connection, ids: &[&str]) -> Result<Vec<ThreadRow>> {
+    let rows = query_threads(
+        conn,
+        include_str!("../../sql/threads_by_ids.sql"),
+        [serde_json::to_string(ids)?],
+    )?;
+    if rows.len() != ids.len() {
+        return Err(Error::internal(format!(
+            "{} of {} listed threads were found again in the same read",
+            rows.len(),
+            ids.len()
+        )));
+    }
+    Ok(rows)
+}
+
 /// A list statement with the parameters of `q` bound (each statement names only the ones it
 /// uses).
-/// A list row is a thread row (`store::threads::col`) followed by the thread's kept summary
-/// snapshot and list line (migration V8), NULL when none is kept.
-pub const KEPT_JSON: usize = col::COUNT;
-pub const KEPT_LINE: usize = col::COUNT + 1;
-const LISTED_COLUMNS: usize = col::COUNT + 2;
-
 fn bound<'c>(
     conn: &'c Connection,
     sql: &str,
@@ -187,7 +209,7 @@ fn bound<'c>(
     let mut stmt = conn.prepare_cached(sql)?;
     if stmt.column_count() != LISTED_COLUMNS {
         return Err(Error::internal(format!(
-            "A list query returns {} columns instead of the {LISTED_COLUMNS} of a thread row and its kept answer: {sql}",
+            "A list query returns {} columns instead of the {LISTED_COLUMNS} of a listed thread (id, path, status) and its kept answer: {sql}",
             stmt.column_count()
         )));
     }
@@ -337,9 +359,13 @@ impl<'s> Merge<'s> {
 }
 
 fn path_of<'r>(r: &'r rusqlite::Row<'_>) -> Result<&'r str> {
-    r.get_ref(col::PATH)?.as_str().map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(col::PATH, rusqlite::types::Type::Text, e.into())
-            .into()
+    r.get_ref(LISTED_PATH)?.as_str().map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(
+            LISTED_PATH,
+            rusqlite::types::Type::Text,
+            e.into(),
+        )
+        .into()
     })
 }
 
@@ -363,17 +389,21 @@ pub fn list_at_most(
     q: &ListQuery,
     max: usize,
 ) -> Result<Option<Vec<ThreadRow>>> {
-    let mut rows = Vec::new();
+    let mut ids: Vec<String> = Vec::new();
     let mut over = false;
     each_row(conn, manager_id, q, |r| {
-        if rows.len() == max {
+        if ids.len() == max {
             over = true;
             return Ok(false);
         }
-        rows.push(ThreadRow::from_row(r)?);
+        ids.push(r.get(LISTED_ID)?);
         Ok(true)
     })?;
-    Ok((!over).then_some(rows))
+    if over {
+        return Ok(None);
+    }
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+    Ok(Some(rows_by_ids(conn, &ids)?))
 }
 
 /// Every manager's threads, for the inspection CLI.

@@ -583,15 +583,25 @@ mod tests {
                 "thread_ancestors",
                 include_str!("../../sql/thread_ancestors.sql"),
             ),
+            (
+                "threads_by_ids",
+                include_str!("../../sql/threads_by_ids.sql"),
+            ),
         ];
         for (name, sql) in queries {
             let stmt = conn.prepare(sql).unwrap();
             let names = stmt.column_names();
             if name.starts_with("list_") && name != "list_every_manager" {
-                // A contract A list row carries the thread's kept answer after its row.
-                assert_eq!(&names[..col::COUNT], col::NAMES, "{name}");
-                assert_eq!(&names[col::COUNT..], ["json", "line"], "{name}");
-                assert_eq!(crate::store::list::KEPT_JSON, col::COUNT, "{name}");
+                // A contract A list row: the thread's id, path and status, then its kept answer
+                // (the rest of its row is read by threads_by_ids, below).
+                use crate::store::list::{
+                    KEPT_JSON, KEPT_LINE, LISTED_ID, LISTED_PATH, LISTED_STATUS,
+                };
+                assert_eq!(names, ["id", "path", "status", "json", "line"], "{name}");
+                assert_eq!(
+                    [LISTED_ID, LISTED_PATH, LISTED_STATUS, KEPT_JSON, KEPT_LINE],
+                    [0, 1, 2, 3, 4]
+                );
             } else {
                 assert_eq!(names, col::NAMES, "{name}");
             }

@@ -184,7 +184,8 @@ fn batched_facts_are_primary_key_lookups() {
 }
 
 /// The snapshot cache (migration V8) is read and written by primary key: a poll's lookup, a
-/// list batch's json_each join, the filler's rows and its insert, whatever the table sizes.
+/// list batch's json_each join, the filler's rows and its insert, and the rows of a list batch's
+/// threads without a kept answer, whatever the table sizes.
 #[test]
 fn snapshot_cache_statements_are_primary_key_lookups() {
     for (name, text, want) in plans([
@@ -194,6 +195,10 @@ fn snapshot_cache_statements_are_primary_key_lookups() {
         ),
         (
             sql!("threads_still_by_ids"),
+            "SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)",
+        ),
+        (
+            sql!("threads_by_ids"),
             "SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)",
         ),
         (
