@@ -18,7 +18,7 @@ use crate::contract::thread::{Details, Single, SnapshotJson};
 use crate::contract::ToolResult;
 use crate::error::{Error, Result};
 use crate::store::snapshots::{self, View};
-use crate::store::threads::{threads_still_by_ids, ThreadRow};
+use crate::store::threads::{threads_by_ids, ThreadRow};
 use crate::store::Store;
 
 /// Keys the filler renders in one write transaction (short, so other writes wait little).
@@ -160,8 +160,10 @@ pub(super) fn fill_batch(tx: &rusqlite::Connection, keys: &[Key]) -> Result<usiz
     let mut ids: Vec<&str> = keys.iter().map(|k| k.0.as_str()).collect();
     ids.sort_unstable();
     ids.dedup();
-    let rows = threads_still_by_ids(tx, &serde_json::to_string(&ids)?)?;
-    debug_assert!(rows.iter().all(ThreadRow::is_still));
+    let rows: Vec<ThreadRow> = threads_by_ids(tx, &ids)?
+        .into_iter()
+        .filter(ThreadRow::is_still)
+        .collect();
     let mut kept = 0;
     // Full detail retains more events than the others: read facts per detail level asked.
     for detail in [Detail::Summary, Detail::Tail, Detail::Full] {

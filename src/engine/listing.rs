@@ -42,7 +42,6 @@ use crate::error::{Error, Result};
 use crate::serve::output::{Part, Reply};
 use crate::store::list::{self, ListQuery};
 use crate::store::snapshots::View;
-
 use crate::store::Store;
 
 /// Lists up to this long are answered from memory.
@@ -122,8 +121,8 @@ enum Answer {
 /// rows so far and every later one go, a batch at a time, into two spill files (the content
 /// text, escaped, and the snapshots as a JSON array), and the answer is the template around
 /// them (the list file twice: `details.threads` and its alias `details.snapshots`; with
-/// [`Wire::Compact`] the list file holds the part lines' bodies instead). Past `in_memory` rows the pass goes on in `block_in_place` (see
-/// [`list::each_row_switching`]). `new_spill` makes the spill files ([`Spill::new`]).
+/// [`Wire::Compact`] the list file holds the part lines' bodies instead). Past `in_memory` rows
+/// the pass goes on in `block_in_place` (see [`list::each_row_switching`]). `new_spill` makes the spill files ([`Spill::new`]).
 fn answer(
     conn: &Connection,
     manager_id: ManagerId,
@@ -207,19 +206,18 @@ fn answer(
     }
     let lines = bounds
         .into_iter()
-        .flat_map(|(at, len)| {
-            [
-                Part::Bytes(PART_HEAD.to_vec()),
-                Part::Id,
-                file(&list, at, len),
-            ]
-        })
+        .flat_map(|(at, len)| part_line(file(&list, at, len)))
         .collect();
     Ok(Answer::Spilled { lines, result })
 }
 
 /// A part line starts with this, then the request's id, then a body from [`PartCutter`].
 const PART_HEAD: &[u8] = b"{\"id\":";
+
+/// The pieces of a part line whose body is `body`.
+fn part_line(body: Part) -> [Part; 3] {
+    [Part::Bytes(PART_HEAD.to_vec()), Part::Id, body]
+}
 
 /// Cuts a compact list ([`Wire::Compact`]) into the bodies of its part lines, batch after
 /// batch: `,"part":[snapshot,…]}` and a line feed, in ASCII, each holding snapshots up to
@@ -525,7 +523,8 @@ fn entries_at_most(
 
 /// Each entry's summary snapshot and list line, in order, and how many are live: kept ones as
 /// the list row carried them, the others rendered from their rows and facts (three queries for
-/// all of them) and, when still (closed, or live and idle), noted in `missed` so the cache keeps them.
+/// all of them) and, when still (closed, or live and idle), noted in `missed` so the cache
+/// keeps them.
 fn rendered(
     conn: &Connection,
     entries: Vec<Entry>,
@@ -607,7 +606,7 @@ fn from_memory(listed: &[Rendered], live: usize, wire: Wire) -> Result<(Vec<Part
         json.extend_from_slice(t.last());
         let lines = PartCutter::all(listed)?
             .into_iter()
-            .flat_map(|body| [Part::Bytes(PART_HEAD.to_vec()), Part::Id, Part::Bytes(body)])
+            .flat_map(|body| part_line(Part::Bytes(body)))
             .collect();
         return Ok((lines, wire.result(json)));
     }
@@ -688,8 +687,8 @@ impl Template {
 
 /// Writes the whole response line of a long list, its shape the [`Template`]'s, when no spill
 /// file could be made: the rows are read in four passes of one read transaction (counts, text,
-/// and the list twice; with [`Wire::Compact`] the part lines first, then counts and text) and written straight into the line. A failure after the first byte
-/// leaves the line unfinished (see [`crate::serve::output::Output::stream`]).
+/// and the list twice; with [`Wire::Compact`] the part lines first, then counts and text) and
+/// written straight into the line. A failure after the first byte leaves the line unfinished (see [`crate::serve::output::Output::stream`]).
 fn stream(
     store: &Store,
     manager_id: ManagerId,
@@ -781,8 +780,8 @@ fn write_snapshot(json: &str, wire: Wire, w: &mut dyn Write) -> std::io::Result<
     }
 }
 
-/// The part lines of a compact list for request `id` straight into the output: the rows in
-/// batches as [`snapshots`] reads them.
+/// The part lines of a compact list for request `id` straight into the output, the rows read
+/// in batches ([`each_batch`]).
 fn part_lines(
     conn: &Connection,
     manager_id: ManagerId,
@@ -791,36 +790,22 @@ fn part_lines(
     w: &mut dyn Write,
 ) -> Result<()> {
     let id = serde_json::to_vec(id)?;
-    let mut missed = Vec::new();
     let mut cutter = PartCutter::default();
-    let write = |bodies: Vec<Vec<u8>>, w: &mut dyn Write| -> Result<()> {
-        for body in bodies {
+    let mut done = Vec::new();
+    let mut write = |done: &mut Vec<Vec<u8>>| -> Result<()> {
+        for body in done.drain(..) {
             w.write_all(PART_HEAD)?;
             w.write_all(&id)?;
             w.write_all(&body)?;
         }
         Ok(())
     };
-    let mut write_batch = |batch: &mut Vec<Entry>, cutter: &mut PartCutter| -> Result<()> {
-        let (listed, _) = rendered(conn, std::mem::take(batch), &mut missed)?;
-        let mut done = Vec::new();
-        cutter.push(&listed, &mut done)?;
-        write(done, w)
-    };
-    let mut batch: Vec<Entry> = Vec::with_capacity(BATCH);
-    list::each_row(conn, manager_id, q, |r| {
-        batch.push(Entry::from_row(r)?);
-        if batch.len() == BATCH {
-            write_batch(&mut batch, &mut cutter)?;
-        }
-        Ok(true)
+    each_batch(conn, manager_id, q, |listed| {
+        cutter.push(listed, &mut done)?;
+        write(&mut done)
     })?;
-    if !batch.is_empty() {
-        write_batch(&mut batch, &mut cutter)?;
-    }
-    let mut done = Vec::new();
     cutter.close(&mut done);
-    write(done, w)
+    write(&mut done)
 }
 
 /// `[snapshot, …]` straight into the line: the rows in batches, each batch's cached answers in
@@ -834,24 +819,38 @@ fn snapshots(
 ) -> Result<()> {
     w.write_all(b"[")?;
     let mut first = true;
-    let mut batch: Vec<Entry> = Vec::with_capacity(BATCH);
-    let mut write_batch = |batch: &mut Vec<Entry>| -> Result<()> {
-        let (listed, _) = rendered(conn, std::mem::take(batch), &mut Vec::new())?;
-        write_snapshots(&listed, first, wire, w)?;
+    each_batch(conn, manager_id, q, |listed| {
+        write_snapshots(listed, first, wire, w)?;
         first = false;
         Ok(())
+    })?;
+    w.write_all(b"]")?;
+    Ok(())
+}
+
+/// `q`'s rows read again, a [`BATCH`] at a time, each batch's answers (kept, or rendered without
+/// noting them for the cache: the text's pass does) handed to `f` in list order.
+fn each_batch(
+    conn: &Connection,
+    manager_id: ManagerId,
+    q: &ListQuery,
+    mut f: impl FnMut(&[Rendered]) -> Result<()>,
+) -> Result<()> {
+    let mut batch: Vec<Entry> = Vec::with_capacity(BATCH);
+    let mut hand_over = |batch: &mut Vec<Entry>| -> Result<()> {
+        let (listed, _) = rendered(conn, std::mem::take(batch), &mut Vec::new())?;
+        f(&listed)
     };
     list::each_row(conn, manager_id, q, |r| {
         batch.push(Entry::from_row(r)?);
         if batch.len() == BATCH {
-            write_batch(&mut batch)?;
+            hand_over(&mut batch)?;
         }
         Ok(true)
     })?;
     if !batch.is_empty() {
-        write_batch(&mut batch)?;
+        hand_over(&mut batch)?;
     }
-    w.write_all(b"]")?;
     Ok(())
 }
 

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::paths::descendant_range;
-use crate::store::threads::{query_threads, ThreadRow};
+use crate::store::threads::{query_threads, threads_by_ids, ThreadRow};
 
 /// `state`: all (default), live or closed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
@@ -183,11 +183,7 @@ const LISTED_COLUMNS: usize = 5;
 /// The thread rows of `ids`, in that order (sql/threads_by_ids.sql): the listed threads
 /// without a kept answer, a batch at a time.
 pub fn rows_by_ids(conn: &Connection, ids: &[&str]) -> Result<Vec<ThreadRow>> {
-    let rows = query_threads(
-        conn,
-        include_str!("../../sql/threads_by_ids.sql"),
-        [serde_json::to_string(ids)?],
-    )?;
+    let rows = threads_by_ids(conn, ids)?;
     if rows.len() != ids.len() {
         return Err(Error::internal(format!(
             "{} of {} listed threads were found again in the same read",

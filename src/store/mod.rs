@@ -525,8 +525,8 @@ mod tests {
             ),
             ("threads_known", include_str!("../../sql/threads_known.sql")),
             (
-                "threads_still_by_ids",
-                include_str!("../../sql/threads_still_by_ids.sql"),
+                "threads_by_ids",
+                include_str!("../../sql/threads_by_ids.sql"),
             ),
             ("list_all", include_str!("../../sql/list_all.sql")),
             ("list_children", include_str!("../../sql/list_children.sql")),
@@ -582,10 +582,6 @@ mod tests {
             (
                 "thread_ancestors",
                 include_str!("../../sql/thread_ancestors.sql"),
-            ),
-            (
-                "threads_by_ids",
-                include_str!("../../sql/threads_by_ids.sql"),
             ),
         ];
         for (name, sql) in queries {

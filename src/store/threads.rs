@@ -465,11 +465,11 @@ pub fn manager_owner(conn: &Connection, manager_id: ManagerId) -> Result<Option<
         .optional()?)
 }
 
-/// The still threads (closed, or live and idle) among the ids of the JSON array `ids`.
-pub fn threads_still_by_ids(conn: &Connection, ids: &str) -> Result<Vec<ThreadRow>> {
+/// The threads among `ids` that exist, in that order (sql/threads_by_ids.sql).
+pub fn threads_by_ids(conn: &Connection, ids: &[&str]) -> Result<Vec<ThreadRow>> {
     query_threads(
         conn,
-        include_str!("../../sql/threads_still_by_ids.sql"),
-        [ids],
+        include_str!("../../sql/threads_by_ids.sql"),
+        [serde_json::to_string(ids)?],
     )
 }

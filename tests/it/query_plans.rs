@@ -194,10 +194,6 @@ fn snapshot_cache_statements_are_primary_key_lookups() {
             "SEARCH thread_snapshots USING INDEX sqlite_autoindex_thread_snapshots_1 (thread_id=? AND view=? AND detail=?)",
         ),
         (
-            sql!("threads_still_by_ids"),
-            "SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)",
-        ),
-        (
             sql!("threads_by_ids"),
             "SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)",
         ),
