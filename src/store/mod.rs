@@ -22,6 +22,7 @@ pub mod snapshots;
 pub mod threads;
 mod trim;
 pub mod usage;
+mod wal;
 pub mod workers;
 
 pub use trim::{
@@ -52,8 +53,14 @@ pub type ReadConn = r2d2::PooledConnection<SqliteConnectionManager>;
 /// An open database: the writer connection and the reader pool.
 pub struct Store {
     path: PathBuf,
-    writer: Mutex<Connection>,
+    writer: Mutex<Writer>,
     readers: r2d2::Pool<SqliteConnectionManager>,
+}
+
+/// The writer connection and what it remembers about checkpoints ([`wal`]).
+struct Writer {
+    conn: Connection,
+    checkpoints: wal::Checkpoints,
 }
 
 /// The views the row queries of sql/ select from (`sql/view_*.sql`: each select list that
@@ -133,6 +140,7 @@ impl Store {
         }
         configure(&writer)?;
         migrate(&mut writer, &path)?;
+        wal::watch(&writer);
         let manager = SqliteConnectionManager::file(&path)
             .with_flags(
                 OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -162,7 +170,10 @@ impl Store {
             .build(manager)?;
         Ok(Store {
             path,
-            writer: Mutex::new(writer),
+            writer: Mutex::new(Writer {
+                conn: writer,
+                checkpoints: wal::Checkpoints::default(),
+            }),
             readers,
         })
     }
@@ -170,6 +181,13 @@ impl Store {
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Which checkpoint the last write ran, and the WAL pages it left.
+    #[cfg(test)]
+    fn checkpoint_state(&self) -> (wal::Ran, i32) {
+        let w = self.writer.lock().unwrap();
+        (w.checkpoints.last, w.checkpoints.pages)
     }
 
     /// A read-only connection from the pool.
@@ -187,10 +205,12 @@ impl Store {
     /// children's streams go on meanwhile. Anywhere else it simply runs.
     pub fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
         let run = || {
-            let mut conn = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+            let mut writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+            let Writer { conn, checkpoints } = &mut *writer;
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let out = f(&tx)?;
             tx.commit()?;
+            checkpoints.after_commit(conn);
             Ok(out)
         };
         match tokio::runtime::Handle::try_current() {
