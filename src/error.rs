@@ -209,8 +209,11 @@ fn from_sqlite(e: &rusqlite::Error) -> Error {
                 C::CannotOpen => Error::io(format!(
                     "Cannot open the database ({detail}). Repair: check that the folder exists and is writable, or pass --db."
                 )),
-                C::NotADatabase | C::DatabaseCorrupt => Error::io(format!(
-                    "The database file is corrupt or not a SQLite database ({detail}). Repair: stop every threadbase process using it, move the file aside (keep it: `sqlite3 FILE .recover` may save its rows) and start with a new file, or restore a backup; `threadbase check` reports what is damaged."
+                C::NotADatabase => Error::io(format!(
+                    "The file is not a SQLite database, or its first page is damaged ({detail}); no threadbase command can read it, `threadbase check` included. Repair: check that --db (or THREADBASE_DB) names the right file; if it is a damaged threadbase database, stop every threadbase process using it, move it aside (keep it: `sqlite3 FILE .recover > rows.sql` may save its rows) and start with a new file, or restore a backup."
+                )),
+                C::DatabaseCorrupt => Error::io(format!(
+                    "The database file is damaged ({detail}). Repair: run `threadbase check` on it (SQLite's integrity check names the damaged tables and indexes); then stop every threadbase process using it, move it aside (keep it: `sqlite3 FILE .recover > rows.sql` may save its rows) and start with a new file, or restore a backup."
                 )),
                 C::ConstraintViolation => Error::conflict(format!(
                     "A database constraint refused the change ({detail}). Repair: re-read the current state and retry with values that do not collide."

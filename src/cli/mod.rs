@@ -358,13 +358,7 @@ pub fn main() -> ExitCode {
 }
 
 fn restore(db: &std::path::Path, json: bool, out: &mut dyn std::io::Write) -> crate::Result<()> {
-    if !db.exists() {
-        return Err(Error::io(format!(
-            "No database at {}. Repair: pass --db or set THREADBASE_DB to an existing threadbase database.",
-            db.display()
-        )));
-    }
-    let store = crate::Store::open(db)?;
+    let store = crate::Store::open_existing(db)?;
     let me = crate::runtime::process::ProcessIdentity::current();
     let report = crate::engine::restore_dead_owners(&store, me)?;
     if json {

@@ -99,13 +99,7 @@ pub fn run(db: &Path, args: &StopArgs<'_>, out: &mut dyn Write) -> ExitCode {
 
 fn stop(db: &Path, args: &StopArgs<'_>, out: &mut dyn Write) -> Result<ExitCode> {
     let globs = path_globs(args.patterns)?;
-    if !db.exists() {
-        return Err(Error::io(format!(
-            "No database at {}. Repair: pass --db or set THREADBASE_DB to an existing threadbase database.",
-            db.display()
-        )));
-    }
-    let store = Store::open(db)?;
+    let store = Store::open_existing(db)?;
     let targets: Vec<Target> = {
         let conn = store.read()?;
         let mut stmt = conn.prepare_cached(include_str!("../../sql/stop_candidates.sql"))?;

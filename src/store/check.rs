@@ -86,10 +86,13 @@ impl Report {
 /// report.
 pub fn check_path(path: &Path) -> Result<Report> {
     if !path.exists() {
-        return Err(Error::io(format!(
-            "No database at {}; nothing was checked (check never creates a database). Repair: pass --db or set THREADBASE_DB to an existing threadbase database.",
-            path.display()
-        )));
+        let e = super::no_database(path);
+        let message = e.message.replacen(
+            ". Repair:",
+            "; nothing was checked (check never creates a database). Repair:",
+            1,
+        );
+        return Err(e.with_message(message));
     }
     if path.is_dir() {
         return Err(Error::io(format!(

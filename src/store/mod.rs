@@ -108,12 +108,24 @@ fn configure(conn: &Connection) -> rusqlite::Result<()> {
 impl Store {
     /// Opens (creating it and its parent folders if needed) the database at `path` and
     /// brings its schema up to date.
+    ///
+    /// Another program's SQLite database is refused untouched, never migrated.
     pub fn open(path: impl AsRef<Path>) -> Result<Store> {
         let path = path.as_ref().to_path_buf();
-        Self::open_at(path.clone()).map_err(|e| name_database(&path, e))
+        Self::open_at(path.clone(), true).map_err(|e| name_database(&path, e))
     }
 
-    fn open_at(path: PathBuf) -> Result<Store> {
+    /// Opens an existing threadbase database for a command that changes what is in it
+    /// (`restore`, `stop`): a missing or empty file is refused, not made into a new database.
+    pub fn open_existing(path: impl AsRef<Path>) -> Result<Store> {
+        let path = path.as_ref().to_path_buf();
+        if !path.exists() {
+            return Err(no_database(&path));
+        }
+        Self::open_at(path.clone(), false).map_err(|e| name_database(&path, e))
+    }
+
+    fn open_at(path: PathBuf, create: bool) -> Result<Store> {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(|e| {
                 Error::io(format!(
@@ -122,7 +134,8 @@ impl Store {
                 ))
             })?;
         }
-        let mut writer = Connection::open(&path).map_err(|e| open_error(&path, e))?;
+        let mut writer = Connection::open(&path)
+            .map_err(|e| folder_refusal(&path).unwrap_or_else(|| open_error(&path, e)))?;
         // SQLite falls back to a read-only handle when the file cannot be opened for writing;
         // refuse that up front with the reason, instead of failing at the first write.
         if writer.is_readonly(rusqlite::MAIN_DB)? {
@@ -138,8 +151,19 @@ impl Store {
             ))
             .naming_database());
         }
-        configure(&writer)?;
-        migrate(&mut writer, &path)?;
+        // The first reads of the file (the views, the schema) open its -wal and -shm files,
+        // which a folder that takes no new file refuses: said as such, not as a bare error.
+        let refused = |e: Error| match e.code {
+            crate::error::ErrorCode::Io => folder_refusal(&path).unwrap_or(e),
+            _ => e,
+        };
+        configure(&writer).map_err(|e| refused(e.into()))?;
+        match holds(&writer).map_err(|e| refused(open_error(&path, e)))? {
+            Holds::Threadbase => {}
+            Holds::Nothing if create => {}
+            holds => return Err(not_threadbase(&path, &holds)),
+        }
+        migrate(&mut writer, &path).map_err(refused)?;
         wal::watch(&writer);
         let manager = SqliteConnectionManager::file(&path)
             .with_flags(
@@ -288,6 +312,25 @@ fn open_error(path: &Path, e: rusqlite::Error) -> Error {
         .naming_database()
 }
 
+/// The refusal of a writable database whose folder lets no new file be made (a read-only or
+/// immutable folder): SQLite's WAL mode keeps two files beside the database, which it must be
+/// able to create. `None` when a file can be made there (the failure was something else).
+fn folder_refusal(path: &Path) -> Option<Error> {
+    let folder = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let why = tempfile::tempfile_in(folder).err()?;
+    Some(
+        Error::io(format!(
+            "Cannot use the database {}: its folder {} lets no new file be made ({why}), and SQLite must create the database's -wal and -shm files there (the write-ahead log, which holds the latest writes, and the readers' shared memory). Repair: make the folder writable (`chattr -i` if it is immutable, a read-write mount if it is mounted read-only), or move the database into a writable folder and pass --db with its new path.",
+            path.display(),
+            folder.display()
+        ))
+        .naming_database(),
+    )
+}
+
 /// A read-only open that fails because the folder is not writable: reading a WAL database
 /// needs its `-shm` file, which SQLite creates beside the database.
 fn read_open_error(path: &Path, e: rusqlite::Error) -> Error {
@@ -414,11 +457,7 @@ fn migration_checksum(version: i32, name: &str, sql: &str) -> u64 {
 pub fn open_read_only(path: impl AsRef<Path>) -> Result<Connection> {
     let path = path.as_ref();
     if !path.exists() {
-        return Err(Error::io(format!(
-            "No database at {}. Repair: pass --db or set THREADBASE_DB to an existing threadbase database (run `threadbase demo` or `threadbase serve` to create one).",
-            path.display()
-        ))
-        .naming_database());
+        return Err(no_database(path));
     }
     let conn = Connection::open_with_flags(
         path,
@@ -432,12 +471,74 @@ pub fn open_read_only(path: impl AsRef<Path>) -> Result<Connection> {
         .map_err(|e| read_open_error(path, e))?;
     // SQLite reads the header and the schema lazily; read them now so a file that is not a
     // database (or whose first page is damaged) fails here, naming the file, and not inside
-    // whatever query runs first.
-    conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| {
-        r.get::<_, i64>(0)
-    })
-    .map_err(|e| read_open_error(path, e))?;
+    // whatever query runs first; and so an empty file or another program's database is named
+    // as such, not found wanting a table later.
+    let holds = holds(&conn).map_err(|e| read_open_error(path, e))?;
+    if holds != Holds::Threadbase {
+        return Err(not_threadbase(path, &holds));
+    }
     Ok(conn)
+}
+
+/// What a SQLite database holds, as far as threadbase is concerned.
+#[derive(Debug, PartialEq, Eq)]
+enum Holds {
+    /// No table at all: a new or empty file.
+    Nothing,
+    /// threadbase's tables (the history of its migrations, or its `threads` table).
+    Threadbase,
+    /// Tables, none of them threadbase's: another program's database (their names).
+    Other(Vec<String>),
+}
+
+fn holds(conn: &Connection) -> rusqlite::Result<Holds> {
+    let mut stmt = conn.prepare(include_str!("../../sql/schema_tables.sql"))?;
+    let names = stmt
+        .query_map([], |r| r.get::<_, String>(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(if names.is_empty() {
+        Holds::Nothing
+    } else if names
+        .iter()
+        .any(|n| n == "threads" || n == "refinery_schema_history")
+    {
+        Holds::Threadbase
+    } else {
+        Holds::Other(names)
+    })
+}
+
+/// The refusal of a file that holds no threadbase database (`holds` is not `Threadbase`).
+fn not_threadbase(path: &Path, holds: &Holds) -> Error {
+    let message = match holds {
+        Holds::Other(names) => {
+            let shown: Vec<&str> = names.iter().take(5).map(String::as_str).collect();
+            let more = if names.len() > shown.len() { ", …" } else { "" };
+            format!(
+                "{} is a SQLite database but not a threadbase one (its tables: {}{more}); nothing in it was read or changed. Repair: pass --db or set THREADBASE_DB to a threadbase database file, or a new path for serve to create one.",
+                path.display(),
+                shown.join(", ")
+            )
+        }
+        _ => format!(
+            "{} is an empty database: threadbase never wrote to it, so it holds no threads; nothing in it was changed. Repair: pass --db or set THREADBASE_DB to the threadbase database you mean. {}",
+            path.display(),
+            HOW_ONE_IS_MADE
+        ),
+    };
+    Error::io(message).naming_database()
+}
+
+/// How a threadbase database comes to exist, for the errors about a missing or empty one.
+const HOW_ONE_IS_MADE: &str = "`threadbase serve` creates one (the Pi extension starts it at a session's first `thread` tool call, at $THREADBASE_DB or $PI_CODING_AGENT_DIR/threadbase.sqlite), and `threadbase demo --keep FILE` writes one with example rows to FILE.";
+
+/// The refusal of a command that reads or changes an existing database when there is no file.
+pub fn no_database(path: &Path) -> Error {
+    Error::io(format!(
+        "No database at {}. Repair: pass --db or set THREADBASE_DB to the threadbase database you mean. {HOW_ONE_IS_MADE}",
+        path.display()
+    ))
+    .naming_database()
 }
 
 #[cfg(test)]

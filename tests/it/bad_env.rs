@@ -417,7 +417,7 @@ fn corrupted_database_files_give_clear_errors_and_stay_untouched_by_readers() {
             if what == "header" || what == "all noise" {
                 assert_eq!(code, 2, "{what} {args:?}");
                 assert!(
-                    err.contains("corrupt or not a SQLite database"),
+                    err.contains("not a SQLite database") && err.contains("check` included"),
                     "{what}: {err}"
                 );
             }
@@ -944,4 +944,175 @@ fn child_commands_that_do_not_exist_or_exit_at_once() {
         0
     );
     w.check_and_no_leftovers(&db);
+}
+
+/// An empty file and another program's SQLite database are named as what they are by every
+/// command (never "no such table", never migrated into a threadbase database), and their bytes
+/// stay as they were; serve still makes a new database in an empty file.
+#[test]
+fn an_empty_file_or_another_programs_database_is_named_and_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.sqlite");
+    std::fs::write(&empty, b"").unwrap();
+    let other = dir.path().join("notes.sqlite");
+    {
+        let conn = rusqlite::Connection::open(&other).unwrap();
+        conn.execute_batch("CREATE TABLE notes(id INTEGER PRIMARY KEY, body TEXT); INSERT INTO notes(body) VALUES ('keep me');")
+            .unwrap();
+    }
+    let other_bytes = std::fs::read(&other).unwrap();
+    let commands: [&[&str]; 9] = [
+        &["tree"],
+        &["list"],
+        &["show", "x"],
+        &["events", "x"],
+        &["usage"],
+        &["sql", "SELECT 1"],
+        &["check"],
+        &["restore"],
+        &["stop", "**"],
+    ];
+    for args in commands {
+        let out = tb(&empty, args);
+        let err = assert_clean_failure(
+            &out,
+            &format!("{args:?} on an empty file"),
+            &["is an empty database", "threadbase serve", "demo --keep"],
+        );
+        assert!(!err.contains("no such table"), "{args:?}: {err}");
+        assert_eq!(
+            std::fs::read(&empty).unwrap(),
+            b"",
+            "{args:?} wrote to the empty file"
+        );
+        let out = tb(&other, args);
+        assert_clean_failure(
+            &out,
+            &format!("{args:?} on another program's database"),
+            &[
+                "not a threadbase one",
+                "its tables: notes",
+                "nothing in it was read or changed",
+            ],
+        );
+        assert_eq!(
+            std::fs::read(&other).unwrap(),
+            other_bytes,
+            "{args:?} changed it"
+        );
+    }
+    println!("{}", stderr(&tb(&empty, &["restore"])));
+    println!("{}", stderr(&tb(&other, &["restore"])));
+    serve_refuses(
+        &other,
+        dir.path(),
+        "serve on another program's database",
+        &["not a threadbase one", "its tables: notes"],
+    );
+    assert_eq!(
+        std::fs::read(&other).unwrap(),
+        other_bytes,
+        "serve changed it"
+    );
+    // Serve makes its database in an empty file, as in a new one.
+    let out = serve_list(&empty, dir.path());
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(tb(&empty, &["check"]).status.success());
+}
+
+/// A missing database: every command that reads or changes one says how one comes to exist.
+#[test]
+fn a_missing_database_says_how_one_is_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("missing.sqlite");
+    for args in [
+        &["tree"][..],
+        &["sql", "SELECT 1"],
+        &["check"],
+        &["restore"],
+        &["stop", "**"],
+    ] {
+        let out = tb(&db, args);
+        assert_clean_failure(
+            &out,
+            &format!("{args:?}"),
+            &["No database at", "threadbase serve", "demo --keep FILE"],
+        );
+        assert!(!db.exists(), "{args:?} created it");
+    }
+}
+
+/// `top` without a terminal says it needs one and what to use instead, not an I/O error.
+#[test]
+fn top_without_a_terminal_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.sqlite");
+    seed(&db);
+    let out = Command::new(EXE)
+        .arg("--db")
+        .arg(&db)
+        .arg("top")
+        .stdin(Stdio::null())
+        .env_remove("THREADBASE_DB")
+        .output()
+        .unwrap();
+    let err = assert_clean_failure(
+        &out,
+        "top without a terminal",
+        &["needs a terminal", "threadbase tree", "threadbase list"],
+    );
+    assert!(!err.contains("os error"), "{err}");
+    assert!(out.stdout.is_empty(), "no escape sequences on a pipe");
+}
+
+/// A database in a folder where no file can be made (immutable here, as root; read-only for
+/// another user): serve says which folder and why SQLite needs it writable, and nothing appears.
+#[test]
+fn a_folder_that_takes_no_new_file_is_named_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("locked");
+    std::fs::create_dir_all(&folder).unwrap();
+    let db = folder.join("threadbase.sqlite");
+    seed(&db);
+    let before = std::fs::read(&db).unwrap();
+    let names = || {
+        let mut names: Vec<_> = std::fs::read_dir(&folder)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        names.sort();
+        names
+    };
+    let files_before = names();
+    let _guard = if is_root() {
+        if !sh("chattr", &["+i", &folder.display().to_string()]) {
+            eprintln!("SKIPPED: running as root and chattr +i is not available on this filesystem, so the folder cannot be made to refuse new files for this process");
+            return;
+        }
+        Some(Immutable(folder.clone()))
+    } else {
+        let mut perms = std::fs::metadata(&folder).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o555);
+        std::fs::set_permissions(&folder, perms).unwrap();
+        None
+    };
+    let needles = ["lets no new file be made", "-wal and -shm", "locked"];
+    serve_refuses(&db, dir.path(), "serve on a database there", &needles);
+    let out = tb(&db, &["restore"]);
+    assert_clean_failure(&out, "restore of a database there", &needles);
+    let fresh = folder.join("new.sqlite");
+    serve_refuses(
+        &fresh,
+        dir.path(),
+        "serve on a new database there",
+        &needles,
+    );
+    let out = tb(&db, &["list"]);
+    assert_clean_failure(&out, "list there", &["is not writable", "-shm"]);
+    assert_eq!(
+        std::fs::read(&db).unwrap(),
+        before,
+        "the database is unchanged"
+    );
+    assert_eq!(names(), files_before, "nothing was made beside it");
 }

@@ -12,6 +12,7 @@ mod data;
 mod detail;
 mod view;
 
+use std::io::IsTerminal;
 use std::io::Stdout;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -32,6 +33,10 @@ const POLL: Duration = Duration::from_millis(200);
 
 /// Runs the terminal UI on `db` until `q`.
 pub fn run(db: &Path) -> Result<()> {
+    need_a_terminal(
+        std::io::stdin().is_terminal(),
+        std::io::stdout().is_terminal(),
+    )?;
     let conn = open_read_only(db)?;
     let mut app = App::new(db.to_path_buf(), conn);
     app.reload();
@@ -79,6 +84,20 @@ fn event_loop(app: &mut App, term: &mut Terminal<CrosstermBackend<Stdout>>) -> R
 }
 
 /// Raw mode and the alternate screen, undone on drop (and on panic).
+/// `top` draws on a terminal and reads its keys: without one (a pipe, a file, a CI job, `ssh`
+/// without `-t`) it says so, before touching the database, instead of failing in raw mode.
+fn need_a_terminal(stdin: bool, stdout: bool) -> Result<()> {
+    let missing = match (stdin, stdout) {
+        (true, true) => return Ok(()),
+        (false, true) => "its input is not a terminal",
+        (true, false) => "its output is not a terminal",
+        (false, false) => "neither its input nor its output is a terminal",
+    };
+    Err(crate::error::Error::invalid(format!(
+        "threadbase top needs a terminal to draw on and read keys from, and {missing}. Repair: run it in a terminal (with `ssh -t` over ssh); for a one-shot view that prints and exits, use `threadbase tree` or `threadbase list`, or `threadbase sql` for the rows."
+    )))
+}
+
 struct TermGuard;
 
 impl TermGuard {
