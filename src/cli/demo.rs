@@ -148,6 +148,7 @@ pub fn run(keep: Option<PathBuf>, out: &mut dyn Write) -> Result<()> {
         Ok(())
     });
     result?;
+    store.settle_wal();
     drop(store);
 
     writeln!(out, "\n▶ threadbase tree")?;

@@ -130,6 +130,7 @@ async fn stop_signal() {
 pub fn run(db: PathBuf, args: HttpArgs, out: &mut dyn Write) -> Result<()> {
     let addr = listen_addr(&args.listen, args.allow_remote)?;
     let store = Arc::new(Store::open(&db)?);
+    let settle = store.clone();
     let (token, token_line) = match env_token()? {
         Some(t) => (t, format!("token: ${TOKEN_ENV}")),
         None => {
@@ -161,6 +162,8 @@ pub fn run(db: PathBuf, args: HttpArgs, out: &mut dyn Write) -> Result<()> {
         let rpc: Arc<dyn WorkerRpc> = Arc::new(StoreWorkerRpc::new(store));
         crate::serve::http::serve(listener, token, rpc, stop_signal()).await?;
         tracing::info!("threadbase http stopped");
-        Ok(())
-    })
+        Ok::<(), Error>(())
+    })?;
+    settle.settle_wal();
+    Ok(())
 }

@@ -156,6 +156,9 @@ fn run_on(db: PathBuf, args: ServeArgs) -> Result<()> {
     let _entered = span.enter();
     tracing::info!(db = %db.display(), scope = %cfg.scope_path, cwd = %cfg.cwd.display(), "serve starting");
     let store = Arc::new(Store::open(&db)?);
+    // Other holders of the store (the ingest thread) may outlive the runtime: the WAL is
+    // settled through this handle once serve is done.
+    let settle = store.clone();
     tracing::debug!("database open");
     let report = restore_dead_owners(&store, ProcessIdentity::current())?;
     tracing::debug!("restore pass done");
@@ -194,8 +197,10 @@ fn run_on(db: PathBuf, args: ServeArgs) -> Result<()> {
                 }
             }
             tracing::info!("serve stopped");
-            Ok(())
+            Ok::<(), crate::error::Error>(())
         }
         .instrument(span.clone()),
-    )
+    )?;
+    settle.settle_wal();
+    Ok(())
 }

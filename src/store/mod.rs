@@ -214,6 +214,16 @@ impl Store {
         (w.checkpoints.last, w.checkpoints.pages)
     }
 
+    /// Moves what the WAL holds into the database file and empties the WAL, so that a database
+    /// nobody uses any more is whole in its main file (a copy of the `.sqlite` alone has every
+    /// row). It does not wait: while another connection (another serve, a reader) is using the
+    /// database, nothing happens and that one settles it later. Called when a writing command
+    /// ends (`serve`, `demo`, `http`) and when a store is dropped. True when the WAL is empty.
+    pub fn settle_wal(&self) -> bool {
+        let writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        wal::truncate_now(&writer.conn)
+    }
+
     /// A read-only connection from the pool.
     pub fn read(&self) -> Result<ReadConn> {
         Ok(self.readers.get()?)
@@ -243,6 +253,12 @@ impl Store {
             }
             _ => run(),
         }
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        self.settle_wal();
     }
 }
 

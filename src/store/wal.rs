@@ -130,6 +130,16 @@ fn restart(conn: &Connection) -> rusqlite::Result<bool> {
     }
 }
 
+/// A TRUNCATE checkpoint that does not wait: every frame is copied into the database file and
+/// the WAL is emptied, unless another connection is reading or writing right now (then nothing
+/// happens). True when the WAL is empty after it.
+pub fn truncate_now(conn: &Connection) -> bool {
+    let _ = conn.busy_timeout(Duration::ZERO);
+    let done = checkpoint(conn, "TRUNCATE");
+    let _ = conn.busy_timeout(BUSY_TIMEOUT);
+    done.unwrap_or(false)
+}
+
 /// Runs `PRAGMA wal_checkpoint(mode)`; true when it finished (its first column, `busy`, is 0).
 fn checkpoint(conn: &Connection, mode: &str) -> rusqlite::Result<bool> {
     conn.query_row(&format!("PRAGMA wal_checkpoint({mode})"), [], |r| {

@@ -85,3 +85,66 @@ fn demo_keep_refuses_an_existing_file_and_a_failed_demo_leaves_no_temporary_fold
     let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+/// The writing commands leave their database whole in its main file when they end (#28 item
+/// 6): a copy of the `.sqlite` alone, without its `-wal`, has every row.
+#[test]
+fn writing_commands_leave_the_database_whole_in_its_main_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = env!("CARGO_BIN_EXE_threadbase");
+    let keep = dir.path().join("demo.sqlite");
+    let out = Command::new(exe)
+        .args(["demo", "--keep"])
+        .arg(&keep)
+        .env("TMPDIR", dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let served = dir.path().join("served.sqlite");
+    let mut serve = Command::new(exe)
+        .arg("--db")
+        .arg(&served)
+        .args(["serve", "--session-id", "ses_whole", "--cwd"])
+        .arg(dir.path())
+        .env("THREADBASE_PI_COMMAND", r#"["/bin/true"]"#)
+        .env("PI_CODING_AGENT_DIR", dir.path().join("agent"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = serve.stdin.take().unwrap();
+        writeln!(
+            stdin,
+            r#"{{"id":1,"method":"thread","params":{{"action":"list"}}}}"#
+        )
+        .unwrap();
+    }
+    assert!(serve.wait_with_output().unwrap().status.success());
+    for (db, table, want) in [(&keep, "threads", 4), (&served, "managers", 1)] {
+        let wal = std::fs::metadata(format!("{}-wal", db.display())).map_or(0, |m| m.len());
+        assert_eq!(wal, 0, "{}: the WAL holds {wal} bytes", db.display());
+        let copy = dir.path().join("copy.sqlite");
+        std::fs::copy(db, &copy).unwrap();
+        let out = Command::new(exe)
+            .arg("--db")
+            .arg(&copy)
+            .args([
+                "sql",
+                "--json",
+                &format!("SELECT count(*) AS n FROM {table}"),
+            ])
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v[0]["n"], want, "{}", db.display());
+        std::fs::remove_file(&copy).unwrap();
+        let _ = std::fs::remove_file(dir.path().join("copy.sqlite-wal"));
+        let _ = std::fs::remove_file(dir.path().join("copy.sqlite-shm"));
+    }
+}

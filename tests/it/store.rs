@@ -454,3 +454,49 @@ fn appended_events_never_go_back_in_time() {
         .unwrap();
     assert_eq!(last, "2026-01-01T00:00:00.306Z");
 }
+
+fn wal_len(path: &std::path::Path) -> u64 {
+    std::fs::metadata(format!("{}-wal", path.display())).map_or(0, |m| m.len())
+}
+
+/// A store that closes leaves every row in the database file (the WAL emptied), even while
+/// another connection stays open and idle; a connection in the middle of a read makes the
+/// settling give up at once (no wait), and the WAL stays for whoever closes last.
+#[test]
+fn a_closed_store_leaves_its_rows_in_the_main_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.sqlite");
+    let idle = Store::open(&path).unwrap();
+    let store = Store::open(&path).unwrap();
+    store
+        .write(|tx| {
+            tx.execute_batch("CREATE TABLE scratch(x); INSERT INTO scratch VALUES (1), (2), (3);")?;
+            Ok(())
+        })
+        .unwrap();
+    assert!(wal_len(&path) > 0);
+    let reader = threadbase::store::open_read_only(&path).unwrap();
+    reader.execute_batch("BEGIN").unwrap();
+    let _: i64 = reader
+        .query_row("SELECT count(*) FROM scratch", [], |r| r.get(0))
+        .unwrap();
+    let began = std::time::Instant::now();
+    assert!(!store.settle_wal(), "settled under an open read");
+    assert!(
+        began.elapsed() < std::time::Duration::from_millis(100),
+        "it waited"
+    );
+    assert!(wal_len(&path) > 0);
+    reader.execute_batch("COMMIT").unwrap();
+    drop(store);
+    assert_eq!(wal_len(&path), 0, "the WAL was not emptied");
+    // The main file alone holds the rows.
+    let copy = dir.path().join("copy.sqlite");
+    std::fs::copy(&path, &copy).unwrap();
+    let n: i64 = Connection::open(&copy)
+        .unwrap()
+        .query_row("SELECT count(*) FROM scratch", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(n, 3);
+    drop(idle);
+}
