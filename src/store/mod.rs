@@ -531,7 +531,7 @@ fn not_threadbase(path: &Path, holds: &Holds) -> Error {
             let shown: Vec<&str> = names.iter().take(5).map(String::as_str).collect();
             let more = if names.len() > shown.len() { ", …" } else { "" };
             format!(
-                "{} is a SQLite database but not a threadbase one (its tables: {}{more}); nothing in it was read or changed. Repair: pass --db or set THREADBASE_DB to a threadbase database file, or a new path for serve to create one.",
+                "{} is a SQLite database but not a threadbase database (its tables: {}{more}); nothing in it was read or changed. Repair: pass --db or set THREADBASE_DB to a threadbase database file, or a new path for serve to create one.",
                 path.display(),
                 shown.join(", ")
             )

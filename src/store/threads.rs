@@ -395,6 +395,31 @@ pub fn count_live(conn: &Connection, manager_id: ManagerId) -> Result<i64> {
         .query_row([manager_id], |r| r.get(0))?)
 }
 
+/// A live thread that sits idle: its id, path and last event's time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdleThread {
+    pub id: ThreadId,
+    pub path: String,
+    pub since: String,
+}
+
+/// Up to `limit` of `manager_id`'s live threads that sit idle, longest idle first.
+pub fn live_idle(
+    conn: &Connection,
+    manager_id: ManagerId,
+    limit: usize,
+) -> Result<Vec<IdleThread>> {
+    let mut stmt = conn.prepare_cached(include_str!("../../sql/live_idle_threads.sql"))?;
+    let rows = stmt.query_map(rusqlite::params![manager_id, limit as i64], |r| {
+        Ok(IdleThread {
+            id: ThreadId::new(r.get::<_, String>(0)?),
+            path: r.get(1)?,
+            since: r.get(2)?,
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
 /// Whether a thread id is recorded.
 pub fn thread_exists(conn: &Connection, id: &str) -> Result<bool> {
     Ok(conn

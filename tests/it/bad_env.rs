@@ -990,7 +990,7 @@ fn an_empty_file_or_another_programs_database_is_named_and_left_alone() {
             &out,
             &format!("{args:?} on another program's database"),
             &[
-                "not a threadbase one",
+                "not a threadbase database",
                 "its tables: notes",
                 "nothing in it was read or changed",
             ],
@@ -1007,7 +1007,7 @@ fn an_empty_file_or_another_programs_database_is_named_and_left_alone() {
         &other,
         dir.path(),
         "serve on another program's database",
-        &["not a threadbase one", "its tables: notes"],
+        &["not a threadbase database", "its tables: notes"],
     );
     assert_eq!(
         std::fs::read(&other).unwrap(),

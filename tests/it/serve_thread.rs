@@ -362,13 +362,38 @@ fn limits_and_settings() {
         ("PI_THREADS_MAX_THREADS", "1"),
         ("PI_THREADS_IDLE_CLEANUP_MS", "soon"),
     ]);
-    s.thread(json!({"action": "start", "prompt": "one"}));
+    let one = s.thread(json!({"action": "start", "prompt": "one"}));
     let e = s.thread_error(json!({"action": "start", "prompt": "two"}));
     assert_eq!(e["code"], "limit");
     assert!(
         message(&e).starts_with("pi-threads live thread limit reached: 1/1"),
         "{e}"
     );
+    // Once the first is idle, the refusal names it as what holds the slot, and says how idle
+    // threads are freed (idle cleanup is off: "soon" is not a number).
+    let id = one["details"]["snapshot"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let path = one["details"]["snapshot"]["path"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    s.thread(json!({"action": "wait", "id": id, "timeoutMs": 20000}));
+    let e = s.thread_error(json!({"action": "start", "prompt": "two"}));
+    let text = message(&e);
+    assert!(
+        text.starts_with("pi-threads live thread limit reached: 1/1. Idle threads hold slots"),
+        "{text}"
+    );
+    for needle in [
+        &path,
+        &id,
+        "stop the idle threads",
+        "PI_THREADS_IDLE_CLEANUP_MS (off by default)",
+    ] {
+        assert!(text.contains(needle), "{needle:?} in {text}");
+    }
     s.close(Duration::from_secs(20));
     let stderr = String::from_utf8_lossy(&s.stderr.lock().unwrap()).into_owned();
     assert!(stderr.contains(r#"[pi-threads] Ignoring invalid PI_THREADS_IDLE_CLEANUP_MS="soon" (expected a non-negative integer); using default."#), "{stderr}");

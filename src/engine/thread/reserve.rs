@@ -48,14 +48,50 @@ pub(super) fn check_live_count_of(
     let live = threads::count_live(conn, manager_id)?;
     let max = e.cfg.settings.limits.max_threads;
     if live >= max {
+        let idle = threads::live_idle(conn, manager_id, SHOWN_IDLE + 1)?;
         return Err(Error::new(
             ErrorCode::Limit,
-            format!(
-                "pi-threads live thread limit reached: {live}/{max}. Repair: stop or wait for a live thread to close, or raise PI_THREADS_MAX_THREADS."
+            limit_message(
+                live,
+                max,
+                &idle,
+                e.cfg.settings.timers.idle_cleanup.is_some(),
             ),
         ));
     }
     Ok(())
+}
+
+/// Idle threads named in the live-limit refusal.
+const SHOWN_IDLE: usize = 5;
+
+/// The live-limit refusal: the original's first sentence, then the idle threads that hold
+/// slots (a live thread stays live, idle, until stopped, unless idle cleanup is on), and what
+/// frees a slot.
+fn limit_message(live: i64, max: i64, idle: &[threads::IdleThread], cleanup_on: bool) -> String {
+    let mut m = format!("pi-threads live thread limit reached: {live}/{max}.");
+    if !idle.is_empty() {
+        let shown: Vec<String> = idle
+            .iter()
+            .take(SHOWN_IDLE)
+            .map(|t| format!("{} ({}, idle since {})", t.path, t.id, t.since))
+            .collect();
+        let more = if idle.len() > SHOWN_IDLE { ", …" } else { "" };
+        m.push_str(&format!(
+            " Idle threads hold slots until they are stopped (each is a Pi process): {}{more}.",
+            shown.join(", ")
+        ));
+        m.push_str(
+            " Repair: stop the idle threads you no longer need (action \"stop\" with their id), or wait for a busy one to close, or raise PI_THREADS_MAX_THREADS",
+        );
+        if !cleanup_on {
+            m.push_str("; PI_THREADS_IDLE_CLEANUP_MS (off by default) stops idle threads after that many milliseconds");
+        }
+        m.push('.');
+    } else {
+        m.push_str(" Repair: wait for a live thread to close (wait on it), stop one you no longer need, or raise PI_THREADS_MAX_THREADS.");
+    }
+    m
 }
 
 /// The caller's own thread id, when the caller is a managed thread recorded in this database.
