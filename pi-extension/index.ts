@@ -67,7 +67,7 @@ const TOOL_DESCRIPTION = [
 	"- list {state?: all|live|closed, visibility?: active|archived|all, parent? | ancestor?}: this session's threads; with parent or ancestor also the threads your threads started (their children, grandchildren, …); archive {id, archived?}: hide a closed thread from lists.",
 	"id accepts a thread id (thread_0123456789ab), a path (/root/task or task/sub), or a unique task name, for your threads and the threads below them (e.g. task/sub for a thread your thread task started).",
 ].join("\n");
-const PROMPT_SNIPPET = "thread: run background Pi child sessions (start, wait, poll, send, stop, resume, fork, list, archive)";
+const PROMPT_SNIPPET = "run background Pi child sessions (start, wait, poll, send, stop, resume, fork, list, archive)";
 const PROMPT_GUIDELINES = [
 	"Use thread start for independent work that can run in the background; the child does not see this conversation, so put the whole task and its context in the prompt.",
 	"After starting threads, use thread wait (not repeated polls) to block until a thread is idle; a wait that times out leaves the thread running, so wait again or poll later.",

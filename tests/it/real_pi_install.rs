@@ -17,8 +17,9 @@ use serde_json::{json, Value};
 
 const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 const CLEANUP_TIMEOUT: Duration = Duration::from_secs(20);
-/// The line the tool adds under "Available tools" in the system prompt.
-const SNIPPET: &str = "thread: run background Pi child sessions";
+/// The line the tool adds under "Available tools" in the system prompt (Pi writes the tool's
+/// name before the snippet, so the snippet does not repeat it).
+const SNIPPET: &str = "- thread: run background Pi child sessions";
 
 /// A hermetic env whose PATH holds a `pi` (a wrapper around the test's Pi argv) and the system
 /// folders, and no threadbase; extension discovery is left on (the plain session).
@@ -206,8 +207,8 @@ fn after_pi_install_a_plain_pi_session_has_the_thread_tool_and_after_uninstall_i
     }
     let system = system_prompt(&first);
     assert!(
-        system.contains(SNIPPET),
-        "promptSnippet in the system prompt:\n{system}"
+        system.contains(SNIPPET) && !system.contains("thread: thread:"),
+        "promptSnippet in the system prompt, once named:\n{system}"
     );
     assert!(
         system.contains("poll with detail \"full\""),
