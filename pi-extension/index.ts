@@ -770,12 +770,14 @@ async function showThread(ui: any, call: ThreadCall, path: string): Promise<"bac
 			return "back";
 		}
 		const snap: any = (polled.details as any)?.snapshot ?? {};
-		const summary = clip(resultText(polled) || `${path} is ${snap.status ?? "?"} / ${snap.phase ?? "?"}`);
-		ui.notify(summary, "info");
+		const state = `${path} is ${snap.status ?? "?"}/${snap.phase ?? "?"}`;
+		// The poll summary is shown once, as a notification; the dialog's title only names the
+		// thread and its state.
+		ui.notify(clip(resultText(polled) || state), "info");
 		const actions: string[] = [THREADS_UI.actionRefresh, THREADS_UI.actionChildren];
 		if (snap.status === "live") actions.push(THREADS_UI.actionStop);
 		actions.push(THREADS_UI.actionBack);
-		const choice: string | undefined = await ui.select(summary, actions);
+		const choice: string | undefined = await ui.select(`${state}: choose an action`, actions);
 		if (choice === undefined || choice === THREADS_UI.actionBack) return "back";
 		if (choice === THREADS_UI.actionChildren) return "children";
 		if (choice === THREADS_UI.actionRefresh) continue;
