@@ -16,6 +16,11 @@ use super::detail::{
 use crate::store::events::EventRow;
 use crate::text::compact_cut;
 
+/// A `tool_started` event's member that only the row keeps (the call's arguments, see
+/// `runtime::mapping::TOOL_ARGS_CHARS`): pi-threads' events have no such member, so a snapshot
+/// leaves it out.
+const ROW_ONLY: &str = "args";
+
 /// `recentEvents`: the last events the detail level shows.
 #[derive(Debug, Clone, Copy)]
 pub struct RecentEvents<'a> {
@@ -36,6 +41,9 @@ impl<'a> RecentEvents<'a> {
         let detail = self.detail;
         shown.iter().map(move |e| {
             let mut data: Value = serde_json::from_str(&e.data).unwrap_or(Value::Null);
+            if let Some(m) = data.as_object_mut().filter(|_| e.kind == "tool_started") {
+                m.remove(ROW_ONLY);
+            }
             if e.kind == "assistant_message" && detail != Detail::Full {
                 if let Some(text) = data.get("text").and_then(Value::as_str) {
                     let limit = match detail {
@@ -93,7 +101,9 @@ impl Serialize for EventView<'_> {
         m.serialize_entry("type", &e.kind)?;
         let shortens = e.kind == "assistant_message" && self.detail != Detail::Full;
         for (k, v) in &data.0 {
-            if matches!(k.as_ref(), "seq" | "at" | "type") {
+            if matches!(k.as_ref(), "seq" | "at" | "type")
+                || (e.kind == "tool_started" && k == ROW_ONLY)
+            {
                 continue;
             }
             match (shortens && k == "text")

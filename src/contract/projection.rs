@@ -1113,6 +1113,35 @@ mod tests {
         );
     }
 
+    /// A `tool_started` row keeps the call's arguments; the snapshot shows the event as
+    /// pi-threads does, `{seq, at, type, toolName}`, at every detail.
+    #[test]
+    fn a_tool_started_events_arguments_stay_in_the_row() {
+        let e = ev(
+            3,
+            "tool_started",
+            json!({"toolName": "bash", "args": "{\"command\":\"ls\"}"}),
+        );
+        for detail in [Detail::Summary, Detail::Tail, Detail::Full] {
+            let got = snapshot(
+                &live_row(),
+                &OutputFacts::default(),
+                std::slice::from_ref(&e),
+                detail,
+            );
+            assert_json(
+                &got["recentEvents"],
+                &json!([{"seq": 3, "at": "2025-01-01T00:00:03.000Z", "type": "tool_started", "toolName": "bash"}]),
+            );
+            let shown: Vec<Value> =
+                crate::contract::events::RecentEvents::new(std::slice::from_ref(&e), detail)
+                    .shown()
+                    .map(|(_, d)| d)
+                    .collect();
+            assert_eq!(shown, [json!({"toolName": "bash"})]);
+        }
+    }
+
     #[test]
     fn next_suggested_actions_every_branch() {
         let mut r = live_row();

@@ -182,6 +182,10 @@ pub struct ToolExecutionStart {
     /// As written: the `tool_started` event records it verbatim.
     #[serde(rename = "toolName", default)]
     pub tool_name: Value,
+    /// The call's arguments (`{"command": "ls"}` for bash): the `tool_started` event records
+    /// their JSON text, cut.
+    #[serde(default)]
+    pub args: Option<Value>,
 }
 
 /// `tool_execution_end`.

@@ -138,13 +138,13 @@ impl Tracker {
             }
             "tool_execution_start" => {
                 self.set_phase(Phase::Busy, &mut out);
-                let tool_name = read::<events::ToolExecutionStart>(v)
-                    .map(|e| e.tool_name)
-                    .unwrap_or_default();
-                out.push(Effect::Event(
-                    "tool_started",
-                    json!({"toolName": tool_name}),
-                ));
+                let (tool_name, args) = read::<events::ToolExecutionStart>(v)
+                    .map_or((Value::Null, None), |e| (e.tool_name, e.args));
+                let mut data = json!({"toolName": tool_name});
+                if let Some(args) = args.filter(|a| !a.is_null()) {
+                    data["args"] = Value::String(tool_args_text(&args));
+                }
+                out.push(Effect::Event("tool_started", data));
             }
             "tool_execution_end" => {
                 let (tool_name, error) = read::<events::ToolExecutionEnd>(v)
@@ -299,9 +299,54 @@ pub fn assistant_text(msg: &Value) -> String {
         .unwrap_or_default()
 }
 
+/// A `tool_started` event keeps at most this many characters of the call's arguments (their
+/// compact JSON text; longer ones end with `…`): enough for a command line or a file path, not
+/// a whole file an edit writes. The event's `args` is for people reading the rows
+/// (`threadbase events`); a snapshot's `recentEvents` leaves it out, as pi-threads has no such
+/// member.
+pub const TOOL_ARGS_CHARS: usize = 300;
+
+fn tool_args_text(args: &Value) -> String {
+    let text = args.to_string();
+    match text.char_indices().nth(TOOL_ARGS_CHARS) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The arguments are recorded as their JSON text, cut at TOOL_ARGS_CHARS characters.
+    #[test]
+    fn tool_started_records_the_calls_arguments_cut() {
+        let mut t = Tracker::new();
+        let long = "é".repeat(400);
+        let effects = run(
+            &mut t,
+            &[
+                json!({"type":"tool_execution_start","toolName":"bash","args":{"command":"ls -la"}}),
+                json!({"type":"tool_execution_start","toolName":"write","args":{"content": long}}),
+                json!({"type":"tool_execution_start","toolName":"noargs"}),
+            ],
+        );
+        let data: Vec<&Value> = effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Event("tool_started", d) => Some(d),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            *data[0],
+            json!({"toolName": "bash", "args": "{\"command\":\"ls -la\"}"})
+        );
+        let cut = data[1]["args"].as_str().unwrap();
+        assert_eq!(cut.chars().count(), TOOL_ARGS_CHARS + 1);
+        assert!(cut.starts_with("{\"content\":\"éé") && cut.ends_with('…'));
+        assert_eq!(*data[2], json!({"toolName": "noargs"}));
+    }
 
     fn run(t: &mut Tracker, lines: &[Value]) -> Vec<Effect> {
         lines.iter().flat_map(|l| t.on_event(l)).collect()

@@ -245,7 +245,7 @@ fn parse_line(buf: &[u8]) -> Line {
 pub const LEAN_EVENTS: &[(&str, &[&str])] = &[
     ("message_update", &["assistantMessageEvent"]),
     ("message_start", &[]),
-    ("tool_execution_start", &["toolName"]),
+    ("tool_execution_start", &["toolName", "args"]),
     ("tool_execution_update", &["toolName"]),
     ("tool_execution_end", &["toolName", "isError"]),
     ("turn_end", &[]),
