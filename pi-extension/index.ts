@@ -707,10 +707,22 @@ function errorText(e: unknown): string {
 	return e instanceof Error ? e.message : String(e);
 }
 
-/** One `/threads` option per thread: `path  phase  name`. */
+/**
+ * A thread's state in words, spelled as `tree`, `usage` and `top` spell it (threadbase's
+ * `domain::state_words`): `live/<phase>` while live; once closed `closed/failed` for an exit
+ * with a non-zero code or a signal, else `closed/<exit kind>`.
+ */
+export function stateWords(snap: any): string {
+	if (snap?.status === "live") return `live/${snap?.phase ?? "?"}`;
+	const exit = snap?.exit;
+	if (exit?.kind === "exited" && ((exit.code ?? 0) !== 0 || exit.signal)) return "closed/failed";
+	return `closed/${exit?.kind ?? snap?.phase ?? "?"}`;
+}
+
+/** One `/threads` option per thread: `path  state  name`. */
 function threadOption(snap: any): string {
 	const name = typeof snap?.name === "string" && snap.name && snap.name !== snap.taskName ? `  ${snap.name}` : "";
-	return `${snap?.path ?? snap?.id ?? "?"}  ${snap?.phase ?? "?"}${name}`;
+	return `${snap?.path ?? snap?.id ?? "?"}  ${stateWords(snap)}${name}`;
 }
 
 /**

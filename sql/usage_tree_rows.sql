@@ -6,7 +6,8 @@ SELECT s.thread_id, t.path, m.session_id, m.contract, p.level, p.forest_parent_i
        u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens, u.cost_usd,
        u.turns, u.tool_calls,
        s.threads, s.input_tokens, s.output_tokens, s.cache_read_tokens, s.cache_write_tokens,
-       s.cost_usd, s.turns, s.tool_calls, s.tree_key
+       s.cost_usd, s.turns, s.tool_calls, s.tree_key, t.exit_kind, t.exit_code, t.exit_signal,
+       t.owner_pid, t.owner_started_at
 FROM subtree_usage s
 JOIN thread_places p ON p.thread_id = s.thread_id
 JOIN threads t ON t.id = s.thread_id

@@ -199,17 +199,33 @@ fn session_title(file: &Path) -> Option<String> {
     }
 }
 
-/// `live busy`, `closed stopped`, contract B's `completed`, and ` archived` when it is.
+/// [`crate::domain::state_words`] (`live/busy`, `closed/stopped`, `live/owner gone`), contract
+/// B's `completed`, and ` archived` when it is.
 pub fn state_label(t: &ThreadRow) -> String {
-    let mut s = match (&t.agent_state, t.is_live()) {
-        (Some(state), _) => state.to_string(),
-        (None, true) => format!("live {}", t.phase),
-        (None, false) => format!("closed {}", t.exit_kind.map_or("?", |k| k.as_str())),
+    let mut s = match &t.agent_state {
+        Some(state) => state.to_string(),
+        None => crate::domain::state_words(
+            t.status,
+            t.phase,
+            t.exit_kind,
+            t.exit_code.is_some_and(|c| c != 0) || t.exit_signal.is_some(),
+            // The thread row keeps the owner's pid but not its start time, so a reused pid
+            // cannot be told apart here: `tree` does not claim the owner is gone.
+            owner_gone(t.is_live(), t.owner_pid, None),
+        ),
     };
     if t.archived {
         s.push_str(" archived");
     }
     s
+}
+
+/// A live row whose owning serve (the recorded pid and start time) is no longer running; not
+/// claimed without the start time.
+pub fn owner_gone(live: bool, pid: Option<i64>, started_at: Option<i64>) -> bool {
+    live && started_at.is_some()
+        && crate::runtime::process::ProcessIdentity::recorded(pid, started_at)
+            .is_some_and(|owner| !owner.is_alive())
 }
 
 /// The heading line of a tree: session, cwd, start, name, thread count.

@@ -31,6 +31,8 @@ pub struct UsageRow {
     pub phase: Phase,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_state: Option<AgentState>,
+    /// The state in words ([`crate::domain::state_words`]), as the text shows it.
+    pub state: String,
     pub name: String,
     pub usage: Usage,
     pub subtree: SubtreeUsage,
@@ -57,6 +59,18 @@ pub fn tree_rows(conn: &Connection, root: &str, key: Option<&str>) -> Result<Vec
             status: r.get(6)?,
             phase: r.get(7)?,
             agent_state: r.get(8)?,
+            state: {
+                let (status, phase): (ThreadStatus, Phase) = (r.get(6)?, r.get(7)?);
+                let code: Option<i64> = r.get(27)?;
+                let signal: Option<String> = r.get(28)?;
+                crate::domain::state_words(
+                    status,
+                    phase,
+                    r.get(26)?,
+                    code.is_some_and(|c| c != 0) || signal.is_some(),
+                    super::forest::owner_gone(status == ThreadStatus::Live, r.get(29)?, r.get(30)?),
+                )
+            },
             name: r.get(9)?,
             usage: Usage::from_columns(r, 10)?,
             subtree: SubtreeUsage {
@@ -241,7 +255,7 @@ pub fn run(
 fn state_text(r: &UsageRow) -> String {
     match (r.agent_state, r.contract) {
         (Some(s), Contract::Agent) => s.to_string(),
-        _ => format!("{}/{}", r.status, r.phase),
+        _ => r.state.clone(),
     }
 }
 

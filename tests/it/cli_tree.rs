@@ -118,13 +118,13 @@ fn a_child_serves_threads_nest_under_the_child_in_one_tree() {
     let lead_line = line_with(&text, "/root/lead  ");
     let docs_line = line_with(&text, "/root/lead/docs_check");
     assert!(indent(docs_line) > indent(lead_line), "{text}");
-    assert!(docs_line.contains("[live "), "{docs_line}");
+    assert!(docs_line.contains("[live/"), "{docs_line}");
     assert!(
         docs_line.contains("(started by /root/lead's own serve)"),
         "{docs_line}"
     );
     assert!(
-        line_with(&text, "/root/review").contains("[closed stopped]"),
+        line_with(&text, "/root/review").contains("[closed/stopped]"),
         "the exit kind is shown:\n{text}"
     );
     // Tree order: a parent before its descendants.
@@ -137,7 +137,7 @@ fn a_child_serves_threads_nest_under_the_child_in_one_tree() {
         list.contains("  /root/lead/docs_check"),
         "indented:\n{list}"
     );
-    assert!(list.contains("closed stopped"), "{list}");
+    assert!(list.contains("closed/stopped"), "{list}");
     assert!(list.contains("3 threads (2 live, 1 closed)"), "{list}");
 
     let doc: Value = serde_json::from_str(&w.cli(&["tree", "--json"])).unwrap();

@@ -27,7 +27,7 @@ fn demo_runs_quickly_and_prints_the_tree() {
         "▶ fork api_survey",
         "▶ archive api_survey_branch",
         "session demo-parent \"Plan the API review.\"",
-        "    check_examples  /root/api_survey/check_examples  [closed stopped]",
+        "    check_examples  /root/api_survey/check_examples  [closed/stopped]",
         "(started by /root/api_survey's own serve)",
         "/root/api_survey/check_examples",
         "thread_closed",

@@ -106,12 +106,12 @@ fn threads_command_lists_polls_and_stops_a_thread_through_pi_dialogs() {
     let options = strings(&list["options"]);
     assert_eq!(options.len(), 3, "one thread, Refresh, Close: {options:?}");
     let watched = options[0].clone();
-    let (path, rest) = watched.split_once("  ").expect("path  phase  name");
+    let (path, rest) = watched.split_once("  ").expect("path  state  name");
     assert_eq!(path, "/root/watched", "{watched:?}");
-    let (phase, name) = rest.split_once("  ").expect("phase  name");
+    let (state, name) = rest.split_once("  ").expect("state  name");
     assert!(
-        ["starting", "busy", "idle"].contains(&phase),
-        "a live phase: {watched:?}"
+        ["live/starting", "live/busy", "live/idle"].contains(&state),
+        "a live state, spelled as everywhere else: {watched:?}"
     );
     assert_eq!(name, "Watcher", "{watched:?}");
     assert_eq!(options[1..], ["⟳ Refresh", "✕ Close"], "{options:?}");
@@ -220,9 +220,8 @@ fn threads_command_lists_polls_and_stops_a_thread_through_pi_dialogs() {
     let list = p.ui_request("select");
     let options = strings(&list["options"]);
     assert_eq!(
-        options[0],
-        format!("/root/watched  {}  Watcher", row["phase"].as_str().unwrap()),
-        "the list shows the closed thread's phase now: {options:?}"
+        options[0], "/root/watched  closed/stopped  Watcher",
+        "the list shows the closed thread as closed/stopped now (not its last phase): {options:?}"
     );
     p.answer(&list, json!({"value": "✕ Close"}));
     let response = p.wait_for("the /threads prompt response", |v| {

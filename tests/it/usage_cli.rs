@@ -186,7 +186,7 @@ fn usage_shows_each_tree_across_its_managers() {
     // tree and show carry the figures too.
     let out = text(&threadbase(&db.path, &["tree"], &[]));
     assert!(
-        out.contains("/root/lead  [live idle]  lead  · 120 tokens · $0.5000"),
+        out.contains("/root/lead  [live/idle]  lead  · 120 tokens · $0.5000"),
         "{out}"
     );
     let out = text(&threadbase(

@@ -30,6 +30,8 @@ pub(super) struct Row {
     phase: Phase,
     agent_state: Option<AgentState>,
     exit_kind: Option<ExitKind>,
+    /// An exit with a non-zero code or a signal.
+    failed_exit: bool,
     archived: bool,
     hidden: bool,
     pub(super) created_at: String,
@@ -73,12 +75,13 @@ impl Row {
             }
             (Contract::Thread | Contract::Agent, _) => {}
         }
-        let mut s = format!("{}/{}", self.status, self.phase);
-        if let Some(k) = self.exit_kind {
-            s.push(' ');
-            s.push_str(k.as_str());
-        }
-        s
+        crate::domain::state_words(
+            self.status,
+            self.phase,
+            self.exit_kind,
+            self.failed_exit,
+            self.live() && self.owner.is_some_and(|o| !o.is_alive()),
+        )
     }
 }
 
@@ -172,6 +175,7 @@ fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
         forest_parent: None,
         outcome: r.get(17)?,
         verdict: r.get(18)?,
+        failed_exit: r.get(19)?,
     })
 }
 
