@@ -192,7 +192,11 @@ fn expected_events() -> Vec<(String, Value)> {
     ];
     for i in 0..TOOLS {
         let name = format!("t{i:02}");
-        e.push(("tool_started".into(), json!({"toolName": name})));
+        // The call's arguments as their JSON text (the script gives none: `{}`).
+        e.push((
+            "tool_started".into(),
+            json!({"toolName": name, "args": "{}"}),
+        ));
         e.push((
             "tool_completed".into(),
             json!({"toolName": name, "error": false}),
