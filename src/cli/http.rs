@@ -127,6 +127,9 @@ async fn stop_signal() {
     }
 }
 
+/// The third line `threadbase http` prints: what it answers, and what it does not.
+pub const SERVES: &str = "serves the worker contract only (threads.snapshot, threads.restore, for coordinator sessions of the threads_* tools): a `thread` or `agent_*` session's threads are not in its answers (an unknown or other session's id gives {\"workers\": []}); read those with `threadbase list`, `tree`, `show` or `sql` on the same database";
+
 pub fn run(db: PathBuf, args: HttpArgs, out: &mut dyn Write) -> Result<()> {
     let addr = listen_addr(&args.listen, args.allow_remote)?;
     let store = Arc::new(Store::open(&db)?);
@@ -158,6 +161,7 @@ pub fn run(db: PathBuf, args: HttpArgs, out: &mut dyn Write) -> Result<()> {
         let bound = listener.local_addr()?;
         writeln!(out, "listening on http://{bound}")?;
         writeln!(out, "{token_line}")?;
+        writeln!(out, "{SERVES}")?;
         out.flush()?;
         let rpc: Arc<dyn WorkerRpc> = Arc::new(StoreWorkerRpc::new(store));
         crate::serve::http::serve(listener, token, rpc, stop_signal()).await?;

@@ -68,8 +68,16 @@ fn start(db: &Path, args: &[&str], env: &[(&str, &str)]) -> Server {
     let mut out = BufReader::new(child.stdout.take().unwrap());
     let mut first = String::new();
     let mut second = String::new();
+    let mut third = String::new();
     out.read_line(&mut first).unwrap();
     out.read_line(&mut second).unwrap();
+    out.read_line(&mut third).unwrap();
+    // It says plainly that it answers the worker contract only.
+    assert!(
+        third.starts_with("serves the worker contract only")
+            && third.contains("`thread` or `agent_*` session"),
+        "unexpected third line {third:?}"
+    );
     let addr = first
         .trim()
         .strip_prefix("listening on http://")
