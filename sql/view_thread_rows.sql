@@ -11,5 +11,5 @@ CREATE TEMP VIEW thread_rows AS
 SELECT t.id, t.manager_id, t.path, t.parent_path, t.parent_id, t.task_name, t.name, t.depth,
        t.cwd, t.args, t.status, t.phase, t.agent_state, t.exit_kind, t.exit_code, t.exit_signal,
        t.exit_message, t.archived, t.hidden, t.session_file, t.session_id, t.pid, t.pgid,
-       t.owner_pid, t.last_seq, t.created_at, t.last_event_at, t.sort_key
+       t.owner_pid, t.last_seq, t.created_at, t.last_event_at, t.owner_started_at, t.sort_key
 FROM threads t

@@ -209,9 +209,7 @@ pub fn state_label(t: &ThreadRow) -> String {
             t.phase,
             t.exit_kind,
             t.exit_code.is_some_and(|c| c != 0) || t.exit_signal.is_some(),
-            // The thread row keeps the owner's pid but not its start time, so a reused pid
-            // cannot be told apart here: `tree` does not claim the owner is gone.
-            owner_gone(t.is_live(), t.owner_pid, None),
+            owner_gone(t.is_live(), t.owner_pid, t.owner_started_at),
         ),
     };
     if t.archived {

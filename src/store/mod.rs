@@ -768,6 +768,7 @@ mod tests {
             (col::LAST_SEQ, "last_seq"),
             (col::CREATED_AT, "created_at"),
             (col::LAST_EVENT_AT, "last_event_at"),
+            (col::OWNER_STARTED_AT, "owner_started_at"),
             (col::SORT_KEY, "sort_key"),
         ];
         assert_eq!(positions.len(), col::COUNT);

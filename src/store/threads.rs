@@ -204,10 +204,11 @@ pub mod col {
     pub const LAST_SEQ: usize = 24;
     pub const CREATED_AT: usize = 25;
     pub const LAST_EVENT_AT: usize = 26;
+    pub const OWNER_STARTED_AT: usize = 27;
     /// `sort_key`: the queries filter and sort by it; [`super::ThreadRow`] does not read it.
-    pub const SORT_KEY: usize = 27;
+    pub const SORT_KEY: usize = 28;
     /// How many columns a thread-row query returns.
-    pub const COUNT: usize = 28;
+    pub const COUNT: usize = 29;
     /// The column names, by position.
     pub const NAMES: [&str; COUNT] = [
         "id",
@@ -237,6 +238,7 @@ pub mod col {
         "last_seq",
         "created_at",
         "last_event_at",
+        "owner_started_at",
         "sort_key",
     ];
 }
@@ -272,6 +274,8 @@ pub struct ThreadRow {
     pub last_seq: i64,
     pub created_at: String,
     pub last_event_at: String,
+    /// The owning serve's start time (with `owner_pid`, its identity: a reused pid is not it).
+    pub owner_started_at: Option<i64>,
 }
 
 impl ThreadRow {
@@ -320,6 +324,7 @@ impl ThreadRow {
             last_seq: r.get(col::LAST_SEQ)?,
             created_at: r.get(col::CREATED_AT)?,
             last_event_at: r.get(col::LAST_EVENT_AT)?,
+            owner_started_at: r.get(col::OWNER_STARTED_AT)?,
         })
     }
 

@@ -339,3 +339,60 @@ fn sql_max_rows_caps_the_rows_and_says_how_many_were_left_out() {
         "{text}"
     );
 }
+
+/// A live row whose owning serve is gone reads `live/owner gone` in `tree` and `usage` (the
+/// same words everywhere, `domain::state_words`), and reading it writes nothing: the row stays
+/// live until a restore pass closes it.
+#[test]
+fn a_live_thread_whose_owner_is_gone_says_so_without_a_write() {
+    let db = temp_db();
+    let store = Store::open(&db.path).unwrap();
+    let m = manager(&store, "ses_owner");
+    let me = threadbase::runtime::process::ProcessIdentity::current();
+    let held = thread(&tid(1), m, "/root/held", true);
+    let orphan = thread(&tid(2), m, "/root/orphan", true);
+    let done = thread(&tid(3), m, "/root/done", false);
+    add(&store, &[held, orphan, done]);
+    store
+        .write(|tx| {
+            // The held one's owner is this process; the orphan's is this pid with another start
+            // time (a reused pid, not the owner).
+            tx.execute(
+                "UPDATE threads SET owner_pid = ?1, owner_started_at = CASE path WHEN '/root/held' THEN ?2 ELSE ?2 + 12345 END WHERE status = 'live'",
+                [me.pid, me.started_at],
+            )?;
+            Ok(())
+        })
+        .unwrap();
+    drop(store);
+    let out = threadbase(&db.path, &["tree"]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{text}");
+    let line = |p: &str| {
+        text.lines()
+            .find(|l| l.contains(p))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(line("/root/held").contains("[live/idle]"), "{text}");
+    assert!(line("/root/orphan").contains("[live/owner gone]"), "{text}");
+    assert!(line("/root/done").contains("[closed/stale]"), "{text}");
+    let out = threadbase(&db.path, &["usage", "--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let states: Vec<String> = doc
+        .to_string()
+        .split("\"state\":\"")
+        .skip(1)
+        .map(|s| s.split('"').next().unwrap().to_string())
+        .collect();
+    assert!(states.contains(&"live/owner gone".to_string()), "{doc}");
+    let conn = rusqlite::Connection::open(&db.path).unwrap();
+    let status: String = conn
+        .query_row(
+            "SELECT status FROM threads WHERE path = '/root/orphan'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(status, "live", "reading wrote nothing");
+}

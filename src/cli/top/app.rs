@@ -64,7 +64,8 @@ pub(super) struct App {
     pub(super) message: String,
     pub(super) help: bool,
     pub(super) detail: Vec<Line<'static>>,
-    pub(super) counts: (usize, usize),
+    /// Live, closed, and live rows whose owning serve is gone (not counted as live).
+    pub(super) counts: (usize, usize, usize),
     /// Each root session's cwd, start and name, for the tree headings.
     roots: HashMap<String, forest::RootInfo>,
 }
@@ -92,7 +93,7 @@ impl App {
             message: String::new(),
             help: false,
             detail: Vec::new(),
-            counts: (0, 0),
+            counts: (0, 0, 0),
             roots: HashMap::new(),
         }
     }
@@ -141,12 +142,14 @@ impl App {
     /// ancestor, live before closed within a parent, otherwise in path order.
     fn rebuild(&mut self) {
         let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
-        let (mut live, mut closed) = (0, 0);
+        let (mut live, mut closed, mut gone) = (0, 0, 0);
         for (i, r) in self.rows.iter().enumerate() {
             if !self.visible(r) {
                 continue;
             }
-            if r.live() {
+            if r.owner_gone {
+                gone += 1;
+            } else if r.live() {
                 live += 1;
             } else {
                 closed += 1;
@@ -160,7 +163,7 @@ impl App {
                 None => groups.push((key, vec![i])),
             }
         }
-        self.counts = (live, closed);
+        self.counts = (live, closed, gone);
         let mut items = Vec::new();
         for (key, members) in &groups {
             let first = &self.rows[members[0]];

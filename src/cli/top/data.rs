@@ -32,6 +32,8 @@ pub(super) struct Row {
     exit_kind: Option<ExitKind>,
     /// An exit with a non-zero code or a signal.
     failed_exit: bool,
+    /// Live, and its owning serve is gone (read as the rows are loaded; nothing is written).
+    pub(super) owner_gone: bool,
     archived: bool,
     hidden: bool,
     pub(super) created_at: String,
@@ -80,7 +82,7 @@ impl Row {
             self.phase,
             self.exit_kind,
             self.failed_exit,
-            self.live() && self.owner.is_some_and(|o| !o.is_alive()),
+            self.owner_gone,
         )
     }
 }
@@ -176,6 +178,10 @@ fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
         outcome: r.get(17)?,
         verdict: r.get(18)?,
         failed_exit: r.get(19)?,
+        owner_gone: r.get::<_, ThreadStatus>(7)? == ThreadStatus::Live
+            && owner_pid
+                .zip(owner_started)
+                .is_some_and(|(pid, started_at)| !ProcessIdentity { pid, started_at }.is_alive()),
     })
 }
 

@@ -47,9 +47,13 @@ impl App {
     fn header_line(&self, width: u16) -> Line<'static> {
         let (state, vis) = (self.state.as_str(), self.visibility.as_str());
         let mut s = format!(
-            "threadbase top  {} live {} closed  state:{state} vis:{vis}",
+            "threadbase top  {} live {} closed",
             self.counts.0, self.counts.1
         );
+        if self.counts.2 > 0 {
+            s.push_str(&format!(" {} owner gone", self.counts.2));
+        }
+        s.push_str(&format!("  state:{state} vis:{vis}"));
         if !self.subtree.is_empty() {
             s.push_str(&format!(" under:{}", self.subtree));
         }
