@@ -10,7 +10,7 @@
 //! the manager's own unknown-reference error, as the contract words it.
 
 use crate::domain::ManagerId;
-use rusqlite::{named_params, Connection};
+use rusqlite::{named_params, Connection, OptionalExtension};
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::paths::{is_thread_id, json_quote, thread_reference_path};
@@ -182,13 +182,55 @@ fn unknown(conn: &Connection, scope: RefScope<'_>, reference: &str) -> Result<Er
         // The original joins them with "; " (issue 14, contract A 8).
         format!("Known threads: {}.", items.join("; "))
     };
+    // An exact id of a thread that another Pi session holds: say whose it is and how to reach
+    // it, since threads belong to the session that started them.
+    let (elsewhere, repair_first) = match elsewhere(conn, scope, reference.trim())? {
+        Some((session, file, path)) => {
+            let file_text = file.as_deref().map_or_else(
+                || "its session file is not recorded".to_string(),
+                |f| format!("session file {f}"),
+            );
+            let repair = match file.as_deref() {
+                Some(f) => {
+                    format!("to use it, continue that session with `pi --session {f}`; otherwise ")
+                }
+                None => {
+                    "to use it, continue that session (`pi --resume` lists sessions); otherwise "
+                        .to_string()
+                }
+            };
+            (
+                format!(" It is {path} of another Pi session, {session} ({file_text}): threads belong to the session that started them."),
+                repair,
+            )
+        }
+        None => (String::new(), String::new()),
+    };
     Ok(Error::new(
         ErrorCode::UnknownReference,
         format!(
-            "Unknown thread reference: {}. Accepted reference forms: thread id (thread_012345abcdef), canonical path (/root/task), relative path from the current thread (task or parent/task), or unambiguous taskName. {listing} Repair: use a known path/id, run {{ \"action\": \"list\" }}, or start the thread first.",
+            "Unknown thread reference: {}.{elsewhere} Accepted reference forms: thread id (thread_012345abcdef), canonical path (/root/task), relative path from the current thread (task or parent/task), or unambiguous taskName. {listing} Repair: {repair_first}use a known path/id, run {{ \"action\": \"list\" }}, or start the thread first.",
             json_quote(reference)
         ),
     ))
+}
+
+/// The root session, its session file and the path of the thread whose id is `reference`,
+/// when another session holds it (see sql/thread_elsewhere.sql).
+fn elsewhere(
+    conn: &Connection,
+    scope: RefScope<'_>,
+    reference: &str,
+) -> Result<Option<(String, Option<String>, String)>> {
+    if !is_thread_id(reference) {
+        return Ok(None);
+    }
+    Ok(conn
+        .prepare_cached(include_str!("../../sql/thread_elsewhere.sql"))?
+        .query_row(rusqlite::params![reference, scope.manager_id], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+        .optional()?)
 }
 
 /// How many threads a CLI reference names at most before it is called ambiguous.

@@ -1439,3 +1439,30 @@ fn a_long_list_is_spilled_whole_and_answers_the_same_each_time() {
         "No Pi threads are managed by this parent session."
     );
 }
+
+/// Threads belong to the session that started them: another session's exact thread id is
+/// still an unknown reference (the contract's text), which now says whose thread it is and
+/// how to continue that session (#28 item 3).
+#[test]
+fn another_sessions_thread_id_names_that_session_and_its_file() {
+    let w = world(serde_json::from_str(SCRIPT).unwrap());
+    let mut s = w.serve(&[]);
+    let started = s.thread(json!({"action": "start", "prompt": "x", "taskName": "quick"}));
+    let id = started["details"]["snapshot"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    w.close_all(s);
+    let args = vec!["--session-id".into(), "ses_other".into()];
+    let mut other = w.base.serve("script", args, &[]);
+    let e = other.thread_error(json!({"action": "poll", "id": id}));
+    assert_eq!(e["code"], "unknown_reference", "{e}");
+    let text = message(&e);
+    let file = w.parent_session.display().to_string();
+    assert!(text.starts_with(&format!("Unknown thread reference: \"{id}\". It is /root/quick of another Pi session, ses_parent (session file {file})")), "{text}");
+    assert!(text.contains(&format!("Repair: to use it, continue that session with `pi --session {file}`; otherwise use a known path/id")), "{text}");
+    // A path is this session's namespace: no other session is named for it.
+    let e = other.thread_error(json!({"action": "poll", "id": "/root/quick"}));
+    assert!(!message(&e).contains("another Pi session"), "{e}");
+    w.close_all(other);
+}
