@@ -15,7 +15,11 @@
 //!
 //! With `--wire compact` (see [`crate::contract::wire`]) the list crosses the pipe once, in
 //! part lines of at most about [`PART_BYTES`] before the response line, whose `threads` and
-//! `snapshots` are the placeholder `0`; the three paths make the same part lines.
+//! `snapshots` are the placeholder `0`. Serve writes a compact list as it reads it ([`piped`],
+//! [`Reply::Piped`]): each part line goes out as soon as it is cut, so the client parses while
+//! the rest is read, and memory stays one part line and a batch of rows whatever the length.
+//! The other paths below still make the same part lines (the tests compare all four), but
+//! serve no longer takes them for the compact wire.
 //!
 //! Without room for spill files, the rows are read again in four passes (counts, text, the list
 //! twice; with the compact wire the part lines, counts and text) and written straight into the
@@ -66,6 +70,18 @@ pub const PART_BYTES: usize = 40 * 1024;
 /// The answer to a `list` of `q` in `e`'s manager.
 pub(super) fn reply(e: &Engine, q: ListQuery) -> Result<Reply> {
     let wire = e.cfg.wire;
+    if wire == Wire::Compact {
+        // Written as it is read ([`piped`]), from the request's thread (see `serve::server`).
+        let store = e.store.clone();
+        let cache = e.cache.clone();
+        let manager_id = e.manager_id;
+        return Ok(Reply::Piped(Box::new(move |id, w| {
+            let mut missed = Vec::new();
+            let out = piped(&store, manager_id, &q, id, w, &mut missed);
+            cache.missed(missed);
+            out
+        })));
+    }
     let conn = e.store.read()?;
     // One read transaction: the rows and their kept answers agree.
     let tx = crate::store::ReadTx::begin(&conn)?;
@@ -264,6 +280,137 @@ impl PartCutter {
         cutter.push(listed, &mut done)?;
         cutter.close(&mut done);
         Ok(done)
+    }
+}
+
+/// A compact list ([`Wire::Compact`]) written as its rows are read, for the row
+/// `extension/list_ancestor_110` of `benches/serve.rs`: each part line goes out (flushed) as
+/// soon as [`PartCutter`] cuts it, so the client parses the first while the rest is read, and
+/// then the response line, whose result holds only the counts and the text. One pass of one
+/// read transaction; memory holds one part line and at most a [`BATCH`] of rows. The bytes are
+/// those of [`from_memory`] and of the spill and pass paths (the same cutter, text and
+/// template).
+fn piped(
+    store: &Store,
+    manager_id: ManagerId,
+    q: &ListQuery,
+    id: &Value,
+    w: &mut dyn Write,
+    missed: &mut Vec<Key>,
+) -> Result<()> {
+    let conn = store.read()?;
+    let tx = crate::store::ReadTx::begin(&conn)?;
+    let mut p = Piped {
+        conn: &tx,
+        w,
+        id: serde_json::to_vec(id)?,
+        missed,
+        cutter: PartCutter::default(),
+        done: Vec::new(),
+        pending: Vec::new(),
+        pending_bytes: 0,
+        count: 0,
+        live: 0,
+        shown: 0,
+        text: String::new(),
+    };
+    // A short list stays on the request's worker and goes out as one write at the end; past
+    // PIPE_ON_WORKER rows the rest runs in block_in_place, where a part line may wait for the
+    // writer.
+    list::each_row_switching(&tx, manager_id, q, PIPE_ON_WORKER, |r| {
+        p.push(Entry::from_row(r)?)?;
+        Ok(true)
+    })?;
+    p.finish()
+}
+
+/// Rows a piped list reads on the request's worker before it moves on in `block_in_place`:
+/// fewer than one part line holds, so no part line is flushed (no wait on the writer) before.
+const PIPE_ON_WORKER: usize = 16;
+
+/// A compact list under way ([`piped`]).
+struct Piped<'a> {
+    conn: &'a Connection,
+    w: &'a mut dyn Write,
+    /// The request's id, as JSON.
+    id: Vec<u8>,
+    missed: &'a mut Vec<Key>,
+    cutter: PartCutter,
+    /// Part bodies cut and not written yet.
+    done: Vec<Vec<u8>>,
+    /// Rows read and not rendered yet, and the bytes of their kept answers.
+    pending: Vec<Entry>,
+    pending_bytes: usize,
+    count: usize,
+    live: usize,
+    /// The content text so far, and how many lines it shows.
+    shown: usize,
+    text: String,
+}
+
+impl Piped<'_> {
+    /// Takes a row; renders what is pending once it makes a part line (or a [`BATCH`]).
+    fn push(&mut self, e: Entry) -> Result<()> {
+        self.count += 1;
+        if let Entry::Kept { answer, .. } = &e {
+            self.pending_bytes += answer.json.len();
+        }
+        self.pending.push(e);
+        if self.pending.len() >= BATCH || self.pending_bytes >= PART_BYTES {
+            self.hand_over()?;
+        }
+        Ok(())
+    }
+
+    /// Renders the pending rows, adds them to the text and the cutter, and writes (and
+    /// flushes) every part line that is complete.
+    fn hand_over(&mut self) -> Result<()> {
+        self.pending_bytes = 0;
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let (listed, live) = rendered(self.conn, std::mem::take(&mut self.pending), self.missed)?;
+        self.live += live;
+        push_lines(&mut self.text, &listed, &mut self.shown);
+        self.cutter.push(&listed, &mut self.done)?;
+        self.write_done(true)
+    }
+
+    /// Writes the part lines cut so far, each flushed to the client at once while rows remain
+    /// (`flush`); the last goes with the response line, so a list of one part line is one write.
+    fn write_done(&mut self, flush: bool) -> Result<()> {
+        for body in self.done.drain(..) {
+            self.w.write_all(PART_HEAD)?;
+            self.w.write_all(&self.id)?;
+            self.w.write_all(&body)?;
+            if flush {
+                self.w.flush()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The last part line, then the response line (without its line feed: the sink ends it).
+    fn finish(mut self) -> Result<()> {
+        self.hand_over()?;
+        self.cutter.close(&mut self.done);
+        self.write_done(false)?;
+        let mut text = std::mem::take(&mut self.text);
+        if self.count == 0 {
+            text.push_str(format::NO_THREADS);
+        }
+        push_more(&mut text, self.shown, self.count);
+        let t = Template::new(self.count, self.live, Wire::Compact)?;
+        let mut json = Vec::with_capacity(2 * text.len() + t.json.len() + 64);
+        json.extend_from_slice(t.part(0));
+        serde_json::to_writer(&mut json, text.as_str())?;
+        json.extend_from_slice(t.last());
+        self.w.write_all(b"{\"id\":")?;
+        self.w.write_all(&self.id)?;
+        self.w.write_all(b",\"result\":")?;
+        self.w.write_all(&Wire::Compact.result(json))?;
+        self.w.write_all(b"}")?;
+        Ok(())
     }
 }
 
@@ -1175,6 +1322,18 @@ mod tests {
             )
             .unwrap();
             assert!(unspilled == expected, "{q:?}: the unspilled line differs");
+            if wire == Wire::Compact {
+                // Written as read: the same bytes, and the same threads noted for the cache.
+                let mut noted = Vec::new();
+                let mut piped_line = Vec::new();
+                piped(&store, m, &q, &Value::from(7), &mut piped_line, &mut noted).unwrap();
+                assert!(piped_line == expected, "{q:?}: the piped line differs");
+                assert_eq!(
+                    noted.len(),
+                    rows.iter().filter(|r| r.is_still()).count(),
+                    "{q:?}"
+                );
+            }
             // Every closed thread rendered was noted for the cache; once kept, the same lists
             // are the same bytes, read from the cache.
             let closed = rows.iter().filter(|r| r.is_still()).count();
@@ -1225,6 +1384,15 @@ mod tests {
                 cached_line == expected,
                 "{q:?}: the cached streamed line differs"
             );
+            if wire == Wire::Compact {
+                let mut piped_line = Vec::new();
+                piped(&store, m, &q, &Value::from(7), &mut piped_line, &mut again).unwrap();
+                assert!(again.is_empty(), "{q:?}");
+                assert!(
+                    piped_line == expected,
+                    "{q:?}: the cached piped line differs"
+                );
+            }
             let (parts, v) = parts_and_response(&line);
             let details = &v["result"]["details"];
             let count = details["count"].as_u64().unwrap() as usize;

@@ -38,6 +38,10 @@ pub enum Reply {
     /// A result written as it is produced (from a blocking thread): the function writes the
     /// whole response line, `{"id": <id>, "result": …}` (use [`Response`]), into the writer.
     Stream(StreamFn),
+    /// Lines written as they are made, on the request's worker: the function moves the
+    /// worker's other tasks away itself (`block_in_place`) before it may wait on the writer. A
+    /// reply that was never handed over whole goes as one line (see [`LineSink`]).
+    Piped(StreamFn),
     /// A result already made, in pieces, some of them in files (a long list's spilled text and
     /// snapshots): the writer copies each file into the line without reading it into memory.
     /// `lines` are whole lines written first, right before the response line and in the same
@@ -81,6 +85,9 @@ impl Reply {
                 let mut response: Value = serde_json::from_slice(&line)?;
                 Ok(response["result"].take())
             }
+            Reply::Piped(_) => Err(Error::internal(
+                "a compact list's part lines are for serve's pipe; in-process callers use the contract wire",
+            )),
             Reply::Parts { lines, result } => {
                 if !lines.is_empty() {
                     return Err(Error::internal(
@@ -556,6 +563,10 @@ impl Output {
         let mut sink = LineSink::new(self.clone());
         let outcome = write(id, &mut sink);
         let started = sink.started();
+        if outcome.is_err() && !started {
+            // Nothing reached the writer: what was made is dropped, and the error is the answer.
+            sink.finished = true;
+        }
         let finished = sink.finish();
         drop(sink);
         match outcome.and(finished.map_err(Error::from)) {
@@ -602,8 +613,9 @@ impl LineSink {
         }
     }
 
+    /// Whether bytes were handed to the writer (a reply still held whole is not started).
     fn started(&self) -> bool {
-        self.tx.is_some() || !self.buf.is_empty()
+        self.tx.is_some()
     }
 
     fn hand_over(&mut self) -> io::Result<()> {
@@ -628,13 +640,22 @@ impl LineSink {
         Ok(())
     }
 
-    /// Ends the line (LF) and hands over what is left.
+    /// Ends the line (LF) and hands over what is left; a reply that was never handed over
+    /// goes as one item, which the task writes itself when nothing is queued (as a small
+    /// response line is).
     fn finish(&mut self) -> io::Result<()> {
-        if self.finished || !self.started() {
+        if self.finished || (self.tx.is_none() && self.buf.is_empty()) {
             return Ok(());
         }
         self.finished = true;
         self.buf.push(b'\n');
+        if self.tx.is_none() {
+            let line = std::mem::take(&mut self.buf);
+            return self
+                .out
+                .put(Out::Line(line))
+                .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "stdout is closed"));
+        }
         self.hand_over()
     }
 }
@@ -671,8 +692,13 @@ impl Write for LineSink {
         Ok(())
     }
 
+    /// Hands what is buffered to the writer now (a compact list's part line, so the client
+    /// can parse it while the rest is made).
     fn flush(&mut self) -> io::Result<()> {
-        Ok(())
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        self.hand_over()
     }
 }
 

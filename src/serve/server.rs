@@ -127,6 +127,9 @@ pub async fn serve(engine: Arc<Engine>) {
                             Ok(Reply::Parts { lines, result }) => {
                                 out.respond_parts(&id, lines, result)
                             }
+                            // A compact list, written as it is read, on this worker (it
+                            // moves the worker's other tasks away itself once it is long).
+                            Ok(Reply::Piped(write)) => out.stream(&id, write),
                             // A result too large to hold is written as it is produced, from a
                             // blocking thread.
                             Ok(Reply::Stream(write)) => {

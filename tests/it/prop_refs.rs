@@ -271,19 +271,40 @@ fn check_error(
     want: &ModelError,
     threads: &[Node],
     reference: &str,
+    other_ids: &[String],
 ) -> Result<(), TestCaseError> {
     match want {
         ModelError::Unknown => {
             prop_assert_eq!(err.code, ErrorCode::UnknownReference, "{}", err.message);
+            // Another session's exact thread id: the contract's text, with whose thread it is
+            // and how to continue that session.
+            let elsewhere = other_ids.iter().any(|id| id == reference.trim());
+            let forms = " Accepted reference forms: thread id (thread_012345abcdef), canonical path (/root/task), relative path from the current thread (task or parent/task), or unambiguous taskName.";
             if plain_quotable(reference) {
-                let head = format!(
-                    "Unknown thread reference: \"{reference}\". Accepted reference forms: thread id (thread_012345abcdef), canonical path (/root/task), relative path from the current thread (task or parent/task), or unambiguous taskName."
-                );
-                prop_assert!(err.message.starts_with(&head), "{}", err.message);
+                let quoted = format!("Unknown thread reference: \"{reference}\".");
+                if elsewhere {
+                    let head = format!("{quoted} It is ");
+                    prop_assert!(err.message.starts_with(&head), "{}", err.message);
+                    prop_assert!(
+                        err.message.contains(" of another Pi session, "),
+                        "{}",
+                        err.message
+                    );
+                    prop_assert!(err.message.contains(forms), "{}", err.message);
+                } else {
+                    let head = format!("{quoted}{forms}");
+                    prop_assert!(err.message.starts_with(&head), "{}", err.message);
+                }
             }
+            let repair = if elsewhere {
+                " Repair: to use it, continue that session"
+            } else {
+                " Repair: use a known path/id"
+            };
+            prop_assert!(err.message.contains(repair), "{}", err.message);
             prop_assert!(
                 err.message.ends_with(
-                    " Repair: use a known path/id, run { \"action\": \"list\" }, or start the thread first."
+                    "use a known path/id, run { \"action\": \"list\" }, or start the thread first."
                 ),
                 "{}",
                 err.message
@@ -374,7 +395,7 @@ proptest! {
                     prop_assert_eq!(&row.path, &threads[*i].path);
                     prop_assert_eq!(row.manager_id, mgr);
                 }
-                (Err(e), Err(m)) => check_error(e, m, &threads, &reference)?,
+                (Err(e), Err(m)) => check_error(e, m, &threads, &reference, &other_ids)?,
                 _ => prop_assert!(
                     false,
                     "resolve({:?}) from {}: got {:?}, model {:?}",
@@ -387,7 +408,7 @@ proptest! {
             let want = model_list_filter(&threads, &current, self_id, &reference);
             match (&got, &want) {
                 (Ok(p), Ok(q)) => prop_assert_eq!(p, q, "list filter {:?} from {}", reference, current),
-                (Err(e), Err(m)) => check_error(e, m, &threads, &reference)?,
+                (Err(e), Err(m)) => check_error(e, m, &threads, &reference, &other_ids)?,
                 _ => prop_assert!(
                     false,
                     "resolve_list_filter({:?}) from {} (self {:?}): got {:?}, model {:?}",
