@@ -337,21 +337,24 @@ impl FromSql for ManagerId {
 
 /// A thread's state in words: one spelling for every surface that names it (`tree`, `usage`,
 /// `top`, `/threads`, and contract A's texts, which add ` pid=N` while live). `live/<phase>`
-/// while live; once closed, `closed/failed` for a failed exit or one with a non-zero code or a
-/// signal (`failed_exit`), else `closed/<exit kind>`; and `live/owner gone` for a live row whose
-/// owning serve has died: saying so writes nothing (a serve's restore pass or `threadbase
-/// restore` closes such a thread as stale).
+/// while live; once closed, `closed/failed` for a failed exit or an exit whose code is not 0
+/// (an unknown one included) or that a signal ended (`signalled`), else `closed/<exit kind>`;
+/// and `live/owner gone` for a live row whose owning serve has died: saying so writes nothing
+/// (a serve's restore pass or `threadbase restore` closes such a thread as stale).
 pub fn state_words(
     status: ThreadStatus,
     phase: Phase,
     exit_kind: Option<ExitKind>,
-    failed_exit: bool,
+    exit_code: Option<i64>,
+    signalled: bool,
     owner_gone: bool,
 ) -> String {
     match (status, exit_kind) {
         (ThreadStatus::Live, _) if owner_gone => "live/owner gone".to_string(),
         (ThreadStatus::Live, _) => format!("live/{}", phase.as_str()),
-        (ThreadStatus::Closed, Some(ExitKind::Exited)) if failed_exit => "closed/failed".into(),
+        (ThreadStatus::Closed, Some(ExitKind::Exited)) if exit_code != Some(0) || signalled => {
+            "closed/failed".into()
+        }
         (ThreadStatus::Closed, Some(kind)) => format!("closed/{}", kind.as_str()),
         (ThreadStatus::Closed, None) => format!("closed/{}", phase.as_str()),
     }
@@ -363,25 +366,35 @@ mod tests {
     fn state_words_spell_each_state_once() {
         use super::{state_words, ExitKind, Phase, ThreadStatus::*};
         assert_eq!(
-            state_words(Live, Phase::Busy, None, false, false),
+            state_words(Live, Phase::Busy, None, None, false, false),
             "live/busy"
         );
         assert_eq!(
-            state_words(Live, Phase::Idle, None, false, true),
+            state_words(Live, Phase::Idle, None, None, false, true),
             "live/owner gone"
         );
         for kind in ExitKind::ALL {
             assert_eq!(
-                state_words(Closed, Phase::Idle, Some(*kind), false, false),
+                state_words(Closed, Phase::Idle, Some(*kind), Some(0), false, false),
                 format!("closed/{}", kind.as_str())
             );
         }
+        // An exit whose code is not 0, unknown included, or that a signal ended.
+        for (code, signalled) in [(Some(1), false), (None, false), (Some(0), true)] {
+            assert_eq!(
+                state_words(
+                    Closed,
+                    Phase::Idle,
+                    Some(ExitKind::Exited),
+                    code,
+                    signalled,
+                    false
+                ),
+                "closed/failed"
+            );
+        }
         assert_eq!(
-            state_words(Closed, Phase::Idle, Some(ExitKind::Exited), true, false),
-            "closed/failed"
-        );
-        assert_eq!(
-            state_words(Closed, Phase::Stale, None, false, false),
+            state_words(Closed, Phase::Stale, None, None, false, false),
             "closed/stale"
         );
     }

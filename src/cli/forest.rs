@@ -208,7 +208,8 @@ pub fn state_label(t: &ThreadRow) -> String {
             t.status,
             t.phase,
             t.exit_kind,
-            t.exit_code.is_some_and(|c| c != 0) || t.exit_signal.is_some(),
+            t.exit_code,
+            t.exit_signal.is_some(),
             owner_gone(t.is_live(), t.owner_pid, t.owner_started_at),
         ),
     };

@@ -67,7 +67,8 @@ pub fn tree_rows(conn: &Connection, root: &str, key: Option<&str>) -> Result<Vec
                     status,
                     phase,
                     r.get(26)?,
-                    code.is_some_and(|c| c != 0) || signal.is_some(),
+                    code,
+                    signal.is_some(),
                     super::forest::owner_gone(status == ThreadStatus::Live, r.get(29)?, r.get(30)?),
                 )
             },

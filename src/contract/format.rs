@@ -13,7 +13,7 @@
 //! One deliberate improvement on the original: at `summary`, the result text keeps its line
 //! breaks ([`Projection::result_lines`]).
 
-use crate::domain::ExitKind;
+use crate::domain::{ExitKind, ThreadStatus};
 use std::borrow::Cow;
 use std::fmt::{self, Write as _};
 
@@ -73,16 +73,22 @@ pub fn status(snap: &Snapshot<'_>) -> String {
             None => format!("live/{}", snap.phase),
         };
     }
-    match snap.exit {
-        Some(Exit::Stale { .. }) => "closed/stale".into(),
-        Some(Exit::Failed { .. }) => "closed/failed".into(),
-        Some(Exit::Exited { code, signal }) if code != Some(0) || signal.is_some() => {
-            "closed/failed".into()
-        }
-        Some(Exit::Exited { .. }) => "closed/exited".into(),
-        Some(Exit::Stopped { .. }) => "closed/stopped".into(),
-        None => format!("closed/{}", snap.phase),
-    }
+    // The words every surface uses (a stop's code and signal never make it `failed`).
+    let (kind, code, signalled) = match snap.exit {
+        Some(Exit::Stale { .. }) => (Some(ExitKind::Stale), None, false),
+        Some(Exit::Failed { .. }) => (Some(ExitKind::Failed), None, false),
+        Some(Exit::Exited { code, signal }) => (Some(ExitKind::Exited), code, signal.is_some()),
+        Some(Exit::Stopped { .. }) => (Some(ExitKind::Stopped), None, false),
+        None => (None, None, false),
+    };
+    crate::domain::state_words(
+        ThreadStatus::Closed,
+        snap.phase,
+        kind,
+        code,
+        signalled,
+        false,
+    )
 }
 
 /// `Next: a, b, or c` (`Next: none` for no action).

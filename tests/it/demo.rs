@@ -131,16 +131,8 @@ fn writing_commands_leave_the_database_whole_in_its_main_file() {
         assert_eq!(wal, 0, "{}: the WAL holds {wal} bytes", db.display());
         let copy = dir.path().join("copy.sqlite");
         std::fs::copy(db, &copy).unwrap();
-        let out = Command::new(exe)
-            .arg("--db")
-            .arg(&copy)
-            .args([
-                "sql",
-                "--json",
-                &format!("SELECT count(*) AS n FROM {table}"),
-            ])
-            .output()
-            .unwrap();
+        let query = format!("SELECT count(*) AS n FROM {table}");
+        let out = crate::support::common::threadbase(&copy, &["sql", "--json", &query]);
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(v[0]["n"], want, "{}", db.display());
         std::fs::remove_file(&copy).unwrap();

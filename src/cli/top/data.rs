@@ -30,8 +30,9 @@ pub(super) struct Row {
     phase: Phase,
     agent_state: Option<AgentState>,
     exit_kind: Option<ExitKind>,
-    /// An exit with a non-zero code or a signal.
-    failed_exit: bool,
+    /// The exit's code, and whether a signal ended it.
+    exit_code: Option<i64>,
+    signalled: bool,
     /// Live, and its owning serve is gone (read as the rows are loaded; nothing is written).
     pub(super) owner_gone: bool,
     archived: bool,
@@ -81,7 +82,8 @@ impl Row {
             self.status,
             self.phase,
             self.exit_kind,
-            self.failed_exit,
+            self.exit_code,
+            self.signalled,
             self.owner_gone,
         )
     }
@@ -177,11 +179,13 @@ fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
         forest_parent: None,
         outcome: r.get(17)?,
         verdict: r.get(18)?,
-        failed_exit: r.get(19)?,
-        owner_gone: r.get::<_, ThreadStatus>(7)? == ThreadStatus::Live
-            && owner_pid
-                .zip(owner_started)
-                .is_some_and(|(pid, started_at)| !ProcessIdentity { pid, started_at }.is_alive()),
+        exit_code: r.get(19)?,
+        signalled: r.get(20)?,
+        owner_gone: crate::cli::forest::owner_gone(
+            r.get::<_, ThreadStatus>(7)? == ThreadStatus::Live,
+            owner_pid,
+            owner_started,
+        ),
     })
 }
 
