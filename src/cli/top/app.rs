@@ -496,3 +496,67 @@ impl App {
         Ok((report.restored.len(), report.killed_groups.len()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::App;
+    use crate::domain::{Contract, Phase, ThreadId, ThreadStatus};
+    use crate::runtime::process::ProcessIdentity;
+    use crate::store::threads::{insert_thread, upsert_manager, ManagerSpec, NewThread};
+
+    /// A live row whose owning serve is gone (a reused pid: the start time differs) reads
+    /// `live/owner gone` and is counted apart in the header, not as live; nothing is written.
+    #[test]
+    fn a_live_row_whose_owner_is_gone_is_counted_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.sqlite");
+        let store = crate::store::Store::open(&path).unwrap();
+        let me = ProcessIdentity::current();
+        store
+            .write(|tx| {
+                let m = upsert_manager(tx, &ManagerSpec::new("ses", Contract::Thread, "/root"))?;
+                for (i, task) in ["held", "orphan", "done"].into_iter().enumerate() {
+                    insert_thread(
+                        tx,
+                        &NewThread {
+                            id: ThreadId::new(format!("thread_00000000000{i}")),
+                            manager_id: m,
+                            path: format!("/root/{task}"),
+                            parent_path: Some("/root".into()),
+                            task_name: task.into(),
+                            name: task.into(),
+                            cwd: "/w".into(),
+                            status: ThreadStatus::Live,
+                            phase: Phase::Idle,
+                            ..Default::default()
+                        },
+                    )?;
+                }
+                tx.execute(
+                    "UPDATE threads SET owner_pid = ?1, owner_started_at = CASE path WHEN '/root/held' THEN ?2 ELSE ?2 + 12345 END",
+                    [me.pid, me.started_at],
+                )?;
+                tx.execute_batch(
+                    "UPDATE threads SET status = 'closed', phase = 'stale', exit_kind = 'stopped' WHERE path = '/root/done'",
+                )?;
+                Ok(())
+            })
+            .unwrap();
+        let mut app = App::new(path.clone(), crate::store::open_read_only(&path).unwrap());
+        app.reload();
+        assert_eq!(app.counts, (1, 1, 1));
+        let state = |p: &str| app.rows.iter().find(|r| r.path == p).unwrap().state_text();
+        assert_eq!(state("/root/held"), "live/idle");
+        assert_eq!(state("/root/orphan"), "live/owner gone");
+        assert_eq!(state("/root/done"), "closed/stopped");
+        let live: i64 = crate::store::open_read_only(&path)
+            .unwrap()
+            .query_row(
+                "SELECT count(*) FROM threads WHERE status = 'live'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(live, 2, "reading wrote nothing");
+    }
+}
