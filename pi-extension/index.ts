@@ -38,9 +38,13 @@
  * confirm, notify) over the same serve connection: list (per level, via `parent`), poll summary,
  * refresh, children, and stop after a confirmation. No start/send (contract's command boundary).
  *
- * Notices (`{"method": "notice", ...}`: a worker's report for its coordinator, and other
- * mailbox messages due to this session) are delivered into the session as a custom message
- * that does not start a turn; the model sees it on its next turn.
+ * Notices (`{"method": "notice", ...}`: a `thread` child that finished its turn, exited,
+ * failed, was stopped by anyone but this session's own `stop`, or was closed as stale; a
+ * worker's report for its coordinator; other mailbox messages due to this session) are
+ * delivered into the session as a custom message that does not start a turn: the person sees
+ * it in the TUI, the model on its next turn. `THREADBASE_NOTICES=off` turns the `thread` tool's
+ * off. A session that has used the `thread` tool starts its serve at session start, so notices
+ * saved while it was away arrive at once.
  *
  * No dependencies beyond what Pi provides (`typebox` and Node built-ins); Pi loads this file
  * with jiti, so no build step is needed.
@@ -809,6 +813,16 @@ async function showThread(ui: any, call: ThreadCall, path: string): Promise<"bac
 	}
 }
 
+/** Whether a session's entries hold a result of the `thread` tool (or a notice about one). */
+export function usedThreadTool(entries: any[]): boolean {
+	return entries.some(
+		(e) =>
+			e?.type === "message" &&
+			((e.message?.role === "toolResult" && e.message?.toolName === TOOL_NAME) ||
+				(e.message?.role === "custom" && e.message?.customType === "threadbase-notice")),
+	) || entries.some((e) => e?.type === "custom_message" && e.customType === "threadbase-notice");
+}
+
 export default function threadbaseExtension(pi: ExtensionAPI) {
 	const tools = enabledTools();
 	// One server per session runtime: this factory runs again after a session switch/fork/new.
@@ -913,6 +927,20 @@ export default function threadbaseExtension(pi: ExtensionAPI) {
 			// stopped by it.
 			return untilAborted(call, signal, THREAD_WAIT_ABORTED, () => c.forget(requestId));
 		},
+	});
+
+	// A session that has used the `thread` tool gets its serve back as soon as it starts again
+	// (`pi --session FILE`, `pi -c`): the notices saved while it was away (a thread closed as
+	// stale by a restore, one that settled as the last serve ended) arrive at once, and the
+	// restore pass runs without waiting for a tool call. A session that never used it starts
+	// no serve.
+	if (tools.has("thread")) pi.on("session_start", async (_event, ctx) => {
+		try {
+			if (!usedThreadTool(ctx.sessionManager.getEntries())) return;
+			connection(identityOf(ctx));
+		} catch {
+			// the first tool call reports a server that cannot start
+		}
 	});
 
 	pi.registerCommand("threads", {

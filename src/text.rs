@@ -1,5 +1,8 @@
 //! Text limits as the contracts count them: character limits in UTF-16 code units (what
-//! JavaScript's `length` counts), byte limits in UTF-8 bytes.
+//! JavaScript's `length` counts), byte limits in UTF-8 bytes; and the text of contract A's
+//! notices, which every writer of one (the runtime's, the restore pass) shares.
+
+use crate::domain::ExitKind;
 
 /// Length in UTF-16 code units: one per character, two for one outside the BMP (a 4-byte
 /// UTF-8 sequence, whose lead byte is >= 0xF0). ASCII text is its byte length.
@@ -246,6 +249,64 @@ pub fn thousands(n: i64) -> String {
         out.push(c);
     }
     out
+}
+
+/// How many lines of a thread's answer a notice quotes, and how long each may be (UTF-16
+/// units, as the contracts count).
+pub const NOTICE_ANSWER_LINES: usize = 6;
+pub const NOTICE_LINE_UNITS: usize = 200;
+
+/// The text of contract A's notice for a thread's parent session: its title, path and state
+/// in words, what happened (finished its turn, exited, failed, was stopped, was closed as
+/// stale) with the exit's message, and the first lines of its answer; when the answer is
+/// longer than what is quoted, where to read the rest.
+pub fn thread_notice_text(
+    title: &str,
+    path: &str,
+    state: &str,
+    exit_kind: Option<ExitKind>,
+    exit_message: Option<&str>,
+    answer: Option<&str>,
+) -> String {
+    let what = match (state.starts_with("closed/"), exit_kind) {
+        (false, _) => "finished its turn",
+        (true, Some(ExitKind::Stopped)) => "was stopped",
+        (true, Some(ExitKind::Stale)) => "was closed as stale",
+        (true, _) if state == "closed/failed" => "failed",
+        (true, _) => "exited",
+    };
+    let mut text = format!("Thread \"{title}\" ({path}) {what}: {state}.");
+    if let Some(m) = exit_message.filter(|m| !m.trim().is_empty()) {
+        text.push(' ');
+        text.push_str(m.trim());
+        if !m.trim_end().ends_with('.') {
+            text.push('.');
+        }
+    }
+    let answer = answer.map(str::trim).filter(|a| !a.is_empty());
+    let Some(answer) = answer else {
+        return text;
+    };
+    text.push_str(if what == "finished its turn" {
+        "\nAnswer:"
+    } else {
+        "\nLast answer:"
+    });
+    let mut cut = false;
+    let lines: Vec<&str> = answer.lines().collect();
+    for line in lines.iter().take(NOTICE_ANSWER_LINES) {
+        let kept = utf16_prefix(line, NOTICE_LINE_UNITS);
+        text.push('\n');
+        text.push_str(kept);
+        if kept.len() < line.len() {
+            text.push('…');
+            cut = true;
+        }
+    }
+    if cut || lines.len() > NOTICE_ANSWER_LINES {
+        text.push_str(&format!("\n… (poll {path} for the whole answer)"));
+    }
+    text
 }
 
 #[cfg(test)]

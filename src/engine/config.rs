@@ -56,6 +56,9 @@ pub struct Settings {
     pub agent_limits: AgentLimits,
     /// Contract C's `THREADBASE_MAX_WORKERS` (1..32, default 4): live workers per coordinator.
     pub max_workers: i64,
+    /// `THREADBASE_NOTICES` (default on; `off` turns it off): contract A's notices of a
+    /// thread that settled, failed, was stopped by another or closed as stale reach the caller.
+    pub notices: bool,
 }
 
 impl Default for Settings {
@@ -65,6 +68,7 @@ impl Default for Settings {
             timers: RuntimeConfig::default(),
             agent_limits: AgentLimits::default(),
             max_workers: contract_c::DEFAULT_MAX_WORKERS,
+            notices: true,
         }
     }
 }
@@ -92,11 +96,13 @@ impl Settings {
             max_concurrent: read("PI_SUBAGENTS_MAX_CONCURRENT", b.max_concurrent as u64) as i64,
         };
         let max_workers = max_workers_from(get("THREADBASE_MAX_WORKERS").as_deref(), warn);
+        let notices = notices_from(get("THREADBASE_NOTICES").as_deref(), warn);
         Settings {
             limits,
             timers,
             agent_limits,
             max_workers,
+            notices,
         }
     }
 }
@@ -163,6 +169,24 @@ pub fn env_integer(
 }
 
 /// `THREADBASE_MAX_WORKERS`: an integer from 1 to 32, else the default with one warning.
+/// `THREADBASE_NOTICES`: `off` (or `0`, `false`, `no`) turns contract A's notices off; `on`
+/// (or `1`, `true`, `yes`) or unset keeps them; anything else keeps them and warns once.
+fn notices_from(value: Option<&str>, warn: &mut dyn FnMut(String)) -> bool {
+    let Some(v) = value.map(str::trim).filter(|v| !v.is_empty()) else {
+        return true;
+    };
+    match v.to_ascii_lowercase().as_str() {
+        "off" | "0" | "false" | "no" => false,
+        "on" | "1" | "true" | "yes" => true,
+        _ => {
+            warn(format!(
+                "THREADBASE_NOTICES={v:?} is neither on nor off; notices stay on. Repair: set THREADBASE_NOTICES=off to turn them off, or unset it."
+            ));
+            true
+        }
+    }
+}
+
 fn max_workers_from(value: Option<&str>, warn: &mut dyn FnMut(String)) -> i64 {
     let Some(raw) = value.filter(|v| !v.is_empty()) else {
         return contract_c::DEFAULT_MAX_WORKERS;
@@ -200,6 +224,22 @@ mod tests {
         assert_eq!(max_workers_from(Some("2.5"), &mut warn), 4);
         assert_eq!(warnings.len(), 4);
         assert!(warnings[0].contains("THREADBASE_MAX_WORKERS=\"0\""));
+    }
+
+    #[test]
+    fn notices_are_on_unless_turned_off() {
+        let mut warnings = Vec::new();
+        let mut warn = |w: String| warnings.push(w);
+        assert!(notices_from(None, &mut warn));
+        assert!(notices_from(Some(""), &mut warn));
+        assert!(notices_from(Some("on"), &mut warn));
+        assert!(!notices_from(Some("off"), &mut warn));
+        assert!(!notices_from(Some(" OFF "), &mut warn));
+        assert!(!notices_from(Some("0"), &mut warn));
+        assert!(notices_from(Some("sometimes"), &mut warn));
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains("THREADBASE_NOTICES=\"sometimes\""));
+        assert!(warnings[0].contains("Repair:"));
     }
 
     /// Every contract's settings come from one read of the environment: the values set, the

@@ -9,6 +9,7 @@ mod child_env;
 mod config;
 mod listing;
 mod locks;
+mod notices;
 mod remote;
 mod thread;
 mod worker;
@@ -83,6 +84,8 @@ pub struct Engine {
     agent: Arc<agent::AgentHost>,
     /// Closed threads' rendered answers.
     cache: Arc<cache::SnapshotCache>,
+    /// Contract A's notices a running `wait` holds back.
+    notice_holds: notices::NoticeHolds,
 }
 
 impl Engine {
@@ -120,6 +123,7 @@ impl Engine {
             interrupting: worker::Interrupting::default(),
             agent,
             cache,
+            notice_holds: notices::NoticeHolds::default(),
         })
     }
 
@@ -172,6 +176,11 @@ impl Engine {
         payload: Option<&str>,
     ) -> Result<String> {
         thread::carry_out(self, kind, thread_id, payload).await
+    }
+
+    /// Contract A's notices held back by running waits (the row watcher leaves them pending).
+    pub fn notice_holds(&self) -> &notices::NoticeHolds {
+        &self.notice_holds
     }
 
     /// Contract B's side of this serve (its row watcher and shutdown hook).

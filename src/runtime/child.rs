@@ -75,6 +75,8 @@ pub(super) struct Child {
     pub(super) tracker: Mutex<Tracker>,
     pub(super) view: watch::Sender<ChildView>,
     pub(super) stop_requested: AtomicBool,
+    /// The session's own stop asked for this close: no notice for the parent.
+    pub(super) quiet_close: AtomicBool,
     pub(super) partial: Mutex<(String, Option<Instant>)>,
     /// Held from writing a `prompt` until its answer. Pi 1.6 checks whether it is busy only
     /// after a prompt's asynchronous preflight, so a second prompt written before the first is

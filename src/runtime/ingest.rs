@@ -20,7 +20,7 @@ use crate::error::Result;
 use crate::store::events::{self, NewEvent};
 use crate::store::usage::{self, Usage};
 use crate::store::Store;
-use crate::store::{lifecycle, output};
+use crate::store::{lifecycle, notices, output};
 
 /// Operations per transaction at most.
 pub const MAX_BATCH: usize = 4096;
@@ -311,6 +311,7 @@ fn apply(tx: &Transaction<'_>, ops: &[IngestOp]) -> Result<()> {
         }
     }
     for (thread_id, facts) in &threads {
+        let settled_at = settles(tx, thread_id, &facts.phases)?;
         for &(phase, at) in decisive_phases(&facts.phases) {
             lifecycle::set_phase(tx, thread_id, phase, at)?;
         }
@@ -333,8 +334,28 @@ fn apply(tx: &Transaction<'_>, ops: &[IngestOp]) -> Result<()> {
         if let Some((sum, at)) = &facts.usage {
             usage::add(tx, thread_id, sum, at)?;
         }
+        // After the answer and the events: the notice quotes the one and counts the other.
+        if let Some(at) = settled_at {
+            notices::write(tx, thread_id, notices::Cause::Settled, at)?;
+        }
     }
     Ok(())
+}
+
+/// When a batch settles a thread (its last phase change is to idle after a run: a busy change
+/// in the batch, or a busy row), the time of that idle change: the thread's parent is told
+/// ([`notices`], contract A only). One primary-key read, only for a batch that ends idle.
+fn settles<'a>(
+    tx: &Transaction<'_>,
+    thread_id: &str,
+    phases: &[(Phase, &'a str)],
+) -> Result<Option<&'a str>> {
+    let Some(&(Phase::Idle, at)) = phases.last() else {
+        return Ok(None);
+    };
+    let ran = phases.iter().any(|(p, _)| *p == Phase::Busy)
+        || notices::phase_before(tx, thread_id)? == Some(Phase::Busy);
+    Ok(ran.then_some(at))
 }
 
 /// The phase changes of one thread in one batch that decide its row (`thread_set_phase.sql`),

@@ -223,6 +223,7 @@ impl Runtime {
             }),
             view: view_tx,
             stop_requested: AtomicBool::new(false),
+            quiet_close: AtomicBool::new(false),
             partial: Mutex::new((String::new(), None)),
             prompt_gate: Arc::default(),
         });
@@ -346,7 +347,7 @@ impl Runtime {
                     return Ok(());
                 };
                 lifecycle::reopen_for_failure(tx, &tid)?;
-                close_row(tx, &tid, seq, &exit)?;
+                close_row(tx, &tid, seq, &exit, false)?;
                 Ok(())
             })
             .await

@@ -37,7 +37,9 @@ pub use child::{ChildView, SendMode, SendOutcome, PROMPT_GATE_WAIT, SEND_TIMEOUT
 pub use launch::{
     LaunchOutcome, LaunchReservation, LaunchSpec, StartKind, EXITED_EARLY_NOTE, PROMPT_ANSWER_WAIT,
 };
-pub use stop::{signal_name, ExitRecord, STOP_ABORT_TIMEOUT, STOP_KILL_WAIT, STOP_TERM_WAIT};
+pub use stop::{
+    signal_name, ExitRecord, StopBy, STOP_ABORT_TIMEOUT, STOP_KILL_WAIT, STOP_TERM_WAIT,
+};
 pub use timers::RuntimeConfig;
 
 /// How long a call for a thread whose launch is under way waits for its child to be spawned

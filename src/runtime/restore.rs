@@ -20,7 +20,7 @@ use crate::error::Result;
 use crate::store::events::{self, NewEvent};
 use crate::store::usage::{self, Usage};
 use crate::store::Store;
-use crate::store::{agents, restore};
+use crate::store::{agents, notices, restore};
 use crate::time::now_iso;
 
 /// The texts a restore pass writes; they are the contracts' (`contract::RESTORE_TEXTS`).
@@ -219,6 +219,8 @@ fn restore_in(
             }],
         )?;
         usage::reconcile(tx, &c.id, messages, &at)?;
+        // Contract A's parent session is told when it is back (its next serve delivers it).
+        notices::write(tx, &c.id, notices::Cause::Closed, &at)?;
     }
     Ok(closed)
 }

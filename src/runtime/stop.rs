@@ -18,7 +18,7 @@ use super::{Runtime, LAUNCH_WAIT, LOG_TARGET};
 use crate::domain::ExitKind;
 use crate::error::{ErrorCode, Result};
 use crate::store::events::{self, NewEvent};
-use crate::store::lifecycle;
+use crate::store::{lifecycle, notices};
 use crate::time::now_iso;
 
 /// A close that failed with an I/O error (a full disk) is retried this often, this many times.
@@ -102,16 +102,29 @@ impl ExitRecord {
     }
 }
 
+/// Who asked for a stop. The session's own asking (its `stop`, its end) closes the thread
+/// quietly: its result says so. Anyone else's (a command row from `threadbase stop`, `top` or
+/// an ancestor session; an idle-cleanup or live timeout) tells the thread's parent with a
+/// notice ([`crate::store::notices`]), as an exit nobody asked for does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopBy {
+    Caller,
+    Other,
+}
+
 impl Runtime {
     /// Stops a live child: graceful (abort, SIGTERM to the group, SIGKILL) or `force`
     /// (SIGKILL at once). Returns false when it was not live here (a no-op).
-    pub async fn stop(&self, thread_id: &str, force: bool) -> Result<bool> {
+    pub async fn stop(&self, thread_id: &str, force: bool, by: StopBy) -> Result<bool> {
         self.await_launch(thread_id, LAUNCH_WAIT).await;
         let Some(child) = self.child(thread_id) else {
             return Ok(false);
         };
         if child.view.borrow().closed {
             return Ok(false);
+        }
+        if by == StopBy::Caller {
+            child.quiet_close.store(true, Ordering::SeqCst);
         }
         let first = !child.stop_requested.swap(true, Ordering::SeqCst);
         if first {
@@ -177,7 +190,7 @@ impl Runtime {
         let mut stops = tokio::task::JoinSet::new();
         for id in self.live_ids() {
             let rt = self.clone();
-            stops.spawn(async move { rt.stop(&id, false).await });
+            stops.spawn(async move { rt.stop(&id, false, StopBy::Caller).await });
         }
         while let Some(r) = stops.join_next().await {
             if let Ok(Err(e)) = r {
@@ -192,11 +205,12 @@ impl Runtime {
     async fn close(&self, child: &Arc<Child>, exit: ExitRecord) {
         let tid = child.thread_id.clone();
         let seq = child.launch_seq;
+        let notice = !child.quiet_close.load(Ordering::SeqCst);
         let retry_exit = exit.clone();
         let result = self
             .inner
             .ingest
-            .write(move |tx| close_row(tx, &tid, seq, &exit))
+            .write(move |tx| close_row(tx, &tid, seq, &exit, notice))
             .await;
         if let Err(e) = result {
             tracing::error!(target: LOG_TARGET, "recording the exit of {} failed: {e}", child.thread_id);
@@ -214,7 +228,7 @@ impl Runtime {
                         let r = rt
                             .inner
                             .ingest
-                            .write(move |tx| close_row(tx, &id, seq, &exit))
+                            .write(move |tx| close_row(tx, &id, seq, &exit, notice))
                             .await;
                         if r.is_ok() {
                             tracing::warn!(target: LOG_TARGET,
@@ -246,12 +260,15 @@ impl Runtime {
     }
 }
 
-/// Closes one launch's row; emits `thread_closed` only when the row was live.
+/// Closes one launch's row; emits `thread_closed` only when the row was live, and then, with
+/// `notice`, writes the parent's notice (contract A's threads; the session's own stop and a
+/// launch its caller saw fail close without one).
 pub(super) fn close_row(
     tx: &Transaction<'_>,
     thread_id: &str,
     launch_seq: i64,
     exit: &ExitRecord,
+    notice: bool,
 ) -> Result<()> {
     let was_live = lifecycle::is_live_launch(tx, thread_id, launch_seq)?;
     let at = now_iso();
@@ -275,6 +292,9 @@ pub(super) fn close_row(
                 data: &data,
             }],
         )?;
+        if notice {
+            notices::write(tx, thread_id, notices::Cause::Closed, &at)?;
+        }
     }
     Ok(())
 }

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::child::Child;
 use super::mapping::Phase;
+use super::stop::StopBy;
 use super::Runtime;
 
 /// Timers from the environment (`PI_THREADS_IDLE_CLEANUP_MS`, `PI_THREADS_LIVE_TIMEOUT_MS`).
@@ -40,7 +41,7 @@ pub(super) async fn run_timers(rt: Runtime, child: Arc<Child>) {
         tokio::select! {
             changed = view.changed() => if changed.is_err() { return },
             _ = sleep_until_opt(next) => {
-                let _ = rt.stop(&child.thread_id, false).await;
+                let _ = rt.stop(&child.thread_id, false, StopBy::Other).await;
                 return;
             }
         }

@@ -10,6 +10,7 @@
 //! connection of its own, which changes only when another connection commits) and carries the
 //! rows out within [`POLL`], claiming each one in a transaction so it happens once.
 
+use crate::runtime::StopBy;
 use crate::domain::ThreadId;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -57,6 +58,8 @@ pub async fn run(engine: Arc<Engine>, out: Output) {
             // Notices held back by a request were released: deliver what is still due now,
             // even if nothing else committed.
             _ = agent.notices_released() => seen = None,
+            // A wait let go of a thread's notices: the ones it did not report are due now.
+            _ = engine.notice_holds().released() => seen = None,
         }
         if out.is_closed() {
             return;
@@ -69,7 +72,7 @@ pub async fn run(engine: Arc<Engine>, out: Output) {
             continue;
         }
         seen = Some(version);
-        if let Err(e) = deliver_notices(&conn, &store, &session_id, &out) {
+        if let Err(e) = deliver_notices(&conn, &store, &engine, &session_id, &out) {
             tracing::warn!("delivering notices failed: {e}");
         }
         match pending_commands(&conn, &engine) {
@@ -87,9 +90,26 @@ pub async fn run(engine: Arc<Engine>, out: Output) {
     }
 }
 
-fn deliver_notices(conn: &Connection, store: &Store, session_id: &str, out: &Output) -> Result<()> {
+/// Emits the notices due to this session's caller, each once. Contract A's (kind `notice`)
+/// wait while a `wait` holds their thread, and with `THREADBASE_NOTICES=off` are marked
+/// delivered without going out.
+fn deliver_notices(
+    conn: &Connection,
+    store: &Store,
+    engine: &Engine,
+    session_id: &str,
+    out: &Output,
+) -> Result<()> {
+    let notices_on = engine.config().settings.notices;
     for n in mailbox::pending_notices(conn, session_id)? {
+        let thread_notice = n.kind == mailbox::MailKind::Notice;
+        if thread_notice && engine.notice_holds().is_held(&n.thread_id) {
+            continue;
+        }
         if store.write(|tx| mailbox::claim_notice(tx, n.id))? {
+            if thread_notice && !notices_on {
+                continue;
+            }
             let _ = out.send(json!({"method": "notice", "params": {
                 "threadId": n.thread_id, "path": n.path, "kind": n.kind,
                 "messageId": n.message_id, "text": n.body, "createdAt": n.created_at,
@@ -159,7 +179,11 @@ async fn carry(engine: &Engine, c: PendingCommand) {
     let runtime = engine.runtime();
     let outcome = match c.kind {
         CommandKind::Stop | CommandKind::ForceStop => runtime
-            .stop(&c.thread_id, c.kind == CommandKind::ForceStop)
+            .stop(
+                &c.thread_id,
+                c.kind == CommandKind::ForceStop,
+                StopBy::Other,
+            )
             .await
             .map(|live| {
                 if live {

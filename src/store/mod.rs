@@ -14,6 +14,7 @@ pub mod launches;
 pub mod lifecycle;
 pub mod list;
 pub mod mailbox;
+pub mod notices;
 pub mod output;
 pub mod refs;
 pub mod reports;

@@ -280,9 +280,9 @@ fn each_broken_invariant_is_reported_with_its_code_and_repair() {
             1,
         ),
         (
-            "pending notice of a closed thread whose owners are gone",
+            "pending report of a closed thread whose owners are gone",
             "UPDATE managers SET owner_pid = 999999999, owner_started_at = 1;
-             INSERT INTO mailbox (thread_id, direction, kind, body, created_at) VALUES ('thread_000000000001', 'to_parent', 'notice', 'done', 'x')",
+             INSERT INTO mailbox (thread_id, direction, kind, body, created_at) VALUES ('thread_000000000001', 'to_parent', 'report', 'done', 'x')",
             &["stale_mailbox"],
             0,
         ),

@@ -44,6 +44,7 @@ mod runtime_scripted;
 mod scripted_agent;
 mod serve_agent;
 mod serve_subtree;
+mod serve_notices;
 mod serve_thread;
 mod serve_worker;
 mod session_files;

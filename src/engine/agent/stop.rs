@@ -1,6 +1,7 @@
 //! `agent_stop`: the target in any state and its working descendants, deepest level first,
 //! across processes (a run another serve holds is stopped through a `commands` row).
 
+use crate::runtime::StopBy;
 use crate::domain::ManagerId;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -67,7 +68,7 @@ impl AgentHost {
                     let host = self.clone();
                     let id = id.clone();
                     tokio::spawn(async move {
-                        let _ = host.rt.stop(&id, false).await;
+                        let _ = host.rt.stop(&id, false, StopBy::Caller).await;
                     });
                 } else if *live && self.owner_alive(&row) {
                     self.store

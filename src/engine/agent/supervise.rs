@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::AgentHost;
+use crate::runtime::StopBy;
 use crate::contract::agent::{self as contract, AgentState};
 use crate::contract::args as argpolicy;
 use crate::engine::child_env::{ChildEnv, Parent};
@@ -76,7 +77,7 @@ impl AgentHost {
             let why = outcome
                 .note
                 .unwrap_or_else(|| "The child rejected the prompt.".into());
-            let _ = self.rt.stop(id, false).await;
+            let _ = self.rt.stop(id, false, StopBy::Caller).await;
             return Err(Error::io(format!(
                 "{} could not start its run: {why} Repair: check the child's model and credentials, then agent_steer it to retry.",
                 row.path
@@ -334,7 +335,7 @@ impl AgentHost {
             if host.row_by_id(&id).is_ok_and(|r| !r.active())
                 && host.pending_steers(&id).is_ok_and(|p| p.is_empty())
             {
-                let _ = host.rt.stop(&id, false).await;
+                let _ = host.rt.stop(&id, false, StopBy::Caller).await;
             }
         });
         Ok(())

@@ -2,6 +2,7 @@
 
 use super::remote::{self, Holder, Outcome};
 use super::{find, held_by, reply, settle_if_orphaned, Engine};
+use crate::runtime::StopBy;
 use crate::contract::format;
 use crate::contract::projection::{Detail, Projection};
 use crate::contract::thread::{Details, Single, SnapshotJson};
@@ -37,7 +38,7 @@ pub(super) async fn stop(e: &Engine, reference: &str, force: bool) -> Result<Rep
             remote::restore_orphans(e)?;
             (false, String::new())
         }
-        Holder::Here | Holder::NotLive => (e.rt.stop(&row.id, force).await?, String::new()),
+        Holder::Here | Holder::NotLive => (e.rt.stop(&row.id, force, StopBy::Caller).await?, String::new()),
     };
     e.rt.flush().await;
     let facts = e.facts(&row.id)?;

@@ -11,7 +11,7 @@ use crate::contract::thread::{Details, Single, SnapshotJson};
 use crate::domain::Phase;
 use crate::error::Result;
 use crate::serve::output::Reply;
-use crate::store::commands;
+use crate::store::{commands, notices};
 use crate::store::threads::{thread_by_id_any, ThreadRow};
 
 pub(super) async fn wait(
@@ -22,6 +22,9 @@ pub(super) async fn wait(
     progress: &(dyn Fn(&Details<'_>) + Send + Sync),
 ) -> Result<Reply> {
     let row = find(e, reference)?;
+    // This manager's thread: its notices come to this serve's caller, and this wait's result
+    // will give the news they carry (a thread of a child's own manager notifies that child).
+    let _hold = (row.manager_id == e.manager_id).then(|| e.notice_holds.hold(&row.id));
     let started = Instant::now();
     e.rt.await_launch(&row.id, crate::runtime::LAUNCH_WAIT)
         .await;
@@ -61,7 +64,13 @@ pub(super) async fn wait(
         let _ = tokio::time::timeout(pause, view.wait_for(|v| v.closed)).await;
     };
     e.rt.flush().await;
-    waited(e, &row.id, detail, timed_out, started)
+    let reply = waited(e, &row.id, detail, timed_out, started)?;
+    if !timed_out && row.manager_id == e.manager_id {
+        // The result reports the thread settled or closed: its notices are given.
+        e.store
+            .write(|tx| notices::quiet(tx, &row.id, &crate::time::now_iso()))?;
+    }
+    Ok(reply)
 }
 
 /// `wait`'s progress notification: the thread's snapshot so far at the wait's detail, with

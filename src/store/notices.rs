@@ -1,0 +1,126 @@
+//! Contract A's notices: a `thread` tool session is told, as a `mailbox` row for its caller
+//! (direction `to_parent`, kind `notice`, no agent recipient), when one of its threads
+//! finishes a turn, exits, fails, is stopped by anyone but the session's own `stop`, or is
+//! closed as stale by a restore. The row is written in the transaction that records the change,
+//! so a crash between the two loses nothing; the session's serve emits it once (the row
+//! watcher, [`super::mailbox::pending_notices`]). A `wait` that reports the thread's settled
+//! or closed state marks the thread's pending notices delivered ([`quiet`]): the result gave
+//! the news already.
+
+use rusqlite::{Connection, OptionalExtension};
+
+use super::mailbox::{self, Direction, MailKind, NewMail};
+use crate::domain::{state_words, ExitKind, Phase, ThreadStatus};
+use crate::error::Result;
+use crate::text::thread_notice_text;
+
+/// What a notice is for: the send key's first word (one notice per thread, launch and event
+/// count for each).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cause {
+    /// A turn ended and the live thread is idle.
+    Settled,
+    /// The thread's process ended (exited, failed, stopped by another, or closed as stale).
+    Closed,
+}
+
+/// Writes the notice for `thread_id` in the caller's transaction, when the thread is contract
+/// A's and its row says what `cause` expects (a settle: live and idle; a close: closed).
+/// Returns whether a row was written.
+pub fn write(conn: &Connection, thread_id: &str, cause: Cause, at: &str) -> Result<bool> {
+    let facts = conn
+        .prepare_cached(include_str!("../../sql/thread_notice_facts.sql"))?
+        .query_row([thread_id], |r| {
+            Ok(Facts {
+                name: r.get("name")?,
+                path: r.get("path")?,
+                status: r.get("status")?,
+                phase: r.get("phase")?,
+                exit_kind: r.get("exit_kind")?,
+                exit_code: r.get("exit_code")?,
+                exit_signal: r.get("exit_signal")?,
+                exit_message: r.get("exit_message")?,
+                launch_seq: r.get("launch_seq")?,
+                last_seq: r.get("last_seq")?,
+                answer: r.get("last_assistant_text")?,
+            })
+        })
+        .optional()?;
+    let Some(f) = facts else {
+        return Ok(false);
+    };
+    let expected = match cause {
+        Cause::Settled => f.status == ThreadStatus::Live && f.phase == Phase::Idle,
+        Cause::Closed => f.status == ThreadStatus::Closed,
+    };
+    if !expected {
+        return Ok(false);
+    }
+    let state = state_words(
+        f.status,
+        f.phase,
+        f.exit_kind,
+        f.exit_code,
+        f.exit_signal.is_some(),
+        false,
+    );
+    let body = thread_notice_text(
+        &f.name,
+        &f.path,
+        &state,
+        f.exit_kind,
+        f.exit_message.as_deref(),
+        f.answer.as_deref(),
+    );
+    let word = match cause {
+        Cause::Settled => "settled",
+        Cause::Closed => "closed",
+    };
+    let key = format!("notice:{word}:{}:{}", f.launch_seq, f.last_seq);
+    let written = mailbox::insert(
+        conn,
+        &NewMail {
+            thread_id,
+            direction: Direction::ToParent,
+            kind: MailKind::Notice,
+            send_key: &key,
+            message_id: None,
+            body: &body,
+            recipient: None,
+            at,
+            delivered: false,
+        },
+    )?;
+    Ok(written.is_some())
+}
+
+/// A result of the session's own `wait` reported the thread's settled or closed state: its
+/// pending notices are marked delivered (returns how many).
+pub fn quiet(conn: &Connection, thread_id: &str, at: &str) -> Result<usize> {
+    Ok(conn
+        .prepare_cached(include_str!("../../sql/notices_quiet.sql"))?
+        .execute((thread_id, at))?)
+}
+
+/// A thread's phase as its row holds it (the ingest writer reads it before a batch's phase
+/// changes, to tell a settle from other idle changes); `None` when the row is gone.
+pub fn phase_before(conn: &Connection, thread_id: &str) -> Result<Option<Phase>> {
+    Ok(conn
+        .prepare_cached(include_str!("../../sql/thread_phase.sql"))?
+        .query_row([thread_id], |r| r.get(0))
+        .optional()?)
+}
+
+struct Facts {
+    name: String,
+    path: String,
+    status: ThreadStatus,
+    phase: Phase,
+    exit_kind: Option<ExitKind>,
+    exit_code: Option<i64>,
+    exit_signal: Option<String>,
+    exit_message: Option<String>,
+    launch_seq: i64,
+    last_seq: i64,
+    answer: Option<String>,
+}
