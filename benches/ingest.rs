@@ -319,7 +319,10 @@ async fn stop_all(runtime: &Runtime, ids: &[String]) {
     for id in ids {
         let rt = runtime.clone();
         let id = id.clone();
-        stops.spawn(async move { rt.stop(&id, true, threadbase::runtime::StopBy::Caller).await });
+        stops.spawn(async move {
+            rt.stop(&id, true, threadbase::runtime::StopBy::Caller)
+                .await
+        });
     }
     while stops.join_next().await.is_some() {}
     runtime.flush().await;

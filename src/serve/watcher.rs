@@ -10,8 +10,8 @@
 //! connection of its own, which changes only when another connection commits) and carries the
 //! rows out within [`POLL`], claiming each one in a transaction so it happens once.
 
-use crate::runtime::StopBy;
 use crate::domain::ThreadId;
+use crate::runtime::StopBy;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -192,7 +192,11 @@ async fn real_pi_runs_steers_follows_up_aborts_and_stops() {
     assert_eq!(state["isStreaming"], false);
 
     // Graceful stop: abort, SIGTERM; Pi exits 143 and the exit reads stopped.
-    assert!(w.rt.stop(&id, false, threadbase::runtime::StopBy::Caller).await.unwrap());
+    assert!(w
+        .rt
+        .stop(&id, false, threadbase::runtime::StopBy::Caller)
+        .await
+        .unwrap());
     w.rt.flush().await;
     let row = w.row(&id);
     assert_eq!(
@@ -253,7 +257,9 @@ async fn real_pi_resume_has_no_prompt_and_force_stop_kills() {
     let (argv, session) = (spec.argv.clone(), w.env.root.path().join("first.jsonl"));
     w.rt.launch(spec).await.unwrap();
     w.phase(&id, Phase::Idle).await;
-    w.rt.stop(&id, true, threadbase::runtime::StopBy::Caller).await.unwrap();
+    w.rt.stop(&id, true, threadbase::runtime::StopBy::Caller)
+        .await
+        .unwrap();
     w.rt.flush().await;
     assert_eq!(w.row(&id)["exit_kind"], "stopped");
     assert!(session.exists(), "Pi wrote its session file");

@@ -234,7 +234,11 @@ async fn graceful_stop_escalates_to_sigkill_of_the_group() {
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(group_has_members(out.pid));
     let started = std::time::Instant::now();
-    assert!(f.rt.stop(&id, false, threadbase::runtime::StopBy::Caller).await.unwrap());
+    assert!(f
+        .rt
+        .stop(&id, false, threadbase::runtime::StopBy::Caller)
+        .await
+        .unwrap());
     let took = started.elapsed();
     // abort (1.5 s) + SIGTERM wait (1.5 s) before SIGKILL.
     assert!(took >= Duration::from_millis(2900), "{took:?}");
@@ -255,7 +259,11 @@ async fn graceful_stop_escalates_to_sigkill_of_the_group() {
         ["thread_stopping", "thread_closed"]
     );
     // Stopping a closed thread is a no-op.
-    assert!(!f.rt.stop(&id, false, threadbase::runtime::StopBy::Caller).await.unwrap());
+    assert!(!f
+        .rt
+        .stop(&id, false, threadbase::runtime::StopBy::Caller)
+        .await
+        .unwrap());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -267,7 +275,9 @@ async fn force_stop_kills_at_once_and_sigterm_is_enough_for_a_polite_child() {
             .await
             .unwrap();
     let started = std::time::Instant::now();
-    f.rt.stop(&id, true, threadbase::runtime::StopBy::Caller).await.unwrap();
+    f.rt.stop(&id, true, threadbase::runtime::StopBy::Caller)
+        .await
+        .unwrap();
     assert!(started.elapsed() < Duration::from_millis(1000));
     f.rt.flush().await;
     assert_eq!(f.row(&id)["exit_kind"], "stopped");
@@ -282,7 +292,9 @@ async fn force_stop_kills_at_once_and_sigterm_is_enough_for_a_polite_child() {
         ))
         .await
         .unwrap();
-    f.rt.stop(&id, false, threadbase::runtime::StopBy::Caller).await.unwrap();
+    f.rt.stop(&id, false, threadbase::runtime::StopBy::Caller)
+        .await
+        .unwrap();
     f.rt.flush().await;
     let row = f.row(&id);
     assert_eq!(row["exit_kind"], "stopped");

@@ -99,7 +99,9 @@ fn text(n: &Value) -> &str {
 
 #[test]
 fn a_child_that_finishes_its_turn_tells_its_parent_once_with_its_answer() {
-    let w = world(json!({"turns": [[{"delay_ms": 200}, {"text": "All 3 docs checked.\nNo stale examples."}]]}));
+    let w = world(
+        json!({"turns": [[{"delay_ms": 200}, {"text": "All 3 docs checked.\nNo stale examples."}]]}),
+    );
     let mut s = w.serve(&[]);
     let id = start(&mut s, "review", "Review the docs");
     let notices = notices_after(&s, 1);
@@ -229,7 +231,11 @@ fn notices_turned_off_are_recorded_but_not_sent() {
     start(&mut s, "quiet", "Say it quietly");
     let started = Instant::now();
     while w.notice_rows().first().map(|r| r.0.as_str()) != Some("delivered") {
-        assert!(started.elapsed() < Duration::from_secs(15), "{:?}", w.notice_rows());
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "{:?}",
+            w.notice_rows()
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     settle_a_moment();

@@ -9,12 +9,12 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::AgentHost;
-use crate::runtime::StopBy;
 use crate::contract::agent::{self as contract, AgentState};
 use crate::contract::args as argpolicy;
 use crate::engine::child_env::{ChildEnv, Parent};
 use crate::error::{Error, ErrorCode, Result};
 use crate::paths::{self, ROOT};
+use crate::runtime::StopBy;
 use crate::runtime::{LaunchSpec, StartKind};
 use crate::store::agents::mailbox;
 use crate::store::agents::{self, AgentRow};

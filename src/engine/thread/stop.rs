@@ -2,12 +2,12 @@
 
 use super::remote::{self, Holder, Outcome};
 use super::{find, held_by, reply, settle_if_orphaned, Engine};
-use crate::runtime::StopBy;
 use crate::contract::format;
 use crate::contract::projection::{Detail, Projection};
 use crate::contract::thread::{Details, Single, SnapshotJson};
 use crate::domain::CommandKind;
 use crate::error::Result;
+use crate::runtime::StopBy;
 use crate::serve::output::Reply;
 
 pub(super) async fn stop(e: &Engine, reference: &str, force: bool) -> Result<Reply> {
@@ -38,7 +38,10 @@ pub(super) async fn stop(e: &Engine, reference: &str, force: bool) -> Result<Rep
             remote::restore_orphans(e)?;
             (false, String::new())
         }
-        Holder::Here | Holder::NotLive => (e.rt.stop(&row.id, force, StopBy::Caller).await?, String::new()),
+        Holder::Here | Holder::NotLive => (
+            e.rt.stop(&row.id, force, StopBy::Caller).await?,
+            String::new(),
+        ),
     };
     e.rt.flush().await;
     let facts = e.facts(&row.id)?;

@@ -11,8 +11,8 @@ use crate::contract::thread::{Details, Single, SnapshotJson};
 use crate::domain::Phase;
 use crate::error::Result;
 use crate::serve::output::Reply;
-use crate::store::{commands, notices};
 use crate::store::threads::{thread_by_id_any, ThreadRow};
+use crate::store::{commands, notices};
 
 pub(super) async fn wait(
     e: &Engine,
