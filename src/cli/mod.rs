@@ -1,5 +1,6 @@
 //! The `threadbase` command line: one module per group of subcommands.
 
+mod adopt;
 mod check;
 mod demo;
 mod forest;
@@ -131,6 +132,20 @@ pub enum Command {
         #[arg(long, value_name = "SESSION_ID")]
         manager: Option<String>,
         /// Print {"trees": [{rootSession, threads, …totals, budget?, rows}]} as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Move a closed thread of a Pi session that has ended under another session, so that
+    /// session's `thread` tool reaches it (resume, poll, list). REF is a thread id or a
+    /// canonical path; never a thread whose session's serve is running.
+    Adopt {
+        /// A thread id (thread_…) or a canonical path (/root/task).
+        reference: String,
+        /// The adopting session: its session file or id (default: the newest session of Pi's
+        /// session folder for this directory, the one `pi -c` continues).
+        #[arg(long, value_name = "SESSION")]
+        into: Option<String>,
+        /// Print {"adopted": {id, path, oldPath, fromSession, intoSession, …}} as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -324,6 +339,19 @@ pub fn main() -> ExitCode {
             reference.as_deref(),
             manager.as_deref(),
             json,
+            &mut out,
+        ),
+        Command::Adopt {
+            reference,
+            into,
+            json,
+        } => adopt::run(
+            &db,
+            &adopt::AdoptArgs {
+                reference: &reference,
+                into: into.as_deref(),
+                json,
+            },
             &mut out,
         ),
         Command::Sql {

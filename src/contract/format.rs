@@ -363,6 +363,12 @@ pub fn event_line(s: &mut String, seq: i64, at: &str, kind: &str, data: &Value) 
             Ok(())
         }
         "thread_closed" => write!(s, "thread closed: {}", exit_text(&data["exit"])),
+        "thread_adopted" => write!(
+            s,
+            "thread adopted from Pi session {} (its path there: {})",
+            text("fromSession"),
+            text("oldPath")
+        ),
         "thread_error" => write!(s, "error: {}", text("message")),
         other => write!(s, "{}", other.replace('_', " ")),
     };

@@ -2,6 +2,7 @@
 //! scope (which session it serves, at which path and depth), validates nothing itself (the
 //! contract modules do), and turns each operation into store transactions and runtime calls.
 
+pub mod adopt;
 pub mod agent;
 pub mod budget;
 mod cache;

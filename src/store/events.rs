@@ -87,8 +87,8 @@ pub struct EventRow {
     pub data: String,
 }
 
-/// The event types `thread_events.type` allows (V1's CHECK).
-pub const TYPES: [&str; 13] = [
+/// The event types `thread_events.type` allows (V9's CHECK).
+pub const TYPES: [&str; 14] = [
     "thread_started",
     "thread_resumed",
     "thread_forked",
@@ -102,6 +102,7 @@ pub const TYPES: [&str; 13] = [
     "tool_completed",
     "assistant_message",
     "ui_request",
+    "thread_adopted",
 ];
 
 impl EventRow {

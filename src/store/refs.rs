@@ -192,10 +192,10 @@ fn unknown(conn: &Connection, scope: RefScope<'_>, reference: &str) -> Result<Er
             );
             let repair = match file.as_deref() {
                 Some(f) => {
-                    format!("to use it, continue that session with `pi --session {f}`; otherwise ")
+                    format!("to use it, continue that session with `pi --session {f}`, or once that session has ended, resume it here by its id to adopt it; otherwise ")
                 }
                 None => {
-                    "to use it, continue that session (`pi --resume` lists sessions); otherwise "
+                    "to use it, continue that session (`pi --resume` lists sessions), or once that session has ended, resume it here by its id to adopt it; otherwise "
                         .to_string()
                 }
             };

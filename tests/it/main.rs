@@ -4,6 +4,7 @@
 
 mod support;
 
+mod adopt;
 mod bad_env;
 mod check;
 mod cli;

@@ -596,3 +596,80 @@ fn top_subtree_is_one_range_per_manager() {
     assert!(!text.contains("SCAN t"), "top scans the threads: {text}");
     assert!(!text.contains("TEMP B-TREE"), "top sorts: {text}");
 }
+
+/// Contract A's notices (issue 28) and adoption: every statement reads its rows by key or by
+/// one index range (a thread's pending mailbox rows, a subtree's places), never a scan of the
+/// threads, the managers, the mailbox or the forest.
+#[test]
+fn notice_and_adoption_queries_are_key_lookups_and_ranges() {
+    let cases: [((&str, &str), &[&str]); 9] = [
+        (
+            sql!("thread_notice_facts"),
+            &[
+                "SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)",
+                "SEARCH m USING INTEGER PRIMARY KEY (rowid=?)",
+                "SEARCH o USING PRIMARY KEY (thread_id=?)",
+            ],
+        ),
+        (
+            sql!("notices_quiet"),
+            &["SEARCH mailbox USING INDEX mailbox_pending (thread_id=?)"],
+        ),
+        (
+            sql!("thread_phase"),
+            &["SEARCH threads USING INDEX sqlite_autoindex_threads_1 (id=?)"],
+        ),
+        (
+            sql!("adopt_candidates"),
+            &[
+                "INDEX sqlite_autoindex_threads_1 (id=?)",
+                "INDEX threads_global_sort (sort_key=?)",
+                "SEARCH m USING INTEGER PRIMARY KEY (rowid=?)",
+            ],
+        ),
+        (
+            sql!("adopt_target"),
+            &["SEARCH m USING INTEGER PRIMARY KEY (rowid=?)"],
+        ),
+        (
+            sql!("adopt_place"),
+            &[
+                "SEARCH p USING PRIMARY KEY (thread_id=?)",
+                "SEARCH d USING COVERING INDEX thread_places_by_key (root_session=? AND tree_key>? AND tree_key<?)",
+            ],
+        ),
+        (
+            sql!("adopt_subtree_usage"),
+            &[
+                "INDEX thread_places_by_key (root_session=? AND tree_key>? AND tree_key<?)",
+                "SEARCH u USING PRIMARY KEY (thread_id=?)",
+            ],
+        ),
+        (
+            sql!("adopt_move_places"),
+            &["INDEX thread_places_by_key (root_session=? AND tree_key>? AND tree_key<?)"],
+        ),
+        (
+            sql!("adopt_thread"),
+            &["SEARCH threads USING INDEX sqlite_autoindex_threads_1 (id=?)"],
+        ),
+    ];
+    for (name, text, wants) in plans(cases) {
+        assert_contains_all(name, &text, wants);
+        for scan in [
+            "SCAN t ",
+            "SCAN m ",
+            "SCAN managers",
+            "SCAN threads",
+            "SCAN mailbox",
+            "SCAN thread_places",
+            "SCAN d",
+            "SCAN p",
+        ] {
+            assert!(
+                !text.contains(scan) && !text.ends_with(scan.trim()),
+                "{name} scans: {text}"
+            );
+        }
+    }
+}

@@ -1474,7 +1474,7 @@ fn another_sessions_thread_id_names_that_session_and_its_file() {
     let text = message(&e);
     let file = w.parent_session.display().to_string();
     assert!(text.starts_with(&format!("Unknown thread reference: \"{id}\". It is /root/quick of another Pi session, ses_parent (session file {file})")), "{text}");
-    assert!(text.contains(&format!("Repair: to use it, continue that session with `pi --session {file}`; otherwise use a known path/id")), "{text}");
+    assert!(text.contains(&format!("Repair: to use it, continue that session with `pi --session {file}`, or once that session has ended, resume it here by its id to adopt it; otherwise use a known path/id")), "{text}");
     // A path is this session's namespace: no other session is named for it.
     let e = other.thread_error(json!({"action": "poll", "id": "/root/quick"}));
     assert!(!message(&e).contains("another Pi session"), "{e}");

@@ -15,6 +15,7 @@ use crate::contract::format;
 use crate::contract::projection::{Detail, Projection};
 use crate::contract::thread::{Details, Single, SnapshotJson};
 use crate::domain::CommandKind;
+use crate::engine::adopt;
 use crate::engine::child_env::{ChildEnv, Parent};
 use crate::error::{Error, ErrorCode, Result};
 use crate::runtime::{LaunchSpec, StartKind};
@@ -32,7 +33,28 @@ pub(super) struct ResumeDone {
 }
 
 pub(super) async fn resume(e: &Engine, reference: &str) -> Result<Reply> {
-    let row = find(e, reference)?;
+    let mut adopted_note = None;
+    let row = match find(e, reference) {
+        Ok(row) => row,
+        // Another session's thread, by its exact id or canonical path: adopted when that
+        // session has ended (its serve is gone), then resumed here.
+        Err(unknown) if unknown.code == ErrorCode::UnknownReference => {
+            let me = e.rt.owner();
+            let to = e.manager_id;
+            match adopt::adopt_reference(&e.store, me, reference, Some(to), |_| Ok(to), "resume")? {
+                adopt::Found::Adopted(a) => {
+                    adopted_note = Some(format!(
+                        "adopted from Pi session {}, which has ended (its path there: {}).",
+                        a.from_session, a.old_path
+                    ));
+                    thread_by_id_any(&*e.store.read()?, &a.id)?
+                        .ok_or_else(|| gone_meanwhile(&a.id))?
+                }
+                adopt::Found::Nothing | adopt::Found::OwnerAlive(_) => return Err(unknown),
+            }
+        }
+        Err(e) => return Err(e),
+    };
     e.rt.await_launch(&row.id, crate::runtime::LAUNCH_WAIT)
         .await;
     let mut via = None;
@@ -86,7 +108,7 @@ pub(super) async fn resume(e: &Engine, reference: &str) -> Result<Reply> {
     let projection = Projection::new(&facts, Detail::Summary);
     let snap = projection.snapshot();
     let mut text = format::resumed(&snap, done.already_live);
-    if let Some(note) = &done.note {
+    for note in adopted_note.iter().chain(done.note.iter()) {
         text.push_str(&format!("\nNote: {note}"));
     }
     if let Some(owner) = via {
