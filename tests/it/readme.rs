@@ -216,7 +216,10 @@ fn every_command_in_the_readme_runs() {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        ran.push((command.clone(), String::from_utf8_lossy(&out.stdout).into_owned()));
+        ran.push((
+            command.clone(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        ));
     }
 
     // What the commands did is what the README says they do.
