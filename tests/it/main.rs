@@ -26,6 +26,7 @@ mod prop_refs;
 mod prop_subtree;
 mod prop_usage;
 mod query_plans;
+mod readme;
 mod readme_sql;
 mod real_pi_agent;
 mod real_pi_extension;

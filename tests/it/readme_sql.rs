@@ -1,16 +1,38 @@
-//! Every `threadbase sql` example in the README runs: the demo database is built with
-//! `threadbase demo --keep`, then each example statement is run through the binary and must
-//! succeed. Keeps the README's SQL true as the schema changes.
+//! Every `threadbase sql` example in the README and the docs/ pages runs: the demo database is
+//! built with `threadbase demo --keep`, then each example statement is run through the binary
+//! and must succeed. Keeps the pages' SQL true as the schema changes.
 
 use std::path::Path;
 use std::process::Command;
 
-/// The statements of every `threadbase sql "…"` line in the README's code blocks, a statement
+/// The README and the docs/ pages.
+fn pages() -> Vec<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut paths = vec![root.join("README.md")];
+    let mut docs: Vec<_> = std::fs::read_dir(root.join("docs"))
+        .expect("docs/")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    docs.sort();
+    paths.extend(docs);
+    paths
+        .iter()
+        .map(|p| std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
+        .collect()
+}
+
+/// The statements of every `threadbase sql "…"` line in the pages' code blocks, a statement
 /// continuing over lines until its closing quote.
 fn readme_statements() -> Vec<String> {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
-        .expect("README.md");
     let mut out = Vec::new();
+    for page in pages() {
+        statements_of(&page, &mut out);
+    }
+    out
+}
+
+fn statements_of(readme: &str, out: &mut Vec<String>) {
     let mut in_code = false;
     let mut open: Option<String> = None;
     for line in readme.lines() {
@@ -49,15 +71,14 @@ fn readme_statements() -> Vec<String> {
         open.is_none(),
         "an unterminated threadbase sql example: {open:?}"
     );
-    out
 }
 
 #[test]
-fn every_threadbase_sql_example_in_the_readme_runs_against_the_demo_database() {
+fn every_threadbase_sql_example_in_the_readme_and_docs_runs_against_the_demo_database() {
     let statements = readme_statements();
     assert!(
         statements.len() >= 4,
-        "expected the README's SQL examples, found {statements:?}"
+        "expected the pages' SQL examples, found {statements:?}"
     );
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("demo.sqlite");

@@ -951,7 +951,7 @@ fn kept_answers_are_the_rendered_ones_and_a_change_drops_them() {
 //
 // The originals drive a mocked manager or a fake child; these drive a real serve and scripted
 // children to the same states and assert the same facts. Where threadbase deliberately differs
-// (README, "Where threadbase deliberately differs from the originals"), the comment says so and
+// (docs/fidelity.md, "Contract A"), the comment says so and
 // threadbase's documented behaviour is asserted.
 
 /// The fields `names` of the object `v` (missing ones as null).

@@ -1034,8 +1034,7 @@ fn the_coordinators_model_is_the_workers_model_at_spawn() {
 }
 
 /// Error texts: the original's sentence (opzero1/threads), then what threadbase adds, the ids
-/// the error concerns and a ` Repair: …` (README, "Where threadbase deliberately differs from
-/// the originals"); where the original lets another error through (OpenCode's session-not-found
+/// the error concerns and a ` Repair: …` (docs/fidelity.md, "Contract C"); where the original lets another error through (OpenCode's session-not-found
 /// for an unknown workerID, a schema error for a report from a session that is not a worker) the
 /// sentence is threadbase's.
 #[test]
