@@ -28,6 +28,7 @@ mod prop_usage;
 mod query_plans;
 mod readme;
 mod readme_sql;
+mod real_pi_adopt;
 mod real_pi_agent;
 mod real_pi_extension;
 mod real_pi_install;
