@@ -20,6 +20,7 @@ mod fuzz_serve;
 mod http;
 mod logging;
 mod many_writers;
+mod old_databases;
 mod prop_paths;
 mod prop_ranges;
 mod prop_refs;
