@@ -6,6 +6,8 @@
 //! notices and steering (handed to [`crate::engine::agent::AgentHost`]). A command is claimed (`running`) before it
 //! is carried out, on a task of its own so a long send never holds up the watcher; the sends
 //! and resumes of one thread run one after another, in the order they were written.
+//! It also checks, every [`OWNER_CHECK`], whether the serves that hold live threads are still
+//! alive, and runs the restore pass for the threads of those that are not: reads never do.
 //! The watcher notices new commits by the database's change counter (`PRAGMA data_version` on a
 //! connection of its own, which changes only when another connection commits) and carries the
 //! rows out within [`POLL`], claiming each one in a transaction so it happens once.
@@ -28,6 +30,12 @@ use crate::store::{mailbox, Store};
 
 /// How often the change counter is read.
 pub const POLL: Duration = Duration::from_millis(50);
+
+/// How often the owners of the live threads are checked: a thread whose serve died is closed
+/// as stale (contract B: paused) by the restore pass within about this long, by whichever
+/// serve's watcher sees it first. A dead serve commits nothing, so this is a timer, not the
+/// change counter. Reads (`poll`, `wait`, `list`, the CLI) never restore: they report the rows.
+pub const OWNER_CHECK: Duration = Duration::from_secs(1);
 
 /// Watches the database for rows addressed to `engine`'s session (notices, emitted on
 /// `out`), to the children its runtime owns and the threads its manager holds (commands) and
@@ -52,9 +60,15 @@ pub async fn run(engine: Arc<Engine>, out: Output) {
     let mut seen: Option<i64> = None;
     let mut tick = tokio::time::interval(POLL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut owners = tokio::time::interval(OWNER_CHECK);
+    owners.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             _ = tick.tick() => {}
+            _ = owners.tick() => {
+                restore_dead_owners(&engine).await;
+                continue;
+            }
             // Notices held back by a request were released: deliver what is still due now,
             // even if nothing else committed.
             _ = agent.notices_released() => seen = None,
@@ -117,6 +131,28 @@ fn deliver_notices(
         }
     }
     Ok(())
+}
+
+/// The restore pass (the one `serve` runs at start and `threadbase restore` runs on demand),
+/// on a blocking thread: every live thread whose owning process is gone is closed as stale
+/// (contract B: paused), its leftover process group killed when pid and start time match. A
+/// pass with nothing to do is one read of the live threads and a liveness check of each owner.
+async fn restore_dead_owners(engine: &Arc<Engine>) {
+    let store = engine.store().clone();
+    let me = engine.runtime().owner();
+    let pass = tokio::task::spawn_blocking(move || crate::engine::restore_dead_owners(&store, me));
+    match pass.await {
+        Ok(Ok(report)) => {
+            if !report.restored.is_empty() {
+                tracing::info!(threads = ?report.restored, "restored threads whose serve is gone");
+            }
+            for rejected in &report.rejected {
+                tracing::warn!("restore refused a registry: {rejected}");
+            }
+        }
+        Ok(Err(e)) => tracing::warn!("the owners check failed: {e}"),
+        Err(e) => tracing::warn!("the owners check stopped: {e}"),
+    }
 }
 
 fn pending_commands(conn: &Connection, engine: &Engine) -> Result<Vec<PendingCommand>> {

@@ -1,6 +1,7 @@
-//! `poll`: a closed thread's kept answer, or a live one refreshed and rendered.
+//! `poll`: a closed thread's kept answer, or a live one refreshed and rendered. It writes
+//! nothing of its own: a thread whose serve died is closed by a watcher's restore pass.
 
-use super::{refresh_if_live, scope, settle_if_orphaned, Engine};
+use super::{refresh_if_live, scope, Engine};
 use crate::contract::projection::Detail;
 use crate::engine::cache::poll_result;
 use crate::error::Result;
@@ -21,8 +22,10 @@ pub(super) async fn poll(e: &Engine, reference: &str, detail: Detail) -> Result<
         }
         row
     };
-    if row.is_live() && refresh_if_live(e, &row.id).await.is_none() {
-        settle_if_orphaned(e, &row.id)?;
+    // A thread another serve holds is read from its rows; one whose serve died stays as its
+    // rows say until a watcher's restore pass closes it (reads never write).
+    if row.is_live() {
+        refresh_if_live(e, &row.id).await;
     }
     let facts = e.facts(&row.id)?;
     if !facts.row.is_live() {

@@ -30,10 +30,11 @@ pub(super) async fn wait(
         .await;
     if e.rt.watch(&row.id).is_none() {
         match remote::holder(e, &row.id)? {
-            Holder::Elsewhere(_) => {
+            // Another serve holds it, or held it and died (a watcher's restore pass closes it
+            // within about a second): its rows say when it is done.
+            Holder::Elsewhere(_) | Holder::Orphaned => {
                 return wait_on_rows(e, &row, detail, timeout_ms, started, progress).await
             }
-            Holder::Orphaned => remote::restore_orphans(e)?,
             Holder::Here | Holder::NotLive => {}
         }
     }
@@ -134,9 +135,6 @@ async fn wait_on_rows(
     let deadline = started + Duration::from_millis(timeout_ms);
     let mut next_progress = Instant::now();
     let timed_out = loop {
-        if remote::holder(e, &row.id)? == Holder::Orphaned {
-            remote::restore_orphans(e)?;
-        }
         let now_row =
             thread_by_id_any(&*e.store.read()?, &row.id)?.ok_or_else(|| gone_meanwhile(&row.id))?;
         if !now_row.is_live() {
