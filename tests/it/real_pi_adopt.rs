@@ -46,6 +46,9 @@ fn a_new_pi_session_resumes_and_adopts_the_thread_of_a_session_that_ended() {
         RUN_TIMEOUT,
     );
     first.finish(Duration::from_secs(10));
+    // Its serve stops its child and exits once the parent is gone.
+    let left = env.leftovers_after(Duration::from_secs(20));
+    assert!(left.is_empty(), "{left:?}");
     let before = sql(
         &db,
         "SELECT t.id, t.status, m.session_id FROM threads t JOIN managers m ON m.id = t.manager_id WHERE t.path = '/root/magic'",
@@ -53,9 +56,6 @@ fn a_new_pi_session_resumes_and_adopts_the_thread_of_a_session_that_ended() {
     assert_eq!(before.len(), 1, "{before:?}");
     assert_eq!(before[0]["status"], "closed", "{before:?}");
     let first_session = before[0]["session_id"].as_str().unwrap().to_string();
-    // Its serve is gone once the parent has exited.
-    let left = env.leftovers_after(Duration::from_secs(20));
-    assert!(left.is_empty(), "{left:?}");
 
     // A new `pi`, on a session of its own.
     let second_file = env.root.path().join("sessions").join("second.jsonl");
