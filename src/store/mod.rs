@@ -18,6 +18,7 @@ pub mod output;
 pub mod refs;
 pub mod reports;
 pub mod restore;
+pub mod sessions;
 pub mod snapshots;
 pub mod threads;
 mod trim;

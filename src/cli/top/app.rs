@@ -24,12 +24,14 @@ pub(super) enum InputKind {
     Subtree,
 }
 
-/// One line of the tree: a manager header or a thread.
+/// One line of the tree: a session (or, before V4, manager) header or a thread.
 #[derive(Debug, Clone)]
 pub(super) enum Item {
     Manager {
         key: String,
         label: String,
+        /// Its threads are shown below it.
+        open: bool,
     },
     Thread {
         row: usize,
@@ -59,6 +61,11 @@ pub(super) struct App {
     pub(super) search: String,
     pub(super) input: Option<(InputKind, String)>,
     pub(super) collapsed: HashSet<String>,
+    /// Sessions opened or closed by hand (`e`, or Enter on the header), by group key; the
+    /// others follow the default: the newest open, older ones a line each.
+    session_open: HashMap<String, bool>,
+    /// `--session`: only this root session's tree, open.
+    only_session: Option<String>,
     /// A pending stop: (thread id, path, force).
     confirm: Option<(String, String, bool)>,
     pub(super) message: String,
@@ -66,8 +73,9 @@ pub(super) struct App {
     pub(super) detail: Vec<Line<'static>>,
     /// Live, closed, and live rows whose owning serve is gone (not counted as live).
     pub(super) counts: (usize, usize, usize),
-    /// Each root session's cwd, start and name, for the tree headings.
-    roots: HashMap<String, forest::RootInfo>,
+    /// Each root session's cwd, start and name, newest first: the order of the trees and
+    /// their headings.
+    roots: Vec<forest::RootInfo>,
 }
 
 impl App {
@@ -89,13 +97,20 @@ impl App {
             search: String::new(),
             input: None,
             collapsed: HashSet::new(),
+            session_open: HashMap::new(),
+            only_session: None,
             confirm: None,
             message: String::new(),
             help: false,
             detail: Vec::new(),
             counts: (0, 0, 0),
-            roots: HashMap::new(),
+            roots: Vec::new(),
         }
+    }
+
+    /// Shows only one root session's tree (`top --session`).
+    pub(super) fn only_session(&mut self, root: String) {
+        self.only_session = Some(root);
     }
 
     /// Whether another connection committed since the last reload.
@@ -122,7 +137,7 @@ impl App {
             }
             Err(e) => self.message = format!("reading the database failed: {}", e.message),
         }
-        if let Ok(roots) = forest::root_infos(&self.conn) {
+        if let Ok(roots) = crate::store::sessions::infos(&self.conn) {
             self.roots = roots;
         }
         self.rebuild();
@@ -138,14 +153,22 @@ impl App {
     }
 
     /// Builds the items from the rows: one tree per root session (a child's own manager's
-    /// threads nested under the thread whose session it is), threads under their nearest shown
-    /// ancestor, live before closed within a parent, otherwise in path order.
+    /// threads nested under the thread whose session it is), newest session first, threads
+    /// under their nearest shown ancestor, live before closed within a parent, otherwise in
+    /// path order. The newest session is open; older ones are one line each (name, start,
+    /// live and closed counts) until opened; a search, a subtree or `--session` opens every
+    /// session shown.
     fn rebuild(&mut self) {
         let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
         let (mut live, mut closed, mut gone) = (0, 0, 0);
         for (i, r) in self.rows.iter().enumerate() {
             if !self.visible(r) {
                 continue;
+            }
+            if let Some(only) = &self.only_session {
+                if r.root.as_ref() != Some(only) {
+                    continue;
+                }
             }
             if r.owner_gone {
                 gone += 1;
@@ -154,32 +177,47 @@ impl App {
             } else {
                 closed += 1;
             }
-            let key = match &r.root {
-                Some(root) => format!("r:{root}"),
-                None => format!("m:{}:{}", r.session, r.contract),
-            };
+            let key = group_key(r);
             match groups.iter_mut().find(|(k, _)| *k == key) {
                 Some((_, v)) => v.push(i),
                 None => groups.push((key, vec![i])),
             }
         }
         self.counts = (live, closed, gone);
+        // Newest session first (the order of `roots`); per-manager groups (no places) last.
+        let rank = |key: &str| {
+            key.strip_prefix("r:")
+                .and_then(|root| self.roots.iter().position(|i| i.root_session == root))
+                .unwrap_or(usize::MAX)
+        };
+        groups.sort_by_key(|(key, _)| rank(key));
+        let open_all =
+            self.only_session.is_some() || !self.search.is_empty() || !self.subtree.is_empty();
         let mut items = Vec::new();
-        for (key, members) in &groups {
+        for (n, (key, members)) in groups.iter().enumerate() {
+            let open = self
+                .session_open
+                .get(key)
+                .copied()
+                .unwrap_or(open_all || n == 0);
             let first = &self.rows[members[0]];
-            let label = match &first.root {
-                Some(root) => {
-                    let info = self
-                        .roots
-                        .get(root)
-                        .cloned()
-                        .unwrap_or_else(|| forest::RootInfo {
-                            root_session: root.clone(),
-                            ..Default::default()
-                        });
-                    forest::heading_of(&info, members.len())
+            let info = first.root.as_ref().map(|root| {
+                self.roots
+                    .iter()
+                    .find(|i| &i.root_session == root)
+                    .cloned()
+                    .unwrap_or_else(|| forest::RootInfo {
+                        root_session: root.clone(),
+                        ..Default::default()
+                    })
+            });
+            let label = match (&info, open) {
+                (Some(info), true) => forest::heading_of(info, members.len()),
+                (Some(info), false) => {
+                    let rows = members.iter().map(|&i| &self.rows[i]);
+                    folded_label(info, rows)
                 }
-                None => format!(
+                (None, _) => format!(
                     "manager {} ({}) · {} thread{}",
                     first.session,
                     first.contract,
@@ -190,8 +228,9 @@ impl App {
             items.push(Item::Manager {
                 key: key.clone(),
                 label,
+                open,
             });
-            if self.collapsed.contains(key) {
+            if !open {
                 continue;
             }
             let by_id: HashMap<&str, usize> = members
@@ -384,20 +423,22 @@ impl App {
             KeyCode::PageUp => self.select(self.selected.saturating_sub(10)),
             KeyCode::Home | KeyCode::Char('g') => self.select(0),
             KeyCode::End | KeyCode::Char('G') => self.select(usize::MAX),
-            KeyCode::Enter | KeyCode::Char(' ') => {
-                if let Some(key) = self.items.get(self.selected).and_then(|it| match it {
-                    Item::Thread {
-                        has_children: false,
-                        ..
-                    } => None,
-                    it => self.item_key(it),
-                }) {
-                    if !self.collapsed.remove(&key) {
-                        self.collapsed.insert(key);
+            KeyCode::Enter | KeyCode::Char(' ') => match self.items.get(self.selected) {
+                Some(Item::Manager { .. }) => self.toggle_session(),
+                Some(Item::Thread {
+                    row,
+                    has_children: true,
+                    ..
+                }) => {
+                    let id = self.rows[*row].id.clone();
+                    if !self.collapsed.remove(&id) {
+                        self.collapsed.insert(id);
                     }
                     self.rebuild();
                 }
-            }
+                _ => {}
+            },
+            KeyCode::Char('e') => self.toggle_session(),
             KeyCode::Char('f') => {
                 self.state = match self.state {
                     StateFilter::All => StateFilter::Live,
@@ -448,6 +489,20 @@ impl App {
         false
     }
 
+    /// Opens or closes the session of the selected line (its header, or a thread in it), and
+    /// keeps the selection on that session's header.
+    fn toggle_session(&mut self) {
+        let header = self.items[..=self.selected.min(self.items.len().saturating_sub(1))]
+            .iter()
+            .rposition(|it| matches!(it, Item::Manager { .. }));
+        let Some(Item::Manager { key, open, .. }) = header.map(|i| self.items[i].clone()) else {
+            return;
+        };
+        self.session_open.insert(key.clone(), !open);
+        self.selected_key = Some(key);
+        self.rebuild();
+    }
+
     fn ask_stop(&mut self, force: bool) {
         let Some(r) = self.selected_row().cloned() else {
             self.message = "select a thread to stop".to_string();
@@ -495,6 +550,40 @@ impl App {
             crate::engine::restore_dead_owners(self.writer()?, ProcessIdentity::current())?;
         Ok((report.restored.len(), report.killed_groups.len()))
     }
+}
+
+/// A group's key: its root session's tree, else (a database before V4) its manager.
+fn group_key(r: &Row) -> String {
+    match &r.root {
+        Some(root) => format!("r:{root}"),
+        None => format!("m:{}:{}", r.session, r.contract),
+    }
+}
+
+/// A closed session's one line: its name (else its id), start, and live and closed counts.
+fn folded_label<'a>(info: &forest::RootInfo, rows: impl Iterator<Item = &'a Row>) -> String {
+    let (mut live, mut closed, mut gone) = (0, 0, 0);
+    for r in rows {
+        if r.owner_gone {
+            gone += 1;
+        } else if r.live() {
+            live += 1;
+        } else {
+            closed += 1;
+        }
+    }
+    let mut s = match &info.name {
+        Some(name) => format!("\"{name}\""),
+        None => format!("session {}", info.root_session),
+    };
+    if let Some(at) = &info.started_at {
+        s.push_str(&format!(" · started {}", forest::short_time(at)));
+    }
+    s.push_str(&format!(" · {live} live {closed} closed"));
+    if gone > 0 {
+        s.push_str(&format!(" {gone} owner gone"));
+    }
+    s
 }
 
 #[cfg(test)]
