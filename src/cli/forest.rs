@@ -114,7 +114,10 @@ pub fn trees(conn: &Connection, listing: Listing) -> Result<Vec<Tree>> {
     }
     let infos = crate::store::sessions::infos(conn)?;
     for tree in &mut trees {
-        if let Some(info) = infos.iter().find(|i| i.root_session == tree.info.root_session) {
+        if let Some(info) = infos
+            .iter()
+            .find(|i| i.root_session == tree.info.root_session)
+        {
             tree.info = info.clone();
         }
         tree.info.last_activity = tree.nodes.iter().map(|n| n.row.created_at.clone()).max();

@@ -108,7 +108,10 @@ fn filtered_trees(
     if let Some(g) = optional_globs(filters.matching)? {
         narrow(&mut listing, &g);
     }
-    Ok(forest::only(forest::trees(conn, listing)?, session.as_ref()))
+    Ok(forest::only(
+        forest::trees(conn, listing)?,
+        session.as_ref(),
+    ))
 }
 
 /// A thread in its tree as JSON: the row, its tree's root, level and manager, and (when
@@ -342,10 +345,7 @@ pub fn events_matching(
     narrow(&mut listing, &globs);
     if session.is_some() {
         let threads = std::mem::take(&mut listing.threads);
-        let all = crate::store::list::Listing {
-            threads,
-            ..listing
-        };
+        let all = crate::store::list::Listing { threads, ..listing };
         let trees = forest::only(forest::trees(&conn, all)?, session.as_ref());
         listing.threads = trees
             .into_iter()

@@ -309,13 +309,7 @@ pub fn main() -> ExitCode {
             manager,
             session,
             json,
-        } => inspect::show(
-            &db,
-            &reference,
-            within(&manager, &session),
-            json,
-            &mut out,
-        ),
+        } => inspect::show(&db, &reference, within(&manager, &session), json, &mut out),
         Command::Events {
             reference,
             manager,
@@ -323,13 +317,9 @@ pub fn main() -> ExitCode {
             matching,
             json,
         } => match (reference, matching) {
-            (Some(reference), _) => inspect::events(
-                &db,
-                &reference,
-                within(&manager, &session),
-                json,
-                &mut out,
-            ),
+            (Some(reference), _) => {
+                inspect::events(&db, &reference, within(&manager, &session), json, &mut out)
+            }
             (None, matching) => inspect::events_matching(
                 &db,
                 matching.as_deref().unwrap_or("**"),

@@ -144,7 +144,8 @@ pub fn run(
     all.sort_by_key(|t| infos.iter().position(|i| i.root_session == t.root_session));
     match reference {
         Some(r) => {
-            let t = crate::store::refs::resolve_anywhere(&conn, r, within.manager, session.as_ref())?;
+            let t =
+                crate::store::refs::resolve_anywhere(&conn, r, within.manager, session.as_ref())?;
             let (root, key): (String, String) = conn
                 .prepare_cached(include_str!("../../sql/usage_place.sql"))?
                 .query_row([&t.id], |r| Ok((r.get(0)?, r.get(1)?)))?;

@@ -106,8 +106,7 @@ fn info(
     started_at: Option<String>,
     file: Option<&str>,
 ) -> SessionInfo {
-    let (pi_name, name) = match file.map(|f| crate::pi::session::SessionFile::read(Path::new(f)))
-    {
+    let (pi_name, name) = match file.map(|f| crate::pi::session::SessionFile::read(Path::new(f))) {
         Some(Ok(s)) => {
             let pi_name = s.session_name().map(str::to_string);
             let title = pi_name.clone().or_else(|| s.first_user_text());

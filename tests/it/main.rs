@@ -7,6 +7,7 @@ mod support;
 mod bad_env;
 mod check;
 mod cli;
+mod cli_sessions;
 mod cli_stop;
 mod cli_tree;
 mod concurrency;

@@ -84,7 +84,9 @@ impl App {
                 Style::default().fg(Color::Yellow),
             ));
         }
-        Line::from("Enter fold  e session  f state  v vis  / search  p path  s stop  ? help  q quit")
+        Line::from(
+            "Enter fold  e session  f state  v vis  / search  p path  s stop  ? help  q quit",
+        )
     }
 
     fn draw_tree(&mut self, f: &mut Frame<'_>, area: Rect) {
