@@ -661,6 +661,14 @@ mod tests {
                 "thread_by_name_any",
                 include_str!("../../sql/thread_by_name_any.sql"),
             ),
+            (
+                "thread_by_path_in_session",
+                include_str!("../../sql/thread_by_path_in_session.sql"),
+            ),
+            (
+                "thread_by_name_in_session",
+                include_str!("../../sql/thread_by_name_in_session.sql"),
+            ),
             ("threads_known", include_str!("../../sql/threads_known.sql")),
             (
                 "threads_by_ids",
