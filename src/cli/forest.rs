@@ -1,7 +1,9 @@
 //! The whole tree of each root session, for `tree`, `list` and `top`. Every child Pi runs its
 //! own serve and so its own manager; `thread_places` (migration V4) hangs each child manager's
 //! threads under the thread whose session it is, so one user session reads as one tree. A
-//! database no serve has migrated to V4 yet falls back to one tree per manager.
+//! database no serve has migrated to V4 yet falls back to one tree per manager. The trees
+//! come newest session first (store::sessions: by start time), each in tree order; `only`
+//! keeps the one `--session` picked.
 
 use std::collections::HashMap;
 
@@ -120,7 +122,12 @@ pub fn trees(conn: &Connection, listing: Listing) -> Result<Vec<Tree>> {
         {
             tree.info = info.clone();
         }
-        tree.info.last_activity = tree.nodes.iter().map(|n| n.row.created_at.clone()).max();
+        tree.info.last_activity = tree
+            .nodes
+            .iter()
+            .map(|n| n.row.created_at.as_str().max(n.row.last_event_at.as_str()))
+            .max()
+            .map(str::to_string);
         if tree.info.started_at.is_none() {
             tree.info.started_at = tree.nodes.iter().map(|n| n.row.created_at.clone()).min();
         }

@@ -28,7 +28,8 @@ pub struct SessionInfo {
     pub started_at: Option<String>,
     /// The root session's name (its last `session_info`), else its first user message.
     pub name: Option<String>,
-    /// The newest thread's creation time.
+    /// The latest thread activity shown (a thread's creation or its last event): what
+    /// `--session latest` picks by, over every thread.
     pub last_activity: Option<String>,
     /// The name Pi records (`session_info`), without the first-message fallback: what
     /// `--session NAME` matches first.

@@ -322,7 +322,7 @@ fn a_session_prefix_that_fits_several_sessions_is_ambiguous() {
         err.contains("--session \"0195dddd\" matches 2 Pi sessions"),
         "{err}"
     );
-    assert!(err.contains(&"\"Same\" started 20"), "{err}");
+    assert!(err.contains("\"Same\" started 20"), "{err}");
     assert!(ascending(&positions(&err, &[two, one])), "{err}");
     // Two sessions with one name: the name is ambiguous too; an id picks one.
     let err = w.fails(&["tree", "--session", "same"], "ambiguous_reference");
