@@ -251,6 +251,7 @@ pub fn show(
         ("path", t.path.clone()),
         ("name", t.name.clone()),
         ("taskName", t.task_name.clone()),
+        ("session", session_text(&conn, &t.id)?),
         ("manager", format!("{session} ({contract})")),
         ("status", status_text(&t)),
         ("phase", t.phase.to_string()),
@@ -375,6 +376,24 @@ pub fn events_matching(
         write_events(out, t, &events::of_thread(&conn, &t.id)?)?;
     }
     Ok(())
+}
+
+/// The Pi session a thread's tree belongs to, as `--session` names it: `"name" started … (id
+/// …)`; `-` before V4.
+fn session_text(conn: &Connection, id: &str) -> Result<String> {
+    use crate::store::sessions;
+    let Some(root) = sessions::root_of_thread(conn, id)? else {
+        return Ok("-".to_string());
+    };
+    Ok(
+        match sessions::infos(conn)?
+            .iter()
+            .find(|i| i.root_session == root)
+        {
+            Some(info) => sessions::label(info),
+            None => format!("(id {root})"),
+        },
+    )
 }
 
 fn status_text(t: &ThreadRow) -> String {

@@ -107,10 +107,10 @@ fn info(
     started_at: Option<String>,
     file: Option<&str>,
 ) -> SessionInfo {
-    let (pi_name, name) = match file.map(|f| crate::pi::session::SessionFile::read(Path::new(f))) {
-        Some(Ok(s)) => {
-            let pi_name = s.session_name().map(str::to_string);
-            let title = pi_name.clone().or_else(|| s.first_user_text());
+    let read = file.map(|f| crate::pi::session::session_title_parts(Path::new(f)));
+    let (pi_name, name) = match read {
+        Some(Ok((pi_name, first_user))) => {
+            let title = pi_name.clone().or(first_user);
             (pi_name, title.map(|t| one_line(&t)))
         }
         _ => (None, None),

@@ -246,6 +246,12 @@ fn many_sessions_read_newest_first_and_session_picks_one() {
     // The same reference inside one session resolves.
     let shown = w.cli(&["show", "quick", "--session", "latest"]);
     assert!(shown.contains(&gamma_quick), "{shown}");
+    let shown = w.cli(&["show", "/root/lead/deep"]);
+    assert!(
+        shown.contains(&format!("session      \"Alpha work\" started 20")),
+        "show names the thread's Pi session:\n{shown}"
+    );
+    assert!(shown.contains(&format!("(id {ALPHA})")), "{shown}");
     let shown = w.cli(&["show", "/root/quick", "--session", "Alpha work", "--json"]);
     assert_eq!(
         serde_json::from_str::<Value>(&shown).unwrap()["id"],
