@@ -248,7 +248,7 @@ fn many_sessions_read_newest_first_and_session_picks_one() {
     assert!(shown.contains(&gamma_quick), "{shown}");
     let shown = w.cli(&["show", "/root/lead/deep"]);
     assert!(
-        shown.contains(&format!("session      \"Alpha work\" started 20")),
+        shown.contains("session      \"Alpha work\" started 20"),
         "show names the thread's Pi session:\n{shown}"
     );
     assert!(shown.contains(&format!("(id {ALPHA})")), "{shown}");

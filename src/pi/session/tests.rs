@@ -338,7 +338,9 @@ fn title_parts_match_the_full_parse() {
             .to_string()
     };
     let said = json!({"type":"message","id":"a1","parentId":null,"timestamp":"t","message":{"role":"assistant","content":[{"type":"text","text":"the \"user\" asked for \"session_info\""}]}}).to_string();
-    let cases: Vec<(Vec<String>, (Option<&str>, Option<&str>))> = vec![
+    // (entries after the header, (name, first user message)).
+    type Case<'a> = (Vec<String>, (Option<&'a str>, Option<&'a str>));
+    let cases: Vec<Case<'_>> = vec![
         (vec![], (None, None)),
         (
             vec![said.clone(), user("u1", "Fix the bug"), user("u2", "later")],
