@@ -30,6 +30,8 @@ pub(super) enum Item {
     Manager {
         key: String,
         label: String,
+        /// The whole heading (session id, name, cwd, start, threads): the detail pane's text.
+        heading: String,
         /// Its threads are shown below it.
         open: bool,
     },
@@ -211,13 +213,9 @@ impl App {
                         ..Default::default()
                     })
             });
-            let label = match (&info, open) {
-                (Some(info), true) => forest::heading_of(info, members.len()),
-                (Some(info), false) => {
-                    let rows = members.iter().map(|&i| &self.rows[i]);
-                    folded_label(info, rows)
-                }
-                (None, _) => format!(
+            let heading = match &info {
+                Some(info) => forest::heading_of(info, members.len()),
+                None => format!(
                     "manager {} ({}) · {} thread{}",
                     first.session,
                     first.contract,
@@ -225,9 +223,17 @@ impl App {
                     if members.len() == 1 { "" } else { "s" }
                 ),
             };
+            let label = match (&info, open) {
+                (Some(info), false) => {
+                    let rows = members.iter().map(|&i| &self.rows[i]);
+                    folded_label(info, rows)
+                }
+                _ => heading.clone(),
+            };
             items.push(Item::Manager {
                 key: key.clone(),
                 label,
+                heading,
                 open,
             });
             if !open {
@@ -343,7 +349,7 @@ impl App {
     fn load_detail(&mut self) {
         self.detail = match self.selected_row().map(|r| r.id.clone()) {
             None => match self.items.get(self.selected) {
-                Some(Item::Manager { label, .. }) => vec![Line::from(label.clone())],
+                Some(Item::Manager { heading, .. }) => vec![Line::from(heading.clone())],
                 _ => vec![Line::from("(no threads match the filters)")],
             },
             Some(id) => match thread_snapshot(&self.conn, &id) {
@@ -766,6 +772,11 @@ mod tests {
             .position(|it| matches!(it, Item::Manager { key, .. } if key == "r:ses_3"))
             .unwrap();
         app.select(ses3);
+        let detail = format!("{:?}", app.detail);
+        assert!(
+            detail.contains("session ses_3") && detail.contains("3 threads"),
+            "a folded session's detail is its whole heading: {detail}"
+        );
         press(&mut app, 'e');
         assert!(matches!(&app.items[ses3], Item::Manager { open: true, .. }));
         assert!(matches!(&app.items[ses3 + 1], Item::Thread { .. }));
