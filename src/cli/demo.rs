@@ -156,7 +156,7 @@ pub fn run(keep: Option<PathBuf>, out: &mut dyn Write) -> Result<()> {
         &db,
         &super::inspect::TreeFilters {
             matching: None,
-            latest: false,
+            session: None,
             json: false,
         },
         out,
@@ -165,12 +165,12 @@ pub fn run(keep: Option<PathBuf>, out: &mut dyn Write) -> Result<()> {
         out,
         "\n▶ threadbase usage  (per thread and per subtree, across both managers)"
     )?;
-    super::usage::run(&db, None, None, false, out)?;
+    super::usage::run(&db, None, Default::default(), false, out)?;
     writeln!(
         out,
         "\n▶ threadbase events api_survey  (the retained ring, newest last)"
     )?;
-    super::inspect::events(&db, "/root/api_survey", None, false, out)?;
+    super::inspect::events(&db, "/root/api_survey", Default::default(), false, out)?;
     let query = "SELECT path, status, phase, exit_kind, archived FROM thread_tree";
     writeln!(out, "\n▶ threadbase sql \"{query}\"")?;
     super::sql::run(&db, query, false, &super::sql::Bounds::default(), out)?;

@@ -1,13 +1,13 @@
 //! The whole tree of each root session, for `tree`, `list` and `top`. Every child Pi runs its
 //! own serve and so its own manager; `thread_places` (migration V4) hangs each child manager's
 //! threads under the thread whose session it is, so one user session reads as one tree. A
-//! database no serve has migrated to V4 yet falls back to one tree per manager.
+//! database no serve has migrated to V4 yet falls back to one tree per manager. The trees
+//! come newest session first (store::sessions: by start time), each in tree order; `only`
+//! keeps the one `--session` picked.
 
 use std::collections::HashMap;
-use std::path::Path;
 
 use rusqlite::Connection;
-use serde::Serialize;
 
 use crate::domain::{Contract, ManagerId, ThreadId};
 use crate::error::Result;
@@ -25,19 +25,7 @@ pub struct Node {
 }
 
 /// What identifies a root session to a person: where it ran, when, and its name.
-#[derive(Debug, Clone, Default, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RootInfo {
-    pub root_session: String,
-    /// The working directory of the root session's manager.
-    pub cwd: Option<String>,
-    /// When the root session's first manager row was written.
-    pub started_at: Option<String>,
-    /// The root session's name (its last `session_info`), else its first user message.
-    pub name: Option<String>,
-    /// The newest thread's creation time: what `--latest` picks by.
-    pub last_activity: Option<String>,
-}
+pub use crate::store::sessions::SessionInfo as RootInfo;
 
 /// One root session's tree, a parent before its descendants.
 #[derive(Debug, Clone)]
@@ -126,77 +114,50 @@ pub fn trees(conn: &Connection, listing: Listing) -> Result<Vec<Tree>> {
             });
         }
     }
-    let infos = root_infos(conn)?;
+    let infos = crate::store::sessions::infos(conn)?;
     for tree in &mut trees {
-        if let Some(info) = infos.get(&tree.info.root_session) {
+        if let Some(info) = infos
+            .iter()
+            .find(|i| i.root_session == tree.info.root_session)
+        {
             tree.info = info.clone();
         }
-        tree.info.last_activity = tree.nodes.iter().map(|n| n.row.created_at.clone()).max();
+        tree.info.last_activity = tree
+            .nodes
+            .iter()
+            .map(|n| n.row.created_at.as_str().max(n.row.last_event_at.as_str()))
+            .max()
+            .map(str::to_string);
+        if tree.info.started_at.is_none() {
+            tree.info.started_at = tree.nodes.iter().map(|n| n.row.created_at.clone()).min();
+        }
     }
+    // Newest session first; within a tree, tree order.
+    let mut infos: Vec<RootInfo> = trees.iter().map(|t| t.info.clone()).collect();
+    crate::store::sessions::sort_newest_first(&mut infos);
+    trees.sort_by_key(|t| {
+        infos
+            .iter()
+            .position(|i| i.root_session == t.info.root_session)
+    });
     Ok(trees)
 }
 
-/// Keeps only the tree with the most recent activity (`--latest`).
-pub fn latest(trees: Vec<Tree>) -> Vec<Tree> {
-    trees
-        .into_iter()
-        .max_by(|a, b| a.info.last_activity.cmp(&b.info.last_activity))
-        .into_iter()
-        .collect()
+/// Keeps only the tree of one root session (`--session`).
+pub fn only(trees: Vec<Tree>, session: Option<&RootInfo>) -> Vec<Tree> {
+    match session {
+        None => trees,
+        Some(s) => trees
+            .into_iter()
+            .filter(|t| t.info.root_session == s.root_session)
+            .collect(),
+    }
 }
 
 fn manager_names(conn: &Connection) -> Result<HashMap<ManagerId, (String, Contract)>> {
     let mut stmt = conn.prepare_cached(include_str!("../../sql/forest_managers.sql"))?;
     let rows = stmt.query_map([], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?))))?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
-}
-
-/// Each root session's cwd, start time and name, from its earliest manager row and session
-/// file (one query, then at most one file read per root).
-pub(crate) fn root_infos(conn: &Connection) -> Result<HashMap<String, RootInfo>> {
-    let mut stmt = conn.prepare_cached(include_str!("../../sql/forest_root_managers.sql"))?;
-    let rows = stmt.query_map([], |r| {
-        Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, Option<String>>(1)?,
-            r.get::<_, Option<String>>(2)?,
-            r.get::<_, Option<String>>(3)?,
-        ))
-    })?;
-    let mut out = HashMap::new();
-    for row in rows {
-        let (session, cwd, created_at, file) = row?;
-        let name = file.as_deref().and_then(|f| session_title(Path::new(f)));
-        out.entry(session.clone()).or_insert(RootInfo {
-            root_session: session,
-            cwd,
-            started_at: created_at,
-            name,
-            last_activity: None,
-        });
-    }
-    Ok(out)
-}
-
-/// Longest root-session name shown.
-const NAME_CHARS: usize = 60;
-
-/// A session's title as Pi's session list shows it: its name, else its first user message.
-fn session_title(file: &Path) -> Option<String> {
-    let session = crate::pi::session::SessionFile::read(file).ok()?;
-    let text = match session.session_name() {
-        Some(name) if !name.trim().is_empty() => name.to_string(),
-        _ => session.first_user_text()?,
-    };
-    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if one_line.chars().count() > NAME_CHARS {
-        Some(format!(
-            "{}…",
-            one_line.chars().take(NAME_CHARS - 1).collect::<String>()
-        ))
-    } else {
-        Some(one_line)
-    }
 }
 
 /// [`crate::domain::state_words`] (`live/busy`, `closed/stopped`, `live/owner gone`), contract
@@ -248,7 +209,4 @@ pub fn heading_of(i: &RootInfo, n: usize) -> String {
     s
 }
 
-/// `2026-12-01T22:52:26.897Z` → `2026-12-01 22:52:26`.
-pub fn short_time(iso: &str) -> String {
-    iso.get(..19).unwrap_or(iso).replace('T', " ")
-}
+pub use crate::store::sessions::short_time;

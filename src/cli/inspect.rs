@@ -79,28 +79,39 @@ pub fn list(
     Ok(())
 }
 
-/// What narrows `list` and `tree`: `--match GLOB`, `--latest`, `--json`.
+/// What narrows `list` and `tree`: `--match GLOB`, `--session ID|NAME|latest` (`--latest`
+/// is `--session latest`), `--json`.
 pub struct TreeFilters<'a> {
     pub matching: Option<&'a str>,
-    pub latest: bool,
+    pub session: Option<&'a str>,
     pub json: bool,
 }
 
-/// The trees of the listed threads, narrowed by `--match` and `--latest`.
+/// The session `--session` names (resolved before anything is listed), if given.
+pub fn selected_session(
+    conn: &Connection,
+    selector: Option<&str>,
+) -> Result<Option<crate::store::sessions::SessionInfo>> {
+    selector
+        .map(|s| crate::store::sessions::select(conn, s))
+        .transpose()
+}
+
+/// The trees of the listed threads, newest session first, narrowed by `--match` and
+/// `--session`.
 fn filtered_trees(
     conn: &Connection,
     mut listing: crate::store::list::Listing,
     filters: &TreeFilters<'_>,
 ) -> Result<Vec<forest::Tree>> {
+    let session = selected_session(conn, filters.session)?;
     if let Some(g) = optional_globs(filters.matching)? {
         narrow(&mut listing, &g);
     }
-    let trees = forest::trees(conn, listing)?;
-    Ok(if filters.latest {
-        forest::latest(trees)
-    } else {
-        trees
-    })
+    Ok(forest::only(
+        forest::trees(conn, listing)?,
+        session.as_ref(),
+    ))
 }
 
 /// A thread in its tree as JSON: the row, its tree's root, level and manager, and (when
@@ -194,15 +205,31 @@ pub fn tree(db: &Path, filters: &TreeFilters<'_>, out: &mut dyn Write) -> Result
     Ok(())
 }
 
+/// Which threads a reference is resolved among: one manager's (`--manager`, the older
+/// spelling), one Pi session's (`--session`), or every thread.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Within<'a> {
+    pub manager: Option<&'a str>,
+    pub session: Option<&'a str>,
+}
+
+impl Within<'_> {
+    /// The thread `reference` names among these threads.
+    pub fn resolve(&self, conn: &Connection, reference: &str) -> Result<ThreadRow> {
+        let session = selected_session(conn, self.session)?;
+        crate::store::refs::resolve_anywhere(conn, reference, self.manager, session.as_ref())
+    }
+}
+
 pub fn show(
     db: &Path,
     reference: &str,
-    manager: Option<&str>,
+    within: Within<'_>,
     json: bool,
     out: &mut dyn Write,
 ) -> Result<()> {
     let conn = open_read_only(db)?;
-    let t = crate::store::refs::resolve_anywhere(&conn, reference, manager)?;
+    let t = within.resolve(&conn, reference)?;
     let mut doc = thread_json(&conn, &t)?;
     let (own, subtree) = if crate::store::usage::has_tables(&conn)? {
         (
@@ -224,6 +251,7 @@ pub fn show(
         ("path", t.path.clone()),
         ("name", t.name.clone()),
         ("taskName", t.task_name.clone()),
+        ("session", session_text(&conn, &t.id)?),
         ("manager", format!("{session} ({contract})")),
         ("status", status_text(&t)),
         ("phase", t.phase.to_string()),
@@ -279,12 +307,12 @@ pub fn show(
 pub fn events(
     db: &Path,
     reference: &str,
-    manager: Option<&str>,
+    within: Within<'_>,
     json: bool,
     out: &mut dyn Write,
 ) -> Result<()> {
     let conn = open_read_only(db)?;
-    let t = crate::store::refs::resolve_anywhere(&conn, reference, manager)?;
+    let t = within.resolve(&conn, reference)?;
     let evs = events::of_thread(&conn, &t.id)?;
     if json {
         writeln!(out, "{}", serde_json::to_string_pretty(&evs)?)?;
@@ -302,27 +330,35 @@ fn write_events(out: &mut dyn Write, t: &ThreadRow, evs: &[events::StoredEvent])
     Ok(())
 }
 
-/// `events --match GLOB`: the retained events of every matching thread, in path order.
+/// `events --match GLOB`: the retained events of every matching thread, in path order (with
+/// `--session`: that session's, in tree order).
 pub fn events_matching(
     db: &Path,
     matching: &str,
-    manager: Option<&str>,
+    within: Within<'_>,
     json: bool,
     out: &mut dyn Write,
 ) -> Result<()> {
     let globs = path_globs(&[matching.to_string()])?;
     let conn = open_read_only(db)?;
+    let session = selected_session(&conn, within.session)?;
     let mut listing = list_every_manager(&conn, StateFilter::All, VisibilityFilter::All)?;
     narrow(&mut listing, &globs);
-    if let Some(session) = manager {
-        let mut keep = Vec::new();
-        for t in listing.threads {
-            let (s, _) = manager_of_thread(&conn, &t.id)?.unwrap_or_default();
-            if s == session {
-                keep.push(t);
-            }
-        }
-        listing.threads = keep;
+    if session.is_some() {
+        let threads = std::mem::take(&mut listing.threads);
+        let all = crate::store::list::Listing { threads, ..listing };
+        let trees = forest::only(forest::trees(&conn, all)?, session.as_ref());
+        listing.threads = trees
+            .into_iter()
+            .flat_map(|t| t.nodes.into_iter().map(|n| n.row))
+            .collect();
+    }
+    if let Some(session) = within.manager {
+        let ids: Vec<&str> = listing.threads.iter().map(|t| t.id.as_str()).collect();
+        let of = crate::store::sessions::sessions_of_threads(&conn, &ids)?;
+        listing
+            .threads
+            .retain(|t| of.get(t.id.as_str()).is_some_and(|(_, m)| m == session));
     }
     if json {
         let mut docs = Vec::new();
@@ -340,6 +376,24 @@ pub fn events_matching(
         write_events(out, t, &events::of_thread(&conn, &t.id)?)?;
     }
     Ok(())
+}
+
+/// The Pi session a thread's tree belongs to, as `--session` names it: `"name" started … (id
+/// …)`; `-` before V4.
+fn session_text(conn: &Connection, id: &str) -> Result<String> {
+    use crate::store::sessions;
+    let Some(root) = sessions::root_of_thread(conn, id)? else {
+        return Ok("-".to_string());
+    };
+    Ok(
+        match sessions::infos(conn)?
+            .iter()
+            .find(|i| i.root_session == root)
+        {
+            Some(info) => sessions::label(info),
+            None => format!("(id {root})"),
+        },
+    )
 }
 
 fn status_text(t: &ThreadRow) -> String {

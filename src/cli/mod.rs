@@ -47,7 +47,8 @@ pub enum Command {
     },
     /// The JSON-lines server for one Pi session (started by the Pi extension).
     Serve(serve::ServeArgs),
-    /// List stored threads of every manager, in path order.
+    /// List stored threads: one table per root Pi session (newest session first), each in
+    /// tree order.
     List {
         /// all, live or closed.
         #[arg(long, default_value = "all")]
@@ -61,8 +62,9 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Print each root session's whole tree: its own threads and, nested under each child,
-    /// the threads the child's own serve started, indented, with state and exit kind.
+    /// Print each root session's whole tree, newest session first: its own threads and,
+    /// nested under each child, the threads the child's own serve started, indented, with
+    /// state and exit kind.
     Tree {
         #[command(flatten)]
         trees: TreeArgs,
@@ -74,9 +76,15 @@ pub enum Command {
     Show {
         /// A thread id, a canonical path (/root/task), or a task name.
         reference: String,
-        /// Only threads of the manager with this session id.
+        /// Only threads of the manager with this session id (older and narrower than
+        /// --session: one serve's threads, not its whole session tree).
         #[arg(long, value_name = "SESSION_ID")]
         manager: Option<String>,
+        /// Only one Pi session's threads: its session id (a root session's, or a child's own
+        /// serve's; a unique prefix of 8+ characters will do), its name, or `latest` (the
+        /// session with the most recent thread activity).
+        #[arg(long, value_name = "ID|NAME|latest", conflicts_with = "manager")]
+        session: Option<String>,
         /// Print JSON instead of aligned fields.
         #[arg(long)]
         json: bool,
@@ -86,9 +94,15 @@ pub enum Command {
         /// A thread id, a canonical path (/root/task), or a task name.
         #[arg(required_unless_present = "matching")]
         reference: Option<String>,
-        /// Only threads of the manager with this session id.
+        /// Only threads of the manager with this session id (older and narrower than
+        /// --session: one serve's threads, not its whole session tree).
         #[arg(long, value_name = "SESSION_ID")]
         manager: Option<String>,
+        /// Only one Pi session's threads: its session id (a root session's, or a child's own
+        /// serve's; a unique prefix of 8+ characters will do), its name, or `latest` (the
+        /// session with the most recent thread activity).
+        #[arg(long, value_name = "ID|NAME|latest", conflicts_with = "manager")]
+        session: Option<String>,
         /// The events of every thread whose path matches this glob, instead of one REFERENCE.
         #[arg(long = "match", value_name = "GLOB", conflicts_with = "reference")]
         matching: Option<String>,
@@ -123,14 +137,19 @@ pub enum Command {
         json: bool,
     },
     /// Tokens and cost per thread and per subtree: the whole tree of every root session
-    /// (across every manager in it), or with REF that thread's subtree. The budget line comes
+    /// (across every manager in it, newest session first), or with REF that thread's subtree. The budget line comes
     /// from THREADBASE_BUDGET_TOKENS / THREADBASE_BUDGET_USD when set.
     Usage {
         /// A thread id, a canonical path, or a task name (default: every tree).
         reference: Option<String>,
-        /// Resolve REF among the threads of the manager with this session id.
+        /// Resolve REF among the threads of the manager with this session id (older and
+        /// narrower than --session).
         #[arg(long, value_name = "SESSION_ID")]
         manager: Option<String>,
+        /// Only one Pi session's tree (with REF: resolve REF among its threads): its session
+        /// id (a unique prefix of 8+ characters will do), its name, or `latest`.
+        #[arg(long, value_name = "ID|NAME|latest", conflicts_with = "manager")]
+        session: Option<String>,
         /// Print {"trees": [{rootSession, threads, …totals, budget?, rows}]} as JSON.
         #[arg(long)]
         json: bool,
@@ -183,9 +202,15 @@ pub enum Command {
     /// The threads RPC over HTTP: POST /threads/snapshot and /threads/restore with a bearer
     /// token, on this database (loopback only unless --allow-remote).
     Http(http::HttpArgs),
-    /// A terminal UI over the database: the thread tree per manager, filters, a detail pane
-    /// (the `poll` projection at tail detail) and an emergency stop.
-    Top,
+    /// A terminal UI over the database: the thread tree per root session (the newest expanded,
+    /// older ones a line each; `e` expands or collapses one), filters, a detail pane (the
+    /// `poll` projection at tail detail) and an emergency stop.
+    Top {
+        /// Only one Pi session's tree: its session id (a unique prefix of 8+ characters will
+        /// do), its name, or `latest`.
+        #[arg(long, value_name = "ID|NAME|latest")]
+        session: Option<String>,
+    },
     /// A child that speaks Pi's RPC protocol (1.6 dialect) and follows a JSON script; for tests
     /// and the demo. Pi's flags after the script are accepted as Pi accepts them.
     ScriptedAgent {
@@ -204,8 +229,13 @@ pub struct TreeArgs {
     /// Only threads whose path matches this glob ('/root/api_*'; see `stop`).
     #[arg(long = "match", value_name = "GLOB")]
     matching: Option<String>,
-    /// Only the tree of the root session with the most recent thread.
-    #[arg(long)]
+    /// Only one Pi session's tree: its session id (a root session's, or a child's own
+    /// serve's; a unique prefix of 8+ characters will do), its name, or `latest` (the session
+    /// with the most recent thread activity).
+    #[arg(long, value_name = "ID|NAME|latest")]
+    session: Option<String>,
+    /// The older spelling of --session latest.
+    #[arg(long, conflicts_with = "session")]
     latest: bool,
 }
 
@@ -213,7 +243,11 @@ impl TreeArgs {
     fn filters(&self, json: bool) -> inspect::TreeFilters<'_> {
         inspect::TreeFilters {
             matching: self.matching.as_deref(),
-            latest: self.latest,
+            session: match (&self.session, self.latest) {
+                (Some(s), _) => Some(s.as_str()),
+                (None, true) => Some("latest"),
+                (None, false) => None,
+            },
             json,
         }
     }
@@ -268,7 +302,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let db = default_db_path(cli.db.clone());
     // `serve` adds its log file itself; `top` owns the terminal, so nothing may write over it.
-    if !matches!(cli.command, Command::Serve(_) | Command::Top) {
+    if !matches!(cli.command, Command::Serve(_) | Command::Top { .. }) {
         let _ = logging::init(None);
     }
     let mut out = std::io::stdout().lock();
@@ -288,21 +322,23 @@ pub fn main() -> ExitCode {
         Command::Show {
             reference,
             manager,
+            session,
             json,
-        } => inspect::show(&db, &reference, manager.as_deref(), json, &mut out),
+        } => inspect::show(&db, &reference, within(&manager, &session), json, &mut out),
         Command::Events {
             reference,
             manager,
+            session,
             matching,
             json,
         } => match (reference, matching) {
             (Some(reference), _) => {
-                inspect::events(&db, &reference, manager.as_deref(), json, &mut out)
+                inspect::events(&db, &reference, within(&manager, &session), json, &mut out)
             }
             (None, matching) => inspect::events_matching(
                 &db,
                 matching.as_deref().unwrap_or("**"),
-                manager.as_deref(),
+                within(&manager, &session),
                 json,
                 &mut out,
             ),
@@ -333,11 +369,12 @@ pub fn main() -> ExitCode {
         Command::Usage {
             reference,
             manager,
+            session,
             json,
         } => usage::run(
             &db,
             reference.as_deref(),
-            manager.as_deref(),
+            within(&manager, &session),
             json,
             &mut out,
         ),
@@ -370,9 +407,9 @@ pub fn main() -> ExitCode {
         Command::Restore { json } => restore(&db, json, &mut out),
         Command::Check { json } => return check::run(&db, json, &mut out),
         Command::Http(args) => http::run(db, args, &mut out),
-        Command::Top => {
+        Command::Top { session } => {
             drop(out);
-            top::run(&db)
+            top::run(&db, session.as_deref())
         }
         Command::ScriptedAgent { script, args } => {
             drop(out);
@@ -382,6 +419,14 @@ pub fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => report(&e),
+    }
+}
+
+/// `--manager` / `--session` as the reference commands take them.
+fn within<'a>(manager: &'a Option<String>, session: &'a Option<String>) -> inspect::Within<'a> {
+    inspect::Within {
+        manager: manager.as_deref(),
+        session: session.as_deref(),
     }
 }
 

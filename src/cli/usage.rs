@@ -127,7 +127,7 @@ struct BudgetDoc {
 pub fn run(
     db: &Path,
     reference: Option<&str>,
-    manager: Option<&str>,
+    within: super::inspect::Within<'_>,
     json: bool,
     out: &mut dyn Write,
 ) -> Result<()> {
@@ -137,10 +137,15 @@ pub fn run(
     }
     let budget = Budget::from_env(&|k| std::env::var(k).ok())?;
     let mut selected: Vec<(TreeUsage, Option<String>, Vec<UsageRow>)> = Vec::new();
-    let all = trees(&conn)?;
+    let session = super::inspect::selected_session(&conn, within.session)?;
+    // Newest session first (their start times and names, for the headings too).
+    let infos = crate::store::sessions::infos(&conn)?;
+    let mut all = trees(&conn)?;
+    all.sort_by_key(|t| infos.iter().position(|i| i.root_session == t.root_session));
     match reference {
         Some(r) => {
-            let t = crate::store::refs::resolve_anywhere(&conn, r, manager)?;
+            let t =
+                crate::store::refs::resolve_anywhere(&conn, r, within.manager, session.as_ref())?;
             let (root, key): (String, String) = conn
                 .prepare_cached(include_str!("../../sql/usage_place.sql"))?
                 .query_row([&t.id], |r| Ok((r.get(0)?, r.get(1)?)))?;
@@ -157,6 +162,12 @@ pub fn run(
         }
         None => {
             for total in all {
+                if session
+                    .as_ref()
+                    .is_some_and(|s| s.root_session != total.root_session)
+                {
+                    continue;
+                }
                 let rows = tree_rows(&conn, &total.root_session, None)?;
                 selected.push((total, None, rows));
             }
@@ -190,9 +201,24 @@ pub fn run(
         if i > 0 {
             writeln!(out)?;
         }
+        // Which session it is, for a person: its name and start (as tree's heading has them).
+        let about = infos
+            .iter()
+            .find(|i| i.root_session == total.root_session)
+            .map(|i| {
+                let mut s = String::new();
+                if let Some(name) = &i.name {
+                    s.push_str(&format!(" · \"{name}\""));
+                }
+                if let Some(at) = &i.started_at {
+                    s.push_str(&format!(" · started {}", super::forest::short_time(at)));
+                }
+                s
+            })
+            .unwrap_or_default();
         writeln!(
             out,
-            "tree of session {}: {} thread{} · {}",
+            "tree of session {}: {} thread{} · {}{about}",
             total.root_session,
             total.threads,
             if total.threads == 1 { "" } else { "s" },

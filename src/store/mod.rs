@@ -20,6 +20,7 @@ pub mod output;
 pub mod refs;
 pub mod reports;
 pub mod restore;
+pub mod sessions;
 pub mod snapshots;
 pub mod threads;
 mod trim;
@@ -661,6 +662,14 @@ mod tests {
             (
                 "thread_by_name_any",
                 include_str!("../../sql/thread_by_name_any.sql"),
+            ),
+            (
+                "thread_by_path_in_session",
+                include_str!("../../sql/thread_by_path_in_session.sql"),
+            ),
+            (
+                "thread_by_name_in_session",
+                include_str!("../../sql/thread_by_name_in_session.sql"),
             ),
             ("threads_known", include_str!("../../sql/threads_known.sql")),
             (

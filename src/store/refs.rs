@@ -15,8 +15,7 @@ use rusqlite::{named_params, Connection, OptionalExtension};
 use crate::error::{Error, ErrorCode, Result};
 use crate::paths::{is_thread_id, json_quote, thread_reference_path};
 use crate::store::threads::{
-    manager_id, manager_of_thread, query_thread, query_threads, thread_by_id_any, Contract,
-    ThreadRow,
+    manager_id, query_thread, query_threads, thread_by_id_any, Contract, ThreadRow,
 };
 
 /// Threads listed in an unknown-reference error.
@@ -236,12 +235,16 @@ fn elsewhere(
 /// How many threads a CLI reference names at most before it is called ambiguous.
 const CANDIDATES: i64 = 20;
 
-/// Finds a thread for the CLI (`inspect`, `usage`). With `--manager`, contract A's full resolution inside that
-/// manager; without, an id, else an exact path, else a task name across every manager.
+/// Finds a thread for the CLI (`inspect`, `usage`). With `--manager`, contract A's full
+/// resolution inside that manager; else an id, else an exact path, else a task name, across
+/// every manager of the root session `session` (`--session`, already resolved to its root
+/// session id) or, without one, of the whole database. Several threads: an ambiguity error
+/// naming each candidate's session by name and start time.
 pub fn resolve_anywhere(
     conn: &Connection,
     reference: &str,
     manager: Option<&str>,
+    session: Option<&crate::store::sessions::SessionInfo>,
 ) -> Result<ThreadRow> {
     if let Some(session) = manager {
         let mut last_err = None;
@@ -261,61 +264,137 @@ pub fn resolve_anywhere(
         return Err(last_err.unwrap_or_else(|| {
             Error::new(
                 ErrorCode::UnknownReference,
-                format!("No manager with session id {}. Repair: list managers with `threadbase sql \"SELECT session_id, contract FROM managers\"`.", json_quote(session)),
+                format!("No manager with session id {}. Repair: list managers with `threadbase sql \"SELECT session_id, contract FROM managers\"`, or pick a Pi session with --session ID|NAME|latest.", json_quote(session)),
             )
         }));
     }
+    let root = session.map(|s| s.root_session.as_str());
     let text = reference.trim();
     if let Some(t) = thread_by_id_any(conn, text)? {
-        return Ok(t);
+        let in_session = match root {
+            None => true,
+            Some(r) => crate::store::sessions::root_of_thread(conn, &t.id)?.as_deref() == Some(r),
+        };
+        if in_session {
+            return Ok(t);
+        }
     }
     let path = if text.starts_with('/') {
         text.to_string()
     } else {
         format!("/root/{}", text.trim_start_matches("root/"))
     };
-    let by_path = query_threads(
-        conn,
-        include_str!("../../sql/thread_by_path_any.sql"),
-        (&path, CANDIDATES),
-    )?;
+    let by_path = match root {
+        None => query_threads(
+            conn,
+            include_str!("../../sql/thread_by_path_any.sql"),
+            (&path, CANDIDATES),
+        )?,
+        Some(r) => query_threads(
+            conn,
+            include_str!("../../sql/thread_by_path_in_session.sql"),
+            (&path, r, CANDIDATES),
+        )?,
+    };
     let by_path = if by_path.is_empty() && text.starts_with('/') {
         Vec::new()
     } else {
         by_path
     };
-    let candidates = if by_path.is_empty() {
-        query_threads(
-            conn,
-            include_str!("../../sql/thread_by_name_any.sql"),
-            (text, CANDIDATES),
-        )?
-    } else {
+    let candidates = if !by_path.is_empty() {
         by_path
+    } else {
+        match root {
+            None => query_threads(
+                conn,
+                include_str!("../../sql/thread_by_name_any.sql"),
+                (text, CANDIDATES),
+            )?,
+            Some(r) => query_threads(
+                conn,
+                include_str!("../../sql/thread_by_name_in_session.sql"),
+                (text, r, CANDIDATES),
+            )?,
+        }
     };
     match candidates.len() {
         1 => Ok(candidates.into_iter().next().expect("one candidate")),
-        0 => Err(Error::new(
-            ErrorCode::UnknownReference,
-            format!(
-                "Unknown thread reference: {}. Accepted reference forms: thread id, canonical path, or task name. Repair: run `threadbase list` to see the stored threads.",
-                json_quote(reference)
-            ),
-        )),
-        _ => {
-            let mut items = Vec::new();
-            for t in &candidates {
-                let (session, _) = manager_of_thread(conn, &t.id)?.unwrap_or_default();
-                items.push(format!("{} (id: {}, manager: {session})", t.path, t.id));
-            }
+        0 => {
+            let (within, repair) = match session {
+                Some(s) => (
+                    format!(" in session {}", crate::store::sessions::label(s)),
+                    "run `threadbase list --session ID|NAME|latest` to see that session's threads, or drop --session to look in every session",
+                ),
+                None => (String::new(), "run `threadbase list` to see the stored threads"),
+            };
             Err(Error::new(
-                ErrorCode::AmbiguousReference,
+                ErrorCode::UnknownReference,
                 format!(
-                    "Ambiguous thread reference {}. Candidates: {}. Repair: use a thread id, or pass --manager SESSION_ID.",
-                    json_quote(reference),
-                    items.join(", ")
+                    "Unknown thread reference: {}{within}. Accepted reference forms: thread id, canonical path, or task name. Repair: {repair}.",
+                    json_quote(reference)
                 ),
             ))
         }
+        _ => Err(ambiguous_across_sessions(conn, reference, &candidates)?),
     }
+}
+
+/// The ambiguity error of [`resolve_anywhere`]: each candidate's path and id with its Pi
+/// session's name, start time and id (newest session first), and, when they lie in several
+/// sessions, a Repair that says to pass `--session`. Two queries and one session-file read per
+/// root session, whatever the number of candidates.
+fn ambiguous_across_sessions(
+    conn: &Connection,
+    reference: &str,
+    candidates: &[ThreadRow],
+) -> Result<Error> {
+    use crate::store::sessions;
+    let ids: Vec<&str> = candidates.iter().map(|t| t.id.as_str()).collect();
+    let places = sessions::sessions_of_threads(conn, &ids)?;
+    let infos = sessions::infos(conn)?;
+    let rank = |root: &str| infos.iter().position(|i| i.root_session == root);
+    // (session's rank, newest first; thread) and the session each candidate is in.
+    let mut items: Vec<(Option<usize>, String, &ThreadRow)> = candidates
+        .iter()
+        .map(|t| {
+            let (root, manager) = places.get(t.id.as_str()).cloned().unwrap_or_default();
+            let root = root.unwrap_or(manager);
+            (rank(&root), root, t)
+        })
+        .collect();
+    items.sort_by_key(|(rank, _, _)| rank.unwrap_or(usize::MAX));
+    let roots: std::collections::HashSet<&str> = items.iter().map(|(_, r, _)| r.as_str()).collect();
+    let text: Vec<String> = items
+        .iter()
+        .map(|(rank, root, t)| {
+            let session = match rank {
+                Some(i) => sessions::label(&infos[*i]),
+                None => format!("(id {root})"),
+            };
+            format!("{} (id: {}) in session {session}", t.path, t.id)
+        })
+        .collect();
+    let (what, repair) = if roots.len() > 1 {
+        let newest = items
+            .first()
+            .map(|(_, r, _)| r.as_str())
+            .unwrap_or_default();
+        (
+            format!("{} threads in {} Pi sessions", items.len(), roots.len()),
+            format!("pass --session with the session's id, name or latest (e.g. `--session {newest}` or `--session latest`) to look in one session, or use a thread id"),
+        )
+    } else {
+        (
+            format!("{} threads in one Pi session", items.len()),
+            "use one of the candidate paths or a thread id".to_string(),
+        )
+    };
+    Ok(Error::new(
+        ErrorCode::AmbiguousReference,
+        format!(
+            "Ambiguous thread reference {}: {what}. Candidates: {}. Repair: {repair}.",
+            json_quote(reference),
+            text.join("; ")
+        ),
+    ))
 }

@@ -8,6 +8,7 @@ mod adopt;
 mod bad_env;
 mod check;
 mod cli;
+mod cli_sessions;
 mod cli_stop;
 mod cli_tree;
 mod concurrency;

@@ -673,3 +673,51 @@ fn notice_and_adoption_queries_are_key_lookups_and_ranges() {
         }
     }
 }
+
+/// `--session` and the many-session views: the sessions come from tree_usage (a row per root
+/// session) and the managers' unique (session_id, contract) index; a manager's session id or
+/// prefix is a range of that index; a reference inside one session is the by-path or by-name
+/// lookup with a thread_places primary-key check per hit; an ambiguity report's sessions are
+/// primary-key lookups per candidate.
+#[test]
+fn session_queries_use_their_indexes() {
+    let cases: [((&str, &str), &[&str]); 5] = [
+        (
+            sql!("root_sessions"),
+            &["USING INDEX sqlite_autoindex_managers_1 (session_id=?)"],
+        ),
+        (
+            sql!("root_sessions_of_managers"),
+            &[
+                "SEARCH m USING INDEX sqlite_autoindex_managers_1 (session_id>? AND session_id<?)",
+                "SEARCH p USING PRIMARY KEY (thread_id=?)",
+                "SEARCH t USING INDEX threads_by_task_name (manager_id=?)",
+            ],
+        ),
+        (
+            sql!("sessions_of_threads"),
+            &[
+                "SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)",
+                "SEARCH p USING PRIMARY KEY (thread_id=?)",
+            ],
+        ),
+        (
+            sql!("thread_by_path_in_session"),
+            &[
+                "USING INDEX threads_global_sort (sort_key=?)",
+                "SEARCH p EXISTS USING PRIMARY KEY (thread_id=?)",
+            ],
+        ),
+        (
+            sql!("thread_by_path_any"),
+            &["USING INDEX threads_global_sort (sort_key=?)"],
+        ),
+    ];
+    for (name, text, wants) in plans(cases) {
+        assert_contains_all(name, &text, wants);
+        let rest = text
+            .replace("SCAN j VIRTUAL TABLE", "")
+            .replace("SCAN u", "");
+        assert!(!rest.contains("SCAN"), "{name} scans: {text}");
+    }
+}

@@ -24,12 +24,16 @@ pub(super) enum InputKind {
     Subtree,
 }
 
-/// One line of the tree: a manager header or a thread.
+/// One line of the tree: a session (or, before V4, manager) header or a thread.
 #[derive(Debug, Clone)]
 pub(super) enum Item {
     Manager {
         key: String,
         label: String,
+        /// The whole heading (session id, name, cwd, start, threads): the detail pane's text.
+        heading: String,
+        /// Its threads are shown below it.
+        open: bool,
     },
     Thread {
         row: usize,
@@ -59,6 +63,11 @@ pub(super) struct App {
     pub(super) search: String,
     pub(super) input: Option<(InputKind, String)>,
     pub(super) collapsed: HashSet<String>,
+    /// Sessions opened or closed by hand (`e`, or Enter on the header), by group key; the
+    /// others follow the default: the newest open, older ones a line each.
+    session_open: HashMap<String, bool>,
+    /// `--session`: only this root session's tree, open.
+    only_session: Option<String>,
     /// A pending stop: (thread id, path, force).
     confirm: Option<(String, String, bool)>,
     pub(super) message: String,
@@ -66,8 +75,9 @@ pub(super) struct App {
     pub(super) detail: Vec<Line<'static>>,
     /// Live, closed, and live rows whose owning serve is gone (not counted as live).
     pub(super) counts: (usize, usize, usize),
-    /// Each root session's cwd, start and name, for the tree headings.
-    roots: HashMap<String, forest::RootInfo>,
+    /// Each root session's cwd, start and name, newest first: the order of the trees and
+    /// their headings.
+    roots: Vec<forest::RootInfo>,
 }
 
 impl App {
@@ -89,13 +99,20 @@ impl App {
             search: String::new(),
             input: None,
             collapsed: HashSet::new(),
+            session_open: HashMap::new(),
+            only_session: None,
             confirm: None,
             message: String::new(),
             help: false,
             detail: Vec::new(),
             counts: (0, 0, 0),
-            roots: HashMap::new(),
+            roots: Vec::new(),
         }
+    }
+
+    /// Shows only one root session's tree (`top --session`).
+    pub(super) fn only_session(&mut self, root: String) {
+        self.only_session = Some(root);
     }
 
     /// Whether another connection committed since the last reload.
@@ -122,7 +139,7 @@ impl App {
             }
             Err(e) => self.message = format!("reading the database failed: {}", e.message),
         }
-        if let Ok(roots) = forest::root_infos(&self.conn) {
+        if let Ok(roots) = crate::store::sessions::infos(&self.conn) {
             self.roots = roots;
         }
         self.rebuild();
@@ -138,14 +155,22 @@ impl App {
     }
 
     /// Builds the items from the rows: one tree per root session (a child's own manager's
-    /// threads nested under the thread whose session it is), threads under their nearest shown
-    /// ancestor, live before closed within a parent, otherwise in path order.
+    /// threads nested under the thread whose session it is), newest session first, threads
+    /// under their nearest shown ancestor, live before closed within a parent, otherwise in
+    /// path order. The newest session is open; older ones are one line each (name, start,
+    /// live and closed counts) until opened; a search, a subtree or `--session` opens every
+    /// session shown.
     fn rebuild(&mut self) {
         let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
         let (mut live, mut closed, mut gone) = (0, 0, 0);
         for (i, r) in self.rows.iter().enumerate() {
             if !self.visible(r) {
                 continue;
+            }
+            if let Some(only) = &self.only_session {
+                if r.root.as_ref() != Some(only) {
+                    continue;
+                }
             }
             if r.owner_gone {
                 gone += 1;
@@ -154,31 +179,42 @@ impl App {
             } else {
                 closed += 1;
             }
-            let key = match &r.root {
-                Some(root) => format!("r:{root}"),
-                None => format!("m:{}:{}", r.session, r.contract),
-            };
+            let key = group_key(r);
             match groups.iter_mut().find(|(k, _)| *k == key) {
                 Some((_, v)) => v.push(i),
                 None => groups.push((key, vec![i])),
             }
         }
         self.counts = (live, closed, gone);
+        // Newest session first (the order of `roots`); per-manager groups (no places) last.
+        let rank = |key: &str| {
+            key.strip_prefix("r:")
+                .and_then(|root| self.roots.iter().position(|i| i.root_session == root))
+                .unwrap_or(usize::MAX)
+        };
+        groups.sort_by_key(|(key, _)| rank(key));
+        let open_all =
+            self.only_session.is_some() || !self.search.is_empty() || !self.subtree.is_empty();
         let mut items = Vec::new();
-        for (key, members) in &groups {
+        for (n, (key, members)) in groups.iter().enumerate() {
+            let open = self
+                .session_open
+                .get(key)
+                .copied()
+                .unwrap_or(open_all || n == 0);
             let first = &self.rows[members[0]];
-            let label = match &first.root {
-                Some(root) => {
-                    let info = self
-                        .roots
-                        .get(root)
-                        .cloned()
-                        .unwrap_or_else(|| forest::RootInfo {
-                            root_session: root.clone(),
-                            ..Default::default()
-                        });
-                    forest::heading_of(&info, members.len())
-                }
+            let info = first.root.as_ref().map(|root| {
+                self.roots
+                    .iter()
+                    .find(|i| &i.root_session == root)
+                    .cloned()
+                    .unwrap_or_else(|| forest::RootInfo {
+                        root_session: root.clone(),
+                        ..Default::default()
+                    })
+            });
+            let heading = match &info {
+                Some(info) => forest::heading_of(info, members.len()),
                 None => format!(
                     "manager {} ({}) · {} thread{}",
                     first.session,
@@ -187,11 +223,20 @@ impl App {
                     if members.len() == 1 { "" } else { "s" }
                 ),
             };
+            let label = match (&info, open) {
+                (Some(info), false) => {
+                    let rows = members.iter().map(|&i| &self.rows[i]);
+                    folded_label(info, rows)
+                }
+                _ => heading.clone(),
+            };
             items.push(Item::Manager {
                 key: key.clone(),
                 label,
+                heading,
+                open,
             });
-            if self.collapsed.contains(key) {
+            if !open {
                 continue;
             }
             let by_id: HashMap<&str, usize> = members
@@ -304,7 +349,7 @@ impl App {
     fn load_detail(&mut self) {
         self.detail = match self.selected_row().map(|r| r.id.clone()) {
             None => match self.items.get(self.selected) {
-                Some(Item::Manager { label, .. }) => vec![Line::from(label.clone())],
+                Some(Item::Manager { heading, .. }) => vec![Line::from(heading.clone())],
                 _ => vec![Line::from("(no threads match the filters)")],
             },
             Some(id) => match thread_snapshot(&self.conn, &id) {
@@ -384,20 +429,22 @@ impl App {
             KeyCode::PageUp => self.select(self.selected.saturating_sub(10)),
             KeyCode::Home | KeyCode::Char('g') => self.select(0),
             KeyCode::End | KeyCode::Char('G') => self.select(usize::MAX),
-            KeyCode::Enter | KeyCode::Char(' ') => {
-                if let Some(key) = self.items.get(self.selected).and_then(|it| match it {
-                    Item::Thread {
-                        has_children: false,
-                        ..
-                    } => None,
-                    it => self.item_key(it),
-                }) {
-                    if !self.collapsed.remove(&key) {
-                        self.collapsed.insert(key);
+            KeyCode::Enter | KeyCode::Char(' ') => match self.items.get(self.selected) {
+                Some(Item::Manager { .. }) => self.toggle_session(),
+                Some(Item::Thread {
+                    row,
+                    has_children: true,
+                    ..
+                }) => {
+                    let id = self.rows[*row].id.clone();
+                    if !self.collapsed.remove(&id) {
+                        self.collapsed.insert(id);
                     }
                     self.rebuild();
                 }
-            }
+                _ => {}
+            },
+            KeyCode::Char('e') => self.toggle_session(),
             KeyCode::Char('f') => {
                 self.state = match self.state {
                     StateFilter::All => StateFilter::Live,
@@ -446,6 +493,20 @@ impl App {
             _ => {}
         }
         false
+    }
+
+    /// Opens or closes the session of the selected line (its header, or a thread in it), and
+    /// keeps the selection on that session's header.
+    fn toggle_session(&mut self) {
+        let header = self.items[..=self.selected.min(self.items.len().saturating_sub(1))]
+            .iter()
+            .rposition(|it| matches!(it, Item::Manager { .. }));
+        let Some(Item::Manager { key, open, .. }) = header.map(|i| self.items[i].clone()) else {
+            return;
+        };
+        self.session_open.insert(key.clone(), !open);
+        self.selected_key = Some(key);
+        self.rebuild();
     }
 
     fn ask_stop(&mut self, force: bool) {
@@ -497,9 +558,43 @@ impl App {
     }
 }
 
+/// A group's key: its root session's tree, else (a database before V4) its manager.
+fn group_key(r: &Row) -> String {
+    match &r.root {
+        Some(root) => format!("r:{root}"),
+        None => format!("m:{}:{}", r.session, r.contract),
+    }
+}
+
+/// A closed session's one line: its name (else its id), start, and live and closed counts.
+fn folded_label<'a>(info: &forest::RootInfo, rows: impl Iterator<Item = &'a Row>) -> String {
+    let (mut live, mut closed, mut gone) = (0, 0, 0);
+    for r in rows {
+        if r.owner_gone {
+            gone += 1;
+        } else if r.live() {
+            live += 1;
+        } else {
+            closed += 1;
+        }
+    }
+    let mut s = match &info.name {
+        Some(name) => format!("\"{name}\""),
+        None => format!("session {}", info.root_session),
+    };
+    if let Some(at) = &info.started_at {
+        s.push_str(&format!(" · started {}", forest::short_time(at)));
+    }
+    s.push_str(&format!(" · {live} live {closed} closed"));
+    if gone > 0 {
+        s.push_str(&format!(" {gone} owner gone"));
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
-    use super::App;
+    use super::{App, Item};
     use crate::domain::{Contract, Phase, ThreadId, ThreadStatus};
     use crate::runtime::process::ProcessIdentity;
     use crate::store::threads::{insert_thread, upsert_manager, ManagerSpec, NewThread};
@@ -558,5 +653,161 @@ mod tests {
             )
             .unwrap();
         assert_eq!(live, 2, "reading wrote nothing");
+    }
+
+    /// Six root sessions of three threads each, started a second apart (the oldest first).
+    fn six_sessions() -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.sqlite");
+        let store = crate::store::Store::open(&path).unwrap();
+        store
+            .write(|tx| {
+                for n in 0..6 {
+                    let session = format!("ses_{n}");
+                    let m =
+                        upsert_manager(tx, &ManagerSpec::new(&session, Contract::Thread, "/root"))?;
+                    tx.execute(
+                        "UPDATE managers SET created_at = ?1 WHERE id = ?2",
+                        rusqlite::params![format!("2026-12-0{}T10:00:00.000Z", n + 1), m],
+                    )?;
+                    for (i, task) in ["quick", "docs", "tests"].into_iter().enumerate() {
+                        insert_thread(
+                            tx,
+                            &NewThread {
+                                id: ThreadId::new(format!("thread_0000000{n}000{i}")),
+                                manager_id: m,
+                                path: format!("/root/{task}"),
+                                parent_path: Some("/root".into()),
+                                task_name: task.into(),
+                                name: task.into(),
+                                cwd: "/w".into(),
+                                status: ThreadStatus::Live,
+                                phase: Phase::Idle,
+                                ..Default::default()
+                            },
+                        )?;
+                    }
+                }
+                tx.execute_batch(
+                    "UPDATE threads SET status = 'closed', exit_kind = 'exited' WHERE path <> '/root/quick'",
+                )?;
+                Ok(())
+            })
+            .unwrap();
+        (dir, path)
+    }
+
+    /// The screen of `app` drawn at `w`×`h`, a string per line.
+    fn screen(app: &mut App, w: u16, h: u16) -> Vec<String> {
+        let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(w, h)).unwrap();
+        term.draw(|f| app.draw(f)).unwrap();
+        let buf = term.backend().buffer().clone();
+        (0..h)
+            .map(|y| (0..w).map(|x| buf[(x, y)].symbol()).collect::<String>())
+            .collect()
+    }
+
+    fn press(app: &mut App, c: char) {
+        use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+        app.key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
+    }
+
+    /// Many sessions: the newest first and open, each older one a single line with its start
+    /// and live/closed counts, so at 80×24 every one of six sessions is on screen (all open,
+    /// two fitted); `e` opens the selected session and closes it again, and the footer names
+    /// the key.
+    #[test]
+    fn older_sessions_fold_to_a_line_each_and_e_opens_one() {
+        let (_dir, path) = six_sessions();
+        let mut app = App::new(path.clone(), crate::store::open_read_only(&path).unwrap());
+        app.reload();
+        let lines = screen(&mut app, 80, 24);
+        let text = lines.join("\n");
+        let at = |needle: &str| {
+            lines
+                .iter()
+                .position(|l| l.contains(needle))
+                .unwrap_or_else(|| panic!("{needle:?} not on screen:\n{text}"))
+        };
+        // Newest first: ses_5 open (its heading, then its threads), then ses_4 … ses_0 folded.
+        let order: Vec<usize> = (0..6).rev().map(|n| at(&format!("ses_{n}"))).collect();
+        assert!(order.windows(2).all(|w| w[0] < w[1]), "{text}");
+        assert!(lines[order[0]].contains("▾ session ses_5"), "{text}");
+        assert!(lines[order[0] + 1].contains("/root/quick"), "{text}");
+        assert_eq!(
+            order[1],
+            order[0] + 4,
+            "three threads under the newest:\n{text}"
+        );
+        for n in 0..5 {
+            let line = &lines[at(&format!("ses_{n}"))];
+            assert!(line.contains("▸ session ses_"), "{line}");
+            assert!(
+                line.contains(&format!(
+                    "started 2026-12-0{} 10:00:00 · 1 live 2 closed",
+                    n + 1
+                )),
+                "{line}"
+            );
+        }
+        assert_eq!(
+            order
+                .windows(2)
+                .skip(1)
+                .filter(|w| w[1] == w[0] + 1)
+                .count(),
+            4,
+            "older sessions are a line each:\n{text}"
+        );
+        assert!(
+            lines[23].contains("e session"),
+            "the footer names the key:\n{text}"
+        );
+        assert_eq!(app.counts, (6, 12, 0), "counts are of every session");
+
+        // `e` on ses_3's line opens it; its threads follow it; `e` on one of them closes it.
+        let ses3 = app
+            .items
+            .iter()
+            .position(|it| matches!(it, Item::Manager { key, .. } if key == "r:ses_3"))
+            .unwrap();
+        app.select(ses3);
+        let detail = format!("{:?}", app.detail);
+        assert!(
+            detail.contains("session ses_3") && detail.contains("3 threads"),
+            "a folded session's detail is its whole heading: {detail}"
+        );
+        press(&mut app, 'e');
+        assert!(matches!(&app.items[ses3], Item::Manager { open: true, .. }));
+        assert!(matches!(&app.items[ses3 + 1], Item::Thread { .. }));
+        assert_eq!(app.selected, ses3, "the selection stays on the session");
+        app.select(ses3 + 2);
+        press(&mut app, 'e');
+        assert!(matches!(
+            &app.items[ses3],
+            Item::Manager { open: false, .. }
+        ));
+        assert_eq!(app.selected, ses3);
+        assert!(matches!(&app.items[ses3 + 1], Item::Manager { .. }));
+        // And the newest can be closed too: every session a line.
+        app.select(0);
+        press(&mut app, 'e');
+        assert_eq!(app.items.len(), 6);
+    }
+
+    /// `top --session`: only that session's tree, open, even when it is not the newest.
+    #[test]
+    fn one_session_is_shown_open() {
+        let (_dir, path) = six_sessions();
+        let conn = crate::store::open_read_only(&path).unwrap();
+        let root = crate::store::sessions::select(&conn, "ses_2")
+            .unwrap()
+            .root_session;
+        let mut app = App::new(path.clone(), conn);
+        app.only_session(root);
+        app.reload();
+        assert_eq!(app.items.len(), 4, "{:?}", app.items);
+        assert!(matches!(&app.items[0], Item::Manager { key, open: true, .. } if key == "r:ses_2"));
+        assert_eq!(app.counts, (1, 2, 0));
     }
 }

@@ -1,4 +1,5 @@
-//! `threadbase top`: a terminal view of every manager's thread tree, read from a read-only
+//! `threadbase top`: a terminal view of every root session's thread tree (newest first, older
+//! sessions folded to a line each), read from a read-only
 //! connection and refreshed only when the database's change counter (`PRAGMA data_version`)
 //! moves. The one write it makes is an emergency stop: a `commands` row that the owning `serve`
 //! carries out (see `watcher`), on a separate writable connection opened only for that.
@@ -31,14 +32,21 @@ use app::App;
 /// How often the change counter is read (and the longest a key waits to be seen).
 const POLL: Duration = Duration::from_millis(200);
 
-/// Runs the terminal UI on `db` until `q`.
-pub fn run(db: &Path) -> Result<()> {
+/// Runs the terminal UI on `db` until `q` (with `session`: only that Pi session's tree).
+pub fn run(db: &Path, session: Option<&str>) -> Result<()> {
     need_a_terminal(
         std::io::stdin().is_terminal(),
         std::io::stdout().is_terminal(),
     )?;
     let conn = open_read_only(db)?;
+    let only = match session {
+        Some(s) => Some(crate::store::sessions::select(&conn, s)?.root_session),
+        None => None,
+    };
     let mut app = App::new(db.to_path_buf(), conn);
+    if let Some(root) = only {
+        app.only_session(root);
+    }
     app.reload();
     let _guard = TermGuard::enter()?;
     let mut term = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;

@@ -19,7 +19,11 @@ const USAGE_WIDTH: usize = 17;
 impl App {
     pub(super) fn draw(&mut self, f: &mut Frame<'_>) {
         let area = f.area();
-        let tree_h = (area.height.saturating_sub(2) * 9 / 20).max(3);
+        // The tree takes 45% of the rows between header and footer, and up to 60% when it has
+        // the lines to fill them (older sessions are a line each: several fit at 80×24).
+        let rows = area.height.saturating_sub(2);
+        let want = u16::try_from(self.items.len() + 1).unwrap_or(u16::MAX);
+        let tree_h = want.min(rows * 3 / 5).max(rows * 9 / 20).max(3);
         let [head, tree, detail, foot] = Layout::vertical([
             Constraint::Length(1),
             Constraint::Length(tree_h),
@@ -80,7 +84,9 @@ impl App {
                 Style::default().fg(Color::Yellow),
             ));
         }
-        Line::from("j/k move  Enter fold  f state  v vis  / search  p path  s stop  ? help  q quit")
+        Line::from(
+            "Enter fold  e session  f state  v vis  / search  p path  s stop  ? help  q quit",
+        )
     }
 
     fn draw_tree(&mut self, f: &mut Frame<'_>, area: Rect) {
@@ -102,12 +108,8 @@ impl App {
         let now = now_ms();
         for (i, it) in self.items.iter().enumerate().skip(self.scroll).take(body) {
             let text = match it {
-                Item::Manager { key, label } => {
-                    let mark = if self.collapsed.contains(key) {
-                        "▸ "
-                    } else {
-                        "▾ "
-                    };
+                Item::Manager { label, open, .. } => {
+                    let mark = if *open { "▾ " } else { "▸ " };
                     fit(&format!("{mark}{label}"), cols.width)
                 }
                 Item::Thread {
@@ -262,7 +264,8 @@ fn draw_help(f: &mut Frame<'_>, area: Rect) {
         "threadbase top: keys",
         "",
         "  ↑ ↓ / j k    move the selection (PgUp/PgDn, g/G)",
-        "  Enter        expand or collapse a manager or thread",
+        "  Enter        expand or collapse a session or thread",
+        "  e            expand or collapse the selected line's session",
         "  f            state filter: all → live → closed",
         "  v            visibility: active → archived → all",
         "  /            search names and task names",

@@ -373,5 +373,46 @@ impl SessionFile {
     }
 }
 
+/// What a session is called, read without parsing the whole file: the name of its last
+/// `session_info` entry (an empty name clears it, as [`SessionFile::session_name`]) and the text
+/// of its first user message (as [`SessionFile::first_user_text`]). Only the lines that can be
+/// one of those are parsed, so a long session costs a read and a scan, not a JSON parse of
+/// every message: the inspection commands and `top` call this for every root session.
+pub fn session_title_parts(path: &Path) -> Result<(Option<String>, Option<String>)> {
+    let bytes = std::fs::read(path).map_err(|e| {
+        Error::io(format!(
+            "Cannot read Pi session file {}: {e}. Repair: check that the file exists and is readable.",
+            path.display()
+        ))
+    })?;
+    let text = String::from_utf8_lossy(&bytes);
+    let mut name: Option<String> = None;
+    let mut first_user: Option<String> = None;
+    for line in text.split('\n').skip(1) {
+        let maybe_info = line.contains("\"session_info\"");
+        let maybe_user = first_user.is_none() && line.contains("\"user\"");
+        if !maybe_info && !maybe_user {
+            continue;
+        }
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            continue; // a torn or malformed line, which Pi skips too
+        };
+        if v["type"] == "session_info" {
+            name = v["name"]
+                .as_str()
+                .map(str::trim)
+                .filter(|n| !n.is_empty())
+                .map(str::to_string);
+        } else if maybe_user && v["type"] == "message" && v["message"]["role"] == "user" {
+            first_user = Some(
+                content_text(&v["message"]["content"], " ")
+                    .filter(|t| !t.trim().is_empty())
+                    .unwrap_or_default(),
+            );
+        }
+    }
+    Ok((name, first_user.filter(|t| !t.is_empty())))
+}
+
 #[cfg(test)]
 mod tests;

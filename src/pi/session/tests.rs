@@ -321,3 +321,58 @@ fn inherited_context_is_compaction_aware() {
     assert_eq!(kept[0]["message"]["timestamp"], 1_767_225_603_000_i64);
     assert_eq!(kept[1]["message"]["content"], "edited");
 }
+
+/// The light title read agrees with the full parse: the last `session_info` wins, an empty
+/// one clears the name, the first user message is the fallback, and lines that only mention
+/// the words are not taken for entries.
+#[test]
+fn title_parts_match_the_full_parse() {
+    let dir = temp_dir("title");
+    let path = dir.join("s.jsonl");
+    let header = r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-12-01T10:00:00.000Z","cwd":"/w"}"#;
+    let user = |id: &str, text: &str| {
+        json!({"type":"message","id":id,"parentId":null,"timestamp":"t","message":{"role":"user","content":[{"type":"text","text":text}]}}).to_string()
+    };
+    let info = |id: &str, name: &str| {
+        json!({"type":"session_info","id":id,"parentId":null,"timestamp":"t","name":name})
+            .to_string()
+    };
+    let said = json!({"type":"message","id":"a1","parentId":null,"timestamp":"t","message":{"role":"assistant","content":[{"type":"text","text":"the \"user\" asked for \"session_info\""}]}}).to_string();
+    // (entries after the header, (name, first user message)).
+    type Case<'a> = (Vec<String>, (Option<&'a str>, Option<&'a str>));
+    let cases: Vec<Case<'_>> = vec![
+        (vec![], (None, None)),
+        (
+            vec![said.clone(), user("u1", "Fix the bug"), user("u2", "later")],
+            (None, Some("Fix the bug")),
+        ),
+        (
+            vec![
+                user("u1", "Fix"),
+                info("i1", "Old"),
+                said.clone(),
+                info("i2", " New "),
+            ],
+            (Some("New"), Some("Fix")),
+        ),
+        (
+            vec![user("u1", "Fix"), info("i1", "Old"), info("i2", "")],
+            (None, Some("Fix")),
+        ),
+    ];
+    for (lines, (want_name, want_user)) in cases {
+        let mut text = format!("{header}\n");
+        for l in &lines {
+            text.push_str(l);
+            text.push('\n');
+        }
+        write_lines(&path, &text);
+        let full = SessionFile::read(&path).unwrap();
+        let (name, first) = session_title_parts(&path).unwrap();
+        assert_eq!(name.as_deref(), want_name, "{text}");
+        assert_eq!(first.as_deref(), want_user, "{text}");
+        assert_eq!(name.as_deref(), full.session_name(), "{text}");
+        assert_eq!(first, full.first_user_text(), "{text}");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}

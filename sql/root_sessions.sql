@@ -1,0 +1,12 @@
+-- Every root session (one tree each: tree_usage, a row per root) with its thread count and
+-- where and when it started: its own manager rows, contract A's first, then the oldest (the
+-- managers' UNIQUE (session_id, contract) index). For `--session` and the newest-first order
+-- of tree, list, usage and top; reads a row or two per session and no thread.
+SELECT u.root_session, u.threads, m.cwd, m.created_at, m.session_file
+FROM tree_usage u
+LEFT JOIN managers m ON m.id = (
+    SELECT x.id FROM managers x
+    WHERE x.session_id = u.root_session
+    ORDER BY x.contract <> 'thread', x.created_at
+    LIMIT 1)
+WHERE u.threads > 0
