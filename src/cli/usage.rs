@@ -1,5 +1,7 @@
 //! `threadbase usage [REF]`: what each thread and each subtree spent, as the whole tree of
-//! each root session (every manager in it), or the subtree of one thread. One query per tree:
+//! each root session (every manager in it), or the subtree of one thread. A tree's total
+//! counts the root session's own turns too (`session_usage`, reported by its Pi extension),
+//! and the text says so on a line of its own. One query per tree:
 //! the `subtree_usage` view pushed down to the tree's key range.
 
 use crate::domain::{AgentState, Contract, Phase, ThreadStatus};
@@ -89,7 +91,8 @@ pub fn tree_rows(conn: &Connection, root: &str, key: Option<&str>) -> Result<Vec
     Ok(out)
 }
 
-/// Every root session's total.
+/// Every root session's total: its threads' and its own turns' (as its Pi extension reported
+/// them; nothing on a database from before schema version 9).
 pub fn trees(conn: &Connection) -> Result<Vec<TreeUsage>> {
     let mut stmt = conn.prepare_cached(include_str!("../../sql/usage_trees.sql"))?;
     let rows = stmt.query_map([], |r| {
@@ -97,9 +100,17 @@ pub fn trees(conn: &Connection) -> Result<Vec<TreeUsage>> {
             root_session: r.get(0)?,
             threads: r.get(1)?,
             usage: Usage::from_columns(r, 2)?,
+            session: Usage::default(),
         })
     })?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    let mut trees: Vec<TreeUsage> = rows.collect::<rusqlite::Result<_>>()?;
+    for t in &mut trees {
+        if let Some(own) = crate::store::usage::of_session(conn, &t.root_session)? {
+            t.usage.add(&own);
+            t.session = own;
+        }
+    }
+    Ok(trees)
 }
 
 #[derive(Serialize)]
@@ -151,6 +162,7 @@ pub fn run(
                     root_session: root.clone(),
                     threads: 0,
                     usage: Usage::default(),
+                    session: Usage::default(),
                 });
             let rows = tree_rows(&conn, &root, Some(&key))?;
             selected.push((total, Some(t.id.into_string()), rows));
@@ -197,6 +209,12 @@ pub fn run(
             total.threads,
             if total.threads == 1 { "" } else { "s" },
             summary(&total.usage)
+        )?;
+        writeln!(
+            out,
+            "  session {} itself (its own turns, counted in the total): {}",
+            total.root_session,
+            summary(&total.session)
         )?;
         if budget.is_set() {
             writeln!(out, "  budget: {}", budget_text(&budget, total))?;
@@ -303,16 +321,8 @@ fn budget_text(b: &Budget, total: &TreeUsage) -> String {
     s
 }
 
-/// A short token count for narrow columns: `950`, `12.3k`, `4.56M`.
-pub fn compact(n: i64) -> String {
-    let x = n as f64;
-    match n {
-        ..=999 => n.to_string(),
-        1_000..=999_949 => format!("{:.1}k", x / 1e3),
-        999_950..=999_994_999 => format!("{:.2}M", x / 1e6),
-        _ => format!("{:.2}G", x / 1e9),
-    }
-}
+/// A short token count for narrow columns: `950`, `12.3k`, `4.56M` ([`crate::text::compact_count`]).
+pub use crate::text::compact_count as compact;
 
 #[cfg(test)]
 mod tests {
