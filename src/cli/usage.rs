@@ -104,12 +104,22 @@ pub fn trees(conn: &Connection) -> Result<Vec<TreeUsage>> {
         })
     })?;
     let mut trees: Vec<TreeUsage> = rows.collect::<rusqlite::Result<_>>()?;
-    for t in &mut trees {
-        if let Some(own) = crate::store::usage::of_session(conn, &t.root_session)? {
-            t.usage.add(&own);
-            t.session = own;
+    for (session, own) in crate::store::usage::all_sessions(conn)? {
+        match trees.iter_mut().find(|t| t.root_session == session) {
+            Some(t) => {
+                t.usage.add(&own);
+                t.session = own;
+            }
+            // A root session that spent but started no thread yet.
+            None => trees.push(TreeUsage {
+                root_session: session,
+                threads: 0,
+                usage: own,
+                session: own,
+            }),
         }
     }
+    trees.sort_by(|a, b| a.root_session.cmp(&b.root_session));
     Ok(trees)
 }
 

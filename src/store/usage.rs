@@ -256,16 +256,14 @@ pub fn has_session_usage(conn: &Connection) -> Result<bool> {
         > 0)
 }
 
-/// A root session's own turns, as its Pi extension last reported them (none: nothing yet, or
-/// a database from before schema version 9).
-pub fn of_session(conn: &Connection, session_id: &str) -> Result<Option<Usage>> {
+/// Every root session's own turns (none on a database from before schema version 9).
+pub fn all_sessions(conn: &Connection) -> Result<Vec<(String, Usage)>> {
     if !has_session_usage(conn)? {
-        return Ok(None);
+        return Ok(Vec::new());
     }
-    Ok(conn
-        .prepare_cached(include_str!("../../sql/session_usage_of.sql"))?
-        .query_row([session_id], |r| Usage::from_columns(r, 0))
-        .optional()?)
+    let mut stmt = conn.prepare_cached(include_str!("../../sql/session_usage_all.sql"))?;
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, Usage::from_columns(r, 1)?)))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
 /// Records the cumulative usage of a root session's own turns (never lowering what the row
