@@ -234,11 +234,14 @@ fn usage_shows_the_budget_and_refuses_a_bad_one() {
 fn a_database_from_before_usage_accounting() {
     let db = seed();
     let conn = rusqlite::Connection::open(&db.path).unwrap();
-    // Undo V8 (the snapshot cache), V7 (thread_output's session columns), V6 (contract B's
+    // Undo V9 (root sessions' own turns and what sessions were told), V8 (the snapshot cache), V7 (thread_output's session columns), V6 (contract B's
     // spawn-order index), V5 (managers' parent link; its rebuilt `commands` table is rebuilt
     // again by the migration) and V4, and forget them.
     conn.execute_batch(
-        "DROP TRIGGER thread_snapshots_stale_on_thread;
+        "DROP TRIGGER thread_snapshots_stale_on_usage;
+         DROP TABLE usage_told;
+         DROP TABLE session_usage;
+         DROP TRIGGER thread_snapshots_stale_on_thread;
          DROP TRIGGER thread_snapshots_stale_on_output_insert;
          DROP TRIGGER thread_snapshots_stale_on_output_update;
          DROP TRIGGER thread_snapshots_stale_on_output_delete;
