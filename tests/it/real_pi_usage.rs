@@ -303,6 +303,29 @@ fn real_pi_usage_across_three_levels_a_resume_and_a_fork() {
         file_row(&lead_file, 0),
         "lead vs its session file",
     );
+    // lead's own `thread` results told its session what docs spent, once (Pi keeps a tool
+    // result's usage with it and counts it in the session's stats); lead's row leaves it out
+    // (docs' row counts it), so the subtree below does not count it twice.
+    let told: Vec<Value> = std::fs::read_to_string(&lead_file)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| {
+            e["type"] == "message"
+                && e["message"]["role"] == "toolResult"
+                && e["message"]["toolName"] == "thread"
+                && !e["message"]["usage"].is_null()
+        })
+        .map(|e| e["message"]["usage"].clone())
+        .collect();
+    let (di, d_o, dcr, dcw, dc) = as_pi(u2);
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert_eq!(
+        (&told[0]["input"], &told[0]["output"], &told[0]["cacheRead"], &told[0]["cacheWrite"]),
+        (&json!(di), &json!(d_o), &json!(dcr), &json!(dcw)),
+        "{told:?}"
+    );
+    assert!((told[0]["cost"]["total"].as_f64().unwrap() - dc).abs() < 1e-12);
     let docs_file: String = conn
         .query_row(
             "SELECT session_file FROM threads WHERE id = ?1",
