@@ -13,6 +13,10 @@
  *   Serve runs with `--wire compact`: a list's threads cross the pipe once, in part lines before
  *   the response line, and `withAliases` puts them in `details.threads` and `details.snapshots`
  *   (the same array); lines are split by `LineReader`, in time linear in the bytes.
+ * - Spend (issue 28): serve runs with `--report-usage`; its `usage` notifications (the children's
+ *   spend, each token once) go on the next tool result as Pi 1.6's `usage`, which Pi adds to the
+ *   session's totals (footer, `get_session_stats`); the session's own spend, added up from its
+ *   entries, goes to serve as `session_usage` before each tool call and after each turn.
  * - `session_shutdown` closes the server's stdin: the server stops its live children gracefully,
  *   records their exits and exits 0. Pi runs this factory again for every new session runtime
  *   (new, switch, fork, clone, reload), so the next session gets its own server.
