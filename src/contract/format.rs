@@ -692,7 +692,12 @@ mod tests {
             let s = p.snapshot();
             let mut line = String::new();
             list_line(&mut line, true, &s).unwrap();
-            (polled(p, &s), waited(p, &s, false, 5), line, serde_json::to_string(&s).unwrap())
+            (
+                polled(p, &s),
+                waited(p, &s, false, 5),
+                line,
+                serde_json::to_string(&s).unwrap(),
+            )
         });
         assert!(!plain.0.contains("Spent") && !plain.1.contains("Spent"));
         assert!(!plain.2.contains("tokens"), "{}", plain.2);
@@ -709,7 +714,12 @@ mod tests {
             let s = p.snapshot();
             let mut line = String::new();
             list_line(&mut line, true, &s).unwrap();
-            (polled(p, &s), waited(p, &s, false, 5), line, serde_json::to_string(&s).unwrap())
+            (
+                polled(p, &s),
+                waited(p, &s, false, 5),
+                line,
+                serde_json::to_string(&s).unwrap(),
+            )
         });
         // Exactly one line more, after the status.
         assert_eq!(

@@ -277,7 +277,10 @@ fn tell_spend(engine: &Engine, request: &Value, id: &Value, out: &Output) {
             });
         }
         Ok(_) => {}
-        Err(e) => tracing::warn!("the spend below this session was not reported: {}", e.message),
+        Err(e) => tracing::warn!(
+            "the spend below this session was not reported: {}",
+            e.message
+        ),
     }
 }
 

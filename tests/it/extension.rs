@@ -267,9 +267,9 @@ fn a_list_through_the_tool_call_is_the_contract_result() {
 /// the children's) to `session_usage`.
 #[test]
 fn tool_results_carry_the_childrens_spend_once_and_the_session_reports_its_own() {
-    let Some(node) = node_or_skip(
-        "tool_results_carry_the_childrens_spend_once_and_the_session_reports_its_own",
-    ) else {
+    let Some(node) =
+        node_or_skip("tool_results_carry_the_childrens_spend_once_and_the_session_reports_its_own")
+    else {
         return;
     };
     let s = Scripted::new("ext-spend");
@@ -322,11 +322,26 @@ fn tool_results_carry_the_childrens_spend_once_and_the_session_reports_its_own()
     assert!(first.get("error").is_none(), "{first}");
     let u = &first["result"]["usage"];
     assert_eq!(
-        (&u["input"], &u["output"], &u["cacheRead"], &u["cacheWrite"], &u["totalTokens"]),
-        (&json!(3000), &json!(300), &json!(30), &json!(0), &json!(3330)),
+        (
+            &u["input"],
+            &u["output"],
+            &u["cacheRead"],
+            &u["cacheWrite"],
+            &u["totalTokens"]
+        ),
+        (
+            &json!(3000),
+            &json!(300),
+            &json!(30),
+            &json!(0),
+            &json!(3330)
+        ),
         "{first}"
     );
-    assert!((u["cost"]["total"].as_f64().unwrap() - 0.03).abs() < 1e-12, "{u}");
+    assert!(
+        (u["cost"]["total"].as_f64().unwrap() - 0.03).abs() < 1e-12,
+        "{u}"
+    );
     assert!(
         text_of(&first["result"]).contains("/root/spender - closed/stale, 3.3k tokens, $0.0300"),
         "{}",

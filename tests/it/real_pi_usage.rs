@@ -321,7 +321,12 @@ fn real_pi_usage_across_three_levels_a_resume_and_a_fork() {
     let (di, d_o, dcr, dcw, dc) = as_pi(u2);
     assert_eq!(told.len(), 1, "{told:?}");
     assert_eq!(
-        (&told[0]["input"], &told[0]["output"], &told[0]["cacheRead"], &told[0]["cacheWrite"]),
+        (
+            &told[0]["input"],
+            &told[0]["output"],
+            &told[0]["cacheRead"],
+            &told[0]["cacheWrite"]
+        ),
         (&json!(di), &json!(d_o), &json!(dcr), &json!(dcw)),
         "{told:?}"
     );
@@ -624,7 +629,11 @@ fn real_pi_parent_session_stats_count_the_childs_spend_once() {
             told.4 + u["cost"]["total"].as_f64().unwrap(),
         );
     }
-    assert_eq!((told.0, told.1, told.2, told.3), (ci, co, ccr, ccw), "{dump}");
+    assert_eq!(
+        (told.0, told.1, told.2, told.3),
+        (ci, co, ccr, ccw),
+        "{dump}"
+    );
     assert!((told.4 - cc).abs() < 1e-12, "{told:?} vs {cc}");
     // The poll's text shows the child's own spend.
     let poll_text = content_text(&ends[2]["result"]["content"]);
@@ -679,7 +688,11 @@ fn real_pi_parent_session_stats_count_the_childs_spend_once() {
         std::thread::sleep(Duration::from_millis(100));
     };
     let recorded = recorded.unwrap_or_else(|| panic!("no session_usage row\n{dump}"));
-    assert_row(recorded, (mine.0, mine.1, mine.2, mine.3, mine.4, 4, 3), "the parent's own turns");
+    assert_row(
+        recorded,
+        (mine.0, mine.1, mine.2, mine.3, mine.4, 4, 3),
+        "the parent's own turns",
+    );
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_threadbase"))
         .arg("--db")
         .arg(&path)
@@ -707,7 +720,9 @@ fn real_pi_parent_session_stats_count_the_childs_spend_once() {
         .unwrap();
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(
-        text.contains(&format!("  session {session} itself (its own turns, counted in the total): ")),
+        text.contains(&format!(
+            "  session {session} itself (its own turns, counted in the total): "
+        )),
         "{text}"
     );
     eprintln!("{text}");

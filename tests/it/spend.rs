@@ -146,7 +146,10 @@ fn a_session_is_told_each_childs_spend_once_across_calls_and_serves() {
     assert_eq!(told.len(), 1, "{told:?}");
     assert_pi_usage(&told[0], 7, 0, 0, 0.0);
     let (_, told) = call(&mut again, json!({"action": "list"}));
-    assert!(told.is_empty(), "a new serve reports nothing twice: {told:?}");
+    assert!(
+        told.is_empty(),
+        "a new serve reports nothing twice: {told:?}"
+    );
     again.close(LONG);
 }
 
@@ -276,7 +279,10 @@ fn the_root_sessions_own_turns_count_in_usage_and_the_budget() {
     let bad = sv.response(bad, LONG);
     assert_eq!(bad["error"]["code"], "invalid_params", "{bad}");
     assert!(
-        bad["error"]["message"].as_str().unwrap().contains("Repair:"),
+        bad["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Repair:"),
         "{bad}"
     );
 
@@ -292,7 +298,10 @@ fn the_root_sessions_own_turns_count_in_usage_and_the_budget() {
         message.contains("Repair: raise THREADBASE_BUDGET_TOKENS (or unset it) in the environment Pi runs in and restart the session, or start a new tree in a new Pi session (its spend starts at zero); stopping or archiving threads does not lower what was spent"),
         "{message}"
     );
-    assert!(!message.contains("stop threads you do not need"), "{message}");
+    assert!(
+        !message.contains("stop threads you do not need"),
+        "{message}"
+    );
     sv.close(LONG);
 
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_threadbase"))
@@ -317,7 +326,10 @@ fn the_root_sessions_own_turns_count_in_usage_and_the_budget() {
         &[("PI_THREADS_SELF_ID", &tid(1))],
     );
     let id = child.send("session_usage", own(5, 0.0));
-    assert_eq!(child.response(id, LONG)["result"], json!({"recorded": false}));
+    assert_eq!(
+        child.response(id, LONG)["result"],
+        json!({"recorded": false})
+    );
     child.close(LONG);
     let conn = rusqlite::Connection::open(&s.db).unwrap();
     let rows: Vec<(String, i64)> = conn
