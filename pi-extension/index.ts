@@ -13,6 +13,10 @@
  *   Serve runs with `--wire compact`: a list's threads cross the pipe once, in part lines before
  *   the response line, and `withAliases` puts them in `details.threads` and `details.snapshots`
  *   (the same array); lines are split by `LineReader`, in time linear in the bytes.
+ * - Spend (issue 28): serve runs with `--report-usage`; its `usage` notifications (the children's
+ *   spend, each token once) go on the next tool result as Pi 1.6's `usage`, which Pi adds to the
+ *   session's totals (footer, `get_session_stats`); the session's own spend, added up from its
+ *   entries, goes to serve as `session_usage` before each tool call and after each turn.
  * - `session_shutdown` closes the server's stdin: the server stops its live children gracefully,
  *   records their exits and exits 0. Pi runs this factory again for every new session runtime
  *   (new, switch, fork, clone, reload), so the next session gets its own server.
@@ -127,7 +131,13 @@ const ThreadParams = Type.Object({
 	archived: Type.Optional(Type.Boolean({ description: "archive: false to unarchive (default true)." })),
 });
 
-type ToolResult = { content: Array<{ type: "text"; text: string }>; details: unknown; terminate?: boolean };
+type ToolResult = {
+	content: Array<{ type: "text"; text: string }>;
+	details: unknown;
+	terminate?: boolean;
+	/** Pi 1.6: spend of this tool call, added to the session's totals (see `addUsage`). */
+	usage?: PiUsage;
+};
 type Progress = (update: ToolResult) => void;
 
 interface Pending {
@@ -214,6 +224,8 @@ function serveArgv(identity: ServeIdentity): { bin: string; args: string[] } {
 	if (envFlag("THREADBASE_TRUSTED")) args.push("--trusted");
 	// Results without what this file rebuilds (a list's `details.snapshots`: see withAliases).
 	args.push("--wire", "compact");
+	// `usage` notifications: the children's spend, for the tool results (see addUsage).
+	args.push("--report-usage");
 	return { bin, args };
 }
 
@@ -387,6 +399,19 @@ class ServeConnection {
 	/** Called for every `notice` notification. */
 	onNotice: ((params: any) => void) | undefined;
 
+	/** Spend below this session that serve reported and no tool result has carried yet. */
+	untold: PiUsage | undefined;
+	/** The own usage last sent with `session_usage` (its JSON), and whether serve declined it. */
+	ownSent = "";
+	ownDeclined = false;
+
+	/** The untold spend, now told (the caller puts it on the tool result it returns). */
+	takeUsage(): PiUsage | undefined {
+		const u = this.untold;
+		this.untold = undefined;
+		return u;
+	}
+
 	private onLine(line: string): void {
 		if (!line.trim()) return;
 		let msg: any;
@@ -405,6 +430,7 @@ class ServeConnection {
 					// a failing progress renderer must not break the call
 				}
 			}
+			if (msg.method === "usage") this.untold = addUsage(this.untold, msg.params?.usage);
 			if (msg.method === "notice") {
 				try {
 					this.onNotice?.(msg.params);
@@ -555,6 +581,140 @@ function untilAborted(
 			},
 		);
 	});
+}
+
+// ---- spend: the children's for Pi's totals, this session's own for the tree -----------------
+
+/** A usage object as Pi 1.6 writes one (pi-ai's `Usage`). */
+export interface PiUsage {
+	input: number;
+	output: number;
+	cacheRead: number;
+	cacheWrite: number;
+	totalTokens: number;
+	cost: { input: number; output: number; cacheRead: number; cacheWrite: number; total: number };
+}
+
+/** The tools this extension forwards to serve: their results' usage is the children's spend. */
+export const THREADBASE_TOOLS = new Set([
+	"thread",
+	"agent_spawn",
+	"agent_wait",
+	"agent_steer",
+	"agent_status",
+	"agent_update",
+	"agent_pause",
+	"agent_stop",
+	"agent_output",
+	"threads_spawn",
+	"threads_list",
+	"threads_send",
+	"threads_interrupt",
+	"threads_hide",
+	"threads_report",
+]);
+
+const num = (v: unknown): number => (typeof v === "number" && Number.isFinite(v) && v > 0 ? v : 0);
+
+/**
+ * `a` plus the usage `b` (missing or malformed fields count as 0). Pi 1.6 adds a tool result's
+ * `usage` to the session's totals (`getSessionStats`: `get_session_stats` in RPC mode, the
+ * interactive footer) and keeps it in the session file with the result; serve's `usage`
+ * notifications carry the spend of the threads below this session that no earlier one
+ * reported, so each child's spend reaches this session's totals once.
+ */
+export function addUsage(a: PiUsage | undefined, b: any): PiUsage | undefined {
+	if (!b || typeof b !== "object") return a;
+	const base: PiUsage = a ?? {
+		input: 0,
+		output: 0,
+		cacheRead: 0,
+		cacheWrite: 0,
+		totalTokens: 0,
+		cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+	};
+	const c = b.cost ?? {};
+	return {
+		input: base.input + num(b.input),
+		output: base.output + num(b.output),
+		cacheRead: base.cacheRead + num(b.cacheRead),
+		cacheWrite: base.cacheWrite + num(b.cacheWrite),
+		totalTokens: base.totalTokens + num(b.totalTokens),
+		cost: {
+			input: base.cost.input + num(c.input),
+			output: base.cost.output + num(c.output),
+			cacheRead: base.cost.cacheRead + num(c.cacheRead),
+			cacheWrite: base.cost.cacheWrite + num(c.cacheWrite),
+			total: base.cost.total + num(c.total),
+		},
+	};
+}
+
+/** `result` with the connection's untold spend as its `usage` (none: returned as it is). */
+function withSpend(c: ServeConnection, result: ToolResult): ToolResult {
+	const usage = c.takeUsage();
+	if (usage) result.usage = usage;
+	return result;
+}
+
+/**
+ * This session's own spend, as Pi's session stats add it up (assistant messages, `usage`
+ * entries, compactions and branch summaries, tool results' own usage) but without the results
+ * of this extension's tools (the children's spend, which their own rows count); `turns` are
+ * assistant messages and `toolCalls` their tool calls. Undefined when the session manager
+ * cannot list entries.
+ */
+export function ownUsage(entries: unknown): Record<string, number> | undefined {
+	if (!Array.isArray(entries)) return undefined;
+	const u = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0, turns: 0, toolCalls: 0 };
+	const add = (x: any) => {
+		if (!x || typeof x !== "object") return;
+		u.input += num(x.input);
+		u.output += num(x.output);
+		u.cacheRead += num(x.cacheRead);
+		u.cacheWrite += num(x.cacheWrite);
+		u.cost += num(x.cost?.total);
+	};
+	for (const e of entries as any[]) {
+		if (e?.type === "usage") add(e.usage);
+		else if ((e?.type === "compaction" || e?.type === "branch_summary") && e.usage) add(e.usage);
+		if (e?.type !== "message") continue;
+		const m = e.message;
+		if (m?.role === "assistant") {
+			u.turns += 1;
+			if (Array.isArray(m.content)) u.toolCalls += m.content.filter((b: any) => b?.type === "toolCall").length;
+			add(m.usage);
+		} else if (m?.role === "toolResult" && m.usage && !THREADBASE_TOOLS.has(m.toolName)) {
+			add(m.usage);
+		}
+	}
+	return u;
+}
+
+/**
+ * Tells serve this (root) session's own spend (`session_usage`), so `threadbase usage` and the
+ * budgets count it with the tree's threads; only when it changed since the last report, and
+ * never again once serve declined it (a managed child's serve: its thread's row counts it).
+ * Never throws: the spend is reported again on the next call.
+ */
+async function reportOwnUsage(c: ServeConnection, ctx: any): Promise<void> {
+	if (!c.alive || c.ownDeclined) return;
+	let own: Record<string, number> | undefined;
+	try {
+		own = ownUsage(ctx?.sessionManager?.getEntries?.());
+	} catch {
+		return;
+	}
+	if (!own) return;
+	const key = JSON.stringify(own);
+	if (key === c.ownSent) return;
+	c.ownSent = key;
+	try {
+		const r = await c.request("session_usage", own);
+		if ((r.details as any)?.recorded === false) c.ownDeclined = true;
+	} catch {
+		c.ownSent = "";
+	}
 }
 
 /** The contracts whose tools this extension registers (THREADBASE_TOOLS). */
@@ -864,7 +1024,8 @@ export default function threadbaseExtension(pi: ExtensionAPI) {
 				async execute(_toolCallId, params, signal, _onUpdate, ctx) {
 					if (signal?.aborted) throw new Error(`${tool.name} aborted`);
 					const c = connection(identityOf(ctx));
-					return c.request(tool.name, params);
+					await reportOwnUsage(c, ctx);
+					return withSpend(c, await c.request(tool.name, params));
 				},
 			});
 		}
@@ -883,8 +1044,10 @@ export default function threadbaseExtension(pi: ExtensionAPI) {
 						: `${tool.name} aborted`;
 					if (signal?.aborted) throw new Error(cancelled);
 					const c = connection(identityOf(ctx));
+					await reportOwnUsage(c, ctx);
 					const requestId = c.peekId();
-					return untilAborted(c.request(tool.name, params), signal, cancelled, () => c.forget(requestId));
+					const result = await untilAborted(c.request(tool.name, params), signal, cancelled, () => c.forget(requestId));
+					return withSpend(c, result);
 				},
 			});
 		}
@@ -918,14 +1081,16 @@ export default function threadbaseExtension(pi: ExtensionAPI) {
 				cwd: ctx.cwd,
 			});
 			const progress: Progress | undefined = onUpdate as Progress | undefined;
+			// The session's own spend first, so a start's budget check counts its turns.
+			await reportOwnUsage(c, ctx);
 			const requestId = c.peekId();
 			const call = c.request("thread", params, (details) => {
 				progress?.({ content: [{ type: "text", text: progressText(details) }], details });
 			});
-			if (action !== "wait") return call;
+			if (action !== "wait") return withSpend(c, await call);
 			// An abort ends the wait only; the server keeps running and the child is never
 			// stopped by it.
-			return untilAborted(call, signal, THREAD_WAIT_ABORTED, () => c.forget(requestId));
+			return withSpend(c, await untilAborted(call, signal, THREAD_WAIT_ABORTED, () => c.forget(requestId)));
 		},
 	});
 
@@ -948,6 +1113,12 @@ export default function threadbaseExtension(pi: ExtensionAPI) {
 		handler: async (_args, ctx) => {
 			await browseThreads(ctx, (params) => connection(identityOf(ctx)).request("thread", params));
 		},
+	});
+
+	// The session's own spend after each of its turns, once a serve runs for it (one is never
+	// started just for this).
+	pi.on("turn_end", async (_event, ctx) => {
+		if (conn?.alive) await reportOwnUsage(conn, ctx);
 	});
 
 	pi.on("session_shutdown", async () => {

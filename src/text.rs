@@ -235,6 +235,18 @@ fn compact_upto(s: &str, limit: usize) -> String {
     out
 }
 
+/// A short token count: `950`, `12.3k`, `4.56M`, `1.20G` (`threadbase usage`'s and `top`'s
+/// narrow columns, and contract A's texts).
+pub fn compact_count(n: i64) -> String {
+    let x = n as f64;
+    match n {
+        ..=999 => n.to_string(),
+        1_000..=999_949 => format!("{:.1}k", x / 1e3),
+        999_950..=999_994_999 => format!("{:.2}M", x / 1e6),
+        _ => format!("{:.2}G", x / 1e9),
+    }
+}
+
 /// `1234567` as `1,234,567`.
 pub fn thousands(n: i64) -> String {
     let digits = n.unsigned_abs().to_string();

@@ -96,6 +96,7 @@ pub fn run(keep: Option<PathBuf>, out: &mut dyn Write) -> Result<()> {
             parent_args: vec![],
             trusted: false,
             wire: Default::default(),
+            report_usage: false,
             pi_command: pi_command.clone(),
             agent_dir: tmp.join("agent"),
             db: db.clone(),

@@ -41,6 +41,12 @@ pub struct ServeArgs {
     /// for this and sets them).
     #[arg(long, value_enum, value_name = "FORM", default_value_t)]
     pub wire: crate::contract::Wire,
+    /// Before each answer, send a `usage` notification (`{"method": "usage", "params":
+    /// {"requestId", "usage"}}`) with what the threads below this session spent since the
+    /// last one, in Pi's usage shape, each token reported once (the Pi extension asks for
+    /// this and adds it to its tool result, so Pi counts children in the session's totals).
+    #[arg(long)]
+    pub report_usage: bool,
     /// Also append the log to this file (default with no PATH: threadbase.log beside the
     /// database; also set by $THREADBASE_LOG_FILE). $THREADBASE_LOG sets the filter; the file
     /// records threadbase's debug detail by default. Children's serves write to the same file.
@@ -122,6 +128,7 @@ pub fn config(db: PathBuf, args: ServeArgs) -> Result<ServeConfig> {
         parent_args,
         trusted: args.trusted,
         wire: args.wire,
+        report_usage: args.report_usage,
         pi_command,
         agent_dir,
         db,

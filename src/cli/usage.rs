@@ -1,5 +1,7 @@
 //! `threadbase usage [REF]`: what each thread and each subtree spent, as the whole tree of
-//! each root session (every manager in it), or the subtree of one thread. One query per tree:
+//! each root session (every manager in it), or the subtree of one thread. A tree's total
+//! counts the root session's own turns too (`session_usage`, reported by its Pi extension),
+//! and the text says so on a line of its own. One query per tree:
 //! the `subtree_usage` view pushed down to the tree's key range.
 
 use crate::domain::{AgentState, Contract, Phase, ThreadStatus};
@@ -89,7 +91,8 @@ pub fn tree_rows(conn: &Connection, root: &str, key: Option<&str>) -> Result<Vec
     Ok(out)
 }
 
-/// Every root session's total.
+/// Every root session's total: its threads' and its own turns' (as its Pi extension reported
+/// them; nothing on a database from before schema version 9).
 pub fn trees(conn: &Connection) -> Result<Vec<TreeUsage>> {
     let mut stmt = conn.prepare_cached(include_str!("../../sql/usage_trees.sql"))?;
     let rows = stmt.query_map([], |r| {
@@ -97,9 +100,27 @@ pub fn trees(conn: &Connection) -> Result<Vec<TreeUsage>> {
             root_session: r.get(0)?,
             threads: r.get(1)?,
             usage: Usage::from_columns(r, 2)?,
+            session: Usage::default(),
         })
     })?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    let mut trees: Vec<TreeUsage> = rows.collect::<rusqlite::Result<_>>()?;
+    for (session, own) in crate::store::usage::all_sessions(conn)? {
+        match trees.iter_mut().find(|t| t.root_session == session) {
+            Some(t) => {
+                t.usage.add(&own);
+                t.session = own;
+            }
+            // A root session that spent but started no thread yet.
+            None => trees.push(TreeUsage {
+                root_session: session,
+                threads: 0,
+                usage: own,
+                session: own,
+            }),
+        }
+    }
+    trees.sort_by(|a, b| a.root_session.cmp(&b.root_session));
+    Ok(trees)
 }
 
 #[derive(Serialize)]
@@ -156,6 +177,7 @@ pub fn run(
                     root_session: root.clone(),
                     threads: 0,
                     usage: Usage::default(),
+                    session: Usage::default(),
                 });
             let rows = tree_rows(&conn, &root, Some(&key))?;
             selected.push((total, Some(t.id.into_string()), rows));
@@ -223,6 +245,12 @@ pub fn run(
             total.threads,
             if total.threads == 1 { "" } else { "s" },
             summary(&total.usage)
+        )?;
+        writeln!(
+            out,
+            "  session {} itself (its own turns, counted in the total): {}",
+            total.root_session,
+            summary(&total.session)
         )?;
         if budget.is_set() {
             writeln!(out, "  budget: {}", budget_text(&budget, total))?;
@@ -329,16 +357,8 @@ fn budget_text(b: &Budget, total: &TreeUsage) -> String {
     s
 }
 
-/// A short token count for narrow columns: `950`, `12.3k`, `4.56M`.
-pub fn compact(n: i64) -> String {
-    let x = n as f64;
-    match n {
-        ..=999 => n.to_string(),
-        1_000..=999_949 => format!("{:.1}k", x / 1e3),
-        999_950..=999_994_999 => format!("{:.2}M", x / 1e6),
-        _ => format!("{:.2}G", x / 1e9),
-    }
-}
+/// A short token count for narrow columns: `950`, `12.3k`, `4.56M` ([`crate::text::compact_count`]).
+pub use crate::text::compact_count as compact;
 
 #[cfg(test)]
 mod tests {

@@ -21,6 +21,7 @@ use serde_json::Value;
 
 use crate::contract::projection::{Exit, Projection, Session, Snapshot};
 use crate::runtime::SendMode;
+use crate::store::usage::Usage;
 
 /// `list`'s text when it lists nothing.
 pub const NO_THREADS: &str = "No Pi threads are managed by this parent session.";
@@ -108,21 +109,39 @@ fn yes_no(b: bool) -> &'static str {
     }
 }
 
-/// One line of `list`'s text: `<title> <path> - <status>[ archived] [id: <id>]`, after a line
-/// break unless it is the first.
+/// What a thread itself spent, for the poll, wait and list texts: `12.3k tokens, $0.0123`
+/// (tokens as Pi's `totalTokens` counts them: input, output, cache reads and writes; the cost
+/// only when it is not zero). `None` while it has spent nothing: the texts then show no spend.
+pub fn spend(u: &Usage) -> Option<String> {
+    let tokens = u.total_tokens();
+    if tokens == 0 && u.cost_usd <= 0.0 {
+        return None;
+    }
+    let mut s = format!("{} tokens", crate::text::compact_count(tokens));
+    if u.cost_usd > 0.0 {
+        let _ = write!(s, ", ${:.4}", u.cost_usd);
+    }
+    Some(s)
+}
+
+/// One line of `list`'s text: `<title> <path> - <status>[ archived][, <spend>] [id: <id>]`,
+/// after a line break unless it is the first.
 pub fn list_line(f: &mut dyn fmt::Write, first: bool, snap: &Snapshot<'_>) -> fmt::Result {
     if !first {
         f.write_char('\n')?;
     }
     write!(
         f,
-        "{} {} - {}{} [id: {}]",
+        "{} {} - {}{}",
         title(snap),
         snap.path,
         status(snap),
         if snap.archived { " archived" } else { "" },
-        snap.id
-    )
+    )?;
+    if let Some(spent) = spend(&snap.spend) {
+        write!(f, ", {spent}")?;
+    }
+    write!(f, " [id: {}]", snap.id)
 }
 
 /// `start`'s text.
@@ -159,11 +178,11 @@ pub fn polled(projection: &Projection<'_>, snap: &Snapshot<'_>) -> String {
     if let Some(parent) = snap.parent_thread_id.filter(|p| !p.is_empty()) {
         let _ = write!(s, " ({parent})");
     }
+    let _ = write!(s, "\nDepth: {}\nStatus: {}", snap.depth, status(snap));
+    spent_line(&mut s, snap);
     let _ = write!(
         s,
-        "\nDepth: {}\nStatus: {}\nRunning: {}\n{}\nCwd: {}\nDetail: {}",
-        snap.depth,
-        status(snap),
+        "\nRunning: {}\n{}\nCwd: {}\nDetail: {}",
         yes_no(snap.running),
         next_line(snap.next_suggested_actions),
         snap.cwd,
@@ -200,17 +219,29 @@ pub fn waited(
     waited_ms: u64,
 ) -> String {
     let mut s = format!(
-        "Wait {} after {waited_ms}ms for \"{}\".\nPath: {}\nStatus: {}\nRunning: {}\n{}\nDetail: {}",
+        "Wait {} after {waited_ms}ms for \"{}\".\nPath: {}\nStatus: {}",
         if timed_out { "timed out" } else { "completed" },
         title(snap),
         snap.path,
         status(snap),
+    );
+    spent_line(&mut s, snap);
+    let _ = write!(
+        s,
+        "\nRunning: {}\n{}\nDetail: {}",
         yes_no(snap.running),
         next_line(snap.next_suggested_actions),
         snap.detail.as_str()
     );
     projection.result_lines(&mut s);
     s
+}
+
+/// `Spent: <spend>` after a line break, when the thread has spent anything ([`spend`]).
+fn spent_line(s: &mut String, snap: &Snapshot<'_>) {
+    if let Some(spent) = spend(&snap.spend) {
+        let _ = write!(s, "\nSpent: {spent}");
+    }
 }
 
 /// `send`'s text.
@@ -458,6 +489,7 @@ mod tests {
             row,
             out,
             events: vec![],
+            usage: Default::default(),
         }
     }
 
@@ -648,12 +680,80 @@ mod tests {
                     r#"{"exit":{"kind":"exited","code":0,"signal":null}}"#,
                 ),
             ],
+            usage: Default::default(),
         };
         let text = with(&f, Detail::Tail, |p| polled(p, &p.snapshot()));
         assert_eq!(
             text,
             "Pi thread \"inspect repo\"\nPath: /root/inspect_repo\nID: thread_012345abcdef\nParent: /root (thread_aaaaaaaaaaaa)\nDepth: 1\nStatus: closed/exited\nRunning: no\nNext: resume, fork, archive, or list\nCwd: /tmp/project\nDetail: tail\nSession: /tmp/s.jsonl\n\nAssistant output tail:\nDone.\nAll good.\n\nRecent events:\n- 2026-01-01T00:00:01.000Z #1 thread started pid=9\n- 2026-01-01T00:00:02.000Z #2 tool completed: read (error)\n- 2026-01-01T00:00:03.000Z #3 assistant: Done. All good.\n- 2026-01-01T00:00:04.000Z #4 ui select: Pick (auto-cancelled)\n- 2026-01-01T00:00:05.000Z #5 thread forked pid=9 source=/a.jsonl\n- 2026-01-01T00:00:06.000Z #6 thread closed: exited (code 0)\n\nstderr tail:\nwarn: x\n"
         );
+    }
+
+    /// A thread that spent something says so in its poll, wait and list texts (one compact
+    /// line); one that spent nothing shows no spend; the snapshot (details) never has it.
+    #[test]
+    fn poll_wait_and_list_texts_show_what_the_thread_spent() {
+        let mut f = facts(closed(), OutputFacts::default());
+        let plain = with(&f, Detail::Summary, |p| {
+            let s = p.snapshot();
+            let mut line = String::new();
+            list_line(&mut line, true, &s).unwrap();
+            (
+                polled(p, &s),
+                waited(p, &s, false, 5),
+                line,
+                serde_json::to_string(&s).unwrap(),
+            )
+        });
+        assert!(!plain.0.contains("Spent") && !plain.1.contains("Spent"));
+        assert!(!plain.2.contains("tokens"), "{}", plain.2);
+        f.usage = Usage {
+            input_tokens: 12_000,
+            output_tokens: 300,
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
+            cost_usd: 0.01234,
+            turns: 2,
+            tool_calls: 1,
+        };
+        let spent = with(&f, Detail::Summary, |p| {
+            let s = p.snapshot();
+            let mut line = String::new();
+            list_line(&mut line, true, &s).unwrap();
+            (
+                polled(p, &s),
+                waited(p, &s, false, 5),
+                line,
+                serde_json::to_string(&s).unwrap(),
+            )
+        });
+        // Exactly one line more, after the status.
+        assert_eq!(
+            spent.0,
+            plain.0.replace(
+                "Status: closed/exited\n",
+                "Status: closed/exited\nSpent: 12.3k tokens, $0.0123\n"
+            )
+        );
+        assert_eq!(
+            spent.1,
+            plain.1.replace(
+                "Status: closed/exited\n",
+                "Status: closed/exited\nSpent: 12.3k tokens, $0.0123\n"
+            )
+        );
+        assert_eq!(
+            spent.2,
+            "inspect repo /root/inspect_repo - closed/exited, 12.3k tokens, $0.0123 [id: thread_012345abcdef]"
+        );
+        assert_eq!(spent.3, plain.3, "the snapshot is the contract's");
+        // Tokens without a cost, and nothing at all.
+        let tokens_only = Usage {
+            input_tokens: 950,
+            ..Usage::default()
+        };
+        assert_eq!(spend(&tokens_only).as_deref(), Some("950 tokens"));
+        assert_eq!(spend(&Usage::default()), None);
     }
 
     #[test]

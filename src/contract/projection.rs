@@ -65,6 +65,7 @@ use serde_json::Value;
 use crate::domain::{ExitKind, Phase, ThreadStatus};
 use crate::store::events::EventRow;
 use crate::store::threads::ThreadRow;
+use crate::store::usage::Usage;
 use crate::text::{compact, compact_cut_flagged, truncate_ellipsis, utf16_len, utf16_suffix};
 
 pub use super::detail::{
@@ -81,6 +82,8 @@ pub struct ThreadFacts {
     pub row: ThreadRow,
     pub out: OutputFacts,
     pub events: Vec<EventRow>,
+    /// What the thread itself spent (`thread_usage`): the poll, wait and list texts show it.
+    pub usage: Usage,
 }
 
 /// The texts one detail level derives from a thread's facts. [`Projection::snapshot`] borrows
@@ -263,6 +266,7 @@ impl<'a> Projection<'a> {
             stderr_truncated: self.stderr.as_ref().map(|e| e.1),
             last_assistant_text: out.last_assistant_text.as_deref().filter(|_| full),
             last_partial_text: out.last_partial_text.as_deref().filter(|_| full && live),
+            spend: self.facts.usage,
         }
     }
 }
@@ -313,6 +317,10 @@ pub struct Snapshot<'a> {
     pub last_assistant_text: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_partial_text: Option<&'a str>,
+    /// What the thread itself spent, for the texts ([`crate::contract::format::spend`]); not
+    /// part of the contract's snapshot, so never serialized.
+    #[serde(skip)]
+    pub spend: Usage,
 }
 
 /// `session`: `{kind: "known", file, id, name, pendingMessageCount}` once the child's session
@@ -429,6 +437,7 @@ pub fn snapshot(row: &ThreadRow, out: &OutputFacts, events: &[EventRow], detail:
         row: row.clone(),
         out: out.clone(),
         events: events.to_vec(),
+        usage: Usage::default(),
     };
     serde_json::to_value(Projection::new(&facts, detail).snapshot()).unwrap_or(Value::Null)
 }
@@ -1208,6 +1217,7 @@ mod tests {
                 ..OutputFacts::default()
             },
             events: vec![],
+            usage: Default::default(),
         }
     }
 
@@ -1293,6 +1303,7 @@ mod tests {
             row: live_row(),
             out: live_out(),
             events: vec![],
+            usage: Default::default(),
         };
         assert_eq!(
             lines(&Projection::new(&facts, Detail::Summary)),

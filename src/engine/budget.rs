@@ -2,9 +2,11 @@
 //! cache reads and writes included, as Pi's `totalTokens`) and `THREADBASE_BUDGET_USD` (Pi's
 //! `cost.total`). Once the tree's spend reaches a cap, new work in it (start, fork, resume,
 //! send, steer, spawn) is refused with `limit`; running children finish the turn they are in
-//! and their spend is still recorded. The check reads the tree's running total
-//! (`tree_usage`, one primary-key lookup) inside the transaction that reserves the work, and
-//! every serve of the tree (each child's own) checks the same row.
+//! and their spend is still recorded. The tree's spend is its threads' and the root session's
+//! own turns' (`session_usage`, which the root's Pi extension reports). The check reads the
+//! tree's running total (`tree_usage` and `session_usage`, one primary-key lookup each) inside
+//! the transaction that reserves the work, and every serve of the tree (each child's own)
+//! checks the same rows.
 
 use rusqlite::Connection;
 
@@ -96,7 +98,7 @@ impl Budget {
         Err(Error::new(
             ErrorCode::Limit,
             format!(
-                "Budget reached for the thread tree of session {}: {spend} spent of {var}={cap} ({} thread{}; input {}, output {}, cache read {}, cache write {} tokens; {}). This {action} was refused; running threads finish the turn they are in. Repair: raise {var} (or unset it) in the environment Pi runs in and restart the session, or stop threads you do not need (`threadbase usage` shows what each spent).",
+                "Budget reached for the thread tree of session {}: {spend} spent of {var}={cap} ({} thread{} and the session's own turns; input {}, output {}, cache read {}, cache write {} tokens; {}). This {action} was refused; running threads finish the turn they are in. Repair: raise {var} (or unset it) in the environment Pi runs in and restart the session, or start a new tree in a new Pi session (its spend starts at zero); stopping or archiving threads does not lower what was spent (`threadbase usage` shows what each spent).",
                 spent.root_session,
                 spent.threads,
                 if spent.threads == 1 { "" } else { "s" },
@@ -187,6 +189,7 @@ mod tests {
                 cost_usd: cost,
                 ..Usage::default()
             },
+            session: Usage::default(),
         };
         let b = Budget {
             tokens: Some(100),

@@ -319,7 +319,7 @@ mod tests {
     #[test]
     fn every_change_to_the_rows_drops_the_kept_answers() {
         type Change<'a> = &'a dyn Fn(&rusqlite::Transaction<'_>) -> Result<()>;
-        let changes: [(&str, Change<'_>); 5] = [
+        let changes: [(&str, Change<'_>); 6] = [
             ("archive", &|tx| {
                 tx.execute("UPDATE threads SET archived = 1 WHERE id = 'thread_a'", [])?;
                 Ok(())
@@ -353,6 +353,18 @@ mod tests {
             ("output removed", &|tx| {
                 tx.execute("DELETE FROM thread_output WHERE thread_id = 'thread_a'", [])?;
                 Ok(())
+            }),
+            // The texts show the thread's spend (migration V10).
+            ("usage", &|tx| {
+                crate::store::usage::add(
+                    tx,
+                    "thread_a",
+                    &crate::store::usage::Usage {
+                        input_tokens: 10,
+                        ..Default::default()
+                    },
+                    "2026-01-01T00:00:02.000Z",
+                )
             }),
         ];
         for (what, change) in changes {

@@ -117,6 +117,7 @@ mod tests {
             parent_args: vec![],
             trusted: false,
             wire: Default::default(),
+            report_usage: false,
             pi_command: vec!["pi".into()],
             agent_dir: "/a".into(),
             db: "/d/t.sqlite".into(),

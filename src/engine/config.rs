@@ -133,6 +133,9 @@ pub struct ServeConfig {
     pub trusted: bool,
     /// How much of a result goes on the pipe (`--wire`).
     pub wire: crate::contract::Wire,
+    /// `--report-usage`: each answer is preceded by a `usage` notification with the spend
+    /// below this session not reported yet (see `engine::spend`).
+    pub report_usage: bool,
     /// The argv prefix that launches a child Pi.
     pub pi_command: Vec<String>,
     /// Pi's agent dir (sessions live below it when the parent has no session file).

@@ -12,6 +12,7 @@ mod listing;
 mod locks;
 mod notices;
 mod remote;
+pub mod spend;
 mod thread;
 mod worker;
 
@@ -47,9 +48,10 @@ pub fn output_facts(conn: &rusqlite::Connection, id: &str) -> Result<OutputFacts
     crate::store::output::of_thread(conn, id)
 }
 
-/// The facts of `rows` (in their order) for a projection at `detail`, in two more queries
-/// whatever their number: the retained output of all of them, and the retained events each
-/// shows at that detail (only its last few: they are what the snapshot shows).
+/// The facts of `rows` (in their order) for a projection at `detail`, in three more queries
+/// whatever their number: the retained output of all of them, the retained events each
+/// shows at that detail (only its last few: they are what the snapshot shows), and what each
+/// spent.
 pub fn thread_facts(
     conn: &rusqlite::Connection,
     rows: Vec<ThreadRow>,
@@ -61,11 +63,18 @@ pub fn thread_facts(
     let ids = serde_json::to_string(&rows.iter().map(|r| r.id.as_str()).collect::<Vec<_>>())?;
     let outs = crate::store::output::of_threads(conn, &ids, rows.len())?;
     let events = events::rows_of_threads(conn, &ids, rows.len(), recent_event_count(detail))?;
+    let usage = crate::store::usage::of_threads(conn, &ids, rows.len())?;
     Ok(rows
         .into_iter()
         .zip(outs)
         .zip(events)
-        .map(|((row, out), events)| ThreadFacts { row, out, events })
+        .zip(usage)
+        .map(|(((row, out), events), usage)| ThreadFacts {
+            row,
+            out,
+            events,
+            usage,
+        })
         .collect())
 }
 
@@ -200,7 +209,13 @@ impl Engine {
         })?;
         let out = output_facts(&conn, id)?;
         let events = events::rows_of_thread(&conn, id)?;
-        Ok(ThreadFacts { row, out, events })
+        let usage = crate::store::usage::of_thread(&conn, id)?.unwrap_or_default();
+        Ok(ThreadFacts {
+            row,
+            out,
+            events,
+            usage,
+        })
     }
 
     /// The environment of this manager's new child `id` at `path` and `depth`: its own

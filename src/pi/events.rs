@@ -48,6 +48,29 @@ pub struct StreamEvent<'a> {
     pub delta: Option<&'a str>,
 }
 
+/// The tools threadbase's Pi extension registers (`pi-extension/index.ts`: contract A's
+/// `thread`, contract B's `agent_*`, contract C's `threads_*`). Their results' `usage` is the
+/// spend of the threads below the session (serve's `--report-usage`), which those threads'
+/// own rows count: a thread's spend leaves it out, or its parent's subtree would count it
+/// twice.
+pub const THREADBASE_TOOLS: [&str; 15] = [
+    "thread",
+    "agent_spawn",
+    "agent_wait",
+    "agent_steer",
+    "agent_status",
+    "agent_update",
+    "agent_pause",
+    "agent_stop",
+    "agent_output",
+    "threads_spawn",
+    "threads_list",
+    "threads_send",
+    "threads_interrupt",
+    "threads_hide",
+    "threads_report",
+];
+
 /// `message_end`: a finished message.
 #[derive(Debug, Deserialize)]
 pub struct MessageEnd<'a> {
@@ -61,6 +84,9 @@ pub struct MessageEnd<'a> {
 pub struct Message<'a> {
     #[serde(default, borrow, deserialize_with = "loose")]
     pub role: Option<&'a str>,
+    /// A tool result's tool.
+    #[serde(default, borrow, deserialize_with = "loose")]
+    pub tool_name: Option<&'a str>,
     #[serde(default, borrow, deserialize_with = "loose")]
     pub content: Option<Content<'a>>,
     /// Present when `usage` is an object.

@@ -261,7 +261,12 @@ impl Default for Tracker {
 fn on_message_end(msg: &events::Message, out: &mut Vec<Effect>) {
     match msg.role {
         Some("toolResult") => {
-            if let Some(u) = &msg.usage {
+            // threadbase's own tools report the spend of the threads below, which their rows
+            // count already.
+            let ours = msg
+                .tool_name
+                .is_some_and(|t| events::THREADBASE_TOOLS.contains(&t));
+            if let Some(u) = msg.usage.as_ref().filter(|_| !ours) {
                 out.push(Effect::Usage(Usage::of_pi(u)));
             }
         }
@@ -402,7 +407,8 @@ mod tests {
     }
 
     /// What Pi 1.6 counts in its session cost (`get_session_stats`): assistant messages,
-    /// tool results with nested usage, `usage` entries and compactions.
+    /// tool results with nested usage, `usage` entries and compactions; except the usage of
+    /// threadbase's own tools' results (the spend of the threads below, in their own rows).
     #[test]
     fn spend_is_every_usage_pi_reports() {
         let usage = |n: i64| {
@@ -415,6 +421,8 @@ mod tests {
                    "content":[{"type":"toolCall","id":"c","name":"bash","arguments":{}}],"stopReason":"toolUse"}}),
             json!({"type":"message_end","message":{"role":"toolResult","toolCallId":"c","usage":usage(20),"content":[]}}),
             json!({"type":"message_end","message":{"role":"toolResult","toolCallId":"d","content":[]}}),
+            // threadbase's own tool: its children's spend, which their rows count.
+            json!({"type":"message_end","message":{"role":"toolResult","toolCallId":"e","toolName":"thread","usage":usage(50),"content":[]}}),
             json!({"type":"entry_appended","entry":{"type":"usage","kind":"cache_warm","usage":usage(30)}}),
             json!({"type":"entry_appended","entry":{"type":"custom","data":{"usage":usage(99)}}}),
             json!({"type":"compaction_end","reason":"threshold","result":{"summary":"s","usage":usage(40)}}),

@@ -120,7 +120,11 @@ pub async fn serve(engine: Arc<Engine>) {
                 let task = requests.spawn(Box::pin(
                     async move {
                         let id = request.get("id").cloned().unwrap_or(Value::Null);
-                        match handle(&engine, &request, &out).await {
+                        let answer = handle(&engine, &request, &out).await;
+                        if answer.is_ok() && engine.config().report_usage {
+                            tell_spend(&engine, &request, &id, &out);
+                        }
+                        match answer {
                             Ok(Reply::Json(result)) => {
                                 out.respond(&id, Ok(engine.config().wire.result(result)))
                             }
@@ -255,7 +259,32 @@ async fn read_request_line<R: tokio::io::AsyncBufRead + Unpin>(
     }
 }
 
-const METHODS: &str = "thread, agent_spawn, agent_wait, agent_steer, agent_status, agent_update, agent_pause, agent_stop, agent_output, threads_spawn, threads_list, threads_send, threads_interrupt, threads_hide, threads_report, threads.snapshot, threads.restore";
+/// `--report-usage`: the spend below this session not reported yet goes out as a `usage`
+/// notification right before the answer (one writer, so in that order), for the extension to
+/// add to the tool result. Not for `session_usage`, which answers no tool call.
+fn tell_spend(engine: &Engine, request: &Value, id: &Value, out: &Output) {
+    if request.get("method").and_then(Value::as_str) == Some("session_usage") {
+        return;
+    }
+    match engine.tell_spend() {
+        Ok(u) if !u.is_zero() => {
+            let _ = out.send(crate::serve::output::Notification {
+                method: "usage",
+                params: crate::engine::spend::UsageNotice {
+                    request_id: id,
+                    usage: crate::engine::spend::PiUsage::of(&u),
+                },
+            });
+        }
+        Ok(_) => {}
+        Err(e) => tracing::warn!(
+            "the spend below this session was not reported: {}",
+            e.message
+        ),
+    }
+}
+
+const METHODS: &str = "thread, agent_spawn, agent_wait, agent_steer, agent_status, agent_update, agent_pause, agent_stop, agent_output, threads_spawn, threads_list, threads_send, threads_interrupt, threads_hide, threads_report, threads.snapshot, threads.restore, session_usage";
 
 async fn handle(engine: &Engine, request: &Value, out: &Output) -> Result<Reply, Error> {
     let method = request.get("method").and_then(Value::as_str).ok_or_else(|| {
@@ -277,6 +306,7 @@ async fn handle(engine: &Engine, request: &Value, out: &Output) -> Result<Reply,
             };
             engine.thread(&params, &progress).await
         }
+        "session_usage" => engine.session_usage(&params).map(Reply::Json),
         m if crate::contract::agent::METHODS.contains(&m) => engine.agent(m, &params).await,
         m if crate::contract::worker::METHODS.contains(&m) => engine.worker(m, &params).await,
         other => Err(Error::new(

@@ -208,7 +208,8 @@ pub struct TreeOf<'a> {
     pub session_id: &'a str,
 }
 
-/// A root session's whole tree: its total and how many threads it has.
+/// A root session's whole tree: its total and how many threads it has. The total counts the
+/// root session's own turns (`session`, reported by its Pi extension) with its threads'.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TreeUsage {
@@ -216,6 +217,8 @@ pub struct TreeUsage {
     pub threads: i64,
     #[serde(flatten)]
     pub usage: Usage,
+    /// The root session's own turns (`session_usage`), already part of `usage`.
+    pub session: Usage,
 }
 
 /// The spend of the tree `of` belongs to: one primary-key lookup in `tree_usage` once the root
@@ -231,6 +234,7 @@ pub fn tree_spend(conn: &Connection, of: TreeOf<'_>) -> Result<TreeUsage> {
                     root_session: r.get(0)?,
                     threads: r.get(1)?,
                     usage: Usage::from_columns(r, 2)?,
+                    session: Usage::from_columns(r, 9)?,
                 })
             },
         )
@@ -239,7 +243,172 @@ pub fn tree_spend(conn: &Connection, of: TreeOf<'_>) -> Result<TreeUsage> {
         root_session: of.session_id.to_string(),
         threads: 0,
         usage: Usage::default(),
+        session: Usage::default(),
     }))
+}
+
+/// Whether the database keeps root sessions' own turns (schema version 9 or later); the
+/// read-only commands may open a database no newer serve has migrated yet.
+pub fn has_session_usage(conn: &Connection) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(include_str!("../../sql/session_usage_schema.sql"))?
+        .query_row([], |r| r.get::<_, i64>(0))?
+        > 0)
+}
+
+/// Every root session's own turns (none on a database from before schema version 9).
+pub fn all_sessions(conn: &Connection) -> Result<Vec<(String, Usage)>> {
+    if !has_session_usage(conn)? {
+        return Ok(Vec::new());
+    }
+    let mut stmt = conn.prepare_cached(include_str!("../../sql/session_usage_all.sql"))?;
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, Usage::from_columns(r, 1)?)))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// Records the cumulative usage of a root session's own turns (never lowering what the row
+/// has). A session that is a thread's (`self_id`, or a thread whose id is `session_id`) is
+/// not recorded: its turns are its thread's usage already. Returns whether it was recorded.
+pub fn put_session(
+    conn: &Connection,
+    session_id: &str,
+    self_id: Option<&str>,
+    u: &Usage,
+    at: &str,
+) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(include_str!("../../sql/session_usage_put.sql"))?
+        .query_row(
+            named_params! {
+                ":session_id": session_id,
+                ":self_id": self_id,
+                ":input": u.input_tokens,
+                ":output": u.output_tokens,
+                ":cache_read": u.cache_read_tokens,
+                ":cache_write": u.cache_write_tokens,
+                ":cost": u.cost_usd,
+                ":turns": u.turns,
+                ":tool_calls": u.tool_calls,
+                ":at": at,
+            },
+            |r| r.get::<_, String>(0),
+        )
+        .optional()?
+        .is_some())
+}
+
+/// The own usage of `ids` (a JSON array of `count` thread ids), by position; a thread without
+/// a row spent nothing.
+pub fn of_threads(conn: &Connection, ids: &str, count: usize) -> Result<Vec<Usage>> {
+    let mut out = vec![Usage::default(); count];
+    let mut stmt = conn.prepare_cached(include_str!("../../sql/usage_of_threads.sql"))?;
+    let mut found = stmt.query([ids])?;
+    while let Some(r) = found.next()? {
+        let at = r.get::<_, i64>(0)? as usize;
+        if let Some(slot) = out.get_mut(at) {
+            *slot = Usage::from_columns(r, 1)?;
+        }
+    }
+    Ok(out)
+}
+
+/// Tokens and cost only (the five columns from `first`), as `usage_below_*` and `usage_told`
+/// hold them; negative differences (a float's rounding) count as zero.
+fn spend_columns(r: &Row<'_>, first: usize) -> rusqlite::Result<Usage> {
+    let n = |i: usize| -> rusqlite::Result<i64> {
+        Ok(r.get::<_, Option<i64>>(first + i)?.unwrap_or(0).max(0))
+    };
+    Ok(Usage {
+        input_tokens: n(0)?,
+        output_tokens: n(1)?,
+        cache_read_tokens: n(2)?,
+        cache_write_tokens: n(3)?,
+        cost_usd: r.get::<_, Option<f64>>(first + 4)?.unwrap_or(0.0).max(0.0),
+        turns: 0,
+        tool_calls: 0,
+    })
+}
+
+/// What `later` adds to `earlier`, field by field (never below zero; a cost difference under
+/// a billionth of a dollar is a float's rounding, not spend).
+pub fn spend_since(later: &Usage, earlier: &Usage) -> Usage {
+    let cost = later.cost_usd - earlier.cost_usd;
+    Usage {
+        input_tokens: (later.input_tokens - earlier.input_tokens).max(0),
+        output_tokens: (later.output_tokens - earlier.output_tokens).max(0),
+        cache_read_tokens: (later.cache_read_tokens - earlier.cache_read_tokens).max(0),
+        cache_write_tokens: (later.cache_write_tokens - earlier.cache_write_tokens).max(0),
+        cost_usd: if cost > 1e-9 { cost } else { 0.0 },
+        turns: 0,
+        tool_calls: 0,
+    }
+}
+
+/// The spend below a Pi session that its tool results report to it: when it is a managed
+/// thread's session (its thread `self_id`, else the thread whose id is `session_id`: a
+/// contract C worker), that thread's subtree without itself; else (a root session) every
+/// thread of its tree.
+pub fn spend_below(conn: &Connection, self_id: Option<&str>, session_id: &str) -> Result<Usage> {
+    let place = include_str!("../../sql/usage_place.sql");
+    let mut me = None;
+    for id in self_id.into_iter().chain([session_id]) {
+        let placed = conn
+            .prepare_cached(place)?
+            .query_row([id], |r| r.get::<_, String>(0))
+            .optional()?;
+        if placed.is_some() {
+            me = Some(id);
+            break;
+        }
+    }
+    let found = match me {
+        Some(id) => conn
+            .prepare_cached(include_str!("../../sql/usage_below_thread.sql"))?
+            .query_row([id], |r| spend_columns(r, 0))
+            .optional()?,
+        None => conn
+            .prepare_cached(include_str!("../../sql/usage_below_session.sql"))?
+            .query_row([session_id], |r| spend_columns(r, 0))
+            .optional()?,
+    };
+    Ok(found.unwrap_or_default())
+}
+
+/// The spend below `session_id` its tool results have not reported yet, and the spend below
+/// (reads only: [`tell`] records it).
+pub fn untold(
+    conn: &Connection,
+    self_id: Option<&str>,
+    session_id: &str,
+) -> Result<(Usage, Usage)> {
+    let below = spend_below(conn, self_id, session_id)?;
+    let told = conn
+        .prepare_cached(include_str!("../../sql/usage_told_of.sql"))?
+        .query_row([session_id], |r| spend_columns(r, 0))
+        .optional()?
+        .unwrap_or_default();
+    Ok((spend_since(&below, &told), below))
+}
+
+/// Inside a write transaction: the spend below `session_id` (see [`spend_below`]) that its
+/// tool results have not reported yet, and the `usage_told` row moved up to it, so the same
+/// spend is never reported twice (not by repeated calls, concurrent ones, nor a new serve of
+/// the same session). Zero when nothing new was spent.
+pub fn tell(conn: &Connection, self_id: Option<&str>, session_id: &str, at: &str) -> Result<Usage> {
+    let (news, below) = untold(conn, self_id, session_id)?;
+    if !news.is_zero() {
+        conn.prepare_cached(include_str!("../../sql/usage_told_put.sql"))?
+            .execute(named_params! {
+                ":session_id": session_id,
+                ":input": below.input_tokens,
+                ":output": below.output_tokens,
+                ":cache_read": below.cache_read_tokens,
+                ":cache_write": below.cache_write_tokens,
+                ":cost": below.cost_usd,
+                ":at": at,
+            })?;
+    }
+    Ok(news)
 }
 
 /// The completed assistant messages of a Pi session file from `since_ms` on (its messages

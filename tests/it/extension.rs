@@ -259,3 +259,108 @@ fn a_list_through_the_tool_call_is_the_contract_result() {
         || s.leftovers().is_empty().then_some(()),
     );
 }
+
+/// The extension puts the children's spend on its tool results as Pi 1.6's `usage` (what serve's
+/// `usage` notifications carried, so each token once: the next call carries nothing, a new
+/// instance of the same session nothing either), and reports the session's own spend from its
+/// entries (assistant messages and other tools' results, not its own tools' results, which are
+/// the children's) to `session_usage`.
+#[test]
+fn tool_results_carry_the_childrens_spend_once_and_the_session_reports_its_own() {
+    let Some(node) =
+        node_or_skip("tool_results_carry_the_childrens_spend_once_and_the_session_reports_its_own")
+    else {
+        return;
+    };
+    let s = Scripted::new("ext-spend");
+    let session = "ext-spend-session";
+    let mut serve = s.serve("none", vec!["--session-id".into(), session.into()], &[]);
+    serve.thread(json!({"action": "list"}));
+    serve.close(std::time::Duration::from_secs(30));
+    let store = Store::open(&s.db).unwrap();
+    let conn = rusqlite::Connection::open(&s.db).unwrap();
+    let m: i64 = conn
+        .query_row(
+            "SELECT id FROM managers WHERE session_id = ?1 AND contract = 'thread'",
+            [session],
+            |r| r.get(0),
+        )
+        .unwrap();
+    add(
+        &store,
+        &[thread(
+            "thread_00000000e001",
+            threadbase::domain::ManagerId(m),
+            "/root/spender",
+            false,
+        )],
+    );
+    conn.execute(
+        "UPDATE thread_usage SET input_tokens = 3000, output_tokens = 300, cache_read_tokens = 30, cost_usd = 0.03, turns = 1 WHERE thread_id = 'thread_00000000e001'",
+        [],
+    )
+    .unwrap();
+    let usage = |input: i64, cost: f64| {
+        json!({"input": input, "output": 5, "cacheRead": 0, "cacheWrite": 0,
+               "totalTokens": input + 5, "cost": {"total": cost}})
+    };
+    let entries = json!([
+        {"type": "message", "message": {"role": "user", "content": "go"}},
+        {"type": "message", "message": {"role": "assistant", "usage": usage(1000, 0.01),
+         "content": [{"type": "toolCall", "id": "a", "name": "thread", "arguments": {}}]}},
+        // The children's spend, told by an earlier call: not the session's own.
+        {"type": "message", "message": {"role": "toolResult", "toolName": "thread",
+         "usage": usage(99_999, 9.0), "content": []}},
+        // Another tool's own model calls are the session's.
+        {"type": "message", "message": {"role": "toolResult", "toolName": "summarize",
+         "usage": usage(7, 0.001), "content": []}},
+    ]);
+
+    let mut d = driver(&node, &s);
+    d.load(json!({"id": session, "cwd": s.root, "entries": entries}));
+    let first = d.call("thread", json!({"action": "list"}));
+    assert!(first.get("error").is_none(), "{first}");
+    let u = &first["result"]["usage"];
+    assert_eq!(
+        (
+            &u["input"],
+            &u["output"],
+            &u["cacheRead"],
+            &u["cacheWrite"],
+            &u["totalTokens"]
+        ),
+        (
+            &json!(3000),
+            &json!(300),
+            &json!(30),
+            &json!(0),
+            &json!(3330)
+        ),
+        "{first}"
+    );
+    assert!(
+        (u["cost"]["total"].as_f64().unwrap() - 0.03).abs() < 1e-12,
+        "{u}"
+    );
+    assert!(
+        text_of(&first["result"]).contains("/root/spender - closed/stale, 3.3k tokens, $0.0300"),
+        "{}",
+        text_of(&first["result"])
+    );
+    let second = d.call("thread", json!({"action": "poll", "id": "spender"}));
+    assert!(second["result"].get("usage").is_none(), "{second}");
+    let own: (i64, i64, f64, i64, i64) = conn
+        .query_row(
+            "SELECT input_tokens, output_tokens, cost_usd, turns, tool_calls FROM session_usage WHERE session_id = ?1",
+            [session],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+        )
+        .unwrap();
+    assert_eq!((own.0, own.1, own.3, own.4), (1007, 10, 1, 1), "{own:?}");
+    assert!((own.2 - 0.011).abs() < 1e-12, "{own:?}");
+    // A new instance (a new serve) of the same session is told nothing twice.
+    d.load(json!({"id": session, "cwd": s.root, "entries": entries}));
+    let again = d.call("thread", json!({"action": "list"}));
+    assert!(again["result"].get("usage").is_none(), "{again}");
+    d.close();
+}

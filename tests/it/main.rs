@@ -54,6 +54,7 @@ mod serve_subtree;
 mod serve_thread;
 mod serve_worker;
 mod session_files;
+mod spend;
 mod store;
 mod top_tmux;
 mod usage_cli;

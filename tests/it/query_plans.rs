@@ -309,7 +309,7 @@ fn stop_and_notice_queries_use_their_indexes() {
 /// `thread_places_by_key` (a subtree, a tree), never a scan of the threads or their places.
 #[test]
 fn usage_queries_use_their_indexes() {
-    let cases: [((&str, &str), &[&str]); 6] = [
+    let cases: [((&str, &str), &[&str]); 11] = [
         (
             sql!("usage_add"),
             &["SEARCH thread_usage USING PRIMARY KEY (thread_id=?)"],
@@ -322,9 +322,35 @@ fn usage_queries_use_their_indexes() {
             sql!("usage_tree_of"),
             &[
                 "SEARCH tree_usage USING PRIMARY KEY (root_session=?)",
+                "SEARCH session_usage USING PRIMARY KEY (session_id=?)",
                 "SEARCH thread_places USING PRIMARY KEY (thread_id=?)",
             ],
         ),
+        (
+            sql!("usage_of_threads"),
+            &["SEARCH u USING PRIMARY KEY (thread_id=?)"],
+        ),
+        (
+            sql!("session_usage_put"),
+            &["SEARCH thread_places USING PRIMARY KEY (thread_id=?)"],
+        ),
+        (
+            sql!("usage_below_thread"),
+            &[
+                "SEARCH a USING PRIMARY KEY (thread_id=?)",
+                "SEARCH d USING COVERING INDEX thread_places_by_key (root_session=? AND tree_key>? AND tree_key<?)",
+                "SEARCH u USING PRIMARY KEY (thread_id=?)",
+            ],
+        ),
+        (
+            sql!("usage_below_session"),
+            &["SEARCH tree_usage USING PRIMARY KEY (root_session=?)"],
+        ),
+        (
+            sql!("usage_told_of"),
+            &["SEARCH usage_told USING PRIMARY KEY (session_id=?)"],
+        ),
+
         (
             sql!("usage_place"),
             &["SEARCH thread_places USING PRIMARY KEY (thread_id=?)"],
@@ -359,6 +385,9 @@ fn usage_queries_use_their_indexes() {
             "threads",
             "thread_places",
             "thread_usage",
+            "tree_usage",
+            "session_usage",
+            "usage_told",
         ] {
             assert!(
                 !text.contains(&format!("SCAN {table} "))

@@ -303,6 +303,34 @@ fn real_pi_usage_across_three_levels_a_resume_and_a_fork() {
         file_row(&lead_file, 0),
         "lead vs its session file",
     );
+    // lead's own `thread` results told its session what docs spent, once (Pi keeps a tool
+    // result's usage with it and counts it in the session's stats); lead's row leaves it out
+    // (docs' row counts it), so the subtree below does not count it twice.
+    let told: Vec<Value> = std::fs::read_to_string(&lead_file)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| {
+            e["type"] == "message"
+                && e["message"]["role"] == "toolResult"
+                && e["message"]["toolName"] == "thread"
+                && !e["message"]["usage"].is_null()
+        })
+        .map(|e| e["message"]["usage"].clone())
+        .collect();
+    let (di, d_o, dcr, dcw, dc) = as_pi(u2);
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert_eq!(
+        (
+            &told[0]["input"],
+            &told[0]["output"],
+            &told[0]["cacheRead"],
+            &told[0]["cacheWrite"]
+        ),
+        (&json!(di), &json!(d_o), &json!(dcr), &json!(dcw)),
+        "{told:?}"
+    );
+    assert!((told[0]["cost"]["total"].as_f64().unwrap() - dc).abs() < 1e-12);
     let docs_file: String = conn
         .query_row(
             "SELECT session_file FROM threads WHERE id = ?1",
@@ -521,5 +549,185 @@ fn real_pi_budget_refuses_new_work_and_keeps_running_children() {
     }
     assert!(root.close(Duration::from_secs(60)).success());
     let left = env.leftovers_after(Duration::from_secs(15));
+    assert!(left.is_empty(), "{left:?}");
+}
+
+/// Spend where the user looks, with real Pi 1.6 as the parent (the extension loaded) and as
+/// the child: the parent's `thread` tool results carry the child's usage (serve's
+/// `--report-usage`), once in all, and Pi adds it to the session's totals, so
+/// `get_session_stats` (the figures of the interactive footer) counts the child's tokens and
+/// cost beside the parent's own; the parent's own turns reach `session_usage`, so
+/// `threadbase usage` counts them as part of the tree and says so.
+#[test]
+fn real_pi_parent_session_stats_count_the_childs_spend_once() {
+    let test = "real_pi_parent_session_stats_count_the_childs_spend_once";
+    let Some((pi, _parents)) = crate::support::pi_child::parent_pi_or_skip(test) else {
+        return;
+    };
+    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    use crate::support::pi_child::{self, CHILD_ANSWER, CHILD_PROMPT};
+    let own = [
+        Usage::new(1000, 10, 0, 0),
+        Usage::new(1100, 11, 0, 0),
+        Usage::new(1200, 12, 0, 0),
+        Usage::new(1300, 13, 0, 0),
+    ];
+    let child = Usage::new(5000, 500, 0, 0);
+    let fake = FakeLlm::with_script([
+        Step::tool_call(
+            "thread",
+            json!({"action": "start", "prompt": CHILD_PROMPT, "taskName": "magic"}),
+        )
+        .with_usage(own[0]),
+        Step::tool_call(
+            "thread",
+            json!({"action": "wait", "id": "magic", "timeoutMs": 60000}),
+        )
+        .with_usage(own[1]),
+        Step::tool_call("thread", json!({"action": "poll", "id": "magic"})).with_usage(own[2]),
+        Step::text("Done.").with_usage(own[3]),
+    ]);
+    fake.route(
+        |r| r.last_user_text().as_deref() == Some(CHILD_PROMPT),
+        Step::text(CHILD_ANSWER).with_usage(child),
+    );
+    let env = hermetic_pi_env(&fake);
+    env.set_model_cost(RATES.0, RATES.1, RATES.2, RATES.3);
+    let path = env.root.path().join("db.sqlite");
+    let mut parent = pi_child::spawn_parent(
+        &pi,
+        &env,
+        &pi_child::extension_dir().join("index.ts"),
+        &path,
+        json!(pi).to_string(),
+        &[],
+    );
+    let events = parent.run(
+        "p1",
+        "Use a background thread to find out the magic word.",
+        Duration::from_secs(120),
+    );
+    let dump = parent.dump();
+
+    // The tool results carry the child's spend, once in all.
+    let ends = pi_child::tool_ends(&events, "thread");
+    assert_eq!(ends.len(), 3, "{dump}");
+    let (ci, co, ccr, ccw, cc) = as_pi(child);
+    let mut told = (0, 0, 0, 0, 0.0);
+    for end in &ends {
+        assert_eq!(end["isError"], false, "{end}");
+        let u = &end["result"]["usage"];
+        if u.is_null() {
+            continue;
+        }
+        let n = |k: &str| u[k].as_i64().unwrap();
+        told = (
+            told.0 + n("input"),
+            told.1 + n("output"),
+            told.2 + n("cacheRead"),
+            told.3 + n("cacheWrite"),
+            told.4 + u["cost"]["total"].as_f64().unwrap(),
+        );
+    }
+    assert_eq!(
+        (told.0, told.1, told.2, told.3),
+        (ci, co, ccr, ccw),
+        "{dump}"
+    );
+    assert!((told.4 - cc).abs() < 1e-12, "{told:?} vs {cc}");
+    // The poll's text shows the child's own spend.
+    let poll_text = content_text(&ends[2]["result"]["content"]);
+    assert!(
+        poll_text.contains(&format!("\nSpent: 5.5k tokens, ${cc:.4}\n")),
+        "{poll_text}"
+    );
+
+    // get_session_stats: the parent's own messages and the child's spend.
+    let mine = expected(&own.iter().map(|u| (*u, 1)).collect::<Vec<_>>());
+    parent.send(&json!({"id": "stats", "type": "get_session_stats"}));
+    let stats = parent.response("stats", Duration::from_secs(30));
+    let data = &stats["data"];
+    assert_eq!(
+        (&data["tokens"]["input"], &data["tokens"]["output"]),
+        (&json!(mine.0 + ci), &json!(mine.1 + co)),
+        "{stats}"
+    );
+    let cost = data["cost"].as_f64().unwrap();
+    assert!(
+        (cost - (mine.4 + cc)).abs() < 1e-12,
+        "cost {cost} vs parent {} + child {cc}: {stats}",
+        mine.4
+    );
+    eprintln!(
+        "{test}: get_session_stats cost {cost:.6} = parent's own {:.6} + child's {cc:.6}",
+        mine.4
+    );
+
+    // The parent's own turns in session_usage, and `threadbase usage` counting them.
+    let header: Value = serde_json::from_str(
+        std::fs::read_to_string(pi_child::parent_session(&env))
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    let session = header["id"].as_str().unwrap().to_string();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let recorded = loop {
+        let row: Option<Row> = db(&path)
+            .query_row(
+                "SELECT input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, turns, tool_calls FROM session_usage WHERE session_id = ?1",
+                [&session],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?)),
+            )
+            .ok();
+        if row.is_some_and(|r| r.5 == 4) || Instant::now() > deadline {
+            break row;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let recorded = recorded.unwrap_or_else(|| panic!("no session_usage row\n{dump}"));
+    assert_row(
+        recorded,
+        (mine.0, mine.1, mine.2, mine.3, mine.4, 4, 3),
+        "the parent's own turns",
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_threadbase"))
+        .arg("--db")
+        .arg(&path)
+        .args(["usage", "--json"])
+        .env_remove("THREADBASE_BUDGET_TOKENS")
+        .env_remove("THREADBASE_BUDGET_USD")
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tree = v["trees"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["rootSession"] == session.as_str())
+        .unwrap_or_else(|| panic!("{v}"));
+    assert_eq!(tree["inputTokens"], json!(mine.0 + ci), "{tree}");
+    assert_eq!(tree["session"]["inputTokens"], json!(mine.0), "{tree}");
+    let text = std::process::Command::new(env!("CARGO_BIN_EXE_threadbase"))
+        .arg("--db")
+        .arg(&path)
+        .arg("usage")
+        .env_remove("THREADBASE_BUDGET_TOKENS")
+        .env_remove("THREADBASE_BUDGET_USD")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains(&format!(
+            "  session {session} itself (its own turns, counted in the total): "
+        )),
+        "{text}"
+    );
+    eprintln!("{text}");
+
+    parent.finish(Duration::from_secs(10));
+    let left = env.leftovers_after(Duration::from_secs(20));
     assert!(left.is_empty(), "{left:?}");
 }

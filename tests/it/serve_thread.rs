@@ -823,7 +823,7 @@ fn content_keeps_the_answers_line_breaks_and_says_when_it_is_cut() {
     assert_eq!(
         text(&r),
         format!(
-            "Wait completed after {waited}ms for \"short answer\".\nPath: /root/short\nStatus: live/idle pid={}\nRunning: yes\nNext: send prompt, poll, or stop\nDetail: summary\n\nResult summary ({} chars):\n{short}",
+            "Wait completed after {waited}ms for \"short answer\".\nPath: /root/short\nStatus: live/idle pid={}\nSpent: 34 tokens\nRunning: yes\nNext: send prompt, poll, or stop\nDetail: summary\n\nResult summary ({} chars):\n{short}",
             snap["pid"],
             short.len()
         )
@@ -1087,7 +1087,7 @@ fn golden_aggregate_progress_and_recoverable_send_errors() {
     assert_eq!(
         text(&list),
         format!(
-            "contract child /root/contract_child - live/busy pid={pid} [id: {}]\nFinish the work /root/finished_child - closed/exited [id: {}]",
+            "contract child /root/contract_child - live/busy pid={pid} [id: {}]\nFinish the work /root/finished_child - closed/exited, 26 tokens [id: {}]",
             live["id"].as_str().unwrap(),
             closed["id"].as_str().unwrap()
         )

@@ -8,7 +8,7 @@
 // extension reads THREADBASE_BIN, THREADBASE_DB, ... from this process's environment.
 //
 // One JSON request per line on stdin, one JSON answer per line on stdout:
-// - {"op":"load","session":{"file","id","cwd"}}: a fresh extension instance (the previous one, if
+// - {"op":"load","session":{"file","id","cwd","entries"?}}: a fresh extension instance (the previous one, if
 //   any, gets `session_shutdown` first) for that session; answers {"tools":[names]}.
 // - {"op":"call","tool","params"}: one execute(); answers {"result","aliased"} (aliased: whether
 //   details.snapshots is the same array as details.threads; null without snapshots) or
@@ -60,7 +60,12 @@ function instance(session) {
 		cwd: session.cwd,
 		hasUI: false,
 		ui: {},
-		sessionManager: { getSessionFile: () => session.file ?? undefined, getSessionId: () => session.id },
+		sessionManager: {
+			getSessionFile: () => session.file ?? undefined,
+			getSessionId: () => session.id,
+			// Only when the test gives the session's entries (Pi's sessionManager.getEntries()).
+			...(Array.isArray(session.entries) ? { getEntries: () => session.entries } : {}),
+		},
 	};
 	return { tools, handlers, ctx, notices };
 }
