@@ -314,7 +314,9 @@ fn the_root_sessions_own_turns_count_in_usage_and_the_budget() {
         .unwrap();
     let out = String::from_utf8_lossy(&out.stdout);
     assert!(
-        out.contains(&format!("tree of session {SESSION}: 1 thread · 2,250 tokens (input 2,100 · output 150 · cache read 0 · cache write 0) · $0.7500 · 4 turns · 2 tool calls\n  session {SESSION} itself (its own turns, counted in the total): 1,250 tokens (input 1,200 · output 50 · cache read 0 · cache write 0) · $0.5000 · 3 turns · 2 tool calls\n")),
+        // The heading ends with the session's start (`· started …`, newest session first).
+        out.contains(&format!("tree of session {SESSION}: 1 thread · 2,250 tokens (input 2,100 · output 150 · cache read 0 · cache write 0) · $0.7500 · 4 turns · 2 tool calls · started "))
+            && out.contains(&format!("\n  session {SESSION} itself (its own turns, counted in the total): 1,250 tokens (input 1,200 · output 50 · cache read 0 · cache write 0) · $0.5000 · 3 turns · 2 tool calls\n")),
         "{out}"
     );
 
