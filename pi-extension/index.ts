@@ -404,6 +404,10 @@ class ServeConnection {
 	/** The own usage last sent with `session_usage` (its JSON), and whether serve declined it. */
 	ownSent = "";
 	ownDeclined = false;
+	/** How many of the session's entries `ownSum` adds up, and the last of them. */
+	ownCounted = 0;
+	ownLast: unknown = undefined;
+	ownSum: Record<string, number> = {};
 
 	/** The untold spend, now told (the caller puts it on the tool result it returns). */
 	takeUsage(): PiUsage | undefined {
@@ -666,7 +670,11 @@ function withSpend(c: ServeConnection, result: ToolResult): ToolResult {
  */
 export function ownUsage(entries: unknown): Record<string, number> | undefined {
 	if (!Array.isArray(entries)) return undefined;
-	const u = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0, turns: 0, toolCalls: 0 };
+	return addOwnUsage(entries, 0, { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0, turns: 0, toolCalls: 0 });
+}
+
+/** Adds the own spend of `entries` from index `from` on to `u` (see [`ownUsage`]); returns `u`. */
+function addOwnUsage(entries: any[], from: number, u: Record<string, number>): Record<string, number> {
 	const add = (x: any) => {
 		if (!x || typeof x !== "object") return;
 		u.input += num(x.input);
@@ -675,7 +683,8 @@ export function ownUsage(entries: unknown): Record<string, number> | undefined {
 		u.cacheWrite += num(x.cacheWrite);
 		u.cost += num(x.cost?.total);
 	};
-	for (const e of entries as any[]) {
+	for (let i = from; i < entries.length; i++) {
+		const e = entries[i];
 		if (e?.type === "usage") add(e.usage);
 		else if ((e?.type === "compaction" || e?.type === "branch_summary") && e.usage) add(e.usage);
 		if (e?.type !== "message") continue;
@@ -701,11 +710,20 @@ async function reportOwnUsage(c: ServeConnection, ctx: any): Promise<void> {
 	if (!c.alive || c.ownDeclined) return;
 	let own: Record<string, number> | undefined;
 	try {
-		own = ownUsage(ctx?.sessionManager?.getEntries?.());
+		const entries = ctx?.sessionManager?.getEntries?.();
+		if (!Array.isArray(entries)) return;
+		// Entries are only appended: go on from the last one counted while it is still in place
+		// (a long session is not summed again at every tool call), else count them all again.
+		const n = c.ownCounted;
+		const from = n > 0 && entries.length >= n && entries[n - 1] === c.ownLast ? n : 0;
+		const base = from > 0 ? { ...c.ownSum } : { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0, turns: 0, toolCalls: 0 };
+		own = addOwnUsage(entries, from, base);
+		c.ownCounted = entries.length;
+		c.ownLast = entries[entries.length - 1];
+		c.ownSum = { ...own };
 	} catch {
 		return;
 	}
-	if (!own) return;
 	const key = JSON.stringify(own);
 	if (key === c.ownSent) return;
 	c.ownSent = key;
@@ -715,6 +733,16 @@ async function reportOwnUsage(c: ServeConnection, ctx: any): Promise<void> {
 	} catch {
 		c.ownSent = "";
 	}
+}
+
+/**
+ * Reports the session's own spend before a call: awaited when the call may be refused by a
+ * budget (its check must count the session's turns), else sent on the same pipe ahead of the
+ * call without waiting for its answer, so a `poll`, `list` or `wait` pays no extra round trip.
+ */
+async function ownUsageFirst(c: ServeConnection, ctx: any, budgeted: boolean): Promise<void> {
+	if (budgeted) await reportOwnUsage(c, ctx);
+	else void reportOwnUsage(c, ctx);
 }
 
 /** The contracts whose tools this extension registers (THREADBASE_TOOLS). */
@@ -1024,7 +1052,7 @@ export default function threadbaseExtension(pi: ExtensionAPI) {
 				async execute(_toolCallId, params, signal, _onUpdate, ctx) {
 					if (signal?.aborted) throw new Error(`${tool.name} aborted`);
 					const c = connection(identityOf(ctx));
-					await reportOwnUsage(c, ctx);
+					await ownUsageFirst(c, ctx, tool.name === "threads_spawn" || tool.name === "threads_send");
 					return withSpend(c, await c.request(tool.name, params));
 				},
 			});
@@ -1044,7 +1072,7 @@ export default function threadbaseExtension(pi: ExtensionAPI) {
 						: `${tool.name} aborted`;
 					if (signal?.aborted) throw new Error(cancelled);
 					const c = connection(identityOf(ctx));
-					await reportOwnUsage(c, ctx);
+					await ownUsageFirst(c, ctx, tool.name === "agent_spawn" || tool.name === "agent_steer");
 					const requestId = c.peekId();
 					const result = await untilAborted(c.request(tool.name, params), signal, cancelled, () => c.forget(requestId));
 					return withSpend(c, result);
@@ -1082,7 +1110,7 @@ export default function threadbaseExtension(pi: ExtensionAPI) {
 			});
 			const progress: Progress | undefined = onUpdate as Progress | undefined;
 			// The session's own spend first, so a start's budget check counts its turns.
-			await reportOwnUsage(c, ctx);
+			await ownUsageFirst(c, ctx, action === "start" || action === "fork" || action === "resume" || action === "send");
 			const requestId = c.peekId();
 			const call = c.request("thread", params, (details) => {
 				progress?.({ content: [{ type: "text", text: progressText(details) }], details });
