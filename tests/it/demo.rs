@@ -140,3 +140,50 @@ fn writing_commands_leave_the_database_whole_in_its_main_file() {
         let _ = std::fs::remove_file(dir.path().join("copy.sqlite-shm"));
     }
 }
+
+/// A reader that stops early (`threadbase demo --keep FILE | head -1`) does not cost the demo
+/// its database: the rest of the output is dropped, the demo runs to its end, keeps FILE and
+/// exits 0; a read command piped into a closed reader exits 0 too.
+#[test]
+fn a_reader_that_stops_early_still_gets_the_kept_database() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let kept = dir.path().join("demo.sqlite");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_threadbase"))
+        .args(["demo", "--keep"])
+        .arg(&kept)
+        .env_remove("THREADBASE_DB")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    // The reader is gone (as `head -1` exits after its line).
+    assert!(first.starts_with("threadbase demo: database"), "{first}");
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows =
+        crate::support::common::threadbase(&kept, &["sql", "SELECT count(*) AS n FROM threads"]);
+    assert!(rows.status.success(), "{rows:?}");
+    assert!(
+        !String::from_utf8_lossy(&rows.stdout).contains(" 0\n"),
+        "{rows:?}"
+    );
+    let mut tree = Command::new(env!("CARGO_BIN_EXE_threadbase"))
+        .arg("--db")
+        .arg(&kept)
+        .arg("tree")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(tree.stdout.take());
+    assert!(tree.wait().unwrap().success());
+}
