@@ -2,13 +2,12 @@
 //!
 //! Why: the schema's `CHECK` constraints list each column's words, and the code used to spell
 //! them out again as strings. As enums, the compiler checks that every state is handled, a row
-//! reads them straight from SQLite's bytes (no `String` per field), and a typo cannot compile.
-//! This module imports nothing of the crate, so every layer (store, runtime, contract, engine)
-//! may use it.
+//! reads them straight from the column's bytes (no `String` per field; `store/values.rs` holds
+//! the conversions, so nothing here knows the database), and a typo cannot compile. This module
+//! imports nothing of the crate, so every layer (store, runtime, contract, engine) may use it.
 
 use std::fmt;
 
-use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
 use serde::{Deserialize, Serialize};
 
 /// An enum stored as one of a fixed set of words (a `TEXT` column with a `CHECK (… IN …)`).
@@ -50,28 +49,6 @@ macro_rules! words {
             }
         }
 
-        impl ToSql for $name {
-            fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
-                Ok(ToSqlOutput::from(self.as_str()))
-            }
-        }
-
-        impl FromSql for $name {
-            fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
-                let word = value.as_bytes()?;
-                $name::from_bytes(word).ok_or_else(|| {
-                    FromSqlError::Other(
-                        format!(
-                            "{} is not a {} (one of {:?})",
-                            String::from_utf8_lossy(word),
-                            stringify!($name),
-                            [$($word),+]
-                        )
-                        .into(),
-                    )
-                })
-            }
-        }
     )+};
 }
 
@@ -294,18 +271,6 @@ macro_rules! eq_text {
 
 eq_text!(str, &str, String);
 
-impl ToSql for ThreadId {
-    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
-        Ok(ToSqlOutput::from(self.0.as_str()))
-    }
-}
-
-impl FromSql for ThreadId {
-    fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
-        String::column_result(value).map(ThreadId)
-    }
-}
-
 /// A manager's row id (`managers.id`): one tool contract's view of one session.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(transparent)]
@@ -320,18 +285,6 @@ impl ManagerId {
 impl fmt::Display for ManagerId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.0.fmt(f)
-    }
-}
-
-impl ToSql for ManagerId {
-    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
-        self.0.to_sql()
-    }
-}
-
-impl FromSql for ManagerId {
-    fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
-        i64::column_result(value).map(ManagerId)
     }
 }
 
@@ -400,36 +353,6 @@ mod tests {
     }
 
     use super::*;
-    use rusqlite::Connection;
-
-    /// Each enum's words are exactly the words the schema's CHECK constraint admits: every
-    /// value round-trips through a real column, and a word outside the set is refused.
-    #[test]
-    fn every_word_round_trips_through_a_checked_column() {
-        let conn = Connection::open_in_memory().unwrap();
-        fn round_trip<T>(conn: &Connection, all: &[T])
-        where
-            T: ToSql + FromSql + PartialEq + fmt::Debug + Copy,
-        {
-            for v in all {
-                let back: T = conn.query_row("SELECT ?1", [v], |r| r.get(0)).unwrap();
-                assert_eq!(&back, v);
-            }
-            let refused = conn.query_row("SELECT 'nonsense'", [], |r| r.get::<_, T>(0));
-            assert!(refused.is_err(), "a word outside the set reads as an error");
-        }
-        round_trip(&conn, Contract::ALL);
-        round_trip(&conn, ThreadStatus::ALL);
-        round_trip(&conn, Phase::ALL);
-        round_trip(&conn, AgentState::ALL);
-        round_trip(&conn, ExitKind::ALL);
-        round_trip(&conn, Outcome::ALL);
-        round_trip(&conn, CommandKind::ALL);
-        round_trip(&conn, CommandState::ALL);
-        round_trip(&conn, Direction::ALL);
-        round_trip(&conn, MailKind::ALL);
-        round_trip(&conn, MailState::ALL);
-    }
 
     #[test]
     fn words_match_the_schema() {

@@ -10,6 +10,7 @@ pub mod adopt;
 pub mod agents;
 pub mod check;
 pub mod commands;
+mod errors;
 pub mod events;
 pub mod launches;
 pub mod lifecycle;
@@ -25,6 +26,7 @@ pub mod snapshots;
 pub mod threads;
 mod trim;
 pub mod usage;
+mod values;
 mod wal;
 pub mod workers;
 

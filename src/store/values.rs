@@ -1,0 +1,119 @@
+//! How the ground's values are stored: each state enum of [`crate::domain`] as the word its
+//! column's `CHECK` admits, a [`ThreadId`] as its text, a [`ManagerId`] as its integer. The one
+//! place those types meet SQLite, so `domain` knows nothing of the database (a second backend
+//! adds its own conversions here, beside these).
+
+use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
+
+use crate::domain::{
+    AgentState, CommandKind, CommandState, Contract, Direction, ExitKind, MailKind, MailState,
+    ManagerId, Outcome, Phase, ThreadId, ThreadStatus,
+};
+
+/// `ToSql` and `FromSql` for enums of words: written as the word, read back only as one of the
+/// enum's words (anything else is an error naming the words it may be).
+macro_rules! stored_as_words {
+    ($($name:ident),+) => {$(
+        impl ToSql for $name {
+            fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+                Ok(ToSqlOutput::from(self.as_str()))
+            }
+        }
+
+        impl FromSql for $name {
+            fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
+                let word = value.as_bytes()?;
+                std::str::from_utf8(word)
+                    .ok()
+                    .and_then($name::parse)
+                    .ok_or_else(|| {
+                        FromSqlError::Other(
+                            format!(
+                                "{} is not a {} (one of {:?})",
+                                String::from_utf8_lossy(word),
+                                stringify!($name),
+                                $name::ALL.iter().map(|v| v.as_str()).collect::<Vec<_>>()
+                            )
+                            .into(),
+                        )
+                    })
+            }
+        }
+    )+};
+}
+
+stored_as_words!(
+    Contract,
+    ThreadStatus,
+    Phase,
+    AgentState,
+    ExitKind,
+    Outcome,
+    CommandKind,
+    CommandState,
+    MailState,
+    Direction,
+    MailKind
+);
+
+impl ToSql for ThreadId {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::from(self.as_str()))
+    }
+}
+
+impl FromSql for ThreadId {
+    fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
+        String::column_result(value).map(ThreadId::from)
+    }
+}
+
+impl ToSql for ManagerId {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        self.0.to_sql()
+    }
+}
+
+impl FromSql for ManagerId {
+    fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
+        i64::column_result(value).map(ManagerId)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rusqlite::Connection;
+    use std::fmt;
+
+
+    /// Each enum's words are exactly the words the schema's CHECK constraint admits: every
+    /// value round-trips through a real column, and a word outside the set is refused.
+    #[test]
+    fn every_word_round_trips_through_a_checked_column() {
+        let conn = Connection::open_in_memory().unwrap();
+        fn round_trip<T>(conn: &Connection, all: &[T])
+        where
+            T: ToSql + FromSql + PartialEq + fmt::Debug + Copy,
+        {
+            for v in all {
+                let back: T = conn.query_row("SELECT ?1", [v], |r| r.get(0)).unwrap();
+                assert_eq!(&back, v);
+            }
+            let refused = conn.query_row("SELECT 'nonsense'", [], |r| r.get::<_, T>(0));
+            assert!(refused.is_err(), "a word outside the set reads as an error");
+        }
+        round_trip(&conn, Contract::ALL);
+        round_trip(&conn, ThreadStatus::ALL);
+        round_trip(&conn, Phase::ALL);
+        round_trip(&conn, AgentState::ALL);
+        round_trip(&conn, ExitKind::ALL);
+        round_trip(&conn, Outcome::ALL);
+        round_trip(&conn, CommandKind::ALL);
+        round_trip(&conn, CommandState::ALL);
+        round_trip(&conn, Direction::ALL);
+        round_trip(&conn, MailKind::ALL);
+        round_trip(&conn, MailState::ALL);
+    }
+
+}
