@@ -184,4 +184,3 @@ impl From<serde_json::Error> for Error {
         ))
     }
 }
-

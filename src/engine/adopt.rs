@@ -32,7 +32,7 @@ pub fn adopt_reference(
     me: ProcessIdentity,
     reference: &str,
     to: Option<ManagerId>,
-    target: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<ManagerId>,
+    target: impl FnOnce(&crate::store::Tx<'_>) -> Result<ManagerId>,
     by: &str,
 ) -> Result<Found> {
     let found = adopt::candidates(&*store.read()?, reference, to)?;

@@ -8,10 +8,9 @@
 //! the transaction that reserves the work, and every serve of the tree (each child's own)
 //! checks the same rows.
 
-use rusqlite::Connection;
-
 use crate::error::{Error, ErrorCode, Result};
 use crate::store::usage::{tree_spend, TreeOf, TreeUsage};
+use crate::store::Conn;
 
 pub const TOKENS_VAR: &str = "THREADBASE_BUDGET_TOKENS";
 pub const USD_VAR: &str = "THREADBASE_BUDGET_USD";
@@ -86,7 +85,7 @@ impl Budget {
     }
 
     /// Refuses `action` (e.g. "start") when the tree `of` belongs to has reached a cap.
-    pub fn check(&self, conn: &Connection, of: TreeOf<'_>, action: &str) -> Result<()> {
+    pub fn check(&self, conn: &Conn, of: TreeOf<'_>, action: &str) -> Result<()> {
         if !self.is_set() {
             return Ok(());
         }
@@ -118,7 +117,7 @@ impl super::Engine {
     /// thread and session.
     pub(super) fn check_budget(
         &self,
-        conn: &Connection,
+        conn: &Conn,
         thread_id: Option<&str>,
         action: &str,
     ) -> Result<()> {

@@ -19,6 +19,7 @@ use crate::contract::ToolResult;
 use crate::error::{Error, Result};
 use crate::store::snapshots::{self, View};
 use crate::store::threads::{threads_by_ids, ThreadRow};
+use crate::store::Conn;
 use crate::store::Store;
 
 /// Keys the filler renders in one write transaction (short, so other writes wait little).
@@ -156,7 +157,7 @@ impl SnapshotCache {
 
 /// Renders each key's view from the rows read in `tx` (a write transaction) and keeps it.
 /// Returns how many were kept (busy or removed threads are skipped).
-pub(super) fn fill_batch(tx: &rusqlite::Connection, keys: &[Key]) -> Result<usize> {
+pub(super) fn fill_batch(tx: &Conn, keys: &[Key]) -> Result<usize> {
     let mut ids: Vec<&str> = keys.iter().map(|k| k.0.as_str()).collect();
     ids.sort_unstable();
     ids.dedup();
@@ -318,7 +319,7 @@ mod tests {
     /// Every kind of change to a thread's rows drops its kept answers in the same transaction.
     #[test]
     fn every_change_to_the_rows_drops_the_kept_answers() {
-        type Change<'a> = &'a dyn Fn(&rusqlite::Transaction<'_>) -> Result<()>;
+        type Change<'a> = &'a dyn Fn(&crate::store::Tx<'_>) -> Result<()>;
         let changes: [(&str, Change<'_>); 6] = [
             ("archive", &|tx| {
                 tx.execute("UPDATE threads SET archived = 1 WHERE id = 'thread_a'", [])?;

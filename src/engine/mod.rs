@@ -44,7 +44,7 @@ pub fn restore_dead_owners(
 }
 
 /// A thread's retained output (`thread_output`); empty when none was recorded yet.
-pub fn output_facts(conn: &rusqlite::Connection, id: &str) -> Result<OutputFacts> {
+pub fn output_facts(conn: &crate::store::Conn, id: &str) -> Result<OutputFacts> {
     crate::store::output::of_thread(conn, id)
 }
 
@@ -53,7 +53,7 @@ pub fn output_facts(conn: &rusqlite::Connection, id: &str) -> Result<OutputFacts
 /// shows at that detail (only its last few: they are what the snapshot shows), and what each
 /// spent.
 pub fn thread_facts(
-    conn: &rusqlite::Connection,
+    conn: &crate::store::Conn,
     rows: Vec<ThreadRow>,
     detail: Detail,
 ) -> Result<Vec<ThreadFacts>> {

@@ -12,7 +12,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rusqlite::Transaction;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::domain::Phase;
@@ -20,6 +19,7 @@ use crate::error::Result;
 use crate::store::events::{self, NewEvent};
 use crate::store::usage::{self, Usage};
 use crate::store::Store;
+use crate::store::Tx;
 use crate::store::{lifecycle, notices, output};
 
 /// Operations per transaction at most.
@@ -31,7 +31,7 @@ pub const STDERR_TAIL_BYTES: usize = 12_000;
 const CHANNEL_CAPACITY: usize = 16_384;
 
 /// An ordered write closure, for writes that must follow the events sent before them.
-pub type WriteFn = Box<dyn FnOnce(&Transaction<'_>) -> Result<()> + Send>;
+pub type WriteFn = Box<dyn FnOnce(&Tx<'_>) -> Result<()> + Send>;
 
 /// One fact to record.
 pub enum IngestOp {
@@ -136,7 +136,7 @@ impl Ingest {
     /// Runs `f` in order after everything sent before, and returns its result.
     pub async fn write<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&Transaction<'_>) -> Result<T> + Send + 'static,
+        f: impl FnOnce(&Tx<'_>) -> Result<T> + Send + 'static,
     ) -> Result<T> {
         let slot = Arc::new(std::sync::Mutex::new(None));
         let out = slot.clone();
@@ -257,7 +257,7 @@ struct ThreadFacts<'a> {
     usage: Option<(Usage, &'a str)>,
 }
 
-fn apply(tx: &Transaction<'_>, ops: &[IngestOp]) -> Result<()> {
+fn apply(tx: &Tx<'_>, ops: &[IngestOp]) -> Result<()> {
     let mut threads: Vec<(&str, ThreadFacts<'_>)> = Vec::new();
     let mut index: HashMap<&str, usize> = HashMap::new();
     // A child's operations come in runs: look the thread up only when it changes.
@@ -346,7 +346,7 @@ fn apply(tx: &Transaction<'_>, ops: &[IngestOp]) -> Result<()> {
 /// in the batch, or a busy row), the time of that idle change: the thread's parent is told
 /// ([`notices`], contract A only). One primary-key read, only for a batch that ends idle.
 fn settles<'a>(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     thread_id: &str,
     phases: &[(Phase, &'a str)],
 ) -> Result<Option<&'a str>> {
@@ -392,7 +392,7 @@ mod tests {
 
     /// The batch semantics before facts were coalesced per thread: every phase, assistant and
     /// turn change runs as its own statement in order, then events, partials and stderr.
-    fn reference_apply(tx: &Transaction<'_>, ops: &[IngestOp]) -> Result<()> {
+    fn reference_apply(tx: &Tx<'_>, ops: &[IngestOp]) -> Result<()> {
         let mut events_by_thread: Vec<(&str, Vec<NewEvent<'_>>)> = Vec::new();
         let mut partial: Vec<(&str, &str)> = Vec::new();
         let mut stderr: Vec<(&str, Vec<u8>)> = Vec::new();

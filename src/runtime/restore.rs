@@ -192,7 +192,7 @@ fn session_messages(c: &Candidate) -> Vec<Usage> {
 /// Closes one thread of a dead owner as stale (contract B: paused), adding the usage of the
 /// messages of its session file its row has not counted; false if it changed meanwhile.
 fn restore_in(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &crate::store::Tx<'_>,
     c: &Candidate,
     messages: &[Usage],
     texts: &RestoreTexts,

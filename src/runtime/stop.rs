@@ -7,7 +7,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rusqlite::Transaction;
 use serde_json::{json, Value};
 use tokio::sync::watch;
 
@@ -18,6 +17,7 @@ use super::{Runtime, LAUNCH_WAIT, LOG_TARGET};
 use crate::domain::ExitKind;
 use crate::error::{ErrorCode, Result};
 use crate::store::events::{self, NewEvent};
+use crate::store::Tx;
 use crate::store::{lifecycle, notices};
 use crate::time::now_iso;
 
@@ -264,7 +264,7 @@ impl Runtime {
 /// `notice`, writes the parent's notice (contract A's threads; the session's own stop and a
 /// launch its caller saw fail close without one).
 pub(super) fn close_row(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     thread_id: &str,
     launch_seq: i64,
     exit: &ExitRecord,

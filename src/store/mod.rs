@@ -55,6 +55,14 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 /// A pooled read connection.
 pub type ReadConn = r2d2::PooledConnection<SqliteConnectionManager>;
 
+/// A connection as the store's functions take it (a reader from [`Store::read`], or the
+/// writer's transaction, which is one too). Code outside `store/` names it only to pass it on
+/// to those functions: the seam where a second backend changes what it is.
+pub type Conn = Connection;
+
+/// The transaction [`Store::write`] hands its closure; passed on to the store's functions.
+pub type Tx<'c> = Transaction<'c>;
+
 /// An open database: the writer connection and the reader pool.
 pub struct Store {
     path: PathBuf,

@@ -86,7 +86,6 @@ mod tests {
     use rusqlite::Connection;
     use std::fmt;
 
-
     /// Each enum's words are exactly the words the schema's CHECK constraint admits: every
     /// value round-trips through a real column, and a word outside the set is refused.
     #[test]
@@ -115,5 +114,4 @@ mod tests {
         round_trip(&conn, MailKind::ALL);
         round_trip(&conn, MailState::ALL);
     }
-
 }

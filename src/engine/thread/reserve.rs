@@ -3,9 +3,9 @@
 //! file, and closing a reservation whose launch failed.
 
 use crate::domain::{ExitKind, ManagerId, ThreadId};
+use crate::store::{Conn, Tx};
 use std::path::{Path, PathBuf};
 
-use rusqlite::{Connection, Transaction};
 use serde_json::json;
 
 use super::Engine;
@@ -35,16 +35,12 @@ pub(super) fn check_depth_at(e: &Engine, depth: i64) -> Result<()> {
     Ok(())
 }
 
-pub(super) fn check_live_count(e: &Engine, conn: &Connection) -> Result<()> {
+pub(super) fn check_live_count(e: &Engine, conn: &Conn) -> Result<()> {
     check_live_count_of(e, conn, e.manager_id)
 }
 
 /// PI_THREADS_MAX_THREADS holds per manager: `manager_id`'s live threads.
-pub(super) fn check_live_count_of(
-    e: &Engine,
-    conn: &Connection,
-    manager_id: ManagerId,
-) -> Result<()> {
+pub(super) fn check_live_count_of(e: &Engine, conn: &Conn, manager_id: ManagerId) -> Result<()> {
     let live = threads::count_live(conn, manager_id)?;
     let max = e.cfg.settings.limits.max_threads;
     if live >= max {
@@ -95,7 +91,7 @@ fn limit_message(live: i64, max: i64, idle: &[threads::IdleThread], cleanup_on: 
 }
 
 /// The caller's own thread id, when the caller is a managed thread recorded in this database.
-pub(super) fn parent_thread_id(e: &Engine, conn: &Connection) -> Result<Option<ThreadId>> {
+pub(super) fn parent_thread_id(e: &Engine, conn: &Conn) -> Result<Option<ThreadId>> {
     let Some(id) = &e.cfg.self_id else {
         return Ok(None);
     };
@@ -106,7 +102,7 @@ pub(super) fn parent_thread_id(e: &Engine, conn: &Connection) -> Result<Option<T
 /// generated one probes `_2`, `_3`, … with one indexed lookup each.
 pub(super) fn choose_task_name(
     e: &Engine,
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     explicit: Option<&str>,
     base: &str,
 ) -> Result<(String, String)> {
@@ -235,7 +231,7 @@ pub(super) fn check_new_child(e: &Engine, args: &[String]) -> Result<()> {
 /// hold for `verb`, and a free task name and path (`(task, path)`).
 pub(super) fn claim_path(
     e: &Engine,
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     verb: &str,
     task_name: Option<&str>,
     base: &str,
@@ -259,7 +255,7 @@ pub(super) struct Child<'a> {
 }
 
 /// Inserts `child`'s row, in the reserving transaction.
-pub(super) fn insert_child(e: &Engine, tx: &Transaction<'_>, child: &Child<'_>) -> Result<()> {
+pub(super) fn insert_child(e: &Engine, tx: &Tx<'_>, child: &Child<'_>) -> Result<()> {
     threads::insert_thread(
         tx,
         &threads::NewThread {

@@ -21,7 +21,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::runtime::{LaunchSpec, StartKind};
 use crate::serve::output::Reply;
 use crate::store::threads::{thread_ancestors, thread_by_id_any, ThreadRow};
-use rusqlite::Connection;
+use crate::store::Conn;
 
 /// What a resume did, as the serve that carried it out records it.
 #[derive(Debug, Serialize, Deserialize)]
@@ -214,7 +214,7 @@ pub(super) async fn resume_here(e: &Engine, row: &ThreadRow, place: Place) -> Re
 /// then its own `args`, as its own manager's serve would have launched it.
 fn descendant_argv(
     e: &Engine,
-    conn: &Connection,
+    conn: &Conn,
     row: &ThreadRow,
     session: &Path,
 ) -> Result<Vec<String>> {

@@ -49,7 +49,6 @@ pub use snapshot::snapshot_workers;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
-use rusqlite::Connection;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
@@ -63,6 +62,7 @@ use crate::runtime::process::ProcessIdentity;
 use crate::serve::output::Reply;
 use crate::store::reports::ReportRow;
 use crate::store::workers::{self, Outcome, WorkerRow};
+use crate::store::Conn;
 use crate::store::Store;
 
 /// Workers whose current run `threads_interrupt` is aborting; the monitor records the run as
@@ -182,7 +182,7 @@ fn facts_of(rows: Vec<WorkerRow>) -> Vec<WorkerFacts> {
     rows.into_iter().map(|r| Worker::from(r).facts).collect()
 }
 
-fn find(conn: &Connection, id: &str) -> Result<Option<Worker>> {
+fn find(conn: &Conn, id: &str) -> Result<Option<Worker>> {
     Ok(workers::worker_by_id(conn, id)?.map(Worker::from))
 }
 

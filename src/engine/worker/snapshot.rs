@@ -1,16 +1,15 @@
 //! `threads.snapshot`: read-only, so it takes any connection (serve's reader, `threadbase
 //! http`'s).
 
-use rusqlite::Connection;
-
 use super::facts_of;
 use crate::contract::worker::WorkerFacts;
 use crate::error::Result;
 use crate::store::workers;
+use crate::store::Conn;
 
 /// The facts of the given coordinators' workers (hidden ones included), oldest first, in one
 /// query. Usable from any process holding the database.
-pub fn snapshot_workers(conn: &Connection, coordinator_ids: &[String]) -> Result<Vec<WorkerFacts>> {
+pub fn snapshot_workers(conn: &Conn, coordinator_ids: &[String]) -> Result<Vec<WorkerFacts>> {
     Ok(facts_of(workers::workers_of_coordinators(
         conn,
         coordinator_ids,
