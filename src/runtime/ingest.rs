@@ -386,7 +386,6 @@ fn decisive_phases<'p, 'a>(phases: &'p [(Phase, &'a str)]) -> Vec<&'p (Phase, &'
 mod tests {
     use super::*;
     use crate::domain::{ThreadId, ThreadStatus};
-    use rusqlite::types::ValueRef;
 
     use crate::store::threads::{insert_thread, upsert_manager, Contract, ManagerSpec, NewThread};
 
@@ -513,20 +512,7 @@ mod tests {
                     CASE WHEN turns > 0 THEN updated_at END
              FROM tree_usage ORDER BY root_session",
         ] {
-            let mut stmt = conn.prepare(sql).unwrap();
-            let n = stmt.column_count();
-            let mut q = stmt.query([]).unwrap();
-            while let Some(r) = q.next().unwrap() {
-                let cells: Vec<String> = (0..n)
-                    .map(|i| match r.get_ref(i).unwrap() {
-                        ValueRef::Text(t) | ValueRef::Blob(t) => {
-                            String::from_utf8_lossy(t).into_owned()
-                        }
-                        other => format!("{other:?}"),
-                    })
-                    .collect();
-                rows.push(cells.join("|"));
-            }
+            rows.extend(crate::store::rows_as_text(&conn, sql).unwrap());
         }
         rows
     }

@@ -18,7 +18,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags};
 use serde_json::json;
 use tokio::sync::mpsc;
 
@@ -26,7 +25,7 @@ use crate::engine::Engine;
 use crate::error::Result;
 use crate::serve::output::Output;
 use crate::store::commands::{self, CommandKind, CommandState, PendingCommand};
-use crate::store::{mailbox, Store};
+use crate::store::{mailbox, Conn, Store};
 
 /// How often the change counter is read.
 pub const POLL: Duration = Duration::from_millis(50);
@@ -41,21 +40,18 @@ pub const OWNER_CHECK: Duration = Duration::from_secs(1);
 /// `out`), to the children its runtime owns and the threads its manager holds (commands) and
 /// to its contract B side, until `out` closes.
 pub async fn run(engine: Arc<Engine>, out: Output) {
-    let db = engine.config().db.clone();
     let store = engine.store().clone();
     let agent = engine.agent_host().clone();
     let session_id = engine.config().session_id.clone();
-    let Ok(conn) = Connection::open_with_flags(
-        &db,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    ) else {
-        tracing::error!(
-            "the row watcher could not open {}; cross-process notices are off",
-            db.display()
-        );
-        return;
+    let watch = match store.change_watch() {
+        Ok(w) => w,
+        Err(e) => {
+            tracing::error!(
+                "the row watcher could not open the database ({e}); cross-process notices are off"
+            );
+            return;
+        }
     };
-    let _ = conn.busy_timeout(crate::store::BUSY_TIMEOUT);
     let queues = Queues::default();
     let mut seen: Option<i64> = None;
     let mut tick = tokio::time::interval(POLL);
@@ -78,7 +74,7 @@ pub async fn run(engine: Arc<Engine>, out: Output) {
         if out.is_closed() {
             return;
         }
-        let version: i64 = match conn.query_row("PRAGMA data_version", [], |r| r.get(0)) {
+        let version: i64 = match watch.version() {
             Ok(v) => v,
             Err(_) => continue,
         };
@@ -86,10 +82,10 @@ pub async fn run(engine: Arc<Engine>, out: Output) {
             continue;
         }
         seen = Some(version);
-        if let Err(e) = deliver_notices(&conn, &store, &engine, &session_id, &out) {
+        if let Err(e) = deliver_notices(watch.conn(), &store, &engine, &session_id, &out) {
             tracing::warn!("delivering notices failed: {e}");
         }
-        match pending_commands(&conn, &engine) {
+        match pending_commands(watch.conn(), &engine) {
             Ok(pending) => {
                 if let Err(e) = dispatch(&engine, &queues, pending) {
                     tracing::warn!("claiming commands failed: {e}");
@@ -97,7 +93,7 @@ pub async fn run(engine: Arc<Engine>, out: Output) {
             }
             Err(e) => tracing::warn!("reading commands failed: {e}"),
         }
-        match agent.rows_changed(&conn, &out) {
+        match agent.rows_changed(watch.conn(), &out) {
             Ok((steer_ids, settled)) => agent.sweep(steer_ids, settled).await,
             Err(e) => tracing::warn!("reading agent rows failed: {e}"),
         }
@@ -108,7 +104,7 @@ pub async fn run(engine: Arc<Engine>, out: Output) {
 /// wait while a `wait` holds their thread, and with `THREADBASE_NOTICES=off` are marked
 /// delivered without going out.
 fn deliver_notices(
-    conn: &Connection,
+    conn: &Conn,
     store: &Store,
     engine: &Engine,
     session_id: &str,
@@ -155,7 +151,7 @@ async fn restore_dead_owners(engine: &Arc<Engine>) {
     }
 }
 
-fn pending_commands(conn: &Connection, engine: &Engine) -> Result<Vec<PendingCommand>> {
+fn pending_commands(conn: &Conn, engine: &Engine) -> Result<Vec<PendingCommand>> {
     let me = engine.runtime().owner();
     commands::pending(conn, (me.pid, me.started_at), engine.manager_id())
 }

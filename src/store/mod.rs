@@ -63,6 +63,62 @@ pub type Conn = Connection;
 /// The transaction [`Store::write`] hands its closure; passed on to the store's functions.
 pub type Tx<'c> = Transaction<'c>;
 
+/// A read-only connection of its own that tells when another connection (of this process or
+/// another) committed: the row watcher's (`serve/watcher.rs`). Its reads see the latest commit.
+pub struct ChangeWatch {
+    conn: Connection,
+}
+
+impl ChangeWatch {
+    /// The database's change counter (`PRAGMA data_version`): it moves whenever another
+    /// connection commits.
+    pub fn version(&self) -> Result<i64> {
+        Ok(self
+            .conn
+            .query_row("PRAGMA data_version", [], |r| r.get(0))?)
+    }
+
+    /// The connection, for the store's reads of what changed.
+    pub fn conn(&self) -> &Conn {
+        &self.conn
+    }
+}
+
+impl Store {
+    /// A [`ChangeWatch`] on this database (a read-only connection apart from the pool).
+    pub fn change_watch(&self) -> Result<ChangeWatch> {
+        let conn = Connection::open_with_flags(
+            &self.path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        Ok(ChangeWatch { conn })
+    }
+}
+
+/// The rows of `sql` (no parameters), each as its cells' text joined with `|` (a blob as its
+/// bytes, other values as their debug form): for tests that compare whole tables.
+pub fn rows_as_text(conn: &Conn, sql: &str) -> Result<Vec<String>> {
+    use rusqlite::types::ValueRef;
+    let mut stmt = conn.prepare(sql)?;
+    let n = stmt.column_count();
+    let mut q = stmt.query([])?;
+    let mut rows = Vec::new();
+    while let Some(r) = q.next()? {
+        let cells: Vec<String> = (0..n)
+            .map(|i| match r.get_ref(i) {
+                Ok(ValueRef::Text(t) | ValueRef::Blob(t)) => {
+                    String::from_utf8_lossy(t).into_owned()
+                }
+                Ok(other) => format!("{other:?}"),
+                Err(e) => format!("<{e}>"),
+            })
+            .collect();
+        rows.push(cells.join("|"));
+    }
+    Ok(rows)
+}
+
 /// An open database: the writer connection and the reader pool.
 pub struct Store {
     path: PathBuf,
