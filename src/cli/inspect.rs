@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use rusqlite::Connection;
+use crate::store::Conn;
 use serde_json::{json, Value};
 
 use super::forest::{self, Node};
@@ -89,7 +89,7 @@ pub struct TreeFilters<'a> {
 
 /// The session `--session` names (resolved before anything is listed), if given.
 pub fn selected_session(
-    conn: &Connection,
+    conn: &Conn,
     selector: Option<&str>,
 ) -> Result<Option<crate::store::sessions::SessionInfo>> {
     selector
@@ -100,7 +100,7 @@ pub fn selected_session(
 /// The trees of the listed threads, newest session first, narrowed by `--match` and
 /// `--session`.
 fn filtered_trees(
-    conn: &Connection,
+    conn: &Conn,
     mut listing: crate::store::list::Listing,
     filters: &TreeFilters<'_>,
 ) -> Result<Vec<forest::Tree>> {
@@ -215,7 +215,7 @@ pub struct Within<'a> {
 
 impl Within<'_> {
     /// The thread `reference` names among these threads.
-    pub fn resolve(&self, conn: &Connection, reference: &str) -> Result<ThreadRow> {
+    pub fn resolve(&self, conn: &Conn, reference: &str) -> Result<ThreadRow> {
         let session = selected_session(conn, self.session)?;
         crate::store::refs::resolve_anywhere(conn, reference, self.manager, session.as_ref())
     }
@@ -380,7 +380,7 @@ pub fn events_matching(
 
 /// The Pi session a thread's tree belongs to, as `--session` names it: `"name" started … (id
 /// …)`; `-` before V4.
-fn session_text(conn: &Connection, id: &str) -> Result<String> {
+fn session_text(conn: &Conn, id: &str) -> Result<String> {
     use crate::store::sessions;
     let Some(root) = sessions::root_of_thread(conn, id)? else {
         return Ok("-".to_string());
@@ -417,7 +417,7 @@ fn exit_text(t: &ThreadRow, kind: ExitKind) -> String {
     s
 }
 
-fn thread_json(conn: &Connection, t: &ThreadRow) -> Result<Value> {
+fn thread_json(conn: &Conn, t: &ThreadRow) -> Result<Value> {
     let (session, contract) = manager_of_thread(conn, &t.id)?.unwrap_or_default();
     let mut v = serde_json::to_value(t)?;
     if let Value::Object(m) = &mut v {

@@ -9,7 +9,6 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use globset::{GlobSet, GlobSetBuilder};
-use rusqlite::OptionalExtension;
 
 use crate::domain::{ExitKind, ThreadStatus};
 use crate::error::{Error, Result};
@@ -102,24 +101,17 @@ fn stop(db: &Path, args: &StopArgs<'_>, out: &mut dyn Write) -> Result<ExitCode>
     let store = Store::open_existing(db)?;
     let targets: Vec<Target> = {
         let conn = store.read()?;
-        let mut stmt = conn.prepare_cached(include_str!("../../sql/stop_candidates.sql"))?;
-        let rows = stmt.query_map([args.manager], |r| {
-            let pid: Option<i64> = r.get(3)?;
-            let started: Option<i64> = r.get(4)?;
-            Ok(Target {
-                id: r.get(0)?,
-                path: r.get(1)?,
-                session: r.get(2)?,
-                owner: pid
-                    .zip(started)
-                    .map(|(pid, started_at)| ProcessIdentity { pid, started_at }),
-            })
-        })?;
         let mut v = Vec::new();
-        for t in rows {
-            let t = t?;
+        for t in commands::stop_candidates(&conn, args.manager)? {
             if globs.is_match(&t.path) {
-                v.push(t);
+                v.push(Target {
+                    id: t.id.to_string(),
+                    path: t.path,
+                    session: t.session,
+                    owner: t
+                        .owner
+                        .map(|(pid, started_at)| ProcessIdentity { pid, started_at }),
+                });
             }
         }
         v
@@ -160,14 +152,12 @@ fn stop(db: &Path, args: &StopArgs<'_>, out: &mut dyn Write) -> Result<ExitCode>
     let mut outcomes: Vec<Option<(Outcome, Option<ExitKind>)>> = vec![None; targets.len()];
     loop {
         let conn = store.read()?;
-        let mut stmt = conn.prepare_cached(include_str!("../../sql/stop_outcome.sql"))?;
         for (i, t) in targets.iter().enumerate() {
             if outcomes[i].is_some() {
                 continue;
             }
-            let row: Option<(ThreadStatus, Option<ExitKind>)> = stmt
-                .query_row([&t.id], |r| Ok((r.get(0)?, r.get(1)?)))
-                .optional()?;
+            let row: Option<(ThreadStatus, Option<ExitKind>)> =
+                commands::stop_outcome(&conn, &t.id)?;
             match row {
                 Some((status, exit)) if status != ThreadStatus::Live => {
                     let how = if restored.contains(&t.id) {
@@ -181,7 +171,6 @@ fn stop(db: &Path, args: &StopArgs<'_>, out: &mut dyn Write) -> Result<ExitCode>
                 Some(_) => {}
             }
         }
-        drop(stmt);
         drop(conn);
         if outcomes.iter().all(Option::is_some) || Instant::now() >= deadline {
             break;

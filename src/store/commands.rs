@@ -113,3 +113,43 @@ pub fn abandon(conn: &Connection, id: i64, why: &str) -> Result<()> {
         .execute((id, why, now_iso()))?;
     Ok(())
 }
+
+/// A live thread `threadbase stop` may stop, with the serve that holds it.
+#[derive(Debug, Clone)]
+pub struct StopCandidate {
+    pub id: ThreadId,
+    pub path: String,
+    pub session: String,
+    /// The holding serve's pid and start time, when recorded.
+    pub owner: Option<(i64, i64)>,
+}
+
+/// Every live thread (of the manager with session id `manager`, if given), in path order
+/// (sql/stop_candidates.sql); the caller matches the paths against its globs.
+pub fn stop_candidates(conn: &Connection, manager: Option<&str>) -> Result<Vec<StopCandidate>> {
+    let mut stmt = conn.prepare_cached(include_str!("../../sql/stop_candidates.sql"))?;
+    let rows = stmt.query_map([manager], |r| {
+        let pid: Option<i64> = r.get("owner_pid")?;
+        let started: Option<i64> = r.get("owner_started_at")?;
+        Ok(StopCandidate {
+            id: r.get("id")?,
+            path: r.get("path")?,
+            session: r.get("session_id")?,
+            owner: pid.zip(started),
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// Whether a thread `threadbase stop` asked to stop is still live, and its exit once closed;
+/// `None` when the row is gone (sql/stop_outcome.sql).
+pub fn stop_outcome(
+    conn: &Connection,
+    id: &str,
+) -> Result<Option<(crate::domain::ThreadStatus, Option<crate::domain::ExitKind>)>> {
+    use rusqlite::OptionalExtension;
+    Ok(conn
+        .prepare_cached(include_str!("../../sql/stop_outcome.sql"))?
+        .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?)
+}
