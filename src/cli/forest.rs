@@ -7,9 +7,8 @@
 
 use std::collections::HashMap;
 
-use rusqlite::Connection;
 
-use crate::domain::{Contract, ManagerId, ThreadId};
+use crate::domain::{Contract, ThreadId};
 use crate::error::Result;
 use crate::store::list::Listing;
 use crate::store::threads::ThreadRow;
@@ -37,7 +36,7 @@ pub struct Tree {
 /// Every tree of the database holding the listed threads, in root-session order, each in tree
 /// order. Threads the listing does not hold (filtered out) are left out; a kept thread whose
 /// parent was left out keeps its level, so its place stays visible.
-pub fn trees(conn: &Connection, listing: Listing) -> Result<Vec<Tree>> {
+pub fn trees(conn: &crate::store::Conn, listing: Listing) -> Result<Vec<Tree>> {
     let mut by_id: HashMap<ThreadId, ThreadRow> = listing
         .threads
         .into_iter()
@@ -45,18 +44,14 @@ pub fn trees(conn: &Connection, listing: Listing) -> Result<Vec<Tree>> {
         .collect();
     let mut trees: Vec<Tree> = Vec::new();
     if crate::store::usage::has_tables(conn)? {
-        let mut stmt = conn.prepare_cached(include_str!("../../sql/forest_places.sql"))?;
-        let rows = stmt.query_map([], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, i64>(2)?,
-                r.get::<_, String>(3)?,
-                r.get::<_, Contract>(4)?,
-            ))
-        })?;
-        for row in rows {
-            let (root, id, level, manager_session, contract) = row?;
+        for place in crate::store::forest::places(conn)? {
+            let crate::store::forest::Place {
+                root_session: root,
+                thread_id: id,
+                level,
+                manager_session,
+                contract,
+            } = place;
             let Some(thread) = by_id.remove(id.as_str()) else {
                 continue;
             };
@@ -85,7 +80,7 @@ pub fn trees(conn: &Connection, listing: Listing) -> Result<Vec<Tree>> {
             (a.manager_id, crate::paths::sort_key(&a.path))
                 .cmp(&(b.manager_id, crate::paths::sort_key(&b.path)))
         });
-        let managers = manager_names(conn)?;
+        let managers = crate::store::forest::manager_names(conn)?;
         for t in rest {
             // threads.manager_id references managers: every thread has its manager.
             let Some((session, contract)) = managers.get(&t.manager_id).cloned() else {
@@ -154,11 +149,6 @@ pub fn only(trees: Vec<Tree>, session: Option<&RootInfo>) -> Vec<Tree> {
     }
 }
 
-fn manager_names(conn: &Connection) -> Result<HashMap<ManagerId, (String, Contract)>> {
-    let mut stmt = conn.prepare_cached(include_str!("../../sql/forest_managers.sql"))?;
-    let rows = stmt.query_map([], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?))))?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
-}
 
 /// [`crate::domain::state_words`] (`live/busy`, `closed/stopped`, `live/owner gone`), contract
 /// B's `completed`, and ` archived` when it is.

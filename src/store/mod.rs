@@ -12,6 +12,7 @@ pub mod check;
 pub mod commands;
 mod errors;
 pub mod events;
+pub mod forest;
 pub mod launches;
 pub mod lifecycle;
 pub mod list;
