@@ -7,7 +7,6 @@
 
 use std::collections::HashMap;
 
-
 use crate::domain::{Contract, ThreadId};
 use crate::error::Result;
 use crate::store::list::Listing;
@@ -148,7 +147,6 @@ pub fn only(trees: Vec<Tree>, session: Option<&RootInfo>) -> Vec<Tree> {
             .collect(),
     }
 }
-
 
 /// [`crate::domain::state_words`] (`live/busy`, `closed/stopped`, `live/owner gone`), contract
 /// B's `completed`, and ` archived` when it is.

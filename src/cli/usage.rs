@@ -8,14 +8,14 @@ use crate::domain::{AgentState, Contract, Phase, ThreadStatus};
 use std::io::Write;
 use std::path::Path;
 
-use rusqlite::Connection;
 use serde::Serialize;
 
 use super::sql::write_table;
 use crate::engine::budget::{thousands, usd, Budget};
 use crate::error::Result;
 use crate::store::open_read_only;
-use crate::store::usage::{SubtreeUsage, TreeUsage, Usage};
+use crate::store::usage::{self, trees, SubtreeUsage, TreeUsage, Usage};
+use crate::store::Conn;
 
 /// One thread of a tree with its own and its subtree's figures.
 #[derive(Debug, Clone, Serialize)]
@@ -38,89 +38,40 @@ pub struct UsageRow {
     pub name: String,
     pub usage: Usage,
     pub subtree: SubtreeUsage,
-    #[serde(skip)]
-    pub tree_key: String,
 }
 
 /// The rows of `root`'s tree whose keys are `key` or below it (`None`: the whole tree), in
-/// tree order.
-pub fn tree_rows(conn: &Connection, root: &str, key: Option<&str>) -> Result<Vec<UsageRow>> {
-    let (lo, hi) = match key {
-        Some(k) => (k.to_string(), format!("{k}0")),
-        None => ("/".to_string(), "0".to_string()),
-    };
-    let mut stmt = conn.prepare_cached(include_str!("../../sql/usage_tree_rows.sql"))?;
-    let rows = stmt.query_map((root, &lo, &hi), |r| {
-        Ok(UsageRow {
-            id: r.get(0)?,
-            path: r.get(1)?,
-            manager_session: r.get(2)?,
-            contract: r.get(3)?,
-            level: r.get(4)?,
-            forest_parent_id: r.get(5)?,
-            status: r.get(6)?,
-            phase: r.get(7)?,
-            agent_state: r.get(8)?,
-            state: {
-                let (status, phase): (ThreadStatus, Phase) = (r.get(6)?, r.get(7)?);
-                let code: Option<i64> = r.get(27)?;
-                let signal: Option<String> = r.get(28)?;
-                crate::domain::state_words(
-                    status,
-                    phase,
-                    r.get(26)?,
-                    code,
-                    signal.is_some(),
-                    super::forest::owner_gone(status == ThreadStatus::Live, r.get(29)?, r.get(30)?),
-                )
-            },
-            name: r.get(9)?,
-            usage: Usage::from_columns(r, 10)?,
-            subtree: SubtreeUsage {
-                threads: r.get(17)?,
-                usage: Usage::from_columns(r, 18)?,
-            },
-            tree_key: r.get(25)?,
+/// tree order, with each state in words.
+pub fn tree_rows(conn: &Conn, root: &str, key: Option<&str>) -> Result<Vec<UsageRow>> {
+    Ok(usage::tree_rows(conn, root, key)?
+        .into_iter()
+        .map(|r| UsageRow {
+            state: crate::domain::state_words(
+                r.status,
+                r.phase,
+                r.exit_kind,
+                r.exit_code,
+                r.exit_signal.is_some(),
+                super::forest::owner_gone(
+                    r.status == ThreadStatus::Live,
+                    r.owner_pid,
+                    r.owner_started_at,
+                ),
+            ),
+            id: r.id,
+            path: r.path,
+            manager_session: r.manager_session,
+            contract: r.contract,
+            level: r.level,
+            forest_parent_id: r.forest_parent_id,
+            status: r.status,
+            phase: r.phase,
+            agent_state: r.agent_state,
+            name: r.name,
+            usage: r.usage,
+            subtree: r.subtree,
         })
-    })?;
-    let mut out: Vec<UsageRow> = rows.collect::<rusqlite::Result<_>>()?;
-    // [K, K0) also holds keys that extend K's last segment: keep K and what is below it.
-    if let Some(k) = key {
-        out.retain(|r| r.tree_key == k || r.tree_key.as_bytes().get(k.len()) == Some(&b'/'));
-    }
-    Ok(out)
-}
-
-/// Every root session's total: its threads' and its own turns' (as its Pi extension reported
-/// them; nothing on a database from before schema version 9).
-pub fn trees(conn: &Connection) -> Result<Vec<TreeUsage>> {
-    let mut stmt = conn.prepare_cached(include_str!("../../sql/usage_trees.sql"))?;
-    let rows = stmt.query_map([], |r| {
-        Ok(TreeUsage {
-            root_session: r.get(0)?,
-            threads: r.get(1)?,
-            usage: Usage::from_columns(r, 2)?,
-            session: Usage::default(),
-        })
-    })?;
-    let mut trees: Vec<TreeUsage> = rows.collect::<rusqlite::Result<_>>()?;
-    for (session, own) in crate::store::usage::all_sessions(conn)? {
-        match trees.iter_mut().find(|t| t.root_session == session) {
-            Some(t) => {
-                t.usage.add(&own);
-                t.session = own;
-            }
-            // A root session that spent but started no thread yet.
-            None => trees.push(TreeUsage {
-                root_session: session,
-                threads: 0,
-                usage: own,
-                session: own,
-            }),
-        }
-    }
-    trees.sort_by(|a, b| a.root_session.cmp(&b.root_session));
-    Ok(trees)
+        .collect())
 }
 
 #[derive(Serialize)]
@@ -167,9 +118,7 @@ pub fn run(
         Some(r) => {
             let t =
                 crate::store::refs::resolve_anywhere(&conn, r, within.manager, session.as_ref())?;
-            let (root, key): (String, String) = conn
-                .prepare_cached(include_str!("../../sql/usage_place.sql"))?
-                .query_row([&t.id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            let (root, key) = usage::place_of(&conn, &t.id)?;
             let total = all
                 .into_iter()
                 .find(|u| u.root_session == root)

@@ -495,3 +495,109 @@ mod tests {
         }
     }
 }
+
+/// One thread of a tree with its own and its subtree's spend, and what its state in words is
+/// made of (sql/usage_tree_rows.sql).
+#[derive(Debug, Clone)]
+pub struct TreeRow {
+    pub id: String,
+    pub path: String,
+    pub manager_session: String,
+    pub contract: crate::domain::Contract,
+    /// 1 at the top of the tree.
+    pub level: i64,
+    pub forest_parent_id: Option<String>,
+    pub status: crate::domain::ThreadStatus,
+    pub phase: crate::domain::Phase,
+    pub agent_state: Option<crate::domain::AgentState>,
+    pub name: String,
+    pub usage: Usage,
+    pub subtree: SubtreeUsage,
+    pub tree_key: String,
+    pub exit_kind: Option<crate::domain::ExitKind>,
+    pub exit_code: Option<i64>,
+    pub exit_signal: Option<String>,
+    /// The holding serve (whether it is still alive is the caller's question).
+    pub owner_pid: Option<i64>,
+    pub owner_started_at: Option<i64>,
+}
+
+/// The rows of `root`'s tree whose keys are `key` or below it (`None`: the whole tree), in
+/// tree order: one range of the tree's keys.
+pub fn tree_rows(conn: &Connection, root: &str, key: Option<&str>) -> Result<Vec<TreeRow>> {
+    let (lo, hi) = match key {
+        Some(k) => (k.to_string(), format!("{k}0")),
+        None => ("/".to_string(), "0".to_string()),
+    };
+    let mut stmt = conn.prepare_cached(include_str!("../../sql/usage_tree_rows.sql"))?;
+    let rows = stmt.query_map((root, &lo, &hi), |r| {
+        Ok(TreeRow {
+            id: r.get(0)?,
+            path: r.get(1)?,
+            manager_session: r.get(2)?,
+            contract: r.get(3)?,
+            level: r.get(4)?,
+            forest_parent_id: r.get(5)?,
+            status: r.get(6)?,
+            phase: r.get(7)?,
+            agent_state: r.get(8)?,
+            name: r.get(9)?,
+            usage: Usage::from_columns(r, 10)?,
+            subtree: SubtreeUsage {
+                threads: r.get(17)?,
+                usage: Usage::from_columns(r, 18)?,
+            },
+            tree_key: r.get(25)?,
+            exit_kind: r.get(26)?,
+            exit_code: r.get(27)?,
+            exit_signal: r.get(28)?,
+            owner_pid: r.get(29)?,
+            owner_started_at: r.get(30)?,
+        })
+    })?;
+    let mut out: Vec<TreeRow> = rows.collect::<rusqlite::Result<_>>()?;
+    // [K, K0) also holds keys that extend K's last segment: keep K and what is below it.
+    if let Some(k) = key {
+        out.retain(|r| r.tree_key == k || r.tree_key.as_bytes().get(k.len()) == Some(&b'/'));
+    }
+    Ok(out)
+}
+
+/// The root session and tree key of a thread's place (sql/usage_place.sql).
+pub fn place_of(conn: &Connection, id: &str) -> Result<(String, String)> {
+    Ok(conn
+        .prepare_cached(include_str!("../../sql/usage_place.sql"))?
+        .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))?)
+}
+
+/// Every root session's total: its threads' and its own turns' (as its Pi extension reported
+/// them; nothing on a database from before schema version 9).
+pub fn trees(conn: &Connection) -> Result<Vec<TreeUsage>> {
+    let mut stmt = conn.prepare_cached(include_str!("../../sql/usage_trees.sql"))?;
+    let rows = stmt.query_map([], |r| {
+        Ok(TreeUsage {
+            root_session: r.get(0)?,
+            threads: r.get(1)?,
+            usage: Usage::from_columns(r, 2)?,
+            session: Usage::default(),
+        })
+    })?;
+    let mut trees: Vec<TreeUsage> = rows.collect::<rusqlite::Result<_>>()?;
+    for (session, own) in all_sessions(conn)? {
+        match trees.iter_mut().find(|t| t.root_session == session) {
+            Some(t) => {
+                t.usage.add(&own);
+                t.session = own;
+            }
+            // A root session that spent but started no thread yet.
+            None => trees.push(TreeUsage {
+                root_session: session,
+                threads: 0,
+                usage: own,
+                session: own,
+            }),
+        }
+    }
+    trees.sort_by(|a, b| a.root_session.cmp(&b.root_session));
+    Ok(trees)
+}
