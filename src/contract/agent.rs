@@ -282,13 +282,19 @@ pub struct AgentFacts<'a> {
     pub input_tokens: i64,
     pub output_tokens: i64,
     pub cost_usd: f64,
+    /// The model the child runs with (`provider/model-id`) and its thinking level, when known.
+    pub model: Option<&'a str>,
+    pub thinking_level: Option<&'a str>,
+    /// The key of the thread's cost ledger: its thread id, which no other thread ever has.
+    pub cost_id: &'a str,
 }
 
 pub use crate::store::agents::AgentState;
 
 /// A thread's view: what every tool answers with, with the original's fields in the order its
-/// `ThreadView` declares them. `output` exists only in `completed` and is cut at 16,000
-/// characters (`outputTruncated: true`); `costUsd` is threadbase's own addition.
+/// `ThreadView` declares them (0.19: `model`, `thinkingLevel`, `costUsd` and `costId` after the
+/// tokens). `output` exists only in `completed` and is cut at 16,000 characters; the cut adds
+/// `outputTruncated: true` last, where the original's `compact()` spread puts it.
 #[derive(Debug, Clone, Copy, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentView<'a> {
@@ -304,8 +310,6 @@ pub struct AgentView<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub output_truncated: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<&'a str>,
     pub created_at: i64,
     pub updated_at: i64,
@@ -316,7 +320,15 @@ pub struct AgentView<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_tokens: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thinking_level: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_truncated: Option<bool>,
 }
 
 /// The view of `f`.
@@ -340,14 +352,17 @@ pub fn view<'a>(f: &AgentFacts<'a>) -> AgentView<'a> {
         task: f.task,
         status: f.status,
         output,
-        output_truncated,
         error: f.error,
         created_at: f.created_at,
         updated_at: f.updated_at,
         session_file: f.session_file,
         input_tokens: Some(f.input_tokens),
         output_tokens: Some(f.output_tokens),
+        model: f.model,
+        thinking_level: f.thinking_level,
         cost_usd: Some(f.cost_usd),
+        cost_id: Some(f.cost_id),
+        output_truncated,
     }
 }
 
@@ -363,14 +378,17 @@ pub fn main_session_view(now_ms: i64) -> AgentView<'static> {
         task: "Main Pi session",
         status: "main",
         output: None,
-        output_truncated: None,
         error: None,
         created_at: 0,
         updated_at: now_ms,
         session_file: None,
         input_tokens: None,
         output_tokens: None,
+        model: None,
+        thinking_level: None,
         cost_usd: None,
+        cost_id: None,
+        output_truncated: None,
     }
 }
 
@@ -540,6 +558,9 @@ mod tests {
             input_tokens: 1200,
             output_tokens: 34,
             cost_usd: 0.0125,
+            model: Some("fake/fake-model"),
+            thinking_level: Some("low"),
+            cost_id: "thread_0123456789ab",
         }
     }
 
@@ -576,7 +597,7 @@ mod tests {
             serde_json::to_string(&view(&facts(AgentState::Completed, Some("done")))).unwrap();
         assert_eq!(
             text,
-            r#"{"path":"/root/a","parent":"/root","owner":"/root","type":"reviewer","state":"completed","task":"t","status":"Completed; session retained","output":"done","createdAt":1764460800000,"updatedAt":1764460801234,"inputTokens":1200,"outputTokens":34,"costUsd":0.0125}"#
+            r#"{"path":"/root/a","parent":"/root","owner":"/root","type":"reviewer","state":"completed","task":"t","status":"Completed; session retained","output":"done","createdAt":1764460800000,"updatedAt":1764460801234,"inputTokens":1200,"outputTokens":34,"model":"fake/fake-model","thinkingLevel":"low","costUsd":0.0125,"costId":"thread_0123456789ab"}"#
         );
         // An independent root reports to the caller that spawned it, the root.
         let mut f = facts(AgentState::Failed, None);

@@ -47,6 +47,7 @@ mod runtime_process;
 mod runtime_scripted;
 mod scripted_agent;
 mod serve_agent;
+mod serve_agent_019;
 mod serve_notices;
 mod serve_subtree;
 mod serve_thread;

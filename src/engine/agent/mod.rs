@@ -77,6 +77,9 @@ fn view(row: &AgentRow) -> AgentView<'_> {
         input_tokens: row.input_tokens,
         output_tokens: row.output_tokens,
         cost_usd: row.cost_usd,
+        model: row.model.as_deref(),
+        thinking_level: row.thinking.as_deref(),
+        cost_id: &row.id,
     })
 }
 
