@@ -27,6 +27,20 @@ pub const METHODS: [&str; 8] = [
 
 /// Longest wait (`timeoutMs`), one hour.
 pub const MAX_TIMEOUT_MS: u64 = 3_600_000;
+/// The report-only timeout of agent_spawn and agent_steer (`timeoutMs`): 30 s to 5 min.
+pub const REPORT_TIMEOUT_MS: (u64, u64) = (30_000, 300_000);
+/// The original's text for a `timeoutMs` of agent_spawn or agent_steer out of range.
+pub const REPORT_TIMEOUT_INVALID: &str =
+    "timeoutMs must be an integer between 30000 (30s) and 300000 (5min)";
+/// agent_steer with neither a message nor a timeout.
+pub const STEER_NEEDS_SOMETHING: &str = "Provide message, timeoutMs, or both";
+/// agent_steer with only a timeout, of a thread that is not working (or is stopping).
+pub const NO_TIMEOUT_TO_EXTEND: &str = "Only a working agent has a timeout to extend";
+/// How many of a timeout notice's last entries are searched for assistant text, how many
+/// assistant messages it quotes, and the longest `recentOutput` (its end is kept).
+pub const RECENT_ENTRIES: usize = 6;
+pub const RECENT_MESSAGES: usize = 2;
+pub const RECENT_OUTPUT_CHARS: usize = 2_000;
 /// `agent_update` message length, UTF-16 units.
 pub const MAX_UPDATE_CHARS: usize = 8_000;
 /// `agent_output` page size: default and maximum, UTF-16 units.
@@ -61,7 +75,8 @@ pub enum AgentRequest {
     },
     Steer {
         path: String,
-        message: String,
+        message: Option<String>,
+        timeout_ms: Option<u64>,
     },
     Status {
         path: Option<String>,
@@ -86,7 +101,7 @@ fn fields_of(method: &str) -> &'static [&'static str] {
     match method {
         "agent_spawn" => &["path", "task", "type", "wait", "timeoutMs"],
         "agent_wait" => &["path", "timeoutMs"],
-        "agent_steer" => &["path", "message"],
+        "agent_steer" => &["path", "message", "timeoutMs"],
         "agent_status" => &["path"],
         "agent_update" => &["message"],
         "agent_pause" => &["reason"],
@@ -102,7 +117,7 @@ fn shape(method: &str) -> &'static str {
             r#"{"path": "fix-auth", "type": "worker", "task": "…", "wait": true, "timeoutMs": 60000}"#
         }
         "agent_wait" => r#"{"path": "/root/fix-auth", "timeoutMs": 30000}"#,
-        "agent_steer" => r#"{"path": "/root/fix-auth", "message": "…"}"#,
+        "agent_steer" => r#"{"path": "/root/fix-auth", "message": "…", "timeoutMs": 60000}"#,
         "agent_status" => r#"{} or {"path": "/root/fix-auth"}"#,
         "agent_update" => r#"{"message": "halfway: tests pass"}"#,
         "agent_pause" => r#"{"reason": "need a decision on the API"}"#,
@@ -153,6 +168,22 @@ fn integer_field(
                 ),
             )),
         },
+    }
+}
+
+/// A report-only `timeoutMs` (agent_spawn, agent_steer): an integer from 30,000 to 300,000,
+/// else the original's error text.
+fn report_timeout(method: &str, p: &Map<String, Value>) -> Result<Option<u64>> {
+    let Some(v) = p.get("timeoutMs") else {
+        return Ok(None);
+    };
+    let (lo, hi) = REPORT_TIMEOUT_MS;
+    match v.as_u64() {
+        Some(n) if (lo..=hi).contains(&n) => Ok(Some(n)),
+        _ => Err(Error::invalid(format!(
+            "{REPORT_TIMEOUT_INVALID}. Repair: {method}'s timeoutMs is a report-only timer (the child is never stopped); pass a whole number of milliseconds from {lo} to {hi}, or leave it out (got {}).",
+            short_json(v)
+        ))),
     }
 }
 
@@ -215,17 +246,28 @@ pub fn parse(method: &str, params: &Value) -> Result<AgentRequest> {
                 task: required_string(method, p, "task")?,
                 kind,
                 wait,
-                timeout_ms: timeout(p)?,
+                timeout_ms: report_timeout(method, p)?,
             }
         }
         "agent_wait" => AgentRequest::Wait {
             path: required_string(method, p, "path")?,
             timeout_ms: timeout(p)?,
         },
-        "agent_steer" => AgentRequest::Steer {
-            path: required_string(method, p, "path")?,
-            message: required_string(method, p, "message")?,
-        },
+        "agent_steer" => {
+            let path = required_string(method, p, "path")?;
+            let message = string_field(method, p, "message")?;
+            let timeout_ms = report_timeout(method, p)?;
+            if message.is_none() && timeout_ms.is_none() {
+                return Err(Error::invalid(format!(
+                    "{STEER_NEEDS_SOMETHING}. Repair: send {{\"path\": \"{path}\", \"message\": \"…\"}} to steer or resume it, {{\"path\": \"{path}\", \"timeoutMs\": 60000}} to re-arm its timeout, or both."
+                )));
+            }
+            AgentRequest::Steer {
+                path,
+                message,
+                timeout_ms,
+            }
+        }
         "agent_status" => AgentRequest::Status {
             path: string_field(method, p, "path")?,
         },
@@ -432,6 +474,33 @@ pub fn settled_notice(path: &str, state: AgentState, status: &str, output: Optio
             "Agent {path} is {}: {status}. Session retained for further input.",
             other.as_str()
         ),
+    }
+}
+
+/// A timeout notice's `recentOutput`: the text of the last [`RECENT_MESSAGES`] assistant
+/// messages among a session's last [`RECENT_ENTRIES`] entries, joined by `\n---\n`, its last
+/// [`RECENT_OUTPUT_CHARS`] characters (UTF-16 units, a surrogate pair kept whole).
+pub fn recent_output(entries: &[Value]) -> String {
+    let tail = &entries[entries.len().saturating_sub(RECENT_ENTRIES)..];
+    let texts: Vec<String> = tail
+        .iter()
+        .filter(|e| e["type"] == "message" && e["message"]["role"] == "assistant")
+        .filter_map(|e| crate::pi::session::content_text(&e["message"]["content"], ""))
+        .filter(|t| !t.is_empty())
+        .collect();
+    let joined = texts[texts.len().saturating_sub(RECENT_MESSAGES)..].join("\n---\n");
+    crate::text::utf16_suffix(&joined, RECENT_OUTPUT_CHARS).to_string()
+}
+
+/// The text of a timeout notice: the thread keeps running; what it said last follows.
+pub fn timeout_notice(path: &str, timeout_ms: i64, recent_output: &str) -> String {
+    let head = format!(
+        "Agent {path} is still running after its timeout of {timeout_ms} ms; it was not stopped (agent_wait, agent_steer or agent_stop it)."
+    );
+    if recent_output.is_empty() {
+        head
+    } else {
+        format!("{head} Recent output:\n{recent_output}")
     }
 }
 
@@ -643,6 +712,25 @@ mod tests {
             settled_notice("/root/a", AgentState::Completed, "", Some("child answer 2")),
             "Agent /root/a completed. Final answer:\nchild answer 2"
         );
+    }
+
+    /// recentOutput: the last 2 assistant texts among the last 6 entries, joined by `\n---\n`,
+    /// the last 2,000 characters kept.
+    #[test]
+    fn recent_output_is_the_last_two_assistant_texts_of_the_last_six_entries() {
+        let a = |t: &str| json!({"type": "message", "message": {"role": "assistant", "content": [{"type": "text", "text": t}]}});
+        let u = |t: &str| json!({"type": "message", "message": {"role": "user", "content": t}});
+        let entries = vec![a("old"), u("q"), a("one"), u("q2"), a("two"), a("three"), u("q3")];
+        assert_eq!(recent_output(&entries), "two\n---\nthree");
+        // "old" lies outside the last six entries.
+        let entries = vec![a("old"), u("1"), u("2"), u("3"), u("4"), u("5"), a("only")];
+        assert_eq!(recent_output(&entries), "only");
+        assert_eq!(recent_output(&[]), "");
+        let long = "z".repeat(2_500);
+        let cut = recent_output(&[a("head"), a(&long)]);
+        assert_eq!(utf16_len(&cut), 2_000);
+        assert!(timeout_notice("/root/a", 30000, "").ends_with("agent_stop it)."));
+        assert!(timeout_notice("/root/a", 30000, "hi").ends_with("Recent output:\nhi"));
     }
 
     #[test]

@@ -673,3 +673,32 @@ fn notice_and_adoption_queries_are_key_lookups_and_ranges() {
         }
     }
 }
+
+/// Contract B's report-only timers (issue 29): the serve's next deadline and its due timers are
+/// one range of the partial index threads_agent_timers (owner, then deadline); firing one is a
+/// primary-key update. Never a scan of the threads.
+#[test]
+fn agent_timer_queries_read_the_timers_index() {
+    let cases = [
+        (
+            sql!("agent_timer_next"),
+            "threads_agent_timers (owner_pid=? AND agent_timeout_at>?)",
+        ),
+        (
+            sql!("agent_timers_due"),
+            "threads_agent_timers (owner_pid=? AND agent_timeout_at>? AND agent_timeout_at<?)",
+        ),
+        (
+            sql!("agent_timer_fire"),
+            "SEARCH threads USING INDEX sqlite_autoindex_threads_1 (id=?)",
+        ),
+        (
+            sql!("agent_timer_arm"),
+            "SEARCH threads USING INDEX sqlite_autoindex_threads_1 (id=?)",
+        ),
+    ];
+    for (name, text, want) in plans(cases) {
+        assert!(text.contains(want), "{name}: {text}");
+        assert!(!text.contains("SCAN threads"), "{name} scans: {text}");
+    }
+}

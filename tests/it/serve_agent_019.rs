@@ -3,6 +3,8 @@
 //! and extensions, and the final recap. The world and helpers are `serve_agent`'s.
 
 
+use std::time::Duration;
+
 use serde_json::{json, Value};
 
 use crate::serve_agent::{call, fail, notices, spawn, spawn_detached, wait_for, world};
@@ -54,6 +56,153 @@ fn the_view_has_the_019_fields_and_compact_cuts_output_at_16000() {
     let v = spawn(&mut root, "short", "y");
     assert!(v.get("outputTruncated").is_none(), "{v}");
     assert_eq!(v["output"], "answer to y");
+    drop(root);
+    w.finish(10);
+}
+
+/// A child that says two things (each with a tool call), then works for a while and answers.
+fn talker(w: &crate::serve_agent::World) {
+    w.base.script(
+        "talker",
+        &json!({"turns": [{"steps": [
+            {"text": "looking at A"}, {"tool": "bash", "args": {"command": "ls"}, "result": "a"},
+            {"text": "looking at B"}, {"tool": "bash", "args": {"command": "ls"}, "result": "b"},
+            {"delay_ms": 2500}, {"text": "final answer"}
+        ]}]})
+        .to_string(),
+    );
+}
+
+/// `timeoutMs` on agent_spawn arms one report-only timer: when it passes while the child
+/// works, the parent gets one `timeout` notice with the child's recent output and the child
+/// keeps working to its answer. (`THREADBASE_TEST_TIMEOUT_DIVISOR=100`: 30 s fire after 300 ms.)
+#[test]
+fn a_spawn_timeout_reports_once_and_never_stops_the_child() {
+    let w = world();
+    talker(&w);
+    let mut root = w.root("talker", &[("THREADBASE_TEST_TIMEOUT_DIVISOR", "100")]);
+    let v = call(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "slow", "type": "worker", "task": "t", "wait": false, "timeoutMs": 30000}),
+    );
+    assert_eq!(v["state"], "starting");
+    wait_for("the timeout notice", Duration::from_secs(10), || {
+        notices(&root).iter().any(|n| n["kind"] == "timeout")
+    });
+    let n = notices(&root);
+    let t = n.iter().find(|n| n["kind"] == "timeout").unwrap();
+    assert_eq!(t["path"], "/root/slow");
+    assert_eq!(t["recipient"], "/root");
+    assert_eq!(t["timeoutMs"], 30000);
+    assert_eq!(t["recentOutput"], "looking at A\n---\nlooking at B");
+    assert!(
+        t["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Agent /root/slow is still running after its timeout of 30000 ms"),
+        "{t}"
+    );
+    // It did not stop the child, and the row's timer is spent.
+    let st = call(&mut root, "agent_status", json!({"path": "slow"}));
+    assert_eq!(st["state"], "running", "{st}");
+    assert_eq!(
+        w.sql("SELECT agent_timeout_at, agent_timeout_ms FROM threads WHERE path = '/root/slow'"),
+        vec![vec![Value::Null, Value::Null]]
+    );
+    let v = call(&mut root, "agent_wait", json!({"path": "slow"}));
+    assert_eq!(v["output"], "final answer");
+    std::thread::sleep(Duration::from_millis(300));
+    let timeouts = notices(&root)
+        .iter()
+        .filter(|n| n["kind"] == "timeout")
+        .count();
+    assert_eq!(timeouts, 1, "{:?}", notices(&root));
+    drop(root);
+    w.finish(10);
+}
+
+/// agent_steer with `timeoutMs` alone re-arms the timer from now (replacing the pending one);
+/// stop clears it; the 0.19 rules for steer without anything and of a thread that is not
+/// working answer with the original's texts.
+#[test]
+fn steer_rearms_the_timer_and_stop_clears_it() {
+    let w = world();
+    talker(&w);
+    let mut root = w.root("talker", &[("THREADBASE_TEST_TIMEOUT_DIVISOR", "100")]);
+    // 300,000 ms / 100: 3 s, longer than the child works (2.5 s).
+    let v = call(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "a", "type": "worker", "task": "t", "wait": false, "timeoutMs": 300000}),
+    );
+    assert_eq!(v["state"], "starting");
+    let armed = &w.sql("SELECT agent_timeout_ms FROM threads WHERE path = '/root/a'")[0][0];
+    assert_eq!(armed, 300000);
+    let v = call(
+        &mut root,
+        "agent_steer",
+        json!({"path": "a", "timeoutMs": 30000}),
+    );
+    assert_eq!(v["path"], "/root/a");
+    assert_eq!(
+        w.sql("SELECT agent_timeout_ms FROM threads WHERE path = '/root/a'")[0][0],
+        30000
+    );
+    wait_for("the re-armed timeout", Duration::from_secs(10), || {
+        notices(&root).iter().any(|n| n["kind"] == "timeout")
+    });
+    let t = notices(&root)
+        .into_iter()
+        .find(|n| n["kind"] == "timeout")
+        .unwrap();
+    assert_eq!(t["timeoutMs"], 30000);
+    // Stop clears a pending timer: no notice for b.
+    let v = call(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "b", "type": "worker", "task": "t", "wait": false, "timeoutMs": 30000}),
+    );
+    assert_eq!(v["state"], "starting");
+    let v = call(&mut root, "agent_stop", json!({"path": "b"}));
+    assert_eq!(v["state"], "stopped");
+    assert_eq!(
+        w.sql("SELECT agent_timeout_at FROM threads WHERE path = '/root/b'")[0][0],
+        Value::Null
+    );
+    std::thread::sleep(Duration::from_millis(600));
+    assert!(
+        !notices(&root)
+            .iter()
+            .any(|n| n["kind"] == "timeout" && n["path"] == "/root/b"),
+        "{:?}",
+        notices(&root)
+    );
+    // The original's texts.
+    let (code, m) = fail(&mut root, "agent_steer", json!({"path": "b"}));
+    assert_eq!(code, "invalid_params");
+    assert!(m.starts_with("Provide message, timeoutMs, or both. Repair:"), "{m}");
+    let (code, m) = fail(&mut root, "agent_steer", json!({"path": "b", "timeoutMs": 30000}));
+    assert_eq!(code, "conflict");
+    assert!(m.starts_with("Only a working agent has a timeout to extend. Repair:"), "{m}");
+    for bad in [json!(29999), json!(300001), json!(60000.5), json!("60000")] {
+        let (code, m) = fail(
+            &mut root,
+            "agent_spawn",
+            json!({"path": "c", "type": "worker", "task": "t", "timeoutMs": bad}),
+        );
+        assert_eq!(code, "invalid_params");
+        assert!(
+            m.starts_with("timeoutMs must be an integer between 30000 (30s) and 300000 (5min). Repair:"),
+            "{m}"
+        );
+        let (_, m) = fail(&mut root, "agent_steer", json!({"path": "b", "message": "x", "timeoutMs": bad}));
+        assert!(
+            m.starts_with("timeoutMs must be an integer between 30000 (30s) and 300000 (5min). Repair:"),
+            "{m}"
+        );
+    }
+    call(&mut root, "agent_wait", json!({"path": "a"}));
     drop(root);
     w.finish(10);
 }

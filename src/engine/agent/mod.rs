@@ -31,6 +31,7 @@ mod status;
 mod steer;
 mod stop;
 mod supervise;
+mod timeout;
 mod update;
 mod wait;
 
@@ -97,6 +98,9 @@ pub struct AgentHost {
     held: Mutex<HashMap<String, notices::Held>>,
     /// Poked when held notices are released, so the row watcher delivers what is still due.
     released: tokio::sync::Notify,
+    /// The earliest report-only deadline among this serve's runs, as the row watcher last
+    /// read it (`timeout.rs`).
+    next_timer: Mutex<Option<i64>>,
 }
 
 impl AgentHost {
@@ -114,6 +118,7 @@ impl AgentHost {
             locks,
             held: Mutex::new(HashMap::new()),
             released: tokio::sync::Notify::new(),
+            next_timer: Mutex::new(None),
         })
     }
 
@@ -133,7 +138,11 @@ impl AgentHost {
                     .await
             }
             AgentRequest::Wait { path, timeout_ms } => self.wait(registry, &path, timeout_ms).await,
-            AgentRequest::Steer { path, message } => self.steer(registry, &path, message).await,
+            AgentRequest::Steer {
+                path,
+                message,
+                timeout_ms,
+            } => self.steer(registry, &path, message, timeout_ms).await,
             AgentRequest::Status { path } => self.status(registry, path.as_deref()),
             AgentRequest::Update { message } => self.update(registry, &message),
             AgentRequest::Pause { reason } => self.pause(registry, &reason),

@@ -148,8 +148,12 @@ impl AgentHost {
                 return Err(e);
             }
         };
+        // The report-only timer: armed once the run is under way; it never bounds the wait.
+        if let Some(ms) = timeout_ms {
+            self.arm_timer(&id, ms)?;
+        }
         if wait {
-            let row = self.wait_settled(&id, timeout_ms).await?;
+            let row = self.wait_settled(&id, None).await?;
             self.reported(row)
         } else {
             answer(&view(&starting))

@@ -25,7 +25,8 @@ impl AgentHost {
         self: &Arc<Self>,
         registry: ManagerId,
         path: &str,
-        message: String,
+        message: Option<String>,
+        timeout_ms: Option<u64>,
     ) -> Result<Vec<u8>> {
         if !self.caller_is_root() {
             let me = self.own_row(registry)?;
@@ -38,6 +39,19 @@ impl AgentHost {
         }
         let path = paths::resolve_agent_path(path, self.caller())?;
         self.check_access(&path, false)?;
+        let Some(message) = message else {
+            // A timeout alone re-arms the working thread's timer from now.
+            let ms = timeout_ms.unwrap_or(contract::REPORT_TIMEOUT_MS.0);
+            let row = self.restored_if_orphaned(self.known(registry, &path)?)?;
+            if !row.active() || row.stop_requested || !self.arm_timer(&row.id, ms)? {
+                return Err(Error::conflict(format!(
+                    "{}. Repair: {path} is {}; steer it with a message to resume it (with timeoutMs to arm a timer for that run).",
+                    contract::NO_TIMEOUT_TO_EXTEND,
+                    if row.stop_requested { "stopping" } else { row.state.as_str() }
+                )));
+            }
+            return answer(&view(&self.row_by_id(&row.id)?));
+        };
         if message.trim().is_empty() {
             return Err(Error::invalid(
                 "Steering message must not be empty. Repair: say what the thread should do next.",
@@ -115,6 +129,10 @@ impl AgentHost {
                 }
                 tokio::time::sleep(WAIT_POLL).await;
             }
+        }
+        // The timer is re-armed only if the thread is working afterwards.
+        if let Some(ms) = timeout_ms {
+            self.arm_timer(&target.id, ms)?;
         }
         match starting {
             Some(row) => answer(&view(&row)),

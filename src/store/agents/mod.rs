@@ -8,6 +8,7 @@
 //! reads no column by position.
 
 pub mod mailbox;
+pub mod timers;
 
 use crate::domain::ManagerId;
 use rusqlite::{named_params, Connection, OptionalExtension, Row};
