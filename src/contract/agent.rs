@@ -25,6 +25,10 @@ pub const METHODS: [&str; 8] = [
     "agent_output",
 ];
 
+/// `/agents reap` of the Pi extension (not a model tool): `{dryRun?: boolean}` →
+/// [`ReapResult`].
+pub const REAP_METHOD: &str = "agents.reap";
+
 /// Longest wait (`timeoutMs`), one hour.
 pub const MAX_TIMEOUT_MS: u64 = 3_600_000;
 /// The report-only timeout of agent_spawn and agent_steer (`timeoutMs`): 30 s to 5 min.
@@ -95,6 +99,11 @@ pub enum AgentRequest {
         offset: usize,
         limit: usize,
     },
+    /// `/agents reap` (the main session only): forget the completed threads with no
+    /// descendant that stays; `dry_run` only counts them.
+    Reap {
+        dry_run: bool,
+    },
 }
 
 fn fields_of(method: &str) -> &'static [&'static str] {
@@ -107,6 +116,7 @@ fn fields_of(method: &str) -> &'static [&'static str] {
         "agent_pause" => &["reason"],
         "agent_stop" => &["path"],
         "agent_output" => &["path", "offset", "limit"],
+        REAP_METHOD => &["dryRun"],
         _ => &[],
     }
 }
@@ -123,6 +133,7 @@ fn shape(method: &str) -> &'static str {
         "agent_pause" => r#"{"reason": "need a decision on the API"}"#,
         "agent_stop" => r#"{"path": "/root/fix-auth"}"#,
         "agent_output" => r#"{"path": "/root/fix-auth", "offset": 0, "limit": 8000}"#,
+        REAP_METHOD => r#"{"dryRun": true}"#,
         _ => "{}",
     }
 }
@@ -294,6 +305,18 @@ pub fn parse(method: &str, params: &Value) -> Result<AgentRequest> {
             limit: integer_field(method, p, "limit", 1, MAX_OUTPUT_LIMIT as u64)?
                 .unwrap_or(DEFAULT_OUTPUT_LIMIT as u64) as usize,
         },
+        REAP_METHOD => AgentRequest::Reap {
+            dry_run: match p.get("dryRun") {
+                None => false,
+                Some(Value::Bool(b)) => *b,
+                Some(other) => {
+                    return Err(bad(
+                        method,
+                        format!("dryRun must be a boolean, got {}", type_name(other)),
+                    ))
+                }
+            },
+        },
         other => {
             return Err(Error::invalid(format!(
                 "Unknown agent method {}. Repair: use one of {}.",
@@ -432,6 +455,16 @@ pub fn main_session_view(now_ms: i64) -> AgentView<'static> {
         cost_id: None,
         output_truncated: None,
     }
+}
+
+/// `/agents reap`'s details: how many threads were (or, in a dry run, would be) forgotten,
+/// and their paths, oldest first.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReapResult<'a> {
+    pub dry_run: bool,
+    pub count: usize,
+    pub threads: Vec<&'a str>,
 }
 
 /// `agent_pause`'s details: the caller, `pauseRequested: true` and its new status.

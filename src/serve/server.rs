@@ -255,7 +255,7 @@ async fn read_request_line<R: tokio::io::AsyncBufRead + Unpin>(
     }
 }
 
-const METHODS: &str = "thread, agent_spawn, agent_wait, agent_steer, agent_status, agent_update, agent_pause, agent_stop, agent_output, threads_spawn, threads_list, threads_send, threads_interrupt, threads_hide, threads_report, threads.snapshot, threads.restore";
+const METHODS: &str = "thread, agent_spawn, agent_wait, agent_steer, agent_status, agent_update, agent_pause, agent_stop, agent_output, threads_spawn, threads_list, threads_send, threads_interrupt, threads_hide, threads_report, threads.snapshot, threads.restore, agents.reap";
 
 async fn handle(engine: &Engine, request: &Value, out: &Output) -> Result<Reply, Error> {
     let method = request.get("method").and_then(Value::as_str).ok_or_else(|| {
@@ -277,7 +277,11 @@ async fn handle(engine: &Engine, request: &Value, out: &Output) -> Result<Reply,
             };
             engine.thread(&params, &progress).await
         }
-        m if crate::contract::agent::METHODS.contains(&m) => engine.agent(m, &params).await,
+        m if crate::contract::agent::METHODS.contains(&m)
+            || m == crate::contract::agent::REAP_METHOD =>
+        {
+            engine.agent(m, &params).await
+        }
         m if crate::contract::worker::METHODS.contains(&m) => engine.worker(m, &params).await,
         other => Err(Error::new(
             ErrorCode::InvalidParams,

@@ -702,3 +702,25 @@ fn agent_timer_queries_read_the_timers_index() {
         assert!(!text.contains("SCAN threads"), "{name} scans: {text}");
     }
 }
+
+/// Contract B's reap (issue 29): the candidates are one range of the registry's contract B rows
+/// and, per candidate, one range of its descendants in threads_by_sort_key; marking one is a
+/// primary-key update.
+#[test]
+fn agent_reap_queries_use_their_indexes() {
+    let cases = [
+        (
+            sql!("agent_reap_candidates"),
+            "USING INDEX threads_by_sort_key (manager_id=? AND sort_key>? AND sort_key<?)",
+        ),
+        (
+            sql!("agent_reap_mark"),
+            "SEARCH threads USING INDEX sqlite_autoindex_threads_1 (id=?)",
+        ),
+    ];
+    for (name, text, want) in plans(cases) {
+        assert!(text.contains(want), "{name}: {text}");
+        assert!(!text.contains("SCAN t"), "{name} scans: {text}");
+        assert!(!text.contains("SCAN threads"), "{name} scans: {text}");
+    }
+}

@@ -26,6 +26,7 @@ mod delivery;
 mod notices;
 mod output;
 mod pause;
+mod reap;
 mod spawn;
 mod status;
 mod steer;
@@ -152,6 +153,7 @@ impl AgentHost {
                 offset,
                 limit,
             } => self.output(registry, &path, offset, limit),
+            AgentRequest::Reap { dry_run } => self.reap(registry, dry_run).await,
         }
     }
 
@@ -232,14 +234,17 @@ impl AgentHost {
 
     fn known(&self, registry: ManagerId, path: &str) -> Result<AgentRow> {
         let conn = self.store.read()?;
-        agents::thread_at_path(&conn, registry, path)?.ok_or_else(|| {
-            Error::new(
+        match agents::thread_at_path(&conn, registry, path)? {
+            Some(row) if row.reaped_at.is_none() => Ok(row),
+            // Reaped: forgotten by the contract (its row stays for SQL and usage).
+            Some(_) => Err(reaped_error(path)),
+            None => Err(Error::new(
                 ErrorCode::UnknownReference,
                 format!(
                     "Unknown thread {path}. Repair: run agent_status to list the threads you can address, or agent_spawn it first."
                 ),
-            )
-        })
+            )),
+        }
     }
 
     fn is_mine(&self, row: &AgentRow) -> bool {
@@ -375,6 +380,16 @@ impl AgentHost {
         let conn = self.store.read()?;
         agents::count_active_under(&conn, registry, &lo, &hi)
     }
+}
+
+/// A reaped thread, forgotten by the contract: unknown, and it cannot be resumed.
+fn reaped_error(path: &str) -> Error {
+    Error::new(
+        ErrorCode::UnknownReference,
+        format!(
+            "Unknown thread {path}. Repair: {path} was reaped (forgotten; it cannot be resumed, and its row, usage and session file stay); spawn a new thread at another path."
+        ),
+    )
 }
 
 /// A process identity as the owner its rows record.

@@ -48,13 +48,19 @@ impl AgentHost {
         // From the insert on, the thread is starting: a stop meanwhile waits for its child.
         let _launching = self.rt.reserve_launch(&id);
         let parent_row = self.store.write(|tx| {
-            if agents::thread_at_path(tx, registry, &path)?.is_some() {
+            if let Some(old) = agents::thread_at_path(tx, registry, &path)? {
+                if old.reaped_at.is_some() {
+                    // The path of a reaped thread stays taken by its row.
+                    return Err(Error::conflict(format!(
+                        "Thread {path} was reaped; its path stays taken. Repair: spawn at a new path (its row, usage and session file are kept: threadbase sql \"SELECT * FROM threads WHERE path = '{path}'\")."
+                    )));
+                }
                 return Err(Error::conflict(format!(
                     "Thread {path} already exists; use agent_steer to resume it. Repair: call agent_steer with this path, or pick a new path."
                 )));
             }
             let parent_row = match parent.as_deref() {
-                Some(p) if p != ROOT => Some(agents::thread_at_path(tx, registry, p)?.ok_or_else(|| {
+                Some(p) if p != ROOT => Some(agents::thread_at_path(tx, registry, p)?.filter(|r| r.reaped_at.is_none()).ok_or_else(|| {
                     Error::new(
                         ErrorCode::UnknownReference,
                         format!("Unknown thread {p}. Repair: a nested parent must already exist; spawn {p} first, or choose a path under an existing thread."),

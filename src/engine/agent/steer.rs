@@ -65,6 +65,10 @@ impl AgentHost {
             let row = agents::thread_at_path(tx, registry, &path)?.ok_or_else(|| {
                 Error::new(ErrorCode::UnknownReference, format!("Unknown thread {path}. Repair: run agent_status to list the threads you can address."))
             })?;
+            if row.reaped_at.is_some() {
+                // Reaped while this steer waited: it cannot be resumed.
+                return Err(super::reaped_error(&path));
+            }
             if row.stop_requested && row.active() {
                 return Err(Error::conflict(format!(
                     "Thread is stopping; wait for stopped state before resuming. Repair: agent_wait {path}, then steer it again."

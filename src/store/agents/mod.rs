@@ -8,6 +8,7 @@
 //! reads no column by position.
 
 pub mod mailbox;
+pub mod reap;
 pub mod timers;
 
 use crate::domain::ManagerId;
