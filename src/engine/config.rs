@@ -150,6 +150,9 @@ pub struct ServeConfig {
     pub settings: Settings,
     /// `THREADBASE_BUDGET_TOKENS` / `THREADBASE_BUDGET_USD`: caps on the root's whole tree.
     pub budget: Budget,
+    /// Contract B's 0.19 settings (`threadbase-agents.json`, global then a trusted project's),
+    /// read once at serve's start.
+    pub agent_settings: std::sync::Arc<crate::contract::agent_settings::AgentSettings>,
 }
 
 /// Reads a non-negative integer setting: trimmed text matching `^\d+$` within the safe

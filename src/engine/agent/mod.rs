@@ -22,6 +22,7 @@
 //! watcher (`notices.rs`); this file holds the host and the checks the verbs share. The rows
 //! are read and written through `store::agents`.
 
+mod choose;
 mod delivery;
 mod notices;
 mod output;
@@ -102,6 +103,8 @@ pub struct AgentHost {
     /// The earliest report-only deadline among this serve's runs, as the row watcher last
     /// read it (`timeout.rs`).
     next_timer: Mutex<Option<i64>>,
+    /// The models that have credentials (`pi --list-models`), asked once (`choose.rs`).
+    available: OnceLock<Arc<Vec<crate::pi::models::KnownModel>>>,
 }
 
 impl AgentHost {
@@ -120,6 +123,7 @@ impl AgentHost {
             held: Mutex::new(HashMap::new()),
             released: tokio::sync::Notify::new(),
             next_timer: Mutex::new(None),
+            available: OnceLock::new(),
         })
     }
 

@@ -39,7 +39,19 @@ impl AgentHost {
         }
         let path = paths::resolve_agent_path(path, self.caller())?;
         self.check_access(&path, false)?;
+        // 0.19: an invalid requiredChildExtensions entry stops every spawn.
+        self.check_required_extensions()?;
         let parent = paths::parent_path(&path).map(str::to_string);
+        // The child's model, thinking level and tools (a type whose models are all unavailable
+        // fails the spawn here, before anything is reserved).
+        let parent_now = match parent.as_deref() {
+            Some(p) if p != ROOT => {
+                let conn = self.store.read()?;
+                agents::thread_at_path(&conn, registry, p)?
+            }
+            _ => None,
+        };
+        let choice = self.choose(kind, parent_now.as_ref()).await?;
         let id = crate::ids::new_thread_id();
         let level = paths::agent_level(&path);
         let owner = self.me();
@@ -131,6 +143,15 @@ impl AgentHost {
                     at: &now_iso(),
                 },
             )?;
+            agents::set_run(
+                tx,
+                &id,
+                &agents::RunChoice {
+                    model: choice.model.as_deref(),
+                    thinking: choice.thinking.as_deref(),
+                    tools: choice.tools.as_deref(),
+                },
+            )?;
             Ok(parent_row)
         });
         let parent_row = parent_row?;
@@ -174,7 +195,7 @@ impl AgentHost {
     }
 
     /// The root conversation's session file, if the registry knows one.
-    fn root_session_file(&self) -> Result<Option<PathBuf>> {
+    pub(super) fn root_session_file(&self) -> Result<Option<PathBuf>> {
         let conn = self.store.read()?;
         let registry = self.registry()?;
         let file = agents::registry_session_file(&conn, registry)?;

@@ -506,6 +506,23 @@ fn ids(conn: &Connection, sql: &str, registry: ManagerId, owner: Owner) -> Resul
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
+/// What a thread's runs are launched with (0.19): its model (`provider/id`), thinking level
+/// and tool set (JSON), each `None` when not resolved.
+pub struct RunChoice<'a> {
+    pub model: Option<&'a str>,
+    pub thinking: Option<&'a str>,
+    pub tools: Option<&'a str>,
+}
+
+/// Records a thread's [`RunChoice`].
+pub fn set_run(conn: &Connection, id: &str, c: &RunChoice<'_>) -> Result<()> {
+    conn.prepare_cached(include_str!("../../../sql/agent_set_run.sql"))?
+        .execute(named_params! {
+            ":model": c.model, ":thinking": c.thinking, ":tools": c.tools, ":id": id,
+        })?;
+    Ok(())
+}
+
 /// A thread's newest assistant message or error event: `(type, data)`.
 pub struct LastOutcome {
     pub kind: String,
