@@ -582,11 +582,13 @@ mod tests {
     fn the_up_to_date_check_knows_refinerys_migrations() {
         use super::*;
         let runner = embedded::migrations::runner();
-        let theirs: Vec<(i64, String, u64)> = runner
+        let mut theirs: Vec<(i64, String, u64)> = runner
             .get_migrations()
             .iter()
             .map(|m| (i64::from(m.version()), m.name().to_string(), m.checksum()))
             .collect();
+        // refinery lists them in file-name order (V11 before V1) and applies them by version.
+        theirs.sort();
         let ours: Vec<(i64, String, u64)> = embedded::MIGRATIONS
             .iter()
             .map(|&(v, n, sql)| (i64::from(v), n.to_string(), migration_checksum(v, n, sql)))
