@@ -9,6 +9,10 @@ ALTER TABLE threads ADD COLUMN agent_model TEXT;
 ALTER TABLE threads ADD COLUMN agent_thinking TEXT;
 ALTER TABLE threads ADD COLUMN agent_tools TEXT;
 
+-- 1 while the thread's current run was started without a caller waiting for it (a detached
+-- agent_spawn, a resuming agent_steer): its result counts for the final recap (`finalRecap`).
+ALTER TABLE threads ADD COLUMN agent_detached INTEGER NOT NULL DEFAULT 0;
+
 -- When `reap` forgot the thread (contract B no longer knows it; the row stays for SQL and
 -- usage).
 ALTER TABLE threads ADD COLUMN agent_reaped_at TEXT;

@@ -849,9 +849,11 @@ export default function threadbaseExtension(pi: ExtensionAPI) {
 		conn = new ServeConnection(identity);
 		conn.onNotice = (params: any) => {
 			const text = typeof params?.text === "string" ? params.text : JSON.stringify(params);
+			// Notices never start a turn, except contract B's final recap (`finalRecap`), which
+			// asks for one summary turn.
 			pi.sendMessage(
 				{ customType: "threadbase-notice", content: text, display: true, details: params },
-				{ triggerTurn: false },
+				{ triggerTurn: params?.kind === "recap" },
 			);
 		};
 		return conn;

@@ -537,6 +537,17 @@ pub fn timeout_notice(path: &str, timeout_ms: i64, recent_output: &str) -> Strin
     }
 }
 
+/// The one notice of the final recap (`finalRecap`): every held result, in the order they
+/// came, and the request for a single summary turn.
+pub fn recap_notice(results: &[&str]) -> String {
+    format!(
+        "All detached subagents have reported ({} result{}).\n\n{}\n\nSummarize these results in one reply.",
+        results.len(),
+        if results.len() == 1 { "" } else { "s" },
+        results.join("\n\n")
+    )
+}
+
 /// The notice a parent gets from `agent_update`.
 pub fn progress_notice(path: &str, message: &str) -> String {
     format!("Progress from {path}: {message}")

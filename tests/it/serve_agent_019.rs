@@ -553,3 +553,80 @@ fn bad_extensions_refuse_spawns_and_bad_settings_stop_serve() {
     );
     w.finish(10);
 }
+
+/// finalRecap: detached children's results are held back (pending mailbox rows) and delivered
+/// as one notice when the last outstanding one has reported; a timeout notice still goes at
+/// once; a blocking spawn's result is its tool result, never part of the recap.
+#[test]
+fn final_recap_holds_detached_results_until_the_last_one_reports() {
+    let w = world();
+    w.base.script(
+        "staggered",
+        &json!({"turns": [{"steps": [{"delay_ms": 600}, {"text": "answer to {prompt}"}]}]})
+            .to_string(),
+    );
+    w.base.script(
+        "later",
+        &json!({"turns": [{"steps": [{"delay_ms": 1800}, {"text": "late answer to {prompt}"}]}]})
+            .to_string(),
+    );
+    settings(&w, &json!({"finalRecap": true}));
+    let env = [("THREADBASE_TEST_TIMEOUT_DIVISOR", "100")];
+    let mut early = w.root("staggered", &env);
+    let mut late = w.root("later", &env);
+    spawn_detached(&mut early, "one", "first");
+    call(
+        &mut late,
+        "agent_spawn",
+        json!({"path": "two", "type": "worker", "task": "second", "wait": false, "timeoutMs": 30000}),
+    );
+    // "one" has settled, "two" still works: its result is held as a pending row.
+    wait_for("one settled", Duration::from_secs(10), || {
+        w.sql("SELECT agent_state FROM threads WHERE path = '/root/one'")[0][0] == "completed"
+    });
+    assert_eq!(
+        w.sql(
+            "SELECT mb.state, mb.recap_held FROM mailbox mb JOIN threads t ON t.id = mb.thread_id
+             WHERE t.path = '/root/one' AND mb.direction = 'to_parent'"
+        ),
+        vec![vec![json!("pending"), json!(1)]]
+    );
+    // The timeout notice of "two" is not held.
+    wait_for("the timeout notice", Duration::from_secs(10), || {
+        notices(&early)
+            .iter()
+            .chain(notices(&late).iter())
+            .any(|n| n["kind"] == "timeout")
+    });
+    let all = || {
+        let mut n = notices(&early);
+        n.extend(notices(&late));
+        n
+    };
+    assert!(!all().iter().any(|n| n["kind"] == "notice"), "{:?}", all());
+    // "two" reports: one recap carries both results, in order.
+    wait_for("the recap", Duration::from_secs(10), || {
+        all().iter().any(|n| n["kind"] == "recap")
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let n = all();
+    let recaps: Vec<&Value> = n.iter().filter(|n| n["kind"] == "recap").collect();
+    assert_eq!(recaps.len(), 1, "{n:?}");
+    assert_eq!(
+        recaps[0]["text"],
+        "All detached subagents have reported (2 results).\n\nAgent /root/one completed. Final answer:\nanswer to first\n\nAgent /root/two completed. Final answer:\nlate answer to second\n\nSummarize these results in one reply."
+    );
+    assert_eq!(recaps[0]["results"][1]["path"], "/root/two");
+    assert!(!n.iter().any(|n| n["kind"] == "notice"), "{n:?}");
+    // A blocking spawn's result is its tool result; nothing is held for it.
+    let v = spawn(&mut early, "three", "third");
+    assert_eq!(v["output"], "answer to third");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        w.sql("SELECT count(*) FROM mailbox WHERE recap_held = 1 AND state = 'pending'")[0][0],
+        0
+    );
+    drop(early);
+    drop(late);
+    w.finish(10);
+}

@@ -28,6 +28,7 @@ mod notices;
 mod output;
 mod pause;
 mod reap;
+mod recap;
 mod spawn;
 mod status;
 mod steer;

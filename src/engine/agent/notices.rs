@@ -78,6 +78,9 @@ struct NoticeParams<'a> {
     timeout_ms: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     recent_output: Option<String>,
+    /// A recap's results (`[{path, state, text}]`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    results: Option<serde_json::Value>,
 }
 
 impl AgentHost {
@@ -147,6 +150,7 @@ impl AgentHost {
         let Some(registry) = self.existing_registry(conn)? else {
             return Ok((Vec::new(), Vec::new()));
         };
+        self.release_recap_if_due(conn, registry)?;
         self.deliver_notices(conn, registry, out)?;
         self.read_next_timer(conn)?;
         self.sweep_rows(conn, registry)
@@ -183,6 +187,7 @@ impl AgentHost {
                         recent_output: details
                             .as_ref()
                             .and_then(|d| d["recentOutput"].as_str().map(str::to_string)),
+                        results: details.as_ref().and_then(|d| d.get("results").cloned()),
                     },
                 });
             }

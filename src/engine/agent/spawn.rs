@@ -143,6 +143,7 @@ impl AgentHost {
                     at: &now_iso(),
                 },
             )?;
+            crate::store::agents::recap::set_detached(tx, &id, !wait)?;
             agents::set_run(
                 tx,
                 &id,

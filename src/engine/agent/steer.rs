@@ -91,6 +91,8 @@ impl AgentHost {
                         at: &now_iso(),
                     },
                 )?;
+                // A resumed run is detached: the steer answers at once.
+                crate::store::agents::recap::set_detached(tx, &row.id, true)?;
                 reserved = Some(runner == self.rt.owner());
             }
             mailbox::insert(

@@ -9,6 +9,7 @@
 
 pub mod mailbox;
 pub mod reap;
+pub mod recap;
 pub mod timers;
 
 use crate::domain::ManagerId;
@@ -408,6 +409,8 @@ pub struct Settled {
     pub parent_path: Option<String>,
     pub status_text: Option<String>,
     pub launch_seq: i64,
+    /// Its run was detached (no caller waited for it).
+    pub detached: bool,
 }
 
 /// Settles a working thread; `None` when it was not working (someone settled it first).
@@ -425,6 +428,7 @@ pub fn settle(conn: &Connection, s: &Settlement<'_>) -> Result<Option<Settled>> 
                     parent_path: r.get("parent_path")?,
                     status_text: r.get("status_text")?,
                     launch_seq: r.get("launch_seq")?,
+                    detached: r.get("agent_detached")?,
                 })
             },
         )
