@@ -232,3 +232,57 @@ fn real_pi_timeout_notice_reaches_the_parent_pi_while_the_child_works() {
     let left = env.leftovers_after(Duration::from_secs(15));
     assert!(left.is_empty(), "leftover processes: {left:?}");
 }
+
+/// `/agents reap` in a real parent Pi (the extension's command): it counts the completed
+/// subagents, asks Confirm/Cancel, forgets them on Confirm and says how many; the row stays,
+/// marked reaped.
+#[test]
+fn real_pi_agents_reap_command_counts_confirms_and_forgets() {
+    use crate::support::pi_child;
+    let test = "real_pi_agents_reap_command_counts_confirms_and_forgets";
+    let steps = [
+        Step::tool_call(
+            "agent_spawn",
+            json!({"path": "done", "type": "worker", "task": "finish quickly"}),
+        ),
+        Step::text("Spawned."),
+    ];
+    let Some((pi, _fake, env)) = pi_child::pi_with_steps(test, steps) else {
+        return;
+    };
+    let _one = pi_child::one_parent_at_a_time();
+    let _reaper = fake_llm::Reaper(&env);
+    let db = env.root.path().join("db.sqlite");
+    let extension = pi_child::extension_dir().join("index.ts");
+    let mut p = pi_child::spawn_parent(
+        &pi,
+        &env,
+        &extension,
+        &db,
+        pi_child::busy_child_command(&env, 100),
+        &[("THREADBASE_TOOLS", "agent".to_string())],
+    );
+    let step = Duration::from_secs(120);
+    let events = p.run("p1", "Spawn a quick subagent.", step);
+    let end = pi_child::tool_ends(&events, "agent_spawn")[0];
+    assert_eq!(end["result"]["details"]["state"], "completed", "{end}");
+    p.send(&json!({"id": "r1", "type": "prompt", "message": "/agents reap"}));
+    let ask = p.ui_request("select", step);
+    assert_eq!(
+        ask["title"],
+        "Reap 1 completed subagent? They are forgotten and cannot be resumed; their session files stay."
+    );
+    assert_eq!(pi_child::strings(&ask["options"]), ["Confirm", "Cancel"]);
+    p.answer_ui(&ask, json!({"value": "Confirm"}));
+    let said = p.ui_request("notify", step);
+    assert_eq!(said["message"], "Reaped 1 subagent.", "{said}");
+    let reaped = sql(&db, "SELECT agent_reaped_at IS NOT NULL FROM threads WHERE path = '/root/done'");
+    assert_eq!(reaped, [json!(1)]);
+    // Nothing left to reap: said so, no dialog.
+    p.send(&json!({"id": "r2", "type": "prompt", "message": "/agents reap"}));
+    let said = p.ui_request("notify", step);
+    assert_eq!(said["message"], "No completed subagents to reap.", "{said}");
+    p.finish(Duration::from_secs(10));
+    let left = env.leftovers_after(Duration::from_secs(20));
+    assert!(left.is_empty(), "leftover processes: {left:?}");
+}
