@@ -630,3 +630,38 @@ fn final_recap_holds_detached_results_until_the_last_one_reports() {
     drop(late);
     w.finish(10);
 }
+
+/// agent_steer of a stopping thread answers the original's text, with a message or with only
+/// a timeout (a stopping thread has no timeout to extend).
+#[test]
+fn steering_a_stopping_thread_is_refused_with_the_originals_texts() {
+    let w = world();
+    w.base.script(
+        "stubborn",
+        &json!({"ignore_abort": true, "turns": [{"steps": [{"delay_ms": 2500}, {"text": "done anyway"}]}]})
+            .to_string(),
+    );
+    let mut root = w.root("stubborn", &[]);
+    spawn_detached(&mut root, "s", "t");
+    wait_for("s running", Duration::from_secs(10), || {
+        w.sql("SELECT agent_state FROM threads WHERE path = '/root/s'")[0][0] == "running"
+    });
+    // The stop waits for the run, which ignores the abort for a while: s is stopping.
+    let stop = root.send("agent_stop", json!({"path": "s"}));
+    wait_for("the stop request", Duration::from_secs(10), || {
+        w.sql("SELECT agent_stop_requested FROM threads WHERE path = '/root/s'")[0][0] == 1
+    });
+    let (code, m) = fail(&mut root, "agent_steer", json!({"path": "s", "message": "go on"}));
+    assert_eq!(code, "conflict");
+    assert!(
+        m.starts_with("Thread is stopping; wait for stopped state before resuming. Repair:"),
+        "{m}"
+    );
+    let (code, m) = fail(&mut root, "agent_steer", json!({"path": "s", "timeoutMs": 30000}));
+    assert_eq!(code, "conflict");
+    assert!(m.starts_with("Only a working agent has a timeout to extend. Repair:"), "{m}");
+    let r = root.response(stop, Duration::from_secs(30));
+    assert_eq!(r["result"]["details"]["state"], "stopped", "{r}");
+    drop(root);
+    w.finish(15);
+}
