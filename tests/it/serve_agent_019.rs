@@ -665,3 +665,30 @@ fn steering_a_stopping_thread_is_refused_with_the_originals_texts() {
     drop(root);
     w.finish(15);
 }
+
+/// A child that settles before its deadline has its timer cleared with the settlement: no
+/// notice ever comes for it.
+#[test]
+fn settling_before_the_deadline_clears_the_timer() {
+    let w = world();
+    let mut root = w.root("quick", &[("THREADBASE_TEST_TIMEOUT_DIVISOR", "100")]);
+    // 60,000 ms / 100: 600 ms; the quick child answers after 100 ms.
+    let v = call(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "q", "type": "worker", "task": "t", "timeoutMs": 60000}),
+    );
+    assert_eq!(v["state"], "completed");
+    assert_eq!(
+        w.sql("SELECT agent_timeout_at, agent_timeout_ms FROM threads WHERE path = '/root/q'"),
+        vec![vec![Value::Null, Value::Null]]
+    );
+    std::thread::sleep(Duration::from_millis(900));
+    assert!(
+        !notices(&root).iter().any(|n| n["kind"] == "timeout"),
+        "{:?}",
+        notices(&root)
+    );
+    drop(root);
+    w.finish(10);
+}
