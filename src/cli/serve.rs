@@ -130,12 +130,10 @@ pub fn config(db: PathBuf, args: ServeArgs) -> Result<ServeConfig> {
         db,
         settings,
         budget: crate::engine::budget::Budget::from_env(&|k| env(k))?,
-        agent_settings: std::sync::Arc::new(
-            crate::contract::agent_settings::AgentSettings::load(
-                &agent_dir_for_settings,
-                args.trusted.then_some(cwd_for_settings.as_path()),
-            )?,
-        ),
+        agent_settings: std::sync::Arc::new(crate::contract::agent_settings::AgentSettings::load(
+            &agent_dir_for_settings,
+            args.trusted.then_some(cwd_for_settings.as_path()),
+        )?),
     })
 }
 

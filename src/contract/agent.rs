@@ -764,7 +764,15 @@ mod tests {
     fn recent_output_is_the_last_two_assistant_texts_of_the_last_six_entries() {
         let a = |t: &str| json!({"type": "message", "message": {"role": "assistant", "content": [{"type": "text", "text": t}]}});
         let u = |t: &str| json!({"type": "message", "message": {"role": "user", "content": t}});
-        let entries = vec![a("old"), u("q"), a("one"), u("q2"), a("two"), a("three"), u("q3")];
+        let entries = vec![
+            a("old"),
+            u("q"),
+            a("one"),
+            u("q2"),
+            a("two"),
+            a("three"),
+            u("q3"),
+        ];
         assert_eq!(recent_output(&entries), "two\n---\nthree");
         // "old" lies outside the last six entries.
         let entries = vec![a("old"), u("1"), u("2"), u("3"), u("4"), u("5"), a("only")];

@@ -112,8 +112,7 @@ pub fn is_model_ref(s: &str) -> bool {
 /// A tool name: `^[a-zA-Z0-9_-]+$` (no wildcards).
 pub fn is_tool_name(s: &str) -> bool {
     !s.is_empty()
-        && s
-            .bytes()
+        && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
@@ -166,7 +165,12 @@ fn no_unknown(file: &Path, m: &Map<String, Value>, allowed: &[&str], what: &str)
 fn agent_type(file: &Path, name: &str, v: &Value) -> Result<AgentType> {
     let what = format!("agentTypes.{name}");
     let m = object(file, v, &what)?;
-    no_unknown(file, m, &["models", "model", "thinkingLevel", "tools"], &what)?;
+    no_unknown(
+        file,
+        m,
+        &["models", "model", "thinkingLevel", "tools"],
+        &what,
+    )?;
     let models = match (m.get("models"), m.get("model")) {
         (Some(_), Some(_)) => {
             return Err(bad(
@@ -339,7 +343,11 @@ pub fn parse_file(file: &Path, text: &str) -> Result<AgentSettingsLayer> {
                 ));
             }
             let p = Path::new(&e);
-            let joined = if p.is_absolute() { p.to_path_buf() } else { dir.join(p) };
+            let joined = if p.is_absolute() {
+                p.to_path_buf()
+            } else {
+                dir.join(p)
+            };
             layer
                 .required_child_extensions
                 .push(joined.display().to_string());
@@ -350,7 +358,10 @@ pub fn parse_file(file: &Path, text: &str) -> Result<AgentSettingsLayer> {
             if !crate::paths::is_agent_segment(name) {
                 return Err(bad(
                     file,
-                    format!("agentTypes has {}, which is not a type name", crate::paths::json_quote(name)),
+                    format!(
+                        "agentTypes has {}, which is not a type name",
+                        crate::paths::json_quote(name)
+                    ),
                     "name types with letters, digits, - or _ (the `type` agent_spawn takes)",
                 ));
             }
@@ -466,7 +477,10 @@ pub use crate::pi::models::KnownModel;
 pub fn in_scope(model: &str, scope: &[String]) -> bool {
     let id = model.split_once('/').map_or(model, |(_, id)| id);
     scope.iter().any(|p| {
-        let p = p.split_once(':').map_or(p.as_str(), |(head, _)| head).trim();
+        let p = p
+            .split_once(':')
+            .map_or(p.as_str(), |(head, _)| head)
+            .trim();
         if p.contains('*') {
             glob(p, model) || glob(p, id)
         } else {
@@ -590,11 +604,13 @@ mod tests {
         assert_eq!(s.types["coder"].models, ["a/b", "c/d"]);
         let (flags, row) = tool_flags(s.tool_filtering, &s.types["reviewer"]).unwrap();
         assert_eq!(flags, ["--tools", "read"]);
-        assert_eq!(row, serde_json::json!({"filtering": "allowed", "tools": ["read"]}));
+        assert_eq!(
+            row,
+            serde_json::json!({"filtering": "allowed", "tools": ["read"]})
+        );
         let (flags, _) = tool_flags(ToolFiltering::Allowed, &s.types["coder"]).unwrap();
         assert_eq!(flags, ["--no-tools"]);
-        let (flags, _) =
-            tool_flags(ToolFiltering::AllExceptBlocked, &s.types["reviewer"]).unwrap();
+        let (flags, _) = tool_flags(ToolFiltering::AllExceptBlocked, &s.types["reviewer"]).unwrap();
         assert_eq!(flags, ["--exclude-tools", "bash"]);
         assert!(tool_flags(ToolFiltering::All, &s.types["reviewer"]).is_none());
     }
@@ -609,12 +625,30 @@ mod tests {
             ("{\"toolFiltering\": \"some\"}", "toolFiltering must be"),
             ("{\"requiredChildExtensions\": [3]}", "must hold strings"),
             ("{\"requiredChildExtensions\": [\" \"]}", "not a path"),
-            ("{\"agentTypes\": {\"r\": {\"models\": [\"a/b\"], \"model\": \"a/b\"}}}", "both models and model"),
-            ("{\"agentTypes\": {\"r\": {\"models\": []}}}", "models is empty"),
-            ("{\"agentTypes\": {\"r\": {\"models\": [\"nomodel\"]}}}", "not provider/model-id"),
-            ("{\"agentTypes\": {\"r\": {\"models\": [\"a/b\", \"a/b\"]}}}", "twice"),
-            ("{\"agentTypes\": {\"r\": {\"thinkingLevel\": \"huge\"}}}", "thinkingLevel must be one of"),
-            ("{\"agentTypes\": {\"r\": {\"tools\": {\"allow\": [\"re*d\"]}}}}", "not a tool name"),
+            (
+                "{\"agentTypes\": {\"r\": {\"models\": [\"a/b\"], \"model\": \"a/b\"}}}",
+                "both models and model",
+            ),
+            (
+                "{\"agentTypes\": {\"r\": {\"models\": []}}}",
+                "models is empty",
+            ),
+            (
+                "{\"agentTypes\": {\"r\": {\"models\": [\"nomodel\"]}}}",
+                "not provider/model-id",
+            ),
+            (
+                "{\"agentTypes\": {\"r\": {\"models\": [\"a/b\", \"a/b\"]}}}",
+                "twice",
+            ),
+            (
+                "{\"agentTypes\": {\"r\": {\"thinkingLevel\": \"huge\"}}}",
+                "thinkingLevel must be one of",
+            ),
+            (
+                "{\"agentTypes\": {\"r\": {\"tools\": {\"allow\": [\"re*d\"]}}}}",
+                "not a tool name",
+            ),
             ("{\"agentTypes\": {\"bad name\": {}}}", "not a type name"),
             ("not json", "not JSON"),
         ] {
@@ -686,13 +720,20 @@ mod tests {
         assert!(!in_scope("fake/b", &["fake/a".into()]));
         // Thinking: first known level, off for a model that does not reason.
         assert_eq!(
-            choose_thinking([None, Some("low"), Some("high"), None], Some("fake/b"), &available),
+            choose_thinking(
+                [None, Some("low"), Some("high"), None],
+                Some("fake/b"),
+                &available
+            ),
             "low"
         );
         assert_eq!(
             choose_thinking([None, Some("low"), None, None], Some("fake/a"), &available),
             "off"
         );
-        assert_eq!(choose_thinking([None, None, None, None], None, &available), "off");
+        assert_eq!(
+            choose_thinking([None, None, None, None], None, &available),
+            "off"
+        );
     }
 }

@@ -86,8 +86,16 @@ mod tests {
         assert_eq!(
             parse_list_models(out),
             vec![
-                KnownModel { provider: "fake".into(), id: "fake-model".into(), reasoning: false },
-                KnownModel { provider: "fake".into(), id: "fake-think".into(), reasoning: true },
+                KnownModel {
+                    provider: "fake".into(),
+                    id: "fake-model".into(),
+                    reasoning: false
+                },
+                KnownModel {
+                    provider: "fake".into(),
+                    id: "fake-think".into(),
+                    reasoning: true
+                },
             ]
         );
         assert!(parse_list_models("No models available. Use /login …\n").is_empty());

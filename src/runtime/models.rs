@@ -17,7 +17,9 @@ pub async fn list_models(
     env: &[(String, String)],
 ) -> Result<String> {
     let (program, args) = prefix.split_first().ok_or_else(|| {
-        Error::invalid("The child Pi command is empty. Repair: set THREADBASE_PI_COMMAND like '[\"pi\"]'.")
+        Error::invalid(
+            "The child Pi command is empty. Repair: set THREADBASE_PI_COMMAND like '[\"pi\"]'.",
+        )
     })?;
     let mut cmd = tokio::process::Command::new(program);
     cmd.args(args)

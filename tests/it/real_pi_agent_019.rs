@@ -162,7 +162,10 @@ fn real_pi_timeout_notice_reaches_the_parent_pi_while_the_child_works() {
         },
         Step::text("A: b is on it"),
     );
-    fake.route(|r| last_is_user(r, "B-TASK"), Step::bash("sleep 4; echo dug"));
+    fake.route(
+        |r| last_is_user(r, "B-TASK"),
+        Step::bash("sleep 4; echo dug"),
+    );
     fake.route(
         |r| {
             r.messages().last().is_some_and(|m| m["role"] == "tool")
@@ -204,7 +207,10 @@ fn real_pi_timeout_notice_reaches_the_parent_pi_while_the_child_works() {
         );
         std::thread::sleep(Duration::from_millis(50));
     };
-    let b_state = sql(&db, "SELECT agent_state FROM threads WHERE path = '/root/a/b'");
+    let b_state = sql(
+        &db,
+        "SELECT agent_state FROM threads WHERE path = '/root/a/b'",
+    );
     assert_eq!(b_state, [json!("running")], "b when a got the notice");
     assert_eq!(notice["details"]["path"], "/root/a/b", "{notice}");
     assert_eq!(notice["details"]["timeoutMs"], 30000, "{notice}");
@@ -221,7 +227,11 @@ fn real_pi_timeout_notice_reaches_the_parent_pi_while_the_child_works() {
         "agent_wait",
         json!({"path": "/root/a/b", "timeoutMs": 120000}),
     );
-    assert_eq!((&b["state"], &b["output"]), (&json!("completed"), &json!("B final: dug")), "{b}");
+    assert_eq!(
+        (&b["state"], &b["output"]),
+        (&json!("completed"), &json!("B final: dug")),
+        "{b}"
+    );
     let fired = sql(
         &db,
         "SELECT count(*) FROM mailbox mb JOIN threads t ON t.id = mb.thread_id
@@ -276,7 +286,10 @@ fn real_pi_agents_reap_command_counts_confirms_and_forgets() {
     p.answer_ui(&ask, json!({"value": "Confirm"}));
     let said = p.ui_request("notify", step);
     assert_eq!(said["message"], "Reaped 1 subagent.", "{said}");
-    let reaped = sql(&db, "SELECT agent_reaped_at IS NOT NULL FROM threads WHERE path = '/root/done'");
+    let reaped = sql(
+        &db,
+        "SELECT agent_reaped_at IS NOT NULL FROM threads WHERE path = '/root/done'",
+    );
     assert_eq!(reaped, [json!(1)]);
     // Nothing left to reap: said so, no dialog.
     p.send(&json!({"id": "r2", "type": "prompt", "message": "/agents reap"}));

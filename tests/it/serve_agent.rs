@@ -64,7 +64,12 @@ impl World {
         )
     }
 
-    pub(crate) fn root_with_args(&self, script: &str, env: &[(&str, &str)], parent_args: &str) -> Serve {
+    pub(crate) fn root_with_args(
+        &self,
+        script: &str,
+        env: &[(&str, &str)],
+        parent_args: &str,
+    ) -> Serve {
         self.serve(
             script,
             vec![

@@ -2,7 +2,6 @@
 //! scripted children: the view's new fields, report-only timeouts, reap, per-type models, tools
 //! and extensions, and the final recap. The world and helpers are `serve_agent`'s.
 
-
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -181,10 +180,20 @@ fn steer_rearms_the_timer_and_stop_clears_it() {
     // The original's texts.
     let (code, m) = fail(&mut root, "agent_steer", json!({"path": "b"}));
     assert_eq!(code, "invalid_params");
-    assert!(m.starts_with("Provide message, timeoutMs, or both. Repair:"), "{m}");
-    let (code, m) = fail(&mut root, "agent_steer", json!({"path": "b", "timeoutMs": 30000}));
+    assert!(
+        m.starts_with("Provide message, timeoutMs, or both. Repair:"),
+        "{m}"
+    );
+    let (code, m) = fail(
+        &mut root,
+        "agent_steer",
+        json!({"path": "b", "timeoutMs": 30000}),
+    );
     assert_eq!(code, "conflict");
-    assert!(m.starts_with("Only a working agent has a timeout to extend. Repair:"), "{m}");
+    assert!(
+        m.starts_with("Only a working agent has a timeout to extend. Repair:"),
+        "{m}"
+    );
     for bad in [json!(29999), json!(300001), json!(60000.5), json!("60000")] {
         let (code, m) = fail(
             &mut root,
@@ -193,12 +202,20 @@ fn steer_rearms_the_timer_and_stop_clears_it() {
         );
         assert_eq!(code, "invalid_params");
         assert!(
-            m.starts_with("timeoutMs must be an integer between 30000 (30s) and 300000 (5min). Repair:"),
+            m.starts_with(
+                "timeoutMs must be an integer between 30000 (30s) and 300000 (5min). Repair:"
+            ),
             "{m}"
         );
-        let (_, m) = fail(&mut root, "agent_steer", json!({"path": "b", "message": "x", "timeoutMs": bad}));
+        let (_, m) = fail(
+            &mut root,
+            "agent_steer",
+            json!({"path": "b", "message": "x", "timeoutMs": bad}),
+        );
         assert!(
-            m.starts_with("timeoutMs must be an integer between 30000 (30s) and 300000 (5min). Repair:"),
+            m.starts_with(
+                "timeoutMs must be an integer between 30000 (30s) and 300000 (5min). Repair:"
+            ),
             "{m}"
         );
     }
@@ -241,7 +258,10 @@ fn reap_forgets_completed_leaves_frees_slots_and_keeps_rows() {
     let mut quick = w.root("quick", &[("PI_SUBAGENTS_MAX_THREADS", "4")]);
     let done1 = spawn(&mut quick, "done1", "one");
     let done2 = spawn(&mut quick, "done2", "two");
-    assert_eq!((&done1["state"], &done2["state"]), (&json!("completed"), &json!("completed")));
+    assert_eq!(
+        (&done1["state"], &done2["state"]),
+        (&json!("completed"), &json!("completed"))
+    );
     let file = done1["sessionFile"].as_str().unwrap().to_string();
     let (code, m) = fail(
         &mut quick,
@@ -314,7 +334,10 @@ fn reap_forgets_completed_leaves_frees_slots_and_keeps_rows() {
     // The shell command reaps what is left that may go: /root/x (p stays above failed q).
     let (ok, out, err) = threadbase(&w.base.db, &["reap"]);
     assert!(ok, "{err}");
-    assert!(out.starts_with("reaped 1 completed thread\n  /root/x  (session ses_main)"), "{out}");
+    assert!(
+        out.starts_with("reaped 1 completed thread\n  /root/x  (session ses_main)"),
+        "{out}"
+    );
     let (ok, out, _) = threadbase(&w.base.db, &["reap", "--dry-run"]);
     assert!(ok);
     assert_eq!(out, "would reap 0 completed threads\n");
@@ -412,19 +435,26 @@ fn agent_types_choose_model_thinking_tools_and_extensions() {
         "agent_spawn",
         json!({"path": "r", "type": "reviewer", "task": "review", "wait": false}),
     );
-    assert_eq!((&v["model"], &v["thinkingLevel"]), (&json!("fake/think"), &json!("high")), "{v}");
+    assert_eq!(
+        (&v["model"], &v["thinkingLevel"]),
+        (&json!("fake/think"), &json!("high")),
+        "{v}"
+    );
     let argv = child_cmdline(&w, "reviewer /root/r");
     assert_eq!(after(&argv, "--provider"), Some("fake"), "{argv:?}");
     assert_eq!(after(&argv, "--model"), Some("think"), "{argv:?}");
     assert_eq!(after(&argv, "--thinking"), Some("high"), "{argv:?}");
     assert_eq!(after(&argv, "--tools"), Some("read"), "{argv:?}");
-    assert_eq!(after(&argv, "--extension"), Some(ext.to_str().unwrap()), "{argv:?}");
+    assert_eq!(
+        after(&argv, "--extension"),
+        Some(ext.to_str().unwrap()),
+        "{argv:?}"
+    );
     let v = call(&mut root, "agent_wait", json!({"path": "r"}));
     assert_eq!(v["output"], "typed answer");
     // The child's own session records the model it ran with and its thinking level.
-    let lines = crate::serve_agent::session_lines(std::path::Path::new(
-        v["sessionFile"].as_str().unwrap(),
-    ));
+    let lines =
+        crate::serve_agent::session_lines(std::path::Path::new(v["sessionFile"].as_str().unwrap()));
     assert!(
         lines.iter().any(|e| e["message"]["role"] == "assistant"
             && e["message"]["provider"] == "fake"
@@ -435,7 +465,9 @@ fn agent_types_choose_model_thinking_tools_and_extensions() {
         .iter()
         .any(|e| e["type"] == "thinking_level_change" && e["thinkingLevel"] == "high"));
     assert_eq!(
-        w.sql("SELECT agent_model, agent_thinking, agent_tools FROM threads WHERE path = '/root/r'"),
+        w.sql(
+            "SELECT agent_model, agent_thinking, agent_tools FROM threads WHERE path = '/root/r'"
+        ),
         vec![vec![
             json!("fake/think"),
             json!("high"),
@@ -448,7 +480,11 @@ fn agent_types_choose_model_thinking_tools_and_extensions() {
         "agent_spawn",
         json!({"path": "p", "type": "plain", "task": "t"}),
     );
-    assert_eq!((&v["model"], &v["thinkingLevel"]), (&json!("fake/m1"), &json!("off")), "{v}");
+    assert_eq!(
+        (&v["model"], &v["thinkingLevel"]),
+        (&json!("fake/m1"), &json!("off")),
+        "{v}"
+    );
     assert_eq!(
         w.sql("SELECT agent_tools FROM threads WHERE path = '/root/p'")[0][0],
         json!(r#"{"filtering":"allowed","tools":[]}"#)
@@ -460,15 +496,23 @@ fn agent_types_choose_model_thinking_tools_and_extensions() {
         json!({"path": "b", "type": "broken", "task": "t"}),
     );
     assert_eq!(code, "invalid_params");
-    assert!(m.starts_with("No model of [nokey/x, other/y] is available"), "{m}");
-    assert!(w.sql("SELECT id FROM threads WHERE path = '/root/b'").is_empty());
+    assert!(
+        m.starts_with("No model of [nokey/x, other/y] is available"),
+        "{m}"
+    );
+    assert!(w
+        .sql("SELECT id FROM threads WHERE path = '/root/b'")
+        .is_empty());
     // A type the settings do not define runs as before: the parent's flags, nothing recorded.
     let v = call(
         &mut root,
         "agent_spawn",
         json!({"path": "u", "type": "worker", "task": "t"}),
     );
-    assert!(v.get("model").is_none() && v.get("thinkingLevel").is_none(), "{v}");
+    assert!(
+        v.get("model").is_none() && v.get("thinkingLevel").is_none(),
+        "{v}"
+    );
     drop(root);
     w.finish(10);
 }
@@ -521,7 +565,10 @@ fn scoped_and_current_model_selection() {
 #[test]
 fn bad_extensions_refuse_spawns_and_bad_settings_stop_serve() {
     let w = world();
-    settings(&w, &json!({"requiredChildExtensions": ["/nonexistent/ext.ts"]}));
+    settings(
+        &w,
+        &json!({"requiredChildExtensions": ["/nonexistent/ext.ts"]}),
+    );
     let mut root = w.root("quick", &[]);
     let (code, m) = fail(
         &mut root,
@@ -548,7 +595,9 @@ fn bad_extensions_refuse_spawns_and_bad_settings_stop_serve() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("Invalid subagent settings in ")
-            && err.contains("toolFiltering must be allowed, all-except-blocked or all, got \"some\". Repair:"),
+            && err.contains(
+                "toolFiltering must be allowed, all-except-blocked or all, got \"some\". Repair:"
+            ),
         "{err}"
     );
     w.finish(10);
@@ -651,15 +700,26 @@ fn steering_a_stopping_thread_is_refused_with_the_originals_texts() {
     wait_for("the stop request", Duration::from_secs(10), || {
         w.sql("SELECT agent_stop_requested FROM threads WHERE path = '/root/s'")[0][0] == 1
     });
-    let (code, m) = fail(&mut root, "agent_steer", json!({"path": "s", "message": "go on"}));
+    let (code, m) = fail(
+        &mut root,
+        "agent_steer",
+        json!({"path": "s", "message": "go on"}),
+    );
     assert_eq!(code, "conflict");
     assert!(
         m.starts_with("Thread is stopping; wait for stopped state before resuming. Repair:"),
         "{m}"
     );
-    let (code, m) = fail(&mut root, "agent_steer", json!({"path": "s", "timeoutMs": 30000}));
+    let (code, m) = fail(
+        &mut root,
+        "agent_steer",
+        json!({"path": "s", "timeoutMs": 30000}),
+    );
     assert_eq!(code, "conflict");
-    assert!(m.starts_with("Only a working agent has a timeout to extend. Repair:"), "{m}");
+    assert!(
+        m.starts_with("Only a working agent has a timeout to extend. Repair:"),
+        "{m}"
+    );
     let r = root.response(stop, Duration::from_secs(30));
     assert_eq!(r["result"]["details"]["state"], "stopped", "{r}");
     drop(root);

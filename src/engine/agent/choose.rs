@@ -8,7 +8,7 @@
 //! `--tools`/`--exclude-tools`/`--no-tools`) instead of the inherited ones; every child gets
 //! `--extension` for each `requiredChildExtensions` entry.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -31,7 +31,12 @@ pub(super) struct Choice {
 /// Flags the inherited argv loses when the row names a model, a thinking level or tools.
 const MODEL_FLAGS: [&str; 2] = ["--provider", "--model"];
 const THINKING_FLAGS: [&str; 1] = ["--thinking"];
-const TOOL_FLAGS: [&str; 4] = ["--tools", "--exclude-tools", "--no-tools", "--no-builtin-tools"];
+const TOOL_FLAGS: [&str; 4] = [
+    "--tools",
+    "--exclude-tools",
+    "--no-tools",
+    "--no-builtin-tools",
+];
 
 impl AgentHost {
     fn agent_type(&self, kind: &str) -> Option<&AgentType> {
@@ -143,8 +148,7 @@ impl AgentHost {
         let parent_thinking = parent.and_then(|p| p.thinking.clone());
         let Some(t) = self.agent_type(kind).cloned() else {
             // Not a defined type: the parent's model and thinking, as its row or argv say.
-            let (arg_model, arg_thinking) =
-                crate::pi::models::model_of_args(&self.cfg.parent_args);
+            let (arg_model, arg_thinking) = crate::pi::models::model_of_args(&self.cfg.parent_args);
             return Ok(Choice {
                 model: parent_model.or(arg_model),
                 thinking: parent_thinking.or(arg_thinking),
@@ -154,8 +158,7 @@ impl AgentHost {
         let s = &self.cfg.agent_settings;
         let (main_model, main_thinking) = self.main_model();
         let needs_list = !t.models.is_empty() && s.model_selection != ModelSelection::UseCurrent;
-        let available = if needs_list || t.thinking_level.is_some() || parent_thinking.is_some()
-        {
+        let available = if needs_list || t.thinking_level.is_some() || parent_thinking.is_some() {
             self.available_models().await?
         } else {
             Arc::new(Vec::new())
@@ -218,7 +221,10 @@ impl AgentHost {
         if row.thinking.is_some() {
             drop.extend(THINKING_FLAGS);
         }
-        let tools: Option<Value> = row.tools.as_deref().and_then(|t| serde_json::from_str(t).ok());
+        let tools: Option<Value> = row
+            .tools
+            .as_deref()
+            .and_then(|t| serde_json::from_str(t).ok());
         if tools.is_some() {
             drop.extend(TOOL_FLAGS);
         }
@@ -266,7 +272,7 @@ impl AgentHost {
         for e in &self.cfg.agent_settings.required_child_extensions {
             let already = args
                 .windows(2)
-                .any(|w| w[0] == "--extension" && PathBuf::from(&w[1]) == PathBuf::from(e));
+                .any(|w| w[0] == "--extension" && Path::new(&w[1]) == Path::new(e));
             if !already {
                 args.extend(["--extension".to_string(), e.clone()]);
             }
@@ -303,7 +309,16 @@ mod tests {
         let v = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         assert_eq!(
             without_flags(
-                v(&["--provider", "fake", "--model", "m", "--no-tools", "--offline", "--tools", "read"]),
+                v(&[
+                    "--provider",
+                    "fake",
+                    "--model",
+                    "m",
+                    "--no-tools",
+                    "--offline",
+                    "--tools",
+                    "read"
+                ]),
                 &["--provider", "--model", "--tools", "--no-tools"]
             ),
             v(&["--offline"])

@@ -167,8 +167,10 @@ impl AgentHost {
                 continue; // a request of this serve is about to report on it
             }
             if self.consume(n.id)? {
-                let details: Option<serde_json::Value> =
-                    n.details.as_deref().and_then(|d| serde_json::from_str(d).ok());
+                let details: Option<serde_json::Value> = n
+                    .details
+                    .as_deref()
+                    .and_then(|d| serde_json::from_str(d).ok());
                 let detail_kind = details
                     .as_ref()
                     .and_then(|d| d["kind"].as_str().map(str::to_string));

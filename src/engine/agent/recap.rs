@@ -88,7 +88,11 @@ impl AgentHost {
 
     /// The row watcher's side: results held for this serve's caller are released once nothing
     /// detached still works for it.
-    pub(super) fn release_recap_if_due(&self, conn: &Connection, registry: ManagerId) -> Result<()> {
+    pub(super) fn release_recap_if_due(
+        &self,
+        conn: &Connection,
+        registry: ManagerId,
+    ) -> Result<()> {
         if !self.cfg.agent_settings.final_recap
             || recap::held(conn, registry, self.caller())?.is_empty()
             || recap::outstanding(conn, registry, self.caller())? > 0

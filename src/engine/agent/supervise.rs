@@ -197,12 +197,7 @@ impl AgentHost {
                     delivered: quiet,
                 },
             )?;
-            self.recap_after_settle(
-                tx,
-                &recipient,
-                written.filter(|_| !quiet),
-                settled.detached,
-            )?;
+            self.recap_after_settle(tx, &recipient, written.filter(|_| !quiet), settled.detached)?;
             if let Some(row) = written.filter(|_| quiet) {
                 if let Some(h) = self
                     .held

@@ -166,7 +166,9 @@ impl AgentRow {
                     )
                 })?,
             task: r.get::<_, Option<String>>("task")?.unwrap_or_default(),
-            status_text: r.get::<_, Option<String>>("status_text")?.unwrap_or_default(),
+            status_text: r
+                .get::<_, Option<String>>("status_text")?
+                .unwrap_or_default(),
             output: r.get("output")?,
             error: r.get("error")?,
             session_file: r.get("session_file")?,
