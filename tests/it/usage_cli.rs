@@ -234,11 +234,21 @@ fn usage_shows_the_budget_and_refuses_a_bad_one() {
 fn a_database_from_before_usage_accounting() {
     let db = seed();
     let conn = rusqlite::Connection::open(&db.path).unwrap();
-    // Undo V8 (the snapshot cache), V7 (thread_output's session columns), V6 (contract B's
-    // spawn-order index), V5 (managers' parent link; its rebuilt `commands` table is rebuilt
-    // again by the migration) and V4, and forget them.
+    // Undo V11 (contract B's 0.19 columns), V8 (the snapshot cache), V7 (thread_output's
+    // session columns), V6 (contract B's spawn-order index), V5 (managers' parent link; its
+    // rebuilt `commands` table is rebuilt again by the migration) and V4, and forget them.
     conn.execute_batch(
-        "DROP TRIGGER thread_snapshots_stale_on_thread;
+        "DROP INDEX threads_agent_timers;
+         ALTER TABLE threads DROP COLUMN agent_model;
+         ALTER TABLE threads DROP COLUMN agent_thinking;
+         ALTER TABLE threads DROP COLUMN agent_tools;
+         ALTER TABLE threads DROP COLUMN agent_detached;
+         ALTER TABLE threads DROP COLUMN agent_reaped_at;
+         ALTER TABLE threads DROP COLUMN agent_timeout_at;
+         ALTER TABLE threads DROP COLUMN agent_timeout_ms;
+         ALTER TABLE mailbox DROP COLUMN details;
+         ALTER TABLE mailbox DROP COLUMN recap_held;
+         DROP TRIGGER thread_snapshots_stale_on_thread;
          DROP TRIGGER thread_snapshots_stale_on_output_insert;
          DROP TRIGGER thread_snapshots_stale_on_output_update;
          DROP TRIGGER thread_snapshots_stale_on_output_delete;
