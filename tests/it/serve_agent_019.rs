@@ -752,3 +752,51 @@ fn settling_before_the_deadline_clears_the_timer() {
     drop(root);
     w.finish(10);
 }
+
+/// Held results are rows: when the serve of the last outstanding detached child is killed,
+/// the next serve's restore pauses that child (no result of its own) and the held result is
+/// delivered as the recap; nothing is lost.
+#[test]
+fn held_recap_results_survive_a_killed_serve() {
+    let w = world();
+    w.base.script(
+        "staggered",
+        &json!({"turns": [{"steps": [{"delay_ms": 300}, {"text": "answer to {prompt}"}]}]})
+            .to_string(),
+    );
+    settings(&w, &json!({"finalRecap": true}));
+    let mut early = w.root("staggered", &[]);
+    let mut late = w.root("slow", &[]);
+    spawn_detached(&mut early, "one", "first");
+    spawn_detached(&mut late, "two", "second");
+    wait_for("one held", Duration::from_secs(10), || {
+        w.sql("SELECT count(*) FROM mailbox WHERE recap_held = 1 AND state = 'pending'")[0][0]
+            == 1
+    });
+    // SIGKILL the serve that holds "two" mid-run.
+    late.child.kill().unwrap();
+    late.child.wait().unwrap();
+    let mut again = w.root("quick", &[]);
+    let st = call(&mut again, "agent_status", json!({"path": "two"}));
+    assert_eq!(st["state"], "paused", "{st}");
+    let all = || {
+        let mut n = notices(&early);
+        n.extend(notices(&again));
+        n
+    };
+    wait_for("the recap", Duration::from_secs(10), || {
+        all().iter().any(|n| n["kind"] == "recap")
+    });
+    let recap = all().into_iter().find(|n| n["kind"] == "recap").unwrap();
+    assert_eq!(
+        recap["text"],
+        "All detached subagents have reported (1 result).\n\nAgent /root/one completed. Final answer:\nanswer to first\n\nSummarize these results in one reply."
+    );
+    assert_eq!(
+        w.sql("SELECT count(*) FROM mailbox WHERE recap_held = 1 AND state = 'pending'")[0][0],
+        0
+    );
+    drop(early);
+    drop(again);
+    w.finish(10);
+}
