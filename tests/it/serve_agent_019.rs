@@ -770,8 +770,7 @@ fn held_recap_results_survive_a_killed_serve() {
     spawn_detached(&mut early, "one", "first");
     spawn_detached(&mut late, "two", "second");
     wait_for("one held", Duration::from_secs(10), || {
-        w.sql("SELECT count(*) FROM mailbox WHERE recap_held = 1 AND state = 'pending'")[0][0]
-            == 1
+        w.sql("SELECT count(*) FROM mailbox WHERE recap_held = 1 AND state = 'pending'")[0][0] == 1
     });
     // SIGKILL the serve that holds "two" mid-run.
     late.child.kill().unwrap();
@@ -799,4 +798,41 @@ fn held_recap_results_survive_a_killed_serve() {
     drop(early);
     drop(again);
     w.finish(10);
+}
+
+/// A timer armed by one serve for a run another serve holds is fired by the holder (the row is
+/// the only link), and the notice goes to the thread's parent's serve.
+#[test]
+fn a_timer_armed_elsewhere_is_fired_by_the_serve_that_holds_the_run() {
+    let w = world();
+    let mut root = w.root("slow", &[("THREADBASE_TEST_TIMEOUT_DIVISOR", "100")]);
+    spawn_detached(&mut root, "p", "lead");
+    let mut p = w.child("/root/p", "slow");
+    spawn_detached(&mut p, "q", "dig");
+    wait_for("q running", Duration::from_secs(10), || {
+        w.sql("SELECT agent_state FROM threads WHERE path = '/root/p/q'")[0][0] == "running"
+    });
+    // The root arms q's timer; p's serve holds q's run.
+    call(
+        &mut root,
+        "agent_steer",
+        json!({"path": "/root/p/q", "timeoutMs": 30000}),
+    );
+    wait_for("q's timeout notice at p", Duration::from_secs(10), || {
+        notices(&p).iter().any(|n| n["kind"] == "timeout")
+    });
+    let n = notices(&p)
+        .into_iter()
+        .find(|n| n["kind"] == "timeout")
+        .unwrap();
+    assert_eq!(
+        (&n["path"], &n["recipient"]),
+        (&json!("/root/p/q"), &json!("/root/p"))
+    );
+    assert!(!notices(&root).iter().any(|n| n["kind"] == "timeout"));
+    let q = call(&mut root, "agent_wait", json!({"path": "/root/p/q"}));
+    assert_eq!(q["state"], "completed", "{q}");
+    drop(p);
+    drop(root);
+    w.finish(15);
 }
