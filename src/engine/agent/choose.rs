@@ -157,12 +157,8 @@ impl AgentHost {
         };
         let s = &self.cfg.agent_settings;
         let (main_model, main_thinking) = self.main_model();
-        let needs_list = !t.models.is_empty() && s.model_selection != ModelSelection::UseCurrent;
-        let available = if needs_list || t.thinking_level.is_some() || parent_thinking.is_some() {
-            self.available_models().await?
-        } else {
-            Arc::new(Vec::new())
-        };
+        // Which models have credentials, and which reason (the thinking level is clamped).
+        let available = self.available_models().await?;
         let scope = self.scope();
         let model = settings::choose_model(&ModelContext {
             selection: s.model_selection,
