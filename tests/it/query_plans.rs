@@ -724,3 +724,27 @@ fn agent_reap_queries_use_their_indexes() {
         assert!(!text.contains("SCAN threads"), "{name} scans: {text}");
     }
 }
+
+/// Contract B's final recap (issue 29): the outstanding detached runs are one range of the
+/// partial index threads_agent_active, the held results one range of mailbox_agent_notices.
+#[test]
+fn agent_recap_queries_use_their_indexes() {
+    let cases = [
+        (
+            sql!("agent_recap_outstanding"),
+            "SEARCH threads USING INDEX threads_agent_active (manager_id=?)",
+        ),
+        (
+            sql!("agent_recap_held"),
+            "SEARCH mb USING INDEX mailbox_agent_notices (recipient_path=?)",
+        ),
+        (
+            sql!("agent_set_run"),
+            "SEARCH threads USING INDEX sqlite_autoindex_threads_1 (id=?)",
+        ),
+    ];
+    for (name, text, want) in plans(cases) {
+        assert!(text.contains(want), "{name}: {text}");
+        assert!(!text.contains("SCAN"), "{name} scans: {text}");
+    }
+}
