@@ -813,7 +813,7 @@ const AGENT_TOOLS = [
 				type: Type.String({ minLength: 1, description: "The agent type (e.g. worker); it names the child's session (worker /root/fix-auth)." }),
 				task: Str("What the child should do."),
 				wait: Type.Optional(Type.Boolean({ description: "Wait until the child settles (default true)." })),
-				timeoutMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 3600000, description: "Stop waiting after this long (the child keeps running)." })),
+				timeoutMs: Type.Optional(Type.Number({ description: "Report-only timeout, 30000–300000 ms: if the child is still working then, you get one timeout notice with its recent output; it is never stopped." })),
 			},
 			{ additionalProperties: false },
 		),
@@ -828,8 +828,15 @@ const AGENT_TOOLS = [
 	},
 	{
 		name: "agent_steer",
-		description: "Send a subagent a message: steers a running one, resumes a completed, paused, stopped or failed one in its same session.",
-		parameters: Type.Object({ path: Str("The subagent's path."), message: Str("The message.") }, { additionalProperties: false }),
+		description: "Send a subagent a message: steers a running one, resumes a completed, paused, stopped or failed one in its same session. timeoutMs (alone or with a message) re-arms its report-only timeout.",
+		parameters: Type.Object(
+			{
+				path: Str("The subagent's path."),
+				message: Type.Optional(Str("The message.")),
+				timeoutMs: Type.Optional(Type.Number({ description: "Report-only timeout from now, 30000–300000 ms (replaces a pending one)." })),
+			},
+			{ additionalProperties: false },
+		),
 	},
 	{
 		name: "agent_status",
@@ -1030,9 +1037,11 @@ export default function threadbaseExtension(pi: ExtensionAPI) {
 		conn = new ServeConnection(identity);
 		conn.onNotice = (params: any) => {
 			const text = typeof params?.text === "string" ? params.text : JSON.stringify(params);
+			// Notices never start a turn, except contract B's final recap (`finalRecap`), which
+			// asks for one summary turn.
 			pi.sendMessage(
 				{ customType: "threadbase-notice", content: text, display: true, details: params },
-				{ triggerTurn: false },
+				{ triggerTurn: params?.kind === "recap" },
 			);
 		};
 		return conn;
@@ -1079,6 +1088,41 @@ export default function threadbaseExtension(pi: ExtensionAPI) {
 				},
 			});
 		}
+		// `/agents reap`: count the completed subagents that can be forgotten, ask, forget them.
+		pi.registerCommand("agents", {
+			description: "Subagents: /agents reap forgets completed subagents with nothing working beneath them (asks first).",
+			handler: async (args, ctx) => {
+				const ui = (ctx as any).ui;
+				const words = String(args ?? "").trim().split(/\s+/).filter(Boolean);
+				if (words[0] !== "reap" || words.length > 1) {
+					ui.notify("Usage: /agents reap", "info");
+					return;
+				}
+				try {
+					const c = connection(identityOf(ctx));
+					const probe: any = await c.request("agents.reap", { dryRun: true });
+					const count: number = probe?.details?.count ?? 0;
+					if (count === 0) {
+						ui.notify("No completed subagents to reap.", "info");
+						return;
+					}
+					const noun = count === 1 ? "subagent" : "subagents";
+					const choice: string | undefined = await ui.select(
+						`Reap ${count} completed ${noun}? They are forgotten and cannot be resumed; their session files stay.`,
+						["Confirm", "Cancel"],
+					);
+					if (choice !== "Confirm") {
+						ui.notify("Reap cancelled.", "info");
+						return;
+					}
+					const done: any = await c.request("agents.reap", {});
+					const n: number = done?.details?.count ?? 0;
+					ui.notify(`Reaped ${n} ${n === 1 ? "subagent" : "subagents"}.`, "info");
+				} catch (e) {
+					ui.notify(`agents reap failed: ${errorText(e)}`, "error");
+				}
+			},
+		});
 		// Saved notices for this agent are delivered as soon as its session starts.
 		pi.on("session_start", async (_event, ctx) => {
 			try {

@@ -2,5 +2,6 @@
 -- reserving serve is gone: it comes back paused like an interrupted one.
 UPDATE threads
 SET agent_state = 'paused', status_text = :paused_status, output = NULL,
-    agent_pause_requested = 0, agent_stop_requested = 0, updated_at = :at
+    agent_pause_requested = 0, agent_stop_requested = 0, updated_at = :at,
+    agent_timeout_ms = NULL, agent_timeout_at = NULL
 WHERE id = :id AND status = 'closed' AND agent_state IN ('starting', 'running')

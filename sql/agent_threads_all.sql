@@ -1,3 +1,6 @@
 -- Every thread of a registry in spawn order (rowid order; threads_agent_by_manager holds the
 -- rowids of one registry's contract B threads in order, so there is no sort step).
-SELECT * FROM agent_rows WHERE manager_id = ?1 AND agent_state IS NOT NULL ORDER BY spawn_order
+-- Reaped threads are forgotten by the contract.
+SELECT * FROM agent_rows
+WHERE manager_id = ?1 AND agent_state IS NOT NULL AND agent_reaped_at IS NULL
+ORDER BY spawn_order

@@ -6,5 +6,5 @@ WHERE spawn_order IN (
     SELECT rowid FROM threads WHERE manager_id = ?1 AND path = ?2
     UNION ALL
     SELECT rowid FROM threads WHERE manager_id = ?1 AND sort_key > ?3 AND sort_key < ?4
-)
+) AND agent_reaped_at IS NULL
 ORDER BY spawn_order

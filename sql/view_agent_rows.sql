@@ -10,5 +10,6 @@ SELECT id, path, parent_path, agent_state, task, status_text, output, error, ses
        (SELECT input_tokens FROM thread_usage WHERE thread_id = threads.id) AS input_tokens,
        (SELECT output_tokens FROM thread_usage WHERE thread_id = threads.id) AS output_tokens,
        (SELECT cost_usd FROM thread_usage WHERE thread_id = threads.id) AS cost_usd,
-       manager_id, rowid AS spawn_order
+       agent_model, agent_thinking, agent_tools, agent_timeout_ms, agent_timeout_at,
+       agent_reaped_at, manager_id, rowid AS spawn_order
 FROM threads

@@ -102,6 +102,7 @@ pub fn run(keep: Option<PathBuf>, out: &mut dyn Write) -> Result<()> {
             db: db.clone(),
             settings: Settings::default(),
             budget: Default::default(),
+            agent_settings: Default::default(),
         };
         let root = Engine::new(cfg.clone(), store.clone(), runtime.clone())?;
         let r = call(&root, json!({"action":"start","name":"API survey","taskName":"api_survey","prompt":"Inspect the public API and report mismatches."})).await?;

@@ -8,6 +8,7 @@ mod http;
 mod inspect;
 mod logging;
 pub mod pi;
+mod reap;
 mod serve;
 mod sql;
 pub mod stop;
@@ -182,6 +183,17 @@ pub enum Command {
         /// Print at most N rows; the rest are counted and the count is reported.
         #[arg(long, value_name = "N")]
         max_rows: Option<usize>,
+    },
+    /// Contract B's reap: every main session forgets its completed subagent threads that have
+    /// no descendant that stays (working, paused, failed or stopped). Reaped threads free their
+    /// slot and cannot be resumed; their rows (marked reaped), usage and session files stay.
+    Reap {
+        /// Only list what would be reaped.
+        #[arg(long)]
+        dry_run: bool,
+        /// Print {"dryRun", "count", "threads": [{session, path}]} as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// The crash-restore pass: every thread left live by a process that is gone becomes
     /// closed/stale (contract B: paused); surviving process groups are killed when pid and start
@@ -451,6 +463,7 @@ pub fn main() -> ExitCode {
             sql::run(&db, &query, json, &bounds, &mut out)
         }
         Command::Restore { json } => restore(&db, json, &mut out),
+        Command::Reap { dry_run, json } => reap::run(&db, dry_run, json, &mut out),
         Command::Check { json } => return check::run(&db, json, &mut out),
         Command::Http(args) => http::run(db, args, &mut out),
         Command::Top { session } => {

@@ -115,6 +115,9 @@ pub fn config(db: PathBuf, args: ServeArgs) -> Result<ServeConfig> {
                 .join(".pi")
                 .join("agent")
         });
+    // Contract B's settings files (a bad value stops serve here, with its Repair:).
+    let agent_dir_for_settings = agent_dir.clone();
+    let cwd_for_settings = cwd.clone();
     Ok(ServeConfig {
         session_file: args.session_file,
         root_session_id: env("PI_THREADS_ROOT_SESSION_ID").unwrap_or_else(|| session_id.clone()),
@@ -134,6 +137,10 @@ pub fn config(db: PathBuf, args: ServeArgs) -> Result<ServeConfig> {
         db,
         settings,
         budget: crate::engine::budget::Budget::from_env(&|k| env(k))?,
+        agent_settings: std::sync::Arc::new(crate::contract::agent_settings::AgentSettings::load(
+            &agent_dir_for_settings,
+            args.trusted.then_some(cwd_for_settings.as_path()),
+        )?),
     })
 }
 

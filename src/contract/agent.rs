@@ -25,8 +25,26 @@ pub const METHODS: [&str; 8] = [
     "agent_output",
 ];
 
+/// `/agents reap` of the Pi extension (not a model tool): `{dryRun?: boolean}` →
+/// [`ReapResult`].
+pub const REAP_METHOD: &str = "agents.reap";
+
 /// Longest wait (`timeoutMs`), one hour.
 pub const MAX_TIMEOUT_MS: u64 = 3_600_000;
+/// The report-only timeout of agent_spawn and agent_steer (`timeoutMs`): 30 s to 5 min.
+pub const REPORT_TIMEOUT_MS: (u64, u64) = (30_000, 300_000);
+/// The original's text for a `timeoutMs` of agent_spawn or agent_steer out of range.
+pub const REPORT_TIMEOUT_INVALID: &str =
+    "timeoutMs must be an integer between 30000 (30s) and 300000 (5min)";
+/// agent_steer with neither a message nor a timeout.
+pub const STEER_NEEDS_SOMETHING: &str = "Provide message, timeoutMs, or both";
+/// agent_steer with only a timeout, of a thread that is not working (or is stopping).
+pub const NO_TIMEOUT_TO_EXTEND: &str = "Only a working agent has a timeout to extend";
+/// How many of a timeout notice's last entries are searched for assistant text, how many
+/// assistant messages it quotes, and the longest `recentOutput` (its end is kept).
+pub const RECENT_ENTRIES: usize = 6;
+pub const RECENT_MESSAGES: usize = 2;
+pub const RECENT_OUTPUT_CHARS: usize = 2_000;
 /// `agent_update` message length, UTF-16 units.
 pub const MAX_UPDATE_CHARS: usize = 8_000;
 /// `agent_output` page size: default and maximum, UTF-16 units.
@@ -61,7 +79,8 @@ pub enum AgentRequest {
     },
     Steer {
         path: String,
-        message: String,
+        message: Option<String>,
+        timeout_ms: Option<u64>,
     },
     Status {
         path: Option<String>,
@@ -80,18 +99,24 @@ pub enum AgentRequest {
         offset: usize,
         limit: usize,
     },
+    /// `/agents reap` (the main session only): forget the completed threads with no
+    /// descendant that stays; `dry_run` only counts them.
+    Reap {
+        dry_run: bool,
+    },
 }
 
 fn fields_of(method: &str) -> &'static [&'static str] {
     match method {
         "agent_spawn" => &["path", "task", "type", "wait", "timeoutMs"],
         "agent_wait" => &["path", "timeoutMs"],
-        "agent_steer" => &["path", "message"],
+        "agent_steer" => &["path", "message", "timeoutMs"],
         "agent_status" => &["path"],
         "agent_update" => &["message"],
         "agent_pause" => &["reason"],
         "agent_stop" => &["path"],
         "agent_output" => &["path", "offset", "limit"],
+        REAP_METHOD => &["dryRun"],
         _ => &[],
     }
 }
@@ -102,12 +127,13 @@ fn shape(method: &str) -> &'static str {
             r#"{"path": "fix-auth", "type": "worker", "task": "…", "wait": true, "timeoutMs": 60000}"#
         }
         "agent_wait" => r#"{"path": "/root/fix-auth", "timeoutMs": 30000}"#,
-        "agent_steer" => r#"{"path": "/root/fix-auth", "message": "…"}"#,
+        "agent_steer" => r#"{"path": "/root/fix-auth", "message": "…", "timeoutMs": 60000}"#,
         "agent_status" => r#"{} or {"path": "/root/fix-auth"}"#,
         "agent_update" => r#"{"message": "halfway: tests pass"}"#,
         "agent_pause" => r#"{"reason": "need a decision on the API"}"#,
         "agent_stop" => r#"{"path": "/root/fix-auth"}"#,
         "agent_output" => r#"{"path": "/root/fix-auth", "offset": 0, "limit": 8000}"#,
+        REAP_METHOD => r#"{"dryRun": true}"#,
         _ => "{}",
     }
 }
@@ -153,6 +179,22 @@ fn integer_field(
                 ),
             )),
         },
+    }
+}
+
+/// A report-only `timeoutMs` (agent_spawn, agent_steer): an integer from 30,000 to 300,000,
+/// else the original's error text.
+fn report_timeout(method: &str, p: &Map<String, Value>) -> Result<Option<u64>> {
+    let Some(v) = p.get("timeoutMs") else {
+        return Ok(None);
+    };
+    let (lo, hi) = REPORT_TIMEOUT_MS;
+    match v.as_u64() {
+        Some(n) if (lo..=hi).contains(&n) => Ok(Some(n)),
+        _ => Err(Error::invalid(format!(
+            "{REPORT_TIMEOUT_INVALID}. Repair: {method}'s timeoutMs is a report-only timer (the child is never stopped); pass a whole number of milliseconds from {lo} to {hi}, or leave it out (got {}).",
+            short_json(v)
+        ))),
     }
 }
 
@@ -215,17 +257,28 @@ pub fn parse(method: &str, params: &Value) -> Result<AgentRequest> {
                 task: required_string(method, p, "task")?,
                 kind,
                 wait,
-                timeout_ms: timeout(p)?,
+                timeout_ms: report_timeout(method, p)?,
             }
         }
         "agent_wait" => AgentRequest::Wait {
             path: required_string(method, p, "path")?,
             timeout_ms: timeout(p)?,
         },
-        "agent_steer" => AgentRequest::Steer {
-            path: required_string(method, p, "path")?,
-            message: required_string(method, p, "message")?,
-        },
+        "agent_steer" => {
+            let path = required_string(method, p, "path")?;
+            let message = string_field(method, p, "message")?;
+            let timeout_ms = report_timeout(method, p)?;
+            if message.is_none() && timeout_ms.is_none() {
+                return Err(Error::invalid(format!(
+                    "{STEER_NEEDS_SOMETHING}. Repair: send {{\"path\": \"{path}\", \"message\": \"…\"}} to steer or resume it, {{\"path\": \"{path}\", \"timeoutMs\": 60000}} to re-arm its timeout, or both."
+                )));
+            }
+            AgentRequest::Steer {
+                path,
+                message,
+                timeout_ms,
+            }
+        }
         "agent_status" => AgentRequest::Status {
             path: string_field(method, p, "path")?,
         },
@@ -251,6 +304,18 @@ pub fn parse(method: &str, params: &Value) -> Result<AgentRequest> {
             offset: integer_field(method, p, "offset", 0, u32::MAX as u64)?.unwrap_or(0) as usize,
             limit: integer_field(method, p, "limit", 1, MAX_OUTPUT_LIMIT as u64)?
                 .unwrap_or(DEFAULT_OUTPUT_LIMIT as u64) as usize,
+        },
+        REAP_METHOD => AgentRequest::Reap {
+            dry_run: match p.get("dryRun") {
+                None => false,
+                Some(Value::Bool(b)) => *b,
+                Some(other) => {
+                    return Err(bad(
+                        method,
+                        format!("dryRun must be a boolean, got {}", type_name(other)),
+                    ))
+                }
+            },
         },
         other => {
             return Err(Error::invalid(format!(
@@ -282,13 +347,19 @@ pub struct AgentFacts<'a> {
     pub input_tokens: i64,
     pub output_tokens: i64,
     pub cost_usd: f64,
+    /// The model the child runs with (`provider/model-id`) and its thinking level, when known.
+    pub model: Option<&'a str>,
+    pub thinking_level: Option<&'a str>,
+    /// The key of the thread's cost ledger: its thread id, which no other thread ever has.
+    pub cost_id: &'a str,
 }
 
 pub use crate::store::agents::AgentState;
 
 /// A thread's view: what every tool answers with, with the original's fields in the order its
-/// `ThreadView` declares them. `output` exists only in `completed` and is cut at 16,000
-/// characters (`outputTruncated: true`); `costUsd` is threadbase's own addition.
+/// `ThreadView` declares them (0.19: `model`, `thinkingLevel`, `costUsd` and `costId` after the
+/// tokens). `output` exists only in `completed` and is cut at 16,000 characters; the cut adds
+/// `outputTruncated: true` last, where the original's `compact()` spread puts it.
 #[derive(Debug, Clone, Copy, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentView<'a> {
@@ -304,8 +375,6 @@ pub struct AgentView<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub output_truncated: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<&'a str>,
     pub created_at: i64,
     pub updated_at: i64,
@@ -316,7 +385,15 @@ pub struct AgentView<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_tokens: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thinking_level: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_truncated: Option<bool>,
 }
 
 /// The view of `f`.
@@ -340,14 +417,17 @@ pub fn view<'a>(f: &AgentFacts<'a>) -> AgentView<'a> {
         task: f.task,
         status: f.status,
         output,
-        output_truncated,
         error: f.error,
         created_at: f.created_at,
         updated_at: f.updated_at,
         session_file: f.session_file,
         input_tokens: Some(f.input_tokens),
         output_tokens: Some(f.output_tokens),
+        model: f.model,
+        thinking_level: f.thinking_level,
         cost_usd: Some(f.cost_usd),
+        cost_id: Some(f.cost_id),
+        output_truncated,
     }
 }
 
@@ -363,15 +443,28 @@ pub fn main_session_view(now_ms: i64) -> AgentView<'static> {
         task: "Main Pi session",
         status: "main",
         output: None,
-        output_truncated: None,
         error: None,
         created_at: 0,
         updated_at: now_ms,
         session_file: None,
         input_tokens: None,
         output_tokens: None,
+        model: None,
+        thinking_level: None,
         cost_usd: None,
+        cost_id: None,
+        output_truncated: None,
     }
+}
+
+/// `/agents reap`'s details: how many threads were (or, in a dry run, would be) forgotten,
+/// and their paths, oldest first.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReapResult<'a> {
+    pub dry_run: bool,
+    pub count: usize,
+    pub threads: Vec<&'a str>,
 }
 
 /// `agent_pause`'s details: the caller, `pauseRequested: true` and its new status.
@@ -415,6 +508,44 @@ pub fn settled_notice(path: &str, state: AgentState, status: &str, output: Optio
             other.as_str()
         ),
     }
+}
+
+/// A timeout notice's `recentOutput`: the text of the last [`RECENT_MESSAGES`] assistant
+/// messages among a session's last [`RECENT_ENTRIES`] entries, joined by `\n---\n`, its last
+/// [`RECENT_OUTPUT_CHARS`] characters (UTF-16 units, a surrogate pair kept whole).
+pub fn recent_output(entries: &[Value]) -> String {
+    let tail = &entries[entries.len().saturating_sub(RECENT_ENTRIES)..];
+    let texts: Vec<String> = tail
+        .iter()
+        .filter(|e| e["type"] == "message" && e["message"]["role"] == "assistant")
+        .filter_map(|e| crate::pi::session::content_text(&e["message"]["content"], ""))
+        .filter(|t| !t.is_empty())
+        .collect();
+    let joined = texts[texts.len().saturating_sub(RECENT_MESSAGES)..].join("\n---\n");
+    crate::text::utf16_suffix(&joined, RECENT_OUTPUT_CHARS).to_string()
+}
+
+/// The text of a timeout notice: the thread keeps running; what it said last follows.
+pub fn timeout_notice(path: &str, timeout_ms: i64, recent_output: &str) -> String {
+    let head = format!(
+        "Agent {path} is still running after its timeout of {timeout_ms} ms; it was not stopped (agent_wait, agent_steer or agent_stop it)."
+    );
+    if recent_output.is_empty() {
+        head
+    } else {
+        format!("{head} Recent output:\n{recent_output}")
+    }
+}
+
+/// The one notice of the final recap (`finalRecap`): every held result, in the order they
+/// came, and the request for a single summary turn.
+pub fn recap_notice(results: &[&str]) -> String {
+    format!(
+        "All detached subagents have reported ({} result{}).\n\n{}\n\nSummarize these results in one reply.",
+        results.len(),
+        if results.len() == 1 { "" } else { "s" },
+        results.join("\n\n")
+    )
 }
 
 /// The notice a parent gets from `agent_update`.
@@ -540,6 +671,9 @@ mod tests {
             input_tokens: 1200,
             output_tokens: 34,
             cost_usd: 0.0125,
+            model: Some("fake/fake-model"),
+            thinking_level: Some("low"),
+            cost_id: "thread_0123456789ab",
         }
     }
 
@@ -576,7 +710,7 @@ mod tests {
             serde_json::to_string(&view(&facts(AgentState::Completed, Some("done")))).unwrap();
         assert_eq!(
             text,
-            r#"{"path":"/root/a","parent":"/root","owner":"/root","type":"reviewer","state":"completed","task":"t","status":"Completed; session retained","output":"done","createdAt":1764460800000,"updatedAt":1764460801234,"inputTokens":1200,"outputTokens":34,"costUsd":0.0125}"#
+            r#"{"path":"/root/a","parent":"/root","owner":"/root","type":"reviewer","state":"completed","task":"t","status":"Completed; session retained","output":"done","createdAt":1764460800000,"updatedAt":1764460801234,"inputTokens":1200,"outputTokens":34,"model":"fake/fake-model","thinkingLevel":"low","costUsd":0.0125,"costId":"thread_0123456789ab"}"#
         );
         // An independent root reports to the caller that spawned it, the root.
         let mut f = facts(AgentState::Failed, None);
@@ -622,6 +756,33 @@ mod tests {
             settled_notice("/root/a", AgentState::Completed, "", Some("child answer 2")),
             "Agent /root/a completed. Final answer:\nchild answer 2"
         );
+    }
+
+    /// recentOutput: the last 2 assistant texts among the last 6 entries, joined by `\n---\n`,
+    /// the last 2,000 characters kept.
+    #[test]
+    fn recent_output_is_the_last_two_assistant_texts_of_the_last_six_entries() {
+        let a = |t: &str| json!({"type": "message", "message": {"role": "assistant", "content": [{"type": "text", "text": t}]}});
+        let u = |t: &str| json!({"type": "message", "message": {"role": "user", "content": t}});
+        let entries = vec![
+            a("old"),
+            u("q"),
+            a("one"),
+            u("q2"),
+            a("two"),
+            a("three"),
+            u("q3"),
+        ];
+        assert_eq!(recent_output(&entries), "two\n---\nthree");
+        // "old" lies outside the last six entries.
+        let entries = vec![a("old"), u("1"), u("2"), u("3"), u("4"), u("5"), a("only")];
+        assert_eq!(recent_output(&entries), "only");
+        assert_eq!(recent_output(&[]), "");
+        let long = "z".repeat(2_500);
+        let cut = recent_output(&[a("head"), a(&long)]);
+        assert_eq!(utf16_len(&cut), 2_000);
+        assert!(timeout_notice("/root/a", 30000, "").ends_with("agent_stop it)."));
+        assert!(timeout_notice("/root/a", 30000, "hi").ends_with("Recent output:\nhi"));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! written straight into the response line.
 
 pub mod agent;
+pub mod agent_settings;
 pub mod args;
 pub mod detail;
 pub mod events;

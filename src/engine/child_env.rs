@@ -123,6 +123,7 @@ mod tests {
             db: "/d/t.sqlite".into(),
             settings: Settings::default(),
             budget: Default::default(),
+            agent_settings: Default::default(),
         }
     }
 

@@ -59,6 +59,10 @@ pub struct Settings {
     /// `THREADBASE_NOTICES` (default on; `off` turns it off): contract A's notices of a
     /// thread that settled, failed, was stopped by another or closed as stale reach the caller.
     pub notices: bool,
+    /// `THREADBASE_TEST_TIMEOUT_DIVISOR` (tests only; default 1): contract B's report-only
+    /// timers fire after `timeoutMs / divisor`, so a test need not wait 30 s. The notice still
+    /// reports `timeoutMs`; the validated range is unchanged.
+    pub agent_timeout_divisor: u64,
 }
 
 impl Default for Settings {
@@ -69,6 +73,7 @@ impl Default for Settings {
             agent_limits: AgentLimits::default(),
             max_workers: contract_c::DEFAULT_MAX_WORKERS,
             notices: true,
+            agent_timeout_divisor: 1,
         }
     }
 }
@@ -95,6 +100,7 @@ impl Settings {
             max_threads: read("PI_SUBAGENTS_MAX_THREADS", b.max_threads as u64) as i64,
             max_concurrent: read("PI_SUBAGENTS_MAX_CONCURRENT", b.max_concurrent as u64) as i64,
         };
+        let agent_timeout_divisor = read("THREADBASE_TEST_TIMEOUT_DIVISOR", 1).max(1);
         let max_workers = max_workers_from(get("THREADBASE_MAX_WORKERS").as_deref(), warn);
         let notices = notices_from(get("THREADBASE_NOTICES").as_deref(), warn);
         Settings {
@@ -103,6 +109,7 @@ impl Settings {
             agent_limits,
             max_workers,
             notices,
+            agent_timeout_divisor,
         }
     }
 }
@@ -146,6 +153,9 @@ pub struct ServeConfig {
     pub settings: Settings,
     /// `THREADBASE_BUDGET_TOKENS` / `THREADBASE_BUDGET_USD`: caps on the root's whole tree.
     pub budget: Budget,
+    /// Contract B's 0.19 settings (`threadbase-agents.json`, global then a trusted project's),
+    /// read once at serve's start.
+    pub agent_settings: std::sync::Arc<crate::contract::agent_settings::AgentSettings>,
 }
 
 /// Reads a non-negative integer setting: trimmed text matching `^\d+$` within the safe

@@ -7,5 +7,6 @@
 
 pub mod events;
 pub mod flags;
+pub mod models;
 pub mod scripted_agent;
 pub mod session;

@@ -14,6 +14,7 @@
 
 pub mod ingest;
 pub mod mapping;
+pub mod models;
 pub mod process;
 pub mod restore;
 pub mod rpc;

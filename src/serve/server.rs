@@ -284,7 +284,7 @@ fn tell_spend(engine: &Engine, request: &Value, id: &Value, out: &Output) {
     }
 }
 
-const METHODS: &str = "thread, agent_spawn, agent_wait, agent_steer, agent_status, agent_update, agent_pause, agent_stop, agent_output, threads_spawn, threads_list, threads_send, threads_interrupt, threads_hide, threads_report, threads.snapshot, threads.restore, session_usage";
+const METHODS: &str = "thread, agent_spawn, agent_wait, agent_steer, agent_status, agent_update, agent_pause, agent_stop, agent_output, threads_spawn, threads_list, threads_send, threads_interrupt, threads_hide, threads_report, threads.snapshot, threads.restore, session_usage, agents.reap";
 
 async fn handle(engine: &Engine, request: &Value, out: &Output) -> Result<Reply, Error> {
     let method = request.get("method").and_then(Value::as_str).ok_or_else(|| {
@@ -307,7 +307,11 @@ async fn handle(engine: &Engine, request: &Value, out: &Output) -> Result<Reply,
             engine.thread(&params, &progress).await
         }
         "session_usage" => engine.session_usage(&params).map(Reply::Json),
-        m if crate::contract::agent::METHODS.contains(&m) => engine.agent(m, &params).await,
+        m if crate::contract::agent::METHODS.contains(&m)
+            || m == crate::contract::agent::REAP_METHOD =>
+        {
+            engine.agent(m, &params).await
+        }
         m if crate::contract::worker::METHODS.contains(&m) => engine.worker(m, &params).await,
         other => Err(Error::new(
             ErrorCode::InvalidParams,

@@ -74,6 +74,10 @@ pub async fn run(engine: Arc<Engine>, out: Output) {
         if out.is_closed() {
             return;
         }
+        // Contract B's report-only timers: a memory read unless a deadline has passed.
+        if let Err(e) = agent.fire_due_timers() {
+            tracing::warn!("firing agent timers failed: {e}");
+        }
         let version: i64 = match watch.version() {
             Ok(v) => v,
             Err(_) => continue,

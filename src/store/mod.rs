@@ -133,6 +133,14 @@ struct Writer {
     checkpoints: wal::Checkpoints,
 }
 
+/// Drops the TEMP views [`create_views`] makes (while migrations run).
+fn drop_views(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(
+        "DROP VIEW IF EXISTS temp.thread_rows; DROP VIEW IF EXISTS temp.agent_rows;
+         DROP VIEW IF EXISTS temp.worker_rows; DROP VIEW IF EXISTS temp.top_rows;",
+    )
+}
+
 /// The views the row queries of sql/ select from (`sql/view_*.sql`: each select list that
 /// several queries share, named once). They are TEMP views, made by every connection the store
 /// opens, not a migration's: so they are this build's rows whatever schema version the file
@@ -233,7 +241,12 @@ impl Store {
             Holds::Nothing if create => {}
             holds => return Err(not_threadbase(&path, &holds)),
         }
+        // This build's views name columns that older files gain only in a migration, and a
+        // migration that adds a column with a CHECK makes SQLite test every view: they are
+        // dropped while the migrations run and made again after.
+        drop_views(&writer)?;
         migrate(&mut writer, &path).map_err(refused)?;
+        create_views(&writer)?;
         wal::watch(&writer);
         let manager = SqliteConnectionManager::file(&path)
             .with_flags(

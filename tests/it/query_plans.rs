@@ -750,3 +750,78 @@ fn session_queries_use_their_indexes() {
         assert!(!rest.contains("SCAN"), "{name} scans: {text}");
     }
 }
+
+/// Contract B's report-only timers (issue 29): the serve's next deadline and its due timers are
+/// one range of the partial index threads_agent_timers (owner, then deadline); firing one is a
+/// primary-key update. Never a scan of the threads.
+#[test]
+fn agent_timer_queries_read_the_timers_index() {
+    let cases = [
+        (
+            sql!("agent_timer_next"),
+            "threads_agent_timers (owner_pid=? AND agent_timeout_at>?)",
+        ),
+        (
+            sql!("agent_timers_due"),
+            "threads_agent_timers (owner_pid=? AND agent_timeout_at>? AND agent_timeout_at<?)",
+        ),
+        (
+            sql!("agent_timer_fire"),
+            "SEARCH threads USING INDEX sqlite_autoindex_threads_1 (id=?)",
+        ),
+        (
+            sql!("agent_timer_arm"),
+            "SEARCH threads USING INDEX sqlite_autoindex_threads_1 (id=?)",
+        ),
+    ];
+    for (name, text, want) in plans(cases) {
+        assert!(text.contains(want), "{name}: {text}");
+        assert!(!text.contains("SCAN threads"), "{name} scans: {text}");
+    }
+}
+
+/// Contract B's reap (issue 29): the candidates are one range of the registry's contract B rows
+/// and, per candidate, one range of its descendants in threads_by_sort_key; marking one is a
+/// primary-key update.
+#[test]
+fn agent_reap_queries_use_their_indexes() {
+    let cases = [
+        (
+            sql!("agent_reap_candidates"),
+            "USING INDEX threads_by_sort_key (manager_id=? AND sort_key>? AND sort_key<?)",
+        ),
+        (
+            sql!("agent_reap_mark"),
+            "SEARCH threads USING INDEX sqlite_autoindex_threads_1 (id=?)",
+        ),
+    ];
+    for (name, text, want) in plans(cases) {
+        assert!(text.contains(want), "{name}: {text}");
+        assert!(!text.contains("SCAN t"), "{name} scans: {text}");
+        assert!(!text.contains("SCAN threads"), "{name} scans: {text}");
+    }
+}
+
+/// Contract B's final recap (issue 29): the outstanding detached runs are one range of the
+/// partial index threads_agent_active, the held results one range of mailbox_agent_notices.
+#[test]
+fn agent_recap_queries_use_their_indexes() {
+    let cases = [
+        (
+            sql!("agent_recap_outstanding"),
+            "SEARCH threads USING INDEX threads_agent_active (manager_id=?)",
+        ),
+        (
+            sql!("agent_recap_held"),
+            "SEARCH mb USING INDEX mailbox_agent_notices (recipient_path=?)",
+        ),
+        (
+            sql!("agent_set_run"),
+            "SEARCH threads USING INDEX sqlite_autoindex_threads_1 (id=?)",
+        ),
+    ];
+    for (name, text, want) in plans(cases) {
+        assert!(text.contains(want), "{name}: {text}");
+        assert!(!text.contains("SCAN"), "{name} scans: {text}");
+    }
+}

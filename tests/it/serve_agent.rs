@@ -12,14 +12,14 @@ use serde_json::{json, Value};
 use serve_client::{session_user_texts as user_texts, Scripted, Serve};
 use Says::{Any, Has, Starts};
 
-const ROOT_SESSION: &str = "ses_main";
+pub(crate) const ROOT_SESSION: &str = "ses_main";
 
-struct World {
-    base: Scripted,
-    root_session: PathBuf,
+pub(crate) struct World {
+    pub(crate) base: Scripted,
+    pub(crate) root_session: PathBuf,
 }
 
-fn world() -> World {
+pub(crate) fn world() -> World {
     let base = Scripted::new("agent");
     let lines = [
         json!({"type":"session","version":3,"id":ROOT_SESSION,"timestamp":"2026-11-30T00:00:00.000Z","cwd":base.root}),
@@ -53,7 +53,7 @@ fn world() -> World {
 
 impl World {
     /// The main conversation's serve.
-    fn root(&self, script: &str, env: &[(&str, &str)]) -> Serve {
+    pub(crate) fn root(&self, script: &str, env: &[(&str, &str)]) -> Serve {
         self.serve(
             script,
             vec![
@@ -64,7 +64,12 @@ impl World {
         )
     }
 
-    fn root_with_args(&self, script: &str, env: &[(&str, &str)], parent_args: &str) -> Serve {
+    pub(crate) fn root_with_args(
+        &self,
+        script: &str,
+        env: &[(&str, &str)],
+        parent_args: &str,
+    ) -> Serve {
         self.serve(
             script,
             vec![
@@ -78,7 +83,7 @@ impl World {
     }
 
     /// The serve a child agent at `path` runs (its own session id, the root's registry).
-    fn child(&self, path: &str, script: &str) -> Serve {
+    pub(crate) fn child(&self, path: &str, script: &str) -> Serve {
         let session_id = format!("ses_child_{}", path.replace('/', "_"));
         self.serve(
             script,
@@ -93,23 +98,23 @@ impl World {
     }
 
     /// Waits up to `secs` for every process this world started to be gone.
-    fn all_gone(&self, secs: u64) {
+    pub(crate) fn all_gone(&self, secs: u64) {
         wait_for("no leftovers", Duration::from_secs(secs), || {
             self.base.leftovers().is_empty()
         });
     }
 
     /// [`World::all_gone`], then `threadbase check` finds nothing wrong.
-    fn finish(&self, secs: u64) {
+    pub(crate) fn finish(&self, secs: u64) {
         self.all_gone(secs);
         check_clean(&self.base.db);
     }
 
-    fn serve(&self, script: &str, args: Vec<String>, extra: &[(&str, &str)]) -> Serve {
+    pub(crate) fn serve(&self, script: &str, args: Vec<String>, extra: &[(&str, &str)]) -> Serve {
         self.base.serve(script, args, extra)
     }
 
-    fn sql(&self, query: &str) -> Vec<Vec<Value>> {
+    pub(crate) fn sql(&self, query: &str) -> Vec<Vec<Value>> {
         let conn = rusqlite::Connection::open(&self.base.db).unwrap();
         let mut stmt = conn.prepare(query).unwrap();
         let n = stmt.column_count();
@@ -135,19 +140,19 @@ impl World {
 }
 
 /// A worker spawned at `path` with `task`, waited for (the default).
-fn spawn(s: &mut Serve, path: &str, task: &str) -> Value {
+pub(crate) fn spawn(s: &mut Serve, path: &str, task: &str) -> Value {
     let params = json!({"path": path, "type": "worker", "task": task});
     call(s, "agent_spawn", params)
 }
 
 /// A worker spawned at `path` with `task`, not waited for.
-fn spawn_detached(s: &mut Serve, path: &str, task: &str) -> Value {
+pub(crate) fn spawn_detached(s: &mut Serve, path: &str, task: &str) -> Value {
     let params = json!({"path": path, "type": "worker", "task": task, "wait": false});
     call(s, "agent_spawn", params)
 }
 
 /// `threadbase check` passes on the database (no errors, no warnings).
-fn check_clean(db: &Path) {
+pub(crate) fn check_clean(db: &Path) {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_threadbase"))
         .arg("--db")
         .arg(db)
@@ -159,14 +164,14 @@ fn check_clean(db: &Path) {
     assert_eq!(report["problems"], json!([]), "{report}");
 }
 
-fn call(s: &mut Serve, method: &str, params: Value) -> Value {
+pub(crate) fn call(s: &mut Serve, method: &str, params: Value) -> Value {
     let id = s.send(method, params.clone());
     let r = s.response(id, Duration::from_secs(60));
     assert!(r.get("error").is_none(), "{method} {params} failed: {r}");
     r["result"]["details"].clone()
 }
 
-fn fail(s: &mut Serve, method: &str, params: Value) -> (String, String) {
+pub(crate) fn fail(s: &mut Serve, method: &str, params: Value) -> (String, String) {
     let id = s.send(method, params.clone());
     let r = s.response(id, Duration::from_secs(60));
     assert!(
@@ -208,7 +213,7 @@ fn refused_all(s: &mut Serve, cases: Vec<(&str, Value, Option<&str>, Says)>) {
     }
 }
 
-fn wait_for(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
+pub(crate) fn wait_for(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
     let deadline = Instant::now() + timeout;
     while !ok() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
@@ -216,7 +221,7 @@ fn wait_for(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
     }
 }
 
-fn notices(s: &Serve) -> Vec<Value> {
+pub(crate) fn notices(s: &Serve) -> Vec<Value> {
     s.notifications()
         .into_iter()
         .filter(|n| n["method"] == "notice")
@@ -224,7 +229,7 @@ fn notices(s: &Serve) -> Vec<Value> {
         .collect()
 }
 
-fn session_lines(file: &Path) -> Vec<Value> {
+pub(crate) fn session_lines(file: &Path) -> Vec<Value> {
     std::fs::read_to_string(file)
         .unwrap()
         .lines()
@@ -1327,7 +1332,8 @@ fn views_lists_and_notices_are_the_originals() {
             "sessionFile",
             "inputTokens",
             "outputTokens",
-            "costUsd"
+            "costUsd",
+            "costId"
         ],
         "{b}"
     );

@@ -22,15 +22,19 @@
 //! watcher (`notices.rs`); this file holds the host and the checks the verbs share. The rows
 //! are read and written through `store::agents`.
 
+mod choose;
 mod delivery;
 mod notices;
 mod output;
 mod pause;
+mod reap;
+mod recap;
 mod spawn;
 mod status;
 mod steer;
 mod stop;
 mod supervise;
+mod timeout;
 mod update;
 mod wait;
 
@@ -77,6 +81,9 @@ fn view(row: &AgentRow) -> AgentView<'_> {
         input_tokens: row.input_tokens,
         output_tokens: row.output_tokens,
         cost_usd: row.cost_usd,
+        model: row.model.as_deref(),
+        thinking_level: row.thinking.as_deref(),
+        cost_id: &row.id,
     })
 }
 
@@ -94,6 +101,11 @@ pub struct AgentHost {
     held: Mutex<HashMap<String, notices::Held>>,
     /// Poked when held notices are released, so the row watcher delivers what is still due.
     released: tokio::sync::Notify,
+    /// The earliest report-only deadline among this serve's runs, as the row watcher last
+    /// read it (`timeout.rs`).
+    next_timer: Mutex<Option<i64>>,
+    /// The models that have credentials (`pi --list-models`), asked once (`choose.rs`).
+    available: OnceLock<Arc<Vec<crate::pi::models::KnownModel>>>,
 }
 
 impl AgentHost {
@@ -111,6 +123,8 @@ impl AgentHost {
             locks,
             held: Mutex::new(HashMap::new()),
             released: tokio::sync::Notify::new(),
+            next_timer: Mutex::new(None),
+            available: OnceLock::new(),
         })
     }
 
@@ -130,7 +144,11 @@ impl AgentHost {
                     .await
             }
             AgentRequest::Wait { path, timeout_ms } => self.wait(registry, &path, timeout_ms).await,
-            AgentRequest::Steer { path, message } => self.steer(registry, &path, message).await,
+            AgentRequest::Steer {
+                path,
+                message,
+                timeout_ms,
+            } => self.steer(registry, &path, message, timeout_ms).await,
             AgentRequest::Status { path } => self.status(registry, path.as_deref()),
             AgentRequest::Update { message } => self.update(registry, &message),
             AgentRequest::Pause { reason } => self.pause(registry, &reason),
@@ -140,6 +158,7 @@ impl AgentHost {
                 offset,
                 limit,
             } => self.output(registry, &path, offset, limit),
+            AgentRequest::Reap { dry_run } => self.reap(registry, dry_run).await,
         }
     }
 
@@ -220,14 +239,17 @@ impl AgentHost {
 
     fn known(&self, registry: ManagerId, path: &str) -> Result<AgentRow> {
         let conn = self.store.read()?;
-        agents::thread_at_path(&conn, registry, path)?.ok_or_else(|| {
-            Error::new(
+        match agents::thread_at_path(&conn, registry, path)? {
+            Some(row) if row.reaped_at.is_none() => Ok(row),
+            // Reaped: forgotten by the contract (its row stays for SQL and usage).
+            Some(_) => Err(reaped_error(path)),
+            None => Err(Error::new(
                 ErrorCode::UnknownReference,
                 format!(
                     "Unknown thread {path}. Repair: run agent_status to list the threads you can address, or agent_spawn it first."
                 ),
-            )
-        })
+            )),
+        }
     }
 
     fn is_mine(&self, row: &AgentRow) -> bool {
@@ -363,6 +385,16 @@ impl AgentHost {
         let conn = self.store.read()?;
         agents::count_active_under(&conn, registry, &lo, &hi)
     }
+}
+
+/// A reaped thread, forgotten by the contract: unknown, and it cannot be resumed.
+fn reaped_error(path: &str) -> Error {
+    Error::new(
+        ErrorCode::UnknownReference,
+        format!(
+            "Unknown thread {path}. Repair: {path} was reaped (forgotten; it cannot be resumed, and its row, usage and session file stay); spawn a new thread at another path."
+        ),
+    )
 }
 
 /// A process identity as the owner its rows record.

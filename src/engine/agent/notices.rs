@@ -73,6 +73,14 @@ struct NoticeParams<'a> {
     text: &'a str,
     created_at: &'a str,
     recipient: &'a str,
+    /// A timeout notice's length and what the child said last (0.19's `timeout` notice).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timeout_ms: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    recent_output: Option<String>,
+    /// A recap's results (`[{path, state, text}]`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    results: Option<serde_json::Value>,
 }
 
 impl AgentHost {
@@ -142,7 +150,9 @@ impl AgentHost {
         let Some(registry) = self.existing_registry(conn)? else {
             return Ok((Vec::new(), Vec::new()));
         };
+        self.release_recap_if_due(conn, registry)?;
         self.deliver_notices(conn, registry, out)?;
+        self.read_next_timer(conn)?;
         self.sweep_rows(conn, registry)
     }
 
@@ -157,17 +167,29 @@ impl AgentHost {
                 continue; // a request of this serve is about to report on it
             }
             if self.consume(n.id)? {
+                let details: Option<serde_json::Value> = n
+                    .details
+                    .as_deref()
+                    .and_then(|d| serde_json::from_str(d).ok());
+                let detail_kind = details
+                    .as_ref()
+                    .and_then(|d| d["kind"].as_str().map(str::to_string));
                 let _ = out.send(NoticeLine {
                     method: "notice",
                     params: NoticeParams {
                         thread_id: &n.thread_id,
                         path: &n.path,
-                        kind: n.kind.as_str(),
+                        kind: detail_kind.as_deref().unwrap_or(n.kind.as_str()),
                         state: n.state.as_deref(),
                         message_id: format!("agent-mailbox-{}", n.id),
                         text: &n.body,
                         created_at: &n.created_at,
                         recipient: self.caller(),
+                        timeout_ms: details.as_ref().and_then(|d| d["timeoutMs"].as_i64()),
+                        recent_output: details
+                            .as_ref()
+                            .and_then(|d| d["recentOutput"].as_str().map(str::to_string)),
+                        results: details.as_ref().and_then(|d| d.get("results").cloned()),
                     },
                 });
             }

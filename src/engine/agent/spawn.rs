@@ -39,7 +39,19 @@ impl AgentHost {
         }
         let path = paths::resolve_agent_path(path, self.caller())?;
         self.check_access(&path, false)?;
+        // 0.19: an invalid requiredChildExtensions entry stops every spawn.
+        self.check_required_extensions()?;
         let parent = paths::parent_path(&path).map(str::to_string);
+        // The child's model, thinking level and tools (a type whose models are all unavailable
+        // fails the spawn here, before anything is reserved).
+        let parent_now = match parent.as_deref() {
+            Some(p) if p != ROOT => {
+                let conn = self.store.read()?;
+                agents::thread_at_path(&conn, registry, p)?
+            }
+            _ => None,
+        };
+        let choice = self.choose(kind, parent_now.as_ref()).await?;
         let id = crate::ids::new_thread_id();
         let level = paths::agent_level(&path);
         let owner = self.me();
@@ -48,13 +60,19 @@ impl AgentHost {
         // From the insert on, the thread is starting: a stop meanwhile waits for its child.
         let _launching = self.rt.reserve_launch(&id);
         let parent_row = self.store.write(|tx| {
-            if agents::thread_at_path(tx, registry, &path)?.is_some() {
+            if let Some(old) = agents::thread_at_path(tx, registry, &path)? {
+                if old.reaped_at.is_some() {
+                    // The path of a reaped thread stays taken by its row.
+                    return Err(Error::conflict(format!(
+                        "Thread {path} was reaped; its path stays taken. Repair: spawn at a new path (its row, usage and session file are kept: threadbase sql \"SELECT * FROM threads WHERE path = '{path}'\")."
+                    )));
+                }
                 return Err(Error::conflict(format!(
                     "Thread {path} already exists; use agent_steer to resume it. Repair: call agent_steer with this path, or pick a new path."
                 )));
             }
             let parent_row = match parent.as_deref() {
-                Some(p) if p != ROOT => Some(agents::thread_at_path(tx, registry, p)?.ok_or_else(|| {
+                Some(p) if p != ROOT => Some(agents::thread_at_path(tx, registry, p)?.filter(|r| r.reaped_at.is_none()).ok_or_else(|| {
                     Error::new(
                         ErrorCode::UnknownReference,
                         format!("Unknown thread {p}. Repair: a nested parent must already exist; spawn {p} first, or choose a path under an existing thread."),
@@ -125,6 +143,16 @@ impl AgentHost {
                     at: &now_iso(),
                 },
             )?;
+            crate::store::agents::recap::set_detached(tx, &id, !wait)?;
+            agents::set_run(
+                tx,
+                &id,
+                &agents::RunChoice {
+                    model: choice.model.as_deref(),
+                    thinking: choice.thinking.as_deref(),
+                    tools: choice.tools.as_deref(),
+                },
+            )?;
             Ok(parent_row)
         });
         let parent_row = parent_row?;
@@ -148,8 +176,12 @@ impl AgentHost {
                 return Err(e);
             }
         };
+        // The report-only timer: armed once the run is under way; it never bounds the wait.
+        if let Some(ms) = timeout_ms {
+            self.arm_timer(&id, ms)?;
+        }
         if wait {
-            let row = self.wait_settled(&id, timeout_ms).await?;
+            let row = self.wait_settled(&id, None).await?;
             self.reported(row)
         } else {
             answer(&view(&starting))
@@ -164,7 +196,7 @@ impl AgentHost {
     }
 
     /// The root conversation's session file, if the registry knows one.
-    fn root_session_file(&self) -> Result<Option<PathBuf>> {
+    pub(super) fn root_session_file(&self) -> Result<Option<PathBuf>> {
         let conn = self.store.read()?;
         let registry = self.registry()?;
         let file = agents::registry_session_file(&conn, registry)?;

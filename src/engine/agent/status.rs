@@ -26,6 +26,9 @@ impl AgentHost {
                     format!("Unknown thread {t}. Repair: run agent_status without a path to list the threads you can address."),
                 )
             })?;
+            if row.reaped_at.is_some() {
+                return Err(super::reaped_error(&t));
+            }
             return answer(&view(&row));
         }
         let rows: Vec<AgentRow> = if self.caller_is_root() {

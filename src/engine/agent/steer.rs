@@ -25,7 +25,8 @@ impl AgentHost {
         self: &Arc<Self>,
         registry: ManagerId,
         path: &str,
-        message: String,
+        message: Option<String>,
+        timeout_ms: Option<u64>,
     ) -> Result<Vec<u8>> {
         if !self.caller_is_root() {
             let me = self.own_row(registry)?;
@@ -38,6 +39,19 @@ impl AgentHost {
         }
         let path = paths::resolve_agent_path(path, self.caller())?;
         self.check_access(&path, false)?;
+        let Some(message) = message else {
+            // A timeout alone re-arms the working thread's timer from now.
+            let ms = timeout_ms.unwrap_or(contract::REPORT_TIMEOUT_MS.0);
+            let row = self.restored_if_orphaned(self.known(registry, &path)?)?;
+            if !row.active() || row.stop_requested || !self.arm_timer(&row.id, ms)? {
+                return Err(Error::conflict(format!(
+                    "{}. Repair: {path} is {}; steer it with a message to resume it (with timeoutMs to arm a timer for that run).",
+                    contract::NO_TIMEOUT_TO_EXTEND,
+                    if row.stop_requested { "stopping" } else { row.state.as_str() }
+                )));
+            }
+            return answer(&view(&self.row_by_id(&row.id)?));
+        };
         if message.trim().is_empty() {
             return Err(Error::invalid(
                 "Steering message must not be empty. Repair: say what the thread should do next.",
@@ -51,6 +65,10 @@ impl AgentHost {
             let row = agents::thread_at_path(tx, registry, &path)?.ok_or_else(|| {
                 Error::new(ErrorCode::UnknownReference, format!("Unknown thread {path}. Repair: run agent_status to list the threads you can address."))
             })?;
+            if row.reaped_at.is_some() {
+                // Reaped while this steer waited: it cannot be resumed.
+                return Err(super::reaped_error(&path));
+            }
             if row.stop_requested && row.active() {
                 return Err(Error::conflict(format!(
                     "Thread is stopping; wait for stopped state before resuming. Repair: agent_wait {path}, then steer it again."
@@ -73,6 +91,8 @@ impl AgentHost {
                         at: &now_iso(),
                     },
                 )?;
+                // A resumed run is detached: the steer answers at once.
+                crate::store::agents::recap::set_detached(tx, &row.id, true)?;
                 reserved = Some(runner == self.rt.owner());
             }
             mailbox::insert(
@@ -115,6 +135,10 @@ impl AgentHost {
                 }
                 tokio::time::sleep(WAIT_POLL).await;
             }
+        }
+        // The timer is re-armed only if the thread is working afterwards.
+        if let Some(ms) = timeout_ms {
+            self.arm_timer(&target.id, ms)?;
         }
         match starting {
             Some(row) => answer(&view(&row)),

@@ -53,7 +53,18 @@ impl AgentHost {
             ));
         }
         let cwd = PathBuf::from(&row.cwd);
-        let inherited = argpolicy::inherited_args(&self.cfg.parent_args, &self.cfg.cwd);
+        // A reopened run under `use-current` takes the main session's current model.
+        let row = match self.reopened_choice(&row) {
+            Some(c) => {
+                self.record_choice(id, &c)?;
+                self.row_by_id(id)?
+            }
+            None => row,
+        };
+        let inherited = self.run_args(
+            &row,
+            argpolicy::inherited_args(&self.cfg.parent_args, &self.cfg.cwd),
+        );
         let approve = argpolicy::should_approve(self.cfg.trusted, &self.cfg.cwd, &cwd);
         let argv = crate::pi::flags::child_argv(
             &self.cfg.pi_command,
@@ -88,6 +99,21 @@ impl AgentHost {
         }
         self.supervise(id.to_string());
         Ok(())
+    }
+
+    /// Records what a thread's runs are launched with on its row.
+    pub(super) fn record_choice(&self, id: &str, c: &super::choose::Choice) -> Result<()> {
+        self.store.write(|tx| {
+            agents::set_run(
+                tx,
+                id,
+                &agents::RunChoice {
+                    model: c.model.as_deref(),
+                    thinking: c.thinking.as_deref(),
+                    tools: c.tools.as_deref(),
+                },
+            )
+        })
     }
 
     fn child_env(&self, row: &AgentRow) -> Vec<(String, String)> {
@@ -171,6 +197,7 @@ impl AgentHost {
                     delivered: quiet,
                 },
             )?;
+            self.recap_after_settle(tx, &recipient, written.filter(|_| !quiet), settled.detached)?;
             if let Some(row) = written.filter(|_| quiet) {
                 if let Some(h) = self
                     .held

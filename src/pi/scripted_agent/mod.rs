@@ -63,6 +63,26 @@ use crate::pi::flags::THINKING_LEVELS;
 /// Runs the scripted agent: `script_path` is the JSON script, `argv` the Pi flags that follow it.
 /// Returns on stdin EOF; a scripted `exit`/`crash`, a signal or a Pi-style startup failure ends the
 /// process from inside.
+/// `pi --list-models`' table: `provider  model  context  max-out  thinking  images`.
+fn list_models_table(models: &[(String, String, bool)]) -> String {
+    if models.is_empty() {
+        return "No models available. Use /login or set an API key environment variable.\n".into();
+    }
+    let pw = models.iter().map(|m| m.0.len()).max().unwrap_or(0).max(8);
+    let mw = models.iter().map(|m| m.1.len()).max().unwrap_or(0).max(5);
+    let mut out = format!(
+        "{:pw$}  {:mw$}  context  max-out  thinking  images\n",
+        "provider", "model"
+    );
+    for (p, id, reasoning) in models {
+        out.push_str(&format!(
+            "{p:pw$}  {id:mw$}  128K     16.4K    {:8}  no    \n",
+            if *reasoning { "yes" } else { "no" }
+        ));
+    }
+    out
+}
+
 pub fn run(script_path: &Path, argv: &[String]) -> Result<()> {
     let script = Script::load(script_path)?;
     if let Some(text) = &script.startup_stderr {
@@ -70,6 +90,11 @@ pub fn run(script_path: &Path, argv: &[String]) -> Result<()> {
     }
     if let Some(code) = script.startup_exit {
         std::process::exit(code);
+    }
+    // `--list-models`: Pi prints the models that have credentials, one table, and exits.
+    if argv.iter().any(|a| a == "--list-models") {
+        print!("{}", list_models_table(&script.list_models));
+        std::process::exit(0);
     }
     let args = match Args::parse(argv) {
         Ok(a) => a,

@@ -43,6 +43,7 @@
 //! | `system_message` | default `true`: like 1.6, emit and store a `role:"system"` message before a user message when the context (the messages on the leaf's path) has none yet; a resumed session that has one gets no other |
 //! | `default_reply` | the answer when the script has nothing left for the model to say; default `done: {prompt}` |
 //! | `provider`, `model` | defaults for the model identity when `--provider`/`--model` are absent: `scripted` / `scripted-model` |
+//! | `list_models` | what `--list-models` prints, as Pi prints the models that have credentials: `[{"provider": "fake", "id": "m", "reasoning": false}]`; default the one model of `provider`/`model` |
 //! | `turns` | the list of script turns, see below |
 //!
 //! **Turns.** A script turn is the model's whole reaction to new user input. One turn is consumed,
@@ -105,6 +106,9 @@ pub(super) struct Script {
     pub(super) default_reply: String,
     pub(super) provider: Option<String>,
     pub(super) model: Option<String>,
+    /// What `--list-models` prints: `(provider, id, reasoning)`; default the one model of
+    /// `provider`/`model`.
+    pub(super) list_models: Vec<(String, String, bool)>,
     pub(super) turns: Vec<Vec<Action>>,
 }
 
@@ -170,8 +174,19 @@ struct ScriptFile {
     default_reply: String,
     provider: Option<String>,
     model: Option<String>,
+    list_models: Option<Vec<ListedModel>>,
     #[serde(default)]
     turns: Vec<Value>,
+}
+
+/// One model `--list-models` prints (`{"provider": "fake", "id": "m", "reasoning": false}`).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListedModel {
+    provider: String,
+    id: String,
+    #[serde(default)]
+    reasoning: bool,
 }
 
 fn default_preflight_ms() -> u64 {
@@ -356,6 +371,17 @@ impl Script {
             session_id: f.session_id,
             system_message: f.system_message,
             default_reply: f.default_reply,
+            list_models: match f.list_models {
+                Some(list) => list
+                    .into_iter()
+                    .map(|m| (m.provider, m.id, m.reasoning))
+                    .collect(),
+                None => vec![(
+                    f.provider.clone().unwrap_or_else(|| "scripted".into()),
+                    f.model.clone().unwrap_or_else(|| "scripted-model".into()),
+                    false,
+                )],
+            },
             provider: f.provider,
             model: f.model,
             turns,

@@ -89,6 +89,8 @@ pub struct PendingNotice {
     pub kind: MailKind,
     pub body: String,
     pub created_at: String,
+    /// Structured details (JSON) beyond the text: a timeout's `timeoutMs` and `recentOutput`.
+    pub details: Option<String>,
     /// The thread's path and lifecycle state now.
     pub path: String,
     pub state: Option<String>,
@@ -108,6 +110,7 @@ pub fn pending_notices(
             kind: r.get("kind")?,
             body: r.get("body")?,
             created_at: r.get("created_at")?,
+            details: r.get("details")?,
             path: r.get("path")?,
             state: r.get("agent_state")?,
         })

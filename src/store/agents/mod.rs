@@ -8,6 +8,9 @@
 //! reads no column by position.
 
 pub mod mailbox;
+pub mod reap;
+pub mod recap;
+pub mod timers;
 
 use crate::domain::ManagerId;
 use rusqlite::{named_params, Connection, OptionalExtension, Row};
@@ -72,7 +75,8 @@ pub fn registry_session_file(conn: &Connection, registry: ManagerId) -> Result<O
 /// The columns an agent-row query selects, in this order (`sql/agent_thread*.sql`, all of
 /// the view `agent_rows`: `sql/view_agent_rows.sql`); the tests below check every such query
 /// against them. The last two are the keys the queries filter and sort by, not read.
-const AGENT_COLUMNS: [&str; 24] = [
+#[cfg(test)]
+const AGENT_COLUMNS: [&str; 30] = [
     "id",
     "path",
     "parent_path",
@@ -95,6 +99,12 @@ const AGENT_COLUMNS: [&str; 24] = [
     "input_tokens",
     "output_tokens",
     "cost_usd",
+    "agent_model",
+    "agent_thinking",
+    "agent_tools",
+    "agent_timeout_ms",
+    "agent_timeout_at",
+    "agent_reaped_at",
     "manager_id",
     "spawn_order",
 ];
@@ -126,40 +136,61 @@ pub struct AgentRow {
     pub input_tokens: i64,
     pub output_tokens: i64,
     pub cost_usd: f64,
+    /// The model the child was launched with (`provider/model-id`), when one was resolved.
+    pub model: Option<String>,
+    /// Its thinking level, when resolved.
+    pub thinking: Option<String>,
+    /// Its tool set (JSON), when filtered.
+    pub tools: Option<String>,
+    /// The armed report-only timeout: its length and deadline (epoch ms).
+    pub timeout_ms: Option<i64>,
+    pub timeout_at: Option<i64>,
+    /// When `reap` forgot it.
+    pub reaped_at: Option<String>,
 }
 
 impl AgentRow {
-    /// Maps a row of an agent-row query by column position ([`AGENT_COLUMNS`]).
+    /// Maps a row of an agent-row query by column name ([`AGENT_COLUMNS`]).
     fn from_row(r: &Row<'_>) -> rusqlite::Result<AgentRow> {
         Ok(AgentRow {
-            id: r.get(0)?,
-            path: r.get(1)?,
-            parent_path: r.get(2)?,
-            state: r.get::<_, Option<AgentState>>(3)?.ok_or_else(|| {
-                rusqlite::Error::InvalidColumnType(
-                    3,
-                    AGENT_COLUMNS[3].into(),
-                    rusqlite::types::Type::Text,
-                )
-            })?,
-            task: r.get::<_, Option<String>>(4)?.unwrap_or_default(),
-            status_text: r.get::<_, Option<String>>(5)?.unwrap_or_default(),
-            output: r.get(6)?,
-            error: r.get(7)?,
-            session_file: r.get(8)?,
-            created_at: r.get(9)?,
-            updated_at: r.get(10)?,
-            live: r.get::<_, ThreadStatus>(11)? == ThreadStatus::Live,
-            owner_pid: r.get(12)?,
-            owner_started_at: r.get(13)?,
-            pause_requested: r.get::<_, i64>(14)? != 0,
-            stop_requested: r.get::<_, i64>(15)? != 0,
-            cwd: r.get(16)?,
-            launch_seq: r.get(17)?,
-            name: r.get(18)?,
-            input_tokens: r.get::<_, Option<i64>>(19)?.unwrap_or(0),
-            output_tokens: r.get::<_, Option<i64>>(20)?.unwrap_or(0),
-            cost_usd: r.get::<_, Option<f64>>(21)?.unwrap_or(0.0),
+            id: r.get("id")?,
+            path: r.get("path")?,
+            parent_path: r.get("parent_path")?,
+            state: r
+                .get::<_, Option<AgentState>>("agent_state")?
+                .ok_or_else(|| {
+                    rusqlite::Error::InvalidColumnType(
+                        3,
+                        "agent_state".into(),
+                        rusqlite::types::Type::Text,
+                    )
+                })?,
+            task: r.get::<_, Option<String>>("task")?.unwrap_or_default(),
+            status_text: r
+                .get::<_, Option<String>>("status_text")?
+                .unwrap_or_default(),
+            output: r.get("output")?,
+            error: r.get("error")?,
+            session_file: r.get("session_file")?,
+            created_at: r.get("created_at")?,
+            updated_at: r.get("updated_at")?,
+            live: r.get::<_, ThreadStatus>("status")? == ThreadStatus::Live,
+            owner_pid: r.get("owner_pid")?,
+            owner_started_at: r.get("owner_started_at")?,
+            pause_requested: r.get::<_, i64>("agent_pause_requested")? != 0,
+            stop_requested: r.get::<_, i64>("agent_stop_requested")? != 0,
+            cwd: r.get("cwd")?,
+            launch_seq: r.get("launch_seq")?,
+            name: r.get("name")?,
+            input_tokens: r.get::<_, Option<i64>>("input_tokens")?.unwrap_or(0),
+            output_tokens: r.get::<_, Option<i64>>("output_tokens")?.unwrap_or(0),
+            cost_usd: r.get::<_, Option<f64>>("cost_usd")?.unwrap_or(0.0),
+            model: r.get("agent_model")?,
+            thinking: r.get("agent_thinking")?,
+            tools: r.get("agent_tools")?,
+            timeout_ms: r.get("agent_timeout_ms")?,
+            timeout_at: r.get("agent_timeout_at")?,
+            reaped_at: r.get("agent_reaped_at")?,
         })
     }
 
@@ -380,6 +411,8 @@ pub struct Settled {
     pub parent_path: Option<String>,
     pub status_text: Option<String>,
     pub launch_seq: i64,
+    /// Its run was detached (no caller waited for it).
+    pub detached: bool,
 }
 
 /// Settles a working thread; `None` when it was not working (someone settled it first).
@@ -397,6 +430,7 @@ pub fn settle(conn: &Connection, s: &Settlement<'_>) -> Result<Option<Settled>> 
                     parent_path: r.get("parent_path")?,
                     status_text: r.get("status_text")?,
                     launch_seq: r.get("launch_seq")?,
+                    detached: r.get("agent_detached")?,
                 })
             },
         )
@@ -476,6 +510,23 @@ fn ids(conn: &Connection, sql: &str, registry: ManagerId, owner: Owner) -> Resul
     let mut stmt = conn.prepare_cached(sql)?;
     let rows = stmt.query_map((registry, owner.pid, owner.started_at), |r| r.get("id"))?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// What a thread's runs are launched with (0.19): its model (`provider/id`), thinking level
+/// and tool set (JSON), each `None` when not resolved.
+pub struct RunChoice<'a> {
+    pub model: Option<&'a str>,
+    pub thinking: Option<&'a str>,
+    pub tools: Option<&'a str>,
+}
+
+/// Records a thread's [`RunChoice`].
+pub fn set_run(conn: &Connection, id: &str, c: &RunChoice<'_>) -> Result<()> {
+    conn.prepare_cached(include_str!("../../../sql/agent_set_run.sql"))?
+        .execute(named_params! {
+            ":model": c.model, ":thinking": c.thinking, ":tools": c.tools, ":id": id,
+        })?;
+    Ok(())
 }
 
 /// A thread's newest assistant message or error event: `(type, data)`.

@@ -1,0 +1,45 @@
+//! `/agents reap` (0.19): the main session forgets its completed threads that have no
+//! descendant that stays, oldest first, in one transaction. A reaped thread frees its slot of
+//! the total limit and cannot be resumed; its row (marked reaped), usage and session file stay.
+//! A settled process this serve still holds for one of them is ended.
+
+use std::sync::Arc;
+
+use super::{answer, AgentHost};
+use crate::contract::agent as contract;
+use crate::domain::ManagerId;
+use crate::error::{Error, Result};
+use crate::runtime::StopBy;
+use crate::store::agents::reap;
+use crate::time::now_iso;
+
+impl AgentHost {
+    pub(super) async fn reap(
+        self: &Arc<Self>,
+        registry: ManagerId,
+        dry_run: bool,
+    ) -> Result<Vec<u8>> {
+        if !self.caller_is_root() {
+            return Err(Error::forbidden(format!(
+                "Only the main session may reap subagents. Repair: run /agents reap (or threadbase reap) in the main Pi session, not from {}.",
+                self.caller()
+            )));
+        }
+        let at = now_iso();
+        let reaped = self
+            .store
+            .write(|tx| reap::reap(tx, registry, &at, dry_run))?;
+        if !dry_run {
+            for t in reaped.iter().filter(|t| t.live) {
+                if self.rt.is_live(&t.id) {
+                    let _ = self.rt.stop(&t.id, false, StopBy::Caller).await;
+                }
+            }
+        }
+        answer(&contract::ReapResult {
+            dry_run,
+            count: reaped.len(),
+            threads: reaped.iter().map(|t| t.path.as_str()).collect(),
+        })
+    }
+}

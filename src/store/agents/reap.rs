@@ -1,0 +1,70 @@
+//! Contract B's `reap` (0.19): forgets completed threads with no descendant that stays. A reaped
+//! thread is marked (`agent_reaped_at`), never deleted: its row, events and usage stay for SQL
+//! and `threadbase usage`, its session file stays on disk; the contract no longer knows it.
+
+use rusqlite::{named_params, Connection};
+
+use crate::domain::{ManagerId, ThreadId, ThreadStatus};
+use crate::error::Result;
+
+/// A thread reap forgets (or, in a dry run, would forget).
+#[derive(Debug, Clone)]
+pub struct Reaped {
+    pub id: ThreadId,
+    pub path: String,
+    /// Its process was still live (a settled run not yet retired).
+    pub live: bool,
+}
+
+/// The threads of `registry` reap would forget, oldest first.
+pub fn candidates(conn: &Connection, registry: ManagerId) -> Result<Vec<Reaped>> {
+    let mut stmt = conn.prepare_cached(include_str!("../../../sql/agent_reap_candidates.sql"))?;
+    let rows = stmt.query_map(named_params! {":registry": registry}, |r| {
+        Ok(Reaped {
+            id: r.get("id")?,
+            path: r.get("path")?,
+            live: r.get::<_, ThreadStatus>("status")? == ThreadStatus::Live,
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// Reaps `registry` (run it in one write transaction): every candidate is marked reaped at
+/// `at`; returns them. With `dry_run`, only returns them.
+pub fn reap(
+    conn: &Connection,
+    registry: ManagerId,
+    at: &str,
+    dry_run: bool,
+) -> Result<Vec<Reaped>> {
+    let found = candidates(conn, registry)?;
+    if dry_run {
+        return Ok(found);
+    }
+    let mut stmt = conn.prepare_cached(include_str!("../../../sql/agent_reap_mark.sql"))?;
+    let mut reaped = Vec::with_capacity(found.len());
+    for t in found {
+        if stmt.execute(named_params! {":at": at, ":id": t.id.as_str()})? > 0 {
+            reaped.push(t);
+        }
+    }
+    Ok(reaped)
+}
+
+/// A contract B registry and its main session.
+pub struct RegistryRow {
+    pub id: ManagerId,
+    pub session_id: String,
+}
+
+/// Every contract B registry of the database.
+pub fn registries(conn: &Connection) -> Result<Vec<RegistryRow>> {
+    let mut stmt = conn.prepare_cached(include_str!("../../../sql/agent_registries.sql"))?;
+    let rows = stmt.query_map([], |r| {
+        Ok(RegistryRow {
+            id: r.get("id")?,
+            session_id: r.get("session_id")?,
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}

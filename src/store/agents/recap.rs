@@ -1,0 +1,59 @@
+//! Contract B's final recap (`finalRecap`, 0.19): detached children's results are held back as
+//! pending mailbox rows (`recap_held`), so a crash loses none, and delivered as one notice once
+//! the last outstanding detached child of their recipient has reported.
+
+use rusqlite::{named_params, Connection};
+
+use crate::domain::{ManagerId, ThreadId};
+use crate::error::Result;
+
+/// Records whether a thread's current run is detached.
+pub fn set_detached(conn: &Connection, id: &str, detached: bool) -> Result<()> {
+    conn.prepare_cached(include_str!("../../../sql/agent_set_detached.sql"))?
+        .execute(named_params! {":detached": detached, ":id": id})?;
+    Ok(())
+}
+
+/// Holds a written notice back for the recap.
+pub fn hold(conn: &Connection, mailbox_id: i64) -> Result<()> {
+    conn.prepare_cached(include_str!("../../../sql/agent_recap_hold.sql"))?
+        .execute(named_params! {":id": mailbox_id})?;
+    Ok(())
+}
+
+/// How many detached runs reporting to `recipient` still work.
+pub fn outstanding(conn: &Connection, registry: ManagerId, recipient: &str) -> Result<i64> {
+    Ok(conn
+        .prepare_cached(include_str!("../../../sql/agent_recap_outstanding.sql"))?
+        .query_row(
+            named_params! {":registry": registry, ":recipient": recipient},
+            |r| r.get("outstanding"),
+        )?)
+}
+
+/// A result held back for the recap.
+pub struct HeldResult {
+    pub id: i64,
+    pub thread_id: ThreadId,
+    pub body: String,
+    pub path: String,
+    pub state: Option<String>,
+}
+
+/// The results held for `recipient`, oldest first.
+pub fn held(conn: &Connection, registry: ManagerId, recipient: &str) -> Result<Vec<HeldResult>> {
+    let mut stmt = conn.prepare_cached(include_str!("../../../sql/agent_recap_held.sql"))?;
+    let rows = stmt.query_map(
+        named_params! {":registry": registry, ":recipient": recipient},
+        |r| {
+            Ok(HeldResult {
+                id: r.get("id")?,
+                thread_id: r.get("thread_id")?,
+                body: r.get("body")?,
+                path: r.get("path")?,
+                state: r.get("agent_state")?,
+            })
+        },
+    )?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}

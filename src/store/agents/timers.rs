@@ -1,0 +1,75 @@
+//! Contract B's report-only timers (`timeoutMs` of agent_spawn and agent_steer): a deadline on
+//! the thread's row, fired once by the serve that holds the run.
+
+use rusqlite::{named_params, Connection, OptionalExtension};
+
+use super::Owner;
+use crate::domain::ThreadId;
+use crate::error::Result;
+
+/// Arms (or re-arms) a working thread's timer; false when the thread is not working or is
+/// stopping (no timer then).
+pub fn arm(conn: &Connection, id: &str, timeout_ms: u64, deadline_ms: i64) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(include_str!("../../../sql/agent_timer_arm.sql"))?
+        .execute(named_params! {":ms": timeout_ms as i64, ":at": deadline_ms, ":id": id})?
+        > 0)
+}
+
+/// The earliest deadline among the timers of the runs `owner` holds.
+pub fn next_deadline(conn: &Connection, owner: Owner) -> Result<Option<i64>> {
+    Ok(conn
+        .prepare_cached(include_str!("../../../sql/agent_timer_next.sql"))?
+        .query_row(
+            named_params! {":pid": owner.pid, ":started": owner.started_at},
+            |r| r.get::<_, Option<i64>>("next_at"),
+        )?)
+}
+
+/// A timer whose deadline has passed.
+pub struct DueTimer {
+    pub id: ThreadId,
+    pub path: String,
+    pub parent_path: Option<String>,
+    pub session_file: Option<String>,
+    pub timeout_ms: i64,
+    pub deadline_ms: i64,
+}
+
+/// The timers of `owner`'s runs that are due at `now_ms`, earliest first.
+pub fn due(conn: &Connection, owner: Owner, now_ms: i64) -> Result<Vec<DueTimer>> {
+    let mut stmt = conn.prepare_cached(include_str!("../../../sql/agent_timers_due.sql"))?;
+    let rows = stmt.query_map(
+        named_params! {":pid": owner.pid, ":started": owner.started_at, ":now": now_ms},
+        |r| {
+            Ok(DueTimer {
+                id: r.get("id")?,
+                path: r.get("path")?,
+                parent_path: r.get("parent_path")?,
+                session_file: r.get("session_file")?,
+                timeout_ms: r.get("agent_timeout_ms")?,
+                deadline_ms: r.get("agent_timeout_at")?,
+            })
+        },
+    )?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// Clears the timer armed with `deadline_ms`: `Some(true)` when its thread is still working and
+/// not stopping (its notice is due), `Some(false)` when it was just cleared, `None` when it was
+/// re-armed or fired meanwhile.
+pub fn fire(conn: &Connection, id: &str, deadline_ms: i64) -> Result<Option<bool>> {
+    Ok(conn
+        .prepare_cached(include_str!("../../../sql/agent_timer_fire.sql"))?
+        .query_row(named_params! {":id": id, ":at": deadline_ms}, |r| {
+            r.get::<_, bool>("due")
+        })
+        .optional()?)
+}
+
+/// Sets a mailbox row's structured details (JSON).
+pub fn set_mail_details(conn: &Connection, mailbox_id: i64, details: &str) -> Result<()> {
+    conn.prepare_cached(include_str!("../../../sql/agent_mail_details.sql"))?
+        .execute(named_params! {":details": details, ":id": mailbox_id})?;
+    Ok(())
+}
