@@ -39,6 +39,62 @@ fn say(out: &mut dyn Write, step: &str, result: &Value) -> Result<()> {
 
 /// Runs the demo; `keep` keeps the database at that path instead of a temporary one.
 pub fn run(keep: Option<PathBuf>, out: &mut dyn Write) -> Result<()> {
+    let mut quiet = QuietPipe::new(out);
+    demo(keep, &mut quiet)?;
+    if quiet.closed {
+        return Err(std::io::Error::from(std::io::ErrorKind::BrokenPipe).into());
+    }
+    Ok(())
+}
+
+/// The demo's output when a reader may stop reading (`threadbase demo --keep FILE | head`):
+/// once a write finds the pipe closed, the rest of the output is dropped and the demo runs to
+/// its end, so it still keeps its database; [`run`] then reports the closed pipe, and the
+/// command exits as SIGPIPE would (141), quietly. Other write errors stay errors. (Other
+/// commands stop at the closed pipe: nothing of theirs is worth finishing unread.)
+struct QuietPipe<W> {
+    inner: W,
+    closed: bool,
+}
+
+impl<W: std::io::Write> QuietPipe<W> {
+    fn new(inner: W) -> Self {
+        QuietPipe {
+            inner,
+            closed: false,
+        }
+    }
+
+    fn quiet(&mut self, r: std::io::Result<usize>, len: usize) -> std::io::Result<usize> {
+        match r {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                self.closed = true;
+                Ok(len)
+            }
+            r => r,
+        }
+    }
+}
+
+impl<W: std::io::Write> std::io::Write for QuietPipe<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.closed {
+            return Ok(buf.len());
+        }
+        let r = self.inner.write(buf);
+        self.quiet(r, buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if self.closed {
+            return Ok(());
+        }
+        let r = self.inner.flush().map(|()| 0);
+        self.quiet(r, 0).map(|_| ())
+    }
+}
+
+fn demo(keep: Option<PathBuf>, out: &mut dyn Write) -> Result<()> {
     if let Some(path) = &keep {
         if path.exists() {
             return Err(crate::error::Error::invalid(format!(

@@ -309,52 +309,6 @@ pub fn default_db_path(flag: Option<PathBuf>) -> PathBuf {
     home.join(".pi").join("agent").join("threadbase.sqlite")
 }
 
-/// Standard output that a reader may stop reading (`threadbase tree | head`): once a write
-/// finds the pipe closed, the rest of the output is dropped and the command runs to its end as
-/// it would have, so a `demo --keep FILE | head` still keeps its database and nothing reports
-/// a broken pipe as a failure of the command. Other write errors stay errors.
-struct QuietPipe<W> {
-    inner: W,
-    closed: bool,
-}
-
-impl<W: std::io::Write> QuietPipe<W> {
-    fn new(inner: W) -> Self {
-        QuietPipe {
-            inner,
-            closed: false,
-        }
-    }
-
-    fn quiet(&mut self, r: std::io::Result<usize>, len: usize) -> std::io::Result<usize> {
-        match r {
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
-                self.closed = true;
-                Ok(len)
-            }
-            r => r,
-        }
-    }
-}
-
-impl<W: std::io::Write> std::io::Write for QuietPipe<W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if self.closed {
-            return Ok(buf.len());
-        }
-        let r = self.inner.write(buf);
-        self.quiet(r, buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        if self.closed {
-            return Ok(());
-        }
-        let r = self.inner.flush().map(|()| 0);
-        self.quiet(r, 0).map(|_| ())
-    }
-}
-
 /// Parses the command line, runs it, and maps errors to a message on stderr and exit code 2.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -363,7 +317,7 @@ pub fn main() -> ExitCode {
     if !matches!(cli.command, Command::Serve(_) | Command::Top { .. }) {
         let _ = logging::init(None);
     }
-    let mut out = QuietPipe::new(std::io::stdout().lock());
+    let mut out = std::io::stdout().lock();
     let result = match cli.command {
         Command::Demo { keep } => demo::run(keep, &mut out),
         Command::Serve(args) => {

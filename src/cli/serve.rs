@@ -215,6 +215,9 @@ fn run_on(db: PathBuf, args: ServeArgs) -> Result<()> {
         }
         .instrument(span.clone()),
     )?;
+    // Blocking tasks still under way (a watcher's restore pass) end before the WAL is settled:
+    // a reader's snapshot would keep the checkpoint from emptying it.
+    rt.shutdown_timeout(std::time::Duration::from_secs(5));
     settle.settle_wal();
     Ok(())
 }

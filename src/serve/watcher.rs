@@ -56,7 +56,9 @@ pub async fn run(engine: Arc<Engine>, out: Output) {
     let mut seen: Option<i64> = None;
     let mut tick = tokio::time::interval(POLL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut owners = tokio::time::interval(OWNER_CHECK);
+    // `serve` ran the restore pass as it started: the first check is one period later.
+    let mut owners =
+        tokio::time::interval_at(tokio::time::Instant::now() + OWNER_CHECK, OWNER_CHECK);
     owners.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {

@@ -130,14 +130,28 @@ fn restart(conn: &Connection) -> rusqlite::Result<bool> {
     }
 }
 
-/// A TRUNCATE checkpoint that does not wait: every frame is copied into the database file and
-/// the WAL is emptied, unless another connection is reading or writing right now (then nothing
+/// How long a closing store waits, at most, for another connection's read or write to end
+/// before its TRUNCATE checkpoint gives up (a process that keeps reading keeps its WAL).
+const SETTLE_WAIT: Duration = Duration::from_millis(250);
+
+/// A TRUNCATE checkpoint that hardly waits: every frame is copied into the database file and
+/// the WAL is emptied, unless another connection keeps reading or writing for [`SETTLE_WAIT`]
+/// (a read of this process's own background work, or another process's: then nothing
 /// happens). True when the WAL is empty after it.
 pub fn truncate_now(conn: &Connection) -> bool {
     let _ = conn.busy_timeout(Duration::ZERO);
-    let done = checkpoint(conn, "TRUNCATE");
+    let deadline = std::time::Instant::now() + SETTLE_WAIT;
+    let done = loop {
+        match checkpoint(conn, "TRUNCATE") {
+            Ok(true) => break true,
+            Ok(false) | Err(_) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(10))
+            }
+            _ => break false,
+        }
+    };
     let _ = conn.busy_timeout(BUSY_TIMEOUT);
-    done.unwrap_or(false)
+    done
 }
 
 /// Runs `PRAGMA wal_checkpoint(mode)`; true when it finished (its first column, `busy`, is 0).
