@@ -460,8 +460,10 @@ fn wal_len(path: &std::path::Path) -> u64 {
 }
 
 /// A store that closes leaves every row in the database file (the WAL emptied), even while
-/// another connection stays open and idle; a connection in the middle of a read makes the
-/// settling give up at once (no wait), and the WAL stays for whoever closes last.
+/// another connection stays open and idle; a connection that stays in the middle of a read
+/// makes the settling give up after a short bounded wait (250 ms: a brief read of a
+/// background task or another process ends within it), and the WAL stays for whoever closes
+/// last.
 #[test]
 fn a_closed_store_leaves_its_rows_in_the_main_file() {
     let dir = tempfile::tempdir().unwrap();
@@ -483,8 +485,8 @@ fn a_closed_store_leaves_its_rows_in_the_main_file() {
     let began = std::time::Instant::now();
     assert!(!store.settle_wal(), "settled under an open read");
     assert!(
-        began.elapsed() < std::time::Duration::from_millis(100),
-        "it waited"
+        began.elapsed() < std::time::Duration::from_millis(1_000),
+        "it waited past its bound"
     );
     assert!(wal_len(&path) > 0);
     reader.execute_batch("COMMIT").unwrap();
