@@ -25,6 +25,7 @@ pub mod restore;
 pub mod sessions;
 pub mod snapshots;
 pub mod threads;
+pub mod top;
 mod trim;
 pub mod usage;
 mod values;

@@ -5,9 +5,9 @@
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
+use crate::store::Conn;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::text::Line;
-use rusqlite::Connection;
 
 use super::data::{load_rows, thread_snapshot, usage_text, Row};
 use super::detail::detail_lines;
@@ -44,7 +44,7 @@ pub(super) enum Item {
 
 pub(super) struct App {
     db: PathBuf,
-    conn: Connection,
+    conn: Conn,
     writer: Option<Store>,
     version: Option<i64>,
     /// The rows of the subtree (every thread without one); the other filters apply as the
@@ -81,7 +81,7 @@ pub(super) struct App {
 }
 
 impl App {
-    pub(super) fn new(db: PathBuf, conn: Connection) -> App {
+    pub(super) fn new(db: PathBuf, conn: Conn) -> App {
         App {
             db,
             conn,
@@ -668,7 +668,7 @@ mod tests {
                         upsert_manager(tx, &ManagerSpec::new(&session, Contract::Thread, "/root"))?;
                     tx.execute(
                         "UPDATE managers SET created_at = ?1 WHERE id = ?2",
-                        rusqlite::params![format!("2026-12-0{}T10:00:00.000Z", n + 1), m],
+                        (format!("2026-12-0{}T10:00:00.000Z", n + 1), m),
                     )?;
                     for (i, task) in ["quick", "docs", "tests"].into_iter().enumerate() {
                         insert_thread(

@@ -5,17 +5,16 @@
 
 use std::collections::HashMap;
 
-use rusqlite::{named_params, Connection};
 use serde_json::Value;
 
 use crate::contract::projection::{self, Detail};
 use crate::domain::{AgentState, Contract, ExitKind, Outcome, Phase, ThreadStatus};
 use crate::engine::budget::usd;
 use crate::error::Result;
-use crate::paths::{descendant_range, sort_key};
 use crate::runtime::process::ProcessIdentity;
 use crate::store::list::{StateFilter, VisibilityFilter};
-use crate::store::{events, threads::thread_by_id_any, usage};
+use crate::store::top::{self, TopRow};
+use crate::store::{events, threads::thread_by_id_any, usage, Conn};
 
 /// One thread as the tree shows it.
 #[derive(Debug, Clone)]
@@ -102,31 +101,14 @@ pub(super) struct Loaded {
 /// The thread at `subtree` and every thread below it, in every manager (every thread when it
 /// is empty; a trailing `/` is ignored), with their places and what they spent. A subtree is
 /// one index range per manager (sql/top_threads_under.sql), not a read of every row.
-pub(super) fn load_rows(conn: &Connection, subtree: &str) -> Result<Loaded> {
-    let sub = subtree.trim_end_matches('/');
-    let mut rows = if sub.is_empty() {
-        let mut stmt = conn.prepare_cached(include_str!("../../../sql/top_threads.sql"))?;
-        let rows = stmt.query_map([], read_row)?;
-        rows.collect::<rusqlite::Result<Vec<_>>>()?
-    } else if sub.contains('!') {
-        // No path holds `!` (threads' CHECK), the sort key's stand-in for `_`: this key
-        // would name another path.
-        Vec::new()
-    } else {
-        let (lo, hi) = descendant_range(sub);
-        let mut stmt = conn.prepare_cached(include_str!("../../../sql/top_threads_under.sql"))?;
-        let rows = stmt.query_map(
-            named_params! {":key": sort_key(sub), ":lo": lo, ":hi": hi},
-            read_row,
-        )?;
-        rows.collect::<rusqlite::Result<Vec<_>>>()?
-    };
+pub(super) fn load_rows(conn: &Conn, subtree: &str) -> Result<Loaded> {
+    let mut rows: Vec<Row> = top::rows(conn, subtree)?
+        .into_iter()
+        .map(Row::from)
+        .collect();
     let mut forest_parents = HashMap::new();
     if usage::has_tables(conn)? {
-        let mut stmt = conn.prepare_cached(include_str!("../../../sql/top_places.sql"))?;
-        let places: HashMap<String, (String, Option<String>)> = stmt
-            .query_map([], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?))))?
-            .collect::<rusqlite::Result<_>>()?;
+        let places = top::places(conn)?;
         for r in &mut rows {
             if let Some((root, parent)) = places.get(&r.id) {
                 r.root = Some(root.clone());
@@ -151,46 +133,47 @@ pub(super) fn load_rows(conn: &Connection, subtree: &str) -> Result<Loaded> {
     })
 }
 
-/// A row of sql/top_threads.sql or sql/top_threads_under.sql (the same columns).
-fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
-    let owner_pid: Option<i64> = r.get(15)?;
-    let owner_started: Option<i64> = r.get(16)?;
-    Ok(Row {
-        id: r.get(0)?,
-        session: r.get(1)?,
-        contract: r.get(2)?,
-        path: r.get(3)?,
-        task_name: r.get(5)?,
-        name: r.get(6)?,
-        status: r.get(7)?,
-        phase: r.get(8)?,
-        agent_state: r.get(9)?,
-        exit_kind: r.get(10)?,
-        archived: r.get(11)?,
-        hidden: r.get::<_, Option<bool>>(12)?.unwrap_or(false),
-        created_at: r.get(13)?,
-        last_event_at: r.get(14)?,
-        owner: owner_pid
-            .zip(owner_started)
-            .map(|(pid, started_at)| ProcessIdentity { pid, started_at }),
-        tokens: 0,
-        cost_usd: 0.0,
-        root: None,
-        forest_parent: None,
-        outcome: r.get(17)?,
-        verdict: r.get(18)?,
-        exit_code: r.get(19)?,
-        signalled: r.get(20)?,
-        owner_gone: crate::cli::forest::owner_gone(
-            r.get::<_, ThreadStatus>(7)? == ThreadStatus::Live,
-            owner_pid,
-            owner_started,
-        ),
-    })
+impl From<TopRow> for Row {
+    fn from(r: TopRow) -> Row {
+        let owner_gone = crate::cli::forest::owner_gone(
+            r.status == ThreadStatus::Live,
+            r.owner_pid,
+            r.owner_started_at,
+        );
+        Row {
+            id: r.id,
+            session: r.session,
+            contract: r.contract,
+            path: r.path,
+            task_name: r.task_name,
+            name: r.name,
+            status: r.status,
+            phase: r.phase,
+            agent_state: r.agent_state,
+            exit_kind: r.exit_kind,
+            archived: r.archived,
+            hidden: r.hidden,
+            created_at: r.created_at,
+            last_event_at: r.last_event_at,
+            owner: r
+                .owner_pid
+                .zip(r.owner_started_at)
+                .map(|(pid, started_at)| ProcessIdentity { pid, started_at }),
+            tokens: 0,
+            cost_usd: 0.0,
+            root: None,
+            forest_parent: None,
+            outcome: r.outcome,
+            verdict: r.verdict,
+            exit_code: r.exit_code,
+            signalled: r.signalled,
+            owner_gone,
+        }
+    }
 }
 
 /// The `poll` projection of one thread at `tail` detail.
-pub(super) fn thread_snapshot(conn: &Connection, id: &str) -> Result<Option<Value>> {
+pub(super) fn thread_snapshot(conn: &Conn, id: &str) -> Result<Option<Value>> {
     let Some(row) = thread_by_id_any(conn, id)? else {
         return Ok(None);
     };
@@ -200,7 +183,7 @@ pub(super) fn thread_snapshot(conn: &Connection, id: &str) -> Result<Option<Valu
 }
 
 /// What the thread spent, and its subtree across every manager of its tree: a line each.
-pub(super) fn usage_text(conn: &Connection, id: &str) -> Vec<String> {
+pub(super) fn usage_text(conn: &Conn, id: &str) -> Vec<String> {
     let mut out = Vec::new();
     if !usage::has_tables(conn).unwrap_or(false) {
         return out;
@@ -226,11 +209,7 @@ mod tests {
     use crate::domain::{ManagerId, Phase, ThreadId, ThreadStatus};
     use crate::store::threads::{insert_thread, upsert_manager, Contract, ManagerSpec, NewThread};
 
-    fn manager(
-        tx: &rusqlite::Transaction<'_>,
-        session: &str,
-        contract: Contract,
-    ) -> Result<ManagerId> {
+    fn manager(tx: &crate::store::Tx<'_>, session: &str, contract: Contract) -> Result<ManagerId> {
         upsert_manager(tx, &ManagerSpec::new(session, contract, "/root"))
     }
 
@@ -285,13 +264,24 @@ mod tests {
             })
             .unwrap();
         let conn = store.read().unwrap();
-        let facts: HashMap<String, (bool, bool, String)> = conn
-            .prepare("SELECT id, status = 'live', archived = 1 OR hidden IS 1, path FROM threads")
-            .unwrap()
-            .query_map([], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?, r.get(3)?))))
-            .unwrap()
-            .collect::<rusqlite::Result<_>>()
-            .unwrap();
+        let facts: HashMap<String, (bool, bool, String)> = crate::store::rows_as_text(
+            &conn,
+            "SELECT id, status = 'live', archived = 1 OR hidden IS 1, path FROM threads",
+        )
+        .unwrap()
+        .into_iter()
+        .map(|line| {
+            let cells: Vec<&str> = line.split('|').collect();
+            (
+                cells[0].to_string(),
+                (
+                    cells[1] == "Integer(1)",
+                    cells[2] == "Integer(1)",
+                    cells[3].to_string(),
+                ),
+            )
+        })
+        .collect();
         let kept = |subtree: &str, state, visibility| -> Vec<String> {
             let rows = load_rows(&conn, subtree).unwrap().rows;
             let rows = rows.into_iter().filter(|r| r.passes(state, visibility));

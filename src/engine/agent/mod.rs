@@ -43,7 +43,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use rusqlite::Connection;
+use crate::store::Conn;
 use serde_json::Value;
 
 use crate::contract::agent::{self as contract, AgentFacts, AgentRequest, AgentView};
@@ -220,7 +220,7 @@ impl AgentHost {
     }
 
     /// The registry's id when it exists (without creating it).
-    fn existing_registry(&self, conn: &Connection) -> Result<Option<ManagerId>> {
+    fn existing_registry(&self, conn: &Conn) -> Result<Option<ManagerId>> {
         if let Some(id) = self.registry.get() {
             return Ok(Some(*id));
         }
@@ -342,7 +342,7 @@ impl AgentHost {
 
     /// Refuses `action` once the tree of `thread_id` (else of this session's registry) has
     /// reached a budget cap.
-    fn check_budget(&self, conn: &Connection, thread_id: Option<&str>, action: &str) -> Result<()> {
+    fn check_budget(&self, conn: &Conn, thread_id: Option<&str>, action: &str) -> Result<()> {
         let of = crate::store::usage::TreeOf {
             thread_id,
             self_id: self.cfg.self_id.as_deref(),
@@ -351,7 +351,7 @@ impl AgentHost {
         self.cfg.budget.check(conn, of, action)
     }
 
-    fn check_capacity(&self, conn: &Connection, registry: ManagerId) -> Result<()> {
+    fn check_capacity(&self, conn: &Conn, registry: ManagerId) -> Result<()> {
         let active = agents::count_active(conn, registry)?;
         if active >= self.cfg.settings.agent_limits.max_concurrent {
             return Err(Error::new(
@@ -367,7 +367,7 @@ impl AgentHost {
 
     fn check_no_stopped_ancestor(
         &self,
-        conn: &Connection,
+        conn: &Conn,
         registry: ManagerId,
         path: &str,
     ) -> Result<()> {

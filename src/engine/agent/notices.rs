@@ -144,7 +144,7 @@ impl AgentHost {
     /// to retire are returned for [`AgentHost::sweep`].
     pub(crate) fn rows_changed(
         &self,
-        conn: &rusqlite::Connection,
+        conn: &crate::store::Conn,
         out: &crate::serve::output::Output,
     ) -> Result<(Vec<String>, Vec<String>)> {
         let Some(registry) = self.existing_registry(conn)? else {
@@ -158,7 +158,7 @@ impl AgentHost {
 
     fn deliver_notices(
         &self,
-        conn: &rusqlite::Connection,
+        conn: &crate::store::Conn,
         registry: ManagerId,
         out: &crate::serve::output::Output,
     ) -> Result<()> {
@@ -200,7 +200,7 @@ impl AgentHost {
     /// Threads this serve holds that have steering to deliver, and settled ones to retire.
     fn sweep_rows(
         &self,
-        conn: &rusqlite::Connection,
+        conn: &crate::store::Conn,
         registry: ManagerId,
     ) -> Result<(Vec<String>, Vec<String>)> {
         let steer_ids = mailbox::owned_pending_steers(conn, registry, self.me())?;

@@ -6,7 +6,7 @@
 //! as before. The row watcher releases what a restore left held (a run that came back paused
 //! writes no settlement).
 
-use rusqlite::Connection;
+use crate::store::Conn;
 use serde_json::json;
 
 use super::AgentHost;
@@ -22,7 +22,7 @@ impl AgentHost {
     /// the last outstanding one.
     pub(super) fn recap_after_settle(
         &self,
-        tx: &Connection,
+        tx: &Conn,
         recipient: &str,
         mail: Option<i64>,
         detached: bool,
@@ -44,7 +44,7 @@ impl AgentHost {
     /// to it still works.
     pub(super) fn release_recap(
         &self,
-        tx: &Connection,
+        tx: &Conn,
         registry: ManagerId,
         recipient: &str,
     ) -> Result<()> {
@@ -88,11 +88,7 @@ impl AgentHost {
 
     /// The row watcher's side: results held for this serve's caller are released once nothing
     /// detached still works for it.
-    pub(super) fn release_recap_if_due(
-        &self,
-        conn: &Connection,
-        registry: ManagerId,
-    ) -> Result<()> {
+    pub(super) fn release_recap_if_due(&self, conn: &Conn, registry: ManagerId) -> Result<()> {
         if !self.cfg.agent_settings.final_recap
             || recap::held(conn, registry, self.caller())?.is_empty()
             || recap::outstanding(conn, registry, self.caller())? > 0

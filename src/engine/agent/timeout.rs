@@ -32,7 +32,7 @@ impl AgentHost {
 
     /// Called by the row watcher with its connection after each change: the next deadline
     /// among the timers of this serve's runs.
-    pub(super) fn read_next_timer(&self, conn: &rusqlite::Connection) -> Result<()> {
+    pub(super) fn read_next_timer(&self, conn: &crate::store::Conn) -> Result<()> {
         let next = timers::next_deadline(conn, self.me())?;
         *self.next_timer.lock().unwrap_or_else(|p| p.into_inner()) = next;
         Ok(())
