@@ -6,6 +6,7 @@
 //! so a writer takes the lock up front and waits in the busy handler instead of failing with
 //! `database is locked` when it would upgrade a read.
 
+pub mod adhoc;
 pub mod adopt;
 pub mod agents;
 pub mod check;
