@@ -409,7 +409,7 @@ mod tests {
             .unwrap();
         let mut carried = Vec::new();
         crate::store::list::each_row(&conn, m, &crate::store::list::ListQuery::default(), |r| {
-            carried.push(r.get::<_, Option<String>>(crate::store::list::KEPT_JSON)?);
+            carried.push(r.kept()?.map(|(json, _)| json));
             Ok(true)
         })
         .unwrap();

@@ -25,13 +25,13 @@
 //! twice; with the compact wire the part lines, counts and text) and written straight into the
 //! line from a blocking thread ([`Reply::Stream`]).
 
-use crate::domain::{ManagerId, ThreadStatus};
+use crate::domain::ManagerId;
 use std::cell::RefCell;
 use std::fmt;
 use std::io::{Seek, Write};
 use std::sync::Arc;
 
-use rusqlite::Connection;
+use crate::store::Conn;
 use serde::ser::Serializer;
 use serde::Serialize;
 use serde_json::Value;
@@ -140,7 +140,7 @@ enum Answer {
 /// [`Wire::Compact`] the list file holds the part lines' bodies instead). Past `in_memory` rows
 /// the pass goes on in `block_in_place` (see [`list::each_row_switching`]). `new_spill` makes the spill files ([`Spill::new`]).
 fn answer(
-    conn: &Connection,
+    conn: &Conn,
     manager_id: ManagerId,
     q: &ListQuery,
     wire: Wire,
@@ -330,7 +330,7 @@ const PIPE_ON_WORKER: usize = 16;
 
 /// A compact list under way ([`piped`]).
 struct Piped<'a> {
-    conn: &'a Connection,
+    conn: &'a Conn,
     w: &'a mut dyn Write,
     /// The request's id, as JSON.
     id: Vec<u8>,
@@ -543,7 +543,7 @@ impl Spill {
     /// answers without spill files).
     fn write_batch(
         &mut self,
-        conn: &Connection,
+        conn: &Conn,
         entries: Vec<Entry>,
         missed: &mut Vec<Key>,
     ) -> Result<Option<usize>> {
@@ -633,16 +633,14 @@ enum Entry {
 }
 
 impl Entry {
-    /// A list row (see [`list::LISTED_ID`]).
-    fn from_row(r: &rusqlite::Row<'_>) -> Result<Entry> {
-        let json: Option<String> = r.get(list::KEPT_JSON)?;
-        let line: Option<String> = r.get(list::KEPT_LINE)?;
-        Ok(match (json, line) {
-            (Some(json), Some(line)) => Entry::Kept {
-                live: r.get::<_, ThreadStatus>(list::LISTED_STATUS)? == ThreadStatus::Live,
+    /// A list row ([`list::Listed`]).
+    fn from_row(r: &list::Listed<'_, '_>) -> Result<Entry> {
+        Ok(match r.kept()? {
+            Some((json, line)) => Entry::Kept {
+                live: r.live()?,
                 answer: Rendered { json, line },
             },
-            _ => Entry::Fresh(r.get(list::LISTED_ID)?),
+            None => Entry::Fresh(r.id()?),
         })
     }
 }
@@ -650,7 +648,7 @@ impl Entry {
 /// The entries of `q`'s list, or `None` when there are more than `max` (read no further).
 #[cfg(test)]
 fn entries_at_most(
-    conn: &Connection,
+    conn: &Conn,
     manager_id: ManagerId,
     q: &ListQuery,
     max: usize,
@@ -673,7 +671,7 @@ fn entries_at_most(
 /// all of them) and, when still (closed, or live and idle), noted in `missed` so the cache
 /// keeps them.
 fn rendered(
-    conn: &Connection,
+    conn: &Conn,
     entries: Vec<Entry>,
     missed: &mut Vec<Key>,
 ) -> Result<(Vec<Rendered>, usize)> {
@@ -866,7 +864,7 @@ fn stream(
     let (mut count, mut live) = (0, 0);
     list::each_row(&tx, manager_id, q, |r| {
         count += 1;
-        if r.get::<_, ThreadStatus>(list::LISTED_STATUS)? == ThreadStatus::Live {
+        if r.live()? {
             live += 1;
         }
         Ok(true)
@@ -930,7 +928,7 @@ fn write_snapshot(json: &str, wire: Wire, w: &mut dyn Write) -> std::io::Result<
 /// The part lines of a compact list for request `id` straight into the output, the rows read
 /// in batches ([`each_batch`]).
 fn part_lines(
-    conn: &Connection,
+    conn: &Conn,
     manager_id: ManagerId,
     q: &ListQuery,
     id: &Value,
@@ -958,7 +956,7 @@ fn part_lines(
 /// `[snapshot, …]` straight into the line: the rows in batches, each batch's cached answers in
 /// one query and the others' output and events in two.
 fn snapshots(
-    conn: &Connection,
+    conn: &Conn,
     manager_id: ManagerId,
     q: &ListQuery,
     wire: Wire,
@@ -978,7 +976,7 @@ fn snapshots(
 /// `q`'s rows read again, a [`BATCH`] at a time, each batch's answers (kept, or rendered without
 /// noting them for the cache: the text's pass does) handed to `f` in list order.
 fn each_batch(
-    conn: &Connection,
+    conn: &Conn,
     manager_id: ManagerId,
     q: &ListQuery,
     mut f: impl FnMut(&[Rendered]) -> Result<()>,
@@ -1003,7 +1001,7 @@ fn each_batch(
 
 /// A list being streamed from one read transaction.
 struct Streamed<'c> {
-    conn: &'c Connection,
+    conn: &'c Conn,
     manager_id: ManagerId,
     q: &'c ListQuery,
     count: usize,

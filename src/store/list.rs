@@ -173,12 +173,38 @@ pub fn reach_statement(q: &ListQuery) -> Option<&'static str> {
 /// A list row: the thread's id, path (the merge's key) and status, then its kept summary
 /// snapshot and list line (migration V8), NULL when none is kept. The whole row of a thread
 /// without a kept answer is read by [`rows_by_ids`].
-pub const LISTED_ID: usize = 0;
-pub const LISTED_PATH: usize = 1;
-pub const LISTED_STATUS: usize = 2;
-pub const KEPT_JSON: usize = 3;
-pub const KEPT_LINE: usize = 4;
+pub(crate) const LISTED_ID: usize = 0;
+pub(crate) const LISTED_PATH: usize = 1;
+pub(crate) const LISTED_STATUS: usize = 2;
+pub(crate) const KEPT_JSON: usize = 3;
+pub(crate) const KEPT_LINE: usize = 4;
 const LISTED_COLUMNS: usize = 5;
+
+/// One row of a list as [`each_row`] hands it over: each field is read from the row only when
+/// asked for (a count reads the status alone), so a list pass pays for what it uses.
+pub struct Listed<'a, 's>(&'a rusqlite::Row<'s>);
+
+impl Listed<'_, '_> {
+    /// The thread's id.
+    pub fn id(&self) -> Result<String> {
+        Ok(self.0.get(LISTED_ID)?)
+    }
+
+    /// Whether the thread is live.
+    pub fn live(&self) -> Result<bool> {
+        Ok(self
+            .0
+            .get::<_, crate::domain::ThreadStatus>(LISTED_STATUS)?
+            == crate::domain::ThreadStatus::Live)
+    }
+
+    /// Its kept summary snapshot (JSON) and list line, when the cache holds them.
+    pub fn kept(&self) -> Result<Option<(String, String)>> {
+        let json: Option<String> = self.0.get(KEPT_JSON)?;
+        let line: Option<String> = self.0.get(KEPT_LINE)?;
+        Ok(json.zip(line))
+    }
+}
 
 /// The thread rows of `ids`, in that order (sql/threads_by_ids.sql): the listed threads
 /// without a kept answer, a batch at a time.
@@ -244,7 +270,7 @@ pub fn each_row(
     conn: &Connection,
     manager_id: ManagerId,
     q: &ListQuery,
-    f: impl FnMut(&rusqlite::Row<'_>) -> Result<bool>,
+    f: impl FnMut(&Listed<'_, '_>) -> Result<bool>,
 ) -> Result<()> {
     each_row_switching(conn, manager_id, q, usize::MAX, f)
 }
@@ -258,7 +284,7 @@ pub fn each_row_switching(
     manager_id: ManagerId,
     q: &ListQuery,
     after: usize,
-    mut f: impl FnMut(&rusqlite::Row<'_>) -> Result<bool>,
+    mut f: impl FnMut(&Listed<'_, '_>) -> Result<bool>,
 ) -> Result<()> {
     let mut own = bound(conn, statement(q), manager_id, q)?;
     let mut below = match reach_statement(q) {
@@ -323,7 +349,7 @@ impl<'s> Merge<'s> {
 
     /// Hands the next row in list order to `f`: `Ok(false)` once the rows are done or `f`
     /// asks to stop.
-    fn step(&mut self, f: &mut impl FnMut(&rusqlite::Row<'_>) -> Result<bool>) -> Result<bool> {
+    fn step(&mut self, f: &mut impl FnMut(&Listed<'_, '_>) -> Result<bool>) -> Result<bool> {
         let take_own = match (self.own_at_row, self.below_at_row) {
             (false, false) => return Ok(false),
             (true, false) => true,
@@ -339,13 +365,13 @@ impl<'s> Merge<'s> {
             }
         };
         if take_own {
-            if !f(self.own.get().expect("own row"))? {
+            if !f(&Listed(self.own.get().expect("own row")))? {
                 return Ok(false);
             }
             self.own_at_row = self.own.next()?.is_some();
         } else {
             let rows = self.below.as_mut().expect("rows below");
-            if !f(rows.get().expect("row below"))? {
+            if !f(&Listed(rows.get().expect("row below")))? {
                 return Ok(false);
             }
             self.below_at_row = rows.next()?.is_some();
@@ -392,7 +418,7 @@ pub fn list_at_most(
             over = true;
             return Ok(false);
         }
-        ids.push(r.get(LISTED_ID)?);
+        ids.push(r.id()?);
         Ok(true)
     })?;
     if over {
