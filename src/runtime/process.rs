@@ -1,74 +1,10 @@
-//! Process identity and process-group signals: the only module that talks to the OS about
-//! processes. A pid alone is not an identity (pids are reused), so every check pairs it with
-//! the start time from `/proc/<pid>/stat`. A group is never signalled when its id is ≤ 1.
+//! Process-group signals, and what is left of a process's group: with [`crate::process`]
+//! (a process's identity, pid plus start time from `/proc/<pid>/stat`, re-exported here) the
+//! only code that talks to the OS about processes. A group is never signalled when its id is
+//! ≤ 1.
 
-use std::path::Path;
-
-/// A process as the kernel knows it: pid plus start time in clock ticks since boot.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ProcessIdentity {
-    pub pid: i64,
-    pub started_at: i64,
-}
-
-impl ProcessIdentity {
-    /// This process.
-    pub fn current() -> ProcessIdentity {
-        let pid = std::process::id() as i64;
-        ProcessIdentity {
-            pid,
-            started_at: start_time(pid).unwrap_or(0),
-        }
-    }
-
-    /// The process a row records (its `…_pid` and `…_started_at` columns): none without a
-    /// pid; an unknown start time (-1) matches no living process.
-    pub fn recorded(pid: Option<i64>, started_at: Option<i64>) -> Option<ProcessIdentity> {
-        pid.map(|pid| ProcessIdentity {
-            pid,
-            started_at: started_at.unwrap_or(-1),
-        })
-    }
-
-    /// True when a process with this pid exists, is not a zombie, and started at the same
-    /// moment (so it is the same process, not a reused pid).
-    pub fn is_alive(&self) -> bool {
-        matches!(stat(self.pid), Some(s) if s.start_time == self.started_at && s.state != 'Z' && s.state != 'X')
-    }
-}
-
-struct Stat {
-    state: char,
-    start_time: i64,
-    pgrp: i64,
-}
-
-fn stat(pid: i64) -> Option<Stat> {
-    if pid <= 0 {
-        return None;
-    }
-    let text =
-        std::fs::read_to_string(Path::new("/proc").join(pid.to_string()).join("stat")).ok()?;
-    // The command name is in parentheses and may hold spaces or ')'; fields follow the last ')'.
-    let rest = &text[text.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // After the name: state(3) ppid(4) pgrp(5) ... starttime(22); index = field - 3.
-    Some(Stat {
-        state: fields.first()?.chars().next()?,
-        pgrp: fields.get(2)?.parse().ok()?,
-        start_time: fields.get(19)?.parse().ok()?,
-    })
-}
-
-/// The start time of `pid` in clock ticks since boot, if it exists.
-pub fn start_time(pid: i64) -> Option<i64> {
-    stat(pid).map(|s| s.start_time)
-}
-
-/// The process group of `pid`, if it exists.
-pub fn process_group(pid: i64) -> Option<i64> {
-    stat(pid).map(|s| s.pgrp)
-}
+use crate::process::stat;
+pub use crate::process::{process_group, start_time, ProcessIdentity};
 
 /// Which signal to send to a group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 
 use crate::domain::{CommandKind, CommandState, Phase};
 use crate::error::{Error, Result};
-use crate::runtime::process::ProcessIdentity;
+use crate::process::ProcessIdentity;
 use crate::store::open_read_only;
 
 /// A live thread without a pid is a launch in flight (the row is reserved before the process
