@@ -9,9 +9,6 @@ use crate::error::Result;
 use crate::paths;
 use crate::store::agents::AgentRow;
 
-/// How often a wait checks that the serve running its thread is still alive.
-const OWNER_CHECK: Duration = Duration::from_secs(1);
-
 impl AgentHost {
     pub(super) async fn wait(
         &self,
@@ -27,17 +24,13 @@ impl AgentHost {
         self.reported(row)
     }
 
-    /// Waits until the thread is not working (or the timeout passes) and returns it.
+    /// Waits until the thread is not working (or the timeout passes) and returns it. It reads
+    /// rows only: a thread whose serve died is paused by a watcher's restore pass (every serve
+    /// runs one each second), and the wait then sees it settled.
     pub(super) async fn wait_settled(&self, id: &str, timeout_ms: Option<u64>) -> Result<AgentRow> {
         let deadline = timeout_ms.map(|ms| Instant::now() + Duration::from_millis(ms));
-        let mut next_owner_check = Instant::now() + OWNER_CHECK;
         loop {
-            let mut row = self.row_by_id(id)?;
-            if row.active() && Instant::now() >= next_owner_check {
-                // Instead of waiting forever on a thread nobody runs any more.
-                next_owner_check = Instant::now() + OWNER_CHECK;
-                row = self.restored_if_orphaned(row)?;
-            }
+            let row = self.row_by_id(id)?;
             if !row.active() || deadline.is_some_and(|d| Instant::now() >= d) {
                 return Ok(row);
             }
