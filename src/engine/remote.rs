@@ -46,8 +46,7 @@ pub(super) fn holder(e: &Engine, id: &str) -> Result<Holder> {
     if status != ThreadStatus::Live {
         return Ok(Holder::NotLive);
     }
-    let owner = ProcessIdentity::recorded(held.pid, held.started_at);
-    Ok(match owner {
+    Ok(match held {
         // Ours, but no longer in the runtime: its close is being recorded.
         Some(o) if o == e.rt.owner() => Holder::NotLive,
         Some(o) if o.is_alive() => Holder::Elsewhere(o),
@@ -67,10 +66,8 @@ pub(super) fn restore_orphans(e: &Engine) -> Result<()> {
 
 /// The living serve (not this one) that owns a manager, if there is one.
 pub(super) fn manager_owner(e: &Engine, manager_id: ManagerId) -> Result<Option<ProcessIdentity>> {
-    let row = threads::manager_owner(&*e.store.read()?, manager_id)?;
-    Ok(row
-        .and_then(|o| ProcessIdentity::recorded(o.pid, o.started_at))
-        .filter(|o| *o != e.rt.owner() && o.is_alive()))
+    let owner = threads::manager_owner(&*e.store.read()?, manager_id)?.flatten();
+    Ok(owner.filter(|o| *o != e.rt.owner() && o.is_alive()))
 }
 
 /// How long the owner may take once it claimed a command of `kind`: what the same action

@@ -5,6 +5,7 @@ use rusqlite::{named_params, CachedStatement, Connection, OptionalExtension, Row
 use serde::Serialize;
 
 use crate::error::Result;
+use crate::process::ProcessIdentity;
 use crate::time::now_iso;
 
 pub use crate::domain::{AgentState, Contract, ExitKind, ManagerId, Phase, ThreadId, ThreadStatus};
@@ -458,39 +459,30 @@ pub fn set_archived(conn: &Connection, id: &str, archived: bool, at: &str) -> Re
     Ok(())
 }
 
-/// The serve that holds a thread or owns a manager, as recorded (pid and start time).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OwnerRow {
-    pub pid: Option<i64>,
-    pub started_at: Option<i64>,
-}
-
 /// A thread's status and the serve that holds it (a reserved row whose launch is in flight:
-/// its manager's serve).
-pub fn thread_holder(conn: &Connection, id: &str) -> Result<Option<(ThreadStatus, OwnerRow)>> {
+/// its manager's serve), as recorded: `None` for a holder without a recorded pid.
+pub fn thread_holder(
+    conn: &Connection,
+    id: &str,
+) -> Result<Option<(ThreadStatus, Option<ProcessIdentity>)>> {
     Ok(conn
         .prepare_cached(include_str!("../../sql/thread_holder.sql"))?
         .query_row([id], |r| {
-            Ok((
-                r.get(0)?,
-                OwnerRow {
-                    pid: r.get(1)?,
-                    started_at: r.get(2)?,
-                },
-            ))
+            Ok((r.get(0)?, ProcessIdentity::recorded(r.get(1)?, r.get(2)?)))
         })
         .optional()?)
 }
 
-/// The serve that owns a manager.
-pub fn manager_owner(conn: &Connection, manager_id: ManagerId) -> Result<Option<OwnerRow>> {
+/// The serve that owns a manager, as recorded (`Some(None)`: a manager with no owner
+/// recorded; `None`: no such manager).
+pub fn manager_owner(
+    conn: &Connection,
+    manager_id: ManagerId,
+) -> Result<Option<Option<ProcessIdentity>>> {
     Ok(conn
         .prepare_cached(include_str!("../../sql/manager_owner.sql"))?
         .query_row([manager_id], |r| {
-            Ok(OwnerRow {
-                pid: r.get(0)?,
-                started_at: r.get(1)?,
-            })
+            Ok(ProcessIdentity::recorded(r.get(0)?, r.get(1)?))
         })
         .optional()?)
 }

@@ -52,7 +52,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::paths::{self, ROOT};
 use crate::runtime::process::ProcessIdentity;
 use crate::runtime::Runtime;
-use crate::store::agents::{self, AgentRow, Owner};
+use crate::store::agents::{self, AgentRow};
 use crate::store::Store;
 use crate::time::now_iso;
 
@@ -171,8 +171,8 @@ impl AgentHost {
     }
 
     /// This serve, as the owner of the runs it launches.
-    fn me(&self) -> Owner {
-        owner_of(self.rt.owner())
+    fn me(&self) -> ProcessIdentity {
+        self.rt.owner()
     }
 
     /// The registry of this main session, created on first use.
@@ -395,12 +395,4 @@ fn reaped_error(path: &str) -> Error {
             "Unknown thread {path}. Repair: {path} was reaped (forgotten; it cannot be resumed, and its row, usage and session file stay); spawn a new thread at another path."
         ),
     )
-}
-
-/// A process identity as the owner its rows record.
-fn owner_of(p: ProcessIdentity) -> Owner {
-    Owner {
-        pid: p.pid,
-        started_at: p.started_at,
-    }
 }

@@ -87,7 +87,7 @@ impl AgentHost {
                     &agents::Lifecycle {
                         id: &row.id,
                         status: contract::STATUS_STARTING,
-                        owner: super::owner_of(runner),
+                        owner: runner,
                         at: &now_iso(),
                     },
                 )?;

@@ -4,7 +4,7 @@
 use crate::domain::{ManagerId, ThreadId};
 use rusqlite::{named_params, Connection};
 
-use super::{ids, Owner};
+use super::{ids, ProcessIdentity};
 use crate::error::Result;
 
 pub use crate::store::mailbox::{insert, Direction, MailKind, NewMail};
@@ -72,7 +72,7 @@ pub fn steer_sent(conn: &Connection, mailbox_id: i64, launch_seq: i64) -> Result
 pub fn owned_pending_steers(
     conn: &Connection,
     registry: ManagerId,
-    owner: Owner,
+    owner: ProcessIdentity,
 ) -> Result<Vec<String>> {
     ids(
         conn,

@@ -20,12 +20,9 @@ use crate::error::Result;
 pub use crate::domain::AgentState;
 use crate::domain::{ThreadId, ThreadStatus};
 
-/// The serve that launched (and supervises) a thread's run: its pid and start time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Owner {
-    pub pid: i64,
-    pub started_at: i64,
-}
+/// The serve that launched (and supervises) a thread's run: its pid and start time, the one
+/// owner type of every contract ([`crate::process::ProcessIdentity`]).
+pub use crate::process::ProcessIdentity;
 
 // ---- managers: the registry ------------------------------------------------------------------
 
@@ -35,7 +32,7 @@ pub struct Registry<'a> {
     pub session_id: &'a str,
     pub session_file: Option<&'a str>,
     pub cwd: Option<&'a str>,
-    pub owner: Option<Owner>,
+    pub owner: Option<ProcessIdentity>,
     pub now: &'a str,
 }
 
@@ -307,7 +304,7 @@ pub fn stopped_ancestor(
 pub struct Lifecycle<'a> {
     pub id: &'a str,
     pub status: &'a str,
-    pub owner: Owner,
+    pub owner: ProcessIdentity,
     pub at: &'a str,
 }
 
@@ -481,7 +478,7 @@ pub struct OwnedThread {
 pub fn owned_live(
     conn: &Connection,
     registry: ManagerId,
-    owner: Owner,
+    owner: ProcessIdentity,
 ) -> Result<Vec<OwnedThread>> {
     let mut stmt = conn.prepare_cached(include_str!("../../../sql/agent_owned_live.sql"))?;
     let rows = stmt.query_map((registry, owner.pid, owner.started_at), |r| {
@@ -496,7 +493,11 @@ pub fn owned_live(
 }
 
 /// The working threads of a registry that `owner` launched.
-pub fn owned_active(conn: &Connection, registry: ManagerId, owner: Owner) -> Result<Vec<String>> {
+pub fn owned_active(
+    conn: &Connection,
+    registry: ManagerId,
+    owner: ProcessIdentity,
+) -> Result<Vec<String>> {
     ids(
         conn,
         include_str!("../../../sql/agent_owned_active.sql"),
@@ -506,7 +507,12 @@ pub fn owned_active(conn: &Connection, registry: ManagerId, owner: Owner) -> Res
 }
 
 /// Runs a query of thread ids by registry and owner.
-fn ids(conn: &Connection, sql: &str, registry: ManagerId, owner: Owner) -> Result<Vec<String>> {
+fn ids(
+    conn: &Connection,
+    sql: &str,
+    registry: ManagerId,
+    owner: ProcessIdentity,
+) -> Result<Vec<String>> {
     let mut stmt = conn.prepare_cached(sql)?;
     let rows = stmt.query_map((registry, owner.pid, owner.started_at), |r| r.get("id"))?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)

@@ -3,7 +3,7 @@
 
 use rusqlite::{named_params, Connection, OptionalExtension};
 
-use super::Owner;
+use super::ProcessIdentity;
 use crate::domain::ThreadId;
 use crate::error::Result;
 
@@ -17,7 +17,7 @@ pub fn arm(conn: &Connection, id: &str, timeout_ms: u64, deadline_ms: i64) -> Re
 }
 
 /// The earliest deadline among the timers of the runs `owner` holds.
-pub fn next_deadline(conn: &Connection, owner: Owner) -> Result<Option<i64>> {
+pub fn next_deadline(conn: &Connection, owner: ProcessIdentity) -> Result<Option<i64>> {
     Ok(conn
         .prepare_cached(include_str!("../../../sql/agent_timer_next.sql"))?
         .query_row(
@@ -37,7 +37,7 @@ pub struct DueTimer {
 }
 
 /// The timers of `owner`'s runs that are due at `now_ms`, earliest first.
-pub fn due(conn: &Connection, owner: Owner, now_ms: i64) -> Result<Vec<DueTimer>> {
+pub fn due(conn: &Connection, owner: ProcessIdentity, now_ms: i64) -> Result<Vec<DueTimer>> {
     let mut stmt = conn.prepare_cached(include_str!("../../../sql/agent_timers_due.sql"))?;
     let rows = stmt.query_map(
         named_params! {":pid": owner.pid, ":started": owner.started_at, ":now": now_ms},
