@@ -31,6 +31,16 @@ impl ProcessIdentity {
         })
     }
 
+    /// The serve a row records, when it is a living process other than `me`: "held by another
+    /// live serve", one rule for every contract (a thread's holder, a manager's owner, a
+    /// worker's, a subagent run's, a session an adoption would take from).
+    pub fn held_elsewhere(
+        recorded: Option<ProcessIdentity>,
+        me: ProcessIdentity,
+    ) -> Option<ProcessIdentity> {
+        recorded.filter(|o| *o != me && o.is_alive())
+    }
+
     /// True when a process with this pid exists, is not a zombie, and started at the same
     /// moment (so it is the same process, not a reused pid).
     pub fn is_alive(&self) -> bool {

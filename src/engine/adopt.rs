@@ -37,8 +37,8 @@ pub fn adopt_reference(
 ) -> Result<Found> {
     let found = adopt::candidates(&*store.read()?, reference, to)?;
     let alive = |c: &Candidate| {
-        ProcessIdentity::recorded(c.owner_pid, c.owner_started_at)
-            .is_some_and(|o| o != me && o.is_alive())
+        let recorded = ProcessIdentity::recorded(c.owner_pid, c.owner_started_at);
+        ProcessIdentity::held_elsewhere(recorded, me).is_some()
     };
     let (gone, held): (Vec<Candidate>, Vec<Candidate>) = found.into_iter().partition(|c| !alive(c));
     let one = match (gone.len(), held.into_iter().next()) {

@@ -67,7 +67,7 @@ pub(super) fn restore_orphans(e: &Engine) -> Result<()> {
 /// The living serve (not this one) that owns a manager, if there is one.
 pub(super) fn manager_owner(e: &Engine, manager_id: ManagerId) -> Result<Option<ProcessIdentity>> {
     let owner = threads::manager_owner(&*e.store.read()?, manager_id)?.flatten();
-    Ok(owner.filter(|o| *o != e.rt.owner() && o.is_alive()))
+    Ok(ProcessIdentity::held_elsewhere(owner, e.rt.owner()))
 }
 
 /// How long the owner may take once it claimed a command of `kind`: what the same action

@@ -277,13 +277,11 @@ impl AgentHost {
 
     /// The serve that holds a live process for `row`, when that is another living serve.
     fn holder_elsewhere(&self, row: &AgentRow) -> Option<ProcessIdentity> {
-        if !row.live || self.is_mine(row) || !self.owner_alive(row) {
+        if !row.live {
             return None;
         }
-        Some(ProcessIdentity {
-            pid: row.owner_pid?,
-            started_at: row.owner_started_at?,
-        })
+        let recorded = ProcessIdentity::recorded(row.owner_pid, row.owner_started_at);
+        ProcessIdentity::held_elsewhere(recorded, self.rt.owner())
     }
 
     /// Contract B's access rule (`assertAccess`): `/root` may address every thread but

@@ -4,6 +4,7 @@
 
 use crate::domain::ThreadStatus;
 use crate::engine::child_env::{ChildEnv, Parent};
+use crate::process::ProcessIdentity;
 use std::path::{Path, PathBuf};
 
 use std::time::Duration;
@@ -30,7 +31,7 @@ pub(super) async fn drive(e: &Engine, id: &str) -> Result<()> {
     if !e.rt.is_live(id) {
         let me = e.rt.owner();
         if row.facts.status == ThreadStatus::Live
-            && row.owner.is_some_and(|o| o != me && o.is_alive())
+            && ProcessIdentity::held_elsewhere(row.owner, me).is_some()
         {
             return Ok(());
         }

@@ -2,6 +2,7 @@
 //! else through an `interrupt` command row for the serve that does.
 
 use crate::domain::ThreadStatus;
+use crate::process::ProcessIdentity;
 use std::time::{Duration, Instant};
 
 use super::{json_of, load, owned, Json};
@@ -35,7 +36,7 @@ pub(super) async fn interrupt(e: &Engine, worker_id: &str) -> Result<Json> {
             e.interrupting.remove(&id);
         }
     } else if row.facts.status == ThreadStatus::Live
-        && row.owner.is_some_and(|o| o != e.rt.owner() && o.is_alive())
+        && ProcessIdentity::held_elsewhere(row.owner, e.rt.owner()).is_some()
     {
         // Another serve holds the pipes: ask it through a command row (its watcher aborts).
         e.store
