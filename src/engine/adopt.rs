@@ -47,8 +47,11 @@ pub fn adopt_reference(
         (1, _) => gone.into_iter().next().expect("one"),
         _ => return Err(ambiguous(reference, &gone)),
     };
-    // A row its dead serve left live: closed as stale first, as any serve's start would.
-    crate::engine::restore_dead_owners(store, me)?;
+    // A row its dead serve left live: closed as stale first, as any serve's start would (a
+    // watcher does it within a second anyway; a closed thread needs no pass at all).
+    if one.status == crate::domain::ThreadStatus::Live {
+        crate::engine::restore_dead_owners(store, me)?;
+    }
     let adopted = store.write(|tx| {
         let to = target(tx)?;
         adopt::adopt(tx, &one.id, to, by, &now_iso())

@@ -18,6 +18,7 @@ use crate::error::{Error, ErrorCode, Result};
 #[derive(Debug, Clone)]
 pub struct Candidate {
     pub id: ThreadId,
+    pub status: ThreadStatus,
     pub session_id: String,
     pub session_file: Option<String>,
     pub owner_pid: Option<i64>,
@@ -36,6 +37,7 @@ pub fn candidates(
     let rows = stmt.query_map(rusqlite::params![reference.trim(), except], |r| {
         Ok(Candidate {
             id: r.get("id")?,
+            status: r.get("status")?,
             session_id: r.get("session_id")?,
             session_file: r.get("session_file")?,
             owner_pid: r.get("owner_pid")?,
@@ -153,30 +155,34 @@ pub fn adopt(conn: &Connection, id: &str, to: ManagerId, by: &str, at: &str) -> 
             ),
         ));
     }
-    let spent = conn
+    // What the subtree spent: the integer counts, then the cost.
+    let (counts, cost): ([i64; 7], f64) = conn
         .prepare_cached(include_str!("../../sql/adopt_subtree_usage.sql"))?
         .query_row(
             named_params! {":root": place.root_session, ":key": place.tree_key},
             |r| {
-                Ok([
-                    r.get::<_, f64>("threads")?,
-                    r.get::<_, f64>("input_tokens")?,
-                    r.get::<_, f64>("output_tokens")?,
-                    r.get::<_, f64>("cache_read_tokens")?,
-                    r.get::<_, f64>("cache_write_tokens")?,
-                    r.get::<_, f64>("cost_usd")?,
-                    r.get::<_, f64>("turns")?,
-                    r.get::<_, f64>("tool_calls")?,
-                ])
+                let mut counts = [0i64; 7];
+                for (c, name) in counts.iter_mut().zip([
+                    "threads",
+                    "input_tokens",
+                    "output_tokens",
+                    "cache_read_tokens",
+                    "cache_write_tokens",
+                    "turns",
+                    "tool_calls",
+                ]) {
+                    *c = r.get(name)?;
+                }
+                Ok((counts, r.get("cost_usd")?))
             },
         )?;
+    let [threads, input, output, cache_read, cache_write, turns, tool_calls] = counts;
     for (root, sign) in [(&place.root_session, -1i64), (&target.root_session, 1)] {
-        let n = |i: usize| spent[i] as i64 * sign;
         conn.prepare_cached(include_str!("../../sql/adopt_tree_usage_move.sql"))?
             .execute(named_params! {
-                ":root": root, ":sign": 1, ":threads": n(0), ":input": n(1), ":output": n(2),
-                ":cache_read": n(3), ":cache_write": n(4), ":cost": spent[5] * sign as f64,
-                ":turns": n(6), ":tool_calls": n(7), ":at": at,
+                ":root": root, ":sign": sign, ":threads": threads, ":input": input,
+                ":output": output, ":cache_read": cache_read, ":cache_write": cache_write,
+                ":cost": cost, ":turns": turns, ":tool_calls": tool_calls, ":at": at,
             })?;
     }
     let last_segment = place

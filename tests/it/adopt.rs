@@ -316,3 +316,45 @@ fn an_adopted_subtree_takes_its_places_and_spend_to_the_new_tree() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["ok"], true, "{v:#}");
 }
+
+/// A thread left live by a serve that died (no restore pass has run yet) is closed as stale
+/// first, then adopted; `threadbase adopt` says so in its event, and check stays whole.
+#[test]
+fn a_thread_left_live_by_a_dead_serve_is_closed_as_stale_then_adopted() {
+    use crate::support::common;
+    use threadbase::store::threads::{upsert_manager, Contract, ManagerSpec};
+    use threadbase::Store;
+
+    let w = World::new();
+    let b = w.session("b", "ses_b");
+    let id = common::tid(7);
+    {
+        let store = Store::open(&w.base.db).unwrap();
+        let dead = ManagerSpec {
+            owner_pid: Some(999_999_999),
+            owner_started_at: Some(1),
+            ..common::manager_spec("ses_dead", Contract::Thread, "/root", None)
+        };
+        let m = store.write(|tx| upsert_manager(tx, &dead)).unwrap();
+        common::add(&store, &[common::thread(&id, m, "/root/left", true)]);
+        store
+            .write(|tx| {
+                tx.execute(
+                    "UPDATE threads SET owner_pid = 999999999, owner_started_at = 1 WHERE id = ?1",
+                    [&id],
+                )?;
+                Ok(())
+            })
+            .unwrap();
+    }
+    let out = w.threadbase(&["adopt", &id, "--into", b.to_str().unwrap()]);
+    assert!(out.status.success(), "{out:?}");
+    let rows = w.sql(&format!(
+        "SELECT t.status, t.exit_kind, m.session_id FROM threads t JOIN managers m ON m.id = t.manager_id WHERE t.id = '{id}'"
+    ));
+    assert_eq!(
+        rows,
+        vec![json!({"status": "closed", "exit_kind": "stale", "session_id": "ses_b"})]
+    );
+    w.check_whole();
+}
