@@ -41,36 +41,15 @@ pub(super) async fn run(
     progress: &(dyn Fn(&Details<'_>) + Send + Sync),
 ) -> Result<Reply> {
     match req {
-        ThreadRequest::Start {
-            prompt,
-            name,
-            task_name,
-            args,
-            cwd,
-        } => start::start(e, prompt, name, task_name, args, cwd).await,
-        ThreadRequest::List {
-            state,
-            visibility,
-            target,
-        } => list::list_threads(e, state, visibility, target),
-        ThreadRequest::Poll { id, detail } => poll::poll(e, &id, detail).await,
-        ThreadRequest::Send { id, message, mode } => send::send(e, &id, &message, mode).await,
-        ThreadRequest::Stop { id, force } => stop::stop(e, &id, force).await,
-        ThreadRequest::Wait {
-            id,
-            detail,
-            timeout_ms,
-        } => wait::wait(e, &id, detail, timeout_ms, progress).await,
-        ThreadRequest::Resume { id } => resume::resume(e, &id).await,
-        ThreadRequest::Fork {
-            id,
-            entry_id,
-            position,
-            name,
-            task_name,
-            args,
-        } => fork::fork(e, id, entry_id, position, name, task_name, args).await,
-        ThreadRequest::Archive { id, archived } => archive::archive(e, &id, archived),
+        ThreadRequest::Start(r) => start::start(e, r).await,
+        ThreadRequest::List(r) => list::list(e, r),
+        ThreadRequest::Poll(r) => poll::poll(e, r).await,
+        ThreadRequest::Send(r) => send::send(e, r).await,
+        ThreadRequest::Stop(r) => stop::stop(e, r).await,
+        ThreadRequest::Wait(r) => wait::wait(e, r, progress).await,
+        ThreadRequest::Resume(r) => resume::resume(e, r).await,
+        ThreadRequest::Fork(r) => fork::fork(e, r).await,
+        ThreadRequest::Archive(r) => archive::archive(e, r),
     }
 }
 

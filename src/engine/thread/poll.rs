@@ -2,14 +2,14 @@
 //! nothing of its own: a thread whose serve died is closed by a watcher's restore pass.
 
 use super::{refresh_if_live, scope, Engine};
-use crate::contract::projection::Detail;
 use crate::engine::cache::poll_result;
 use crate::error::Result;
 use crate::serve::output::Reply;
 use crate::store::refs::resolve;
 use crate::store::snapshots::{self, View};
 
-pub(super) async fn poll(e: &Engine, reference: &str, detail: Detail) -> Result<Reply> {
+pub(super) async fn poll(e: &Engine, req: crate::contract::thread::Poll) -> Result<Reply> {
+    let (reference, detail) = (req.id.as_str(), req.detail);
     let row = {
         let conn = e.store.read()?;
         let row = resolve(&conn, scope(e), reference)?;

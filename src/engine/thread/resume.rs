@@ -32,7 +32,8 @@ pub(super) struct ResumeDone {
     note: Option<String>,
 }
 
-pub(super) async fn resume(e: &Engine, reference: &str) -> Result<Reply> {
+pub(super) async fn resume(e: &Engine, req: crate::contract::thread::Resume) -> Result<Reply> {
+    let reference = req.id.as_str();
     let mut adopted_note = None;
     let row = match find(e, reference) {
         Ok(row) => row,

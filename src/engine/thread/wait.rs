@@ -16,11 +16,10 @@ use crate::store::{commands, notices};
 
 pub(super) async fn wait(
     e: &Engine,
-    reference: &str,
-    detail: Detail,
-    timeout_ms: u64,
+    req: crate::contract::thread::Wait,
     progress: &(dyn Fn(&Details<'_>) + Send + Sync),
 ) -> Result<Reply> {
+    let (reference, detail, timeout_ms) = (req.id.as_str(), req.detail, req.timeout_ms);
     let row = find(e, reference)?;
     // This manager's thread: its notices come to this serve's caller, and this wait's result
     // will give the news they carry (a thread of a child's own manager notifies that child).
