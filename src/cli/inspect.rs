@@ -1,5 +1,6 @@
 //! `threadbase list|tree|show|events`: read-only views of what the store holds.
 
+use super::select::{selected_session, Within};
 use std::io::Write;
 use std::path::Path;
 
@@ -85,16 +86,6 @@ pub struct TreeFilters<'a> {
     pub matching: Option<&'a str>,
     pub session: Option<&'a str>,
     pub json: bool,
-}
-
-/// The session `--session` names (resolved before anything is listed), if given.
-pub fn selected_session(
-    conn: &Conn,
-    selector: Option<&str>,
-) -> Result<Option<crate::store::sessions::SessionInfo>> {
-    selector
-        .map(|s| crate::store::sessions::select(conn, s))
-        .transpose()
 }
 
 /// The trees of the listed threads, newest session first, narrowed by `--match` and
@@ -203,22 +194,6 @@ pub fn tree(db: &Path, filters: &TreeFilters<'_>, out: &mut dyn Write) -> Result
         }
     }
     Ok(())
-}
-
-/// Which threads a reference is resolved among: one manager's (`--manager`, the older
-/// spelling), one Pi session's (`--session`), or every thread.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Within<'a> {
-    pub manager: Option<&'a str>,
-    pub session: Option<&'a str>,
-}
-
-impl Within<'_> {
-    /// The thread `reference` names among these threads.
-    pub fn resolve(&self, conn: &Conn, reference: &str) -> Result<ThreadRow> {
-        let session = selected_session(conn, self.session)?;
-        crate::store::refs::resolve_anywhere(conn, reference, self.manager, session.as_ref())
-    }
 }
 
 pub fn show(

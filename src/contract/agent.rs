@@ -141,7 +141,10 @@ pub const METHODS: [Method; 9] = [
             // Required, as in the original's schema (`type: String({minLength: 1})`).
             let kind = required_string(m, p, "type")?;
             if !crate::paths::is_agent_segment(&kind) {
-                return Err(bad(m, "type must be a name of letters, digits, - or _".into()));
+                return Err(bad(
+                    m,
+                    "type must be a name of letters, digits, - or _".into(),
+                ));
             }
             let wait = match p.get("wait") {
                 None => true,
@@ -684,13 +687,13 @@ mod tests {
                 &json!({"path": "a", "type": "worker", "task": "t"})
             )
             .unwrap(),
-            AgentRequest::Spawn {
+            AgentRequest::Spawn(Spawn {
                 path: "a".into(),
                 task: "t".into(),
                 kind: "worker".into(),
                 wait: true,
                 timeout_ms: None
-            }
+            })
         );
         assert!(parse(
             "agent_spawn",

@@ -703,21 +703,21 @@ mod tests {
     fn defaults() {
         assert_eq!(
             parse(&json!({"action": "wait", "id": "x"})).unwrap(),
-            ThreadRequest::Wait {
+            ThreadRequest::Wait(Wait {
                 id: "x".into(),
                 detail: Detail::Summary,
                 timeout_ms: 30_000
-            }
+            })
         );
         assert_eq!(
             parse(&json!({"action": "archive", "id": "x"})).unwrap(),
-            ThreadRequest::Archive {
+            ThreadRequest::Archive(Archive {
                 id: "x".into(),
                 archived: true
-            }
+            })
         );
         assert!(
-            matches!(parse(&json!({"action": "fork"})).unwrap(), ThreadRequest::Fork { position, .. } if position == ForkPosition::At)
+            matches!(parse(&json!({"action": "fork"})).unwrap(), ThreadRequest::Fork(Fork { position, .. }) if position == ForkPosition::At)
         );
     }
 }

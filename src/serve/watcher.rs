@@ -3,7 +3,7 @@
 //! `to_parent`), a control request for a child whose pipes this process holds (`commands`: a
 //! stop from `top` or `threadbase stop`; a contract A send, stop or resume from the serve of
 //! an ancestor session, a resume for a closed thread of this serve's manager), or contract B's
-//! notices and steering (handed to [`crate::engine::agent::AgentHost`]). A command is claimed (`running`) before it
+//! notices and steering (handed to the engine's contract B side). A command is claimed (`running`) before it
 //! is carried out, on a task of its own so a long send never holds up the watcher; the sends
 //! and resumes of one thread run one after another, in the order they were written.
 //! It also checks, every [`OWNER_CHECK`], whether the serves that hold live threads are still
@@ -41,7 +41,7 @@ pub const OWNER_CHECK: Duration = Duration::from_secs(1);
 /// to its contract B side, until `out` closes.
 pub async fn run(engine: Arc<Engine>, out: Output) {
     let store = engine.store().clone();
-    let agent = engine.agent_host().clone();
+    let agent = engine.clone();
     let session_id = engine.config().session_id.clone();
     let watch = match store.change_watch() {
         Ok(w) => w,

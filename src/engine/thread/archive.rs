@@ -12,7 +12,10 @@ use crate::store::events::{self, NewEvent};
 use crate::store::threads;
 use crate::time::now_iso;
 
-pub(super) fn archive(e: &Engine, req: crate::contract::thread::Archive) -> Result<Reply> {
+pub(in crate::engine) fn archive(
+    e: &Engine,
+    req: crate::contract::thread::Archive,
+) -> Result<Reply> {
     let (reference, archived) = (req.id.as_str(), req.archived);
     let row = find(e, reference)?;
     if row.is_live() {

@@ -15,7 +15,10 @@ use crate::runtime::StartKind;
 use crate::serve::output::Reply;
 use crate::time::now_iso;
 
-pub(super) async fn fork(e: &Engine, req: crate::contract::thread::Fork) -> Result<Reply> {
+pub(in crate::engine) async fn fork(
+    e: &Engine,
+    req: crate::contract::thread::Fork,
+) -> Result<Reply> {
     let crate::contract::thread::Fork {
         id: reference,
         entry_id,

@@ -7,7 +7,7 @@ use crate::serve::output::Reply;
 use crate::store::list::{ListQuery, Subtree};
 use crate::store::refs::resolve_list_filter;
 
-pub(super) fn list(e: &Engine, req: crate::contract::thread::List) -> Result<Reply> {
+pub(in crate::engine) fn list(e: &Engine, req: crate::contract::thread::List) -> Result<Reply> {
     let crate::contract::thread::List {
         state,
         visibility,

@@ -3,23 +3,23 @@
 //! result's envelope, a live thread's refresh, and the notes of an action another serve
 //! carried out; reserving a new thread (limits, names, the insert) is in `reserve`.
 
-mod archive;
+pub(super) mod archive;
 mod carry;
-mod fork;
-mod list;
-mod poll;
+pub(super) mod fork;
+pub(super) mod list;
+pub(super) mod poll;
 mod reserve;
-mod resume;
-mod send;
-mod start;
-mod stop;
-mod wait;
+pub(super) mod resume;
+pub(super) mod send;
+pub(super) mod start;
+pub(super) mod stop;
+pub(super) mod wait;
 
 use std::time::Duration;
 
 use super::remote::{self, Holder};
 use super::Engine;
-use crate::contract::thread::{Details, ThreadRequest};
+use crate::contract::thread::Details;
 use crate::contract::ToolResult;
 use crate::error::{Error, ErrorCode, Result};
 use crate::serve::output::Reply;
@@ -34,24 +34,6 @@ pub(super) const REFRESH_TIMEOUT: Duration = Duration::from_millis(1_500);
 
 /// Pause between refreshes while waiting.
 pub(super) const WAIT_STEP: Duration = Duration::from_millis(250);
-
-pub(super) async fn run(
-    e: &Engine,
-    req: ThreadRequest,
-    progress: &(dyn Fn(&Details<'_>) + Send + Sync),
-) -> Result<Reply> {
-    match req {
-        ThreadRequest::Start(r) => start::start(e, r).await,
-        ThreadRequest::List(r) => list::list(e, r),
-        ThreadRequest::Poll(r) => poll::poll(e, r).await,
-        ThreadRequest::Send(r) => send::send(e, r).await,
-        ThreadRequest::Stop(r) => stop::stop(e, r).await,
-        ThreadRequest::Wait(r) => wait::wait(e, r, progress).await,
-        ThreadRequest::Resume(r) => resume::resume(e, r).await,
-        ThreadRequest::Fork(r) => fork::fork(e, r).await,
-        ThreadRequest::Archive(r) => archive::archive(e, r),
-    }
-}
 
 pub(super) fn scope(e: &Engine) -> RefScope<'_> {
     RefScope {

@@ -8,7 +8,10 @@ use crate::serve::output::Reply;
 use crate::store::refs::resolve;
 use crate::store::snapshots::{self, View};
 
-pub(super) async fn poll(e: &Engine, req: crate::contract::thread::Poll) -> Result<Reply> {
+pub(in crate::engine) async fn poll(
+    e: &Engine,
+    req: crate::contract::thread::Poll,
+) -> Result<Reply> {
     let (reference, detail) = (req.id.as_str(), req.detail);
     let row = {
         let conn = e.store.read()?;

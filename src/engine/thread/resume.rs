@@ -32,7 +32,10 @@ pub(super) struct ResumeDone {
     note: Option<String>,
 }
 
-pub(super) async fn resume(e: &Engine, req: crate::contract::thread::Resume) -> Result<Reply> {
+pub(in crate::engine) async fn resume(
+    e: &Engine,
+    req: crate::contract::thread::Resume,
+) -> Result<Reply> {
     let reference = req.id.as_str();
     let mut adopted_note = None;
     let row = match find(e, reference) {

@@ -29,7 +29,10 @@ pub(super) struct SendDone {
     error: Option<String>,
 }
 
-pub(super) async fn send(e: &Engine, req: crate::contract::thread::Send) -> Result<Reply> {
+pub(in crate::engine) async fn send(
+    e: &Engine,
+    req: crate::contract::thread::Send,
+) -> Result<Reply> {
     let (reference, message, mode) = (req.id.as_str(), req.message.as_str(), req.mode);
     let row = find(e, reference)?;
     e.rt.await_launch(&row.id, crate::runtime::LAUNCH_WAIT)

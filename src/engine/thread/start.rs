@@ -13,7 +13,10 @@ use crate::runtime::StartKind;
 use crate::serve::output::Reply;
 use crate::store::launches;
 
-pub(super) async fn start(e: &Engine, req: crate::contract::thread::Start) -> Result<Reply> {
+pub(in crate::engine) async fn start(
+    e: &Engine,
+    req: crate::contract::thread::Start,
+) -> Result<Reply> {
     let crate::contract::thread::Start {
         prompt,
         name,

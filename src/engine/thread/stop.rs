@@ -10,7 +10,10 @@ use crate::error::Result;
 use crate::runtime::StopBy;
 use crate::serve::output::Reply;
 
-pub(super) async fn stop(e: &Engine, req: crate::contract::thread::Stop) -> Result<Reply> {
+pub(in crate::engine) async fn stop(
+    e: &Engine,
+    req: crate::contract::thread::Stop,
+) -> Result<Reply> {
     let (reference, force) = (req.id.as_str(), req.force);
     let row = find(e, reference)?;
     e.rt.await_launch(&row.id, crate::runtime::LAUNCH_WAIT)

@@ -14,7 +14,7 @@ use crate::serve::output::Reply;
 use crate::store::threads::{thread_by_id_any, ThreadRow};
 use crate::store::{commands, notices};
 
-pub(super) async fn wait(
+pub(in crate::engine) async fn wait(
     e: &Engine,
     req: crate::contract::thread::Wait,
     progress: &(dyn Fn(&Details<'_>) + Send + Sync),
