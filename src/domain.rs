@@ -190,7 +190,7 @@ impl CommandKind {
 }
 
 /// A thread's id (`threads.id`): `thread_…` for contract A, the contracts' own shapes for B
-/// and C. Reads as a `&str` wherever one is wanted.
+/// and C. It binds and compares only as itself: `as_str()` is the one way to its text.
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct ThreadId(String);
@@ -206,19 +206,6 @@ impl ThreadId {
 
     pub fn into_string(self) -> String {
         self.0
-    }
-}
-
-impl std::ops::Deref for ThreadId {
-    type Target = str;
-    fn deref(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::borrow::Borrow<str> for ThreadId {
-    fn borrow(&self) -> &str {
-        &self.0
     }
 }
 
@@ -251,25 +238,6 @@ impl From<ThreadId> for String {
         id.0
     }
 }
-
-/// `row.id == "thread_…"` and back, as lookups and tests compare ids with text.
-macro_rules! eq_text {
-    ($($text:ty),+) => {$(
-        impl PartialEq<$text> for ThreadId {
-            fn eq(&self, other: &$text) -> bool {
-                self.0 == AsRef::<str>::as_ref(other)
-            }
-        }
-
-        impl PartialEq<ThreadId> for $text {
-            fn eq(&self, other: &ThreadId) -> bool {
-                AsRef::<str>::as_ref(self) == other.0
-            }
-        }
-    )+};
-}
-
-eq_text!(str, &str, String);
 
 /// A manager's row id (`managers.id`): one tool contract's view of one session.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -396,8 +364,8 @@ mod tests {
     #[test]
     fn a_thread_id_reads_as_its_text() {
         let id = ThreadId::from("thread_0123456789ab");
-        assert_eq!(id, "thread_0123456789ab");
-        assert_eq!(&*id, "thread_0123456789ab");
+        assert_eq!(id, ThreadId::new("thread_0123456789ab"));
+        assert_eq!(id.as_str(), "thread_0123456789ab");
         assert_eq!(
             serde_json::to_string(&id).unwrap(),
             "\"thread_0123456789ab\""

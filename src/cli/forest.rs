@@ -51,7 +51,7 @@ pub fn trees(conn: &crate::store::Conn, listing: Listing) -> Result<Vec<Tree>> {
                 manager_session,
                 contract,
             } = place;
-            let Some(thread) = by_id.remove(id.as_str()) else {
+            let Some(thread) = by_id.remove(&id) else {
                 continue;
             };
             if trees.last().map(|t| &t.info.root_session) != Some(&root) {

@@ -151,7 +151,7 @@ pub fn tree(db: &Path, filters: &TreeFilters<'_>, out: &mut dyn Write) -> Result
             let items: Vec<Value> = tree
                 .nodes
                 .iter()
-                .map(|n| node_json(tree, n, Some(usage_of(&n.row.id))))
+                .map(|n| node_json(tree, n, Some(usage_of(n.row.id.as_str()))))
                 .collect::<Result<_>>()?;
             let mut doc = serde_json::to_value(&tree.info)?;
             doc["threads"] = Value::Array(items);
@@ -175,7 +175,7 @@ pub fn tree(db: &Path, filters: &TreeFilters<'_>, out: &mut dyn Write) -> Result
             let t = &n.row;
             let indent = "  ".repeat(n.level);
             let label = crate::paths::basename(&t.path);
-            let u = usage_of(&t.id);
+            let u = usage_of(t.id.as_str());
             // Threads a child's own serve manages say so: that serve holds their processes.
             let held = match host_of.get(n.manager_session.as_str()) {
                 _ if n.manager_session == tree.info.root_session => String::new(),
@@ -208,8 +208,8 @@ pub fn show(
     let mut doc = thread_json(&conn, &t)?;
     let (own, subtree) = if crate::store::usage::has_tables(&conn)? {
         (
-            crate::store::usage::of_thread(&conn, &t.id)?,
-            crate::store::usage::of_subtree(&conn, &t.id)?,
+            crate::store::usage::of_thread(&conn, t.id.as_str())?,
+            crate::store::usage::of_subtree(&conn, t.id.as_str())?,
         )
     } else {
         (None, None)
@@ -220,13 +220,13 @@ pub fn show(
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
         return Ok(());
     }
-    let (session, contract) = manager_of_thread(&conn, &t.id)?.unwrap_or_default();
+    let (session, contract) = manager_of_thread(&conn, t.id.as_str())?.unwrap_or_default();
     let mut kv = vec![
         ("id", t.id.to_string()),
         ("path", t.path.clone()),
         ("name", t.name.clone()),
         ("taskName", t.task_name.clone()),
-        ("session", session_text(&conn, &t.id)?),
+        ("session", session_text(&conn, t.id.as_str())?),
         ("manager", format!("{session} ({contract})")),
         ("status", status_text(&t)),
         ("phase", t.phase.to_string()),
@@ -266,7 +266,7 @@ pub fn show(
     for (k, v) in kv {
         writeln!(out, "{k:<12} {v}")?;
     }
-    let evs = events::of_thread(&conn, &t.id)?;
+    let evs = events::of_thread(&conn, t.id.as_str())?;
     writeln!(
         out,
         "events       {} retained (last seq {})",
@@ -288,7 +288,7 @@ pub fn events(
 ) -> Result<()> {
     let conn = open_read_only(db)?;
     let t = within.resolve(&conn, reference)?;
-    let evs = events::of_thread(&conn, &t.id)?;
+    let evs = events::of_thread(&conn, t.id.as_str())?;
     if json {
         writeln!(out, "{}", serde_json::to_string_pretty(&evs)?)?;
         return Ok(());
@@ -338,7 +338,7 @@ pub fn events_matching(
     if json {
         let mut docs = Vec::new();
         for t in &listing.threads {
-            let evs = events::of_thread(&conn, &t.id)?;
+            let evs = events::of_thread(&conn, t.id.as_str())?;
             docs.push(json!({"id": t.id, "path": t.path, "events": evs}));
         }
         writeln!(out, "{}", serde_json::to_string_pretty(&docs)?)?;
@@ -348,7 +348,7 @@ pub fn events_matching(
         writeln!(out, "No thread matches {matching}.")?;
     }
     for t in &listing.threads {
-        write_events(out, t, &events::of_thread(&conn, &t.id)?)?;
+        write_events(out, t, &events::of_thread(&conn, t.id.as_str())?)?;
     }
     Ok(())
 }
@@ -393,7 +393,7 @@ fn exit_text(t: &ThreadRow, kind: ExitKind) -> String {
 }
 
 fn thread_json(conn: &Conn, t: &ThreadRow) -> Result<Value> {
-    let (session, contract) = manager_of_thread(conn, &t.id)?.unwrap_or_default();
+    let (session, contract) = manager_of_thread(conn, t.id.as_str())?.unwrap_or_default();
     let mut v = serde_json::to_value(t)?;
     if let Value::Object(m) = &mut v {
         m.insert("manager_session".into(), Value::from(session));

@@ -228,7 +228,7 @@ impl<'a> Projection<'a> {
         };
         let full = detail == Detail::Full;
         Snapshot {
-            id: &row.id,
+            id: row.id.as_str(),
             path: &row.path,
             name: &row.name,
             task_name: &row.task_name,
@@ -236,7 +236,7 @@ impl<'a> Projection<'a> {
             phase: row.phase,
             running: live,
             parent_path,
-            parent_thread_id: row.parent_id.as_deref(),
+            parent_thread_id: row.parent_id.as_ref().map(crate::domain::ThreadId::as_str),
             depth: row.depth,
             archived: row.archived,
             resumable: !live && session_known(row),

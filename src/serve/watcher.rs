@@ -119,7 +119,7 @@ fn deliver_notices(
     let notices_on = engine.config().settings.notices;
     for n in mailbox::pending_notices(conn, session_id)? {
         let thread_notice = n.kind == mailbox::MailKind::Notice;
-        if thread_notice && engine.notice_holds().is_held(&n.thread_id) {
+        if thread_notice && engine.notice_holds().is_held(n.thread_id.as_str()) {
             continue;
         }
         if store.write(|tx| mailbox::claim_notice(tx, n.id))? {
@@ -218,7 +218,7 @@ async fn carry(engine: &Engine, c: PendingCommand) {
     let outcome = match c.kind {
         CommandKind::Stop | CommandKind::ForceStop => runtime
             .stop(
-                &c.thread_id,
+                c.thread_id.as_str(),
                 c.kind == CommandKind::ForceStop,
                 StopBy::Other,
             )
@@ -231,12 +231,12 @@ async fn carry(engine: &Engine, c: PendingCommand) {
                 }
             }),
         CommandKind::Interrupt => runtime
-            .abort(&c.thread_id, Duration::from_millis(1_500))
+            .abort(c.thread_id.as_str(), Duration::from_millis(1_500))
             .await
             .map(|_| crate::engine::INTERRUPTED.to_string()),
         CommandKind::Send | CommandKind::Resume => {
             engine
-                .carry_out(c.kind, &c.thread_id, c.payload.as_deref())
+                .carry_out(c.kind, c.thread_id.as_str(), c.payload.as_deref())
                 .await
         }
     };

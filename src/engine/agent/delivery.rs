@@ -74,7 +74,7 @@ impl Engine {
     /// A thread's pending steers that its transcript does not show yet; the ones it shows were
     /// consumed by a run (perhaps before a crash) and are marked so, never sent again.
     pub(super) fn unconsumed_steers(&self, row: &AgentRow) -> Result<Vec<PendingSteer>> {
-        let pending = self.pending_steers(&row.id)?;
+        let pending = self.pending_steers(row.id.as_str())?;
         if pending.is_empty() {
             return Ok(pending);
         }

@@ -81,7 +81,7 @@ fn view(row: &AgentRow) -> AgentView<'_> {
         cost_usd: row.cost_usd,
         model: row.model.as_deref(),
         thinking_level: row.thinking.as_deref(),
-        cost_id: &row.id,
+        cost_id: row.id.as_str(),
     })
 }
 
@@ -213,7 +213,7 @@ impl Engine {
     fn restored_if_orphaned(&self, row: AgentRow) -> Result<AgentRow> {
         if (row.live || row.active()) && self.run_holder(&row) == Holder::Gone {
             crate::engine::restore_dead_owners(&self.store, self.rt.owner())?;
-            return self.row_by_id(&row.id);
+            return self.row_by_id(row.id.as_str());
         }
         Ok(row)
     }

@@ -140,7 +140,7 @@ impl Engine {
     /// `view` of a thread a request held notices for: supersedes them when it is settled.
     pub(super) fn reported(&self, row: AgentRow) -> Result<crate::serve::output::Reply> {
         if !row.active() {
-            self.supersede_notices(&row.id)?;
+            self.supersede_notices(row.id.as_str())?;
         }
         answer(&view(&row))
     }
@@ -170,7 +170,7 @@ impl Engine {
         out: &crate::serve::output::Output,
     ) -> Result<()> {
         for n in mailbox::pending_notices(conn, registry, self.caller())? {
-            if self.notices_held(&n.thread_id) {
+            if self.notices_held(n.thread_id.as_str()) {
                 continue; // a request of this serve is about to report on it
             }
             if self.consume(n.id)? {
@@ -184,7 +184,7 @@ impl Engine {
                 let _ = out.send(NoticeLine {
                     method: "notice",
                     params: NoticeParams {
-                        thread_id: &n.thread_id,
+                        thread_id: n.thread_id.as_str(),
                         path: &n.path,
                         kind: detail_kind.as_deref().unwrap_or(n.kind.as_str()),
                         state: n.state.as_deref(),

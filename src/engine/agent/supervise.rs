@@ -122,7 +122,7 @@ impl Engine {
         };
         ChildEnv::new(
             &self.cfg,
-            Some(&row.id),
+            Some(row.id.as_str()),
             &row.path,
             (paths::agent_level(&row.path) - 1) as i64,
             parent,
@@ -380,7 +380,7 @@ impl Engine {
         for t in owned.unwrap_or_default() {
             if t.active {
                 let _ = self.store.write(|tx| {
-                    agents::request_stop(tx, &t.id, contract::STATUS_STOPPING, &now_iso())
+                    agents::request_stop(tx, t.id.as_str(), contract::STATUS_STOPPING, &now_iso())
                 });
             }
         }

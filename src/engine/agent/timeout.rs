@@ -80,14 +80,14 @@ impl Engine {
             })
             .to_string();
             self.store.write(|tx| {
-                if timers::fire(tx, &t.id, t.deadline_ms)? != Some(true) {
+                if timers::fire(tx, t.id.as_str(), t.deadline_ms)? != Some(true) {
                     return Ok(());
                 }
                 let at = now_iso();
                 let written = mailbox::insert(
                     tx,
                     &mailbox::NewMail {
-                        thread_id: &t.id,
+                        thread_id: t.id.as_str(),
                         direction: mailbox::Direction::ToParent,
                         kind: mailbox::MailKind::Notice,
                         send_key: &format!("timeout:{}", t.deadline_ms),

@@ -37,7 +37,7 @@ pub(in crate::engine) async fn wait(e: &Engine, req: contract::Wait) -> Result<R
     let path = paths::resolve_agent_path(path, e.caller())?;
     e.check_access(&path, false)?;
     let row = e.known(registry, &path)?;
-    let _held = e.hold_notices(&row.id);
-    let row = e.wait_settled(&row.id, timeout_ms).await?;
+    let _held = e.hold_notices(row.id.as_str());
+    let row = e.wait_settled(row.id.as_str(), timeout_ms).await?;
     e.reported(row)
 }

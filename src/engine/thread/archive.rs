@@ -26,11 +26,11 @@ pub(in crate::engine) fn archive(
     }
     e.store.write(|tx| {
         let at = now_iso();
-        threads::set_archived(tx, &row.id, archived, &at)?;
+        threads::set_archived(tx, row.id.as_str(), archived, &at)?;
         let data = json!({"archived": archived}).to_string();
         events::append(
             tx,
-            &row.id,
+            row.id.as_str(),
             &[NewEvent {
                 at: &at,
                 kind: "thread_archived",
@@ -39,7 +39,7 @@ pub(in crate::engine) fn archive(
         )?;
         Ok(())
     })?;
-    let facts = e.facts(&row.id)?;
+    let facts = e.facts(row.id.as_str())?;
     let projection = Projection::new(&facts, Detail::Summary);
     let snap = projection.snapshot();
     let text = format::archived(&snap, archived);
