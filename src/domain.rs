@@ -189,6 +189,104 @@ impl CommandKind {
     }
 }
 
+/// How a closed thread's process ended (the `exit_*` columns of `threads`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exit {
+    pub kind: ExitKind,
+    pub code: Option<i64>,
+    pub signal: Option<String>,
+    pub message: Option<String>,
+}
+
+/// A thread's state (the `status`, `phase` and `exit_*` columns of `threads`), each status
+/// with what it carries: only a closed thread has an exit, so "live with an exit" does not
+/// compile. Contract B's lifecycle (`agent_state`) is its own column beside it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ThreadState {
+    /// Its process may still run, in this phase.
+    Live { phase: Phase },
+    /// Its process ended: the phase it was left in, and how it ended.
+    Closed { phase: Phase, exit: Exit },
+}
+
+impl Default for ThreadState {
+    fn default() -> Self {
+        ThreadState::Live {
+            phase: Phase::default(),
+        }
+    }
+}
+
+impl ThreadState {
+    /// The state the columns say; `None` for a closed row without an exit kind (the schema's
+    /// CHECK refuses one).
+    pub fn of_columns(
+        status: ThreadStatus,
+        phase: Phase,
+        kind: Option<ExitKind>,
+        code: Option<i64>,
+        signal: Option<String>,
+        message: Option<String>,
+    ) -> Option<ThreadState> {
+        Some(match status {
+            ThreadStatus::Live => ThreadState::Live { phase },
+            ThreadStatus::Closed => ThreadState::Closed {
+                phase,
+                exit: Exit {
+                    kind: kind?,
+                    code,
+                    signal,
+                    message,
+                },
+            },
+        })
+    }
+
+    pub fn status(&self) -> ThreadStatus {
+        match self {
+            ThreadState::Live { .. } => ThreadStatus::Live,
+            ThreadState::Closed { .. } => ThreadStatus::Closed,
+        }
+    }
+
+    pub fn phase(&self) -> Phase {
+        match self {
+            ThreadState::Live { phase } | ThreadState::Closed { phase, .. } => *phase,
+        }
+    }
+
+    pub fn exit(&self) -> Option<&Exit> {
+        match self {
+            ThreadState::Live { .. } => None,
+            ThreadState::Closed { exit, .. } => Some(exit),
+        }
+    }
+
+    pub fn exit_mut(&mut self) -> Option<&mut Exit> {
+        match self {
+            ThreadState::Live { .. } => None,
+            ThreadState::Closed { exit, .. } => Some(exit),
+        }
+    }
+}
+
+/// As the columns: `status`, `phase`, `exit_kind`, `exit_code`, `exit_signal`,
+/// `exit_message` (null while live), so `threadbase show --json` keeps their names.
+impl Serialize for ThreadState {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let exit = self.exit();
+        let mut m = s.serialize_map(Some(6))?;
+        m.serialize_entry("status", &self.status())?;
+        m.serialize_entry("phase", &self.phase())?;
+        m.serialize_entry("exit_kind", &exit.map(|x| x.kind))?;
+        m.serialize_entry("exit_code", &exit.and_then(|x| x.code))?;
+        m.serialize_entry("exit_signal", &exit.and_then(|x| x.signal.as_deref()))?;
+        m.serialize_entry("exit_message", &exit.and_then(|x| x.message.as_deref()))?;
+        m.end()
+    }
+}
+
 /// A thread's id (`threads.id`): `thread_…` for contract A, the contracts' own shapes for B
 /// and C. It binds and compares only as itself: `as_str()` is the one way to its text.
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

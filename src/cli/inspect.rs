@@ -229,7 +229,7 @@ pub fn show(
         ("session", session_text(&conn, t.id.as_str())?),
         ("manager", format!("{session} ({contract})")),
         ("status", status_text(&t)),
-        ("phase", t.phase.to_string()),
+        ("phase", t.phase().to_string()),
         ("depth", t.depth.to_string()),
         ("cwd", t.cwd.clone()),
         ("args", serde_json::to_string(&t.args)?),
@@ -240,7 +240,7 @@ pub fn show(
     if let Some(s) = t.agent_state {
         kv.push(("state", s.to_string()));
     }
-    if let Some(k) = t.exit_kind {
+    if let Some(k) = t.exit().map(|x| x.kind) {
         kv.push(("exit", exit_text(&t, k)));
     }
     if let Some(f) = &t.session_file {
@@ -373,20 +373,20 @@ fn session_text(conn: &Conn, id: &str) -> Result<String> {
 
 fn status_text(t: &ThreadRow) -> String {
     match &t.agent_state {
-        Some(s) => format!("{} ({s})", t.status),
-        None => t.status.to_string(),
+        Some(s) => format!("{} ({s})", t.status()),
+        None => t.status().to_string(),
     }
 }
 
 fn exit_text(t: &ThreadRow, kind: ExitKind) -> String {
     let mut s = kind.to_string();
-    if let Some(c) = t.exit_code {
+    if let Some(c) = t.exit().and_then(|x| x.code) {
         s.push_str(&format!(" code={c}"));
     }
-    if let Some(sig) = &t.exit_signal {
+    if let Some(sig) = t.exit().and_then(|x| x.signal.as_ref()) {
         s.push_str(&format!(" signal={sig}"));
     }
-    if let Some(m) = &t.exit_message {
+    if let Some(m) = t.exit().and_then(|x| x.message.as_ref()) {
         s.push_str(&format!(" ({m})"));
     }
     s

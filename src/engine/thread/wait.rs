@@ -143,7 +143,7 @@ async fn wait_on_rows(
         if now >= deadline {
             break true;
         }
-        if now_row.phase == Phase::Idle && !send_under_way(e, row.id.as_str())? {
+        if now_row.phase() == Phase::Idle && !send_under_way(e, row.id.as_str())? {
             break false;
         }
         if now >= next_progress {
