@@ -331,7 +331,7 @@ async fn stop_all(runtime: &Runtime, ids: &[String]) {
 /// Sum over `ids` of what `sql` reads for each (its `?1`), as a reader sees it.
 fn sum_over(store: &Store, ids: &[String], sql: &str) -> i64 {
     let conn = store.read().expect("reader");
-    let mut stmt = conn.prepare_cached(sql).unwrap();
+    let mut stmt = conn.sqlite().prepare_cached(sql).unwrap();
     ids.iter()
         .map(|id| stmt.query_row([id], |r| r.get::<_, i64>(0)).unwrap())
         .sum()
@@ -489,6 +489,7 @@ type Sample = (Duration, Duration);
 fn poll_probe(store: &Store, id: &str, samples: &Mutex<Vec<Sample>>, stop: &AtomicBool) {
     let conn = store.read().expect("reader");
     let mut stmt = conn
+        .sqlite()
         .prepare(
             "SELECT t.last_seq, e.data, e.at FROM threads t \
              LEFT JOIN thread_events e ON e.thread_id = t.id AND e.seq = t.last_seq \

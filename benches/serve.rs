@@ -303,7 +303,7 @@ fn seed(fx: &Fixture) {
     drop(conn);
 }
 
-fn seed_tree(tx: &rusqlite::Transaction<'_>, manager: i64, fx: &Fixture) {
+fn seed_tree(tx: &rusqlite::Connection, manager: i64, fx: &Fixture) {
     let cwd = fx.dir.join("work").display().to_string();
     let mut thread = tx
         .prepare(
@@ -462,7 +462,7 @@ fn clone_facts(tx: &Connection, from: &str, to: &str) {
 }
 
 /// 99 more contract B threads like the template `/root/agent_000`.
-fn seed_agents(tx: &rusqlite::Transaction<'_>, registry: i64) {
+fn seed_agents(tx: &rusqlite::Connection, registry: i64) {
     let template: String = tx
         .query_row(
             "SELECT id FROM threads WHERE manager_id = ?1 AND path = '/root/agent_000'",
@@ -486,7 +486,7 @@ fn coordinator(i: usize) -> String {
 }
 
 /// 100 contract C workers, one for each of 100 coordinators, like the template worker.
-fn seed_workers(tx: &rusqlite::Transaction<'_>) {
+fn seed_workers(tx: &rusqlite::Connection) {
     let (template, template_manager): (String, i64) = tx
         .query_row(
             "SELECT id, manager_id FROM threads WHERE coordinator_id = ?1",

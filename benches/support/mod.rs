@@ -135,7 +135,7 @@ pub fn seed_tree(db: &BenchDb, n: usize) -> Tree {
         .write(|tx| {
             // A bulk load with a random-order primary key wants more than the default 2 MiB of
             // page cache; this is the bench writer's connection only.
-            tx.execute_batch("PRAGMA cache_size = -262144")?;
+            tx.set_page_cache_kib(262_144)?;
             let mut g = 0usize;
             let mut b = 0usize;
             while g < n {

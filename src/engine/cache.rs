@@ -236,12 +236,12 @@ mod tests {
                         data: r#"{"text":"first"}"#,
                     }],
                 )?;
-                tx.execute(
+                tx.sqlite().execute(
                     "INSERT INTO thread_output (thread_id, last_assistant_text) VALUES ('thread_a', 'first')",
                     [],
                 )?;
                 if status == "closed" {
-                    tx.execute(
+                    tx.sqlite().execute(
                         "UPDATE threads SET status = 'closed', phase = 'idle', exit_kind = 'exited', exit_code = 0 WHERE id = 'thread_a'",
                         [],
                     )?;
@@ -266,6 +266,7 @@ mod tests {
         store
             .read()
             .unwrap()
+            .sqlite()
             .query_row("SELECT count(*) FROM thread_snapshots", [], |r| r.get(0))
             .unwrap()
     }
@@ -298,7 +299,7 @@ mod tests {
         let set_phase = |phase: &str| {
             store
                 .write(|tx| {
-                    tx.execute(
+                    tx.sqlite().execute(
                         "UPDATE threads SET phase = ?1 WHERE id = 'thread_a'",
                         [phase],
                     )?;
@@ -322,11 +323,12 @@ mod tests {
         type Change<'a> = &'a dyn Fn(&crate::store::Tx<'_>) -> Result<()>;
         let changes: [(&str, Change<'_>); 6] = [
             ("archive", &|tx| {
-                tx.execute("UPDATE threads SET archived = 1 WHERE id = 'thread_a'", [])?;
+                tx.sqlite()
+                    .execute("UPDATE threads SET archived = 1 WHERE id = 'thread_a'", [])?;
                 Ok(())
             }),
             ("resume", &|tx| {
-                tx.execute(
+                tx.sqlite().execute(
                     "UPDATE threads SET status = 'live', phase = 'starting' WHERE id = 'thread_a'",
                     [],
                 )?;
@@ -345,14 +347,15 @@ mod tests {
                 Ok(())
             }),
             ("output", &|tx| {
-                tx.execute(
+                tx.sqlite().execute(
                     "UPDATE thread_output SET last_assistant_text = 'second' WHERE thread_id = 'thread_a'",
                     [],
                 )?;
                 Ok(())
             }),
             ("output removed", &|tx| {
-                tx.execute("DELETE FROM thread_output WHERE thread_id = 'thread_a'", [])?;
+                tx.sqlite()
+                    .execute("DELETE FROM thread_output WHERE thread_id = 'thread_a'", [])?;
                 Ok(())
             }),
             // The texts show the thread's spend (migration V10).
@@ -380,7 +383,8 @@ mod tests {
         store.write(|tx| fill_batch(tx, &all_keys())).unwrap();
         store
             .write(|tx| {
-                tx.execute("DELETE FROM threads WHERE id = 'thread_a'", [])?;
+                tx.sqlite()
+                    .execute("DELETE FROM threads WHERE id = 'thread_a'", [])?;
                 Ok(())
             })
             .unwrap();
@@ -394,7 +398,8 @@ mod tests {
         store.write(|tx| fill_batch(tx, &all_keys())).unwrap();
         store
             .write(|tx| {
-                tx.execute("UPDATE thread_snapshots SET shape = 'other'", [])?;
+                tx.sqlite()
+                    .execute("UPDATE thread_snapshots SET shape = 'other'", [])?;
                 Ok(())
             })
             .unwrap();
@@ -405,6 +410,7 @@ mod tests {
         );
         // Nor does a list row carry it.
         let m: ManagerId = conn
+            .sqlite()
             .query_row("SELECT manager_id FROM threads", [], |r| r.get(0))
             .unwrap();
         let mut carried = Vec::new();

@@ -845,7 +845,7 @@ fn stream(
 ) -> Result<()> {
     let conn = store.read()?;
     // One read transaction: every pass sees the same rows.
-    let tx = conn.unchecked_transaction()?;
+    let tx = crate::store::ReadTx::begin(&conn)?;
     let mut ascii;
     let w: &mut dyn Write = match wire {
         Wire::Contract => w,
@@ -893,7 +893,7 @@ fn stream(
     }
     w.write_all(t.last())?;
     w.write_all(b"}")?;
-    tx.finish()?;
+    drop(tx);
     Ok(())
 }
 
@@ -1109,7 +1109,7 @@ mod tests {
                         },
                     )?;
                     if !live {
-                        tx.execute(
+                        tx.sqlite().execute(
                             "UPDATE threads SET status = 'closed', phase = 'idle', exit_kind = 'exited', exit_code = 0, archived = ?2 WHERE id = ?1",
                             (&id, i % 11 == 0),
                         )?;
@@ -1124,7 +1124,7 @@ mod tests {
                         .collect();
                     events::append(tx, &id, &evs)?;
                     if i % 3 != 0 {
-                        tx.execute(
+                        tx.sqlite().execute(
                             "INSERT INTO thread_output (thread_id, last_assistant_text, stderr_tail) VALUES (?1, ?2, ?3)",
                             (&id, format!("Done {i}.\n\n  {}", "word ".repeat(i % 200)), b"err\n".to_vec()),
                         )?;
@@ -1288,7 +1288,7 @@ mod tests {
             };
             // Each variant starts with no cached answers (dropping them is always safe).
             store
-                .write(|tx| Ok(tx.execute("DELETE FROM thread_snapshots", [])?))
+                .write(|tx| Ok(tx.sqlite().execute("DELETE FROM thread_snapshots", [])?))
                 .unwrap();
             let conn = store.read().unwrap();
             let rows = list::list_at_most(&conn, m, &q, usize::MAX)

@@ -38,7 +38,7 @@ pub fn query(
     max_rows: Option<usize>,
 ) -> Result<Table> {
     let conn = open_read_only(db)?;
-    let mut stmt = conn.prepare(query).map_err(|e| {
+    let mut stmt = conn.db().prepare(query).map_err(|e| {
         database_fault(e).unwrap_or_else(|e| Error::invalid(format!(
             "Cannot run the SQL: {e}. Repair: pass exactly one valid SELECT statement; list tables with \"SELECT name FROM sqlite_schema\"."
         )))
@@ -53,7 +53,7 @@ pub fn query(
         .filter(|s| *s > 0.0)
         .map(Duration::from_secs_f64);
     let started = Instant::now();
-    let watchdog = Watchdog::arm(&conn, timeout, ctrl_c);
+    let watchdog = Watchdog::arm(conn.db(), timeout, ctrl_c);
     let failed = |e: rusqlite::Error| {
         if let Some(stop) = watchdog.fired() {
             return stopped(stop, timeout_secs.unwrap_or(0.0), started.elapsed());

@@ -5,7 +5,8 @@
 //! event that keeps the old session and path. One transaction; the caller checks first that
 //! nothing alive owns the thread (see `engine::adopt`).
 
-use rusqlite::{named_params, Connection, OptionalExtension};
+use crate::store::Conn;
+use rusqlite::{named_params, OptionalExtension};
 use serde_json::json;
 
 use super::events::{self, NewEvent};
@@ -29,11 +30,13 @@ pub struct Candidate {
 /// The threads of contract A managers other than `except` whose id or canonical path is
 /// `reference`, newest first (at most 20).
 pub fn candidates(
-    conn: &Connection,
+    conn: &Conn,
     reference: &str,
     except: Option<ManagerId>,
 ) -> Result<Vec<Candidate>> {
-    let mut stmt = conn.prepare_cached(include_str!("../../sql/adopt_candidates.sql"))?;
+    let mut stmt = conn
+        .db()
+        .prepare_cached(include_str!("../../sql/adopt_candidates.sql"))?;
     let rows = stmt.query_map(rusqlite::params![reference.trim(), except], |r| {
         Ok(Candidate {
             id: r.get("id")?,
@@ -63,7 +66,7 @@ pub struct Adopted {
 /// event (`adopt` or `resume`). Refused: a live thread, a thread of `to` already, a path the
 /// adopting manager holds, and a path change for a thread with threads below it (their paths
 /// name its old one).
-pub fn adopt(conn: &Connection, id: &str, to: ManagerId, by: &str, at: &str) -> Result<Adopted> {
+pub fn adopt(conn: &Conn, id: &str, to: ManagerId, by: &str, at: &str) -> Result<Adopted> {
     let row = thread_by_id_any(conn, id)?.ok_or_else(|| {
         Error::new(
             ErrorCode::UnknownReference,
@@ -87,6 +90,7 @@ pub fn adopt(conn: &Connection, id: &str, to: ManagerId, by: &str, at: &str) -> 
     }
     let (from_session, _) = super::threads::manager_of_thread(conn, id)?.unwrap_or_default();
     let target = conn
+        .db()
         .prepare_cached(include_str!("../../sql/adopt_target.sql"))?
         .query_row([to], |r| {
             Ok(Target {
@@ -108,6 +112,7 @@ pub fn adopt(conn: &Connection, id: &str, to: ManagerId, by: &str, at: &str) -> 
         })?;
     let path = format!("{}/{}", target.scope_path, row.task_name);
     let place = conn
+        .db()
         .prepare_cached(include_str!("../../sql/adopt_place.sql"))?
         .query_row([id], |r| {
             Ok(Place {
@@ -140,6 +145,7 @@ pub fn adopt(conn: &Connection, id: &str, to: ManagerId, by: &str, at: &str) -> 
         ));
     }
     let moved = conn
+        .db()
         .prepare_cached(include_str!("../../sql/adopt_thread.sql"))?
         .execute(named_params! {
             ":to": to, ":path": path, ":parent_path": target.scope_path,
@@ -157,6 +163,7 @@ pub fn adopt(conn: &Connection, id: &str, to: ManagerId, by: &str, at: &str) -> 
     }
     // What the subtree spent: the integer counts, then the cost.
     let (counts, cost): ([i64; 7], f64) = conn
+        .db()
         .prepare_cached(include_str!("../../sql/adopt_subtree_usage.sql"))?
         .query_row(
             named_params! {":root": place.root_session, ":key": place.tree_key},
@@ -178,7 +185,8 @@ pub fn adopt(conn: &Connection, id: &str, to: ManagerId, by: &str, at: &str) -> 
         )?;
     let [threads, input, output, cache_read, cache_write, turns, tool_calls] = counts;
     for (root, sign) in [(&place.root_session, -1i64), (&target.root_session, 1)] {
-        conn.prepare_cached(include_str!("../../sql/adopt_tree_usage_move.sql"))?
+        conn.db()
+            .prepare_cached(include_str!("../../sql/adopt_tree_usage_move.sql"))?
             .execute(named_params! {
                 ":root": root, ":sign": sign, ":threads": threads, ":input": input,
                 ":output": output, ":cache_read": cache_read, ":cache_write": cache_write,
@@ -192,7 +200,8 @@ pub fn adopt(conn: &Connection, id: &str, to: ManagerId, by: &str, at: &str) -> 
         .unwrap_or_default()
         .to_string();
     let new_key = format!("{}/{last_segment}", target.parent_key);
-    conn.prepare_cached(include_str!("../../sql/adopt_move_places.sql"))?
+    conn.db()
+        .prepare_cached(include_str!("../../sql/adopt_move_places.sql"))?
         .execute(named_params! {
             ":new_root": target.root_session, ":new_key": new_key, ":key": place.tree_key,
             ":level": place.level, ":new_level": target.parent_level + 1, ":id": id,

@@ -7,6 +7,7 @@
 //! because a page it reads is corrupt) is itself reported as an error, so a damaged file still
 //! gets a full report instead of a panic.
 
+use crate::store::Conn;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -105,9 +106,10 @@ pub fn check_path(path: &Path) -> Result<Report> {
 }
 
 /// Checks an open connection (read-only use only). `name` names the database in messages.
-pub fn check_connection(conn: &Connection, name: &str) -> Result<Report> {
+pub fn check_connection(conn: &Conn, name: &str) -> Result<Report> {
     // The first read parses the header and the schema: a file that fails here cannot be checked.
     let tables: i64 = conn
+        .db()
         .prepare_cached(include_str!("../../sql/check_is_threadbase.sql"))
         .and_then(|mut s| s.query_row([], |r| r.get(0)))
         .map_err(|e| unreadable(name, e))?;
@@ -117,10 +119,11 @@ pub fn check_connection(conn: &Connection, name: &str) -> Result<Report> {
         )));
     }
     // One read transaction: every check sees the same snapshot even while serves write.
-    conn.execute_batch("BEGIN")
+    conn.db()
+        .execute_batch("BEGIN")
         .map_err(|e| unreadable(name, e))?;
     let mut c = Checker {
-        conn,
+        conn: conn.db(),
         name,
         report: Report::default(),
     };
@@ -286,7 +289,7 @@ pub fn check_connection(conn: &Connection, name: &str) -> Result<Report> {
         }))
     });
     let mut report = c.report;
-    let _ = conn.execute_batch("COMMIT");
+    let _ = conn.db().execute_batch("COMMIT");
     report.ok = report.errors() == 0;
     Ok(report)
 }

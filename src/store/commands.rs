@@ -1,6 +1,6 @@
 //! Typed access to `commands`: actions one serve hands to the serve that holds a thread.
 
-use rusqlite::Connection;
+use crate::store::Conn;
 
 pub use crate::domain::{CommandKind, CommandState};
 use crate::domain::{ManagerId, ThreadId};
@@ -8,8 +8,9 @@ use crate::error::Result;
 use crate::time::now_iso;
 
 /// Whether a send to `thread_id` is still waiting to be carried out or being carried out.
-pub fn send_under_way(conn: &Connection, thread_id: &str) -> Result<bool> {
+pub fn send_under_way(conn: &Conn, thread_id: &str) -> Result<bool> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../sql/command_send_under_way.sql"))?
         .query_row([thread_id], |r| r.get(0))?)
 }
@@ -17,20 +18,22 @@ pub fn send_under_way(conn: &Connection, thread_id: &str) -> Result<bool> {
 /// Writes a command for the serve that holds (or, for a resume, manages) `thread_id`;
 /// returns its id.
 pub fn insert(
-    conn: &Connection,
+    conn: &Conn,
     thread_id: &str,
     kind: CommandKind,
     payload: Option<&str>,
 ) -> Result<i64> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../sql/command_insert.sql"))?
         .query_row((thread_id, kind, payload, now_iso()), |r| r.get(0))?)
 }
 
 /// Asks the serve that holds `thread_id`'s process for a stop, forced stop or interrupt,
 /// carried out at once by its watcher (nobody waits on the row).
-pub fn request(conn: &Connection, thread_id: &str, kind: CommandKind) -> Result<()> {
-    conn.prepare_cached(include_str!("../../sql/command_request.sql"))?
+pub fn request(conn: &Conn, thread_id: &str, kind: CommandKind) -> Result<()> {
+    conn.db()
+        .prepare_cached(include_str!("../../sql/command_request.sql"))?
         .execute((thread_id, kind, now_iso()))?;
     Ok(())
 }
@@ -47,11 +50,13 @@ pub struct PendingCommand {
 /// The commands waiting for the serve `owner`: for the threads whose process it holds, and
 /// the resumes of closed threads of its manager `manager_id`; oldest first.
 pub fn pending(
-    conn: &Connection,
+    conn: &Conn,
     owner: (i64, i64),
     manager_id: ManagerId,
 ) -> Result<Vec<PendingCommand>> {
-    let mut stmt = conn.prepare_cached(include_str!("../../sql/commands_pending.sql"))?;
+    let mut stmt = conn
+        .db()
+        .prepare_cached(include_str!("../../sql/commands_pending.sql"))?;
     let rows = stmt.query_map((owner.0, owner.1, manager_id), |r| {
         Ok(PendingCommand {
             id: r.get(0)?,
@@ -65,16 +70,18 @@ pub fn pending(
 
 /// Claims a pending command for carrying out; false when another claim or a withdrawal came
 /// first.
-pub fn claim(conn: &Connection, id: i64) -> Result<bool> {
+pub fn claim(conn: &Conn, id: i64) -> Result<bool> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../sql/command_claim.sql"))?
         .execute([id])?
         > 0)
 }
 
 /// Records how a claimed (or at-once) command ended: `Done` or `Failed`, with its result.
-pub fn finish(conn: &Connection, id: i64, state: CommandState, result: &str) -> Result<()> {
-    conn.prepare_cached(include_str!("../../sql/command_done.sql"))?
+pub fn finish(conn: &Conn, id: i64, state: CommandState, result: &str) -> Result<()> {
+    conn.db()
+        .prepare_cached(include_str!("../../sql/command_done.sql"))?
         .execute((id, state, result, now_iso()))?;
     Ok(())
 }
@@ -87,8 +94,9 @@ pub struct CommandStatus {
 }
 
 /// A command's state, by id.
-pub fn state(conn: &Connection, id: i64) -> Result<CommandStatus> {
+pub fn state(conn: &Conn, id: i64) -> Result<CommandStatus> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../sql/command_state.sql"))?
         .query_row([id], |r| {
             Ok(CommandStatus {
@@ -100,16 +108,18 @@ pub fn state(conn: &Connection, id: i64) -> Result<CommandStatus> {
 
 /// Withdraws a command nobody has claimed yet, with `why` as its result; false when it was
 /// claimed meanwhile (it is then the owner's to finish).
-pub fn withdraw(conn: &Connection, id: i64, why: &str) -> Result<bool> {
+pub fn withdraw(conn: &Conn, id: i64, why: &str) -> Result<bool> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../sql/command_withdraw.sql"))?
         .execute((id, why, now_iso()))?
         > 0)
 }
 
 /// Fails a claimed command whose owner died before finishing it.
-pub fn abandon(conn: &Connection, id: i64, why: &str) -> Result<()> {
-    conn.prepare_cached(include_str!("../../sql/command_abandon.sql"))?
+pub fn abandon(conn: &Conn, id: i64, why: &str) -> Result<()> {
+    conn.db()
+        .prepare_cached(include_str!("../../sql/command_abandon.sql"))?
         .execute((id, why, now_iso()))?;
     Ok(())
 }
@@ -126,8 +136,10 @@ pub struct StopCandidate {
 
 /// Every live thread (of the manager with session id `manager`, if given), in path order
 /// (sql/stop_candidates.sql); the caller matches the paths against its globs.
-pub fn stop_candidates(conn: &Connection, manager: Option<&str>) -> Result<Vec<StopCandidate>> {
-    let mut stmt = conn.prepare_cached(include_str!("../../sql/stop_candidates.sql"))?;
+pub fn stop_candidates(conn: &Conn, manager: Option<&str>) -> Result<Vec<StopCandidate>> {
+    let mut stmt = conn
+        .db()
+        .prepare_cached(include_str!("../../sql/stop_candidates.sql"))?;
     let rows = stmt.query_map([manager], |r| {
         let pid: Option<i64> = r.get("owner_pid")?;
         let started: Option<i64> = r.get("owner_started_at")?;
@@ -144,11 +156,12 @@ pub fn stop_candidates(conn: &Connection, manager: Option<&str>) -> Result<Vec<S
 /// Whether a thread `threadbase stop` asked to stop is still live, and its exit once closed;
 /// `None` when the row is gone (sql/stop_outcome.sql).
 pub fn stop_outcome(
-    conn: &Connection,
+    conn: &Conn,
     id: &str,
 ) -> Result<Option<(crate::domain::ThreadStatus, Option<crate::domain::ExitKind>)>> {
     use rusqlite::OptionalExtension;
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../sql/stop_outcome.sql"))?
         .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?)

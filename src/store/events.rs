@@ -1,8 +1,9 @@
 //! Lifecycle events: appended in batches, a ring of the newest 40 per thread, `seq` only grows.
 
+use crate::store::Conn;
 use std::borrow::Cow;
 
-use rusqlite::{named_params, Connection, OptionalExtension};
+use rusqlite::{named_params, OptionalExtension};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -26,11 +27,12 @@ pub struct NewEvent<'a> {
 /// Events never go back in time: an event stamped before the thread's latest stored event
 /// (a child's line read just before a stop request, but committed after the stop's own event)
 /// takes that event's time, so seq order and time order always agree.
-pub fn append(conn: &Connection, thread_id: &str, events: &[NewEvent<'_>]) -> Result<i64> {
+pub fn append(conn: &Conn, thread_id: &str, events: &[NewEvent<'_>]) -> Result<i64> {
     if events.is_empty() {
         return Ok(0);
     }
     let floor: Option<String> = conn
+        .db()
         .prepare_cached(include_str!("../../sql/event_last_at.sql"))?
         .query_row([thread_id], |r| r.get(0))
         .optional()?;
@@ -45,14 +47,18 @@ pub fn append(conn: &Connection, thread_id: &str, events: &[NewEvent<'_>]) -> Re
         })
         .collect();
     let last_at = ats.last().map(String::as_str).unwrap_or_default();
-    let mut bump = conn.prepare_cached(include_str!("../../sql/event_bump_seq.sql"))?;
+    let mut bump = conn
+        .db()
+        .prepare_cached(include_str!("../../sql/event_bump_seq.sql"))?;
     let last_seq: i64 = bump.query_row(
         named_params! {":count": events.len() as i64, ":at": last_at, ":thread_id": thread_id},
         |r| r.get(0),
     )?;
     let first_seq = last_seq - events.len() as i64 + 1;
     let keep_from = last_seq - RETAINED_EVENTS + 1;
-    let mut insert = conn.prepare_cached(include_str!("../../sql/event_insert.sql"))?;
+    let mut insert = conn
+        .db()
+        .prepare_cached(include_str!("../../sql/event_insert.sql"))?;
     for (i, (e, at)) in events.iter().zip(&ats).enumerate() {
         let seq = first_seq + i as i64;
         if seq >= keep_from {
@@ -60,7 +66,9 @@ pub fn append(conn: &Connection, thread_id: &str, events: &[NewEvent<'_>]) -> Re
         }
     }
     if last_seq > RETAINED_EVENTS {
-        let mut trim = conn.prepare_cached(include_str!("../../sql/event_trim.sql"))?;
+        let mut trim = conn
+            .db()
+            .prepare_cached(include_str!("../../sql/event_trim.sql"))?;
         trim.execute((thread_id, last_seq))?;
     }
     Ok(last_seq)
@@ -136,14 +144,16 @@ impl EventRow {
 }
 
 /// A thread's retained events, oldest first.
-pub fn rows_of_thread(conn: &Connection, thread_id: &str) -> Result<Vec<EventRow>> {
-    let mut stmt = conn.prepare_cached(include_str!("../../sql/events_of_thread.sql"))?;
+pub fn rows_of_thread(conn: &Conn, thread_id: &str) -> Result<Vec<EventRow>> {
+    let mut stmt = conn
+        .db()
+        .prepare_cached(include_str!("../../sql/events_of_thread.sql"))?;
     let rows = stmt.query_map([thread_id], |r| EventRow::from_row(r, 0))?;
     Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
 }
 
 /// A thread's retained events, oldest first, `data` parsed.
-pub fn of_thread(conn: &Connection, thread_id: &str) -> Result<Vec<StoredEvent>> {
+pub fn of_thread(conn: &Conn, thread_id: &str) -> Result<Vec<StoredEvent>> {
     Ok(rows_of_thread(conn, thread_id)?
         .into_iter()
         .map(EventRow::stored)
@@ -154,13 +164,15 @@ pub fn of_thread(conn: &Connection, thread_id: &str) -> Result<Vec<StoredEvent>>
 /// the newest `shown` of each: `ids` is a JSON array of thread ids, and the answer holds, at
 /// each position of that array, that thread's last `shown` events, oldest first.
 pub fn rows_of_threads(
-    conn: &Connection,
+    conn: &Conn,
     ids: &str,
     count: usize,
     shown: i64,
 ) -> Result<Vec<Vec<EventRow>>> {
     let mut by_thread: Vec<Vec<EventRow>> = (0..count).map(|_| Vec::new()).collect();
-    let mut stmt = conn.prepare_cached(include_str!("../../sql/events_of_threads.sql"))?;
+    let mut stmt = conn
+        .db()
+        .prepare_cached(include_str!("../../sql/events_of_threads.sql"))?;
     let mut rows = stmt.query((ids, shown))?;
     while let Some(r) = rows.next()? {
         let at = r.get::<_, i64>(0)? as usize;

@@ -2,9 +2,8 @@
 //! in its root session's tree, in tree order, and each manager's session and contract (for a
 //! database from before V4, whose threads have no places).
 
+use crate::store::Conn;
 use std::collections::HashMap;
-
-use rusqlite::Connection;
 
 use crate::domain::{Contract, ManagerId, ThreadId};
 use crate::error::Result;
@@ -22,8 +21,10 @@ pub struct Place {
 
 /// Every placed thread in whole-tree order: root session, then a parent before its
 /// descendants across every manager of the tree (sql/forest_places.sql).
-pub fn places(conn: &Connection) -> Result<Vec<Place>> {
-    let mut stmt = conn.prepare_cached(include_str!("../../sql/forest_places.sql"))?;
+pub fn places(conn: &Conn) -> Result<Vec<Place>> {
+    let mut stmt = conn
+        .db()
+        .prepare_cached(include_str!("../../sql/forest_places.sql"))?;
     let rows = stmt.query_map([], |r| {
         Ok(Place {
             root_session: r.get("root_session")?,
@@ -37,8 +38,10 @@ pub fn places(conn: &Connection) -> Result<Vec<Place>> {
 }
 
 /// Each manager's session id and contract (sql/forest_managers.sql).
-pub fn manager_names(conn: &Connection) -> Result<HashMap<ManagerId, (String, Contract)>> {
-    let mut stmt = conn.prepare_cached(include_str!("../../sql/forest_managers.sql"))?;
+pub fn manager_names(conn: &Conn) -> Result<HashMap<ManagerId, (String, Contract)>> {
+    let mut stmt = conn
+        .db()
+        .prepare_cached(include_str!("../../sql/forest_managers.sql"))?;
     let rows = stmt.query_map([], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?))))?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }

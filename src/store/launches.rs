@@ -1,14 +1,16 @@
 //! `threads` writes around a child's launch, the same for every contract: the session file its
 //! process uses, and the close of a reserved row whose process never started.
 
-use rusqlite::{named_params, Connection};
+use crate::store::Conn;
+use rusqlite::named_params;
 
 use crate::error::Result;
 use crate::time::now_iso;
 
 /// Records the session file (and session id) a thread's process uses.
-pub fn set_session_file(conn: &Connection, id: &str, file: &str, session_id: &str) -> Result<()> {
-    conn.prepare_cached(include_str!("../../sql/thread_set_session.sql"))?
+pub fn set_session_file(conn: &Conn, id: &str, file: &str, session_id: &str) -> Result<()> {
+    conn.db()
+        .prepare_cached(include_str!("../../sql/thread_set_session.sql"))?
         .execute(named_params! {
             ":file": file, ":session_id": session_id, ":at": now_iso(), ":id": id,
         })?;
@@ -17,8 +19,9 @@ pub fn set_session_file(conn: &Connection, id: &str, file: &str, session_id: &st
 
 /// Closes a reserved live thread with no process recorded as failed, with `message`; true
 /// when it did (false: the runtime recorded a process, or the row is closed already).
-pub fn close_unlaunched(conn: &Connection, id: &str, message: &str) -> Result<bool> {
+pub fn close_unlaunched(conn: &Conn, id: &str, message: &str) -> Result<bool> {
     let closed = conn
+        .db()
         .prepare_cached(include_str!("../../sql/thread_close_unlaunched.sql"))?
         .execute((id, message, now_iso()))?;
     Ok(closed > 0)

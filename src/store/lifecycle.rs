@@ -3,7 +3,8 @@
 //! Every write is keyed by the launch it belongs to where a late write of an older launch
 //! could land (a close), so a relaunch is never closed by its predecessor's exit.
 
-use rusqlite::{named_params, Connection, OptionalExtension};
+use crate::store::Conn;
+use rusqlite::{named_params, OptionalExtension};
 
 use crate::domain::{ExitKind, Phase};
 use crate::error::Result;
@@ -20,8 +21,9 @@ pub struct Launched {
 
 /// Records a launch: the row is live and starting, its exit cleared, its launch sequence one
 /// higher (returned); `None` when the row is gone.
-pub fn launched(conn: &Connection, id: &str, l: &Launched) -> Result<Option<i64>> {
+pub fn launched(conn: &Conn, id: &str, l: &Launched) -> Result<Option<i64>> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../sql/thread_launched.sql"))?
         .query_row(
             named_params! {
@@ -35,22 +37,25 @@ pub fn launched(conn: &Connection, id: &str, l: &Launched) -> Result<Option<i64>
 }
 
 /// A live thread's phase (a stopping thread keeps `stopping`); idle starts its idle stretch.
-pub fn set_phase(conn: &Connection, id: &str, phase: Phase, at: &str) -> Result<()> {
-    conn.prepare_cached(include_str!("../../sql/thread_set_phase.sql"))?
+pub fn set_phase(conn: &Conn, id: &str, phase: Phase, at: &str) -> Result<()> {
+    conn.db()
+        .prepare_cached(include_str!("../../sql/thread_set_phase.sql"))?
         .execute(named_params! {":phase": phase, ":at": at, ":id": id})?;
     Ok(())
 }
 
 /// A stop was asked for: the thread is `stopping` until its process ends.
-pub fn request_stop(conn: &Connection, id: &str, at: &str) -> Result<()> {
-    conn.prepare_cached(include_str!("../../sql/thread_request_stop.sql"))?
+pub fn request_stop(conn: &Conn, id: &str, at: &str) -> Result<()> {
+    conn.db()
+        .prepare_cached(include_str!("../../sql/thread_request_stop.sql"))?
         .execute(named_params! {":at": at, ":id": id})?;
     Ok(())
 }
 
 /// The thread's current launch sequence; `None` when the row is gone.
-pub fn launch_seq(conn: &Connection, id: &str) -> Result<Option<i64>> {
+pub fn launch_seq(conn: &Conn, id: &str) -> Result<Option<i64>> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../sql/thread_launch_seq.sql"))?
         .query_row([id], |r| r.get(0))
         .optional()?)
@@ -58,15 +63,17 @@ pub fn launch_seq(conn: &Connection, id: &str) -> Result<Option<i64>> {
 
 /// A reserved row whose launch failed is live again for a moment, so [`close`] records the
 /// failure as its exit.
-pub fn reopen_for_failure(conn: &Connection, id: &str) -> Result<()> {
-    conn.prepare_cached(include_str!("../../sql/thread_reopen_for_failure.sql"))?
+pub fn reopen_for_failure(conn: &Conn, id: &str) -> Result<()> {
+    conn.db()
+        .prepare_cached(include_str!("../../sql/thread_reopen_for_failure.sql"))?
         .execute([id])?;
     Ok(())
 }
 
 /// Whether launch `launch_seq` of the thread is the live one.
-pub fn is_live_launch(conn: &Connection, id: &str, launch_seq: i64) -> Result<bool> {
+pub fn is_live_launch(conn: &Conn, id: &str, launch_seq: i64) -> Result<bool> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../sql/thread_is_live_launch.sql"))?
         .query_row((id, launch_seq), |r| r.get(0))
         .optional()?
@@ -88,14 +95,9 @@ pub struct Exit<'a> {
 
 /// Closes launch `launch_seq`'s row with its exit; false when that launch is not the row's
 /// (or it is closed for real already).
-pub fn close(
-    conn: &Connection,
-    id: &str,
-    launch_seq: i64,
-    exit: &Exit<'_>,
-    at: &str,
-) -> Result<bool> {
+pub fn close(conn: &Conn, id: &str, launch_seq: i64, exit: &Exit<'_>, at: &str) -> Result<bool> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../sql/thread_close.sql"))?
         .execute(named_params! {
             ":phase": exit.phase, ":kind": exit.kind, ":code": exit.code,

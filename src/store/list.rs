@@ -3,8 +3,9 @@
 //! the same state and visibility filters to the rows it read (`keeps`).
 
 use crate::domain::ManagerId;
+use crate::store::Conn;
 use fallible_streaming_iterator::FallibleStreamingIterator as _;
-use rusqlite::{named_params, Connection};
+use rusqlite::named_params;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
@@ -208,7 +209,7 @@ impl Listed<'_, '_> {
 
 /// The thread rows of `ids`, in that order (sql/threads_by_ids.sql): the listed threads
 /// without a kept answer, a batch at a time.
-pub fn rows_by_ids(conn: &Connection, ids: &[&str]) -> Result<Vec<ThreadRow>> {
+pub fn rows_by_ids(conn: &Conn, ids: &[&str]) -> Result<Vec<ThreadRow>> {
     let rows = threads_by_ids(conn, ids)?;
     if rows.len() != ids.len() {
         return Err(Error::internal(format!(
@@ -223,7 +224,7 @@ pub fn rows_by_ids(conn: &Connection, ids: &[&str]) -> Result<Vec<ThreadRow>> {
 /// A list statement with the parameters of `q` bound (each statement names only the ones it
 /// uses).
 fn bound<'c>(
-    conn: &'c Connection,
+    conn: &'c rusqlite::Connection,
     sql: &str,
     manager_id: ManagerId,
     q: &ListQuery,
@@ -267,7 +268,7 @@ fn bound<'c>(
 /// sorted) merged by sort key, so it stays a fixed number of queries however many managers
 /// the subtree spans.
 pub fn each_row(
-    conn: &Connection,
+    conn: &Conn,
     manager_id: ManagerId,
     q: &ListQuery,
     f: impl FnMut(&Listed<'_, '_>) -> Result<bool>,
@@ -280,15 +281,17 @@ pub fn each_row(
 /// short list stays on the request's worker with no hand-off, a long one goes on in the same
 /// statements (one read, no row stepped twice) while the worker's other tasks move on.
 pub fn each_row_switching(
-    conn: &Connection,
+    conn: &Conn,
     manager_id: ManagerId,
     q: &ListQuery,
     after: usize,
     mut f: impl FnMut(&Listed<'_, '_>) -> Result<bool>,
 ) -> Result<()> {
-    let mut own = bound(conn, statement(q), manager_id, q)?;
+    let mut own = bound(conn.db(), statement(q), manager_id, q)?;
     let mut below = match reach_statement(q) {
-        Some(sql) if reaches_below(conn, manager_id)? => Some(bound(conn, sql, manager_id, q)?),
+        Some(sql) if reaches_below(conn, manager_id)? => {
+            Some(bound(conn.db(), sql, manager_id, q)?)
+        }
         _ => None,
     };
     let mut merge = Merge::new(own.raw_query(), below.as_mut().map(|b| b.raw_query()))?;
@@ -314,8 +317,10 @@ pub fn each_row_switching(
 
 /// Whether a contract A manager sits right below `manager_id`, so a `parent` / `ancestor` list
 /// has rows to reach there (sql/list_reach_any.sql).
-fn reaches_below(conn: &Connection, manager_id: ManagerId) -> Result<bool> {
-    let mut stmt = conn.prepare_cached(include_str!("../../sql/list_reach_any.sql"))?;
+fn reaches_below(conn: &Conn, manager_id: ManagerId) -> Result<bool> {
+    let mut stmt = conn
+        .db()
+        .prepare_cached(include_str!("../../sql/list_reach_any.sql"))?;
     Ok(stmt.query_row(named_params! {":manager": manager_id}, |r| r.get(0))?)
 }
 
@@ -398,7 +403,7 @@ pub fn sort_order(a: &str, b: &str) -> std::cmp::Ordering {
 }
 
 /// Runs a list query against one manager's threads.
-pub fn list(conn: &Connection, manager_id: ManagerId, q: &ListQuery) -> Result<Listing> {
+pub fn list(conn: &Conn, manager_id: ManagerId, q: &ListQuery) -> Result<Listing> {
     Ok(Listing::from(
         list_at_most(conn, manager_id, q, usize::MAX)?.unwrap_or_default(),
     ))
@@ -406,7 +411,7 @@ pub fn list(conn: &Connection, manager_id: ManagerId, q: &ListQuery) -> Result<L
 
 /// The listed rows, or `None` when there are more than `max` (read no further).
 pub fn list_at_most(
-    conn: &Connection,
+    conn: &Conn,
     manager_id: ManagerId,
     q: &ListQuery,
     max: usize,
@@ -430,7 +435,7 @@ pub fn list_at_most(
 
 /// Every manager's threads, for the inspection CLI.
 pub fn list_every_manager(
-    conn: &Connection,
+    conn: &Conn,
     state: StateFilter,
     visibility: VisibilityFilter,
 ) -> Result<Listing> {

@@ -4,7 +4,8 @@
 //! steering are read in [`super::agents::mailbox`]; contract C's keyed messages in
 //! [`super::workers`].
 
-use rusqlite::{named_params, Connection};
+use crate::store::Conn;
+use rusqlite::named_params;
 
 use crate::domain::ThreadId;
 pub use crate::domain::{Direction, MailKind, MailState};
@@ -31,20 +32,21 @@ pub struct NewMail<'a> {
 
 /// Writes a mailbox row; its id, or `None` when its thread has a row under its send key
 /// already (the caller compares them, if it must, in the same transaction).
-pub fn insert(conn: &Connection, m: &NewMail<'_>) -> Result<Option<i64>> {
+pub fn insert(conn: &Conn, m: &NewMail<'_>) -> Result<Option<i64>> {
     let state = if m.delivered {
         MailState::Delivered
     } else {
         MailState::Pending
     };
     let written = conn
+        .db()
         .prepare_cached(include_str!("../../sql/mailbox_insert.sql"))?
         .execute(named_params! {
             ":thread_id": m.thread_id, ":direction": m.direction, ":kind": m.kind,
             ":send_key": m.send_key, ":message_id": m.message_id, ":body": m.body,
             ":recipient": m.recipient, ":at": m.at, ":state": state,
         })?;
-    Ok((written == 1).then(|| conn.last_insert_rowid()))
+    Ok((written == 1).then(|| conn.db().last_insert_rowid()))
 }
 
 /// One notice due to a session's caller.
@@ -61,8 +63,10 @@ pub struct Notice {
 }
 
 /// The notices due to the caller of session `session_id`, oldest first.
-pub fn pending_notices(conn: &Connection, session_id: &str) -> Result<Vec<Notice>> {
-    let mut stmt = conn.prepare_cached(include_str!("../../sql/notices_pending.sql"))?;
+pub fn pending_notices(conn: &Conn, session_id: &str) -> Result<Vec<Notice>> {
+    let mut stmt = conn
+        .db()
+        .prepare_cached(include_str!("../../sql/notices_pending.sql"))?;
     let rows = stmt.query_map([session_id], |r| {
         Ok(Notice {
             id: r.get(0)?,
@@ -78,8 +82,9 @@ pub fn pending_notices(conn: &Connection, session_id: &str) -> Result<Vec<Notice
 }
 
 /// Claims a pending notice for delivery; only the claim that changes the row may emit it.
-pub fn claim_notice(conn: &Connection, id: i64) -> Result<bool> {
+pub fn claim_notice(conn: &Conn, id: i64) -> Result<bool> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../sql/notice_delivered.sql"))?
         .execute((id, now_iso()))?
         > 0)

@@ -55,21 +55,83 @@ mod embedded {
 /// How long a connection waits for a lock held by another connection or process.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// A pooled read connection.
-pub type ReadConn = r2d2::PooledConnection<SqliteConnectionManager>;
+/// A pooled read connection: a [`Conn`] while it is held.
+pub struct ReadConn(r2d2::PooledConnection<SqliteConnectionManager>);
+
+impl std::ops::Deref for ReadConn {
+    type Target = Conn;
+
+    fn deref(&self) -> &Conn {
+        Conn::of(&self.0)
+    }
+}
 
 /// A connection as the store's functions take it (a reader from [`Store::read`], or the
-/// writer's transaction, which is one too). Code outside `store/` names it only to pass it on
-/// to those functions: the seam where a second backend changes what it is.
-pub type Conn = Connection;
+/// writer's transaction, which is one too). Outside `store/` it is opaque: it can only be
+/// passed on to those functions, so no statement runs anywhere else. The seam where a second
+/// backend changes what it holds.
+#[repr(transparent)]
+pub struct Conn(Connection);
 
-/// The transaction [`Store::write`] hands its closure; passed on to the store's functions.
-pub type Tx<'c> = Transaction<'c>;
+impl Conn {
+    /// The database's change counter (`PRAGMA data_version`): it moves whenever another
+    /// connection commits.
+    pub fn data_version(&self) -> Result<i64> {
+        Ok(self.0.query_row("PRAGMA data_version", [], |r| r.get(0))?)
+    }
+
+    /// Sets this connection's page cache to `kib` KiB (a bulk load wants more than the
+    /// default 2 MiB).
+    pub fn set_page_cache_kib(&self, kib: i64) -> Result<()> {
+        self.0
+            .execute_batch(&format!("PRAGMA cache_size = -{kib}"))?;
+        Ok(())
+    }
+
+    /// The store's view of a SQLite connection opened by hand (tests, benches).
+    pub fn of(c: &Connection) -> &Conn {
+        // SAFETY: `Conn` is `repr(transparent)` over `Connection`: same layout, and the
+        // reference keeps `c`'s lifetime.
+        unsafe { &*(c as *const Connection).cast::<Conn>() }
+    }
+
+    /// The SQLite connection, for the store's own functions.
+    pub(in crate::store) fn db(&self) -> &Connection {
+        &self.0
+    }
+
+    /// The SQLite connection, for tests and benches that set rows up by hand. No code of
+    /// `src/` outside `store/` calls it, unit tests aside (`tests/it/layers.rs` checks).
+    #[doc(hidden)]
+    pub fn sqlite(&self) -> &Connection {
+        &self.0
+    }
+}
+
+/// The transaction [`Store::write`] hands its closure; passed on to the store's functions
+/// (it is a [`Conn`] too, for their reads). Opaque outside `store/`, as [`Conn`] is.
+#[repr(transparent)]
+pub struct Tx<'c>(Transaction<'c>);
+
+impl<'c> Tx<'c> {
+    fn of<'a>(t: &'a Transaction<'c>) -> &'a Tx<'c> {
+        // SAFETY: `Tx` is `repr(transparent)` over `Transaction`: same layout, same lifetimes.
+        unsafe { &*(t as *const Transaction<'c>).cast::<Tx<'c>>() }
+    }
+}
+
+impl std::ops::Deref for Tx<'_> {
+    type Target = Conn;
+
+    fn deref(&self) -> &Conn {
+        Conn::of(&self.0)
+    }
+}
 
 /// A read-only connection of its own that tells when another connection (of this process or
 /// another) committed: the row watcher's (`serve/watcher.rs`). Its reads see the latest commit.
 pub struct ChangeWatch {
-    conn: Connection,
+    conn: Conn,
 }
 
 impl ChangeWatch {
@@ -78,6 +140,7 @@ impl ChangeWatch {
     pub fn version(&self) -> Result<i64> {
         Ok(self
             .conn
+            .db()
             .query_row("PRAGMA data_version", [], |r| r.get(0))?)
     }
 
@@ -95,7 +158,7 @@ impl Store {
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
         conn.busy_timeout(BUSY_TIMEOUT)?;
-        Ok(ChangeWatch { conn })
+        Ok(ChangeWatch { conn: Conn(conn) })
     }
 }
 
@@ -103,7 +166,7 @@ impl Store {
 /// bytes, other values as their debug form): for tests that compare whole tables.
 pub fn rows_as_text(conn: &Conn, sql: &str) -> Result<Vec<String>> {
     use rusqlite::types::ValueRef;
-    let mut stmt = conn.prepare(sql)?;
+    let mut stmt = conn.db().prepare(sql)?;
     let n = stmt.column_count();
     let mut q = stmt.query([])?;
     let mut rows = Vec::new();
@@ -311,7 +374,7 @@ impl Store {
 
     /// A read-only connection from the pool.
     pub fn read(&self) -> Result<ReadConn> {
-        Ok(self.readers.get()?)
+        Ok(ReadConn(self.readers.get()?))
     }
 
     /// Runs `f` in one `BEGIN IMMEDIATE` transaction on the writer connection; commits when it
@@ -322,12 +385,12 @@ impl Store {
     /// Called on a worker of a multi-thread tokio runtime (a request of `serve`), it waits off
     /// that worker: the worker's queue moves to another thread first, so other requests and
     /// children's streams go on meanwhile. Anywhere else it simply runs.
-    pub fn write<T>(&self, f: impl FnOnce(&Transaction<'_>) -> Result<T>) -> Result<T> {
+    pub fn write<T>(&self, f: impl FnOnce(&Tx<'_>) -> Result<T>) -> Result<T> {
         let run = || {
             let mut writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
             let Writer { conn, checkpoints } = &mut *writer;
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let out = f(&tx)?;
+            let out = f(Tx::of(&tx))?;
             tx.commit()?;
             checkpoints.after_commit(conn);
             Ok(out)
@@ -364,17 +427,18 @@ pub struct ReadTx<'c> {
 }
 
 impl<'c> ReadTx<'c> {
-    pub fn begin(conn: &'c Connection) -> Result<ReadTx<'c>> {
+    pub fn begin(conn: &'c Conn) -> Result<ReadTx<'c>> {
+        let conn = conn.db();
         conn.prepare_cached("BEGIN DEFERRED")?.execute([])?;
         Ok(ReadTx { conn })
     }
 }
 
 impl std::ops::Deref for ReadTx<'_> {
-    type Target = Connection;
+    type Target = Conn;
 
-    fn deref(&self) -> &Connection {
-        self.conn
+    fn deref(&self) -> &Conn {
+        Conn::of(self.conn)
     }
 }
 
@@ -555,7 +619,7 @@ fn migration_checksum(version: i32, name: &str, sql: &str) -> u64 {
 
 /// Opens `path` for ad-hoc reading only: the file is opened read-only and the connection is
 /// `query_only`, so no statement can change it.
-pub fn open_read_only(path: impl AsRef<Path>) -> Result<Connection> {
+pub fn open_read_only(path: impl AsRef<Path>) -> Result<Conn> {
     let path = path.as_ref();
     if !path.exists() {
         return Err(no_database(path));
@@ -578,7 +642,7 @@ pub fn open_read_only(path: impl AsRef<Path>) -> Result<Connection> {
     if holds != Holds::Threadbase {
         return Err(not_threadbase(path, &holds));
     }
-    Ok(conn)
+    Ok(Conn(conn))
 }
 
 /// What a SQLite database holds, as far as threadbase is concerned.
@@ -817,7 +881,7 @@ mod tests {
             ),
         ];
         for (name, sql) in queries {
-            let stmt = conn.prepare(sql).unwrap();
+            let stmt = conn.db().prepare(sql).unwrap();
             let names = stmt.column_names();
             if name.starts_with("list_") && name != "list_every_manager" {
                 // A contract A list row: the thread's id, path and status, then its kept answer

@@ -7,7 +7,8 @@
 //! or closed state marks the thread's pending notices delivered ([`quiet`]): the result gave
 //! the news already.
 
-use rusqlite::{Connection, OptionalExtension};
+use crate::store::Conn;
+use rusqlite::OptionalExtension;
 
 use super::mailbox::{self, Direction, MailKind, NewMail};
 use crate::domain::{state_words, ExitKind, Phase, ThreadStatus};
@@ -27,8 +28,9 @@ pub enum Cause {
 /// Writes the notice for `thread_id` in the caller's transaction, when the thread is contract
 /// A's and its row says what `cause` expects (a settle: live and idle; a close: closed).
 /// Returns whether a row was written.
-pub fn write(conn: &Connection, thread_id: &str, cause: Cause, at: &str) -> Result<bool> {
+pub fn write(conn: &Conn, thread_id: &str, cause: Cause, at: &str) -> Result<bool> {
     let facts = conn
+        .db()
         .prepare_cached(include_str!("../../sql/thread_notice_facts.sql"))?
         .query_row([thread_id], |r| {
             Ok(Facts {
@@ -96,16 +98,18 @@ pub fn write(conn: &Connection, thread_id: &str, cause: Cause, at: &str) -> Resu
 
 /// A result of the session's own `wait` reported the thread's settled or closed state: its
 /// pending notices are marked delivered (returns how many).
-pub fn quiet(conn: &Connection, thread_id: &str, at: &str) -> Result<usize> {
+pub fn quiet(conn: &Conn, thread_id: &str, at: &str) -> Result<usize> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../sql/notices_quiet.sql"))?
         .execute((thread_id, at))?)
 }
 
 /// A thread's phase as its row holds it (the ingest writer reads it before a batch's phase
 /// changes, to tell a settle from other idle changes); `None` when the row is gone.
-pub fn phase_before(conn: &Connection, thread_id: &str) -> Result<Option<Phase>> {
+pub fn phase_before(conn: &Conn, thread_id: &str) -> Result<Option<Phase>> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../sql/thread_phase.sql"))?
         .query_row([thread_id], |r| r.get(0))
         .optional()?)

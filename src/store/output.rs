@@ -1,6 +1,7 @@
 //! Typed access to `thread_output`: what a thread's snapshot shows besides its row and events.
 
-use rusqlite::{Connection, OptionalExtension, Row};
+use crate::store::Conn;
+use rusqlite::{OptionalExtension, Row};
 
 use crate::error::Result;
 
@@ -34,8 +35,9 @@ impl OutputFacts {
 }
 
 /// A thread's retained output; empty when none was recorded yet.
-pub fn of_thread(conn: &Connection, id: &str) -> Result<OutputFacts> {
+pub fn of_thread(conn: &Conn, id: &str) -> Result<OutputFacts> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../sql/output_of_thread.sql"))?
         .query_row([id], |r| OutputFacts::from_row(r, 0))
         .optional()?
@@ -44,9 +46,11 @@ pub fn of_thread(conn: &Connection, id: &str) -> Result<OutputFacts> {
 
 /// The retained output of `count` threads whose ids are the JSON array `ids`, in its order
 /// (one query whatever their number); empty for a thread with none.
-pub fn of_threads(conn: &Connection, ids: &str, count: usize) -> Result<Vec<OutputFacts>> {
+pub fn of_threads(conn: &Conn, ids: &str, count: usize) -> Result<Vec<OutputFacts>> {
     let mut outs = vec![OutputFacts::default(); count];
-    let mut stmt = conn.prepare_cached(include_str!("../../sql/outputs_of_threads.sql"))?;
+    let mut stmt = conn
+        .db()
+        .prepare_cached(include_str!("../../sql/outputs_of_threads.sql"))?;
     let mut found = stmt.query([ids])?;
     while let Some(r) = found.next()? {
         let at = r.get::<_, i64>(0)? as usize;
@@ -60,49 +64,55 @@ pub fn of_threads(conn: &Connection, ids: &str, count: usize) -> Result<Vec<Outp
 // ---- the runtime's writes --------------------------------------------------------------------
 
 /// A launched thread's output row, created empty if it has none.
-pub fn ensure(conn: &Connection, id: &str) -> Result<()> {
-    conn.prepare_cached(include_str!("../../sql/output_ensure.sql"))?
+pub fn ensure(conn: &Conn, id: &str) -> Result<()> {
+    conn.db()
+        .prepare_cached(include_str!("../../sql/output_ensure.sql"))?
         .execute([id])?;
     Ok(())
 }
 
 /// The last completed assistant message's text (it replaces the partial one).
-pub fn set_assistant(conn: &Connection, id: &str, text: &str) -> Result<()> {
-    conn.prepare_cached(include_str!("../../sql/output_set_assistant.sql"))?
+pub fn set_assistant(conn: &Conn, id: &str, text: &str) -> Result<()> {
+    conn.db()
+        .prepare_cached(include_str!("../../sql/output_set_assistant.sql"))?
         .execute((id, text))?;
     Ok(())
 }
 
 /// The text of the assistant message still streaming.
-pub fn set_partial(conn: &Connection, id: &str, text: &str) -> Result<()> {
-    conn.prepare_cached(include_str!("../../sql/output_set_partial.sql"))?
+pub fn set_partial(conn: &Conn, id: &str, text: &str) -> Result<()> {
+    conn.db()
+        .prepare_cached(include_str!("../../sql/output_set_partial.sql"))?
         .execute((id, text))?;
     Ok(())
 }
 
 /// Whether a turn is under way.
-pub fn set_turn_open(conn: &Connection, id: &str, open: bool) -> Result<()> {
-    conn.prepare_cached(include_str!("../../sql/output_set_turn_open.sql"))?
+pub fn set_turn_open(conn: &Conn, id: &str, open: bool) -> Result<()> {
+    conn.db()
+        .prepare_cached(include_str!("../../sql/output_set_turn_open.sql"))?
         .execute((id, open))?;
     Ok(())
 }
 
 /// The child's session name and pending message count, from its last `get_state` answer.
 pub fn set_session_state(
-    conn: &Connection,
+    conn: &Conn,
     id: &str,
     name: Option<&str>,
     pending: Option<i64>,
 ) -> Result<()> {
-    conn.prepare_cached(include_str!("../../sql/output_set_session_state.sql"))?
+    conn.db()
+        .prepare_cached(include_str!("../../sql/output_set_session_state.sql"))?
         .execute((id, name, pending))?;
     Ok(())
 }
 
 /// Appends stderr bytes to the retained tail, keeping its last `keep` bytes (and counting the
 /// ones cut).
-pub fn append_stderr(conn: &Connection, id: &str, bytes: &[u8], keep: usize) -> Result<()> {
+pub fn append_stderr(conn: &Conn, id: &str, bytes: &[u8], keep: usize) -> Result<()> {
     let (mut tail, mut dropped): (Vec<u8>, i64) = conn
+        .db()
         .prepare_cached(include_str!("../../sql/output_get_stderr.sql"))?
         .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
         .unwrap_or((Vec::new(), 0));
@@ -112,7 +122,8 @@ pub fn append_stderr(conn: &Connection, id: &str, bytes: &[u8], keep: usize) -> 
         dropped += cut as i64;
         tail.drain(..cut);
     }
-    conn.prepare_cached(include_str!("../../sql/output_set_stderr.sql"))?
+    conn.db()
+        .prepare_cached(include_str!("../../sql/output_set_stderr.sql"))?
         .execute((id, tail, dropped))?;
     Ok(())
 }

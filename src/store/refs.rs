@@ -10,7 +10,8 @@
 //! the manager's own unknown-reference error, as the contract words it.
 
 use crate::domain::ManagerId;
-use rusqlite::{named_params, Connection, OptionalExtension};
+use crate::store::Conn;
+use rusqlite::{named_params, OptionalExtension};
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::paths::{is_thread_id, json_quote, thread_reference_path};
@@ -34,7 +35,7 @@ pub struct RefScope<'a> {
 
 /// Resolves a reference to one of the manager's threads, else to a descendant held by a
 /// manager below it (see the module docs).
-pub fn resolve(conn: &Connection, scope: RefScope<'_>, reference: &str) -> Result<ThreadRow> {
+pub fn resolve(conn: &Conn, scope: RefScope<'_>, reference: &str) -> Result<ThreadRow> {
     match resolve_own(conn, scope, reference) {
         Err(e) if e.code == ErrorCode::UnknownReference => {
             match resolve_below(conn, scope, reference)? {
@@ -47,11 +48,7 @@ pub fn resolve(conn: &Connection, scope: RefScope<'_>, reference: &str) -> Resul
 }
 
 /// The three steps over the managers below the scope's manager: `None` when nothing matches.
-fn resolve_below(
-    conn: &Connection,
-    scope: RefScope<'_>,
-    reference: &str,
-) -> Result<Option<ThreadRow>> {
+fn resolve_below(conn: &Conn, scope: RefScope<'_>, reference: &str) -> Result<Option<ThreadRow>> {
     let text = reference.trim();
     if is_thread_id(text) {
         return query_thread(
@@ -107,7 +104,7 @@ fn ambiguous(reference: &str, candidates: &[String]) -> Error {
 }
 
 /// The contract's three steps over the manager's own threads.
-fn resolve_own(conn: &Connection, scope: RefScope<'_>, reference: &str) -> Result<ThreadRow> {
+fn resolve_own(conn: &Conn, scope: RefScope<'_>, reference: &str) -> Result<ThreadRow> {
     let text = reference.trim();
     if is_thread_id(text) {
         return match query_thread(
@@ -146,11 +143,7 @@ fn resolve_own(conn: &Connection, scope: RefScope<'_>, reference: &str) -> Resul
 /// Resolves a `list.parent` / `list.ancestor` value to a path. `.`, `self` and the caller's
 /// own id mean the current path; a syntactically valid path is used as given even if no
 /// thread has it; anything else goes through [`resolve`].
-pub fn resolve_list_filter(
-    conn: &Connection,
-    scope: RefScope<'_>,
-    reference: &str,
-) -> Result<String> {
+pub fn resolve_list_filter(conn: &Conn, scope: RefScope<'_>, reference: &str) -> Result<String> {
     let text = reference.trim();
     if text == "." || text == "self" || scope.self_id == Some(text) {
         return Ok(scope.current_path.to_string());
@@ -165,7 +158,7 @@ pub fn resolve_list_filter(
     Ok(resolve(conn, scope, reference)?.path)
 }
 
-fn unknown(conn: &Connection, scope: RefScope<'_>, reference: &str) -> Result<Error> {
+fn unknown(conn: &Conn, scope: RefScope<'_>, reference: &str) -> Result<Error> {
     let known = query_threads(
         conn,
         include_str!("../../sql/threads_known.sql"),
@@ -217,7 +210,7 @@ fn unknown(conn: &Connection, scope: RefScope<'_>, reference: &str) -> Result<Er
 /// The root session, its session file and the path of the thread whose id is `reference`,
 /// when another session holds it (see sql/thread_elsewhere.sql).
 fn elsewhere(
-    conn: &Connection,
+    conn: &Conn,
     scope: RefScope<'_>,
     reference: &str,
 ) -> Result<Option<(String, Option<String>, String)>> {
@@ -225,6 +218,7 @@ fn elsewhere(
         return Ok(None);
     }
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../sql/thread_elsewhere.sql"))?
         .query_row(rusqlite::params![reference, scope.manager_id], |r| {
             Ok((r.get(0)?, r.get(1)?, r.get(2)?))
@@ -241,7 +235,7 @@ const CANDIDATES: i64 = 20;
 /// session id) or, without one, of the whole database. Several threads: an ambiguity error
 /// naming each candidate's session by name and start time.
 pub fn resolve_anywhere(
-    conn: &Connection,
+    conn: &Conn,
     reference: &str,
     manager: Option<&str>,
     session: Option<&crate::store::sessions::SessionInfo>,
@@ -346,7 +340,7 @@ pub fn resolve_anywhere(
 /// sessions, a Repair that says to pass `--session`. Two queries and one session-file read per
 /// root session, whatever the number of candidates.
 fn ambiguous_across_sessions(
-    conn: &Connection,
+    conn: &Conn,
     reference: &str,
     candidates: &[ThreadRow],
 ) -> Result<Error> {

@@ -1,7 +1,8 @@
 //! The `reports` table: a managed worker's one report (contract C). The engine compares a
 //! repeated report with the stored one, so both directions are typed here.
 
-use rusqlite::{Connection, OptionalExtension, Row};
+use crate::store::Conn;
+use rusqlite::{OptionalExtension, Row};
 
 use crate::error::Result;
 
@@ -30,8 +31,9 @@ impl ReportRow {
 }
 
 /// A worker's stored report, if it has one.
-pub fn report_of(conn: &Connection, worker_id: &str) -> Result<Option<ReportRow>> {
+pub fn report_of(conn: &Conn, worker_id: &str) -> Result<Option<ReportRow>> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../sql/worker_report.sql"))?
         .query_row([worker_id], ReportRow::from_row)
         .optional()?
@@ -50,8 +52,9 @@ pub struct NewReport<'a> {
 }
 
 /// Admits a worker's only report (the primary key refuses a second one).
-pub fn insert_report(conn: &Connection, report: &NewReport<'_>) -> Result<()> {
-    conn.prepare_cached(include_str!("../../sql/worker_report_insert.sql"))?
+pub fn insert_report(conn: &Conn, report: &NewReport<'_>) -> Result<()> {
+    conn.db()
+        .prepare_cached(include_str!("../../sql/worker_report_insert.sql"))?
         .execute((
             report.worker_id,
             report.verdict,

@@ -1,7 +1,8 @@
 //! Typed access to what the restore pass reads and writes: the live threads whose owner may
 //! be gone, contract B's reserved runs never launched, and the close of one as stale.
 
-use rusqlite::{named_params, Connection};
+use crate::store::Conn;
+use rusqlite::named_params;
 
 use crate::domain::{Contract, ManagerId};
 use crate::error::Result;
@@ -23,8 +24,10 @@ pub struct Candidate {
 }
 
 /// Every live thread, with its owner.
-pub fn candidates(conn: &Connection) -> Result<Vec<Candidate>> {
-    let mut stmt = conn.prepare_cached(include_str!("../../sql/restore_candidates.sql"))?;
+pub fn candidates(conn: &Conn) -> Result<Vec<Candidate>> {
+    let mut stmt = conn
+        .db()
+        .prepare_cached(include_str!("../../sql/restore_candidates.sql"))?;
     let rows = stmt.query_map([], |r| {
         Ok(Candidate {
             id: r.get("id")?,
@@ -53,8 +56,10 @@ pub struct Unlaunched {
 }
 
 /// Contract B's reserved runs that no process ever started.
-pub fn unlaunched_agents(conn: &Connection) -> Result<Vec<Unlaunched>> {
-    let mut stmt = conn.prepare_cached(include_str!("../../sql/agent_restore_candidates.sql"))?;
+pub fn unlaunched_agents(conn: &Conn) -> Result<Vec<Unlaunched>> {
+    let mut stmt = conn
+        .db()
+        .prepare_cached(include_str!("../../sql/agent_restore_candidates.sql"))?;
     let rows = stmt.query_map([], |r| {
         Ok(Unlaunched {
             id: r.get(0)?,
@@ -67,13 +72,9 @@ pub fn unlaunched_agents(conn: &Connection) -> Result<Vec<Unlaunched>> {
 }
 
 /// Pauses a reserved contract B run with `paused_status`; false when it changed meanwhile.
-pub fn pause_unlaunched(
-    conn: &Connection,
-    id: &str,
-    paused_status: &str,
-    at: &str,
-) -> Result<bool> {
+pub fn pause_unlaunched(conn: &Conn, id: &str, paused_status: &str, at: &str) -> Result<bool> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../sql/agent_restore_unlaunched.sql"))?
         .execute(named_params! {":paused_status": paused_status, ":at": at, ":id": id})?
         > 0)
@@ -82,7 +83,7 @@ pub fn pause_unlaunched(
 /// Closes launch `launch_seq` of a thread as stale with `message` (contract B: paused with
 /// `paused_status`); false when it changed meanwhile.
 pub fn close_stale(
-    conn: &Connection,
+    conn: &Conn,
     id: &str,
     launch_seq: i64,
     message: &str,
@@ -90,6 +91,7 @@ pub fn close_stale(
     at: &str,
 ) -> Result<bool> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../sql/restore_close_stale.sql"))?
         .execute(named_params! {
             ":message": message, ":at": at, ":paused_status": paused_status,

@@ -8,10 +8,11 @@
 //! stale. Reading costs one file per root session (a handful), only where a command shows or
 //! matches names.
 
+use crate::store::Conn;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-use rusqlite::{named_params, Connection};
+use rusqlite::named_params;
 use serde::Serialize;
 
 use crate::error::{Error, ErrorCode, Result};
@@ -51,10 +52,12 @@ const PREFIX_MANAGERS: i64 = 200;
 
 /// Every root session of the database, newest first (by start time, then id): one query, then
 /// one session-file read per root. On a database before V4 (no places), every manager's session.
-pub fn infos(conn: &Connection) -> Result<Vec<SessionInfo>> {
+pub fn infos(conn: &Conn) -> Result<Vec<SessionInfo>> {
     let mut out: Vec<SessionInfo> = Vec::new();
     if crate::store::usage::has_tables(conn)? {
-        let mut stmt = conn.prepare_cached(include_str!("../../sql/root_sessions.sql"))?;
+        let mut stmt = conn
+            .db()
+            .prepare_cached(include_str!("../../sql/root_sessions.sql"))?;
         let rows = stmt.query_map([], |r| {
             Ok((
                 r.get::<_, String>(0)?,
@@ -68,7 +71,9 @@ pub fn infos(conn: &Connection) -> Result<Vec<SessionInfo>> {
             out.push(info(session, cwd, started_at, file.as_deref()));
         }
     } else {
-        let mut stmt = conn.prepare_cached(include_str!("../../sql/forest_root_managers.sql"))?;
+        let mut stmt = conn
+            .db()
+            .prepare_cached(include_str!("../../sql/forest_root_managers.sql"))?;
         let rows = stmt.query_map([], |r| {
             Ok((
                 r.get::<_, String>(0)?,
@@ -139,12 +144,13 @@ fn one_line(text: &str) -> String {
 }
 
 /// The root session with the most recent thread activity, if any thread is placed.
-pub fn latest(conn: &Connection) -> Result<Option<String>> {
+pub fn latest(conn: &Conn) -> Result<Option<String>> {
     use rusqlite::OptionalExtension;
     if !crate::store::usage::has_tables(conn)? {
         return Ok(None);
     }
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../sql/root_session_latest.sql"))?
         .query_row([], |r| r.get(0))
         .optional()?)
@@ -152,10 +158,12 @@ pub fn latest(conn: &Connection) -> Result<Option<String>> {
 
 /// The managers whose session id starts with `prefix`, each with the root session of the tree
 /// it sits in (None: it has no placed thread).
-fn managers_by_prefix(conn: &Connection, prefix: &str) -> Result<Vec<(String, Option<String>)>> {
+fn managers_by_prefix(conn: &Conn, prefix: &str) -> Result<Vec<(String, Option<String>)>> {
     // Session ids are ASCII: every id that starts with the prefix sorts below prefix + U+10FFFF.
     let hi = format!("{prefix}\u{10FFFF}");
-    let mut stmt = conn.prepare_cached(include_str!("../../sql/root_sessions_of_managers.sql"))?;
+    let mut stmt = conn
+        .db()
+        .prepare_cached(include_str!("../../sql/root_sessions_of_managers.sql"))?;
     let rows = stmt.query_map(
         named_params! {":lo": prefix, ":hi": hi, ":limit": PREFIX_MANAGERS},
         |r| Ok((r.get(0)?, r.get(1)?)),
@@ -166,7 +174,7 @@ fn managers_by_prefix(conn: &Connection, prefix: &str) -> Result<Vec<(String, Op
 /// Each thread's root session (None before V4) and manager session, for the ids given: one
 /// query.
 pub fn sessions_of_threads(
-    conn: &Connection,
+    conn: &Conn,
     ids: &[&str],
 ) -> Result<HashMap<String, (Option<String>, String)>> {
     let ids = serde_json::to_string(ids)?;
@@ -176,18 +184,19 @@ pub fn sessions_of_threads(
     } else {
         include_str!("../../sql/managers_of_threads.sql")
     };
-    let mut stmt = conn.prepare_cached(sql)?;
+    let mut stmt = conn.db().prepare_cached(sql)?;
     let rows = stmt.query_map([ids], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?))))?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
 /// The root session of a thread's tree (None before V4, or for an unplaced thread).
-pub fn root_of_thread(conn: &Connection, id: &str) -> Result<Option<String>> {
+pub fn root_of_thread(conn: &Conn, id: &str) -> Result<Option<String>> {
     use rusqlite::OptionalExtension;
     if !crate::store::usage::has_tables(conn)? {
         return Ok(None);
     }
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../sql/usage_place.sql"))?
         .query_row([id], |r| r.get(0))
         .optional()?)
@@ -198,7 +207,7 @@ pub fn root_of_thread(conn: &Connection, id: &str) -> Result<Option<String>> {
 /// serve: its tree's root); a prefix of at least [`MIN_PREFIX`] characters of either; the
 /// session's name as Pi records it, then its title (first user message), case aside. Nothing
 /// or several: an error listing sessions by name and start time.
-pub fn select(conn: &Connection, selector: &str) -> Result<SessionInfo> {
+pub fn select(conn: &Conn, selector: &str) -> Result<SessionInfo> {
     if !crate::store::usage::has_tables(conn)? {
         return Err(Error::new(
             ErrorCode::InvalidParams,

@@ -2,8 +2,9 @@
 //! finds the bytes; what they say is the engine's business. Rows are only read for this
 //! build's [`SHAPE`], so a different build's rendering is never served.
 
+use crate::store::Conn;
 use rusqlite::types::{ToSql, ToSqlOutput};
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::OptionalExtension;
 
 use crate::error::Result;
 
@@ -39,8 +40,9 @@ impl ToSql for View {
 pub type Cached = (String, Option<String>);
 
 /// One thread's cached `view` at `detail`, if this build rendered it.
-pub fn cached(conn: &Connection, id: &str, view: View, detail: &str) -> Result<Option<Cached>> {
+pub fn cached(conn: &Conn, id: &str, view: View, detail: &str) -> Result<Option<Cached>> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../sql/snapshot_cached.sql"))?
         .query_row((id, view, detail, SHAPE), |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?)
@@ -52,7 +54,7 @@ pub fn cached(conn: &Connection, id: &str, view: View, detail: &str) -> Result<O
 /// the reading and the keeping, and every later change deletes the row (V8's triggers).
 /// Returns whether it was kept.
 pub fn put(
-    conn: &Connection,
+    conn: &Conn,
     id: &str,
     view: View,
     detail: &str,
@@ -60,6 +62,7 @@ pub fn put(
     line: Option<&str>,
 ) -> Result<bool> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../sql/snapshot_put.sql"))?
         .execute((id, view, detail, SHAPE, json, line))?
         > 0)

@@ -1,7 +1,8 @@
 //! Typed access to `managers` and `threads`.
 
+use crate::store::Conn;
 use rusqlite::types::ValueRef;
-use rusqlite::{named_params, CachedStatement, Connection, OptionalExtension, Row};
+use rusqlite::{named_params, CachedStatement, OptionalExtension, Row};
 use serde::Serialize;
 
 use crate::error::Result;
@@ -45,8 +46,10 @@ impl<'a> ManagerSpec<'a> {
 }
 
 /// Finds or creates a manager and records its current owner; returns its id.
-pub fn upsert_manager(conn: &Connection, spec: &ManagerSpec<'_>) -> Result<ManagerId> {
-    let mut stmt = conn.prepare_cached(include_str!("../../sql/manager_upsert.sql"))?;
+pub fn upsert_manager(conn: &Conn, spec: &ManagerSpec<'_>) -> Result<ManagerId> {
+    let mut stmt = conn
+        .db()
+        .prepare_cached(include_str!("../../sql/manager_upsert.sql"))?;
     let id = stmt.query_row(
         named_params! {
             ":session_id": spec.session_id,
@@ -66,12 +69,10 @@ pub fn upsert_manager(conn: &Connection, spec: &ManagerSpec<'_>) -> Result<Manag
 }
 
 /// A manager's id by session and contract, if it exists.
-pub fn manager_id(
-    conn: &Connection,
-    session_id: &str,
-    contract: Contract,
-) -> Result<Option<ManagerId>> {
-    let mut stmt = conn.prepare_cached(include_str!("../../sql/manager_by_session.sql"))?;
+pub fn manager_id(conn: &Conn, session_id: &str, contract: Contract) -> Result<Option<ManagerId>> {
+    let mut stmt = conn
+        .db()
+        .prepare_cached(include_str!("../../sql/manager_by_session.sql"))?;
     Ok(stmt
         .query_row((session_id, contract), |r| r.get(0))
         .optional()?)
@@ -112,13 +113,15 @@ pub struct NewThread {
 
 /// Reserves a thread row (live, or closed with an exit set in the same transaction), for every
 /// contract. A second thread at the same path of one manager is a `conflict`.
-pub fn insert_thread(conn: &Connection, t: &NewThread) -> Result<()> {
+pub fn insert_thread(conn: &Conn, t: &NewThread) -> Result<()> {
     insert_thread_at(conn, t, &now_iso())
 }
 
 /// [`insert_thread`] created at `now` (a reservation that writes other rows at the same time).
-pub fn insert_thread_at(conn: &Connection, t: &NewThread, now: &str) -> Result<()> {
-    let mut stmt = conn.prepare_cached(include_str!("../../sql/thread_insert.sql"))?;
+pub fn insert_thread_at(conn: &Conn, t: &NewThread, now: &str) -> Result<()> {
+    let mut stmt = conn
+        .db()
+        .prepare_cached(include_str!("../../sql/thread_insert.sql"))?;
     let args = serde_json::to_string(&t.args)?;
     stmt.execute(named_params! {
         ":id": t.id,
@@ -363,7 +366,10 @@ impl ThreadRow {
 }
 
 /// The cached statement of a thread-row query, checked to return the columns of [`col`].
-pub fn thread_statement<'c>(conn: &'c Connection, sql: &str) -> Result<CachedStatement<'c>> {
+pub fn thread_statement<'c>(
+    conn: &'c rusqlite::Connection,
+    sql: &str,
+) -> Result<CachedStatement<'c>> {
     let stmt = conn.prepare_cached(sql)?;
     if stmt.column_count() != col::COUNT {
         return Err(crate::error::Error::internal(format!(
@@ -377,11 +383,11 @@ pub fn thread_statement<'c>(conn: &'c Connection, sql: &str) -> Result<CachedSta
 
 /// Runs a cached query that returns thread rows (the columns of [`col`], in order).
 pub fn query_threads(
-    conn: &Connection,
+    conn: &Conn,
     sql: &str,
     params: impl rusqlite::Params,
 ) -> Result<Vec<ThreadRow>> {
-    let mut stmt = thread_statement(conn, sql)?;
+    let mut stmt = thread_statement(conn.db(), sql)?;
     let rows = stmt.query_map(params, ThreadRow::from_row)?;
     Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
 }
@@ -389,35 +395,38 @@ pub fn query_threads(
 /// Runs a cached lookup that returns at most one thread row (a primary key or unique index
 /// equality), stepping once.
 pub fn query_thread(
-    conn: &Connection,
+    conn: &Conn,
     sql: &str,
     params: impl rusqlite::Params,
 ) -> Result<Option<ThreadRow>> {
-    let mut stmt = thread_statement(conn, sql)?;
+    let mut stmt = thread_statement(conn.db(), sql)?;
     Ok(stmt.query_row(params, ThreadRow::from_row).optional()?)
 }
 
 /// A thread by id in any manager.
-pub fn thread_by_id_any(conn: &Connection, id: &str) -> Result<Option<ThreadRow>> {
+pub fn thread_by_id_any(conn: &Conn, id: &str) -> Result<Option<ThreadRow>> {
     query_thread(conn, include_str!("../../sql/thread_by_id_any.sql"), [id])
 }
 
 /// The session id and contract of the manager a thread belongs to.
-pub fn manager_of_thread(conn: &Connection, thread_id: &str) -> Result<Option<(String, String)>> {
-    let mut stmt = conn.prepare_cached(include_str!("../../sql/manager_of_thread.sql"))?;
+pub fn manager_of_thread(conn: &Conn, thread_id: &str) -> Result<Option<(String, String)>> {
+    let mut stmt = conn
+        .db()
+        .prepare_cached(include_str!("../../sql/manager_of_thread.sql"))?;
     Ok(stmt
         .query_row([thread_id], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?)
 }
 
 /// A thread's ancestors by parent link, the top first (across managers).
-pub fn thread_ancestors(conn: &Connection, id: &str) -> Result<Vec<ThreadRow>> {
+pub fn thread_ancestors(conn: &Conn, id: &str) -> Result<Vec<ThreadRow>> {
     query_threads(conn, include_str!("../../sql/thread_ancestors.sql"), [id])
 }
 
 /// How many live threads a manager has (PI_THREADS_MAX_THREADS holds per manager).
-pub fn count_live(conn: &Connection, manager_id: ManagerId) -> Result<i64> {
+pub fn count_live(conn: &Conn, manager_id: ManagerId) -> Result<i64> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../sql/count_live.sql"))?
         .query_row([manager_id], |r| r.get(0))?)
 }
@@ -431,12 +440,10 @@ pub struct IdleThread {
 }
 
 /// Up to `limit` of `manager_id`'s live threads that sit idle, longest idle first.
-pub fn live_idle(
-    conn: &Connection,
-    manager_id: ManagerId,
-    limit: usize,
-) -> Result<Vec<IdleThread>> {
-    let mut stmt = conn.prepare_cached(include_str!("../../sql/live_idle_threads.sql"))?;
+pub fn live_idle(conn: &Conn, manager_id: ManagerId, limit: usize) -> Result<Vec<IdleThread>> {
+    let mut stmt = conn
+        .db()
+        .prepare_cached(include_str!("../../sql/live_idle_threads.sql"))?;
     let rows = stmt.query_map(rusqlite::params![manager_id, limit as i64], |r| {
         Ok(IdleThread {
             id: ThreadId::new(r.get::<_, String>(0)?),
@@ -448,34 +455,34 @@ pub fn live_idle(
 }
 
 /// Whether a thread id is recorded.
-pub fn thread_exists(conn: &Connection, id: &str) -> Result<bool> {
+pub fn thread_exists(conn: &Conn, id: &str) -> Result<bool> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../sql/thread_exists.sql"))?
         .query_row([id], |r| r.get(0))?)
 }
 
 /// Whether a manager already holds `path`.
-pub fn path_taken(conn: &Connection, manager_id: ManagerId, path: &str) -> Result<bool> {
+pub fn path_taken(conn: &Conn, manager_id: ManagerId, path: &str) -> Result<bool> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../sql/path_taken.sql"))?
         .query_row((manager_id, path), |r| r.get(0))?)
 }
 
 /// The id of the thread at `path` of a manager.
-pub fn thread_id_at_path(
-    conn: &Connection,
-    manager_id: ManagerId,
-    path: &str,
-) -> Result<Option<String>> {
+pub fn thread_id_at_path(conn: &Conn, manager_id: ManagerId, path: &str) -> Result<Option<String>> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../sql/thread_id_at_path.sql"))?
         .query_row((manager_id, path), |r| r.get(0))
         .optional()?)
 }
 
 /// Archives or unarchives a closed thread.
-pub fn set_archived(conn: &Connection, id: &str, archived: bool, at: &str) -> Result<()> {
-    conn.prepare_cached(include_str!("../../sql/thread_set_archived.sql"))?
+pub fn set_archived(conn: &Conn, id: &str, archived: bool, at: &str) -> Result<()> {
+    conn.db()
+        .prepare_cached(include_str!("../../sql/thread_set_archived.sql"))?
         .execute(named_params! {":archived": archived, ":at": at, ":id": id})?;
     Ok(())
 }
@@ -483,10 +490,11 @@ pub fn set_archived(conn: &Connection, id: &str, archived: bool, at: &str) -> Re
 /// A thread's status and the serve that holds it (a reserved row whose launch is in flight:
 /// its manager's serve), as recorded: `None` for a holder without a recorded pid.
 pub fn thread_holder(
-    conn: &Connection,
+    conn: &Conn,
     id: &str,
 ) -> Result<Option<(ThreadStatus, Option<ProcessIdentity>)>> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../sql/thread_holder.sql"))?
         .query_row([id], |r| {
             Ok((r.get(0)?, ProcessIdentity::recorded(r.get(1)?, r.get(2)?)))
@@ -497,10 +505,11 @@ pub fn thread_holder(
 /// The serve that owns a manager, as recorded (`Some(None)`: a manager with no owner
 /// recorded; `None`: no such manager).
 pub fn manager_owner(
-    conn: &Connection,
+    conn: &Conn,
     manager_id: ManagerId,
 ) -> Result<Option<Option<ProcessIdentity>>> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../sql/manager_owner.sql"))?
         .query_row([manager_id], |r| {
             Ok(ProcessIdentity::recorded(r.get(0)?, r.get(1)?))
@@ -509,7 +518,7 @@ pub fn manager_owner(
 }
 
 /// The threads among `ids` that exist, in that order (sql/threads_by_ids.sql).
-pub fn threads_by_ids(conn: &Connection, ids: &[&str]) -> Result<Vec<ThreadRow>> {
+pub fn threads_by_ids(conn: &Conn, ids: &[&str]) -> Result<Vec<ThreadRow>> {
     query_threads(
         conn,
         include_str!("../../sql/threads_by_ids.sql"),

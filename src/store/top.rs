@@ -2,9 +2,10 @@
 //! (`paths::descendant_range`, as list's `ancestor` reads it, sql/top_threads_under.sql), so a
 //! narrow view of a big database reads only its rows; and every thread's place in its tree.
 
+use crate::store::Conn;
 use std::collections::HashMap;
 
-use rusqlite::{named_params, Connection};
+use rusqlite::named_params;
 
 use crate::domain::{AgentState, Contract, ExitKind, Outcome, Phase, ThreadStatus};
 use crate::error::Result;
@@ -39,10 +40,12 @@ pub struct TopRow {
 
 /// The thread at `subtree` and every thread below it, in every manager (every thread when it
 /// is empty; a trailing `/` is ignored), in list order.
-pub fn rows(conn: &Connection, subtree: &str) -> Result<Vec<TopRow>> {
+pub fn rows(conn: &Conn, subtree: &str) -> Result<Vec<TopRow>> {
     let sub = subtree.trim_end_matches('/');
     if sub.is_empty() {
-        let mut stmt = conn.prepare_cached(include_str!("../../sql/top_threads.sql"))?;
+        let mut stmt = conn
+            .db()
+            .prepare_cached(include_str!("../../sql/top_threads.sql"))?;
         let rows = stmt.query_map([], read_row)?;
         return Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?);
     }
@@ -52,7 +55,9 @@ pub fn rows(conn: &Connection, subtree: &str) -> Result<Vec<TopRow>> {
         return Ok(Vec::new());
     }
     let (lo, hi) = descendant_range(sub);
-    let mut stmt = conn.prepare_cached(include_str!("../../sql/top_threads_under.sql"))?;
+    let mut stmt = conn
+        .db()
+        .prepare_cached(include_str!("../../sql/top_threads_under.sql"))?;
     let rows = stmt.query_map(
         named_params! {":key": sort_key(sub), ":lo": lo, ":hi": hi},
         read_row,
@@ -61,8 +66,10 @@ pub fn rows(conn: &Connection, subtree: &str) -> Result<Vec<TopRow>> {
 }
 
 /// Every thread's root session and forest parent (sql/top_places.sql).
-pub fn places(conn: &Connection) -> Result<HashMap<String, (String, Option<String>)>> {
-    let mut stmt = conn.prepare_cached(include_str!("../../sql/top_places.sql"))?;
+pub fn places(conn: &Conn) -> Result<HashMap<String, (String, Option<String>)>> {
+    let mut stmt = conn
+        .db()
+        .prepare_cached(include_str!("../../sql/top_places.sql"))?;
     let places = stmt
         .query_map([], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?))))?
         .collect::<rusqlite::Result<_>>()?;

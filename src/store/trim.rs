@@ -142,7 +142,8 @@ mod tests {
     use super::*;
 
     /// Bytes of page cache `conn` holds (`SQLITE_DBSTATUS_CACHE_USED`).
-    fn cache_used(conn: &rusqlite::Connection) -> i64 {
+    fn cache_used(conn: &crate::store::Conn) -> i64 {
+        let conn = conn.db();
         let (mut cur, mut high) = (0, 0);
         // SAFETY: the handle is a live connection borrowed for the call; the out-pointers are
         // valid locals.
@@ -172,8 +173,10 @@ mod tests {
         let store = Arc::new(Store::open(dir.path().join("t.sqlite")).unwrap());
         store
             .write(|tx| {
-                tx.execute_batch("CREATE TABLE bulk(x BLOB)")?;
-                let mut ins = tx.prepare("INSERT INTO bulk VALUES (zeroblob(3000))")?;
+                tx.db().execute_batch("CREATE TABLE bulk(x BLOB)")?;
+                let mut ins = tx
+                    .db()
+                    .prepare("INSERT INTO bulk VALUES (zeroblob(3000))")?;
                 for _ in 0..8000 {
                     ins.execute([])?;
                 }
@@ -184,7 +187,8 @@ mod tests {
     }
 
     /// Reads every page of `bulk` on `conn`, as a burst of requests would.
-    fn read_all(conn: &rusqlite::Connection) {
+    fn read_all(conn: &crate::store::Conn) {
+        let conn = conn.db();
         let n: i64 = conn
             .query_row("SELECT sum(length(x)) FROM bulk", [], |r| r.get(0))
             .unwrap();

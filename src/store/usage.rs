@@ -8,7 +8,8 @@
 //! What a crashed serve never recorded is read back from the thread's Pi session file by the
 //! restore pass ([`reconcile`]), using `turns` as the count of messages already counted.
 
-use rusqlite::{named_params, Connection, OptionalExtension, Row};
+use crate::store::Conn;
+use rusqlite::{named_params, OptionalExtension, Row};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -125,8 +126,9 @@ impl Usage {
 
 /// Adds `u` to a thread's row (its tree's total follows by trigger). A thread without a row
 /// (deleted meanwhile) changes nothing.
-pub fn add(conn: &Connection, thread_id: &str, u: &Usage, at: &str) -> Result<()> {
-    conn.prepare_cached(include_str!("../../sql/usage_add.sql"))?
+pub fn add(conn: &Conn, thread_id: &str, u: &Usage, at: &str) -> Result<()> {
+    conn.db()
+        .prepare_cached(include_str!("../../sql/usage_add.sql"))?
         .execute(named_params! {
             ":input": u.input_tokens, ":output": u.output_tokens,
             ":cache_read": u.cache_read_tokens, ":cache_write": u.cache_write_tokens,
@@ -137,8 +139,9 @@ pub fn add(conn: &Connection, thread_id: &str, u: &Usage, at: &str) -> Result<()
 }
 
 /// One thread's own usage.
-pub fn of_thread(conn: &Connection, thread_id: &str) -> Result<Option<Usage>> {
+pub fn of_thread(conn: &Conn, thread_id: &str) -> Result<Option<Usage>> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../sql/usage_of_thread.sql"))?
         .query_row([thread_id], |r| Usage::from_columns(r, 0))
         .optional()?)
@@ -146,8 +149,9 @@ pub fn of_thread(conn: &Connection, thread_id: &str) -> Result<Option<Usage>> {
 
 /// Whether the database has the usage tables: read-only commands can open a database written
 /// by an older version that no serve of this one has migrated yet.
-pub fn has_tables(conn: &Connection) -> Result<bool> {
+pub fn has_tables(conn: &Conn) -> Result<bool> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../sql/usage_schema.sql"))?
         .query_row([], |r| r.get::<_, i64>(0))?
         > 0)
@@ -161,7 +165,7 @@ pub fn not_migrated() -> crate::error::Error {
 }
 
 /// Every thread's own usage, by thread id (empty on a database without the usage tables).
-pub fn all_if_any(conn: &Connection) -> Result<std::collections::HashMap<String, Usage>> {
+pub fn all_if_any(conn: &Conn) -> Result<std::collections::HashMap<String, Usage>> {
     if !has_tables(conn)? {
         return Ok(Default::default());
     }
@@ -169,8 +173,10 @@ pub fn all_if_any(conn: &Connection) -> Result<std::collections::HashMap<String,
 }
 
 /// Every thread's own usage, by thread id.
-pub fn all(conn: &Connection) -> Result<std::collections::HashMap<String, Usage>> {
-    let mut stmt = conn.prepare_cached(include_str!("../../sql/usage_all.sql"))?;
+pub fn all(conn: &Conn) -> Result<std::collections::HashMap<String, Usage>> {
+    let mut stmt = conn
+        .db()
+        .prepare_cached(include_str!("../../sql/usage_all.sql"))?;
     let rows = stmt.query_map([], |r| Ok((r.get(0)?, Usage::from_columns(r, 1)?)))?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
@@ -186,8 +192,9 @@ pub struct SubtreeUsage {
 }
 
 /// What `thread_id` and its descendants spent (one range of `thread_places_by_key`).
-pub fn of_subtree(conn: &Connection, thread_id: &str) -> Result<Option<SubtreeUsage>> {
+pub fn of_subtree(conn: &Conn, thread_id: &str) -> Result<Option<SubtreeUsage>> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../sql/usage_subtree.sql"))?
         .query_row([thread_id], |r| {
             Ok(SubtreeUsage {
@@ -224,9 +231,9 @@ pub struct TreeUsage {
 /// The spend of the tree `of` belongs to: one primary-key lookup in `tree_usage` once the root
 /// is found (each candidate a primary-key lookup in `thread_places`). A tree with no threads
 /// yet has spent nothing.
-pub fn tree_spend(conn: &Connection, of: TreeOf<'_>) -> Result<TreeUsage> {
+pub fn tree_spend(conn: &Conn, of: TreeOf<'_>) -> Result<TreeUsage> {
     let found = conn
-        .prepare_cached(include_str!("../../sql/usage_tree_of.sql"))?
+        .db().prepare_cached(include_str!("../../sql/usage_tree_of.sql"))?
         .query_row(
             named_params! {":thread_id": of.thread_id, ":self_id": of.self_id, ":session_id": of.session_id},
             |r| {
@@ -249,19 +256,22 @@ pub fn tree_spend(conn: &Connection, of: TreeOf<'_>) -> Result<TreeUsage> {
 
 /// Whether the database keeps root sessions' own turns (schema version 9 or later); the
 /// read-only commands may open a database no newer serve has migrated yet.
-pub fn has_session_usage(conn: &Connection) -> Result<bool> {
+pub fn has_session_usage(conn: &Conn) -> Result<bool> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../sql/session_usage_schema.sql"))?
         .query_row([], |r| r.get::<_, i64>(0))?
         > 0)
 }
 
 /// Every root session's own turns (none on a database from before schema version 9).
-pub fn all_sessions(conn: &Connection) -> Result<Vec<(String, Usage)>> {
+pub fn all_sessions(conn: &Conn) -> Result<Vec<(String, Usage)>> {
     if !has_session_usage(conn)? {
         return Ok(Vec::new());
     }
-    let mut stmt = conn.prepare_cached(include_str!("../../sql/session_usage_all.sql"))?;
+    let mut stmt = conn
+        .db()
+        .prepare_cached(include_str!("../../sql/session_usage_all.sql"))?;
     let rows = stmt.query_map([], |r| Ok((r.get(0)?, Usage::from_columns(r, 1)?)))?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
@@ -270,13 +280,14 @@ pub fn all_sessions(conn: &Connection) -> Result<Vec<(String, Usage)>> {
 /// has). A session that is a thread's (`self_id`, or a thread whose id is `session_id`) is
 /// not recorded: its turns are its thread's usage already. Returns whether it was recorded.
 pub fn put_session(
-    conn: &Connection,
+    conn: &Conn,
     session_id: &str,
     self_id: Option<&str>,
     u: &Usage,
     at: &str,
 ) -> Result<bool> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../sql/session_usage_put.sql"))?
         .query_row(
             named_params! {
@@ -299,9 +310,11 @@ pub fn put_session(
 
 /// The own usage of `ids` (a JSON array of `count` thread ids), by position; a thread without
 /// a row spent nothing.
-pub fn of_threads(conn: &Connection, ids: &str, count: usize) -> Result<Vec<Usage>> {
+pub fn of_threads(conn: &Conn, ids: &str, count: usize) -> Result<Vec<Usage>> {
     let mut out = vec![Usage::default(); count];
-    let mut stmt = conn.prepare_cached(include_str!("../../sql/usage_of_threads.sql"))?;
+    let mut stmt = conn
+        .db()
+        .prepare_cached(include_str!("../../sql/usage_of_threads.sql"))?;
     let mut found = stmt.query([ids])?;
     while let Some(r) = found.next()? {
         let at = r.get::<_, i64>(0)? as usize;
@@ -348,11 +361,12 @@ pub fn spend_since(later: &Usage, earlier: &Usage) -> Usage {
 /// thread's session (its thread `self_id`, else the thread whose id is `session_id`: a
 /// contract C worker), that thread's subtree without itself; else (a root session) every
 /// thread of its tree.
-pub fn spend_below(conn: &Connection, self_id: Option<&str>, session_id: &str) -> Result<Usage> {
+pub fn spend_below(conn: &Conn, self_id: Option<&str>, session_id: &str) -> Result<Usage> {
     let place = include_str!("../../sql/usage_place.sql");
     let mut me = None;
     for id in self_id.into_iter().chain([session_id]) {
         let placed = conn
+            .db()
             .prepare_cached(place)?
             .query_row([id], |r| r.get::<_, String>(0))
             .optional()?;
@@ -363,10 +377,12 @@ pub fn spend_below(conn: &Connection, self_id: Option<&str>, session_id: &str) -
     }
     let found = match me {
         Some(id) => conn
+            .db()
             .prepare_cached(include_str!("../../sql/usage_below_thread.sql"))?
             .query_row([id], |r| spend_columns(r, 0))
             .optional()?,
         None => conn
+            .db()
             .prepare_cached(include_str!("../../sql/usage_below_session.sql"))?
             .query_row([session_id], |r| spend_columns(r, 0))
             .optional()?,
@@ -376,13 +392,10 @@ pub fn spend_below(conn: &Connection, self_id: Option<&str>, session_id: &str) -
 
 /// The spend below `session_id` its tool results have not reported yet, and the spend below
 /// (reads only: [`tell`] records it).
-pub fn untold(
-    conn: &Connection,
-    self_id: Option<&str>,
-    session_id: &str,
-) -> Result<(Usage, Usage)> {
+pub fn untold(conn: &Conn, self_id: Option<&str>, session_id: &str) -> Result<(Usage, Usage)> {
     let below = spend_below(conn, self_id, session_id)?;
     let told = conn
+        .db()
         .prepare_cached(include_str!("../../sql/usage_told_of.sql"))?
         .query_row([session_id], |r| spend_columns(r, 0))
         .optional()?
@@ -394,10 +407,11 @@ pub fn untold(
 /// tool results have not reported yet, and the `usage_told` row moved up to it, so the same
 /// spend is never reported twice (not by repeated calls, concurrent ones, nor a new serve of
 /// the same session). Zero when nothing new was spent.
-pub fn tell(conn: &Connection, self_id: Option<&str>, session_id: &str, at: &str) -> Result<Usage> {
+pub fn tell(conn: &Conn, self_id: Option<&str>, session_id: &str, at: &str) -> Result<Usage> {
     let (news, below) = untold(conn, self_id, session_id)?;
     if !news.is_zero() {
-        conn.prepare_cached(include_str!("../../sql/usage_told_put.sql"))?
+        conn.db()
+            .prepare_cached(include_str!("../../sql/usage_told_put.sql"))?
             .execute(named_params! {
                 ":session_id": session_id,
                 ":input": below.input_tokens,
@@ -427,12 +441,7 @@ pub fn session_messages(file: &crate::pi::session::SessionFile, since_ms: i64) -
 /// its row has not counted yet: the row has counted the first `turns` of them, because the
 /// ingest writer adds each message as Pi completes (and saves) it, in order. Returns what was
 /// added. Run it only for a thread no live process writes for (the restore pass).
-pub fn reconcile(
-    conn: &Connection,
-    thread_id: &str,
-    messages: &[Usage],
-    at: &str,
-) -> Result<Usage> {
+pub fn reconcile(conn: &Conn, thread_id: &str, messages: &[Usage], at: &str) -> Result<Usage> {
     let Some(counted) = of_thread(conn, thread_id)? else {
         return Ok(Usage::default());
     };
@@ -524,12 +533,14 @@ pub struct TreeRow {
 
 /// The rows of `root`'s tree whose keys are `key` or below it (`None`: the whole tree), in
 /// tree order: one range of the tree's keys.
-pub fn tree_rows(conn: &Connection, root: &str, key: Option<&str>) -> Result<Vec<TreeRow>> {
+pub fn tree_rows(conn: &Conn, root: &str, key: Option<&str>) -> Result<Vec<TreeRow>> {
     let (lo, hi) = match key {
         Some(k) => (k.to_string(), format!("{k}0")),
         None => ("/".to_string(), "0".to_string()),
     };
-    let mut stmt = conn.prepare_cached(include_str!("../../sql/usage_tree_rows.sql"))?;
+    let mut stmt = conn
+        .db()
+        .prepare_cached(include_str!("../../sql/usage_tree_rows.sql"))?;
     let rows = stmt.query_map((root, &lo, &hi), |r| {
         Ok(TreeRow {
             id: r.get(0)?,
@@ -564,16 +575,19 @@ pub fn tree_rows(conn: &Connection, root: &str, key: Option<&str>) -> Result<Vec
 }
 
 /// The root session and tree key of a thread's place (sql/usage_place.sql).
-pub fn place_of(conn: &Connection, id: &str) -> Result<(String, String)> {
+pub fn place_of(conn: &Conn, id: &str) -> Result<(String, String)> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../sql/usage_place.sql"))?
         .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))?)
 }
 
 /// Every root session's total: its threads' and its own turns' (as its Pi extension reported
 /// them; nothing on a database from before schema version 9).
-pub fn trees(conn: &Connection) -> Result<Vec<TreeUsage>> {
-    let mut stmt = conn.prepare_cached(include_str!("../../sql/usage_trees.sql"))?;
+pub fn trees(conn: &Conn) -> Result<Vec<TreeUsage>> {
+    let mut stmt = conn
+        .db()
+        .prepare_cached(include_str!("../../sql/usage_trees.sql"))?;
     let rows = stmt.query_map([], |r| {
         Ok(TreeUsage {
             root_session: r.get(0)?,

@@ -22,8 +22,6 @@
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 
-use rusqlite::Connection;
-
 use super::BUSY_TIMEOUT;
 
 /// SQLite's autocheckpoint threshold, kept: a passive checkpoint from this many pages.
@@ -42,7 +40,7 @@ thread_local! {
 
 /// The WAL hook of a writer connection: notes the WAL's size for [`Checkpoints::after_commit`].
 /// Setting it turns SQLite's autocheckpoint off; `after_commit` does its work instead.
-pub fn watch(conn: &Connection) {
+pub fn watch(conn: &rusqlite::Connection) {
     conn.wal_hook(Some(|_wal, pages| {
         WAL_PAGES.set(pages);
         Ok(())
@@ -75,11 +73,11 @@ impl Checkpoints {
     /// Checkpoints as the module doc says, after a commit on `conn` (the writer connection, in
     /// autocommit mode). A failed checkpoint loses nothing (the frames stay in the WAL), so it
     /// is logged and the commit's result stands.
-    pub fn after_commit(&mut self, conn: &Connection) {
+    pub fn after_commit(&mut self, conn: &rusqlite::Connection) {
         self.last = self.run(conn);
     }
 
-    fn run(&mut self, conn: &Connection) -> Ran {
+    fn run(&mut self, conn: &rusqlite::Connection) -> Ran {
         let pages = WAL_PAGES.replace(0);
         self.pages = pages;
         if pages < CHECKPOINT_PAGES {
@@ -109,7 +107,7 @@ impl Checkpoints {
 /// waits in the busy handler for the writer lock and for readers, but not for another
 /// connection's checkpoint (a passive one after another serve's commit), which makes it give up
 /// at once.
-fn restart(conn: &Connection) -> rusqlite::Result<bool> {
+fn restart(conn: &rusqlite::Connection) -> rusqlite::Result<bool> {
     let began = Instant::now();
     loop {
         let left = RESTART_WAIT.saturating_sub(began.elapsed());
@@ -138,7 +136,7 @@ const SETTLE_WAIT: Duration = Duration::from_millis(250);
 /// the WAL is emptied, unless another connection keeps reading or writing for [`SETTLE_WAIT`]
 /// (a read of this process's own background work, or another process's: then nothing
 /// happens). True when the WAL is empty after it.
-pub fn truncate_now(conn: &Connection) -> bool {
+pub fn truncate_now(conn: &rusqlite::Connection) -> bool {
     let _ = conn.busy_timeout(Duration::ZERO);
     let deadline = std::time::Instant::now() + SETTLE_WAIT;
     let done = loop {
@@ -155,7 +153,7 @@ pub fn truncate_now(conn: &Connection) -> bool {
 }
 
 /// Runs `PRAGMA wal_checkpoint(mode)`; true when it finished (its first column, `busy`, is 0).
-fn checkpoint(conn: &Connection, mode: &str) -> rusqlite::Result<bool> {
+fn checkpoint(conn: &rusqlite::Connection, mode: &str) -> rusqlite::Result<bool> {
     conn.query_row(&format!("PRAGMA wal_checkpoint({mode})"), [], |r| {
         r.get::<_, i64>(0)
     })
@@ -168,14 +166,19 @@ mod tests {
     use crate::store::Store;
 
     /// A store whose WAL is held from checkpoints by a reader, and that reader.
-    fn store_with_a_held_wal(dir: &std::path::Path) -> (Store, Connection) {
+    fn store_with_a_held_wal(dir: &std::path::Path) -> (Store, crate::store::Conn) {
         let store = Store::open(dir.join("t.sqlite")).unwrap();
         store
-            .write(|tx| Ok(tx.execute_batch("CREATE TABLE filler(k INTEGER PRIMARY KEY, v BLOB)")?))
+            .write(|tx| {
+                Ok(tx
+                    .db()
+                    .execute_batch("CREATE TABLE filler(k INTEGER PRIMARY KEY, v BLOB)")?)
+            })
             .unwrap();
         let reader = crate::store::open_read_only(dir.join("t.sqlite")).unwrap();
-        reader.execute_batch("BEGIN").unwrap();
+        reader.db().execute_batch("BEGIN").unwrap();
         let _: i64 = reader
+            .db()
             .query_row("SELECT count(*) FROM filler", [], |r| r.get(0))
             .unwrap();
         (store, reader)
@@ -185,7 +188,7 @@ mod tests {
     fn commit(store: &Store, k: i64) -> (Ran, i32) {
         store
             .write(|tx| {
-                tx.execute(
+                tx.db().execute(
                     "INSERT OR REPLACE INTO filler(k, v) VALUES (?1, zeroblob(12000))",
                     [k % 64],
                 )?;
@@ -222,7 +225,7 @@ mod tests {
         );
         let ends = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(60));
-            reader.execute_batch("COMMIT").unwrap();
+            reader.db().execute_batch("COMMIT").unwrap();
         });
         let began = Instant::now();
         let mut k = 10_000;
@@ -260,6 +263,7 @@ mod tests {
         let stored: i64 = store
             .read()
             .unwrap()
+            .db()
             .query_row("SELECT count(*) FROM filler", [], |r| r.get(0))
             .unwrap();
         assert_eq!(stored, 64);
@@ -269,7 +273,7 @@ mod tests {
             k += 1;
         }
         assert!(quick.elapsed() < RESTART_WAIT, "{:?}", quick.elapsed());
-        reader.execute_batch("COMMIT").unwrap();
+        reader.db().execute_batch("COMMIT").unwrap();
         std::thread::sleep(RESTART_BACKOFF);
         assert_eq!(commit(&store, k).0, Ran::Restart);
         assert!(commit(&store, k + 1).1 <= 8);

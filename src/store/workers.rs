@@ -4,7 +4,8 @@
 //! Everything the worker engine reads or writes goes through here, so the engine holds no SQL.
 
 use crate::domain::{ManagerId, ThreadId};
-use rusqlite::{Connection, OptionalExtension, Row};
+use crate::store::Conn;
+use rusqlite::{OptionalExtension, Row};
 
 use super::reports::ReportRow;
 use crate::error::Result;
@@ -72,22 +73,23 @@ impl WorkerRow {
     }
 }
 
-fn query_workers(conn: &Connection, sql: &str, param: &str) -> Result<Vec<WorkerRow>> {
-    let mut stmt = conn.prepare_cached(sql)?;
+fn query_workers(conn: &Conn, sql: &str, param: &str) -> Result<Vec<WorkerRow>> {
+    let mut stmt = conn.db().prepare_cached(sql)?;
     let rows = stmt.query_map([param], WorkerRow::from_row)?;
     Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
 }
 
 /// One worker by id (a row with a coordinator and a spawn key).
-pub fn worker_by_id(conn: &Connection, id: &str) -> Result<Option<WorkerRow>> {
+pub fn worker_by_id(conn: &Conn, id: &str) -> Result<Option<WorkerRow>> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../sql/worker_by_id.sql"))?
         .query_row([id], WorkerRow::from_row)
         .optional()?)
 }
 
 /// Every worker of one coordinator, hidden ones included, oldest first.
-pub fn workers_of_coordinator(conn: &Connection, coordinator_id: &str) -> Result<Vec<WorkerRow>> {
+pub fn workers_of_coordinator(conn: &Conn, coordinator_id: &str) -> Result<Vec<WorkerRow>> {
     query_workers(
         conn,
         include_str!("../../sql/workers_of_coordinator.sql"),
@@ -96,10 +98,7 @@ pub fn workers_of_coordinator(conn: &Connection, coordinator_id: &str) -> Result
 }
 
 /// The workers of several coordinators, oldest first, in one query.
-pub fn workers_of_coordinators(
-    conn: &Connection,
-    coordinator_ids: &[String],
-) -> Result<Vec<WorkerRow>> {
+pub fn workers_of_coordinators(conn: &Conn, coordinator_ids: &[String]) -> Result<Vec<WorkerRow>> {
     query_workers(
         conn,
         include_str!("../../sql/workers_of_coordinators.sql"),
@@ -108,15 +107,17 @@ pub fn workers_of_coordinators(
 }
 
 /// Gives every hidden worker of the coordinators the hidden override `false`.
-pub fn restore_hidden(conn: &Connection, coordinator_ids: &[String]) -> Result<()> {
-    conn.prepare_cached(include_str!("../../sql/workers_restore_hidden.sql"))?
+pub fn restore_hidden(conn: &Conn, coordinator_ids: &[String]) -> Result<()> {
+    conn.db()
+        .prepare_cached(include_str!("../../sql/workers_restore_hidden.sql"))?
         .execute((serde_json::to_string(coordinator_ids)?, now_iso()))?;
     Ok(())
 }
 
 /// Whether a session id is itself a managed worker.
-pub fn is_worker(conn: &Connection, id: &str) -> Result<bool> {
+pub fn is_worker(conn: &Conn, id: &str) -> Result<bool> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../sql/worker_caller_is_worker.sql"))?
         .query_row([id], |r| r.get(0))?)
 }
@@ -129,8 +130,9 @@ pub struct WorkerIdentity {
 }
 
 /// The identity stored for a thread id, if such a thread exists.
-pub fn identity(conn: &Connection, id: &str) -> Result<Option<WorkerIdentity>> {
+pub fn identity(conn: &Conn, id: &str) -> Result<Option<WorkerIdentity>> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../sql/worker_identity.sql"))?
         .query_row([id], |r| {
             Ok(WorkerIdentity {
@@ -142,8 +144,9 @@ pub fn identity(conn: &Connection, id: &str) -> Result<Option<WorkerIdentity>> {
 }
 
 /// The slots a coordinator's workers hold (see `sql/worker_slots_used.sql`).
-pub fn slots_used(conn: &Connection, coordinator_id: &str) -> Result<i64> {
+pub fn slots_used(conn: &Conn, coordinator_id: &str) -> Result<i64> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../sql/worker_slots_used.sql"))?
         .query_row([coordinator_id], |r| r.get(0))?)
 }
@@ -170,7 +173,7 @@ pub struct NewWorker<'a> {
 
 /// Reserves a worker row (live, `starting`): a top-level row at `/<workerID>` under its
 /// coordinator's worker manager, its own session id.
-pub fn insert_worker(conn: &Connection, w: &NewWorker<'_>) -> Result<()> {
+pub fn insert_worker(conn: &Conn, w: &NewWorker<'_>) -> Result<()> {
     let text = |s: &str| Some(s.to_string());
     let row = super::threads::NewThread {
         id: ThreadId::new(w.id),
@@ -196,15 +199,17 @@ pub fn insert_worker(conn: &Connection, w: &NewWorker<'_>) -> Result<()> {
 }
 
 /// Sets a worker's hidden override.
-pub fn set_hidden(conn: &Connection, id: &str, hidden: bool) -> Result<()> {
-    conn.prepare_cached(include_str!("../../sql/worker_set_hidden.sql"))?
+pub fn set_hidden(conn: &Conn, id: &str, hidden: bool) -> Result<()> {
+    conn.db()
+        .prepare_cached(include_str!("../../sql/worker_set_hidden.sql"))?
         .execute((id, hidden, now_iso()))?;
     Ok(())
 }
 
 /// After an admitted send: a reported worker is shown (override 0), else the override goes.
-pub fn unhide_after_send(conn: &Connection, id: &str) -> Result<()> {
-    conn.prepare_cached(include_str!("../../sql/worker_unhide_after_send.sql"))?
+pub fn unhide_after_send(conn: &Conn, id: &str) -> Result<()> {
+    conn.db()
+        .prepare_cached(include_str!("../../sql/worker_unhide_after_send.sql"))?
         .execute((id, now_iso()))?;
     Ok(())
 }
@@ -213,15 +218,17 @@ pub use crate::domain::Outcome;
 use crate::domain::{ExitKind, Phase, ThreadStatus};
 
 /// Records how a worker's last run ended.
-pub fn set_outcome(conn: &Connection, id: &str, outcome: Outcome) -> Result<()> {
-    conn.prepare_cached(include_str!("../../sql/worker_set_outcome.sql"))?
+pub fn set_outcome(conn: &Conn, id: &str, outcome: Outcome) -> Result<()> {
+    conn.db()
+        .prepare_cached(include_str!("../../sql/worker_set_outcome.sql"))?
         .execute((id, outcome, now_iso()))?;
     Ok(())
 }
 
 /// Before a relaunch: a closed worker keeps the outcome that was only derived so far.
-pub fn keep_outcome(conn: &Connection, id: &str) -> Result<()> {
-    conn.prepare_cached(include_str!("../../sql/worker_keep_outcome.sql"))?
+pub fn keep_outcome(conn: &Conn, id: &str) -> Result<()> {
+    conn.db()
+        .prepare_cached(include_str!("../../sql/worker_keep_outcome.sql"))?
         .execute([id])?;
     Ok(())
 }
@@ -234,8 +241,9 @@ pub struct ModelSource {
 }
 
 /// The model source of a thread, if it exists.
-pub fn model_source(conn: &Connection, id: &str) -> Result<Option<ModelSource>> {
+pub fn model_source(conn: &Conn, id: &str) -> Result<Option<ModelSource>> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../sql/worker_model_source.sql"))?
         .query_row([id], |r| {
             Ok(ModelSource {
@@ -247,8 +255,9 @@ pub fn model_source(conn: &Connection, id: &str) -> Result<Option<ModelSource>> 
 }
 
 /// Records the model (JSON text) the worker's session reported, unless one is known.
-pub fn set_model(conn: &Connection, id: &str, model: &str) -> Result<()> {
-    conn.prepare_cached(include_str!("../../sql/worker_set_model.sql"))?
+pub fn set_model(conn: &Conn, id: &str, model: &str) -> Result<()> {
+    conn.db()
+        .prepare_cached(include_str!("../../sql/worker_set_model.sql"))?
         .execute((id, model))?;
     Ok(())
 }
@@ -264,8 +273,9 @@ pub struct RunMarks {
 }
 
 /// A thread's run bookkeeping now.
-pub fn run_marks(conn: &Connection, id: &str) -> Result<RunMarks> {
+pub fn run_marks(conn: &Conn, id: &str) -> Result<RunMarks> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../sql/worker_run_marks.sql"))?
         .query_row([id], |r| {
             Ok(RunMarks {
@@ -289,8 +299,9 @@ pub struct Activity {
 }
 
 /// What a thread's events after `seq` show.
-pub fn activity_since(conn: &Connection, id: &str, seq: i64) -> Result<Activity> {
+pub fn activity_since(conn: &Conn, id: &str, seq: i64) -> Result<Activity> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../sql/worker_activity_since.sql"))?
         .query_row((id, seq), |r| {
             Ok(Activity {
@@ -311,8 +322,9 @@ pub struct KeyedMessage {
 }
 
 /// The message a thread holds under `send_key` (an error when there is none).
-pub fn message_by_key(conn: &Connection, thread_id: &str, send_key: &str) -> Result<KeyedMessage> {
+pub fn message_by_key(conn: &Conn, thread_id: &str, send_key: &str) -> Result<KeyedMessage> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../sql/worker_mailbox_by_key.sql"))?
         .query_row((thread_id, send_key), |r| {
             Ok(KeyedMessage {
@@ -331,8 +343,10 @@ pub struct PendingMessage {
 }
 
 /// A worker's pending messages, in order.
-pub fn pending_messages(conn: &Connection, thread_id: &str) -> Result<Vec<PendingMessage>> {
-    let mut stmt = conn.prepare_cached(include_str!("../../sql/worker_pending_messages.sql"))?;
+pub fn pending_messages(conn: &Conn, thread_id: &str) -> Result<Vec<PendingMessage>> {
+    let mut stmt = conn
+        .db()
+        .prepare_cached(include_str!("../../sql/worker_pending_messages.sql"))?;
     let rows = stmt.query_map([thread_id], |r| {
         Ok(PendingMessage {
             id: r.get(0)?,
@@ -343,8 +357,9 @@ pub fn pending_messages(conn: &Connection, thread_id: &str) -> Result<Vec<Pendin
 }
 
 /// Marks a pending message delivered.
-pub fn mark_delivered(conn: &Connection, message: i64) -> Result<()> {
-    conn.prepare_cached(include_str!("../../sql/worker_mailbox_delivered.sql"))?
+pub fn mark_delivered(conn: &Conn, message: i64) -> Result<()> {
+    conn.db()
+        .prepare_cached(include_str!("../../sql/worker_mailbox_delivered.sql"))?
         .execute((message, now_iso()))?;
     Ok(())
 }

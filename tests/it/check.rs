@@ -90,7 +90,7 @@ fn clean() -> common::TempDb {
     );
     store
         .write(|tx| {
-            tx.execute(
+            tx.sqlite().execute(
                 "UPDATE threads SET pid = ?1, pgid = ?1, owner_pid = ?1, owner_started_at = ?2 WHERE id = ?3",
                 rusqlite::params![me.pid, me.started_at, tid(3)],
             )?;

@@ -357,7 +357,7 @@ fn a_live_thread_whose_owner_is_gone_says_so_without_a_write() {
         .write(|tx| {
             // The held one's owner is this process; the orphan's is this pid with another start
             // time (a reused pid, not the owner).
-            tx.execute(
+            tx.sqlite().execute(
                 "UPDATE threads SET owner_pid = ?1, owner_started_at = CASE path WHEN '/root/held' THEN ?2 ELSE ?2 + 12345 END WHERE status = 'live'",
                 [me.pid, me.started_at],
             )?;

@@ -42,6 +42,7 @@ fn writer_process() {
         let n: i64 = store
             .read()
             .unwrap()
+            .sqlite()
             .query_row("SELECT count(*) FROM threads", [], |r| r.get(0))
             .unwrap();
         assert!(n > i as i64);
@@ -93,6 +94,7 @@ fn many_processes_create_one_new_database_at_once() {
             .unwrap()
             .read()
             .unwrap()
+            .sqlite()
             .query_row(
                 "SELECT max(version) FROM refinery_schema_history",
                 [],
@@ -141,9 +143,11 @@ fn two_processes_write_concurrently_without_locked_errors() {
     let store = Store::open(&db.path).unwrap();
     let conn = store.read().unwrap();
     let threads: i64 = conn
+        .sqlite()
         .query_row("SELECT count(*) FROM threads", [], |r| r.get(0))
         .unwrap();
     let evs: i64 = conn
+        .sqlite()
         .query_row("SELECT count(*) FROM thread_events", [], |r| r.get(0))
         .unwrap();
     assert_eq!(

@@ -59,6 +59,7 @@ fn crash_owner_process() {
             let conn = store.read().unwrap();
             for id in &ids {
                 let seq: i64 = conn
+                    .sqlite()
                     .query_row("SELECT last_seq FROM threads WHERE id = ?1", [id], |r| {
                         r.get(0)
                     })
@@ -163,7 +164,7 @@ fn sigkill_of_the_owner_loses_no_committed_event_and_leaves_no_process() {
         let conn = store.read().unwrap();
         for (id, seq) in &committed {
             let (status, phase, exit, message, last_seq): (String, String, String, String, i64) = conn
-                .query_row(
+                .sqlite().query_row(
                     "SELECT status, phase, exit_kind, exit_message, last_seq FROM threads WHERE id = ?1",
                     [id],
                     |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
@@ -210,6 +211,7 @@ fn sigkill_of_the_owner_loses_no_committed_event_and_leaves_no_process() {
         let status: String = store
             .read()
             .unwrap()
+            .sqlite()
             .query_row(
                 "SELECT status FROM threads WHERE id = ?1",
                 [common::tid(1)],

@@ -791,7 +791,7 @@ fn restore_kills_what_a_gone_child_left_in_its_group_and_nothing_else() {
                     ..Default::default()
                 },
             )?;
-            tx.execute(
+            tx.sqlite().execute(
                 "UPDATE threads SET pid = ?2, pgid = ?2, process_started_at = 1, owner_pid = ?3, owner_started_at = 1 WHERE id = ?1",
                 rusqlite::params![id, pgid, owner_pid],
             )?;

@@ -213,12 +213,12 @@ fn seed(db: &Path, workers: &[Worker<'_>]) {
                         ..Default::default()
                     },
                 )?;
-                tx.execute(
+                tx.sqlite().execute(
                     "UPDATE threads SET outcome = ?2, hidden = ?3 WHERE id = ?1",
                     rusqlite::params![w.id, w.outcome, w.hidden],
                 )?;
                 if let Some(verdict) = w.verdict {
-                    tx.execute(
+                    tx.sqlite().execute(
                         "INSERT INTO reports (worker_id, verdict, summary, evidence, message_id, created_at)
                          VALUES (?1, ?2, 'summary of ' || ?1, '[\"cargo test\",\"ok\"]', 'msg_r', '2026-01-01T00:00:00.000Z')",
                         rusqlite::params![w.id, verdict],
@@ -411,7 +411,7 @@ fn snapshot_and_restore_with_the_token() {
     let store = Store::open(&db.path).unwrap();
     let conn = store.read().unwrap();
     let hidden: Vec<(String, Option<i64>)> =
-        common::pairs(&conn, "SELECT id, hidden FROM threads ORDER BY id");
+        common::pairs(conn.sqlite(), "SELECT id, hidden FROM threads ORDER BY id");
     assert_eq!(
         hidden,
         [
@@ -947,6 +947,7 @@ fn worker_queries_use_the_spawn_key_index() {
         include_str!("../../sql/workers_restore_hidden.sql"),
     ] {
         let plan: Vec<String> = conn
+            .sqlite()
             .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
             .unwrap()
             .query_map(

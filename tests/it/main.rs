@@ -20,6 +20,7 @@ mod fuzz_corpus;
 mod fuzz_serve;
 mod http;
 mod logging;
+mod layers;
 mod many_writers;
 mod old_databases;
 mod prop_paths;

@@ -234,24 +234,31 @@ fn top_reader(db: &Path, stop: &AtomicBool) -> (u64, Vec<String>) {
     let mut seen = -1i64;
     while !stop.load(Ordering::Relaxed) {
         let result = (|| -> rusqlite::Result<()> {
-            let version: i64 = conn.query_row("PRAGMA data_version", [], |r| r.get(0))?;
+            let version: i64 = conn
+                .sqlite()
+                .query_row("PRAGMA data_version", [], |r| r.get(0))?;
             if version == seen {
                 return Ok(());
             }
             seen = version;
             let ids: Vec<String> = {
-                let mut stmt = conn.prepare_cached(include_str!("../../sql/top_threads.sql"))?;
+                let mut stmt = conn
+                    .sqlite()
+                    .prepare_cached(include_str!("../../sql/top_threads.sql"))?;
                 let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
                 rows.collect::<rusqlite::Result<_>>()?
             };
             for id in ids.iter().rev().take(4) {
-                conn.prepare_cached(include_str!("../../sql/thread_by_id_any.sql"))?
+                conn.sqlite()
+                    .prepare_cached(include_str!("../../sql/thread_by_id_any.sql"))?
                     .query_map([id], |_| Ok(()))?
                     .for_each(drop);
-                conn.prepare_cached(include_str!("../../sql/output_of_thread.sql"))?
+                conn.sqlite()
+                    .prepare_cached(include_str!("../../sql/output_of_thread.sql"))?
                     .query_map([id], |_| Ok(()))?
                     .for_each(drop);
-                conn.prepare_cached(include_str!("../../sql/events_of_thread.sql"))?
+                conn.sqlite()
+                    .prepare_cached(include_str!("../../sql/events_of_thread.sql"))?
                     .query_map([id], |_| Ok(()))?
                     .for_each(drop);
             }

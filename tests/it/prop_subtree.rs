@@ -44,7 +44,7 @@ fn seed(nodes: &[Node]) -> (common::TempDb, Store, Vec<Mgr>) {
     let store = Store::open(&db.path).expect("open");
     let mgrs = store
         .write(|tx| {
-            let root = add_manager(tx, "ses_root", Contract::Thread, "/root", None)?;
+            let root = add_manager(tx.sqlite(), "ses_root", Contract::Thread, "/root", None)?;
             let mut mgrs = vec![Mgr {
                 db_id: root,
                 scope: "/root".into(),
@@ -59,7 +59,7 @@ fn seed(nodes: &[Node]) -> (common::TempDb, Store, Vec<Mgr>) {
                         Some(m) => m,
                         None => {
                             let id = add_manager(
-                                tx,
+                                tx.sqlite(),
                                 &format!("ses_of_{}", nodes[p].id),
                                 Contract::Thread,
                                 &nodes[p].path,
@@ -80,21 +80,21 @@ fn seed(nodes: &[Node]) -> (common::TempDb, Store, Vec<Mgr>) {
                 row.parent_id = n.parent.map(|p| nodes[p].id.as_str().into());
                 insert_thread(tx, &row)?;
                 if !n.live {
-                    tx.execute(
+                    tx.sqlite().execute(
                         "UPDATE threads SET status='closed', phase='stale', exit_kind='stale', exit_message='seeded' WHERE id=?1",
                         [&n.id],
                     )?;
                 }
             }
             // Noise: another root session with every path, each in its own root manager.
-            let other = add_manager(tx, "ses_other", Contract::Thread, "/root", None)?;
+            let other = add_manager(tx.sqlite(), "ses_other", Contract::Thread, "/root", None)?;
             for (i, n) in nodes.iter().enumerate() {
                 insert_thread(tx, &thread(&tid(0x10_0000 + i as u64), other, &n.path, true))?;
             }
             // Noise: a contract B manager hanging under the first node, with a thread below it.
             if let Some(first) = nodes.first() {
                 let agent =
-                    add_manager(tx, "ses_agent", Contract::Agent, &first.path, Some(&first.id))?;
+                    add_manager(tx.sqlite(), "ses_agent", Contract::Agent, &first.path, Some(&first.id))?;
                 let path = format!("{}/agent_x", first.path);
                 insert_thread(tx, &thread(&tid(0x20_0000), agent, &path, true))?;
             }
@@ -105,14 +105,14 @@ fn seed(nodes: &[Node]) -> (common::TempDb, Store, Vec<Mgr>) {
 }
 
 fn add_manager(
-    tx: &rusqlite::Transaction<'_>,
+    tx: &rusqlite::Connection,
     session: &str,
     contract: Contract,
     scope: &str,
     self_id: Option<&str>,
 ) -> threadbase::Result<threadbase::domain::ManagerId> {
     upsert_manager(
-        tx,
+        threadbase::store::Conn::of(tx),
         &ManagerSpec {
             depth: scope.matches('/').count() as i64 - 1,
             cwd: Some("/tmp"),

@@ -265,7 +265,7 @@ proptest! {
         let index: BTreeMap<&str, usize> = nodes.iter().enumerate().map(|(i, n)| (n.id.as_str(), i)).collect();
 
         // Every thread: its root session and the thread it hangs under.
-        let mut stmt = conn.prepare("SELECT id, root_session, forest_parent_id FROM thread_forest").unwrap();
+        let mut stmt = conn.sqlite().prepare("SELECT id, root_session, forest_parent_id FROM thread_forest").unwrap();
         let forest: Vec<(String, String, Option<String>)> = stmt
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
             .unwrap()
@@ -286,7 +286,7 @@ proptest! {
             prop_assert_eq!(got.threads, count, "{}", n.path);
             prop_assert_eq!(got.usage, want, "{}", n.path);
             let (path, threads, input, output, cost): (String, i64, i64, i64, f64) = conn
-                .query_row(
+                .sqlite().query_row(
                     "SELECT path, threads, input_tokens, output_tokens, cost_usd FROM subtree_usage WHERE thread_id = ?1",
                     [&n.id],
                     |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
@@ -303,7 +303,7 @@ proptest! {
             t.0 += 1;
             t.1.add(&n.usage);
         }
-        let stored: i64 = conn.query_row("SELECT count(*) FROM tree_usage", [], |r| r.get(0)).unwrap();
+        let stored: i64 = conn.sqlite().query_row("SELECT count(*) FROM tree_usage", [], |r| r.get(0)).unwrap();
         prop_assert_eq!(stored as usize, trees.len());
         for (root, (count, want)) in &trees {
             let got = usage::tree_spend(&conn, usage::TreeOf { thread_id: None, self_id: None, session_id: root }).unwrap();
@@ -330,7 +330,7 @@ proptest! {
         let end = migration.find("-- Threads recorded before this version").unwrap();
         let mut raw = rusqlite::Connection::open(&db.path).unwrap();
         let tx = raw.transaction().unwrap();
-        let dump = |tx: &rusqlite::Transaction<'_>| -> Vec<(String, String, Option<String>, String, i64)> {
+        let dump = |tx: &rusqlite::Connection| -> Vec<(String, String, Option<String>, String, i64)> {
             let mut s = tx.prepare("SELECT thread_id, root_session, forest_parent_id, tree_key, level FROM thread_places ORDER BY thread_id").unwrap();
             s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
                 .unwrap()
@@ -389,7 +389,8 @@ fn a_deleted_thread_leaves_its_trees_total() {
     );
     store
         .write(|tx| {
-            tx.execute("DELETE FROM threads WHERE id = ?1", [common::tid(2)])?;
+            tx.sqlite()
+                .execute("DELETE FROM threads WHERE id = ?1", [common::tid(2)])?;
             Ok(())
         })
         .unwrap();

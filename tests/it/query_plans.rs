@@ -35,7 +35,7 @@ fn plans<'a, T>(
     let conn = store.read().unwrap();
     cases
         .into_iter()
-        .map(|((name, sql), rest)| (name, plan(&conn, &statement(sql)), rest))
+        .map(|((name, sql), rest)| (name, plan(conn.sqlite(), &statement(sql)), rest))
         .collect()
 }
 
@@ -128,7 +128,10 @@ fn every_list_variant_is_an_index_search() {
                     visibility,
                     subtree: subtree.clone(),
                 };
-                let text = plan(&conn, &statement(threadbase::store::list::statement(&q)));
+                let text = plan(
+                    conn.sqlite(),
+                    &statement(threadbase::store::list::statement(&q)),
+                );
                 let index = match (state, visibility, &subtree) {
                     (StateFilter::Live, _, Subtree::Everything) => {
                         "USING INDEX threads_live_by_sort_key (manager_id=?)"
@@ -273,7 +276,7 @@ fn hot_statements_are_not_reprepared_when_rebound() {
         sql!("list_children_archived"),
         sql!("list_descendants_archived"),
     ] {
-        let stmt = conn.prepare_cached(sql).unwrap();
+        let stmt = conn.sqlite().prepare_cached(sql).unwrap();
         assert!(
             stmt.get_status(StatementStatus::VmStep) > 0,
             "{name} never ran"
@@ -601,7 +604,7 @@ fn agent_row_reads_are_key_lookups() {
             "SEARCH threads USING INDEX sqlite_autoindex_threads_1 (id=?)",
         ),
     ] {
-        assert_eq!(plan(&conn, &statement(sql)), want, "{name}");
+        assert_eq!(plan(conn.sqlite(), &statement(sql)), want, "{name}");
     }
 }
 
@@ -613,7 +616,7 @@ fn top_subtree_is_one_range_per_manager() {
     let store = Store::open(&db.path).unwrap();
     let conn = store.read().unwrap();
     let text = plan(
-        &conn,
+        conn.sqlite(),
         &statement(include_str!("../../sql/top_threads_under.sql")),
     );
     assert!(

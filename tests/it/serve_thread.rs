@@ -1287,6 +1287,7 @@ fn seed_closed_threads(db: &Path, n: u64) {
     let manager: threadbase::domain::ManagerId = store
         .read()
         .unwrap()
+        .sqlite()
         .query_row(
             "SELECT id FROM managers WHERE session_id = 'ses_parent' AND contract = 'thread'",
             [],

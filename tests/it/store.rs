@@ -17,14 +17,17 @@ fn open_creates_folders_sets_wal_and_is_idempotent() {
     let store = Store::open(&db.path).unwrap();
     let conn = store.read().unwrap();
     let mode: String = conn
+        .sqlite()
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
         .unwrap();
     assert_eq!(mode, "wal");
     let fk: i64 = conn
+        .sqlite()
         .query_row("PRAGMA foreign_keys", [], |r| r.get(0))
         .unwrap();
     assert_eq!(fk, 1);
     let sync: i64 = conn
+        .sqlite()
         .query_row("PRAGMA synchronous", [], |r| r.get(0))
         .unwrap();
     assert_eq!(sync, 1, "NORMAL");
@@ -35,6 +38,7 @@ fn open_creates_folders_sets_wal_and_is_idempotent() {
     let applied: i64 = store
         .read()
         .unwrap()
+        .sqlite()
         .query_row("SELECT count(*) FROM refinery_schema_history", [], |r| {
             r.get(0)
         })
@@ -67,7 +71,10 @@ fn readers_cannot_write() {
     let db = temp_db();
     let store = Store::open(&db.path).unwrap();
     let conn = store.read().unwrap();
-    let err = conn.execute("DELETE FROM threads", []).unwrap_err();
+    let err = conn
+        .sqlite()
+        .execute("DELETE FROM threads", [])
+        .unwrap_err();
     assert!(
         err.to_string().contains("readonly") || err.to_string().contains("read-only"),
         "{err}"
@@ -148,6 +155,7 @@ fn a_failed_write_leaves_nothing_behind() {
     let n: i64 = store
         .read()
         .unwrap()
+        .sqlite()
         .query_row("SELECT count(*) FROM threads", [], |r| r.get(0))
         .unwrap();
     assert_eq!(n, 0, "the transaction rolled back whole");
@@ -201,6 +209,7 @@ fn events_keep_a_ring_of_40_and_seq_grows_across_reopen() {
     let last_event_at: String = store
         .read()
         .unwrap()
+        .sqlite()
         .query_row("SELECT last_event_at FROM threads", [], |r| r.get(0))
         .unwrap();
     assert_eq!(last_event_at, "2026-01-01T00:00:01.000Z");
@@ -234,7 +243,11 @@ fn seeded() -> (common::TempDb, Store, threadbase::domain::ManagerId) {
         ],
     );
     store
-        .write(|tx| Ok(tx.execute("UPDATE threads SET archived = 1 WHERE id = ?1", [tid(5)])?))
+        .write(|tx| {
+            Ok(tx
+                .sqlite()
+                .execute("UPDATE threads SET archived = 1 WHERE id = ?1", [tid(5)])?)
+        })
         .unwrap();
     (db, store, m)
 }
@@ -450,6 +463,7 @@ fn appended_events_never_go_back_in_time() {
         ]
     );
     let last: String = conn
+        .sqlite()
         .query_row("SELECT last_event_at FROM threads", [], |r| r.get(0))
         .unwrap();
     assert_eq!(last, "2026-01-01T00:00:00.306Z");
@@ -472,14 +486,17 @@ fn a_closed_store_leaves_its_rows_in_the_main_file() {
     let store = Store::open(&path).unwrap();
     store
         .write(|tx| {
-            tx.execute_batch("CREATE TABLE scratch(x); INSERT INTO scratch VALUES (1), (2), (3);")?;
+            tx.sqlite().execute_batch(
+                "CREATE TABLE scratch(x); INSERT INTO scratch VALUES (1), (2), (3);",
+            )?;
             Ok(())
         })
         .unwrap();
     assert!(wal_len(&path) > 0);
     let reader = threadbase::store::open_read_only(&path).unwrap();
-    reader.execute_batch("BEGIN").unwrap();
+    reader.sqlite().execute_batch("BEGIN").unwrap();
     let _: i64 = reader
+        .sqlite()
         .query_row("SELECT count(*) FROM scratch", [], |r| r.get(0))
         .unwrap();
     let began = std::time::Instant::now();
@@ -489,7 +506,7 @@ fn a_closed_store_leaves_its_rows_in_the_main_file() {
         "it waited past its bound"
     );
     assert!(wal_len(&path) > 0);
-    reader.execute_batch("COMMIT").unwrap();
+    reader.sqlite().execute_batch("COMMIT").unwrap();
     drop(store);
     assert_eq!(wal_len(&path), 0, "the WAL was not emptied");
     // The main file alone holds the rows.

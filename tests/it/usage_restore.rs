@@ -36,6 +36,7 @@ fn restore_counts_what_a_dead_serve_never_recorded_and_only_that() {
     common::add(&store, &[common::thread(&id, m, "/root/a", true)]);
     let conn = store.read().unwrap();
     let created: String = conn
+        .sqlite()
         .query_row("SELECT created_at FROM threads WHERE id = ?1", [&id], |r| {
             r.get(0)
         })
@@ -68,7 +69,7 @@ fn restore_counts_what_a_dead_serve_never_recorded_and_only_that() {
     let me = ProcessIdentity::current();
     store
         .write(|tx| {
-            tx.execute(
+            tx.sqlite().execute(
                 "UPDATE threads SET session_file = ?1, owner_pid = ?2, owner_started_at = ?3 WHERE id = ?4",
                 rusqlite::params![file.display().to_string(), me.pid, me.started_at - 1, id],
             )?;

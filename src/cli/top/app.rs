@@ -117,10 +117,7 @@ impl App {
 
     /// Whether another connection committed since the last reload.
     pub(super) fn changed(&mut self) -> bool {
-        match self
-            .conn
-            .query_row("PRAGMA data_version", [], |r| r.get::<_, i64>(0))
-        {
+        match self.conn.data_version() {
             Ok(v) => self.version != Some(v),
             Err(_) => false,
         }
@@ -128,10 +125,7 @@ impl App {
 
     /// Re-reads the threads, rebuilds the tree and the selected thread's detail.
     pub(super) fn reload(&mut self) {
-        self.version = self
-            .conn
-            .query_row("PRAGMA data_version", [], |r| r.get(0))
-            .ok();
+        self.version = self.conn.data_version().ok();
         match load_rows(&self.conn, &self.subtree) {
             Ok(loaded) => {
                 self.rows = loaded.rows;
@@ -627,11 +621,11 @@ mod tests {
                         },
                     )?;
                 }
-                tx.execute(
+                tx.sqlite().execute(
                     "UPDATE threads SET owner_pid = ?1, owner_started_at = CASE path WHEN '/root/held' THEN ?2 ELSE ?2 + 12345 END",
                     [me.pid, me.started_at],
                 )?;
-                tx.execute_batch(
+                tx.sqlite().execute_batch(
                     "UPDATE threads SET status = 'closed', phase = 'stale', exit_kind = 'stopped' WHERE path = '/root/done'",
                 )?;
                 Ok(())
@@ -646,6 +640,7 @@ mod tests {
         assert_eq!(state("/root/done"), "closed/stopped");
         let live: i64 = crate::store::open_read_only(&path)
             .unwrap()
+            .sqlite()
             .query_row(
                 "SELECT count(*) FROM threads WHERE status = 'live'",
                 [],
@@ -666,7 +661,7 @@ mod tests {
                     let session = format!("ses_{n}");
                     let m =
                         upsert_manager(tx, &ManagerSpec::new(&session, Contract::Thread, "/root"))?;
-                    tx.execute(
+                    tx.sqlite().execute(
                         "UPDATE managers SET created_at = ?1 WHERE id = ?2",
                         (format!("2026-12-0{}T10:00:00.000Z", n + 1), m),
                     )?;
@@ -688,7 +683,7 @@ mod tests {
                         )?;
                     }
                 }
-                tx.execute_batch(
+                tx.sqlite().execute_batch(
                     "UPDATE threads SET status = 'closed', exit_kind = 'exited' WHERE path <> '/root/quick'",
                 )?;
                 Ok(())

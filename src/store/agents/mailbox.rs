@@ -2,7 +2,8 @@
 //! shows them) and notices for a parent agent (claimed by the recipient's serve).
 
 use crate::domain::{ManagerId, ThreadId};
-use rusqlite::{named_params, Connection};
+use crate::store::Conn;
+use rusqlite::named_params;
 
 use super::{ids, ProcessIdentity};
 use crate::error::Result;
@@ -10,16 +11,19 @@ use crate::error::Result;
 pub use crate::store::mailbox::{insert, Direction, MailKind, NewMail};
 
 /// Marks a pending mailbox row delivered; false when it was not pending (claimed already).
-pub fn consume(conn: &Connection, mailbox_id: i64, at: &str) -> Result<bool> {
+pub fn consume(conn: &Conn, mailbox_id: i64, at: &str) -> Result<bool> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../../sql/agent_mailbox_consumed.sql"))?
         .execute((mailbox_id, at))?
         > 0)
 }
 
 /// Marks settlement notices written delivered pending again.
-pub fn reopen_notices(conn: &Connection, mailbox_ids: &[i64]) -> Result<()> {
-    let mut stmt = conn.prepare_cached(include_str!("../../../sql/agent_notice_reopen.sql"))?;
+pub fn reopen_notices(conn: &Conn, mailbox_ids: &[i64]) -> Result<()> {
+    let mut stmt = conn
+        .db()
+        .prepare_cached(include_str!("../../../sql/agent_notice_reopen.sql"))?;
     for id in mailbox_ids {
         stmt.execute([id])?;
     }
@@ -27,13 +31,9 @@ pub fn reopen_notices(conn: &Connection, mailbox_ids: &[i64]) -> Result<()> {
 }
 
 /// Marks a thread's pending notices for `recipient` delivered without sending them.
-pub fn supersede_notices(
-    conn: &Connection,
-    thread_id: &str,
-    recipient: &str,
-    at: &str,
-) -> Result<()> {
-    conn.prepare_cached(include_str!("../../../sql/agent_notices_supersede.sql"))?
+pub fn supersede_notices(conn: &Conn, thread_id: &str, recipient: &str, at: &str) -> Result<()> {
+    conn.db()
+        .prepare_cached(include_str!("../../../sql/agent_notices_supersede.sql"))?
         .execute(named_params! {":at": at, ":id": thread_id, ":recipient": recipient})?;
     Ok(())
 }
@@ -48,8 +48,10 @@ pub struct PendingSteer {
 }
 
 /// A thread's steering messages not yet consumed, oldest first.
-pub fn pending_steers(conn: &Connection, thread_id: &str) -> Result<Vec<PendingSteer>> {
-    let mut stmt = conn.prepare_cached(include_str!("../../../sql/agent_steers_pending.sql"))?;
+pub fn pending_steers(conn: &Conn, thread_id: &str) -> Result<Vec<PendingSteer>> {
+    let mut stmt = conn
+        .db()
+        .prepare_cached(include_str!("../../../sql/agent_steers_pending.sql"))?;
     let rows = stmt.query_map([thread_id], |r| {
         Ok(PendingSteer {
             id: r.get("id")?,
@@ -62,15 +64,16 @@ pub fn pending_steers(conn: &Connection, thread_id: &str) -> Result<Vec<PendingS
 }
 
 /// A steering message was accepted by the run of launch `launch_seq`.
-pub fn steer_sent(conn: &Connection, mailbox_id: i64, launch_seq: i64) -> Result<()> {
-    conn.prepare_cached(include_str!("../../../sql/agent_steer_sent.sql"))?
+pub fn steer_sent(conn: &Conn, mailbox_id: i64, launch_seq: i64) -> Result<()> {
+    conn.db()
+        .prepare_cached(include_str!("../../../sql/agent_steer_sent.sql"))?
         .execute(named_params! {":launch": launch_seq.to_string(), ":id": mailbox_id})?;
     Ok(())
 }
 
 /// The threads of a registry `owner` holds with steering not yet sent to their current run.
 pub fn owned_pending_steers(
-    conn: &Connection,
+    conn: &Conn,
     registry: ManagerId,
     owner: ProcessIdentity,
 ) -> Result<Vec<String>> {
@@ -98,11 +101,13 @@ pub struct PendingNotice {
 
 /// The notices due to `recipient` in a registry, oldest first.
 pub fn pending_notices(
-    conn: &Connection,
+    conn: &Conn,
     registry: ManagerId,
     recipient: &str,
 ) -> Result<Vec<PendingNotice>> {
-    let mut stmt = conn.prepare_cached(include_str!("../../../sql/agent_notices_pending.sql"))?;
+    let mut stmt = conn
+        .db()
+        .prepare_cached(include_str!("../../../sql/agent_notices_pending.sql"))?;
     let rows = stmt.query_map((registry, recipient), |r| {
         Ok(PendingNotice {
             id: r.get("id")?,

@@ -13,7 +13,8 @@ pub mod recap;
 pub mod timers;
 
 use crate::domain::ManagerId;
-use rusqlite::{named_params, Connection, OptionalExtension, Row};
+use crate::store::Conn;
+use rusqlite::{named_params, OptionalExtension, Row};
 
 use crate::error::Result;
 
@@ -37,8 +38,9 @@ pub struct Registry<'a> {
 }
 
 /// Finds or creates the registry of a main session; returns its id.
-pub fn upsert_registry(conn: &Connection, r: &Registry<'_>) -> Result<ManagerId> {
+pub fn upsert_registry(conn: &Conn, r: &Registry<'_>) -> Result<ManagerId> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../../sql/agent_manager_upsert.sql"))?
         .query_row(
             named_params! {
@@ -51,16 +53,18 @@ pub fn upsert_registry(conn: &Connection, r: &Registry<'_>) -> Result<ManagerId>
 }
 
 /// The first reason a saved registry cannot be restored, if any.
-pub fn registry_problem(conn: &Connection, registry: ManagerId) -> Result<Option<String>> {
+pub fn registry_problem(conn: &Conn, registry: ManagerId) -> Result<Option<String>> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../../sql/agent_registry_problem.sql"))?
         .query_row([registry], |r| r.get(0))
         .optional()?)
 }
 
 /// The main session's file, if the registry knows one.
-pub fn registry_session_file(conn: &Connection, registry: ManagerId) -> Result<Option<String>> {
+pub fn registry_session_file(conn: &Conn, registry: ManagerId) -> Result<Option<String>> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../../sql/agent_registry_session_file.sql"))?
         .query_row([registry], |r| r.get::<_, Option<String>>("session_file"))
         .optional()?
@@ -205,38 +209,32 @@ impl AgentRow {
     }
 }
 
-fn agent_rows(
-    conn: &Connection,
-    sql: &str,
-    params: impl rusqlite::Params,
-) -> Result<Vec<AgentRow>> {
-    let mut stmt = conn.prepare_cached(sql)?;
+fn agent_rows(conn: &Conn, sql: &str, params: impl rusqlite::Params) -> Result<Vec<AgentRow>> {
+    let mut stmt = conn.db().prepare_cached(sql)?;
     let rows = stmt.query_map(params, AgentRow::from_row)?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
 /// One thread of a registry by path.
-pub fn thread_at_path(
-    conn: &Connection,
-    registry: ManagerId,
-    path: &str,
-) -> Result<Option<AgentRow>> {
+pub fn thread_at_path(conn: &Conn, registry: ManagerId, path: &str) -> Result<Option<AgentRow>> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../../sql/agent_thread_at_path.sql"))?
         .query_row((registry, path), AgentRow::from_row)
         .optional()?)
 }
 
 /// One thread by id.
-pub fn thread_by_id(conn: &Connection, id: &str) -> Result<Option<AgentRow>> {
+pub fn thread_by_id(conn: &Conn, id: &str) -> Result<Option<AgentRow>> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../../sql/agent_thread_by_id.sql"))?
         .query_row([id], AgentRow::from_row)
         .optional()?)
 }
 
 /// Every thread of a registry, in spawn order.
-pub fn threads_all(conn: &Connection, registry: ManagerId) -> Result<Vec<AgentRow>> {
+pub fn threads_all(conn: &Conn, registry: ManagerId) -> Result<Vec<AgentRow>> {
     agent_rows(
         conn,
         include_str!("../../../sql/agent_threads_all.sql"),
@@ -247,7 +245,7 @@ pub fn threads_all(conn: &Connection, registry: ManagerId) -> Result<Vec<AgentRo
 /// The thread at `path` and its descendants (`lo`/`hi`: the descendant range of its sort
 /// key), in spawn order.
 pub fn threads_under(
-    conn: &Connection,
+    conn: &Conn,
     registry: ManagerId,
     path: &str,
     lo: &str,
@@ -261,38 +259,33 @@ pub fn threads_under(
 }
 
 /// How many threads a registry retains, completed ones included.
-pub fn count_all(conn: &Connection, registry: ManagerId) -> Result<i64> {
+pub fn count_all(conn: &Conn, registry: ManagerId) -> Result<i64> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../../sql/agent_count_all.sql"))?
         .query_row([registry], |r| r.get(0))?)
 }
 
 /// How many threads of a registry are working.
-pub fn count_active(conn: &Connection, registry: ManagerId) -> Result<i64> {
+pub fn count_active(conn: &Conn, registry: ManagerId) -> Result<i64> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../../sql/agent_count_active.sql"))?
         .query_row([registry], |r| r.get(0))?)
 }
 
 /// How many threads in a descendant range (`lo`/`hi`) are working.
-pub fn count_active_under(
-    conn: &Connection,
-    registry: ManagerId,
-    lo: &str,
-    hi: &str,
-) -> Result<i64> {
+pub fn count_active_under(conn: &Conn, registry: ManagerId, lo: &str, hi: &str) -> Result<i64> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../../sql/agent_count_active_under.sql"))?
         .query_row((registry, lo, hi), |r| r.get(0))?)
 }
 
 /// The highest stopped (or stopping) thread among `path` and its ancestors.
-pub fn stopped_ancestor(
-    conn: &Connection,
-    registry: ManagerId,
-    path: &str,
-) -> Result<Option<String>> {
+pub fn stopped_ancestor(conn: &Conn, registry: ManagerId, path: &str) -> Result<Option<String>> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../../sql/agent_stopped_ancestor.sql"))?
         .query_row(named_params! {":path": path, ":manager": registry}, |r| {
             r.get(0)
@@ -309,8 +302,9 @@ pub struct Lifecycle<'a> {
 }
 
 /// Fills in a freshly reserved thread's status and owner.
-pub fn set_new(conn: &Connection, t: &Lifecycle<'_>) -> Result<()> {
-    conn.prepare_cached(include_str!("../../../sql/agent_set_new.sql"))?
+pub fn set_new(conn: &Conn, t: &Lifecycle<'_>) -> Result<()> {
+    conn.db()
+        .prepare_cached(include_str!("../../../sql/agent_set_new.sql"))?
         .execute(named_params! {
             ":status": t.status, ":owner_pid": t.owner.pid,
             ":owner_started": t.owner.started_at, ":at": t.at, ":id": t.id,
@@ -320,8 +314,9 @@ pub fn set_new(conn: &Connection, t: &Lifecycle<'_>) -> Result<()> {
 
 /// Reserves the next run of a settled thread for `owner` (exactly one of concurrent resumers
 /// changes the row).
-pub fn reserve_resume(conn: &Connection, t: &Lifecycle<'_>) -> Result<()> {
-    conn.prepare_cached(include_str!("../../../sql/agent_reserve_resume.sql"))?
+pub fn reserve_resume(conn: &Conn, t: &Lifecycle<'_>) -> Result<()> {
+    conn.db()
+        .prepare_cached(include_str!("../../../sql/agent_reserve_resume.sql"))?
         .execute(named_params! {
             ":status": t.status, ":owner_pid": t.owner.pid,
             ":owner_started": t.owner.started_at, ":at": t.at, ":id": t.id,
@@ -330,14 +325,15 @@ pub fn reserve_resume(conn: &Connection, t: &Lifecycle<'_>) -> Result<()> {
 }
 
 /// Runs one of the updates that set a thread's status line (`:status`, `:at`, `:id`).
-fn set_status_by(conn: &Connection, sql: &str, id: &str, status: &str, at: &str) -> Result<()> {
-    conn.prepare_cached(sql)?
+fn set_status_by(conn: &Conn, sql: &str, id: &str, status: &str, at: &str) -> Result<()> {
+    conn.db()
+        .prepare_cached(sql)?
         .execute(named_params! {":status": status, ":at": at, ":id": id})?;
     Ok(())
 }
 
 /// The prompt reached the child: starting → running.
-pub fn mark_running(conn: &Connection, id: &str, status: &str, at: &str) -> Result<()> {
+pub fn mark_running(conn: &Conn, id: &str, status: &str, at: &str) -> Result<()> {
     set_status_by(
         conn,
         include_str!("../../../sql/agent_mark_running.sql"),
@@ -348,7 +344,7 @@ pub fn mark_running(conn: &Connection, id: &str, status: &str, at: &str) -> Resu
 }
 
 /// A working thread's status line (agent_update).
-pub fn set_status(conn: &Connection, id: &str, status: &str, at: &str) -> Result<()> {
+pub fn set_status(conn: &Conn, id: &str, status: &str, at: &str) -> Result<()> {
     set_status_by(
         conn,
         include_str!("../../../sql/agent_set_status.sql"),
@@ -359,7 +355,7 @@ pub fn set_status(conn: &Connection, id: &str, status: &str, at: &str) -> Result
 }
 
 /// A pause request on a working thread; `status` is its reason.
-pub fn request_pause(conn: &Connection, id: &str, status: &str, at: &str) -> Result<()> {
+pub fn request_pause(conn: &Conn, id: &str, status: &str, at: &str) -> Result<()> {
     set_status_by(
         conn,
         include_str!("../../../sql/agent_request_pause.sql"),
@@ -370,7 +366,7 @@ pub fn request_pause(conn: &Connection, id: &str, status: &str, at: &str) -> Res
 }
 
 /// A stop request on a working thread.
-pub fn request_stop(conn: &Connection, id: &str, status: &str, at: &str) -> Result<()> {
+pub fn request_stop(conn: &Conn, id: &str, status: &str, at: &str) -> Result<()> {
     set_status_by(
         conn,
         include_str!("../../../sql/agent_request_stop.sql"),
@@ -381,7 +377,7 @@ pub fn request_stop(conn: &Connection, id: &str, status: &str, at: &str) -> Resu
 }
 
 /// A thread that is not working is stopped at once.
-pub fn stop_settled(conn: &Connection, id: &str, status: &str, at: &str) -> Result<()> {
+pub fn stop_settled(conn: &Conn, id: &str, status: &str, at: &str) -> Result<()> {
     set_status_by(
         conn,
         include_str!("../../../sql/agent_stop_settled.sql"),
@@ -413,8 +409,9 @@ pub struct Settled {
 }
 
 /// Settles a working thread; `None` when it was not working (someone settled it first).
-pub fn settle(conn: &Connection, s: &Settlement<'_>) -> Result<Option<Settled>> {
+pub fn settle(conn: &Conn, s: &Settlement<'_>) -> Result<Option<Settled>> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../../sql/agent_settle.sql"))?
         .query_row(
             named_params! {
@@ -447,13 +444,15 @@ pub struct StopTarget {
 /// The thread at `path` in any state and its working descendants (`lo`/`hi`: their range),
 /// deepest first.
 pub fn stop_targets(
-    conn: &Connection,
+    conn: &Conn,
     registry: ManagerId,
     path: &str,
     lo: &str,
     hi: &str,
 ) -> Result<Vec<StopTarget>> {
-    let mut stmt = conn.prepare_cached(include_str!("../../../sql/agent_stop_targets.sql"))?;
+    let mut stmt = conn
+        .db()
+        .prepare_cached(include_str!("../../../sql/agent_stop_targets.sql"))?;
     let rows = stmt.query_map((registry, path, lo, hi), |r| {
         Ok(StopTarget {
             id: r.get("id")?,
@@ -476,11 +475,13 @@ pub struct OwnedThread {
 
 /// The threads of a registry whose live process `owner` holds.
 pub fn owned_live(
-    conn: &Connection,
+    conn: &Conn,
     registry: ManagerId,
     owner: ProcessIdentity,
 ) -> Result<Vec<OwnedThread>> {
-    let mut stmt = conn.prepare_cached(include_str!("../../../sql/agent_owned_live.sql"))?;
+    let mut stmt = conn
+        .db()
+        .prepare_cached(include_str!("../../../sql/agent_owned_live.sql"))?;
     let rows = stmt.query_map((registry, owner.pid, owner.started_at), |r| {
         Ok(OwnedThread {
             id: r.get("id")?,
@@ -494,7 +495,7 @@ pub fn owned_live(
 
 /// The working threads of a registry that `owner` launched.
 pub fn owned_active(
-    conn: &Connection,
+    conn: &Conn,
     registry: ManagerId,
     owner: ProcessIdentity,
 ) -> Result<Vec<String>> {
@@ -507,13 +508,8 @@ pub fn owned_active(
 }
 
 /// Runs a query of thread ids by registry and owner.
-fn ids(
-    conn: &Connection,
-    sql: &str,
-    registry: ManagerId,
-    owner: ProcessIdentity,
-) -> Result<Vec<String>> {
-    let mut stmt = conn.prepare_cached(sql)?;
+fn ids(conn: &Conn, sql: &str, registry: ManagerId, owner: ProcessIdentity) -> Result<Vec<String>> {
+    let mut stmt = conn.db().prepare_cached(sql)?;
     let rows = stmt.query_map((registry, owner.pid, owner.started_at), |r| r.get("id"))?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
@@ -527,8 +523,9 @@ pub struct RunChoice<'a> {
 }
 
 /// Records a thread's [`RunChoice`].
-pub fn set_run(conn: &Connection, id: &str, c: &RunChoice<'_>) -> Result<()> {
-    conn.prepare_cached(include_str!("../../../sql/agent_set_run.sql"))?
+pub fn set_run(conn: &Conn, id: &str, c: &RunChoice<'_>) -> Result<()> {
+    conn.db()
+        .prepare_cached(include_str!("../../../sql/agent_set_run.sql"))?
         .execute(named_params! {
             ":model": c.model, ":thinking": c.thinking, ":tools": c.tools, ":id": id,
         })?;
@@ -542,8 +539,9 @@ pub struct LastOutcome {
 }
 
 /// How a thread's last run ended, as its newest assistant message or error event says.
-pub fn last_outcome(conn: &Connection, id: &str) -> Result<Option<LastOutcome>> {
+pub fn last_outcome(conn: &Conn, id: &str) -> Result<Option<LastOutcome>> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../../sql/agent_last_outcome.sql"))?
         .query_row([id], |r| {
             Ok(LastOutcome {
@@ -555,8 +553,9 @@ pub fn last_outcome(conn: &Connection, id: &str) -> Result<Option<LastOutcome>> 
 }
 
 /// The text a thread's process ended with, if any.
-pub fn exit_message(conn: &Connection, id: &str) -> Result<Option<String>> {
+pub fn exit_message(conn: &Conn, id: &str) -> Result<Option<String>> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../../sql/agent_exit_message.sql"))?
         .query_row([id], |r| r.get::<_, Option<String>>("exit_message"))
         .optional()?
@@ -579,7 +578,7 @@ mod tests {
             include_str!("../../../sql/agent_threads_all.sql"),
             include_str!("../../../sql/agent_threads_under.sql"),
         ] {
-            let stmt = conn.prepare(sql).unwrap();
+            let stmt = conn.db().prepare(sql).unwrap();
             assert_eq!(stmt.column_names(), AGENT_COLUMNS, "{sql}");
         }
     }

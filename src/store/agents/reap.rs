@@ -2,7 +2,8 @@
 //! thread is marked (`agent_reaped_at`), never deleted: its row, events and usage stay for SQL
 //! and `threadbase usage`, its session file stays on disk; the contract no longer knows it.
 
-use rusqlite::{named_params, Connection};
+use crate::store::Conn;
+use rusqlite::named_params;
 
 use crate::domain::{ManagerId, ThreadId, ThreadStatus};
 use crate::error::Result;
@@ -17,8 +18,10 @@ pub struct Reaped {
 }
 
 /// The threads of `registry` reap would forget, oldest first.
-pub fn candidates(conn: &Connection, registry: ManagerId) -> Result<Vec<Reaped>> {
-    let mut stmt = conn.prepare_cached(include_str!("../../../sql/agent_reap_candidates.sql"))?;
+pub fn candidates(conn: &Conn, registry: ManagerId) -> Result<Vec<Reaped>> {
+    let mut stmt = conn
+        .db()
+        .prepare_cached(include_str!("../../../sql/agent_reap_candidates.sql"))?;
     let rows = stmt.query_map(named_params! {":registry": registry}, |r| {
         Ok(Reaped {
             id: r.get("id")?,
@@ -31,17 +34,14 @@ pub fn candidates(conn: &Connection, registry: ManagerId) -> Result<Vec<Reaped>>
 
 /// Reaps `registry` (run it in one write transaction): every candidate is marked reaped at
 /// `at`; returns them. With `dry_run`, only returns them.
-pub fn reap(
-    conn: &Connection,
-    registry: ManagerId,
-    at: &str,
-    dry_run: bool,
-) -> Result<Vec<Reaped>> {
+pub fn reap(conn: &Conn, registry: ManagerId, at: &str, dry_run: bool) -> Result<Vec<Reaped>> {
     let found = candidates(conn, registry)?;
     if dry_run {
         return Ok(found);
     }
-    let mut stmt = conn.prepare_cached(include_str!("../../../sql/agent_reap_mark.sql"))?;
+    let mut stmt = conn
+        .db()
+        .prepare_cached(include_str!("../../../sql/agent_reap_mark.sql"))?;
     let mut reaped = Vec::with_capacity(found.len());
     for t in found {
         if stmt.execute(named_params! {":at": at, ":id": t.id.as_str()})? > 0 {
@@ -58,8 +58,10 @@ pub struct RegistryRow {
 }
 
 /// Every contract B registry of the database.
-pub fn registries(conn: &Connection) -> Result<Vec<RegistryRow>> {
-    let mut stmt = conn.prepare_cached(include_str!("../../../sql/agent_registries.sql"))?;
+pub fn registries(conn: &Conn) -> Result<Vec<RegistryRow>> {
+    let mut stmt = conn
+        .db()
+        .prepare_cached(include_str!("../../../sql/agent_registries.sql"))?;
     let rows = stmt.query_map([], |r| {
         Ok(RegistryRow {
             id: r.get("id")?,

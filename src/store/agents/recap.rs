@@ -2,28 +2,32 @@
 //! pending mailbox rows (`recap_held`), so a crash loses none, and delivered as one notice once
 //! the last outstanding detached child of their recipient has reported.
 
-use rusqlite::{named_params, Connection};
+use crate::store::Conn;
+use rusqlite::named_params;
 
 use crate::domain::{ManagerId, ThreadId};
 use crate::error::Result;
 
 /// Records whether a thread's current run is detached.
-pub fn set_detached(conn: &Connection, id: &str, detached: bool) -> Result<()> {
-    conn.prepare_cached(include_str!("../../../sql/agent_set_detached.sql"))?
+pub fn set_detached(conn: &Conn, id: &str, detached: bool) -> Result<()> {
+    conn.db()
+        .prepare_cached(include_str!("../../../sql/agent_set_detached.sql"))?
         .execute(named_params! {":detached": detached, ":id": id})?;
     Ok(())
 }
 
 /// Holds a written notice back for the recap.
-pub fn hold(conn: &Connection, mailbox_id: i64) -> Result<()> {
-    conn.prepare_cached(include_str!("../../../sql/agent_recap_hold.sql"))?
+pub fn hold(conn: &Conn, mailbox_id: i64) -> Result<()> {
+    conn.db()
+        .prepare_cached(include_str!("../../../sql/agent_recap_hold.sql"))?
         .execute(named_params! {":id": mailbox_id})?;
     Ok(())
 }
 
 /// How many detached runs reporting to `recipient` still work.
-pub fn outstanding(conn: &Connection, registry: ManagerId, recipient: &str) -> Result<i64> {
+pub fn outstanding(conn: &Conn, registry: ManagerId, recipient: &str) -> Result<i64> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../../sql/agent_recap_outstanding.sql"))?
         .query_row(
             named_params! {":registry": registry, ":recipient": recipient},
@@ -41,8 +45,10 @@ pub struct HeldResult {
 }
 
 /// The results held for `recipient`, oldest first.
-pub fn held(conn: &Connection, registry: ManagerId, recipient: &str) -> Result<Vec<HeldResult>> {
-    let mut stmt = conn.prepare_cached(include_str!("../../../sql/agent_recap_held.sql"))?;
+pub fn held(conn: &Conn, registry: ManagerId, recipient: &str) -> Result<Vec<HeldResult>> {
+    let mut stmt = conn
+        .db()
+        .prepare_cached(include_str!("../../../sql/agent_recap_held.sql"))?;
     let rows = stmt.query_map(
         named_params! {":registry": registry, ":recipient": recipient},
         |r| {

@@ -1,7 +1,8 @@
 //! Contract B's report-only timers (`timeoutMs` of agent_spawn and agent_steer): a deadline on
 //! the thread's row, fired once by the serve that holds the run.
 
-use rusqlite::{named_params, Connection, OptionalExtension};
+use crate::store::Conn;
+use rusqlite::{named_params, OptionalExtension};
 
 use super::ProcessIdentity;
 use crate::domain::ThreadId;
@@ -9,16 +10,18 @@ use crate::error::Result;
 
 /// Arms (or re-arms) a working thread's timer; false when the thread is not working or is
 /// stopping (no timer then).
-pub fn arm(conn: &Connection, id: &str, timeout_ms: u64, deadline_ms: i64) -> Result<bool> {
+pub fn arm(conn: &Conn, id: &str, timeout_ms: u64, deadline_ms: i64) -> Result<bool> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../../sql/agent_timer_arm.sql"))?
         .execute(named_params! {":ms": timeout_ms as i64, ":at": deadline_ms, ":id": id})?
         > 0)
 }
 
 /// The earliest deadline among the timers of the runs `owner` holds.
-pub fn next_deadline(conn: &Connection, owner: ProcessIdentity) -> Result<Option<i64>> {
+pub fn next_deadline(conn: &Conn, owner: ProcessIdentity) -> Result<Option<i64>> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../../sql/agent_timer_next.sql"))?
         .query_row(
             named_params! {":pid": owner.pid, ":started": owner.started_at},
@@ -37,8 +40,10 @@ pub struct DueTimer {
 }
 
 /// The timers of `owner`'s runs that are due at `now_ms`, earliest first.
-pub fn due(conn: &Connection, owner: ProcessIdentity, now_ms: i64) -> Result<Vec<DueTimer>> {
-    let mut stmt = conn.prepare_cached(include_str!("../../../sql/agent_timers_due.sql"))?;
+pub fn due(conn: &Conn, owner: ProcessIdentity, now_ms: i64) -> Result<Vec<DueTimer>> {
+    let mut stmt = conn
+        .db()
+        .prepare_cached(include_str!("../../../sql/agent_timers_due.sql"))?;
     let rows = stmt.query_map(
         named_params! {":pid": owner.pid, ":started": owner.started_at, ":now": now_ms},
         |r| {
@@ -58,8 +63,9 @@ pub fn due(conn: &Connection, owner: ProcessIdentity, now_ms: i64) -> Result<Vec
 /// Clears the timer armed with `deadline_ms`: `Some(true)` when its thread is still working and
 /// not stopping (its notice is due), `Some(false)` when it was just cleared, `None` when it was
 /// re-armed or fired meanwhile.
-pub fn fire(conn: &Connection, id: &str, deadline_ms: i64) -> Result<Option<bool>> {
+pub fn fire(conn: &Conn, id: &str, deadline_ms: i64) -> Result<Option<bool>> {
     Ok(conn
+        .db()
         .prepare_cached(include_str!("../../../sql/agent_timer_fire.sql"))?
         .query_row(named_params! {":id": id, ":at": deadline_ms}, |r| {
             r.get::<_, bool>("due")
@@ -68,8 +74,9 @@ pub fn fire(conn: &Connection, id: &str, deadline_ms: i64) -> Result<Option<bool
 }
 
 /// Sets a mailbox row's structured details (JSON).
-pub fn set_mail_details(conn: &Connection, mailbox_id: i64, details: &str) -> Result<()> {
-    conn.prepare_cached(include_str!("../../../sql/agent_mail_details.sql"))?
+pub fn set_mail_details(conn: &Conn, mailbox_id: i64, details: &str) -> Result<()> {
+    conn.db()
+        .prepare_cached(include_str!("../../../sql/agent_mail_details.sql"))?
         .execute(named_params! {":details": details, ":id": mailbox_id})?;
     Ok(())
 }

@@ -82,7 +82,7 @@ pub fn add(store: &Store, rows: &[NewThread]) {
                     let mut live = t.clone();
                     live.status = ThreadStatus::Live;
                     insert_thread(tx, &live)?;
-                    tx.execute(
+                    tx.sqlite().execute(
                         "UPDATE threads SET status='closed', phase='stale', exit_kind='stale', exit_message='seeded' WHERE id=?1",
                         [&t.id],
                     )?;

@@ -52,6 +52,7 @@ impl RuntimeDb {
             .store
             .read()
             .unwrap()
+            .sqlite()
             .query_row(&sql, [id], |r| r.get(0))
             .unwrap();
         serde_json::from_str(&text).unwrap()

@@ -191,7 +191,8 @@ pub fn seed(nodes: &[Node], sessions: (&str, &str), copies: Copies) -> Seeded {
     store
         .write(|tx| {
             for n in nodes.iter().filter(|n| n.archived) {
-                tx.execute("UPDATE threads SET archived = 1 WHERE id = ?1", [&n.id])?;
+                tx.sqlite()
+                    .execute("UPDATE threads SET archived = 1 WHERE id = ?1", [&n.id])?;
             }
             Ok(())
         })
