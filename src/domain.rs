@@ -287,54 +287,68 @@ impl Serialize for ThreadState {
     }
 }
 
-/// A thread's id (`threads.id`): `thread_…` for contract A, the contracts' own shapes for B
-/// and C. It binds and compares only as itself: `as_str()` is the one way to its text.
-#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct ThreadId(String);
+/// Ids that are text in their column: each binds and compares only as itself (no `Deref`
+/// to `str`, no equality with strings); `as_str()` is the one way to its text.
+macro_rules! text_id {
+    ($($(#[$doc:meta])* $name:ident;)+) => {$(
+        $(#[$doc])*
+        #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        #[serde(transparent)]
+        pub struct $name(String);
 
-impl ThreadId {
-    pub fn new(id: impl Into<String>) -> ThreadId {
-        ThreadId(id.into())
-    }
+        impl $name {
+            pub fn new(id: impl Into<String>) -> $name {
+                $name(id.into())
+            }
 
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
 
-    pub fn into_string(self) -> String {
-        self.0
-    }
+            pub fn into_string(self) -> String {
+                self.0
+            }
+        }
+
+        impl AsRef<str> for $name {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl From<String> for $name {
+            fn from(id: String) -> $name {
+                $name(id)
+            }
+        }
+
+        impl From<&str> for $name {
+            fn from(id: &str) -> $name {
+                $name(id.to_string())
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(id: $name) -> String {
+                id.0
+            }
+        }
+    )+};
 }
 
-impl AsRef<str> for ThreadId {
-    fn as_ref(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for ThreadId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl From<String> for ThreadId {
-    fn from(id: String) -> ThreadId {
-        ThreadId(id)
-    }
-}
-
-impl From<&str> for ThreadId {
-    fn from(id: &str) -> ThreadId {
-        ThreadId(id.to_string())
-    }
-}
-
-impl From<ThreadId> for String {
-    fn from(id: ThreadId) -> String {
-        id.0
-    }
+text_id! {
+    /// A thread's id (`threads.id`): `thread_…` for contract A, the contracts' own shapes for
+    /// B and C.
+    ThreadId;
+    /// A Pi session's id (`managers.session_id`, the header `id` of its session file): the
+    /// identity of the serve that speaks for it, and of a tree's root session.
+    SessionId;
 }
 
 /// A manager's row id (`managers.id`): one tool contract's view of one session.

@@ -7,7 +7,7 @@ use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, 
 
 use crate::domain::{
     AgentState, CommandKind, CommandState, Contract, Direction, ExitKind, MailKind, MailState,
-    ManagerId, Outcome, Phase, ThreadId, ThreadStatus,
+    ManagerId, Outcome, Phase, SessionId, ThreadId, ThreadStatus,
 };
 
 /// `ToSql` and `FromSql` for enums of words: written as the word, read back only as one of the
@@ -56,17 +56,24 @@ stored_as_words!(
     MailKind
 );
 
-impl ToSql for ThreadId {
-    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
-        Ok(ToSqlOutput::from(self.as_str()))
-    }
+/// Text ids: written and read as their text.
+macro_rules! stored_as_text {
+    ($($name:ident),+) => {$(
+        impl ToSql for $name {
+            fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+                Ok(ToSqlOutput::from(self.as_str()))
+            }
+        }
+
+        impl FromSql for $name {
+            fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
+                String::column_result(value).map($name::from)
+            }
+        }
+    )+};
 }
 
-impl FromSql for ThreadId {
-    fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
-        String::column_result(value).map(ThreadId::from)
-    }
-}
+stored_as_text!(ThreadId, SessionId);
 
 impl ToSql for ManagerId {
     fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
