@@ -172,10 +172,10 @@ fn demo(keep: Option<PathBuf>, out: &mut dyn Write) -> Result<()> {
         let survey = crate::store::threads::thread_by_id_any(&*store.read()?, &survey_id)?;
         let nested_cfg = ServeConfig {
             session_file: survey.as_ref().and_then(|t| t.session_file.clone()).map(PathBuf::from),
-            session_id: survey.as_ref().and_then(|t| t.session_id.clone()).unwrap_or_else(|| "demo-survey".into()),
+            session_id: survey.as_ref().and_then(|t| t.session_id.clone()).unwrap_or_else(|| "demo-survey".into()).into(),
             scope_path: "/root/api_survey".into(),
             depth: 1,
-            self_id: Some(survey_id.clone()),
+            self_id: Some(survey_id.as_str().into()),
             parent_path: Some("/root".into()),
             ..cfg.clone()
         };

@@ -120,14 +120,16 @@ pub fn config(db: PathBuf, args: ServeArgs) -> Result<ServeConfig> {
     let cwd_for_settings = cwd.clone();
     Ok(ServeConfig {
         session_file: args.session_file,
-        root_session_id: env("PI_THREADS_ROOT_SESSION_ID").unwrap_or_else(|| session_id.clone()),
-        session_id,
+        root_session_id: env("PI_THREADS_ROOT_SESSION_ID")
+            .unwrap_or_else(|| session_id.clone())
+            .into(),
+        session_id: session_id.into(),
         cwd,
         scope_path,
         depth,
-        self_id: env("PI_THREADS_SELF_ID"),
+        self_id: env("PI_THREADS_SELF_ID").map(Into::into),
         parent_path: env("PI_THREADS_PARENT_PATH"),
-        parent_id: env("PI_THREADS_PARENT_ID"),
+        parent_id: env("PI_THREADS_PARENT_ID").map(Into::into),
         parent_args,
         trusted: args.trusted,
         wire: args.wire,

@@ -123,8 +123,12 @@ impl super::Engine {
     ) -> Result<()> {
         let of = TreeOf {
             thread_id,
-            self_id: self.cfg.self_id.as_deref(),
-            session_id: &self.cfg.session_id,
+            self_id: self
+                .cfg
+                .self_id
+                .as_ref()
+                .map(crate::domain::ThreadId::as_str),
+            session_id: self.cfg.session_id.as_str(),
         };
         self.cfg.budget.check(conn, of, action)
     }

@@ -3,6 +3,7 @@
 //! it; the demo writes one out). The engine and its contracts read only this: none of them
 //! looks at the environment on its own, so one serve's settings cannot change under it.
 
+use crate::domain::{SessionId, ThreadId};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -120,7 +121,7 @@ pub struct ServeConfig {
     /// The parent Pi session file, if it has one.
     pub session_file: Option<PathBuf>,
     /// The manager's identity: the parent session id.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The parent's cwd.
     pub cwd: PathBuf,
     /// The caller's own thread path (`/root` for a top-level Pi).
@@ -128,12 +129,12 @@ pub struct ServeConfig {
     /// The caller's depth (0 for a top-level Pi).
     pub depth: i64,
     /// The caller's own thread id when it is itself a managed child.
-    pub self_id: Option<String>,
+    pub self_id: Option<ThreadId>,
     /// The caller's parent path and id when it is a managed child.
     pub parent_path: Option<String>,
-    pub parent_id: Option<String>,
+    pub parent_id: Option<ThreadId>,
     /// The root Pi session of the whole tree.
-    pub root_session_id: String,
+    pub root_session_id: SessionId,
     /// The parent Pi's argv, for flag inheritance.
     pub parent_args: Vec<String>,
     /// The parent project is trusted: children inside its cwd get `--approve`.

@@ -108,11 +108,11 @@ impl Engine {
             upsert_manager(
                 tx,
                 &ManagerSpec {
-                    session_id: &cfg.session_id,
+                    session_id: cfg.session_id.as_str(),
                     contract: Contract::Thread,
                     scope_path: &cfg.scope_path,
                     depth: cfg.depth,
-                    self_thread_id: cfg.self_id.as_deref(),
+                    self_thread_id: cfg.self_id.as_ref().map(crate::domain::ThreadId::as_str),
                     session_file: session_file.as_deref(),
                     cwd: Some(&cwd),
                     owner_pid: Some(owner.pid),
@@ -242,7 +242,11 @@ impl Engine {
     fn child_env(&self, id: &str, path: &str, depth: i64) -> Vec<(String, String)> {
         let parent = child_env::Parent::Thread {
             path: &self.cfg.scope_path,
-            id: self.cfg.self_id.as_deref(),
+            id: self
+                .cfg
+                .self_id
+                .as_ref()
+                .map(crate::domain::ThreadId::as_str),
         };
         child_env::ChildEnv::new(
             &self.cfg,
@@ -250,7 +254,7 @@ impl Engine {
             path,
             depth,
             parent,
-            &self.cfg.root_session_id,
+            self.cfg.root_session_id.as_str(),
         )
         .thread_settings(&self.cfg.settings)
         .into_vec()

@@ -83,7 +83,11 @@ impl super::Engine {
     /// The spend below this session not reported to it yet, now recorded as reported (zero:
     /// nothing new). A read first, so a request with nothing new writes nothing.
     pub fn tell_spend(&self) -> Result<Usage> {
-        let self_id = self.cfg.self_id.as_deref();
+        let self_id = self
+            .cfg
+            .self_id
+            .as_ref()
+            .map(crate::domain::ThreadId::as_str);
         let session = self.cfg.session_id.as_str();
         let (news, _) = usage::untold(&*self.store.read()?, self_id, session)?;
         if news.is_zero() {
@@ -111,8 +115,11 @@ impl super::Engine {
         let recorded = self.store.write(|tx| {
             usage::put_session(
                 tx,
-                &self.cfg.session_id,
-                self.cfg.self_id.as_deref(),
+                self.cfg.session_id.as_str(),
+                self.cfg
+                    .self_id
+                    .as_ref()
+                    .map(crate::domain::ThreadId::as_str),
                 &u,
                 &at,
             )

@@ -88,7 +88,7 @@ pub async fn run(engine: Arc<Engine>, out: Output) {
             continue;
         }
         seen = Some(version);
-        if let Err(e) = deliver_notices(watch.conn(), &store, &engine, &session_id, &out) {
+        if let Err(e) = deliver_notices(watch.conn(), &store, &engine, session_id.as_str(), &out) {
             tracing::warn!("delivering notices failed: {e}");
         }
         match pending_commands(watch.conn(), &engine) {

@@ -106,8 +106,7 @@ mod tests {
                 let back: T = conn.query_row("SELECT ?1", [v], |r| r.get(0)).unwrap();
                 assert_eq!(&back, v);
             }
-            let refused = conn
-                .query_row("SELECT 'nonsense'", [], |r| r.get::<_, T>(0));
+            let refused = conn.query_row("SELECT 'nonsense'", [], |r| r.get::<_, T>(0));
             assert!(refused.is_err(), "a word outside the set reads as an error");
         }
         round_trip(&conn, Contract::ALL);

@@ -135,7 +135,7 @@ impl Engine {
             agents::upsert_registry(
                 tx,
                 &agents::Registry {
-                    session_id: &self.cfg.root_session_id,
+                    session_id: self.cfg.root_session_id.as_str(),
                     session_file: session_file.as_deref(),
                     cwd: cwd.as_deref(),
                     owner: root.then(|| self.me()),
@@ -167,7 +167,7 @@ impl Engine {
         }
         crate::store::threads::manager_id(
             conn,
-            &self.cfg.root_session_id,
+            self.cfg.root_session_id.as_str(),
             crate::store::threads::Contract::Agent,
         )
     }
@@ -285,8 +285,12 @@ impl Engine {
     fn check_agent_budget(&self, conn: &Conn, thread_id: Option<&str>, action: &str) -> Result<()> {
         let of = crate::store::usage::TreeOf {
             thread_id,
-            self_id: self.cfg.self_id.as_deref(),
-            session_id: &self.cfg.root_session_id,
+            self_id: self
+                .cfg
+                .self_id
+                .as_ref()
+                .map(crate::domain::ThreadId::as_str),
+            session_id: self.cfg.root_session_id.as_str(),
         };
         self.cfg.budget.check(conn, of, action)
     }

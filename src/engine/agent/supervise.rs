@@ -126,7 +126,7 @@ impl Engine {
             &row.path,
             (paths::agent_level(&row.path) - 1) as i64,
             parent,
-            &self.cfg.root_session_id,
+            self.cfg.root_session_id.as_str(),
         )
         .agent_limits(&self.cfg.settings.agent_limits)
         .into_vec()

@@ -39,7 +39,7 @@ pub(super) fn scope(e: &Engine) -> RefScope<'_> {
     RefScope {
         manager_id: e.manager_id,
         current_path: &e.cfg.scope_path,
-        self_id: e.cfg.self_id.as_deref(),
+        self_id: e.cfg.self_id.as_ref().map(crate::domain::ThreadId::as_str),
     }
 }
 

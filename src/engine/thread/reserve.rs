@@ -95,7 +95,7 @@ pub(super) fn parent_thread_id(e: &Engine, conn: &Conn) -> Result<Option<ThreadI
     let Some(id) = &e.cfg.self_id else {
         return Ok(None);
     };
-    Ok(threads::thread_exists(conn, id)?.then(|| ThreadId::new(id.as_str())))
+    Ok(threads::thread_exists(conn, id.as_str())?.then(|| ThreadId::new(id.as_str())))
 }
 
 /// Picks the task name inside the reserving transaction: an explicit one must be free; a

@@ -264,7 +264,7 @@ fn descendant_env(e: &Engine, row: &ThreadRow) -> Vec<(String, String)> {
         &row.path,
         row.depth,
         parent,
-        &e.cfg.root_session_id,
+        e.cfg.root_session_id.as_str(),
     )
     .thread_settings(&e.cfg.settings)
     .into_vec()

@@ -189,7 +189,7 @@ fn check_original(row: &Worker) -> Result<()> {
 fn owned(e: &Engine, id: &str) -> Result<Worker> {
     let row = load(e, id)?;
     check_original(&row)?;
-    if row.facts.coordinator_id != e.cfg.session_id {
+    if row.facts.coordinator_id != e.cfg.session_id.as_str() {
         return Err(Error::forbidden(format!(
             "Only the owning coordinator may control this worker. Repair: call this from the session that spawned {} (coordinator {}); this session is {}.",
             row.id(),

@@ -90,7 +90,7 @@ pub(in crate::engine) async fn spawn(
     req: SpawnRequest,
 ) -> Result<crate::serve::output::Reply> {
     let coordinator = e.cfg.session_id.clone();
-    check_may_spawn(e, &coordinator)?;
+    check_may_spawn(e, coordinator.as_str())?;
     check_directory(&req.directory)?;
     let paths = resolve_granted_paths(req.paths.as_deref())?;
     let args = match &req.agent {
@@ -101,7 +101,7 @@ pub(in crate::engine) async fn spawn(
     let model = contract::model_from_args(&argpolicy::merge_args(&inherited, &args)?)
         .as_ref()
         .map(Value::to_string);
-    let worker_id = worker_identity(&coordinator, &req.key);
+    let worker_id = worker_identity(coordinator.as_str(), &req.key);
     let fp = fingerprint(
         &req.title,
         &req.directory,
@@ -128,7 +128,7 @@ pub(in crate::engine) async fn spawn(
             return Ok(());
         }
         e.check_budget(tx, None, "threads_spawn")?;
-        let used = workers::slots_used(tx, &coordinator)?;
+        let used = workers::slots_used(tx, coordinator.as_str())?;
         if used >= limit {
             return Err(Error::new(
                 ErrorCode::Limit,
@@ -140,7 +140,7 @@ pub(in crate::engine) async fn spawn(
         let manager_id = upsert_manager(
             tx,
             &ManagerSpec {
-                session_id: &coordinator,
+                session_id: coordinator.as_str(),
                 contract: Contract::Worker,
                 scope_path: "/",
                 depth: 0,
@@ -161,7 +161,7 @@ pub(in crate::engine) async fn spawn(
                 title: &req.title,
                 cwd: &req.directory,
                 args: &args,
-                coordinator_id: &coordinator,
+                coordinator_id: coordinator.as_str(),
                 spawn_key: &req.key,
                 fingerprint: &fp,
                 agent: req.agent.as_deref(),
