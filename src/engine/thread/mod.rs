@@ -8,6 +8,7 @@ mod carry;
 mod fork;
 mod list;
 mod poll;
+mod queue;
 mod reserve;
 mod resume;
 mod send;
@@ -27,6 +28,7 @@ use crate::store::refs::{resolve, RefScope};
 use crate::store::threads::ThreadRow;
 
 pub(crate) use carry::carry_out;
+pub(crate) use queue::{queue_changed, stop_queued};
 pub use stop::{INTERRUPTED, STOPPED, STOP_ALREADY_CLOSED};
 
 /// Timeout of the `get_state` refresh a poll or send makes.

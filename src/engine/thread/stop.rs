@@ -12,9 +12,14 @@ use crate::serve::output::Reply;
 
 pub(super) async fn stop(e: &Engine, reference: &str, force: bool) -> Result<Reply> {
     let row = find(e, reference)?;
-    e.rt.await_launch(&row.id, crate::runtime::LAUNCH_WAIT)
-        .await;
+    // A thread still waiting in the queue is taken out of it and closed, never launched.
+    let dequeued = super::queue::stop_queued(e, &row.id)?;
+    if !dequeued {
+        e.rt.await_launch(&row.id, crate::runtime::LAUNCH_WAIT)
+            .await;
+    }
     let (was_live, note) = match remote::holder(e, &row.id)? {
+        _ if dequeued => (true, String::new()),
         Holder::Elsewhere(owner) => {
             match remote::request(e, &row.id, CommandKind::stop(force), None, owner).await? {
                 Outcome::Done(result) => (result != STOP_ALREADY_CLOSED, held_by(owner)),

@@ -1,0 +1,164 @@
+//! A child's questions to its parent (`THREADBASE_UI=parent`, issue 30): each dialog a child
+//! opens (`confirm`, `select`, `input`, `editor`) is a `ui_requests` row while the child waits.
+//! The answer is written once, on the condition that the row is still pending
+//! (`sql/question_answer.sql`), by whichever process answers (the `thread_answer` tool,
+//! `threadbase answer`, `top`); the serve holding the child reads it and answers the child. A
+//! timeout, a stop, an exit or a restore after a crash ends the row the same way, so a
+//! question is never answered twice nor left pending behind a closed thread.
+
+use rusqlite::{named_params, Connection, OptionalExtension, Row};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::domain::{QuestionKind, QuestionState};
+use crate::error::Result;
+
+/// One `ui_requests` row.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Question {
+    pub id: i64,
+    pub thread_id: String,
+    #[serde(skip)]
+    pub request_id: String,
+    pub kind: QuestionKind,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub options: Option<Vec<String>>,
+    pub asked_at: String,
+    #[serde(skip)]
+    pub deadline_ms: i64,
+    #[serde(skip)]
+    pub state: QuestionState,
+    #[serde(skip)]
+    pub answer: Option<Value>,
+    #[serde(skip)]
+    pub answered_by: Option<String>,
+}
+
+impl Question {
+    fn from_row(r: &Row<'_>) -> rusqlite::Result<Question> {
+        let options: Option<String> = r.get("options")?;
+        let answer: Option<String> = r.get("answer")?;
+        Ok(Question {
+            id: r.get("id")?,
+            thread_id: r.get("thread_id")?,
+            request_id: r.get("request_id")?,
+            kind: r.get("kind")?,
+            title: r.get("title")?,
+            message: r.get("message")?,
+            options: options.and_then(|o| serde_json::from_str(&o).ok()),
+            asked_at: r.get("asked_at")?,
+            deadline_ms: r.get("deadline_ms")?,
+            state: r.get("state")?,
+            answer: answer.and_then(|a| serde_json::from_str(&a).ok()),
+            answered_by: r.get("answered_by")?,
+        })
+    }
+}
+
+/// A question as the runtime records it.
+pub struct NewQuestion<'a> {
+    pub thread_id: &'a str,
+    pub launch_seq: i64,
+    pub request_id: &'a str,
+    pub kind: QuestionKind,
+    pub title: Option<&'a str>,
+    pub message: Option<&'a str>,
+    pub options: Option<&'a [String]>,
+    pub at: &'a str,
+    pub deadline_ms: i64,
+}
+
+/// Records a pending question; returns its id.
+pub fn insert(conn: &Connection, q: &NewQuestion<'_>) -> Result<i64> {
+    let options = q.options.map(|o| serde_json::to_string(o)).transpose()?;
+    Ok(conn
+        .prepare_cached(include_str!("../../sql/question_insert.sql"))?
+        .query_row(
+            named_params! {
+                ":thread": q.thread_id, ":launch": q.launch_seq, ":request": q.request_id,
+                ":kind": q.kind, ":title": q.title, ":message": q.message, ":options": options,
+                ":at": q.at, ":deadline": q.deadline_ms,
+            },
+            |r| r.get(0),
+        )?)
+}
+
+/// A thread's oldest pending question.
+pub fn pending_of(conn: &Connection, thread_id: &str) -> Result<Option<Question>> {
+    Ok(conn
+        .prepare_cached(include_str!("../../sql/question_pending.sql"))?
+        .query_row([thread_id], Question::from_row)
+        .optional()?)
+}
+
+/// One question by id.
+pub fn by_id(conn: &Connection, id: i64) -> Result<Option<Question>> {
+    Ok(conn
+        .prepare_cached(include_str!("../../sql/question_by_id.sql"))?
+        .query_row([id], Question::from_row)
+        .optional()?)
+}
+
+/// Writes `answer` (JSON) if the question is still pending; false if it was not.
+pub fn answer(conn: &Connection, id: i64, answer: &Value, by: &str, at: &str) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(include_str!("../../sql/question_answer.sql"))?
+        .execute(named_params! {
+            ":answer": answer.to_string(), ":at": at, ":by": by, ":id": id,
+        })?
+        > 0)
+}
+
+/// Ends a pending question without an answer (`TimedOut` or `Cancelled`); false if it was not
+/// pending.
+pub fn end(conn: &Connection, id: i64, state: QuestionState, by: &str, at: &str) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(include_str!("../../sql/question_end.sql"))?
+        .execute(named_params! {":state": state, ":at": at, ":by": by, ":id": id})?
+        > 0)
+}
+
+/// Cancels a thread's pending questions (its process ended); returns how many.
+pub fn cancel_thread(conn: &Connection, thread_id: &str, by: &str, at: &str) -> Result<usize> {
+    Ok(conn
+        .prepare_cached(include_str!("../../sql/question_cancel_thread.sql"))?
+        .execute(named_params! {":thread": thread_id, ":at": at, ":by": by})?)
+}
+
+/// A pending question with its thread's path.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingQuestion {
+    pub id: i64,
+    pub thread_id: String,
+    pub path: String,
+    pub kind: QuestionKind,
+    pub title: Option<String>,
+    pub message: Option<String>,
+    pub options: Option<Vec<String>>,
+    pub asked_at: String,
+}
+
+/// Every pending question, oldest first.
+pub fn pending_all(conn: &Connection) -> Result<Vec<PendingQuestion>> {
+    let mut stmt = conn.prepare_cached(include_str!("../../sql/questions_pending_all.sql"))?;
+    let rows = stmt.query_map([], |r| {
+        let options: Option<String> = r.get(6)?;
+        Ok(PendingQuestion {
+            id: r.get(0)?,
+            thread_id: r.get(1)?,
+            path: r.get(2)?,
+            kind: r.get(3)?,
+            title: r.get(4)?,
+            message: r.get(5)?,
+            options: options.and_then(|o| serde_json::from_str(&o).ok()),
+            asked_at: r.get(7)?,
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}

@@ -1,0 +1,103 @@
+//! The durable queue (`THREADBASE_QUEUE=1`, issue 30): a start over the live limit is a row
+//! like any other (live, `starting`, its id, path and name taken at once) marked `queued_at`.
+//! It holds no slot until a transaction that counts the free slots claims one for it
+//! (`dequeued_at`); its launch follows. The order is the rank of the waiting rows by rowid (the
+//! reservation order) and the slot count is `sql/count_live.sql`: both are SQL, nothing is kept
+//! in memory, so the queue survives a crash of its serve.
+
+use rusqlite::{named_params, Connection, OptionalExtension};
+
+use crate::domain::ManagerId;
+use crate::error::Result;
+
+/// Marks the just-reserved row `id` as queued (in the reserving transaction).
+pub fn mark(conn: &Connection, id: &str, at: &str) -> Result<()> {
+    conn.prepare_cached(include_str!("../../sql/queue_mark.sql"))?
+        .execute((id, at))?;
+    Ok(())
+}
+
+/// `id`'s position in its manager's queue (1 = launched next), `None` when it is not waiting
+/// for a slot.
+pub fn position(conn: &Connection, id: &str) -> Result<Option<i64>> {
+    Ok(conn
+        .prepare_cached(include_str!("../../sql/queue_position.sql"))?
+        .query_row([id], |r| r.get(0))
+        .optional()?)
+}
+
+/// One waiting row of a manager's queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Waiting {
+    pub id: String,
+    pub path: String,
+    pub position: i64,
+}
+
+/// The rows of `manager` waiting for a slot, in queue order.
+pub fn waiting(conn: &Connection, manager: ManagerId) -> Result<Vec<Waiting>> {
+    let mut stmt = conn.prepare_cached(include_str!("../../sql/queue_rank.sql"))?;
+    let rows = stmt.query_map([manager], |r| {
+        Ok(Waiting {
+            id: r.get(0)?,
+            path: r.get(1)?,
+            position: r.get(2)?,
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// Claims `manager`'s free slots (of `max`) for its oldest waiting rows; returns how many.
+pub fn claim(conn: &Connection, manager: ManagerId, max: i64, at: &str) -> Result<usize> {
+    Ok(conn
+        .prepare_cached(include_str!("../../sql/queue_claim.sql"))?
+        .execute(named_params! {":manager": manager, ":max": max, ":at": at})?)
+}
+
+/// The rows of `manager` with a claimed slot that were never launched, oldest first.
+pub fn to_launch(conn: &Connection, manager: ManagerId) -> Result<Vec<String>> {
+    let mut stmt = conn.prepare_cached(include_str!("../../sql/queue_to_launch.sql"))?;
+    let rows = stmt.query_map([manager], |r| r.get(0))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// Closes `id` as stopped if it is still waiting for a slot (never launched); false otherwise.
+pub fn dequeue(conn: &Connection, id: &str, at: &str) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(include_str!("../../sql/queue_dequeue.sql"))?
+        .execute((id, at))?
+        > 0)
+}
+
+/// Where a queued row stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueState {
+    /// Not queued, or launched already.
+    NotQueued,
+    /// Waiting for a slot.
+    Waiting,
+    /// A slot is claimed; the launch is under way (or follows at the next serve).
+    Claimed,
+}
+
+/// `id`'s queue state.
+pub fn state(conn: &Connection, id: &str) -> Result<QueueState> {
+    let row: Option<(bool, bool)> = conn
+        .prepare_cached(include_str!("../../sql/queue_is_waiting.sql"))?
+        .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    Ok(match row {
+        Some((true, false)) => QueueState::Waiting,
+        Some((true, true)) => QueueState::Claimed,
+        _ => QueueState::NotQueued,
+    })
+}
+
+/// The prompt `id` was started with (`None` when the row is gone or has none).
+pub fn prompt_of(conn: &Connection, id: &str) -> Result<Option<String>> {
+    Ok(conn
+        .prepare_cached(include_str!("../../sql/queue_prompt.sql"))?
+        .query_row([id], |r| r.get(0))
+        .optional()?
+        .flatten())
+}
