@@ -4,6 +4,7 @@
 
 pub mod adopt;
 pub mod agent;
+pub mod answer;
 pub mod budget;
 mod cache;
 mod child_env;

@@ -284,7 +284,7 @@ fn tell_spend(engine: &Engine, request: &Value, id: &Value, out: &Output) {
     }
 }
 
-const METHODS: &str = "thread, agent_spawn, agent_wait, agent_steer, agent_status, agent_update, agent_pause, agent_stop, agent_output, threads_spawn, threads_list, threads_send, threads_interrupt, threads_hide, threads_report, threads.snapshot, threads.restore, session_usage, agents.reap";
+const METHODS: &str = "thread, agent_spawn, agent_wait, agent_steer, agent_status, agent_update, agent_pause, agent_stop, agent_output, threads_spawn, threads_list, threads_send, threads_interrupt, threads_hide, threads_report, threads.snapshot, threads.restore, session_usage, agents.reap, thread_answer";
 
 async fn handle(engine: &Engine, request: &Value, out: &Output) -> Result<Reply, Error> {
     let method = request.get("method").and_then(Value::as_str).ok_or_else(|| {
@@ -307,6 +307,7 @@ async fn handle(engine: &Engine, request: &Value, out: &Output) -> Result<Reply,
             engine.thread(&params, &progress).await
         }
         "session_usage" => engine.session_usage(&params).map(Reply::Json),
+        crate::contract::answer::METHOD => engine.thread_answer(&params),
         m if crate::contract::agent::METHODS.contains(&m)
             || m == crate::contract::agent::REAP_METHOD =>
         {

@@ -28,6 +28,7 @@ mod prop_refs;
 mod prop_subtree;
 mod prop_usage;
 mod query_plans;
+mod questions;
 mod queue;
 mod readme;
 mod readme_sql;

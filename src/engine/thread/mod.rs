@@ -84,6 +84,11 @@ pub(super) fn scope(e: &Engine) -> RefScope<'_> {
     }
 }
 
+/// A thread of this session by reference (the `thread_answer` tool's `id`).
+pub(crate) fn find_thread(e: &Engine, reference: &str) -> Result<ThreadRow> {
+    find(e, reference)
+}
+
 pub(super) fn find(e: &Engine, reference: &str) -> Result<ThreadRow> {
     let conn = e.store.read()?;
     resolve(&conn, scope(e), reference)

@@ -82,7 +82,8 @@ pub(super) async fn wait(
         }
         // A question waits for the caller's answer (THREADBASE_UI=parent): the wait returns
         // with it at once.
-        if view.borrow().asking {
+        let asking = view.borrow().asking;
+        if asking && question_pending(e, &row.id)? {
             break false;
         }
         let now = Instant::now();
@@ -101,9 +102,13 @@ pub(super) async fn wait(
             break false;
         }
         let pause = WAIT_STEP.min(deadline.saturating_duration_since(Instant::now()));
-        let _ = tokio::time::timeout(pause, view.wait_for(|v| v.closed || v.asking)).await;
+        let _ = tokio::time::timeout(
+            pause,
+            view.wait_for(move |v| v.closed || (v.asking && !asking)),
+        )
+        .await;
     };
-    let asked = e.rt.watch(&row.id).is_some_and(|v| v.borrow().asking);
+    let asked = question_pending(e, &row.id)?;
     e.rt.flush().await;
     let reply = waited(e, &row.id, detail, timed_out, started)?;
     if !timed_out && !asked && row.manager_id == e.manager_id {
@@ -187,7 +192,7 @@ async fn wait_on_rows(
         if now_row.phase == Phase::Idle && !send_under_way(e, &row.id)? {
             break false;
         }
-        if questions::pending_of(&*e.store.read()?, &row.id)?.is_some() {
+        if question_pending(e, &row.id)? {
             break false;
         }
         if now >= next_progress {
@@ -197,6 +202,11 @@ async fn wait_on_rows(
         tokio::time::sleep(ROW_WAIT_POLL.min(deadline.saturating_duration_since(now))).await;
     };
     waited(e, &row.id, detail, timed_out, started)
+}
+
+/// Whether a question of the thread waits for the caller's answer (THREADBASE_UI=parent).
+fn question_pending(e: &Engine, id: &str) -> Result<bool> {
+    Ok(questions::pending_of(&*e.store.read()?, id)?.is_some())
 }
 
 fn send_under_way(e: &Engine, id: &str) -> Result<bool> {
