@@ -39,6 +39,7 @@ mod real_pi_extension;
 mod real_pi_install;
 mod real_pi_notices;
 mod real_pi_phases;
+mod real_pi_questions;
 mod real_pi_queue;
 mod real_pi_resume_fork;
 mod real_pi_runtime;
