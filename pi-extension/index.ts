@@ -1224,7 +1224,7 @@ export default function threadbaseExtension(pi: ExtensionAPI) {
 
 	// Issue 30: with THREADBASE_UI=parent, a child's question waits for this session's answer,
 	// given with a second tool (the `thread` tool's actions are the contract's).
-	if (tools.has("thread") && askParent()) pi.registerTool({
+	if ((tools.has("thread") || tools.has("agent")) && askParent()) pi.registerTool({
 		name: ANSWER_TOOL,
 		label: "Thread answer",
 		description: ANSWER_DESCRIPTION,

@@ -542,6 +542,7 @@ mod tests {
             out,
             events: vec![],
             usage: Default::default(),
+            pending: Default::default(),
         }
     }
 
@@ -733,6 +734,7 @@ mod tests {
                 ),
             ],
             usage: Default::default(),
+            pending: Default::default(),
         };
         let text = with(&f, Detail::Tail, |p| polled(p, &p.snapshot()));
         assert_eq!(

@@ -1287,6 +1287,7 @@ mod tests {
             },
             events: vec![],
             usage: Default::default(),
+            pending: Default::default(),
         }
     }
 
@@ -1373,6 +1374,7 @@ mod tests {
             out: live_out(),
             events: vec![],
             usage: Default::default(),
+            pending: Default::default(),
         };
         assert_eq!(
             lines(&Projection::new(&facts, Detail::Summary)),

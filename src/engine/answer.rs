@@ -54,7 +54,21 @@ impl Engine {
     /// The `thread_answer` tool: `{id, answer}`, `id` a thread reference of this session.
     pub fn thread_answer(&self, params: &Value) -> Result<Reply> {
         let req = answer::parse(params)?;
-        let row = super::thread::find_thread(self, &req.id)?;
+        // A thread of this session's `thread` tool (its whole subtree), else one of its other
+        // contracts' threads (a subagent's path, a worker's id).
+        let row = match super::thread::find_thread(self, &req.id) {
+            Ok(row) => row,
+            Err(e) if e.code == ErrorCode::UnknownReference => {
+                crate::store::refs::resolve_anywhere(
+                    &*self.store.read()?,
+                    &req.id,
+                    Some(&self.cfg.session_id),
+                    None,
+                )
+                .map_err(|_| e)?
+            }
+            Err(e) => return Err(e),
+        };
         let (q, value) = answer_thread(&self.store, &row, &req.answer, "thread_answer")?;
         let text = answer::answered_text(&row.path, &q, &value);
         Reply::json(&ToolResult::new(

@@ -47,21 +47,24 @@ impl Runtime {
     ) -> crate::error::Result<()> {
         let store = self.inner.store.clone();
         let deadline_ms = crate::time::now_ms() + timeout.as_millis() as i64;
+        let at = now_iso();
+        let asked = NewQuestion {
+            thread_id: &child.thread_id,
+            launch_seq: child.launch_seq,
+            request_id: &d.id,
+            kind: d.kind,
+            title: d.title.as_deref(),
+            message: d.message.as_deref(),
+            options: d.options.as_deref(),
+            at: &at,
+            deadline_ms,
+        };
+        // Contract B's parent is told in the same transaction (contract A's sees it in its
+        // poll, wait and list).
         let qid = store.write(|tx| {
-            questions::insert(
-                tx,
-                &NewQuestion {
-                    thread_id: &child.thread_id,
-                    launch_seq: child.launch_seq,
-                    request_id: &d.id,
-                    kind: d.kind,
-                    title: d.title.as_deref(),
-                    message: d.message.as_deref(),
-                    options: d.options.as_deref(),
-                    at: &now_iso(),
-                    deadline_ms,
-                },
-            )
+            let qid = questions::insert(tx, &asked)?;
+            questions::notify_parent_agent(tx, &asked, qid)?;
+            Ok(qid)
         })?;
         child.view.send_modify(|v| v.asking = true);
         let mut view = child.view.subscribe();

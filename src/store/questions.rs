@@ -162,3 +162,31 @@ pub fn pending_all(conn: &Connection) -> Result<Vec<PendingQuestion>> {
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
+
+/// For a contract B thread, the notice of question `q` for its parent agent (a `mailbox` row
+/// the parent's serve delivers, as `agent_update`'s progress); nothing for another contract.
+pub fn notify_parent_agent(conn: &Connection, q: &NewQuestion<'_>, question_id: i64) -> Result<()> {
+    let place: Option<(String, String)> = conn
+        .prepare_cached(include_str!("../../sql/question_parent_agent.sql"))?
+        .query_row([q.thread_id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    let Some((path, parent)) = place else {
+        return Ok(());
+    };
+    let text = crate::text::question_notice_text(&path, q.kind.as_str(), q.title, q.options);
+    super::mailbox::insert(
+        conn,
+        &super::mailbox::NewMail {
+            thread_id: q.thread_id,
+            direction: super::mailbox::Direction::ToParent,
+            kind: super::mailbox::MailKind::Progress,
+            send_key: &format!("question:{question_id}"),
+            message_id: None,
+            body: &text,
+            recipient: Some(&parent),
+            at: q.at,
+            delivered: false,
+        },
+    )?;
+    Ok(())
+}
