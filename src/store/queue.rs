@@ -101,3 +101,39 @@ pub fn prompt_of(conn: &Connection, id: &str) -> Result<Option<String>> {
         .optional()?
         .flatten())
 }
+
+/// Contract B: claims `registry`'s free concurrency slots (of `max`) for its oldest waiting
+/// rows, and renumbers the rest; returns how many were claimed.
+pub fn claim_agents(conn: &Connection, registry: ManagerId, max: i64, at: &str) -> Result<usize> {
+    let n = conn
+        .prepare_cached(include_str!("../../sql/agent_queue_claim.sql"))?
+        .execute(named_params! {":manager": registry, ":max": max, ":at": at})?;
+    renumber_agents(conn, registry)?;
+    Ok(n)
+}
+
+/// Contract B: every waiting row's status says its position (`Queued (position N)`).
+pub fn renumber_agents(conn: &Connection, registry: ManagerId) -> Result<()> {
+    conn.prepare_cached(include_str!("../../sql/agent_queue_renumber.sql"))?
+        .execute([registry])?;
+    Ok(())
+}
+
+/// Contract B: stops `id` if it still waits for a slot (closed, stopped, never launched) and
+/// renumbers the rest; false when it was not waiting.
+pub fn dequeue_agent(
+    conn: &Connection,
+    registry: ManagerId,
+    id: &str,
+    status: &str,
+    at: &str,
+) -> Result<bool> {
+    let done = conn
+        .prepare_cached(include_str!("../../sql/agent_queue_dequeue.sql"))?
+        .execute(named_params! {":id": id, ":status": status, ":at": at})?
+        > 0;
+    if done {
+        renumber_agents(conn, registry)?;
+    }
+    Ok(done)
+}

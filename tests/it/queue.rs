@@ -280,3 +280,74 @@ fn queue_rows_survive_a_sigkill_of_serve_and_the_next_serve_launches_them() {
     s.close(Duration::from_secs(20));
     assert!(w.base.leftovers().is_empty());
 }
+
+/// Contract B: with `PI_SUBAGENTS_MAX_CONCURRENT=1` a second and third `agent_spawn` are queued
+/// (state `starting`, status `Queued (position N)`); each settles in turn and the next one is
+/// launched; a queued one stopped before its launch never runs.
+#[test]
+fn queue_agent_spawns_over_the_concurrency_limit_are_queued_and_run_in_order() {
+    use crate::serve_agent as b;
+    let w = b::world();
+    let mut root = w.root(
+        "slow",
+        &[
+            ("THREADBASE_QUEUE", "1"),
+            ("PI_SUBAGENTS_MAX_CONCURRENT", "1"),
+        ],
+    );
+    let spawn = |s: &mut Serve, path: &str| {
+        b::call(
+            s,
+            "agent_spawn",
+            json!({"path": path, "type": "worker", "task": format!("task {path}"), "wait": false}),
+        )
+    };
+    let a = spawn(&mut root, "a");
+    assert_eq!(a["state"], "starting", "{a}");
+    let q1 = spawn(&mut root, "b");
+    assert_eq!(
+        (&q1["state"], &q1["status"]),
+        (&json!("starting"), &json!("Queued (position 1)")),
+        "{q1}"
+    );
+    let q2 = spawn(&mut root, "c");
+    assert_eq!(q2["status"], "Queued (position 2)", "{q2}");
+    let q3 = spawn(&mut root, "d");
+    assert_eq!(q3["status"], "Queued (position 3)", "{q3}");
+    // Stopped while queued: stopped, never launched; the others move up.
+    let d = b::call(&mut root, "agent_stop", json!({"path": "/root/d"}));
+    assert_eq!(d["state"], "stopped", "{d}");
+    // Each settles in turn and the next one runs.
+    for path in ["/root/a", "/root/b", "/root/c"] {
+        let v = b::call(
+            &mut root,
+            "agent_wait",
+            json!({"path": path, "timeoutMs": 30000}),
+        );
+        assert_eq!(v["state"], "completed", "{path}: {v}");
+        assert_eq!(
+            v["output"],
+            format!("slow answer to task {}", &path[6..]),
+            "{v}"
+        );
+    }
+    let conn = rusqlite::Connection::open(&w.base.db).unwrap();
+    let order: Vec<(String, i64)> = conn
+        .prepare("SELECT path, launch_seq FROM threads ORDER BY CASE WHEN launch_seq > 0 THEN live_started_at END, path")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    assert_eq!(
+        order,
+        [
+            ("/root/d".to_string(), 0),
+            ("/root/a".to_string(), 1),
+            ("/root/b".to_string(), 1),
+            ("/root/c".to_string(), 1)
+        ]
+    );
+    root.close(Duration::from_secs(20));
+    assert!(w.base.leftovers().is_empty());
+}

@@ -27,6 +27,7 @@ mod delivery;
 mod notices;
 mod output;
 mod pause;
+mod queue;
 mod reap;
 mod recap;
 mod spawn;
@@ -106,6 +107,8 @@ pub struct AgentHost {
     next_timer: Mutex<Option<i64>>,
     /// The models that have credentials (`pi --list-models`), asked once (`choose.rs`).
     available: OnceLock<Arc<Vec<crate::pi::models::KnownModel>>>,
+    /// Serialises the queue's claims and launches (`THREADBASE_QUEUE=1`, `queue.rs`).
+    queue: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl AgentHost {
@@ -125,6 +128,7 @@ impl AgentHost {
             released: tokio::sync::Notify::new(),
             next_timer: Mutex::new(None),
             available: OnceLock::new(),
+            queue: Arc::default(),
         })
     }
 
@@ -361,6 +365,15 @@ impl AgentHost {
             ));
         }
         Ok(())
+    }
+
+    /// Whether a spawn now would wait in the queue (THREADBASE_QUEUE=1): every concurrency
+    /// slot is taken, or threads wait already (none jumps the queue).
+    fn over_capacity(&self, conn: &Conn, registry: ManagerId) -> Result<bool> {
+        Ok(
+            agents::count_active(conn, registry)? >= self.cfg.settings.agent_limits.max_concurrent
+                || !crate::store::queue::waiting(conn, registry)?.is_empty(),
+        )
     }
 
     fn check_no_stopped_ancestor(

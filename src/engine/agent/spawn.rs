@@ -110,7 +110,12 @@ impl AgentHost {
                     ),
                 ));
             }
-            self.check_capacity(tx, registry)?;
+            // THREADBASE_QUEUE=1: over the concurrency limit (or behind threads already
+            // waiting) the spawn is queued instead of refused.
+            let queued = self.cfg.settings.queue && self.over_capacity(tx, registry)?;
+            if !queued {
+                self.check_capacity(tx, registry)?;
+            }
             self.check_budget(tx, parent_row.as_ref().map(|r| r.id.as_str()), "agent_spawn")?;
             if let Some(p) = parent.as_deref() {
                 self.check_no_stopped_ancestor(tx, registry, p)?;
@@ -143,7 +148,8 @@ impl AgentHost {
                     at: &now_iso(),
                 },
             )?;
-            crate::store::agents::recap::set_detached(tx, &id, !wait)?;
+            // A queued spawn answers at once, like a detached one: its result is a notice.
+            crate::store::agents::recap::set_detached(tx, &id, !wait || queued)?;
             agents::set_run(
                 tx,
                 &id,
@@ -153,9 +159,18 @@ impl AgentHost {
                     tools: choice.tools.as_deref(),
                 },
             )?;
-            Ok(parent_row)
+            if queued {
+                let at = now_iso();
+                crate::store::queue::mark(tx, &id, &at)?;
+                crate::store::queue::renumber_agents(tx, registry)?;
+            }
+            Ok((parent_row, queued))
         });
-        let parent_row = parent_row?;
+        let (parent_row, queued) = parent_row?;
+        if queued {
+            // No slot: the row waits; a settled thread's slot launches it (`queue.rs`).
+            return answer(&view(&self.row_by_id(&id)?));
+        }
         let _held = self.hold_notices(&id);
         let started = async {
             let file = self.write_child_session(&id, &path, &name, parent_row.as_ref())?;
@@ -205,7 +220,7 @@ impl AgentHost {
 
     /// Creates the child's session file: a frozen snapshot of its lexical parent's branch
     /// (nothing for an independent root), linked to the parent's file.
-    fn write_child_session(
+    pub(super) fn write_child_session(
         &self,
         id: &str,
         path: &str,

@@ -18,13 +18,13 @@ use crate::contract::format;
 use crate::contract::projection::{Detail, Projection};
 use crate::contract::thread::{Details, Single, SnapshotJson};
 use crate::domain::ExitKind;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::runtime::StartKind;
 use crate::serve::output::Reply;
 use crate::store::events::{self, NewEvent};
 use crate::store::launches;
 use crate::store::queue::{self, QueueState};
-use crate::store::threads::thread_by_id_any;
+use crate::store::threads::{thread_by_id_any, ThreadRow};
 use crate::time::now_iso;
 
 /// See [`Engine::queue_changed`].
@@ -32,6 +32,8 @@ pub(crate) fn queue_changed(e: &Arc<Engine>) {
     if !e.cfg.settings.queue {
         return;
     }
+    // Contract B's side of this serve has a queue of its own (its concurrency limit).
+    e.agent.queue_changed();
     let e = e.clone();
     tokio::spawn(tracing::Instrument::in_current_span(async move {
         if let Err(err) = drain(&e).await {
@@ -139,4 +141,16 @@ pub(super) fn queued_reply(e: &Engine, id: &str) -> Result<Reply> {
             note: Some(&note),
         },
     )
+}
+
+/// A `send` to a thread still waiting in the queue has no process to reach: refused with its
+/// position and what to do (its prompt goes out when it is launched).
+pub(super) fn refuse_while_queued(e: &Engine, row: &ThreadRow, verb: &str) -> Result<()> {
+    match queue::position(&*e.store.read()?, &row.id)? {
+        None => Ok(()),
+        Some(n) => Err(Error::conflict(format!(
+            "{} is queued (position {n}) and has no Pi process yet to {verb} to. Repair: wait on it (its prompt goes out when a slot frees and it launches), then {verb}; or stop it to take it out of the queue.",
+            row.path
+        ))),
+    }
 }

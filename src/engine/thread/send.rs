@@ -36,6 +36,7 @@ pub(super) async fn send(
     mode: Option<SendMode>,
 ) -> Result<Reply> {
     let row = find(e, reference)?;
+    super::queue::refuse_while_queued(e, &row, "send")?;
     e.rt.await_launch(&row.id, crate::runtime::LAUNCH_WAIT)
         .await;
     let (done, via) = match remote::holder(e, &row.id)? {
