@@ -294,6 +294,52 @@ mod tests {
     }
 
     #[test]
+    fn the_queue_and_parent_questions_are_off_unless_asked_for() {
+        let mut warnings = Vec::new();
+        let mut warn = |w: String| warnings.push(w);
+        assert!(!queue_from(None, &mut warn));
+        assert!(queue_from(Some("1"), &mut warn));
+        assert!(queue_from(Some(" on "), &mut warn));
+        assert!(!queue_from(Some("0"), &mut warn));
+        assert!(!queue_from(Some("later"), &mut warn));
+        assert!(!ui_from(None, &mut warn));
+        assert!(ui_from(Some("parent"), &mut warn));
+        assert!(!ui_from(Some("cancel"), &mut warn));
+        assert!(!ui_from(Some("child"), &mut warn));
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(
+            warnings.iter().all(|w| w.contains("Repair:")),
+            "{warnings:?}"
+        );
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let s = Settings::from_env(&env(&[]), &mut |_| {});
+        assert_eq!((s.queue, s.ui_parent), (false, None));
+        let s = Settings::from_env(
+            &env(&[("THREADBASE_QUEUE", "1"), ("THREADBASE_UI", "parent")]),
+            &mut |_| {},
+        );
+        assert_eq!(
+            (s.queue, s.ui_parent),
+            (true, Some(Duration::from_millis(DEFAULT_UI_TIMEOUT_MS)))
+        );
+        let s = Settings::from_env(
+            &env(&[
+                ("THREADBASE_UI", "parent"),
+                ("THREADBASE_UI_TIMEOUT_MS", "250"),
+            ]),
+            &mut |_| {},
+        );
+        assert_eq!(s.ui_parent, Some(Duration::from_millis(250)));
+    }
+
+    #[test]
     fn notices_are_on_unless_turned_off() {
         let mut warnings = Vec::new();
         let mut warn = |w: String| warnings.push(w);

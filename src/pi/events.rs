@@ -295,7 +295,7 @@ impl ExtensionUiRequest<'_> {
             crate::domain::QuestionKind::Select => Some(
                 self.options
                     .as_array()
-                    .map(|a| a.iter().filter_map(|o| text(o)).collect())
+                    .map(|a| a.iter().filter_map(text).collect())
                     .unwrap_or_default(),
             ),
             _ => None,

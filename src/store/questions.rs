@@ -75,7 +75,7 @@ pub struct NewQuestion<'a> {
 
 /// Records a pending question; returns its id.
 pub fn insert(conn: &Connection, q: &NewQuestion<'_>) -> Result<i64> {
-    let options = q.options.map(|o| serde_json::to_string(o)).transpose()?;
+    let options = q.options.map(serde_json::to_string).transpose()?;
     Ok(conn
         .prepare_cached(include_str!("../../sql/question_insert.sql"))?
         .query_row(
