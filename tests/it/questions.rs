@@ -296,3 +296,54 @@ fn questions_a_crash_of_serve_while_a_question_is_pending_cancels_it_at_restore(
     }
     assert!(w.base.leftovers().is_empty());
 }
+
+/// Contract B: a subagent's question is a notice for its parent (here the main conversation's
+/// serve), and `thread_answer` with the subagent's path answers it.
+#[test]
+fn questions_a_subagents_question_is_a_notice_for_its_parent_and_thread_answer_answers_it() {
+    use crate::serve_agent as b;
+    let w = b::world();
+    w.base.script(
+        "asks",
+        &json!({"turns": [{"steps": [{"ui": "confirm", "title": "Deploy?"}, {"text": "got: {ui}"}]}]})
+            .to_string(),
+    );
+    let mut root = w.root("asks", &[("THREADBASE_UI", "parent")]);
+    let v = b::call(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "a", "type": "worker", "task": "deploy", "wait": false}),
+    );
+    assert_eq!(v["state"], "starting", "{v}");
+    b::wait_for("the question's notice", Duration::from_secs(20), || {
+        b::notices(&root).iter().any(|n| {
+            n["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("/root/a asks (confirm): Deploy?"))
+        })
+    });
+    let notice = b::notices(&root)
+        .into_iter()
+        .find(|n| {
+            n["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("asks (confirm)"))
+        })
+        .unwrap();
+    assert!(
+        notice["text"].as_str().unwrap().contains("thread_answer"),
+        "{notice}"
+    );
+    let ok = root.send("thread_answer", json!({"id": "/root/a", "answer": true}));
+    let ok = root.response(ok, Duration::from_secs(10));
+    assert_eq!(ok["result"]["details"]["answer"], true, "{ok}");
+    let v = b::call(
+        &mut root,
+        "agent_wait",
+        json!({"path": "/root/a", "timeoutMs": 30000}),
+    );
+    assert_eq!(v["state"], "completed", "{v}");
+    assert_eq!(v["output"], "got: true", "{v}");
+    root.close(Duration::from_secs(20));
+    assert!(w.base.leftovers().is_empty());
+}
