@@ -137,3 +137,19 @@ pub fn dequeue_agent(
     }
     Ok(done)
 }
+
+/// Contract C: claims `manager`'s free worker slots (of `max`, counted for `coordinator` as
+/// the slot limit counts them) for its oldest waiting workers; returns how many.
+pub fn claim_workers(
+    conn: &Connection,
+    manager: ManagerId,
+    coordinator: &str,
+    max: i64,
+    at: &str,
+) -> Result<usize> {
+    Ok(conn
+        .prepare_cached(include_str!("../../sql/worker_queue_claim.sql"))?
+        .execute(named_params! {
+            ":manager": manager, ":coordinator": coordinator, ":max": max, ":at": at,
+        })?)
+}

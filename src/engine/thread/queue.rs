@@ -39,6 +39,11 @@ pub(crate) fn queue_changed(e: &Arc<Engine>) {
         if let Err(err) = drain(&e).await {
             tracing::warn!("launching queued threads failed: {err}");
         }
+        // Contract C's workers of this session, under the same lock.
+        let _one = e.queue.clone().lock_owned().await;
+        if let Err(err) = crate::engine::worker::drain_queue(&e).await {
+            tracing::warn!("starting queued workers failed: {err}");
+        }
     }));
 }
 

@@ -19,6 +19,14 @@ const ABORT_TIMEOUT: Duration = Duration::from_millis(5_000);
 pub(super) async fn interrupt(e: &Engine, worker_id: &str) -> Result<Json> {
     let row = owned(e, worker_id)?;
     let id = row.id().to_string();
+    // A worker still waiting in the queue (THREADBASE_QUEUE=1) is taken out of it: closed,
+    // interrupted, never launched.
+    if crate::engine::thread::stop_queued(e, &id)? {
+        e.store.write(|tx| {
+            crate::store::workers::set_outcome(tx, &id, crate::domain::Outcome::Interrupted)
+        })?;
+        return json_of(&load(e, &id)?.facts.view());
+    }
     e.rt.await_launch(&id, crate::runtime::LAUNCH_WAIT).await;
     if e.rt.is_live(&id) {
         let running =

@@ -7,6 +7,7 @@ use crate::error::Result;
 use crate::store::workers;
 
 pub(super) fn list(e: &Engine) -> Result<Json> {
-    let rows = workers::workers_of_coordinator(&*e.store.read()?, &e.cfg.session_id)?;
-    json_of(&Workers::of(&facts_of(rows)))
+    let conn = e.store.read()?;
+    let rows = workers::workers_of_coordinator(&conn, &e.cfg.session_id)?;
+    json_of(&Workers::of(&facts_of(&conn, rows)?))
 }
