@@ -130,39 +130,6 @@ pub fn cancel_thread(conn: &Connection, thread_id: &str, by: &str, at: &str) -> 
         .execute(named_params! {":thread": thread_id, ":at": at, ":by": by})?)
 }
 
-/// A pending question with its thread's path.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PendingQuestion {
-    pub id: i64,
-    pub thread_id: String,
-    pub path: String,
-    pub kind: QuestionKind,
-    pub title: Option<String>,
-    pub message: Option<String>,
-    pub options: Option<Vec<String>>,
-    pub asked_at: String,
-}
-
-/// Every pending question, oldest first.
-pub fn pending_all(conn: &Connection) -> Result<Vec<PendingQuestion>> {
-    let mut stmt = conn.prepare_cached(include_str!("../../sql/questions_pending_all.sql"))?;
-    let rows = stmt.query_map([], |r| {
-        let options: Option<String> = r.get(6)?;
-        Ok(PendingQuestion {
-            id: r.get(0)?,
-            thread_id: r.get(1)?,
-            path: r.get(2)?,
-            kind: r.get(3)?,
-            title: r.get(4)?,
-            message: r.get(5)?,
-            options: options.and_then(|o| serde_json::from_str(&o).ok()),
-            asked_at: r.get(7)?,
-        })
-    })?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
-}
-
 /// For a contract B thread, the notice of question `q` for its parent agent (a `mailbox` row
 /// the parent's serve delivers, as `agent_update`'s progress); nothing for another contract.
 pub fn notify_parent_agent(conn: &Connection, q: &NewQuestion<'_>, question_id: i64) -> Result<()> {
