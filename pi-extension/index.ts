@@ -599,6 +599,25 @@ export interface PiUsage {
 	cost: { input: number; output: number; cacheRead: number; cacheWrite: number; total: number };
 }
 
+/** Issue 30: the tool that answers a child's question (registered with THREADBASE_UI=parent). */
+export const ANSWER_TOOL = "thread_answer";
+const ANSWER_DESCRIPTION =
+	"Answer a question a child thread asked (THREADBASE_UI=parent): its poll or wait shows the question (confirm, select, input or editor) and the child waits until it is answered. id: the thread's id or path. answer: true or false for a confirm, one of the options (exactly) for a select, a string for input or editor.";
+const AnswerParams = Type.Object(
+	{
+		id: Type.String({ description: "The thread whose question this answers: its id or path." }),
+		answer: Type.Union([Type.Boolean(), Type.String()], {
+			description: "true/false for a confirm; one of the options for a select; the text for input or editor.",
+		}),
+	},
+	{ additionalProperties: false },
+);
+
+/** THREADBASE_UI=parent: a child's dialogs wait for this session's answer. */
+export function askParent(): boolean {
+	return process.env.THREADBASE_UI?.trim().toLowerCase() === "parent";
+}
+
 /** The tools this extension forwards to serve: their results' usage is the children's spend. */
 export const THREADBASE_TOOLS = new Set([
 	"thread",
@@ -616,6 +635,7 @@ export const THREADBASE_TOOLS = new Set([
 	"threads_interrupt",
 	"threads_hide",
 	"threads_report",
+	"thread_answer",
 ]);
 
 const num = (v: unknown): number => (typeof v === "number" && Number.isFinite(v) && v > 0 ? v : 0);
@@ -882,6 +902,7 @@ const THREADS_UI = {
 	actionRefresh: "Refresh",
 	actionChildren: "Children",
 	actionStop: "Stop",
+	actionAnswer: "Answer its question",
 	actionBack: "Back",
 } as const;
 
@@ -921,7 +942,30 @@ export function stateWords(snap: any): string {
 /** One `/threads` option per thread: `path  state  name`. */
 function threadOption(snap: any): string {
 	const name = typeof snap?.name === "string" && snap.name && snap.name !== snap.taskName ? `  ${snap.name}` : "";
-	return `${snap?.path ?? snap?.id ?? "?"}  ${stateWords(snap)}${name}`;
+	// Issue 30: a thread waiting in the queue, or waiting for an answer, says so.
+	const queued = typeof snap?.queuePosition === "number" ? `  queued #${snap.queuePosition}` : "";
+	const asks = snap?.question ? `  ? ${snap.question.kind}` : "";
+	return `${snap?.path ?? snap?.id ?? "?"}  ${stateWords(snap)}${queued}${asks}${name}`;
+}
+
+/**
+ * Asks the user a child's question (THREADBASE_UI=parent) with the dialog of its kind; the
+ * answer goes to `thread_answer`. `undefined`: the user dismissed the dialog (nothing is sent).
+ */
+export async function askUser(ui: any, q: any): Promise<string | boolean | undefined> {
+	const title = [q?.title, q?.message].filter((t) => typeof t === "string" && t).join(" — ") || "The thread asks";
+	switch (q?.kind) {
+		case "confirm":
+			return await ui.confirm(title, q?.message ?? "");
+		case "select":
+			return await ui.select(title, Array.isArray(q?.options) ? q.options : []);
+		case "input":
+			return await ui.input(title);
+		case "editor":
+			return await ui.editor(title, "");
+		default:
+			return undefined;
+	}
 }
 
 /**
@@ -931,7 +975,7 @@ function threadOption(snap: any): string {
  * deliberately no way to start threads or send to them from here (contract: `/threads` command
  * boundary); those stay tool-level primitives.
  */
-async function browseThreads(ctx: any, call: ThreadCall): Promise<void> {
+async function browseThreads(ctx: any, call: ThreadCall, answer?: ThreadCall): Promise<void> {
 	const ui = ctx.ui;
 	if (!ctx.hasUI) return;
 	/** Paths whose children are shown; empty: this session's own children. */
@@ -965,13 +1009,13 @@ async function browseThreads(ctx: any, call: ThreadCall): Promise<void> {
 		}
 		const picked = byOption.get(choice);
 		if (!picked) continue;
-		const next = await showThread(ui, call, String(picked.path ?? picked.id));
+		const next = await showThread(ui, call, String(picked.path ?? picked.id), answer);
 		if (next === "children") levels.push(String(picked.path ?? picked.id));
 	}
 }
 
 /** The summary of one thread and its actions; tells the browser where to go next. */
-async function showThread(ui: any, call: ThreadCall, path: string): Promise<"back" | "children"> {
+async function showThread(ui: any, call: ThreadCall, path: string, answer?: ThreadCall): Promise<"back" | "children"> {
 	for (;;) {
 		let polled: ToolResult;
 		try {
@@ -986,12 +1030,24 @@ async function showThread(ui: any, call: ThreadCall, path: string): Promise<"bac
 		// thread and its state.
 		ui.notify(clip(resultText(polled) || state), "info");
 		const actions: string[] = [THREADS_UI.actionRefresh, THREADS_UI.actionChildren];
+		if (snap.question && answer) actions.unshift(THREADS_UI.actionAnswer);
 		if (snap.status === "live") actions.push(THREADS_UI.actionStop);
 		actions.push(THREADS_UI.actionBack);
 		const choice: string | undefined = await ui.select(`${state}: choose an action`, actions);
 		if (choice === undefined || choice === THREADS_UI.actionBack) return "back";
 		if (choice === THREADS_UI.actionChildren) return "children";
 		if (choice === THREADS_UI.actionRefresh) continue;
+		if (choice === THREADS_UI.actionAnswer && answer) {
+			const value = await askUser(ui, snap.question);
+			if (value === undefined) continue;
+			try {
+				const answered = await answer({ id: snap.id ?? path, answer: value });
+				ui.notify(clip(resultText(answered) || `Answered ${path}.`), "info");
+			} catch (e) {
+				ui.notify(`threads: answer ${path} failed: ${errorText(e)}`, "error");
+			}
+			continue;
+		}
 		if (choice === THREADS_UI.actionStop) {
 			const yes: boolean = await ui.confirm(
 				`Stop ${path}?`,
@@ -1166,6 +1222,20 @@ export default function threadbaseExtension(pi: ExtensionAPI) {
 		},
 	});
 
+	// Issue 30: with THREADBASE_UI=parent, a child's question waits for this session's answer,
+	// given with a second tool (the `thread` tool's actions are the contract's).
+	if ((tools.has("thread") || tools.has("agent")) && askParent()) pi.registerTool({
+		name: ANSWER_TOOL,
+		label: "Thread answer",
+		description: ANSWER_DESCRIPTION,
+		parameters: AnswerParams,
+		async execute(_toolCallId, params, signal, _onUpdate, ctx) {
+			if (signal?.aborted) throw new Error(`${ANSWER_TOOL} aborted`);
+			const c = connection(identityOf(ctx));
+			return withSpend(c, await c.request(ANSWER_TOOL, params));
+		},
+	});
+
 	// A session that has used the `thread` tool gets its serve back as soon as it starts again
 	// (`pi --session FILE`, `pi -c`): the notices saved while it was away (a thread closed as
 	// stale by a restore, one that settled as the last serve ended) arrive at once, and the
@@ -1183,7 +1253,11 @@ export default function threadbaseExtension(pi: ExtensionAPI) {
 	pi.registerCommand("threads", {
 		description: "Browse this session's threads: status, summary, children, stop.",
 		handler: async (_args, ctx) => {
-			await browseThreads(ctx, (params) => connection(identityOf(ctx)).request("thread", params));
+			await browseThreads(
+				ctx,
+				(params) => connection(identityOf(ctx)).request("thread", params),
+				askParent() ? (params) => connection(identityOf(ctx)).request(ANSWER_TOOL, params) : undefined,
+			);
 		},
 	});
 

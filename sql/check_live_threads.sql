@@ -9,3 +9,5 @@ SELECT t.id, t.path, t.phase, t.pid,
        m.session_id, t.process_started_at
 FROM threads t JOIN managers m ON m.id = t.manager_id
 WHERE t.status = 'live'
+  -- A queued row never launched (THREADBASE_QUEUE=1) claims no process: it waits for a slot.
+  AND NOT (t.queued_at IS NOT NULL AND t.launch_seq = 0)

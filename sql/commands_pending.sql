@@ -6,5 +6,8 @@ SELECT c.id, c.thread_id, c.kind, c.payload
 FROM commands c INDEXED BY commands_pending CROSS JOIN threads t ON t.id = c.thread_id
 WHERE c.state = 'pending'
   AND ((t.owner_pid = ?1 AND t.owner_started_at = ?2 AND t.status = 'live')
-       OR (c.kind = 'resume' AND t.manager_id = ?3 AND t.status = 'closed'))
+       OR (c.kind = 'resume' AND t.manager_id = ?3 AND t.status = 'closed')
+       -- A stop of a queued thread of its own manager that has no process yet (issue 30).
+       OR (c.kind IN ('stop', 'force_stop') AND t.manager_id = ?3 AND t.status = 'live'
+           AND t.queued_at IS NOT NULL AND t.launch_seq = 0))
 ORDER BY c.id

@@ -8,3 +8,6 @@ SELECT t.id, t.manager_id, m.contract, t.pid, t.pgid, t.process_started_at,
        t.launch_seq, t.session_file, t.created_at
 FROM threads t JOIN managers m ON m.id = t.manager_id
 WHERE t.status = 'live'
+  -- A queued row never launched has no process to restore: the next serve of its manager
+  -- launches it (THREADBASE_QUEUE=1).
+  AND NOT (t.queued_at IS NOT NULL AND t.launch_seq = 0)

@@ -169,6 +169,30 @@ words! {
         /// Contract C: the coordinator's notice of a report.
         Report = "report",
     }
+
+    /// What a child's dialog asks for (`ui_requests.kind`, THREADBASE_UI=parent).
+    QuestionKind {
+        /// Yes or no: the answer is `true` or `false`.
+        Confirm = "confirm",
+        /// One of the question's options.
+        Select = "select",
+        /// A line of text.
+        Input = "input",
+        /// A text.
+        Editor = "editor",
+    }
+
+    /// Where a child's question stands (`ui_requests.state`).
+    QuestionState {
+        /// Waiting for the parent's answer; the child waits too.
+        Pending = "pending",
+        /// Answered once (`answer`, `answered_by`).
+        Answered = "answered",
+        /// Not answered within THREADBASE_UI_TIMEOUT_MS: cancelled as without the setting.
+        TimedOut = "timed_out",
+        /// The thread's process ended first (a stop, an exit, a restore after a crash).
+        Cancelled = "cancelled",
+    }
 }
 
 impl AgentState {
@@ -456,6 +480,8 @@ mod tests {
         let v1 = include_str!("../migrations/V1__init.sql");
         // V5 widened `commands`' kinds and states.
         let v5 = include_str!("../migrations/V5__subtree_reach.sql");
+        // V12 added the questions of children (`ui_requests`).
+        let v12 = include_str!("../migrations/V12__queue_and_questions.sql");
         for (migration, column, want) in [
             (v1, "contract", words(Contract::ALL)),
             (v1, "status", words(ThreadStatus::ALL)),
@@ -468,6 +494,8 @@ mod tests {
             (v1, "kind", words(MailKind::ALL)),
             (v5, "kind", words(CommandKind::ALL)),
             (v5, "state", words(CommandState::ALL)),
+            (v12, "kind", words(QuestionKind::ALL)),
+            (v12, "state", words(QuestionState::ALL)),
         ] {
             assert_eq!(listed(migration, column), want, "{column}");
         }

@@ -321,6 +321,28 @@ pub fn thread_notice_text(
     text
 }
 
+/// The notice a contract B parent gets when its child asks a question (`THREADBASE_UI=parent`,
+/// issue 30): who asks what, and how to answer.
+pub fn question_notice_text(
+    path: &str,
+    kind: &str,
+    title: Option<&str>,
+    options: Option<&[String]>,
+) -> String {
+    let mut s = format!("{path} asks ({kind})");
+    if let Some(t) = title.filter(|t| !t.trim().is_empty()) {
+        s.push_str(": ");
+        s.push_str(t);
+    }
+    if let Some(o) = options {
+        s.push_str(&format!(" [options: {}]", o.join(" | ")));
+    }
+    s.push_str(&format!(
+        ". It waits for the answer: the thread_answer tool {{\"id\": \"{path}\", \"answer\": …}}, or `threadbase answer {path} VALUE`."
+    ));
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

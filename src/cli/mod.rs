@@ -1,6 +1,7 @@
 //! The `threadbase` command line: one module per group of subcommands.
 
 mod adopt;
+mod answer;
 mod check;
 mod demo;
 mod forest;
@@ -167,6 +168,18 @@ pub enum Command {
         #[arg(long, value_name = "SESSION")]
         into: Option<String>,
         /// Print {"adopted": {id, path, oldPath, fromSession, intoSession, …}} as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Answer a child's pending question (THREADBASE_UI=parent): VALUE is yes or no for a
+    /// confirm, one of the options for a select, the text for input and editor. REF is a
+    /// thread id or a canonical path.
+    Answer {
+        /// A thread id (thread_…) or a canonical path (/root/task).
+        reference: String,
+        /// The answer.
+        value: String,
+        /// Print {"answered": {threadId, path, question, answer}} as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -391,6 +404,11 @@ pub fn main() -> ExitCode {
             json,
             &mut out,
         ),
+        Command::Answer {
+            reference,
+            value,
+            json,
+        } => answer::run(&db, &reference, &value, json, &mut out),
         Command::Adopt {
             reference,
             into,

@@ -203,6 +203,9 @@ fn run_on(db: PathBuf, args: ServeArgs) -> Result<()> {
                 rustix::process::Signal::XFSZ.as_raw(),
             ))?;
             let runtime = Runtime::new(store.clone(), cfg.settings.timers);
+            if let Some(timeout) = cfg.settings.ui_parent {
+                runtime.set_ui_parent(timeout);
+            }
             let engine = Engine::new(cfg, store, runtime)?;
             tracing::debug!("manager registered");
             // On a worker, not on this thread (see `server::serve`).

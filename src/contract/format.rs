@@ -70,8 +70,8 @@ pub fn title<'a>(snap: &Snapshot<'a>) -> Cow<'a, str> {
 pub fn status(snap: &Snapshot<'_>) -> String {
     if snap.running {
         return match snap.pid {
-            Some(pid) => format!("live/{} pid={pid}", snap.phase),
-            None => format!("live/{}", snap.phase),
+            Some(pid) => format!("live/{} pid={pid}", snap.shown_phase),
+            None => format!("live/{}", snap.shown_phase),
         };
     }
     // The words every surface uses (a stop's code and signal never make it `failed`).
@@ -90,6 +90,49 @@ pub fn status(snap: &Snapshot<'_>) -> String {
         signalled,
         false,
     )
+}
+
+/// What a live thread waits for (issue 30), after a line break each: its place in the queue,
+/// and its question with how to answer it.
+pub fn waiting_lines(s: &mut String, snap: &Snapshot<'_>) {
+    if let Some(n) = snap.queue_position {
+        let _ = write!(
+            s,
+            "\nQueued: position {n}; it launches when a live thread of this session closes (THREADBASE_QUEUE=1). Wait on it, or stop it to take it out of the queue."
+        );
+    }
+    if let Some(q) = snap.question {
+        let _ = write!(s, "\nQuestion ({}) waiting for your answer", q.kind);
+        if let Some(t) = q.title.as_deref().filter(|t| !t.trim().is_empty()) {
+            let _ = write!(s, ": {t}");
+        }
+        if let Some(m) = q.message.as_deref().filter(|m| !m.trim().is_empty()) {
+            let _ = write!(s, "\n{m}");
+        }
+        if let Some(options) = q.options.as_deref() {
+            let _ = write!(s, "\nOptions: {}", options.join(" | "));
+        }
+        let example = match q.kind {
+            crate::domain::QuestionKind::Confirm => "true".to_string(),
+            crate::domain::QuestionKind::Select => crate::paths::json_quote(
+                q.options
+                    .as_deref()
+                    .and_then(|o| o.first())
+                    .map_or("<option>", String::as_str),
+            ),
+            _ => "\"<text>\"".to_string(),
+        };
+        let how = match q.kind {
+            crate::domain::QuestionKind::Confirm => "true for yes, false for no",
+            crate::domain::QuestionKind::Select => "one of the options, exactly",
+            _ => "a string",
+        };
+        let _ = write!(
+            s,
+            "\nAnswer with the thread_answer tool: {{ \"id\": \"{}\", \"answer\": {example} }} ({how}). The child waits until it is answered.",
+            snap.id
+        );
+    }
 }
 
 /// `Next: a, b, or c` (`Next: none` for no action).
@@ -138,6 +181,12 @@ pub fn list_line(f: &mut dyn fmt::Write, first: bool, snap: &Snapshot<'_>) -> fm
         status(snap),
         if snap.archived { " archived" } else { "" },
     )?;
+    if let Some(n) = snap.queue_position {
+        write!(f, " queued #{n}")?;
+    }
+    if let Some(q) = snap.question {
+        write!(f, " question pending ({})", q.kind)?;
+    }
     if let Some(spent) = spend(&snap.spend) {
         write!(f, ", {spent}")?;
     }
@@ -157,6 +206,7 @@ pub fn started(snap: &Snapshot<'_>, prompt_accepted: Option<bool>, note: Option<
     if let Some(note) = note {
         let _ = write!(s, "\nNote: {note}");
     }
+    waiting_lines(&mut s, snap);
     let _ = write!(
         s,
         "\nPoll with: {{ \"action\": \"poll\", \"id\": \"{}\" }}",
@@ -180,6 +230,7 @@ pub fn polled(projection: &Projection<'_>, snap: &Snapshot<'_>) -> String {
     }
     let _ = write!(s, "\nDepth: {}\nStatus: {}", snap.depth, status(snap));
     spent_line(&mut s, snap);
+    waiting_lines(&mut s, snap);
     let _ = write!(
         s,
         "\nRunning: {}\n{}\nCwd: {}\nDetail: {}",
@@ -226,6 +277,7 @@ pub fn waited(
         status(snap),
     );
     spent_line(&mut s, snap);
+    waiting_lines(&mut s, snap);
     let _ = write!(
         s,
         "\nRunning: {}\n{}\nDetail: {}",
@@ -496,6 +548,7 @@ mod tests {
             out,
             events: vec![],
             usage: Default::default(),
+            pending: Default::default(),
         }
     }
 
@@ -687,6 +740,7 @@ mod tests {
                 ),
             ],
             usage: Default::default(),
+            pending: Default::default(),
         };
         let text = with(&f, Detail::Tail, |p| polled(p, &p.snapshot()));
         assert_eq!(

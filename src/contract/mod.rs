@@ -6,6 +6,7 @@
 
 pub mod agent;
 pub mod agent_settings;
+pub mod answer;
 pub mod args;
 pub mod detail;
 pub mod events;

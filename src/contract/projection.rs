@@ -64,6 +64,7 @@ use serde_json::Value;
 
 use crate::domain::{ExitKind, Phase, ThreadStatus};
 use crate::store::events::EventRow;
+use crate::store::questions::Question;
 use crate::store::threads::ThreadRow;
 use crate::store::usage::Usage;
 use crate::text::{compact, compact_cut_flagged, truncate_ellipsis, utf16_len, utf16_suffix};
@@ -84,6 +85,47 @@ pub struct ThreadFacts {
     pub events: Vec<EventRow>,
     /// What the thread itself spent (`thread_usage`): the poll, wait and list texts show it.
     pub usage: Usage,
+    /// What a live thread waits for: a slot in the queue, or its parent's answer (issue 30).
+    pub pending: Pending,
+}
+
+/// What a live thread waits for (issue 30): its place in the queue (`THREADBASE_QUEUE=1`) or
+/// its parent's answer to a question (`THREADBASE_UI=parent`). Both are absent by default.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Pending {
+    /// Waiting for a slot, at this position (1 = launched next).
+    pub queue_position: Option<i64>,
+    /// The child's oldest question waiting for an answer.
+    pub question: Option<Question>,
+}
+
+/// The phase a snapshot shows: the row's, or `queued` while the thread waits for a slot (the
+/// row is `starting` then; the contract's phases gain `queued` only with `THREADBASE_QUEUE=1`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShownPhase {
+    Row(Phase),
+    Queued,
+}
+
+impl ShownPhase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ShownPhase::Row(p) => p.as_str(),
+            ShownPhase::Queued => "queued",
+        }
+    }
+}
+
+impl std::fmt::Display for ShownPhase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for ShownPhase {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
 }
 
 /// The texts one detail level derives from a thread's facts. [`Projection::snapshot`] borrows
@@ -233,6 +275,10 @@ impl<'a> Projection<'a> {
             name: &row.name,
             task_name: &row.task_name,
             status: row.status(),
+            shown_phase: match self.facts.pending.queue_position {
+                Some(_) if live => ShownPhase::Queued,
+                _ => ShownPhase::Row(row.phase()),
+            },
             phase: row.phase(),
             running: live,
             parent_path,
@@ -256,7 +302,11 @@ impl<'a> Projection<'a> {
             },
             result_summary: text,
             recent_events: RecentEvents::new(&self.facts.events, detail),
-            next_suggested_actions: next_suggested_actions(row),
+            next_suggested_actions: match (&self.facts.pending, live) {
+                (p, true) if p.question.is_some() => ANSWER_ACTIONS,
+                (p, true) if p.queue_position.is_some() => QUEUED_ACTIONS,
+                _ => next_suggested_actions(row),
+            },
             pid: if live { row.pid } else { None },
             exit: if live { None } else { exit_of(row) },
             output_tail: self.output.as_ref().map(|o| o.0.as_str()),
@@ -267,9 +317,16 @@ impl<'a> Projection<'a> {
             last_assistant_text: out.last_assistant_text.as_deref().filter(|_| full),
             last_partial_text: out.last_partial_text.as_deref().filter(|_| full && live),
             spend: self.facts.usage,
+            queue_position: self.facts.pending.queue_position.filter(|_| live),
+            question: self.facts.pending.question.as_ref().filter(|_| live),
         }
     }
 }
+
+/// `nextSuggestedActions` of a live thread whose question waits for an answer.
+pub const ANSWER_ACTIONS: &[&str] = &["thread_answer", "poll", "stop"];
+/// `nextSuggestedActions` of a thread waiting in the queue.
+pub const QUEUED_ACTIONS: &[&str] = &["wait", "poll", "stop"];
 
 /// The contract's `ThreadRuntimeSnapshot`, borrowed from a [`Projection`].
 #[derive(Debug, Serialize)]
@@ -280,6 +337,11 @@ pub struct Snapshot<'a> {
     pub name: &'a str,
     pub task_name: &'a str,
     pub status: ThreadStatus,
+    /// `phase` as shown: the row's phase, or `queued` (see [`ShownPhase`]).
+    #[serde(rename = "phase")]
+    pub shown_phase: ShownPhase,
+    /// The row's phase (a queued thread's is `starting`).
+    #[serde(skip)]
     pub phase: Phase,
     pub running: bool,
     pub parent_path: &'a str,
@@ -321,6 +383,12 @@ pub struct Snapshot<'a> {
     /// part of the contract's snapshot, so never serialized.
     #[serde(skip)]
     pub spend: Usage,
+    /// Issue 30, `THREADBASE_QUEUE=1`: a live thread waiting for a slot, at this position.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_position: Option<i64>,
+    /// Issue 30, `THREADBASE_UI=parent`: the child's question waiting for the parent's answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub question: Option<&'a Question>,
 }
 
 /// `session`: `{kind: "known", file, id, name, pendingMessageCount}` once the child's session
@@ -435,6 +503,7 @@ pub fn snapshot(row: &ThreadRow, out: &OutputFacts, events: &[EventRow], detail:
         out: out.clone(),
         events: events.to_vec(),
         usage: Usage::default(),
+        pending: Pending::default(),
     };
     serde_json::to_value(Projection::new(&facts, detail).snapshot()).unwrap_or(Value::Null)
 }
@@ -1222,6 +1291,7 @@ mod tests {
             },
             events: vec![],
             usage: Default::default(),
+            pending: Default::default(),
         }
     }
 
@@ -1308,6 +1378,7 @@ mod tests {
             out: live_out(),
             events: vec![],
             usage: Default::default(),
+            pending: Default::default(),
         };
         assert_eq!(
             lines(&Projection::new(&facts, Detail::Summary)),

@@ -7,6 +7,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::agent::{self, AgentRequest};
+use super::answer::{self, AnswerRequest};
 use super::thread::{self, ThreadRequest};
 use super::worker::{self, WorkerRequest};
 use crate::error::{Error, ErrorCode, Result};
@@ -23,6 +24,8 @@ pub enum Request {
     Agent(AgentRequest),
     Worker(WorkerRequest),
     SessionUsage(SessionUsage),
+    /// `thread_answer` (with `THREADBASE_UI=parent`): a child's pending question answered.
+    Answer(AnswerRequest),
 }
 
 /// Every method `serve` answers, in the order its "unknown method" text lists them.
@@ -31,6 +34,7 @@ pub fn method_names() -> Vec<&'static str> {
     names.extend(agent::METHODS.iter().map(|m| m.name));
     names.extend(worker::METHODS.iter().map(|m| m.name));
     names.push(SESSION_USAGE_METHOD);
+    names.push(answer::METHOD);
     names
 }
 
@@ -41,6 +45,9 @@ pub fn parse(method: &str, params: &Value) -> Result<Request> {
     }
     if method == SESSION_USAGE_METHOD {
         return SessionUsage::parse(params).map(Request::SessionUsage);
+    }
+    if method == answer::METHOD {
+        return answer::parse(params).map(Request::Answer);
     }
     if let Some(m) = agent::method(method) {
         return agent::parse(m, params).map(Request::Agent);

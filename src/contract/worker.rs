@@ -518,6 +518,8 @@ pub struct WorkerFacts {
     /// The process row's status and phase.
     pub status: ThreadStatus,
     pub phase: Phase,
+    /// Issue 30, `THREADBASE_QUEUE=1`: waiting for a slot, at this position.
+    pub queue_position: Option<i64>,
 }
 
 impl WorkerFacts {
@@ -540,6 +542,7 @@ impl WorkerFacts {
             outcome: self.outcome,
             report: self.report.as_ref(),
             hidden: self.hidden(),
+            status: self.queue_position.map(QueuedStatus),
         }
     }
 
@@ -592,6 +595,20 @@ pub struct WorkerView<'a> {
     pub outcome: Option<Outcome>,
     pub report: Option<&'a Report>,
     pub hidden: bool,
+    /// Not one of the contract's ten fields: present only while the worker waits in the queue
+    /// (`THREADBASE_QUEUE=1`, issue 30), `queued (position N)`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<QueuedStatus>,
+}
+
+/// A queued worker's `status`: `queued (position N)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueuedStatus(pub i64);
+
+impl Serialize for QueuedStatus {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_str(&format_args!("queued (position {})", self.0))
+    }
 }
 
 /// A worker's model, `{providerID, id, variant?}`, as stored on its row.
@@ -917,6 +934,7 @@ mod tests {
             hidden_override: None,
             status: ThreadStatus::Live,
             phase: Phase::Starting,
+            queue_position: None,
         };
         let v = serde_json::to_value(f.view()).unwrap();
         assert_eq!(

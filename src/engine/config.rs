@@ -64,6 +64,13 @@ pub struct Settings {
     /// timers fire after `timeoutMs / divisor`, so a test need not wait 30 s. The notice still
     /// reports `timeoutMs`; the validated range is unchanged.
     pub agent_timeout_divisor: u64,
+    /// `THREADBASE_QUEUE=1` (default off): a start over the live limit is queued instead of
+    /// refused, and launched in order as slots free (issue 30).
+    pub queue: bool,
+    /// `THREADBASE_UI=parent` (default off): a child's dialogs wait for the parent's answer,
+    /// at most this long (`THREADBASE_UI_TIMEOUT_MS`, default 5 minutes); `None`: they are
+    /// cancelled at once, as the originals do.
+    pub ui_parent: Option<Duration>,
 }
 
 impl Default for Settings {
@@ -75,6 +82,8 @@ impl Default for Settings {
             max_workers: contract_c::DEFAULT_MAX_WORKERS,
             notices: true,
             agent_timeout_divisor: 1,
+            queue: false,
+            ui_parent: None,
         }
     }
 }
@@ -102,8 +111,12 @@ impl Settings {
             max_concurrent: read("PI_SUBAGENTS_MAX_CONCURRENT", b.max_concurrent as u64) as i64,
         };
         let agent_timeout_divisor = read("THREADBASE_TEST_TIMEOUT_DIVISOR", 1).max(1);
+        let ui_timeout = read("THREADBASE_UI_TIMEOUT_MS", DEFAULT_UI_TIMEOUT_MS).max(1);
         let max_workers = max_workers_from(get("THREADBASE_MAX_WORKERS").as_deref(), warn);
         let notices = notices_from(get("THREADBASE_NOTICES").as_deref(), warn);
+        let queue = queue_from(get("THREADBASE_QUEUE").as_deref(), warn);
+        let ui_parent = ui_from(get("THREADBASE_UI").as_deref(), warn)
+            .then(|| Duration::from_millis(ui_timeout));
         Settings {
             limits,
             timers,
@@ -111,6 +124,8 @@ impl Settings {
             max_workers,
             notices,
             agent_timeout_divisor,
+            queue,
+            ui_parent,
         }
     }
 }
@@ -182,6 +197,45 @@ pub fn env_integer(
     }
 }
 
+/// `THREADBASE_UI_TIMEOUT_MS`'s default: five minutes.
+pub const DEFAULT_UI_TIMEOUT_MS: u64 = 5 * 60 * 1000;
+
+/// `THREADBASE_QUEUE`: `1` (or `on`, `true`, `yes`) turns the queue on; unset, `0`, `off`
+/// leave it off; anything else leaves it off and warns once.
+fn queue_from(value: Option<&str>, warn: &mut dyn FnMut(String)) -> bool {
+    let Some(v) = value.map(str::trim).filter(|v| !v.is_empty()) else {
+        return false;
+    };
+    match v.to_ascii_lowercase().as_str() {
+        "1" | "on" | "true" | "yes" => true,
+        "0" | "off" | "false" | "no" => false,
+        _ => {
+            warn(format!(
+                "THREADBASE_QUEUE={v:?} is neither 1 nor 0; the queue stays off. Repair: set THREADBASE_QUEUE=1 to queue starts over the live limit, or unset it."
+            ));
+            false
+        }
+    }
+}
+
+/// `THREADBASE_UI`: `parent` sends a child's dialogs to its parent; unset or `cancel` cancels
+/// them at once; anything else cancels them and warns once.
+fn ui_from(value: Option<&str>, warn: &mut dyn FnMut(String)) -> bool {
+    let Some(v) = value.map(str::trim).filter(|v| !v.is_empty()) else {
+        return false;
+    };
+    match v.to_ascii_lowercase().as_str() {
+        "parent" => true,
+        "cancel" | "off" => false,
+        _ => {
+            warn(format!(
+                "THREADBASE_UI={v:?} is not \"parent\"; a child's dialogs are cancelled at once. Repair: set THREADBASE_UI=parent to have them wait for the parent's answer, or unset it."
+            ));
+            false
+        }
+    }
+}
+
 /// `THREADBASE_MAX_WORKERS`: an integer from 1 to 32, else the default with one warning.
 /// `THREADBASE_NOTICES`: `off` (or `0`, `false`, `no`) turns contract A's notices off; `on`
 /// (or `1`, `true`, `yes`) or unset keeps them; anything else keeps them and warns once.
@@ -238,6 +292,52 @@ mod tests {
         assert_eq!(max_workers_from(Some("2.5"), &mut warn), 4);
         assert_eq!(warnings.len(), 4);
         assert!(warnings[0].contains("THREADBASE_MAX_WORKERS=\"0\""));
+    }
+
+    #[test]
+    fn the_queue_and_parent_questions_are_off_unless_asked_for() {
+        let mut warnings = Vec::new();
+        let mut warn = |w: String| warnings.push(w);
+        assert!(!queue_from(None, &mut warn));
+        assert!(queue_from(Some("1"), &mut warn));
+        assert!(queue_from(Some(" on "), &mut warn));
+        assert!(!queue_from(Some("0"), &mut warn));
+        assert!(!queue_from(Some("later"), &mut warn));
+        assert!(!ui_from(None, &mut warn));
+        assert!(ui_from(Some("parent"), &mut warn));
+        assert!(!ui_from(Some("cancel"), &mut warn));
+        assert!(!ui_from(Some("child"), &mut warn));
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(
+            warnings.iter().all(|w| w.contains("Repair:")),
+            "{warnings:?}"
+        );
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let s = Settings::from_env(&env(&[]), &mut |_| {});
+        assert_eq!((s.queue, s.ui_parent), (false, None));
+        let s = Settings::from_env(
+            &env(&[("THREADBASE_QUEUE", "1"), ("THREADBASE_UI", "parent")]),
+            &mut |_| {},
+        );
+        assert_eq!(
+            (s.queue, s.ui_parent),
+            (true, Some(Duration::from_millis(DEFAULT_UI_TIMEOUT_MS)))
+        );
+        let s = Settings::from_env(
+            &env(&[
+                ("THREADBASE_UI", "parent"),
+                ("THREADBASE_UI_TIMEOUT_MS", "250"),
+            ]),
+            &mut |_| {},
+        );
+        assert_eq!(s.ui_parent, Some(Duration::from_millis(250)));
     }
 
     #[test]

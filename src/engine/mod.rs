@@ -4,6 +4,7 @@
 
 pub mod adopt;
 pub mod agent;
+pub mod answer;
 pub mod budget;
 mod cache;
 mod child_env;
@@ -24,7 +25,7 @@ use crate::domain::{CommandKind, ManagerId};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::contract::projection::{recent_event_count, Detail, OutputFacts, ThreadFacts};
+use crate::contract::projection::{recent_event_count, Detail, OutputFacts, Pending, ThreadFacts};
 use crate::error::{Error, ErrorCode, Result};
 use crate::runtime::Runtime;
 use crate::serve::output::Reply;
@@ -62,18 +63,36 @@ pub fn thread_facts(
     let outs = crate::store::output::of_threads(conn, &ids, rows.len())?;
     let events = events::rows_of_threads(conn, &ids, rows.len(), recent_event_count(detail))?;
     let usage = crate::store::usage::of_threads(conn, &ids, rows.len())?;
+    let pending = rows
+        .iter()
+        .map(|r| pending_of(conn, r))
+        .collect::<Result<Vec<_>>>()?;
     Ok(rows
         .into_iter()
         .zip(outs)
         .zip(events)
         .zip(usage)
-        .map(|(((row, out), events), usage)| ThreadFacts {
+        .zip(pending)
+        .map(|((((row, out), events), usage), pending)| ThreadFacts {
             row,
             out,
             events,
             usage,
+            pending,
         })
         .collect())
+}
+
+/// What a live thread waits for (issue 30): its queue position and its pending question; two
+/// lookups in partial indexes of a handful of rows, none for a closed thread.
+pub fn pending_of(conn: &crate::store::Conn, row: &ThreadRow) -> Result<Pending> {
+    if !row.is_live() {
+        return Ok(Pending::default());
+    }
+    Ok(Pending {
+        queue_position: crate::store::queue::position(conn, row.id.as_str())?,
+        question: crate::store::questions::pending_of(conn, row.id.as_str())?,
+    })
 }
 
 /// One manager's engine.
@@ -96,6 +115,9 @@ pub struct Engine {
     cache: Arc<cache::SnapshotCache>,
     /// Contract A's notices a running `wait` holds back.
     notice_holds: notices::NoticeHolds,
+    /// Serialises the queue's claims and launches (`THREADBASE_QUEUE=1`), so a claimed row is
+    /// launched once.
+    queue: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl Engine {
@@ -134,6 +156,7 @@ impl Engine {
             me: me.clone(),
             cache,
             notice_holds: notices::NoticeHolds::default(),
+            queue: Arc::default(),
         }))
     }
 
@@ -191,6 +214,7 @@ impl Engine {
             Request::Worker(C::Snapshot(r)) => worker::snapshot::snapshot(self, r),
             Request::Worker(C::Restore(r)) => worker::restore::restore(self, r),
             Request::SessionUsage(r) => self.session_usage(r),
+            Request::Answer(r) => self.thread_answer(r),
         }
     }
 
@@ -212,6 +236,19 @@ impl Engine {
         thread::carry_out(self, kind, thread_id, payload).await
     }
 
+    /// The rows changed: with `THREADBASE_QUEUE=1`, the free slots of this manager are claimed
+    /// for its oldest queued threads and those are launched, on a task of their own (the row
+    /// watcher calls this after every commit, and once as serve starts).
+    pub fn queue_changed(self: &Arc<Self>) {
+        thread::queue_changed(self)
+    }
+
+    /// A stop of a thread still waiting in the queue: closed as stopped, never launched; false
+    /// when it is not waiting.
+    pub fn stop_queued(&self, thread_id: &str) -> Result<bool> {
+        thread::stop_queued(self, thread_id)
+    }
+
     /// Contract A's notices held back by running waits (the row watcher leaves them pending).
     pub fn notice_holds(&self) -> &notices::NoticeHolds {
         &self.notice_holds
@@ -229,11 +266,13 @@ impl Engine {
         let out = output_facts(&conn, id)?;
         let events = events::rows_of_thread(&conn, id)?;
         let usage = crate::store::usage::of_thread(&conn, id)?.unwrap_or_default();
+        let pending = pending_of(&conn, &row)?;
         Ok(ThreadFacts {
             row,
             out,
             events,
             usage,
+            pending,
         })
     }
 

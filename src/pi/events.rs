@@ -255,6 +255,18 @@ pub struct CompactionResult {
     pub usage: Option<Usage>,
 }
 
+/// A child's dialog, as the parent is asked it (`THREADBASE_UI=parent`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dialog {
+    /// The child's request id, echoed in the answer.
+    pub id: String,
+    pub kind: crate::domain::QuestionKind,
+    pub title: Option<String>,
+    pub message: Option<String>,
+    /// `select`'s options.
+    pub options: Option<Vec<String>>,
+}
+
 /// `extension_ui_request`: a dialog (`select`, `confirm`, `input`, `editor`) or a
 /// fire-and-forget notice.
 #[derive(Debug, Deserialize)]
@@ -266,9 +278,37 @@ pub struct ExtensionUiRequest<'a> {
     /// As written: the `ui_request` event records it verbatim.
     #[serde(default)]
     pub title: Value,
+    #[serde(default)]
+    pub message: Value,
+    /// `select`'s options.
+    #[serde(default)]
+    pub options: Value,
 }
 
 impl ExtensionUiRequest<'_> {
+    /// The dialog as the parent is asked it (`THREADBASE_UI=parent`); `None` for a
+    /// fire-and-forget request or one without an id (it could not be answered).
+    pub fn dialog(&self) -> Option<Dialog> {
+        let kind = crate::domain::QuestionKind::parse(self.method?)?;
+        let text = |v: &Value| v.as_str().map(str::to_string);
+        let options = match kind {
+            crate::domain::QuestionKind::Select => Some(
+                self.options
+                    .as_array()
+                    .map(|a| a.iter().filter_map(text).collect())
+                    .unwrap_or_default(),
+            ),
+            _ => None,
+        };
+        Some(Dialog {
+            id: self.id?.to_string(),
+            kind,
+            title: text(&self.title),
+            message: text(&self.message),
+            options,
+        })
+    }
+
     /// Whether it waits for an answer.
     pub fn is_dialog(&self) -> bool {
         matches!(self.method, Some("select" | "confirm" | "input" | "editor"))

@@ -63,6 +63,8 @@ pub struct ChildView {
     /// How many times the child went idle after working or starting (runs settled). A counter,
     /// not a phase, so an observer that wakes late still sees every settlement.
     pub settles: u64,
+    /// A question of the child waits for the parent's answer (`THREADBASE_UI=parent`).
+    pub asking: bool,
 }
 
 /// One launch's process as the runtime holds it: its RPC client, what its stream says, and
@@ -295,6 +297,7 @@ impl Runtime {
                 Effect::CancelUi(id) => {
                     child.rpc.notify(rpc::cancel_ui(&id)).await;
                 }
+                Effect::AskUi(dialog) => self.ask_parent(child, dialog),
                 Effect::Usage(usage) => {
                     ingest
                         .send(IngestOp::Usage {

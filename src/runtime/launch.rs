@@ -211,15 +211,19 @@ impl Runtime {
             closed: false,
             idle_since: None,
             settles: 0,
+            asking: false,
         });
         let child = Arc::new(Child {
             thread_id: thread_id.clone(),
             pgid: pid,
             launch_seq,
             rpc: RpcClient::new(stdin_tx),
-            tracker: Mutex::new(match spec.start {
-                StartKind::Prompt(_) => Tracker::new(),
-                StartKind::Resumed | StartKind::Forked { .. } => Tracker::without_prompt(),
+            tracker: Mutex::new(Tracker {
+                ask_parent: self.ui_parent().is_some(),
+                ..match spec.start {
+                    StartKind::Prompt(_) => Tracker::new(),
+                    StartKind::Resumed | StartKind::Forked { .. } => Tracker::without_prompt(),
+                }
             }),
             view: view_tx,
             stop_requested: AtomicBool::new(false),

@@ -27,6 +27,8 @@ pub enum Effect {
     PartialDelta(String),
     /// Answer this dialog request `cancelled: true`.
     CancelUi(String),
+    /// Ask the parent this dialog (`THREADBASE_UI=parent`): the child waits for its answer.
+    AskUi(Dialog),
     /// The turn-open flag changed.
     TurnOpen(bool),
     /// A `get_state` answer's `sessionName` and `pendingMessageCount` (the runtime's reader
@@ -40,6 +42,8 @@ pub enum Effect {
     /// calls, a `usage` session entry, a compaction), as its session cost counts them.
     Usage(Usage),
 }
+
+pub use crate::pi::events::Dialog;
 
 /// Per-child state the mapping needs.
 #[derive(Debug, Clone)]
@@ -59,6 +63,8 @@ pub struct Tracker {
     /// but a prompt only after an asynchronous preflight, so a refresh written after a send
     /// can be answered before it, looking idle although a run is about to start.
     pub unanswered_prompts: u32,
+    /// `THREADBASE_UI=parent`: dialogs are asked of the parent instead of cancelled.
+    pub ask_parent: bool,
 }
 
 impl Tracker {
@@ -71,6 +77,7 @@ impl Tracker {
             seen_run: false,
             prompted: true,
             unanswered_prompts: 0,
+            ask_parent: false,
         }
     }
 
@@ -173,10 +180,22 @@ impl Tracker {
             "extension_ui_request" => {
                 let req = read::<events::ExtensionUiRequest>(v);
                 let dialog = req.as_ref().is_some_and(|r| r.is_dialog());
+                let asked = match (&req, self.ask_parent && dialog) {
+                    (Some(r), true) => r.dialog(),
+                    _ => None,
+                };
                 let (method, id, title) = match req {
                     Some(r) => (r.method.unwrap_or(""), r.id, r.title),
                     None => ("", None, Value::Null),
                 };
+                if let Some(d) = asked {
+                    out.push(Effect::AskUi(d));
+                    out.push(Effect::Event(
+                        "ui_request",
+                        json!({"method": method, "title": title, "autoCancelled": false, "askedParent": true}),
+                    ));
+                    return out;
+                }
                 let cancel = dialog && id.is_some();
                 if let (true, Some(id)) = (cancel, id) {
                     out.push(Effect::CancelUi(id.to_string()));
@@ -444,6 +463,41 @@ mod tests {
         assert!(spent
             .iter()
             .all(|u| u.cost_usd == 0.5 && u.output_tokens == 1));
+    }
+
+    #[test]
+    fn with_ask_parent_dialogs_are_asked_and_notifications_still_recorded() {
+        let mut t = Tracker {
+            ask_parent: true,
+            ..Tracker::new()
+        };
+        let e = t.on_event(
+            &json!({"type":"extension_ui_request","id":"u1","method":"select",
+            "title":"Pick","message":"one","options":["A","B"]}),
+        );
+        assert_eq!(
+            e[0],
+            Effect::AskUi(Dialog {
+                id: "u1".into(),
+                kind: crate::domain::QuestionKind::Select,
+                title: Some("Pick".into()),
+                message: Some("one".into()),
+                options: Some(vec!["A".into(), "B".into()]),
+            })
+        );
+        let e = t.on_event(
+            &json!({"type":"extension_ui_request","id":"u2","method":"notify","message":"hi"}),
+        );
+        assert_eq!(
+            e,
+            vec![Effect::Event(
+                "ui_request",
+                json!({"method":"notify","title":null,"autoCancelled":false})
+            )]
+        );
+        // A dialog without an id cannot be answered: nothing is asked.
+        let e = t.on_event(&json!({"type":"extension_ui_request","method":"confirm"}));
+        assert!(!e.iter().any(|e| matches!(e, Effect::AskUi(_))), "{e:?}");
     }
 
     #[test]

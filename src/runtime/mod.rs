@@ -21,6 +21,7 @@ pub mod rpc;
 
 mod child;
 mod launch;
+mod questions;
 mod stop;
 mod timers;
 
@@ -61,6 +62,8 @@ struct Inner {
     launching: Mutex<HashSet<String>>,
     /// Bumped when a child is registered or a launch reservation ends.
     launches: watch::Sender<u64>,
+    /// `THREADBASE_UI=parent`: how long a child's dialog waits for the parent's answer.
+    ui_parent: std::sync::OnceLock<std::time::Duration>,
 }
 
 /// The supervisor of this process's children. Cheap to clone.
@@ -82,8 +85,20 @@ impl Runtime {
                 children: Mutex::new(HashMap::new()),
                 launching: Mutex::default(),
                 launches: watch::Sender::new(0),
+                ui_parent: std::sync::OnceLock::new(),
             }),
         }
+    }
+
+    /// Sends the dialogs of the children launched from now on to the parent, each waiting
+    /// at most `timeout` for an answer (`THREADBASE_UI=parent`); set once, as serve starts.
+    pub fn set_ui_parent(&self, timeout: std::time::Duration) {
+        let _ = self.inner.ui_parent.set(timeout);
+    }
+
+    /// How long a child's dialog waits for the parent (`None`: it is cancelled at once).
+    pub fn ui_parent(&self) -> Option<std::time::Duration> {
+        self.inner.ui_parent.get().copied()
     }
 
     pub fn store(&self) -> &Arc<Store> {

@@ -219,6 +219,8 @@ fn restore_in(
             }],
         )?;
         usage::reconcile(tx, &c.id, messages, &at)?;
+        // A question the dead serve left pending is cancelled with its thread.
+        crate::store::questions::cancel_thread(tx, &c.id, "restore", &at)?;
         // Contract A's parent session is told when it is back (its next serve delivers it).
         notices::write(tx, &c.id, notices::Cause::Closed, &at)?;
     }

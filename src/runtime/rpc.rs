@@ -349,6 +349,15 @@ fn cut(buf: &[u8]) -> String {
     crate::text::truncate_ellipsis(&text, 200)
 }
 
+/// The `extension_ui_response` that answers a dialog: `confirmed` for a confirm (a boolean
+/// answer), `value` for the others.
+pub fn answer_ui(id: &str, answer: &Value) -> Value {
+    match answer {
+        Value::Bool(b) => json!({"type": "extension_ui_response", "id": id, "confirmed": b}),
+        other => json!({"type": "extension_ui_response", "id": id, "value": other}),
+    }
+}
+
 /// The `extension_ui_response` that cancels a dialog.
 pub fn cancel_ui(id: &str) -> Value {
     json!({"type": "extension_ui_response", "id": id, "cancelled": true})

@@ -281,6 +281,15 @@ pub(super) fn close_row(
         synthetic: exit.synthetic,
     };
     let changed = lifecycle::close(tx, thread_id, launch_seq, &row_exit, &at)?;
+    if changed {
+        // No question outlives its thread's process (THREADBASE_UI=parent).
+        let by = if exit.kind == ExitKind::Stopped {
+            "stop"
+        } else {
+            "exit"
+        };
+        crate::store::questions::cancel_thread(tx, thread_id, by, &at)?;
+    }
     if changed && was_live {
         let data = json!({"exit": exit.to_json()}).to_string();
         events::append(

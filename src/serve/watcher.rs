@@ -88,6 +88,8 @@ pub async fn run(engine: Arc<Engine>, out: Output) {
             continue;
         }
         seen = Some(version);
+        // THREADBASE_QUEUE=1: a freed slot launches the oldest queued thread.
+        engine.queue_changed();
         if let Err(e) = deliver_notices(watch.conn(), &store, &engine, session_id.as_str(), &out) {
             tracing::warn!("delivering notices failed: {e}");
         }
@@ -216,6 +218,12 @@ impl Queues {
 async fn carry(engine: &Engine, c: PendingCommand) {
     let runtime = engine.runtime();
     let outcome = match c.kind {
+        // A thread still waiting in the queue is taken out of it, never launched.
+        CommandKind::Stop | CommandKind::ForceStop
+            if engine.stop_queued(c.thread_id.as_str()).unwrap_or(false) =>
+        {
+            Ok(crate::engine::STOPPED.to_string())
+        }
         CommandKind::Stop | CommandKind::ForceStop => runtime
             .stop(
                 c.thread_id.as_str(),

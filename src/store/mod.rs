@@ -20,6 +20,8 @@ pub mod list;
 pub mod mailbox;
 pub mod notices;
 pub mod output;
+pub mod questions;
+pub mod queue;
 pub mod refs;
 pub mod reports;
 pub mod restore;

@@ -7,7 +7,7 @@ use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, 
 
 use crate::domain::{
     AgentState, CommandKind, CommandState, Contract, Direction, ExitKind, MailKind, MailState,
-    ManagerId, Outcome, Phase, SessionId, ThreadId, ThreadStatus,
+    ManagerId, Outcome, Phase, QuestionKind, QuestionState, SessionId, ThreadId, ThreadStatus,
 };
 
 /// `ToSql` and `FromSql` for enums of words: written as the word, read back only as one of the
@@ -53,7 +53,9 @@ stored_as_words!(
     CommandState,
     MailState,
     Direction,
-    MailKind
+    MailKind,
+    QuestionKind,
+    QuestionState
 );
 
 /// Text ids: written and read as their text.

@@ -828,3 +828,59 @@ fn agent_recap_queries_use_their_indexes() {
         assert!(!text.contains("SCAN"), "{name} scans: {text}");
     }
 }
+
+/// Issue 30's queue and questions: the queue's rank, a position, the slot claim and the slot
+/// count read the partial indexes of the waiting and live rows (a handful each), and a
+/// thread's pending questions are one range of ui_requests_pending; none scans a table.
+#[test]
+fn queue_and_question_queries_use_their_indexes() {
+    let cases: [((&str, &str), &[&str]); 9] = [
+        (
+            sql!("count_live"),
+            &["USING INDEX threads_live (manager_id=?)"],
+        ),
+        (
+            sql!("queue_rank"),
+            &["USING INDEX threads_queue_waiting (manager_id=?)"],
+        ),
+        (
+            sql!("queue_position"),
+            &[
+                "USING INDEX sqlite_autoindex_threads_1 (id=?)",
+                "USING INDEX threads_queue_waiting (manager_id=?",
+            ],
+        ),
+        (
+            sql!("queue_claim"),
+            &[
+                "USING INDEX threads_queue_waiting (manager_id=?)",
+                "USING INDEX threads_live (manager_id=?)",
+            ],
+        ),
+        (
+            sql!("queue_to_launch"),
+            &["USING INDEX threads_live (manager_id=?)"],
+        ),
+        (
+            sql!("question_pending"),
+            &["USING INDEX ui_requests_pending (thread_id=?)"],
+        ),
+        (
+            sql!("question_cancel_thread"),
+            &["USING INDEX ui_requests_pending (thread_id=?)"],
+        ),
+        (
+            sql!("question_answer"),
+            &["USING INTEGER PRIMARY KEY (rowid=?)"],
+        ),
+        (
+            sql!("question_end"),
+            &["USING INTEGER PRIMARY KEY (rowid=?)"],
+        ),
+    ];
+    for (name, text, wants) in plans(cases) {
+        assert_contains_all(name, &text, wants);
+        assert!(!text.contains("SCAN threads"), "{name} scans: {text}");
+        assert!(!text.contains("SCAN ui_requests"), "{name} scans: {text}");
+    }
+}

@@ -1128,3 +1128,74 @@ fn error_texts_are_the_originals_sentence_then_ids_and_a_repair() {
     s.close(Duration::from_secs(20));
     assert!(w.base.leftovers().is_empty());
 }
+
+/// Issue 30, `THREADBASE_QUEUE=1`: a spawn over the slot limit is recorded and queued (its view
+/// says `status: "queued (position N)"`) instead of refused; a queued worker interrupted before
+/// its launch never starts; when a slot frees the oldest queued worker is brought up with its
+/// prompt.
+#[test]
+fn queue_a_spawn_over_the_slot_limit_waits_and_starts_when_a_slot_frees() {
+    let w = world(
+        r#"{"turns": [{"steps": [{"delay_ms": 30000}, {"text": "late"}]}], "default_reply": "done: {prompt}"}"#,
+    );
+    let mut s = w.serve(
+        COORD,
+        &[("THREADBASE_MAX_WORKERS", "1"), ("THREADBASE_QUEUE", "1")],
+    );
+    let slow = tool(
+        &mut s,
+        "threads_spawn",
+        spawn_params(&w, "slow", "Slow work"),
+    );
+    let slow = slow["workerID"].as_str().unwrap().to_string();
+    assert!(slow.starts_with("ses_"));
+    let q1 = tool(
+        &mut s,
+        "threads_spawn",
+        spawn_params(&w, "q1", "First queued"),
+    );
+    assert_eq!(q1["status"], "queued (position 1)", "{q1}");
+    assert_eq!(q1["outcome"], Value::Null, "{q1}");
+    let q1 = q1["workerID"].as_str().unwrap().to_string();
+    let q2 = tool(
+        &mut s,
+        "threads_spawn",
+        spawn_params(&w, "q2", "Second queued"),
+    );
+    assert_eq!(q2["status"], "queued (position 2)", "{q2}");
+    let q2 = q2["workerID"].as_str().unwrap().to_string();
+    // The identical retry of a queued spawn answers the same queued worker.
+    let again = tool(
+        &mut s,
+        "threads_spawn",
+        spawn_params(&w, "q1", "First queued"),
+    );
+    assert_eq!(again["workerID"], q1.as_str());
+    // Interrupted while queued: never launched.
+    let v = tool(&mut s, "threads_interrupt", json!({"workerID": q2}));
+    assert_eq!(v["outcome"], "interrupted", "{v}");
+    assert!(v.get("status").is_none(), "{v}");
+    // The busy worker's interrupt frees the slot: q1 comes up with its prompt.
+    tool(&mut s, "threads_interrupt", json!({"workerID": slow}));
+    let v = wait_view(&mut s, &q1, |v| v.get("status").is_none());
+    assert_eq!(common::keys(&v), common::WORKER_VIEW_KEYS, "{v}");
+    wait_until("q1's launch", Duration::from_secs(20), || {
+        w.count(&format!("SELECT launch_seq FROM threads WHERE id = '{q1}'")) == 1
+    });
+    wait_until("q1's prompt", Duration::from_secs(20), || {
+        w.user_messages(&q1)
+            .iter()
+            .any(|m| m.starts_with("First queued"))
+    });
+    let launched: Vec<(String, i64)> = w
+        .conn()
+        .prepare("SELECT id, launch_seq FROM threads ORDER BY rowid")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    assert_eq!(launched, [(slow, 1), (q1, 1), (q2, 0)]);
+    s.close(Duration::from_secs(20));
+    assert!(w.base.leftovers().is_empty());
+}

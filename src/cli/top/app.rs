@@ -18,10 +18,12 @@ use crate::store::commands::{self, CommandKind};
 use crate::store::list::{StateFilter, VisibilityFilter};
 use crate::store::Store;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum InputKind {
     Search,
     Subtree,
+    /// The answer to the question of the thread with this id (THREADBASE_UI=parent).
+    Answer(String),
 }
 
 /// One line of the tree: a session (or, before V4, manager) header or a thread.
@@ -369,6 +371,12 @@ impl App {
                     match kind {
                         InputKind::Search => self.search = buf,
                         InputKind::Subtree => self.subtree = buf,
+                        InputKind::Answer(id) => {
+                            self.message = match self.answer(&id, &buf) {
+                                Ok(text) => text,
+                                Err(e) => format!("answer failed: {}", e.message),
+                            };
+                        }
                     }
                     self.reload();
                 }
@@ -376,6 +384,7 @@ impl App {
                     match kind {
                         InputKind::Search => self.search.clear(),
                         InputKind::Subtree => self.subtree.clear(),
+                        InputKind::Answer(_) => self.message = "answer cancelled".to_string(),
                     }
                     self.reload();
                 }
@@ -471,6 +480,12 @@ impl App {
                 self.subtree.clear();
                 self.reload();
             }
+            KeyCode::Char('a') => match self.selected_row() {
+                Some(r) if r.live() => {
+                    self.input = Some((InputKind::Answer(r.id.clone()), String::new()))
+                }
+                _ => self.message = "select a live thread whose question waits".to_string(),
+            },
             KeyCode::Char('s') => self.ask_stop(false),
             KeyCode::Char('S') => self.ask_stop(true),
             KeyCode::Char('r') => {
@@ -538,6 +553,27 @@ impl App {
             self.writer = Some(Store::open(&self.db)?);
         }
         Ok(self.writer.as_ref().expect("opened above"))
+    }
+
+    /// Answers the pending question of thread `id` with `value` as typed (issue 30).
+    fn answer(&mut self, id: &str, value: &str) -> Result<String> {
+        let store = self.writer()?;
+        let row =
+            crate::store::threads::thread_by_id_any(&*store.read()?, id)?.ok_or_else(|| {
+                crate::error::Error::new(
+                    crate::error::ErrorCode::UnknownReference,
+                    format!("Unknown thread {id}. Repair: select a thread that is listed."),
+                )
+            })?;
+        let (q, answer) = crate::engine::answer::answer_thread(
+            store,
+            &row,
+            &serde_json::Value::String(value.to_string()),
+            "top",
+        )?;
+        Ok(crate::contract::answer::answered_text(
+            &row.path, &q, &answer,
+        ))
     }
 
     fn request_stop(&mut self, id: &str, force: bool) -> Result<()> {

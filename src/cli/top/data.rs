@@ -179,7 +179,18 @@ pub(super) fn thread_snapshot(conn: &Conn, id: &str) -> Result<Option<Value>> {
     };
     let out = crate::engine::output_facts(conn, id)?;
     let evs = events::rows_of_thread(conn, id)?;
-    Ok(Some(projection::snapshot(&row, &out, &evs, Detail::Tail)))
+    // What it waits for (a slot in the queue, an answer to its question) is shown too.
+    let pending = crate::engine::pending_of(conn, &row)?;
+    let facts = projection::ThreadFacts {
+        row,
+        out,
+        events: evs,
+        usage: Default::default(),
+        pending,
+    };
+    Ok(Some(serde_json::to_value(
+        projection::Projection::new(&facts, Detail::Tail).snapshot(),
+    )?))
 }
 
 /// What the thread spent, and its subtree across every manager of its tree: a line each.

@@ -34,6 +34,27 @@ pub(super) fn detail_lines(s: &Value) -> Vec<Line<'static>> {
             s["resultSummary"].as_str().unwrap_or("-")
         )),
     ];
+    if let Some(n) = s["queuePosition"].as_i64() {
+        out.push(Line::from(format!(
+            "queued: position {n} (THREADBASE_QUEUE=1); launched when a slot frees"
+        )));
+    }
+    if let Some(q) = s.get("question").filter(|q| q.is_object()) {
+        let mut text = format!(
+            "question ({}): {}",
+            q["kind"].as_str().unwrap_or("?"),
+            q["title"].as_str().unwrap_or("")
+        );
+        if let Some(m) = q["message"].as_str() {
+            text.push_str(&format!(" — {m}"));
+        }
+        if let Some(o) = q["options"].as_array() {
+            let o: Vec<&str> = o.iter().filter_map(Value::as_str).collect();
+            text.push_str(&format!(" [{}]", o.join(" | ")));
+        }
+        out.push(Line::styled(text, bold));
+        out.push(Line::from("  a answers it (yes/no for a confirm)"));
+    }
     if let Some(evs) = s["recentEvents"].as_array() {
         out.push(Line::styled("recent events", bold));
         for e in evs.iter().rev().take(5).rev() {

@@ -75,6 +75,7 @@ impl App {
             let label = match kind {
                 InputKind::Search => "search names",
                 InputKind::Subtree => "subtree path",
+                InputKind::Answer(_) => "answer (yes/no, an option, or text)",
             };
             return Line::from(format!("{label}: {buf}_  (Enter applies, Esc clears)"));
         }
@@ -272,6 +273,7 @@ fn draw_help(f: &mut Frame<'_>, area: Rect) {
         "  p            show one subtree (type a path)",
         "  Esc          clear search and subtree",
         "  s / S        stop / force-stop the thread (y confirms)",
+        "  a            answer the thread's pending question (THREADBASE_UI=parent)",
         "  r            restore pass for threads whose owner is gone",
         "  ?            this help        q  quit",
     ];

@@ -27,6 +27,7 @@ mod delivery;
 mod notices;
 pub(super) mod output;
 pub(super) mod pause;
+mod queue;
 pub(super) mod reap;
 mod recap;
 pub(super) mod spawn;
@@ -100,6 +101,8 @@ pub(crate) struct AgentState {
     next_timer: Mutex<Option<i64>>,
     /// The models that have credentials (`pi --list-models`), asked once (`choose.rs`).
     available: OnceLock<Arc<Vec<crate::pi::models::KnownModel>>>,
+    /// Serialises the queue's claims and launches (`THREADBASE_QUEUE=1`, `queue.rs`).
+    queue: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl Engine {
@@ -307,6 +310,15 @@ impl Engine {
             ));
         }
         Ok(())
+    }
+
+    /// Whether a spawn now would wait in the queue (THREADBASE_QUEUE=1): every concurrency
+    /// slot is taken, or threads wait already (none jumps the queue).
+    fn over_capacity(&self, conn: &Conn, registry: ManagerId) -> Result<bool> {
+        Ok(
+            agents::count_active(conn, registry)? >= self.cfg.settings.agent_limits.max_concurrent
+                || !crate::store::queue::waiting(conn, registry)?.is_empty(),
+        )
     }
 
     fn check_no_stopped_ancestor(

@@ -34,7 +34,7 @@ impl Engine {
 
     /// Creates the child's session file: a frozen snapshot of its lexical parent's branch
     /// (nothing for an independent root), linked to the parent's file.
-    fn write_child_session(
+    pub(super) fn write_child_session(
         &self,
         id: &str,
         path: &str,
@@ -194,7 +194,12 @@ pub(in crate::engine) async fn spawn(e: &Engine, req: contract::Spawn) -> Result
                 ),
             ));
         }
-        e.check_capacity(tx, registry)?;
+        // THREADBASE_QUEUE=1: over the concurrency limit (or behind threads already
+        // waiting) the spawn is queued instead of refused.
+        let queued = e.cfg.settings.queue && e.over_capacity(tx, registry)?;
+        if !queued {
+            e.check_capacity(tx, registry)?;
+        }
         e.check_agent_budget(tx, parent_row.as_ref().map(|r| r.id.as_str()), "agent_spawn")?;
         if let Some(p) = parent.as_deref() {
             e.check_no_stopped_ancestor(tx, registry, p)?;
@@ -227,7 +232,8 @@ pub(in crate::engine) async fn spawn(e: &Engine, req: contract::Spawn) -> Result
                 at: &now_iso(),
             },
         )?;
-        crate::store::agents::recap::set_detached(tx, &id, !wait)?;
+        // A queued spawn answers at once, like a detached one: its result is a notice.
+        crate::store::agents::recap::set_detached(tx, &id, !wait || queued)?;
         agents::set_run(
             tx,
             &id,
@@ -237,9 +243,18 @@ pub(in crate::engine) async fn spawn(e: &Engine, req: contract::Spawn) -> Result
                 tools: choice.tools.as_deref(),
             },
         )?;
-        Ok(parent_row)
+        if queued {
+            let at = now_iso();
+            crate::store::queue::mark(tx, &id, &at)?;
+            crate::store::queue::renumber_agents(tx, registry)?;
+        }
+        Ok((parent_row, queued))
     });
-    let parent_row = parent_row?;
+    let (parent_row, queued) = parent_row?;
+    if queued {
+        // No slot: the row waits; a settled thread's slot launches it (`queue.rs`).
+        return answer(&view(&e.row_by_id(&id)?));
+    }
     let _held = e.hold_notices(&id);
     let started = async {
         let file = e.write_child_session(&id, &path, &name, parent_row.as_ref())?;

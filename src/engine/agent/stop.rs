@@ -28,8 +28,23 @@ pub(in crate::engine) async fn stop(e: &Engine, req: contract::Stop) -> Result<R
     let _held = e.hold_notices(target.id.as_str());
     let (lo, hi) = paths::descendant_range(&path);
     let targets: Vec<StopTarget> = e.store.write(|tx| {
-        let rows = agents::stop_targets(tx, registry, &path, &lo, &hi)?;
-        for t in &rows {
+        let mut rows = agents::stop_targets(tx, registry, &path, &lo, &hi)?;
+        for t in &mut rows {
+            // A thread waiting in the queue (THREADBASE_QUEUE=1) is taken out of it and
+            // closed, stopped, never launched.
+            if t.active
+                && crate::store::queue::dequeue_agent(
+                    tx,
+                    registry,
+                    t.id.as_str(),
+                    contract::STATUS_STOPPED,
+                    &now_iso(),
+                )?
+            {
+                t.active = false;
+                t.live = false;
+                continue;
+            }
             if t.active {
                 agents::request_stop(tx, t.id.as_str(), contract::STATUS_STOPPING, &now_iso())?;
             } else {

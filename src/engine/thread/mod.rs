@@ -8,6 +8,7 @@ mod carry;
 pub(super) mod fork;
 pub(super) mod list;
 pub(super) mod poll;
+mod queue;
 mod reserve;
 pub(super) mod resume;
 pub(super) mod send;
@@ -27,6 +28,7 @@ use crate::store::refs::{resolve, RefScope};
 use crate::store::threads::ThreadRow;
 
 pub(crate) use carry::carry_out;
+pub(crate) use queue::{queue_changed, stop_queued};
 pub use stop::{INTERRUPTED, STOPPED, STOP_ALREADY_CLOSED};
 
 /// Timeout of the `get_state` refresh a poll or send makes.
@@ -41,6 +43,11 @@ pub(super) fn scope(e: &Engine) -> RefScope<'_> {
         current_path: &e.cfg.scope_path,
         self_id: e.cfg.self_id.as_ref().map(crate::domain::ThreadId::as_str),
     }
+}
+
+/// A thread of this session by reference (the `thread_answer` tool's `id`).
+pub(crate) fn find_thread(e: &Engine, reference: &str) -> Result<ThreadRow> {
+    find(e, reference)
 }
 
 pub(super) fn find(e: &Engine, reference: &str) -> Result<ThreadRow> {

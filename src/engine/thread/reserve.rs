@@ -220,7 +220,10 @@ pub(super) fn close_unlaunched(e: &Engine, id: &str, message: &str) -> Result<()
 /// (checked again inside the reservation) and the child's own args.
 pub(super) fn check_new_child(e: &Engine, args: &[String]) -> Result<()> {
     check_depth(e)?;
-    check_live_count(e, &*e.store.read()?)?;
+    // With the queue on, a start over the limit is queued (the reservation decides).
+    if !e.cfg.settings.queue {
+        check_live_count(e, &*e.store.read()?)?;
+    }
     argpolicy::validate_child_args(args)?;
     let inherited = argpolicy::inherited_args(&e.cfg.parent_args, &e.cfg.cwd);
     argpolicy::merge_args(&inherited, args)?;
@@ -239,6 +242,26 @@ pub(super) fn claim_path(
     check_live_count(e, tx)?;
     e.check_budget(tx, None, verb)?;
     choose_task_name(e, tx, task_name, base)
+}
+
+/// [`claim_path`] for a start with `THREADBASE_QUEUE=1`: when every slot is taken, or threads
+/// wait in the queue already (none jumps it), the start is queued instead of refused (`true`);
+/// the budget and a free task name hold either way.
+pub(super) fn claim_path_or_queue(
+    e: &Engine,
+    tx: &Tx<'_>,
+    task_name: Option<&str>,
+    base: &str,
+) -> Result<(String, String, bool)> {
+    let full = threads::count_live(tx, e.manager_id)? >= e.cfg.settings.limits.max_threads
+        || !crate::store::queue::waiting(tx, e.manager_id)?.is_empty();
+    if !full {
+        let (task, path) = claim_path(e, tx, "start", task_name, base)?;
+        return Ok((task, path, false));
+    }
+    e.check_budget(tx, None, "start")?;
+    let (task, path) = choose_task_name(e, tx, task_name, base)?;
+    Ok((task, path, true))
 }
 
 /// A child of this session's thread, as a reservation inserts it (live, starting).

@@ -35,6 +35,7 @@ pub(in crate::engine) async fn send(
 ) -> Result<Reply> {
     let (reference, message, mode) = (req.id.as_str(), req.message.as_str(), req.mode);
     let row = find(e, reference)?;
+    super::queue::refuse_while_queued(e, &row, "send")?;
     e.rt.await_launch(row.id.as_str(), crate::runtime::LAUNCH_WAIT)
         .await;
     let (done, via) = match remote::holder(e, row.id.as_str())? {

@@ -1,8 +1,8 @@
 //! `start`: reserve the thread, write its session file, launch its child with the prompt.
 
 use super::reserve::{
-    check_new_child, child_argv, child_launch, claim_path, insert_child, launched,
-    new_session_file, resolve_cwd, Child,
+    check_new_child, child_argv, child_launch, claim_path, claim_path_or_queue, insert_child,
+    launched, new_session_file, resolve_cwd, Child,
 };
 use super::{reply, Engine};
 use crate::contract::projection::{Detail, Projection};
@@ -33,8 +33,13 @@ pub(in crate::engine) async fn start(
     // From the insert on, the thread is starting: a send or wait meanwhile waits for its child.
     let _launching = e.rt.reserve_launch(&id);
     // Reserve the path: limits, uniqueness and the insert in one transaction.
-    let (path, display) = e.store.write(|tx| {
-        let (task, path) = claim_path(e, tx, "start", task_name.as_deref(), &base)?;
+    let (path, display, queued) = e.store.write(|tx| {
+        let (task, path, queued) = if e.cfg.settings.queue {
+            claim_path_or_queue(e, tx, task_name.as_deref(), &base)?
+        } else {
+            let (task, path) = claim_path(e, tx, "start", task_name.as_deref(), &base)?;
+            (task, path, false)
+        };
         let display = naming::display_name(name.as_deref(), Some(&prompt), Some(&task), short);
         insert_child(
             e,
@@ -50,8 +55,16 @@ pub(in crate::engine) async fn start(
                 session: None,
             },
         )?;
-        Ok((path, display))
+        if queued {
+            crate::store::queue::mark(tx, &id, &crate::time::now_iso())?;
+        }
+        Ok((path, display, queued))
     })?;
+    if queued {
+        // No slot: the row waits in the queue; a freed slot launches it (`queue`).
+        drop(_launching);
+        return super::queue::queued_reply(e, &id);
+    }
     let outcome = launched(e, &id, async {
         let (session, session_id) = new_session_file(e, &cwd, e.cfg.session_file.as_deref())?;
         e.store.write(|tx| {

@@ -16,9 +16,14 @@ pub(in crate::engine) async fn stop(
 ) -> Result<Reply> {
     let (reference, force) = (req.id.as_str(), req.force);
     let row = find(e, reference)?;
-    e.rt.await_launch(row.id.as_str(), crate::runtime::LAUNCH_WAIT)
-        .await;
+    // A thread still waiting in the queue is taken out of it and closed, never launched.
+    let dequeued = super::queue::stop_queued(e, row.id.as_str())?;
+    if !dequeued {
+        e.rt.await_launch(row.id.as_str(), crate::runtime::LAUNCH_WAIT)
+            .await;
+    }
     let (was_live, note) = match remote::holder(e, row.id.as_str())? {
+        _ if dequeued => (true, String::new()),
         Holder::Elsewhere(owner) => {
             match remote::request(e, row.id.as_str(), CommandKind::stop(force), None, owner).await?
             {

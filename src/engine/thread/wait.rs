@@ -11,8 +11,37 @@ use crate::contract::thread::{Details, Single, SnapshotJson};
 use crate::domain::Phase;
 use crate::error::Result;
 use crate::serve::output::Reply;
+use crate::store::queue::{self, QueueState};
 use crate::store::threads::{thread_by_id_any, ThreadRow};
-use crate::store::{commands, notices};
+use crate::store::{commands, notices, questions};
+
+/// Waits while `id` waits in the queue (or its claimed launch has not started), with progress
+/// every [`WAIT_STEP`]; true when the deadline passed first.
+async fn through_queue(
+    e: &Engine,
+    id: &str,
+    detail: Detail,
+    timeout_ms: u64,
+    started: Instant,
+    progress: &(dyn Fn(&Details<'_>) + Send + Sync),
+) -> Result<bool> {
+    let deadline = started + Duration::from_millis(timeout_ms);
+    let mut next_progress = Instant::now();
+    loop {
+        if queue::state(&*e.store.read()?, id)? == QueueState::NotQueued {
+            return Ok(false);
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Ok(true);
+        }
+        if now >= next_progress {
+            report_waiting(e, id, started, detail, progress)?;
+            next_progress = now + WAIT_STEP;
+        }
+        tokio::time::sleep(ROW_WAIT_POLL.min(deadline.saturating_duration_since(now))).await;
+    }
+}
 
 pub(in crate::engine) async fn wait(
     e: &Engine,
@@ -25,6 +54,11 @@ pub(in crate::engine) async fn wait(
     // will give the news they carry (a thread of a child's own manager notifies that child).
     let _hold = (row.manager_id == e.manager_id).then(|| e.notice_holds.hold(row.id.as_str()));
     let started = Instant::now();
+    // A thread waiting in the queue (THREADBASE_QUEUE=1): the wait goes on through the queue
+    // until it is launched, within the same deadline.
+    if through_queue(e, row.id.as_str(), detail, timeout_ms, started, progress).await? {
+        return waited(e, row.id.as_str(), detail, true, started);
+    }
     e.rt.await_launch(row.id.as_str(), crate::runtime::LAUNCH_WAIT)
         .await;
     if e.rt.watch(row.id.as_str()).is_none() {
@@ -45,6 +79,12 @@ pub(in crate::engine) async fn wait(
         if view.borrow().closed {
             break false;
         }
+        // A question waits for the caller's answer (THREADBASE_UI=parent): the wait returns
+        // with it at once.
+        let asking = view.borrow().asking;
+        if asking && question_pending(e, row.id.as_str())? {
+            break false;
+        }
         let now = Instant::now();
         if now >= deadline {
             break true;
@@ -61,11 +101,16 @@ pub(in crate::engine) async fn wait(
             break false;
         }
         let pause = WAIT_STEP.min(deadline.saturating_duration_since(Instant::now()));
-        let _ = tokio::time::timeout(pause, view.wait_for(|v| v.closed)).await;
+        let _ = tokio::time::timeout(
+            pause,
+            view.wait_for(move |v| v.closed || (v.asking && !asking)),
+        )
+        .await;
     };
+    let asked = question_pending(e, row.id.as_str())?;
     e.rt.flush().await;
     let reply = waited(e, row.id.as_str(), detail, timed_out, started)?;
-    if !timed_out && row.manager_id == e.manager_id {
+    if !timed_out && !asked && row.manager_id == e.manager_id {
         // The result reports the thread settled or closed: its notices are given.
         e.store
             .write(|tx| notices::quiet(tx, row.id.as_str(), &crate::time::now_iso()))?;
@@ -146,6 +191,9 @@ async fn wait_on_rows(
         if now_row.phase() == Phase::Idle && !send_under_way(e, row.id.as_str())? {
             break false;
         }
+        if question_pending(e, row.id.as_str())? {
+            break false;
+        }
         if now >= next_progress {
             report_waiting(e, row.id.as_str(), started, detail, progress)?;
             next_progress = now + WAIT_STEP;
@@ -153,6 +201,11 @@ async fn wait_on_rows(
         tokio::time::sleep(ROW_WAIT_POLL.min(deadline.saturating_duration_since(now))).await;
     };
     waited(e, row.id.as_str(), detail, timed_out, started)
+}
+
+/// Whether a question of the thread waits for the caller's answer (THREADBASE_UI=parent).
+fn question_pending(e: &Engine, id: &str) -> Result<bool> {
+    Ok(questions::pending_of(&*e.store.read()?, id)?.is_some())
 }
 
 fn send_under_way(e: &Engine, id: &str) -> Result<bool> {

@@ -22,6 +22,14 @@ pub(in crate::engine) async fn interrupt(
 ) -> Result<crate::serve::output::Reply> {
     let row = owned(e, &req.worker_id)?;
     let id = row.id().to_string();
+    // A worker still waiting in the queue (THREADBASE_QUEUE=1) is taken out of it: closed,
+    // interrupted, never launched.
+    if crate::engine::thread::stop_queued(e, &id)? {
+        e.store.write(|tx| {
+            crate::store::workers::set_outcome(tx, &id, crate::domain::Outcome::Interrupted)
+        })?;
+        return answer(&load(e, &id)?.facts.view());
+    }
     e.rt.await_launch(&id, crate::runtime::LAUNCH_WAIT).await;
     if e.rt.is_live(&id) {
         let running =

@@ -7,6 +7,7 @@ use crate::error::Result;
 use crate::store::workers;
 
 pub(in crate::engine) fn list(e: &Engine) -> Result<crate::serve::output::Reply> {
-    let rows = workers::workers_of_coordinator(&*e.store.read()?, e.cfg.session_id.as_str())?;
-    answer(&Workers::of(&facts_of(rows)))
+    let conn = e.store.read()?;
+    let rows = workers::workers_of_coordinator(&conn, e.cfg.session_id.as_str())?;
+    answer(&Workers::of(&facts_of(&conn, rows)?))
 }

@@ -37,6 +37,7 @@ pub(super) mod hide;
 pub(super) mod interrupt;
 pub(super) mod list;
 mod monitor;
+mod queue;
 pub(super) mod report;
 pub(super) mod restore;
 pub(super) mod send;
@@ -127,6 +128,7 @@ impl From<WorkerRow> for Worker {
                 hidden_override: r.hidden,
                 status: r.status,
                 phase: r.phase,
+                queue_position: None,
             },
             args: r.args,
             session_file: r.session_file,
@@ -147,12 +149,35 @@ fn contract_report(r: ReportRow) -> Report {
 }
 
 /// The facts of `rows`, in their order.
-fn facts_of(rows: Vec<WorkerRow>) -> Vec<WorkerFacts> {
-    rows.into_iter().map(|r| Worker::from(r).facts).collect()
+/// Contract C's queue (`THREADBASE_QUEUE=1`): see `queue.rs`.
+pub(crate) async fn drain_queue(e: &Arc<Engine>) -> Result<()> {
+    queue::drain(e).await
+}
+
+fn facts_of(conn: &Conn, rows: Vec<WorkerRow>) -> Result<Vec<WorkerFacts>> {
+    rows.into_iter()
+        .map(|r| {
+            let mut w = Worker::from(r);
+            w.facts.queue_position = queued_at(conn, &w)?;
+            Ok(w.facts)
+        })
+        .collect()
 }
 
 fn find(conn: &Conn, id: &str) -> Result<Option<Worker>> {
-    Ok(workers::worker_by_id(conn, id)?.map(Worker::from))
+    let Some(mut w) = workers::worker_by_id(conn, id)?.map(Worker::from) else {
+        return Ok(None);
+    };
+    w.facts.queue_position = queued_at(conn, &w)?;
+    Ok(Some(w))
+}
+
+/// A live worker's place in the queue (`THREADBASE_QUEUE=1`), `None` when it is not waiting.
+fn queued_at(conn: &Conn, w: &Worker) -> Result<Option<i64>> {
+    if w.facts.status != crate::domain::ThreadStatus::Live {
+        return Ok(None);
+    }
+    crate::store::queue::position(conn, w.id())
 }
 
 fn load(e: &Engine, id: &str) -> Result<Worker> {

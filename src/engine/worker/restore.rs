@@ -11,10 +11,7 @@ use crate::store::Store;
 pub fn restore_workers(store: &Store, coordinator_ids: &[String]) -> Result<Vec<WorkerFacts>> {
     store.write(|tx| {
         workers::restore_hidden(tx, coordinator_ids)?;
-        Ok(facts_of(workers::workers_of_coordinators(
-            tx,
-            coordinator_ids,
-        )?))
+        facts_of(tx, workers::workers_of_coordinators(tx, coordinator_ids)?)
     })
 }
 

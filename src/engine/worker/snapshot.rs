@@ -10,10 +10,10 @@ use crate::store::Conn;
 /// The facts of the given coordinators' workers (hidden ones included), oldest first, in one
 /// query. Usable from any process holding the database.
 pub fn snapshot_workers(conn: &Conn, coordinator_ids: &[String]) -> Result<Vec<WorkerFacts>> {
-    Ok(facts_of(workers::workers_of_coordinators(
+    facts_of(
         conn,
-        coordinator_ids,
-    )?))
+        workers::workers_of_coordinators(conn, coordinator_ids)?,
+    )
 }
 
 /// `threads.snapshot`: the bare `{workers}` of the coordinators named.

@@ -116,7 +116,7 @@ pub(in crate::engine) async fn spawn(
     let manager_cwd = e.cfg.cwd.display().to_string();
     // Until its child exists, an interrupt of the new worker waits for it.
     let _launching = e.rt.reserve_launch(&worker_id);
-    e.store.write(|tx| {
+    let queued = e.store.write(|tx| {
         if let Some(stored) = workers::identity(tx, &worker_id)? {
             if stored.coordinator_id.as_deref() != Some(coordinator.as_str())
                 || stored.fingerprint.as_deref() != Some(fp.as_str())
@@ -125,11 +125,13 @@ pub(in crate::engine) async fn spawn(
                     "This spawn key already belongs to a different request (worker {worker_id}). Repair: retry with the identical title, directory, task, agent and paths, or use a new key for different work."
                 )));
             }
-            return Ok(());
+            return Ok(false);
         }
         e.check_budget(tx, None, "threads_spawn")?;
         let used = workers::slots_used(tx, coordinator.as_str())?;
-        if used >= limit {
+        // THREADBASE_QUEUE=1: over the limit the worker is queued instead (below).
+        let over = used >= limit;
+        if over && !e.cfg.settings.queue {
             return Err(Error::new(
                 ErrorCode::Limit,
                 format!(
@@ -151,6 +153,8 @@ pub(in crate::engine) async fn spawn(
                 owner_started_at: Some(owner.started_at),
             },
         )?;
+        let queued = e.cfg.settings.queue
+            && (over || !crate::store::queue::waiting(tx, manager_id)?.is_empty());
         let initial_message_id = new_message_id();
         let now = now_iso();
         workers::insert_worker(
@@ -186,9 +190,16 @@ pub(in crate::engine) async fn spawn(
                 delivered: false,
             },
         )?;
-        Ok(())
+        if queued {
+            crate::store::queue::mark(tx, &worker_id, &now)?;
+        }
+        Ok(queued)
     })?;
-    drive(e, &worker_id).await?;
+    // A queued worker is brought up when a slot frees (`queue.rs`); its prompt waits in its
+    // mailbox meanwhile.
+    if !queued {
+        drive(e, &worker_id).await?;
+    }
     e.rt.flush().await;
     answer(&load(e, &worker_id)?.facts.view())
 }

@@ -1,0 +1,353 @@
+//! The durable queue (`THREADBASE_QUEUE=1`, issue 30) through a real `threadbase serve` whose
+//! children are scripted agents: starts over `PI_THREADS_MAX_THREADS` are queued (live, phase
+//! `queued`, with their position) and launched in order as threads close; a queued thread
+//! stopped before its launch never starts; a `wait` waits through the queue; queued rows
+//! survive a SIGKILL of their serve and the next serve of the session launches them.
+
+use crate::support::serve_client;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use serve_client::{Scripted, Serve};
+
+struct World {
+    base: Scripted,
+    parent_session: PathBuf,
+}
+
+/// Children answer every prompt with one message and then sit idle (live) until stopped.
+fn world(name: &str) -> World {
+    let base = Scripted::new(name);
+    let header = json!({"type":"session","version":3,"id":format!("ses_{name}"),"timestamp":"2026-12-04T00:00:00.000Z","cwd":base.root});
+    let parent_session = base.session_file("sessions/parent.jsonl", &[header]);
+    base.script("script", &json!({"default_reply": "done"}).to_string());
+    World {
+        base,
+        parent_session,
+    }
+}
+
+impl World {
+    fn serve(&self, max: &str) -> Serve {
+        let args = vec![
+            "--session-file".into(),
+            self.parent_session.display().to_string(),
+        ];
+        self.base.serve(
+            "script",
+            args,
+            &[("THREADBASE_QUEUE", "1"), ("PI_THREADS_MAX_THREADS", max)],
+        )
+    }
+
+    fn db(&self) -> rusqlite::Connection {
+        let conn = rusqlite::Connection::open(&self.base.db).unwrap();
+        conn.busy_timeout(Duration::from_secs(10)).unwrap();
+        conn
+    }
+
+    /// `(status, launch_seq, pid IS NOT NULL, exit_kind)` of the thread at `path`.
+    fn row(&self, path: &str) -> (String, i64, bool, Option<String>) {
+        self.db()
+            .query_row(
+                "SELECT status, launch_seq, pid IS NOT NULL, exit_kind FROM threads WHERE path = ?1",
+                [path],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )
+            .unwrap()
+    }
+
+    /// Paths of the threads launched so far, in launch order.
+    fn launch_order(&self) -> Vec<String> {
+        let conn = self.db();
+        let mut stmt = conn
+            .prepare(
+                "SELECT path FROM threads WHERE launch_seq > 0 ORDER BY live_started_at, rowid",
+            )
+            .unwrap();
+        let rows = stmt
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<Vec<String>>>()
+            .unwrap();
+        rows
+    }
+
+    /// Waits until the thread at `path` was launched.
+    fn until_launched(&self, path: &str) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self.row(path).1 == 0 {
+            assert!(Instant::now() < deadline, "{path} was never launched");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+fn start(s: &mut Serve, task: &str) -> Value {
+    s.thread(json!({"action": "start", "prompt": format!("do {task}"), "taskName": task}))
+}
+
+fn snapshot(r: &Value) -> &Value {
+    &r["details"]["snapshot"]
+}
+
+fn stop(s: &mut Serve, path: &str) -> Value {
+    s.thread(json!({"action": "stop", "id": path}))
+}
+
+/// Live threads as `list state=live` shows them: `(path, phase, queuePosition)`.
+fn live(s: &mut Serve) -> Vec<(String, String, Option<i64>)> {
+    let r = s.thread(json!({"action": "list", "state": "live"}));
+    r["details"]["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["path"].as_str().unwrap().to_string(),
+                t["phase"].as_str().unwrap().to_string(),
+                t["queuePosition"].as_i64(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn queue_fills_the_limit_queues_three_more_and_launches_them_in_order_as_threads_close() {
+    let w = world("queue_order");
+    let mut s = w.serve("2");
+    for task in ["a", "b"] {
+        let r = start(&mut s, task);
+        assert_ne!(snapshot(&r)["phase"], "queued", "{r}");
+        assert!(snapshot(&r).get("queuePosition").is_none(), "{r}");
+    }
+    for (n, task) in ["c", "d", "e"].into_iter().enumerate() {
+        let r = start(&mut s, task);
+        let snap = snapshot(&r);
+        assert_eq!(snap["status"], "live", "{r}");
+        assert_eq!(snap["phase"], "queued", "{r}");
+        assert_eq!(snap["queuePosition"], n as i64 + 1, "{r}");
+        assert_eq!(snap["path"], format!("/root/{task}"), "{r}");
+        assert!(snap["id"].as_str().unwrap().starts_with("thread_"), "{r}");
+        let text = r["content"][0]["text"].as_str().unwrap();
+        assert!(
+            text.contains(&format!("queued at position {}", n + 1)),
+            "{text}"
+        );
+        assert!(text.contains("Status: live/queued"), "{text}");
+        // Its name is reserved: a second start with it is refused.
+        let err = s.thread_error(json!({"action": "start", "prompt": "x", "taskName": task}));
+        assert_eq!(err["code"], "conflict", "{err}");
+    }
+    let listed = live(&mut s);
+    let queued: Vec<_> = listed.iter().filter(|t| t.1 == "queued").collect();
+    assert_eq!(
+        queued
+            .iter()
+            .map(|t| (t.0.as_str(), t.2))
+            .collect::<Vec<_>>(),
+        [
+            ("/root/c", Some(1)),
+            ("/root/d", Some(2)),
+            ("/root/e", Some(3))
+        ],
+        "{listed:?}"
+    );
+    let text = s.thread(json!({"action": "list", "state": "live"}))["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(text.contains("/root/c - live/queued queued #1"), "{text}");
+    assert_eq!(w.launch_order(), ["/root/a", "/root/b"]);
+
+    // Each close launches the oldest queued thread, one at a time.
+    stop(&mut s, "/root/a");
+    w.until_launched("/root/c");
+    assert_eq!(w.row("/root/d").1, 0);
+    let listed = live(&mut s);
+    assert!(
+        listed.contains(&("/root/d".into(), "queued".into(), Some(1))),
+        "{listed:?}"
+    );
+    stop(&mut s, "/root/b");
+    w.until_launched("/root/d");
+    assert_eq!(w.row("/root/e").1, 0);
+    stop(&mut s, "/root/c");
+    w.until_launched("/root/e");
+    assert_eq!(
+        w.launch_order(),
+        ["/root/a", "/root/b", "/root/c", "/root/d", "/root/e"]
+    );
+    // A launched queued thread runs its prompt like any other.
+    let r = s.thread(json!({"action": "wait", "id": "/root/e", "timeoutMs": 20000}));
+    assert_eq!(snapshot_of_wait(&r)["phase"], "idle", "{r}");
+    assert!(live(&mut s).iter().all(|t| t.1 != "queued"));
+    s.close(Duration::from_secs(20));
+    assert!(w.base.leftovers().is_empty());
+}
+
+fn snapshot_of_wait(r: &Value) -> &Value {
+    &r["details"]["snapshot"]
+}
+
+#[test]
+fn queue_a_queued_thread_stopped_before_its_launch_never_starts() {
+    let w = world("queue_stop");
+    let mut s = w.serve("1");
+    start(&mut s, "a");
+    let r = start(&mut s, "b");
+    assert_eq!(snapshot(&r)["phase"], "queued", "{r}");
+    let r = stop(&mut s, "/root/b");
+    let snap = snapshot(&r);
+    assert_eq!(snap["status"], "closed", "{r}");
+    assert_eq!(snap["exit"]["kind"], "stopped", "{r}");
+    assert_eq!(r["details"]["alreadyClosed"], false, "{r}");
+    // The slot that frees launches nothing: the stopped thread is out of the queue.
+    stop(&mut s, "/root/a");
+    std::thread::sleep(Duration::from_millis(600));
+    assert_eq!(
+        w.row("/root/b"),
+        ("closed".into(), 0, false, Some("stopped".into()))
+    );
+    let events: i64 = w
+        .db()
+        .query_row(
+            "SELECT count(*) FROM thread_events e JOIN threads t ON t.id = e.thread_id WHERE t.path = '/root/b' AND e.type = 'thread_closed'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(events, 1);
+    // Stopping it again says it was closed already.
+    let r = stop(&mut s, "/root/b");
+    assert_eq!(r["details"]["alreadyClosed"], true, "{r}");
+    s.close(Duration::from_secs(20));
+    assert!(w.base.leftovers().is_empty());
+}
+
+#[test]
+fn queue_wait_on_a_queued_thread_waits_through_the_queue() {
+    let w = world("queue_wait");
+    let mut s = w.serve("1");
+    start(&mut s, "a");
+    start(&mut s, "b");
+    // Timed out while still queued.
+    let r = s.thread(json!({"action": "wait", "id": "/root/b", "timeoutMs": 300}));
+    assert_eq!(r["details"]["timedOut"], true, "{r}");
+    assert_eq!(snapshot_of_wait(&r)["phase"], "queued", "{r}");
+    let waiting = s.send(
+        "thread",
+        json!({"action": "wait", "id": "/root/b", "timeoutMs": 30000}),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    stop(&mut s, "/root/a");
+    let r = s.response(waiting, Duration::from_secs(40));
+    let d = &r["result"]["details"];
+    assert_eq!(d["timedOut"], false, "{r}");
+    assert_eq!(d["snapshot"]["phase"], "idle", "{r}");
+    assert_eq!(d["snapshot"]["result"]["text"], "done", "{r}");
+    s.close(Duration::from_secs(20));
+    assert!(w.base.leftovers().is_empty());
+}
+
+#[test]
+fn queue_rows_survive_a_sigkill_of_serve_and_the_next_serve_launches_them() {
+    let w = world("queue_crash");
+    let mut s = w.serve("1");
+    start(&mut s, "a");
+    start(&mut s, "b");
+    start(&mut s, "c");
+    s.child.kill().unwrap();
+    s.child.wait().unwrap();
+    // The queued rows are still there, waiting; the dead serve's child is left over.
+    assert_eq!(w.row("/root/b").0, "live");
+    assert_eq!(w.row("/root/b").1, 0);
+    let mut s = w.serve("1");
+    // The restore pass closes /root/a as stale; its slot goes to the oldest queued thread.
+    w.until_launched("/root/b");
+    assert_eq!(w.row("/root/a").3.as_deref(), Some("stale"));
+    assert_eq!(w.row("/root/c").1, 0);
+    let listed = live(&mut s);
+    assert!(
+        listed.contains(&("/root/c".into(), "queued".into(), Some(1))),
+        "{listed:?}"
+    );
+    stop(&mut s, "/root/b");
+    w.until_launched("/root/c");
+    assert_eq!(w.launch_order(), ["/root/a", "/root/b", "/root/c"]);
+    s.close(Duration::from_secs(20));
+    assert!(w.base.leftovers().is_empty());
+}
+
+/// Contract B: with `PI_SUBAGENTS_MAX_CONCURRENT=1` a second and third `agent_spawn` are queued
+/// (state `starting`, status `Queued (position N)`); each settles in turn and the next one is
+/// launched; a queued one stopped before its launch never runs.
+#[test]
+fn queue_agent_spawns_over_the_concurrency_limit_are_queued_and_run_in_order() {
+    use crate::serve_agent as b;
+    let w = b::world();
+    let mut root = w.root(
+        "slow",
+        &[
+            ("THREADBASE_QUEUE", "1"),
+            ("PI_SUBAGENTS_MAX_CONCURRENT", "1"),
+        ],
+    );
+    let spawn = |s: &mut Serve, path: &str| {
+        b::call(
+            s,
+            "agent_spawn",
+            json!({"path": path, "type": "worker", "task": format!("task {path}"), "wait": false}),
+        )
+    };
+    let a = spawn(&mut root, "a");
+    assert_eq!(a["state"], "starting", "{a}");
+    let q1 = spawn(&mut root, "b");
+    assert_eq!(
+        (&q1["state"], &q1["status"]),
+        (&json!("starting"), &json!("Queued (position 1)")),
+        "{q1}"
+    );
+    let q2 = spawn(&mut root, "c");
+    assert_eq!(q2["status"], "Queued (position 2)", "{q2}");
+    let q3 = spawn(&mut root, "d");
+    assert_eq!(q3["status"], "Queued (position 3)", "{q3}");
+    // Stopped while queued: stopped, never launched; the others move up.
+    let d = b::call(&mut root, "agent_stop", json!({"path": "/root/d"}));
+    assert_eq!(d["state"], "stopped", "{d}");
+    // Each settles in turn and the next one runs.
+    for path in ["/root/a", "/root/b", "/root/c"] {
+        let v = b::call(
+            &mut root,
+            "agent_wait",
+            json!({"path": path, "timeoutMs": 30000}),
+        );
+        assert_eq!(v["state"], "completed", "{path}: {v}");
+        assert_eq!(
+            v["output"],
+            format!("slow answer to task {}", &path[6..]),
+            "{v}"
+        );
+    }
+    let conn = rusqlite::Connection::open(&w.base.db).unwrap();
+    let order: Vec<(String, i64)> = conn
+        .prepare("SELECT path, launch_seq FROM threads ORDER BY CASE WHEN launch_seq > 0 THEN live_started_at END, path")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    assert_eq!(
+        order,
+        [
+            ("/root/d".to_string(), 0),
+            ("/root/a".to_string(), 1),
+            ("/root/b".to_string(), 1),
+            ("/root/c".to_string(), 1)
+        ]
+    );
+    root.close(Duration::from_secs(20));
+    assert!(w.base.leftovers().is_empty());
+}
