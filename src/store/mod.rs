@@ -29,6 +29,7 @@ pub mod threads;
 pub mod top;
 mod trim;
 pub mod usage;
+pub mod web;
 mod values;
 mod wal;
 pub mod workers;
