@@ -174,7 +174,7 @@ impl Browser {
             "--disable-component-update".into(),
             "--disable-sync".into(),
             "--disable-dev-shm-usage".into(),
-            "--window-size=1400,900".into(),
+            "--window-size=1600,900".into(),
             format!("--user-data-dir={}", b._profile.path().display()),
         ];
         let v = b.call(
