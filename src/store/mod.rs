@@ -29,9 +29,9 @@ pub mod threads;
 pub mod top;
 mod trim;
 pub mod usage;
-pub mod web;
 mod values;
 mod wal;
+pub mod web;
 pub mod workers;
 
 pub use trim::{

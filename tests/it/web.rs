@@ -92,8 +92,14 @@ fn the_page_shows_the_tree_live_and_stops_a_child_from_the_page() {
     let text = b.eval("return document.getElementById('rows').innerText");
     let text = text.as_str().unwrap();
     assert!(text.contains("session ses_web_test"), "{text}");
-    assert!(text.contains("/root/alpha") && text.contains("/root/beta"), "{text}");
-    assert!(row_state(&b, "/root/alpha").as_str().unwrap().starts_with("live/"));
+    assert!(
+        text.contains("/root/alpha") && text.contains("/root/beta"),
+        "{text}"
+    );
+    assert!(row_state(&b, "/root/alpha")
+        .as_str()
+        .unwrap()
+        .starts_with("live/"));
     b.wait_for(
         "the live event stream",
         "return document.getElementById('status').textContent === 'live'",
@@ -149,7 +155,10 @@ fn the_page_shows_the_tree_live_and_stops_a_child_from_the_page() {
         "SELECT pgid FROM threads WHERE path = ?1",
         "/root/alpha",
     );
-    assert!(group_alive(pgid), "alpha's group {pgid} runs before the stop");
+    assert!(
+        group_alive(pgid),
+        "alpha's group {pgid} runs before the stop"
+    );
     b.click("#act-stop");
     b.wait_for(
         "the confirmation",
@@ -175,10 +184,18 @@ fn the_page_shows_the_tree_live_and_stops_a_child_from_the_page() {
         assert!(Instant::now() < deadline, "alpha's group {pgid} still runs");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let exit: String = column(
-        &place.db,
-        "SELECT exit_kind FROM threads WHERE path = ?1",
-        "/root/alpha",
+    // The group is gone; the serve records the exit right after.
+    let exit: String = common::poll(
+        Duration::from_secs(10),
+        Duration::from_millis(20),
+        "alpha's exit recorded",
+        || {
+            column::<Option<String>>(
+                &place.db,
+                "SELECT exit_kind FROM threads WHERE path = ?1",
+                "/root/alpha",
+            )
+        },
     );
     assert_eq!(exit, "stopped");
     b.wait_for(
@@ -191,7 +208,10 @@ fn the_page_shows_the_tree_live_and_stops_a_child_from_the_page() {
         "const t = document.getElementById('action-result').textContent; return t.includes('done') ? t : null",
         Duration::from_secs(5),
     );
-    assert!(result.as_str().unwrap().starts_with("stop: done"), "{result}");
+    assert!(
+        result.as_str().unwrap().starts_with("stop: done"),
+        "{result}"
+    );
     assert!(row_state(&b, "/root/beta")
         .as_str()
         .unwrap()
@@ -205,10 +225,15 @@ fn the_page_shows_the_tree_live_and_stops_a_child_from_the_page() {
     );
     assert_eq!(status, 200, "{a}");
     let command = a["command"].as_i64().unwrap();
-    let done = common::poll(Duration::from_secs(10), Duration::from_millis(25), "the send's outcome", || {
-        let (_, c) = web.get(&format!("/api/command?id={command}"));
-        (c["state"] == "done" || c["state"] == "failed").then_some(c)
-    });
+    let done = common::poll(
+        Duration::from_secs(10),
+        Duration::from_millis(25),
+        "the send's outcome",
+        || {
+            let (_, c) = web.get(&format!("/api/command?id={command}"));
+            (c["state"] == "done" || c["state"] == "failed").then_some(c)
+        },
+    );
     assert_eq!(done["state"], "done", "{done}");
     assert_eq!(done["kind"], "send", "{done}");
 
@@ -259,7 +284,8 @@ fn seed_forest(db: &Path, n: i64) {
     let mids = (n - tops).clamp(0, 1000);
     let leaves = n - tops - mids;
     let at = "2026-12-01T08:00:00.000Z";
-    let insert = "INSERT INTO threads (id, manager_id, path, parent_path, task_name, name, depth, cwd,
+    let insert =
+        "INSERT INTO threads (id, manager_id, path, parent_path, task_name, name, depth, cwd,
                       status, phase, exit_kind, exit_code, created_at, updated_at, last_event_at)";
     let tx = conn.unchecked_transaction().unwrap();
     tx.execute(
@@ -442,7 +468,10 @@ fn the_demo_tree_shows_on_the_page() {
 fn seeded_live(db: &Path) -> String {
     let store = Store::open(db).unwrap();
     let m = common::manager(&store, "ses_seeded");
-    common::add(&store, &[common::thread(&common::tid(1), m, "/root/a", true)]);
+    common::add(
+        &store,
+        &[common::thread(&common::tid(1), m, "/root/a", true)],
+    );
     let me = threadbase::runtime::process::ProcessIdentity::current();
     store
         .write(|tx| {
@@ -468,7 +497,10 @@ fn a_request_without_the_token_gets_401_and_changes_nothing() {
     let good_cookie = format!("threadbase_token={TOKEN}");
     for (what, headers) in [
         ("no token", vec![]),
-        ("a wrong bearer token", vec![("Authorization", "Bearer nope")]),
+        (
+            "a wrong bearer token",
+            vec![("Authorization", "Bearer nope")],
+        ),
         (
             "a wrong cookie",
             vec![("Cookie", "threadbase_token=wrong-token-0123456789")],
@@ -501,7 +533,10 @@ fn a_request_without_the_token_gets_401_and_changes_nothing() {
             ("Authorization", bearer.as_str()),
             ("Origin", "http://evil.example"),
         ],
-        vec![("Cookie", good_cookie.as_str()), ("Sec-Fetch-Site", "cross-site")],
+        vec![
+            ("Cookie", good_cookie.as_str()),
+            ("Sec-Fetch-Site", "cross-site"),
+        ],
     ] {
         let (status, _, out) = http(web.port, "POST", "/api/action", &headers, stop.as_bytes());
         assert_eq!(status, 403, "{}", String::from_utf8_lossy(&out));
@@ -537,7 +572,10 @@ fn a_request_without_the_token_gets_401_and_changes_nothing() {
         r#"{"thread": "x", "action": "explode"}"#,
         r#"{"thread": "x", "action": "stop", "more": 1}"#,
     ] {
-        let (status, e) = web.post("/api/action", &serde_json::from_str(body).unwrap_or(json!(body)));
+        let (status, e) = web.post(
+            "/api/action",
+            &serde_json::from_str(body).unwrap_or(json!(body)),
+        );
         assert_eq!(status, 400, "{body}: {e}");
         assert!(e["error"]["message"].as_str().unwrap().contains("Repair:"));
     }
@@ -571,8 +609,12 @@ fn read_for(s: &mut std::net::TcpStream, wait: Duration) -> String {
     let mut got = Vec::new();
     let mut buf = [0u8; 4096];
     while Instant::now() < deadline {
-        s.set_read_timeout(Some(deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1))))
-            .unwrap();
+        s.set_read_timeout(Some(
+            deadline
+                .saturating_duration_since(Instant::now())
+                .max(Duration::from_millis(1)),
+        ))
+        .unwrap();
         match s.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => got.extend_from_slice(&buf[..n]),
@@ -612,7 +654,11 @@ fn the_event_stream_resumes_from_the_last_event_id() {
     let text = read_for(&mut first, Duration::from_millis(500));
     assert!(text.contains("text/event-stream"), "{text}");
     let ids = event_ids(&text);
-    assert_eq!(ids.len(), 1, "a new stream gets the current id at once: {text}");
+    assert_eq!(
+        ids.len(),
+        1,
+        "a new stream gets the current id at once: {text}"
+    );
     drop(first);
 
     // Resuming at the current id: nothing until something changes, then one change event.
@@ -737,4 +783,98 @@ fn soak() {
         rss_kib(web.pid()),
         b.js_heap() / 1024.0
     );
+}
+
+/// Every page of a tree, read through the API, is the tree's rows in tree order, each with the
+/// subtree totals of the `subtree_usage` view; a filtered page keeps exactly the rows the same
+/// filter keeps over `thread_forest`, and the trees' counts agree.
+#[test]
+fn pages_are_the_trees_rows_in_order_with_their_subtree_totals() {
+    let db = common::temp_db();
+    seed_forest(&db.path, 1_234);
+    {
+        let conn = rusqlite::Connection::open(&db.path).unwrap();
+        conn.execute_batch(
+            "UPDATE threads SET status = 'live', phase = 'idle', exit_kind = NULL WHERE path GLOB '/root/a3*';
+             UPDATE threads SET archived = 1 WHERE path GLOB '/root/a1/b11*';
+             UPDATE thread_usage SET input_tokens = 7 WHERE thread_id GLOB 'thread_c*';",
+        )
+        .unwrap();
+    }
+    let web = Web::start(&db.path, TOKEN);
+    let conn = rusqlite::Connection::open(&db.path).unwrap();
+    let ids_of = |sql: &str| -> Vec<String> {
+        let mut stmt = conn.prepare(sql).unwrap();
+        stmt.query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    };
+    let read_all = |filters: &str, limit: usize| -> Vec<Value> {
+        let mut rows = Vec::new();
+        loop {
+            let (status, page) = web.get(&format!(
+                "/api/rows?root=ses_big&offset={}&limit={limit}{filters}",
+                rows.len()
+            ));
+            assert_eq!(status, 200, "{page}");
+            let got = page["rows"].as_array().unwrap().clone();
+            let n = got.len();
+            rows.extend(got);
+            if n < limit {
+                return rows;
+            }
+        }
+    };
+    let all = read_all("", 500);
+    let ids: Vec<&str> = all.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert_eq!(
+        ids,
+        ids_of("SELECT id FROM thread_forest WHERE root_session = 'ses_big' ORDER BY tree_key")
+    );
+    let (_, trees) = web.get("/api/trees");
+    assert_eq!(trees["trees"][0]["rows"], 1_234, "{trees}");
+    for r in all.iter().step_by(97) {
+        let (threads, tokens): (i64, i64) = conn
+            .query_row(
+                "SELECT threads, input_tokens + output_tokens + cache_read_tokens + cache_write_tokens
+                 FROM subtree_usage WHERE thread_id = ?1",
+                [r["id"].as_str().unwrap()],
+                |x| Ok((x.get(0)?, x.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!(r["subtree"]["threads"], threads, "{r}");
+        assert_eq!(r["subtree"]["tokens"], tokens, "{r}");
+    }
+    for (filters, sql) in [
+        (
+            "&state=live",
+            "SELECT id FROM thread_forest WHERE status = 'live' ORDER BY tree_key",
+        ),
+        (
+            "&state=closed&visibility=archived",
+            "SELECT id FROM thread_forest WHERE status = 'closed' AND archived = 1 ORDER BY tree_key",
+        ),
+        (
+            "&match=%2Froot%2Fa2%2Fb12*",
+            "SELECT id FROM thread_forest WHERE path GLOB '/root/a2/b12*' ORDER BY tree_key",
+        ),
+        (
+            "&match=B15",
+            "SELECT id FROM thread_forest WHERE instr(path, 'b15') > 0 ORDER BY tree_key",
+        ),
+        ("&contract=agent", "SELECT id FROM thread_forest WHERE 0"),
+    ] {
+        let rows = read_all(filters, 37);
+        let got: Vec<&str> = rows.iter().map(|r| r["id"].as_str().unwrap()).collect();
+        let want = ids_of(sql);
+        assert_eq!(got, want, "{filters}");
+        let (_, trees) = web.get(&format!("/api/trees?{}", &filters[1..]));
+        let counted = trees["trees"]
+            .as_array()
+            .unwrap()
+            .first()
+            .map_or(0, |t| t["rows"].as_i64().unwrap());
+        assert_eq!(counted as usize, want.len(), "{filters}: {trees}");
+    }
 }

@@ -43,7 +43,14 @@ pub fn read(web: &Web, route: &str, q: Option<&str>) -> Result<hyper::Response<B
         return Err(usage::not_migrated());
     }
     match route {
-        "/api/trees" => Ok(json(&trees(&conn, &filter(q)?, web.hub.event_id())?)),
+        "/api/trees" => {
+            let f = filter(q)?;
+            let event = web.hub.event_id();
+            let all = usage::trees(&conn)?;
+            let roots: Vec<&str> = all.iter().map(|t| t.root_session.as_str()).collect();
+            let infos = web.session_infos(&conn, &roots)?;
+            Ok(json(&trees(&conn, all, &infos, &f, event)?))
+        }
         "/api/rows" => {
             let root = required(q, "root")?;
             let offset = number(q, "offset", 0, 0, i64::MAX)?;
@@ -51,7 +58,12 @@ pub fn read(web: &Web, route: &str, q: Option<&str>) -> Result<hyper::Response<B
             Ok(json(&page(&conn, &root, &filter(q)?, offset, limit)?))
         }
         "/api/thread" => Ok(json(&detail(&conn, &required(q, "id")?)?)),
-        "/api/usage" => Ok(json(&usage_doc(&conn)?)),
+        "/api/usage" => {
+            let all = usage::trees(&conn)?;
+            let roots: Vec<&str> = all.iter().map(|t| t.root_session.as_str()).collect();
+            let infos = web.session_infos(&conn, &roots)?;
+            Ok(json(&usage_doc(all, &infos)?))
+        }
         "/api/command" => {
             let id = number(q, "id", -1, 0, i64::MAX)?;
             match rows::command(&conn, id)? {
@@ -69,11 +81,13 @@ pub fn read(web: &Web, route: &str, q: Option<&str>) -> Result<hyper::Response<B
 }
 
 fn required(q: Option<&str>, name: &str) -> Result<String> {
-    query_param(q, name).filter(|v| !v.is_empty()).ok_or_else(|| {
-        Error::invalid(format!(
-            "The query parameter {name} is required. Repair: add ?{name}=… as the page does."
-        ))
-    })
+    query_param(q, name)
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| {
+            Error::invalid(format!(
+                "The query parameter {name} is required. Repair: add ?{name}=… as the page does."
+            ))
+        })
 }
 
 fn number(q: Option<&str>, name: &str, default: i64, min: i64, max: i64) -> Result<i64> {
@@ -153,10 +167,15 @@ pub struct TreeDoc {
     pub total: Spend,
 }
 
-/// Every tree, newest session first; under a filter, only trees with a match.
-pub fn trees(conn: &crate::store::Conn, f: &WebFilter, event: String) -> Result<TreesDoc> {
-    let infos = sessions::infos(conn)?;
-    let mut all = usage::trees(conn)?;
+/// Every tree (`all`, with their sessions' `infos`), newest session first; under a filter, only
+/// trees with a match.
+pub fn trees(
+    conn: &crate::store::Conn,
+    mut all: Vec<usage::TreeUsage>,
+    infos: &[sessions::SessionInfo],
+    f: &WebFilter,
+    event: String,
+) -> Result<TreesDoc> {
     all.sort_by_key(|t| {
         infos
             .iter()
@@ -388,7 +407,11 @@ fn allowed(
                 return Err(format!(
                     "{} is {} already. Repair: nothing to do.",
                     row.path,
-                    if row.archived { "archived" } else { "not archived" }
+                    if row.archived {
+                        "archived"
+                    } else {
+                        "not archived"
+                    }
                 ));
             }
             Ok(())
@@ -442,8 +465,7 @@ pub fn detail(conn: &crate::store::Conn, id: &str) -> Result<DetailDoc> {
     let out = crate::engine::output_facts(conn, id)?;
     let evs = events::rows_of_thread(conn, id)?;
     let snapshot = projection::snapshot(&row, &out, &evs, Detail::Tail);
-    let usage_line = usage::of_thread(conn, id)?
-        .map(|u| crate::cli::usage::summary(&u));
+    let usage_line = usage::of_thread(conn, id)?.map(|u| crate::cli::usage::summary(&u));
     let subtree = usage::of_subtree(conn, id)?.map(|s| {
         format!(
             "{} thread{} · {} tokens · {}",
@@ -503,10 +525,8 @@ pub struct UsageDoc {
     pub lines: Vec<String>,
 }
 
-fn usage_doc(conn: &crate::store::Conn) -> Result<UsageDoc> {
+fn usage_doc(mut all: Vec<usage::TreeUsage>, infos: &[sessions::SessionInfo]) -> Result<UsageDoc> {
     let budget = Budget::from_env(&|k| std::env::var(k).ok())?;
-    let infos = sessions::infos(conn)?;
-    let mut all = usage::trees(conn)?;
     all.sort_by_key(|t| {
         infos
             .iter()
@@ -711,7 +731,11 @@ mod tests {
             assert_eq!(e.code, ErrorCode::InvalidParams, "{}", e.message);
             assert!(e.message.contains("Repair:"), "{}", e.message);
         }
-        let e = action(&store, br#"{"thread":"thread_000000000000","action":"stop"}"#).unwrap_err();
+        let e = action(
+            &store,
+            br#"{"thread":"thread_000000000000","action":"stop"}"#,
+        )
+        .unwrap_err();
         assert_eq!(e.code, ErrorCode::UnknownReference);
         assert!(e.message.contains("Repair:"));
     }

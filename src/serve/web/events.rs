@@ -83,7 +83,11 @@ impl Hub {
 }
 
 /// One page's event stream, resuming after `last` (its `Last-Event-ID`).
-pub fn stream(hub: &Hub, last: Option<String>, mut stop: watch::Receiver<bool>) -> hyper::Response<Body> {
+pub fn stream(
+    hub: &Hub,
+    last: Option<String>,
+    mut stop: watch::Receiver<bool>,
+) -> hyper::Response<Body> {
     let Ok(permit) = hub.streams.clone().try_acquire_owned() else {
         let mut out = super::error(&Error::new(
             crate::error::ErrorCode::Limit,
@@ -110,7 +114,9 @@ pub fn stream(hub: &Hub, last: Option<String>, mut stop: watch::Receiver<bool>) 
         {
             return;
         }
-        if last.as_deref() != Some(format!("{boot}-{n}").as_str()) && tx.send_data(event(n)).await.is_err() {
+        if last.as_deref() != Some(format!("{boot}-{n}").as_str())
+            && tx.send_data(event(n)).await.is_err()
+        {
             return;
         }
         loop {

@@ -41,6 +41,7 @@ use tokio::sync::{watch, Semaphore};
 use crate::error::{Error, ErrorCode, Result};
 use crate::serve::http::token_matches;
 use crate::serve::output::ErrorBody;
+use crate::store::sessions::SessionInfo;
 use crate::Store;
 
 /// The cookie that keeps the token after `/?token=…`.
@@ -69,6 +70,37 @@ pub struct Web {
     token: String,
     pub hub: events::Hub,
     stop: watch::Receiver<bool>,
+    /// The root sessions' names and starts, read from their session files: kept for
+    /// [`INFOS_FOR`] so a page's reads after every change do not read every session file.
+    infos: std::sync::Mutex<Option<(std::time::Instant, Arc<Vec<SessionInfo>>)>>,
+}
+
+/// How long the root sessions' names are kept before their session files are read again (a
+/// new root session is read at once).
+pub const INFOS_FOR: Duration = Duration::from_secs(5);
+
+impl Web {
+    /// The root sessions (`store::sessions::infos`), newest first: the kept list while it is
+    /// younger than [`INFOS_FOR`] and names every root in `roots`, else read again.
+    pub fn session_infos(
+        &self,
+        conn: &crate::store::Conn,
+        roots: &[&str],
+    ) -> Result<Arc<Vec<SessionInfo>>> {
+        let mut kept = self.infos.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((at, infos)) = kept.as_ref() {
+            if at.elapsed() < INFOS_FOR
+                && roots
+                    .iter()
+                    .all(|r| infos.iter().any(|i| i.root_session == *r))
+            {
+                return Ok(infos.clone());
+            }
+        }
+        let infos = Arc::new(crate::store::sessions::infos(conn)?);
+        *kept = Some((std::time::Instant::now(), infos.clone()));
+        Ok(infos)
+    }
 }
 
 /// A whole response with a content type.
@@ -198,10 +230,7 @@ pub fn cross_site(headers: &hyper::HeaderMap) -> Option<String> {
             ));
         }
     }
-    if let Some(site) = headers
-        .get("sec-fetch-site")
-        .and_then(|v| v.to_str().ok())
-    {
+    if let Some(site) = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()) {
         if !matches!(site, "same-origin" | "none") {
             return Some(format!(
                 "Cross-site request refused (Sec-Fetch-Site: {site}). Repair: use the page this server serves."
@@ -300,7 +329,9 @@ impl Web {
             return error_with(
                 404,
                 "not_found",
-                &format!("No such page {route:?}. Repair: open / or use the /api/ paths the page uses."),
+                &format!(
+                    "No such page {route:?}. Repair: open / or use the /api/ paths the page uses."
+                ),
             );
         }
         let want_post = route == "/api/action";
@@ -389,6 +420,7 @@ pub async fn serve(
         token,
         hub,
         stop: stop_rx.clone(),
+        infos: std::sync::Mutex::new(None),
     });
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let mut builder = http1::Builder::new();

@@ -191,6 +191,12 @@ impl Browser {
 
     /// A WebDriver command; its `value`, or a panic with the driver's error.
     pub fn call(&self, method: &str, path: &str, body: Option<Value>) -> Value {
+        self.try_call(method, path, body)
+            .unwrap_or_else(|e| panic!("WebDriver {method} {path}: {e}"))
+    }
+
+    /// A WebDriver command; its `value`, or the driver's error.
+    pub fn try_call(&self, method: &str, path: &str, body: Option<Value>) -> Result<Value, Value> {
         let body = body.map(|b| b.to_string()).unwrap_or_default();
         let (status, _, out) = http(
             self.port,
@@ -200,8 +206,11 @@ impl Browser {
             body.as_bytes(),
         );
         let doc: Value = serde_json::from_slice(&out).unwrap_or(Value::Null);
-        assert!(status == 200, "WebDriver {method} {path}: {status} {doc}");
-        doc["value"].clone()
+        if status == 200 {
+            Ok(doc["value"].clone())
+        } else {
+            Err(json!({"status": status, "value": doc["value"]}))
+        }
     }
 
     fn at(&self, rest: &str) -> String {
@@ -231,30 +240,43 @@ impl Browser {
             }
             if Instant::now() > deadline {
                 let text = self.eval("return document.body.innerText.slice(0, 3000)");
-                panic!("timed out waiting for {what}; page:\n{}", text.as_str().unwrap_or(""));
+                panic!(
+                    "timed out waiting for {what}; page:\n{}",
+                    text.as_str().unwrap_or("")
+                );
             }
             std::thread::sleep(Duration::from_millis(20));
         }
     }
 
-    /// Clicks the element `css` finds, as a user would (WebDriver's element click).
+    /// Clicks the element `css` finds, as a user would (WebDriver's element click); found
+    /// again if the page replaced it between the find and the click.
     pub fn click(&self, css: &str) {
-        let el = self.call(
-            "POST",
-            &self.at("/element"),
-            Some(json!({"using": "css selector", "value": css})),
-        );
-        let id = el
-            .as_object()
-            .and_then(|o| o.values().next())
-            .and_then(Value::as_str)
-            .unwrap_or_else(|| panic!("no element {css}: {el}"))
-            .to_string();
-        self.call(
-            "POST",
-            &self.at(&format!("/element/{id}/click")),
-            Some(json!({})),
-        );
+        let mut tries = 0;
+        loop {
+            let el = self.call(
+                "POST",
+                &self.at("/element"),
+                Some(json!({"using": "css selector", "value": css})),
+            );
+            let id = el
+                .as_object()
+                .and_then(|o| o.values().next())
+                .and_then(Value::as_str)
+                .unwrap_or_else(|| panic!("no element {css}: {el}"))
+                .to_string();
+            match self.try_call(
+                "POST",
+                &self.at(&format!("/element/{id}/click")),
+                Some(json!({})),
+            ) {
+                Ok(_) => return,
+                Err(e) if tries < 5 && e["value"]["error"] == "stale element reference" => {
+                    tries += 1;
+                }
+                Err(e) => panic!("clicking {css}: {e}"),
+            }
+        }
     }
 
     /// A PNG of the viewport, written to `file` (its folders made).
@@ -391,7 +413,10 @@ impl Web {
             self.port,
             "POST",
             path,
-            &[("Authorization", &auth), ("Content-Type", "application/json")],
+            &[
+                ("Authorization", &auth),
+                ("Content-Type", "application/json"),
+            ],
             body.to_string().as_bytes(),
         );
         (status, serde_json::from_slice(&out).unwrap_or(Value::Null))

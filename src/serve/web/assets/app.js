@@ -35,9 +35,14 @@ const st = {
   detail: null,
   command: null,
   usageOpen: false,
+  loaded: false,
 };
 // Read by the tests: when the first rows were painted, renders, change events seen.
 window.tb = { firstPaint: null, renders: 0, changes: 0, lastEventId: null, errors: [] };
+function noteError(e) {
+  tb.errors.push(String(e.message || e));
+  if (tb.errors.length > 20) tb.errors.shift();
+}
 
 function esc(s) {
   return String(s ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }[c]));
@@ -151,27 +156,46 @@ function render() {
   $('spacer').style.height = total * ROW_H + 'px';
   const first = Math.max(0, Math.floor(list.scrollTop / ROW_H) - OVERSCAN);
   const last = Math.min(total - 1, Math.ceil((list.scrollTop + list.clientHeight) / ROW_H) + OVERSCAN);
-  const html = [];
+  const html = new Map();
   const need = new Map();
   let drewRow = false;
   for (let i = first; i <= last && segs.length; i++) {
     const it = itemAt(segs, i);
-    if (it.row < 0) { html.push(treeHtml(it.tree, i)); continue; }
+    if (it.row < 0) { html.set(i, treeHtml(it.tree, i)); continue; }
     const n = Math.floor(it.row / PAGE);
     const key = pageKey(it.tree.rootSession, n);
     const page = st.pages.get(key);
     const r = page && page.rows[it.row % PAGE];
     if (!page || page.gen !== st.gen) need.set(key, [it.tree.rootSession, n]);
-    if (r) { html.push(rowHtml(r, i)); drewRow = true; }
-    else html.push(`<div class="row placeholder" style="top:${i * ROW_H}px"><span class="c-path">…</span></div>`);
+    if (r) { html.set(i, rowHtml(r, i)); drewRow = true; }
+    else html.set(i, `<div class="row placeholder" style="top:${i * ROW_H}px"><span class="c-path">…</span></div>`);
   }
-  if (!segs.length) html.push('<div class="row placeholder" style="top:0"><span class="c-path">(no threads)</span></div>');
-  $('rows').innerHTML = html.join('');
+  if (!segs.length) html.set(0, `<div class="row placeholder" style="top:0"><span class="c-path">${st.loaded ? (st.filter ? '(no thread matches)' : '(no threads)') : 'loading…'}</span></div>`);
+  patch(html);
   tb.renders++;
   if (drewRow && tb.firstPaint === null) {
     requestAnimationFrame(() => { if (tb.firstPaint === null) tb.firstPaint = performance.now(); });
   }
   for (const [key, [root, n]] of need) loadPage(key, root, n);
+}
+
+// The lines on screen, by position: a line whose markup did not change keeps its element, so
+// a click is never lost to a redraw and a change redraws only what changed.
+const drawn = new Map(); // position -> {el, html}
+function patch(html) {
+  const box = $('rows');
+  for (const [i, d] of drawn) {
+    if (!html.has(i)) { d.el.remove(); drawn.delete(i); }
+  }
+  const tmp = document.createElement('div');
+  for (const [i, h] of html) {
+    const cur = drawn.get(i);
+    if (cur && cur.html === h) continue;
+    tmp.innerHTML = h;
+    const el = tmp.firstElementChild;
+    if (cur) cur.el.replaceWith(el); else box.appendChild(el);
+    drawn.set(i, { el, html: h });
+  }
 }
 
 async function loadPage(key, root, n) {
@@ -188,7 +212,7 @@ async function loadPage(key, root, n) {
     trimPages();
     draw();
   } catch (e) {
-    tb.errors.push(String(e.message));
+    noteError(e);
     setStatus(e.message, false);
   } finally {
     st.loading.delete(key);
@@ -218,6 +242,7 @@ async function loadTrees() {
   const doc = await api('/api/trees' + (q ? '?' + q : ''));
   if (q !== st.filter) return;
   st.trees = doc.trees;
+  st.loaded = true;
 }
 
 // ---- refresh on change ----------------------------------------------------------------
@@ -239,7 +264,7 @@ async function refresh() {
       await Promise.all(jobs);
     } while (again);
   } catch (e) {
-    tb.errors.push(String(e.message));
+    noteError(e);
     setStatus(e.status === 401 ? 'token needed: open the address threadbase web printed' : e.message, false);
   } finally {
     refreshing = false;
@@ -330,7 +355,7 @@ async function loadCommand() {
     c.state = doc.state;
     c.result = doc.result;
     showCommand();
-  } catch (e) { tb.errors.push(String(e.message)); }
+  } catch (e) { noteError(e); }
 }
 
 function confirmBox(text, ok, danger) {
