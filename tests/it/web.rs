@@ -750,7 +750,7 @@ fn soak() {
             .unwrap();
         committed.insert(i, now_ms());
         i += 1;
-        if i % 10 == 0 {
+        if i.is_multiple_of(10) {
             let seen = b.eval("const m = window.tbCh; window.tbCh = {}; return m;");
             for (k, at) in seen.as_object().unwrap() {
                 if let (Ok(k), Some(at)) = (k.parse::<u64>(), at.as_f64()) {
