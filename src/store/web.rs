@@ -1,7 +1,8 @@
 //! The web view's reads (`threadbase web`, `serve/web/`): a page of one root session's tree
 //! in tree order, read as a range of `thread_places_by_key` (sql/web_page.sql: the rows before
 //! the page cost one index entry each, the page's rows one primary-key read each), the same
-//! under a filter with each tree's count of matches, the subtree totals of a page's threads in
+//! under a filter with each tree's count of matches (a filter on live threads reads the index of
+//! live rows only), the subtree totals of a page's threads in
 //! one statement, and an action's command row. A page costs three statements, whatever its
 //! size and the tree's.
 
@@ -78,7 +79,13 @@ pub fn page(
         let rows = stmt.query_map(params![root, offset, limit], read_row)?;
         return Ok(rows.collect::<rusqlite::Result<_>>()?);
     }
-    let mut stmt = conn.prepare_cached(include_str!("../../sql/web_page_filtered.sql"))?;
+    // Live threads only: read from the index of live rows (few), not the tree's range.
+    let sql = if filter.state == "live" {
+        include_str!("../../sql/web_page_live.sql")
+    } else {
+        include_str!("../../sql/web_page_filtered.sql")
+    };
+    let mut stmt = conn.prepare_cached(sql)?;
     let rows = stmt.query_map(
         params![
             root,
@@ -97,7 +104,12 @@ pub fn page(
 
 /// How many threads of each root session's tree `filter` keeps (one pass over every place).
 pub fn filtered_counts(conn: &Connection, filter: &WebFilter) -> Result<HashMap<String, i64>> {
-    let mut stmt = conn.prepare_cached(include_str!("../../sql/web_counts_filtered.sql"))?;
+    let sql = if filter.state == "live" {
+        include_str!("../../sql/web_counts_live.sql")
+    } else {
+        include_str!("../../sql/web_counts_filtered.sql")
+    };
+    let mut stmt = conn.prepare_cached(sql)?;
     let rows = stmt.query_map(
         params![
             filter.state,

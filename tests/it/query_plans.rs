@@ -873,6 +873,19 @@ fn web_queries_use_their_indexes() {
             assert!(!text.contains("TEMP B-TREE"), "{name} sorts: {text}");
         }
     }
+    // Live threads only: the page and the counts read the partial index of live rows, each
+    // thread placed by primary key (a sort of the tree's live rows, few, for the page).
+    for (name, text, ()) in plans([(sql!("web_page_live"), ()), (sql!("web_counts_live"), ())]) {
+        eprintln!("{name}: {text}");
+        assert!(
+            text.contains("SCAN t USING INDEX threads_live_by_sort_key"),
+            "{name}: {text}"
+        );
+        assert!(
+            text.contains("SEARCH p USING PRIMARY KEY (thread_id=?)"),
+            "{name}: {text}"
+        );
+    }
     // The filtered counts read every place once, in index order (a glob has no index), and
     // group without a sort.
     let (name, text, ()) = plans([(sql!("web_counts_filtered"), ())]).remove(0);
