@@ -189,8 +189,106 @@ impl CommandKind {
     }
 }
 
+/// How a closed thread's process ended (the `exit_*` columns of `threads`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exit {
+    pub kind: ExitKind,
+    pub code: Option<i64>,
+    pub signal: Option<String>,
+    pub message: Option<String>,
+}
+
+/// A thread's state (the `status`, `phase` and `exit_*` columns of `threads`), each status
+/// with what it carries: only a closed thread has an exit, so "live with an exit" does not
+/// compile. Contract B's lifecycle (`agent_state`) is its own column beside it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ThreadState {
+    /// Its process may still run, in this phase.
+    Live { phase: Phase },
+    /// Its process ended: the phase it was left in, and how it ended.
+    Closed { phase: Phase, exit: Exit },
+}
+
+impl Default for ThreadState {
+    fn default() -> Self {
+        ThreadState::Live {
+            phase: Phase::default(),
+        }
+    }
+}
+
+impl ThreadState {
+    /// The state the columns say; `None` for a closed row without an exit kind (the schema's
+    /// CHECK refuses one).
+    pub fn of_columns(
+        status: ThreadStatus,
+        phase: Phase,
+        kind: Option<ExitKind>,
+        code: Option<i64>,
+        signal: Option<String>,
+        message: Option<String>,
+    ) -> Option<ThreadState> {
+        Some(match status {
+            ThreadStatus::Live => ThreadState::Live { phase },
+            ThreadStatus::Closed => ThreadState::Closed {
+                phase,
+                exit: Exit {
+                    kind: kind?,
+                    code,
+                    signal,
+                    message,
+                },
+            },
+        })
+    }
+
+    pub fn status(&self) -> ThreadStatus {
+        match self {
+            ThreadState::Live { .. } => ThreadStatus::Live,
+            ThreadState::Closed { .. } => ThreadStatus::Closed,
+        }
+    }
+
+    pub fn phase(&self) -> Phase {
+        match self {
+            ThreadState::Live { phase } | ThreadState::Closed { phase, .. } => *phase,
+        }
+    }
+
+    pub fn exit(&self) -> Option<&Exit> {
+        match self {
+            ThreadState::Live { .. } => None,
+            ThreadState::Closed { exit, .. } => Some(exit),
+        }
+    }
+
+    pub fn exit_mut(&mut self) -> Option<&mut Exit> {
+        match self {
+            ThreadState::Live { .. } => None,
+            ThreadState::Closed { exit, .. } => Some(exit),
+        }
+    }
+}
+
+/// As the columns: `status`, `phase`, `exit_kind`, `exit_code`, `exit_signal`,
+/// `exit_message` (null while live), so `threadbase show --json` keeps their names.
+impl Serialize for ThreadState {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let exit = self.exit();
+        let mut m = s.serialize_map(Some(6))?;
+        m.serialize_entry("status", &self.status())?;
+        m.serialize_entry("phase", &self.phase())?;
+        m.serialize_entry("exit_kind", &exit.map(|x| x.kind))?;
+        m.serialize_entry("exit_code", &exit.and_then(|x| x.code))?;
+        m.serialize_entry("exit_signal", &exit.and_then(|x| x.signal.as_deref()))?;
+        m.serialize_entry("exit_message", &exit.and_then(|x| x.message.as_deref()))?;
+        m.end()
+    }
+}
+
 /// A thread's id (`threads.id`): `thread_…` for contract A, the contracts' own shapes for B
-/// and C. Reads as a `&str` wherever one is wanted.
+/// and C. It binds and compares only as itself: `as_str()` is the one way to its text.
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct ThreadId(String);
@@ -206,19 +304,6 @@ impl ThreadId {
 
     pub fn into_string(self) -> String {
         self.0
-    }
-}
-
-impl std::ops::Deref for ThreadId {
-    type Target = str;
-    fn deref(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::borrow::Borrow<str> for ThreadId {
-    fn borrow(&self) -> &str {
-        &self.0
     }
 }
 
@@ -251,25 +336,6 @@ impl From<ThreadId> for String {
         id.0
     }
 }
-
-/// `row.id == "thread_…"` and back, as lookups and tests compare ids with text.
-macro_rules! eq_text {
-    ($($text:ty),+) => {$(
-        impl PartialEq<$text> for ThreadId {
-            fn eq(&self, other: &$text) -> bool {
-                self.0 == AsRef::<str>::as_ref(other)
-            }
-        }
-
-        impl PartialEq<ThreadId> for $text {
-            fn eq(&self, other: &ThreadId) -> bool {
-                AsRef::<str>::as_ref(self) == other.0
-            }
-        }
-    )+};
-}
-
-eq_text!(str, &str, String);
 
 /// A manager's row id (`managers.id`): one tool contract's view of one session.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -396,8 +462,8 @@ mod tests {
     #[test]
     fn a_thread_id_reads_as_its_text() {
         let id = ThreadId::from("thread_0123456789ab");
-        assert_eq!(id, "thread_0123456789ab");
-        assert_eq!(&*id, "thread_0123456789ab");
+        assert_eq!(id, ThreadId::new("thread_0123456789ab"));
+        assert_eq!(id.as_str(), "thread_0123456789ab");
         assert_eq!(
             serde_json::to_string(&id).unwrap(),
             "\"thread_0123456789ab\""

@@ -12,6 +12,17 @@ pub struct ProcessIdentity {
     pub started_at: i64,
 }
 
+/// Who holds the process a row records, seen from one serve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Holder {
+    /// This serve.
+    Me,
+    /// Another living serve.
+    Elsewhere(ProcessIdentity),
+    /// Nobody: none recorded, or the recorded process is gone (its pid reused or dead).
+    Gone,
+}
+
 impl ProcessIdentity {
     /// This process.
     pub fn current() -> ProcessIdentity {
@@ -31,14 +42,27 @@ impl ProcessIdentity {
         })
     }
 
+    /// Who holds what a row records, seen from the serve `me`: the one rule for every contract
+    /// (a thread's holder, a manager's owner, a worker's, a subagent run's, a session an
+    /// adoption would take from, the restore pass's "owner gone").
+    pub fn holder(recorded: Option<ProcessIdentity>, me: ProcessIdentity) -> Holder {
+        match recorded {
+            Some(o) if o == me => Holder::Me,
+            Some(o) if o.is_alive() => Holder::Elsewhere(o),
+            _ => Holder::Gone,
+        }
+    }
+
     /// The serve a row records, when it is a living process other than `me`: "held by another
-    /// live serve", one rule for every contract (a thread's holder, a manager's owner, a
-    /// worker's, a subagent run's, a session an adoption would take from).
+    /// live serve" ([`ProcessIdentity::holder`]).
     pub fn held_elsewhere(
         recorded: Option<ProcessIdentity>,
         me: ProcessIdentity,
     ) -> Option<ProcessIdentity> {
-        recorded.filter(|o| *o != me && o.is_alive())
+        match ProcessIdentity::holder(recorded, me) {
+            Holder::Elsewhere(o) => Some(o),
+            Holder::Me | Holder::Gone => None,
+        }
     }
 
     /// True when a process with this pid exists, is not a zombie, and started at the same

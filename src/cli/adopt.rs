@@ -62,7 +62,7 @@ pub fn run(db: &Path, args: &AdoptArgs<'_>, out: &mut dyn Write) -> Result<()> {
     let adopted = match found {
         Found::Adopted(a) => a,
         Found::OwnerAlive(c) => {
-            let path = thread_by_id_any(&*store.read()?, &c.id)?
+            let path = thread_by_id_any(&*store.read()?, c.id.as_str())?
                 .map(|r| r.path)
                 .unwrap_or_default();
             return Err(owner_alive(&c, &path));

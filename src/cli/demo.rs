@@ -28,7 +28,8 @@ const SCRIPT: &str = r#"{
 }"#;
 
 async fn call(engine: &Engine, params: Value) -> Result<Value> {
-    engine.thread(&params, &|_| {}).await?.into_value()
+    let req = crate::contract::request::parse(crate::contract::request::THREAD_METHOD, &params)?;
+    engine.run(req, &|_| {}).await?.into_value()
 }
 
 fn say(out: &mut dyn Write, step: &str, result: &Value) -> Result<()> {

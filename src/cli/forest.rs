@@ -51,7 +51,7 @@ pub fn trees(conn: &crate::store::Conn, listing: Listing) -> Result<Vec<Tree>> {
                 manager_session,
                 contract,
             } = place;
-            let Some(thread) = by_id.remove(id.as_str()) else {
+            let Some(thread) = by_id.remove(&id) else {
                 continue;
             };
             if trees.last().map(|t| &t.info.root_session) != Some(&root) {
@@ -154,11 +154,11 @@ pub fn state_label(t: &ThreadRow) -> String {
     let mut s = match &t.agent_state {
         Some(state) => state.to_string(),
         None => crate::domain::state_words(
-            t.status,
-            t.phase,
-            t.exit_kind,
-            t.exit_code,
-            t.exit_signal.is_some(),
+            t.status(),
+            t.phase(),
+            t.exit().map(|x| x.kind),
+            t.exit().and_then(|x| x.code),
+            t.exit().is_some_and(|x| x.signal.is_some()),
             owner_gone(t.is_live(), t.owner_pid, t.owner_started_at),
         ),
     };

@@ -1,5 +1,6 @@
 //! `threadbase list|tree|show|events`: read-only views of what the store holds.
 
+use super::select::{selected_session, Within};
 use std::io::Write;
 use std::path::Path;
 
@@ -87,16 +88,6 @@ pub struct TreeFilters<'a> {
     pub json: bool,
 }
 
-/// The session `--session` names (resolved before anything is listed), if given.
-pub fn selected_session(
-    conn: &Conn,
-    selector: Option<&str>,
-) -> Result<Option<crate::store::sessions::SessionInfo>> {
-    selector
-        .map(|s| crate::store::sessions::select(conn, s))
-        .transpose()
-}
-
 /// The trees of the listed threads, newest session first, narrowed by `--match` and
 /// `--session`.
 fn filtered_trees(
@@ -160,7 +151,7 @@ pub fn tree(db: &Path, filters: &TreeFilters<'_>, out: &mut dyn Write) -> Result
             let items: Vec<Value> = tree
                 .nodes
                 .iter()
-                .map(|n| node_json(tree, n, Some(usage_of(&n.row.id))))
+                .map(|n| node_json(tree, n, Some(usage_of(n.row.id.as_str()))))
                 .collect::<Result<_>>()?;
             let mut doc = serde_json::to_value(&tree.info)?;
             doc["threads"] = Value::Array(items);
@@ -184,7 +175,7 @@ pub fn tree(db: &Path, filters: &TreeFilters<'_>, out: &mut dyn Write) -> Result
             let t = &n.row;
             let indent = "  ".repeat(n.level);
             let label = crate::paths::basename(&t.path);
-            let u = usage_of(&t.id);
+            let u = usage_of(t.id.as_str());
             // Threads a child's own serve manages say so: that serve holds their processes.
             let held = match host_of.get(n.manager_session.as_str()) {
                 _ if n.manager_session == tree.info.root_session => String::new(),
@@ -205,22 +196,6 @@ pub fn tree(db: &Path, filters: &TreeFilters<'_>, out: &mut dyn Write) -> Result
     Ok(())
 }
 
-/// Which threads a reference is resolved among: one manager's (`--manager`, the older
-/// spelling), one Pi session's (`--session`), or every thread.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Within<'a> {
-    pub manager: Option<&'a str>,
-    pub session: Option<&'a str>,
-}
-
-impl Within<'_> {
-    /// The thread `reference` names among these threads.
-    pub fn resolve(&self, conn: &Conn, reference: &str) -> Result<ThreadRow> {
-        let session = selected_session(conn, self.session)?;
-        crate::store::refs::resolve_anywhere(conn, reference, self.manager, session.as_ref())
-    }
-}
-
 pub fn show(
     db: &Path,
     reference: &str,
@@ -233,8 +208,8 @@ pub fn show(
     let mut doc = thread_json(&conn, &t)?;
     let (own, subtree) = if crate::store::usage::has_tables(&conn)? {
         (
-            crate::store::usage::of_thread(&conn, &t.id)?,
-            crate::store::usage::of_subtree(&conn, &t.id)?,
+            crate::store::usage::of_thread(&conn, t.id.as_str())?,
+            crate::store::usage::of_subtree(&conn, t.id.as_str())?,
         )
     } else {
         (None, None)
@@ -245,16 +220,16 @@ pub fn show(
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
         return Ok(());
     }
-    let (session, contract) = manager_of_thread(&conn, &t.id)?.unwrap_or_default();
+    let (session, contract) = manager_of_thread(&conn, t.id.as_str())?.unwrap_or_default();
     let mut kv = vec![
         ("id", t.id.to_string()),
         ("path", t.path.clone()),
         ("name", t.name.clone()),
         ("taskName", t.task_name.clone()),
-        ("session", session_text(&conn, &t.id)?),
+        ("session", session_text(&conn, t.id.as_str())?),
         ("manager", format!("{session} ({contract})")),
         ("status", status_text(&t)),
-        ("phase", t.phase.to_string()),
+        ("phase", t.phase().to_string()),
         ("depth", t.depth.to_string()),
         ("cwd", t.cwd.clone()),
         ("args", serde_json::to_string(&t.args)?),
@@ -265,7 +240,7 @@ pub fn show(
     if let Some(s) = t.agent_state {
         kv.push(("state", s.to_string()));
     }
-    if let Some(k) = t.exit_kind {
+    if let Some(k) = t.exit().map(|x| x.kind) {
         kv.push(("exit", exit_text(&t, k)));
     }
     if let Some(f) = &t.session_file {
@@ -291,7 +266,7 @@ pub fn show(
     for (k, v) in kv {
         writeln!(out, "{k:<12} {v}")?;
     }
-    let evs = events::of_thread(&conn, &t.id)?;
+    let evs = events::of_thread(&conn, t.id.as_str())?;
     writeln!(
         out,
         "events       {} retained (last seq {})",
@@ -313,7 +288,7 @@ pub fn events(
 ) -> Result<()> {
     let conn = open_read_only(db)?;
     let t = within.resolve(&conn, reference)?;
-    let evs = events::of_thread(&conn, &t.id)?;
+    let evs = events::of_thread(&conn, t.id.as_str())?;
     if json {
         writeln!(out, "{}", serde_json::to_string_pretty(&evs)?)?;
         return Ok(());
@@ -363,7 +338,7 @@ pub fn events_matching(
     if json {
         let mut docs = Vec::new();
         for t in &listing.threads {
-            let evs = events::of_thread(&conn, &t.id)?;
+            let evs = events::of_thread(&conn, t.id.as_str())?;
             docs.push(json!({"id": t.id, "path": t.path, "events": evs}));
         }
         writeln!(out, "{}", serde_json::to_string_pretty(&docs)?)?;
@@ -373,7 +348,7 @@ pub fn events_matching(
         writeln!(out, "No thread matches {matching}.")?;
     }
     for t in &listing.threads {
-        write_events(out, t, &events::of_thread(&conn, &t.id)?)?;
+        write_events(out, t, &events::of_thread(&conn, t.id.as_str())?)?;
     }
     Ok(())
 }
@@ -398,27 +373,27 @@ fn session_text(conn: &Conn, id: &str) -> Result<String> {
 
 fn status_text(t: &ThreadRow) -> String {
     match &t.agent_state {
-        Some(s) => format!("{} ({s})", t.status),
-        None => t.status.to_string(),
+        Some(s) => format!("{} ({s})", t.status()),
+        None => t.status().to_string(),
     }
 }
 
 fn exit_text(t: &ThreadRow, kind: ExitKind) -> String {
     let mut s = kind.to_string();
-    if let Some(c) = t.exit_code {
+    if let Some(c) = t.exit().and_then(|x| x.code) {
         s.push_str(&format!(" code={c}"));
     }
-    if let Some(sig) = &t.exit_signal {
+    if let Some(sig) = t.exit().and_then(|x| x.signal.as_ref()) {
         s.push_str(&format!(" signal={sig}"));
     }
-    if let Some(m) = &t.exit_message {
+    if let Some(m) = t.exit().and_then(|x| x.message.as_ref()) {
         s.push_str(&format!(" ({m})"));
     }
     s
 }
 
 fn thread_json(conn: &Conn, t: &ThreadRow) -> Result<Value> {
-    let (session, contract) = manager_of_thread(conn, &t.id)?.unwrap_or_default();
+    let (session, contract) = manager_of_thread(conn, t.id.as_str())?.unwrap_or_default();
     let mut v = serde_json::to_value(t)?;
     if let Value::Object(m) = &mut v {
         m.insert("manager_session".into(), Value::from(session));

@@ -9,6 +9,7 @@ mod inspect;
 mod logging;
 pub mod pi;
 mod reap;
+mod select;
 mod serve;
 mod sql;
 pub mod stop;
@@ -442,8 +443,8 @@ pub fn main() -> ExitCode {
 }
 
 /// `--manager` / `--session` as the reference commands take them.
-fn within<'a>(manager: &'a Option<String>, session: &'a Option<String>) -> inspect::Within<'a> {
-    inspect::Within {
+fn within<'a>(manager: &'a Option<String>, session: &'a Option<String>) -> select::Within<'a> {
+    select::Within {
         manager: manager.as_deref(),
         session: session.as_deref(),
     }

@@ -201,7 +201,7 @@ fn run_on(db: PathBuf, args: ServeArgs) -> Result<()> {
                 rustix::process::Signal::XFSZ.as_raw(),
             ))?;
             let runtime = Runtime::new(store.clone(), cfg.settings.timers);
-            let engine = Arc::new(Engine::new(cfg, store, runtime)?);
+            let engine = Engine::new(cfg, store, runtime)?;
             tracing::debug!("manager registered");
             // On a worker, not on this thread (see `server::serve`).
             let served = tokio::spawn(crate::serve::server::serve(engine).in_current_span()).await;

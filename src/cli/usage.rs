@@ -99,7 +99,7 @@ struct BudgetDoc {
 pub fn run(
     db: &Path,
     reference: Option<&str>,
-    within: super::inspect::Within<'_>,
+    within: super::select::Within<'_>,
     json: bool,
     out: &mut dyn Write,
 ) -> Result<()> {
@@ -109,7 +109,7 @@ pub fn run(
     }
     let budget = Budget::from_env(&|k| std::env::var(k).ok())?;
     let mut selected: Vec<(TreeUsage, Option<String>, Vec<UsageRow>)> = Vec::new();
-    let session = super::inspect::selected_session(&conn, within.session)?;
+    let session = super::select::selected_session(&conn, within.session)?;
     // Newest session first (their start times and names, for the headings too).
     let infos = crate::store::sessions::infos(&conn)?;
     let mut all = trees(&conn)?;
@@ -118,7 +118,7 @@ pub fn run(
         Some(r) => {
             let t =
                 crate::store::refs::resolve_anywhere(&conn, r, within.manager, session.as_ref())?;
-            let (root, key) = usage::place_of(&conn, &t.id)?;
+            let (root, key) = usage::place_of(&conn, t.id.as_str())?;
             let total = all
                 .into_iter()
                 .find(|u| u.root_session == root)

@@ -13,22 +13,6 @@ use crate::text::{utf16_len, utf16_prefix};
 /// Contract B's status for work interrupted by a reload (its owner died).
 pub const PAUSED_STATUS: &str = "Interrupted by reload; send input to resume";
 
-/// The methods of contract B on `serve`.
-pub const METHODS: [&str; 8] = [
-    "agent_spawn",
-    "agent_wait",
-    "agent_steer",
-    "agent_status",
-    "agent_update",
-    "agent_pause",
-    "agent_stop",
-    "agent_output",
-];
-
-/// `/agents reap` of the Pi extension (not a model tool): `{dryRun?: boolean}` →
-/// [`ReapResult`].
-pub const REAP_METHOD: &str = "agents.reap";
-
 /// Longest wait (`timeoutMs`), one hour.
 pub const MAX_TIMEOUT_MS: u64 = 3_600_000;
 /// The report-only timeout of agent_spawn and agent_steer (`timeoutMs`): 30 s to 5 min.
@@ -63,89 +47,261 @@ pub const STATUS_STOPPED: &str = "Stopped; session retained";
 pub const STATUS_PAUSED_DEFAULT: &str = "Awaiting further input";
 pub const OUTPUT_TRUNCATED_NOTE: &str = "[Output truncated; use agent_output for more.]";
 
-/// A validated contract B request.
+/// A validated contract B request, one variant per method.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AgentRequest {
-    Spawn {
-        path: String,
-        task: String,
-        kind: String,
-        wait: bool,
-        timeout_ms: Option<u64>,
-    },
-    Wait {
-        path: String,
-        timeout_ms: Option<u64>,
-    },
-    Steer {
-        path: String,
-        message: Option<String>,
-        timeout_ms: Option<u64>,
-    },
-    Status {
-        path: Option<String>,
-    },
-    Update {
-        message: String,
-    },
-    Pause {
-        reason: String,
-    },
-    Stop {
-        path: String,
-    },
-    Output {
-        path: String,
-        offset: usize,
-        limit: usize,
-    },
-    /// `/agents reap` (the main session only): forget the completed threads with no
-    /// descendant that stays; `dry_run` only counts them.
-    Reap {
-        dry_run: bool,
-    },
+    Spawn(Spawn),
+    Wait(Wait),
+    Steer(Steer),
+    Status(Status),
+    Update(Update),
+    Pause(Pause),
+    Stop(Stop),
+    Output(Output),
+    /// `/agents reap` of the Pi extension (not a model tool; the main session only): forget
+    /// the completed threads with no descendant that stays.
+    Reap(Reap),
 }
 
-fn fields_of(method: &str) -> &'static [&'static str] {
-    match method {
-        "agent_spawn" => &["path", "task", "type", "wait", "timeoutMs"],
-        "agent_wait" => &["path", "timeoutMs"],
-        "agent_steer" => &["path", "message", "timeoutMs"],
-        "agent_status" => &["path"],
-        "agent_update" => &["message"],
-        "agent_pause" => &["reason"],
-        "agent_stop" => &["path"],
-        "agent_output" => &["path", "offset", "limit"],
-        REAP_METHOD => &["dryRun"],
-        _ => &[],
-    }
+#[derive(Debug, Clone, PartialEq)]
+pub struct Spawn {
+    pub path: String,
+    pub task: String,
+    pub kind: String,
+    pub wait: bool,
+    pub timeout_ms: Option<u64>,
 }
 
-fn shape(method: &str) -> &'static str {
-    match method {
-        "agent_spawn" => {
-            r#"{"path": "fix-auth", "type": "worker", "task": "…", "wait": true, "timeoutMs": 60000}"#
-        }
-        "agent_wait" => r#"{"path": "/root/fix-auth", "timeoutMs": 30000}"#,
-        "agent_steer" => r#"{"path": "/root/fix-auth", "message": "…", "timeoutMs": 60000}"#,
-        "agent_status" => r#"{} or {"path": "/root/fix-auth"}"#,
-        "agent_update" => r#"{"message": "halfway: tests pass"}"#,
-        "agent_pause" => r#"{"reason": "need a decision on the API"}"#,
-        "agent_stop" => r#"{"path": "/root/fix-auth"}"#,
-        "agent_output" => r#"{"path": "/root/fix-auth", "offset": 0, "limit": 8000}"#,
-        REAP_METHOD => r#"{"dryRun": true}"#,
-        _ => "{}",
-    }
+#[derive(Debug, Clone, PartialEq)]
+pub struct Wait {
+    pub path: String,
+    pub timeout_ms: Option<u64>,
 }
 
-fn bad(method: &str, what: String) -> Error {
+#[derive(Debug, Clone, PartialEq)]
+pub struct Steer {
+    pub path: String,
+    pub message: Option<String>,
+    pub timeout_ms: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Status {
+    pub path: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Update {
+    pub message: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pause {
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stop {
+    pub path: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Output {
+    pub path: String,
+    pub offset: usize,
+    pub limit: usize,
+}
+
+/// `{dryRun?: boolean}` → [`ReapResult`]; `dry_run` only counts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reap {
+    pub dry_run: bool,
+}
+
+/// One method of contract B: its name on `serve`, its fields, the shape a rejection shows,
+/// whether it is a model tool, and how its fields become its request. The one place a
+/// method's name is spelled.
+pub struct Method {
+    pub name: &'static str,
+    pub fields: &'static [&'static str],
+    pub shape: &'static str,
+    /// A model tool (`agent_*`); `agents.reap` is the extension's `/agents reap` command.
+    pub tool: bool,
+    parse: fn(&Method, &Map<String, Value>) -> Result<AgentRequest>,
+}
+
+/// Contract B's methods on `serve`, in the order the server lists them.
+pub const METHODS: [Method; 9] = [
+    Method {
+        name: "agent_spawn",
+        fields: &["path", "task", "type", "wait", "timeoutMs"],
+        shape: r#"{"path": "fix-auth", "type": "worker", "task": "…", "wait": true, "timeoutMs": 60000}"#,
+        tool: true,
+        parse: |m, p| {
+            // Required, as in the original's schema (`type: String({minLength: 1})`).
+            let kind = required_string(m, p, "type")?;
+            if !crate::paths::is_agent_segment(&kind) {
+                return Err(bad(
+                    m,
+                    "type must be a name of letters, digits, - or _".into(),
+                ));
+            }
+            let wait = match p.get("wait") {
+                None => true,
+                Some(Value::Bool(b)) => *b,
+                Some(other) => {
+                    return Err(bad(
+                        m,
+                        format!("wait must be a boolean, got {}", type_name(other)),
+                    ))
+                }
+            };
+            Ok(AgentRequest::Spawn(Spawn {
+                path: required_string(m, p, "path")?,
+                task: required_string(m, p, "task")?,
+                kind,
+                wait,
+                timeout_ms: report_timeout(m, p)?,
+            }))
+        },
+    },
+    Method {
+        name: "agent_wait",
+        fields: &["path", "timeoutMs"],
+        shape: r#"{"path": "/root/fix-auth", "timeoutMs": 30000}"#,
+        tool: true,
+        parse: |m, p| {
+            Ok(AgentRequest::Wait(Wait {
+                path: required_string(m, p, "path")?,
+                timeout_ms: integer_field(m, p, "timeoutMs", 0, MAX_TIMEOUT_MS)?,
+            }))
+        },
+    },
+    Method {
+        name: "agent_steer",
+        fields: &["path", "message", "timeoutMs"],
+        shape: r#"{"path": "/root/fix-auth", "message": "…", "timeoutMs": 60000}"#,
+        tool: true,
+        parse: |m, p| {
+            let path = required_string(m, p, "path")?;
+            let message = string_field(m, p, "message")?;
+            let timeout_ms = report_timeout(m, p)?;
+            if message.is_none() && timeout_ms.is_none() {
+                return Err(Error::invalid(format!(
+                    "{STEER_NEEDS_SOMETHING}. Repair: send {{\"path\": \"{path}\", \"message\": \"…\"}} to steer or resume it, {{\"path\": \"{path}\", \"timeoutMs\": 60000}} to re-arm its timeout, or both."
+                )));
+            }
+            Ok(AgentRequest::Steer(Steer {
+                path,
+                message,
+                timeout_ms,
+            }))
+        },
+    },
+    Method {
+        name: "agent_status",
+        fields: &["path"],
+        shape: r#"{} or {"path": "/root/fix-auth"}"#,
+        tool: true,
+        parse: |m, p| {
+            Ok(AgentRequest::Status(Status {
+                path: string_field(m, p, "path")?,
+            }))
+        },
+    },
+    Method {
+        name: "agent_update",
+        fields: &["message"],
+        shape: r#"{"message": "halfway: tests pass"}"#,
+        tool: true,
+        parse: |m, p| {
+            let message = required_string(m, p, "message")?;
+            let n = utf16_len(&message);
+            if n == 0 || n > MAX_UPDATE_CHARS {
+                return Err(bad(
+                    m,
+                    format!("message must be 1 to {MAX_UPDATE_CHARS} characters, got {n}"),
+                ));
+            }
+            Ok(AgentRequest::Update(Update { message }))
+        },
+    },
+    Method {
+        name: "agent_pause",
+        fields: &["reason"],
+        shape: r#"{"reason": "need a decision on the API"}"#,
+        tool: true,
+        parse: |m, p| {
+            Ok(AgentRequest::Pause(Pause {
+                reason: required_string(m, p, "reason")?,
+            }))
+        },
+    },
+    Method {
+        name: "agent_stop",
+        fields: &["path"],
+        shape: r#"{"path": "/root/fix-auth"}"#,
+        tool: true,
+        parse: |m, p| {
+            Ok(AgentRequest::Stop(Stop {
+                path: required_string(m, p, "path")?,
+            }))
+        },
+    },
+    Method {
+        name: "agent_output",
+        fields: &["path", "offset", "limit"],
+        shape: r#"{"path": "/root/fix-auth", "offset": 0, "limit": 8000}"#,
+        tool: true,
+        parse: |m, p| {
+            Ok(AgentRequest::Output(Output {
+                path: required_string(m, p, "path")?,
+                offset: integer_field(m, p, "offset", 0, u32::MAX as u64)?.unwrap_or(0) as usize,
+                limit: integer_field(m, p, "limit", 1, MAX_OUTPUT_LIMIT as u64)?
+                    .unwrap_or(DEFAULT_OUTPUT_LIMIT as u64) as usize,
+            }))
+        },
+    },
+    Method {
+        name: "agents.reap",
+        fields: &["dryRun"],
+        shape: r#"{"dryRun": true}"#,
+        tool: false,
+        parse: |m, p| {
+            Ok(AgentRequest::Reap(Reap {
+                dry_run: match p.get("dryRun") {
+                    None => false,
+                    Some(Value::Bool(b)) => *b,
+                    Some(other) => {
+                        return Err(bad(
+                            m,
+                            format!("dryRun must be a boolean, got {}", type_name(other)),
+                        ))
+                    }
+                },
+            }))
+        },
+    },
+];
+
+/// The contract B method named `name`.
+pub fn method(name: &str) -> Option<&'static Method> {
+    METHODS.iter().find(|m| m.name == name)
+}
+
+/// The model tools of contract B (`agent_*`).
+pub fn tools() -> impl Iterator<Item = &'static str> {
+    METHODS.iter().filter(|m| m.tool).map(|m| m.name)
+}
+
+fn bad(method: &Method, what: String) -> Error {
     Error::invalid(format!(
-        "{method}: {what}. Repair: send params shaped like {}.",
-        shape(method)
+        "{}: {what}. Repair: send params shaped like {}.",
+        method.name, method.shape
     ))
 }
 
-fn string_field(method: &str, p: &Map<String, Value>, name: &str) -> Result<Option<String>> {
+fn string_field(method: &Method, p: &Map<String, Value>, name: &str) -> Result<Option<String>> {
     match p.get(name) {
         None => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
@@ -156,12 +312,12 @@ fn string_field(method: &str, p: &Map<String, Value>, name: &str) -> Result<Opti
     }
 }
 
-fn required_string(method: &str, p: &Map<String, Value>, name: &str) -> Result<String> {
+fn required_string(method: &Method, p: &Map<String, Value>, name: &str) -> Result<String> {
     string_field(method, p, name)?.ok_or_else(|| bad(method, format!("{name} is required")))
 }
 
 fn integer_field(
-    method: &str,
+    method: &Method,
     p: &Map<String, Value>,
     name: &str,
     min: u64,
@@ -184,7 +340,7 @@ fn integer_field(
 
 /// A report-only `timeoutMs` (agent_spawn, agent_steer): an integer from 30,000 to 300,000,
 /// else the original's error text.
-fn report_timeout(method: &str, p: &Map<String, Value>) -> Result<Option<u64>> {
+fn report_timeout(method: &Method, p: &Map<String, Value>) -> Result<Option<u64>> {
     let Some(v) = p.get("timeoutMs") else {
         return Ok(None);
     };
@@ -192,7 +348,8 @@ fn report_timeout(method: &str, p: &Map<String, Value>) -> Result<Option<u64>> {
     match v.as_u64() {
         Some(n) if (lo..=hi).contains(&n) => Ok(Some(n)),
         _ => Err(Error::invalid(format!(
-            "{REPORT_TIMEOUT_INVALID}. Repair: {method}'s timeoutMs is a report-only timer (the child is never stopped); pass a whole number of milliseconds from {lo} to {hi}, or leave it out (got {}).",
+            "{REPORT_TIMEOUT_INVALID}. Repair: {}'s timeoutMs is a report-only timer (the child is never stopped); pass a whole number of milliseconds from {lo} to {hi}, or leave it out (got {}).",
+            method.name,
             short_json(v)
         ))),
     }
@@ -209,8 +366,7 @@ fn short_json(v: &Value) -> String {
 
 /// Validates one `agent_*` request strictly: params is an object, unknown fields are refused,
 /// every field has its type and range.
-pub fn parse(method: &str, params: &Value) -> Result<AgentRequest> {
-    let allowed = fields_of(method);
+pub fn parse(method: &Method, params: &Value) -> Result<AgentRequest> {
     let p = match params {
         Value::Object(m) => m,
         Value::Null => &Map::new(),
@@ -221,110 +377,17 @@ pub fn parse(method: &str, params: &Value) -> Result<AgentRequest> {
             ))
         }
     };
-    if let Some(extra) = p.keys().find(|k| !allowed.contains(&k.as_str())) {
+    if let Some(extra) = p.keys().find(|k| !method.fields.contains(&k.as_str())) {
         return Err(bad(
             method,
             format!(
                 "unknown field {} (accepted: {})",
                 crate::paths::json_quote(extra),
-                allowed.join(", ")
+                method.fields.join(", ")
             ),
         ));
     }
-    let timeout = |p| integer_field(method, p, "timeoutMs", 0, MAX_TIMEOUT_MS);
-    Ok(match method {
-        "agent_spawn" => {
-            // Required, as in the original's schema (`type: String({minLength: 1})`).
-            let kind = required_string(method, p, "type")?;
-            if !crate::paths::is_agent_segment(&kind) {
-                return Err(bad(
-                    method,
-                    "type must be a name of letters, digits, - or _".into(),
-                ));
-            }
-            let wait = match p.get("wait") {
-                None => true,
-                Some(Value::Bool(b)) => *b,
-                Some(other) => {
-                    return Err(bad(
-                        method,
-                        format!("wait must be a boolean, got {}", type_name(other)),
-                    ))
-                }
-            };
-            AgentRequest::Spawn {
-                path: required_string(method, p, "path")?,
-                task: required_string(method, p, "task")?,
-                kind,
-                wait,
-                timeout_ms: report_timeout(method, p)?,
-            }
-        }
-        "agent_wait" => AgentRequest::Wait {
-            path: required_string(method, p, "path")?,
-            timeout_ms: timeout(p)?,
-        },
-        "agent_steer" => {
-            let path = required_string(method, p, "path")?;
-            let message = string_field(method, p, "message")?;
-            let timeout_ms = report_timeout(method, p)?;
-            if message.is_none() && timeout_ms.is_none() {
-                return Err(Error::invalid(format!(
-                    "{STEER_NEEDS_SOMETHING}. Repair: send {{\"path\": \"{path}\", \"message\": \"…\"}} to steer or resume it, {{\"path\": \"{path}\", \"timeoutMs\": 60000}} to re-arm its timeout, or both."
-                )));
-            }
-            AgentRequest::Steer {
-                path,
-                message,
-                timeout_ms,
-            }
-        }
-        "agent_status" => AgentRequest::Status {
-            path: string_field(method, p, "path")?,
-        },
-        "agent_update" => {
-            let message = required_string(method, p, "message")?;
-            let n = utf16_len(&message);
-            if n == 0 || n > MAX_UPDATE_CHARS {
-                return Err(bad(
-                    method,
-                    format!("message must be 1 to {MAX_UPDATE_CHARS} characters, got {n}"),
-                ));
-            }
-            AgentRequest::Update { message }
-        }
-        "agent_pause" => AgentRequest::Pause {
-            reason: required_string(method, p, "reason")?,
-        },
-        "agent_stop" => AgentRequest::Stop {
-            path: required_string(method, p, "path")?,
-        },
-        "agent_output" => AgentRequest::Output {
-            path: required_string(method, p, "path")?,
-            offset: integer_field(method, p, "offset", 0, u32::MAX as u64)?.unwrap_or(0) as usize,
-            limit: integer_field(method, p, "limit", 1, MAX_OUTPUT_LIMIT as u64)?
-                .unwrap_or(DEFAULT_OUTPUT_LIMIT as u64) as usize,
-        },
-        REAP_METHOD => AgentRequest::Reap {
-            dry_run: match p.get("dryRun") {
-                None => false,
-                Some(Value::Bool(b)) => *b,
-                Some(other) => {
-                    return Err(bad(
-                        method,
-                        format!("dryRun must be a boolean, got {}", type_name(other)),
-                    ))
-                }
-            },
-        },
-        other => {
-            return Err(Error::invalid(format!(
-                "Unknown agent method {}. Repair: use one of {}.",
-                crate::paths::json_quote(other),
-                METHODS.join(", ")
-            )))
-        }
-    })
+    (method.parse)(method, p)
 }
 
 /// The stored facts of one contract B thread that a view shows, borrowed from its row.
@@ -592,6 +655,10 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn parse(name: &str, params: &Value) -> Result<AgentRequest> {
+        super::parse(method(name).unwrap(), params)
+    }
+
     #[test]
     fn strict_fields_and_ranges() {
         let e = parse("agent_wait", &json!({"path": "a", "extra": 1})).unwrap_err();
@@ -620,13 +687,13 @@ mod tests {
                 &json!({"path": "a", "type": "worker", "task": "t"})
             )
             .unwrap(),
-            AgentRequest::Spawn {
+            AgentRequest::Spawn(Spawn {
                 path: "a".into(),
                 task: "t".into(),
                 kind: "worker".into(),
                 wait: true,
                 timeout_ms: None
-            }
+            })
         );
         assert!(parse(
             "agent_spawn",
@@ -636,7 +703,7 @@ mod tests {
         assert!(parse("agent_status", &json!([])).is_err());
         assert_eq!(
             parse("agent_status", &Value::Null).unwrap(),
-            AgentRequest::Status { path: None }
+            AgentRequest::Status(Status { path: None })
         );
     }
 

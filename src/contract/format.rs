@@ -451,7 +451,7 @@ fn trim_for_display(text: &str, max: usize) -> String {
 mod tests {
     use super::*;
     use crate::contract::projection::{Detail, OutputFacts, ThreadFacts};
-    use crate::domain::{ExitKind, ManagerId, Phase, ThreadStatus};
+    use crate::domain::{Exit, ExitKind, ManagerId, Phase, ThreadState};
     use crate::store::events::EventRow;
     use crate::store::threads::ThreadRow;
 
@@ -466,7 +466,7 @@ mod tests {
             name: "inspect_repo".into(),
             depth: 1,
             cwd: "/tmp/project".into(),
-            phase: Phase::Idle,
+            state: ThreadState::Live { phase: Phase::Idle },
             pid: Some(123),
             pgid: Some(123),
             created_at: "2026-01-01T00:00:00.000Z".into(),
@@ -478,9 +478,15 @@ mod tests {
     /// Its `closedThread()`: exited with code 0.
     fn closed() -> ThreadRow {
         let mut r = live();
-        r.status = ThreadStatus::Closed;
-        r.exit_kind = Some(ExitKind::Exited);
-        r.exit_code = Some(0);
+        r.state = ThreadState::Closed {
+            phase: r.phase(),
+            exit: Exit {
+                kind: ExitKind::Exited,
+                code: Some(0),
+                signal: None,
+                message: None,
+            },
+        };
         r
     }
 
@@ -546,7 +552,7 @@ mod tests {
         // "renders one canonical state text for live and closed threads" (with the pid the
         // result texts add to a live one).
         let mut busy = live();
-        busy.phase = Phase::Busy;
+        busy.state = ThreadState::Live { phase: Phase::Busy };
         assert_eq!(
             status_of(&facts(busy, OutputFacts::default())),
             "live/busy pid=123"
@@ -556,29 +562,29 @@ mod tests {
             "closed/exited"
         );
         let mut stale = closed();
-        stale.exit_kind = Some(ExitKind::Stale);
-        stale.exit_message = Some("restored".into());
+        stale.state.exit_mut().unwrap().kind = ExitKind::Stale;
+        stale.state.exit_mut().unwrap().message = Some("restored".into());
         assert_eq!(
             status_of(&facts(stale, OutputFacts::default())),
             "closed/stale"
         );
         let mut failed = closed();
-        failed.exit_kind = Some(ExitKind::Failed);
-        failed.exit_message = Some("boom".into());
+        failed.state.exit_mut().unwrap().kind = ExitKind::Failed;
+        failed.state.exit_mut().unwrap().message = Some("boom".into());
         assert_eq!(
             status_of(&facts(failed, OutputFacts::default())),
             "closed/failed"
         );
         let mut code1 = closed();
-        code1.exit_code = Some(1);
+        code1.state.exit_mut().unwrap().code = Some(1);
         assert_eq!(
             status_of(&facts(code1, OutputFacts::default())),
             "closed/failed"
         );
         let mut stopped = closed();
-        stopped.exit_kind = Some(ExitKind::Stopped);
-        stopped.exit_code = None;
-        stopped.exit_signal = Some("SIGKILL".into());
+        stopped.state.exit_mut().unwrap().kind = ExitKind::Stopped;
+        stopped.state.exit_mut().unwrap().code = None;
+        stopped.state.exit_mut().unwrap().signal = Some("SIGKILL".into());
         assert_eq!(
             status_of(&facts(stopped, OutputFacts::default())),
             "closed/stopped"
@@ -589,7 +595,7 @@ mod tests {
     fn golden_poll_and_wait_texts() {
         // "shows running state and next actions in poll output"
         let mut busy = live();
-        busy.phase = Phase::Busy;
+        busy.state = ThreadState::Live { phase: Phase::Busy };
         let f = facts(busy, OutputFacts::default());
         let text = with(&f, Detail::Summary, |p| polled(p, &p.snapshot()));
         assert_eq!(

@@ -13,10 +13,12 @@ pub mod fields;
 pub mod format;
 pub mod naming;
 pub mod projection;
+pub mod request;
 pub mod thread;
 pub mod wire;
 pub mod worker;
 
+pub use request::Request;
 use serde::Serialize;
 pub use wire::Wire;
 

@@ -228,19 +228,19 @@ impl<'a> Projection<'a> {
         };
         let full = detail == Detail::Full;
         Snapshot {
-            id: &row.id,
+            id: row.id.as_str(),
             path: &row.path,
             name: &row.name,
             task_name: &row.task_name,
-            status: row.status,
-            phase: row.phase,
+            status: row.status(),
+            phase: row.phase(),
             running: live,
             parent_path,
-            parent_thread_id: row.parent_id.as_deref(),
+            parent_thread_id: row.parent_id.as_ref().map(crate::domain::ThreadId::as_str),
             depth: row.depth,
             archived: row.archived,
             resumable: !live && session_known(row),
-            stale: row.exit_kind == Some(ExitKind::Stale),
+            stale: row.exit().map(|x| x.kind) == Some(ExitKind::Stale),
             cwd: &row.cwd,
             args: &row.args,
             created_at: &row.created_at,
@@ -410,14 +410,11 @@ pub enum Exit<'a> {
     },
 }
 
-/// A closed thread's exit; `None` without an exit kind.
+/// A closed thread's exit; `None` while live.
 pub fn exit_of(row: &ThreadRow) -> Option<Exit<'_>> {
-    let (code, signal, message) = (
-        row.exit_code,
-        row.exit_signal.as_deref(),
-        row.exit_message.as_deref(),
-    );
-    Some(match row.exit_kind? {
+    let x = row.exit()?;
+    let (code, signal, message) = (x.code, x.signal.as_deref(), x.message.as_deref());
+    Some(match x.kind {
         ExitKind::Exited => Exit::Exited { code, signal },
         ExitKind::Stopped => Exit::Stopped { code, signal },
         ExitKind::Failed => Exit::Failed { message },
@@ -459,7 +456,7 @@ pub fn next_suggested_actions(row: &ThreadRow) -> &'static [&'static str] {
             &["archive", "list"]
         };
     }
-    match row.phase {
+    match row.phase() {
         Phase::Idle => &["send prompt", "poll", "stop"],
         Phase::Stopping => &["poll", "wait"],
         Phase::Starting | Phase::Busy | Phase::Failed | Phase::Stale => {
@@ -557,7 +554,7 @@ fn incomplete_suffix(b: &[u8]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::ManagerId;
+    use crate::domain::{ManagerId, ThreadState};
     use crate::text::compact_cut;
     use serde_json::{json, Map};
 
@@ -582,7 +579,7 @@ mod tests {
             depth: 1,
             cwd: "/work/proj".into(),
             args: vec!["--model".into(), "anthropic/claude-sonnet-4-5".into()],
-            phase: Phase::Busy,
+            state: ThreadState::Live { phase: Phase::Busy },
             session_file: Some("/s/child.jsonl".into()),
             session_id: Some("sess-1".into()),
             pid: Some(4242),
@@ -605,26 +602,31 @@ mod tests {
         r.name = "Docs".into();
         r.depth = 2;
         r.args = vec![];
-        r.status = ThreadStatus::Closed;
-        r.exit_kind = Some(kind);
-        match kind {
+        let mut exit = crate::domain::Exit {
+            kind,
+            code: None,
+            signal: None,
+            message: None,
+        };
+        let phase = match kind {
             ExitKind::Stopped => {
-                r.phase = Phase::Idle;
-                r.exit_signal = Some("SIGKILL".into());
+                exit.signal = Some("SIGKILL".into());
+                Phase::Idle
             }
             ExitKind::Exited => {
-                r.phase = Phase::Idle;
-                r.exit_code = Some(0);
+                exit.code = Some(0);
+                Phase::Idle
             }
             ExitKind::Failed => {
-                r.phase = Phase::Failed;
-                r.exit_message = Some("Child Pi process exited with code 1".into());
+                exit.message = Some("Child Pi process exited with code 1".into());
+                Phase::Failed
             }
             ExitKind::Stale => {
-                r.phase = Phase::Stale;
-                r.exit_message = Some("Thread was restored from the parent Pi session registry without a live process connection.".into());
+                exit.message = Some("Thread was restored from the parent Pi session registry without a live process connection.".into());
+                Phase::Stale
             }
-        }
+        };
+        r.state = ThreadState::Closed { phase, exit };
         r
     }
 
@@ -1168,12 +1170,14 @@ mod tests {
         r.session_file = None;
         assert_eq!(next_suggested_actions(&r), ["archive", "list"]);
         let mut r = live_row();
-        r.phase = Phase::Idle;
+        r.state = ThreadState::Live { phase: Phase::Idle };
         assert_eq!(next_suggested_actions(&r), ["send prompt", "poll", "stop"]);
-        r.phase = Phase::Stopping;
+        r.state = ThreadState::Live {
+            phase: Phase::Stopping,
+        };
         assert_eq!(next_suggested_actions(&r), ["poll", "wait"]);
         for phase in [Phase::Starting, Phase::Busy] {
-            r.phase = phase;
+            r.state = ThreadState::Live { phase };
             assert_eq!(
                 next_suggested_actions(&r),
                 ["wait", "poll", "send follow_up", "stop"]

@@ -25,10 +25,6 @@ pub const DEFAULT_WAIT_MS: u64 = 30_000;
 /// Schema errors reported at most.
 const MAX_SCHEMA_ERRORS: usize = 5;
 
-pub const ACTIONS: [&str; 9] = [
-    "start", "list", "poll", "send", "stop", "wait", "resume", "fork", "archive",
-];
-
 /// `list.parent` or `list.ancestor`: the reference text, not resolved yet.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ListTarget {
@@ -36,55 +32,230 @@ pub enum ListTarget {
     Ancestor(String),
 }
 
-/// A validated `thread` request: every value the contract enumerates is an enum here, so
-/// the engine never parses a string again.
+/// A validated `thread` request, one variant per action: every value the contract enumerates
+/// is an enum here, so the engine never parses a string again.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ThreadRequest {
-    Start {
-        prompt: String,
-        name: Option<String>,
-        task_name: Option<String>,
-        args: Vec<String>,
-        cwd: Option<String>,
+    Start(Start),
+    List(List),
+    Poll(Poll),
+    Send(Send),
+    Stop(Stop),
+    Wait(Wait),
+    Resume(Resume),
+    Fork(Fork),
+    Archive(Archive),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Start {
+    pub prompt: String,
+    pub name: Option<String>,
+    pub task_name: Option<String>,
+    pub args: Vec<String>,
+    pub cwd: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct List {
+    pub state: StateFilter,
+    pub visibility: VisibilityFilter,
+    pub target: Option<ListTarget>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Poll {
+    pub id: String,
+    pub detail: Detail,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Send {
+    pub id: String,
+    pub message: String,
+    pub mode: Option<SendMode>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stop {
+    pub id: String,
+    pub force: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Wait {
+    pub id: String,
+    pub detail: Detail,
+    pub timeout_ms: u64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resume {
+    pub id: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fork {
+    pub id: Option<String>,
+    pub entry_id: Option<String>,
+    pub position: ForkPosition,
+    pub name: Option<String>,
+    pub task_name: Option<String>,
+    pub args: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Archive {
+    pub id: String,
+    pub archived: bool,
+}
+
+/// One action of the `thread` tool: its name, its fields, the shape a rejection shows, and
+/// how its fields become its request. The one place an action's name is spelled.
+pub struct Action {
+    pub name: &'static str,
+    pub required: &'static [&'static str],
+    pub optional: &'static [&'static str],
+    pub shape: &'static str,
+    parse: fn(&mut Fields<'_>) -> Result<ThreadRequest>,
+}
+
+/// Contract A's actions, in the order its texts list them.
+pub const ACTIONS: [Action; 9] = [
+    Action {
+        name: "start",
+        required: &["prompt"],
+        optional: &["name", "taskName", "args", "cwd"],
+        shape: r#"{ "action": "start", "prompt": "Inspect the tests and report failures. Do not edit files.", "taskName": "inspect_tests" }"#,
+        parse: |v| {
+            Ok(ThreadRequest::Start(Start {
+                prompt: v.text("prompt").unwrap_or_default(),
+                name: v.text("name"),
+                task_name: v.task_name("taskName"),
+                args: v.args("args"),
+                cwd: v.text("cwd"),
+            }))
+        },
     },
-    List {
-        state: StateFilter,
-        visibility: VisibilityFilter,
-        target: Option<ListTarget>,
+    Action {
+        name: "list",
+        required: &[],
+        optional: &["state", "visibility", "parent", "ancestor"],
+        shape: r#"{ "action": "list", "state": "live", "visibility": "active" }"#,
+        parse: |v| {
+            let state = v.choice("state", STATES).unwrap_or_default();
+            let visibility = v.choice("visibility", VISIBILITIES).unwrap_or_default();
+            let (parent, ancestor) = (v.text("parent"), v.text("ancestor"));
+            if v.obj.get("parent").is_some_and(|p| !p.is_null())
+                && v.obj.get("ancestor").is_some_and(|a| !a.is_null())
+            {
+                return Err(crate::store::list::exclusive_filters(Some(""), Some("")).unwrap_err());
+            }
+            Ok(ThreadRequest::List(List {
+                state,
+                visibility,
+                target: match (parent, ancestor) {
+                    (Some(p), _) => Some(ListTarget::Parent(p)),
+                    (None, Some(a)) => Some(ListTarget::Ancestor(a)),
+                    (None, None) => None,
+                },
+            }))
+        },
     },
-    Poll {
-        id: String,
-        detail: Detail,
+    Action {
+        name: "poll",
+        required: &["id"],
+        optional: &["detail"],
+        shape: r#"{ "action": "poll", "id": "/root/inspect_tests", "detail": "summary" }"#,
+        parse: |v| {
+            Ok(ThreadRequest::Poll(Poll {
+                id: v.text("id").unwrap_or_default(),
+                detail: v.detail(),
+            }))
+        },
     },
-    Send {
-        id: String,
-        message: String,
-        mode: Option<SendMode>,
+    Action {
+        name: "send",
+        required: &["id", "message"],
+        optional: &["mode"],
+        shape: r#"{ "action": "send", "id": "/root/inspect_tests", "message": "Continue", "mode": "follow_up" }"#,
+        parse: |v| {
+            Ok(ThreadRequest::Send(Send {
+                id: v.text("id").unwrap_or_default(),
+                message: v.text("message").unwrap_or_default(),
+                mode: v.choice("mode", MODES),
+            }))
+        },
     },
-    Stop {
-        id: String,
-        force: bool,
+    Action {
+        name: "stop",
+        required: &["id"],
+        optional: &["force"],
+        shape: r#"{ "action": "stop", "id": "/root/inspect_tests", "force": false }"#,
+        parse: |v| {
+            Ok(ThreadRequest::Stop(Stop {
+                id: v.text("id").unwrap_or_default(),
+                force: v.boolean("force").unwrap_or(false),
+            }))
+        },
     },
-    Wait {
-        id: String,
-        detail: Detail,
-        timeout_ms: u64,
+    Action {
+        name: "wait",
+        required: &["id"],
+        optional: &["detail", "timeoutMs"],
+        shape: r#"{ "action": "wait", "id": "/root/inspect_tests", "timeoutMs": 30000 }"#,
+        parse: |v| {
+            Ok(ThreadRequest::Wait(Wait {
+                id: v.text("id").unwrap_or_default(),
+                detail: v.detail(),
+                timeout_ms: v.timeout(),
+            }))
+        },
     },
-    Resume {
-        id: String,
+    Action {
+        name: "resume",
+        required: &["id"],
+        optional: &[],
+        shape: r#"{ "action": "resume", "id": "/root/inspect_tests" }"#,
+        parse: |v| {
+            Ok(ThreadRequest::Resume(Resume {
+                id: v.text("id").unwrap_or_default(),
+            }))
+        },
     },
-    Fork {
-        id: Option<String>,
-        entry_id: Option<String>,
-        position: ForkPosition,
-        name: Option<String>,
-        task_name: Option<String>,
-        args: Vec<String>,
+    Action {
+        name: "fork",
+        required: &[],
+        optional: &["id", "entryId", "position", "name", "taskName", "args"],
+        shape: r#"{ "action": "fork", "id": "/root/inspect_tests", "position": "at", "taskName": "inspect_tests_branch" }"#,
+        parse: |v| {
+            Ok(ThreadRequest::Fork(Fork {
+                id: v.text("id"),
+                entry_id: v.text("entryId"),
+                position: v.choice("position", POSITIONS).unwrap_or_default(),
+                name: v.text("name"),
+                task_name: v.task_name("taskName"),
+                args: v.args("args"),
+            }))
+        },
     },
-    Archive {
-        id: String,
-        archived: bool,
+    Action {
+        name: "archive",
+        required: &["id"],
+        optional: &["archived"],
+        shape: r#"{ "action": "archive", "id": "/root/inspect_tests" }"#,
+        parse: |v| {
+            Ok(ThreadRequest::Archive(Archive {
+                id: v.text("id").unwrap_or_default(),
+                archived: v.boolean("archived").unwrap_or(true),
+            }))
+        },
     },
+];
+
+/// The action named `name`.
+pub fn action(name: &str) -> Option<&'static Action> {
+    ACTIONS.iter().find(|a| a.name == name)
 }
 
 const STATES: &[(&str, StateFilter)] = &[
@@ -110,48 +281,13 @@ const MODES: &[(&str, SendMode)] = &[
 const POSITIONS: &[(&str, ForkPosition)] =
     &[("at", ForkPosition::At), ("before", ForkPosition::Before)];
 
-fn shape(action: &str) -> &'static str {
-    match action {
-        "start" => {
-            r#"{ "action": "start", "prompt": "Inspect the tests and report failures. Do not edit files.", "taskName": "inspect_tests" }"#
-        }
-        "list" => r#"{ "action": "list", "state": "live", "visibility": "active" }"#,
-        "poll" => r#"{ "action": "poll", "id": "/root/inspect_tests", "detail": "summary" }"#,
-        "send" => {
-            r#"{ "action": "send", "id": "/root/inspect_tests", "message": "Continue", "mode": "follow_up" }"#
-        }
-        "stop" => r#"{ "action": "stop", "id": "/root/inspect_tests", "force": false }"#,
-        "wait" => r#"{ "action": "wait", "id": "/root/inspect_tests", "timeoutMs": 30000 }"#,
-        "resume" => r#"{ "action": "resume", "id": "/root/inspect_tests" }"#,
-        "fork" => {
-            r#"{ "action": "fork", "id": "/root/inspect_tests", "position": "at", "taskName": "inspect_tests_branch" }"#
-        }
-        _ => r#"{ "action": "archive", "id": "/root/inspect_tests" }"#,
-    }
-}
-
-fn fields(action: &str) -> (&'static [&'static str], &'static [&'static str]) {
-    match action {
-        "start" => (&["prompt"], &["name", "taskName", "args", "cwd"]),
-        "list" => (&[], &["state", "visibility", "parent", "ancestor"]),
-        "poll" => (&["id"], &["detail"]),
-        "send" => (&["id", "message"], &["mode"]),
-        "stop" => (&["id"], &["force"]),
-        "wait" => (&["id"], &["detail", "timeoutMs"]),
-        "resume" => (&["id"], &[]),
-        "fork" => (
-            &[],
-            &["id", "entryId", "position", "name", "taskName", "args"],
-        ),
-        _ => (&["id"], &["archived"]),
-    }
-}
-
-fn invalid(action: &str, problems: &[String]) -> Error {
+fn invalid(action: &Action, problems: &[String]) -> Error {
     Error::invalid(format!(
-        "Invalid thread parameters for {action}: {}. Repair: use the {action} shape {}.",
+        "Invalid thread parameters for {}: {}. Repair: use the {} shape {}.",
+        action.name,
         problems.join("; "),
-        shape(action)
+        action.name,
+        action.shape
     ))
 }
 
@@ -160,29 +296,31 @@ pub fn parse(params: &Value) -> Result<ThreadRequest> {
     let Some(obj) = params.as_object() else {
         return Err(Error::invalid(format!(
             "thread parameters must be a JSON object with an action field. Repair: use a shape such as {}.",
-            shape("list")
+            ACTIONS[1].shape
         )));
     };
-    let action = match obj.get("action") {
-        Some(Value::String(a)) if ACTIONS.contains(&a.as_str()) => a.as_str(),
-        other => {
-            let got = other
-                .map(|v| v.to_string())
-                .unwrap_or_else(|| "nothing".into());
-            let shapes: Vec<String> = ACTIONS.iter().map(|a| shape(a).to_string()).collect();
-            return Err(Error::invalid(format!(
-                "action must be one of {}; got {got}. Valid shapes: {}. Repair: pick one action and use its shape.",
-                ACTIONS.join(", "),
-                shapes.join("; ")
-            )));
-        }
+    let found = match obj.get("action") {
+        Some(Value::String(a)) => action(a),
+        _ => None,
     };
-    let (required, optional) = fields(action);
+    let Some(action) = found else {
+        let got = obj
+            .get("action")
+            .map(|v| v.to_string())
+            .unwrap_or_else(|| "nothing".into());
+        let names: Vec<&str> = ACTIONS.iter().map(|a| a.name).collect();
+        let shapes: Vec<&str> = ACTIONS.iter().map(|a| a.shape).collect();
+        return Err(Error::invalid(format!(
+            "action must be one of {}; got {got}. Valid shapes: {}. Repair: pick one action and use its shape.",
+            names.join(", "),
+            shapes.join("; ")
+        )));
+    };
     let problems = FieldSet {
-        required,
-        optional,
+        required: action.required,
+        optional: action.optional,
         ignored: &["action"],
-        allowed_label: &format!("allowed for {action}"),
+        allowed_label: &format!("allowed for {}", action.name),
         null_is_missing: true,
     }
     .problems(obj);
@@ -193,67 +331,7 @@ pub fn parse(params: &Value) -> Result<ThreadRequest> {
         obj,
         errors: Vec::new(),
     };
-    let req = match action {
-        "start" => ThreadRequest::Start {
-            prompt: v.text("prompt").unwrap_or_default(),
-            name: v.text("name"),
-            task_name: v.task_name("taskName"),
-            args: v.args("args"),
-            cwd: v.text("cwd"),
-        },
-        "list" => {
-            let state = v.choice("state", STATES).unwrap_or_default();
-            let visibility = v.choice("visibility", VISIBILITIES).unwrap_or_default();
-            let (parent, ancestor) = (v.text("parent"), v.text("ancestor"));
-            if obj.get("parent").is_some_and(|p| !p.is_null())
-                && obj.get("ancestor").is_some_and(|a| !a.is_null())
-            {
-                return Err(crate::store::list::exclusive_filters(Some(""), Some("")).unwrap_err());
-            }
-            ThreadRequest::List {
-                state,
-                visibility,
-                target: match (parent, ancestor) {
-                    (Some(p), _) => Some(ListTarget::Parent(p)),
-                    (None, Some(a)) => Some(ListTarget::Ancestor(a)),
-                    (None, None) => None,
-                },
-            }
-        }
-        "poll" => ThreadRequest::Poll {
-            id: v.text("id").unwrap_or_default(),
-            detail: v.detail(),
-        },
-        "send" => ThreadRequest::Send {
-            id: v.text("id").unwrap_or_default(),
-            message: v.text("message").unwrap_or_default(),
-            mode: v.choice("mode", MODES),
-        },
-        "stop" => ThreadRequest::Stop {
-            id: v.text("id").unwrap_or_default(),
-            force: v.boolean("force").unwrap_or(false),
-        },
-        "wait" => ThreadRequest::Wait {
-            id: v.text("id").unwrap_or_default(),
-            detail: v.detail(),
-            timeout_ms: v.timeout(),
-        },
-        "resume" => ThreadRequest::Resume {
-            id: v.text("id").unwrap_or_default(),
-        },
-        "fork" => ThreadRequest::Fork {
-            id: v.text("id"),
-            entry_id: v.text("entryId"),
-            position: v.choice("position", POSITIONS).unwrap_or_default(),
-            name: v.text("name"),
-            task_name: v.task_name("taskName"),
-            args: v.args("args"),
-        },
-        _ => ThreadRequest::Archive {
-            id: v.text("id").unwrap_or_default(),
-            archived: v.boolean("archived").unwrap_or(true),
-        },
-    };
+    let req = (action.parse)(&mut v)?;
     if !v.errors.is_empty() {
         v.errors.truncate(MAX_SCHEMA_ERRORS);
         return Err(invalid(action, &v.errors));
@@ -261,7 +339,7 @@ pub fn parse(params: &Value) -> Result<ThreadRequest> {
     Ok(req)
 }
 
-struct Fields<'a> {
+pub struct Fields<'a> {
     obj: &'a Map<String, Value>,
     errors: Vec<String>,
 }
@@ -625,21 +703,21 @@ mod tests {
     fn defaults() {
         assert_eq!(
             parse(&json!({"action": "wait", "id": "x"})).unwrap(),
-            ThreadRequest::Wait {
+            ThreadRequest::Wait(Wait {
                 id: "x".into(),
                 detail: Detail::Summary,
                 timeout_ms: 30_000
-            }
+            })
         );
         assert_eq!(
             parse(&json!({"action": "archive", "id": "x"})).unwrap(),
-            ThreadRequest::Archive {
+            ThreadRequest::Archive(Archive {
                 id: "x".into(),
                 archived: true
-            }
+            })
         );
         assert!(
-            matches!(parse(&json!({"action": "fork"})).unwrap(), ThreadRequest::Fork { position, .. } if position == ForkPosition::At)
+            matches!(parse(&json!({"action": "fork"})).unwrap(), ThreadRequest::Fork(Fork { position, .. }) if position == ForkPosition::At)
         );
     }
 }

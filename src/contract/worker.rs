@@ -30,18 +30,6 @@ pub const DEFAULT_MAX_WORKERS: i64 = 4;
 /// The bounds of `THREADBASE_MAX_WORKERS`.
 pub const MAX_WORKERS_RANGE: (i64, i64) = (1, 32);
 
-/// The methods of contract C on `serve`, in the order the server lists them.
-pub const METHODS: [&str; 8] = [
-    "threads_spawn",
-    "threads_list",
-    "threads_send",
-    "threads_interrupt",
-    "threads_hide",
-    "threads_report",
-    "threads.snapshot",
-    "threads.restore",
-];
-
 /// A validated `threads_spawn` request (paths not yet resolved).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SpawnRequest {
@@ -80,95 +68,189 @@ pub fn verdict_hides(verdict: &str) -> bool {
     verdict == "PASS" || verdict == "PASS WITH NOTES"
 }
 
-/// One validated contract C call.
+/// One validated contract C call, one variant per method.
 #[derive(Debug, Clone, PartialEq)]
 pub enum WorkerRequest {
     Spawn(SpawnRequest),
     List,
-    Send {
-        worker_id: String,
-        key: String,
-        text: String,
-    },
-    Interrupt {
-        worker_id: String,
-    },
-    Hide {
-        worker_id: String,
-    },
+    Send(SendRequest),
+    Interrupt(WorkerRef),
+    Hide(WorkerRef),
     Report(Report),
-    Snapshot {
-        coordinator_ids: Vec<String>,
-    },
-    Restore {
-        coordinator_ids: Vec<String>,
-    },
+    Snapshot(Coordinators),
+    Restore(Coordinators),
 }
 
-fn shape(method: &str) -> &'static str {
-    match method {
-        "threads_spawn" => {
-            r#"{"key": "review-api", "title": "Review the API", "directory": "/abs/project", "task": "Review src/api for bugs and report.", "agent": "reviewer", "paths": ["/abs/shared-docs"]} (agent and paths optional)"#
-        }
-        "threads_list" => "{}",
-        "threads_send" => {
-            r#"{"workerID": "ses_0123456789abcdef0123456789abcdef", "key": "follow-up-1", "text": "Also check the tests."}"#
-        }
-        "threads_interrupt" | "threads_hide" => {
-            r#"{"workerID": "ses_0123456789abcdef0123456789abcdef"}"#
-        }
-        "threads_report" => {
-            r#"{"verdict": "PASS", "summary": "All checks pass.", "evidence": ["cargo test: 42 passed"]}"#
-        }
-        _ => r#"{"coordinatorIDs": ["ses_..."]}"#,
+/// `threads_send`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SendRequest {
+    pub worker_id: String,
+    pub key: String,
+    pub text: String,
+}
+
+/// `threads_interrupt`, `threads_hide`: the worker they act on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkerRef {
+    pub worker_id: String,
+}
+
+/// `threads.snapshot`, `threads.restore`: the coordinators whose workers they cover.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Coordinators {
+    pub coordinator_ids: Vec<String>,
+}
+
+const WORKER_ID_SHAPE: &str = r#"{"workerID": "ses_0123456789abcdef0123456789abcdef"}"#;
+const COORDINATORS_SHAPE: &str = r#"{"coordinatorIDs": ["ses_..."]}"#;
+
+/// One method of contract C: its name on `serve`, its fields, the shape a rejection shows, and
+/// how its fields become its request. The one place a method's name is spelled.
+pub struct Method {
+    pub name: &'static str,
+    pub required: &'static [&'static str],
+    pub optional: &'static [&'static str],
+    pub shape: &'static str,
+    parse: fn(&mut Fields<'_>) -> WorkerRequest,
+}
+
+impl Method {
+    /// A model tool (`threads_*`), not the extension's RPC (`threads.snapshot`, …).
+    pub fn is_tool(&self) -> bool {
+        self.name.starts_with("threads_")
     }
 }
 
-fn fields(method: &str) -> (&'static [&'static str], &'static [&'static str]) {
-    match method {
-        "threads_spawn" => (&["key", "title", "directory", "task"], &["agent", "paths"]),
-        "threads_list" => (&[], &[]),
-        "threads_send" => (&["workerID", "key", "text"], &[]),
-        "threads_interrupt" | "threads_hide" => (&["workerID"], &[]),
-        "threads_report" => (&["verdict", "summary", "evidence"], &[]),
-        _ => (&["coordinatorIDs"], &[]),
-    }
+/// Contract C's methods on `serve`, in the order the server lists them.
+pub const METHODS: [Method; 8] = [
+    Method {
+        name: "threads_spawn",
+        required: &["key", "title", "directory", "task"],
+        optional: &["agent", "paths"],
+        shape: r#"{"key": "review-api", "title": "Review the API", "directory": "/abs/project", "task": "Review src/api for bugs and report.", "agent": "reviewer", "paths": ["/abs/shared-docs"]} (agent and paths optional)"#,
+        parse: |f| {
+            WorkerRequest::Spawn(SpawnRequest {
+                key: f.key("key"),
+                title: f.text("title").unwrap_or_default(),
+                directory: f.text("directory").unwrap_or_default(),
+                task: f.text("task").unwrap_or_default(),
+                agent: f.text("agent"),
+                paths: f.paths("paths"),
+            })
+        },
+    },
+    Method {
+        name: "threads_list",
+        required: &[],
+        optional: &[],
+        shape: "{}",
+        parse: |_| WorkerRequest::List,
+    },
+    Method {
+        name: "threads_send",
+        required: &["workerID", "key", "text"],
+        optional: &[],
+        shape: r#"{"workerID": "ses_0123456789abcdef0123456789abcdef", "key": "follow-up-1", "text": "Also check the tests."}"#,
+        parse: |f| {
+            WorkerRequest::Send(SendRequest {
+                worker_id: f.text("workerID").unwrap_or_default(),
+                key: f.key("key"),
+                text: f.text("text").unwrap_or_default(),
+            })
+        },
+    },
+    Method {
+        name: "threads_interrupt",
+        required: &["workerID"],
+        optional: &[],
+        shape: WORKER_ID_SHAPE,
+        parse: |f| {
+            WorkerRequest::Interrupt(WorkerRef {
+                worker_id: f.text("workerID").unwrap_or_default(),
+            })
+        },
+    },
+    Method {
+        name: "threads_hide",
+        required: &["workerID"],
+        optional: &[],
+        shape: WORKER_ID_SHAPE,
+        parse: |f| {
+            WorkerRequest::Hide(WorkerRef {
+                worker_id: f.text("workerID").unwrap_or_default(),
+            })
+        },
+    },
+    Method {
+        name: "threads_report",
+        required: &["verdict", "summary", "evidence"],
+        optional: &[],
+        shape: r#"{"verdict": "PASS", "summary": "All checks pass.", "evidence": ["cargo test: 42 passed"]}"#,
+        parse: |f| {
+            WorkerRequest::Report(Report {
+                verdict: f.verdict("verdict"),
+                summary: f.summary("summary"),
+                evidence: f.strings("evidence", None).unwrap_or_default(),
+            })
+        },
+    },
+    Method {
+        name: "threads.snapshot",
+        required: &["coordinatorIDs"],
+        optional: &[],
+        shape: COORDINATORS_SHAPE,
+        parse: |f| {
+            WorkerRequest::Snapshot(Coordinators {
+                coordinator_ids: f.coordinator_ids(),
+            })
+        },
+    },
+    Method {
+        name: "threads.restore",
+        required: &["coordinatorIDs"],
+        optional: &[],
+        shape: COORDINATORS_SHAPE,
+        parse: |f| {
+            WorkerRequest::Restore(Coordinators {
+                coordinator_ids: f.coordinator_ids(),
+            })
+        },
+    },
+];
+
+/// The contract C method named `name`.
+pub fn method(name: &str) -> Option<&'static Method> {
+    METHODS.iter().find(|m| m.name == name)
 }
 
-fn invalid(method: &str, problems: &[String]) -> Error {
+fn invalid(method: &Method, problems: &[String]) -> Error {
     Error::invalid(format!(
-        "Invalid {method} parameters: {}. Repair: use the shape {}.",
+        "Invalid {} parameters: {}. Repair: use the shape {}.",
+        method.name,
         problems.join("; "),
-        shape(method)
+        method.shape
     ))
 }
 
-/// Parses and validates one contract C call. Unknown methods are the caller's business; this
-/// treats anything not listed in [`METHODS`] as an internal error.
-pub fn parse(method: &str, params: &Value) -> Result<WorkerRequest> {
-    if !METHODS.contains(&method) {
-        return Err(Error::internal(format!(
-            "not a worker method: {method}. Repair: call one of {}.",
-            METHODS.join(", ")
-        )));
-    }
+/// Parses and validates one contract C call.
+pub fn parse(method: &Method, params: &Value) -> Result<WorkerRequest> {
     let empty = Map::new();
     let obj = match params {
         Value::Object(o) => o,
         // `threads_list` takes `{}`; a missing params object means the same.
-        Value::Null if method == "threads_list" => &empty,
+        Value::Null if method.name == "threads_list" => &empty,
         other => {
             return Err(Error::invalid(format!(
-                "{method} parameters must be a JSON object, got {}. Repair: use the shape {}.",
+                "{} parameters must be a JSON object, got {}. Repair: use the shape {}.",
+                method.name,
                 type_name(other),
-                shape(method)
+                method.shape
             )))
         }
     };
-    let (required, optional) = fields(method);
     let problems = FieldSet {
-        required,
-        optional,
+        required: method.required,
+        optional: method.optional,
         ignored: &[],
         allowed_label: "allowed",
         null_is_missing: false,
@@ -181,46 +263,14 @@ pub fn parse(method: &str, params: &Value) -> Result<WorkerRequest> {
         obj,
         errors: Vec::new(),
     };
-    let req = match method {
-        "threads_spawn" => WorkerRequest::Spawn(SpawnRequest {
-            key: f.key("key"),
-            title: f.text("title").unwrap_or_default(),
-            directory: f.text("directory").unwrap_or_default(),
-            task: f.text("task").unwrap_or_default(),
-            agent: f.text("agent"),
-            paths: f.paths("paths"),
-        }),
-        "threads_list" => WorkerRequest::List,
-        "threads_send" => WorkerRequest::Send {
-            worker_id: f.text("workerID").unwrap_or_default(),
-            key: f.key("key"),
-            text: f.text("text").unwrap_or_default(),
-        },
-        "threads_interrupt" => WorkerRequest::Interrupt {
-            worker_id: f.text("workerID").unwrap_or_default(),
-        },
-        "threads_hide" => WorkerRequest::Hide {
-            worker_id: f.text("workerID").unwrap_or_default(),
-        },
-        "threads_report" => WorkerRequest::Report(Report {
-            verdict: f.verdict("verdict"),
-            summary: f.summary("summary"),
-            evidence: f.strings("evidence", None).unwrap_or_default(),
-        }),
-        "threads.snapshot" => WorkerRequest::Snapshot {
-            coordinator_ids: f.coordinator_ids(),
-        },
-        _ => WorkerRequest::Restore {
-            coordinator_ids: f.coordinator_ids(),
-        },
-    };
+    let req = (method.parse)(&mut f);
     if !f.errors.is_empty() {
         return Err(invalid(method, &f.errors));
     }
     Ok(req)
 }
 
-struct Fields<'a> {
+pub struct Fields<'a> {
     obj: &'a Map<String, Value>,
     errors: Vec<String>,
 }
@@ -634,6 +684,10 @@ pub fn model_from_args(args: &[String]) -> Option<Value> {
 mod tests {
     use super::*;
 
+    fn parse(name: &str, params: &Value) -> Result<WorkerRequest> {
+        super::parse(method(name).unwrap(), params)
+    }
+
     #[test]
     fn golden_identities() {
         assert_eq!(
@@ -801,9 +855,9 @@ mod tests {
         assert!(e.message.contains("at most 100 ids"));
         assert_eq!(
             parse("threads.restore", &json!({"coordinatorIDs": []})).unwrap(),
-            WorkerRequest::Restore {
+            WorkerRequest::Restore(Coordinators {
                 coordinator_ids: vec![]
-            }
+            })
         );
         assert!(parse("threads.snapshot", &json!({"input": {}})).is_err());
     }

@@ -170,7 +170,7 @@ pub(super) fn fill_batch(tx: &Conn, keys: &[Key]) -> Result<usize> {
     for detail in [Detail::Summary, Detail::Tail, Detail::Full] {
         let wanted: Vec<ThreadRow> = rows
             .iter()
-            .filter(|r| keys.iter().any(|k| k.2 == detail && k.0 == r.id))
+            .filter(|r| keys.iter().any(|k| k.2 == detail && k.0 == r.id.as_str()))
             .cloned()
             .collect();
         if wanted.is_empty() {
@@ -180,13 +180,13 @@ pub(super) fn fill_batch(tx: &Conn, keys: &[Key]) -> Result<usize> {
             for view in [View::Snapshot, View::Poll] {
                 if !keys
                     .iter()
-                    .any(|k| k.0 == f.row.id && k.1 == view && k.2 == detail)
+                    .any(|k| k.0 == f.row.id.as_str() && k.1 == view && k.2 == detail)
                 {
                     continue;
                 }
                 let r = render(&f, view, detail)?;
                 let line = (view == View::Snapshot).then_some(r.line.as_str());
-                if snapshots::put(tx, &f.row.id, view, detail.as_str(), &r.json, line)? {
+                if snapshots::put(tx, f.row.id.as_str(), view, detail.as_str(), &r.json, line)? {
                     kept += 1;
                 }
             }

@@ -24,8 +24,6 @@ use crate::domain::{CommandKind, ManagerId};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde_json::Value;
-
 use crate::contract::projection::{recent_event_count, Detail, OutputFacts, ThreadFacts};
 use crate::error::{Error, ErrorCode, Result};
 use crate::runtime::Runtime;
@@ -90,8 +88,10 @@ pub struct Engine {
     locks: Arc<locks::LockMap>,
     /// Contract C's workers whose run an interrupt is aborting.
     interrupting: worker::Interrupting,
-    /// Contract B's side of this serve.
-    agent: Arc<agent::AgentHost>,
+    /// Contract B's registry, held notices, timers and known models.
+    agent: agent::AgentState,
+    /// This engine, for the tasks its verbs leave running (a run's supervision, a delivery).
+    me: std::sync::Weak<Engine>,
     /// Closed threads' rendered answers.
     cache: Arc<cache::SnapshotCache>,
     /// Contract A's notices a running `wait` holds back.
@@ -100,7 +100,7 @@ pub struct Engine {
 
 impl Engine {
     /// Registers (or takes over) the manager for `cfg` with this process as its owner.
-    pub fn new(cfg: ServeConfig, store: Arc<Store>, rt: Runtime) -> Result<Engine> {
+    pub fn new(cfg: ServeConfig, store: Arc<Store>, rt: Runtime) -> Result<Arc<Engine>> {
         let owner = rt.owner();
         let session_file = cfg.session_file.as_ref().map(|p| p.display().to_string());
         let cwd = cfg.cwd.display().to_string();
@@ -121,9 +121,8 @@ impl Engine {
             )
         })?;
         let locks = Arc::new(locks::LockMap::default());
-        let agent = agent::AgentHost::new(cfg.clone(), store.clone(), rt.clone(), locks.clone());
         let cache = cache::SnapshotCache::new(store.clone());
-        Ok(Engine {
+        Ok(Arc::new_cyclic(|me| Engine {
             cfg,
             store,
             rt,
@@ -131,10 +130,11 @@ impl Engine {
             relaunch: tokio::sync::Mutex::new(()),
             locks,
             interrupting: worker::Interrupting::default(),
-            agent,
+            agent: agent::AgentState::default(),
+            me: me.clone(),
             cache,
             notice_holds: notices::NoticeHolds::default(),
-        })
+        }))
     }
 
     pub fn config(&self) -> &ServeConfig {
@@ -153,28 +153,52 @@ impl Engine {
         self.manager_id
     }
 
-    /// The `thread` tool: validates, runs the action, returns `{content, details}`.
-    pub async fn thread(
+    /// Runs one request: the one match, every verb of the three contracts to its own file.
+    pub async fn run(
         &self,
-        params: &Value,
+        req: crate::contract::Request,
         progress: &(dyn Fn(&crate::contract::thread::Details<'_>) + Send + Sync),
     ) -> Result<Reply> {
-        let req = crate::contract::thread::parse(params)?;
-        thread::run(self, req, progress).await
+        use crate::contract::agent::AgentRequest as B;
+        use crate::contract::thread::ThreadRequest as A;
+        use crate::contract::worker::WorkerRequest as C;
+        use crate::contract::Request;
+        match req {
+            Request::Thread(A::Start(r)) => thread::start::start(self, r).await,
+            Request::Thread(A::List(r)) => thread::list::list(self, r),
+            Request::Thread(A::Poll(r)) => thread::poll::poll(self, r).await,
+            Request::Thread(A::Send(r)) => thread::send::send(self, r).await,
+            Request::Thread(A::Stop(r)) => thread::stop::stop(self, r).await,
+            Request::Thread(A::Wait(r)) => thread::wait::wait(self, r, progress).await,
+            Request::Thread(A::Resume(r)) => thread::resume::resume(self, r).await,
+            Request::Thread(A::Fork(r)) => thread::fork::fork(self, r).await,
+            Request::Thread(A::Archive(r)) => thread::archive::archive(self, r),
+            Request::Agent(B::Spawn(r)) => agent::spawn::spawn(self, r).await,
+            Request::Agent(B::Wait(r)) => agent::wait::wait(self, r).await,
+            Request::Agent(B::Steer(r)) => agent::steer::steer(self, r).await,
+            Request::Agent(B::Status(r)) => agent::status::status(self, r),
+            Request::Agent(B::Update(r)) => agent::update::update(self, r),
+            Request::Agent(B::Pause(r)) => agent::pause::pause(self, r),
+            Request::Agent(B::Stop(r)) => agent::stop::stop(self, r).await,
+            Request::Agent(B::Output(r)) => agent::output::output(self, r),
+            Request::Agent(B::Reap(r)) => agent::reap::reap(self, r).await,
+            Request::Worker(C::Spawn(r)) => worker::spawn::spawn(self, r).await,
+            Request::Worker(C::List) => worker::list::list(self),
+            Request::Worker(C::Send(r)) => worker::send::send(self, r).await,
+            Request::Worker(C::Interrupt(r)) => worker::interrupt::interrupt(self, r).await,
+            Request::Worker(C::Hide(r)) => worker::hide::hide(self, r),
+            Request::Worker(C::Report(r)) => worker::report::report(self, r),
+            Request::Worker(C::Snapshot(r)) => worker::snapshot::snapshot(self, r),
+            Request::Worker(C::Restore(r)) => worker::restore::restore(self, r),
+            Request::SessionUsage(r) => self.session_usage(r),
+        }
     }
 
-    /// Contract C: one `threads_*` tool call (answered `{content: [{type: "text", text:
-    /// <JSON>}], details: <result>}`) or `threads.snapshot` / `threads.restore` (answered with
-    /// the bare `{workers}`). The caller is this serve's session id.
-    pub async fn worker(&self, method: &str, params: &Value) -> Result<Reply> {
-        let req = crate::contract::worker::parse(method, params)?;
-        worker::run(self, method, req).await
-    }
-
-    /// Contract B: one `agent_*` tool call, answered `{content, details}` (plus `terminate:
-    /// true` for `agent_pause`). The caller is this serve's scope path.
-    pub async fn agent(&self, method: &str, params: &Value) -> Result<Reply> {
-        self.agent.call(method, params).await.map(Reply::Json)
+    /// This engine as the `Arc` its owner holds, for tasks that outlive a request.
+    fn arc(&self) -> Arc<Engine> {
+        self.me
+            .upgrade()
+            .expect("an engine's tasks run only while its owner holds it")
     }
 
     /// A contract A `send` or `resume` another serve asked of a thread this serve holds (or
@@ -191,11 +215,6 @@ impl Engine {
     /// Contract A's notices held back by running waits (the row watcher leaves them pending).
     pub fn notice_holds(&self) -> &notices::NoticeHolds {
         &self.notice_holds
-    }
-
-    /// Contract B's side of this serve (its row watcher and shutdown hook).
-    pub fn agent_host(&self) -> &Arc<agent::AgentHost> {
-        &self.agent
     }
 
     /// A thread's row, retained output and events.

@@ -46,11 +46,11 @@ pub(super) fn holder(e: &Engine, id: &str) -> Result<Holder> {
     if status != ThreadStatus::Live {
         return Ok(Holder::NotLive);
     }
-    Ok(match held {
+    Ok(match ProcessIdentity::holder(held, e.rt.owner()) {
         // Ours, but no longer in the runtime: its close is being recorded.
-        Some(o) if o == e.rt.owner() => Holder::NotLive,
-        Some(o) if o.is_alive() => Holder::Elsewhere(o),
-        _ => Holder::Orphaned,
+        crate::process::Holder::Me => Holder::NotLive,
+        crate::process::Holder::Elsewhere(o) => Holder::Elsewhere(o),
+        crate::process::Holder::Gone => Holder::Orphaned,
     })
 }
 

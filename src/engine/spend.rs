@@ -14,10 +14,12 @@
 //!   entries; only for a root session (a managed child's turns are its thread's usage). The
 //!   budgets and `threadbase usage` count it as part of the tree.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
-use crate::error::{Error, Result};
+use crate::contract::request::SessionUsage;
+use crate::error::Result;
+use crate::serve::output::Reply;
 use crate::store::usage::{self, Usage};
 
 /// A usage object as Pi 1.6 writes one (`Usage` of pi-ai): tokens, `totalTokens`, and the cost
@@ -71,34 +73,10 @@ pub struct UsageNotice<'a> {
     pub usage: PiUsage,
 }
 
-/// `session_usage` params: the cumulative usage of this session's own turns.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct SessionUsage {
-    input: f64,
-    output: f64,
-    cache_read: f64,
-    cache_write: f64,
-    cost: f64,
-    turns: f64,
-    tool_calls: f64,
-}
-
 /// `session_usage`'s answer.
 #[derive(Serialize)]
 struct Recorded {
     recorded: bool,
-}
-
-/// A count or amount as the row keeps it (not a number, negative or huge: refused).
-fn amount(name: &str, x: f64) -> Result<f64> {
-    if x.is_finite() && (0.0..=9_007_199_254_740_991.0).contains(&x) {
-        Ok(x)
-    } else {
-        Err(Error::invalid(format!(
-            "session_usage: {name} must be a non-negative number (got {x}). Repair: send the session's cumulative usage, e.g. {{\"input\": 1200, \"output\": 300, \"cacheRead\": 0, \"cacheWrite\": 0, \"cost\": 0.0123, \"turns\": 2, \"toolCalls\": 1}}."
-        )))
-    }
 }
 
 impl super::Engine {
@@ -119,20 +97,15 @@ impl super::Engine {
     /// `session_usage {input, output, cacheRead, cacheWrite, cost, turns, toolCalls}`: records
     /// this (root) session's own turns; answers `{"recorded": bool}` (false for a managed
     /// child's session, whose turns its thread's row counts).
-    pub fn session_usage(&self, params: &Value) -> Result<Vec<u8>> {
-        let p = SessionUsage::deserialize(params).map_err(|e| {
-            Error::invalid(format!(
-                "session_usage: {e}. Repair: send exactly {{\"input\", \"output\", \"cacheRead\", \"cacheWrite\", \"cost\", \"turns\", \"toolCalls\"}}: the session's cumulative usage."
-            ))
-        })?;
+    pub(super) fn session_usage(&self, p: SessionUsage) -> Result<Reply> {
         let u = Usage {
-            input_tokens: amount("input", p.input)? as i64,
-            output_tokens: amount("output", p.output)? as i64,
-            cache_read_tokens: amount("cacheRead", p.cache_read)? as i64,
-            cache_write_tokens: amount("cacheWrite", p.cache_write)? as i64,
-            cost_usd: amount("cost", p.cost)?,
-            turns: amount("turns", p.turns)? as i64,
-            tool_calls: amount("toolCalls", p.tool_calls)? as i64,
+            input_tokens: p.input as i64,
+            output_tokens: p.output as i64,
+            cache_read_tokens: p.cache_read as i64,
+            cache_write_tokens: p.cache_write as i64,
+            cost_usd: p.cost,
+            turns: p.turns as i64,
+            tool_calls: p.tool_calls as i64,
         };
         let at = crate::time::now_iso();
         let recorded = self.store.write(|tx| {
@@ -144,7 +117,7 @@ impl super::Engine {
                 &at,
             )
         })?;
-        Ok(serde_json::to_vec(&Recorded { recorded })?)
+        Reply::json(&Recorded { recorded })
     }
 }
 
@@ -157,11 +130,12 @@ mod tests {
     #[test]
     fn threadbase_tools_are_the_contracts_tools() {
         let mut tools: Vec<&str> = vec!["thread"];
-        tools.extend(crate::contract::agent::METHODS);
+        tools.extend(crate::contract::agent::tools());
         tools.extend(
             crate::contract::worker::METHODS
                 .iter()
-                .filter(|m| m.starts_with("threads_")),
+                .filter(|m| m.is_tool())
+                .map(|m| m.name),
         );
         assert_eq!(tools, crate::pi::events::THREADBASE_TOOLS);
     }

@@ -125,7 +125,7 @@ pub fn restore_dead_owners(
 
 /// True when the recorded owner is neither this process nor alive (or was never recorded).
 fn owner_gone(owner: Option<ProcessIdentity>, me: ProcessIdentity) -> bool {
-    !owner.is_some_and(|o| o == me || o.is_alive())
+    ProcessIdentity::holder(owner, me) == crate::process::Holder::Gone
 }
 
 /// Kills what the threads being restored left running: a recorded group whose leader is still

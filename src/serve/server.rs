@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::mpsc;
 use tracing::Instrument;
@@ -26,9 +26,9 @@ const SHUTDOWN_ANSWER_GRACE: Duration = Duration::from_secs(5);
 
 /// Stops this serve's live children and records what contract B needs around it.
 async fn stop_children(engine: &Engine) {
-    engine.agent_host().before_shutdown();
+    engine.before_shutdown();
     engine.runtime().shutdown().await;
-    engine.agent_host().after_shutdown();
+    engine.after_shutdown();
 }
 
 /// Drops a finished request from the map of requests still owed an answer. One that did not
@@ -284,41 +284,23 @@ fn tell_spend(engine: &Engine, request: &Value, id: &Value, out: &Output) {
     }
 }
 
-const METHODS: &str = "thread, agent_spawn, agent_wait, agent_steer, agent_status, agent_update, agent_pause, agent_stop, agent_output, threads_spawn, threads_list, threads_send, threads_interrupt, threads_hide, threads_report, threads.snapshot, threads.restore, session_usage, agents.reap";
-
 async fn handle(engine: &Engine, request: &Value, out: &Output) -> Result<Reply, Error> {
     let method = request.get("method").and_then(Value::as_str).ok_or_else(|| {
         Error::invalid("The request has no method. Repair: send {\"id\": 1, \"method\": \"thread\", \"params\": {…}}.")
     })?;
-    let params = request.get("params").cloned().unwrap_or(json!({}));
+    let empty = Value::Object(Default::default());
+    let params = request.get("params").unwrap_or(&empty);
+    let req = crate::contract::request::parse(method, params)?;
     let request_id = request.get("id").cloned().unwrap_or(Value::Null);
-    match method {
-        "thread" => {
-            let out = out.clone();
-            let progress = move |details: &crate::contract::thread::Details<'_>| {
-                let _ = out.send(crate::serve::output::Notification {
-                    method: "progress",
-                    params: crate::serve::output::Progress {
-                        request_id: &request_id,
-                        details,
-                    },
-                });
-            };
-            engine.thread(&params, &progress).await
-        }
-        "session_usage" => engine.session_usage(&params).map(Reply::Json),
-        m if crate::contract::agent::METHODS.contains(&m)
-            || m == crate::contract::agent::REAP_METHOD =>
-        {
-            engine.agent(m, &params).await
-        }
-        m if crate::contract::worker::METHODS.contains(&m) => engine.worker(m, &params).await,
-        other => Err(Error::new(
-            ErrorCode::InvalidParams,
-            format!(
-                "Unknown method: {}. Repair: use one of the methods this server offers: {METHODS}.",
-                crate::paths::json_quote(other)
-            ),
-        )),
-    }
+    let out = out.clone();
+    let progress = move |details: &crate::contract::thread::Details<'_>| {
+        let _ = out.send(crate::serve::output::Notification {
+            method: "progress",
+            params: crate::serve::output::Progress {
+                request_id: &request_id,
+                details,
+            },
+        });
+    };
+    engine.run(req, &progress).await
 }

@@ -3,7 +3,7 @@
 //! `to_parent`), a control request for a child whose pipes this process holds (`commands`: a
 //! stop from `top` or `threadbase stop`; a contract A send, stop or resume from the serve of
 //! an ancestor session, a resume for a closed thread of this serve's manager), or contract B's
-//! notices and steering (handed to [`crate::engine::agent::AgentHost`]). A command is claimed (`running`) before it
+//! notices and steering (handed to the engine's contract B side). A command is claimed (`running`) before it
 //! is carried out, on a task of its own so a long send never holds up the watcher; the sends
 //! and resumes of one thread run one after another, in the order they were written.
 //! It also checks, every [`OWNER_CHECK`], whether the serves that hold live threads are still
@@ -41,7 +41,7 @@ pub const OWNER_CHECK: Duration = Duration::from_secs(1);
 /// to its contract B side, until `out` closes.
 pub async fn run(engine: Arc<Engine>, out: Output) {
     let store = engine.store().clone();
-    let agent = engine.agent_host().clone();
+    let agent = engine.clone();
     let session_id = engine.config().session_id.clone();
     let watch = match store.change_watch() {
         Ok(w) => w,
@@ -119,7 +119,7 @@ fn deliver_notices(
     let notices_on = engine.config().settings.notices;
     for n in mailbox::pending_notices(conn, session_id)? {
         let thread_notice = n.kind == mailbox::MailKind::Notice;
-        if thread_notice && engine.notice_holds().is_held(&n.thread_id) {
+        if thread_notice && engine.notice_holds().is_held(n.thread_id.as_str()) {
             continue;
         }
         if store.write(|tx| mailbox::claim_notice(tx, n.id))? {
@@ -218,7 +218,7 @@ async fn carry(engine: &Engine, c: PendingCommand) {
     let outcome = match c.kind {
         CommandKind::Stop | CommandKind::ForceStop => runtime
             .stop(
-                &c.thread_id,
+                c.thread_id.as_str(),
                 c.kind == CommandKind::ForceStop,
                 StopBy::Other,
             )
@@ -231,12 +231,12 @@ async fn carry(engine: &Engine, c: PendingCommand) {
                 }
             }),
         CommandKind::Interrupt => runtime
-            .abort(&c.thread_id, Duration::from_millis(1_500))
+            .abort(c.thread_id.as_str(), Duration::from_millis(1_500))
             .await
             .map(|_| crate::engine::INTERRUPTED.to_string()),
         CommandKind::Send | CommandKind::Resume => {
             engine
-                .carry_out(c.kind, &c.thread_id, c.payload.as_deref())
+                .carry_out(c.kind, c.thread_id.as_str(), c.payload.as_deref())
                 .await
         }
     };

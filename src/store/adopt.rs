@@ -79,7 +79,7 @@ pub fn adopt(conn: &Connection, id: &str, to: ManagerId, by: &str, at: &str) -> 
             ),
         ));
     }
-    if row.status != ThreadStatus::Closed {
+    if row.status() != ThreadStatus::Closed {
         return Err(Error::new(
             ErrorCode::Conflict,
             format!("{} ({id}) is live: only a closed thread can be adopted. Repair: stop it from its own session, or run `threadbase restore` if that session's serve is gone, then adopt it.", row.path),

@@ -273,7 +273,9 @@ pub fn resolve_anywhere(
     if let Some(t) = thread_by_id_any(conn, text)? {
         let in_session = match root {
             None => true,
-            Some(r) => crate::store::sessions::root_of_thread(conn, &t.id)?.as_deref() == Some(r),
+            Some(r) => {
+                crate::store::sessions::root_of_thread(conn, t.id.as_str())?.as_deref() == Some(r)
+            }
         };
         if in_session {
             return Ok(t);

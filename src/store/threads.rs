@@ -8,7 +8,9 @@ use crate::error::Result;
 use crate::process::ProcessIdentity;
 use crate::time::now_iso;
 
-pub use crate::domain::{AgentState, Contract, ExitKind, ManagerId, Phase, ThreadId, ThreadStatus};
+pub use crate::domain::{
+    AgentState, Contract, Exit, ExitKind, ManagerId, Phase, ThreadId, ThreadState, ThreadStatus,
+};
 
 /// The identity and scope of a manager, and the process that owns it.
 #[derive(Debug, Clone)]
@@ -258,13 +260,10 @@ pub struct ThreadRow {
     pub depth: i64,
     pub cwd: String,
     pub args: Vec<String>,
-    pub status: ThreadStatus,
-    pub phase: Phase,
+    /// Status, phase and exit, as one value.
+    #[serde(flatten)]
+    pub state: ThreadState,
     pub agent_state: Option<AgentState>,
-    pub exit_kind: Option<ExitKind>,
-    pub exit_code: Option<i64>,
-    pub exit_signal: Option<String>,
-    pub exit_message: Option<String>,
     pub archived: bool,
     pub hidden: Option<bool>,
     pub session_file: Option<String>,
@@ -308,13 +307,22 @@ impl ThreadRow {
             depth: r.get(col::DEPTH)?,
             cwd: r.get(col::CWD)?,
             args,
-            status: r.get(col::STATUS)?,
-            phase: r.get(col::PHASE)?,
+            state: ThreadState::of_columns(
+                r.get(col::STATUS)?,
+                r.get(col::PHASE)?,
+                r.get(col::EXIT_KIND)?,
+                r.get(col::EXIT_CODE)?,
+                r.get(col::EXIT_SIGNAL)?,
+                r.get(col::EXIT_MESSAGE)?,
+            )
+            .ok_or_else(|| {
+                rusqlite::Error::InvalidColumnType(
+                    col::EXIT_KIND,
+                    col::NAMES[col::EXIT_KIND].into(),
+                    rusqlite::types::Type::Null,
+                )
+            })?,
             agent_state: r.get(col::AGENT_STATE)?,
-            exit_kind: r.get(col::EXIT_KIND)?,
-            exit_code: r.get(col::EXIT_CODE)?,
-            exit_signal: r.get(col::EXIT_SIGNAL)?,
-            exit_message: r.get(col::EXIT_MESSAGE)?,
             archived: r.get(col::ARCHIVED)?,
             hidden: r.get(col::HIDDEN)?,
             session_file: r.get(col::SESSION_FILE)?,
@@ -330,14 +338,27 @@ impl ThreadRow {
     }
 
     pub fn is_live(&self) -> bool {
-        self.status == ThreadStatus::Live
+        matches!(self.state, ThreadState::Live { .. })
+    }
+
+    pub fn status(&self) -> ThreadStatus {
+        self.state.status()
+    }
+
+    pub fn phase(&self) -> Phase {
+        self.state.phase()
+    }
+
+    /// How it ended, once closed.
+    pub fn exit(&self) -> Option<&Exit> {
+        self.state.exit()
     }
 
     /// Whether its rendered answers may be kept (the snapshot cache, migration V8): a closed
     /// thread, or a live one that is idle. Either changes only through its rows; a busy
     /// thread's rows change with every event, so keeping its answers would be wasted work.
     pub fn is_still(&self) -> bool {
-        !self.is_live() || self.phase == Phase::Idle
+        !self.is_live() || self.phase() == Phase::Idle
     }
 }
 

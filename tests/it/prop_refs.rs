@@ -391,7 +391,7 @@ proptest! {
             let want = model_resolve(&threads, &current, &reference);
             match (&got, &want) {
                 (Ok(row), Ok(i)) => {
-                    prop_assert_eq!(&row.id, &threads[*i].id, "resolve({:?}) from {}", reference, current);
+                    prop_assert_eq!(row.id.as_str(), threads[*i].id.as_str(), "resolve({:?}) from {}", reference, current);
                     prop_assert_eq!(&row.path, &threads[*i].path);
                     prop_assert_eq!(row.manager_id, mgr);
                 }

@@ -210,7 +210,7 @@ proptest! {
                     match resolve(&conn, scope, &reference) {
                         Ok(t) => {
                             prop_assert!(reached, "{} from {} found {}", reference, m.scope, t.path);
-                            prop_assert_eq!(&t.id, &n.id);
+                            prop_assert_eq!(t.id.as_str(), n.id.as_str());
                         }
                         Err(e) => {
                             prop_assert!(!reached, "{} from {}: {}", reference, m.scope, e.message);
@@ -222,7 +222,7 @@ proptest! {
                 if reached {
                     let rel = &n.path[m.scope.len() + 1..];
                     let t = resolve(&conn, scope, rel).unwrap();
-                    prop_assert_eq!(&t.id, &n.id);
+                    prop_assert_eq!(t.id.as_str(), n.id.as_str());
                 }
             }
             // By task name: the own thread with it, else the one below with it, else several
@@ -238,8 +238,8 @@ proptest! {
                     .collect();
                 let got = resolve(&conn, scope, name);
                 match (own.len(), deeper.len()) {
-                    (1, _) => prop_assert_eq!(&got.unwrap().id, &nodes[own[0]].id),
-                    (0, 1) => prop_assert_eq!(&got.unwrap().id, &nodes[deeper[0]].id),
+                    (1, _) => prop_assert_eq!(got.unwrap().id.into_string(), nodes[own[0]].id.clone()),
+                    (0, 1) => prop_assert_eq!(got.unwrap().id.into_string(), nodes[deeper[0]].id.clone()),
                     (0, 0) => prop_assert_eq!(got.unwrap_err().code, ErrorCode::UnknownReference),
                     (0, _) => {
                         let e = got.unwrap_err();

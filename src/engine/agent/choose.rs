@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::AgentHost;
+use super::Engine;
 use crate::contract::agent_settings::{
     self as settings, AgentType, KnownModel, ModelContext, ModelSelection,
 };
@@ -38,7 +38,7 @@ const TOOL_FLAGS: [&str; 4] = [
     "--no-builtin-tools",
 ];
 
-impl AgentHost {
+impl Engine {
     fn agent_type(&self, kind: &str) -> Option<&AgentType> {
         self.cfg.agent_settings.types.get(kind)
     }
@@ -79,7 +79,7 @@ impl AgentHost {
     /// The models that have credentials, as `pi --list-models` lists them (asked once per
     /// serve, with the environment children get).
     async fn available_models(&self) -> Result<Arc<Vec<KnownModel>>> {
-        let cell = &self.available;
+        let cell = &self.agent.available;
         if let Some(v) = cell.get() {
             return Ok(v.clone());
         }

@@ -2,9 +2,7 @@
 //! start a new one). A steer counts as consumed only once it shows up in the child's
 //! transcript, so a crash between sending and marking never delivers it twice.
 
-use std::sync::Arc;
-
-use super::AgentHost;
+use super::Engine;
 use crate::contract::agent::AgentState;
 use crate::error::Result;
 use crate::runtime::SendMode;
@@ -12,7 +10,7 @@ use crate::store::agents::mailbox::{self, PendingSteer};
 use crate::store::agents::AgentRow;
 use crate::time::now_iso;
 
-impl AgentHost {
+impl Engine {
     pub(super) fn pending_steers(&self, id: &str) -> Result<Vec<PendingSteer>> {
         let conn = self.store.read()?;
         mailbox::pending_steers(&conn, id)
@@ -21,7 +19,7 @@ impl AgentHost {
     /// Delivers a thread's pending steering (this serve holds or will hold its process): a
     /// message already in the transcript is marked consumed; with no live process the first
     /// message starts a new run on the same session; the rest go into Pi's steering queue.
-    pub(super) async fn deliver(self: &Arc<Self>, id: &str) -> Result<()> {
+    pub(super) async fn deliver(&self, id: &str) -> Result<()> {
         let _guard = self.locks.lock(id).await;
         let row = self.row_by_id(id)?;
         let current = row.launch_seq.to_string();
@@ -76,7 +74,7 @@ impl AgentHost {
     /// A thread's pending steers that its transcript does not show yet; the ones it shows were
     /// consumed by a run (perhaps before a crash) and are marked so, never sent again.
     pub(super) fn unconsumed_steers(&self, row: &AgentRow) -> Result<Vec<PendingSteer>> {
-        let pending = self.pending_steers(&row.id)?;
+        let pending = self.pending_steers(row.id.as_str())?;
         if pending.is_empty() {
             return Ok(pending);
         }

@@ -25,18 +25,18 @@
 mod choose;
 mod delivery;
 mod notices;
-mod output;
-mod pause;
-mod reap;
+pub(super) mod output;
+pub(super) mod pause;
+pub(super) mod reap;
 mod recap;
-mod spawn;
-mod status;
-mod steer;
-mod stop;
+pub(super) mod spawn;
+pub(super) mod status;
+pub(super) mod steer;
+pub(super) mod stop;
 mod supervise;
 mod timeout;
-mod update;
-mod wait;
+pub(super) mod update;
+pub(super) mod wait;
 
 use crate::domain::ManagerId;
 use std::collections::HashMap;
@@ -44,24 +44,22 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use crate::store::Conn;
-use serde_json::Value;
 
-use crate::contract::agent::{self as contract, AgentFacts, AgentRequest, AgentView};
-use crate::engine::ServeConfig;
+use crate::contract::agent::{self as contract, AgentFacts, AgentView};
+use crate::engine::Engine;
 use crate::error::{Error, ErrorCode, Result};
 use crate::paths::{self, ROOT};
-use crate::runtime::process::ProcessIdentity;
-use crate::runtime::Runtime;
+use crate::process::{Holder, ProcessIdentity};
+use crate::serve::output::Reply;
 use crate::store::agents::{self, AgentRow};
-use crate::store::Store;
 use crate::time::now_iso;
 
 /// How often waits re-read a thread's state (rows may change in another process).
 const WAIT_POLL: Duration = Duration::from_millis(50);
 
 /// A tool result (`{content, details}`) with `details` as its JSON.
-fn answer(details: &impl serde::Serialize) -> Result<Vec<u8>> {
-    contract::tool_result(details, false)
+fn answer(details: &impl serde::Serialize) -> Result<Reply> {
+    contract::tool_result(details, false).map(Reply::Json)
 }
 
 /// What every tool answers about a thread.
@@ -83,21 +81,17 @@ fn view(row: &AgentRow) -> AgentView<'_> {
         cost_usd: row.cost_usd,
         model: row.model.as_deref(),
         thinking_level: row.thinking.as_deref(),
-        cost_id: &row.id,
+        cost_id: row.id.as_str(),
     })
 }
 
-/// The contract B side of one serve. Shared with its background tasks.
-pub struct AgentHost {
-    cfg: ServeConfig,
-    store: Arc<Store>,
-    rt: Runtime,
+/// Contract B's state in this serve's [`Engine`].
+#[derive(Default)]
+pub(crate) struct AgentState {
     registry: OnceLock<ManagerId>,
-    /// Serialises the lifecycle work on one thread inside this serve.
-    locks: Arc<super::locks::LockMap>,
     /// Threads whose settled view a request of this serve is about to return (a blocking
     /// spawn, a wait, a stop): their notices for the caller are held back meanwhile, and
-    /// superseded once that result carries the same news ([`AgentHost::hold_notices`]).
+    /// superseded once that result carries the same news ([`Engine::hold_notices`]).
     held: Mutex<HashMap<String, notices::Held>>,
     /// Poked when held notices are released, so the row watcher delivers what is still due.
     released: tokio::sync::Notify,
@@ -108,60 +102,7 @@ pub struct AgentHost {
     available: OnceLock<Arc<Vec<crate::pi::models::KnownModel>>>,
 }
 
-impl AgentHost {
-    pub(super) fn new(
-        cfg: ServeConfig,
-        store: Arc<Store>,
-        rt: Runtime,
-        locks: Arc<super::locks::LockMap>,
-    ) -> Arc<AgentHost> {
-        Arc::new(AgentHost {
-            cfg,
-            store,
-            rt,
-            registry: OnceLock::new(),
-            locks,
-            held: Mutex::new(HashMap::new()),
-            released: tokio::sync::Notify::new(),
-            next_timer: Mutex::new(None),
-            available: OnceLock::new(),
-        })
-    }
-
-    /// Runs one `agent_*` request.
-    pub async fn call(self: &Arc<Self>, method: &str, params: &Value) -> Result<Vec<u8>> {
-        let req = contract::parse(method, params)?;
-        let registry = self.registry()?;
-        match req {
-            AgentRequest::Spawn {
-                path,
-                task,
-                kind,
-                wait,
-                timeout_ms,
-            } => {
-                self.spawn(registry, &path, task, &kind, wait, timeout_ms)
-                    .await
-            }
-            AgentRequest::Wait { path, timeout_ms } => self.wait(registry, &path, timeout_ms).await,
-            AgentRequest::Steer {
-                path,
-                message,
-                timeout_ms,
-            } => self.steer(registry, &path, message, timeout_ms).await,
-            AgentRequest::Status { path } => self.status(registry, path.as_deref()),
-            AgentRequest::Update { message } => self.update(registry, &message),
-            AgentRequest::Pause { reason } => self.pause(registry, &reason),
-            AgentRequest::Stop { path } => self.stop(registry, &path).await,
-            AgentRequest::Output {
-                path,
-                offset,
-                limit,
-            } => self.output(registry, &path, offset, limit),
-            AgentRequest::Reap { dry_run } => self.reap(registry, dry_run).await,
-        }
-    }
-
+impl Engine {
     fn caller(&self) -> &str {
         &self.cfg.scope_path
     }
@@ -177,7 +118,7 @@ impl AgentHost {
 
     /// The registry of this main session, created on first use.
     fn registry(&self) -> Result<ManagerId> {
-        if let Some(id) = self.registry.get() {
+        if let Some(id) = self.agent.registry.get() {
             return Ok(*id);
         }
         let root = self.caller_is_root();
@@ -203,7 +144,7 @@ impl AgentHost {
             )
         })?;
         self.check_registry(id)?;
-        Ok(*self.registry.get_or_init(|| id))
+        Ok(*self.agent.registry.get_or_init(|| id))
     }
 
     /// A saved registry that cannot be restored (a broken parent link, a `/root` entry, a
@@ -221,7 +162,7 @@ impl AgentHost {
 
     /// The registry's id when it exists (without creating it).
     fn existing_registry(&self, conn: &Conn) -> Result<Option<ManagerId>> {
-        if let Some(id) = self.registry.get() {
+        if let Some(id) = self.agent.registry.get() {
             return Ok(Some(*id));
         }
         crate::store::threads::manager_id(
@@ -252,36 +193,37 @@ impl AgentHost {
         }
     }
 
+    /// Who holds `row`'s run (the one rule, [`ProcessIdentity::holder`]).
+    fn run_holder(&self, row: &AgentRow) -> Holder {
+        let recorded = ProcessIdentity::recorded(row.owner_pid, row.owner_started_at);
+        ProcessIdentity::holder(recorded, self.rt.owner())
+    }
+
     fn is_mine(&self, row: &AgentRow) -> bool {
-        let me = self.rt.owner();
-        row.owner_pid == Some(me.pid) && row.owner_started_at == Some(me.started_at)
+        self.run_holder(row) == Holder::Me
     }
 
     fn owner_alive(&self, row: &AgentRow) -> bool {
-        match (row.owner_pid, row.owner_started_at) {
-            (Some(pid), Some(started_at)) => ProcessIdentity { pid, started_at }.is_alive(),
-            _ => false,
-        }
+        self.run_holder(row) != Holder::Gone
     }
 
     /// A thread claimed by a serve that died after this one started (so no restore pass saw
     /// it) is restored first: nobody would ever settle it or deliver to it. Working threads
     /// come back paused.
     fn restored_if_orphaned(&self, row: AgentRow) -> Result<AgentRow> {
-        if (row.live || row.active()) && !self.is_mine(&row) && !self.owner_alive(&row) {
+        if (row.live || row.active()) && self.run_holder(&row) == Holder::Gone {
             crate::engine::restore_dead_owners(&self.store, self.rt.owner())?;
-            return self.row_by_id(&row.id);
+            return self.row_by_id(row.id.as_str());
         }
         Ok(row)
     }
 
     /// The serve that holds a live process for `row`, when that is another living serve.
     fn holder_elsewhere(&self, row: &AgentRow) -> Option<ProcessIdentity> {
-        if !row.live {
-            return None;
+        match self.run_holder(row) {
+            Holder::Elsewhere(o) if row.live => Some(o),
+            _ => None,
         }
-        let recorded = ProcessIdentity::recorded(row.owner_pid, row.owner_started_at);
-        ProcessIdentity::held_elsewhere(recorded, self.rt.owner())
     }
 
     /// Contract B's access rule (`assertAccess`): `/root` may address every thread but
@@ -340,7 +282,7 @@ impl AgentHost {
 
     /// Refuses `action` once the tree of `thread_id` (else of this session's registry) has
     /// reached a budget cap.
-    fn check_budget(&self, conn: &Conn, thread_id: Option<&str>, action: &str) -> Result<()> {
+    fn check_agent_budget(&self, conn: &Conn, thread_id: Option<&str>, action: &str) -> Result<()> {
         let of = crate::store::usage::TreeOf {
             thread_id,
             self_id: self.cfg.self_id.as_deref(),

@@ -4,11 +4,10 @@
 //! serve's agent path and hands back the threads whose steering or retirement is due here.
 
 use crate::domain::ManagerId;
-use std::sync::Arc;
 
 use serde::Serialize;
 
-use super::{answer, view, AgentHost};
+use super::{answer, view, Engine};
 use crate::error::Result;
 use crate::store::agents::mailbox;
 use crate::store::agents::{self, AgentRow};
@@ -24,13 +23,18 @@ pub(super) struct Held {
 
 /// Holds back one thread's notices for the caller while a request that will report on it runs.
 pub(super) struct HeldNotices<'a> {
-    host: &'a AgentHost,
+    host: &'a Engine,
     id: String,
 }
 
 impl Drop for HeldNotices<'_> {
     fn drop(&mut self) {
-        let mut held = self.host.held.lock().unwrap_or_else(|p| p.into_inner());
+        let mut held = self
+            .host
+            .agent
+            .held
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         let mut reopen = Vec::new();
         if let Some(h) = held.get_mut(&self.id) {
             h.count -= 1;
@@ -51,7 +55,7 @@ impl Drop for HeldNotices<'_> {
                 eprintln!("threadbase serve: a held notice could not be released: {e}");
             }
         }
-        self.host.released.notify_one();
+        self.host.agent.released.notify_one();
     }
 }
 
@@ -83,12 +87,13 @@ struct NoticeParams<'a> {
     results: Option<serde_json::Value>,
 }
 
-impl AgentHost {
+impl Engine {
     /// Holds back `id`'s notices for this caller until the guard drops: the request will
     /// return the thread's view itself. Registered before the thread can settle, so the row
     /// watcher cannot deliver the settlement's notice first.
     pub(super) fn hold_notices(&self, id: &str) -> HeldNotices<'_> {
-        self.held
+        self.agent
+            .held
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .entry(id.to_string())
@@ -101,7 +106,8 @@ impl AgentHost {
     }
 
     pub(super) fn notices_held(&self, id: &str) -> bool {
-        self.held
+        self.agent
+            .held
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .contains_key(id)
@@ -109,7 +115,7 @@ impl AgentHost {
 
     /// Resolves when held notices were released (the row watcher then delivers what is due).
     pub(crate) async fn notices_released(&self) {
-        self.released.notified().await
+        self.agent.released.notified().await
     }
 
     /// The caller got `id`'s settled view (or its failure) in a tool result: its pending
@@ -120,6 +126,7 @@ impl AgentHost {
             .write(|tx| mailbox::supersede_notices(tx, id, self.caller(), &now_iso()))?;
         // The settlement this serve quieted while holding is now reported: it stays delivered.
         if let Some(h) = self
+            .agent
             .held
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -131,9 +138,9 @@ impl AgentHost {
     }
 
     /// `view` of a thread a request held notices for: supersedes them when it is settled.
-    pub(super) fn reported(&self, row: AgentRow) -> Result<Vec<u8>> {
+    pub(super) fn reported(&self, row: AgentRow) -> Result<crate::serve::output::Reply> {
         if !row.active() {
-            self.supersede_notices(&row.id)?;
+            self.supersede_notices(row.id.as_str())?;
         }
         answer(&view(&row))
     }
@@ -141,7 +148,7 @@ impl AgentHost {
     /// This serve's contract B rows after another connection committed (called by the row
     /// watcher with its own connection): notices for its agent path are claimed and emitted on
     /// `out`, and the threads whose process it holds with steering to deliver or a settled run
-    /// to retire are returned for [`AgentHost::sweep`].
+    /// to retire are returned for [`Engine::sweep`].
     pub(crate) fn rows_changed(
         &self,
         conn: &crate::store::Conn,
@@ -163,7 +170,7 @@ impl AgentHost {
         out: &crate::serve::output::Output,
     ) -> Result<()> {
         for n in mailbox::pending_notices(conn, registry, self.caller())? {
-            if self.notices_held(&n.thread_id) {
+            if self.notices_held(n.thread_id.as_str()) {
                 continue; // a request of this serve is about to report on it
             }
             if self.consume(n.id)? {
@@ -177,7 +184,7 @@ impl AgentHost {
                 let _ = out.send(NoticeLine {
                     method: "notice",
                     params: NoticeParams {
-                        thread_id: &n.thread_id,
+                        thread_id: n.thread_id.as_str(),
                         path: &n.path,
                         kind: detail_kind.as_deref().unwrap_or(n.kind.as_str()),
                         state: n.state.as_deref(),
@@ -212,10 +219,10 @@ impl AgentHost {
         Ok((steer_ids, settled))
     }
 
-    /// Delivers steering to, or retires, the threads [`AgentHost::rows_changed`] returned.
-    pub(crate) async fn sweep(self: &Arc<Self>, steer_ids: Vec<String>, settled: Vec<String>) {
+    /// Delivers steering to, or retires, the threads [`Engine::rows_changed`] returned.
+    pub(crate) async fn sweep(&self, steer_ids: Vec<String>, settled: Vec<String>) {
         for id in steer_ids {
-            let host = self.clone();
+            let host = self.arc();
             tokio::spawn(async move {
                 if let Err(e) = host.deliver(&id).await {
                     tracing::error!("delivering steering to {id} failed: {e}");

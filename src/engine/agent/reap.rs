@@ -3,43 +3,36 @@
 //! the total limit and cannot be resumed; its row (marked reaped), usage and session file stay.
 //! A settled process this serve still holds for one of them is ended.
 
-use std::sync::Arc;
+use crate::serve::output::Reply;
 
-use super::{answer, AgentHost};
+use super::{answer, Engine};
 use crate::contract::agent as contract;
-use crate::domain::ManagerId;
 use crate::error::{Error, Result};
 use crate::runtime::StopBy;
 use crate::store::agents::reap;
 use crate::time::now_iso;
 
-impl AgentHost {
-    pub(super) async fn reap(
-        self: &Arc<Self>,
-        registry: ManagerId,
-        dry_run: bool,
-    ) -> Result<Vec<u8>> {
-        if !self.caller_is_root() {
-            return Err(Error::forbidden(format!(
-                "Only the main session may reap subagents. Repair: run /agents reap (or threadbase reap) in the main Pi session, not from {}.",
-                self.caller()
-            )));
-        }
-        let at = now_iso();
-        let reaped = self
-            .store
-            .write(|tx| reap::reap(tx, registry, &at, dry_run))?;
-        if !dry_run {
-            for t in reaped.iter().filter(|t| t.live) {
-                if self.rt.is_live(&t.id) {
-                    let _ = self.rt.stop(&t.id, false, StopBy::Caller).await;
-                }
+pub(in crate::engine) async fn reap(e: &Engine, req: contract::Reap) -> Result<Reply> {
+    let registry = e.registry()?;
+    let dry_run = req.dry_run;
+    if !e.caller_is_root() {
+        return Err(Error::forbidden(format!(
+            "Only the main session may reap subagents. Repair: run /agents reap (or threadbase reap) in the main Pi session, not from {}.",
+            e.caller()
+        )));
+    }
+    let at = now_iso();
+    let reaped = e.store.write(|tx| reap::reap(tx, registry, &at, dry_run))?;
+    if !dry_run {
+        for t in reaped.iter().filter(|t| t.live) {
+            if e.rt.is_live(t.id.as_str()) {
+                let _ = e.rt.stop(t.id.as_str(), false, StopBy::Caller).await;
             }
         }
-        answer(&contract::ReapResult {
-            dry_run,
-            count: reaped.len(),
-            threads: reaped.iter().map(|t| t.path.as_str()).collect(),
-        })
     }
+    answer(&contract::ReapResult {
+        dry_run,
+        count: reaped.len(),
+        threads: reaped.iter().map(|t| t.path.as_str()).collect(),
+    })
 }

@@ -9,14 +9,14 @@
 use crate::store::Conn;
 use serde_json::json;
 
-use super::AgentHost;
+use super::Engine;
 use crate::contract::agent as contract;
 use crate::domain::ManagerId;
 use crate::error::Result;
 use crate::store::agents::{mailbox, recap, timers};
 use crate::time::now_iso;
 
-impl AgentHost {
+impl Engine {
     /// After a settlement notice (`mail`, unless it was written delivered) for `recipient`
     /// was written in `tx`: held when the run was detached, and the recap released when it was
     /// the last outstanding one.
@@ -31,7 +31,7 @@ impl AgentHost {
             return Ok(());
         }
         // Known once this serve has used the registry (it launched the run that settles).
-        let Some(registry) = self.registry.get().copied() else {
+        let Some(registry) = self.agent.registry.get().copied() else {
             return Ok(());
         };
         if let (true, Some(m)) = (detached, mail) {
@@ -69,7 +69,7 @@ impl AgentHost {
         let written = mailbox::insert(
             tx,
             &mailbox::NewMail {
-                thread_id: &last.thread_id,
+                thread_id: last.thread_id.as_str(),
                 direction: mailbox::Direction::ToParent,
                 kind: mailbox::MailKind::Notice,
                 send_key: &format!("recap:{}-{}", first.id, last.id),

@@ -1,13 +1,13 @@
 //! `agent_spawn`: every check and the thread's reservation in one transaction, then its
 //! session file (a frozen snapshot of the parent's branch) and its first run.
 
-use crate::domain::{ManagerId, ThreadId};
+use crate::domain::ThreadId;
+use crate::serve::output::Reply;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use serde_json::json;
 
-use super::{answer, view, AgentHost};
+use super::{answer, view, Engine};
 use crate::contract::agent::{self as contract, AgentState};
 use crate::error::{Error, ErrorCode, Result};
 use crate::paths::{self, ROOT};
@@ -16,178 +16,7 @@ use crate::store::launches;
 use crate::store::threads::{insert_thread, NewThread};
 use crate::time::now_iso;
 
-impl AgentHost {
-    pub(super) async fn spawn(
-        self: &Arc<Self>,
-        registry: ManagerId,
-        path: &str,
-        task: String,
-        kind: &str,
-        wait: bool,
-        timeout_ms: Option<u64>,
-    ) -> Result<Vec<u8>> {
-        let root = self.caller_is_root();
-        if !root {
-            let me = self.own_row(registry)?;
-            if !me.active() || me.stop_requested {
-                return Err(Error::forbidden(format!(
-                    "Only a working agent may spawn children. Repair: {} is {}; spawn from a running agent, or ask the parent to resume this one.",
-                    me.path,
-                    if me.stop_requested { "stopping" } else { me.state.as_str() }
-                )));
-            }
-        }
-        let path = paths::resolve_agent_path(path, self.caller())?;
-        self.check_access(&path, false)?;
-        // 0.19: an invalid requiredChildExtensions entry stops every spawn.
-        self.check_required_extensions()?;
-        let parent = paths::parent_path(&path).map(str::to_string);
-        // The child's model, thinking level and tools (a type whose models are all unavailable
-        // fails the spawn here, before anything is reserved).
-        let parent_now = match parent.as_deref() {
-            Some(p) if p != ROOT => {
-                let conn = self.store.read()?;
-                agents::thread_at_path(&conn, registry, p)?
-            }
-            _ => None,
-        };
-        let choice = self.choose(kind, parent_now.as_ref()).await?;
-        let id = crate::ids::new_thread_id();
-        let level = paths::agent_level(&path);
-        let owner = self.me();
-        let cwd = self.cfg.cwd.display().to_string();
-        let name = format!("{kind} {path}");
-        // From the insert on, the thread is starting: a stop meanwhile waits for its child.
-        let _launching = self.rt.reserve_launch(&id);
-        let parent_row = self.store.write(|tx| {
-            if let Some(old) = agents::thread_at_path(tx, registry, &path)? {
-                if old.reaped_at.is_some() {
-                    // The path of a reaped thread stays taken by its row.
-                    return Err(Error::conflict(format!(
-                        "Thread {path} was reaped; its path stays taken. Repair: spawn at a new path (its row, usage and session file are kept: threadbase sql \"SELECT * FROM threads WHERE path = '{path}'\")."
-                    )));
-                }
-                return Err(Error::conflict(format!(
-                    "Thread {path} already exists; use agent_steer to resume it. Repair: call agent_steer with this path, or pick a new path."
-                )));
-            }
-            let parent_row = match parent.as_deref() {
-                Some(p) if p != ROOT => Some(agents::thread_at_path(tx, registry, p)?.filter(|r| r.reaped_at.is_none()).ok_or_else(|| {
-                    Error::new(
-                        ErrorCode::UnknownReference,
-                        format!("Unknown thread {p}. Repair: a nested parent must already exist; spawn {p} first, or choose a path under an existing thread."),
-                    )
-                })?),
-                _ => None,
-            };
-            if !root && parent.as_deref() != Some(self.caller()) {
-                return Err(Error::forbidden(format!(
-                    "An agent may spawn only its immediate children. Repair: spawn \"{}/<name>\" (or just \"<name>\").",
-                    self.caller()
-                )));
-            }
-            if task.trim().is_empty() {
-                return Err(Error::invalid(
-                    "Task must not be empty. Repair: describe the task the child should do.",
-                ));
-            }
-            if level > self.cfg.settings.agent_limits.max_levels {
-                return Err(Error::new(
-                    ErrorCode::Limit,
-                    format!(
-                        "Agent depth limit reached. Repair: {path} would be level {level} and the limit is {} (the main conversation is level 1); spawn at a shallower path, or raise PI_SUBAGENTS_MAX_LEVELS.",
-                        self.cfg.settings.agent_limits.max_levels
-                    ),
-                ));
-            }
-            let total = agents::count_all(tx, registry)?;
-            if total >= self.cfg.settings.agent_limits.max_threads {
-                return Err(Error::new(
-                    ErrorCode::Limit,
-                    format!(
-                        "Total thread limit reached. Repair: {total} of {} threads are retained, completed ones included; resume an existing thread with agent_steer instead, or raise PI_SUBAGENTS_MAX_THREADS.",
-                        self.cfg.settings.agent_limits.max_threads
-                    ),
-                ));
-            }
-            self.check_capacity(tx, registry)?;
-            self.check_budget(tx, parent_row.as_ref().map(|r| r.id.as_str()), "agent_spawn")?;
-            if let Some(p) = parent.as_deref() {
-                self.check_no_stopped_ancestor(tx, registry, p)?;
-            }
-            insert_thread(
-                tx,
-                &NewThread {
-                    id: ThreadId::new(id.clone()),
-                    manager_id: registry,
-                    path: path.clone(),
-                    parent_path: parent.clone(),
-                    parent_id: parent_row.as_ref().map(|r| r.id.clone()),
-                    task_name: paths::basename(&path).to_string(),
-                    name: name.clone(),
-                    depth: (level - 1) as i64,
-                    cwd: cwd.clone(),
-                    args: Vec::new(),
-                    agent_state: Some(AgentState::Starting),
-                    prompt: Some(task.clone()),
-                    task: Some(task.clone()),
-                    ..Default::default()
-                },
-            )?;
-            agents::set_new(
-                tx,
-                &agents::Lifecycle {
-                    id: &id,
-                    status: contract::STATUS_STARTING,
-                    owner,
-                    at: &now_iso(),
-                },
-            )?;
-            crate::store::agents::recap::set_detached(tx, &id, !wait)?;
-            agents::set_run(
-                tx,
-                &id,
-                &agents::RunChoice {
-                    model: choice.model.as_deref(),
-                    thinking: choice.thinking.as_deref(),
-                    tools: choice.tools.as_deref(),
-                },
-            )?;
-            Ok(parent_row)
-        });
-        let parent_row = parent_row?;
-        let _held = self.hold_notices(&id);
-        let started = async {
-            let file = self.write_child_session(&id, &path, &name, parent_row.as_ref())?;
-            // What a detached spawn answers: the thread as its run starts, like the original
-            // (its view is taken right after the run is started, before the prompt lands).
-            let starting = self.row_by_id(&id)?;
-            self.launch(&id, task.clone(), Some(file)).await?;
-            Ok::<_, Error>(starting)
-        }
-        .await;
-        let starting = match started {
-            Ok(row) => row,
-            Err(e) => {
-                self.close_unlaunched(&id, &e.message)?;
-                self.settle(&id, AgentState::Failed, None, Some(e.message.clone()))?;
-                // The error is the tool result; its "failed" notice would repeat it.
-                self.supersede_notices(&id)?;
-                return Err(e);
-            }
-        };
-        // The report-only timer: armed once the run is under way; it never bounds the wait.
-        if let Some(ms) = timeout_ms {
-            self.arm_timer(&id, ms)?;
-        }
-        if wait {
-            let row = self.wait_settled(&id, None).await?;
-            self.reported(row)
-        } else {
-            answer(&view(&starting))
-        }
-    }
-
+impl Engine {
     /// A reserved thread whose process never started is closed as failed, so no live row
     /// claims a process that never existed.
     fn close_unlaunched(&self, id: &str, message: &str) -> Result<()> {
@@ -268,5 +97,177 @@ impl AgentHost {
             Some(dir) => dir.to_path_buf(),
             None => crate::pi::session::session_dir_for(&self.cfg.agent_dir, &self.cfg.cwd),
         }
+    }
+}
+
+pub(in crate::engine) async fn spawn(e: &Engine, req: contract::Spawn) -> Result<Reply> {
+    let registry = e.registry()?;
+    let contract::Spawn {
+        path,
+        task,
+        kind,
+        wait,
+        timeout_ms,
+    } = req;
+    let (path, kind) = (path.as_str(), kind.as_str());
+    let root = e.caller_is_root();
+    if !root {
+        let me = e.own_row(registry)?;
+        if !me.active() || me.stop_requested {
+            return Err(Error::forbidden(format!(
+                "Only a working agent may spawn children. Repair: {} is {}; spawn from a running agent, or ask the parent to resume this one.",
+                me.path,
+                if me.stop_requested { "stopping" } else { me.state.as_str() }
+            )));
+        }
+    }
+    let path = paths::resolve_agent_path(path, e.caller())?;
+    e.check_access(&path, false)?;
+    // 0.19: an invalid requiredChildExtensions entry stops every spawn.
+    e.check_required_extensions()?;
+    let parent = paths::parent_path(&path).map(str::to_string);
+    // The child's model, thinking level and tools (a type whose models are all unavailable
+    // fails the spawn here, before anything is reserved).
+    let parent_now = match parent.as_deref() {
+        Some(p) if p != ROOT => {
+            let conn = e.store.read()?;
+            agents::thread_at_path(&conn, registry, p)?
+        }
+        _ => None,
+    };
+    let choice = e.choose(kind, parent_now.as_ref()).await?;
+    let id = crate::ids::new_thread_id();
+    let level = paths::agent_level(&path);
+    let owner = e.me();
+    let cwd = e.cfg.cwd.display().to_string();
+    let name = format!("{kind} {path}");
+    // From the insert on, the thread is starting: a stop meanwhile waits for its child.
+    let _launching = e.rt.reserve_launch(&id);
+    let parent_row = e.store.write(|tx| {
+        if let Some(old) = agents::thread_at_path(tx, registry, &path)? {
+            if old.reaped_at.is_some() {
+                // The path of a reaped thread stays taken by its row.
+                return Err(Error::conflict(format!(
+                    "Thread {path} was reaped; its path stays taken. Repair: spawn at a new path (its row, usage and session file are kept: threadbase sql \"SELECT * FROM threads WHERE path = '{path}'\")."
+                )));
+            }
+            return Err(Error::conflict(format!(
+                "Thread {path} already exists; use agent_steer to resume it. Repair: call agent_steer with this path, or pick a new path."
+            )));
+        }
+        let parent_row = match parent.as_deref() {
+            Some(p) if p != ROOT => Some(agents::thread_at_path(tx, registry, p)?.filter(|r| r.reaped_at.is_none()).ok_or_else(|| {
+                Error::new(
+                    ErrorCode::UnknownReference,
+                    format!("Unknown thread {p}. Repair: a nested parent must already exist; spawn {p} first, or choose a path under an existing thread."),
+                )
+            })?),
+            _ => None,
+        };
+        if !root && parent.as_deref() != Some(e.caller()) {
+            return Err(Error::forbidden(format!(
+                "An agent may spawn only its immediate children. Repair: spawn \"{}/<name>\" (or just \"<name>\").",
+                e.caller()
+            )));
+        }
+        if task.trim().is_empty() {
+            return Err(Error::invalid(
+                "Task must not be empty. Repair: describe the task the child should do.",
+            ));
+        }
+        if level > e.cfg.settings.agent_limits.max_levels {
+            return Err(Error::new(
+                ErrorCode::Limit,
+                format!(
+                    "Agent depth limit reached. Repair: {path} would be level {level} and the limit is {} (the main conversation is level 1); spawn at a shallower path, or raise PI_SUBAGENTS_MAX_LEVELS.",
+                    e.cfg.settings.agent_limits.max_levels
+                ),
+            ));
+        }
+        let total = agents::count_all(tx, registry)?;
+        if total >= e.cfg.settings.agent_limits.max_threads {
+            return Err(Error::new(
+                ErrorCode::Limit,
+                format!(
+                    "Total thread limit reached. Repair: {total} of {} threads are retained, completed ones included; resume an existing thread with agent_steer instead, or raise PI_SUBAGENTS_MAX_THREADS.",
+                    e.cfg.settings.agent_limits.max_threads
+                ),
+            ));
+        }
+        e.check_capacity(tx, registry)?;
+        e.check_agent_budget(tx, parent_row.as_ref().map(|r| r.id.as_str()), "agent_spawn")?;
+        if let Some(p) = parent.as_deref() {
+            e.check_no_stopped_ancestor(tx, registry, p)?;
+        }
+        insert_thread(
+            tx,
+            &NewThread {
+                id: ThreadId::new(id.clone()),
+                manager_id: registry,
+                path: path.clone(),
+                parent_path: parent.clone(),
+                parent_id: parent_row.as_ref().map(|r| r.id.clone()),
+                task_name: paths::basename(&path).to_string(),
+                name: name.clone(),
+                depth: (level - 1) as i64,
+                cwd: cwd.clone(),
+                args: Vec::new(),
+                agent_state: Some(AgentState::Starting),
+                prompt: Some(task.clone()),
+                task: Some(task.clone()),
+                ..Default::default()
+            },
+        )?;
+        agents::set_new(
+            tx,
+            &agents::Lifecycle {
+                id: &id,
+                status: contract::STATUS_STARTING,
+                owner,
+                at: &now_iso(),
+            },
+        )?;
+        crate::store::agents::recap::set_detached(tx, &id, !wait)?;
+        agents::set_run(
+            tx,
+            &id,
+            &agents::RunChoice {
+                model: choice.model.as_deref(),
+                thinking: choice.thinking.as_deref(),
+                tools: choice.tools.as_deref(),
+            },
+        )?;
+        Ok(parent_row)
+    });
+    let parent_row = parent_row?;
+    let _held = e.hold_notices(&id);
+    let started = async {
+        let file = e.write_child_session(&id, &path, &name, parent_row.as_ref())?;
+        // What a detached spawn answers: the thread as its run starts, like the original
+        // (its view is taken right after the run is started, before the prompt lands).
+        let starting = e.row_by_id(&id)?;
+        e.launch(&id, task.clone(), Some(file)).await?;
+        Ok::<_, Error>(starting)
+    }
+    .await;
+    let starting = match started {
+        Ok(row) => row,
+        Err(err) => {
+            e.close_unlaunched(&id, &err.message)?;
+            e.settle(&id, AgentState::Failed, None, Some(err.message.clone()))?;
+            // The error is the tool result; its "failed" notice would repeat it.
+            e.supersede_notices(&id)?;
+            return Err(err);
+        }
+    };
+    // The report-only timer: armed once the run is under way; it never bounds the wait.
+    if let Some(ms) = timeout_ms {
+        e.arm_timer(&id, ms)?;
+    }
+    if wait {
+        let row = e.wait_settled(&id, None).await?;
+        e.reported(row)
+    } else {
+        answer(&view(&starting))
     }
 }

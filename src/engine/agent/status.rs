@@ -1,43 +1,43 @@
 //! `agent_status`: one thread's view, or the list of views the caller may address.
 
-use super::{answer, view, AgentHost};
+use super::{answer, view, Engine};
 use crate::contract::agent::{self as contract, AgentView};
-use crate::domain::ManagerId;
 use crate::error::{Error, ErrorCode, Result};
 use crate::paths::{self, ROOT};
+use crate::serve::output::Reply;
 use crate::store::agents::{self, AgentRow};
 
-impl AgentHost {
-    /// One view, or (without a path) the bare list of views the caller may address in spawn
-    /// order: every thread for the root; a child itself and its descendants.
-    pub(super) fn status(&self, registry: ManagerId, path: Option<&str>) -> Result<Vec<u8>> {
-        let conn = self.store.read()?;
-        // The original lists when the path is absent or empty (`params.path ? get : list`).
-        if let Some(p) = path.filter(|p| !p.is_empty()) {
-            let t = paths::resolve_agent_path(p, self.caller())?;
-            self.check_access(&t, true)?;
-            if t == ROOT {
-                // Only the root reads itself: the original's pseudo-view of the main session.
-                return answer(&contract::main_session_view(crate::time::now_ms()));
-            }
-            let row = agents::thread_at_path(&conn, registry, &t)?.ok_or_else(|| {
-                Error::new(
-                    ErrorCode::UnknownReference,
-                    format!("Unknown thread {t}. Repair: run agent_status without a path to list the threads you can address."),
-                )
-            })?;
-            if row.reaped_at.is_some() {
-                return Err(super::reaped_error(&t));
-            }
-            return answer(&view(&row));
+/// One view, or (without a path) the bare list of views the caller may address in spawn
+/// order: every thread for the root; a child itself and its descendants.
+pub(in crate::engine) fn status(e: &Engine, req: contract::Status) -> Result<Reply> {
+    let registry = e.registry()?;
+    let path = req.path.as_deref();
+    let conn = e.store.read()?;
+    // The original lists when the path is absent or empty (`params.path ? get : list`).
+    if let Some(p) = path.filter(|p| !p.is_empty()) {
+        let t = paths::resolve_agent_path(p, e.caller())?;
+        e.check_access(&t, true)?;
+        if t == ROOT {
+            // Only the root reads itself: the original's pseudo-view of the main session.
+            return answer(&contract::main_session_view(crate::time::now_ms()));
         }
-        let rows: Vec<AgentRow> = if self.caller_is_root() {
-            agents::threads_all(&conn, registry)?
-        } else {
-            let (lo, hi) = paths::descendant_range(self.caller());
-            agents::threads_under(&conn, registry, self.caller(), &lo, &hi)?
-        };
-        let views: Vec<AgentView<'_>> = rows.iter().map(view).collect();
-        answer(&views)
+        let row = agents::thread_at_path(&conn, registry, &t)?.ok_or_else(|| {
+            Error::new(
+                ErrorCode::UnknownReference,
+                format!("Unknown thread {t}. Repair: run agent_status without a path to list the threads you can address."),
+            )
+        })?;
+        if row.reaped_at.is_some() {
+            return Err(super::reaped_error(&t));
+        }
+        return answer(&view(&row));
     }
+    let rows: Vec<AgentRow> = if e.caller_is_root() {
+        agents::threads_all(&conn, registry)?
+    } else {
+        let (lo, hi) = paths::descendant_range(e.caller());
+        agents::threads_under(&conn, registry, e.caller(), &lo, &hi)?
+    };
+    let views: Vec<AgentView<'_>> = rows.iter().map(view).collect();
+    answer(&views)
 }

@@ -1,12 +1,11 @@
 //! `agent_stop`: the target in any state and its working descendants, deepest level first,
 //! across processes (a run another serve holds is stopped through a `commands` row).
 
-use crate::domain::ManagerId;
 use crate::runtime::StopBy;
-use std::sync::Arc;
+use crate::serve::output::Reply;
 use std::time::{Duration, Instant};
 
-use super::AgentHost;
+use super::Engine;
 use crate::contract::agent::{self as contract, AgentState};
 use crate::error::Result;
 use crate::paths;
@@ -17,77 +16,78 @@ use crate::time::now_iso;
 /// How long `agent_stop` waits for each level of targets to settle.
 const STOP_WAIT: Duration = Duration::from_secs(10);
 
-impl AgentHost {
-    /// Stops the target, in any state, and its working descendants, deepest first, across
-    /// processes. A stopped target refuses spawns and steers beneath it until it is resumed.
-    pub(super) async fn stop(self: &Arc<Self>, registry: ManagerId, path: &str) -> Result<Vec<u8>> {
-        let path = paths::resolve_agent_path(path, self.caller())?;
-        self.check_access(&path, false)?;
-        let target = self.known(registry, &path)?;
-        // The result is the stopped view: no "stopped" notice for what the caller did itself.
-        let _held = self.hold_notices(&target.id);
-        let (lo, hi) = paths::descendant_range(&path);
-        let targets: Vec<StopTarget> = self.store.write(|tx| {
-            let rows = agents::stop_targets(tx, registry, &path, &lo, &hi)?;
-            for t in &rows {
-                if t.active {
-                    agents::request_stop(tx, &t.id, contract::STATUS_STOPPING, &now_iso())?;
-                } else {
-                    // At once, in this transaction: from here on nothing spawns or resumes
-                    // beneath it.
-                    agents::stop_settled(tx, &t.id, contract::STATUS_STOPPED, &now_iso())?;
-                }
-            }
-            Ok(rows)
-        })?;
-        // Deepest level first, so a child's own serve stops its children before it goes.
-        let mut levels: Vec<(usize, Vec<&StopTarget>)> = Vec::new();
-        for t in &targets {
-            let depth = paths::segment_count(&t.path);
-            match levels.last_mut() {
-                Some((d, level)) if *d == depth => level.push(t),
-                _ => levels.push((depth, vec![t])),
+/// Stops the target, in any state, and its working descendants, deepest first, across
+/// processes. A stopped target refuses spawns and steers beneath it until it is resumed.
+pub(in crate::engine) async fn stop(e: &Engine, req: contract::Stop) -> Result<Reply> {
+    let registry = e.registry()?;
+    let path = req.path.as_str();
+    let path = paths::resolve_agent_path(path, e.caller())?;
+    e.check_access(&path, false)?;
+    let target = e.known(registry, &path)?;
+    // The result is the stopped view: no "stopped" notice for what the caller did itself.
+    let _held = e.hold_notices(target.id.as_str());
+    let (lo, hi) = paths::descendant_range(&path);
+    let targets: Vec<StopTarget> = e.store.write(|tx| {
+        let rows = agents::stop_targets(tx, registry, &path, &lo, &hi)?;
+        for t in &rows {
+            if t.active {
+                agents::request_stop(tx, t.id.as_str(), contract::STATUS_STOPPING, &now_iso())?;
+            } else {
+                // At once, in this transaction: from here on nothing spawns or resumes
+                // beneath it.
+                agents::stop_settled(tx, t.id.as_str(), contract::STATUS_STOPPED, &now_iso())?;
             }
         }
-        for (_, level) in levels {
-            let mut ids = Vec::new();
-            for StopTarget {
-                id, live, active, ..
-            } in level
-            {
-                if !active {
-                    // The settled target, stopped in the transaction above: no run to end. Its
-                    // process (if it still hosts the descendants stopped above) retires.
-                    self.retire_if_done(id).await?;
-                    continue;
-                }
-                // A run whose launch is under way here is stopped once its child exists.
-                self.rt.await_launch(id, crate::runtime::LAUNCH_WAIT).await;
-                let row = self.row_by_id(id)?;
-                if self.rt.is_live(id) {
-                    let host = self.clone();
-                    let id = id.clone();
-                    tokio::spawn(async move {
-                        let _ = host.rt.stop(&id, false, StopBy::Caller).await;
-                    });
-                } else if *live && self.owner_alive(&row) {
-                    self.store
-                        .write(|tx| commands::request(tx, id, CommandKind::Stop))?;
-                } else {
-                    // No process anywhere (a run reserved but not started, or an owner that
-                    // is gone): settled at once.
-                    self.settle(id, AgentState::Stopped, None, None)?;
-                }
-                ids.push(id.clone());
-            }
-            let deadline = Instant::now() + STOP_WAIT;
-            for id in ids {
-                let left = deadline.saturating_duration_since(Instant::now());
-                self.wait_settled(&id, Some(left.as_millis() as u64))
-                    .await?;
-            }
+        Ok(rows)
+    })?;
+    // Deepest level first, so a child's own serve stops its children before it goes.
+    let mut levels: Vec<(usize, Vec<&StopTarget>)> = Vec::new();
+    for t in &targets {
+        let depth = paths::segment_count(&t.path);
+        match levels.last_mut() {
+            Some((d, level)) if *d == depth => level.push(t),
+            _ => levels.push((depth, vec![t])),
         }
-        let row = self.row_by_id(&target.id)?;
-        self.reported(row)
     }
+    for (_, level) in levels {
+        let mut ids = Vec::new();
+        for StopTarget {
+            id, live, active, ..
+        } in level
+        {
+            if !active {
+                // The settled target, stopped in the transaction above: no run to end. Its
+                // process (if it still hosts the descendants stopped above) retires.
+                e.retire_if_done(id.as_str()).await?;
+                continue;
+            }
+            // A run whose launch is under way here is stopped once its child exists.
+            e.rt.await_launch(id.as_str(), crate::runtime::LAUNCH_WAIT)
+                .await;
+            let row = e.row_by_id(id.as_str())?;
+            if e.rt.is_live(id.as_str()) {
+                let host = e.arc();
+                let id = id.clone();
+                tokio::spawn(async move {
+                    let _ = host.rt.stop(id.as_str(), false, StopBy::Caller).await;
+                });
+            } else if *live && e.owner_alive(&row) {
+                e.store
+                    .write(|tx| commands::request(tx, id.as_str(), CommandKind::Stop))?;
+            } else {
+                // No process anywhere (a run reserved but not started, or an owner that
+                // is gone): settled at once.
+                e.settle(id.as_str(), AgentState::Stopped, None, None)?;
+            }
+            ids.push(id.clone());
+        }
+        let deadline = Instant::now() + STOP_WAIT;
+        for id in ids {
+            let left = deadline.saturating_duration_since(Instant::now());
+            e.wait_settled(id.as_str(), Some(left.as_millis() as u64))
+                .await?;
+        }
+    }
+    let row = e.row_by_id(target.id.as_str())?;
+    e.reported(row)
 }

@@ -3,12 +3,11 @@
 //! process, its retirement once no descendant works, and this serve's shutdown.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
 
-use super::AgentHost;
+use super::Engine;
 use crate::contract::agent::{self as contract, AgentState};
 use crate::contract::args as argpolicy;
 use crate::engine::child_env::{ChildEnv, Parent};
@@ -20,11 +19,11 @@ use crate::store::agents::mailbox;
 use crate::store::agents::{self, AgentRow};
 use crate::time::now_iso;
 
-impl AgentHost {
+impl Engine {
     /// Launches one run of a reserved thread with `prompt`, on its session file, and starts
     /// supervising it.
     pub(super) async fn launch(
-        self: &Arc<Self>,
+        &self,
         id: &str,
         prompt: String,
         file: Option<PathBuf>,
@@ -79,7 +78,7 @@ impl AgentHost {
                 thread_id: id.to_string(),
                 argv,
                 cwd,
-                env: self.child_env(&row),
+                env: self.agent_child_env(&row),
                 clear_env: false,
                 start: StartKind::Prompt(prompt),
             })
@@ -116,14 +115,14 @@ impl AgentHost {
         })
     }
 
-    fn child_env(&self, row: &AgentRow) -> Vec<(String, String)> {
+    fn agent_child_env(&self, row: &AgentRow) -> Vec<(String, String)> {
         let parent = Parent::Thread {
             path: row.parent_path.as_deref().unwrap_or(ROOT),
             id: None,
         };
         ChildEnv::new(
             &self.cfg,
-            Some(&row.id),
+            Some(row.id.as_str()),
             &row.path,
             (paths::agent_level(&row.path) - 1) as i64,
             parent,
@@ -200,6 +199,7 @@ impl AgentHost {
             self.recap_after_settle(tx, &recipient, written.filter(|_| !quiet), settled.detached)?;
             if let Some(row) = written.filter(|_| quiet) {
                 if let Some(h) = self
+                    .agent
                     .held
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
@@ -214,8 +214,8 @@ impl AgentHost {
 
     /// Follows one launched run: running when the child starts working, a settlement each
     /// time it goes idle, and the close of its process.
-    fn supervise(self: &Arc<Self>, id: String) {
-        let host = self.clone();
+    fn supervise(&self, id: String) {
+        let host = self.arc();
         let Some(mut view) = self.rt.watch(&id) else {
             // The process ended while its launch ran (stopped or gone before it answered):
             // nothing else would record the end of this run, and a wait would never return.
@@ -254,7 +254,7 @@ impl AgentHost {
         });
     }
 
-    async fn on_settled(self: &Arc<Self>, id: &str) -> Result<()> {
+    async fn on_settled(&self, id: &str) -> Result<()> {
         let guard = self.locks.lock(id).await;
         let row = self.row_by_id(id)?;
         if row.active() && self.is_mine(&row) {
@@ -310,7 +310,7 @@ impl AgentHost {
         })
     }
 
-    async fn on_closed(self: &Arc<Self>, id: &str) -> Result<()> {
+    async fn on_closed(&self, id: &str) -> Result<()> {
         let guard = self.locks.lock(id).await;
         self.rt.flush().await;
         let row = self.row_by_id(id)?;
@@ -344,7 +344,7 @@ impl AgentHost {
 
     /// Ends a settled run's process once none of its descendants is working and no steer
     /// waits for it.
-    pub(super) async fn retire_if_done(self: &Arc<Self>, id: &str) -> Result<()> {
+    pub(super) async fn retire_if_done(&self, id: &str) -> Result<()> {
         let row = self.row_by_id(id)?;
         if row.active() || !self.rt.is_live(id) {
             return Ok(());
@@ -354,7 +354,7 @@ impl AgentHost {
         {
             return Ok(());
         }
-        let host = self.clone();
+        let host = self.arc();
         let id = id.to_string();
         tokio::spawn(async move {
             let _guard = host.locks.lock(&id).await;
@@ -370,7 +370,7 @@ impl AgentHost {
 
     /// Before this serve shuts down: its working threads will settle as stopped.
     pub fn before_shutdown(&self) {
-        let Some(registry) = self.registry.get().copied() else {
+        let Some(registry) = self.agent.registry.get().copied() else {
             return;
         };
         let owned = self
@@ -380,7 +380,7 @@ impl AgentHost {
         for t in owned.unwrap_or_default() {
             if t.active {
                 let _ = self.store.write(|tx| {
-                    agents::request_stop(tx, &t.id, contract::STATUS_STOPPING, &now_iso())
+                    agents::request_stop(tx, t.id.as_str(), contract::STATUS_STOPPING, &now_iso())
                 });
             }
         }
@@ -389,7 +389,7 @@ impl AgentHost {
     /// After this serve's children are stopped: its working threads settle as stopped now,
     /// while the process still runs (their supervisors may not get to it).
     pub fn after_shutdown(&self) {
-        let Some(registry) = self.registry.get().copied() else {
+        let Some(registry) = self.agent.registry.get().copied() else {
             return;
         };
         let ids = self

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::json;
 
-use super::AgentHost;
+use super::Engine;
 use crate::contract::agent as contract;
 use crate::error::Result;
 use crate::paths::ROOT;
@@ -16,7 +16,7 @@ use crate::store::agents::mailbox;
 use crate::store::agents::timers;
 use crate::time::{now_iso, now_ms};
 
-impl AgentHost {
+impl Engine {
     /// Arms (or re-arms from now) `id`'s timer; false when the thread is not working or is
     /// stopping. `THREADBASE_TEST_TIMEOUT_DIVISOR` (tests only) shortens the real deadline;
     /// the notice still reports `timeout_ms`.
@@ -34,7 +34,11 @@ impl AgentHost {
     /// among the timers of this serve's runs.
     pub(super) fn read_next_timer(&self, conn: &crate::store::Conn) -> Result<()> {
         let next = timers::next_deadline(conn, self.me())?;
-        *self.next_timer.lock().unwrap_or_else(|p| p.into_inner()) = next;
+        *self
+            .agent
+            .next_timer
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = next;
         Ok(())
     }
 
@@ -43,7 +47,11 @@ impl AgentHost {
     pub(crate) fn fire_due_timers(&self) -> Result<()> {
         let now = now_ms();
         {
-            let mut next = self.next_timer.lock().unwrap_or_else(|p| p.into_inner());
+            let mut next = self
+                .agent
+                .next_timer
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
             match *next {
                 Some(at) if at <= now => *next = None, // read again after the writes below
                 _ => return Ok(()),
@@ -72,14 +80,14 @@ impl AgentHost {
             })
             .to_string();
             self.store.write(|tx| {
-                if timers::fire(tx, &t.id, t.deadline_ms)? != Some(true) {
+                if timers::fire(tx, t.id.as_str(), t.deadline_ms)? != Some(true) {
                     return Ok(());
                 }
                 let at = now_iso();
                 let written = mailbox::insert(
                     tx,
                     &mailbox::NewMail {
-                        thread_id: &t.id,
+                        thread_id: t.id.as_str(),
                         direction: mailbox::Direction::ToParent,
                         kind: mailbox::MailKind::Notice,
                         send_key: &format!("timeout:{}", t.deadline_ms),

@@ -1,29 +1,16 @@
 //! `agent_wait`: the thread's view once it is not working (or the timeout passed), its
 //! notices for the caller held back meanwhile so the settlement is not reported twice.
 
-use crate::domain::ManagerId;
+use crate::serve::output::Reply;
 use std::time::{Duration, Instant};
 
-use super::{AgentHost, WAIT_POLL};
+use super::{Engine, WAIT_POLL};
+use crate::contract::agent as contract;
 use crate::error::Result;
 use crate::paths;
 use crate::store::agents::AgentRow;
 
-impl AgentHost {
-    pub(super) async fn wait(
-        &self,
-        registry: ManagerId,
-        path: &str,
-        timeout_ms: Option<u64>,
-    ) -> Result<Vec<u8>> {
-        let path = paths::resolve_agent_path(path, self.caller())?;
-        self.check_access(&path, false)?;
-        let row = self.known(registry, &path)?;
-        let _held = self.hold_notices(&row.id);
-        let row = self.wait_settled(&row.id, timeout_ms).await?;
-        self.reported(row)
-    }
-
+impl Engine {
     /// Waits until the thread is not working (or the timeout passes) and returns it. It reads
     /// rows only: a thread whose serve died is paused by a watcher's restore pass (every serve
     /// runs one each second), and the wait then sees it settled.
@@ -41,4 +28,16 @@ impl AgentHost {
             tokio::time::sleep(nap).await;
         }
     }
+}
+
+pub(in crate::engine) async fn wait(e: &Engine, req: contract::Wait) -> Result<Reply> {
+    let registry = e.registry()?;
+    let path = req.path.as_str();
+    let timeout_ms = req.timeout_ms;
+    let path = paths::resolve_agent_path(path, e.caller())?;
+    e.check_access(&path, false)?;
+    let row = e.known(registry, &path)?;
+    let _held = e.hold_notices(row.id.as_str());
+    let row = e.wait_settled(row.id.as_str(), timeout_ms).await?;
+    e.reported(row)
 }

@@ -12,7 +12,11 @@ use crate::store::events::{self, NewEvent};
 use crate::store::threads;
 use crate::time::now_iso;
 
-pub(super) fn archive(e: &Engine, reference: &str, archived: bool) -> Result<Reply> {
+pub(in crate::engine) fn archive(
+    e: &Engine,
+    req: crate::contract::thread::Archive,
+) -> Result<Reply> {
+    let (reference, archived) = (req.id.as_str(), req.archived);
     let row = find(e, reference)?;
     if row.is_live() {
         return Err(Error::conflict(format!(
@@ -20,8 +24,8 @@ pub(super) fn archive(e: &Engine, reference: &str, archived: bool) -> Result<Rep
             row.path
         )));
     }
-    set_archived(&e.store, &row.id, archived)?;
-    let facts = e.facts(&row.id)?;
+    set_archived(&e.store, row.id.as_str(), archived)?;
+    let facts = e.facts(row.id.as_str())?;
     let projection = Projection::new(&facts, Detail::Summary);
     let snap = projection.snapshot();
     let text = format::archived(&snap, archived);

@@ -25,9 +25,9 @@ pub(crate) async fn carry_out(
                     row.path
                 ))
             })?;
-            e.rt.await_launch(&row.id, crate::runtime::LAUNCH_WAIT)
+            e.rt.await_launch(row.id.as_str(), crate::runtime::LAUNCH_WAIT)
                 .await;
-            if !e.rt.is_live(&row.id) {
+            if !e.rt.is_live(row.id.as_str()) {
                 return Err(closed_error(&row.path, &row));
             }
             Ok(serde_json::to_string(
@@ -35,7 +35,7 @@ pub(crate) async fn carry_out(
             )?)
         }
         CommandKind::Resume => {
-            e.rt.await_launch(&row.id, crate::runtime::LAUNCH_WAIT)
+            e.rt.await_launch(row.id.as_str(), crate::runtime::LAUNCH_WAIT)
                 .await;
             let place = if row.manager_id == e.manager_id {
                 Place::Own

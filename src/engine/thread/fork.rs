@@ -15,15 +15,18 @@ use crate::runtime::StartKind;
 use crate::serve::output::Reply;
 use crate::time::now_iso;
 
-pub(super) async fn fork(
+pub(in crate::engine) async fn fork(
     e: &Engine,
-    reference: Option<String>,
-    entry_id: Option<String>,
-    pos: crate::pi::session::ForkPosition,
-    name: Option<String>,
-    task_name: Option<String>,
-    args: Vec<String>,
+    req: crate::contract::thread::Fork,
 ) -> Result<Reply> {
+    let crate::contract::thread::Fork {
+        id: reference,
+        entry_id,
+        position: pos,
+        name,
+        task_name,
+        args,
+    } = req;
     check_new_child(e, &args)?;
     // The source: a managed child's session, or the parent's own.
     let (source_file, source_name) = match &reference {

@@ -7,12 +7,12 @@ use crate::serve::output::Reply;
 use crate::store::list::{ListQuery, Subtree};
 use crate::store::refs::resolve_list_filter;
 
-pub(super) fn list_threads(
-    e: &Engine,
-    state: crate::store::list::StateFilter,
-    visibility: crate::store::list::VisibilityFilter,
-    target: Option<ListTarget>,
-) -> Result<Reply> {
+pub(in crate::engine) fn list(e: &Engine, req: crate::contract::thread::List) -> Result<Reply> {
+    let crate::contract::thread::List {
+        state,
+        visibility,
+        target,
+    } = req;
     let subtree = {
         let conn = e.store.read()?;
         match target {

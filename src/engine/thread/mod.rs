@@ -3,23 +3,23 @@
 //! result's envelope, a live thread's refresh, and the notes of an action another serve
 //! carried out; reserving a new thread (limits, names, the insert) is in `reserve`.
 
-mod archive;
+pub(super) mod archive;
 mod carry;
-mod fork;
-mod list;
-mod poll;
+pub(super) mod fork;
+pub(super) mod list;
+pub(super) mod poll;
 mod reserve;
-mod resume;
-mod send;
-mod start;
-mod stop;
-mod wait;
+pub(super) mod resume;
+pub(super) mod send;
+pub(super) mod start;
+pub(super) mod stop;
+pub(super) mod wait;
 
 use std::time::Duration;
 
 use super::remote::{self, Holder};
 use super::Engine;
-use crate::contract::thread::{Details, ThreadRequest};
+use crate::contract::thread::Details;
 use crate::contract::ToolResult;
 use crate::error::{Error, ErrorCode, Result};
 use crate::serve::output::Reply;
@@ -36,45 +36,6 @@ pub(super) const REFRESH_TIMEOUT: Duration = Duration::from_millis(1_500);
 
 /// Pause between refreshes while waiting.
 pub(super) const WAIT_STEP: Duration = Duration::from_millis(250);
-
-pub(super) async fn run(
-    e: &Engine,
-    req: ThreadRequest,
-    progress: &(dyn Fn(&Details<'_>) + Send + Sync),
-) -> Result<Reply> {
-    match req {
-        ThreadRequest::Start {
-            prompt,
-            name,
-            task_name,
-            args,
-            cwd,
-        } => start::start(e, prompt, name, task_name, args, cwd).await,
-        ThreadRequest::List {
-            state,
-            visibility,
-            target,
-        } => list::list_threads(e, state, visibility, target),
-        ThreadRequest::Poll { id, detail } => poll::poll(e, &id, detail).await,
-        ThreadRequest::Send { id, message, mode } => send::send(e, &id, &message, mode).await,
-        ThreadRequest::Stop { id, force } => stop::stop(e, &id, force).await,
-        ThreadRequest::Wait {
-            id,
-            detail,
-            timeout_ms,
-        } => wait::wait(e, &id, detail, timeout_ms, progress).await,
-        ThreadRequest::Resume { id } => resume::resume(e, &id).await,
-        ThreadRequest::Fork {
-            id,
-            entry_id,
-            position,
-            name,
-            task_name,
-            args,
-        } => fork::fork(e, id, entry_id, position, name, task_name, args).await,
-        ThreadRequest::Archive { id, archived } => archive::archive(e, &id, archived),
-    }
-}
 
 pub(super) fn scope(e: &Engine) -> RefScope<'_> {
     RefScope {

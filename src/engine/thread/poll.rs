@@ -2,20 +2,24 @@
 //! nothing of its own: a thread whose serve died is closed by a watcher's restore pass.
 
 use super::{refresh_if_live, scope, Engine};
-use crate::contract::projection::Detail;
 use crate::engine::cache::poll_result;
 use crate::error::Result;
 use crate::serve::output::Reply;
 use crate::store::refs::resolve;
 use crate::store::snapshots::{self, View};
 
-pub(super) async fn poll(e: &Engine, reference: &str, detail: Detail) -> Result<Reply> {
+pub(in crate::engine) async fn poll(
+    e: &Engine,
+    req: crate::contract::thread::Poll,
+) -> Result<Reply> {
+    let (reference, detail) = (req.id.as_str(), req.detail);
     let row = {
         let conn = e.store.read()?;
         let row = resolve(&conn, scope(e), reference)?;
         // A closed thread's answer changes only with its rows: a cached one is current.
         if !row.is_live() {
-            if let Some((json, _)) = snapshots::cached(&conn, &row.id, View::Poll, detail.as_str())?
+            if let Some((json, _)) =
+                snapshots::cached(&conn, row.id.as_str(), View::Poll, detail.as_str())?
             {
                 return Ok(Reply::Json(json.into_bytes()));
             }
@@ -25,9 +29,9 @@ pub(super) async fn poll(e: &Engine, reference: &str, detail: Detail) -> Result<
     // A thread another serve holds is read from its rows; one whose serve died stays as its
     // rows say until a watcher's restore pass closes it (reads never write).
     if row.is_live() {
-        refresh_if_live(e, &row.id).await;
+        refresh_if_live(e, row.id.as_str()).await;
     }
-    let facts = e.facts(&row.id)?;
+    let facts = e.facts(row.id.as_str())?;
     if !facts.row.is_live() {
         e.cache
             .missed([(facts.row.id.to_string(), View::Poll, detail)]);

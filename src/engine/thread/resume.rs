@@ -32,7 +32,11 @@ pub(super) struct ResumeDone {
     note: Option<String>,
 }
 
-pub(super) async fn resume(e: &Engine, reference: &str) -> Result<Reply> {
+pub(in crate::engine) async fn resume(
+    e: &Engine,
+    req: crate::contract::thread::Resume,
+) -> Result<Reply> {
+    let reference = req.id.as_str();
     let mut adopted_note = None;
     let row = match find(e, reference) {
         Ok(row) => row,
@@ -47,18 +51,18 @@ pub(super) async fn resume(e: &Engine, reference: &str) -> Result<Reply> {
                         "adopted from Pi session {}, which has ended (its path there: {}).",
                         a.from_session, a.old_path
                     ));
-                    thread_by_id_any(&*e.store.read()?, &a.id)?
-                        .ok_or_else(|| gone_meanwhile(&a.id))?
+                    thread_by_id_any(&*e.store.read()?, a.id.as_str())?
+                        .ok_or_else(|| gone_meanwhile(a.id.as_str()))?
                 }
                 adopt::Found::Nothing | adopt::Found::OwnerAlive(_) => return Err(unknown),
             }
         }
         Err(e) => return Err(e),
     };
-    e.rt.await_launch(&row.id, crate::runtime::LAUNCH_WAIT)
+    e.rt.await_launch(row.id.as_str(), crate::runtime::LAUNCH_WAIT)
         .await;
     let mut via = None;
-    let done = match remote::holder(e, &row.id)? {
+    let done = match remote::holder(e, row.id.as_str())? {
         Holder::Here => ResumeDone {
             already_live: true,
             file: None,
@@ -76,14 +80,14 @@ pub(super) async fn resume(e: &Engine, reference: &str) -> Result<Reply> {
             if holder == Holder::Orphaned {
                 remote::restore_orphans(e)?;
             }
-            let row = thread_by_id_any(&*e.store.read()?, &row.id)?
-                .ok_or_else(|| gone_meanwhile(&row.id))?;
+            let row = thread_by_id_any(&*e.store.read()?, row.id.as_str())?
+                .ok_or_else(|| gone_meanwhile(row.id.as_str()))?;
             if row.manager_id == e.manager_id {
                 resume_here(e, &row, Place::Own).await?
             } else if let Some(owner) = remote::manager_owner(e, row.manager_id)? {
                 // The serve of the manager it belongs to is alive: that serve resumes it.
                 via = Some(owner);
-                match remote::request(e, &row.id, CommandKind::Resume, None, owner).await? {
+                match remote::request(e, row.id.as_str(), CommandKind::Resume, None, owner).await? {
                     Outcome::Done(text) => serde_json::from_str::<ResumeDone>(&text)?,
                     Outcome::Failed(err) => return Err(err),
                     Outcome::Withdrawn(remote::Withdrawn::OwnerGone) => {
@@ -104,7 +108,7 @@ pub(super) async fn resume(e: &Engine, reference: &str) -> Result<Reply> {
             }
         }
     };
-    let facts = e.facts(&row.id)?;
+    let facts = e.facts(row.id.as_str())?;
     let projection = Projection::new(&facts, Detail::Summary);
     let snap = projection.snapshot();
     let mut text = format::resumed(&snap, done.already_live);
@@ -138,7 +142,7 @@ pub(super) enum Place {
 /// held while a request waits for another serve).
 pub(super) async fn resume_here(e: &Engine, row: &ThreadRow, place: Place) -> Result<ResumeDone> {
     let _one_at_a_time = e.relaunch.lock().await;
-    if e.rt.is_live(&row.id) {
+    if e.rt.is_live(row.id.as_str()) {
         return Ok(ResumeDone {
             already_live: true,
             file: None,
@@ -177,7 +181,7 @@ pub(super) async fn resume_here(e: &Engine, row: &ThreadRow, place: Place) -> Re
             check_live_count(e, &*e.store.read()?)?;
             (
                 child_argv(e, &row.args, &cwd, Path::new(&file), &row.name)?,
-                e.child_env(&row.id, &row.path, row.depth),
+                e.child_env(row.id.as_str(), &row.path, row.depth),
             )
         }
         Place::Below => {
@@ -190,7 +194,7 @@ pub(super) async fn resume_here(e: &Engine, row: &ThreadRow, place: Place) -> Re
             )
         }
     };
-    e.check_budget(&*e.store.read()?, Some(&row.id), "resume")?;
+    e.check_budget(&*e.store.read()?, Some(row.id.as_str()), "resume")?;
     let outcome =
         e.rt.launch(LaunchSpec {
             thread_id: row.id.to_string(),
@@ -218,7 +222,7 @@ fn descendant_argv(
     row: &ThreadRow,
     session: &Path,
 ) -> Result<Vec<String>> {
-    let chain = thread_ancestors(conn, &row.id)?;
+    let chain = thread_ancestors(conn, row.id.as_str())?;
     // From this session's own child down to the thread's parent.
     let from = chain
         .iter()
@@ -252,11 +256,11 @@ fn descendant_env(e: &Engine, row: &ThreadRow) -> Vec<(String, String)> {
         .unwrap_or(crate::paths::ROOT);
     let parent = Parent::Thread {
         path: parent_path,
-        id: row.parent_id.as_deref(),
+        id: row.parent_id.as_ref().map(crate::domain::ThreadId::as_str),
     };
     ChildEnv::new(
         &e.cfg,
-        Some(&row.id),
+        Some(row.id.as_str()),
         &row.path,
         row.depth,
         parent,

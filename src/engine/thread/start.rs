@@ -13,14 +13,17 @@ use crate::runtime::StartKind;
 use crate::serve::output::Reply;
 use crate::store::launches;
 
-pub(super) async fn start(
+pub(in crate::engine) async fn start(
     e: &Engine,
-    prompt: String,
-    name: Option<String>,
-    task_name: Option<String>,
-    args: Vec<String>,
-    cwd: Option<String>,
+    req: crate::contract::thread::Start,
 ) -> Result<Reply> {
+    let crate::contract::thread::Start {
+        prompt,
+        name,
+        task_name,
+        args,
+        cwd,
+    } = req;
     check_new_child(e, &args)?;
     let cwd = resolve_cwd(e, cwd.as_deref())?;
     let id = crate::ids::new_thread_id();

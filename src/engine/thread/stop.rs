@@ -10,13 +10,18 @@ use crate::error::Result;
 use crate::runtime::StopBy;
 use crate::serve::output::Reply;
 
-pub(super) async fn stop(e: &Engine, reference: &str, force: bool) -> Result<Reply> {
+pub(in crate::engine) async fn stop(
+    e: &Engine,
+    req: crate::contract::thread::Stop,
+) -> Result<Reply> {
+    let (reference, force) = (req.id.as_str(), req.force);
     let row = find(e, reference)?;
-    e.rt.await_launch(&row.id, crate::runtime::LAUNCH_WAIT)
+    e.rt.await_launch(row.id.as_str(), crate::runtime::LAUNCH_WAIT)
         .await;
-    let (was_live, note) = match remote::holder(e, &row.id)? {
+    let (was_live, note) = match remote::holder(e, row.id.as_str())? {
         Holder::Elsewhere(owner) => {
-            match remote::request(e, &row.id, CommandKind::stop(force), None, owner).await? {
+            match remote::request(e, row.id.as_str(), CommandKind::stop(force), None, owner).await?
+            {
                 Outcome::Done(result) => (result != STOP_ALREADY_CLOSED, held_by(owner)),
                 Outcome::Failed(err) => return Err(err),
                 Outcome::Withdrawn(remote::Withdrawn::NotPickedUp) => {
@@ -28,7 +33,7 @@ pub(super) async fn stop(e: &Engine, reference: &str, force: bool) -> Result<Rep
                 }
                 // Gone or closed meanwhile: there is nothing left to stop.
                 Outcome::Withdrawn(_) => {
-                    settle_if_orphaned(e, &row.id)?;
+                    settle_if_orphaned(e, row.id.as_str())?;
                     (false, String::new())
                 }
                 Outcome::StillRunning => return Err(remote::still_running(&row.path, "stop")),
@@ -39,12 +44,12 @@ pub(super) async fn stop(e: &Engine, reference: &str, force: bool) -> Result<Rep
             (false, String::new())
         }
         Holder::Here | Holder::NotLive => (
-            e.rt.stop(&row.id, force, StopBy::Caller).await?,
+            e.rt.stop(row.id.as_str(), force, StopBy::Caller).await?,
             String::new(),
         ),
     };
     e.rt.flush().await;
-    let facts = e.facts(&row.id)?;
+    let facts = e.facts(row.id.as_str())?;
     let projection = Projection::new(&facts, Detail::Summary);
     let snap = projection.snapshot();
     let text = format::stopped(&snap, !was_live) + &note;

@@ -14,22 +14,21 @@ use crate::serve::output::Reply;
 use crate::store::threads::{thread_by_id_any, ThreadRow};
 use crate::store::{commands, notices};
 
-pub(super) async fn wait(
+pub(in crate::engine) async fn wait(
     e: &Engine,
-    reference: &str,
-    detail: Detail,
-    timeout_ms: u64,
+    req: crate::contract::thread::Wait,
     progress: &(dyn Fn(&Details<'_>) + Send + Sync),
 ) -> Result<Reply> {
+    let (reference, detail, timeout_ms) = (req.id.as_str(), req.detail, req.timeout_ms);
     let row = find(e, reference)?;
     // This manager's thread: its notices come to this serve's caller, and this wait's result
     // will give the news they carry (a thread of a child's own manager notifies that child).
-    let _hold = (row.manager_id == e.manager_id).then(|| e.notice_holds.hold(&row.id));
+    let _hold = (row.manager_id == e.manager_id).then(|| e.notice_holds.hold(row.id.as_str()));
     let started = Instant::now();
-    e.rt.await_launch(&row.id, crate::runtime::LAUNCH_WAIT)
+    e.rt.await_launch(row.id.as_str(), crate::runtime::LAUNCH_WAIT)
         .await;
-    if e.rt.watch(&row.id).is_none() {
-        match remote::holder(e, &row.id)? {
+    if e.rt.watch(row.id.as_str()).is_none() {
+        match remote::holder(e, row.id.as_str())? {
             // Another serve holds it, or held it and died (a watcher's restore pass closes it
             // within about a second): its rows say when it is done.
             Holder::Elsewhere(_) | Holder::Orphaned => {
@@ -40,7 +39,7 @@ pub(super) async fn wait(
     }
     let deadline = started + Duration::from_millis(timeout_ms);
     let timed_out = loop {
-        let Some(mut view) = e.rt.watch(&row.id) else {
+        let Some(mut view) = e.rt.watch(row.id.as_str()) else {
             break false;
         };
         if view.borrow().closed {
@@ -52,12 +51,12 @@ pub(super) async fn wait(
         }
         let remaining = deadline - now;
         let idle =
-            e.rt.refresh(&row.id, REFRESH_TIMEOUT.min(remaining))
+            e.rt.refresh(row.id.as_str(), REFRESH_TIMEOUT.min(remaining))
                 .await
                 .map(|(idle, _)| idle)
                 .unwrap_or(false);
         e.rt.flush().await;
-        report_waiting(e, &row.id, started, detail, progress)?;
+        report_waiting(e, row.id.as_str(), started, detail, progress)?;
         if idle || view.borrow().closed {
             break false;
         }
@@ -65,11 +64,11 @@ pub(super) async fn wait(
         let _ = tokio::time::timeout(pause, view.wait_for(|v| v.closed)).await;
     };
     e.rt.flush().await;
-    let reply = waited(e, &row.id, detail, timed_out, started)?;
+    let reply = waited(e, row.id.as_str(), detail, timed_out, started)?;
     if !timed_out && row.manager_id == e.manager_id {
         // The result reports the thread settled or closed: its notices are given.
         e.store
-            .write(|tx| notices::quiet(tx, &row.id, &crate::time::now_iso()))?;
+            .write(|tx| notices::quiet(tx, row.id.as_str(), &crate::time::now_iso()))?;
     }
     Ok(reply)
 }
@@ -135,8 +134,8 @@ async fn wait_on_rows(
     let deadline = started + Duration::from_millis(timeout_ms);
     let mut next_progress = Instant::now();
     let timed_out = loop {
-        let now_row =
-            thread_by_id_any(&*e.store.read()?, &row.id)?.ok_or_else(|| gone_meanwhile(&row.id))?;
+        let now_row = thread_by_id_any(&*e.store.read()?, row.id.as_str())?
+            .ok_or_else(|| gone_meanwhile(row.id.as_str()))?;
         if !now_row.is_live() {
             break false;
         }
@@ -144,16 +143,16 @@ async fn wait_on_rows(
         if now >= deadline {
             break true;
         }
-        if now_row.phase == Phase::Idle && !send_under_way(e, &row.id)? {
+        if now_row.phase() == Phase::Idle && !send_under_way(e, row.id.as_str())? {
             break false;
         }
         if now >= next_progress {
-            report_waiting(e, &row.id, started, detail, progress)?;
+            report_waiting(e, row.id.as_str(), started, detail, progress)?;
             next_progress = now + WAIT_STEP;
         }
         tokio::time::sleep(ROW_WAIT_POLL.min(deadline.saturating_duration_since(now))).await;
     };
-    waited(e, &row.id, detail, timed_out, started)
+    waited(e, row.id.as_str(), detail, timed_out, started)
 }
 
 fn send_under_way(e: &Engine, id: &str) -> Result<bool> {

@@ -1,13 +1,16 @@
 //! `threads_hide`: sets the hidden override of one of this coordinator's workers.
 
-use super::{json_of, load, owned, Json};
+use super::{answer, load, owned};
 use crate::engine::Engine;
 use crate::error::Result;
 use crate::store::workers;
 
-pub(super) fn hide(e: &Engine, worker_id: &str) -> Result<Json> {
-    let row = owned(e, worker_id)?;
+pub(in crate::engine) fn hide(
+    e: &Engine,
+    req: crate::contract::worker::WorkerRef,
+) -> Result<crate::serve::output::Reply> {
+    let row = owned(e, &req.worker_id)?;
     e.store
         .write(|tx| workers::set_hidden(tx, row.id(), true))?;
-    json_of(&load(e, row.id())?.facts.view())
+    answer(&load(e, row.id())?.facts.view())
 }

@@ -5,7 +5,7 @@ use crate::domain::ThreadStatus;
 use crate::process::ProcessIdentity;
 use std::time::{Duration, Instant};
 
-use super::{json_of, load, owned, Json};
+use super::{answer, load, owned};
 use crate::engine::Engine;
 use crate::error::Result;
 use crate::runtime::mapping::Phase;
@@ -16,8 +16,11 @@ const INTERRUPT_SETTLE: Duration = Duration::from_millis(3_000);
 /// RPC timeout of the abort a `threads_interrupt` sends.
 const ABORT_TIMEOUT: Duration = Duration::from_millis(5_000);
 
-pub(super) async fn interrupt(e: &Engine, worker_id: &str) -> Result<Json> {
-    let row = owned(e, worker_id)?;
+pub(in crate::engine) async fn interrupt(
+    e: &Engine,
+    req: crate::contract::worker::WorkerRef,
+) -> Result<crate::serve::output::Reply> {
+    let row = owned(e, &req.worker_id)?;
     let id = row.id().to_string();
     e.rt.await_launch(&id, crate::runtime::LAUNCH_WAIT).await;
     if e.rt.is_live(&id) {
@@ -43,5 +46,5 @@ pub(super) async fn interrupt(e: &Engine, worker_id: &str) -> Result<Json> {
             .write(|tx| commands::request(tx, &id, CommandKind::Interrupt))?;
     }
     e.rt.flush().await;
-    json_of(&load(e, &id)?.facts.view())
+    answer(&load(e, &id)?.facts.view())
 }

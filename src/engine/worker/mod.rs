@@ -33,15 +33,15 @@
 //!   transaction; the row watcher of the coordinator's serve delivers that notice.
 
 mod drive;
-mod hide;
-mod interrupt;
-mod list;
+pub(super) mod hide;
+pub(super) mod interrupt;
+pub(super) mod list;
 mod monitor;
-mod report;
-mod restore;
-mod send;
-mod snapshot;
-mod spawn;
+pub(super) mod report;
+pub(super) mod restore;
+pub(super) mod send;
+pub(super) mod snapshot;
+pub(super) mod spawn;
 
 pub use restore::restore_workers;
 pub use snapshot::snapshot_workers;
@@ -50,12 +50,9 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
-use serde_json::value::RawValue;
 
 use super::Engine;
-use crate::contract::worker::{
-    worker_identity, Model, Report, WorkerFacts, WorkerRequest, Workers,
-};
+use crate::contract::worker::{worker_identity, Model, Report, WorkerFacts};
 use crate::contract::ToolResult;
 use crate::error::{Error, ErrorCode, Result};
 use crate::runtime::process::ProcessIdentity;
@@ -85,37 +82,9 @@ impl Interrupting {
     }
 }
 
-/// A result's JSON text, written once: a tool answers with it as its text content and as its
-/// details.
-type Json = Box<RawValue>;
-
-fn json_of(result: &impl Serialize) -> Result<Json> {
-    Ok(serde_json::value::to_raw_value(result)?)
-}
-
-pub(super) async fn run(e: &Engine, method: &str, req: WorkerRequest) -> Result<Reply> {
-    let value = match req {
-        WorkerRequest::Spawn(r) => spawn::spawn(e, r).await?,
-        WorkerRequest::List => list::list(e)?,
-        WorkerRequest::Send {
-            worker_id,
-            key,
-            text,
-        } => send::send(e, &worker_id, &key, &text).await?,
-        WorkerRequest::Interrupt { worker_id } => interrupt::interrupt(e, &worker_id).await?,
-        WorkerRequest::Hide { worker_id } => hide::hide(e, &worker_id)?,
-        WorkerRequest::Report(r) => report::report(e, r)?,
-        WorkerRequest::Snapshot { coordinator_ids } => {
-            let facts = snapshot_workers(&*e.store.read()?, &coordinator_ids)?;
-            return Reply::json(&Workers::of(&facts));
-        }
-        WorkerRequest::Restore { coordinator_ids } => {
-            let facts = restore_workers(&e.store, &coordinator_ids)?;
-            return Reply::json(&Workers::of(&facts));
-        }
-    };
-    debug_assert!(method.starts_with("threads_"));
-    // Tools answer like every tool on serve: the JSON as text content, the value as details.
+/// A tool's answer: the result's JSON, written once, as its text content and as its details.
+fn answer(result: &impl Serialize) -> Result<Reply> {
+    let value = serde_json::value::to_raw_value(result)?;
     Reply::json(&ToolResult::new(value.get(), &*value))
 }
 

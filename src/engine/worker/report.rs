@@ -2,7 +2,7 @@
 //! notice (a `to_parent` mailbox row) in one transaction; a repeated identical report reads
 //! the stored one back.
 
-use super::{check_original, contract_report, find, json_of, Json};
+use super::{answer, check_original, contract_report, find};
 use crate::contract::worker::{new_message_id, report_notice_text, Report, Reported};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
@@ -14,7 +14,7 @@ use crate::time::now_iso;
 /// the initial prompt as `spawn`, so no key a caller chooses can collide.
 const REPORT_SEND_KEY: &str = "report";
 
-pub(super) fn report(e: &Engine, report: Report) -> Result<Json> {
+pub(in crate::engine) fn report(e: &Engine, report: Report) -> Result<crate::serve::output::Reply> {
     let caller = &e.cfg.session_id;
     let row = find(&*e.store.read()?, caller)?.ok_or_else(|| {
         Error::forbidden(format!(
@@ -63,7 +63,7 @@ pub(super) fn report(e: &Engine, report: Report) -> Result<Json> {
         )?;
         Ok(report)
     })?;
-    json_of(&Reported {
+    answer(&Reported {
         worker_id: &id,
         report: &stored,
     })

@@ -17,3 +17,12 @@ pub fn restore_workers(store: &Store, coordinator_ids: &[String]) -> Result<Vec<
         )?))
     })
 }
+
+/// `threads.restore`: the bare `{workers}` of the coordinators named, restored first.
+pub(in crate::engine) fn restore(
+    e: &super::Engine,
+    req: crate::contract::worker::Coordinators,
+) -> Result<crate::serve::output::Reply> {
+    let facts = restore_workers(&e.store, &req.coordinator_ids)?;
+    crate::serve::output::Reply::json(&crate::contract::worker::Workers::of(&facts))
+}

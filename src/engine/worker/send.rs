@@ -2,7 +2,7 @@
 //! key (a retry with the same text is the same message), then delivered by `drive`.
 
 use super::drive::drive;
-use super::{json_of, owned, Json};
+use super::{answer, owned};
 use crate::contract::worker::{send_message_id, Sent};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
@@ -10,7 +10,11 @@ use crate::store::mailbox::{self, Direction, MailKind, NewMail};
 use crate::store::workers;
 use crate::time::now_iso;
 
-pub(super) async fn send(e: &Engine, worker_id: &str, key: &str, text: &str) -> Result<Json> {
+pub(in crate::engine) async fn send(
+    e: &Engine,
+    req: crate::contract::worker::SendRequest,
+) -> Result<crate::serve::output::Reply> {
+    let (worker_id, key, text) = (req.worker_id.as_str(), req.key.as_str(), req.text.as_str());
     let row = owned(e, worker_id)?;
     let id = row.id().to_string();
     let message_id = send_message_id(&id, key);
@@ -42,7 +46,7 @@ pub(super) async fn send(e: &Engine, worker_id: &str, key: &str, text: &str) -> 
     })?;
     drive(e, &id).await?;
     e.rt.flush().await;
-    json_of(&Sent {
+    answer(&Sent {
         worker_id: &id,
         message_id: &message_id,
     })

@@ -15,3 +15,12 @@ pub fn snapshot_workers(conn: &Conn, coordinator_ids: &[String]) -> Result<Vec<W
         coordinator_ids,
     )?))
 }
+
+/// `threads.snapshot`: the bare `{workers}` of the coordinators named.
+pub(in crate::engine) fn snapshot(
+    e: &super::Engine,
+    req: crate::contract::worker::Coordinators,
+) -> Result<crate::serve::output::Reply> {
+    let facts = snapshot_workers(&*e.store.read()?, &req.coordinator_ids)?;
+    crate::serve::output::Reply::json(&crate::contract::worker::Workers::of(&facts))
+}

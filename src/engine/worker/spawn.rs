@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::drive::drive;
-use super::{json_of, load, Json};
+use super::{answer, load};
 use crate::contract::args as argpolicy;
 use crate::contract::worker::{
     self as contract, check_directory, fingerprint, new_message_id, resolve_granted_paths,
@@ -85,7 +85,10 @@ fn agent_profile(e: &Engine, agent: &str) -> Result<Vec<String>> {
     Ok(args)
 }
 
-pub(super) async fn spawn(e: &Engine, req: SpawnRequest) -> Result<Json> {
+pub(in crate::engine) async fn spawn(
+    e: &Engine,
+    req: SpawnRequest,
+) -> Result<crate::serve::output::Reply> {
     let coordinator = e.cfg.session_id.clone();
     check_may_spawn(e, &coordinator)?;
     check_directory(&req.directory)?;
@@ -187,5 +190,5 @@ pub(super) async fn spawn(e: &Engine, req: SpawnRequest) -> Result<Json> {
     })?;
     drive(e, &worker_id).await?;
     e.rt.flush().await;
-    json_of(&load(e, &worker_id)?.facts.view())
+    answer(&load(e, &worker_id)?.facts.view())
 }

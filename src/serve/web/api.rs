@@ -368,7 +368,7 @@ fn allowed(
     row: &threads::ThreadRow,
     contract: &str,
 ) -> std::result::Result<(), String> {
-    let live = row.status == ThreadStatus::Live;
+    let live = row.status() == ThreadStatus::Live;
     let held = owner_alive(row.owner_pid, row.owner_started_at);
     match kind {
         ActionKind::Stop | ActionKind::ForceStop | ActionKind::Send => {
@@ -669,11 +669,12 @@ pub fn action(store: &Store, body: &[u8]) -> Result<hyper::Response<Body>> {
                 ActionKind::ForceStop => CommandKind::ForceStop,
                 _ => CommandKind::Send,
             };
-            let id = store.write(|tx| commands::insert(tx, &row.id, kind, send.as_deref()))?;
+            let id =
+                store.write(|tx| commands::insert(tx, row.id.as_str(), kind, send.as_deref()))?;
             (Some(id), crate::domain::CommandState::Pending)
         }
         ActionKind::Archive | ActionKind::Unarchive => {
-            crate::engine::set_archived(store, &row.id, a.action == ActionKind::Archive)?;
+            crate::engine::set_archived(store, row.id.as_str(), a.action == ActionKind::Archive)?;
             (None, crate::domain::CommandState::Done)
         }
     };
