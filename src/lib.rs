@@ -6,7 +6,7 @@
 //! indexed queries and constraints, not loops over loaded rows. See `DESIGN.md` beside the
 //! project for the whole picture.
 //!
-//! The arrow: `cli` and [`serve`] (the server, HTTP and the watcher) take requests and call
+//! The arrow: `cli` and [`serve`] (the server, HTTP, the web view and the watcher) take requests and call
 //! [`engine`], which
 //! calls [`contract`] (pure parsing and shaping), [`store`] (every table and query) and
 //! [`runtime`] (the child processes, whose rows it writes through store); runtime and store
@@ -27,8 +27,8 @@
 //!   every layer that reads an owner from a row.
 //! - [`pi`]: what threadbase knows of Pi 1.6 (flags, argv, events, session files, the scripted
 //!   agent); [`session`] and [`scripted_agent`] are its modules under their old paths.
-//! - [`serve`]: the transport: `serve`'s request loop and response lines, its watcher, and the
-//!   threads RPC over HTTP.
+//! - [`serve`]: the transport: `serve`'s request loop and response lines, its watcher, the
+//!   threads RPC over HTTP, and the live web view (`threadbase web`).
 //! - [`cli`]: the `threadbase` command line.
 //! - `fuzzing` (hidden): fuzz target bodies shared by `fuzz/` and `tests/it/fuzz_corpus.rs`.
 

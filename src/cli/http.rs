@@ -112,7 +112,7 @@ pub fn write_token_file(path: &Path, token: &str) -> Result<()> {
 }
 
 /// Completes on ctrl-c or SIGTERM.
-async fn stop_signal() {
+pub async fn stop_signal() {
     use tokio::signal::unix::{signal, SignalKind};
     match signal(SignalKind::terminate()) {
         Ok(mut term) => {

@@ -5,7 +5,7 @@ mod answer;
 mod check;
 mod demo;
 mod forest;
-mod http;
+pub mod http;
 mod inspect;
 mod logging;
 pub mod pi;
@@ -15,7 +15,8 @@ mod serve;
 mod sql;
 pub mod stop;
 mod top;
-mod usage;
+pub mod usage;
+mod web;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -228,6 +229,10 @@ pub enum Command {
     /// The threads RPC over HTTP: POST /threads/snapshot and /threads/restore with a bearer
     /// token, on this database (loopback only unless --allow-remote).
     Http(http::HttpArgs),
+    /// A live web page over every root session's tree: the threads with their state and
+    /// spend, a thread's detail and events, the usage roll-up, and stop, send and archive
+    /// (loopback only unless --allow-remote; the token from --token or $THREADBASE_TOKEN).
+    Web(web::WebArgs),
     /// A terminal UI over the database: the thread tree per root session (the newest expanded,
     /// older ones a line each; `e` expands or collapses one), filters, a detail pane (the
     /// `poll` projection at tail detail) and an emergency stop.
@@ -439,6 +444,7 @@ pub fn main() -> ExitCode {
         Command::Reap { dry_run, json } => reap::run(&db, dry_run, json, &mut out),
         Command::Check { json } => return check::run(&db, json, &mut out),
         Command::Http(args) => http::run(db, args, &mut out),
+        Command::Web(args) => web::run(db, args, &mut out),
         Command::Top { session } => {
             drop(out);
             top::run(&db, session.as_deref())

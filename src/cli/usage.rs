@@ -281,7 +281,7 @@ pub fn summary(u: &Usage) -> String {
     )
 }
 
-fn budget_text(b: &Budget, total: &TreeUsage) -> String {
+pub fn budget_text(b: &Budget, total: &TreeUsage) -> String {
     let mut parts = Vec::new();
     if let Some(cap) = b.tokens {
         parts.push(format!(

@@ -18,7 +18,7 @@ mod thread;
 mod worker;
 
 pub use config::{env_integer, AgentLimits, Limits, ServeConfig, Settings};
-pub use thread::{INTERRUPTED, STOPPED, STOP_ALREADY_CLOSED};
+pub use thread::{send_payload, set_archived, INTERRUPTED, STOPPED, STOP_ALREADY_CLOSED};
 pub use worker::{restore_workers, snapshot_workers};
 
 use crate::domain::{CommandKind, ManagerId};

@@ -7,10 +7,12 @@
 //! - `stdio`: serve's stdin as a stream on the reactor, and stdout's non-blocking writes;
 //! - [`watcher`]: the change counter's watcher (command rows for this serve's threads,
 //!   notices due to its session);
-//! - [`http`]: the threads RPC (snapshot, restore) over HTTP.
+//! - [`http`]: the threads RPC (snapshot, restore) over HTTP;
+//! - [`web`]: the live web view (`threadbase web`): the page, its reads, actions and events.
 
 pub mod http;
 pub mod output;
 pub mod server;
 pub(crate) mod stdio;
 pub mod watcher;
+pub mod web;

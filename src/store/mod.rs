@@ -33,6 +33,7 @@ mod trim;
 pub mod usage;
 mod values;
 mod wal;
+pub mod web;
 pub mod workers;
 
 pub use trim::{

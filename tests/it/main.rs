@@ -66,3 +66,4 @@ mod store;
 mod top_tmux;
 mod usage_cli;
 mod usage_restore;
+mod web;

@@ -884,3 +884,74 @@ fn queue_and_question_queries_use_their_indexes() {
         assert!(!text.contains("SCAN ui_requests"), "{name} scans: {text}");
     }
 }
+
+/// The web view's page is one range of `thread_places_by_key` (the skipped rows read from the
+/// index alone), then primary-key lookups for the page's rows; its subtree totals are one range
+/// per listed thread; a filtered page walks the one tree's range in order (no sort); an
+/// action's command is a primary-key lookup.
+#[test]
+fn web_queries_use_their_indexes() {
+    for (name, text, wants) in plans([
+        (
+            sql!("web_page"),
+            &[
+                "SEARCH thread_places USING COVERING INDEX thread_places_by_key (root_session=?)",
+                "SEARCH p USING PRIMARY KEY (thread_id=?)",
+                "SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)",
+                "SEARCH m USING INTEGER PRIMARY KEY (rowid=?)",
+                "SEARCH u USING PRIMARY KEY (thread_id=?)",
+            ][..],
+        ),
+        (
+            sql!("web_page_filtered"),
+            &[
+                "SEARCH p USING INDEX thread_places_by_key (root_session=?)",
+                "SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)",
+            ][..],
+        ),
+        (
+            sql!("web_subtree_totals"),
+            &[
+                "SEARCH a USING PRIMARY KEY (thread_id=?)",
+                "SEARCH d USING COVERING INDEX thread_places_by_key (root_session=? AND tree_key>? AND tree_key<?)",
+                "SEARCH u USING PRIMARY KEY (thread_id=?)",
+            ][..],
+        ),
+        (
+            sql!("web_command"),
+            &["SEARCH commands USING INTEGER PRIMARY KEY (rowid=?)"][..],
+        ),
+    ]) {
+        eprintln!("{name}: {text}");
+        assert_contains_all(name, &text, wants);
+        let scans = text
+            .replace("SCAN j VIRTUAL TABLE", "")
+            .replace("SCAN k", "");
+        assert!(!scans.contains("SCAN"), "{name} scans: {text}");
+        if name != "web_subtree_totals" {
+            assert!(!text.contains("TEMP B-TREE"), "{name} sorts: {text}");
+        }
+    }
+    // Live threads only: the page and the counts read the partial index of live rows, each
+    // thread placed by primary key (a sort of the tree's live rows, few, for the page).
+    for (name, text, ()) in plans([(sql!("web_page_live"), ()), (sql!("web_counts_live"), ())]) {
+        eprintln!("{name}: {text}");
+        assert!(
+            text.contains("SCAN t USING INDEX threads_live_by_sort_key"),
+            "{name}: {text}"
+        );
+        assert!(
+            text.contains("SEARCH p USING PRIMARY KEY (thread_id=?)"),
+            "{name}: {text}"
+        );
+    }
+    // The filtered counts read every place once, in index order (a glob has no index), and
+    // group without a sort.
+    let (name, text, ()) = plans([(sql!("web_counts_filtered"), ())]).remove(0);
+    eprintln!("{name}: {text}");
+    assert!(
+        text.contains("SCAN p USING COVERING INDEX thread_places_by_key"),
+        "{name}: {text}"
+    );
+    assert!(!text.contains("TEMP B-TREE"), "{name} sorts: {text}");
+}

@@ -63,6 +63,10 @@ const KNOWN: &[(&str, How)] = &[
         How::Run,
     ),
     ("threadbase check", How::Run),
+    (
+        "threadbase --db demo.sqlite web",
+        How::NotRun("a server that runs until stopped; tests/it/web.rs `the_demo_tree_shows_on_the_page` opens the demo's database with `threadbase web` in headless Chromium"),
+    ),
 ];
 
 fn root() -> &'static Path {

@@ -24,21 +24,7 @@ pub(in crate::engine) fn archive(
             row.path
         )));
     }
-    e.store.write(|tx| {
-        let at = now_iso();
-        threads::set_archived(tx, row.id.as_str(), archived, &at)?;
-        let data = json!({"archived": archived}).to_string();
-        events::append(
-            tx,
-            row.id.as_str(),
-            &[NewEvent {
-                at: &at,
-                kind: "thread_archived",
-                data: &data,
-            }],
-        )?;
-        Ok(())
-    })?;
+    set_archived(&e.store, row.id.as_str(), archived)?;
     let facts = e.facts(row.id.as_str())?;
     let projection = Projection::new(&facts, Detail::Summary);
     let snap = projection.snapshot();
@@ -50,4 +36,25 @@ pub(in crate::engine) fn archive(
             archived,
         },
     )
+}
+
+/// Sets a thread's archived flag and records its `thread_archived` event, in one
+/// transaction: the write of contract A's `archive` (the caller checks the thread is closed),
+/// also for the web view.
+pub fn set_archived(store: &crate::Store, id: &str, archived: bool) -> Result<()> {
+    store.write(|tx| {
+        let at = now_iso();
+        threads::set_archived(tx, id, archived, &at)?;
+        let data = json!({"archived": archived}).to_string();
+        events::append(
+            tx,
+            id,
+            &[NewEvent {
+                at: &at,
+                kind: "thread_archived",
+                data: &data,
+            }],
+        )?;
+        Ok(())
+    })
 }

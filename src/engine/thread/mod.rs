@@ -27,8 +27,10 @@ use crate::serve::output::Reply;
 use crate::store::refs::{resolve, RefScope};
 use crate::store::threads::ThreadRow;
 
+pub use archive::set_archived;
 pub(crate) use carry::carry_out;
 pub(crate) use queue::{queue_changed, stop_queued};
+pub use send::send_payload;
 pub use stop::{INTERRUPTED, STOPPED, STOP_ALREADY_CLOSED};
 
 /// Timeout of the `get_state` refresh a poll or send makes.

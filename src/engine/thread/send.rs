@@ -21,6 +21,16 @@ pub(super) struct SendPayload {
     pub(super) mode: Option<SendMode>,
 }
 
+/// The payload of a `send` command row for `message` (mode `None`: the owner picks `prompt`
+/// when the thread is idle, else `follow_up`), as the owner's watcher reads it back
+/// (`carry_out`): for another process that asks a serve to send (the web view).
+pub fn send_payload(message: &str, mode: Option<SendMode>) -> Result<String> {
+    Ok(serde_json::to_string(&SendPayload {
+        message: message.to_string(),
+        mode,
+    })?)
+}
+
 /// What a send did, as the owner records it.
 #[derive(Debug, Serialize, Deserialize)]
 pub(super) struct SendDone {

@@ -5,6 +5,7 @@
 //! invariants (`db_check`), the property tests' configuration and path order (`prop`),
 //! their random trees of threads (`tree`) and a runtime over a temporary database (`runtime`).
 
+pub mod browser;
 pub mod common;
 pub mod db_check;
 pub mod extension_driver;

@@ -1,0 +1,22 @@
+-- The web view's page under a filter that keeps live threads only (?4 = 'live'; the other
+-- parameters as sql/web_page_filtered.sql's): the live threads read from the partial index
+-- threads_live_by_sort_key (it holds live rows only), each placed by primary key, those of
+-- root ?1 that pass the other filters sorted by tree key. Its cost grows with the live
+-- threads, not with the tree's closed ones.
+SELECT p.thread_id, p.level, p.forest_parent_id, t.path, m.session_id, m.contract, t.task_name,
+       t.name, t.status, t.phase, t.agent_state, t.exit_kind, t.exit_code,
+       t.exit_signal IS NOT NULL, t.archived, t.hidden, t.created_at, t.last_event_at,
+       t.owner_pid, t.owner_started_at,
+       u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens,
+       u.cost_usd
+FROM threads t INDEXED BY threads_live_by_sort_key
+CROSS JOIN thread_places p ON p.thread_id = t.id
+CROSS JOIN managers m ON m.id = t.manager_id
+LEFT JOIN thread_usage u ON u.thread_id = t.id
+WHERE t.status = 'live' AND ?4 = 'live' AND p.root_session = ?1
+  AND (?5 = 'all' OR (?5 = 'archived') = (t.archived = 1 OR t.hidden IS 1))
+  AND (?6 = 'all' OR m.contract = ?6)
+  AND (?7 IS NULL OR t.path GLOB ?7)
+  AND (?8 IS NULL OR instr(lower(t.path), lower(?8)) > 0)
+ORDER BY p.tree_key
+LIMIT ?3 OFFSET ?2

@@ -1,0 +1,743 @@
+//! The page's reads and actions, as `Serialize` structs.
+//!
+//! - `/api/trees`: every root session's tree, newest first, with its total and the number of
+//!   its threads the filter keeps (unfiltered: `tree_usage`'s count, no scan);
+//! - `/api/rows?root=R&offset=O&limit=N`: a page of one tree in tree order
+//!   (`store::web::page`: an index range), each row with its subtree's totals;
+//! - `/api/thread?id=I`: one thread's detail: the `poll` projection at tail detail, its
+//!   retained events, the whole answer, the stderr tail, the session file and the command that
+//!   resumes it, and the actions it allows now;
+//! - `/api/usage`: each tree's total, its root session's own turns and the budget, as
+//!   `threadbase usage` prints them;
+//! - `/api/command?id=C`: how an action's command row stands;
+//! - `POST /api/action`: `{"thread", "action", "message"?, "mode"?}`.
+//!
+//! The filters are query parameters: `state` (all, live, closed), `visibility` (all, active,
+//! archived), `contract` (all, thread, agent, worker), `match` (a glob on the path when it holds
+//! `*`, `?` or `[`, else a substring of it, ignoring case).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{json, query_param, Body, Web};
+use crate::contract::projection::{self, Detail};
+use crate::domain::{CommandKind, ThreadStatus};
+use crate::engine::budget::{thousands, usd, Budget};
+use crate::error::{Error, ErrorCode, Result};
+use crate::runtime::process::ProcessIdentity;
+use crate::runtime::SendMode;
+use crate::store::events::StoredEvent;
+use crate::store::web::{self as rows, WebFilter, WebRow};
+use crate::store::{commands, events, sessions, threads, usage};
+use crate::Store;
+
+/// Rows a page holds at most.
+pub const MAX_PAGE: i64 = 500;
+/// The longest message a send takes (bytes).
+pub const MAX_MESSAGE: usize = 64 * 1024;
+
+/// Routes a read.
+pub fn read(web: &Web, route: &str, q: Option<&str>) -> Result<hyper::Response<Body>> {
+    let conn = web.store.read()?;
+    if !usage::has_tables(&conn)? {
+        return Err(usage::not_migrated());
+    }
+    match route {
+        "/api/trees" => {
+            let f = filter(q)?;
+            let event = web.hub.event_id();
+            let all = usage::trees(&conn)?;
+            let roots: Vec<&str> = all.iter().map(|t| t.root_session.as_str()).collect();
+            let infos = web.session_infos(&conn, &roots)?;
+            Ok(json(&trees(&conn, all, &infos, &f, event)?))
+        }
+        "/api/rows" => {
+            let root = required(q, "root")?;
+            let offset = number(q, "offset", 0, 0, i64::MAX)?;
+            let limit = number(q, "limit", 200, 1, MAX_PAGE)?;
+            Ok(json(&page(&conn, &root, &filter(q)?, offset, limit)?))
+        }
+        "/api/thread" => Ok(json(&detail(&conn, &required(q, "id")?)?)),
+        "/api/usage" => {
+            let all = usage::trees(&conn)?;
+            let roots: Vec<&str> = all.iter().map(|t| t.root_session.as_str()).collect();
+            let infos = web.session_infos(&conn, &roots)?;
+            Ok(json(&usage_doc(all, &infos)?))
+        }
+        "/api/command" => {
+            let id = number(q, "id", -1, 0, i64::MAX)?;
+            match rows::command(&conn, id)? {
+                Some(c) => Ok(json(&CommandDoc::of(c))),
+                None => Err(Error::new(
+                    ErrorCode::UnknownReference,
+                    format!("No command {id}. Repair: use the id an action answered with."),
+                )),
+            }
+        }
+        other => Err(Error::internal(format!(
+            "No read for {other}. Repair: report a bug."
+        ))),
+    }
+}
+
+fn required(q: Option<&str>, name: &str) -> Result<String> {
+    query_param(q, name)
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| {
+            Error::invalid(format!(
+                "The query parameter {name} is required. Repair: add ?{name}=… as the page does."
+            ))
+        })
+}
+
+fn number(q: Option<&str>, name: &str, default: i64, min: i64, max: i64) -> Result<i64> {
+    let Some(text) = query_param(q, name) else {
+        if default >= min {
+            return Ok(default);
+        }
+        return required(q, name).map(|_| default);
+    };
+    match text.parse::<i64>() {
+        Ok(n) if (min..=max).contains(&n) => Ok(n),
+        _ => Err(Error::invalid(format!(
+            "{name}={text:?} is not a whole number from {min} to {max}. Repair: pass one."
+        ))),
+    }
+}
+
+/// The filter the query names; a word outside a parameter's list is refused.
+pub fn filter(q: Option<&str>) -> Result<WebFilter> {
+    fn word(q: Option<&str>, name: &str, words: &[&'static str]) -> Result<&'static str> {
+        match query_param(q, name).filter(|v| !v.is_empty()) {
+            None => Ok("all"),
+            Some(v) => words.iter().find(|w| **w == v).copied().ok_or_else(|| {
+                Error::invalid(format!(
+                    "{name}={v:?} is not one of {}. Repair: pick one of them.",
+                    words.join(", ")
+                ))
+            }),
+        }
+    }
+    let state = word(q, "state", &["all", "live", "closed"])?;
+    let visibility = word(q, "visibility", &["all", "active", "archived"])?;
+    let contract = word(q, "contract", &["all", "thread", "agent", "worker"])?;
+    let pattern = query_param(q, "match").filter(|m| !m.trim().is_empty());
+    let (glob, text) = match pattern {
+        Some(p) if p.contains(['*', '?', '[']) => (Some(p), None),
+        Some(p) => (None, Some(p)),
+        None => (None, None),
+    };
+    Ok(WebFilter {
+        state,
+        visibility,
+        contract,
+        glob,
+        text,
+    })
+}
+
+/// Tokens and cost.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Spend {
+    pub tokens: i64,
+    pub cost_usd: f64,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TreesDoc {
+    /// The change event this answer is as new as (or newer than).
+    pub event: String,
+    pub filtered: bool,
+    pub trees: Vec<TreeDoc>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TreeDoc {
+    pub root_session: String,
+    pub name: Option<String>,
+    pub cwd: Option<String>,
+    pub started_at: Option<String>,
+    /// Threads of the tree the filter keeps: the rows the page pages through.
+    pub rows: i64,
+    /// Every thread of the tree, and what they spent with the root session's own turns.
+    pub threads: i64,
+    pub total: Spend,
+}
+
+/// Every tree (`all`, with their sessions' `infos`), newest session first; under a filter, only
+/// trees with a match.
+pub fn trees(
+    conn: &crate::store::Conn,
+    mut all: Vec<usage::TreeUsage>,
+    infos: &[sessions::SessionInfo],
+    f: &WebFilter,
+    event: String,
+) -> Result<TreesDoc> {
+    all.sort_by_key(|t| {
+        infos
+            .iter()
+            .position(|i| i.root_session == t.root_session)
+            .unwrap_or(usize::MAX)
+    });
+    let counts = (!f.is_none())
+        .then(|| rows::filtered_counts(conn, f))
+        .transpose()?;
+    let trees = all
+        .into_iter()
+        .filter_map(|t| {
+            let shown = match &counts {
+                None => t.threads,
+                Some(c) => *c.get(&t.root_session)?,
+            };
+            let info = infos.iter().find(|i| i.root_session == t.root_session);
+            let mut total = t.usage;
+            total.add(&t.session);
+            Some(TreeDoc {
+                name: info.and_then(|i| i.name.clone()),
+                cwd: info.and_then(|i| i.cwd.clone()),
+                started_at: info.and_then(|i| i.started_at.clone()),
+                rows: shown,
+                threads: t.threads,
+                total: Spend {
+                    tokens: total.total_tokens(),
+                    cost_usd: total.cost_usd,
+                },
+                root_session: t.root_session,
+            })
+        })
+        .filter(|t| t.rows > 0)
+        .collect();
+    Ok(TreesDoc {
+        event,
+        filtered: !f.is_none(),
+        trees,
+    })
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PageDoc {
+    pub root_session: String,
+    pub offset: i64,
+    pub rows: Vec<RowDoc>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RowDoc {
+    pub id: String,
+    pub level: i64,
+    pub path: String,
+    pub name: String,
+    pub task_name: String,
+    pub contract: crate::domain::Contract,
+    pub manager_session: String,
+    /// The state in words, as `tree` and `top` show it (`live/busy`, `closed/stopped`, …).
+    pub state: String,
+    pub status: ThreadStatus,
+    pub phase: crate::domain::Phase,
+    pub exit_kind: Option<crate::domain::ExitKind>,
+    pub archived: bool,
+    pub created_at: String,
+    pub last_event_at: String,
+    #[serde(flatten)]
+    pub spend: Spend,
+    pub subtree: SubtreeDoc,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubtreeDoc {
+    pub threads: i64,
+    pub tokens: i64,
+    pub cost_usd: f64,
+}
+
+fn owner_alive(pid: Option<i64>, started_at: Option<i64>) -> bool {
+    ProcessIdentity::recorded(pid, started_at).is_some_and(|o| o.is_alive())
+}
+
+fn state_of(r: &WebRow) -> String {
+    let live = r.status == ThreadStatus::Live;
+    let mut s = match (r.contract, r.agent_state) {
+        (crate::domain::Contract::Agent, Some(a)) => a.to_string(),
+        _ => crate::domain::state_words(
+            r.status,
+            r.phase,
+            r.exit_kind,
+            r.exit_code,
+            r.signalled,
+            live && r.owner_started_at.is_some() && !owner_alive(r.owner_pid, r.owner_started_at),
+        ),
+    };
+    if r.archived || r.hidden {
+        s.push_str(" archived");
+    }
+    s
+}
+
+/// A page of `root`'s tree with each row's subtree totals: two statements.
+pub fn page(
+    conn: &crate::store::Conn,
+    root: &str,
+    f: &WebFilter,
+    offset: i64,
+    limit: i64,
+) -> Result<PageDoc> {
+    let found = rows::page(conn, root, f, offset, limit)?;
+    let ids: Vec<&str> = found.iter().map(|r| r.id.as_str()).collect();
+    let totals = rows::subtree_totals(conn, &ids)?;
+    let rows = found
+        .iter()
+        .map(|r| {
+            let sub = totals.get(r.id.as_str()).copied().unwrap_or_default();
+            RowDoc {
+                id: r.id.to_string(),
+                level: r.level,
+                path: r.path.clone(),
+                name: r.name.clone(),
+                task_name: r.task_name.clone(),
+                contract: r.contract,
+                manager_session: r.manager_session.clone(),
+                state: state_of(r),
+                status: r.status,
+                phase: r.phase,
+                exit_kind: r.exit_kind,
+                archived: r.archived || r.hidden,
+                created_at: r.created_at.clone(),
+                last_event_at: r.last_event_at.clone(),
+                spend: Spend {
+                    tokens: r.tokens,
+                    cost_usd: r.cost_usd,
+                },
+                subtree: SubtreeDoc {
+                    threads: sub.threads,
+                    tokens: sub.tokens,
+                    cost_usd: sub.cost_usd,
+                },
+            }
+        })
+        .collect();
+    Ok(PageDoc {
+        root_session: root.to_string(),
+        offset,
+        rows,
+    })
+}
+
+/// An action the page offers for a thread, and whether it may be taken now.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ActionDoc {
+    pub action: ActionKind,
+    pub enabled: bool,
+    /// Why not, when it is not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+/// The actions, in the order the page shows them. A new one (answering a child's pending
+/// question) is a variant here, a case in [`allowed`] and in [`action`], and an entry in the
+/// page's `ACTIONS` table (assets/app.js).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActionKind {
+    Stop,
+    ForceStop,
+    Send,
+    Archive,
+    Unarchive,
+}
+
+impl ActionKind {
+    pub const ALL: [ActionKind; 5] = [
+        ActionKind::Stop,
+        ActionKind::ForceStop,
+        ActionKind::Send,
+        ActionKind::Archive,
+        ActionKind::Unarchive,
+    ];
+}
+
+/// What a thread allows: `None` when it may, else why not (with what to do).
+fn allowed(
+    kind: ActionKind,
+    row: &threads::ThreadRow,
+    contract: &str,
+) -> std::result::Result<(), String> {
+    let live = row.status() == ThreadStatus::Live;
+    let held = owner_alive(row.owner_pid, row.owner_started_at);
+    match kind {
+        ActionKind::Stop | ActionKind::ForceStop | ActionKind::Send => {
+            if kind == ActionKind::Send && contract != "thread" {
+                return Err(format!(
+                    "Only a `thread` tool thread takes a message here ({contract} threads are steered by their own tools). Repair: send from the session that started it."
+                ));
+            }
+            if !live {
+                return Err(format!(
+                    "{} is closed. Repair: resume it from its session, or start a new thread.",
+                    row.path
+                ));
+            }
+            if !held {
+                return Err(format!(
+                    "The serve that held {} is gone. Repair: run `threadbase restore` (any running serve does it within a second).",
+                    row.path
+                ));
+            }
+            Ok(())
+        }
+        ActionKind::Archive | ActionKind::Unarchive => {
+            if contract != "thread" {
+                return Err(format!(
+                    "Only a `thread` tool thread is archived here ({contract} threads have their own). Repair: use that contract's tools."
+                ));
+            }
+            if live {
+                return Err(format!(
+                    "{} is live. Repair: stop it or wait for it to close, then archive it.",
+                    row.path
+                ));
+            }
+            if (kind == ActionKind::Archive) == row.archived {
+                return Err(format!(
+                    "{} is {} already. Repair: nothing to do.",
+                    row.path,
+                    if row.archived {
+                        "archived"
+                    } else {
+                        "not archived"
+                    }
+                ));
+            }
+            Ok(())
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DetailDoc {
+    pub id: String,
+    pub path: String,
+    pub contract: String,
+    pub manager_session: String,
+    /// The `poll` projection at tail detail (contract A's snapshot of any thread).
+    pub snapshot: Value,
+    /// Every retained event, oldest first.
+    pub events: Vec<StoredEvent>,
+    /// The last assistant message, whole, with its line breaks.
+    pub answer: Option<String>,
+    pub stderr_tail: String,
+    pub session_file: Option<String>,
+    pub cwd: String,
+    /// A shell command that continues the thread's Pi session.
+    pub resume_command: Option<String>,
+    pub usage: Option<String>,
+    pub subtree: Option<String>,
+    pub actions: Vec<ActionDoc>,
+}
+
+/// Quotes `s` for a POSIX shell when it needs it.
+fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+:=@,".contains(&b))
+    {
+        return s.to_string();
+    }
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// One thread's detail.
+pub fn detail(conn: &crate::store::Conn, id: &str) -> Result<DetailDoc> {
+    let Some(row) = threads::thread_by_id_any(conn, id)? else {
+        return Err(Error::new(
+            ErrorCode::UnknownReference,
+            format!("Unknown thread: {id}. Repair: pick a thread from the tree."),
+        ));
+    };
+    let (manager_session, contract) = threads::manager_of_thread(conn, id)?.unwrap_or_default();
+    let out = crate::engine::output_facts(conn, id)?;
+    let evs = events::rows_of_thread(conn, id)?;
+    let snapshot = projection::snapshot(&row, &out, &evs, Detail::Tail);
+    let usage_line = usage::of_thread(conn, id)?.map(|u| crate::cli::usage::summary(&u));
+    let subtree = usage::of_subtree(conn, id)?.map(|s| {
+        format!(
+            "{} thread{} · {} tokens · {}",
+            thousands(s.threads),
+            if s.threads == 1 { "" } else { "s" },
+            thousands(s.usage.total_tokens()),
+            usd(s.usage.cost_usd)
+        )
+    });
+    let resume_command = row.session_file.as_ref().map(|f| {
+        format!(
+            "cd {} && pi --session {}",
+            shell_quote(&row.cwd),
+            shell_quote(f)
+        )
+    });
+    let actions = ActionKind::ALL
+        .iter()
+        .filter(|k| match k {
+            // One of the two is offered: the one that changes something.
+            ActionKind::Archive => !row.archived,
+            ActionKind::Unarchive => row.archived,
+            _ => true,
+        })
+        .map(|&k| {
+            let why = allowed(k, &row, &contract).err();
+            ActionDoc {
+                action: k,
+                enabled: why.is_none(),
+                why,
+            }
+        })
+        .collect();
+    Ok(DetailDoc {
+        id: row.id.to_string(),
+        path: row.path.clone(),
+        contract,
+        manager_session,
+        snapshot,
+        events: evs.into_iter().map(|e| e.stored()).collect(),
+        answer: out.last_assistant_text.clone(),
+        stderr_tail: String::from_utf8_lossy(&out.stderr_tail).into_owned(),
+        session_file: row.session_file.clone(),
+        cwd: row.cwd.clone(),
+        resume_command,
+        usage: usage_line,
+        subtree,
+        actions,
+    })
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageDoc {
+    /// What `threadbase usage` prints above each tree's table: the tree's total, its root
+    /// session's own turns, and the budget when one is set.
+    pub lines: Vec<String>,
+}
+
+fn usage_doc(mut all: Vec<usage::TreeUsage>, infos: &[sessions::SessionInfo]) -> Result<UsageDoc> {
+    let budget = Budget::from_env(&|k| std::env::var(k).ok())?;
+    all.sort_by_key(|t| {
+        infos
+            .iter()
+            .position(|i| i.root_session == t.root_session)
+            .unwrap_or(usize::MAX)
+    });
+    let mut lines = Vec::new();
+    for t in &all {
+        lines.push(format!(
+            "tree of session {}: {} thread{} · {}",
+            t.root_session,
+            t.threads,
+            if t.threads == 1 { "" } else { "s" },
+            crate::cli::usage::summary(&t.usage)
+        ));
+        lines.push(format!(
+            "  session {} itself (its own turns, counted in the total): {}",
+            t.root_session,
+            crate::cli::usage::summary(&t.session)
+        ));
+        if budget.is_set() {
+            lines.push(format!(
+                "  budget: {}",
+                crate::cli::usage::budget_text(&budget, t)
+            ));
+        }
+    }
+    if all.is_empty() {
+        lines.push("(no threads)".to_string());
+    }
+    Ok(UsageDoc { lines })
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CommandDoc {
+    pub id: i64,
+    pub thread: String,
+    pub kind: CommandKind,
+    pub state: crate::domain::CommandState,
+    pub result: Option<String>,
+}
+
+impl CommandDoc {
+    fn of(c: rows::CommandRow) -> CommandDoc {
+        CommandDoc {
+            id: c.id,
+            thread: c.thread_id,
+            kind: c.kind,
+            state: c.state,
+            result: c.result,
+        }
+    }
+}
+
+/// `POST /api/action`'s body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Action {
+    pub thread: String,
+    pub action: ActionKind,
+    #[serde(default)]
+    pub message: Option<String>,
+    /// `auto` (or absent): the owner picks prompt when idle, else follow-up.
+    #[serde(default)]
+    pub mode: Option<String>,
+}
+
+/// What an action did: the command row written for the owning serve (its state `pending`
+/// until that serve carries it out), or `done` for a change made here (archive).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ActionAnswer {
+    pub thread: String,
+    pub action: ActionKind,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<i64>,
+    pub state: crate::domain::CommandState,
+}
+
+const ACTION_SHAPE: &str = "send {\"thread\": \"<id>\", \"action\": \"stop\"|\"force_stop\"|\"send\"|\"archive\"|\"unarchive\"}, with \"message\" and optional \"mode\" (auto, prompt, steer, follow_up) for send";
+
+/// Parses and carries out one action.
+pub fn action(store: &Store, body: &[u8]) -> Result<hyper::Response<Body>> {
+    let a: Action = serde_json::from_slice(body).map_err(|e| {
+        Error::invalid(format!(
+            "The action is not valid ({e}). Repair: {ACTION_SHAPE}."
+        ))
+    })?;
+    let (row, contract) = {
+        let conn = store.read()?;
+        let row = threads::thread_by_id_any(&conn, &a.thread)?.ok_or_else(|| {
+            Error::new(
+                ErrorCode::UnknownReference,
+                format!(
+                    "Unknown thread: {}. Repair: pick a thread from the tree.",
+                    a.thread
+                ),
+            )
+        })?;
+        let contract = threads::manager_of_thread(&conn, &a.thread)?
+            .map(|(_, c)| c)
+            .unwrap_or_default();
+        (row, contract)
+    };
+    let send = if a.action == ActionKind::Send {
+        let message = a.message.as_deref().unwrap_or("");
+        if message.trim().is_empty() || message.len() > MAX_MESSAGE {
+            return Err(Error::invalid(format!(
+                "A send needs a message of 1 to {MAX_MESSAGE} bytes. Repair: type the message to send."
+            )));
+        }
+        let mode = match a.mode.as_deref() {
+            None | Some("auto") => None,
+            Some("prompt") => Some(SendMode::Prompt),
+            Some("steer") => Some(SendMode::Steer),
+            Some("follow_up") => Some(SendMode::FollowUp),
+            Some(other) => {
+                return Err(Error::invalid(format!(
+                    "mode {other:?} is not one of auto, prompt, steer, follow_up. Repair: pick one."
+                )))
+            }
+        };
+        Some(crate::engine::send_payload(message, mode)?)
+    } else {
+        if a.message.is_some() || a.mode.is_some() {
+            return Err(Error::invalid(format!(
+                "Only a send takes message and mode. Repair: {ACTION_SHAPE}."
+            )));
+        }
+        None
+    };
+    if let Err(why) = allowed(a.action, &row, &contract) {
+        return Err(Error::new(ErrorCode::Conflict, why));
+    }
+    let (command, state) = match a.action {
+        ActionKind::Stop | ActionKind::ForceStop | ActionKind::Send => {
+            let kind = match a.action {
+                ActionKind::Stop => CommandKind::Stop,
+                ActionKind::ForceStop => CommandKind::ForceStop,
+                _ => CommandKind::Send,
+            };
+            let id =
+                store.write(|tx| commands::insert(tx, row.id.as_str(), kind, send.as_deref()))?;
+            (Some(id), crate::domain::CommandState::Pending)
+        }
+        ActionKind::Archive | ActionKind::Unarchive => {
+            crate::engine::set_archived(store, row.id.as_str(), a.action == ActionKind::Archive)?;
+            (None, crate::domain::CommandState::Done)
+        }
+    };
+    Ok(json(&ActionAnswer {
+        thread: row.id.to_string(),
+        action: a.action,
+        command,
+        state,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filters_take_known_words_only() {
+        assert!(filter(None).unwrap().is_none());
+        let f = filter(Some("state=live&match=%2Froot%2Fa*")).unwrap();
+        assert_eq!(f.state, "live");
+        assert_eq!(f.glob.as_deref(), Some("/root/a*"));
+        let f = filter(Some("match=api")).unwrap();
+        assert_eq!(f.text.as_deref(), Some("api"));
+        for bad in ["state=dead", "visibility=x", "contract=y"] {
+            let e = filter(Some(bad)).unwrap_err();
+            assert_eq!(e.code, ErrorCode::InvalidParams);
+            assert!(e.message.contains("Repair:"), "{}", e.message);
+        }
+        assert!(number(Some("limit=0"), "limit", 200, 1, MAX_PAGE).is_err());
+        assert!(number(Some("limit=x"), "limit", 200, 1, MAX_PAGE).is_err());
+        assert_eq!(number(None, "limit", 200, 1, MAX_PAGE).unwrap(), 200);
+        assert!(number(None, "id", -1, 0, 9).is_err());
+    }
+
+    #[test]
+    fn shell_words_are_quoted_when_needed() {
+        assert_eq!(shell_quote("/a/b.jsonl"), "/a/b.jsonl");
+        assert_eq!(shell_quote("/a b/it's"), "'/a b/it'\\''s'");
+        assert_eq!(shell_quote(""), "''");
+    }
+
+    #[test]
+    fn bad_actions_are_refused_with_a_repair() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("t.sqlite")).unwrap();
+        for body in [
+            &b""[..],
+            b"{",
+            b"[]",
+            br#"{"thread":"x"}"#,
+            br#"{"thread":"x","action":"explode"}"#,
+            br#"{"thread":"x","action":"stop","extra":1}"#,
+        ] {
+            let e = action(&store, body).unwrap_err();
+            assert_eq!(e.code, ErrorCode::InvalidParams, "{}", e.message);
+            assert!(e.message.contains("Repair:"), "{}", e.message);
+        }
+        let e = action(
+            &store,
+            br#"{"thread":"thread_000000000000","action":"stop"}"#,
+        )
+        .unwrap_err();
+        assert_eq!(e.code, ErrorCode::UnknownReference);
+        assert!(e.message.contains("Repair:"));
+    }
+}

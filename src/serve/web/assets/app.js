@@ -1,0 +1,473 @@
+// threadbase web: every root session's tree, live. Plain JavaScript, no build step.
+//
+// The list is virtual: the server says how many rows each tree has (/api/trees), the page
+// sizes a spacer to all of them and draws only the rows in view, fetching their pages
+// (/api/rows, PAGE rows each, an index range on the server) as they come into view. A
+// server-sent `change` event (/api/events, driven by the database's change counter) makes the
+// page read again only what it shows: the trees, the pages in view, the open thread.
+'use strict';
+
+const ROW_H = 24;
+const PAGE = 200;
+const OVERSCAN = 10;
+// Pages kept while out of view; the rest are dropped (a page open for hours stays small).
+const KEEP_PAGES = 40;
+
+// The actions the detail offers, in order. A new one (say, answering a child's question) is
+// an entry here plus its case on the server (serve/web/api.rs, ActionKind).
+const ACTIONS = {
+  stop: { label: 'Stop', confirm: (p) => `Stop ${p}? Its process group gets SIGTERM, then SIGKILL.`, ok: 'Stop' },
+  force_stop: { label: 'Force stop', confirm: (p) => `FORCE-STOP ${p}? Its process group gets SIGKILL now.`, ok: 'Force stop', danger: true },
+  send: { label: 'Send…', form: true },
+  archive: { label: 'Archive' },
+  unarchive: { label: 'Unarchive' },
+};
+
+const $ = (id) => document.getElementById(id);
+const st = {
+  trees: [],
+  collapsed: new Set(),
+  pages: new Map(), // `${root}\u0000${n}` -> {rows, gen}
+  loading: new Set(),
+  gen: 0,
+  filter: '',
+  selected: null,
+  detail: null,
+  command: null,
+  usageOpen: false,
+  loaded: false,
+};
+// Read by the tests: when the first rows were painted, renders, change events seen.
+window.tb = { firstPaint: null, renders: 0, changes: 0, lastEventId: null, errors: [] };
+function noteError(e) {
+  tb.errors.push(String(e.message || e));
+  if (tb.errors.length > 20) tb.errors.shift();
+}
+
+function esc(s) {
+  return String(s ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }[c]));
+}
+function compact(n) {
+  n = Number(n || 0);
+  if (n < 1000) return String(n);
+  if (n < 1e6) return (n / 1e3).toFixed(n < 1e4 ? 2 : 1).replace(/\.?0+$/, '') + 'k';
+  return (n / 1e6).toFixed(2).replace(/\.?0+$/, '') + 'M';
+}
+function usd(x) { return '$' + Number(x || 0).toFixed(4); }
+function ago(iso) {
+  if (!iso) return '';
+  const s = Math.max(0, (Date.now() - Date.parse(iso)) / 1000);
+  if (s < 60) return Math.floor(s) + 's';
+  if (s < 3600) return Math.floor(s / 60) + 'm';
+  if (s < 86400) return Math.floor(s / 3600) + 'h';
+  return Math.floor(s / 86400) + 'd';
+}
+
+async function api(path, init) {
+  const res = await fetch(path, Object.assign({ credentials: 'same-origin' }, init || {}));
+  let body = null;
+  try { body = await res.json(); } catch (_) { body = null; }
+  if (!res.ok) {
+    const msg = body && body.error ? body.error.message : `${res.status} ${res.statusText}`;
+    const err = new Error(msg);
+    err.status = res.status;
+    throw err;
+  }
+  return body;
+}
+
+function setStatus(text, live) {
+  const s = $('status');
+  s.textContent = text;
+  s.className = 'status' + (live ? ' live' : '');
+}
+
+// ---- the list -------------------------------------------------------------------------
+
+function filterQuery() {
+  const p = new URLSearchParams();
+  for (const k of ['state', 'visibility', 'contract']) {
+    const v = $('f-' + k).value;
+    if (v !== 'all') p.set(k, v);
+  }
+  const m = $('f-match').value.trim();
+  if (m) p.set('match', m);
+  return p.toString();
+}
+
+// Each tree is a header line and, unless collapsed, its rows.
+function layout() {
+  const segs = [];
+  let at = 0;
+  for (const t of st.trees) {
+    const rows = st.collapsed.has(t.rootSession) ? 0 : t.rows;
+    segs.push({ tree: t, start: at, rows });
+    at += 1 + rows;
+  }
+  return { segs, total: at };
+}
+
+function itemAt(segs, i) {
+  let lo = 0, hi = segs.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (segs[mid].start <= i) lo = mid; else hi = mid - 1;
+  }
+  const s = segs[lo];
+  return { tree: s.tree, row: i - s.start - 1 };
+}
+
+const pageKey = (root, n) => root + '\u0000' + n;
+
+function rowHtml(r, i) {
+  const sel = st.selected === r.id ? ' sel' : '';
+  const live = r.status === 'live' ? ' live' : '';
+  const arch = r.archived ? ' arch' : '';
+  const sub = r.subtree.threads > 1
+    ? `${r.subtree.threads} · ${compact(r.subtree.tokens)} · ${usd(r.subtree.costUsd)}` : '';
+  return `<div class="row thread${sel}${live}${arch}" style="top:${i * ROW_H}px" data-id="${esc(r.id)}" data-path="${esc(r.path)}" data-state="${esc(r.state)}" title="${esc(r.path)} · ${esc(r.id)}">` +
+    `<span class="c-path" style="padding-left:${(r.level - 1) * 16}px">${esc(r.path)}<span class="name">${esc(r.name !== r.taskName ? r.name : '')}</span></span>` +
+    `<span class="c-state">${esc(r.state)}</span><span class="c-phase">${esc(r.phase)}</span>` +
+    `<span class="c-exit">${esc(r.exitKind || '')}</span><span class="c-age">${ago(r.createdAt)}</span>` +
+    `<span class="c-act">${ago(r.lastEventAt)}</span><span class="c-tok">${compact(r.tokens)}</span>` +
+    `<span class="c-cost">${usd(r.costUsd)}</span><span class="c-sub">${sub}</span></div>`;
+}
+
+function treeHtml(t, i) {
+  const open = !st.collapsed.has(t.rootSession);
+  const name = t.name ? ` “${esc(t.name)}”` : '';
+  const cwd = t.cwd ? ` · ${esc(t.cwd)}` : '';
+  const started = t.startedAt ? ` · started ${esc(t.startedAt.slice(0, 16).replace('T', ' '))}` : '';
+  const count = t.rows === t.threads ? `${t.threads} thread${t.threads === 1 ? '' : 's'}` : `${t.rows} of ${t.threads} threads`;
+  return `<div class="row tree" style="top:${i * ROW_H}px" data-root="${esc(t.rootSession)}">` +
+    `<span class="c-path">${open ? '▾' : '▸'} session ${esc(t.rootSession)}${name}${cwd}${started} · ${count} · ${compact(t.total.tokens)} tokens · ${usd(t.total.costUsd)}</span></div>`;
+}
+
+let drawQueued = false;
+function draw() {
+  if (drawQueued) return;
+  drawQueued = true;
+  requestAnimationFrame(() => { drawQueued = false; render(); });
+}
+
+function render() {
+  const list = $('list');
+  const { segs, total } = layout();
+  $('spacer').style.height = total * ROW_H + 'px';
+  const first = Math.max(0, Math.floor(list.scrollTop / ROW_H) - OVERSCAN);
+  const last = Math.min(total - 1, Math.ceil((list.scrollTop + list.clientHeight) / ROW_H) + OVERSCAN);
+  const html = new Map();
+  const need = new Map();
+  let drewRow = false;
+  for (let i = first; i <= last && segs.length; i++) {
+    const it = itemAt(segs, i);
+    if (it.row < 0) { html.set(i, treeHtml(it.tree, i)); continue; }
+    const n = Math.floor(it.row / PAGE);
+    const key = pageKey(it.tree.rootSession, n);
+    const page = st.pages.get(key);
+    const r = page && page.rows[it.row % PAGE];
+    if (!page || page.gen !== st.gen) need.set(key, [it.tree.rootSession, n]);
+    if (r) { html.set(i, rowHtml(r, i)); drewRow = true; }
+    else html.set(i, `<div class="row placeholder" style="top:${i * ROW_H}px"><span class="c-path">…</span></div>`);
+  }
+  if (!segs.length) html.set(0, `<div class="row placeholder" style="top:0"><span class="c-path">${st.loaded ? (st.filter ? '(no thread matches)' : '(no threads)') : 'loading…'}</span></div>`);
+  patch(html);
+  tb.renders++;
+  if (drewRow && tb.firstPaint === null) {
+    requestAnimationFrame(() => { if (tb.firstPaint === null) tb.firstPaint = performance.now(); });
+  }
+  for (const [key, [root, n]] of need) loadPage(key, root, n);
+}
+
+// The lines on screen, by position: a line whose markup did not change keeps its element, so
+// a click is never lost to a redraw and a change redraws only what changed.
+const drawn = new Map(); // position -> {el, html}
+function patch(html) {
+  const box = $('rows');
+  for (const [i, d] of drawn) {
+    if (!html.has(i)) { d.el.remove(); drawn.delete(i); }
+  }
+  const tmp = document.createElement('div');
+  for (const [i, h] of html) {
+    const cur = drawn.get(i);
+    if (cur && cur.html === h) continue;
+    tmp.innerHTML = h;
+    const el = tmp.firstElementChild;
+    if (cur) cur.el.replaceWith(el); else box.appendChild(el);
+    drawn.set(i, { el, html: h });
+  }
+}
+
+async function loadPage(key, root, n) {
+  if (st.loading.has(key)) return;
+  st.loading.add(key);
+  const gen = st.gen;
+  const filter = st.filter;
+  try {
+    const q = new URLSearchParams(filter);
+    q.set('root', root); q.set('offset', n * PAGE); q.set('limit', PAGE);
+    const doc = await api('/api/rows?' + q.toString());
+    if (filter !== st.filter) return;
+    st.pages.set(key, { rows: doc.rows, gen });
+    trimPages();
+    draw();
+  } catch (e) {
+    noteError(e);
+    setStatus(e.message, false);
+  } finally {
+    st.loading.delete(key);
+    // A change came while it loaded: this page is old already; the next draw asks again.
+    if (gen !== st.gen) draw();
+  }
+}
+
+function trimPages() {
+  if (st.pages.size <= KEEP_PAGES) return;
+  const list = $('list');
+  const { segs } = layout();
+  const keep = new Set();
+  const first = Math.floor(list.scrollTop / ROW_H), last = first + Math.ceil(list.clientHeight / ROW_H);
+  for (let i = first; i <= last && segs.length; i += 1) {
+    const it = itemAt(segs, i);
+    if (it.row >= 0) keep.add(pageKey(it.tree.rootSession, Math.floor(it.row / PAGE)));
+  }
+  for (const k of st.pages.keys()) {
+    if (st.pages.size <= KEEP_PAGES) break;
+    if (!keep.has(k)) st.pages.delete(k);
+  }
+}
+
+async function loadTrees() {
+  const q = st.filter;
+  const doc = await api('/api/trees' + (q ? '?' + q : ''));
+  if (q !== st.filter) return;
+  st.trees = doc.trees;
+  st.loaded = true;
+}
+
+// ---- refresh on change ----------------------------------------------------------------
+
+let refreshing = false, again = false;
+async function refresh() {
+  if (refreshing) { again = true; return; }
+  refreshing = true;
+  try {
+    do {
+      again = false;
+      st.gen++;
+      await loadTrees();
+      draw();
+      const jobs = [];
+      if (st.selected) jobs.push(loadDetail(st.selected));
+      if (st.usageOpen) jobs.push(loadUsage());
+      if (st.command) jobs.push(loadCommand());
+      await Promise.all(jobs);
+    } while (again);
+  } catch (e) {
+    noteError(e);
+    setStatus(e.status === 401 ? 'token needed: open the address threadbase web printed' : e.message, false);
+  } finally {
+    refreshing = false;
+  }
+}
+
+function connect() {
+  const es = new EventSource('/api/events');
+  es.addEventListener('open', () => setStatus('live', true));
+  es.addEventListener('change', (e) => {
+    tb.changes++;
+    tb.lastEventId = e.lastEventId;
+    refresh();
+  });
+  es.addEventListener('error', () => setStatus('reconnecting…', false));
+}
+
+// ---- the detail -----------------------------------------------------------------------
+
+async function loadDetail(id) {
+  try {
+    const d = await api('/api/thread?id=' + encodeURIComponent(id));
+    if (st.selected !== id) return;
+    st.detail = d;
+    renderDetail();
+  } catch (e) {
+    if (st.selected === id) { $('detail').innerHTML = `<p class="result failed">${esc(e.message)}</p>`; }
+  }
+}
+
+function renderDetail() {
+  const d = st.detail;
+  const el = $('detail');
+  el.hidden = false;
+  const s = d.snapshot || {};
+  const exit = s.exit ? ` · exit ${esc(s.exit.kind || '')}${s.exit.code != null ? ' ' + esc(s.exit.code) : ''}` : '';
+  const keepSend = el.querySelector('#send-message');
+  const draft = keepSend ? keepSend.value : '';
+  const mode = el.querySelector('#send-mode') ? el.querySelector('#send-mode').value : 'auto';
+  const sendOpen = !!el.querySelector('.send');
+  const buttons = d.actions.map((a) => {
+    const spec = ACTIONS[a.action];
+    if (!spec) return '';
+    return `<button type="button" id="act-${a.action}" data-action="${a.action}"${a.enabled ? '' : ' disabled'} class="${spec.danger ? 'danger' : ''}" title="${esc(a.why || '')}">${esc(spec.label)}</button>`;
+  }).join('');
+  const events = (d.events || []).map((e) => {
+    const data = e.data && typeof e.data === 'object' ? JSON.stringify(e.data) : String(e.data ?? '');
+    return `<tr><td>${esc(e.seq)}</td><td>${esc((e.at || '').slice(11, 23))}</td><td>${esc(e.type)}</td><td class="data">${esc(data.length > 300 ? data.slice(0, 300) + '…' : data)}</td></tr>`;
+  }).join('');
+  el.innerHTML =
+    `<h2 id="detail-path">${esc(d.path)}</h2>` +
+    `<div class="meta">${esc(d.id)} · ${esc(d.contract)} · ${esc(s.status)}/${esc(s.phase)}${exit}${s.pid ? ' · pid ' + esc(s.pid) : ''}</div>` +
+    `<div class="meta">${esc(s.name || '')}${d.usage ? ' · ' + esc(d.usage) : ''}</div>` +
+    (d.subtree ? `<div class="meta">subtree: ${esc(d.subtree)}</div>` : '') +
+    `<div class="actions">${buttons}</div>` +
+    (sendOpen ? sendForm(draft, mode) : '') +
+    `<div id="action-result" class="result"></div>` +
+    `<h3>Summary</h3><pre>${esc(s.resultSummary || '(none)')}</pre>` +
+    `<h3>Answer</h3><pre id="answer">${esc(d.answer || '(none yet)')}</pre>` +
+    `<h3>Events (${(d.events || []).length} retained)</h3><table id="events">${events}</table>` +
+    `<h3>stderr tail</h3><pre id="stderr">${esc(d.stderrTail || '(empty)')}</pre>` +
+    `<h3>Session</h3><div class="meta">file: <code>${esc(d.sessionFile || '(none)')}</code></div>` +
+    (d.resumeCommand ? `<div class="meta">resume: <code id="resume">${esc(d.resumeCommand)}</code></div>` : '') +
+    `<h3>poll (tail)</h3><details><summary>snapshot JSON</summary><pre>${esc(JSON.stringify(s, null, 2))}</pre></details>`;
+  showCommand();
+}
+
+function sendForm(draft, mode) {
+  const opts = ['auto', 'prompt', 'steer', 'follow_up'].map((m) => `<option value="${m}"${m === mode ? ' selected' : ''}>${m}</option>`).join('');
+  return `<div class="send"><textarea id="send-message" placeholder="message">${esc(draft)}</textarea>` +
+    `<select id="send-mode" title="mode">${opts}</select><button type="button" id="send-go">Send</button></div>`;
+}
+
+function showCommand() {
+  const el = $('action-result');
+  if (!el || !st.command || st.command.thread !== st.selected) return;
+  const c = st.command;
+  el.className = 'result' + (c.state === 'failed' ? ' failed' : '');
+  el.textContent = `${c.action}: ${c.state}${c.result ? ' — ' + c.result : ''}`;
+}
+
+async function loadCommand() {
+  const c = st.command;
+  if (!c || c.id == null || c.state === 'done' || c.state === 'failed') return;
+  try {
+    const doc = await api('/api/command?id=' + c.id);
+    if (st.command !== c) return;
+    c.state = doc.state;
+    c.result = doc.result;
+    showCommand();
+  } catch (e) { noteError(e); }
+}
+
+function confirmBox(text, ok, danger) {
+  return new Promise((resolve) => {
+    $('confirm-text').textContent = text;
+    const yes = $('confirm-yes');
+    yes.textContent = ok;
+    yes.className = danger === false ? '' : 'danger';
+    $('confirm').hidden = false;
+    const done = (v) => { $('confirm').hidden = true; yes.onclick = null; $('confirm-no').onclick = null; resolve(v); };
+    yes.onclick = () => done(true);
+    $('confirm-no').onclick = () => done(false);
+    yes.focus();
+  });
+}
+
+async function act(action, extra) {
+  const d = st.detail;
+  if (!d) return;
+  const spec = ACTIONS[action];
+  if (spec.confirm && !(await confirmBox(spec.confirm(d.path), spec.ok, true))) return;
+  st.command = { thread: d.id, action, id: null, state: 'sending', result: null };
+  showCommand();
+  try {
+    const doc = await api('/api/action', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify(Object.assign({ thread: d.id, action }, extra || {})),
+    });
+    st.command.id = doc.command ?? null;
+    st.command.state = doc.state;
+  } catch (e) {
+    st.command.state = 'failed';
+    st.command.result = e.message;
+  }
+  showCommand();
+  loadCommand();
+}
+
+// ---- usage ----------------------------------------------------------------------------
+
+async function loadUsage() {
+  try {
+    const doc = await api('/api/usage');
+    $('usage-lines').textContent = doc.lines.join('\n');
+  } catch (e) { $('usage-lines').textContent = e.message; }
+}
+
+// ---- events of the page ---------------------------------------------------------------
+
+function select(id) {
+  st.selected = id;
+  draw();
+  loadDetail(id);
+}
+
+function wire() {
+  $('list').addEventListener('scroll', draw, { passive: true });
+  window.addEventListener('resize', draw);
+  $('rows').addEventListener('click', (e) => {
+    const tree = e.target.closest('.row.tree');
+    if (tree) {
+      const root = tree.dataset.root;
+      if (st.collapsed.has(root)) st.collapsed.delete(root); else st.collapsed.add(root);
+      draw();
+      return;
+    }
+    const row = e.target.closest('.row.thread');
+    if (row) select(row.dataset.id);
+  });
+  $('detail').addEventListener('click', (e) => {
+    const b = e.target.closest('button');
+    if (!b) return;
+    if (b.id === 'send-go') {
+      const message = $('send-message').value;
+      const mode = $('send-mode').value;
+      act('send', mode === 'auto' ? { message } : { message, mode });
+      return;
+    }
+    const action = b.dataset.action;
+    if (!action) return;
+    if (ACTIONS[action].form) {
+      if (!$('detail').querySelector('.send')) {
+        b.closest('.actions').insertAdjacentHTML('afterend', sendForm('', 'auto'));
+        $('send-message').focus();
+      }
+      return;
+    }
+    act(action);
+  });
+  let timer = null;
+  const changed = () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      st.filter = filterQuery();
+      st.pages.clear();
+      $('list').scrollTop = 0;
+      refresh();
+    }, 150);
+  };
+  for (const id of ['f-state', 'f-visibility', 'f-contract']) $(id).addEventListener('change', changed);
+  $('f-match').addEventListener('input', changed);
+  $('filters').addEventListener('submit', (e) => e.preventDefault());
+  $('usage-toggle').addEventListener('click', () => {
+    st.usageOpen = !st.usageOpen;
+    $('usage').hidden = !st.usageOpen;
+    if (st.usageOpen) loadUsage();
+  });
+  // Ages move: redraw from memory (no request) every few seconds.
+  setInterval(draw, 5000);
+}
+
+wire();
+refresh();
+connect();
