@@ -5,10 +5,8 @@
 pub mod adopt;
 pub mod agent;
 pub mod budget;
-mod cache;
 mod child_env;
 mod config;
-mod listing;
 mod locks;
 mod notices;
 mod remote;
@@ -92,8 +90,6 @@ pub struct Engine {
     interrupting: worker::Interrupting,
     /// Contract B's side of this serve.
     agent: Arc<agent::AgentHost>,
-    /// Closed threads' rendered answers.
-    cache: Arc<cache::SnapshotCache>,
     /// Contract A's notices a running `wait` holds back.
     notice_holds: notices::NoticeHolds,
 }
@@ -122,7 +118,6 @@ impl Engine {
         })?;
         let locks = Arc::new(locks::LockMap::default());
         let agent = agent::AgentHost::new(cfg.clone(), store.clone(), rt.clone(), locks.clone());
-        let cache = cache::SnapshotCache::new(store.clone());
         Ok(Engine {
             cfg,
             store,
@@ -132,7 +127,6 @@ impl Engine {
             locks,
             interrupting: worker::Interrupting::default(),
             agent,
-            cache,
             notice_holds: notices::NoticeHolds::default(),
         })
     }

@@ -170,15 +170,12 @@ pub fn reach_statement(q: &ListQuery) -> Option<&'static str> {
     }
 }
 
-/// A list row: the thread's id, path (the merge's key) and status, then its kept summary
-/// snapshot and list line (migration V8), NULL when none is kept. The whole row of a thread
-/// without a kept answer is read by [`rows_by_ids`].
+/// A list row: the thread's id, path (the merge's key) and status. The whole row of a listed
+/// thread is read by [`rows_by_ids`], a batch at a time.
 pub(crate) const LISTED_ID: usize = 0;
 pub(crate) const LISTED_PATH: usize = 1;
 pub(crate) const LISTED_STATUS: usize = 2;
-pub(crate) const KEPT_JSON: usize = 3;
-pub(crate) const KEPT_LINE: usize = 4;
-const LISTED_COLUMNS: usize = 5;
+const LISTED_COLUMNS: usize = 3;
 
 /// One row of a list as [`each_row`] hands it over: each field is read from the row only when
 /// asked for (a count reads the status alone), so a list pass pays for what it uses.
@@ -197,17 +194,10 @@ impl Listed<'_, '_> {
             .get::<_, crate::domain::ThreadStatus>(LISTED_STATUS)?
             == crate::domain::ThreadStatus::Live)
     }
-
-    /// Its kept summary snapshot (JSON) and list line, when the cache holds them.
-    pub fn kept(&self) -> Result<Option<(String, String)>> {
-        let json: Option<String> = self.0.get(KEPT_JSON)?;
-        let line: Option<String> = self.0.get(KEPT_LINE)?;
-        Ok(json.zip(line))
-    }
 }
 
-/// The thread rows of `ids`, in that order (sql/threads_by_ids.sql): the listed threads
-/// without a kept answer, a batch at a time.
+/// The thread rows of `ids`, in that order (sql/threads_by_ids.sql): a batch of listed
+/// threads.
 pub fn rows_by_ids(conn: &Connection, ids: &[&str]) -> Result<Vec<ThreadRow>> {
     let rows = threads_by_ids(conn, ids)?;
     if rows.len() != ids.len() {
@@ -231,7 +221,7 @@ fn bound<'c>(
     let mut stmt = conn.prepare_cached(sql)?;
     if stmt.column_count() != LISTED_COLUMNS {
         return Err(Error::internal(format!(
-            "A list query returns {} columns instead of the {LISTED_COLUMNS} of a listed thread (id, path, status) and its kept answer: {sql}",
+            "A list query returns {} columns instead of the {LISTED_COLUMNS} of a listed thread (id, path, status): {sql}",
             stmt.column_count()
         )));
     }
@@ -249,7 +239,6 @@ fn bound<'c>(
         Ok(())
     };
     bind(":manager", &manager_id)?;
-    bind(":shape", &crate::store::snapshots::SHAPE)?;
     bind(":state", &state)?;
     bind(":visibility", &visibility)?;
     bind(":parent", &parent)?;
@@ -270,21 +259,26 @@ pub fn each_row(
     conn: &Connection,
     manager_id: ManagerId,
     q: &ListQuery,
-    f: impl FnMut(&Listed<'_, '_>) -> Result<bool>,
+    mut f: impl FnMut(&Listed<'_, '_>) -> Result<bool>,
 ) -> Result<()> {
-    each_row_switching(conn, manager_id, q, usize::MAX, f)
+    each_row_switching(conn, manager_id, q, usize::MAX, |r| match r {
+        Some(r) => f(r),
+        None => Ok(false),
+    })
 }
 
-/// [`each_row`], but once `after` rows were handed over and more remain, the rest of the pass
-/// runs in `tokio::task::block_in_place` when called on a worker of a multi-thread runtime: a
-/// short list stays on the request's worker with no hand-off, a long one goes on in the same
-/// statements (one read, no row stepped twice) while the worker's other tasks move on.
+/// [`each_row`], then `f(None)` once the rows are done (not when `f` stopped the pass), but
+/// once `after` rows were handed over and more remain, the rest of the pass, that last call
+/// included, runs in `tokio::task::block_in_place` when called on a worker of a multi-thread
+/// runtime: a short list stays on the request's worker with no hand-off, a long one goes on
+/// in the same statements (one read, no row stepped twice) while the worker's other tasks
+/// move on.
 pub fn each_row_switching(
     conn: &Connection,
     manager_id: ManagerId,
     q: &ListQuery,
     after: usize,
-    mut f: impl FnMut(&Listed<'_, '_>) -> Result<bool>,
+    mut f: impl FnMut(Option<&Listed<'_, '_>>) -> Result<bool>,
 ) -> Result<()> {
     let mut own = bound(conn, statement(q), manager_id, q)?;
     let mut below = match reach_statement(q) {
@@ -292,23 +286,31 @@ pub fn each_row_switching(
         _ => None,
     };
     let mut merge = Merge::new(own.raw_query(), below.as_mut().map(|b| b.raw_query()))?;
+    fn rest(
+        merge: &mut Merge<'_>,
+        f: &mut impl FnMut(Option<&Listed<'_, '_>>) -> Result<bool>,
+    ) -> Result<()> {
+        while merge.has_more() {
+            if !merge.step(f)? {
+                return Ok(());
+            }
+        }
+        f(None)?;
+        Ok(())
+    }
     for _ in 0..after {
+        if !merge.has_more() {
+            return rest(&mut merge, &mut f);
+        }
         if !merge.step(&mut f)? {
             return Ok(());
         }
     }
-    if !merge.has_more() {
-        return Ok(());
-    }
-    let mut rest = || -> Result<()> {
-        while merge.step(&mut f)? {}
-        Ok(())
-    };
     match tokio::runtime::Handle::try_current() {
         Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(rest)
+            tokio::task::block_in_place(|| rest(&mut merge, &mut f))
         }
-        _ => rest(),
+        _ => rest(&mut merge, &mut f),
     }
 }
 
@@ -349,7 +351,10 @@ impl<'s> Merge<'s> {
 
     /// Hands the next row in list order to `f`: `Ok(false)` once the rows are done or `f`
     /// asks to stop.
-    fn step(&mut self, f: &mut impl FnMut(&Listed<'_, '_>) -> Result<bool>) -> Result<bool> {
+    fn step(
+        &mut self,
+        f: &mut impl FnMut(Option<&Listed<'_, '_>>) -> Result<bool>,
+    ) -> Result<bool> {
         let take_own = match (self.own_at_row, self.below_at_row) {
             (false, false) => return Ok(false),
             (true, false) => true,
@@ -365,13 +370,13 @@ impl<'s> Merge<'s> {
             }
         };
         if take_own {
-            if !f(&Listed(self.own.get().expect("own row")))? {
+            if !f(Some(&Listed(self.own.get().expect("own row"))))? {
                 return Ok(false);
             }
             self.own_at_row = self.own.next()?.is_some();
         } else {
             let rows = self.below.as_mut().expect("rows below");
-            if !f(&Listed(rows.get().expect("row below")))? {
+            if !f(Some(&Listed(rows.get().expect("row below"))))? {
                 return Ok(false);
             }
             self.below_at_row = rows.next()?.is_some();

@@ -1,26 +1,17 @@
-//! `poll`: a closed thread's kept answer, or a live one refreshed and rendered. It writes
+//! `poll`: a thread's answer rendered from its rows (a live one refreshed first). It writes
 //! nothing of its own: a thread whose serve died is closed by a watcher's restore pass.
 
 use super::{refresh_if_live, scope, Engine};
 use crate::contract::projection::Detail;
-use crate::engine::cache::poll_result;
+use crate::contract::thread::poll_result;
 use crate::error::Result;
 use crate::serve::output::Reply;
 use crate::store::refs::resolve;
-use crate::store::snapshots::{self, View};
 
 pub(super) async fn poll(e: &Engine, reference: &str, detail: Detail) -> Result<Reply> {
     let row = {
         let conn = e.store.read()?;
-        let row = resolve(&conn, scope(e), reference)?;
-        // A closed thread's answer changes only with its rows: a cached one is current.
-        if !row.is_live() {
-            if let Some((json, _)) = snapshots::cached(&conn, &row.id, View::Poll, detail.as_str())?
-            {
-                return Ok(Reply::Json(json.into_bytes()));
-            }
-        }
-        row
+        resolve(&conn, scope(e), reference)?
     };
     // A thread another serve holds is read from its rows; one whose serve died stays as its
     // rows say until a watcher's restore pass closes it (reads never write).
@@ -28,9 +19,5 @@ pub(super) async fn poll(e: &Engine, reference: &str, detail: Detail) -> Result<
         refresh_if_live(e, &row.id).await;
     }
     let facts = e.facts(&row.id)?;
-    if !facts.row.is_live() {
-        e.cache
-            .missed([(facts.row.id.to_string(), View::Poll, detail)]);
-    }
     Ok(Reply::Json(poll_result(&facts, detail)?))
 }
