@@ -558,17 +558,17 @@ fn clean(fx: &Fixture) {
         .unwrap();
 }
 
-/// What the answer cache of a build that has one (migrations V8 to V13, measured through
-/// `THREADBASE_BENCH_BIN`) keeps: (all rows, summary snapshots); `None` when the database has
-/// no such cache (V14 dropped it). Give such a build its own `THREADBASE_BENCH_DIR`: it keeps
-/// only rows of its own shape there.
+/// What serve's answer cache (migration V8) keeps in this build's shape (rows another build
+/// rendered are never read, so they do not count): (all rows, summary snapshots); `None` when
+/// the measured build has no such cache. With `THREADBASE_BENCH_BIN` naming another build the
+/// shapes differ and nothing counts: that build is timed as it finds its cache.
 fn cache_counts(fx: &Fixture) -> Option<(i64, i64)> {
     let conn =
         Connection::open_with_flags(&fx.db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).ok()?;
     conn.query_row(
         "SELECT count(*), count(*) FILTER (WHERE view = 'snapshot' AND detail = 'summary')
-         FROM thread_snapshots",
-        [],
+         FROM thread_snapshots WHERE shape = ?1",
+        [threadbase::store::snapshots::SHAPE],
         |r| Ok((r.get(0)?, r.get(1)?)),
     )
     .ok()

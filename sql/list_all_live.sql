@@ -1,10 +1,13 @@
 -- `list` with state live, no parent/ancestor: only the manager's live rows, already in list
 -- order (threads_live_by_sort_key holds live rows only), so closed threads cost nothing.
--- Each row is the thread's id, path and status (store::list::LISTED_*); the rest of a listed
--- thread's row is read a batch at a time (sql/threads_by_ids.sql) when the list renders it, so
--- counting a list steps no more than these three columns.
-SELECT t.id, t.path, t.status
+-- Each row is the thread's id, path and status (store::list::LISTED_*) and its kept summary
+-- snapshot and list line (thread_snapshots, this build's :shape), NULL when none is kept: one
+-- primary-key lookup per row. The rest of a thread row is read only for the threads without
+-- one (sql/threads_by_ids.sql): stepping the whole row cost 2k instructions a listed thread.
+SELECT t.id, t.path, t.status, c.json, c.line
 FROM thread_rows t
+LEFT JOIN thread_snapshots c
+  ON c.thread_id = t.id AND c.view = 'snapshot' AND c.detail = 'summary' AND c.shape = :shape
 WHERE manager_id = :manager AND status = 'live'
   AND (:visibility = 'all' OR archived = (:visibility = 'archived'))
 ORDER BY sort_key

@@ -4,9 +4,10 @@
 -- it (a manager's threads are children of its scope); each reached manager is one
 -- threads_by_parent search. The few rows are sorted into list order; the caller merges them
 -- with the own part (sql/list_children*.sql), which is already in order.
--- Each row is the thread's id, path and status (store::list::LISTED_*); the rest of a listed
--- thread's row is read a batch at a time (sql/threads_by_ids.sql) when the list renders it, so
--- counting a list steps no more than these three columns.
+-- Each row is the thread's id, path and status (store::list::LISTED_*) and its kept summary
+-- snapshot and list line (thread_snapshots, this build's :shape), NULL when none is kept: one
+-- primary-key lookup per row. The rest of a thread row is read only for the threads without
+-- one (sql/threads_by_ids.sql): stepping the whole row cost 2k instructions a listed thread.
 WITH RECURSIVE reach (id) AS (
     SELECT m.id FROM managers m
     WHERE m.parent_manager_id = :manager AND m.contract = 'thread'
@@ -18,8 +19,10 @@ WITH RECURSIVE reach (id) AS (
     WHERE m.scope_path = :parent
        OR (:parent > m.scope_path || '/' AND :parent < m.scope_path || '0')
 )
-SELECT t.id, t.path, t.status
+SELECT t.id, t.path, t.status, c.json, c.line
 FROM reach r CROSS JOIN thread_rows t ON t.manager_id = r.id AND t.parent_path = :parent
+LEFT JOIN thread_snapshots c
+  ON c.thread_id = t.id AND c.view = 'snapshot' AND c.detail = 'summary' AND c.shape = :shape
 WHERE (:state = 'all' OR t.status = :state)
   AND (:visibility = 'all' OR t.archived = (:visibility = 'archived'))
 ORDER BY t.sort_key

@@ -3,9 +3,10 @@
 -- only managers whose scope is :path, lies below it or above it; each reached manager is one
 -- range of threads_by_sort_key (:lo = key || '/', :hi = key || '0'). The rows are sorted into
 -- list order; the caller merges them with the own part (sql/list_descendants*.sql).
--- Each row is the thread's id, path and status (store::list::LISTED_*); the rest of a listed
--- thread's row is read a batch at a time (sql/threads_by_ids.sql) when the list renders it, so
--- counting a list steps no more than these three columns.
+-- Each row is the thread's id, path and status (store::list::LISTED_*) and its kept summary
+-- snapshot and list line (thread_snapshots, this build's :shape), NULL when none is kept: one
+-- primary-key lookup per row. The rest of a thread row is read only for the threads without
+-- one (sql/threads_by_ids.sql): stepping the whole row cost 2k instructions a listed thread.
 WITH RECURSIVE reach (id) AS (
     SELECT m.id FROM managers m
     WHERE m.parent_manager_id = :manager AND m.contract = 'thread'
@@ -19,8 +20,10 @@ WITH RECURSIVE reach (id) AS (
        OR (m.scope_path > :path || '/' AND m.scope_path < :path || '0')
        OR (:path > m.scope_path || '/' AND :path < m.scope_path || '0')
 )
-SELECT t.id, t.path, t.status
+SELECT t.id, t.path, t.status, c.json, c.line
 FROM reach r CROSS JOIN thread_rows t ON t.manager_id = r.id
+LEFT JOIN thread_snapshots c
+  ON c.thread_id = t.id AND c.view = 'snapshot' AND c.detail = 'summary' AND c.shape = :shape
 WHERE t.sort_key > :lo AND t.sort_key < :hi
   AND (:state = 'all' OR t.status = :state)
   AND (:visibility = 'all' OR t.archived = (:visibility = 'archived'))

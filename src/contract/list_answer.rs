@@ -1,15 +1,16 @@
 //! Contract A's `list` answer, one way whatever its length: the listed threads come from the
-//! engine a batch at a time ([`ListRows`]), each thread is rendered here from its facts (its
-//! summary snapshot and its line of the content text, [`render`]), and the batch goes through
-//! the serializer straight into the response line. Memory holds one batch of rows and
+//! engine a batch at a time ([`ListRows`]), each one its summary snapshot and its line of the
+//! content text (rendered here from its facts, [`render`], or kept from an earlier rendering:
+//! `engine/cache.rs`), and the batch goes through the serializer straight into the response
+//! line. Memory holds one batch of rows and
 //! snapshots ([`BATCH`]) and a content text of at most [`format::MAX_LIST_LINES`] lines,
 //! whatever the list's length.
 //!
 //! The contract's form ([`Wire::Contract`]) is `{content: [{text}], details: {threads,
 //! snapshots, counts…}}`: the text comes first and ends with the count when it leaves threads
 //! out, and the list is written twice (`details.threads` and its alias `details.snapshots`).
-//! So the rows are counted first (their ids and states only), and the list is rendered once
-//! per copy (a list of one batch is rendered once and held for the second copy).
+//! So the rows are counted first (their ids and states only), and the list is read once per
+//! copy (a list of one batch is read once and held for the second copy).
 //!
 //! With `--wire compact` (see [`crate::contract::wire`]) the list crosses the pipe once, in
 //! part lines of at most about [`PART_BYTES`] before the response line, whose `threads` and
@@ -59,7 +60,12 @@ pub struct Rendered {
 
 /// A listed thread's snapshot and line, from its facts.
 pub fn render(facts: &ThreadFacts) -> Result<Rendered> {
-    let projection = Projection::new(facts, Detail::Summary);
+    render_at(facts, Detail::Summary)
+}
+
+/// A thread's snapshot at `detail` and its list line, from its facts.
+pub fn render_at(facts: &ThreadFacts, detail: Detail) -> Result<Rendered> {
+    let projection = Projection::new(facts, detail);
     let snapshot = projection.snapshot();
     let mut line = String::new();
     let _ = format::list_line(&mut line, true, &snapshot);
@@ -76,8 +82,8 @@ pub trait ListRows {
     /// How many threads the list has, and how many of them are live.
     fn count(&mut self) -> Result<(usize, usize)>;
 
-    /// The listed threads' facts, in list order, at most [`BATCH`] at a time, to `f`.
-    fn batches(&mut self, f: &mut dyn FnMut(Vec<ThreadFacts>) -> Result<()>) -> Result<()>;
+    /// The listed threads, rendered, in list order, at most [`BATCH`] at a time, to `f`.
+    fn batches(&mut self, f: &mut dyn FnMut(Vec<Rendered>) -> Result<()>) -> Result<()>;
 }
 
 /// Writes the whole response line of request `id` (without its line feed): `{"id": …,
@@ -103,11 +109,6 @@ pub fn write(
     }
 }
 
-/// Every thread of `batch`, rendered.
-fn rendered(batch: &[ThreadFacts]) -> Result<Vec<Rendered>> {
-    batch.iter().map(render).collect()
-}
-
 /// The contract's form: the counts, then the text from the first batch, then the list
 /// twice.
 fn contract(
@@ -124,8 +125,7 @@ fn contract(
     // A list of one batch is held for its second copy.
     let mut held: Option<Vec<Rendered>> = (count == 0).then(Vec::new);
     let mut written = 0;
-    rows.batches(&mut |batch| {
-        let listed = rendered(&batch)?;
+    rows.batches(&mut |listed| {
         if written == 0 {
             text(&listed, count, w)?;
             w.write_all(t.part(1))?;
@@ -155,8 +155,8 @@ fn contract(
         Some(listed) => write_snapshots(&listed, true, w)?,
         None => {
             let mut first = true;
-            rows.batches(&mut |batch| {
-                write_snapshots(&rendered(&batch)?, first, w)?;
+            rows.batches(&mut |listed| {
+                write_snapshots(&listed, first, w)?;
                 first = false;
                 Ok(())
             })?;
@@ -191,8 +191,7 @@ fn compact(id: &Value, rows: &mut dyn ListRows, w: &mut dyn Write) -> Result<()>
     let mut text = String::new();
     let mut cutter = PartCutter::default();
     let mut done = Vec::new();
-    rows.batches(&mut |batch| {
-        let listed = rendered(&batch)?;
+    rows.batches(&mut |listed| {
         count += listed.len();
         live += listed.iter().filter(|r| r.live).count();
         push_lines(&mut text, &listed, &mut shown);
@@ -422,10 +421,10 @@ mod tests {
             Ok((self.facts.len(), live))
         }
 
-        fn batches(&mut self, f: &mut dyn FnMut(Vec<ThreadFacts>) -> Result<()>) -> Result<()> {
+        fn batches(&mut self, f: &mut dyn FnMut(Vec<Rendered>) -> Result<()>) -> Result<()> {
             self.passes += 1;
             for batch in self.facts.chunks(BATCH) {
-                f(batch.to_vec())?;
+                f(batch.iter().map(|t| render(t).unwrap()).collect())?;
             }
             Ok(())
         }

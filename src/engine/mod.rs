@@ -5,8 +5,10 @@
 pub mod adopt;
 pub mod agent;
 pub mod budget;
+mod cache;
 mod child_env;
 mod config;
+mod facts;
 mod locks;
 mod notices;
 mod remote;
@@ -24,12 +26,12 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::contract::projection::{recent_event_count, Detail, OutputFacts, ThreadFacts};
+use crate::contract::projection::{OutputFacts, ThreadFacts};
 use crate::error::{Error, ErrorCode, Result};
 use crate::runtime::Runtime;
 use crate::serve::output::Reply;
 use crate::store::events;
-use crate::store::threads::{thread_by_id_any, upsert_manager, Contract, ManagerSpec, ThreadRow};
+use crate::store::threads::{thread_by_id_any, upsert_manager, Contract, ManagerSpec};
 use crate::store::Store;
 
 /// The restore pass (see `runtime::restore`) with the contracts' texts: every live thread
@@ -46,36 +48,6 @@ pub fn output_facts(conn: &crate::store::Conn, id: &str) -> Result<OutputFacts> 
     crate::store::output::of_thread(conn, id)
 }
 
-/// The facts of `rows` (in their order) for a projection at `detail`, in three more queries
-/// whatever their number: the retained output of all of them, the retained events each
-/// shows at that detail (only its last few: they are what the snapshot shows), and what each
-/// spent.
-pub fn thread_facts(
-    conn: &crate::store::Conn,
-    rows: Vec<ThreadRow>,
-    detail: Detail,
-) -> Result<Vec<ThreadFacts>> {
-    if rows.is_empty() {
-        return Ok(Vec::new());
-    }
-    let ids = serde_json::to_string(&rows.iter().map(|r| r.id.as_str()).collect::<Vec<_>>())?;
-    let outs = crate::store::output::of_threads(conn, &ids, rows.len())?;
-    let events = events::rows_of_threads(conn, &ids, rows.len(), recent_event_count(detail))?;
-    let usage = crate::store::usage::of_threads(conn, &ids, rows.len())?;
-    Ok(rows
-        .into_iter()
-        .zip(outs)
-        .zip(events)
-        .zip(usage)
-        .map(|(((row, out), events), usage)| ThreadFacts {
-            row,
-            out,
-            events,
-            usage,
-        })
-        .collect())
-}
-
 /// One manager's engine.
 pub struct Engine {
     cfg: ServeConfig,
@@ -90,6 +62,8 @@ pub struct Engine {
     interrupting: worker::Interrupting,
     /// Contract B's side of this serve.
     agent: Arc<agent::AgentHost>,
+    /// Still threads' rendered answers (`thread_snapshots`).
+    cache: Arc<cache::SnapshotCache>,
     /// Contract A's notices a running `wait` holds back.
     notice_holds: notices::NoticeHolds,
 }
@@ -118,6 +92,7 @@ impl Engine {
         })?;
         let locks = Arc::new(locks::LockMap::default());
         let agent = agent::AgentHost::new(cfg.clone(), store.clone(), rt.clone(), locks.clone());
+        let cache = cache::SnapshotCache::new(store.clone());
         Ok(Engine {
             cfg,
             store,
@@ -127,6 +102,7 @@ impl Engine {
             locks,
             interrupting: worker::Interrupting::default(),
             agent,
+            cache,
             notice_holds: notices::NoticeHolds::default(),
         })
     }

@@ -170,12 +170,15 @@ pub fn reach_statement(q: &ListQuery) -> Option<&'static str> {
     }
 }
 
-/// A list row: the thread's id, path (the merge's key) and status. The whole row of a listed
-/// thread is read by [`rows_by_ids`], a batch at a time.
+/// A list row: the thread's id, path (the merge's key) and status, then its kept summary
+/// snapshot and list line (migration V8), NULL when none is kept. The whole row of a thread
+/// without a kept answer is read by [`rows_by_ids`].
 pub(crate) const LISTED_ID: usize = 0;
 pub(crate) const LISTED_PATH: usize = 1;
 pub(crate) const LISTED_STATUS: usize = 2;
-const LISTED_COLUMNS: usize = 3;
+pub(crate) const KEPT_JSON: usize = 3;
+pub(crate) const KEPT_LINE: usize = 4;
+const LISTED_COLUMNS: usize = 5;
 
 /// One row of a list as [`each_row`] hands it over: each field is read from the row only when
 /// asked for (a count reads the status alone), so a list pass pays for what it uses.
@@ -194,10 +197,17 @@ impl Listed<'_, '_> {
             .get::<_, crate::domain::ThreadStatus>(LISTED_STATUS)?
             == crate::domain::ThreadStatus::Live)
     }
+
+    /// Its kept summary snapshot (JSON) and list line, when the cache holds them.
+    pub fn kept(&self) -> Result<Option<(String, String)>> {
+        let json: Option<String> = self.0.get(KEPT_JSON)?;
+        let line: Option<String> = self.0.get(KEPT_LINE)?;
+        Ok(json.zip(line))
+    }
 }
 
-/// The thread rows of `ids`, in that order (sql/threads_by_ids.sql): a batch of listed
-/// threads.
+/// The thread rows of `ids`, in that order (sql/threads_by_ids.sql): the listed threads
+/// without a kept answer, a batch at a time.
 pub fn rows_by_ids(conn: &Connection, ids: &[&str]) -> Result<Vec<ThreadRow>> {
     let rows = threads_by_ids(conn, ids)?;
     if rows.len() != ids.len() {
@@ -221,7 +231,7 @@ fn bound<'c>(
     let mut stmt = conn.prepare_cached(sql)?;
     if stmt.column_count() != LISTED_COLUMNS {
         return Err(Error::internal(format!(
-            "A list query returns {} columns instead of the {LISTED_COLUMNS} of a listed thread (id, path, status): {sql}",
+            "A list query returns {} columns instead of the {LISTED_COLUMNS} of a listed thread (id, path, status) and its kept answer: {sql}",
             stmt.column_count()
         )));
     }
@@ -239,6 +249,7 @@ fn bound<'c>(
         Ok(())
     };
     bind(":manager", &manager_id)?;
+    bind(":shape", &crate::store::snapshots::SHAPE)?;
     bind(":state", &state)?;
     bind(":visibility", &visibility)?;
     bind(":parent", &parent)?;
@@ -267,8 +278,8 @@ pub fn each_row(
     })
 }
 
-/// [`each_row`], then `f(None)` once the rows are done (not when `f` stopped the pass), but
-/// once `after` rows were handed over and more remain, the rest of the pass, that last call
+/// [`each_row`], then `f(None)` once the rows are done (not when `f` stopped the pass); once
+/// `after` rows were handed over and more remain, the rest of the pass, that last call
 /// included, runs in `tokio::task::block_in_place` when called on a worker of a multi-thread
 /// runtime: a short list stays on the request's worker with no hand-off, a long one goes on
 /// in the same statements (one read, no row stepped twice) while the worker's other tasks
@@ -280,12 +291,6 @@ pub fn each_row_switching(
     after: usize,
     mut f: impl FnMut(Option<&Listed<'_, '_>>) -> Result<bool>,
 ) -> Result<()> {
-    let mut own = bound(conn, statement(q), manager_id, q)?;
-    let mut below = match reach_statement(q) {
-        Some(sql) if reaches_below(conn, manager_id)? => Some(bound(conn, sql, manager_id, q)?),
-        _ => None,
-    };
-    let mut merge = Merge::new(own.raw_query(), below.as_mut().map(|b| b.raw_query()))?;
     fn rest(
         merge: &mut Merge<'_>,
         f: &mut impl FnMut(Option<&Listed<'_, '_>>) -> Result<bool>,
@@ -298,6 +303,12 @@ pub fn each_row_switching(
         f(None)?;
         Ok(())
     }
+    let mut own = bound(conn, statement(q), manager_id, q)?;
+    let mut below = match reach_statement(q) {
+        Some(sql) if reaches_below(conn, manager_id)? => Some(bound(conn, sql, manager_id, q)?),
+        _ => None,
+    };
+    let mut merge = Merge::new(own.raw_query(), below.as_mut().map(|b| b.raw_query()))?;
     for _ in 0..after {
         if !merge.has_more() {
             return rest(&mut merge, &mut f);

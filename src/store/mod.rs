@@ -24,6 +24,7 @@ pub mod refs;
 pub mod reports;
 pub mod restore;
 pub mod sessions;
+pub mod snapshots;
 pub mod threads;
 pub mod top;
 mod trim;
@@ -173,7 +174,7 @@ fn configure(conn: &Connection) -> rusqlite::Result<()> {
         true,
     )?;
     // journal_size_limit: a WAL that grew while long reads held it (a list of every thread of a
-    // big manager, while another process wrote) is cut back to 64 MiB at the next
+    // big manager, while the snapshot cache's filler wrote) is cut back to 64 MiB at the next
     // checkpoint that resets it, instead of keeping its largest size on disk.
     conn.execute_batch(
         "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA journal_size_limit = 67108864;",
@@ -819,11 +820,16 @@ mod tests {
             let stmt = conn.prepare(sql).unwrap();
             let names = stmt.column_names();
             if name.starts_with("list_") && name != "list_every_manager" {
-                // A contract A list row: the thread's id, path and status (the rest of its
-                // row is read by threads_by_ids, below).
-                use crate::store::list::{LISTED_ID, LISTED_PATH, LISTED_STATUS};
-                assert_eq!(names, ["id", "path", "status"], "{name}");
-                assert_eq!([LISTED_ID, LISTED_PATH, LISTED_STATUS], [0, 1, 2]);
+                // A contract A list row: the thread's id, path and status, then its kept answer
+                // (the rest of its row is read by threads_by_ids, below).
+                use crate::store::list::{
+                    KEPT_JSON, KEPT_LINE, LISTED_ID, LISTED_PATH, LISTED_STATUS,
+                };
+                assert_eq!(names, ["id", "path", "status", "json", "line"], "{name}");
+                assert_eq!(
+                    [LISTED_ID, LISTED_PATH, LISTED_STATUS, KEPT_JSON, KEPT_LINE],
+                    [0, 1, 2, 3, 4]
+                );
             } else {
                 assert_eq!(names, col::NAMES, "{name}");
             }

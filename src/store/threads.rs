@@ -332,6 +332,13 @@ impl ThreadRow {
     pub fn is_live(&self) -> bool {
         self.status == ThreadStatus::Live
     }
+
+    /// Whether its rendered answers may be kept (the snapshot cache, migration V8): a closed
+    /// thread, or a live one that is idle. Either changes only through its rows; a busy
+    /// thread's rows change with every event, so keeping its answers would be wasted work.
+    pub fn is_still(&self) -> bool {
+        !self.is_live() || self.phase == Phase::Idle
+    }
 }
 
 /// The cached statement of a thread-row query, checked to return the columns of [`col`].

@@ -183,13 +183,25 @@ fn batched_facts_are_primary_key_lookups() {
     }
 }
 
-/// A list batch's thread rows are read by primary key, whatever the table sizes.
+/// The snapshot cache (migration V8) is read and written by primary key: a poll's lookup, a
+/// list batch's json_each join, the filler's rows and its insert, and the rows of a list batch's
+/// threads without a kept answer, whatever the table sizes.
 #[test]
 fn snapshot_cache_statements_are_primary_key_lookups() {
-    for (name, text, want) in plans([(
-        sql!("threads_by_ids"),
-        "SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)",
-    )]) {
+    for (name, text, want) in plans([
+        (
+            sql!("snapshot_cached"),
+            "SEARCH thread_snapshots USING INDEX sqlite_autoindex_thread_snapshots_1 (thread_id=? AND view=? AND detail=?)",
+        ),
+        (
+            sql!("threads_by_ids"),
+            "SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)",
+        ),
+        (
+            sql!("snapshot_put"),
+            "SEARCH threads USING INDEX sqlite_autoindex_threads_1 (id=?)",
+        ),
+    ]) {
         assert!(text.contains(want), "{name}: {text}");
         assert_scans_only_the_ids(name, &text);
     }

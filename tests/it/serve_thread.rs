@@ -885,20 +885,44 @@ fn content_keeps_the_answers_line_breaks_and_says_when_it_is_cut() {
     w.close_all(s);
 }
 
-/// A closed thread's poll and list answers are the same on every read, and a change of the
-/// thread (archive) shows in the next poll and list. (They used to be kept in
-/// `thread_snapshots`, dropped by V14: every read renders them from the rows.)
+/// A closed thread's poll and list answers are kept (`thread_snapshots`) after the first read,
+/// and a later read gives the same answer from them; a change of the thread (archive) drops them,
+/// so the next poll and list say what is true.
 #[test]
 fn kept_answers_are_the_rendered_ones_and_a_change_drops_them() {
-    let (_w, mut s) = with_serve(SCRIPT);
+    let (w, mut s) = with_serve(SCRIPT);
     s.thread(json!({"action": "start", "prompt": "Say hi", "taskName": "hi"}));
     s.thread(json!({"action": "wait", "id": "hi", "timeoutMs": 20000}));
     s.thread(json!({"action": "stop", "id": "hi"}));
+    let kept = |view: &str| -> i64 {
+        let conn = rusqlite::Connection::open(&w.base.db).unwrap();
+        conn.busy_timeout(std::time::Duration::from_secs(10))
+            .unwrap();
+        conn.query_row(
+            "SELECT count(*) FROM thread_snapshots t JOIN threads h ON h.id = t.thread_id
+             WHERE h.path = '/root/hi' AND t.view = ?1 AND t.shape = ?2",
+            [view, threadbase::store::snapshots::SHAPE],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    let wait_kept = |view: &str| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while kept(view) == 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no kept {view} answer"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    };
     let poll = json!({"action": "poll", "id": "hi"});
     let list = json!({"action": "list", "state": "closed"});
     let rendered_poll = s.thread(poll.clone());
     let rendered_list = s.thread(list.clone());
     assert_eq!(details(&rendered_poll)["snapshot"]["status"], "closed");
+    wait_kept("poll");
+    wait_kept("snapshot");
     assert_eq!(
         s.thread(poll.clone()),
         rendered_poll,
@@ -911,6 +935,11 @@ fn kept_answers_are_the_rendered_ones_and_a_change_drops_them() {
     );
 
     s.thread(json!({"action": "archive", "id": "hi"}));
+    assert_eq!(
+        kept("poll") + kept("snapshot"),
+        0,
+        "archiving kept old answers"
+    );
     let r = s.thread(poll);
     assert_eq!(details(&r)["snapshot"]["archived"], true);
     let r = s.thread(json!({"action": "list", "state": "closed", "visibility": "all"}));
@@ -1359,7 +1388,8 @@ fn direct_replies_that_fill_the_pipe_stay_whole() {
 
 /// A list longer than a batch (256 threads) is streamed into the response line a batch at a
 /// time: every thread once, in list order, the list twice (`threads` and `snapshots`), a
-/// content line for each of the first 200 threads, and the same answer when read again.
+/// content line for each of the first 200 threads, and the same answer once the rendered
+/// answers are kept.
 #[test]
 fn a_long_list_is_spilled_whole_and_answers_the_same_each_time() {
     const N: u64 = 700;
@@ -1402,7 +1432,14 @@ fn a_long_list_is_spilled_whole_and_answers_the_same_each_time() {
         lines[200]
     );
 
-    // A list read again is the same answer.
+    // The first list rendered the answers; serve keeps them in the background. A list read
+    // from the kept answers is the same answer.
+    let kept = "SELECT count(*) FROM thread_snapshots WHERE view = 'snapshot'";
+    let every = Duration::from_millis(50);
+    let what = format!("not all {N} answers were kept");
+    common::poll(Duration::from_secs(30), every, &what, || {
+        (common::count(&w.base.db, kept) >= N as i64).then_some(())
+    });
     let again = s.thread(json!({"action": "list"}));
     assert_eq!(again, first);
     // And a long list filtered by state reads only its rows.

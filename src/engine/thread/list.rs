@@ -1,18 +1,22 @@
 //! `list`: the filter's target resolved to a subtree, then the answer written as the rows are
-//! read (`contract::list_answer`): one read transaction, a batch of rows and their facts at a
-//! time, whatever the list's length.
+//! read (`contract::list_answer`): one read transaction, a batch of rows at a time whatever
+//! the list's length. A list row carries its thread's kept answer when the snapshot cache
+//! (`engine/cache.rs`) has one; the others are rendered from their facts, a batch in three
+//! queries, and the still ones among them noted for the cache.
 
 use super::{scope, Engine};
-use crate::contract::list_answer::{self, ListRows, BATCH};
-use crate::contract::projection::{Detail, ThreadFacts};
+use crate::contract::list_answer::{self, ListRows, Rendered, BATCH};
+use crate::contract::projection::Detail;
 use crate::contract::thread::ListTarget;
 use crate::contract::Wire;
 use crate::domain::ManagerId;
-use crate::engine::thread_facts;
+use crate::engine::cache::{Key, MAX_PENDING};
+use crate::engine::facts::thread_facts;
 use crate::error::Result;
 use crate::serve::output::Reply;
 use crate::store::list::{self, ListQuery, Subtree};
 use crate::store::refs::resolve_list_filter;
+use crate::store::snapshots::View;
 use crate::store::Conn;
 
 /// Rows a list reads on the request's worker: a longer list moves the worker's other tasks
@@ -43,6 +47,7 @@ pub(super) fn list_threads(
         subtree,
     };
     let (store, manager_id, wire) = (e.store.clone(), e.manager_id, e.cfg.wire);
+    let cache = e.cache.clone();
     Ok(Reply::Stream(Box::new(move |id, w| {
         let conn = store.read()?;
         // One read transaction: every pass sees the same rows.
@@ -51,6 +56,7 @@ pub(super) fn list_threads(
             conn: &tx,
             manager_id,
             q: &q,
+            missed: Vec::new(),
         };
         let out = match wire {
             // The contract's form counts first: a short list stays on this worker.
@@ -66,7 +72,9 @@ pub(super) fn list_threads(
             // One pass, which moves off the worker itself once it is long (`Rows::batches`).
             Wire::Compact => list_answer::write(wire, id, None, &mut rows, w),
         };
+        let missed = std::mem::take(&mut rows.missed);
         drop(tx);
+        cache.missed(missed);
         out
     })))
 }
@@ -86,6 +94,8 @@ struct Rows<'a> {
     conn: &'a Conn,
     manager_id: ManagerId,
     q: &'a ListQuery,
+    /// Still threads rendered because no answer was kept: the cache keeps them afterwards.
+    missed: Vec<Key>,
 }
 
 impl ListRows for Rows<'_> {
@@ -99,25 +109,71 @@ impl ListRows for Rows<'_> {
         Ok((count, live))
     }
 
-    fn batches(&mut self, f: &mut dyn FnMut(Vec<ThreadFacts>) -> Result<()>) -> Result<()> {
+    fn batches(&mut self, f: &mut dyn FnMut(Vec<Rendered>) -> Result<()>) -> Result<()> {
         let conn = self.conn;
-        let mut ids: Vec<String> = Vec::with_capacity(BATCH);
+        let missed = &mut self.missed;
+        let mut batch: Vec<Entry> = Vec::with_capacity(BATCH);
         // Past ON_WORKER rows the rest of the pass, the last batch included, runs off the
         // worker (see `list::each_row_switching`).
         list::each_row_switching(conn, self.manager_id, self.q, ON_WORKER, |r| {
             if let Some(r) = r {
-                ids.push(r.id()?);
-                if ids.len() < BATCH {
+                batch.push(match r.kept()? {
+                    Some((json, line)) => Entry::Kept(Rendered {
+                        json,
+                        line,
+                        live: r.live()?,
+                    }),
+                    None => Entry::Fresh(r.id()?),
+                });
+                if batch.len() < BATCH {
                     return Ok(true);
                 }
             }
-            if !ids.is_empty() {
-                let batch: Vec<&str> = ids.iter().map(String::as_str).collect();
-                let rows = list::rows_by_ids(conn, &batch)?;
-                f(thread_facts(conn, rows, Detail::Summary)?)?;
-                ids.clear();
+            if !batch.is_empty() {
+                f(rendered(conn, std::mem::take(&mut batch), missed)?)?;
             }
             Ok(true)
         })
     }
+}
+
+/// A listed thread as its list row found it: its kept answer, or its id (its row is read and
+/// its answer rendered, a batch at a time).
+enum Entry {
+    Kept(Rendered),
+    Fresh(String),
+}
+
+/// Each entry's answer, in order: kept ones as the list row carried them, the others rendered
+/// from their rows and facts (three queries for all of them) and, when still (closed, or live
+/// and idle), noted in `missed` so the cache keeps them (a list read twice notes them twice:
+/// the cache takes each once).
+fn rendered(conn: &Conn, entries: Vec<Entry>, missed: &mut Vec<Key>) -> Result<Vec<Rendered>> {
+    let mut fresh_at = Vec::new();
+    let mut fresh = Vec::new();
+    let mut listed = Vec::with_capacity(entries.len());
+    for (i, e) in entries.into_iter().enumerate() {
+        match e {
+            Entry::Kept(answer) => listed.push(answer),
+            Entry::Fresh(id) => {
+                fresh_at.push(i);
+                fresh.push(id);
+                listed.push(Rendered::default());
+            }
+        }
+    }
+    if !fresh.is_empty() {
+        let ids: Vec<&str> = fresh.iter().map(String::as_str).collect();
+        let rows = list::rows_by_ids(conn, &ids)?;
+        for (i, f) in fresh_at
+            .into_iter()
+            .zip(thread_facts(conn, rows, Detail::Summary)?)
+        {
+            listed[i] = list_answer::render(&f)?;
+            if f.row.is_still() && missed.len() < MAX_PENDING {
+                missed.push((f.row.id.to_string(), View::Snapshot, Detail::Summary));
+            }
+        }
+    }
+    Ok(listed)
 }

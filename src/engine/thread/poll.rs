@@ -1,5 +1,6 @@
-//! `poll`: a thread's answer rendered from its rows (a live one refreshed first). It writes
-//! nothing of its own: a thread whose serve died is closed by a watcher's restore pass.
+//! `poll`: a closed thread's kept answer (the snapshot cache, `engine/cache.rs`), or its answer
+//! rendered from its rows (a live one refreshed first). It writes nothing of its own: a thread
+//! whose serve died is closed by a watcher's restore pass.
 
 use super::{refresh_if_live, scope, Engine};
 use crate::contract::projection::Detail;
@@ -7,11 +8,20 @@ use crate::contract::thread::poll_result;
 use crate::error::Result;
 use crate::serve::output::Reply;
 use crate::store::refs::resolve;
+use crate::store::snapshots::{self, View};
 
 pub(super) async fn poll(e: &Engine, reference: &str, detail: Detail) -> Result<Reply> {
     let row = {
         let conn = e.store.read()?;
-        resolve(&conn, scope(e), reference)?
+        let row = resolve(&conn, scope(e), reference)?;
+        // A closed thread's answer changes only with its rows: a cached one is current.
+        if !row.is_live() {
+            if let Some((json, _)) = snapshots::cached(&conn, &row.id, View::Poll, detail.as_str())?
+            {
+                return Ok(Reply::Json(json.into_bytes()));
+            }
+        }
+        row
     };
     // A thread another serve holds is read from its rows; one whose serve died stays as its
     // rows say until a watcher's restore pass closes it (reads never write).
@@ -19,5 +29,9 @@ pub(super) async fn poll(e: &Engine, reference: &str, detail: Detail) -> Result<
         refresh_if_live(e, &row.id).await;
     }
     let facts = e.facts(&row.id)?;
+    if !facts.row.is_live() {
+        e.cache
+            .missed([(facts.row.id.to_string(), View::Poll, detail)]);
+    }
     Ok(Reply::Json(poll_result(&facts, detail)?))
 }
