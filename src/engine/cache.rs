@@ -3,7 +3,17 @@
 //! the thread's events and output and shaping them again (issue 12: that was most of a listed
 //! thread's cost). A busy thread is always rendered: its rows change with every event.
 //!
-//! Reads take what is cached and render the rest as before. What was missing is rendered
+//! It exists for speed alone, for DESIGN's targets "poll through serve ≤ 80 µs" and "list
+//! `parent` (10) ≤ 120 µs" (the rows `serve/poll_{id,path,relative,name}` and
+//! `serve/list_parent_10` of `benches/serve.rs`), which issue 26 holds to 1.2× of the
+//! instructions they cost with it: without it, callgrind through a release serve counted poll
+//! by id 230k instructions a request instead of 71k and list `parent` 1.36M instead of 217k
+//! (trees of 1k and 10k, two runs each, 2026-12-04). A listed thread rendered costs about 130k
+//! instructions; a kept one is a primary-key lookup and a copy. The list of all
+//! (`serve/list_all`) reads kept answers too, but its memory and its one path do not depend
+//! on the cache (`contract/list_answer.rs`).
+//!
+//! Reads take what is cached and render the rest (through contract/, as the filler does). What was missing is rendered
 //! again later, off the request, by a filler on tokio's blocking pool, inside one write
 //! transaction per batch: rendering and keeping in the same transaction means no change can
 //! come between them, and V8's triggers delete a row on any later change of its thread. So a
