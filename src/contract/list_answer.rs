@@ -9,8 +9,8 @@
 //! The contract's form ([`Wire::Contract`]) is `{content: [{text}], details: {threads,
 //! snapshots, counts…}}`: the text comes first and ends with the count when it leaves threads
 //! out, and the list is written twice (`details.threads` and its alias `details.snapshots`).
-//! So the rows are counted first (their ids and states only), and the list is read once per
-//! copy (a list of one batch is read once and held for the second copy).
+//! So a list of one batch is held and written whole; a longer one is counted (its ids and
+//! states only) and then read once per copy.
 //!
 //! With `--wire compact` (see [`crate::contract::wire`]) the list crosses the pipe once, in
 //! part lines of at most about [`PART_BYTES`] before the response line, whose `threads` and
@@ -82,50 +82,66 @@ pub trait ListRows {
     /// How many threads the list has, and how many of them are live.
     fn count(&mut self) -> Result<(usize, usize)>;
 
-    /// The listed threads, rendered, in list order, at most [`BATCH`] at a time, to `f`.
-    fn batches(&mut self, f: &mut dyn FnMut(Vec<Rendered>) -> Result<()>) -> Result<()>;
+    /// The listed threads, rendered, in list order, at most [`BATCH`] at a time, to `f`, with
+    /// whether it is the last batch (a list that ends on a full batch ends with an empty one;
+    /// an empty list is one empty batch). `f` returns whether to go on.
+    fn batches(&mut self, f: &mut dyn FnMut(Vec<Rendered>, bool) -> Result<bool>) -> Result<()>;
 }
 
 /// Writes the whole response line of request `id` (without its line feed): `{"id": …,
-/// "result": …}`, and with [`Wire::Compact`] the part lines before it. `counts` are the
-/// list's (count, live) when the caller has them already (the contract's form needs them
-/// first).
-pub fn write(
-    wire: Wire,
-    id: &Value,
-    counts: Option<(usize, usize)>,
-    rows: &mut dyn ListRows,
-    w: &mut dyn Write,
-) -> Result<()> {
+/// "result": …}`, and with [`Wire::Compact`] the part lines before it.
+pub fn write(wire: Wire, id: &Value, rows: &mut dyn ListRows, w: &mut dyn Write) -> Result<()> {
     match wire {
-        Wire::Contract => {
-            let counts = match counts {
-                Some(c) => c,
-                None => rows.count()?,
-            };
-            contract(id, counts, rows, w)
-        }
+        Wire::Contract => contract(id, rows, w),
         Wire::Compact => compact(id, rows, &mut super::wire::Ascii::new(w)),
     }
 }
 
-/// The contract's form: the counts, then the text from the first batch, then the list
-/// twice.
-fn contract(
-    id: &Value,
-    (count, live): (usize, usize),
-    rows: &mut dyn ListRows,
-    w: &mut dyn Write,
-) -> Result<()> {
-    let t = Template::new(count, live, Wire::Contract)?;
+/// The contract's form. The first batch is held: a list of one batch is then known whole
+/// and written from it, the list twice, in the same pass (inside the pass: off the worker
+/// once long). A longer list stops that pass, is counted (the text, which comes first, says
+/// how many it leaves out), and is then read once per copy.
+fn contract(id: &Value, rows: &mut dyn ListRows, w: &mut dyn Write) -> Result<()> {
     w.write_all(b"{\"id\":")?;
     serde_json::to_writer(&mut *w, id)?;
     w.write_all(b",\"result\":")?;
+    let mut held: Option<Vec<Rendered>> = None;
+    let mut whole = false;
+    rows.batches(&mut |listed, last| {
+        let listed = match held.take() {
+            None if !last => {
+                held = Some(listed);
+                return Ok(true);
+            }
+            None => listed,
+            // The list ended right after its first batch.
+            Some(first) if last && listed.is_empty() => first,
+            // Longer than a batch.
+            Some(_) => return Ok(false),
+        };
+        let live = listed.iter().filter(|r| r.live).count();
+        let t = Template::new(listed.len(), live, Wire::Contract)?;
+        w.write_all(t.part(0))?;
+        text(&listed, listed.len(), w)?;
+        for part in [1, 2] {
+            w.write_all(t.part(part))?;
+            w.write_all(b"[")?;
+            write_snapshots(&listed, true, w)?;
+            w.write_all(b"]")?;
+        }
+        w.write_all(t.last())?;
+        w.write_all(b"}")?;
+        whole = true;
+        Ok(true)
+    })?;
+    if whole {
+        return Ok(());
+    }
+    let (count, live) = rows.count()?;
+    let t = Template::new(count, live, Wire::Contract)?;
     w.write_all(t.part(0))?;
-    // A list of one batch is held for its second copy.
-    let mut held: Option<Vec<Rendered>> = (count == 0).then(Vec::new);
     let mut written = 0;
-    rows.batches(&mut |listed| {
+    rows.batches(&mut |listed, _| {
         if written == 0 {
             text(&listed, count, w)?;
             w.write_all(t.part(1))?;
@@ -133,16 +149,8 @@ fn contract(
         }
         write_snapshots(&listed, written == 0, w)?;
         written += listed.len();
-        if count <= BATCH {
-            held = Some(listed);
-        }
-        Ok(())
+        Ok(true)
     })?;
-    if written == 0 {
-        text(&[], count, w)?;
-        w.write_all(t.part(1))?;
-        w.write_all(b"[")?;
-    }
     if written != count {
         return Err(Error::internal(format!(
             "a list counted {count} threads and then read {written} in the same read"
@@ -151,17 +159,12 @@ fn contract(
     w.write_all(b"]")?;
     w.write_all(t.part(2))?;
     w.write_all(b"[")?;
-    match held {
-        Some(listed) => write_snapshots(&listed, true, w)?,
-        None => {
-            let mut first = true;
-            rows.batches(&mut |listed| {
-                write_snapshots(&listed, first, w)?;
-                first = false;
-                Ok(())
-            })?;
-        }
-    }
+    let mut first = true;
+    rows.batches(&mut |listed, _| {
+        write_snapshots(&listed, first, w)?;
+        first = first && listed.is_empty();
+        Ok(true)
+    })?;
     w.write_all(b"]")?;
     w.write_all(t.last())?;
     w.write_all(b"}")?;
@@ -191,14 +194,15 @@ fn compact(id: &Value, rows: &mut dyn ListRows, w: &mut dyn Write) -> Result<()>
     let mut text = String::new();
     let mut cutter = PartCutter::default();
     let mut done = Vec::new();
-    rows.batches(&mut |listed| {
+    rows.batches(&mut |listed, _| {
         count += listed.len();
         live += listed.iter().filter(|r| r.live).count();
         push_lines(&mut text, &listed, &mut shown);
         cutter.push(&listed, &mut done)?;
         // Each part line goes to the client as soon as it is cut; the last goes with the
         // response line, so a list of one part line is one write.
-        write_parts(&mut done, &id, w, true)
+        write_parts(&mut done, &id, w, true)?;
+        Ok(true)
     })?;
     cutter.close(&mut done);
     write_parts(&mut done, &id, w, false)?;
@@ -421,10 +425,24 @@ mod tests {
             Ok((self.facts.len(), live))
         }
 
-        fn batches(&mut self, f: &mut dyn FnMut(Vec<Rendered>) -> Result<()>) -> Result<()> {
+        fn batches(
+            &mut self,
+            f: &mut dyn FnMut(Vec<Rendered>, bool) -> Result<bool>,
+        ) -> Result<()> {
             self.passes += 1;
-            for batch in self.facts.chunks(BATCH) {
-                f(batch.iter().map(|t| render(t).unwrap()).collect())?;
+            let mut batches: Vec<Vec<Rendered>> = self
+                .facts
+                .chunks(BATCH)
+                .map(|b| b.iter().map(|t| render(t).unwrap()).collect())
+                .collect();
+            if self.facts.len() % BATCH == 0 {
+                batches.push(Vec::new());
+            }
+            let n = batches.len();
+            for (i, batch) in batches.into_iter().enumerate() {
+                if !f(batch, i + 1 == n)? {
+                    break;
+                }
             }
             Ok(())
         }
@@ -470,9 +488,9 @@ mod tests {
                 passes: 0,
             };
             let mut line = Vec::new();
-            write(Wire::Contract, &7.into(), None, &mut rows, &mut line).unwrap();
+            write(Wire::Contract, &7.into(), &mut rows, &mut line).unwrap();
             assert!(line == whole(&listed, Wire::Contract), "{n}: contract form");
-            assert_eq!(rows.passes, if n > BATCH { 2 } else { 1 }, "{n}");
+            assert_eq!(rows.passes, if n > BATCH { 3 } else { 1 }, "{n}");
             let v: Value = serde_json::from_slice(&line).unwrap();
             let text = v["result"]["content"][0]["text"].as_str().unwrap();
             let shown = n.min(format::MAX_LIST_LINES);
@@ -487,7 +505,7 @@ mod tests {
                 passes: 0,
             };
             let mut out = Vec::new();
-            write(Wire::Compact, &7.into(), None, &mut rows, &mut out).unwrap();
+            write(Wire::Compact, &7.into(), &mut rows, &mut out).unwrap();
             assert_eq!(rows.passes, 1, "{n}");
             assert!(out.is_ascii(), "{n}");
             let mut lines: Vec<&[u8]> = out.split(|b| *b == b'\n').collect();

@@ -8,7 +8,6 @@ use super::{scope, Engine};
 use crate::contract::list_answer::{self, ListRows, Rendered, BATCH};
 use crate::contract::projection::Detail;
 use crate::contract::thread::ListTarget;
-use crate::contract::Wire;
 use crate::domain::ManagerId;
 use crate::engine::cache::{Key, MAX_PENDING};
 use crate::engine::facts::thread_facts;
@@ -19,8 +18,8 @@ use crate::store::refs::resolve_list_filter;
 use crate::store::snapshots::View;
 use crate::store::Conn;
 
-/// Rows a list reads on the request's worker: a longer list moves the worker's other tasks
-/// away first (`block_in_place`), since writing it may wait for serve's writer.
+/// Rows a pass over a list reads on the request's worker: the rest of a longer one runs in
+/// `block_in_place`, since writing it may wait for serve's writer.
 const ON_WORKER: usize = 16;
 
 pub(super) fn list_threads(
@@ -58,35 +57,13 @@ pub(super) fn list_threads(
             q: &q,
             missed: Vec::new(),
         };
-        let out = match wire {
-            // The contract's form counts first: a short list stays on this worker.
-            Wire::Contract => {
-                let counts = rows.count()?;
-                let mut write = || list_answer::write(wire, id, Some(counts), &mut rows, w);
-                if counts.0 <= ON_WORKER {
-                    write()
-                } else {
-                    off_worker(write)
-                }
-            }
-            // One pass, which moves off the worker itself once it is long (`Rows::batches`).
-            Wire::Compact => list_answer::write(wire, id, None, &mut rows, w),
-        };
+        // Each pass moves off the worker itself once it is long (`list::each_row_switching`).
+        let out = list_answer::write(wire, id, &mut rows, w);
         let missed = std::mem::take(&mut rows.missed);
         drop(tx);
         cache.missed(missed);
         out
     })))
-}
-
-/// Runs `f` where it may block: in `block_in_place` on a worker of a multi-thread runtime.
-fn off_worker<T>(f: impl FnOnce() -> T) -> T {
-    match tokio::runtime::Handle::try_current() {
-        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(f)
-        }
-        _ => f(),
-    }
 }
 
 /// A list's rows in one read transaction.
@@ -101,21 +78,24 @@ struct Rows<'a> {
 impl ListRows for Rows<'_> {
     fn count(&mut self) -> Result<(usize, usize)> {
         let (mut count, mut live) = (0, 0);
-        list::each_row(self.conn, self.manager_id, self.q, |r| {
-            count += 1;
-            live += usize::from(r.live()?);
+        list::each_row_switching(self.conn, self.manager_id, self.q, ON_WORKER, |r| {
+            if let Some(r) = r {
+                count += 1;
+                live += usize::from(r.live()?);
+            }
             Ok(true)
         })?;
         Ok((count, live))
     }
 
-    fn batches(&mut self, f: &mut dyn FnMut(Vec<Rendered>) -> Result<()>) -> Result<()> {
+    fn batches(&mut self, f: &mut dyn FnMut(Vec<Rendered>, bool) -> Result<bool>) -> Result<()> {
         let conn = self.conn;
         let missed = &mut self.missed;
         let mut batch: Vec<Entry> = Vec::with_capacity(BATCH);
         // Past ON_WORKER rows the rest of the pass, the last batch included, runs off the
         // worker (see `list::each_row_switching`).
         list::each_row_switching(conn, self.manager_id, self.q, ON_WORKER, |r| {
+            let last = r.is_none();
             if let Some(r) = r {
                 batch.push(match r.kept()? {
                     Some((json, line)) => Entry::Kept(Rendered {
@@ -129,10 +109,7 @@ impl ListRows for Rows<'_> {
                     return Ok(true);
                 }
             }
-            if !batch.is_empty() {
-                f(rendered(conn, std::mem::take(&mut batch), missed)?)?;
-            }
-            Ok(true)
+            f(rendered(conn, std::mem::take(&mut batch), missed)?, last)
         })
     }
 }
