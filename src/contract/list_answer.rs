@@ -435,7 +435,7 @@ mod tests {
                 .chunks(BATCH)
                 .map(|b| b.iter().map(|t| render(t).unwrap()).collect())
                 .collect();
-            if self.facts.len() % BATCH == 0 {
+            if self.facts.len().is_multiple_of(BATCH) {
                 batches.push(Vec::new());
             }
             let n = batches.len();
