@@ -12,6 +12,7 @@ pub mod detail;
 pub mod events;
 pub mod fields;
 pub mod format;
+pub mod list_answer;
 pub mod naming;
 pub mod projection;
 pub mod request;

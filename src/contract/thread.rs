@@ -7,7 +7,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::contract::fields::{non_empty_text, type_name, FieldSet};
-use crate::contract::projection::{Detail, Snapshot};
+use crate::contract::projection::{Detail, Projection, Snapshot, ThreadFacts};
 use crate::error::{Error, Result};
 use crate::paths::{is_task_name, json_quote};
 use crate::pi::session::ForkPosition;
@@ -452,6 +452,23 @@ impl SnapshotJson {
             next_suggested_actions: snapshot.next_suggested_actions,
         })
     }
+}
+
+/// A poll's result JSON: the headline and the snapshot of `facts` at `detail`.
+pub fn poll_result(facts: &ThreadFacts, detail: Detail) -> Result<Vec<u8>> {
+    let projection = Projection::new(facts, detail);
+    let snap = projection.snapshot();
+    let mut json = Vec::with_capacity(8 * 1024);
+    serde_json::to_writer(
+        &mut json,
+        &super::ToolResult::new(
+            &super::format::polled(&projection, &snap),
+            Details::Polled {
+                thread: Single::of(&SnapshotJson::new(&snap)?),
+            },
+        ),
+    )?;
+    Ok(json)
 }
 
 /// What the details of every single-thread result share: the snapshot (twice: `thread` is an

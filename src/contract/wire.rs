@@ -6,7 +6,7 @@
 //! what the model pays is the extension's tool call, whose decode and parse grow with the
 //! bytes):
 //! - contract A's `list` sends its snapshots once, in part lines `{"id", "part": [snapshot, …]}`
-//!   of at most about 64 KiB right before the response line (`engine::listing`), whose
+//!   of at most about 64 KiB right before the response line (`contract::list_answer`), whose
 //!   `details.threads` and `details.snapshots` (its alias) are the placeholder `0`; each listed
 //!   snapshot's `resultSummary` (always its `result.text`) is `0` too. The client sets them in
 //!   place (every key keeps its position, no object is rebuilt), so a list's threads cross the

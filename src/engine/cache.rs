@@ -3,7 +3,17 @@
 //! the thread's events and output and shaping them again (issue 12: that was most of a listed
 //! thread's cost). A busy thread is always rendered: its rows change with every event.
 //!
-//! Reads take what is cached and render the rest as before. What was missing is rendered
+//! It exists for speed alone, for DESIGN's targets "poll through serve ≤ 80 µs" and "list
+//! `parent` (10) ≤ 120 µs" (the rows `serve/poll_{id,path,relative,name}` and
+//! `serve/list_parent_10` of `benches/serve.rs`), which issue 26 holds to 1.2× of the
+//! instructions they cost with it: without it, callgrind through a release serve counted poll
+//! by id 230k instructions a request instead of 71k and list `parent` 1.36M instead of 217k
+//! (trees of 1k and 10k, two runs each, 2026-12-04). A listed thread rendered costs about 130k
+//! instructions; a kept one is a primary-key lookup and a copy. The list of all
+//! (`serve/list_all`) reads kept answers too, but its memory and its one path do not depend
+//! on the cache (`contract/list_answer.rs`).
+//!
+//! Reads take what is cached and render the rest (through contract/, as the filler does). What was missing is rendered
 //! again later, off the request, by a filler on tokio's blocking pool, inside one write
 //! transaction per batch: rendering and keeping in the same transaction means no change can
 //! come between them, and V8's triggers delete a row on any later change of its thread. So a
@@ -12,10 +22,9 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
-use crate::contract::format;
-use crate::contract::projection::{Detail, Projection, ThreadFacts};
-use crate::contract::thread::{Details, Single, SnapshotJson};
-use crate::contract::ToolResult;
+use crate::contract::list_answer::{self, Rendered};
+use crate::contract::projection::{Detail, ThreadFacts};
+use crate::contract::thread::poll_result;
 use crate::error::{Error, Result};
 use crate::store::snapshots::{self, View};
 use crate::store::threads::{threads_by_ids, ThreadRow};
@@ -31,53 +40,18 @@ pub(super) const MAX_PENDING: usize = 16_384;
 /// A view of one thread at one detail level.
 pub(super) type Key = (String, View, Detail);
 
-/// A rendered view: its JSON and, for a snapshot, the thread's line of a list's text.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(super) struct Rendered {
-    pub json: String,
-    pub line: String,
-}
-
-/// Renders `view` of `facts` at `detail`: the one function both the read path and the
-/// filler use, so a cached answer is byte for byte the answer the read path would give.
+/// Renders `view` of `facts` at `detail` (contract/): the one function both the read paths and
+/// the filler use, so a cached answer is byte for byte the answer a read would render.
 pub(super) fn render(facts: &ThreadFacts, view: View, detail: Detail) -> Result<Rendered> {
     match view {
-        View::Snapshot => {
-            let projection = Projection::new(facts, detail);
-            let snapshot = projection.snapshot();
-            let mut line = String::new();
-            let _ = format::list_line(&mut line, true, &snapshot);
-            Ok(Rendered {
-                json: serde_json::to_string(&snapshot)?,
-                line,
-            })
-        }
-        View::Poll => {
-            let json = poll_result(facts, detail)?;
-            Ok(Rendered {
-                json: String::from_utf8(json).map_err(|e| Error::internal(e.to_string()))?,
-                line: String::new(),
-            })
-        }
+        View::Snapshot => list_answer::render_at(facts, detail),
+        View::Poll => Ok(Rendered {
+            json: String::from_utf8(poll_result(facts, detail)?)
+                .map_err(|e| Error::internal(e.to_string()))?,
+            line: String::new(),
+            live: facts.row.is_live(),
+        }),
     }
-}
-
-/// A poll's result JSON: the headline and the snapshot at `detail` (also what this cache keeps for a
-/// closed thread).
-pub(super) fn poll_result(facts: &ThreadFacts, detail: Detail) -> Result<Vec<u8>> {
-    let projection = Projection::new(facts, detail);
-    let snap = projection.snapshot();
-    let mut json = Vec::with_capacity(8 * 1024);
-    serde_json::to_writer(
-        &mut json,
-        &ToolResult::new(
-            &format::polled(&projection, &snap),
-            Details::Polled {
-                thread: Single::of(&SnapshotJson::new(&snap)?),
-            },
-        ),
-    )?;
-    Ok(json)
 }
 
 /// One engine's cache of rendered answers and its filler.
@@ -176,7 +150,7 @@ pub(super) fn fill_batch(tx: &Conn, keys: &[Key]) -> Result<usize> {
         if wanted.is_empty() {
             continue;
         }
-        for f in super::thread_facts(tx, wanted, detail)? {
+        for f in super::facts::thread_facts(tx, wanted, detail)? {
             for view in [View::Snapshot, View::Poll] {
                 if !keys
                     .iter()
@@ -281,7 +255,7 @@ mod tests {
             let row = crate::store::threads::thread_by_id_any(&conn, &id)
                 .unwrap()
                 .unwrap();
-            let facts = super::super::thread_facts(&conn, vec![row], detail).unwrap();
+            let facts = super::super::facts::thread_facts(&conn, vec![row], detail).unwrap();
             let want = render(&facts[0], view, detail).unwrap();
             let got = snapshots::cached(&conn, &id, view, detail.as_str()).unwrap();
             let line = (view == View::Snapshot).then(|| want.line.clone());

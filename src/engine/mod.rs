@@ -9,7 +9,7 @@ pub mod budget;
 mod cache;
 mod child_env;
 mod config;
-mod listing;
+mod facts;
 mod locks;
 mod notices;
 mod remote;
@@ -25,7 +25,7 @@ use crate::domain::{CommandKind, ManagerId};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::contract::projection::{recent_event_count, Detail, OutputFacts, Pending, ThreadFacts};
+use crate::contract::projection::{OutputFacts, Pending, ThreadFacts};
 use crate::error::{Error, ErrorCode, Result};
 use crate::runtime::Runtime;
 use crate::serve::output::Reply;
@@ -45,42 +45,6 @@ pub fn restore_dead_owners(
 /// A thread's retained output (`thread_output`); empty when none was recorded yet.
 pub fn output_facts(conn: &crate::store::Conn, id: &str) -> Result<OutputFacts> {
     crate::store::output::of_thread(conn, id)
-}
-
-/// The facts of `rows` (in their order) for a projection at `detail`, in three more queries
-/// whatever their number: the retained output of all of them, the retained events each
-/// shows at that detail (only its last few: they are what the snapshot shows), and what each
-/// spent.
-pub fn thread_facts(
-    conn: &crate::store::Conn,
-    rows: Vec<ThreadRow>,
-    detail: Detail,
-) -> Result<Vec<ThreadFacts>> {
-    if rows.is_empty() {
-        return Ok(Vec::new());
-    }
-    let ids = serde_json::to_string(&rows.iter().map(|r| r.id.as_str()).collect::<Vec<_>>())?;
-    let outs = crate::store::output::of_threads(conn, &ids, rows.len())?;
-    let events = events::rows_of_threads(conn, &ids, rows.len(), recent_event_count(detail))?;
-    let usage = crate::store::usage::of_threads(conn, &ids, rows.len())?;
-    let pending = rows
-        .iter()
-        .map(|r| pending_of(conn, r))
-        .collect::<Result<Vec<_>>>()?;
-    Ok(rows
-        .into_iter()
-        .zip(outs)
-        .zip(events)
-        .zip(usage)
-        .zip(pending)
-        .map(|((((row, out), events), usage), pending)| ThreadFacts {
-            row,
-            out,
-            events,
-            usage,
-            pending,
-        })
-        .collect())
 }
 
 /// What a live thread waits for (issue 30): its queue position and its pending question; two
@@ -111,7 +75,7 @@ pub struct Engine {
     agent: agent::AgentState,
     /// This engine, for the tasks its verbs leave running (a run's supervision, a delivery).
     me: std::sync::Weak<Engine>,
-    /// Closed threads' rendered answers.
+    /// Still threads' rendered answers (`thread_snapshots`).
     cache: Arc<cache::SnapshotCache>,
     /// Contract A's notices a running `wait` holds back.
     notice_holds: notices::NoticeHolds,

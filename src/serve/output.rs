@@ -2,14 +2,13 @@
 //! was handed over, and never two interleaved.
 //!
 //! A result is serialized once, straight from its typed shape into bytes ([`Reply::Json`]),
-//! never through a `serde_json::Value`. A result too large to hold (a `list` of every thread:
-//! about 5 KB per thread, so 500 MB for 100k) is a [`Reply::Stream`]: it is written from a
-//! blocking thread into a [`LineSink`], which hands it to the writer in chunks of
-//! [`CHUNK_BYTES`] over a bounded channel, so the memory it holds stays a few chunks whatever
-//! its size. While a streamed line is being written, other lines wait their turn. A result
-//! already made in files (a long list's spill files) is a [`Reply::Parts`]: the writer copies
-//! the files into the line with `sendfile`. A reply may come with whole lines that go right
-//! before its response line, in the same turn (a compact list's part lines, see
+//! never through a `serde_json::Value`. A result that may be too large to hold (contract A's
+//! `list`: about 5 KB per thread, so 500 MB for 100k) is a [`Reply::Stream`]: it is written as
+//! it is made into a [`LineSink`], which hands it to the writer in chunks of [`CHUNK_BYTES`]
+//! over a bounded channel, so the memory it holds stays a few chunks whatever its size (a
+//! reply that never fills a chunk goes as one line, as a [`Reply::Json`] does). While a
+//! streamed line is being written, other lines wait their turn. A streamed reply may write
+//! whole lines before its response line (a compact list's part lines, see
 //! [`crate::contract::wire`]).
 //!
 //! The writer is a thread of its own with blocking writes (see [`Output::new`]); on a pipe or
@@ -35,32 +34,12 @@ const CHUNKS_IN_FLIGHT: usize = 2;
 pub enum Reply {
     /// The result's JSON text.
     Json(Vec<u8>),
-    /// A result written as it is produced (from a blocking thread): the function writes the
-    /// whole response line, `{"id": <id>, "result": …}` (use [`Response`]), into the writer.
+    /// A result written as it is produced, on the request's worker: the function writes the
+    /// whole response line, `{"id": <id>, "result": …}` (and any lines before it), into the
+    /// writer, and moves the worker's other tasks away itself (`block_in_place`) before it
+    /// may wait on the writer. A reply that was never handed over whole goes as one line (see
+    /// [`LineSink`]).
     Stream(StreamFn),
-    /// Lines written as they are made, on the request's worker: the function moves the
-    /// worker's other tasks away itself (`block_in_place`) before it may wait on the writer. A
-    /// reply that was never handed over whole goes as one line (see [`LineSink`]).
-    Piped(StreamFn),
-    /// A result already made, in pieces, some of them in files (a long list's spilled text and
-    /// snapshots): the writer copies each file into the line without reading it into memory.
-    /// `lines` are whole lines written first, right before the response line and in the same
-    /// turn (nothing comes between them): a compact list's part lines.
-    Parts { lines: Vec<Part>, result: Vec<Part> },
-}
-
-/// A piece of a [`Reply::Parts`] result.
-pub enum Part {
-    Bytes(Vec<u8>),
-    /// `len` bytes of a file from offset `at` (read at offsets: one file may appear more than
-    /// once).
-    File {
-        file: Arc<std::fs::File>,
-        at: u64,
-        len: u64,
-    },
-    /// The request's id, as JSON (in `lines`).
-    Id,
 }
 
 /// Writes a streamed response line for the request id it is given.
@@ -82,89 +61,14 @@ impl Reply {
             Reply::Stream(write) => {
                 let mut line = Vec::new();
                 write(&Value::Null, &mut line)?;
-                let mut response: Value = serde_json::from_slice(&line)?;
+                let mut response: Value = serde_json::from_slice(&line).map_err(|_| {
+                    Error::internal(
+                        "a streamed reply with lines before its response (a compact list's part lines) is for serve's pipe; in-process callers use the contract wire",
+                    )
+                })?;
                 Ok(response["result"].take())
             }
-            Reply::Piped(_) => Err(Error::internal(
-                "a compact list's part lines are for serve's pipe; in-process callers use the contract wire",
-            )),
-            Reply::Parts { lines, result } => {
-                if !lines.is_empty() {
-                    return Err(Error::internal(
-                        "a compact list's part lines are for serve's pipe; in-process callers use the contract wire",
-                    ));
-                }
-                let mut json = Vec::new();
-                for p in &result {
-                    write_part(&mut Plain(&mut json), p)?;
-                }
-                Ok(serde_json::from_slice(&json)?)
-            }
         }
-    }
-}
-
-/// Where the writer thread writes: any `Write`, which may copy a file's bytes faster than
-/// reading them into memory first.
-pub trait LineWriter: Write {
-    /// Writes `len` bytes of `file` from offset `at`.
-    fn write_file(&mut self, file: &std::fs::File, at: u64, len: u64) -> io::Result<()> {
-        copy_file(file, at, len, self)
-    }
-}
-
-/// Reads `len` bytes of `file` from offset `from`, at offsets, and writes them to `w`.
-fn copy_file(
-    file: &std::fs::File,
-    from: u64,
-    len: u64,
-    w: &mut (impl Write + ?Sized),
-) -> io::Result<()> {
-    use std::os::unix::fs::FileExt;
-    let mut buf = vec![0u8; (64 * 1024).min(len as usize)];
-    let mut at = from;
-    let len = from + len;
-    while at < len {
-        let want = buf.len().min((len - at) as usize);
-        let n = file.read_at(&mut buf[..want], at)?;
-        if n == 0 {
-            return Err(io::ErrorKind::UnexpectedEof.into());
-        }
-        w.write_all(&buf[..n])?;
-        at += n as u64;
-    }
-    Ok(())
-}
-
-/// A plain `Write` as a [`LineWriter`].
-pub struct Plain<W>(pub W);
-
-impl<W: Write> Write for Plain<W> {
-    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-        self.0.write(data)
-    }
-    fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
-        self.0.write_all(data)
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        self.0.flush()
-    }
-}
-
-impl<W: Write> LineWriter for Plain<W> {}
-
-impl<W: LineWriter + ?Sized> LineWriter for Box<W> {
-    fn write_file(&mut self, file: &std::fs::File, at: u64, len: u64) -> io::Result<()> {
-        (**self).write_file(file, at, len)
-    }
-}
-
-/// Writes `part`; a [`Part::Id`] has been replaced by the id's bytes before it reaches here.
-fn write_part(w: &mut (impl LineWriter + ?Sized), part: &Part) -> io::Result<()> {
-    match part {
-        Part::Bytes(b) => w.write_all(b),
-        Part::File { file, at, len } => w.write_file(file, *at, *len),
-        Part::Id => Err(io::Error::other("a part line's id was not filled in")),
     }
 }
 
@@ -324,29 +228,6 @@ impl Write for PolledWriter {
     }
 }
 
-impl LineWriter for PolledWriter {
-    /// `sendfile`: the kernel moves the file's pages into stdout, no copy through this process.
-    fn write_file(&mut self, file: &std::fs::File, from: u64, len: u64) -> io::Result<()> {
-        let mut at = from;
-        let len = from + len;
-        while at < len {
-            let want = usize::try_from(len - at).unwrap_or(usize::MAX).min(1 << 30);
-            match rustix::fs::sendfile(&self.0.stdout.fd, file, Some(&mut at), want) {
-                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-                Ok(_) => {}
-                Err(rustix::io::Errno::INTR) => {}
-                Err(rustix::io::Errno::AGAIN) => self.wait_for_room()?,
-                // Not for this pair of files: copy through memory.
-                Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS) if at == from => {
-                    return copy_file(file, from, len - from, self)
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Ok(())
-    }
-}
-
 /// Shared by the handles and the writer thread when stdout can be written directly.
 struct Direct {
     stdout: DirectStdout,
@@ -369,31 +250,19 @@ enum Out {
         body: Vec<u8>,
     },
     Stream(std_mpsc::Receiver<Vec<u8>>),
-    Parts(Vec<Part>),
 }
 
 impl Out {
     /// The bytes of an item held in memory, in order, as a few slices for one `writev` (a
-    /// stream, a file, or more than [`MAX_DIRECT_PIECES`] pieces: `None`).
+    /// stream: `None`).
     fn pieces(&self) -> Option<Vec<&[u8]>> {
         match self {
             Out::Line(line) => Some(vec![line]),
             Out::Framed { head, body } => Some(vec![head, body, FRAME_END]),
             Out::Stream(_) => None,
-            Out::Parts(parts) if parts.len() <= MAX_DIRECT_PIECES => parts
-                .iter()
-                .map(|p| match p {
-                    Part::Bytes(b) => Some(b.as_slice()),
-                    Part::File { .. } | Part::Id => None,
-                })
-                .collect(),
-            Out::Parts(_) => None,
         }
     }
 }
-
-/// At most this many pieces are written directly in one `writev` (the system takes 1024).
-const MAX_DIRECT_PIECES: usize = 256;
 
 /// The writer is gone (stdout closed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -421,13 +290,13 @@ impl Output {
     pub fn new<W: Write + Send + 'static>(
         w: W,
     ) -> (Output, impl std::future::Future<Output = ()> + Send) {
-        Output::start(Plain(w), None)
+        Output::start(w, None)
     }
 
     /// [`Output::new`] on this process's stdout, written directly by the tasks when it can be
     /// (see [`DirectStdout`]).
     pub fn stdout() -> (Output, impl std::future::Future<Output = ()> + Send) {
-        let w: Box<dyn LineWriter + Send>;
+        let w: Box<dyn Write + Send>;
         let direct = match DirectStdout::open() {
             Some(stdout) => {
                 let direct = Arc::new(Direct {
@@ -438,14 +307,14 @@ impl Output {
                 Some(direct)
             }
             None => {
-                w = Box::new(Plain(stdout()));
+                w = stdout();
                 None
             }
         };
         Output::start(w, direct)
     }
 
-    fn start<W: LineWriter + Send + 'static>(
+    fn start<W: Write + Send + 'static>(
         w: W,
         direct: Option<Arc<Direct>>,
     ) -> (Output, impl std::future::Future<Output = ()> + Send) {
@@ -538,25 +407,7 @@ impl Output {
         let _ = self.put(out);
     }
 
-    /// Writes `lines` (whole lines, each [`Part::Id`] in them `id`) and then the response line
-    /// of request `id` whose result is `result`, in order, in one turn.
-    pub fn respond_parts(&self, id: &Value, lines: Vec<Part>, result: Vec<Part>) {
-        let id = serde_json::to_vec(id).unwrap_or_else(|_| b"null".to_vec());
-        let mut head = b"{\"id\":".to_vec();
-        head.extend_from_slice(&id);
-        head.extend_from_slice(b",\"result\":");
-        let mut all = Vec::with_capacity(lines.len() + result.len() + 2);
-        all.extend(lines.into_iter().map(|p| match p {
-            Part::Id => Part::Bytes(id.clone()),
-            p => p,
-        }));
-        all.push(Part::Bytes(head));
-        all.extend(result);
-        all.push(Part::Bytes(FRAME_END.to_vec()));
-        let _ = self.put(Out::Parts(all));
-    }
-
-    /// Runs a streamed reply for request `id` on this (blocking) thread. A failure before the
+    /// Runs a streamed reply for request `id` on this thread (see [`Reply::Stream`]). A failure before the
     /// first byte is answered as an ordinary error; one after it ends the broken line and then
     /// sends the error response for the same id.
     pub fn stream(&self, id: &Value, write: StreamFn) {
@@ -606,7 +457,8 @@ impl LineSink {
     fn new(out: Output) -> LineSink {
         LineSink {
             out,
-            buf: Vec::with_capacity(CHUNK_BYTES),
+            // Most streamed replies are short lists: the buffer grows to a chunk as needed.
+            buf: Vec::with_capacity(16 * 1024),
             tx: None,
             failed: false,
             finished: false,
@@ -703,7 +555,7 @@ impl Write for LineSink {
 }
 
 /// The writer: one line after another, each flushed as soon as it is complete.
-fn write_lines<W: LineWriter>(rx: std_mpsc::Receiver<Out>, mut w: W, direct: Option<&Direct>) {
+fn write_lines<W: Write>(rx: std_mpsc::Receiver<Out>, mut w: W, direct: Option<&Direct>) {
     for out in rx {
         let _written = Written(direct);
         let written = match out {
@@ -713,7 +565,6 @@ fn write_lines<W: LineWriter>(rx: std_mpsc::Receiver<Out>, mut w: W, direct: Opt
                 .and_then(|()| w.write_all(&body))
                 .and_then(|()| w.write_all(FRAME_END)),
             Out::Stream(chunks) => chunks.iter().try_for_each(|chunk| w.write_all(&chunk)),
-            Out::Parts(parts) => parts.iter().try_for_each(|p| write_part(&mut w, p)),
         };
         if written.and_then(|()| w.flush()).is_err() {
             return;
@@ -793,67 +644,6 @@ mod tests {
         assert_eq!(streamed["result"].as_str().unwrap().len(), big.len());
         let framed = got.iter().find(|v| v["id"] == 50).unwrap();
         assert_eq!(framed["result"].as_str().unwrap().len(), COPY_BELOW + 1);
-    }
-
-    /// A result in parts (bytes and file pieces, one file twice, one from an offset) is one
-    /// line, in order, between the lines around it; the lines it comes with go right before
-    /// it, each with the request's id.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_result_in_parts_is_one_line_in_order_after_its_own_lines() {
-        use std::io::Write as _;
-        let shared = Shared::default();
-        let (out, done) = Output::new(shared.clone());
-        let mut file = tempfile::tempfile().unwrap();
-        let big = format!("\"{}\"", "z".repeat(300_000));
-        file.write_all(big.as_bytes()).unwrap();
-        file.write_all(b"[1,2]").unwrap();
-        file.write_all(b"ignored tail").unwrap();
-        let file = Arc::new(file);
-        let at = big.len() as u64;
-        out.respond(&Value::from(1), Ok(b"true".to_vec()));
-        out.respond_parts(
-            &Value::from("two"),
-            vec![
-                Part::Bytes(b"{\"id\":".to_vec()),
-                Part::Id,
-                Part::Bytes(b",\"part\":".to_vec()),
-                Part::File {
-                    file: file.clone(),
-                    at,
-                    len: 5,
-                },
-                Part::Bytes(b"}\n".to_vec()),
-            ],
-            vec![
-                Part::Bytes(b"[".to_vec()),
-                Part::File {
-                    file: file.clone(),
-                    at: 0,
-                    len: at,
-                },
-                Part::Bytes(b",".to_vec()),
-                Part::File {
-                    file,
-                    at: 0,
-                    len: at,
-                },
-                Part::Bytes(b"]".to_vec()),
-            ],
-        );
-        out.respond(&Value::from(3), Ok(b"false".to_vec()));
-        drop(out);
-        done.await;
-        let got = lines(&shared.0.lock().unwrap());
-        assert_eq!(got.len(), 4);
-        assert_eq!(
-            (&got[0]["id"], &got[1]["id"], &got[2]["id"], &got[3]["id"]),
-            (&1.into(), &"two".into(), &"two".into(), &3.into())
-        );
-        assert_eq!(got[1]["part"], serde_json::json!([1, 2]));
-        let pair = got[2]["result"].as_array().unwrap();
-        assert_eq!(pair.len(), 2);
-        assert_eq!(pair[0].as_str().unwrap().len(), 300_000);
-        assert_eq!(pair[0], pair[1]);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

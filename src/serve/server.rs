@@ -128,25 +128,9 @@ pub async fn serve(engine: Arc<Engine>) {
                             Ok(Reply::Json(result)) => {
                                 out.respond(&id, Ok(engine.config().wire.result(result)))
                             }
-                            Ok(Reply::Parts { lines, result }) => {
-                                out.respond_parts(&id, lines, result)
-                            }
-                            // A compact list, written as it is read, on this worker (it
-                            // moves the worker's other tasks away itself once it is long).
-                            Ok(Reply::Piped(write)) => out.stream(&id, write),
-                            // A result too large to hold is written as it is produced, from a
-                            // blocking thread.
-                            Ok(Reply::Stream(write)) => {
-                                let o = out.clone();
-                                let span = tracing::Span::current();
-                                let streamed = tokio::task::spawn_blocking(move || {
-                                    span.in_scope(|| o.stream(&id, write))
-                                })
-                                .await;
-                                if let Err(e) = streamed {
-                                    std::panic::resume_unwind(e.into_panic());
-                                }
-                            }
+                            // A list, written as it is read, on this worker (it moves the
+                            // worker's other tasks away itself once it is long).
+                            Ok(Reply::Stream(write)) => out.stream(&id, write),
                             Err(e) => {
                                 tracing::debug!(code = e.code.as_str(), "refused: {}", e.message);
                                 out.respond(&id, Err(&e))

@@ -271,22 +271,39 @@ pub fn each_row(
     conn: &Conn,
     manager_id: ManagerId,
     q: &ListQuery,
-    f: impl FnMut(&Listed<'_, '_>) -> Result<bool>,
+    mut f: impl FnMut(&Listed<'_, '_>) -> Result<bool>,
 ) -> Result<()> {
-    each_row_switching(conn, manager_id, q, usize::MAX, f)
+    each_row_switching(conn, manager_id, q, usize::MAX, |r| match r {
+        Some(r) => f(r),
+        None => Ok(false),
+    })
 }
 
-/// [`each_row`], but once `after` rows were handed over and more remain, the rest of the pass
-/// runs in `tokio::task::block_in_place` when called on a worker of a multi-thread runtime: a
-/// short list stays on the request's worker with no hand-off, a long one goes on in the same
-/// statements (one read, no row stepped twice) while the worker's other tasks move on.
+/// [`each_row`], then `f(None)` once the rows are done (not when `f` stopped the pass); once
+/// `after` rows were handed over and more remain, the rest of the pass, that last call
+/// included, runs in `tokio::task::block_in_place` when called on a worker of a multi-thread
+/// runtime: a short list stays on the request's worker with no hand-off, a long one goes on
+/// in the same statements (one read, no row stepped twice) while the worker's other tasks
+/// move on.
 pub fn each_row_switching(
     conn: &Conn,
     manager_id: ManagerId,
     q: &ListQuery,
     after: usize,
-    mut f: impl FnMut(&Listed<'_, '_>) -> Result<bool>,
+    mut f: impl FnMut(Option<&Listed<'_, '_>>) -> Result<bool>,
 ) -> Result<()> {
+    fn rest(
+        merge: &mut Merge<'_>,
+        f: &mut impl FnMut(Option<&Listed<'_, '_>>) -> Result<bool>,
+    ) -> Result<()> {
+        while merge.has_more() {
+            if !merge.step(f)? {
+                return Ok(());
+            }
+        }
+        f(None)?;
+        Ok(())
+    }
     let mut own = bound(conn.db(), statement(q), manager_id, q)?;
     let mut below = match reach_statement(q) {
         Some(sql) if reaches_below(conn, manager_id)? => {
@@ -296,22 +313,18 @@ pub fn each_row_switching(
     };
     let mut merge = Merge::new(own.raw_query(), below.as_mut().map(|b| b.raw_query()))?;
     for _ in 0..after {
+        if !merge.has_more() {
+            return rest(&mut merge, &mut f);
+        }
         if !merge.step(&mut f)? {
             return Ok(());
         }
     }
-    if !merge.has_more() {
-        return Ok(());
-    }
-    let mut rest = || -> Result<()> {
-        while merge.step(&mut f)? {}
-        Ok(())
-    };
     match tokio::runtime::Handle::try_current() {
         Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(rest)
+            tokio::task::block_in_place(|| rest(&mut merge, &mut f))
         }
-        _ => rest(),
+        _ => rest(&mut merge, &mut f),
     }
 }
 
@@ -354,7 +367,10 @@ impl<'s> Merge<'s> {
 
     /// Hands the next row in list order to `f`: `Ok(false)` once the rows are done or `f`
     /// asks to stop.
-    fn step(&mut self, f: &mut impl FnMut(&Listed<'_, '_>) -> Result<bool>) -> Result<bool> {
+    fn step(
+        &mut self,
+        f: &mut impl FnMut(Option<&Listed<'_, '_>>) -> Result<bool>,
+    ) -> Result<bool> {
         let take_own = match (self.own_at_row, self.below_at_row) {
             (false, false) => return Ok(false),
             (true, false) => true,
@@ -370,13 +386,13 @@ impl<'s> Merge<'s> {
             }
         };
         if take_own {
-            if !f(&Listed(self.own.get().expect("own row")))? {
+            if !f(Some(&Listed(self.own.get().expect("own row"))))? {
                 return Ok(false);
             }
             self.own_at_row = self.own.next()?.is_some();
         } else {
             let rows = self.below.as_mut().expect("rows below");
-            if !f(&Listed(rows.get().expect("row below")))? {
+            if !f(Some(&Listed(rows.get().expect("row below"))))? {
                 return Ok(false);
             }
             self.below_at_row = rows.next()?.is_some();

@@ -1300,10 +1300,9 @@ fn seed_closed_threads(db: &Path, n: u64) {
     common::add(&store, &rows);
 }
 
-/// A long list (spilled, then moved into the line by the writer) over sockets, as a Pi
-/// extension's `child_process.spawn` gives serve its stdio: one socket pair for stdin and one
-/// for stdout (`sendfile` into a socket whose send buffer serve widened), and one socket for
-/// both (kept blocking; the spill files are copied through memory).
+/// A long list (streamed into the line a batch at a time) over sockets, as a Pi extension's
+/// `child_process.spawn` gives serve its stdio: one socket pair for stdin and one for stdout
+/// (a socket whose send buffer serve widened), and one socket for both (kept blocking).
 #[test]
 fn a_long_list_crosses_sockets_whole() {
     use std::os::fd::OwnedFd;
@@ -1388,10 +1387,10 @@ fn direct_replies_that_fill_the_pipe_stay_whole() {
     assert!(child.wait().unwrap().success());
 }
 
-/// A list longer than serve answers from memory (256 threads) is spilled into files and moved
-/// into the response line by serve's writer (`sendfile` into the pipe): every thread once, in
-/// list order, the list twice (`threads` and `snapshots`), a content line per thread, and the
-/// same answer once the rendered answers are kept.
+/// A list longer than a batch (256 threads) is streamed into the response line a batch at a
+/// time: every thread once, in list order, the list twice (`threads` and `snapshots`), a
+/// content line for each of the first 200 threads, and the same answer once the rendered
+/// answers are kept.
 #[test]
 fn a_long_list_is_spilled_whole_and_answers_the_same_each_time() {
     const N: u64 = 700;

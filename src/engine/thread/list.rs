@@ -1,11 +1,26 @@
-//! `list`: the filter's target resolved to a subtree, then the listing (engine/listing.rs).
+//! `list`: the filter's target resolved to a subtree, then the answer written as the rows are
+//! read (`contract::list_answer`): one read transaction, a batch of rows at a time whatever
+//! the list's length. A list row carries its thread's kept answer when the snapshot cache
+//! (`engine/cache.rs`) has one; the others are rendered from their facts, a batch in three
+//! queries, and the still ones among them noted for the cache.
 
 use super::{scope, Engine};
+use crate::contract::list_answer::{self, ListRows, Rendered, BATCH};
+use crate::contract::projection::Detail;
 use crate::contract::thread::ListTarget;
+use crate::domain::ManagerId;
+use crate::engine::cache::{Key, MAX_PENDING};
+use crate::engine::facts::thread_facts;
 use crate::error::Result;
 use crate::serve::output::Reply;
-use crate::store::list::{ListQuery, Subtree};
+use crate::store::list::{self, ListQuery, Subtree};
 use crate::store::refs::resolve_list_filter;
+use crate::store::snapshots::View;
+use crate::store::Conn;
+
+/// Rows a pass over a list reads on the request's worker: the rest of a longer one runs in
+/// `block_in_place`, since writing it may wait for serve's writer.
+const ON_WORKER: usize = 16;
 
 pub(in crate::engine) fn list(e: &Engine, req: crate::contract::thread::List) -> Result<Reply> {
     let crate::contract::thread::List {
@@ -25,12 +40,117 @@ pub(in crate::engine) fn list(e: &Engine, req: crate::contract::thread::List) ->
             None => Subtree::Everything,
         }
     };
-    crate::engine::listing::reply(
-        e,
-        ListQuery {
-            state,
-            visibility,
-            subtree,
-        },
-    )
+    let q = ListQuery {
+        state,
+        visibility,
+        subtree,
+    };
+    let (store, manager_id, wire) = (e.store.clone(), e.manager_id, e.cfg.wire);
+    let cache = e.cache.clone();
+    Ok(Reply::Stream(Box::new(move |id, w| {
+        let conn = store.read()?;
+        // One read transaction: every pass sees the same rows.
+        let tx = crate::store::ReadTx::begin(&conn)?;
+        let mut rows = Rows {
+            conn: &tx,
+            manager_id,
+            q: &q,
+            missed: Vec::new(),
+        };
+        // Each pass moves off the worker itself once it is long (`list::each_row_switching`).
+        let out = list_answer::write(wire, id, &mut rows, w);
+        let missed = std::mem::take(&mut rows.missed);
+        drop(tx);
+        cache.missed(missed);
+        out
+    })))
+}
+
+/// A list's rows in one read transaction.
+struct Rows<'a> {
+    conn: &'a Conn,
+    manager_id: ManagerId,
+    q: &'a ListQuery,
+    /// Still threads rendered because no answer was kept: the cache keeps them afterwards.
+    missed: Vec<Key>,
+}
+
+impl ListRows for Rows<'_> {
+    fn count(&mut self) -> Result<(usize, usize)> {
+        let (mut count, mut live) = (0, 0);
+        list::each_row_switching(self.conn, self.manager_id, self.q, ON_WORKER, |r| {
+            if let Some(r) = r {
+                count += 1;
+                live += usize::from(r.live()?);
+            }
+            Ok(true)
+        })?;
+        Ok((count, live))
+    }
+
+    fn batches(&mut self, f: &mut dyn FnMut(Vec<Rendered>, bool) -> Result<bool>) -> Result<()> {
+        let conn = self.conn;
+        let missed = &mut self.missed;
+        let mut batch: Vec<Entry> = Vec::with_capacity(BATCH);
+        // Past ON_WORKER rows the rest of the pass, the last batch included, runs off the
+        // worker (see `list::each_row_switching`).
+        list::each_row_switching(conn, self.manager_id, self.q, ON_WORKER, |r| {
+            let last = r.is_none();
+            if let Some(r) = r {
+                batch.push(match r.kept()? {
+                    Some((json, line)) => Entry::Kept(Rendered {
+                        json,
+                        line,
+                        live: r.live()?,
+                    }),
+                    None => Entry::Fresh(r.id()?),
+                });
+                if batch.len() < BATCH {
+                    return Ok(true);
+                }
+            }
+            f(rendered(conn, std::mem::take(&mut batch), missed)?, last)
+        })
+    }
+}
+
+/// A listed thread as its list row found it: its kept answer, or its id (its row is read and
+/// its answer rendered, a batch at a time).
+enum Entry {
+    Kept(Rendered),
+    Fresh(String),
+}
+
+/// Each entry's answer, in order: kept ones as the list row carried them, the others rendered
+/// from their rows and facts (three queries for all of them) and, when still (closed, or live
+/// and idle), noted in `missed` so the cache keeps them (a list read twice notes them twice:
+/// the cache takes each once).
+fn rendered(conn: &Conn, entries: Vec<Entry>, missed: &mut Vec<Key>) -> Result<Vec<Rendered>> {
+    let mut fresh_at = Vec::new();
+    let mut fresh = Vec::new();
+    let mut listed = Vec::with_capacity(entries.len());
+    for (i, e) in entries.into_iter().enumerate() {
+        match e {
+            Entry::Kept(answer) => listed.push(answer),
+            Entry::Fresh(id) => {
+                fresh_at.push(i);
+                fresh.push(id);
+                listed.push(Rendered::default());
+            }
+        }
+    }
+    if !fresh.is_empty() {
+        let ids: Vec<&str> = fresh.iter().map(String::as_str).collect();
+        let rows = list::rows_by_ids(conn, &ids)?;
+        for (i, f) in fresh_at
+            .into_iter()
+            .zip(thread_facts(conn, rows, Detail::Summary)?)
+        {
+            listed[i] = list_answer::render(&f)?;
+            if f.row.is_still() && missed.len() < MAX_PENDING {
+                missed.push((f.row.id.to_string(), View::Snapshot, Detail::Summary));
+            }
+        }
+    }
+    Ok(listed)
 }

@@ -1,8 +1,9 @@
-//! `poll`: a closed thread's kept answer, or a live one refreshed and rendered. It writes
-//! nothing of its own: a thread whose serve died is closed by a watcher's restore pass.
+//! `poll`: a closed thread's kept answer (the snapshot cache, `engine/cache.rs`), or its answer
+//! rendered from its rows (a live one refreshed first). It writes nothing of its own: a thread
+//! whose serve died is closed by a watcher's restore pass.
 
 use super::{refresh_if_live, scope, Engine};
-use crate::engine::cache::poll_result;
+use crate::contract::thread::poll_result;
 use crate::error::Result;
 use crate::serve::output::Reply;
 use crate::store::refs::resolve;
