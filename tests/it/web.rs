@@ -879,3 +879,100 @@ fn pages_are_the_trees_rows_in_order_with_their_subtree_totals() {
         assert_eq!(counted as usize, want.len(), "{filters}: {trees}");
     }
 }
+
+/// A child's question (`THREADBASE_UI=parent`) shows in its detail with the answers its kind
+/// takes; a click on one answers it once (`answered_by` is `web`), and the child gets it and
+/// goes on.
+#[test]
+fn a_childs_pending_question_is_answered_from_the_page() {
+    if !browser::available("a_childs_pending_question_is_answered_from_the_page") {
+        return;
+    }
+    let place = Scripted::new("web_question");
+    place.script(
+        "script",
+        &json!({"turns": [{"steps": [
+            {"ui": "confirm", "title": "Deploy?", "message": "Ship build 42 to staging"},
+            {"text": "got: {ui}"}
+        ]}]})
+        .to_string(),
+    );
+    let mut serve = place.serve(
+        "script",
+        vec!["--session-id".into(), "ses_web_question".into()],
+        &[("THREADBASE_UI", "parent")],
+    );
+    let r: Value = serve.thread(
+        json!({"action": "start", "prompt": "Deploy", "taskName": "deploy", "name": "Deploy"}),
+    );
+    assert_eq!(r["details"]["kind"], "started", "{r}");
+    let pending = || -> i64 {
+        column(
+            &place.db,
+            "SELECT count(*) FROM ui_requests WHERE state = 'pending' AND ?1 = ?1",
+            "",
+        )
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while pending() == 0 {
+        assert!(Instant::now() < deadline, "the child never asked");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    let web = Web::start(&place.db, TOKEN);
+    let b = Browser::start();
+    b.goto(&web.url());
+    b.wait_for(
+        "the thread",
+        "return document.querySelector('.row.thread[data-path=\"/root/deploy\"]') !== null",
+        Duration::from_secs(10),
+    );
+    b.click(".row.thread[data-path=\"/root/deploy\"]");
+    b.wait_for(
+        "the question",
+        "return document.getElementById('question') !== null",
+        Duration::from_secs(10),
+    );
+    let q = b.eval("return document.getElementById('question').textContent");
+    let q = q.as_str().unwrap();
+    assert!(
+        q.contains("confirm") && q.contains("Deploy?") && q.contains("Ship build 42 to staging"),
+        "{q}"
+    );
+    b.click("#answer-yes");
+    // Answered once, by the page; the child got `true` and finished its turn.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (state, answer, by): (String, Option<String>, Option<String>) = {
+            let conn = rusqlite::Connection::open(&place.db).unwrap();
+            conn.busy_timeout(Duration::from_secs(10)).unwrap();
+            conn.query_row(
+                "SELECT state, answer, answered_by FROM ui_requests",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap()
+        };
+        if state == "answered" {
+            assert_eq!(answer.as_deref(), Some("true"));
+            assert_eq!(by.as_deref(), Some("web"));
+            break;
+        }
+        assert!(Instant::now() < deadline, "not answered: {state}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let polled = serve.thread(json!({"action": "wait", "id": "/root/deploy", "timeoutMs": 20000}));
+    let text = polled["content"][0]["text"].as_str().unwrap_or("");
+    assert!(text.contains("got: true"), "{polled}");
+    // The question block is gone once the page reloads the detail.
+    b.wait_for(
+        "the question to go",
+        "return document.getElementById('question') === null",
+        Duration::from_secs(10),
+    );
+    // A second answer is refused: nothing is pending any more.
+    let again = b.eval(
+        "return fetch('/api/action', {method: 'POST', headers: {'Content-Type': 'application/json'}, body: JSON.stringify({thread: document.querySelector('.row.thread[data-path=\"/root/deploy\"]').dataset.id, action: 'answer', answer: false})}).then(r => r.status)",
+    );
+    assert_eq!(again, json!(409), "{again}");
+}

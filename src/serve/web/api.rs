@@ -339,9 +339,10 @@ pub struct ActionDoc {
     pub why: Option<String>,
 }
 
-/// The actions, in the order the page shows them. A new one (answering a child's pending
-/// question) is a variant here, a case in [`allowed`] and in [`action`], and an entry in the
-/// page's `ACTIONS` table (assets/app.js).
+/// The actions, in the order the page shows them. A new one is a variant here, a case in
+/// [`allowed`] and in [`action`], and an entry in the page's `ACTIONS` table (assets/app.js).
+/// `Answer` (a child's pending question, `THREADBASE_UI=parent`) is offered by the question's
+/// own block of the detail, not among the buttons ([`ActionKind::BUTTONS`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ActionKind {
@@ -350,10 +351,11 @@ pub enum ActionKind {
     Send,
     Archive,
     Unarchive,
+    Answer,
 }
 
 impl ActionKind {
-    pub const ALL: [ActionKind; 5] = [
+    pub const BUTTONS: [ActionKind; 5] = [
         ActionKind::Stop,
         ActionKind::ForceStop,
         ActionKind::Send,
@@ -371,6 +373,15 @@ fn allowed(
     let live = row.status() == ThreadStatus::Live;
     let held = owner_alive(row.owner_pid, row.owner_started_at);
     match kind {
+        ActionKind::Answer => {
+            if !live {
+                return Err(format!(
+                    "{} is closed; its questions ended with it. Repair: nothing to answer.",
+                    row.path
+                ));
+            }
+            Ok(())
+        }
         ActionKind::Stop | ActionKind::ForceStop | ActionKind::Send => {
             if kind == ActionKind::Send && contract != "thread" {
                 return Err(format!(
@@ -440,6 +451,8 @@ pub struct DetailDoc {
     pub usage: Option<String>,
     pub subtree: Option<String>,
     pub actions: Vec<ActionDoc>,
+    /// The child's question waiting for an answer (`THREADBASE_UI=parent`), if any.
+    pub question: Option<crate::store::questions::Question>,
 }
 
 /// Quotes `s` for a POSIX shell when it needs it.
@@ -482,7 +495,7 @@ pub fn detail(conn: &crate::store::Conn, id: &str) -> Result<DetailDoc> {
             shell_quote(f)
         )
     });
-    let actions = ActionKind::ALL
+    let actions = ActionKind::BUTTONS
         .iter()
         .filter(|k| match k {
             // One of the two is offered: the one that changes something.
@@ -514,6 +527,7 @@ pub fn detail(conn: &crate::store::Conn, id: &str) -> Result<DetailDoc> {
         usage: usage_line,
         subtree,
         actions,
+        question: crate::store::questions::pending_of(conn, id)?,
     })
 }
 
@@ -593,6 +607,10 @@ pub struct Action {
     /// `auto` (or absent): the owner picks prompt when idle, else follow-up.
     #[serde(default)]
     pub mode: Option<String>,
+    /// An answer's value: `true`/`false` for a confirm, one of the options for a select, the
+    /// text for input and editor.
+    #[serde(default)]
+    pub answer: Option<Value>,
 }
 
 /// What an action did: the command row written for the owning serve (its state `pending`
@@ -607,7 +625,7 @@ pub struct ActionAnswer {
     pub state: crate::domain::CommandState,
 }
 
-const ACTION_SHAPE: &str = "send {\"thread\": \"<id>\", \"action\": \"stop\"|\"force_stop\"|\"send\"|\"archive\"|\"unarchive\"}, with \"message\" and optional \"mode\" (auto, prompt, steer, follow_up) for send";
+const ACTION_SHAPE: &str = "send {\"thread\": \"<id>\", \"action\": \"stop\"|\"force_stop\"|\"send\"|\"archive\"|\"unarchive\"|\"answer\"}, with \"message\" and optional \"mode\" (auto, prompt, steer, follow_up) for send, \"answer\" (true/false, an option, or text) for answer";
 
 /// Parses and carries out one action.
 pub fn action(store: &Store, body: &[u8]) -> Result<hyper::Response<Body>> {
@@ -659,6 +677,11 @@ pub fn action(store: &Store, body: &[u8]) -> Result<hyper::Response<Body>> {
         }
         None
     };
+    if (a.action == ActionKind::Answer) != a.answer.is_some() {
+        return Err(Error::invalid(format!(
+            "An answer, and only an answer, takes \"answer\". Repair: {ACTION_SHAPE}."
+        )));
+    }
     if let Err(why) = allowed(a.action, &row, &contract) {
         return Err(Error::new(ErrorCode::Conflict, why));
     }
@@ -675,6 +698,13 @@ pub fn action(store: &Store, body: &[u8]) -> Result<hyper::Response<Body>> {
         }
         ActionKind::Archive | ActionKind::Unarchive => {
             crate::engine::set_archived(store, row.id.as_str(), a.action == ActionKind::Archive)?;
+            (None, crate::domain::CommandState::Done)
+        }
+        // Written once, on the condition that the question is still pending; the serve
+        // holding the child reads it and answers the child (as `threadbase answer` does).
+        ActionKind::Answer => {
+            let given = a.answer.as_ref().unwrap_or(&Value::Null);
+            crate::engine::answer::answer_thread(store, &row, given, "web")?;
             (None, crate::domain::CommandState::Done)
         }
     };

@@ -21,7 +21,26 @@ const ACTIONS = {
   send: { label: 'Send…', form: true },
   archive: { label: 'Archive' },
   unarchive: { label: 'Unarchive' },
+  answer: { label: 'Answer' },
 };
+
+// A child's question waiting for an answer (THREADBASE_UI=parent): what it asks and the
+// answers its kind takes.
+function questionBlock(q) {
+  if (!q) return '';
+  let controls;
+  if (q.kind === 'confirm') {
+    controls = `<button type="button" id="answer-yes" data-answer="true">Yes</button> <button type="button" id="answer-no" data-answer="false">No</button>`;
+  } else if (q.kind === 'select') {
+    controls = (q.options || []).map((o, i) => `<button type="button" id="answer-option-${i}" data-answer="${esc(JSON.stringify(o))}">${esc(o)}</button>`).join(' ');
+  } else {
+    controls = `<textarea id="answer-text" rows="${q.kind === 'editor' ? 6 : 1}"></textarea> <button type="button" id="answer-go">Answer</button>`;
+  }
+  return `<div class="question" id="question"><h3>Question (${esc(q.kind)})</h3>` +
+    (q.title ? `<div class="meta"><b>${esc(q.title)}</b></div>` : '') +
+    (q.message ? `<pre>${esc(q.message)}</pre>` : '') +
+    `<div class="actions">${controls}</div></div>`;
+}
 
 const $ = (id) => document.getElementById(id);
 const st = {
@@ -301,6 +320,8 @@ function renderDetail() {
   el.hidden = false;
   const s = d.snapshot || {};
   const exit = s.exit ? ` · exit ${esc(s.exit.kind || '')}${s.exit.code != null ? ' ' + esc(s.exit.code) : ''}` : '';
+  const keepAnswer = el.querySelector('#answer-text');
+  const answerDraft = keepAnswer ? keepAnswer.value : '';
   const keepSend = el.querySelector('#send-message');
   const draft = keepSend ? keepSend.value : '';
   const mode = el.querySelector('#send-mode') ? el.querySelector('#send-mode').value : 'auto';
@@ -319,6 +340,7 @@ function renderDetail() {
     `<div class="meta">${esc(d.id)} · ${esc(d.contract)} · ${esc(s.status)}/${esc(s.phase)}${exit}${s.pid ? ' · pid ' + esc(s.pid) : ''}</div>` +
     `<div class="meta">${esc(s.name || '')}${d.usage ? ' · ' + esc(d.usage) : ''}</div>` +
     (d.subtree ? `<div class="meta">subtree: ${esc(d.subtree)}</div>` : '') +
+    questionBlock(d.question) +
     `<div class="actions">${buttons}</div>` +
     (sendOpen ? sendForm(draft, mode) : '') +
     `<div id="action-result" class="result"></div>` +
@@ -329,6 +351,7 @@ function renderDetail() {
     `<h3>Session</h3><div class="meta">file: <code>${esc(d.sessionFile || '(none)')}</code></div>` +
     (d.resumeCommand ? `<div class="meta">resume: <code id="resume">${esc(d.resumeCommand)}</code></div>` : '') +
     `<h3>poll (tail)</h3><details><summary>snapshot JSON</summary><pre>${esc(JSON.stringify(s, null, 2))}</pre></details>`;
+  if (answerDraft && $('answer-text')) $('answer-text').value = answerDraft;
   showCommand();
 }
 
@@ -429,6 +452,14 @@ function wire() {
   $('detail').addEventListener('click', (e) => {
     const b = e.target.closest('button');
     if (!b) return;
+    if (b.dataset.answer !== undefined) {
+      act('answer', { answer: JSON.parse(b.dataset.answer) });
+      return;
+    }
+    if (b.id === 'answer-go') {
+      act('answer', { answer: $('answer-text').value });
+      return;
+    }
     if (b.id === 'send-go') {
       const message = $('send-message').value;
       const mode = $('send-mode').value;
