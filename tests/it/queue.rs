@@ -351,3 +351,34 @@ fn queue_agent_spawns_over_the_concurrency_limit_are_queued_and_run_in_order() {
     root.close(Duration::from_secs(20));
     assert!(w.base.leftovers().is_empty());
 }
+
+/// A blocking `agent_spawn` (`wait` true, the default) over the concurrency limit waits
+/// through the queue and the run, and answers with the settled view, as an unqueued one does.
+#[test]
+fn queue_a_blocking_agent_spawn_waits_through_the_queue_for_its_settled_view() {
+    use crate::serve_agent as b;
+    let w = b::world();
+    let mut root = w.root(
+        "slow",
+        &[
+            ("THREADBASE_QUEUE", "1"),
+            ("PI_SUBAGENTS_MAX_CONCURRENT", "1"),
+        ],
+    );
+    let a = b::call(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "a", "type": "worker", "task": "task a", "wait": false}),
+    );
+    assert_eq!(a["state"], "starting", "{a}");
+    let blocked = b::call(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "b", "type": "worker", "task": "task b"}),
+    );
+    assert_eq!(blocked["state"], "completed", "{blocked}");
+    assert_eq!(blocked["output"], "slow answer to task b", "{blocked}");
+    // It ran after a: a had settled first.
+    let a = b::call(&mut root, "agent_status", json!({"path": "/root/a"}));
+    assert_eq!(a["state"], "completed", "{a}");
+}

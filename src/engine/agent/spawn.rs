@@ -232,8 +232,7 @@ pub(in crate::engine) async fn spawn(e: &Engine, req: contract::Spawn) -> Result
                 at: &now_iso(),
             },
         )?;
-        // A queued spawn answers at once, like a detached one: its result is a notice.
-        crate::store::agents::recap::set_detached(tx, &id, !wait || queued)?;
+        crate::store::agents::recap::set_detached(tx, &id, !wait)?;
         agents::set_run(
             tx,
             &id,
@@ -252,8 +251,15 @@ pub(in crate::engine) async fn spawn(e: &Engine, req: contract::Spawn) -> Result
     });
     let (parent_row, queued) = parent_row?;
     if queued {
-        // No slot: the row waits; a settled thread's slot launches it (`queue.rs`).
-        return answer(&view(&e.row_by_id(&id)?));
+        // No slot: the row waits; a settled thread's slot launches it (`queue.rs`). A
+        // detached spawn answers now ("Queued (position N)"); a blocking one waits through
+        // the queue and the run, as it waits for a run that started at once.
+        if !wait {
+            return answer(&view(&e.row_by_id(&id)?));
+        }
+        let _held = e.hold_notices(&id);
+        let row = e.wait_settled(&id, None).await?;
+        return e.reported(row);
     }
     let _held = e.hold_notices(&id);
     let started = async {
