@@ -11,6 +11,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::sql::write_table;
+pub use crate::engine::budget::{budget_text, summary};
 use crate::engine::budget::{thousands, usd, Budget};
 use crate::error::Result;
 use crate::store::open_read_only;
@@ -261,49 +262,6 @@ fn state_text(r: &UsageRow) -> String {
         (Some(s), Contract::Agent) => s.to_string(),
         _ => r.state.clone(),
     }
-}
-
-/// `1,234 tokens (input 900 · output 300 · cache read 34 · cache write 0) · $0.0123 · 4 turns
-/// · 2 tool calls`.
-pub fn summary(u: &Usage) -> String {
-    format!(
-        "{} tokens (input {} · output {} · cache read {} · cache write {}) · {} · {} turn{} · {} tool call{}",
-        thousands(u.total_tokens()),
-        thousands(u.input_tokens),
-        thousands(u.output_tokens),
-        thousands(u.cache_read_tokens),
-        thousands(u.cache_write_tokens),
-        usd(u.cost_usd),
-        thousands(u.turns),
-        if u.turns == 1 { "" } else { "s" },
-        thousands(u.tool_calls),
-        if u.tool_calls == 1 { "" } else { "s" },
-    )
-}
-
-pub fn budget_text(b: &Budget, total: &TreeUsage) -> String {
-    let mut parts = Vec::new();
-    if let Some(cap) = b.tokens {
-        parts.push(format!(
-            "{} of {} tokens ({})",
-            thousands(total.usage.total_tokens()),
-            thousands(cap),
-            crate::engine::budget::TOKENS_VAR
-        ));
-    }
-    if let Some(cap) = b.usd {
-        parts.push(format!(
-            "{} of {} ({})",
-            usd(total.usage.cost_usd),
-            usd(cap),
-            crate::engine::budget::USD_VAR
-        ));
-    }
-    let mut s = parts.join(" · ");
-    if b.reached(total).is_some() {
-        s.push_str(" · REACHED: new work in this tree is refused");
-    }
-    s
 }
 
 /// A short token count for narrow columns: `950`, `12.3k`, `4.56M` ([`crate::text::compact_count`]).

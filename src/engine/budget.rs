@@ -141,6 +141,50 @@ pub fn usd(x: f64) -> String {
     format!("${x:.4}")
 }
 
+/// `1,234 tokens (input 900 · output 300 · cache read 34 · cache write 0) · $0.0123 · 4 turns
+/// · 2 tool calls`.
+pub fn summary(u: &crate::store::usage::Usage) -> String {
+    format!(
+        "{} tokens (input {} · output {} · cache read {} · cache write {}) · {} · {} turn{} · {} tool call{}",
+        thousands(u.total_tokens()),
+        thousands(u.input_tokens),
+        thousands(u.output_tokens),
+        thousands(u.cache_read_tokens),
+        thousands(u.cache_write_tokens),
+        usd(u.cost_usd),
+        thousands(u.turns),
+        if u.turns == 1 { "" } else { "s" },
+        thousands(u.tool_calls),
+        if u.tool_calls == 1 { "" } else { "s" },
+    )
+}
+
+/// The budget line of a tree, as `threadbase usage` and the web view print it.
+pub fn budget_text(b: &Budget, total: &crate::store::usage::TreeUsage) -> String {
+    let mut parts = Vec::new();
+    if let Some(cap) = b.tokens {
+        parts.push(format!(
+            "{} of {} tokens ({})",
+            thousands(total.usage.total_tokens()),
+            thousands(cap),
+            crate::engine::budget::TOKENS_VAR
+        ));
+    }
+    if let Some(cap) = b.usd {
+        parts.push(format!(
+            "{} of {} ({})",
+            usd(total.usage.cost_usd),
+            usd(cap),
+            crate::engine::budget::USD_VAR
+        ));
+    }
+    let mut s = parts.join(" · ");
+    if b.reached(total).is_some() {
+        s.push_str(" · REACHED: new work in this tree is refused");
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

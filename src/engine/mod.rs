@@ -13,11 +13,13 @@ mod facts;
 mod locks;
 mod notices;
 mod remote;
+pub mod reply;
 pub mod spend;
 mod thread;
 mod worker;
 
 pub use config::{env_integer, AgentLimits, Limits, ServeConfig, Settings};
+pub use reply::Reply;
 pub use thread::{send_payload, set_archived, INTERRUPTED, STOPPED, STOP_ALREADY_CLOSED};
 pub use worker::{restore_workers, snapshot_workers};
 
@@ -28,7 +30,6 @@ use std::sync::Arc;
 use crate::contract::projection::{OutputFacts, Pending, ThreadFacts};
 use crate::error::{Error, ErrorCode, Result};
 use crate::runtime::Runtime;
-use crate::serve::output::Reply;
 use crate::store::events;
 use crate::store::threads::{thread_by_id_any, upsert_manager, Contract, ManagerSpec, ThreadRow};
 use crate::store::Store;

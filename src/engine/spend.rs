@@ -18,8 +18,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::contract::request::SessionUsage;
+use crate::engine::Reply;
 use crate::error::Result;
-use crate::serve::output::Reply;
 use crate::store::usage::{self, Usage};
 
 /// A usage object as Pi 1.6 writes one (`Usage` of pi-ai): tokens, `totalTokens`, and the cost

@@ -23,61 +23,14 @@ use std::sync::{mpsc as std_mpsc, Arc};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::error::{Error, Result};
+use crate::error::Error;
 
 /// Bytes a streamed line hands over at a time.
 pub const CHUNK_BYTES: usize = 256 * 1024;
 /// Chunks of one streamed line in flight between its producer and the writer.
 const CHUNKS_IN_FLIGHT: usize = 2;
 
-/// One request's result, ready to be written as `{"id": …, "result": …}`.
-pub enum Reply {
-    /// The result's JSON text.
-    Json(Vec<u8>),
-    /// A result written as it is produced, on the request's worker: the function writes the
-    /// whole response line, `{"id": <id>, "result": …}` (and any lines before it), into the
-    /// writer, and moves the worker's other tasks away itself (`block_in_place`) before it
-    /// may wait on the writer. A reply that was never handed over whole goes as one line (see
-    /// [`LineSink`]).
-    Stream(StreamFn),
-}
-
-/// Writes a streamed response line for the request id it is given.
-pub type StreamFn = Box<dyn FnOnce(&Value, &mut dyn Write) -> Result<()> + Send>;
-
-impl Reply {
-    /// The JSON text of `result` (a typed shape; serializing it cannot fail).
-    pub fn json(result: &impl Serialize) -> Result<Reply> {
-        // Room for a single-thread result, so the buffer rarely grows (a poll is about 6 KB).
-        let mut json = Vec::with_capacity(8 * 1024);
-        serde_json::to_writer(&mut json, result)?;
-        Ok(Reply::Json(json))
-    }
-
-    /// The result as a value, for in-process callers (`threadbase demo`).
-    pub fn into_value(self) -> Result<Value> {
-        match self {
-            Reply::Json(bytes) => Ok(serde_json::from_slice(&bytes)?),
-            Reply::Stream(write) => {
-                let mut line = Vec::new();
-                write(&Value::Null, &mut line)?;
-                let mut response: Value = serde_json::from_slice(&line).map_err(|_| {
-                    Error::internal(
-                        "a streamed reply with lines before its response (a compact list's part lines) is for serve's pipe; in-process callers use the contract wire",
-                    )
-                })?;
-                Ok(response["result"].take())
-            }
-        }
-    }
-}
-
-/// `{"id": …, "result": …}`.
-#[derive(Serialize)]
-pub struct Response<'a, R> {
-    pub id: &'a Value,
-    pub result: R,
-}
+pub use crate::engine::reply::{Reply, Response, StreamFn};
 
 /// A line without an id: `{"method", "params"}`.
 #[derive(Serialize)]
@@ -374,6 +327,12 @@ impl Output {
     }
 
     /// Writes `message` as one line.
+    /// Writes `line` (one JSON object, made elsewhere) and its LF.
+    pub fn send_line(&self, mut line: Vec<u8>) -> std::result::Result<(), Closed> {
+        line.push(b'\n');
+        self.put(Out::Line(line))
+    }
+
     pub fn send(&self, message: impl Serialize) -> std::result::Result<(), Closed> {
         let mut line = serde_json::to_vec(&message).map_err(|_| Closed)?;
         line.push(b'\n');

@@ -101,7 +101,9 @@ pub async fn run(engine: Arc<Engine>, out: Output) {
             }
             Err(e) => tracing::warn!("reading commands failed: {e}"),
         }
-        match agent.rows_changed(watch.conn(), &out) {
+        match agent.rows_changed(watch.conn(), &|line| {
+            let _ = out.send_line(line);
+        }) {
             Ok((steer_ids, settled)) => agent.sweep(steer_ids, settled).await,
             Err(e) => tracing::warn!("reading agent rows failed: {e}"),
         }

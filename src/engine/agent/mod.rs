@@ -48,10 +48,10 @@ use crate::store::Conn;
 
 use crate::contract::agent::{self as contract, AgentFacts, AgentView};
 use crate::engine::Engine;
+use crate::engine::Reply;
 use crate::error::{Error, ErrorCode, Result};
 use crate::paths::{self, ROOT};
 use crate::process::{Holder, ProcessIdentity};
-use crate::serve::output::Reply;
 use crate::store::agents::{self, AgentRow};
 use crate::time::now_iso;
 

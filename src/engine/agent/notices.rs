@@ -138,7 +138,7 @@ impl Engine {
     }
 
     /// `view` of a thread a request held notices for: supersedes them when it is settled.
-    pub(super) fn reported(&self, row: AgentRow) -> Result<crate::serve::output::Reply> {
+    pub(super) fn reported(&self, row: AgentRow) -> Result<crate::engine::Reply> {
         if !row.active() {
             self.supersede_notices(row.id.as_str())?;
         }
@@ -146,19 +146,19 @@ impl Engine {
     }
 
     /// This serve's contract B rows after another connection committed (called by the row
-    /// watcher with its own connection): notices for its agent path are claimed and emitted on
-    /// `out`, and the threads whose process it holds with steering to deliver or a settled run
+    /// watcher with its own connection): notices for its agent path are claimed and handed to
+    /// `emit` as notification lines (the watcher writes them out), and the threads whose process it holds with steering to deliver or a settled run
     /// to retire are returned for [`Engine::sweep`].
     pub(crate) fn rows_changed(
         &self,
         conn: &crate::store::Conn,
-        out: &crate::serve::output::Output,
+        emit: &dyn Fn(Vec<u8>),
     ) -> Result<(Vec<String>, Vec<String>)> {
         let Some(registry) = self.existing_registry(conn)? else {
             return Ok((Vec::new(), Vec::new()));
         };
         self.release_recap_if_due(conn, registry)?;
-        self.deliver_notices(conn, registry, out)?;
+        self.deliver_notices(conn, registry, emit)?;
         self.read_next_timer(conn)?;
         self.sweep_rows(conn, registry)
     }
@@ -167,7 +167,7 @@ impl Engine {
         &self,
         conn: &crate::store::Conn,
         registry: ManagerId,
-        out: &crate::serve::output::Output,
+        emit: &dyn Fn(Vec<u8>),
     ) -> Result<()> {
         for n in mailbox::pending_notices(conn, registry, self.caller())? {
             if self.notices_held(n.thread_id.as_str()) {
@@ -181,7 +181,7 @@ impl Engine {
                 let detail_kind = details
                     .as_ref()
                     .and_then(|d| d["kind"].as_str().map(str::to_string));
-                let _ = out.send(NoticeLine {
+                let line = serde_json::to_vec(&NoticeLine {
                     method: "notice",
                     params: NoticeParams {
                         thread_id: n.thread_id.as_str(),
@@ -198,7 +198,8 @@ impl Engine {
                             .and_then(|d| d["recentOutput"].as_str().map(str::to_string)),
                         results: details.as_ref().and_then(|d| d.get("results").cloned()),
                     },
-                });
+                })?;
+                emit(line);
             }
         }
         Ok(())

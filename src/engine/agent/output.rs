@@ -2,9 +2,9 @@
 
 use super::{answer, Engine};
 use crate::contract::agent::{self as contract, AgentState};
+use crate::engine::Reply;
 use crate::error::Result;
 use crate::paths::{self, ROOT};
-use crate::serve::output::Reply;
 
 pub(in crate::engine) fn output(e: &Engine, req: contract::Output) -> Result<Reply> {
     let registry = e.registry()?;

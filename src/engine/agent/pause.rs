@@ -2,8 +2,8 @@
 
 use super::Engine;
 use crate::contract::agent as contract;
+use crate::engine::Reply;
 use crate::error::Result;
-use crate::serve::output::Reply;
 use crate::store::agents;
 use crate::time::now_iso;
 

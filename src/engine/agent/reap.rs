@@ -3,7 +3,7 @@
 //! the total limit and cannot be resumed; its row (marked reaped), usage and session file stay.
 //! A settled process this serve still holds for one of them is ended.
 
-use crate::serve::output::Reply;
+use crate::engine::Reply;
 
 use super::{answer, Engine};
 use crate::contract::agent as contract;

@@ -2,7 +2,7 @@
 //! session file (a frozen snapshot of the parent's branch) and its first run.
 
 use crate::domain::ThreadId;
-use crate::serve::output::Reply;
+use crate::engine::Reply;
 use std::path::{Path, PathBuf};
 
 use serde_json::json;

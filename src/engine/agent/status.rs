@@ -2,9 +2,9 @@
 
 use super::{answer, view, Engine};
 use crate::contract::agent::{self as contract, AgentView};
+use crate::engine::Reply;
 use crate::error::{Error, ErrorCode, Result};
 use crate::paths::{self, ROOT};
-use crate::serve::output::Reply;
 use crate::store::agents::{self, AgentRow};
 
 /// One view, or (without a path) the bare list of views the caller may address in spawn

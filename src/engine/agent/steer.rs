@@ -3,7 +3,7 @@
 //! new run on the same session, by this serve or by the one still holding its process.
 
 use crate::domain::ManagerId;
-use crate::serve::output::Reply;
+use crate::engine::Reply;
 use std::time::{Duration, Instant};
 
 use super::{answer, view, Engine, WAIT_POLL};

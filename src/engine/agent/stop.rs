@@ -1,8 +1,8 @@
 //! `agent_stop`: the target in any state and its working descendants, deepest level first,
 //! across processes (a run another serve holds is stopped through a `commands` row).
 
+use crate::engine::Reply;
 use crate::runtime::StopBy;
-use crate::serve::output::Reply;
 use std::time::{Duration, Instant};
 
 use super::Engine;

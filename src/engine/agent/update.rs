@@ -2,9 +2,9 @@
 
 use super::{answer, view, Engine};
 use crate::contract::agent as contract;
+use crate::engine::Reply;
 use crate::error::Result;
 use crate::paths::ROOT;
-use crate::serve::output::Reply;
 use crate::store::agents;
 use crate::store::agents::mailbox;
 use crate::time::now_iso;

@@ -1,7 +1,7 @@
 //! `agent_wait`: the thread's view once it is not working (or the timeout passed), its
 //! notices for the caller held back meanwhile so the settlement is not reported twice.
 
-use crate::serve::output::Reply;
+use crate::engine::Reply;
 use std::time::{Duration, Instant};
 
 use super::{Engine, WAIT_POLL};

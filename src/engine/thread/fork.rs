@@ -10,9 +10,9 @@ use super::{find, reply, Engine};
 use crate::contract::projection::{Detail, Projection};
 use crate::contract::thread::{Details, Single, SnapshotJson};
 use crate::contract::{format, naming};
+use crate::engine::Reply;
 use crate::error::{Error, ErrorCode, Result};
 use crate::runtime::StartKind;
-use crate::serve::output::Reply;
 use crate::time::now_iso;
 
 pub(in crate::engine) async fn fork(

@@ -22,8 +22,8 @@ use super::remote::{self, Holder};
 use super::Engine;
 use crate::contract::thread::Details;
 use crate::contract::ToolResult;
+use crate::engine::Reply;
 use crate::error::{Error, ErrorCode, Result};
-use crate::serve::output::Reply;
 use crate::store::refs::{resolve, RefScope};
 use crate::store::threads::ThreadRow;
 

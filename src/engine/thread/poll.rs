@@ -4,8 +4,8 @@
 
 use super::{refresh_if_live, scope, Engine};
 use crate::contract::thread::poll_result;
+use crate::engine::Reply;
 use crate::error::Result;
-use crate::serve::output::Reply;
 use crate::store::refs::resolve;
 use crate::store::snapshots::{self, View};
 

@@ -17,9 +17,9 @@ use crate::contract::thread::{Details, Single, SnapshotJson};
 use crate::domain::CommandKind;
 use crate::engine::adopt;
 use crate::engine::child_env::{ChildEnv, Parent};
+use crate::engine::Reply;
 use crate::error::{Error, ErrorCode, Result};
 use crate::runtime::{LaunchSpec, StartKind};
-use crate::serve::output::Reply;
 use crate::store::threads::{thread_ancestors, thread_by_id_any, ThreadRow};
 use crate::store::Conn;
 

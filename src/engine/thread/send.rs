@@ -8,9 +8,9 @@ use crate::contract::format;
 use crate::contract::projection::{Detail, Projection};
 use crate::contract::thread::{Details, Single, SnapshotJson};
 use crate::domain::CommandKind;
+use crate::engine::Reply;
 use crate::error::Result;
 use crate::runtime::SendMode;
-use crate::serve::output::Reply;
 use crate::store::threads::ThreadRow;
 
 /// A send's payload in a `commands` row for the serve that holds the thread.

@@ -8,9 +8,9 @@ use super::{reply, Engine};
 use crate::contract::projection::{Detail, Projection};
 use crate::contract::thread::{Details, Single, SnapshotJson};
 use crate::contract::{format, naming};
+use crate::engine::Reply;
 use crate::error::Result;
 use crate::runtime::StartKind;
-use crate::serve::output::Reply;
 use crate::store::launches;
 
 pub(in crate::engine) async fn start(

@@ -6,9 +6,9 @@ use crate::contract::format;
 use crate::contract::projection::{Detail, Projection};
 use crate::contract::thread::{Details, Single, SnapshotJson};
 use crate::domain::CommandKind;
+use crate::engine::Reply;
 use crate::error::Result;
 use crate::runtime::StopBy;
-use crate::serve::output::Reply;
 
 pub(in crate::engine) async fn stop(
     e: &Engine,

@@ -8,7 +8,7 @@ use crate::store::workers;
 pub(in crate::engine) fn hide(
     e: &Engine,
     req: crate::contract::worker::WorkerRef,
-) -> Result<crate::serve::output::Reply> {
+) -> Result<crate::engine::Reply> {
     let row = owned(e, &req.worker_id)?;
     e.store
         .write(|tx| workers::set_hidden(tx, row.id(), true))?;

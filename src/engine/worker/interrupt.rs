@@ -19,7 +19,7 @@ const ABORT_TIMEOUT: Duration = Duration::from_millis(5_000);
 pub(in crate::engine) async fn interrupt(
     e: &Engine,
     req: crate::contract::worker::WorkerRef,
-) -> Result<crate::serve::output::Reply> {
+) -> Result<crate::engine::Reply> {
     let row = owned(e, &req.worker_id)?;
     let id = row.id().to_string();
     // A worker still waiting in the queue (THREADBASE_QUEUE=1) is taken out of it: closed,

@@ -6,7 +6,7 @@ use crate::engine::Engine;
 use crate::error::Result;
 use crate::store::workers;
 
-pub(in crate::engine) fn list(e: &Engine) -> Result<crate::serve::output::Reply> {
+pub(in crate::engine) fn list(e: &Engine) -> Result<crate::engine::Reply> {
     let conn = e.store.read()?;
     let rows = workers::workers_of_coordinator(&conn, e.cfg.session_id.as_str())?;
     answer(&Workers::of(&facts_of(&conn, rows)?))

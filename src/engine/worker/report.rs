@@ -14,7 +14,7 @@ use crate::time::now_iso;
 /// the initial prompt as `spawn`, so no key a caller chooses can collide.
 const REPORT_SEND_KEY: &str = "report";
 
-pub(in crate::engine) fn report(e: &Engine, report: Report) -> Result<crate::serve::output::Reply> {
+pub(in crate::engine) fn report(e: &Engine, report: Report) -> Result<crate::engine::Reply> {
     let caller = &e.cfg.session_id;
     let row = find(&*e.store.read()?, caller.as_str())?.ok_or_else(|| {
         Error::forbidden(format!(

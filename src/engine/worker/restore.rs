@@ -19,7 +19,7 @@ pub fn restore_workers(store: &Store, coordinator_ids: &[String]) -> Result<Vec<
 pub(in crate::engine) fn restore(
     e: &super::Engine,
     req: crate::contract::worker::Coordinators,
-) -> Result<crate::serve::output::Reply> {
+) -> Result<crate::engine::Reply> {
     let facts = restore_workers(&e.store, &req.coordinator_ids)?;
-    crate::serve::output::Reply::json(&crate::contract::worker::Workers::of(&facts))
+    crate::engine::Reply::json(&crate::contract::worker::Workers::of(&facts))
 }

@@ -13,7 +13,7 @@ use crate::time::now_iso;
 pub(in crate::engine) async fn send(
     e: &Engine,
     req: crate::contract::worker::SendRequest,
-) -> Result<crate::serve::output::Reply> {
+) -> Result<crate::engine::Reply> {
     let (worker_id, key, text) = (req.worker_id.as_str(), req.key.as_str(), req.text.as_str());
     let row = owned(e, worker_id)?;
     let id = row.id().to_string();

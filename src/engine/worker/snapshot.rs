@@ -20,7 +20,7 @@ pub fn snapshot_workers(conn: &Conn, coordinator_ids: &[String]) -> Result<Vec<W
 pub(in crate::engine) fn snapshot(
     e: &super::Engine,
     req: crate::contract::worker::Coordinators,
-) -> Result<crate::serve::output::Reply> {
+) -> Result<crate::engine::Reply> {
     let facts = snapshot_workers(&*e.store.read()?, &req.coordinator_ids)?;
-    crate::serve::output::Reply::json(&crate::contract::worker::Workers::of(&facts))
+    crate::engine::Reply::json(&crate::contract::worker::Workers::of(&facts))
 }

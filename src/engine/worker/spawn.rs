@@ -88,7 +88,7 @@ fn agent_profile(e: &Engine, agent: &str) -> Result<Vec<String>> {
 pub(in crate::engine) async fn spawn(
     e: &Engine,
     req: SpawnRequest,
-) -> Result<crate::serve::output::Reply> {
+) -> Result<crate::engine::Reply> {
     let coordinator = e.cfg.session_id.clone();
     check_may_spawn(e, coordinator.as_str())?;
     check_directory(&req.directory)?;

@@ -478,7 +478,7 @@ pub fn detail(conn: &crate::store::Conn, id: &str) -> Result<DetailDoc> {
     let out = crate::engine::output_facts(conn, id)?;
     let evs = events::rows_of_thread(conn, id)?;
     let snapshot = projection::snapshot(&row, &out, &evs, Detail::Tail);
-    let usage_line = usage::of_thread(conn, id)?.map(|u| crate::cli::usage::summary(&u));
+    let usage_line = usage::of_thread(conn, id)?.map(|u| crate::engine::budget::summary(&u));
     let subtree = usage::of_subtree(conn, id)?.map(|s| {
         format!(
             "{} thread{} · {} tokens · {}",
@@ -554,17 +554,17 @@ fn usage_doc(mut all: Vec<usage::TreeUsage>, infos: &[sessions::SessionInfo]) ->
             t.root_session,
             t.threads,
             if t.threads == 1 { "" } else { "s" },
-            crate::cli::usage::summary(&t.usage)
+            crate::engine::budget::summary(&t.usage)
         ));
         lines.push(format!(
             "  session {} itself (its own turns, counted in the total): {}",
             t.root_session,
-            crate::cli::usage::summary(&t.session)
+            crate::engine::budget::summary(&t.session)
         ));
         if budget.is_set() {
             lines.push(format!(
                 "  budget: {}",
-                crate::cli::usage::budget_text(&budget, t)
+                crate::engine::budget::budget_text(&budget, t)
             ));
         }
     }
