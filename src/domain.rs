@@ -366,6 +366,13 @@ macro_rules! text_id {
     )+};
 }
 
+impl WorkerId {
+    /// The worker's thread row's id (the same text).
+    pub fn thread_id(&self) -> ThreadId {
+        ThreadId::new(self.as_str())
+    }
+}
+
 text_id! {
     /// A thread's id (`threads.id`): `thread_…` for contract A, the contracts' own shapes for
     /// B and C.
@@ -373,6 +380,9 @@ text_id! {
     /// A Pi session's id (`managers.session_id`, the header `id` of its session file): the
     /// identity of the serve that speaks for it, and of a tree's root session.
     SessionId;
+    /// Contract C's `workerID`: `ses_` and a digest of its coordinator and spawn key. A
+    /// worker's thread row has it as its id too ([`WorkerId::thread_id`]).
+    WorkerId;
 }
 
 /// A manager's row id (`managers.id`): one tool contract's view of one session.

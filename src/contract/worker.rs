@@ -6,6 +6,7 @@
 //! Texts follow the public implementation (`opzero1/threads`, see
 //! `reference/contract-semantics.md` §3); every rejection ends with a `Repair:` hint.
 
+use crate::domain::WorkerId;
 use crate::domain::{Outcome, Phase, ThreadStatus};
 use std::path::Path;
 
@@ -84,7 +85,7 @@ pub enum WorkerRequest {
 /// `threads_send`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SendRequest {
-    pub worker_id: String,
+    pub worker_id: WorkerId,
     pub key: String,
     pub text: String,
 }
@@ -92,7 +93,7 @@ pub struct SendRequest {
 /// `threads_interrupt`, `threads_hide`: the worker they act on.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WorkerRef {
-    pub worker_id: String,
+    pub worker_id: WorkerId,
 }
 
 /// `threads.snapshot`, `threads.restore`: the coordinators whose workers they cover.
@@ -153,7 +154,7 @@ pub const METHODS: [Method; 8] = [
         shape: r#"{"workerID": "ses_0123456789abcdef0123456789abcdef", "key": "follow-up-1", "text": "Also check the tests."}"#,
         parse: |f| {
             WorkerRequest::Send(SendRequest {
-                worker_id: f.text("workerID").unwrap_or_default(),
+                worker_id: f.text("workerID").unwrap_or_default().into(),
                 key: f.key("key"),
                 text: f.text("text").unwrap_or_default(),
             })
@@ -166,7 +167,7 @@ pub const METHODS: [Method; 8] = [
         shape: WORKER_ID_SHAPE,
         parse: |f| {
             WorkerRequest::Interrupt(WorkerRef {
-                worker_id: f.text("workerID").unwrap_or_default(),
+                worker_id: f.text("workerID").unwrap_or_default().into(),
             })
         },
     },
@@ -177,7 +178,7 @@ pub const METHODS: [Method; 8] = [
         shape: WORKER_ID_SHAPE,
         parse: |f| {
             WorkerRequest::Hide(WorkerRef {
-                worker_id: f.text("workerID").unwrap_or_default(),
+                worker_id: f.text("workerID").unwrap_or_default().into(),
             })
         },
     },
@@ -382,13 +383,19 @@ pub fn digest(parts: &Value) -> String {
 }
 
 /// `ses_` + the first 32 hex digits of `digest([coordinatorID, key])`.
-pub fn worker_identity(coordinator_id: &str, key: &str) -> String {
-    format!("ses_{}", &digest(&json!([coordinator_id, key]))[..32])
+pub fn worker_identity(coordinator_id: &str, key: &str) -> WorkerId {
+    WorkerId::new(format!(
+        "ses_{}",
+        &digest(&json!([coordinator_id, key]))[..32]
+    ))
 }
 
 /// `msg_` + the first 32 hex digits of `digest([workerID, "send", key])`.
-pub fn send_message_id(worker_id: &str, key: &str) -> String {
-    format!("msg_{}", &digest(&json!([worker_id, "send", key]))[..32])
+pub fn send_message_id(worker_id: &WorkerId, key: &str) -> String {
+    format!(
+        "msg_{}",
+        &digest(&json!([worker_id.as_str(), "send", key]))[..32]
+    )
 }
 
 /// `digest([title, directory, task, …agent?, …{paths}?])`, all 64 hex digits; `paths` are the
@@ -503,7 +510,7 @@ pub fn report_notice_text(worker_id: &str, key: &str, report: &Report) -> String
 /// Everything a `WorkerView` and a list status are made of, as read from the store.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WorkerFacts {
-    pub worker_id: String,
+    pub worker_id: WorkerId,
     pub coordinator_id: String,
     pub key: String,
     pub title: Option<String>,
@@ -532,7 +539,7 @@ impl WorkerFacts {
     /// The contract's `WorkerView`, exactly its ten fields.
     pub fn view(&self) -> WorkerView<'_> {
         WorkerView {
-            worker_id: &self.worker_id,
+            worker_id: self.worker_id.as_str(),
             coordinator_id: &self.coordinator_id,
             key: &self.key,
             title: self.title.as_deref().unwrap_or(&self.key),
@@ -716,7 +723,7 @@ mod tests {
             "386dfd06102da10f8ca294a78d241e8a33d6921ff86f0615d282a618b140bdcf"
         );
         let w = worker_identity("ses_coord", "review");
-        assert_eq!(w, "ses_b47bb7c83655aa899fd1b7f2b4899c1f");
+        assert_eq!(w.as_str(), "ses_b47bb7c83655aa899fd1b7f2b4899c1f");
         assert_eq!(
             send_message_id(&w, "k1"),
             "msg_f3793a38a282b806d2a764e3603af485"

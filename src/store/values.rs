@@ -8,6 +8,7 @@ use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, 
 use crate::domain::{
     AgentState, CommandKind, CommandState, Contract, Direction, ExitKind, MailKind, MailState,
     ManagerId, Outcome, Phase, QuestionKind, QuestionState, SessionId, ThreadId, ThreadStatus,
+    WorkerId,
 };
 
 /// `ToSql` and `FromSql` for enums of words: written as the word, read back only as one of the
@@ -75,7 +76,7 @@ macro_rules! stored_as_text {
     )+};
 }
 
-stored_as_text!(ThreadId, SessionId);
+stored_as_text!(ThreadId, SessionId, WorkerId);
 
 impl ToSql for ManagerId {
     fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {

@@ -403,7 +403,7 @@ fn keyed_sends_are_idempotent_and_owned() {
         let r = s.response(id, Duration::from_secs(30));
         assert_eq!(
             r["result"]["details"]["messageID"],
-            threadbase::contract::worker::send_message_id(REVIEW_WORKER, "k2")
+            threadbase::contract::worker::send_message_id(&REVIEW_WORKER.into(), "k2")
         );
     }
     wait_until("the third message", Duration::from_secs(10), || {
@@ -427,7 +427,7 @@ fn keyed_sends_are_idempotent_and_owned() {
     );
     assert_eq!(
         r["messageID"],
-        threadbase::contract::worker::send_message_id(REVIEW_WORKER, odd)
+        threadbase::contract::worker::send_message_id(&REVIEW_WORKER.into(), odd)
     );
 
     // Ownership and unknown workers.
@@ -506,7 +506,7 @@ fn slot_limit_counts_hidden_and_unreported_workers() {
     let c = tool(&mut s, "threads_spawn", spawn_params(&w, "c", "C"));
     assert_eq!(
         c["workerID"],
-        threadbase::contract::worker::worker_identity(COORD, "c")
+        threadbase::contract::worker::worker_identity(COORD, "c").as_str()
     );
     s.close(Duration::from_secs(20));
 

@@ -3,6 +3,7 @@
 //! then send the pending messages in order, each marked delivered once the child has it.
 
 use crate::domain::ThreadStatus;
+use crate::domain::WorkerId;
 use crate::engine::child_env::{ChildEnv, Parent};
 use crate::process::ProcessIdentity;
 use std::path::{Path, PathBuf};
@@ -25,10 +26,10 @@ const CLOSE_SETTLE: Duration = Duration::from_millis(2_000);
 
 /// Makes sure the worker's process runs here (launching or relaunching it) and delivers its
 /// pending messages in order. A worker whose process another live serve holds is left to it.
-pub(super) async fn drive(e: &Engine, id: &str) -> Result<()> {
-    let _one_at_a_time = e.locks.lock(id).await;
+pub(super) async fn drive(e: &Engine, id: &WorkerId) -> Result<()> {
+    let _one_at_a_time = e.locks.lock(id.as_str()).await;
     let row = load(e, id)?;
-    if !e.rt.is_live(id) {
+    if !e.rt.is_live(id.as_str()) {
         let me = e.rt.owner();
         if row.facts.status == ThreadStatus::Live
             && ProcessIdentity::held_elsewhere(row.owner, me).is_some()
@@ -41,12 +42,12 @@ pub(super) async fn drive(e: &Engine, id: &str) -> Result<()> {
             Err(err) => {
                 // A worker whose process never started is closed as failed (frees its slot).
                 e.store
-                    .write(|tx| launches::close_unlaunched(tx, id, &err.message))?;
+                    .write(|tx| launches::close_unlaunched(tx, id.as_str(), &err.message))?;
                 return Err(err);
             }
         }
     }
-    deliver_pending(e, id).await
+    deliver_pending(e, id.as_str()).await
 }
 
 /// The environment of a worker's process: the `PI_THREADS_*` settings of this serve, but as a

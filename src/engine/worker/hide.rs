@@ -12,5 +12,5 @@ pub(in crate::engine) fn hide(
     let row = owned(e, &req.worker_id)?;
     e.store
         .write(|tx| workers::set_hidden(tx, row.id(), true))?;
-    answer(&load(e, row.id())?.facts.view())
+    answer(&load(e, &req.worker_id)?.facts.view())
 }

@@ -28,7 +28,7 @@ pub(in crate::engine) async fn interrupt(
         e.store.write(|tx| {
             crate::store::workers::set_outcome(tx, &id, crate::domain::Outcome::Interrupted)
         })?;
-        return answer(&load(e, &id)?.facts.view());
+        return answer(&load(e, &req.worker_id)?.facts.view());
     }
     e.rt.await_launch(&id, crate::runtime::LAUNCH_WAIT).await;
     if e.rt.is_live(&id) {
@@ -54,5 +54,5 @@ pub(in crate::engine) async fn interrupt(
             .write(|tx| commands::request(tx, &id, CommandKind::Interrupt))?;
     }
     e.rt.flush().await;
-    answer(&load(e, &id)?.facts.view())
+    answer(&load(e, &req.worker_id)?.facts.view())
 }

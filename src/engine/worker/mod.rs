@@ -47,6 +47,7 @@ pub(super) mod spawn;
 pub use restore::restore_workers;
 pub use snapshot::snapshot_workers;
 
+use crate::domain::WorkerId;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
@@ -105,7 +106,7 @@ struct Worker {
 
 impl Worker {
     fn id(&self) -> &str {
-        &self.facts.worker_id
+        self.facts.worker_id.as_str()
     }
 }
 
@@ -113,7 +114,7 @@ impl From<WorkerRow> for Worker {
     fn from(r: WorkerRow) -> Self {
         Worker {
             facts: WorkerFacts {
-                worker_id: r.id.into_string(),
+                worker_id: WorkerId::new(r.id.into_string()),
                 coordinator_id: r.coordinator_id.unwrap_or_default(),
                 key: r.spawn_key.unwrap_or_default(),
                 title: r.title,
@@ -180,8 +181,8 @@ fn queued_at(conn: &Conn, w: &Worker) -> Result<Option<i64>> {
     crate::store::queue::position(conn, w.id())
 }
 
-fn load(e: &Engine, id: &str) -> Result<Worker> {
-    find(&*e.store.read()?, id)?.ok_or_else(|| unknown(id))
+fn load(e: &Engine, id: &WorkerId) -> Result<Worker> {
+    find(&*e.store.read()?, id.as_str())?.ok_or_else(|| unknown(id.as_str()))
 }
 
 fn unknown(id: &str) -> Error {
@@ -211,7 +212,7 @@ fn check_original(row: &Worker) -> Result<()> {
 }
 
 /// `owned`: the original worker, controlled by its own coordinator only.
-fn owned(e: &Engine, id: &str) -> Result<Worker> {
+fn owned(e: &Engine, id: &WorkerId) -> Result<Worker> {
     let row = load(e, id)?;
     check_original(&row)?;
     if row.facts.coordinator_id != e.cfg.session_id.as_str() {

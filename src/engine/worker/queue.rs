@@ -31,7 +31,7 @@ pub(crate) async fn drain(e: &Arc<Engine>) -> Result<()> {
         if e.rt.is_live(&id) {
             continue;
         }
-        if let Err(err) = drive(e, &id).await {
+        if let Err(err) = drive(e, &crate::domain::WorkerId::new(id.as_str())).await {
             tracing::warn!(worker = %id, "a queued worker failed to start: {err}");
         }
     }

@@ -14,10 +14,10 @@ pub(in crate::engine) async fn send(
     e: &Engine,
     req: crate::contract::worker::SendRequest,
 ) -> Result<crate::engine::Reply> {
-    let (worker_id, key, text) = (req.worker_id.as_str(), req.key.as_str(), req.text.as_str());
-    let row = owned(e, worker_id)?;
+    let (key, text) = (req.key.as_str(), req.text.as_str());
+    let row = owned(e, &req.worker_id)?;
     let id = row.id().to_string();
-    let message_id = send_message_id(&id, key);
+    let message_id = send_message_id(&req.worker_id, key);
     let send_key = format!("send:{key}");
     e.store.write(|tx| {
         let written = mailbox::insert(
@@ -44,7 +44,7 @@ pub(in crate::engine) async fn send(
         }
         workers::unhide_after_send(tx, &id)
     })?;
-    drive(e, &id).await?;
+    drive(e, &req.worker_id).await?;
     e.rt.flush().await;
     answer(&Sent {
         worker_id: &id,

@@ -115,9 +115,9 @@ pub(in crate::engine) async fn spawn(
     let session_file = e.cfg.session_file.as_ref().map(|p| p.display().to_string());
     let manager_cwd = e.cfg.cwd.display().to_string();
     // Until its child exists, an interrupt of the new worker waits for it.
-    let _launching = e.rt.reserve_launch(&worker_id);
+    let _launching = e.rt.reserve_launch(worker_id.as_str());
     let queued = e.store.write(|tx| {
-        if let Some(stored) = workers::identity(tx, &worker_id)? {
+        if let Some(stored) = workers::identity(tx, worker_id.as_str())? {
             if stored.coordinator_id.as_deref() != Some(coordinator.as_str())
                 || stored.fingerprint.as_deref() != Some(fp.as_str())
             {
@@ -160,7 +160,7 @@ pub(in crate::engine) async fn spawn(
         workers::insert_worker(
             tx,
             &NewWorker {
-                id: &worker_id,
+                id: worker_id.as_str(),
                 manager_id,
                 title: &req.title,
                 cwd: &req.directory,
@@ -179,7 +179,7 @@ pub(in crate::engine) async fn spawn(
         mailbox::insert(
             tx,
             &NewMail {
-                thread_id: &worker_id,
+                thread_id: worker_id.as_str(),
                 direction: Direction::ToChild,
                 kind: MailKind::Prompt,
                 send_key: INITIAL_SEND_KEY,
@@ -191,7 +191,7 @@ pub(in crate::engine) async fn spawn(
             },
         )?;
         if queued {
-            crate::store::queue::mark(tx, &worker_id, &now)?;
+            crate::store::queue::mark(tx, worker_id.as_str(), &now)?;
         }
         Ok(queued)
     })?;
