@@ -1,2 +1,4 @@
 -- One contract B thread by id.
-SELECT * FROM agent_rows WHERE id = ?1
+SELECT {agent_row}
+FROM threads
+WHERE id = ?1

@@ -5,7 +5,7 @@
 -- primary-key lookup per row. The rest of a thread row is read only for the threads without
 -- one (sql/threads_by_ids.sql): stepping the whole row cost 2k instructions a listed thread.
 SELECT t.id, t.path, t.status, c.json, c.line
-FROM thread_rows t
+FROM threads t
 LEFT JOIN thread_snapshots c
   ON c.thread_id = t.id AND c.view = 'snapshot' AND c.detail = 'summary' AND c.shape = :shape
 WHERE manager_id = :manager AND archived = 1

@@ -20,7 +20,7 @@ WITH RECURSIVE reach (id) AS (
        OR (:parent > m.scope_path || '/' AND :parent < m.scope_path || '0')
 )
 SELECT t.id, t.path, t.status, c.json, c.line
-FROM reach r CROSS JOIN thread_rows t ON t.manager_id = r.id AND t.parent_path = :parent
+FROM reach r CROSS JOIN threads t ON t.manager_id = r.id AND t.parent_path = :parent
 LEFT JOIN thread_snapshots c
   ON c.thread_id = t.id AND c.view = 'snapshot' AND c.detail = 'summary' AND c.shape = :shape
 WHERE (:state = 'all' OR t.status = :state)

@@ -21,7 +21,7 @@ WITH RECURSIVE reach (id) AS (
        OR (:path > m.scope_path || '/' AND :path < m.scope_path || '0')
 )
 SELECT t.id, t.path, t.status, c.json, c.line
-FROM reach r CROSS JOIN thread_rows t ON t.manager_id = r.id
+FROM reach r CROSS JOIN threads t ON t.manager_id = r.id
 LEFT JOIN thread_snapshots c
   ON c.thread_id = t.id AND c.view = 'snapshot' AND c.detail = 'summary' AND c.shape = :shape
 WHERE t.sort_key > :lo AND t.sort_key < :hi

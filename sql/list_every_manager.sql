@@ -1,5 +1,6 @@
 -- Every thread of every manager in list order, for `threadbase list` / `tree`.
-SELECT * FROM thread_rows
+SELECT {thread_row}
+FROM threads t
 WHERE (:state = 'all' OR status = :state)
   AND (:visibility = 'all' OR archived = (:visibility = 'archived'))
 ORDER BY sort_key, manager_id

@@ -8,5 +8,6 @@ WITH RECURSIVE reach (id) AS (
     SELECT m.id FROM reach r
     JOIN managers m ON m.parent_manager_id = r.id AND m.contract = 'thread'
 )
-SELECT * FROM thread_rows t
+SELECT {thread_row}
+FROM threads t
 WHERE t.id = :id AND t.manager_id IN (SELECT id FROM reach)

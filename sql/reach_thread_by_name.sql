@@ -8,7 +8,7 @@ WITH RECURSIVE reach (id) AS (
     SELECT m.id FROM reach r
     JOIN managers m ON m.parent_manager_id = r.id AND m.contract = 'thread'
 )
-SELECT t.*
-FROM reach r CROSS JOIN thread_rows t ON t.manager_id = r.id AND t.task_name = :name
+SELECT {thread_row}
+FROM reach r CROSS JOIN threads t ON t.manager_id = r.id AND t.task_name = :name
 ORDER BY t.sort_key
 LIMIT :limit

@@ -12,7 +12,7 @@ WITH RECURSIVE reach (id) AS (
     JOIN managers m ON m.parent_manager_id = r.id AND m.contract = 'thread'
     WHERE :path > m.scope_path || '/' AND :path < m.scope_path || '0'
 )
-SELECT t.*
-FROM reach r CROSS JOIN thread_rows t ON t.manager_id = r.id AND t.path = :path
+SELECT {thread_row}
+FROM reach r CROSS JOIN threads t ON t.manager_id = r.id AND t.path = :path
 ORDER BY t.manager_id
 LIMIT 2

@@ -7,6 +7,6 @@ WITH RECURSIVE up (id, n) AS (
     SELECT t.parent_id, up.n + 1 FROM up JOIN threads t ON t.id = up.id
     WHERE up.n < 64
 )
-SELECT t.*
-FROM up CROSS JOIN thread_rows t ON t.id = up.id
+SELECT {thread_row}
+FROM up CROSS JOIN threads t ON t.id = up.id
 ORDER BY up.n DESC

@@ -1,3 +1,4 @@
 -- A thread by id in any manager (primary key lookup); for the inspection CLI.
-SELECT * FROM thread_rows
+SELECT {thread_row}
+FROM threads t
 WHERE id = ?1

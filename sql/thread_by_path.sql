@@ -1,4 +1,5 @@
 -- Reference resolution step 2: an exact canonical path within one manager
 -- (the UNIQUE (manager_id, path) index).
-SELECT * FROM thread_rows
+SELECT {thread_row}
+FROM threads t
 WHERE manager_id = ?1 AND path = ?2

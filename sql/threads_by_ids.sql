@@ -2,7 +2,7 @@
 -- threads without a kept answer (a list's statements return only a thread's id, path and status
 -- beside its kept answer), read once per batch, and the rows the snapshot cache's filler
 -- renders (it keeps only the still ones). A primary-key lookup per id.
-SELECT t.*
+SELECT {thread_row}
 FROM json_each(?1) AS j
-JOIN thread_rows AS t ON t.id = j.value
+JOIN threads AS t ON t.id = j.value
 ORDER BY j.key

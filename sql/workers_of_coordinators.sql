@@ -1,5 +1,6 @@
 -- Contract C (threads.snapshot / threads.restore): the workers of the coordinators in the JSON
 -- array ?1, oldest first; one index range per coordinator.
-SELECT * FROM worker_rows
-WHERE coordinator_id IN (SELECT value FROM json_each(?1)) AND spawn_key IS NOT NULL
-ORDER BY created_at, id
+SELECT {worker_row}
+FROM threads t LEFT JOIN reports r ON r.worker_id = t.id
+WHERE t.coordinator_id IN (SELECT value FROM json_each(?1)) AND t.spawn_key IS NOT NULL
+ORDER BY t.created_at, t.id

@@ -457,7 +457,7 @@ pub fn list_every_manager(
 ) -> Result<Listing> {
     let threads = query_threads(
         conn,
-        include_str!("../../sql/list_every_manager.sql"),
+        crate::store::rows::row_sql!("list_every_manager"),
         named_params! {":state": state.as_str(), ":visibility": visibility.as_str()},
     )?;
     Ok(Listing::from(threads))

@@ -25,6 +25,8 @@ pub mod queue;
 pub mod refs;
 pub mod reports;
 pub mod restore;
+#[doc(hidden)]
+pub mod rows;
 pub mod sessions;
 pub mod snapshots;
 pub mod threads;
@@ -201,35 +203,8 @@ struct Writer {
     checkpoints: wal::Checkpoints,
 }
 
-/// Drops the TEMP views [`create_views`] makes (while migrations run).
-fn drop_views(conn: &Connection) -> rusqlite::Result<()> {
-    conn.execute_batch(
-        "DROP VIEW IF EXISTS temp.thread_rows; DROP VIEW IF EXISTS temp.agent_rows;
-         DROP VIEW IF EXISTS temp.worker_rows; DROP VIEW IF EXISTS temp.top_rows;",
-    )
-}
-
-/// The views the row queries of sql/ select from (`sql/view_*.sql`: each select list that
-/// several queries share, named once). They are TEMP views, made by every connection the store
-/// opens, not a migration's: so they are this build's rows whatever schema version the file
-/// is at (the read-only commands open files no newer serve has migrated yet), and a change of
-/// a row's columns is an edit of its view, not a new migration. SQLite flattens them into each
-/// query, so a query's plan is that of the same query on the tables.
-pub fn create_views(conn: &Connection) -> rusqlite::Result<()> {
-    for view in [
-        include_str!("../../sql/view_thread_rows.sql"),
-        include_str!("../../sql/view_agent_rows.sql"),
-        include_str!("../../sql/view_worker_rows.sql"),
-        include_str!("../../sql/view_top_rows.sql"),
-    ] {
-        conn.execute_batch(view)?;
-    }
-    Ok(())
-}
-
 fn configure(conn: &Connection) -> rusqlite::Result<()> {
     conn.busy_timeout(BUSY_TIMEOUT)?;
-    create_views(conn)?;
     // Query planner stability guarantee: a plan never depends on bound values. Without it SQLite
     // reads the value bound to a `LIMIT ?` while planning and marks the statement stale whenever
     // that parameter is rebound, so each call of a cached statement with a LIMIT parameter (the
@@ -297,7 +272,7 @@ impl Store {
             ))
             .naming_database());
         }
-        // The first reads of the file (the views, the schema) open its -wal and -shm files,
+        // The first reads of the file (the schema) open its -wal and -shm files,
         // which a folder that takes no new file refuses: said as such, not as a bare error.
         let refused = |e: Error| match e.code {
             crate::error::ErrorCode::Io => folder_refusal(&path).unwrap_or(e),
@@ -309,12 +284,7 @@ impl Store {
             Holds::Nothing if create => {}
             holds => return Err(not_threadbase(&path, &holds)),
         }
-        // This build's views name columns that older files gain only in a migration, and a
-        // migration that adds a column with a CHECK makes SQLite test every view: they are
-        // dropped while the migrations run and made again after.
-        drop_views(&writer)?;
         migrate(&mut writer, &path).map_err(refused)?;
-        create_views(&writer)?;
         wal::watch(&writer);
         let manager = SqliteConnectionManager::file(&path)
             .with_flags(
@@ -633,8 +603,6 @@ pub fn open_read_only(path: impl AsRef<Path>) -> Result<Conn> {
     )
     .map_err(|e| read_open_error(path, e))?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
-    // Before query_only, which refuses the TEMP views too.
-    create_views(&conn).map_err(|e| read_open_error(path, e))?;
     conn.execute_batch("PRAGMA query_only = ON;")
         .map_err(|e| read_open_error(path, e))?;
     // SQLite reads the header and the schema lazily; read them now so a file that is not a
@@ -711,7 +679,6 @@ pub fn no_database(path: &Path) -> Error {
 
 #[cfg(test)]
 mod tests {
-    use super::threads::col;
 
     /// The up-to-date check computes refinery's own checksums for this build's migrations, and
     /// lists them as refinery embeds them.
@@ -785,157 +752,39 @@ mod tests {
         assert_eq!(super::name_database(path, invalid.clone()), invalid);
     }
 
-    /// Every query read through `query_threads` must return exactly `col::NAMES`, in order,
-    /// against the schema the migrations build.
+    /// Contract A's list queries return the thread's id, path and status, then its kept
+    /// answer, at the positions `store::list` reads (the rest of a row is read by
+    /// threads_by_ids).
     #[test]
-    fn thread_row_queries_select_the_columns_of_col() {
+    fn list_queries_return_the_listed_columns() {
+        use crate::store::list::{KEPT_JSON, KEPT_LINE, LISTED_ID, LISTED_PATH, LISTED_STATUS};
         let dir = tempfile::tempdir().unwrap();
         let store = super::Store::open(dir.path().join("t.sqlite")).unwrap();
         let conn = store.read().unwrap();
         let queries = [
-            ("thread_by_id", include_str!("../../sql/thread_by_id.sql")),
-            (
-                "thread_by_path",
-                include_str!("../../sql/thread_by_path.sql"),
-            ),
-            (
-                "thread_by_id_any",
-                include_str!("../../sql/thread_by_id_any.sql"),
-            ),
-            (
-                "thread_by_path_any",
-                include_str!("../../sql/thread_by_path_any.sql"),
-            ),
-            (
-                "thread_by_name",
-                include_str!("../../sql/thread_by_name.sql"),
-            ),
-            (
-                "thread_by_name_any",
-                include_str!("../../sql/thread_by_name_any.sql"),
-            ),
-            (
-                "thread_by_path_in_session",
-                include_str!("../../sql/thread_by_path_in_session.sql"),
-            ),
-            (
-                "thread_by_name_in_session",
-                include_str!("../../sql/thread_by_name_in_session.sql"),
-            ),
-            ("threads_known", include_str!("../../sql/threads_known.sql")),
-            (
-                "threads_by_ids",
-                include_str!("../../sql/threads_by_ids.sql"),
-            ),
-            ("list_all", include_str!("../../sql/list_all.sql")),
-            ("list_children", include_str!("../../sql/list_children.sql")),
-            (
-                "list_descendants",
-                include_str!("../../sql/list_descendants.sql"),
-            ),
-            (
-                "list_every_manager",
-                include_str!("../../sql/list_every_manager.sql"),
-            ),
-            ("list_all_live", include_str!("../../sql/list_all_live.sql")),
-            (
-                "list_all_archived",
-                include_str!("../../sql/list_all_archived.sql"),
-            ),
-            (
-                "list_children_live",
-                include_str!("../../sql/list_children_live.sql"),
-            ),
-            (
-                "list_children_archived",
-                include_str!("../../sql/list_children_archived.sql"),
-            ),
-            (
-                "list_descendants_live",
-                include_str!("../../sql/list_descendants_live.sql"),
-            ),
-            (
-                "list_descendants_archived",
-                include_str!("../../sql/list_descendants_archived.sql"),
-            ),
-            (
-                "list_children_reach",
-                include_str!("../../sql/list_children_reach.sql"),
-            ),
-            (
-                "list_descendants_reach",
-                include_str!("../../sql/list_descendants_reach.sql"),
-            ),
-            (
-                "reach_thread_by_id",
-                include_str!("../../sql/reach_thread_by_id.sql"),
-            ),
-            (
-                "reach_thread_by_path",
-                include_str!("../../sql/reach_thread_by_path.sql"),
-            ),
-            (
-                "reach_thread_by_name",
-                include_str!("../../sql/reach_thread_by_name.sql"),
-            ),
-            (
-                "thread_ancestors",
-                include_str!("../../sql/thread_ancestors.sql"),
-            ),
+            include_str!("../../sql/list_all.sql"),
+            include_str!("../../sql/list_children.sql"),
+            include_str!("../../sql/list_descendants.sql"),
+            include_str!("../../sql/list_all_live.sql"),
+            include_str!("../../sql/list_all_archived.sql"),
+            include_str!("../../sql/list_children_live.sql"),
+            include_str!("../../sql/list_children_archived.sql"),
+            include_str!("../../sql/list_descendants_live.sql"),
+            include_str!("../../sql/list_descendants_archived.sql"),
+            include_str!("../../sql/list_children_reach.sql"),
+            include_str!("../../sql/list_descendants_reach.sql"),
         ];
-        for (name, sql) in queries {
+        for sql in queries {
             let stmt = conn.db().prepare(sql).unwrap();
-            let names = stmt.column_names();
-            if name.starts_with("list_") && name != "list_every_manager" {
-                // A contract A list row: the thread's id, path and status, then its kept answer
-                // (the rest of its row is read by threads_by_ids, below).
-                use crate::store::list::{
-                    KEPT_JSON, KEPT_LINE, LISTED_ID, LISTED_PATH, LISTED_STATUS,
-                };
-                assert_eq!(names, ["id", "path", "status", "json", "line"], "{name}");
-                assert_eq!(
-                    [LISTED_ID, LISTED_PATH, LISTED_STATUS, KEPT_JSON, KEPT_LINE],
-                    [0, 1, 2, 3, 4]
-                );
-            } else {
-                assert_eq!(names, col::NAMES, "{name}");
-            }
+            assert_eq!(
+                stmt.column_names(),
+                ["id", "path", "status", "json", "line"],
+                "{sql}"
+            );
         }
-        // The positions name the same columns.
-        let positions = [
-            (col::ID, "id"),
-            (col::MANAGER_ID, "manager_id"),
-            (col::PATH, "path"),
-            (col::PARENT_PATH, "parent_path"),
-            (col::PARENT_ID, "parent_id"),
-            (col::TASK_NAME, "task_name"),
-            (col::NAME, "name"),
-            (col::DEPTH, "depth"),
-            (col::CWD, "cwd"),
-            (col::ARGS, "args"),
-            (col::STATUS, "status"),
-            (col::PHASE, "phase"),
-            (col::AGENT_STATE, "agent_state"),
-            (col::EXIT_KIND, "exit_kind"),
-            (col::EXIT_CODE, "exit_code"),
-            (col::EXIT_SIGNAL, "exit_signal"),
-            (col::EXIT_MESSAGE, "exit_message"),
-            (col::ARCHIVED, "archived"),
-            (col::HIDDEN, "hidden"),
-            (col::SESSION_FILE, "session_file"),
-            (col::SESSION_ID, "session_id"),
-            (col::PID, "pid"),
-            (col::PGID, "pgid"),
-            (col::OWNER_PID, "owner_pid"),
-            (col::LAST_SEQ, "last_seq"),
-            (col::CREATED_AT, "created_at"),
-            (col::LAST_EVENT_AT, "last_event_at"),
-            (col::OWNER_STARTED_AT, "owner_started_at"),
-            (col::SORT_KEY, "sort_key"),
-        ];
-        assert_eq!(positions.len(), col::COUNT);
-        for (i, name) in positions {
-            assert_eq!(col::NAMES[i], name, "column {i}");
-        }
+        assert_eq!(
+            [LISTED_ID, LISTED_PATH, LISTED_STATUS, KEPT_JSON, KEPT_LINE],
+            [0, 1, 2, 3, 4]
+        );
     }
 }

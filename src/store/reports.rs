@@ -15,16 +15,17 @@ pub struct ReportRow {
 }
 
 impl ReportRow {
-    /// The report of a row that selects `verdict`, `summary` and `evidence` (NULL verdict: none,
-    /// as a `LEFT JOIN reports` reads for a worker that has not reported).
-    pub(super) fn from_row(r: &Row<'_>) -> rusqlite::Result<Option<Self>> {
-        let Some(verdict) = r.get("verdict")? else {
+    /// The report of a row that selects `verdict`, `summary` and `evidence` in that order from
+    /// position `at` (NULL verdict: none, as a `LEFT JOIN reports` reads for a worker that has
+    /// not reported).
+    pub(super) fn from_row(r: &Row<'_>, at: usize) -> rusqlite::Result<Option<Self>> {
+        let Some(verdict) = r.get(at)? else {
             return Ok(None);
         };
-        let evidence: String = r.get("evidence")?;
+        let evidence: String = r.get(at + 2)?;
         Ok(Some(ReportRow {
             verdict,
-            summary: r.get("summary")?,
+            summary: r.get(at + 1)?,
             evidence: serde_json::from_str(&evidence).unwrap_or_default(),
         }))
     }
@@ -35,7 +36,7 @@ pub fn report_of(conn: &Conn, worker_id: &str) -> Result<Option<ReportRow>> {
     Ok(conn
         .db()
         .prepare_cached(include_str!("../../sql/worker_report.sql"))?
-        .query_row([worker_id], ReportRow::from_row)
+        .query_row([worker_id], |r| ReportRow::from_row(r, 0))
         .optional()?
         .flatten())
 }

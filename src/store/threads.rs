@@ -1,5 +1,6 @@
 //! Typed access to `managers` and `threads`.
 
+use crate::store::rows::row_sql;
 use crate::store::Conn;
 use rusqlite::types::ValueRef;
 use rusqlite::{named_params, CachedStatement, OptionalExtension, Row};
@@ -174,79 +175,40 @@ pub fn insert_thread_at(conn: &Conn, t: &NewThread, now: &str) -> Result<()> {
     Ok(())
 }
 
-/// The columns a thread-row query selects, in this order: what [`ThreadRow`] holds, then the
-/// list order key [`col::SORT_KEY`], which it does not read (the view `thread_rows`,
-/// `sql/view_thread_rows.sql`, names them once, and every `sql/` file read through
-/// [`query_threads`] selects that view's columns; the queries filter and sort by the key).
-/// Naming them instead of `threads.*` keeps SQLite from copying out the other columns (prompt,
-/// output, …); reading by position instead of by name skips a name lookup per field.
-/// `store::tests` checks every thread-row query against [`col::NAMES`], and [`query_threads`]
-/// refuses a statement with another column count.
-pub mod col {
-    pub const ID: usize = 0;
-    pub const MANAGER_ID: usize = 1;
-    pub const PATH: usize = 2;
-    pub const PARENT_PATH: usize = 3;
-    pub const PARENT_ID: usize = 4;
-    pub const TASK_NAME: usize = 5;
-    pub const NAME: usize = 6;
-    pub const DEPTH: usize = 7;
-    pub const CWD: usize = 8;
-    pub const ARGS: usize = 9;
-    pub const STATUS: usize = 10;
-    pub const PHASE: usize = 11;
-    pub const AGENT_STATE: usize = 12;
-    pub const EXIT_KIND: usize = 13;
-    pub const EXIT_CODE: usize = 14;
-    pub const EXIT_SIGNAL: usize = 15;
-    pub const EXIT_MESSAGE: usize = 16;
-    pub const ARCHIVED: usize = 17;
-    pub const HIDDEN: usize = 18;
-    pub const SESSION_FILE: usize = 19;
-    pub const SESSION_ID: usize = 20;
-    pub const PID: usize = 21;
-    pub const PGID: usize = 22;
-    pub const OWNER_PID: usize = 23;
-    pub const LAST_SEQ: usize = 24;
-    pub const CREATED_AT: usize = 25;
-    pub const LAST_EVENT_AT: usize = 26;
-    pub const OWNER_STARTED_AT: usize = 27;
-    /// `sort_key`: the queries filter and sort by it; [`super::ThreadRow`] does not read it.
-    pub const SORT_KEY: usize = 28;
-    /// How many columns a thread-row query returns.
-    pub const COUNT: usize = 29;
-    /// The column names, by position.
-    pub const NAMES: [&str; COUNT] = [
-        "id",
-        "manager_id",
-        "path",
-        "parent_path",
-        "parent_id",
-        "task_name",
-        "name",
-        "depth",
-        "cwd",
-        "args",
-        "status",
-        "phase",
-        "agent_state",
-        "exit_kind",
-        "exit_code",
-        "exit_signal",
-        "exit_message",
-        "archived",
-        "hidden",
-        "session_file",
-        "session_id",
-        "pid",
-        "pgid",
-        "owner_pid",
-        "last_seq",
-        "created_at",
-        "last_event_at",
-        "owner_started_at",
-        "sort_key",
-    ];
+crate::store::rows::columns! {
+    /// The thread row's columns, in order (`{thread_row}` in a query of `sql/`, which reads
+    /// `threads t`): what [`ThreadRow`] holds, read by these positions. Naming them instead of
+    /// `t.*` keeps SQLite from copying out the rest of `threads` (prompt, output, …).
+    pub mod col {
+        ID = "t.id",
+        MANAGER_ID = "t.manager_id",
+        PATH = "t.path",
+        PARENT_PATH = "t.parent_path",
+        PARENT_ID = "t.parent_id",
+        TASK_NAME = "t.task_name",
+        NAME = "t.name",
+        DEPTH = "t.depth",
+        CWD = "t.cwd",
+        ARGS = "t.args",
+        STATUS = "t.status",
+        PHASE = "t.phase",
+        AGENT_STATE = "t.agent_state",
+        EXIT_KIND = "t.exit_kind",
+        EXIT_CODE = "t.exit_code",
+        EXIT_SIGNAL = "t.exit_signal",
+        EXIT_MESSAGE = "t.exit_message",
+        ARCHIVED = "t.archived",
+        HIDDEN = "t.hidden",
+        SESSION_FILE = "t.session_file",
+        SESSION_ID = "t.session_id",
+        PID = "t.pid",
+        PGID = "t.pgid",
+        OWNER_PID = "t.owner_pid",
+        LAST_SEQ = "t.last_seq",
+        CREATED_AT = "t.created_at",
+        LAST_EVENT_AT = "t.last_event_at",
+        OWNER_STARTED_AT = "t.owner_started_at",
+    }
 }
 
 /// One `threads` row, as the engine reads it. (Its default, a live thread with nothing known,
@@ -294,7 +256,7 @@ impl ThreadRow {
             other => {
                 return Err(rusqlite::Error::InvalidColumnType(
                     col::ARGS,
-                    col::NAMES[col::ARGS].into(),
+                    "args".into(),
                     other.data_type(),
                 ))
             }
@@ -321,7 +283,7 @@ impl ThreadRow {
             .ok_or_else(|| {
                 rusqlite::Error::InvalidColumnType(
                     col::EXIT_KIND,
-                    col::NAMES[col::EXIT_KIND].into(),
+                    "exit_kind".into(),
                     rusqlite::types::Type::Null,
                 )
             })?,
@@ -405,7 +367,7 @@ pub fn query_thread(
 
 /// A thread by id in any manager.
 pub fn thread_by_id_any(conn: &Conn, id: &str) -> Result<Option<ThreadRow>> {
-    query_thread(conn, include_str!("../../sql/thread_by_id_any.sql"), [id])
+    query_thread(conn, row_sql!("thread_by_id_any"), [id])
 }
 
 /// The session id and contract of the manager a thread belongs to.
@@ -420,7 +382,7 @@ pub fn manager_of_thread(conn: &Conn, thread_id: &str) -> Result<Option<(String,
 
 /// A thread's ancestors by parent link, the top first (across managers).
 pub fn thread_ancestors(conn: &Conn, id: &str) -> Result<Vec<ThreadRow>> {
-    query_threads(conn, include_str!("../../sql/thread_ancestors.sql"), [id])
+    query_threads(conn, row_sql!("thread_ancestors"), [id])
 }
 
 /// How many live threads a manager has (PI_THREADS_MAX_THREADS holds per manager).
@@ -521,7 +483,7 @@ pub fn manager_owner(
 pub fn threads_by_ids(conn: &Conn, ids: &[&str]) -> Result<Vec<ThreadRow>> {
     query_threads(
         conn,
-        include_str!("../../sql/threads_by_ids.sql"),
+        row_sql!("threads_by_ids"),
         [serde_json::to_string(ids)?],
     )
 }

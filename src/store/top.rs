@@ -11,6 +11,37 @@ use crate::domain::{AgentState, Contract, ExitKind, Outcome, Phase, ThreadStatus
 use crate::error::Result;
 use crate::paths::{descendant_range, sort_key};
 
+crate::store::rows::columns! {
+    /// `threadbase top`'s thread row's columns, in order (`{top_row}` in
+    /// `sql/top_threads.sql` and `sql/top_threads_under.sql`, which read `managers m CROSS JOIN
+    /// threads t LEFT JOIN reports r`): what [`TopRow`] holds, read by these positions. A
+    /// contract C worker's outcome (as `store::workers::col` computes it) and report verdict
+    /// give its list status; the exit's code and whether a signal ended it make
+    /// `closed/failed` (`domain::state_words`).
+    pub mod col {
+        ID = "t.id",
+        SESSION = "m.session_id",
+        CONTRACT = "m.contract",
+        PATH = "t.path",
+        TASK_NAME = "t.task_name",
+        NAME = "t.name",
+        STATUS = "t.status",
+        PHASE = "t.phase",
+        AGENT_STATE = "t.agent_state",
+        EXIT_KIND = "t.exit_kind",
+        ARCHIVED = "t.archived",
+        HIDDEN = "t.hidden",
+        CREATED_AT = "t.created_at",
+        LAST_EVENT_AT = "t.last_event_at",
+        OWNER_PID = "t.owner_pid",
+        OWNER_STARTED_AT = "t.owner_started_at",
+        OUTCOME = "CASE WHEN t.outcome IS NOT NULL THEN t.outcome WHEN t.status = 'closed' THEN CASE WHEN t.exit_kind = 'failed' THEN 'failed' ELSE 'interrupted' END END AS outcome",
+        VERDICT = "r.verdict",
+        EXIT_CODE = "t.exit_code",
+        SIGNALLED = "t.exit_signal IS NOT NULL AS signalled",
+    }
+}
+
 /// One thread as top reads it (sql/top_threads.sql and sql/top_threads_under.sql).
 #[derive(Debug, Clone)]
 pub struct TopRow {
@@ -45,7 +76,7 @@ pub fn rows(conn: &Conn, subtree: &str) -> Result<Vec<TopRow>> {
     if sub.is_empty() {
         let mut stmt = conn
             .db()
-            .prepare_cached(include_str!("../../sql/top_threads.sql"))?;
+            .prepare_cached(crate::store::rows::row_sql!("top_threads"))?;
         let rows = stmt.query_map([], read_row)?;
         return Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?);
     }
@@ -57,7 +88,7 @@ pub fn rows(conn: &Conn, subtree: &str) -> Result<Vec<TopRow>> {
     let (lo, hi) = descendant_range(sub);
     let mut stmt = conn
         .db()
-        .prepare_cached(include_str!("../../sql/top_threads_under.sql"))?;
+        .prepare_cached(crate::store::rows::row_sql!("top_threads_under"))?;
     let rows = stmt.query_map(
         named_params! {":key": sort_key(sub), ":lo": lo, ":hi": hi},
         read_row,
@@ -76,28 +107,28 @@ pub fn places(conn: &Conn) -> Result<HashMap<String, (String, Option<String>)>> 
     Ok(places)
 }
 
-/// A row of sql/top_threads.sql or sql/top_threads_under.sql (the same columns).
+/// A row of sql/top_threads.sql or sql/top_threads_under.sql ([`col`]).
 fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<TopRow> {
     Ok(TopRow {
-        id: r.get(0)?,
-        session: r.get(1)?,
-        contract: r.get(2)?,
-        path: r.get(3)?,
-        task_name: r.get(5)?,
-        name: r.get(6)?,
-        status: r.get(7)?,
-        phase: r.get(8)?,
-        agent_state: r.get(9)?,
-        exit_kind: r.get(10)?,
-        archived: r.get(11)?,
-        hidden: r.get::<_, Option<bool>>(12)?.unwrap_or(false),
-        created_at: r.get(13)?,
-        last_event_at: r.get(14)?,
-        owner_pid: r.get(15)?,
-        owner_started_at: r.get(16)?,
-        outcome: r.get(17)?,
-        verdict: r.get(18)?,
-        exit_code: r.get(19)?,
-        signalled: r.get(20)?,
+        id: r.get(col::ID)?,
+        session: r.get(col::SESSION)?,
+        contract: r.get(col::CONTRACT)?,
+        path: r.get(col::PATH)?,
+        task_name: r.get(col::TASK_NAME)?,
+        name: r.get(col::NAME)?,
+        status: r.get(col::STATUS)?,
+        phase: r.get(col::PHASE)?,
+        agent_state: r.get(col::AGENT_STATE)?,
+        exit_kind: r.get(col::EXIT_KIND)?,
+        archived: r.get(col::ARCHIVED)?,
+        hidden: r.get::<_, Option<bool>>(col::HIDDEN)?.unwrap_or(false),
+        created_at: r.get(col::CREATED_AT)?,
+        last_event_at: r.get(col::LAST_EVENT_AT)?,
+        owner_pid: r.get(col::OWNER_PID)?,
+        owner_started_at: r.get(col::OWNER_STARTED_AT)?,
+        outcome: r.get(col::OUTCOME)?,
+        verdict: r.get(col::VERDICT)?,
+        exit_code: r.get(col::EXIT_CODE)?,
+        signalled: r.get(col::SIGNALLED)?,
     })
 }

@@ -11,6 +11,39 @@ use super::reports::ReportRow;
 use crate::error::Result;
 use crate::time::now_iso;
 
+crate::store::rows::columns! {
+    /// Contract C's worker row's columns, in order (`{worker_row}` in `sql/worker_by_id.sql`
+    /// and `sql/workers_of_coordinator{,s}.sql`, which read `threads t LEFT JOIN reports r`):
+    /// what [`WorkerRow`] holds, read by these positions, its report last. The outcome is the
+    /// stored one, else (a process that closed before its first run ended, e.g. restored as
+    /// stale) failed or interrupted.
+    pub mod col {
+        ID = "t.id",
+        COORDINATOR_ID = "t.coordinator_id",
+        SPAWN_KEY = "t.spawn_key",
+        FINGERPRINT = "t.fingerprint",
+        TITLE = "t.title",
+        CWD = "t.cwd",
+        AGENT = "t.agent",
+        MODEL = "t.model",
+        ARGS = "t.args",
+        OUTCOME = "CASE WHEN t.outcome IS NOT NULL THEN t.outcome WHEN t.status = 'closed' THEN CASE WHEN t.exit_kind = 'failed' THEN 'failed' ELSE 'interrupted' END END AS outcome",
+        HIDDEN = "t.hidden",
+        STATUS = "t.status",
+        PHASE = "t.phase",
+        SESSION_FILE = "t.session_file",
+        OWNER_PID = "t.owner_pid",
+        OWNER_STARTED_AT = "t.owner_started_at",
+        INITIAL_MESSAGE_ID = "t.initial_message_id",
+        REPORT_MESSAGE_ID = "t.report_message_id",
+        PARENT_PATH = "t.parent_path",
+        GRANTED_PATHS = "t.granted_paths",
+        VERDICT = "r.verdict",
+        SUMMARY = "r.summary",
+        EVIDENCE = "r.evidence",
+    }
+}
+
 /// A worker row with its report (`sql/worker_by_id.sql`, `sql/workers_of_coordinator{,s}.sql`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct WorkerRow {
@@ -43,32 +76,31 @@ pub struct WorkerRow {
 }
 
 impl WorkerRow {
-    /// Read by column name: the three worker queries select the same 23 columns, and a list
-    /// holds at most a few dozen workers, so the name lookups cost nothing that matters.
+    /// Maps a row of a worker query ([`col`]).
     fn from_row(r: &Row<'_>) -> rusqlite::Result<Self> {
-        let args: String = r.get("args")?;
+        let args: String = r.get(col::ARGS)?;
         Ok(WorkerRow {
-            id: r.get("id")?,
-            coordinator_id: r.get("coordinator_id")?,
-            spawn_key: r.get("spawn_key")?,
-            fingerprint: r.get("fingerprint")?,
-            title: r.get("title")?,
-            cwd: r.get("cwd")?,
-            agent: r.get("agent")?,
-            model: r.get("model")?,
+            id: r.get(col::ID)?,
+            coordinator_id: r.get(col::COORDINATOR_ID)?,
+            spawn_key: r.get(col::SPAWN_KEY)?,
+            fingerprint: r.get(col::FINGERPRINT)?,
+            title: r.get(col::TITLE)?,
+            cwd: r.get(col::CWD)?,
+            agent: r.get(col::AGENT)?,
+            model: r.get(col::MODEL)?,
             args: serde_json::from_str(&args).unwrap_or_default(),
-            outcome: r.get("outcome")?,
-            hidden: r.get("hidden")?,
-            status: r.get("status")?,
-            phase: r.get("phase")?,
-            session_file: r.get("session_file")?,
-            owner_pid: r.get("owner_pid")?,
-            owner_started_at: r.get("owner_started_at")?,
-            initial_message_id: r.get("initial_message_id")?,
-            report_message_id: r.get("report_message_id")?,
-            parent_path: r.get("parent_path")?,
-            granted_paths: r.get("granted_paths")?,
-            report: ReportRow::from_row(r)?,
+            outcome: r.get(col::OUTCOME)?,
+            hidden: r.get(col::HIDDEN)?,
+            status: r.get(col::STATUS)?,
+            phase: r.get(col::PHASE)?,
+            session_file: r.get(col::SESSION_FILE)?,
+            owner_pid: r.get(col::OWNER_PID)?,
+            owner_started_at: r.get(col::OWNER_STARTED_AT)?,
+            initial_message_id: r.get(col::INITIAL_MESSAGE_ID)?,
+            report_message_id: r.get(col::REPORT_MESSAGE_ID)?,
+            parent_path: r.get(col::PARENT_PATH)?,
+            granted_paths: r.get(col::GRANTED_PATHS)?,
+            report: ReportRow::from_row(r, col::VERDICT)?,
         })
     }
 }
@@ -83,7 +115,7 @@ fn query_workers(conn: &Conn, sql: &str, param: &str) -> Result<Vec<WorkerRow>> 
 pub fn worker_by_id(conn: &Conn, id: &str) -> Result<Option<WorkerRow>> {
     Ok(conn
         .db()
-        .prepare_cached(include_str!("../../sql/worker_by_id.sql"))?
+        .prepare_cached(crate::store::rows::row_sql!("worker_by_id"))?
         .query_row([id], WorkerRow::from_row)
         .optional()?)
 }
@@ -92,7 +124,7 @@ pub fn worker_by_id(conn: &Conn, id: &str) -> Result<Option<WorkerRow>> {
 pub fn workers_of_coordinator(conn: &Conn, coordinator_id: &str) -> Result<Vec<WorkerRow>> {
     query_workers(
         conn,
-        include_str!("../../sql/workers_of_coordinator.sql"),
+        crate::store::rows::row_sql!("workers_of_coordinator"),
         coordinator_id,
     )
 }
@@ -101,7 +133,7 @@ pub fn workers_of_coordinator(conn: &Conn, coordinator_id: &str) -> Result<Vec<W
 pub fn workers_of_coordinators(conn: &Conn, coordinator_ids: &[String]) -> Result<Vec<WorkerRow>> {
     query_workers(
         conn,
-        include_str!("../../sql/workers_of_coordinators.sql"),
+        crate::store::rows::row_sql!("workers_of_coordinators"),
         &serde_json::to_string(coordinator_ids)?,
     )
 }

@@ -945,7 +945,10 @@ fn worker_queries_use_the_spawn_key_index() {
     for sql in [
         include_str!("../../sql/workers_of_coordinators.sql"),
         include_str!("../../sql/workers_restore_hidden.sql"),
-    ] {
+    ]
+    .map(threadbase::store::rows::expand)
+    {
+        let sql = sql.as_str();
         let plan: Vec<String> = conn
             .sqlite()
             .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))

@@ -244,13 +244,17 @@ fn top_reader(db: &Path, stop: &AtomicBool) -> (u64, Vec<String>) {
             let ids: Vec<String> = {
                 let mut stmt = conn
                     .sqlite()
-                    .prepare_cached(include_str!("../../sql/top_threads.sql"))?;
+                    .prepare_cached(&threadbase::store::rows::expand(include_str!(
+                        "../../sql/top_threads.sql"
+                    )))?;
                 let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
                 rows.collect::<rusqlite::Result<_>>()?
             };
             for id in ids.iter().rev().take(4) {
                 conn.sqlite()
-                    .prepare_cached(include_str!("../../sql/thread_by_id_any.sql"))?
+                    .prepare_cached(&threadbase::store::rows::expand(include_str!(
+                        "../../sql/thread_by_id_any.sql"
+                    )))?
                     .query_map([id], |_| Ok(()))?
                     .for_each(drop);
                 conn.sqlite()

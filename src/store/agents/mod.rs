@@ -73,42 +73,41 @@ pub fn registry_session_file(conn: &Conn, registry: ManagerId) -> Result<Option<
 
 // ---- threads: contract B's columns -----------------------------------------------------------
 
-/// The columns an agent-row query selects, in this order (`sql/agent_thread*.sql`, all of
-/// the view `agent_rows`: `sql/view_agent_rows.sql`); the tests below check every such query
-/// against them. The last two are the keys the queries filter and sort by, not read.
-#[cfg(test)]
-const AGENT_COLUMNS: [&str; 30] = [
-    "id",
-    "path",
-    "parent_path",
-    "agent_state",
-    "task",
-    "status_text",
-    "output",
-    "error",
-    "session_file",
-    "created_at",
-    "updated_at",
-    "status",
-    "owner_pid",
-    "owner_started_at",
-    "agent_pause_requested",
-    "agent_stop_requested",
-    "cwd",
-    "launch_seq",
-    "name",
-    "input_tokens",
-    "output_tokens",
-    "cost_usd",
-    "agent_model",
-    "agent_thinking",
-    "agent_tools",
-    "agent_timeout_ms",
-    "agent_timeout_at",
-    "agent_reaped_at",
-    "manager_id",
-    "spawn_order",
-];
+crate::store::rows::columns! {
+    /// Contract B's thread row's columns, in order (`{agent_row}` in `sql/agent_thread*.sql`,
+    /// which read `threads`), with what the thread spent (`thread_usage`, a primary-key
+    /// lookup per row): what [`AgentRow`] holds, read by these positions.
+    pub mod col {
+        ID = "id",
+        PATH = "path",
+        PARENT_PATH = "parent_path",
+        AGENT_STATE = "agent_state",
+        TASK = "task",
+        STATUS_TEXT = "status_text",
+        OUTPUT = "output",
+        ERROR = "error",
+        SESSION_FILE = "session_file",
+        CREATED_AT = "created_at",
+        UPDATED_AT = "updated_at",
+        STATUS = "status",
+        OWNER_PID = "owner_pid",
+        OWNER_STARTED_AT = "owner_started_at",
+        PAUSE_REQUESTED = "agent_pause_requested",
+        STOP_REQUESTED = "agent_stop_requested",
+        CWD = "cwd",
+        LAUNCH_SEQ = "launch_seq",
+        NAME = "name",
+        INPUT_TOKENS = "(SELECT input_tokens FROM thread_usage WHERE thread_id = threads.id) AS input_tokens",
+        OUTPUT_TOKENS = "(SELECT output_tokens FROM thread_usage WHERE thread_id = threads.id) AS output_tokens",
+        COST_USD = "(SELECT cost_usd FROM thread_usage WHERE thread_id = threads.id) AS cost_usd",
+        MODEL = "agent_model",
+        THINKING = "agent_thinking",
+        TOOLS = "agent_tools",
+        TIMEOUT_MS = "agent_timeout_ms",
+        TIMEOUT_AT = "agent_timeout_at",
+        REAPED_AT = "agent_reaped_at",
+    }
+}
 
 /// One contract B thread row.
 #[derive(Debug, Clone)]
@@ -151,47 +150,47 @@ pub struct AgentRow {
 }
 
 impl AgentRow {
-    /// Maps a row of an agent-row query by column name ([`AGENT_COLUMNS`]).
+    /// Maps a row of an agent-row query ([`col`]).
     fn from_row(r: &Row<'_>) -> rusqlite::Result<AgentRow> {
         Ok(AgentRow {
-            id: r.get("id")?,
-            path: r.get("path")?,
-            parent_path: r.get("parent_path")?,
+            id: r.get(col::ID)?,
+            path: r.get(col::PATH)?,
+            parent_path: r.get(col::PARENT_PATH)?,
             state: r
-                .get::<_, Option<AgentState>>("agent_state")?
+                .get::<_, Option<AgentState>>(col::AGENT_STATE)?
                 .ok_or_else(|| {
                     rusqlite::Error::InvalidColumnType(
-                        3,
+                        col::AGENT_STATE,
                         "agent_state".into(),
                         rusqlite::types::Type::Text,
                     )
                 })?,
-            task: r.get::<_, Option<String>>("task")?.unwrap_or_default(),
+            task: r.get::<_, Option<String>>(col::TASK)?.unwrap_or_default(),
             status_text: r
-                .get::<_, Option<String>>("status_text")?
+                .get::<_, Option<String>>(col::STATUS_TEXT)?
                 .unwrap_or_default(),
-            output: r.get("output")?,
-            error: r.get("error")?,
-            session_file: r.get("session_file")?,
-            created_at: r.get("created_at")?,
-            updated_at: r.get("updated_at")?,
-            live: r.get::<_, ThreadStatus>("status")? == ThreadStatus::Live,
-            owner_pid: r.get("owner_pid")?,
-            owner_started_at: r.get("owner_started_at")?,
-            pause_requested: r.get::<_, i64>("agent_pause_requested")? != 0,
-            stop_requested: r.get::<_, i64>("agent_stop_requested")? != 0,
-            cwd: r.get("cwd")?,
-            launch_seq: r.get("launch_seq")?,
-            name: r.get("name")?,
-            input_tokens: r.get::<_, Option<i64>>("input_tokens")?.unwrap_or(0),
-            output_tokens: r.get::<_, Option<i64>>("output_tokens")?.unwrap_or(0),
-            cost_usd: r.get::<_, Option<f64>>("cost_usd")?.unwrap_or(0.0),
-            model: r.get("agent_model")?,
-            thinking: r.get("agent_thinking")?,
-            tools: r.get("agent_tools")?,
-            timeout_ms: r.get("agent_timeout_ms")?,
-            timeout_at: r.get("agent_timeout_at")?,
-            reaped_at: r.get("agent_reaped_at")?,
+            output: r.get(col::OUTPUT)?,
+            error: r.get(col::ERROR)?,
+            session_file: r.get(col::SESSION_FILE)?,
+            created_at: r.get(col::CREATED_AT)?,
+            updated_at: r.get(col::UPDATED_AT)?,
+            live: r.get::<_, ThreadStatus>(col::STATUS)? == ThreadStatus::Live,
+            owner_pid: r.get(col::OWNER_PID)?,
+            owner_started_at: r.get(col::OWNER_STARTED_AT)?,
+            pause_requested: r.get::<_, i64>(col::PAUSE_REQUESTED)? != 0,
+            stop_requested: r.get::<_, i64>(col::STOP_REQUESTED)? != 0,
+            cwd: r.get(col::CWD)?,
+            launch_seq: r.get(col::LAUNCH_SEQ)?,
+            name: r.get(col::NAME)?,
+            input_tokens: r.get::<_, Option<i64>>(col::INPUT_TOKENS)?.unwrap_or(0),
+            output_tokens: r.get::<_, Option<i64>>(col::OUTPUT_TOKENS)?.unwrap_or(0),
+            cost_usd: r.get::<_, Option<f64>>(col::COST_USD)?.unwrap_or(0.0),
+            model: r.get(col::MODEL)?,
+            thinking: r.get(col::THINKING)?,
+            tools: r.get(col::TOOLS)?,
+            timeout_ms: r.get(col::TIMEOUT_MS)?,
+            timeout_at: r.get(col::TIMEOUT_AT)?,
+            reaped_at: r.get(col::REAPED_AT)?,
         })
     }
 
@@ -219,7 +218,7 @@ fn agent_rows(conn: &Conn, sql: &str, params: impl rusqlite::Params) -> Result<V
 pub fn thread_at_path(conn: &Conn, registry: ManagerId, path: &str) -> Result<Option<AgentRow>> {
     Ok(conn
         .db()
-        .prepare_cached(include_str!("../../../sql/agent_thread_at_path.sql"))?
+        .prepare_cached(crate::store::rows::row_sql!("agent_thread_at_path"))?
         .query_row((registry, path), AgentRow::from_row)
         .optional()?)
 }
@@ -228,7 +227,7 @@ pub fn thread_at_path(conn: &Conn, registry: ManagerId, path: &str) -> Result<Op
 pub fn thread_by_id(conn: &Conn, id: &str) -> Result<Option<AgentRow>> {
     Ok(conn
         .db()
-        .prepare_cached(include_str!("../../../sql/agent_thread_by_id.sql"))?
+        .prepare_cached(crate::store::rows::row_sql!("agent_thread_by_id"))?
         .query_row([id], AgentRow::from_row)
         .optional()?)
 }
@@ -237,7 +236,7 @@ pub fn thread_by_id(conn: &Conn, id: &str) -> Result<Option<AgentRow>> {
 pub fn threads_all(conn: &Conn, registry: ManagerId) -> Result<Vec<AgentRow>> {
     agent_rows(
         conn,
-        include_str!("../../../sql/agent_threads_all.sql"),
+        crate::store::rows::row_sql!("agent_threads_all"),
         [registry],
     )
 }
@@ -253,7 +252,7 @@ pub fn threads_under(
 ) -> Result<Vec<AgentRow>> {
     agent_rows(
         conn,
-        include_str!("../../../sql/agent_threads_under.sql"),
+        crate::store::rows::row_sql!("agent_threads_under"),
         (registry, path, lo, hi),
     )
 }
@@ -560,26 +559,4 @@ pub fn exit_message(conn: &Conn, id: &str) -> Result<Option<String>> {
         .query_row([id], |r| r.get::<_, Option<String>>("exit_message"))
         .optional()?
         .flatten())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::AGENT_COLUMNS;
-
-    /// Every agent-row query returns [`AGENT_COLUMNS`], in order, against the real schema.
-    #[test]
-    fn agent_row_queries_select_the_agent_columns() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = crate::store::Store::open(dir.path().join("t.sqlite")).unwrap();
-        let conn = store.read().unwrap();
-        for sql in [
-            include_str!("../../../sql/agent_thread_at_path.sql"),
-            include_str!("../../../sql/agent_thread_by_id.sql"),
-            include_str!("../../../sql/agent_threads_all.sql"),
-            include_str!("../../../sql/agent_threads_under.sql"),
-        ] {
-            let stmt = conn.db().prepare(sql).unwrap();
-            assert_eq!(stmt.column_names(), AGENT_COLUMNS, "{sql}");
-        }
-    }
 }
