@@ -541,11 +541,15 @@ pub struct Paused<'a> {
 
 /// `{content: [{type: "text", text: <pretty JSON>}], details}`, like every contract B result,
 /// plus `terminate: true` for `agent_pause`. The details are serialized once for each form.
-pub fn tool_result(details: &impl Serialize, terminate: bool) -> Result<Vec<u8>> {
+pub fn tool_result(
+    w: &mut dyn std::io::Write,
+    details: &impl Serialize,
+    terminate: bool,
+) -> Result<()> {
     let text = serde_json::to_string_pretty(details)?;
     let mut result = super::ToolResult::new(text, details);
     result.terminate = terminate;
-    Ok(serde_json::to_vec(&result)?)
+    Ok(serde_json::to_writer(w, &result)?)
 }
 
 /// The notice a parent gets when a child settles: the final answer, or the state and status

@@ -457,7 +457,7 @@ mod tests {
         }
     }
 
-    /// The answer serialized whole from the typed structs, as a `Reply::Json` would be.
+    /// The answer serialized whole from the typed structs, as a `Reply::Result` would be.
     fn whole(listed: &[Rendered], wire: Wire) -> Vec<u8> {
         let mut text = String::new();
         if listed.is_empty() {
@@ -471,13 +471,16 @@ mod tests {
             .map(|r| RawValue::from_string(r.json.clone()).unwrap())
             .collect();
         let live = listed.iter().filter(|r| r.live).count();
-        let json = serde_json::to_vec(&ToolResult::new(
-            text,
-            Listed::new(&list, listed.len(), live, wire),
-        ))
-        .unwrap();
+        let result = ToolResult::new(text, Listed::new(&list, listed.len(), live, wire));
         let mut line = b"{\"id\":7,\"result\":".to_vec();
-        line.extend_from_slice(&wire.result(json));
+        match wire {
+            Wire::Contract => serde_json::to_writer(&mut line, &result).unwrap(),
+            Wire::Compact => {
+                let mut ascii = super::super::wire::Ascii::new(&mut line);
+                serde_json::to_writer(&mut ascii, &result).unwrap();
+                ascii.finish().unwrap();
+            }
+        }
         line.push(b'}');
         line
     }

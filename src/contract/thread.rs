@@ -454,44 +454,53 @@ impl SnapshotJson {
     }
 }
 
-/// A poll's result JSON: the headline and the snapshot of `facts` at `detail`.
-pub fn poll_result(facts: &ThreadFacts, detail: Detail) -> Result<Vec<u8>> {
+/// A poll's result: the headline and the snapshot of `facts` at `detail`, written into `w`.
+pub fn poll_result(w: &mut dyn std::io::Write, facts: &ThreadFacts, detail: Detail) -> Result<()> {
     let projection = Projection::new(facts, detail);
     let snap = projection.snapshot();
-    let mut json = Vec::with_capacity(8 * 1024);
     serde_json::to_writer(
-        &mut json,
+        w,
         &super::ToolResult::new(
             &super::format::polled(&projection, &snap),
             Details::Polled {
-                thread: Single::of(&SnapshotJson::new(&snap)?),
+                thread: Single::of(SnapshotJson::new(&snap)?),
             },
         ),
     )?;
-    Ok(json)
+    Ok(())
 }
 
 /// What the details of every single-thread result share: the snapshot (twice: `thread` is an
 /// alias), `running`, `detail` and `nextSuggestedActions`.
-#[derive(Debug, Clone, Copy, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Single<'a> {
-    pub snapshot: &'a RawValue,
-    pub thread: &'a RawValue,
-    pub running: bool,
-    pub detail: Detail,
-    pub next_suggested_actions: &'static [&'static str],
+#[derive(Debug)]
+pub struct Single(SnapshotJson);
+
+impl Single {
+    pub fn of(snapshot: SnapshotJson) -> Single {
+        Single(snapshot)
+    }
 }
 
-impl<'a> Single<'a> {
-    pub fn of(snapshot: &'a SnapshotJson) -> Single<'a> {
-        Single {
+impl Serialize for Single {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Shape<'a> {
+            snapshot: &'a RawValue,
+            thread: &'a RawValue,
+            running: bool,
+            detail: Detail,
+            next_suggested_actions: &'static [&'static str],
+        }
+        let snapshot = &self.0;
+        Shape {
             snapshot: &snapshot.json,
             thread: &snapshot.json,
             running: snapshot.running,
             detail: snapshot.detail,
             next_suggested_actions: snapshot.next_suggested_actions,
         }
+        .serialize(s)
     }
 }
 
@@ -503,58 +512,58 @@ impl<'a> Single<'a> {
     rename_all = "lowercase",
     rename_all_fields = "camelCase"
 )]
-pub enum Details<'a> {
+pub enum Details {
     Started {
         #[serde(flatten)]
-        thread: Single<'a>,
+        thread: Single,
         prompt_accepted: Option<bool>,
-        note: Option<&'a str>,
+        note: Option<String>,
     },
     Polled {
         #[serde(flatten)]
-        thread: Single<'a>,
+        thread: Single,
     },
     Sent {
         #[serde(flatten)]
-        thread: Single<'a>,
+        thread: Single,
         mode: SendMode,
         accepted: Option<bool>,
-        error: Option<&'a str>,
+        error: Option<String>,
     },
     Stopped {
         #[serde(flatten)]
-        thread: Single<'a>,
+        thread: Single,
         /// Always present, as in pi-threads: true on the no-op stop of a thread that was
         /// already closed, false on the stop that closed it.
         already_closed: bool,
     },
     Waited {
         #[serde(flatten)]
-        thread: Single<'a>,
+        thread: Single,
         timed_out: bool,
         waited_ms: u64,
     },
     Resumed {
         #[serde(flatten)]
-        thread: Single<'a>,
+        thread: Single,
         already_live: bool,
     },
     Forked {
         #[serde(flatten)]
-        thread: Single<'a>,
-        source_session_file: &'a str,
-        source_entry_id: Option<&'a str>,
+        thread: Single,
+        source_session_file: String,
+        source_entry_id: Option<String>,
     },
     Archived {
         #[serde(flatten)]
-        thread: Single<'a>,
+        thread: Single,
         archived: bool,
     },
     /// `wait`'s progress notification: like every single-thread result (at the wait's
     /// detail), plus `waitedMs`; no `timeoutMs`, as in pi-threads.
     Waiting {
         #[serde(flatten)]
-        thread: Single<'a>,
+        thread: Single,
         waited_ms: u64,
     },
 }

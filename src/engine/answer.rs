@@ -71,15 +71,20 @@ impl Engine {
         };
         let (q, value) = answer_thread(&self.store, &row, &req.answer, "thread_answer")?;
         let text = answer::answered_text(&row.path, &q, &value);
-        Reply::json(&ToolResult::new(
-            text,
-            Answered {
-                kind: "answered",
-                thread_id: row.id.as_str(),
-                path: &row.path,
-                question: &q,
-                answer: &value,
-            },
-        ))
+        Ok(Reply::shaped(move |w| {
+            crate::engine::reply::json(
+                w,
+                &ToolResult::new(
+                    text,
+                    Answered {
+                        kind: "answered",
+                        thread_id: row.id.as_str(),
+                        path: &row.path,
+                        question: &q,
+                        answer: &value,
+                    },
+                ),
+            )
+        }))
     }
 }

@@ -46,8 +46,11 @@ pub(super) fn render(facts: &ThreadFacts, view: View, detail: Detail) -> Result<
     match view {
         View::Snapshot => list_answer::render_at(facts, detail),
         View::Poll => Ok(Rendered {
-            json: String::from_utf8(poll_result(facts, detail)?)
-                .map_err(|e| Error::internal(e.to_string()))?,
+            json: {
+                let mut json = Vec::with_capacity(8 * 1024);
+                poll_result(&mut json, facts, detail)?;
+                String::from_utf8(json).map_err(|e| Error::internal(e.to_string()))?
+            },
             line: String::new(),
             live: facts.row.is_live(),
         }),

@@ -145,7 +145,7 @@ impl Engine {
     pub async fn run(
         &self,
         req: crate::contract::Request,
-        progress: &(dyn Fn(&crate::contract::thread::Details<'_>) + Send + Sync),
+        progress: &(dyn Fn(&crate::contract::thread::Details) + Send + Sync),
     ) -> Result<Reply> {
         use crate::contract::agent::AgentRequest as B;
         use crate::contract::thread::ThreadRequest as A;

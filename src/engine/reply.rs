@@ -9,10 +9,13 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 
-/// One request's result, ready to be written as `{"id": …, "result": …}`.
+/// One request's result. The engine makes it from typed values; the transport
+/// (`serve/output.rs`) serializes it, once, straight into the response line it writes.
 pub enum Reply {
-    /// The result's JSON text.
-    Json(Vec<u8>),
+    /// A result that the function serializes into the writer it is given: the value of the
+    /// response line's `result`. It owns what it shapes (rows, snapshots, texts), so the shape
+    /// is built and serialized at the edge, in one pass.
+    Result(ResultFn),
     /// A result written as it is produced, on the request's worker: the function writes the
     /// whole response line, `{"id": <id>, "result": …}` (and any lines before it), into the
     /// writer, and moves the worker's other tasks away itself (`block_in_place`) before it
@@ -21,22 +24,32 @@ pub enum Reply {
     Stream(StreamFn),
 }
 
+/// Serializes a result's value into the writer it is given.
+pub type ResultFn = Box<dyn FnOnce(&mut dyn Write) -> Result<()> + Send>;
+
 /// Writes a streamed response line for the request id it is given.
 pub type StreamFn = Box<dyn FnOnce(&Value, &mut dyn Write) -> Result<()> + Send>;
 
 impl Reply {
-    /// The JSON text of `result` (a typed shape; serializing it cannot fail).
-    pub fn json(result: &impl Serialize) -> Result<Reply> {
-        // Room for a single-thread result, so the buffer rarely grows (a poll is about 6 KB).
-        let mut json = Vec::with_capacity(8 * 1024);
-        serde_json::to_writer(&mut json, result)?;
-        Ok(Reply::Json(json))
+    /// A result that is one typed value it owns.
+    pub fn of<T: Serialize + Send + 'static>(result: T) -> Reply {
+        Reply::Result(Box::new(move |w| json(w, &result)))
+    }
+
+    /// A result shaped, at the edge, from what the function owns (a shape that borrows rows
+    /// or texts): the function serializes it with [`json`].
+    pub fn shaped(write: impl FnOnce(&mut dyn Write) -> Result<()> + Send + 'static) -> Reply {
+        Reply::Result(Box::new(write))
     }
 
     /// The result as a value, for in-process callers (`threadbase demo`).
     pub fn into_value(self) -> Result<Value> {
         match self {
-            Reply::Json(bytes) => Ok(serde_json::from_slice(&bytes)?),
+            Reply::Result(write) => {
+                let mut bytes = Vec::new();
+                write(&mut bytes)?;
+                Ok(serde_json::from_slice(&bytes)?)
+            }
             Reply::Stream(write) => {
                 let mut line = Vec::new();
                 write(&Value::Null, &mut line)?;
@@ -49,6 +62,11 @@ impl Reply {
             }
         }
     }
+}
+
+/// Serializes `value` into `w` (a typed shape: only a writer's failure makes it fail).
+pub fn json(w: &mut dyn Write, value: &impl Serialize) -> Result<()> {
+    Ok(serde_json::to_writer(w, value)?)
 }
 
 /// A response line's shape: `{"id": …, "result": …}`.

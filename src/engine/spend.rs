@@ -124,7 +124,7 @@ impl super::Engine {
                 &at,
             )
         })?;
-        Reply::json(&Recorded { recorded })
+        Ok(Reply::of(Recorded { recorded }))
     }
 }
 

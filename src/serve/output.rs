@@ -1,12 +1,12 @@
 //! The response side of `serve`: every line written to stdout, one at a time, in the order it
 //! was handed over, and never two interleaved.
 //!
-//! A result is serialized once, straight from its typed shape into bytes ([`Reply::Json`]),
-//! never through a `serde_json::Value`. A result that may be too large to hold (contract A's
+//! A result is serialized once, here, straight from its typed shape into the response line
+//! ([`Reply::Result`], in the pipe's [`Wire`] form), never through a `serde_json::Value`. A result that may be too large to hold (contract A's
 //! `list`: about 5 KB per thread, so 500 MB for 100k) is a [`Reply::Stream`]: it is written as
 //! it is made into a [`LineSink`], which hands it to the writer in chunks of [`CHUNK_BYTES`]
 //! over a bounded channel, so the memory it holds stays a few chunks whatever its size (a
-//! reply that never fills a chunk goes as one line, as a [`Reply::Json`] does). While a
+//! reply that never fills a chunk goes as one line, as a [`Reply::Result`] does). While a
 //! streamed line is being written, other lines wait their turn. A streamed reply may write
 //! whole lines before its response line (a compact list's part lines, see
 //! [`crate::contract::wire`]).
@@ -30,7 +30,8 @@ pub const CHUNK_BYTES: usize = 256 * 1024;
 /// Chunks of one streamed line in flight between its producer and the writer.
 const CHUNKS_IN_FLIGHT: usize = 2;
 
-pub use crate::engine::reply::{Reply, Response, StreamFn};
+use crate::contract::wire::{Ascii, Wire};
+pub use crate::engine::reply::{Reply, Response, ResultFn, StreamFn};
 
 /// A line without an id: `{"method", "params"}`.
 #[derive(Serialize)]
@@ -197,11 +198,6 @@ const MAX_DIRECT_BELOW: usize = 1024 * 1024;
 /// What the writer thread receives.
 enum Out {
     Line(Vec<u8>),
-    /// `head`, `body`, then `}\n`: a large result's line without copying the result.
-    Framed {
-        head: Vec<u8>,
-        body: Vec<u8>,
-    },
     Stream(std_mpsc::Receiver<Vec<u8>>),
 }
 
@@ -211,7 +207,6 @@ impl Out {
     fn pieces(&self) -> Option<Vec<&[u8]>> {
         match self {
             Out::Line(line) => Some(vec![line]),
-            Out::Framed { head, body } => Some(vec![head, body, FRAME_END]),
             Out::Stream(_) => None,
         }
     }
@@ -228,12 +223,6 @@ pub struct Output {
     gone: Arc<AtomicBool>,
     direct: Option<Arc<Direct>>,
 }
-
-/// Results up to this size are copied into one line buffer; larger ones are written in place
-/// (`head`, the result, [`FRAME_END`]).
-const COPY_BELOW: usize = 16 * 1024;
-/// What follows a framed result on its line.
-const FRAME_END: &[u8] = b"}\n";
 
 impl Output {
     /// A handle and a future that completes once the writer has written everything it was
@@ -339,31 +328,49 @@ impl Output {
         self.put(Out::Line(line))
     }
 
-    /// Writes the response line of request `id`: its result, or its error.
+    /// Writes the response line of request `id` with its result, serialized by `write` in the
+    /// `wire` form straight into the line; a failure to serialize is answered as an error.
+    pub fn result(&self, id: &Value, write: ResultFn, wire: Wire) {
+        // Room for a single thread's result, so the line rarely grows (a poll is about 6 KB).
+        let mut line = Vec::with_capacity(8 * 1024);
+        line.extend_from_slice(b"{\"id\":");
+        let _ = serde_json::to_writer(&mut line, id);
+        line.extend_from_slice(b",\"result\":");
+        let written = match wire {
+            Wire::Contract => write(&mut line),
+            Wire::Compact => {
+                let mut ascii = Ascii::new(&mut line);
+                write(&mut ascii).and_then(|()| Ok(ascii.finish().map(drop)?))
+            }
+        };
+        match written {
+            Ok(()) => {
+                line.extend_from_slice(b"}\n");
+                let _ = self.put(Out::Line(line));
+            }
+            Err(e) => self.respond(id, Err(&e)),
+        }
+    }
+
+    /// Writes the response line of request `id`: a result's JSON made elsewhere, or an error.
     pub fn respond(&self, id: &Value, reply: std::result::Result<Vec<u8>, &Error>) {
-        let out = match reply {
+        let line = match reply {
             Ok(result) => {
-                // `{"id":<id>,"result":<result>}` around the result's bytes, without a second
-                // serialization of the result.
-                let mut head = Vec::with_capacity(32 + result.len().min(COPY_BELOW));
-                head.extend_from_slice(b"{\"id\":");
-                let _ = serde_json::to_writer(&mut head, id);
-                head.extend_from_slice(b",\"result\":");
-                if result.len() < COPY_BELOW {
-                    head.extend_from_slice(&result);
-                    head.extend_from_slice(b"}\n");
-                    Out::Line(head)
-                } else {
-                    Out::Framed { head, body: result }
-                }
+                let mut line = Vec::with_capacity(32 + result.len());
+                line.extend_from_slice(b"{\"id\":");
+                let _ = serde_json::to_writer(&mut line, id);
+                line.extend_from_slice(b",\"result\":");
+                line.extend_from_slice(&result);
+                line.extend_from_slice(b"}\n");
+                line
             }
             Err(e) => {
                 let mut line = serde_json::to_vec(&ErrorResponse::new(id, e)).unwrap_or_default();
                 line.push(b'\n');
-                Out::Line(line)
+                line
             }
         };
-        let _ = self.put(out);
+        let _ = self.put(Out::Line(line));
     }
 
     /// Runs a streamed reply for request `id` on this thread (see [`Reply::Stream`]). A failure before the
@@ -519,10 +526,6 @@ fn write_lines<W: Write>(rx: std_mpsc::Receiver<Out>, mut w: W, direct: Option<&
         let _written = Written(direct);
         let written = match out {
             Out::Line(line) => w.write_all(&line),
-            Out::Framed { head, body } => w
-                .write_all(&head)
-                .and_then(|()| w.write_all(&body))
-                .and_then(|()| w.write_all(FRAME_END)),
             Out::Stream(chunks) => chunks.iter().try_for_each(|chunk| w.write_all(&chunk)),
         };
         if written.and_then(|()| w.flush()).is_err() {
@@ -591,9 +594,13 @@ mod tests {
         for i in 2..50 {
             out.respond(&Value::from(i), Ok(b"true".to_vec()));
         }
-        // A result large enough to be written in place.
-        let large = serde_json::to_vec(&"y".repeat(COPY_BELOW + 1)).unwrap();
-        out.respond(&Value::from(50), Ok(large));
+        // A result serialized into its line.
+        let large = "y".repeat(64 * 1024);
+        out.result(
+            &Value::from(50),
+            Box::new(move |w| crate::engine::reply::json(w, &large)),
+            Wire::Contract,
+        );
         streamer.await.unwrap();
         drop(out);
         done.await;
@@ -601,8 +608,8 @@ mod tests {
         assert_eq!(got.len(), 50);
         let streamed = got.iter().find(|v| v["id"] == 1).unwrap();
         assert_eq!(streamed["result"].as_str().unwrap().len(), big.len());
-        let framed = got.iter().find(|v| v["id"] == 50).unwrap();
-        assert_eq!(framed["result"].as_str().unwrap().len(), COPY_BELOW + 1);
+        let serialized = got.iter().find(|v| v["id"] == 50).unwrap();
+        assert_eq!(serialized["result"].as_str().unwrap().len(), 64 * 1024);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -125,8 +125,8 @@ pub async fn serve(engine: Arc<Engine>) {
                             tell_spend(&engine, &request, &id, &out);
                         }
                         match answer {
-                            Ok(Reply::Json(result)) => {
-                                out.respond(&id, Ok(engine.config().wire.result(result)))
+                            Ok(Reply::Result(write)) => {
+                                out.result(&id, write, engine.config().wire)
                             }
                             // A list, written as it is read, on this worker (it moves the
                             // worker's other tasks away itself once it is long).
@@ -277,7 +277,7 @@ async fn handle(engine: &Engine, request: &Value, out: &Output) -> Result<Reply,
     let req = crate::contract::request::parse(method, params)?;
     let request_id = request.get("id").cloned().unwrap_or(Value::Null);
     let out = out.clone();
-    let progress = move |details: &crate::contract::thread::Details<'_>| {
+    let progress = move |details: &crate::contract::thread::Details| {
         let _ = out.send(crate::serve::output::Notification {
             method: "progress",
             params: crate::serve::output::Progress {

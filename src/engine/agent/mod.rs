@@ -58,9 +58,18 @@ use crate::time::now_iso;
 /// How often waits re-read a thread's state (rows may change in another process).
 const WAIT_POLL: Duration = Duration::from_millis(50);
 
-/// A tool result (`{content, details}`) with `details` as its JSON.
-fn answer(details: &impl serde::Serialize) -> Result<Reply> {
-    contract::tool_result(details, false).map(Reply::Json)
+/// A tool result (`{content, details}`) with `details` as its JSON, serialized at the edge.
+fn answer(details: impl serde::Serialize + Send + 'static) -> Result<Reply> {
+    Ok(Reply::shaped(move |w| {
+        contract::tool_result(w, &details, false)
+    }))
+}
+
+/// A tool result whose details are the view of `row`, shaped and serialized at the edge.
+fn answer_row(row: AgentRow) -> Result<Reply> {
+    Ok(Reply::shaped(move |w| {
+        contract::tool_result(w, &view(&row), false)
+    }))
 }
 
 /// What every tool answers about a thread.

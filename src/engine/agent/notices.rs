@@ -7,7 +7,7 @@ use crate::domain::ManagerId;
 
 use serde::Serialize;
 
-use super::{answer, view, Engine};
+use super::{answer_row, Engine};
 use crate::error::Result;
 use crate::store::agents::mailbox;
 use crate::store::agents::{self, AgentRow};
@@ -142,7 +142,7 @@ impl Engine {
         if !row.active() {
             self.supersede_notices(row.id.as_str())?;
         }
-        answer(&view(&row))
+        answer_row(row)
     }
 
     /// This serve's contract B rows after another connection committed (called by the row

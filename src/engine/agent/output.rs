@@ -18,13 +18,19 @@ pub(in crate::engine) fn output(e: &Engine, req: contract::Output) -> Result<Rep
     e.check_access(&path, true)?;
     if path == ROOT {
         // Only the root reads itself: the main session has no answer to page.
-        return answer(&contract::output_page(ROOT, "", offset, limit));
+        return answer(contract::output_page(ROOT, "", offset, limit));
     }
     let row = e.known(registry, &path)?;
-    // Only a completed run hands back an answer (none from a paused turn).
-    let out = match row.state {
-        AgentState::Completed => row.output.as_deref().unwrap_or(""),
-        _ => "",
-    };
-    answer(&contract::output_page(&row.path, out, offset, limit))
+    Ok(Reply::shaped(move |w| {
+        // Only a completed run hands back an answer (none from a paused turn).
+        let out = match row.state {
+            AgentState::Completed => row.output.as_deref().unwrap_or(""),
+            _ => "",
+        };
+        contract::tool_result(
+            w,
+            &contract::output_page(&row.path, out, offset, limit),
+            false,
+        )
+    }))
 }

@@ -21,13 +21,15 @@ pub(in crate::engine) fn pause(e: &Engine, req: contract::Pause) -> Result<Reply
     e.store
         .write(|tx| agents::request_pause(tx, me.id.as_str(), &status, &now_iso()))?;
     // `terminate`: the extension returns it as the tool result's, ending the run.
-    contract::tool_result(
-        &contract::Paused {
-            path: &me.path,
-            pause_requested: true,
-            status: &status,
-        },
-        true,
-    )
-    .map(Reply::Json)
+    Ok(Reply::shaped(move |w| {
+        contract::tool_result(
+            w,
+            &contract::Paused {
+                path: &me.path,
+                pause_requested: true,
+                status: &status,
+            },
+            true,
+        )
+    }))
 }

@@ -5,7 +5,7 @@
 
 use crate::engine::Reply;
 
-use super::{answer, Engine};
+use super::Engine;
 use crate::contract::agent as contract;
 use crate::error::{Error, Result};
 use crate::runtime::StopBy;
@@ -30,9 +30,15 @@ pub(in crate::engine) async fn reap(e: &Engine, req: contract::Reap) -> Result<R
             }
         }
     }
-    answer(&contract::ReapResult {
-        dry_run,
-        count: reaped.len(),
-        threads: reaped.iter().map(|t| t.path.as_str()).collect(),
-    })
+    Ok(Reply::shaped(move |w| {
+        contract::tool_result(
+            w,
+            &contract::ReapResult {
+                dry_run,
+                count: reaped.len(),
+                threads: reaped.iter().map(|t| t.path.as_str()).collect(),
+            },
+            false,
+        )
+    }))
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use super::{answer, view, Engine};
+use super::{answer_row, Engine};
 use crate::contract::agent::{self as contract, AgentState};
 use crate::error::{Error, ErrorCode, Result};
 use crate::paths::{self, ROOT};
@@ -255,7 +255,7 @@ pub(in crate::engine) async fn spawn(e: &Engine, req: contract::Spawn) -> Result
         // detached spawn answers now ("Queued (position N)"); a blocking one waits through
         // the queue and the run, as it waits for a run that started at once.
         if !wait {
-            return answer(&view(&e.row_by_id(&id)?));
+            return answer_row(e.row_by_id(&id)?);
         }
         let _held = e.hold_notices(&id);
         let row = e.wait_settled(&id, None).await?;
@@ -289,6 +289,6 @@ pub(in crate::engine) async fn spawn(e: &Engine, req: contract::Spawn) -> Result
         let row = e.wait_settled(&id, None).await?;
         e.reported(row)
     } else {
-        answer(&view(&starting))
+        answer_row(starting)
     }
 }

@@ -1,6 +1,6 @@
 //! `agent_status`: one thread's view, or the list of views the caller may address.
 
-use super::{answer, view, Engine};
+use super::{answer, answer_row, view, Engine};
 use crate::contract::agent::{self as contract, AgentView};
 use crate::engine::Reply;
 use crate::error::{Error, ErrorCode, Result};
@@ -19,7 +19,7 @@ pub(in crate::engine) fn status(e: &Engine, req: contract::Status) -> Result<Rep
         e.check_access(&t, true)?;
         if t == ROOT {
             // Only the root reads itself: the original's pseudo-view of the main session.
-            return answer(&contract::main_session_view(crate::time::now_ms()));
+            return answer(contract::main_session_view(crate::time::now_ms()));
         }
         let row = agents::thread_at_path(&conn, registry, &t)?.ok_or_else(|| {
             Error::new(
@@ -30,7 +30,7 @@ pub(in crate::engine) fn status(e: &Engine, req: contract::Status) -> Result<Rep
         if row.reaped_at.is_some() {
             return Err(super::reaped_error(&t));
         }
-        return answer(&view(&row));
+        return answer_row(row);
     }
     let rows: Vec<AgentRow> = if e.caller_is_root() {
         agents::threads_all(&conn, registry)?
@@ -38,6 +38,8 @@ pub(in crate::engine) fn status(e: &Engine, req: contract::Status) -> Result<Rep
         let (lo, hi) = paths::descendant_range(e.caller());
         agents::threads_under(&conn, registry, e.caller(), &lo, &hi)?
     };
-    let views: Vec<AgentView<'_>> = rows.iter().map(view).collect();
-    answer(&views)
+    Ok(Reply::shaped(move |w| {
+        let views: Vec<AgentView<'_>> = rows.iter().map(view).collect();
+        contract::tool_result(w, &views, false)
+    }))
 }

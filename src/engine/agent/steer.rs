@@ -6,7 +6,7 @@ use crate::domain::ManagerId;
 use crate::engine::Reply;
 use std::time::{Duration, Instant};
 
-use super::{answer, view, Engine, WAIT_POLL};
+use super::{answer_row, Engine, WAIT_POLL};
 use crate::contract::agent as contract;
 use crate::error::{Error, ErrorCode, Result};
 use crate::paths;
@@ -68,7 +68,7 @@ pub(in crate::engine) async fn steer(e: &Engine, req: contract::Steer) -> Result
                 if row.stop_requested { "stopping" } else { row.state.as_str() }
             )));
         }
-        return answer(&view(&e.row_by_id(row.id.as_str())?));
+        return answer_row(e.row_by_id(row.id.as_str())?);
     };
     if message.trim().is_empty() {
         return Err(Error::invalid(
@@ -158,7 +158,7 @@ pub(in crate::engine) async fn steer(e: &Engine, req: contract::Steer) -> Result
         e.arm_timer(target.id.as_str(), ms)?;
     }
     match starting {
-        Some(row) => answer(&view(&row)),
-        None => answer(&view(&e.row_by_id(target.id.as_str())?)),
+        Some(row) => answer_row(row),
+        None => answer_row(e.row_by_id(target.id.as_str())?),
     }
 }

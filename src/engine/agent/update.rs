@@ -1,6 +1,6 @@
 //! `agent_update`: a working child's progress, as its status line and a notice for its parent.
 
-use super::{answer, view, Engine};
+use super::{answer_row, Engine};
 use crate::contract::agent as contract;
 use crate::engine::Reply;
 use crate::error::Result;
@@ -34,5 +34,5 @@ pub(in crate::engine) fn update(e: &Engine, req: contract::Update) -> Result<Rep
         )?;
         Ok(())
     })?;
-    answer(&view(&e.row_by_id(me.id.as_str())?))
+    answer_row(e.row_by_id(me.id.as_str())?)
 }

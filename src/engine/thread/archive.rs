@@ -30,9 +30,9 @@ pub(in crate::engine) fn archive(
     let snap = projection.snapshot();
     let text = format::archived(&snap, archived);
     reply(
-        &text,
+        text,
         Details::Archived {
-            thread: Single::of(&SnapshotJson::new(&snap)?),
+            thread: Single::of(SnapshotJson::new(&snap)?),
             archived,
         },
     )

@@ -131,11 +131,11 @@ pub(in crate::engine) async fn fork(
         text.push_str(&format!("\nNote: {note}"));
     }
     reply(
-        &text,
+        text,
         Details::Forked {
-            thread: Single::of(&SnapshotJson::new(&snap)?),
-            source_session_file: &source_session_file,
-            source_entry_id: source_entry.as_deref(),
+            thread: Single::of(SnapshotJson::new(&snap)?),
+            source_session_file,
+            source_entry_id: source_entry,
         },
     )
 }

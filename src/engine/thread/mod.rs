@@ -58,8 +58,8 @@ pub(super) fn find(e: &Engine, reference: &str) -> Result<ThreadRow> {
 }
 
 /// `{content: [{type: text, text}], details}`, serialized.
-pub(super) fn reply(text: &str, details: Details<'_>) -> Result<Reply> {
-    Reply::json(&ToolResult::new(text, details))
+pub(super) fn reply(text: String, details: Details) -> Result<Reply> {
+    Ok(Reply::of(ToolResult::new(text, details)))
 }
 
 pub(super) async fn refresh_if_live(e: &Engine, id: &str) -> Option<bool> {

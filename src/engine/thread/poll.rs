@@ -22,7 +22,8 @@ pub(in crate::engine) async fn poll(
             if let Some((json, _)) =
                 snapshots::cached(&conn, row.id.as_str(), View::Poll, detail.as_str())?
             {
-                return Ok(Reply::Json(json.into_bytes()));
+                // Kept JSON, written as it is.
+                return Ok(Reply::shaped(move |w| Ok(w.write_all(json.as_bytes())?)));
             }
         }
         row
@@ -37,5 +38,5 @@ pub(in crate::engine) async fn poll(
         e.cache
             .missed([(facts.row.id.to_string(), View::Poll, detail)]);
     }
-    Ok(Reply::Json(poll_result(&facts, detail)?))
+    Ok(Reply::shaped(move |w| poll_result(w, &facts, detail)))
 }

@@ -139,11 +139,11 @@ pub(super) fn queued_reply(e: &Engine, id: &str) -> Result<Reply> {
     );
     let text = format::started(&snap, None, Some(&note));
     reply(
-        &text,
+        text,
         Details::Started {
-            thread: Single::of(&SnapshotJson::new(&snap)?),
+            thread: Single::of(SnapshotJson::new(&snap)?),
             prompt_accepted: None,
-            note: Some(&note),
+            note: Some(note),
         },
     )
 }

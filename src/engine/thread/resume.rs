@@ -119,9 +119,9 @@ pub(in crate::engine) async fn resume(
         text.push_str(&held_by(owner));
     }
     reply(
-        &text,
+        text,
         Details::Resumed {
-            thread: Single::of(&SnapshotJson::new(&snap)?),
+            thread: Single::of(SnapshotJson::new(&snap)?),
             already_live: done.already_live,
         },
     )

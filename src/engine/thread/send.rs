@@ -92,12 +92,12 @@ pub(in crate::engine) async fn send(
         text.push_str(&held_by(owner));
     }
     reply(
-        &text,
+        text,
         Details::Sent {
-            thread: Single::of(&SnapshotJson::new(&snap)?),
+            thread: Single::of(SnapshotJson::new(&snap)?),
             mode,
             accepted: done.accepted,
-            error: done.error.as_deref(),
+            error: done.error,
         },
     )
 }

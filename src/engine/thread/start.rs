@@ -81,11 +81,11 @@ pub(in crate::engine) async fn start(
     let snap = projection.snapshot();
     let text = format::started(&snap, outcome.prompt_accepted, outcome.note.as_deref());
     reply(
-        &text,
+        text,
         Details::Started {
-            thread: Single::of(&SnapshotJson::new(&snap)?),
+            thread: Single::of(SnapshotJson::new(&snap)?),
             prompt_accepted: outcome.prompt_accepted,
-            note: outcome.note.as_deref(),
+            note: outcome.note,
         },
     )
 }

@@ -59,9 +59,9 @@ pub(in crate::engine) async fn stop(
     let snap = projection.snapshot();
     let text = format::stopped(&snap, !was_live) + &note;
     reply(
-        &text,
+        text,
         Details::Stopped {
-            thread: Single::of(&SnapshotJson::new(&snap)?),
+            thread: Single::of(SnapshotJson::new(&snap)?),
             already_closed: !was_live,
         },
     )

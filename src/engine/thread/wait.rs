@@ -23,7 +23,7 @@ async fn through_queue(
     detail: Detail,
     timeout_ms: u64,
     started: Instant,
-    progress: &(dyn Fn(&Details<'_>) + Send + Sync),
+    progress: &(dyn Fn(&Details) + Send + Sync),
 ) -> Result<bool> {
     let deadline = started + Duration::from_millis(timeout_ms);
     let mut next_progress = Instant::now();
@@ -46,7 +46,7 @@ async fn through_queue(
 pub(in crate::engine) async fn wait(
     e: &Engine,
     req: crate::contract::thread::Wait,
-    progress: &(dyn Fn(&Details<'_>) + Send + Sync),
+    progress: &(dyn Fn(&Details) + Send + Sync),
 ) -> Result<Reply> {
     let (reference, detail, timeout_ms) = (req.id.as_str(), req.detail, req.timeout_ms);
     let row = find(e, reference)?;
@@ -125,14 +125,14 @@ fn report_waiting(
     id: &str,
     started: Instant,
     detail: Detail,
-    progress: &(dyn Fn(&Details<'_>) + Send + Sync),
+    progress: &(dyn Fn(&Details) + Send + Sync),
 ) -> Result<()> {
     let facts = e.facts(id)?;
     let projection = Projection::new(&facts, detail);
     let snap = projection.snapshot();
     let json = SnapshotJson::new(&snap)?;
     progress(&Details::Waiting {
-        thread: Single::of(&json),
+        thread: Single::of(json),
         waited_ms: started.elapsed().as_millis() as u64,
     });
     Ok(())
@@ -152,9 +152,9 @@ fn waited(
     let waited = started.elapsed().as_millis() as u64;
     let text = format::waited(&projection, &snap, timed_out, waited);
     reply(
-        &text,
+        text,
         Details::Waited {
-            thread: Single::of(&SnapshotJson::new(&snap)?),
+            thread: Single::of(SnapshotJson::new(&snap)?),
             timed_out,
             waited_ms: waited,
         },
@@ -174,7 +174,7 @@ async fn wait_on_rows(
     detail: Detail,
     timeout_ms: u64,
     started: Instant,
-    progress: &(dyn Fn(&Details<'_>) + Send + Sync),
+    progress: &(dyn Fn(&Details) + Send + Sync),
 ) -> Result<Reply> {
     let deadline = started + Duration::from_millis(timeout_ms);
     let mut next_progress = Instant::now();

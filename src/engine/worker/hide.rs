@@ -1,6 +1,6 @@
 //! `threads_hide`: sets the hidden override of one of this coordinator's workers.
 
-use super::{answer, load, owned};
+use super::{answer_worker, load, owned};
 use crate::engine::Engine;
 use crate::error::Result;
 use crate::store::workers;
@@ -12,5 +12,5 @@ pub(in crate::engine) fn hide(
     let row = owned(e, &req.worker_id)?;
     e.store
         .write(|tx| workers::set_hidden(tx, row.id(), true))?;
-    answer(&load(e, &req.worker_id)?.facts.view())
+    answer_worker(load(e, &req.worker_id)?.facts)
 }

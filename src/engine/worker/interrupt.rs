@@ -5,7 +5,7 @@ use crate::domain::ThreadStatus;
 use crate::process::ProcessIdentity;
 use std::time::{Duration, Instant};
 
-use super::{answer, load, owned};
+use super::{answer_worker, load, owned};
 use crate::engine::Engine;
 use crate::error::Result;
 use crate::runtime::mapping::Phase;
@@ -28,7 +28,7 @@ pub(in crate::engine) async fn interrupt(
         e.store.write(|tx| {
             crate::store::workers::set_outcome(tx, &id, crate::domain::Outcome::Interrupted)
         })?;
-        return answer(&load(e, &req.worker_id)?.facts.view());
+        return answer_worker(load(e, &req.worker_id)?.facts);
     }
     e.rt.await_launch(&id, crate::runtime::LAUNCH_WAIT).await;
     if e.rt.is_live(&id) {
@@ -54,5 +54,5 @@ pub(in crate::engine) async fn interrupt(
             .write(|tx| commands::request(tx, &id, CommandKind::Interrupt))?;
     }
     e.rt.flush().await;
-    answer(&load(e, &req.worker_id)?.facts.view())
+    answer_worker(load(e, &req.worker_id)?.facts)
 }

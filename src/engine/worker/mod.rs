@@ -84,10 +84,16 @@ impl Interrupting {
     }
 }
 
-/// A tool's answer: the result's JSON, written once, as its text content and as its details.
-fn answer(result: &impl Serialize) -> Result<Reply> {
+/// A tool result whose details are the view of one worker, shaped and serialized at the edge.
+fn answer_worker(facts: WorkerFacts) -> Result<Reply> {
+    Ok(Reply::shaped(move |w| tool_result(w, &facts.view())))
+}
+
+/// `{content: [{type: "text", text: <the JSON>}], details}`: the details serialized once, and
+/// their text put in both places.
+fn tool_result(w: &mut dyn std::io::Write, result: &impl Serialize) -> Result<()> {
     let value = serde_json::value::to_raw_value(result)?;
-    Reply::json(&ToolResult::new(value.get(), &*value))
+    crate::engine::reply::json(w, &ToolResult::new(value.get(), &*value))
 }
 
 // ---- rows ---------------------------------------------------------------------------------

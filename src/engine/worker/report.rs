@@ -2,7 +2,7 @@
 //! notice (a `to_parent` mailbox row) in one transaction; a repeated identical report reads
 //! the stored one back.
 
-use super::{answer, check_original, contract_report, find};
+use super::{check_original, contract_report, find};
 use crate::contract::worker::{new_message_id, report_notice_text, Report, Reported};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
@@ -63,8 +63,13 @@ pub(in crate::engine) fn report(e: &Engine, report: Report) -> Result<crate::eng
         )?;
         Ok(report)
     })?;
-    answer(&Reported {
-        worker_id: &id,
-        report: &stored,
-    })
+    Ok(crate::engine::Reply::shaped(move |w| {
+        super::tool_result(
+            w,
+            &Reported {
+                worker_id: &id,
+                report: &stored,
+            },
+        )
+    }))
 }

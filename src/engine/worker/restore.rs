@@ -21,5 +21,7 @@ pub(in crate::engine) fn restore(
     req: crate::contract::worker::Coordinators,
 ) -> Result<crate::engine::Reply> {
     let facts = restore_workers(&e.store, &req.coordinator_ids)?;
-    crate::engine::Reply::json(&crate::contract::worker::Workers::of(&facts))
+    Ok(crate::engine::Reply::shaped(move |w| {
+        crate::engine::reply::json(w, &crate::contract::worker::Workers::of(&facts))
+    }))
 }

@@ -2,7 +2,7 @@
 //! key (a retry with the same text is the same message), then delivered by `drive`.
 
 use super::drive::drive;
-use super::{answer, owned};
+use super::owned;
 use crate::contract::worker::{send_message_id, Sent};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
@@ -46,8 +46,13 @@ pub(in crate::engine) async fn send(
     })?;
     drive(e, &req.worker_id).await?;
     e.rt.flush().await;
-    answer(&Sent {
-        worker_id: &id,
-        message_id: &message_id,
-    })
+    Ok(crate::engine::Reply::shaped(move |w| {
+        super::tool_result(
+            w,
+            &Sent {
+                worker_id: &id,
+                message_id: &message_id,
+            },
+        )
+    }))
 }

@@ -22,5 +22,7 @@ pub(in crate::engine) fn snapshot(
     req: crate::contract::worker::Coordinators,
 ) -> Result<crate::engine::Reply> {
     let facts = snapshot_workers(&*e.store.read()?, &req.coordinator_ids)?;
-    crate::engine::Reply::json(&crate::contract::worker::Workers::of(&facts))
+    Ok(crate::engine::Reply::shaped(move |w| {
+        crate::engine::reply::json(w, &crate::contract::worker::Workers::of(&facts))
+    }))
 }

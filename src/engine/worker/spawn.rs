@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::drive::drive;
-use super::{answer, load};
+use super::{answer_worker, load};
 use crate::contract::args as argpolicy;
 use crate::contract::worker::{
     self as contract, check_directory, fingerprint, new_message_id, resolve_granted_paths,
@@ -201,5 +201,5 @@ pub(in crate::engine) async fn spawn(
         drive(e, &worker_id).await?;
     }
     e.rt.flush().await;
-    answer(&load(e, &worker_id)?.facts.view())
+    answer_worker(load(e, &worker_id)?.facts)
 }
