@@ -76,28 +76,7 @@ pub use super::detail::{
 pub use super::events::{recent_event_count, RecentEvents};
 pub use crate::store::output::OutputFacts;
 
-/// Everything a snapshot is made of: the row, its retained output and its retained events
-/// (oldest first).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ThreadFacts {
-    pub row: ThreadRow,
-    pub out: OutputFacts,
-    pub events: Vec<EventRow>,
-    /// What the thread itself spent (`thread_usage`): the poll, wait and list texts show it.
-    pub usage: Usage,
-    /// What a live thread waits for: a slot in the queue, or its parent's answer (issue 30).
-    pub pending: Pending,
-}
-
-/// What a live thread waits for (issue 30): its place in the queue (`THREADBASE_QUEUE=1`) or
-/// its parent's answer to a question (`THREADBASE_UI=parent`). Both are absent by default.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Pending {
-    /// Waiting for a slot, at this position (1 = launched next).
-    pub queue_position: Option<i64>,
-    /// The child's oldest question waiting for an answer.
-    pub question: Option<Question>,
-}
+pub use crate::store::facts::{Pending, ThreadFacts};
 
 /// The phase a snapshot shows: the row's, or `queued` while the thread waits for a slot (the
 /// row is `starting` then; the contract's phases gain `queued` only with `THREADBASE_QUEUE=1`).

@@ -153,7 +153,11 @@ pub(super) fn fill_batch(tx: &Conn, keys: &[Key]) -> Result<usize> {
         if wanted.is_empty() {
             continue;
         }
-        for f in super::facts::thread_facts(tx, wanted, detail)? {
+        for f in crate::store::facts::of_threads(
+            tx,
+            wanted,
+            crate::contract::projection::recent_event_count(detail),
+        )? {
             for view in [View::Snapshot, View::Poll] {
                 if !keys
                     .iter()
@@ -258,7 +262,12 @@ mod tests {
             let row = crate::store::threads::thread_by_id_any(&conn, &id)
                 .unwrap()
                 .unwrap();
-            let facts = super::super::facts::thread_facts(&conn, vec![row], detail).unwrap();
+            let facts = crate::store::facts::of_threads(
+                &conn,
+                vec![row],
+                crate::contract::projection::recent_event_count(detail),
+            )
+            .unwrap();
             let want = render(&facts[0], view, detail).unwrap();
             let got = snapshots::cached(&conn, &id, view, detail.as_str()).unwrap();
             let line = (view == View::Snapshot).then(|| want.line.clone());

@@ -9,7 +9,6 @@ pub mod budget;
 mod cache;
 mod child_env;
 mod config;
-mod facts;
 mod locks;
 mod notices;
 mod remote;
@@ -27,11 +26,10 @@ use crate::domain::{CommandKind, ManagerId};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::contract::projection::{OutputFacts, Pending, ThreadFacts};
-use crate::error::{Error, ErrorCode, Result};
+use crate::contract::projection::ThreadFacts;
+use crate::error::Result;
 use crate::runtime::Runtime;
-use crate::store::events;
-use crate::store::threads::{thread_by_id_any, upsert_manager, Contract, ManagerSpec, ThreadRow};
+use crate::store::threads::{upsert_manager, Contract, ManagerSpec};
 use crate::store::Store;
 
 /// The restore pass (see `runtime::restore`) with the contracts' texts: every live thread
@@ -41,23 +39,6 @@ pub fn restore_dead_owners(
     me: crate::runtime::process::ProcessIdentity,
 ) -> Result<crate::runtime::restore::RestoreReport> {
     crate::runtime::restore::restore_dead_owners(store, me, &crate::contract::RESTORE_TEXTS)
-}
-
-/// A thread's retained output (`thread_output`); empty when none was recorded yet.
-pub fn output_facts(conn: &crate::store::Conn, id: &str) -> Result<OutputFacts> {
-    crate::store::output::of_thread(conn, id)
-}
-
-/// What a live thread waits for (issue 30): its queue position and its pending question; two
-/// lookups in partial indexes of a handful of rows, none for a closed thread.
-pub fn pending_of(conn: &crate::store::Conn, row: &ThreadRow) -> Result<Pending> {
-    if !row.is_live() {
-        return Ok(Pending::default());
-    }
-    Ok(Pending {
-        queue_position: crate::store::queue::position(conn, row.id.as_str())?,
-        question: crate::store::questions::pending_of(conn, row.id.as_str())?,
-    })
 }
 
 /// One manager's engine.
@@ -219,26 +200,9 @@ impl Engine {
         &self.notice_holds
     }
 
-    /// A thread's row, retained output and events.
+    /// A thread's facts (`store/facts.rs`).
     fn facts(&self, id: &str) -> Result<ThreadFacts> {
-        let conn = self.store.read()?;
-        let row = thread_by_id_any(&conn, id)?.ok_or_else(|| {
-            Error::new(
-                ErrorCode::UnknownReference,
-                format!("Unknown thread: {id} (it was removed meanwhile). Repair: list the threads and use a current id."),
-            )
-        })?;
-        let out = output_facts(&conn, id)?;
-        let events = events::rows_of_thread(&conn, id)?;
-        let usage = crate::store::usage::of_thread(&conn, id)?.unwrap_or_default();
-        let pending = pending_of(&conn, &row)?;
-        Ok(ThreadFacts {
-            row,
-            out,
-            events,
-            usage,
-            pending,
-        })
+        crate::store::facts::of_thread(&*self.store.read()?, id)
     }
 
     /// The environment of this manager's new child `id` at `path` and `depth`: its own

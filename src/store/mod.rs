@@ -13,6 +13,7 @@ pub mod check;
 pub mod commands;
 mod errors;
 pub mod events;
+pub mod facts;
 pub mod forest;
 pub mod launches;
 pub mod lifecycle;

@@ -177,10 +177,10 @@ pub(super) fn thread_snapshot(conn: &Conn, id: &str) -> Result<Option<Value>> {
     let Some(row) = thread_by_id_any(conn, id)? else {
         return Ok(None);
     };
-    let out = crate::engine::output_facts(conn, id)?;
+    let out = crate::store::output::of_thread(conn, id)?;
     let evs = events::rows_of_thread(conn, id)?;
     // What it waits for (a slot in the queue, an answer to its question) is shown too.
-    let pending = crate::engine::pending_of(conn, &row)?;
+    let pending = crate::store::facts::pending_of(conn, &row)?;
     let facts = projection::ThreadFacts {
         row,
         out,

@@ -288,7 +288,7 @@ impl Engine {
     /// The final assistant text of the run.
     fn final_answer(&self, id: &str) -> Result<String> {
         let conn = self.store.read()?;
-        Ok(crate::engine::output_facts(&conn, id)?
+        Ok(crate::store::output::of_thread(&conn, id)?
             .last_assistant_text
             .unwrap_or_default())
     }

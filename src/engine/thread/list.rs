@@ -6,11 +6,11 @@
 
 use super::{scope, Engine};
 use crate::contract::list_answer::{self, ListRows, Rendered, BATCH};
+use crate::contract::projection::recent_event_count;
 use crate::contract::projection::Detail;
 use crate::contract::thread::ListTarget;
 use crate::domain::ManagerId;
 use crate::engine::cache::{Key, MAX_PENDING};
-use crate::engine::facts::thread_facts;
 use crate::engine::Reply;
 use crate::error::Result;
 use crate::store::list::{self, ListQuery, Subtree};
@@ -142,10 +142,11 @@ fn rendered(conn: &Conn, entries: Vec<Entry>, missed: &mut Vec<Key>) -> Result<V
     if !fresh.is_empty() {
         let ids: Vec<&str> = fresh.iter().map(String::as_str).collect();
         let rows = list::rows_by_ids(conn, &ids)?;
-        for (i, f) in fresh_at
-            .into_iter()
-            .zip(thread_facts(conn, rows, Detail::Summary)?)
-        {
+        for (i, f) in fresh_at.into_iter().zip(crate::store::facts::of_threads(
+            conn,
+            rows,
+            recent_event_count(Detail::Summary),
+        )?) {
             listed[i] = list_answer::render(&f)?;
             if f.row.is_still() && missed.len() < MAX_PENDING {
                 missed.push((f.row.id.to_string(), View::Snapshot, Detail::Summary));

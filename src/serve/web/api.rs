@@ -475,7 +475,7 @@ pub fn detail(conn: &crate::store::Conn, id: &str) -> Result<DetailDoc> {
         ));
     };
     let (manager_session, contract) = threads::manager_of_thread(conn, id)?.unwrap_or_default();
-    let out = crate::engine::output_facts(conn, id)?;
+    let out = crate::store::output::of_thread(conn, id)?;
     let evs = events::rows_of_thread(conn, id)?;
     let snapshot = projection::snapshot(&row, &out, &evs, Detail::Tail);
     let usage_line = usage::of_thread(conn, id)?.map(|u| crate::engine::budget::summary(&u));

@@ -1,0 +1,104 @@
+//! A thread's facts: everything its snapshot and its texts are made of (the row, its retained
+//! output, its recent events, what it spent, what it waits for), read in a fixed number of
+//! queries for one thread or a batch: what `poll`, `list` and the snapshot cache's filler
+//! render from (`contract/projection.rs`).
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::store::events::{self, EventRow};
+use crate::store::output::{self, OutputFacts};
+use crate::store::questions::{self, Question};
+use crate::store::threads::{thread_by_id_any, ThreadRow};
+use crate::store::usage::{self, Usage};
+use crate::store::{queue, Conn};
+
+/// Everything a snapshot is made of: the row, its retained output and its retained events
+/// (oldest first).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThreadFacts {
+    pub row: ThreadRow,
+    pub out: OutputFacts,
+    pub events: Vec<EventRow>,
+    /// What the thread itself spent (`thread_usage`): the poll, wait and list texts show it.
+    pub usage: Usage,
+    /// What a live thread waits for: a slot in the queue, or its parent's answer (issue 30).
+    pub pending: Pending,
+}
+
+/// What a live thread waits for (issue 30): its place in the queue (`THREADBASE_QUEUE=1`) or
+/// its parent's answer to a question (`THREADBASE_UI=parent`). Both are absent by default.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Pending {
+    /// Waiting for a slot, at this position (1 = launched next).
+    pub queue_position: Option<i64>,
+    /// The child's oldest question waiting for an answer.
+    pub question: Option<Question>,
+}
+
+/// A thread's facts by id (its retained events: the last of them, as `events::rows_of_thread`
+/// reads).
+pub fn of_thread(conn: &Conn, id: &str) -> Result<ThreadFacts> {
+    let row = thread_by_id_any(conn, id)?.ok_or_else(|| {
+        Error::new(
+            ErrorCode::UnknownReference,
+            format!("Unknown thread: {id} (it was removed meanwhile). Repair: list the threads and use a current id."),
+        )
+    })?;
+    let out = output::of_thread(conn, id)?;
+    let events = events::rows_of_thread(conn, id)?;
+    let usage = usage::of_thread(conn, id)?.unwrap_or_default();
+    let pending = pending_of(conn, &row)?;
+    Ok(ThreadFacts {
+        row,
+        out,
+        events,
+        usage,
+        pending,
+    })
+}
+
+/// What a live thread waits for (issue 30): its queue position and its pending question; two
+/// lookups in partial indexes of a handful of rows, none for a closed thread.
+pub fn pending_of(conn: &Conn, row: &ThreadRow) -> Result<Pending> {
+    if !row.is_live() {
+        return Ok(Pending::default());
+    }
+    Ok(Pending {
+        queue_position: queue::position(conn, row.id.as_str())?,
+        question: questions::pending_of(conn, row.id.as_str())?,
+    })
+}
+
+/// The facts of `rows` (in their order), each with its last `recent_events` retained events,
+/// in three more queries whatever their number: the retained output of all of them, their
+/// events, and what each spent.
+pub fn of_threads(
+    conn: &Conn,
+    rows: Vec<ThreadRow>,
+    recent_events: i64,
+) -> Result<Vec<ThreadFacts>> {
+    if rows.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids = serde_json::to_string(&rows.iter().map(|r| r.id.as_str()).collect::<Vec<_>>())?;
+    let outs = output::of_threads(conn, &ids, rows.len())?;
+    let events = events::rows_of_threads(conn, &ids, rows.len(), recent_events)?;
+    let usage = usage::of_threads(conn, &ids, rows.len())?;
+    let pending = rows
+        .iter()
+        .map(|r| pending_of(conn, r))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(rows
+        .into_iter()
+        .zip(outs)
+        .zip(events)
+        .zip(usage)
+        .zip(pending)
+        .map(|((((row, out), events), usage), pending)| ThreadFacts {
+            row,
+            out,
+            events,
+            usage,
+            pending,
+        })
+        .collect())
+}
