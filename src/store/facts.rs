@@ -69,8 +69,9 @@ pub fn pending_of(conn: &Conn, row: &ThreadRow) -> Result<Pending> {
 }
 
 /// The facts of `rows` (in their order), each with its last `recent_events` retained events,
-/// in three more queries whatever their number: the retained output of all of them, their
-/// events, and what each spent.
+/// in at most five more queries whatever their number: the retained output of all of them,
+/// their events, what each spent, and for the live ones their queue positions and pending
+/// questions.
 pub fn of_threads(
     conn: &Conn,
     rows: Vec<ThreadRow>,
@@ -83,10 +84,22 @@ pub fn of_threads(
     let outs = output::of_threads(conn, &ids, rows.len())?;
     let events = events::rows_of_threads(conn, &ids, rows.len(), recent_events)?;
     let usage = usage::of_threads(conn, &ids, rows.len())?;
+    // What the live ones wait for, in two more queries (none when all are closed).
+    let (mut positions, mut asked) = Default::default();
+    if rows.iter().any(ThreadRow::is_live) {
+        positions = queue::positions_of_threads(conn, &ids)?;
+        asked = questions::pending_of_threads(conn, &ids)?;
+    }
     let pending = rows
         .iter()
-        .map(|r| pending_of(conn, r))
-        .collect::<Result<Vec<_>>>()?;
+        .map(|r| match r.is_live() {
+            true => Pending {
+                queue_position: positions.remove(r.id.as_str()),
+                question: asked.remove(r.id.as_str()),
+            },
+            false => Pending::default(),
+        })
+        .collect::<Vec<_>>();
     Ok(rows
         .into_iter()
         .zip(outs)

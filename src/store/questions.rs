@@ -10,6 +10,7 @@ use crate::store::Conn;
 use rusqlite::{named_params, OptionalExtension, Row};
 use serde::Serialize;
 use serde_json::Value;
+use std::collections::HashMap;
 
 use crate::domain::{QuestionKind, QuestionState};
 use crate::error::Result;
@@ -97,6 +98,19 @@ pub fn pending_of(conn: &Conn, thread_id: &str) -> Result<Option<Question>> {
         .prepare_cached(include_str!("../../sql/question_pending.sql"))?
         .query_row([thread_id], Question::from_row)
         .optional()?)
+}
+
+/// The oldest pending question of each thread of the JSON array `ids` that has one, by thread
+/// id (one query for a list batch).
+pub fn pending_of_threads(conn: &Conn, ids: &str) -> Result<HashMap<String, Question>> {
+    let mut stmt = conn
+        .db()
+        .prepare_cached(include_str!("../../sql/question_pending_of_threads.sql"))?;
+    let rows = stmt.query_map([ids], |r| {
+        let q = Question::from_row(r)?;
+        Ok((q.thread_id.clone(), q))
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
 /// One question by id.

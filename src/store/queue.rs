@@ -7,6 +7,7 @@
 
 use crate::store::Conn;
 use rusqlite::{named_params, OptionalExtension};
+use std::collections::HashMap;
 
 use crate::domain::ManagerId;
 use crate::error::Result;
@@ -27,6 +28,16 @@ pub fn position(conn: &Conn, id: &str) -> Result<Option<i64>> {
         .prepare_cached(include_str!("../../sql/queue_position.sql"))?
         .query_row([id], |r| r.get(0))
         .optional()?)
+}
+
+/// The queue position of each thread of the JSON array `ids` that waits for a slot, by id
+/// (one query for a list batch).
+pub fn positions_of_threads(conn: &Conn, ids: &str) -> Result<HashMap<String, i64>> {
+    let mut stmt = conn
+        .db()
+        .prepare_cached(include_str!("../../sql/queue_positions_of_threads.sql"))?;
+    let rows = stmt.query_map([ids], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
 /// One waiting row of a manager's queue.

@@ -894,6 +894,31 @@ fn queue_and_question_queries_use_their_indexes() {
     }
 }
 
+/// A list batch's pending facts: for each id of the batch, a primary-key lookup, then the
+/// queue's partial index (its position) or the pending questions' (its oldest question).
+#[test]
+fn a_batchs_queue_positions_and_questions_are_read_by_key() {
+    for (name, text, wants) in plans([
+        (
+            sql!("queue_positions_of_threads"),
+            &[
+                "SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)",
+                "USING INDEX threads_queue_waiting (manager_id=?",
+            ][..],
+        ),
+        (
+            sql!("question_pending_of_threads"),
+            &[
+                "SEARCH u USING INTEGER PRIMARY KEY (rowid=?)",
+                "INDEX ui_requests_pending (thread_id=?)",
+            ][..],
+        ),
+    ]) {
+        assert_contains_all(name, &text, wants);
+        assert_scans_only_the_ids(name, &text);
+    }
+}
+
 /// The web view's page is one range of `thread_places_by_key` (the skipped rows read from the
 /// index alone), then primary-key lookups for the page's rows; its subtree totals are one range
 /// per listed thread; a filtered page walks the one tree's range in order (no sort); an
