@@ -457,7 +457,7 @@ pub fn list_every_manager(
 ) -> Result<Listing> {
     let threads = query_threads(
         conn,
-        crate::store::rows::row_sql!("list_every_manager"),
+        crate::store::rows::row_sql!("list_every_manager", crate::store::threads::col),
         named_params! {":state": state.as_str(), ":visibility": visibility.as_str()},
     )?;
     Ok(Listing::from(threads))

@@ -26,8 +26,7 @@ pub mod queue;
 pub mod refs;
 pub mod reports;
 pub mod restore;
-#[doc(hidden)]
-pub mod rows;
+mod rows;
 pub mod sessions;
 pub mod snapshots;
 pub mod threads;

@@ -53,14 +53,14 @@ fn resolve_below(conn: &Conn, scope: RefScope<'_>, reference: &str) -> Result<Op
     if is_thread_id(text) {
         return query_thread(
             conn,
-            crate::store::rows::row_sql!("reach_thread_by_id"),
+            crate::store::rows::row_sql!("reach_thread_by_id", crate::store::threads::col),
             named_params! {":manager": scope.manager_id, ":id": text},
         );
     }
     if let Some(path) = thread_reference_path(text, scope.current_path) {
         let mut found = query_threads(
             conn,
-            crate::store::rows::row_sql!("reach_thread_by_path"),
+            crate::store::rows::row_sql!("reach_thread_by_path", crate::store::threads::col),
             named_params! {":manager": scope.manager_id, ":path": &path},
         )?;
         match found.len() {
@@ -79,7 +79,7 @@ fn resolve_below(conn: &Conn, scope: RefScope<'_>, reference: &str) -> Result<Op
     }
     let mut matches = query_threads(
         conn,
-        crate::store::rows::row_sql!("reach_thread_by_name"),
+        crate::store::rows::row_sql!("reach_thread_by_name", crate::store::threads::col),
         named_params! {":manager": scope.manager_id, ":name": text, ":limit": MAX_CANDIDATES},
     )?;
     match matches.len() {
@@ -109,7 +109,7 @@ fn resolve_own(conn: &Conn, scope: RefScope<'_>, reference: &str) -> Result<Thre
     if is_thread_id(text) {
         return match query_thread(
             conn,
-            crate::store::rows::row_sql!("thread_by_id"),
+            crate::store::rows::row_sql!("thread_by_id", crate::store::threads::col),
             (text, scope.manager_id),
         )? {
             Some(row) => Ok(row),
@@ -119,7 +119,7 @@ fn resolve_own(conn: &Conn, scope: RefScope<'_>, reference: &str) -> Result<Thre
     if let Some(path) = thread_reference_path(text, scope.current_path) {
         if let Some(row) = query_thread(
             conn,
-            crate::store::rows::row_sql!("thread_by_path"),
+            crate::store::rows::row_sql!("thread_by_path", crate::store::threads::col),
             (scope.manager_id, &path),
         )? {
             return Ok(row);
@@ -127,7 +127,7 @@ fn resolve_own(conn: &Conn, scope: RefScope<'_>, reference: &str) -> Result<Thre
     }
     let mut matches = query_threads(
         conn,
-        crate::store::rows::row_sql!("thread_by_name"),
+        crate::store::rows::row_sql!("thread_by_name", crate::store::threads::col),
         (scope.manager_id, text, MAX_CANDIDATES),
     )?;
     match matches.len() {
@@ -161,7 +161,7 @@ pub fn resolve_list_filter(conn: &Conn, scope: RefScope<'_>, reference: &str) ->
 fn unknown(conn: &Conn, scope: RefScope<'_>, reference: &str) -> Result<Error> {
     let known = query_threads(
         conn,
-        crate::store::rows::row_sql!("threads_known"),
+        crate::store::rows::row_sql!("threads_known", crate::store::threads::col),
         (scope.manager_id, KNOWN_THREADS_SHOWN),
     )?;
     let listing = if known.is_empty() {
@@ -283,12 +283,12 @@ pub fn resolve_anywhere(
     let by_path = match root {
         None => query_threads(
             conn,
-            crate::store::rows::row_sql!("thread_by_path_any"),
+            crate::store::rows::row_sql!("thread_by_path_any", crate::store::threads::col),
             (&path, CANDIDATES),
         )?,
         Some(r) => query_threads(
             conn,
-            crate::store::rows::row_sql!("thread_by_path_in_session"),
+            crate::store::rows::row_sql!("thread_by_path_in_session", crate::store::threads::col),
             (&path, r, CANDIDATES),
         )?,
     };
@@ -303,12 +303,15 @@ pub fn resolve_anywhere(
         match root {
             None => query_threads(
                 conn,
-                crate::store::rows::row_sql!("thread_by_name_any"),
+                crate::store::rows::row_sql!("thread_by_name_any", crate::store::threads::col),
                 (text, CANDIDATES),
             )?,
             Some(r) => query_threads(
                 conn,
-                crate::store::rows::row_sql!("thread_by_name_in_session"),
+                crate::store::rows::row_sql!(
+                    "thread_by_name_in_session",
+                    crate::store::threads::col
+                ),
                 (text, r, CANDIDATES),
             )?,
         }

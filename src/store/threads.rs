@@ -179,7 +179,7 @@ crate::store::rows::columns! {
     /// The thread row's columns, in order (`{thread_row}` in a query of `sql/`, which reads
     /// `threads t`): what [`ThreadRow`] holds, read by these positions. Naming them instead of
     /// `t.*` keeps SQLite from copying out the rest of `threads` (prompt, output, …).
-    pub mod col {
+    pub mod col as "{thread_row}" {
         ID = "t.id",
         MANAGER_ID = "t.manager_id",
         PATH = "t.path",
@@ -367,7 +367,7 @@ pub fn query_thread(
 
 /// A thread by id in any manager.
 pub fn thread_by_id_any(conn: &Conn, id: &str) -> Result<Option<ThreadRow>> {
-    query_thread(conn, row_sql!("thread_by_id_any"), [id])
+    query_thread(conn, row_sql!("thread_by_id_any", col), [id])
 }
 
 /// The session id and contract of the manager a thread belongs to.
@@ -382,7 +382,7 @@ pub fn manager_of_thread(conn: &Conn, thread_id: &str) -> Result<Option<(String,
 
 /// A thread's ancestors by parent link, the top first (across managers).
 pub fn thread_ancestors(conn: &Conn, id: &str) -> Result<Vec<ThreadRow>> {
-    query_threads(conn, row_sql!("thread_ancestors"), [id])
+    query_threads(conn, row_sql!("thread_ancestors", col), [id])
 }
 
 /// How many live threads a manager has (PI_THREADS_MAX_THREADS holds per manager).
@@ -483,7 +483,7 @@ pub fn manager_owner(
 pub fn threads_by_ids(conn: &Conn, ids: &[&str]) -> Result<Vec<ThreadRow>> {
     query_threads(
         conn,
-        row_sql!("threads_by_ids"),
+        row_sql!("threads_by_ids", col),
         [serde_json::to_string(ids)?],
     )
 }

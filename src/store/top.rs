@@ -18,7 +18,7 @@ crate::store::rows::columns! {
     /// contract C worker's outcome (as `store::workers::col` computes it) and report verdict
     /// give its list status; the exit's code and whether a signal ended it make
     /// `closed/failed` (`domain::state_words`).
-    pub mod col {
+    pub mod col as "{top_row}" {
         ID = "t.id",
         SESSION = "m.session_id",
         CONTRACT = "m.contract",
@@ -76,7 +76,7 @@ pub fn rows(conn: &Conn, subtree: &str) -> Result<Vec<TopRow>> {
     if sub.is_empty() {
         let mut stmt = conn
             .db()
-            .prepare_cached(crate::store::rows::row_sql!("top_threads"))?;
+            .prepare_cached(crate::store::rows::row_sql!("top_threads", col))?;
         let rows = stmt.query_map([], read_row)?;
         return Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?);
     }
@@ -88,7 +88,7 @@ pub fn rows(conn: &Conn, subtree: &str) -> Result<Vec<TopRow>> {
     let (lo, hi) = descendant_range(sub);
     let mut stmt = conn
         .db()
-        .prepare_cached(crate::store::rows::row_sql!("top_threads_under"))?;
+        .prepare_cached(crate::store::rows::row_sql!("top_threads_under", col))?;
     let rows = stmt.query_map(
         named_params! {":key": sort_key(sub), ":lo": lo, ":hi": hi},
         read_row,

@@ -17,7 +17,7 @@ crate::store::rows::columns! {
     /// what [`WorkerRow`] holds, read by these positions, its report last. The outcome is the
     /// stored one, else (a process that closed before its first run ended, e.g. restored as
     /// stale) failed or interrupted.
-    pub mod col {
+    pub mod col as "{worker_row}" {
         ID = "t.id",
         COORDINATOR_ID = "t.coordinator_id",
         SPAWN_KEY = "t.spawn_key",
@@ -115,7 +115,7 @@ fn query_workers(conn: &Conn, sql: &str, param: &str) -> Result<Vec<WorkerRow>> 
 pub fn worker_by_id(conn: &Conn, id: &str) -> Result<Option<WorkerRow>> {
     Ok(conn
         .db()
-        .prepare_cached(crate::store::rows::row_sql!("worker_by_id"))?
+        .prepare_cached(crate::store::rows::row_sql!("worker_by_id", col))?
         .query_row([id], WorkerRow::from_row)
         .optional()?)
 }
@@ -124,7 +124,7 @@ pub fn worker_by_id(conn: &Conn, id: &str) -> Result<Option<WorkerRow>> {
 pub fn workers_of_coordinator(conn: &Conn, coordinator_id: &str) -> Result<Vec<WorkerRow>> {
     query_workers(
         conn,
-        crate::store::rows::row_sql!("workers_of_coordinator"),
+        crate::store::rows::row_sql!("workers_of_coordinator", col),
         coordinator_id,
     )
 }
@@ -133,7 +133,7 @@ pub fn workers_of_coordinator(conn: &Conn, coordinator_id: &str) -> Result<Vec<W
 pub fn workers_of_coordinators(conn: &Conn, coordinator_ids: &[String]) -> Result<Vec<WorkerRow>> {
     query_workers(
         conn,
-        crate::store::rows::row_sql!("workers_of_coordinators"),
+        crate::store::rows::row_sql!("workers_of_coordinators", col),
         &serde_json::to_string(coordinator_ids)?,
     )
 }

@@ -946,7 +946,7 @@ fn worker_queries_use_the_spawn_key_index() {
         include_str!("../../sql/workers_of_coordinators.sql"),
         include_str!("../../sql/workers_restore_hidden.sql"),
     ]
-    .map(threadbase::store::rows::expand)
+    .map(crate::support::common::expand_rows)
     {
         let sql = sql.as_str();
         let plan: Vec<String> = conn

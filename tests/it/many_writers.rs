@@ -242,17 +242,17 @@ fn top_reader(db: &Path, stop: &AtomicBool) -> (u64, Vec<String>) {
             }
             seen = version;
             let ids: Vec<String> = {
-                let mut stmt = conn
-                    .sqlite()
-                    .prepare_cached(&threadbase::store::rows::expand(include_str!(
-                        "../../sql/top_threads.sql"
-                    )))?;
+                let mut stmt =
+                    conn.sqlite()
+                        .prepare_cached(&crate::support::common::expand_rows(include_str!(
+                            "../../sql/top_threads.sql"
+                        )))?;
                 let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
                 rows.collect::<rusqlite::Result<_>>()?
             };
             for id in ids.iter().rev().take(4) {
                 conn.sqlite()
-                    .prepare_cached(&threadbase::store::rows::expand(include_str!(
+                    .prepare_cached(&crate::support::common::expand_rows(include_str!(
                         "../../sql/thread_by_id_any.sql"
                     )))?
                     .query_map([id], |_| Ok(()))?

@@ -25,8 +25,12 @@ macro_rules! sql {
             $name,
             // A row query's placeholder expanded as the store does (leaked: a test's text).
             &*Box::leak(
-                threadbase::store::rows::expand(include_str!(concat!("../../sql/", $name, ".sql")))
-                    .into_boxed_str(),
+                crate::support::common::expand_rows(include_str!(concat!(
+                    "../../sql/",
+                    $name,
+                    ".sql"
+                )))
+                .into_boxed_str(),
             ),
         )
     };
@@ -624,7 +628,7 @@ fn top_subtree_is_one_range_per_manager() {
     let conn = store.read().unwrap();
     let text = plan(
         conn.sqlite(),
-        &statement(&threadbase::store::rows::expand(include_str!(
+        &statement(&crate::support::common::expand_rows(include_str!(
             "../../sql/top_threads_under.sql"
         ))),
     );

@@ -519,3 +519,31 @@ fn a_closed_store_leaves_its_rows_in_the_main_file() {
     assert_eq!(n, 3);
     drop(idle);
 }
+
+/// Every query of `sql/` that holds a row's placeholder prepares against the schema the
+/// migrations build, and returns that row's columns (a query that selected more or fewer would
+/// be read at the wrong positions).
+#[test]
+fn every_row_query_returns_its_rows_columns() {
+    let db = common::temp_db();
+    let store = threadbase::Store::open(&db.path).unwrap();
+    let conn = store.read().unwrap();
+    let mut seen = 0;
+    let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sql");
+    for entry in std::fs::read_dir(folder).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let rows: Vec<_> = common::ROWS
+            .iter()
+            .filter(|(placeholder, _)| text.contains(placeholder))
+            .collect();
+        let [(_, count)] = rows[..] else {
+            assert!(rows.is_empty(), "{path:?} holds two rows' placeholders");
+            continue;
+        };
+        let stmt = conn.sqlite().prepare(&common::expand_rows(&text)).unwrap();
+        assert_eq!(stmt.column_count(), *count, "{path:?}");
+        seen += 1;
+    }
+    assert!(seen >= 24, "only {seen} row queries found");
+}

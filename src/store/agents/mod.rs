@@ -77,7 +77,7 @@ crate::store::rows::columns! {
     /// Contract B's thread row's columns, in order (`{agent_row}` in `sql/agent_thread*.sql`,
     /// which read `threads`), with what the thread spent (`thread_usage`, a primary-key
     /// lookup per row): what [`AgentRow`] holds, read by these positions.
-    pub mod col {
+    pub mod col as "{agent_row}" {
         ID = "id",
         PATH = "path",
         PARENT_PATH = "parent_path",
@@ -218,7 +218,7 @@ fn agent_rows(conn: &Conn, sql: &str, params: impl rusqlite::Params) -> Result<V
 pub fn thread_at_path(conn: &Conn, registry: ManagerId, path: &str) -> Result<Option<AgentRow>> {
     Ok(conn
         .db()
-        .prepare_cached(crate::store::rows::row_sql!("agent_thread_at_path"))?
+        .prepare_cached(crate::store::rows::row_sql!("agent_thread_at_path", col))?
         .query_row((registry, path), AgentRow::from_row)
         .optional()?)
 }
@@ -227,7 +227,7 @@ pub fn thread_at_path(conn: &Conn, registry: ManagerId, path: &str) -> Result<Op
 pub fn thread_by_id(conn: &Conn, id: &str) -> Result<Option<AgentRow>> {
     Ok(conn
         .db()
-        .prepare_cached(crate::store::rows::row_sql!("agent_thread_by_id"))?
+        .prepare_cached(crate::store::rows::row_sql!("agent_thread_by_id", col))?
         .query_row([id], AgentRow::from_row)
         .optional()?)
 }
@@ -236,7 +236,7 @@ pub fn thread_by_id(conn: &Conn, id: &str) -> Result<Option<AgentRow>> {
 pub fn threads_all(conn: &Conn, registry: ManagerId) -> Result<Vec<AgentRow>> {
     agent_rows(
         conn,
-        crate::store::rows::row_sql!("agent_threads_all"),
+        crate::store::rows::row_sql!("agent_threads_all", col),
         [registry],
     )
 }
@@ -252,7 +252,7 @@ pub fn threads_under(
 ) -> Result<Vec<AgentRow>> {
     agent_rows(
         conn,
-        crate::store::rows::row_sql!("agent_threads_under"),
+        crate::store::rows::row_sql!("agent_threads_under", col),
         (registry, path, lo, hi),
     )
 }
