@@ -1,6 +1,6 @@
 //! Every integration test, in one binary (one link instead of one per file). Each file is a
 //! module named for what it covers; `support` holds the helpers they share. Run one file's
-//! tests with `cargo test --test it <module>::` (for example `serve_thread::`).
+//! tests with `cargo test --test it <module>::` (for example `thread::wait::`).
 
 mod support;
 
@@ -58,11 +58,11 @@ mod serve_agent;
 mod serve_agent_019;
 mod serve_notices;
 mod serve_subtree;
-mod serve_thread;
 mod serve_worker;
 mod session_files;
 mod spend;
 mod store;
+mod thread;
 mod top_tmux;
 mod usage_cli;
 mod usage_restore;
