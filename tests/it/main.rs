@@ -5,6 +5,7 @@
 mod support;
 
 mod adopt;
+mod agent;
 mod bad_env;
 mod check;
 mod cli;
@@ -54,8 +55,6 @@ mod record_pi_events;
 mod runtime_process;
 mod runtime_scripted;
 mod scripted_agent;
-mod serve_agent;
-mod serve_agent_019;
 mod serve_notices;
 mod serve_subtree;
 mod serve_worker;
