@@ -1,6 +1,9 @@
 //! Every integration test, in one binary (one link instead of one per file). Each file is a
-//! module named for what it covers; `support` holds the helpers they share. Run one file's
-//! tests with `cargo test --test it <module>::` (for example `thread::wait::`).
+//! module named for what it covers; `support` holds the helpers they share. The three contracts'
+//! tests through serve mirror their verbs: `thread/<verb>.rs` (contract A's actions),
+//! `agent/<verb>.rs` (contract B, `agent_*`) and `worker/<verb>.rs` (contract C, `threads_*`),
+//! each folder's shared helpers in its `mod.rs`. Run one module's tests with
+//! `cargo test --test it <module>::` (for example `thread::` or `thread::wait::`).
 
 mod support;
 
