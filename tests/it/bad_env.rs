@@ -756,7 +756,7 @@ fn a_file_size_limit_fails_writes_cleanly_and_serve_recovers() {
 
 #[test]
 fn session_files_that_vanished_or_broke_before_resume() {
-    // serve_thread.rs covers a removed session file; these are the other ways it goes away.
+    // thread/tour.rs covers a removed session file; these are the other ways it goes away.
     let w = World::new(json!({"turns": [{"steps": [{"text": "ok {prompt}"}]}]}));
     let db = w.dir.path().join("db.sqlite");
     let mut s = w.serve(&db, &w.scripted());

@@ -1,10 +1,14 @@
 //! Every integration test, in one binary (one link instead of one per file). Each file is a
-//! module named for what it covers; `support` holds the helpers they share. Run one file's
-//! tests with `cargo test --test it <module>::` (for example `serve_thread::`).
+//! module named for what it covers; `support` holds the helpers they share. The three contracts'
+//! tests through serve mirror their verbs: `thread/<verb>.rs` (contract A's actions),
+//! `agent/<verb>.rs` (contract B, `agent_*`) and `worker/<verb>.rs` (contract C, `threads_*`),
+//! each folder's shared helpers in its `mod.rs`. Run one module's tests with
+//! `cargo test --test it <module>::` (for example `thread::` or `thread::wait::`).
 
 mod support;
 
 mod adopt;
+mod agent;
 mod bad_env;
 mod check;
 mod cli;
@@ -54,16 +58,14 @@ mod record_pi_events;
 mod runtime_process;
 mod runtime_scripted;
 mod scripted_agent;
-mod serve_agent;
-mod serve_agent_019;
 mod serve_notices;
 mod serve_subtree;
-mod serve_thread;
-mod serve_worker;
 mod session_files;
 mod spend;
 mod store;
+mod thread;
 mod top_tmux;
 mod usage_cli;
 mod usage_restore;
 mod web;
+mod worker;

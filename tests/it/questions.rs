@@ -301,7 +301,7 @@ fn questions_a_crash_of_serve_while_a_question_is_pending_cancels_it_at_restore(
 /// serve), and `thread_answer` with the subagent's path answers it.
 #[test]
 fn questions_a_subagents_question_is_a_notice_for_its_parent_and_thread_answer_answers_it() {
-    use crate::serve_agent as b;
+    use crate::agent as b;
     let w = b::world();
     w.base.script(
         "asks",

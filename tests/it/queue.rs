@@ -286,7 +286,7 @@ fn queue_rows_survive_a_sigkill_of_serve_and_the_next_serve_launches_them() {
 /// launched; a queued one stopped before its launch never runs.
 #[test]
 fn queue_agent_spawns_over_the_concurrency_limit_are_queued_and_run_in_order() {
-    use crate::serve_agent as b;
+    use crate::agent as b;
     let w = b::world();
     let mut root = w.root(
         "slow",
@@ -356,7 +356,7 @@ fn queue_agent_spawns_over_the_concurrency_limit_are_queued_and_run_in_order() {
 /// through the queue and the run, and answers with the settled view, as an unqueued one does.
 #[test]
 fn queue_a_blocking_agent_spawn_waits_through_the_queue_for_its_settled_view() {
-    use crate::serve_agent as b;
+    use crate::agent as b;
     let w = b::world();
     let mut root = w.root(
         "slow",
