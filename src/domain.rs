@@ -371,6 +371,11 @@ impl WorkerId {
     pub fn thread_id(&self) -> ThreadId {
         ThreadId::new(self.as_str())
     }
+
+    /// The worker's own Pi session's id (the same text): a worker is a top-level session.
+    pub fn session_id(&self) -> SessionId {
+        SessionId::new(self.as_str())
+    }
 }
 
 text_id! {

@@ -119,7 +119,7 @@ pub fn run(
         Some(r) => {
             let t =
                 crate::store::refs::resolve_anywhere(&conn, r, within.manager, session.as_ref())?;
-            let (root, key) = usage::place_of(&conn, t.id.as_str())?;
+            let (root, key) = usage::place_of(&conn, &t.id)?;
             let total = all
                 .into_iter()
                 .find(|u| u.root_session == root)

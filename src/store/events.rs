@@ -7,6 +7,7 @@ use rusqlite::{named_params, OptionalExtension};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::domain::ThreadId;
 use crate::error::Result;
 
 /// Events kept per thread.
@@ -27,7 +28,7 @@ pub struct NewEvent<'a> {
 /// Events never go back in time: an event stamped before the thread's latest stored event
 /// (a child's line read just before a stop request, but committed after the stop's own event)
 /// takes that event's time, so seq order and time order always agree.
-pub fn append(conn: &Conn, thread_id: &str, events: &[NewEvent<'_>]) -> Result<i64> {
+pub fn append(conn: &Conn, thread_id: &ThreadId, events: &[NewEvent<'_>]) -> Result<i64> {
     if events.is_empty() {
         return Ok(0);
     }
@@ -144,7 +145,7 @@ impl EventRow {
 }
 
 /// A thread's retained events, oldest first.
-pub fn rows_of_thread(conn: &Conn, thread_id: &str) -> Result<Vec<EventRow>> {
+pub fn rows_of_thread(conn: &Conn, thread_id: &ThreadId) -> Result<Vec<EventRow>> {
     let mut stmt = conn
         .db()
         .prepare_cached(include_str!("../../sql/events_of_thread.sql"))?;
@@ -153,7 +154,7 @@ pub fn rows_of_thread(conn: &Conn, thread_id: &str) -> Result<Vec<EventRow>> {
 }
 
 /// A thread's retained events, oldest first, `data` parsed.
-pub fn of_thread(conn: &Conn, thread_id: &str) -> Result<Vec<StoredEvent>> {
+pub fn of_thread(conn: &Conn, thread_id: &ThreadId) -> Result<Vec<StoredEvent>> {
     Ok(rows_of_thread(conn, thread_id)?
         .into_iter()
         .map(EventRow::stored)

@@ -3,6 +3,7 @@
 use crate::store::Conn;
 use rusqlite::{OptionalExtension, Row};
 
+use crate::domain::ThreadId;
 use crate::error::Result;
 
 /// A thread's retained output (`thread_output`).
@@ -35,7 +36,7 @@ impl OutputFacts {
 }
 
 /// A thread's retained output; empty when none was recorded yet.
-pub fn of_thread(conn: &Conn, id: &str) -> Result<OutputFacts> {
+pub fn of_thread(conn: &Conn, id: &ThreadId) -> Result<OutputFacts> {
     Ok(conn
         .db()
         .prepare_cached(include_str!("../../sql/output_of_thread.sql"))?
@@ -64,7 +65,7 @@ pub fn of_threads(conn: &Conn, ids: &str, count: usize) -> Result<Vec<OutputFact
 // ---- the runtime's writes --------------------------------------------------------------------
 
 /// A launched thread's output row, created empty if it has none.
-pub fn ensure(conn: &Conn, id: &str) -> Result<()> {
+pub fn ensure(conn: &Conn, id: &ThreadId) -> Result<()> {
     conn.db()
         .prepare_cached(include_str!("../../sql/output_ensure.sql"))?
         .execute([id])?;
@@ -72,7 +73,7 @@ pub fn ensure(conn: &Conn, id: &str) -> Result<()> {
 }
 
 /// The last completed assistant message's text (it replaces the partial one).
-pub fn set_assistant(conn: &Conn, id: &str, text: &str) -> Result<()> {
+pub fn set_assistant(conn: &Conn, id: &ThreadId, text: &str) -> Result<()> {
     conn.db()
         .prepare_cached(include_str!("../../sql/output_set_assistant.sql"))?
         .execute((id, text))?;
@@ -80,7 +81,7 @@ pub fn set_assistant(conn: &Conn, id: &str, text: &str) -> Result<()> {
 }
 
 /// The text of the assistant message still streaming.
-pub fn set_partial(conn: &Conn, id: &str, text: &str) -> Result<()> {
+pub fn set_partial(conn: &Conn, id: &ThreadId, text: &str) -> Result<()> {
     conn.db()
         .prepare_cached(include_str!("../../sql/output_set_partial.sql"))?
         .execute((id, text))?;
@@ -88,7 +89,7 @@ pub fn set_partial(conn: &Conn, id: &str, text: &str) -> Result<()> {
 }
 
 /// Whether a turn is under way.
-pub fn set_turn_open(conn: &Conn, id: &str, open: bool) -> Result<()> {
+pub fn set_turn_open(conn: &Conn, id: &ThreadId, open: bool) -> Result<()> {
     conn.db()
         .prepare_cached(include_str!("../../sql/output_set_turn_open.sql"))?
         .execute((id, open))?;
@@ -98,7 +99,7 @@ pub fn set_turn_open(conn: &Conn, id: &str, open: bool) -> Result<()> {
 /// The child's session name and pending message count, from its last `get_state` answer.
 pub fn set_session_state(
     conn: &Conn,
-    id: &str,
+    id: &ThreadId,
     name: Option<&str>,
     pending: Option<i64>,
 ) -> Result<()> {
@@ -110,7 +111,7 @@ pub fn set_session_state(
 
 /// Appends stderr bytes to the retained tail, keeping its last `keep` bytes (and counting the
 /// ones cut).
-pub fn append_stderr(conn: &Conn, id: &str, bytes: &[u8], keep: usize) -> Result<()> {
+pub fn append_stderr(conn: &Conn, id: &ThreadId, bytes: &[u8], keep: usize) -> Result<()> {
     let (mut tail, mut dropped): (Vec<u8>, i64) = conn
         .db()
         .prepare_cached(include_str!("../../sql/output_get_stderr.sql"))?

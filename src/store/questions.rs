@@ -11,7 +11,7 @@ use rusqlite::{named_params, OptionalExtension, Row};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::domain::{QuestionKind, QuestionState};
+use crate::domain::{QuestionKind, QuestionState, ThreadId};
 use crate::error::Result;
 
 /// One `ui_requests` row.
@@ -63,7 +63,7 @@ impl Question {
 
 /// A question as the runtime records it.
 pub struct NewQuestion<'a> {
-    pub thread_id: &'a str,
+    pub thread_id: &'a ThreadId,
     pub launch_seq: i64,
     pub request_id: &'a str,
     pub kind: QuestionKind,
@@ -91,7 +91,7 @@ pub fn insert(conn: &Conn, q: &NewQuestion<'_>) -> Result<i64> {
 }
 
 /// A thread's oldest pending question.
-pub fn pending_of(conn: &Conn, thread_id: &str) -> Result<Option<Question>> {
+pub fn pending_of(conn: &Conn, thread_id: &ThreadId) -> Result<Option<Question>> {
     Ok(conn
         .db()
         .prepare_cached(include_str!("../../sql/question_pending.sql"))?
@@ -130,7 +130,7 @@ pub fn end(conn: &Conn, id: i64, state: QuestionState, by: &str, at: &str) -> Re
 }
 
 /// Cancels a thread's pending questions (its process ended); returns how many.
-pub fn cancel_thread(conn: &Conn, thread_id: &str, by: &str, at: &str) -> Result<usize> {
+pub fn cancel_thread(conn: &Conn, thread_id: &ThreadId, by: &str, at: &str) -> Result<usize> {
     Ok(conn
         .db()
         .prepare_cached(include_str!("../../sql/question_cancel_thread.sql"))?

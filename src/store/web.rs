@@ -135,7 +135,7 @@ pub struct SubtreeTotals {
 }
 
 /// The subtree totals of `ids` (one statement), by id; an id without a place is missing.
-pub fn subtree_totals(conn: &Conn, ids: &[&str]) -> Result<HashMap<String, SubtreeTotals>> {
+pub fn subtree_totals(conn: &Conn, ids: &[ThreadId]) -> Result<HashMap<ThreadId, SubtreeTotals>> {
     if ids.is_empty() {
         return Ok(HashMap::new());
     }
@@ -145,7 +145,7 @@ pub fn subtree_totals(conn: &Conn, ids: &[&str]) -> Result<HashMap<String, Subtr
         .prepare_cached(include_str!("../../sql/web_subtree_totals.sql"))?;
     let rows = stmt.query_map([ids], |r| {
         Ok((
-            r.get::<_, String>(0)?,
+            r.get::<_, ThreadId>(0)?,
             SubtreeTotals {
                 threads: r.get(1)?,
                 tokens: r.get::<_, Option<i64>>(2)?.unwrap_or(0),

@@ -8,6 +8,6 @@ use crate::store::workers;
 
 pub(in crate::engine) fn list(e: &Engine) -> Result<crate::engine::Reply> {
     let conn = e.store.read()?;
-    let rows = workers::workers_of_coordinator(&conn, e.cfg.session_id.as_str())?;
+    let rows = workers::workers_of_coordinator(&conn, &e.cfg.session_id)?;
     answer(&Workers::of(&facts_of(&conn, rows)?))
 }
