@@ -551,7 +551,7 @@ pub struct TreeRow {
 
 /// The rows of `root`'s tree whose keys are `key` or below it (`None`: the whole tree), in
 /// tree order: one range of the tree's keys.
-pub fn tree_rows(conn: &Conn, root: &str, key: Option<&str>) -> Result<Vec<TreeRow>> {
+pub fn tree_rows(conn: &Conn, root: &SessionId, key: Option<&str>) -> Result<Vec<TreeRow>> {
     let (lo, hi) = match key {
         Some(k) => (k.to_string(), format!("{k}0")),
         None => ("/".to_string(), "0".to_string()),

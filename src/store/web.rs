@@ -12,7 +12,8 @@ use std::collections::HashMap;
 use rusqlite::{params, OptionalExtension};
 
 use crate::domain::{
-    AgentState, CommandKind, CommandState, Contract, ExitKind, Phase, ThreadId, ThreadStatus,
+    AgentState, CommandKind, CommandState, Contract, ExitKind, Phase, SessionId, ThreadId,
+    ThreadStatus,
 };
 use crate::error::Result;
 
@@ -70,7 +71,7 @@ impl WebFilter {
 /// Rows `offset..offset+limit` of `root`'s tree, in tree order, kept by `filter`.
 pub fn page(
     conn: &Conn,
-    root: &str,
+    root: &SessionId,
     filter: &WebFilter,
     offset: i64,
     limit: i64,

@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use super::{json, query_param, Body, Web};
 use crate::contract::projection::{self, Detail};
-use crate::domain::{CommandKind, ThreadId, ThreadStatus};
+use crate::domain::{CommandKind, SessionId, ThreadId, ThreadStatus};
 use crate::engine::budget::{thousands, usd, Budget};
 use crate::error::{Error, ErrorCode, Result};
 use crate::runtime::process::ProcessIdentity;
@@ -52,7 +52,7 @@ pub fn read(web: &Web, route: &str, q: Option<&str>) -> Result<hyper::Response<B
             Ok(json(&trees(&conn, all, &infos, &f, event)?))
         }
         "/api/rows" => {
-            let root = required(q, "root")?;
+            let root = SessionId::new(required(q, "root")?);
             let offset = number(q, "offset", 0, 0, i64::MAX)?;
             let limit = number(q, "limit", 200, 1, MAX_PAGE)?;
             Ok(json(&page(&conn, &root, &filter(q)?, offset, limit)?))
@@ -282,7 +282,7 @@ fn state_of(r: &WebRow) -> String {
 /// A page of `root`'s tree with each row's subtree totals: two statements.
 pub fn page(
     conn: &crate::store::Conn,
-    root: &str,
+    root: &SessionId,
     f: &WebFilter,
     offset: i64,
     limit: i64,
