@@ -6,6 +6,7 @@ use crate::contract::projection::{recent_event_count, Detail, ThreadFacts};
 use crate::error::Result;
 use crate::store::events;
 use crate::store::threads::ThreadRow;
+use crate::store::ThreadIds;
 
 /// The facts of `rows` (in their order) for a projection at `detail`, in three more queries
 /// whatever their number: the retained output of all of them, the retained events each
@@ -19,10 +20,10 @@ pub(super) fn thread_facts(
     if rows.is_empty() {
         return Ok(Vec::new());
     }
-    let ids = serde_json::to_string(&rows.iter().map(|r| r.id.as_str()).collect::<Vec<_>>())?;
-    let outs = crate::store::output::of_threads(conn, &ids, rows.len())?;
-    let events = events::rows_of_threads(conn, &ids, rows.len(), recent_event_count(detail))?;
-    let usage = crate::store::usage::of_threads(conn, &ids, rows.len())?;
+    let ids = ThreadIds::new(rows.iter().map(|r| &r.id))?;
+    let outs = crate::store::output::of_threads(conn, &ids)?;
+    let events = events::rows_of_threads(conn, &ids, recent_event_count(detail))?;
+    let usage = crate::store::usage::of_threads(conn, &ids)?;
     let pending = rows
         .iter()
         .map(|r| super::pending_of(conn, r))

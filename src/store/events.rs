@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::domain::ThreadId;
 use crate::error::Result;
+use crate::store::ThreadIds;
 
 /// Events kept per thread.
 pub const RETAINED_EVENTS: i64 = 40;
@@ -162,15 +163,10 @@ pub fn of_thread(conn: &Conn, thread_id: &ThreadId) -> Result<Vec<StoredEvent>> 
 }
 
 /// The retained events of several threads in one query, for a projection that shows at most
-/// the newest `shown` of each: `ids` is a JSON array of thread ids, and the answer holds, at
-/// each position of that array, that thread's last `shown` events, oldest first.
-pub fn rows_of_threads(
-    conn: &Conn,
-    ids: &str,
-    count: usize,
-    shown: i64,
-) -> Result<Vec<Vec<EventRow>>> {
-    let mut by_thread: Vec<Vec<EventRow>> = (0..count).map(|_| Vec::new()).collect();
+/// the newest `shown` of each: the answer holds, at each position of `ids`, that thread's
+/// last `shown` events, oldest first.
+pub fn rows_of_threads(conn: &Conn, ids: &ThreadIds, shown: i64) -> Result<Vec<Vec<EventRow>>> {
+    let mut by_thread: Vec<Vec<EventRow>> = (0..ids.len()).map(|_| Vec::new()).collect();
     let mut stmt = conn
         .db()
         .prepare_cached(include_str!("../../sql/events_of_threads.sql"))?;

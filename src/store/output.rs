@@ -5,6 +5,7 @@ use rusqlite::{OptionalExtension, Row};
 
 use crate::domain::ThreadId;
 use crate::error::Result;
+use crate::store::ThreadIds;
 
 /// A thread's retained output (`thread_output`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -45,10 +46,10 @@ pub fn of_thread(conn: &Conn, id: &ThreadId) -> Result<OutputFacts> {
         .unwrap_or_default())
 }
 
-/// The retained output of `count` threads whose ids are the JSON array `ids`, in its order
-/// (one query whatever their number); empty for a thread with none.
-pub fn of_threads(conn: &Conn, ids: &str, count: usize) -> Result<Vec<OutputFacts>> {
-    let mut outs = vec![OutputFacts::default(); count];
+/// The retained output of the threads `ids`, in their order (one query whatever their
+/// number); empty for a thread with none.
+pub fn of_threads(conn: &Conn, ids: &ThreadIds) -> Result<Vec<OutputFacts>> {
+    let mut outs = vec![OutputFacts::default(); ids.len()];
     let mut stmt = conn
         .db()
         .prepare_cached(include_str!("../../sql/outputs_of_threads.sql"))?;

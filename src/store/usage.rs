@@ -16,6 +16,7 @@ use serde_json::Value;
 use crate::domain::{SessionId, ThreadId};
 use crate::error::Result;
 use crate::pi::events;
+use crate::store::ThreadIds;
 
 /// Tokens, cost and counts; one message's, or a sum.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
@@ -309,10 +310,9 @@ pub fn put_session(
         .is_some())
 }
 
-/// The own usage of `ids` (a JSON array of `count` thread ids), by position; a thread without
-/// a row spent nothing.
-pub fn of_threads(conn: &Conn, ids: &str, count: usize) -> Result<Vec<Usage>> {
-    let mut out = vec![Usage::default(); count];
+/// The own usage of the threads `ids`, by position; a thread without a row spent nothing.
+pub fn of_threads(conn: &Conn, ids: &ThreadIds) -> Result<Vec<Usage>> {
+    let mut out = vec![Usage::default(); ids.len()];
     let mut stmt = conn
         .db()
         .prepare_cached(include_str!("../../sql/usage_of_threads.sql"))?;
