@@ -312,11 +312,12 @@ impl Serialize for ThreadState {
 }
 
 /// Ids that are text in their column: each binds and compares only as itself (no `Deref`
-/// to `str`, no equality with strings); `as_str()` is the one way to its text.
+/// to `str`, no equality with strings); `as_str()` is the one way to its text. `Debug` prints
+/// the text as a string's `Debug` does, so logs and messages read as they did with `String`s.
 macro_rules! text_id {
     ($($(#[$doc:meta])* $name:ident;)+) => {$(
         $(#[$doc])*
-        #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        #[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
         #[serde(transparent)]
         pub struct $name(String);
 
@@ -343,6 +344,12 @@ macro_rules! text_id {
         impl fmt::Display for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str(&self.0)
+            }
+        }
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                fmt::Debug::fmt(&self.0, f)
             }
         }
 
