@@ -56,6 +56,7 @@ use criterion::{
     criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput,
 };
 use serde_json::Value;
+use threadbase::domain::ThreadId;
 use threadbase::runtime::mapping::{Effect, Tracker};
 use threadbase::runtime::{LaunchSpec, Runtime, RuntimeConfig, SendMode, StartKind};
 use threadbase::store::events::{append, NewEvent};
@@ -98,8 +99,8 @@ fn benches(c: &mut Criterion) {
     let db = support::open_db();
     support::seed_tree(&db, TREE);
     // The top-level threads of the first 8 blocks.
-    let ids: Vec<String> = (0..THREADS)
-        .map(|b| support::thread_id(support::top_row(b)))
+    let ids: Vec<ThreadId> = (0..THREADS)
+        .map(|b| ThreadId::new(support::thread_id(support::top_row(b))))
         .collect();
     let at = threadbase::time::now_iso();
     let batch = thread_events(&at, BATCH / THREADS);
@@ -258,7 +259,7 @@ fn stream_file(dir: &Path, name: &str, lines: &[&str], min_lines: usize) -> Stre
     }
 }
 
-fn spec(id: &str, script: &str, args: &[&str]) -> LaunchSpec {
+fn spec(id: &ThreadId, script: &str, args: &[&str]) -> LaunchSpec {
     let mut argv = vec![
         "bash".into(),
         "-c".into(),
@@ -267,7 +268,7 @@ fn spec(id: &str, script: &str, args: &[&str]) -> LaunchSpec {
     ];
     argv.extend(args.iter().map(|a| a.to_string()));
     LaunchSpec {
-        thread_id: id.to_string(),
+        thread_id: id.clone(),
         argv,
         cwd: std::env::temp_dir(),
         env: Vec::new(),
@@ -284,11 +285,16 @@ async fn launch_streamers(
     next: &mut usize,
     n: usize,
     args: &[&str],
-) -> Vec<String> {
+) -> Vec<ThreadId> {
     let mut ids = Vec::new();
     for _ in 0..n {
-        let id = support::thread_id(1_000_000 + *next);
-        support::insert_live_thread(&db.store, db.manager_id, &id, &format!("stream_{next}"));
+        let id = ThreadId::new(support::thread_id(1_000_000 + *next));
+        support::insert_live_thread(
+            &db.store,
+            db.manager_id,
+            id.as_str(),
+            &format!("stream_{next}"),
+        );
         *next += 1;
         runtime
             .launch(spec(&id, STREAM_CHILD, args))
@@ -300,7 +306,7 @@ async fn launch_streamers(
 }
 
 /// Sends every child its start signal at once.
-async fn start_all(runtime: &Runtime, ids: &[String]) {
+async fn start_all(runtime: &Runtime, ids: &[ThreadId]) {
     let mut starts = tokio::task::JoinSet::new();
     for id in ids {
         let rt = runtime.clone();
@@ -314,7 +320,7 @@ async fn start_all(runtime: &Runtime, ids: &[String]) {
 }
 
 /// SIGKILLs every child at once.
-async fn stop_all(runtime: &Runtime, ids: &[String]) {
+async fn stop_all(runtime: &Runtime, ids: &[ThreadId]) {
     let mut stops = tokio::task::JoinSet::new();
     for id in ids {
         let rt = runtime.clone();
@@ -329,7 +335,7 @@ async fn stop_all(runtime: &Runtime, ids: &[String]) {
 }
 
 /// Sum over `ids` of what `sql` reads for each (its `?1`), as a reader sees it.
-fn sum_over(store: &Store, ids: &[String], sql: &str) -> i64 {
+fn sum_over(store: &Store, ids: &[ThreadId], sql: &str) -> i64 {
     let conn = store.read().expect("reader");
     let mut stmt = conn.sqlite().prepare_cached(sql).unwrap();
     ids.iter()
@@ -338,12 +344,12 @@ fn sum_over(store: &Store, ids: &[String], sql: &str) -> i64 {
 }
 
 /// Sum of `last_seq` over `ids`, as a reader sees it.
-fn committed(store: &Store, ids: &[String]) -> i64 {
+fn committed(store: &Store, ids: &[ThreadId]) -> i64 {
     sum_over(store, ids, "SELECT last_seq FROM threads WHERE id = ?1")
 }
 
 /// Sum of `thread_usage.turns` over `ids`, as a reader sees it.
-fn counted_turns(store: &Store, ids: &[String]) -> i64 {
+fn counted_turns(store: &Store, ids: &[ThreadId]) -> i64 {
     sum_over(
         store,
         ids,
@@ -429,7 +435,7 @@ fn report_runs(label: &str, file: &StreamFile, runs: &mut [(Duration, Duration)]
 /// A child writing a timestamped `tool_execution_start` every 10 ms, and a reader thread that
 /// records write → visible delays.
 struct Probe {
-    id: String,
+    id: ThreadId,
     samples: Arc<Mutex<Vec<Sample>>>,
     stop: Arc<AtomicBool>,
     reader: Option<std::thread::JoinHandle<()>>,
@@ -437,8 +443,13 @@ struct Probe {
 
 impl Probe {
     async fn start(runtime: &Runtime, db: &support::BenchDb, next: &mut usize) -> Probe {
-        let id = support::thread_id(1_000_000 + *next);
-        support::insert_live_thread(&db.store, db.manager_id, &id, &format!("probe_{next}"));
+        let id = ThreadId::new(support::thread_id(1_000_000 + *next));
+        support::insert_live_thread(
+            &db.store,
+            db.manager_id,
+            id.as_str(),
+            &format!("probe_{next}"),
+        );
         *next += 1;
         runtime
             .launch(spec(&id, PROBE_CHILD, &[]))
@@ -486,7 +497,7 @@ impl Probe {
 /// Write → visible, and write → stamped by the runtime's reader (ms resolution).
 type Sample = (Duration, Duration);
 
-fn poll_probe(store: &Store, id: &str, samples: &Mutex<Vec<Sample>>, stop: &AtomicBool) {
+fn poll_probe(store: &Store, id: &ThreadId, samples: &Mutex<Vec<Sample>>, stop: &AtomicBool) {
     let conn = store.read().expect("reader");
     let mut stmt = conn
         .sqlite()
@@ -645,7 +656,7 @@ fn stream_benches(c: &mut Criterion) {
     let idle = idle.map(|probe| rt.block_on(probe.finish(&runtime)));
 
     let burst_path = burst.path.to_string_lossy().into_owned();
-    let mut loaded: Option<(Vec<String>, Probe, i64, Instant)> = None;
+    let mut loaded: Option<(Vec<ThreadId>, Probe, i64, Instant)> = None;
     g.bench_function("visible_loaded", |b| {
         let (_, probe, _, _) = loaded.get_or_insert_with(|| {
             rt.block_on(async {

@@ -312,11 +312,12 @@ impl Serialize for ThreadState {
 }
 
 /// Ids that are text in their column: each binds and compares only as itself (no `Deref`
-/// to `str`, no equality with strings); `as_str()` is the one way to its text.
+/// to `str`, no equality with strings); `as_str()` is the one way to its text. `Debug` prints
+/// the text as a string's `Debug` does, so logs and messages read as they did with `String`s.
 macro_rules! text_id {
     ($($(#[$doc:meta])* $name:ident;)+) => {$(
         $(#[$doc])*
-        #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        #[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
         #[serde(transparent)]
         pub struct $name(String);
 
@@ -346,6 +347,12 @@ macro_rules! text_id {
             }
         }
 
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                fmt::Debug::fmt(&self.0, f)
+            }
+        }
+
         impl From<String> for $name {
             fn from(id: String) -> $name {
                 $name(id)
@@ -370,6 +377,11 @@ impl WorkerId {
     /// The worker's thread row's id (the same text).
     pub fn thread_id(&self) -> ThreadId {
         ThreadId::new(self.as_str())
+    }
+
+    /// The worker's own Pi session's id (the same text): a worker is a top-level session.
+    pub fn session_id(&self) -> SessionId {
+        SessionId::new(self.as_str())
     }
 }
 

@@ -1,5 +1,7 @@
 //! Random identifiers from the operating system's CSPRNG (`getrandom`).
 
+use crate::domain::ThreadId;
+
 /// `n` random lowercase hex digits.
 pub fn random_hex(n: usize) -> String {
     let mut bytes = vec![0u8; n.div_ceil(2)];
@@ -19,8 +21,8 @@ pub fn fill(bytes: &mut [u8]) {
 }
 
 /// A contract A thread id: `thread_` + 12 hex digits.
-pub fn new_thread_id() -> String {
-    format!("thread_{}", random_hex(12))
+pub fn new_thread_id() -> ThreadId {
+    ThreadId::new(format!("thread_{}", random_hex(12)))
 }
 
 #[cfg(test)]
@@ -34,7 +36,7 @@ mod tests {
                 .bytes()
                 .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
         }
-        let id = super::new_thread_id();
+        let id = super::new_thread_id().into_string();
         assert_eq!(id.len(), "thread_".len() + 12, "{id}");
         assert!(id.starts_with("thread_"));
         assert_ne!(super::new_thread_id(), super::new_thread_id());

@@ -19,7 +19,7 @@
 #![allow(dead_code)]
 
 use std::time::Instant;
-use threadbase::domain::{ManagerId, Phase, ThreadId, ThreadStatus};
+use threadbase::domain::{ManagerId, Phase, SessionId, ThreadId, ThreadStatus};
 
 use tempfile::TempDir;
 use threadbase::store::threads::{insert_thread, upsert_manager, Contract, ManagerSpec, NewThread};
@@ -55,7 +55,7 @@ pub fn open_db() -> BenchDb {
             upsert_manager(
                 tx,
                 &ManagerSpec {
-                    session_id: "bench-session",
+                    session_id: &SessionId::new("bench-session"),
                     contract: Contract::Thread,
                     scope_path: "/root",
                     depth: 0,

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
+use crate::domain::SessionId;
 use crate::engine::adopt::{adopt_reference, owner_alive, Found};
 use crate::error::{Error, ErrorCode, Result};
 use crate::pi::session::{session_dir_for, SessionFile};
@@ -26,7 +27,7 @@ pub struct AdoptArgs<'a> {
 
 /// The session a thread is adopted into.
 struct Into {
-    session_id: String,
+    session_id: SessionId,
     file: Option<PathBuf>,
     cwd: Option<String>,
 }
@@ -62,7 +63,7 @@ pub fn run(db: &Path, args: &AdoptArgs<'_>, out: &mut dyn Write) -> Result<()> {
     let adopted = match found {
         Found::Adopted(a) => a,
         Found::OwnerAlive(c) => {
-            let path = thread_by_id_any(&*store.read()?, c.id.as_str())?
+            let path = thread_by_id_any(&*store.read()?, &c.id)?
                 .map(|r| r.path)
                 .unwrap_or_default();
             return Err(owner_alive(&c, &path));
@@ -132,9 +133,10 @@ fn target(store: &Store, into: Option<&str>) -> Result<Into> {
         Some(s) if Path::new(s).is_file() => Path::new(s).to_path_buf(),
         Some(s) => {
             let conn = store.read()?;
-            if manager_id(&conn, s, Contract::Thread)?.is_some() {
+            let session_id = SessionId::new(s);
+            if manager_id(&conn, &session_id, Contract::Thread)?.is_some() {
                 return Ok(Into {
-                    session_id: s.to_string(),
+                    session_id,
                     file: None,
                     cwd: None,
                 });
@@ -155,7 +157,7 @@ fn target(store: &Store, into: Option<&str>) -> Result<Into> {
     })?;
     let file = dunce::canonicalize(&file).unwrap_or(file);
     Ok(Into {
-        session_id: session.header_id().to_string(),
+        session_id: SessionId::new(session.header_id()),
         cwd: session.cwd().map(str::to_string),
         file: Some(file),
     })

@@ -164,7 +164,7 @@ fn demo(keep: Option<PathBuf>, out: &mut dyn Write) -> Result<()> {
         let root = Engine::new(cfg.clone(), store.clone(), runtime.clone())?;
         let r = call(&root, json!({"action":"start","name":"API survey","taskName":"api_survey","prompt":"Inspect the public API and report mismatches."})).await?;
         say(out, "start /root/api_survey", &r)?;
-        let survey_id = r["details"]["snapshot"]["id"].as_str().unwrap_or_default().to_string();
+        let survey_id = crate::domain::ThreadId::new(r["details"]["snapshot"]["id"].as_str().unwrap_or_default());
         let r = call(&root, json!({"action":"start","prompt":"Review the docs for stale examples.","taskName":"review_docs"})).await?;
         say(out, "start /root/review_docs", &r)?;
 
@@ -175,7 +175,7 @@ fn demo(keep: Option<PathBuf>, out: &mut dyn Write) -> Result<()> {
             session_id: survey.as_ref().and_then(|t| t.session_id.clone()).unwrap_or_else(|| "demo-survey".into()).into(),
             scope_path: "/root/api_survey".into(),
             depth: 1,
-            self_id: Some(survey_id.as_str().into()),
+            self_id: Some(survey_id),
             parent_path: Some("/root".into()),
             ..cfg.clone()
         };

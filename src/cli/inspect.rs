@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use super::forest::{self, Node};
 use super::sql::write_table;
 use super::stop::{optional_globs, path_globs};
-use crate::domain::ExitKind;
+use crate::domain::{ExitKind, ThreadId};
 use crate::engine::budget::{thousands, usd};
 use crate::error::Result;
 use crate::store::events;
@@ -208,8 +208,8 @@ pub fn show(
     let mut doc = thread_json(&conn, &t)?;
     let (own, subtree) = if crate::store::usage::has_tables(&conn)? {
         (
-            crate::store::usage::of_thread(&conn, t.id.as_str())?,
-            crate::store::usage::of_subtree(&conn, t.id.as_str())?,
+            crate::store::usage::of_thread(&conn, &t.id)?,
+            crate::store::usage::of_subtree(&conn, &t.id)?,
         )
     } else {
         (None, None)
@@ -220,13 +220,13 @@ pub fn show(
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
         return Ok(());
     }
-    let (session, contract) = manager_of_thread(&conn, t.id.as_str())?.unwrap_or_default();
+    let (session, contract) = manager_of_thread(&conn, &t.id)?.unwrap_or_default();
     let mut kv = vec![
         ("id", t.id.to_string()),
         ("path", t.path.clone()),
         ("name", t.name.clone()),
         ("taskName", t.task_name.clone()),
-        ("session", session_text(&conn, t.id.as_str())?),
+        ("session", session_text(&conn, &t.id)?),
         ("manager", format!("{session} ({contract})")),
         ("status", status_text(&t)),
         ("phase", t.phase().to_string()),
@@ -266,7 +266,7 @@ pub fn show(
     for (k, v) in kv {
         writeln!(out, "{k:<12} {v}")?;
     }
-    let evs = events::of_thread(&conn, t.id.as_str())?;
+    let evs = events::of_thread(&conn, &t.id)?;
     writeln!(
         out,
         "events       {} retained (last seq {})",
@@ -288,7 +288,7 @@ pub fn events(
 ) -> Result<()> {
     let conn = open_read_only(db)?;
     let t = within.resolve(&conn, reference)?;
-    let evs = events::of_thread(&conn, t.id.as_str())?;
+    let evs = events::of_thread(&conn, &t.id)?;
     if json {
         writeln!(out, "{}", serde_json::to_string_pretty(&evs)?)?;
         return Ok(());
@@ -329,16 +329,16 @@ pub fn events_matching(
             .collect();
     }
     if let Some(session) = within.manager {
-        let ids: Vec<&str> = listing.threads.iter().map(|t| t.id.as_str()).collect();
+        let ids: Vec<ThreadId> = listing.threads.iter().map(|t| t.id.clone()).collect();
         let of = crate::store::sessions::sessions_of_threads(&conn, &ids)?;
         listing
             .threads
-            .retain(|t| of.get(t.id.as_str()).is_some_and(|(_, m)| m == session));
+            .retain(|t| of.get(&t.id).is_some_and(|(_, m)| m == session));
     }
     if json {
         let mut docs = Vec::new();
         for t in &listing.threads {
-            let evs = events::of_thread(&conn, t.id.as_str())?;
+            let evs = events::of_thread(&conn, &t.id)?;
             docs.push(json!({"id": t.id, "path": t.path, "events": evs}));
         }
         writeln!(out, "{}", serde_json::to_string_pretty(&docs)?)?;
@@ -348,14 +348,14 @@ pub fn events_matching(
         writeln!(out, "No thread matches {matching}.")?;
     }
     for t in &listing.threads {
-        write_events(out, t, &events::of_thread(&conn, t.id.as_str())?)?;
+        write_events(out, t, &events::of_thread(&conn, &t.id)?)?;
     }
     Ok(())
 }
 
 /// The Pi session a thread's tree belongs to, as `--session` names it: `"name" started … (id
 /// …)`; `-` before V4.
-fn session_text(conn: &Conn, id: &str) -> Result<String> {
+fn session_text(conn: &Conn, id: &ThreadId) -> Result<String> {
     use crate::store::sessions;
     let Some(root) = sessions::root_of_thread(conn, id)? else {
         return Ok("-".to_string());
@@ -393,10 +393,10 @@ fn exit_text(t: &ThreadRow, kind: ExitKind) -> String {
 }
 
 fn thread_json(conn: &Conn, t: &ThreadRow) -> Result<Value> {
-    let (session, contract) = manager_of_thread(conn, t.id.as_str())?.unwrap_or_default();
+    let (session, contract) = manager_of_thread(conn, &t.id)?.unwrap_or_default();
     let mut v = serde_json::to_value(t)?;
     if let Value::Object(m) = &mut v {
-        m.insert("manager_session".into(), Value::from(session));
+        m.insert("manager_session".into(), Value::from(session.into_string()));
         m.insert("contract".into(), Value::from(contract));
     }
     Ok(v)

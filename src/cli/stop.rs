@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use globset::{GlobSet, GlobSetBuilder};
 
-use crate::domain::{ExitKind, ThreadStatus};
+use crate::domain::{ExitKind, ThreadId, ThreadStatus};
 use crate::error::{Error, Result};
 use crate::runtime::process::ProcessIdentity;
 use crate::store::commands::{self, CommandKind};
@@ -60,7 +60,7 @@ pub fn optional_globs(pattern: Option<&str>) -> Result<Option<GlobSet>> {
 }
 
 struct Target {
-    id: String,
+    id: ThreadId,
     path: String,
     session: String,
     owner: Option<ProcessIdentity>,
@@ -105,7 +105,7 @@ fn stop(db: &Path, args: &StopArgs<'_>, out: &mut dyn Write) -> Result<ExitCode>
         for t in commands::stop_candidates(&conn, args.manager)? {
             if globs.is_match(&t.path) {
                 v.push(Target {
-                    id: t.id.to_string(),
+                    id: t.id,
                     path: t.path,
                     session: t.session,
                     owner: t

@@ -4,7 +4,7 @@
 //! and the text says so on a line of its own. One query per tree:
 //! the `subtree_usage` view pushed down to the tree's key range.
 
-use crate::domain::{AgentState, Contract, Phase, ThreadStatus};
+use crate::domain::{AgentState, Contract, Phase, SessionId, ThreadStatus};
 use std::io::Write;
 use std::path::Path;
 
@@ -43,7 +43,7 @@ pub struct UsageRow {
 
 /// The rows of `root`'s tree whose keys are `key` or below it (`None`: the whole tree), in
 /// tree order, with each state in words.
-pub fn tree_rows(conn: &Conn, root: &str, key: Option<&str>) -> Result<Vec<UsageRow>> {
+pub fn tree_rows(conn: &Conn, root: &SessionId, key: Option<&str>) -> Result<Vec<UsageRow>> {
     Ok(usage::tree_rows(conn, root, key)?
         .into_iter()
         .map(|r| UsageRow {
@@ -119,7 +119,7 @@ pub fn run(
         Some(r) => {
             let t =
                 crate::store::refs::resolve_anywhere(&conn, r, within.manager, session.as_ref())?;
-            let (root, key) = usage::place_of(&conn, t.id.as_str())?;
+            let (root, key) = usage::place_of(&conn, &t.id)?;
             let total = all
                 .into_iter()
                 .find(|u| u.root_session == root)
@@ -129,7 +129,7 @@ pub fn run(
                     usage: Usage::default(),
                     session: Usage::default(),
                 });
-            let rows = tree_rows(&conn, &root, Some(&key))?;
+            let rows = tree_rows(&conn, &SessionId::new(root.as_str()), Some(&key))?;
             selected.push((total, Some(t.id.into_string()), rows));
         }
         None => {
@@ -140,7 +140,7 @@ pub fn run(
                 {
                     continue;
                 }
-                let rows = tree_rows(&conn, &total.root_session, None)?;
+                let rows = tree_rows(&conn, &SessionId::new(total.root_session.as_str()), None)?;
                 selected.push((total, None, rows));
             }
         }

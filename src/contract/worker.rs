@@ -6,8 +6,8 @@
 //! Texts follow the public implementation (`opzero1/threads`, see
 //! `reference/contract-semantics.md` §3); every rejection ends with a `Repair:` hint.
 
-use crate::domain::WorkerId;
 use crate::domain::{Outcome, Phase, ThreadStatus};
+use crate::domain::{SessionId, WorkerId};
 use std::path::Path;
 
 use serde::Serialize;
@@ -99,7 +99,7 @@ pub struct WorkerRef {
 /// `threads.snapshot`, `threads.restore`: the coordinators whose workers they cover.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Coordinators {
-    pub coordinator_ids: Vec<String>,
+    pub coordinator_ids: Vec<SessionId>,
 }
 
 const WORKER_ID_SHAPE: &str = r#"{"workerID": "ses_0123456789abcdef0123456789abcdef"}"#;
@@ -358,7 +358,7 @@ impl Fields<'_> {
         (!paths.is_empty()).then_some(paths)
     }
 
-    fn coordinator_ids(&mut self) -> Vec<String> {
+    fn coordinator_ids(&mut self) -> Vec<SessionId> {
         let ids = self.strings("coordinatorIDs", None).unwrap_or_default();
         if ids.len() > MAX_COORDINATOR_IDS {
             self.errors.push(format!(
@@ -366,7 +366,7 @@ impl Fields<'_> {
                 ids.len()
             ));
         }
-        ids
+        ids.into_iter().map(SessionId::new).collect()
     }
 }
 
@@ -383,7 +383,7 @@ pub fn digest(parts: &Value) -> String {
 }
 
 /// `ses_` + the first 32 hex digits of `digest([coordinatorID, key])`.
-pub fn worker_identity(coordinator_id: &str, key: &str) -> WorkerId {
+pub fn worker_identity(coordinator_id: &SessionId, key: &str) -> WorkerId {
     WorkerId::new(format!(
         "ses_{}",
         &digest(&json!([coordinator_id, key]))[..32]
@@ -511,7 +511,7 @@ pub fn report_notice_text(worker_id: &str, key: &str, report: &Report) -> String
 #[derive(Debug, Clone, PartialEq)]
 pub struct WorkerFacts {
     pub worker_id: WorkerId,
-    pub coordinator_id: String,
+    pub coordinator_id: SessionId,
     pub key: String,
     pub title: Option<String>,
     pub directory: String,
@@ -540,7 +540,7 @@ impl WorkerFacts {
     pub fn view(&self) -> WorkerView<'_> {
         WorkerView {
             worker_id: self.worker_id.as_str(),
-            coordinator_id: &self.coordinator_id,
+            coordinator_id: self.coordinator_id.as_str(),
             key: &self.key,
             title: self.title.as_deref().unwrap_or(&self.key),
             directory: &self.directory,
@@ -722,7 +722,7 @@ mod tests {
             digest(&json!(["Workstream", "/work", "Verify"])),
             "386dfd06102da10f8ca294a78d241e8a33d6921ff86f0615d282a618b140bdcf"
         );
-        let w = worker_identity("ses_coord", "review");
+        let w = worker_identity(&SessionId::new("ses_coord"), "review");
         assert_eq!(w.as_str(), "ses_b47bb7c83655aa899fd1b7f2b4899c1f");
         assert_eq!(
             send_message_id(&w, "k1"),
@@ -751,8 +751,8 @@ mod tests {
         );
         // The pair is JSON-encoded, so separators inside ids cannot collide.
         assert_ne!(
-            worker_identity("ses_a:b", "c"),
-            worker_identity("ses_a", "b:c")
+            worker_identity(&SessionId::new("ses_a:b"), "c"),
+            worker_identity(&SessionId::new("ses_a"), "b:c")
         );
         // Non-ASCII and '/' are hashed unescaped, like JSON.stringify.
         assert_eq!(

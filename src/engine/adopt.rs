@@ -54,7 +54,7 @@ pub fn adopt_reference(
     }
     let adopted = store.write(|tx| {
         let to = target(tx)?;
-        adopt::adopt(tx, one.id.as_str(), to, by, &now_iso())
+        adopt::adopt(tx, &one.id, to, by, &now_iso())
     })?;
     Ok(Found::Adopted(adopted))
 }

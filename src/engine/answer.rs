@@ -23,8 +23,7 @@ pub fn answer_thread(
     given: &Value,
     by: &str,
 ) -> Result<(Question, Value)> {
-    let q =
-        questions::pending_of(&*store.read()?, row.id.as_str())?.ok_or_else(|| no_question(row))?;
+    let q = questions::pending_of(&*store.read()?, &row.id)?.ok_or_else(|| no_question(row))?;
     let value = answer::validate(&q, given)?;
     let written = store.write(|tx| questions::answer(tx, q.id, &value, by, &now_iso()))?;
     if !written {

@@ -8,6 +8,7 @@
 //! the transaction that reserves the work, and every serve of the tree (each child's own)
 //! checks the same rows.
 
+use crate::domain::ThreadId;
 use crate::error::{Error, ErrorCode, Result};
 use crate::store::usage::{tree_spend, TreeOf, TreeUsage};
 use crate::store::Conn;
@@ -118,17 +119,13 @@ impl super::Engine {
     pub(super) fn check_budget(
         &self,
         conn: &Conn,
-        thread_id: Option<&str>,
+        thread_id: Option<&ThreadId>,
         action: &str,
     ) -> Result<()> {
         let of = TreeOf {
             thread_id,
-            self_id: self
-                .cfg
-                .self_id
-                .as_ref()
-                .map(crate::domain::ThreadId::as_str),
-            session_id: self.cfg.session_id.as_str(),
+            self_id: self.cfg.self_id.as_ref(),
+            session_id: &self.cfg.session_id,
         };
         self.cfg.budget.check(conn, of, action)
     }

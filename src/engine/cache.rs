@@ -25,6 +25,7 @@ use std::sync::{Arc, Mutex};
 use crate::contract::list_answer::{self, Rendered};
 use crate::contract::projection::{Detail, ThreadFacts};
 use crate::contract::thread::poll_result;
+use crate::domain::ThreadId;
 use crate::error::{Error, Result};
 use crate::store::snapshots::{self, View};
 use crate::store::threads::{threads_by_ids, ThreadRow};
@@ -38,7 +39,7 @@ const FILL_BATCH: usize = 64;
 pub(super) const MAX_PENDING: usize = 16_384;
 
 /// A view of one thread at one detail level.
-pub(super) type Key = (String, View, Detail);
+pub(super) type Key = (ThreadId, View, Detail);
 
 /// Renders `view` of `facts` at `detail` (contract/): the one function both the read paths and
 /// the filler use, so a cached answer is byte for byte the answer a read would render.
@@ -135,7 +136,7 @@ impl SnapshotCache {
 /// Renders each key's view from the rows read in `tx` (a write transaction) and keeps it.
 /// Returns how many were kept (busy or removed threads are skipped).
 pub(super) fn fill_batch(tx: &Conn, keys: &[Key]) -> Result<usize> {
-    let mut ids: Vec<&str> = keys.iter().map(|k| k.0.as_str()).collect();
+    let mut ids: Vec<ThreadId> = keys.iter().map(|k| k.0.clone()).collect();
     ids.sort_unstable();
     ids.dedup();
     let rows: Vec<ThreadRow> = threads_by_ids(tx, &ids)?
@@ -147,7 +148,7 @@ pub(super) fn fill_batch(tx: &Conn, keys: &[Key]) -> Result<usize> {
     for detail in [Detail::Summary, Detail::Tail, Detail::Full] {
         let wanted: Vec<ThreadRow> = rows
             .iter()
-            .filter(|r| keys.iter().any(|k| k.2 == detail && k.0 == r.id.as_str()))
+            .filter(|r| keys.iter().any(|k| k.2 == detail && k.0 == r.id))
             .cloned()
             .collect();
         if wanted.is_empty() {
@@ -161,13 +162,13 @@ pub(super) fn fill_batch(tx: &Conn, keys: &[Key]) -> Result<usize> {
             for view in [View::Snapshot, View::Poll] {
                 if !keys
                     .iter()
-                    .any(|k| k.0 == f.row.id.as_str() && k.1 == view && k.2 == detail)
+                    .any(|k| k.0 == f.row.id && k.1 == view && k.2 == detail)
                 {
                     continue;
                 }
                 let r = render(&f, view, detail)?;
                 let line = (view == View::Snapshot).then_some(r.line.as_str());
-                if snapshots::put(tx, f.row.id.as_str(), view, detail.as_str(), &r.json, line)? {
+                if snapshots::put(tx, &f.row.id, view, detail.as_str(), &r.json, line)? {
                     kept += 1;
                 }
             }
@@ -190,7 +191,7 @@ mod tests {
             .write(|tx| {
                 let m = upsert_manager(
                     tx,
-                    &ManagerSpec::new("s", Contract::Thread, "/root"),
+                    &ManagerSpec::new(&"s".into(), Contract::Thread, "/root"),
                 )?;
                 insert_thread(
                     tx,
@@ -210,7 +211,7 @@ mod tests {
                 )?;
                 events::append(
                     tx,
-                    "thread_a",
+                    &"thread_a".into(),
                     &[NewEvent {
                         at: "2026-01-01T00:00:00.000Z",
                         kind: "assistant_message",
@@ -237,7 +238,7 @@ mod tests {
         let mut keys = Vec::new();
         for view in [View::Snapshot, View::Poll] {
             for detail in [Detail::Summary, Detail::Tail, Detail::Full] {
-                keys.push(("thread_a".to_string(), view, detail));
+                keys.push(("thread_a".into(), view, detail));
             }
         }
         keys
@@ -323,7 +324,7 @@ mod tests {
             ("event", &|tx| {
                 events::append(
                     tx,
-                    "thread_a",
+                    &"thread_a".into(),
                     &[NewEvent {
                         at: "2026-01-01T00:00:01.000Z",
                         kind: "thread_archived",
@@ -348,7 +349,7 @@ mod tests {
             ("usage", &|tx| {
                 crate::store::usage::add(
                     tx,
-                    "thread_a",
+                    &"thread_a".into(),
                     &crate::store::usage::Usage {
                         input_tokens: 10,
                         ..Default::default()
@@ -391,7 +392,7 @@ mod tests {
             .unwrap();
         let conn = store.read().unwrap();
         assert_eq!(
-            snapshots::cached(&conn, "thread_a", View::Poll, "summary").unwrap(),
+            snapshots::cached(&conn, &"thread_a".into(), View::Poll, "summary").unwrap(),
             None
         );
         // Nor does a list row carry it.

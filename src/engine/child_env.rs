@@ -5,12 +5,16 @@
 
 use super::config::{AgentLimits, Settings};
 use super::ServeConfig;
+use crate::domain::{SessionId, ThreadId, WorkerId};
 
 /// The child's parent, as its serve reads it.
 pub(super) enum Parent<'a> {
     /// A thread at `path`; `id` is its thread id when it has one (`None` leaves
     /// `PI_THREADS_PARENT_ID` to what this process has).
-    Thread { path: &'a str, id: Option<&'a str> },
+    Thread {
+        path: &'a str,
+        id: Option<&'a ThreadId>,
+    },
     /// None: the child is a top-level session (contract C's workers). Empty values unset what
     /// this process's own environment carries.
     TopLevel,
@@ -25,23 +29,26 @@ impl ChildEnv {
     /// `root_session`.
     pub(super) fn new(
         cfg: &ServeConfig,
-        id: Option<&str>,
+        id: Option<&ThreadId>,
         path: &str,
         depth: i64,
         parent: Parent<'_>,
-        root_session: &str,
+        root_session: &SessionId,
     ) -> ChildEnv {
         let mut env = ChildEnv(Vec::with_capacity(16));
         env.set("THREADBASE_DB", cfg.db.display().to_string());
         env.set("PI_THREADS_PATH", path);
         env.set("PI_THREADS_DEPTH", depth.to_string());
-        env.set("PI_THREADS_SELF_ID", id.unwrap_or_default());
+        env.set(
+            "PI_THREADS_SELF_ID",
+            id.map(ThreadId::as_str).unwrap_or_default(),
+        );
         match parent {
             Parent::Thread { path, id } => {
                 env.set("PI_THREADS_PARENT_PATH", path);
                 if let Some(id) = id {
-                    env.set("PI_THREADS_PARENT_ID", id);
-                    env.set("PI_THREADS_PARENT_THREAD_ID", id);
+                    env.set("PI_THREADS_PARENT_ID", id.as_str());
+                    env.set("PI_THREADS_PARENT_THREAD_ID", id.as_str());
                 }
             }
             Parent::TopLevel => {
@@ -54,7 +61,7 @@ impl ChildEnv {
                 }
             }
         }
-        env.set("PI_THREADS_ROOT_SESSION_ID", root_session);
+        env.set("PI_THREADS_ROOT_SESSION_ID", root_session.as_str());
         env
     }
 
@@ -83,9 +90,9 @@ impl ChildEnv {
     }
 
     /// Contract C: the worker's and its coordinator's ids.
-    pub(super) fn worker(mut self, id: &str, coordinator: &str) -> ChildEnv {
-        self.set("THREADBASE_WORKER_ID", id);
-        self.set("THREADBASE_COORDINATOR_ID", coordinator);
+    pub(super) fn worker(mut self, id: &WorkerId, coordinator: &SessionId) -> ChildEnv {
+        self.set("THREADBASE_WORKER_ID", id.as_str());
+        self.set("THREADBASE_COORDINATOR_ID", coordinator.as_str());
         self
     }
 
@@ -138,14 +145,14 @@ mod tests {
     fn a_thread_child_knows_its_place_and_contract_a_settings() {
         let env = map(ChildEnv::new(
             &cfg(),
-            Some("thread_0123456789ab"),
+            Some(&ThreadId::new("thread_0123456789ab")),
             "/root/a/b",
             2,
             Parent::Thread {
                 path: "/root/a",
-                id: Some("thread_aaaaaaaaaaaa"),
+                id: Some(&ThreadId::new("thread_aaaaaaaaaaaa")),
             },
-            "ses_root",
+            &SessionId::new("ses_root"),
         )
         .thread_settings(&Settings::default()));
         let want: BTreeMap<String, String> = [
@@ -172,14 +179,14 @@ mod tests {
     fn a_parent_without_an_id_leaves_the_parent_id_alone() {
         let env = map(ChildEnv::new(
             &cfg(),
-            Some("t"),
+            Some(&ThreadId::new("t")),
             "/root/x",
             1,
             Parent::Thread {
                 path: "/root",
                 id: None,
             },
-            "r",
+            &SessionId::new("r"),
         ));
         assert!(!env.contains_key("PI_THREADS_PARENT_ID"));
         assert!(!env.contains_key("PI_THREADS_PARENT_THREAD_ID"));
@@ -187,11 +194,16 @@ mod tests {
 
     #[test]
     fn a_worker_is_a_top_level_session_of_its_own() {
-        let env = map(
-            ChildEnv::new(&cfg(), None, "/root", 0, Parent::TopLevel, "w1")
-                .thread_settings(&Settings::default())
-                .worker("w1", "ses_coord"),
-        );
+        let env = map(ChildEnv::new(
+            &cfg(),
+            None,
+            "/root",
+            0,
+            Parent::TopLevel,
+            &SessionId::new("w1"),
+        )
+        .thread_settings(&Settings::default())
+        .worker(&WorkerId::new("w1"), &SessionId::new("ses_coord")));
         for k in [
             "PI_THREADS_SELF_ID",
             "PI_THREADS_PARENT_PATH",
@@ -210,14 +222,14 @@ mod tests {
     fn an_agent_child_carries_contract_b_limits() {
         let env = map(ChildEnv::new(
             &cfg(),
-            Some("ag"),
+            Some(&ThreadId::new("ag")),
             "/root/fix",
             1,
             Parent::Thread {
                 path: "/root",
                 id: None,
             },
-            "ses_root",
+            &SessionId::new("ses_root"),
         )
         .agent_limits(&AgentLimits::default()));
         assert_eq!(env["PI_SUBAGENTS_MAX_LEVELS"], "3");

@@ -3,34 +3,36 @@
 //! waits for it, so the map holds only threads being worked on.
 
 use std::collections::HashMap;
+
+use crate::domain::ThreadId;
 use std::sync::{Arc, Mutex};
 
 type Entry = Arc<tokio::sync::Mutex<()>>;
 
 #[derive(Default)]
 pub(crate) struct LockMap {
-    map: Mutex<HashMap<String, Entry>>,
+    map: Mutex<HashMap<ThreadId, Entry>>,
 }
 
 /// A held per-thread lock; releasing it drops the map's entry when nobody else waits.
 pub(crate) struct ThreadLock<'a> {
     guard: Option<tokio::sync::OwnedMutexGuard<()>>,
     map: &'a LockMap,
-    id: String,
+    id: ThreadId,
 }
 
 impl LockMap {
     /// Waits for `id`'s lock.
-    pub(crate) async fn lock(&self, id: &str) -> ThreadLock<'_> {
-        let entry = self.entries().entry(id.to_string()).or_default().clone();
+    pub(crate) async fn lock(&self, id: &ThreadId) -> ThreadLock<'_> {
+        let entry = self.entries().entry(id.clone()).or_default().clone();
         ThreadLock {
             guard: Some(entry.lock_owned().await),
             map: self,
-            id: id.to_string(),
+            id: id.clone(),
         }
     }
 
-    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
+    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<ThreadId, Entry>> {
         self.map.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -58,14 +60,14 @@ mod tests {
     #[tokio::test]
     async fn one_holder_at_a_time_and_entries_go_when_released() {
         let locks = Arc::new(LockMap::default());
-        let held = locks.lock("a").await;
+        let held = locks.lock(&ThreadId::new("a")).await;
         let other = Arc::clone(&locks);
         let waiter = tokio::spawn(async move {
-            let _g = other.lock("a").await;
+            let _g = other.lock(&ThreadId::new("a")).await;
         });
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         assert!(!waiter.is_finished(), "a second holder got in");
-        let _b = locks.lock("b").await;
+        let _b = locks.lock(&ThreadId::new("b")).await;
         drop(held);
         waiter.await.unwrap();
         assert_eq!(locks.len(), 1, "only b is still held");

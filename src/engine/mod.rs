@@ -22,7 +22,7 @@ pub use reply::Reply;
 pub use thread::{send_payload, set_archived, INTERRUPTED, STOPPED, STOP_ALREADY_CLOSED};
 pub use worker::{restore_workers, snapshot_workers};
 
-use crate::domain::{CommandKind, ManagerId};
+use crate::domain::{CommandKind, ManagerId, ThreadId};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -76,11 +76,11 @@ impl Engine {
             upsert_manager(
                 tx,
                 &ManagerSpec {
-                    session_id: cfg.session_id.as_str(),
+                    session_id: &cfg.session_id,
                     contract: Contract::Thread,
                     scope_path: &cfg.scope_path,
                     depth: cfg.depth,
-                    self_thread_id: cfg.self_id.as_ref().map(crate::domain::ThreadId::as_str),
+                    self_thread_id: cfg.self_id.as_ref(),
                     session_file: session_file.as_deref(),
                     cwd: Some(&cwd),
                     owner_pid: Some(owner.pid),
@@ -176,7 +176,7 @@ impl Engine {
     pub async fn carry_out(
         &self,
         kind: CommandKind,
-        thread_id: &str,
+        thread_id: &ThreadId,
         payload: Option<&str>,
     ) -> Result<String> {
         thread::carry_out(self, kind, thread_id, payload).await
@@ -191,7 +191,7 @@ impl Engine {
 
     /// A stop of a thread still waiting in the queue: closed as stopped, never launched; false
     /// when it is not waiting.
-    pub fn stop_queued(&self, thread_id: &str) -> Result<bool> {
+    pub fn stop_queued(&self, thread_id: &ThreadId) -> Result<bool> {
         thread::stop_queued(self, thread_id)
     }
 
@@ -201,20 +201,16 @@ impl Engine {
     }
 
     /// A thread's facts (`store/facts.rs`).
-    fn facts(&self, id: &str) -> Result<ThreadFacts> {
+    fn facts(&self, id: &ThreadId) -> Result<ThreadFacts> {
         crate::store::facts::of_thread(&*self.store.read()?, id)
     }
 
     /// The environment of this manager's new child `id` at `path` and `depth`: its own
     /// `serve` is a contract A manager one level down.
-    fn child_env(&self, id: &str, path: &str, depth: i64) -> Vec<(String, String)> {
+    fn child_env(&self, id: &ThreadId, path: &str, depth: i64) -> Vec<(String, String)> {
         let parent = child_env::Parent::Thread {
             path: &self.cfg.scope_path,
-            id: self
-                .cfg
-                .self_id
-                .as_ref()
-                .map(crate::domain::ThreadId::as_str),
+            id: self.cfg.self_id.as_ref(),
         };
         child_env::ChildEnv::new(
             &self.cfg,
@@ -222,7 +218,7 @@ impl Engine {
             path,
             depth,
             parent,
-            self.cfg.root_session_id.as_str(),
+            &self.cfg.root_session_id,
         )
         .thread_settings(&self.cfg.settings)
         .into_vec()

@@ -9,30 +9,32 @@ use std::sync::Mutex;
 
 use tokio::sync::Notify;
 
+use crate::domain::ThreadId;
+
 /// The threads whose notices a running request holds back, with how many requests hold each.
 #[derive(Default)]
 pub struct NoticeHolds {
-    held: Mutex<HashMap<String, usize>>,
+    held: Mutex<HashMap<ThreadId, usize>>,
     released: Notify,
 }
 
 impl NoticeHolds {
     /// Holds `thread_id`'s notices until the guard drops.
-    pub fn hold(&self, thread_id: &str) -> Hold<'_> {
+    pub fn hold(&self, thread_id: &ThreadId) -> Hold<'_> {
         *self
             .held
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .entry(thread_id.to_string())
+            .entry(thread_id.clone())
             .or_default() += 1;
         Hold {
             holds: self,
-            thread_id: thread_id.to_string(),
+            thread_id: thread_id.clone(),
         }
     }
 
     /// Whether a request holds `thread_id`'s notices now.
-    pub fn is_held(&self, thread_id: &str) -> bool {
+    pub fn is_held(&self, thread_id: &ThreadId) -> bool {
         self.held
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -48,7 +50,7 @@ impl NoticeHolds {
 /// One request's hold on a thread's notices.
 pub struct Hold<'a> {
     holds: &'a NoticeHolds,
-    thread_id: String,
+    thread_id: ThreadId,
 }
 
 impl Drop for Hold<'_> {
@@ -72,13 +74,14 @@ mod tests {
     #[test]
     fn a_thread_is_held_while_any_of_its_holds_lasts() {
         let holds = NoticeHolds::default();
-        let a = holds.hold("t1");
-        let b = holds.hold("t1");
-        assert!(holds.is_held("t1"));
-        assert!(!holds.is_held("t2"));
+        let (t1, t2) = (ThreadId::new("t1"), ThreadId::new("t2"));
+        let a = holds.hold(&t1);
+        let b = holds.hold(&t1);
+        assert!(holds.is_held(&t1));
+        assert!(!holds.is_held(&t2));
         drop(a);
-        assert!(holds.is_held("t1"));
+        assert!(holds.is_held(&t1));
         drop(b);
-        assert!(!holds.is_held("t1"));
+        assert!(!holds.is_held(&t1));
     }
 }

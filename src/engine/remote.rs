@@ -7,7 +7,7 @@
 //! the outcome, and withdraws a row nobody claimed in time (a claimed row is the owner's to
 //! finish). A thread whose serve is gone is given to the restore pass first.
 
-use crate::domain::{CommandKind, CommandState, ManagerId, ThreadStatus};
+use crate::domain::{CommandKind, CommandState, ManagerId, ThreadId, ThreadStatus};
 use std::time::{Duration, Instant};
 
 use super::Engine;
@@ -36,7 +36,7 @@ pub(super) enum Holder {
 }
 
 /// Where `id`'s process is.
-pub(super) fn holder(e: &Engine, id: &str) -> Result<Holder> {
+pub(super) fn holder(e: &Engine, id: &ThreadId) -> Result<Holder> {
     if e.rt.is_live(id) {
         return Ok(Holder::Here);
     }
@@ -115,7 +115,7 @@ pub(super) enum Withdrawn {
 /// Writes a command for the serve `owner` and waits for its outcome.
 pub(super) async fn request(
     e: &Engine,
-    thread_id: &str,
+    thread_id: &ThreadId,
     kind: CommandKind,
     payload: Option<&str>,
     owner: ProcessIdentity,

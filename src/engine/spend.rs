@@ -83,12 +83,8 @@ impl super::Engine {
     /// The spend below this session not reported to it yet, now recorded as reported (zero:
     /// nothing new). A read first, so a request with nothing new writes nothing.
     pub fn tell_spend(&self) -> Result<Usage> {
-        let self_id = self
-            .cfg
-            .self_id
-            .as_ref()
-            .map(crate::domain::ThreadId::as_str);
-        let session = self.cfg.session_id.as_str();
+        let self_id = self.cfg.self_id.as_ref();
+        let session = &self.cfg.session_id;
         let (news, _) = usage::untold(&*self.store.read()?, self_id, session)?;
         if news.is_zero() {
             return Ok(news);
@@ -113,16 +109,7 @@ impl super::Engine {
         };
         let at = crate::time::now_iso();
         let recorded = self.store.write(|tx| {
-            usage::put_session(
-                tx,
-                self.cfg.session_id.as_str(),
-                self.cfg
-                    .self_id
-                    .as_ref()
-                    .map(crate::domain::ThreadId::as_str),
-                &u,
-                &at,
-            )
+            usage::put_session(tx, &self.cfg.session_id, self.cfg.self_id.as_ref(), &u, &at)
         })?;
         Ok(Reply::of(Recorded { recorded }))
     }

@@ -15,6 +15,7 @@ use super::ingest::{Ingest, IngestOp};
 use super::mapping::{self, Effect, Phase, Tracker};
 use super::rpc::{self, CallError, Line, RpcClient};
 use super::Runtime;
+use crate::domain::ThreadId;
 use crate::error::{Error, ErrorCode, Result};
 use crate::time::now_iso;
 
@@ -70,7 +71,7 @@ pub struct ChildView {
 /// One launch's process as the runtime holds it: its RPC client, what its stream says, and
 /// the view observers watch.
 pub(super) struct Child {
-    pub(super) thread_id: Arc<str>,
+    pub(super) thread_id: Arc<ThreadId>,
     pub(super) pgid: i64,
     pub(super) launch_seq: i64,
     pub(super) rpc: RpcClient,
@@ -92,7 +93,7 @@ impl Runtime {
     /// Sends a message to a live child (`prompt`, or `prompt` with a streaming behaviour).
     pub async fn send(
         &self,
-        thread_id: &str,
+        thread_id: &ThreadId,
         mode: SendMode,
         message: &str,
     ) -> Result<SendOutcome> {
@@ -146,7 +147,7 @@ impl Runtime {
 
     /// Asks a live child for its state and updates the phase. Returns whether this refresh
     /// read idle with nothing pending, and the raw state.
-    pub async fn refresh(&self, thread_id: &str, timeout: Duration) -> Result<(bool, Value)> {
+    pub async fn refresh(&self, thread_id: &ThreadId, timeout: Duration) -> Result<(bool, Value)> {
         let child = self.live_child(thread_id)?;
         let resp = child.rpc.call("get_state", json!({}), timeout).await.map_err(|e| {
             Error::io(format!(
@@ -161,7 +162,7 @@ impl Runtime {
     /// once no prompt is unanswered (waiting at most [`PROMPT_GATE_WAIT`]): Pi 1.6 answers an
     /// abort that arrives during a prompt's preflight at once and then runs that prompt anyway
     /// (verified), so an interrupt of a thread still starting would be lost.
-    pub async fn abort(&self, thread_id: &str, timeout: Duration) -> Result<rpc::Response> {
+    pub async fn abort(&self, thread_id: &ThreadId, timeout: Duration) -> Result<rpc::Response> {
         let child = self.live_child(thread_id)?;
         abort_child(&child, PROMPT_GATE_WAIT, timeout).await.map_err(|e| {
             Error::io(format!(
@@ -173,7 +174,7 @@ impl Runtime {
     /// Sends an arbitrary RPC command to a live child (used by tests and forks).
     pub async fn call(
         &self,
-        thread_id: &str,
+        thread_id: &ThreadId,
         kind: &str,
         fields: Value,
         timeout: Duration,
@@ -186,7 +187,7 @@ impl Runtime {
         })
     }
 
-    fn live_child(&self, thread_id: &str) -> Result<Arc<Child>> {
+    fn live_child(&self, thread_id: &ThreadId) -> Result<Arc<Child>> {
         match self.child(thread_id) {
             Some(c) if !c.view.borrow().closed => Ok(c),
             _ => Err(Error::new(
@@ -441,7 +442,7 @@ pub(super) async fn read_stdout(
 
 pub(super) async fn read_stderr(
     ingest: Ingest,
-    thread_id: Arc<str>,
+    thread_id: Arc<ThreadId>,
     mut stderr: tokio::process::ChildStderr,
 ) {
     let mut buf = vec![0u8; 16 * 1024];

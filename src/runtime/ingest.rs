@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot};
 
-use crate::domain::Phase;
+use crate::domain::{Phase, ThreadId};
 use crate::error::Result;
 use crate::store::events::{self, NewEvent};
 use crate::store::usage::{self, Usage};
@@ -36,41 +36,41 @@ pub type WriteFn = Box<dyn FnOnce(&Tx<'_>) -> Result<()> + Send>;
 /// One fact to record.
 pub enum IngestOp {
     Event {
-        thread_id: Arc<str>,
+        thread_id: Arc<ThreadId>,
         at: String,
         kind: &'static str,
         data: String,
     },
     Phase {
-        thread_id: Arc<str>,
+        thread_id: Arc<ThreadId>,
         at: String,
         phase: Phase,
     },
     AssistantText {
-        thread_id: Arc<str>,
+        thread_id: Arc<ThreadId>,
         text: String,
     },
     PartialText {
-        thread_id: Arc<str>,
+        thread_id: Arc<ThreadId>,
         text: String,
     },
     TurnOpen {
-        thread_id: Arc<str>,
+        thread_id: Arc<ThreadId>,
         open: bool,
     },
     /// A `get_state` answer's session name and pending message count (the last one wins).
     SessionState {
-        thread_id: Arc<str>,
+        thread_id: Arc<ThreadId>,
         name: Option<String>,
         pending: Option<i64>,
     },
     Stderr {
-        thread_id: Arc<str>,
+        thread_id: Arc<ThreadId>,
         bytes: Vec<u8>,
     },
     /// A completed assistant message's usage, added to `thread_usage` in this batch.
     Usage {
-        thread_id: Arc<str>,
+        thread_id: Arc<ThreadId>,
         at: String,
         usage: Usage,
     },
@@ -258,10 +258,10 @@ struct ThreadFacts<'a> {
 }
 
 fn apply(tx: &Tx<'_>, ops: &[IngestOp]) -> Result<()> {
-    let mut threads: Vec<(&str, ThreadFacts<'_>)> = Vec::new();
-    let mut index: HashMap<&str, usize> = HashMap::new();
+    let mut threads: Vec<(&ThreadId, ThreadFacts<'_>)> = Vec::new();
+    let mut index: HashMap<&ThreadId, usize> = HashMap::new();
     // A child's operations come in runs: look the thread up only when it changes.
-    let mut last: Option<(&Arc<str>, usize)> = None;
+    let mut last: Option<(&Arc<ThreadId>, usize)> = None;
     for op in ops {
         let thread_id = match op {
             IngestOp::Event { thread_id, .. }
@@ -277,8 +277,8 @@ fn apply(tx: &Tx<'_>, ops: &[IngestOp]) -> Result<()> {
         let i = match last {
             Some((id, i)) if Arc::ptr_eq(id, thread_id) => i,
             _ => {
-                let i = *index.entry(thread_id).or_insert_with(|| {
-                    threads.push((thread_id, ThreadFacts::default()));
+                let i = *index.entry(&**thread_id).or_insert_with(|| {
+                    threads.push((&**thread_id, ThreadFacts::default()));
                     threads.len() - 1
                 });
                 last = Some((thread_id, i));
@@ -347,7 +347,7 @@ fn apply(tx: &Tx<'_>, ops: &[IngestOp]) -> Result<()> {
 /// ([`notices`], contract A only). One primary-key read, only for a batch that ends idle.
 fn settles<'a>(
     tx: &Tx<'_>,
-    thread_id: &str,
+    thread_id: &ThreadId,
     phases: &[(Phase, &'a str)],
 ) -> Result<Option<&'a str>> {
     let Some(&(Phase::Idle, at)) = phases.last() else {
@@ -385,16 +385,16 @@ fn decisive_phases<'p, 'a>(phases: &'p [(Phase, &'a str)]) -> Vec<&'p (Phase, &'
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{ThreadId, ThreadStatus};
+    use crate::domain::{SessionId, ThreadStatus};
 
     use crate::store::threads::{insert_thread, upsert_manager, Contract, ManagerSpec, NewThread};
 
     /// The batch semantics before facts were coalesced per thread: every phase, assistant and
     /// turn change runs as its own statement in order, then events, partials and stderr.
     fn reference_apply(tx: &Tx<'_>, ops: &[IngestOp]) -> Result<()> {
-        let mut events_by_thread: Vec<(&str, Vec<NewEvent<'_>>)> = Vec::new();
-        let mut partial: Vec<(&str, &str)> = Vec::new();
-        let mut stderr: Vec<(&str, Vec<u8>)> = Vec::new();
+        let mut events_by_thread: Vec<(&ThreadId, Vec<NewEvent<'_>>)> = Vec::new();
+        let mut partial: Vec<(&ThreadId, &str)> = Vec::new();
+        let mut stderr: Vec<(&ThreadId, Vec<u8>)> = Vec::new();
         for op in ops {
             match op {
                 IngestOp::Event {
@@ -460,17 +460,19 @@ mod tests {
         Ok(())
     }
 
-    fn store(dir: &tempfile::TempDir, name: &str, ids: &[Arc<str>]) -> Store {
+    fn store(dir: &tempfile::TempDir, name: &str, ids: &[Arc<ThreadId>]) -> Store {
         let store = Store::open(dir.path().join(name)).unwrap();
         store
             .write(|tx| {
-                let manager =
-                    upsert_manager(tx, &ManagerSpec::new("s", Contract::Thread, "/root"))?;
+                let manager = upsert_manager(
+                    tx,
+                    &ManagerSpec::new(&SessionId::new("s"), Contract::Thread, "/root"),
+                )?;
                 for (n, id) in ids.iter().enumerate() {
                     insert_thread(
                         tx,
                         &NewThread {
-                            id: ThreadId::new(id.as_ref()),
+                            id: ThreadId::clone(id),
                             manager_id: manager,
                             path: format!("/root/t{n}"),
                             parent_path: Some("/root".into()),
@@ -522,8 +524,8 @@ mod tests {
     #[test]
     fn coalesced_batches_match_statement_by_statement() {
         let dir = tempfile::tempdir().unwrap();
-        let ids: Vec<Arc<str>> = (0..3)
-            .map(|n| Arc::from(format!("thread_{n:012x}")))
+        let ids: Vec<Arc<ThreadId>> = (0..3)
+            .map(|n| Arc::new(ThreadId::new(format!("thread_{n:012x}"))))
             .collect();
         let (a, b) = (store(&dir, "a.sqlite", &ids), store(&dir, "b.sqlite", &ids));
         let mut seed = 0x2545_f491_4f6c_dd1du64;

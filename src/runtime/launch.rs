@@ -20,7 +20,7 @@ use super::rpc::{CallError, RpcClient};
 use super::stop::{close_row, wait_closed, wait_exit, ExitRecord};
 use super::timers::run_timers;
 use super::{Runtime, LOG_TARGET};
-use crate::domain::ExitKind;
+use crate::domain::{ExitKind, ThreadId};
 use crate::error::{Error, Result};
 use crate::store::events::{self, NewEvent};
 use crate::store::{lifecycle, output};
@@ -55,7 +55,7 @@ pub enum StartKind {
 /// Everything needed to launch one thread's process. The thread's row must exist.
 #[derive(Debug, Clone)]
 pub struct LaunchSpec {
-    pub thread_id: String,
+    pub thread_id: ThreadId,
     /// Program and arguments.
     pub argv: Vec<String>,
     pub cwd: PathBuf,
@@ -80,21 +80,21 @@ impl Runtime {
     /// child is registered (or the returned guard drops, for a launch that failed). A thread is `starting` as soon as its row exists, but its child is
     /// known here only once spawned: [`Runtime::await_launch`] bridges that gap, so a send or
     /// wait arriving meanwhile finds the child instead of taking the thread for closed.
-    pub fn reserve_launch(&self, thread_id: &str) -> LaunchReservation {
+    pub fn reserve_launch(&self, thread_id: &ThreadId) -> LaunchReservation {
         self.inner
             .launching
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(thread_id.to_string());
+            .insert(thread_id.clone());
         LaunchReservation {
             rt: self.clone(),
-            thread_id: thread_id.to_string(),
+            thread_id: thread_id.clone(),
         }
     }
 
     /// Waits (at most `limit`) while a reserved launch of the thread has not registered its
     /// child yet. Returns at once when there is no such launch.
-    pub async fn await_launch(&self, thread_id: &str, limit: Duration) {
+    pub async fn await_launch(&self, thread_id: &ThreadId, limit: Duration) {
         let mut changes = self.inner.launches.subscribe();
         let deadline = tokio::time::Instant::now() + limit;
         loop {
@@ -140,7 +140,7 @@ impl Runtime {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(false);
-        let thread_id: Arc<str> = Arc::from(spec.thread_id.as_str());
+        let thread_id: Arc<ThreadId> = Arc::new(spec.thread_id.clone());
         let mut proc = match cmd.spawn() {
             Ok(p) => p,
             Err(e) => {
@@ -335,7 +335,7 @@ impl Runtime {
         Ok(outcome)
     }
 
-    async fn record_spawn_failure(&self, thread_id: &Arc<str>, message: &str) -> Result<()> {
+    async fn record_spawn_failure(&self, thread_id: &Arc<ThreadId>, message: &str) -> Result<()> {
         let tid = thread_id.clone();
         let exit = ExitRecord {
             kind: ExitKind::Failed,
@@ -361,7 +361,7 @@ impl Runtime {
 /// A launch under way ([`Runtime::reserve_launch`]); dropping it ends the reservation.
 pub struct LaunchReservation {
     rt: Runtime,
-    thread_id: String,
+    thread_id: ThreadId,
 }
 
 impl Drop for LaunchReservation {

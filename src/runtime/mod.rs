@@ -30,6 +30,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
 
+use crate::domain::ThreadId;
 use crate::store::Store;
 use child::Child;
 use ingest::Ingest;
@@ -57,9 +58,9 @@ struct Inner {
     ingest: Ingest,
     owner: ProcessIdentity,
     config: RuntimeConfig,
-    children: Mutex<HashMap<String, Arc<Child>>>,
+    children: Mutex<HashMap<ThreadId, Arc<Child>>>,
     /// Threads whose launch is under way (see [`Runtime::reserve_launch`]).
-    launching: Mutex<HashSet<String>>,
+    launching: Mutex<HashSet<ThreadId>>,
     /// Bumped when a child is registered or a launch reservation ends.
     launches: watch::Sender<u64>,
     /// `THREADBASE_UI=parent`: how long a child's dialog waits for the parent's answer.
@@ -115,7 +116,7 @@ impl Runtime {
         self.inner.owner
     }
 
-    fn child(&self, thread_id: &str) -> Option<Arc<Child>> {
+    fn child(&self, thread_id: &ThreadId) -> Option<Arc<Child>> {
         self.inner
             .children
             .lock()
@@ -125,13 +126,13 @@ impl Runtime {
     }
 
     /// True when this runtime holds a live process for the thread.
-    pub fn is_live(&self, thread_id: &str) -> bool {
+    pub fn is_live(&self, thread_id: &ThreadId) -> bool {
         self.child(thread_id)
             .is_some_and(|c| !c.view.borrow().closed)
     }
 
     /// Ids of the threads with a live process here.
-    pub fn live_ids(&self) -> Vec<String> {
+    pub fn live_ids(&self) -> Vec<ThreadId> {
         self.inner
             .children
             .lock()
@@ -142,7 +143,7 @@ impl Runtime {
     }
 
     /// Watches a live child's phase and closure.
-    pub fn watch(&self, thread_id: &str) -> Option<watch::Receiver<ChildView>> {
+    pub fn watch(&self, thread_id: &ThreadId) -> Option<watch::Receiver<ChildView>> {
         self.child(thread_id).map(|c| c.view.subscribe())
     }
 

@@ -65,7 +65,7 @@ pub const THREAD_ENV: [&str; 2] = ["PI_THREADS_SELF_ID", "THREADBASE_WORKER_ID"]
 /// A thread whose recorded process is gone, and the group it ran in (`None`: never recorded).
 #[derive(Debug, Clone, Copy)]
 pub struct GoneThread<'a> {
-    pub thread_id: &'a str,
+    pub thread_id: &'a crate::domain::ThreadId,
     pub pgid: Option<i64>,
 }
 
@@ -79,7 +79,7 @@ pub fn kill_thread_leftovers(threads: &[GoneThread<'_>]) -> Vec<bool> {
     let wanted: Vec<(usize, Vec<u8>)> = threads
         .iter()
         .enumerate()
-        .filter(|(_, t)| !t.thread_id.is_empty())
+        .filter(|(_, t)| !t.thread_id.as_str().is_empty())
         .flat_map(|(i, t)| {
             THREAD_ENV
                 .iter()

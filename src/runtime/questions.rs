@@ -11,7 +11,7 @@ use std::time::Duration;
 use super::child::Child;
 use super::mapping::Dialog;
 use super::{rpc, Runtime, LOG_TARGET};
-use crate::domain::QuestionState;
+use crate::domain::{QuestionState, ThreadId};
 use crate::store::questions::{self, NewQuestion};
 use crate::time::now_iso;
 
@@ -105,7 +105,7 @@ impl Runtime {
 }
 
 /// Whether another question of the thread still waits.
-fn still_asking(store: &crate::store::Store, thread_id: &str) -> bool {
+fn still_asking(store: &crate::store::Store, thread_id: &ThreadId) -> bool {
     store
         .read()
         .ok()

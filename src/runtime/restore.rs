@@ -12,7 +12,7 @@
 //! batch, or after the owner died) is read back from the thread's Pi session file once the
 //! processes are gone, in the transaction that closes the thread (`store::usage::reconcile`).
 
-use crate::domain::{Contract, ExitKind, ManagerId};
+use crate::domain::{Contract, ExitKind, ManagerId, ThreadId};
 use serde_json::json;
 
 use super::process::{kill_recorded_group, kill_thread_leftovers, GoneThread, ProcessIdentity};
@@ -36,7 +36,7 @@ pub struct RestoreTexts {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RestoreReport {
     /// Threads closed as stale (or paused).
-    pub restored: Vec<String>,
+    pub restored: Vec<ThreadId>,
     /// Process groups that survived their owner and were killed.
     pub killed_groups: Vec<i64>,
     /// Contract B registries refused whole, with the reason (nothing of them changed).

@@ -14,7 +14,7 @@ use super::child::{abort_child, Child, ChildView};
 use super::mapping::Phase;
 use super::process::{self, GroupSignal};
 use super::{Runtime, LAUNCH_WAIT, LOG_TARGET};
-use crate::domain::ExitKind;
+use crate::domain::{ExitKind, ThreadId};
 use crate::error::{ErrorCode, Result};
 use crate::store::events::{self, NewEvent};
 use crate::store::Tx;
@@ -115,7 +115,7 @@ pub enum StopBy {
 impl Runtime {
     /// Stops a live child: graceful (abort, SIGTERM to the group, SIGKILL) or `force`
     /// (SIGKILL at once). Returns false when it was not live here (a no-op).
-    pub async fn stop(&self, thread_id: &str, force: bool, by: StopBy) -> Result<bool> {
+    pub async fn stop(&self, thread_id: &ThreadId, force: bool, by: StopBy) -> Result<bool> {
         self.await_launch(thread_id, LAUNCH_WAIT).await;
         let Some(child) = self.child(thread_id) else {
             return Ok(false);
@@ -265,7 +265,7 @@ impl Runtime {
 /// launch its caller saw fail close without one).
 pub(super) fn close_row(
     tx: &Tx<'_>,
-    thread_id: &str,
+    thread_id: &ThreadId,
     launch_seq: i64,
     exit: &ExitRecord,
     notice: bool,

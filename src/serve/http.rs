@@ -30,6 +30,8 @@
 //! builder (`engine::snapshot_workers`, `engine::restore_workers`).
 
 use std::convert::Infallible;
+
+use crate::domain::SessionId;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -84,10 +86,10 @@ const LINGER_BYTES: usize = 4 * MAX_BODY;
 /// the database.
 pub trait WorkerRpc: Send + Sync {
     /// The workers of the given coordinators. Read-only.
-    fn snapshot(&self, ids: &[String]) -> Result<Box<RawValue>>;
+    fn snapshot(&self, ids: &[SessionId]) -> Result<Box<RawValue>>;
     /// Clears the hidden state of the given coordinators' hidden workers (the override becomes
     /// false, even for PASS workers), then returns them as [`WorkerRpc::snapshot`] does.
-    fn restore(&self, ids: &[String]) -> Result<Box<RawValue>>;
+    fn restore(&self, ids: &[SessionId]) -> Result<Box<RawValue>>;
 }
 
 /// [`WorkerRpc`] straight over the database: one indexed query per call for the views, and one
@@ -104,12 +106,12 @@ impl StoreWorkerRpc {
 
 /// Views come from the engine's one WorkerView builder, so HTTP and `serve` answer alike.
 impl WorkerRpc for StoreWorkerRpc {
-    fn snapshot(&self, ids: &[String]) -> Result<Box<RawValue>> {
+    fn snapshot(&self, ids: &[SessionId]) -> Result<Box<RawValue>> {
         let facts = crate::engine::snapshot_workers(&*self.store.read()?, ids)?;
         Ok(serde_json::value::to_raw_value(&Workers::of(&facts))?)
     }
 
-    fn restore(&self, ids: &[String]) -> Result<Box<RawValue>> {
+    fn restore(&self, ids: &[SessionId]) -> Result<Box<RawValue>> {
         let facts = crate::engine::restore_workers(&self.store, ids)?;
         Ok(serde_json::value::to_raw_value(&Workers::of(&facts))?)
     }
@@ -118,7 +120,7 @@ impl WorkerRpc for StoreWorkerRpc {
 /// Parses a request body `{"input": {"coordinatorIDs": [...]}}` into the ids. The `input`
 /// object is strict (unknown fields are refused, as the contract's schemas are); other
 /// top-level fields are ignored.
-pub fn parse_input(body: &[u8]) -> Result<Vec<String>> {
+pub fn parse_input(body: &[u8]) -> Result<Vec<SessionId>> {
     const SHAPE: &str = "send {\"input\": {\"coordinatorIDs\": [\"ses_...\"]}} with 1 to 100 coordinator session ids";
     let doc: Value = serde_json::from_slice(body).map_err(|e| {
         Error::invalid(format!(
@@ -169,7 +171,7 @@ pub fn parse_input(body: &[u8]) -> Result<Vec<String>> {
     ids.iter()
         .enumerate()
         .map(|(i, v)| match v.as_str() {
-            Some(s) if !s.is_empty() => Ok(s.to_string()),
+            Some(s) if !s.is_empty() => Ok(SessionId::new(s)),
             Some(_) => Err(Error::invalid(format!(
                 "input.coordinatorIDs[{i}] is empty. Repair: {SHAPE}."
             ))),
@@ -609,7 +611,7 @@ mod tests {
     fn parses_the_input_wrapper() {
         assert_eq!(
             parse_input(br#"{"input":{"coordinatorIDs":["ses_a","ses_b","ses_a"]}}"#).unwrap(),
-            ["ses_a", "ses_b", "ses_a"]
+            ["ses_a", "ses_b", "ses_a"].map(SessionId::new)
         );
         let hundred: Vec<String> = (0..100).map(|i| format!("ses_{i}")).collect();
         let doc = json!({"input": {"coordinatorIDs": hundred}}).to_string();

@@ -12,7 +12,7 @@
 //! connection of its own, which changes only when another connection commits) and carries the
 //! rows out within [`POLL`], claiming each one in a transaction so it happens once.
 
-use crate::domain::ThreadId;
+use crate::domain::{SessionId, ThreadId};
 use crate::runtime::StopBy;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -90,7 +90,7 @@ pub async fn run(engine: Arc<Engine>, out: Output) {
         seen = Some(version);
         // THREADBASE_QUEUE=1: a freed slot launches the oldest queued thread.
         engine.queue_changed();
-        if let Err(e) = deliver_notices(watch.conn(), &store, &engine, session_id.as_str(), &out) {
+        if let Err(e) = deliver_notices(watch.conn(), &store, &engine, &session_id, &out) {
             tracing::warn!("delivering notices failed: {e}");
         }
         match pending_commands(watch.conn(), &engine) {
@@ -117,13 +117,13 @@ fn deliver_notices(
     conn: &Conn,
     store: &Store,
     engine: &Engine,
-    session_id: &str,
+    session_id: &SessionId,
     out: &Output,
 ) -> Result<()> {
     let notices_on = engine.config().settings.notices;
     for n in mailbox::pending_notices(conn, session_id)? {
         let thread_notice = n.kind == mailbox::MailKind::Notice;
-        if thread_notice && engine.notice_holds().is_held(n.thread_id.as_str()) {
+        if thread_notice && engine.notice_holds().is_held(&n.thread_id) {
             continue;
         }
         if store.write(|tx| mailbox::claim_notice(tx, n.id))? {
@@ -222,13 +222,13 @@ async fn carry(engine: &Engine, c: PendingCommand) {
     let outcome = match c.kind {
         // A thread still waiting in the queue is taken out of it, never launched.
         CommandKind::Stop | CommandKind::ForceStop
-            if engine.stop_queued(c.thread_id.as_str()).unwrap_or(false) =>
+            if engine.stop_queued(&c.thread_id).unwrap_or(false) =>
         {
             Ok(crate::engine::STOPPED.to_string())
         }
         CommandKind::Stop | CommandKind::ForceStop => runtime
             .stop(
-                c.thread_id.as_str(),
+                &c.thread_id,
                 c.kind == CommandKind::ForceStop,
                 StopBy::Other,
             )
@@ -241,12 +241,12 @@ async fn carry(engine: &Engine, c: PendingCommand) {
                 }
             }),
         CommandKind::Interrupt => runtime
-            .abort(c.thread_id.as_str(), Duration::from_millis(1_500))
+            .abort(&c.thread_id, Duration::from_millis(1_500))
             .await
             .map(|_| crate::engine::INTERRUPTED.to_string()),
         CommandKind::Send | CommandKind::Resume => {
             engine
-                .carry_out(c.kind, c.thread_id.as_str(), c.payload.as_deref())
+                .carry_out(c.kind, &c.thread_id, c.payload.as_deref())
                 .await
         }
     };

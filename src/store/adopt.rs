@@ -11,7 +11,7 @@ use serde_json::json;
 
 use super::events::{self, NewEvent};
 use super::threads::{path_taken, thread_by_id_any};
-use crate::domain::{ManagerId, ThreadId, ThreadStatus};
+use crate::domain::{ManagerId, SessionId, ThreadId, ThreadStatus};
 use crate::error::{Error, ErrorCode, Result};
 
 /// A thread of another contract A manager that a reference names exactly (id or canonical
@@ -55,7 +55,7 @@ pub fn candidates(
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Adopted {
     pub id: ThreadId,
-    pub from_session: String,
+    pub from_session: SessionId,
     pub old_path: String,
     pub path: String,
     /// The threads that moved with it (its descendants in every manager of its tree).
@@ -66,7 +66,7 @@ pub struct Adopted {
 /// event (`adopt` or `resume`). Refused: a live thread, a thread of `to` already, a path the
 /// adopting manager holds, and a path change for a thread with threads below it (their paths
 /// name its old one).
-pub fn adopt(conn: &Conn, id: &str, to: ManagerId, by: &str, at: &str) -> Result<Adopted> {
+pub fn adopt(conn: &Conn, id: &ThreadId, to: ManagerId, by: &str, at: &str) -> Result<Adopted> {
     let row = thread_by_id_any(conn, id)?.ok_or_else(|| {
         Error::new(
             ErrorCode::UnknownReference,

@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::time::now_iso;
 
 /// Whether a send to `thread_id` is still waiting to be carried out or being carried out.
-pub fn send_under_way(conn: &Conn, thread_id: &str) -> Result<bool> {
+pub fn send_under_way(conn: &Conn, thread_id: &ThreadId) -> Result<bool> {
     Ok(conn
         .db()
         .prepare_cached(include_str!("../../sql/command_send_under_way.sql"))?
@@ -19,7 +19,7 @@ pub fn send_under_way(conn: &Conn, thread_id: &str) -> Result<bool> {
 /// returns its id.
 pub fn insert(
     conn: &Conn,
-    thread_id: &str,
+    thread_id: &ThreadId,
     kind: CommandKind,
     payload: Option<&str>,
 ) -> Result<i64> {
@@ -31,7 +31,7 @@ pub fn insert(
 
 /// Asks the serve that holds `thread_id`'s process for a stop, forced stop or interrupt,
 /// carried out at once by its watcher (nobody waits on the row).
-pub fn request(conn: &Conn, thread_id: &str, kind: CommandKind) -> Result<()> {
+pub fn request(conn: &Conn, thread_id: &ThreadId, kind: CommandKind) -> Result<()> {
     conn.db()
         .prepare_cached(include_str!("../../sql/command_request.sql"))?
         .execute((thread_id, kind, now_iso()))?;
@@ -157,7 +157,7 @@ pub fn stop_candidates(conn: &Conn, manager: Option<&str>) -> Result<Vec<StopCan
 /// `None` when the row is gone (sql/stop_outcome.sql).
 pub fn stop_outcome(
     conn: &Conn,
-    id: &str,
+    id: &ThreadId,
 ) -> Result<Option<(crate::domain::ThreadStatus, Option<crate::domain::ExitKind>)>> {
     use rusqlite::OptionalExtension;
     Ok(conn

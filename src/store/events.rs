@@ -7,7 +7,9 @@ use rusqlite::{named_params, OptionalExtension};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::domain::ThreadId;
 use crate::error::Result;
+use crate::store::ThreadIds;
 
 /// Events kept per thread.
 pub const RETAINED_EVENTS: i64 = 40;
@@ -27,7 +29,7 @@ pub struct NewEvent<'a> {
 /// Events never go back in time: an event stamped before the thread's latest stored event
 /// (a child's line read just before a stop request, but committed after the stop's own event)
 /// takes that event's time, so seq order and time order always agree.
-pub fn append(conn: &Conn, thread_id: &str, events: &[NewEvent<'_>]) -> Result<i64> {
+pub fn append(conn: &Conn, thread_id: &ThreadId, events: &[NewEvent<'_>]) -> Result<i64> {
     if events.is_empty() {
         return Ok(0);
     }
@@ -144,7 +146,7 @@ impl EventRow {
 }
 
 /// A thread's retained events, oldest first.
-pub fn rows_of_thread(conn: &Conn, thread_id: &str) -> Result<Vec<EventRow>> {
+pub fn rows_of_thread(conn: &Conn, thread_id: &ThreadId) -> Result<Vec<EventRow>> {
     let mut stmt = conn
         .db()
         .prepare_cached(include_str!("../../sql/events_of_thread.sql"))?;
@@ -153,7 +155,7 @@ pub fn rows_of_thread(conn: &Conn, thread_id: &str) -> Result<Vec<EventRow>> {
 }
 
 /// A thread's retained events, oldest first, `data` parsed.
-pub fn of_thread(conn: &Conn, thread_id: &str) -> Result<Vec<StoredEvent>> {
+pub fn of_thread(conn: &Conn, thread_id: &ThreadId) -> Result<Vec<StoredEvent>> {
     Ok(rows_of_thread(conn, thread_id)?
         .into_iter()
         .map(EventRow::stored)
@@ -161,15 +163,10 @@ pub fn of_thread(conn: &Conn, thread_id: &str) -> Result<Vec<StoredEvent>> {
 }
 
 /// The retained events of several threads in one query, for a projection that shows at most
-/// the newest `shown` of each: `ids` is a JSON array of thread ids, and the answer holds, at
-/// each position of that array, that thread's last `shown` events, oldest first.
-pub fn rows_of_threads(
-    conn: &Conn,
-    ids: &str,
-    count: usize,
-    shown: i64,
-) -> Result<Vec<Vec<EventRow>>> {
-    let mut by_thread: Vec<Vec<EventRow>> = (0..count).map(|_| Vec::new()).collect();
+/// the newest `shown` of each: the answer holds, at each position of `ids`, that thread's
+/// last `shown` events, oldest first.
+pub fn rows_of_threads(conn: &Conn, ids: &ThreadIds, shown: i64) -> Result<Vec<Vec<EventRow>>> {
+    let mut by_thread: Vec<Vec<EventRow>> = (0..ids.len()).map(|_| Vec::new()).collect();
     let mut stmt = conn
         .db()
         .prepare_cached(include_str!("../../sql/events_of_threads.sql"))?;

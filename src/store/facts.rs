@@ -3,13 +3,14 @@
 //! queries for one thread or a batch: what `poll`, `list` and the snapshot cache's filler
 //! render from (`contract/projection.rs`).
 
+use crate::domain::ThreadId;
 use crate::error::{Error, ErrorCode, Result};
 use crate::store::events::{self, EventRow};
 use crate::store::output::{self, OutputFacts};
 use crate::store::questions::{self, Question};
 use crate::store::threads::{thread_by_id_any, ThreadRow};
 use crate::store::usage::{self, Usage};
-use crate::store::{queue, Conn};
+use crate::store::{queue, Conn, ThreadIds};
 
 /// Everything a snapshot is made of: the row, its retained output and its retained events
 /// (oldest first).
@@ -36,7 +37,7 @@ pub struct Pending {
 
 /// A thread's facts by id (its retained events: the last of them, as `events::rows_of_thread`
 /// reads).
-pub fn of_thread(conn: &Conn, id: &str) -> Result<ThreadFacts> {
+pub fn of_thread(conn: &Conn, id: &ThreadId) -> Result<ThreadFacts> {
     let row = thread_by_id_any(conn, id)?.ok_or_else(|| {
         Error::new(
             ErrorCode::UnknownReference,
@@ -63,8 +64,8 @@ pub fn pending_of(conn: &Conn, row: &ThreadRow) -> Result<Pending> {
         return Ok(Pending::default());
     }
     Ok(Pending {
-        queue_position: queue::position(conn, row.id.as_str())?,
-        question: questions::pending_of(conn, row.id.as_str())?,
+        queue_position: queue::position(conn, &row.id)?,
+        question: questions::pending_of(conn, &row.id)?,
     })
 }
 
@@ -80,10 +81,10 @@ pub fn of_threads(
     if rows.is_empty() {
         return Ok(Vec::new());
     }
-    let ids = serde_json::to_string(&rows.iter().map(|r| r.id.as_str()).collect::<Vec<_>>())?;
-    let outs = output::of_threads(conn, &ids, rows.len())?;
-    let events = events::rows_of_threads(conn, &ids, rows.len(), recent_events)?;
-    let usage = usage::of_threads(conn, &ids, rows.len())?;
+    let ids = ThreadIds::new(rows.iter().map(|r| &r.id))?;
+    let outs = output::of_threads(conn, &ids)?;
+    let events = events::rows_of_threads(conn, &ids, recent_events)?;
+    let usage = usage::of_threads(conn, &ids)?;
     // What the live ones wait for, in two more queries (none when all are closed).
     let (mut positions, mut asked) = Default::default();
     if rows.iter().any(ThreadRow::is_live) {

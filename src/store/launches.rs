@@ -4,11 +4,17 @@
 use crate::store::Conn;
 use rusqlite::named_params;
 
+use crate::domain::{SessionId, ThreadId};
 use crate::error::Result;
 use crate::time::now_iso;
 
 /// Records the session file (and session id) a thread's process uses.
-pub fn set_session_file(conn: &Conn, id: &str, file: &str, session_id: &str) -> Result<()> {
+pub fn set_session_file(
+    conn: &Conn,
+    id: &ThreadId,
+    file: &str,
+    session_id: &SessionId,
+) -> Result<()> {
     conn.db()
         .prepare_cached(include_str!("../../sql/thread_set_session.sql"))?
         .execute(named_params! {
@@ -19,7 +25,7 @@ pub fn set_session_file(conn: &Conn, id: &str, file: &str, session_id: &str) -> 
 
 /// Closes a reserved live thread with no process recorded as failed, with `message`; true
 /// when it did (false: the runtime recorded a process, or the row is closed already).
-pub fn close_unlaunched(conn: &Conn, id: &str, message: &str) -> Result<bool> {
+pub fn close_unlaunched(conn: &Conn, id: &ThreadId, message: &str) -> Result<bool> {
     let closed = conn
         .db()
         .prepare_cached(include_str!("../../sql/thread_close_unlaunched.sql"))?

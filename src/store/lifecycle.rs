@@ -6,7 +6,7 @@
 use crate::store::Conn;
 use rusqlite::{named_params, OptionalExtension};
 
-use crate::domain::{ExitKind, Phase};
+use crate::domain::{ExitKind, Phase, ThreadId};
 use crate::error::Result;
 
 /// The process a launch started and the serve that holds it.
@@ -21,7 +21,7 @@ pub struct Launched {
 
 /// Records a launch: the row is live and starting, its exit cleared, its launch sequence one
 /// higher (returned); `None` when the row is gone.
-pub fn launched(conn: &Conn, id: &str, l: &Launched) -> Result<Option<i64>> {
+pub fn launched(conn: &Conn, id: &ThreadId, l: &Launched) -> Result<Option<i64>> {
     Ok(conn
         .db()
         .prepare_cached(include_str!("../../sql/thread_launched.sql"))?
@@ -37,7 +37,7 @@ pub fn launched(conn: &Conn, id: &str, l: &Launched) -> Result<Option<i64>> {
 }
 
 /// A live thread's phase (a stopping thread keeps `stopping`); idle starts its idle stretch.
-pub fn set_phase(conn: &Conn, id: &str, phase: Phase, at: &str) -> Result<()> {
+pub fn set_phase(conn: &Conn, id: &ThreadId, phase: Phase, at: &str) -> Result<()> {
     conn.db()
         .prepare_cached(include_str!("../../sql/thread_set_phase.sql"))?
         .execute(named_params! {":phase": phase, ":at": at, ":id": id})?;
@@ -45,7 +45,7 @@ pub fn set_phase(conn: &Conn, id: &str, phase: Phase, at: &str) -> Result<()> {
 }
 
 /// A stop was asked for: the thread is `stopping` until its process ends.
-pub fn request_stop(conn: &Conn, id: &str, at: &str) -> Result<()> {
+pub fn request_stop(conn: &Conn, id: &ThreadId, at: &str) -> Result<()> {
     conn.db()
         .prepare_cached(include_str!("../../sql/thread_request_stop.sql"))?
         .execute(named_params! {":at": at, ":id": id})?;
@@ -53,7 +53,7 @@ pub fn request_stop(conn: &Conn, id: &str, at: &str) -> Result<()> {
 }
 
 /// The thread's current launch sequence; `None` when the row is gone.
-pub fn launch_seq(conn: &Conn, id: &str) -> Result<Option<i64>> {
+pub fn launch_seq(conn: &Conn, id: &ThreadId) -> Result<Option<i64>> {
     Ok(conn
         .db()
         .prepare_cached(include_str!("../../sql/thread_launch_seq.sql"))?
@@ -63,7 +63,7 @@ pub fn launch_seq(conn: &Conn, id: &str) -> Result<Option<i64>> {
 
 /// A reserved row whose launch failed is live again for a moment, so [`close`] records the
 /// failure as its exit.
-pub fn reopen_for_failure(conn: &Conn, id: &str) -> Result<()> {
+pub fn reopen_for_failure(conn: &Conn, id: &ThreadId) -> Result<()> {
     conn.db()
         .prepare_cached(include_str!("../../sql/thread_reopen_for_failure.sql"))?
         .execute([id])?;
@@ -71,7 +71,7 @@ pub fn reopen_for_failure(conn: &Conn, id: &str) -> Result<()> {
 }
 
 /// Whether launch `launch_seq` of the thread is the live one.
-pub fn is_live_launch(conn: &Conn, id: &str, launch_seq: i64) -> Result<bool> {
+pub fn is_live_launch(conn: &Conn, id: &ThreadId, launch_seq: i64) -> Result<bool> {
     Ok(conn
         .db()
         .prepare_cached(include_str!("../../sql/thread_is_live_launch.sql"))?
@@ -95,7 +95,13 @@ pub struct Exit<'a> {
 
 /// Closes launch `launch_seq`'s row with its exit; false when that launch is not the row's
 /// (or it is closed for real already).
-pub fn close(conn: &Conn, id: &str, launch_seq: i64, exit: &Exit<'_>, at: &str) -> Result<bool> {
+pub fn close(
+    conn: &Conn,
+    id: &ThreadId,
+    launch_seq: i64,
+    exit: &Exit<'_>,
+    at: &str,
+) -> Result<bool> {
     Ok(conn
         .db()
         .prepare_cached(include_str!("../../sql/thread_close.sql"))?

@@ -2,7 +2,7 @@
 //! (every descendant, one index range scan), sorted by canonical path. `threadbase top` applies
 //! the same state and visibility filters to the rows it read (`keeps`).
 
-use crate::domain::ManagerId;
+use crate::domain::{ManagerId, ThreadId};
 use crate::store::Conn;
 use fallible_streaming_iterator::FallibleStreamingIterator as _;
 use rusqlite::named_params;
@@ -187,7 +187,7 @@ pub struct Listed<'a, 's>(&'a rusqlite::Row<'s>);
 
 impl Listed<'_, '_> {
     /// The thread's id.
-    pub fn id(&self) -> Result<String> {
+    pub fn id(&self) -> Result<ThreadId> {
         Ok(self.0.get(LISTED_ID)?)
     }
 
@@ -209,7 +209,7 @@ impl Listed<'_, '_> {
 
 /// The thread rows of `ids`, in that order (sql/threads_by_ids.sql): the listed threads
 /// without a kept answer, a batch at a time.
-pub fn rows_by_ids(conn: &Conn, ids: &[&str]) -> Result<Vec<ThreadRow>> {
+pub fn rows_by_ids(conn: &Conn, ids: &[ThreadId]) -> Result<Vec<ThreadRow>> {
     let rows = threads_by_ids(conn, ids)?;
     if rows.len() != ids.len() {
         return Err(Error::internal(format!(
@@ -432,7 +432,7 @@ pub fn list_at_most(
     q: &ListQuery,
     max: usize,
 ) -> Result<Option<Vec<ThreadRow>>> {
-    let mut ids: Vec<String> = Vec::new();
+    let mut ids: Vec<ThreadId> = Vec::new();
     let mut over = false;
     each_row(conn, manager_id, q, |r| {
         if ids.len() == max {
@@ -445,7 +445,6 @@ pub fn list_at_most(
     if over {
         return Ok(None);
     }
-    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
     Ok(Some(rows_by_ids(conn, &ids)?))
 }
 

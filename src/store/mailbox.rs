@@ -7,14 +7,14 @@
 use crate::store::Conn;
 use rusqlite::named_params;
 
-use crate::domain::ThreadId;
 pub use crate::domain::{Direction, MailKind, MailState};
+use crate::domain::{SessionId, ThreadId};
 use crate::error::Result;
 use crate::time::now_iso;
 
 /// A new mailbox row.
 pub struct NewMail<'a> {
-    pub thread_id: &'a str,
+    pub thread_id: &'a ThreadId,
     pub direction: Direction,
     pub kind: MailKind,
     /// One row per thread and key: a second row under the same key is not written.
@@ -63,7 +63,7 @@ pub struct Notice {
 }
 
 /// The notices due to the caller of session `session_id`, oldest first.
-pub fn pending_notices(conn: &Conn, session_id: &str) -> Result<Vec<Notice>> {
+pub fn pending_notices(conn: &Conn, session_id: &SessionId) -> Result<Vec<Notice>> {
     let mut stmt = conn
         .db()
         .prepare_cached(include_str!("../../sql/notices_pending.sql"))?;

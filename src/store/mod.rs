@@ -41,6 +41,7 @@ pub mod workers;
 pub use trim::{
     page_cache_bytes, ReaderTrim, IDLE_AFTER, PAGE_CACHE_IDLE_KIB, READ_CACHE_BUSY_KIB,
 };
+pub use values::ThreadIds;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;

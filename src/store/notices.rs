@@ -11,7 +11,7 @@ use crate::store::Conn;
 use rusqlite::OptionalExtension;
 
 use super::mailbox::{self, Direction, MailKind, NewMail};
-use crate::domain::{state_words, ExitKind, Phase, ThreadStatus};
+use crate::domain::{state_words, ExitKind, Phase, ThreadId, ThreadStatus};
 use crate::error::Result;
 use crate::text::thread_notice_text;
 
@@ -28,7 +28,7 @@ pub enum Cause {
 /// Writes the notice for `thread_id` in the caller's transaction, when the thread is contract
 /// A's and its row says what `cause` expects (a settle: live and idle; a close: closed).
 /// Returns whether a row was written.
-pub fn write(conn: &Conn, thread_id: &str, cause: Cause, at: &str) -> Result<bool> {
+pub fn write(conn: &Conn, thread_id: &ThreadId, cause: Cause, at: &str) -> Result<bool> {
     let facts = conn
         .db()
         .prepare_cached(include_str!("../../sql/thread_notice_facts.sql"))?
@@ -98,7 +98,7 @@ pub fn write(conn: &Conn, thread_id: &str, cause: Cause, at: &str) -> Result<boo
 
 /// A result of the session's own `wait` reported the thread's settled or closed state: its
 /// pending notices are marked delivered (returns how many).
-pub fn quiet(conn: &Conn, thread_id: &str, at: &str) -> Result<usize> {
+pub fn quiet(conn: &Conn, thread_id: &ThreadId, at: &str) -> Result<usize> {
     Ok(conn
         .db()
         .prepare_cached(include_str!("../../sql/notices_quiet.sql"))?
@@ -107,7 +107,7 @@ pub fn quiet(conn: &Conn, thread_id: &str, at: &str) -> Result<usize> {
 
 /// A thread's phase as its row holds it (the ingest writer reads it before a batch's phase
 /// changes, to tell a settle from other idle changes); `None` when the row is gone.
-pub fn phase_before(conn: &Conn, thread_id: &str) -> Result<Option<Phase>> {
+pub fn phase_before(conn: &Conn, thread_id: &ThreadId) -> Result<Option<Phase>> {
     Ok(conn
         .db()
         .prepare_cached(include_str!("../../sql/thread_phase.sql"))?

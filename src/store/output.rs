@@ -3,7 +3,9 @@
 use crate::store::Conn;
 use rusqlite::{OptionalExtension, Row};
 
+use crate::domain::ThreadId;
 use crate::error::Result;
+use crate::store::ThreadIds;
 
 /// A thread's retained output (`thread_output`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -35,7 +37,7 @@ impl OutputFacts {
 }
 
 /// A thread's retained output; empty when none was recorded yet.
-pub fn of_thread(conn: &Conn, id: &str) -> Result<OutputFacts> {
+pub fn of_thread(conn: &Conn, id: &ThreadId) -> Result<OutputFacts> {
     Ok(conn
         .db()
         .prepare_cached(include_str!("../../sql/output_of_thread.sql"))?
@@ -44,10 +46,10 @@ pub fn of_thread(conn: &Conn, id: &str) -> Result<OutputFacts> {
         .unwrap_or_default())
 }
 
-/// The retained output of `count` threads whose ids are the JSON array `ids`, in its order
-/// (one query whatever their number); empty for a thread with none.
-pub fn of_threads(conn: &Conn, ids: &str, count: usize) -> Result<Vec<OutputFacts>> {
-    let mut outs = vec![OutputFacts::default(); count];
+/// The retained output of the threads `ids`, in their order (one query whatever their
+/// number); empty for a thread with none.
+pub fn of_threads(conn: &Conn, ids: &ThreadIds) -> Result<Vec<OutputFacts>> {
+    let mut outs = vec![OutputFacts::default(); ids.len()];
     let mut stmt = conn
         .db()
         .prepare_cached(include_str!("../../sql/outputs_of_threads.sql"))?;
@@ -64,7 +66,7 @@ pub fn of_threads(conn: &Conn, ids: &str, count: usize) -> Result<Vec<OutputFact
 // ---- the runtime's writes --------------------------------------------------------------------
 
 /// A launched thread's output row, created empty if it has none.
-pub fn ensure(conn: &Conn, id: &str) -> Result<()> {
+pub fn ensure(conn: &Conn, id: &ThreadId) -> Result<()> {
     conn.db()
         .prepare_cached(include_str!("../../sql/output_ensure.sql"))?
         .execute([id])?;
@@ -72,7 +74,7 @@ pub fn ensure(conn: &Conn, id: &str) -> Result<()> {
 }
 
 /// The last completed assistant message's text (it replaces the partial one).
-pub fn set_assistant(conn: &Conn, id: &str, text: &str) -> Result<()> {
+pub fn set_assistant(conn: &Conn, id: &ThreadId, text: &str) -> Result<()> {
     conn.db()
         .prepare_cached(include_str!("../../sql/output_set_assistant.sql"))?
         .execute((id, text))?;
@@ -80,7 +82,7 @@ pub fn set_assistant(conn: &Conn, id: &str, text: &str) -> Result<()> {
 }
 
 /// The text of the assistant message still streaming.
-pub fn set_partial(conn: &Conn, id: &str, text: &str) -> Result<()> {
+pub fn set_partial(conn: &Conn, id: &ThreadId, text: &str) -> Result<()> {
     conn.db()
         .prepare_cached(include_str!("../../sql/output_set_partial.sql"))?
         .execute((id, text))?;
@@ -88,7 +90,7 @@ pub fn set_partial(conn: &Conn, id: &str, text: &str) -> Result<()> {
 }
 
 /// Whether a turn is under way.
-pub fn set_turn_open(conn: &Conn, id: &str, open: bool) -> Result<()> {
+pub fn set_turn_open(conn: &Conn, id: &ThreadId, open: bool) -> Result<()> {
     conn.db()
         .prepare_cached(include_str!("../../sql/output_set_turn_open.sql"))?
         .execute((id, open))?;
@@ -98,7 +100,7 @@ pub fn set_turn_open(conn: &Conn, id: &str, open: bool) -> Result<()> {
 /// The child's session name and pending message count, from its last `get_state` answer.
 pub fn set_session_state(
     conn: &Conn,
-    id: &str,
+    id: &ThreadId,
     name: Option<&str>,
     pending: Option<i64>,
 ) -> Result<()> {
@@ -110,7 +112,7 @@ pub fn set_session_state(
 
 /// Appends stderr bytes to the retained tail, keeping its last `keep` bytes (and counting the
 /// ones cut).
-pub fn append_stderr(conn: &Conn, id: &str, bytes: &[u8], keep: usize) -> Result<()> {
+pub fn append_stderr(conn: &Conn, id: &ThreadId, bytes: &[u8], keep: usize) -> Result<()> {
     let (mut tail, mut dropped): (Vec<u8>, i64) = conn
         .db()
         .prepare_cached(include_str!("../../sql/output_get_stderr.sql"))?

@@ -6,13 +6,13 @@
 //! timeout, a stop, an exit or a restore after a crash ends the row the same way, so a
 //! question is never answered twice nor left pending behind a closed thread.
 
-use crate::store::Conn;
+use crate::store::{Conn, ThreadIds};
 use rusqlite::{named_params, OptionalExtension, Row};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashMap;
 
-use crate::domain::{QuestionKind, QuestionState};
+use crate::domain::{QuestionKind, QuestionState, ThreadId};
 use crate::error::Result;
 
 /// One `ui_requests` row.
@@ -64,7 +64,7 @@ impl Question {
 
 /// A question as the runtime records it.
 pub struct NewQuestion<'a> {
-    pub thread_id: &'a str,
+    pub thread_id: &'a ThreadId,
     pub launch_seq: i64,
     pub request_id: &'a str,
     pub kind: QuestionKind,
@@ -92,7 +92,7 @@ pub fn insert(conn: &Conn, q: &NewQuestion<'_>) -> Result<i64> {
 }
 
 /// A thread's oldest pending question.
-pub fn pending_of(conn: &Conn, thread_id: &str) -> Result<Option<Question>> {
+pub fn pending_of(conn: &Conn, thread_id: &ThreadId) -> Result<Option<Question>> {
     Ok(conn
         .db()
         .prepare_cached(include_str!("../../sql/question_pending.sql"))?
@@ -102,7 +102,7 @@ pub fn pending_of(conn: &Conn, thread_id: &str) -> Result<Option<Question>> {
 
 /// The oldest pending question of each thread of the JSON array `ids` that has one, by thread
 /// id (one query for a list batch).
-pub fn pending_of_threads(conn: &Conn, ids: &str) -> Result<HashMap<String, Question>> {
+pub fn pending_of_threads(conn: &Conn, ids: &ThreadIds) -> Result<HashMap<String, Question>> {
     let mut stmt = conn
         .db()
         .prepare_cached(include_str!("../../sql/question_pending_of_threads.sql"))?;
@@ -144,7 +144,7 @@ pub fn end(conn: &Conn, id: i64, state: QuestionState, by: &str, at: &str) -> Re
 }
 
 /// Cancels a thread's pending questions (its process ended); returns how many.
-pub fn cancel_thread(conn: &Conn, thread_id: &str, by: &str, at: &str) -> Result<usize> {
+pub fn cancel_thread(conn: &Conn, thread_id: &ThreadId, by: &str, at: &str) -> Result<usize> {
     Ok(conn
         .db()
         .prepare_cached(include_str!("../../sql/question_cancel_thread.sql"))?

@@ -5,15 +5,15 @@
 //! reservation order) and the slot count is `sql/count_live.sql`: both are SQL, nothing is kept
 //! in memory, so the queue survives a crash of its serve.
 
-use crate::store::Conn;
+use crate::store::{Conn, ThreadIds};
 use rusqlite::{named_params, OptionalExtension};
 use std::collections::HashMap;
 
-use crate::domain::ManagerId;
+use crate::domain::{ManagerId, SessionId, ThreadId};
 use crate::error::Result;
 
 /// Marks the just-reserved row `id` as queued (in the reserving transaction).
-pub fn mark(conn: &Conn, id: &str, at: &str) -> Result<()> {
+pub fn mark(conn: &Conn, id: &ThreadId, at: &str) -> Result<()> {
     conn.db()
         .prepare_cached(include_str!("../../sql/queue_mark.sql"))?
         .execute((id, at))?;
@@ -22,7 +22,7 @@ pub fn mark(conn: &Conn, id: &str, at: &str) -> Result<()> {
 
 /// `id`'s position in its manager's queue (1 = launched next), `None` when it is not waiting
 /// for a slot.
-pub fn position(conn: &Conn, id: &str) -> Result<Option<i64>> {
+pub fn position(conn: &Conn, id: &ThreadId) -> Result<Option<i64>> {
     Ok(conn
         .db()
         .prepare_cached(include_str!("../../sql/queue_position.sql"))?
@@ -32,7 +32,7 @@ pub fn position(conn: &Conn, id: &str) -> Result<Option<i64>> {
 
 /// The queue position of each thread of the JSON array `ids` that waits for a slot, by id
 /// (one query for a list batch).
-pub fn positions_of_threads(conn: &Conn, ids: &str) -> Result<HashMap<String, i64>> {
+pub fn positions_of_threads(conn: &Conn, ids: &ThreadIds) -> Result<HashMap<String, i64>> {
     let mut stmt = conn
         .db()
         .prepare_cached(include_str!("../../sql/queue_positions_of_threads.sql"))?;
@@ -72,7 +72,7 @@ pub fn claim(conn: &Conn, manager: ManagerId, max: i64, at: &str) -> Result<usiz
 }
 
 /// The rows of `manager` with a claimed slot that were never launched, oldest first.
-pub fn to_launch(conn: &Conn, manager: ManagerId) -> Result<Vec<String>> {
+pub fn to_launch(conn: &Conn, manager: ManagerId) -> Result<Vec<ThreadId>> {
     let mut stmt = conn
         .db()
         .prepare_cached(include_str!("../../sql/queue_to_launch.sql"))?;
@@ -81,7 +81,7 @@ pub fn to_launch(conn: &Conn, manager: ManagerId) -> Result<Vec<String>> {
 }
 
 /// Closes `id` as stopped if it is still waiting for a slot (never launched); false otherwise.
-pub fn dequeue(conn: &Conn, id: &str, at: &str) -> Result<bool> {
+pub fn dequeue(conn: &Conn, id: &ThreadId, at: &str) -> Result<bool> {
     Ok(conn
         .db()
         .prepare_cached(include_str!("../../sql/queue_dequeue.sql"))?
@@ -101,7 +101,7 @@ pub enum QueueState {
 }
 
 /// `id`'s queue state.
-pub fn state(conn: &Conn, id: &str) -> Result<QueueState> {
+pub fn state(conn: &Conn, id: &ThreadId) -> Result<QueueState> {
     let row: Option<(bool, bool)> = conn
         .db()
         .prepare_cached(include_str!("../../sql/queue_is_waiting.sql"))?
@@ -115,7 +115,7 @@ pub fn state(conn: &Conn, id: &str) -> Result<QueueState> {
 }
 
 /// The prompt `id` was started with (`None` when the row is gone or has none).
-pub fn prompt_of(conn: &Conn, id: &str) -> Result<Option<String>> {
+pub fn prompt_of(conn: &Conn, id: &ThreadId) -> Result<Option<String>> {
     Ok(conn
         .db()
         .prepare_cached(include_str!("../../sql/queue_prompt.sql"))?
@@ -148,7 +148,7 @@ pub fn renumber_agents(conn: &Conn, registry: ManagerId) -> Result<()> {
 pub fn dequeue_agent(
     conn: &Conn,
     registry: ManagerId,
-    id: &str,
+    id: &ThreadId,
     status: &str,
     at: &str,
 ) -> Result<bool> {
@@ -168,7 +168,7 @@ pub fn dequeue_agent(
 pub fn claim_workers(
     conn: &Conn,
     manager: ManagerId,
-    coordinator: &str,
+    coordinator: &SessionId,
     max: i64,
     at: &str,
 ) -> Result<usize> {

@@ -9,7 +9,7 @@
 //! descendant found there answers with its full `/root/…` path. Nothing found there either:
 //! the manager's own unknown-reference error, as the contract words it.
 
-use crate::domain::ManagerId;
+use crate::domain::{ManagerId, SessionId, ThreadId};
 use crate::store::Conn;
 use rusqlite::{named_params, OptionalExtension};
 
@@ -30,7 +30,7 @@ const MAX_CANDIDATES: i64 = 50;
 pub struct RefScope<'a> {
     pub manager_id: ManagerId,
     pub current_path: &'a str,
-    pub self_id: Option<&'a str>,
+    pub self_id: Option<&'a ThreadId>,
 }
 
 /// Resolves a reference to one of the manager's threads, else to a descendant held by a
@@ -145,7 +145,7 @@ fn resolve_own(conn: &Conn, scope: RefScope<'_>, reference: &str) -> Result<Thre
 /// thread has it; anything else goes through [`resolve`].
 pub fn resolve_list_filter(conn: &Conn, scope: RefScope<'_>, reference: &str) -> Result<String> {
     let text = reference.trim();
-    if text == "." || text == "self" || scope.self_id == Some(text) {
+    if text == "." || text == "self" || scope.self_id.map(ThreadId::as_str) == Some(text) {
         return Ok(scope.current_path.to_string());
     }
     if is_thread_id(text) {
@@ -243,7 +243,7 @@ pub fn resolve_anywhere(
     if let Some(session) = manager {
         let mut last_err = None;
         for contract in [Contract::Thread, Contract::Agent, Contract::Worker] {
-            if let Some(id) = manager_id(conn, session, contract)? {
+            if let Some(id) = manager_id(conn, &SessionId::new(session), contract)? {
                 let scope = RefScope {
                     manager_id: id,
                     current_path: crate::paths::ROOT,
@@ -264,12 +264,10 @@ pub fn resolve_anywhere(
     }
     let root = session.map(|s| s.root_session.as_str());
     let text = reference.trim();
-    if let Some(t) = thread_by_id_any(conn, text)? {
+    if let Some(t) = thread_by_id_any(conn, &ThreadId::new(text))? {
         let in_session = match root {
             None => true,
-            Some(r) => {
-                crate::store::sessions::root_of_thread(conn, t.id.as_str())?.as_deref() == Some(r)
-            }
+            Some(r) => crate::store::sessions::root_of_thread(conn, &t.id)?.as_deref() == Some(r),
         };
         if in_session {
             return Ok(t);
@@ -348,7 +346,7 @@ fn ambiguous_across_sessions(
     candidates: &[ThreadRow],
 ) -> Result<Error> {
     use crate::store::sessions;
-    let ids: Vec<&str> = candidates.iter().map(|t| t.id.as_str()).collect();
+    let ids: Vec<ThreadId> = candidates.iter().map(|t| t.id.clone()).collect();
     let places = sessions::sessions_of_threads(conn, &ids)?;
     let infos = sessions::infos(conn)?;
     let rank = |root: &str| infos.iter().position(|i| i.root_session == root);
@@ -356,7 +354,7 @@ fn ambiguous_across_sessions(
     let mut items: Vec<(Option<usize>, String, &ThreadRow)> = candidates
         .iter()
         .map(|t| {
-            let (root, manager) = places.get(t.id.as_str()).cloned().unwrap_or_default();
+            let (root, manager) = places.get(&t.id).cloned().unwrap_or_default();
             let root = root.unwrap_or(manager);
             (rank(&root), root, t)
         })

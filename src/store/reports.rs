@@ -4,6 +4,7 @@
 use crate::store::Conn;
 use rusqlite::{OptionalExtension, Row};
 
+use crate::domain::WorkerId;
 use crate::error::Result;
 
 /// A stored report; `evidence` is the parsed JSON array of the `evidence` column.
@@ -32,7 +33,7 @@ impl ReportRow {
 }
 
 /// A worker's stored report, if it has one.
-pub fn report_of(conn: &Conn, worker_id: &str) -> Result<Option<ReportRow>> {
+pub fn report_of(conn: &Conn, worker_id: &WorkerId) -> Result<Option<ReportRow>> {
     Ok(conn
         .db()
         .prepare_cached(include_str!("../../sql/worker_report.sql"))?
@@ -44,7 +45,7 @@ pub fn report_of(conn: &Conn, worker_id: &str) -> Result<Option<ReportRow>> {
 /// A report to admit, with the id of the coordinator's notice about it.
 #[derive(Debug, Clone, Copy)]
 pub struct NewReport<'a> {
-    pub worker_id: &'a str,
+    pub worker_id: &'a WorkerId,
     pub verdict: &'a str,
     pub summary: &'a str,
     pub evidence: &'a [String],

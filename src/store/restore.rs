@@ -4,13 +4,13 @@
 use crate::store::Conn;
 use rusqlite::named_params;
 
-use crate::domain::{Contract, ManagerId};
+use crate::domain::{Contract, ManagerId, ThreadId};
 use crate::error::Result;
 
 /// A live thread the restore pass looks at: its process and the serve that held it.
 #[derive(Debug, Clone)]
 pub struct Candidate {
-    pub id: String,
+    pub id: ThreadId,
     pub manager_id: ManagerId,
     pub contract: Contract,
     pub pid: Option<i64>,
@@ -49,7 +49,7 @@ pub fn candidates(conn: &Conn) -> Result<Vec<Candidate>> {
 /// A contract B run reserved (starting) but never launched, and the serve that reserved it.
 #[derive(Debug, Clone)]
 pub struct Unlaunched {
-    pub id: String,
+    pub id: ThreadId,
     pub manager_id: ManagerId,
     pub owner_pid: Option<i64>,
     pub owner_started_at: Option<i64>,
@@ -72,7 +72,7 @@ pub fn unlaunched_agents(conn: &Conn) -> Result<Vec<Unlaunched>> {
 }
 
 /// Pauses a reserved contract B run with `paused_status`; false when it changed meanwhile.
-pub fn pause_unlaunched(conn: &Conn, id: &str, paused_status: &str, at: &str) -> Result<bool> {
+pub fn pause_unlaunched(conn: &Conn, id: &ThreadId, paused_status: &str, at: &str) -> Result<bool> {
     Ok(conn
         .db()
         .prepare_cached(include_str!("../../sql/agent_restore_unlaunched.sql"))?
@@ -84,7 +84,7 @@ pub fn pause_unlaunched(conn: &Conn, id: &str, paused_status: &str, at: &str) ->
 /// `paused_status`); false when it changed meanwhile.
 pub fn close_stale(
     conn: &Conn,
-    id: &str,
+    id: &ThreadId,
     launch_seq: i64,
     message: &str,
     paused_status: &str,

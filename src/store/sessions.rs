@@ -15,6 +15,7 @@ use std::path::Path;
 use rusqlite::named_params;
 use serde::Serialize;
 
+use crate::domain::ThreadId;
 use crate::error::{Error, ErrorCode, Result};
 use crate::paths::json_quote;
 
@@ -175,8 +176,8 @@ fn managers_by_prefix(conn: &Conn, prefix: &str) -> Result<Vec<(String, Option<S
 /// query.
 pub fn sessions_of_threads(
     conn: &Conn,
-    ids: &[&str],
-) -> Result<HashMap<String, (Option<String>, String)>> {
+    ids: &[ThreadId],
+) -> Result<HashMap<ThreadId, (Option<String>, String)>> {
     let ids = serde_json::to_string(ids)?;
     let has_places = crate::store::usage::has_tables(conn)?;
     let sql = if has_places {
@@ -190,7 +191,7 @@ pub fn sessions_of_threads(
 }
 
 /// The root session of a thread's tree (None before V4, or for an unplaced thread).
-pub fn root_of_thread(conn: &Conn, id: &str) -> Result<Option<String>> {
+pub fn root_of_thread(conn: &Conn, id: &ThreadId) -> Result<Option<String>> {
     use rusqlite::OptionalExtension;
     if !crate::store::usage::has_tables(conn)? {
         return Ok(None);

@@ -6,6 +6,7 @@ use crate::store::Conn;
 use rusqlite::types::{ToSql, ToSqlOutput};
 use rusqlite::OptionalExtension;
 
+use crate::domain::ThreadId;
 use crate::error::Result;
 
 /// This build's rendering (see build.rs): cache rows of any other shape are ignored.
@@ -40,7 +41,7 @@ impl ToSql for View {
 pub type Cached = (String, Option<String>);
 
 /// One thread's cached `view` at `detail`, if this build rendered it.
-pub fn cached(conn: &Conn, id: &str, view: View, detail: &str) -> Result<Option<Cached>> {
+pub fn cached(conn: &Conn, id: &ThreadId, view: View, detail: &str) -> Result<Option<Cached>> {
     Ok(conn
         .db()
         .prepare_cached(include_str!("../../sql/snapshot_cached.sql"))?
@@ -55,7 +56,7 @@ pub fn cached(conn: &Conn, id: &str, view: View, detail: &str) -> Result<Option<
 /// Returns whether it was kept.
 pub fn put(
     conn: &Conn,
-    id: &str,
+    id: &ThreadId,
     view: View,
     detail: &str,
     json: &str,

@@ -10,6 +10,7 @@ use crate::error::Result;
 use crate::process::ProcessIdentity;
 use crate::time::now_iso;
 
+use crate::domain::SessionId;
 pub use crate::domain::{
     AgentState, Contract, Exit, ExitKind, ManagerId, Phase, ThreadId, ThreadState, ThreadStatus,
 };
@@ -17,11 +18,11 @@ pub use crate::domain::{
 /// The identity and scope of a manager, and the process that owns it.
 #[derive(Debug, Clone)]
 pub struct ManagerSpec<'a> {
-    pub session_id: &'a str,
+    pub session_id: &'a SessionId,
     pub contract: Contract,
     pub scope_path: &'a str,
     pub depth: i64,
-    pub self_thread_id: Option<&'a str>,
+    pub self_thread_id: Option<&'a ThreadId>,
     pub session_file: Option<&'a str>,
     pub cwd: Option<&'a str>,
     pub owner_pid: Option<i64>,
@@ -31,7 +32,7 @@ pub struct ManagerSpec<'a> {
 impl<'a> ManagerSpec<'a> {
     /// A manager of `session_id` for `contract` at `scope_path`, depth 0, with no self
     /// thread, session file, cwd or owner known: `..ManagerSpec::new(…)` fills in the rest.
-    pub fn new(session_id: &'a str, contract: Contract, scope_path: &'a str) -> Self {
+    pub fn new(session_id: &'a SessionId, contract: Contract, scope_path: &'a str) -> Self {
         ManagerSpec {
             session_id,
             contract,
@@ -70,7 +71,11 @@ pub fn upsert_manager(conn: &Conn, spec: &ManagerSpec<'_>) -> Result<ManagerId> 
 }
 
 /// A manager's id by session and contract, if it exists.
-pub fn manager_id(conn: &Conn, session_id: &str, contract: Contract) -> Result<Option<ManagerId>> {
+pub fn manager_id(
+    conn: &Conn,
+    session_id: &SessionId,
+    contract: Contract,
+) -> Result<Option<ManagerId>> {
     let mut stmt = conn
         .db()
         .prepare_cached(include_str!("../../sql/manager_by_session.sql"))?;
@@ -366,12 +371,12 @@ pub fn query_thread(
 }
 
 /// A thread by id in any manager.
-pub fn thread_by_id_any(conn: &Conn, id: &str) -> Result<Option<ThreadRow>> {
+pub fn thread_by_id_any(conn: &Conn, id: &ThreadId) -> Result<Option<ThreadRow>> {
     query_thread(conn, row_sql!("thread_by_id_any", col), [id])
 }
 
 /// The session id and contract of the manager a thread belongs to.
-pub fn manager_of_thread(conn: &Conn, thread_id: &str) -> Result<Option<(String, String)>> {
+pub fn manager_of_thread(conn: &Conn, thread_id: &ThreadId) -> Result<Option<(SessionId, String)>> {
     let mut stmt = conn
         .db()
         .prepare_cached(include_str!("../../sql/manager_of_thread.sql"))?;
@@ -381,7 +386,7 @@ pub fn manager_of_thread(conn: &Conn, thread_id: &str) -> Result<Option<(String,
 }
 
 /// A thread's ancestors by parent link, the top first (across managers).
-pub fn thread_ancestors(conn: &Conn, id: &str) -> Result<Vec<ThreadRow>> {
+pub fn thread_ancestors(conn: &Conn, id: &ThreadId) -> Result<Vec<ThreadRow>> {
     query_threads(conn, row_sql!("thread_ancestors", col), [id])
 }
 
@@ -417,7 +422,7 @@ pub fn live_idle(conn: &Conn, manager_id: ManagerId, limit: usize) -> Result<Vec
 }
 
 /// Whether a thread id is recorded.
-pub fn thread_exists(conn: &Conn, id: &str) -> Result<bool> {
+pub fn thread_exists(conn: &Conn, id: &ThreadId) -> Result<bool> {
     Ok(conn
         .db()
         .prepare_cached(include_str!("../../sql/thread_exists.sql"))?
@@ -433,7 +438,11 @@ pub fn path_taken(conn: &Conn, manager_id: ManagerId, path: &str) -> Result<bool
 }
 
 /// The id of the thread at `path` of a manager.
-pub fn thread_id_at_path(conn: &Conn, manager_id: ManagerId, path: &str) -> Result<Option<String>> {
+pub fn thread_id_at_path(
+    conn: &Conn,
+    manager_id: ManagerId,
+    path: &str,
+) -> Result<Option<ThreadId>> {
     Ok(conn
         .db()
         .prepare_cached(include_str!("../../sql/thread_id_at_path.sql"))?
@@ -442,7 +451,7 @@ pub fn thread_id_at_path(conn: &Conn, manager_id: ManagerId, path: &str) -> Resu
 }
 
 /// Archives or unarchives a closed thread.
-pub fn set_archived(conn: &Conn, id: &str, archived: bool, at: &str) -> Result<()> {
+pub fn set_archived(conn: &Conn, id: &ThreadId, archived: bool, at: &str) -> Result<()> {
     conn.db()
         .prepare_cached(include_str!("../../sql/thread_set_archived.sql"))?
         .execute(named_params! {":archived": archived, ":at": at, ":id": id})?;
@@ -453,7 +462,7 @@ pub fn set_archived(conn: &Conn, id: &str, archived: bool, at: &str) -> Result<(
 /// its manager's serve), as recorded: `None` for a holder without a recorded pid.
 pub fn thread_holder(
     conn: &Conn,
-    id: &str,
+    id: &ThreadId,
 ) -> Result<Option<(ThreadStatus, Option<ProcessIdentity>)>> {
     Ok(conn
         .db()
@@ -480,7 +489,7 @@ pub fn manager_owner(
 }
 
 /// The threads among `ids` that exist, in that order (sql/threads_by_ids.sql).
-pub fn threads_by_ids(conn: &Conn, ids: &[&str]) -> Result<Vec<ThreadRow>> {
+pub fn threads_by_ids(conn: &Conn, ids: &[ThreadId]) -> Result<Vec<ThreadRow>> {
     query_threads(
         conn,
         row_sql!("threads_by_ids", col),

@@ -13,8 +13,10 @@ use rusqlite::{named_params, OptionalExtension, Row};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::domain::{SessionId, ThreadId};
 use crate::error::Result;
 use crate::pi::events;
+use crate::store::ThreadIds;
 
 /// Tokens, cost and counts; one message's, or a sum.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
@@ -126,7 +128,7 @@ impl Usage {
 
 /// Adds `u` to a thread's row (its tree's total follows by trigger). A thread without a row
 /// (deleted meanwhile) changes nothing.
-pub fn add(conn: &Conn, thread_id: &str, u: &Usage, at: &str) -> Result<()> {
+pub fn add(conn: &Conn, thread_id: &ThreadId, u: &Usage, at: &str) -> Result<()> {
     conn.db()
         .prepare_cached(include_str!("../../sql/usage_add.sql"))?
         .execute(named_params! {
@@ -139,7 +141,7 @@ pub fn add(conn: &Conn, thread_id: &str, u: &Usage, at: &str) -> Result<()> {
 }
 
 /// One thread's own usage.
-pub fn of_thread(conn: &Conn, thread_id: &str) -> Result<Option<Usage>> {
+pub fn of_thread(conn: &Conn, thread_id: &ThreadId) -> Result<Option<Usage>> {
     Ok(conn
         .db()
         .prepare_cached(include_str!("../../sql/usage_of_thread.sql"))?
@@ -192,7 +194,7 @@ pub struct SubtreeUsage {
 }
 
 /// What `thread_id` and its descendants spent (one range of `thread_places_by_key`).
-pub fn of_subtree(conn: &Conn, thread_id: &str) -> Result<Option<SubtreeUsage>> {
+pub fn of_subtree(conn: &Conn, thread_id: &ThreadId) -> Result<Option<SubtreeUsage>> {
     Ok(conn
         .db()
         .prepare_cached(include_str!("../../sql/usage_subtree.sql"))?
@@ -210,9 +212,9 @@ pub fn of_subtree(conn: &Conn, thread_id: &str) -> Result<Option<SubtreeUsage>> 
 /// the serve's own place (its thread id when it is a managed child, and its session id).
 #[derive(Debug, Clone, Copy)]
 pub struct TreeOf<'a> {
-    pub thread_id: Option<&'a str>,
-    pub self_id: Option<&'a str>,
-    pub session_id: &'a str,
+    pub thread_id: Option<&'a ThreadId>,
+    pub self_id: Option<&'a ThreadId>,
+    pub session_id: &'a SessionId,
 }
 
 /// A root session's whole tree: its total and how many threads it has. The total counts the
@@ -281,8 +283,8 @@ pub fn all_sessions(conn: &Conn) -> Result<Vec<(String, Usage)>> {
 /// not recorded: its turns are its thread's usage already. Returns whether it was recorded.
 pub fn put_session(
     conn: &Conn,
-    session_id: &str,
-    self_id: Option<&str>,
+    session_id: &SessionId,
+    self_id: Option<&ThreadId>,
     u: &Usage,
     at: &str,
 ) -> Result<bool> {
@@ -308,10 +310,9 @@ pub fn put_session(
         .is_some())
 }
 
-/// The own usage of `ids` (a JSON array of `count` thread ids), by position; a thread without
-/// a row spent nothing.
-pub fn of_threads(conn: &Conn, ids: &str, count: usize) -> Result<Vec<Usage>> {
-    let mut out = vec![Usage::default(); count];
+/// The own usage of the threads `ids`, by position; a thread without a row spent nothing.
+pub fn of_threads(conn: &Conn, ids: &ThreadIds) -> Result<Vec<Usage>> {
+    let mut out = vec![Usage::default(); ids.len()];
     let mut stmt = conn
         .db()
         .prepare_cached(include_str!("../../sql/usage_of_threads.sql"))?;
@@ -361,10 +362,18 @@ pub fn spend_since(later: &Usage, earlier: &Usage) -> Usage {
 /// thread's session (its thread `self_id`, else the thread whose id is `session_id`: a
 /// contract C worker), that thread's subtree without itself; else (a root session) every
 /// thread of its tree.
-pub fn spend_below(conn: &Conn, self_id: Option<&str>, session_id: &str) -> Result<Usage> {
+pub fn spend_below(
+    conn: &Conn,
+    self_id: Option<&ThreadId>,
+    session_id: &SessionId,
+) -> Result<Usage> {
     let place = include_str!("../../sql/usage_place.sql");
     let mut me = None;
-    for id in self_id.into_iter().chain([session_id]) {
+    for id in self_id
+        .map(ThreadId::as_str)
+        .into_iter()
+        .chain([session_id.as_str()])
+    {
         let placed = conn
             .db()
             .prepare_cached(place)?
@@ -392,7 +401,11 @@ pub fn spend_below(conn: &Conn, self_id: Option<&str>, session_id: &str) -> Resu
 
 /// The spend below `session_id` its tool results have not reported yet, and the spend below
 /// (reads only: [`tell`] records it).
-pub fn untold(conn: &Conn, self_id: Option<&str>, session_id: &str) -> Result<(Usage, Usage)> {
+pub fn untold(
+    conn: &Conn,
+    self_id: Option<&ThreadId>,
+    session_id: &SessionId,
+) -> Result<(Usage, Usage)> {
     let below = spend_below(conn, self_id, session_id)?;
     let told = conn
         .db()
@@ -407,7 +420,12 @@ pub fn untold(conn: &Conn, self_id: Option<&str>, session_id: &str) -> Result<(U
 /// tool results have not reported yet, and the `usage_told` row moved up to it, so the same
 /// spend is never reported twice (not by repeated calls, concurrent ones, nor a new serve of
 /// the same session). Zero when nothing new was spent.
-pub fn tell(conn: &Conn, self_id: Option<&str>, session_id: &str, at: &str) -> Result<Usage> {
+pub fn tell(
+    conn: &Conn,
+    self_id: Option<&ThreadId>,
+    session_id: &SessionId,
+    at: &str,
+) -> Result<Usage> {
     let (news, below) = untold(conn, self_id, session_id)?;
     if !news.is_zero() {
         conn.db()
@@ -441,7 +459,7 @@ pub fn session_messages(file: &crate::pi::session::SessionFile, since_ms: i64) -
 /// its row has not counted yet: the row has counted the first `turns` of them, because the
 /// ingest writer adds each message as Pi completes (and saves) it, in order. Returns what was
 /// added. Run it only for a thread no live process writes for (the restore pass).
-pub fn reconcile(conn: &Conn, thread_id: &str, messages: &[Usage], at: &str) -> Result<Usage> {
+pub fn reconcile(conn: &Conn, thread_id: &ThreadId, messages: &[Usage], at: &str) -> Result<Usage> {
     let Some(counted) = of_thread(conn, thread_id)? else {
         return Ok(Usage::default());
     };
@@ -533,7 +551,7 @@ pub struct TreeRow {
 
 /// The rows of `root`'s tree whose keys are `key` or below it (`None`: the whole tree), in
 /// tree order: one range of the tree's keys.
-pub fn tree_rows(conn: &Conn, root: &str, key: Option<&str>) -> Result<Vec<TreeRow>> {
+pub fn tree_rows(conn: &Conn, root: &SessionId, key: Option<&str>) -> Result<Vec<TreeRow>> {
     let (lo, hi) = match key {
         Some(k) => (k.to_string(), format!("{k}0")),
         None => ("/".to_string(), "0".to_string()),
@@ -575,7 +593,7 @@ pub fn tree_rows(conn: &Conn, root: &str, key: Option<&str>) -> Result<Vec<TreeR
 }
 
 /// The root session and tree key of a thread's place (sql/usage_place.sql).
-pub fn place_of(conn: &Conn, id: &str) -> Result<(String, String)> {
+pub fn place_of(conn: &Conn, id: &ThreadId) -> Result<(String, String)> {
     Ok(conn
         .db()
         .prepare_cached(include_str!("../../sql/usage_place.sql"))?

@@ -90,6 +90,40 @@ impl FromSql for ManagerId {
     }
 }
 
+/// A batch of thread ids bound as one parameter: the JSON array text that `json_each` reads
+/// (`sql/*_of_threads.sql`), made once for the batch's several queries; each answer is by
+/// position in the batch.
+#[derive(Debug, Clone)]
+pub struct ThreadIds {
+    json: String,
+    len: usize,
+}
+
+impl ThreadIds {
+    pub fn new<'a>(ids: impl IntoIterator<Item = &'a ThreadId>) -> crate::error::Result<Self> {
+        let ids: Vec<&ThreadId> = ids.into_iter().collect();
+        Ok(ThreadIds {
+            json: serde_json::to_string(&ids)?,
+            len: ids.len(),
+        })
+    }
+
+    /// How many ids the batch holds.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl ToSql for ThreadIds {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::from(self.json.as_str()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,7 +12,8 @@ use std::collections::HashMap;
 use rusqlite::{params, OptionalExtension};
 
 use crate::domain::{
-    AgentState, CommandKind, CommandState, Contract, ExitKind, Phase, ThreadId, ThreadStatus,
+    AgentState, CommandKind, CommandState, Contract, ExitKind, Phase, SessionId, ThreadId,
+    ThreadStatus,
 };
 use crate::error::Result;
 
@@ -70,7 +71,7 @@ impl WebFilter {
 /// Rows `offset..offset+limit` of `root`'s tree, in tree order, kept by `filter`.
 pub fn page(
     conn: &Conn,
-    root: &str,
+    root: &SessionId,
     filter: &WebFilter,
     offset: i64,
     limit: i64,
@@ -135,7 +136,7 @@ pub struct SubtreeTotals {
 }
 
 /// The subtree totals of `ids` (one statement), by id; an id without a place is missing.
-pub fn subtree_totals(conn: &Conn, ids: &[&str]) -> Result<HashMap<String, SubtreeTotals>> {
+pub fn subtree_totals(conn: &Conn, ids: &[ThreadId]) -> Result<HashMap<ThreadId, SubtreeTotals>> {
     if ids.is_empty() {
         return Ok(HashMap::new());
     }
@@ -145,7 +146,7 @@ pub fn subtree_totals(conn: &Conn, ids: &[&str]) -> Result<HashMap<String, Subtr
         .prepare_cached(include_str!("../../sql/web_subtree_totals.sql"))?;
     let rows = stmt.query_map([ids], |r| {
         Ok((
-            r.get::<_, String>(0)?,
+            r.get::<_, ThreadId>(0)?,
             SubtreeTotals {
                 threads: r.get(1)?,
                 tokens: r.get::<_, Option<i64>>(2)?.unwrap_or(0),

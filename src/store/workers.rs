@@ -3,7 +3,7 @@
 //! message ids), its keyed `mailbox` messages, its `interrupt` commands and its `reports` row.
 //! Everything the worker engine reads or writes goes through here, so the engine holds no SQL.
 
-use crate::domain::{ManagerId, ThreadId};
+use crate::domain::{ManagerId, SessionId, ThreadId, WorkerId};
 use crate::store::Conn;
 use rusqlite::{OptionalExtension, Row};
 
@@ -48,7 +48,7 @@ crate::store::rows::columns! {
 #[derive(Debug, Clone, PartialEq)]
 pub struct WorkerRow {
     pub id: ThreadId,
-    pub coordinator_id: Option<String>,
+    pub coordinator_id: Option<SessionId>,
     pub spawn_key: Option<String>,
     pub fingerprint: Option<String>,
     pub title: Option<String>,
@@ -112,7 +112,7 @@ fn query_workers(conn: &Conn, sql: &str, param: &str) -> Result<Vec<WorkerRow>> 
 }
 
 /// One worker by id (a row with a coordinator and a spawn key).
-pub fn worker_by_id(conn: &Conn, id: &str) -> Result<Option<WorkerRow>> {
+pub fn worker_by_id(conn: &Conn, id: &WorkerId) -> Result<Option<WorkerRow>> {
     Ok(conn
         .db()
         .prepare_cached(crate::store::rows::row_sql!("worker_by_id", col))?
@@ -121,16 +121,19 @@ pub fn worker_by_id(conn: &Conn, id: &str) -> Result<Option<WorkerRow>> {
 }
 
 /// Every worker of one coordinator, hidden ones included, oldest first.
-pub fn workers_of_coordinator(conn: &Conn, coordinator_id: &str) -> Result<Vec<WorkerRow>> {
+pub fn workers_of_coordinator(conn: &Conn, coordinator_id: &SessionId) -> Result<Vec<WorkerRow>> {
     query_workers(
         conn,
         crate::store::rows::row_sql!("workers_of_coordinator", col),
-        coordinator_id,
+        coordinator_id.as_str(),
     )
 }
 
 /// The workers of several coordinators, oldest first, in one query.
-pub fn workers_of_coordinators(conn: &Conn, coordinator_ids: &[String]) -> Result<Vec<WorkerRow>> {
+pub fn workers_of_coordinators(
+    conn: &Conn,
+    coordinator_ids: &[SessionId],
+) -> Result<Vec<WorkerRow>> {
     query_workers(
         conn,
         crate::store::rows::row_sql!("workers_of_coordinators", col),
@@ -139,7 +142,7 @@ pub fn workers_of_coordinators(conn: &Conn, coordinator_ids: &[String]) -> Resul
 }
 
 /// Gives every hidden worker of the coordinators the hidden override `false`.
-pub fn restore_hidden(conn: &Conn, coordinator_ids: &[String]) -> Result<()> {
+pub fn restore_hidden(conn: &Conn, coordinator_ids: &[SessionId]) -> Result<()> {
     conn.db()
         .prepare_cached(include_str!("../../sql/workers_restore_hidden.sql"))?
         .execute((serde_json::to_string(coordinator_ids)?, now_iso()))?;
@@ -147,7 +150,7 @@ pub fn restore_hidden(conn: &Conn, coordinator_ids: &[String]) -> Result<()> {
 }
 
 /// Whether a session id is itself a managed worker.
-pub fn is_worker(conn: &Conn, id: &str) -> Result<bool> {
+pub fn is_worker(conn: &Conn, id: &SessionId) -> Result<bool> {
     Ok(conn
         .db()
         .prepare_cached(include_str!("../../sql/worker_caller_is_worker.sql"))?
@@ -157,12 +160,12 @@ pub fn is_worker(conn: &Conn, id: &str) -> Result<bool> {
 /// What an idempotent spawn compares: the coordinator and request fingerprint of a worker id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkerIdentity {
-    pub coordinator_id: Option<String>,
+    pub coordinator_id: Option<SessionId>,
     pub fingerprint: Option<String>,
 }
 
 /// The identity stored for a thread id, if such a thread exists.
-pub fn identity(conn: &Conn, id: &str) -> Result<Option<WorkerIdentity>> {
+pub fn identity(conn: &Conn, id: &WorkerId) -> Result<Option<WorkerIdentity>> {
     Ok(conn
         .db()
         .prepare_cached(include_str!("../../sql/worker_identity.sql"))?
@@ -176,7 +179,7 @@ pub fn identity(conn: &Conn, id: &str) -> Result<Option<WorkerIdentity>> {
 }
 
 /// The slots a coordinator's workers hold (see `sql/worker_slots_used.sql`).
-pub fn slots_used(conn: &Conn, coordinator_id: &str) -> Result<i64> {
+pub fn slots_used(conn: &Conn, coordinator_id: &SessionId) -> Result<i64> {
     Ok(conn
         .db()
         .prepare_cached(include_str!("../../sql/worker_slots_used.sql"))?
@@ -186,12 +189,12 @@ pub fn slots_used(conn: &Conn, coordinator_id: &str) -> Result<i64> {
 /// A worker to reserve: a top-level row at `/<id>` under its coordinator's manager.
 #[derive(Debug, Clone, Copy)]
 pub struct NewWorker<'a> {
-    pub id: &'a str,
+    pub id: &'a WorkerId,
     pub manager_id: ManagerId,
     pub title: &'a str,
     pub cwd: &'a str,
     pub args: &'a [String],
-    pub coordinator_id: &'a str,
+    pub coordinator_id: &'a SessionId,
     pub spawn_key: &'a str,
     pub fingerprint: &'a str,
     pub agent: Option<&'a str>,
@@ -208,15 +211,15 @@ pub struct NewWorker<'a> {
 pub fn insert_worker(conn: &Conn, w: &NewWorker<'_>) -> Result<()> {
     let text = |s: &str| Some(s.to_string());
     let row = super::threads::NewThread {
-        id: ThreadId::new(w.id),
+        id: w.id.thread_id(),
         manager_id: w.manager_id,
         path: format!("/{}", w.id),
         task_name: w.id.to_string(),
         name: w.title.to_string(),
         cwd: w.cwd.to_string(),
         args: w.args.to_vec(),
-        session_id: text(w.id),
-        coordinator_id: text(w.coordinator_id),
+        session_id: text(w.id.as_str()),
+        coordinator_id: text(w.coordinator_id.as_str()),
         spawn_key: text(w.spawn_key),
         fingerprint: text(w.fingerprint),
         title: text(w.title),
@@ -231,7 +234,7 @@ pub fn insert_worker(conn: &Conn, w: &NewWorker<'_>) -> Result<()> {
 }
 
 /// Sets a worker's hidden override.
-pub fn set_hidden(conn: &Conn, id: &str, hidden: bool) -> Result<()> {
+pub fn set_hidden(conn: &Conn, id: &ThreadId, hidden: bool) -> Result<()> {
     conn.db()
         .prepare_cached(include_str!("../../sql/worker_set_hidden.sql"))?
         .execute((id, hidden, now_iso()))?;
@@ -239,7 +242,7 @@ pub fn set_hidden(conn: &Conn, id: &str, hidden: bool) -> Result<()> {
 }
 
 /// After an admitted send: a reported worker is shown (override 0), else the override goes.
-pub fn unhide_after_send(conn: &Conn, id: &str) -> Result<()> {
+pub fn unhide_after_send(conn: &Conn, id: &ThreadId) -> Result<()> {
     conn.db()
         .prepare_cached(include_str!("../../sql/worker_unhide_after_send.sql"))?
         .execute((id, now_iso()))?;
@@ -250,7 +253,7 @@ pub use crate::domain::Outcome;
 use crate::domain::{ExitKind, Phase, ThreadStatus};
 
 /// Records how a worker's last run ended.
-pub fn set_outcome(conn: &Conn, id: &str, outcome: Outcome) -> Result<()> {
+pub fn set_outcome(conn: &Conn, id: &ThreadId, outcome: Outcome) -> Result<()> {
     conn.db()
         .prepare_cached(include_str!("../../sql/worker_set_outcome.sql"))?
         .execute((id, outcome, now_iso()))?;
@@ -258,7 +261,7 @@ pub fn set_outcome(conn: &Conn, id: &str, outcome: Outcome) -> Result<()> {
 }
 
 /// Before a relaunch: a closed worker keeps the outcome that was only derived so far.
-pub fn keep_outcome(conn: &Conn, id: &str) -> Result<()> {
+pub fn keep_outcome(conn: &Conn, id: &ThreadId) -> Result<()> {
     conn.db()
         .prepare_cached(include_str!("../../sql/worker_keep_outcome.sql"))?
         .execute([id])?;
@@ -273,7 +276,7 @@ pub struct ModelSource {
 }
 
 /// The model source of a thread, if it exists.
-pub fn model_source(conn: &Conn, id: &str) -> Result<Option<ModelSource>> {
+pub fn model_source(conn: &Conn, id: &ThreadId) -> Result<Option<ModelSource>> {
     Ok(conn
         .db()
         .prepare_cached(include_str!("../../sql/worker_model_source.sql"))?
@@ -287,7 +290,7 @@ pub fn model_source(conn: &Conn, id: &str) -> Result<Option<ModelSource>> {
 }
 
 /// Records the model (JSON text) the worker's session reported, unless one is known.
-pub fn set_model(conn: &Conn, id: &str, model: &str) -> Result<()> {
+pub fn set_model(conn: &Conn, id: &ThreadId, model: &str) -> Result<()> {
     conn.db()
         .prepare_cached(include_str!("../../sql/worker_set_model.sql"))?
         .execute((id, model))?;
@@ -305,7 +308,7 @@ pub struct RunMarks {
 }
 
 /// A thread's run bookkeeping now.
-pub fn run_marks(conn: &Conn, id: &str) -> Result<RunMarks> {
+pub fn run_marks(conn: &Conn, id: &ThreadId) -> Result<RunMarks> {
     Ok(conn
         .db()
         .prepare_cached(include_str!("../../sql/worker_run_marks.sql"))?
@@ -331,7 +334,7 @@ pub struct Activity {
 }
 
 /// What a thread's events after `seq` show.
-pub fn activity_since(conn: &Conn, id: &str, seq: i64) -> Result<Activity> {
+pub fn activity_since(conn: &Conn, id: &ThreadId, seq: i64) -> Result<Activity> {
     Ok(conn
         .db()
         .prepare_cached(include_str!("../../sql/worker_activity_since.sql"))?
@@ -354,7 +357,7 @@ pub struct KeyedMessage {
 }
 
 /// The message a thread holds under `send_key` (an error when there is none).
-pub fn message_by_key(conn: &Conn, thread_id: &str, send_key: &str) -> Result<KeyedMessage> {
+pub fn message_by_key(conn: &Conn, thread_id: &ThreadId, send_key: &str) -> Result<KeyedMessage> {
     Ok(conn
         .db()
         .prepare_cached(include_str!("../../sql/worker_mailbox_by_key.sql"))?
@@ -375,7 +378,7 @@ pub struct PendingMessage {
 }
 
 /// A worker's pending messages, in order.
-pub fn pending_messages(conn: &Conn, thread_id: &str) -> Result<Vec<PendingMessage>> {
+pub fn pending_messages(conn: &Conn, thread_id: &ThreadId) -> Result<Vec<PendingMessage>> {
     let mut stmt = conn
         .db()
         .prepare_cached(include_str!("../../sql/worker_pending_messages.sql"))?;
@@ -411,8 +414,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path().join("t.sqlite")).unwrap();
         let now = "2026-01-01T00:00:00.000Z";
+        let (worker, coordinator) = (WorkerId::new("ses_w"), SessionId::new("ses_c"));
+        let thread = worker.thread_id();
         let prompt = |body| NewMail {
-            thread_id: "ses_w",
+            thread_id: &thread,
             direction: Direction::ToChild,
             kind: MailKind::Prompt,
             send_key: "spawn",
@@ -425,16 +430,16 @@ mod tests {
         store
             .write(|tx| {
                 let manager_id =
-                    upsert_manager(tx, &ManagerSpec::new("ses_c", Contract::Worker, "/"))?;
+                    upsert_manager(tx, &ManagerSpec::new(&coordinator, Contract::Worker, "/"))?;
                 insert_worker(
                     tx,
                     &NewWorker {
-                        id: "ses_w",
+                        id: &worker,
                         manager_id,
                         title: "T",
                         cwd: "/w",
                         args: &["--model".to_string(), "p/m".to_string()],
-                        coordinator_id: "ses_c",
+                        coordinator_id: &coordinator,
                         spawn_key: "k",
                         fingerprint: &"f".repeat(64),
                         agent: None,
@@ -450,7 +455,7 @@ mod tests {
                 insert_report(
                     tx,
                     &NewReport {
-                        worker_id: "ses_w",
+                        worker_id: &worker,
                         verdict: "PASS",
                         summary: "done",
                         evidence: &["a".to_string()],
@@ -461,8 +466,8 @@ mod tests {
             })
             .unwrap();
         let conn = store.read().unwrap();
-        let w = worker_by_id(&conn, "ses_w").unwrap().unwrap();
-        assert_eq!(w.coordinator_id.as_deref(), Some("ses_c"));
+        let w = worker_by_id(&conn, &worker).unwrap().unwrap();
+        assert_eq!(w.coordinator_id.as_ref(), Some(&coordinator));
         assert_eq!(w.spawn_key.as_deref(), Some("k"));
         assert_eq!(w.args, ["--model", "p/m"]);
         assert_eq!(w.granted_paths.as_deref(), Some(r#"["/w/a"]"#));
@@ -475,15 +480,15 @@ mod tests {
                 evidence: vec!["a".into()],
             })
         );
-        let all = workers_of_coordinators(&conn, &["ses_c".into()]).unwrap();
+        let all = workers_of_coordinators(&conn, std::slice::from_ref(&coordinator)).unwrap();
         assert_eq!(all, [w]);
-        assert_eq!(workers_of_coordinator(&conn, "ses_c").unwrap(), all);
-        assert_eq!(message_by_key(&conn, "ses_w", "spawn").unwrap().body, "go");
-        let pending = pending_messages(&conn, "ses_w").unwrap();
+        assert_eq!(workers_of_coordinator(&conn, &coordinator).unwrap(), all);
+        assert_eq!(message_by_key(&conn, &thread, "spawn").unwrap().body, "go");
+        let pending = pending_messages(&conn, &thread).unwrap();
         assert_eq!(pending.len(), 1);
-        assert!(is_worker(&conn, "ses_w").unwrap());
+        assert!(is_worker(&conn, &SessionId::new("ses_w")).unwrap());
         assert_eq!(
-            slots_used(&conn, "ses_c").unwrap(),
+            slots_used(&conn, &coordinator).unwrap(),
             0,
             "a reported worker frees its slot"
         );

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use serve_client::{Scripted, Serve};
+use threadbase::domain::{SessionId, ThreadId};
 
 struct World {
     base: Scripted,
@@ -220,30 +221,44 @@ fn an_adopted_subtree_takes_its_places_and_spend_to_the_new_tree() {
 
     let db = common::temp_db();
     let store = Store::open(&db.path).unwrap();
-    let manager = |session: &str, scope: &str, self_id: Option<&str>| {
+    let manager = |session: &str, scope: &str, self_id: Option<&ThreadId>| {
         store
             .write(|tx| {
                 upsert_manager(
                     tx,
-                    &common::manager_spec(session, Contract::Thread, scope, self_id),
+                    &common::manager_spec(
+                        &SessionId::new(session),
+                        Contract::Thread,
+                        scope,
+                        self_id,
+                    ),
                 )
             })
             .unwrap()
     };
     let (t, u, v, other) = (
-        common::tid(1),
-        common::tid(2),
-        common::tid(3),
-        common::tid(4),
+        ThreadId::new(common::tid(1)),
+        ThreadId::new(common::tid(2)),
+        ThreadId::new(common::tid(3)),
+        ThreadId::new(common::tid(4)),
     );
     let a = manager("ses_a", "/root", None);
-    common::add(&store, &[common::thread(&t, a, "/root/t", false)]);
+    common::add(&store, &[common::thread(t.as_str(), a, "/root/t", false)]);
     let below_t = manager("ses_of_t", "/root/t", Some(&t));
-    common::add(&store, &[common::thread(&u, below_t, "/root/t/u", false)]);
+    common::add(
+        &store,
+        &[common::thread(u.as_str(), below_t, "/root/t/u", false)],
+    );
     let below_u = manager("ses_of_u", "/root/t/u", Some(&u));
-    common::add(&store, &[common::thread(&v, below_u, "/root/t/u/v", false)]);
+    common::add(
+        &store,
+        &[common::thread(v.as_str(), below_u, "/root/t/u/v", false)],
+    );
     let b = manager("ses_b", "/root", None);
-    common::add(&store, &[common::thread(&other, b, "/root/other", false)]);
+    common::add(
+        &store,
+        &[common::thread(other.as_str(), b, "/root/other", false)],
+    );
     let spent = |n: i64| Usage {
         input_tokens: n,
         output_tokens: n,
@@ -270,7 +285,7 @@ fn an_adopted_subtree_takes_its_places_and_spend_to_the_new_tree() {
             usage::TreeOf {
                 thread_id: None,
                 self_id: None,
-                session_id: root,
+                session_id: &SessionId::new(root),
             },
         )
         .unwrap();
@@ -329,10 +344,11 @@ fn a_thread_left_live_by_a_dead_serve_is_closed_as_stale_then_adopted() {
     let id = common::tid(7);
     {
         let store = Store::open(&w.base.db).unwrap();
+        let dead_session = SessionId::new("ses_dead");
         let dead = ManagerSpec {
             owner_pid: Some(999_999_999),
             owner_started_at: Some(1),
-            ..common::manager_spec("ses_dead", Contract::Thread, "/root", None)
+            ..common::manager_spec(&dead_session, Contract::Thread, "/root", None)
         };
         let m = store.write(|tx| upsert_manager(tx, &dead)).unwrap();
         common::add(&store, &[common::thread(&id, m, "/root/left", true)]);

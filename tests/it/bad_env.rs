@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use serve_client::{processes_with_env, scripted_command, Serve, ServeSpec};
+use threadbase::domain::ThreadId;
 use threadbase::store::events::{self, NewEvent};
 use threadbase::Store;
 
@@ -85,7 +86,7 @@ fn seed(path: &Path) {
                             .to_string();
                     events::append(
                         tx,
-                        &common::tid(i),
+                        &ThreadId::new(common::tid(i)),
                         &[NewEvent {
                             at: &format!("2026-11-30T00:00:0{j}.000Z"),
                             kind: "assistant_message",

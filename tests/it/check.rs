@@ -10,6 +10,7 @@ use std::process::Command;
 use common::{add, threadbase, tid};
 use rusqlite::Connection;
 use serde_json::Value;
+use threadbase::domain::{SessionId, ThreadId};
 use threadbase::runtime::process::ProcessIdentity;
 use threadbase::store::events::{self, NewEvent};
 use threadbase::store::threads::{upsert_manager, Contract, ManagerSpec};
@@ -73,7 +74,12 @@ fn clean() -> common::TempDb {
                     cwd: Some("/tmp"),
                     owner_pid: Some(me.pid),
                     owner_started_at: Some(me.started_at),
-                    ..common::manager_spec("ses_check", Contract::Thread, "/root", None)
+                    ..common::manager_spec(
+                        &SessionId::new("ses_check"),
+                        Contract::Thread,
+                        "/root",
+                        None,
+                    )
                 },
             )
         })
@@ -99,7 +105,7 @@ fn clean() -> common::TempDb {
                     let at = format!("2026-11-30T00:00:{:02}.{:03}Z", i / 10, i % 10);
                     events::append(
                         tx,
-                        &id,
+                        &ThreadId::new(&id),
                         &[NewEvent {
                             at: &at,
                             kind: "turn_started",

@@ -5,6 +5,7 @@ use crate::support::common;
 use std::process::{Command, Output};
 
 use common::{add, manager, temp_db, thread, threadbase, tid};
+use threadbase::domain::ThreadId;
 use threadbase::store::events::{self, NewEvent};
 use threadbase::Store;
 
@@ -28,7 +29,7 @@ fn seed() -> common::TempDb {
         .write(|tx| {
             events::append(
                 tx,
-                &tid(3),
+                &ThreadId::new(tid(3)),
                 &[
                     NewEvent {
                         at: "2026-11-30T00:00:00.000Z",

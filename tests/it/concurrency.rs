@@ -7,6 +7,7 @@ use crate::support::common;
 
 use std::process::Command;
 
+use threadbase::domain::ThreadId;
 use threadbase::store::events::{self, NewEvent};
 use threadbase::store::threads::insert_thread;
 use threadbase::Store;
@@ -28,7 +29,7 @@ fn writer_process() {
                 insert_thread(tx, &common::thread(&id, m, &format!("/root/t{i}"), true))?;
                 events::append(
                     tx,
-                    &id,
+                    &ThreadId::new(&id),
                     &[NewEvent {
                         at: "t",
                         kind: "thread_started",

@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use serve_client::processes_with_env;
 use threadbase::contract::thread::STALE_MESSAGE;
+use threadbase::domain::ThreadId;
 use threadbase::engine::restore_dead_owners;
 use threadbase::runtime::process::ProcessIdentity;
 use threadbase::runtime::{Runtime, RuntimeConfig, StartKind};
@@ -48,7 +49,7 @@ fn crash_owner_process() {
             let path = format!("/root/p{}_{n}", std::process::id());
             insert_starting(&store, manager, &id, &path);
             let env = vec![(MARKER_VAR.into(), marker.into())];
-            let spec = bash_launch(&id, STREAMER, env, StartKind::Resumed);
+            let spec = bash_launch(&ThreadId::new(&id), STREAMER, env, StartKind::Resumed);
             runtime.launch(spec).await.unwrap();
             ids.push(id);
         }
@@ -181,7 +182,7 @@ fn sigkill_of_the_owner_loses_no_committed_event_and_leaves_no_process() {
                 last_seq > *seq,
                 "round {round}: {id} committed {seq}, stored {last_seq}"
             );
-            let evs = events::of_thread(&conn, id).unwrap();
+            let evs = events::of_thread(&conn, &ThreadId::new(id)).unwrap();
             assert!(
                 evs.windows(2).all(|w| w[1].seq == w[0].seq + 1),
                 "seq contiguous"
@@ -205,7 +206,12 @@ fn sigkill_of_the_owner_loses_no_committed_event_and_leaves_no_process() {
         let m = common::manager(&store, "ses_after");
         insert_starting(&store, m, &common::tid(1), "/root/after");
         let runtime = Runtime::new(store.clone(), RuntimeConfig::default());
-        let spec = bash_launch(&common::tid(1), "exit 0", vec![], StartKind::Resumed);
+        let spec = bash_launch(
+            &ThreadId::new(common::tid(1)),
+            "exit 0",
+            vec![],
+            StartKind::Resumed,
+        );
         runtime.launch(spec).await.unwrap();
         runtime.shutdown().await;
         let status: String = store

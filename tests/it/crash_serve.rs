@@ -19,7 +19,7 @@
 use crate::support::common::manager_spec;
 use crate::support::db_check;
 use crate::support::serve_client;
-use threadbase::domain::{Phase, ThreadStatus};
+use threadbase::domain::{Phase, SessionId, ThreadStatus};
 
 use std::collections::HashMap;
 use std::os::unix::process::CommandExt;
@@ -772,7 +772,7 @@ fn restore_kills_what_a_gone_child_left_in_its_group_and_nothing_else() {
                     cwd: Some("/tmp"),
                     owner_pid: Some(owner_pid),
                     owner_started_at: Some(1),
-                    ..manager_spec("ses_gone", Contract::Thread, "/root", None)
+                    ..manager_spec(&SessionId::new("ses_gone"), Contract::Thread, "/root", None)
                 },
             )?;
             insert_thread(

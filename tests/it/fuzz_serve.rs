@@ -648,7 +648,13 @@ fn contract_requests(which: char, w: &World) -> BoxedStrategy<(Value, Value)> {
             let keys = pool(&["k0", "k1", "k2", "review", "é ✓ any chars"], &[""]);
             let mut workers: Vec<String> = ["k0", "k1", "k2", "review"]
                 .iter()
-                .map(|k| threadbase::contract::worker::worker_identity(COORD, k).into_string())
+                .map(|k| {
+                    threadbase::contract::worker::worker_identity(
+                        &threadbase::domain::SessionId::new(COORD),
+                        k,
+                    )
+                    .into_string()
+                })
                 .collect();
             workers.extend([
                 "ses_0123456789abcdef0123456789abcdef".to_string(),

@@ -2,7 +2,7 @@
 //! bearer-token auth, input validation, limits, loopback-only listening and graceful exit.
 
 use crate::support::common;
-use threadbase::domain::{Phase, ThreadStatus};
+use threadbase::domain::{Phase, SessionId, ThreadStatus};
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpStream};
@@ -187,7 +187,7 @@ fn seed(db: &Path, workers: &[Worker<'_>]) {
                     tx,
                     &ManagerSpec {
                         cwd: Some("/work"),
-                        ..common::manager_spec(w.coord, Contract::Worker, "/root", None)
+                        ..common::manager_spec(&SessionId::new(w.coord), Contract::Worker, "/root", None)
                     },
                 )?;
                 insert_thread(

@@ -16,6 +16,7 @@ use crate::support::tree::{self, Copies, Node, Shape};
 
 use proptest::prelude::*;
 use proptest::sample::{select, Index};
+use threadbase::domain::ThreadId;
 use threadbase::store::list::{list, ListQuery, StateFilter, Subtree, VisibilityFilter};
 use threadbase::store::refs::{resolve, resolve_list_filter, RefScope};
 use threadbase::ErrorCode;
@@ -380,7 +381,8 @@ proptest! {
         } else {
             threads[current_pick.index(threads.len())].path.clone()
         };
-        let self_id = has_self.then_some(SELF_ID);
+        let self_thread = ThreadId::new(SELF_ID);
+        let self_id = has_self.then_some(&self_thread);
         let scope = RefScope { manager_id: mgr, current_path: &current, self_id };
 
         for (n, r) in refs.iter().enumerate() {
@@ -405,7 +407,7 @@ proptest! {
 
             // List filter.
             let got = resolve_list_filter(&conn, scope, &reference);
-            let want = model_list_filter(&threads, &current, self_id, &reference);
+            let want = model_list_filter(&threads, &current, self_id.map(ThreadId::as_str), &reference);
             match (&got, &want) {
                 (Ok(p), Ok(q)) => prop_assert_eq!(p, q, "list filter {:?} from {}", reference, current),
                 (Err(e), Err(m)) => check_error(e, m, &threads, &reference, &other_ids)?,
@@ -465,7 +467,8 @@ proptest! {
         } else {
             threads[current_pick.index(threads.len())].path.clone()
         };
-        let scope = RefScope { manager_id: mgr, current_path: &current, self_id: Some(SELF_ID) };
+        let self_thread = ThreadId::new(SELF_ID);
+        let scope = RefScope { manager_id: mgr, current_path: &current, self_id: Some(&self_thread) };
         for special in [".", "self", SELF_ID, " . ", "\tself\n"] {
             prop_assert_eq!(resolve_list_filter(&conn, scope, special).map_err(|e| e.message), Ok(current.clone()));
         }

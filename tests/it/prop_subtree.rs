@@ -11,6 +11,7 @@ use crate::support::prop::{config, locale_cmp};
 use crate::support::tree::{self, Node, Shape};
 
 use proptest::prelude::*;
+use threadbase::domain::{SessionId, ThreadId};
 use threadbase::store::list::{list, ListQuery, StateFilter, Subtree, VisibilityFilter};
 use threadbase::store::refs::{resolve, RefScope};
 use threadbase::store::threads::{insert_thread, upsert_manager, Contract, ManagerSpec};
@@ -111,12 +112,13 @@ fn add_manager(
     scope: &str,
     self_id: Option<&str>,
 ) -> threadbase::Result<threadbase::domain::ManagerId> {
+    let (session, self_id) = (SessionId::new(session), self_id.map(ThreadId::new));
     upsert_manager(
         threadbase::store::Conn::of(tx),
         &ManagerSpec {
             depth: scope.matches('/').count() as i64 - 1,
             cwd: Some("/tmp"),
-            ..manager_spec(session, contract, scope, self_id)
+            ..manager_spec(&session, contract, scope, self_id.as_ref())
         },
     )
 }

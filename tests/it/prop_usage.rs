@@ -8,7 +8,7 @@
 
 use crate::support::common;
 use crate::support::prop::config;
-use threadbase::domain::{Phase, ThreadId, ThreadStatus};
+use threadbase::domain::{Phase, SessionId, ThreadId, ThreadStatus};
 
 use std::collections::BTreeMap;
 
@@ -89,7 +89,13 @@ fn manager(
     self_id: Option<&str>,
 ) -> threadbase::domain::ManagerId {
     store
-        .write(|tx| upsert_manager(tx, &common::manager_spec(session, contract, scope, self_id)))
+        .write(|tx| {
+            let (session, self_id) = (SessionId::new(session), self_id.map(ThreadId::new));
+            upsert_manager(
+                tx,
+                &common::manager_spec(&session, contract, scope, self_id.as_ref()),
+            )
+        })
         .unwrap()
 }
 
@@ -218,7 +224,7 @@ fn build(store: &Store, ops: &[Op]) -> Vec<Node> {
                 tool_calls: t,
             };
             store
-                .write(|tx| usage::add(tx, &id, &m, "2026-01-01T00:00:00.000Z"))
+                .write(|tx| usage::add(tx, &ThreadId::new(&id), &m, "2026-01-01T00:00:00.000Z"))
                 .unwrap();
             sum.add(&m);
         }
@@ -282,7 +288,7 @@ proptest! {
         // Every subtree, from the view and from the one-thread query.
         for (i, n) in nodes.iter().enumerate() {
             let (count, want) = naive(&nodes, i);
-            let got = usage::of_subtree(&conn, &n.id).unwrap().expect("a subtree");
+            let got = usage::of_subtree(&conn, &ThreadId::new(&n.id)).unwrap().expect("a subtree");
             prop_assert_eq!(got.threads, count, "{}", n.path);
             prop_assert_eq!(got.usage, want, "{}", n.path);
             let (path, threads, input, output, cost): (String, i64, i64, i64, f64) = conn
@@ -306,19 +312,19 @@ proptest! {
         let stored: i64 = conn.sqlite().query_row("SELECT count(*) FROM tree_usage", [], |r| r.get(0)).unwrap();
         prop_assert_eq!(stored as usize, trees.len());
         for (root, (count, want)) in &trees {
-            let got = usage::tree_spend(&conn, usage::TreeOf { thread_id: None, self_id: None, session_id: root }).unwrap();
+            let got = usage::tree_spend(&conn, usage::TreeOf { thread_id: None, self_id: None, session_id: &SessionId::new(*root) }).unwrap();
             prop_assert_eq!(got.threads, *count, "{}", root);
             prop_assert_eq!(got.usage, *want, "{}", root);
         }
         // A thread's own tree is found from the thread, from a child serve's self thread and
         // from a worker's session id.
         for n in &nodes {
-            let by_thread = usage::tree_spend(&conn, usage::TreeOf { thread_id: Some(&n.id), self_id: None, session_id: "nobody" }).unwrap();
+            let by_thread = usage::tree_spend(&conn, usage::TreeOf { thread_id: Some(&ThreadId::new(&n.id)), self_id: None, session_id: &SessionId::new("nobody") }).unwrap();
             prop_assert_eq!(&by_thread.root_session, &n.root);
-            let by_self = usage::tree_spend(&conn, usage::TreeOf { thread_id: None, self_id: Some(&n.id), session_id: "nobody" }).unwrap();
+            let by_self = usage::tree_spend(&conn, usage::TreeOf { thread_id: None, self_id: Some(&ThreadId::new(&n.id)), session_id: &SessionId::new("nobody") }).unwrap();
             prop_assert_eq!(&by_self.root_session, &n.root);
             if n.contract == "worker" {
-                let by_session = usage::tree_spend(&conn, usage::TreeOf { thread_id: None, self_id: None, session_id: &n.id }).unwrap();
+                let by_session = usage::tree_spend(&conn, usage::TreeOf { thread_id: None, self_id: None, session_id: &SessionId::new(&n.id) }).unwrap();
                 prop_assert_eq!(&by_session.root_session, &n.root);
             }
         }
@@ -367,8 +373,18 @@ fn a_deleted_thread_leaves_its_trees_total() {
     };
     store
         .write(|tx| {
-            usage::add(tx, &common::tid(1), &spent(10), "2026-01-01T00:00:00.000Z")?;
-            usage::add(tx, &common::tid(2), &spent(100), "2026-01-01T00:00:01.000Z")
+            usage::add(
+                tx,
+                &ThreadId::new(common::tid(1)),
+                &spent(10),
+                "2026-01-01T00:00:00.000Z",
+            )?;
+            usage::add(
+                tx,
+                &ThreadId::new(common::tid(2)),
+                &spent(100),
+                "2026-01-01T00:00:01.000Z",
+            )
         })
         .unwrap();
     let tree = |store: &Store| {
@@ -378,7 +394,7 @@ fn a_deleted_thread_leaves_its_trees_total() {
             usage::TreeOf {
                 thread_id: None,
                 self_id: None,
-                session_id: "ses_root",
+                session_id: &SessionId::new("ses_root"),
             },
         )
         .unwrap()

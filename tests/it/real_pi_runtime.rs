@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use fake_llm::{hermetic_pi_env, pi_or_skip, FakeLlm, PiEnv, Step};
 use serde_json::{json, Value};
+use threadbase::domain::ThreadId;
 use threadbase::runtime::mapping::Phase;
 use threadbase::runtime::{LaunchSpec, RuntimeConfig, SendMode, StartKind};
 
@@ -50,7 +51,7 @@ impl World {
         }
     }
 
-    async fn phase(&self, id: &str, want: Phase) {
+    async fn phase(&self, id: &ThreadId, want: Phase) {
         let mut view = self.rt.watch(id).expect("live");
         tokio::time::timeout(RUN, view.wait_for(|v| v.phase == want))
             .await
@@ -59,7 +60,7 @@ impl World {
         self.rt.flush().await;
     }
 
-    fn row(&self, id: &str) -> Value {
+    fn row(&self, id: &ThreadId) -> Value {
         self.row_json(
             id,
             "'status', status, 'phase', phase, 'exit_kind', exit_kind, 'exit_code', exit_code,

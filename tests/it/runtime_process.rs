@@ -7,6 +7,7 @@ use crate::support::runtime::{bash_launch, RuntimeDb};
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use threadbase::domain::ThreadId;
 use threadbase::runtime::mapping::Phase;
 use threadbase::runtime::process::group_has_members;
 use threadbase::runtime::{LaunchSpec, RuntimeConfig, StartKind};
@@ -26,15 +27,15 @@ fn fixture() -> Fixture {
 }
 
 impl Fixture {
-    fn thread(&self, n: u64, name: &str) -> String {
+    fn thread(&self, n: u64, name: &str) -> ThreadId {
         self.starting_thread(n, name)
     }
 
-    fn spec(&self, id: &str, script: &str, start: StartKind) -> LaunchSpec {
+    fn spec(&self, id: &ThreadId, script: &str, start: StartKind) -> LaunchSpec {
         bash_launch(id, script, vec![], start)
     }
 
-    fn row(&self, id: &str) -> Value {
+    fn row(&self, id: &ThreadId) -> Value {
         self.row_json(
             id,
             "'status', status, 'phase', phase, 'exit_kind', exit_kind, 'exit_code', exit_code,
@@ -45,11 +46,11 @@ impl Fixture {
         )
     }
 
-    fn event_types(&self, id: &str) -> Vec<String> {
+    fn event_types(&self, id: &ThreadId) -> Vec<String> {
         self.events(id).into_iter().map(|(kind, _)| kind).collect()
     }
 
-    async fn closed(&self, id: &str) {
+    async fn closed(&self, id: &ThreadId) {
         for _ in 0..200 {
             if !self.rt.is_live(id) {
                 self.rt.flush().await;
@@ -338,7 +339,7 @@ async fn a_call_to_a_child_that_is_gone_has_a_repair_hint() {
     let f = fixture();
     let e =
         f.rt.call(
-            "thread_000000000000",
+            &ThreadId::new("thread_000000000000"),
             "get_state",
             json!({}),
             Duration::from_secs(1),

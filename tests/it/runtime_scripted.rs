@@ -7,6 +7,7 @@ use crate::support::runtime::RuntimeDb;
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use threadbase::domain::ThreadId;
 use threadbase::runtime::mapping::Phase;
 use threadbase::runtime::{LaunchSpec, RuntimeConfig, SendMode, StartKind};
 
@@ -56,7 +57,7 @@ impl Fixture {
         }
     }
 
-    async fn until(&self, id: &str, what: impl Fn(&threadbase::runtime::ChildView) -> bool) {
+    async fn until(&self, id: &ThreadId, what: impl Fn(&threadbase::runtime::ChildView) -> bool) {
         let mut view = self.rt.watch(id).expect("live");
         tokio::time::timeout(Duration::from_secs(20), view.wait_for(what))
             .await
@@ -65,7 +66,7 @@ impl Fixture {
         self.rt.flush().await;
     }
 
-    fn row(&self, id: &str) -> Value {
+    fn row(&self, id: &ThreadId) -> Value {
         self.row_json(
             id,
             "'status', status, 'phase', phase, 'exit_kind', exit_kind, 'exit_code', exit_code,

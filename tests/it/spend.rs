@@ -11,6 +11,7 @@ use threadbase::Store;
 
 use crate::support::common::{add, thread, tid};
 use crate::support::serve_client::{Scripted, Serve};
+use threadbase::domain::ThreadId;
 
 const SESSION: &str = "ses_spend";
 const AT: &str = "2026-01-01T00:00:00.000Z";
@@ -109,8 +110,8 @@ fn a_session_is_told_each_childs_spend_once_across_calls_and_serves() {
     );
     store
         .write(|tx| {
-            usage::add(tx, &tid(1), &spent(1000, 150, 50, 0.02), AT)?;
-            usage::add(tx, &tid(2), &spent(400, 100, 0, 0.01), AT)
+            usage::add(tx, &ThreadId::new(tid(1)), &spent(1000, 150, 50, 0.02), AT)?;
+            usage::add(tx, &ThreadId::new(tid(2)), &spent(400, 100, 0, 0.01), AT)
         })
         .unwrap();
 
@@ -121,7 +122,7 @@ fn a_session_is_told_each_childs_spend_once_across_calls_and_serves() {
     assert!(told.is_empty(), "already told: {told:?}");
 
     store
-        .write(|tx| usage::add(tx, &tid(1), &spent(100, 0, 0, 0.005), AT))
+        .write(|tx| usage::add(tx, &ThreadId::new(tid(1)), &spent(100, 0, 0, 0.005), AT))
         .unwrap();
     let (_, told) = call(&mut first, json!({"action": "poll", "id": "/root/a"}));
     assert_eq!(told.len(), 1, "{told:?}");
@@ -130,7 +131,7 @@ fn a_session_is_told_each_childs_spend_once_across_calls_and_serves() {
 
     // A serve that does not report leaves the spend for the next one that does.
     store
-        .write(|tx| usage::add(tx, &tid(2), &spent(7, 0, 0, 0.0), AT))
+        .write(|tx| usage::add(tx, &ThreadId::new(tid(2)), &spent(7, 0, 0, 0.0), AT))
         .unwrap();
     let mut quiet = serve(&s, SESSION, &[], &[]);
     let (_, told) = call(&mut quiet, json!({"action": "list"}));
@@ -174,8 +175,8 @@ fn a_childs_session_is_told_its_subtree_without_itself() {
     add(&store, &[thread(&tid(3), cm, "/root/a/c", false)]);
     store
         .write(|tx| {
-            usage::add(tx, &tid(1), &spent(1000, 0, 0, 0.1), AT)?;
-            usage::add(tx, &tid(3), &spent(20, 0, 0, 0.002), AT)
+            usage::add(tx, &ThreadId::new(tid(1)), &spent(1000, 0, 0, 0.1), AT)?;
+            usage::add(tx, &ThreadId::new(tid(3)), &spent(20, 0, 0, 0.002), AT)
         })
         .unwrap();
     let (_, told) = call(&mut child, json!({"action": "list"}));
@@ -212,7 +213,14 @@ fn poll_wait_and_list_texts_carry_each_threads_spend_and_details_do_not() {
     std::thread::sleep(Duration::from_millis(300));
     call(&mut sv, json!({"action": "poll", "id": "/root/a"}));
     store
-        .write(|tx| usage::add(tx, &tid(1), &spent(12_000, 300, 0, 0.01234), AT))
+        .write(|tx| {
+            usage::add(
+                tx,
+                &ThreadId::new(tid(1)),
+                &spent(12_000, 300, 0, 0.01234),
+                AT,
+            )
+        })
         .unwrap();
 
     let (after, _) = call(&mut sv, json!({"action": "poll", "id": "/root/a"}));
@@ -264,7 +272,7 @@ fn the_root_sessions_own_turns_count_in_usage_and_the_budget() {
     let m = manager_of(&s, SESSION);
     add(&store, &[thread(&tid(1), m, "/root/a", false)]);
     store
-        .write(|tx| usage::add(tx, &tid(1), &spent(900, 100, 0, 0.25), AT))
+        .write(|tx| usage::add(tx, &ThreadId::new(tid(1)), &spent(900, 100, 0, 0.25), AT))
         .unwrap();
     let own = |input: i64, cost: f64| {
         json!({"input": input, "output": 50, "cacheRead": 0, "cacheWrite": 0, "cost": cost,

@@ -5,6 +5,7 @@ use crate::support::common;
 
 use common::{add, manager, temp_db, thread, tid};
 use rusqlite::Connection;
+use threadbase::domain::ThreadId;
 use threadbase::store::events::{self, NewEvent};
 use threadbase::store::list::{list, ListQuery, StateFilter, Subtree, VisibilityFilter};
 use threadbase::store::refs::{resolve, resolve_list_filter, RefScope};
@@ -179,14 +180,14 @@ fn events_keep_a_ring_of_40_and_seq_grows_across_reopen() {
                             data: &data,
                         })
                         .collect();
-                    events::append(tx, &tid(1), &evs)
+                    events::append(tx, &ThreadId::new(tid(1)), &evs)
                 })
                 .unwrap();
         }
     }
     let store = Store::open(&db.path).unwrap();
     let conn = store.read().unwrap();
-    let evs = events::of_thread(&conn, &tid(1)).unwrap();
+    let evs = events::of_thread(&conn, &ThreadId::new(tid(1))).unwrap();
     assert_eq!(evs.len(), 40);
     assert_eq!(evs.first().unwrap().seq, 26);
     assert_eq!(evs.last().unwrap().seq, 65);
@@ -196,7 +197,7 @@ fn events_keep_a_ring_of_40_and_seq_grows_across_reopen() {
         .write(|tx| {
             events::append(
                 tx,
-                &tid(1),
+                &ThreadId::new(tid(1)),
                 &[NewEvent {
                     at: "2026-01-01T00:00:01.000Z",
                     kind: "turn_completed",
@@ -221,8 +222,10 @@ fn events_keep_a_ring_of_40_and_seq_grows_across_reopen() {
             data: "{}",
         })
         .collect();
-    let last = store.write(|tx| events::append(tx, &tid(1), &evs)).unwrap();
-    let kept = events::of_thread(&store.read().unwrap(), &tid(1)).unwrap();
+    let last = store
+        .write(|tx| events::append(tx, &ThreadId::new(tid(1)), &evs))
+        .unwrap();
+    let kept = events::of_thread(&store.read().unwrap(), &ThreadId::new(tid(1))).unwrap();
     assert_eq!((kept.len(), kept[0].seq, last), (40, 127, 166));
 }
 
@@ -384,10 +387,11 @@ fn list_filters_are_sql() {
         (1, 0, 1)
     );
     // Filter references: '.', 'self', a valid path nobody has, a name.
+    let self_id = ThreadId::new("thread_00000000abcd");
     let scope = RefScope {
         manager_id: m,
         current_path: "/root/beta",
-        self_id: Some("thread_00000000abcd"),
+        self_id: Some(&self_id),
     };
     assert_eq!(
         resolve_list_filter(&conn, scope, ".").unwrap(),
@@ -435,7 +439,7 @@ fn appended_events_never_go_back_in_time() {
             .write(|tx| {
                 events::append(
                     tx,
-                    &tid(1),
+                    &ThreadId::new(tid(1)),
                     &[NewEvent {
                         at,
                         kind,
@@ -449,7 +453,7 @@ fn appended_events_never_go_back_in_time() {
     append("2026-01-01T00:00:00.304Z", "tool_completed");
     append("2026-01-01T00:00:00.306Z", "thread_closed");
     let conn = store.read().unwrap();
-    let ats: Vec<(i64, String)> = events::of_thread(&conn, &tid(1))
+    let ats: Vec<(i64, String)> = events::of_thread(&conn, &ThreadId::new(tid(1)))
         .unwrap()
         .into_iter()
         .map(|e| (e.seq, e.at))

@@ -7,6 +7,7 @@ use crate::support::common;
 use std::process::{Command, Output};
 
 use serde_json::Value;
+use threadbase::domain::{SessionId, ThreadId};
 use threadbase::store::threads::{insert_thread, upsert_manager, Contract};
 use threadbase::store::usage::{self, Usage};
 use threadbase::Store;
@@ -48,11 +49,12 @@ fn seed() -> common::TempDb {
     let db = common::temp_db();
     let store = Store::open(&db.path).unwrap();
     let manager = |session: &str, scope: &str, self_id: Option<&str>| {
+        let (session, self_id) = (SessionId::new(session), self_id.map(ThreadId::new));
         store
             .write(|tx| {
                 upsert_manager(
                     tx,
-                    &common::manager_spec(session, Contract::Thread, scope, self_id),
+                    &common::manager_spec(&session, Contract::Thread, scope, self_id.as_ref()),
                 )
             })
             .unwrap()
@@ -94,18 +96,33 @@ fn seed() -> common::TempDb {
                 tx,
                 &common::thread(&common::tid(9), elsewhere, "/root/solo", true),
             )?;
-            usage::add(tx, &lead, &spent(100, 10, 0.5), "2026-01-01T00:00:00.000Z")?;
-            usage::add(tx, &docs, &spent(200, 20, 0.25), "2026-01-01T00:00:00.000Z")?;
             usage::add(
                 tx,
-                &check,
+                &ThreadId::new(&lead),
+                &spent(100, 10, 0.5),
+                "2026-01-01T00:00:00.000Z",
+            )?;
+            usage::add(
+                tx,
+                &ThreadId::new(&docs),
+                &spent(200, 20, 0.25),
+                "2026-01-01T00:00:00.000Z",
+            )?;
+            usage::add(
+                tx,
+                &ThreadId::new(&check),
                 &spent(400, 40, 0.125),
                 "2026-01-01T00:00:00.000Z",
             )?;
-            usage::add(tx, &other, &spent(800, 80, 1.0), "2026-01-01T00:00:00.000Z")?;
             usage::add(
                 tx,
-                &common::tid(9),
+                &ThreadId::new(&other),
+                &spent(800, 80, 1.0),
+                "2026-01-01T00:00:00.000Z",
+            )?;
+            usage::add(
+                tx,
+                &ThreadId::new(common::tid(9)),
                 &spent(1, 1, 0.0),
                 "2026-01-01T00:00:00.000Z",
             )

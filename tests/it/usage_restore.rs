@@ -5,6 +5,7 @@
 use crate::support::common;
 
 use serde_json::json;
+use threadbase::domain::{SessionId, ThreadId};
 use threadbase::engine::restore_dead_owners;
 use threadbase::runtime::process::ProcessIdentity;
 use threadbase::store::usage::{self, Usage};
@@ -32,8 +33,8 @@ fn restore_counts_what_a_dead_serve_never_recorded_and_only_that() {
     let db = common::temp_db();
     let store = Store::open(&db.path).unwrap();
     let m = common::manager(&store, "ses_root");
-    let id = common::tid(1);
-    common::add(&store, &[common::thread(&id, m, "/root/a", true)]);
+    let id = ThreadId::new(common::tid(1));
+    common::add(&store, &[common::thread(id.as_str(), m, "/root/a", true)]);
     let conn = store.read().unwrap();
     let created: String = conn
         .sqlite()
@@ -98,7 +99,7 @@ fn restore_counts_what_a_dead_serve_never_recorded_and_only_that() {
         usage::TreeOf {
             thread_id: Some(&id),
             self_id: None,
-            session_id: "x",
+            session_id: &SessionId::new("x"),
         },
     )
     .unwrap();

@@ -12,6 +12,7 @@ use ratatui::text::Line;
 use super::data::{load_rows, thread_snapshot, usage_text, Row};
 use super::detail::detail_lines;
 use crate::cli::forest;
+use crate::domain::ThreadId;
 use crate::error::Result;
 use crate::runtime::process::ProcessIdentity;
 use crate::store::commands::{self, CommandKind};
@@ -343,7 +344,7 @@ impl App {
     }
 
     fn load_detail(&mut self) {
-        self.detail = match self.selected_row().map(|r| r.id.clone()) {
+        self.detail = match self.selected_row().map(|r| ThreadId::new(&r.id)) {
             None => match self.items.get(self.selected) {
                 Some(Item::Manager { heading, .. }) => vec![Line::from(heading.clone())],
                 _ => vec![Line::from("(no threads match the filters)")],
@@ -372,7 +373,7 @@ impl App {
                         InputKind::Search => self.search = buf,
                         InputKind::Subtree => self.subtree = buf,
                         InputKind::Answer(id) => {
-                            self.message = match self.answer(&id, &buf) {
+                            self.message = match self.answer(&ThreadId::new(id), &buf) {
                                 Ok(text) => text,
                                 Err(e) => format!("answer failed: {}", e.message),
                             };
@@ -402,7 +403,7 @@ impl App {
         }
         if let Some((id, path, force)) = self.confirm.take() {
             self.message = if k.code == KeyCode::Char('y') {
-                match self.request_stop(&id, force) {
+                match self.request_stop(&ThreadId::new(id), force) {
                     Ok(()) => format!(
                         "{} requested for {path}; its serve carries it out",
                         if force { "force stop" } else { "stop" }
@@ -556,7 +557,7 @@ impl App {
     }
 
     /// Answers the pending question of thread `id` with `value` as typed (issue 30).
-    fn answer(&mut self, id: &str, value: &str) -> Result<String> {
+    fn answer(&mut self, id: &ThreadId, value: &str) -> Result<String> {
         let store = self.writer()?;
         let row =
             crate::store::threads::thread_by_id_any(&*store.read()?, id)?.ok_or_else(|| {
@@ -576,7 +577,7 @@ impl App {
         ))
     }
 
-    fn request_stop(&mut self, id: &str, force: bool) -> Result<()> {
+    fn request_stop(&mut self, id: &ThreadId, force: bool) -> Result<()> {
         self.writer()?
             .write(|tx| commands::request(tx, id, CommandKind::stop(force)))
     }
@@ -625,7 +626,7 @@ fn folded_label<'a>(info: &forest::RootInfo, rows: impl Iterator<Item = &'a Row>
 #[cfg(test)]
 mod tests {
     use super::{App, Item};
-    use crate::domain::{Contract, Phase, ThreadId, ThreadStatus};
+    use crate::domain::{Contract, Phase, SessionId, ThreadId, ThreadStatus};
     use crate::runtime::process::ProcessIdentity;
     use crate::store::threads::{insert_thread, upsert_manager, ManagerSpec, NewThread};
 
@@ -639,7 +640,7 @@ mod tests {
         let me = ProcessIdentity::current();
         store
             .write(|tx| {
-                let m = upsert_manager(tx, &ManagerSpec::new("ses", Contract::Thread, "/root"))?;
+                let m = upsert_manager(tx, &ManagerSpec::new(&SessionId::new("ses"), Contract::Thread, "/root"))?;
                 for (i, task) in ["held", "orphan", "done"].into_iter().enumerate() {
                     insert_thread(
                         tx,
@@ -694,7 +695,7 @@ mod tests {
         store
             .write(|tx| {
                 for n in 0..6 {
-                    let session = format!("ses_{n}");
+                    let session = SessionId::new(format!("ses_{n}"));
                     let m =
                         upsert_manager(tx, &ManagerSpec::new(&session, Contract::Thread, "/root"))?;
                     tx.sqlite().execute(

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use crate::contract::projection::{self, Detail};
-use crate::domain::{AgentState, Contract, ExitKind, Outcome, Phase, ThreadStatus};
+use crate::domain::{AgentState, Contract, ExitKind, Outcome, Phase, ThreadId, ThreadStatus};
 use crate::engine::budget::usd;
 use crate::error::Result;
 use crate::runtime::process::ProcessIdentity;
@@ -173,7 +173,7 @@ impl From<TopRow> for Row {
 }
 
 /// The `poll` projection of one thread at `tail` detail.
-pub(super) fn thread_snapshot(conn: &Conn, id: &str) -> Result<Option<Value>> {
+pub(super) fn thread_snapshot(conn: &Conn, id: &ThreadId) -> Result<Option<Value>> {
     let Some(row) = thread_by_id_any(conn, id)? else {
         return Ok(None);
     };
@@ -194,7 +194,7 @@ pub(super) fn thread_snapshot(conn: &Conn, id: &str) -> Result<Option<Value>> {
 }
 
 /// What the thread spent, and its subtree across every manager of its tree: a line each.
-pub(super) fn usage_text(conn: &Conn, id: &str) -> Vec<String> {
+pub(super) fn usage_text(conn: &Conn, id: &ThreadId) -> Vec<String> {
     let mut out = Vec::new();
     if !usage::has_tables(conn).unwrap_or(false) {
         return out;
@@ -217,11 +217,14 @@ pub(super) fn usage_text(conn: &Conn, id: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{ManagerId, Phase, ThreadId, ThreadStatus};
+    use crate::domain::{ManagerId, Phase, SessionId, ThreadId, ThreadStatus};
     use crate::store::threads::{insert_thread, upsert_manager, Contract, ManagerSpec, NewThread};
 
     fn manager(tx: &crate::store::Tx<'_>, session: &str, contract: Contract) -> Result<ManagerId> {
-        upsert_manager(tx, &ManagerSpec::new(session, contract, "/root"))
+        upsert_manager(
+            tx,
+            &ManagerSpec::new(&SessionId::new(session), contract, "/root"),
+        )
     }
 
     /// A subtree read as an index range, then list's state and visibility filters, keep

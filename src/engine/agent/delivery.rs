@@ -4,6 +4,7 @@
 
 use super::Engine;
 use crate::contract::agent::AgentState;
+use crate::domain::ThreadId;
 use crate::error::Result;
 use crate::runtime::SendMode;
 use crate::store::agents::mailbox::{self, PendingSteer};
@@ -11,7 +12,7 @@ use crate::store::agents::AgentRow;
 use crate::time::now_iso;
 
 impl Engine {
-    pub(super) fn pending_steers(&self, id: &str) -> Result<Vec<PendingSteer>> {
+    pub(super) fn pending_steers(&self, id: &ThreadId) -> Result<Vec<PendingSteer>> {
         let conn = self.store.read()?;
         mailbox::pending_steers(&conn, id)
     }
@@ -19,7 +20,7 @@ impl Engine {
     /// Delivers a thread's pending steering (this serve holds or will hold its process): a
     /// message already in the transcript is marked consumed; with no live process the first
     /// message starts a new run on the same session; the rest go into Pi's steering queue.
-    pub(super) async fn deliver(&self, id: &str) -> Result<()> {
+    pub(super) async fn deliver(&self, id: &ThreadId) -> Result<()> {
         let _guard = self.locks.lock(id).await;
         let row = self.row_by_id(id)?;
         let current = row.launch_seq.to_string();
@@ -74,7 +75,7 @@ impl Engine {
     /// A thread's pending steers that its transcript does not show yet; the ones it shows were
     /// consumed by a run (perhaps before a crash) and are marked so, never sent again.
     pub(super) fn unconsumed_steers(&self, row: &AgentRow) -> Result<Vec<PendingSteer>> {
-        let pending = self.pending_steers(row.id.as_str())?;
+        let pending = self.pending_steers(&row.id)?;
         if pending.is_empty() {
             return Ok(pending);
         }

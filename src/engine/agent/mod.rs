@@ -39,7 +39,7 @@ mod timeout;
 pub(super) mod update;
 pub(super) mod wait;
 
-use crate::domain::ManagerId;
+use crate::domain::{ManagerId, ThreadId};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -102,7 +102,7 @@ pub(crate) struct AgentState {
     /// Threads whose settled view a request of this serve is about to return (a blocking
     /// spawn, a wait, a stop): their notices for the caller are held back meanwhile, and
     /// superseded once that result carries the same news ([`Engine::hold_notices`]).
-    held: Mutex<HashMap<String, notices::Held>>,
+    held: Mutex<HashMap<ThreadId, notices::Held>>,
     /// Poked when held notices are released, so the row watcher delivers what is still due.
     released: tokio::sync::Notify,
     /// The earliest report-only deadline among this serve's runs, as the row watcher last
@@ -147,7 +147,7 @@ impl Engine {
             agents::upsert_registry(
                 tx,
                 &agents::Registry {
-                    session_id: self.cfg.root_session_id.as_str(),
+                    session_id: &self.cfg.root_session_id,
                     session_file: session_file.as_deref(),
                     cwd: cwd.as_deref(),
                     owner: root.then(|| self.me()),
@@ -179,12 +179,12 @@ impl Engine {
         }
         crate::store::threads::manager_id(
             conn,
-            self.cfg.root_session_id.as_str(),
+            &self.cfg.root_session_id,
             crate::store::threads::Contract::Agent,
         )
     }
 
-    fn row_by_id(&self, id: &str) -> Result<AgentRow> {
+    fn row_by_id(&self, id: &ThreadId) -> Result<AgentRow> {
         let conn = self.store.read()?;
         agents::thread_by_id(&conn, id)?
             .ok_or_else(|| Error::internal(format!("contract B thread {id} vanished")))
@@ -225,7 +225,7 @@ impl Engine {
     fn restored_if_orphaned(&self, row: AgentRow) -> Result<AgentRow> {
         if (row.live || row.active()) && self.run_holder(&row) == Holder::Gone {
             crate::engine::restore_dead_owners(&self.store, self.rt.owner())?;
-            return self.row_by_id(row.id.as_str());
+            return self.row_by_id(&row.id);
         }
         Ok(row)
     }
@@ -294,15 +294,16 @@ impl Engine {
 
     /// Refuses `action` once the tree of `thread_id` (else of this session's registry) has
     /// reached a budget cap.
-    fn check_agent_budget(&self, conn: &Conn, thread_id: Option<&str>, action: &str) -> Result<()> {
+    fn check_agent_budget(
+        &self,
+        conn: &Conn,
+        thread_id: Option<&ThreadId>,
+        action: &str,
+    ) -> Result<()> {
         let of = crate::store::usage::TreeOf {
             thread_id,
-            self_id: self
-                .cfg
-                .self_id
-                .as_ref()
-                .map(crate::domain::ThreadId::as_str),
-            session_id: self.cfg.root_session_id.as_str(),
+            self_id: self.cfg.self_id.as_ref(),
+            session_id: &self.cfg.root_session_id,
         };
         self.cfg.budget.check(conn, of, action)
     }

@@ -3,7 +3,7 @@
 //! not get the same news twice; the row watcher claims and emits the notices due to this
 //! serve's agent path and hands back the threads whose steering or retirement is due here.
 
-use crate::domain::ManagerId;
+use crate::domain::{ManagerId, ThreadId};
 
 use serde::Serialize;
 
@@ -24,7 +24,7 @@ pub(super) struct Held {
 /// Holds back one thread's notices for the caller while a request that will report on it runs.
 pub(super) struct HeldNotices<'a> {
     host: &'a Engine,
-    id: String,
+    id: ThreadId,
 }
 
 impl Drop for HeldNotices<'_> {
@@ -91,21 +91,21 @@ impl Engine {
     /// Holds back `id`'s notices for this caller until the guard drops: the request will
     /// return the thread's view itself. Registered before the thread can settle, so the row
     /// watcher cannot deliver the settlement's notice first.
-    pub(super) fn hold_notices(&self, id: &str) -> HeldNotices<'_> {
+    pub(super) fn hold_notices(&self, id: &ThreadId) -> HeldNotices<'_> {
         self.agent
             .held
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .entry(id.to_string())
+            .entry(id.clone())
             .or_default()
             .count += 1;
         HeldNotices {
             host: self,
-            id: id.to_string(),
+            id: id.clone(),
         }
     }
 
-    pub(super) fn notices_held(&self, id: &str) -> bool {
+    pub(super) fn notices_held(&self, id: &ThreadId) -> bool {
         self.agent
             .held
             .lock()
@@ -121,7 +121,7 @@ impl Engine {
     /// The caller got `id`'s settled view (or its failure) in a tool result: its pending
     /// notices for the caller (progress and settlement) say nothing new and are marked
     /// delivered without being sent. Called while they are held.
-    pub(super) fn supersede_notices(&self, id: &str) -> Result<()> {
+    pub(super) fn supersede_notices(&self, id: &ThreadId) -> Result<()> {
         self.store
             .write(|tx| mailbox::supersede_notices(tx, id, self.caller(), &now_iso()))?;
         // The settlement this serve quieted while holding is now reported: it stays delivered.
@@ -140,7 +140,7 @@ impl Engine {
     /// `view` of a thread a request held notices for: supersedes them when it is settled.
     pub(super) fn reported(&self, row: AgentRow) -> Result<crate::engine::Reply> {
         if !row.active() {
-            self.supersede_notices(row.id.as_str())?;
+            self.supersede_notices(&row.id)?;
         }
         answer_row(row)
     }
@@ -153,7 +153,7 @@ impl Engine {
         &self,
         conn: &crate::store::Conn,
         emit: &dyn Fn(Vec<u8>),
-    ) -> Result<(Vec<String>, Vec<String>)> {
+    ) -> Result<(Vec<ThreadId>, Vec<ThreadId>)> {
         let Some(registry) = self.existing_registry(conn)? else {
             return Ok((Vec::new(), Vec::new()));
         };
@@ -170,7 +170,7 @@ impl Engine {
         emit: &dyn Fn(Vec<u8>),
     ) -> Result<()> {
         for n in mailbox::pending_notices(conn, registry, self.caller())? {
-            if self.notices_held(n.thread_id.as_str()) {
+            if self.notices_held(&n.thread_id) {
                 continue; // a request of this serve is about to report on it
             }
             if self.consume(n.id)? {
@@ -210,18 +210,18 @@ impl Engine {
         &self,
         conn: &crate::store::Conn,
         registry: ManagerId,
-    ) -> Result<(Vec<String>, Vec<String>)> {
+    ) -> Result<(Vec<ThreadId>, Vec<ThreadId>)> {
         let steer_ids = mailbox::owned_pending_steers(conn, registry, self.me())?;
         let settled = agents::owned_live(conn, registry, self.me())?
             .into_iter()
             .filter(|t| !t.active)
-            .map(|t| t.id.into_string())
+            .map(|t| t.id)
             .collect();
         Ok((steer_ids, settled))
     }
 
     /// Delivers steering to, or retires, the threads [`Engine::rows_changed`] returned.
-    pub(crate) async fn sweep(&self, steer_ids: Vec<String>, settled: Vec<String>) {
+    pub(crate) async fn sweep(&self, steer_ids: Vec<ThreadId>, settled: Vec<ThreadId>) {
         for id in steer_ids {
             let host = self.arc();
             tokio::spawn(async move {

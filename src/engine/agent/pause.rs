@@ -19,7 +19,7 @@ pub(in crate::engine) fn pause(e: &Engine, req: contract::Pause) -> Result<Reply
         reason.trim().to_string()
     };
     e.store
-        .write(|tx| agents::request_pause(tx, me.id.as_str(), &status, &now_iso()))?;
+        .write(|tx| agents::request_pause(tx, &me.id, &status, &now_iso()))?;
     // `terminate`: the extension returns it as the tool result's, ending the run.
     Ok(Reply::shaped(move |w| {
         contract::tool_result(

@@ -8,6 +8,7 @@
 
 use super::Engine;
 use crate::contract::agent::AgentState;
+use crate::domain::ThreadId;
 use crate::error::{Error, Result};
 use crate::paths::ROOT;
 use crate::store::agents;
@@ -52,7 +53,7 @@ impl Engine {
 
     /// Launches the claimed row `id`: its session file (a snapshot of its parent's branch, as
     /// at a spawn) and its first run with its task. A launch that fails settles it as failed.
-    async fn launch_queued(&self, registry: crate::domain::ManagerId, id: &str) -> Result<()> {
+    async fn launch_queued(&self, registry: crate::domain::ManagerId, id: &ThreadId) -> Result<()> {
         let _launching = self.rt.reserve_launch(id);
         if queue::state(&*self.store.read()?, id)? != QueueState::Claimed {
             return Ok(());

@@ -25,8 +25,8 @@ pub(in crate::engine) async fn reap(e: &Engine, req: contract::Reap) -> Result<R
     let reaped = e.store.write(|tx| reap::reap(tx, registry, &at, dry_run))?;
     if !dry_run {
         for t in reaped.iter().filter(|t| t.live) {
-            if e.rt.is_live(t.id.as_str()) {
-                let _ = e.rt.stop(t.id.as_str(), false, StopBy::Caller).await;
+            if e.rt.is_live(&t.id) {
+                let _ = e.rt.stop(&t.id, false, StopBy::Caller).await;
             }
         }
     }

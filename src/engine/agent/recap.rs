@@ -69,7 +69,7 @@ impl Engine {
         let written = mailbox::insert(
             tx,
             &mailbox::NewMail {
-                thread_id: last.thread_id.as_str(),
+                thread_id: &last.thread_id,
                 direction: mailbox::Direction::ToParent,
                 kind: mailbox::MailKind::Notice,
                 send_key: &format!("recap:{}-{}", first.id, last.id),

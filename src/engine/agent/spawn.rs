@@ -1,7 +1,7 @@
 //! `agent_spawn`: every check and the thread's reservation in one transaction, then its
 //! session file (a frozen snapshot of the parent's branch) and its first run.
 
-use crate::domain::ThreadId;
+use crate::domain::{SessionId, ThreadId};
 use crate::engine::Reply;
 use std::path::{Path, PathBuf};
 
@@ -19,7 +19,7 @@ use crate::time::now_iso;
 impl Engine {
     /// A reserved thread whose process never started is closed as failed, so no live row
     /// claims a process that never existed.
-    fn close_unlaunched(&self, id: &str, message: &str) -> Result<()> {
+    fn close_unlaunched(&self, id: &ThreadId, message: &str) -> Result<()> {
         self.store
             .write(|tx| launches::close_unlaunched(tx, id, message).map(drop))
     }
@@ -36,7 +36,7 @@ impl Engine {
     /// (nothing for an independent root), linked to the parent's file.
     pub(super) fn write_child_session(
         &self,
-        id: &str,
+        id: &ThreadId,
         path: &str,
         name: &str,
         parent_row: Option<&AgentRow>,
@@ -67,16 +67,16 @@ impl Engine {
             }
         };
         let dir = self.session_dir(root_file.as_deref());
-        let session_id = crate::pi::session::uuid_v7();
+        let session_id = SessionId::new(crate::pi::session::uuid_v7());
         let file = dir.join(crate::pi::session::session_file_name(
             &now_iso(),
-            &session_id,
+            session_id.as_str(),
         ));
         let link = parent_file.filter(|f| f.exists());
         crate::pi::session::write_subagent_session(
             inherit_from.as_ref(),
             &file,
-            &session_id,
+            session_id.as_str(),
             &self.cfg.cwd,
             link.as_deref(),
             name,
@@ -200,7 +200,7 @@ pub(in crate::engine) async fn spawn(e: &Engine, req: contract::Spawn) -> Result
         if !queued {
             e.check_capacity(tx, registry)?;
         }
-        e.check_agent_budget(tx, parent_row.as_ref().map(|r| r.id.as_str()), "agent_spawn")?;
+        e.check_agent_budget(tx, parent_row.as_ref().map(|r| &r.id), "agent_spawn")?;
         if let Some(p) = parent.as_deref() {
             e.check_no_stopped_ancestor(tx, registry, p)?;
         }

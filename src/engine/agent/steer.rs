@@ -32,7 +32,7 @@ impl Engine {
                 break;
             }
             tokio::time::sleep(WAIT_POLL).await;
-            row = self.restored_if_orphaned(self.row_by_id(row.id.as_str())?)?;
+            row = self.restored_if_orphaned(self.row_by_id(&row.id)?)?;
         }
         Ok(row)
     }
@@ -61,14 +61,14 @@ pub(in crate::engine) async fn steer(e: &Engine, req: contract::Steer) -> Result
         // A timeout alone re-arms the working thread's timer from now.
         let ms = timeout_ms.unwrap_or(contract::REPORT_TIMEOUT_MS.0);
         let row = e.restored_if_orphaned(e.known(registry, &path)?)?;
-        if !row.active() || row.stop_requested || !e.arm_timer(row.id.as_str(), ms)? {
+        if !row.active() || row.stop_requested || !e.arm_timer(&row.id, ms)? {
             return Err(Error::conflict(format!(
                 "{}. Repair: {path} is {}; steer it with a message to resume it (with timeoutMs to arm a timer for that run).",
                 contract::NO_TIMEOUT_TO_EXTEND,
                 if row.stop_requested { "stopping" } else { row.state.as_str() }
             )));
         }
-        return answer_row(e.row_by_id(row.id.as_str())?);
+        return answer_row(e.row_by_id(&row.id)?);
     };
     if message.trim().is_empty() {
         return Err(Error::invalid(
@@ -92,7 +92,7 @@ pub(in crate::engine) async fn steer(e: &Engine, req: contract::Steer) -> Result
                 "Thread is stopping; wait for stopped state before resuming. Repair: agent_wait {path}, then steer it again."
             )));
         }
-        e.check_agent_budget(tx, Some(row.id.as_str()), "agent_steer")?;
+        e.check_agent_budget(tx, Some(&row.id), "agent_steer")?;
         let mut reserved = None;
         if !row.active() {
             e.check_no_stopped_ancestor(tx, registry, row.parent_path.as_deref().unwrap_or(""))?;
@@ -103,20 +103,20 @@ pub(in crate::engine) async fn steer(e: &Engine, req: contract::Steer) -> Result
             agents::reserve_resume(
                 tx,
                 &agents::Lifecycle {
-                    id: row.id.as_str(),
+                    id: &row.id,
                     status: contract::STATUS_STARTING,
                     owner: runner,
                     at: &now_iso(),
                 },
             )?;
             // A resumed run is detached: the steer answers at once.
-            crate::store::agents::recap::set_detached(tx, row.id.as_str(), true)?;
+            crate::store::agents::recap::set_detached(tx, &row.id, true)?;
             reserved = Some(runner == e.rt.owner());
         }
         mailbox::insert(
             tx,
             &mailbox::NewMail {
-                thread_id: row.id.as_str(),
+                thread_id: &row.id,
                 direction: mailbox::Direction::ToChild,
                 kind: mailbox::MailKind::Steer,
                 send_key: &format!("steer:{}", crate::ids::random_hex(16)),
@@ -129,7 +129,7 @@ pub(in crate::engine) async fn steer(e: &Engine, req: contract::Steer) -> Result
         )?;
         Ok(reserved)
     })?;
-    let row = e.row_by_id(target.id.as_str())?;
+    let row = e.row_by_id(&target.id)?;
     // A steer that starts a new run answers with the thread as that run starts (the
     // original's view right after it is started); a steer into a working run, with the
     // view after delivery.
@@ -139,12 +139,12 @@ pub(in crate::engine) async fn steer(e: &Engine, req: contract::Steer) -> Result
         || (!row.live && !e.owner_alive(&row))
     {
         // This serve runs it: a resumed run here, or a steer into a process it holds.
-        e.deliver(row.id.as_str()).await?;
+        e.deliver(&row.id).await?;
     } else {
         // Another serve holds the process: its watcher delivers the row.
         let deadline = Instant::now() + STEER_HANDOFF_WAIT;
         while Instant::now() < deadline {
-            if e.pending_steers(row.id.as_str())?
+            if e.pending_steers(&row.id)?
                 .iter()
                 .all(|s| s.sent_to.is_some())
             {
@@ -155,10 +155,10 @@ pub(in crate::engine) async fn steer(e: &Engine, req: contract::Steer) -> Result
     }
     // The timer is re-armed only if the thread is working afterwards.
     if let Some(ms) = timeout_ms {
-        e.arm_timer(target.id.as_str(), ms)?;
+        e.arm_timer(&target.id, ms)?;
     }
     match starting {
         Some(row) => answer_row(row),
-        None => answer_row(e.row_by_id(target.id.as_str())?),
+        None => answer_row(e.row_by_id(&target.id)?),
     }
 }

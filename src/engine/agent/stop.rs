@@ -25,7 +25,7 @@ pub(in crate::engine) async fn stop(e: &Engine, req: contract::Stop) -> Result<R
     e.check_access(&path, false)?;
     let target = e.known(registry, &path)?;
     // The result is the stopped view: no "stopped" notice for what the caller did itself.
-    let _held = e.hold_notices(target.id.as_str());
+    let _held = e.hold_notices(&target.id);
     let (lo, hi) = paths::descendant_range(&path);
     let targets: Vec<StopTarget> = e.store.write(|tx| {
         let mut rows = agents::stop_targets(tx, registry, &path, &lo, &hi)?;
@@ -36,7 +36,7 @@ pub(in crate::engine) async fn stop(e: &Engine, req: contract::Stop) -> Result<R
                 && crate::store::queue::dequeue_agent(
                     tx,
                     registry,
-                    t.id.as_str(),
+                    &t.id,
                     contract::STATUS_STOPPED,
                     &now_iso(),
                 )?
@@ -46,11 +46,11 @@ pub(in crate::engine) async fn stop(e: &Engine, req: contract::Stop) -> Result<R
                 continue;
             }
             if t.active {
-                agents::request_stop(tx, t.id.as_str(), contract::STATUS_STOPPING, &now_iso())?;
+                agents::request_stop(tx, &t.id, contract::STATUS_STOPPING, &now_iso())?;
             } else {
                 // At once, in this transaction: from here on nothing spawns or resumes
                 // beneath it.
-                agents::stop_settled(tx, t.id.as_str(), contract::STATUS_STOPPED, &now_iso())?;
+                agents::stop_settled(tx, &t.id, contract::STATUS_STOPPED, &now_iso())?;
             }
         }
         Ok(rows)
@@ -73,36 +73,34 @@ pub(in crate::engine) async fn stop(e: &Engine, req: contract::Stop) -> Result<R
             if !active {
                 // The settled target, stopped in the transaction above: no run to end. Its
                 // process (if it still hosts the descendants stopped above) retires.
-                e.retire_if_done(id.as_str()).await?;
+                e.retire_if_done(id).await?;
                 continue;
             }
             // A run whose launch is under way here is stopped once its child exists.
-            e.rt.await_launch(id.as_str(), crate::runtime::LAUNCH_WAIT)
-                .await;
-            let row = e.row_by_id(id.as_str())?;
-            if e.rt.is_live(id.as_str()) {
+            e.rt.await_launch(id, crate::runtime::LAUNCH_WAIT).await;
+            let row = e.row_by_id(id)?;
+            if e.rt.is_live(id) {
                 let host = e.arc();
                 let id = id.clone();
                 tokio::spawn(async move {
-                    let _ = host.rt.stop(id.as_str(), false, StopBy::Caller).await;
+                    let _ = host.rt.stop(&id, false, StopBy::Caller).await;
                 });
             } else if *live && e.owner_alive(&row) {
                 e.store
-                    .write(|tx| commands::request(tx, id.as_str(), CommandKind::Stop))?;
+                    .write(|tx| commands::request(tx, id, CommandKind::Stop))?;
             } else {
                 // No process anywhere (a run reserved but not started, or an owner that
                 // is gone): settled at once.
-                e.settle(id.as_str(), AgentState::Stopped, None, None)?;
+                e.settle(id, AgentState::Stopped, None, None)?;
             }
             ids.push(id.clone());
         }
         let deadline = Instant::now() + STOP_WAIT;
         for id in ids {
             let left = deadline.saturating_duration_since(Instant::now());
-            e.wait_settled(id.as_str(), Some(left.as_millis() as u64))
-                .await?;
+            e.wait_settled(&id, Some(left.as_millis() as u64)).await?;
         }
     }
-    let row = e.row_by_id(target.id.as_str())?;
+    let row = e.row_by_id(&target.id)?;
     e.reported(row)
 }

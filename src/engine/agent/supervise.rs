@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::Engine;
 use crate::contract::agent::{self as contract, AgentState};
 use crate::contract::args as argpolicy;
+use crate::domain::ThreadId;
 use crate::engine::child_env::{ChildEnv, Parent};
 use crate::error::{Error, ErrorCode, Result};
 use crate::paths::{self, ROOT};
@@ -24,7 +25,7 @@ impl Engine {
     /// supervising it.
     pub(super) async fn launch(
         &self,
-        id: &str,
+        id: &ThreadId,
         prompt: String,
         file: Option<PathBuf>,
     ) -> Result<()> {
@@ -75,7 +76,7 @@ impl Engine {
         let outcome = self
             .rt
             .launch(LaunchSpec {
-                thread_id: id.to_string(),
+                thread_id: id.clone(),
                 argv,
                 cwd,
                 env: self.agent_child_env(&row),
@@ -96,12 +97,12 @@ impl Engine {
         if outcome.prompt_accepted == Some(true) {
             self.mark_running(id)?;
         }
-        self.supervise(id.to_string());
+        self.supervise(id.clone());
         Ok(())
     }
 
     /// Records what a thread's runs are launched with on its row.
-    pub(super) fn record_choice(&self, id: &str, c: &super::choose::Choice) -> Result<()> {
+    pub(super) fn record_choice(&self, id: &ThreadId, c: &super::choose::Choice) -> Result<()> {
         self.store.write(|tx| {
             agents::set_run(
                 tx,
@@ -122,17 +123,17 @@ impl Engine {
         };
         ChildEnv::new(
             &self.cfg,
-            Some(row.id.as_str()),
+            Some(&row.id),
             &row.path,
             (paths::agent_level(&row.path) - 1) as i64,
             parent,
-            self.cfg.root_session_id.as_str(),
+            &self.cfg.root_session_id,
         )
         .agent_limits(&self.cfg.settings.agent_limits)
         .into_vec()
     }
 
-    fn mark_running(&self, id: &str) -> Result<()> {
+    fn mark_running(&self, id: &ThreadId) -> Result<()> {
         self.store
             .write(|tx| agents::mark_running(tx, id, contract::STATUS_WORKING, &now_iso()))
     }
@@ -141,7 +142,7 @@ impl Engine {
     /// when the thread was not working (someone settled it first).
     pub(super) fn settle(
         &self,
-        id: &str,
+        id: &ThreadId,
         state: AgentState,
         output: Option<String>,
         error: Option<String>,
@@ -214,7 +215,7 @@ impl Engine {
 
     /// Follows one launched run: running when the child starts working, a settlement each
     /// time it goes idle, and the close of its process.
-    fn supervise(&self, id: String) {
+    fn supervise(&self, id: ThreadId) {
         let host = self.arc();
         let Some(mut view) = self.rt.watch(&id) else {
             // The process ended while its launch ran (stopped or gone before it answered):
@@ -254,7 +255,7 @@ impl Engine {
         });
     }
 
-    async fn on_settled(&self, id: &str) -> Result<()> {
+    async fn on_settled(&self, id: &ThreadId) -> Result<()> {
         let guard = self.locks.lock(id).await;
         let row = self.row_by_id(id)?;
         if row.active() && self.is_mine(&row) {
@@ -286,7 +287,7 @@ impl Engine {
     }
 
     /// The final assistant text of the run.
-    fn final_answer(&self, id: &str) -> Result<String> {
+    fn final_answer(&self, id: &ThreadId) -> Result<String> {
         let conn = self.store.read()?;
         Ok(crate::store::output::of_thread(&conn, id)?
             .last_assistant_text
@@ -294,7 +295,7 @@ impl Engine {
     }
 
     /// The model error the run ended with, if its last message was one.
-    fn run_error(&self, id: &str) -> Result<Option<String>> {
+    fn run_error(&self, id: &ThreadId) -> Result<Option<String>> {
         let conn = self.store.read()?;
         Ok(match agents::last_outcome(&conn, id)? {
             Some(last) if last.kind == "thread_error" => {
@@ -310,7 +311,7 @@ impl Engine {
         })
     }
 
-    async fn on_closed(&self, id: &str) -> Result<()> {
+    async fn on_closed(&self, id: &ThreadId) -> Result<()> {
         let guard = self.locks.lock(id).await;
         self.rt.flush().await;
         let row = self.row_by_id(id)?;
@@ -344,7 +345,7 @@ impl Engine {
 
     /// Ends a settled run's process once none of its descendants is working and no steer
     /// waits for it.
-    pub(super) async fn retire_if_done(&self, id: &str) -> Result<()> {
+    pub(super) async fn retire_if_done(&self, id: &ThreadId) -> Result<()> {
         let row = self.row_by_id(id)?;
         if row.active() || !self.rt.is_live(id) {
             return Ok(());
@@ -355,7 +356,7 @@ impl Engine {
             return Ok(());
         }
         let host = self.arc();
-        let id = id.to_string();
+        let id = id.clone();
         tokio::spawn(async move {
             let _guard = host.locks.lock(&id).await;
             // Re-check under the lock: a steer may have reserved a new run meanwhile.
@@ -380,7 +381,7 @@ impl Engine {
         for t in owned.unwrap_or_default() {
             if t.active {
                 let _ = self.store.write(|tx| {
-                    agents::request_stop(tx, t.id.as_str(), contract::STATUS_STOPPING, &now_iso())
+                    agents::request_stop(tx, &t.id, contract::STATUS_STOPPING, &now_iso())
                 });
             }
         }

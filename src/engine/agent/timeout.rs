@@ -10,6 +10,7 @@ use serde_json::json;
 
 use super::Engine;
 use crate::contract::agent as contract;
+use crate::domain::ThreadId;
 use crate::error::Result;
 use crate::paths::ROOT;
 use crate::store::agents::mailbox;
@@ -20,7 +21,7 @@ impl Engine {
     /// Arms (or re-arms from now) `id`'s timer; false when the thread is not working or is
     /// stopping. `THREADBASE_TEST_TIMEOUT_DIVISOR` (tests only) shortens the real deadline;
     /// the notice still reports `timeout_ms`.
-    pub(super) fn arm_timer(&self, id: &str, timeout_ms: u64) -> Result<bool> {
+    pub(super) fn arm_timer(&self, id: &ThreadId, timeout_ms: u64) -> Result<bool> {
         let divisor = self.cfg.settings.agent_timeout_divisor.max(1);
         let deadline = now_ms() + (timeout_ms / divisor) as i64;
         let armed = self
@@ -80,14 +81,14 @@ impl Engine {
             })
             .to_string();
             self.store.write(|tx| {
-                if timers::fire(tx, t.id.as_str(), t.deadline_ms)? != Some(true) {
+                if timers::fire(tx, &t.id, t.deadline_ms)? != Some(true) {
                     return Ok(());
                 }
                 let at = now_iso();
                 let written = mailbox::insert(
                     tx,
                     &mailbox::NewMail {
-                        thread_id: t.id.as_str(),
+                        thread_id: &t.id,
                         direction: mailbox::Direction::ToParent,
                         kind: mailbox::MailKind::Notice,
                         send_key: &format!("timeout:{}", t.deadline_ms),

@@ -17,11 +17,11 @@ pub(in crate::engine) fn update(e: &Engine, req: contract::Update) -> Result<Rep
     let text = contract::progress_notice(&me.path, message);
     e.store.write(|tx| {
         let at = now_iso();
-        agents::set_status(tx, me.id.as_str(), message, &at)?;
+        agents::set_status(tx, &me.id, message, &at)?;
         mailbox::insert(
             tx,
             &mailbox::NewMail {
-                thread_id: me.id.as_str(),
+                thread_id: &me.id,
                 direction: mailbox::Direction::ToParent,
                 kind: mailbox::MailKind::Progress,
                 send_key: &format!("progress:{}", crate::ids::random_hex(16)),
@@ -34,5 +34,5 @@ pub(in crate::engine) fn update(e: &Engine, req: contract::Update) -> Result<Rep
         )?;
         Ok(())
     })?;
-    answer_row(e.row_by_id(me.id.as_str())?)
+    answer_row(e.row_by_id(&me.id)?)
 }

@@ -1,6 +1,7 @@
 //! `agent_wait`: the thread's view once it is not working (or the timeout passed), its
 //! notices for the caller held back meanwhile so the settlement is not reported twice.
 
+use crate::domain::ThreadId;
 use crate::engine::Reply;
 use std::time::{Duration, Instant};
 
@@ -14,7 +15,11 @@ impl Engine {
     /// Waits until the thread is not working (or the timeout passes) and returns it. It reads
     /// rows only: a thread whose serve died is paused by a watcher's restore pass (every serve
     /// runs one each second), and the wait then sees it settled.
-    pub(super) async fn wait_settled(&self, id: &str, timeout_ms: Option<u64>) -> Result<AgentRow> {
+    pub(super) async fn wait_settled(
+        &self,
+        id: &ThreadId,
+        timeout_ms: Option<u64>,
+    ) -> Result<AgentRow> {
         let deadline = timeout_ms.map(|ms| Instant::now() + Duration::from_millis(ms));
         loop {
             let row = self.row_by_id(id)?;
@@ -37,7 +42,7 @@ pub(in crate::engine) async fn wait(e: &Engine, req: contract::Wait) -> Result<R
     let path = paths::resolve_agent_path(path, e.caller())?;
     e.check_access(&path, false)?;
     let row = e.known(registry, &path)?;
-    let _held = e.hold_notices(row.id.as_str());
-    let row = e.wait_settled(row.id.as_str(), timeout_ms).await?;
+    let _held = e.hold_notices(&row.id);
+    let row = e.wait_settled(&row.id, timeout_ms).await?;
     e.reported(row)
 }

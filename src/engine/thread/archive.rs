@@ -6,6 +6,7 @@ use super::{find, reply, Engine};
 use crate::contract::format;
 use crate::contract::projection::{Detail, Projection};
 use crate::contract::thread::{Details, Single, SnapshotJson};
+use crate::domain::ThreadId;
 use crate::engine::Reply;
 use crate::error::{Error, Result};
 use crate::store::events::{self, NewEvent};
@@ -24,8 +25,8 @@ pub(in crate::engine) fn archive(
             row.path
         )));
     }
-    set_archived(&e.store, row.id.as_str(), archived)?;
-    let facts = e.facts(row.id.as_str())?;
+    set_archived(&e.store, &row.id, archived)?;
+    let facts = e.facts(&row.id)?;
     let projection = Projection::new(&facts, Detail::Summary);
     let snap = projection.snapshot();
     let text = format::archived(&snap, archived);
@@ -41,7 +42,7 @@ pub(in crate::engine) fn archive(
 /// Sets a thread's archived flag and records its `thread_archived` event, in one
 /// transaction: the write of contract A's `archive` (the caller checks the thread is closed),
 /// also for the web view.
-pub fn set_archived(store: &crate::Store, id: &str, archived: bool) -> Result<()> {
+pub fn set_archived(store: &crate::Store, id: &ThreadId, archived: bool) -> Result<()> {
     store.write(|tx| {
         let at = now_iso();
         threads::set_archived(tx, id, archived, &at)?;

@@ -3,7 +3,7 @@
 use super::resume::{resume_here, Place};
 use super::send::{send_here, SendPayload};
 use super::{closed_error, gone_meanwhile, Engine};
-use crate::domain::CommandKind;
+use crate::domain::{CommandKind, ThreadId};
 use crate::error::{Error, Result};
 use crate::store::threads::thread_by_id_any;
 
@@ -12,7 +12,7 @@ use crate::store::threads::thread_by_id_any;
 pub(crate) async fn carry_out(
     e: &Engine,
     kind: CommandKind,
-    thread_id: &str,
+    thread_id: &ThreadId,
     payload: Option<&str>,
 ) -> Result<String> {
     let row =
@@ -25,9 +25,9 @@ pub(crate) async fn carry_out(
                     row.path
                 ))
             })?;
-            e.rt.await_launch(row.id.as_str(), crate::runtime::LAUNCH_WAIT)
+            e.rt.await_launch(&row.id, crate::runtime::LAUNCH_WAIT)
                 .await;
-            if !e.rt.is_live(row.id.as_str()) {
+            if !e.rt.is_live(&row.id) {
                 return Err(closed_error(&row.path, &row));
             }
             Ok(serde_json::to_string(
@@ -35,7 +35,7 @@ pub(crate) async fn carry_out(
             )?)
         }
         CommandKind::Resume => {
-            e.rt.await_launch(row.id.as_str(), crate::runtime::LAUNCH_WAIT)
+            e.rt.await_launch(&row.id, crate::runtime::LAUNCH_WAIT)
                 .await;
             let place = if row.manager_id == e.manager_id {
                 Place::Own

@@ -10,6 +10,7 @@ use super::{find, reply, Engine};
 use crate::contract::projection::{Detail, Projection};
 use crate::contract::thread::{Details, Single, SnapshotJson};
 use crate::contract::{format, naming};
+use crate::domain::SessionId;
 use crate::engine::Reply;
 use crate::error::{Error, ErrorCode, Result};
 use crate::runtime::StartKind;
@@ -62,15 +63,15 @@ pub(in crate::engine) async fn fork(
         .map(PathBuf::from)
         .unwrap_or_else(|| e.cfg.cwd.clone());
     let id = crate::ids::new_thread_id();
-    let short = &id[7..13];
+    let short = &id.as_str()[7..13];
     let base = naming::base_task_name(Some(&display), None, short);
     let depth = e.cfg.depth + 1;
-    let session_id = crate::pi::session::uuid_v7();
+    let session_id = SessionId::new(crate::pi::session::uuid_v7());
     let new_file = e
         .child_session_dir()
         .join(crate::pi::session::session_file_name(
             &now_iso(),
-            &session_id,
+            session_id.as_str(),
         ));
     let path = e.store.write(|tx| {
         let (task, path) = claim_path(e, tx, "fork", task_name.as_deref(), &base)?;
@@ -80,7 +81,7 @@ pub(in crate::engine) async fn fork(
             entry_id.as_deref(),
             pos,
             &new_file,
-            &session_id,
+            session_id.as_str(),
         )?;
         insert_child(
             e,

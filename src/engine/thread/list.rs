@@ -9,7 +9,7 @@ use crate::contract::list_answer::{self, ListRows, Rendered, BATCH};
 use crate::contract::projection::recent_event_count;
 use crate::contract::projection::Detail;
 use crate::contract::thread::ListTarget;
-use crate::domain::ManagerId;
+use crate::domain::{ManagerId, ThreadId};
 use crate::engine::cache::{Key, MAX_PENDING};
 use crate::engine::Reply;
 use crate::error::Result;
@@ -118,7 +118,7 @@ impl ListRows for Rows<'_> {
 /// its answer rendered, a batch at a time).
 enum Entry {
     Kept(Rendered),
-    Fresh(String),
+    Fresh(ThreadId),
 }
 
 /// Each entry's answer, in order: kept ones as the list row carried them, the others rendered
@@ -140,8 +140,7 @@ fn rendered(conn: &Conn, entries: Vec<Entry>, missed: &mut Vec<Key>) -> Result<V
         }
     }
     if !fresh.is_empty() {
-        let ids: Vec<&str> = fresh.iter().map(String::as_str).collect();
-        let rows = list::rows_by_ids(conn, &ids)?;
+        let rows = list::rows_by_ids(conn, &fresh)?;
         for (i, f) in fresh_at.into_iter().zip(crate::store::facts::of_threads(
             conn,
             rows,
@@ -149,7 +148,7 @@ fn rendered(conn: &Conn, entries: Vec<Entry>, missed: &mut Vec<Key>) -> Result<V
         )?) {
             listed[i] = list_answer::render(&f)?;
             if f.row.is_still() && missed.len() < MAX_PENDING {
-                missed.push((f.row.id.to_string(), View::Snapshot, Detail::Summary));
+                missed.push((f.row.id.clone(), View::Snapshot, Detail::Summary));
             }
         }
     }

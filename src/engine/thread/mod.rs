@@ -22,6 +22,7 @@ use super::remote::{self, Holder};
 use super::Engine;
 use crate::contract::thread::Details;
 use crate::contract::ToolResult;
+use crate::domain::ThreadId;
 use crate::engine::Reply;
 use crate::error::{Error, ErrorCode, Result};
 use crate::store::refs::{resolve, RefScope};
@@ -43,7 +44,7 @@ pub(super) fn scope(e: &Engine) -> RefScope<'_> {
     RefScope {
         manager_id: e.manager_id,
         current_path: &e.cfg.scope_path,
-        self_id: e.cfg.self_id.as_ref().map(crate::domain::ThreadId::as_str),
+        self_id: e.cfg.self_id.as_ref(),
     }
 }
 
@@ -62,7 +63,7 @@ pub(super) fn reply(text: String, details: Details) -> Result<Reply> {
     Ok(Reply::of(ToolResult::new(text, details)))
 }
 
-pub(super) async fn refresh_if_live(e: &Engine, id: &str) -> Option<bool> {
+pub(super) async fn refresh_if_live(e: &Engine, id: &ThreadId) -> Option<bool> {
     if !e.rt.is_live(id) {
         return None;
     }
@@ -77,7 +78,7 @@ pub(super) async fn refresh_if_live(e: &Engine, id: &str) -> Option<bool> {
 
 /// A thread this serve does not hold is read from its rows; one whose serve is gone is
 /// restored (closed as stale) first, so its rows say what is true.
-pub(super) fn settle_if_orphaned(e: &Engine, id: &str) -> Result<()> {
+pub(super) fn settle_if_orphaned(e: &Engine, id: &ThreadId) -> Result<()> {
     if remote::holder(e, id)? == Holder::Orphaned {
         remote::restore_orphans(e)?;
     }
@@ -100,7 +101,7 @@ pub(super) fn held_by(owner: crate::runtime::process::ProcessIdentity) -> String
     )
 }
 
-pub(super) fn gone_meanwhile(id: &str) -> Error {
+pub(super) fn gone_meanwhile(id: &ThreadId) -> Error {
     Error::new(
         ErrorCode::UnknownReference,
         format!("Unknown thread: {id} (it was removed meanwhile). Repair: list the threads and use a current id."),

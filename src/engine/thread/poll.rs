@@ -19,8 +19,7 @@ pub(in crate::engine) async fn poll(
         let row = resolve(&conn, scope(e), reference)?;
         // A closed thread's answer changes only with its rows: a cached one is current.
         if !row.is_live() {
-            if let Some((json, _)) =
-                snapshots::cached(&conn, row.id.as_str(), View::Poll, detail.as_str())?
+            if let Some((json, _)) = snapshots::cached(&conn, &row.id, View::Poll, detail.as_str())?
             {
                 // Kept JSON, written as it is.
                 return Ok(Reply::shaped(move |w| Ok(w.write_all(json.as_bytes())?)));
@@ -31,12 +30,11 @@ pub(in crate::engine) async fn poll(
     // A thread another serve holds is read from its rows; one whose serve died stays as its
     // rows say until a watcher's restore pass closes it (reads never write).
     if row.is_live() {
-        refresh_if_live(e, row.id.as_str()).await;
+        refresh_if_live(e, &row.id).await;
     }
-    let facts = e.facts(row.id.as_str())?;
+    let facts = e.facts(&row.id)?;
     if !facts.row.is_live() {
-        e.cache
-            .missed([(facts.row.id.to_string(), View::Poll, detail)]);
+        e.cache.missed([(facts.row.id.clone(), View::Poll, detail)]);
     }
     Ok(Reply::shaped(move |w| poll_result(w, &facts, detail)))
 }

@@ -17,7 +17,7 @@ use super::{reply, Engine};
 use crate::contract::format;
 use crate::contract::projection::{Detail, Projection};
 use crate::contract::thread::{Details, Single, SnapshotJson};
-use crate::domain::ExitKind;
+use crate::domain::{ExitKind, ThreadId};
 use crate::engine::Reply;
 use crate::error::{Error, Result};
 use crate::runtime::StartKind;
@@ -74,7 +74,7 @@ async fn drain(e: &Engine) -> Result<()> {
 }
 
 /// Launches the claimed row `id` with the prompt, args and cwd it was started with.
-async fn launch(e: &Engine, id: &str) -> Result<()> {
+async fn launch(e: &Engine, id: &ThreadId) -> Result<()> {
     let _launching = e.rt.reserve_launch(id);
     let (row, prompt) = {
         let conn = e.store.read()?;
@@ -103,7 +103,7 @@ async fn launch(e: &Engine, id: &str) -> Result<()> {
 
 /// See [`Engine::stop_queued`]: the row is closed as stopped with its `thread_closed` event, in
 /// one transaction, only while it still waits for a slot.
-pub(crate) fn stop_queued(e: &Engine, id: &str) -> Result<bool> {
+pub(crate) fn stop_queued(e: &Engine, id: &ThreadId) -> Result<bool> {
     e.store.write(|tx| {
         let at = now_iso();
         if !queue::dequeue(tx, id, &at)? {
@@ -128,7 +128,7 @@ pub const DEQUEUED: &str = "Stopped while queued; never launched.";
 
 /// `start`'s answer for a queued thread: `Started` with the snapshot (phase `queued`, its
 /// position) and `promptAccepted: false`, and a note that says it is queued.
-pub(super) fn queued_reply(e: &Engine, id: &str) -> Result<Reply> {
+pub(super) fn queued_reply(e: &Engine, id: &ThreadId) -> Result<Reply> {
     let facts = e.facts(id)?;
     let projection = Projection::new(&facts, Detail::Summary);
     let snap = projection.snapshot();
@@ -151,7 +151,7 @@ pub(super) fn queued_reply(e: &Engine, id: &str) -> Result<Reply> {
 /// A `send` to a thread still waiting in the queue has no process to reach: refused with its
 /// position and what to do (its prompt goes out when it is launched).
 pub(super) fn refuse_while_queued(e: &Engine, row: &ThreadRow, verb: &str) -> Result<()> {
-    match queue::position(&*e.store.read()?, row.id.as_str())? {
+    match queue::position(&*e.store.read()?, &row.id)? {
         None => Ok(()),
         Some(n) => Err(Error::conflict(format!(
             "{} is queued (position {n}) and has no Pi process yet to {verb} to. Repair: wait on it (its prompt goes out when a slot frees and it launches), then {verb}; or stop it to take it out of the queue.",

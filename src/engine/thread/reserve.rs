@@ -2,7 +2,7 @@
 //! name and path chosen inside the reserving transaction, the child's cwd, argv and session
 //! file, and closing a reservation whose launch failed.
 
-use crate::domain::{ExitKind, ManagerId, ThreadId};
+use crate::domain::{ExitKind, ManagerId, SessionId, ThreadId};
 use crate::store::{Conn, Tx};
 use std::path::{Path, PathBuf};
 
@@ -95,7 +95,7 @@ pub(super) fn parent_thread_id(e: &Engine, conn: &Conn) -> Result<Option<ThreadI
     let Some(id) = &e.cfg.self_id else {
         return Ok(None);
     };
-    Ok(threads::thread_exists(conn, id.as_str())?.then(|| ThreadId::new(id.as_str())))
+    Ok(threads::thread_exists(conn, id)?.then(|| id.clone()))
 }
 
 /// Picks the task name inside the reserving transaction: an explicit one must be free; a
@@ -184,21 +184,21 @@ pub(super) fn new_session_file(
     e: &Engine,
     cwd: &Path,
     parent_session: Option<&Path>,
-) -> Result<(PathBuf, String)> {
-    let session_id = crate::pi::session::uuid_v7();
+) -> Result<(PathBuf, SessionId)> {
+    let session_id = SessionId::new(crate::pi::session::uuid_v7());
     let path = e
         .child_session_dir()
         .join(crate::pi::session::session_file_name(
             &now_iso(),
-            &session_id,
+            session_id.as_str(),
         ));
-    crate::pi::session::write_header_only(&path, &session_id, cwd, parent_session)?;
+    crate::pi::session::write_header_only(&path, session_id.as_str(), cwd, parent_session)?;
     Ok((path, session_id))
 }
 
 /// A reserved thread whose launch failed before the runtime recorded anything is closed as
 /// failed, so no live row claims a process that never existed.
-pub(super) fn close_unlaunched(e: &Engine, id: &str, message: &str) -> Result<()> {
+pub(super) fn close_unlaunched(e: &Engine, id: &ThreadId, message: &str) -> Result<()> {
     e.store.write(|tx| {
         if launches::close_unlaunched(tx, id, message)? {
             let data = json!({"exit": {"kind": ExitKind::Failed, "message": message}}).to_string();
@@ -266,7 +266,7 @@ pub(super) fn claim_path_or_queue(
 
 /// A child of this session's thread, as a reservation inserts it (live, starting).
 pub(super) struct Child<'a> {
-    pub id: &'a str,
+    pub id: &'a ThreadId,
     pub task: &'a str,
     pub path: &'a str,
     pub name: &'a str,
@@ -274,7 +274,7 @@ pub(super) struct Child<'a> {
     pub args: &'a [String],
     pub prompt: Option<&'a str>,
     /// The session file and id it starts on, when known at the reservation (a fork's branch).
-    pub session: Option<(&'a Path, &'a str)>,
+    pub session: Option<(&'a Path, &'a SessionId)>,
 }
 
 /// Inserts `child`'s row, in the reserving transaction.
@@ -282,7 +282,7 @@ pub(super) fn insert_child(e: &Engine, tx: &Tx<'_>, child: &Child<'_>) -> Result
     threads::insert_thread(
         tx,
         &threads::NewThread {
-            id: ThreadId::new(child.id),
+            id: child.id.clone(),
             manager_id: e.manager_id,
             path: child.path.to_string(),
             parent_path: Some(e.cfg.scope_path.clone()),
@@ -304,7 +304,7 @@ pub(super) fn insert_child(e: &Engine, tx: &Tx<'_>, child: &Child<'_>) -> Result
 /// its place (`path`, `depth`) in its environment.
 pub(super) fn child_launch(
     e: &Engine,
-    id: &str,
+    id: &ThreadId,
     path: &str,
     depth: i64,
     argv: Vec<String>,
@@ -312,7 +312,7 @@ pub(super) fn child_launch(
     start: StartKind,
 ) -> LaunchSpec {
     LaunchSpec {
-        thread_id: id.to_string(),
+        thread_id: id.clone(),
         argv,
         cwd: cwd.to_path_buf(),
         env: e.child_env(id, path, depth),
@@ -326,7 +326,7 @@ pub(super) fn child_launch(
 /// answer reads them.
 pub(super) async fn launched<T>(
     e: &Engine,
-    id: &str,
+    id: &ThreadId,
     launch: impl std::future::Future<Output = Result<T>>,
 ) -> Result<T> {
     match launch.await {

@@ -51,18 +51,18 @@ pub(in crate::engine) async fn resume(
                         "adopted from Pi session {}, which has ended (its path there: {}).",
                         a.from_session, a.old_path
                     ));
-                    thread_by_id_any(&*e.store.read()?, a.id.as_str())?
-                        .ok_or_else(|| gone_meanwhile(a.id.as_str()))?
+                    thread_by_id_any(&*e.store.read()?, &a.id)?
+                        .ok_or_else(|| gone_meanwhile(&a.id))?
                 }
                 adopt::Found::Nothing | adopt::Found::OwnerAlive(_) => return Err(unknown),
             }
         }
         Err(e) => return Err(e),
     };
-    e.rt.await_launch(row.id.as_str(), crate::runtime::LAUNCH_WAIT)
+    e.rt.await_launch(&row.id, crate::runtime::LAUNCH_WAIT)
         .await;
     let mut via = None;
-    let done = match remote::holder(e, row.id.as_str())? {
+    let done = match remote::holder(e, &row.id)? {
         Holder::Here => ResumeDone {
             already_live: true,
             file: None,
@@ -80,14 +80,14 @@ pub(in crate::engine) async fn resume(
             if holder == Holder::Orphaned {
                 remote::restore_orphans(e)?;
             }
-            let row = thread_by_id_any(&*e.store.read()?, row.id.as_str())?
-                .ok_or_else(|| gone_meanwhile(row.id.as_str()))?;
+            let row = thread_by_id_any(&*e.store.read()?, &row.id)?
+                .ok_or_else(|| gone_meanwhile(&row.id))?;
             if row.manager_id == e.manager_id {
                 resume_here(e, &row, Place::Own).await?
             } else if let Some(owner) = remote::manager_owner(e, row.manager_id)? {
                 // The serve of the manager it belongs to is alive: that serve resumes it.
                 via = Some(owner);
-                match remote::request(e, row.id.as_str(), CommandKind::Resume, None, owner).await? {
+                match remote::request(e, &row.id, CommandKind::Resume, None, owner).await? {
                     Outcome::Done(text) => serde_json::from_str::<ResumeDone>(&text)?,
                     Outcome::Failed(err) => return Err(err),
                     Outcome::Withdrawn(remote::Withdrawn::OwnerGone) => {
@@ -108,7 +108,7 @@ pub(in crate::engine) async fn resume(
             }
         }
     };
-    let facts = e.facts(row.id.as_str())?;
+    let facts = e.facts(&row.id)?;
     let projection = Projection::new(&facts, Detail::Summary);
     let snap = projection.snapshot();
     let mut text = format::resumed(&snap, done.already_live);
@@ -142,7 +142,7 @@ pub(super) enum Place {
 /// held while a request waits for another serve).
 pub(super) async fn resume_here(e: &Engine, row: &ThreadRow, place: Place) -> Result<ResumeDone> {
     let _one_at_a_time = e.relaunch.lock().await;
-    if e.rt.is_live(row.id.as_str()) {
+    if e.rt.is_live(&row.id) {
         return Ok(ResumeDone {
             already_live: true,
             file: None,
@@ -181,7 +181,7 @@ pub(super) async fn resume_here(e: &Engine, row: &ThreadRow, place: Place) -> Re
             check_live_count(e, &*e.store.read()?)?;
             (
                 child_argv(e, &row.args, &cwd, Path::new(&file), &row.name)?,
-                e.child_env(row.id.as_str(), &row.path, row.depth),
+                e.child_env(&row.id, &row.path, row.depth),
             )
         }
         Place::Below => {
@@ -194,10 +194,10 @@ pub(super) async fn resume_here(e: &Engine, row: &ThreadRow, place: Place) -> Re
             )
         }
     };
-    e.check_budget(&*e.store.read()?, Some(row.id.as_str()), "resume")?;
+    e.check_budget(&*e.store.read()?, Some(&row.id), "resume")?;
     let outcome =
         e.rt.launch(LaunchSpec {
-            thread_id: row.id.to_string(),
+            thread_id: row.id.clone(),
             argv,
             cwd,
             env,
@@ -222,7 +222,7 @@ fn descendant_argv(
     row: &ThreadRow,
     session: &Path,
 ) -> Result<Vec<String>> {
-    let chain = thread_ancestors(conn, row.id.as_str())?;
+    let chain = thread_ancestors(conn, &row.id)?;
     // From this session's own child down to the thread's parent.
     let from = chain
         .iter()
@@ -256,15 +256,15 @@ fn descendant_env(e: &Engine, row: &ThreadRow) -> Vec<(String, String)> {
         .unwrap_or(crate::paths::ROOT);
     let parent = Parent::Thread {
         path: parent_path,
-        id: row.parent_id.as_ref().map(crate::domain::ThreadId::as_str),
+        id: row.parent_id.as_ref(),
     };
     ChildEnv::new(
         &e.cfg,
-        Some(row.id.as_str()),
+        Some(&row.id),
         &row.path,
         row.depth,
         parent,
-        e.cfg.root_session_id.as_str(),
+        &e.cfg.root_session_id,
     )
     .thread_settings(&e.cfg.settings)
     .into_vec()

@@ -46,9 +46,9 @@ pub(in crate::engine) async fn send(
     let (reference, message, mode) = (req.id.as_str(), req.message.as_str(), req.mode);
     let row = find(e, reference)?;
     super::queue::refuse_while_queued(e, &row, "send")?;
-    e.rt.await_launch(row.id.as_str(), crate::runtime::LAUNCH_WAIT)
+    e.rt.await_launch(&row.id, crate::runtime::LAUNCH_WAIT)
         .await;
-    let (done, via) = match remote::holder(e, row.id.as_str())? {
+    let (done, via) = match remote::holder(e, &row.id)? {
         Holder::Here => (send_here(e, &row, message, mode).await?, None),
         Holder::Elsewhere(owner) => {
             let payload = serde_json::to_string(&SendPayload {
@@ -56,13 +56,12 @@ pub(in crate::engine) async fn send(
                 mode,
             })?;
             let outcome =
-                remote::request(e, row.id.as_str(), CommandKind::Send, Some(&payload), owner)
-                    .await?;
+                remote::request(e, &row.id, CommandKind::Send, Some(&payload), owner).await?;
             let done = match outcome {
                 Outcome::Done(text) => serde_json::from_str::<SendDone>(&text)?,
                 Outcome::Failed(err) => return Err(err),
                 Outcome::Withdrawn(why) => {
-                    settle_if_orphaned(e, row.id.as_str())?;
+                    settle_if_orphaned(e, &row.id)?;
                     return Err(remote::not_carried_out(&row.path, "send", why));
                 }
                 // Contract A's answer to a send whose answer did not come in time.
@@ -83,7 +82,7 @@ pub(in crate::engine) async fn send(
         }
         Holder::NotLive => return Err(closed_error(reference, &row)),
     };
-    let facts = e.facts(row.id.as_str())?;
+    let facts = e.facts(&row.id)?;
     let projection = Projection::new(&facts, Detail::Summary);
     let snap = projection.snapshot();
     let mode = done.mode;
@@ -109,15 +108,15 @@ pub(super) async fn send_here(
     message: &str,
     mode: Option<SendMode>,
 ) -> Result<SendDone> {
-    e.check_budget(&*e.store.read()?, Some(row.id.as_str()), "send")?;
-    refresh_if_live(e, row.id.as_str()).await;
-    let phase = e.rt.watch(row.id.as_str()).map(|v| v.borrow().phase);
+    e.check_budget(&*e.store.read()?, Some(&row.id), "send")?;
+    refresh_if_live(e, &row.id).await;
+    let phase = e.rt.watch(&row.id).map(|v| v.borrow().phase);
     let mode = match mode {
         Some(mode) => mode,
         None if phase == Some(crate::runtime::mapping::Phase::Idle) => SendMode::Prompt,
         None => SendMode::FollowUp,
     };
-    let outcome = e.rt.send(row.id.as_str(), mode, message).await?;
+    let outcome = e.rt.send(&row.id, mode, message).await?;
     e.rt.flush().await;
     Ok(SendDone {
         mode,

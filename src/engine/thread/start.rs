@@ -27,7 +27,7 @@ pub(in crate::engine) async fn start(
     check_new_child(e, &args)?;
     let cwd = resolve_cwd(e, cwd.as_deref())?;
     let id = crate::ids::new_thread_id();
-    let short = &id[7..13];
+    let short = &id.as_str()[7..13];
     let base = naming::base_task_name(name.as_deref(), Some(&prompt), short);
     let depth = e.cfg.depth + 1;
     // From the insert on, the thread is starting: a send or wait meanwhile waits for its child.

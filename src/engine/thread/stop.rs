@@ -17,16 +17,15 @@ pub(in crate::engine) async fn stop(
     let (reference, force) = (req.id.as_str(), req.force);
     let row = find(e, reference)?;
     // A thread still waiting in the queue is taken out of it and closed, never launched.
-    let dequeued = super::queue::stop_queued(e, row.id.as_str())?;
+    let dequeued = super::queue::stop_queued(e, &row.id)?;
     if !dequeued {
-        e.rt.await_launch(row.id.as_str(), crate::runtime::LAUNCH_WAIT)
+        e.rt.await_launch(&row.id, crate::runtime::LAUNCH_WAIT)
             .await;
     }
-    let (was_live, note) = match remote::holder(e, row.id.as_str())? {
+    let (was_live, note) = match remote::holder(e, &row.id)? {
         _ if dequeued => (true, String::new()),
         Holder::Elsewhere(owner) => {
-            match remote::request(e, row.id.as_str(), CommandKind::stop(force), None, owner).await?
-            {
+            match remote::request(e, &row.id, CommandKind::stop(force), None, owner).await? {
                 Outcome::Done(result) => (result != STOP_ALREADY_CLOSED, held_by(owner)),
                 Outcome::Failed(err) => return Err(err),
                 Outcome::Withdrawn(remote::Withdrawn::NotPickedUp) => {
@@ -38,7 +37,7 @@ pub(in crate::engine) async fn stop(
                 }
                 // Gone or closed meanwhile: there is nothing left to stop.
                 Outcome::Withdrawn(_) => {
-                    settle_if_orphaned(e, row.id.as_str())?;
+                    settle_if_orphaned(e, &row.id)?;
                     (false, String::new())
                 }
                 Outcome::StillRunning => return Err(remote::still_running(&row.path, "stop")),
@@ -49,12 +48,12 @@ pub(in crate::engine) async fn stop(
             (false, String::new())
         }
         Holder::Here | Holder::NotLive => (
-            e.rt.stop(row.id.as_str(), force, StopBy::Caller).await?,
+            e.rt.stop(&row.id, force, StopBy::Caller).await?,
             String::new(),
         ),
     };
     e.rt.flush().await;
-    let facts = e.facts(row.id.as_str())?;
+    let facts = e.facts(&row.id)?;
     let projection = Projection::new(&facts, Detail::Summary);
     let snap = projection.snapshot();
     let text = format::stopped(&snap, !was_live) + &note;

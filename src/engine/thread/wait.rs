@@ -8,7 +8,7 @@ use super::{find, gone_meanwhile, reply, Engine, REFRESH_TIMEOUT, WAIT_STEP};
 use crate::contract::format;
 use crate::contract::projection::{Detail, Projection};
 use crate::contract::thread::{Details, Single, SnapshotJson};
-use crate::domain::Phase;
+use crate::domain::{Phase, ThreadId};
 use crate::engine::Reply;
 use crate::error::Result;
 use crate::store::queue::{self, QueueState};
@@ -19,7 +19,7 @@ use crate::store::{commands, notices, questions};
 /// every [`WAIT_STEP`]; true when the deadline passed first.
 async fn through_queue(
     e: &Engine,
-    id: &str,
+    id: &ThreadId,
     detail: Detail,
     timeout_ms: u64,
     started: Instant,
@@ -52,17 +52,17 @@ pub(in crate::engine) async fn wait(
     let row = find(e, reference)?;
     // This manager's thread: its notices come to this serve's caller, and this wait's result
     // will give the news they carry (a thread of a child's own manager notifies that child).
-    let _hold = (row.manager_id == e.manager_id).then(|| e.notice_holds.hold(row.id.as_str()));
+    let _hold = (row.manager_id == e.manager_id).then(|| e.notice_holds.hold(&row.id));
     let started = Instant::now();
     // A thread waiting in the queue (THREADBASE_QUEUE=1): the wait goes on through the queue
     // until it is launched, within the same deadline.
-    if through_queue(e, row.id.as_str(), detail, timeout_ms, started, progress).await? {
-        return waited(e, row.id.as_str(), detail, true, started);
+    if through_queue(e, &row.id, detail, timeout_ms, started, progress).await? {
+        return waited(e, &row.id, detail, true, started);
     }
-    e.rt.await_launch(row.id.as_str(), crate::runtime::LAUNCH_WAIT)
+    e.rt.await_launch(&row.id, crate::runtime::LAUNCH_WAIT)
         .await;
-    if e.rt.watch(row.id.as_str()).is_none() {
-        match remote::holder(e, row.id.as_str())? {
+    if e.rt.watch(&row.id).is_none() {
+        match remote::holder(e, &row.id)? {
             // Another serve holds it, or held it and died (a watcher's restore pass closes it
             // within about a second): its rows say when it is done.
             Holder::Elsewhere(_) | Holder::Orphaned => {
@@ -73,7 +73,7 @@ pub(in crate::engine) async fn wait(
     }
     let deadline = started + Duration::from_millis(timeout_ms);
     let timed_out = loop {
-        let Some(mut view) = e.rt.watch(row.id.as_str()) else {
+        let Some(mut view) = e.rt.watch(&row.id) else {
             break false;
         };
         if view.borrow().closed {
@@ -82,7 +82,7 @@ pub(in crate::engine) async fn wait(
         // A question waits for the caller's answer (THREADBASE_UI=parent): the wait returns
         // with it at once.
         let asking = view.borrow().asking;
-        if asking && question_pending(e, row.id.as_str())? {
+        if asking && question_pending(e, &row.id)? {
             break false;
         }
         let now = Instant::now();
@@ -91,12 +91,12 @@ pub(in crate::engine) async fn wait(
         }
         let remaining = deadline - now;
         let idle =
-            e.rt.refresh(row.id.as_str(), REFRESH_TIMEOUT.min(remaining))
+            e.rt.refresh(&row.id, REFRESH_TIMEOUT.min(remaining))
                 .await
                 .map(|(idle, _)| idle)
                 .unwrap_or(false);
         e.rt.flush().await;
-        report_waiting(e, row.id.as_str(), started, detail, progress)?;
+        report_waiting(e, &row.id, started, detail, progress)?;
         if idle || view.borrow().closed {
             break false;
         }
@@ -107,13 +107,13 @@ pub(in crate::engine) async fn wait(
         )
         .await;
     };
-    let asked = question_pending(e, row.id.as_str())?;
+    let asked = question_pending(e, &row.id)?;
     e.rt.flush().await;
-    let reply = waited(e, row.id.as_str(), detail, timed_out, started)?;
+    let reply = waited(e, &row.id, detail, timed_out, started)?;
     if !timed_out && !asked && row.manager_id == e.manager_id {
         // The result reports the thread settled or closed: its notices are given.
         e.store
-            .write(|tx| notices::quiet(tx, row.id.as_str(), &crate::time::now_iso()))?;
+            .write(|tx| notices::quiet(tx, &row.id, &crate::time::now_iso()))?;
     }
     Ok(reply)
 }
@@ -122,7 +122,7 @@ pub(in crate::engine) async fn wait(
 /// `running`, `detail` and `nextSuggestedActions` as in every single-thread result.
 fn report_waiting(
     e: &Engine,
-    id: &str,
+    id: &ThreadId,
     started: Instant,
     detail: Detail,
     progress: &(dyn Fn(&Details) + Send + Sync),
@@ -141,7 +141,7 @@ fn report_waiting(
 /// `wait`'s answer.
 fn waited(
     e: &Engine,
-    id: &str,
+    id: &ThreadId,
     detail: Detail,
     timed_out: bool,
     started: Instant,
@@ -179,8 +179,8 @@ async fn wait_on_rows(
     let deadline = started + Duration::from_millis(timeout_ms);
     let mut next_progress = Instant::now();
     let timed_out = loop {
-        let now_row = thread_by_id_any(&*e.store.read()?, row.id.as_str())?
-            .ok_or_else(|| gone_meanwhile(row.id.as_str()))?;
+        let now_row =
+            thread_by_id_any(&*e.store.read()?, &row.id)?.ok_or_else(|| gone_meanwhile(&row.id))?;
         if !now_row.is_live() {
             break false;
         }
@@ -188,26 +188,26 @@ async fn wait_on_rows(
         if now >= deadline {
             break true;
         }
-        if now_row.phase() == Phase::Idle && !send_under_way(e, row.id.as_str())? {
+        if now_row.phase() == Phase::Idle && !send_under_way(e, &row.id)? {
             break false;
         }
-        if question_pending(e, row.id.as_str())? {
+        if question_pending(e, &row.id)? {
             break false;
         }
         if now >= next_progress {
-            report_waiting(e, row.id.as_str(), started, detail, progress)?;
+            report_waiting(e, &row.id, started, detail, progress)?;
             next_progress = now + WAIT_STEP;
         }
         tokio::time::sleep(ROW_WAIT_POLL.min(deadline.saturating_duration_since(now))).await;
     };
-    waited(e, row.id.as_str(), detail, timed_out, started)
+    waited(e, &row.id, detail, timed_out, started)
 }
 
 /// Whether a question of the thread waits for the caller's answer (THREADBASE_UI=parent).
-fn question_pending(e: &Engine, id: &str) -> Result<bool> {
+fn question_pending(e: &Engine, id: &ThreadId) -> Result<bool> {
     Ok(questions::pending_of(&*e.store.read()?, id)?.is_some())
 }
 
-fn send_under_way(e: &Engine, id: &str) -> Result<bool> {
+fn send_under_way(e: &Engine, id: &ThreadId) -> Result<bool> {
     commands::send_under_way(&*e.store.read()?, id)
 }

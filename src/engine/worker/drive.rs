@@ -3,7 +3,7 @@
 //! then send the pending messages in order, each marked delivered once the child has it.
 
 use crate::domain::ThreadStatus;
-use crate::domain::WorkerId;
+use crate::domain::{SessionId, ThreadId, WorkerId};
 use crate::engine::child_env::{ChildEnv, Parent};
 use crate::process::ProcessIdentity;
 use std::path::{Path, PathBuf};
@@ -27,9 +27,10 @@ const CLOSE_SETTLE: Duration = Duration::from_millis(2_000);
 /// Makes sure the worker's process runs here (launching or relaunching it) and delivers its
 /// pending messages in order. A worker whose process another live serve holds is left to it.
 pub(super) async fn drive(e: &Engine, id: &WorkerId) -> Result<()> {
-    let _one_at_a_time = e.locks.lock(id.as_str()).await;
+    let thread = id.thread_id();
+    let _one_at_a_time = e.locks.lock(&thread).await;
     let row = load(e, id)?;
-    if !e.rt.is_live(id.as_str()) {
+    if !e.rt.is_live(&thread) {
         let me = e.rt.owner();
         if row.facts.status == ThreadStatus::Live
             && ProcessIdentity::held_elsewhere(row.owner, me).is_some()
@@ -42,25 +43,32 @@ pub(super) async fn drive(e: &Engine, id: &WorkerId) -> Result<()> {
             Err(err) => {
                 // A worker whose process never started is closed as failed (frees its slot).
                 e.store
-                    .write(|tx| launches::close_unlaunched(tx, id.as_str(), &err.message))?;
+                    .write(|tx| launches::close_unlaunched(tx, &thread, &err.message))?;
                 return Err(err);
             }
         }
     }
-    deliver_pending(e, id.as_str()).await
+    deliver_pending(e, &thread).await
 }
 
 /// The environment of a worker's process: the `PI_THREADS_*` settings of this serve, but as a
 /// top-level session (path `/root`, depth 0, no parent, its own root session), plus
 /// `THREADBASE_WORKER_ID` and `THREADBASE_COORDINATOR_ID`.
-fn worker_env(e: &Engine, id: &str, coordinator: &str) -> Vec<(String, String)> {
-    ChildEnv::new(&e.cfg, None, crate::paths::ROOT, 0, Parent::TopLevel, id)
-        .thread_settings(&e.cfg.settings)
-        .worker(id, coordinator)
-        .into_vec()
+fn worker_env(e: &Engine, id: &WorkerId, coordinator: &SessionId) -> Vec<(String, String)> {
+    ChildEnv::new(
+        &e.cfg,
+        None,
+        crate::paths::ROOT,
+        0,
+        Parent::TopLevel,
+        &id.session_id(),
+    )
+    .thread_settings(&e.cfg.settings)
+    .worker(id, coordinator)
+    .into_vec()
 }
 
-fn pending_messages(e: &Engine, id: &str) -> Result<Vec<PendingMessage>> {
+fn pending_messages(e: &Engine, id: &ThreadId) -> Result<Vec<PendingMessage>> {
     workers::pending_messages(&*e.store.read()?, id)
 }
 
@@ -72,7 +80,7 @@ fn mark_delivered(e: &Engine, message: i64) -> Result<()> {
 /// fresh worker starts with its first pending message as the prompt. Returns whether delivery
 /// may go on (false when the child rejected that prompt).
 async fn launch(e: &Engine, row: &Worker) -> Result<bool> {
-    let id = row.id().to_string();
+    let id = row.id();
     let cwd = PathBuf::from(&row.facts.directory);
     let saved = row
         .session_file
@@ -83,22 +91,27 @@ async fn launch(e: &Engine, row: &Worker) -> Result<bool> {
     let session = match saved {
         Some(f) => f,
         None => {
+            // A worker is a top-level Pi session whose id is its workerID.
+            let session_id = row.facts.worker_id.session_id();
             let path = e
                 .child_session_dir()
-                .join(crate::pi::session::session_file_name(&now_iso(), &id));
-            crate::pi::session::write_header_only(&path, &id, &cwd, None)?;
+                .join(crate::pi::session::session_file_name(
+                    &now_iso(),
+                    session_id.as_str(),
+                ));
+            crate::pi::session::write_header_only(&path, session_id.as_str(), &cwd, None)?;
             e.store.write(|tx| {
-                launches::set_session_file(tx, &id, &path.display().to_string(), &id)
+                launches::set_session_file(tx, id, &path.display().to_string(), &session_id)
             })?;
             path
         }
     };
     let marks = e.store.write(|tx| {
-        workers::keep_outcome(tx, &id)?;
-        workers::run_marks(tx, &id)
+        workers::keep_outcome(tx, id)?;
+        workers::run_marks(tx, id)
     })?;
     let first = if fresh {
-        pending_messages(e, &id)?.into_iter().next()
+        pending_messages(e, id)?.into_iter().next()
     } else {
         None
     };
@@ -117,7 +130,7 @@ async fn launch(e: &Engine, row: &Worker) -> Result<bool> {
             thread_id: id.clone(),
             argv,
             cwd,
-            env: worker_env(e, &id, &row.facts.coordinator_id),
+            env: worker_env(e, &row.facts.worker_id, &row.facts.coordinator_id),
             clear_env: false,
             start: match &first {
                 Some(m) => StartKind::Prompt(m.body.clone()),
@@ -126,7 +139,7 @@ async fn launch(e: &Engine, row: &Worker) -> Result<bool> {
         })
         .await;
     let outcome = launched?;
-    if let Some(view) = e.rt.watch(&id) {
+    if let Some(view) = e.rt.watch(id) {
         tokio::spawn(monitor(
             e.store.clone(),
             e.rt.clone(),
@@ -143,10 +156,10 @@ async fn launch(e: &Engine, row: &Worker) -> Result<bool> {
     // delivered) or it closed before answering (the prompt stays pending).
     match outcome.prompt_accepted {
         Some(true) => mark_delivered(e, first.id)?,
-        None if !closing(e, &id).await => mark_delivered(e, first.id)?,
+        None if !closing(e, id).await => mark_delivered(e, first.id)?,
         None => return Ok(false),
         Some(false) => {
-            rejected(e, &id).await?;
+            rejected(e, id).await?;
             return Ok(false);
         }
     }
@@ -155,7 +168,7 @@ async fn launch(e: &Engine, row: &Worker) -> Result<bool> {
 
 /// Whether the child is closing (or closed): a child whose pipes closed is recorded closed
 /// within the pipe drain time, so this waits up to [`CLOSE_SETTLE`] for that.
-async fn closing(e: &Engine, id: &str) -> bool {
+async fn closing(e: &Engine, id: &ThreadId) -> bool {
     match e.rt.watch(id) {
         Some(mut view) => matches!(
             tokio::time::timeout(CLOSE_SETTLE, view.wait_for(|v| v.closed)).await,
@@ -167,7 +180,7 @@ async fn closing(e: &Engine, id: &str) -> bool {
 
 /// A message the child refused: a run that could not start is `failed` (unless the refusal
 /// was the child closing, which its monitor records).
-async fn rejected(e: &Engine, id: &str) -> Result<()> {
+async fn rejected(e: &Engine, id: &ThreadId) -> Result<()> {
     if !closing(e, id).await {
         set_outcome(&e.store, id, Outcome::Failed)?;
     }
@@ -176,7 +189,7 @@ async fn rejected(e: &Engine, id: &str) -> Result<()> {
 
 /// Sends every pending message of a live worker in order: `prompt` when it is idle, else
 /// `follow_up`. Stops at the first rejection (the message stays pending).
-async fn deliver_pending(e: &Engine, id: &str) -> Result<()> {
+async fn deliver_pending(e: &Engine, id: &ThreadId) -> Result<()> {
     for m in pending_messages(e, id)? {
         if !e.rt.is_live(id) {
             break;

@@ -21,7 +21,7 @@ pub(in crate::engine) async fn interrupt(
     req: crate::contract::worker::WorkerRef,
 ) -> Result<crate::engine::Reply> {
     let row = owned(e, &req.worker_id)?;
-    let id = row.id().to_string();
+    let id = row.id().clone();
     // A worker still waiting in the queue (THREADBASE_QUEUE=1) is taken out of it: closed,
     // interrupted, never launched.
     if crate::engine::thread::stop_queued(e, &id)? {

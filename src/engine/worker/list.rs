@@ -9,7 +9,7 @@ use crate::store::workers;
 
 pub(in crate::engine) fn list(e: &Engine) -> Result<crate::engine::Reply> {
     let conn = e.store.read()?;
-    let rows = workers::workers_of_coordinator(&conn, e.cfg.session_id.as_str())?;
+    let rows = workers::workers_of_coordinator(&conn, &e.cfg.session_id)?;
     {
         let facts = facts_of(&conn, rows)?;
         Ok(Reply::shaped(move |w| tool_result(w, &Workers::of(&facts))))

@@ -47,7 +47,7 @@ pub(super) mod spawn;
 pub use restore::restore_workers;
 pub use snapshot::snapshot_workers;
 
-use crate::domain::WorkerId;
+use crate::domain::{ThreadId, WorkerId};
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
@@ -67,19 +67,19 @@ use crate::store::Store;
 /// Workers whose current run `threads_interrupt` is aborting; the monitor records the run as
 /// interrupted and removes the entry. One set per engine (it was process-global).
 #[derive(Clone, Default)]
-pub(crate) struct Interrupting(Arc<Mutex<HashSet<String>>>);
+pub(crate) struct Interrupting(Arc<Mutex<HashSet<ThreadId>>>);
 
 impl Interrupting {
-    fn set(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+    fn set(&self) -> std::sync::MutexGuard<'_, HashSet<ThreadId>> {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
-    pub(super) fn insert(&self, id: &str) {
-        self.set().insert(id.to_string());
+    pub(super) fn insert(&self, id: &ThreadId) {
+        self.set().insert(id.clone());
     }
-    pub(super) fn contains(&self, id: &str) -> bool {
+    pub(super) fn contains(&self, id: &ThreadId) -> bool {
         self.set().contains(id)
     }
-    pub(super) fn remove(&self, id: &str) {
+    pub(super) fn remove(&self, id: &ThreadId) {
         self.set().remove(id);
     }
 }
@@ -101,6 +101,8 @@ fn tool_result(w: &mut dyn std::io::Write, result: &impl Serialize) -> Result<()
 /// A worker as the verbs use it: the contract's facts and what launching and control need.
 #[derive(Debug, Clone)]
 struct Worker {
+    /// Its thread row's id (the text of its workerID).
+    id: ThreadId,
     facts: WorkerFacts,
     /// The agent profile's Pi args.
     args: Vec<String>,
@@ -111,8 +113,8 @@ struct Worker {
 }
 
 impl Worker {
-    fn id(&self) -> &str {
-        self.facts.worker_id.as_str()
+    fn id(&self) -> &ThreadId {
+        &self.id
     }
 }
 
@@ -120,7 +122,7 @@ impl From<WorkerRow> for Worker {
     fn from(r: WorkerRow) -> Self {
         Worker {
             facts: WorkerFacts {
-                worker_id: WorkerId::new(r.id.into_string()),
+                worker_id: WorkerId::new(r.id.as_str()),
                 coordinator_id: r.coordinator_id.unwrap_or_default(),
                 key: r.spawn_key.unwrap_or_default(),
                 title: r.title,
@@ -137,6 +139,7 @@ impl From<WorkerRow> for Worker {
                 phase: r.phase,
                 queue_position: None,
             },
+            id: r.id,
             args: r.args,
             session_file: r.session_file,
             owner: ProcessIdentity::recorded(r.owner_pid, r.owner_started_at),
@@ -171,7 +174,7 @@ fn facts_of(conn: &Conn, rows: Vec<WorkerRow>) -> Result<Vec<WorkerFacts>> {
         .collect()
 }
 
-fn find(conn: &Conn, id: &str) -> Result<Option<Worker>> {
+fn find(conn: &Conn, id: &WorkerId) -> Result<Option<Worker>> {
     let Some(mut w) = workers::worker_by_id(conn, id)?.map(Worker::from) else {
         return Ok(None);
     };
@@ -188,15 +191,15 @@ fn queued_at(conn: &Conn, w: &Worker) -> Result<Option<i64>> {
 }
 
 fn load(e: &Engine, id: &WorkerId) -> Result<Worker> {
-    find(&*e.store.read()?, id.as_str())?.ok_or_else(|| unknown(id.as_str()))
+    find(&*e.store.read()?, id)?.ok_or_else(|| unknown(id))
 }
 
-fn unknown(id: &str) -> Error {
+fn unknown(id: &WorkerId) -> Error {
     Error::new(
         ErrorCode::UnknownReference,
         format!(
             "Unknown managed worker: {}. Repair: pass a workerID returned by threads_spawn or listed by threads_list.",
-            crate::paths::json_quote(id)
+            crate::paths::json_quote(id.as_str())
         ),
     )
 }
@@ -206,7 +209,7 @@ fn unknown(id: &str) -> Error {
 fn check_original(row: &Worker) -> Result<()> {
     let f = &row.facts;
     if row.parent_path.is_some()
-        || f.coordinator_id.is_empty()
+        || f.coordinator_id.as_str().is_empty()
         || worker_identity(&f.coordinator_id, &f.key) != f.worker_id
     {
         return Err(Error::forbidden(format!(
@@ -221,7 +224,7 @@ fn check_original(row: &Worker) -> Result<()> {
 fn owned(e: &Engine, id: &WorkerId) -> Result<Worker> {
     let row = load(e, id)?;
     check_original(&row)?;
-    if row.facts.coordinator_id != e.cfg.session_id.as_str() {
+    if row.facts.coordinator_id != e.cfg.session_id {
         return Err(Error::forbidden(format!(
             "Only the owning coordinator may control this worker. Repair: call this from the session that spawned {} (coordinator {}); this session is {}.",
             row.id(),
@@ -233,6 +236,6 @@ fn owned(e: &Engine, id: &WorkerId) -> Result<Worker> {
 }
 
 /// Records how a worker's last run ended, in its own transaction.
-fn set_outcome(store: &Store, id: &str, outcome: Outcome) -> Result<()> {
+fn set_outcome(store: &Store, id: &ThreadId, outcome: Outcome) -> Result<()> {
     store.write(|tx| workers::set_outcome(tx, id, outcome))
 }

@@ -1,7 +1,7 @@
 //! How a worker's runs end (see the module docs of `engine::worker`): one task per launch
 //! watches the child's phase and records each run's outcome, and the close's.
 
-use crate::domain::{ExitKind, ThreadStatus};
+use crate::domain::{ExitKind, ThreadId, ThreadStatus};
 use std::sync::Arc;
 
 use tokio::sync::watch;
@@ -31,7 +31,7 @@ impl From<RunMarks> for Marks {
 }
 
 /// Events after `marks`, and the newest interrupt command id.
-fn activity_since(store: &Store, id: &str, marks: Marks) -> Result<(Activity, i64)> {
+fn activity_since(store: &Store, id: &ThreadId, marks: Marks) -> Result<(Activity, i64)> {
     let conn = store.read()?;
     let activity = workers::activity_since(&conn, id, marks.seq)?;
     let now = workers::run_marks(&conn, id)?;
@@ -42,7 +42,7 @@ fn activity_since(store: &Store, id: &str, marks: Marks) -> Result<(Activity, i6
 pub(super) async fn monitor(
     store: Arc<Store>,
     rt: Runtime,
-    id: String,
+    id: ThreadId,
     mut view: watch::Receiver<ChildView>,
     mut marks: Marks,
     interrupting: Interrupting,
@@ -101,7 +101,7 @@ pub(super) async fn monitor(
 
 /// A worker whose args name no model learns it from its session file after a run: the last
 /// `model_change` entry or assistant message with `provider` and `modelId`/`model`.
-fn learn_model(store: &Store, id: &str) {
+fn learn_model(store: &Store, id: &ThreadId) {
     let source = store
         .read()
         .ok()
@@ -142,7 +142,7 @@ fn learn_model(store: &Store, id: &str) {
 
 /// The process closed: a run in progress ends `interrupted` (`failed` for a failed exit or an
 /// errored run); a failed exit while idle is `failed`; otherwise the last outcome stands.
-fn record_close(store: &Store, id: &str, marks: Marks, in_run: bool) -> Result<()> {
+fn record_close(store: &Store, id: &ThreadId, marks: Marks, in_run: bool) -> Result<()> {
     let (activity, _) = activity_since(store, id, marks)?;
     let row = workers::run_marks(&*store.read()?, id)?;
     if row.status != ThreadStatus::Closed {

@@ -4,6 +4,7 @@
 
 use super::{check_original, contract_report, find};
 use crate::contract::worker::{new_message_id, report_notice_text, Report, Reported};
+use crate::domain::WorkerId;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::store::mailbox::{self, Direction, MailKind, NewMail};
@@ -16,17 +17,18 @@ const REPORT_SEND_KEY: &str = "report";
 
 pub(in crate::engine) fn report(e: &Engine, report: Report) -> Result<crate::engine::Reply> {
     let caller = &e.cfg.session_id;
-    let row = find(&*e.store.read()?, caller.as_str())?.ok_or_else(|| {
+    // A worker's own Pi session's id is its workerID.
+    let row = find(&*e.store.read()?, &WorkerId::new(caller.as_str()))?.ok_or_else(|| {
         Error::forbidden(format!(
             "Only a managed worker can call threads_report, and this session ({caller}) is not one. Repair: report from inside a worker started with threads_spawn; a coordinator reads reports with threads_list."
         ))
     })?;
     check_original(&row)?;
-    let id = row.id().to_string();
+    let (id, worker_id) = (row.id(), &row.facts.worker_id);
     let message_id = row.report_message_id.clone().unwrap_or_else(new_message_id);
-    let notice = report_notice_text(&id, &row.facts.key, &report);
+    let notice = report_notice_text(worker_id.as_str(), &row.facts.key, &report);
     let stored = e.store.write(|tx| {
-        if let Some(existing) = reports::report_of(tx, &id)? {
+        if let Some(existing) = reports::report_of(tx, worker_id)? {
             let original = contract_report(existing);
             if original != report {
                 return Err(Error::conflict(
@@ -39,7 +41,7 @@ pub(in crate::engine) fn report(e: &Engine, report: Report) -> Result<crate::eng
         reports::insert_report(
             tx,
             &NewReport {
-                worker_id: &id,
+                worker_id,
                 verdict: &report.verdict,
                 summary: &report.summary,
                 evidence: &report.evidence,
@@ -50,7 +52,7 @@ pub(in crate::engine) fn report(e: &Engine, report: Report) -> Result<crate::eng
         mailbox::insert(
             tx,
             &NewMail {
-                thread_id: &id,
+                thread_id: id,
                 direction: Direction::ToParent,
                 kind: MailKind::Report,
                 send_key: REPORT_SEND_KEY,
@@ -63,11 +65,12 @@ pub(in crate::engine) fn report(e: &Engine, report: Report) -> Result<crate::eng
         )?;
         Ok(report)
     })?;
+    let worker_id = worker_id.clone();
     Ok(crate::engine::Reply::shaped(move |w| {
         super::tool_result(
             w,
             &Reported {
-                worker_id: &id,
+                worker_id: worker_id.as_str(),
                 report: &stored,
             },
         )

@@ -8,7 +8,10 @@ use crate::store::Store;
 
 /// Gives every hidden worker of the given coordinators the hidden override `false` (even a PASS
 /// worker shows again), then returns their facts, in one transaction.
-pub fn restore_workers(store: &Store, coordinator_ids: &[String]) -> Result<Vec<WorkerFacts>> {
+pub fn restore_workers(
+    store: &Store,
+    coordinator_ids: &[crate::domain::SessionId],
+) -> Result<Vec<WorkerFacts>> {
     store.write(|tx| {
         workers::restore_hidden(tx, coordinator_ids)?;
         facts_of(tx, workers::workers_of_coordinators(tx, coordinator_ids)?)

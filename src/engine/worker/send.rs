@@ -16,7 +16,7 @@ pub(in crate::engine) async fn send(
 ) -> Result<crate::engine::Reply> {
     let (key, text) = (req.key.as_str(), req.text.as_str());
     let row = owned(e, &req.worker_id)?;
-    let id = row.id().to_string();
+    let id = row.id().clone();
     let message_id = send_message_id(&req.worker_id, key);
     let send_key = format!("send:{key}");
     e.store.write(|tx| {
@@ -50,7 +50,7 @@ pub(in crate::engine) async fn send(
         super::tool_result(
             w,
             &Sent {
-                worker_id: &id,
+                worker_id: req.worker_id.as_str(),
                 message_id: &message_id,
             },
         )

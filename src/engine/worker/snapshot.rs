@@ -9,7 +9,10 @@ use crate::store::Conn;
 
 /// The facts of the given coordinators' workers (hidden ones included), oldest first, in one
 /// query. Usable from any process holding the database.
-pub fn snapshot_workers(conn: &Conn, coordinator_ids: &[String]) -> Result<Vec<WorkerFacts>> {
+pub fn snapshot_workers(
+    conn: &Conn,
+    coordinator_ids: &[crate::domain::SessionId],
+) -> Result<Vec<WorkerFacts>> {
     facts_of(
         conn,
         workers::workers_of_coordinators(conn, coordinator_ids)?,

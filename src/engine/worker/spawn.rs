@@ -11,6 +11,7 @@ use crate::contract::worker::{
     self as contract, check_directory, fingerprint, new_message_id, resolve_granted_paths,
     worker_identity, worker_prompt, SpawnRequest,
 };
+use crate::domain::SessionId;
 use crate::engine::Engine;
 use crate::error::{Error, ErrorCode, Result};
 use crate::store::mailbox::{self, Direction, MailKind, NewMail};
@@ -23,7 +24,7 @@ use crate::time::now_iso;
 const INITIAL_SEND_KEY: &str = "spawn";
 
 /// Native children (`PI_THREADS_SELF_ID`) and managed workers cannot spawn.
-fn check_may_spawn(e: &Engine, caller: &str) -> Result<()> {
+fn check_may_spawn(e: &Engine, caller: &SessionId) -> Result<()> {
     let is_worker = workers::is_worker(&*e.store.read()?, caller)?;
     if e.cfg.self_id.is_some() || is_worker {
         return Err(Error::forbidden(
@@ -90,7 +91,7 @@ pub(in crate::engine) async fn spawn(
     req: SpawnRequest,
 ) -> Result<crate::engine::Reply> {
     let coordinator = e.cfg.session_id.clone();
-    check_may_spawn(e, coordinator.as_str())?;
+    check_may_spawn(e, &coordinator)?;
     check_directory(&req.directory)?;
     let paths = resolve_granted_paths(req.paths.as_deref())?;
     let args = match &req.agent {
@@ -101,7 +102,8 @@ pub(in crate::engine) async fn spawn(
     let model = contract::model_from_args(&argpolicy::merge_args(&inherited, &args)?)
         .as_ref()
         .map(Value::to_string);
-    let worker_id = worker_identity(coordinator.as_str(), &req.key);
+    let worker_id = worker_identity(&coordinator, &req.key);
+    let thread_id = worker_id.thread_id();
     let fp = fingerprint(
         &req.title,
         &req.directory,
@@ -115,10 +117,10 @@ pub(in crate::engine) async fn spawn(
     let session_file = e.cfg.session_file.as_ref().map(|p| p.display().to_string());
     let manager_cwd = e.cfg.cwd.display().to_string();
     // Until its child exists, an interrupt of the new worker waits for it.
-    let _launching = e.rt.reserve_launch(worker_id.as_str());
+    let _launching = e.rt.reserve_launch(&thread_id);
     let queued = e.store.write(|tx| {
-        if let Some(stored) = workers::identity(tx, worker_id.as_str())? {
-            if stored.coordinator_id.as_deref() != Some(coordinator.as_str())
+        if let Some(stored) = workers::identity(tx, &worker_id)? {
+            if stored.coordinator_id.as_ref() != Some(&coordinator)
                 || stored.fingerprint.as_deref() != Some(fp.as_str())
             {
                 return Err(Error::conflict(format!(
@@ -128,7 +130,7 @@ pub(in crate::engine) async fn spawn(
             return Ok(false);
         }
         e.check_budget(tx, None, "threads_spawn")?;
-        let used = workers::slots_used(tx, coordinator.as_str())?;
+        let used = workers::slots_used(tx, &coordinator)?;
         // THREADBASE_QUEUE=1: over the limit the worker is queued instead (below).
         let over = used >= limit;
         if over && !e.cfg.settings.queue {
@@ -142,7 +144,7 @@ pub(in crate::engine) async fn spawn(
         let manager_id = upsert_manager(
             tx,
             &ManagerSpec {
-                session_id: coordinator.as_str(),
+                session_id: &coordinator,
                 contract: Contract::Worker,
                 scope_path: "/",
                 depth: 0,
@@ -160,12 +162,12 @@ pub(in crate::engine) async fn spawn(
         workers::insert_worker(
             tx,
             &NewWorker {
-                id: worker_id.as_str(),
+                id: &worker_id,
                 manager_id,
                 title: &req.title,
                 cwd: &req.directory,
                 args: &args,
-                coordinator_id: coordinator.as_str(),
+                coordinator_id: &coordinator,
                 spawn_key: &req.key,
                 fingerprint: &fp,
                 agent: req.agent.as_deref(),
@@ -179,7 +181,7 @@ pub(in crate::engine) async fn spawn(
         mailbox::insert(
             tx,
             &NewMail {
-                thread_id: worker_id.as_str(),
+                thread_id: &thread_id,
                 direction: Direction::ToChild,
                 kind: MailKind::Prompt,
                 send_key: INITIAL_SEND_KEY,
@@ -191,7 +193,7 @@ pub(in crate::engine) async fn spawn(
             },
         )?;
         if queued {
-            crate::store::queue::mark(tx, worker_id.as_str(), &now)?;
+            crate::store::queue::mark(tx, &thread_id, &now)?;
         }
         Ok(queued)
     })?;

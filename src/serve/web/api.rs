@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use super::{json, query_param, Body, Web};
 use crate::contract::projection::{self, Detail};
-use crate::domain::{CommandKind, ThreadStatus};
+use crate::domain::{CommandKind, SessionId, ThreadId, ThreadStatus};
 use crate::engine::budget::{thousands, usd, Budget};
 use crate::error::{Error, ErrorCode, Result};
 use crate::runtime::process::ProcessIdentity;
@@ -52,12 +52,12 @@ pub fn read(web: &Web, route: &str, q: Option<&str>) -> Result<hyper::Response<B
             Ok(json(&trees(&conn, all, &infos, &f, event)?))
         }
         "/api/rows" => {
-            let root = required(q, "root")?;
+            let root = SessionId::new(required(q, "root")?);
             let offset = number(q, "offset", 0, 0, i64::MAX)?;
             let limit = number(q, "limit", 200, 1, MAX_PAGE)?;
             Ok(json(&page(&conn, &root, &filter(q)?, offset, limit)?))
         }
-        "/api/thread" => Ok(json(&detail(&conn, &required(q, "id")?)?)),
+        "/api/thread" => Ok(json(&detail(&conn, &ThreadId::new(required(q, "id")?))?)),
         "/api/usage" => {
             let all = usage::trees(&conn)?;
             let roots: Vec<&str> = all.iter().map(|t| t.root_session.as_str()).collect();
@@ -282,18 +282,18 @@ fn state_of(r: &WebRow) -> String {
 /// A page of `root`'s tree with each row's subtree totals: two statements.
 pub fn page(
     conn: &crate::store::Conn,
-    root: &str,
+    root: &SessionId,
     f: &WebFilter,
     offset: i64,
     limit: i64,
 ) -> Result<PageDoc> {
     let found = rows::page(conn, root, f, offset, limit)?;
-    let ids: Vec<&str> = found.iter().map(|r| r.id.as_str()).collect();
+    let ids: Vec<ThreadId> = found.iter().map(|r| r.id.clone()).collect();
     let totals = rows::subtree_totals(conn, &ids)?;
     let rows = found
         .iter()
         .map(|r| {
-            let sub = totals.get(r.id.as_str()).copied().unwrap_or_default();
+            let sub = totals.get(&r.id).copied().unwrap_or_default();
             RowDoc {
                 id: r.id.to_string(),
                 level: r.level,
@@ -467,7 +467,7 @@ fn shell_quote(s: &str) -> String {
 }
 
 /// One thread's detail.
-pub fn detail(conn: &crate::store::Conn, id: &str) -> Result<DetailDoc> {
+pub fn detail(conn: &crate::store::Conn, id: &ThreadId) -> Result<DetailDoc> {
     let Some(row) = threads::thread_by_id_any(conn, id)? else {
         return Err(Error::new(
             ErrorCode::UnknownReference,
@@ -516,7 +516,7 @@ pub fn detail(conn: &crate::store::Conn, id: &str) -> Result<DetailDoc> {
         id: row.id.to_string(),
         path: row.path.clone(),
         contract,
-        manager_session,
+        manager_session: manager_session.into_string(),
         snapshot,
         events: evs.into_iter().map(|e| e.stored()).collect(),
         answer: out.last_assistant_text.clone(),
@@ -600,7 +600,7 @@ impl CommandDoc {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Action {
-    pub thread: String,
+    pub thread: ThreadId,
     pub action: ActionKind,
     #[serde(default)]
     pub message: Option<String>,
@@ -692,12 +692,11 @@ pub fn action(store: &Store, body: &[u8]) -> Result<hyper::Response<Body>> {
                 ActionKind::ForceStop => CommandKind::ForceStop,
                 _ => CommandKind::Send,
             };
-            let id =
-                store.write(|tx| commands::insert(tx, row.id.as_str(), kind, send.as_deref()))?;
+            let id = store.write(|tx| commands::insert(tx, &row.id, kind, send.as_deref()))?;
             (Some(id), crate::domain::CommandState::Pending)
         }
         ActionKind::Archive | ActionKind::Unarchive => {
-            crate::engine::set_archived(store, row.id.as_str(), a.action == ActionKind::Archive)?;
+            crate::engine::set_archived(store, &row.id, a.action == ActionKind::Archive)?;
             (None, crate::domain::CommandState::Done)
         }
         // Written once, on the condition that the question is still pending; the serve

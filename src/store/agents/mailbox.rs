@@ -31,7 +31,12 @@ pub fn reopen_notices(conn: &Conn, mailbox_ids: &[i64]) -> Result<()> {
 }
 
 /// Marks a thread's pending notices for `recipient` delivered without sending them.
-pub fn supersede_notices(conn: &Conn, thread_id: &str, recipient: &str, at: &str) -> Result<()> {
+pub fn supersede_notices(
+    conn: &Conn,
+    thread_id: &ThreadId,
+    recipient: &str,
+    at: &str,
+) -> Result<()> {
     conn.db()
         .prepare_cached(include_str!("../../../sql/agent_notices_supersede.sql"))?
         .execute(named_params! {":at": at, ":id": thread_id, ":recipient": recipient})?;
@@ -48,7 +53,7 @@ pub struct PendingSteer {
 }
 
 /// A thread's steering messages not yet consumed, oldest first.
-pub fn pending_steers(conn: &Conn, thread_id: &str) -> Result<Vec<PendingSteer>> {
+pub fn pending_steers(conn: &Conn, thread_id: &ThreadId) -> Result<Vec<PendingSteer>> {
     let mut stmt = conn
         .db()
         .prepare_cached(include_str!("../../../sql/agent_steers_pending.sql"))?;
@@ -76,7 +81,7 @@ pub fn owned_pending_steers(
     conn: &Conn,
     registry: ManagerId,
     owner: ProcessIdentity,
-) -> Result<Vec<String>> {
+) -> Result<Vec<ThreadId>> {
     ids(
         conn,
         include_str!("../../../sql/agent_owned_pending_steers.sql"),

@@ -12,7 +12,7 @@ pub mod reap;
 pub mod recap;
 pub mod timers;
 
-use crate::domain::ManagerId;
+use crate::domain::{ManagerId, SessionId};
 use crate::store::Conn;
 use rusqlite::{named_params, OptionalExtension, Row};
 
@@ -30,7 +30,7 @@ pub use crate::process::ProcessIdentity;
 /// A registry's identity and, from the main conversation's serve only, its session file, cwd
 /// and owner (a child agent's serve passes `None` and changes none of them).
 pub struct Registry<'a> {
-    pub session_id: &'a str,
+    pub session_id: &'a SessionId,
     pub session_file: Option<&'a str>,
     pub cwd: Option<&'a str>,
     pub owner: Option<ProcessIdentity>,
@@ -224,7 +224,7 @@ pub fn thread_at_path(conn: &Conn, registry: ManagerId, path: &str) -> Result<Op
 }
 
 /// One thread by id.
-pub fn thread_by_id(conn: &Conn, id: &str) -> Result<Option<AgentRow>> {
+pub fn thread_by_id(conn: &Conn, id: &ThreadId) -> Result<Option<AgentRow>> {
     Ok(conn
         .db()
         .prepare_cached(crate::store::rows::row_sql!("agent_thread_by_id", col))?
@@ -294,7 +294,7 @@ pub fn stopped_ancestor(conn: &Conn, registry: ManagerId, path: &str) -> Result<
 
 /// A thread's new lifecycle fields (status, owner) and when they changed.
 pub struct Lifecycle<'a> {
-    pub id: &'a str,
+    pub id: &'a ThreadId,
     pub status: &'a str,
     pub owner: ProcessIdentity,
     pub at: &'a str,
@@ -324,7 +324,7 @@ pub fn reserve_resume(conn: &Conn, t: &Lifecycle<'_>) -> Result<()> {
 }
 
 /// Runs one of the updates that set a thread's status line (`:status`, `:at`, `:id`).
-fn set_status_by(conn: &Conn, sql: &str, id: &str, status: &str, at: &str) -> Result<()> {
+fn set_status_by(conn: &Conn, sql: &str, id: &ThreadId, status: &str, at: &str) -> Result<()> {
     conn.db()
         .prepare_cached(sql)?
         .execute(named_params! {":status": status, ":at": at, ":id": id})?;
@@ -332,7 +332,7 @@ fn set_status_by(conn: &Conn, sql: &str, id: &str, status: &str, at: &str) -> Re
 }
 
 /// The prompt reached the child: starting → running.
-pub fn mark_running(conn: &Conn, id: &str, status: &str, at: &str) -> Result<()> {
+pub fn mark_running(conn: &Conn, id: &ThreadId, status: &str, at: &str) -> Result<()> {
     set_status_by(
         conn,
         include_str!("../../../sql/agent_mark_running.sql"),
@@ -343,7 +343,7 @@ pub fn mark_running(conn: &Conn, id: &str, status: &str, at: &str) -> Result<()>
 }
 
 /// A working thread's status line (agent_update).
-pub fn set_status(conn: &Conn, id: &str, status: &str, at: &str) -> Result<()> {
+pub fn set_status(conn: &Conn, id: &ThreadId, status: &str, at: &str) -> Result<()> {
     set_status_by(
         conn,
         include_str!("../../../sql/agent_set_status.sql"),
@@ -354,7 +354,7 @@ pub fn set_status(conn: &Conn, id: &str, status: &str, at: &str) -> Result<()> {
 }
 
 /// A pause request on a working thread; `status` is its reason.
-pub fn request_pause(conn: &Conn, id: &str, status: &str, at: &str) -> Result<()> {
+pub fn request_pause(conn: &Conn, id: &ThreadId, status: &str, at: &str) -> Result<()> {
     set_status_by(
         conn,
         include_str!("../../../sql/agent_request_pause.sql"),
@@ -365,7 +365,7 @@ pub fn request_pause(conn: &Conn, id: &str, status: &str, at: &str) -> Result<()
 }
 
 /// A stop request on a working thread.
-pub fn request_stop(conn: &Conn, id: &str, status: &str, at: &str) -> Result<()> {
+pub fn request_stop(conn: &Conn, id: &ThreadId, status: &str, at: &str) -> Result<()> {
     set_status_by(
         conn,
         include_str!("../../../sql/agent_request_stop.sql"),
@@ -376,7 +376,7 @@ pub fn request_stop(conn: &Conn, id: &str, status: &str, at: &str) -> Result<()>
 }
 
 /// A thread that is not working is stopped at once.
-pub fn stop_settled(conn: &Conn, id: &str, status: &str, at: &str) -> Result<()> {
+pub fn stop_settled(conn: &Conn, id: &ThreadId, status: &str, at: &str) -> Result<()> {
     set_status_by(
         conn,
         include_str!("../../../sql/agent_stop_settled.sql"),
@@ -388,7 +388,7 @@ pub fn stop_settled(conn: &Conn, id: &str, status: &str, at: &str) -> Result<()>
 
 /// How a working thread settles.
 pub struct Settlement<'a> {
-    pub id: &'a str,
+    pub id: &'a ThreadId,
     pub state: AgentState,
     /// The new status line; `None` keeps the old one.
     pub status: Option<&'a str>,
@@ -497,7 +497,7 @@ pub fn owned_active(
     conn: &Conn,
     registry: ManagerId,
     owner: ProcessIdentity,
-) -> Result<Vec<String>> {
+) -> Result<Vec<ThreadId>> {
     ids(
         conn,
         include_str!("../../../sql/agent_owned_active.sql"),
@@ -507,7 +507,12 @@ pub fn owned_active(
 }
 
 /// Runs a query of thread ids by registry and owner.
-fn ids(conn: &Conn, sql: &str, registry: ManagerId, owner: ProcessIdentity) -> Result<Vec<String>> {
+fn ids(
+    conn: &Conn,
+    sql: &str,
+    registry: ManagerId,
+    owner: ProcessIdentity,
+) -> Result<Vec<ThreadId>> {
     let mut stmt = conn.db().prepare_cached(sql)?;
     let rows = stmt.query_map((registry, owner.pid, owner.started_at), |r| r.get("id"))?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
@@ -522,7 +527,7 @@ pub struct RunChoice<'a> {
 }
 
 /// Records a thread's [`RunChoice`].
-pub fn set_run(conn: &Conn, id: &str, c: &RunChoice<'_>) -> Result<()> {
+pub fn set_run(conn: &Conn, id: &ThreadId, c: &RunChoice<'_>) -> Result<()> {
     conn.db()
         .prepare_cached(include_str!("../../../sql/agent_set_run.sql"))?
         .execute(named_params! {
@@ -538,7 +543,7 @@ pub struct LastOutcome {
 }
 
 /// How a thread's last run ended, as its newest assistant message or error event says.
-pub fn last_outcome(conn: &Conn, id: &str) -> Result<Option<LastOutcome>> {
+pub fn last_outcome(conn: &Conn, id: &ThreadId) -> Result<Option<LastOutcome>> {
     Ok(conn
         .db()
         .prepare_cached(include_str!("../../../sql/agent_last_outcome.sql"))?
@@ -552,7 +557,7 @@ pub fn last_outcome(conn: &Conn, id: &str) -> Result<Option<LastOutcome>> {
 }
 
 /// The text a thread's process ended with, if any.
-pub fn exit_message(conn: &Conn, id: &str) -> Result<Option<String>> {
+pub fn exit_message(conn: &Conn, id: &ThreadId) -> Result<Option<String>> {
     Ok(conn
         .db()
         .prepare_cached(include_str!("../../../sql/agent_exit_message.sql"))?

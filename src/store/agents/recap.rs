@@ -9,7 +9,7 @@ use crate::domain::{ManagerId, ThreadId};
 use crate::error::Result;
 
 /// Records whether a thread's current run is detached.
-pub fn set_detached(conn: &Conn, id: &str, detached: bool) -> Result<()> {
+pub fn set_detached(conn: &Conn, id: &ThreadId, detached: bool) -> Result<()> {
     conn.db()
         .prepare_cached(include_str!("../../../sql/agent_set_detached.sql"))?
         .execute(named_params! {":detached": detached, ":id": id})?;

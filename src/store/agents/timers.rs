@@ -10,7 +10,7 @@ use crate::error::Result;
 
 /// Arms (or re-arms) a working thread's timer; false when the thread is not working or is
 /// stopping (no timer then).
-pub fn arm(conn: &Conn, id: &str, timeout_ms: u64, deadline_ms: i64) -> Result<bool> {
+pub fn arm(conn: &Conn, id: &ThreadId, timeout_ms: u64, deadline_ms: i64) -> Result<bool> {
     Ok(conn
         .db()
         .prepare_cached(include_str!("../../../sql/agent_timer_arm.sql"))?
@@ -63,7 +63,7 @@ pub fn due(conn: &Conn, owner: ProcessIdentity, now_ms: i64) -> Result<Vec<DueTi
 /// Clears the timer armed with `deadline_ms`: `Some(true)` when its thread is still working and
 /// not stopping (its notice is due), `Some(false)` when it was just cleared, `None` when it was
 /// re-armed or fired meanwhile.
-pub fn fire(conn: &Conn, id: &str, deadline_ms: i64) -> Result<Option<bool>> {
+pub fn fire(conn: &Conn, id: &ThreadId, deadline_ms: i64) -> Result<Option<bool>> {
     Ok(conn
         .db()
         .prepare_cached(include_str!("../../../sql/agent_timer_fire.sql"))?

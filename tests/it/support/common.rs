@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use threadbase::domain::{ManagerId, Phase, ThreadId, ThreadStatus};
+use threadbase::domain::{ManagerId, Phase, SessionId, ThreadId, ThreadStatus};
 use threadbase::store::threads::{insert_thread, upsert_manager, Contract, ManagerSpec, NewThread};
 use threadbase::Store;
 
@@ -24,10 +24,11 @@ pub fn temp_db() -> TempDb {
 
 /// A contract A manager of `session` at `/root`, cwd `/tmp`, owned by this process.
 pub fn manager(store: &Store, session: &str) -> ManagerId {
+    let session = SessionId::new(session);
     let spec = ManagerSpec {
         cwd: Some("/tmp"),
         owner_pid: Some(std::process::id() as i64),
-        ..manager_spec(session, Contract::Thread, "/root", None)
+        ..manager_spec(&session, Contract::Thread, "/root", None)
     };
     store
         .write(|tx| upsert_manager(tx, &spec))
@@ -37,10 +38,10 @@ pub fn manager(store: &Store, session: &str) -> ManagerId {
 /// A manager of `session` (its contract, scope and self thread) at depth 0, with no session
 /// file, cwd or owner: change what a test needs with `..manager_spec(…)`.
 pub fn manager_spec<'a>(
-    session: &'a str,
+    session: &'a SessionId,
     contract: Contract,
     scope: &'a str,
-    self_id: Option<&'a str>,
+    self_id: Option<&'a ThreadId>,
 ) -> ManagerSpec<'a> {
     ManagerSpec {
         self_thread_id: self_id,

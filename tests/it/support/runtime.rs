@@ -3,7 +3,7 @@
 //! rows.
 
 use std::sync::Arc;
-use threadbase::domain::{ManagerId, Phase};
+use threadbase::domain::{ManagerId, Phase, ThreadId};
 
 use serde_json::Value;
 use threadbase::runtime::{LaunchSpec, Runtime, RuntimeConfig, StartKind};
@@ -35,15 +35,20 @@ impl RuntimeDb {
     }
 
     /// Inserts the `starting` row of thread `common::tid(n)` at `/root/<name>`; returns its id.
-    pub fn starting_thread(&self, n: u64, name: &str) -> String {
-        let id = common::tid(n);
-        insert_starting(&self.store, self.manager, &id, &format!("/root/{name}"));
+    pub fn starting_thread(&self, n: u64, name: &str) -> ThreadId {
+        let id = ThreadId::new(common::tid(n));
+        insert_starting(
+            &self.store,
+            self.manager,
+            id.as_str(),
+            &format!("/root/{name}"),
+        );
         id
     }
 
     /// The row of thread `id` as one JSON object: `fields` are the arguments of `json_object`
     /// over `threads t LEFT JOIN thread_output o`.
-    pub fn row_json(&self, id: &str, fields: &str) -> Value {
+    pub fn row_json(&self, id: &ThreadId, fields: &str) -> Value {
         let sql = format!(
             "SELECT json_object({fields}) FROM threads t
              LEFT JOIN thread_output o ON o.thread_id = t.id WHERE t.id = ?1"
@@ -59,7 +64,7 @@ impl RuntimeDb {
     }
 
     /// The events of thread `id`, oldest first: (type, data).
-    pub fn events(&self, id: &str) -> Vec<(String, Value)> {
+    pub fn events(&self, id: &ThreadId) -> Vec<(String, Value)> {
         events::of_thread(&self.store.read().unwrap(), id)
             .unwrap()
             .into_iter()
@@ -79,13 +84,13 @@ pub fn two_workers() -> tokio::runtime::Runtime {
 
 /// The launch of thread `id` as `bash -c <script>` in the temporary folder, with `env` added.
 pub fn bash_launch(
-    id: &str,
+    id: &ThreadId,
     script: &str,
     env: Vec<(String, String)>,
     start: StartKind,
 ) -> LaunchSpec {
     LaunchSpec {
-        thread_id: id.to_string(),
+        thread_id: id.clone(),
         argv: vec!["bash".into(), "-c".into(), script.into()],
         cwd: std::env::temp_dir(),
         env,

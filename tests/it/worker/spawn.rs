@@ -222,7 +222,11 @@ fn slot_limit_counts_hidden_and_unreported_workers() {
     let c = tool(&mut s, "threads_spawn", spawn_params(&w, "c", "C"));
     assert_eq!(
         c["workerID"],
-        threadbase::contract::worker::worker_identity(COORD, "c").as_str()
+        threadbase::contract::worker::worker_identity(
+            &threadbase::domain::SessionId::new(COORD),
+            "c"
+        )
+        .as_str()
     );
     s.close(Duration::from_secs(20));
 
