@@ -336,13 +336,18 @@ impl Output {
         line.extend_from_slice(b"{\"id\":");
         let _ = serde_json::to_writer(&mut line, id);
         line.extend_from_slice(b",\"result\":");
-        let written = match wire {
-            Wire::Contract => write(&mut line),
-            Wire::Compact => {
-                let mut ascii = Ascii::new(&mut line);
-                write(&mut ascii).and_then(|()| Ok(ascii.finish().map(drop)?))
-            }
-        };
+        let start = line.len();
+        let mut written = write(&mut line);
+        if written.is_ok() && wire == Wire::Compact && !line[start..].is_ascii() {
+            // The compact form escapes what is not ASCII: the result again, through `Ascii`
+            // (most results are ASCII already, and pay only the check).
+            let result = line.split_off(start);
+            let mut ascii = Ascii::new(&mut line);
+            written = ascii
+                .write_all(&result)
+                .and_then(|()| ascii.finish().map(drop))
+                .map_err(Error::from);
+        }
         match written {
             Ok(()) => {
                 line.extend_from_slice(b"}\n");
@@ -610,6 +615,35 @@ mod tests {
         assert_eq!(streamed["result"].as_str().unwrap().len(), big.len());
         let serialized = got.iter().find(|v| v["id"] == 50).unwrap();
         assert_eq!(serialized["result"].as_str().unwrap().len(), 64 * 1024);
+    }
+
+    /// In the compact form a result's non-ASCII characters go as `\\u` escapes (the same
+    /// value); in the contract's form as they are.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_compact_result_is_ascii_and_the_same_value() {
+        let shared = Shared::default();
+        let (out, done) = Output::new(shared.clone());
+        let value = serde_json::json!({"text": "é 漢字 😀", "plain": "ascii"});
+        for (id, wire) in [(1, Wire::Compact), (2, Wire::Contract)] {
+            let v = value.clone();
+            out.result(
+                &Value::from(id),
+                Box::new(move |w| crate::engine::reply::json(w, &v)),
+                wire,
+            );
+        }
+        drop(out);
+        done.await;
+        let all = shared.0.lock().unwrap().clone();
+        let text = String::from_utf8(all).unwrap();
+        let (compact, contract) = text.split_once('\n').unwrap();
+        assert!(compact.is_ascii(), "{compact}");
+        assert!(compact.contains("\\ud83d\\ude00"), "{compact}");
+        assert!(contract.contains("😀"), "{contract}");
+        for (line, id) in [(compact, 1), (contract, 2)] {
+            let v: Value = serde_json::from_str(line).unwrap();
+            assert_eq!(v, serde_json::json!({"id": id, "result": value}));
+        }
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
