@@ -2,15 +2,15 @@
 //! `list` and the snapshot cache's filler render from. A leaf of the engine: it calls only the
 //! store.
 
-use crate::contract::projection::{recent_event_count, Detail, ThreadFacts};
+use crate::contract::projection::{recent_event_count, Detail, Pending, ThreadFacts};
 use crate::error::Result;
-use crate::store::events;
 use crate::store::threads::ThreadRow;
+use crate::store::{events, questions, queue};
 
-/// The facts of `rows` (in their order) for a projection at `detail`, in three more queries
+/// The facts of `rows` (in their order) for a projection at `detail`, in five more queries
 /// whatever their number: the retained output of all of them, the retained events each
-/// shows at that detail (only its last few: they are what the snapshot shows), and what each
-/// spent.
+/// shows at that detail (only its last few: they are what the snapshot shows), what each
+/// spent, and what the live ones wait for (their queue positions and pending questions).
 pub(super) fn thread_facts(
     conn: &crate::store::Conn,
     rows: Vec<ThreadRow>,
@@ -23,10 +23,7 @@ pub(super) fn thread_facts(
     let outs = crate::store::output::of_threads(conn, &ids, rows.len())?;
     let events = events::rows_of_threads(conn, &ids, rows.len(), recent_event_count(detail))?;
     let usage = crate::store::usage::of_threads(conn, &ids, rows.len())?;
-    let pending = rows
-        .iter()
-        .map(|r| super::pending_of(conn, r))
-        .collect::<Result<Vec<_>>>()?;
+    let pending = pending_of_rows(conn, &rows)?;
     Ok(rows
         .into_iter()
         .zip(outs)
@@ -41,4 +38,30 @@ pub(super) fn thread_facts(
             pending,
         })
         .collect())
+}
+
+/// What each of `rows` waits for, in their order, as `super::pending_of` gives it for one:
+/// nothing for a closed thread, and for the live ones their queue positions and their oldest
+/// pending questions in two queries over their ids (none when no row is live).
+fn pending_of_rows(conn: &crate::store::Conn, rows: &[ThreadRow]) -> Result<Vec<Pending>> {
+    let mut pending = vec![Pending::default(); rows.len()];
+    let live: Vec<usize> = (0..rows.len()).filter(|&i| rows[i].is_live()).collect();
+    if live.is_empty() {
+        return Ok(pending);
+    }
+    let ids = serde_json::to_string(
+        &live
+            .iter()
+            .map(|&i| rows[i].id.as_str())
+            .collect::<Vec<_>>(),
+    )?;
+    let positions = queue::positions_of_threads(conn, &ids, live.len())?;
+    let asked = questions::pending_of_threads(conn, &ids, live.len())?;
+    for ((at, queue_position), question) in live.into_iter().zip(positions).zip(asked) {
+        pending[at] = Pending {
+            queue_position,
+            question,
+        };
+    }
+    Ok(pending)
 }

@@ -99,6 +99,23 @@ pub fn pending_of(conn: &Conn, thread_id: &str) -> Result<Option<Question>> {
         .optional()?)
 }
 
+/// The oldest pending question of each of `ids` (a JSON array of `count` thread ids), by
+/// position in it (a list's batch, one query): each as [`pending_of`] gives it.
+pub fn pending_of_threads(conn: &Conn, ids: &str, count: usize) -> Result<Vec<Option<Question>>> {
+    let mut out = vec![None; count];
+    let mut stmt = conn
+        .db()
+        .prepare_cached(include_str!("../../sql/questions_pending_of_threads.sql"))?;
+    let mut found = stmt.query([ids])?;
+    while let Some(r) = found.next()? {
+        let at = r.get::<_, i64>("at")? as usize;
+        if let Some(slot) = out.get_mut(at) {
+            *slot = Some(Question::from_row(r)?);
+        }
+    }
+    Ok(out)
+}
+
 /// One question by id.
 pub fn by_id(conn: &Conn, id: i64) -> Result<Option<Question>> {
     Ok(conn
