@@ -149,20 +149,32 @@ fn contract_report(r: ReportRow) -> Report {
     }
 }
 
-/// The facts of `rows`, in their order.
 /// Contract C's queue (`THREADBASE_QUEUE=1`): see `queue.rs`.
 pub(crate) async fn drain_queue(e: &Arc<Engine>) -> Result<()> {
     queue::drain(e).await
 }
 
+/// The facts of `rows`, in their order: the live ones' queue positions in one query over their
+/// ids, whatever their number.
 fn facts_of(conn: &Conn, rows: Vec<WorkerRow>) -> Result<Vec<WorkerFacts>> {
-    rows.into_iter()
-        .map(|r| {
-            let mut w = Worker::from(r);
-            w.facts.queue_position = queued_at(conn, &w)?;
-            Ok(w.facts)
-        })
-        .collect()
+    let mut facts: Vec<WorkerFacts> = rows.into_iter().map(|r| Worker::from(r).facts).collect();
+    let live: Vec<usize> = (0..facts.len())
+        .filter(|&i| facts[i].status == crate::domain::ThreadStatus::Live)
+        .collect();
+    if live.is_empty() {
+        return Ok(facts);
+    }
+    let ids = serde_json::to_string(
+        &live
+            .iter()
+            .map(|&i| facts[i].worker_id.as_str())
+            .collect::<Vec<_>>(),
+    )?;
+    let positions = crate::store::queue::positions_of_threads(conn, &ids, live.len())?;
+    for (at, position) in live.into_iter().zip(positions) {
+        facts[at].queue_position = position;
+    }
+    Ok(facts)
 }
 
 fn find(conn: &Conn, id: &str) -> Result<Option<Worker>> {
