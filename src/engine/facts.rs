@@ -45,16 +45,10 @@ pub(super) fn thread_facts(
 /// pending questions in two queries over their ids (none when no row is live).
 fn pending_of_rows(conn: &crate::store::Conn, rows: &[ThreadRow]) -> Result<Vec<Pending>> {
     let mut pending = vec![Pending::default(); rows.len()];
-    let live: Vec<usize> = (0..rows.len()).filter(|&i| rows[i].is_live()).collect();
+    let (live, ids) = live_ids(rows.iter().map(|r| (r.id.as_str(), r.is_live())))?;
     if live.is_empty() {
         return Ok(pending);
     }
-    let ids = serde_json::to_string(
-        &live
-            .iter()
-            .map(|&i| rows[i].id.as_str())
-            .collect::<Vec<_>>(),
-    )?;
     let positions = queue::positions_of_threads(conn, &ids, live.len())?;
     let asked = questions::pending_of_threads(conn, &ids, live.len())?;
     for ((at, queue_position), question) in live.into_iter().zip(positions).zip(asked) {
@@ -64,4 +58,17 @@ fn pending_of_rows(conn: &crate::store::Conn, rows: &[ThreadRow]) -> Result<Vec<
         };
     }
     Ok(pending)
+}
+
+/// Of `threads` (each id and whether it is live), the places of the live ones and their ids as
+/// the JSON array a batch query takes.
+pub(super) fn live_ids<'a>(
+    threads: impl Iterator<Item = (&'a str, bool)>,
+) -> Result<(Vec<usize>, String)> {
+    let (live, ids): (Vec<usize>, Vec<&str>) = threads
+        .enumerate()
+        .filter(|(_, (_, live))| *live)
+        .map(|(at, (id, _))| (at, id))
+        .unzip();
+    Ok((live, serde_json::to_string(&ids)?))
 }

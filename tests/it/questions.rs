@@ -367,10 +367,7 @@ fn questions_a_list_shows_each_threads_question_or_queue_position() {
     w.until_questions("the two launched threads ask", two_pending);
     // `(path, queuePosition, question's kind)` of every live thread, in list order.
     let listed = |s: &mut Serve| -> Vec<(String, Option<i64>, Option<String>)> {
-        let r = s.thread(json!({"action": "list", "state": "live"}));
-        r["details"]["threads"]
-            .as_array()
-            .unwrap()
+        s.live_threads()
             .iter()
             .map(|t| {
                 (

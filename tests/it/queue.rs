@@ -99,10 +99,7 @@ fn stop(s: &mut Serve, path: &str) -> Value {
 
 /// Live threads as `list state=live` shows them: `(path, phase, queuePosition)`.
 fn live(s: &mut Serve) -> Vec<(String, String, Option<i64>)> {
-    let r = s.thread(json!({"action": "list", "state": "live"}));
-    r["details"]["threads"]
-        .as_array()
-        .unwrap()
+    s.live_threads()
         .iter()
         .map(|t| {
             (

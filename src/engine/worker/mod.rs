@@ -158,18 +158,15 @@ pub(crate) async fn drain_queue(e: &Arc<Engine>) -> Result<()> {
 /// ids, whatever their number.
 fn facts_of(conn: &Conn, rows: Vec<WorkerRow>) -> Result<Vec<WorkerFacts>> {
     let mut facts: Vec<WorkerFacts> = rows.into_iter().map(|r| Worker::from(r).facts).collect();
-    let live: Vec<usize> = (0..facts.len())
-        .filter(|&i| facts[i].status == crate::domain::ThreadStatus::Live)
-        .collect();
+    let (live, ids) = crate::engine::facts::live_ids(facts.iter().map(|f| {
+        (
+            f.worker_id.as_str(),
+            f.status == crate::domain::ThreadStatus::Live,
+        )
+    }))?;
     if live.is_empty() {
         return Ok(facts);
     }
-    let ids = serde_json::to_string(
-        &live
-            .iter()
-            .map(|&i| facts[i].worker_id.as_str())
-            .collect::<Vec<_>>(),
-    )?;
     let positions = crate::store::queue::positions_of_threads(conn, &ids, live.len())?;
     for (at, position) in live.into_iter().zip(positions) {
         facts[at].queue_position = position;
