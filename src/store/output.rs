@@ -48,16 +48,12 @@ pub fn of_thread(conn: &Conn, id: &str) -> Result<OutputFacts> {
 /// (one query whatever their number); empty for a thread with none.
 pub fn of_threads(conn: &Conn, ids: &str, count: usize) -> Result<Vec<OutputFacts>> {
     let mut outs = vec![OutputFacts::default(); count];
-    let mut stmt = conn
-        .db()
-        .prepare_cached(include_str!("../../sql/outputs_of_threads.sql"))?;
-    let mut found = stmt.query([ids])?;
-    while let Some(r) = found.next()? {
-        let at = r.get::<_, i64>(0)? as usize;
-        if let Some(slot) = outs.get_mut(at) {
-            *slot = OutputFacts::from_row(r, 1)?;
-        }
-    }
+    conn.by_position(
+        include_str!("../../sql/outputs_of_threads.sql"),
+        ids,
+        &mut outs,
+        |r| OutputFacts::from_row(r, 1),
+    )?;
     Ok(outs)
 }
 

@@ -103,16 +103,12 @@ pub fn pending_of(conn: &Conn, thread_id: &str) -> Result<Option<Question>> {
 /// position in it (a list's batch, one query): each as [`pending_of`] gives it.
 pub fn pending_of_threads(conn: &Conn, ids: &str, count: usize) -> Result<Vec<Option<Question>>> {
     let mut out = vec![None; count];
-    let mut stmt = conn
-        .db()
-        .prepare_cached(include_str!("../../sql/questions_pending_of_threads.sql"))?;
-    let mut found = stmt.query([ids])?;
-    while let Some(r) = found.next()? {
-        let at = r.get::<_, i64>("at")? as usize;
-        if let Some(slot) = out.get_mut(at) {
-            *slot = Some(Question::from_row(r)?);
-        }
-    }
+    conn.by_position(
+        include_str!("../../sql/questions_pending_of_threads.sql"),
+        ids,
+        &mut out,
+        |r| Question::from_row(r).map(Some),
+    )?;
     Ok(out)
 }
 

@@ -33,16 +33,12 @@ pub fn position(conn: &Conn, id: &str) -> Result<Option<i64>> {
 /// list's batch, one query): each as [`position`] gives it, `None` when not waiting for a slot.
 pub fn positions_of_threads(conn: &Conn, ids: &str, count: usize) -> Result<Vec<Option<i64>>> {
     let mut out = vec![None; count];
-    let mut stmt = conn
-        .db()
-        .prepare_cached(include_str!("../../sql/queue_positions_of_threads.sql"))?;
-    let mut found = stmt.query([ids])?;
-    while let Some(r) = found.next()? {
-        let at = r.get::<_, i64>(0)? as usize;
-        if let Some(slot) = out.get_mut(at) {
-            *slot = Some(r.get(1)?);
-        }
-    }
+    conn.by_position(
+        include_str!("../../sql/queue_positions_of_threads.sql"),
+        ids,
+        &mut out,
+        |r| r.get(1).map(Some),
+    )?;
     Ok(out)
 }
 

@@ -312,16 +312,12 @@ pub fn put_session(
 /// a row spent nothing.
 pub fn of_threads(conn: &Conn, ids: &str, count: usize) -> Result<Vec<Usage>> {
     let mut out = vec![Usage::default(); count];
-    let mut stmt = conn
-        .db()
-        .prepare_cached(include_str!("../../sql/usage_of_threads.sql"))?;
-    let mut found = stmt.query([ids])?;
-    while let Some(r) = found.next()? {
-        let at = r.get::<_, i64>(0)? as usize;
-        if let Some(slot) = out.get_mut(at) {
-            *slot = Usage::from_columns(r, 1)?;
-        }
-    }
+    conn.by_position(
+        include_str!("../../sql/usage_of_threads.sql"),
+        ids,
+        &mut out,
+        |r| Usage::from_columns(r, 1),
+    )?;
     Ok(out)
 }
 
