@@ -1,11 +1,10 @@
--- The queue position of each thread in the JSON array ?1 that waits for a slot (1 = launched
--- next), as sql/queue_position.sql counts it: its id and position; a thread not waiting has no
--- row. A primary-key lookup per id, then a count of its manager's waiting rows reserved before
--- it (threads_queue_waiting). For a list batch's facts: one query whatever the batch's size.
-SELECT t.id,
+-- The queue position (1 = launched next) of each thread in the JSON array ?1 that waits for a
+-- slot, by position in that array (a list's batch); no row for the others. Each id is one
+-- primary-key lookup of threads, and each waiting one counts the waiting rows of its manager
+-- reserved before it (threads_queue_waiting), as sql/queue_position.sql does for one id.
+SELECT j.key,
        (SELECT count(*) FROM threads q
         WHERE q.manager_id = t.manager_id AND q.queued_at IS NOT NULL AND q.dequeued_at IS NULL
           AND q.status = 'live' AND q.rowid <= t.rowid)
-FROM json_each(?1) AS j
-JOIN threads t ON t.id = j.value
+FROM json_each(?1) AS j JOIN threads AS t ON t.id = j.value
 WHERE t.queued_at IS NOT NULL AND t.dequeued_at IS NULL AND t.status = 'live'

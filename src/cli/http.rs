@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use clap::Args;
 
+use super::launch;
 use crate::error::{Error, Result};
 use crate::serve::http::{StoreWorkerRpc, WorkerRpc};
 use crate::Store;
@@ -111,29 +112,12 @@ pub fn write_token_file(path: &Path, token: &str) -> Result<()> {
     Ok(())
 }
 
-/// Completes on ctrl-c or SIGTERM.
-pub async fn stop_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-        }
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
-        }
-    }
-}
-
 /// The third line `threadbase http` prints: what it answers, and what it does not.
 pub const SERVES: &str = "serves the worker contract only (threads.snapshot, threads.restore, for coordinator sessions of the threads_* tools): a `thread` or `agent_*` session's threads are not in its answers (an unknown or other session's id gives {\"workers\": []}); read those with `threadbase list`, `tree`, `show` or `sql` on the same database";
 
 pub fn run(db: PathBuf, args: HttpArgs, out: &mut dyn Write) -> Result<()> {
     let addr = listen_addr(&args.listen, args.allow_remote)?;
     let store = Arc::new(Store::open(&db)?);
-    let settle = store.clone();
     let (token, token_line) = match env_token()? {
         Some(t) => (t, format!("token: ${TOKEN_ENV}")),
         None => {
@@ -148,26 +132,19 @@ pub fn run(db: PathBuf, args: HttpArgs, out: &mut dyn Write) -> Result<()> {
             (token, format!("token file: {}", path.display()))
         }
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
-    rt.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
-            Error::io(format!(
-                "Cannot listen on {addr} ({e}). Repair: pick a free port, or pass --listen 127.0.0.1:0 for any free port."
-            ))
-        })?;
-        let bound = listener.local_addr()?;
+    let at = launch::Endpoint {
+        name: "threadbase http",
+        addr,
+        repair: "pick a free port, or pass --listen 127.0.0.1:0 for any free port.",
+    };
+    let announce = |bound: SocketAddr, out: &mut dyn Write| -> Result<()> {
         writeln!(out, "listening on http://{bound}")?;
         writeln!(out, "{token_line}")?;
         writeln!(out, "{SERVES}")?;
-        out.flush()?;
+        Ok(())
+    };
+    launch::run(at, store, out, announce, |listener, store, (), stop| {
         let rpc: Arc<dyn WorkerRpc> = Arc::new(StoreWorkerRpc::new(store));
-        crate::serve::http::serve(listener, token, rpc, stop_signal()).await?;
-        tracing::info!("threadbase http stopped");
-        Ok::<(), Error>(())
-    })?;
-    settle.settle_wal();
-    Ok(())
+        crate::serve::http::serve(listener, token, rpc, stop)
+    })
 }

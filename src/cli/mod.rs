@@ -7,6 +7,7 @@ mod demo;
 mod forest;
 pub mod http;
 mod inspect;
+mod launch;
 mod logging;
 pub mod pi;
 mod reap;

@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use clap::Args;
 
+use super::launch;
 use crate::error::{Error, Result};
 use crate::Store;
 
@@ -73,21 +74,14 @@ pub fn run(db: PathBuf, args: WebArgs, out: &mut dyn Write) -> Result<()> {
     } else {
         IpAddr::V4(Ipv4Addr::LOCALHOST)
     };
-    let addr = SocketAddr::new(ip, args.port);
     let token = token(args.token)?;
     let store = Arc::new(Store::open(&db)?);
-    let settle = store.clone();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
-    rt.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
-            Error::io(format!(
-                "Cannot listen on {addr} ({e}). Repair: pick a free port with --port, or --port 0 for any free port."
-            ))
-        })?;
-        let bound = listener.local_addr()?;
+    let at = launch::Endpoint {
+        name: "threadbase web",
+        addr: SocketAddr::new(ip, args.port),
+        repair: "pick a free port with --port, or --port 0 for any free port.",
+    };
+    let announce = |bound: SocketAddr, out: &mut dyn Write| -> Result<String> {
         let shown = if args.allow_remote {
             SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), bound.port())
         } else {
@@ -96,16 +90,14 @@ pub fn run(db: PathBuf, args: WebArgs, out: &mut dyn Write) -> Result<()> {
         let url = format!("http://{shown}/?token={token}");
         writeln!(out, "listening on http://{bound}")?;
         writeln!(out, "open {url}")?;
-        out.flush()?;
+        Ok(url)
+    };
+    launch::run(at, store, out, announce, |listener, store, url, stop| {
         if args.open {
             open_browser(&url);
         }
-        crate::serve::web::serve(listener, store, token, crate::cli::http::stop_signal()).await?;
-        tracing::info!("threadbase web stopped");
-        Ok::<(), Error>(())
-    })?;
-    settle.settle_wal();
-    Ok(())
+        crate::serve::web::serve(listener, store, token.clone(), stop)
+    })
 }
 
 /// Hands `url` to the desktop's opener; a failure is a warning (the address is printed).

@@ -29,11 +29,8 @@
 //! views are built. [`StoreWorkerRpc`] serves the database through the engine's WorkerView
 //! builder (`engine::snapshot_workers`, `engine::restore_workers`).
 
-use std::convert::Infallible;
-
 use crate::domain::SessionId;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -41,17 +38,15 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::{Body as _, Incoming};
 use hyper::header::{HeaderValue, AUTHORIZATION, CONNECTION};
-use hyper::server::conn::http1;
-use hyper_util::rt::{TokioIo, TokioTimer};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{watch, Semaphore};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
 
 use crate::contract::worker::Workers;
 use crate::error::{Error, ErrorCode, Result};
+use crate::serve::listen;
 use crate::serve::output::ErrorBody;
 use crate::Store;
 
@@ -364,107 +359,28 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) -> Result<()> {
     let token: Arc<str> = token.into();
-    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
-    let (stop_tx, stop_rx) = watch::channel(false);
-    let mut builder = http1::Builder::new();
+    let mut builder = listen::builder(HEAD_TIMEOUT);
     builder
-        .timer(TokioTimer::new())
-        .header_read_timeout(HEAD_TIMEOUT)
         .max_header_size(MAX_HEAD)
         // Header names go out as `Content-Length`, as HTTP/1.1 clients and the old server wrote them.
         .title_case_headers(true);
-    let builder = Arc::new(builder);
-    tokio::pin!(shutdown);
-    loop {
-        let permit = tokio::select! {
-            _ = &mut shutdown => break,
-            p = slots.clone().acquire_owned() => match p {
-                Ok(p) => p,
-                Err(_) => break,
-            },
-        };
-        let accepted = tokio::select! {
-            _ = &mut shutdown => break,
-            a = listener.accept() => a,
-        };
-        match accepted {
-            Ok((stream, peer)) => {
-                let token = token.clone();
-                let rpc = rpc.clone();
-                let builder = builder.clone();
-                let stop = stop_rx.clone();
-                tokio::spawn(tracing::Instrument::instrument(
-                    async move {
-                        handle_connection(&builder, stream, token, rpc, stop).await;
-                        drop(permit);
-                    },
-                    tracing::debug_span!("connection", %peer),
-                ));
-            }
-            Err(e) => {
-                // Out of descriptors and the like: wait a moment instead of spinning.
-                tracing::warn!("threadbase http: accept failed: {e}");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        }
-    }
-    drop(listener);
-    let _ = stop_tx.send(true);
-    let all = u32::try_from(MAX_CONNECTIONS).unwrap_or(u32::MAX);
-    let _ = tokio::time::timeout(DRAIN_TIMEOUT, slots.acquire_many(all)).await;
-    Ok(())
-}
-
-type BoxedAnswer = Pin<
-    Box<dyn Future<Output = std::result::Result<hyper::Response<Full<Bytes>>, Infallible>> + Send>,
->;
-
-async fn handle_connection(
-    builder: &http1::Builder,
-    stream: TcpStream,
-    token: Arc<str>,
-    rpc: Arc<dyn WorkerRpc>,
-    mut stop: watch::Receiver<bool>,
-) {
-    let _ = stream.set_nodelay(true);
-    let service = hyper::service::service_fn(move |req| -> BoxedAnswer {
+    let rules = listen::Rules {
+        name: "threadbase http",
+        max_connections: MAX_CONNECTIONS,
+        drain: DRAIN_TIMEOUT,
+        linger: Some(listen::Linger {
+            time: LINGER,
+            bytes: LINGER_BYTES,
+        }),
+        builder,
+    };
+    let (stop, _) = watch::channel(false);
+    listen::serve(listener, rules, stop, shutdown, move |req| {
         let token = token.clone();
         let rpc = rpc.clone();
-        Box::pin(async move { Ok(answer(req, &token, rpc).await) })
-    });
-    let mut conn = builder.serve_connection(TokioIo::new(stream), service);
-    let mut stopping = *stop.borrow();
-    if stopping {
-        Pin::new(&mut conn).graceful_shutdown();
-    }
-    let result = loop {
-        tokio::select! {
-            r = std::future::poll_fn(|cx| conn.poll_without_shutdown(cx)) => break r,
-            changed = stop.changed(), if !stopping => {
-                stopping = true;
-                if changed.is_err() || *stop.borrow() {
-                    Pin::new(&mut conn).graceful_shutdown();
-                }
-            }
-        }
-    };
-    if let Err(e) = result {
-        tracing::debug!("connection ended: {e}");
-    }
-    // Close ourselves: end our side, then read (bounded) what the client still sends.
-    let mut stream = conn.into_parts().io.into_inner();
-    let _ = stream.shutdown().await;
-    let mut sink = [0u8; 16 * 1024];
-    let mut left = LINGER_BYTES;
-    let linger = async {
-        while left > 0 {
-            match stream.read(&mut sink).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => left = left.saturating_sub(n),
-            }
-        }
-    };
-    let _ = tokio::time::timeout(LINGER, linger).await;
+        async move { answer(req, &token, rpc).await }
+    })
+    .await
 }
 
 /// One request: the head checks, the body, the method.

@@ -8,9 +8,11 @@
 //! - [`watcher`]: the change counter's watcher (command rows for this serve's threads,
 //!   notices due to its session);
 //! - [`http`]: the threads RPC (snapshot, restore) over HTTP;
-//! - [`web`]: the live web view (`threadbase web`): the page, its reads, actions and events.
+//! - [`web`]: the live web view (`threadbase web`): the page, its reads, actions and events;
+//! - `listen`: the accept loop both HTTP servers run (connections, hyper, shutdown).
 
 pub mod http;
+pub(crate) mod listen;
 pub mod output;
 pub mod server;
 pub(crate) mod stdio;

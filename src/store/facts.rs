@@ -71,8 +71,8 @@ pub fn pending_of(conn: &Conn, row: &ThreadRow) -> Result<Pending> {
 
 /// The facts of `rows` (in their order), each with its last `recent_events` retained events,
 /// in at most five more queries whatever their number: the retained output of all of them,
-/// their events, what each spent, and for the live ones their queue positions and pending
-/// questions.
+/// their events, what each spent, and what the live ones wait for (their queue positions and
+/// pending questions).
 pub fn of_threads(
     conn: &Conn,
     rows: Vec<ThreadRow>,
@@ -85,22 +85,7 @@ pub fn of_threads(
     let outs = output::of_threads(conn, &ids)?;
     let events = events::rows_of_threads(conn, &ids, recent_events)?;
     let usage = usage::of_threads(conn, &ids)?;
-    // What the live ones wait for, in two more queries (none when all are closed).
-    let (mut positions, mut asked) = Default::default();
-    if rows.iter().any(ThreadRow::is_live) {
-        positions = queue::positions_of_threads(conn, &ids)?;
-        asked = questions::pending_of_threads(conn, &ids)?;
-    }
-    let pending = rows
-        .iter()
-        .map(|r| match r.is_live() {
-            true => Pending {
-                queue_position: positions.remove(r.id.as_str()),
-                question: asked.remove(r.id.as_str()),
-            },
-            false => Pending::default(),
-        })
-        .collect::<Vec<_>>();
+    let pending = pending_of_rows(conn, &rows)?;
     Ok(rows
         .into_iter()
         .zip(outs)
@@ -115,4 +100,37 @@ pub fn of_threads(
             pending,
         })
         .collect())
+}
+
+/// What each of `rows` waits for, in their order, as [`pending_of`] gives it for one: nothing
+/// for a closed thread, and for the live ones their queue positions and their oldest pending
+/// questions in two queries over their ids (none when no row is live).
+fn pending_of_rows(conn: &Conn, rows: &[ThreadRow]) -> Result<Vec<Pending>> {
+    let mut pending = vec![Pending::default(); rows.len()];
+    let (live, ids) = live_ids(rows.iter().map(|r| (&r.id, r.is_live())))?;
+    if live.is_empty() {
+        return Ok(pending);
+    }
+    let positions = queue::positions_of_threads(conn, &ids)?;
+    let asked = questions::pending_of_threads(conn, &ids)?;
+    for ((at, queue_position), question) in live.into_iter().zip(positions).zip(asked) {
+        pending[at] = Pending {
+            queue_position,
+            question,
+        };
+    }
+    Ok(pending)
+}
+
+/// Of `threads` (each id and whether it is live), the places of the live ones and their ids
+/// as a batch.
+pub fn live_ids<'a>(
+    threads: impl Iterator<Item = (&'a ThreadId, bool)>,
+) -> Result<(Vec<usize>, ThreadIds)> {
+    let (live, ids): (Vec<usize>, Vec<&ThreadId>) = threads
+        .enumerate()
+        .filter(|(_, (_, live))| *live)
+        .map(|(at, (id, _))| (at, id))
+        .unzip();
+    Ok((live, ThreadIds::new(ids)?))
 }

@@ -106,6 +106,27 @@ impl Conn {
         &self.0
     }
 
+    /// Runs `sql`, a list batch's query over the thread ids `ids` (one row at
+    /// most per id, its first column the id's position in the array), and puts what `read`
+    /// makes of each row in that place of `slots`; the others keep what they hold.
+    pub(in crate::store) fn by_position<T>(
+        &self,
+        sql: &str,
+        ids: &ThreadIds,
+        slots: &mut [T],
+        read: impl Fn(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    ) -> Result<()> {
+        let mut stmt = self.0.prepare_cached(sql)?;
+        let mut found = stmt.query([ids])?;
+        while let Some(r) = found.next()? {
+            let at = r.get::<_, i64>(0)? as usize;
+            if let Some(slot) = slots.get_mut(at) {
+                *slot = read(r)?;
+            }
+        }
+        Ok(())
+    }
+
     /// The SQLite connection, for tests and benches that set rows up by hand. No code of
     /// `src/` outside `store/` calls it, unit tests aside (`tests/it/layers.rs` checks).
     #[doc(hidden)]

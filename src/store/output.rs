@@ -46,20 +46,16 @@ pub fn of_thread(conn: &Conn, id: &ThreadId) -> Result<OutputFacts> {
         .unwrap_or_default())
 }
 
-/// The retained output of the threads `ids`, in their order (one query whatever their
-/// number); empty for a thread with none.
+/// The retained output of the threads `ids`, in its order
+/// (one query whatever their number); empty for a thread with none.
 pub fn of_threads(conn: &Conn, ids: &ThreadIds) -> Result<Vec<OutputFacts>> {
     let mut outs = vec![OutputFacts::default(); ids.len()];
-    let mut stmt = conn
-        .db()
-        .prepare_cached(include_str!("../../sql/outputs_of_threads.sql"))?;
-    let mut found = stmt.query([ids])?;
-    while let Some(r) = found.next()? {
-        let at = r.get::<_, i64>(0)? as usize;
-        if let Some(slot) = outs.get_mut(at) {
-            *slot = OutputFacts::from_row(r, 1)?;
-        }
-    }
+    conn.by_position(
+        include_str!("../../sql/outputs_of_threads.sql"),
+        ids,
+        &mut outs,
+        |r| OutputFacts::from_row(r, 1),
+    )?;
     Ok(outs)
 }
 

@@ -10,7 +10,6 @@ use crate::store::{Conn, ThreadIds};
 use rusqlite::{named_params, OptionalExtension, Row};
 use serde::Serialize;
 use serde_json::Value;
-use std::collections::HashMap;
 
 use crate::domain::{QuestionKind, QuestionState, ThreadId};
 use crate::error::Result;
@@ -100,17 +99,17 @@ pub fn pending_of(conn: &Conn, thread_id: &ThreadId) -> Result<Option<Question>>
         .optional()?)
 }
 
-/// The oldest pending question of each thread of the JSON array `ids` that has one, by thread
-/// id (one query for a list batch).
-pub fn pending_of_threads(conn: &Conn, ids: &ThreadIds) -> Result<HashMap<String, Question>> {
-    let mut stmt = conn
-        .db()
-        .prepare_cached(include_str!("../../sql/question_pending_of_threads.sql"))?;
-    let rows = stmt.query_map([ids], |r| {
-        let q = Question::from_row(r)?;
-        Ok((q.thread_id.clone(), q))
-    })?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+/// The oldest pending question of each of the threads `ids`, by
+/// position in it (a list's batch, one query): each as [`pending_of`] gives it.
+pub fn pending_of_threads(conn: &Conn, ids: &ThreadIds) -> Result<Vec<Option<Question>>> {
+    let mut out = vec![None; ids.len()];
+    conn.by_position(
+        include_str!("../../sql/questions_pending_of_threads.sql"),
+        ids,
+        &mut out,
+        |r| Question::from_row(r).map(Some),
+    )?;
+    Ok(out)
 }
 
 /// One question by id.

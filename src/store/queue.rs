@@ -7,7 +7,6 @@
 
 use crate::store::{Conn, ThreadIds};
 use rusqlite::{named_params, OptionalExtension};
-use std::collections::HashMap;
 
 use crate::domain::{ManagerId, SessionId, ThreadId};
 use crate::error::Result;
@@ -30,14 +29,17 @@ pub fn position(conn: &Conn, id: &ThreadId) -> Result<Option<i64>> {
         .optional()?)
 }
 
-/// The queue position of each thread of the JSON array `ids` that waits for a slot, by id
-/// (one query for a list batch).
-pub fn positions_of_threads(conn: &Conn, ids: &ThreadIds) -> Result<HashMap<String, i64>> {
-    let mut stmt = conn
-        .db()
-        .prepare_cached(include_str!("../../sql/queue_positions_of_threads.sql"))?;
-    let rows = stmt.query_map([ids], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+/// The queue positions of the threads `ids`, by position in it (a
+/// list's batch, one query): each as [`position`] gives it, `None` when not waiting for a slot.
+pub fn positions_of_threads(conn: &Conn, ids: &ThreadIds) -> Result<Vec<Option<i64>>> {
+    let mut out = vec![None; ids.len()];
+    conn.by_position(
+        include_str!("../../sql/queue_positions_of_threads.sql"),
+        ids,
+        &mut out,
+        |r| r.get(1).map(Some),
+    )?;
+    Ok(out)
 }
 
 /// One waiting row of a manager's queue.

@@ -310,19 +310,16 @@ pub fn put_session(
         .is_some())
 }
 
-/// The own usage of the threads `ids`, by position; a thread without a row spent nothing.
+/// The own usage of the threads `ids`, by position; a thread without
+/// a row spent nothing.
 pub fn of_threads(conn: &Conn, ids: &ThreadIds) -> Result<Vec<Usage>> {
     let mut out = vec![Usage::default(); ids.len()];
-    let mut stmt = conn
-        .db()
-        .prepare_cached(include_str!("../../sql/usage_of_threads.sql"))?;
-    let mut found = stmt.query([ids])?;
-    while let Some(r) = found.next()? {
-        let at = r.get::<_, i64>(0)? as usize;
-        if let Some(slot) = out.get_mut(at) {
-            *slot = Usage::from_columns(r, 1)?;
-        }
-    }
+    conn.by_position(
+        include_str!("../../sql/usage_of_threads.sql"),
+        ids,
+        &mut out,
+        |r| Usage::from_columns(r, 1),
+    )?;
     Ok(out)
 }
 

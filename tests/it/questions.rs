@@ -347,3 +347,75 @@ fn questions_a_subagents_question_is_a_notice_for_its_parent_and_thread_answer_a
     root.close(Duration::from_secs(20));
     assert!(w.base.leftovers().is_empty());
 }
+
+/// `list` of several live threads, some asking and some waiting in the queue
+/// (`THREADBASE_QUEUE=1`, a limit of two): each row shows its own question or its own position,
+/// read for the whole batch at once, and follows as a question is answered and a slot frees.
+#[test]
+fn questions_a_list_shows_each_threads_question_or_queue_position() {
+    let w = world(
+        "q_list",
+        json!({"ui": "confirm", "title": "Proceed?", "message": "Go on"}),
+    );
+    let mut s = w.serve(&[("THREADBASE_QUEUE", "1"), ("PI_THREADS_MAX_THREADS", "2")]);
+    for task in ["a", "b", "c", "d"] {
+        s.thread(json!({"action": "start", "prompt": "ask", "taskName": task}));
+    }
+    let two_pending = |q: &[(String, Option<String>, Option<String>)]| {
+        q.iter().filter(|r| r.0 == "pending").count() == 2
+    };
+    w.until_questions("the two launched threads ask", two_pending);
+    // `(path, queuePosition, question's kind)` of every live thread, in list order.
+    let listed = |s: &mut Serve| -> Vec<(String, Option<i64>, Option<String>)> {
+        s.live_threads()
+            .iter()
+            .map(|t| {
+                (
+                    t["path"].as_str().unwrap().to_string(),
+                    t["queuePosition"].as_i64(),
+                    t["question"]["kind"].as_str().map(str::to_string),
+                )
+            })
+            .collect()
+    };
+    let asking = |p: &str| (p.to_string(), None, Some("confirm".to_string()));
+    let queued = |p: &str, n: i64| (p.to_string(), Some(n), None);
+    assert_eq!(
+        listed(&mut s),
+        [
+            asking("/root/a"),
+            asking("/root/b"),
+            queued("/root/c", 1),
+            queued("/root/d", 2)
+        ]
+    );
+    let text = text(&s.thread(json!({"action": "list", "state": "live"})));
+    assert!(text.contains("question pending (confirm)"), "{text}");
+    assert!(text.contains("queued #2"), "{text}");
+
+    // a's answer ends its question (its turn goes on to idle); the others stay as they were.
+    let ok = s.send("thread_answer", json!({"id": "/root/a", "answer": true}));
+    let ok = s.response(ok, Duration::from_secs(10));
+    assert_eq!(ok["result"]["details"]["kind"], "answered", "{ok}");
+    let r = s.thread(json!({"action": "wait", "id": "/root/a", "timeoutMs": 20000}));
+    assert_eq!(r["details"]["snapshot"]["phase"], "idle", "{r}");
+    assert_eq!(
+        listed(&mut s),
+        [
+            ("/root/a".to_string(), None, None),
+            asking("/root/b"),
+            queued("/root/c", 1),
+            queued("/root/d", 2)
+        ]
+    );
+
+    // a's stop frees its slot: c launches and asks, d moves up.
+    s.thread(json!({"action": "stop", "id": "/root/a"}));
+    w.until_questions("c asks", two_pending);
+    assert_eq!(
+        listed(&mut s),
+        [asking("/root/b"), asking("/root/c"), queued("/root/d", 1)]
+    );
+    s.close(Duration::from_secs(20));
+    assert!(w.base.leftovers().is_empty());
+}

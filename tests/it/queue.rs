@@ -99,10 +99,7 @@ fn stop(s: &mut Serve, path: &str) -> Value {
 
 /// Live threads as `list state=live` shows them: `(path, phase, queuePosition)`.
 fn live(s: &mut Serve) -> Vec<(String, String, Option<i64>)> {
-    let r = s.thread(json!({"action": "list", "state": "live"}));
-    r["details"]["threads"]
-        .as_array()
-        .unwrap()
+    s.live_threads()
         .iter()
         .map(|t| {
             (
@@ -381,4 +378,137 @@ fn queue_a_blocking_agent_spawn_waits_through_the_queue_for_its_settled_view() {
     // It ran after a: a had settled first.
     let a = b::call(&mut root, "agent_status", json!({"path": "/root/a"}));
     assert_eq!(a["state"], "completed", "{a}");
+}
+
+/// A list batch's positions and questions (`store::queue::positions_of_threads`,
+/// `store::questions::pending_of_threads`: one query each over a JSON array of ids): several
+/// threads of two managers, some waiting in the queue, one claimed, some asking, one asked
+/// twice, one answered, one closed and an unknown id, each in its place in the array and the
+/// same as the one-id lookups give.
+#[test]
+fn queue_a_batch_reads_each_threads_position_and_question_in_its_place() {
+    use crate::support::common;
+    use threadbase::domain::QuestionKind;
+    use threadbase::domain::ThreadId;
+    use threadbase::store::{questions, queue, ThreadIds};
+
+    let db = common::temp_db();
+    let store = threadbase::Store::open(&db.path).unwrap();
+    let m1 = common::manager(&store, "ses_batch_1");
+    let m2 = common::manager(&store, "ses_batch_2");
+    let id = |n: u64| common::tid(n);
+    common::add(
+        &store,
+        &[
+            common::thread(&id(1), m1, "/root/asking", true),
+            common::thread(&id(2), m1, "/root/q1", true),
+            common::thread(&id(3), m1, "/root/claimed", true),
+            common::thread(&id(4), m1, "/root/q2", true),
+            common::thread(&id(5), m1, "/root/closed", false),
+            common::thread(&id(6), m2, "/root/other_q1", true),
+            common::thread(&id(7), m1, "/root/answered", true),
+            common::thread(&id(8), m1, "/root/twice", true),
+            common::thread(&id(9), m1, "/root/plain", true),
+        ],
+    );
+    let at = "2026-12-04T00:00:00.000Z";
+    let asked = store
+        .write(|tx| {
+            for n in [2, 3, 4, 6] {
+                queue::mark(tx, &ThreadId::new(id(n)), at)?;
+            }
+            // A claimed slot: no longer waiting, so it has no position and q2 is second.
+            tx.sqlite().execute(
+                "UPDATE threads SET dequeued_at = ?2 WHERE id = ?1",
+                (id(3), at),
+            )?;
+            let ask = |n: u64, request: &str, title: &str| {
+                questions::insert(
+                    tx,
+                    &questions::NewQuestion {
+                        thread_id: &ThreadId::new(id(n)),
+                        launch_seq: 1,
+                        request_id: request,
+                        kind: QuestionKind::Confirm,
+                        title: Some(title),
+                        message: None,
+                        options: None,
+                        at,
+                        deadline_ms: i64::MAX,
+                    },
+                )
+            };
+            let first = ask(1, "r1", "Proceed?")?;
+            let answered = ask(7, "r7", "Done?")?;
+            questions::answer(tx, answered, &serde_json::json!(true), "cli", at)?;
+            let older = ask(8, "r8a", "First?")?;
+            ask(8, "r8b", "Second?")?;
+            Ok((first, older))
+        })
+        .unwrap();
+
+    // The array's order is not the rows' order; an unknown id reads as nothing.
+    let order = [9, 4, 1, 5, 6, 3, 8, 2, 7, 99];
+    let typed = order.map(|n| ThreadId::new(id(n)));
+    let ids = ThreadIds::new(&typed).unwrap();
+    let conn = store.read().unwrap();
+    let positions = queue::positions_of_threads(&conn, &ids).unwrap();
+    let pending = questions::pending_of_threads(&conn, &ids).unwrap();
+    assert_eq!(
+        positions,
+        [
+            None,
+            Some(2),
+            None,
+            None,
+            Some(1),
+            None,
+            None,
+            Some(1),
+            None,
+            None
+        ]
+    );
+    let shown: Vec<Option<(i64, String)>> = pending
+        .iter()
+        .map(|q| q.as_ref().map(|q| (q.id, q.title.clone().unwrap())))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            None,
+            None,
+            Some((asked.0, "Proceed?".into())),
+            None,
+            None,
+            None,
+            Some((asked.1, "First?".into())),
+            None,
+            None,
+            None
+        ]
+    );
+    for (at, n) in order.into_iter().enumerate() {
+        assert_eq!(
+            positions[at],
+            queue::position(&conn, &ThreadId::new(id(n))).unwrap(),
+            "{n}"
+        );
+        assert_eq!(
+            pending[at],
+            questions::pending_of(&conn, &ThreadId::new(id(n))).unwrap(),
+            "{n}"
+        );
+        if let Some(q) = &pending[at] {
+            assert_eq!(q.thread_id, id(n));
+        }
+    }
+    // An empty batch reads nothing.
+    let none = ThreadIds::new(&[]).unwrap();
+    assert!(queue::positions_of_threads(&conn, &none)
+        .unwrap()
+        .is_empty());
+    assert!(questions::pending_of_threads(&conn, &none)
+        .unwrap()
+        .is_empty());
 }

@@ -1,7 +1,7 @@
 //! `list`: the filter's target resolved to a subtree, then the answer written as the rows are
 //! read (`contract::list_answer`): one read transaction, a batch of rows at a time whatever
 //! the list's length. A list row carries its thread's kept answer when the snapshot cache
-//! (`engine/cache.rs`) has one; the others are rendered from their facts, a batch in three
+//! (`engine/cache.rs`) has one; the others are rendered from their facts, a batch in five
 //! queries, and the still ones among them noted for the cache.
 
 use super::{scope, Engine};
@@ -122,7 +122,7 @@ enum Entry {
 }
 
 /// Each entry's answer, in order: kept ones as the list row carried them, the others rendered
-/// from their rows and facts (three queries for all of them) and, when still (closed, or live
+/// from their rows and facts (five queries for all of them) and, when still (closed, or live
 /// and idle), noted in `missed` so the cache keeps them (a list read twice notes them twice:
 /// the cache takes each once).
 fn rendered(conn: &Conn, entries: Vec<Entry>, missed: &mut Vec<Key>) -> Result<Vec<Rendered>> {

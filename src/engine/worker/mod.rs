@@ -158,20 +158,29 @@ fn contract_report(r: ReportRow) -> Report {
     }
 }
 
-/// The facts of `rows`, in their order.
 /// Contract C's queue (`THREADBASE_QUEUE=1`): see `queue.rs`.
 pub(crate) async fn drain_queue(e: &Arc<Engine>) -> Result<()> {
     queue::drain(e).await
 }
 
+/// The facts of `rows`, in their order: the live ones' queue positions in one query over their
+/// ids, whatever their number.
 fn facts_of(conn: &Conn, rows: Vec<WorkerRow>) -> Result<Vec<WorkerFacts>> {
-    rows.into_iter()
-        .map(|r| {
-            let mut w = Worker::from(r);
-            w.facts.queue_position = queued_at(conn, &w)?;
-            Ok(w.facts)
-        })
-        .collect()
+    let workers: Vec<Worker> = rows.into_iter().map(Worker::from).collect();
+    let (live, ids) = crate::store::facts::live_ids(
+        workers
+            .iter()
+            .map(|w| (w.id(), w.facts.status == crate::domain::ThreadStatus::Live)),
+    )?;
+    let mut facts: Vec<WorkerFacts> = workers.into_iter().map(|w| w.facts).collect();
+    if live.is_empty() {
+        return Ok(facts);
+    }
+    let positions = crate::store::queue::positions_of_threads(conn, &ids)?;
+    for (at, position) in live.into_iter().zip(positions) {
+        facts[at].queue_position = position;
+    }
+    Ok(facts)
 }
 
 fn find(conn: &Conn, id: &WorkerId) -> Result<Option<Worker>> {

@@ -24,7 +24,6 @@ pub mod events;
 
 use std::convert::Infallible;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,14 +31,13 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Either, Full, Limited};
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE, COOKIE};
-use hyper::server::conn::http1;
-use hyper_util::rt::{TokioIo, TokioTimer};
 use serde::Serialize;
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{watch, Semaphore};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::serve::http::token_matches;
+use crate::serve::listen;
 use crate::serve::output::ErrorBody;
 use crate::store::sessions::SessionInfo;
 use crate::Store;
@@ -413,94 +411,28 @@ pub async fn serve(
     token: String,
     shutdown: impl Future<Output = ()>,
 ) -> Result<()> {
-    let (stop_tx, stop_rx) = watch::channel(false);
+    let (stop, stop_rx) = watch::channel(false);
     let hub = events::Hub::start(&store, stop_rx.clone())?;
     let web = Arc::new(Web {
         store,
         token,
         hub,
-        stop: stop_rx.clone(),
+        stop: stop_rx,
         infos: std::sync::Mutex::new(None),
     });
-    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
-    let mut builder = http1::Builder::new();
-    builder
-        .timer(TokioTimer::new())
-        .header_read_timeout(HEAD_TIMEOUT)
-        .max_buf_size(64 * 1024);
-    let builder = Arc::new(builder);
-    tokio::pin!(shutdown);
-    loop {
-        let permit = tokio::select! {
-            _ = &mut shutdown => break,
-            p = slots.clone().acquire_owned() => match p {
-                Ok(p) => p,
-                Err(_) => break,
-            },
-        };
-        let accepted = tokio::select! {
-            _ = &mut shutdown => break,
-            a = listener.accept() => a,
-        };
-        match accepted {
-            Ok((stream, _peer)) => {
-                let web = web.clone();
-                let builder = builder.clone();
-                let stop = stop_rx.clone();
-                tokio::spawn(async move {
-                    connection(&builder, stream, web, stop).await;
-                    drop(permit);
-                });
-            }
-            Err(e) => {
-                tracing::warn!("threadbase web: accept failed: {e}");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        }
-    }
-    drop(listener);
-    let _ = stop_tx.send(true);
-    let all = u32::try_from(MAX_CONNECTIONS).unwrap_or(u32::MAX);
-    let _ = tokio::time::timeout(DRAIN_TIMEOUT, slots.acquire_many(all)).await;
-    Ok(())
-}
-
-type Answer =
-    Pin<Box<dyn Future<Output = std::result::Result<hyper::Response<Body>, Infallible>> + Send>>;
-
-async fn connection(
-    builder: &http1::Builder,
-    stream: TcpStream,
-    web: Arc<Web>,
-    mut stop: watch::Receiver<bool>,
-) {
-    let _ = stream.set_nodelay(true);
-    let service = hyper::service::service_fn(move |req| -> Answer {
-        let web = web.clone();
-        Box::pin(async move { Ok(web.answer(req).await) })
-    });
-    let conn = builder.serve_connection(TokioIo::new(stream), service);
-    tokio::pin!(conn);
-    let mut stopping = *stop.borrow();
-    if stopping {
-        conn.as_mut().graceful_shutdown();
-    }
-    loop {
-        tokio::select! {
-            r = conn.as_mut() => {
-                if let Err(e) = r {
-                    tracing::debug!("web connection ended: {e}");
-                }
-                break;
-            }
-            changed = stop.changed(), if !stopping => {
-                stopping = true;
-                if changed.is_err() || *stop.borrow() {
-                    conn.as_mut().graceful_shutdown();
-                }
-            }
-        }
-    }
+    let mut builder = listen::builder(HEAD_TIMEOUT);
+    builder.max_buf_size(64 * 1024);
+    let rules = listen::Rules {
+        name: "threadbase web",
+        max_connections: MAX_CONNECTIONS,
+        drain: DRAIN_TIMEOUT,
+        linger: None,
+        builder,
+    };
+    listen::serve(listener, rules, stop, shutdown, move |req| {
+        web.clone().answer(req)
+    })
+    .await
 }
 
 #[cfg(test)]

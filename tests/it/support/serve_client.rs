@@ -160,6 +160,12 @@ impl Serve {
         r["result"].clone()
     }
 
+    /// The snapshots of the live threads as `list state=live` shows them, in list order.
+    pub fn live_threads(&mut self) -> Vec<Value> {
+        let r = self.thread(json!({"action": "list", "state": "live"}));
+        r["details"]["threads"].as_array().unwrap().clone()
+    }
+
     /// Lists (which asks no child anything) until this serve's only thread is closed, within
     /// `timeout`; returns its list snapshot.
     pub fn only_thread_once_closed(&mut self, timeout: Duration) -> Value {
