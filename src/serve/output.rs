@@ -353,28 +353,14 @@ impl Output {
                 line.extend_from_slice(b"}\n");
                 let _ = self.put(Out::Line(line));
             }
-            Err(e) => self.respond(id, Err(&e)),
+            Err(e) => self.respond_error(id, &e),
         }
     }
 
-    /// Writes the response line of request `id`: a result's JSON made elsewhere, or an error.
-    pub fn respond(&self, id: &Value, reply: std::result::Result<Vec<u8>, &Error>) {
-        let line = match reply {
-            Ok(result) => {
-                let mut line = Vec::with_capacity(32 + result.len());
-                line.extend_from_slice(b"{\"id\":");
-                let _ = serde_json::to_writer(&mut line, id);
-                line.extend_from_slice(b",\"result\":");
-                line.extend_from_slice(&result);
-                line.extend_from_slice(b"}\n");
-                line
-            }
-            Err(e) => {
-                let mut line = serde_json::to_vec(&ErrorResponse::new(id, e)).unwrap_or_default();
-                line.push(b'\n');
-                line
-            }
-        };
+    /// Writes the error response line of request `id`.
+    pub fn respond_error(&self, id: &Value, e: &Error) {
+        let mut line = serde_json::to_vec(&ErrorResponse::new(id, e)).unwrap_or_default();
+        line.push(b'\n');
         let _ = self.put(Out::Line(line));
     }
 
@@ -393,7 +379,7 @@ impl Output {
         drop(sink);
         match outcome.and(finished.map_err(Error::from)) {
             Ok(()) => {}
-            Err(e) if !started => self.respond(id, Err(&e)),
+            Err(e) if !started => self.respond_error(id, &e),
             Err(e) => {
                 let e = Error::new(
                     e.code,
@@ -402,7 +388,7 @@ impl Output {
                         e.message
                     ),
                 );
-                self.respond(id, Err(&e))
+                self.respond_error(id, &e)
             }
         }
     }
@@ -597,7 +583,11 @@ mod tests {
             })
         };
         for i in 2..50 {
-            out.respond(&Value::from(i), Ok(b"true".to_vec()));
+            out.result(
+                &Value::from(i),
+                Box::new(|w| crate::engine::reply::json(w, &true)),
+                Wire::Contract,
+            );
         }
         // A result serialized into its line.
         let large = "y".repeat(64 * 1024);
@@ -683,7 +673,11 @@ mod tests {
         })
         .await
         .unwrap();
-        out.respond(&Value::from(7), Ok(b"1".to_vec()));
+        out.result(
+            &Value::from(7),
+            Box::new(|w| crate::engine::reply::json(w, &1)),
+            Wire::Contract,
+        );
         drop(out);
         done.await;
         let all = shared.0.lock().unwrap().clone();

@@ -48,7 +48,7 @@ fn answer_if_unfinished(
         )))),
     };
     if let (Some(id), Some(e)) = (pending.remove(&task), failure) {
-        out.respond(&id, Err(&e));
+        out.respond_error(&id, &e);
     }
 }
 
@@ -84,9 +84,9 @@ pub async fn serve(engine: Arc<Engine>) {
         match line {
             LineRead::Eof => break,
             LineRead::TooLong(n) => {
-                out_tx.respond(&Value::Null, Err(&Error::invalid(format!(
+                out_tx.respond_error(&Value::Null, &Error::invalid(format!(
                     "The request line is {n} bytes, over the {MAX_REQUEST_BYTES}-byte limit; it was skipped. Repair: send smaller requests (one JSON object per line)."
-                ))));
+                )));
             }
             LineRead::Line => {
                 if buf.iter().all(u8::is_ascii_whitespace) {
@@ -101,9 +101,9 @@ pub async fn serve(engine: Arc<Engine>) {
                             Err(e) => format!("not valid JSON ({e})"),
                             Ok(_) => "not a JSON object".to_string(),
                         };
-                        out_tx.respond(&Value::Null, Err(&Error::invalid(format!(
+                        out_tx.respond_error(&Value::Null, &Error::invalid(format!(
                             "The request line is {why}. Repair: send one JSON object per line: {{\"id\": 1, \"method\": \"thread\", \"params\": {{\"action\": \"list\"}}}}."
-                        ))));
+                        )));
                         continue;
                     }
                 };
@@ -133,7 +133,7 @@ pub async fn serve(engine: Arc<Engine>) {
                             Ok(Reply::Stream(write)) => out.stream(&id, write),
                             Err(e) => {
                                 tracing::debug!(code = e.code.as_str(), "refused: {}", e.message);
-                                out.respond(&id, Err(&e))
+                                out.respond_error(&id, &e)
                             }
                         }
                         tracing::debug!("answered");

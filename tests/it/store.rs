@@ -539,9 +539,9 @@ fn every_row_query_returns_its_rows_columns() {
         let text = std::fs::read_to_string(&path).unwrap();
         let rows: Vec<_> = common::ROWS
             .iter()
-            .filter(|(placeholder, _)| text.contains(placeholder))
+            .filter(|(placeholder, _, _)| text.contains(placeholder))
             .collect();
-        let [(_, count)] = rows[..] else {
+        let [(_, _, count)] = rows[..] else {
             assert!(rows.is_empty(), "{path:?} holds two rows' placeholders");
             continue;
         };

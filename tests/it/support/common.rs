@@ -174,27 +174,34 @@ pub fn poll<T>(
     }
 }
 
+/// Each row declaration's placeholder, select list and column count.
+pub const ROWS: [(&str, &str, usize); 4] = {
+    use threadbase::store::{agents, threads, top, workers};
+    [
+        (
+            threads::col::PLACEHOLDER,
+            threads::col::SELECT,
+            threads::col::COUNT,
+        ),
+        (
+            agents::col::PLACEHOLDER,
+            agents::col::SELECT,
+            agents::col::COUNT,
+        ),
+        (
+            workers::col::PLACEHOLDER,
+            workers::col::SELECT,
+            workers::col::COUNT,
+        ),
+        (top::col::PLACEHOLDER, top::col::SELECT, top::col::COUNT),
+    ]
+};
+
 /// The text of a query of `sql/` with every row placeholder (`{thread_row}`, …) replaced by its
 /// select list, as the store expands it (`row_sql!`).
 pub fn expand_rows(sql: &str) -> String {
-    use threadbase::store::{agents, threads, top, workers};
-    [
-        threads::col::expand,
-        agents::col::expand,
-        workers::col::expand,
-        top::col::expand,
-    ]
-    .iter()
-    .fold(sql.to_owned(), |sql, expand| expand(&sql))
+    ROWS.iter()
+        .fold(sql.to_owned(), |sql, (placeholder, select, _)| {
+            sql.replace(placeholder, select)
+        })
 }
-
-/// Each row declaration's placeholder and column count.
-pub const ROWS: [(&str, usize); 4] = {
-    use threadbase::store::{agents, threads, top, workers};
-    [
-        (threads::col::PLACEHOLDER, threads::col::COUNT),
-        (agents::col::PLACEHOLDER, agents::col::COUNT),
-        (workers::col::PLACEHOLDER, workers::col::COUNT),
-        (top::col::PLACEHOLDER, top::col::COUNT),
-    ]
-};
