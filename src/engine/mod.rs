@@ -200,6 +200,15 @@ impl Engine {
         &self.notice_holds
     }
 
+    /// Where this manager's references are resolved from.
+    fn scope(&self) -> crate::store::refs::RefScope<'_> {
+        crate::store::refs::RefScope {
+            manager_id: self.manager_id,
+            current_path: &self.cfg.scope_path,
+            self_id: self.cfg.self_id.as_ref(),
+        }
+    }
+
     /// A thread's facts (`store/facts.rs`).
     fn facts(&self, id: &ThreadId) -> Result<ThreadFacts> {
         crate::store::facts::of_thread(&*self.store.read()?, id)

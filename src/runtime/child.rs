@@ -145,11 +145,16 @@ impl Runtime {
         })
     }
 
-    /// Asks a live child for its state and updates the phase. Returns whether this refresh
-    /// read idle with nothing pending, and the raw state.
+    /// Asks a live child held here for its state and updates the phase; when it returns,
+    /// everything the child said before its answer (and the answer's phase) is committed, so
+    /// a read that follows sees it. Returns whether this refresh read idle with nothing
+    /// pending, and the raw state. A thread this serve does not hold live is an error, and
+    /// waits for nothing.
     pub async fn refresh(&self, thread_id: &ThreadId, timeout: Duration) -> Result<(bool, Value)> {
         let child = self.live_child(thread_id)?;
-        let resp = child.rpc.call("get_state", json!({}), timeout).await.map_err(|e| {
+        let answer = child.rpc.call("get_state", json!({}), timeout).await;
+        self.inner.ingest.flush().await;
+        let resp = answer.map_err(|e| {
             Error::io(format!(
                 "The child did not answer get_state ({e:?}). Repair: poll again; if it keeps failing, stop the thread."
             ))

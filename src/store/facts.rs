@@ -8,6 +8,8 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::store::events::{self, EventRow};
 use crate::store::output::{self, OutputFacts};
 use crate::store::questions::{self, Question};
+use crate::store::refs::{self, RefScope};
+use crate::store::snapshots::{self, View};
 use crate::store::threads::{thread_by_id_any, ThreadRow};
 use crate::store::usage::{self, Usage};
 use crate::store::{queue, Conn, ThreadIds};
@@ -33,6 +35,33 @@ pub struct Pending {
     pub queue_position: Option<i64>,
     /// The child's oldest question waiting for an answer.
     pub question: Option<Question>,
+}
+
+/// What a poll finds by reference.
+#[derive(Debug)]
+pub enum Found {
+    /// A closed thread's kept answer (`thread_snapshots`), current since its rows can't change.
+    Kept(String),
+    /// The thread's row: live, or closed without a kept answer at this detail.
+    Row(ThreadRow),
+}
+
+/// Resolves `reference` (`store/refs.rs`) and, for a closed thread, finds its kept `view` at
+/// `detail` (`store/snapshots.rs`): a poll's one read before it refreshes a live child.
+pub fn find(
+    conn: &Conn,
+    scope: RefScope<'_>,
+    reference: &str,
+    view: View,
+    detail: &str,
+) -> Result<Found> {
+    let row = refs::resolve(conn, scope, reference)?;
+    if !row.is_live() {
+        if let Some((json, _)) = snapshots::cached(conn, &row.id, view, detail)? {
+            return Ok(Found::Kept(json));
+        }
+    }
+    Ok(Found::Row(row))
 }
 
 /// A thread's facts by id (its retained events: the last of them, as `events::rows_of_thread`

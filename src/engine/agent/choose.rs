@@ -122,7 +122,7 @@ impl Engine {
 
     /// The main session's scoped models: `--models` of the Pi argv, else `enabledModels` of
     /// Pi's settings.json in the agent dir; `None` when it has no scope.
-    fn scope(&self) -> Option<Vec<String>> {
+    fn model_scope(&self) -> Option<Vec<String>> {
         let args = &self.cfg.parent_args;
         if let Some(v) = args
             .iter()
@@ -159,7 +159,7 @@ impl Engine {
         let (main_model, main_thinking) = self.main_model();
         // Which models have credentials, and which reason (the thinking level is clamped).
         let available = self.available_models().await?;
-        let scope = self.scope();
+        let scope = self.model_scope();
         let model = settings::choose_model(&ModelContext {
             selection: s.model_selection,
             listed: &t.models,

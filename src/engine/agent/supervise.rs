@@ -265,7 +265,6 @@ impl Engine {
                 Ok((false, _)) => return Ok(()),
                 Err(_) => return Ok(()), // closed meanwhile: on_closed decides
             }
-            self.rt.flush().await;
             let row = self.row_by_id(id)?;
             self.unconsumed_steers(&row)?;
             if row.stop_requested {

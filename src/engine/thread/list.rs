@@ -4,7 +4,7 @@
 //! (`engine/cache.rs`) has one; the others are rendered from their facts, a batch in five
 //! queries, and the still ones among them noted for the cache.
 
-use super::{scope, Engine};
+use super::Engine;
 use crate::contract::list_answer::{self, ListRows, Rendered, BATCH};
 use crate::contract::projection::recent_event_count;
 use crate::contract::projection::Detail;
@@ -32,10 +32,10 @@ pub(in crate::engine) fn list(e: &Engine, req: crate::contract::thread::List) ->
         let conn = e.store.read()?;
         match target {
             Some(ListTarget::Parent(p)) => {
-                Subtree::ChildrenOf(resolve_list_filter(&conn, scope(e), &p)?)
+                Subtree::ChildrenOf(resolve_list_filter(&conn, e.scope(), &p)?)
             }
             Some(ListTarget::Ancestor(a)) => {
-                Subtree::DescendantsOf(resolve_list_filter(&conn, scope(e), &a)?)
+                Subtree::DescendantsOf(resolve_list_filter(&conn, e.scope(), &a)?)
             }
             None => Subtree::Everything,
         }

@@ -1,6 +1,6 @@
 //! Contract A's nine actions (the pi-threads `thread` tool), one file per verb, on top of the
 //! store and the runtime. What several verbs share is here: resolving a reference, the
-//! result's envelope, a live thread's refresh, and the notes of an action another serve
+//! result's envelope, and the notes of an action another serve
 //! carried out; reserving a new thread (limits, names, the insert) is in `reserve`.
 
 pub(super) mod archive;
@@ -25,7 +25,7 @@ use crate::contract::ToolResult;
 use crate::domain::ThreadId;
 use crate::engine::Reply;
 use crate::error::{Error, ErrorCode, Result};
-use crate::store::refs::{resolve, RefScope};
+use crate::store::refs::resolve;
 use crate::store::threads::ThreadRow;
 
 pub use archive::set_archived;
@@ -40,14 +40,6 @@ pub(super) const REFRESH_TIMEOUT: Duration = Duration::from_millis(1_500);
 /// Pause between refreshes while waiting.
 pub(super) const WAIT_STEP: Duration = Duration::from_millis(250);
 
-pub(super) fn scope(e: &Engine) -> RefScope<'_> {
-    RefScope {
-        manager_id: e.manager_id,
-        current_path: &e.cfg.scope_path,
-        self_id: e.cfg.self_id.as_ref(),
-    }
-}
-
 /// A thread of this session by reference (the `thread_answer` tool's `id`).
 pub(crate) fn find_thread(e: &Engine, reference: &str) -> Result<ThreadRow> {
     find(e, reference)
@@ -55,25 +47,12 @@ pub(crate) fn find_thread(e: &Engine, reference: &str) -> Result<ThreadRow> {
 
 pub(super) fn find(e: &Engine, reference: &str) -> Result<ThreadRow> {
     let conn = e.store.read()?;
-    resolve(&conn, scope(e), reference)
+    resolve(&conn, e.scope(), reference)
 }
 
 /// `{content: [{type: text, text}], details}`, serialized.
 pub(super) fn reply(text: String, details: Details) -> Result<Reply> {
     Ok(Reply::of(ToolResult::new(text, details)))
-}
-
-pub(super) async fn refresh_if_live(e: &Engine, id: &ThreadId) -> Option<bool> {
-    if !e.rt.is_live(id) {
-        return None;
-    }
-    let idle =
-        e.rt.refresh(id, REFRESH_TIMEOUT)
-            .await
-            .ok()
-            .map(|(idle, _)| idle);
-    e.rt.flush().await;
-    idle
 }
 
 /// A thread this serve does not hold is read from its rows; one whose serve is gone is

@@ -1,36 +1,32 @@
 //! `poll`: a closed thread's kept answer (the snapshot cache, `engine/cache.rs`), or its answer
-//! rendered from its rows (a live one refreshed first). It writes nothing of its own: a thread
-//! whose serve died is closed by a watcher's restore pass.
+//! rendered from its rows (a live one held here refreshed first). It writes nothing of its
+//! own: a thread whose serve died is closed by a watcher's restore pass.
 
-use super::{refresh_if_live, scope, Engine};
-use crate::contract::thread::poll_result;
+use super::{Engine, REFRESH_TIMEOUT};
+use crate::contract::thread::{poll_result, Poll};
 use crate::engine::Reply;
 use crate::error::Result;
-use crate::store::refs::resolve;
-use crate::store::snapshots::{self, View};
+use crate::store::facts::{self, Found};
+use crate::store::snapshots::View;
 
-pub(in crate::engine) async fn poll(
-    e: &Engine,
-    req: crate::contract::thread::Poll,
-) -> Result<Reply> {
-    let (reference, detail) = (req.id.as_str(), req.detail);
-    let row = {
-        let conn = e.store.read()?;
-        let row = resolve(&conn, scope(e), reference)?;
-        // A closed thread's answer changes only with its rows: a cached one is current.
-        if !row.is_live() {
-            if let Some((json, _)) = snapshots::cached(&conn, &row.id, View::Poll, detail.as_str())?
-            {
-                // Kept JSON, written as it is.
-                return Ok(Reply::shaped(move |w| Ok(w.write_all(json.as_bytes())?)));
-            }
-        }
-        row
+pub(in crate::engine) async fn poll(e: &Engine, Poll { id, detail }: Poll) -> Result<Reply> {
+    let found = facts::find(
+        &*e.store.read()?,
+        e.scope(),
+        &id,
+        View::Poll,
+        detail.as_str(),
+    )?;
+    let row = match found {
+        // Kept JSON, written as it is.
+        Found::Kept(json) => return Ok(Reply::shaped(move |w| Ok(w.write_all(json.as_bytes())?))),
+        Found::Row(row) => row,
     };
-    // A thread another serve holds is read from its rows; one whose serve died stays as its
-    // rows say until a watcher's restore pass closes it (reads never write).
+    // A live child held here is asked for its state first; one another serve holds is read
+    // from its rows (its serve refreshes it), and one whose serve died stays as its rows say
+    // until a watcher's restore pass closes it (reads never write).
     if row.is_live() {
-        refresh_if_live(e, &row.id).await;
+        let _ = e.rt.refresh(&row.id, REFRESH_TIMEOUT).await;
     }
     let facts = e.facts(&row.id)?;
     if !facts.row.is_live() {

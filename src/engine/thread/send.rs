@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::remote::{self, Holder, Outcome};
-use super::{closed_error, find, held_by, refresh_if_live, reply, settle_if_orphaned, Engine};
+use super::{closed_error, find, held_by, reply, settle_if_orphaned, Engine, REFRESH_TIMEOUT};
 use crate::contract::format;
 use crate::contract::projection::{Detail, Projection};
 use crate::contract::thread::{Details, Single, SnapshotJson};
@@ -109,7 +109,8 @@ pub(super) async fn send_here(
     mode: Option<SendMode>,
 ) -> Result<SendDone> {
     e.check_budget(&*e.store.read()?, Some(&row.id), "send")?;
-    refresh_if_live(e, &row.id).await;
+    // Its phase decides the default mode: refreshed first when it is held here.
+    let _ = e.rt.refresh(&row.id, REFRESH_TIMEOUT).await;
     let phase = e.rt.watch(&row.id).map(|v| v.borrow().phase);
     let mode = match mode {
         Some(mode) => mode,

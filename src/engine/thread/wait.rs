@@ -95,7 +95,6 @@ pub(in crate::engine) async fn wait(
                 .await
                 .map(|(idle, _)| idle)
                 .unwrap_or(false);
-        e.rt.flush().await;
         report_waiting(e, &row.id, started, detail, progress)?;
         if idle || view.borrow().closed {
             break false;
