@@ -43,7 +43,7 @@ pub enum Found {
     /// A closed thread's kept answer (`thread_snapshots`), current since its rows can't change.
     Kept(String),
     /// The thread's row: live, or closed without a kept answer at this detail.
-    Row(ThreadRow),
+    Row(Box<ThreadRow>),
 }
 
 /// Resolves `reference` (`store/refs.rs`) and, for a closed thread, finds its kept `view` at
@@ -61,7 +61,7 @@ pub fn find(
             return Ok(Found::Kept(json));
         }
     }
-    Ok(Found::Row(row))
+    Ok(Found::Row(Box::new(row)))
 }
 
 /// A thread's facts by id (its retained events: the last of them, as `events::rows_of_thread`
