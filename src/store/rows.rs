@@ -23,7 +23,7 @@ macro_rules! columns {
             pub const $first: usize = Position::$first as usize;
             $(pub const $col: usize = Position::$col as usize;)*
             /// How many columns the row's queries return.
-            pub const COUNT: usize = [$(Position::$col),*].len() + 1;
+            pub const COUNT: usize = [Position::$first $(, Position::$col)*].len();
             /// The select list.
             pub const SELECT: &str = concat!($first_sql $(, ", ", $sql)*);
             /// What a query of `sql/` writes where this select list goes.
@@ -36,19 +36,19 @@ macro_rules! columns {
     };
 }
 
-/// The text of `sql/<name>.sql` with the placeholder of the row declared in `$row` expanded,
-/// made once.
+/// The text of `sql/<name>.sql` with the placeholders of the rows declared in `$row`, … (in
+/// the order the query writes them) expanded, made once.
 macro_rules! row_sql {
-    ($name:literal, $row:path) => {{
-        use $row as row;
+    ($name:literal, $($row:path),+ $(,)?) => {{
         static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
         SQL.get_or_init(|| {
-            row::expand(include_str!(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/sql/",
-                $name,
-                ".sql"
-            )))
+            let sql = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/sql/", $name, ".sql"));
+            let sql = sql.to_owned();
+            $(let sql = {
+                use $row as row;
+                row::expand(&sql)
+            };)+
+            sql
         })
         .as_str()
     }};
@@ -61,6 +61,19 @@ pub(crate) use row_sql;
 mod tests {
     crate::store::rows::columns! {
         mod demo as "{demo}" { A = "x.a", B = "x.b AS bee", C = "(SELECT 1) AS c" }
+    }
+
+    crate::store::rows::columns! {
+        mod one as "{one}" { X = "y.x" }
+    }
+
+    #[test]
+    fn a_row_of_one_column_follows_another() {
+        assert_eq!((one::X, one::COUNT), (0, 1));
+        assert_eq!(
+            one::expand(&demo::expand("SELECT {demo}, {one} FROM x, y")),
+            "SELECT x.a, x.b AS bee, (SELECT 1) AS c, y.x FROM x, y"
+        );
     }
 
     #[test]

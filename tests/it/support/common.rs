@@ -174,26 +174,24 @@ pub fn poll<T>(
     }
 }
 
-/// Each row declaration's placeholder, select list and column count.
-pub const ROWS: [(&str, &str, usize); 4] = {
-    use threadbase::store::{agents, threads, top, workers};
-    [
-        (
-            threads::col::PLACEHOLDER,
-            threads::col::SELECT,
-            threads::col::COUNT,
-        ),
-        (
-            agents::col::PLACEHOLDER,
-            agents::col::SELECT,
-            agents::col::COUNT,
-        ),
-        (
-            workers::col::PLACEHOLDER,
-            workers::col::SELECT,
-            workers::col::COUNT,
-        ),
-        (top::col::PLACEHOLDER, top::col::SELECT, top::col::COUNT),
+/// Each row declaration of the store (`columns!`): its placeholder, select list and column
+/// count. `tests/it/store.rs` fails when a declaration or a placeholder of `sql/` is missing
+/// here.
+pub const ROWS: &[(&str, &str, usize)] = {
+    macro_rules! rows {
+        ($($row:path),+ $(,)?) => {
+            &[$({
+                use $row as row;
+                (row::PLACEHOLDER, row::SELECT, row::COUNT)
+            }),+]
+        };
+    }
+    use threadbase::store::*;
+    rows![
+        threads::col,
+        agents::col,
+        workers::col,
+        top::col,
     ]
 };
 
