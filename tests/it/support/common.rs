@@ -188,10 +188,16 @@ pub const ROWS: &[(&str, &str, usize)] = {
     }
     use threadbase::store::*;
     rows![
+        batch_col,
+        migration_col,
         threads::col,
         agents::col,
         workers::col,
         top::col,
+        events::col,
+        list::listed_col,
+        output::col,
+        output::stderr_col,
     ]
 };
 
