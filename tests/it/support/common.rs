@@ -209,10 +209,22 @@ pub const ROWS: &[(&str, &str, usize)] = {
         agents::reap::registry_col,
         agents::recap::held_col,
         agents::timers::due_col,
+        commands::pending_col,
+        commands::status_col,
+        commands::stop_candidate_col,
+        commands::stop_outcome_col,
         events::col,
+        forest::manager_col,
+        forest::place_col,
         list::listed_col,
+        mailbox::notice_col,
+        notices::facts_col,
         output::col,
         output::stderr_col,
+        questions::col,
+        questions::parent_col,
+        restore::candidate_col,
+        restore::unlaunched_col,
     ]
 };
 
