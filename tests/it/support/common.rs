@@ -223,8 +223,15 @@ pub const ROWS: &[(&str, &str, usize)] = {
         output::stderr_col,
         questions::col,
         questions::parent_col,
+        reports::col,
         restore::candidate_col,
         restore::unlaunched_col,
+        workers::activity_col,
+        workers::identity_col,
+        workers::keyed_col,
+        workers::model_source_col,
+        workers::pending_col,
+        workers::run_marks_col,
     ]
 };
 
