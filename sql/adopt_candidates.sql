@@ -2,8 +2,7 @@
 -- contract A managers whose id is ?1 (primary key) or whose canonical path is ?1
 -- (threads_global_sort: sort_key is a function of the path), with their manager's session,
 -- session file and owner, newest first. ?2 is the adopting manager (NULL: none yet).
-SELECT t.id, t.status, m.session_id, m.session_file, m.owner_pid, m.owner_started_at,
-       t.created_at
+SELECT {adopt_candidate_row}
 FROM threads t
 JOIN managers m ON m.id = t.manager_id
 WHERE (t.id = ?1 OR (t.sort_key = replace(?1, '_', '!') AND t.path = ?1))

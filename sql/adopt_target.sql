@@ -2,9 +2,7 @@
 -- (the parent of its top-level threads), and the place its top-level threads take in the
 -- forest (as the threads_placed trigger finds it: the self thread's place, else the place of
 -- the thread whose id is the manager's session; else the top of the manager's own tree).
-SELECT m.scope_path, m.depth, m.self_thread_id,
-       coalesce(up.root_session, m.session_id) AS root_session, up.thread_id AS forest_parent,
-       coalesce(up.tree_key, '') AS parent_key, coalesce(up.level, 0) AS parent_level
+SELECT {adopt_target_row}
 FROM managers m
 LEFT JOIN thread_places up ON up.thread_id = coalesce(
     (SELECT p.thread_id FROM thread_places p WHERE p.thread_id = m.self_thread_id),

@@ -11,4 +11,4 @@ ON CONFLICT (session_id, contract) DO UPDATE SET
     owner_started_at = CASE WHEN excluded.owner_pid IS NULL THEN managers.owner_started_at
                             ELSE excluded.owner_started_at END,
     updated_at = excluded.updated_at
-RETURNING id, session_file
+RETURNING {agent_registry_upsert_row}

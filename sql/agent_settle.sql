@@ -6,4 +6,4 @@ SET agent_state = :state, status_text = coalesce(:status, status_text), output =
     error = :error, agent_pause_requested = 0, agent_stop_requested = 0, updated_at = :at,
     agent_timeout_ms = NULL, agent_timeout_at = NULL
 WHERE id = :id AND agent_state IN ('starting', 'running')
-RETURNING path, parent_path, status_text, launch_seq, agent_detached
+RETURNING {agent_settled_row}

@@ -1,6 +1,6 @@
 -- The armed timers of a serve's threads whose deadline has passed, with what their notice is
 -- written from (partial index threads_agent_timers: one range of owner_pid and deadline).
-SELECT id, path, parent_path, session_file, agent_timeout_ms, agent_timeout_at
+SELECT {agent_due_timer_row}
 FROM threads
 WHERE owner_pid = :pid AND agent_timeout_at IS NOT NULL AND agent_timeout_at <= :now
   AND owner_started_at = :started

@@ -1,6 +1,6 @@
 -- `threadbase check`: events whose seq is lower than that of an event with an earlier `at` in the
 -- same thread (seq must grow with time). Sorting by (at, seq) makes any inversion adjacent.
-SELECT thread_id, prev_seq, prev_at, seq, at
+SELECT {check_event_order_row}
 FROM (SELECT thread_id, seq, at,
              lag(seq) OVER w AS prev_seq, lag(at) OVER w AS prev_at
       FROM thread_events

@@ -1,5 +1,5 @@
 -- `threadbase check`: events whose thread row does not exist, counted per missing thread id.
-SELECT e.thread_id, count(*), min(e.seq), max(e.seq)
+SELECT {check_orphan_events_row}
 FROM thread_events e
 WHERE NOT EXISTS (SELECT 1 FROM threads t WHERE t.id = e.thread_id)
 GROUP BY e.thread_id

@@ -2,8 +2,7 @@
 -- parent_path, or a thread of another manager that is not this manager's own thread (a nested
 -- serve's threads name the thread it runs in, self_thread_id, which its parent manager owns).
 -- Primary-key lookup per linked row.
-SELECT c.id, c.path, c.parent_id, c.parent_path, p.id,
-       p.manager_id = c.manager_id OR p.id IS m.self_thread_id, p.path
+SELECT {check_parent_link_row}
 FROM threads c
 JOIN managers m ON m.id = c.manager_id
 LEFT JOIN threads p ON p.id = c.parent_id

@@ -3,8 +3,7 @@
 -- index mailbox_pending. Contract B rows are not stale: unconsumed steering is replayed when the
 -- thread resumes, and notices wait for their recipient agent's serve; likewise contract A's
 -- notices wait for their session's next serve (`pi --session FILE` starts one at once).
-SELECT mb.id, mb.thread_id, t.path, mb.direction, mb.kind, m.session_id,
-       t.owner_pid, t.owner_started_at, m.owner_pid, m.owner_started_at
+SELECT {check_stale_mailbox_row}, {check_owners_row}
 FROM mailbox mb
 JOIN threads t ON t.id = mb.thread_id
 JOIN managers m ON m.id = t.manager_id

@@ -1,2 +1,2 @@
 -- Where a request stands (primary key), polled by the serve that wrote it.
-SELECT state, result FROM commands WHERE id = ?1
+SELECT {command_status_row} FROM commands WHERE id = ?1

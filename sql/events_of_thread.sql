@@ -1,2 +1,2 @@
 -- A thread's retained events, oldest first.
-SELECT seq, at, type, data FROM thread_events WHERE thread_id = ?1 ORDER BY seq
+SELECT {event_row} FROM thread_events e WHERE thread_id = ?1 ORDER BY seq

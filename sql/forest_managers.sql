@@ -1,3 +1,3 @@
 -- Every manager's session and contract, for the per-manager fallback of `tree` on a
 -- database without thread_places (before V4). Managers are few: a full read.
-SELECT id, session_id, contract FROM managers
+SELECT {forest_manager_row} FROM managers

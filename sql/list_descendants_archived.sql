@@ -1,10 +1,10 @@
 -- `list` with visibility archived and `ancestor`: the archived rows of one range of
 -- threads_archived_by_sort_key (:lo = key || '/', :hi = key || '0').
--- Each row is the thread's id, path and status (store::list::LISTED_*) and its kept summary
+-- Each row is the thread's id, path and status (store::list::listed_col) and its kept summary
 -- snapshot and list line (thread_snapshots, this build's :shape), NULL when none is kept: one
 -- primary-key lookup per row. The rest of a thread row is read only for the threads without
 -- one (sql/threads_by_ids.sql): stepping the whole row cost 2k instructions a listed thread.
-SELECT t.id, t.path, t.status, c.json, c.line
+SELECT {listed_row}
 FROM threads t
 LEFT JOIN thread_snapshots c
   ON c.thread_id = t.id AND c.view = 'snapshot' AND c.detail = 'summary' AND c.shape = :shape

@@ -3,7 +3,7 @@
 -- only managers whose scope is :path, lies below it or above it; each reached manager is one
 -- range of threads_by_sort_key (:lo = key || '/', :hi = key || '0'). The rows are sorted into
 -- list order; the caller merges them with the own part (sql/list_descendants*.sql).
--- Each row is the thread's id, path and status (store::list::LISTED_*) and its kept summary
+-- Each row is the thread's id, path and status (store::list::listed_col) and its kept summary
 -- snapshot and list line (thread_snapshots, this build's :shape), NULL when none is kept: one
 -- primary-key lookup per row. The rest of a thread row is read only for the threads without
 -- one (sql/threads_by_ids.sql): stepping the whole row cost 2k instructions a listed thread.
@@ -20,7 +20,7 @@ WITH RECURSIVE reach (id) AS (
        OR (m.scope_path > :path || '/' AND m.scope_path < :path || '0')
        OR (:path > m.scope_path || '/' AND :path < m.scope_path || '0')
 )
-SELECT t.id, t.path, t.status, c.json, c.line
+SELECT {listed_row}
 FROM reach r CROSS JOIN threads t ON t.manager_id = r.id
 LEFT JOIN thread_snapshots c
   ON c.thread_id = t.id AND c.view = 'snapshot' AND c.detail = 'summary' AND c.shape = :shape

@@ -3,7 +3,7 @@
 -- manager then found by primary key: the watcher runs this after every commit, so its cost
 -- follows the pending messages, never the manager's threads (CROSS JOIN keeps that order).
 -- Contract B notices (recipient_path set) go to an agent path instead: agent_notices_pending.sql.
-SELECT mb.id, mb.thread_id, mb.kind, mb.message_id, mb.body, mb.created_at, t.path
+SELECT {notice_row}
 FROM mailbox mb INDEXED BY mailbox_pending
 CROSS JOIN threads t ON t.id = mb.thread_id
 CROSS JOIN managers m ON m.id = t.manager_id

@@ -2,10 +2,7 @@
 -- (the partial index threads_live holds exactly these rows). A reserved row whose launch is in
 -- flight has no owner of its own yet: its owner is its manager's serve, so a restore pass run
 -- by another process meanwhile leaves it alone while that serve lives.
-SELECT t.id, t.manager_id, m.contract, t.pid, t.pgid, t.process_started_at,
-       CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_pid ELSE m.owner_pid END AS owner_pid,
-       CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_started_at ELSE m.owner_started_at END AS owner_started_at,
-       t.launch_seq, t.session_file, t.created_at
+SELECT {restore_candidate_row}
 FROM threads t JOIN managers m ON m.id = t.manager_id
 WHERE t.status = 'live'
   -- A queued row never launched has no process to restore: the next serve of its manager

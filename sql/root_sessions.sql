@@ -2,7 +2,7 @@
 -- where and when it started: its own manager rows, contract A's first, then the oldest (the
 -- managers' UNIQUE (session_id, contract) index). For `--session` and the newest-first order
 -- of tree, list, usage and top; reads a row or two per session and no thread.
-SELECT u.root_session, u.threads, m.cwd, m.created_at, m.session_file
+SELECT {root_session_row}
 FROM tree_usage u
 LEFT JOIN managers m ON m.id = (
     SELECT x.id FROM managers x

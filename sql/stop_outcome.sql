@@ -1,2 +1,2 @@
 -- `threadbase stop`: whether a thread it asked to stop has closed yet, and how.
-SELECT status, exit_kind FROM threads WHERE id = ?1
+SELECT {stop_outcome_row} FROM threads WHERE id = ?1

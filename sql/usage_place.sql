@@ -1,2 +1,2 @@
 -- A thread's place in its tree: root session and key (thread_places primary key).
-SELECT root_session, tree_key FROM thread_places WHERE thread_id = ?1
+SELECT {usage_place_row} FROM thread_places WHERE thread_id = ?1

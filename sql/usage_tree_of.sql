@@ -11,17 +11,7 @@ WITH root (session_id) AS (
         (SELECT root_session FROM thread_places WHERE thread_id = :session_id),
         :session_id)
 )
-SELECT r.session_id, coalesce(tree_usage.threads, 0),
-       coalesce(tree_usage.input_tokens, 0) + coalesce(session_usage.input_tokens, 0),
-       coalesce(tree_usage.output_tokens, 0) + coalesce(session_usage.output_tokens, 0),
-       coalesce(tree_usage.cache_read_tokens, 0) + coalesce(session_usage.cache_read_tokens, 0),
-       coalesce(tree_usage.cache_write_tokens, 0) + coalesce(session_usage.cache_write_tokens, 0),
-       coalesce(tree_usage.cost_usd, 0) + coalesce(session_usage.cost_usd, 0),
-       coalesce(tree_usage.turns, 0) + coalesce(session_usage.turns, 0),
-       coalesce(tree_usage.tool_calls, 0) + coalesce(session_usage.tool_calls, 0),
-       session_usage.input_tokens, session_usage.output_tokens,
-       session_usage.cache_read_tokens, session_usage.cache_write_tokens,
-       session_usage.cost_usd, session_usage.turns, session_usage.tool_calls
+SELECT {usage_tree_of_row}
 FROM root r
 LEFT JOIN tree_usage ON tree_usage.root_session = r.session_id
 LEFT JOIN session_usage ON session_usage.session_id = r.session_id

@@ -1,13 +1,7 @@
 -- The threads of one root session's tree at or below the key range [?2, ?3) (the whole tree:
 -- '/' and '0'), in tree order, each with its own usage and its subtree's: the subtree_usage
 -- view pushed down to that range of thread_places_by_key, and primary-key lookups.
-SELECT s.thread_id, t.path, m.session_id, m.contract, p.level, p.forest_parent_id, t.status,
-       t.phase, t.agent_state, t.name,
-       u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens, u.cost_usd,
-       u.turns, u.tool_calls,
-       s.threads, s.input_tokens, s.output_tokens, s.cache_read_tokens, s.cache_write_tokens,
-       s.cost_usd, s.turns, s.tool_calls, s.tree_key, t.exit_kind, t.exit_code, t.exit_signal,
-       t.owner_pid, t.owner_started_at
+SELECT {usage_tree_thread_row}
 FROM subtree_usage s
 JOIN thread_places p ON p.thread_id = s.thread_id
 JOIN threads t ON t.id = s.thread_id

@@ -1,7 +1,7 @@
 -- The web view under a filter (parameters as sql/web_page_filtered.sql's ?4..?8, here ?1..?5):
 -- how many threads of each root session's tree match, in one pass over thread_places_by_key
 -- (every thread read by primary key: a filter on a glob or substring has no index).
-SELECT p.root_session, count(*)
+SELECT {web_count_row}
 FROM thread_places p INDEXED BY thread_places_by_key
 CROSS JOIN threads t ON t.id = p.thread_id
 CROSS JOIN managers m ON m.id = t.manager_id

@@ -2,7 +2,7 @@
 -- other parameters as sql/web_counts_filtered.sql's): the live threads from the partial index
 -- threads_live_by_sort_key, each placed by primary key, so the cost grows with the live
 -- threads only.
-SELECT p.root_session, count(*)
+SELECT {web_count_row}
 FROM threads t INDEXED BY threads_live_by_sort_key
 CROSS JOIN thread_places p ON p.thread_id = t.id
 CROSS JOIN managers m ON m.id = t.manager_id

@@ -3,12 +3,7 @@
 -- which covers the inner select, so the rows skipped cost one index entry each and no table
 -- read; only the page's rows are then read by primary key (thread_places, threads, managers,
 -- thread_usage).
-SELECT k.thread_id, p.level, p.forest_parent_id, t.path, m.session_id, m.contract, t.task_name,
-       t.name, t.status, t.phase, t.agent_state, t.exit_kind, t.exit_code,
-       t.exit_signal IS NOT NULL, t.archived, t.hidden, t.created_at, t.last_event_at,
-       t.owner_pid, t.owner_started_at,
-       u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens,
-       u.cost_usd
+SELECT {web_row}
 FROM (SELECT thread_id, tree_key FROM thread_places INDEXED BY thread_places_by_key
       WHERE root_session = ?1 ORDER BY tree_key LIMIT ?3 OFFSET ?2) k
 CROSS JOIN thread_places p ON p.thread_id = k.thread_id

@@ -4,12 +4,7 @@
 -- rows ?2.. of the matches in tree order (at most ?3). The tree's range of
 -- thread_places_by_key in order, each thread read by primary key to test it; no index can
 -- answer a glob or a substring, so this reads the tree's range up to the page's end.
-SELECT p.thread_id, p.level, p.forest_parent_id, t.path, m.session_id, m.contract, t.task_name,
-       t.name, t.status, t.phase, t.agent_state, t.exit_kind, t.exit_code,
-       t.exit_signal IS NOT NULL, t.archived, t.hidden, t.created_at, t.last_event_at,
-       t.owner_pid, t.owner_started_at,
-       u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens,
-       u.cost_usd
+SELECT {web_row}
 FROM thread_places p INDEXED BY thread_places_by_key
 CROSS JOIN threads t ON t.id = p.thread_id
 CROSS JOIN managers m ON m.id = t.manager_id

@@ -3,12 +3,7 @@
 -- threads_live_by_sort_key (it holds live rows only), each placed by primary key, those of
 -- root ?1 that pass the other filters sorted by tree key. Its cost grows with the live
 -- threads, not with the tree's closed ones.
-SELECT p.thread_id, p.level, p.forest_parent_id, t.path, m.session_id, m.contract, t.task_name,
-       t.name, t.status, t.phase, t.agent_state, t.exit_kind, t.exit_code,
-       t.exit_signal IS NOT NULL, t.archived, t.hidden, t.created_at, t.last_event_at,
-       t.owner_pid, t.owner_started_at,
-       u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens,
-       u.cost_usd
+SELECT {web_row}
 FROM threads t INDEXED BY threads_live_by_sort_key
 CROSS JOIN thread_places p ON p.thread_id = t.id
 CROSS JOIN managers m ON m.id = t.manager_id

@@ -2,9 +2,7 @@
 -- subtree across every manager of its tree (itself and the keys below it: one range of
 -- thread_places_by_key each, as the subtree_usage view reads it), with the thread count,
 -- tokens and cost summed from thread_usage by primary key. One statement for the page.
-SELECT a.thread_id, count(*),
-       sum(u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens),
-       sum(u.cost_usd)
+SELECT {web_subtree_totals_row}
 FROM json_each(?1) j
 CROSS JOIN thread_places a ON a.thread_id = j.value
 CROSS JOIN thread_places d INDEXED BY thread_places_by_key

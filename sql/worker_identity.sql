@@ -1,2 +1,2 @@
 -- Contract C idempotent spawn: the coordinator and request fingerprint stored for a worker id.
-SELECT coordinator_id, fingerprint FROM threads WHERE id = ?1
+SELECT {worker_identity_row} FROM threads WHERE id = ?1

@@ -1,2 +1,2 @@
 -- The keyed message of a thread (UNIQUE (thread_id, send_key)).
-SELECT message_id, body FROM mailbox WHERE thread_id = ?1 AND send_key = ?2
+SELECT {worker_keyed_message_row} FROM mailbox WHERE thread_id = ?1 AND send_key = ?2

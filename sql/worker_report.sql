@@ -1,2 +1,2 @@
 -- Contract C: a worker's stored report (one per worker).
-SELECT verdict, summary, evidence FROM reports WHERE worker_id = ?1
+SELECT {report_row} FROM reports r WHERE worker_id = ?1

@@ -11,8 +11,25 @@ use serde_json::json;
 
 use super::events::{self, NewEvent};
 use super::threads::{path_taken, thread_by_id_any};
+use super::usage::{SubtreeUsage, Usage};
 use crate::domain::{ManagerId, SessionId, ThreadId, ThreadStatus};
 use crate::error::{Error, ErrorCode, Result};
+use crate::store::rows::{columns, row_sql};
+
+columns! {
+    /// An adoption candidate's columns, in order (`{adopt_candidate_row}` in
+    /// `sql/adopt_candidates.sql`, which reads `threads t JOIN managers m`): what [`Candidate`]
+    /// holds, read by these positions.
+    pub mod candidate_col as "{adopt_candidate_row}" {
+        ID = "t.id",
+        STATUS = "t.status",
+        SESSION_ID = "m.session_id",
+        SESSION_FILE = "m.session_file",
+        OWNER_PID = "m.owner_pid",
+        OWNER_STARTED_AT = "m.owner_started_at",
+        CREATED_AT = "t.created_at",
+    }
+}
 
 /// A thread of another contract A manager that a reference names exactly (id or canonical
 /// path), with its manager's session and owner.
@@ -27,6 +44,21 @@ pub struct Candidate {
     pub created_at: String,
 }
 
+impl Candidate {
+    /// A row of `sql/adopt_candidates.sql` ([`candidate_col`]).
+    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Candidate> {
+        Ok(Candidate {
+            id: r.get(candidate_col::ID)?,
+            status: r.get(candidate_col::STATUS)?,
+            session_id: r.get(candidate_col::SESSION_ID)?,
+            session_file: r.get(candidate_col::SESSION_FILE)?,
+            owner_pid: r.get(candidate_col::OWNER_PID)?,
+            owner_started_at: r.get(candidate_col::OWNER_STARTED_AT)?,
+            created_at: r.get(candidate_col::CREATED_AT)?,
+        })
+    }
+}
+
 /// The threads of contract A managers other than `except` whose id or canonical path is
 /// `reference`, newest first (at most 20).
 pub fn candidates(
@@ -36,18 +68,11 @@ pub fn candidates(
 ) -> Result<Vec<Candidate>> {
     let mut stmt = conn
         .db()
-        .prepare_cached(include_str!("../../sql/adopt_candidates.sql"))?;
-    let rows = stmt.query_map(rusqlite::params![reference.trim(), except], |r| {
-        Ok(Candidate {
-            id: r.get("id")?,
-            status: r.get("status")?,
-            session_id: r.get("session_id")?,
-            session_file: r.get("session_file")?,
-            owner_pid: r.get("owner_pid")?,
-            owner_started_at: r.get("owner_started_at")?,
-            created_at: r.get("created_at")?,
-        })
-    })?;
+        .prepare_cached(row_sql!("adopt_candidates", candidate_col))?;
+    let rows = stmt.query_map(
+        rusqlite::params![reference.trim(), except],
+        Candidate::from_row,
+    )?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
@@ -91,18 +116,8 @@ pub fn adopt(conn: &Conn, id: &ThreadId, to: ManagerId, by: &str, at: &str) -> R
     let (from_session, _) = super::threads::manager_of_thread(conn, id)?.unwrap_or_default();
     let target = conn
         .db()
-        .prepare_cached(include_str!("../../sql/adopt_target.sql"))?
-        .query_row([to], |r| {
-            Ok(Target {
-                scope_path: r.get("scope_path")?,
-                depth: r.get("depth")?,
-                self_thread_id: r.get("self_thread_id")?,
-                root_session: r.get("root_session")?,
-                forest_parent: r.get("forest_parent")?,
-                parent_key: r.get("parent_key")?,
-                parent_level: r.get("parent_level")?,
-            })
-        })
+        .prepare_cached(row_sql!("adopt_target", target_col))?
+        .query_row([to], Target::from_row)
         .optional()?
         .ok_or_else(|| {
             Error::new(
@@ -113,15 +128,8 @@ pub fn adopt(conn: &Conn, id: &ThreadId, to: ManagerId, by: &str, at: &str) -> R
     let path = format!("{}/{}", target.scope_path, row.task_name);
     let place = conn
         .db()
-        .prepare_cached(include_str!("../../sql/adopt_place.sql"))?
-        .query_row([id], |r| {
-            Ok(Place {
-                root_session: r.get("root_session")?,
-                tree_key: r.get("tree_key")?,
-                level: r.get("level")?,
-                below: r.get("below")?,
-            })
-        })
+        .prepare_cached(row_sql!("adopt_place", place_col))?
+        .query_row([id], Place::from_row)
         .optional()?
         .ok_or_else(|| {
             Error::new(
@@ -161,36 +169,23 @@ pub fn adopt(conn: &Conn, id: &ThreadId, to: ManagerId, by: &str, at: &str) -> R
             ),
         ));
     }
-    // What the subtree spent: the integer counts, then the cost.
-    let (counts, cost): ([i64; 7], f64) = conn
+    // What the subtree spent.
+    let spent = conn
         .db()
-        .prepare_cached(include_str!("../../sql/adopt_subtree_usage.sql"))?
+        .prepare_cached(row_sql!("adopt_subtree_usage", spend_col))?
         .query_row(
             named_params! {":root": place.root_session, ":key": place.tree_key},
-            |r| {
-                let mut counts = [0i64; 7];
-                for (c, name) in counts.iter_mut().zip([
-                    "threads",
-                    "input_tokens",
-                    "output_tokens",
-                    "cache_read_tokens",
-                    "cache_write_tokens",
-                    "turns",
-                    "tool_calls",
-                ]) {
-                    *c = r.get(name)?;
-                }
-                Ok((counts, r.get("cost_usd")?))
-            },
+            read_spend,
         )?;
-    let [threads, input, output, cache_read, cache_write, turns, tool_calls] = counts;
+    let (threads, u) = (spent.threads, spent.usage);
     for (root, sign) in [(&place.root_session, -1i64), (&target.root_session, 1)] {
         conn.db()
             .prepare_cached(include_str!("../../sql/adopt_tree_usage_move.sql"))?
             .execute(named_params! {
-                ":root": root, ":sign": sign, ":threads": threads, ":input": input,
-                ":output": output, ":cache_read": cache_read, ":cache_write": cache_write,
-                ":cost": cost, ":turns": turns, ":tool_calls": tool_calls, ":at": at,
+                ":root": root, ":sign": sign, ":threads": threads, ":input": u.input_tokens,
+                ":output": u.output_tokens, ":cache_read": u.cache_read_tokens,
+                ":cache_write": u.cache_write_tokens, ":cost": u.cost_usd, ":turns": u.turns,
+                ":tool_calls": u.tool_calls, ":at": at,
             })?;
     }
     let last_segment = place
@@ -230,6 +225,20 @@ pub fn adopt(conn: &Conn, id: &ThreadId, to: ManagerId, by: &str, at: &str) -> R
     })
 }
 
+columns! {
+    /// Where an adopted thread goes (`{adopt_target_row}` in `sql/adopt_target.sql`, which
+    /// reads `managers m LEFT JOIN thread_places up`): what [`Target`] holds.
+    pub mod target_col as "{adopt_target_row}" {
+        SCOPE_PATH = "m.scope_path",
+        DEPTH = "m.depth",
+        SELF_THREAD_ID = "m.self_thread_id",
+        ROOT_SESSION = "coalesce(up.root_session, m.session_id) AS root_session",
+        FOREST_PARENT = "up.thread_id AS forest_parent",
+        PARENT_KEY = "coalesce(up.tree_key, '') AS parent_key",
+        PARENT_LEVEL = "coalesce(up.level, 0) AS parent_level",
+    }
+}
+
 struct Target {
     scope_path: String,
     depth: i64,
@@ -240,9 +249,79 @@ struct Target {
     parent_level: i64,
 }
 
+impl Target {
+    /// The row of `sql/adopt_target.sql` ([`target_col`]).
+    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Target> {
+        Ok(Target {
+            scope_path: r.get(target_col::SCOPE_PATH)?,
+            depth: r.get(target_col::DEPTH)?,
+            self_thread_id: r.get(target_col::SELF_THREAD_ID)?,
+            root_session: r.get(target_col::ROOT_SESSION)?,
+            forest_parent: r.get(target_col::FOREST_PARENT)?,
+            parent_key: r.get(target_col::PARENT_KEY)?,
+            parent_level: r.get(target_col::PARENT_LEVEL)?,
+        })
+    }
+}
+
+columns! {
+    /// An adopted thread's place before it moves (`{adopt_place_row}` in
+    /// `sql/adopt_place.sql`, which reads `thread_places p`) and how many threads hang below
+    /// it: what [`Place`] holds.
+    pub mod place_col as "{adopt_place_row}" {
+        ROOT_SESSION = "p.root_session",
+        TREE_KEY = "p.tree_key",
+        LEVEL = "p.level",
+        BELOW = "(SELECT count(*) FROM thread_places d WHERE d.root_session = p.root_session AND d.tree_key > p.tree_key || '/' AND d.tree_key < p.tree_key || '0') AS below",
+    }
+}
+
 struct Place {
     root_session: String,
     tree_key: String,
     level: i64,
     below: i64,
+}
+
+impl Place {
+    /// The row of `sql/adopt_place.sql` ([`place_col`]).
+    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Place> {
+        Ok(Place {
+            root_session: r.get(place_col::ROOT_SESSION)?,
+            tree_key: r.get(place_col::TREE_KEY)?,
+            level: r.get(place_col::LEVEL)?,
+            below: r.get(place_col::BELOW)?,
+        })
+    }
+}
+
+columns! {
+    /// What an adopted subtree spent (`{adopt_spend_row}` in `sql/adopt_subtree_usage.sql`,
+    /// which reads `thread_places d JOIN thread_usage u`), read by [`read_spend`].
+    pub mod spend_col as "{adopt_spend_row}" {
+        THREADS = "count(*) AS threads",
+        INPUT_TOKENS = "coalesce(sum(u.input_tokens), 0) AS input_tokens",
+        OUTPUT_TOKENS = "coalesce(sum(u.output_tokens), 0) AS output_tokens",
+        CACHE_READ_TOKENS = "coalesce(sum(u.cache_read_tokens), 0) AS cache_read_tokens",
+        CACHE_WRITE_TOKENS = "coalesce(sum(u.cache_write_tokens), 0) AS cache_write_tokens",
+        COST_USD = "coalesce(sum(u.cost_usd), 0) AS cost_usd",
+        TURNS = "coalesce(sum(u.turns), 0) AS turns",
+        TOOL_CALLS = "coalesce(sum(u.tool_calls), 0) AS tool_calls",
+    }
+}
+
+/// The row of `sql/adopt_subtree_usage.sql` ([`spend_col`]).
+fn read_spend(r: &rusqlite::Row<'_>) -> rusqlite::Result<SubtreeUsage> {
+    Ok(SubtreeUsage {
+        threads: r.get(spend_col::THREADS)?,
+        usage: Usage {
+            input_tokens: r.get(spend_col::INPUT_TOKENS)?,
+            output_tokens: r.get(spend_col::OUTPUT_TOKENS)?,
+            cache_read_tokens: r.get(spend_col::CACHE_READ_TOKENS)?,
+            cache_write_tokens: r.get(spend_col::CACHE_WRITE_TOKENS)?,
+            cost_usd: r.get(spend_col::COST_USD)?,
+            turns: r.get(spend_col::TURNS)?,
+            tool_calls: r.get(spend_col::TOOL_CALLS)?,
+        },
+    })
 }

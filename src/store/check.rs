@@ -19,6 +19,7 @@ use crate::domain::{CommandKind, CommandState, Phase};
 use crate::error::{Error, Result};
 use crate::process::ProcessIdentity;
 use crate::store::open_read_only;
+use crate::store::rows::{columns, row_sql};
 
 /// A live thread without a pid is a launch in flight (the row is reserved before the process
 /// is spawned) for at most this long after it was created.
@@ -105,6 +106,184 @@ pub fn check_path(path: &Path) -> Result<Report> {
     check_connection(&conn, &path.display().to_string())
 }
 
+// The rows of the checks' queries, one declaration each (the problem a row makes is the
+// closure that reads it, below), and the owners two of them end with.
+
+columns! {
+    /// Threads of one manager that share a path (`{check_duplicate_path_row}` in
+    /// `sql/check_duplicate_paths.sql`, which reads `threads`).
+    pub mod duplicate_path_col as "{check_duplicate_path_row}" {
+        MANAGER_ID = "manager_id",
+        PATH = "path",
+        THREADS = "count(*)",
+        IDS = "group_concat(id, ', ')",
+    }
+}
+
+columns! {
+    /// A missing thread's events (`{check_orphan_events_row}` in
+    /// `sql/check_orphan_events.sql`, which reads `thread_events e`).
+    pub mod orphan_events_col as "{check_orphan_events_row}" {
+        THREAD_ID = "e.thread_id",
+        EVENTS = "count(*)",
+        LO = "min(e.seq)",
+        HI = "max(e.seq)",
+    }
+}
+
+columns! {
+    /// An event whose seq goes back in time (`{check_event_order_row}` in
+    /// `sql/check_event_order.sql`, which reads its windowed `thread_events`).
+    pub mod event_order_col as "{check_event_order_row}" {
+        THREAD_ID = "thread_id",
+        PREV_SEQ = "prev_seq",
+        PREV_AT = "prev_at",
+        SEQ = "seq",
+        AT = "at",
+    }
+}
+
+columns! {
+    /// A thread whose last_seq is behind its events (`{check_last_seq_row}` in
+    /// `sql/check_last_seq.sql`, which reads `threads t JOIN (…) e`).
+    pub mod last_seq_col as "{check_last_seq_row}" {
+        ID = "t.id",
+        PATH = "t.path",
+        LAST_SEQ = "t.last_seq",
+        MAX_SEQ = "e.max_seq",
+    }
+}
+
+columns! {
+    /// A thread whose path is not its parent's and its name (`{check_path_shape_row}` in
+    /// `sql/check_path_shape.sql`, which reads `threads`).
+    pub mod path_shape_col as "{check_path_shape_row}" {
+        ID = "id",
+        PATH = "path",
+        PARENT_PATH = "parent_path",
+        TASK_NAME = "task_name",
+    }
+}
+
+columns! {
+    /// A thread whose parent link is wrong, and what it names (`{check_parent_link_row}` in
+    /// `sql/check_parent_links.sql`, which reads `threads c JOIN managers m LEFT JOIN threads
+    /// p`).
+    pub mod parent_link_col as "{check_parent_link_row}" {
+        ID = "c.id",
+        PATH = "c.path",
+        PARENT_ID = "c.parent_id",
+        PARENT_PATH = "c.parent_path",
+        FOUND = "p.id",
+        SAME_MANAGER = "p.manager_id = c.manager_id OR p.id IS m.self_thread_id",
+        FOUND_PATH = "p.path",
+    }
+}
+
+columns! {
+    /// A thread without its place or usage row (`{check_usage_rows_row}` in
+    /// `sql/check_usage_rows.sql`, which reads `threads t LEFT JOIN thread_places p LEFT JOIN
+    /// thread_usage u`).
+    pub mod usage_rows_col as "{check_usage_rows_row}" {
+        ID = "t.id",
+        PATH = "t.path",
+        NO_PLACE = "p.thread_id IS NULL",
+        NO_USAGE = "u.thread_id IS NULL",
+    }
+}
+
+columns! {
+    /// A tree whose total drifted from its threads' rows (`{check_usage_totals_row}` in
+    /// `sql/check_usage_totals.sql`, which reads its `pairs`): the stored total, then the sums.
+    pub mod usage_totals_col as "{check_usage_totals_row}" {
+        ROOT_SESSION = "root_session",
+        T_THREADS = "t_threads",
+        T_TOKENS = "t_tokens",
+        T_COST = "t_cost",
+        S_THREADS = "s_threads",
+        S_TOKENS = "s_in + s_out + s_cr + s_cw",
+        S_COST = "s_cost",
+    }
+}
+
+columns! {
+    /// A closed thread without an exit kind (`{check_closed_without_exit_row}` in
+    /// `sql/check_closed_without_exit.sql`, which reads `threads`).
+    pub mod closed_without_exit_col as "{check_closed_without_exit_row}" {
+        ID = "id",
+        PATH = "path",
+    }
+}
+
+columns! {
+    /// A pending mailbox row of a closed thread (`{check_stale_mailbox_row}`, then
+    /// `{check_owners_row}`, in `sql/check_stale_mailbox.sql`, which reads `mailbox mb JOIN
+    /// threads t JOIN managers m`).
+    pub mod stale_mailbox_col as "{check_stale_mailbox_row}" {
+        ID = "mb.id",
+        THREAD_ID = "mb.thread_id",
+        PATH = "t.path",
+        DIRECTION = "mb.direction",
+        KIND = "mb.kind",
+        SESSION_ID = "m.session_id",
+    }
+}
+
+columns! {
+    /// A command nobody will finish (`{check_stale_command_row}`, then `{check_owners_row}`, in
+    /// both parts of `sql/check_stale_commands.sql`, which read `commands c JOIN threads t JOIN
+    /// managers m`).
+    pub mod stale_command_col as "{check_stale_command_row}" {
+        ID = "c.id",
+        THREAD_ID = "c.thread_id",
+        PATH = "t.path",
+        KIND = "c.kind",
+        STATE = "c.state",
+    }
+}
+
+columns! {
+    /// The serves that could deliver a stale row: its thread's owner and its manager's
+    /// (`{check_owners_row}`, after the row in `sql/check_stale_mailbox.sql` and
+    /// `sql/check_stale_commands.sql`, which read `threads t JOIN managers m`), read by
+    /// [`owners_alive`].
+    pub mod owners_col as "{check_owners_row}" {
+        THREAD_OWNER_PID = "t.owner_pid",
+        THREAD_OWNER_STARTED_AT = "t.owner_started_at",
+        MANAGER_OWNER_PID = "m.owner_pid",
+        MANAGER_OWNER_STARTED_AT = "m.owner_started_at",
+    }
+}
+
+columns! {
+    /// The rows checked per table (`{check_counts_row}` in `sql/check_counts.sql`).
+    pub mod counts_col as "{check_counts_row}" {
+        MANAGERS = "(SELECT count(*) FROM managers)",
+        THREADS = "(SELECT count(*) FROM threads)",
+        LIVE_THREADS = "(SELECT count(*) FROM threads WHERE status = 'live')",
+        EVENTS = "(SELECT count(*) FROM thread_events)",
+        MAILBOX = "(SELECT count(*) FROM mailbox)",
+        COMMANDS = "(SELECT count(*) FROM commands)",
+    }
+}
+
+columns! {
+    /// A live thread, its process and the serve that holds it (`{check_live_thread_row}` in
+    /// `sql/check_live_threads.sql`, which reads `threads t JOIN managers m`): what
+    /// `Checker::live_threads`'s `Live` holds.
+    pub mod live_thread_col as "{check_live_thread_row}" {
+        ID = "t.id",
+        PATH = "t.path",
+        PHASE = "t.phase",
+        PID = "t.pid",
+        OWNER_PID = "CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_pid ELSE m.owner_pid END",
+        OWNER_STARTED_AT = "CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_started_at ELSE m.owner_started_at END",
+        AGE = "(julianday('now') - julianday(t.created_at)) * 86400.0",
+        SESSION_ID = "m.session_id",
+        PROCESS_STARTED_AT = "t.process_started_at",
+    }
+}
+
 /// Checks an open connection (read-only use only). `name` names the database in messages.
 pub fn check_connection(conn: &Conn, name: &str) -> Result<Report> {
     // The first read parses the header and the schema: a file that fails here cannot be checked.
@@ -130,8 +309,9 @@ pub fn check_connection(conn: &Conn, name: &str) -> Result<Report> {
     c.integrity();
     c.foreign_keys();
     c.counts();
-    c.run("duplicate_path", include_str!("../../sql/check_duplicate_paths.sql"), |r| {
-        let (manager, path, n, ids): (i64, String, i64, String) = (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
+    c.run("duplicate_path", row_sql!("check_duplicate_paths", duplicate_path_col), |r| {
+        use duplicate_path_col as c;
+        let (manager, path, n, ids): (i64, String, i64, String) = (r.get(c::MANAGER_ID)?, r.get(c::PATH)?, r.get(c::THREADS)?, r.get(c::IDS)?);
         Ok(Some(Problem {
             check: "duplicate_path",
             severity: Severity::Error,
@@ -139,8 +319,9 @@ pub fn check_connection(conn: &Conn, name: &str) -> Result<Report> {
             repair: "The UNIQUE (manager_id, path) constraint was bypassed (the schema was edited): restore the database from a copy, or with no serve running move all but one of them to a free path with sqlite3 (UPDATE threads SET path = …, task_name = … WHERE id = …) and rebuild the schema (sqlite3 DB .recover | sqlite3 NEW.sqlite).".into(),
         }))
     });
-    c.run("event_orphan", include_str!("../../sql/check_orphan_events.sql"), |r| {
-        let (id, n, lo, hi): (String, i64, i64, i64) = (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
+    c.run("event_orphan", row_sql!("check_orphan_events", orphan_events_col), |r| {
+        use orphan_events_col as c;
+        let (id, n, lo, hi): (String, i64, i64, i64) = (r.get(c::THREAD_ID)?, r.get(c::EVENTS)?, r.get(c::LO)?, r.get(c::HI)?);
         Ok(Some(Problem {
             check: "event_orphan",
             severity: Severity::Error,
@@ -148,9 +329,10 @@ pub fn check_connection(conn: &Conn, name: &str) -> Result<Report> {
             repair: format!("With no serve running, delete them: sqlite3 DB \"DELETE FROM thread_events WHERE thread_id = '{id}'\" (foreign keys were off when they were written)."),
         }))
     });
-    c.run("event_seq_order", include_str!("../../sql/check_event_order.sql"), |r| {
+    c.run("event_seq_order", row_sql!("check_event_order", event_order_col), |r| {
+        use event_order_col as c;
         let (id, prev_seq, prev_at, seq, at): (String, i64, String, i64, String) =
-            (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?);
+            (r.get(c::THREAD_ID)?, r.get(c::PREV_SEQ)?, r.get(c::PREV_AT)?, r.get(c::SEQ)?, r.get(c::AT)?);
         Ok(Some(Problem {
             check: "event_seq_order",
             severity: Severity::Error,
@@ -158,8 +340,9 @@ pub fn check_connection(conn: &Conn, name: &str) -> Result<Report> {
             repair: "Events were written out of order by something other than threadbase; read them with `threadbase events REF` and restore the database from a copy if the history matters.".into(),
         }))
     });
-    c.run("last_seq_behind", include_str!("../../sql/check_last_seq.sql"), |r| {
-        let (id, path, last, max): (String, String, i64, i64) = (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
+    c.run("last_seq_behind", row_sql!("check_last_seq", last_seq_col), |r| {
+        use last_seq_col as c;
+        let (id, path, last, max): (String, String, i64, i64) = (r.get(c::ID)?, r.get(c::PATH)?, r.get(c::LAST_SEQ)?, r.get(c::MAX_SEQ)?);
         Ok(Some(Problem {
             check: "last_seq_behind",
             severity: Severity::Error,
@@ -168,8 +351,9 @@ pub fn check_connection(conn: &Conn, name: &str) -> Result<Report> {
         }))
     });
     c.live_threads();
-    c.run("path_mismatch", include_str!("../../sql/check_path_shape.sql"), |r| {
-        let (id, path, parent, task): (String, String, Option<String>, String) = (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
+    c.run("path_mismatch", row_sql!("check_path_shape", path_shape_col), |r| {
+        use path_shape_col as c;
+        let (id, path, parent, task): (String, String, Option<String>, String) = (r.get(c::ID)?, r.get(c::PATH)?, r.get(c::PARENT_PATH)?, r.get(c::TASK_NAME)?);
         let expected = format!("{}/{task}", parent.as_deref().unwrap_or(""));
         Ok(Some(Problem {
             check: "path_mismatch",
@@ -178,11 +362,12 @@ pub fn check_connection(conn: &Conn, name: &str) -> Result<Report> {
             repair: "The CHECK constraint was bypassed; with no serve running, set path, parent_path and task_name consistently with sqlite3, or restore the database from a copy.".into(),
         }))
     });
-    c.run("parent_mismatch", include_str!("../../sql/check_parent_links.sql"), |r| {
+    c.run("parent_mismatch", row_sql!("check_parent_links", parent_link_col), |r| {
+        use parent_link_col as c;
         let (id, path, parent_id, parent_path): (String, String, String, Option<String>) =
-            (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
+            (r.get(c::ID)?, r.get(c::PATH)?, r.get(c::PARENT_ID)?, r.get(c::PARENT_PATH)?);
         let (found, same_manager, found_path): (Option<String>, Option<bool>, Option<String>) =
-            (r.get(4)?, r.get(5)?, r.get(6)?);
+            (r.get(c::FOUND)?, r.get(c::SAME_MANAGER)?, r.get(c::FOUND_PATH)?);
         let why = match (found, same_manager) {
             (None, _) => format!("names {parent_id}, which does not exist"),
             (Some(_), Some(false)) => format!(
@@ -201,8 +386,9 @@ pub fn check_connection(conn: &Conn, name: &str) -> Result<Report> {
             repair: format!("With no serve running: sqlite3 DB \"UPDATE threads SET parent_id = (SELECT p.id FROM threads p WHERE p.manager_id = threads.manager_id AND p.path = threads.parent_path) WHERE id = '{id}'\"."),
         }))
     });
-    c.run("usage_row_missing", include_str!("../../sql/check_usage_rows.sql"), |r| {
-        let (id, path, no_place, no_usage): (String, String, bool, bool) = (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
+    c.run("usage_row_missing", row_sql!("check_usage_rows", usage_rows_col), |r| {
+        use usage_rows_col as c;
+        let (id, path, no_place, no_usage): (String, String, bool, bool) = (r.get(c::ID)?, r.get(c::PATH)?, r.get(c::NO_PLACE)?, r.get(c::NO_USAGE)?);
         let mut repair = String::from("With no serve running: sqlite3 DB \"");
         if no_place {
             repair.push_str(&format!("INSERT INTO thread_places (thread_id, root_session, forest_parent_id, tree_key, level) SELECT t.id, m.session_id, NULL, '/' || replace(t.task_name, '_', '!') || ' ' || t.id, 1 FROM threads t JOIN managers m ON m.id = t.manager_id WHERE t.id = '{id}'; "));
@@ -229,9 +415,10 @@ pub fn check_connection(conn: &Conn, name: &str) -> Result<Report> {
             repair,
         }))
     });
-    c.run("usage_total_mismatch", include_str!("../../sql/check_usage_totals.sql"), |r| {
+    c.run("usage_total_mismatch", row_sql!("check_usage_totals", usage_totals_col), |r| {
+        use usage_totals_col as c;
         let (root, t_threads, t_tokens, t_cost, s_threads, s_tokens, s_cost): (String, Option<i64>, Option<i64>, Option<f64>, i64, i64, f64) =
-            (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?);
+            (r.get(c::ROOT_SESSION)?, r.get(c::T_THREADS)?, r.get(c::T_TOKENS)?, r.get(c::T_COST)?, r.get(c::S_THREADS)?, r.get(c::S_TOKENS)?, r.get(c::S_COST)?);
         let stored = match (t_threads, t_tokens, t_cost) {
             (Some(n), Some(t), Some(c)) => format!("records {n} threads, {t} tokens, ${c:.6}"),
             _ => "has no tree_usage row".to_string(),
@@ -243,8 +430,9 @@ pub fn check_connection(conn: &Conn, name: &str) -> Result<Report> {
             repair: format!("With no serve running, recompute it: sqlite3 DB \"DELETE FROM tree_usage WHERE root_session = '{root}'; INSERT INTO tree_usage SELECT p.root_session, count(*), sum(u.input_tokens), sum(u.output_tokens), sum(u.cache_read_tokens), sum(u.cache_write_tokens), sum(u.cost_usd), sum(u.turns), sum(u.tool_calls), max(u.updated_at) FROM thread_places p JOIN thread_usage u ON u.thread_id = p.thread_id WHERE p.root_session = '{root}' GROUP BY p.root_session\"."),
         }))
     });
-    c.run("closed_without_exit", include_str!("../../sql/check_closed_without_exit.sql"), |r| {
-        let (id, path): (String, String) = (r.get(0)?, r.get(1)?);
+    c.run("closed_without_exit", row_sql!("check_closed_without_exit", closed_without_exit_col), |r| {
+        use closed_without_exit_col as c;
+        let (id, path): (String, String) = (r.get(c::ID)?, r.get(c::PATH)?);
         Ok(Some(Problem {
             check: "closed_without_exit",
             severity: Severity::Error,
@@ -252,10 +440,11 @@ pub fn check_connection(conn: &Conn, name: &str) -> Result<Report> {
             repair: format!("With no serve running: sqlite3 DB \"UPDATE threads SET exit_kind = 'stale' WHERE id = '{id}'\"."),
         }))
     });
-    c.run("stale_mailbox", include_str!("../../sql/check_stale_mailbox.sql"), |r| {
+    c.run("stale_mailbox", row_sql!("check_stale_mailbox", stale_mailbox_col, owners_col), |r| {
+        use stale_mailbox_col as c;
         let (mid, tid, path, direction, kind, session): (i64, String, String, String, String, String) =
-            (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?);
-        if owners_alive(r, 6)? {
+            (r.get(c::ID)?, r.get(c::THREAD_ID)?, r.get(c::PATH)?, r.get(c::DIRECTION)?, r.get(c::KIND)?, r.get(c::SESSION_ID)?);
+        if owners_alive(r, c::COUNT)? {
             return Ok(None);
         }
         let repair = if direction == "to_parent" {
@@ -270,10 +459,11 @@ pub fn check_connection(conn: &Conn, name: &str) -> Result<Report> {
             repair,
         }))
     });
-    c.run("stale_command", include_str!("../../sql/check_stale_commands.sql"), |r| {
+    c.run("stale_command", row_sql!("check_stale_commands", stale_command_col, owners_col), |r| {
+        use stale_command_col as c;
         let (cid, tid, path, kind, state): (i64, String, String, CommandKind, CommandState) =
-            (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?);
-        if owners_alive(r, 5)? {
+            (r.get(c::ID)?, r.get(c::THREAD_ID)?, r.get(c::PATH)?, r.get(c::KIND)?, r.get(c::STATE)?);
+        if owners_alive(r, c::COUNT)? {
             return Ok(None);
         }
         let message = if state == CommandState::Running {
@@ -294,15 +484,19 @@ pub fn check_connection(conn: &Conn, name: &str) -> Result<Report> {
     Ok(report)
 }
 
-/// Reads (thread owner pid, started, manager owner pid, started) at `at..at+4` and says whether
-/// either process is alive.
-fn owners_alive(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<bool> {
+/// Whether either serve of the [`owners_col`] row that starts at position `first` of `r` is
+/// alive.
+fn owners_alive(r: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<bool> {
+    use owners_col as c;
     let ids = [
         (
-            r.get::<_, Option<i64>>(at)?,
-            r.get::<_, Option<i64>>(at + 1)?,
+            r.get::<_, Option<i64>>(first + c::THREAD_OWNER_PID)?,
+            r.get::<_, Option<i64>>(first + c::THREAD_OWNER_STARTED_AT)?,
         ),
-        (r.get(at + 2)?, r.get(at + 3)?),
+        (
+            r.get(first + c::MANAGER_OWNER_PID)?,
+            r.get(first + c::MANAGER_OWNER_STARTED_AT)?,
+        ),
     ];
     Ok(ids.iter().any(|(pid, started)| {
         ProcessIdentity::recorded(*pid, *started).is_some_and(|o| o.is_alive())
@@ -457,34 +651,29 @@ impl Checker<'_> {
     }
 
     fn counts(&mut self) {
+        use counts_col as c;
+        let tables = [
+            ("managers", c::MANAGERS),
+            ("threads", c::THREADS),
+            ("live_threads", c::LIVE_THREADS),
+            ("events", c::EVENTS),
+            ("mailbox", c::MAILBOX),
+            ("commands", c::COMMANDS),
+        ];
         let result = self
             .conn
-            .prepare_cached(include_str!("../../sql/check_counts.sql"))
+            .prepare_cached(row_sql!("check_counts", counts_col))
             .and_then(|mut s| {
                 s.query_row([], |r| {
-                    Ok([
-                        r.get::<_, i64>(0)?,
-                        r.get(1)?,
-                        r.get(2)?,
-                        r.get(3)?,
-                        r.get(4)?,
-                        r.get(5)?,
-                    ])
+                    tables
+                        .iter()
+                        .map(|&(table, at)| Ok((table, r.get::<_, i64>(at)?)))
+                        .collect::<rusqlite::Result<Vec<_>>>()
                 })
             });
         match result {
             Ok(n) => {
-                for (k, v) in [
-                    "managers",
-                    "threads",
-                    "live_threads",
-                    "events",
-                    "mailbox",
-                    "commands",
-                ]
-                .into_iter()
-                .zip(n)
-                {
+                for (k, v) in n {
                     self.report.checked.insert(k, v);
                 }
             }
@@ -507,18 +696,19 @@ impl Checker<'_> {
         let result = (|| -> rusqlite::Result<Vec<Live>> {
             let mut stmt = self
                 .conn
-                .prepare_cached(include_str!("../../sql/check_live_threads.sql"))?;
+                .prepare_cached(row_sql!("check_live_threads", live_thread_col))?;
             let rows = stmt.query_map([], |r| {
+                use live_thread_col as c;
                 Ok(Live {
-                    id: r.get(0)?,
-                    path: r.get(1)?,
-                    phase: r.get(2)?,
-                    pid: r.get(3)?,
-                    owner_pid: r.get(4)?,
-                    owner_started: r.get(5)?,
-                    age: r.get(6)?,
-                    session: r.get(7)?,
-                    process_started: r.get(8)?,
+                    id: r.get(c::ID)?,
+                    path: r.get(c::PATH)?,
+                    phase: r.get(c::PHASE)?,
+                    pid: r.get(c::PID)?,
+                    owner_pid: r.get(c::OWNER_PID)?,
+                    owner_started: r.get(c::OWNER_STARTED_AT)?,
+                    age: r.get(c::AGE)?,
+                    session: r.get(c::SESSION_ID)?,
+                    process_started: r.get(c::PROCESS_STARTED_AT)?,
                 })
             })?;
             rows.collect()

@@ -5,6 +5,7 @@ use crate::store::Conn;
 pub use crate::domain::{CommandKind, CommandState};
 use crate::domain::{ManagerId, ThreadId};
 use crate::error::Result;
+use crate::store::rows::{columns, row_sql};
 use crate::time::now_iso;
 
 /// Whether a send to `thread_id` is still waiting to be carried out or being carried out.
@@ -38,6 +39,17 @@ pub fn request(conn: &Conn, thread_id: &ThreadId, kind: CommandKind) -> Result<(
     Ok(())
 }
 
+columns! {
+    /// A command waiting for its serve (`{pending_command_row}` in `sql/commands_pending.sql`,
+    /// which reads `commands c`): what [`PendingCommand`] holds.
+    pub mod pending_col as "{pending_command_row}" {
+        ID = "c.id",
+        THREAD_ID = "c.thread_id",
+        KIND = "c.kind",
+        PAYLOAD = "c.payload",
+    }
+}
+
 /// One command waiting for the serve that runs [`pending`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PendingCommand {
@@ -56,13 +68,13 @@ pub fn pending(
 ) -> Result<Vec<PendingCommand>> {
     let mut stmt = conn
         .db()
-        .prepare_cached(include_str!("../../sql/commands_pending.sql"))?;
+        .prepare_cached(row_sql!("commands_pending", pending_col))?;
     let rows = stmt.query_map((owner.0, owner.1, manager_id), |r| {
         Ok(PendingCommand {
-            id: r.get(0)?,
-            thread_id: r.get(1)?,
-            kind: r.get(2)?,
-            payload: r.get(3)?,
+            id: r.get(pending_col::ID)?,
+            thread_id: r.get(pending_col::THREAD_ID)?,
+            kind: r.get(pending_col::KIND)?,
+            payload: r.get(pending_col::PAYLOAD)?,
         })
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
@@ -86,6 +98,15 @@ pub fn finish(conn: &Conn, id: i64, state: CommandState, result: &str) -> Result
     Ok(())
 }
 
+columns! {
+    /// Where a command stands (`{command_status_row}` in `sql/command_state.sql`, which reads
+    /// `commands`): what [`CommandStatus`] holds.
+    pub mod status_col as "{command_status_row}" {
+        STATE = "state",
+        RESULT = "result",
+    }
+}
+
 /// Where a command stands: its state and, once done or failed, its result.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommandStatus {
@@ -97,11 +118,11 @@ pub struct CommandStatus {
 pub fn state(conn: &Conn, id: i64) -> Result<CommandStatus> {
     Ok(conn
         .db()
-        .prepare_cached(include_str!("../../sql/command_state.sql"))?
+        .prepare_cached(row_sql!("command_state", status_col))?
         .query_row([id], |r| {
             Ok(CommandStatus {
-                state: r.get(0)?,
-                result: r.get(1)?,
+                state: r.get(status_col::STATE)?,
+                result: r.get(status_col::RESULT)?,
             })
         })?)
 }
@@ -124,6 +145,19 @@ pub fn abandon(conn: &Conn, id: i64, why: &str) -> Result<()> {
     Ok(())
 }
 
+columns! {
+    /// A live thread `threadbase stop` may stop (`{stop_candidate_row}` in
+    /// `sql/stop_candidates.sql`, which reads `threads t JOIN managers m`; a queued thread never
+    /// launched is held by its manager's serve): what [`StopCandidate`] holds.
+    pub mod stop_candidate_col as "{stop_candidate_row}" {
+        ID = "t.id",
+        PATH = "t.path",
+        SESSION_ID = "m.session_id",
+        OWNER_PID = "CASE WHEN t.queued_at IS NOT NULL AND t.launch_seq = 0 THEN m.owner_pid ELSE t.owner_pid END AS owner_pid",
+        OWNER_STARTED_AT = "CASE WHEN t.queued_at IS NOT NULL AND t.launch_seq = 0 THEN m.owner_started_at ELSE t.owner_started_at END AS owner_started_at",
+    }
+}
+
 /// A live thread `threadbase stop` may stop, with the serve that holds it.
 #[derive(Debug, Clone)]
 pub struct StopCandidate {
@@ -139,18 +173,27 @@ pub struct StopCandidate {
 pub fn stop_candidates(conn: &Conn, manager: Option<&str>) -> Result<Vec<StopCandidate>> {
     let mut stmt = conn
         .db()
-        .prepare_cached(include_str!("../../sql/stop_candidates.sql"))?;
+        .prepare_cached(row_sql!("stop_candidates", stop_candidate_col))?;
     let rows = stmt.query_map([manager], |r| {
-        let pid: Option<i64> = r.get("owner_pid")?;
-        let started: Option<i64> = r.get("owner_started_at")?;
+        let pid: Option<i64> = r.get(stop_candidate_col::OWNER_PID)?;
+        let started: Option<i64> = r.get(stop_candidate_col::OWNER_STARTED_AT)?;
         Ok(StopCandidate {
-            id: r.get("id")?,
-            path: r.get("path")?,
-            session: r.get("session_id")?,
+            id: r.get(stop_candidate_col::ID)?,
+            path: r.get(stop_candidate_col::PATH)?,
+            session: r.get(stop_candidate_col::SESSION_ID)?,
             owner: pid.zip(started),
         })
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+columns! {
+    /// How a stopped thread stands (`{stop_outcome_row}` in `sql/stop_outcome.sql`, which
+    /// reads `threads`): its status and exit kind, read by [`stop_outcome`].
+    pub mod stop_outcome_col as "{stop_outcome_row}" {
+        STATUS = "status",
+        EXIT_KIND = "exit_kind",
+    }
 }
 
 /// Whether a thread `threadbase stop` asked to stop is still live, and its exit once closed;
@@ -162,7 +205,12 @@ pub fn stop_outcome(
     use rusqlite::OptionalExtension;
     Ok(conn
         .db()
-        .prepare_cached(include_str!("../../sql/stop_outcome.sql"))?
-        .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .prepare_cached(row_sql!("stop_outcome", stop_outcome_col))?
+        .query_row([id], |r| {
+            Ok((
+                r.get(stop_outcome_col::STATUS)?,
+                r.get(stop_outcome_col::EXIT_KIND)?,
+            ))
+        })
         .optional()?)
 }

@@ -9,7 +9,8 @@ use serde_json::Value;
 
 use crate::domain::ThreadId;
 use crate::error::Result;
-use crate::store::ThreadIds;
+use crate::store::rows::{columns, row_sql};
+use crate::store::{batch_col, ThreadIds};
 
 /// Events kept per thread.
 pub const RETAINED_EVENTS: i64 = 40;
@@ -115,20 +116,33 @@ pub const TYPES: [&str; 14] = [
     "thread_adopted",
 ];
 
+columns! {
+    /// A retained event's columns, in order (`{event_row}` in `sql/events_of_thread.sql` and,
+    /// after the batch's `{batch_row}`, `sql/events_of_threads.sql`, which read
+    /// `thread_events e`): what [`EventRow`] holds, read by these positions.
+    pub mod col as "{event_row}" {
+        SEQ = "e.seq",
+        AT = "e.at",
+        KIND = "e.type",
+        DATA = "e.data",
+    }
+}
+
 impl EventRow {
+    /// The [`col`] row that starts at position `first` of `r`.
     fn from_row(r: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<EventRow> {
-        let kind = match r.get_ref(first + 2)? {
+        let kind = match r.get_ref(first + col::KIND)? {
             rusqlite::types::ValueRef::Text(t) => match TYPES.iter().find(|k| k.as_bytes() == t) {
                 Some(k) => Cow::Borrowed(*k),
                 None => Cow::Owned(String::from_utf8_lossy(t).into_owned()),
             },
-            _ => Cow::Owned(r.get(first + 2)?),
+            _ => Cow::Owned(r.get(first + col::KIND)?),
         };
         Ok(EventRow {
-            seq: r.get(first)?,
-            at: r.get(first + 1)?,
+            seq: r.get(first + col::SEQ)?,
+            at: r.get(first + col::AT)?,
             kind,
-            data: r.get(first + 3)?,
+            data: r.get(first + col::DATA)?,
         })
     }
 }
@@ -149,7 +163,7 @@ impl EventRow {
 pub fn rows_of_thread(conn: &Conn, thread_id: &ThreadId) -> Result<Vec<EventRow>> {
     let mut stmt = conn
         .db()
-        .prepare_cached(include_str!("../../sql/events_of_thread.sql"))?;
+        .prepare_cached(row_sql!("events_of_thread", col))?;
     let rows = stmt.query_map([thread_id], |r| EventRow::from_row(r, 0))?;
     Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
 }
@@ -169,12 +183,12 @@ pub fn rows_of_threads(conn: &Conn, ids: &ThreadIds, shown: i64) -> Result<Vec<V
     let mut by_thread: Vec<Vec<EventRow>> = (0..ids.len()).map(|_| Vec::new()).collect();
     let mut stmt = conn
         .db()
-        .prepare_cached(include_str!("../../sql/events_of_threads.sql"))?;
+        .prepare_cached(row_sql!("events_of_threads", batch_col, col))?;
     let mut rows = stmt.query((ids, shown))?;
     while let Some(r) = rows.next()? {
-        let at = r.get::<_, i64>(0)? as usize;
+        let at = r.get::<_, i64>(batch_col::AT)? as usize;
         if let Some(events) = by_thread.get_mut(at) {
-            events.push(EventRow::from_row(r, 1)?);
+            events.push(EventRow::from_row(r, batch_col::COUNT)?);
         }
     }
     // Each thread's events come out of its primary-key range in seq order; make sure.

@@ -7,6 +7,19 @@ use std::collections::HashMap;
 
 use crate::domain::{Contract, ManagerId, ThreadId};
 use crate::error::Result;
+use crate::store::rows::{columns, row_sql};
+
+columns! {
+    /// A thread's place (`{forest_place_row}` in `sql/forest_places.sql`, which reads
+    /// `thread_places p JOIN threads t JOIN managers m`): what [`Place`] holds.
+    pub mod place_col as "{forest_place_row}" {
+        ROOT_SESSION = "p.root_session",
+        THREAD_ID = "p.thread_id",
+        LEVEL = "p.level",
+        MANAGER_SESSION = "m.session_id",
+        CONTRACT = "m.contract",
+    }
+}
 
 /// One thread's place: the root session of its tree, its level (1 at the top) and the
 /// manager that holds it.
@@ -24,24 +37,42 @@ pub struct Place {
 pub fn places(conn: &Conn) -> Result<Vec<Place>> {
     let mut stmt = conn
         .db()
-        .prepare_cached(include_str!("../../sql/forest_places.sql"))?;
+        .prepare_cached(row_sql!("forest_places", place_col))?;
     let rows = stmt.query_map([], |r| {
         Ok(Place {
-            root_session: r.get("root_session")?,
-            thread_id: r.get("thread_id")?,
-            level: r.get("level")?,
-            manager_session: r.get("session_id")?,
-            contract: r.get("contract")?,
+            root_session: r.get(place_col::ROOT_SESSION)?,
+            thread_id: r.get(place_col::THREAD_ID)?,
+            level: r.get(place_col::LEVEL)?,
+            manager_session: r.get(place_col::MANAGER_SESSION)?,
+            contract: r.get(place_col::CONTRACT)?,
         })
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+columns! {
+    /// A manager's session id and contract (`{forest_manager_row}` in
+    /// `sql/forest_managers.sql`, which reads `managers`), read by [`manager_names`].
+    pub mod manager_col as "{forest_manager_row}" {
+        ID = "id",
+        SESSION_ID = "session_id",
+        CONTRACT = "contract",
+    }
 }
 
 /// Each manager's session id and contract (sql/forest_managers.sql).
 pub fn manager_names(conn: &Conn) -> Result<HashMap<ManagerId, (String, Contract)>> {
     let mut stmt = conn
         .db()
-        .prepare_cached(include_str!("../../sql/forest_managers.sql"))?;
-    let rows = stmt.query_map([], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?))))?;
+        .prepare_cached(row_sql!("forest_managers", manager_col))?;
+    let rows = stmt.query_map([], |r| {
+        Ok((
+            r.get(manager_col::ID)?,
+            (
+                r.get(manager_col::SESSION_ID)?,
+                r.get(manager_col::CONTRACT)?,
+            ),
+        ))
+    })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }

@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::paths::descendant_range;
+use crate::store::rows::{columns, row_sql};
 use crate::store::threads::{query_threads, threads_by_ids, ThreadRow};
 
 /// `state`: all (default), live or closed.
@@ -135,20 +136,20 @@ pub fn statement(q: &ListQuery) -> &'static str {
         _ => Narrow::No,
     };
     match (&q.subtree, narrow) {
-        (Subtree::Everything, Narrow::No) => include_str!("../../sql/list_all.sql"),
-        (Subtree::Everything, Narrow::Live) => include_str!("../../sql/list_all_live.sql"),
-        (Subtree::Everything, Narrow::Archived) => include_str!("../../sql/list_all_archived.sql"),
-        (Subtree::ChildrenOf(_), Narrow::No) => include_str!("../../sql/list_children.sql"),
-        (Subtree::ChildrenOf(_), Narrow::Live) => include_str!("../../sql/list_children_live.sql"),
+        (Subtree::Everything, Narrow::No) => row_sql!("list_all", listed_col),
+        (Subtree::Everything, Narrow::Live) => row_sql!("list_all_live", listed_col),
+        (Subtree::Everything, Narrow::Archived) => row_sql!("list_all_archived", listed_col),
+        (Subtree::ChildrenOf(_), Narrow::No) => row_sql!("list_children", listed_col),
+        (Subtree::ChildrenOf(_), Narrow::Live) => row_sql!("list_children_live", listed_col),
         (Subtree::ChildrenOf(_), Narrow::Archived) => {
-            include_str!("../../sql/list_children_archived.sql")
+            row_sql!("list_children_archived", listed_col)
         }
-        (Subtree::DescendantsOf(_), Narrow::No) => include_str!("../../sql/list_descendants.sql"),
+        (Subtree::DescendantsOf(_), Narrow::No) => row_sql!("list_descendants", listed_col),
         (Subtree::DescendantsOf(_), Narrow::Live) => {
-            include_str!("../../sql/list_descendants_live.sql")
+            row_sql!("list_descendants_live", listed_col)
         }
         (Subtree::DescendantsOf(_), Narrow::Archived) => {
-            include_str!("../../sql/list_descendants_archived.sql")
+            row_sql!("list_descendants_archived", listed_col)
         }
     }
 }
@@ -166,20 +167,25 @@ enum Narrow {
 pub fn reach_statement(q: &ListQuery) -> Option<&'static str> {
     match q.subtree {
         Subtree::Everything => None,
-        Subtree::ChildrenOf(_) => Some(include_str!("../../sql/list_children_reach.sql")),
-        Subtree::DescendantsOf(_) => Some(include_str!("../../sql/list_descendants_reach.sql")),
+        Subtree::ChildrenOf(_) => Some(row_sql!("list_children_reach", listed_col)),
+        Subtree::DescendantsOf(_) => Some(row_sql!("list_descendants_reach", listed_col)),
     }
 }
 
-/// A list row: the thread's id, path (the merge's key) and status, then its kept summary
-/// snapshot and list line (migration V8), NULL when none is kept. The whole row of a thread
-/// without a kept answer is read by [`rows_by_ids`].
-pub(crate) const LISTED_ID: usize = 0;
-pub(crate) const LISTED_PATH: usize = 1;
-pub(crate) const LISTED_STATUS: usize = 2;
-pub(crate) const KEPT_JSON: usize = 3;
-pub(crate) const KEPT_LINE: usize = 4;
-const LISTED_COLUMNS: usize = 5;
+columns! {
+    /// A list row's columns, in order (`{listed_row}` in `sql/list_*.sql` but
+    /// `list_every_manager`, which read `threads t LEFT JOIN thread_snapshots c`): the thread's
+    /// id, path (the merge's key) and status, then its kept summary snapshot and list line
+    /// (migration V8), NULL when none is kept. [`Listed`] reads them by these positions; the
+    /// whole row of a thread without a kept answer is read by [`rows_by_ids`].
+    pub mod listed_col as "{listed_row}" {
+        ID = "t.id",
+        PATH = "t.path",
+        STATUS = "t.status",
+        KEPT_JSON = "c.json",
+        KEPT_LINE = "c.line",
+    }
+}
 
 /// One row of a list as [`each_row`] hands it over: each field is read from the row only when
 /// asked for (a count reads the status alone), so a list pass pays for what it uses.
@@ -188,21 +194,21 @@ pub struct Listed<'a, 's>(&'a rusqlite::Row<'s>);
 impl Listed<'_, '_> {
     /// The thread's id.
     pub fn id(&self) -> Result<ThreadId> {
-        Ok(self.0.get(LISTED_ID)?)
+        Ok(self.0.get(listed_col::ID)?)
     }
 
     /// Whether the thread is live.
     pub fn live(&self) -> Result<bool> {
         Ok(self
             .0
-            .get::<_, crate::domain::ThreadStatus>(LISTED_STATUS)?
+            .get::<_, crate::domain::ThreadStatus>(listed_col::STATUS)?
             == crate::domain::ThreadStatus::Live)
     }
 
     /// Its kept summary snapshot (JSON) and list line, when the cache holds them.
     pub fn kept(&self) -> Result<Option<(String, String)>> {
-        let json: Option<String> = self.0.get(KEPT_JSON)?;
-        let line: Option<String> = self.0.get(KEPT_LINE)?;
+        let json: Option<String> = self.0.get(listed_col::KEPT_JSON)?;
+        let line: Option<String> = self.0.get(listed_col::KEPT_LINE)?;
         Ok(json.zip(line))
     }
 }
@@ -230,10 +236,11 @@ fn bound<'c>(
     q: &ListQuery,
 ) -> Result<rusqlite::CachedStatement<'c>> {
     let mut stmt = conn.prepare_cached(sql)?;
-    if stmt.column_count() != LISTED_COLUMNS {
+    if stmt.column_count() != listed_col::COUNT {
         return Err(Error::internal(format!(
-            "A list query returns {} columns instead of the {LISTED_COLUMNS} of a listed thread (id, path, status) and its kept answer: {sql}",
-            stmt.column_count()
+            "A list query returns {} columns instead of the {} of a listed thread (id, path, status) and its kept answer: {sql}",
+            stmt.column_count(),
+            listed_col::COUNT
         )));
     }
     let (state, visibility) = (q.state.as_str(), q.visibility.as_str());
@@ -402,9 +409,9 @@ impl<'s> Merge<'s> {
 }
 
 fn path_of<'r>(r: &'r rusqlite::Row<'_>) -> Result<&'r str> {
-    r.get_ref(LISTED_PATH)?.as_str().map_err(|e| {
+    r.get_ref(listed_col::PATH)?.as_str().map_err(|e| {
         rusqlite::Error::FromSqlConversionFailure(
-            LISTED_PATH,
+            listed_col::PATH,
             rusqlite::types::Type::Text,
             e.into(),
         )
@@ -456,7 +463,7 @@ pub fn list_every_manager(
 ) -> Result<Listing> {
     let threads = query_threads(
         conn,
-        crate::store::rows::row_sql!("list_every_manager", crate::store::threads::col),
+        row_sql!("list_every_manager", crate::store::threads::col),
         named_params! {":state": state.as_str(), ":visibility": visibility.as_str()},
     )?;
     Ok(Listing::from(threads))

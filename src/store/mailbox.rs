@@ -10,6 +10,7 @@ use rusqlite::named_params;
 pub use crate::domain::{Direction, MailKind, MailState};
 use crate::domain::{SessionId, ThreadId};
 use crate::error::Result;
+use crate::store::rows::{columns, row_sql};
 use crate::time::now_iso;
 
 /// A new mailbox row.
@@ -49,6 +50,20 @@ pub fn insert(conn: &Conn, m: &NewMail<'_>) -> Result<Option<i64>> {
     Ok((written == 1).then(|| conn.db().last_insert_rowid()))
 }
 
+columns! {
+    /// A notice due to a session's caller (`{notice_row}` in `sql/notices_pending.sql`, which
+    /// reads `mailbox mb CROSS JOIN threads t`): what [`Notice`] holds.
+    pub mod notice_col as "{notice_row}" {
+        ID = "mb.id",
+        THREAD_ID = "mb.thread_id",
+        KIND = "mb.kind",
+        MESSAGE_ID = "mb.message_id",
+        BODY = "mb.body",
+        CREATED_AT = "mb.created_at",
+        PATH = "t.path",
+    }
+}
+
 /// One notice due to a session's caller.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Notice {
@@ -66,16 +81,16 @@ pub struct Notice {
 pub fn pending_notices(conn: &Conn, session_id: &SessionId) -> Result<Vec<Notice>> {
     let mut stmt = conn
         .db()
-        .prepare_cached(include_str!("../../sql/notices_pending.sql"))?;
+        .prepare_cached(row_sql!("notices_pending", notice_col))?;
     let rows = stmt.query_map([session_id], |r| {
         Ok(Notice {
-            id: r.get(0)?,
-            thread_id: r.get(1)?,
-            kind: r.get(2)?,
-            message_id: r.get(3)?,
-            body: r.get(4)?,
-            created_at: r.get(5)?,
-            path: r.get(6)?,
+            id: r.get(notice_col::ID)?,
+            thread_id: r.get(notice_col::THREAD_ID)?,
+            kind: r.get(notice_col::KIND)?,
+            message_id: r.get(notice_col::MESSAGE_ID)?,
+            body: r.get(notice_col::BODY)?,
+            created_at: r.get(notice_col::CREATED_AT)?,
+            path: r.get(notice_col::PATH)?,
         })
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)

@@ -43,6 +43,25 @@ pub use trim::{
 };
 pub use values::ThreadIds;
 
+rows::columns! {
+    /// The first column of a list batch's query (`{batch_row}`, which reads the ids' JSON array
+    /// as `json_each(?1) AS j`): the id's position in the array. The batch's own row follows it
+    /// (`SELECT {batch_row}, {output_row} …`), read from position [`batch_col::COUNT`].
+    pub mod batch_col as "{batch_row}" {
+        AT = "j.key",
+    }
+}
+
+rows::columns! {
+    /// A migration refinery recorded as applied (`{migration_row}` in
+    /// `sql/migrations_applied.sql`, which reads `refinery_schema_history`).
+    pub mod migration_col as "{migration_row}" {
+        VERSION = "version",
+        NAME = "name",
+        CHECKSUM = "checksum",
+    }
+}
+
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -107,8 +126,8 @@ impl Conn {
     }
 
     /// Runs `sql`, a list batch's query over the thread ids `ids` (one row at
-    /// most per id, its first column the id's position in the array), and puts what `read`
-    /// makes of each row in that place of `slots`; the others keep what they hold.
+    /// most per id, its first column the id's position in the array: [`batch_col`]), and puts
+    /// what `read` makes of each row in that place of `slots`; the others keep what they hold.
     pub(in crate::store) fn by_position<T>(
         &self,
         sql: &str,
@@ -119,7 +138,7 @@ impl Conn {
         let mut stmt = self.0.prepare_cached(sql)?;
         let mut found = stmt.query([ids])?;
         while let Some(r) = found.next()? {
-            let at = r.get::<_, i64>(0)? as usize;
+            let at = r.get::<_, i64>(batch_col::AT)? as usize;
             if let Some(slot) = slots.get_mut(at) {
                 *slot = read(r)?;
             }
@@ -577,13 +596,13 @@ fn up_to_date(conn: &Connection) -> bool {
         return false;
     }
     let applied = conn
-        .prepare(include_str!("../../sql/migrations_applied.sql"))
+        .prepare(rows::row_sql!("migrations_applied", migration_col))
         .and_then(|mut stmt| {
             stmt.query_map([], |r| {
                 Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, String>(2)?,
+                    r.get::<_, i64>(migration_col::VERSION)?,
+                    r.get::<_, String>(migration_col::NAME)?,
+                    r.get::<_, String>(migration_col::CHECKSUM)?,
                 ))
             })?
             .collect::<rusqlite::Result<Vec<_>>>()
@@ -779,7 +798,7 @@ mod tests {
     /// threads_by_ids).
     #[test]
     fn list_queries_return_the_listed_columns() {
-        use crate::store::list::{KEPT_JSON, KEPT_LINE, LISTED_ID, LISTED_PATH, LISTED_STATUS};
+        use crate::store::list::listed_col::{self, ID, KEPT_JSON, KEPT_LINE, PATH, STATUS};
         let dir = tempfile::tempdir().unwrap();
         let store = super::Store::open(dir.path().join("t.sqlite")).unwrap();
         let conn = store.read().unwrap();
@@ -797,16 +816,13 @@ mod tests {
             include_str!("../../sql/list_descendants_reach.sql"),
         ];
         for sql in queries {
-            let stmt = conn.db().prepare(sql).unwrap();
+            let stmt = conn.db().prepare(&listed_col::expand(sql)).unwrap();
             assert_eq!(
                 stmt.column_names(),
                 ["id", "path", "status", "json", "line"],
                 "{sql}"
             );
         }
-        assert_eq!(
-            [LISTED_ID, LISTED_PATH, LISTED_STATUS, KEPT_JSON, KEPT_LINE],
-            [0, 1, 2, 3, 4]
-        );
+        assert_eq!([ID, PATH, STATUS, KEPT_JSON, KEPT_LINE], [0, 1, 2, 3, 4]);
     }
 }

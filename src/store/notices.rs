@@ -13,6 +13,7 @@ use rusqlite::OptionalExtension;
 use super::mailbox::{self, Direction, MailKind, NewMail};
 use crate::domain::{state_words, ExitKind, Phase, ThreadId, ThreadStatus};
 use crate::error::Result;
+use crate::store::rows::{columns, row_sql};
 use crate::text::thread_notice_text;
 
 /// What a notice is for: the send key's first word (one notice per thread, launch and event
@@ -31,22 +32,8 @@ pub enum Cause {
 pub fn write(conn: &Conn, thread_id: &ThreadId, cause: Cause, at: &str) -> Result<bool> {
     let facts = conn
         .db()
-        .prepare_cached(include_str!("../../sql/thread_notice_facts.sql"))?
-        .query_row([thread_id], |r| {
-            Ok(Facts {
-                name: r.get("name")?,
-                path: r.get("path")?,
-                status: r.get("status")?,
-                phase: r.get("phase")?,
-                exit_kind: r.get("exit_kind")?,
-                exit_code: r.get("exit_code")?,
-                exit_signal: r.get("exit_signal")?,
-                exit_message: r.get("exit_message")?,
-                launch_seq: r.get("launch_seq")?,
-                last_seq: r.get("last_seq")?,
-                answer: r.get("last_assistant_text")?,
-            })
-        })
+        .prepare_cached(row_sql!("thread_notice_facts", facts_col))?
+        .query_row([thread_id], Facts::from_row)
         .optional()?;
     let Some(f) = facts else {
         return Ok(false);
@@ -115,6 +102,25 @@ pub fn phase_before(conn: &Conn, thread_id: &ThreadId) -> Result<Option<Phase>> 
         .optional()?)
 }
 
+columns! {
+    /// What a contract A notice is written from (`{notice_facts_row}` in
+    /// `sql/thread_notice_facts.sql`, which reads `threads t LEFT JOIN thread_output o`): what
+    /// [`Facts`] holds.
+    pub mod facts_col as "{notice_facts_row}" {
+        NAME = "t.name",
+        PATH = "t.path",
+        STATUS = "t.status",
+        PHASE = "t.phase",
+        EXIT_KIND = "t.exit_kind",
+        EXIT_CODE = "t.exit_code",
+        EXIT_SIGNAL = "t.exit_signal",
+        EXIT_MESSAGE = "t.exit_message",
+        LAUNCH_SEQ = "t.launch_seq",
+        LAST_SEQ = "t.last_seq",
+        ANSWER = "o.last_assistant_text",
+    }
+}
+
 struct Facts {
     name: String,
     path: String,
@@ -127,4 +133,23 @@ struct Facts {
     launch_seq: i64,
     last_seq: i64,
     answer: Option<String>,
+}
+
+impl Facts {
+    /// The row of `sql/thread_notice_facts.sql` ([`facts_col`]).
+    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Facts> {
+        Ok(Facts {
+            name: r.get(facts_col::NAME)?,
+            path: r.get(facts_col::PATH)?,
+            status: r.get(facts_col::STATUS)?,
+            phase: r.get(facts_col::PHASE)?,
+            exit_kind: r.get(facts_col::EXIT_KIND)?,
+            exit_code: r.get(facts_col::EXIT_CODE)?,
+            exit_signal: r.get(facts_col::EXIT_SIGNAL)?,
+            exit_message: r.get(facts_col::EXIT_MESSAGE)?,
+            launch_seq: r.get(facts_col::LAUNCH_SEQ)?,
+            last_seq: r.get(facts_col::LAST_SEQ)?,
+            answer: r.get(facts_col::ANSWER)?,
+        })
+    }
 }

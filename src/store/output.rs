@@ -5,7 +5,22 @@ use rusqlite::{OptionalExtension, Row};
 
 use crate::domain::ThreadId;
 use crate::error::Result;
-use crate::store::ThreadIds;
+use crate::store::rows::{columns, row_sql};
+use crate::store::{batch_col, ThreadIds};
+
+columns! {
+    /// A thread's retained output, in order (`{output_row}` in `sql/output_of_thread.sql` and,
+    /// after the batch's `{batch_row}`, `sql/outputs_of_threads.sql`, which read
+    /// `thread_output`): what [`OutputFacts`] holds, read by these positions.
+    pub mod col as "{output_row}" {
+        LAST_ASSISTANT_TEXT = "last_assistant_text",
+        LAST_PARTIAL_TEXT = "last_partial_text",
+        STDERR_TAIL = "stderr_tail",
+        STDERR_DROPPED = "stderr_dropped",
+        SESSION_NAME = "session_name",
+        PENDING_MESSAGE_COUNT = "pending_message_count",
+    }
+}
 
 /// A thread's retained output (`thread_output`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -23,15 +38,15 @@ pub struct OutputFacts {
 }
 
 impl OutputFacts {
-    /// The columns of `sql/output_of_thread.sql`, from column `first` on.
+    /// The [`col`] row that starts at position `first` of `r`.
     fn from_row(r: &Row<'_>, first: usize) -> rusqlite::Result<OutputFacts> {
         Ok(OutputFacts {
-            last_assistant_text: r.get(first)?,
-            last_partial_text: r.get(first + 1)?,
-            stderr_tail: r.get(first + 2)?,
-            stderr_dropped: r.get(first + 3)?,
-            session_name: r.get(first + 4)?,
-            pending_message_count: r.get(first + 5)?,
+            last_assistant_text: r.get(first + col::LAST_ASSISTANT_TEXT)?,
+            last_partial_text: r.get(first + col::LAST_PARTIAL_TEXT)?,
+            stderr_tail: r.get(first + col::STDERR_TAIL)?,
+            stderr_dropped: r.get(first + col::STDERR_DROPPED)?,
+            session_name: r.get(first + col::SESSION_NAME)?,
+            pending_message_count: r.get(first + col::PENDING_MESSAGE_COUNT)?,
         })
     }
 }
@@ -40,7 +55,7 @@ impl OutputFacts {
 pub fn of_thread(conn: &Conn, id: &ThreadId) -> Result<OutputFacts> {
     Ok(conn
         .db()
-        .prepare_cached(include_str!("../../sql/output_of_thread.sql"))?
+        .prepare_cached(row_sql!("output_of_thread", col))?
         .query_row([id], |r| OutputFacts::from_row(r, 0))
         .optional()?
         .unwrap_or_default())
@@ -51,10 +66,10 @@ pub fn of_thread(conn: &Conn, id: &ThreadId) -> Result<OutputFacts> {
 pub fn of_threads(conn: &Conn, ids: &ThreadIds) -> Result<Vec<OutputFacts>> {
     let mut outs = vec![OutputFacts::default(); ids.len()];
     conn.by_position(
-        include_str!("../../sql/outputs_of_threads.sql"),
+        row_sql!("outputs_of_threads", batch_col, col),
         ids,
         &mut outs,
-        |r| OutputFacts::from_row(r, 1),
+        |r| OutputFacts::from_row(r, batch_col::COUNT),
     )?;
     Ok(outs)
 }
@@ -106,13 +121,24 @@ pub fn set_session_state(
     Ok(())
 }
 
+columns! {
+    /// A thread's retained stderr (`{output_stderr_row}` in `sql/output_get_stderr.sql`, which
+    /// reads `thread_output`), read by [`append_stderr`].
+    pub mod stderr_col as "{output_stderr_row}" {
+        TAIL = "stderr_tail",
+        DROPPED = "stderr_dropped",
+    }
+}
+
 /// Appends stderr bytes to the retained tail, keeping its last `keep` bytes (and counting the
 /// ones cut).
 pub fn append_stderr(conn: &Conn, id: &ThreadId, bytes: &[u8], keep: usize) -> Result<()> {
     let (mut tail, mut dropped): (Vec<u8>, i64) = conn
         .db()
-        .prepare_cached(include_str!("../../sql/output_get_stderr.sql"))?
-        .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .prepare_cached(row_sql!("output_get_stderr", stderr_col))?
+        .query_row([id], |r| {
+            Ok((r.get(stderr_col::TAIL)?, r.get(stderr_col::DROPPED)?))
+        })
         .unwrap_or((Vec::new(), 0));
     tail.extend_from_slice(bytes);
     if tail.len() > keep {

@@ -13,6 +13,30 @@ use serde_json::Value;
 
 use crate::domain::{QuestionKind, QuestionState, ThreadId};
 use crate::error::Result;
+use crate::store::batch_col;
+use crate::store::rows::{columns, row_sql};
+
+columns! {
+    /// A `ui_requests` row's columns, in order (`{question_row}` in
+    /// `sql/question_pending.sql`, `sql/question_by_id.sql` and, after the batch's
+    /// `{batch_row}`, `sql/questions_pending_of_threads.sql`, which read `ui_requests r`): what
+    /// [`Question`] holds, read by these positions.
+    pub mod col as "{question_row}" {
+        ID = "r.id",
+        THREAD_ID = "r.thread_id",
+        REQUEST_ID = "r.request_id",
+        KIND = "r.kind",
+        TITLE = "r.title",
+        MESSAGE = "r.message",
+        OPTIONS = "r.options",
+        ASKED_AT = "r.asked_at",
+        DEADLINE_MS = "r.deadline_ms",
+        STATE = "r.state",
+        ANSWER = "r.answer",
+        ANSWERED_AT = "r.answered_at",
+        ANSWERED_BY = "r.answered_by",
+    }
+}
 
 /// One `ui_requests` row.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -41,22 +65,23 @@ pub struct Question {
 }
 
 impl Question {
-    fn from_row(r: &Row<'_>) -> rusqlite::Result<Question> {
-        let options: Option<String> = r.get("options")?;
-        let answer: Option<String> = r.get("answer")?;
+    /// The [`col`] row that starts at position `first` of `r`.
+    fn from_row(r: &Row<'_>, first: usize) -> rusqlite::Result<Question> {
+        let options: Option<String> = r.get(first + col::OPTIONS)?;
+        let answer: Option<String> = r.get(first + col::ANSWER)?;
         Ok(Question {
-            id: r.get("id")?,
-            thread_id: r.get("thread_id")?,
-            request_id: r.get("request_id")?,
-            kind: r.get("kind")?,
-            title: r.get("title")?,
-            message: r.get("message")?,
+            id: r.get(first + col::ID)?,
+            thread_id: r.get(first + col::THREAD_ID)?,
+            request_id: r.get(first + col::REQUEST_ID)?,
+            kind: r.get(first + col::KIND)?,
+            title: r.get(first + col::TITLE)?,
+            message: r.get(first + col::MESSAGE)?,
             options: options.and_then(|o| serde_json::from_str(&o).ok()),
-            asked_at: r.get("asked_at")?,
-            deadline_ms: r.get("deadline_ms")?,
-            state: r.get("state")?,
+            asked_at: r.get(first + col::ASKED_AT)?,
+            deadline_ms: r.get(first + col::DEADLINE_MS)?,
+            state: r.get(first + col::STATE)?,
             answer: answer.and_then(|a| serde_json::from_str(&a).ok()),
-            answered_by: r.get("answered_by")?,
+            answered_by: r.get(first + col::ANSWERED_BY)?,
         })
     }
 }
@@ -94,8 +119,8 @@ pub fn insert(conn: &Conn, q: &NewQuestion<'_>) -> Result<i64> {
 pub fn pending_of(conn: &Conn, thread_id: &ThreadId) -> Result<Option<Question>> {
     Ok(conn
         .db()
-        .prepare_cached(include_str!("../../sql/question_pending.sql"))?
-        .query_row([thread_id], Question::from_row)
+        .prepare_cached(row_sql!("question_pending", col))?
+        .query_row([thread_id], |r| Question::from_row(r, 0))
         .optional()?)
 }
 
@@ -104,10 +129,10 @@ pub fn pending_of(conn: &Conn, thread_id: &ThreadId) -> Result<Option<Question>>
 pub fn pending_of_threads(conn: &Conn, ids: &ThreadIds) -> Result<Vec<Option<Question>>> {
     let mut out = vec![None; ids.len()];
     conn.by_position(
-        include_str!("../../sql/questions_pending_of_threads.sql"),
+        row_sql!("questions_pending_of_threads", batch_col, col),
         ids,
         &mut out,
-        |r| Question::from_row(r).map(Some),
+        |r| Question::from_row(r, batch_col::COUNT).map(Some),
     )?;
     Ok(out)
 }
@@ -116,8 +141,8 @@ pub fn pending_of_threads(conn: &Conn, ids: &ThreadIds) -> Result<Vec<Option<Que
 pub fn by_id(conn: &Conn, id: i64) -> Result<Option<Question>> {
     Ok(conn
         .db()
-        .prepare_cached(include_str!("../../sql/question_by_id.sql"))?
-        .query_row([id], Question::from_row)
+        .prepare_cached(row_sql!("question_by_id", col))?
+        .query_row([id], |r| Question::from_row(r, 0))
         .optional()?)
 }
 
@@ -150,13 +175,24 @@ pub fn cancel_thread(conn: &Conn, thread_id: &ThreadId, by: &str, at: &str) -> R
         .execute(named_params! {":thread": thread_id, ":at": at, ":by": by})?)
 }
 
+columns! {
+    /// A contract B thread's path and its parent agent's (`{question_parent_row}` in
+    /// `sql/question_parent_agent.sql`, which reads `threads`), read by [`notify_parent_agent`].
+    pub mod parent_col as "{question_parent_row}" {
+        PATH = "path",
+        PARENT = "coalesce(parent_path, '/root')",
+    }
+}
+
 /// For a contract B thread, the notice of question `q` for its parent agent (a `mailbox` row
 /// the parent's serve delivers, as `agent_update`'s progress); nothing for another contract.
 pub fn notify_parent_agent(conn: &Conn, q: &NewQuestion<'_>, question_id: i64) -> Result<()> {
     let place: Option<(String, String)> = conn
         .db()
-        .prepare_cached(include_str!("../../sql/question_parent_agent.sql"))?
-        .query_row([q.thread_id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .prepare_cached(row_sql!("question_parent_agent", parent_col))?
+        .query_row([q.thread_id], |r| {
+            Ok((r.get(parent_col::PATH)?, r.get(parent_col::PARENT)?))
+        })
         .optional()?;
     let Some((path, parent)) = place else {
         return Ok(());

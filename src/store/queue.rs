@@ -10,6 +10,8 @@ use rusqlite::{named_params, OptionalExtension};
 
 use crate::domain::{ManagerId, SessionId, ThreadId};
 use crate::error::Result;
+use crate::store::batch_col;
+use crate::store::rows::{columns, row_sql};
 
 /// Marks the just-reserved row `id` as queued (in the reserving transaction).
 pub fn mark(conn: &Conn, id: &ThreadId, at: &str) -> Result<()> {
@@ -29,17 +31,36 @@ pub fn position(conn: &Conn, id: &ThreadId) -> Result<Option<i64>> {
         .optional()?)
 }
 
+columns! {
+    /// A waiting thread's position in its manager's queue (`{queue_position_row}`, after the
+    /// batch's `{batch_row}` in `sql/queue_positions_of_threads.sql`, which reads `threads t`),
+    /// read by [`positions_of_threads`].
+    pub mod position_col as "{queue_position_row}" {
+        POSITION = "(SELECT count(*) FROM threads q WHERE q.manager_id = t.manager_id AND q.queued_at IS NOT NULL AND q.dequeued_at IS NULL AND q.status = 'live' AND q.rowid <= t.rowid)",
+    }
+}
+
 /// The queue positions of the threads `ids`, by position in it (a
 /// list's batch, one query): each as [`position`] gives it, `None` when not waiting for a slot.
 pub fn positions_of_threads(conn: &Conn, ids: &ThreadIds) -> Result<Vec<Option<i64>>> {
     let mut out = vec![None; ids.len()];
     conn.by_position(
-        include_str!("../../sql/queue_positions_of_threads.sql"),
+        row_sql!("queue_positions_of_threads", batch_col, position_col),
         ids,
         &mut out,
-        |r| r.get(1).map(Some),
+        |r| r.get(batch_col::COUNT + position_col::POSITION).map(Some),
     )?;
     Ok(out)
+}
+
+columns! {
+    /// A waiting row of a manager's queue (`{queue_waiting_row}` in `sql/queue_rank.sql`, which
+    /// reads `threads`): what [`Waiting`] holds.
+    pub mod waiting_col as "{queue_waiting_row}" {
+        ID = "id",
+        PATH = "path",
+        POSITION = "row_number() OVER (ORDER BY rowid) AS position",
+    }
 }
 
 /// One waiting row of a manager's queue.
@@ -54,12 +75,12 @@ pub struct Waiting {
 pub fn waiting(conn: &Conn, manager: ManagerId) -> Result<Vec<Waiting>> {
     let mut stmt = conn
         .db()
-        .prepare_cached(include_str!("../../sql/queue_rank.sql"))?;
+        .prepare_cached(row_sql!("queue_rank", waiting_col))?;
     let rows = stmt.query_map([manager], |r| {
         Ok(Waiting {
-            id: r.get(0)?,
-            path: r.get(1)?,
-            position: r.get(2)?,
+            id: r.get(waiting_col::ID)?,
+            path: r.get(waiting_col::PATH)?,
+            position: r.get(waiting_col::POSITION)?,
         })
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
@@ -102,12 +123,23 @@ pub enum QueueState {
     Claimed,
 }
 
+columns! {
+    /// Whether a row waits for a slot and whether one is claimed (`{queue_state_row}` in
+    /// `sql/queue_is_waiting.sql`, which reads `threads`), read by [`state`].
+    pub mod state_col as "{queue_state_row}" {
+        QUEUED = "queued_at IS NOT NULL AND launch_seq = 0 AND status = 'live'",
+        CLAIMED = "dequeued_at IS NOT NULL",
+    }
+}
+
 /// `id`'s queue state.
 pub fn state(conn: &Conn, id: &ThreadId) -> Result<QueueState> {
     let row: Option<(bool, bool)> = conn
         .db()
-        .prepare_cached(include_str!("../../sql/queue_is_waiting.sql"))?
-        .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .prepare_cached(row_sql!("queue_is_waiting", state_col))?
+        .query_row([id], |r| {
+            Ok((r.get(state_col::QUEUED)?, r.get(state_col::CLAIMED)?))
+        })
         .optional()?;
     Ok(match row {
         Some((true, false)) => QueueState::Waiting,

@@ -207,6 +207,17 @@ fn unknown(conn: &Conn, scope: RefScope<'_>, reference: &str) -> Result<Error> {
     ))
 }
 
+crate::store::rows::columns! {
+    /// Where another session holds a thread (`{thread_elsewhere_row}` in
+    /// `sql/thread_elsewhere.sql`, which reads `threads t JOIN managers m LEFT JOIN
+    /// thread_places p`): its root session, that session's file and the thread's path.
+    pub mod elsewhere_col as "{thread_elsewhere_row}" {
+        ROOT_SESSION = "coalesce(p.root_session, m.session_id)",
+        SESSION_FILE = "coalesce((SELECT r.session_file FROM managers r WHERE r.session_id = p.root_session AND r.session_file IS NOT NULL ORDER BY r.depth LIMIT 1), m.session_file)",
+        PATH = "t.path",
+    }
+}
+
 /// The root session, its session file and the path of the thread whose id is `reference`,
 /// when another session holds it (see sql/thread_elsewhere.sql).
 fn elsewhere(
@@ -219,9 +230,16 @@ fn elsewhere(
     }
     Ok(conn
         .db()
-        .prepare_cached(include_str!("../../sql/thread_elsewhere.sql"))?
+        .prepare_cached(crate::store::rows::row_sql!(
+            "thread_elsewhere",
+            elsewhere_col
+        ))?
         .query_row(rusqlite::params![reference, scope.manager_id], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            Ok((
+                r.get(elsewhere_col::ROOT_SESSION)?,
+                r.get(elsewhere_col::SESSION_FILE)?,
+                r.get(elsewhere_col::PATH)?,
+            ))
         })
         .optional()?)
 }

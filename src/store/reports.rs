@@ -6,6 +6,18 @@ use rusqlite::{OptionalExtension, Row};
 
 use crate::domain::WorkerId;
 use crate::error::Result;
+use crate::store::rows::{columns, row_sql};
+
+columns! {
+    /// A report's columns, in order (`{report_row}` in `sql/worker_report.sql` and, after
+    /// `{worker_row}`, the worker queries of `store::workers`, which read `reports r`): what
+    /// [`ReportRow`] holds, read by these positions.
+    pub mod col as "{report_row}" {
+        VERDICT = "r.verdict",
+        SUMMARY = "r.summary",
+        EVIDENCE = "r.evidence",
+    }
+}
 
 /// A stored report; `evidence` is the parsed JSON array of the `evidence` column.
 #[derive(Debug, Clone, PartialEq)]
@@ -16,17 +28,16 @@ pub struct ReportRow {
 }
 
 impl ReportRow {
-    /// The report of a row that selects `verdict`, `summary` and `evidence` in that order from
-    /// position `at` (NULL verdict: none, as a `LEFT JOIN reports` reads for a worker that has
-    /// not reported).
-    pub(super) fn from_row(r: &Row<'_>, at: usize) -> rusqlite::Result<Option<Self>> {
-        let Some(verdict) = r.get(at)? else {
+    /// The report of the [`col`] row that starts at position `first` of `r` (NULL verdict:
+    /// none, as a `LEFT JOIN reports` reads for a worker that has not reported).
+    pub(super) fn from_row(r: &Row<'_>, first: usize) -> rusqlite::Result<Option<Self>> {
+        let Some(verdict) = r.get(first + col::VERDICT)? else {
             return Ok(None);
         };
-        let evidence: String = r.get(at + 2)?;
+        let evidence: String = r.get(first + col::EVIDENCE)?;
         Ok(Some(ReportRow {
             verdict,
-            summary: r.get(at + 1)?,
+            summary: r.get(first + col::SUMMARY)?,
             evidence: serde_json::from_str(&evidence).unwrap_or_default(),
         }))
     }
@@ -36,7 +47,7 @@ impl ReportRow {
 pub fn report_of(conn: &Conn, worker_id: &WorkerId) -> Result<Option<ReportRow>> {
     Ok(conn
         .db()
-        .prepare_cached(include_str!("../../sql/worker_report.sql"))?
+        .prepare_cached(row_sql!("worker_report", col))?
         .query_row([worker_id], |r| ReportRow::from_row(r, 0))
         .optional()?
         .flatten())

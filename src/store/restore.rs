@@ -6,6 +6,26 @@ use rusqlite::named_params;
 
 use crate::domain::{Contract, ManagerId, ThreadId};
 use crate::error::Result;
+use crate::store::rows::{columns, row_sql};
+
+columns! {
+    /// A live thread the restore pass looks at (`{restore_candidate_row}` in
+    /// `sql/restore_candidates.sql`, which reads `threads t JOIN managers m`; the owner is the
+    /// thread's, else its manager's): what [`Candidate`] holds.
+    pub mod candidate_col as "{restore_candidate_row}" {
+        ID = "t.id",
+        MANAGER_ID = "t.manager_id",
+        CONTRACT = "m.contract",
+        PID = "t.pid",
+        PGID = "t.pgid",
+        PROCESS_STARTED_AT = "t.process_started_at",
+        OWNER_PID = "CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_pid ELSE m.owner_pid END AS owner_pid",
+        OWNER_STARTED_AT = "CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_started_at ELSE m.owner_started_at END AS owner_started_at",
+        LAUNCH_SEQ = "t.launch_seq",
+        SESSION_FILE = "t.session_file",
+        CREATED_AT = "t.created_at",
+    }
+}
 
 /// A live thread the restore pass looks at: its process and the serve that held it.
 #[derive(Debug, Clone)]
@@ -27,23 +47,34 @@ pub struct Candidate {
 pub fn candidates(conn: &Conn) -> Result<Vec<Candidate>> {
     let mut stmt = conn
         .db()
-        .prepare_cached(include_str!("../../sql/restore_candidates.sql"))?;
+        .prepare_cached(row_sql!("restore_candidates", candidate_col))?;
     let rows = stmt.query_map([], |r| {
         Ok(Candidate {
-            id: r.get("id")?,
-            manager_id: r.get("manager_id")?,
-            contract: r.get("contract")?,
-            pid: r.get("pid")?,
-            pgid: r.get("pgid")?,
-            process_started_at: r.get("process_started_at")?,
-            owner_pid: r.get("owner_pid")?,
-            owner_started_at: r.get("owner_started_at")?,
-            launch_seq: r.get("launch_seq")?,
-            session_file: r.get("session_file")?,
-            created_at: r.get("created_at")?,
+            id: r.get(candidate_col::ID)?,
+            manager_id: r.get(candidate_col::MANAGER_ID)?,
+            contract: r.get(candidate_col::CONTRACT)?,
+            pid: r.get(candidate_col::PID)?,
+            pgid: r.get(candidate_col::PGID)?,
+            process_started_at: r.get(candidate_col::PROCESS_STARTED_AT)?,
+            owner_pid: r.get(candidate_col::OWNER_PID)?,
+            owner_started_at: r.get(candidate_col::OWNER_STARTED_AT)?,
+            launch_seq: r.get(candidate_col::LAUNCH_SEQ)?,
+            session_file: r.get(candidate_col::SESSION_FILE)?,
+            created_at: r.get(candidate_col::CREATED_AT)?,
         })
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+columns! {
+    /// A contract B run reserved but never launched (`{unlaunched_agent_row}` in
+    /// `sql/agent_restore_candidates.sql`, which reads `threads t`): what [`Unlaunched`] holds.
+    pub mod unlaunched_col as "{unlaunched_agent_row}" {
+        ID = "t.id",
+        MANAGER_ID = "t.manager_id",
+        OWNER_PID = "t.owner_pid",
+        OWNER_STARTED_AT = "t.owner_started_at",
+    }
 }
 
 /// A contract B run reserved (starting) but never launched, and the serve that reserved it.
@@ -59,13 +90,13 @@ pub struct Unlaunched {
 pub fn unlaunched_agents(conn: &Conn) -> Result<Vec<Unlaunched>> {
     let mut stmt = conn
         .db()
-        .prepare_cached(include_str!("../../sql/agent_restore_candidates.sql"))?;
+        .prepare_cached(row_sql!("agent_restore_candidates", unlaunched_col))?;
     let rows = stmt.query_map([], |r| {
         Ok(Unlaunched {
-            id: r.get(0)?,
-            manager_id: r.get(1)?,
-            owner_pid: r.get(2)?,
-            owner_started_at: r.get(3)?,
+            id: r.get(unlaunched_col::ID)?,
+            manager_id: r.get(unlaunched_col::MANAGER_ID)?,
+            owner_pid: r.get(unlaunched_col::OWNER_PID)?,
+            owner_started_at: r.get(unlaunched_col::OWNER_STARTED_AT)?,
         })
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)

@@ -18,6 +18,32 @@ use serde::Serialize;
 use crate::domain::ThreadId;
 use crate::error::{Error, ErrorCode, Result};
 use crate::paths::json_quote;
+use crate::store::rows::{columns, row_sql};
+
+columns! {
+    /// A root session with its tree's thread count and its first manager's cwd, start and
+    /// session file (`{root_session_row}` in `sql/root_sessions.sql`, which reads
+    /// `tree_usage u LEFT JOIN managers m`), read by [`infos`].
+    pub mod root_col as "{root_session_row}" {
+        ROOT_SESSION = "u.root_session",
+        THREADS = "u.threads",
+        CWD = "m.cwd",
+        STARTED_AT = "m.created_at",
+        SESSION_FILE = "m.session_file",
+    }
+}
+
+columns! {
+    /// A manager's session, cwd, start and session file, for a database before V4 (no places)
+    /// (`{root_manager_row}` in `sql/forest_root_managers.sql`, which reads `managers`), read
+    /// by [`infos`].
+    pub mod root_manager_col as "{root_manager_row}" {
+        SESSION_ID = "session_id",
+        CWD = "cwd",
+        STARTED_AT = "created_at",
+        SESSION_FILE = "session_file",
+    }
+}
 
 /// What identifies a root session to a person: where it ran, when, and its name.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -58,13 +84,13 @@ pub fn infos(conn: &Conn) -> Result<Vec<SessionInfo>> {
     if crate::store::usage::has_tables(conn)? {
         let mut stmt = conn
             .db()
-            .prepare_cached(include_str!("../../sql/root_sessions.sql"))?;
+            .prepare_cached(row_sql!("root_sessions", root_col))?;
         let rows = stmt.query_map([], |r| {
             Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, Option<String>>(2)?,
-                r.get::<_, Option<String>>(3)?,
-                r.get::<_, Option<String>>(4)?,
+                r.get::<_, String>(root_col::ROOT_SESSION)?,
+                r.get::<_, Option<String>>(root_col::CWD)?,
+                r.get::<_, Option<String>>(root_col::STARTED_AT)?,
+                r.get::<_, Option<String>>(root_col::SESSION_FILE)?,
             ))
         })?;
         for row in rows {
@@ -74,13 +100,13 @@ pub fn infos(conn: &Conn) -> Result<Vec<SessionInfo>> {
     } else {
         let mut stmt = conn
             .db()
-            .prepare_cached(include_str!("../../sql/forest_root_managers.sql"))?;
+            .prepare_cached(row_sql!("forest_root_managers", root_manager_col))?;
         let rows = stmt.query_map([], |r| {
             Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, Option<String>>(1)?,
-                r.get::<_, Option<String>>(2)?,
-                r.get::<_, Option<String>>(3)?,
+                r.get::<_, String>(root_manager_col::SESSION_ID)?,
+                r.get::<_, Option<String>>(root_manager_col::CWD)?,
+                r.get::<_, Option<String>>(root_manager_col::STARTED_AT)?,
+                r.get::<_, Option<String>>(root_manager_col::SESSION_FILE)?,
             ))
         })?;
         let mut seen = HashSet::new();
@@ -157,6 +183,16 @@ pub fn latest(conn: &Conn) -> Result<Option<String>> {
         .optional()?)
 }
 
+columns! {
+    /// A manager's session id and the root session of its tree (`{manager_root_row}` in
+    /// `sql/root_sessions_of_managers.sql`, which reads `managers m`), read by
+    /// [`managers_by_prefix`].
+    pub mod manager_root_col as "{manager_root_row}" {
+        SESSION_ID = "m.session_id",
+        ROOT_SESSION = "coalesce((SELECT p.root_session FROM thread_places p WHERE p.thread_id = m.self_thread_id), (SELECT p.root_session FROM threads t JOIN thread_places p ON p.thread_id = t.id WHERE t.manager_id = m.id LIMIT 1), (SELECT p.root_session FROM thread_places p WHERE p.thread_id = m.session_id))",
+    }
+}
+
 /// The managers whose session id starts with `prefix`, each with the root session of the tree
 /// it sits in (None: it has no placed thread).
 fn managers_by_prefix(conn: &Conn, prefix: &str) -> Result<Vec<(String, Option<String>)>> {
@@ -164,12 +200,39 @@ fn managers_by_prefix(conn: &Conn, prefix: &str) -> Result<Vec<(String, Option<S
     let hi = format!("{prefix}\u{10FFFF}");
     let mut stmt = conn
         .db()
-        .prepare_cached(include_str!("../../sql/root_sessions_of_managers.sql"))?;
+        .prepare_cached(row_sql!("root_sessions_of_managers", manager_root_col))?;
     let rows = stmt.query_map(
         named_params! {":lo": prefix, ":hi": hi, ":limit": PREFIX_MANAGERS},
-        |r| Ok((r.get(0)?, r.get(1)?)),
+        |r| {
+            Ok((
+                r.get(manager_root_col::SESSION_ID)?,
+                r.get(manager_root_col::ROOT_SESSION)?,
+            ))
+        },
     )?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+columns! {
+    /// A thread's root session and manager session (`{thread_sessions_row}` in
+    /// `sql/sessions_of_threads.sql`, which reads `json_each(?1) j JOIN threads t JOIN managers
+    /// m LEFT JOIN thread_places p`), read by [`sessions_of_threads`].
+    pub mod thread_sessions_col as "{thread_sessions_row}" {
+        THREAD_ID = "j.value",
+        ROOT_SESSION = "p.root_session",
+        MANAGER_SESSION = "m.session_id",
+    }
+}
+
+columns! {
+    /// The same for a database before V4, which has no places (`{thread_managers_row}` in
+    /// `sql/managers_of_threads.sql`, which reads `json_each(?1) j JOIN threads t JOIN managers
+    /// m`): no root session.
+    pub mod thread_managers_col as "{thread_managers_row}" {
+        THREAD_ID = "j.value",
+        ROOT_SESSION = "NULL",
+        MANAGER_SESSION = "m.session_id",
+    }
 }
 
 /// Each thread's root session (None before V4) and manager session, for the ids given: one
@@ -180,13 +243,19 @@ pub fn sessions_of_threads(
 ) -> Result<HashMap<ThreadId, (Option<String>, String)>> {
     let ids = serde_json::to_string(ids)?;
     let has_places = crate::store::usage::has_tables(conn)?;
-    let sql = if has_places {
-        include_str!("../../sql/sessions_of_threads.sql")
+    let (sql, [thread, root, manager]) = if has_places {
+        use thread_sessions_col as c;
+        let sql = row_sql!("sessions_of_threads", c);
+        (sql, [c::THREAD_ID, c::ROOT_SESSION, c::MANAGER_SESSION])
     } else {
-        include_str!("../../sql/managers_of_threads.sql")
+        use thread_managers_col as c;
+        let sql = row_sql!("managers_of_threads", c);
+        (sql, [c::THREAD_ID, c::ROOT_SESSION, c::MANAGER_SESSION])
     };
     let mut stmt = conn.db().prepare_cached(sql)?;
-    let rows = stmt.query_map([ids], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?))))?;
+    let rows = stmt.query_map([ids], |r| {
+        Ok((r.get(thread)?, (r.get(root)?, r.get(manager)?)))
+    })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
@@ -198,8 +267,10 @@ pub fn root_of_thread(conn: &Conn, id: &ThreadId) -> Result<Option<String>> {
     }
     Ok(conn
         .db()
-        .prepare_cached(include_str!("../../sql/usage_place.sql"))?
-        .query_row([id], |r| r.get(0))
+        .prepare_cached(row_sql!("usage_place", crate::store::usage::place_col))?
+        .query_row([id], |r| {
+            r.get(crate::store::usage::place_col::ROOT_SESSION)
+        })
         .optional()?)
 }
 

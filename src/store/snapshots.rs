@@ -40,12 +40,23 @@ impl ToSql for View {
 /// its rows: `sql/list_*.sql`.)
 pub type Cached = (String, Option<String>);
 
+crate::store::rows::columns! {
+    /// A kept view (`{kept_row}` in `sql/snapshot_cached.sql`, which reads
+    /// `thread_snapshots`): what [`Cached`] holds, read by [`cached`].
+    pub mod kept_col as "{kept_row}" {
+        JSON = "json",
+        LINE = "line",
+    }
+}
+
 /// One thread's cached `view` at `detail`, if this build rendered it.
 pub fn cached(conn: &Conn, id: &ThreadId, view: View, detail: &str) -> Result<Option<Cached>> {
     Ok(conn
         .db()
-        .prepare_cached(include_str!("../../sql/snapshot_cached.sql"))?
-        .query_row((id, view, detail, SHAPE), |r| Ok((r.get(0)?, r.get(1)?)))
+        .prepare_cached(crate::store::rows::row_sql!("snapshot_cached", kept_col))?
+        .query_row((id, view, detail, SHAPE), |r| {
+            Ok((r.get(kept_col::JSON)?, r.get(kept_col::LINE)?))
+        })
         .optional()?)
 }
 

@@ -375,13 +375,28 @@ pub fn thread_by_id_any(conn: &Conn, id: &ThreadId) -> Result<Option<ThreadRow>>
     query_thread(conn, row_sql!("thread_by_id_any", col), [id])
 }
 
+crate::store::rows::columns! {
+    /// The session id and contract of a thread's manager (`{thread_manager_row}` in
+    /// `sql/manager_of_thread.sql`, which reads `managers m JOIN threads t`), read by
+    /// [`manager_of_thread`].
+    pub mod manager_col as "{thread_manager_row}" {
+        SESSION_ID = "m.session_id",
+        CONTRACT = "m.contract",
+    }
+}
+
 /// The session id and contract of the manager a thread belongs to.
 pub fn manager_of_thread(conn: &Conn, thread_id: &ThreadId) -> Result<Option<(SessionId, String)>> {
     let mut stmt = conn
         .db()
-        .prepare_cached(include_str!("../../sql/manager_of_thread.sql"))?;
+        .prepare_cached(row_sql!("manager_of_thread", manager_col))?;
     Ok(stmt
-        .query_row([thread_id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .query_row([thread_id], |r| {
+            Ok((
+                r.get(manager_col::SESSION_ID)?,
+                r.get(manager_col::CONTRACT)?,
+            ))
+        })
         .optional()?)
 }
 
@@ -398,6 +413,16 @@ pub fn count_live(conn: &Conn, manager_id: ManagerId) -> Result<i64> {
         .query_row([manager_id], |r| r.get(0))?)
 }
 
+crate::store::rows::columns! {
+    /// A live thread that sits idle (`{idle_thread_row}` in `sql/live_idle_threads.sql`, which
+    /// reads `threads`): what [`IdleThread`] holds.
+    pub mod idle_col as "{idle_thread_row}" {
+        ID = "id",
+        PATH = "path",
+        SINCE = "last_event_at",
+    }
+}
+
 /// A live thread that sits idle: its id, path and last event's time.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IdleThread {
@@ -410,12 +435,12 @@ pub struct IdleThread {
 pub fn live_idle(conn: &Conn, manager_id: ManagerId, limit: usize) -> Result<Vec<IdleThread>> {
     let mut stmt = conn
         .db()
-        .prepare_cached(include_str!("../../sql/live_idle_threads.sql"))?;
+        .prepare_cached(row_sql!("live_idle_threads", idle_col))?;
     let rows = stmt.query_map(rusqlite::params![manager_id, limit as i64], |r| {
         Ok(IdleThread {
-            id: ThreadId::new(r.get::<_, String>(0)?),
-            path: r.get(1)?,
-            since: r.get(2)?,
+            id: ThreadId::new(r.get::<_, String>(idle_col::ID)?),
+            path: r.get(idle_col::PATH)?,
+            since: r.get(idle_col::SINCE)?,
         })
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
@@ -458,6 +483,17 @@ pub fn set_archived(conn: &Conn, id: &ThreadId, archived: bool, at: &str) -> Res
     Ok(())
 }
 
+crate::store::rows::columns! {
+    /// A thread's status and the serve that holds it (`{thread_holder_row}` in
+    /// `sql/thread_holder.sql`, which reads `threads t JOIN managers m`), read by
+    /// [`thread_holder`].
+    pub mod holder_col as "{thread_holder_row}" {
+        STATUS = "t.status",
+        OWNER_PID = "CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_pid ELSE m.owner_pid END",
+        OWNER_STARTED_AT = "CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_started_at ELSE m.owner_started_at END",
+    }
+}
+
 /// A thread's status and the serve that holds it (a reserved row whose launch is in flight:
 /// its manager's serve), as recorded: `None` for a holder without a recorded pid.
 pub fn thread_holder(
@@ -466,11 +502,24 @@ pub fn thread_holder(
 ) -> Result<Option<(ThreadStatus, Option<ProcessIdentity>)>> {
     Ok(conn
         .db()
-        .prepare_cached(include_str!("../../sql/thread_holder.sql"))?
+        .prepare_cached(row_sql!("thread_holder", holder_col))?
         .query_row([id], |r| {
-            Ok((r.get(0)?, ProcessIdentity::recorded(r.get(1)?, r.get(2)?)))
+            let owner = ProcessIdentity::recorded(
+                r.get(holder_col::OWNER_PID)?,
+                r.get(holder_col::OWNER_STARTED_AT)?,
+            );
+            Ok((r.get(holder_col::STATUS)?, owner))
         })
         .optional()?)
+}
+
+crate::store::rows::columns! {
+    /// The serve that owns a manager (`{manager_owner_row}` in `sql/manager_owner.sql`, which
+    /// reads `managers`), read by [`manager_owner`].
+    pub mod owner_col as "{manager_owner_row}" {
+        OWNER_PID = "owner_pid",
+        OWNER_STARTED_AT = "owner_started_at",
+    }
 }
 
 /// The serve that owns a manager, as recorded (`Some(None)`: a manager with no owner
@@ -481,9 +530,12 @@ pub fn manager_owner(
 ) -> Result<Option<Option<ProcessIdentity>>> {
     Ok(conn
         .db()
-        .prepare_cached(include_str!("../../sql/manager_owner.sql"))?
+        .prepare_cached(row_sql!("manager_owner", owner_col))?
         .query_row([manager_id], |r| {
-            Ok(ProcessIdentity::recorded(r.get(0)?, r.get(1)?))
+            Ok(ProcessIdentity::recorded(
+                r.get(owner_col::OWNER_PID)?,
+                r.get(owner_col::OWNER_STARTED_AT)?,
+            ))
         })
         .optional()?)
 }

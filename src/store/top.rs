@@ -96,13 +96,31 @@ pub fn rows(conn: &Conn, subtree: &str) -> Result<Vec<TopRow>> {
     Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
 }
 
+crate::store::rows::columns! {
+    /// A thread's root session and forest parent (`{top_place_row}` in `sql/top_places.sql`,
+    /// which reads `thread_places`), read by [`places`].
+    pub mod place_col as "{top_place_row}" {
+        THREAD_ID = "thread_id",
+        ROOT_SESSION = "root_session",
+        FOREST_PARENT_ID = "forest_parent_id",
+    }
+}
+
 /// Every thread's root session and forest parent (sql/top_places.sql).
 pub fn places(conn: &Conn) -> Result<HashMap<String, (String, Option<String>)>> {
     let mut stmt = conn
         .db()
-        .prepare_cached(include_str!("../../sql/top_places.sql"))?;
+        .prepare_cached(crate::store::rows::row_sql!("top_places", place_col))?;
     let places = stmt
-        .query_map([], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?))))?
+        .query_map([], |r| {
+            Ok((
+                r.get(place_col::THREAD_ID)?,
+                (
+                    r.get(place_col::ROOT_SESSION)?,
+                    r.get(place_col::FOREST_PARENT_ID)?,
+                ),
+            ))
+        })?
         .collect::<rusqlite::Result<_>>()?;
     Ok(places)
 }

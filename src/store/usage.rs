@@ -16,7 +16,25 @@ use serde_json::Value;
 use crate::domain::{SessionId, ThreadId};
 use crate::error::Result;
 use crate::pi::events;
-use crate::store::ThreadIds;
+use crate::store::rows::{columns, row_sql};
+use crate::store::{batch_col, ThreadIds};
+
+columns! {
+    /// A usage row's counts, in order (`{usage_row}`, after the columns that say whose they are
+    /// in `sql/usage_of_thread.sql`, `usage_all`, `usage_of_threads`, `usage_subtree`,
+    /// `usage_trees` and `session_usage_all`, which read one of `thread_usage`,
+    /// `subtree_usage`, `tree_usage` or `session_usage`: they name their counts alike): what
+    /// [`Usage`] holds, read by [`Usage::from_columns`].
+    pub mod col as "{usage_row}" {
+        INPUT_TOKENS = "input_tokens",
+        OUTPUT_TOKENS = "output_tokens",
+        CACHE_READ_TOKENS = "cache_read_tokens",
+        CACHE_WRITE_TOKENS = "cache_write_tokens",
+        COST_USD = "cost_usd",
+        TURNS = "turns",
+        TOOL_CALLS = "tool_calls",
+    }
+}
 
 /// Tokens, cost and counts; one message's, or a sum.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
@@ -112,16 +130,36 @@ impl Usage {
             .saturating_add(self.cache_write_tokens)
     }
 
-    /// Reads the seven columns starting at `first`, in the order of the tables.
+    /// The [`col`] row that starts at position `first` of `r`.
     pub fn from_columns(r: &Row<'_>, first: usize) -> rusqlite::Result<Usage> {
+        Usage::at(
+            r,
+            [
+                first + col::INPUT_TOKENS,
+                first + col::OUTPUT_TOKENS,
+                first + col::CACHE_READ_TOKENS,
+                first + col::CACHE_WRITE_TOKENS,
+                first + col::COST_USD,
+                first + col::TURNS,
+                first + col::TOOL_CALLS,
+            ],
+        )
+    }
+
+    /// The usage in the columns at positions `at` of `r`: input, output, cache read and cache
+    /// write tokens, cost, turns and tool calls, in that order (a NULL counts as 0). For a row
+    /// whose counts are other expressions than [`col`]'s, by the positions of its own
+    /// declaration.
+    pub fn at(r: &Row<'_>, at: [usize; 7]) -> rusqlite::Result<Usage> {
+        let [input, output, cache_read, cache_write, cost, turns, tool_calls] = at;
         Ok(Usage {
-            input_tokens: r.get::<_, Option<i64>>(first)?.unwrap_or(0),
-            output_tokens: r.get::<_, Option<i64>>(first + 1)?.unwrap_or(0),
-            cache_read_tokens: r.get::<_, Option<i64>>(first + 2)?.unwrap_or(0),
-            cache_write_tokens: r.get::<_, Option<i64>>(first + 3)?.unwrap_or(0),
-            cost_usd: r.get::<_, Option<f64>>(first + 4)?.unwrap_or(0.0),
-            turns: r.get::<_, Option<i64>>(first + 5)?.unwrap_or(0),
-            tool_calls: r.get::<_, Option<i64>>(first + 6)?.unwrap_or(0),
+            input_tokens: r.get::<_, Option<i64>>(input)?.unwrap_or(0),
+            output_tokens: r.get::<_, Option<i64>>(output)?.unwrap_or(0),
+            cache_read_tokens: r.get::<_, Option<i64>>(cache_read)?.unwrap_or(0),
+            cache_write_tokens: r.get::<_, Option<i64>>(cache_write)?.unwrap_or(0),
+            cost_usd: r.get::<_, Option<f64>>(cost)?.unwrap_or(0.0),
+            turns: r.get::<_, Option<i64>>(turns)?.unwrap_or(0),
+            tool_calls: r.get::<_, Option<i64>>(tool_calls)?.unwrap_or(0),
         })
     }
 }
@@ -144,7 +182,7 @@ pub fn add(conn: &Conn, thread_id: &ThreadId, u: &Usage, at: &str) -> Result<()>
 pub fn of_thread(conn: &Conn, thread_id: &ThreadId) -> Result<Option<Usage>> {
     Ok(conn
         .db()
-        .prepare_cached(include_str!("../../sql/usage_of_thread.sql"))?
+        .prepare_cached(row_sql!("usage_of_thread", col))?
         .query_row([thread_id], |r| Usage::from_columns(r, 0))
         .optional()?)
 }
@@ -174,12 +212,25 @@ pub fn all_if_any(conn: &Conn) -> Result<std::collections::HashMap<String, Usage
     all(conn)
 }
 
+columns! {
+    /// Whose usage a row of `thread_usage` is (`{usage_thread_row}`, before its `{usage_row}`
+    /// in `sql/usage_all.sql`).
+    pub mod thread_col as "{usage_thread_row}" {
+        THREAD_ID = "thread_id",
+    }
+}
+
 /// Every thread's own usage, by thread id.
 pub fn all(conn: &Conn) -> Result<std::collections::HashMap<String, Usage>> {
     let mut stmt = conn
         .db()
-        .prepare_cached(include_str!("../../sql/usage_all.sql"))?;
-    let rows = stmt.query_map([], |r| Ok((r.get(0)?, Usage::from_columns(r, 1)?)))?;
+        .prepare_cached(row_sql!("usage_all", thread_col, col))?;
+    let rows = stmt.query_map([], |r| {
+        Ok((
+            r.get(thread_col::THREAD_ID)?,
+            Usage::from_columns(r, thread_col::COUNT)?,
+        ))
+    })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
@@ -193,15 +244,23 @@ pub struct SubtreeUsage {
     pub usage: Usage,
 }
 
+columns! {
+    /// How many threads a subtree holds (`{usage_subtree_row}`, before its `{usage_row}` in
+    /// `sql/usage_subtree.sql`, which reads `subtree_usage`).
+    pub mod subtree_col as "{usage_subtree_row}" {
+        THREADS = "threads",
+    }
+}
+
 /// What `thread_id` and its descendants spent (one range of `thread_places_by_key`).
 pub fn of_subtree(conn: &Conn, thread_id: &ThreadId) -> Result<Option<SubtreeUsage>> {
     Ok(conn
         .db()
-        .prepare_cached(include_str!("../../sql/usage_subtree.sql"))?
+        .prepare_cached(row_sql!("usage_subtree", subtree_col, col))?
         .query_row([thread_id], |r| {
             Ok(SubtreeUsage {
-                threads: r.get(0)?,
-                usage: Usage::from_columns(r, 1)?,
+                threads: r.get(subtree_col::THREADS)?,
+                usage: Usage::from_columns(r, subtree_col::COUNT)?,
             })
         })
         .optional()?
@@ -230,20 +289,52 @@ pub struct TreeUsage {
     pub session: Usage,
 }
 
+columns! {
+    /// A tree's spend, its own turns' added (`{usage_tree_of_row}` in `sql/usage_tree_of.sql`,
+    /// which reads `root r LEFT JOIN tree_usage LEFT JOIN session_usage`): what
+    /// [`TreeUsage`] holds.
+    pub mod tree_of_col as "{usage_tree_of_row}" {
+        ROOT_SESSION = "r.session_id",
+        THREADS = "coalesce(tree_usage.threads, 0)",
+        INPUT_TOKENS = "coalesce(tree_usage.input_tokens, 0) + coalesce(session_usage.input_tokens, 0)",
+        OUTPUT_TOKENS = "coalesce(tree_usage.output_tokens, 0) + coalesce(session_usage.output_tokens, 0)",
+        CACHE_READ_TOKENS = "coalesce(tree_usage.cache_read_tokens, 0) + coalesce(session_usage.cache_read_tokens, 0)",
+        CACHE_WRITE_TOKENS = "coalesce(tree_usage.cache_write_tokens, 0) + coalesce(session_usage.cache_write_tokens, 0)",
+        COST_USD = "coalesce(tree_usage.cost_usd, 0) + coalesce(session_usage.cost_usd, 0)",
+        TURNS = "coalesce(tree_usage.turns, 0) + coalesce(session_usage.turns, 0)",
+        TOOL_CALLS = "coalesce(tree_usage.tool_calls, 0) + coalesce(session_usage.tool_calls, 0)",
+        SESSION_INPUT_TOKENS = "session_usage.input_tokens",
+        SESSION_OUTPUT_TOKENS = "session_usage.output_tokens",
+        SESSION_CACHE_READ_TOKENS = "session_usage.cache_read_tokens",
+        SESSION_CACHE_WRITE_TOKENS = "session_usage.cache_write_tokens",
+        SESSION_COST_USD = "session_usage.cost_usd",
+        SESSION_TURNS = "session_usage.turns",
+        SESSION_TOOL_CALLS = "session_usage.tool_calls",
+    }
+}
+
 /// The spend of the tree `of` belongs to: one primary-key lookup in `tree_usage` once the root
 /// is found (each candidate a primary-key lookup in `thread_places`). A tree with no threads
 /// yet has spent nothing.
 pub fn tree_spend(conn: &Conn, of: TreeOf<'_>) -> Result<TreeUsage> {
     let found = conn
-        .db().prepare_cached(include_str!("../../sql/usage_tree_of.sql"))?
+        .db().prepare_cached(row_sql!("usage_tree_of", tree_of_col))?
         .query_row(
             named_params! {":thread_id": of.thread_id, ":self_id": of.self_id, ":session_id": of.session_id},
             |r| {
+                use tree_of_col as c;
                 Ok(TreeUsage {
-                    root_session: r.get(0)?,
-                    threads: r.get(1)?,
-                    usage: Usage::from_columns(r, 2)?,
-                    session: Usage::from_columns(r, 9)?,
+                    root_session: r.get(c::ROOT_SESSION)?,
+                    threads: r.get(c::THREADS)?,
+                    usage: Usage::at(r, [
+                        c::INPUT_TOKENS, c::OUTPUT_TOKENS, c::CACHE_READ_TOKENS,
+                        c::CACHE_WRITE_TOKENS, c::COST_USD, c::TURNS, c::TOOL_CALLS,
+                    ])?,
+                    session: Usage::at(r, [
+                        c::SESSION_INPUT_TOKENS, c::SESSION_OUTPUT_TOKENS,
+                        c::SESSION_CACHE_READ_TOKENS, c::SESSION_CACHE_WRITE_TOKENS,
+                        c::SESSION_COST_USD, c::SESSION_TURNS, c::SESSION_TOOL_CALLS,
+                    ])?,
                 })
             },
         )
@@ -266,6 +357,14 @@ pub fn has_session_usage(conn: &Conn) -> Result<bool> {
         > 0)
 }
 
+columns! {
+    /// Whose turns a row of `session_usage` counts (`{usage_session_row}`, before its
+    /// `{usage_row}` in `sql/session_usage_all.sql`).
+    pub mod session_col as "{usage_session_row}" {
+        SESSION_ID = "session_id",
+    }
+}
+
 /// Every root session's own turns (none on a database from before schema version 9).
 pub fn all_sessions(conn: &Conn) -> Result<Vec<(String, Usage)>> {
     if !has_session_usage(conn)? {
@@ -273,8 +372,13 @@ pub fn all_sessions(conn: &Conn) -> Result<Vec<(String, Usage)>> {
     }
     let mut stmt = conn
         .db()
-        .prepare_cached(include_str!("../../sql/session_usage_all.sql"))?;
-    let rows = stmt.query_map([], |r| Ok((r.get(0)?, Usage::from_columns(r, 1)?)))?;
+        .prepare_cached(row_sql!("session_usage_all", session_col, col))?;
+    let rows = stmt.query_map([], |r| {
+        Ok((
+            r.get(session_col::SESSION_ID)?,
+            Usage::from_columns(r, session_col::COUNT)?,
+        ))
+    })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
@@ -315,26 +419,67 @@ pub fn put_session(
 pub fn of_threads(conn: &Conn, ids: &ThreadIds) -> Result<Vec<Usage>> {
     let mut out = vec![Usage::default(); ids.len()];
     conn.by_position(
-        include_str!("../../sql/usage_of_threads.sql"),
+        row_sql!("usage_of_threads", batch_col, col),
         ids,
         &mut out,
-        |r| Usage::from_columns(r, 1),
+        |r| Usage::from_columns(r, batch_col::COUNT),
     )?;
     Ok(out)
 }
 
-/// Tokens and cost only (the five columns from `first`), as `usage_below_*` and `usage_told`
-/// hold them; negative differences (a float's rounding) count as zero.
-fn spend_columns(r: &Row<'_>, first: usize) -> rusqlite::Result<Usage> {
-    let n = |i: usize| -> rusqlite::Result<i64> {
-        Ok(r.get::<_, Option<i64>>(first + i)?.unwrap_or(0).max(0))
-    };
+columns! {
+    /// Tokens and cost only (`{spend_row}` in `sql/usage_below_session.sql` and
+    /// `sql/usage_told_of.sql`, which read `tree_usage` and `usage_told`), read by
+    /// [`spend_columns`].
+    pub mod spend_col as "{spend_row}" {
+        INPUT_TOKENS = "input_tokens",
+        OUTPUT_TOKENS = "output_tokens",
+        CACHE_READ_TOKENS = "cache_read_tokens",
+        CACHE_WRITE_TOKENS = "cache_write_tokens",
+        COST_USD = "cost_usd",
+    }
+}
+
+columns! {
+    /// What a thread's subtree spent below the thread itself (`{usage_below_thread_row}` in
+    /// `sql/usage_below_thread.sql`, which reads `subtree_usage s JOIN thread_usage u`), read
+    /// by [`spend_at`].
+    pub mod below_thread_col as "{usage_below_thread_row}" {
+        INPUT_TOKENS = "s.input_tokens - u.input_tokens",
+        OUTPUT_TOKENS = "s.output_tokens - u.output_tokens",
+        CACHE_READ_TOKENS = "s.cache_read_tokens - u.cache_read_tokens",
+        CACHE_WRITE_TOKENS = "s.cache_write_tokens - u.cache_write_tokens",
+        COST_USD = "s.cost_usd - u.cost_usd",
+    }
+}
+
+/// The [`spend_col`] row of `r`.
+fn spend_columns(r: &Row<'_>) -> rusqlite::Result<Usage> {
+    use spend_col as c;
+    spend_at(
+        r,
+        [
+            c::INPUT_TOKENS,
+            c::OUTPUT_TOKENS,
+            c::CACHE_READ_TOKENS,
+            c::CACHE_WRITE_TOKENS,
+            c::COST_USD,
+        ],
+    )
+}
+
+/// Tokens and cost only, in the columns at positions `at` of `r` (input, output, cache read
+/// and cache write tokens, cost); negative differences (a float's rounding) count as zero.
+fn spend_at(r: &Row<'_>, at: [usize; 5]) -> rusqlite::Result<Usage> {
+    let [input, output, cache_read, cache_write, cost] = at;
+    let n =
+        |i: usize| -> rusqlite::Result<i64> { Ok(r.get::<_, Option<i64>>(i)?.unwrap_or(0).max(0)) };
     Ok(Usage {
-        input_tokens: n(0)?,
-        output_tokens: n(1)?,
-        cache_read_tokens: n(2)?,
-        cache_write_tokens: n(3)?,
-        cost_usd: r.get::<_, Option<f64>>(first + 4)?.unwrap_or(0.0).max(0.0),
+        input_tokens: n(input)?,
+        output_tokens: n(output)?,
+        cache_read_tokens: n(cache_read)?,
+        cache_write_tokens: n(cache_write)?,
+        cost_usd: r.get::<_, Option<f64>>(cost)?.unwrap_or(0.0).max(0.0),
         turns: 0,
         tool_calls: 0,
     })
@@ -364,7 +509,7 @@ pub fn spend_below(
     self_id: Option<&ThreadId>,
     session_id: &SessionId,
 ) -> Result<Usage> {
-    let place = include_str!("../../sql/usage_place.sql");
+    let place = row_sql!("usage_place", place_col);
     let mut me = None;
     for id in self_id
         .map(ThreadId::as_str)
@@ -374,7 +519,7 @@ pub fn spend_below(
         let placed = conn
             .db()
             .prepare_cached(place)?
-            .query_row([id], |r| r.get::<_, String>(0))
+            .query_row([id], |r| r.get::<_, String>(place_col::ROOT_SESSION))
             .optional()?;
         if placed.is_some() {
             me = Some(id);
@@ -384,13 +529,25 @@ pub fn spend_below(
     let found = match me {
         Some(id) => conn
             .db()
-            .prepare_cached(include_str!("../../sql/usage_below_thread.sql"))?
-            .query_row([id], |r| spend_columns(r, 0))
+            .prepare_cached(row_sql!("usage_below_thread", below_thread_col))?
+            .query_row([id], |r| {
+                use below_thread_col as c;
+                spend_at(
+                    r,
+                    [
+                        c::INPUT_TOKENS,
+                        c::OUTPUT_TOKENS,
+                        c::CACHE_READ_TOKENS,
+                        c::CACHE_WRITE_TOKENS,
+                        c::COST_USD,
+                    ],
+                )
+            })
             .optional()?,
         None => conn
             .db()
-            .prepare_cached(include_str!("../../sql/usage_below_session.sql"))?
-            .query_row([session_id], |r| spend_columns(r, 0))
+            .prepare_cached(row_sql!("usage_below_session", spend_col))?
+            .query_row([session_id], spend_columns)
             .optional()?,
     };
     Ok(found.unwrap_or_default())
@@ -406,8 +563,8 @@ pub fn untold(
     let below = spend_below(conn, self_id, session_id)?;
     let told = conn
         .db()
-        .prepare_cached(include_str!("../../sql/usage_told_of.sql"))?
-        .query_row([session_id], |r| spend_columns(r, 0))
+        .prepare_cached(row_sql!("usage_told_of", spend_col))?
+        .query_row([session_id], spend_columns)
         .optional()?
         .unwrap_or_default();
     Ok((spend_since(&below, &told), below))
@@ -520,6 +677,45 @@ mod tests {
     }
 }
 
+columns! {
+    /// A tree's thread row's columns, in order (`{usage_tree_thread_row}` in
+    /// `sql/usage_tree_rows.sql`, which reads `subtree_usage s`, `thread_places p`, `threads t`,
+    /// `managers m` and `thread_usage u`): what [`TreeRow`] holds, read by these positions.
+    pub mod tree_row_col as "{usage_tree_thread_row}" {
+        ID = "s.thread_id",
+        PATH = "t.path",
+        MANAGER_SESSION = "m.session_id",
+        CONTRACT = "m.contract",
+        LEVEL = "p.level",
+        FOREST_PARENT_ID = "p.forest_parent_id",
+        STATUS = "t.status",
+        PHASE = "t.phase",
+        AGENT_STATE = "t.agent_state",
+        NAME = "t.name",
+        INPUT_TOKENS = "u.input_tokens",
+        OUTPUT_TOKENS = "u.output_tokens",
+        CACHE_READ_TOKENS = "u.cache_read_tokens",
+        CACHE_WRITE_TOKENS = "u.cache_write_tokens",
+        COST_USD = "u.cost_usd",
+        TURNS = "u.turns",
+        TOOL_CALLS = "u.tool_calls",
+        SUBTREE_THREADS = "s.threads",
+        SUBTREE_INPUT_TOKENS = "s.input_tokens",
+        SUBTREE_OUTPUT_TOKENS = "s.output_tokens",
+        SUBTREE_CACHE_READ_TOKENS = "s.cache_read_tokens",
+        SUBTREE_CACHE_WRITE_TOKENS = "s.cache_write_tokens",
+        SUBTREE_COST_USD = "s.cost_usd",
+        SUBTREE_TURNS = "s.turns",
+        SUBTREE_TOOL_CALLS = "s.tool_calls",
+        TREE_KEY = "s.tree_key",
+        EXIT_KIND = "t.exit_kind",
+        EXIT_CODE = "t.exit_code",
+        EXIT_SIGNAL = "t.exit_signal",
+        OWNER_PID = "t.owner_pid",
+        OWNER_STARTED_AT = "t.owner_started_at",
+    }
+}
+
 /// One thread of a tree with its own and its subtree's spend, and what its state in words is
 /// made of (sql/usage_tree_rows.sql).
 #[derive(Debug, Clone)]
@@ -555,30 +751,53 @@ pub fn tree_rows(conn: &Conn, root: &SessionId, key: Option<&str>) -> Result<Vec
     };
     let mut stmt = conn
         .db()
-        .prepare_cached(include_str!("../../sql/usage_tree_rows.sql"))?;
+        .prepare_cached(row_sql!("usage_tree_rows", tree_row_col))?;
     let rows = stmt.query_map((root, &lo, &hi), |r| {
+        use tree_row_col as c;
         Ok(TreeRow {
-            id: r.get(0)?,
-            path: r.get(1)?,
-            manager_session: r.get(2)?,
-            contract: r.get(3)?,
-            level: r.get(4)?,
-            forest_parent_id: r.get(5)?,
-            status: r.get(6)?,
-            phase: r.get(7)?,
-            agent_state: r.get(8)?,
-            name: r.get(9)?,
-            usage: Usage::from_columns(r, 10)?,
+            id: r.get(c::ID)?,
+            path: r.get(c::PATH)?,
+            manager_session: r.get(c::MANAGER_SESSION)?,
+            contract: r.get(c::CONTRACT)?,
+            level: r.get(c::LEVEL)?,
+            forest_parent_id: r.get(c::FOREST_PARENT_ID)?,
+            status: r.get(c::STATUS)?,
+            phase: r.get(c::PHASE)?,
+            agent_state: r.get(c::AGENT_STATE)?,
+            name: r.get(c::NAME)?,
+            usage: Usage::at(
+                r,
+                [
+                    c::INPUT_TOKENS,
+                    c::OUTPUT_TOKENS,
+                    c::CACHE_READ_TOKENS,
+                    c::CACHE_WRITE_TOKENS,
+                    c::COST_USD,
+                    c::TURNS,
+                    c::TOOL_CALLS,
+                ],
+            )?,
             subtree: SubtreeUsage {
-                threads: r.get(17)?,
-                usage: Usage::from_columns(r, 18)?,
+                threads: r.get(c::SUBTREE_THREADS)?,
+                usage: Usage::at(
+                    r,
+                    [
+                        c::SUBTREE_INPUT_TOKENS,
+                        c::SUBTREE_OUTPUT_TOKENS,
+                        c::SUBTREE_CACHE_READ_TOKENS,
+                        c::SUBTREE_CACHE_WRITE_TOKENS,
+                        c::SUBTREE_COST_USD,
+                        c::SUBTREE_TURNS,
+                        c::SUBTREE_TOOL_CALLS,
+                    ],
+                )?,
             },
-            tree_key: r.get(25)?,
-            exit_kind: r.get(26)?,
-            exit_code: r.get(27)?,
-            exit_signal: r.get(28)?,
-            owner_pid: r.get(29)?,
-            owner_started_at: r.get(30)?,
+            tree_key: r.get(c::TREE_KEY)?,
+            exit_kind: r.get(c::EXIT_KIND)?,
+            exit_code: r.get(c::EXIT_CODE)?,
+            exit_signal: r.get(c::EXIT_SIGNAL)?,
+            owner_pid: r.get(c::OWNER_PID)?,
+            owner_started_at: r.get(c::OWNER_STARTED_AT)?,
         })
     })?;
     let mut out: Vec<TreeRow> = rows.collect::<rusqlite::Result<_>>()?;
@@ -589,12 +808,32 @@ pub fn tree_rows(conn: &Conn, root: &SessionId, key: Option<&str>) -> Result<Vec
     Ok(out)
 }
 
+columns! {
+    /// A thread's place (`{usage_place_row}` in `sql/usage_place.sql`, which reads
+    /// `thread_places`): its root session and tree key, read by [`place_of`].
+    pub mod place_col as "{usage_place_row}" {
+        ROOT_SESSION = "root_session",
+        TREE_KEY = "tree_key",
+    }
+}
+
 /// The root session and tree key of a thread's place (sql/usage_place.sql).
 pub fn place_of(conn: &Conn, id: &ThreadId) -> Result<(String, String)> {
     Ok(conn
         .db()
-        .prepare_cached(include_str!("../../sql/usage_place.sql"))?
-        .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))?)
+        .prepare_cached(row_sql!("usage_place", place_col))?
+        .query_row([id], |r| {
+            Ok((r.get(place_col::ROOT_SESSION)?, r.get(place_col::TREE_KEY)?))
+        })?)
+}
+
+columns! {
+    /// Whose tree a row of `tree_usage` totals and its thread count (`{usage_tree_row}`,
+    /// before its `{usage_row}` in `sql/usage_trees.sql`).
+    pub mod tree_col as "{usage_tree_row}" {
+        ROOT_SESSION = "root_session",
+        THREADS = "threads",
+    }
 }
 
 /// Every root session's total: its threads' and its own turns' (as its Pi extension reported
@@ -602,12 +841,12 @@ pub fn place_of(conn: &Conn, id: &ThreadId) -> Result<(String, String)> {
 pub fn trees(conn: &Conn) -> Result<Vec<TreeUsage>> {
     let mut stmt = conn
         .db()
-        .prepare_cached(include_str!("../../sql/usage_trees.sql"))?;
+        .prepare_cached(row_sql!("usage_trees", tree_col, col))?;
     let rows = stmt.query_map([], |r| {
         Ok(TreeUsage {
-            root_session: r.get(0)?,
-            threads: r.get(1)?,
-            usage: Usage::from_columns(r, 2)?,
+            root_session: r.get(tree_col::ROOT_SESSION)?,
+            threads: r.get(tree_col::THREADS)?,
+            usage: Usage::from_columns(r, tree_col::COUNT)?,
             session: Usage::default(),
         })
     })?;

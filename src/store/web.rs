@@ -16,6 +16,38 @@ use crate::domain::{
     ThreadStatus,
 };
 use crate::error::Result;
+use crate::store::rows::{columns, row_sql};
+
+columns! {
+    /// A page's thread row's columns, in order (`{web_row}` in `sql/web_page.sql`,
+    /// `sql/web_page_filtered.sql` and `sql/web_page_live.sql`, which read `thread_places p`,
+    /// `threads t`, `managers m` and `thread_usage u`): what [`WebRow`] holds, read by these
+    /// positions.
+    pub mod col as "{web_row}" {
+        THREAD_ID = "p.thread_id",
+        LEVEL = "p.level",
+        FOREST_PARENT_ID = "p.forest_parent_id",
+        PATH = "t.path",
+        MANAGER_SESSION = "m.session_id",
+        CONTRACT = "m.contract",
+        TASK_NAME = "t.task_name",
+        NAME = "t.name",
+        STATUS = "t.status",
+        PHASE = "t.phase",
+        AGENT_STATE = "t.agent_state",
+        EXIT_KIND = "t.exit_kind",
+        EXIT_CODE = "t.exit_code",
+        SIGNALLED = "t.exit_signal IS NOT NULL",
+        ARCHIVED = "t.archived",
+        HIDDEN = "t.hidden",
+        CREATED_AT = "t.created_at",
+        LAST_EVENT_AT = "t.last_event_at",
+        OWNER_PID = "t.owner_pid",
+        OWNER_STARTED_AT = "t.owner_started_at",
+        TOKENS = "u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens",
+        COST_USD = "u.cost_usd",
+    }
+}
 
 /// One thread of a page, as the web view shows it.
 #[derive(Debug, Clone)]
@@ -77,17 +109,15 @@ pub fn page(
     limit: i64,
 ) -> Result<Vec<WebRow>> {
     if filter.is_none() {
-        let mut stmt = conn
-            .db()
-            .prepare_cached(include_str!("../../sql/web_page.sql"))?;
+        let mut stmt = conn.db().prepare_cached(row_sql!("web_page", col))?;
         let rows = stmt.query_map(params![root, offset, limit], read_row)?;
         return Ok(rows.collect::<rusqlite::Result<_>>()?);
     }
     // Live threads only: read from the index of live rows (few), not the tree's range.
     let sql = if filter.state == "live" {
-        include_str!("../../sql/web_page_live.sql")
+        row_sql!("web_page_live", col)
     } else {
-        include_str!("../../sql/web_page_filtered.sql")
+        row_sql!("web_page_filtered", col)
     };
     let mut stmt = conn.db().prepare_cached(sql)?;
     let rows = stmt.query_map(
@@ -106,12 +136,22 @@ pub fn page(
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
+columns! {
+    /// A tree's count of threads a filter keeps (`{web_count_row}` in
+    /// `sql/web_counts_filtered.sql` and `sql/web_counts_live.sql`, which read
+    /// `thread_places p`), read by [`filtered_counts`].
+    pub mod count_col as "{web_count_row}" {
+        ROOT_SESSION = "p.root_session",
+        THREADS = "count(*)",
+    }
+}
+
 /// How many threads of each root session's tree `filter` keeps (one pass over every place).
 pub fn filtered_counts(conn: &Conn, filter: &WebFilter) -> Result<HashMap<String, i64>> {
     let sql = if filter.state == "live" {
-        include_str!("../../sql/web_counts_live.sql")
+        row_sql!("web_counts_live", count_col)
     } else {
-        include_str!("../../sql/web_counts_filtered.sql")
+        row_sql!("web_counts_filtered", count_col)
     };
     let mut stmt = conn.db().prepare_cached(sql)?;
     let rows = stmt.query_map(
@@ -122,7 +162,7 @@ pub fn filtered_counts(conn: &Conn, filter: &WebFilter) -> Result<HashMap<String
             filter.glob,
             filter.text
         ],
-        |r| Ok((r.get(0)?, r.get(1)?)),
+        |r| Ok((r.get(count_col::ROOT_SESSION)?, r.get(count_col::THREADS)?)),
     )?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
@@ -135,6 +175,18 @@ pub struct SubtreeTotals {
     pub cost_usd: f64,
 }
 
+columns! {
+    /// A listed thread's subtree totals (`{web_subtree_totals_row}` in
+    /// `sql/web_subtree_totals.sql`, which reads `thread_places a` and `thread_usage u`), read
+    /// by [`subtree_totals`].
+    pub mod totals_col as "{web_subtree_totals_row}" {
+        THREAD_ID = "a.thread_id",
+        THREADS = "count(*)",
+        TOKENS = "sum(u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens)",
+        COST_USD = "sum(u.cost_usd)",
+    }
+}
+
 /// The subtree totals of `ids` (one statement), by id; an id without a place is missing.
 pub fn subtree_totals(conn: &Conn, ids: &[ThreadId]) -> Result<HashMap<ThreadId, SubtreeTotals>> {
     if ids.is_empty() {
@@ -143,18 +195,32 @@ pub fn subtree_totals(conn: &Conn, ids: &[ThreadId]) -> Result<HashMap<ThreadId,
     let ids = serde_json::to_string(ids)?;
     let mut stmt = conn
         .db()
-        .prepare_cached(include_str!("../../sql/web_subtree_totals.sql"))?;
+        .prepare_cached(row_sql!("web_subtree_totals", totals_col))?;
     let rows = stmt.query_map([ids], |r| {
         Ok((
-            r.get::<_, ThreadId>(0)?,
+            r.get::<_, ThreadId>(totals_col::THREAD_ID)?,
             SubtreeTotals {
-                threads: r.get(1)?,
-                tokens: r.get::<_, Option<i64>>(2)?.unwrap_or(0),
-                cost_usd: r.get::<_, Option<f64>>(3)?.unwrap_or(0.0),
+                threads: r.get(totals_col::THREADS)?,
+                tokens: r.get::<_, Option<i64>>(totals_col::TOKENS)?.unwrap_or(0),
+                cost_usd: r
+                    .get::<_, Option<f64>>(totals_col::COST_USD)?
+                    .unwrap_or(0.0),
             },
         ))
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+columns! {
+    /// A command row as the web view shows it (`{web_command_row}` in `sql/web_command.sql`,
+    /// which reads `commands`): what [`CommandRow`] holds.
+    pub mod command_col as "{web_command_row}" {
+        ID = "id",
+        THREAD_ID = "thread_id",
+        KIND = "kind",
+        STATE = "state",
+        RESULT = "result",
+    }
 }
 
 /// A command row as the web view shows an action's result.
@@ -171,43 +237,43 @@ pub struct CommandRow {
 pub fn command(conn: &Conn, id: i64) -> Result<Option<CommandRow>> {
     Ok(conn
         .db()
-        .prepare_cached(include_str!("../../sql/web_command.sql"))?
+        .prepare_cached(row_sql!("web_command", command_col))?
         .query_row([id], |r| {
             Ok(CommandRow {
-                id: r.get(0)?,
-                thread_id: r.get(1)?,
-                kind: r.get(2)?,
-                state: r.get(3)?,
-                result: r.get(4)?,
+                id: r.get(command_col::ID)?,
+                thread_id: r.get(command_col::THREAD_ID)?,
+                kind: r.get(command_col::KIND)?,
+                state: r.get(command_col::STATE)?,
+                result: r.get(command_col::RESULT)?,
             })
         })
         .optional()?)
 }
 
-/// A row of sql/web_page.sql or sql/web_page_filtered.sql (the same columns).
+/// A row of a page's query ([`col`]).
 fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<WebRow> {
     Ok(WebRow {
-        id: r.get(0)?,
-        level: r.get(1)?,
-        forest_parent_id: r.get(2)?,
-        path: r.get(3)?,
-        manager_session: r.get(4)?,
-        contract: r.get(5)?,
-        task_name: r.get(6)?,
-        name: r.get(7)?,
-        status: r.get(8)?,
-        phase: r.get(9)?,
-        agent_state: r.get(10)?,
-        exit_kind: r.get(11)?,
-        exit_code: r.get(12)?,
-        signalled: r.get(13)?,
-        archived: r.get(14)?,
-        hidden: r.get::<_, Option<bool>>(15)?.unwrap_or(false),
-        created_at: r.get(16)?,
-        last_event_at: r.get(17)?,
-        owner_pid: r.get(18)?,
-        owner_started_at: r.get(19)?,
-        tokens: r.get::<_, Option<i64>>(20)?.unwrap_or(0),
-        cost_usd: r.get::<_, Option<f64>>(21)?.unwrap_or(0.0),
+        id: r.get(col::THREAD_ID)?,
+        level: r.get(col::LEVEL)?,
+        forest_parent_id: r.get(col::FOREST_PARENT_ID)?,
+        path: r.get(col::PATH)?,
+        manager_session: r.get(col::MANAGER_SESSION)?,
+        contract: r.get(col::CONTRACT)?,
+        task_name: r.get(col::TASK_NAME)?,
+        name: r.get(col::NAME)?,
+        status: r.get(col::STATUS)?,
+        phase: r.get(col::PHASE)?,
+        agent_state: r.get(col::AGENT_STATE)?,
+        exit_kind: r.get(col::EXIT_KIND)?,
+        exit_code: r.get(col::EXIT_CODE)?,
+        signalled: r.get(col::SIGNALLED)?,
+        archived: r.get(col::ARCHIVED)?,
+        hidden: r.get::<_, Option<bool>>(col::HIDDEN)?.unwrap_or(false),
+        created_at: r.get(col::CREATED_AT)?,
+        last_event_at: r.get(col::LAST_EVENT_AT)?,
+        owner_pid: r.get(col::OWNER_PID)?,
+        owner_started_at: r.get(col::OWNER_STARTED_AT)?,
+        tokens: r.get::<_, Option<i64>>(col::TOKENS)?.unwrap_or(0),
+        cost_usd: r.get::<_, Option<f64>>(col::COST_USD)?.unwrap_or(0.0),
     })
 }

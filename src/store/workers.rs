@@ -7,16 +7,17 @@ use crate::domain::{ManagerId, SessionId, ThreadId, WorkerId};
 use crate::store::Conn;
 use rusqlite::{OptionalExtension, Row};
 
-use super::reports::ReportRow;
+use super::reports::{self, ReportRow};
 use crate::error::Result;
+use crate::store::rows::{columns, row_sql};
 use crate::time::now_iso;
 
-crate::store::rows::columns! {
+columns! {
     /// Contract C's worker row's columns, in order (`{worker_row}` in `sql/worker_by_id.sql`
     /// and `sql/workers_of_coordinator{,s}.sql`, which read `threads t LEFT JOIN reports r`):
-    /// what [`WorkerRow`] holds, read by these positions, its report last. The outcome is the
-    /// stored one, else (a process that closed before its first run ended, e.g. restored as
-    /// stale) failed or interrupted.
+    /// what [`WorkerRow`] holds, read by these positions; its report (`{report_row}`,
+    /// `store::reports::col`) follows. The outcome is the stored one, else (a process that
+    /// closed before its first run ended, e.g. restored as stale) failed or interrupted.
     pub mod col as "{worker_row}" {
         ID = "t.id",
         COORDINATOR_ID = "t.coordinator_id",
@@ -38,9 +39,6 @@ crate::store::rows::columns! {
         REPORT_MESSAGE_ID = "t.report_message_id",
         PARENT_PATH = "t.parent_path",
         GRANTED_PATHS = "t.granted_paths",
-        VERDICT = "r.verdict",
-        SUMMARY = "r.summary",
-        EVIDENCE = "r.evidence",
     }
 }
 
@@ -76,7 +74,7 @@ pub struct WorkerRow {
 }
 
 impl WorkerRow {
-    /// Maps a row of a worker query ([`col`]).
+    /// Maps a row of a worker query ([`col`], then [`reports::col`]).
     fn from_row(r: &Row<'_>) -> rusqlite::Result<Self> {
         let args: String = r.get(col::ARGS)?;
         Ok(WorkerRow {
@@ -100,7 +98,7 @@ impl WorkerRow {
             report_message_id: r.get(col::REPORT_MESSAGE_ID)?,
             parent_path: r.get(col::PARENT_PATH)?,
             granted_paths: r.get(col::GRANTED_PATHS)?,
-            report: ReportRow::from_row(r, col::VERDICT)?,
+            report: ReportRow::from_row(r, col::COUNT)?,
         })
     }
 }
@@ -115,7 +113,7 @@ fn query_workers(conn: &Conn, sql: &str, param: &str) -> Result<Vec<WorkerRow>> 
 pub fn worker_by_id(conn: &Conn, id: &WorkerId) -> Result<Option<WorkerRow>> {
     Ok(conn
         .db()
-        .prepare_cached(crate::store::rows::row_sql!("worker_by_id", col))?
+        .prepare_cached(row_sql!("worker_by_id", col, reports::col))?
         .query_row([id], WorkerRow::from_row)
         .optional()?)
 }
@@ -124,7 +122,7 @@ pub fn worker_by_id(conn: &Conn, id: &WorkerId) -> Result<Option<WorkerRow>> {
 pub fn workers_of_coordinator(conn: &Conn, coordinator_id: &SessionId) -> Result<Vec<WorkerRow>> {
     query_workers(
         conn,
-        crate::store::rows::row_sql!("workers_of_coordinator", col),
+        row_sql!("workers_of_coordinator", col, reports::col),
         coordinator_id.as_str(),
     )
 }
@@ -136,7 +134,7 @@ pub fn workers_of_coordinators(
 ) -> Result<Vec<WorkerRow>> {
     query_workers(
         conn,
-        crate::store::rows::row_sql!("workers_of_coordinators", col),
+        row_sql!("workers_of_coordinators", col, reports::col),
         &serde_json::to_string(coordinator_ids)?,
     )
 }
@@ -157,6 +155,15 @@ pub fn is_worker(conn: &Conn, id: &SessionId) -> Result<bool> {
         .query_row([id], |r| r.get(0))?)
 }
 
+columns! {
+    /// What an idempotent spawn compares (`{worker_identity_row}` in
+    /// `sql/worker_identity.sql`, which reads `threads`): what [`WorkerIdentity`] holds.
+    pub mod identity_col as "{worker_identity_row}" {
+        COORDINATOR_ID = "coordinator_id",
+        FINGERPRINT = "fingerprint",
+    }
+}
+
 /// What an idempotent spawn compares: the coordinator and request fingerprint of a worker id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkerIdentity {
@@ -168,11 +175,11 @@ pub struct WorkerIdentity {
 pub fn identity(conn: &Conn, id: &WorkerId) -> Result<Option<WorkerIdentity>> {
     Ok(conn
         .db()
-        .prepare_cached(include_str!("../../sql/worker_identity.sql"))?
+        .prepare_cached(row_sql!("worker_identity", identity_col))?
         .query_row([id], |r| {
             Ok(WorkerIdentity {
-                coordinator_id: r.get(0)?,
-                fingerprint: r.get(1)?,
+                coordinator_id: r.get(identity_col::COORDINATOR_ID)?,
+                fingerprint: r.get(identity_col::FINGERPRINT)?,
             })
         })
         .optional()?)
@@ -268,6 +275,15 @@ pub fn keep_outcome(conn: &Conn, id: &ThreadId) -> Result<()> {
     Ok(())
 }
 
+columns! {
+    /// Where a worker's model comes from (`{worker_model_source_row}` in
+    /// `sql/worker_model_source.sql`, which reads `threads`): what [`ModelSource`] holds.
+    pub mod model_source_col as "{worker_model_source_row}" {
+        KNOWN = "model IS NOT NULL",
+        SESSION_FILE = "session_file",
+    }
+}
+
 /// Where a worker's model comes from: whether it is known yet, and its session file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModelSource {
@@ -279,11 +295,11 @@ pub struct ModelSource {
 pub fn model_source(conn: &Conn, id: &ThreadId) -> Result<Option<ModelSource>> {
     Ok(conn
         .db()
-        .prepare_cached(include_str!("../../sql/worker_model_source.sql"))?
+        .prepare_cached(row_sql!("worker_model_source", model_source_col))?
         .query_row([id], |r| {
             Ok(ModelSource {
-                known: r.get(0)?,
-                session_file: r.get(1)?,
+                known: r.get(model_source_col::KNOWN)?,
+                session_file: r.get(model_source_col::SESSION_FILE)?,
             })
         })
         .optional()?)
@@ -295,6 +311,17 @@ pub fn set_model(conn: &Conn, id: &ThreadId, model: &str) -> Result<()> {
         .prepare_cached(include_str!("../../sql/worker_set_model.sql"))?
         .execute((id, model))?;
     Ok(())
+}
+
+columns! {
+    /// A thread's run bookkeeping (`{worker_run_marks_row}` in `sql/worker_run_marks.sql`,
+    /// which reads `threads t`): what [`RunMarks`] holds.
+    pub mod run_marks_col as "{worker_run_marks_row}" {
+        LAST_SEQ = "t.last_seq",
+        INTERRUPT_COMMAND = "coalesce((SELECT max(c.id) FROM commands c WHERE c.thread_id = t.id AND c.kind = 'interrupt'), 0)",
+        STATUS = "t.status",
+        EXIT_KIND = "t.exit_kind",
+    }
 }
 
 /// A thread's run bookkeeping (`sql/worker_run_marks.sql`).
@@ -311,15 +338,25 @@ pub struct RunMarks {
 pub fn run_marks(conn: &Conn, id: &ThreadId) -> Result<RunMarks> {
     Ok(conn
         .db()
-        .prepare_cached(include_str!("../../sql/worker_run_marks.sql"))?
+        .prepare_cached(row_sql!("worker_run_marks", run_marks_col))?
         .query_row([id], |r| {
             Ok(RunMarks {
-                last_seq: r.get(0)?,
-                interrupt_command: r.get(1)?,
-                status: r.get(2)?,
-                exit_kind: r.get(3)?,
+                last_seq: r.get(run_marks_col::LAST_SEQ)?,
+                interrupt_command: r.get(run_marks_col::INTERRUPT_COMMAND)?,
+                status: r.get(run_marks_col::STATUS)?,
+                exit_kind: r.get(run_marks_col::EXIT_KIND)?,
             })
         })?)
+}
+
+columns! {
+    /// What a thread's events after a seq show (`{worker_activity_row}` in
+    /// `sql/worker_activity_since.sql`, which reads `thread_events`): what [`Activity`] holds.
+    pub mod activity_col as "{worker_activity_row}" {
+        SEQ = "coalesce(max(seq), ?2)",
+        ACTIVE = "coalesce(max(type IN ('turn_started', 'turn_completed', 'assistant_message', 'tool_started', 'tool_completed', 'thread_error')), 0)",
+        ERRORED = "coalesce(max(type = 'thread_error'), 0)",
+    }
 }
 
 /// A thread's events after a seq (`sql/worker_activity_since.sql`).
@@ -337,17 +374,26 @@ pub struct Activity {
 pub fn activity_since(conn: &Conn, id: &ThreadId, seq: i64) -> Result<Activity> {
     Ok(conn
         .db()
-        .prepare_cached(include_str!("../../sql/worker_activity_since.sql"))?
+        .prepare_cached(row_sql!("worker_activity_since", activity_col))?
         .query_row((id, seq), |r| {
             Ok(Activity {
-                seq: r.get(0)?,
-                active: r.get(1)?,
-                errored: r.get(2)?,
+                seq: r.get(activity_col::SEQ)?,
+                active: r.get(activity_col::ACTIVE)?,
+                errored: r.get(activity_col::ERRORED)?,
             })
         })?)
 }
 
 // ---- mailbox (written through store::mailbox::insert) --------------------------------------
+
+columns! {
+    /// A stored keyed message (`{worker_keyed_message_row}` in
+    /// `sql/worker_mailbox_by_key.sql`, which reads `mailbox`): what [`KeyedMessage`] holds.
+    pub mod keyed_col as "{worker_keyed_message_row}" {
+        MESSAGE_ID = "message_id",
+        BODY = "body",
+    }
+}
 
 /// A stored keyed message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -360,13 +406,22 @@ pub struct KeyedMessage {
 pub fn message_by_key(conn: &Conn, thread_id: &ThreadId, send_key: &str) -> Result<KeyedMessage> {
     Ok(conn
         .db()
-        .prepare_cached(include_str!("../../sql/worker_mailbox_by_key.sql"))?
+        .prepare_cached(row_sql!("worker_mailbox_by_key", keyed_col))?
         .query_row((thread_id, send_key), |r| {
             Ok(KeyedMessage {
-                message_id: r.get(0)?,
-                body: r.get(1)?,
+                message_id: r.get(keyed_col::MESSAGE_ID)?,
+                body: r.get(keyed_col::BODY)?,
             })
         })?)
+}
+
+columns! {
+    /// A worker's pending message (`{worker_pending_message_row}` in
+    /// `sql/worker_pending_messages.sql`, which reads `mailbox`): what [`PendingMessage`] holds.
+    pub mod pending_col as "{worker_pending_message_row}" {
+        ID = "id",
+        BODY = "body",
+    }
 }
 
 /// A message admitted for a worker and not yet accepted by its process.
@@ -381,11 +436,11 @@ pub struct PendingMessage {
 pub fn pending_messages(conn: &Conn, thread_id: &ThreadId) -> Result<Vec<PendingMessage>> {
     let mut stmt = conn
         .db()
-        .prepare_cached(include_str!("../../sql/worker_pending_messages.sql"))?;
+        .prepare_cached(row_sql!("worker_pending_messages", pending_col))?;
     let rows = stmt.query_map([thread_id], |r| {
         Ok(PendingMessage {
-            id: r.get(0)?,
-            body: r.get(1)?,
+            id: r.get(pending_col::ID)?,
+            body: r.get(pending_col::BODY)?,
         })
     })?;
     Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
@@ -408,7 +463,7 @@ mod tests {
     use crate::store::Store;
 
     /// What spawn, send and report write reads back through the typed rows, by every query
-    /// that returns a worker (they select the same columns, read by name).
+    /// that returns a worker (they select the same columns, read by their declared positions).
     #[test]
     fn a_worker_reads_back_as_written() {
         let dir = tempfile::tempdir().unwrap();

@@ -258,11 +258,15 @@ fn top_reader(db: &Path, stop: &AtomicBool) -> (u64, Vec<String>) {
                     .query_map([id], |_| Ok(()))?
                     .for_each(drop);
                 conn.sqlite()
-                    .prepare_cached(include_str!("../../sql/output_of_thread.sql"))?
+                    .prepare_cached(&crate::support::common::expand_rows(include_str!(
+                        "../../sql/output_of_thread.sql"
+                    )))?
                     .query_map([id], |_| Ok(()))?
                     .for_each(drop);
                 conn.sqlite()
-                    .prepare_cached(include_str!("../../sql/events_of_thread.sql"))?
+                    .prepare_cached(&crate::support::common::expand_rows(include_str!(
+                        "../../sql/events_of_thread.sql"
+                    )))?
                     .query_map([id], |_| Ok(()))?
                     .for_each(drop);
             }

@@ -524,30 +524,110 @@ fn a_closed_store_leaves_its_rows_in_the_main_file() {
     drop(idle);
 }
 
-/// Every query of `sql/` that holds a row's placeholder prepares against the schema the
-/// migrations build, and returns that row's columns (a query that selected more or fewer would
-/// be read at the wrong positions).
+/// Every query of `sql/` that holds rows' placeholders prepares against the schema the
+/// migrations build, and returns those rows' columns and no other (its select list is the
+/// placeholders, one after another: a query that selected more or fewer would be read at the
+/// wrong positions).
 #[test]
 fn every_row_query_returns_its_rows_columns() {
     let db = common::temp_db();
     let store = threadbase::Store::open(&db.path).unwrap();
     let conn = store.read().unwrap();
     let mut seen = 0;
-    let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sql");
-    for entry in std::fs::read_dir(folder).unwrap() {
-        let path = entry.unwrap().path();
-        let text = std::fs::read_to_string(&path).unwrap();
+    for (path, text) in sql_files() {
         let rows: Vec<_> = common::ROWS
             .iter()
             .filter(|(placeholder, _, _)| text.contains(placeholder))
             .collect();
-        let [(_, _, count)] = rows[..] else {
-            assert!(rows.is_empty(), "{path:?} holds two rows' placeholders");
+        if rows.is_empty() {
             continue;
-        };
+        }
         let stmt = conn.sqlite().prepare(&common::expand_rows(&text)).unwrap();
-        assert_eq!(stmt.column_count(), *count, "{path:?}");
+        let count: usize = rows.iter().map(|(_, _, count)| count).sum();
+        assert_eq!(stmt.column_count(), count, "{path:?}");
         seen += 1;
     }
     assert!(seen >= 24, "only {seen} row queries found");
+}
+
+/// The tests know every row: each placeholder a query of `sql/` writes and each row the store
+/// declares (`columns!` in `src/store/`) is in `common::ROWS` (which the test above and every
+/// test's expansion read), once, and each declared row is returned by some query.
+#[test]
+fn every_row_declaration_and_placeholder_is_listed() {
+    let known: Vec<&str> = common::ROWS.iter().map(|(p, _, _)| *p).collect();
+    let mut unique = known.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), known.len(), "a placeholder is listed twice");
+    let mut used = std::collections::HashSet::new();
+    for (path, text) in sql_files() {
+        for placeholder in placeholders(&text) {
+            assert!(
+                known.contains(&placeholder.as_str()),
+                "{path:?} writes {placeholder}, which no row of common::ROWS names"
+            );
+            used.insert(placeholder);
+        }
+    }
+    for p in &known {
+        assert!(used.contains(*p), "no query of sql/ returns the row {p}");
+    }
+    let mut declared = 0;
+    let mut folders = vec![std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/store")];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(folder).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                folders.push(path);
+                continue;
+            }
+            // rows.rs declares the macro (and a demo row for its own test).
+            if path.extension().is_none_or(|e| e != "rs") || path.ends_with("rows.rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            for line in text
+                .lines()
+                .filter(|l| l.contains(" mod ") && l.contains(" as \"{"))
+            {
+                let placeholder = line.split('"').nth(1).unwrap();
+                assert!(
+                    known.contains(&placeholder),
+                    "{path:?} declares the row {placeholder}, which common::ROWS does not list"
+                );
+                declared += 1;
+            }
+        }
+    }
+    assert_eq!(
+        declared,
+        known.len(),
+        "common::ROWS lists a row no module declares"
+    );
+}
+
+/// Every file of `sql/`: its path and text.
+fn sql_files() -> Vec<(std::path::PathBuf, String)> {
+    let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sql");
+    std::fs::read_dir(folder)
+        .unwrap()
+        .map(|entry| {
+            let path = entry.unwrap().path();
+            let text = std::fs::read_to_string(&path).unwrap();
+            (path, text)
+        })
+        .collect()
+}
+
+/// The placeholders (`{name}`, a name of lowercase letters and `_`) in a query's text.
+fn placeholders(text: &str) -> Vec<String> {
+    text.split('{')
+        .skip(1)
+        .filter_map(|rest| {
+            let name = rest.split_once('}')?.0;
+            (!name.is_empty() && name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'))
+                .then(|| format!("{{{name}}}"))
+        })
+        .collect()
 }

@@ -7,6 +7,7 @@ use rusqlite::named_params;
 
 use super::{ids, ProcessIdentity};
 use crate::error::Result;
+use crate::store::rows::{columns, row_sql};
 
 pub use crate::store::mailbox::{insert, Direction, MailKind, NewMail};
 
@@ -43,6 +44,17 @@ pub fn supersede_notices(
     Ok(())
 }
 
+columns! {
+    /// A pending steering message (`{agent_steer_row}` in `sql/agent_steers_pending.sql`,
+    /// which reads `mailbox`): what [`PendingSteer`] holds.
+    pub mod steer_col as "{agent_steer_row}" {
+        ID = "id",
+        BODY = "body",
+        CREATED_AT = "created_at",
+        SENT_TO = "message_id",
+    }
+}
+
 /// A pending steering message.
 pub struct PendingSteer {
     pub id: i64,
@@ -56,13 +68,13 @@ pub struct PendingSteer {
 pub fn pending_steers(conn: &Conn, thread_id: &ThreadId) -> Result<Vec<PendingSteer>> {
     let mut stmt = conn
         .db()
-        .prepare_cached(include_str!("../../../sql/agent_steers_pending.sql"))?;
+        .prepare_cached(row_sql!("agent_steers_pending", steer_col))?;
     let rows = stmt.query_map([thread_id], |r| {
         Ok(PendingSteer {
-            id: r.get("id")?,
-            body: r.get("body")?,
-            created_at: r.get("created_at")?,
-            sent_to: r.get("message_id")?,
+            id: r.get(steer_col::ID)?,
+            body: r.get(steer_col::BODY)?,
+            created_at: r.get(steer_col::CREATED_AT)?,
+            sent_to: r.get(steer_col::SENT_TO)?,
         })
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
@@ -90,6 +102,21 @@ pub fn owned_pending_steers(
     )
 }
 
+columns! {
+    /// A notice due to an agent path (`{agent_notice_row}` in `sql/agent_notices_pending.sql`,
+    /// which reads `mailbox mb JOIN threads t`): what [`PendingNotice`] holds.
+    pub mod notice_col as "{agent_notice_row}" {
+        ID = "mb.id",
+        THREAD_ID = "mb.thread_id",
+        KIND = "mb.kind",
+        BODY = "mb.body",
+        CREATED_AT = "mb.created_at",
+        DETAILS = "mb.details",
+        PATH = "t.path",
+        AGENT_STATE = "t.agent_state",
+    }
+}
+
 /// A notice due to an agent path.
 pub struct PendingNotice {
     pub id: i64,
@@ -112,17 +139,17 @@ pub fn pending_notices(
 ) -> Result<Vec<PendingNotice>> {
     let mut stmt = conn
         .db()
-        .prepare_cached(include_str!("../../../sql/agent_notices_pending.sql"))?;
+        .prepare_cached(row_sql!("agent_notices_pending", notice_col))?;
     let rows = stmt.query_map((registry, recipient), |r| {
         Ok(PendingNotice {
-            id: r.get("id")?,
-            thread_id: r.get("thread_id")?,
-            kind: r.get("kind")?,
-            body: r.get("body")?,
-            created_at: r.get("created_at")?,
-            details: r.get("details")?,
-            path: r.get("path")?,
-            state: r.get("agent_state")?,
+            id: r.get(notice_col::ID)?,
+            thread_id: r.get(notice_col::THREAD_ID)?,
+            kind: r.get(notice_col::KIND)?,
+            body: r.get(notice_col::BODY)?,
+            created_at: r.get(notice_col::CREATED_AT)?,
+            details: r.get(notice_col::DETAILS)?,
+            path: r.get(notice_col::PATH)?,
+            state: r.get(notice_col::AGENT_STATE)?,
         })
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)

@@ -5,7 +5,8 @@
 //!
 //! Each function runs one query of `sql/` through `prepare_cached` on the connection it is
 //! given (a read connection, or the writer's transaction), so `engine::agent` holds no SQL and
-//! reads no column by position.
+//! reads no column. Each row a query returns is declared once (`columns!`, right above the
+//! struct that holds it) and read by its declared positions.
 
 pub mod mailbox;
 pub mod reap;
@@ -17,6 +18,7 @@ use crate::store::Conn;
 use rusqlite::{named_params, OptionalExtension, Row};
 
 use crate::error::Result;
+use crate::store::rows::{columns, row_sql};
 
 pub use crate::domain::AgentState;
 use crate::domain::{ThreadId, ThreadStatus};
@@ -37,18 +39,28 @@ pub struct Registry<'a> {
     pub now: &'a str,
 }
 
+columns! {
+    /// What finding or creating a registry returns (`{agent_registry_upsert_row}` in the
+    /// `RETURNING` of `sql/agent_manager_upsert.sql`, an upsert of `managers`): its id (read by
+    /// [`upsert_registry`]) and session file.
+    pub mod upsert_col as "{agent_registry_upsert_row}" {
+        ID = "id",
+        SESSION_FILE = "session_file",
+    }
+}
+
 /// Finds or creates the registry of a main session; returns its id.
 pub fn upsert_registry(conn: &Conn, r: &Registry<'_>) -> Result<ManagerId> {
     Ok(conn
         .db()
-        .prepare_cached(include_str!("../../../sql/agent_manager_upsert.sql"))?
+        .prepare_cached(row_sql!("agent_manager_upsert", upsert_col))?
         .query_row(
             named_params! {
                 ":session_id": r.session_id, ":session_file": r.session_file, ":cwd": r.cwd,
                 ":owner_pid": r.owner.map(|o| o.pid),
                 ":owner_started_at": r.owner.map(|o| o.started_at), ":now": r.now,
             },
-            |row| row.get("id"),
+            |row| row.get(upsert_col::ID),
         )?)
 }
 
@@ -66,14 +78,14 @@ pub fn registry_session_file(conn: &Conn, registry: ManagerId) -> Result<Option<
     Ok(conn
         .db()
         .prepare_cached(include_str!("../../../sql/agent_registry_session_file.sql"))?
-        .query_row([registry], |r| r.get::<_, Option<String>>("session_file"))
+        .query_row([registry], |r| r.get::<_, Option<String>>(0))
         .optional()?
         .flatten())
 }
 
 // ---- threads: contract B's columns -----------------------------------------------------------
 
-crate::store::rows::columns! {
+columns! {
     /// Contract B's thread row's columns, in order (`{agent_row}` in `sql/agent_thread*.sql`,
     /// which read `threads`), with what the thread spent (`thread_usage`, a primary-key
     /// lookup per row): what [`AgentRow`] holds, read by these positions.
@@ -218,7 +230,7 @@ fn agent_rows(conn: &Conn, sql: &str, params: impl rusqlite::Params) -> Result<V
 pub fn thread_at_path(conn: &Conn, registry: ManagerId, path: &str) -> Result<Option<AgentRow>> {
     Ok(conn
         .db()
-        .prepare_cached(crate::store::rows::row_sql!("agent_thread_at_path", col))?
+        .prepare_cached(row_sql!("agent_thread_at_path", col))?
         .query_row((registry, path), AgentRow::from_row)
         .optional()?)
 }
@@ -227,18 +239,14 @@ pub fn thread_at_path(conn: &Conn, registry: ManagerId, path: &str) -> Result<Op
 pub fn thread_by_id(conn: &Conn, id: &ThreadId) -> Result<Option<AgentRow>> {
     Ok(conn
         .db()
-        .prepare_cached(crate::store::rows::row_sql!("agent_thread_by_id", col))?
+        .prepare_cached(row_sql!("agent_thread_by_id", col))?
         .query_row([id], AgentRow::from_row)
         .optional()?)
 }
 
 /// Every thread of a registry, in spawn order.
 pub fn threads_all(conn: &Conn, registry: ManagerId) -> Result<Vec<AgentRow>> {
-    agent_rows(
-        conn,
-        crate::store::rows::row_sql!("agent_threads_all", col),
-        [registry],
-    )
+    agent_rows(conn, row_sql!("agent_threads_all", col), [registry])
 }
 
 /// The thread at `path` and its descendants (`lo`/`hi`: the descendant range of its sort
@@ -252,7 +260,7 @@ pub fn threads_under(
 ) -> Result<Vec<AgentRow>> {
     agent_rows(
         conn,
-        crate::store::rows::row_sql!("agent_threads_under", col),
+        row_sql!("agent_threads_under", col),
         (registry, path, lo, hi),
     )
 }
@@ -397,6 +405,18 @@ pub struct Settlement<'a> {
     pub at: &'a str,
 }
 
+columns! {
+    /// What a settle returns (`{agent_settled_row}` in the `RETURNING` of
+    /// `sql/agent_settle.sql`, an update of `threads`): what [`Settled`] holds.
+    pub mod settled_col as "{agent_settled_row}" {
+        PATH = "path",
+        PARENT_PATH = "parent_path",
+        STATUS_TEXT = "status_text",
+        LAUNCH_SEQ = "launch_seq",
+        DETACHED = "agent_detached",
+    }
+}
+
 /// What a settled thread's notice is written from.
 pub struct Settled {
     pub path: String,
@@ -411,7 +431,7 @@ pub struct Settled {
 pub fn settle(conn: &Conn, s: &Settlement<'_>) -> Result<Option<Settled>> {
     Ok(conn
         .db()
-        .prepare_cached(include_str!("../../../sql/agent_settle.sql"))?
+        .prepare_cached(row_sql!("agent_settle", settled_col))?
         .query_row(
             named_params! {
                 ":state": s.state.as_str(), ":status": s.status, ":output": s.output,
@@ -419,15 +439,26 @@ pub fn settle(conn: &Conn, s: &Settlement<'_>) -> Result<Option<Settled>> {
             },
             |r| {
                 Ok(Settled {
-                    path: r.get("path")?,
-                    parent_path: r.get("parent_path")?,
-                    status_text: r.get("status_text")?,
-                    launch_seq: r.get("launch_seq")?,
-                    detached: r.get("agent_detached")?,
+                    path: r.get(settled_col::PATH)?,
+                    parent_path: r.get(settled_col::PARENT_PATH)?,
+                    status_text: r.get(settled_col::STATUS_TEXT)?,
+                    launch_seq: r.get(settled_col::LAUNCH_SEQ)?,
+                    detached: r.get(settled_col::DETACHED)?,
                 })
             },
         )
         .optional()?)
+}
+
+columns! {
+    /// A thread `agent_stop` stops (`{agent_stop_target_row}` in
+    /// `sql/agent_stop_targets.sql`, which reads `threads`): what [`StopTarget`] holds.
+    pub mod stop_target_col as "{agent_stop_target_row}" {
+        ID = "id",
+        PATH = "path",
+        STATUS = "status",
+        AGENT_STATE = "agent_state",
+    }
 }
 
 /// A thread `agent_stop` stops.
@@ -451,18 +482,27 @@ pub fn stop_targets(
 ) -> Result<Vec<StopTarget>> {
     let mut stmt = conn
         .db()
-        .prepare_cached(include_str!("../../../sql/agent_stop_targets.sql"))?;
+        .prepare_cached(row_sql!("agent_stop_targets", stop_target_col))?;
     let rows = stmt.query_map((registry, path, lo, hi), |r| {
         Ok(StopTarget {
-            id: r.get("id")?,
-            path: r.get("path")?,
-            live: r.get::<_, ThreadStatus>("status")? == ThreadStatus::Live,
+            id: r.get(stop_target_col::ID)?,
+            path: r.get(stop_target_col::PATH)?,
+            live: r.get::<_, ThreadStatus>(stop_target_col::STATUS)? == ThreadStatus::Live,
             active: r
-                .get::<_, Option<AgentState>>("agent_state")?
+                .get::<_, Option<AgentState>>(stop_target_col::AGENT_STATE)?
                 .is_some_and(AgentState::active),
         })
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+columns! {
+    /// A thread whose process a serve holds (`{agent_owned_row}` in
+    /// `sql/agent_owned_live.sql`, which reads `threads`): what [`OwnedThread`] holds.
+    pub mod owned_col as "{agent_owned_row}" {
+        ID = "id",
+        AGENT_STATE = "agent_state",
+    }
 }
 
 /// A thread whose process a serve holds.
@@ -480,12 +520,12 @@ pub fn owned_live(
 ) -> Result<Vec<OwnedThread>> {
     let mut stmt = conn
         .db()
-        .prepare_cached(include_str!("../../../sql/agent_owned_live.sql"))?;
+        .prepare_cached(row_sql!("agent_owned_live", owned_col))?;
     let rows = stmt.query_map((registry, owner.pid, owner.started_at), |r| {
         Ok(OwnedThread {
-            id: r.get("id")?,
+            id: r.get(owned_col::ID)?,
             active: r
-                .get::<_, Option<AgentState>>("agent_state")?
+                .get::<_, Option<AgentState>>(owned_col::AGENT_STATE)?
                 .is_some_and(AgentState::active),
         })
     })?;
@@ -514,7 +554,7 @@ fn ids(
     owner: ProcessIdentity,
 ) -> Result<Vec<ThreadId>> {
     let mut stmt = conn.db().prepare_cached(sql)?;
-    let rows = stmt.query_map((registry, owner.pid, owner.started_at), |r| r.get("id"))?;
+    let rows = stmt.query_map((registry, owner.pid, owner.started_at), |r| r.get(0))?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
@@ -536,6 +576,15 @@ pub fn set_run(conn: &Conn, id: &ThreadId, c: &RunChoice<'_>) -> Result<()> {
     Ok(())
 }
 
+columns! {
+    /// A thread's newest assistant message or error event (`{agent_last_outcome_row}` in
+    /// `sql/agent_last_outcome.sql`, which reads `thread_events`): what [`LastOutcome`] holds.
+    pub mod last_outcome_col as "{agent_last_outcome_row}" {
+        KIND = "type",
+        DATA = "data",
+    }
+}
+
 /// A thread's newest assistant message or error event: `(type, data)`.
 pub struct LastOutcome {
     pub kind: String,
@@ -546,11 +595,11 @@ pub struct LastOutcome {
 pub fn last_outcome(conn: &Conn, id: &ThreadId) -> Result<Option<LastOutcome>> {
     Ok(conn
         .db()
-        .prepare_cached(include_str!("../../../sql/agent_last_outcome.sql"))?
+        .prepare_cached(row_sql!("agent_last_outcome", last_outcome_col))?
         .query_row([id], |r| {
             Ok(LastOutcome {
-                kind: r.get("type")?,
-                data: r.get("data")?,
+                kind: r.get(last_outcome_col::KIND)?,
+                data: r.get(last_outcome_col::DATA)?,
             })
         })
         .optional()?)
@@ -561,7 +610,7 @@ pub fn exit_message(conn: &Conn, id: &ThreadId) -> Result<Option<String>> {
     Ok(conn
         .db()
         .prepare_cached(include_str!("../../../sql/agent_exit_message.sql"))?
-        .query_row([id], |r| r.get::<_, Option<String>>("exit_message"))
+        .query_row([id], |r| r.get::<_, Option<String>>(0))
         .optional()?
         .flatten())
 }

@@ -7,6 +7,17 @@ use rusqlite::named_params;
 
 use crate::domain::{ManagerId, ThreadId, ThreadStatus};
 use crate::error::Result;
+use crate::store::rows::{columns, row_sql};
+
+columns! {
+    /// A thread reap forgets (`{agent_reaped_row}` in `sql/agent_reap_candidates.sql`, which
+    /// reads `threads t`): what [`Reaped`] holds.
+    pub mod reaped_col as "{agent_reaped_row}" {
+        ID = "t.id",
+        PATH = "t.path",
+        STATUS = "t.status",
+    }
+}
 
 /// A thread reap forgets (or, in a dry run, would forget).
 #[derive(Debug, Clone)]
@@ -21,12 +32,12 @@ pub struct Reaped {
 pub fn candidates(conn: &Conn, registry: ManagerId) -> Result<Vec<Reaped>> {
     let mut stmt = conn
         .db()
-        .prepare_cached(include_str!("../../../sql/agent_reap_candidates.sql"))?;
+        .prepare_cached(row_sql!("agent_reap_candidates", reaped_col))?;
     let rows = stmt.query_map(named_params! {":registry": registry}, |r| {
         Ok(Reaped {
-            id: r.get("id")?,
-            path: r.get("path")?,
-            live: r.get::<_, ThreadStatus>("status")? == ThreadStatus::Live,
+            id: r.get(reaped_col::ID)?,
+            path: r.get(reaped_col::PATH)?,
+            live: r.get::<_, ThreadStatus>(reaped_col::STATUS)? == ThreadStatus::Live,
         })
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
@@ -51,6 +62,15 @@ pub fn reap(conn: &Conn, registry: ManagerId, at: &str, dry_run: bool) -> Result
     Ok(reaped)
 }
 
+columns! {
+    /// A contract B registry (`{agent_registry_row}` in `sql/agent_registries.sql`, which
+    /// reads `managers`): what [`RegistryRow`] holds.
+    pub mod registry_col as "{agent_registry_row}" {
+        ID = "id",
+        SESSION_ID = "session_id",
+    }
+}
+
 /// A contract B registry and its main session.
 pub struct RegistryRow {
     pub id: ManagerId,
@@ -61,11 +81,11 @@ pub struct RegistryRow {
 pub fn registries(conn: &Conn) -> Result<Vec<RegistryRow>> {
     let mut stmt = conn
         .db()
-        .prepare_cached(include_str!("../../../sql/agent_registries.sql"))?;
+        .prepare_cached(row_sql!("agent_registries", registry_col))?;
     let rows = stmt.query_map([], |r| {
         Ok(RegistryRow {
-            id: r.get("id")?,
-            session_id: r.get("session_id")?,
+            id: r.get(registry_col::ID)?,
+            session_id: r.get(registry_col::SESSION_ID)?,
         })
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)

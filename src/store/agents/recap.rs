@@ -7,6 +7,7 @@ use rusqlite::named_params;
 
 use crate::domain::{ManagerId, ThreadId};
 use crate::error::Result;
+use crate::store::rows::{columns, row_sql};
 
 /// Records whether a thread's current run is detached.
 pub fn set_detached(conn: &Conn, id: &ThreadId, detached: bool) -> Result<()> {
@@ -31,8 +32,20 @@ pub fn outstanding(conn: &Conn, registry: ManagerId, recipient: &str) -> Result<
         .prepare_cached(include_str!("../../../sql/agent_recap_outstanding.sql"))?
         .query_row(
             named_params! {":registry": registry, ":recipient": recipient},
-            |r| r.get("outstanding"),
+            |r| r.get(0),
         )?)
+}
+
+columns! {
+    /// A result held back for the recap (`{agent_held_row}` in `sql/agent_recap_held.sql`,
+    /// which reads `mailbox mb JOIN threads t`): what [`HeldResult`] holds.
+    pub mod held_col as "{agent_held_row}" {
+        ID = "mb.id",
+        THREAD_ID = "mb.thread_id",
+        BODY = "mb.body",
+        PATH = "t.path",
+        AGENT_STATE = "t.agent_state",
+    }
 }
 
 /// A result held back for the recap.
@@ -48,16 +61,16 @@ pub struct HeldResult {
 pub fn held(conn: &Conn, registry: ManagerId, recipient: &str) -> Result<Vec<HeldResult>> {
     let mut stmt = conn
         .db()
-        .prepare_cached(include_str!("../../../sql/agent_recap_held.sql"))?;
+        .prepare_cached(row_sql!("agent_recap_held", held_col))?;
     let rows = stmt.query_map(
         named_params! {":registry": registry, ":recipient": recipient},
         |r| {
             Ok(HeldResult {
-                id: r.get("id")?,
-                thread_id: r.get("thread_id")?,
-                body: r.get("body")?,
-                path: r.get("path")?,
-                state: r.get("agent_state")?,
+                id: r.get(held_col::ID)?,
+                thread_id: r.get(held_col::THREAD_ID)?,
+                body: r.get(held_col::BODY)?,
+                path: r.get(held_col::PATH)?,
+                state: r.get(held_col::AGENT_STATE)?,
             })
         },
     )?;

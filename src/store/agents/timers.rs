@@ -7,6 +7,7 @@ use rusqlite::{named_params, OptionalExtension};
 use super::ProcessIdentity;
 use crate::domain::ThreadId;
 use crate::error::Result;
+use crate::store::rows::{columns, row_sql};
 
 /// Arms (or re-arms) a working thread's timer; false when the thread is not working or is
 /// stopping (no timer then).
@@ -25,8 +26,21 @@ pub fn next_deadline(conn: &Conn, owner: ProcessIdentity) -> Result<Option<i64>>
         .prepare_cached(include_str!("../../../sql/agent_timer_next.sql"))?
         .query_row(
             named_params! {":pid": owner.pid, ":started": owner.started_at},
-            |r| r.get::<_, Option<i64>>("next_at"),
+            |r| r.get::<_, Option<i64>>(0),
         )?)
+}
+
+columns! {
+    /// A timer whose deadline has passed (`{agent_due_timer_row}` in
+    /// `sql/agent_timers_due.sql`, which reads `threads`): what [`DueTimer`] holds.
+    pub mod due_col as "{agent_due_timer_row}" {
+        ID = "id",
+        PATH = "path",
+        PARENT_PATH = "parent_path",
+        SESSION_FILE = "session_file",
+        TIMEOUT_MS = "agent_timeout_ms",
+        DEADLINE_MS = "agent_timeout_at",
+    }
 }
 
 /// A timer whose deadline has passed.
@@ -43,17 +57,17 @@ pub struct DueTimer {
 pub fn due(conn: &Conn, owner: ProcessIdentity, now_ms: i64) -> Result<Vec<DueTimer>> {
     let mut stmt = conn
         .db()
-        .prepare_cached(include_str!("../../../sql/agent_timers_due.sql"))?;
+        .prepare_cached(row_sql!("agent_timers_due", due_col))?;
     let rows = stmt.query_map(
         named_params! {":pid": owner.pid, ":started": owner.started_at, ":now": now_ms},
         |r| {
             Ok(DueTimer {
-                id: r.get("id")?,
-                path: r.get("path")?,
-                parent_path: r.get("parent_path")?,
-                session_file: r.get("session_file")?,
-                timeout_ms: r.get("agent_timeout_ms")?,
-                deadline_ms: r.get("agent_timeout_at")?,
+                id: r.get(due_col::ID)?,
+                path: r.get(due_col::PATH)?,
+                parent_path: r.get(due_col::PARENT_PATH)?,
+                session_file: r.get(due_col::SESSION_FILE)?,
+                timeout_ms: r.get(due_col::TIMEOUT_MS)?,
+                deadline_ms: r.get(due_col::DEADLINE_MS)?,
             })
         },
     )?;
@@ -68,7 +82,7 @@ pub fn fire(conn: &Conn, id: &ThreadId, deadline_ms: i64) -> Result<Option<bool>
         .db()
         .prepare_cached(include_str!("../../../sql/agent_timer_fire.sql"))?
         .query_row(named_params! {":id": id, ":at": deadline_ms}, |r| {
-            r.get::<_, bool>("due")
+            r.get::<_, bool>(0)
         })
         .optional()?)
 }
