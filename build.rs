@@ -1,5 +1,6 @@
 //! Three things cargo does not know by itself:
-//! - refinery embeds `migrations/` at compile time, so the crate rebuilds when one changes;
+//! - refinery embeds `migrations/` and `migrations_postgres/` at compile time, so the crate
+//!   rebuilds when one changes;
 //! - `$OUT_DIR/migrations.rs` lists the same files as `(version, name, sql)`, in version
 //!   order, for `store`'s check that a database is already up to date (no refinery runner);
 //! - `THREADBASE_SHAPE` names this build's rendering of closed threads' answers (the
@@ -12,12 +13,13 @@ use std::path::{Path, PathBuf};
 
 fn main() {
     println!("cargo:rerun-if-changed=migrations");
+    println!("cargo:rerun-if-changed=migrations_postgres");
     for dir in ["src", "sql"] {
         println!("cargo:rerun-if-changed={dir}");
     }
     println!("cargo:rerun-if-changed=Cargo.lock");
     let mut files = Vec::new();
-    for dir in ["src", "sql", "migrations"] {
+    for dir in ["src", "sql", "migrations", "migrations_postgres"] {
         collect(Path::new(dir), &mut files);
     }
     files.push(PathBuf::from("Cargo.lock"));
