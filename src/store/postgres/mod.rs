@@ -1,8 +1,10 @@
 //! The groundwork of the PostgreSQL backend (issue 32), beside the SQLite store: its schema
-//! history and the runner that applies it under an advisory lock ([`migrate`]). The tests use
-//! it against a real server (`THREADBASE_TEST_PG`); the backend will call it at open.
+//! history and the runner that applies it under an advisory lock ([`migrate`]), the rewrite of a
+//! query's SQLite parameters to PostgreSQL's `$N` ([`params`]). The tests use them against a real server (`THREADBASE_TEST_PG`); the
+//! backend's connections and typed methods will be built on them.
 
 pub mod migrate;
+pub mod params;
 
 use crate::error::{Cause, Error};
 
