@@ -536,6 +536,10 @@ fn every_row_query_returns_its_rows_columns() {
     let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sql");
     for entry in std::fs::read_dir(folder).unwrap() {
         let path = entry.unwrap().path();
+        // sql/postgres/ holds PostgreSQL's overrides (tests/it/postgres/queries.rs checks them).
+        if !path.is_file() {
+            continue;
+        }
         let text = std::fs::read_to_string(&path).unwrap();
         let rows: Vec<_> = common::ROWS
             .iter()

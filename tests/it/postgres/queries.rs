@@ -1,12 +1,13 @@
 //! Every query of `sql/` runs on PostgreSQL: each is prepared (parsed, planned and typed by the
 //! server) in a freshly migrated schema, as `store::postgres::queries` gives its text (the
 //! override in `sql/postgres/` when there is one, row placeholders expanded as
-//! `support::common::expand_rows` does, parameters as `$N`). An override must have a base file.
+//! `support::common::expand_rows` does, parameters as `$N`), and a query of a declared row
+//! returns that row's columns. An override must have a base file.
 
 use threadbase::store::postgres::migrate::migrate;
 use threadbase::store::postgres::queries::{self, QUERIES, SQLITE_ONLY};
 
-use crate::support::common::expand_rows;
+use crate::support::common::{expand_rows, ROWS};
 use crate::support::postgres::TestSchema;
 
 #[test]
@@ -48,7 +49,19 @@ fn every_query_prepares_on_postgresql() {
             "{name}"
         );
         match pg.block_on(client.prepare(&pg_text.sql)) {
-            Ok(_) => prepared += 1,
+            Ok(stmt) => {
+                prepared += 1;
+                // A query that returns a declared row returns its columns (as on SQLite,
+                // tests/it/store.rs `every_row_query_returns_its_rows_columns`).
+                for (placeholder, _, count) in ROWS {
+                    if source.contains(placeholder) && stmt.columns().len() != count {
+                        failures.push(format!(
+                            "{name}: {} columns, its row {placeholder} has {count}",
+                            stmt.columns().len()
+                        ));
+                    }
+                }
+            }
             Err(e) => {
                 let why = e
                     .as_db_error()
