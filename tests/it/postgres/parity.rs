@@ -3,14 +3,16 @@
 //! (normalized type, nullability, default or not, generated or not), primary keys, unique
 //! constraints, foreign keys, indexes (name, table, columns, uniqueness, partial WHERE), views
 //! (names and columns) and triggers (name and table). Each is written as one line of text per
-//! fact, and the test fails listing the facts only one side has.
+//! fact, and the test fails listing the facts only one side has. Of the CHECKs, the lists of
+//! allowed values (`CHECK (col IN (…))`: every state word, every 0/1 flag) are compared too,
+//! so a new word widened on one side only is drift.
 //!
 //! What is deliberately different is listed here, with why ([`POSTGRES_ONLY_COLUMNS`]), or
 //! normalized away: SQLite's INTEGER/REAL/BLOB are bigint/double precision/bytea, a column
 //! SQLite checks with json_valid is jsonb, and SQLite ends every index of a rowid table with the
 //! rowid, which PostgreSQL's indexes name where a query's order needs it (`rowid` last).
-//! CHECK expressions are not compared (their text differs by dialect); `migrations_postgres/`
-//! repeats each one, and the prepare-every-query test and the backend's tests exercise them.
+//! Other CHECK expressions are not compared (their text differs by dialect);
+//! `migrations_postgres/` repeats each one.
 
 use std::collections::BTreeSet;
 
@@ -52,9 +54,10 @@ fn sqlite_and_postgresql_schemas_agree() {
     }
     let count = |kind: &str| sqlite.iter().filter(|f| f.starts_with(kind)).count();
     println!(
-        "schema parity: {} tables, {} columns, {} primary keys, {} unique constraints, {} foreign keys, {} indexes, {} views, {} triggers agree ({} facts); PostgreSQL-only: {}",
+        "schema parity: {} tables, {} columns, {} CHECK lists, {} primary keys, {} unique constraints, {} foreign keys, {} indexes, {} views, {} triggers agree ({} facts); PostgreSQL-only: {}",
         count("table "),
         count("column "),
+        count("check "),
         count("primary key "),
         count("unique "),
         count("foreign key "),
@@ -163,6 +166,9 @@ fn sqlite_facts() -> BTreeSet<String> {
                         text(&c[5]) == "2" || text(&c[5]) == "3",
                     ));
                 }
+                for (col, words) in in_lists(&sql) {
+                    facts.insert(check_fact(&name, &col, words));
+                }
                 pk.sort();
                 if !pk.is_empty() {
                     let cols: Vec<String> = pk.into_iter().map(|(_, c)| c).collect();
@@ -230,6 +236,45 @@ fn sqlite_facts() -> BTreeSet<String> {
         }
     }
     facts
+}
+
+/// The `CHECK (col IN (…))` lists of a SQLite `CREATE TABLE` statement: (column, its words).
+fn in_lists(sql: &str) -> Vec<(String, Vec<String>)> {
+    let mut lists = Vec::new();
+    let mut rest = sql;
+    while let Some(at) = rest.find("CHECK (") {
+        rest = &rest[at + "CHECK (".len()..];
+        let Some((col, after)) = rest.split_once(" IN (") else {
+            continue;
+        };
+        if col.is_empty() || !col.chars().all(|c| c.is_alphanumeric() || c == '_') {
+            continue;
+        }
+        let Some((words, _)) = after.split_once(')') else {
+            continue;
+        };
+        lists.push((col.to_string(), split_words(words)));
+    }
+    lists
+}
+
+/// `'a', 'b'` (or `0, 1`, or PostgreSQL's `'a'::text, …`) as the words, sorted.
+fn split_words(list: &str) -> Vec<String> {
+    let mut words: Vec<String> = list
+        .split(',')
+        .map(|w| {
+            let w = w.trim();
+            let w = w.split("::").next().unwrap_or(w);
+            w.trim_matches(|c| c == '(' || c == ')' || c == '\'' || c == ' ')
+                .to_string()
+        })
+        .collect();
+    words.sort();
+    words
+}
+
+fn check_fact(table: &str, col: &str, words: Vec<String>) -> String {
+    format!("check {table}.{col} in ({})", words.join(", "))
 }
 
 fn column_fact(
@@ -349,6 +394,35 @@ fn postgres_facts(pg: &TestSchema) -> BTreeSet<String> {
             }
         });
     }
+    // `col IN (…)` is stored as `(col = ANY (ARRAY[…]))`.
+    for r in rows(
+        "SELECT c.relname, pg_get_constraintdef(con.oid)
+         FROM pg_constraint con JOIN pg_class c ON c.oid = con.conrelid
+         WHERE c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())
+           AND con.contype = 'c'",
+    ) {
+        let (t, def): (String, String) = (r.get(0), r.get(1));
+        if skip(&t) {
+            continue;
+        }
+        let mut rest = def.as_str();
+        while let Some(at) = rest.find(" = ANY (ARRAY[") {
+            let col: String = rest[..at]
+                .chars()
+                .rev()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            rest = &rest[at + " = ANY (ARRAY[".len()..];
+            let Some((words, after)) = rest.split_once(']') else {
+                break;
+            };
+            facts.insert(check_fact(&t, &col, split_words(words)));
+            rest = after;
+        }
+    }
     for r in rows(
         "SELECT i.relname, c.relname, ix.indisunique, pg_get_expr(ix.indpred, ix.indrelid),
                 array_agg(a.attname ORDER BY k.n)
@@ -432,6 +506,18 @@ fn every_text_column_compares_bytewise_as_sqlites_do() {
         not_c.is_empty(),
         "text columns without COLLATE \"C\" (they would sort by the database's locale): {not_c:?}"
     );
+}
+
+#[test]
+fn check_lists_are_read_from_either_dialect() {
+    assert_eq!(
+        in_lists("a TEXT CHECK (kind IN ('x', 'y')), b INTEGER CHECK (b IN (0, 1)), CHECK (c > 0)"),
+        vec![
+            ("kind".to_string(), vec!["x".to_string(), "y".to_string()]),
+            ("b".to_string(), vec!["0".to_string(), "1".to_string()])
+        ]
+    );
+    assert_eq!(split_words("'y'::text, 'x'::text"), split_words("'x', 'y'"));
 }
 
 #[test]
