@@ -1,5 +1,6 @@
--- sql/check_live_threads.sql on PostgreSQL: the row's age from its ISO text with
--- to_timestamp/epoch instead of julianday (NULL when created_at does not parse, as there).
+-- sql/check_live_threads.sql on PostgreSQL: the row's age is its ISO text cast to timestamptz
+-- and an epoch difference instead of julianday (NULL when created_at is not such a text,
+-- where julianday gives NULL too).
 SELECT t.id, t.path, t.phase, t.pid,
        CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_pid ELSE m.owner_pid END,
        CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_started_at ELSE m.owner_started_at END,
