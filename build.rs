@@ -1,23 +1,27 @@
-//! Three things cargo does not know by itself:
-//! - refinery embeds `migrations/` at compile time, so the crate rebuilds when one changes;
+//! Four things cargo does not know by itself:
+//! - refinery embeds `migrations/` and `migrations_postgres/` at compile time, so the crate
+//!   rebuilds when one changes;
 //! - `$OUT_DIR/migrations.rs` lists the same files as `(version, name, sql)`, in version
 //!   order, for `store`'s check that a database is already up to date (no refinery runner);
 //! - `THREADBASE_SHAPE` names this build's rendering of closed threads' answers (the
 //!   `thread_snapshots` cache, migration V8): a hash of everything that can change a rendered
 //!   byte (the crate's source, its queries and its locked dependencies). A build reads only
-//!   cache rows of its own shape, so no change to the code can serve an older shape.
+//!   cache rows of its own shape, so no change to the code can serve an older shape;
+//! - `$OUT_DIR/queries.rs` lists every query of `sql/` with its PostgreSQL override from
+//!   `sql/postgres/`, if any (`store::postgres::queries`).
 
 use std::hash::Hasher;
 use std::path::{Path, PathBuf};
 
 fn main() {
     println!("cargo:rerun-if-changed=migrations");
+    println!("cargo:rerun-if-changed=migrations_postgres");
     for dir in ["src", "sql"] {
         println!("cargo:rerun-if-changed={dir}");
     }
     println!("cargo:rerun-if-changed=Cargo.lock");
     let mut files = Vec::new();
-    for dir in ["src", "sql", "migrations"] {
+    for dir in ["src", "sql", "migrations", "migrations_postgres"] {
         collect(Path::new(dir), &mut files);
     }
     files.push(PathBuf::from("Cargo.lock"));
@@ -33,6 +37,52 @@ fn main() {
     }
     println!("cargo:rustc-env=THREADBASE_SHAPE={:016x}", h.finish());
     write_migrations_list();
+    write_queries_list();
+}
+
+/// `$OUT_DIR/queries.rs`: `QUERIES: &[Query]`, every `sql/<name>.sql` sorted by name with its
+/// text and, when `sql/postgres/<name>.sql` exists, that text; and `OVERRIDES: &[&str]`, the
+/// names of every file of `sql/postgres/` (one without a base file is what
+/// `store::postgres::queries::orphan_overrides` finds).
+fn write_queries_list() {
+    let sql = Path::new(env!("CARGO_MANIFEST_DIR")).join("sql");
+    let names = |dir: &Path| -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .filter_map(|e| {
+                        let path = e.path();
+                        (path.is_file() && path.extension()? == "sql")
+                            .then(|| path.file_stem()?.to_str().map(str::to_owned))?
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
+    };
+    let overrides = names(&sql.join("postgres"));
+    let mut out = String::from("pub static QUERIES: &[Query] = &[\n");
+    for name in names(&sql) {
+        let base = sql.join(format!("{name}.sql")).display().to_string();
+        let pg = if overrides.contains(&name) {
+            let path = sql.join("postgres").join(format!("{name}.sql"));
+            format!("Some(include_str!({:?}))", path.display().to_string())
+        } else {
+            "None".to_string()
+        };
+        out.push_str(&format!(
+            "    Query {{ name: {name:?}, sqlite: include_str!({base:?}), override_text: {pg} }},\n"
+        ));
+    }
+    out.push_str("];\npub static OVERRIDES: &[&str] = &[\n");
+    for name in &overrides {
+        out.push_str(&format!("    {name:?},\n"));
+    }
+    out.push_str("];\n");
+    let target = Path::new(&std::env::var("OUT_DIR").expect("OUT_DIR")).join("queries.rs");
+    std::fs::write(target, out).expect("write queries.rs");
 }
 
 /// `$OUT_DIR/migrations.rs`: `MIGRATIONS: &[(i32, &str, &str)]`, every `migrations/V<n>__<name>.sql`

@@ -21,6 +21,7 @@ pub mod list;
 pub mod mailbox;
 pub mod notices;
 pub mod output;
+pub mod postgres;
 pub mod questions;
 pub mod queue;
 pub mod refs;

@@ -27,6 +27,7 @@ mod layers;
 mod logging;
 mod many_writers;
 mod old_databases;
+mod postgres;
 mod prop_paths;
 mod prop_ranges;
 mod prop_refs;

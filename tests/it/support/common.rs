@@ -156,6 +156,16 @@ pub const WORKER_VIEW_KEYS: [&str; 10] = [
     "hidden",
 ];
 
+/// What a test does when something it needs from outside (real Pi, Chromium, a PostgreSQL
+/// server) is missing: under `CI=true` it fails, naming `what` and `why`; elsewhere it prints
+/// `SKIPPED <test>: <why>` and the test returns.
+pub fn required_or_skip(test: &str, what: &str, why: &str) {
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{test}: {what} is required under CI=true: {why}");
+    }
+    eprintln!("SKIPPED {test}: {why}");
+}
+
 /// Calls `probe` every `every` until it gives a value, for at most `timeout`; then fails with
 /// `what`.
 pub fn poll<T>(

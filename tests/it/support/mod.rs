@@ -3,7 +3,8 @@
 //! Pi's environment (`fake_llm`) and what a serve must not inherit (`serve_env`), a real
 //! `pi --mode rpc` child (`pi_child`), database
 //! invariants (`db_check`), the property tests' configuration and path order (`prop`),
-//! their random trees of threads (`tree`) and a runtime over a temporary database (`runtime`).
+//! their random trees of threads (`tree`), a runtime over a temporary database (`runtime`) and
+//! a schema of its own on the test PostgreSQL server (`postgres`).
 
 pub mod browser;
 pub mod common;
@@ -11,6 +12,7 @@ pub mod db_check;
 pub mod extension_driver;
 pub mod fake_llm;
 pub mod pi_child;
+pub mod postgres;
 pub mod prop;
 pub mod runtime;
 pub mod serve_client;

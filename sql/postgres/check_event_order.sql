@@ -1,0 +1,7 @@
+-- sql/check_event_order.sql on PostgreSQL: a subquery in FROM needs an alias.
+SELECT thread_id, prev_seq, prev_at, seq, at
+FROM (SELECT thread_id, seq, at,
+             lag(seq) OVER w AS prev_seq, lag(at) OVER w AS prev_at
+      FROM thread_events
+      WINDOW w AS (PARTITION BY thread_id ORDER BY at, seq)) AS ordered
+WHERE prev_seq IS NOT NULL AND seq < prev_seq

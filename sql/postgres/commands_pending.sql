@@ -1,0 +1,12 @@
+-- sql/commands_pending.sql on PostgreSQL: a plain JOIN for SQLite's CROSS JOIN … ON (which only
+-- fixes SQLite's join order); no INDEXED BY (an index hint SQLite needs; PostgreSQL's planner
+-- chooses the index).
+SELECT c.id, c.thread_id, c.kind, c.payload
+FROM commands c JOIN threads t ON t.id = c.thread_id
+WHERE c.state = 'pending'
+  AND ((t.owner_pid = ?1 AND t.owner_started_at = ?2 AND t.status = 'live')
+       OR (c.kind = 'resume' AND t.manager_id = ?3 AND t.status = 'closed')
+       -- A stop of a queued thread of its own manager that has no process yet (issue 30).
+       OR (c.kind IN ('stop', 'force_stop') AND t.manager_id = ?3 AND t.status = 'live'
+           AND t.queued_at IS NOT NULL AND t.launch_seq = 0))
+ORDER BY c.id

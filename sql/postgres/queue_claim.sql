@@ -1,0 +1,11 @@
+-- sql/queue_claim.sql on PostgreSQL: two-argument max is greatest (and :max needs its type).
+UPDATE threads SET dequeued_at = :at, updated_at = :at
+WHERE id IN (
+    SELECT id FROM threads
+    WHERE manager_id = :manager AND queued_at IS NOT NULL AND dequeued_at IS NULL
+      AND status = 'live'
+    ORDER BY rowid
+    LIMIT greatest(0, CAST(:max AS bigint) - (SELECT count(*) FROM threads
+                         WHERE manager_id = :manager AND status = 'live'
+                           AND (queued_at IS NULL OR dequeued_at IS NOT NULL)))
+)

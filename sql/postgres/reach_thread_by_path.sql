@@ -1,0 +1,15 @@
+-- sql/reach_thread_by_path.sql on PostgreSQL: a plain JOIN for SQLite's CROSS JOIN … ON (which
+-- only fixes SQLite's join order).
+WITH RECURSIVE reach (id) AS (
+    SELECT m.id FROM managers m
+    WHERE m.parent_manager_id = :manager AND m.contract = 'thread'
+      AND :path > m.scope_path || '/' AND :path < m.scope_path || '0'
+    UNION
+    SELECT m.id FROM reach r
+    JOIN managers m ON m.parent_manager_id = r.id AND m.contract = 'thread'
+    WHERE :path > m.scope_path || '/' AND :path < m.scope_path || '0'
+)
+SELECT {thread_row}
+FROM reach r JOIN threads t ON t.manager_id = r.id AND t.path = :path
+ORDER BY t.manager_id
+LIMIT 2

@@ -1,0 +1,6 @@
+-- sql/threads_by_ids.sql on PostgreSQL: the JSON array ?1 is read with
+-- jsonb_array_elements_text WITH ORDINALITY (json_each's key is the 0-based position).
+SELECT {thread_row}
+FROM jsonb_array_elements_text(CAST(?1 AS jsonb)) WITH ORDINALITY AS j (value, ord)
+JOIN threads AS t ON t.id = j.value
+ORDER BY (j.ord - 1)

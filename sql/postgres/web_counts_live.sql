@@ -1,0 +1,15 @@
+-- sql/web_counts_live.sql on PostgreSQL: no INDEXED BY (an index hint SQLite needs;
+-- PostgreSQL's planner chooses the index); a plain JOIN for SQLite's CROSS JOIN … ON (which
+-- only fixes SQLite's join order); `IS 1` (SQLite's null-safe equality) is IS NOT DISTINCT
+-- FROM; GLOB is the function threadbase_glob (migrations_postgres/V1); a parameter first seen
+-- in `IS NULL` needs its type; instr is strpos.
+SELECT p.root_session, count(*)
+FROM threads t
+JOIN thread_places p ON p.thread_id = t.id
+JOIN managers m ON m.id = t.manager_id
+WHERE t.status = 'live' AND ?1 = 'live'
+  AND (?2 = 'all' OR (?2 = 'archived') = (t.archived = 1 OR t.hidden IS NOT DISTINCT FROM 1))
+  AND (?3 = 'all' OR m.contract = ?3)
+  AND (CAST(?4 AS text) IS NULL OR threadbase_glob(?4, t.path))
+  AND (CAST(?5 AS text) IS NULL OR strpos(lower(t.path), lower(?5)) > 0)
+GROUP BY p.root_session

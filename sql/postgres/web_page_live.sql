@@ -1,0 +1,22 @@
+-- sql/web_page_live.sql on PostgreSQL: no INDEXED BY (an index hint SQLite needs; PostgreSQL's
+-- planner chooses the index); a plain JOIN for SQLite's CROSS JOIN … ON (which only fixes
+-- SQLite's join order); `IS 1` (SQLite's null-safe equality) is IS NOT DISTINCT FROM; GLOB is
+-- the function threadbase_glob (migrations_postgres/V1); a parameter first seen in `IS NULL`
+-- needs its type; instr is strpos.
+SELECT p.thread_id, p.level, p.forest_parent_id, t.path, m.session_id, m.contract, t.task_name,
+       t.name, t.status, t.phase, t.agent_state, t.exit_kind, t.exit_code,
+       t.exit_signal IS NOT NULL, t.archived, t.hidden, t.created_at, t.last_event_at,
+       t.owner_pid, t.owner_started_at,
+       u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens,
+       u.cost_usd
+FROM threads t
+JOIN thread_places p ON p.thread_id = t.id
+JOIN managers m ON m.id = t.manager_id
+LEFT JOIN thread_usage u ON u.thread_id = t.id
+WHERE t.status = 'live' AND ?4 = 'live' AND p.root_session = ?1
+  AND (?5 = 'all' OR (?5 = 'archived') = (t.archived = 1 OR t.hidden IS NOT DISTINCT FROM 1))
+  AND (?6 = 'all' OR m.contract = ?6)
+  AND (CAST(?7 AS text) IS NULL OR threadbase_glob(?7, t.path))
+  AND (CAST(?8 AS text) IS NULL OR strpos(lower(t.path), lower(?8)) > 0)
+ORDER BY p.tree_key
+LIMIT ?3 OFFSET ?2

@@ -1,0 +1,34 @@
+//! The groundwork of the PostgreSQL backend (issue 32), beside the SQLite store: its schema
+//! history and the runner that applies it under an advisory lock ([`migrate`]), the rewrite of a
+//! query's SQLite parameters to PostgreSQL's `$N` ([`params`]), and the PostgreSQL text of every
+//! query of `sql/` ([`queries`]: the file itself where it is portable, `sql/postgres/NAME.sql`
+//! where it cannot be). The tests use them against a real server (`THREADBASE_TEST_PG`); the
+//! backend's connections and typed methods will be built on them.
+
+pub mod migrate;
+pub mod params;
+pub mod queries;
+
+use crate::error::{Cause, Error};
+
+impl From<tokio_postgres::Error> for Error {
+    fn from(e: tokio_postgres::Error) -> Self {
+        let error = match e.as_db_error() {
+            // Class 23: integrity constraint violation (unique, foreign key, check, not null).
+            Some(db) if db.code().code().starts_with("23") => Error::conflict(format!(
+                "A database constraint refused the change ({} ({})). Repair: re-read the current state and retry with values that do not collide.",
+                db.message(),
+                db.code().code()
+            )),
+            Some(db) => Error::io(format!(
+                "PostgreSQL error: {} ({}). Repair: retry; if it persists, check the server's log.",
+                db.message(),
+                db.code().code()
+            )),
+            None => Error::io(format!(
+                "PostgreSQL error: {e}. Repair: check that the server is up and the URL's host, port, database and user are right, then retry."
+            )),
+        };
+        error.caused_by(Cause::Database(std::sync::Arc::new(e)))
+    }
+}

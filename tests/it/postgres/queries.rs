@@ -1,0 +1,110 @@
+//! Every query of `sql/` runs on PostgreSQL: each is prepared (parsed, planned and typed by the
+//! server) in a freshly migrated schema, as `store::postgres::queries` gives its text (the
+//! override in `sql/postgres/` when there is one, row placeholders expanded as
+//! `support::common::expand_rows` does, parameters as `$N`), and a query of a declared row
+//! returns that row's columns. An override must have a base file.
+
+use threadbase::store::postgres::migrate::migrate;
+use threadbase::store::postgres::queries::{self, QUERIES, SQLITE_ONLY};
+
+use crate::support::common::{expand_rows, ROWS};
+use crate::support::postgres::TestSchema;
+
+#[test]
+fn every_query_prepares_on_postgresql() {
+    let Some(pg) = TestSchema::new("every_query_prepares_on_postgresql") else {
+        return;
+    };
+    let mut client = pg.connect();
+    pg.block_on(migrate(&mut client)).expect("migrate");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sql");
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let p = e.path();
+            (p.extension()? == "sql").then(|| p.file_stem().unwrap().to_string_lossy().into())
+        })
+        .collect();
+    files.sort();
+    let (mut prepared, mut overridden, mut failures) = (0, 0, Vec::new());
+    for name in &files {
+        if SQLITE_ONLY.iter().any(|(n, _)| n == name) {
+            continue;
+        }
+        // The text from the files, as the tests expand rows, must be what the store gives.
+        let over = dir.join("postgres").join(format!("{name}.sql"));
+        let source = std::fs::read_to_string(if over.exists() {
+            overridden += 1;
+            over
+        } else {
+            dir.join(format!("{name}.sql"))
+        })
+        .unwrap();
+        let query = queries::find(name).unwrap_or_else(|| panic!("{name} is not listed"));
+        let pg_text = query.postgres();
+        assert_eq!(
+            pg_text,
+            threadbase::store::postgres::params::positional(&expand_rows(&source)),
+            "{name}"
+        );
+        match pg.block_on(client.prepare(&pg_text.sql)) {
+            Ok(stmt) => {
+                prepared += 1;
+                // A query that returns a declared row returns its columns (as on SQLite,
+                // tests/it/store.rs `every_row_query_returns_its_rows_columns`).
+                for (placeholder, _, count) in ROWS {
+                    if source.contains(placeholder) && stmt.columns().len() != count {
+                        failures.push(format!(
+                            "{name}: {} columns, its row {placeholder} has {count}",
+                            stmt.columns().len()
+                        ));
+                    }
+                }
+            }
+            Err(e) => {
+                let why = e
+                    .as_db_error()
+                    .map(|d| d.message().to_string())
+                    .unwrap_or_else(|| e.to_string());
+                failures.push(format!("{name}: {why}"));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} queries do not prepare on PostgreSQL (add or fix sql/postgres/NAME.sql):\n  {}",
+        failures.len(),
+        files.len(),
+        failures.join("\n  ")
+    );
+    assert_eq!(prepared + SQLITE_ONLY.len(), QUERIES.len());
+    println!(
+        "{prepared} queries prepared on PostgreSQL ({overridden} from sql/postgres/, {} portable); {} SQLite-only",
+        prepared - overridden,
+        SQLITE_ONLY.len()
+    );
+}
+
+#[test]
+fn every_override_has_its_base_query() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sql");
+    let orphans: Vec<String> = std::fs::read_dir(dir.join("postgres"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|f| !dir.join(f).is_file())
+        .collect();
+    assert!(
+        orphans.is_empty(),
+        "sql/postgres/ overrides without a sql/ query of the same name (renamed or removed?): {orphans:?}"
+    );
+    assert!(queries::orphan_overrides().is_empty());
+    // And every override is listed with its query.
+    for name in queries::OVERRIDES {
+        assert!(
+            queries::find(name).unwrap().override_text.is_some(),
+            "{name}"
+        );
+    }
+}

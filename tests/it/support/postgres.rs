@@ -1,0 +1,114 @@
+//! A PostgreSQL server for the tests that need one: `THREADBASE_TEST_PG` is its URL
+//! (`postgres://USER@HOST:PORT/DB`; `.ci/run` starts a throwaway cluster and sets it, and
+//! `eval "$(bash .ci/postgres start DIR)"` does the same by hand). Without it a test prints
+//! `SKIPPED` and returns; under `CI=true` it fails ([`super::common::required_or_skip`]).
+//!
+//! Each test works in a schema of its own ([`TestSchema`]), created empty and dropped with
+//! everything in it when the test ends, so tests run in parallel against one database and
+//! leave nothing behind.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use tokio_postgres::{Client, NoTls};
+
+/// The variable that holds the test server's URL.
+pub const URL_VAR: &str = "THREADBASE_TEST_PG";
+
+/// The test server's URL; `None` (after printing why) means "skip this test", and under
+/// `CI=true` a missing URL fails the test instead.
+pub fn url_or_skip(test: &str) -> Option<String> {
+    match std::env::var(URL_VAR) {
+        Ok(url) if !url.trim().is_empty() => Some(url),
+        _ => {
+            super::common::required_or_skip(
+                test,
+                "PostgreSQL",
+                &format!(
+                    "{URL_VAR} is not set (start a throwaway server with `eval \"$(bash .ci/postgres start /tmp/threadbase-pg)\"`)"
+                ),
+            );
+            None
+        }
+    }
+}
+
+/// A fresh schema on the test server, the `search_path` of [`TestSchema::client`]; dropped
+/// (with everything in it) on drop.
+pub struct TestSchema {
+    pub name: String,
+    url: String,
+    pub runtime: tokio::runtime::Runtime,
+    pub client: Client,
+}
+
+impl TestSchema {
+    /// A new empty schema named after `test`, or `None` when there is no server (see
+    /// [`url_or_skip`]).
+    pub fn new(test: &str) -> Option<TestSchema> {
+        let url = url_or_skip(test)?;
+        static N: AtomicU32 = AtomicU32::new(0);
+        let name = format!(
+            "tb_{}_{}_{}",
+            test.chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+                .take(30)
+                .collect::<String>()
+                .to_ascii_lowercase(),
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        );
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let client = runtime.block_on(connect(&url));
+        runtime
+            .block_on(
+                client.batch_execute(&format!("CREATE SCHEMA {name}; SET search_path TO {name};")),
+            )
+            .unwrap_or_else(|e| panic!("create schema {name}: {e}"));
+        Some(TestSchema {
+            name,
+            url,
+            runtime,
+            client,
+        })
+    }
+
+    /// Another connection whose `search_path` is this schema.
+    pub fn connect(&self) -> Client {
+        let client = self.runtime.block_on(connect(&self.url));
+        self.runtime
+            .block_on(client.batch_execute(&format!("SET search_path TO {}", self.name)))
+            .unwrap();
+        client
+    }
+
+    /// Runs `f` on the schema's runtime.
+    pub fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
+        self.runtime.block_on(f)
+    }
+}
+
+impl Drop for TestSchema {
+    fn drop(&mut self) {
+        let drop = format!("DROP SCHEMA IF EXISTS {} CASCADE", self.name);
+        if let Err(e) = self.runtime.block_on(self.client.batch_execute(&drop)) {
+            eprintln!("could not drop the test schema {}: {e}", self.name);
+        }
+    }
+}
+
+/// A connection to `url`, its connection task spawned on the current runtime.
+pub async fn connect(url: &str) -> Client {
+    let (client, connection) = tokio_postgres::connect(url, NoTls)
+        .await
+        .unwrap_or_else(|e| panic!("cannot connect to {URL_VAR}: {e}"));
+    tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            eprintln!("postgres connection: {e}");
+        }
+    });
+    client
+}
