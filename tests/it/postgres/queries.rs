@@ -54,7 +54,7 @@ fn every_query_prepares_on_postgresql() {
                 // A query that returns a declared row returns its columns (as on SQLite,
                 // tests/it/store.rs `every_row_query_returns_its_rows_columns`).
                 for (placeholder, _, count) in ROWS {
-                    if source.contains(placeholder) && stmt.columns().len() != count {
+                    if source.contains(placeholder) && stmt.columns().len() != *count {
                         failures.push(format!(
                             "{name}: {} columns, its row {placeholder} has {count}",
                             stmt.columns().len()
