@@ -8,12 +8,9 @@
 //! gets a full report instead of a panic.
 
 use crate::store::Conn;
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use rusqlite::Connection;
-use serde::Serialize;
-use serde_json::{json, Value};
 
 use crate::domain::{CommandKind, CommandState, Phase};
 use crate::error::{Error, Result};
@@ -28,60 +25,9 @@ pub const LAUNCH_GRACE_SECS: f64 = 10.0;
 /// At most this many problems are listed per check; the rest are counted in one more entry.
 pub const MAX_PER_CHECK: usize = 20;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    Error,
-    Warning,
-}
-
-impl Severity {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-        }
-    }
-}
-
-/// One finding.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Problem {
-    /// A stable code, e.g. `live_owner_gone`.
-    pub check: &'static str,
-    pub severity: Severity,
-    pub message: String,
-    /// A command to run or an action to take.
-    pub repair: String,
-}
-
-/// The result of a check.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Report {
-    pub ok: bool,
-    pub problems: Vec<Problem>,
-    /// Rows checked per table (`threads`, `events`, …).
-    pub checked: BTreeMap<&'static str, i64>,
-}
-
-impl Report {
-    pub fn errors(&self) -> usize {
-        self.problems
-            .iter()
-            .filter(|p| p.severity == Severity::Error)
-            .count()
-    }
-    pub fn warnings(&self) -> usize {
-        self.problems.len() - self.errors()
-    }
-    /// The problems with code `check`.
-    pub fn with_code(&self, check: &str) -> Vec<&Problem> {
-        self.problems.iter().filter(|p| p.check == check).collect()
-    }
-    pub fn to_json(&self) -> Value {
-        json!({"ok": self.ok, "problems": self.problems, "checked": self.checked})
-    }
-}
+mod report;
+mod sqlite;
+pub use report::{write_text, Problem, Report, Severity};
 
 /// Checks the database at `path`. `Err` means the file cannot be checked at all (missing, not a
 /// database, not a threadbase database, unreadable header); problems inside it are in the
@@ -573,83 +519,6 @@ impl Checker<'_> {
         }
     }
 
-    fn integrity(&mut self) {
-        let result = (|| -> rusqlite::Result<Vec<String>> {
-            let mut stmt = self.conn.prepare("PRAGMA integrity_check(100)")?;
-            let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
-            rows.collect()
-        })();
-        match result {
-            Ok(lines) if lines.len() == 1 && lines[0] == "ok" => {}
-            Ok(lines) => {
-                for line in lines.iter().take(MAX_PER_CHECK) {
-                    self.push(Problem {
-                        check: "integrity",
-                        severity: Severity::Error,
-                        message: format!("SQLite integrity_check: {line}"),
-                        repair: "Stop every serve, copy the database aside, and recover it (sqlite3 DB \".recover\" | sqlite3 NEW.sqlite, then --db NEW.sqlite) or restore a backup.".into(),
-                    });
-                }
-                if lines.len() > MAX_PER_CHECK {
-                    self.push(Problem {
-                        check: "integrity",
-                        severity: Severity::Error,
-                        message: format!(
-                            "… and {} more integrity_check findings.",
-                            lines.len() - MAX_PER_CHECK
-                        ),
-                        repair: "See above.".into(),
-                    });
-                }
-            }
-            Err(e) => self.failed("integrity", e),
-        }
-    }
-
-    fn foreign_keys(&mut self) {
-        // Events without a thread are reported by event_orphan, with a targeted repair.
-        let result = (|| -> rusqlite::Result<Vec<(String, Option<i64>, String)>> {
-            let mut stmt = self.conn.prepare("PRAGMA foreign_key_check")?;
-            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
-            rows.collect()
-        })();
-        match result {
-            Ok(rows) => {
-                let mut per: BTreeMap<(String, String), (usize, Vec<i64>)> = BTreeMap::new();
-                for (table, rowid, parent) in rows {
-                    if table == "thread_events" && parent == "threads" {
-                        continue;
-                    }
-                    let e = per.entry((table, parent)).or_default();
-                    e.0 += 1;
-                    if let Some(id) = rowid.filter(|_| e.1.len() < 10) {
-                        e.1.push(id);
-                    }
-                }
-                for ((table, parent), (n, ids)) in per {
-                    let ids = if ids.is_empty() {
-                        String::new()
-                    } else {
-                        format!(
-                            " (rowids {})",
-                            ids.iter()
-                                .map(i64::to_string)
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        )
-                    };
-                    self.push(Problem {
-                        check: "foreign_key",
-                        severity: Severity::Error,
-                        message: format!("{n} row(s) of {table} point at a missing {parent} row{ids}."),
-                        repair: format!("With no serve running, list them with sqlite3 DB \"PRAGMA foreign_key_check({table})\" and delete or fix them (they were written with foreign keys off)."),
-                    });
-                }
-            }
-            Err(e) => self.failed("foreign_key", e),
-        }
-    }
-
     fn counts(&mut self) {
         use counts_col as c;
         let tables = [
@@ -779,38 +648,4 @@ impl Checker<'_> {
             self.push(p);
         }
     }
-}
-
-/// Writes the report as text (the default output of `threadbase check`).
-pub fn write_text(report: &Report, name: &str, out: &mut dyn std::io::Write) -> Result<()> {
-    let counts: Vec<String> = report
-        .checked
-        .iter()
-        .map(|(k, v)| format!("{v} {k}"))
-        .collect();
-    writeln!(out, "threadbase check: {name}")?;
-    writeln!(out, "checked: {}", counts.join(", "))?;
-    for p in &report.problems {
-        writeln!(
-            out,
-            "{} [{}] {} Repair: {}",
-            p.severity.as_str(),
-            p.check,
-            p.message,
-            p.repair
-        )?;
-    }
-    let (e, w) = (report.errors(), report.warnings());
-    if report.problems.is_empty() {
-        writeln!(out, "ok: no problems found")?;
-    } else {
-        writeln!(
-            out,
-            "{}: {e} error{}, {w} warning{}",
-            if report.ok { "ok" } else { "FAILED" },
-            if e == 1 { "" } else { "s" },
-            if w == 1 { "" } else { "s" }
-        )?;
-    }
-    Ok(())
 }
