@@ -7,5 +7,5 @@ FROM threads c
 JOIN managers m ON m.id = c.manager_id
 LEFT JOIN threads p ON p.id = c.parent_id
 WHERE c.parent_id IS NOT NULL
-  AND (p.id IS NULL OR p.path IS NOT c.parent_path
-       OR NOT (p.manager_id = c.manager_id OR p.id IS m.self_thread_id))
+  AND (p.id IS NULL OR p.path IS DISTINCT FROM c.parent_path
+       OR NOT (p.manager_id = c.manager_id OR p.id IS NOT DISTINCT FROM m.self_thread_id))

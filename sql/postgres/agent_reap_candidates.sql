@@ -1,6 +1,6 @@
 -- sql/agent_reap_candidates.sql on PostgreSQL: `IS NOT 'completed'` (null-safe) is
 -- IS DISTINCT FROM here.
-SELECT t.id, t.path, t.status FROM threads t
+SELECT {agent_reaped_row} FROM threads t
 WHERE t.manager_id = :registry AND t.agent_state = 'completed' AND t.agent_reaped_at IS NULL
   AND NOT EXISTS (
       SELECT 1 FROM threads d

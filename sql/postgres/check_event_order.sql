@@ -1,5 +1,5 @@
 -- sql/check_event_order.sql on PostgreSQL: a subquery in FROM needs an alias.
-SELECT thread_id, prev_seq, prev_at, seq, at
+SELECT {check_event_order_row}
 FROM (SELECT thread_id, seq, at,
              lag(seq) OVER w AS prev_seq, lag(at) OVER w AS prev_at
       FROM thread_events

@@ -23,7 +23,7 @@ pairs AS (
            s.cache_write_tokens, s.cost_usd, s.turns, s.tool_calls
     FROM sums s WHERE NOT EXISTS (SELECT 1 FROM tree_usage t WHERE t.root_session = s.root_session)
 )
-SELECT root_session, t_threads, t_tokens, t_cost, s_threads, s_in + s_out + s_cr + s_cw, s_cost
+SELECT {check_usage_totals_row}
 FROM pairs
 WHERE t_threads IS NULL OR t_threads <> s_threads OR t_in <> s_in OR t_out <> s_out
    OR t_cr <> s_cr OR t_cw <> s_cw OR t_turns <> s_turns OR t_tools <> s_tools

@@ -1,7 +1,7 @@
 -- sql/commands_pending.sql on PostgreSQL: a plain JOIN for SQLite's CROSS JOIN … ON (which only
 -- fixes SQLite's join order); no INDEXED BY (an index hint SQLite needs; PostgreSQL's planner
 -- chooses the index).
-SELECT c.id, c.thread_id, c.kind, c.payload
+SELECT {pending_command_row}
 FROM commands c JOIN threads t ON t.id = c.thread_id
 WHERE c.state = 'pending'
   AND ((t.owner_pid = ?1 AND t.owner_started_at = ?2 AND t.status = 'live')

@@ -1,6 +1,6 @@
 -- sql/list_children.sql on PostgreSQL: a comparison is a boolean here, not the integer
 -- `archived` holds.
-SELECT t.id, t.path, t.status, c.json, c.line
+SELECT {listed_row}
 FROM threads t
 LEFT JOIN thread_snapshots c
   ON c.thread_id = t.id AND c.view = 'snapshot' AND c.detail = 'summary' AND c.shape = :shape

@@ -12,7 +12,7 @@ WITH RECURSIVE reach (id) AS (
     WHERE m.scope_path = :parent
        OR (:parent > m.scope_path || '/' AND :parent < m.scope_path || '0')
 )
-SELECT t.id, t.path, t.status, c.json, c.line
+SELECT {listed_row}
 FROM reach r JOIN threads t ON t.manager_id = r.id AND t.parent_path = :parent
 LEFT JOIN thread_snapshots c
   ON c.thread_id = t.id AND c.view = 'snapshot' AND c.detail = 'summary' AND c.shape = :shape

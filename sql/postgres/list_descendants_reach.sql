@@ -14,7 +14,7 @@ WITH RECURSIVE reach (id) AS (
        OR (m.scope_path > :path || '/' AND m.scope_path < :path || '0')
        OR (:path > m.scope_path || '/' AND :path < m.scope_path || '0')
 )
-SELECT t.id, t.path, t.status, c.json, c.line
+SELECT {listed_row}
 FROM reach r JOIN threads t ON t.manager_id = r.id
 LEFT JOIN thread_snapshots c
   ON c.thread_id = t.id AND c.view = 'snapshot' AND c.detail = 'summary' AND c.shape = :shape

@@ -1,7 +1,7 @@
 -- sql/notices_pending.sql on PostgreSQL: a plain JOIN for SQLite's CROSS JOIN … ON (which only
 -- fixes SQLite's join order); no INDEXED BY (an index hint SQLite needs; PostgreSQL's planner
 -- chooses the index).
-SELECT mb.id, mb.thread_id, mb.kind, mb.message_id, mb.body, mb.created_at, t.path
+SELECT {notice_row}
 FROM mailbox mb
 JOIN threads t ON t.id = mb.thread_id
 JOIN managers m ON m.id = t.manager_id

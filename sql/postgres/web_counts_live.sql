@@ -3,7 +3,7 @@
 -- only fixes SQLite's join order); `IS 1` (SQLite's null-safe equality) is IS NOT DISTINCT
 -- FROM; GLOB is the function threadbase_glob (migrations_postgres/V1); a parameter first seen
 -- in `IS NULL` needs its type; instr is strpos.
-SELECT p.root_session, count(*)
+SELECT {web_count_row}
 FROM threads t
 JOIN thread_places p ON p.thread_id = t.id
 JOIN managers m ON m.id = t.manager_id

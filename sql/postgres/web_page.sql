@@ -1,12 +1,7 @@
 -- sql/web_page.sql on PostgreSQL: a plain JOIN for SQLite's CROSS JOIN … ON (which only fixes
 -- SQLite's join order); no INDEXED BY (an index hint SQLite needs; PostgreSQL's planner chooses
 -- the index).
-SELECT k.thread_id, p.level, p.forest_parent_id, t.path, m.session_id, m.contract, t.task_name,
-       t.name, t.status, t.phase, t.agent_state, t.exit_kind, t.exit_code,
-       t.exit_signal IS NOT NULL, t.archived, t.hidden, t.created_at, t.last_event_at,
-       t.owner_pid, t.owner_started_at,
-       u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens,
-       u.cost_usd
+SELECT {web_row}
 FROM (SELECT thread_id, tree_key FROM thread_places
       WHERE root_session = ?1 ORDER BY tree_key LIMIT ?3 OFFSET ?2) k
 JOIN thread_places p ON p.thread_id = k.thread_id

@@ -3,12 +3,7 @@
 -- SQLite's join order); `IS 1` (SQLite's null-safe equality) is IS NOT DISTINCT FROM; GLOB is
 -- the function threadbase_glob (migrations_postgres/V1); a parameter first seen in `IS NULL`
 -- needs its type; instr is strpos.
-SELECT p.thread_id, p.level, p.forest_parent_id, t.path, m.session_id, m.contract, t.task_name,
-       t.name, t.status, t.phase, t.agent_state, t.exit_kind, t.exit_code,
-       t.exit_signal IS NOT NULL, t.archived, t.hidden, t.created_at, t.last_event_at,
-       t.owner_pid, t.owner_started_at,
-       u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens,
-       u.cost_usd
+SELECT {web_row}
 FROM threads t
 JOIN thread_places p ON p.thread_id = t.id
 JOIN managers m ON m.id = t.manager_id

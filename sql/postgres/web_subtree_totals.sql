@@ -2,9 +2,7 @@
 -- PostgreSQL's planner chooses the index); a plain JOIN for SQLite's CROSS JOIN … ON (which
 -- only fixes SQLite's join order); the JSON array ?1 is read with jsonb_array_elements_text
 -- WITH ORDINALITY (json_each's key is the 0-based position).
-SELECT a.thread_id, count(*),
-       sum(u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens)::bigint,
-       sum(u.cost_usd)
+SELECT {web_subtree_totals_row}
 FROM jsonb_array_elements_text(CAST(?1 AS jsonb)) WITH ORDINALITY AS j (value, ord)
 JOIN thread_places a ON a.thread_id = j.value
 JOIN thread_places d

@@ -62,7 +62,7 @@ columns! {
         MANAGER_ID = "manager_id",
         PATH = "path",
         THREADS = "count(*)",
-        IDS = "group_concat(id, ', ')",
+        IDS = "string_agg(id, ', ')",
     }
 }
 
@@ -121,7 +121,7 @@ columns! {
         PARENT_ID = "c.parent_id",
         PARENT_PATH = "c.parent_path",
         FOUND = "p.id",
-        SAME_MANAGER = "p.manager_id = c.manager_id OR p.id IS m.self_thread_id",
+        SAME_MANAGER = "p.manager_id = c.manager_id OR p.id IS NOT DISTINCT FROM m.self_thread_id",
         FOUND_PATH = "p.path",
     }
 }

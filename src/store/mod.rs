@@ -42,6 +42,7 @@ pub mod workers;
 
 use open::{folder_refusal, holds, migrate, not_threadbase, open_error, Holds};
 pub use open::{name_database, no_database, open_read_only};
+pub use rows::ROWS;
 pub use trim::{
     page_cache_bytes, ReaderTrim, IDLE_AFTER, PAGE_CACHE_IDLE_KIB, READ_CACHE_BUSY_KIB,
 };

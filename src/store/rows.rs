@@ -70,6 +70,119 @@ macro_rules! row_sql {
     }};
 }
 
+/// Every row declaration of the store: its placeholder, select list and column count, for
+/// what expands a query's text without `row_sql!` (PostgreSQL's query texts,
+/// `store::postgres::queries`, and the tests). `tests/it/store.rs` fails when a declaration of
+/// `src/store` or a placeholder of `sql/` is missing here.
+pub const ROWS: &[(&str, &str, usize)] = {
+    macro_rules! rows {
+        ($($row:path),+ $(,)?) => {
+            &[$({
+                use $row as row;
+                (row::PLACEHOLDER, row::SELECT, row::COUNT)
+            }),+]
+        };
+    }
+    use crate::store::*;
+    rows![
+        batch_col,
+        migration_col,
+        threads::col,
+        agents::col,
+        workers::col,
+        top::col,
+        adopt::candidate_col,
+        adopt::place_col,
+        adopt::spend_col,
+        adopt::target_col,
+        agents::mailbox::notice_col,
+        agents::mailbox::steer_col,
+        agents::last_outcome_col,
+        agents::owned_col,
+        agents::settled_col,
+        agents::stop_target_col,
+        agents::upsert_col,
+        agents::reap::reaped_col,
+        agents::reap::registry_col,
+        agents::recap::held_col,
+        agents::timers::due_col,
+        check::closed_without_exit_col,
+        check::counts_col,
+        check::duplicate_path_col,
+        check::event_order_col,
+        check::last_seq_col,
+        check::live_thread_col,
+        check::orphan_events_col,
+        check::owners_col,
+        check::parent_link_col,
+        check::path_shape_col,
+        check::stale_command_col,
+        check::stale_mailbox_col,
+        check::usage_rows_col,
+        check::usage_totals_col,
+        commands::pending_col,
+        commands::status_col,
+        commands::stop_candidate_col,
+        commands::stop_outcome_col,
+        events::col,
+        forest::manager_col,
+        forest::place_col,
+        list::listed_col,
+        mailbox::notice_col,
+        notices::facts_col,
+        output::col,
+        output::stderr_col,
+        questions::col,
+        questions::parent_col,
+        queue::position_col,
+        queue::state_col,
+        queue::waiting_col,
+        refs::elsewhere_col,
+        reports::col,
+        restore::candidate_col,
+        restore::unlaunched_col,
+        sessions::manager_root_col,
+        sessions::root_col,
+        sessions::root_manager_col,
+        sessions::thread_managers_col,
+        sessions::thread_sessions_col,
+        snapshots::kept_col,
+        threads::holder_col,
+        threads::idle_col,
+        threads::manager_col,
+        threads::owner_col,
+        top::place_col,
+        usage::below_thread_col,
+        usage::col,
+        usage::place_col,
+        usage::session_col,
+        usage::spend_col,
+        usage::subtree_col,
+        usage::thread_col,
+        usage::tree_col,
+        usage::tree_of_col,
+        usage::tree_row_col,
+        web::col,
+        web::command_col,
+        web::count_col,
+        web::totals_col,
+        workers::activity_col,
+        workers::identity_col,
+        workers::keyed_col,
+        workers::model_source_col,
+        workers::pending_col,
+        workers::run_marks_col,
+    ]
+};
+
+/// `sql` with every declared row's placeholder replaced by its select list.
+pub fn expand_all(sql: &str) -> String {
+    ROWS.iter()
+        .fold(sql.to_owned(), |sql, (placeholder, select, _)| {
+            sql.replace(placeholder, select)
+        })
+}
+
 pub(crate) use columns;
 pub(crate) use row_sql;
 

@@ -182,7 +182,7 @@ columns! {
     pub mod totals_col as "{web_subtree_totals_row}" {
         THREAD_ID = "a.thread_id",
         THREADS = "count(*)",
-        TOKENS = "sum(u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens)",
+        TOKENS = "CAST(sum(u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens) AS bigint)",
         COST_USD = "sum(u.cost_usd)",
     }
 }

@@ -354,8 +354,8 @@ columns! {
     /// `sql/worker_activity_since.sql`, which reads `thread_events`): what [`Activity`] holds.
     pub mod activity_col as "{worker_activity_row}" {
         SEQ = "coalesce(max(seq), ?2)",
-        ACTIVE = "coalesce(max(type IN ('turn_started', 'turn_completed', 'assistant_message', 'tool_started', 'tool_completed', 'thread_error')), 0)",
-        ERRORED = "coalesce(max(type = 'thread_error'), 0)",
+        ACTIVE = "coalesce(max(CASE WHEN type IN ('turn_started', 'turn_completed', 'assistant_message', 'tool_started', 'tool_completed', 'thread_error') THEN 1 ELSE 0 END), 0)",
+        ERRORED = "coalesce(max(CASE WHEN type = 'thread_error' THEN 1 ELSE 0 END), 0)",
     }
 }
 

@@ -551,8 +551,9 @@ fn every_row_query_returns_its_rows_columns() {
 }
 
 /// The tests know every row: each placeholder a query of `sql/` writes and each row the store
-/// declares (`columns!` in `src/store/`) is in `common::ROWS` (which the test above and every
-/// test's expansion read), once, and each declared row is returned by some query.
+/// declares (`columns!` in `src/store/`) is in `store::ROWS` (the tests' `common::ROWS`, which
+/// the test above and every test's expansion read), once, and each declared row is returned by
+/// some query.
 #[test]
 fn every_row_declaration_and_placeholder_is_listed() {
     let known: Vec<&str> = common::ROWS.iter().map(|(p, _, _)| *p).collect();

@@ -9,8 +9,6 @@
 //! build.rs lists the files ([`QUERIES`], [`OVERRIDES`]); `tests/it/postgres/queries.rs` prepares
 //! every one on a real server and fails on an override without a base file.
 
-use std::borrow::Cow;
-
 use super::params::{positional, Positional};
 
 /// One query of `sql/`: its file's name without `.sql`, its text, and its PostgreSQL override.
@@ -59,22 +57,9 @@ pub fn orphan_overrides() -> Vec<&'static str> {
 }
 
 /// `sql` with every declared row's placeholder replaced by its select list (what `row_sql!`
-/// does for one row).
-pub fn expand_rows(sql: &str) -> Cow<'_, str> {
-    use crate::store::{agents, threads, top, workers};
-    let rows = [
-        (threads::col::PLACEHOLDER, threads::col::SELECT),
-        (agents::col::PLACEHOLDER, agents::col::SELECT),
-        (workers::col::PLACEHOLDER, workers::col::SELECT),
-        (top::col::PLACEHOLDER, top::col::SELECT),
-    ];
-    let mut out = Cow::Borrowed(sql);
-    for (placeholder, select) in rows {
-        if out.contains(placeholder) {
-            out = Cow::Owned(out.replace(placeholder, select));
-        }
-    }
-    out
+/// does for the rows it names).
+pub fn expand_rows(sql: &str) -> String {
+    crate::store::rows::expand_all(sql)
 }
 
 #[cfg(test)]
