@@ -40,12 +40,20 @@ fn main() {
     write_queries_list();
 }
 
+/// The package's folder, read when the script runs: `env!` would keep the folder the script
+/// was compiled in, and a target folder copied from another worktree reuses that compiled
+/// script (its source is the same), which would then list and include the other worktree's
+/// `sql/` and `migrations/`.
+fn manifest_dir() -> PathBuf {
+    PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"))
+}
+
 /// `$OUT_DIR/queries.rs`: `QUERIES: &[Query]`, every `sql/<name>.sql` sorted by name with its
 /// text and, when `sql/postgres/<name>.sql` exists, that text; and `OVERRIDES: &[&str]`, the
 /// names of every file of `sql/postgres/` (one without a base file is what
 /// `store::postgres::queries::orphan_overrides` finds).
 fn write_queries_list() {
-    let sql = Path::new(env!("CARGO_MANIFEST_DIR")).join("sql");
+    let sql = manifest_dir().join("sql");
     let names = |dir: &Path| -> Vec<String> {
         let mut names: Vec<String> = std::fs::read_dir(dir)
             .map(|entries| {
@@ -88,7 +96,7 @@ fn write_queries_list() {
 /// `$OUT_DIR/migrations.rs`: `MIGRATIONS: &[(i32, &str, &str)]`, every `migrations/V<n>__<name>.sql`
 /// as (n, name, its text), sorted by n.
 fn write_migrations_list() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
+    let dir = manifest_dir().join("migrations");
     let mut list: Vec<(i32, String, PathBuf)> = std::fs::read_dir(&dir)
         .expect("migrations/")
         .flatten()
