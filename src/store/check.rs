@@ -222,9 +222,9 @@ columns! {
         PATH = "t.path",
         PHASE = "t.phase",
         PID = "t.pid",
-        OWNER_PID = "CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_pid ELSE m.owner_pid END",
-        OWNER_STARTED_AT = "CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_started_at ELSE m.owner_started_at END",
-        AGE = "(julianday('now') - julianday(t.created_at)) * 86400.0",
+        OWNER_PID = "CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_pid ELSE m.owner_pid END AS owner_pid",
+        OWNER_STARTED_AT = "CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_started_at ELSE m.owner_started_at END AS owner_started_at",
+        AGE = "(julianday('now') - julianday(t.created_at)) * 86400.0 AS age_s",
         SESSION_ID = "m.session_id",
         PROCESS_STARTED_AT = "t.process_started_at",
     }

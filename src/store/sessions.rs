@@ -230,7 +230,7 @@ columns! {
     /// m`): no root session.
     pub mod thread_managers_col as "{thread_managers_row}" {
         THREAD_ID = "j.value",
-        ROOT_SESSION = "NULL",
+        ROOT_SESSION = "NULL AS root_session",
         MANAGER_SESSION = "m.session_id",
     }
 }
