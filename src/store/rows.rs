@@ -18,10 +18,10 @@
 //!
 //! So a new column of a row is three lines in one file (the column, the field, its read),
 //! whatever the number of queries that return the row; a new row is a declaration, its struct
-//! and reader, its placeholder in its queries, and a line in `tests/it/support/common.rs`
-//! `ROWS`, whose tests check that every query holding placeholders prepares and returns
-//! exactly their columns, and that no placeholder of `sql/` and no declaration is missing
-//! there.
+//! and reader, its placeholder in its queries, and a line in [`ROWS`] below (which expands
+//! PostgreSQL's texts and the tests'), whose tests check that every query holding placeholders
+//! prepares and returns exactly their columns, and that no placeholder of `sql/` and no
+//! declaration is missing there.
 //!
 //! Every row reads by position (a name lookup per field would cost a list of 100k threads a
 //! few µs per thread); the positions come from the declaration, so they can't drift.

@@ -566,7 +566,7 @@ fn every_row_declaration_and_placeholder_is_listed() {
         for placeholder in placeholders(&text) {
             assert!(
                 known.contains(&placeholder.as_str()),
-                "{path:?} writes {placeholder}, which no row of common::ROWS names"
+                "{path:?} writes {placeholder}, which no row of store::ROWS (store/rows.rs) names"
             );
             used.insert(placeholder);
         }
@@ -595,7 +595,7 @@ fn every_row_declaration_and_placeholder_is_listed() {
                 let placeholder = line.split('"').nth(1).unwrap();
                 assert!(
                     known.contains(&placeholder),
-                    "{path:?} declares the row {placeholder}, which common::ROWS does not list"
+                    "{path:?} declares the row {placeholder}, which store::ROWS (store/rows.rs) does not list"
                 );
                 declared += 1;
             }
@@ -604,7 +604,7 @@ fn every_row_declaration_and_placeholder_is_listed() {
     assert_eq!(
         declared,
         known.len(),
-        "common::ROWS lists a row no module declares"
+        "store::ROWS (store/rows.rs) lists a row no module declares"
     );
 }
 
