@@ -196,6 +196,33 @@ mod tests {
         mod one as "{one}" { X = "y.x" }
     }
 
+    /// `expand_all` gives what `row_sql!` gives for a query of several placeholders, whatever
+    /// their order in `ROWS`: each placeholder is listed once and no select list holds one.
+    #[test]
+    fn every_row_is_listed_once_and_expands_as_the_store_does() {
+        let mut placeholders: Vec<&str> = super::ROWS.iter().map(|(p, _, _)| *p).collect();
+        placeholders.sort_unstable();
+        placeholders.dedup();
+        assert_eq!(
+            placeholders.len(),
+            super::ROWS.len(),
+            "a row is listed twice"
+        );
+        for (placeholder, select, count) in super::ROWS {
+            assert!(placeholder.starts_with('{') && placeholder.ends_with("_row}"));
+            assert!(!select.contains('{') && *count > 0, "{placeholder}");
+        }
+        use crate::store::{batch_col, output, reports, workers};
+        assert_eq!(
+            super::expand_all(include_str!("../../sql/workers_of_coordinators.sql")),
+            row_sql!("workers_of_coordinators", workers::col, reports::col)
+        );
+        assert_eq!(
+            super::expand_all(include_str!("../../sql/outputs_of_threads.sql")),
+            row_sql!("outputs_of_threads", batch_col, output::col)
+        );
+    }
+
     #[test]
     fn a_row_of_one_column_follows_another() {
         assert_eq!((one::X, one::COUNT), (0, 1));
