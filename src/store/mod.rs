@@ -11,6 +11,7 @@ pub mod adopt;
 pub mod agents;
 pub mod check;
 pub mod commands;
+pub(crate) mod db;
 mod errors;
 pub mod events;
 pub mod facts;
@@ -92,36 +93,106 @@ impl std::ops::Deref for ReadConn {
 
 /// A connection as the store's functions take it (a reader from [`Store::read`], or the
 /// writer's transaction, which is one too). Outside `store/` it is opaque: it can only be
-/// passed on to those functions, so no statement runs anywhere else. The seam where a second
-/// backend changes what it holds.
+/// passed on to those functions, so no statement runs anywhere else. It holds a backend
+/// ([`db::Db`]): every query runs through [`Conn::each`], [`Conn::one`], [`Conn::opt`],
+/// [`Conn::all`] or [`Conn::execute`], whichever database holds the rows.
 #[repr(transparent)]
-pub struct Conn(Connection);
+pub struct Conn(dyn db::Db);
 
 impl Conn {
     /// The database's change counter (`PRAGMA data_version`): it moves whenever another
     /// connection commits.
     pub fn data_version(&self) -> Result<i64> {
-        Ok(self.0.query_row("PRAGMA data_version", [], |r| r.get(0))?)
+        Ok(self
+            .db()
+            .query_row("PRAGMA data_version", [], |r| r.get(0))?)
     }
 
     /// Sets this connection's page cache to `kib` KiB (a bulk load wants more than the
     /// default 2 MiB).
     pub fn set_page_cache_kib(&self, kib: i64) -> Result<()> {
-        self.0
-            .execute_batch(&format!("PRAGMA cache_size = -{kib}"))?;
+        if let Some(c) = self.0.sqlite() {
+            c.execute_batch(&format!("PRAGMA cache_size = -{kib}"))?;
+        }
         Ok(())
     }
 
     /// The store's view of a SQLite connection opened by hand (tests, benches).
     pub fn of(c: &Connection) -> &Conn {
-        // SAFETY: `Conn` is `repr(transparent)` over `Connection`: same layout, and the
-        // reference keeps `c`'s lifetime.
-        unsafe { &*(c as *const Connection).cast::<Conn>() }
+        Conn::of_db(c)
     }
 
-    /// The SQLite connection, for the store's own functions.
+    fn of_db(c: &dyn db::Db) -> &Conn {
+        // SAFETY: `Conn` is `repr(transparent)` over `dyn Db`: same layout and the same
+        // pointer metadata, and the reference keeps `c`'s lifetime.
+        unsafe { &*(c as *const dyn db::Db as *const Conn) }
+    }
+
+    /// The SQLite connection, for the store's SQLite-only work (the WAL, the checks, the
+    /// migrations). Panics on another backend: callers are SQLite's own paths.
     pub(in crate::store) fn db(&self) -> &Connection {
-        &self.0
+        self.0
+            .sqlite()
+            .expect("a SQLite-only store path ran on another backend")
+    }
+
+    /// Runs `q` with `p` and hands each row to `f`, in order.
+    pub(in crate::store) fn each(
+        &self,
+        q: &db::Query,
+        p: db::Params<'_>,
+        mut f: impl FnMut(&db::Row<'_>) -> Result<()>,
+    ) -> Result<()> {
+        self.0.each(q, p, &mut |r| f(r).map(|()| true))
+    }
+
+    /// The rows of `q` with `p`, each as `f` reads it.
+    pub(in crate::store) fn all<T>(
+        &self,
+        q: &db::Query,
+        p: db::Params<'_>,
+        mut f: impl FnMut(&db::Row<'_>) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        let mut out = Vec::new();
+        self.0.each(q, p, &mut |r| {
+            out.push(f(r)?);
+            Ok(true)
+        })?;
+        Ok(out)
+    }
+
+    /// The first row of `q` with `p` as `f` reads it, if there is one.
+    pub(in crate::store) fn opt<T>(
+        &self,
+        q: &db::Query,
+        p: db::Params<'_>,
+        f: impl FnOnce(&db::Row<'_>) -> Result<T>,
+    ) -> Result<Option<T>> {
+        let mut f = Some(f);
+        let mut out = None;
+        self.0.each(q, p, &mut |r| {
+            if let Some(f) = f.take() {
+                out = Some(f(r)?);
+            }
+            Ok(false)
+        })?;
+        Ok(out)
+    }
+
+    /// The first row of `q` with `p` as `f` reads it; an error when there is none
+    /// ([`db::no_row`]).
+    pub(in crate::store) fn one<T>(
+        &self,
+        q: &db::Query,
+        p: db::Params<'_>,
+        f: impl FnOnce(&db::Row<'_>) -> Result<T>,
+    ) -> Result<T> {
+        self.opt(q, p, f)?.ok_or_else(db::no_row)
+    }
+
+    /// Runs `q` with `p`; how many rows it changed.
+    pub(in crate::store) fn execute(&self, q: &db::Query, p: db::Params<'_>) -> Result<usize> {
+        self.0.execute(q, p)
     }
 
     /// Runs `sql`, a list batch's query over the thread ids `ids` (one row at
@@ -129,27 +200,43 @@ impl Conn {
     /// what `read` makes of each row in that place of `slots`; the others keep what they hold.
     pub(in crate::store) fn by_position<T>(
         &self,
-        sql: &str,
+        q: &db::Query,
         ids: &ThreadIds,
         slots: &mut [T],
-        read: impl Fn(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+        read: impl Fn(&db::Row<'_>) -> Result<T>,
     ) -> Result<()> {
-        let mut stmt = self.0.prepare_cached(sql)?;
-        let mut found = stmt.query([ids])?;
-        while let Some(r) = found.next()? {
-            let at = r.get::<_, i64>(batch_col::AT)? as usize;
+        self.each(q, db::params![ids], |r| {
+            let at: usize = r.get(batch_col::AT)?;
             if let Some(slot) = slots.get_mut(at) {
                 *slot = read(r)?;
             }
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
     /// The SQLite connection, for tests and benches that set rows up by hand. No code of
     /// `src/` outside `store/` calls it, unit tests aside (`tests/it/layers.rs` checks).
     #[doc(hidden)]
     pub fn sqlite(&self) -> &Connection {
-        &self.0
+        self.db()
+    }
+}
+
+/// A connection of its own, apart from the pool (a read-only open, the row watcher's): a
+/// [`Conn`] while it lives.
+pub struct OpenConn(Box<dyn db::Db + Send>);
+
+impl OpenConn {
+    pub(in crate::store) fn sqlite(c: Connection) -> OpenConn {
+        OpenConn(Box::new(c))
+    }
+}
+
+impl std::ops::Deref for OpenConn {
+    type Target = Conn;
+
+    fn deref(&self) -> &Conn {
+        Conn::of_db(&*self.0)
     }
 }
 
@@ -176,7 +263,7 @@ impl std::ops::Deref for Tx<'_> {
 /// A read-only connection of its own that tells when another connection (of this process or
 /// another) committed: the row watcher's (`serve/watcher.rs`). Its reads see the latest commit.
 pub struct ChangeWatch {
-    conn: Conn,
+    conn: OpenConn,
 }
 
 impl ChangeWatch {
@@ -203,7 +290,9 @@ impl Store {
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
         conn.busy_timeout(BUSY_TIMEOUT)?;
-        Ok(ChangeWatch { conn: Conn(conn) })
+        Ok(ChangeWatch {
+            conn: OpenConn::sqlite(conn),
+        })
     }
 }
 
@@ -436,13 +525,12 @@ fn release_freed_memory() {
 /// database. Begun and ended with cached statements (a list pays this on every request, and
 /// parsing `BEGIN`/`COMMIT` each time cost more than the statements). Ends when dropped.
 pub struct ReadTx<'c> {
-    conn: &'c Connection,
+    conn: &'c Conn,
 }
 
 impl<'c> ReadTx<'c> {
     pub fn begin(conn: &'c Conn) -> Result<ReadTx<'c>> {
-        let conn = conn.db();
-        conn.prepare_cached("BEGIN DEFERRED")?.execute([])?;
+        conn.0.begin_read()?;
         Ok(ReadTx { conn })
     }
 }
@@ -451,20 +539,13 @@ impl std::ops::Deref for ReadTx<'_> {
     type Target = Conn;
 
     fn deref(&self) -> &Conn {
-        Conn::of(self.conn)
+        self.conn
     }
 }
 
 impl Drop for ReadTx<'_> {
     fn drop(&mut self) {
-        // Nothing was written: ending a read transaction cannot lose anything.
-        let ended = self
-            .conn
-            .prepare_cached("COMMIT")
-            .and_then(|mut s| s.execute([]));
-        if ended.is_err() && !self.conn.is_autocommit() {
-            let _ = self.conn.execute_batch("ROLLBACK");
-        }
+        self.conn.0.end_read();
     }
 }
 

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OpenFlags};
 
-use super::{migration_col, rows, Conn, BUSY_TIMEOUT};
+use super::{migration_col, rows, OpenConn, BUSY_TIMEOUT};
 use crate::error::{Error, Result};
 
 pub(super) mod embedded {
@@ -179,7 +179,7 @@ pub(super) fn migration_checksum(version: i32, name: &str, sql: &str) -> u64 {
 
 /// Opens `path` for ad-hoc reading only: the file is opened read-only and the connection is
 /// `query_only`, so no statement can change it.
-pub fn open_read_only(path: impl AsRef<Path>) -> Result<Conn> {
+pub fn open_read_only(path: impl AsRef<Path>) -> Result<OpenConn> {
     let path = path.as_ref();
     if !path.exists() {
         return Err(no_database(path));
@@ -200,7 +200,7 @@ pub fn open_read_only(path: impl AsRef<Path>) -> Result<Conn> {
     if holds != Holds::Threadbase {
         return Err(not_threadbase(path, &holds));
     }
-    Ok(Conn(conn))
+    Ok(OpenConn::sqlite(conn))
 }
 
 /// What a SQLite database holds, as far as threadbase is concerned.

@@ -1,11 +1,11 @@
 //! Typed access to `thread_output`: what a thread's snapshot shows besides its row and events.
 
+use crate::store::db::{params, q, Row};
 use crate::store::Conn;
-use rusqlite::{OptionalExtension, Row};
 
 use crate::domain::ThreadId;
 use crate::error::Result;
-use crate::store::rows::{columns, row_sql};
+use crate::store::rows::columns;
 use crate::store::{batch_col, ThreadIds};
 
 columns! {
@@ -39,7 +39,7 @@ pub struct OutputFacts {
 
 impl OutputFacts {
     /// The [`col`] row that starts at position `first` of `r`.
-    fn from_row(r: &Row<'_>, first: usize) -> rusqlite::Result<OutputFacts> {
+    fn from_row(r: &Row<'_>, first: usize) -> Result<OutputFacts> {
         Ok(OutputFacts {
             last_assistant_text: r.get(first + col::LAST_ASSISTANT_TEXT)?,
             last_partial_text: r.get(first + col::LAST_PARTIAL_TEXT)?,
@@ -54,10 +54,9 @@ impl OutputFacts {
 /// A thread's retained output; empty when none was recorded yet.
 pub fn of_thread(conn: &Conn, id: &ThreadId) -> Result<OutputFacts> {
     Ok(conn
-        .db()
-        .prepare_cached(row_sql!("output_of_thread", col))?
-        .query_row([id], |r| OutputFacts::from_row(r, 0))
-        .optional()?
+        .opt(q!("output_of_thread", col), params![id], |r| {
+            OutputFacts::from_row(r, 0)
+        })?
         .unwrap_or_default())
 }
 
@@ -66,7 +65,7 @@ pub fn of_thread(conn: &Conn, id: &ThreadId) -> Result<OutputFacts> {
 pub fn of_threads(conn: &Conn, ids: &ThreadIds) -> Result<Vec<OutputFacts>> {
     let mut outs = vec![OutputFacts::default(); ids.len()];
     conn.by_position(
-        row_sql!("outputs_of_threads", batch_col, col),
+        q!("outputs_of_threads", batch_col, col),
         ids,
         &mut outs,
         |r| OutputFacts::from_row(r, batch_col::COUNT),
@@ -78,33 +77,25 @@ pub fn of_threads(conn: &Conn, ids: &ThreadIds) -> Result<Vec<OutputFacts>> {
 
 /// A launched thread's output row, created empty if it has none.
 pub fn ensure(conn: &Conn, id: &ThreadId) -> Result<()> {
-    conn.db()
-        .prepare_cached(include_str!("../../sql/output_ensure.sql"))?
-        .execute([id])?;
+    conn.execute(q!("output_ensure"), params![id])?;
     Ok(())
 }
 
 /// The last completed assistant message's text (it replaces the partial one).
 pub fn set_assistant(conn: &Conn, id: &ThreadId, text: &str) -> Result<()> {
-    conn.db()
-        .prepare_cached(include_str!("../../sql/output_set_assistant.sql"))?
-        .execute((id, text))?;
+    conn.execute(q!("output_set_assistant"), params![id, text])?;
     Ok(())
 }
 
 /// The text of the assistant message still streaming.
 pub fn set_partial(conn: &Conn, id: &ThreadId, text: &str) -> Result<()> {
-    conn.db()
-        .prepare_cached(include_str!("../../sql/output_set_partial.sql"))?
-        .execute((id, text))?;
+    conn.execute(q!("output_set_partial"), params![id, text])?;
     Ok(())
 }
 
 /// Whether a turn is under way.
 pub fn set_turn_open(conn: &Conn, id: &ThreadId, open: bool) -> Result<()> {
-    conn.db()
-        .prepare_cached(include_str!("../../sql/output_set_turn_open.sql"))?
-        .execute((id, open))?;
+    conn.execute(q!("output_set_turn_open"), params![id, open])?;
     Ok(())
 }
 
@@ -115,9 +106,7 @@ pub fn set_session_state(
     name: Option<&str>,
     pending: Option<i64>,
 ) -> Result<()> {
-    conn.db()
-        .prepare_cached(include_str!("../../sql/output_set_session_state.sql"))?
-        .execute((id, name, pending))?;
+    conn.execute(q!("output_set_session_state"), params![id, name, pending])?;
     Ok(())
 }
 
@@ -134,11 +123,9 @@ columns! {
 /// ones cut).
 pub fn append_stderr(conn: &Conn, id: &ThreadId, bytes: &[u8], keep: usize) -> Result<()> {
     let (mut tail, mut dropped): (Vec<u8>, i64) = conn
-        .db()
-        .prepare_cached(row_sql!("output_get_stderr", stderr_col))?
-        .query_row([id], |r| {
+        .opt(q!("output_get_stderr", stderr_col), params![id], |r| {
             Ok((r.get(stderr_col::TAIL)?, r.get(stderr_col::DROPPED)?))
-        })
+        })?
         .unwrap_or((Vec::new(), 0));
     tail.extend_from_slice(bytes);
     if tail.len() > keep {
@@ -146,8 +133,6 @@ pub fn append_stderr(conn: &Conn, id: &ThreadId, bytes: &[u8], keep: usize) -> R
         dropped += cut as i64;
         tail.drain(..cut);
     }
-    conn.db()
-        .prepare_cached(include_str!("../../sql/output_set_stderr.sql"))?
-        .execute((id, tail, dropped))?;
+    conn.execute(q!("output_set_stderr"), params![id, tail, dropped])?;
     Ok(())
 }

@@ -124,6 +124,89 @@ impl ToSql for ThreadIds {
     }
 }
 
+// ---- the same, for the store's own query layer (`store::db`), on either backend ----------
+
+use crate::store::db::{wrong, Cell, FromCell, ToParam, Value};
+use std::borrow::Cow;
+
+macro_rules! cell_as_words {
+    ($($name:ident),+) => {$(
+        impl ToParam for $name {
+            fn value(&self) -> Value<'_> {
+                Value::Text(Cow::Borrowed(self.as_str()))
+            }
+        }
+
+        impl FromCell for $name {
+            fn from_cell(cell: Cell<'_>) -> std::result::Result<Self, String> {
+                match cell {
+                    Cell::Text(word) => $name::parse(word).ok_or_else(|| {
+                        format!(
+                            "{} is not a {} (one of {:?})",
+                            word,
+                            stringify!($name),
+                            $name::ALL.iter().map(|v| v.as_str()).collect::<Vec<_>>()
+                        )
+                    }),
+                    other => Err(wrong(other, concat!("a ", stringify!($name)))),
+                }
+            }
+        }
+    )+};
+}
+
+cell_as_words!(
+    Contract,
+    ThreadStatus,
+    Phase,
+    AgentState,
+    ExitKind,
+    Outcome,
+    CommandKind,
+    CommandState,
+    MailState,
+    Direction,
+    MailKind,
+    QuestionKind,
+    QuestionState
+);
+
+macro_rules! cell_as_text {
+    ($($name:ident),+) => {$(
+        impl ToParam for $name {
+            fn value(&self) -> Value<'_> {
+                Value::Text(Cow::Borrowed(self.as_str()))
+            }
+        }
+
+        impl FromCell for $name {
+            fn from_cell(cell: Cell<'_>) -> std::result::Result<Self, String> {
+                String::from_cell(cell).map($name::from)
+            }
+        }
+    )+};
+}
+
+cell_as_text!(ThreadId, SessionId, WorkerId);
+
+impl ToParam for ManagerId {
+    fn value(&self) -> Value<'_> {
+        Value::Int(self.0)
+    }
+}
+
+impl FromCell for ManagerId {
+    fn from_cell(cell: Cell<'_>) -> std::result::Result<Self, String> {
+        i64::from_cell(cell).map(ManagerId)
+    }
+}
+
+impl ToParam for ThreadIds {
+    fn value(&self) -> Value<'_> {
+        Value::Text(Cow::Borrowed(self.json.as_str()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

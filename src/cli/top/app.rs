@@ -47,7 +47,7 @@ pub(super) enum Item {
 
 pub(super) struct App {
     db: PathBuf,
-    conn: Conn,
+    conn: crate::store::OpenConn,
     writer: Option<Store>,
     version: Option<i64>,
     /// The rows of the subtree (every thread without one); the other filters apply as the
@@ -84,7 +84,7 @@ pub(super) struct App {
 }
 
 impl App {
-    pub(super) fn new(db: PathBuf, conn: Conn) -> App {
+    pub(super) fn new(db: PathBuf, conn: crate::store::OpenConn) -> App {
         App {
             db,
             conn,

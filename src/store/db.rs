@@ -1,0 +1,464 @@
+//! The store's one way to run a query, whichever database holds the rows.
+//!
+//! A store function names its query with [`q!`] (the file of `sql/`, and the rows whose
+//! placeholders it writes), binds its values with [`params!`] (by position) or [`named!`] (by
+//! `:name`), and reads each row through [`Row::get`] by the position its row declaration gives
+//! (`store::rows`). [`Conn`](super::Conn) runs it on the backend it holds: [`Db`] is what a
+//! backend implements (SQLite's connection here, PostgreSQL's in `store/postgres`), and the
+//! values cross it as [`Value`] (a parameter) and [`Cell`] (a column of a row), so no store
+//! function sees a backend's types. A query's text for each backend is made once: SQLite's
+//! from `sql/NAME.sql` with its rows expanded, PostgreSQL's from its override if it has one,
+//! with the parameters rewritten to `$N` (`store::postgres::queries`).
+
+use std::borrow::Cow;
+use std::sync::OnceLock;
+
+use rusqlite::types::{ToSqlOutput, ValueRef};
+
+use crate::error::{Error, Result};
+
+/// A query of `sql/`: its name (the file's, without `.sql`) and its SQLite text with the row
+/// placeholders expanded. Made by [`q!`], once per query, as a `static`.
+pub struct Query {
+    pub name: &'static str,
+    /// SQLite's text (expanded at its first use).
+    pub sqlite: fn() -> &'static str,
+    /// PostgreSQL's text and parameter names, made at its first use on PostgreSQL.
+    pub postgres: OnceLock<super::postgres::params::Positional>,
+}
+
+impl std::fmt::Debug for Query {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "sql/{}.sql", self.name)
+    }
+}
+
+/// `q!("name")`: the query `sql/name.sql`; `q!("name", rows::col, …)`: the same with the
+/// placeholders of those row declarations expanded (in the order the query writes them).
+macro_rules! q {
+    ($name:literal) => {{
+        static Q: $crate::store::db::Query = $crate::store::db::Query {
+            name: $name,
+            sqlite: || include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/sql/", $name, ".sql")),
+            postgres: std::sync::OnceLock::new(),
+        };
+        &Q
+    }};
+    ($name:literal, $($row:path),+ $(,)?) => {{
+        static Q: $crate::store::db::Query = $crate::store::db::Query {
+            name: $name,
+            sqlite: || $crate::store::rows::row_sql!($name, $($row),+),
+            postgres: std::sync::OnceLock::new(),
+        };
+        &Q
+    }};
+}
+
+/// A value bound to a parameter.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value<'a> {
+    Null,
+    Int(i64),
+    Real(f64),
+    Text(Cow<'a, str>),
+    Blob(Cow<'a, [u8]>),
+}
+
+/// What can be bound to a parameter (the store's own [`Value`], so either backend binds it).
+pub trait ToParam {
+    fn value(&self) -> Value<'_>;
+}
+
+/// The values of a query's parameters: by position (`?1`, `?`), or by name (`:id`).
+#[derive(Clone, Copy)]
+pub enum Params<'a> {
+    At(&'a [&'a dyn ToParam]),
+    Named(&'a [(&'static str, &'a dyn ToParam)]),
+}
+
+/// `params![a, b]`: the values of `?1`, `?2`.
+macro_rules! params {
+    ($($p:expr),* $(,)?) => {
+        $crate::store::db::Params::At(&[$(&$p as &dyn $crate::store::db::ToParam),*])
+    };
+}
+
+/// `named!{":a": a, ":b": b}`: the values of `:a` and `:b`.
+macro_rules! named {
+    ($($name:literal : $p:expr),* $(,)?) => {
+        $crate::store::db::Params::Named(&[$(($name, &$p as &dyn $crate::store::db::ToParam)),*])
+    };
+}
+
+pub(crate) use {named, params, q};
+
+impl Params<'_> {
+    /// How many values are bound.
+    pub fn len(&self) -> usize {
+        match self {
+            Params::At(v) => v.len(),
+            Params::Named(v) => v.len(),
+        }
+    }
+}
+
+/// A column's value in a row, as read.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Cell<'a> {
+    Null,
+    Int(i64),
+    Real(f64),
+    Text(&'a str),
+    Blob(&'a [u8]),
+}
+
+impl Cell<'_> {
+    fn kind(&self) -> &'static str {
+        match self {
+            Cell::Null => "NULL",
+            Cell::Int(_) => "an integer",
+            Cell::Real(_) => "a real",
+            Cell::Text(_) => "text",
+            Cell::Blob(_) => "a blob",
+        }
+    }
+}
+
+/// What can be read from a column: `Err` says what the column held instead.
+pub trait FromCell: Sized {
+    fn from_cell(cell: Cell<'_>) -> std::result::Result<Self, String>;
+}
+
+/// The error of a cell that is not what its reader wants.
+pub fn wrong(cell: Cell<'_>, wanted: &str) -> String {
+    format!("expected {wanted}, found {}", cell.kind())
+}
+
+/// One row of a query's answer.
+pub struct Row<'a> {
+    of: RowOf<'a>,
+    query: &'a str,
+}
+
+enum RowOf<'a> {
+    Sqlite(&'a rusqlite::Row<'a>),
+    Postgres(&'a [Cell<'a>]),
+}
+
+impl<'a> Row<'a> {
+    pub(in crate::store) fn sqlite(row: &'a rusqlite::Row<'a>, query: &'a str) -> Row<'a> {
+        Row {
+            of: RowOf::Sqlite(row),
+            query,
+        }
+    }
+
+    pub(in crate::store) fn cells(cells: &'a [Cell<'a>], query: &'a str) -> Row<'a> {
+        Row {
+            of: RowOf::Postgres(cells),
+            query,
+        }
+    }
+
+    /// The cell at position `i`, as it was read.
+    pub fn cell(&self, i: usize) -> Result<Cell<'_>> {
+        match &self.of {
+            RowOf::Sqlite(r) => Ok(match r.get_ref(i)? {
+                ValueRef::Null => Cell::Null,
+                ValueRef::Integer(v) => Cell::Int(v),
+                ValueRef::Real(v) => Cell::Real(v),
+                ValueRef::Text(t) => Cell::Text(std::str::from_utf8(t).map_err(|e| {
+                    self.unreadable(i, &format!("text that is not UTF-8 ({e})"))
+                })?),
+                ValueRef::Blob(b) => Cell::Blob(b),
+            }),
+            RowOf::Postgres(cells) => cells.get(i).copied().ok_or_else(|| {
+                self.unreadable(i, &format!("no such column (the row has {})", cells.len()))
+            }),
+        }
+    }
+
+    /// The value of the column at position `i`.
+    pub fn get<T: FromCell>(&self, i: usize) -> Result<T> {
+        T::from_cell(self.cell(i)?).map_err(|why| self.unreadable(i, &why))
+    }
+
+    fn unreadable(&self, i: usize, why: &str) -> Error {
+        Error::internal(format!(
+            "Column {i} of a row of sql/{}.sql could not be read: {why}. Repair: run `threadbase check` on the database; a row written by a newer threadbase needs that version.",
+            self.query
+        ))
+    }
+}
+
+/// The error a query that must return a row gives when it returns none (the same as SQLite's
+/// `query_row`, so callers that tell "no row" apart keep working).
+pub fn no_row() -> Error {
+    rusqlite::Error::QueryReturnedNoRows.into()
+}
+
+/// What a backend does: run a query of `sql/` (rows, or a count of changed rows), and a
+/// statement of its own (ad hoc SQL). `each`'s callback returns `false` to stop early.
+pub(in crate::store) trait Db {
+    fn each(
+        &self,
+        q: &Query,
+        p: Params<'_>,
+        f: &mut dyn FnMut(&Row<'_>) -> Result<bool>,
+    ) -> Result<()>;
+    fn execute(&self, q: &Query, p: Params<'_>) -> Result<usize>;
+    /// Runs a statement that is not a query of `sql/` (rows ignored).
+    fn batch(&self, sql: &str) -> Result<()>;
+    /// Starts and ends a read transaction (one snapshot for several queries).
+    fn begin_read(&self) -> Result<()>;
+    fn end_read(&self);
+    /// The SQLite connection, when the backend is SQLite.
+    fn sqlite(&self) -> Option<&rusqlite::Connection>;
+}
+
+// ---- SQLite ---------------------------------------------------------------------------------
+
+struct Bound<'a>(&'a dyn ToParam);
+
+impl rusqlite::ToSql for Bound<'_> {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(match self.0.value() {
+            Value::Null => ToSqlOutput::Owned(rusqlite::types::Value::Null),
+            Value::Int(v) => ToSqlOutput::Owned(rusqlite::types::Value::Integer(v)),
+            Value::Real(v) => ToSqlOutput::Owned(rusqlite::types::Value::Real(v)),
+            Value::Text(Cow::Borrowed(t)) => ToSqlOutput::Borrowed(ValueRef::Text(t.as_bytes())),
+            Value::Text(Cow::Owned(t)) => ToSqlOutput::Owned(rusqlite::types::Value::Text(t)),
+            Value::Blob(Cow::Borrowed(b)) => ToSqlOutput::Borrowed(ValueRef::Blob(b)),
+            Value::Blob(Cow::Owned(b)) => ToSqlOutput::Owned(rusqlite::types::Value::Blob(b)),
+        })
+    }
+}
+
+/// Binds `p` to `stmt`, refusing a count or a name the statement does not have.
+fn bind(stmt: &mut rusqlite::Statement<'_>, q: &Query, p: Params<'_>) -> Result<()> {
+    let expected = stmt.parameter_count();
+    let wrong_count = |given: usize| {
+        Error::internal(format!(
+            "sql/{}.sql takes {expected} parameters but was given {given}. Repair: this is a bug in threadbase; report it with the command that failed.",
+            q.name
+        ))
+    };
+    match p {
+        Params::At(values) => {
+            if values.len() != expected {
+                return Err(wrong_count(values.len()));
+            }
+            for (i, v) in values.iter().enumerate() {
+                stmt.raw_bind_parameter(i + 1, Bound(*v))?;
+            }
+        }
+        Params::Named(values) => {
+            if values.len() != expected {
+                return Err(wrong_count(values.len()));
+            }
+            for (name, v) in values {
+                let Some(i) = stmt.parameter_index(name)? else {
+                    return Err(Error::internal(format!(
+                        "sql/{}.sql has no parameter {name}. Repair: this is a bug in threadbase; report it with the command that failed.",
+                        q.name
+                    )));
+                };
+                stmt.raw_bind_parameter(i, Bound(*v))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+impl Db for rusqlite::Connection {
+    fn each(
+        &self,
+        q: &Query,
+        p: Params<'_>,
+        f: &mut dyn FnMut(&Row<'_>) -> Result<bool>,
+    ) -> Result<()> {
+        let mut stmt = self.prepare_cached((q.sqlite)())?;
+        bind(&mut stmt, q, p)?;
+        let mut rows = stmt.raw_query();
+        while let Some(r) = rows.next()? {
+            if !f(&Row::sqlite(r, q.name))? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn execute(&self, q: &Query, p: Params<'_>) -> Result<usize> {
+        let mut stmt = self.prepare_cached((q.sqlite)())?;
+        bind(&mut stmt, q, p)?;
+        Ok(stmt.raw_execute()?)
+    }
+
+    fn batch(&self, sql: &str) -> Result<()> {
+        Ok(self.execute_batch(sql)?)
+    }
+
+    fn begin_read(&self) -> Result<()> {
+        self.prepare_cached("BEGIN DEFERRED")?.execute([])?;
+        Ok(())
+    }
+
+    fn end_read(&self) {
+        // Nothing was written: ending a read transaction cannot lose anything.
+        let ended = self.prepare_cached("COMMIT").and_then(|mut s| s.execute([]));
+        if ended.is_err() && !self.is_autocommit() {
+            let _ = self.execute_batch("ROLLBACK");
+        }
+    }
+
+    fn sqlite(&self) -> Option<&rusqlite::Connection> {
+        Some(self)
+    }
+}
+
+// ---- values -----------------------------------------------------------------------------------
+
+impl<T: ToParam + ?Sized> ToParam for &T {
+    fn value(&self) -> Value<'_> {
+        (**self).value()
+    }
+}
+
+impl<T: ToParam> ToParam for Option<T> {
+    fn value(&self) -> Value<'_> {
+        match self {
+            Some(v) => v.value(),
+            None => Value::Null,
+        }
+    }
+}
+
+macro_rules! int_param {
+    ($($t:ty),+) => {$(
+        impl ToParam for $t {
+            fn value(&self) -> Value<'_> {
+                Value::Int(*self as i64)
+            }
+        }
+
+        impl FromCell for $t {
+            fn from_cell(cell: Cell<'_>) -> std::result::Result<Self, String> {
+                match cell {
+                    Cell::Int(v) => <$t>::try_from(v)
+                        .map_err(|_| format!("{v} is out of range for {}", stringify!($t))),
+                    other => Err(wrong(other, "an integer")),
+                }
+            }
+        }
+    )+};
+}
+
+int_param!(i64, i32, u32, u16, u8, usize, u64);
+
+impl ToParam for bool {
+    fn value(&self) -> Value<'_> {
+        Value::Int(*self as i64)
+    }
+}
+
+impl FromCell for bool {
+    fn from_cell(cell: Cell<'_>) -> std::result::Result<Self, String> {
+        match cell {
+            Cell::Int(v) => Ok(v != 0),
+            other => Err(wrong(other, "an integer (a flag)")),
+        }
+    }
+}
+
+impl ToParam for f64 {
+    fn value(&self) -> Value<'_> {
+        Value::Real(*self)
+    }
+}
+
+impl FromCell for f64 {
+    fn from_cell(cell: Cell<'_>) -> std::result::Result<Self, String> {
+        match cell {
+            Cell::Real(v) => Ok(v),
+            Cell::Int(v) => Ok(v as f64),
+            other => Err(wrong(other, "a number")),
+        }
+    }
+}
+
+impl ToParam for str {
+    fn value(&self) -> Value<'_> {
+        Value::Text(Cow::Borrowed(self))
+    }
+}
+
+impl ToParam for String {
+    fn value(&self) -> Value<'_> {
+        Value::Text(Cow::Borrowed(self))
+    }
+}
+
+impl FromCell for String {
+    fn from_cell(cell: Cell<'_>) -> std::result::Result<Self, String> {
+        match cell {
+            Cell::Text(t) => Ok(t.to_owned()),
+            other => Err(wrong(other, "text")),
+        }
+    }
+}
+
+impl ToParam for [u8] {
+    fn value(&self) -> Value<'_> {
+        Value::Blob(Cow::Borrowed(self))
+    }
+}
+
+impl ToParam for Vec<u8> {
+    fn value(&self) -> Value<'_> {
+        Value::Blob(Cow::Borrowed(self))
+    }
+}
+
+impl FromCell for Vec<u8> {
+    fn from_cell(cell: Cell<'_>) -> std::result::Result<Self, String> {
+        match cell {
+            Cell::Blob(b) => Ok(b.to_vec()),
+            Cell::Text(t) => Ok(t.as_bytes().to_vec()),
+            other => Err(wrong(other, "a blob")),
+        }
+    }
+}
+
+impl<T: FromCell> FromCell for Option<T> {
+    fn from_cell(cell: Cell<'_>) -> std::result::Result<Self, String> {
+        match cell {
+            Cell::Null => Ok(None),
+            other => T::from_cell(other).map(Some),
+        }
+    }
+}
+
+impl ToParam for Value<'_> {
+    fn value(&self) -> Value<'_> {
+        match self {
+            Value::Text(t) => Value::Text(Cow::Borrowed(t)),
+            Value::Blob(b) => Value::Blob(Cow::Borrowed(b)),
+            Value::Null => Value::Null,
+            Value::Int(v) => Value::Int(*v),
+            Value::Real(v) => Value::Real(*v),
+        }
+    }
+}
+
+/// A cell as an owned value (what `threadbase sql` and the tests print).
+impl FromCell for Value<'static> {
+    fn from_cell(cell: Cell<'_>) -> std::result::Result<Self, String> {
+        Ok(match cell {
+            Cell::Null => Value::Null,
+            Cell::Int(v) => Value::Int(v),
+            Cell::Real(v) => Value::Real(v),
+            Cell::Text(t) => Value::Text(Cow::Owned(t.to_owned())),
+            Cell::Blob(b) => Value::Blob(Cow::Owned(b.to_vec())),
+        })
+    }
+}
