@@ -35,7 +35,7 @@ struct Into {
 pub fn run(db: &Path, args: &AdoptArgs<'_>, out: &mut dyn Write) -> Result<()> {
     let store = Store::open_existing(db)?;
     let into = target(&store, args.into)?;
-    let known = manager_id(&*store.read()?, &into.session_id, Contract::Thread)?;
+    let known = manager_id(&store.read()?, &into.session_id, Contract::Thread)?;
     let me = ProcessIdentity::current();
     let found = adopt_reference(
         &store,
@@ -63,7 +63,7 @@ pub fn run(db: &Path, args: &AdoptArgs<'_>, out: &mut dyn Write) -> Result<()> {
     let adopted = match found {
         Found::Adopted(a) => a,
         Found::OwnerAlive(c) => {
-            let path = thread_by_id_any(&*store.read()?, &c.id)?
+            let path = thread_by_id_any(&store.read()?, &c.id)?
                 .map(|r| r.path)
                 .unwrap_or_default();
             return Err(owner_alive(&c, &path));

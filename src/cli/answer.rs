@@ -22,7 +22,7 @@ pub fn run(
     out: &mut dyn Write,
 ) -> Result<()> {
     let store = Store::open_existing(db)?;
-    let row = resolve_anywhere(&*store.read()?, reference, None, None)?;
+    let row = resolve_anywhere(&store.read()?, reference, None, None)?;
     let (q, answer) = answer_thread(&store, &row, &Value::String(value.to_string()), "cli")?;
     if as_json {
         writeln!(

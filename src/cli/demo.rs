@@ -169,7 +169,7 @@ fn demo(keep: Option<PathBuf>, out: &mut dyn Write) -> Result<()> {
         say(out, "start /root/review_docs", &r)?;
 
         // The survey thread is itself a Pi session with its own manager: a nested child.
-        let survey = crate::store::threads::thread_by_id_any(&*store.read()?, &survey_id)?;
+        let survey = crate::store::threads::thread_by_id_any(&store.read()?, &survey_id)?;
         let nested_cfg = ServeConfig {
             session_file: survey.as_ref().and_then(|t| t.session_file.clone()).map(PathBuf::from),
             session_id: survey.as_ref().and_then(|t| t.session_id.clone()).unwrap_or_else(|| "demo-survey".into()).into(),

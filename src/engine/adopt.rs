@@ -35,7 +35,7 @@ pub fn adopt_reference(
     target: impl FnOnce(&crate::store::Tx<'_>) -> Result<ManagerId>,
     by: &str,
 ) -> Result<Found> {
-    let found = adopt::candidates(&*store.read()?, reference, to)?;
+    let found = adopt::candidates(&store.read()?, reference, to)?;
     let alive = |c: &Candidate| {
         let recorded = ProcessIdentity::recorded(c.owner_pid, c.owner_started_at);
         ProcessIdentity::held_elsewhere(recorded, me).is_some()

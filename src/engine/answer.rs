@@ -23,11 +23,11 @@ pub fn answer_thread(
     given: &Value,
     by: &str,
 ) -> Result<(Question, Value)> {
-    let q = questions::pending_of(&*store.read()?, &row.id)?.ok_or_else(|| no_question(row))?;
+    let q = questions::pending_of(&store.read()?, &row.id)?.ok_or_else(|| no_question(row))?;
     let value = answer::validate(&q, given)?;
     let written = store.write(|tx| questions::answer(tx, q.id, &value, by, &now_iso()))?;
     if !written {
-        let now = questions::by_id(&*store.read()?, q.id)?;
+        let now = questions::by_id(&store.read()?, q.id)?;
         let how = now
             .as_ref()
             .map(|q| format!("{} by {}", q.state, q.answered_by.as_deref().unwrap_or("?")))
@@ -59,7 +59,7 @@ impl Engine {
             Ok(row) => row,
             Err(e) if e.code == ErrorCode::UnknownReference => {
                 crate::store::refs::resolve_anywhere(
-                    &*self.store.read()?,
+                    &self.store.read()?,
                     &req.id,
                     Some(self.cfg.session_id.as_str()),
                     None,

@@ -211,7 +211,7 @@ impl Engine {
 
     /// A thread's facts (`store/facts.rs`).
     fn facts(&self, id: &ThreadId) -> Result<ThreadFacts> {
-        crate::store::facts::of_thread(&*self.store.read()?, id)
+        crate::store::facts::of_thread(&self.store.read()?, id)
     }
 
     /// The environment of this manager's new child `id` at `path` and `depth`: its own

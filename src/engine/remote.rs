@@ -40,7 +40,7 @@ pub(super) fn holder(e: &Engine, id: &ThreadId) -> Result<Holder> {
     if e.rt.is_live(id) {
         return Ok(Holder::Here);
     }
-    let Some((status, held)) = threads::thread_holder(&*e.store.read()?, id)? else {
+    let Some((status, held)) = threads::thread_holder(&e.store.read()?, id)? else {
         return Ok(Holder::NotLive);
     };
     if status != ThreadStatus::Live {
@@ -66,7 +66,7 @@ pub(super) fn restore_orphans(e: &Engine) -> Result<()> {
 
 /// The living serve (not this one) that owns a manager, if there is one.
 pub(super) fn manager_owner(e: &Engine, manager_id: ManagerId) -> Result<Option<ProcessIdentity>> {
-    let owner = threads::manager_owner(&*e.store.read()?, manager_id)?.flatten();
+    let owner = threads::manager_owner(&e.store.read()?, manager_id)?.flatten();
     Ok(ProcessIdentity::held_elsewhere(owner, e.rt.owner()))
 }
 
@@ -127,7 +127,7 @@ pub(super) async fn request(
     let deadline = written + owner_budget(kind);
     loop {
         tokio::time::sleep(POLL).await;
-        let commands::CommandStatus { state, result } = commands::state(&*e.store.read()?, id)?;
+        let commands::CommandStatus { state, result } = commands::state(&e.store.read()?, id)?;
         match state {
             CommandState::Done => return Ok(Outcome::Done(result.unwrap_or_default())),
             CommandState::Failed => return Ok(Outcome::Failed(owner_error(result.as_deref()))),

@@ -85,7 +85,7 @@ impl super::Engine {
     pub fn tell_spend(&self) -> Result<Usage> {
         let self_id = self.cfg.self_id.as_ref();
         let session = &self.cfg.session_id;
-        let (news, _) = usage::untold(&*self.store.read()?, self_id, session)?;
+        let (news, _) = usage::untold(&self.store.read()?, self_id, session)?;
         if news.is_zero() {
             return Ok(news);
         }

@@ -69,7 +69,7 @@ impl Runtime {
         child.view.send_modify(|v| v.asking = true);
         let mut view = child.view.subscribe();
         let reply = loop {
-            let q = questions::by_id(&*store.read()?, qid)?;
+            let q = questions::by_id(&store.read()?, qid)?;
             match q {
                 Some(q) if q.state == QuestionState::Pending => {}
                 Some(q) if q.state == QuestionState::Answered => {

@@ -62,7 +62,7 @@ pub fn restore_dead_owners(
     me: ProcessIdentity,
     texts: &RestoreTexts,
 ) -> Result<RestoreReport> {
-    let candidates: Vec<Candidate> = restore::candidates(&*store.read()?)?
+    let candidates: Vec<Candidate> = restore::candidates(&store.read()?)?
         .into_iter()
         .map(|row| Candidate {
             owner: ProcessIdentity::recorded(row.owner_pid, row.owner_started_at),
@@ -85,7 +85,7 @@ pub fn restore_dead_owners(
         if refused.contains(&c.manager_id) {
             continue;
         }
-        if let Some(problem) = agents::registry_problem(&*store.read()?, c.manager_id)? {
+        if let Some(problem) = agents::registry_problem(&store.read()?, c.manager_id)? {
             report.rejected.push(format!(
                 "The saved subagent registry {} cannot be restored: {problem}. Nothing of it was changed. Repair: fix or delete the broken rows (threadbase sql \"SELECT path, parent_path, agent_state FROM threads WHERE manager_id = {}\"), then run threadbase restore again.",
                 c.manager_id, c.manager_id
@@ -164,7 +164,7 @@ fn restore_unlaunched_agents(
     texts: &RestoreTexts,
     report: &mut RestoreReport,
 ) -> Result<()> {
-    for run in restore::unlaunched_agents(&*store.read()?)? {
+    for run in restore::unlaunched_agents(&store.read()?)? {
         let owner = ProcessIdentity::recorded(run.owner_pid, run.owner_started_at);
         if !owner_gone(owner, me) || refused.contains(&run.manager_id) {
             continue;

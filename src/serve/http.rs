@@ -102,7 +102,7 @@ impl StoreWorkerRpc {
 /// Views come from the engine's one WorkerView builder, so HTTP and `serve` answer alike.
 impl WorkerRpc for StoreWorkerRpc {
     fn snapshot(&self, ids: &[SessionId]) -> Result<Box<RawValue>> {
-        let facts = crate::engine::snapshot_workers(&*self.store.read()?, ids)?;
+        let facts = crate::engine::snapshot_workers(&self.store.read()?, ids)?;
         Ok(serde_json::value::to_raw_value(&Workers::of(&facts))?)
     }
 

@@ -5,8 +5,8 @@
 //! event that keeps the old session and path. One transaction; the caller checks first that
 //! nothing alive owns the thread (see `engine::adopt`).
 
+use crate::store::db::{named, params, q, Row};
 use crate::store::Conn;
-use rusqlite::{named_params, OptionalExtension};
 use serde_json::json;
 
 use super::events::{self, NewEvent};
@@ -14,7 +14,7 @@ use super::threads::{path_taken, thread_by_id_any};
 use super::usage::{SubtreeUsage, Usage};
 use crate::domain::{ManagerId, SessionId, ThreadId, ThreadStatus};
 use crate::error::{Error, ErrorCode, Result};
-use crate::store::rows::{columns, row_sql};
+use crate::store::rows::columns;
 
 columns! {
     /// An adoption candidate's columns, in order (`{adopt_candidate_row}` in
@@ -46,7 +46,7 @@ pub struct Candidate {
 
 impl Candidate {
     /// A row of `sql/adopt_candidates.sql` ([`candidate_col`]).
-    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Candidate> {
+    fn from_row(r: &Row<'_>) -> Result<Candidate> {
         Ok(Candidate {
             id: r.get(candidate_col::ID)?,
             status: r.get(candidate_col::STATUS)?,
@@ -66,14 +66,15 @@ pub fn candidates(
     reference: &str,
     except: Option<ManagerId>,
 ) -> Result<Vec<Candidate>> {
-    let mut stmt = conn
-        .db()
-        .prepare_cached(row_sql!("adopt_candidates", candidate_col))?;
-    let rows = stmt.query_map(
-        rusqlite::params![reference.trim(), except],
-        Candidate::from_row,
-    )?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    let rows = conn
+        .all(
+            q!("adopt_candidates", candidate_col),
+            params![reference.trim(), except],
+            Candidate::from_row,
+        )?
+        .into_iter()
+        .map(Ok::<_, crate::error::Error>);
+    rows.collect::<Result<_>>()
 }
 
 /// What an adoption changed.
@@ -115,10 +116,11 @@ pub fn adopt(conn: &Conn, id: &ThreadId, to: ManagerId, by: &str, at: &str) -> R
     }
     let (from_session, _) = super::threads::manager_of_thread(conn, id)?.unwrap_or_default();
     let target = conn
-        .db()
-        .prepare_cached(row_sql!("adopt_target", target_col))?
-        .query_row([to], Target::from_row)
-        .optional()?
+        .opt(
+            q!("adopt_target", target_col),
+            params![to],
+            Target::from_row,
+        )?
         .ok_or_else(|| {
             Error::new(
                 ErrorCode::Internal,
@@ -127,10 +129,7 @@ pub fn adopt(conn: &Conn, id: &ThreadId, to: ManagerId, by: &str, at: &str) -> R
         })?;
     let path = format!("{}/{}", target.scope_path, row.task_name);
     let place = conn
-        .db()
-        .prepare_cached(row_sql!("adopt_place", place_col))?
-        .query_row([id], Place::from_row)
-        .optional()?
+        .opt(q!("adopt_place", place_col), params![id], Place::from_row)?
         .ok_or_else(|| {
             Error::new(
                 ErrorCode::Internal,
@@ -152,14 +151,14 @@ pub fn adopt(conn: &Conn, id: &ThreadId, to: ManagerId, by: &str, at: &str) -> R
             format!("This session has a thread at {path} already, so {} ({id}) cannot take that path. Repair: use this session's own thread at that path, or adopt it from a new Pi session, where the path is free.", row.path),
         ));
     }
-    let moved = conn
-        .db()
-        .prepare_cached(include_str!("../../sql/adopt_thread.sql"))?
-        .execute(named_params! {
+    let moved = conn.execute(
+        q!("adopt_thread"),
+        named! {
             ":to": to, ":path": path, ":parent_path": target.scope_path,
             ":parent_id": target.self_thread_id, ":depth": target.depth + 1, ":at": at,
             ":id": id, ":from": row.manager_id,
-        })?;
+        },
+    )?;
     if moved != 1 {
         return Err(Error::new(
             ErrorCode::Conflict,
@@ -170,23 +169,22 @@ pub fn adopt(conn: &Conn, id: &ThreadId, to: ManagerId, by: &str, at: &str) -> R
         ));
     }
     // What the subtree spent.
-    let spent = conn
-        .db()
-        .prepare_cached(row_sql!("adopt_subtree_usage", spend_col))?
-        .query_row(
-            named_params! {":root": place.root_session, ":key": place.tree_key},
-            read_spend,
-        )?;
+    let spent = conn.one(
+        q!("adopt_subtree_usage", spend_col),
+        named! {":root": place.root_session, ":key": place.tree_key},
+        read_spend,
+    )?;
     let (threads, u) = (spent.threads, spent.usage);
     for (root, sign) in [(&place.root_session, -1i64), (&target.root_session, 1)] {
-        conn.db()
-            .prepare_cached(include_str!("../../sql/adopt_tree_usage_move.sql"))?
-            .execute(named_params! {
+        conn.execute(
+            q!("adopt_tree_usage_move"),
+            named! {
                 ":root": root, ":sign": sign, ":threads": threads, ":input": u.input_tokens,
                 ":output": u.output_tokens, ":cache_read": u.cache_read_tokens,
                 ":cache_write": u.cache_write_tokens, ":cost": u.cost_usd, ":turns": u.turns,
                 ":tool_calls": u.tool_calls, ":at": at,
-            })?;
+            },
+        )?;
     }
     let last_segment = place
         .tree_key
@@ -195,13 +193,14 @@ pub fn adopt(conn: &Conn, id: &ThreadId, to: ManagerId, by: &str, at: &str) -> R
         .unwrap_or_default()
         .to_string();
     let new_key = format!("{}/{last_segment}", target.parent_key);
-    conn.db()
-        .prepare_cached(include_str!("../../sql/adopt_move_places.sql"))?
-        .execute(named_params! {
+    conn.execute(
+        q!("adopt_move_places"),
+        named! {
             ":new_root": target.root_session, ":new_key": new_key, ":key": place.tree_key,
             ":level": place.level, ":new_level": target.parent_level + 1, ":id": id,
             ":new_parent": target.forest_parent, ":root": place.root_session,
-        })?;
+        },
+    )?;
     let data = json!({
         "by": by, "fromSession": from_session, "oldPath": row.path, "path": path,
         "below": place.below,
@@ -251,7 +250,7 @@ struct Target {
 
 impl Target {
     /// The row of `sql/adopt_target.sql` ([`target_col`]).
-    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Target> {
+    fn from_row(r: &Row<'_>) -> Result<Target> {
         Ok(Target {
             scope_path: r.get(target_col::SCOPE_PATH)?,
             depth: r.get(target_col::DEPTH)?,
@@ -285,7 +284,7 @@ struct Place {
 
 impl Place {
     /// The row of `sql/adopt_place.sql` ([`place_col`]).
-    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Place> {
+    fn from_row(r: &Row<'_>) -> Result<Place> {
         Ok(Place {
             root_session: r.get(place_col::ROOT_SESSION)?,
             tree_key: r.get(place_col::TREE_KEY)?,
@@ -311,7 +310,7 @@ columns! {
 }
 
 /// The row of `sql/adopt_subtree_usage.sql` ([`spend_col`]).
-fn read_spend(r: &rusqlite::Row<'_>) -> rusqlite::Result<SubtreeUsage> {
+fn read_spend(r: &Row<'_>) -> Result<SubtreeUsage> {
     Ok(SubtreeUsage {
         threads: r.get(spend_col::THREADS)?,
         usage: Usage {

@@ -7,16 +7,15 @@
 //! because a page it reads is corrupt) is itself reported as an error, so a damaged file still
 //! gets a full report instead of a panic.
 
-use crate::store::Conn;
+use crate::store::db::{params, q, Query, Row};
+use crate::store::{Conn, ReadTx};
 use std::path::Path;
-
-use rusqlite::Connection;
 
 use crate::domain::{CommandKind, CommandState, Phase};
 use crate::error::{Error, Result};
 use crate::process::ProcessIdentity;
 use crate::store::open_read_only;
-use crate::store::rows::{columns, row_sql};
+use crate::store::rows::columns;
 
 /// A live thread without a pid is a launch in flight (the row is reserved before the process
 /// is spawned) for at most this long after it was created.
@@ -234,9 +233,7 @@ columns! {
 pub fn check_connection(conn: &Conn, name: &str) -> Result<Report> {
     // The first read parses the header and the schema: a file that fails here cannot be checked.
     let tables: i64 = conn
-        .db()
-        .prepare_cached(include_str!("../../sql/check_is_threadbase.sql"))
-        .and_then(|mut s| s.query_row([], |r| r.get(0)))
+        .one(q!("check_is_threadbase"), params![], |r| r.get(0))
         .map_err(|e| unreadable(name, e))?;
     if tables < 3 {
         return Err(Error::io(format!(
@@ -244,18 +241,16 @@ pub fn check_connection(conn: &Conn, name: &str) -> Result<Report> {
         )));
     }
     // One read transaction: every check sees the same snapshot even while serves write.
-    conn.db()
-        .execute_batch("BEGIN")
-        .map_err(|e| unreadable(name, e))?;
+    let read = ReadTx::begin(conn).map_err(|e| unreadable(name, e))?;
     let mut c = Checker {
-        conn: conn.db(),
+        conn: &read,
         name,
         report: Report::default(),
     };
     c.integrity();
     c.foreign_keys();
     c.counts();
-    c.run("duplicate_path", row_sql!("check_duplicate_paths", duplicate_path_col), |r| {
+    c.run("duplicate_path", q!("check_duplicate_paths", duplicate_path_col), |r| {
         use duplicate_path_col as c;
         let (manager, path, n, ids): (i64, String, i64, String) = (r.get(c::MANAGER_ID)?, r.get(c::PATH)?, r.get(c::THREADS)?, r.get(c::IDS)?);
         Ok(Some(Problem {
@@ -265,7 +260,7 @@ pub fn check_connection(conn: &Conn, name: &str) -> Result<Report> {
             repair: "The UNIQUE (manager_id, path) constraint was bypassed (the schema was edited): restore the database from a copy, or with no serve running move all but one of them to a free path with sqlite3 (UPDATE threads SET path = …, task_name = … WHERE id = …) and rebuild the schema (sqlite3 DB .recover | sqlite3 NEW.sqlite).".into(),
         }))
     });
-    c.run("event_orphan", row_sql!("check_orphan_events", orphan_events_col), |r| {
+    c.run("event_orphan", q!("check_orphan_events", orphan_events_col), |r| {
         use orphan_events_col as c;
         let (id, n, lo, hi): (String, i64, i64, i64) = (r.get(c::THREAD_ID)?, r.get(c::EVENTS)?, r.get(c::LO)?, r.get(c::HI)?);
         Ok(Some(Problem {
@@ -275,7 +270,7 @@ pub fn check_connection(conn: &Conn, name: &str) -> Result<Report> {
             repair: format!("With no serve running, delete them: sqlite3 DB \"DELETE FROM thread_events WHERE thread_id = '{id}'\" (foreign keys were off when they were written)."),
         }))
     });
-    c.run("event_seq_order", row_sql!("check_event_order", event_order_col), |r| {
+    c.run("event_seq_order", q!("check_event_order", event_order_col), |r| {
         use event_order_col as c;
         let (id, prev_seq, prev_at, seq, at): (String, i64, String, i64, String) =
             (r.get(c::THREAD_ID)?, r.get(c::PREV_SEQ)?, r.get(c::PREV_AT)?, r.get(c::SEQ)?, r.get(c::AT)?);
@@ -286,7 +281,7 @@ pub fn check_connection(conn: &Conn, name: &str) -> Result<Report> {
             repair: "Events were written out of order by something other than threadbase; read them with `threadbase events REF` and restore the database from a copy if the history matters.".into(),
         }))
     });
-    c.run("last_seq_behind", row_sql!("check_last_seq", last_seq_col), |r| {
+    c.run("last_seq_behind", q!("check_last_seq", last_seq_col), |r| {
         use last_seq_col as c;
         let (id, path, last, max): (String, String, i64, i64) = (r.get(c::ID)?, r.get(c::PATH)?, r.get(c::LAST_SEQ)?, r.get(c::MAX_SEQ)?);
         Ok(Some(Problem {
@@ -297,7 +292,7 @@ pub fn check_connection(conn: &Conn, name: &str) -> Result<Report> {
         }))
     });
     c.live_threads();
-    c.run("path_mismatch", row_sql!("check_path_shape", path_shape_col), |r| {
+    c.run("path_mismatch", q!("check_path_shape", path_shape_col), |r| {
         use path_shape_col as c;
         let (id, path, parent, task): (String, String, Option<String>, String) = (r.get(c::ID)?, r.get(c::PATH)?, r.get(c::PARENT_PATH)?, r.get(c::TASK_NAME)?);
         let expected = format!("{}/{task}", parent.as_deref().unwrap_or(""));
@@ -308,7 +303,7 @@ pub fn check_connection(conn: &Conn, name: &str) -> Result<Report> {
             repair: "The CHECK constraint was bypassed; with no serve running, set path, parent_path and task_name consistently with sqlite3, or restore the database from a copy.".into(),
         }))
     });
-    c.run("parent_mismatch", row_sql!("check_parent_links", parent_link_col), |r| {
+    c.run("parent_mismatch", q!("check_parent_links", parent_link_col), |r| {
         use parent_link_col as c;
         let (id, path, parent_id, parent_path): (String, String, String, Option<String>) =
             (r.get(c::ID)?, r.get(c::PATH)?, r.get(c::PARENT_ID)?, r.get(c::PARENT_PATH)?);
@@ -332,7 +327,7 @@ pub fn check_connection(conn: &Conn, name: &str) -> Result<Report> {
             repair: format!("With no serve running: sqlite3 DB \"UPDATE threads SET parent_id = (SELECT p.id FROM threads p WHERE p.manager_id = threads.manager_id AND p.path = threads.parent_path) WHERE id = '{id}'\"."),
         }))
     });
-    c.run("usage_row_missing", row_sql!("check_usage_rows", usage_rows_col), |r| {
+    c.run("usage_row_missing", q!("check_usage_rows", usage_rows_col), |r| {
         use usage_rows_col as c;
         let (id, path, no_place, no_usage): (String, String, bool, bool) = (r.get(c::ID)?, r.get(c::PATH)?, r.get(c::NO_PLACE)?, r.get(c::NO_USAGE)?);
         let mut repair = String::from("With no serve running: sqlite3 DB \"");
@@ -361,7 +356,7 @@ pub fn check_connection(conn: &Conn, name: &str) -> Result<Report> {
             repair,
         }))
     });
-    c.run("usage_total_mismatch", row_sql!("check_usage_totals", usage_totals_col), |r| {
+    c.run("usage_total_mismatch", q!("check_usage_totals", usage_totals_col), |r| {
         use usage_totals_col as c;
         let (root, t_threads, t_tokens, t_cost, s_threads, s_tokens, s_cost): (String, Option<i64>, Option<i64>, Option<f64>, i64, i64, f64) =
             (r.get(c::ROOT_SESSION)?, r.get(c::T_THREADS)?, r.get(c::T_TOKENS)?, r.get(c::T_COST)?, r.get(c::S_THREADS)?, r.get(c::S_TOKENS)?, r.get(c::S_COST)?);
@@ -376,7 +371,7 @@ pub fn check_connection(conn: &Conn, name: &str) -> Result<Report> {
             repair: format!("With no serve running, recompute it: sqlite3 DB \"DELETE FROM tree_usage WHERE root_session = '{root}'; INSERT INTO tree_usage SELECT p.root_session, count(*), sum(u.input_tokens), sum(u.output_tokens), sum(u.cache_read_tokens), sum(u.cache_write_tokens), sum(u.cost_usd), sum(u.turns), sum(u.tool_calls), max(u.updated_at) FROM thread_places p JOIN thread_usage u ON u.thread_id = p.thread_id WHERE p.root_session = '{root}' GROUP BY p.root_session\"."),
         }))
     });
-    c.run("closed_without_exit", row_sql!("check_closed_without_exit", closed_without_exit_col), |r| {
+    c.run("closed_without_exit", q!("check_closed_without_exit", closed_without_exit_col), |r| {
         use closed_without_exit_col as c;
         let (id, path): (String, String) = (r.get(c::ID)?, r.get(c::PATH)?);
         Ok(Some(Problem {
@@ -386,7 +381,7 @@ pub fn check_connection(conn: &Conn, name: &str) -> Result<Report> {
             repair: format!("With no serve running: sqlite3 DB \"UPDATE threads SET exit_kind = 'stale' WHERE id = '{id}'\"."),
         }))
     });
-    c.run("stale_mailbox", row_sql!("check_stale_mailbox", stale_mailbox_col, owners_col), |r| {
+    c.run("stale_mailbox", q!("check_stale_mailbox", stale_mailbox_col, owners_col), |r| {
         use stale_mailbox_col as c;
         let (mid, tid, path, direction, kind, session): (i64, String, String, String, String, String) =
             (r.get(c::ID)?, r.get(c::THREAD_ID)?, r.get(c::PATH)?, r.get(c::DIRECTION)?, r.get(c::KIND)?, r.get(c::SESSION_ID)?);
@@ -405,7 +400,7 @@ pub fn check_connection(conn: &Conn, name: &str) -> Result<Report> {
             repair,
         }))
     });
-    c.run("stale_command", row_sql!("check_stale_commands", stale_command_col, owners_col), |r| {
+    c.run("stale_command", q!("check_stale_commands", stale_command_col, owners_col), |r| {
         use stale_command_col as c;
         let (cid, tid, path, kind, state): (i64, String, String, CommandKind, CommandState) =
             (r.get(c::ID)?, r.get(c::THREAD_ID)?, r.get(c::PATH)?, r.get(c::KIND)?, r.get(c::STATE)?);
@@ -425,19 +420,19 @@ pub fn check_connection(conn: &Conn, name: &str) -> Result<Report> {
         }))
     });
     let mut report = c.report;
-    let _ = conn.db().execute_batch("COMMIT");
+    drop(read);
     report.ok = report.errors() == 0;
     Ok(report)
 }
 
 /// Whether either serve of the [`owners_col`] row that starts at position `first` of `r` is
 /// alive.
-fn owners_alive(r: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<bool> {
+fn owners_alive(r: &Row<'_>, first: usize) -> Result<bool> {
     use owners_col as c;
     let ids = [
         (
-            r.get::<_, Option<i64>>(first + c::THREAD_OWNER_PID)?,
-            r.get::<_, Option<i64>>(first + c::THREAD_OWNER_STARTED_AT)?,
+            r.get::<Option<i64>>(first + c::THREAD_OWNER_PID)?,
+            r.get::<Option<i64>>(first + c::THREAD_OWNER_STARTED_AT)?,
         ),
         (
             r.get(first + c::MANAGER_OWNER_PID)?,
@@ -449,8 +444,8 @@ fn owners_alive(r: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<bool> {
     }))
 }
 
-fn unreadable(name: &str, e: rusqlite::Error) -> Error {
-    let base: Error = e.into();
+fn unreadable(name: &str, e: Error) -> Error {
+    let base: Error = e;
     Error::io(format!(
         "Cannot read {name}, so nothing was checked: {}",
         base.message
@@ -458,7 +453,7 @@ fn unreadable(name: &str, e: rusqlite::Error) -> Error {
 }
 
 struct Checker<'a> {
-    conn: &'a Connection,
+    conn: &'a Conn,
     name: &'a str,
     report: Report,
 }
@@ -469,7 +464,7 @@ impl Checker<'_> {
     }
 
     /// A check whose query failed (a corrupt page, for example) is an error of its own.
-    fn failed(&mut self, check: &'static str, e: rusqlite::Error) {
+    fn failed(&mut self, check: &'static str, e: Error) {
         self.push(Problem {
             check: "check_failed",
             severity: Severity::Error,
@@ -482,14 +477,12 @@ impl Checker<'_> {
     fn run(
         &mut self,
         check: &'static str,
-        sql: &str,
-        mut f: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<Option<Problem>>,
+        sql: &Query,
+        mut f: impl FnMut(&Row<'_>) -> Result<Option<Problem>>,
     ) {
-        let result = (|| -> rusqlite::Result<(Vec<Problem>, usize)> {
-            let mut stmt = self.conn.prepare_cached(sql)?;
-            let mut rows = stmt.query([])?;
+        let result = (|| -> Result<(Vec<Problem>, usize)> {
             let (mut kept, mut more) = (Vec::new(), 0usize);
-            while let Some(row) = rows.next()? {
+            self.conn.each(sql, params![], |row| {
                 if let Some(p) = f(row)? {
                     if kept.len() < MAX_PER_CHECK {
                         kept.push(p);
@@ -497,7 +490,8 @@ impl Checker<'_> {
                         more += 1;
                     }
                 }
-            }
+                Ok(())
+            })?;
             Ok((kept, more))
         })();
         match result {
@@ -531,14 +525,11 @@ impl Checker<'_> {
         ];
         let result = self
             .conn
-            .prepare_cached(row_sql!("check_counts", counts_col))
-            .and_then(|mut s| {
-                s.query_row([], |r| {
-                    tables
-                        .iter()
-                        .map(|&(table, at)| Ok((table, r.get::<_, i64>(at)?)))
-                        .collect::<rusqlite::Result<Vec<_>>>()
-                })
+            .one(q!("check_counts", counts_col), params![], |r| {
+                tables
+                    .iter()
+                    .map(|&(table, at)| Ok((table, r.get::<i64>(at)?)))
+                    .collect::<Result<Vec<_>>>()
             });
         match result {
             Ok(n) => {
@@ -562,11 +553,9 @@ impl Checker<'_> {
             session: String,
             process_started: Option<i64>,
         }
-        let result = (|| -> rusqlite::Result<Vec<Live>> {
-            let mut stmt = self
-                .conn
-                .prepare_cached(row_sql!("check_live_threads", live_thread_col))?;
-            let rows = stmt.query_map([], |r| {
+        let result = self
+            .conn
+            .all(q!("check_live_threads", live_thread_col), params![], |r| {
                 use live_thread_col as c;
                 Ok(Live {
                     id: r.get(c::ID)?,
@@ -579,9 +568,7 @@ impl Checker<'_> {
                     session: r.get(c::SESSION_ID)?,
                     process_started: r.get(c::PROCESS_STARTED_AT)?,
                 })
-            })?;
-            rows.collect()
-        })();
+            });
         let rows = match result {
             Ok(rows) => rows,
             Err(e) => return self.failed("live_owner_gone", e),

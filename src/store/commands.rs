@@ -1,19 +1,19 @@
 //! Typed access to `commands`: actions one serve hands to the serve that holds a thread.
 
+use crate::store::db::{params, q};
 use crate::store::Conn;
 
 pub use crate::domain::{CommandKind, CommandState};
 use crate::domain::{ManagerId, ThreadId};
 use crate::error::Result;
-use crate::store::rows::{columns, row_sql};
+use crate::store::rows::columns;
 use crate::time::now_iso;
 
 /// Whether a send to `thread_id` is still waiting to be carried out or being carried out.
 pub fn send_under_way(conn: &Conn, thread_id: &ThreadId) -> Result<bool> {
-    Ok(conn
-        .db()
-        .prepare_cached(include_str!("../../sql/command_send_under_way.sql"))?
-        .query_row([thread_id], |r| r.get(0))?)
+    conn.one(q!("command_send_under_way"), params![thread_id], |r| {
+        r.get(0)
+    })
 }
 
 /// Writes a command for the serve that holds (or, for a resume, manages) `thread_id`;
@@ -24,18 +24,17 @@ pub fn insert(
     kind: CommandKind,
     payload: Option<&str>,
 ) -> Result<i64> {
-    Ok(conn
-        .db()
-        .prepare_cached(include_str!("../../sql/command_insert.sql"))?
-        .query_row((thread_id, kind, payload, now_iso()), |r| r.get(0))?)
+    conn.one(
+        q!("command_insert"),
+        params![thread_id, kind, payload, now_iso()],
+        |r| r.get(0),
+    )
 }
 
 /// Asks the serve that holds `thread_id`'s process for a stop, forced stop or interrupt,
 /// carried out at once by its watcher (nobody waits on the row).
 pub fn request(conn: &Conn, thread_id: &ThreadId, kind: CommandKind) -> Result<()> {
-    conn.db()
-        .prepare_cached(include_str!("../../sql/command_request.sql"))?
-        .execute((thread_id, kind, now_iso()))?;
+    conn.execute(q!("command_request"), params![thread_id, kind, now_iso()])?;
     Ok(())
 }
 
@@ -66,35 +65,33 @@ pub fn pending(
     owner: (i64, i64),
     manager_id: ManagerId,
 ) -> Result<Vec<PendingCommand>> {
-    let mut stmt = conn
-        .db()
-        .prepare_cached(row_sql!("commands_pending", pending_col))?;
-    let rows = stmt.query_map((owner.0, owner.1, manager_id), |r| {
-        Ok(PendingCommand {
-            id: r.get(pending_col::ID)?,
-            thread_id: r.get(pending_col::THREAD_ID)?,
-            kind: r.get(pending_col::KIND)?,
-            payload: r.get(pending_col::PAYLOAD)?,
-        })
-    })?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    let rows = conn
+        .all(
+            q!("commands_pending", pending_col),
+            params![owner.0, owner.1, manager_id],
+            |r| {
+                Ok(PendingCommand {
+                    id: r.get(pending_col::ID)?,
+                    thread_id: r.get(pending_col::THREAD_ID)?,
+                    kind: r.get(pending_col::KIND)?,
+                    payload: r.get(pending_col::PAYLOAD)?,
+                })
+            },
+        )?
+        .into_iter()
+        .map(Ok::<_, crate::error::Error>);
+    rows.collect::<Result<_>>()
 }
 
 /// Claims a pending command for carrying out; false when another claim or a withdrawal came
 /// first.
 pub fn claim(conn: &Conn, id: i64) -> Result<bool> {
-    Ok(conn
-        .db()
-        .prepare_cached(include_str!("../../sql/command_claim.sql"))?
-        .execute([id])?
-        > 0)
+    Ok(conn.execute(q!("command_claim"), params![id])? > 0)
 }
 
 /// Records how a claimed (or at-once) command ended: `Done` or `Failed`, with its result.
 pub fn finish(conn: &Conn, id: i64, state: CommandState, result: &str) -> Result<()> {
-    conn.db()
-        .prepare_cached(include_str!("../../sql/command_done.sql"))?
-        .execute((id, state, result, now_iso()))?;
+    conn.execute(q!("command_done"), params![id, state, result, now_iso()])?;
     Ok(())
 }
 
@@ -116,32 +113,23 @@ pub struct CommandStatus {
 
 /// A command's state, by id.
 pub fn state(conn: &Conn, id: i64) -> Result<CommandStatus> {
-    Ok(conn
-        .db()
-        .prepare_cached(row_sql!("command_state", status_col))?
-        .query_row([id], |r| {
-            Ok(CommandStatus {
-                state: r.get(status_col::STATE)?,
-                result: r.get(status_col::RESULT)?,
-            })
-        })?)
+    conn.one(q!("command_state", status_col), params![id], |r| {
+        Ok(CommandStatus {
+            state: r.get(status_col::STATE)?,
+            result: r.get(status_col::RESULT)?,
+        })
+    })
 }
 
 /// Withdraws a command nobody has claimed yet, with `why` as its result; false when it was
 /// claimed meanwhile (it is then the owner's to finish).
 pub fn withdraw(conn: &Conn, id: i64, why: &str) -> Result<bool> {
-    Ok(conn
-        .db()
-        .prepare_cached(include_str!("../../sql/command_withdraw.sql"))?
-        .execute((id, why, now_iso()))?
-        > 0)
+    Ok(conn.execute(q!("command_withdraw"), params![id, why, now_iso()])? > 0)
 }
 
 /// Fails a claimed command whose owner died before finishing it.
 pub fn abandon(conn: &Conn, id: i64, why: &str) -> Result<()> {
-    conn.db()
-        .prepare_cached(include_str!("../../sql/command_abandon.sql"))?
-        .execute((id, why, now_iso()))?;
+    conn.execute(q!("command_abandon"), params![id, why, now_iso()])?;
     Ok(())
 }
 
@@ -171,20 +159,24 @@ pub struct StopCandidate {
 /// Every live thread (of the manager with session id `manager`, if given), in path order
 /// (sql/stop_candidates.sql); the caller matches the paths against its globs.
 pub fn stop_candidates(conn: &Conn, manager: Option<&str>) -> Result<Vec<StopCandidate>> {
-    let mut stmt = conn
-        .db()
-        .prepare_cached(row_sql!("stop_candidates", stop_candidate_col))?;
-    let rows = stmt.query_map([manager], |r| {
-        let pid: Option<i64> = r.get(stop_candidate_col::OWNER_PID)?;
-        let started: Option<i64> = r.get(stop_candidate_col::OWNER_STARTED_AT)?;
-        Ok(StopCandidate {
-            id: r.get(stop_candidate_col::ID)?,
-            path: r.get(stop_candidate_col::PATH)?,
-            session: r.get(stop_candidate_col::SESSION_ID)?,
-            owner: pid.zip(started),
-        })
-    })?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    let rows = conn
+        .all(
+            q!("stop_candidates", stop_candidate_col),
+            params![manager],
+            |r| {
+                let pid: Option<i64> = r.get(stop_candidate_col::OWNER_PID)?;
+                let started: Option<i64> = r.get(stop_candidate_col::OWNER_STARTED_AT)?;
+                Ok(StopCandidate {
+                    id: r.get(stop_candidate_col::ID)?,
+                    path: r.get(stop_candidate_col::PATH)?,
+                    session: r.get(stop_candidate_col::SESSION_ID)?,
+                    owner: pid.zip(started),
+                })
+            },
+        )?
+        .into_iter()
+        .map(Ok::<_, crate::error::Error>);
+    rows.collect::<Result<_>>()
 }
 
 columns! {
@@ -202,15 +194,10 @@ pub fn stop_outcome(
     conn: &Conn,
     id: &ThreadId,
 ) -> Result<Option<(crate::domain::ThreadStatus, Option<crate::domain::ExitKind>)>> {
-    use rusqlite::OptionalExtension;
-    Ok(conn
-        .db()
-        .prepare_cached(row_sql!("stop_outcome", stop_outcome_col))?
-        .query_row([id], |r| {
-            Ok((
-                r.get(stop_outcome_col::STATUS)?,
-                r.get(stop_outcome_col::EXIT_KIND)?,
-            ))
-        })
-        .optional()?)
+    conn.opt(q!("stop_outcome", stop_outcome_col), params![id], |r| {
+        Ok((
+            r.get(stop_outcome_col::STATUS)?,
+            r.get(stop_outcome_col::EXIT_KIND)?,
+        ))
+    })
 }

@@ -163,15 +163,17 @@ impl<'a> Row<'a> {
     /// The cell at position `i`, as it was read.
     pub fn cell(&self, i: usize) -> Result<Cell<'_>> {
         match &self.of {
-            RowOf::Sqlite(r) => Ok(match r.get_ref(i)? {
-                ValueRef::Null => Cell::Null,
-                ValueRef::Integer(v) => Cell::Int(v),
-                ValueRef::Real(v) => Cell::Real(v),
-                ValueRef::Text(t) => Cell::Text(std::str::from_utf8(t).map_err(|e| {
-                    self.unreadable(i, &format!("text that is not UTF-8 ({e})"))
-                })?),
-                ValueRef::Blob(b) => Cell::Blob(b),
-            }),
+            RowOf::Sqlite(r) => {
+                Ok(match r.get_ref(i)? {
+                    ValueRef::Null => Cell::Null,
+                    ValueRef::Integer(v) => Cell::Int(v),
+                    ValueRef::Real(v) => Cell::Real(v),
+                    ValueRef::Text(t) => Cell::Text(std::str::from_utf8(t).map_err(|e| {
+                        self.unreadable(i, &format!("text that is not UTF-8 ({e})"))
+                    })?),
+                    ValueRef::Blob(b) => Cell::Blob(b),
+                })
+            }
             RowOf::Postgres(cells) => cells.get(i).copied().ok_or_else(|| {
                 self.unreadable(i, &format!("no such column (the row has {})", cells.len()))
             }),
@@ -183,7 +185,8 @@ impl<'a> Row<'a> {
         T::from_cell(self.cell(i)?).map_err(|why| self.unreadable(i, &why))
     }
 
-    fn unreadable(&self, i: usize, why: &str) -> Error {
+    /// The error of column `i` that holds what its reader cannot read (`why`).
+    pub fn unreadable(&self, i: usize, why: &str) -> Error {
         Error::internal(format!(
             "Column {i} of a row of sql/{}.sql could not be read: {why}. Repair: run `threadbase check` on the database; a row written by a newer threadbase needs that version.",
             self.query
@@ -305,7 +308,9 @@ impl Db for rusqlite::Connection {
 
     fn end_read(&self) {
         // Nothing was written: ending a read transaction cannot lose anything.
-        let ended = self.prepare_cached("COMMIT").and_then(|mut s| s.execute([]));
+        let ended = self
+            .prepare_cached("COMMIT")
+            .and_then(|mut s| s.execute([]));
         if ended.is_err() && !self.is_autocommit() {
             let _ = self.execute_batch("ROLLBACK");
         }

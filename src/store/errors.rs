@@ -12,6 +12,24 @@ impl From<rusqlite::Error> for Error {
     }
 }
 
+/// Whether `e` is a database's refusal of a duplicate key (a unique index or a primary key),
+/// on either backend.
+pub fn is_unique_violation(e: &Error) -> bool {
+    let Some(Cause::Database(cause)) = e.cause() else {
+        return false;
+    };
+    if let Some(rusqlite::Error::SqliteFailure(f, _)) = cause.downcast_ref::<rusqlite::Error>() {
+        return matches!(
+            f.extended_code,
+            rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE | rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY
+        );
+    }
+    if let Some(pg) = cause.downcast_ref::<tokio_postgres::Error>() {
+        return pg.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION);
+    }
+    false
+}
+
 /// The code and message of a SQLite error (its cause is added by the `From` impl).
 fn from_sqlite(e: &rusqlite::Error) -> Error {
     use rusqlite::ErrorCode as C;

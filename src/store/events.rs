@@ -1,15 +1,15 @@
 //! Lifecycle events: appended in batches, a ring of the newest 40 per thread, `seq` only grows.
 
+use crate::store::db::{named, params, q, Cell, Row};
 use crate::store::Conn;
 use std::borrow::Cow;
 
-use rusqlite::{named_params, OptionalExtension};
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::domain::ThreadId;
 use crate::error::Result;
-use crate::store::rows::{columns, row_sql};
+use crate::store::rows::columns;
 use crate::store::{batch_col, ThreadIds};
 
 /// Events kept per thread.
@@ -34,11 +34,7 @@ pub fn append(conn: &Conn, thread_id: &ThreadId, events: &[NewEvent<'_>]) -> Res
     if events.is_empty() {
         return Ok(0);
     }
-    let floor: Option<String> = conn
-        .db()
-        .prepare_cached(include_str!("../../sql/event_last_at.sql"))?
-        .query_row([thread_id], |r| r.get(0))
-        .optional()?;
+    let floor: Option<String> = conn.opt(q!("event_last_at"), params![thread_id], |r| r.get(0))?;
     let mut floor = floor.unwrap_or_default();
     let ats: Vec<String> = events
         .iter()
@@ -50,29 +46,23 @@ pub fn append(conn: &Conn, thread_id: &ThreadId, events: &[NewEvent<'_>]) -> Res
         })
         .collect();
     let last_at = ats.last().map(String::as_str).unwrap_or_default();
-    let mut bump = conn
-        .db()
-        .prepare_cached(include_str!("../../sql/event_bump_seq.sql"))?;
-    let last_seq: i64 = bump.query_row(
-        named_params! {":count": events.len() as i64, ":at": last_at, ":thread_id": thread_id},
+    let last_seq: i64 = conn.one(
+        q!("event_bump_seq"),
+        named! {":count": events.len() as i64, ":at": last_at, ":thread_id": thread_id},
         |r| r.get(0),
     )?;
     let first_seq = last_seq - events.len() as i64 + 1;
     let keep_from = last_seq - RETAINED_EVENTS + 1;
-    let mut insert = conn
-        .db()
-        .prepare_cached(include_str!("../../sql/event_insert.sql"))?;
+    let insert = q!("event_insert");
     for (i, (e, at)) in events.iter().zip(&ats).enumerate() {
         let seq = first_seq + i as i64;
         if seq >= keep_from {
-            insert.execute((thread_id, seq, at, e.kind, e.data))?;
+            conn.execute(insert, params![thread_id, seq, at, e.kind, e.data])?;
         }
     }
     if last_seq > RETAINED_EVENTS {
-        let mut trim = conn
-            .db()
-            .prepare_cached(include_str!("../../sql/event_trim.sql"))?;
-        trim.execute((thread_id, last_seq))?;
+        let trim = q!("event_trim");
+        conn.execute(trim, params![thread_id, last_seq])?;
     }
     Ok(last_seq)
 }
@@ -130,11 +120,11 @@ columns! {
 
 impl EventRow {
     /// The [`col`] row that starts at position `first` of `r`.
-    fn from_row(r: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<EventRow> {
-        let kind = match r.get_ref(first + col::KIND)? {
-            rusqlite::types::ValueRef::Text(t) => match TYPES.iter().find(|k| k.as_bytes() == t) {
+    fn from_row(r: &Row<'_>, first: usize) -> Result<EventRow> {
+        let kind = match r.cell(first + col::KIND)? {
+            Cell::Text(t) => match TYPES.iter().find(|k| **k == t) {
                 Some(k) => Cow::Borrowed(*k),
-                None => Cow::Owned(String::from_utf8_lossy(t).into_owned()),
+                None => Cow::Owned(t.to_owned()),
             },
             _ => Cow::Owned(r.get(first + col::KIND)?),
         };
@@ -161,11 +151,13 @@ impl EventRow {
 
 /// A thread's retained events, oldest first.
 pub fn rows_of_thread(conn: &Conn, thread_id: &ThreadId) -> Result<Vec<EventRow>> {
-    let mut stmt = conn
-        .db()
-        .prepare_cached(row_sql!("events_of_thread", col))?;
-    let rows = stmt.query_map([thread_id], |r| EventRow::from_row(r, 0))?;
-    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    let rows = conn
+        .all(q!("events_of_thread", col), params![thread_id], |r| {
+            EventRow::from_row(r, 0)
+        })?
+        .into_iter()
+        .map(Ok::<_, crate::error::Error>);
+    rows.collect::<Result<Vec<_>>>()
 }
 
 /// A thread's retained events, oldest first, `data` parsed.
@@ -181,16 +173,17 @@ pub fn of_thread(conn: &Conn, thread_id: &ThreadId) -> Result<Vec<StoredEvent>> 
 /// last `shown` events, oldest first.
 pub fn rows_of_threads(conn: &Conn, ids: &ThreadIds, shown: i64) -> Result<Vec<Vec<EventRow>>> {
     let mut by_thread: Vec<Vec<EventRow>> = (0..ids.len()).map(|_| Vec::new()).collect();
-    let mut stmt = conn
-        .db()
-        .prepare_cached(row_sql!("events_of_threads", batch_col, col))?;
-    let mut rows = stmt.query((ids, shown))?;
-    while let Some(r) = rows.next()? {
-        let at = r.get::<_, i64>(batch_col::AT)? as usize;
-        if let Some(events) = by_thread.get_mut(at) {
-            events.push(EventRow::from_row(r, batch_col::COUNT)?);
-        }
-    }
+    conn.each(
+        q!("events_of_threads", batch_col, col),
+        params![ids, shown],
+        |r| {
+            let at: usize = r.get(batch_col::AT)?;
+            if let Some(events) = by_thread.get_mut(at) {
+                events.push(EventRow::from_row(r, batch_col::COUNT)?);
+            }
+            Ok(())
+        },
+    )?;
     // Each thread's events come out of its primary-key range in seq order; make sure.
     for events in &mut by_thread {
         if !events.is_sorted_by_key(|e| e.seq) {

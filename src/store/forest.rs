@@ -2,12 +2,13 @@
 //! in its root session's tree, in tree order, and each manager's session and contract (for a
 //! database from before V4, whose threads have no places).
 
+use crate::store::db::{params, q};
 use crate::store::Conn;
 use std::collections::HashMap;
 
 use crate::domain::{Contract, ManagerId, ThreadId};
 use crate::error::Result;
-use crate::store::rows::{columns, row_sql};
+use crate::store::rows::columns;
 
 columns! {
     /// A thread's place (`{forest_place_row}` in `sql/forest_places.sql`, which reads
@@ -35,19 +36,19 @@ pub struct Place {
 /// Every placed thread in whole-tree order: root session, then a parent before its
 /// descendants across every manager of the tree (sql/forest_places.sql).
 pub fn places(conn: &Conn) -> Result<Vec<Place>> {
-    let mut stmt = conn
-        .db()
-        .prepare_cached(row_sql!("forest_places", place_col))?;
-    let rows = stmt.query_map([], |r| {
-        Ok(Place {
-            root_session: r.get(place_col::ROOT_SESSION)?,
-            thread_id: r.get(place_col::THREAD_ID)?,
-            level: r.get(place_col::LEVEL)?,
-            manager_session: r.get(place_col::MANAGER_SESSION)?,
-            contract: r.get(place_col::CONTRACT)?,
-        })
-    })?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    let rows = conn
+        .all(q!("forest_places", place_col), params![], |r| {
+            Ok(Place {
+                root_session: r.get(place_col::ROOT_SESSION)?,
+                thread_id: r.get(place_col::THREAD_ID)?,
+                level: r.get(place_col::LEVEL)?,
+                manager_session: r.get(place_col::MANAGER_SESSION)?,
+                contract: r.get(place_col::CONTRACT)?,
+            })
+        })?
+        .into_iter()
+        .map(Ok::<_, crate::error::Error>);
+    rows.collect::<Result<_>>()
 }
 
 columns! {
@@ -62,17 +63,17 @@ columns! {
 
 /// Each manager's session id and contract (sql/forest_managers.sql).
 pub fn manager_names(conn: &Conn) -> Result<HashMap<ManagerId, (String, Contract)>> {
-    let mut stmt = conn
-        .db()
-        .prepare_cached(row_sql!("forest_managers", manager_col))?;
-    let rows = stmt.query_map([], |r| {
-        Ok((
-            r.get(manager_col::ID)?,
-            (
-                r.get(manager_col::SESSION_ID)?,
-                r.get(manager_col::CONTRACT)?,
-            ),
-        ))
-    })?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    let rows = conn
+        .all(q!("forest_managers", manager_col), params![], |r| {
+            Ok((
+                r.get(manager_col::ID)?,
+                (
+                    r.get(manager_col::SESSION_ID)?,
+                    r.get(manager_col::CONTRACT)?,
+                ),
+            ))
+        })?
+        .into_iter()
+        .map(Ok::<_, crate::error::Error>);
+    rows.collect::<Result<_>>()
 }

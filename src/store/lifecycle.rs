@@ -3,8 +3,8 @@
 //! Every write is keyed by the launch it belongs to where a late write of an older launch
 //! could land (a close), so a relaunch is never closed by its predecessor's exit.
 
+use crate::store::db::{named, params, q};
 use crate::store::Conn;
-use rusqlite::{named_params, OptionalExtension};
 
 use crate::domain::{ExitKind, Phase, ThreadId};
 use crate::error::Result;
@@ -22,61 +22,50 @@ pub struct Launched {
 /// Records a launch: the row is live and starting, its exit cleared, its launch sequence one
 /// higher (returned); `None` when the row is gone.
 pub fn launched(conn: &Conn, id: &ThreadId, l: &Launched) -> Result<Option<i64>> {
-    Ok(conn
-        .db()
-        .prepare_cached(include_str!("../../sql/thread_launched.sql"))?
-        .query_row(
-            named_params! {
-                ":pid": l.pid, ":pgid": l.pid, ":started": l.started,
-                ":owner_pid": l.owner_pid, ":owner_started": l.owner_started,
-                ":now": l.at, ":id": id,
-            },
-            |r| r.get(0),
-        )
-        .optional()?)
+    conn.opt(
+        q!("thread_launched"),
+        named! {
+            ":pid": l.pid, ":pgid": l.pid, ":started": l.started,
+            ":owner_pid": l.owner_pid, ":owner_started": l.owner_started,
+            ":now": l.at, ":id": id,
+        },
+        |r| r.get(0),
+    )
 }
 
 /// A live thread's phase (a stopping thread keeps `stopping`); idle starts its idle stretch.
 pub fn set_phase(conn: &Conn, id: &ThreadId, phase: Phase, at: &str) -> Result<()> {
-    conn.db()
-        .prepare_cached(include_str!("../../sql/thread_set_phase.sql"))?
-        .execute(named_params! {":phase": phase, ":at": at, ":id": id})?;
+    conn.execute(
+        q!("thread_set_phase"),
+        named! {":phase": phase, ":at": at, ":id": id},
+    )?;
     Ok(())
 }
 
 /// A stop was asked for: the thread is `stopping` until its process ends.
 pub fn request_stop(conn: &Conn, id: &ThreadId, at: &str) -> Result<()> {
-    conn.db()
-        .prepare_cached(include_str!("../../sql/thread_request_stop.sql"))?
-        .execute(named_params! {":at": at, ":id": id})?;
+    conn.execute(q!("thread_request_stop"), named! {":at": at, ":id": id})?;
     Ok(())
 }
 
 /// The thread's current launch sequence; `None` when the row is gone.
 pub fn launch_seq(conn: &Conn, id: &ThreadId) -> Result<Option<i64>> {
-    Ok(conn
-        .db()
-        .prepare_cached(include_str!("../../sql/thread_launch_seq.sql"))?
-        .query_row([id], |r| r.get(0))
-        .optional()?)
+    conn.opt(q!("thread_launch_seq"), params![id], |r| r.get(0))
 }
 
 /// A reserved row whose launch failed is live again for a moment, so [`close`] records the
 /// failure as its exit.
 pub fn reopen_for_failure(conn: &Conn, id: &ThreadId) -> Result<()> {
-    conn.db()
-        .prepare_cached(include_str!("../../sql/thread_reopen_for_failure.sql"))?
-        .execute([id])?;
+    conn.execute(q!("thread_reopen_for_failure"), params![id])?;
     Ok(())
 }
 
 /// Whether launch `launch_seq` of the thread is the live one.
 pub fn is_live_launch(conn: &Conn, id: &ThreadId, launch_seq: i64) -> Result<bool> {
     Ok(conn
-        .db()
-        .prepare_cached(include_str!("../../sql/thread_is_live_launch.sql"))?
-        .query_row((id, launch_seq), |r| r.get(0))
-        .optional()?
+        .opt(q!("thread_is_live_launch"), params![id, launch_seq], |r| {
+            r.get(0)
+        })?
         .unwrap_or(false))
 }
 
@@ -102,13 +91,12 @@ pub fn close(
     exit: &Exit<'_>,
     at: &str,
 ) -> Result<bool> {
-    Ok(conn
-        .db()
-        .prepare_cached(include_str!("../../sql/thread_close.sql"))?
-        .execute(named_params! {
+    Ok(conn.execute(
+        q!("thread_close"),
+        named! {
             ":phase": exit.phase, ":kind": exit.kind, ":code": exit.code,
             ":signal": exit.signal, ":message": exit.message, ":synthetic": exit.synthetic,
             ":at": at, ":id": id, ":launch": launch_seq,
-        })?
-        > 0)
+        },
+    )? > 0)
 }

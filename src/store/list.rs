@@ -3,14 +3,14 @@
 //! the same state and visibility filters to the rows it read (`keeps`).
 
 use crate::domain::{ManagerId, ThreadId};
+use crate::store::db::{named, q, Query};
 use crate::store::Conn;
 use fallible_streaming_iterator::FallibleStreamingIterator as _;
-use rusqlite::named_params;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::paths::descendant_range;
-use crate::store::rows::{columns, row_sql};
+use crate::store::rows::columns;
 use crate::store::threads::{query_threads, threads_by_ids, ThreadRow};
 
 /// `state`: all (default), live or closed.
@@ -129,27 +129,27 @@ pub struct Listing {
 /// filters that keep few rows of a big manager (`state: live`, `visibility: archived`) one that
 /// reads only those rows, through a partial index (migrations/V3). `tests/it/query_plans.rs`
 /// checks the plan of every variant.
-pub fn statement(q: &ListQuery) -> &'static str {
+pub fn statement(q: &ListQuery) -> &'static Query {
     let narrow = match (q.state, q.visibility) {
         (StateFilter::Live, _) => Narrow::Live,
         (_, VisibilityFilter::Archived) => Narrow::Archived,
         _ => Narrow::No,
     };
     match (&q.subtree, narrow) {
-        (Subtree::Everything, Narrow::No) => row_sql!("list_all", listed_col),
-        (Subtree::Everything, Narrow::Live) => row_sql!("list_all_live", listed_col),
-        (Subtree::Everything, Narrow::Archived) => row_sql!("list_all_archived", listed_col),
-        (Subtree::ChildrenOf(_), Narrow::No) => row_sql!("list_children", listed_col),
-        (Subtree::ChildrenOf(_), Narrow::Live) => row_sql!("list_children_live", listed_col),
+        (Subtree::Everything, Narrow::No) => q!("list_all", listed_col),
+        (Subtree::Everything, Narrow::Live) => q!("list_all_live", listed_col),
+        (Subtree::Everything, Narrow::Archived) => q!("list_all_archived", listed_col),
+        (Subtree::ChildrenOf(_), Narrow::No) => q!("list_children", listed_col),
+        (Subtree::ChildrenOf(_), Narrow::Live) => q!("list_children_live", listed_col),
         (Subtree::ChildrenOf(_), Narrow::Archived) => {
-            row_sql!("list_children_archived", listed_col)
+            q!("list_children_archived", listed_col)
         }
-        (Subtree::DescendantsOf(_), Narrow::No) => row_sql!("list_descendants", listed_col),
+        (Subtree::DescendantsOf(_), Narrow::No) => q!("list_descendants", listed_col),
         (Subtree::DescendantsOf(_), Narrow::Live) => {
-            row_sql!("list_descendants_live", listed_col)
+            q!("list_descendants_live", listed_col)
         }
         (Subtree::DescendantsOf(_), Narrow::Archived) => {
-            row_sql!("list_descendants_archived", listed_col)
+            q!("list_descendants_archived", listed_col)
         }
     }
 }
@@ -164,11 +164,11 @@ enum Narrow {
 /// The second statement of a `parent` / `ancestor` list: the threads below the manager's own,
 /// held by the contract A managers of its children's own serves (and theirs). `list` with no
 /// filter is the manager's own threads only, as the contract says.
-pub fn reach_statement(q: &ListQuery) -> Option<&'static str> {
+pub fn reach_statement(q: &ListQuery) -> Option<&'static Query> {
     match q.subtree {
         Subtree::Everything => None,
-        Subtree::ChildrenOf(_) => Some(row_sql!("list_children_reach", listed_col)),
-        Subtree::DescendantsOf(_) => Some(row_sql!("list_descendants_reach", listed_col)),
+        Subtree::ChildrenOf(_) => Some(q!("list_children_reach", listed_col)),
+        Subtree::DescendantsOf(_) => Some(q!("list_descendants_reach", listed_col)),
     }
 }
 
@@ -231,14 +231,14 @@ pub fn rows_by_ids(conn: &Conn, ids: &[ThreadId]) -> Result<Vec<ThreadRow>> {
 /// uses).
 fn bound<'c>(
     conn: &'c rusqlite::Connection,
-    sql: &str,
+    sql: &Query,
     manager_id: ManagerId,
     q: &ListQuery,
 ) -> Result<rusqlite::CachedStatement<'c>> {
-    let mut stmt = conn.prepare_cached(sql)?;
+    let mut stmt = conn.prepare_cached((sql.sqlite)())?;
     if stmt.column_count() != listed_col::COUNT {
         return Err(Error::internal(format!(
-            "A list query returns {} columns instead of the {} of a listed thread (id, path, status) and its kept answer: {sql}",
+            "A list query returns {} columns instead of the {} of a listed thread (id, path, status) and its kept answer: {sql:?}",
             stmt.column_count(),
             listed_col::COUNT
         )));
@@ -338,10 +338,9 @@ pub fn each_row_switching(
 /// Whether a contract A manager sits right below `manager_id`, so a `parent` / `ancestor` list
 /// has rows to reach there (sql/list_reach_any.sql).
 fn reaches_below(conn: &Conn, manager_id: ManagerId) -> Result<bool> {
-    let mut stmt = conn
-        .db()
-        .prepare_cached(include_str!("../../sql/list_reach_any.sql"))?;
-    Ok(stmt.query_row(named_params! {":manager": manager_id}, |r| r.get(0))?)
+    conn.one(q!("list_reach_any"), named! {":manager": manager_id}, |r| {
+        r.get(0)
+    })
 }
 
 /// The manager's own rows (in list order) merged with the rows below it (sorted) by sort key;
@@ -463,8 +462,8 @@ pub fn list_every_manager(
 ) -> Result<Listing> {
     let threads = query_threads(
         conn,
-        row_sql!("list_every_manager", crate::store::threads::col),
-        named_params! {":state": state.as_str(), ":visibility": visibility.as_str()},
+        q!("list_every_manager", crate::store::threads::col),
+        named! {":state": state.as_str(), ":visibility": visibility.as_str()},
     )?;
     Ok(Listing::from(threads))
 }

@@ -4,13 +4,13 @@
 //! steering are read in [`super::agents::mailbox`]; contract C's keyed messages in
 //! [`super::workers`].
 
+use crate::store::db::{named, params, q};
 use crate::store::Conn;
-use rusqlite::named_params;
 
 pub use crate::domain::{Direction, MailKind, MailState};
 use crate::domain::{SessionId, ThreadId};
 use crate::error::Result;
-use crate::store::rows::{columns, row_sql};
+use crate::store::rows::columns;
 use crate::time::now_iso;
 
 /// A new mailbox row.
@@ -39,14 +39,14 @@ pub fn insert(conn: &Conn, m: &NewMail<'_>) -> Result<Option<i64>> {
     } else {
         MailState::Pending
     };
-    let written = conn
-        .db()
-        .prepare_cached(include_str!("../../sql/mailbox_insert.sql"))?
-        .execute(named_params! {
+    let written = conn.execute(
+        q!("mailbox_insert"),
+        named! {
             ":thread_id": m.thread_id, ":direction": m.direction, ":kind": m.kind,
             ":send_key": m.send_key, ":message_id": m.message_id, ":body": m.body,
             ":recipient": m.recipient, ":at": m.at, ":state": state,
-        })?;
+        },
+    )?;
     Ok((written == 1).then(|| conn.db().last_insert_rowid()))
 }
 
@@ -79,28 +79,28 @@ pub struct Notice {
 
 /// The notices due to the caller of session `session_id`, oldest first.
 pub fn pending_notices(conn: &Conn, session_id: &SessionId) -> Result<Vec<Notice>> {
-    let mut stmt = conn
-        .db()
-        .prepare_cached(row_sql!("notices_pending", notice_col))?;
-    let rows = stmt.query_map([session_id], |r| {
-        Ok(Notice {
-            id: r.get(notice_col::ID)?,
-            thread_id: r.get(notice_col::THREAD_ID)?,
-            kind: r.get(notice_col::KIND)?,
-            message_id: r.get(notice_col::MESSAGE_ID)?,
-            body: r.get(notice_col::BODY)?,
-            created_at: r.get(notice_col::CREATED_AT)?,
-            path: r.get(notice_col::PATH)?,
-        })
-    })?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    let rows = conn
+        .all(
+            q!("notices_pending", notice_col),
+            params![session_id],
+            |r| {
+                Ok(Notice {
+                    id: r.get(notice_col::ID)?,
+                    thread_id: r.get(notice_col::THREAD_ID)?,
+                    kind: r.get(notice_col::KIND)?,
+                    message_id: r.get(notice_col::MESSAGE_ID)?,
+                    body: r.get(notice_col::BODY)?,
+                    created_at: r.get(notice_col::CREATED_AT)?,
+                    path: r.get(notice_col::PATH)?,
+                })
+            },
+        )?
+        .into_iter()
+        .map(Ok::<_, crate::error::Error>);
+    rows.collect::<Result<_>>()
 }
 
 /// Claims a pending notice for delivery; only the claim that changes the row may emit it.
 pub fn claim_notice(conn: &Conn, id: i64) -> Result<bool> {
-    Ok(conn
-        .db()
-        .prepare_cached(include_str!("../../sql/notice_delivered.sql"))?
-        .execute((id, now_iso()))?
-        > 0)
+    Ok(conn.execute(q!("notice_delivered"), params![id, now_iso()])? > 0)
 }

@@ -11,8 +11,8 @@ pub mod adopt;
 pub mod agents;
 pub mod check;
 pub mod commands;
-pub(crate) mod db;
-mod errors;
+pub mod db;
+pub(crate) mod errors;
 pub mod events;
 pub mod facts;
 pub mod forest;
@@ -122,7 +122,7 @@ impl Conn {
         Conn::of_db(c)
     }
 
-    fn of_db(c: &dyn db::Db) -> &Conn {
+    fn of_db<'a>(c: &'a (dyn db::Db + 'static)) -> &'a Conn {
         // SAFETY: `Conn` is `repr(transparent)` over `dyn Db`: same layout and the same
         // pointer metadata, and the reference keeps `c`'s lifetime.
         unsafe { &*(c as *const dyn db::Db as *const Conn) }

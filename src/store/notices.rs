@@ -7,13 +7,13 @@
 //! or closed state marks the thread's pending notices delivered ([`quiet`]): the result gave
 //! the news already.
 
+use crate::store::db::{params, q, Row};
 use crate::store::Conn;
-use rusqlite::OptionalExtension;
 
 use super::mailbox::{self, Direction, MailKind, NewMail};
 use crate::domain::{state_words, ExitKind, Phase, ThreadId, ThreadStatus};
 use crate::error::Result;
-use crate::store::rows::{columns, row_sql};
+use crate::store::rows::columns;
 use crate::text::thread_notice_text;
 
 /// What a notice is for: the send key's first word (one notice per thread, launch and event
@@ -30,11 +30,11 @@ pub enum Cause {
 /// A's and its row says what `cause` expects (a settle: live and idle; a close: closed).
 /// Returns whether a row was written.
 pub fn write(conn: &Conn, thread_id: &ThreadId, cause: Cause, at: &str) -> Result<bool> {
-    let facts = conn
-        .db()
-        .prepare_cached(row_sql!("thread_notice_facts", facts_col))?
-        .query_row([thread_id], Facts::from_row)
-        .optional()?;
+    let facts = conn.opt(
+        q!("thread_notice_facts", facts_col),
+        params![thread_id],
+        Facts::from_row,
+    )?;
     let Some(f) = facts else {
         return Ok(false);
     };
@@ -86,20 +86,13 @@ pub fn write(conn: &Conn, thread_id: &ThreadId, cause: Cause, at: &str) -> Resul
 /// A result of the session's own `wait` reported the thread's settled or closed state: its
 /// pending notices are marked delivered (returns how many).
 pub fn quiet(conn: &Conn, thread_id: &ThreadId, at: &str) -> Result<usize> {
-    Ok(conn
-        .db()
-        .prepare_cached(include_str!("../../sql/notices_quiet.sql"))?
-        .execute((thread_id, at))?)
+    conn.execute(q!("notices_quiet"), params![thread_id, at])
 }
 
 /// A thread's phase as its row holds it (the ingest writer reads it before a batch's phase
 /// changes, to tell a settle from other idle changes); `None` when the row is gone.
 pub fn phase_before(conn: &Conn, thread_id: &ThreadId) -> Result<Option<Phase>> {
-    Ok(conn
-        .db()
-        .prepare_cached(include_str!("../../sql/thread_phase.sql"))?
-        .query_row([thread_id], |r| r.get(0))
-        .optional()?)
+    conn.opt(q!("thread_phase"), params![thread_id], |r| r.get(0))
 }
 
 columns! {
@@ -137,7 +130,7 @@ struct Facts {
 
 impl Facts {
     /// The row of `sql/thread_notice_facts.sql` ([`facts_col`]).
-    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Facts> {
+    fn from_row(r: &Row<'_>) -> Result<Facts> {
         Ok(Facts {
             name: r.get(facts_col::NAME)?,
             path: r.get(facts_col::PATH)?,

@@ -6,15 +6,15 @@
 //! timeout, a stop, an exit or a restore after a crash ends the row the same way, so a
 //! question is never answered twice nor left pending behind a closed thread.
 
+use crate::store::db::{named, params, q, Row};
 use crate::store::{Conn, ThreadIds};
-use rusqlite::{named_params, OptionalExtension, Row};
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::domain::{QuestionKind, QuestionState, ThreadId};
 use crate::error::Result;
 use crate::store::batch_col;
-use crate::store::rows::{columns, row_sql};
+use crate::store::rows::columns;
 
 columns! {
     /// A `ui_requests` row's columns, in order (`{question_row}` in
@@ -66,7 +66,7 @@ pub struct Question {
 
 impl Question {
     /// The [`col`] row that starts at position `first` of `r`.
-    fn from_row(r: &Row<'_>, first: usize) -> rusqlite::Result<Question> {
+    fn from_row(r: &Row<'_>, first: usize) -> Result<Question> {
         let options: Option<String> = r.get(first + col::OPTIONS)?;
         let answer: Option<String> = r.get(first + col::ANSWER)?;
         Ok(Question {
@@ -102,26 +102,22 @@ pub struct NewQuestion<'a> {
 /// Records a pending question; returns its id.
 pub fn insert(conn: &Conn, q: &NewQuestion<'_>) -> Result<i64> {
     let options = q.options.map(serde_json::to_string).transpose()?;
-    Ok(conn
-        .db()
-        .prepare_cached(include_str!("../../sql/question_insert.sql"))?
-        .query_row(
-            named_params! {
-                ":thread": q.thread_id, ":launch": q.launch_seq, ":request": q.request_id,
-                ":kind": q.kind, ":title": q.title, ":message": q.message, ":options": options,
-                ":at": q.at, ":deadline": q.deadline_ms,
-            },
-            |r| r.get(0),
-        )?)
+    conn.one(
+        q!("question_insert"),
+        named! {
+            ":thread": q.thread_id, ":launch": q.launch_seq, ":request": q.request_id,
+            ":kind": q.kind, ":title": q.title, ":message": q.message, ":options": options,
+            ":at": q.at, ":deadline": q.deadline_ms,
+        },
+        |r| r.get(0),
+    )
 }
 
 /// A thread's oldest pending question.
 pub fn pending_of(conn: &Conn, thread_id: &ThreadId) -> Result<Option<Question>> {
-    Ok(conn
-        .db()
-        .prepare_cached(row_sql!("question_pending", col))?
-        .query_row([thread_id], |r| Question::from_row(r, 0))
-        .optional()?)
+    conn.opt(q!("question_pending", col), params![thread_id], |r| {
+        Question::from_row(r, 0)
+    })
 }
 
 /// The oldest pending question of each of the threads `ids`, by
@@ -129,7 +125,7 @@ pub fn pending_of(conn: &Conn, thread_id: &ThreadId) -> Result<Option<Question>>
 pub fn pending_of_threads(conn: &Conn, ids: &ThreadIds) -> Result<Vec<Option<Question>>> {
     let mut out = vec![None; ids.len()];
     conn.by_position(
-        row_sql!("questions_pending_of_threads", batch_col, col),
+        q!("questions_pending_of_threads", batch_col, col),
         ids,
         &mut out,
         |r| Question::from_row(r, batch_col::COUNT).map(Some),
@@ -139,40 +135,36 @@ pub fn pending_of_threads(conn: &Conn, ids: &ThreadIds) -> Result<Vec<Option<Que
 
 /// One question by id.
 pub fn by_id(conn: &Conn, id: i64) -> Result<Option<Question>> {
-    Ok(conn
-        .db()
-        .prepare_cached(row_sql!("question_by_id", col))?
-        .query_row([id], |r| Question::from_row(r, 0))
-        .optional()?)
+    conn.opt(q!("question_by_id", col), params![id], |r| {
+        Question::from_row(r, 0)
+    })
 }
 
 /// Writes `answer` (JSON) if the question is still pending; false if it was not.
 pub fn answer(conn: &Conn, id: i64, answer: &Value, by: &str, at: &str) -> Result<bool> {
-    Ok(conn
-        .db()
-        .prepare_cached(include_str!("../../sql/question_answer.sql"))?
-        .execute(named_params! {
+    Ok(conn.execute(
+        q!("question_answer"),
+        named! {
             ":answer": answer.to_string(), ":at": at, ":by": by, ":id": id,
-        })?
-        > 0)
+        },
+    )? > 0)
 }
 
 /// Ends a pending question without an answer (`TimedOut` or `Cancelled`); false if it was not
 /// pending.
 pub fn end(conn: &Conn, id: i64, state: QuestionState, by: &str, at: &str) -> Result<bool> {
-    Ok(conn
-        .db()
-        .prepare_cached(include_str!("../../sql/question_end.sql"))?
-        .execute(named_params! {":state": state, ":at": at, ":by": by, ":id": id})?
-        > 0)
+    Ok(conn.execute(
+        q!("question_end"),
+        named! {":state": state, ":at": at, ":by": by, ":id": id},
+    )? > 0)
 }
 
 /// Cancels a thread's pending questions (its process ended); returns how many.
 pub fn cancel_thread(conn: &Conn, thread_id: &ThreadId, by: &str, at: &str) -> Result<usize> {
-    Ok(conn
-        .db()
-        .prepare_cached(include_str!("../../sql/question_cancel_thread.sql"))?
-        .execute(named_params! {":thread": thread_id, ":at": at, ":by": by})?)
+    conn.execute(
+        q!("question_cancel_thread"),
+        named! {":thread": thread_id, ":at": at, ":by": by},
+    )
 }
 
 columns! {
@@ -187,13 +179,11 @@ columns! {
 /// For a contract B thread, the notice of question `q` for its parent agent (a `mailbox` row
 /// the parent's serve delivers, as `agent_update`'s progress); nothing for another contract.
 pub fn notify_parent_agent(conn: &Conn, q: &NewQuestion<'_>, question_id: i64) -> Result<()> {
-    let place: Option<(String, String)> = conn
-        .db()
-        .prepare_cached(row_sql!("question_parent_agent", parent_col))?
-        .query_row([q.thread_id], |r| {
-            Ok((r.get(parent_col::PATH)?, r.get(parent_col::PARENT)?))
-        })
-        .optional()?;
+    let place: Option<(String, String)> = conn.opt(
+        q!("question_parent_agent", parent_col),
+        params![q.thread_id],
+        |r| Ok((r.get(parent_col::PATH)?, r.get(parent_col::PARENT)?)),
+    )?;
     let Some((path, parent)) = place else {
         return Ok(());
     };

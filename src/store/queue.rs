@@ -5,30 +5,24 @@
 //! reservation order) and the slot count is `sql/count_live.sql`: both are SQL, nothing is kept
 //! in memory, so the queue survives a crash of its serve.
 
+use crate::store::db::{named, params, q};
 use crate::store::{Conn, ThreadIds};
-use rusqlite::{named_params, OptionalExtension};
 
 use crate::domain::{ManagerId, SessionId, ThreadId};
 use crate::error::Result;
 use crate::store::batch_col;
-use crate::store::rows::{columns, row_sql};
+use crate::store::rows::columns;
 
 /// Marks the just-reserved row `id` as queued (in the reserving transaction).
 pub fn mark(conn: &Conn, id: &ThreadId, at: &str) -> Result<()> {
-    conn.db()
-        .prepare_cached(include_str!("../../sql/queue_mark.sql"))?
-        .execute((id, at))?;
+    conn.execute(q!("queue_mark"), params![id, at])?;
     Ok(())
 }
 
 /// `id`'s position in its manager's queue (1 = launched next), `None` when it is not waiting
 /// for a slot.
 pub fn position(conn: &Conn, id: &ThreadId) -> Result<Option<i64>> {
-    Ok(conn
-        .db()
-        .prepare_cached(include_str!("../../sql/queue_position.sql"))?
-        .query_row([id], |r| r.get(0))
-        .optional()?)
+    conn.opt(q!("queue_position"), params![id], |r| r.get(0))
 }
 
 columns! {
@@ -45,7 +39,7 @@ columns! {
 pub fn positions_of_threads(conn: &Conn, ids: &ThreadIds) -> Result<Vec<Option<i64>>> {
     let mut out = vec![None; ids.len()];
     conn.by_position(
-        row_sql!("queue_positions_of_threads", batch_col, position_col),
+        q!("queue_positions_of_threads", batch_col, position_col),
         ids,
         &mut out,
         |r| r.get(batch_col::COUNT + position_col::POSITION).map(Some),
@@ -73,43 +67,39 @@ pub struct Waiting {
 
 /// The rows of `manager` waiting for a slot, in queue order.
 pub fn waiting(conn: &Conn, manager: ManagerId) -> Result<Vec<Waiting>> {
-    let mut stmt = conn
-        .db()
-        .prepare_cached(row_sql!("queue_rank", waiting_col))?;
-    let rows = stmt.query_map([manager], |r| {
-        Ok(Waiting {
-            id: r.get(waiting_col::ID)?,
-            path: r.get(waiting_col::PATH)?,
-            position: r.get(waiting_col::POSITION)?,
-        })
-    })?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    let rows = conn
+        .all(q!("queue_rank", waiting_col), params![manager], |r| {
+            Ok(Waiting {
+                id: r.get(waiting_col::ID)?,
+                path: r.get(waiting_col::PATH)?,
+                position: r.get(waiting_col::POSITION)?,
+            })
+        })?
+        .into_iter()
+        .map(Ok::<_, crate::error::Error>);
+    rows.collect::<Result<_>>()
 }
 
 /// Claims `manager`'s free slots (of `max`) for its oldest waiting rows; returns how many.
 pub fn claim(conn: &Conn, manager: ManagerId, max: i64, at: &str) -> Result<usize> {
-    Ok(conn
-        .db()
-        .prepare_cached(include_str!("../../sql/queue_claim.sql"))?
-        .execute(named_params! {":manager": manager, ":max": max, ":at": at})?)
+    conn.execute(
+        q!("queue_claim"),
+        named! {":manager": manager, ":max": max, ":at": at},
+    )
 }
 
 /// The rows of `manager` with a claimed slot that were never launched, oldest first.
 pub fn to_launch(conn: &Conn, manager: ManagerId) -> Result<Vec<ThreadId>> {
-    let mut stmt = conn
-        .db()
-        .prepare_cached(include_str!("../../sql/queue_to_launch.sql"))?;
-    let rows = stmt.query_map([manager], |r| r.get(0))?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    let rows = conn
+        .all(q!("queue_to_launch"), params![manager], |r| r.get(0))?
+        .into_iter()
+        .map(Ok::<_, crate::error::Error>);
+    rows.collect::<Result<_>>()
 }
 
 /// Closes `id` as stopped if it is still waiting for a slot (never launched); false otherwise.
 pub fn dequeue(conn: &Conn, id: &ThreadId, at: &str) -> Result<bool> {
-    Ok(conn
-        .db()
-        .prepare_cached(include_str!("../../sql/queue_dequeue.sql"))?
-        .execute((id, at))?
-        > 0)
+    Ok(conn.execute(q!("queue_dequeue"), params![id, at])? > 0)
 }
 
 /// Where a queued row stands.
@@ -134,13 +124,10 @@ columns! {
 
 /// `id`'s queue state.
 pub fn state(conn: &Conn, id: &ThreadId) -> Result<QueueState> {
-    let row: Option<(bool, bool)> = conn
-        .db()
-        .prepare_cached(row_sql!("queue_is_waiting", state_col))?
-        .query_row([id], |r| {
+    let row: Option<(bool, bool)> =
+        conn.opt(q!("queue_is_waiting", state_col), params![id], |r| {
             Ok((r.get(state_col::QUEUED)?, r.get(state_col::CLAIMED)?))
-        })
-        .optional()?;
+        })?;
     Ok(match row {
         Some((true, false)) => QueueState::Waiting,
         Some((true, true)) => QueueState::Claimed,
@@ -151,29 +138,24 @@ pub fn state(conn: &Conn, id: &ThreadId) -> Result<QueueState> {
 /// The prompt `id` was started with (`None` when the row is gone or has none).
 pub fn prompt_of(conn: &Conn, id: &ThreadId) -> Result<Option<String>> {
     Ok(conn
-        .db()
-        .prepare_cached(include_str!("../../sql/queue_prompt.sql"))?
-        .query_row([id], |r| r.get(0))
-        .optional()?
+        .opt(q!("queue_prompt"), params![id], |r| r.get(0))?
         .flatten())
 }
 
 /// Contract B: claims `registry`'s free concurrency slots (of `max`) for its oldest waiting
 /// rows, and renumbers the rest; returns how many were claimed.
 pub fn claim_agents(conn: &Conn, registry: ManagerId, max: i64, at: &str) -> Result<usize> {
-    let n = conn
-        .db()
-        .prepare_cached(include_str!("../../sql/agent_queue_claim.sql"))?
-        .execute(named_params! {":manager": registry, ":max": max, ":at": at})?;
+    let n = conn.execute(
+        q!("agent_queue_claim"),
+        named! {":manager": registry, ":max": max, ":at": at},
+    )?;
     renumber_agents(conn, registry)?;
     Ok(n)
 }
 
 /// Contract B: every waiting row's status says its position (`Queued (position N)`).
 pub fn renumber_agents(conn: &Conn, registry: ManagerId) -> Result<()> {
-    conn.db()
-        .prepare_cached(include_str!("../../sql/agent_queue_renumber.sql"))?
-        .execute([registry])?;
+    conn.execute(q!("agent_queue_renumber"), params![registry])?;
     Ok(())
 }
 
@@ -186,11 +168,10 @@ pub fn dequeue_agent(
     status: &str,
     at: &str,
 ) -> Result<bool> {
-    let done = conn
-        .db()
-        .prepare_cached(include_str!("../../sql/agent_queue_dequeue.sql"))?
-        .execute(named_params! {":id": id, ":status": status, ":at": at})?
-        > 0;
+    let done = conn.execute(
+        q!("agent_queue_dequeue"),
+        named! {":id": id, ":status": status, ":at": at},
+    )? > 0;
     if done {
         renumber_agents(conn, registry)?;
     }
@@ -206,10 +187,10 @@ pub fn claim_workers(
     max: i64,
     at: &str,
 ) -> Result<usize> {
-    Ok(conn
-        .db()
-        .prepare_cached(include_str!("../../sql/worker_queue_claim.sql"))?
-        .execute(named_params! {
+    conn.execute(
+        q!("worker_queue_claim"),
+        named! {
             ":manager": manager, ":coordinator": coordinator, ":max": max, ":at": at,
-        })?)
+        },
+    )
 }

@@ -10,8 +10,8 @@
 //! the manager's own unknown-reference error, as the contract words it.
 
 use crate::domain::{ManagerId, SessionId, ThreadId};
+use crate::store::db::{named, params, q};
 use crate::store::Conn;
-use rusqlite::{named_params, OptionalExtension};
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::paths::{is_thread_id, json_quote, thread_reference_path};
@@ -53,15 +53,15 @@ fn resolve_below(conn: &Conn, scope: RefScope<'_>, reference: &str) -> Result<Op
     if is_thread_id(text) {
         return query_thread(
             conn,
-            crate::store::rows::row_sql!("reach_thread_by_id", crate::store::threads::col),
-            named_params! {":manager": scope.manager_id, ":id": text},
+            q!("reach_thread_by_id", crate::store::threads::col),
+            named! {":manager": scope.manager_id, ":id": text},
         );
     }
     if let Some(path) = thread_reference_path(text, scope.current_path) {
         let mut found = query_threads(
             conn,
-            crate::store::rows::row_sql!("reach_thread_by_path", crate::store::threads::col),
-            named_params! {":manager": scope.manager_id, ":path": &path},
+            q!("reach_thread_by_path", crate::store::threads::col),
+            named! {":manager": scope.manager_id, ":path": &path},
         )?;
         match found.len() {
             0 => {}
@@ -79,8 +79,8 @@ fn resolve_below(conn: &Conn, scope: RefScope<'_>, reference: &str) -> Result<Op
     }
     let mut matches = query_threads(
         conn,
-        crate::store::rows::row_sql!("reach_thread_by_name", crate::store::threads::col),
-        named_params! {":manager": scope.manager_id, ":name": text, ":limit": MAX_CANDIDATES},
+        q!("reach_thread_by_name", crate::store::threads::col),
+        named! {":manager": scope.manager_id, ":name": text, ":limit": MAX_CANDIDATES},
     )?;
     match matches.len() {
         0 => Ok(None),
@@ -109,8 +109,8 @@ fn resolve_own(conn: &Conn, scope: RefScope<'_>, reference: &str) -> Result<Thre
     if is_thread_id(text) {
         return match query_thread(
             conn,
-            crate::store::rows::row_sql!("thread_by_id", crate::store::threads::col),
-            (text, scope.manager_id),
+            q!("thread_by_id", crate::store::threads::col),
+            params![text, scope.manager_id],
         )? {
             Some(row) => Ok(row),
             None => Err(unknown(conn, scope, reference)?),
@@ -119,16 +119,16 @@ fn resolve_own(conn: &Conn, scope: RefScope<'_>, reference: &str) -> Result<Thre
     if let Some(path) = thread_reference_path(text, scope.current_path) {
         if let Some(row) = query_thread(
             conn,
-            crate::store::rows::row_sql!("thread_by_path", crate::store::threads::col),
-            (scope.manager_id, &path),
+            q!("thread_by_path", crate::store::threads::col),
+            params![scope.manager_id, &path],
         )? {
             return Ok(row);
         }
     }
     let mut matches = query_threads(
         conn,
-        crate::store::rows::row_sql!("thread_by_name", crate::store::threads::col),
-        (scope.manager_id, text, MAX_CANDIDATES),
+        q!("thread_by_name", crate::store::threads::col),
+        params![scope.manager_id, text, MAX_CANDIDATES],
     )?;
     match matches.len() {
         1 => Ok(matches.remove(0)),
@@ -161,8 +161,8 @@ pub fn resolve_list_filter(conn: &Conn, scope: RefScope<'_>, reference: &str) ->
 fn unknown(conn: &Conn, scope: RefScope<'_>, reference: &str) -> Result<Error> {
     let known = query_threads(
         conn,
-        crate::store::rows::row_sql!("threads_known", crate::store::threads::col),
-        (scope.manager_id, KNOWN_THREADS_SHOWN),
+        q!("threads_known", crate::store::threads::col),
+        params![scope.manager_id, KNOWN_THREADS_SHOWN],
     )?;
     let listing = if known.is_empty() {
         "No threads are currently managed by this parent.".to_string()
@@ -228,20 +228,17 @@ fn elsewhere(
     if !is_thread_id(reference) {
         return Ok(None);
     }
-    Ok(conn
-        .db()
-        .prepare_cached(crate::store::rows::row_sql!(
-            "thread_elsewhere",
-            elsewhere_col
-        ))?
-        .query_row(rusqlite::params![reference, scope.manager_id], |r| {
+    conn.opt(
+        q!("thread_elsewhere", elsewhere_col),
+        params![reference, scope.manager_id],
+        |r| {
             Ok((
                 r.get(elsewhere_col::ROOT_SESSION)?,
                 r.get(elsewhere_col::SESSION_FILE)?,
                 r.get(elsewhere_col::PATH)?,
             ))
-        })
-        .optional()?)
+        },
+    )
 }
 
 /// How many threads a CLI reference names at most before it is called ambiguous.
@@ -299,13 +296,13 @@ pub fn resolve_anywhere(
     let by_path = match root {
         None => query_threads(
             conn,
-            crate::store::rows::row_sql!("thread_by_path_any", crate::store::threads::col),
-            (&path, CANDIDATES),
+            q!("thread_by_path_any", crate::store::threads::col),
+            params![&path, CANDIDATES],
         )?,
         Some(r) => query_threads(
             conn,
-            crate::store::rows::row_sql!("thread_by_path_in_session", crate::store::threads::col),
-            (&path, r, CANDIDATES),
+            q!("thread_by_path_in_session", crate::store::threads::col),
+            params![&path, r, CANDIDATES],
         )?,
     };
     let by_path = if by_path.is_empty() && text.starts_with('/') {
@@ -319,16 +316,13 @@ pub fn resolve_anywhere(
         match root {
             None => query_threads(
                 conn,
-                crate::store::rows::row_sql!("thread_by_name_any", crate::store::threads::col),
-                (text, CANDIDATES),
+                q!("thread_by_name_any", crate::store::threads::col),
+                params![text, CANDIDATES],
             )?,
             Some(r) => query_threads(
                 conn,
-                crate::store::rows::row_sql!(
-                    "thread_by_name_in_session",
-                    crate::store::threads::col
-                ),
-                (text, r, CANDIDATES),
+                q!("thread_by_name_in_session", crate::store::threads::col),
+                params![text, r, CANDIDATES],
             )?,
         }
     };

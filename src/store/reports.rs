@@ -1,12 +1,12 @@
 //! The `reports` table: a managed worker's one report (contract C). The engine compares a
 //! repeated report with the stored one, so both directions are typed here.
 
+use crate::store::db::{params, q, Row};
 use crate::store::Conn;
-use rusqlite::{OptionalExtension, Row};
 
 use crate::domain::WorkerId;
 use crate::error::Result;
-use crate::store::rows::{columns, row_sql};
+use crate::store::rows::columns;
 
 columns! {
     /// A report's columns, in order (`{report_row}` in `sql/worker_report.sql` and, after
@@ -30,7 +30,7 @@ pub struct ReportRow {
 impl ReportRow {
     /// The report of the [`col`] row that starts at position `first` of `r` (NULL verdict:
     /// none, as a `LEFT JOIN reports` reads for a worker that has not reported).
-    pub(super) fn from_row(r: &Row<'_>, first: usize) -> rusqlite::Result<Option<Self>> {
+    pub(super) fn from_row(r: &Row<'_>, first: usize) -> Result<Option<Self>> {
         let Some(verdict) = r.get(first + col::VERDICT)? else {
             return Ok(None);
         };
@@ -46,10 +46,9 @@ impl ReportRow {
 /// A worker's stored report, if it has one.
 pub fn report_of(conn: &Conn, worker_id: &WorkerId) -> Result<Option<ReportRow>> {
     Ok(conn
-        .db()
-        .prepare_cached(row_sql!("worker_report", col))?
-        .query_row([worker_id], |r| ReportRow::from_row(r, 0))
-        .optional()?
+        .opt(q!("worker_report", col), params![worker_id], |r| {
+            ReportRow::from_row(r, 0)
+        })?
         .flatten())
 }
 
@@ -66,15 +65,16 @@ pub struct NewReport<'a> {
 
 /// Admits a worker's only report (the primary key refuses a second one).
 pub fn insert_report(conn: &Conn, report: &NewReport<'_>) -> Result<()> {
-    conn.db()
-        .prepare_cached(include_str!("../../sql/worker_report_insert.sql"))?
-        .execute((
+    conn.execute(
+        q!("worker_report_insert"),
+        params![
             report.worker_id,
             report.verdict,
             report.summary,
             serde_json::to_string(report.evidence)?,
             report.message_id,
-            report.now,
-        ))?;
+            report.now
+        ],
+    )?;
     Ok(())
 }

@@ -1,12 +1,12 @@
 //! Typed access to what the restore pass reads and writes: the live threads whose owner may
 //! be gone, contract B's reserved runs never launched, and the close of one as stale.
 
+use crate::store::db::{named, params, q};
 use crate::store::Conn;
-use rusqlite::named_params;
 
 use crate::domain::{Contract, ManagerId, ThreadId};
 use crate::error::Result;
-use crate::store::rows::{columns, row_sql};
+use crate::store::rows::columns;
 
 columns! {
     /// A live thread the restore pass looks at (`{restore_candidate_row}` in
@@ -45,25 +45,25 @@ pub struct Candidate {
 
 /// Every live thread, with its owner.
 pub fn candidates(conn: &Conn) -> Result<Vec<Candidate>> {
-    let mut stmt = conn
-        .db()
-        .prepare_cached(row_sql!("restore_candidates", candidate_col))?;
-    let rows = stmt.query_map([], |r| {
-        Ok(Candidate {
-            id: r.get(candidate_col::ID)?,
-            manager_id: r.get(candidate_col::MANAGER_ID)?,
-            contract: r.get(candidate_col::CONTRACT)?,
-            pid: r.get(candidate_col::PID)?,
-            pgid: r.get(candidate_col::PGID)?,
-            process_started_at: r.get(candidate_col::PROCESS_STARTED_AT)?,
-            owner_pid: r.get(candidate_col::OWNER_PID)?,
-            owner_started_at: r.get(candidate_col::OWNER_STARTED_AT)?,
-            launch_seq: r.get(candidate_col::LAUNCH_SEQ)?,
-            session_file: r.get(candidate_col::SESSION_FILE)?,
-            created_at: r.get(candidate_col::CREATED_AT)?,
-        })
-    })?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    let rows = conn
+        .all(q!("restore_candidates", candidate_col), params![], |r| {
+            Ok(Candidate {
+                id: r.get(candidate_col::ID)?,
+                manager_id: r.get(candidate_col::MANAGER_ID)?,
+                contract: r.get(candidate_col::CONTRACT)?,
+                pid: r.get(candidate_col::PID)?,
+                pgid: r.get(candidate_col::PGID)?,
+                process_started_at: r.get(candidate_col::PROCESS_STARTED_AT)?,
+                owner_pid: r.get(candidate_col::OWNER_PID)?,
+                owner_started_at: r.get(candidate_col::OWNER_STARTED_AT)?,
+                launch_seq: r.get(candidate_col::LAUNCH_SEQ)?,
+                session_file: r.get(candidate_col::SESSION_FILE)?,
+                created_at: r.get(candidate_col::CREATED_AT)?,
+            })
+        })?
+        .into_iter()
+        .map(Ok::<_, crate::error::Error>);
+    rows.collect::<Result<_>>()
 }
 
 columns! {
@@ -88,27 +88,30 @@ pub struct Unlaunched {
 
 /// Contract B's reserved runs that no process ever started.
 pub fn unlaunched_agents(conn: &Conn) -> Result<Vec<Unlaunched>> {
-    let mut stmt = conn
-        .db()
-        .prepare_cached(row_sql!("agent_restore_candidates", unlaunched_col))?;
-    let rows = stmt.query_map([], |r| {
-        Ok(Unlaunched {
-            id: r.get(unlaunched_col::ID)?,
-            manager_id: r.get(unlaunched_col::MANAGER_ID)?,
-            owner_pid: r.get(unlaunched_col::OWNER_PID)?,
-            owner_started_at: r.get(unlaunched_col::OWNER_STARTED_AT)?,
-        })
-    })?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    let rows = conn
+        .all(
+            q!("agent_restore_candidates", unlaunched_col),
+            params![],
+            |r| {
+                Ok(Unlaunched {
+                    id: r.get(unlaunched_col::ID)?,
+                    manager_id: r.get(unlaunched_col::MANAGER_ID)?,
+                    owner_pid: r.get(unlaunched_col::OWNER_PID)?,
+                    owner_started_at: r.get(unlaunched_col::OWNER_STARTED_AT)?,
+                })
+            },
+        )?
+        .into_iter()
+        .map(Ok::<_, crate::error::Error>);
+    rows.collect::<Result<_>>()
 }
 
 /// Pauses a reserved contract B run with `paused_status`; false when it changed meanwhile.
 pub fn pause_unlaunched(conn: &Conn, id: &ThreadId, paused_status: &str, at: &str) -> Result<bool> {
-    Ok(conn
-        .db()
-        .prepare_cached(include_str!("../../sql/agent_restore_unlaunched.sql"))?
-        .execute(named_params! {":paused_status": paused_status, ":at": at, ":id": id})?
-        > 0)
+    Ok(conn.execute(
+        q!("agent_restore_unlaunched"),
+        named! {":paused_status": paused_status, ":at": at, ":id": id},
+    )? > 0)
 }
 
 /// Closes launch `launch_seq` of a thread as stale with `message` (contract B: paused with
@@ -121,12 +124,11 @@ pub fn close_stale(
     paused_status: &str,
     at: &str,
 ) -> Result<bool> {
-    Ok(conn
-        .db()
-        .prepare_cached(include_str!("../../sql/restore_close_stale.sql"))?
-        .execute(named_params! {
+    Ok(conn.execute(
+        q!("restore_close_stale"),
+        named! {
             ":message": message, ":at": at, ":paused_status": paused_status,
             ":id": id, ":launch": launch_seq,
-        })?
-        > 0)
+        },
+    )? > 0)
 }

@@ -8,17 +8,17 @@
 //! stale. Reading costs one file per root session (a handful), only where a command shows or
 //! matches names.
 
+use crate::store::db::{named, params, q};
 use crate::store::Conn;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-use rusqlite::named_params;
 use serde::Serialize;
 
 use crate::domain::ThreadId;
 use crate::error::{Error, ErrorCode, Result};
 use crate::paths::json_quote;
-use crate::store::rows::{columns, row_sql};
+use crate::store::rows::columns;
 
 columns! {
     /// A root session with its tree's thread count and its first manager's cwd, start and
@@ -82,33 +82,37 @@ const PREFIX_MANAGERS: i64 = 200;
 pub fn infos(conn: &Conn) -> Result<Vec<SessionInfo>> {
     let mut out: Vec<SessionInfo> = Vec::new();
     if crate::store::usage::has_tables(conn)? {
-        let mut stmt = conn
-            .db()
-            .prepare_cached(row_sql!("root_sessions", root_col))?;
-        let rows = stmt.query_map([], |r| {
-            Ok((
-                r.get::<_, String>(root_col::ROOT_SESSION)?,
-                r.get::<_, Option<String>>(root_col::CWD)?,
-                r.get::<_, Option<String>>(root_col::STARTED_AT)?,
-                r.get::<_, Option<String>>(root_col::SESSION_FILE)?,
-            ))
-        })?;
+        let rows = conn
+            .all(q!("root_sessions", root_col), params![], |r| {
+                Ok((
+                    r.get::<String>(root_col::ROOT_SESSION)?,
+                    r.get::<Option<String>>(root_col::CWD)?,
+                    r.get::<Option<String>>(root_col::STARTED_AT)?,
+                    r.get::<Option<String>>(root_col::SESSION_FILE)?,
+                ))
+            })?
+            .into_iter()
+            .map(Ok::<_, crate::error::Error>);
         for row in rows {
             let (session, cwd, started_at, file) = row?;
             out.push(info(session, cwd, started_at, file.as_deref()));
         }
     } else {
-        let mut stmt = conn
-            .db()
-            .prepare_cached(row_sql!("forest_root_managers", root_manager_col))?;
-        let rows = stmt.query_map([], |r| {
-            Ok((
-                r.get::<_, String>(root_manager_col::SESSION_ID)?,
-                r.get::<_, Option<String>>(root_manager_col::CWD)?,
-                r.get::<_, Option<String>>(root_manager_col::STARTED_AT)?,
-                r.get::<_, Option<String>>(root_manager_col::SESSION_FILE)?,
-            ))
-        })?;
+        let rows = conn
+            .all(
+                q!("forest_root_managers", root_manager_col),
+                params![],
+                |r| {
+                    Ok((
+                        r.get::<String>(root_manager_col::SESSION_ID)?,
+                        r.get::<Option<String>>(root_manager_col::CWD)?,
+                        r.get::<Option<String>>(root_manager_col::STARTED_AT)?,
+                        r.get::<Option<String>>(root_manager_col::SESSION_FILE)?,
+                    ))
+                },
+            )?
+            .into_iter()
+            .map(Ok::<_, crate::error::Error>);
         let mut seen = HashSet::new();
         for row in rows {
             let (session, cwd, started_at, file) = row?;
@@ -172,15 +176,10 @@ fn one_line(text: &str) -> String {
 
 /// The root session with the most recent thread activity, if any thread is placed.
 pub fn latest(conn: &Conn) -> Result<Option<String>> {
-    use rusqlite::OptionalExtension;
     if !crate::store::usage::has_tables(conn)? {
         return Ok(None);
     }
-    Ok(conn
-        .db()
-        .prepare_cached(include_str!("../../sql/root_session_latest.sql"))?
-        .query_row([], |r| r.get(0))
-        .optional()?)
+    conn.opt(q!("root_session_latest"), params![], |r| r.get(0))
 }
 
 columns! {
@@ -198,19 +197,20 @@ columns! {
 fn managers_by_prefix(conn: &Conn, prefix: &str) -> Result<Vec<(String, Option<String>)>> {
     // Session ids are ASCII: every id that starts with the prefix sorts below prefix + U+10FFFF.
     let hi = format!("{prefix}\u{10FFFF}");
-    let mut stmt = conn
-        .db()
-        .prepare_cached(row_sql!("root_sessions_of_managers", manager_root_col))?;
-    let rows = stmt.query_map(
-        named_params! {":lo": prefix, ":hi": hi, ":limit": PREFIX_MANAGERS},
-        |r| {
-            Ok((
-                r.get(manager_root_col::SESSION_ID)?,
-                r.get(manager_root_col::ROOT_SESSION)?,
-            ))
-        },
-    )?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    let rows = conn
+        .all(
+            q!("root_sessions_of_managers", manager_root_col),
+            named! {":lo": prefix, ":hi": hi, ":limit": PREFIX_MANAGERS},
+            |r| {
+                Ok((
+                    r.get(manager_root_col::SESSION_ID)?,
+                    r.get(manager_root_col::ROOT_SESSION)?,
+                ))
+            },
+        )?
+        .into_iter()
+        .map(Ok::<_, crate::error::Error>);
+    rows.collect::<Result<_>>()
 }
 
 columns! {
@@ -245,33 +245,32 @@ pub fn sessions_of_threads(
     let has_places = crate::store::usage::has_tables(conn)?;
     let (sql, [thread, root, manager]) = if has_places {
         use thread_sessions_col as c;
-        let sql = row_sql!("sessions_of_threads", c);
+        let sql = q!("sessions_of_threads", c);
         (sql, [c::THREAD_ID, c::ROOT_SESSION, c::MANAGER_SESSION])
     } else {
         use thread_managers_col as c;
-        let sql = row_sql!("managers_of_threads", c);
+        let sql = q!("managers_of_threads", c);
         (sql, [c::THREAD_ID, c::ROOT_SESSION, c::MANAGER_SESSION])
     };
-    let mut stmt = conn.db().prepare_cached(sql)?;
-    let rows = stmt.query_map([ids], |r| {
-        Ok((r.get(thread)?, (r.get(root)?, r.get(manager)?)))
-    })?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    let rows = conn
+        .all(sql, params![ids], |r| {
+            Ok((r.get(thread)?, (r.get(root)?, r.get(manager)?)))
+        })?
+        .into_iter()
+        .map(Ok::<_, crate::error::Error>);
+    rows.collect::<Result<_>>()
 }
 
 /// The root session of a thread's tree (None before V4, or for an unplaced thread).
 pub fn root_of_thread(conn: &Conn, id: &ThreadId) -> Result<Option<String>> {
-    use rusqlite::OptionalExtension;
     if !crate::store::usage::has_tables(conn)? {
         return Ok(None);
     }
-    Ok(conn
-        .db()
-        .prepare_cached(row_sql!("usage_place", crate::store::usage::place_col))?
-        .query_row([id], |r| {
-            r.get(crate::store::usage::place_col::ROOT_SESSION)
-        })
-        .optional()?)
+    conn.opt(
+        q!("usage_place", crate::store::usage::place_col),
+        params![id],
+        |r| r.get(crate::store::usage::place_col::ROOT_SESSION),
+    )
 }
 
 /// Resolves `--session ID|NAME|latest` to one root session, in this order: `latest` (the most

@@ -2,9 +2,8 @@
 //! finds the bytes; what they say is the engine's business. Rows are only read for this
 //! build's [`SHAPE`], so a different build's rendering is never served.
 
+use crate::store::db::{params, q};
 use crate::store::Conn;
-use rusqlite::types::{ToSql, ToSqlOutput};
-use rusqlite::OptionalExtension;
 
 use crate::domain::ThreadId;
 use crate::error::Result;
@@ -30,9 +29,9 @@ impl View {
     }
 }
 
-impl ToSql for View {
-    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
-        Ok(ToSqlOutput::from(self.as_str()))
+impl crate::store::db::ToParam for View {
+    fn value(&self) -> crate::store::db::Value<'_> {
+        crate::store::db::Value::Text(self.as_str().into())
     }
 }
 
@@ -51,13 +50,11 @@ crate::store::rows::columns! {
 
 /// One thread's cached `view` at `detail`, if this build rendered it.
 pub fn cached(conn: &Conn, id: &ThreadId, view: View, detail: &str) -> Result<Option<Cached>> {
-    Ok(conn
-        .db()
-        .prepare_cached(crate::store::rows::row_sql!("snapshot_cached", kept_col))?
-        .query_row((id, view, detail, SHAPE), |r| {
-            Ok((r.get(kept_col::JSON)?, r.get(kept_col::LINE)?))
-        })
-        .optional()?)
+    conn.opt(
+        q!("snapshot_cached", kept_col),
+        params![id, view, detail, SHAPE],
+        |r| Ok((r.get(kept_col::JSON)?, r.get(kept_col::LINE)?)),
+    )
 }
 
 /// Keeps `json` (and its list `line`) as thread `id`'s `view` at `detail`, if the thread is
@@ -73,9 +70,8 @@ pub fn put(
     json: &str,
     line: Option<&str>,
 ) -> Result<bool> {
-    Ok(conn
-        .db()
-        .prepare_cached(include_str!("../../sql/snapshot_put.sql"))?
-        .execute((id, view, detail, SHAPE, json, line))?
-        > 0)
+    Ok(conn.execute(
+        q!("snapshot_put"),
+        params![id, view, detail, SHAPE, json, line],
+    )? > 0)
 }

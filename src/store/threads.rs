@@ -1,9 +1,7 @@
 //! Typed access to `managers` and `threads`.
 
-use crate::store::rows::row_sql;
+use crate::store::db::{named, params, q, wrong, Cell, Params, Query, Row};
 use crate::store::Conn;
-use rusqlite::types::ValueRef;
-use rusqlite::{named_params, CachedStatement, OptionalExtension, Row};
 use serde::Serialize;
 
 use crate::error::Result;
@@ -49,11 +47,9 @@ impl<'a> ManagerSpec<'a> {
 
 /// Finds or creates a manager and records its current owner; returns its id.
 pub fn upsert_manager(conn: &Conn, spec: &ManagerSpec<'_>) -> Result<ManagerId> {
-    let mut stmt = conn
-        .db()
-        .prepare_cached(include_str!("../../sql/manager_upsert.sql"))?;
-    let id = stmt.query_row(
-        named_params! {
+    let id = conn.one(
+        q!("manager_upsert"),
+        named! {
             ":session_id": spec.session_id,
             ":contract": spec.contract.as_str(),
             ":scope_path": spec.scope_path,
@@ -76,12 +72,8 @@ pub fn manager_id(
     session_id: &SessionId,
     contract: Contract,
 ) -> Result<Option<ManagerId>> {
-    let mut stmt = conn
-        .db()
-        .prepare_cached(include_str!("../../sql/manager_by_session.sql"))?;
-    Ok(stmt
-        .query_row((session_id, contract), |r| r.get(0))
-        .optional()?)
+    let stmt = q!("manager_by_session");
+    conn.opt(stmt, params![session_id, contract], |r| r.get(0))
 }
 
 /// What it takes to reserve a thread row.
@@ -125,57 +117,50 @@ pub fn insert_thread(conn: &Conn, t: &NewThread) -> Result<()> {
 
 /// [`insert_thread`] created at `now` (a reservation that writes other rows at the same time).
 pub fn insert_thread_at(conn: &Conn, t: &NewThread, now: &str) -> Result<()> {
-    let mut stmt = conn
-        .db()
-        .prepare_cached(include_str!("../../sql/thread_insert.sql"))?;
     let args = serde_json::to_string(&t.args)?;
-    stmt.execute(named_params! {
-        ":id": t.id,
-        ":manager_id": t.manager_id,
-        ":path": t.path,
-        ":parent_path": t.parent_path,
-        ":parent_id": t.parent_id,
-        ":task_name": t.task_name,
-        ":name": t.name,
-        ":depth": t.depth,
-        ":cwd": t.cwd,
-        ":args": args,
-        ":status": t.status,
-        ":phase": t.phase,
-        ":agent_state": t.agent_state,
-        ":session_file": t.session_file,
-        ":session_id": t.session_id,
-        ":prompt": t.prompt,
-        ":task": t.task,
-        ":coordinator_id": t.coordinator_id,
-        ":spawn_key": t.spawn_key,
-        ":fingerprint": t.fingerprint,
-        ":title": t.title,
-        ":agent": t.agent,
-        ":model": t.model,
-        ":granted_paths": t.granted_paths,
-        ":initial_message_id": t.initial_message_id,
-        ":report_message_id": t.report_message_id,
-        ":now": now,
-    })
+    conn.execute(
+        q!("thread_insert"),
+        named! {
+            ":id": t.id,
+            ":manager_id": t.manager_id,
+            ":path": t.path,
+            ":parent_path": t.parent_path,
+            ":parent_id": t.parent_id,
+            ":task_name": t.task_name,
+            ":name": t.name,
+            ":depth": t.depth,
+            ":cwd": t.cwd,
+            ":args": args,
+            ":status": t.status,
+            ":phase": t.phase,
+            ":agent_state": t.agent_state,
+            ":session_file": t.session_file,
+            ":session_id": t.session_id,
+            ":prompt": t.prompt,
+            ":task": t.task,
+            ":coordinator_id": t.coordinator_id,
+            ":spawn_key": t.spawn_key,
+            ":fingerprint": t.fingerprint,
+            ":title": t.title,
+            ":agent": t.agent,
+            ":model": t.model,
+            ":granted_paths": t.granted_paths,
+            ":initial_message_id": t.initial_message_id,
+            ":report_message_id": t.report_message_id,
+            ":now": now,
+        },
+    )
     .map_err(|e| {
-        if let rusqlite::Error::SqliteFailure(f, _) = &e {
-            // "UNIQUE constraint failed": a unique index or a primary key.
-            if matches!(
-                f.extended_code,
-                rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
-                    | rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY
-            ) {
-                let message = format!(
-                    "Thread path already exists: {}. Repair: choose a unique path for this parent.",
-                    t.path
-                );
-                return crate::error::Error::from(e)
-                    .with_code(crate::error::ErrorCode::Conflict)
-                    .with_message(message);
-            }
+        if crate::store::errors::is_unique_violation(&e) {
+            let message = format!(
+                "Thread path already exists: {}. Repair: choose a unique path for this parent.",
+                t.path
+            );
+            return e
+                .with_code(crate::error::ErrorCode::Conflict)
+                .with_message(message);
         }
-        e.into()
+        e
     })?;
     Ok(())
 }
@@ -250,21 +235,12 @@ pub struct ThreadRow {
 
 impl ThreadRow {
     /// Maps a thread-row query's row by column position (see [`col`]).
-    pub fn from_row(r: &Row<'_>) -> rusqlite::Result<Self> {
+    pub fn from_row(r: &Row<'_>) -> Result<Self> {
         // `args` is a JSON array, almost always empty: skip the parse (and the copy) then.
-        let args = match r.get_ref(col::ARGS)? {
-            ValueRef::Text(b"[]") => Vec::new(),
-            ValueRef::Text(text) => serde_json::from_str(
-                std::str::from_utf8(text).map_err(|e| rusqlite::Error::Utf8Error(col::ARGS, e))?,
-            )
-            .unwrap_or_default(),
-            other => {
-                return Err(rusqlite::Error::InvalidColumnType(
-                    col::ARGS,
-                    "args".into(),
-                    other.data_type(),
-                ))
-            }
+        let args = match r.cell(col::ARGS)? {
+            Cell::Text("[]") => Vec::new(),
+            Cell::Text(text) => serde_json::from_str(text).unwrap_or_default(),
+            other => return Err(r.unreadable(col::ARGS, &wrong(other, "text (a JSON array)"))),
         };
         Ok(ThreadRow {
             id: r.get(col::ID)?,
@@ -285,13 +261,7 @@ impl ThreadRow {
                 r.get(col::EXIT_SIGNAL)?,
                 r.get(col::EXIT_MESSAGE)?,
             )
-            .ok_or_else(|| {
-                rusqlite::Error::InvalidColumnType(
-                    col::EXIT_KIND,
-                    "exit_kind".into(),
-                    rusqlite::types::Type::Null,
-                )
-            })?,
+            .ok_or_else(|| r.unreadable(col::EXIT_KIND, "an ended thread without its exit kind"))?,
             agent_state: r.get(col::AGENT_STATE)?,
             archived: r.get(col::ARCHIVED)?,
             hidden: r.get(col::HIDDEN)?,
@@ -332,47 +302,21 @@ impl ThreadRow {
     }
 }
 
-/// The cached statement of a thread-row query, checked to return the columns of [`col`].
-pub fn thread_statement<'c>(
-    conn: &'c rusqlite::Connection,
-    sql: &str,
-) -> Result<CachedStatement<'c>> {
-    let stmt = conn.prepare_cached(sql)?;
-    if stmt.column_count() != col::COUNT {
-        return Err(crate::error::Error::internal(format!(
-            "A thread-row query returns {} columns instead of the {} of store::threads::col: {sql}",
-            stmt.column_count(),
-            col::COUNT
-        )));
-    }
-    Ok(stmt)
+/// Runs a query that returns thread rows (the columns of [`col`], in order; the store's tests
+/// check every such query's columns).
+pub fn query_threads(conn: &Conn, q: &Query, p: Params<'_>) -> Result<Vec<ThreadRow>> {
+    conn.all(q, p, ThreadRow::from_row)
 }
 
-/// Runs a cached query that returns thread rows (the columns of [`col`], in order).
-pub fn query_threads(
-    conn: &Conn,
-    sql: &str,
-    params: impl rusqlite::Params,
-) -> Result<Vec<ThreadRow>> {
-    let mut stmt = thread_statement(conn.db(), sql)?;
-    let rows = stmt.query_map(params, ThreadRow::from_row)?;
-    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-}
-
-/// Runs a cached lookup that returns at most one thread row (a primary key or unique index
+/// Runs a lookup that returns at most one thread row (a primary key or unique index
 /// equality), stepping once.
-pub fn query_thread(
-    conn: &Conn,
-    sql: &str,
-    params: impl rusqlite::Params,
-) -> Result<Option<ThreadRow>> {
-    let mut stmt = thread_statement(conn.db(), sql)?;
-    Ok(stmt.query_row(params, ThreadRow::from_row).optional()?)
+pub fn query_thread(conn: &Conn, q: &Query, p: Params<'_>) -> Result<Option<ThreadRow>> {
+    conn.opt(q, p, ThreadRow::from_row)
 }
 
 /// A thread by id in any manager.
 pub fn thread_by_id_any(conn: &Conn, id: &ThreadId) -> Result<Option<ThreadRow>> {
-    query_thread(conn, row_sql!("thread_by_id_any", col), [id])
+    query_thread(conn, q!("thread_by_id_any", col), params![id])
 }
 
 crate::store::rows::columns! {
@@ -387,30 +331,23 @@ crate::store::rows::columns! {
 
 /// The session id and contract of the manager a thread belongs to.
 pub fn manager_of_thread(conn: &Conn, thread_id: &ThreadId) -> Result<Option<(SessionId, String)>> {
-    let mut stmt = conn
-        .db()
-        .prepare_cached(row_sql!("manager_of_thread", manager_col))?;
-    Ok(stmt
-        .query_row([thread_id], |r| {
-            Ok((
-                r.get(manager_col::SESSION_ID)?,
-                r.get(manager_col::CONTRACT)?,
-            ))
-        })
-        .optional()?)
+    let stmt = q!("manager_of_thread", manager_col);
+    conn.opt(stmt, params![thread_id], |r| {
+        Ok((
+            r.get(manager_col::SESSION_ID)?,
+            r.get(manager_col::CONTRACT)?,
+        ))
+    })
 }
 
 /// A thread's ancestors by parent link, the top first (across managers).
 pub fn thread_ancestors(conn: &Conn, id: &ThreadId) -> Result<Vec<ThreadRow>> {
-    query_threads(conn, row_sql!("thread_ancestors", col), [id])
+    query_threads(conn, q!("thread_ancestors", col), params![id])
 }
 
 /// How many live threads a manager has (PI_THREADS_MAX_THREADS holds per manager).
 pub fn count_live(conn: &Conn, manager_id: ManagerId) -> Result<i64> {
-    Ok(conn
-        .db()
-        .prepare_cached(include_str!("../../sql/count_live.sql"))?
-        .query_row([manager_id], |r| r.get(0))?)
+    conn.one(q!("count_live"), params![manager_id], |r| r.get(0))
 }
 
 crate::store::rows::columns! {
@@ -433,33 +370,31 @@ pub struct IdleThread {
 
 /// Up to `limit` of `manager_id`'s live threads that sit idle, longest idle first.
 pub fn live_idle(conn: &Conn, manager_id: ManagerId, limit: usize) -> Result<Vec<IdleThread>> {
-    let mut stmt = conn
-        .db()
-        .prepare_cached(row_sql!("live_idle_threads", idle_col))?;
-    let rows = stmt.query_map(rusqlite::params![manager_id, limit as i64], |r| {
-        Ok(IdleThread {
-            id: ThreadId::new(r.get::<_, String>(idle_col::ID)?),
-            path: r.get(idle_col::PATH)?,
-            since: r.get(idle_col::SINCE)?,
-        })
-    })?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    let rows = conn
+        .all(
+            q!("live_idle_threads", idle_col),
+            params![manager_id, limit as i64],
+            |r| {
+                Ok(IdleThread {
+                    id: ThreadId::new(r.get::<String>(idle_col::ID)?),
+                    path: r.get(idle_col::PATH)?,
+                    since: r.get(idle_col::SINCE)?,
+                })
+            },
+        )?
+        .into_iter()
+        .map(Ok::<_, crate::error::Error>);
+    rows.collect::<Result<_>>()
 }
 
 /// Whether a thread id is recorded.
 pub fn thread_exists(conn: &Conn, id: &ThreadId) -> Result<bool> {
-    Ok(conn
-        .db()
-        .prepare_cached(include_str!("../../sql/thread_exists.sql"))?
-        .query_row([id], |r| r.get(0))?)
+    conn.one(q!("thread_exists"), params![id], |r| r.get(0))
 }
 
 /// Whether a manager already holds `path`.
 pub fn path_taken(conn: &Conn, manager_id: ManagerId, path: &str) -> Result<bool> {
-    Ok(conn
-        .db()
-        .prepare_cached(include_str!("../../sql/path_taken.sql"))?
-        .query_row((manager_id, path), |r| r.get(0))?)
+    conn.one(q!("path_taken"), params![manager_id, path], |r| r.get(0))
 }
 
 /// The id of the thread at `path` of a manager.
@@ -468,18 +403,17 @@ pub fn thread_id_at_path(
     manager_id: ManagerId,
     path: &str,
 ) -> Result<Option<ThreadId>> {
-    Ok(conn
-        .db()
-        .prepare_cached(include_str!("../../sql/thread_id_at_path.sql"))?
-        .query_row((manager_id, path), |r| r.get(0))
-        .optional()?)
+    conn.opt(q!("thread_id_at_path"), params![manager_id, path], |r| {
+        r.get(0)
+    })
 }
 
 /// Archives or unarchives a closed thread.
 pub fn set_archived(conn: &Conn, id: &ThreadId, archived: bool, at: &str) -> Result<()> {
-    conn.db()
-        .prepare_cached(include_str!("../../sql/thread_set_archived.sql"))?
-        .execute(named_params! {":archived": archived, ":at": at, ":id": id})?;
+    conn.execute(
+        q!("thread_set_archived"),
+        named! {":archived": archived, ":at": at, ":id": id},
+    )?;
     Ok(())
 }
 
@@ -500,17 +434,13 @@ pub fn thread_holder(
     conn: &Conn,
     id: &ThreadId,
 ) -> Result<Option<(ThreadStatus, Option<ProcessIdentity>)>> {
-    Ok(conn
-        .db()
-        .prepare_cached(row_sql!("thread_holder", holder_col))?
-        .query_row([id], |r| {
-            let owner = ProcessIdentity::recorded(
-                r.get(holder_col::OWNER_PID)?,
-                r.get(holder_col::OWNER_STARTED_AT)?,
-            );
-            Ok((r.get(holder_col::STATUS)?, owner))
-        })
-        .optional()?)
+    conn.opt(q!("thread_holder", holder_col), params![id], |r| {
+        let owner = ProcessIdentity::recorded(
+            r.get(holder_col::OWNER_PID)?,
+            r.get(holder_col::OWNER_STARTED_AT)?,
+        );
+        Ok((r.get(holder_col::STATUS)?, owner))
+    })
 }
 
 crate::store::rows::columns! {
@@ -528,23 +458,19 @@ pub fn manager_owner(
     conn: &Conn,
     manager_id: ManagerId,
 ) -> Result<Option<Option<ProcessIdentity>>> {
-    Ok(conn
-        .db()
-        .prepare_cached(row_sql!("manager_owner", owner_col))?
-        .query_row([manager_id], |r| {
-            Ok(ProcessIdentity::recorded(
-                r.get(owner_col::OWNER_PID)?,
-                r.get(owner_col::OWNER_STARTED_AT)?,
-            ))
-        })
-        .optional()?)
+    conn.opt(q!("manager_owner", owner_col), params![manager_id], |r| {
+        Ok(ProcessIdentity::recorded(
+            r.get(owner_col::OWNER_PID)?,
+            r.get(owner_col::OWNER_STARTED_AT)?,
+        ))
+    })
 }
 
 /// The threads among `ids` that exist, in that order (sql/threads_by_ids.sql).
 pub fn threads_by_ids(conn: &Conn, ids: &[ThreadId]) -> Result<Vec<ThreadRow>> {
     query_threads(
         conn,
-        row_sql!("threads_by_ids", col),
-        [serde_json::to_string(ids)?],
+        q!("threads_by_ids", col),
+        params![serde_json::to_string(ids)?],
     )
 }

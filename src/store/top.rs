@@ -2,10 +2,9 @@
 //! (`paths::descendant_range`, as list's `ancestor` reads it, sql/top_threads_under.sql), so a
 //! narrow view of a big database reads only its rows; and every thread's place in its tree.
 
+use crate::store::db::{named, params, q, Row};
 use crate::store::Conn;
 use std::collections::HashMap;
-
-use rusqlite::named_params;
 
 use crate::domain::{AgentState, Contract, ExitKind, Outcome, Phase, ThreadStatus};
 use crate::error::Result;
@@ -74,11 +73,7 @@ pub struct TopRow {
 pub fn rows(conn: &Conn, subtree: &str) -> Result<Vec<TopRow>> {
     let sub = subtree.trim_end_matches('/');
     if sub.is_empty() {
-        let mut stmt = conn
-            .db()
-            .prepare_cached(crate::store::rows::row_sql!("top_threads", col))?;
-        let rows = stmt.query_map([], read_row)?;
-        return Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?);
+        return conn.all(q!("top_threads", col), params![], read_row);
     }
     if sub.contains('!') {
         // No path holds `!` (threads' CHECK), the sort key's stand-in for `_`: this key
@@ -86,14 +81,11 @@ pub fn rows(conn: &Conn, subtree: &str) -> Result<Vec<TopRow>> {
         return Ok(Vec::new());
     }
     let (lo, hi) = descendant_range(sub);
-    let mut stmt = conn
-        .db()
-        .prepare_cached(crate::store::rows::row_sql!("top_threads_under", col))?;
-    let rows = stmt.query_map(
-        named_params! {":key": sort_key(sub), ":lo": lo, ":hi": hi},
+    conn.all(
+        q!("top_threads_under", col),
+        named! {":key": sort_key(sub), ":lo": lo, ":hi": hi},
         read_row,
-    )?;
-    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    )
 }
 
 crate::store::rows::columns! {
@@ -108,25 +100,20 @@ crate::store::rows::columns! {
 
 /// Every thread's root session and forest parent (sql/top_places.sql).
 pub fn places(conn: &Conn) -> Result<HashMap<String, (String, Option<String>)>> {
-    let mut stmt = conn
-        .db()
-        .prepare_cached(crate::store::rows::row_sql!("top_places", place_col))?;
-    let places = stmt
-        .query_map([], |r| {
-            Ok((
-                r.get(place_col::THREAD_ID)?,
-                (
-                    r.get(place_col::ROOT_SESSION)?,
-                    r.get(place_col::FOREST_PARENT_ID)?,
-                ),
-            ))
-        })?
-        .collect::<rusqlite::Result<_>>()?;
-    Ok(places)
+    let places = conn.all(q!("top_places", place_col), params![], |r| {
+        Ok((
+            r.get(place_col::THREAD_ID)?,
+            (
+                r.get(place_col::ROOT_SESSION)?,
+                r.get(place_col::FOREST_PARENT_ID)?,
+            ),
+        ))
+    })?;
+    Ok(places.into_iter().collect())
 }
 
 /// A row of sql/top_threads.sql or sql/top_threads_under.sql ([`col`]).
-fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<TopRow> {
+fn read_row(r: &Row<'_>) -> Result<TopRow> {
     Ok(TopRow {
         id: r.get(col::ID)?,
         session: r.get(col::SESSION)?,
@@ -139,7 +126,7 @@ fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<TopRow> {
         agent_state: r.get(col::AGENT_STATE)?,
         exit_kind: r.get(col::EXIT_KIND)?,
         archived: r.get(col::ARCHIVED)?,
-        hidden: r.get::<_, Option<bool>>(col::HIDDEN)?.unwrap_or(false),
+        hidden: r.get::<Option<bool>>(col::HIDDEN)?.unwrap_or(false),
         created_at: r.get(col::CREATED_AT)?,
         last_event_at: r.get(col::LAST_EVENT_AT)?,
         owner_pid: r.get(col::OWNER_PID)?,

@@ -8,15 +8,15 @@
 //! What a crashed serve never recorded is read back from the thread's Pi session file by the
 //! restore pass ([`reconcile`]), using `turns` as the count of messages already counted.
 
+use crate::store::db::{named, params, q, Row};
 use crate::store::Conn;
-use rusqlite::{named_params, OptionalExtension, Row};
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::domain::{SessionId, ThreadId};
 use crate::error::Result;
 use crate::pi::events;
-use crate::store::rows::{columns, row_sql};
+use crate::store::rows::columns;
 use crate::store::{batch_col, ThreadIds};
 
 columns! {
@@ -131,7 +131,7 @@ impl Usage {
     }
 
     /// The [`col`] row that starts at position `first` of `r`.
-    pub fn from_columns(r: &Row<'_>, first: usize) -> rusqlite::Result<Usage> {
+    pub fn from_columns(r: &Row<'_>, first: usize) -> Result<Usage> {
         Usage::at(
             r,
             [
@@ -150,16 +150,16 @@ impl Usage {
     /// write tokens, cost, turns and tool calls, in that order (a NULL counts as 0). For a row
     /// whose counts are other expressions than [`col`]'s, by the positions of its own
     /// declaration.
-    pub fn at(r: &Row<'_>, at: [usize; 7]) -> rusqlite::Result<Usage> {
+    pub fn at(r: &Row<'_>, at: [usize; 7]) -> Result<Usage> {
         let [input, output, cache_read, cache_write, cost, turns, tool_calls] = at;
         Ok(Usage {
-            input_tokens: r.get::<_, Option<i64>>(input)?.unwrap_or(0),
-            output_tokens: r.get::<_, Option<i64>>(output)?.unwrap_or(0),
-            cache_read_tokens: r.get::<_, Option<i64>>(cache_read)?.unwrap_or(0),
-            cache_write_tokens: r.get::<_, Option<i64>>(cache_write)?.unwrap_or(0),
-            cost_usd: r.get::<_, Option<f64>>(cost)?.unwrap_or(0.0),
-            turns: r.get::<_, Option<i64>>(turns)?.unwrap_or(0),
-            tool_calls: r.get::<_, Option<i64>>(tool_calls)?.unwrap_or(0),
+            input_tokens: r.get::<Option<i64>>(input)?.unwrap_or(0),
+            output_tokens: r.get::<Option<i64>>(output)?.unwrap_or(0),
+            cache_read_tokens: r.get::<Option<i64>>(cache_read)?.unwrap_or(0),
+            cache_write_tokens: r.get::<Option<i64>>(cache_write)?.unwrap_or(0),
+            cost_usd: r.get::<Option<f64>>(cost)?.unwrap_or(0.0),
+            turns: r.get::<Option<i64>>(turns)?.unwrap_or(0),
+            tool_calls: r.get::<Option<i64>>(tool_calls)?.unwrap_or(0),
         })
     }
 }
@@ -167,34 +167,29 @@ impl Usage {
 /// Adds `u` to a thread's row (its tree's total follows by trigger). A thread without a row
 /// (deleted meanwhile) changes nothing.
 pub fn add(conn: &Conn, thread_id: &ThreadId, u: &Usage, at: &str) -> Result<()> {
-    conn.db()
-        .prepare_cached(include_str!("../../sql/usage_add.sql"))?
-        .execute(named_params! {
+    conn.execute(
+        q!("usage_add"),
+        named! {
             ":input": u.input_tokens, ":output": u.output_tokens,
             ":cache_read": u.cache_read_tokens, ":cache_write": u.cache_write_tokens,
             ":cost": u.cost_usd, ":turns": u.turns, ":tool_calls": u.tool_calls,
             ":at": at, ":id": thread_id,
-        })?;
+        },
+    )?;
     Ok(())
 }
 
 /// One thread's own usage.
 pub fn of_thread(conn: &Conn, thread_id: &ThreadId) -> Result<Option<Usage>> {
-    Ok(conn
-        .db()
-        .prepare_cached(row_sql!("usage_of_thread", col))?
-        .query_row([thread_id], |r| Usage::from_columns(r, 0))
-        .optional()?)
+    conn.opt(q!("usage_of_thread", col), params![thread_id], |r| {
+        Usage::from_columns(r, 0)
+    })
 }
 
 /// Whether the database has the usage tables: read-only commands can open a database written
 /// by an older version that no serve of this one has migrated yet.
 pub fn has_tables(conn: &Conn) -> Result<bool> {
-    Ok(conn
-        .db()
-        .prepare_cached(include_str!("../../sql/usage_schema.sql"))?
-        .query_row([], |r| r.get::<_, i64>(0))?
-        > 0)
+    Ok(conn.one(q!("usage_schema"), params![], |r| r.get::<i64>(0))? > 0)
 }
 
 /// The error for a command that needs the usage tables on a database without them.
@@ -222,16 +217,16 @@ columns! {
 
 /// Every thread's own usage, by thread id.
 pub fn all(conn: &Conn) -> Result<std::collections::HashMap<String, Usage>> {
-    let mut stmt = conn
-        .db()
-        .prepare_cached(row_sql!("usage_all", thread_col, col))?;
-    let rows = stmt.query_map([], |r| {
-        Ok((
-            r.get(thread_col::THREAD_ID)?,
-            Usage::from_columns(r, thread_col::COUNT)?,
-        ))
-    })?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    let rows = conn
+        .all(q!("usage_all", thread_col, col), params![], |r| {
+            Ok((
+                r.get(thread_col::THREAD_ID)?,
+                Usage::from_columns(r, thread_col::COUNT)?,
+            ))
+        })?
+        .into_iter()
+        .map(Ok::<_, crate::error::Error>);
+    rows.collect::<Result<_>>()
 }
 
 /// A thread with all of its descendants, across every manager of its tree.
@@ -255,15 +250,16 @@ columns! {
 /// What `thread_id` and its descendants spent (one range of `thread_places_by_key`).
 pub fn of_subtree(conn: &Conn, thread_id: &ThreadId) -> Result<Option<SubtreeUsage>> {
     Ok(conn
-        .db()
-        .prepare_cached(row_sql!("usage_subtree", subtree_col, col))?
-        .query_row([thread_id], |r| {
-            Ok(SubtreeUsage {
-                threads: r.get(subtree_col::THREADS)?,
-                usage: Usage::from_columns(r, subtree_col::COUNT)?,
-            })
-        })
-        .optional()?
+        .opt(
+            q!("usage_subtree", subtree_col, col),
+            params![thread_id],
+            |r| {
+                Ok(SubtreeUsage {
+                    threads: r.get(subtree_col::THREADS)?,
+                    usage: Usage::from_columns(r, subtree_col::COUNT)?,
+                })
+            },
+        )?
         .filter(|s| s.threads > 0))
 }
 
@@ -317,28 +313,41 @@ columns! {
 /// is found (each candidate a primary-key lookup in `thread_places`). A tree with no threads
 /// yet has spent nothing.
 pub fn tree_spend(conn: &Conn, of: TreeOf<'_>) -> Result<TreeUsage> {
-    let found = conn
-        .db().prepare_cached(row_sql!("usage_tree_of", tree_of_col))?
-        .query_row(
-            named_params! {":thread_id": of.thread_id, ":self_id": of.self_id, ":session_id": of.session_id},
-            |r| {
-                use tree_of_col as c;
-                Ok(TreeUsage {
-                    root_session: r.get(c::ROOT_SESSION)?,
-                    threads: r.get(c::THREADS)?,
-                    usage: Usage::at(r, [
-                        c::INPUT_TOKENS, c::OUTPUT_TOKENS, c::CACHE_READ_TOKENS,
-                        c::CACHE_WRITE_TOKENS, c::COST_USD, c::TURNS, c::TOOL_CALLS,
-                    ])?,
-                    session: Usage::at(r, [
-                        c::SESSION_INPUT_TOKENS, c::SESSION_OUTPUT_TOKENS,
-                        c::SESSION_CACHE_READ_TOKENS, c::SESSION_CACHE_WRITE_TOKENS,
-                        c::SESSION_COST_USD, c::SESSION_TURNS, c::SESSION_TOOL_CALLS,
-                    ])?,
-                })
-            },
-        )
-        .optional()?;
+    let found = conn.opt(
+        q!("usage_tree_of", tree_of_col),
+        named! {":thread_id": of.thread_id, ":self_id": of.self_id, ":session_id": of.session_id},
+        |r| {
+            use tree_of_col as c;
+            Ok(TreeUsage {
+                root_session: r.get(c::ROOT_SESSION)?,
+                threads: r.get(c::THREADS)?,
+                usage: Usage::at(
+                    r,
+                    [
+                        c::INPUT_TOKENS,
+                        c::OUTPUT_TOKENS,
+                        c::CACHE_READ_TOKENS,
+                        c::CACHE_WRITE_TOKENS,
+                        c::COST_USD,
+                        c::TURNS,
+                        c::TOOL_CALLS,
+                    ],
+                )?,
+                session: Usage::at(
+                    r,
+                    [
+                        c::SESSION_INPUT_TOKENS,
+                        c::SESSION_OUTPUT_TOKENS,
+                        c::SESSION_CACHE_READ_TOKENS,
+                        c::SESSION_CACHE_WRITE_TOKENS,
+                        c::SESSION_COST_USD,
+                        c::SESSION_TURNS,
+                        c::SESSION_TOOL_CALLS,
+                    ],
+                )?,
+            })
+        },
+    )?;
     Ok(found.unwrap_or_else(|| TreeUsage {
         root_session: of.session_id.to_string(),
         threads: 0,
@@ -350,11 +359,7 @@ pub fn tree_spend(conn: &Conn, of: TreeOf<'_>) -> Result<TreeUsage> {
 /// Whether the database keeps root sessions' own turns (schema version 9 or later); the
 /// read-only commands may open a database no newer serve has migrated yet.
 pub fn has_session_usage(conn: &Conn) -> Result<bool> {
-    Ok(conn
-        .db()
-        .prepare_cached(include_str!("../../sql/session_usage_schema.sql"))?
-        .query_row([], |r| r.get::<_, i64>(0))?
-        > 0)
+    Ok(conn.one(q!("session_usage_schema"), params![], |r| r.get::<i64>(0))? > 0)
 }
 
 columns! {
@@ -370,16 +375,16 @@ pub fn all_sessions(conn: &Conn) -> Result<Vec<(String, Usage)>> {
     if !has_session_usage(conn)? {
         return Ok(Vec::new());
     }
-    let mut stmt = conn
-        .db()
-        .prepare_cached(row_sql!("session_usage_all", session_col, col))?;
-    let rows = stmt.query_map([], |r| {
-        Ok((
-            r.get(session_col::SESSION_ID)?,
-            Usage::from_columns(r, session_col::COUNT)?,
-        ))
-    })?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    let rows = conn
+        .all(q!("session_usage_all", session_col, col), params![], |r| {
+            Ok((
+                r.get(session_col::SESSION_ID)?,
+                Usage::from_columns(r, session_col::COUNT)?,
+            ))
+        })?
+        .into_iter()
+        .map(Ok::<_, crate::error::Error>);
+    rows.collect::<Result<_>>()
 }
 
 /// Records the cumulative usage of a root session's own turns (never lowering what the row
@@ -393,10 +398,9 @@ pub fn put_session(
     at: &str,
 ) -> Result<bool> {
     Ok(conn
-        .db()
-        .prepare_cached(include_str!("../../sql/session_usage_put.sql"))?
-        .query_row(
-            named_params! {
+        .opt(
+            q!("session_usage_put"),
+            named! {
                 ":session_id": session_id,
                 ":self_id": self_id,
                 ":input": u.input_tokens,
@@ -408,9 +412,8 @@ pub fn put_session(
                 ":tool_calls": u.tool_calls,
                 ":at": at,
             },
-            |r| r.get::<_, String>(0),
-        )
-        .optional()?
+            |r| r.get::<String>(0),
+        )?
         .is_some())
 }
 
@@ -418,12 +421,9 @@ pub fn put_session(
 /// a row spent nothing.
 pub fn of_threads(conn: &Conn, ids: &ThreadIds) -> Result<Vec<Usage>> {
     let mut out = vec![Usage::default(); ids.len()];
-    conn.by_position(
-        row_sql!("usage_of_threads", batch_col, col),
-        ids,
-        &mut out,
-        |r| Usage::from_columns(r, batch_col::COUNT),
-    )?;
+    conn.by_position(q!("usage_of_threads", batch_col, col), ids, &mut out, |r| {
+        Usage::from_columns(r, batch_col::COUNT)
+    })?;
     Ok(out)
 }
 
@@ -454,7 +454,7 @@ columns! {
 }
 
 /// The [`spend_col`] row of `r`.
-fn spend_columns(r: &Row<'_>) -> rusqlite::Result<Usage> {
+fn spend_columns(r: &Row<'_>) -> Result<Usage> {
     use spend_col as c;
     spend_at(
         r,
@@ -470,16 +470,15 @@ fn spend_columns(r: &Row<'_>) -> rusqlite::Result<Usage> {
 
 /// Tokens and cost only, in the columns at positions `at` of `r` (input, output, cache read
 /// and cache write tokens, cost); negative differences (a float's rounding) count as zero.
-fn spend_at(r: &Row<'_>, at: [usize; 5]) -> rusqlite::Result<Usage> {
+fn spend_at(r: &Row<'_>, at: [usize; 5]) -> Result<Usage> {
     let [input, output, cache_read, cache_write, cost] = at;
-    let n =
-        |i: usize| -> rusqlite::Result<i64> { Ok(r.get::<_, Option<i64>>(i)?.unwrap_or(0).max(0)) };
+    let n = |i: usize| -> Result<i64> { Ok(r.get::<Option<i64>>(i)?.unwrap_or(0).max(0)) };
     Ok(Usage {
         input_tokens: n(input)?,
         output_tokens: n(output)?,
         cache_read_tokens: n(cache_read)?,
         cache_write_tokens: n(cache_write)?,
-        cost_usd: r.get::<_, Option<f64>>(cost)?.unwrap_or(0.0).max(0.0),
+        cost_usd: r.get::<Option<f64>>(cost)?.unwrap_or(0.0).max(0.0),
         turns: 0,
         tool_calls: 0,
     })
@@ -509,28 +508,26 @@ pub fn spend_below(
     self_id: Option<&ThreadId>,
     session_id: &SessionId,
 ) -> Result<Usage> {
-    let place = row_sql!("usage_place", place_col);
+    let place = q!("usage_place", place_col);
     let mut me = None;
     for id in self_id
         .map(ThreadId::as_str)
         .into_iter()
         .chain([session_id.as_str()])
     {
-        let placed = conn
-            .db()
-            .prepare_cached(place)?
-            .query_row([id], |r| r.get::<_, String>(place_col::ROOT_SESSION))
-            .optional()?;
+        let placed = conn.opt(place, params![id], |r| {
+            r.get::<String>(place_col::ROOT_SESSION)
+        })?;
         if placed.is_some() {
             me = Some(id);
             break;
         }
     }
     let found = match me {
-        Some(id) => conn
-            .db()
-            .prepare_cached(row_sql!("usage_below_thread", below_thread_col))?
-            .query_row([id], |r| {
+        Some(id) => conn.opt(
+            q!("usage_below_thread", below_thread_col),
+            params![id],
+            |r| {
                 use below_thread_col as c;
                 spend_at(
                     r,
@@ -542,13 +539,13 @@ pub fn spend_below(
                         c::COST_USD,
                     ],
                 )
-            })
-            .optional()?,
-        None => conn
-            .db()
-            .prepare_cached(row_sql!("usage_below_session", spend_col))?
-            .query_row([session_id], spend_columns)
-            .optional()?,
+            },
+        )?,
+        None => conn.opt(
+            q!("usage_below_session", spend_col),
+            params![session_id],
+            spend_columns,
+        )?,
     };
     Ok(found.unwrap_or_default())
 }
@@ -562,10 +559,11 @@ pub fn untold(
 ) -> Result<(Usage, Usage)> {
     let below = spend_below(conn, self_id, session_id)?;
     let told = conn
-        .db()
-        .prepare_cached(row_sql!("usage_told_of", spend_col))?
-        .query_row([session_id], spend_columns)
-        .optional()?
+        .opt(
+            q!("usage_told_of", spend_col),
+            params![session_id],
+            spend_columns,
+        )?
         .unwrap_or_default();
     Ok((spend_since(&below, &told), below))
 }
@@ -582,9 +580,9 @@ pub fn tell(
 ) -> Result<Usage> {
     let (news, below) = untold(conn, self_id, session_id)?;
     if !news.is_zero() {
-        conn.db()
-            .prepare_cached(include_str!("../../sql/usage_told_put.sql"))?
-            .execute(named_params! {
+        conn.execute(
+            q!("usage_told_put"),
+            named! {
                 ":session_id": session_id,
                 ":input": below.input_tokens,
                 ":output": below.output_tokens,
@@ -592,7 +590,8 @@ pub fn tell(
                 ":cache_write": below.cache_write_tokens,
                 ":cost": below.cost_usd,
                 ":at": at,
-            })?;
+            },
+        )?;
     }
     Ok(news)
 }

@@ -166,7 +166,7 @@ mod tests {
     use crate::store::Store;
 
     /// A store whose WAL is held from checkpoints by a reader, and that reader.
-    fn store_with_a_held_wal(dir: &std::path::Path) -> (Store, crate::store::Conn) {
+    fn store_with_a_held_wal(dir: &std::path::Path) -> (Store, crate::store::OpenConn) {
         let store = Store::open(dir.join("t.sqlite")).unwrap();
         store
             .write(|tx| {

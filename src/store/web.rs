@@ -6,17 +6,16 @@
 //! one statement, and an action's command row. A page costs three statements, whatever its
 //! size and the tree's.
 
+use crate::store::db::{params, q, Row};
 use crate::store::Conn;
 use std::collections::HashMap;
-
-use rusqlite::{params, OptionalExtension};
 
 use crate::domain::{
     AgentState, CommandKind, CommandState, Contract, ExitKind, Phase, SessionId, ThreadId,
     ThreadStatus,
 };
 use crate::error::Result;
-use crate::store::rows::{columns, row_sql};
+use crate::store::rows::columns;
 
 columns! {
     /// A page's thread row's columns, in order (`{web_row}` in `sql/web_page.sql`,
@@ -109,31 +108,36 @@ pub fn page(
     limit: i64,
 ) -> Result<Vec<WebRow>> {
     if filter.is_none() {
-        let mut stmt = conn.db().prepare_cached(row_sql!("web_page", col))?;
-        let rows = stmt.query_map(params![root, offset, limit], read_row)?;
-        return Ok(rows.collect::<rusqlite::Result<_>>()?);
+        let rows = conn
+            .all(q!("web_page", col), params![root, offset, limit], read_row)?
+            .into_iter()
+            .map(Ok::<_, crate::error::Error>);
+        return rows.collect::<Result<_>>();
     }
     // Live threads only: read from the index of live rows (few), not the tree's range.
     let sql = if filter.state == "live" {
-        row_sql!("web_page_live", col)
+        q!("web_page_live", col)
     } else {
-        row_sql!("web_page_filtered", col)
+        q!("web_page_filtered", col)
     };
-    let mut stmt = conn.db().prepare_cached(sql)?;
-    let rows = stmt.query_map(
-        params![
-            root,
-            offset,
-            limit,
-            filter.state,
-            filter.visibility,
-            filter.contract,
-            filter.glob,
-            filter.text
-        ],
-        read_row,
-    )?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    let rows = conn
+        .all(
+            sql,
+            params![
+                root,
+                offset,
+                limit,
+                filter.state,
+                filter.visibility,
+                filter.contract,
+                filter.glob,
+                filter.text
+            ],
+            read_row,
+        )?
+        .into_iter()
+        .map(Ok::<_, crate::error::Error>);
+    rows.collect::<Result<_>>()
 }
 
 columns! {
@@ -149,22 +153,25 @@ columns! {
 /// How many threads of each root session's tree `filter` keeps (one pass over every place).
 pub fn filtered_counts(conn: &Conn, filter: &WebFilter) -> Result<HashMap<String, i64>> {
     let sql = if filter.state == "live" {
-        row_sql!("web_counts_live", count_col)
+        q!("web_counts_live", count_col)
     } else {
-        row_sql!("web_counts_filtered", count_col)
+        q!("web_counts_filtered", count_col)
     };
-    let mut stmt = conn.db().prepare_cached(sql)?;
-    let rows = stmt.query_map(
-        params![
-            filter.state,
-            filter.visibility,
-            filter.contract,
-            filter.glob,
-            filter.text
-        ],
-        |r| Ok((r.get(count_col::ROOT_SESSION)?, r.get(count_col::THREADS)?)),
-    )?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    let rows = conn
+        .all(
+            sql,
+            params![
+                filter.state,
+                filter.visibility,
+                filter.contract,
+                filter.glob,
+                filter.text
+            ],
+            |r| Ok((r.get(count_col::ROOT_SESSION)?, r.get(count_col::THREADS)?)),
+        )?
+        .into_iter()
+        .map(Ok::<_, crate::error::Error>);
+    rows.collect::<Result<_>>()
 }
 
 /// A thread's subtree (itself and every descendant, across managers): threads, tokens, cost.
@@ -193,22 +200,20 @@ pub fn subtree_totals(conn: &Conn, ids: &[ThreadId]) -> Result<HashMap<ThreadId,
         return Ok(HashMap::new());
     }
     let ids = serde_json::to_string(ids)?;
-    let mut stmt = conn
-        .db()
-        .prepare_cached(row_sql!("web_subtree_totals", totals_col))?;
-    let rows = stmt.query_map([ids], |r| {
-        Ok((
-            r.get::<_, ThreadId>(totals_col::THREAD_ID)?,
-            SubtreeTotals {
-                threads: r.get(totals_col::THREADS)?,
-                tokens: r.get::<_, Option<i64>>(totals_col::TOKENS)?.unwrap_or(0),
-                cost_usd: r
-                    .get::<_, Option<f64>>(totals_col::COST_USD)?
-                    .unwrap_or(0.0),
-            },
-        ))
-    })?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    let rows = conn
+        .all(q!("web_subtree_totals", totals_col), params![ids], |r| {
+            Ok((
+                r.get::<ThreadId>(totals_col::THREAD_ID)?,
+                SubtreeTotals {
+                    threads: r.get(totals_col::THREADS)?,
+                    tokens: r.get::<Option<i64>>(totals_col::TOKENS)?.unwrap_or(0),
+                    cost_usd: r.get::<Option<f64>>(totals_col::COST_USD)?.unwrap_or(0.0),
+                },
+            ))
+        })?
+        .into_iter()
+        .map(Ok::<_, crate::error::Error>);
+    rows.collect::<Result<_>>()
 }
 
 columns! {
@@ -235,23 +240,19 @@ pub struct CommandRow {
 
 /// The command `id`, if it exists (sql/web_command.sql).
 pub fn command(conn: &Conn, id: i64) -> Result<Option<CommandRow>> {
-    Ok(conn
-        .db()
-        .prepare_cached(row_sql!("web_command", command_col))?
-        .query_row([id], |r| {
-            Ok(CommandRow {
-                id: r.get(command_col::ID)?,
-                thread_id: r.get(command_col::THREAD_ID)?,
-                kind: r.get(command_col::KIND)?,
-                state: r.get(command_col::STATE)?,
-                result: r.get(command_col::RESULT)?,
-            })
+    conn.opt(q!("web_command", command_col), params![id], |r| {
+        Ok(CommandRow {
+            id: r.get(command_col::ID)?,
+            thread_id: r.get(command_col::THREAD_ID)?,
+            kind: r.get(command_col::KIND)?,
+            state: r.get(command_col::STATE)?,
+            result: r.get(command_col::RESULT)?,
         })
-        .optional()?)
+    })
 }
 
 /// A row of a page's query ([`col`]).
-fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<WebRow> {
+fn read_row(r: &Row<'_>) -> Result<WebRow> {
     Ok(WebRow {
         id: r.get(col::THREAD_ID)?,
         level: r.get(col::LEVEL)?,
@@ -268,12 +269,12 @@ fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<WebRow> {
         exit_code: r.get(col::EXIT_CODE)?,
         signalled: r.get(col::SIGNALLED)?,
         archived: r.get(col::ARCHIVED)?,
-        hidden: r.get::<_, Option<bool>>(col::HIDDEN)?.unwrap_or(false),
+        hidden: r.get::<Option<bool>>(col::HIDDEN)?.unwrap_or(false),
         created_at: r.get(col::CREATED_AT)?,
         last_event_at: r.get(col::LAST_EVENT_AT)?,
         owner_pid: r.get(col::OWNER_PID)?,
         owner_started_at: r.get(col::OWNER_STARTED_AT)?,
-        tokens: r.get::<_, Option<i64>>(col::TOKENS)?.unwrap_or(0),
-        cost_usd: r.get::<_, Option<f64>>(col::COST_USD)?.unwrap_or(0.0),
+        tokens: r.get::<Option<i64>>(col::TOKENS)?.unwrap_or(0),
+        cost_usd: r.get::<Option<f64>>(col::COST_USD)?.unwrap_or(0.0),
     })
 }

@@ -4,12 +4,12 @@
 //! Everything the worker engine reads or writes goes through here, so the engine holds no SQL.
 
 use crate::domain::{ManagerId, SessionId, ThreadId, WorkerId};
+use crate::store::db::{params, q, Query, Row};
 use crate::store::Conn;
-use rusqlite::{OptionalExtension, Row};
 
 use super::reports::{self, ReportRow};
 use crate::error::Result;
-use crate::store::rows::{columns, row_sql};
+use crate::store::rows::columns;
 use crate::time::now_iso;
 
 columns! {
@@ -75,7 +75,7 @@ pub struct WorkerRow {
 
 impl WorkerRow {
     /// Maps a row of a worker query ([`col`], then [`reports::col`]).
-    fn from_row(r: &Row<'_>) -> rusqlite::Result<Self> {
+    fn from_row(r: &Row<'_>) -> Result<Self> {
         let args: String = r.get(col::ARGS)?;
         Ok(WorkerRow {
             id: r.get(col::ID)?,
@@ -103,26 +103,28 @@ impl WorkerRow {
     }
 }
 
-fn query_workers(conn: &Conn, sql: &str, param: &str) -> Result<Vec<WorkerRow>> {
-    let mut stmt = conn.db().prepare_cached(sql)?;
-    let rows = stmt.query_map([param], WorkerRow::from_row)?;
-    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+fn query_workers(conn: &Conn, sql: &Query, param: &str) -> Result<Vec<WorkerRow>> {
+    let rows = conn
+        .all(sql, params![param], WorkerRow::from_row)?
+        .into_iter()
+        .map(Ok::<_, crate::error::Error>);
+    rows.collect::<Result<Vec<_>>>()
 }
 
 /// One worker by id (a row with a coordinator and a spawn key).
 pub fn worker_by_id(conn: &Conn, id: &WorkerId) -> Result<Option<WorkerRow>> {
-    Ok(conn
-        .db()
-        .prepare_cached(row_sql!("worker_by_id", col, reports::col))?
-        .query_row([id], WorkerRow::from_row)
-        .optional()?)
+    conn.opt(
+        q!("worker_by_id", col, reports::col),
+        params![id],
+        WorkerRow::from_row,
+    )
 }
 
 /// Every worker of one coordinator, hidden ones included, oldest first.
 pub fn workers_of_coordinator(conn: &Conn, coordinator_id: &SessionId) -> Result<Vec<WorkerRow>> {
     query_workers(
         conn,
-        row_sql!("workers_of_coordinator", col, reports::col),
+        q!("workers_of_coordinator", col, reports::col),
         coordinator_id.as_str(),
     )
 }
@@ -134,25 +136,23 @@ pub fn workers_of_coordinators(
 ) -> Result<Vec<WorkerRow>> {
     query_workers(
         conn,
-        row_sql!("workers_of_coordinators", col, reports::col),
+        q!("workers_of_coordinators", col, reports::col),
         &serde_json::to_string(coordinator_ids)?,
     )
 }
 
 /// Gives every hidden worker of the coordinators the hidden override `false`.
 pub fn restore_hidden(conn: &Conn, coordinator_ids: &[SessionId]) -> Result<()> {
-    conn.db()
-        .prepare_cached(include_str!("../../sql/workers_restore_hidden.sql"))?
-        .execute((serde_json::to_string(coordinator_ids)?, now_iso()))?;
+    conn.execute(
+        q!("workers_restore_hidden"),
+        params![serde_json::to_string(coordinator_ids)?, now_iso()],
+    )?;
     Ok(())
 }
 
 /// Whether a session id is itself a managed worker.
 pub fn is_worker(conn: &Conn, id: &SessionId) -> Result<bool> {
-    Ok(conn
-        .db()
-        .prepare_cached(include_str!("../../sql/worker_caller_is_worker.sql"))?
-        .query_row([id], |r| r.get(0))?)
+    conn.one(q!("worker_caller_is_worker"), params![id], |r| r.get(0))
 }
 
 columns! {
@@ -173,24 +173,19 @@ pub struct WorkerIdentity {
 
 /// The identity stored for a thread id, if such a thread exists.
 pub fn identity(conn: &Conn, id: &WorkerId) -> Result<Option<WorkerIdentity>> {
-    Ok(conn
-        .db()
-        .prepare_cached(row_sql!("worker_identity", identity_col))?
-        .query_row([id], |r| {
-            Ok(WorkerIdentity {
-                coordinator_id: r.get(identity_col::COORDINATOR_ID)?,
-                fingerprint: r.get(identity_col::FINGERPRINT)?,
-            })
+    conn.opt(q!("worker_identity", identity_col), params![id], |r| {
+        Ok(WorkerIdentity {
+            coordinator_id: r.get(identity_col::COORDINATOR_ID)?,
+            fingerprint: r.get(identity_col::FINGERPRINT)?,
         })
-        .optional()?)
+    })
 }
 
 /// The slots a coordinator's workers hold (see `sql/worker_slots_used.sql`).
 pub fn slots_used(conn: &Conn, coordinator_id: &SessionId) -> Result<i64> {
-    Ok(conn
-        .db()
-        .prepare_cached(include_str!("../../sql/worker_slots_used.sql"))?
-        .query_row([coordinator_id], |r| r.get(0))?)
+    conn.one(q!("worker_slots_used"), params![coordinator_id], |r| {
+        r.get(0)
+    })
 }
 
 /// A worker to reserve: a top-level row at `/<id>` under its coordinator's manager.
@@ -242,17 +237,13 @@ pub fn insert_worker(conn: &Conn, w: &NewWorker<'_>) -> Result<()> {
 
 /// Sets a worker's hidden override.
 pub fn set_hidden(conn: &Conn, id: &ThreadId, hidden: bool) -> Result<()> {
-    conn.db()
-        .prepare_cached(include_str!("../../sql/worker_set_hidden.sql"))?
-        .execute((id, hidden, now_iso()))?;
+    conn.execute(q!("worker_set_hidden"), params![id, hidden, now_iso()])?;
     Ok(())
 }
 
 /// After an admitted send: a reported worker is shown (override 0), else the override goes.
 pub fn unhide_after_send(conn: &Conn, id: &ThreadId) -> Result<()> {
-    conn.db()
-        .prepare_cached(include_str!("../../sql/worker_unhide_after_send.sql"))?
-        .execute((id, now_iso()))?;
+    conn.execute(q!("worker_unhide_after_send"), params![id, now_iso()])?;
     Ok(())
 }
 
@@ -261,17 +252,13 @@ use crate::domain::{ExitKind, Phase, ThreadStatus};
 
 /// Records how a worker's last run ended.
 pub fn set_outcome(conn: &Conn, id: &ThreadId, outcome: Outcome) -> Result<()> {
-    conn.db()
-        .prepare_cached(include_str!("../../sql/worker_set_outcome.sql"))?
-        .execute((id, outcome, now_iso()))?;
+    conn.execute(q!("worker_set_outcome"), params![id, outcome, now_iso()])?;
     Ok(())
 }
 
 /// Before a relaunch: a closed worker keeps the outcome that was only derived so far.
 pub fn keep_outcome(conn: &Conn, id: &ThreadId) -> Result<()> {
-    conn.db()
-        .prepare_cached(include_str!("../../sql/worker_keep_outcome.sql"))?
-        .execute([id])?;
+    conn.execute(q!("worker_keep_outcome"), params![id])?;
     Ok(())
 }
 
@@ -293,23 +280,21 @@ pub struct ModelSource {
 
 /// The model source of a thread, if it exists.
 pub fn model_source(conn: &Conn, id: &ThreadId) -> Result<Option<ModelSource>> {
-    Ok(conn
-        .db()
-        .prepare_cached(row_sql!("worker_model_source", model_source_col))?
-        .query_row([id], |r| {
+    conn.opt(
+        q!("worker_model_source", model_source_col),
+        params![id],
+        |r| {
             Ok(ModelSource {
                 known: r.get(model_source_col::KNOWN)?,
                 session_file: r.get(model_source_col::SESSION_FILE)?,
             })
-        })
-        .optional()?)
+        },
+    )
 }
 
 /// Records the model (JSON text) the worker's session reported, unless one is known.
 pub fn set_model(conn: &Conn, id: &ThreadId, model: &str) -> Result<()> {
-    conn.db()
-        .prepare_cached(include_str!("../../sql/worker_set_model.sql"))?
-        .execute((id, model))?;
+    conn.execute(q!("worker_set_model"), params![id, model])?;
     Ok(())
 }
 
@@ -336,17 +321,14 @@ pub struct RunMarks {
 
 /// A thread's run bookkeeping now.
 pub fn run_marks(conn: &Conn, id: &ThreadId) -> Result<RunMarks> {
-    Ok(conn
-        .db()
-        .prepare_cached(row_sql!("worker_run_marks", run_marks_col))?
-        .query_row([id], |r| {
-            Ok(RunMarks {
-                last_seq: r.get(run_marks_col::LAST_SEQ)?,
-                interrupt_command: r.get(run_marks_col::INTERRUPT_COMMAND)?,
-                status: r.get(run_marks_col::STATUS)?,
-                exit_kind: r.get(run_marks_col::EXIT_KIND)?,
-            })
-        })?)
+    conn.one(q!("worker_run_marks", run_marks_col), params![id], |r| {
+        Ok(RunMarks {
+            last_seq: r.get(run_marks_col::LAST_SEQ)?,
+            interrupt_command: r.get(run_marks_col::INTERRUPT_COMMAND)?,
+            status: r.get(run_marks_col::STATUS)?,
+            exit_kind: r.get(run_marks_col::EXIT_KIND)?,
+        })
+    })
 }
 
 columns! {
@@ -372,16 +354,17 @@ pub struct Activity {
 
 /// What a thread's events after `seq` show.
 pub fn activity_since(conn: &Conn, id: &ThreadId, seq: i64) -> Result<Activity> {
-    Ok(conn
-        .db()
-        .prepare_cached(row_sql!("worker_activity_since", activity_col))?
-        .query_row((id, seq), |r| {
+    conn.one(
+        q!("worker_activity_since", activity_col),
+        params![id, seq],
+        |r| {
             Ok(Activity {
                 seq: r.get(activity_col::SEQ)?,
                 active: r.get(activity_col::ACTIVE)?,
                 errored: r.get(activity_col::ERRORED)?,
             })
-        })?)
+        },
+    )
 }
 
 // ---- mailbox (written through store::mailbox::insert) --------------------------------------
@@ -404,15 +387,16 @@ pub struct KeyedMessage {
 
 /// The message a thread holds under `send_key` (an error when there is none).
 pub fn message_by_key(conn: &Conn, thread_id: &ThreadId, send_key: &str) -> Result<KeyedMessage> {
-    Ok(conn
-        .db()
-        .prepare_cached(row_sql!("worker_mailbox_by_key", keyed_col))?
-        .query_row((thread_id, send_key), |r| {
+    conn.one(
+        q!("worker_mailbox_by_key", keyed_col),
+        params![thread_id, send_key],
+        |r| {
             Ok(KeyedMessage {
                 message_id: r.get(keyed_col::MESSAGE_ID)?,
                 body: r.get(keyed_col::BODY)?,
             })
-        })?)
+        },
+    )
 }
 
 columns! {
@@ -434,23 +418,25 @@ pub struct PendingMessage {
 
 /// A worker's pending messages, in order.
 pub fn pending_messages(conn: &Conn, thread_id: &ThreadId) -> Result<Vec<PendingMessage>> {
-    let mut stmt = conn
-        .db()
-        .prepare_cached(row_sql!("worker_pending_messages", pending_col))?;
-    let rows = stmt.query_map([thread_id], |r| {
-        Ok(PendingMessage {
-            id: r.get(pending_col::ID)?,
-            body: r.get(pending_col::BODY)?,
-        })
-    })?;
-    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    let rows = conn
+        .all(
+            q!("worker_pending_messages", pending_col),
+            params![thread_id],
+            |r| {
+                Ok(PendingMessage {
+                    id: r.get(pending_col::ID)?,
+                    body: r.get(pending_col::BODY)?,
+                })
+            },
+        )?
+        .into_iter()
+        .map(Ok::<_, crate::error::Error>);
+    rows.collect::<Result<Vec<_>>>()
 }
 
 /// Marks a pending message delivered.
 pub fn mark_delivered(conn: &Conn, message: i64) -> Result<()> {
-    conn.db()
-        .prepare_cached(include_str!("../../sql/worker_mailbox_delivered.sql"))?
-        .execute((message, now_iso()))?;
+    conn.execute(q!("worker_mailbox_delivered"), params![message, now_iso()])?;
     Ok(())
 }
 

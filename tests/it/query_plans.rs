@@ -141,7 +141,7 @@ fn every_list_variant_is_an_index_search() {
                 };
                 let text = plan(
                     conn.sqlite(),
-                    &statement(threadbase::store::list::statement(&q)),
+                    &statement((threadbase::store::list::statement(&q).sqlite)()),
                 );
                 let index = match (state, visibility, &subtree) {
                     (StateFilter::Live, _, Subtree::Everything) => {

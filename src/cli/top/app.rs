@@ -5,7 +5,6 @@
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
-use crate::store::Conn;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::text::Line;
 
@@ -560,7 +559,7 @@ impl App {
     fn answer(&mut self, id: &ThreadId, value: &str) -> Result<String> {
         let store = self.writer()?;
         let row =
-            crate::store::threads::thread_by_id_any(&*store.read()?, id)?.ok_or_else(|| {
+            crate::store::threads::thread_by_id_any(&store.read()?, id)?.ok_or_else(|| {
                 crate::error::Error::new(
                     crate::error::ErrorCode::UnknownReference,
                     format!("Unknown thread {id}. Repair: select a thread that is listed."),

@@ -31,16 +31,16 @@ impl Engine {
 
     async fn drain(&self) -> Result<()> {
         let _one = self.agent.queue.clone().lock_owned().await;
-        let Some(registry) = self.existing_registry(&*self.store.read()?)? else {
+        let Some(registry) = self.existing_registry(&self.store.read()?)? else {
             return Ok(());
         };
-        let waiting = !queue::waiting(&*self.store.read()?, registry)?.is_empty();
+        let waiting = !queue::waiting(&self.store.read()?, registry)?.is_empty();
         if waiting {
             let max = self.cfg.settings.agent_limits.max_concurrent;
             self.store
                 .write(|tx| queue::claim_agents(tx, registry, max, &now_iso()))?;
         }
-        for id in queue::to_launch(&*self.store.read()?, registry)? {
+        for id in queue::to_launch(&self.store.read()?, registry)? {
             if self.rt.is_live(&id) {
                 continue;
             }
@@ -55,12 +55,12 @@ impl Engine {
     /// at a spawn) and its first run with its task. A launch that fails settles it as failed.
     async fn launch_queued(&self, registry: crate::domain::ManagerId, id: &ThreadId) -> Result<()> {
         let _launching = self.rt.reserve_launch(id);
-        if queue::state(&*self.store.read()?, id)? != QueueState::Claimed {
+        if queue::state(&self.store.read()?, id)? != QueueState::Claimed {
             return Ok(());
         }
         let row = self.row_by_id(id)?;
         let parent_row = match row.parent_path.as_deref() {
-            Some(p) if p != ROOT => agents::thread_at_path(&*self.store.read()?, registry, p)?,
+            Some(p) if p != ROOT => agents::thread_at_path(&self.store.read()?, registry, p)?,
             _ => None,
         };
         let started = async {

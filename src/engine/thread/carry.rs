@@ -16,7 +16,7 @@ pub(crate) async fn carry_out(
     payload: Option<&str>,
 ) -> Result<String> {
     let row =
-        thread_by_id_any(&*e.store.read()?, thread_id)?.ok_or_else(|| gone_meanwhile(thread_id))?;
+        thread_by_id_any(&e.store.read()?, thread_id)?.ok_or_else(|| gone_meanwhile(thread_id))?;
     match kind {
         CommandKind::Send => {
             let p: SendPayload = serde_json::from_str(payload.unwrap_or("null")).map_err(|err| {

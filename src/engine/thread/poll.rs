@@ -11,7 +11,7 @@ use crate::store::snapshots::View;
 
 pub(in crate::engine) async fn poll(e: &Engine, Poll { id, detail }: Poll) -> Result<Reply> {
     let found = facts::find(
-        &*e.store.read()?,
+        &e.store.read()?,
         e.scope(),
         &id,
         View::Poll,

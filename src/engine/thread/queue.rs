@@ -61,7 +61,7 @@ async fn drain(e: &Engine) -> Result<()> {
         e.store
             .write(|tx| queue::claim(tx, manager, max, &now_iso()))?;
     }
-    let claimed = queue::to_launch(&*e.store.read()?, manager)?;
+    let claimed = queue::to_launch(&e.store.read()?, manager)?;
     for id in claimed {
         if e.rt.is_live(&id) {
             continue;
@@ -151,7 +151,7 @@ pub(super) fn queued_reply(e: &Engine, id: &ThreadId) -> Result<Reply> {
 /// A `send` to a thread still waiting in the queue has no process to reach: refused with its
 /// position and what to do (its prompt goes out when it is launched).
 pub(super) fn refuse_while_queued(e: &Engine, row: &ThreadRow, verb: &str) -> Result<()> {
-    match queue::position(&*e.store.read()?, &row.id)? {
+    match queue::position(&e.store.read()?, &row.id)? {
         None => Ok(()),
         Some(n) => Err(Error::conflict(format!(
             "{} is queued (position {n}) and has no Pi process yet to {verb} to. Repair: wait on it (its prompt goes out when a slot frees and it launches), then {verb}; or stop it to take it out of the queue.",

@@ -222,7 +222,7 @@ pub(super) fn check_new_child(e: &Engine, args: &[String]) -> Result<()> {
     check_depth(e)?;
     // With the queue on, a start over the limit is queued (the reservation decides).
     if !e.cfg.settings.queue {
-        check_live_count(e, &*e.store.read()?)?;
+        check_live_count(e, &e.store.read()?)?;
     }
     argpolicy::validate_child_args(args)?;
     let inherited = argpolicy::inherited_args(&e.cfg.parent_args, &e.cfg.cwd);

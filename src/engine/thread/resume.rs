@@ -51,7 +51,7 @@ pub(in crate::engine) async fn resume(
                         "adopted from Pi session {}, which has ended (its path there: {}).",
                         a.from_session, a.old_path
                     ));
-                    thread_by_id_any(&*e.store.read()?, &a.id)?
+                    thread_by_id_any(&e.store.read()?, &a.id)?
                         .ok_or_else(|| gone_meanwhile(&a.id))?
                 }
                 adopt::Found::Nothing | adopt::Found::OwnerAlive(_) => return Err(unknown),
@@ -80,7 +80,7 @@ pub(in crate::engine) async fn resume(
             if holder == Holder::Orphaned {
                 remote::restore_orphans(e)?;
             }
-            let row = thread_by_id_any(&*e.store.read()?, &row.id)?
+            let row = thread_by_id_any(&e.store.read()?, &row.id)?
                 .ok_or_else(|| gone_meanwhile(&row.id))?;
             if row.manager_id == e.manager_id {
                 resume_here(e, &row, Place::Own).await?
@@ -178,7 +178,7 @@ pub(super) async fn resume_here(e: &Engine, row: &ThreadRow, place: Place) -> Re
     let (argv, env) = match place {
         Place::Own => {
             check_depth(e)?;
-            check_live_count(e, &*e.store.read()?)?;
+            check_live_count(e, &e.store.read()?)?;
             (
                 child_argv(e, &row.args, &cwd, Path::new(&file), &row.name)?,
                 e.child_env(&row.id, &row.path, row.depth),
@@ -186,7 +186,7 @@ pub(super) async fn resume_here(e: &Engine, row: &ThreadRow, place: Place) -> Re
         }
         Place::Below => {
             check_depth_at(e, row.depth - 1)?;
-            check_live_count_of(e, &*e.store.read()?, row.manager_id)?;
+            check_live_count_of(e, &e.store.read()?, row.manager_id)?;
             let conn = e.store.read()?;
             (
                 descendant_argv(e, &conn, row, Path::new(&file))?,
@@ -194,7 +194,7 @@ pub(super) async fn resume_here(e: &Engine, row: &ThreadRow, place: Place) -> Re
             )
         }
     };
-    e.check_budget(&*e.store.read()?, Some(&row.id), "resume")?;
+    e.check_budget(&e.store.read()?, Some(&row.id), "resume")?;
     let outcome =
         e.rt.launch(LaunchSpec {
             thread_id: row.id.clone(),

@@ -108,7 +108,7 @@ pub(super) async fn send_here(
     message: &str,
     mode: Option<SendMode>,
 ) -> Result<SendDone> {
-    e.check_budget(&*e.store.read()?, Some(&row.id), "send")?;
+    e.check_budget(&e.store.read()?, Some(&row.id), "send")?;
     // Its phase decides the default mode: refreshed first when it is held here.
     let _ = e.rt.refresh(&row.id, REFRESH_TIMEOUT).await;
     let phase = e.rt.watch(&row.id).map(|v| v.borrow().phase);

@@ -28,7 +28,7 @@ async fn through_queue(
     let deadline = started + Duration::from_millis(timeout_ms);
     let mut next_progress = Instant::now();
     loop {
-        if queue::state(&*e.store.read()?, id)? == QueueState::NotQueued {
+        if queue::state(&e.store.read()?, id)? == QueueState::NotQueued {
             return Ok(false);
         }
         let now = Instant::now();
@@ -179,7 +179,7 @@ async fn wait_on_rows(
     let mut next_progress = Instant::now();
     let timed_out = loop {
         let now_row =
-            thread_by_id_any(&*e.store.read()?, &row.id)?.ok_or_else(|| gone_meanwhile(&row.id))?;
+            thread_by_id_any(&e.store.read()?, &row.id)?.ok_or_else(|| gone_meanwhile(&row.id))?;
         if !now_row.is_live() {
             break false;
         }
@@ -204,9 +204,9 @@ async fn wait_on_rows(
 
 /// Whether a question of the thread waits for the caller's answer (THREADBASE_UI=parent).
 fn question_pending(e: &Engine, id: &ThreadId) -> Result<bool> {
-    Ok(questions::pending_of(&*e.store.read()?, id)?.is_some())
+    Ok(questions::pending_of(&e.store.read()?, id)?.is_some())
 }
 
 fn send_under_way(e: &Engine, id: &ThreadId) -> Result<bool> {
-    commands::send_under_way(&*e.store.read()?, id)
+    commands::send_under_way(&e.store.read()?, id)
 }

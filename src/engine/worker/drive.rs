@@ -69,7 +69,7 @@ fn worker_env(e: &Engine, id: &WorkerId, coordinator: &SessionId) -> Vec<(String
 }
 
 fn pending_messages(e: &Engine, id: &ThreadId) -> Result<Vec<PendingMessage>> {
-    workers::pending_messages(&*e.store.read()?, id)
+    workers::pending_messages(&e.store.read()?, id)
 }
 
 fn mark_delivered(e: &Engine, message: i64) -> Result<()> {

@@ -200,7 +200,7 @@ fn queued_at(conn: &Conn, w: &Worker) -> Result<Option<i64>> {
 }
 
 fn load(e: &Engine, id: &WorkerId) -> Result<Worker> {
-    find(&*e.store.read()?, id)?.ok_or_else(|| unknown(id))
+    find(&e.store.read()?, id)?.ok_or_else(|| unknown(id))
 }
 
 fn unknown(id: &WorkerId) -> Error {

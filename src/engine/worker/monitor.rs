@@ -144,7 +144,7 @@ fn learn_model(store: &Store, id: &ThreadId) {
 /// errored run); a failed exit while idle is `failed`; otherwise the last outcome stands.
 fn record_close(store: &Store, id: &ThreadId, marks: Marks, in_run: bool) -> Result<()> {
     let (activity, _) = activity_since(store, id, marks)?;
-    let row = workers::run_marks(&*store.read()?, id)?;
+    let row = workers::run_marks(&store.read()?, id)?;
     if row.status != ThreadStatus::Closed {
         return Ok(());
     }

@@ -18,15 +18,15 @@ use crate::time::now_iso;
 /// See the module docs; runs under the engine's queue lock (`engine/thread/queue.rs`).
 pub(crate) async fn drain(e: &Arc<Engine>) -> Result<()> {
     let coordinator = &e.cfg.session_id;
-    let Some(manager) = manager_id(&*e.store.read()?, coordinator, Contract::Worker)? else {
+    let Some(manager) = manager_id(&e.store.read()?, coordinator, Contract::Worker)? else {
         return Ok(());
     };
-    if !queue::waiting(&*e.store.read()?, manager)?.is_empty() {
+    if !queue::waiting(&e.store.read()?, manager)?.is_empty() {
         let max = e.cfg.settings.max_workers;
         e.store
             .write(|tx| queue::claim_workers(tx, manager, coordinator, max, &now_iso()))?;
     }
-    for id in queue::to_launch(&*e.store.read()?, manager)? {
+    for id in queue::to_launch(&e.store.read()?, manager)? {
         if e.rt.is_live(&id) {
             continue;
         }

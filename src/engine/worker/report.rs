@@ -18,7 +18,7 @@ const REPORT_SEND_KEY: &str = "report";
 pub(in crate::engine) fn report(e: &Engine, report: Report) -> Result<crate::engine::Reply> {
     let caller = &e.cfg.session_id;
     // A worker's own Pi session's id is its workerID.
-    let row = find(&*e.store.read()?, &WorkerId::new(caller.as_str()))?.ok_or_else(|| {
+    let row = find(&e.store.read()?, &WorkerId::new(caller.as_str()))?.ok_or_else(|| {
         Error::forbidden(format!(
             "Only a managed worker can call threads_report, and this session ({caller}) is not one. Repair: report from inside a worker started with threads_spawn; a coordinator reads reports with threads_list."
         ))

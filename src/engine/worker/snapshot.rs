@@ -24,7 +24,7 @@ pub(in crate::engine) fn snapshot(
     e: &super::Engine,
     req: crate::contract::worker::Coordinators,
 ) -> Result<crate::engine::Reply> {
-    let facts = snapshot_workers(&*e.store.read()?, &req.coordinator_ids)?;
+    let facts = snapshot_workers(&e.store.read()?, &req.coordinator_ids)?;
     Ok(crate::engine::Reply::shaped(move |w| {
         crate::engine::reply::json(w, &crate::contract::worker::Workers::of(&facts))
     }))

@@ -25,7 +25,7 @@ const INITIAL_SEND_KEY: &str = "spawn";
 
 /// Native children (`PI_THREADS_SELF_ID`) and managed workers cannot spawn.
 fn check_may_spawn(e: &Engine, caller: &SessionId) -> Result<()> {
-    let is_worker = workers::is_worker(&*e.store.read()?, caller)?;
+    let is_worker = workers::is_worker(&e.store.read()?, caller)?;
     if e.cfg.self_id.is_some() || is_worker {
         return Err(Error::forbidden(
             "Native subagents and managed workers cannot spawn managed workers. Repair: do the work in this session, or report back and let the coordinator spawn the worker.",

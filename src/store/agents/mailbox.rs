@@ -2,31 +2,25 @@
 //! shows them) and notices for a parent agent (claimed by the recipient's serve).
 
 use crate::domain::{ManagerId, ThreadId};
+use crate::store::db::{named, params, q};
 use crate::store::Conn;
-use rusqlite::named_params;
 
 use super::{ids, ProcessIdentity};
 use crate::error::Result;
-use crate::store::rows::{columns, row_sql};
+use crate::store::rows::columns;
 
 pub use crate::store::mailbox::{insert, Direction, MailKind, NewMail};
 
 /// Marks a pending mailbox row delivered; false when it was not pending (claimed already).
 pub fn consume(conn: &Conn, mailbox_id: i64, at: &str) -> Result<bool> {
-    Ok(conn
-        .db()
-        .prepare_cached(include_str!("../../../sql/agent_mailbox_consumed.sql"))?
-        .execute((mailbox_id, at))?
-        > 0)
+    Ok(conn.execute(q!("agent_mailbox_consumed"), params![mailbox_id, at])? > 0)
 }
 
 /// Marks settlement notices written delivered pending again.
 pub fn reopen_notices(conn: &Conn, mailbox_ids: &[i64]) -> Result<()> {
-    let mut stmt = conn
-        .db()
-        .prepare_cached(include_str!("../../../sql/agent_notice_reopen.sql"))?;
+    let stmt = q!("agent_notice_reopen");
     for id in mailbox_ids {
-        stmt.execute([id])?;
+        conn.execute(stmt, params![id])?;
     }
     Ok(())
 }
@@ -38,9 +32,10 @@ pub fn supersede_notices(
     recipient: &str,
     at: &str,
 ) -> Result<()> {
-    conn.db()
-        .prepare_cached(include_str!("../../../sql/agent_notices_supersede.sql"))?
-        .execute(named_params! {":at": at, ":id": thread_id, ":recipient": recipient})?;
+    conn.execute(
+        q!("agent_notices_supersede"),
+        named! {":at": at, ":id": thread_id, ":recipient": recipient},
+    )?;
     Ok(())
 }
 
@@ -66,25 +61,30 @@ pub struct PendingSteer {
 
 /// A thread's steering messages not yet consumed, oldest first.
 pub fn pending_steers(conn: &Conn, thread_id: &ThreadId) -> Result<Vec<PendingSteer>> {
-    let mut stmt = conn
-        .db()
-        .prepare_cached(row_sql!("agent_steers_pending", steer_col))?;
-    let rows = stmt.query_map([thread_id], |r| {
-        Ok(PendingSteer {
-            id: r.get(steer_col::ID)?,
-            body: r.get(steer_col::BODY)?,
-            created_at: r.get(steer_col::CREATED_AT)?,
-            sent_to: r.get(steer_col::SENT_TO)?,
-        })
-    })?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    let rows = conn
+        .all(
+            q!("agent_steers_pending", steer_col),
+            params![thread_id],
+            |r| {
+                Ok(PendingSteer {
+                    id: r.get(steer_col::ID)?,
+                    body: r.get(steer_col::BODY)?,
+                    created_at: r.get(steer_col::CREATED_AT)?,
+                    sent_to: r.get(steer_col::SENT_TO)?,
+                })
+            },
+        )?
+        .into_iter()
+        .map(Ok::<_, crate::error::Error>);
+    rows.collect::<Result<_>>()
 }
 
 /// A steering message was accepted by the run of launch `launch_seq`.
 pub fn steer_sent(conn: &Conn, mailbox_id: i64, launch_seq: i64) -> Result<()> {
-    conn.db()
-        .prepare_cached(include_str!("../../../sql/agent_steer_sent.sql"))?
-        .execute(named_params! {":launch": launch_seq.to_string(), ":id": mailbox_id})?;
+    conn.execute(
+        q!("agent_steer_sent"),
+        named! {":launch": launch_seq.to_string(), ":id": mailbox_id},
+    )?;
     Ok(())
 }
 
@@ -94,12 +94,7 @@ pub fn owned_pending_steers(
     registry: ManagerId,
     owner: ProcessIdentity,
 ) -> Result<Vec<ThreadId>> {
-    ids(
-        conn,
-        include_str!("../../../sql/agent_owned_pending_steers.sql"),
-        registry,
-        owner,
-    )
+    ids(conn, q!("agent_owned_pending_steers"), registry, owner)
 }
 
 columns! {
@@ -137,20 +132,24 @@ pub fn pending_notices(
     registry: ManagerId,
     recipient: &str,
 ) -> Result<Vec<PendingNotice>> {
-    let mut stmt = conn
-        .db()
-        .prepare_cached(row_sql!("agent_notices_pending", notice_col))?;
-    let rows = stmt.query_map((registry, recipient), |r| {
-        Ok(PendingNotice {
-            id: r.get(notice_col::ID)?,
-            thread_id: r.get(notice_col::THREAD_ID)?,
-            kind: r.get(notice_col::KIND)?,
-            body: r.get(notice_col::BODY)?,
-            created_at: r.get(notice_col::CREATED_AT)?,
-            details: r.get(notice_col::DETAILS)?,
-            path: r.get(notice_col::PATH)?,
-            state: r.get(notice_col::AGENT_STATE)?,
-        })
-    })?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    let rows = conn
+        .all(
+            q!("agent_notices_pending", notice_col),
+            params![registry, recipient],
+            |r| {
+                Ok(PendingNotice {
+                    id: r.get(notice_col::ID)?,
+                    thread_id: r.get(notice_col::THREAD_ID)?,
+                    kind: r.get(notice_col::KIND)?,
+                    body: r.get(notice_col::BODY)?,
+                    created_at: r.get(notice_col::CREATED_AT)?,
+                    details: r.get(notice_col::DETAILS)?,
+                    path: r.get(notice_col::PATH)?,
+                    state: r.get(notice_col::AGENT_STATE)?,
+                })
+            },
+        )?
+        .into_iter()
+        .map(Ok::<_, crate::error::Error>);
+    rows.collect::<Result<_>>()
 }

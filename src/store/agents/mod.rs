@@ -8,6 +8,7 @@
 //! reads no column. Each row a query returns is declared once (`columns!`, right above the
 //! struct that holds it) and read by its declared positions.
 
+use crate::store::db::{named, params, q, Params, Query, Row};
 pub mod mailbox;
 pub mod reap;
 pub mod recap;
@@ -15,10 +16,9 @@ pub mod timers;
 
 use crate::domain::{ManagerId, SessionId};
 use crate::store::Conn;
-use rusqlite::{named_params, OptionalExtension, Row};
 
 use crate::error::Result;
-use crate::store::rows::{columns, row_sql};
+use crate::store::rows::columns;
 
 pub use crate::domain::AgentState;
 use crate::domain::{ThreadId, ThreadStatus};
@@ -51,35 +51,30 @@ columns! {
 
 /// Finds or creates the registry of a main session; returns its id.
 pub fn upsert_registry(conn: &Conn, r: &Registry<'_>) -> Result<ManagerId> {
-    Ok(conn
-        .db()
-        .prepare_cached(row_sql!("agent_manager_upsert", upsert_col))?
-        .query_row(
-            named_params! {
-                ":session_id": r.session_id, ":session_file": r.session_file, ":cwd": r.cwd,
-                ":owner_pid": r.owner.map(|o| o.pid),
-                ":owner_started_at": r.owner.map(|o| o.started_at), ":now": r.now,
-            },
-            |row| row.get(upsert_col::ID),
-        )?)
+    conn.one(
+        q!("agent_manager_upsert", upsert_col),
+        named! {
+            ":session_id": r.session_id, ":session_file": r.session_file, ":cwd": r.cwd,
+            ":owner_pid": r.owner.map(|o| o.pid),
+            ":owner_started_at": r.owner.map(|o| o.started_at), ":now": r.now,
+        },
+        |row| row.get(upsert_col::ID),
+    )
 }
 
 /// The first reason a saved registry cannot be restored, if any.
 pub fn registry_problem(conn: &Conn, registry: ManagerId) -> Result<Option<String>> {
-    Ok(conn
-        .db()
-        .prepare_cached(include_str!("../../../sql/agent_registry_problem.sql"))?
-        .query_row([registry], |r| r.get(0))
-        .optional()?)
+    conn.opt(q!("agent_registry_problem"), params![registry], |r| {
+        r.get(0)
+    })
 }
 
 /// The main session's file, if the registry knows one.
 pub fn registry_session_file(conn: &Conn, registry: ManagerId) -> Result<Option<String>> {
     Ok(conn
-        .db()
-        .prepare_cached(include_str!("../../../sql/agent_registry_session_file.sql"))?
-        .query_row([registry], |r| r.get::<_, Option<String>>(0))
-        .optional()?
+        .opt(q!("agent_registry_session_file"), params![registry], |r| {
+            r.get::<Option<String>>(0)
+        })?
         .flatten())
 }
 
@@ -163,13 +158,13 @@ pub struct AgentRow {
 
 impl AgentRow {
     /// Maps a row of an agent-row query ([`col`]).
-    fn from_row(r: &Row<'_>) -> rusqlite::Result<AgentRow> {
+    fn from_row(r: &Row<'_>) -> Result<AgentRow> {
         Ok(AgentRow {
             id: r.get(col::ID)?,
             path: r.get(col::PATH)?,
             parent_path: r.get(col::PARENT_PATH)?,
             state: r
-                .get::<_, Option<AgentState>>(col::AGENT_STATE)?
+                .get::<Option<AgentState>>(col::AGENT_STATE)?
                 .ok_or_else(|| {
                     rusqlite::Error::InvalidColumnType(
                         col::AGENT_STATE,
@@ -177,26 +172,26 @@ impl AgentRow {
                         rusqlite::types::Type::Text,
                     )
                 })?,
-            task: r.get::<_, Option<String>>(col::TASK)?.unwrap_or_default(),
+            task: r.get::<Option<String>>(col::TASK)?.unwrap_or_default(),
             status_text: r
-                .get::<_, Option<String>>(col::STATUS_TEXT)?
+                .get::<Option<String>>(col::STATUS_TEXT)?
                 .unwrap_or_default(),
             output: r.get(col::OUTPUT)?,
             error: r.get(col::ERROR)?,
             session_file: r.get(col::SESSION_FILE)?,
             created_at: r.get(col::CREATED_AT)?,
             updated_at: r.get(col::UPDATED_AT)?,
-            live: r.get::<_, ThreadStatus>(col::STATUS)? == ThreadStatus::Live,
+            live: r.get::<ThreadStatus>(col::STATUS)? == ThreadStatus::Live,
             owner_pid: r.get(col::OWNER_PID)?,
             owner_started_at: r.get(col::OWNER_STARTED_AT)?,
-            pause_requested: r.get::<_, i64>(col::PAUSE_REQUESTED)? != 0,
-            stop_requested: r.get::<_, i64>(col::STOP_REQUESTED)? != 0,
+            pause_requested: r.get::<i64>(col::PAUSE_REQUESTED)? != 0,
+            stop_requested: r.get::<i64>(col::STOP_REQUESTED)? != 0,
             cwd: r.get(col::CWD)?,
             launch_seq: r.get(col::LAUNCH_SEQ)?,
             name: r.get(col::NAME)?,
-            input_tokens: r.get::<_, Option<i64>>(col::INPUT_TOKENS)?.unwrap_or(0),
-            output_tokens: r.get::<_, Option<i64>>(col::OUTPUT_TOKENS)?.unwrap_or(0),
-            cost_usd: r.get::<_, Option<f64>>(col::COST_USD)?.unwrap_or(0.0),
+            input_tokens: r.get::<Option<i64>>(col::INPUT_TOKENS)?.unwrap_or(0),
+            output_tokens: r.get::<Option<i64>>(col::OUTPUT_TOKENS)?.unwrap_or(0),
+            cost_usd: r.get::<Option<f64>>(col::COST_USD)?.unwrap_or(0.0),
             model: r.get(col::MODEL)?,
             thinking: r.get(col::THINKING)?,
             tools: r.get(col::TOOLS)?,
@@ -220,33 +215,31 @@ impl AgentRow {
     }
 }
 
-fn agent_rows(conn: &Conn, sql: &str, params: impl rusqlite::Params) -> Result<Vec<AgentRow>> {
-    let mut stmt = conn.db().prepare_cached(sql)?;
-    let rows = stmt.query_map(params, AgentRow::from_row)?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+fn agent_rows(conn: &Conn, sql: &Query, p: Params<'_>) -> Result<Vec<AgentRow>> {
+    conn.all(sql, p, AgentRow::from_row)
 }
 
 /// One thread of a registry by path.
 pub fn thread_at_path(conn: &Conn, registry: ManagerId, path: &str) -> Result<Option<AgentRow>> {
-    Ok(conn
-        .db()
-        .prepare_cached(row_sql!("agent_thread_at_path", col))?
-        .query_row((registry, path), AgentRow::from_row)
-        .optional()?)
+    conn.opt(
+        q!("agent_thread_at_path", col),
+        params![registry, path],
+        AgentRow::from_row,
+    )
 }
 
 /// One thread by id.
 pub fn thread_by_id(conn: &Conn, id: &ThreadId) -> Result<Option<AgentRow>> {
-    Ok(conn
-        .db()
-        .prepare_cached(row_sql!("agent_thread_by_id", col))?
-        .query_row([id], AgentRow::from_row)
-        .optional()?)
+    conn.opt(
+        q!("agent_thread_by_id", col),
+        params![id],
+        AgentRow::from_row,
+    )
 }
 
 /// Every thread of a registry, in spawn order.
 pub fn threads_all(conn: &Conn, registry: ManagerId) -> Result<Vec<AgentRow>> {
-    agent_rows(conn, row_sql!("agent_threads_all", col), [registry])
+    agent_rows(conn, q!("agent_threads_all", col), params![registry])
 }
 
 /// The thread at `path` and its descendants (`lo`/`hi`: the descendant range of its sort
@@ -260,44 +253,37 @@ pub fn threads_under(
 ) -> Result<Vec<AgentRow>> {
     agent_rows(
         conn,
-        row_sql!("agent_threads_under", col),
-        (registry, path, lo, hi),
+        q!("agent_threads_under", col),
+        params![registry, path, lo, hi],
     )
 }
 
 /// How many threads a registry retains, completed ones included.
 pub fn count_all(conn: &Conn, registry: ManagerId) -> Result<i64> {
-    Ok(conn
-        .db()
-        .prepare_cached(include_str!("../../../sql/agent_count_all.sql"))?
-        .query_row([registry], |r| r.get(0))?)
+    conn.one(q!("agent_count_all"), params![registry], |r| r.get(0))
 }
 
 /// How many threads of a registry are working.
 pub fn count_active(conn: &Conn, registry: ManagerId) -> Result<i64> {
-    Ok(conn
-        .db()
-        .prepare_cached(include_str!("../../../sql/agent_count_active.sql"))?
-        .query_row([registry], |r| r.get(0))?)
+    conn.one(q!("agent_count_active"), params![registry], |r| r.get(0))
 }
 
 /// How many threads in a descendant range (`lo`/`hi`) are working.
 pub fn count_active_under(conn: &Conn, registry: ManagerId, lo: &str, hi: &str) -> Result<i64> {
-    Ok(conn
-        .db()
-        .prepare_cached(include_str!("../../../sql/agent_count_active_under.sql"))?
-        .query_row((registry, lo, hi), |r| r.get(0))?)
+    conn.one(
+        q!("agent_count_active_under"),
+        params![registry, lo, hi],
+        |r| r.get(0),
+    )
 }
 
 /// The highest stopped (or stopping) thread among `path` and its ancestors.
 pub fn stopped_ancestor(conn: &Conn, registry: ManagerId, path: &str) -> Result<Option<String>> {
-    Ok(conn
-        .db()
-        .prepare_cached(include_str!("../../../sql/agent_stopped_ancestor.sql"))?
-        .query_row(named_params! {":path": path, ":manager": registry}, |r| {
-            r.get(0)
-        })
-        .optional()?)
+    conn.opt(
+        q!("agent_stopped_ancestor"),
+        named! {":path": path, ":manager": registry},
+        |r| r.get(0),
+    )
 }
 
 /// A thread's new lifecycle fields (status, owner) and when they changed.
@@ -310,88 +296,58 @@ pub struct Lifecycle<'a> {
 
 /// Fills in a freshly reserved thread's status and owner.
 pub fn set_new(conn: &Conn, t: &Lifecycle<'_>) -> Result<()> {
-    conn.db()
-        .prepare_cached(include_str!("../../../sql/agent_set_new.sql"))?
-        .execute(named_params! {
+    conn.execute(
+        q!("agent_set_new"),
+        named! {
             ":status": t.status, ":owner_pid": t.owner.pid,
             ":owner_started": t.owner.started_at, ":at": t.at, ":id": t.id,
-        })?;
+        },
+    )?;
     Ok(())
 }
 
 /// Reserves the next run of a settled thread for `owner` (exactly one of concurrent resumers
 /// changes the row).
 pub fn reserve_resume(conn: &Conn, t: &Lifecycle<'_>) -> Result<()> {
-    conn.db()
-        .prepare_cached(include_str!("../../../sql/agent_reserve_resume.sql"))?
-        .execute(named_params! {
+    conn.execute(
+        q!("agent_reserve_resume"),
+        named! {
             ":status": t.status, ":owner_pid": t.owner.pid,
             ":owner_started": t.owner.started_at, ":at": t.at, ":id": t.id,
-        })?;
+        },
+    )?;
     Ok(())
 }
 
 /// Runs one of the updates that set a thread's status line (`:status`, `:at`, `:id`).
-fn set_status_by(conn: &Conn, sql: &str, id: &ThreadId, status: &str, at: &str) -> Result<()> {
-    conn.db()
-        .prepare_cached(sql)?
-        .execute(named_params! {":status": status, ":at": at, ":id": id})?;
+fn set_status_by(conn: &Conn, sql: &Query, id: &ThreadId, status: &str, at: &str) -> Result<()> {
+    conn.execute(sql, named! {":status": status, ":at": at, ":id": id})?;
     Ok(())
 }
 
 /// The prompt reached the child: starting → running.
 pub fn mark_running(conn: &Conn, id: &ThreadId, status: &str, at: &str) -> Result<()> {
-    set_status_by(
-        conn,
-        include_str!("../../../sql/agent_mark_running.sql"),
-        id,
-        status,
-        at,
-    )
+    set_status_by(conn, q!("agent_mark_running"), id, status, at)
 }
 
 /// A working thread's status line (agent_update).
 pub fn set_status(conn: &Conn, id: &ThreadId, status: &str, at: &str) -> Result<()> {
-    set_status_by(
-        conn,
-        include_str!("../../../sql/agent_set_status.sql"),
-        id,
-        status,
-        at,
-    )
+    set_status_by(conn, q!("agent_set_status"), id, status, at)
 }
 
 /// A pause request on a working thread; `status` is its reason.
 pub fn request_pause(conn: &Conn, id: &ThreadId, status: &str, at: &str) -> Result<()> {
-    set_status_by(
-        conn,
-        include_str!("../../../sql/agent_request_pause.sql"),
-        id,
-        status,
-        at,
-    )
+    set_status_by(conn, q!("agent_request_pause"), id, status, at)
 }
 
 /// A stop request on a working thread.
 pub fn request_stop(conn: &Conn, id: &ThreadId, status: &str, at: &str) -> Result<()> {
-    set_status_by(
-        conn,
-        include_str!("../../../sql/agent_request_stop.sql"),
-        id,
-        status,
-        at,
-    )
+    set_status_by(conn, q!("agent_request_stop"), id, status, at)
 }
 
 /// A thread that is not working is stopped at once.
 pub fn stop_settled(conn: &Conn, id: &ThreadId, status: &str, at: &str) -> Result<()> {
-    set_status_by(
-        conn,
-        include_str!("../../../sql/agent_stop_settled.sql"),
-        id,
-        status,
-        at,
-    )
+    set_status_by(conn, q!("agent_stop_settled"), id, status, at)
 }
 
 /// How a working thread settles.
@@ -429,25 +385,22 @@ pub struct Settled {
 
 /// Settles a working thread; `None` when it was not working (someone settled it first).
 pub fn settle(conn: &Conn, s: &Settlement<'_>) -> Result<Option<Settled>> {
-    Ok(conn
-        .db()
-        .prepare_cached(row_sql!("agent_settle", settled_col))?
-        .query_row(
-            named_params! {
-                ":state": s.state.as_str(), ":status": s.status, ":output": s.output,
-                ":error": s.error, ":at": s.at, ":id": s.id,
-            },
-            |r| {
-                Ok(Settled {
-                    path: r.get(settled_col::PATH)?,
-                    parent_path: r.get(settled_col::PARENT_PATH)?,
-                    status_text: r.get(settled_col::STATUS_TEXT)?,
-                    launch_seq: r.get(settled_col::LAUNCH_SEQ)?,
-                    detached: r.get(settled_col::DETACHED)?,
-                })
-            },
-        )
-        .optional()?)
+    conn.opt(
+        q!("agent_settle", settled_col),
+        named! {
+            ":state": s.state.as_str(), ":status": s.status, ":output": s.output,
+            ":error": s.error, ":at": s.at, ":id": s.id,
+        },
+        |r| {
+            Ok(Settled {
+                path: r.get(settled_col::PATH)?,
+                parent_path: r.get(settled_col::PARENT_PATH)?,
+                status_text: r.get(settled_col::STATUS_TEXT)?,
+                launch_seq: r.get(settled_col::LAUNCH_SEQ)?,
+                detached: r.get(settled_col::DETACHED)?,
+            })
+        },
+    )
 }
 
 columns! {
@@ -480,20 +433,24 @@ pub fn stop_targets(
     lo: &str,
     hi: &str,
 ) -> Result<Vec<StopTarget>> {
-    let mut stmt = conn
-        .db()
-        .prepare_cached(row_sql!("agent_stop_targets", stop_target_col))?;
-    let rows = stmt.query_map((registry, path, lo, hi), |r| {
-        Ok(StopTarget {
-            id: r.get(stop_target_col::ID)?,
-            path: r.get(stop_target_col::PATH)?,
-            live: r.get::<_, ThreadStatus>(stop_target_col::STATUS)? == ThreadStatus::Live,
-            active: r
-                .get::<_, Option<AgentState>>(stop_target_col::AGENT_STATE)?
-                .is_some_and(AgentState::active),
-        })
-    })?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    let rows = conn
+        .all(
+            q!("agent_stop_targets", stop_target_col),
+            params![registry, path, lo, hi],
+            |r| {
+                Ok(StopTarget {
+                    id: r.get(stop_target_col::ID)?,
+                    path: r.get(stop_target_col::PATH)?,
+                    live: r.get::<ThreadStatus>(stop_target_col::STATUS)? == ThreadStatus::Live,
+                    active: r
+                        .get::<Option<AgentState>>(stop_target_col::AGENT_STATE)?
+                        .is_some_and(AgentState::active),
+                })
+            },
+        )?
+        .into_iter()
+        .map(Ok::<_, crate::error::Error>);
+    rows.collect::<Result<_>>()
 }
 
 columns! {
@@ -518,18 +475,22 @@ pub fn owned_live(
     registry: ManagerId,
     owner: ProcessIdentity,
 ) -> Result<Vec<OwnedThread>> {
-    let mut stmt = conn
-        .db()
-        .prepare_cached(row_sql!("agent_owned_live", owned_col))?;
-    let rows = stmt.query_map((registry, owner.pid, owner.started_at), |r| {
-        Ok(OwnedThread {
-            id: r.get(owned_col::ID)?,
-            active: r
-                .get::<_, Option<AgentState>>(owned_col::AGENT_STATE)?
-                .is_some_and(AgentState::active),
-        })
-    })?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    let rows = conn
+        .all(
+            q!("agent_owned_live", owned_col),
+            params![registry, owner.pid, owner.started_at],
+            |r| {
+                Ok(OwnedThread {
+                    id: r.get(owned_col::ID)?,
+                    active: r
+                        .get::<Option<AgentState>>(owned_col::AGENT_STATE)?
+                        .is_some_and(AgentState::active),
+                })
+            },
+        )?
+        .into_iter()
+        .map(Ok::<_, crate::error::Error>);
+    rows.collect::<Result<_>>()
 }
 
 /// The working threads of a registry that `owner` launched.
@@ -538,24 +499,23 @@ pub fn owned_active(
     registry: ManagerId,
     owner: ProcessIdentity,
 ) -> Result<Vec<ThreadId>> {
-    ids(
-        conn,
-        include_str!("../../../sql/agent_owned_active.sql"),
-        registry,
-        owner,
-    )
+    ids(conn, q!("agent_owned_active"), registry, owner)
 }
 
 /// Runs a query of thread ids by registry and owner.
 fn ids(
     conn: &Conn,
-    sql: &str,
+    sql: &Query,
     registry: ManagerId,
     owner: ProcessIdentity,
 ) -> Result<Vec<ThreadId>> {
-    let mut stmt = conn.db().prepare_cached(sql)?;
-    let rows = stmt.query_map((registry, owner.pid, owner.started_at), |r| r.get(0))?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    let rows = conn
+        .all(sql, params![registry, owner.pid, owner.started_at], |r| {
+            r.get(0)
+        })?
+        .into_iter()
+        .map(Ok::<_, crate::error::Error>);
+    rows.collect::<Result<_>>()
 }
 
 /// What a thread's runs are launched with (0.19): its model (`provider/id`), thinking level
@@ -568,11 +528,12 @@ pub struct RunChoice<'a> {
 
 /// Records a thread's [`RunChoice`].
 pub fn set_run(conn: &Conn, id: &ThreadId, c: &RunChoice<'_>) -> Result<()> {
-    conn.db()
-        .prepare_cached(include_str!("../../../sql/agent_set_run.sql"))?
-        .execute(named_params! {
+    conn.execute(
+        q!("agent_set_run"),
+        named! {
             ":model": c.model, ":thinking": c.thinking, ":tools": c.tools, ":id": id,
-        })?;
+        },
+    )?;
     Ok(())
 }
 
@@ -593,24 +554,23 @@ pub struct LastOutcome {
 
 /// How a thread's last run ended, as its newest assistant message or error event says.
 pub fn last_outcome(conn: &Conn, id: &ThreadId) -> Result<Option<LastOutcome>> {
-    Ok(conn
-        .db()
-        .prepare_cached(row_sql!("agent_last_outcome", last_outcome_col))?
-        .query_row([id], |r| {
+    conn.opt(
+        q!("agent_last_outcome", last_outcome_col),
+        params![id],
+        |r| {
             Ok(LastOutcome {
                 kind: r.get(last_outcome_col::KIND)?,
                 data: r.get(last_outcome_col::DATA)?,
             })
-        })
-        .optional()?)
+        },
+    )
 }
 
 /// The text a thread's process ended with, if any.
 pub fn exit_message(conn: &Conn, id: &ThreadId) -> Result<Option<String>> {
     Ok(conn
-        .db()
-        .prepare_cached(include_str!("../../../sql/agent_exit_message.sql"))?
-        .query_row([id], |r| r.get::<_, Option<String>>(0))
-        .optional()?
+        .opt(q!("agent_exit_message"), params![id], |r| {
+            r.get::<Option<String>>(0)
+        })?
         .flatten())
 }

@@ -2,12 +2,12 @@
 //! thread is marked (`agent_reaped_at`), never deleted: its row, events and usage stay for SQL
 //! and `threadbase usage`, its session file stays on disk; the contract no longer knows it.
 
+use crate::store::db::{named, params, q};
 use crate::store::Conn;
-use rusqlite::named_params;
 
 use crate::domain::{ManagerId, ThreadId, ThreadStatus};
 use crate::error::Result;
-use crate::store::rows::{columns, row_sql};
+use crate::store::rows::columns;
 
 columns! {
     /// A thread reap forgets (`{agent_reaped_row}` in `sql/agent_reap_candidates.sql`, which
@@ -30,17 +30,21 @@ pub struct Reaped {
 
 /// The threads of `registry` reap would forget, oldest first.
 pub fn candidates(conn: &Conn, registry: ManagerId) -> Result<Vec<Reaped>> {
-    let mut stmt = conn
-        .db()
-        .prepare_cached(row_sql!("agent_reap_candidates", reaped_col))?;
-    let rows = stmt.query_map(named_params! {":registry": registry}, |r| {
-        Ok(Reaped {
-            id: r.get(reaped_col::ID)?,
-            path: r.get(reaped_col::PATH)?,
-            live: r.get::<_, ThreadStatus>(reaped_col::STATUS)? == ThreadStatus::Live,
-        })
-    })?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    let rows = conn
+        .all(
+            q!("agent_reap_candidates", reaped_col),
+            named! {":registry": registry},
+            |r| {
+                Ok(Reaped {
+                    id: r.get(reaped_col::ID)?,
+                    path: r.get(reaped_col::PATH)?,
+                    live: r.get::<ThreadStatus>(reaped_col::STATUS)? == ThreadStatus::Live,
+                })
+            },
+        )?
+        .into_iter()
+        .map(Ok::<_, crate::error::Error>);
+    rows.collect::<Result<_>>()
 }
 
 /// Reaps `registry` (run it in one write transaction): every candidate is marked reaped at
@@ -50,12 +54,13 @@ pub fn reap(conn: &Conn, registry: ManagerId, at: &str, dry_run: bool) -> Result
     if dry_run {
         return Ok(found);
     }
-    let mut stmt = conn
-        .db()
-        .prepare_cached(include_str!("../../../sql/agent_reap_mark.sql"))?;
     let mut reaped = Vec::with_capacity(found.len());
     for t in found {
-        if stmt.execute(named_params! {":at": at, ":id": t.id.as_str()})? > 0 {
+        if conn.execute(
+            q!("agent_reap_mark"),
+            named! {":at": at, ":id": t.id.as_str()},
+        )? > 0
+        {
             reaped.push(t);
         }
     }
@@ -79,14 +84,14 @@ pub struct RegistryRow {
 
 /// Every contract B registry of the database.
 pub fn registries(conn: &Conn) -> Result<Vec<RegistryRow>> {
-    let mut stmt = conn
-        .db()
-        .prepare_cached(row_sql!("agent_registries", registry_col))?;
-    let rows = stmt.query_map([], |r| {
-        Ok(RegistryRow {
-            id: r.get(registry_col::ID)?,
-            session_id: r.get(registry_col::SESSION_ID)?,
-        })
-    })?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    let rows = conn
+        .all(q!("agent_registries", registry_col), params![], |r| {
+            Ok(RegistryRow {
+                id: r.get(registry_col::ID)?,
+                session_id: r.get(registry_col::SESSION_ID)?,
+            })
+        })?
+        .into_iter()
+        .map(Ok::<_, crate::error::Error>);
+    rows.collect::<Result<_>>()
 }

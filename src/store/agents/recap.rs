@@ -2,38 +2,35 @@
 //! pending mailbox rows (`recap_held`), so a crash loses none, and delivered as one notice once
 //! the last outstanding detached child of their recipient has reported.
 
+use crate::store::db::{named, q};
 use crate::store::Conn;
-use rusqlite::named_params;
 
 use crate::domain::{ManagerId, ThreadId};
 use crate::error::Result;
-use crate::store::rows::{columns, row_sql};
+use crate::store::rows::columns;
 
 /// Records whether a thread's current run is detached.
 pub fn set_detached(conn: &Conn, id: &ThreadId, detached: bool) -> Result<()> {
-    conn.db()
-        .prepare_cached(include_str!("../../../sql/agent_set_detached.sql"))?
-        .execute(named_params! {":detached": detached, ":id": id})?;
+    conn.execute(
+        q!("agent_set_detached"),
+        named! {":detached": detached, ":id": id},
+    )?;
     Ok(())
 }
 
 /// Holds a written notice back for the recap.
 pub fn hold(conn: &Conn, mailbox_id: i64) -> Result<()> {
-    conn.db()
-        .prepare_cached(include_str!("../../../sql/agent_recap_hold.sql"))?
-        .execute(named_params! {":id": mailbox_id})?;
+    conn.execute(q!("agent_recap_hold"), named! {":id": mailbox_id})?;
     Ok(())
 }
 
 /// How many detached runs reporting to `recipient` still work.
 pub fn outstanding(conn: &Conn, registry: ManagerId, recipient: &str) -> Result<i64> {
-    Ok(conn
-        .db()
-        .prepare_cached(include_str!("../../../sql/agent_recap_outstanding.sql"))?
-        .query_row(
-            named_params! {":registry": registry, ":recipient": recipient},
-            |r| r.get(0),
-        )?)
+    conn.one(
+        q!("agent_recap_outstanding"),
+        named! {":registry": registry, ":recipient": recipient},
+        |r| r.get(0),
+    )
 }
 
 columns! {
@@ -59,20 +56,21 @@ pub struct HeldResult {
 
 /// The results held for `recipient`, oldest first.
 pub fn held(conn: &Conn, registry: ManagerId, recipient: &str) -> Result<Vec<HeldResult>> {
-    let mut stmt = conn
-        .db()
-        .prepare_cached(row_sql!("agent_recap_held", held_col))?;
-    let rows = stmt.query_map(
-        named_params! {":registry": registry, ":recipient": recipient},
-        |r| {
-            Ok(HeldResult {
-                id: r.get(held_col::ID)?,
-                thread_id: r.get(held_col::THREAD_ID)?,
-                body: r.get(held_col::BODY)?,
-                path: r.get(held_col::PATH)?,
-                state: r.get(held_col::AGENT_STATE)?,
-            })
-        },
-    )?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    let rows = conn
+        .all(
+            q!("agent_recap_held", held_col),
+            named! {":registry": registry, ":recipient": recipient},
+            |r| {
+                Ok(HeldResult {
+                    id: r.get(held_col::ID)?,
+                    thread_id: r.get(held_col::THREAD_ID)?,
+                    body: r.get(held_col::BODY)?,
+                    path: r.get(held_col::PATH)?,
+                    state: r.get(held_col::AGENT_STATE)?,
+                })
+            },
+        )?
+        .into_iter()
+        .map(Ok::<_, crate::error::Error>);
+    rows.collect::<Result<_>>()
 }

@@ -8,7 +8,7 @@ use super::{Checker, Problem, Severity, MAX_PER_CHECK};
 impl Checker<'_> {
     pub(super) fn integrity(&mut self) {
         let result = (|| -> rusqlite::Result<Vec<String>> {
-            let mut stmt = self.conn.prepare("PRAGMA integrity_check(100)")?;
+            let mut stmt = self.conn.db().prepare("PRAGMA integrity_check(100)")?;
             let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
             rows.collect()
         })();
@@ -35,14 +35,14 @@ impl Checker<'_> {
                     });
                 }
             }
-            Err(e) => self.failed("integrity", e),
+            Err(e) => self.failed("integrity", e.into()),
         }
     }
 
     pub(super) fn foreign_keys(&mut self) {
         // Events without a thread are reported by event_orphan, with a targeted repair.
         let result = (|| -> rusqlite::Result<Vec<(String, Option<i64>, String)>> {
-            let mut stmt = self.conn.prepare("PRAGMA foreign_key_check")?;
+            let mut stmt = self.conn.db().prepare("PRAGMA foreign_key_check")?;
             let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
             rows.collect()
         })();
@@ -79,7 +79,7 @@ impl Checker<'_> {
                     });
                 }
             }
-            Err(e) => self.failed("foreign_key", e),
+            Err(e) => self.failed("foreign_key", e.into()),
         }
     }
 }

@@ -2,6 +2,7 @@
 //! (its root session and tree key), and every tree's total: what `threadbase usage` prints.
 
 use super::*;
+use crate::store::db::{params, q};
 
 columns! {
     /// A tree's thread row's columns, in order (`{usage_tree_thread_row}` in
@@ -75,58 +76,62 @@ pub fn tree_rows(conn: &Conn, root: &SessionId, key: Option<&str>) -> Result<Vec
         Some(k) => (k.to_string(), format!("{k}0")),
         None => ("/".to_string(), "0".to_string()),
     };
-    let mut stmt = conn
-        .db()
-        .prepare_cached(row_sql!("usage_tree_rows", tree_row_col))?;
-    let rows = stmt.query_map((root, &lo, &hi), |r| {
-        use tree_row_col as c;
-        Ok(TreeRow {
-            id: r.get(c::ID)?,
-            path: r.get(c::PATH)?,
-            manager_session: r.get(c::MANAGER_SESSION)?,
-            contract: r.get(c::CONTRACT)?,
-            level: r.get(c::LEVEL)?,
-            forest_parent_id: r.get(c::FOREST_PARENT_ID)?,
-            status: r.get(c::STATUS)?,
-            phase: r.get(c::PHASE)?,
-            agent_state: r.get(c::AGENT_STATE)?,
-            name: r.get(c::NAME)?,
-            usage: Usage::at(
-                r,
-                [
-                    c::INPUT_TOKENS,
-                    c::OUTPUT_TOKENS,
-                    c::CACHE_READ_TOKENS,
-                    c::CACHE_WRITE_TOKENS,
-                    c::COST_USD,
-                    c::TURNS,
-                    c::TOOL_CALLS,
-                ],
-            )?,
-            subtree: SubtreeUsage {
-                threads: r.get(c::SUBTREE_THREADS)?,
-                usage: Usage::at(
-                    r,
-                    [
-                        c::SUBTREE_INPUT_TOKENS,
-                        c::SUBTREE_OUTPUT_TOKENS,
-                        c::SUBTREE_CACHE_READ_TOKENS,
-                        c::SUBTREE_CACHE_WRITE_TOKENS,
-                        c::SUBTREE_COST_USD,
-                        c::SUBTREE_TURNS,
-                        c::SUBTREE_TOOL_CALLS,
-                    ],
-                )?,
+    let rows = conn
+        .all(
+            q!("usage_tree_rows", tree_row_col),
+            params![root, &lo, &hi],
+            |r| {
+                use tree_row_col as c;
+                Ok(TreeRow {
+                    id: r.get(c::ID)?,
+                    path: r.get(c::PATH)?,
+                    manager_session: r.get(c::MANAGER_SESSION)?,
+                    contract: r.get(c::CONTRACT)?,
+                    level: r.get(c::LEVEL)?,
+                    forest_parent_id: r.get(c::FOREST_PARENT_ID)?,
+                    status: r.get(c::STATUS)?,
+                    phase: r.get(c::PHASE)?,
+                    agent_state: r.get(c::AGENT_STATE)?,
+                    name: r.get(c::NAME)?,
+                    usage: Usage::at(
+                        r,
+                        [
+                            c::INPUT_TOKENS,
+                            c::OUTPUT_TOKENS,
+                            c::CACHE_READ_TOKENS,
+                            c::CACHE_WRITE_TOKENS,
+                            c::COST_USD,
+                            c::TURNS,
+                            c::TOOL_CALLS,
+                        ],
+                    )?,
+                    subtree: SubtreeUsage {
+                        threads: r.get(c::SUBTREE_THREADS)?,
+                        usage: Usage::at(
+                            r,
+                            [
+                                c::SUBTREE_INPUT_TOKENS,
+                                c::SUBTREE_OUTPUT_TOKENS,
+                                c::SUBTREE_CACHE_READ_TOKENS,
+                                c::SUBTREE_CACHE_WRITE_TOKENS,
+                                c::SUBTREE_COST_USD,
+                                c::SUBTREE_TURNS,
+                                c::SUBTREE_TOOL_CALLS,
+                            ],
+                        )?,
+                    },
+                    tree_key: r.get(c::TREE_KEY)?,
+                    exit_kind: r.get(c::EXIT_KIND)?,
+                    exit_code: r.get(c::EXIT_CODE)?,
+                    exit_signal: r.get(c::EXIT_SIGNAL)?,
+                    owner_pid: r.get(c::OWNER_PID)?,
+                    owner_started_at: r.get(c::OWNER_STARTED_AT)?,
+                })
             },
-            tree_key: r.get(c::TREE_KEY)?,
-            exit_kind: r.get(c::EXIT_KIND)?,
-            exit_code: r.get(c::EXIT_CODE)?,
-            exit_signal: r.get(c::EXIT_SIGNAL)?,
-            owner_pid: r.get(c::OWNER_PID)?,
-            owner_started_at: r.get(c::OWNER_STARTED_AT)?,
-        })
-    })?;
-    let mut out: Vec<TreeRow> = rows.collect::<rusqlite::Result<_>>()?;
+        )?
+        .into_iter()
+        .map(Ok::<_, crate::error::Error>);
+    let mut out: Vec<TreeRow> = rows.collect::<Result<_>>()?;
     // [K, K0) also holds keys that extend K's last segment: keep K and what is below it.
     if let Some(k) = key {
         out.retain(|r| r.tree_key == k || r.tree_key.as_bytes().get(k.len()) == Some(&b'/'));
@@ -145,12 +150,9 @@ columns! {
 
 /// The root session and tree key of a thread's place (sql/usage_place.sql).
 pub fn place_of(conn: &Conn, id: &ThreadId) -> Result<(String, String)> {
-    Ok(conn
-        .db()
-        .prepare_cached(row_sql!("usage_place", place_col))?
-        .query_row([id], |r| {
-            Ok((r.get(place_col::ROOT_SESSION)?, r.get(place_col::TREE_KEY)?))
-        })?)
+    conn.one(q!("usage_place", place_col), params![id], |r| {
+        Ok((r.get(place_col::ROOT_SESSION)?, r.get(place_col::TREE_KEY)?))
+    })
 }
 
 columns! {
@@ -165,18 +167,18 @@ columns! {
 /// Every root session's total: its threads' and its own turns' (as its Pi extension reported
 /// them; nothing on a database from before schema version 9).
 pub fn trees(conn: &Conn) -> Result<Vec<TreeUsage>> {
-    let mut stmt = conn
-        .db()
-        .prepare_cached(row_sql!("usage_trees", tree_col, col))?;
-    let rows = stmt.query_map([], |r| {
-        Ok(TreeUsage {
-            root_session: r.get(tree_col::ROOT_SESSION)?,
-            threads: r.get(tree_col::THREADS)?,
-            usage: Usage::from_columns(r, tree_col::COUNT)?,
-            session: Usage::default(),
-        })
-    })?;
-    let mut trees: Vec<TreeUsage> = rows.collect::<rusqlite::Result<_>>()?;
+    let rows = conn
+        .all(q!("usage_trees", tree_col, col), params![], |r| {
+            Ok(TreeUsage {
+                root_session: r.get(tree_col::ROOT_SESSION)?,
+                threads: r.get(tree_col::THREADS)?,
+                usage: Usage::from_columns(r, tree_col::COUNT)?,
+                session: Usage::default(),
+            })
+        })?
+        .into_iter()
+        .map(Ok::<_, crate::error::Error>);
+    let mut trees: Vec<TreeUsage> = rows.collect::<Result<_>>()?;
     for (session, own) in all_sessions(conn)? {
         match trees.iter_mut().find(|t| t.root_session == session) {
             Some(t) => {
