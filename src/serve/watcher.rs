@@ -43,7 +43,7 @@ pub async fn run(engine: Arc<Engine>, out: Output) {
     let store = engine.store().clone();
     let agent = engine.clone();
     let session_id = engine.config().session_id.clone();
-    let watch = match store.change_watch() {
+    let mut watch = match store.change_watch() {
         Ok(w) => w,
         Err(e) => {
             tracing::error!(

@@ -217,6 +217,9 @@ pub(in crate::store) trait Db {
     fn end_read(&self);
     /// The SQLite connection, when the backend is SQLite.
     fn sqlite(&self) -> Option<&rusqlite::Connection>;
+    /// A counter that moves whenever another connection commits (SQLite's
+    /// `PRAGMA data_version`; the change notifications a PostgreSQL connection listens to).
+    fn change_count(&self) -> Result<i64>;
 }
 
 // ---- SQLite ---------------------------------------------------------------------------------
@@ -318,6 +321,10 @@ impl Db for rusqlite::Connection {
 
     fn sqlite(&self) -> Option<&rusqlite::Connection> {
         Some(self)
+    }
+
+    fn change_count(&self) -> Result<i64> {
+        Ok(self.query_row("PRAGMA data_version", [], |r| r.get(0))?)
     }
 }
 

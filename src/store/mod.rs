@@ -73,7 +73,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use r2d2_sqlite::SqliteConnectionManager;
-use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
 use crate::error::{Error, Result};
 
@@ -81,13 +81,21 @@ use crate::error::{Error, Result};
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A pooled read connection: a [`Conn`] while it is held.
-pub struct ReadConn(r2d2::PooledConnection<SqliteConnectionManager>);
+pub struct ReadConn(Pooled);
+
+enum Pooled {
+    Sqlite(r2d2::PooledConnection<SqliteConnectionManager>),
+    Postgres(r2d2::PooledConnection<postgres::store::Readers>),
+}
 
 impl std::ops::Deref for ReadConn {
     type Target = Conn;
 
     fn deref(&self) -> &Conn {
-        Conn::of(&self.0)
+        match &self.0 {
+            Pooled::Sqlite(c) => Conn::of(c),
+            Pooled::Postgres(c) => Conn::of_db(&**c),
+        }
     }
 }
 
@@ -103,9 +111,7 @@ impl Conn {
     /// The database's change counter (`PRAGMA data_version`): it moves whenever another
     /// connection commits.
     pub fn data_version(&self) -> Result<i64> {
-        Ok(self
-            .db()
-            .query_row("PRAGMA data_version", [], |r| r.get(0))?)
+        self.0.change_count()
     }
 
     /// Sets this connection's page cache to `kib` KiB (a bulk load wants more than the
@@ -230,6 +236,10 @@ impl OpenConn {
     pub(in crate::store) fn sqlite(c: Connection) -> OpenConn {
         OpenConn(Box::new(c))
     }
+
+    pub(in crate::store) fn postgres(c: postgres::conn::PgConn) -> OpenConn {
+        OpenConn(Box::new(c))
+    }
 }
 
 impl std::ops::Deref for OpenConn {
@@ -242,38 +252,42 @@ impl std::ops::Deref for OpenConn {
 
 /// The transaction [`Store::write`] hands its closure; passed on to the store's functions
 /// (it is a [`Conn`] too, for their reads). Opaque outside `store/`, as [`Conn`] is.
-#[repr(transparent)]
-pub struct Tx<'c>(Transaction<'c>);
-
-impl<'c> Tx<'c> {
-    fn of<'a>(t: &'a Transaction<'c>) -> &'a Tx<'c> {
-        // SAFETY: `Tx` is `repr(transparent)` over `Transaction`: same layout, same lifetimes.
-        unsafe { &*(t as *const Transaction<'c>).cast::<Tx<'c>>() }
-    }
-}
+pub struct Tx<'c>(&'c Conn);
 
 impl std::ops::Deref for Tx<'_> {
     type Target = Conn;
 
     fn deref(&self) -> &Conn {
-        Conn::of(&self.0)
+        self.0
     }
 }
 
 /// A read-only connection of its own that tells when another connection (of this process or
-/// another) committed: the row watcher's (`serve/watcher.rs`). Its reads see the latest commit.
+/// another) committed: the row watcher's (`serve/watcher.rs`) and the page's. Its reads see the
+/// latest commit. On PostgreSQL it listens for the writes' notifications, and a lost connection
+/// is reopened by the next [`ChangeWatch::version`], whose counter then jumps (notifications
+/// were lost meanwhile, so whoever watches rescans).
 pub struct ChangeWatch {
     conn: OpenConn,
+    reopen: Option<postgres::conn::Url>,
+    offset: i64,
 }
 
 impl ChangeWatch {
-    /// The database's change counter (`PRAGMA data_version`): it moves whenever another
-    /// connection commits.
-    pub fn version(&self) -> Result<i64> {
-        Ok(self
-            .conn
-            .db()
-            .query_row("PRAGMA data_version", [], |r| r.get(0))?)
+    /// The change counter: it moves whenever another connection commits.
+    pub fn version(&mut self) -> Result<i64> {
+        match self.conn.data_version() {
+            Ok(v) => Ok(v + self.offset),
+            Err(e) => {
+                let Some(url) = &self.reopen else {
+                    return Err(e);
+                };
+                let (conn, _) = postgres::store::watch(url)?;
+                self.conn = OpenConn::postgres(conn);
+                self.offset += 1 << 40;
+                Ok(self.conn.data_version()? + self.offset)
+            }
+        }
     }
 
     /// The connection, for the store's reads of what changed.
@@ -285,13 +299,24 @@ impl ChangeWatch {
 impl Store {
     /// A [`ChangeWatch`] on this database (a read-only connection apart from the pool).
     pub fn change_watch(&self) -> Result<ChangeWatch> {
-        let conn = Connection::open_with_flags(
-            &self.path,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )?;
-        conn.busy_timeout(BUSY_TIMEOUT)?;
+        let (conn, reopen) = match &self.backend {
+            Backend::Sqlite { .. } => {
+                let conn = Connection::open_with_flags(
+                    &self.path,
+                    OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                )?;
+                conn.busy_timeout(BUSY_TIMEOUT)?;
+                (OpenConn::sqlite(conn), None)
+            }
+            Backend::Postgres(pg) => {
+                let (conn, _) = pg.change_watch()?;
+                (OpenConn::postgres(conn), Some(pg.url().clone()))
+            }
+        };
         Ok(ChangeWatch {
-            conn: OpenConn::sqlite(conn),
+            conn,
+            reopen,
+            offset: 0,
         })
     }
 }
@@ -319,11 +344,26 @@ pub fn rows_as_text(conn: &Conn, sql: &str) -> Result<Vec<String>> {
     Ok(rows)
 }
 
-/// An open database: the writer connection and the reader pool.
+/// An open database: the writer connection and the reader pool, of a SQLite file or a
+/// PostgreSQL server.
 pub struct Store {
+    /// The file, or the server's URL as shown (no password).
     path: PathBuf,
-    writer: Mutex<Writer>,
-    readers: r2d2::Pool<SqliteConnectionManager>,
+    backend: Backend,
+}
+
+enum Backend {
+    Sqlite {
+        writer: Mutex<Writer>,
+        readers: r2d2::Pool<SqliteConnectionManager>,
+    },
+    Postgres(postgres::store::PgStore),
+}
+
+/// The database `path` names when it is a PostgreSQL URL (`postgres://…`), else `None` (a
+/// SQLite file).
+pub fn database_url(path: &Path) -> Option<&str> {
+    path.to_str().filter(|p| postgres::conn::is_url(p))
 }
 
 /// The writer connection and what it remembers about checkpoints ([`wal`]).
@@ -361,6 +401,9 @@ impl Store {
     ///
     /// Another program's SQLite database is refused untouched, never migrated.
     pub fn open(path: impl AsRef<Path>) -> Result<Store> {
+        if let Some(url) = database_url(path.as_ref()) {
+            return Self::open_postgres(url, true);
+        }
         let path = path.as_ref().to_path_buf();
         Self::open_at(path.clone(), true).map_err(|e| name_database(&path, e))
     }
@@ -368,11 +411,27 @@ impl Store {
     /// Opens an existing threadbase database for a command that changes what is in it
     /// (`restore`, `stop`): a missing or empty file is refused, not made into a new database.
     pub fn open_existing(path: impl AsRef<Path>) -> Result<Store> {
+        if let Some(url) = database_url(path.as_ref()) {
+            return Self::open_postgres(url, false);
+        }
         let path = path.as_ref().to_path_buf();
         if !path.exists() {
             return Err(no_database(&path));
         }
         Self::open_at(path.clone(), false).map_err(|e| name_database(&path, e))
+    }
+
+    fn open_postgres(url: &str, create: bool) -> Result<Store> {
+        let pg = postgres::store::PgStore::open(url, create)?;
+        Ok(Store {
+            path: PathBuf::from(pg.url().shown()),
+            backend: Backend::Postgres(pg),
+        })
+    }
+
+    /// Whether the rows live on a PostgreSQL server.
+    pub fn is_postgres(&self) -> bool {
+        matches!(self.backend, Backend::Postgres(_))
     }
 
     fn open_at(path: PathBuf, create: bool) -> Result<Store> {
@@ -444,11 +503,13 @@ impl Store {
             .build(manager)?;
         Ok(Store {
             path,
-            writer: Mutex::new(Writer {
-                conn: writer,
-                checkpoints: wal::Checkpoints::default(),
-            }),
-            readers,
+            backend: Backend::Sqlite {
+                writer: Mutex::new(Writer {
+                    conn: writer,
+                    checkpoints: wal::Checkpoints::default(),
+                }),
+                readers,
+            },
         })
     }
 
@@ -460,7 +521,10 @@ impl Store {
     /// Which checkpoint the last write ran, and the WAL pages it left.
     #[cfg(test)]
     fn checkpoint_state(&self) -> (wal::Ran, i32) {
-        let w = self.writer.lock().unwrap();
+        let Backend::Sqlite { writer, .. } = &self.backend else {
+            panic!("a SQLite store");
+        };
+        let w = writer.lock().unwrap();
         (w.checkpoints.last, w.checkpoints.pages)
     }
 
@@ -470,13 +534,21 @@ impl Store {
     /// database, nothing happens and that one settles it later. Called when a writing command
     /// ends (`serve`, `demo`, `http`) and when a store is dropped. True when the WAL is empty.
     pub fn settle_wal(&self) -> bool {
-        let writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
-        wal::truncate_now(&writer.conn)
+        match &self.backend {
+            Backend::Sqlite { writer, .. } => {
+                let writer = writer.lock().unwrap_or_else(|p| p.into_inner());
+                wal::truncate_now(&writer.conn)
+            }
+            Backend::Postgres(_) => true,
+        }
     }
 
     /// A read-only connection from the pool.
     pub fn read(&self) -> Result<ReadConn> {
-        Ok(ReadConn(self.readers.get()?))
+        Ok(ReadConn(match &self.backend {
+            Backend::Sqlite { readers, .. } => Pooled::Sqlite(readers.get()?),
+            Backend::Postgres(pg) => Pooled::Postgres(pg.read()?),
+        }))
     }
 
     /// Runs `f` in one `BEGIN IMMEDIATE` transaction on the writer connection; commits when it
@@ -488,14 +560,17 @@ impl Store {
     /// that worker: the worker's queue moves to another thread first, so other requests and
     /// children's streams go on meanwhile. Anywhere else it simply runs.
     pub fn write<T>(&self, f: impl FnOnce(&Tx<'_>) -> Result<T>) -> Result<T> {
-        let run = || {
-            let mut writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
-            let Writer { conn, checkpoints } = &mut *writer;
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let out = f(Tx::of(&tx))?;
-            tx.commit()?;
-            checkpoints.after_commit(conn);
-            Ok(out)
+        let run = || match &self.backend {
+            Backend::Sqlite { writer, .. } => {
+                let mut writer = writer.lock().unwrap_or_else(|p| p.into_inner());
+                let Writer { conn, checkpoints } = &mut *writer;
+                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                let out = f(&Tx(Conn::of(&tx)))?;
+                tx.commit()?;
+                checkpoints.after_commit(conn);
+                Ok(out)
+            }
+            Backend::Postgres(pg) => pg.write(|conn| f(&Tx(conn))),
         };
         match tokio::runtime::Handle::try_current() {
             Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {

@@ -181,6 +181,10 @@ pub(super) fn migration_checksum(version: i32, name: &str, sql: &str) -> u64 {
 /// `query_only`, so no statement can change it.
 pub fn open_read_only(path: impl AsRef<Path>) -> Result<OpenConn> {
     let path = path.as_ref();
+    if let Some(url) = super::database_url(path) {
+        let (conn, _, _) = super::postgres::store::open_read_only(url, READ_ONLY_TIMEOUT)?;
+        return Ok(OpenConn::postgres(conn));
+    }
     if !path.exists() {
         return Err(no_database(path));
     }
@@ -202,6 +206,10 @@ pub fn open_read_only(path: impl AsRef<Path>) -> Result<OpenConn> {
     }
     Ok(OpenConn::sqlite(conn))
 }
+
+/// How long one statement of a read-only connection to PostgreSQL may run (`threadbase sql`,
+/// `top`, the inspection commands) before the server stops it.
+pub const READ_ONLY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// What a SQLite database holds, as far as threadbase is concerned.
 #[derive(Debug, PartialEq, Eq)]

@@ -45,7 +45,7 @@ pub struct Hub {
 impl Hub {
     /// Starts the task that reads the change counter of `store` until `stop` turns true.
     pub fn start(store: &Store, mut stop: watch::Receiver<bool>) -> Result<Hub> {
-        let watch = store.change_watch()?;
+        let mut watch = store.change_watch()?;
         let (tx, count) = watch::channel(0u64);
         tokio::spawn(async move {
             let mut seen = watch.version().ok();

@@ -5,7 +5,9 @@
 //! where it cannot be). The tests use them against a real server (`THREADBASE_TEST_PG`); the
 //! backend's connections and typed methods will be built on them.
 
+pub mod conn;
 pub mod migrate;
+pub mod store;
 pub mod params;
 pub mod queries;
 

@@ -1,0 +1,160 @@
+//! A PostgreSQL database as the store: a writer connection, a pool of readers, and the
+//! guarantees SQLite's one file gives for free.
+//!
+//! - **One writer at a time, across hosts.** On SQLite every write is one `BEGIN IMMEDIATE`
+//!   transaction, so check-then-insert rules (path reservation, limits, budgets, spawn keys)
+//!   cannot race. Here every write's first statement takes one transaction-level advisory lock
+//!   ([`WRITE_LOCK`]), released at commit or rollback; the UNIQUE constraints stay the
+//!   backstop. Readers never wait for it.
+//! - **A change counter.** Each write notifies [`CHANGES`] before it commits (PostgreSQL
+//!   delivers it at commit, and drops it at rollback); a change watch LISTENs on a connection
+//!   of its own and counts, where SQLite's reads `PRAGMA data_version`.
+//! - **A server that goes away.** A request made while the server is down fails at once with
+//!   the connection's error (no hang); the writer and the pool reconnect on the next request.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::conn::{block_on, PgConn, Url, Watched, CHANGES};
+use crate::error::{Error, Result};
+use crate::store::db::Db;
+use crate::store::Conn;
+
+/// The advisory lock every write holds (`pg_advisory_xact_lock(WRITE_LOCK)`; "tbwr").
+pub const WRITE_LOCK: i64 = 0x7462_7772;
+
+/// How long a reader checkout waits for a free connection.
+const CHECKOUT: Duration = Duration::from_secs(30);
+
+/// The pool's way to open and check a reader.
+pub struct Readers(Url);
+
+impl r2d2::ManageConnection for Readers {
+    type Connection = PgConn;
+    type Error = Error;
+
+    fn connect(&self) -> Result<PgConn> {
+        self.0.connect(None)
+    }
+
+    fn is_valid(&self, conn: &mut PgConn) -> Result<()> {
+        conn.batch("")
+    }
+
+    fn has_broken(&self, conn: &mut PgConn) -> bool {
+        conn.is_closed()
+    }
+}
+
+/// An open PostgreSQL store.
+pub struct PgStore {
+    url: Url,
+    writer: Mutex<Option<PgConn>>,
+    readers: r2d2::Pool<Readers>,
+}
+
+impl PgStore {
+    /// Connects to `url`, brings its schema up to date (under the migration lock), and opens
+    /// the reader pool. With `create` false, a database without threadbase's tables is refused
+    /// untouched (a command that changes rows, such as `stop` or `restore`).
+    pub fn open(url: &str, create: bool) -> Result<PgStore> {
+        let url = Url::parse(url)?;
+        let mut writer = url.connect(None)?;
+        if !create && !has_schema(&writer)? {
+            return Err(Error::io(format!(
+                "{url} holds no threadbase tables; nothing was changed. Repair: point --db (or THREADBASE_DB) at the team's threadbase database, or run `threadbase serve` against this one first."
+            ))
+            .naming_database());
+        }
+        block_on(super::migrate::migrate(writer.client_mut()))?;
+        let readers = r2d2::Pool::builder()
+            .max_size(8)
+            .min_idle(Some(1))
+            .test_on_check_out(false)
+            .connection_timeout(CHECKOUT)
+            .build(Readers(url.clone()))
+            .map_err(|e| Error::io(format!("Cannot open connections to {url}: {e}. Repair: check that the server is running and accepts more connections (max_connections).")))?;
+        Ok(PgStore {
+            url,
+            writer: Mutex::new(Some(writer)),
+            readers,
+        })
+    }
+
+    /// The URL as shown (no password).
+    pub fn url(&self) -> &Url {
+        &self.url
+    }
+
+    /// A reader from the pool.
+    pub fn read(&self) -> Result<r2d2::PooledConnection<Readers>> {
+        self.readers.get().map_err(|e| {
+            Error::io(format!(
+                "Could not get a connection to {}: {e}. Repair: check that the PostgreSQL server is running and reachable; the request wrote nothing.",
+                self.url
+            ))
+        })
+    }
+
+    /// Runs `f` in one transaction that holds the write lock; commits when it returns `Ok`
+    /// (notifying the change watches), rolls back otherwise.
+    pub fn write<T>(&self, f: impl FnOnce(&Conn) -> Result<T>) -> Result<T> {
+        let mut slot = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.as_ref().is_none_or(PgConn::is_closed) {
+            *slot = None;
+            *slot = Some(self.url.connect(None)?);
+        }
+        let conn = slot.as_ref().expect("connected above");
+        conn.batch(&format!(
+            "BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK}); NOTIFY {CHANGES}"
+        ))?;
+        let out = match f(Conn::of_db(conn)) {
+            Ok(out) => out,
+            Err(e) => {
+                let _ = conn.batch("ROLLBACK");
+                return Err(e);
+            }
+        };
+        if let Err(e) = conn.batch("COMMIT") {
+            let _ = conn.batch("ROLLBACK");
+            return Err(e);
+        }
+        Ok(out)
+    }
+
+    /// A connection of its own that counts the commits of every connection ([`Watched`]).
+    pub fn change_watch(&self) -> Result<(PgConn, Arc<Watched>)> {
+        watch(&self.url)
+    }
+}
+
+/// A listening connection to `url` and what it counts.
+pub fn watch(url: &Url) -> Result<(PgConn, Arc<Watched>)> {
+    let watched = Arc::new(Watched::default());
+    let conn = url.connect(Some(watched.clone()))?;
+    Ok((conn, watched))
+}
+
+/// Whether the database already holds threadbase's schema history.
+fn has_schema(conn: &PgConn) -> Result<bool> {
+    conn.scalar_bool("SELECT to_regclass('refinery_schema_history') IS NOT NULL")
+}
+
+/// Opens `url` for reading only (`threadbase sql`, `top`, the inspection commands): every
+/// transaction is read-only and a statement stops after `timeout`. A database without
+/// threadbase's tables is refused.
+pub fn open_read_only(url: &str, timeout: Duration) -> Result<(PgConn, Arc<Watched>, Url)> {
+    let url = Url::parse(url)?;
+    let (conn, watched) = watch(&url)?;
+    if !has_schema(&conn)? {
+        return Err(Error::io(format!(
+            "{url} holds no threadbase tables. Repair: point --db (or THREADBASE_DB) at the team's threadbase database."
+        ))
+        .naming_database());
+    }
+    conn.batch(&format!(
+        "SET default_transaction_read_only = on; SET statement_timeout = {}",
+        timeout.as_millis()
+    ))?;
+    Ok((conn, watched, url))
+}
