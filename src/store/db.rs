@@ -64,6 +64,19 @@ pub enum Value<'a> {
     Blob(Cow<'a, [u8]>),
 }
 
+impl Value<'_> {
+    /// The value as a row's cell.
+    pub fn cell(&self) -> Cell<'_> {
+        match self {
+            Value::Null => Cell::Null,
+            Value::Int(v) => Cell::Int(*v),
+            Value::Real(v) => Cell::Real(*v),
+            Value::Text(t) => Cell::Text(t),
+            Value::Blob(b) => Cell::Blob(b),
+        }
+    }
+}
+
 /// What can be bound to a parameter (the store's own [`Value`], so either backend binds it).
 pub trait ToParam {
     fn value(&self) -> Value<'_>;
@@ -74,6 +87,9 @@ pub trait ToParam {
 pub enum Params<'a> {
     At(&'a [&'a dyn ToParam]),
     Named(&'a [(&'static str, &'a dyn ToParam)]),
+    /// By name, each bound only if the statement names it (one set of values for several
+    /// statements that each use some of them: the list's).
+    IfUsed(&'a [(&'static str, &'a dyn ToParam)]),
 }
 
 /// `params![a, b]`: the values of `?1`, `?2`.
@@ -97,7 +113,7 @@ impl Params<'_> {
     pub fn len(&self) -> usize {
         match self {
             Params::At(v) => v.len(),
-            Params::Named(v) => v.len(),
+            Params::Named(v) | Params::IfUsed(v) => v.len(),
         }
     }
 }
@@ -217,6 +233,9 @@ pub(in crate::store) trait Db {
     fn end_read(&self);
     /// The SQLite connection, when the backend is SQLite.
     fn sqlite(&self) -> Option<&rusqlite::Connection>;
+    /// Runs one statement that is not a query of `sql/` (no parameters): its columns' names
+    /// and every row's values (`threadbase sql`, the tests' checks).
+    fn query_values(&self, sql: &str) -> Result<(Vec<String>, Vec<Vec<Value<'static>>>)>;
     /// A counter that moves whenever another connection commits (SQLite's
     /// `PRAGMA data_version`; the change notifications a PostgreSQL connection listens to).
     fn change_count(&self) -> Result<i64>;
@@ -256,6 +275,13 @@ fn bind(stmt: &mut rusqlite::Statement<'_>, q: &Query, p: Params<'_>) -> Result<
             }
             for (i, v) in values.iter().enumerate() {
                 stmt.raw_bind_parameter(i + 1, Bound(*v))?;
+            }
+        }
+        Params::IfUsed(values) => {
+            for (name, v) in values {
+                if let Some(i) = stmt.parameter_index(name)? {
+                    stmt.raw_bind_parameter(i, Bound(*v))?;
+                }
             }
         }
         Params::Named(values) => {
@@ -325,6 +351,22 @@ impl Db for rusqlite::Connection {
 
     fn change_count(&self) -> Result<i64> {
         Ok(self.query_row("PRAGMA data_version", [], |r| r.get(0))?)
+    }
+
+    fn query_values(&self, sql: &str) -> Result<(Vec<String>, Vec<Vec<Value<'static>>>)> {
+        let mut stmt = self.prepare(sql)?;
+        let names: Vec<String> = stmt.column_names().iter().map(|n| n.to_string()).collect();
+        let mut rows = stmt.raw_query();
+        let mut out = Vec::new();
+        while let Some(r) = rows.next()? {
+            let row = Row::sqlite(r, "adhoc");
+            out.push(
+                (0..names.len())
+                    .map(|i| row.get::<Value<'static>>(i))
+                    .collect::<Result<Vec<_>>>()?,
+            );
+        }
+        Ok((names, out))
     }
 }
 

@@ -3,7 +3,7 @@
 //! the same state and visibility filters to the rows it read (`keeps`).
 
 use crate::domain::{ManagerId, ThreadId};
-use crate::store::db::{named, q, Query};
+use crate::store::db::{named, q, Cell, Params, Query, Row, ToParam, Value};
 use crate::store::Conn;
 use fallible_streaming_iterator::FallibleStreamingIterator as _;
 use serde::Serialize;
@@ -189,9 +189,9 @@ columns! {
 
 /// One row of a list as [`each_row`] hands it over: each field is read from the row only when
 /// asked for (a count reads the status alone), so a list pass pays for what it uses.
-pub struct Listed<'a, 's>(&'a rusqlite::Row<'s>);
+pub struct Listed<'a>(&'a Row<'a>);
 
-impl Listed<'_, '_> {
+impl Listed<'_> {
     /// The thread's id.
     pub fn id(&self) -> Result<ThreadId> {
         Ok(self.0.get(listed_col::ID)?)
@@ -201,7 +201,7 @@ impl Listed<'_, '_> {
     pub fn live(&self) -> Result<bool> {
         Ok(self
             .0
-            .get::<_, crate::domain::ThreadStatus>(listed_col::STATUS)?
+            .get::<crate::domain::ThreadStatus>(listed_col::STATUS)?
             == crate::domain::ThreadStatus::Live)
     }
 
@@ -278,7 +278,7 @@ pub fn each_row(
     conn: &Conn,
     manager_id: ManagerId,
     q: &ListQuery,
-    mut f: impl FnMut(&Listed<'_, '_>) -> Result<bool>,
+    mut f: impl FnMut(&Listed<'_>) -> Result<bool>,
 ) -> Result<()> {
     each_row_switching(conn, manager_id, q, usize::MAX, |r| match r {
         Some(r) => f(r),
@@ -297,11 +297,11 @@ pub fn each_row_switching(
     manager_id: ManagerId,
     q: &ListQuery,
     after: usize,
-    mut f: impl FnMut(Option<&Listed<'_, '_>>) -> Result<bool>,
+    mut f: impl FnMut(Option<&Listed<'_>>) -> Result<bool>,
 ) -> Result<()> {
     fn rest(
         merge: &mut Merge<'_>,
-        f: &mut impl FnMut(Option<&Listed<'_, '_>>) -> Result<bool>,
+        f: &mut impl FnMut(Option<&Listed<'_>>) -> Result<bool>,
     ) -> Result<()> {
         while merge.has_more() {
             if !merge.step(f)? {
@@ -310,6 +310,9 @@ pub fn each_row_switching(
         }
         f(None)?;
         Ok(())
+    }
+    if !conn.is_sqlite() {
+        return each_row_read_whole(conn, manager_id, q, f);
     }
     let mut own = bound(conn.db(), statement(q), manager_id, q)?;
     let mut below = match reach_statement(q) {
@@ -333,6 +336,71 @@ pub fn each_row_switching(
         }
         _ => rest(&mut merge, &mut f),
     }
+}
+
+/// [`each_row_switching`] on a backend without SQLite's cursors: each of the two statements is
+/// read whole, then merged the same way. (A list of every thread of a big manager holds its
+/// list columns in memory meanwhile: id, path, status and the kept answer.)
+fn each_row_read_whole(
+    conn: &Conn,
+    manager_id: ManagerId,
+    q: &ListQuery,
+    mut f: impl FnMut(Option<&Listed<'_>>) -> Result<bool>,
+) -> Result<()> {
+    let (state, visibility) = (q.state.as_str(), q.visibility.as_str());
+    let (parent, path) = match &q.subtree {
+        Subtree::Everything => (None, None),
+        Subtree::ChildrenOf(p) => (Some(p.as_str()), Some(p.as_str())),
+        Subtree::DescendantsOf(a) => (None, Some(a.as_str())),
+    };
+    let range = path.map(descendant_range);
+    let (lo, hi) = match &range {
+        Some((lo, hi)) => (Some(lo.as_str()), Some(hi.as_str())),
+        None => (None, None),
+    };
+    let shape = crate::store::snapshots::SHAPE;
+    let values = [
+        (":manager", &manager_id as &dyn ToParam),
+        (":shape", &shape),
+        (":state", &state),
+        (":visibility", &visibility),
+        (":parent", &parent),
+        (":path", &path),
+        (":lo", &lo),
+        (":hi", &hi),
+    ];
+    let owned = |r: &Row<'_>| -> Result<Vec<Value<'static>>> {
+        (0..listed_col::COUNT).map(|i| r.get(i)).collect()
+    };
+    let own = conn.all(statement(q), Params::IfUsed(&values), owned)?;
+    let below = match reach_statement(q) {
+        Some(sql) if reaches_below(conn, manager_id)? => {
+            conn.all(sql, Params::IfUsed(&values), owned)?
+        }
+        _ => Vec::new(),
+    };
+    let path_of = |row: &[Value<'static>]| match &row[listed_col::PATH] {
+        Value::Text(t) => t.to_string(),
+        _ => String::new(),
+    };
+    let (mut own, mut below) = (own.into_iter().peekable(), below.into_iter().peekable());
+    loop {
+        let take_own = match (own.peek(), below.peek()) {
+            (None, None) => break,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (Some(x), Some(y)) => sort_order(&path_of(x), &path_of(y)).is_le(),
+        };
+        let next = if take_own { own.next() } else { below.next() };
+        let values = next.expect("peeked");
+        let cells: Vec<Cell<'_>> = values.iter().map(Value::cell).collect();
+        let row = Row::cells(&cells, "list");
+        if !f(Some(&Listed(&row)))? {
+            return Ok(());
+        }
+    }
+    f(None)?;
+    Ok(())
 }
 
 /// Whether a contract A manager sits right below `manager_id`, so a `parent` / `ancestor` list
@@ -373,10 +441,7 @@ impl<'s> Merge<'s> {
 
     /// Hands the next row in list order to `f`: `Ok(false)` once the rows are done or `f`
     /// asks to stop.
-    fn step(
-        &mut self,
-        f: &mut impl FnMut(Option<&Listed<'_, '_>>) -> Result<bool>,
-    ) -> Result<bool> {
+    fn step(&mut self, f: &mut impl FnMut(Option<&Listed<'_>>) -> Result<bool>) -> Result<bool> {
         let take_own = match (self.own_at_row, self.below_at_row) {
             (false, false) => return Ok(false),
             (true, false) => true,
@@ -392,13 +457,15 @@ impl<'s> Merge<'s> {
             }
         };
         if take_own {
-            if !f(Some(&Listed(self.own.get().expect("own row"))))? {
+            let row = Row::sqlite(self.own.get().expect("own row"), "list");
+            if !f(Some(&Listed(&row)))? {
                 return Ok(false);
             }
             self.own_at_row = self.own.next()?.is_some();
         } else {
             let rows = self.below.as_mut().expect("rows below");
-            if !f(Some(&Listed(rows.get().expect("row below"))))? {
+            let row = Row::sqlite(rows.get().expect("row below"), "list");
+            if !f(Some(&Listed(&row)))? {
                 return Ok(false);
             }
             self.below_at_row = rows.next()?.is_some();

@@ -39,15 +39,15 @@ pub fn insert(conn: &Conn, m: &NewMail<'_>) -> Result<Option<i64>> {
     } else {
         MailState::Pending
     };
-    let written = conn.execute(
+    conn.opt(
         q!("mailbox_insert"),
         named! {
             ":thread_id": m.thread_id, ":direction": m.direction, ":kind": m.kind,
             ":send_key": m.send_key, ":message_id": m.message_id, ":body": m.body,
             ":recipient": m.recipient, ":at": m.at, ":state": state,
         },
-    )?;
-    Ok((written == 1).then(|| conn.db().last_insert_rowid()))
+        |r| r.get(0),
+    )
 }
 
 columns! {

@@ -123,6 +123,25 @@ impl Conn {
         Ok(())
     }
 
+    /// Whether this connection is SQLite's (whose cursors the list streams through).
+    pub(in crate::store) fn is_sqlite(&self) -> bool {
+        self.0.sqlite().is_some()
+    }
+
+    /// Runs one statement (no parameters) that is not a query of `sql/`: its columns' names and
+    /// every row's values, on either backend (`threadbase sql` on PostgreSQL, the tests'
+    /// checks).
+    pub fn query_values(&self, sql: &str) -> Result<(Vec<String>, Vec<Vec<db::Value<'static>>>)> {
+        self.0.query_values(sql)
+    }
+
+    /// Runs `sql`, statements that return no rows, on either backend: for tests and benches
+    /// that set rows up by hand (inside [`Store::write`] for a write).
+    #[doc(hidden)]
+    pub fn execute_script(&self, sql: &str) -> Result<()> {
+        self.0.batch(sql)
+    }
+
     /// The store's view of a SQLite connection opened by hand (tests, benches).
     pub fn of(c: &Connection) -> &Conn {
         Conn::of_db(c)
@@ -324,24 +343,23 @@ impl Store {
 /// The rows of `sql` (no parameters), each as its cells' text joined with `|` (a blob as its
 /// bytes, other values as their debug form): for tests that compare whole tables.
 pub fn rows_as_text(conn: &Conn, sql: &str) -> Result<Vec<String>> {
-    use rusqlite::types::ValueRef;
-    let mut stmt = conn.db().prepare(sql)?;
-    let n = stmt.column_count();
-    let mut q = stmt.query([])?;
-    let mut rows = Vec::new();
-    while let Some(r) = q.next()? {
-        let cells: Vec<String> = (0..n)
-            .map(|i| match r.get_ref(i) {
-                Ok(ValueRef::Text(t) | ValueRef::Blob(t)) => {
-                    String::from_utf8_lossy(t).into_owned()
-                }
-                Ok(other) => format!("{other:?}"),
-                Err(e) => format!("<{e}>"),
-            })
-            .collect();
-        rows.push(cells.join("|"));
-    }
-    Ok(rows)
+    use db::Value;
+    let (_, rows) = conn.query_values(sql)?;
+    Ok(rows
+        .into_iter()
+        .map(|row| {
+            row.into_iter()
+                .map(|v| match v {
+                    Value::Text(t) => t.into_owned(),
+                    Value::Blob(b) => String::from_utf8_lossy(&b).into_owned(),
+                    Value::Int(i) => format!("Integer({i})"),
+                    Value::Real(r) => format!("Real({r:?})"),
+                    Value::Null => "Null".to_owned(),
+                })
+                .collect::<Vec<_>>()
+                .join("|")
+        })
+        .collect())
 }
 
 /// An open database: the writer connection and the reader pool, of a SQLite file or a

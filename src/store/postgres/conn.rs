@@ -148,7 +148,11 @@ impl Url {
             Ok::<_, tokio_postgres::Error>(client)
         });
         let client = block_on(task)
-            .map_err(|e| Error::internal(format!("The PostgreSQL connection task failed: {e}. Repair: retry.")))?
+            .map_err(|e| {
+                Error::internal(format!(
+                    "The PostgreSQL connection task failed: {e}. Repair: retry."
+                ))
+            })?
             .map_err(|e| self.connect_error(e))?;
         let listens = changes.is_some();
         let conn = PgConn {
@@ -233,7 +237,9 @@ impl PgConn {
         let text = q.postgres.get_or_init(|| {
             super::queries::find(q.name)
                 .map(|found| found.postgres())
-                .unwrap_or_else(|| super::params::positional(&super::queries::expand_rows((q.sqlite)())))
+                .unwrap_or_else(|| {
+                    super::params::positional(&super::queries::expand_rows((q.sqlite)()))
+                })
         });
         let stmt = block_on(self.client.prepare(&text.sql))?;
         self.prepared.borrow_mut().insert(q.name, stmt.clone());
@@ -255,6 +261,27 @@ impl PgConn {
                     return Err(wrong(values.len()));
                 }
                 Ok(values.iter().map(|v| v.value()).collect())
+            }
+            Params::IfUsed(values) => {
+                let names = q.postgres.get().expect("prepared before binding");
+                let mut out = vec![None; expected];
+                for (name, v) in values {
+                    if let Some(at) = names.position_of(name) {
+                        out[at - 1] = Some(v.value());
+                    }
+                }
+                out.into_iter()
+                    .enumerate()
+                    .map(|(i, v)| {
+                        v.ok_or_else(|| {
+                            Error::internal(format!(
+                                "sql/{}.sql's parameter ${} was given no value. Repair: this is a bug in threadbase; report it with the command that failed.",
+                                q.name,
+                                i + 1
+                            ))
+                        })
+                    })
+                    .collect()
             }
             Params::Named(values) => {
                 if values.len() != expected {
@@ -327,6 +354,22 @@ impl Db for PgConn {
 
     fn sqlite(&self) -> Option<&rusqlite::Connection> {
         None
+    }
+
+    fn query_values(&self, sql: &str) -> Result<(Vec<String>, Vec<Vec<Value<'static>>>)> {
+        let stmt = block_on(self.client.prepare(sql))?;
+        let names = stmt.columns().iter().map(|c| c.name().to_owned()).collect();
+        let rows = block_on(self.client.query(&stmt, &[]))?;
+        let mut out = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let mut values = Vec::with_capacity(r.len());
+            for i in 0..r.len() {
+                let c: RawCell<'_> = r.try_get(i)?;
+                values.push(Row::cells(&[c.0], "adhoc").get::<Value<'static>>(0)?);
+            }
+            out.push(values);
+        }
+        Ok((names, out))
     }
 
     fn change_count(&self) -> Result<i64> {
@@ -492,7 +535,11 @@ fn numeric_to_sql(text: &str, out: &mut BytesMut) -> std::result::Result<IsNull,
     };
     out.put_i16(digits.len() as i16);
     out.put_i16(weight);
-    out.put_u16(if negative && !digits.is_empty() { 0x4000 } else { 0 });
+    out.put_u16(if negative && !digits.is_empty() {
+        0x4000
+    } else {
+        0
+    });
     out.put_u16(frac.len() as u16);
     for d in digits {
         out.put_i16(d);

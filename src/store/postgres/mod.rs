@@ -7,9 +7,9 @@
 
 pub mod conn;
 pub mod migrate;
-pub mod store;
 pub mod params;
 pub mod queries;
+pub mod store;
 
 use crate::error::{Cause, Error};
 

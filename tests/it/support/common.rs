@@ -10,16 +10,23 @@ use threadbase::domain::{ManagerId, Phase, SessionId, ThreadId, ThreadStatus};
 use threadbase::store::threads::{insert_thread, upsert_manager, Contract, ManagerSpec, NewThread};
 use threadbase::Store;
 
-/// A temporary folder that holds one database file.
+/// A temporary folder that holds one database file; on a PostgreSQL run
+/// (`THREADBASE_TEST_BACKEND=postgres`), `path` is instead the URL of a fresh schema, dropped
+/// with the value.
 pub struct TempDb {
     pub dir: tempfile::TempDir,
     pub path: PathBuf,
+    pub schema: Option<super::postgres::TestSchema>,
 }
 
 pub fn temp_db() -> TempDb {
     let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("nested").join("threadbase.sqlite");
-    TempDb { dir, path }
+    let schema = super::postgres::schema_for_run("temp_db");
+    let path = match &schema {
+        Some(s) => PathBuf::from(s.database_url()),
+        None => dir.path().join("nested").join("threadbase.sqlite"),
+    };
+    TempDb { dir, path, schema }
 }
 
 /// A contract A manager of `session` at `/root`, cwd `/tmp`, owned by this process.

@@ -85,6 +85,13 @@ impl TestSchema {
         client
     }
 
+    /// The URL a threadbase process opens to work in this schema (its `search_path` set by the
+    /// connection's options).
+    pub fn database_url(&self) -> String {
+        let sep = if self.url.contains('?') { '&' } else { '?' };
+        format!("{}{sep}options=-csearch_path%3D{}", self.url, self.name)
+    }
+
     /// Runs `f` on the schema's runtime.
     pub fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
         self.runtime.block_on(f)
@@ -111,4 +118,28 @@ pub async fn connect(url: &str) -> Client {
         }
     });
     client
+}
+
+/// The variable that runs the store's tests on PostgreSQL: with `THREADBASE_TEST_BACKEND=postgres`
+/// every database the tests make ([`super::common::temp_db`], `Scripted`) is a fresh schema on
+/// the test server instead of a SQLite file (`.ci/run` runs the suite once each way).
+pub const BACKEND_VAR: &str = "THREADBASE_TEST_BACKEND";
+
+/// Whether this run's databases are PostgreSQL schemas.
+pub fn backend_is_postgres() -> bool {
+    std::env::var(BACKEND_VAR).is_ok_and(|v| v == "postgres")
+}
+
+/// A fresh schema for a test's database when this run is on PostgreSQL (the server is then
+/// required: the run asked for it), else `None`.
+pub fn schema_for_run(test: &str) -> Option<TestSchema> {
+    if !backend_is_postgres() {
+        return None;
+    }
+    let schema = TestSchema::new(test);
+    assert!(
+        schema.is_some(),
+        "{BACKEND_VAR}=postgres needs {URL_VAR}: the PostgreSQL run cannot skip"
+    );
+    schema
 }

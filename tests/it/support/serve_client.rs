@@ -437,6 +437,8 @@ pub struct Scripted {
     pub root: PathBuf,
     pub db: PathBuf,
     pub marker: String,
+    /// The PostgreSQL schema `db` names, on a PostgreSQL run.
+    pub schema: Option<super::postgres::TestSchema>,
 }
 
 impl Scripted {
@@ -444,8 +446,13 @@ impl Scripted {
     pub fn new(name: &str) -> Scripted {
         let dir = tempfile::tempdir().unwrap();
         let root = dunce::canonicalize(dir.path()).unwrap();
+        let schema = super::postgres::schema_for_run(name);
         Scripted {
-            db: root.join("db.sqlite"),
+            db: match &schema {
+                Some(s) => PathBuf::from(s.database_url()),
+                None => root.join("db.sqlite"),
+            },
+            schema,
             marker: format!(
                 "{name}-{}-{}",
                 std::process::id(),
