@@ -16,6 +16,8 @@ use threadbase::Store;
 pub struct TempDb {
     pub dir: tempfile::TempDir,
     pub path: PathBuf,
+    /// Held for its drop (the schema goes with the value).
+    #[allow(dead_code)]
     pub schema: Option<super::postgres::TestSchema>,
 }
 
@@ -90,10 +92,10 @@ pub fn add(store: &Store, rows: &[NewThread]) {
                     let mut live = t.clone();
                     live.status = ThreadStatus::Live;
                     insert_thread(tx, &live)?;
-                    tx.sqlite().execute(
-                        "UPDATE threads SET status='closed', phase='stale', exit_kind='stale', exit_message='seeded' WHERE id=?1",
-                        [&t.id],
-                    )?;
+                    tx.execute_script(&format!(
+                        "UPDATE threads SET status='closed', phase='stale', exit_kind='stale', exit_message='seeded' WHERE id={}",
+                        super::sql::lit(t.id.as_str())
+                    ))?;
                 } else {
                     insert_thread(tx, t)?;
                 }
@@ -119,11 +121,10 @@ pub fn threadbase(db: &Path, args: &[&str]) -> Output {
         .expect("run threadbase")
 }
 
-/// The number `sql` reads (its first column of its one row) from the database file `db`.
+/// The number `sql` reads (its first column of its one row) from the database `db` (a file
+/// or a PostgreSQL URL).
 pub fn count(db: &Path, sql: &str) -> i64 {
-    let conn = rusqlite::Connection::open(db).unwrap();
-    conn.busy_timeout(Duration::from_secs(10)).unwrap();
-    conn.query_row(sql, [], |r| r.get(0)).unwrap()
+    super::sql::count(db, sql)
 }
 
 /// The two columns of every row `sql` reads.

@@ -4,7 +4,8 @@
 //! `pi --mode rpc` child (`pi_child`), database
 //! invariants (`db_check`), the property tests' configuration and path order (`prop`),
 //! their random trees of threads (`tree`), a runtime over a temporary database (`runtime`) and
-//! a schema of its own on the test PostgreSQL server (`postgres`).
+//! a schema of its own on the test PostgreSQL server (`postgres`), and a test's own SQL on
+//! either backend (`sql`).
 
 pub mod browser;
 pub mod common;
@@ -17,4 +18,5 @@ pub mod prop;
 pub mod runtime;
 pub mod serve_client;
 pub mod serve_env;
+pub mod sql;
 pub mod tree;

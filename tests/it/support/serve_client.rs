@@ -438,6 +438,7 @@ pub struct Scripted {
     pub db: PathBuf,
     pub marker: String,
     /// The PostgreSQL schema `db` names, on a PostgreSQL run.
+    #[allow(dead_code)]
     pub schema: Option<super::postgres::TestSchema>,
 }
 

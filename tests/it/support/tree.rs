@@ -191,8 +191,10 @@ pub fn seed(nodes: &[Node], sessions: (&str, &str), copies: Copies) -> Seeded {
     store
         .write(|tx| {
             for n in nodes.iter().filter(|n| n.archived) {
-                tx.sqlite()
-                    .execute("UPDATE threads SET archived = 1 WHERE id = ?1", [&n.id])?;
+                tx.execute_script(&format!(
+                    "UPDATE threads SET archived = 1 WHERE id = {}",
+                    super::sql::lit(&n.id)
+                ))?;
             }
             Ok(())
         })
