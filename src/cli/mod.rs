@@ -329,10 +329,24 @@ pub fn default_db_path(flag: Option<PathBuf>) -> PathBuf {
     home.join(".pi").join("agent").join("threadbase.sqlite")
 }
 
+/// A PostgreSQL URL's password moves into `PGPASSWORD` (read back when connecting, inherited by
+/// the serve's children), so the database is named everywhere without it.
+fn without_password(db: PathBuf) -> PathBuf {
+    let Some(url) = crate::store::database_url(&db) else {
+        return db;
+    };
+    let (shown, password) = crate::store::postgres::conn::split_password(url);
+    if let Some(pw) = password {
+        // Before any thread starts: the command's threads come after this point.
+        std::env::set_var("PGPASSWORD", pw);
+    }
+    PathBuf::from(shown)
+}
+
 /// Parses the command line, runs it, and maps errors to a message on stderr and exit code 2.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    let db = default_db_path(cli.db.clone());
+    let db = without_password(default_db_path(cli.db.clone()));
     // `serve` adds its log file itself; `top` owns the terminal, so nothing may write over it.
     if !matches!(cli.command, Command::Serve(_) | Command::Top { .. }) {
         let _ = logging::init(None);

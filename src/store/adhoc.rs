@@ -37,6 +37,9 @@ pub fn query(
     ctrl_c: bool,
     max_rows: Option<usize>,
 ) -> Result<Table> {
+    if let Some(url) = super::database_url(db) {
+        return query_postgres(url, query, timeout_secs, max_rows);
+    }
     let conn = open_read_only(db)?;
     let mut stmt = conn.db().prepare(query).map_err(|e| {
         database_fault(e).unwrap_or_else(|e| Error::invalid(format!(
@@ -99,6 +102,68 @@ pub fn query(
         rows: table,
         left_out,
         counting_stopped,
+    })
+}
+
+/// [`query`] on PostgreSQL: the connection's transactions are read-only (a statement that
+/// writes is refused by the server) and `timeout_secs` is its `statement_timeout`. Ctrl-C ends
+/// the process, and the server stops the statement with the connection.
+fn query_postgres(
+    url: &str,
+    query: &str,
+    timeout_secs: Option<f64>,
+    max_rows: Option<usize>,
+) -> Result<Table> {
+    use crate::store::db::Value as V;
+    use tokio_postgres::error::SqlState;
+    let timeout = timeout_secs
+        .filter(|s| *s > 0.0)
+        .map(Duration::from_secs_f64)
+        .unwrap_or(Duration::ZERO);
+    let (conn, _, _) = super::postgres::store::open_read_only(url, timeout)?;
+    let started = Instant::now();
+    let (names, rows) = super::db::Db::query_values(&conn, query).map_err(|e| {
+        let code = match e.cause() {
+            Some(Cause::Database(c)) => c
+                .downcast_ref::<tokio_postgres::Error>()
+                .and_then(|pg| pg.code().cloned()),
+            _ => None,
+        };
+        match code {
+            Some(c) if c == SqlState::READ_ONLY_SQL_TRANSACTION => Error::forbidden(
+                "threadbase sql is read-only: this statement would change the database and was refused; nothing was written. Repair: use SELECT; changes go through threadbase serve.",
+            ),
+            Some(c) if c == SqlState::QUERY_CANCELED => {
+                stopped(Stop::Timeout, timeout_secs.unwrap_or(0.0), started.elapsed())
+            }
+            Some(_) => Error::invalid(format!(
+                "The SQL failed: {e} Repair: pass exactly one valid SELECT statement; list tables with \"SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()\"."
+            )),
+            None => e,
+        }
+    })?;
+    let keep = max_rows.unwrap_or(usize::MAX);
+    let left_out = rows.len().saturating_sub(keep) as u64;
+    let rows = rows
+        .into_iter()
+        .take(keep)
+        .map(|r| {
+            r.into_iter()
+                .map(|v| match v {
+                    V::Null => Value::Null,
+                    V::Int(i) => Value::from(i),
+                    V::Real(f) => Value::from(f),
+                    V::Text(t) => Value::from(t.into_owned()),
+                    V::Blob(b) => Value::from(String::from_utf8_lossy(&b).into_owned()),
+                })
+                .collect()
+        })
+        .collect();
+    Ok(Table {
+        names,
+        rows,
+        left_out,
+        counting_stopped: None,
     })
 }
 

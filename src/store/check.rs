@@ -32,6 +32,10 @@ pub use report::{write_text, Problem, Report, Severity};
 /// database, not a threadbase database, unreadable header); problems inside it are in the
 /// report.
 pub fn check_path(path: &Path) -> Result<Report> {
+    if super::database_url(path).is_some() {
+        let conn = open_read_only(path)?;
+        return check_connection(&conn, &path.display().to_string());
+    }
     if !path.exists() {
         let e = super::no_database(path);
         let message = e.message.replacen(
@@ -247,8 +251,12 @@ pub fn check_connection(conn: &Conn, name: &str) -> Result<Report> {
         name,
         report: Report::default(),
     };
-    c.integrity();
-    c.foreign_keys();
+    // SQLite's own checks of its file; a PostgreSQL server checks its pages and foreign keys
+    // itself.
+    if conn.is_sqlite() {
+        c.integrity();
+        c.foreign_keys();
+    }
     c.counts();
     c.run("duplicate_path", q!("check_duplicate_paths", duplicate_path_col), |r| {
         use duplicate_path_col as c;

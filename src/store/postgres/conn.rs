@@ -89,9 +89,31 @@ fn hide_password(url: &str) -> String {
     }
 }
 
+/// `db` without its password, and the password: a command moves a URL's password into
+/// `PGPASSWORD` (PostgreSQL's own variable, which [`Url::parse`] reads when the URL has none,
+/// and which the serve's children inherit), so that no message, log line or child's
+/// `THREADBASE_DB` shows it.
+pub fn split_password(db: &str) -> (String, Option<String>) {
+    let Ok(config) = db.parse::<Config>() else {
+        return (db.to_owned(), None);
+    };
+    let Some(password) = config.get_password() else {
+        return (db.to_owned(), None);
+    };
+    let password = String::from_utf8_lossy(password).into_owned();
+    let Some((scheme, rest)) = db.split_once("://") else {
+        return (db.to_owned(), None);
+    };
+    let Some(at) = rest.rfind('@') else {
+        return (db.to_owned(), None);
+    };
+    let user = rest[..at].split_once(':').map_or(&rest[..at], |(u, _)| u);
+    (format!("{scheme}://{user}{}", &rest[at..]), Some(password))
+}
+
 impl Url {
     /// Parses a `postgres://` URL; a malformed one is an error that shows it without its
-    /// password.
+    /// password. Without a password in the URL, `PGPASSWORD` is used when set.
     pub fn parse(url: &str) -> Result<Url> {
         let mut config: Config = url.parse().map_err(|e| {
             Error::invalid(format!(
@@ -99,6 +121,11 @@ impl Url {
                 hide_password(url)
             ))
         })?;
+        if config.get_password().is_none() {
+            if let Some(pw) = std::env::var_os("PGPASSWORD").filter(|p| !p.is_empty()) {
+                config.password(pw.to_string_lossy().as_bytes());
+            }
+        }
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(Duration::from_secs(10));
         }
@@ -633,6 +660,21 @@ mod tests {
         let e = Url::parse("postgres://alice:s3cret@db.example:notaport/team").unwrap_err();
         assert!(!e.to_string().contains("s3cret"), "{e}");
         assert!(e.to_string().contains("Repair:"), "{e}");
+    }
+
+    #[test]
+    fn a_password_moves_out_of_the_url() {
+        assert_eq!(
+            split_password("postgres://alice:s%40cret@db:5432/team?sslmode=disable"),
+            (
+                "postgres://alice@db:5432/team?sslmode=disable".to_owned(),
+                Some("s@cret".to_owned())
+            )
+        );
+        assert_eq!(
+            split_password("postgres://alice@db/team"),
+            ("postgres://alice@db/team".to_owned(), None)
+        );
     }
 
     #[test]
