@@ -28,7 +28,11 @@ pub const MAX_BATCH: usize = 4096;
 pub const MAX_DELAY: Duration = Duration::from_millis(3);
 /// Retained stderr bytes per thread.
 pub const STDERR_TAIL_BYTES: usize = 12_000;
-const CHANNEL_CAPACITY: usize = 16_384;
+/// Operations waiting for the writer at most (a full channel slows the children's readers);
+/// also the bound of what is held in memory while the database cannot be reached.
+pub const CHANNEL_CAPACITY: usize = 16_384;
+/// The longest wait between two tries of a batch while the database cannot be reached.
+pub const OUTAGE_BACKOFF_MAX: Duration = Duration::from_secs(2);
 
 /// An ordered write closure, for writes that must follow the events sent before them.
 pub type WriteFn = Box<dyn FnOnce(&Tx<'_>) -> Result<()> + Send>;
@@ -230,8 +234,33 @@ fn apply_plain(store: &Store, ops: &[IngestOp]) {
     if ops.is_empty() {
         return;
     }
-    if store.write(|tx| apply(tx, ops)).is_ok() {
-        return;
+    // A database that cannot be reached (a PostgreSQL server down or restarting) keeps the
+    // batch here and tries again, backing off up to OUTAGE_BACKOFF_MAX: what the children say
+    // meanwhile waits in the channel (CHANNEL_CAPACITY operations), then in their pipes, and
+    // nothing is lost; it is written once the server is back.
+    let mut backoff = Duration::from_millis(50);
+    let mut warned = false;
+    loop {
+        match store.write(|tx| apply(tx, ops)) {
+            Ok(()) => {
+                if warned {
+                    tracing::warn!("the database is reachable again; the held events were written");
+                }
+                return;
+            }
+            Err(e) if crate::store::is_connection_lost(&e) => {
+                if !warned {
+                    tracing::warn!(
+                        "the database is unreachable; holding {} operations: {e}",
+                        ops.len()
+                    );
+                    warned = true;
+                }
+                std::thread::sleep(backoff);
+                backoff = (backoff * 2).min(OUTAGE_BACKOFF_MAX);
+            }
+            Err(_) => break,
+        }
     }
     for op in ops {
         if let Err(e) = store.write(|tx| apply(tx, std::slice::from_ref(op))) {

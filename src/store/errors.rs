@@ -30,6 +30,18 @@ pub fn is_unique_violation(e: &Error) -> bool {
     false
 }
 
+/// Whether `e` says the database could not be reached (a PostgreSQL server that is down,
+/// restarting or unreachable: the connection failed or closed), as opposed to a statement the
+/// database refused. Such a write can be tried again once the server is back.
+pub fn is_connection_lost(e: &Error) -> bool {
+    match e.cause() {
+        Some(Cause::Database(cause)) => cause
+            .downcast_ref::<tokio_postgres::Error>()
+            .is_some_and(|pg| pg.code().is_none() || pg.is_closed()),
+        _ => e.message.starts_with(super::postgres::store::UNREACHABLE),
+    }
+}
+
 /// The code and message of a SQLite error (its cause is added by the `From` impl).
 fn from_sqlite(e: &rusqlite::Error) -> Error {
     use rusqlite::ErrorCode as C;

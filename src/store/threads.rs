@@ -151,7 +151,7 @@ pub fn insert_thread_at(conn: &Conn, t: &NewThread, now: &str) -> Result<()> {
         },
     )
     .map_err(|e| {
-        if crate::store::errors::is_unique_violation(&e) {
+        if crate::store::is_unique_violation(&e) {
             let message = format!(
                 "Thread path already exists: {}. Repair: choose a unique path for this parent.",
                 t.path

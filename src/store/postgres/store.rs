@@ -23,8 +23,12 @@ use crate::store::Conn;
 /// The advisory lock every write holds (`pg_advisory_xact_lock(WRITE_LOCK)`; "tbwr").
 pub const WRITE_LOCK: i64 = 0x7462_7772;
 
-/// How long a reader checkout waits for a free connection.
-const CHECKOUT: Duration = Duration::from_secs(30);
+/// How long a reader checkout waits for a connection: short, so a request made while the
+/// server is down fails soon with the reason instead of hanging.
+const CHECKOUT: Duration = Duration::from_secs(2);
+
+/// How the message of a request that found no server starts (`store::is_connection_lost`).
+pub const UNREACHABLE: &str = "Could not get a connection to";
 
 /// The pool's way to open and check a reader.
 pub struct Readers(Url);
@@ -88,12 +92,29 @@ impl PgStore {
 
     /// A reader from the pool.
     pub fn read(&self) -> Result<r2d2::PooledConnection<Readers>> {
-        self.readers.get().map_err(|e| {
-            Error::io(format!(
-                "Could not get a connection to {}: {e}. Repair: check that the PostgreSQL server is running and reachable; the request wrote nothing.",
-                self.url
-            ))
-        })
+        // A connection the server closed (a restart) is dropped here, not handed out: the pool
+        // discards it as broken and the next checkout opens a new one.
+        for _ in 0..=self.readers.max_size() {
+            let conn = self.readers.get().map_err(|e| {
+                let why = match self.url.connect(None) {
+                    Err(c) => c.message,
+                    Ok(_) => format!(
+                        "{e}. Repair: retry; if it persists, check the server's max_connections."
+                    ),
+                };
+                Error::io(format!(
+                    "{UNREACHABLE} {}; the request wrote nothing. {why}",
+                    self.url
+                ))
+            })?;
+            if !conn.is_closed() {
+                return Ok(conn);
+            }
+        }
+        Err(Error::io(format!(
+            "{UNREACHABLE} {}: every connection was closed by the server. Repair: retry; the server restarted or dropped the connections.",
+            self.url
+        )))
     }
 
     /// Runs `f` in one transaction that holds the write lock; commits when it returns `Ok`
