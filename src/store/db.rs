@@ -108,16 +108,6 @@ macro_rules! named {
 
 pub(crate) use {named, params, q};
 
-impl Params<'_> {
-    /// How many values are bound.
-    pub fn len(&self) -> usize {
-        match self {
-            Params::At(v) => v.len(),
-            Params::Named(v) | Params::IfUsed(v) => v.len(),
-        }
-    }
-}
-
 /// A column's value in a row, as read.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Cell<'a> {

@@ -194,7 +194,7 @@ pub struct Listed<'a>(&'a Row<'a>);
 impl Listed<'_> {
     /// The thread's id.
     pub fn id(&self) -> Result<ThreadId> {
-        Ok(self.0.get(listed_col::ID)?)
+        self.0.get(listed_col::ID)
     }
 
     /// Whether the thread is live.

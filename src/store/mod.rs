@@ -371,6 +371,8 @@ pub struct Store {
     backend: Backend,
 }
 
+// One value per open database, so the variants' sizes do not matter.
+#[allow(clippy::large_enum_variant)]
 enum Backend {
     Sqlite {
         writer: Mutex<Writer>,
