@@ -33,13 +33,15 @@ pub fn log_file(flag: Option<Option<PathBuf>>, env: Option<&str>, db: &Path) -> 
         // A PostgreSQL database has no folder: the log goes where Pi keeps its own files.
         if crate::store::database_url(db).is_some() {
             let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
-            let agent = var("PI_CODING_AGENT_DIR").map(PathBuf::from).unwrap_or_else(|| {
-                var("HOME")
-                    .map(PathBuf::from)
-                    .unwrap_or_else(|| PathBuf::from("."))
-                    .join(".pi")
-                    .join("agent")
-            });
+            let agent = var("PI_CODING_AGENT_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| {
+                    var("HOME")
+                        .map(PathBuf::from)
+                        .unwrap_or_else(|| PathBuf::from("."))
+                        .join(".pi")
+                        .join("agent")
+                });
             return agent.join(LOG_FILE_NAME);
         }
         db.parent()

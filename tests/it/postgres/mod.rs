@@ -8,3 +8,4 @@ mod migrate;
 mod outage;
 mod parity;
 mod queries;
+mod suite;

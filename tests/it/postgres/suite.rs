@@ -1,0 +1,97 @@
+//! The store's tests once more with every database a PostgreSQL schema: this test runs this
+//! same test binary again with `THREADBASE_TEST_BACKEND=postgres` over [`MODULES`] (each test
+//! there makes its databases through `support::common::temp_db` or `Scripted`, which then hand
+//! out fresh schemas on the test server), so `cargo test` covers both backends in one command.
+//! A test of those modules that is about SQLite itself (its file, WAL, pragmas) says so with
+//! `support::sql::sqlite_only` and returns on that run. Skips without a server, fails without
+//! one under `CI=true`.
+
+use std::process::Command;
+use std::time::Instant;
+
+use crate::support::postgres::{backend_is_postgres, url_or_skip, BACKEND_VAR};
+
+/// The modules whose tests run on both backends: the store, serve for the three contracts,
+/// the CLI, crash and restore, many writers, fuzzing and the property tests.
+pub const MODULES: &[&str] = &[
+    "thread::",
+    "store::",
+    "cli::",
+    "cli_sessions::",
+    "cli_stop::",
+    "cli_tree::",
+    "crash_restore::",
+    "crash_serve::",
+    "many_writers::",
+    "concurrency::",
+    "check::",
+    "usage_cli::",
+    "usage_restore::",
+    "agent::",
+    "worker::",
+    "questions::",
+    "queue::",
+    "spend::",
+    "serve_notices::",
+    "serve_subtree::",
+    "adopt::",
+    "session_files::",
+    "fuzz_corpus::",
+    "fuzz_serve::",
+    "prop_paths::",
+    "prop_ranges::",
+    "prop_refs::",
+    "prop_subtree::",
+    "prop_usage::",
+    "http::",
+];
+
+#[test]
+fn the_store_tests_pass_on_postgresql() {
+    if backend_is_postgres() {
+        // This is the PostgreSQL run itself.
+        return;
+    }
+    if url_or_skip("the_store_tests_pass_on_postgresql").is_none() {
+        return;
+    }
+    let started = Instant::now();
+    let out = Command::new(std::env::current_exe().unwrap())
+        .env(BACKEND_VAR, "postgres")
+        .args(MODULES)
+        // A filter matches anywhere in a test's name (`queue::` in `real_pi_queue::`): real Pi
+        // runs once, on SQLite, and the PostgreSQL tests run on their own.
+        .args(["--skip", "real_pi_", "--skip", "postgres::"])
+        .args(["--test-threads", "2"])
+        .output()
+        .expect("run the test binary again");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let failed: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("test ") && l.ends_with("FAILED"))
+        .collect();
+    let summary = stdout
+        .lines()
+        .rfind(|l| l.starts_with("test result:"))
+        .unwrap_or("(no summary)");
+    eprintln!(
+        "PostgreSQL run of {} modules: {summary} ({:.0} s)",
+        MODULES.len(),
+        started.elapsed().as_secs_f64()
+    );
+    assert!(
+        out.status.success(),
+        "on PostgreSQL, {} failed:\n{}\n\n{}",
+        failed.len(),
+        failed.join("\n"),
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .rev()
+            .take(200)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
