@@ -122,12 +122,10 @@ pub fn run(db: PathBuf, args: HttpArgs, out: &mut dyn Write) -> Result<()> {
         Some(t) => (t, format!("token: ${TOKEN_ENV}")),
         None => {
             let token = crate::ids::random_hex(32);
-            let path = args.token_file.clone().unwrap_or_else(|| {
-                db.parent()
-                    .filter(|p| !p.as_os_str().is_empty())
-                    .unwrap_or_else(|| Path::new("."))
-                    .join(TOKEN_FILE_NAME)
-            });
+            let path = args
+                .token_file
+                .clone()
+                .unwrap_or_else(|| super::beside_database(&db, TOKEN_FILE_NAME));
             write_token_file(&path, &token)?;
             (token, format!("token file: {}", path.display()))
         }

@@ -29,26 +29,7 @@ const FILE_DEFAULT: &str = "warn,threadbase=debug";
 /// The log file `serve` writes, if any: `--log-file PATH`, `--log-file` alone (the default file
 /// beside `db`; for a PostgreSQL database, in Pi's agent folder), else `$THREADBASE_LOG_FILE`. Absolute, so children inherit a usable path.
 pub fn log_file(flag: Option<Option<PathBuf>>, env: Option<&str>, db: &Path) -> Option<PathBuf> {
-    let beside_db = || {
-        // A PostgreSQL database has no folder: the log goes where Pi keeps its own files.
-        if crate::store::database_url(db).is_some() {
-            let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
-            let agent = var("PI_CODING_AGENT_DIR")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| {
-                    var("HOME")
-                        .map(PathBuf::from)
-                        .unwrap_or_else(|| PathBuf::from("."))
-                        .join(".pi")
-                        .join("agent")
-                });
-            return agent.join(LOG_FILE_NAME);
-        }
-        db.parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or_else(|| Path::new("."))
-            .join(LOG_FILE_NAME)
-    };
+    let beside_db = || super::beside_database(db, LOG_FILE_NAME);
     let chosen = match flag {
         Some(Some(path)) => path,
         Some(None) => beside_db(),

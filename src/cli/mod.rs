@@ -33,8 +33,9 @@ use crate::error::Error;
     about = "SQL-backed state engine for trees of background Pi agent sessions"
 )]
 pub struct Cli {
-    /// The database file. Default: $THREADBASE_DB, else $PI_CODING_AGENT_DIR/threadbase.sqlite,
-    /// else ~/.pi/agent/threadbase.sqlite.
+    /// The database: a SQLite file, or a team's PostgreSQL database as a URL
+    /// (postgres://USER[:PASSWORD]@HOST[:PORT]/DB). Default: $THREADBASE_DB, else
+    /// $PI_CODING_AGENT_DIR/threadbase.sqlite, else ~/.pi/agent/threadbase.sqlite.
     #[arg(long, global = true, value_name = "PATH")]
     pub db: Option<PathBuf>,
     #[command(subcommand)]
@@ -327,6 +328,30 @@ pub fn default_db_path(flag: Option<PathBuf>) -> PathBuf {
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("."));
     home.join(".pi").join("agent").join("threadbase.sqlite")
+}
+
+/// The file `name` beside the database `db` (the log, the HTTP token); for a PostgreSQL
+/// database, which has no folder, in Pi's agent folder (`$PI_CODING_AGENT_DIR`, else
+/// `~/.pi/agent`).
+pub fn beside_database(db: &std::path::Path, name: &str) -> PathBuf {
+    if crate::store::database_url(db).is_none() {
+        return db
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or_else(|| std::path::Path::new("."))
+            .join(name);
+    }
+    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+    var("PI_CODING_AGENT_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            var("HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from("."))
+                .join(".pi")
+                .join("agent")
+        })
+        .join(name)
 }
 
 /// A PostgreSQL URL's password moves into `PGPASSWORD` (read back when connecting, inherited by
