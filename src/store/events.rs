@@ -53,12 +53,34 @@ pub fn append(conn: &Conn, thread_id: &ThreadId, events: &[NewEvent<'_>]) -> Res
     )?;
     let first_seq = last_seq - events.len() as i64 + 1;
     let keep_from = last_seq - RETAINED_EVENTS + 1;
-    let insert = q!("event_insert");
-    for (i, (e, at)) in events.iter().zip(&ats).enumerate() {
-        let seq = first_seq + i as i64;
-        if seq >= keep_from {
-            conn.execute(insert, params![thread_id, seq, at, e.kind, e.data])?;
+    if conn.is_sqlite() {
+        let insert = q!("event_insert");
+        for (i, (e, at)) in events.iter().zip(&ats).enumerate() {
+            let seq = first_seq + i as i64;
+            if seq >= keep_from {
+                conn.execute(insert, params![thread_id, seq, at, e.kind, e.data])?;
+            }
         }
+    } else {
+        // One statement for the batch: a round trip to the server per event would bound the
+        // ingest at a few thousand events a second (benches/ingest.rs, the PostgreSQL run).
+        let mut batch = String::from("[");
+        for (i, (e, at)) in events.iter().zip(&ats).enumerate() {
+            let seq = first_seq + i as i64;
+            if seq >= keep_from {
+                if batch.len() > 1 {
+                    batch.push(',');
+                }
+                batch.push_str(&format!(
+                    "[{seq},{},{},{}]",
+                    serde_json::to_string(at)?,
+                    serde_json::to_string(e.kind)?,
+                    e.data
+                ));
+            }
+        }
+        batch.push(']');
+        conn.execute(q!("event_insert_batch"), params![thread_id, batch])?;
     }
     if last_seq > RETAINED_EVENTS {
         let trim = q!("event_trim");
