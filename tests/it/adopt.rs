@@ -294,37 +294,41 @@ fn an_adopted_subtree_takes_its_places_and_spend_to_the_new_tree() {
     assert_eq!(tree("ses_a"), (0, 0));
     assert_eq!(tree("ses_b"), (4, 1111));
     drop(conn);
-    // The migration's backfill over the same rows places every thread the same way.
-    let migration = include_str!("../../migrations/V4__usage_and_forest.sql");
-    let start = migration
-        .find("-- Places for the threads that exist already")
-        .unwrap();
-    let end = migration
-        .find("-- Threads recorded before this version")
-        .unwrap();
-    let mut raw = rusqlite::Connection::open(&db.path).unwrap();
-    let tx = raw.transaction().unwrap();
-    let dump = |tx: &rusqlite::Connection| -> Vec<(String, String, Option<String>, String, i64)> {
-        let mut s = tx
-            .prepare("SELECT thread_id, root_session, forest_parent_id, tree_key, level FROM thread_places ORDER BY thread_id")
+    // The migration's backfill (SQLite's V4, so on SQLite) over the same rows places every
+    // thread the same way.
+    if crate::support::database_is_sqlite(&db.path) {
+        // The migration's backfill over the same rows places every thread the same way.
+        let migration = include_str!("../../migrations/V4__usage_and_forest.sql");
+        let start = migration
+            .find("-- Places for the threads that exist already")
             .unwrap();
-        s.query_map([], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
-        })
-        .unwrap()
-        .collect::<rusqlite::Result<_>>()
-        .unwrap()
-    };
-    let by_adoption = dump(&tx);
-    assert!(
-        by_adoption.iter().all(|p| p.1 == "ses_b"),
-        "{by_adoption:#?}"
-    );
-    tx.execute_batch("DELETE FROM thread_places").unwrap();
-    tx.execute_batch(&migration[start..end]).unwrap();
-    assert_eq!(dump(&tx), by_adoption);
-    tx.rollback().unwrap();
-    drop(raw);
+        let end = migration
+            .find("-- Threads recorded before this version")
+            .unwrap();
+        let mut raw = rusqlite::Connection::open(&db.path).unwrap();
+        let tx = raw.transaction().unwrap();
+        let dump = |tx: &rusqlite::Connection| -> Vec<(String, String, Option<String>, String, i64)> {
+            let mut s = tx
+                .prepare("SELECT thread_id, root_session, forest_parent_id, tree_key, level FROM thread_places ORDER BY thread_id")
+                .unwrap();
+            s.query_map((), |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            })
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+        };
+        let by_adoption = dump(&tx);
+        assert!(
+            by_adoption.iter().all(|p| p.1 == "ses_b"),
+            "{by_adoption:#?}"
+        );
+        tx.execute_batch("DELETE FROM thread_places").unwrap();
+        tx.execute_batch(&migration[start..end]).unwrap();
+        assert_eq!(dump(&tx), by_adoption);
+        tx.rollback().unwrap();
+        drop(raw);
+    }
     drop(store);
     let out = common::threadbase(&db.path, &["check", "--json"]);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -354,10 +358,9 @@ fn a_thread_left_live_by_a_dead_serve_is_closed_as_stale_then_adopted() {
         common::add(&store, &[common::thread(&id, m, "/root/left", true)]);
         store
             .write(|tx| {
-                tx.sqlite().execute(
+                tx.execute_script(&crate::support::sql::with(
                     "UPDATE threads SET owner_pid = 999999999, owner_started_at = 1 WHERE id = ?1",
-                    [&id],
-                )?;
+                    [&id]))?;
                 Ok(())
             })
             .unwrap();

@@ -96,10 +96,9 @@ fn clean() -> common::TempDb {
     );
     store
         .write(|tx| {
-            tx.sqlite().execute(
+            tx.execute_script(&crate::support::sql::with(
                 "UPDATE threads SET pid = ?1, pgid = ?1, owner_pid = ?1, owner_started_at = ?2 WHERE id = ?3",
-                rusqlite::params![me.pid, me.started_at, tid(3)],
-            )?;
+                rusqlite::params![me.pid, me.started_at, tid(3)]))?;
             for (id, n) in [(tid(1), 3), (tid(3), 45)] {
                 for i in 0..n {
                     let at = format!("2026-11-30T00:00:{:02}.{:03}Z", i / 10, i % 10);
@@ -130,6 +129,9 @@ fn raw(db: &Path) -> Connection {
 
 #[test]
 fn a_clean_database_passes() {
+    if crate::support::sql::sqlite_only("a_clean_database_passes", "writes a row with SQLite's strftime through a raw connection; every process test ends with `threadbase check` on PostgreSQL too (support::db_check)") {
+        return;
+    }
     let db = clean();
     let (code, doc) = check(&db.path);
     assert_eq!(code, 0, "{doc:#}");
@@ -190,6 +192,9 @@ fn a_demo_database_passes() {
 /// Each case: SQL that breaks one invariant, the codes it must produce, the expected exit code.
 #[test]
 fn each_broken_invariant_is_reported_with_its_code_and_repair() {
+    if crate::support::sql::sqlite_only("each_broken_invariant_is_reported_with_its_code_and_repair", "breaks constraints through a raw SQLite connection (foreign keys and CHECKs off, sqlite_schema edits)") {
+        return;
+    }
     let cases: &[(&str, &str, &[&str], i32)] = &[
         (
             "event of a missing thread",
@@ -329,6 +334,9 @@ fn each_broken_invariant_is_reported_with_its_code_and_repair() {
 
 #[test]
 fn two_threads_at_one_path_are_reported() {
+    if crate::support::sql::sqlite_only("two_threads_at_one_path_are_reported", "drops a UNIQUE constraint by editing sqlite_schema") {
+        return;
+    }
     // UNIQUE (manager_id, path) cannot be switched off; only an edited schema lets a duplicate in.
     let db = clean();
     raw(&db.path)
@@ -365,7 +373,8 @@ fn a_live_thread_of_a_dead_owner_is_repaired_by_restore() {
     let pid = gone.id() as i64;
     let started = threadbase::runtime::process::start_time(pid).unwrap_or(1);
     gone.wait().unwrap();
-    raw(&db.path)
+    crate::support::sql::Conn::open(&db.path)
+        .unwrap()
         .execute(
             "UPDATE threads SET owner_pid = ?1, owner_started_at = ?2, pid = NULL, pgid = NULL WHERE id = ?3",
             rusqlite::params![pid, started, tid(3)],

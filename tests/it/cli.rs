@@ -71,7 +71,12 @@ fn sql_reads_and_refuses_writes() {
         "UPDATE threads SET archived = 1",
         "INSERT INTO managers (session_id, contract, created_at, updated_at) VALUES ('x', 'thread', 'n', 'n')",
         "DROP TABLE threads",
-        "PRAGMA journal_mode = DELETE",
+        // A pragma that writes (SQLite's; PostgreSQL has none).
+        if crate::support::database_is_sqlite(&db.path) {
+            "PRAGMA journal_mode = DELETE"
+        } else {
+            "CREATE TABLE t (x int)"
+        },
     ] {
         let out = threadbase(&db.path, &["sql", write]);
         assert_eq!(out.status.code(), Some(2), "{write} must be refused");
@@ -264,6 +269,9 @@ fn sql_timeout_stops_a_runaway_statement() {
 
 #[test]
 fn ctrl_c_interrupts_the_statement() {
+    if crate::support::sql::sqlite_only("ctrl_c_interrupts_the_statement", "sqlite3_interrupt on Ctrl-C; on PostgreSQL Ctrl-C ends the process and the server the statement") {
+        return;
+    }
     let db = seed();
     let child = Command::new(env!("CARGO_BIN_EXE_threadbase"))
         .arg("--db")
@@ -358,10 +366,9 @@ fn a_live_thread_whose_owner_is_gone_says_so_without_a_write() {
         .write(|tx| {
             // The held one's owner is this process; the orphan's is this pid with another start
             // time (a reused pid, not the owner).
-            tx.sqlite().execute(
+            tx.execute_script(&crate::support::sql::with(
                 "UPDATE threads SET owner_pid = ?1, owner_started_at = CASE path WHEN '/root/held' THEN ?2 ELSE ?2 + 12345 END WHERE status = 'live'",
-                [me.pid, me.started_at],
-            )?;
+                [me.pid, me.started_at]))?;
             Ok(())
         })
         .unwrap();
@@ -387,11 +394,11 @@ fn a_live_thread_whose_owner_is_gone_says_so_without_a_write() {
         .map(|s| s.split('"').next().unwrap().to_string())
         .collect();
     assert!(states.contains(&"live/owner gone".to_string()), "{doc}");
-    let conn = rusqlite::Connection::open(&db.path).unwrap();
+    let conn = crate::support::sql::Conn::open(&db.path).unwrap();
     let status: String = conn
         .query_row(
             "SELECT status FROM threads WHERE path = '/root/orphan'",
-            [],
+            (),
             |r| r.get(0),
         )
         .unwrap();

@@ -92,7 +92,7 @@ impl World {
     }
 
     fn thread_at(&self, path: &str, manager_session: &str) -> (String, String) {
-        let conn = rusqlite::Connection::open(&self.base.db).unwrap();
+        let conn = crate::support::sql::Conn::open(&self.base.db).unwrap();
         conn.query_row(
             "SELECT t.id, t.session_id FROM threads t JOIN managers m ON m.id = t.manager_id
              WHERE t.path = ?1 AND m.session_id = ?2",

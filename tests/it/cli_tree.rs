@@ -64,7 +64,7 @@ impl World {
     }
 
     fn session_of(&self, path: &str) -> (String, String) {
-        let conn = rusqlite::Connection::open(&self.base.db).unwrap();
+        let conn = crate::support::sql::Conn::open(&self.base.db).unwrap();
         conn.query_row(
             "SELECT id, session_id FROM threads WHERE path = ?1",
             [path],

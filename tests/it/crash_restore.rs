@@ -5,6 +5,8 @@
 //! The owner is this test binary re-executed (`crash_owner_process` runs only when
 //! THREADBASE_TEST_OWNER is set).
 
+#[allow(unused_imports)]
+use crate::support::sql::Rusqlite as _;
 use crate::support::runtime::{bash_launch, insert_starting, two_workers};
 use crate::support::{common, serve_client};
 
@@ -60,7 +62,6 @@ fn crash_owner_process() {
             let conn = store.read().unwrap();
             for id in &ids {
                 let seq: i64 = conn
-                    .sqlite()
                     .query_row("SELECT last_seq FROM threads WHERE id = ?1", [id], |r| {
                         r.get(0)
                     })
@@ -164,8 +165,7 @@ fn sigkill_of_the_owner_loses_no_committed_event_and_leaves_no_process() {
 
         let conn = store.read().unwrap();
         for (id, seq) in &committed {
-            let (status, phase, exit, message, last_seq): (String, String, String, String, i64) = conn
-                .sqlite().query_row(
+            let (status, phase, exit, message, last_seq): (String, String, String, String, i64) = conn.query_row(
                     "SELECT status, phase, exit_kind, exit_message, last_seq FROM threads WHERE id = ?1",
                     [id],
                     |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
@@ -217,7 +217,6 @@ fn sigkill_of_the_owner_loses_no_committed_event_and_leaves_no_process() {
         let status: String = store
             .read()
             .unwrap()
-            .sqlite()
             .query_row(
                 "SELECT status FROM threads WHERE id = ?1",
                 [common::tid(1)],

@@ -120,8 +120,8 @@ impl World {
         })
     }
 
-    fn conn(&self) -> rusqlite::Connection {
-        let c = rusqlite::Connection::open(&self.db).unwrap();
+    fn conn(&self) -> crate::support::sql::Conn {
+        let c = crate::support::sql::Conn::open(&self.db).unwrap();
         c.busy_timeout(Duration::from_secs(10)).unwrap();
         c
     }
@@ -144,7 +144,7 @@ impl World {
 /// (the restore pass reads back what the dead serve never recorded) and none twice. The row may
 /// hold one message more than the file: the child (the scripted agent writes each message just
 /// after emitting it) was killed between the two.
-fn check_usage(conn: &rusqlite::Connection, round: u64, id: &str) {
+fn check_usage(conn: &crate::support::sql::Conn, round: u64, id: &str) {
     let (file, turns, input): (Option<String>, i64, i64) = conn
         .query_row(
             "SELECT t.session_file, u.turns, u.input_tokens FROM threads t JOIN thread_usage u ON u.thread_id = t.id WHERE t.id = ?1",
@@ -215,13 +215,13 @@ fn expected_events() -> Vec<(String, Value)> {
 type Event = (i64, String, Value);
 
 /// Every stored event of every thread.
-fn all_events(conn: &rusqlite::Connection) -> HashMap<String, Vec<Event>> {
+fn all_events(conn: &crate::support::sql::Conn) -> HashMap<String, Vec<Event>> {
     let mut stmt = conn
         .prepare("SELECT thread_id, seq, type, data FROM thread_events ORDER BY thread_id, seq")
         .unwrap();
     let mut out: HashMap<String, Vec<Event>> = HashMap::new();
     let rows = stmt
-        .query_map([], |r| {
+        .query_map((), |r| {
             let data: String = r.get(3)?;
             Ok((
                 r.get::<_, String>(0)?,
@@ -249,14 +249,14 @@ struct Row {
     last_seq: i64,
 }
 
-fn rows(conn: &rusqlite::Connection) -> Vec<Row> {
+fn rows(conn: &crate::support::sql::Conn) -> Vec<Row> {
     let mut stmt = conn
         .prepare(
             "SELECT t.id, m.contract, t.task_name, t.status, t.exit_kind, t.exit_message, t.agent_state, t.status_text, t.outcome, t.last_seq
              FROM threads t JOIN managers m ON m.id = t.manager_id ORDER BY t.created_at",
         )
         .unwrap();
-    stmt.query_map([], |r| {
+    stmt.query_map((), |r| {
         Ok(Row {
             id: r.get(0)?,
             contract: r.get(1)?,
@@ -417,7 +417,7 @@ fn verify_after_restore(w: &World, round: u64, snap: &Snapshot, stopped: &[Strin
             .prepare("SELECT thread_id, seq, at, type, data FROM thread_events e WHERE EXISTS (SELECT 1 FROM thread_events f WHERE f.thread_id = e.thread_id AND f.seq < e.seq AND f.at > e.at) OR EXISTS (SELECT 1 FROM thread_events f WHERE f.thread_id = e.thread_id AND f.seq > e.seq AND f.at < e.at) ORDER BY thread_id, seq")
             .unwrap();
         let disorder: Vec<String> = stmt
-            .query_map([], |r| {
+            .query_map((), |r| {
                 Ok(format!(
                     "{} {} {} {} {}",
                     r.get::<_, String>(0)?,
@@ -603,7 +603,7 @@ fn sigkill_of_serve_at_random_moments_loses_nothing_and_leaves_no_process() {
         let mut stmt = conn
             .prepare("SELECT agent_state, count(*) FROM threads WHERE agent_state IS NOT NULL GROUP BY 1 ORDER BY 1")
             .unwrap();
-        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+        let rows = stmt.query_map((), |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
         rows.map(Result::unwrap).collect()
     };
     assert!(
@@ -791,10 +791,9 @@ fn restore_kills_what_a_gone_child_left_in_its_group_and_nothing_else() {
                     ..Default::default()
                 },
             )?;
-            tx.sqlite().execute(
+            tx.execute_script(&crate::support::sql::with(
                 "UPDATE threads SET pid = ?2, pgid = ?2, process_started_at = 1, owner_pid = ?3, owner_started_at = 1 WHERE id = ?1",
-                rusqlite::params![id, pgid, owner_pid],
-            )?;
+                rusqlite::params![id, pgid, owner_pid]))?;
             Ok(())
         })
         .unwrap();

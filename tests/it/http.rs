@@ -213,16 +213,14 @@ fn seed(db: &Path, workers: &[Worker<'_>]) {
                         ..Default::default()
                     },
                 )?;
-                tx.sqlite().execute(
+                tx.execute_script(&crate::support::sql::with(
                     "UPDATE threads SET outcome = ?2, hidden = ?3 WHERE id = ?1",
-                    rusqlite::params![w.id, w.outcome, w.hidden],
-                )?;
+                    rusqlite::params![w.id, w.outcome, w.hidden]))?;
                 if let Some(verdict) = w.verdict {
-                    tx.sqlite().execute(
+                    tx.execute_script(&crate::support::sql::with(
                         "INSERT INTO reports (worker_id, verdict, summary, evidence, message_id, created_at)
                          VALUES (?1, ?2, 'summary of ' || ?1, '[\"cargo test\",\"ok\"]', 'msg_r', '2026-01-01T00:00:00.000Z')",
-                        rusqlite::params![w.id, verdict],
-                    )?;
+                        rusqlite::params![w.id, verdict]))?;
                 }
             }
             Ok(())
@@ -338,7 +336,7 @@ fn snapshot_and_restore_with_the_token() {
     assert!(token.bytes().all(|b| b.is_ascii_hexdigit()));
     assert_eq!(
         server.token_file(),
-        db.path.parent().unwrap().join("threadbase-http.token")
+        threadbase::cli::beside_database(&db.path, "threadbase-http.token")
     );
 
     let (status, body) = post(
@@ -409,9 +407,8 @@ fn snapshot_and_restore_with_the_token() {
     // The database holds it: the override is now 0 for the hidden ones, NULL stays NULL for
     // the one that was never hidden, and other coordinators are untouched.
     let store = Store::open(&db.path).unwrap();
-    let conn = store.read().unwrap();
     let hidden: Vec<(String, Option<i64>)> =
-        common::pairs(conn.sqlite(), "SELECT id, hidden FROM threads ORDER BY id");
+        common::pairs(&crate::support::sql::Conn::open(&db.path).unwrap(), "SELECT id, hidden FROM threads ORDER BY id");
     assert_eq!(
         hidden,
         [
@@ -939,6 +936,9 @@ fn sigterm_stops_it_cleanly() {
 
 #[test]
 fn worker_queries_use_the_spawn_key_index() {
+    if crate::support::sql::sqlite_only("worker_queries_use_the_spawn_key_index", "SQLite's EXPLAIN QUERY PLAN") {
+        return;
+    }
     let db = common::temp_db();
     let store = Store::open(&db.path).unwrap();
     let conn = store.read().unwrap();

@@ -12,6 +12,8 @@
 //!
 //! `THREADBASE_WRITERS_OPS=N` sets the operations per writer (default 120, i.e. 15 rounds of 8).
 
+#[allow(unused_imports)]
+use crate::support::sql::Rusqlite as _;
 use crate::support::serve_client;
 
 use std::collections::BTreeMap;
@@ -235,36 +237,35 @@ fn top_reader(db: &Path, stop: &AtomicBool) -> (u64, Vec<String>) {
     while !stop.load(Ordering::Relaxed) {
         let result = (|| -> rusqlite::Result<()> {
             let version: i64 = conn
-                .sqlite()
-                .query_row("PRAGMA data_version", [], |r| r.get(0))?;
+                .query_row("PRAGMA data_version", (), |r| r.get(0))?;
             if version == seen {
                 return Ok(());
             }
             seen = version;
             let ids: Vec<String> = {
                 let mut stmt =
-                    conn.sqlite()
-                        .prepare_cached(&crate::support::common::expand_rows(include_str!(
+                    conn
+                        .prepare(&crate::support::common::expand_rows(include_str!(
                             "../../sql/top_threads.sql"
                         )))?;
-                let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+                let rows = stmt.query_map((), |r| r.get::<_, String>(0))?;
                 rows.collect::<rusqlite::Result<_>>()?
             };
             for id in ids.iter().rev().take(4) {
-                conn.sqlite()
-                    .prepare_cached(&crate::support::common::expand_rows(include_str!(
+                conn
+                    .prepare(&crate::support::common::expand_rows(include_str!(
                         "../../sql/thread_by_id_any.sql"
                     )))?
                     .query_map([id], |_| Ok(()))?
                     .for_each(drop);
-                conn.sqlite()
-                    .prepare_cached(&crate::support::common::expand_rows(include_str!(
+                conn
+                    .prepare(&crate::support::common::expand_rows(include_str!(
                         "../../sql/output_of_thread.sql"
                     )))?
                     .query_map([id], |_| Ok(()))?
                     .for_each(drop);
-                conn.sqlite()
-                    .prepare_cached(&crate::support::common::expand_rows(include_str!(
+                conn
+                    .prepare(&crate::support::common::expand_rows(include_str!(
                         "../../sql/events_of_thread.sql"
                     )))?
                     .query_map([id], |_| Ok(()))?
@@ -443,7 +444,7 @@ fn eight_serves_write_one_database_while_readers_read() {
 
     // No lost rows: every thread under its own manager, closed, with exactly the events its
     // serve reported, and last_seq at the last of them.
-    let conn = rusqlite::Connection::open(&db).unwrap();
+    let conn = crate::support::sql::Conn::open(&db).unwrap();
     let mut started = 0;
     for r in &reports {
         for id in &r.started {
@@ -478,17 +479,17 @@ fn eight_serves_write_one_database_while_readers_read() {
     let stale: i64 = conn
         .query_row(
             "SELECT (SELECT count(*) FROM threads WHERE exit_kind = 'stale') + (SELECT count(*) FROM thread_events WHERE type = 'thread_closed' AND json_extract(data, '$.exit.kind') = 'stale')",
-            [],
+            (),
             |r| r.get(0),
         )
         .unwrap();
     assert_eq!(stale, 0, "a live serve's thread was restored as stale");
     let threads: i64 = conn
-        .query_row("SELECT count(*) FROM threads", [], |r| r.get(0))
+        .query_row("SELECT count(*) FROM threads", (), |r| r.get(0))
         .unwrap();
     assert_eq!(threads, started as i64, "exactly the started threads exist");
     let events: i64 = conn
-        .query_row("SELECT count(*) FROM thread_events", [], |r| r.get(0))
+        .query_row("SELECT count(*) FROM thread_events", (), |r| r.get(0))
         .unwrap();
     println!("  rows: {threads} threads, {events} events, {WRITERS} managers");
     drop(conn);

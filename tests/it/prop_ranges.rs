@@ -9,6 +9,8 @@
 //! Also: for contract A's alphabet, `sort_key` order is JavaScript `localeCompare` order
 //! (reference/contract-semantics.md, Traps: `_` < `/` < digits < letters).
 
+#[allow(unused_imports)]
+use crate::support::sql::Rusqlite as _;
 use crate::support::prop::{config, locale_cmp};
 use crate::support::tree::{self, Copies, Node, Shape};
 
@@ -122,11 +124,11 @@ fn ancestor_path(pick: &AncestorPick, rows: &[Node]) -> String {
 }
 
 fn paths_of(
-    conn: &rusqlite::Connection,
+    conn: &threadbase::store::Conn,
     mgr: threadbase::domain::ManagerId,
     q: &ListQuery,
 ) -> Vec<String> {
-    let listing = list(threadbase::store::Conn::of(conn), mgr, q).expect("list");
+    let listing = list(conn, mgr, q).expect("list");
     assert_eq!(listing.count, listing.threads.len());
     assert_eq!(listing.live_count + listing.closed_count, listing.count);
     assert_eq!(
@@ -173,7 +175,7 @@ proptest! {
         let conn = store.read().expect("read");
         let map = children_map(&rows);
 
-        let everything = paths_of(conn.sqlite(), mgr, &ListQuery {
+        let everything = paths_of(&conn, mgr, &ListQuery {
             state: StateFilter::All,
             visibility: VisibilityFilter::All,
             subtree: Subtree::Everything,
@@ -188,13 +190,13 @@ proptest! {
             let direct: Vec<usize> = map.get(p.as_str()).cloned().unwrap_or_default();
 
             for (state, visibility) in [(StateFilter::All, VisibilityFilter::All), (*state, *visibility)] {
-                let got = paths_of(conn.sqlite(), mgr, &ListQuery {
+                let got = paths_of(&conn, mgr, &ListQuery {
                     state,
                     visibility,
                     subtree: Subtree::DescendantsOf(p.clone()),
                 });
                 prop_assert_eq!(got, expected(&rows, &below, state, visibility), "descendants of {} ({:?}, {:?})", p, state, visibility);
-                let got = paths_of(conn.sqlite(), mgr, &ListQuery {
+                let got = paths_of(&conn, mgr, &ListQuery {
                     state,
                     visibility,
                     subtree: Subtree::ChildrenOf(p.clone()),

@@ -6,6 +6,8 @@
 //! first, then the threads below it; never a thread outside its subtree, a thread of another
 //! root session with the same paths, or one below a contract B manager.
 
+#[allow(unused_imports)]
+use crate::support::sql::Rusqlite as _;
 use crate::support::common;
 use crate::support::prop::{config, locale_cmp};
 use crate::support::tree::{self, Node, Shape};
@@ -45,7 +47,7 @@ fn seed(nodes: &[Node]) -> (common::TempDb, Store, Vec<Mgr>) {
     let store = Store::open(&db.path).expect("open");
     let mgrs = store
         .write(|tx| {
-            let root = add_manager(tx.sqlite(), "ses_root", Contract::Thread, "/root", None)?;
+            let root = add_manager(tx, "ses_root", Contract::Thread, "/root", None)?;
             let mut mgrs = vec![Mgr {
                 db_id: root,
                 scope: "/root".into(),
@@ -60,7 +62,7 @@ fn seed(nodes: &[Node]) -> (common::TempDb, Store, Vec<Mgr>) {
                         Some(m) => m,
                         None => {
                             let id = add_manager(
-                                tx.sqlite(),
+                                tx,
                                 &format!("ses_of_{}", nodes[p].id),
                                 Contract::Thread,
                                 &nodes[p].path,
@@ -81,21 +83,20 @@ fn seed(nodes: &[Node]) -> (common::TempDb, Store, Vec<Mgr>) {
                 row.parent_id = n.parent.map(|p| nodes[p].id.as_str().into());
                 insert_thread(tx, &row)?;
                 if !n.live {
-                    tx.sqlite().execute(
+                    tx.execute_script(&crate::support::sql::with(
                         "UPDATE threads SET status='closed', phase='stale', exit_kind='stale', exit_message='seeded' WHERE id=?1",
-                        [&n.id],
-                    )?;
+                        [&n.id]))?;
                 }
             }
             // Noise: another root session with every path, each in its own root manager.
-            let other = add_manager(tx.sqlite(), "ses_other", Contract::Thread, "/root", None)?;
+            let other = add_manager(tx, "ses_other", Contract::Thread, "/root", None)?;
             for (i, n) in nodes.iter().enumerate() {
                 insert_thread(tx, &thread(&tid(0x10_0000 + i as u64), other, &n.path, true))?;
             }
             // Noise: a contract B manager hanging under the first node, with a thread below it.
             if let Some(first) = nodes.first() {
                 let agent =
-                    add_manager(tx.sqlite(), "ses_agent", Contract::Agent, &first.path, Some(&first.id))?;
+                    add_manager(tx, "ses_agent", Contract::Agent, &first.path, Some(&first.id))?;
                 let path = format!("{}/agent_x", first.path);
                 insert_thread(tx, &thread(&tid(0x20_0000), agent, &path, true))?;
             }
@@ -106,7 +107,7 @@ fn seed(nodes: &[Node]) -> (common::TempDb, Store, Vec<Mgr>) {
 }
 
 fn add_manager(
-    tx: &rusqlite::Connection,
+    tx: &threadbase::store::Conn,
     session: &str,
     contract: Contract,
     scope: &str,
@@ -114,7 +115,7 @@ fn add_manager(
 ) -> threadbase::Result<threadbase::domain::ManagerId> {
     let (session, self_id) = (SessionId::new(session), self_id.map(ThreadId::new));
     upsert_manager(
-        threadbase::store::Conn::of(tx),
+        tx,
         &ManagerSpec {
             depth: scope.matches('/').count() as i64 - 1,
             cwd: Some("/tmp"),

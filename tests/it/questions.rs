@@ -43,13 +43,13 @@ impl World {
 
     /// `(state, answer, answered_by)` of every question, oldest first.
     fn questions(&self) -> Vec<(String, Option<String>, Option<String>)> {
-        let conn = rusqlite::Connection::open(&self.base.db).unwrap();
+        let conn = crate::support::sql::Conn::open(&self.base.db).unwrap();
         conn.busy_timeout(Duration::from_secs(10)).unwrap();
         let mut stmt = conn
             .prepare("SELECT state, answer, answered_by FROM ui_requests ORDER BY id")
             .unwrap();
         let rows = stmt
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .query_map((), |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
             .unwrap()
             .collect::<rusqlite::Result<Vec<_>>>()
             .unwrap();

@@ -42,8 +42,8 @@ impl World {
         )
     }
 
-    fn db(&self) -> rusqlite::Connection {
-        let conn = rusqlite::Connection::open(&self.base.db).unwrap();
+    fn db(&self) -> crate::support::sql::Conn {
+        let conn = crate::support::sql::Conn::open(&self.base.db).unwrap();
         conn.busy_timeout(Duration::from_secs(10)).unwrap();
         conn
     }
@@ -68,7 +68,7 @@ impl World {
             )
             .unwrap();
         let rows = stmt
-            .query_map([], |r| r.get(0))
+            .query_map((), |r| r.get(0))
             .unwrap()
             .collect::<rusqlite::Result<Vec<String>>>()
             .unwrap();
@@ -212,7 +212,7 @@ fn queue_a_queued_thread_stopped_before_its_launch_never_starts() {
         .db()
         .query_row(
             "SELECT count(*) FROM thread_events e JOIN threads t ON t.id = e.thread_id WHERE t.path = '/root/b' AND e.type = 'thread_closed'",
-            [],
+            (),
             |r| r.get(0),
         )
         .unwrap();
@@ -328,11 +328,11 @@ fn queue_agent_spawns_over_the_concurrency_limit_are_queued_and_run_in_order() {
             "{v}"
         );
     }
-    let conn = rusqlite::Connection::open(&w.base.db).unwrap();
+    let conn = crate::support::sql::Conn::open(&w.base.db).unwrap();
     let order: Vec<(String, i64)> = conn
-        .prepare("SELECT path, launch_seq FROM threads ORDER BY CASE WHEN launch_seq > 0 THEN live_started_at END, path")
+        .prepare("SELECT path, launch_seq FROM threads ORDER BY launch_seq > 0, CASE WHEN launch_seq > 0 THEN live_started_at END, path")
         .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .query_map((), |r| Ok((r.get(0)?, r.get(1)?)))
         .unwrap()
         .collect::<rusqlite::Result<_>>()
         .unwrap();
@@ -418,10 +418,9 @@ fn queue_a_batch_reads_each_threads_position_and_question_in_its_place() {
                 queue::mark(tx, &ThreadId::new(id(n)), at)?;
             }
             // A claimed slot: no longer waiting, so it has no position and q2 is second.
-            tx.sqlite().execute(
+            tx.execute_script(&crate::support::sql::with(
                 "UPDATE threads SET dequeued_at = ?2 WHERE id = ?1",
-                (id(3), at),
-            )?;
+                (id(3), at)))?;
             let ask = |n: u64, request: &str, title: &str| {
                 questions::insert(
                     tx,

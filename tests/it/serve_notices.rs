@@ -37,8 +37,8 @@ impl World {
         self.base.serve("script", args, env)
     }
 
-    fn db(&self) -> rusqlite::Connection {
-        let conn = rusqlite::Connection::open(&self.base.db).unwrap();
+    fn db(&self) -> crate::support::sql::Conn {
+        let conn = crate::support::sql::Conn::open(&self.base.db).unwrap();
         conn.busy_timeout(Duration::from_secs(10)).unwrap();
         conn
     }
@@ -50,7 +50,7 @@ impl World {
             .prepare("SELECT state, body FROM mailbox WHERE kind = 'notice' ORDER BY id")
             .unwrap();
         let rows = stmt
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .query_map((), |r| Ok((r.get(0)?, r.get(1)?)))
             .unwrap()
             .collect::<rusqlite::Result<Vec<_>>>()
             .unwrap();

@@ -76,8 +76,8 @@ impl World {
             .unwrap()
     }
 
-    fn conn(&self) -> rusqlite::Connection {
-        let c = rusqlite::Connection::open(&self.base.db).unwrap();
+    fn conn(&self) -> crate::support::sql::Conn {
+        let c = crate::support::sql::Conn::open(&self.base.db).unwrap();
         c.busy_timeout(Duration::from_secs(10)).unwrap();
         c
     }
@@ -420,7 +420,7 @@ fn a_refused_or_untaken_command_is_a_clear_error() {
     let conn = w.conn();
     conn.execute(
         "UPDATE threads SET session_file = NULL WHERE path = '/root/lead/docs_check'",
-        [],
+        (),
     )
     .unwrap();
     let e = root.thread_error(json!({"action": "resume", "id": "lead/docs_check"}));
@@ -435,7 +435,7 @@ fn a_refused_or_untaken_command_is_a_clear_error() {
     let (state, result): (String, String) = conn
         .query_row(
             "SELECT state, result FROM commands WHERE kind = 'resume'",
-            [],
+            (),
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .unwrap();
@@ -450,7 +450,7 @@ fn a_refused_or_untaken_command_is_a_clear_error() {
     let (pid, started): (i64, i64) = conn
         .query_row(
             "SELECT owner_pid, owner_started_at FROM threads WHERE path = '/root/lead/slow'",
-            [],
+            (),
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .unwrap();
@@ -483,7 +483,7 @@ fn a_refused_or_untaken_command_is_a_clear_error() {
     let state: String = conn
         .query_row(
             "SELECT state FROM commands WHERE kind = 'send' ORDER BY id DESC LIMIT 1",
-            [],
+            (),
             |r| r.get(0),
         )
         .unwrap();

@@ -37,7 +37,7 @@ fn serve(s: &Scripted, session: &str, more: &[&str], env: &[(&str, &str)]) -> Se
 
 /// The manager serve made for `session` (serve must have started).
 fn manager_of(s: &Scripted, session: &str) -> threadbase::domain::ManagerId {
-    let conn = rusqlite::Connection::open(&s.db).unwrap();
+    let conn = crate::support::sql::Conn::open(&s.db).unwrap();
     threadbase::domain::ManagerId(
         conn.query_row(
             "SELECT id FROM managers WHERE session_id = ?1 AND contract = 'thread'",
@@ -341,11 +341,11 @@ fn the_root_sessions_own_turns_count_in_usage_and_the_budget() {
         json!({"recorded": false})
     );
     child.close(LONG);
-    let conn = rusqlite::Connection::open(&s.db).unwrap();
+    let conn = crate::support::sql::Conn::open(&s.db).unwrap();
     let rows: Vec<(String, i64)> = conn
         .prepare("SELECT session_id, input_tokens FROM session_usage ORDER BY session_id")
         .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .query_map((), |r| Ok((r.get(0)?, r.get(1)?)))
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();

@@ -1,6 +1,8 @@
 //! The store on real database files: opening, migrations, constraints, events, resolution,
 //! list filters.
 
+#[allow(unused_imports)]
+use crate::support::sql::Rusqlite as _;
 use crate::support::common;
 
 use common::{add, manager, temp_db, thread, tid};
@@ -13,23 +15,23 @@ use threadbase::{ErrorCode, Store};
 
 #[test]
 fn open_creates_folders_sets_wal_and_is_idempotent() {
+    if crate::support::sql::sqlite_only("open_creates_folders_sets_wal_and_is_idempotent", "the file, its folders and WAL mode") {
+        return;
+    }
     let db = temp_db();
     assert!(!db.path.parent().unwrap().exists());
     let store = Store::open(&db.path).unwrap();
     let conn = store.read().unwrap();
     let mode: String = conn
-        .sqlite()
-        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .query_row("PRAGMA journal_mode", (), |r| r.get(0))
         .unwrap();
     assert_eq!(mode, "wal");
     let fk: i64 = conn
-        .sqlite()
-        .query_row("PRAGMA foreign_keys", [], |r| r.get(0))
+        .query_row("PRAGMA foreign_keys", (), |r| r.get(0))
         .unwrap();
     assert_eq!(fk, 1);
     let sync: i64 = conn
-        .sqlite()
-        .query_row("PRAGMA synchronous", [], |r| r.get(0))
+        .query_row("PRAGMA synchronous", (), |r| r.get(0))
         .unwrap();
     assert_eq!(sync, 1, "NORMAL");
     drop(conn);
@@ -39,8 +41,7 @@ fn open_creates_folders_sets_wal_and_is_idempotent() {
     let applied: i64 = store
         .read()
         .unwrap()
-        .sqlite()
-        .query_row("SELECT count(*) FROM refinery_schema_history", [], |r| {
+        .query_row("SELECT count(*) FROM refinery_schema_history", (), |r| {
             r.get(0)
         })
         .unwrap();
@@ -49,13 +50,16 @@ fn open_creates_folders_sets_wal_and_is_idempotent() {
 
 #[test]
 fn an_edited_applied_migration_fails_loudly() {
+    if crate::support::sql::sqlite_only("an_edited_applied_migration_fails_loudly", "SQLite's migrations/ history in the file; postgres::migrate covers PostgreSQL's") {
+        return;
+    }
     let db = temp_db();
     drop(Store::open(&db.path).unwrap());
     // Pretend the applied V1 had different text: its checksum no longer matches the file.
     let conn = Connection::open(&db.path).unwrap();
     conn.execute(
         "UPDATE refinery_schema_history SET checksum = '1' WHERE version = 1",
-        [],
+        (),
     )
     .unwrap();
     drop(conn);
@@ -73,8 +77,7 @@ fn readers_cannot_write() {
     let store = Store::open(&db.path).unwrap();
     let conn = store.read().unwrap();
     let err = conn
-        .sqlite()
-        .execute("DELETE FROM threads", [])
+        .execute_script(&crate::support::sql::with("DELETE FROM threads", ()))
         .unwrap_err();
     assert!(
         err.to_string().contains("readonly") || err.to_string().contains("read-only"),
@@ -156,8 +159,7 @@ fn a_failed_write_leaves_nothing_behind() {
     let n: i64 = store
         .read()
         .unwrap()
-        .sqlite()
-        .query_row("SELECT count(*) FROM threads", [], |r| r.get(0))
+        .query_row("SELECT count(*) FROM threads", (), |r| r.get(0))
         .unwrap();
     assert_eq!(n, 0, "the transaction rolled back whole");
 }
@@ -210,8 +212,7 @@ fn events_keep_a_ring_of_40_and_seq_grows_across_reopen() {
     let last_event_at: String = store
         .read()
         .unwrap()
-        .sqlite()
-        .query_row("SELECT last_event_at FROM threads", [], |r| r.get(0))
+        .query_row("SELECT last_event_at FROM threads", (), |r| r.get(0))
         .unwrap();
     assert_eq!(last_event_at, "2026-01-01T00:00:01.000Z");
     // A batch longer than the ring keeps only its newest 40.
@@ -248,8 +249,7 @@ fn seeded() -> (common::TempDb, Store, threadbase::domain::ManagerId) {
     store
         .write(|tx| {
             Ok(tx
-                .sqlite()
-                .execute("UPDATE threads SET archived = 1 WHERE id = ?1", [tid(5)])?)
+                .execute_script(&crate::support::sql::with("UPDATE threads SET archived = 1 WHERE id = ?1", [tid(5)]))?)
         })
         .unwrap();
     (db, store, m)
@@ -467,8 +467,7 @@ fn appended_events_never_go_back_in_time() {
         ]
     );
     let last: String = conn
-        .sqlite()
-        .query_row("SELECT last_event_at FROM threads", [], |r| r.get(0))
+        .query_row("SELECT last_event_at FROM threads", (), |r| r.get(0))
         .unwrap();
     assert_eq!(last, "2026-01-01T00:00:00.306Z");
 }
@@ -490,7 +489,7 @@ fn a_closed_store_leaves_its_rows_in_the_main_file() {
     let store = Store::open(&path).unwrap();
     store
         .write(|tx| {
-            tx.sqlite().execute_batch(
+            tx.execute_batch(
                 "CREATE TABLE scratch(x); INSERT INTO scratch VALUES (1), (2), (3);",
             )?;
             Ok(())
@@ -498,10 +497,9 @@ fn a_closed_store_leaves_its_rows_in_the_main_file() {
         .unwrap();
     assert!(wal_len(&path) > 0);
     let reader = threadbase::store::open_read_only(&path).unwrap();
-    reader.sqlite().execute_batch("BEGIN").unwrap();
+    reader.execute_batch("BEGIN").unwrap();
     let _: i64 = reader
-        .sqlite()
-        .query_row("SELECT count(*) FROM scratch", [], |r| r.get(0))
+        .query_row("SELECT count(*) FROM scratch", (), |r| r.get(0))
         .unwrap();
     let began = std::time::Instant::now();
     assert!(!store.settle_wal(), "settled under an open read");
@@ -510,7 +508,7 @@ fn a_closed_store_leaves_its_rows_in_the_main_file() {
         "it waited past its bound"
     );
     assert!(wal_len(&path) > 0);
-    reader.sqlite().execute_batch("COMMIT").unwrap();
+    reader.execute_batch("COMMIT").unwrap();
     drop(store);
     assert_eq!(wal_len(&path), 0, "the WAL was not emptied");
     // The main file alone holds the rows.
@@ -518,7 +516,7 @@ fn a_closed_store_leaves_its_rows_in_the_main_file() {
     std::fs::copy(&path, &copy).unwrap();
     let n: i64 = Connection::open(&copy)
         .unwrap()
-        .query_row("SELECT count(*) FROM scratch", [], |r| r.get(0))
+        .query_row("SELECT count(*) FROM scratch", (), |r| r.get(0))
         .unwrap();
     assert_eq!(n, 3);
     drop(idle);
@@ -530,6 +528,9 @@ fn a_closed_store_leaves_its_rows_in_the_main_file() {
 /// wrong positions).
 #[test]
 fn every_row_query_returns_its_rows_columns() {
+    if crate::support::sql::sqlite_only("every_row_query_returns_its_rows_columns", "prepares each query on SQLite; postgres::queries compares them on PostgreSQL") {
+        return;
+    }
     let db = common::temp_db();
     let store = threadbase::Store::open(&db.path).unwrap();
     let conn = store.read().unwrap();

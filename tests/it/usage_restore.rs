@@ -2,6 +2,8 @@
 //! session file by the restore pass, once, and the history a fork or an inherited context
 //! copied into the file (older than the thread) is never counted.
 
+#[allow(unused_imports)]
+use crate::support::sql::Rusqlite as _;
 use crate::support::common;
 
 use serde_json::json;
@@ -37,7 +39,6 @@ fn restore_counts_what_a_dead_serve_never_recorded_and_only_that() {
     common::add(&store, &[common::thread(id.as_str(), m, "/root/a", true)]);
     let conn = store.read().unwrap();
     let created: String = conn
-        .sqlite()
         .query_row("SELECT created_at FROM threads WHERE id = ?1", [&id], |r| {
             r.get(0)
         })
@@ -70,10 +71,9 @@ fn restore_counts_what_a_dead_serve_never_recorded_and_only_that() {
     let me = ProcessIdentity::current();
     store
         .write(|tx| {
-            tx.sqlite().execute(
+            tx.execute_script(&crate::support::sql::with(
                 "UPDATE threads SET session_file = ?1, owner_pid = ?2, owner_started_at = ?3 WHERE id = ?4",
-                rusqlite::params![file.display().to_string(), me.pid, me.started_at - 1, id],
-            )?;
+                rusqlite::params![file.display().to_string(), me.pid, me.started_at - 1, id]))?;
             usage::add(tx, &id, &Usage::of_assistant_message(&counted), &created)
         })
         .unwrap();

@@ -475,10 +475,9 @@ fn seeded_live(db: &Path) -> String {
     let me = threadbase::runtime::process::ProcessIdentity::current();
     store
         .write(|tx| {
-            tx.sqlite().execute(
+            tx.execute_script(&crate::support::sql::with(
                 "UPDATE threads SET owner_pid = ?1, owner_started_at = ?2",
-                rusqlite::params![me.pid, me.started_at],
-            )?;
+                rusqlite::params![me.pid, me.started_at]))?;
             Ok(())
         })
         .unwrap();
@@ -668,8 +667,7 @@ fn the_event_stream_resumes_from_the_last_event_id() {
     let store = Store::open(&db.path).unwrap();
     store
         .write(|tx| {
-            tx.sqlite()
-                .execute("UPDATE threads SET name = 'renamed'", [])?;
+            tx.execute_script(&crate::support::sql::with("UPDATE threads SET name = 'renamed'", ()))?;
             Ok(())
         })
         .unwrap();
@@ -742,10 +740,9 @@ fn soak() {
         let name = format!("change-{i}");
         store
             .write(|tx| {
-                tx.sqlite().execute(
+                tx.execute_script(&crate::support::sql::with(
                     "UPDATE threads SET name = ?1 WHERE path = '/root/a0'",
-                    [&name],
-                )?;
+                    [&name]))?;
                 Ok(())
             })
             .unwrap();

@@ -38,7 +38,10 @@ impl r2d2::ManageConnection for Readers {
     type Error = Error;
 
     fn connect(&self) -> Result<PgConn> {
-        self.0.connect(None)
+        // Readers only read, as SQLite's (`query_only`): a write through one is refused.
+        let conn = self.0.connect(None)?;
+        conn.batch("SET default_transaction_read_only = on")?;
+        Ok(conn)
     }
 
     fn is_valid(&self, conn: &mut PgConn) -> Result<()> {

@@ -132,27 +132,10 @@ impl World {
     }
 
     pub(crate) fn sql(&self, query: &str) -> Vec<Vec<Value>> {
-        let conn = rusqlite::Connection::open(&self.base.db).unwrap();
-        let mut stmt = conn.prepare(query).unwrap();
-        let n = stmt.column_count();
-        let rows = stmt
-            .query_map([], |r| {
-                (0..n)
-                    .map(|i| {
-                        Ok(match r.get_ref(i)? {
-                            rusqlite::types::ValueRef::Null => Value::Null,
-                            rusqlite::types::ValueRef::Integer(x) => json!(x),
-                            rusqlite::types::ValueRef::Real(x) => json!(x),
-                            rusqlite::types::ValueRef::Text(t) => {
-                                json!(String::from_utf8_lossy(t))
-                            }
-                            rusqlite::types::ValueRef::Blob(_) => json!("<blob>"),
-                        })
-                    })
-                    .collect()
-            })
-            .unwrap();
-        rows.map(Result::unwrap).collect()
+        crate::support::sql::values(&self.base.db, query)
+            .into_iter()
+            .map(|r| r.into_iter().map(crate::support::sql::json).collect())
+            .collect()
     }
 }
 

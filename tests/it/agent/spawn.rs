@@ -345,13 +345,21 @@ fn independent_roots_start_empty_and_restore_is_all_or_nothing() {
     drop(root);
 
     // A broken saved parent link: restore refuses the whole registry and changes nothing.
-    let conn = rusqlite::Connection::open(&w.base.db).unwrap();
-    conn.execute_batch(
-        "PRAGMA foreign_keys = OFF;
-         UPDATE threads SET agent_state = 'running', status = 'live', owner_pid = 999999999, owner_started_at = 1 WHERE path = '/k/l';
-         UPDATE threads SET path = '/k2', task_name = 'k2' WHERE path = '/k';",
-    )
-    .unwrap();
+    // Foreign keys off for these writes: SQLite's pragma (outside a transaction, on a
+    // connection of its own), PostgreSQL's replica role (for the transaction).
+    let broken = "UPDATE threads SET agent_state = 'running', status = 'live', owner_pid = 999999999, owner_started_at = 1 WHERE path = '/k/l';
+         UPDATE threads SET path = '/k2', task_name = 'k2' WHERE path = '/k';";
+    if crate::support::database_is_sqlite(&w.base.db) {
+        rusqlite::Connection::open(&w.base.db)
+            .unwrap()
+            .execute_batch(&format!("PRAGMA foreign_keys = OFF; {broken}"))
+            .unwrap();
+    } else {
+        crate::support::sql::exec(
+            &w.base.db,
+            &format!("SET LOCAL session_replication_role = replica; {broken}"),
+        );
+    }
     let before = w.sql("SELECT path, agent_state, status FROM threads ORDER BY path");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_threadbase"))
         .arg("--db")

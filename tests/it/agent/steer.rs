@@ -26,9 +26,9 @@ fn crash_restore_pauses_and_mailboxes_deliver_exactly_once() {
     // Rows written by a process that died before delivering them: a steer never sent, one the
     // child already consumed (its task is in the transcript), and a notice for /root.
     let now = threadbase::time::now_iso();
-    let conn = rusqlite::Connection::open(&w.base.db).unwrap();
+    let conn = crate::support::sql::Conn::open(&w.base.db).unwrap();
     let id: String = conn
-        .query_row("SELECT id FROM threads WHERE path = '/root/a'", [], |r| {
+        .query_row("SELECT id FROM threads WHERE path = '/root/a'", (), |r| {
             r.get(0)
         })
         .unwrap();

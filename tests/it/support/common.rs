@@ -128,13 +128,13 @@ pub fn count(db: &Path, sql: &str) -> i64 {
 }
 
 /// The two columns of every row `sql` reads.
-pub fn pairs<A: rusqlite::types::FromSql, B: rusqlite::types::FromSql>(
-    conn: &rusqlite::Connection,
+pub fn pairs<A: threadbase::store::db::FromCell, B: threadbase::store::db::FromCell>(
+    conn: &super::sql::Conn,
     sql: &str,
 ) -> Vec<(A, B)> {
     conn.prepare(sql)
         .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .query_map((), |r| Ok((r.get(0)?, r.get(1)?)))
         .unwrap()
         .map(Result::unwrap)
         .collect()

@@ -6,6 +6,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use threadbase::store::db::Value;
+
 fn pid_alive(pid: i64) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()
 }
@@ -13,23 +15,26 @@ fn pid_alive(pid: i64) -> bool {
 /// Runs every check; `Err` lists the problems found.
 pub fn db_check(db: &Path) -> Result<String, String> {
     let mut problems = Vec::new();
-    let conn = rusqlite::Connection::open(db).map_err(|e| e.to_string())?;
-    conn.busy_timeout(Duration::from_secs(10)).unwrap();
-    let integrity: String = conn
-        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-        .map_err(|e| e.to_string())?;
-    if integrity != "ok" {
-        problems.push(format!("integrity_check: {integrity}"));
+    // SQLite's own checks of its file; a PostgreSQL server keeps its pages and foreign keys.
+    if super::database_is_sqlite(db) {
+        let conn = rusqlite::Connection::open(db).map_err(|e| e.to_string())?;
+        conn.busy_timeout(Duration::from_secs(10)).unwrap();
+        let integrity: String = conn
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .map_err(|e| e.to_string())?;
+        if integrity != "ok" {
+            problems.push(format!("integrity_check: {integrity}"));
+        }
+        let fk: i64 = conn
+            .query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        if fk != 0 {
+            problems.push(format!("{fk} foreign key violations"));
+        }
     }
-    let fk: i64 = conn
-        .query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |r| {
-            r.get(0)
-        })
-        .unwrap();
-    if fk != 0 {
-        problems.push(format!("{fk} foreign key violations"));
-    }
-    let count = |sql: &str| -> i64 { conn.query_row(sql, [], |r| r.get(0)).unwrap() };
+    let count = |sql: &str| -> i64 { super::sql::count(db, sql) };
     for (what, sql) in [
         (
             "events of missing threads",
@@ -41,11 +46,11 @@ pub fn db_check(db: &Path) -> Result<String, String> {
         ),
         (
             "threads retaining more than 40 events",
-            "SELECT count(*) FROM (SELECT thread_id FROM thread_events GROUP BY thread_id HAVING count(*) > 40)",
+            "SELECT count(*) FROM (SELECT thread_id FROM thread_events GROUP BY thread_id HAVING count(*) > 40) AS x",
         ),
         (
             "duplicate (manager, path)",
-            "SELECT count(*) FROM (SELECT 1 FROM threads GROUP BY manager_id, path HAVING count(*) > 1)",
+            "SELECT count(*) FROM (SELECT 1 FROM threads GROUP BY manager_id, path HAVING count(*) > 1) AS x",
         ),
         (
             "live threads without a pid",
@@ -61,16 +66,16 @@ pub fn db_check(db: &Path) -> Result<String, String> {
             problems.push(format!("{n} {what}"));
         }
     }
-    let mut stmt = conn
-        .prepare(
-            "SELECT id, owner_pid FROM threads WHERE status = 'live' AND owner_pid IS NOT NULL",
-        )
-        .unwrap();
-    let owners: Vec<(String, i64)> = stmt
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let owners: Vec<(String, i64)> = super::sql::values(
+        db,
+        "SELECT id, owner_pid FROM threads WHERE status = 'live' AND owner_pid IS NOT NULL",
+    )
+    .into_iter()
+    .map(|r| match (&r[0], &r[1]) {
+        (Value::Text(id), Value::Int(pid)) => (id.to_string(), *pid),
+        other => panic!("a live thread's id and owner: {other:?}"),
+    })
+    .collect();
     for (id, owner) in owners {
         if !pid_alive(owner) {
             problems.push(format!("live thread {id} with dead owner {owner}"));

@@ -20,3 +20,8 @@ pub mod serve_client;
 pub mod serve_env;
 pub mod sql;
 pub mod tree;
+
+/// Whether the test database `db` is a SQLite file (not a PostgreSQL URL).
+pub fn database_is_sqlite(db: &std::path::Path) -> bool {
+    threadbase::store::database_url(db).is_none()
+}

@@ -2,6 +2,8 @@
 //! manager, the `starting` rows they launch children into, and what the children left in the
 //! rows.
 
+#[allow(unused_imports)]
+use crate::support::sql::Rusqlite as _;
 use std::sync::Arc;
 use threadbase::domain::{ManagerId, Phase, ThreadId};
 
@@ -57,7 +59,6 @@ impl RuntimeDb {
             .store
             .read()
             .unwrap()
-            .sqlite()
             .query_row(&sql, [id], |r| r.get(0))
             .unwrap();
         serde_json::from_str(&text).unwrap()

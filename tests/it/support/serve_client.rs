@@ -413,12 +413,12 @@ pub fn top_status(db: &Path, list: &Value, worker: &str) -> String {
         .iter()
         .find(|v| v["workerID"] == worker)
         .unwrap_or_else(|| panic!("{worker} in {list}"));
-    let conn = rusqlite::Connection::open(db).unwrap();
+    let conn = crate::support::sql::Conn::open(db).unwrap();
     conn.busy_timeout(std::time::Duration::from_secs(10))
         .unwrap();
     let sql = "SELECT status, phase FROM threads WHERE id = ?1";
     let (status, phase): (ThreadStatus, Phase) =
-        conn.query_row(sql, [worker], |r| r.try_into()).unwrap();
+        conn.query_row(sql, [worker], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
     threadbase::contract::worker::list_status(
         status,
         phase,

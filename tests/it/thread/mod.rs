@@ -10,6 +10,8 @@
 //! (docs/fidelity.md, "Contract A"), the comment says so and threadbase's documented behaviour
 //! is asserted.
 
+#[allow(unused_imports)]
+use crate::support::sql::Rusqlite as _;
 mod list;
 mod poll;
 mod start;
@@ -178,10 +180,9 @@ fn seed_closed_threads(db: &Path, n: u64) {
     let manager: threadbase::domain::ManagerId = store
         .read()
         .unwrap()
-        .sqlite()
         .query_row(
             "SELECT id FROM managers WHERE session_id = 'ses_parent' AND contract = 'thread'",
-            [],
+            (),
             |r| r.get(0),
         )
         .unwrap();

@@ -108,11 +108,11 @@ fn child_exiting_after_its_prompt(code: i32) -> (World, Value) {
 #[test]
 fn golden_fast_finishing_child_is_closed_with_its_session_known() {
     let (w, snap) = fast_finishing_child();
-    let conn = rusqlite::Connection::open(&w.base.db).unwrap();
+    let conn = crate::support::sql::Conn::open(&w.base.db).unwrap();
     let (file, id): (String, String) = conn
         .query_row(
             "SELECT session_file, session_id FROM threads WHERE path = '/root/quick'",
-            [],
+            (),
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .unwrap();

@@ -11,7 +11,7 @@ fn rows_written_by_other_processes_reach_the_owning_serve() {
     let mut s = w.serve(&[]);
     let r = s.thread(json!({"action": "start", "prompt": "long job", "taskName": "long"}));
     let id = details(&r)["snapshot"]["id"].as_str().unwrap().to_string();
-    let conn = rusqlite::Connection::open(&w.base.db).unwrap();
+    let conn = crate::support::sql::Conn::open(&w.base.db).unwrap();
     conn.busy_timeout(Duration::from_secs(10)).unwrap();
     // A notice for this session's caller, written by another process: delivered once.
     conn.execute(
@@ -28,7 +28,7 @@ fn rows_written_by_other_processes_reach_the_owning_serve() {
     .unwrap();
     loop {
         let (state, result): (String, Option<String>) = conn
-            .query_row("SELECT state, result FROM commands", [], |r| {
+            .query_row("SELECT state, result FROM commands", (), |r| {
                 Ok((r.get(0)?, r.get(1)?))
             })
             .unwrap();
@@ -65,7 +65,7 @@ fn rows_written_by_other_processes_reach_the_owning_serve() {
     let undelivered: i64 = conn
         .query_row(
             "SELECT count(*) FROM mailbox WHERE state <> 'delivered'",
-            [],
+            (),
             |r| r.get(0),
         )
         .unwrap();

@@ -65,14 +65,14 @@ impl World {
         self.base.root.join("work").display().to_string()
     }
 
-    fn conn(&self) -> rusqlite::Connection {
-        let c = rusqlite::Connection::open(&self.base.db).unwrap();
+    fn conn(&self) -> crate::support::sql::Conn {
+        let c = crate::support::sql::Conn::open(&self.base.db).unwrap();
         c.busy_timeout(Duration::from_secs(10)).unwrap();
         c
     }
 
     fn count(&self, sql: &str) -> i64 {
-        self.conn().query_row(sql, [], |r| r.get(0)).unwrap()
+        self.conn().query_row(sql, (), |r| r.get(0)).unwrap()
     }
 
     fn session_file(&self, worker: &str) -> PathBuf {

@@ -67,7 +67,7 @@ fn roles_and_report_dedupe_across_processes() {
         .conn()
         .query_row(
             "SELECT mb.body, mb.message_id, t.report_message_id FROM mailbox mb JOIN threads t ON t.id = mb.thread_id WHERE mb.kind = 'report'",
-            [],
+            (),
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )
         .unwrap();

@@ -88,7 +88,7 @@ fn spawn_is_idempotent_and_delivers_the_initial_prompt_once() {
         .conn()
         .query_row(
             "SELECT mb.state, mb.message_id, t.initial_message_id FROM mailbox mb JOIN threads t ON t.id = mb.thread_id WHERE mb.direction = 'to_child'",
-            [],
+            (),
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )
         .unwrap();
@@ -594,7 +594,7 @@ fn queue_a_spawn_over_the_slot_limit_waits_and_starts_when_a_slot_frees() {
         .conn()
         .prepare("SELECT id, launch_seq FROM threads ORDER BY rowid")
         .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .query_map((), |r| Ok((r.get(0)?, r.get(1)?)))
         .unwrap()
         .collect::<rusqlite::Result<_>>()
         .unwrap();
