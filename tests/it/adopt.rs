@@ -307,17 +307,18 @@ fn an_adopted_subtree_takes_its_places_and_spend_to_the_new_tree() {
             .unwrap();
         let mut raw = rusqlite::Connection::open(&db.path).unwrap();
         let tx = raw.transaction().unwrap();
-        let dump = |tx: &rusqlite::Connection| -> Vec<(String, String, Option<String>, String, i64)> {
-            let mut s = tx
+        let dump =
+            |tx: &rusqlite::Connection| -> Vec<(String, String, Option<String>, String, i64)> {
+                let mut s = tx
                 .prepare("SELECT thread_id, root_session, forest_parent_id, tree_key, level FROM thread_places ORDER BY thread_id")
                 .unwrap();
-            s.query_map((), |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
-            })
-            .unwrap()
-            .collect::<rusqlite::Result<_>>()
-            .unwrap()
-        };
+                s.query_map((), |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+                })
+                .unwrap()
+                .collect::<rusqlite::Result<_>>()
+                .unwrap()
+            };
         let by_adoption = dump(&tx);
         assert!(
             by_adoption.iter().all(|p| p.1 == "ses_b"),
@@ -360,7 +361,8 @@ fn a_thread_left_live_by_a_dead_serve_is_closed_as_stale_then_adopted() {
             .write(|tx| {
                 tx.execute_script(&crate::support::sql::with(
                     "UPDATE threads SET owner_pid = 999999999, owner_started_at = 1 WHERE id = ?1",
-                    [&id]))?;
+                    [&id],
+                ))?;
                 Ok(())
             })
             .unwrap();

@@ -334,7 +334,10 @@ fn each_broken_invariant_is_reported_with_its_code_and_repair() {
 
 #[test]
 fn two_threads_at_one_path_are_reported() {
-    if crate::support::sql::sqlite_only("two_threads_at_one_path_are_reported", "drops a UNIQUE constraint by editing sqlite_schema") {
+    if crate::support::sql::sqlite_only(
+        "two_threads_at_one_path_are_reported",
+        "drops a UNIQUE constraint by editing sqlite_schema",
+    ) {
         return;
     }
     // UNIQUE (manager_id, path) cannot be switched off; only an edited schema lets a duplicate in.

@@ -3,9 +3,9 @@
 //! The test re-executes its own binary: `writer_process` does the work only when
 //! THREADBASE_TEST_WRITER is set.
 
+use crate::support::common;
 #[allow(unused_imports)]
 use crate::support::sql::Rusqlite as _;
-use crate::support::common;
 
 use std::process::Command;
 

@@ -5,9 +5,9 @@
 //! The owner is this test binary re-executed (`crash_owner_process` runs only when
 //! THREADBASE_TEST_OWNER is set).
 
+use crate::support::runtime::{bash_launch, insert_starting, two_workers};
 #[allow(unused_imports)]
 use crate::support::sql::Rusqlite as _;
-use crate::support::runtime::{bash_launch, insert_starting, two_workers};
 use crate::support::{common, serve_client};
 
 use std::collections::HashMap;

@@ -406,9 +406,10 @@ fn snapshot_and_restore_with_the_token() {
 
     // The database holds it: the override is now 0 for the hidden ones, NULL stays NULL for
     // the one that was never hidden, and other coordinators are untouched.
-    let store = Store::open(&db.path).unwrap();
-    let hidden: Vec<(String, Option<i64>)> =
-        common::pairs(&crate::support::sql::Conn::open(&db.path).unwrap(), "SELECT id, hidden FROM threads ORDER BY id");
+    let hidden: Vec<(String, Option<i64>)> = common::pairs(
+        &crate::support::sql::Conn::open(&db.path).unwrap(),
+        "SELECT id, hidden FROM threads ORDER BY id",
+    );
     assert_eq!(
         hidden,
         [
@@ -936,7 +937,10 @@ fn sigterm_stops_it_cleanly() {
 
 #[test]
 fn worker_queries_use_the_spawn_key_index() {
-    if crate::support::sql::sqlite_only("worker_queries_use_the_spawn_key_index", "SQLite's EXPLAIN QUERY PLAN") {
+    if crate::support::sql::sqlite_only(
+        "worker_queries_use_the_spawn_key_index",
+        "SQLite's EXPLAIN QUERY PLAN",
+    ) {
         return;
     }
     let db = common::temp_db();

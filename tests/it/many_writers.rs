@@ -12,9 +12,9 @@
 //!
 //! `THREADBASE_WRITERS_OPS=N` sets the operations per writer (default 120, i.e. 15 rounds of 8).
 
+use crate::support::serve_client;
 #[allow(unused_imports)]
 use crate::support::sql::Rusqlite as _;
-use crate::support::serve_client;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -236,40 +236,34 @@ fn top_reader(db: &Path, stop: &AtomicBool) -> (u64, Vec<String>) {
     let mut seen = -1i64;
     while !stop.load(Ordering::Relaxed) {
         let result = (|| -> rusqlite::Result<()> {
-            let version: i64 = conn
-                .query_row("PRAGMA data_version", (), |r| r.get(0))?;
+            let version: i64 = conn.query_row("PRAGMA data_version", (), |r| r.get(0))?;
             if version == seen {
                 return Ok(());
             }
             seen = version;
             let ids: Vec<String> = {
-                let mut stmt =
-                    conn
-                        .prepare(&crate::support::common::expand_rows(include_str!(
-                            "../../sql/top_threads.sql"
-                        )))?;
+                let mut stmt = conn.prepare(&crate::support::common::expand_rows(include_str!(
+                    "../../sql/top_threads.sql"
+                )))?;
                 let rows = stmt.query_map((), |r| r.get::<_, String>(0))?;
                 rows.collect::<rusqlite::Result<_>>()?
             };
             for id in ids.iter().rev().take(4) {
-                conn
-                    .prepare(&crate::support::common::expand_rows(include_str!(
-                        "../../sql/thread_by_id_any.sql"
-                    )))?
-                    .query_map([id], |_| Ok(()))?
-                    .for_each(drop);
-                conn
-                    .prepare(&crate::support::common::expand_rows(include_str!(
-                        "../../sql/output_of_thread.sql"
-                    )))?
-                    .query_map([id], |_| Ok(()))?
-                    .for_each(drop);
-                conn
-                    .prepare(&crate::support::common::expand_rows(include_str!(
-                        "../../sql/events_of_thread.sql"
-                    )))?
-                    .query_map([id], |_| Ok(()))?
-                    .for_each(drop);
+                conn.prepare(&crate::support::common::expand_rows(include_str!(
+                    "../../sql/thread_by_id_any.sql"
+                )))?
+                .query_map([id], |_| Ok(()))?
+                .for_each(drop);
+                conn.prepare(&crate::support::common::expand_rows(include_str!(
+                    "../../sql/output_of_thread.sql"
+                )))?
+                .query_map([id], |_| Ok(()))?
+                .for_each(drop);
+                conn.prepare(&crate::support::common::expand_rows(include_str!(
+                    "../../sql/events_of_thread.sql"
+                )))?
+                .query_map([id], |_| Ok(()))?
+                .for_each(drop);
             }
             Ok(())
         })();

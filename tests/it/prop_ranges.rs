@@ -9,9 +9,9 @@
 //! Also: for contract A's alphabet, `sort_key` order is JavaScript `localeCompare` order
 //! (reference/contract-semantics.md, Traps: `_` < `/` < digits < letters).
 
+use crate::support::prop::{config, locale_cmp};
 #[allow(unused_imports)]
 use crate::support::sql::Rusqlite as _;
-use crate::support::prop::{config, locale_cmp};
 use crate::support::tree::{self, Copies, Node, Shape};
 
 use std::collections::BTreeMap;

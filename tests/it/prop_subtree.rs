@@ -6,10 +6,10 @@
 //! first, then the threads below it; never a thread outside its subtree, a thread of another
 //! root session with the same paths, or one below a contract B manager.
 
-#[allow(unused_imports)]
-use crate::support::sql::Rusqlite as _;
 use crate::support::common;
 use crate::support::prop::{config, locale_cmp};
+#[allow(unused_imports)]
+use crate::support::sql::Rusqlite as _;
 use crate::support::tree::{self, Node, Shape};
 
 use proptest::prelude::*;

@@ -6,10 +6,10 @@
 //! rollup equals a naive recursive sum over the model. The migration's backfill of existing
 //! rows places every thread exactly as the insert trigger did.
 
-#[allow(unused_imports)]
-use crate::support::sql::Rusqlite as _;
 use crate::support::common;
 use crate::support::prop::config;
+#[allow(unused_imports)]
+use crate::support::sql::Rusqlite as _;
 use threadbase::domain::{Phase, SessionId, ThreadId, ThreadStatus};
 
 use std::collections::BTreeMap;
@@ -410,7 +410,10 @@ fn a_deleted_thread_leaves_its_trees_total() {
     );
     store
         .write(|tx| {
-            tx.execute_script(&crate::support::sql::with("DELETE FROM threads WHERE id = ?1", [common::tid(2)]))?;
+            tx.execute_script(&crate::support::sql::with(
+                "DELETE FROM threads WHERE id = ?1",
+                [common::tid(2)],
+            ))?;
             Ok(())
         })
         .unwrap();

@@ -420,7 +420,8 @@ fn queue_a_batch_reads_each_threads_position_and_question_in_its_place() {
             // A claimed slot: no longer waiting, so it has no position and q2 is second.
             tx.execute_script(&crate::support::sql::with(
                 "UPDATE threads SET dequeued_at = ?2 WHERE id = ?1",
-                (id(3), at)))?;
+                (id(3), at),
+            ))?;
             let ask = |n: u64, request: &str, title: &str| {
                 questions::insert(
                     tx,

@@ -1,9 +1,9 @@
 //! The store on real database files: opening, migrations, constraints, events, resolution,
 //! list filters.
 
+use crate::support::common;
 #[allow(unused_imports)]
 use crate::support::sql::Rusqlite as _;
-use crate::support::common;
 
 use common::{add, manager, temp_db, thread, tid};
 use rusqlite::Connection;
@@ -15,7 +15,10 @@ use threadbase::{ErrorCode, Store};
 
 #[test]
 fn open_creates_folders_sets_wal_and_is_idempotent() {
-    if crate::support::sql::sqlite_only("open_creates_folders_sets_wal_and_is_idempotent", "the file, its folders and WAL mode") {
+    if crate::support::sql::sqlite_only(
+        "open_creates_folders_sets_wal_and_is_idempotent",
+        "the file, its folders and WAL mode",
+    ) {
         return;
     }
     let db = temp_db();
@@ -50,7 +53,10 @@ fn open_creates_folders_sets_wal_and_is_idempotent() {
 
 #[test]
 fn an_edited_applied_migration_fails_loudly() {
-    if crate::support::sql::sqlite_only("an_edited_applied_migration_fails_loudly", "SQLite's migrations/ history in the file; postgres::migrate covers PostgreSQL's") {
+    if crate::support::sql::sqlite_only(
+        "an_edited_applied_migration_fails_loudly",
+        "SQLite's migrations/ history in the file; postgres::migrate covers PostgreSQL's",
+    ) {
         return;
     }
     let db = temp_db();
@@ -101,8 +107,7 @@ fn constraints_enforce_the_rules() {
     let m2 = manager(&store, "ses_b");
     add(&store, &[thread(&tid(3), m2, "/root/a", true)]);
 
-    let conn = Connection::open(&db.path).unwrap();
-    conn.execute_batch("PRAGMA foreign_keys = ON").unwrap();
+    let conn = crate::support::sql::Conn::open(&db.path).unwrap();
     let bad = |sql: &str| conn.execute_batch(sql).expect_err(sql);
     // CHECK on enums and on the path/parent relation.
     bad("UPDATE threads SET status = 'zombie' WHERE id = 'thread_000000000001'");
@@ -248,8 +253,10 @@ fn seeded() -> (common::TempDb, Store, threadbase::domain::ManagerId) {
     );
     store
         .write(|tx| {
-            Ok(tx
-                .execute_script(&crate::support::sql::with("UPDATE threads SET archived = 1 WHERE id = ?1", [tid(5)]))?)
+            Ok(tx.execute_script(&crate::support::sql::with(
+                "UPDATE threads SET archived = 1 WHERE id = ?1",
+                [tid(5)],
+            ))?)
         })
         .unwrap();
     (db, store, m)
@@ -489,9 +496,7 @@ fn a_closed_store_leaves_its_rows_in_the_main_file() {
     let store = Store::open(&path).unwrap();
     store
         .write(|tx| {
-            tx.execute_batch(
-                "CREATE TABLE scratch(x); INSERT INTO scratch VALUES (1), (2), (3);",
-            )?;
+            tx.execute_batch("CREATE TABLE scratch(x); INSERT INTO scratch VALUES (1), (2), (3);")?;
             Ok(())
         })
         .unwrap();
@@ -528,7 +533,10 @@ fn a_closed_store_leaves_its_rows_in_the_main_file() {
 /// wrong positions).
 #[test]
 fn every_row_query_returns_its_rows_columns() {
-    if crate::support::sql::sqlite_only("every_row_query_returns_its_rows_columns", "prepares each query on SQLite; postgres::queries compares them on PostgreSQL") {
+    if crate::support::sql::sqlite_only(
+        "every_row_query_returns_its_rows_columns",
+        "prepares each query on SQLite; postgres::queries compares them on PostgreSQL",
+    ) {
         return;
     }
     let db = common::temp_db();

@@ -249,7 +249,10 @@ fn usage_shows_the_budget_and_refuses_a_bad_one() {
 /// migrates it, placing and counting the threads it already had.
 #[test]
 fn a_database_from_before_usage_accounting() {
-    if crate::support::sql::sqlite_only("a_database_from_before_usage_accounting", "an old SQLite file from before migration V4") {
+    if crate::support::sql::sqlite_only(
+        "a_database_from_before_usage_accounting",
+        "an old SQLite file from before migration V4",
+    ) {
         return;
     }
     // Schema 3, as the released migrations made it (tests/data/v3.sqlite): the same trees as

@@ -2,9 +2,9 @@
 //! session file by the restore pass, once, and the history a fork or an inherited context
 //! copied into the file (older than the thread) is never counted.
 
+use crate::support::common;
 #[allow(unused_imports)]
 use crate::support::sql::Rusqlite as _;
-use crate::support::common;
 
 use serde_json::json;
 use threadbase::domain::{SessionId, ThreadId};

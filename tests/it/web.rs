@@ -477,7 +477,8 @@ fn seeded_live(db: &Path) -> String {
         .write(|tx| {
             tx.execute_script(&crate::support::sql::with(
                 "UPDATE threads SET owner_pid = ?1, owner_started_at = ?2",
-                rusqlite::params![me.pid, me.started_at]))?;
+                rusqlite::params![me.pid, me.started_at],
+            ))?;
             Ok(())
         })
         .unwrap();
@@ -667,7 +668,10 @@ fn the_event_stream_resumes_from_the_last_event_id() {
     let store = Store::open(&db.path).unwrap();
     store
         .write(|tx| {
-            tx.execute_script(&crate::support::sql::with("UPDATE threads SET name = 'renamed'", ()))?;
+            tx.execute_script(&crate::support::sql::with(
+                "UPDATE threads SET name = 'renamed'",
+                (),
+            ))?;
             Ok(())
         })
         .unwrap();
@@ -742,7 +746,8 @@ fn soak() {
             .write(|tx| {
                 tx.execute_script(&crate::support::sql::with(
                     "UPDATE threads SET name = ?1 WHERE path = '/root/a0'",
-                    [&name]))?;
+                    [&name],
+                ))?;
                 Ok(())
             })
             .unwrap();

@@ -417,8 +417,9 @@ pub fn top_status(db: &Path, list: &Value, worker: &str) -> String {
     conn.busy_timeout(std::time::Duration::from_secs(10))
         .unwrap();
     let sql = "SELECT status, phase FROM threads WHERE id = ?1";
-    let (status, phase): (ThreadStatus, Phase) =
-        conn.query_row(sql, [worker], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+    let (status, phase): (ThreadStatus, Phase) = conn
+        .query_row(sql, [worker], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap();
     threadbase::contract::worker::list_status(
         status,
         phase,

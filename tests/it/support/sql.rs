@@ -1,6 +1,6 @@
 //! A test's own SQL against its database, whichever backend holds it (a SQLite file, or a
 //! PostgreSQL schema on a `THREADBASE_TEST_BACKEND=postgres` run): reads through a read-only
-//! connection ([`values`], [`count`], [`text`]), writes in one transaction of the store
+//! connection ([`values`], [`count`], the [`Conn`] and [`Rusqlite`] call shapes), writes in one transaction of the store
 //! ([`exec`]). Values are written into the statement with [`lit`] (the tests' own strings).
 //! A test that means SQLite itself (its file, WAL, pragmas, locks) says so with
 //! [`sqlite_only`] and is not run on PostgreSQL.
@@ -27,18 +27,13 @@ pub fn count(db: &Path, sql: &str) -> i64 {
     }
 }
 
-/// The text of the first column of every row `sql` reads (NULL as `None`).
-pub fn text(db: &Path, sql: &str) -> Vec<Option<String>> {
-    values(db, sql)
-        .into_iter()
-        .map(|r| match r.into_iter().next() {
-            Some(Value::Text(t)) => Some(t.into_owned()),
-            Some(Value::Int(n)) => Some(n.to_string()),
-            Some(Value::Real(x)) => Some(x.to_string()),
-            Some(Value::Blob(b)) => Some(String::from_utf8_lossy(&b).into_owned()),
-            Some(Value::Null) | None => None,
-        })
-        .collect()
+/// Runs `sql` (statements without rows) in one write transaction; the database's refusal as
+/// text.
+pub fn try_exec(db: &Path, sql: &str) -> Result<(), String> {
+    let store = threadbase::Store::open(db).map_err(|e| e.to_string())?;
+    store
+        .write(|tx| tx.execute_script(sql))
+        .map_err(|e| e.to_string())
 }
 
 /// Runs `sql` (statements without rows) in one write transaction.
@@ -97,7 +92,6 @@ impl Index for usize {
         self
     }
 }
-
 
 impl Row {
     pub fn get<I: Index, T: threadbase::store::db::FromCell>(&self, i: I) -> rusqlite::Result<T> {
@@ -254,7 +248,11 @@ pub trait Rusqlite: Source {
         params: P,
         f: impl FnOnce(&Row) -> rusqlite::Result<T>,
     ) -> rusqlite::Result<T> {
-        match self.read(&bound(sql, &params.literals())).into_iter().next() {
+        match self
+            .read(&bound(sql, &params.literals()))
+            .into_iter()
+            .next()
+        {
             Some(r) => f(&Row(r)),
             None => Err(rusqlite::Error::QueryReturnedNoRows),
         }
@@ -277,7 +275,9 @@ impl<S: Source + ?Sized> Rusqlite for S {}
 
 impl Conn {
     pub fn open(db: &Path) -> rusqlite::Result<Conn> {
-        Ok(Conn { db: db.to_path_buf() })
+        Ok(Conn {
+            db: db.to_path_buf(),
+        })
     }
 
     /// Accepted for the call shape; each statement opens its own connection.
@@ -303,8 +303,10 @@ impl Conn {
         Rusqlite::prepare(self, sql)
     }
 
+    /// Runs `sql` in one transaction; a statement the database refuses is an error (its
+    /// message), not a panic.
     pub fn execute_batch(&self, sql: &str) -> rusqlite::Result<()> {
-        Rusqlite::execute_batch(self, sql)
+        try_exec(&self.db, sql).map_err(|e| rusqlite::Error::ToSqlConversionFailure(e.into()))
     }
 }
 
@@ -320,11 +322,12 @@ impl<S: Source + ?Sized> Statement<'_, S> {
         params: P,
         mut f: impl FnMut(&Row) -> rusqlite::Result<T>,
     ) -> rusqlite::Result<std::vec::IntoIter<rusqlite::Result<T>>> {
-        let rows: Vec<rusqlite::Result<T>> =
-            self.conn.read(&bound(&self.sql, &params.literals()))
-                .into_iter()
-                .map(|r| f(&Row(r)))
-                .collect();
+        let rows: Vec<rusqlite::Result<T>> = self
+            .conn
+            .read(&bound(&self.sql, &params.literals()))
+            .into_iter()
+            .map(|r| f(&Row(r)))
+            .collect();
         Ok(rows.into_iter())
     }
 }
