@@ -173,14 +173,14 @@ fn a_server_outage_mid_turn_loses_no_event_and_a_request_meanwhile_fails_fast() 
     );
     let after = recorded(&db);
     eprintln!(
-        "outage of {outage:?}: {before} events recorded before it, {} held and written after it \
-         ({at_resume} on the server just after the restart), {after} in all; {expected} without \
-         an outage; the request made meanwhile failed in {answered_in:?}: {error}",
-        after - before
+        "outage of {outage:?}: {before} events recorded before it, {at_resume} on the server \
+         just after the restart, {} held and written after it, {after} in all; {expected} \
+         without an outage; the request made meanwhile failed in {answered_in:?}: {error}",
+        after - at_resume
     );
-    assert_eq!(
-        before, at_resume,
-        "nothing was written while the server was down"
+    assert!(
+        at_resume >= before,
+        "every event committed before the outage is there after it: {at_resume} of {before}"
     );
     assert!(
         before > 0 && before < expected,

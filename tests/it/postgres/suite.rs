@@ -62,7 +62,8 @@ fn the_store_tests_pass_on_postgresql() {
         // A filter matches anywhere in a test's name (`queue::` in `real_pi_queue::`): real Pi
         // runs once, on SQLite, and the PostgreSQL tests run on their own.
         .args(["--skip", "real_pi_", "--skip", "postgres::"])
-        .args(["--test-threads", "2"])
+        // One at a time: the rest of the suite runs beside it on the same two cores.
+        .args(["--test-threads", "1"])
         .output()
         .expect("run the test binary again");
     let stdout = String::from_utf8_lossy(&out.stdout);
