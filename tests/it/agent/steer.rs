@@ -170,7 +170,9 @@ fn a_resume_runs_where_the_settled_process_still_lives() {
         "glacial",
         &json!({"turns": [{"steps": [{"delay_ms": 60000}, {"text": "late"}]}]}).to_string(),
     );
-    let mut root = w.root("quick", &[]);
+    // /root/a works long enough (2.5 s) for its serve to spawn below it: with "quick"
+    // (0.1 s) it could be completed first on a loaded machine, and spawning is refused then.
+    let mut root = w.root("slow", &[]);
     spawn_detached(&mut root, "a", "lead");
     // /root/a's serve holds /root/a/b; /root/a/b's serve holds /root/a/b/c, which keeps working.
     let mut a = w.child("/root/a", "slow");
@@ -239,7 +241,13 @@ fn a_resume_waits_for_another_serve_to_retire_the_previous_process() {
     // 1.5 s until SIGKILL): the root's resume certainly arrives while it still lives.
     let stubborn = json!({"ignore_sigterm": true, "turns": [{"steps": [{"delay_ms": 100}, {"text": "answer to {prompt}"}]}]});
     w.base.script("stubborn", &stubborn.to_string());
-    let mut root = w.root("quick", &[]);
+    // The root's children answer as "quick" does, after 1.5 s instead of 0.1 s: /root/a must
+    // still be working when its serve spawns b below it (on a loaded machine 0.1 s was not
+    // always enough, and a completed agent may not spawn).
+    let unhurried =
+        json!({"turns": [{"steps": [{"delay_ms": 1500}, {"text": "answer to {prompt}"}]}]});
+    w.base.script("unhurried", &unhurried.to_string());
+    let mut root = w.root("unhurried", &[]);
     spawn_detached(&mut root, "a", "lead");
     let mut a = w.child("/root/a", "stubborn");
     let b = call(
