@@ -48,12 +48,12 @@ impl World {
         let mut stmt = conn
             .prepare("SELECT state, answer, answered_by FROM ui_requests ORDER BY id")
             .unwrap();
-        let rows = stmt
+        
+        stmt
             .query_map((), |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
             .unwrap()
             .collect::<rusqlite::Result<Vec<_>>>()
-            .unwrap();
-        rows
+            .unwrap()
     }
 
     fn until_questions(

@@ -67,12 +67,12 @@ impl World {
                 "SELECT path FROM threads WHERE launch_seq > 0 ORDER BY live_started_at, rowid",
             )
             .unwrap();
-        let rows = stmt
+        
+        stmt
             .query_map((), |r| r.get(0))
             .unwrap()
             .collect::<rusqlite::Result<Vec<String>>>()
-            .unwrap();
-        rows
+            .unwrap()
     }
 
     /// Waits until the thread at `path` was launched.

@@ -49,12 +49,12 @@ impl World {
         let mut stmt = conn
             .prepare("SELECT state, body FROM mailbox WHERE kind = 'notice' ORDER BY id")
             .unwrap();
-        let rows = stmt
+        
+        stmt
             .query_map((), |r| Ok((r.get(0)?, r.get(1)?)))
             .unwrap()
             .collect::<rusqlite::Result<Vec<_>>>()
-            .unwrap();
-        rows
+            .unwrap()
     }
 
     fn close(&self, mut s: Serve) {

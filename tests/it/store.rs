@@ -253,10 +253,10 @@ fn seeded() -> (common::TempDb, Store, threadbase::domain::ManagerId) {
     );
     store
         .write(|tx| {
-            Ok(tx.execute_script(&crate::support::sql::with(
+            tx.execute_script(&crate::support::sql::with(
                 "UPDATE threads SET archived = 1 WHERE id = ?1",
                 [tid(5)],
-            ))?)
+            ))
         })
         .unwrap();
     (db, store, m)
