@@ -39,6 +39,16 @@
 //! CPU this process spent per line (all threads), which is steadier than wall time on a shared
 //! machine.
 //!
+//! `THREADBASE_BENCH_PG=postgres://USER@HOST:PORT/DB` adds a PostgreSQL run of both groups
+//! (issue 32), `ingest_pg/…` and `ingest_stream_pg/…`, each on a fresh schema of that server
+//! (`bench_ingest`, `bench_ingest_stream`, dropped first) seeded like the SQLite database. The
+//! README's "SQLite vs PostgreSQL" table came from
+//!
+//! ```text
+//! THREADBASE_BENCH_PG=postgres://threadbase@127.0.0.1:41592/threadbase_test \
+//!     cargo bench --bench ingest -- 'ingest(_pg)?/batched/|ingest_stream(_pg)?/(tool_events|visible_idle)'
+//! ```
+//!
 //! Events are shaped like real compact lifecycle events (turn, tool and assistant message
 //! events with their JSON data). The ring trim runs as in production: every thread is past its
 //! 40 retained events after the first few batches.
@@ -96,7 +106,14 @@ fn thread_events(at: &str, per_thread: usize) -> Vec<NewEvent<'_>> {
 }
 
 fn benches(c: &mut Criterion) {
-    let db = support::open_db();
+    ingest_rows(c, "ingest", support::open_db());
+    if let Some(url) = support::pg_url() {
+        ingest_rows(c, "ingest_pg", support::open_db_pg(&url, "bench_ingest"));
+    }
+}
+
+/// The `ingest` rows on `db`, in criterion group `group`.
+fn ingest_rows(c: &mut Criterion, group: &str, db: support::BenchDb) {
     support::seed_tree(&db, TREE);
     // The top-level threads of the first 8 blocks.
     let ids: Vec<ThreadId> = (0..THREADS)
@@ -106,7 +123,7 @@ fn benches(c: &mut Criterion) {
     let batch = thread_events(&at, BATCH / THREADS);
     let singles = thread_events(&at, 64);
 
-    let mut g = c.benchmark_group("ingest");
+    let mut g = c.benchmark_group(group);
     g.sample_size(30)
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3));
@@ -412,7 +429,7 @@ fn cpu_time() -> Duration {
 }
 
 /// Prints the median rate of the timed runs and the CPU this process spent per line.
-fn report_runs(label: &str, file: &StreamFile, runs: &mut [(Duration, Duration)]) {
+fn report_runs(group: &str, label: &str, file: &StreamFile, runs: &mut [(Duration, Duration)]) {
     if runs.is_empty() {
         return;
     }
@@ -422,7 +439,7 @@ fn report_runs(label: &str, file: &StreamFile, runs: &mut [(Duration, Duration)]
     let events = (CHILDREN as i64 * (file.expected_seq - 1)) as f64;
     let cpu: Duration = runs.iter().map(|r| r.1).sum();
     eprintln!(
-        "ingest_stream/{label}: {} runs of {CHILDREN} children x {} lines, median {:.0} lines/s \
+        "{group}/{label}: {} runs of {CHILDREN} children x {} lines, median {:.0} lines/s \
          ({:.0} recorded events/s), {:.2} us of CPU per line in this process",
         runs.len(),
         file.lines,
@@ -542,7 +559,7 @@ fn poll_probe(store: &Store, id: &ThreadId, samples: &Mutex<Vec<Sample>>, stop: 
     }
 }
 
-fn report_latency(label: &str, samples: Vec<Sample>) {
+fn report_latency(group: &str, label: &str, samples: Vec<Sample>) {
     if samples.is_empty() {
         return;
     }
@@ -554,7 +571,7 @@ fn report_latency(label: &str, samples: Vec<Sample>) {
     let total = stats(samples.iter().map(|s| s.0).collect());
     let read = stats(samples.iter().map(|s| s.1).collect());
     eprintln!(
-        "ingest_stream/{label}: write -> visible over {} lines: median {:.2} ms, p99 {:.2} ms, \
+        "{group}/{label}: write -> visible over {} lines: median {:.2} ms, p99 {:.2} ms, \
          max {:.2} ms (of which write -> read by the runtime: median {:.1} ms, p99 {:.1} ms, \
          max {:.1} ms)",
         samples.len(),
@@ -568,11 +585,22 @@ fn report_latency(label: &str, samples: Vec<Sample>) {
 }
 
 fn stream_benches(c: &mut Criterion) {
+    stream_rows(c, "ingest_stream", support::open_db());
+    if let Some(url) = support::pg_url() {
+        stream_rows(
+            c,
+            "ingest_stream_pg",
+            support::open_db_pg(&url, "bench_ingest_stream"),
+        );
+    }
+}
+
+/// The `ingest_stream` rows on `db`, in criterion group `group`.
+fn stream_rows(c: &mut Criterion, group: &str, db: support::BenchDb) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("tokio runtime");
-    let db = support::open_db();
     support::seed_tree(&db, TREE);
     let dir = tempfile::Builder::new()
         .prefix("threadbase-bench-stream-")
@@ -608,11 +636,11 @@ fn stream_benches(c: &mut Criterion) {
     );
 
     // The runtime gets its own handle on the bench database (the seeded tree included).
-    let store = Arc::new(Store::open(db.store.path()).expect("open store"));
+    let store = Arc::new(Store::open(&db.location).expect("open store"));
     let runtime = rt.block_on(async { Runtime::new(store, RuntimeConfig::default()) });
     let mut next = 0usize;
 
-    let mut g = c.benchmark_group("ingest_stream");
+    let mut g = c.benchmark_group(group);
     g.sample_size(10)
         .sampling_mode(SamplingMode::Flat)
         .warm_up_time(Duration::from_secs(1))
@@ -640,7 +668,7 @@ fn stream_benches(c: &mut Criterion) {
                 })
             },
         );
-        report_runs(name, file, &mut runs);
+        report_runs(group, name, file, &mut runs);
     }
 
     g.throughput(Throughput::Elements(1));
@@ -676,7 +704,7 @@ fn stream_benches(c: &mut Criterion) {
         let secs = t0.elapsed().as_secs_f64();
         let per_line = (burst.expected_seq - 1) as f64 / burst.lines as f64;
         eprintln!(
-            "ingest_stream/visible_loaded: background load {:.0} events/s recorded, about {:.0} child lines/s",
+            "{group}/visible_loaded: background load {:.0} events/s recorded, about {:.0} child lines/s",
             events as f64 / secs,
             events as f64 / secs / per_line
         );
@@ -688,10 +716,10 @@ fn stream_benches(c: &mut Criterion) {
     });
     g.finish();
     if let Some(samples) = idle {
-        report_latency("visible_idle", samples);
+        report_latency(group, "visible_idle", samples);
     }
     if let Some(samples) = loaded {
-        report_latency("visible_loaded", samples);
+        report_latency(group, "visible_loaded", samples);
     }
     rt.block_on(runtime.shutdown());
 }
