@@ -354,6 +354,18 @@ async fn stop_all(runtime: &Runtime, ids: &[ThreadId]) {
 /// Sum over `ids` of what `sql` reads for each (its `?1`), as a reader sees it.
 fn sum_over(store: &Store, ids: &[ThreadId], sql: &str) -> i64 {
     let conn = store.read().expect("reader");
+    if store.is_postgres() {
+        // Ad hoc SQL without parameters there: the same statement per id, ids inlined.
+        return ids
+            .iter()
+            .map(
+                |id| match pg_row(&conn, &sql.replace("?1", &format!("'{id}'")))[0] {
+                    threadbase::store::db::Value::Int(v) => v,
+                    ref v => panic!("{sql}: {v:?}"),
+                },
+            )
+            .sum();
+    }
     let mut stmt = conn.sqlite().prepare_cached(sql).unwrap();
     ids.iter()
         .map(|id| stmt.query_row([id], |r| r.get::<_, i64>(0)).unwrap())
@@ -514,21 +526,40 @@ impl Probe {
 /// Write → visible, and write → stamped by the runtime's reader (ms resolution).
 type Sample = (Duration, Duration);
 
+/// The one row of `sql` on a PostgreSQL reader.
+fn pg_row(conn: &threadbase::store::Conn, sql: &str) -> Vec<threadbase::store::db::Value<'static>> {
+    let (_, mut rows) = conn.query_values(sql).expect(sql);
+    assert_eq!(rows.len(), 1, "{sql}");
+    rows.remove(0)
+}
+
 fn poll_probe(store: &Store, id: &ThreadId, samples: &Mutex<Vec<Sample>>, stop: &AtomicBool) {
-    let conn = store.read().expect("reader");
-    let mut stmt = conn
-        .sqlite()
-        .prepare(
-            "SELECT t.last_seq, e.data, e.at FROM threads t \
+    use threadbase::store::db::Value as V;
+    const SQL: &str = "SELECT t.last_seq, e.data, e.at FROM threads t \
              LEFT JOIN thread_events e ON e.thread_id = t.id AND e.seq = t.last_seq \
-             WHERE t.id = ?1",
-        )
-        .unwrap();
+             WHERE t.id = ?1";
+    let conn = store.read().expect("reader");
+    let pg_sql = SQL.replace("?1", &format!("'{id}'"));
+    let mut stmt = (!store.is_postgres()).then(|| conn.sqlite().prepare(SQL).unwrap());
+    let text = |v: &V<'_>| match v {
+        V::Text(t) => Some(t.to_string()),
+        V::Null => None,
+        other => panic!("{other:?}"),
+    };
     let mut last = 0i64;
     while !stop.load(Ordering::SeqCst) {
-        let (seq, data, at): (i64, Option<String>, Option<String>) = stmt
-            .query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-            .unwrap();
+        let (seq, data, at): (i64, Option<String>, Option<String>) = match stmt.as_mut() {
+            Some(stmt) => stmt
+                .query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .unwrap(),
+            None => {
+                let row = pg_row(&conn, &pg_sql);
+                let V::Int(seq) = row[0] else {
+                    panic!("{row:?}")
+                };
+                (seq, text(&row[1]), text(&row[2]))
+            }
+        };
         if seq != last {
             last = seq;
             let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();

@@ -1206,7 +1206,8 @@ fn serve_rows(c: &mut Criterion, fx: &Fixture) -> (Requests, Requests, Requests)
         );
         row_with(c, &mut serve, &name("list_all"), n, &all, n >= 10_000);
     }
-    let out = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("target/criterion/{group}_memory"));
+    let out =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("target/criterion/{group}_memory"));
     std::fs::create_dir_all(&out).unwrap();
     std::fs::write(out.join(format!("{n}.json")), memory.to_string()).unwrap();
     serve.close();
