@@ -39,6 +39,16 @@
 //! CPU this process spent per line (all threads), which is steadier than wall time on a shared
 //! machine.
 //!
+//! `THREADBASE_BENCH_PG=postgres://USER@HOST:PORT/DB` adds a PostgreSQL run of both groups
+//! (issue 32), `ingest_pg/…` and `ingest_stream_pg/…`, each on a fresh schema of that server
+//! (`bench_ingest`, `bench_ingest_stream`, dropped first) seeded like the SQLite database. The
+//! README's "SQLite vs PostgreSQL" table came from
+//!
+//! ```text
+//! THREADBASE_BENCH_PG=postgres://threadbase@127.0.0.1:41592/threadbase_test \
+//!     cargo bench --bench ingest -- 'ingest(_pg)?/batched/|ingest_stream(_pg)?/(tool_events|visible_idle)'
+//! ```
+//!
 //! Events are shaped like real compact lifecycle events (turn, tool and assistant message
 //! events with their JSON data). The ring trim runs as in production: every thread is past its
 //! 40 retained events after the first few batches.
@@ -96,7 +106,14 @@ fn thread_events(at: &str, per_thread: usize) -> Vec<NewEvent<'_>> {
 }
 
 fn benches(c: &mut Criterion) {
-    let db = support::open_db();
+    ingest_rows(c, "ingest", support::open_db());
+    if let Some(url) = support::pg_url() {
+        ingest_rows(c, "ingest_pg", support::open_db_pg(&url, "bench_ingest"));
+    }
+}
+
+/// The `ingest` rows on `db`, in criterion group `group`.
+fn ingest_rows(c: &mut Criterion, group: &str, db: support::BenchDb) {
     support::seed_tree(&db, TREE);
     // The top-level threads of the first 8 blocks.
     let ids: Vec<ThreadId> = (0..THREADS)
@@ -106,7 +123,7 @@ fn benches(c: &mut Criterion) {
     let batch = thread_events(&at, BATCH / THREADS);
     let singles = thread_events(&at, 64);
 
-    let mut g = c.benchmark_group("ingest");
+    let mut g = c.benchmark_group(group);
     g.sample_size(30)
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3));
@@ -337,6 +354,18 @@ async fn stop_all(runtime: &Runtime, ids: &[ThreadId]) {
 /// Sum over `ids` of what `sql` reads for each (its `?1`), as a reader sees it.
 fn sum_over(store: &Store, ids: &[ThreadId], sql: &str) -> i64 {
     let conn = store.read().expect("reader");
+    if store.is_postgres() {
+        // Ad hoc SQL without parameters there: the same statement per id, ids inlined.
+        return ids
+            .iter()
+            .map(
+                |id| match pg_row(&conn, &sql.replace("?1", &format!("'{id}'")))[0] {
+                    threadbase::store::db::Value::Int(v) => v,
+                    ref v => panic!("{sql}: {v:?}"),
+                },
+            )
+            .sum();
+    }
     let mut stmt = conn.sqlite().prepare_cached(sql).unwrap();
     ids.iter()
         .map(|id| stmt.query_row([id], |r| r.get::<_, i64>(0)).unwrap())
@@ -412,7 +441,7 @@ fn cpu_time() -> Duration {
 }
 
 /// Prints the median rate of the timed runs and the CPU this process spent per line.
-fn report_runs(label: &str, file: &StreamFile, runs: &mut [(Duration, Duration)]) {
+fn report_runs(group: &str, label: &str, file: &StreamFile, runs: &mut [(Duration, Duration)]) {
     if runs.is_empty() {
         return;
     }
@@ -422,7 +451,7 @@ fn report_runs(label: &str, file: &StreamFile, runs: &mut [(Duration, Duration)]
     let events = (CHILDREN as i64 * (file.expected_seq - 1)) as f64;
     let cpu: Duration = runs.iter().map(|r| r.1).sum();
     eprintln!(
-        "ingest_stream/{label}: {} runs of {CHILDREN} children x {} lines, median {:.0} lines/s \
+        "{group}/{label}: {} runs of {CHILDREN} children x {} lines, median {:.0} lines/s \
          ({:.0} recorded events/s), {:.2} us of CPU per line in this process",
         runs.len(),
         file.lines,
@@ -497,21 +526,40 @@ impl Probe {
 /// Write → visible, and write → stamped by the runtime's reader (ms resolution).
 type Sample = (Duration, Duration);
 
+/// The one row of `sql` on a PostgreSQL reader.
+fn pg_row(conn: &threadbase::store::Conn, sql: &str) -> Vec<threadbase::store::db::Value<'static>> {
+    let (_, mut rows) = conn.query_values(sql).expect(sql);
+    assert_eq!(rows.len(), 1, "{sql}");
+    rows.remove(0)
+}
+
 fn poll_probe(store: &Store, id: &ThreadId, samples: &Mutex<Vec<Sample>>, stop: &AtomicBool) {
-    let conn = store.read().expect("reader");
-    let mut stmt = conn
-        .sqlite()
-        .prepare(
-            "SELECT t.last_seq, e.data, e.at FROM threads t \
+    use threadbase::store::db::Value as V;
+    const SQL: &str = "SELECT t.last_seq, e.data, e.at FROM threads t \
              LEFT JOIN thread_events e ON e.thread_id = t.id AND e.seq = t.last_seq \
-             WHERE t.id = ?1",
-        )
-        .unwrap();
+             WHERE t.id = ?1";
+    let conn = store.read().expect("reader");
+    let pg_sql = SQL.replace("?1", &format!("'{id}'"));
+    let mut stmt = (!store.is_postgres()).then(|| conn.sqlite().prepare(SQL).unwrap());
+    let text = |v: &V<'_>| match v {
+        V::Text(t) => Some(t.to_string()),
+        V::Null => None,
+        other => panic!("{other:?}"),
+    };
     let mut last = 0i64;
     while !stop.load(Ordering::SeqCst) {
-        let (seq, data, at): (i64, Option<String>, Option<String>) = stmt
-            .query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-            .unwrap();
+        let (seq, data, at): (i64, Option<String>, Option<String>) = match stmt.as_mut() {
+            Some(stmt) => stmt
+                .query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .unwrap(),
+            None => {
+                let row = pg_row(&conn, &pg_sql);
+                let V::Int(seq) = row[0] else {
+                    panic!("{row:?}")
+                };
+                (seq, text(&row[1]), text(&row[2]))
+            }
+        };
         if seq != last {
             last = seq;
             let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
@@ -542,7 +590,7 @@ fn poll_probe(store: &Store, id: &ThreadId, samples: &Mutex<Vec<Sample>>, stop: 
     }
 }
 
-fn report_latency(label: &str, samples: Vec<Sample>) {
+fn report_latency(group: &str, label: &str, samples: Vec<Sample>) {
     if samples.is_empty() {
         return;
     }
@@ -554,7 +602,7 @@ fn report_latency(label: &str, samples: Vec<Sample>) {
     let total = stats(samples.iter().map(|s| s.0).collect());
     let read = stats(samples.iter().map(|s| s.1).collect());
     eprintln!(
-        "ingest_stream/{label}: write -> visible over {} lines: median {:.2} ms, p99 {:.2} ms, \
+        "{group}/{label}: write -> visible over {} lines: median {:.2} ms, p99 {:.2} ms, \
          max {:.2} ms (of which write -> read by the runtime: median {:.1} ms, p99 {:.1} ms, \
          max {:.1} ms)",
         samples.len(),
@@ -568,11 +616,22 @@ fn report_latency(label: &str, samples: Vec<Sample>) {
 }
 
 fn stream_benches(c: &mut Criterion) {
+    stream_rows(c, "ingest_stream", support::open_db());
+    if let Some(url) = support::pg_url() {
+        stream_rows(
+            c,
+            "ingest_stream_pg",
+            support::open_db_pg(&url, "bench_ingest_stream"),
+        );
+    }
+}
+
+/// The `ingest_stream` rows on `db`, in criterion group `group`.
+fn stream_rows(c: &mut Criterion, group: &str, db: support::BenchDb) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("tokio runtime");
-    let db = support::open_db();
     support::seed_tree(&db, TREE);
     let dir = tempfile::Builder::new()
         .prefix("threadbase-bench-stream-")
@@ -608,11 +667,11 @@ fn stream_benches(c: &mut Criterion) {
     );
 
     // The runtime gets its own handle on the bench database (the seeded tree included).
-    let store = Arc::new(Store::open(db.store.path()).expect("open store"));
+    let store = Arc::new(Store::open(&db.location).expect("open store"));
     let runtime = rt.block_on(async { Runtime::new(store, RuntimeConfig::default()) });
     let mut next = 0usize;
 
-    let mut g = c.benchmark_group("ingest_stream");
+    let mut g = c.benchmark_group(group);
     g.sample_size(10)
         .sampling_mode(SamplingMode::Flat)
         .warm_up_time(Duration::from_secs(1))
@@ -640,7 +699,7 @@ fn stream_benches(c: &mut Criterion) {
                 })
             },
         );
-        report_runs(name, file, &mut runs);
+        report_runs(group, name, file, &mut runs);
     }
 
     g.throughput(Throughput::Elements(1));
@@ -676,7 +735,7 @@ fn stream_benches(c: &mut Criterion) {
         let secs = t0.elapsed().as_secs_f64();
         let per_line = (burst.expected_seq - 1) as f64 / burst.lines as f64;
         eprintln!(
-            "ingest_stream/visible_loaded: background load {:.0} events/s recorded, about {:.0} child lines/s",
+            "{group}/visible_loaded: background load {:.0} events/s recorded, about {:.0} child lines/s",
             events as f64 / secs,
             events as f64 / secs / per_line
         );
@@ -688,10 +747,10 @@ fn stream_benches(c: &mut Criterion) {
     });
     g.finish();
     if let Some(samples) = idle {
-        report_latency("visible_idle", samples);
+        report_latency(group, "visible_idle", samples);
     }
     if let Some(samples) = loaded {
-        report_latency("visible_loaded", samples);
+        report_latency(group, "visible_loaded", samples);
     }
     rt.block_on(runtime.shutdown());
 }

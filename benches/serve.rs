@@ -58,6 +58,19 @@
 //! - `THREADBASE_BENCH_BIN=PATH` measures another build of `threadbase` (say, the base
 //!   branch's, for a before/after ratio). A build with other migrations upgrades the databases
 //!   it opens, so give it its own `THREADBASE_BENCH_DIR`.
+//! - `THREADBASE_BENCH_PG=postgres://USER@HOST:PORT/DB` adds a PostgreSQL run (issue 32): after
+//!   the SQLite rows of size `n`, the seeded file's rows are copied into a fresh schema
+//!   `bench_<n>` on that server (dropped first; see [`copy_to_postgres`]; the user must be
+//!   allowed `SET session_replication_role`, a superuser) and the same serve rows run against
+//!   `serve --db <url>?options=-csearch_path%3Dbench_<n>`, named `serve_pg/<row>/<n>` (per-request
+//!   figures in `target/criterion/serve_pg_latency/`, memory in `serve_pg_memory/`). The
+//!   extension rows stay SQLite only. The README's "SQLite vs PostgreSQL" table came from
+//!
+//!   ```text
+//!   THREADBASE_BENCH_PG=postgres://threadbase@127.0.0.1:41592/threadbase_test \
+//!   THREADBASE_BENCH_SIZES=10k cargo bench --bench serve -- \
+//!       'serve(_pg)?/(poll_id|list_parent_10|list_all)/' --warm-up-time 1 --measurement-time 3
+//!   ```
 
 #[path = "../tests/it/support/extension_driver.rs"]
 mod extension_driver;
@@ -199,7 +212,13 @@ fn target_tops(n: usize) -> Vec<usize> {
 struct Fixture {
     n: usize,
     dir: PathBuf,
+    /// The SQLite file (seeded, and the source of the PostgreSQL copy).
     db: PathBuf,
+    /// The server whose schema `bench_<n>` holds the rows measured, for the PostgreSQL run
+    /// (`--db` is then this URL, working in that schema); `None`: the SQLite file.
+    pg: Option<String>,
+    /// The rows' group prefix: `serve`, or `serve_pg` for the PostgreSQL run.
+    group: &'static str,
     session: PathBuf,
     script: PathBuf,
 }
@@ -210,6 +229,8 @@ fn fixture(n: usize) -> Fixture {
     let fx = Fixture {
         n,
         db: dir.join("bench.sqlite"),
+        pg: None,
+        group: "serve",
         session: dir.join("sessions").join("main.jsonl"),
         script: dir.join("script.json"),
         dir,
@@ -558,11 +579,164 @@ fn clean(fx: &Fixture) {
         .unwrap();
 }
 
+/// The PostgreSQL run's database: schema `bench_<n>` on the server at `url`, made afresh
+/// (migrated by this build's engine) and filled with every row of the seeded SQLite
+/// file, table by table. The copy runs with `session_replication_role = replica`, so neither
+/// foreign keys nor the usage triggers fire (the roll-up tables are copied as they are);
+/// `threads.rowid`, a column there, takes SQLite's rowid; identities restart past the copied
+/// ids. Returns the URL serve is given (`…?options=-csearch_path%3Dbench_<n>`).
+fn copy_to_postgres(fx: &Fixture, url: &str) -> String {
+    let started = Instant::now();
+    let schema = format!("bench_{}", fx.n);
+    let schema_url = support::pg_fresh_schema(url, &schema);
+    drop(threadbase::Store::open(&schema_url).expect("migrate the PostgreSQL schema"));
+    let pg = support::Pg::connect(&schema_url);
+    let lite =
+        Connection::open_with_flags(&fx.db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+    let in_sqlite: Vec<String> = lite
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let tables = pg.texts(
+        "SELECT table_name::text FROM information_schema.tables
+         WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY 1",
+    );
+    pg.exec("BEGIN; SET LOCAL session_replication_role = replica;");
+    let mut copied = 0usize;
+    for table in tables.into_iter().map(|mut t| t.remove(0)) {
+        if !in_sqlite.contains(&table) || table.starts_with("refinery") {
+            continue;
+        }
+        let cols: Vec<String> = pg
+            .texts(&format!(
+                "SELECT column_name::text FROM information_schema.columns
+                 WHERE table_schema = current_schema() AND table_name = '{table}'
+                   AND is_generated = 'NEVER' ORDER BY ordinal_position"
+            ))
+            .into_iter()
+            .map(|mut c| c.remove(0))
+            .collect();
+        let lite_cols = insert_columns(&lite, &table);
+        let select: Vec<&str> = cols
+            .iter()
+            .map(|c| {
+                assert!(
+                    lite_cols.contains(c) || c == "rowid",
+                    "{table}.{c} is not in the SQLite file"
+                );
+                c.as_str()
+            })
+            .collect();
+        let mut stmt = lite
+            .prepare(&format!("SELECT {} FROM {table}", select.join(", ")))
+            .unwrap();
+        let mut rows = stmt.query([]).unwrap();
+        let head = format!(
+            "INSERT INTO {table} ({}) OVERRIDING SYSTEM VALUE VALUES ",
+            cols.join(", ")
+        );
+        let mut sql = String::new();
+        let mut in_batch = 0;
+        while let Some(row) = rows.next().unwrap() {
+            sql.push_str(if in_batch == 0 { &head } else { "," });
+            sql.push('(');
+            for i in 0..cols.len() {
+                if i > 0 {
+                    sql.push(',');
+                }
+                push_literal(&mut sql, row.get_ref(i).unwrap());
+            }
+            sql.push(')');
+            in_batch += 1;
+            copied += 1;
+            if in_batch == 1000 {
+                pg.exec(&sql);
+                sql.clear();
+                in_batch = 0;
+            }
+        }
+        if in_batch > 0 {
+            pg.exec(&sql);
+        }
+    }
+    pg.exec("COMMIT;");
+    for ic in pg.texts(
+        "SELECT table_name::text, column_name::text FROM information_schema.columns
+         WHERE table_schema = current_schema() AND is_identity = 'YES'",
+    ) {
+        let (t, c) = (&ic[0], &ic[1]);
+        pg.exec(&format!(
+            "SELECT setval(pg_get_serial_sequence('{t}', '{c}'),
+                           coalesce((SELECT max({c}) FROM {t}), 0) + 1, false);"
+        ));
+    }
+    pg.exec("ANALYZE;");
+    let threads = pg.ints("SELECT count(*) FROM threads")[0][0];
+    let want: i64 = lite
+        .query_row("SELECT count(*) FROM threads", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(threads, want, "threads copied to {schema}");
+    eprintln!(
+        "serve bench: copied {copied} rows to PostgreSQL schema {schema} in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    schema_url
+}
+
+/// `v` as a PostgreSQL literal (quoted: the column's type reads it).
+fn push_literal(sql: &mut String, v: rusqlite::types::ValueRef<'_>) {
+    use rusqlite::types::ValueRef;
+    match v {
+        ValueRef::Null => sql.push_str("NULL"),
+        ValueRef::Integer(i) => {
+            let _ = write!(sql, "'{i}'");
+        }
+        ValueRef::Real(r) => {
+            let _ = write!(sql, "'{r:?}'");
+        }
+        ValueRef::Text(t) => {
+            sql.push('\'');
+            sql.push_str(&String::from_utf8_lossy(t).replace('\'', "''"));
+            sql.push('\'');
+        }
+        ValueRef::Blob(b) => {
+            sql.push_str("'\\x");
+            for byte in b {
+                let _ = write!(sql, "{byte:02x}");
+            }
+            sql.push('\'');
+        }
+    }
+}
+
+/// Deletes the session files of the live children the PostgreSQL run's serve started (its
+/// schema is made afresh by the next run).
+fn clean_sessions(fx: &Fixture) {
+    let Some(url) = &fx.pg else { return };
+    for f in support::Pg::connect(url).texts(
+        "SELECT session_file FROM threads
+         WHERE path LIKE '/root/live\\_%' AND session_file IS NOT NULL",
+    ) {
+        let _ = std::fs::remove_file(fx.session.parent().unwrap().join(&f[0]));
+    }
+}
+
 /// What serve's answer cache (migration V8) keeps in this build's shape (rows another build
 /// rendered are never read, so they do not count): (all rows, summary snapshots); `None` when
 /// the measured build has no such cache. With `THREADBASE_BENCH_BIN` naming another build the
 /// shapes differ and nothing counts: that build is timed as it finds its cache.
 fn cache_counts(fx: &Fixture) -> Option<(i64, i64)> {
+    if let Some(url) = &fx.pg {
+        let rows = support::Pg::connect(url).ints(&format!(
+            "SELECT count(*), count(*) FILTER (WHERE view = 'snapshot' AND detail = 'summary')
+             FROM thread_snapshots WHERE shape = '{}'",
+            threadbase::store::snapshots::SHAPE.replace('\'', "''")
+        ));
+        return Some((rows[0][0], rows[0][1]));
+    }
     let conn =
         Connection::open_with_flags(&fx.db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).ok()?;
     conn.query_row(
@@ -615,9 +789,12 @@ impl Serve {
             .unwrap();
         let bin = bin();
         let mut cmd = Command::new(&bin);
-        cmd.arg("--db")
-            .arg(&fx.db)
-            .arg("serve")
+        cmd.arg("--db");
+        match &fx.pg {
+            Some(url) => cmd.arg(url),
+            None => cmd.arg(&fx.db),
+        };
+        cmd.arg("serve")
             .arg("--session-file")
             .arg(&fx.session)
             .arg("--cwd")
@@ -827,7 +1004,9 @@ fn latencies(serve: &mut Serve, name: &str, n: usize, requests: &[(&str, String)
             started.elapsed().as_nanos() as u64
         })
         .collect();
-    report_latency("serve_latency", name, n, ns);
+    // `serve_latency` for the SQLite rows, `serve_pg_latency` for the PostgreSQL run's.
+    let group = name.split_once('/').map_or(name, |(g, _)| g);
+    report_latency(&format!("{group}_latency"), name, n, ns);
 }
 
 fn thread_req(params: Value) -> (&'static str, String) {
@@ -837,7 +1016,39 @@ fn thread_req(params: Value) -> (&'static str, String) {
 fn bench_size(c: &mut Criterion, n: usize) {
     let fx = fixture(n);
     clean(&fx);
-    let mut serve = Serve::start(&fx);
+    let requests = serve_rows(c, &fx);
+    let requests = ExtensionRequests {
+        by_id: &requests.0,
+        parents: &requests.1,
+        ancestors: &requests.2,
+    };
+    extension_rows(c, &fx, n, &requests);
+    if let Some(url) = support::pg_url() {
+        // Copied without the live children the rows above started.
+        clean(&fx);
+        let pg = Fixture {
+            pg: Some(copy_to_postgres(&fx, &url)),
+            group: "serve_pg",
+            n,
+            dir: fx.dir.clone(),
+            db: fx.db.clone(),
+            session: fx.session.clone(),
+            script: fx.script.clone(),
+        };
+        serve_rows(c, &pg);
+        clean_sessions(&pg);
+    }
+}
+
+type Requests = Vec<(&'static str, String)>;
+
+/// The `<group>/…` rows on `fx`'s database; returns the requests of the poll by id, list
+/// `parent` and list `ancestor` rows.
+fn serve_rows(c: &mut Criterion, fx: &Fixture) -> (Requests, Requests, Requests) {
+    let n = fx.n;
+    let group = fx.group;
+    let name = |row: &str| format!("{group}/{row}");
+    let mut serve = Serve::start(fx);
 
     // 8 live children, idle after their first answer.
     for i in 0..LIVE {
@@ -919,7 +1130,7 @@ fn bench_size(c: &mut Criterion, n: usize) {
 
     // The answers those checks rendered are kept by serve's cache filler off the requests;
     // time the rows once it is done, as a user's later calls find them.
-    settle_cache(&fx);
+    settle_cache(fx);
     // Idle: started, 8 live children, every request above answered once, then a pause (when
     // serve cuts its page cache back).
     std::thread::sleep(threadbase::store::IDLE_AFTER + Duration::from_secs(1));
@@ -928,30 +1139,30 @@ fn bench_size(c: &mut Criterion, n: usize) {
     row(
         c,
         &mut serve,
-        "serve/floor_unknown_method",
+        &name("floor_unknown_method"),
         n,
         &[("nope", "{}".to_string())],
     );
     // The same for a plain program that answers with a line as long as list `parent`'s: the
     // floor under that row (pipes, wake-ups and the bytes, no work).
-    for (name, reqs) in [
-        ("serve/floor_echo_list_parent_bytes", &parents),
-        ("serve/floor_echo_list_ancestor_bytes", &ancestors),
+    for (row_name, reqs) in [
+        (name("floor_echo_list_parent_bytes"), &parents),
+        (name("floor_echo_list_ancestor_bytes"), &ancestors),
     ] {
         let bytes = serve.roundtrip(reqs[0].0, &reqs[0].1).len() + 1;
         let mut echo = Serve::echo(bytes);
-        row(c, &mut echo, name, n, &[("echo", "{}".to_string())]);
+        row(c, &mut echo, &row_name, n, &[("echo", "{}".to_string())]);
         echo.close();
     }
-    row(c, &mut serve, "serve/poll_id", n, &by_id);
-    row(c, &mut serve, "serve/poll_path", n, &by_path);
-    row(c, &mut serve, "serve/poll_relative", n, &by_relative);
-    row(c, &mut serve, "serve/poll_name", n, &by_name);
-    row(c, &mut serve, "serve/list_parent_10", n, &parents);
-    row(c, &mut serve, "serve/list_ancestor_110", n, &ancestors);
-    row(c, &mut serve, "serve/list_live_8", n, &live);
-    row(c, &mut serve, "serve/agent_status_100", n, &status);
-    row(c, &mut serve, "serve/snapshot_100", n, &snapshot);
+    row(c, &mut serve, &name("poll_id"), n, &by_id);
+    row(c, &mut serve, &name("poll_path"), n, &by_path);
+    row(c, &mut serve, &name("poll_relative"), n, &by_relative);
+    row(c, &mut serve, &name("poll_name"), n, &by_name);
+    row(c, &mut serve, &name("list_parent_10"), n, &parents);
+    row(c, &mut serve, &name("list_ancestor_110"), n, &ancestors);
+    row(c, &mut serve, &name("list_live_8"), n, &live);
+    row(c, &mut serve, &name("agent_status_100"), n, &status);
+    row(c, &mut serve, &name("snapshot_100"), n, &snapshot);
 
     // And again after thousands of each (what the allocator keeps).
     let used_kib = serve.status_kib("VmRSS:");
@@ -960,7 +1171,7 @@ fn bench_size(c: &mut Criterion, n: usize) {
     let paused_kib = serve.status_kib("VmRSS:");
     let mut memory = json!({"threads": n, "idle_rss_kib": idle_kib, "rss_after_rows_kib": used_kib, "rss_after_pause_kib": paused_kib});
     eprintln!(
-        "serve/memory/{n}: idle RSS {:.1} MiB, {:.1} MiB after the timed rows, {:.1} MiB after a pause",
+        "{group}/memory/{n}: idle RSS {:.1} MiB, {:.1} MiB after the timed rows, {:.1} MiB after a pause",
         idle_kib as f64 / 1024.0,
         used_kib as f64 / 1024.0,
         paused_kib as f64 / 1024.0
@@ -973,7 +1184,7 @@ fn bench_size(c: &mut Criterion, n: usize) {
         let first = started.elapsed();
         let peak_kib = serve.status_kib("VmHWM:");
         eprintln!(
-            "serve/memory/{n}: peak RSS {:.1} MiB during one list of all ({} threads, {:.1} MB line, {:.3} s)",
+            "{group}/memory/{n}: peak RSS {:.1} MiB during one list of all ({} threads, {:.1} MB line, {:.3} s)",
             peak_kib as f64 / 1024.0,
             n + LIVE,
             bytes as f64 / 1e6,
@@ -985,27 +1196,22 @@ fn bench_size(c: &mut Criterion, n: usize) {
         // A list renders what is not cached and serve keeps it afterwards (a bounded number
         // per list): list again until every closed thread's answer is kept.
         let mut lists = 1;
-        while settle_cache(&fx) < n as i64 && lists < 64 {
+        while settle_cache(fx) < n as i64 && lists < 64 {
             serve.roundtrip("thread", &all[0].1);
             lists += 1;
         }
         eprintln!(
-            "serve/memory/{n}: {} answers kept after {lists} list(s) of all",
-            cached_answers(&fx)
+            "{group}/memory/{n}: {} answers kept after {lists} list(s) of all",
+            cached_answers(fx)
         );
-        row_with(c, &mut serve, "serve/list_all", n, &all, n >= 10_000);
+        row_with(c, &mut serve, &name("list_all"), n, &all, n >= 10_000);
     }
-    let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/criterion/serve_memory");
+    let out =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("target/criterion/{group}_memory"));
     std::fs::create_dir_all(&out).unwrap();
     std::fs::write(out.join(format!("{n}.json")), memory.to_string()).unwrap();
     serve.close();
-
-    let requests = ExtensionRequests {
-        by_id: &by_id,
-        parents: &parents,
-        ancestors: &ancestors,
-    };
-    extension_rows(c, &fx, n, &requests);
+    (by_id, parents, ancestors)
 }
 
 // ---- the extension's tool call ---------------------------------------------------------------

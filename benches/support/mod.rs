@@ -39,6 +39,9 @@ const WORDS: [&str; CHILDREN] = [
 /// A bench database in its own temp folder (removed on drop).
 pub struct BenchDb {
     pub store: Store,
+    /// What opens this database again: the file's path, or the PostgreSQL URL with its
+    /// schema (`Store::path` shows a URL without its options, so it names another schema).
+    pub location: String,
     pub manager_id: ManagerId,
     _dir: TempDir,
 }
@@ -49,8 +52,20 @@ pub fn open_db() -> BenchDb {
         .prefix("threadbase-bench-")
         .tempdir()
         .expect("temp dir");
-    let store = Store::open(dir.path().join("bench.db")).expect("open store");
-    let manager_id = store
+    let location = dir.path().join("bench.db").display().to_string();
+    let store = Store::open(&location).expect("open store");
+    let manager_id = add_manager(&store);
+    BenchDb {
+        store,
+        location,
+        manager_id,
+        _dir: dir,
+    }
+}
+
+/// The bench's one contract A manager.
+fn add_manager(store: &Store) -> ManagerId {
+    store
         .write(|tx| {
             upsert_manager(
                 tx,
@@ -67,12 +82,7 @@ pub fn open_db() -> BenchDb {
                 },
             )
         })
-        .expect("manager");
-    BenchDb {
-        store,
-        manager_id,
-        _dir: dir,
-    }
+        .expect("manager")
 }
 
 /// The id of row `g`: `thread_` + 12 hex digits, a bijection of `g` on 48 bits
@@ -229,6 +239,9 @@ pub fn seed_tree(db: &BenchDb, n: usize) -> Tree {
 
 /// Moves the WAL into the main database file and truncates it.
 pub fn checkpoint(db: &BenchDb) {
+    if db.store.is_postgres() {
+        return;
+    }
     let conn = rusqlite::Connection::open(db.store.path()).expect("open for checkpoint");
     conn.busy_timeout(std::time::Duration::from_secs(30))
         .expect("busy timeout");
@@ -261,4 +274,100 @@ pub fn insert_live_thread(store: &Store, manager_id: ManagerId, id: &str, name: 
             )
         })
         .expect("insert live thread");
+}
+
+// ---- the opt-in PostgreSQL runs -----------------------------------------------------------------
+
+/// `$THREADBASE_BENCH_PG`: the server (`postgres://USER@HOST:PORT/DB`) the opt-in PostgreSQL
+/// rows run on, else `None` (SQLite rows only).
+pub fn pg_url() -> Option<String> {
+    std::env::var("THREADBASE_BENCH_PG")
+        .ok()
+        .filter(|u| !u.trim().is_empty())
+}
+
+/// `url` working in schema `schema` (the URL form `--db` takes).
+pub fn pg_schema_url(url: &str, schema: &str) -> String {
+    let sep = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{sep}options=-csearch_path%3D{schema}")
+}
+
+/// A plain client of the bench's server, for what the engine does not do: making schemas,
+/// bulk copies, counting rows.
+pub struct Pg {
+    rt: tokio::runtime::Runtime,
+    client: tokio_postgres::Client,
+}
+
+impl Pg {
+    pub fn connect(url: &str) -> Pg {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("tokio runtime");
+        let client = rt.block_on(async {
+            let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+                .await
+                .unwrap_or_else(|e| panic!("connect to {url}: {e}"));
+            tokio::spawn(async move {
+                let _ = conn.await;
+            });
+            client
+        });
+        Pg { rt, client }
+    }
+
+    pub fn exec(&self, sql: &str) {
+        self.rt
+            .block_on(self.client.batch_execute(sql))
+            .unwrap_or_else(|e| panic!("{e:?}\n{}", &sql[..sql.len().min(2000)]));
+    }
+
+    /// The rows of `sql`, every column read as `bigint`.
+    pub fn ints(&self, sql: &str) -> Vec<Vec<i64>> {
+        let rows = self
+            .rt
+            .block_on(self.client.query(sql, &[]))
+            .unwrap_or_else(|e| panic!("{e:?}\n{sql}"));
+        rows.iter()
+            .map(|r| (0..r.len()).map(|i| r.get::<_, i64>(i)).collect())
+            .collect()
+    }
+
+    /// The rows of `sql`, every column read as `text`.
+    pub fn texts(&self, sql: &str) -> Vec<Vec<String>> {
+        let rows = self
+            .rt
+            .block_on(self.client.query(sql, &[]))
+            .unwrap_or_else(|e| panic!("{e:?}\n{sql}"));
+        rows.iter()
+            .map(|r| (0..r.len()).map(|i| r.get::<_, String>(i)).collect())
+            .collect()
+    }
+}
+
+/// Drops schema `schema` on the server at `url` (with everything in it), makes it again, and
+/// returns the URL that works in it; the engine's migrations run when a store first opens it.
+pub fn pg_fresh_schema(url: &str, schema: &str) -> String {
+    Pg::connect(url).exec(&format!(
+        "DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema};"
+    ));
+    pg_schema_url(url, schema)
+}
+
+/// Like [`open_db`], on a fresh schema `schema` of the PostgreSQL server at `url`.
+pub fn open_db_pg(url: &str, schema: &str) -> BenchDb {
+    let dir = tempfile::Builder::new()
+        .prefix("threadbase-bench-")
+        .tempdir()
+        .expect("temp dir");
+    let location = pg_fresh_schema(url, schema);
+    let store = Store::open(&location).expect("open store");
+    let manager_id = add_manager(&store);
+    BenchDb {
+        store,
+        location,
+        manager_id,
+        _dir: dir,
+    }
 }
