@@ -48,9 +48,8 @@ impl World {
         let mut stmt = conn
             .prepare("SELECT state, answer, answered_by FROM ui_requests ORDER BY id")
             .unwrap();
-        
-        stmt
-            .query_map((), |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+
+        stmt.query_map((), |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
             .unwrap()
             .collect::<rusqlite::Result<Vec<_>>>()
             .unwrap()

@@ -67,9 +67,8 @@ impl World {
                 "SELECT path FROM threads WHERE launch_seq > 0 ORDER BY live_started_at, rowid",
             )
             .unwrap();
-        
-        stmt
-            .query_map((), |r| r.get(0))
+
+        stmt.query_map((), |r| r.get(0))
             .unwrap()
             .collect::<rusqlite::Result<Vec<String>>>()
             .unwrap()

@@ -49,9 +49,8 @@ impl World {
         let mut stmt = conn
             .prepare("SELECT state, body FROM mailbox WHERE kind = 'notice' ORDER BY id")
             .unwrap();
-        
-        stmt
-            .query_map((), |r| Ok((r.get(0)?, r.get(1)?)))
+
+        stmt.query_map((), |r| Ok((r.get(0)?, r.get(1)?)))
             .unwrap()
             .collect::<rusqlite::Result<Vec<_>>>()
             .unwrap()
