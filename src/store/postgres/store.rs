@@ -6,8 +6,8 @@
 //!   cannot race. Here every write's first statement takes one transaction-level advisory lock
 //!   ([`WRITE_LOCK`]), released at commit or rollback; the UNIQUE constraints stay the
 //!   backstop. Readers never wait for it.
-//! - **A change counter.** Each write notifies [`CHANGES`] before it commits (PostgreSQL
-//!   delivers it at commit, and drops it at rollback); a change watch LISTENs on a connection
+//! - **A change counter.** Each write that changed a row notifies [`CHANGES`] with its commit
+//!   (PostgreSQL delivers it at commit, and drops it at rollback); a change watch LISTENs on a connection
 //!   of its own and counts, where SQLite's reads `PRAGMA data_version`.
 //! - **A server that goes away.** A request made while the server is down fails at once with
 //!   the connection's error (no hang); the writer and the pool reconnect on the next request.
@@ -130,7 +130,7 @@ impl PgStore {
         }
         let conn = slot.as_ref().expect("connected above");
         conn.batch(&format!(
-            "BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK}); NOTIFY {CHANGES}"
+            "BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK})"
         ))?;
         let out = match f(Conn::of_db(conn)) {
             Ok(out) => out,
@@ -139,7 +139,12 @@ impl PgStore {
                 return Err(e);
             }
         };
-        if let Err(e) = conn.batch("COMMIT") {
+        // Notify only when the transaction wrote (it has an id then): as SQLite's data_version,
+        // a write that changed nothing wakes no watcher.
+        let commit = format!(
+            "SELECT pg_notify('{CHANGES}', '') WHERE pg_current_xact_id_if_assigned() IS NOT NULL; COMMIT"
+        );
+        if let Err(e) = conn.batch(&commit) {
             let _ = conn.batch("ROLLBACK");
             return Err(e);
         }
