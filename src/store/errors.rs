@@ -35,9 +35,21 @@ pub fn is_unique_violation(e: &Error) -> bool {
 /// database refused. Such a write can be tried again once the server is back.
 pub fn is_connection_lost(e: &Error) -> bool {
     match e.cause() {
-        Some(Cause::Database(cause)) => cause
-            .downcast_ref::<tokio_postgres::Error>()
-            .is_some_and(|pg| pg.code().is_none() || pg.is_closed()),
+        Some(Cause::Database(cause)) => {
+            cause
+                .downcast_ref::<tokio_postgres::Error>()
+                .is_some_and(|pg| match pg.code() {
+                    // No SQLSTATE: the socket failed or closed.
+                    None => true,
+                    // 08: connection exceptions; 57P: the server shutting down, crashed or
+                    // still starting up (57P03 while it replays its WAL after a restart).
+                    Some(code) => {
+                        pg.is_closed()
+                            || code.code().starts_with("08")
+                            || code.code().starts_with("57P")
+                    }
+                })
+        }
         _ => e.message.starts_with(super::postgres::store::UNREACHABLE),
     }
 }
