@@ -27,6 +27,24 @@ pub struct Query {
     pub postgres: OnceLock<super::postgres::params::Positional>,
 }
 
+impl Query {
+    /// The error of a call that binds `given` values where the statement takes `expected`.
+    pub(in crate::store) fn wrong_count(&self, expected: usize, given: usize) -> Error {
+        Error::internal(format!(
+            "sql/{}.sql takes {expected} parameters but was given {given}. Repair: this is a bug in threadbase; report it with the command that failed.",
+            self.name
+        ))
+    }
+
+    /// The error of a call that binds a name the statement does not have.
+    pub(in crate::store) fn no_parameter(&self, name: &str) -> Error {
+        Error::internal(format!(
+            "sql/{}.sql has no parameter {name}. Repair: this is a bug in threadbase; report it with the command that failed.",
+            self.name
+        ))
+    }
+}
+
 impl std::fmt::Debug for Query {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "sql/{}.sql", self.name)
@@ -252,12 +270,7 @@ impl rusqlite::ToSql for Bound<'_> {
 /// Binds `p` to `stmt`, refusing a count or a name the statement does not have.
 fn bind(stmt: &mut rusqlite::Statement<'_>, q: &Query, p: Params<'_>) -> Result<()> {
     let expected = stmt.parameter_count();
-    let wrong_count = |given: usize| {
-        Error::internal(format!(
-            "sql/{}.sql takes {expected} parameters but was given {given}. Repair: this is a bug in threadbase; report it with the command that failed.",
-            q.name
-        ))
-    };
+    let wrong_count = |given: usize| q.wrong_count(expected, given);
     match p {
         Params::At(values) => {
             if values.len() != expected {
@@ -280,10 +293,7 @@ fn bind(stmt: &mut rusqlite::Statement<'_>, q: &Query, p: Params<'_>) -> Result<
             }
             for (name, v) in values {
                 let Some(i) = stmt.parameter_index(name)? else {
-                    return Err(Error::internal(format!(
-                        "sql/{}.sql has no parameter {name}. Repair: this is a bug in threadbase; report it with the command that failed.",
-                        q.name
-                    )));
+                    return Err(q.no_parameter(name));
                 };
                 stmt.raw_bind_parameter(i, Bound(*v))?;
             }

@@ -3,7 +3,11 @@
 //! place those types meet SQLite, so `domain` knows nothing of the database (a second backend
 //! adds its own conversions here, beside these).
 
+use std::borrow::Cow;
+
 use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
+
+use crate::store::db::{wrong, Cell, FromCell, ToParam, Value};
 
 use crate::domain::{
     AgentState, CommandKind, CommandState, Contract, Direction, ExitKind, MailKind, MailState,
@@ -11,7 +15,8 @@ use crate::domain::{
     WorkerId,
 };
 
-/// `ToSql` and `FromSql` for enums of words: written as the word, read back only as one of the
+/// `ToSql` and `FromSql` (rusqlite's, for the tests' own SQL) and `ToParam` and `FromCell` (the
+/// store's, on either backend) for enums of words: written as the word, read back only as one of the
 /// enum's words (anything else is an error naming the words it may be).
 macro_rules! stored_as_words {
     ($($name:ident),+) => {$(
@@ -40,6 +45,28 @@ macro_rules! stored_as_words {
                     })
             }
         }
+
+        impl ToParam for $name {
+            fn value(&self) -> Value<'_> {
+                Value::Text(Cow::Borrowed(self.as_str()))
+            }
+        }
+
+        impl FromCell for $name {
+            fn from_cell(cell: Cell<'_>) -> std::result::Result<Self, String> {
+                match cell {
+                    Cell::Text(word) => $name::parse(word).ok_or_else(|| {
+                        format!(
+                            "{} is not a {} (one of {:?})",
+                            word,
+                            stringify!($name),
+                            $name::ALL.iter().map(|v| v.as_str()).collect::<Vec<_>>()
+                        )
+                    }),
+                    other => Err(wrong(other, concat!("a ", stringify!($name)))),
+                }
+            }
+        }
     )+};
 }
 
@@ -59,7 +86,7 @@ stored_as_words!(
     QuestionState
 );
 
-/// Text ids: written and read as their text.
+/// Text ids: written and read as their text (rusqlite's traits and the store's).
 macro_rules! stored_as_text {
     ($($name:ident),+) => {$(
         impl ToSql for $name {
@@ -71,6 +98,18 @@ macro_rules! stored_as_text {
         impl FromSql for $name {
             fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
                 String::column_result(value).map($name::from)
+            }
+        }
+
+        impl ToParam for $name {
+            fn value(&self) -> Value<'_> {
+                Value::Text(Cow::Borrowed(self.as_str()))
+            }
+        }
+
+        impl FromCell for $name {
+            fn from_cell(cell: Cell<'_>) -> std::result::Result<Self, String> {
+                String::from_cell(cell).map($name::from)
             }
         }
     )+};
@@ -124,70 +163,7 @@ impl ToSql for ThreadIds {
     }
 }
 
-// ---- the same, for the store's own query layer (`store::db`), on either backend ----------
-
-use crate::store::db::{wrong, Cell, FromCell, ToParam, Value};
-use std::borrow::Cow;
-
-macro_rules! cell_as_words {
-    ($($name:ident),+) => {$(
-        impl ToParam for $name {
-            fn value(&self) -> Value<'_> {
-                Value::Text(Cow::Borrowed(self.as_str()))
-            }
-        }
-
-        impl FromCell for $name {
-            fn from_cell(cell: Cell<'_>) -> std::result::Result<Self, String> {
-                match cell {
-                    Cell::Text(word) => $name::parse(word).ok_or_else(|| {
-                        format!(
-                            "{} is not a {} (one of {:?})",
-                            word,
-                            stringify!($name),
-                            $name::ALL.iter().map(|v| v.as_str()).collect::<Vec<_>>()
-                        )
-                    }),
-                    other => Err(wrong(other, concat!("a ", stringify!($name)))),
-                }
-            }
-        }
-    )+};
-}
-
-cell_as_words!(
-    Contract,
-    ThreadStatus,
-    Phase,
-    AgentState,
-    ExitKind,
-    Outcome,
-    CommandKind,
-    CommandState,
-    MailState,
-    Direction,
-    MailKind,
-    QuestionKind,
-    QuestionState
-);
-
-macro_rules! cell_as_text {
-    ($($name:ident),+) => {$(
-        impl ToParam for $name {
-            fn value(&self) -> Value<'_> {
-                Value::Text(Cow::Borrowed(self.as_str()))
-            }
-        }
-
-        impl FromCell for $name {
-            fn from_cell(cell: Cell<'_>) -> std::result::Result<Self, String> {
-                String::from_cell(cell).map($name::from)
-            }
-        }
-    )+};
-}
-
-cell_as_text!(ThreadId, SessionId, WorkerId);
+// ---- the store's own query layer (`store::db`), on either backend -------------------------
 
 impl ToParam for ManagerId {
     fn value(&self) -> Value<'_> {

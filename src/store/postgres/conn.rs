@@ -276,12 +276,7 @@ impl PgConn {
     /// The values of `p` in `$N` order.
     fn values<'p>(&self, q: &Query, stmt: &Statement, p: Params<'p>) -> Result<Vec<Value<'p>>> {
         let expected = stmt.params().len();
-        let wrong = |given: usize| {
-            Error::internal(format!(
-                "sql/{}.sql takes {expected} parameters on PostgreSQL but was given {given}. Repair: this is a bug in threadbase; report it with the command that failed.",
-                q.name
-            ))
-        };
+        let wrong = |given: usize| q.wrong_count(expected, given);
         match p {
             Params::At(values) => {
                 if values.len() != expected {
@@ -318,10 +313,7 @@ impl PgConn {
                 let mut out = vec![Value::Null; expected];
                 for (name, v) in values {
                     let Some(at) = names.position_of(name) else {
-                        return Err(Error::internal(format!(
-                            "sql/{}.sql has no parameter {name}. Repair: this is a bug in threadbase; report it with the command that failed.",
-                            q.name
-                        )));
+                        return Err(q.no_parameter(name));
                     };
                     out[at - 1] = v.value();
                 }
