@@ -32,7 +32,8 @@
 //! `serve/poll_{id,path,relative,name}/<n>` (16 leaves spread over the tree, cycled),
 //! `serve/list_parent_10/<n>`, `serve/list_ancestor_110/<n>`, `serve/list_live_8/<n>`,
 //! `serve/list_all/<n>` (every stored thread; few samples), `serve/agent_status_100/<n>`,
-//! `serve/snapshot_100/<n>`, and `serve/floor_unknown_method/<n>` (an unknown method: the
+//! `serve/snapshot_100/<n>`, `serve/start_first_event/<n>` (see [`first_event_row`]), and
+//! `serve/floor_unknown_method/<n>` (an unknown method: the
 //! request loop's own cost, a line in and an error line out, no store access), and
 //! `serve/floor_echo_list_{parent,ancestor}_bytes/<n>` (not serve: this bench's own program
 //! answering every line with a line as long as list `parent`'s or `ancestor`'s, the pipes' and
@@ -1049,6 +1050,7 @@ fn serve_rows(c: &mut Criterion, fx: &Fixture) -> (Requests, Requests, Requests)
     let group = fx.group;
     let name = |row: &str| format!("{group}/{row}");
     let mut serve = Serve::start(fx);
+    first_event_row(&mut serve, fx);
 
     // 8 live children, idle after their first answer.
     for i in 0..LIVE {
@@ -1321,6 +1323,61 @@ fn extension_rows(c: &mut Criterion, fx: &Fixture, n: usize, reqs: &ExtensionReq
         report_latency("extension_latency", "extension/first_call", n, ns);
     }
     driver.close();
+}
+
+/// `<group>/start_first_event/<n>`: from a `thread start` request sent to serve until the new
+/// child's first event is visible to a reader of the same database (this process, polling
+/// `events::rows_of_thread` on a store of its own). It counts the child's start, its first
+/// line, the ingest batch and its commit. Each child is stopped (forced) and closed before
+/// the next starts; not a criterion row (each sample starts a process), so it runs whatever
+/// the filter and prints its median and 90th percentile of 11.
+fn first_event_row(serve: &mut Serve, fx: &Fixture) {
+    let db = match &fx.pg {
+        Some(url) => url.clone(),
+        None => fx.db.display().to_string(),
+    };
+    let store = threadbase::Store::open(&db).expect("open the bench database");
+    let mut ns = Vec::new();
+    for k in 0..11 {
+        let started = Instant::now();
+        let r = serve.call(
+            "thread",
+            json!({"action": "start", "prompt": "Stand by for follow-ups.", "taskName": format!("live_first_{k}")}),
+        );
+        let id = threadbase::domain::ThreadId::new(
+            r["details"]["snapshot"]["id"]
+                .as_str()
+                .expect("a started thread's id"),
+        );
+        loop {
+            let conn = store.read().expect("a reader");
+            let events = threadbase::store::events::rows_of_thread(&conn, &id).expect("events");
+            if !events.is_empty() {
+                break;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "{id} recorded no event in 30 s"
+            );
+        }
+        ns.push(started.elapsed().as_nanos() as u64);
+        serve.call(
+            "thread",
+            json!({"action": "stop", "id": id.as_str(), "force": true}),
+        );
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while serve.call("thread", json!({"action": "list", "state": "live"}))["details"]["count"]
+            != 0
+        {
+            assert!(
+                Instant::now() < deadline,
+                "{id} never closed after its stop"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    let name = format!("{}/start_first_event", fx.group);
+    report_latency(&format!("{}_latency", fx.group), &name, fx.n, ns);
 }
 
 /// Prints a row's per-call median and 90th percentile and writes them to

@@ -5,12 +5,14 @@
 
 use crate::domain::ThreadId;
 use crate::error::{Error, ErrorCode, Result};
+use crate::paths::{is_thread_id, thread_reference_path};
+use crate::store::db::{params, q, Row};
 use crate::store::events::{self, EventRow};
 use crate::store::output::{self, OutputFacts};
 use crate::store::questions::{self, Question};
 use crate::store::refs::{self, RefScope};
 use crate::store::snapshots::{self, View};
-use crate::store::threads::{thread_by_id_any, ThreadRow};
+use crate::store::threads::{col, thread_by_id_any, ThreadRow};
 use crate::store::usage::{self, Usage};
 use crate::store::{queue, Conn, ThreadIds};
 
@@ -48,6 +50,13 @@ pub enum Found {
 
 /// Resolves `reference` (`store/refs.rs`) and, for a closed thread, finds its kept `view` at
 /// `detail` (`store/snapshots.rs`): a poll's one read before it refreshes a live child.
+///
+/// A reference by id or by path (resolution's steps 1 and 2, what a poll names nearly always)
+/// is one statement that reads the row and its kept view together (`sql/poll_kept_by_*.sql`):
+/// on PostgreSQL every statement is a round trip to the server, the larger part of a poll's
+/// cost (`serve_pg/poll_id` of `benches/serve.rs`). Any other reference, and one those two
+/// steps don't find (unknown, or a thread of a manager below), resolves in full, then reads
+/// the kept view.
 pub fn find(
     conn: &Conn,
     scope: RefScope<'_>,
@@ -55,13 +64,43 @@ pub fn find(
     view: View,
     detail: &str,
 ) -> Result<Found> {
-    let row = refs::resolve(conn, scope, reference)?;
-    if !row.is_live() {
-        if let Some((json, _)) = snapshots::cached(conn, &row.id, view, detail)? {
-            return Ok(Found::Kept(json));
+    let text = reference.trim();
+    let read = |r: &Row<'_>| -> Result<(ThreadRow, Option<String>)> {
+        Ok((
+            ThreadRow::from_row(r)?,
+            r.get(col::COUNT + snapshots::kept_col::JSON)?,
+        ))
+    };
+    let direct = if is_thread_id(text) {
+        conn.opt(
+            q!("poll_kept_by_id", col, snapshots::kept_col),
+            params![text, scope.manager_id, view, detail, snapshots::SHAPE],
+            read,
+        )?
+    } else if let Some(path) = thread_reference_path(text, scope.current_path) {
+        conn.opt(
+            q!("poll_kept_by_path", col, snapshots::kept_col),
+            params![scope.manager_id, &path, view, detail, snapshots::SHAPE],
+            read,
+        )?
+    } else {
+        None
+    };
+    let (row, kept) = match direct {
+        Some(found) => found,
+        None => {
+            let row = refs::resolve(conn, scope, reference)?;
+            let kept = match row.is_live() {
+                true => None,
+                false => snapshots::cached(conn, &row.id, view, detail)?.map(|(json, _)| json),
+            };
+            (row, kept)
         }
+    };
+    match kept {
+        Some(json) if !row.is_live() => Ok(Found::Kept(json)),
+        _ => Ok(Found::Row(Box::new(row))),
     }
-    Ok(Found::Row(Box::new(row)))
 }
 
 /// A thread's facts by id (its retained events: the last of them, as `events::rows_of_thread`

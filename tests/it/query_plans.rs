@@ -221,6 +221,31 @@ fn snapshot_cache_statements_are_primary_key_lookups() {
     }
 }
 
+/// A poll by id or by path reads the thread and its kept answer in one statement: the
+/// threads index of the resolution step, then the cache's primary key, never a scan.
+#[test]
+fn a_poll_by_id_or_path_is_two_index_lookups() {
+    for (name, text, wants) in plans([
+        (
+            sql!("poll_kept_by_id"),
+            [
+                "SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)",
+                "SEARCH s USING INDEX sqlite_autoindex_thread_snapshots_1 (thread_id=? AND view=? AND detail=?)",
+            ],
+        ),
+        (
+            sql!("poll_kept_by_path"),
+            [
+                "SEARCH t USING INDEX sqlite_autoindex_threads_2 (manager_id=? AND path=?)",
+                "SEARCH s USING INDEX sqlite_autoindex_thread_snapshots_1 (thread_id=? AND view=? AND detail=?)",
+            ],
+        ),
+    ]) {
+        assert_contains_all(name, &text, &wants);
+        assert!(!text.contains("SCAN"), "{name} scans: {text}");
+    }
+}
+
 /// SQLite re-prepares a statement on its next step whenever a parameter whose value the planner
 /// looked at is rebound (it reads a `LIMIT ?` value, for one), which costs ten times the lookup
 /// itself. The store's connections run with the query planner stability guarantee, so the hot

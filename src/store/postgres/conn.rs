@@ -1,11 +1,12 @@
 //! A PostgreSQL connection as the store's backend ([`crate::store::db::Db`]).
 //!
 //! The store's functions are synchronous and run on serve's tokio workers, on `block_in_place`
-//! threads and on plain threads alike. tokio-postgres is asynchronous: every connection's
-//! socket is driven by a small runtime of its own ([`runtime`], one worker thread), and a call
-//! is run to completion on the calling thread with `futures_executor::block_on`, which needs no
-//! runtime there (the sync `postgres` client would start a runtime of its own and panic inside
-//! serve's). A round trip to a local server cost 72 µs (ARCHITECTURE, known gaps).
+//! threads and on plain threads alike. tokio-postgres is asynchronous: a call is run to
+//! completion on the calling thread with `futures_executor::block_on`, which needs no runtime
+//! there (the sync `postgres` client would start a runtime of its own and panic inside
+//! serve's). The calling thread also drives the connection's socket while it waits
+//! ([`Driven`]); only the reactor that tells it the socket is ready, and the sockets of
+//! listening connections, run on a small runtime of their own ([`runtime`], one worker thread).
 //!
 //! Values cross as the store's own [`Value`] and [`Cell`]: a parameter is encoded for the type
 //! PostgreSQL inferred for it when the statement was prepared (an integer bound where text is
@@ -156,25 +157,26 @@ impl Url {
         let watched = changes.clone();
         let task = runtime().spawn(async move {
             let (client, mut connection) = config.connect(NoTls).await?;
+            let Some(watched) = watched else {
+                // Driven by its callers (see [`Driven`]).
+                return Ok::<_, tokio_postgres::Error>((client, Some(connection)));
+            };
+            // A listening connection must read its notifications as they come: a task here.
             tokio::spawn(async move {
                 loop {
                     match std::future::poll_fn(|cx| connection.poll_message(cx)).await {
                         Some(Ok(AsyncMessage::Notification(_))) => {
-                            if let Some(w) = &watched {
-                                w.count.fetch_add(1, Ordering::SeqCst);
-                            }
+                            watched.count.fetch_add(1, Ordering::SeqCst);
                         }
                         Some(Ok(_)) => {}
                         Some(Err(_)) | None => break,
                     }
                 }
-                if let Some(w) = &watched {
-                    w.closed.store(true, Ordering::SeqCst);
-                }
+                watched.closed.store(true, Ordering::SeqCst);
             });
-            Ok::<_, tokio_postgres::Error>(client)
+            Ok((client, None))
         });
-        let client = block_on(task)
+        let (client, connection) = block_on(task)
             .map_err(|e| {
                 Error::internal(format!(
                     "The PostgreSQL connection task failed: {e}. Repair: retry."
@@ -184,6 +186,7 @@ impl Url {
         let listens = changes.is_some();
         let conn = PgConn {
             client,
+            driven: Driven(RefCell::new(connection.map(Box::pin))),
             prepared: RefCell::new(HashMap::new()),
             watched: changes,
         };
@@ -234,27 +237,96 @@ pub struct Watched {
     pub closed: AtomicBool,
 }
 
-/// One connection: its client and its prepared statements, by query name.
+/// A connection's socket: the half of tokio-postgres that writes requests and reads responses.
+type Socket = tokio_postgres::Connection<tokio_postgres::Socket, tokio_postgres::tls::NoTlsStream>;
+
+/// The socket of a connection that does not listen, driven by the thread that calls: every call
+/// polls it beside the request ([`Driven::run`]), so the request is written and its response
+/// read on the calling thread. Spawned on [`runtime`] instead, each round trip cost two thread
+/// wake-ups (the request handed to the runtime's thread, the response handed back); the
+/// reactor still runs there and wakes the caller once the response arrives. For the row
+/// `serve_pg/poll_id` of `benches/serve.rs`. `None` once the socket closed (or for a listening
+/// connection, whose socket runs on [`runtime`]).
+struct Driven(RefCell<Option<std::pin::Pin<Box<Socket>>>>);
+
+impl Driven {
+    /// Runs `f` to completion, driving the socket meanwhile. A socket that ends (the server
+    /// went away, or an error) is dropped, so that `f` then fails with the client's error.
+    ///
+    /// Unconstrained by tokio's cooperative budget: on a serve worker the budget is the
+    /// request task's, and a socket that ran out of it would return `Pending` with its wake
+    /// deferred until that task yields, which it cannot while this thread waits here.
+    fn run<F: Future>(&self, f: F) -> F::Output {
+        let mut f = std::pin::pin!(f);
+        block_on(tokio::task::unconstrained(std::future::poll_fn(
+            |cx| loop {
+                if let std::task::Poll::Ready(out) = f.as_mut().poll(cx) {
+                    return std::task::Poll::Ready(out);
+                }
+                let mut socket = self.0.borrow_mut();
+                match socket.as_mut().map(|s| s.as_mut().poll(cx)) {
+                    Some(std::task::Poll::Ready(_)) => *socket = None,
+                    _ => return std::task::Poll::Pending,
+                }
+            },
+        )))
+    }
+
+    /// Reads what the server sent while nobody called (a notice, or that it closed the
+    /// connection) without waiting; true when the socket is closed.
+    fn closed(&self) -> bool {
+        let mut socket = self.0.borrow_mut();
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        let ended = std::pin::pin!(tokio::task::unconstrained(std::future::poll_fn(|cx| {
+            match socket.as_mut() {
+                Some(s) => s.as_mut().poll(cx).map(|_| ()),
+                None => std::task::Poll::Ready(()),
+            }
+        })))
+        .poll(&mut cx)
+        .is_ready();
+        if ended {
+            *socket = None;
+        }
+        ended
+    }
+}
+
+/// One connection: its client, its socket when the caller drives it, and its prepared
+/// statements, by query name.
 pub struct PgConn {
     client: Client,
+    driven: Driven,
     prepared: RefCell<HashMap<&'static str, Statement>>,
     watched: Option<Arc<Watched>>,
 }
 
 impl PgConn {
-    /// The client, for the migrations.
-    pub fn client_mut(&mut self) -> &mut Client {
-        &mut self.client
+    /// Runs `f` (a call of this connection's client) to completion on this thread.
+    fn run<F: Future>(&self, f: F) -> F::Output {
+        match self.watched {
+            Some(_) => block_on(f),
+            None => self.driven.run(f),
+        }
+    }
+
+    /// Brings the schema up to date (`migrate`).
+    pub fn migrate(&mut self) -> Result<Vec<super::migrate::Applied>> {
+        let PgConn { client, driven, .. } = self;
+        driven.run(super::migrate::migrate(client))
     }
 
     /// The one boolean `sql` selects.
     pub fn scalar_bool(&self, sql: &str) -> Result<bool> {
-        Ok(block_on(self.client.query_one(sql, &[]))?.try_get(0)?)
+        Ok(self.run(self.client.query_one(sql, &[]))?.try_get(0)?)
     }
 
     /// Whether the socket closed (the server went away).
     pub fn is_closed(&self) -> bool {
-        self.client.is_closed()
+        match self.watched {
+            Some(_) => self.client.is_closed(),
+            None => self.driven.closed() || self.client.is_closed(),
+        }
     }
 
     fn statement(&self, q: &Query) -> Result<Statement> {
@@ -268,7 +340,7 @@ impl PgConn {
                     super::params::positional(&super::queries::expand_rows((q.sqlite)()))
                 })
         });
-        let stmt = block_on(self.client.prepare(&text.sql))?;
+        let stmt = self.run(self.client.prepare(&text.sql))?;
         self.prepared.borrow_mut().insert(q.name, stmt.clone());
         Ok(stmt)
     }
@@ -334,7 +406,7 @@ impl Db for PgConn {
         let values = self.values(q, &stmt, p)?;
         let bound: Vec<Bound<'_>> = values.iter().map(Bound).collect();
         let refs: Vec<&(dyn ToSql + Sync)> = bound.iter().map(|b| b as _).collect();
-        let rows = block_on(self.client.query(&stmt, &refs))?;
+        let rows = self.run(self.client.query(&stmt, &refs))?;
         let mut cells: Vec<Cell<'_>> = Vec::new();
         for r in &rows {
             cells.clear();
@@ -354,11 +426,11 @@ impl Db for PgConn {
         let values = self.values(q, &stmt, p)?;
         let bound: Vec<Bound<'_>> = values.iter().map(Bound).collect();
         let refs: Vec<&(dyn ToSql + Sync)> = bound.iter().map(|b| b as _).collect();
-        Ok(block_on(self.client.execute(&stmt, &refs))? as usize)
+        Ok(self.run(self.client.execute(&stmt, &refs))? as usize)
     }
 
     fn batch(&self, sql: &str) -> Result<()> {
-        Ok(block_on(self.client.batch_execute(sql))?)
+        Ok(self.run(self.client.batch_execute(sql))?)
     }
 
     fn begin_read(&self) -> Result<()> {
@@ -376,9 +448,9 @@ impl Db for PgConn {
     }
 
     fn query_values(&self, sql: &str) -> Result<(Vec<String>, Vec<Vec<Value<'static>>>)> {
-        let stmt = block_on(self.client.prepare(sql))?;
+        let stmt = self.run(self.client.prepare(sql))?;
         let names = stmt.columns().iter().map(|c| c.name().to_owned()).collect();
-        let rows = block_on(self.client.query(&stmt, &[]))?;
+        let rows = self.run(self.client.query(&stmt, &[]))?;
         let mut out = Vec::with_capacity(rows.len());
         for r in &rows {
             let mut values = Vec::with_capacity(r.len());

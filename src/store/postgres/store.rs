@@ -15,7 +15,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::conn::{block_on, PgConn, Url, Watched, CHANGES};
+use super::conn::{PgConn, Url, Watched, CHANGES};
 use crate::error::{Error, Result};
 use crate::store::db::Db;
 use crate::store::Conn;
@@ -73,7 +73,7 @@ impl PgStore {
             ))
             .naming_database());
         }
-        block_on(super::migrate::migrate(writer.client_mut()))?;
+        writer.migrate()?;
         let readers = r2d2::Pool::builder()
             .max_size(8)
             .min_idle(Some(1))
