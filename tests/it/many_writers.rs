@@ -1,11 +1,12 @@
-//! Many writers on one database file: eight real `threadbase serve` processes (one session
+//! Many writers on one database (a SQLite file; a fresh schema on the PostgreSQL pass of
+//! `postgres::suite`): eight real `threadbase serve` processes (one session
 //! each) start, send to, wait on, list, poll and stop their own scripted-agent children, while a
 //! reader loop runs `threadbase top`'s queries and `threadbase sql` processes count events.
 //!
 //! Asserted: no `database is locked` / `SQLITE_BUSY` anywhere (responses, every process's
 //! stderr), no lost rows (every started thread exists under its own manager, and the events each
-//! serve reported are exactly the stored ones), `threadbase check` passes, and the WAL file stays
-//! bounded. Times are printed (run with `--nocapture`), never asserted.
+//! serve reported are exactly the stored ones), `threadbase check` passes, and SQLite's WAL file
+//! stays bounded. Times are printed (run with `--nocapture`), never asserted.
 //!
 //! Halfway through, every serve is replaced by a new one for the same session (its restore pass
 //! then runs while the other serves launch children); no thread may be restored as stale.
@@ -229,41 +230,26 @@ fn writer(
 }
 
 /// `threadbase top`'s reads: the thread list when the change counter moves, then the `poll`
-/// projection inputs (row, output, events) of a few threads.
+/// projection inputs (row, output, events, usage) of a few threads.
 fn top_reader(db: &Path, stop: &AtomicBool) -> (u64, Vec<String>) {
     let conn = threadbase::store::open_read_only(db).expect("reader open");
     let (mut iterations, mut errors) = (0u64, Vec::new());
     let mut seen = -1i64;
     while !stop.load(Ordering::Relaxed) {
-        let result = (|| -> rusqlite::Result<()> {
-            let version: i64 = conn.query_row("PRAGMA data_version", (), |r| r.get(0))?;
+        let result = (|| -> Result<(), Box<dyn std::error::Error>> {
+            // PRAGMA data_version on SQLite, the LISTEN connection's count on PostgreSQL.
+            let version: i64 = conn.data_version()?;
             if version == seen {
                 return Ok(());
             }
             seen = version;
-            let ids: Vec<String> = {
-                let mut stmt = conn.prepare(&crate::support::common::expand_rows(include_str!(
-                    "../../sql/top_threads.sql"
-                )))?;
-                let rows = stmt.query_map((), |r| r.get::<_, String>(0))?;
-                rows.collect::<rusqlite::Result<_>>()?
-            };
-            for id in ids.iter().rev().take(4) {
-                conn.prepare(&crate::support::common::expand_rows(include_str!(
-                    "../../sql/thread_by_id_any.sql"
-                )))?
-                .query_map([id], |_| Ok(()))?
-                .for_each(drop);
-                conn.prepare(&crate::support::common::expand_rows(include_str!(
-                    "../../sql/output_of_thread.sql"
-                )))?
-                .query_map([id], |_| Ok(()))?
-                .for_each(drop);
-                conn.prepare(&crate::support::common::expand_rows(include_str!(
-                    "../../sql/events_of_thread.sql"
-                )))?
-                .query_map([id], |_| Ok(()))?
-                .for_each(drop);
+            // `top`'s own reads (store::top, store::facts), on either backend.
+            let rows = threadbase::store::top::rows(&conn, "")?;
+            for row in rows.iter().rev().take(4) {
+                threadbase::store::facts::of_thread(
+                    &conn,
+                    &threadbase::domain::ThreadId::new(&row.id),
+                )?;
             }
             Ok(())
         })();
@@ -309,9 +295,11 @@ fn eight_serves_write_one_database_while_readers_read() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(120);
     let rounds = ops_per_writer.div_ceil(OPS_PER_ROUND).max(1);
-    let dir = tempfile::tempdir().unwrap();
+    // A SQLite file, or a fresh schema on the PostgreSQL pass (postgres::suite).
+    let temp = crate::support::common::temp_db();
+    let dir = &temp.dir;
     std::fs::write(dir.path().join("script.json"), SCRIPT).unwrap();
-    let db = dir.path().join("threadbase.sqlite");
+    let db = temp.path.clone();
     drop(threadbase::Store::open(&db).unwrap());
     let wal = PathBuf::from(format!("{}-wal", db.display()));
     let marker = format!("many-writers-{}", std::process::id());
@@ -472,7 +460,13 @@ fn eight_serves_write_one_database_while_readers_read() {
     // the other serves' threads, including those whose launch is in flight, alone.
     let stale: i64 = conn
         .query_row(
-            "SELECT (SELECT count(*) FROM threads WHERE exit_kind = 'stale') + (SELECT count(*) FROM thread_events WHERE type = 'thread_closed' AND json_extract(data, '$.exit.kind') = 'stale')",
+            &format!(
+                "SELECT (SELECT count(*) FROM threads WHERE exit_kind = 'stale') + (SELECT count(*) FROM thread_events WHERE type = 'thread_closed' AND {} = 'stale')",
+                match crate::support::database_is_sqlite(&db) {
+                    true => "json_extract(data, '$.exit.kind')",
+                    false => "data->'exit'->>'kind'",
+                }
+            ),
             (),
             |r| r.get(0),
         )
