@@ -69,7 +69,7 @@
 //!
 //!   ```text
 //!   THREADBASE_BENCH_PG=postgres://threadbase@127.0.0.1:41592/threadbase_test \
-//!   THREADBASE_BENCH_SIZES=10k cargo bench --bench serve -- \
+//!   THREADBASE_BENCH_SIZES=10k THREADBASE_BENCH_LIST_ALL_MAX=10k cargo bench --bench serve -- \
 //!       'serve(_pg)?/(poll_id|list_parent_10|list_all)/' --warm-up-time 1 --measurement-time 3
 //!   ```
 
