@@ -5,12 +5,11 @@
 
 use crate::domain::ThreadId;
 use crate::error::{Error, ErrorCode, Result};
-use crate::paths::{is_thread_id, thread_reference_path};
 use crate::store::db::{params, q, Row};
 use crate::store::events::{self, EventRow};
 use crate::store::output::{self, OutputFacts};
 use crate::store::questions::{self, Question};
-use crate::store::refs::{self, RefScope};
+use crate::store::refs::{self, Exact, RefScope};
 use crate::store::snapshots::{self, View};
 use crate::store::threads::{col, thread_by_id_any, ThreadRow};
 use crate::store::usage::{self, Usage};
@@ -54,9 +53,9 @@ pub enum Found {
 /// A reference by id or by path (resolution's steps 1 and 2, what a poll names nearly always)
 /// is one statement that reads the row and its kept view together (`sql/poll_kept_by_*.sql`):
 /// on PostgreSQL every statement is a round trip to the server, the larger part of a poll's
-/// cost (`serve_pg/poll_id` of `benches/serve.rs`). Any other reference, and one those two
-/// steps don't find (unknown, or a thread of a manager below), resolves in full, then reads
-/// the kept view.
+/// cost (`serve_pg/poll_id` of `benches/serve.rs`). Resolution goes on from step 3 for any
+/// other reference and for one those two steps don't find (a name, unknown, or a thread of a
+/// manager below), then reads the kept view.
 pub fn find(
     conn: &Conn,
     scope: RefScope<'_>,
@@ -64,32 +63,29 @@ pub fn find(
     view: View,
     detail: &str,
 ) -> Result<Found> {
-    let text = reference.trim();
     let read = |r: &Row<'_>| -> Result<(ThreadRow, Option<String>)> {
         Ok((
             ThreadRow::from_row(r)?,
             r.get(col::COUNT + snapshots::kept_col::JSON)?,
         ))
     };
-    let direct = if is_thread_id(text) {
-        conn.opt(
+    let direct = match refs::exact(reference, scope) {
+        Some(Exact::Id(id)) => conn.opt(
             q!("poll_kept_by_id", col, snapshots::kept_col),
-            params![text, scope.manager_id, view, detail, snapshots::SHAPE],
+            params![id, scope.manager_id, view, detail, snapshots::SHAPE],
             read,
-        )?
-    } else if let Some(path) = thread_reference_path(text, scope.current_path) {
-        conn.opt(
+        )?,
+        Some(Exact::Path(path)) => conn.opt(
             q!("poll_kept_by_path", col, snapshots::kept_col),
             params![scope.manager_id, &path, view, detail, snapshots::SHAPE],
             read,
-        )?
-    } else {
-        None
+        )?,
+        None => None,
     };
     let (row, kept) = match direct {
         Some(found) => found,
         None => {
-            let row = refs::resolve(conn, scope, reference)?;
+            let row = refs::resolve_past_exact(conn, scope, reference)?;
             let kept = match row.is_live() {
                 true => None,
                 false => snapshots::cached(conn, &row.id, view, detail)?.map(|(json, _)| json),

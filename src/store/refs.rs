@@ -36,7 +36,47 @@ pub struct RefScope<'a> {
 /// Resolves a reference to one of the manager's threads, else to a descendant held by a
 /// manager below it (see the module docs).
 pub fn resolve(conn: &Conn, scope: RefScope<'_>, reference: &str) -> Result<ThreadRow> {
-    match resolve_own(conn, scope, reference) {
+    let found = match exact(reference, scope) {
+        Some(Exact::Id(id)) => query_thread(
+            conn,
+            q!("thread_by_id", crate::store::threads::col),
+            params![id, scope.manager_id],
+        )?,
+        Some(Exact::Path(path)) => query_thread(
+            conn,
+            q!("thread_by_path", crate::store::threads::col),
+            params![scope.manager_id, &path],
+        )?,
+        None => None,
+    };
+    match found {
+        Some(row) => Ok(row),
+        None => resolve_past_exact(conn, scope, reference),
+    }
+}
+
+/// What steps 1 and 2 look up: a thread id, or a canonical path within the manager.
+pub enum Exact<'r> {
+    Id(&'r str),
+    Path(String),
+}
+
+/// The exact form of `reference` seen from `scope`, if it has one: an id (step 1, which never
+/// falls through to step 2) or a path (step 2).
+pub fn exact<'r>(reference: &'r str, scope: RefScope<'_>) -> Option<Exact<'r>> {
+    let text = reference.trim();
+    if is_thread_id(text) {
+        return Some(Exact::Id(text));
+    }
+    thread_reference_path(text, scope.current_path).map(Exact::Path)
+}
+
+/// Resolution once the manager's own threads matched neither step 1 nor step 2 (see
+/// [`exact`]): step 3 (a unique task name or basename) for a reference that is not an id, then
+/// the managers below; the manager's unknown-reference error when nothing matches. A caller
+/// that ran steps 1 and 2 itself (a poll, `store::facts::find`) goes on from here.
+pub fn resolve_past_exact(conn: &Conn, scope: RefScope<'_>, reference: &str) -> Result<ThreadRow> {
+    match resolve_by_name(conn, scope, reference) {
         Err(e) if e.code == ErrorCode::UnknownReference => {
             match resolve_below(conn, scope, reference)? {
                 Some(row) => Ok(row),
@@ -103,27 +143,11 @@ fn ambiguous(reference: &str, candidates: &[String]) -> Error {
     )
 }
 
-/// The contract's three steps over the manager's own threads.
-fn resolve_own(conn: &Conn, scope: RefScope<'_>, reference: &str) -> Result<ThreadRow> {
+/// Step 3 over the manager's own threads; an id never reaches it (unknown).
+fn resolve_by_name(conn: &Conn, scope: RefScope<'_>, reference: &str) -> Result<ThreadRow> {
     let text = reference.trim();
     if is_thread_id(text) {
-        return match query_thread(
-            conn,
-            q!("thread_by_id", crate::store::threads::col),
-            params![text, scope.manager_id],
-        )? {
-            Some(row) => Ok(row),
-            None => Err(unknown(conn, scope, reference)?),
-        };
-    }
-    if let Some(path) = thread_reference_path(text, scope.current_path) {
-        if let Some(row) = query_thread(
-            conn,
-            q!("thread_by_path", crate::store::threads::col),
-            params![scope.manager_id, &path],
-        )? {
-            return Ok(row);
-        }
+        return Err(unknown(conn, scope, reference)?);
     }
     let mut matches = query_threads(
         conn,
