@@ -5,7 +5,7 @@
 //! completion on the calling thread with `futures_executor::block_on`, which needs no runtime
 //! there (the sync `postgres` client would start a runtime of its own and panic inside
 //! serve's). The calling thread also drives the connection's socket while it waits
-//! ([`Driven`]); only the reactor that tells it the socket is ready, and the sockets of
+//! ([`SocketAt`]); only the reactor that tells it the socket is ready, and the sockets of
 //! listening connections, run on a small runtime of their own ([`runtime`], one worker thread).
 //!
 //! Values cross as the store's own [`Value`] and [`Cell`]: a parameter is encoded for the type
@@ -150,15 +150,16 @@ impl Url {
         Ok(Url { config, shown })
     }
 
-    /// Opens a connection (its socket driven by [`runtime`]); `changes`, when given, counts
-    /// the notifications of [`CHANGES`] it receives (the connection LISTENs).
+    /// Opens a connection (its socket driven by its callers, or by [`runtime`] when it
+    /// listens: [`SocketAt`]); `changes`, when given, counts the notifications of [`CHANGES`]
+    /// it receives (the connection LISTENs).
     pub fn connect(&self, changes: Option<Arc<Watched>>) -> Result<PgConn> {
         let config = self.config.clone();
         let watched = changes.clone();
         let task = runtime().spawn(async move {
             let (client, mut connection) = config.connect(NoTls).await?;
             let Some(watched) = watched else {
-                // Driven by its callers (see [`Driven`]).
+                // Driven by its callers (see [`SocketAt`]).
                 return Ok::<_, tokio_postgres::Error>((client, Some(connection)));
             };
             // A listening connection must read its notifications as they come: a task here.
@@ -186,7 +187,10 @@ impl Url {
         let listens = changes.is_some();
         let conn = PgConn {
             client,
-            driven: Driven(RefCell::new(connection.map(Box::pin))),
+            socket: match connection {
+                Some(c) => SocketAt::Caller(RefCell::new(Some(Box::pin(c)))),
+                None => SocketAt::Runtime,
+            },
             prepared: RefCell::new(HashMap::new()),
             watched: changes,
         };
@@ -240,30 +244,40 @@ pub struct Watched {
 /// A connection's socket: the half of tokio-postgres that writes requests and reads responses.
 type Socket = tokio_postgres::Connection<tokio_postgres::Socket, tokio_postgres::tls::NoTlsStream>;
 
-/// The socket of a connection that does not listen, driven by the thread that calls: every call
-/// polls it beside the request ([`Driven::run`]), so the request is written and its response
+/// Where a connection's socket is driven.
+///
+/// A connection that does not listen is driven by the thread that calls: every call polls the
+/// socket beside the request ([`SocketAt::run`]), so the request is written and its response
 /// read on the calling thread. Spawned on [`runtime`] instead, each round trip cost two thread
 /// wake-ups (the request handed to the runtime's thread, the response handed back); the
 /// reactor still runs there and wakes the caller once the response arrives. For the row
-/// `serve_pg/poll_id` of `benches/serve.rs`. `None` once the socket closed (or for a listening
-/// connection, whose socket runs on [`runtime`]).
-struct Driven(RefCell<Option<std::pin::Pin<Box<Socket>>>>);
+/// `serve_pg/poll_id` of `benches/serve.rs`.
+enum SocketAt {
+    /// Here; `None` once it ended (the server went away, or an error).
+    Caller(RefCell<Option<std::pin::Pin<Box<Socket>>>>),
+    /// A task on [`runtime`]: a listening connection must read notifications as they come.
+    Runtime,
+}
 
-impl Driven {
-    /// Runs `f` to completion, driving the socket meanwhile. A socket that ends (the server
-    /// went away, or an error) is dropped, so that `f` then fails with the client's error.
+impl SocketAt {
+    /// Runs `f` (a call of the connection's client) to completion on this thread, driving the
+    /// socket meanwhile when it is here. A socket that ends is dropped, so that `f` then fails
+    /// with the client's error.
     ///
     /// Unconstrained by tokio's cooperative budget: on a serve worker the budget is the
     /// request task's, and a socket that ran out of it would return `Pending` with its wake
     /// deferred until that task yields, which it cannot while this thread waits here.
     fn run<F: Future>(&self, f: F) -> F::Output {
+        let SocketAt::Caller(socket) = self else {
+            return block_on(f);
+        };
         let mut f = std::pin::pin!(f);
         block_on(tokio::task::unconstrained(std::future::poll_fn(
             |cx| loop {
                 if let std::task::Poll::Ready(out) = f.as_mut().poll(cx) {
                     return std::task::Poll::Ready(out);
                 }
-                let mut socket = self.0.borrow_mut();
+                let mut socket = socket.borrow_mut();
                 match socket.as_mut().map(|s| s.as_mut().poll(cx)) {
                     Some(std::task::Poll::Ready(_)) => *socket = None,
                     _ => return std::task::Poll::Pending,
@@ -272,10 +286,13 @@ impl Driven {
         )))
     }
 
-    /// Reads what the server sent while nobody called (a notice, or that it closed the
-    /// connection) without waiting; true when the socket is closed.
-    fn closed(&self) -> bool {
-        let mut socket = self.0.borrow_mut();
+    /// For a socket here: reads what the server sent while nobody called (a notice, or that
+    /// it closed the connection) without waiting; true when the socket has ended.
+    fn ended(&self) -> bool {
+        let SocketAt::Caller(socket) = self else {
+            return false;
+        };
+        let mut socket = socket.borrow_mut();
         let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
         let ended = std::pin::pin!(tokio::task::unconstrained(std::future::poll_fn(|cx| {
             match socket.as_mut() {
@@ -292,11 +309,11 @@ impl Driven {
     }
 }
 
-/// One connection: its client, its socket when the caller drives it, and its prepared
-/// statements, by query name.
+/// One connection: its client, where its socket runs, and its prepared statements, by query
+/// name.
 pub struct PgConn {
     client: Client,
-    driven: Driven,
+    socket: SocketAt,
     prepared: RefCell<HashMap<&'static str, Statement>>,
     watched: Option<Arc<Watched>>,
 }
@@ -304,16 +321,13 @@ pub struct PgConn {
 impl PgConn {
     /// Runs `f` (a call of this connection's client) to completion on this thread.
     fn run<F: Future>(&self, f: F) -> F::Output {
-        match self.watched {
-            Some(_) => block_on(f),
-            None => self.driven.run(f),
-        }
+        self.socket.run(f)
     }
 
     /// Brings the schema up to date (`migrate`).
     pub fn migrate(&mut self) -> Result<Vec<super::migrate::Applied>> {
-        let PgConn { client, driven, .. } = self;
-        driven.run(super::migrate::migrate(client))
+        let PgConn { client, socket, .. } = self;
+        socket.run(super::migrate::migrate(client))
     }
 
     /// The one boolean `sql` selects.
@@ -323,10 +337,7 @@ impl PgConn {
 
     /// Whether the socket closed (the server went away).
     pub fn is_closed(&self) -> bool {
-        match self.watched {
-            Some(_) => self.client.is_closed(),
-            None => self.driven.closed() || self.client.is_closed(),
-        }
+        self.socket.ended() || self.client.is_closed()
     }
 
     fn statement(&self, q: &Query) -> Result<Statement> {
