@@ -601,7 +601,7 @@ fn copy_to_postgres(fx: &Fixture, url: &str) -> String {
         .unwrap()
         .map(Result::unwrap)
         .collect();
-    let tables = pg.texts(
+    let tables = pg.rows::<String>(
         "SELECT table_name::text FROM information_schema.tables
          WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY 1",
     );
@@ -612,7 +612,7 @@ fn copy_to_postgres(fx: &Fixture, url: &str) -> String {
             continue;
         }
         let cols: Vec<String> = pg
-            .texts(&format!(
+            .rows::<String>(&format!(
                 "SELECT column_name::text FROM information_schema.columns
                  WHERE table_schema = current_schema() AND table_name = '{table}'
                    AND is_generated = 'NEVER' ORDER BY ordinal_position"
@@ -664,7 +664,7 @@ fn copy_to_postgres(fx: &Fixture, url: &str) -> String {
         }
     }
     pg.exec("COMMIT;");
-    for ic in pg.texts(
+    for ic in pg.rows::<String>(
         "SELECT table_name::text, column_name::text FROM information_schema.columns
          WHERE table_schema = current_schema() AND is_identity = 'YES'",
     ) {
@@ -675,7 +675,7 @@ fn copy_to_postgres(fx: &Fixture, url: &str) -> String {
         ));
     }
     pg.exec("ANALYZE;");
-    let threads = pg.ints("SELECT count(*) FROM threads")[0][0];
+    let threads = pg.rows::<i64>("SELECT count(*) FROM threads")[0][0];
     let want: i64 = lite
         .query_row("SELECT count(*) FROM threads", [], |r| r.get(0))
         .unwrap();
@@ -717,7 +717,7 @@ fn push_literal(sql: &mut String, v: rusqlite::types::ValueRef<'_>) {
 /// schema is made afresh by the next run).
 fn clean_sessions(fx: &Fixture) {
     let Some(url) = &fx.pg else { return };
-    for f in support::Pg::connect(url).texts(
+    for f in support::Pg::connect(url).rows::<String>(
         "SELECT session_file FROM threads
          WHERE path LIKE '/root/live\\_%' AND session_file IS NOT NULL",
     ) {
@@ -731,7 +731,7 @@ fn clean_sessions(fx: &Fixture) {
 /// shapes differ and nothing counts: that build is timed as it finds its cache.
 fn cache_counts(fx: &Fixture) -> Option<(i64, i64)> {
     if let Some(url) = &fx.pg {
-        let rows = support::Pg::connect(url).ints(&format!(
+        let rows = support::Pg::connect(url).rows::<i64>(&format!(
             "SELECT count(*), count(*) FILTER (WHERE view = 'snapshot' AND detail = 'summary')
              FROM thread_snapshots WHERE shape = '{}'",
             threadbase::store::snapshots::SHAPE.replace('\'', "''")
@@ -1330,7 +1330,7 @@ fn extension_rows(c: &mut Criterion, fx: &Fixture, n: usize, reqs: &ExtensionReq
 /// `events::rows_of_thread` on a store of its own). It counts the child's start, its first
 /// line, the ingest batch and its commit. Each child is stopped (forced) and closed before
 /// the next starts; not a criterion row (each sample starts a process), so it runs whatever
-/// the filter and prints its median and 90th percentile of 11.
+/// the filter and prints its median and 90th percentile of 11. The reader looks every 250 µs.
 fn first_event_row(serve: &mut Serve, fx: &Fixture) {
     let db = match &fx.pg {
         Some(url) => url.clone(),
@@ -1359,6 +1359,8 @@ fn first_event_row(serve: &mut Serve, fx: &Fixture) {
                 started.elapsed() < Duration::from_secs(30),
                 "{id} recorded no event in 30 s"
             );
+            // Not a spin: on 2 cores it would take the CPU the child and serve start on.
+            std::thread::sleep(Duration::from_micros(250));
         }
         ns.push(started.elapsed().as_nanos() as u64);
         serve.call(

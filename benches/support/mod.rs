@@ -323,25 +323,14 @@ impl Pg {
             .unwrap_or_else(|e| panic!("{e:?}\n{}", &sql[..sql.len().min(2000)]));
     }
 
-    /// The rows of `sql`, every column read as `bigint`.
-    pub fn ints(&self, sql: &str) -> Vec<Vec<i64>> {
+    /// The rows of `sql`, every column read as a `T`.
+    pub fn rows<T: for<'a> tokio_postgres::types::FromSql<'a>>(&self, sql: &str) -> Vec<Vec<T>> {
         let rows = self
             .rt
             .block_on(self.client.query(sql, &[]))
             .unwrap_or_else(|e| panic!("{e:?}\n{sql}"));
         rows.iter()
-            .map(|r| (0..r.len()).map(|i| r.get::<_, i64>(i)).collect())
-            .collect()
-    }
-
-    /// The rows of `sql`, every column read as `text`.
-    pub fn texts(&self, sql: &str) -> Vec<Vec<String>> {
-        let rows = self
-            .rt
-            .block_on(self.client.query(sql, &[]))
-            .unwrap_or_else(|e| panic!("{e:?}\n{sql}"));
-        rows.iter()
-            .map(|r| (0..r.len()).map(|i| r.get::<_, String>(i)).collect())
+            .map(|r| (0..r.len()).map(|i| r.get::<_, T>(i)).collect())
             .collect()
     }
 }
