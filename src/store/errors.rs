@@ -35,6 +35,8 @@ pub fn is_unique_violation(e: &Error) -> bool {
 /// database refused. Such a write can be tried again once the server is back.
 pub fn is_connection_lost(e: &Error) -> bool {
     match e.cause() {
+        // The socket itself failed (connecting, or waiting on it: `store::postgres::direct`).
+        Some(Cause::Database(cause)) if cause.downcast_ref::<std::io::Error>().is_some() => true,
         Some(Cause::Database(cause)) => {
             cause
                 .downcast_ref::<tokio_postgres::Error>()

@@ -2,11 +2,11 @@
 //!
 //! The store's functions are synchronous and run on serve's tokio workers, on `block_in_place`
 //! threads and on plain threads alike. tokio-postgres is asynchronous: a call is run to
-//! completion on the calling thread with `futures_executor::block_on`, which needs no runtime
-//! there (the sync `postgres` client would start a runtime of its own and panic inside
-//! serve's). The calling thread also drives the connection's socket while it waits
-//! ([`SocketAt`]); only the reactor that tells it the socket is ready, and the sockets of
-//! listening connections, run on a small runtime of their own ([`runtime`], one worker thread).
+//! completion on the calling thread, which also reads and writes the connection's socket and
+//! blocks on it while it waits ([`SocketAt`], [`super::direct`]); no runtime is needed there
+//! (the sync `postgres` client would start a runtime of its own and panic inside serve's).
+//! Only listening connections (change watches) run as tasks, on a small runtime of their own
+//! ([`runtime`], one worker thread): they must read notifications as they come.
 //!
 //! Values cross as the store's own [`Value`] and [`Cell`]: a parameter is encoded for the type
 //! PostgreSQL inferred for it when the statement was prepared (an integer bound where text is
@@ -154,49 +154,56 @@ impl Url {
     /// listens: [`SocketAt`]); `changes`, when given, counts the notifications of [`CHANGES`]
     /// it receives (the connection LISTENs).
     pub fn connect(&self, changes: Option<Arc<Watched>>) -> Result<PgConn> {
+        let Some(watched) = changes else {
+            // Driven by its callers (see [`SocketAt`]).
+            let (client, connection, waiter) =
+                super::direct::connect(&self.config).map_err(|e| match e {
+                    super::direct::Failed::Io(e) => self.unreachable(&e.to_string(), Arc::new(e)),
+                    super::direct::Failed::Server(e) => self.connect_error(e),
+                })?;
+            return Ok(PgConn {
+                client,
+                socket: SocketAt::Caller {
+                    socket: RefCell::new(Some(Box::new(connection))),
+                    waiter,
+                },
+                prepared: RefCell::new(HashMap::new()),
+                watched: None,
+            });
+        };
         let config = self.config.clone();
-        let watched = changes.clone();
+        let counts = watched.clone();
         let task = runtime().spawn(async move {
             let (client, mut connection) = config.connect(NoTls).await?;
-            let Some(watched) = watched else {
-                // Driven by its callers (see [`SocketAt`]).
-                return Ok::<_, tokio_postgres::Error>((client, Some(connection)));
-            };
             // A listening connection must read its notifications as they come: a task here.
             tokio::spawn(async move {
                 loop {
                     match std::future::poll_fn(|cx| connection.poll_message(cx)).await {
                         Some(Ok(AsyncMessage::Notification(_))) => {
-                            watched.count.fetch_add(1, Ordering::SeqCst);
+                            counts.count.fetch_add(1, Ordering::SeqCst);
                         }
                         Some(Ok(_)) => {}
                         Some(Err(_)) | None => break,
                     }
                 }
-                watched.closed.store(true, Ordering::SeqCst);
+                counts.closed.store(true, Ordering::SeqCst);
             });
-            Ok((client, None))
+            Ok::<_, tokio_postgres::Error>(client)
         });
-        let (client, connection) = block_on(task)
+        let client = block_on(task)
             .map_err(|e| {
                 Error::internal(format!(
                     "The PostgreSQL connection task failed: {e}. Repair: retry."
                 ))
             })?
             .map_err(|e| self.connect_error(e))?;
-        let listens = changes.is_some();
         let conn = PgConn {
             client,
-            socket: match connection {
-                Some(c) => SocketAt::Caller(RefCell::new(Some(Box::pin(c)))),
-                None => SocketAt::Runtime,
-            },
+            socket: SocketAt::Runtime,
             prepared: RefCell::new(HashMap::new()),
-            watched: changes,
+            watched: Some(watched),
         };
-        if listens {
-            conn.batch(&format!("LISTEN {CHANGES}"))?;
-        }
+        conn.batch(&format!("LISTEN {CHANGES}"))?;
         Ok(conn)
     }
 
@@ -217,14 +224,23 @@ impl Url {
                 let why = std::error::Error::source(&e)
                     .map(|s| s.to_string())
                     .unwrap_or_else(|| e.to_string());
-                format!(
-                    "Cannot connect to PostgreSQL at {url}: {why}. Repair: check that the server is running and reachable, and that the URL's host and port are right (--db or THREADBASE_DB)."
-                )
+                return self.unreachable(&why, Arc::new(e));
             }
         };
         Error::io(message)
             .naming_database()
             .caused_by(Cause::Database(Arc::new(e)))
+    }
+
+    /// The server could not be reached (`why`; the socket's or tokio-postgres's error `e`,
+    /// which `store::is_connection_lost` recognises).
+    fn unreachable(&self, why: &str, e: Arc<dyn std::error::Error + Send + Sync>) -> Error {
+        let url = &self.shown;
+        Error::io(format!(
+            "Cannot connect to PostgreSQL at {url}: {why}. Repair: check that the server is running and reachable, and that the URL's host and port are right (--db or THREADBASE_DB)."
+        ))
+        .naming_database()
+        .caused_by(Cause::Database(e))
     }
 
     /// The URL as shown in messages (no password).
@@ -242,19 +258,23 @@ pub struct Watched {
 }
 
 /// A connection's socket: the half of tokio-postgres that writes requests and reads responses.
-type Socket = tokio_postgres::Connection<tokio_postgres::Socket, tokio_postgres::tls::NoTlsStream>;
+type Socket = tokio_postgres::Connection<super::direct::Direct, tokio_postgres::tls::NoTlsStream>;
 
 /// Where a connection's socket is driven.
 ///
-/// A connection that does not listen is driven by the thread that calls: every call polls the
-/// socket beside the request ([`SocketAt::run`]), so the request is written and its response
-/// read on the calling thread. Spawned on [`runtime`] instead, each round trip cost two thread
-/// wake-ups (the request handed to the runtime's thread, the response handed back); the
-/// reactor still runs there and wakes the caller once the response arrives. For the row
-/// `serve_pg/poll_id` of `benches/serve.rs`.
+/// A connection that does not listen is driven by the thread that calls
+/// ([`super::direct`]): every call writes its request and reads its response on that thread,
+/// which blocks on the socket itself in between. For the row `serve_pg/poll_id` of
+/// `benches/serve.rs`: driven by a task on [`runtime`], a round trip woke that runtime's thread
+/// twice (the request handed over, then the response handed back), 326 µs a poll against
+/// 161 µs; then with the socket polled by the caller but its readiness still from tokio's
+/// reactor, once.
 enum SocketAt {
-    /// Here; `None` once it ended (the server went away, or an error).
-    Caller(RefCell<Option<std::pin::Pin<Box<Socket>>>>),
+    /// Here; `socket` is `None` once it ended (the server went away, or an error).
+    Caller {
+        socket: RefCell<Option<Box<Socket>>>,
+        waiter: super::direct::Waiter,
+    },
     /// A task on [`runtime`]: a listening connection must read notifications as they come.
     Runtime,
 }
@@ -263,45 +283,47 @@ impl SocketAt {
     /// Runs `f` (a call of the connection's client) to completion on this thread, driving the
     /// socket meanwhile when it is here. A socket that ends is dropped, so that `f` then fails
     /// with the client's error.
-    ///
-    /// Unconstrained by tokio's cooperative budget: on a serve worker the budget is the
-    /// request task's, and a socket that ran out of it would return `Pending` with its wake
-    /// deferred until that task yields, which it cannot while this thread waits here.
-    fn run<F: Future>(&self, f: F) -> F::Output {
-        let SocketAt::Caller(socket) = self else {
-            return block_on(f);
+    fn run<F: Future>(&self, f: F) -> Result<F::Output> {
+        let SocketAt::Caller { socket, waiter } = self else {
+            return Ok(block_on(f));
         };
-        let mut f = std::pin::pin!(f);
-        block_on(tokio::task::unconstrained(std::future::poll_fn(
-            |cx| loop {
-                if let std::task::Poll::Ready(out) = f.as_mut().poll(cx) {
-                    return std::task::Poll::Ready(out);
+        let drive = |cx: &mut std::task::Context<'_>| {
+            let mut socket = socket.borrow_mut();
+            match socket.as_mut().map(|s| std::pin::Pin::new(&mut **s).poll(cx)) {
+                Some(std::task::Poll::Pending) => std::task::Poll::Pending,
+                Some(std::task::Poll::Ready(_)) => {
+                    *socket = None;
+                    std::task::Poll::Ready(())
                 }
-                let mut socket = socket.borrow_mut();
-                match socket.as_mut().map(|s| s.as_mut().poll(cx)) {
-                    Some(std::task::Poll::Ready(_)) => *socket = None,
-                    _ => return std::task::Poll::Pending,
-                }
-            },
-        )))
+                None => std::task::Poll::Ready(()),
+            }
+        };
+        match super::direct::run(waiter, None, f, drive) {
+            Ok(Some(out)) => Ok(out),
+            Ok(None) => unreachable!("no deadline was given"),
+            Err(e) => {
+                *socket.borrow_mut() = None;
+                Err(Error::io(format!(
+                    "Waiting for PostgreSQL's answer failed: {e}. Repair: retry; if it persists, check the server."
+                ))
+                .naming_database()
+                .caused_by(Cause::Database(Arc::new(e))))
+            }
+        }
     }
 
     /// For a socket here: reads what the server sent while nobody called (a notice, or that
     /// it closed the connection) without waiting; true when the socket has ended.
     fn ended(&self) -> bool {
-        let SocketAt::Caller(socket) = self else {
+        let SocketAt::Caller { socket, .. } = self else {
             return false;
         };
         let mut socket = socket.borrow_mut();
         let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-        let ended = std::pin::pin!(tokio::task::unconstrained(std::future::poll_fn(|cx| {
-            match socket.as_mut() {
-                Some(s) => s.as_mut().poll(cx).map(|_| ()),
-                None => std::task::Poll::Ready(()),
-            }
-        })))
-        .poll(&mut cx)
-        .is_ready();
+        let ended = match socket.as_mut() {
+            Some(s) => std::pin::Pin::new(&mut **s).poll(&mut cx).is_ready(),
+            None => true,
+        };
         if ended {
             *socket = None;
         }
@@ -320,14 +342,17 @@ pub struct PgConn {
 
 impl PgConn {
     /// Runs `f` (a call of this connection's client) to completion on this thread.
-    fn run<F: Future>(&self, f: F) -> F::Output {
-        self.socket.run(f)
+    fn run<T, E>(&self, f: impl Future<Output = std::result::Result<T, E>>) -> Result<T>
+    where
+        Error: From<E>,
+    {
+        Ok(self.socket.run(f)??)
     }
 
     /// Brings the schema up to date (`migrate`).
     pub fn migrate(&mut self) -> Result<Vec<super::migrate::Applied>> {
         let PgConn { client, socket, .. } = self;
-        socket.run(super::migrate::migrate(client))
+        socket.run(super::migrate::migrate(client))?
     }
 
     /// The one boolean `sql` selects.
@@ -441,7 +466,7 @@ impl Db for PgConn {
     }
 
     fn batch(&self, sql: &str) -> Result<()> {
-        Ok(self.run(self.client.batch_execute(sql))?)
+        self.run(self.client.batch_execute(sql))
     }
 
     fn begin_read(&self) -> Result<()> {

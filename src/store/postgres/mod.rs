@@ -1,11 +1,13 @@
-//! The groundwork of the PostgreSQL backend (issue 32), beside the SQLite store: its schema
-//! history and the runner that applies it under an advisory lock ([`migrate`]), the rewrite of a
-//! query's SQLite parameters to PostgreSQL's `$N` ([`params`]), and the PostgreSQL text of every
-//! query of `sql/` ([`queries`]: the file itself where it is portable, `sql/postgres/NAME.sql`
-//! where it cannot be). The tests use them against a real server (`THREADBASE_TEST_PG`); the
-//! backend's connections and typed methods will be built on them.
+//! The PostgreSQL backend (issue 32), beside the SQLite store: its connections ([`conn`], their
+//! sockets driven by the calling thread through [`direct`]), the store over them ([`store`]: a
+//! writer under the write lock and a pool of readers), its schema history and the runner that
+//! applies it under an advisory lock ([`migrate`]), the rewrite of a query's SQLite parameters
+//! to PostgreSQL's `$N` ([`params`]), and the PostgreSQL text of every query of `sql/`
+//! ([`queries`]: the file itself where it is portable, `sql/postgres/NAME.sql` where it cannot
+//! be).
 
 pub mod conn;
+pub mod direct;
 pub mod migrate;
 pub mod params;
 pub mod queries;
