@@ -2,3 +2,5 @@
 -- threads_agent_timers: owner_pid, then the deadline in order).
 SELECT min(agent_timeout_at) AS next_at FROM threads
 WHERE owner_pid = :pid AND agent_timeout_at IS NOT NULL AND owner_started_at = :started
+  -- On this host and boot: a serve elsewhere may have the same pid and start.
+  AND (owner_host IS NULL OR owner_host = :host) AND (owner_boot IS NULL OR owner_boot = :boot)

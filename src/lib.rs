@@ -39,6 +39,7 @@ pub mod engine;
 pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod host;
 pub mod ids;
 pub mod paths;
 pub mod pi;

@@ -1,15 +1,22 @@
 //! A process's identity, in the ground floor: a pid alone is not an identity (pids are reused),
-//! so it is paired with the process's start time from `/proc/<pid>/stat`. Every layer that asks
+//! so it is paired with the process's start time from `/proc/<pid>/stat`, and with where it
+//! lives ([`Place`]: a pid means something only on its own host and boot, issue 33). Every
+//! layer that asks
 //! "is the process a row records still alive?" (the store's check, the engine's holders, the
 //! runtime's restore, the CLI) uses this one type; signals stay in `runtime::process`.
 
 use std::path::Path;
 
-/// A process as the kernel knows it: pid plus start time in clock ticks since boot.
+pub use crate::host::Place;
+
+/// A process as the kernel knows it: pid plus start time in clock ticks since boot, and where
+/// it lives. Two identities are equal only on the same place: a row of another host with this
+/// serve's pid and start time is not this serve.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProcessIdentity {
     pub pid: i64,
     pub started_at: i64,
+    pub place: Place,
 }
 
 /// Who holds the process a row records, seen from one serve.
@@ -30,15 +37,31 @@ impl ProcessIdentity {
         ProcessIdentity {
             pid,
             started_at: start_time(pid).unwrap_or(0),
+            place: Place::Here,
         }
     }
 
-    /// The process a row records (its `…_pid` and `…_started_at` columns): none without a
-    /// pid; an unknown start time (-1) matches no living process.
-    pub fn recorded(pid: Option<i64>, started_at: Option<i64>) -> Option<ProcessIdentity> {
+    /// A process of this host and boot (one this process started, or read from `/proc`).
+    pub fn here(pid: i64, started_at: i64) -> ProcessIdentity {
+        ProcessIdentity {
+            pid,
+            started_at,
+            place: Place::Here,
+        }
+    }
+
+    /// The process a row records (its `…_pid`, `…_started_at`, `…_host` and `…_boot`
+    /// columns): none without a pid; an unknown start time (-1) matches no living process.
+    pub fn recorded(
+        pid: Option<i64>,
+        started_at: Option<i64>,
+        host: Option<&str>,
+        boot: Option<&str>,
+    ) -> Option<ProcessIdentity> {
         pid.map(|pid| ProcessIdentity {
             pid,
             started_at: started_at.unwrap_or(-1),
+            place: crate::host::HostIdentity::here().place(host, boot),
         })
     }
 
@@ -66,9 +89,22 @@ impl ProcessIdentity {
     }
 
     /// True when a process with this pid exists, is not a zombie, and started at the same
-    /// moment (so it is the same process, not a reused pid).
+    /// moment (so it is the same process, not a reused pid). A process of an earlier boot is
+    /// gone. One of another host cannot be looked up from here and counts as living, so that
+    /// nothing here closes its rows or signals its pid: that is its own host's to do.
     pub fn is_alive(&self) -> bool {
-        matches!(stat(self.pid), Some(s) if s.start_time == self.started_at && s.state != 'Z' && s.state != 'X')
+        match self.place {
+            Place::Here => {
+                matches!(stat(self.pid), Some(s) if s.start_time == self.started_at && s.state != 'Z' && s.state != 'X')
+            }
+            Place::EarlierBoot => false,
+            Place::OtherHost => true,
+        }
+    }
+
+    /// Whether this process can be signalled from here: it is of this host and boot.
+    pub fn is_here(&self) -> bool {
+        self.place == Place::Here
     }
 }
 

@@ -7,7 +7,9 @@ SELECT t.id, t.path, t.phase, t.pid,
        CASE WHEN t.created_at ~ '^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$'
             THEN extract(epoch FROM clock_timestamp()
                          - CAST(t.created_at AS timestamptz))::double precision END AS age_s,
-       m.session_id, t.process_started_at
+       m.session_id, t.process_started_at,
+       CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_host ELSE m.owner_host END AS owner_host,
+       CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_boot ELSE m.owner_boot END AS owner_boot
 FROM threads t JOIN managers m ON m.id = t.manager_id
 WHERE t.status = 'live'
   -- A queued row never launched (THREADBASE_QUEUE=1) claims no process: it waits for a slot.

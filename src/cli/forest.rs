@@ -169,10 +169,13 @@ pub fn state_label(t: &ThreadRow) -> String {
 }
 
 /// A live row whose owning serve (the recorded pid and start time) is no longer running; not
-/// claimed without the start time.
+/// claimed without the start time. For display only (`tree`, `top`, `usage`): their rows leave
+/// the host out, since they are read from databases of every version as they are and hosts
+/// came with V13, so this is the serve as this host sees it. What acts on a row (restore,
+/// stop, send) reads its host through the holder rule.
 pub fn owner_gone(live: bool, pid: Option<i64>, started_at: Option<i64>) -> bool {
     live && started_at.is_some()
-        && crate::runtime::process::ProcessIdentity::recorded(pid, started_at)
+        && crate::runtime::process::ProcessIdentity::recorded(pid, started_at, None, None)
             .is_some_and(|owner| !owner.is_alive())
 }
 

@@ -376,6 +376,15 @@ pub fn main() -> ExitCode {
     if !matches!(cli.command, Command::Serve(_) | Command::Top { .. }) {
         let _ = logging::init(None);
     }
+    // Every row a command writes or judges by its process names a host (issue 33): a host id
+    // that cannot be used stops the command before it touches the database.
+    let needs_host = !matches!(
+        cli.command,
+        Command::ScriptedAgent { .. } | Command::Pi { .. }
+    );
+    if let (true, Err(e)) = (needs_host, crate::host::HostIdentity::current()) {
+        return report(&e);
+    }
     let mut out = std::io::stdout().lock();
     let result = match cli.command {
         Command::Demo { keep } => demo::run(keep, &mut out),

@@ -108,9 +108,7 @@ fn stop(db: &Path, args: &StopArgs<'_>, out: &mut dyn Write) -> Result<ExitCode>
                     id: t.id,
                     path: t.path,
                     session: t.session,
-                    owner: t
-                        .owner
-                        .map(|(pid, started_at)| ProcessIdentity { pid, started_at }),
+                    owner: t.owner,
                 });
             }
         }

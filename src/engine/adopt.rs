@@ -37,7 +37,12 @@ pub fn adopt_reference(
 ) -> Result<Found> {
     let found = adopt::candidates(&store.read()?, reference, to)?;
     let alive = |c: &Candidate| {
-        let recorded = ProcessIdentity::recorded(c.owner_pid, c.owner_started_at);
+        let recorded = ProcessIdentity::recorded(
+            c.owner_pid,
+            c.owner_started_at,
+            c.owner_host.as_deref(),
+            c.owner_boot.as_deref(),
+        );
         ProcessIdentity::held_elsewhere(recorded, me).is_some()
     };
     let (gone, held): (Vec<Candidate>, Vec<Candidate>) = found.into_iter().partition(|c| !alive(c));

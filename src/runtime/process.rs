@@ -48,7 +48,7 @@ pub fn kill_recorded_group(pid: i64, pgid: i64, started_at: Option<i64>) -> bool
     let Some(started_at) = started_at else {
         return false;
     };
-    if !(ProcessIdentity { pid, started_at }).is_alive() {
+    if !ProcessIdentity::here(pid, started_at).is_alive() {
         return false;
     }
     if process_group(pid) != Some(pgid) {
@@ -135,16 +135,43 @@ mod tests {
         let me = ProcessIdentity::current();
         assert!(me.started_at > 0);
         assert!(me.is_alive());
-        assert!(!ProcessIdentity {
-            pid: me.pid,
-            started_at: me.started_at + 1
-        }
-        .is_alive());
-        assert!(!ProcessIdentity {
-            pid: 0,
-            started_at: 0
-        }
-        .is_alive());
+        assert!(!ProcessIdentity::here(me.pid, me.started_at + 1).is_alive());
+        assert!(!ProcessIdentity::here(0, 0).is_alive());
+    }
+
+    #[test]
+    fn a_recorded_process_is_placed_by_its_host_and_boot() {
+        use crate::host::{HostIdentity, Place};
+        let me = ProcessIdentity::current();
+        let here = HostIdentity::here();
+        let (host, boot) = (Some(here.host_id.as_str()), Some(here.boot_id.as_str()));
+        // This serve, recorded on this host and boot (or before hosts were recorded): it.
+        let mine = ProcessIdentity::recorded(Some(me.pid), Some(me.started_at), host, boot);
+        assert_eq!(mine, Some(me));
+        let legacy = ProcessIdentity::recorded(Some(me.pid), Some(me.started_at), None, None);
+        assert_eq!(legacy, Some(me));
+        // The same pid and start on another host: not this serve, and alive as far as this
+        // host can tell (nothing here acts on it), so held elsewhere.
+        let other =
+            ProcessIdentity::recorded(Some(me.pid), Some(me.started_at), Some("elsewhere"), boot)
+                .unwrap();
+        assert_eq!(other.place, Place::OtherHost);
+        assert_ne!(other, me);
+        assert!(other.is_alive() && !other.is_here());
+        assert_eq!(
+            ProcessIdentity::holder(Some(other), me),
+            crate::process::Holder::Elsewhere(other)
+        );
+        // The same pid and start on an earlier boot of this host: gone.
+        let earlier =
+            ProcessIdentity::recorded(Some(me.pid), Some(me.started_at), host, Some("old"))
+                .unwrap();
+        assert_eq!(earlier.place, Place::EarlierBoot);
+        assert!(!earlier.is_alive());
+        assert_eq!(
+            ProcessIdentity::holder(Some(earlier), me),
+            crate::process::Holder::Gone
+        );
     }
 
     #[test]

@@ -65,7 +65,12 @@ pub fn restore_dead_owners(
     let candidates: Vec<Candidate> = restore::candidates(&store.read()?)?
         .into_iter()
         .map(|row| Candidate {
-            owner: ProcessIdentity::recorded(row.owner_pid, row.owner_started_at),
+            owner: ProcessIdentity::recorded(
+                row.owner_pid,
+                row.owner_started_at,
+                row.owner_host.as_deref(),
+                row.owner_boot.as_deref(),
+            ),
             row,
         })
         .collect();
@@ -137,8 +142,13 @@ fn kill_processes_of<'a>(
 ) {
     let mut gone: Vec<GoneThread<'_>> = Vec::new();
     for c in candidates {
+        // A recorded pid of an earlier boot names nothing now: only the environment can prove
+        // a process is the thread's.
+        let recorded = c.owner.is_none_or(|o| o.is_here());
         match (c.pid, c.pgid) {
-            (Some(pid), Some(pgid)) if kill_recorded_group(pid, pgid, c.process_started_at) => {
+            (Some(pid), Some(pgid))
+                if recorded && kill_recorded_group(pid, pgid, c.process_started_at) =>
+            {
                 report.killed_groups.push(pgid);
             }
             // The recorded process is gone (a child exits on its own when its owner's pipes
@@ -165,7 +175,12 @@ fn restore_unlaunched_agents(
     report: &mut RestoreReport,
 ) -> Result<()> {
     for run in restore::unlaunched_agents(&store.read()?)? {
-        let owner = ProcessIdentity::recorded(run.owner_pid, run.owner_started_at);
+        let owner = ProcessIdentity::recorded(
+            run.owner_pid,
+            run.owner_started_at,
+            run.owner_host.as_deref(),
+            run.owner_boot.as_deref(),
+        );
         if !owner_gone(owner, me) || refused.contains(&run.manager_id) {
             continue;
         }

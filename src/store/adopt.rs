@@ -27,6 +27,8 @@ columns! {
         SESSION_FILE = "m.session_file",
         OWNER_PID = "m.owner_pid",
         OWNER_STARTED_AT = "m.owner_started_at",
+        OWNER_HOST = "m.owner_host",
+        OWNER_BOOT = "m.owner_boot",
         CREATED_AT = "t.created_at",
     }
 }
@@ -41,6 +43,8 @@ pub struct Candidate {
     pub session_file: Option<String>,
     pub owner_pid: Option<i64>,
     pub owner_started_at: Option<i64>,
+    pub owner_host: Option<String>,
+    pub owner_boot: Option<String>,
     pub created_at: String,
 }
 
@@ -54,6 +58,8 @@ impl Candidate {
             session_file: r.get(candidate_col::SESSION_FILE)?,
             owner_pid: r.get(candidate_col::OWNER_PID)?,
             owner_started_at: r.get(candidate_col::OWNER_STARTED_AT)?,
+            owner_host: r.get(candidate_col::OWNER_HOST)?,
+            owner_boot: r.get(candidate_col::OWNER_BOOT)?,
             created_at: r.get(candidate_col::CREATED_AT)?,
         })
     }

@@ -201,6 +201,10 @@ columns! {
         THREAD_OWNER_STARTED_AT = "t.owner_started_at",
         MANAGER_OWNER_PID = "m.owner_pid",
         MANAGER_OWNER_STARTED_AT = "m.owner_started_at",
+        THREAD_OWNER_HOST = "t.owner_host",
+        THREAD_OWNER_BOOT = "t.owner_boot",
+        MANAGER_OWNER_HOST = "m.owner_host",
+        MANAGER_OWNER_BOOT = "m.owner_boot",
     }
 }
 
@@ -230,6 +234,8 @@ columns! {
         AGE = "(julianday('now') - julianday(t.created_at)) * 86400.0 AS age_s",
         SESSION_ID = "m.session_id",
         PROCESS_STARTED_AT = "t.process_started_at",
+        OWNER_HOST = "CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_host ELSE m.owner_host END AS owner_host",
+        OWNER_BOOT = "CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_boot ELSE m.owner_boot END AS owner_boot",
     }
 }
 
@@ -441,14 +447,19 @@ fn owners_alive(r: &Row<'_>, first: usize) -> Result<bool> {
         (
             r.get::<Option<i64>>(first + c::THREAD_OWNER_PID)?,
             r.get::<Option<i64>>(first + c::THREAD_OWNER_STARTED_AT)?,
+            r.get::<Option<String>>(first + c::THREAD_OWNER_HOST)?,
+            r.get::<Option<String>>(first + c::THREAD_OWNER_BOOT)?,
         ),
         (
             r.get(first + c::MANAGER_OWNER_PID)?,
             r.get(first + c::MANAGER_OWNER_STARTED_AT)?,
+            r.get(first + c::MANAGER_OWNER_HOST)?,
+            r.get(first + c::MANAGER_OWNER_BOOT)?,
         ),
     ];
-    Ok(ids.iter().any(|(pid, started)| {
-        ProcessIdentity::recorded(*pid, *started).is_some_and(|o| o.is_alive())
+    Ok(ids.iter().any(|(pid, started, host, boot)| {
+        ProcessIdentity::recorded(*pid, *started, host.as_deref(), boot.as_deref())
+            .is_some_and(|o| o.is_alive())
     }))
 }
 
@@ -560,6 +571,8 @@ impl Checker<'_> {
             age: Option<f64>,
             session: String,
             process_started: Option<i64>,
+            owner_host: Option<String>,
+            owner_boot: Option<String>,
         }
         let result = self
             .conn
@@ -575,6 +588,8 @@ impl Checker<'_> {
                     age: r.get(c::AGE)?,
                     session: r.get(c::SESSION_ID)?,
                     process_started: r.get(c::PROCESS_STARTED_AT)?,
+                    owner_host: r.get(c::OWNER_HOST)?,
+                    owner_boot: r.get(c::OWNER_BOOT)?,
                 })
             });
         let rows = match result {
@@ -590,8 +605,15 @@ impl Checker<'_> {
                 session,
                 ..
             } = &t;
-            let owner_alive = ProcessIdentity::recorded(t.owner_pid, t.owner_started)
-                .is_some_and(|o| o.is_alive());
+            let owner = ProcessIdentity::recorded(
+                t.owner_pid,
+                t.owner_started,
+                t.owner_host.as_deref(),
+                t.owner_boot.as_deref(),
+            );
+            let owner_alive = owner.is_some_and(|o| o.is_alive());
+            // The child of a serve of another host cannot be looked up here.
+            let child_here = owner.is_none_or(|o| o.is_here());
             let owner = t.owner_pid.unwrap_or(0);
             if !owner_alive {
                 let owner = t.owner_pid.map_or("no owner recorded".to_string(), |p| {
@@ -605,11 +627,11 @@ impl Checker<'_> {
                     ),
                     repair: "threadbase restore".into(),
                 });
-            } else if let Some(pid) = t.pid {
+            } else if let Some(pid) = t.pid.filter(|_| child_here) {
                 // The owner lives; its child should too, unless its exit is being recorded
                 // right now (hence a warning).
                 if let Some(started_at) = t.process_started {
-                    if !(ProcessIdentity { pid, started_at }).is_alive() {
+                    if !ProcessIdentity::here(pid, started_at).is_alive() {
                         dead_child.push(Problem {
                             check: "live_process_gone",
                             severity: Severity::Warning,

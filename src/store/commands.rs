@@ -68,7 +68,13 @@ pub fn pending(
     let rows = conn
         .all(
             q!("commands_pending", pending_col),
-            params![owner.0, owner.1, manager_id],
+            params![
+                owner.0,
+                owner.1,
+                manager_id,
+                crate::store::host_of(Some(owner.0)).0,
+                crate::store::host_of(Some(owner.0)).1
+            ],
             |r| {
                 Ok(PendingCommand {
                     id: r.get(pending_col::ID)?,
@@ -143,6 +149,8 @@ columns! {
         SESSION_ID = "m.session_id",
         OWNER_PID = "CASE WHEN t.queued_at IS NOT NULL AND t.launch_seq = 0 THEN m.owner_pid ELSE t.owner_pid END AS owner_pid",
         OWNER_STARTED_AT = "CASE WHEN t.queued_at IS NOT NULL AND t.launch_seq = 0 THEN m.owner_started_at ELSE t.owner_started_at END AS owner_started_at",
+        OWNER_HOST = "CASE WHEN t.queued_at IS NOT NULL AND t.launch_seq = 0 THEN m.owner_host ELSE t.owner_host END AS owner_host",
+        OWNER_BOOT = "CASE WHEN t.queued_at IS NOT NULL AND t.launch_seq = 0 THEN m.owner_boot ELSE t.owner_boot END AS owner_boot",
     }
 }
 
@@ -152,8 +160,8 @@ pub struct StopCandidate {
     pub id: ThreadId,
     pub path: String,
     pub session: String,
-    /// The holding serve's pid and start time, when recorded.
-    pub owner: Option<(i64, i64)>,
+    /// The holding serve, when recorded.
+    pub owner: Option<crate::process::ProcessIdentity>,
 }
 
 /// Every live thread (of the manager with session id `manager`, if given), in path order
@@ -166,11 +174,21 @@ pub fn stop_candidates(conn: &Conn, manager: Option<&str>) -> Result<Vec<StopCan
             |r| {
                 let pid: Option<i64> = r.get(stop_candidate_col::OWNER_PID)?;
                 let started: Option<i64> = r.get(stop_candidate_col::OWNER_STARTED_AT)?;
+                let host: Option<String> = r.get(stop_candidate_col::OWNER_HOST)?;
+                let boot: Option<String> = r.get(stop_candidate_col::OWNER_BOOT)?;
                 Ok(StopCandidate {
                     id: r.get(stop_candidate_col::ID)?,
                     path: r.get(stop_candidate_col::PATH)?,
                     session: r.get(stop_candidate_col::SESSION_ID)?,
-                    owner: pid.zip(started),
+                    // A holder without a start time is no process the stop could wait for.
+                    owner: started.and_then(|_| {
+                        crate::process::ProcessIdentity::recorded(
+                            pid,
+                            started,
+                            host.as_deref(),
+                            boot.as_deref(),
+                        )
+                    }),
                 })
             },
         )?

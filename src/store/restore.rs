@@ -21,6 +21,8 @@ columns! {
         PROCESS_STARTED_AT = "t.process_started_at",
         OWNER_PID = "CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_pid ELSE m.owner_pid END AS owner_pid",
         OWNER_STARTED_AT = "CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_started_at ELSE m.owner_started_at END AS owner_started_at",
+        OWNER_HOST = "CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_host ELSE m.owner_host END AS owner_host",
+        OWNER_BOOT = "CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_boot ELSE m.owner_boot END AS owner_boot",
         LAUNCH_SEQ = "t.launch_seq",
         SESSION_FILE = "t.session_file",
         CREATED_AT = "t.created_at",
@@ -38,6 +40,9 @@ pub struct Candidate {
     pub process_started_at: Option<i64>,
     pub owner_pid: Option<i64>,
     pub owner_started_at: Option<i64>,
+    /// The host and boot of the owner and the thread's process (`None`: this host's).
+    pub owner_host: Option<String>,
+    pub owner_boot: Option<String>,
     pub launch_seq: i64,
     pub session_file: Option<String>,
     pub created_at: String,
@@ -56,6 +61,8 @@ pub fn candidates(conn: &Conn) -> Result<Vec<Candidate>> {
                 process_started_at: r.get(candidate_col::PROCESS_STARTED_AT)?,
                 owner_pid: r.get(candidate_col::OWNER_PID)?,
                 owner_started_at: r.get(candidate_col::OWNER_STARTED_AT)?,
+                owner_host: r.get(candidate_col::OWNER_HOST)?,
+                owner_boot: r.get(candidate_col::OWNER_BOOT)?,
                 launch_seq: r.get(candidate_col::LAUNCH_SEQ)?,
                 session_file: r.get(candidate_col::SESSION_FILE)?,
                 created_at: r.get(candidate_col::CREATED_AT)?,
@@ -74,6 +81,8 @@ columns! {
         MANAGER_ID = "t.manager_id",
         OWNER_PID = "t.owner_pid",
         OWNER_STARTED_AT = "t.owner_started_at",
+        OWNER_HOST = "t.owner_host",
+        OWNER_BOOT = "t.owner_boot",
     }
 }
 
@@ -84,6 +93,8 @@ pub struct Unlaunched {
     pub manager_id: ManagerId,
     pub owner_pid: Option<i64>,
     pub owner_started_at: Option<i64>,
+    pub owner_host: Option<String>,
+    pub owner_boot: Option<String>,
 }
 
 /// Contract B's reserved runs that no process ever started.
@@ -98,6 +109,8 @@ pub fn unlaunched_agents(conn: &Conn) -> Result<Vec<Unlaunched>> {
                     manager_id: r.get(unlaunched_col::MANAGER_ID)?,
                     owner_pid: r.get(unlaunched_col::OWNER_PID)?,
                     owner_started_at: r.get(unlaunched_col::OWNER_STARTED_AT)?,
+                    owner_host: r.get(unlaunched_col::OWNER_HOST)?,
+                    owner_boot: r.get(unlaunched_col::OWNER_BOOT)?,
                 })
             },
         )?

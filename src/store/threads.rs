@@ -59,6 +59,8 @@ pub fn upsert_manager(conn: &Conn, spec: &ManagerSpec<'_>) -> Result<ManagerId> 
             ":cwd": spec.cwd,
             ":owner_pid": spec.owner_pid,
             ":owner_started_at": spec.owner_started_at,
+            ":owner_host": super::host_of(spec.owner_pid).0,
+            ":owner_boot": super::host_of(spec.owner_pid).1,
             ":now": now_iso(),
         },
         |r| r.get(0),
@@ -425,6 +427,8 @@ crate::store::rows::columns! {
         STATUS = "t.status",
         OWNER_PID = "CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_pid ELSE m.owner_pid END",
         OWNER_STARTED_AT = "CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_started_at ELSE m.owner_started_at END",
+        OWNER_HOST = "CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_host ELSE m.owner_host END",
+        OWNER_BOOT = "CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_boot ELSE m.owner_boot END",
     }
 }
 
@@ -438,6 +442,8 @@ pub fn thread_holder(
         let owner = ProcessIdentity::recorded(
             r.get(holder_col::OWNER_PID)?,
             r.get(holder_col::OWNER_STARTED_AT)?,
+            r.get::<Option<String>>(holder_col::OWNER_HOST)?.as_deref(),
+            r.get::<Option<String>>(holder_col::OWNER_BOOT)?.as_deref(),
         );
         Ok((r.get(holder_col::STATUS)?, owner))
     })
@@ -449,6 +455,8 @@ crate::store::rows::columns! {
     pub mod owner_col as "{manager_owner_row}" {
         OWNER_PID = "owner_pid",
         OWNER_STARTED_AT = "owner_started_at",
+        OWNER_HOST = "owner_host",
+        OWNER_BOOT = "owner_boot",
     }
 }
 
@@ -462,6 +470,8 @@ pub fn manager_owner(
         Ok(ProcessIdentity::recorded(
             r.get(owner_col::OWNER_PID)?,
             r.get(owner_col::OWNER_STARTED_AT)?,
+            r.get::<Option<String>>(owner_col::OWNER_HOST)?.as_deref(),
+            r.get::<Option<String>>(owner_col::OWNER_BOOT)?.as_deref(),
         ))
     })
 }

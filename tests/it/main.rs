@@ -22,6 +22,7 @@ mod demo;
 mod extension;
 mod fuzz_corpus;
 mod fuzz_serve;
+mod hosts;
 mod http;
 mod layers;
 mod logging;

@@ -155,10 +155,9 @@ impl From<TopRow> for Row {
             hidden: r.hidden,
             created_at: r.created_at,
             last_event_at: r.last_event_at,
-            owner: r
-                .owner_pid
-                .zip(r.owner_started_at)
-                .map(|(pid, started_at)| ProcessIdentity { pid, started_at }),
+            owner: r.owner_started_at.and_then(|_| {
+                ProcessIdentity::recorded(r.owner_pid, r.owner_started_at, None, None)
+            }),
             tokens: 0,
             cost_usd: 0.0,
             root: None,

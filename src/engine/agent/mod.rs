@@ -207,7 +207,12 @@ impl Engine {
 
     /// Who holds `row`'s run (the one rule, [`ProcessIdentity::holder`]).
     fn run_holder(&self, row: &AgentRow) -> Holder {
-        let recorded = ProcessIdentity::recorded(row.owner_pid, row.owner_started_at);
+        let recorded = ProcessIdentity::recorded(
+            row.owner_pid,
+            row.owner_started_at,
+            row.owner_host.as_deref(),
+            row.owner_boot.as_deref(),
+        );
         ProcessIdentity::holder(recorded, self.rt.owner())
     }
 

@@ -142,7 +142,12 @@ impl From<WorkerRow> for Worker {
             id: r.id,
             args: r.args,
             session_file: r.session_file,
-            owner: ProcessIdentity::recorded(r.owner_pid, r.owner_started_at),
+            owner: ProcessIdentity::recorded(
+                r.owner_pid,
+                r.owner_started_at,
+                r.owner_host.as_deref(),
+                r.owner_boot.as_deref(),
+            ),
             report_message_id: r.report_message_id,
             parent_path: r.parent_path,
         }

@@ -256,8 +256,12 @@ pub struct SubtreeDoc {
     pub cost_usd: f64,
 }
 
+/// Whether a row's owning serve runs. The page's rows leave the host out (they are read from
+/// databases of every version as they are; hosts came with V13), so this is the row's serve
+/// as this host sees it; what an action then does goes through the engine's holder rule,
+/// which reads the host.
 fn owner_alive(pid: Option<i64>, started_at: Option<i64>) -> bool {
-    ProcessIdentity::recorded(pid, started_at).is_some_and(|o| o.is_alive())
+    ProcessIdentity::recorded(pid, started_at, None, None).is_some_and(|o| o.is_alive())
 }
 
 fn state_of(r: &WebRow) -> String {

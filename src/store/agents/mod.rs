@@ -57,6 +57,8 @@ pub fn upsert_registry(conn: &Conn, r: &Registry<'_>) -> Result<ManagerId> {
             ":session_id": r.session_id, ":session_file": r.session_file, ":cwd": r.cwd,
             ":owner_pid": r.owner.map(|o| o.pid),
             ":owner_started_at": r.owner.map(|o| o.started_at), ":now": r.now,
+            ":owner_host": crate::store::host_of(r.owner.map(|o| o.pid)).0,
+            ":owner_boot": crate::store::host_of(r.owner.map(|o| o.pid)).1,
         },
         |row| row.get(upsert_col::ID),
     )
@@ -99,6 +101,8 @@ columns! {
         STATUS = "status",
         OWNER_PID = "owner_pid",
         OWNER_STARTED_AT = "owner_started_at",
+        OWNER_HOST = "owner_host",
+        OWNER_BOOT = "owner_boot",
         PAUSE_REQUESTED = "agent_pause_requested",
         STOP_REQUESTED = "agent_stop_requested",
         CWD = "cwd",
@@ -134,6 +138,8 @@ pub struct AgentRow {
     pub live: bool,
     pub owner_pid: Option<i64>,
     pub owner_started_at: Option<i64>,
+    pub owner_host: Option<String>,
+    pub owner_boot: Option<String>,
     pub pause_requested: bool,
     pub stop_requested: bool,
     pub cwd: String,
@@ -184,6 +190,8 @@ impl AgentRow {
             live: r.get::<ThreadStatus>(col::STATUS)? == ThreadStatus::Live,
             owner_pid: r.get(col::OWNER_PID)?,
             owner_started_at: r.get(col::OWNER_STARTED_AT)?,
+            owner_host: r.get(col::OWNER_HOST)?,
+            owner_boot: r.get(col::OWNER_BOOT)?,
             pause_requested: r.get::<i64>(col::PAUSE_REQUESTED)? != 0,
             stop_requested: r.get::<i64>(col::STOP_REQUESTED)? != 0,
             cwd: r.get(col::CWD)?,
@@ -301,6 +309,8 @@ pub fn set_new(conn: &Conn, t: &Lifecycle<'_>) -> Result<()> {
         named! {
             ":status": t.status, ":owner_pid": t.owner.pid,
             ":owner_started": t.owner.started_at, ":at": t.at, ":id": t.id,
+            ":owner_host": crate::store::host_of(Some(t.owner.pid)).0,
+            ":owner_boot": crate::store::host_of(Some(t.owner.pid)).1,
         },
     )?;
     Ok(())
@@ -314,6 +324,8 @@ pub fn reserve_resume(conn: &Conn, t: &Lifecycle<'_>) -> Result<()> {
         named! {
             ":status": t.status, ":owner_pid": t.owner.pid,
             ":owner_started": t.owner.started_at, ":at": t.at, ":id": t.id,
+            ":owner_host": crate::store::host_of(Some(t.owner.pid)).0,
+            ":owner_boot": crate::store::host_of(Some(t.owner.pid)).1,
         },
     )?;
     Ok(())
@@ -478,7 +490,13 @@ pub fn owned_live(
     let rows = conn
         .all(
             q!("agent_owned_live", owned_col),
-            params![registry, owner.pid, owner.started_at],
+            params![
+                registry,
+                owner.pid,
+                owner.started_at,
+                crate::store::host_of(Some(owner.pid)).0,
+                crate::store::host_of(Some(owner.pid)).1
+            ],
             |r| {
                 Ok(OwnedThread {
                     id: r.get(owned_col::ID)?,
@@ -510,9 +528,17 @@ fn ids(
     owner: ProcessIdentity,
 ) -> Result<Vec<ThreadId>> {
     let rows = conn
-        .all(sql, params![registry, owner.pid, owner.started_at], |r| {
-            r.get(0)
-        })?
+        .all(
+            sql,
+            params![
+                registry,
+                owner.pid,
+                owner.started_at,
+                crate::store::host_of(Some(owner.pid)).0,
+                crate::store::host_of(Some(owner.pid)).1
+            ],
+            |r| r.get(0),
+        )?
         .into_iter()
         .map(Ok::<_, crate::error::Error>);
     rows.collect::<Result<_>>()

@@ -22,7 +22,11 @@ pub fn arm(conn: &Conn, id: &ThreadId, timeout_ms: u64, deadline_ms: i64) -> Res
 pub fn next_deadline(conn: &Conn, owner: ProcessIdentity) -> Result<Option<i64>> {
     conn.one(
         q!("agent_timer_next"),
-        named! {":pid": owner.pid, ":started": owner.started_at},
+        named! {
+            ":pid": owner.pid, ":started": owner.started_at,
+            ":host": crate::store::host_of(Some(owner.pid)).0,
+            ":boot": crate::store::host_of(Some(owner.pid)).1,
+        },
         |r| r.get::<Option<i64>>(0),
     )
 }
@@ -55,7 +59,11 @@ pub fn due(conn: &Conn, owner: ProcessIdentity, now_ms: i64) -> Result<Vec<DueTi
     let rows = conn
         .all(
             q!("agent_timers_due", due_col),
-            named! {":pid": owner.pid, ":started": owner.started_at, ":now": now_ms},
+            named! {
+                ":pid": owner.pid, ":started": owner.started_at, ":now": now_ms,
+                ":host": crate::store::host_of(Some(owner.pid)).0,
+                ":boot": crate::store::host_of(Some(owner.pid)).1,
+            },
             |r| {
                 Ok(DueTimer {
                     id: r.get(due_col::ID)?,

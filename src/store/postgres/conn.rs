@@ -289,7 +289,10 @@ impl SocketAt {
         };
         let drive = |cx: &mut std::task::Context<'_>| {
             let mut socket = socket.borrow_mut();
-            match socket.as_mut().map(|s| std::pin::Pin::new(&mut **s).poll(cx)) {
+            match socket
+                .as_mut()
+                .map(|s| std::pin::Pin::new(&mut **s).poll(cx))
+            {
                 Some(std::task::Poll::Pending) => std::task::Poll::Pending,
                 Some(std::task::Poll::Ready(_)) => {
                     *socket = None;

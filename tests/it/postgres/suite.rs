@@ -44,6 +44,7 @@ pub const MODULES: &[&str] = &[
     "prop_subtree::",
     "prop_usage::",
     "http::",
+    "hosts::",
 ];
 
 #[test]

@@ -1,0 +1,194 @@
+//! Which machine, and which boot of it, a serve runs on (issue 33). A pid, a process group and
+//! a start time mean something only on the machine that recorded them, and only until it
+//! reboots: every row that records a process also records the host it lives on, and a serve
+//! acts (signals, restores, closes as stale) only on rows of its own host and boot.
+//!
+//! The host id is `THREADBASE_HOST_ID` when set (two hosts in one machine's tests, or a name a
+//! team chooses), else the machine id (`/etc/machine-id`, as systemd writes it), else, on a
+//! machine without one (a container image often has none), the kernel's host name. The boot id
+//! is the kernel's (`/proc/sys/kernel/random/boot_id`), new at every boot.
+//!
+//! A row written before hosts were recorded (no host in it) is this host's: such a database
+//! had only one.
+
+use std::sync::OnceLock;
+
+use crate::error::{Error, Result};
+
+/// The environment variable that names this host instead of its machine id.
+pub const HOST_ID_VAR: &str = "THREADBASE_HOST_ID";
+/// Where the machine id is read.
+const MACHINE_ID: &str = "/etc/machine-id";
+/// Where the boot id is read.
+const BOOT_ID: &str = "/proc/sys/kernel/random/boot_id";
+/// Where the host name is read, when there is no machine id.
+const HOSTNAME: &str = "/proc/sys/kernel/hostname";
+/// A host id's longest form (a machine id is 32 hex digits).
+const MAX_LEN: usize = 64;
+
+/// A host and its current boot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostIdentity {
+    /// `THREADBASE_HOST_ID`, or the machine id.
+    pub host_id: String,
+    /// The kernel's boot id: a row recorded under another boot names processes that are gone.
+    pub boot_id: String,
+}
+
+impl HostIdentity {
+    /// This host, read once per process.
+    pub fn current() -> Result<&'static HostIdentity> {
+        static CURRENT: OnceLock<std::result::Result<HostIdentity, String>> = OnceLock::new();
+        CURRENT
+            .get_or_init(|| {
+                let named = std::env::var(HOST_ID_VAR).ok().filter(|n| !n.is_empty());
+                let machine_id = std::fs::read_to_string(MACHINE_ID)
+                    .ok()
+                    .filter(|m| !m.trim().is_empty())
+                    .or_else(|| {
+                        std::fs::read_to_string(HOSTNAME)
+                            .ok()
+                            .map(|h| format!("hostname:{}", h.trim()))
+                    });
+                HostIdentity::read(
+                    named.as_deref(),
+                    machine_id.as_deref(),
+                    std::fs::read_to_string(BOOT_ID).ok().as_deref(),
+                )
+                .map_err(|e| e.message)
+            })
+            .as_ref()
+            .map_err(|m| Error::invalid(m.clone()))
+    }
+
+    /// This host, or what stands for it when [`HostIdentity::current`] fails (a bad
+    /// `THREADBASE_HOST_ID`, which every command refuses at its start: `cli::run`): the
+    /// variable as given.
+    pub fn here() -> &'static HostIdentity {
+        static FALLBACK: OnceLock<HostIdentity> = OnceLock::new();
+        HostIdentity::current().unwrap_or_else(|_| {
+            FALLBACK.get_or_init(|| HostIdentity {
+                host_id: std::env::var(HOST_ID_VAR).unwrap_or_default(),
+                boot_id: std::fs::read_to_string(BOOT_ID)
+                    .map(|b| b.trim().to_string())
+                    .unwrap_or_default(),
+            })
+        })
+    }
+
+    /// Where a process a row records lives, seen from this host: the row's host id and boot id
+    /// (`None` in a row written before hosts were recorded: this host's).
+    pub fn place(&self, host: Option<&str>, boot: Option<&str>) -> Place {
+        match host {
+            None => Place::Here,
+            Some(h) if h != self.host_id => Place::OtherHost,
+            Some(_) if boot.is_some_and(|b| b != self.boot_id) => Place::EarlierBoot,
+            Some(_) => Place::Here,
+        }
+    }
+
+    /// The identity from its sources: `named` (`THREADBASE_HOST_ID`) before the machine id's
+    /// text, and the boot id's text.
+    pub fn read(
+        named: Option<&str>,
+        machine_id: Option<&str>,
+        boot_id: Option<&str>,
+    ) -> Result<HostIdentity> {
+        let host_id = match named.map(str::trim) {
+            Some(name) => {
+                check_name(name)?;
+                name.to_string()
+            }
+            None => match machine_id.map(str::trim) {
+                Some(id) if !id.is_empty() => id.to_string(),
+                _ => {
+                    return Err(Error::invalid(format!(
+                        "This machine has no machine id ({MACHINE_ID} is missing or empty), so threadbase cannot tell its processes from another host's. Repair: set {HOST_ID_VAR} to a name for this host (letters, digits, '.', '-', '_'; unique in the team's database), or run `systemd-machine-id-setup`."
+                    )))
+                }
+            },
+        };
+        let boot_id = match boot_id.map(str::trim) {
+            Some(id) if !id.is_empty() => id.to_string(),
+            _ => {
+                return Err(Error::invalid(format!(
+                    "The kernel gave no boot id ({BOOT_ID}), so threadbase cannot tell a recorded process from one of an earlier boot. Repair: run threadbase on Linux with /proc mounted."
+                )))
+            }
+        };
+        Ok(HostIdentity { host_id, boot_id })
+    }
+}
+
+/// Where a recorded process lives, seen from this host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// This host, this boot: its pid can be looked up and signalled here.
+    Here,
+    /// This host, an earlier boot: the process is gone, whatever now has its pid.
+    EarlierBoot,
+    /// Another host: nothing here can tell whether it lives, and nothing here acts on it.
+    OtherHost,
+}
+
+/// A `THREADBASE_HOST_ID` is shown in `host list`, `tree` and `top` and stored in rows: a
+/// short name of plain characters.
+fn check_name(name: &str) -> Result<()> {
+    let plain = name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'));
+    if name.is_empty() || name.len() > MAX_LEN || !plain {
+        return Err(Error::invalid(format!(
+            "{HOST_ID_VAR}={name:?} is not a host name threadbase can use. Repair: set it to 1 to {MAX_LEN} letters, digits, '.', '-' or '_', unique in the team's database, or unset it to use the machine id."
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MACHINE: &str = "3d1219c7c4c5404aaa1f6d2a48adfda4\n";
+    const BOOT: &str = "cc1e58bc-56b5-4abf-88b5-c807ec1a5711\n";
+
+    #[test]
+    fn the_machine_id_names_the_host_unless_the_variable_does() {
+        let h = HostIdentity::read(None, Some(MACHINE), Some(BOOT)).unwrap();
+        assert_eq!(h.host_id, "3d1219c7c4c5404aaa1f6d2a48adfda4");
+        assert_eq!(h.boot_id, "cc1e58bc-56b5-4abf-88b5-c807ec1a5711");
+        let h = HostIdentity::read(Some("laptop-1"), Some(MACHINE), Some(BOOT)).unwrap();
+        assert_eq!(h.host_id, "laptop-1");
+    }
+
+    #[test]
+    fn a_bad_name_or_a_missing_source_is_refused_with_a_repair() {
+        for bad in ["", "a b", "host/1", &"x".repeat(65)] {
+            let e = HostIdentity::read(Some(bad), Some(MACHINE), Some(BOOT)).unwrap_err();
+            assert!(e.message.contains("Repair:"), "{bad:?}: {}", e.message);
+        }
+        let e = HostIdentity::read(None, None, Some(BOOT)).unwrap_err();
+        assert!(e.message.contains(HOST_ID_VAR), "{}", e.message);
+        let e = HostIdentity::read(None, Some(" \n"), Some(BOOT)).unwrap_err();
+        assert!(e.message.contains("machine id"), "{}", e.message);
+        let e = HostIdentity::read(None, Some(MACHINE), None).unwrap_err();
+        assert!(e.message.contains("boot id"), "{}", e.message);
+    }
+
+    #[test]
+    fn a_row_is_placed_by_its_host_and_boot() {
+        let me = HostIdentity::read(Some("a"), None, Some("boot-1")).unwrap();
+        assert_eq!(me.place(None, None), Place::Here);
+        assert_eq!(me.place(Some("a"), Some("boot-1")), Place::Here);
+        assert_eq!(me.place(Some("a"), None), Place::Here);
+        assert_eq!(me.place(Some("a"), Some("boot-0")), Place::EarlierBoot);
+        assert_eq!(me.place(Some("b"), Some("boot-1")), Place::OtherHost);
+        assert_eq!(me.place(Some("b"), None), Place::OtherHost);
+    }
+
+    #[test]
+    fn this_machine_has_an_identity() {
+        let h = HostIdentity::current().unwrap();
+        assert!(!h.host_id.is_empty() && !h.boot_id.is_empty());
+    }
+}

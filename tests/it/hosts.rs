@@ -1,0 +1,306 @@
+//! Hosts sharing one database (issue 33): every row that records a process records the host
+//! and boot it lives on, and a serve signals, restores and closes only rows of its own host and
+//! boot. Two hosts on this machine are two `THREADBASE_HOST_ID`s, so a pid a row of host B
+//! records names a real process here too: a host-scoping bug then hits it, in the test.
+
+use crate::support::serve_client::{Scripted, Serve};
+
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+struct World {
+    base: Scripted,
+    parent_session: PathBuf,
+}
+
+fn world(name: &str) -> World {
+    let base = Scripted::new(name);
+    let header = json!({"type":"session","version":3,"id":format!("ses_{name}"),"timestamp":"2026-12-05T00:00:00.000Z","cwd":base.root});
+    let parent_session = base.session_file("sessions/parent.jsonl", &[header]);
+    base.script("script", &json!({"default_reply": "done"}).to_string());
+    World {
+        base,
+        parent_session,
+    }
+}
+
+impl World {
+    /// A serve of the parent session on host `host`.
+    fn serve(&self, host: &str) -> Serve {
+        let args = vec![
+            "--session-file".into(),
+            self.parent_session.display().to_string(),
+        ];
+        self.base
+            .serve("script", args, &[("THREADBASE_HOST_ID", host)])
+    }
+
+    fn db(&self) -> crate::support::sql::Conn {
+        let conn = crate::support::sql::Conn::open(&self.base.db).unwrap();
+        conn.busy_timeout(Duration::from_secs(10)).unwrap();
+        conn
+    }
+
+    /// `(status, exit_kind, pid, owner_host, owner_boot)` of the thread at `path`.
+    fn row(
+        &self,
+        path: &str,
+    ) -> (
+        String,
+        Option<String>,
+        Option<i64>,
+        Option<String>,
+        Option<String>,
+    ) {
+        self.db()
+            .query_row(
+                "SELECT status, exit_kind, pid, owner_host, owner_boot FROM threads WHERE path = ?1",
+                [path],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+            )
+            .unwrap()
+    }
+
+    /// Runs `threadbase restore` on host `host`; its stdout.
+    fn restore(&self, host: &str) -> String {
+        let out = Command::new(env!("CARGO_BIN_EXE_threadbase"))
+            .arg("--db")
+            .arg(&self.base.db)
+            .arg("restore")
+            .env("THREADBASE_HOST_ID", host)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+fn boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+/// A process leading a group of its own, carrying the test's marker; its start time.
+fn bystander(marker: &str) -> (Child, i64) {
+    let child = Command::new("sleep")
+        .arg("300")
+        .env("THREADBASE_TEST_MARKER", marker)
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let started = threadbase::runtime::process::start_time(child.id() as i64).unwrap();
+    (child, started)
+}
+
+fn running(child: &mut Child) -> bool {
+    child.try_wait().unwrap().is_none()
+}
+
+#[test]
+fn a_serve_of_another_host_leaves_a_live_row_and_the_process_its_pid_names_alone() {
+    let w = world("hosts_scope");
+    // Host B starts a thread; its row records host B and this boot.
+    let mut b = w.serve("host-b");
+    b.thread(json!({"action": "start", "prompt": "go", "taskName": "a"}));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while w.row("/root/a").2.is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "launched: {:?}",
+            w.row("/root/a")
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (status, _, _, host, boot) = w.row("/root/a");
+    assert_eq!(status, "live");
+    assert_eq!(host.as_deref(), Some("host-b"));
+    assert_eq!(boot, Some(boot_id()));
+    // B's serve dies. On host B the thread's process had the pid of what runs here as the
+    // bystander, a group leader started after it: as far as this machine can tell, the row's
+    // process lives, and a serve that took the row for its own would kill its group.
+    b.child.kill().unwrap();
+    b.child.wait().unwrap();
+    let (mut bystander, started) = bystander(&w.base.marker);
+    let pid = bystander.id() as i64;
+    w.db()
+        .execute(
+            &format!(
+                "UPDATE threads SET pid = {pid}, pgid = {pid}, process_started_at = {started} WHERE path = '/root/a'"
+            ),
+            (),
+        )
+        .unwrap();
+
+    // A serve and a restore on host A: B's serve is gone on this machine, but nothing here can
+    // tell about host B, so both leave its row live and its process running.
+    let mut a = w.serve("host-a");
+    let listed = a.thread(json!({"action": "list"}));
+    assert!(listed.to_string().contains("/root/a"), "{listed}");
+    let restored = w.restore("host-a");
+    assert!(!restored.contains("/root/a"), "{restored}");
+    let (status, exit, ..) = w.row("/root/a");
+    assert_eq!((status.as_str(), exit), ("live", None));
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(running(&mut bystander), "host A signalled host B's pid");
+    a.close(Duration::from_secs(20));
+
+    // B's next serve restores B's row: closed as stale, and the recorded group (the pid is
+    // this host's now) killed.
+    let mut b = w.serve("host-b");
+    // Its restore pass runs before it answers.
+    b.thread(json!({"action": "list"}));
+    let (status, exit, ..) = w.row("/root/a");
+    assert_eq!(
+        (status.as_str(), exit.as_deref()),
+        ("closed", Some("stale"))
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while running(&mut bystander) {
+        assert!(
+            Instant::now() < deadline,
+            "host B killed its own row's group"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    b.close(Duration::from_secs(20));
+    assert!(w.base.leftovers().is_empty(), "{:?}", w.base.leftovers());
+}
+
+#[test]
+fn a_row_of_an_earlier_boot_is_restored_without_signalling_its_pid() {
+    let w = world("hosts_boot");
+    let mut b = w.serve("host-b");
+    b.thread(json!({"action": "start", "prompt": "go", "taskName": "a"}));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while w.row("/root/a").2.is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "launched: {:?}",
+            w.row("/root/a")
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    b.child.kill().unwrap();
+    b.child.wait().unwrap();
+    // The row as host B's previous boot left it: its pid names a living process of this boot.
+    let (mut bystander, started) = bystander(&w.base.marker);
+    let pid = bystander.id() as i64;
+    w.db()
+        .execute(
+            &format!(
+                "UPDATE threads SET pid = {pid}, pgid = {pid}, process_started_at = {started}, owner_boot = 'an-earlier-boot' WHERE path = '/root/a'"
+            ),
+            (),
+        )
+        .unwrap();
+    let mut b = w.serve("host-b");
+    // Its restore pass runs before it answers.
+    b.thread(json!({"action": "list"}));
+    let (status, exit, ..) = w.row("/root/a");
+    assert_eq!(
+        (status.as_str(), exit.as_deref()),
+        ("closed", Some("stale"))
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        running(&mut bystander),
+        "a pid of an earlier boot was signalled"
+    );
+    b.close(Duration::from_secs(20));
+    bystander.kill().unwrap();
+    bystander.wait().unwrap();
+    assert!(w.base.leftovers().is_empty(), "{:?}", w.base.leftovers());
+}
+
+#[test]
+fn threadbase_stop_from_a_third_host_stops_the_live_threads_of_both_hosts() {
+    let base = Scripted::new("hosts_stop");
+    base.script("script", &json!({"default_reply": "done"}).to_string());
+    let serve = |session: &str, host: &str| {
+        base.serve(
+            "script",
+            vec!["--session-id".into(), session.into()],
+            &[("THREADBASE_HOST_ID", host)],
+        )
+    };
+    let mut a = serve("ses_a", "host-a");
+    let mut b = serve("ses_b", "host-b");
+    a.thread(json!({"action": "start", "prompt": "go", "taskName": "on_a"}));
+    b.thread(json!({"action": "start", "prompt": "go", "taskName": "on_b"}));
+    let db = || crate::support::sql::Conn::open(&base.db).unwrap();
+    let row = |path: &str| -> (String, Option<String>, Option<String>, bool) {
+        db().query_row(
+            "SELECT status, exit_kind, owner_host, pid IS NOT NULL FROM threads WHERE path = ?1",
+            [path],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )
+        .unwrap()
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !(row("/root/on_a").3 && row("/root/on_b").3) {
+        assert!(Instant::now() < deadline, "both launched");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(row("/root/on_a").2.as_deref(), Some("host-a"));
+    assert_eq!(row("/root/on_b").2.as_deref(), Some("host-b"));
+
+    // A third host holds neither thread: each stop is a command row its holder's serve claims
+    // and carries out.
+    let out = Command::new(env!("CARGO_BIN_EXE_threadbase"))
+        .arg("--db")
+        .arg(&base.db)
+        .args(["stop", "/root/**"])
+        .env("THREADBASE_HOST_ID", "host-c")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("2 of 2 threads closed"), "{text}");
+    for path in ["/root/on_a", "/root/on_b"] {
+        let (status, exit, ..) = row(path);
+        assert_eq!(
+            (status.as_str(), exit.as_deref()),
+            ("closed", Some("stopped")),
+            "{path}"
+        );
+    }
+    a.close(Duration::from_secs(20));
+    b.close(Duration::from_secs(20));
+    assert!(base.leftovers().is_empty(), "{:?}", base.leftovers());
+}
+
+#[test]
+fn a_host_id_that_cannot_be_used_stops_a_command_before_it_opens_the_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("never.sqlite");
+    for bad in ["two words", "a/b", &"x".repeat(65)] {
+        let out = Command::new(env!("CARGO_BIN_EXE_threadbase"))
+            .arg("--db")
+            .arg(&db)
+            .arg("list")
+            .env("THREADBASE_HOST_ID", bad)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {err}");
+        assert!(
+            err.starts_with("threadbase: error[") && err.contains("THREADBASE_HOST_ID"),
+            "{bad:?}: {err}"
+        );
+        assert!(
+            err.contains("Repair:") && !err.contains("panicked"),
+            "{bad:?}: {err}"
+        );
+        assert!(!db.exists(), "{bad:?}: the database was created");
+    }
+}
