@@ -5,6 +5,7 @@ mod answer;
 mod check;
 mod demo;
 mod forest;
+mod host;
 pub mod http;
 mod inspect;
 mod launch;
@@ -121,6 +122,12 @@ pub enum Command {
     Pi {
         #[command(subcommand)]
         action: PiAction,
+    },
+    /// The hosts that share this database (their serves, leases and live threads), and
+    /// forgetting one that went away.
+    Host {
+        #[command(subcommand)]
+        action: HostAction,
     },
     /// Stop every live thread whose path matches a glob (e.g. '/root/api_*'; `*` stays inside
     /// one path segment, `**` crosses them; a pattern without a leading `/` matches at any
@@ -311,6 +318,26 @@ pub enum PiAction {
     },
 }
 
+#[derive(Subcommand, Debug)]
+pub enum HostAction {
+    /// Every host with a serve row: its boot, serves up, last heartbeat (the database's clock),
+    /// lease (up, or unreachable since its last heartbeat, 30 s on) and live threads.
+    List {
+        /// Print {"hosts": [{hostId, bootId, lastHeartbeat, servesUp, up, liveThreads}]}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Close the live threads of a host whose lease ran out as stale (nothing is signalled:
+    /// its processes are its own) and drop its serve rows. Refused for a host that is up.
+    Forget {
+        /// The host id, as `host list` shows it.
+        id: String,
+        /// Print {"host", "closed": [thread ids]}.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
 /// The database path: `--db`, else `$THREADBASE_DB`, else `$PI_CODING_AGENT_DIR/threadbase.sqlite`,
 /// else `~/.pi/agent/threadbase.sqlite`.
 pub fn default_db_path(flag: Option<PathBuf>) -> PathBuf {
@@ -490,6 +517,10 @@ pub fn main() -> ExitCode {
             sql::run(&db, &query, json, &bounds, &mut out)
         }
         Command::Restore { json } => restore(&db, json, &mut out),
+        Command::Host { action } => match action {
+            HostAction::List { json } => host::list(&db, json, &mut out),
+            HostAction::Forget { id, json } => host::forget(&db, &id, json, &mut out),
+        },
         Command::Reap { dry_run, json } => reap::run(&db, dry_run, json, &mut out),
         Command::Check { json } => return check::run(&db, json, &mut out),
         Command::Http(args) => http::run(db, args, &mut out),

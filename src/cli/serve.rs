@@ -223,6 +223,12 @@ fn run_on(db: PathBuf, args: ServeArgs) -> Result<()> {
     // Blocking tasks still under way (a watcher's restore pass) end before the WAL is settled:
     // a reader's snapshot would keep the checkpoint from emptying it.
     rt.shutdown_timeout(std::time::Duration::from_secs(5));
+    // This serve no longer holds its host's lease.
+    if let Err(e) =
+        settle.write(|tx| crate::store::hosts::serve_ended(tx, ProcessIdentity::current()))
+    {
+        tracing::warn!("removing this serve's heartbeat failed: {e}");
+    }
     settle.settle_wal();
     Ok(())
 }

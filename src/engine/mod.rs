@@ -41,6 +41,12 @@ pub fn restore_dead_owners(
     crate::runtime::restore::restore_dead_owners(store, me, &crate::contract::RESTORE_TEXTS)
 }
 
+/// Closes every live thread held on host `host_id` as stale (contract B: paused) without
+/// signalling anything: `threadbase host forget`, for a host whose lease ran out.
+pub fn forget_host(store: &Store, host_id: &str) -> Result<crate::runtime::restore::RestoreReport> {
+    crate::runtime::restore::restore_host(store, host_id, &crate::contract::RESTORE_TEXTS)
+}
+
 /// One manager's engine.
 pub struct Engine {
     cfg: ServeConfig,

@@ -56,11 +56,36 @@ impl std::ops::Deref for Candidate {
     }
 }
 
-/// Restores every live thread whose owner is not alive and is not `me`.
+/// Restores every live thread whose owner is not alive and is not `me` (both seen from this
+/// host: a thread of another host is never one).
 pub fn restore_dead_owners(
     store: &Store,
     me: ProcessIdentity,
     texts: &RestoreTexts,
+) -> Result<RestoreReport> {
+    restore_rows(store, texts, &|row| owner_gone(row.owner, me))
+}
+
+/// Restores every live thread held on host `host_id`, another host whose lease ran out
+/// (`threadbase host forget`): closed as stale (contract B: paused), nothing signalled (its
+/// processes, if any still run, are that host's).
+pub fn restore_host(store: &Store, host_id: &str, texts: &RestoreTexts) -> Result<RestoreReport> {
+    let other = crate::host::HostIdentity::here().host_id != host_id;
+    restore_rows(store, texts, &|row| other && row.host == Some(host_id))
+}
+
+/// A row's owner as the restore pass judges it: the identity, and the host it recorded.
+struct RowOwner<'a> {
+    owner: Option<ProcessIdentity>,
+    host: Option<&'a str>,
+}
+
+/// The pass: every live thread (and reserved, never launched contract B run) whose owner
+/// `gone` says is gone.
+fn restore_rows(
+    store: &Store,
+    texts: &RestoreTexts,
+    gone: &dyn Fn(&RowOwner<'_>) -> bool,
 ) -> Result<RestoreReport> {
     let candidates: Vec<Candidate> = restore::candidates(&store.read()?)?
         .into_iter()
@@ -80,7 +105,10 @@ pub fn restore_dead_owners(
     let mut agent_batches: std::collections::BTreeMap<ManagerId, Vec<Candidate>> =
         Default::default();
     for c in candidates {
-        if !owner_gone(c.owner, me) {
+        if !gone(&RowOwner {
+            owner: c.owner,
+            host: c.owner_host.as_deref(),
+        }) {
             continue;
         }
         if c.contract != Contract::Agent {
@@ -124,7 +152,7 @@ pub fn restore_dead_owners(
         })?;
         report.restored.extend(restored);
     }
-    restore_unlaunched_agents(store, me, &refused, texts, &mut report)?;
+    restore_unlaunched_agents(store, gone, &refused, texts, &mut report)?;
     Ok(report)
 }
 
@@ -142,6 +170,12 @@ fn kill_processes_of<'a>(
 ) {
     let mut gone: Vec<GoneThread<'_>> = Vec::new();
     for c in candidates {
+        // Another host's processes are that host's to signal.
+        if c.owner
+            .is_some_and(|o| o.place == crate::host::Place::OtherHost)
+        {
+            continue;
+        }
         // A recorded pid of an earlier boot names nothing now: only the environment can prove
         // a process is the thread's.
         let recorded = c.owner.is_none_or(|o| o.is_here());
@@ -169,7 +203,7 @@ fn kill_processes_of<'a>(
 /// Contract B runs reserved by a serve that died before launching them come back paused.
 fn restore_unlaunched_agents(
     store: &Store,
-    me: ProcessIdentity,
+    gone: &dyn Fn(&RowOwner<'_>) -> bool,
     refused: &[ManagerId],
     texts: &RestoreTexts,
     report: &mut RestoreReport,
@@ -181,7 +215,11 @@ fn restore_unlaunched_agents(
             run.owner_host.as_deref(),
             run.owner_boot.as_deref(),
         );
-        if !owner_gone(owner, me) || refused.contains(&run.manager_id) {
+        let owner = RowOwner {
+            owner,
+            host: run.owner_host.as_deref(),
+        };
+        if !gone(&owner) || refused.contains(&run.manager_id) {
             continue;
         }
         let changed = store

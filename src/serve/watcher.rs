@@ -60,11 +60,18 @@ pub async fn run(engine: Arc<Engine>, out: Output) {
     let mut owners =
         tokio::time::interval_at(tokio::time::Instant::now() + OWNER_CHECK, OWNER_CHECK);
     owners.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // The host's lease (`store::hosts`): the first heartbeat at once, off the start's path.
+    let mut heartbeat = tokio::time::interval(crate::store::hosts::HEARTBEAT);
+    heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             _ = tick.tick() => {}
             _ = owners.tick() => {
                 restore_dead_owners(&engine).await;
+                continue;
+            }
+            _ = heartbeat.tick() => {
+                beat(&engine).await;
                 continue;
             }
             // Notices held back by a request were released: deliver what is still due now,
@@ -158,6 +165,20 @@ async fn restore_dead_owners(engine: &Arc<Engine>) {
         }
         Ok(Err(e)) => tracing::warn!("the owners check failed: {e}"),
         Err(e) => tracing::warn!("the owners check stopped: {e}"),
+    }
+}
+
+/// Refreshes this serve's heartbeat (its host's lease), on a blocking thread.
+async fn beat(engine: &Arc<Engine>) {
+    let store = engine.store().clone();
+    let me = engine.runtime().owner();
+    let beat = tokio::task::spawn_blocking(move || {
+        store.write(|tx| crate::store::hosts::heartbeat(tx, me))
+    });
+    match beat.await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::warn!("the host's heartbeat failed: {e}"),
+        Err(e) => tracing::warn!("the host's heartbeat stopped: {e}"),
     }
 }
 

@@ -17,6 +17,7 @@ pub use errors::{is_connection_lost, is_unique_violation};
 pub mod events;
 pub mod facts;
 pub mod forest;
+pub mod hosts;
 pub mod launches;
 pub mod lifecycle;
 pub mod list;

@@ -114,6 +114,7 @@ pub const ROWS: &[(&str, &str, usize)] = {
         check::live_thread_col,
         check::orphan_events_col,
         check::owners_col,
+        hosts::host_col,
         check::parent_link_col,
         check::path_shape_col,
         check::stale_command_col,

@@ -304,3 +304,119 @@ fn a_host_id_that_cannot_be_used_stops_a_command_before_it_opens_the_database() 
         assert!(!db.exists(), "{bad:?}: the database was created");
     }
 }
+
+/// `threadbase host …` on host `host`: (exit code, stdout, stderr).
+fn host_cli(db: &std::path::Path, host: &str, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_threadbase"))
+        .arg("--db")
+        .arg(db)
+        .arg("host")
+        .args(args)
+        .env("THREADBASE_HOST_ID", host)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn host_list_shows_each_lease_and_forget_closes_an_unreachable_hosts_threads_signalling_nothing() {
+    let w = world("hosts_lease");
+    let db = w.base.db.clone();
+    let mut b = w.serve("host-b");
+    b.thread(json!({"action": "start", "prompt": "go", "taskName": "a"}));
+    // B's serve beats at once; seen from host A, host B is up with its one live thread.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let hosts = loop {
+        let (code, out, err) = host_cli(&db, "host-a", &["list", "--json"]);
+        assert_eq!(code, 0, "{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        if v["hosts"][0]["liveThreads"] == 1 && w.row("/root/a").2.is_some() {
+            break v;
+        }
+        assert!(Instant::now() < deadline, "host B's lease and thread: {v}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let h = &hosts["hosts"][0];
+    assert_eq!(h["hostId"], "host-b", "{hosts}");
+    assert_eq!(
+        (&h["up"], &h["servesUp"]),
+        (&json!(true), &json!(1)),
+        "{hosts}"
+    );
+    assert_eq!(h["bootId"], boot_id(), "{hosts}");
+    let (_, text, _) = host_cli(&db, "host-b", &["list"]);
+    assert!(
+        text.contains("host-b") && text.contains(" up (this host)"),
+        "{text}"
+    );
+
+    // Forgetting a host that is up, or this host, or one nobody knows, is refused.
+    let (code, _, err) = host_cli(&db, "host-a", &["forget", "host-b"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("is up") && err.contains("Repair:"), "{err}");
+    let (code, _, err) = host_cli(&db, "host-b", &["forget", "host-b"]);
+    assert!(
+        code == 2 && err.contains("this host") && err.contains("threadbase restore"),
+        "{err}"
+    );
+    let (code, _, err) = host_cli(&db, "host-a", &["forget", "host-z"]);
+    assert!(
+        code == 2 && err.contains("unknown_reference") && err.contains("host list"),
+        "{err}"
+    );
+    assert_eq!(w.row("/root/a").0, "live");
+
+    // B's serve dies and its lease runs out (its last heartbeat moved back by an hour, as if
+    // the hour had passed). Its row's pid names a process of this machine, as before.
+    b.child.kill().unwrap();
+    b.child.wait().unwrap();
+    let (mut bystander, started) = bystander(&w.base.marker);
+    let pid = bystander.id() as i64;
+    w.db()
+        .execute(
+            &format!(
+                "UPDATE threads SET pid = {pid}, pgid = {pid}, process_started_at = {started} WHERE path = '/root/a'"
+            ),
+            (),
+        )
+        .unwrap();
+    w.db()
+        .execute(
+            "UPDATE host_serves SET heartbeat_at = '2026-01-01T00:00:00.000Z' WHERE host_id = 'host-b'",
+            (),
+        )
+        .unwrap();
+    let (_, text, _) = host_cli(&db, "host-a", &["list"]);
+    assert!(
+        text.contains("unreachable since 2026-01-01T00:00:00.000Z"),
+        "{text}"
+    );
+    // A's restore still leaves it alone: only a forget, on purpose, closes it.
+    w.restore("host-a");
+    assert_eq!(w.row("/root/a").0, "live");
+    let (code, out, err) = host_cli(&db, "host-a", &["forget", "host-b"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("forgot host host-b: closed 1 live thread as stale; nothing was signalled"),
+        "{out}"
+    );
+    let (status, exit, ..) = w.row("/root/a");
+    assert_eq!(
+        (status.as_str(), exit.as_deref()),
+        ("closed", Some("stale"))
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(running(&mut bystander), "forget signalled host B's pid");
+    let (_, out, _) = host_cli(&db, "host-a", &["list", "--json"]);
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&out).unwrap()["hosts"],
+        json!([])
+    );
+    bystander.kill().unwrap();
+    bystander.wait().unwrap();
+    assert!(w.base.leftovers().is_empty(), "{:?}", w.base.leftovers());
+}

@@ -1,0 +1,7 @@
+-- `threadbase host list`: every host with a serve row, its newest boot, last heartbeat, how many
+-- of its serves beat within the lease (:secs seconds, by the database's clock) and its live
+-- threads. A handful of rows; each host's live threads are counted among the live rows.
+SELECT {host_row}
+FROM host_serves h
+GROUP BY h.host_id
+ORDER BY h.host_id

@@ -1,0 +1,7 @@
+-- sql/host_heartbeat.sql on PostgreSQL: the server's clock_timestamp() in the same ISO text
+-- (UTC, milliseconds, 'Z') for SQLite's strftime.
+INSERT INTO host_serves (host_id, boot_id, pid, started_at, first_at, heartbeat_at)
+VALUES (:host, :boot, :pid, :started,
+        to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+        to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+ON CONFLICT (host_id, boot_id, pid, started_at) DO UPDATE SET heartbeat_at = excluded.heartbeat_at
