@@ -7,8 +7,9 @@
 -- The host is THREADBASE_HOST_ID, else the machine id (else the kernel's host name); the boot
 -- is the kernel's boot id. Both are written with the owner's pid and start time, by the same
 -- statements. NULL: a row written before hosts were recorded, read as the reading host's (such
--- a database had one host). No index: no query looks rows up by host; they are read beside
--- the owner's pid, on rows already found.
+-- a database had one host). No index: a host's columns are read beside the owner's pid, on rows
+-- already found, and the two queries that pick rows by host (`host list`'s count of a host's
+-- live threads, `host forget`'s) read the live rows only.
 
 -- The serve that owns a manager (its owner_pid) lives on this host and boot.
 ALTER TABLE managers ADD COLUMN owner_host text COLLATE "C";

@@ -64,6 +64,8 @@ struct Target {
     path: String,
     session: String,
     owner: Option<ProcessIdentity>,
+    /// Held on another host whose lease ran out: nothing is sent to it.
+    unreachable: Option<crate::store::hosts::Lease>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +76,8 @@ enum Outcome {
     Restored,
     /// Still live at the deadline; the command row stays pending for its serve.
     Pending,
+    /// Held on another host whose lease ran out: no command was written.
+    Unreachable,
 }
 
 impl Outcome {
@@ -82,6 +86,7 @@ impl Outcome {
             Outcome::Stopped => "stopped",
             Outcome::Restored => "restored",
             Outcome::Pending => "pending",
+            Outcome::Unreachable => "unreachable",
         }
     }
 }
@@ -101,14 +106,29 @@ fn stop(db: &Path, args: &StopArgs<'_>, out: &mut dyn Write) -> Result<ExitCode>
     let store = Store::open_existing(db)?;
     let targets: Vec<Target> = {
         let conn = store.read()?;
+        // Every host's lease, read once: a thread held on a host whose lease ran out is said
+        // to be unreachable, and nothing is sent to it.
+        let leases = crate::store::hosts::list(&conn)?;
         let mut v = Vec::new();
         for t in commands::stop_candidates(&conn, args.manager)? {
             if globs.is_match(&t.path) {
+                let elsewhere = t
+                    .owner
+                    .is_some_and(|o| o.place == crate::host::Place::OtherHost);
+                let unreachable = leases
+                    .iter()
+                    .find(|h| elsewhere && !h.up && t.owner_host.as_deref() == Some(&h.host_id))
+                    .map(|h| crate::store::hosts::Lease {
+                        host_id: h.host_id.clone(),
+                        last_heartbeat: h.last_heartbeat.clone(),
+                        up: false,
+                    });
                 v.push(Target {
                     id: t.id,
                     path: t.path,
                     session: t.session,
                     owner: t.owner,
+                    unreachable,
                 });
             }
         }
@@ -133,6 +153,7 @@ fn stop(db: &Path, args: &StopArgs<'_>, out: &mut dyn Write) -> Result<ExitCode>
     let kind = CommandKind::stop(args.force);
     let (owned, orphaned): (Vec<&Target>, Vec<&Target>) = targets
         .iter()
+        .filter(|t| t.unreachable.is_none())
         .partition(|t| t.owner.is_some_and(|o| o.is_alive()));
     store.write(|tx| {
         for t in &owned {
@@ -152,6 +173,10 @@ fn stop(db: &Path, args: &StopArgs<'_>, out: &mut dyn Write) -> Result<ExitCode>
         let conn = store.read()?;
         for (i, t) in targets.iter().enumerate() {
             if outcomes[i].is_some() {
+                continue;
+            }
+            if t.unreachable.is_some() {
+                outcomes[i] = Some((Outcome::Unreachable, None));
                 continue;
             }
             let row: Option<(ThreadStatus, Option<ExitKind>)> =
@@ -181,7 +206,7 @@ fn stop(db: &Path, args: &StopArgs<'_>, out: &mut dyn Write) -> Result<ExitCode>
         .collect();
     let pending = outcomes
         .iter()
-        .filter(|(o, _)| *o == Outcome::Pending)
+        .filter(|(o, _)| matches!(o, Outcome::Pending | Outcome::Unreachable))
         .count();
     if args.json {
         let items: Vec<serde_json::Value> = targets
@@ -205,6 +230,13 @@ fn stop(db: &Path, args: &StopArgs<'_>, out: &mut dyn Write) -> Result<ExitCode>
                     "still live after {:.1} s; the stop request stays queued for its serve",
                     args.timeout.as_secs_f64()
                 ),
+                (Outcome::Unreachable, _) => match &t.unreachable {
+                    Some(l) => format!(
+                        "held on host {}, unreachable since {}; nothing was sent (Repair: `threadbase host forget {}` closes its threads as stale)",
+                        l.host_id, l.last_heartbeat, l.host_id
+                    ),
+                    None => "unreachable".to_string(),
+                },
             };
             writeln!(
                 out,

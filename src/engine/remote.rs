@@ -14,7 +14,7 @@ use super::Engine;
 use crate::engine::restore_dead_owners;
 use crate::error::{Error, ErrorCode, Result};
 use crate::runtime::process::ProcessIdentity;
-use crate::store::{commands, threads};
+use crate::store::{commands, hosts, threads};
 
 /// How often a requester reads its command row.
 const POLL: Duration = Duration::from_millis(25);
@@ -120,6 +120,21 @@ pub(super) async fn request(
     payload: Option<&str>,
     owner: ProcessIdentity,
 ) -> Result<Outcome> {
+    // A serve of another host takes its commands from the table, but only while its host's
+    // lease holds: a host that went away is said at once, and nothing is written.
+    if owner.place == crate::host::Place::OtherHost {
+        if let Some(lease) = hosts::lease_of_thread(&e.store.read()?, thread_id)? {
+            if !lease.up {
+                let action = match kind {
+                    CommandKind::Send => "send",
+                    CommandKind::Stop | CommandKind::ForceStop => "stop",
+                    CommandKind::Interrupt => "interrupt",
+                    CommandKind::Resume => "resume",
+                };
+                return Err(hosts::unreachable(thread_id.as_str(), action, &lease));
+            }
+        }
+    }
     let id = e
         .store
         .write(|tx| commands::insert(tx, thread_id, kind, payload))?;

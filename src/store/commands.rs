@@ -162,6 +162,8 @@ pub struct StopCandidate {
     pub session: String,
     /// The holding serve, when recorded.
     pub owner: Option<crate::process::ProcessIdentity>,
+    /// The host it runs on, when recorded.
+    pub owner_host: Option<String>,
 }
 
 /// Every live thread (of the manager with session id `manager`, if given), in path order
@@ -189,6 +191,7 @@ pub fn stop_candidates(conn: &Conn, manager: Option<&str>) -> Result<Vec<StopCan
                             boot.as_deref(),
                         )
                     }),
+                    owner_host: host,
                 })
             },
         )?

@@ -114,3 +114,40 @@ pub fn live_threads_of(conn: &Conn, host_id: &str) -> Result<Vec<crate::domain::
 pub fn forget(conn: &Conn, host_id: &str) -> Result<usize> {
     conn.execute(q!("host_forget"), params![host_id])
 }
+
+/// The lease of the host that holds a thread: the host, its last heartbeat, and whether it
+/// is up.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Lease {
+    pub host_id: String,
+    pub last_heartbeat: String,
+    pub up: bool,
+}
+
+/// The lease of the host that holds `thread_id` (its serve, or its manager's for a row not
+/// launched yet); `None` when that host is not recorded (a row from before hosts were) or has
+/// no serve row (its serves ended, or predate leases): nothing is known against it.
+pub fn lease_of_thread(conn: &Conn, thread_id: &crate::domain::ThreadId) -> Result<Option<Lease>> {
+    conn.opt(
+        q!("thread_host_lease"),
+        named! {":id": thread_id, ":secs": LEASE.as_secs() as i64},
+        |r| {
+            Ok(Lease {
+                host_id: r.get(0)?,
+                last_heartbeat: r.get(1)?,
+                up: r.get::<i64>(2)? > 0,
+            })
+        },
+    )
+}
+
+/// The error for a request that cannot reach the host holding a thread: said at once, nothing
+/// written.
+pub fn unreachable(thread: &str, action: &str, lease: &Lease) -> crate::error::Error {
+    let host = &lease.host_id;
+    crate::error::Error::conflict(format!(
+        "Thread {thread} is held on host {host}, unreachable since {} (no serve of it renewed its lease within {} s), so the {action} cannot reach it; nothing was done. Repair: wait until host {host} is back (its next serve restores its threads), or run `threadbase host forget {host}` to close its threads as stale.",
+        lease.last_heartbeat,
+        LEASE.as_secs()
+    ))
+}

@@ -398,6 +398,46 @@ fn host_list_shows_each_lease_and_forget_closes_an_unreachable_hosts_threads_sig
     // A's restore still leaves it alone: only a forget, on purpose, closes it.
     w.restore("host-a");
     assert_eq!(w.row("/root/a").0, "live");
+    // A stop from host A, by glob or through a serve's `thread` tool, is told at once that the
+    // thread's host is unreachable, and writes no command.
+    let started = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_threadbase"))
+        .arg("--db")
+        .arg(&db)
+        .args(["stop", "/root/**"])
+        .env("THREADBASE_HOST_ID", "host-a")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("unreachable /root/a")
+            && text.contains(
+                "held on host host-b, unreachable since 2026-01-01T00:00:00.000Z; nothing was sent"
+            )
+            && text.contains("0 of 1 thread closed"),
+        "{text}"
+    );
+    let mut a = w.serve("host-a");
+    let r = a.thread_error(json!({"action": "stop", "id": "/root/a"}));
+    let message = r.to_string();
+    assert!(
+        message.contains("held on host host-b, unreachable since 2026-01-01T00:00:00.000Z")
+            && message.contains("threadbase host forget host-b"),
+        "{r}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+    a.close(Duration::from_secs(20));
+    let commands: i64 = w
+        .db()
+        .query_row("SELECT count(*) FROM commands", (), |r| r.get(0))
+        .unwrap();
+    assert_eq!(commands, 0);
+    assert_eq!(w.row("/root/a").0, "live");
     let (code, out, err) = host_cli(&db, "host-a", &["forget", "host-b"]);
     assert_eq!(code, 0, "{err}");
     assert!(

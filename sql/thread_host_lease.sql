@@ -1,0 +1,11 @@
+-- The host that holds a thread (:id; its serve, or its manager's for a row not launched yet) and
+-- that host's lease: its last heartbeat and how many of its serves beat within :secs seconds by
+-- the database's clock. No row when the host is not recorded or has no serve row.
+SELECT h.host_id, max(h.heartbeat_at) AS last_heartbeat,
+       sum(CASE WHEN julianday(h.heartbeat_at) > julianday('now') - :secs / 86400.0 THEN 1 ELSE 0 END) AS serves_up
+FROM threads t
+JOIN managers m ON m.id = t.manager_id
+JOIN host_serves h
+  ON h.host_id = CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_host ELSE m.owner_host END
+WHERE t.id = :id
+GROUP BY h.host_id
