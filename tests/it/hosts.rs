@@ -460,3 +460,126 @@ fn host_list_shows_each_lease_and_forget_closes_an_unreachable_hosts_threads_sig
     bystander.wait().unwrap();
     assert!(w.base.leftovers().is_empty(), "{:?}", w.base.leftovers());
 }
+
+/// Whether this machine lets the test start PID namespaces (root, or a user namespace);
+/// prints why not, and fails under `CI=true`, where the two-host tests must run.
+fn pid_namespaces_or_skip(test: &str) -> bool {
+    let works = Command::new("unshare")
+        .args(["--pid", "--fork", "--mount-proc", "true"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !works {
+        let why = "`unshare --pid --fork --mount-proc` fails here (it needs root)";
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "{test}: {why}"
+        );
+        eprintln!("{test}: skipped: {why}");
+    }
+    works
+}
+
+#[test]
+fn two_hosts_in_pid_namespaces_whose_pids_collide_keep_to_their_own_rows() {
+    if !pid_namespaces_or_skip("two_hosts_in_pid_namespaces") {
+        return;
+    }
+    let base = Scripted::new("hosts_pidns");
+    base.script("script", &json!({"default_reply": "done"}).to_string());
+    // Each host's serve is the first process of a PID namespace of its own: both are pid 1.
+    let ns = ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child"];
+    let serve = |session: &str, host: &str| {
+        base.serve_under(
+            &ns,
+            "script",
+            vec!["--session-id".into(), session.into()],
+            &[("THREADBASE_HOST_ID", host)],
+        )
+    };
+    let db = || crate::support::sql::Conn::open(&base.db).unwrap();
+    let row = |path: &str| -> (String, Option<String>, Option<i64>, Option<i64>) {
+        db().query_row(
+            "SELECT status, exit_kind, pid, owner_pid FROM threads WHERE path = ?1",
+            [path],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )
+        .unwrap()
+    };
+    let launched = |path: &str| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while row(path).2.is_none() {
+            assert!(Instant::now() < deadline, "{path} launched");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let stop_as = |host: &str, pattern: &str| -> String {
+        let out = Command::new(env!("CARGO_BIN_EXE_threadbase"))
+            .arg("--db")
+            .arg(&base.db)
+            .args(["stop", pattern])
+            .env("THREADBASE_HOST_ID", host)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let mut a = serve("ses_a", "host-a");
+    let mut b = serve("ses_b", "host-b");
+    a.thread(json!({"action": "start", "prompt": "go", "taskName": "on_a"}));
+    b.thread(json!({"action": "start", "prompt": "go", "taskName": "on_b"}));
+    launched("/root/on_a");
+    launched("/root/on_b");
+    // The pids collide on purpose: both rows name owner pid 1.
+    assert_eq!(row("/root/on_a").3, Some(1));
+    assert_eq!(row("/root/on_b").3, Some(1));
+
+    // A stop from a third host reaches B's child through B's serve; A's serve, pid 1 as well,
+    // neither claims it nor loses its own thread.
+    let text = stop_as("host-c", "/root/on_b");
+    assert!(text.contains("1 of 1 thread closed"), "{text}");
+    assert_eq!(row("/root/on_b").1.as_deref(), Some("stopped"));
+    assert_eq!(row("/root/on_a").0, "live");
+
+    // SIGKILL of B's serve (its namespace goes with it) with a thread live on B.
+    b.thread(json!({"action": "start", "prompt": "go", "taskName": "on_b2"}));
+    launched("/root/on_b2");
+    b.child.kill().unwrap();
+    b.child.wait().unwrap();
+    // A's serve checks owners every second: B's row, whose owner pid 1 is A's own serve on
+    // host A, stays as it is, before the lease runs out and after.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(row("/root/on_b2").0, "live");
+    db().execute(
+        "UPDATE host_serves SET heartbeat_at = '2026-01-01T00:00:00.000Z' WHERE host_id = 'host-b'",
+        (),
+    )
+    .unwrap();
+    let (_, hosts, _) = host_cli(&base.db, "host-c", &["list"]);
+    assert!(
+        hosts.contains("unreachable since 2026-01-01T00:00:00.000Z") && hosts.contains(" up"),
+        "{hosts}"
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(row("/root/on_b2").0, "live");
+    let text = stop_as("host-c", "/root/on_b2");
+    assert!(
+        text.contains("held on host host-b, unreachable since"),
+        "{text}"
+    );
+    // A's own thread and child are untouched: A still answers for it, live and idle.
+    let polled = a.thread(json!({"action": "poll", "id": "/root/on_a"}));
+    assert!(polled.to_string().contains("idle"), "{polled}");
+    assert_eq!(row("/root/on_a").0, "live");
+
+    // B's next serve (a new namespace, pid 1 again) restores B's rows only.
+    let mut b = serve("ses_b", "host-b");
+    b.thread(json!({"action": "list"}));
+    let (status, exit, ..) = row("/root/on_b2");
+    assert_eq!(
+        (status.as_str(), exit.as_deref()),
+        ("closed", Some("stale"))
+    );
+    assert_eq!(row("/root/on_a").0, "live");
+    a.close(Duration::from_secs(20));
+    b.close(Duration::from_secs(20));
+    assert!(base.leftovers().is_empty(), "{:?}", base.leftovers());
+}

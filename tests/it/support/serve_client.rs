@@ -52,7 +52,20 @@ pub struct ServeSpec<'a> {
 
 impl Serve {
     pub fn start(spec: ServeSpec<'_>) -> Serve {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_threadbase"));
+        Serve::start_under(&[], spec)
+    }
+
+    /// [`Serve::start`] with the command run by `prefix` (say `unshare --pid --fork …`, a
+    /// host of its own in the two-host tests).
+    pub fn start_under(prefix: &[&str], spec: ServeSpec<'_>) -> Serve {
+        let mut cmd = match prefix.split_first() {
+            Some((program, args)) => {
+                let mut c = Command::new(program);
+                c.args(args).arg(env!("CARGO_BIN_EXE_threadbase"));
+                c
+            }
+            None => Command::new(env!("CARGO_BIN_EXE_threadbase")),
+        };
         cmd.arg("--db")
             .arg(spec.db)
             .arg("serve")
@@ -483,6 +496,17 @@ impl Scripted {
     /// `args`; in its environment the scripted command, the marker, an agent folder of
     /// its own (`<root>/agent`), then `env`.
     pub fn serve(&self, script: &str, args: Vec<String>, env: &[(&str, &str)]) -> Serve {
+        self.serve_under(&[], script, args, env)
+    }
+
+    /// [`Scripted::serve`] run by `prefix` ([`Serve::start_under`]).
+    pub fn serve_under(
+        &self,
+        prefix: &[&str],
+        script: &str,
+        args: Vec<String>,
+        env: &[(&str, &str)],
+    ) -> Serve {
         let mut all_env = vec![
             (
                 "THREADBASE_PI_COMMAND".to_string(),
@@ -497,13 +521,16 @@ impl Scripted {
         all_env.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
         let mut all_args = vec!["--cwd".to_string(), self.root.display().to_string()];
         all_args.extend(args);
-        Serve::start(ServeSpec {
-            db: &self.db,
-            args: all_args,
-            env: all_env,
-            cwd: self.root.clone(),
-            clear_env: false,
-        })
+        Serve::start_under(
+            prefix,
+            ServeSpec {
+                db: &self.db,
+                args: all_args,
+                env: all_env,
+                cwd: self.root.clone(),
+                clear_env: false,
+            },
+        )
     }
 
     /// The processes still alive that this place started.
