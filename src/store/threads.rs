@@ -68,6 +68,21 @@ pub fn upsert_manager(conn: &Conn, spec: &ManagerSpec<'_>) -> Result<ManagerId> 
     Ok(id)
 }
 
+/// Records `owner` (this serve) as the holder of a thread it reserved, before its launch
+/// (sql/thread_set_owner.sql).
+pub fn set_owner(conn: &Conn, id: &ThreadId, owner: ProcessIdentity) -> Result<()> {
+    conn.execute(
+        q!("thread_set_owner"),
+        named! {
+            ":owner_pid": owner.pid, ":owner_started": owner.started_at,
+            ":owner_host": super::host_of(Some(owner.pid)).0,
+            ":owner_boot": super::host_of(Some(owner.pid)).1,
+            ":id": id,
+        },
+    )?;
+    Ok(())
+}
+
 /// A manager's id by session and contract, if it exists.
 pub fn manager_id(
     conn: &Conn,

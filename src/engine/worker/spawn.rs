@@ -178,6 +178,10 @@ pub(in crate::engine) async fn spawn(
                 now: &now,
             },
         )?;
+        // Held by this serve from its reservation: a serve of the same coordinator on
+        // another host (or this one) spawning the same key at this moment finds it held and
+        // leaves its launch to this one (`drive`).
+        crate::store::threads::set_owner(tx, &thread_id, owner)?;
         mailbox::insert(
             tx,
             &NewMail {

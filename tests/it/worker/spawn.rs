@@ -602,3 +602,47 @@ fn queue_a_spawn_over_the_slot_limit_waits_and_starts_when_a_slot_frees() {
     s.close(Duration::from_secs(20));
     assert!(w.base.leftovers().is_empty());
 }
+
+/// Hosts (issue 33): serves of one coordinator on two hosts spawn the same key at the same
+/// moment: one worker row and one worker process, and both answer with it.
+#[test]
+fn two_hosts_spawning_one_key_at_once_make_one_worker() {
+    let w = world(QUICK);
+    let mut a = w.serve(COORD, &[("THREADBASE_HOST_ID", "host-a")]);
+    let mut b = w.serve(COORD, &[("THREADBASE_HOST_ID", "host-b")]);
+    let params = json!({"key": "review", "title": "Review", "directory": w.work(), "task": "Check the docs"});
+    let on_a = a.send("threads_spawn", params.clone());
+    let on_b = b.send("threads_spawn", params);
+    for (s, id) in [(&a, on_a), (&b, on_b)] {
+        let r = s.response(id, Duration::from_secs(60));
+        assert_eq!(r["result"]["details"]["workerID"], REVIEW_WORKER, "{r}");
+    }
+    let rows: i64 = w
+        .conn()
+        .query_row(
+            "SELECT count(*) FROM threads WHERE coordinator_id IS NOT NULL",
+            (),
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(rows, 1);
+    let launches: i64 = w
+        .conn()
+        .query_row(
+            "SELECT launch_seq FROM threads WHERE id = ?1",
+            [REVIEW_WORKER],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(launches, 1, "launched once");
+    let v = wait_view(&mut a, REVIEW_WORKER, |v| v["outcome"] == "succeeded");
+    assert_eq!(v["workerID"], REVIEW_WORKER);
+    assert_eq!(
+        w.worker_processes(REVIEW_WORKER).len(),
+        1,
+        "one worker process"
+    );
+    assert_eq!(w.user_messages(REVIEW_WORKER).len(), 1, "the prompt once");
+    a.close(Duration::from_secs(20));
+    b.close(Duration::from_secs(20));
+}
