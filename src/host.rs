@@ -3,6 +3,10 @@
 //! reboots: every row that records a process also records the host it lives on, and a serve
 //! acts (signals, restores, closes as stale) only on rows of its own host and boot.
 //!
+//! A host is one PID space: processes that share a host id must see each other's pids. Two
+//! containers of one machine that share its machine id (a bind-mounted `/etc/machine-id`) but
+//! not its PID namespace are two hosts, and each needs a `THREADBASE_HOST_ID` of its own.
+//!
 //! The host id is `THREADBASE_HOST_ID` when set (two hosts in one machine's tests, or a name a
 //! team chooses), else the machine id (`/etc/machine-id`, as systemd writes it), else, on a
 //! machine without one (a container image often has none), the kernel's host name. The boot id

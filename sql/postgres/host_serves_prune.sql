@@ -2,5 +2,4 @@
 -- compared with the server's clock, for SQLite's julianday.
 DELETE FROM host_serves
 WHERE host_id = :host
-  AND (boot_id <> :boot
-       OR CAST(heartbeat_at AS timestamptz) < clock_timestamp() - :secs * interval '1 second')
+  AND CAST(heartbeat_at AS timestamptz) < clock_timestamp() - :secs * interval '1 second'

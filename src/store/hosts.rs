@@ -19,8 +19,8 @@ pub const LEASE: Duration = Duration::from_secs(30);
 pub const HEARTBEAT: Duration = Duration::from_secs(5);
 
 /// Records (or refreshes) the heartbeat of the serve `me` on this host, and drops the rows
-/// of this host and boot's serves that stopped beating more than two leases ago (they died
-/// without saying so).
+/// of this host's serves that stopped beating more than two leases ago (they died without
+/// saying so, or belong to an earlier boot).
 pub fn heartbeat(conn: &Conn, me: ProcessIdentity) -> Result<()> {
     let here = crate::host::HostIdentity::here();
     conn.execute(
@@ -33,7 +33,7 @@ pub fn heartbeat(conn: &Conn, me: ProcessIdentity) -> Result<()> {
     conn.execute(
         q!("host_serves_prune"),
         named! {
-            ":host": here.host_id.as_str(), ":boot": here.boot_id.as_str(),
+            ":host": here.host_id.as_str(),
             ":secs": 2 * LEASE.as_secs() as i64,
         },
     )?;
