@@ -8,6 +8,11 @@
 //! a contract B registry is restored all or nothing: one with a broken saved parent link is
 //! refused whole and left unchanged. Nothing is restarted.
 //!
+//! Owners are judged from this host (issue 33): a row of another host counts as living, so the
+//! pass never closes it nor signals the pids it names; a row of an earlier boot of this host is
+//! restored, its recorded group left alone (only the environment proves a leftover). Another
+//! host's rows are closed only on purpose, by `threadbase host forget` ([`restore_host`]).
+//!
 //! Usage the dead owner never recorded (messages its child completed after the last committed
 //! batch, or after the owner died) is read back from the thread's Pi session file once the
 //! processes are gone, in the transaction that closes the thread (`store::usage::reconcile`).
