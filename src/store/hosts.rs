@@ -110,8 +110,11 @@ pub fn live_threads_of(conn: &Conn, host_id: &str) -> Result<Vec<crate::domain::
     conn.all(q!("host_live_threads"), params![host_id], |r| r.get(0))
 }
 
-/// Drops every serve row of `host_id` (after `host forget`).
+/// Drops every serve row of `host_id` and leaves the managers its serves owned to nobody
+/// (after `host forget` closed its threads): a resume of one of their threads is then taken
+/// over by the serve that asks.
 pub fn forget(conn: &Conn, host_id: &str) -> Result<usize> {
+    conn.execute(q!("host_forget_managers"), params![host_id])?;
     conn.execute(q!("host_forget"), params![host_id])
 }
 

@@ -35,6 +35,17 @@ impl World {
     /// The serve of `session`; `scope` makes it the own serve of that thread (path, id) at
     /// `depth`, as a child Pi's extension starts it.
     fn serve(&self, session: &str, scope: Option<(&str, &str, u32)>) -> Serve {
+        self.serve_on(None, session, scope)
+    }
+
+    /// [`World::serve`] as host `host`, the first process of a PID namespace of its own (issue
+    /// 33: each host's serve is pid 1, so the rows' pids collide on purpose).
+    fn serve_on(
+        &self,
+        host: Option<&str>,
+        session: &str,
+        scope: Option<(&str, &str, u32)>,
+    ) -> Serve {
         let depth;
         let mut env = vec![("PI_THREADS_MAX_DEPTH", "3")];
         if let Some((path, id, d)) = scope {
@@ -47,7 +58,14 @@ impl World {
             ]);
         }
         let args = vec!["--session-id".into(), session.into()];
-        self.base.serve("script", args, &env)
+        match host {
+            None => self.base.serve("script", args, &env),
+            Some(host) => {
+                env.push(("THREADBASE_HOST_ID", host));
+                let ns = ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child"];
+                self.base.serve_under(&ns, "script", args, &env)
+            }
+        }
     }
 
     /// The own serve of the thread at `path` (its id and session from the rows).
@@ -505,4 +523,99 @@ fn a_refused_or_untaken_command_is_a_clear_error() {
     lead.close(Duration::from_secs(20));
     assert!(w.base.leftovers().is_empty());
     db_check::db_check(&w.base.db).unwrap();
+}
+
+/// Issue 33: the root's serve on host A, the child's own serve on host B (each pid 1 of a PID
+/// namespace of its own). A send, a stop and a resume of the grandchild from A are carried out
+/// on B. Once B's serve is gone, A leaves B's thread alone; once B's lease has run out, A's
+/// requests say so at once; `threadbase host forget` closes it, and A takes it over.
+#[test]
+fn send_stop_and_resume_from_host_a_reach_a_grandchild_on_host_b() {
+    let works = std::process::Command::new("unshare")
+        .args(["--pid", "--fork", "--mount-proc", "true"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !works {
+        let why = "`unshare --pid --fork --mount-proc` fails here (it needs root)";
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "{why}");
+        eprintln!("send_stop_and_resume_from_host_a_reach_a_grandchild_on_host_b: skipped: {why}");
+        return;
+    }
+    let w = World::new();
+    let mut root = w.serve_on(Some("host-a"), "ses_root", None);
+    start(&mut root, "lead");
+    let (id, session) = w.row("/root/lead");
+    let mut lead = w.serve_on(Some("host-b"), &session, Some(("/root/lead", &id, 1)));
+    let docs = start(&mut lead, "docs_check");
+    wait_idle(&mut root, "lead/docs_check");
+    // Both serves are pid 1, each in its own namespace.
+    assert_eq!(w.owner_pid("/root/lead"), 1);
+    assert_eq!(w.owner_pid("/root/lead/docs_check"), 1);
+
+    let r = root.thread(json!({"action": "send", "id": "lead/docs_check", "message": "more"}));
+    assert_eq!(r["details"]["accepted"], true, "{r}");
+    assert!(
+        text(&r).contains("carried out by the serve that holds it"),
+        "{}",
+        text(&r)
+    );
+    let r = wait_idle(&mut root, "lead/docs_check");
+    assert_eq!(snap(&r)["resultSummary"], "reply to more");
+    let r = root.thread(json!({"action": "stop", "id": "lead/docs_check"}));
+    assert_eq!(snap(&r)["exit"]["kind"], "stopped", "{r}");
+    let r = root.thread(json!({"action": "resume", "id": "lead/docs_check"}));
+    assert_eq!(r["details"]["kind"], "resumed", "{r}");
+    assert_eq!(snap(&r)["status"], "live");
+    wait_idle(&mut root, &docs);
+    let host: String = w
+        .conn()
+        .query_row(
+            "SELECT owner_host FROM threads WHERE path = '/root/lead/docs_check'",
+            (),
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(
+        host, "host-b",
+        "resumed on the host that holds its session file"
+    );
+
+    // B's serve dies. A's watcher checks owners every second: B's row stays live.
+    lead.child.kill().unwrap();
+    lead.child.wait().unwrap();
+    drop(lead);
+    std::thread::sleep(Duration::from_millis(1500));
+    let r = root.thread(json!({"action": "poll", "id": "lead/docs_check"}));
+    assert_eq!(snap(&r)["status"], "live", "{r}");
+    // B's lease runs out (its last heartbeat an hour back): A's requests say so at once.
+    w.conn()
+        .execute(
+            "UPDATE host_serves SET heartbeat_at = '2026-01-01T00:00:00.000Z' WHERE host_id = 'host-b'",
+            (),
+        )
+        .unwrap();
+    let e = root.thread_error(json!({"action": "send", "id": "lead/docs_check", "message": "x"}));
+    let message = e["message"].as_str().unwrap();
+    assert!(
+        message.contains("held on host host-b, unreachable since 2026-01-01T00:00:00.000Z")
+            && message.contains("Repair:"),
+        "{e}"
+    );
+    // Forgotten on purpose: closed as stale, and A takes it over.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_threadbase"))
+        .arg("--db")
+        .arg(&w.base.db)
+        .args(["host", "forget", "host-b"])
+        .env("THREADBASE_HOST_ID", "host-a")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let r = root.thread(json!({"action": "poll", "id": "lead/docs_check"}));
+    assert_eq!(snap(&r)["exit"]["kind"], "stale", "{r}");
+    let r = root.thread(json!({"action": "resume", "id": "lead/docs_check"}));
+    assert_eq!(r["details"]["alreadyLive"], false, "{r}");
+    assert!(!text(&r).contains("carried out by"), "{}", text(&r));
+    wait_idle(&mut root, &docs);
+    root.close(Duration::from_secs(20));
+    assert!(w.base.leftovers().is_empty(), "{:?}", w.base.leftovers());
 }
