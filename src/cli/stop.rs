@@ -65,7 +65,7 @@ struct Target {
     session: String,
     owner: Option<ProcessIdentity>,
     /// Held on another host whose lease ran out: nothing is sent to it.
-    unreachable: Option<crate::store::hosts::Lease>,
+    unreachable: Option<crate::store::hosts::HostRow>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,11 +118,7 @@ fn stop(db: &Path, args: &StopArgs<'_>, out: &mut dyn Write) -> Result<ExitCode>
                 let unreachable = leases
                     .iter()
                     .find(|h| elsewhere && !h.up && t.owner_host.as_deref() == Some(&h.host_id))
-                    .map(|h| crate::store::hosts::Lease {
-                        host_id: h.host_id.clone(),
-                        last_heartbeat: h.last_heartbeat.clone(),
-                        up: false,
-                    });
+                    .cloned();
                 v.push(Target {
                     id: t.id,
                     path: t.path,

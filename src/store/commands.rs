@@ -72,8 +72,8 @@ pub fn pending(
                 owner.0,
                 owner.1,
                 manager_id,
-                crate::store::host_of(Some(owner.0)).0,
-                crate::store::host_of(Some(owner.0)).1
+                crate::host::HostIdentity::here().host_id.as_str(),
+                crate::host::HostIdentity::here().boot_id.as_str()
             ],
             |r| {
                 Ok(PendingCommand {

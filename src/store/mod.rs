@@ -618,16 +618,6 @@ fn release_freed_memory() {
     }
 }
 
-/// The host and boot written beside an owner's pid (`None` beside none): an owner a store
-/// function records is always this serve, on this host (issue 33).
-pub(crate) fn host_of(owner_pid: Option<i64>) -> (Option<&'static str>, Option<&'static str>) {
-    let here = crate::host::HostIdentity::here();
-    match owner_pid {
-        Some(_) => (Some(&here.host_id), Some(&here.boot_id)),
-        None => (None, None),
-    }
-}
-
 /// A read transaction on a pooled connection: every statement inside sees one snapshot of the
 /// database. Begun and ended with cached statements (a list pays this on every request, and
 /// parsing `BEGIN`/`COMMIT` each time cost more than the statements). Ends when dropped.

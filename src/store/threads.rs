@@ -59,8 +59,8 @@ pub fn upsert_manager(conn: &Conn, spec: &ManagerSpec<'_>) -> Result<ManagerId> 
             ":cwd": spec.cwd,
             ":owner_pid": spec.owner_pid,
             ":owner_started_at": spec.owner_started_at,
-            ":owner_host": super::host_of(spec.owner_pid).0,
-            ":owner_boot": super::host_of(spec.owner_pid).1,
+            ":owner_host": spec.owner_pid.map(|_| crate::host::HostIdentity::here().host_id.as_str()),
+            ":owner_boot": spec.owner_pid.map(|_| crate::host::HostIdentity::here().boot_id.as_str()),
             ":now": now_iso(),
         },
         |r| r.get(0),
@@ -75,8 +75,8 @@ pub fn set_owner(conn: &Conn, id: &ThreadId, owner: ProcessIdentity) -> Result<(
         q!("thread_set_owner"),
         named! {
             ":owner_pid": owner.pid, ":owner_started": owner.started_at,
-            ":owner_host": super::host_of(Some(owner.pid)).0,
-            ":owner_boot": super::host_of(Some(owner.pid)).1,
+            ":owner_host": crate::host::HostIdentity::here().host_id.as_str(),
+            ":owner_boot": crate::host::HostIdentity::here().boot_id.as_str(),
             ":id": id,
         },
     )?;

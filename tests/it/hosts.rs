@@ -65,6 +65,35 @@ impl World {
             .unwrap()
     }
 
+    /// Waits until the thread at `path` has a process.
+    fn until_launched(&self, path: &str) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while self.row(path).2.is_none() {
+            assert!(Instant::now() < deadline, "launched: {:?}", self.row(path));
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// SIGKILL of `serve`, then a bystander (a group leader of this machine, started after
+    /// the thread's process) whose pid, group and start the row of /root/a now names: as far
+    /// as this machine can tell, the row's process lives, and a serve that took the row for
+    /// its own would kill its group.
+    fn kill_serve_and_name_a_bystander(&self, serve: &mut Serve) -> Child {
+        serve.child.kill().unwrap();
+        serve.child.wait().unwrap();
+        let (bystander, started) = bystander(&self.base.marker);
+        let pid = bystander.id() as i64;
+        self.db()
+            .execute(
+                &format!(
+                    "UPDATE threads SET pid = {pid}, pgid = {pid}, process_started_at = {started} WHERE path = '/root/a'"
+                ),
+                (),
+            )
+            .unwrap();
+        bystander
+    }
+
     /// Runs `threadbase restore` on host `host`; its stdout.
     fn restore(&self, host: &str) -> String {
         let out = Command::new(env!("CARGO_BIN_EXE_threadbase"))
@@ -98,6 +127,18 @@ fn bystander(marker: &str) -> (Child, i64) {
     (child, started)
 }
 
+/// Host `host`'s lease has run out: its last heartbeat moved back to 2026-01-01, as if that long
+/// had passed.
+fn lease_ran_out(db: &crate::support::sql::Conn, host: &str) {
+    db.execute(
+        &format!(
+            "UPDATE host_serves SET heartbeat_at = '2026-01-01T00:00:00.000Z' WHERE host_id = '{host}'"
+        ),
+        (),
+    )
+    .unwrap();
+}
+
 fn running(child: &mut Child) -> bool {
     child.try_wait().unwrap().is_none()
 }
@@ -108,15 +149,7 @@ fn a_serve_of_another_host_leaves_a_live_row_and_the_process_its_pid_names_alone
     // Host B starts a thread; its row records host B and this boot.
     let mut b = w.serve("host-b");
     b.thread(json!({"action": "start", "prompt": "go", "taskName": "a"}));
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while w.row("/root/a").2.is_none() {
-        assert!(
-            Instant::now() < deadline,
-            "launched: {:?}",
-            w.row("/root/a")
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    w.until_launched("/root/a");
     let (status, _, _, host, boot) = w.row("/root/a");
     assert_eq!(status, "live");
     assert_eq!(host.as_deref(), Some("host-b"));
@@ -124,18 +157,7 @@ fn a_serve_of_another_host_leaves_a_live_row_and_the_process_its_pid_names_alone
     // B's serve dies. On host B the thread's process had the pid of what runs here as the
     // bystander, a group leader started after it: as far as this machine can tell, the row's
     // process lives, and a serve that took the row for its own would kill its group.
-    b.child.kill().unwrap();
-    b.child.wait().unwrap();
-    let (mut bystander, started) = bystander(&w.base.marker);
-    let pid = bystander.id() as i64;
-    w.db()
-        .execute(
-            &format!(
-                "UPDATE threads SET pid = {pid}, pgid = {pid}, process_started_at = {started} WHERE path = '/root/a'"
-            ),
-            (),
-        )
-        .unwrap();
+    let mut bystander = w.kill_serve_and_name_a_bystander(&mut b);
 
     // A serve and a restore on host A: B's serve is gone on this machine, but nothing here can
     // tell about host B, so both leave its row live and its process running.
@@ -177,25 +199,12 @@ fn a_row_of_an_earlier_boot_is_restored_without_signalling_its_pid() {
     let w = world("hosts_boot");
     let mut b = w.serve("host-b");
     b.thread(json!({"action": "start", "prompt": "go", "taskName": "a"}));
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while w.row("/root/a").2.is_none() {
-        assert!(
-            Instant::now() < deadline,
-            "launched: {:?}",
-            w.row("/root/a")
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    b.child.kill().unwrap();
-    b.child.wait().unwrap();
+    w.until_launched("/root/a");
     // The row as host B's previous boot left it: its pid names a living process of this boot.
-    let (mut bystander, started) = bystander(&w.base.marker);
-    let pid = bystander.id() as i64;
+    let mut bystander = w.kill_serve_and_name_a_bystander(&mut b);
     w.db()
         .execute(
-            &format!(
-                "UPDATE threads SET pid = {pid}, pgid = {pid}, process_started_at = {started}, owner_boot = 'an-earlier-boot' WHERE path = '/root/a'"
-            ),
+            "UPDATE threads SET owner_boot = 'an-earlier-boot' WHERE path = '/root/a'",
             (),
         )
         .unwrap();
@@ -372,24 +381,8 @@ fn host_list_shows_each_lease_and_forget_closes_an_unreachable_hosts_threads_sig
 
     // B's serve dies and its lease runs out (its last heartbeat moved back by an hour, as if
     // the hour had passed). Its row's pid names a process of this machine, as before.
-    b.child.kill().unwrap();
-    b.child.wait().unwrap();
-    let (mut bystander, started) = bystander(&w.base.marker);
-    let pid = bystander.id() as i64;
-    w.db()
-        .execute(
-            &format!(
-                "UPDATE threads SET pid = {pid}, pgid = {pid}, process_started_at = {started} WHERE path = '/root/a'"
-            ),
-            (),
-        )
-        .unwrap();
-    w.db()
-        .execute(
-            "UPDATE host_serves SET heartbeat_at = '2026-01-01T00:00:00.000Z' WHERE host_id = 'host-b'",
-            (),
-        )
-        .unwrap();
+    let mut bystander = w.kill_serve_and_name_a_bystander(&mut b);
+    lease_ran_out(&w.db(), "host-b");
     let (_, text, _) = host_cli(&db, "host-a", &["list"]);
     assert!(
         text.contains("unreachable since 2026-01-01T00:00:00.000Z"),
@@ -548,11 +541,7 @@ fn two_hosts_in_pid_namespaces_whose_pids_collide_keep_to_their_own_rows() {
     // host A, stays as it is, before the lease runs out and after.
     std::thread::sleep(Duration::from_millis(1500));
     assert_eq!(row("/root/on_b2").0, "live");
-    db().execute(
-        "UPDATE host_serves SET heartbeat_at = '2026-01-01T00:00:00.000Z' WHERE host_id = 'host-b'",
-        (),
-    )
-    .unwrap();
+    lease_ran_out(&db(), "host-b");
     let (_, hosts, _) = host_cli(&base.db, "host-c", &["list"]);
     assert!(
         hosts.contains("unreachable since 2026-01-01T00:00:00.000Z") && hosts.contains(" up"),

@@ -57,8 +57,8 @@ pub fn upsert_registry(conn: &Conn, r: &Registry<'_>) -> Result<ManagerId> {
             ":session_id": r.session_id, ":session_file": r.session_file, ":cwd": r.cwd,
             ":owner_pid": r.owner.map(|o| o.pid),
             ":owner_started_at": r.owner.map(|o| o.started_at), ":now": r.now,
-            ":owner_host": crate::store::host_of(r.owner.map(|o| o.pid)).0,
-            ":owner_boot": crate::store::host_of(r.owner.map(|o| o.pid)).1,
+            ":owner_host": r.owner.map(|_| crate::host::HostIdentity::here().host_id.as_str()),
+            ":owner_boot": r.owner.map(|_| crate::host::HostIdentity::here().boot_id.as_str()),
         },
         |row| row.get(upsert_col::ID),
     )
@@ -309,8 +309,8 @@ pub fn set_new(conn: &Conn, t: &Lifecycle<'_>) -> Result<()> {
         named! {
             ":status": t.status, ":owner_pid": t.owner.pid,
             ":owner_started": t.owner.started_at, ":at": t.at, ":id": t.id,
-            ":owner_host": crate::store::host_of(Some(t.owner.pid)).0,
-            ":owner_boot": crate::store::host_of(Some(t.owner.pid)).1,
+            ":owner_host": crate::host::HostIdentity::here().host_id.as_str(),
+            ":owner_boot": crate::host::HostIdentity::here().boot_id.as_str(),
         },
     )?;
     Ok(())
@@ -324,8 +324,8 @@ pub fn reserve_resume(conn: &Conn, t: &Lifecycle<'_>) -> Result<()> {
         named! {
             ":status": t.status, ":owner_pid": t.owner.pid,
             ":owner_started": t.owner.started_at, ":at": t.at, ":id": t.id,
-            ":owner_host": crate::store::host_of(Some(t.owner.pid)).0,
-            ":owner_boot": crate::store::host_of(Some(t.owner.pid)).1,
+            ":owner_host": crate::host::HostIdentity::here().host_id.as_str(),
+            ":owner_boot": crate::host::HostIdentity::here().boot_id.as_str(),
         },
     )?;
     Ok(())
@@ -494,8 +494,8 @@ pub fn owned_live(
                 registry,
                 owner.pid,
                 owner.started_at,
-                crate::store::host_of(Some(owner.pid)).0,
-                crate::store::host_of(Some(owner.pid)).1
+                crate::host::HostIdentity::here().host_id.as_str(),
+                crate::host::HostIdentity::here().boot_id.as_str()
             ],
             |r| {
                 Ok(OwnedThread {
@@ -534,8 +534,8 @@ fn ids(
                 registry,
                 owner.pid,
                 owner.started_at,
-                crate::store::host_of(Some(owner.pid)).0,
-                crate::store::host_of(Some(owner.pid)).1
+                crate::host::HostIdentity::here().host_id.as_str(),
+                crate::host::HostIdentity::here().boot_id.as_str()
             ],
             |r| r.get(0),
         )?

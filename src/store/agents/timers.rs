@@ -24,8 +24,8 @@ pub fn next_deadline(conn: &Conn, owner: ProcessIdentity) -> Result<Option<i64>>
         q!("agent_timer_next"),
         named! {
             ":pid": owner.pid, ":started": owner.started_at,
-            ":host": crate::store::host_of(Some(owner.pid)).0,
-            ":boot": crate::store::host_of(Some(owner.pid)).1,
+            ":host": crate::host::HostIdentity::here().host_id.as_str(),
+            ":boot": crate::host::HostIdentity::here().boot_id.as_str(),
         },
         |r| r.get::<Option<i64>>(0),
     )
@@ -61,8 +61,8 @@ pub fn due(conn: &Conn, owner: ProcessIdentity, now_ms: i64) -> Result<Vec<DueTi
             q!("agent_timers_due", due_col),
             named! {
                 ":pid": owner.pid, ":started": owner.started_at, ":now": now_ms,
-                ":host": crate::store::host_of(Some(owner.pid)).0,
-                ":boot": crate::store::host_of(Some(owner.pid)).1,
+                ":host": crate::host::HostIdentity::here().host_id.as_str(),
+                ":boot": crate::host::HostIdentity::here().boot_id.as_str(),
             },
             |r| {
                 Ok(DueTimer {
