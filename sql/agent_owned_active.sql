@@ -4,4 +4,4 @@ SELECT id FROM threads
 WHERE manager_id = ?1 AND agent_state IN ('starting', 'running')
   AND owner_pid = ?2 AND owner_started_at = ?3
   -- On this host and boot: a serve elsewhere may have the same pid and start.
-  AND (owner_host IS NULL OR owner_host = ?4) AND (owner_boot IS NULL OR owner_boot = ?5)
+  AND (host_id IS NULL OR host_id = ?4) AND (boot_id IS NULL OR boot_id = ?5)

@@ -3,4 +3,4 @@
 SELECT min(agent_timeout_at) AS next_at FROM threads
 WHERE owner_pid = :pid AND agent_timeout_at IS NOT NULL AND owner_started_at = :started
   -- On this host and boot: a serve elsewhere may have the same pid and start.
-  AND (owner_host IS NULL OR owner_host = :host) AND (owner_boot IS NULL OR owner_boot = :boot)
+  AND (host_id IS NULL OR host_id = :host) AND (boot_id IS NULL OR boot_id = :boot)

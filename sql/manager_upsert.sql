@@ -1,8 +1,8 @@
 -- Finds or creates the manager of (session, contract) and returns its id.
 INSERT INTO managers (session_id, contract, scope_path, depth, self_thread_id, session_file, cwd,
-                      owner_pid, owner_started_at, owner_host, owner_boot, created_at, updated_at)
+                      owner_pid, owner_started_at, host_id, boot_id, created_at, updated_at)
 VALUES (:session_id, :contract, :scope_path, :depth, :self_thread_id, :session_file, :cwd,
-        :owner_pid, :owner_started_at, :owner_host, :owner_boot, :now, :now)
+        :owner_pid, :owner_started_at, :host_id, :boot_id, :now, :now)
 ON CONFLICT (session_id, contract) DO UPDATE SET
     scope_path = excluded.scope_path,
     depth = excluded.depth,
@@ -11,7 +11,7 @@ ON CONFLICT (session_id, contract) DO UPDATE SET
     cwd = coalesce(excluded.cwd, managers.cwd),
     owner_pid = excluded.owner_pid,
     owner_started_at = excluded.owner_started_at,
-    owner_host = excluded.owner_host,
-    owner_boot = excluded.owner_boot,
+    host_id = excluded.host_id,
+    boot_id = excluded.boot_id,
     updated_at = excluded.updated_at
 RETURNING id

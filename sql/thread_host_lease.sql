@@ -6,6 +6,6 @@ SELECT h.host_id, max(h.heartbeat_at) AS last_heartbeat,
 FROM threads t
 JOIN managers m ON m.id = t.manager_id
 JOIN host_serves h
-  ON h.host_id = CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_host ELSE m.owner_host END
+  ON h.host_id = CASE WHEN t.owner_pid IS NOT NULL THEN t.host_id ELSE m.host_id END
 WHERE t.id = :id
 GROUP BY h.host_id

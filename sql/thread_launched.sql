@@ -3,8 +3,8 @@
 -- a fresh launch number (closes of older launches are ignored), and a cleared exit.
 UPDATE threads
 SET status = 'live', phase = 'starting', pid = :pid, pgid = :pgid, process_started_at = :started,
-    owner_pid = :owner_pid, owner_started_at = :owner_started, owner_host = :owner_host,
-    owner_boot = :owner_boot, launch_seq = launch_seq + 1,
+    owner_pid = :owner_pid, owner_started_at = :owner_started, host_id = :host_id,
+    boot_id = :boot_id, launch_seq = launch_seq + 1,
     stop_requested = 0, exit_kind = NULL, exit_code = NULL, exit_signal = NULL,
     exit_message = NULL, exit_synthetic = 0, archived = 0, live_started_at = :now,
     idle_started_at = NULL, updated_at = :now

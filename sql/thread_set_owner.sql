@@ -2,6 +2,6 @@
 -- another serve of the same coordinator that spawns the same key at once sees it held and
 -- leaves the launch to it). Launched records the holder again (sql/thread_launched.sql).
 UPDATE threads
-SET owner_pid = :owner_pid, owner_started_at = :owner_started, owner_host = :owner_host,
-    owner_boot = :owner_boot
+SET owner_pid = :owner_pid, owner_started_at = :owner_started, host_id = :host_id,
+    boot_id = :boot_id
 WHERE id = :id

@@ -6,5 +6,5 @@ JOIN threads t ON t.id = mb.thread_id
 WHERE mb.state = 'pending' AND mb.direction = 'to_child' AND t.manager_id = ?1
   AND t.owner_pid = ?2 AND t.owner_started_at = ?3
   -- On this host and boot: a serve elsewhere may have the same pid and start.
-  AND (t.owner_host IS NULL OR t.owner_host = ?4) AND (t.owner_boot IS NULL OR t.owner_boot = ?5)
+  AND (t.host_id IS NULL OR t.host_id = ?4) AND (t.boot_id IS NULL OR t.boot_id = ?5)
   AND (mb.message_id IS NULL OR mb.message_id <> CAST(t.launch_seq AS TEXT) OR t.status = 'closed')

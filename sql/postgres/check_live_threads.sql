@@ -8,8 +8,8 @@ SELECT t.id, t.path, t.phase, t.pid,
             THEN extract(epoch FROM clock_timestamp()
                          - CAST(t.created_at AS timestamptz))::double precision END AS age_s,
        m.session_id, t.process_started_at,
-       CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_host ELSE m.owner_host END AS owner_host,
-       CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_boot ELSE m.owner_boot END AS owner_boot
+       CASE WHEN t.owner_pid IS NOT NULL THEN t.host_id ELSE m.host_id END AS host_id,
+       CASE WHEN t.owner_pid IS NOT NULL THEN t.boot_id ELSE m.boot_id END AS boot_id
 FROM threads t JOIN managers m ON m.id = t.manager_id
 WHERE t.status = 'live'
   -- A queued row never launched (THREADBASE_QUEUE=1) claims no process: it waits for a slot.

@@ -6,7 +6,7 @@ SELECT h.host_id,
        max(h.heartbeat_at) AS last_heartbeat,
        sum(CASE WHEN CAST(h.heartbeat_at AS timestamptz)
                      > clock_timestamp() - :secs * interval '1 second' THEN 1 ELSE 0 END) AS serves_up,
-       (SELECT count(*) FROM threads t WHERE t.status = 'live' AND t.owner_host = h.host_id) AS live_threads
+       (SELECT count(*) FROM threads t WHERE t.status = 'live' AND t.host_id = h.host_id) AS live_threads
 FROM host_serves h
 GROUP BY h.host_id
 ORDER BY h.host_id

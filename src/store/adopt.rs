@@ -27,8 +27,8 @@ columns! {
         SESSION_FILE = "m.session_file",
         OWNER_PID = "m.owner_pid",
         OWNER_STARTED_AT = "m.owner_started_at",
-        OWNER_HOST = "m.owner_host",
-        OWNER_BOOT = "m.owner_boot",
+        OWNER_HOST = "m.host_id",
+        OWNER_BOOT = "m.boot_id",
         CREATED_AT = "t.created_at",
     }
 }

@@ -201,10 +201,10 @@ columns! {
         THREAD_OWNER_STARTED_AT = "t.owner_started_at",
         MANAGER_OWNER_PID = "m.owner_pid",
         MANAGER_OWNER_STARTED_AT = "m.owner_started_at",
-        THREAD_OWNER_HOST = "t.owner_host",
-        THREAD_OWNER_BOOT = "t.owner_boot",
-        MANAGER_OWNER_HOST = "m.owner_host",
-        MANAGER_OWNER_BOOT = "m.owner_boot",
+        THREAD_OWNER_HOST = "t.host_id",
+        THREAD_OWNER_BOOT = "t.boot_id",
+        MANAGER_OWNER_HOST = "m.host_id",
+        MANAGER_OWNER_BOOT = "m.boot_id",
     }
 }
 
@@ -234,8 +234,8 @@ columns! {
         AGE = "(julianday('now') - julianday(t.created_at)) * 86400.0 AS age_s",
         SESSION_ID = "m.session_id",
         PROCESS_STARTED_AT = "t.process_started_at",
-        OWNER_HOST = "CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_host ELSE m.owner_host END AS owner_host",
-        OWNER_BOOT = "CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_boot ELSE m.owner_boot END AS owner_boot",
+        OWNER_HOST = "CASE WHEN t.owner_pid IS NOT NULL THEN t.host_id ELSE m.host_id END AS host_id",
+        OWNER_BOOT = "CASE WHEN t.owner_pid IS NOT NULL THEN t.boot_id ELSE m.boot_id END AS boot_id",
     }
 }
 

@@ -149,8 +149,8 @@ columns! {
         SESSION_ID = "m.session_id",
         OWNER_PID = "CASE WHEN t.queued_at IS NOT NULL AND t.launch_seq = 0 THEN m.owner_pid ELSE t.owner_pid END AS owner_pid",
         OWNER_STARTED_AT = "CASE WHEN t.queued_at IS NOT NULL AND t.launch_seq = 0 THEN m.owner_started_at ELSE t.owner_started_at END AS owner_started_at",
-        OWNER_HOST = "CASE WHEN t.queued_at IS NOT NULL AND t.launch_seq = 0 THEN m.owner_host ELSE t.owner_host END AS owner_host",
-        OWNER_BOOT = "CASE WHEN t.queued_at IS NOT NULL AND t.launch_seq = 0 THEN m.owner_boot ELSE t.owner_boot END AS owner_boot",
+        OWNER_HOST = "CASE WHEN t.queued_at IS NOT NULL AND t.launch_seq = 0 THEN m.host_id ELSE t.host_id END AS host_id",
+        OWNER_BOOT = "CASE WHEN t.queued_at IS NOT NULL AND t.launch_seq = 0 THEN m.boot_id ELSE t.boot_id END AS boot_id",
     }
 }
 

@@ -63,7 +63,7 @@ columns! {
         BOOT_ID = "(SELECT s.boot_id FROM host_serves s WHERE s.host_id = h.host_id ORDER BY s.heartbeat_at DESC LIMIT 1) AS boot_id",
         LAST_HEARTBEAT = "max(h.heartbeat_at) AS last_heartbeat",
         SERVES_UP = "sum(CASE WHEN julianday(h.heartbeat_at) > julianday('now') - :secs / 86400.0 THEN 1 ELSE 0 END) AS serves_up",
-        LIVE_THREADS = "(SELECT count(*) FROM threads t WHERE t.status = 'live' AND t.owner_host = h.host_id) AS live_threads",
+        LIVE_THREADS = "(SELECT count(*) FROM threads t WHERE t.status = 'live' AND t.host_id = h.host_id) AS live_threads",
     }
 }
 

@@ -27,8 +27,8 @@ pub fn launched(conn: &Conn, id: &ThreadId, l: &Launched) -> Result<Option<i64>>
         named! {
             ":pid": l.pid, ":pgid": l.pid, ":started": l.started,
             ":owner_pid": l.owner_pid, ":owner_started": l.owner_started,
-            ":owner_host": crate::host::HostIdentity::here().host_id.as_str(),
-            ":owner_boot": crate::host::HostIdentity::here().boot_id.as_str(),
+            ":host_id": crate::host::HostIdentity::here().host_id.as_str(),
+            ":boot_id": crate::host::HostIdentity::here().boot_id.as_str(),
             ":now": l.at, ":id": id,
         },
         |r| r.get(0),

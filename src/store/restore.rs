@@ -21,8 +21,8 @@ columns! {
         PROCESS_STARTED_AT = "t.process_started_at",
         OWNER_PID = "CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_pid ELSE m.owner_pid END AS owner_pid",
         OWNER_STARTED_AT = "CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_started_at ELSE m.owner_started_at END AS owner_started_at",
-        OWNER_HOST = "CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_host ELSE m.owner_host END AS owner_host",
-        OWNER_BOOT = "CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_boot ELSE m.owner_boot END AS owner_boot",
+        OWNER_HOST = "CASE WHEN t.owner_pid IS NOT NULL THEN t.host_id ELSE m.host_id END AS host_id",
+        OWNER_BOOT = "CASE WHEN t.owner_pid IS NOT NULL THEN t.boot_id ELSE m.boot_id END AS boot_id",
         LAUNCH_SEQ = "t.launch_seq",
         SESSION_FILE = "t.session_file",
         CREATED_AT = "t.created_at",
@@ -81,8 +81,8 @@ columns! {
         MANAGER_ID = "t.manager_id",
         OWNER_PID = "t.owner_pid",
         OWNER_STARTED_AT = "t.owner_started_at",
-        OWNER_HOST = "t.owner_host",
-        OWNER_BOOT = "t.owner_boot",
+        OWNER_HOST = "t.host_id",
+        OWNER_BOOT = "t.boot_id",
     }
 }
 

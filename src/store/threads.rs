@@ -59,8 +59,8 @@ pub fn upsert_manager(conn: &Conn, spec: &ManagerSpec<'_>) -> Result<ManagerId> 
             ":cwd": spec.cwd,
             ":owner_pid": spec.owner_pid,
             ":owner_started_at": spec.owner_started_at,
-            ":owner_host": spec.owner_pid.map(|_| crate::host::HostIdentity::here().host_id.as_str()),
-            ":owner_boot": spec.owner_pid.map(|_| crate::host::HostIdentity::here().boot_id.as_str()),
+            ":host_id": spec.owner_pid.map(|_| crate::host::HostIdentity::here().host_id.as_str()),
+            ":boot_id": spec.owner_pid.map(|_| crate::host::HostIdentity::here().boot_id.as_str()),
             ":now": now_iso(),
         },
         |r| r.get(0),
@@ -75,8 +75,8 @@ pub fn set_owner(conn: &Conn, id: &ThreadId, owner: ProcessIdentity) -> Result<(
         q!("thread_set_owner"),
         named! {
             ":owner_pid": owner.pid, ":owner_started": owner.started_at,
-            ":owner_host": crate::host::HostIdentity::here().host_id.as_str(),
-            ":owner_boot": crate::host::HostIdentity::here().boot_id.as_str(),
+            ":host_id": crate::host::HostIdentity::here().host_id.as_str(),
+            ":boot_id": crate::host::HostIdentity::here().boot_id.as_str(),
             ":id": id,
         },
     )?;
@@ -442,8 +442,8 @@ crate::store::rows::columns! {
         STATUS = "t.status",
         OWNER_PID = "CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_pid ELSE m.owner_pid END",
         OWNER_STARTED_AT = "CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_started_at ELSE m.owner_started_at END",
-        OWNER_HOST = "CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_host ELSE m.owner_host END",
-        OWNER_BOOT = "CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_boot ELSE m.owner_boot END",
+        OWNER_HOST = "CASE WHEN t.owner_pid IS NOT NULL THEN t.host_id ELSE m.host_id END",
+        OWNER_BOOT = "CASE WHEN t.owner_pid IS NOT NULL THEN t.boot_id ELSE m.boot_id END",
     }
 }
 
@@ -470,8 +470,8 @@ crate::store::rows::columns! {
     pub mod owner_col as "{manager_owner_row}" {
         OWNER_PID = "owner_pid",
         OWNER_STARTED_AT = "owner_started_at",
-        OWNER_HOST = "owner_host",
-        OWNER_BOOT = "owner_boot",
+        OWNER_HOST = "host_id",
+        OWNER_BOOT = "boot_id",
     }
 }
 

@@ -45,7 +45,7 @@ impl World {
         conn
     }
 
-    /// `(status, exit_kind, pid, owner_host, owner_boot)` of the thread at `path`.
+    /// `(status, exit_kind, pid, host_id, boot_id)` of the thread at `path`.
     fn row(
         &self,
         path: &str,
@@ -58,7 +58,7 @@ impl World {
     ) {
         self.db()
             .query_row(
-                "SELECT status, exit_kind, pid, owner_host, owner_boot FROM threads WHERE path = ?1",
+                "SELECT status, exit_kind, pid, host_id, boot_id FROM threads WHERE path = ?1",
                 [path],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
             )
@@ -204,7 +204,7 @@ fn a_row_of_an_earlier_boot_is_restored_without_signalling_its_pid() {
     let mut bystander = w.kill_serve_and_name_a_bystander(&mut b);
     w.db()
         .execute(
-            "UPDATE threads SET owner_boot = 'an-earlier-boot' WHERE path = '/root/a'",
+            "UPDATE threads SET boot_id = 'an-earlier-boot' WHERE path = '/root/a'",
             (),
         )
         .unwrap();
@@ -245,7 +245,7 @@ fn threadbase_stop_from_a_third_host_stops_the_live_threads_of_both_hosts() {
     let db = || crate::support::sql::Conn::open(&base.db).unwrap();
     let row = |path: &str| -> (String, Option<String>, Option<String>, bool) {
         db().query_row(
-            "SELECT status, exit_kind, owner_host, pid IS NOT NULL FROM threads WHERE path = ?1",
+            "SELECT status, exit_kind, host_id, pid IS NOT NULL FROM threads WHERE path = ?1",
             [path],
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
         )

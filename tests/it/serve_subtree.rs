@@ -570,7 +570,7 @@ fn send_stop_and_resume_from_host_a_reach_a_grandchild_on_host_b() {
     let host: String = w
         .conn()
         .query_row(
-            "SELECT owner_host FROM threads WHERE path = '/root/lead/docs_check'",
+            "SELECT host_id FROM threads WHERE path = '/root/lead/docs_check'",
             (),
             |r| r.get(0),
         )

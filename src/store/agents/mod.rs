@@ -57,8 +57,8 @@ pub fn upsert_registry(conn: &Conn, r: &Registry<'_>) -> Result<ManagerId> {
             ":session_id": r.session_id, ":session_file": r.session_file, ":cwd": r.cwd,
             ":owner_pid": r.owner.map(|o| o.pid),
             ":owner_started_at": r.owner.map(|o| o.started_at), ":now": r.now,
-            ":owner_host": r.owner.map(|_| crate::host::HostIdentity::here().host_id.as_str()),
-            ":owner_boot": r.owner.map(|_| crate::host::HostIdentity::here().boot_id.as_str()),
+            ":host_id": r.owner.map(|_| crate::host::HostIdentity::here().host_id.as_str()),
+            ":boot_id": r.owner.map(|_| crate::host::HostIdentity::here().boot_id.as_str()),
         },
         |row| row.get(upsert_col::ID),
     )
@@ -101,8 +101,8 @@ columns! {
         STATUS = "status",
         OWNER_PID = "owner_pid",
         OWNER_STARTED_AT = "owner_started_at",
-        OWNER_HOST = "owner_host",
-        OWNER_BOOT = "owner_boot",
+        OWNER_HOST = "host_id",
+        OWNER_BOOT = "boot_id",
         PAUSE_REQUESTED = "agent_pause_requested",
         STOP_REQUESTED = "agent_stop_requested",
         CWD = "cwd",
@@ -309,8 +309,8 @@ pub fn set_new(conn: &Conn, t: &Lifecycle<'_>) -> Result<()> {
         named! {
             ":status": t.status, ":owner_pid": t.owner.pid,
             ":owner_started": t.owner.started_at, ":at": t.at, ":id": t.id,
-            ":owner_host": crate::host::HostIdentity::here().host_id.as_str(),
-            ":owner_boot": crate::host::HostIdentity::here().boot_id.as_str(),
+            ":host_id": crate::host::HostIdentity::here().host_id.as_str(),
+            ":boot_id": crate::host::HostIdentity::here().boot_id.as_str(),
         },
     )?;
     Ok(())
@@ -324,8 +324,8 @@ pub fn reserve_resume(conn: &Conn, t: &Lifecycle<'_>) -> Result<()> {
         named! {
             ":status": t.status, ":owner_pid": t.owner.pid,
             ":owner_started": t.owner.started_at, ":at": t.at, ":id": t.id,
-            ":owner_host": crate::host::HostIdentity::here().host_id.as_str(),
-            ":owner_boot": crate::host::HostIdentity::here().boot_id.as_str(),
+            ":host_id": crate::host::HostIdentity::here().host_id.as_str(),
+            ":boot_id": crate::host::HostIdentity::here().boot_id.as_str(),
         },
     )?;
     Ok(())
