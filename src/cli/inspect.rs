@@ -14,6 +14,7 @@ use crate::domain::{ExitKind, ThreadId};
 use crate::engine::budget::{thousands, usd};
 use crate::error::Result;
 use crate::store::events;
+use crate::store::hosts::{Held, Placements};
 use crate::store::list::{list_every_manager, StateFilter, VisibilityFilter};
 use crate::store::open_read_only;
 use crate::store::threads::{manager_of_thread, ThreadRow};
@@ -32,12 +33,18 @@ pub fn list(
         VisibilityFilter::parse(visibility)?,
     )?;
     let trees = filtered_trees(&conn, listing, filters)?;
+    let placements = Placements::read(&conn)?;
     let nodes: Vec<&Node> = trees.iter().flat_map(|t| &t.nodes).collect();
     let live = nodes.iter().filter(|n| n.row.is_live()).count();
     if filters.json {
+        let placements = &placements;
         let threads: Vec<Value> = trees
             .iter()
-            .flat_map(|t| t.nodes.iter().map(move |n| node_json(t, n, None)))
+            .flat_map(|t| {
+                t.nodes
+                    .iter()
+                    .map(move |n| node_json(t, n, None, placements))
+            })
             .collect::<Result<_>>()?;
         let doc = json!({
             "threads": threads,
@@ -48,8 +55,11 @@ pub fn list(
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
         return Ok(());
     }
-    let header: Vec<String> = ["PATH", "ID", "STATE", "NAME", "MANAGER"]
+    // A team database (more than this host) gets a HOST column.
+    let team = placements.team();
+    let header: Vec<String> = ["PATH", "ID", "STATE", "HOST", "NAME", "MANAGER"]
         .iter()
+        .filter(|h| team || **h != "HOST")
         .map(|s| s.to_string())
         .collect();
     for tree in &trees {
@@ -58,13 +68,17 @@ pub fn list(
             .nodes
             .iter()
             .map(|n| {
-                vec![
+                let mut row = vec![
                     format!("{}{}", "  ".repeat(n.level - 1), n.row.path),
                     n.row.id.to_string(),
-                    forest::state_label(&n.row),
-                    n.row.name.clone(),
-                    format!("{} ({})", n.manager_session, n.contract),
-                ]
+                    forest::state_label(&n.row, placements.of(n.row.id.as_str(), n.row.is_live())),
+                ];
+                if team {
+                    row.push(forest::host_cell(&placements, &n.row));
+                }
+                row.push(n.row.name.clone());
+                row.push(format!("{} ({})", n.manager_session, n.contract));
+                row
             })
             .collect();
         write_table(out, &header, &rows)?;
@@ -105,15 +119,24 @@ fn filtered_trees(
     ))
 }
 
-/// A thread in its tree as JSON: the row, its tree's root, level and manager, and (when
-/// given) its usage.
+/// A thread in its tree as JSON: the row, its host, its tree's root, level and manager, and
+/// (when given) its usage.
 fn node_json(
     tree: &forest::Tree,
     n: &Node,
     usage: Option<crate::store::usage::Usage>,
+    placements: &Placements,
 ) -> Result<Value> {
     let mut v = serde_json::to_value(&n.row)?;
     if let Value::Object(m) = &mut v {
+        // Issue 33: the host that holds (or held) it, when recorded, and for a live thread of
+        // a host whose lease ran out, since when.
+        if let Some(host) = placements.host_of(n.row.id.as_str()) {
+            m.insert("host".into(), Value::from(host));
+        }
+        if let Held::Unreachable { since, .. } = placements.of(n.row.id.as_str(), n.row.is_live()) {
+            m.insert("hostUnreachableSince".into(), Value::from(since));
+        }
         m.insert(
             "manager_session".into(),
             Value::from(n.manager_session.as_str()),
@@ -144,6 +167,8 @@ pub fn tree(db: &Path, filters: &TreeFilters<'_>, out: &mut dyn Write) -> Result
     let listing = list_every_manager(&conn, StateFilter::All, VisibilityFilter::All)?;
     let trees = filtered_trees(&conn, listing, filters)?;
     let spent = crate::store::usage::all_if_any(&conn)?;
+    let placements = Placements::read(&conn)?;
+    let team = placements.team();
     let usage_of = |id: &str| spent.get(id).copied().unwrap_or_default();
     if filters.json {
         let mut docs = Vec::new();
@@ -151,7 +176,7 @@ pub fn tree(db: &Path, filters: &TreeFilters<'_>, out: &mut dyn Write) -> Result
             let items: Vec<Value> = tree
                 .nodes
                 .iter()
-                .map(|n| node_json(tree, n, Some(usage_of(n.row.id.as_str()))))
+                .map(|n| node_json(tree, n, Some(usage_of(n.row.id.as_str())), &placements))
                 .collect::<Result<_>>()?;
             let mut doc = serde_json::to_value(&tree.info)?;
             doc["threads"] = Value::Array(items);
@@ -182,11 +207,16 @@ pub fn tree(db: &Path, filters: &TreeFilters<'_>, out: &mut dyn Write) -> Result
                 Some(host) => format!("  (started by {host}'s own serve)"),
                 None => format!("  (manager {})", n.manager_session),
             };
+            // A team database (more than this host): the host that holds (or held) it.
+            let on = match placements.host_of(t.id.as_str()) {
+                Some(host) if team => format!("  host {host}"),
+                _ => String::new(),
+            };
             writeln!(
                 out,
-                "{indent}{label}  {}  [{}]  {}  · {} tokens · {}{held}",
+                "{indent}{label}  {}  [{}]{on}  {}  · {} tokens · {}{held}",
                 t.path,
-                forest::state_label(t),
+                forest::state_label(t, placements.of(t.id.as_str(), t.is_live())),
                 t.name,
                 thousands(u.total_tokens()),
                 usd(u.cost_usd)

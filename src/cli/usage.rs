@@ -14,6 +14,7 @@ use super::sql::write_table;
 pub use crate::engine::budget::{budget_text, summary};
 use crate::engine::budget::{thousands, usd, Budget};
 use crate::error::Result;
+use crate::store::hosts::{Held, Placements};
 use crate::store::open_read_only;
 use crate::store::usage::{self, trees, SubtreeUsage, TreeUsage, Usage};
 use crate::store::Conn;
@@ -37,28 +38,46 @@ pub struct UsageRow {
     /// The state in words ([`crate::domain::state_words`]), as the text shows it.
     pub state: String,
     pub name: String,
+    /// Issue 33: the host that holds (or held) it, when the database records one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
     pub usage: Usage,
     pub subtree: SubtreeUsage,
 }
 
 /// The rows of `root`'s tree whose keys are `key` or below it (`None`: the whole tree), in
 /// tree order, with each state in words.
-pub fn tree_rows(conn: &Conn, root: &SessionId, key: Option<&str>) -> Result<Vec<UsageRow>> {
+/// `placements` says where each is held (issue 33): a live thread of a host whose lease ran
+/// out reads `live/host unreachable since T`, and one of another host is never "owner gone".
+pub fn tree_rows(
+    conn: &Conn,
+    root: &SessionId,
+    key: Option<&str>,
+    placements: &Placements,
+) -> Result<Vec<UsageRow>> {
     Ok(usage::tree_rows(conn, root, key)?
         .into_iter()
         .map(|r| UsageRow {
-            state: crate::domain::state_words(
-                r.status,
-                r.phase,
-                r.exit_kind,
-                r.exit_code,
-                r.exit_signal.is_some(),
-                super::forest::owner_gone(
-                    r.status == ThreadStatus::Live,
-                    r.owner_pid,
-                    r.owner_started_at,
+            state: match placements.of(&r.id, r.status == ThreadStatus::Live) {
+                Held::Unreachable { since, .. } => format!(
+                    "live/host unreachable since {}",
+                    super::forest::short_time(since)
                 ),
-            ),
+                held => crate::domain::state_words(
+                    r.status,
+                    r.phase,
+                    r.exit_kind,
+                    r.exit_code,
+                    r.exit_signal.is_some(),
+                    held == Held::Here
+                        && super::forest::owner_gone(
+                            r.status == ThreadStatus::Live,
+                            r.owner_pid,
+                            r.owner_started_at,
+                        ),
+                ),
+            },
+            host: placements.host_of(&r.id).map(str::to_string),
             id: r.id,
             path: r.path,
             manager_session: r.manager_session,
@@ -113,6 +132,7 @@ pub fn run(
     let session = super::select::selected_session(&conn, within.session)?;
     // Newest session first (their start times and names, for the headings too).
     let infos = crate::store::sessions::infos(&conn)?;
+    let placements = Placements::read(&conn)?;
     let mut all = trees(&conn)?;
     all.sort_by_key(|t| infos.iter().position(|i| i.root_session == t.root_session));
     match reference {
@@ -129,7 +149,12 @@ pub fn run(
                     usage: Usage::default(),
                     session: Usage::default(),
                 });
-            let rows = tree_rows(&conn, &SessionId::new(root.as_str()), Some(&key))?;
+            let rows = tree_rows(
+                &conn,
+                &SessionId::new(root.as_str()),
+                Some(&key),
+                &placements,
+            )?;
             selected.push((total, Some(t.id.into_string()), rows));
         }
         None => {
@@ -140,7 +165,12 @@ pub fn run(
                 {
                     continue;
                 }
-                let rows = tree_rows(&conn, &SessionId::new(total.root_session.as_str()), None)?;
+                let rows = tree_rows(
+                    &conn,
+                    &SessionId::new(total.root_session.as_str()),
+                    None,
+                    &placements,
+                )?;
                 selected.push((total, None, rows));
             }
         }
@@ -208,9 +238,12 @@ pub fn run(
         if let Some(id) = thread {
             writeln!(out, "  subtree of {id}:")?;
         }
+        // A team database (more than this host) gets a HOST column.
+        let team = placements.team();
         let header: Vec<String> = [
             "PATH",
             "STATE",
+            "HOST",
             "TURNS",
             "TOOLS",
             "INPUT",
@@ -222,6 +255,7 @@ pub fn run(
             "SUB COST",
         ]
         .iter()
+        .filter(|h| team || **h != "HOST")
         .map(|s| s.to_string())
         .collect();
         let base = rows.first().map_or(1, |r| r.level);
@@ -229,13 +263,18 @@ pub fn run(
             .iter()
             .map(|r| {
                 let u = &r.usage;
-                vec![
+                let mut row = vec![
                     format!(
                         "{}{}",
                         "  ".repeat((r.level - base).max(0) as usize),
                         r.path
                     ),
                     state_text(r),
+                ];
+                if team {
+                    row.push(r.host.clone().unwrap_or_else(|| "-".into()));
+                }
+                row.extend([
                     thousands(u.turns),
                     thousands(u.tool_calls),
                     thousands(u.input_tokens),
@@ -249,7 +288,8 @@ pub fn run(
                     thousands(r.subtree.threads),
                     thousands(r.subtree.usage.total_tokens()),
                     usd(r.subtree.usage.cost_usd),
-                ]
+                ]);
+                row
             })
             .collect();
         write_table(out, &header, &table)?;
@@ -259,6 +299,7 @@ pub fn run(
 
 fn state_text(r: &UsageRow) -> String {
     match (r.agent_state, r.contract) {
+        _ if r.state.starts_with("live/host unreachable") => r.state.clone(),
         (Some(s), Contract::Agent) => s.to_string(),
         _ => r.state.clone(),
     }

@@ -95,6 +95,17 @@ pub fn status(snap: &Snapshot<'_>) -> String {
 /// What a live thread waits for (issue 30), after a line break each: its place in the queue,
 /// and its question with how to answer it.
 pub fn waiting_lines(s: &mut String, snap: &Snapshot<'_>) {
+    if let Some(u) = snap.host_unreachable {
+        let _ = write!(
+            s,
+            "\nHost: {} unreachable since {} (no serve of it renewed its lease within {} s); this thread's rows stay as they were, and a send, stop or resume cannot reach it. Repair: wait until host {} is back (its next serve restores its threads), or run `threadbase host forget {}` to close its threads as stale.",
+            u.host_id,
+            u.since,
+            crate::store::hosts::LEASE.as_secs(),
+            u.host_id,
+            u.host_id
+        );
+    }
     if let Some(n) = snap.queue_position {
         let _ = write!(
             s,
@@ -186,6 +197,9 @@ pub fn list_line(f: &mut dyn fmt::Write, first: bool, snap: &Snapshot<'_>) -> fm
     }
     if let Some(q) = snap.question {
         write!(f, " question pending ({})", q.kind)?;
+    }
+    if let Some(u) = snap.host_unreachable {
+        write!(f, " host {} unreachable since {}", u.host_id, u.since)?;
     }
     if let Some(spent) = spend(&snap.spend) {
         write!(f, ", {spent}")?;

@@ -298,6 +298,7 @@ impl<'a> Projection<'a> {
             spend: self.facts.usage,
             queue_position: self.facts.pending.queue_position.filter(|_| live),
             question: self.facts.pending.question.as_ref().filter(|_| live),
+            host_unreachable: self.facts.pending.unreachable.as_ref().filter(|_| live),
         }
     }
 }
@@ -368,6 +369,10 @@ pub struct Snapshot<'a> {
     /// Issue 30, `THREADBASE_UI=parent`: the child's question waiting for the parent's answer.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub question: Option<&'a Question>,
+    /// Issue 33, a team database: the live thread's host, whose lease ran out, and since when
+    /// (`{hostId, since}`); absent while its host is up, and on one host.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_unreachable: Option<&'a crate::store::hosts::Unreachable>,
 }
 
 /// `session`: `{kind: "known", file, id, name, pendingMessageCount}` once the child's session

@@ -159,6 +159,11 @@ pub(super) fn fill_batch(tx: &Conn, keys: &[Key]) -> Result<usize> {
             wanted,
             crate::contract::projection::recent_event_count(detail),
         )? {
+            // A live thread of an unreachable host is rendered saying so, and only while it
+            // is: no row changes when its host comes back, so that answer is never kept.
+            if f.pending.unreachable.is_some() {
+                continue;
+            }
             for view in [View::Snapshot, View::Poll] {
                 if !keys
                     .iter()

@@ -7,6 +7,7 @@ use crate::domain::ThreadId;
 use crate::error::{Error, ErrorCode, Result};
 use crate::store::db::{params, q, Row};
 use crate::store::events::{self, EventRow};
+use crate::store::hosts::{self, Unreachable};
 use crate::store::output::{self, OutputFacts};
 use crate::store::questions::{self, Question};
 use crate::store::refs::{self, Exact, RefScope};
@@ -36,6 +37,9 @@ pub struct Pending {
     pub queue_position: Option<i64>,
     /// The child's oldest question waiting for an answer.
     pub question: Option<Question>,
+    /// The host that holds it, when that host's lease ran out (issue 33): nothing reaches the
+    /// thread until the host is back or forgotten. Absent on one host.
+    pub unreachable: Option<Unreachable>,
 }
 
 /// What a poll finds by reference.
@@ -111,7 +115,12 @@ pub fn of_thread(conn: &Conn, id: &ThreadId) -> Result<ThreadFacts> {
     let out = output::of_thread(conn, id)?;
     let events = events::rows_of_thread(conn, id)?;
     let usage = usage::of_thread(conn, id)?.unwrap_or_default();
-    let pending = pending_of(conn, &row)?;
+    let mut pending = pending_of(conn, &row)?;
+    if row.is_live() {
+        pending.unreachable = hosts::unreachable_of(conn, &ThreadIds::new([id])?)?
+            .pop()
+            .flatten();
+    }
     Ok(ThreadFacts {
         row,
         out,
@@ -122,7 +131,8 @@ pub fn of_thread(conn: &Conn, id: &ThreadId) -> Result<ThreadFacts> {
 }
 
 /// What a live thread waits for (issue 30): its queue position and its pending question; two
-/// lookups in partial indexes of a handful of rows, none for a closed thread.
+/// lookups in partial indexes of a handful of rows, none for a closed thread. (Its host's
+/// lease is read by [`of_thread`]: this one serves `top`, which shows hosts its own way.)
 pub fn pending_of(conn: &Conn, row: &ThreadRow) -> Result<Pending> {
     if !row.is_live() {
         return Ok(Pending::default());
@@ -130,13 +140,14 @@ pub fn pending_of(conn: &Conn, row: &ThreadRow) -> Result<Pending> {
     Ok(Pending {
         queue_position: queue::position(conn, &row.id)?,
         question: questions::pending_of(conn, &row.id)?,
+        unreachable: None,
     })
 }
 
 /// The facts of `rows` (in their order), each with its last `recent_events` retained events,
-/// in at most five more queries whatever their number: the retained output of all of them,
-/// their events, what each spent, and what the live ones wait for (their queue positions and
-/// pending questions).
+/// in at most six more queries whatever their number: the retained output of all of them,
+/// their events, what each spent, and what the live ones wait for (their queue positions,
+/// pending questions, and hosts whose lease ran out).
 pub fn of_threads(
     conn: &Conn,
     rows: Vec<ThreadRow>,
@@ -166,9 +177,10 @@ pub fn of_threads(
         .collect())
 }
 
-/// What each of `rows` waits for, in their order, as [`pending_of`] gives it for one: nothing
-/// for a closed thread, and for the live ones their queue positions and their oldest pending
-/// questions in two queries over their ids (none when no row is live).
+/// What each of `rows` waits for, in their order, as [`of_thread`] gives it for one: nothing
+/// for a closed thread, and for the live ones their queue positions, their oldest pending
+/// questions and their unreachable hosts in three queries over their ids (none when no row
+/// is live).
 fn pending_of_rows(conn: &Conn, rows: &[ThreadRow]) -> Result<Vec<Pending>> {
     let mut pending = vec![Pending::default(); rows.len()];
     let (live, ids) = live_ids(rows.iter().map(|r| (&r.id, r.is_live())))?;
@@ -177,10 +189,14 @@ fn pending_of_rows(conn: &Conn, rows: &[ThreadRow]) -> Result<Vec<Pending>> {
     }
     let positions = queue::positions_of_threads(conn, &ids)?;
     let asked = questions::pending_of_threads(conn, &ids)?;
-    for ((at, queue_position), question) in live.into_iter().zip(positions).zip(asked) {
+    let unreachable = hosts::unreachable_of(conn, &ids)?;
+    for (((at, queue_position), question), unreachable) in
+        live.into_iter().zip(positions).zip(asked).zip(unreachable)
+    {
         pending[at] = Pending {
             queue_position,
             question,
+            unreachable,
         };
     }
     Ok(pending)

@@ -5,13 +5,14 @@
 //! `threadbase host list` shows them; `threadbase host forget ID` closes an unreachable host's
 //! threads as stale, on purpose only.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use crate::error::Result;
 use crate::process::ProcessIdentity;
 use crate::store::db::{named, params, q, Row};
 use crate::store::rows::columns;
-use crate::store::Conn;
+use crate::store::{batch_col, Conn, ThreadIds};
 
 /// How long a host stays up after its last heartbeat.
 pub const LEASE: Duration = Duration::from_secs(30);
@@ -153,4 +154,104 @@ pub fn unreachable(thread: &str, action: &str, lease: &Lease) -> crate::error::E
         lease.last_heartbeat,
         LEASE.as_secs()
     ))
+}
+
+/// Where a thread is held, as the views show it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Held<'a> {
+    /// On this host, or nothing recorded (a row from before hosts were, a database before V13).
+    Here,
+    /// On another host whose lease holds: its serve answers for the thread.
+    Elsewhere { host: &'a str },
+    /// Live on a host whose lease ran out: nothing reaches the thread until the host is back
+    /// or forgotten (`threadbase host forget`).
+    Unreachable { host: &'a str, since: &'a str },
+}
+
+/// The hosts of a database's threads, for the read-only views (`tree`, `list`, `top`,
+/// `usage`): each thread's host and each host's lease, in two queries (one on a database
+/// before V14, which records no hosts: every thread is then [`Held::Here`]).
+#[derive(Debug, Default)]
+pub struct Placements {
+    here: String,
+    /// Each thread's host, by thread id.
+    held: HashMap<String, String>,
+    /// Each host with a serve row: whether its lease holds, and its last heartbeat.
+    leases: HashMap<String, (bool, String)>,
+}
+
+impl Placements {
+    pub fn read(conn: &Conn) -> Result<Placements> {
+        let here = crate::host::HostIdentity::here().host_id.clone();
+        if conn.one(q!("hosts_recorded"), params![], |r| r.get::<i64>(0))? == 0 {
+            return Ok(Placements {
+                here,
+                ..Default::default()
+            });
+        }
+        let held = conn
+            .all(q!("thread_hosts"), params![], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?
+            .into_iter()
+            .collect();
+        let leases = list(conn)?
+            .into_iter()
+            .map(|h| (h.host_id, (h.up, h.last_heartbeat)))
+            .collect();
+        Ok(Placements { here, held, leases })
+    }
+
+    /// Whether the views show hosts: the database knows a host other than this one (a thread
+    /// held there, or a serve of it). A database one host uses reads as it always did.
+    pub fn team(&self) -> bool {
+        self.held.values().any(|h| *h != self.here) || self.leases.keys().any(|h| *h != self.here)
+    }
+
+    /// The host that holds (or held) thread `id`, when recorded.
+    pub fn host_of(&self, id: &str) -> Option<&str> {
+        self.held.get(id).map(String::as_str)
+    }
+
+    /// Where thread `id` is held; `live` says whether its row is live (a closed thread is
+    /// never unreachable: nothing is left to reach).
+    pub fn of(&self, id: &str, live: bool) -> Held<'_> {
+        let Some(host) = self.host_of(id) else {
+            return Held::Here;
+        };
+        match self.leases.get(host) {
+            Some((false, since)) if live => Held::Unreachable { host, since },
+            _ if host == self.here => Held::Here,
+            _ => Held::Elsewhere { host },
+        }
+    }
+}
+
+/// A live thread's host whose lease ran out: the host and since when (its last heartbeat).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Unreachable {
+    pub host_id: String,
+    pub since: String,
+}
+
+/// Of `ids` (a poll's one, a list's batch), in their order: the host and since when, for the
+/// live ones held on a host whose lease ran out; `None` for the others. One query.
+pub fn unreachable_of(conn: &Conn, ids: &ThreadIds) -> Result<Vec<Option<Unreachable>>> {
+    let mut out = vec![None; ids.len()];
+    conn.each(
+        q!("threads_unreachable", batch_col),
+        params![ids, LEASE.as_secs() as i64],
+        |r| {
+            let at: usize = r.get(batch_col::AT)?;
+            if let Some(slot) = out.get_mut(at) {
+                *slot = Some(Unreachable {
+                    host_id: r.get(batch_col::COUNT)?,
+                    since: r.get(batch_col::COUNT + 1)?,
+                });
+            }
+            Ok(())
+        },
+    )?;
+    Ok(out)
 }

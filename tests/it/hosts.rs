@@ -572,3 +572,156 @@ fn two_hosts_in_pid_namespaces_whose_pids_collide_keep_to_their_own_rows() {
     b.close(Duration::from_secs(20));
     assert!(base.leftovers().is_empty(), "{:?}", base.leftovers());
 }
+
+/// `threadbase ARGS` on host `host`: its stdout (it must succeed).
+fn cli(db: &std::path::Path, host: &str, args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_threadbase"))
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .env("THREADBASE_HOST_ID", host)
+        .env_remove("THREADBASE_BUDGET_TOKENS")
+        .env_remove("THREADBASE_BUDGET_USD")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{args:?}: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+/// The line of `text` that names `path`.
+fn line_of<'a>(text: &'a str, path: &str) -> &'a str {
+    text.lines()
+        .find(|l| l.contains(&format!("{path} ")))
+        .unwrap_or_else(|| panic!("no line for {path}: {text}"))
+}
+
+#[test]
+fn the_team_views_show_each_threads_host_and_an_unreachable_one_since_when() {
+    let w = world("hosts_views");
+    let db = w.base.db.clone();
+    // One tree, two hosts: A's serve and B's serve of the same session each start a thread.
+    let mut a = w.serve("host-a");
+    let mut b = w.serve("host-b");
+    a.thread(json!({"action": "start", "prompt": "go", "taskName": "a"}));
+    b.thread(json!({"action": "start", "prompt": "go", "taskName": "b"}));
+    w.until_launched("/root/a");
+    w.until_launched("/root/b");
+
+    // Seen from host A (or any host): each thread's host.
+    let tree = cli(&db, "host-a", &["tree"]);
+    assert!(
+        line_of(&tree, "/root/a").contains("]  host host-a  "),
+        "{tree}"
+    );
+    assert!(
+        line_of(&tree, "/root/b").contains("]  host host-b  "),
+        "{tree}"
+    );
+    let list = cli(&db, "host-a", &["list"]);
+    assert!(list.contains(" HOST "), "{list}");
+    assert!(line_of(&list, "/root/b").contains("host-b"), "{list}");
+    let json: serde_json::Value =
+        serde_json::from_str(&cli(&db, "host-a", &["list", "--json"])).unwrap();
+    let hosts: Vec<(&str, &str)> = json["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["path"].as_str().unwrap(), t["host"].as_str().unwrap()))
+        .collect();
+    assert_eq!(hosts, [("/root/a", "host-a"), ("/root/b", "host-b")]);
+    for (path, host) in [("/root/a", "host-a"), ("/root/b", "host-b")] {
+        let in_forest: String = w
+            .db()
+            .query_row(
+                "SELECT host_id FROM thread_forest WHERE path = ?1",
+                [path],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(in_forest, host, "{path}");
+    }
+
+    // A list while both are up: A's serve keeps the idle threads' answers (its snapshot cache).
+    let listed = a.thread(json!({"action": "list"}));
+    assert!(!listed.to_string().contains("unreachable"), "{listed}");
+    std::thread::sleep(Duration::from_millis(300));
+
+    // B's serve dies. Its pid is dead on this machine, but it was host B's: host A's views do
+    // not call the thread "owner gone" (they did before: one machine's pid check).
+    b.child.kill().unwrap();
+    b.child.wait().unwrap();
+    let tree = cli(&db, "host-a", &["tree"]);
+    assert!(!line_of(&tree, "/root/b").contains("owner gone"), "{tree}");
+    // Its lease runs out: every view says since when.
+    lease_ran_out(&w.db(), "host-b");
+    let since = "live/host unreachable since 2026-01-01 00:00:00";
+    let tree = cli(&db, "host-a", &["tree"]);
+    assert!(
+        line_of(&tree, "/root/b").contains(&format!("[{since}]  host host-b")),
+        "{tree}"
+    );
+    assert!(line_of(&tree, "/root/a").contains("[live/"), "{tree}");
+    let list = cli(&db, "host-a", &["list"]);
+    assert!(line_of(&list, "/root/b").contains(since), "{list}");
+    let json: serde_json::Value =
+        serde_json::from_str(&cli(&db, "host-a", &["list", "--json"])).unwrap();
+    let b_row = json["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["path"] == "/root/b")
+        .unwrap()
+        .clone();
+    assert_eq!(b_row["hostUnreachableSince"], "2026-01-01T00:00:00.000Z");
+    let usage = cli(&db, "host-a", &["usage"]);
+    assert!(
+        usage.contains(" HOST ") && line_of(&usage, "/root/b").contains(since),
+        "{usage}"
+    );
+    // The `thread` tool of A's serve: a poll and a list say it too, and the snapshot carries
+    // the host and since when. A's own thread reads as before.
+    let polled = a.thread(json!({"action": "poll", "id": "/root/b"}));
+    let text = polled["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("Host: host-b unreachable since 2026-01-01T00:00:00.000Z")
+            && text.contains("threadbase host forget host-b"),
+        "{text}"
+    );
+    assert_eq!(
+        polled["details"]["snapshot"]["hostUnreachable"],
+        json!({"hostId": "host-b", "since": "2026-01-01T00:00:00.000Z"})
+    );
+    // Twice: a list renders it again rather than take a kept answer from before.
+    for _ in 0..2 {
+        let listed = a.thread(json!({"action": "list"}));
+        let text = listed["content"][0]["text"].as_str().unwrap();
+        assert!(
+            line_of(text, "/root/b")
+                .contains("host host-b unreachable since 2026-01-01T00:00:00.000Z"),
+            "{text}"
+        );
+        assert!(!line_of(text, "/root/a").contains("unreachable"), "{text}");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let polled = a.thread(json!({"action": "poll", "id": "/root/a"}));
+    assert!(
+        polled["details"]["snapshot"]
+            .get("hostUnreachable")
+            .is_none(),
+        "{polled}"
+    );
+    // Host B comes back: its next serve restores its row, and the views read as on one host.
+    let mut b = w.serve("host-b");
+    b.thread(json!({"action": "list"}));
+    let listed = a.thread(json!({"action": "list"}));
+    let text = listed["content"][0]["text"].as_str().unwrap();
+    assert!(!text.contains("unreachable"), "{text}");
+    a.close(Duration::from_secs(20));
+    b.close(Duration::from_secs(20));
+    assert!(w.base.leftovers().is_empty(), "{:?}", w.base.leftovers());
+}

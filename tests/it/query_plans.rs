@@ -1015,3 +1015,31 @@ fn web_queries_use_their_indexes() {
     );
     assert!(!text.contains("TEMP B-TREE"), "{name} sorts: {text}");
 }
+
+/// The hosts' queries for the views (issue 33): a list batch's or a poll's unreachable hosts
+/// are key lookups from its ids (the thread, its manager, the host's serve rows by the
+/// primary key of `host_serves`), and `hosts_recorded` reads the schema. `thread_hosts`, for
+/// `tree`, `list`, `top` and `usage`, reads every thread as those views do, each manager by
+/// its key.
+#[test]
+fn host_queries_are_key_lookups() {
+    for (name, text, wants) in plans([
+        (
+            sql!("threads_unreachable"),
+            &[
+                "SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)",
+                "SEARCH m USING INTEGER PRIMARY KEY (rowid=?)",
+                "SEARCH h USING INDEX sqlite_autoindex_host_serves_1 (host_id=?)",
+            ][..],
+        ),
+        (
+            sql!("thread_hosts"),
+            &["SCAN t", "SEARCH m USING INTEGER PRIMARY KEY (rowid=?)"][..],
+        ),
+    ]) {
+        assert_contains_all(name, &text, wants);
+        if name == "threads_unreachable" {
+            assert_scans_only_the_ids(name, &text);
+        }
+    }
+}

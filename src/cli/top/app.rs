@@ -54,6 +54,8 @@ pub(super) struct App {
     pub(super) rows: Vec<Row>,
     /// Every thread's forest parent, shown or not, so a hidden parent is walked past.
     forest_parents: HashMap<String, String>,
+    /// The database knows a host other than this one: the tree shows a HOST column.
+    pub(super) team: bool,
     pub(super) items: Vec<Item>,
     /// The selected item's key (manager key or thread id), kept across reloads.
     selected_key: Option<String>,
@@ -91,6 +93,7 @@ impl App {
             version: None,
             rows: Vec::new(),
             forest_parents: HashMap::new(),
+            team: false,
             items: Vec::new(),
             selected_key: None,
             selected: 0,
@@ -132,6 +135,7 @@ impl App {
             Ok(loaded) => {
                 self.rows = loaded.rows;
                 self.forest_parents = loaded.forest_parents;
+                self.team = loaded.team;
             }
             Err(e) => self.message = format!("reading the database failed: {}", e.message),
         }
@@ -525,6 +529,13 @@ impl App {
         };
         if !r.live() {
             self.message = format!("{} is already closed", r.path);
+            return;
+        }
+        if let (Some(since), Some(host)) = (&r.unreachable_since, &r.host) {
+            self.message = format!(
+                "{} is held on host {host}, unreachable since {since}: nothing can reach it (threadbase host forget {host} closes its threads)",
+                r.path
+            );
             return;
         }
         let owner_alive = r.owner.is_some_and(|o| o.is_alive());

@@ -12,6 +12,7 @@ use crate::domain::{AgentState, Contract, ExitKind, Outcome, Phase, ThreadId, Th
 use crate::engine::budget::usd;
 use crate::error::Result;
 use crate::runtime::process::ProcessIdentity;
+use crate::store::hosts::{Held, Placements};
 use crate::store::list::{StateFilter, VisibilityFilter};
 use crate::store::top::{self, TopRow};
 use crate::store::{events, threads::thread_by_id_any, usage, Conn};
@@ -34,6 +35,10 @@ pub(super) struct Row {
     signalled: bool,
     /// Live, and its owning serve is gone (read as the rows are loaded; nothing is written).
     pub(super) owner_gone: bool,
+    /// The host that holds (or held) it, when recorded (issue 33).
+    pub(super) host: Option<String>,
+    /// Live on a host whose lease ran out: since when (its last heartbeat).
+    pub(super) unreachable_since: Option<String>,
     archived: bool,
     hidden: bool,
     pub(super) created_at: String,
@@ -63,6 +68,10 @@ impl Row {
     }
 
     pub(super) fn state_text(&self) -> String {
+        if self.unreachable_since.is_some() && self.live() {
+            // The detail's poll says since when and what to do.
+            return "host unreachable".to_string();
+        }
         match (self.contract, self.agent_state) {
             (Contract::Agent, Some(s)) => return s.to_string(),
             (Contract::Worker, _) => {
@@ -96,6 +105,8 @@ pub(super) struct Loaded {
     /// Every thread's forest parent, read or not, so the tree walks past a parent outside
     /// the subtree or dropped by a filter.
     pub(super) forest_parents: HashMap<String, String>,
+    /// The database knows a host other than this one: the tree shows a HOST column.
+    pub(super) team: bool,
 }
 
 /// The thread at `subtree` and every thread below it, in every manager (every thread when it
@@ -127,9 +138,29 @@ pub(super) fn load_rows(conn: &Conn, subtree: &str) -> Result<Loaded> {
             r.cost_usd = u.cost_usd;
         }
     }
+    // Where each is held (issue 33): a row of another host is never "owner gone" here (its
+    // pid means nothing on this host), and one of a host whose lease ran out says so.
+    let placements = Placements::read(conn)?;
+    for r in &mut rows {
+        r.host = placements.host_of(&r.id).map(str::to_string);
+        match placements.of(&r.id, r.live()) {
+            Held::Here => {}
+            Held::Elsewhere { host } => {
+                r.owner_gone = false;
+                r.owner = r.owner.and_then(|o| {
+                    ProcessIdentity::recorded(Some(o.pid), Some(o.started_at), Some(host), None)
+                });
+            }
+            Held::Unreachable { since, .. } => {
+                r.owner_gone = false;
+                r.unreachable_since = Some(since.to_string());
+            }
+        }
+    }
     Ok(Loaded {
         rows,
         forest_parents,
+        team: placements.team(),
     })
 }
 
@@ -167,6 +198,8 @@ impl From<TopRow> for Row {
             exit_code: r.exit_code,
             signalled: r.signalled,
             owner_gone,
+            host: None,
+            unreachable_since: None,
         }
     }
 }

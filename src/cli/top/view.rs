@@ -101,7 +101,7 @@ impl App {
         } else if body > 0 && self.selected >= self.scroll + body {
             self.scroll = self.selected + 1 - body;
         }
-        let cols = Columns::for_width(area.width as usize);
+        let cols = Columns::for_width(area.width as usize, self.team);
         let mut lines = vec![Line::from(Span::styled(
             cols.header(),
             Style::default().add_modifier(Modifier::UNDERLINED),
@@ -150,14 +150,17 @@ struct Columns {
     name: usize,
     age: bool,
     state: usize,
+    /// The host (a team database, from 72 columns on).
+    host: usize,
     /// Tokens and cost (from 100 columns on).
     usage: bool,
 }
 
 impl Columns {
-    fn for_width(width: usize) -> Columns {
+    fn for_width(width: usize, team: bool) -> Columns {
         Columns {
             width,
+            host: if team && width >= 72 { 12 } else { 0 },
             name: if width >= 80 { 16 } else { 0 },
             age: width >= 56,
             state: match width {
@@ -177,6 +180,9 @@ impl Columns {
         if self.state > 0 {
             w = w.saturating_sub(self.state + 1);
         }
+        if self.host > 0 {
+            w = w.saturating_sub(self.host + 1);
+        }
         if self.age {
             w = w.saturating_sub(12);
         }
@@ -192,6 +198,7 @@ impl Columns {
         path: &str,
         name: &str,
         state: &str,
+        host: &str,
         age: &str,
         last: &str,
         tokens: &str,
@@ -206,6 +213,10 @@ impl Columns {
             s.push(' ');
             s.push_str(&fit(state, self.state));
         }
+        if self.host > 0 {
+            s.push(' ');
+            s.push_str(&fit(host, self.host));
+        }
         if self.age {
             s.push_str(&format!(" {age:>5} {last:>5}"));
         }
@@ -216,7 +227,9 @@ impl Columns {
     }
 
     fn header(&self) -> String {
-        self.join("PATH", "NAME", "STATE", "AGE", "LAST", "TOKENS", "COST")
+        self.join(
+            "PATH", "NAME", "STATE", "HOST", "AGE", "LAST", "TOKENS", "COST",
+        )
     }
 
     fn row(&self, tree: &str, r: &Row, now: i64) -> String {
@@ -224,6 +237,7 @@ impl Columns {
             tree,
             &r.name,
             &r.state_text(),
+            r.host.as_deref().unwrap_or("-"),
             &ago(&r.created_at, now),
             &ago(&r.last_event_at, now),
             &usage::compact(r.tokens),

@@ -98,27 +98,64 @@ impl ListRows for Rows<'_> {
             let last = r.is_none();
             if let Some(r) = r {
                 batch.push(match r.kept()? {
-                    Some((json, line)) => Entry::Kept(Rendered {
-                        json,
-                        line,
-                        live: r.live()?,
-                    }),
+                    Some((json, line)) => {
+                        let live = r.live()?;
+                        let id = if live { Some(r.id()?) } else { None };
+                        Entry::Kept(Rendered { json, line, live }, id)
+                    }
                     None => Entry::Fresh(r.id()?),
                 });
                 if batch.len() < BATCH {
                     return Ok(true);
                 }
             }
-            f(rendered(conn, std::mem::take(&mut batch), missed)?, last)
+            f(
+                rendered(
+                    conn,
+                    unkept_if_unreachable(conn, std::mem::take(&mut batch))?,
+                    missed,
+                )?,
+                last,
+            )
         })
     }
 }
 
-/// A listed thread as its list row found it: its kept answer, or its id (its row is read and
-/// its answer rendered, a batch at a time).
+/// A listed thread as its list row found it: its kept answer (with its id when live), or its
+/// id (its row is read and its answer rendered, a batch at a time).
 enum Entry {
-    Kept(Rendered),
+    Kept(Rendered, Option<ThreadId>),
     Fresh(ThreadId),
+}
+
+/// `entries` with the kept answers of live threads whose host's lease ran out (issue 33) made
+/// fresh again: they are rendered saying so. A kept answer of a live thread (an idle one) was
+/// rendered while its host was up, and no row changes when a host stops beating. One query
+/// for a batch with a kept live thread, none otherwise (a list of closed threads).
+fn unkept_if_unreachable(conn: &Conn, mut entries: Vec<Entry>) -> Result<Vec<Entry>> {
+    let live: Vec<(usize, &ThreadId)> = entries
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| match e {
+            Entry::Kept(_, id) => Some((i, id.as_ref()?)),
+            _ => None,
+        })
+        .collect();
+    if live.is_empty() {
+        return Ok(entries);
+    }
+    let ids = crate::store::ThreadIds::new(live.iter().map(|(_, id)| *id))?;
+    let unreachable = crate::store::hosts::unreachable_of(conn, &ids)?;
+    let fresh: Vec<(usize, ThreadId)> = live
+        .into_iter()
+        .zip(unreachable)
+        .filter(|(_, u)| u.is_some())
+        .map(|((i, id), _)| (i, id.clone()))
+        .collect();
+    for (i, id) in fresh {
+        entries[i] = Entry::Fresh(id);
+    }
+    Ok(entries)
 }
 
 /// Each entry's answer, in order: kept ones as the list row carried them, the others rendered
@@ -131,7 +168,7 @@ fn rendered(conn: &Conn, entries: Vec<Entry>, missed: &mut Vec<Key>) -> Result<V
     let mut listed = Vec::with_capacity(entries.len());
     for (i, e) in entries.into_iter().enumerate() {
         match e {
-            Entry::Kept(answer) => listed.push(answer),
+            Entry::Kept(answer, _) => listed.push(answer),
             Entry::Fresh(id) => {
                 fresh_at.push(i);
                 fresh.push(id);
@@ -147,7 +184,7 @@ fn rendered(conn: &Conn, entries: Vec<Entry>, missed: &mut Vec<Key>) -> Result<V
             recent_event_count(Detail::Summary),
         )?) {
             listed[i] = list_answer::render(&f)?;
-            if f.row.is_still() && missed.len() < MAX_PENDING {
+            if f.row.is_still() && f.pending.unreachable.is_none() && missed.len() < MAX_PENDING {
                 missed.push((f.row.id.clone(), View::Snapshot, Detail::Summary));
             }
         }

@@ -60,6 +60,91 @@ fn a_live_row_whose_owner_is_gone_is_counted_apart() {
     assert_eq!(live, 2, "reading wrote nothing");
 }
 
+/// Issue 33: a live row of another host is never "owner gone" here, whatever its pid names on
+/// this machine (its serve's pid is dead here), and one of a host whose lease ran out reads
+/// `host unreachable`; the tree gets a HOST column, and a stop of the unreachable one is
+/// refused at once in the footer. Nothing is written.
+#[test]
+fn rows_of_other_hosts_show_their_host_and_an_unreachable_one_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.sqlite");
+    let store = crate::store::Store::open(&path).unwrap();
+    let me = ProcessIdentity::current();
+    let here = crate::host::HostIdentity::here().host_id.clone();
+    store
+            .write(|tx| {
+                let m = upsert_manager(tx, &ManagerSpec::new(&SessionId::new("ses"), Contract::Thread, "/root"))?;
+                for (i, task) in ["mine", "up", "down"].into_iter().enumerate() {
+                    insert_thread(
+                        tx,
+                        &NewThread {
+                            id: ThreadId::new(format!("thread_00000000000{i}")),
+                            manager_id: m,
+                            path: format!("/root/{task}"),
+                            parent_path: Some("/root".into()),
+                            task_name: task.into(),
+                            name: task.into(),
+                            cwd: "/w".into(),
+                            status: ThreadStatus::Live,
+                            phase: Phase::Idle,
+                            ..Default::default()
+                        },
+                    )?;
+                }
+                // Every owner's pid is dead here (a start time that is not this process's).
+                tx.sqlite().execute(
+                    "UPDATE threads SET owner_pid = ?1, owner_started_at = ?2 + 12345, boot_id = 'b',
+                       host_id = CASE path WHEN '/root/mine' THEN ?3 WHEN '/root/up' THEN 'host-up' ELSE 'host-down' END",
+                    (me.pid, me.started_at, &here),
+                )?;
+                tx.sqlite().execute_batch(
+                    "INSERT INTO host_serves VALUES ('host-up', 'b', 7, 7, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), strftime('%Y-%m-%dT%H:%M:%fZ', 'now'));
+                     INSERT INTO host_serves VALUES ('host-down', 'b', 7, 7, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z');",
+                )?;
+                Ok(())
+            })
+            .unwrap();
+    let mut app = App::new(path.clone(), crate::store::open_read_only(&path).unwrap());
+    app.reload();
+    assert!(app.team);
+    let row = |p: &str| app.rows.iter().find(|r| r.path == p).unwrap().clone();
+    assert_eq!(row("/root/mine").state_text(), "live/owner gone");
+    assert_eq!(row("/root/up").state_text(), "live/idle");
+    assert_eq!(row("/root/up").host.as_deref(), Some("host-up"));
+    assert_eq!(row("/root/down").state_text(), "host unreachable");
+    assert_eq!(
+        row("/root/down").unreachable_since.as_deref(),
+        Some("2026-01-01T00:00:00.000Z")
+    );
+    assert_eq!(app.counts, (2, 0, 1));
+    let at = app
+        .items
+        .iter()
+        .position(
+            |it| matches!(it, Item::Thread { row, .. } if app.rows[*row].path == "/root/down"),
+        )
+        .unwrap();
+    app.selected = at;
+    app.ask_stop(false);
+    assert!(
+        app.message
+            .contains("held on host host-down, unreachable since 2026-01-01T00:00:00.000Z")
+            && app.message.contains("threadbase host forget host-down"),
+        "{}",
+        app.message
+    );
+    let live: i64 = crate::store::open_read_only(&path)
+        .unwrap()
+        .sqlite()
+        .query_row(
+            "SELECT count(*) FROM threads WHERE status = 'live'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(live, 3, "reading wrote nothing");
+}
+
 /// Six root sessions of three threads each, started a second apart (the oldest first).
 fn six_sessions() -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();

@@ -1,0 +1,14 @@
+-- sql/threads_unreachable.sql on PostgreSQL: the JSON array ?1 read with
+-- jsonb_array_elements_text WITH ORDINALITY (json_each's key is the 0-based position), and the
+-- heartbeat's ISO text cast to timestamptz and compared with the server's clock, for SQLite's
+-- julianday.
+SELECT {batch_row}, h.host_id, max(h.heartbeat_at) AS last_heartbeat
+FROM (SELECT value, ord - 1 AS key
+      FROM jsonb_array_elements_text(CAST(?1 AS jsonb)) WITH ORDINALITY AS a (value, ord)) AS j
+JOIN threads AS t ON t.id = j.value
+JOIN managers AS m ON m.id = t.manager_id
+JOIN host_serves AS h
+  ON h.host_id = CASE WHEN t.owner_pid IS NOT NULL THEN t.host_id ELSE m.host_id END
+WHERE t.status = 'live'
+GROUP BY j.key, h.host_id
+HAVING max(CAST(h.heartbeat_at AS timestamptz)) <= clock_timestamp() - ?2 * interval '1 second'

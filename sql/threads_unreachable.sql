@@ -1,0 +1,15 @@
+-- Of the threads in the JSON array ?1 (a poll's one, a list's batch), by position in that
+-- array, the live ones held on a host whose lease ran out: the host and its last heartbeat
+-- (when it became unreachable), once no serve of it beat within :secs seconds by the
+-- database's clock. No row for the others, nor for a host with no serve row (its serves ended,
+-- or it was forgotten): nothing is known against it. Each id is a primary-key lookup of
+-- threads and of its manager, then the host's few rows of host_serves (its primary key).
+SELECT {batch_row}, h.host_id, max(h.heartbeat_at) AS last_heartbeat
+FROM json_each(?1) AS j
+JOIN threads AS t ON t.id = j.value
+JOIN managers AS m ON m.id = t.manager_id
+JOIN host_serves AS h
+  ON h.host_id = CASE WHEN t.owner_pid IS NOT NULL THEN t.host_id ELSE m.host_id END
+WHERE t.status = 'live'
+GROUP BY j.key, h.host_id
+HAVING max(julianday(h.heartbeat_at)) <= julianday('now') - ?2 / 86400.0
