@@ -168,25 +168,69 @@ pub enum Held<'a> {
     Unreachable { host: &'a str, since: &'a str },
 }
 
+/// The hosts' leases as the views judge them, read once per view (`host list`'s query: a
+/// handful of rows): where a thread whose row records `host` is held.
+#[derive(Debug, Default)]
+pub struct Leases {
+    here: String,
+    /// Each host with a serve row: whether its lease holds, and its last heartbeat.
+    by_host: HashMap<String, (bool, String)>,
+}
+
+impl Leases {
+    pub fn read(conn: &Conn) -> Result<Leases> {
+        Ok(Leases {
+            here: crate::host::HostIdentity::here().host_id.clone(),
+            by_host: list(conn)?
+                .into_iter()
+                .map(|h| (h.host_id, (h.up, h.last_heartbeat)))
+                .collect(),
+        })
+    }
+
+    /// Where a thread whose row records `host` is held; `live` says whether its row is live (a
+    /// closed thread is never unreachable: nothing is left to reach).
+    pub fn held<'a>(&'a self, host: Option<&'a str>, live: bool) -> Held<'a> {
+        let Some(host) = host else {
+            return Held::Here;
+        };
+        match self.by_host.get(host) {
+            Some((false, since)) if live => Held::Unreachable { host, since },
+            _ if host == self.here => Held::Here,
+            _ => Held::Elsewhere { host },
+        }
+    }
+
+    /// Whether a host other than this one has a serve row.
+    pub fn others(&self) -> bool {
+        self.by_host.keys().any(|h| *h != self.here)
+    }
+
+    /// Whether `host` is another host than this one.
+    pub fn is_other(&self, host: &str) -> bool {
+        host != self.here
+    }
+}
+
 /// The hosts of a database's threads, for the read-only views (`tree`, `list`, `top`,
 /// `usage`): each thread's host and each host's lease, in two queries (one on a database
 /// before V14, which records no hosts: every thread is then [`Held::Here`]).
 #[derive(Debug, Default)]
 pub struct Placements {
-    here: String,
     /// Each thread's host, by thread id.
     held: HashMap<String, String>,
-    /// Each host with a serve row: whether its lease holds, and its last heartbeat.
-    leases: HashMap<String, (bool, String)>,
+    leases: Leases,
 }
 
 impl Placements {
     pub fn read(conn: &Conn) -> Result<Placements> {
-        let here = crate::host::HostIdentity::here().host_id.clone();
         if conn.one(q!("hosts_recorded"), params![], |r| r.get::<i64>(0))? == 0 {
             return Ok(Placements {
-                here,
-                ..Default::default()
+                held: HashMap::new(),
+                leases: Leases {
+                    here: crate::host::HostIdentity::here().host_id.clone(),
+                    by_host: HashMap::new(),
+                },
             });
         }
         let held = conn
@@ -195,17 +239,16 @@ impl Placements {
             })?
             .into_iter()
             .collect();
-        let leases = list(conn)?
-            .into_iter()
-            .map(|h| (h.host_id, (h.up, h.last_heartbeat)))
-            .collect();
-        Ok(Placements { here, held, leases })
+        Ok(Placements {
+            held,
+            leases: Leases::read(conn)?,
+        })
     }
 
     /// Whether the views show hosts: the database knows a host other than this one (a thread
     /// held there, or a serve of it). A database one host uses reads as it always did.
     pub fn team(&self) -> bool {
-        self.held.values().any(|h| *h != self.here) || self.leases.keys().any(|h| *h != self.here)
+        self.held.values().any(|h| self.leases.is_other(h)) || self.leases.others()
     }
 
     /// The host that holds (or held) thread `id`, when recorded.
@@ -213,17 +256,9 @@ impl Placements {
         self.held.get(id).map(String::as_str)
     }
 
-    /// Where thread `id` is held; `live` says whether its row is live (a closed thread is
-    /// never unreachable: nothing is left to reach).
+    /// Where thread `id` is held ([`Leases::held`]).
     pub fn of(&self, id: &str, live: bool) -> Held<'_> {
-        let Some(host) = self.host_of(id) else {
-            return Held::Here;
-        };
-        match self.leases.get(host) {
-            Some((false, since)) if live => Held::Unreachable { host, since },
-            _ if host == self.here => Held::Here,
-            _ => Held::Elsewhere { host },
-        }
+        self.leases.held(self.host_of(id), live)
     }
 }
 

@@ -43,6 +43,7 @@ columns! {
         LAST_EVENT_AT = "t.last_event_at",
         OWNER_PID = "t.owner_pid",
         OWNER_STARTED_AT = "t.owner_started_at",
+        HOST_ID = "CASE WHEN t.owner_pid IS NOT NULL THEN t.host_id ELSE m.host_id END",
         TOKENS = "u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens",
         COST_USD = "u.cost_usd",
     }
@@ -72,6 +73,8 @@ pub struct WebRow {
     pub last_event_at: String,
     pub owner_pid: Option<i64>,
     pub owner_started_at: Option<i64>,
+    /// The host that holds (or held) it (issue 33; its serve's, else its manager's).
+    pub host_id: Option<String>,
     /// Every token the thread's messages used, and their cost.
     pub tokens: i64,
     pub cost_usd: f64,
@@ -274,6 +277,7 @@ fn read_row(r: &Row<'_>) -> Result<WebRow> {
         last_event_at: r.get(col::LAST_EVENT_AT)?,
         owner_pid: r.get(col::OWNER_PID)?,
         owner_started_at: r.get(col::OWNER_STARTED_AT)?,
+        host_id: r.get(col::HOST_ID)?,
         tokens: r.get::<Option<i64>>(col::TOKENS)?.unwrap_or(0),
         cost_usd: r.get::<Option<f64>>(col::COST_USD)?.unwrap_or(0.0),
     })

@@ -978,3 +978,66 @@ fn a_childs_pending_question_is_answered_from_the_page() {
     );
     assert_eq!(again, json!(409), "{again}");
 }
+
+/// Issue 33: on a database two hosts use, each row names its host; a live thread of another
+/// host is not "owner gone" here though its serve's pid is dead on this machine, and one of a
+/// host whose lease ran out reads `live/host unreachable since T`.
+#[test]
+fn rows_name_their_host_and_a_thread_of_an_unreachable_host_says_since_when() {
+    let db = common::temp_db();
+    let store = Store::open(&db.path).unwrap();
+    let m = common::manager(&store, "ses_seeded");
+    common::add(
+        &store,
+        &[
+            common::thread(&common::tid(1), m, "/root/up", true),
+            common::thread(&common::tid(2), m, "/root/down", true),
+        ],
+    );
+    drop(store);
+    let conn = rusqlite::Connection::open(&db.path).unwrap();
+    // Both serves' pids are dead here (this process's pid with another start time).
+    let me = threadbase::runtime::process::ProcessIdentity::current();
+    conn.execute(
+        "UPDATE threads SET owner_pid = ?1, owner_started_at = ?2 + 1, boot_id = 'b',
+           host_id = CASE path WHEN '/root/up' THEN 'host-up' ELSE 'host-down' END",
+        rusqlite::params![me.pid, me.started_at],
+    )
+    .unwrap();
+    conn.execute_batch(
+        "INSERT INTO host_serves VALUES ('host-up', 'b', 7, 7, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), strftime('%Y-%m-%dT%H:%M:%fZ', 'now'));
+         INSERT INTO host_serves VALUES ('host-down', 'b', 7, 7, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z');",
+    )
+    .unwrap();
+    let web = Web::start(&db.path, TOKEN);
+    let (status, page) = web.get("/api/rows?root=ses_seeded&offset=0&limit=10");
+    assert_eq!(status, 200, "{page}");
+    let rows: Vec<(String, String, String)> = page["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["path"].as_str().unwrap().to_string(),
+                r["state"].as_str().unwrap().to_string(),
+                r["host"].as_str().unwrap_or("-").to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            (
+                "/root/down".to_string(),
+                "live/host unreachable since 2026-01-01 00:00:00".to_string(),
+                "host-down".to_string()
+            ),
+            (
+                "/root/up".to_string(),
+                "live/idle".to_string(),
+                "host-up".to_string()
+            ),
+        ],
+        "{page}"
+    );
+}

@@ -27,6 +27,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::runtime::process::ProcessIdentity;
 use crate::runtime::SendMode;
 use crate::store::events::StoredEvent;
+use crate::store::hosts::{Held, Leases};
 use crate::store::web::{self as rows, WebFilter, WebRow};
 use crate::store::{commands, events, sessions, threads, usage};
 use crate::Store;
@@ -237,6 +238,9 @@ pub struct RowDoc {
     pub manager_session: String,
     /// The state in words, as `tree` and `top` show it (`live/busy`, `closed/stopped`, …).
     pub state: String,
+    /// Issue 33: the host that holds (or held) it, on a database more than one host uses.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
     pub status: ThreadStatus,
     pub phase: crate::domain::Phase,
     pub exit_kind: Option<crate::domain::ExitKind>,
@@ -256,25 +260,34 @@ pub struct SubtreeDoc {
     pub cost_usd: f64,
 }
 
-/// Whether a row's owning serve runs. The page's rows leave the host out (they are read from
-/// databases of every version as they are; hosts came with V13), so this is the row's serve
-/// as this host sees it; what an action then does goes through the engine's holder rule,
-/// which reads the host.
+/// Whether a row's owning serve runs, as this host sees it: a row of another host is never
+/// "owner gone" here (its pid means nothing on this host); what an action then does goes
+/// through the engine's holder rule.
 fn owner_alive(pid: Option<i64>, started_at: Option<i64>) -> bool {
     ProcessIdentity::recorded(pid, started_at, None, None).is_some_and(|o| o.is_alive())
 }
 
-fn state_of(r: &WebRow) -> String {
+/// The state in words, as `tree` shows it: a live thread of a host whose lease ran out
+/// (issue 33) reads `live/host unreachable since T`.
+fn state_of(r: &WebRow, leases: &Leases) -> String {
     let live = r.status == ThreadStatus::Live;
-    let mut s = match (r.contract, r.agent_state) {
-        (crate::domain::Contract::Agent, Some(a)) => a.to_string(),
+    let held = leases.held(r.host_id.as_deref(), live);
+    let mut s = match (r.contract, r.agent_state, held) {
+        (_, _, Held::Unreachable { since, .. }) => format!(
+            "live/host unreachable since {}",
+            crate::store::sessions::short_time(since)
+        ),
+        (crate::domain::Contract::Agent, Some(a), _) => a.to_string(),
         _ => crate::domain::state_words(
             r.status,
             r.phase,
             r.exit_kind,
             r.exit_code,
             r.signalled,
-            live && r.owner_started_at.is_some() && !owner_alive(r.owner_pid, r.owner_started_at),
+            held == Held::Here
+                && live
+                && r.owner_started_at.is_some()
+                && !owner_alive(r.owner_pid, r.owner_started_at),
         ),
     };
     if r.archived || r.hidden {
@@ -294,6 +307,12 @@ pub fn page(
     let found = rows::page(conn, root, f, offset, limit)?;
     let ids: Vec<ThreadId> = found.iter().map(|r| r.id.clone()).collect();
     let totals = rows::subtree_totals(conn, &ids)?;
+    let leases = Leases::read(conn)?;
+    // A team database (more than this host): each row names its host.
+    let team = leases.others()
+        || found
+            .iter()
+            .any(|r| r.host_id.as_deref().is_some_and(|h| leases.is_other(h)));
     let rows = found
         .iter()
         .map(|r| {
@@ -306,7 +325,8 @@ pub fn page(
                 task_name: r.task_name.clone(),
                 contract: r.contract,
                 manager_session: r.manager_session.clone(),
-                state: state_of(r),
+                state: state_of(r, &leases),
+                host: r.host_id.clone().filter(|_| team),
                 status: r.status,
                 phase: r.phase,
                 exit_kind: r.exit_kind,

@@ -144,9 +144,9 @@ function rowHtml(r, i) {
   const arch = r.archived ? ' arch' : '';
   const sub = r.subtree.threads > 1
     ? `${r.subtree.threads} · ${compact(r.subtree.tokens)} · ${usd(r.subtree.costUsd)}` : '';
-  return `<div class="row thread${sel}${live}${arch}" style="top:${i * ROW_H}px" data-id="${esc(r.id)}" data-path="${esc(r.path)}" data-state="${esc(r.state)}" title="${esc(r.path)} · ${esc(r.id)}">` +
+  return `<div class="row thread${sel}${live}${arch}" style="top:${i * ROW_H}px" data-id="${esc(r.id)}" data-path="${esc(r.path)}" data-state="${esc(r.state)}" title="${esc(r.path)} · ${esc(r.id)}${r.host ? ' · host ' + esc(r.host) : ''}">` +
     `<span class="c-path" style="padding-left:${(r.level - 1) * 16}px">${esc(r.path)}<span class="name">${esc(r.name !== r.taskName ? r.name : '')}</span></span>` +
-    `<span class="c-state">${esc(r.state)}</span><span class="c-phase">${esc(r.phase)}</span>` +
+    `<span class="c-state">${esc(r.state)}${r.host ? `<span class="host"> · ${esc(r.host)}</span>` : ''}</span><span class="c-phase">${esc(r.phase)}</span>` +
     `<span class="c-exit">${esc(r.exitKind || '')}</span><span class="c-age">${ago(r.createdAt)}</span>` +
     `<span class="c-act">${ago(r.lastEventAt)}</span><span class="c-tok">${compact(r.tokens)}</span>` +
     `<span class="c-cost">${usd(r.costUsd)}</span><span class="c-sub">${sub}</span></div>`;
