@@ -246,6 +246,13 @@ pub fn show(
     };
     doc["usage"] = serde_json::to_value(own)?;
     doc["subtreeUsage"] = serde_json::to_value(subtree)?;
+    let placements = Placements::read_one(&conn, &t.id)?;
+    if let Some(host) = placements.host_of(t.id.as_str()) {
+        doc["host"] = Value::from(host);
+    }
+    if let Held::Unreachable { since, .. } = placements.of(t.id.as_str(), t.is_live()) {
+        doc["hostUnreachableSince"] = Value::from(since);
+    }
     if json {
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
         return Ok(());
@@ -269,6 +276,18 @@ pub fn show(
     ];
     if let Some(s) = t.agent_state {
         kv.push(("state", s.to_string()));
+    }
+    // Issue 33: the host that holds (or held) it, and whether its lease ran out.
+    if let Some(host) = placements.host_of(t.id.as_str()) {
+        kv.push((
+            "host",
+            match placements.of(t.id.as_str(), t.is_live()) {
+                Held::Unreachable { since, .. } => format!(
+                    "{host}, unreachable since {since} (Repair: wait until it is back, or `threadbase host forget {host}` closes its threads as stale)"
+                ),
+                _ => host.to_string(),
+            },
+        ));
     }
     if let Some(k) = t.exit().map(|x| x.kind) {
         kv.push(("exit", exit_text(&t, k)));

@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use crate::domain::ThreadId;
 use crate::error::Result;
 use crate::process::ProcessIdentity;
 use crate::store::db::{named, params, q, Row};
@@ -223,7 +224,17 @@ pub struct Placements {
 }
 
 impl Placements {
+    /// Every thread's host.
     pub fn read(conn: &Conn) -> Result<Placements> {
+        Placements::read_of(conn, None)
+    }
+
+    /// Thread `id`'s host alone (`threadbase show`).
+    pub fn read_one(conn: &Conn, id: &ThreadId) -> Result<Placements> {
+        Placements::read_of(conn, Some(id))
+    }
+
+    fn read_of(conn: &Conn, one: Option<&ThreadId>) -> Result<Placements> {
         if conn.one(q!("hosts_recorded"), params![], |r| r.get::<i64>(0))? == 0 {
             return Ok(Placements {
                 held: HashMap::new(),
@@ -233,14 +244,13 @@ impl Placements {
                 },
             });
         }
-        let held = conn
-            .all(q!("thread_hosts"), params![], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })?
-            .into_iter()
-            .collect();
+        let read = |r: &Row<'_>| Ok((r.get(0)?, r.get(1)?));
+        let held = match one {
+            None => conn.all(q!("thread_hosts"), params![], read)?,
+            Some(id) => conn.all(q!("thread_host"), params![id], read)?,
+        };
         Ok(Placements {
-            held,
+            held: held.into_iter().collect(),
             leases: Leases::read(conn)?,
         })
     }

@@ -683,6 +683,18 @@ fn the_team_views_show_each_threads_host_and_an_unreachable_one_since_when() {
         usage.contains(" HOST ") && line_of(&usage, "/root/b").contains(since),
         "{usage}"
     );
+    let shown = cli(&db, "host-a", &["show", "/root/b"]);
+    assert!(
+        shown.contains("host-b, unreachable since 2026-01-01T00:00:00.000Z (Repair:"),
+        "{shown}"
+    );
+    let shown: serde_json::Value =
+        serde_json::from_str(&cli(&db, "host-a", &["show", "/root/a", "--json"])).unwrap();
+    assert_eq!(
+        (&shown["host"], shown.get("hostUnreachableSince")),
+        (&json!("host-a"), None),
+        "{shown}"
+    );
     // The `thread` tool of A's serve: a poll and a list say it too, and the snapshot carries
     // the host and since when. A's own thread reads as before.
     let polled = a.thread(json!({"action": "poll", "id": "/root/b"}));
