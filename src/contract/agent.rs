@@ -457,6 +457,10 @@ pub struct AgentView<'a> {
     pub cost_id: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_truncated: Option<bool>,
+    /// Issue 33, a team database: a live thread's host whose lease ran out, and since when
+    /// (`{hostId, since}`); absent otherwise, and on one host. Set by `agent_status`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_unreachable: Option<&'a crate::store::hosts::Unreachable>,
 }
 
 /// The view of `f`.
@@ -491,6 +495,7 @@ pub fn view<'a>(f: &AgentFacts<'a>) -> AgentView<'a> {
         cost_usd: Some(f.cost_usd),
         cost_id: Some(f.cost_id),
         output_truncated,
+        host_unreachable: None,
     }
 }
 
@@ -517,6 +522,7 @@ pub fn main_session_view(now_ms: i64) -> AgentView<'static> {
         cost_usd: None,
         cost_id: None,
         output_truncated: None,
+        host_unreachable: None,
     }
 }
 

@@ -234,6 +234,7 @@ fn views_and_statuses() {
         status: ThreadStatus::Live,
         phase: Phase::Starting,
         queue_position: None,
+        unreachable: None,
     };
     let v = serde_json::to_value(f.view()).unwrap();
     assert_eq!(

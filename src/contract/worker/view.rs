@@ -27,6 +27,8 @@ pub struct WorkerFacts {
     pub phase: Phase,
     /// Issue 30, `THREADBASE_QUEUE=1`: waiting for a slot, at this position.
     pub queue_position: Option<i64>,
+    /// Issue 33, a team database: live on a host whose lease ran out (read by `threads_list`).
+    pub unreachable: Option<crate::store::hosts::Unreachable>,
 }
 
 impl WorkerFacts {
@@ -50,6 +52,7 @@ impl WorkerFacts {
             report: self.report.as_ref(),
             hidden: self.hidden(),
             status: self.queue_position.map(QueuedStatus),
+            host_unreachable: self.unreachable.as_ref(),
         }
     }
 
@@ -106,6 +109,10 @@ pub struct WorkerView<'a> {
     /// (`THREADBASE_QUEUE=1`, issue 30), `queued (position N)`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<QueuedStatus>,
+    /// Not one of the contract's ten fields either: present only while the worker is live on
+    /// a host whose lease ran out (issue 33), `{hostId, since}`.
+    #[serde(rename = "hostUnreachable", skip_serializing_if = "Option::is_none")]
+    pub host_unreachable: Option<&'a crate::store::hosts::Unreachable>,
 }
 
 /// A queued worker's `status`: `queued (position N)`.

@@ -1,6 +1,6 @@
 //! `agent_status`: one thread's view, or the list of views the caller may address.
 
-use super::{answer, answer_row, view, Engine};
+use super::{answer, view, Engine};
 use crate::contract::agent::{self as contract, AgentView};
 use crate::engine::Reply;
 use crate::error::{Error, ErrorCode, Result};
@@ -30,7 +30,12 @@ pub(in crate::engine) fn status(e: &Engine, req: contract::Status) -> Result<Rep
         if row.reaped_at.is_some() {
             return Err(super::reaped_error(&t));
         }
-        return answer_row(row);
+        let unreachable = unreachable_of(&conn, std::slice::from_ref(&row))?;
+        return Ok(Reply::shaped(move |w| {
+            let mut v = view(&row);
+            v.host_unreachable = unreachable[0].as_ref();
+            contract::tool_result(w, &v, false)
+        }));
     }
     let rows: Vec<AgentRow> = if e.caller_is_root() {
         agents::threads_all(&conn, registry)?
@@ -38,8 +43,36 @@ pub(in crate::engine) fn status(e: &Engine, req: contract::Status) -> Result<Rep
         let (lo, hi) = paths::descendant_range(e.caller());
         agents::threads_under(&conn, registry, e.caller(), &lo, &hi)?
     };
+    let unreachable = unreachable_of(&conn, &rows)?;
     Ok(Reply::shaped(move |w| {
-        let views: Vec<AgentView<'_>> = rows.iter().map(view).collect();
+        let views: Vec<AgentView<'_>> = rows
+            .iter()
+            .zip(&unreachable)
+            .map(|(r, u)| AgentView {
+                host_unreachable: u.as_ref(),
+                ..view(r)
+            })
+            .collect();
         contract::tool_result(w, &views, false)
     }))
+}
+
+/// Of `rows`, in their order, the live ones held on a host whose lease ran out (issue 33):
+/// one query for the live ones, none when none is live.
+fn unreachable_of(
+    conn: &crate::store::Conn,
+    rows: &[AgentRow],
+) -> Result<Vec<Option<crate::store::hosts::Unreachable>>> {
+    let mut out = vec![None; rows.len()];
+    let (live, ids) = crate::store::facts::live_ids(rows.iter().map(|r| (&r.id, r.live)))?;
+    if live.is_empty() {
+        return Ok(out);
+    }
+    for (at, u) in live
+        .into_iter()
+        .zip(crate::store::hosts::unreachable_of(conn, &ids)?)
+    {
+        out[at] = u;
+    }
+    Ok(out)
 }

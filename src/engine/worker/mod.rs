@@ -138,6 +138,7 @@ impl From<WorkerRow> for Worker {
                 status: r.status,
                 phase: r.phase,
                 queue_position: None,
+                unreachable: None,
             },
             id: r.id,
             args: r.args,
@@ -182,8 +183,10 @@ fn facts_of(conn: &Conn, rows: Vec<WorkerRow>) -> Result<Vec<WorkerFacts>> {
         return Ok(facts);
     }
     let positions = crate::store::queue::positions_of_threads(conn, &ids)?;
-    for (at, position) in live.into_iter().zip(positions) {
+    let unreachable = crate::store::hosts::unreachable_of(conn, &ids)?;
+    for ((at, position), unreachable) in live.into_iter().zip(positions).zip(unreachable) {
         facts[at].queue_position = position;
+        facts[at].unreachable = unreachable;
     }
     Ok(facts)
 }

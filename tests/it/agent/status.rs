@@ -163,3 +163,40 @@ fn the_view_has_the_019_fields_and_compact_cuts_output_at_16000() {
     drop(root);
     w.finish(10);
 }
+
+/// Issue 33, two hosts of one team database: a thread held on a host whose lease ran out is
+/// listed and shown with `hostUnreachable` (`{hostId, since}`) by `agent_status` on another
+/// host; the views of one host have no such field.
+#[test]
+fn a_thread_of_an_unreachable_host_says_so_in_its_view() {
+    let w = world();
+    let mut b = w.root("quick", &[("THREADBASE_HOST_ID", "host-b")]);
+    spawn_detached(&mut b, "a", "go");
+    wait_for("a launched", Duration::from_secs(20), || {
+        w.sql("SELECT count(*) FROM threads WHERE path = '/root/a' AND status = 'live' AND pid IS NOT NULL")[0][0]
+            == json!(1)
+    });
+    let listed = call(&mut b, "agent_status", json!({}));
+    assert!(!listed.to_string().contains("hostUnreachable"), "{listed}");
+    // Host B's serve dies and its lease runs out (its last heartbeat moved back).
+    b.child.kill().unwrap();
+    b.child.wait().unwrap();
+    crate::support::sql::exec(
+        &w.base.db,
+        "UPDATE host_serves SET heartbeat_at = '2026-01-01T00:00:00.000Z' WHERE host_id = 'host-b'",
+    );
+    let mut a = w.root("quick", &[("THREADBASE_HOST_ID", "host-a")]);
+    let want = json!({"hostId": "host-b", "since": "2026-01-01T00:00:00.000Z"});
+    let one = call(&mut a, "agent_status", json!({"path": "a"}));
+    assert_eq!(one["hostUnreachable"], want, "{one}");
+    let listed = call(&mut a, "agent_status", json!({}));
+    let a_view = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["path"] == "/root/a")
+        .unwrap()
+        .clone();
+    assert_eq!(a_view["hostUnreachable"], want, "{listed}");
+    a.close(Duration::from_secs(20));
+}

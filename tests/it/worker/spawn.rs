@@ -646,3 +646,38 @@ fn two_hosts_spawning_one_key_at_once_make_one_worker() {
     a.close(Duration::from_secs(20));
     b.close(Duration::from_secs(20));
 }
+
+/// Issue 33: a worker held on a host whose lease ran out is listed by `threads_list` on
+/// another host with `hostUnreachable` (`{hostId, since}`) beside the contract's ten fields;
+/// a list on one host has no such field.
+#[test]
+fn threads_list_says_a_worker_of_an_unreachable_host_is_so() {
+    let w = world(QUICK);
+    let mut b = w.serve(COORD, &[("THREADBASE_HOST_ID", "host-b")]);
+    let params = json!({"key": "review", "title": "Review", "directory": w.work(), "task": "Check the docs"});
+    tool(&mut b, "threads_spawn", params);
+    let v = wait_view(&mut b, REVIEW_WORKER, |v| v["outcome"] == "succeeded");
+    assert!(v.get("hostUnreachable").is_none(), "{v}");
+    wait_until("the worker's process", Duration::from_secs(20), || {
+        w.count("SELECT count(*) FROM threads WHERE status = 'live' AND pid IS NOT NULL") == 1
+    });
+    // Host B's serve dies and its lease runs out (its last heartbeat moved back).
+    b.child.kill().unwrap();
+    b.child.wait().unwrap();
+    w.conn()
+        .execute(
+            "UPDATE host_serves SET heartbeat_at = '2026-01-01T00:00:00.000Z' WHERE host_id = 'host-b'",
+            (),
+        )
+        .unwrap();
+    let mut a = w.serve(COORD, &[("THREADBASE_HOST_ID", "host-a")]);
+    let v = wait_view(&mut a, REVIEW_WORKER, |v| {
+        v.get("hostUnreachable").is_some()
+    });
+    assert_eq!(
+        v["hostUnreachable"],
+        json!({"hostId": "host-b", "since": "2026-01-01T00:00:00.000Z"}),
+        "{v}"
+    );
+    a.close(Duration::from_secs(20));
+}
