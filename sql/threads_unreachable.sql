@@ -4,7 +4,7 @@
 -- database's clock. No row for the others, nor for a host with no serve row (its serves ended,
 -- or it was forgotten): nothing is known against it. Each id is a primary-key lookup of
 -- threads and of its manager, then the host's few rows of host_serves (its primary key).
-SELECT {batch_row}, h.host_id, max(h.heartbeat_at) AS last_heartbeat
+SELECT {batch_row}, {unreachable_row}
 FROM json_each(?1) AS j
 JOIN threads AS t ON t.id = j.value
 JOIN managers AS m ON m.id = t.manager_id

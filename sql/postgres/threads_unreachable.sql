@@ -2,7 +2,7 @@
 -- jsonb_array_elements_text WITH ORDINALITY (json_each's key is the 0-based position), and the
 -- heartbeat's ISO text cast to timestamptz and compared with the server's clock, for SQLite's
 -- julianday.
-SELECT {batch_row}, h.host_id, max(h.heartbeat_at) AS last_heartbeat
+SELECT {batch_row}, {unreachable_row}
 FROM (SELECT value, ord - 1 AS key
       FROM jsonb_array_elements_text(CAST(?1 AS jsonb)) WITH ORDINALITY AS a (value, ord)) AS j
 JOIN threads AS t ON t.id = j.value

@@ -272,6 +272,16 @@ impl Placements {
     }
 }
 
+columns! {
+    /// A live thread's host whose lease ran out (`{unreachable_row}` in
+    /// `sql/threads_unreachable.sql`, after the batch's `{batch_row}`; it reads `host_serves h`
+    /// grouped by host): what [`Unreachable`] holds.
+    pub mod unreachable_col as "{unreachable_row}" {
+        HOST_ID = "h.host_id",
+        SINCE = "max(h.heartbeat_at) AS last_heartbeat",
+    }
+}
+
 /// A live thread's host whose lease ran out: the host and since when (its last heartbeat).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -285,14 +295,14 @@ pub struct Unreachable {
 pub fn unreachable_of(conn: &Conn, ids: &ThreadIds) -> Result<Vec<Option<Unreachable>>> {
     let mut out = vec![None; ids.len()];
     conn.each(
-        q!("threads_unreachable", batch_col),
+        q!("threads_unreachable", batch_col, unreachable_col),
         params![ids, LEASE.as_secs() as i64],
         |r| {
             let at: usize = r.get(batch_col::AT)?;
             if let Some(slot) = out.get_mut(at) {
                 *slot = Some(Unreachable {
-                    host_id: r.get(batch_col::COUNT)?,
-                    since: r.get(batch_col::COUNT + 1)?,
+                    host_id: r.get(batch_col::COUNT + unreachable_col::HOST_ID)?,
+                    since: r.get(batch_col::COUNT + unreachable_col::SINCE)?,
                 });
             }
             Ok(())

@@ -115,6 +115,7 @@ pub const ROWS: &[(&str, &str, usize)] = {
         check::orphan_events_col,
         check::owners_col,
         hosts::host_col,
+        hosts::unreachable_col,
         check::parent_link_col,
         check::path_shape_col,
         check::stale_command_col,
