@@ -2,6 +2,7 @@
 
 mod adopt;
 mod answer;
+mod budget;
 mod check;
 mod demo;
 mod forest;
@@ -128,6 +129,16 @@ pub enum Command {
     Host {
         #[command(subcommand)]
         action: HostAction,
+    },
+    /// The budgets kept in the database, which every serve of every host applies (issue 33):
+    /// `tree` caps each root session's whole tree (as THREADBASE_BUDGET_TOKENS/_USD do),
+    /// `team` the whole database's spend. Without an action, shows them and what was spent.
+    Budget {
+        #[command(subcommand)]
+        action: Option<BudgetAction>,
+        /// Print {"team": {...}|null, "tree": {...}|null, "teamSpend": {...}, "env": {...}}.
+        #[arg(long)]
+        json: bool,
     },
     /// Stop every live thread whose path matches a glob (e.g. '/root/api_*'; `*` stays inside
     /// one path segment, `**` crosses them; a pattern without a leading `/` matches at any
@@ -338,6 +349,37 @@ pub enum HostAction {
     },
 }
 
+#[derive(Subcommand, Debug)]
+pub enum BudgetAction {
+    /// The caps and what was spent (the default).
+    Show {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Set a scope's caps (at least one of --tokens and --usd), replacing what was set; a cap
+    /// left out is no cap of that kind.
+    Set {
+        /// `tree` (each root session's whole tree) or `team` (the whole database).
+        #[arg(long, value_name = "tree|team")]
+        scope: String,
+        /// A cap on every token (input, output, cache reads and writes), e.g. 2000000.
+        #[arg(long, value_name = "N", allow_hyphen_values = true)]
+        tokens: Option<String>,
+        /// A cap on the cost in US dollars, e.g. 25 or 2.50.
+        #[arg(long, value_name = "DOLLARS", allow_hyphen_values = true)]
+        usd: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a scope's caps.
+    Clear {
+        #[arg(long, value_name = "tree|team")]
+        scope: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
 /// The database path: `--db`, else `$THREADBASE_DB`, else `$PI_CODING_AGENT_DIR/threadbase.sqlite`,
 /// else `~/.pi/agent/threadbase.sqlite`.
 pub fn default_db_path(flag: Option<PathBuf>) -> PathBuf {
@@ -517,6 +559,26 @@ pub fn main() -> ExitCode {
             sql::run(&db, &query, json, &bounds, &mut out)
         }
         Command::Restore { json } => restore(&db, json, &mut out),
+        Command::Budget { action, json } => match action {
+            None => budget::show(&db, json, &mut out),
+            Some(BudgetAction::Show { json: j }) => budget::show(&db, json || j, &mut out),
+            Some(BudgetAction::Set {
+                scope,
+                tokens,
+                usd,
+                json: j,
+            }) => budget::set(
+                &db,
+                &scope,
+                tokens.as_deref(),
+                usd.as_deref(),
+                json || j,
+                &mut out,
+            ),
+            Some(BudgetAction::Clear { scope, json: j }) => {
+                budget::clear(&db, &scope, json || j, &mut out)
+            }
+        },
         Command::Host { action } => match action {
             HostAction::List { json } => host::list(&db, json, &mut out),
             HostAction::Forget { id, json } => host::forget(&db, &id, json, &mut out),

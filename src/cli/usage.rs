@@ -101,10 +101,21 @@ struct TreeDoc<'a> {
     total: &'a TreeUsage,
     #[serde(skip_serializing_if = "Option::is_none")]
     budget: Option<BudgetDoc>,
+    /// The database's tree cap (`threadbase budget`, issue 33), when one is set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tree_budget: Option<TreeBudgetDoc>,
     /// The thread asked for (`usage REF`): the rows are its subtree.
     #[serde(skip_serializing_if = "Option::is_none")]
     thread: Option<&'a str>,
     rows: &'a [UsageRow],
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TreeBudgetDoc {
+    tokens: Option<i64>,
+    usd: Option<f64>,
+    reached: bool,
 }
 
 #[derive(Serialize)]
@@ -128,6 +139,10 @@ pub fn run(
         return Err(crate::store::usage::not_migrated());
     }
     let budget = Budget::from_env(&|k| std::env::var(k).ok())?;
+    let kept = match crate::store::budgets::has_table(&conn)? {
+        true => crate::store::budgets::read(&conn)?,
+        false => Default::default(),
+    };
     let mut selected: Vec<(TreeUsage, Option<String>, Vec<UsageRow>)> = Vec::new();
     let session = super::select::selected_session(&conn, within.session)?;
     // Newest session first (their start times and names, for the headings too).
@@ -185,6 +200,16 @@ pub fn run(
                     usd: budget.usd,
                     reached: budget.reached(total).map(|r| r.0),
                 }),
+                tree_budget: kept.tree.as_ref().map(|k| TreeBudgetDoc {
+                    tokens: k.tokens,
+                    usd: k.usd,
+                    reached: Budget {
+                        tokens: k.tokens,
+                        usd: k.usd,
+                    }
+                    .reached(total)
+                    .is_some(),
+                }),
                 thread: thread.as_deref(),
                 rows,
             })
@@ -234,6 +259,18 @@ pub fn run(
         )?;
         if budget.is_set() {
             writeln!(out, "  budget: {}", budget_text(&budget, total))?;
+        }
+        if let Some(k) = &kept.tree {
+            // The database's tree cap (`threadbase budget`), which every serve applies.
+            let db_budget = Budget {
+                tokens: k.tokens,
+                usd: k.usd,
+            };
+            writeln!(
+                out,
+                "  tree budget (threadbase budget): {}",
+                crate::engine::budget::budget_text_of(&db_budget, total, None)
+            )?;
         }
         if let Some(id) = thread {
             writeln!(out, "  subtree of {id}:")?;

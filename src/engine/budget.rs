@@ -10,6 +10,7 @@
 
 use crate::domain::ThreadId;
 use crate::error::{Error, ErrorCode, Result};
+use crate::store::budgets;
 use crate::store::usage::{tree_spend, TreeOf, TreeUsage};
 use crate::store::Conn;
 
@@ -29,38 +30,21 @@ impl Budget {
     pub fn from_env(get: &dyn Fn(&str) -> Option<String>) -> Result<Budget> {
         let tokens = match get(TOKENS_VAR).filter(|v| !v.trim().is_empty()) {
             None => None,
-            Some(raw) => {
-                let digits: String = raw
-                    .trim()
-                    .chars()
-                    .filter(|c| !matches!(c, '_' | ','))
-                    .collect();
-                match digits.parse::<i64>() {
-                    Ok(n) if n >= 0 && digits.bytes().all(|b| b.is_ascii_digit()) => Some(n),
-                    _ => {
-                        return Err(Error::invalid(format!(
-                            "{TOKENS_VAR} must be a whole number of tokens, such as 2000000 (got {}). Repair: set it to a number of tokens, or unset it for no token cap.",
-                            crate::paths::json_quote(&raw)
-                        )))
-                    }
-                }
-            }
+            Some(raw) => Some(parse_tokens(&raw).ok_or_else(|| {
+                Error::invalid(format!(
+                    "{TOKENS_VAR} must be a whole number of tokens, such as 2000000 (got {}). Repair: set it to a number of tokens, or unset it for no token cap.",
+                    crate::paths::json_quote(&raw)
+                ))
+            })?),
         };
         let usd = match get(USD_VAR).filter(|v| !v.trim().is_empty()) {
             None => None,
-            Some(raw) => {
-                let text = raw.trim();
-                let text = text.strip_prefix('$').unwrap_or(text);
-                match text.parse::<f64>() {
-                    Ok(x) if x.is_finite() && x >= 0.0 => Some(x),
-                    _ => {
-                        return Err(Error::invalid(format!(
-                            "{USD_VAR} must be a non-negative amount of US dollars, such as 5 or 2.50 (got {}). Repair: set it to an amount, or unset it for no cost cap.",
-                            crate::paths::json_quote(&raw)
-                        )))
-                    }
-                }
-            }
+            Some(raw) => Some(parse_usd(&raw).ok_or_else(|| {
+                Error::invalid(format!(
+                    "{USD_VAR} must be a non-negative amount of US dollars, such as 5 or 2.50 (got {}). Repair: set it to an amount, or unset it for no cost cap.",
+                    crate::paths::json_quote(&raw)
+                ))
+            })?),
         };
         Ok(Budget { tokens, usd })
     }
@@ -85,13 +69,35 @@ impl Budget {
         None
     }
 
-    /// Refuses `action` (e.g. "start") when the tree `of` belongs to has reached a cap.
+    /// Refuses `action` (e.g. "start") when a cap is reached: this one (the environment's) or
+    /// the database's (`threadbase budget`, V15) on the tree `of` belongs to, or the database's
+    /// team cap on the whole database's spend. Read in the caller's transaction (the one that
+    /// reserves the work): one query for the database's caps, then the tree's spend (one
+    /// lookup) when a tree cap is set, and the team's (sums over a row per root session) when
+    /// a team cap is.
     pub fn check(&self, conn: &Conn, of: TreeOf<'_>, action: &str) -> Result<()> {
-        if !self.is_set() {
-            return Ok(());
+        let kept = budgets::read(conn)?;
+        if self.is_set() || kept.tree.is_some() {
+            let spent = tree_spend(conn, of)?;
+            self.check_spent(&spent, action)?;
+            if let Some(k) = &kept.tree {
+                if let Some((what, spend, cap)) = reached_caps(k.tokens, k.usd, &spent.usage) {
+                    return Err(tree_refusal(k, &spent, what, &spend, &cap, action));
+                }
+            }
         }
-        let spent = tree_spend(conn, of)?;
-        let Some((var, spend, cap)) = self.reached(&spent) else {
+        if let Some(k) = &kept.team {
+            let team = budgets::team_spend(conn)?;
+            if let Some((what, spend, cap)) = reached_caps(k.tokens, k.usd, &team.usage) {
+                return Err(team_refusal(k, &team, what, &spend, &cap, action));
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuses `action` when `spent` reached one of this budget's (the environment's) caps.
+    fn check_spent(&self, spent: &TreeUsage, action: &str) -> Result<()> {
+        let Some((var, spend, cap)) = self.reached(spent) else {
             return Ok(());
         };
         let u = &spent.usage;
@@ -110,6 +116,108 @@ impl Budget {
             ),
         ))
     }
+}
+
+/// A whole number of tokens (`2000000`, `2_000_000`, `2,000,000`), or `None`.
+pub fn parse_tokens(raw: &str) -> Option<i64> {
+    let digits: String = raw
+        .trim()
+        .chars()
+        .filter(|c| !matches!(c, '_' | ','))
+        .collect();
+    match digits.parse::<i64>() {
+        Ok(n) if n >= 0 && digits.bytes().all(|b| b.is_ascii_digit()) => Some(n),
+        _ => None,
+    }
+}
+
+/// A non-negative amount of US dollars (`5`, `2.50`, `$2.50`), or `None`.
+pub fn parse_usd(raw: &str) -> Option<f64> {
+    let text = raw.trim();
+    let text = text.strip_prefix('$').unwrap_or(text);
+    match text.parse::<f64>() {
+        Ok(x) if x.is_finite() && x >= 0.0 => Some(x),
+        _ => None,
+    }
+}
+
+/// Which of the caps `tokens` and `usd` `u` has reached, as (what, spend text, cap text).
+fn reached_caps(
+    tokens: Option<i64>,
+    usd_cap: Option<f64>,
+    u: &crate::store::usage::Usage,
+) -> Option<(&'static str, String, String)> {
+    if let Some(cap) = tokens.filter(|cap| u.total_tokens() >= *cap) {
+        return Some((
+            "--tokens",
+            format!("{} tokens", thousands(u.total_tokens())),
+            format!("{} tokens", thousands(cap)),
+        ));
+    }
+    if let Some(cap) = usd_cap.filter(|cap| u.cost_usd >= *cap) {
+        return Some(("--usd", usd(u.cost_usd), usd(cap)));
+    }
+    None
+}
+
+/// How much of each kind of token, and the cost: `input 1,000, output 250, cache read 0,
+/// cache write 0 tokens; $0.0100`.
+fn breakdown(u: &crate::store::usage::Usage) -> String {
+    format!(
+        "input {}, output {}, cache read {}, cache write {} tokens; {}",
+        thousands(u.input_tokens),
+        thousands(u.output_tokens),
+        thousands(u.cache_read_tokens),
+        thousands(u.cache_write_tokens),
+        usd(u.cost_usd),
+    )
+}
+
+/// The refusal when a tree reached the database's tree cap.
+fn tree_refusal(
+    k: &budgets::Kept,
+    spent: &TreeUsage,
+    what: &str,
+    spend: &str,
+    cap: &str,
+    action: &str,
+) -> Error {
+    Error::new(
+        ErrorCode::Limit,
+        format!(
+            "Budget reached for the thread tree of session {}: {spend} spent of the database's tree budget of {cap} (`threadbase budget`, set {} on host {}; {} thread{} and the session's own turns; {}). This {action} was refused; running threads finish the turn they are in. Repair: raise it with `threadbase budget set --scope tree {what} N` (a cap left out of that command is removed), or remove it with `threadbase budget clear --scope tree`, or start a new tree in a new Pi session (its spend starts at zero); stopping or archiving threads does not lower what was spent (`threadbase usage` shows what each spent).",
+            spent.root_session,
+            k.set_at,
+            k.set_by,
+            spent.threads,
+            if spent.threads == 1 { "" } else { "s" },
+            breakdown(&spent.usage),
+        ),
+    )
+}
+
+/// The refusal when the whole database reached the team cap.
+fn team_refusal(
+    k: &budgets::Kept,
+    team: &budgets::TeamSpend,
+    what: &str,
+    spend: &str,
+    cap: &str,
+    action: &str,
+) -> Error {
+    Error::new(
+        ErrorCode::Limit,
+        format!(
+            "Team budget reached: this database's spend across every host is {spend} of its team budget of {cap} (`threadbase budget`, set {} on host {}; {} tree{}, {} thread{} and the sessions' own turns; {}). This {action} was refused; running threads finish the turn they are in. Repair: raise it with `threadbase budget set --scope team {what} N` (a cap left out of that command is removed), or remove it with `threadbase budget clear --scope team`; stopping or archiving threads does not lower what was spent (`threadbase budget` shows it).",
+            k.set_at,
+            k.set_by,
+            team.trees,
+            if team.trees == 1 { "" } else { "s" },
+            team.threads,
+            if team.threads == 1 { "" } else { "s" },
+            breakdown(&team.usage),
+        ),
+    )
 }
 
 impl super::Engine {
@@ -158,21 +266,32 @@ pub fn summary(u: &crate::store::usage::Usage) -> String {
 
 /// The budget line of a tree, as `threadbase usage` and the web view print it.
 pub fn budget_text(b: &Budget, total: &crate::store::usage::TreeUsage) -> String {
+    budget_text_of(b, total, Some((TOKENS_VAR, USD_VAR)))
+}
+
+/// [`budget_text`], naming the caps' variables when `vars` gives them (the environment's
+/// caps), not when they come from the database (`threadbase budget`).
+pub fn budget_text_of(
+    b: &Budget,
+    total: &crate::store::usage::TreeUsage,
+    vars: Option<(&str, &str)>,
+) -> String {
+    let named = |var: &str| vars.map(|_| format!(" ({var})")).unwrap_or_default();
     let mut parts = Vec::new();
     if let Some(cap) = b.tokens {
         parts.push(format!(
-            "{} of {} tokens ({})",
+            "{} of {} tokens{}",
             thousands(total.usage.total_tokens()),
             thousands(cap),
-            crate::engine::budget::TOKENS_VAR
+            named(vars.map_or("", |v| v.0))
         ));
     }
     if let Some(cap) = b.usd {
         parts.push(format!(
-            "{} of {} ({})",
+            "{} of {}{}",
             usd(total.usage.cost_usd),
             usd(cap),
-            crate::engine::budget::USD_VAR
+            named(vars.map_or("", |v| v.1))
         ));
     }
     let mut s = parts.join(" · ");

@@ -114,6 +114,7 @@ pub const ROWS: &[(&str, &str, usize)] = {
         check::live_thread_col,
         check::orphan_events_col,
         check::owners_col,
+        budgets::budget_col,
         hosts::host_col,
         hosts::unreachable_col,
         check::parent_link_col,

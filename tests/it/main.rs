@@ -10,6 +10,7 @@ mod support;
 mod adopt;
 mod agent;
 mod bad_env;
+mod budgets;
 mod check;
 mod cli;
 mod cli_sessions;

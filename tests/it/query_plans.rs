@@ -1043,3 +1043,16 @@ fn host_queries_are_key_lookups() {
         }
     }
 }
+
+/// The budget check's queries (V15, issue 33): the database's caps are a read of `budgets`
+/// (two rows at most), and the team's spend sums `tree_usage` and `session_usage` (a row per
+/// root session each), never `threads`.
+#[test]
+fn budget_queries_never_read_the_threads() {
+    for (name, text, ()) in plans([(sql!("team_spend"), ()), (sql!("budgets_all"), ())]) {
+        assert!(!text.contains("threads"), "{name}: {text}");
+        if name == "team_spend" {
+            assert_contains_all(name, &text, &["tree_usage", "session_usage"]);
+        }
+    }
+}

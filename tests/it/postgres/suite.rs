@@ -45,6 +45,7 @@ pub const MODULES: &[&str] = &[
     "prop_usage::",
     "http::",
     "hosts::",
+    "budgets::",
 ];
 
 #[test]
