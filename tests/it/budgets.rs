@@ -177,10 +177,23 @@ fn budget_set_show_and_clear_keep_caps_in_the_database_and_bad_input_changes_not
 /// start on either, though neither host alone reached it.
 #[test]
 fn a_team_budget_reached_by_spending_on_two_hosts_refuses_the_next_start_on_either() {
+    if !crate::hosts::pid_namespaces_or_skip("a_team_budget_reached_by_spending_on_two_hosts") {
+        return;
+    }
     let base = base("budget_team");
     let db = base.db.clone();
-    let mut a = serve(&base, "ses_a", "host-a", &[]);
-    let mut b = serve(&base, "ses_b", "host-b", &[]);
+    // Each host's serve is pid 1 of a PID namespace of its own, as in hosts.rs.
+    let ns = ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child"];
+    let serve = |session: &str, host: &str| {
+        base.serve_under(
+            &ns,
+            "script",
+            vec!["--session-id".into(), session.into()],
+            &[("THREADBASE_HOST_ID", host)],
+        )
+    };
+    let mut a = serve("ses_a", "host-a");
+    let mut b = serve("ses_b", "host-b");
     a.thread(json!({"action": "list"}));
     // Each scripted turn spends 21 tokens: one thread per host is 42 together.
     let (code, _, err) = cli(

@@ -456,7 +456,7 @@ fn host_list_shows_each_lease_and_forget_closes_an_unreachable_hosts_threads_sig
 
 /// Whether this machine lets the test start PID namespaces (root, or a user namespace);
 /// prints why not, and fails under `CI=true`, where the two-host tests must run.
-fn pid_namespaces_or_skip(test: &str) -> bool {
+pub(crate) fn pid_namespaces_or_skip(test: &str) -> bool {
     let works = Command::new("unshare")
         .args(["--pid", "--fork", "--mount-proc", "true"])
         .output()
