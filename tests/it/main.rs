@@ -24,6 +24,7 @@ mod extension;
 mod fuzz_corpus;
 mod fuzz_serve;
 mod hosts;
+mod hosts_netns;
 mod http;
 mod layers;
 mod logging;
