@@ -229,10 +229,16 @@ fn a_row_of_an_earlier_boot_is_restored_without_signalling_its_pid() {
 
 #[test]
 fn threadbase_stop_from_a_third_host_stops_the_live_threads_of_both_hosts() {
+    if !pid_namespaces_or_skip("threadbase_stop_from_a_third_host") {
+        return;
+    }
     let base = Scripted::new("hosts_stop");
     base.script("script", &json!({"default_reply": "done"}).to_string());
+    // Each host's serve is pid 1 of a PID namespace of its own.
+    let ns = ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child"];
     let serve = |session: &str, host: &str| {
-        base.serve(
+        base.serve_under(
+            &ns,
             "script",
             vec!["--session-id".into(), session.into()],
             &[("THREADBASE_HOST_ID", host)],

@@ -61,6 +61,22 @@ impl World {
         self.base.serve("script", args, extra_env)
     }
 
+    /// [`World::serve`] on host `host`, as pid 1 of a PID namespace of its own (issue 33's
+    /// two-host tests).
+    fn serve_in_pid_namespace(&self, session_id: &str, host: &str) -> Serve {
+        self.base.serve_under(
+            &["unshare", "--pid", "--fork", "--mount-proc", "--kill-child"],
+            "script",
+            vec![
+                "--session-file".into(),
+                self.parent_session.display().to_string(),
+                "--session-id".into(),
+                session_id.into(),
+            ],
+            &[("THREADBASE_HOST_ID", host)],
+        )
+    }
+
     fn work(&self) -> String {
         self.base.root.join("work").display().to_string()
     }

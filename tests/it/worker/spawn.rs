@@ -607,9 +607,13 @@ fn queue_a_spawn_over_the_slot_limit_waits_and_starts_when_a_slot_frees() {
 /// moment: one worker row and one worker process, and both answer with it.
 #[test]
 fn two_hosts_spawning_one_key_at_once_make_one_worker() {
+    if !crate::hosts::pid_namespaces_or_skip("two_hosts_spawning_one_key_at_once") {
+        return;
+    }
     let w = world(QUICK);
-    let mut a = w.serve(COORD, &[("THREADBASE_HOST_ID", "host-a")]);
-    let mut b = w.serve(COORD, &[("THREADBASE_HOST_ID", "host-b")]);
+    // Each host's serve is pid 1 of a PID namespace of its own.
+    let mut a = w.serve_in_pid_namespace(COORD, "host-a");
+    let mut b = w.serve_in_pid_namespace(COORD, "host-b");
     let params = json!({"key": "review", "title": "Review", "directory": w.work(), "task": "Check the docs"});
     let on_a = a.send("threads_spawn", params.clone());
     let on_b = b.send("threads_spawn", params);
