@@ -183,15 +183,8 @@ fn a_team_budget_reached_by_spending_on_two_hosts_refuses_the_next_start_on_eith
     let base = base("budget_team");
     let db = base.db.clone();
     // Each host's serve is pid 1 of a PID namespace of its own, as in hosts.rs.
-    let ns = ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child"];
-    let serve = |session: &str, host: &str| {
-        base.serve_under(
-            &ns,
-            "script",
-            vec!["--session-id".into(), session.into()],
-            &[("THREADBASE_HOST_ID", host)],
-        )
-    };
+    let serve =
+        |session: &str, host: &str| crate::hosts::serve_in_own_pid_namespace(&base, session, host);
     let mut a = serve("ses_a", "host-a");
     let mut b = serve("ses_b", "host-b");
     a.thread(json!({"action": "list"}));

@@ -235,15 +235,7 @@ fn threadbase_stop_from_a_third_host_stops_the_live_threads_of_both_hosts() {
     let base = Scripted::new("hosts_stop");
     base.script("script", &json!({"default_reply": "done"}).to_string());
     // Each host's serve is pid 1 of a PID namespace of its own.
-    let ns = ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child"];
-    let serve = |session: &str, host: &str| {
-        base.serve_under(
-            &ns,
-            "script",
-            vec!["--session-id".into(), session.into()],
-            &[("THREADBASE_HOST_ID", host)],
-        )
-    };
+    let serve = |session: &str, host: &str| serve_in_own_pid_namespace(&base, session, host);
     let mut a = serve("ses_a", "host-a");
     let mut b = serve("ses_b", "host-b");
     a.thread(json!({"action": "start", "prompt": "go", "taskName": "on_a"}));
@@ -462,6 +454,17 @@ fn host_list_shows_each_lease_and_forget_closes_an_unreachable_hosts_threads_sig
 
 /// Whether this machine lets the test start PID namespaces (root, or a user namespace);
 /// prints why not, and fails under `CI=true`, where the two-host tests must run.
+/// A serve of session `session` on host `host` (the script `script` of `base`), run as pid 1
+/// of a PID namespace of its own: two such hosts' pids collide on purpose.
+pub(crate) fn serve_in_own_pid_namespace(base: &Scripted, session: &str, host: &str) -> Serve {
+    base.serve_under(
+        &["unshare", "--pid", "--fork", "--mount-proc", "--kill-child"],
+        "script",
+        vec!["--session-id".into(), session.into()],
+        &[("THREADBASE_HOST_ID", host)],
+    )
+}
+
 pub(crate) fn pid_namespaces_or_skip(test: &str) -> bool {
     let works = Command::new("unshare")
         .args(["--pid", "--fork", "--mount-proc", "true"])
@@ -486,15 +489,7 @@ fn two_hosts_in_pid_namespaces_whose_pids_collide_keep_to_their_own_rows() {
     let base = Scripted::new("hosts_pidns");
     base.script("script", &json!({"default_reply": "done"}).to_string());
     // Each host's serve is the first process of a PID namespace of its own: both are pid 1.
-    let ns = ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child"];
-    let serve = |session: &str, host: &str| {
-        base.serve_under(
-            &ns,
-            "script",
-            vec!["--session-id".into(), session.into()],
-            &[("THREADBASE_HOST_ID", host)],
-        )
-    };
+    let serve = |session: &str, host: &str| serve_in_own_pid_namespace(&base, session, host);
     let db = || crate::support::sql::Conn::open(&base.db).unwrap();
     let row = |path: &str| -> (String, Option<String>, Option<i64>, Option<i64>) {
         db().query_row(

@@ -3,6 +3,32 @@ use crate::domain::{Contract, Phase, SessionId, ThreadId, ThreadStatus};
 use crate::runtime::process::ProcessIdentity;
 use crate::store::threads::{insert_thread, upsert_manager, ManagerSpec, NewThread};
 
+/// Live idle threads `/root/<task>` of session `ses`, ids `thread_00000000000<i>`.
+fn live_idle_threads(tx: &crate::store::Conn, tasks: &[&str]) -> crate::error::Result<()> {
+    let m = upsert_manager(
+        tx,
+        &ManagerSpec::new(&SessionId::new("ses"), Contract::Thread, "/root"),
+    )?;
+    for (i, task) in tasks.iter().enumerate() {
+        insert_thread(
+            tx,
+            &NewThread {
+                id: ThreadId::new(format!("thread_00000000000{i}")),
+                manager_id: m,
+                path: format!("/root/{task}"),
+                parent_path: Some("/root".into()),
+                task_name: task.to_string(),
+                name: task.to_string(),
+                cwd: "/w".into(),
+                status: ThreadStatus::Live,
+                phase: Phase::Idle,
+                ..Default::default()
+            },
+        )?;
+    }
+    Ok(())
+}
+
 /// A live row whose owning serve is gone (a reused pid: the start time differs) reads
 /// `live/owner gone` and is counted apart in the header, not as live; nothing is written.
 #[test]
@@ -13,24 +39,7 @@ fn a_live_row_whose_owner_is_gone_is_counted_apart() {
     let me = ProcessIdentity::current();
     store
             .write(|tx| {
-                let m = upsert_manager(tx, &ManagerSpec::new(&SessionId::new("ses"), Contract::Thread, "/root"))?;
-                for (i, task) in ["held", "orphan", "done"].into_iter().enumerate() {
-                    insert_thread(
-                        tx,
-                        &NewThread {
-                            id: ThreadId::new(format!("thread_00000000000{i}")),
-                            manager_id: m,
-                            path: format!("/root/{task}"),
-                            parent_path: Some("/root".into()),
-                            task_name: task.into(),
-                            name: task.into(),
-                            cwd: "/w".into(),
-                            status: ThreadStatus::Live,
-                            phase: Phase::Idle,
-                            ..Default::default()
-                        },
-                    )?;
-                }
+                live_idle_threads(tx, &["held", "orphan", "done"])?;
                 tx.sqlite().execute(
                     "UPDATE threads SET owner_pid = ?1, owner_started_at = CASE path WHEN '/root/held' THEN ?2 ELSE ?2 + 12345 END",
                     [me.pid, me.started_at],
@@ -73,24 +82,7 @@ fn rows_of_other_hosts_show_their_host_and_an_unreachable_one_says_so() {
     let here = crate::host::HostIdentity::here().host_id.clone();
     store
             .write(|tx| {
-                let m = upsert_manager(tx, &ManagerSpec::new(&SessionId::new("ses"), Contract::Thread, "/root"))?;
-                for (i, task) in ["mine", "up", "down"].into_iter().enumerate() {
-                    insert_thread(
-                        tx,
-                        &NewThread {
-                            id: ThreadId::new(format!("thread_00000000000{i}")),
-                            manager_id: m,
-                            path: format!("/root/{task}"),
-                            parent_path: Some("/root".into()),
-                            task_name: task.into(),
-                            name: task.into(),
-                            cwd: "/w".into(),
-                            status: ThreadStatus::Live,
-                            phase: Phase::Idle,
-                            ..Default::default()
-                        },
-                    )?;
-                }
+                live_idle_threads(tx, &["mine", "up", "down"])?;
                 // Every owner's pid is dead here (a start time that is not this process's).
                 tx.sqlite().execute(
                     "UPDATE threads SET owner_pid = ?1, owner_started_at = ?2 + 12345, boot_id = 'b',
