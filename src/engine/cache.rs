@@ -27,6 +27,7 @@ use crate::contract::projection::{Detail, ThreadFacts};
 use crate::contract::thread::poll_result;
 use crate::domain::ThreadId;
 use crate::error::{Error, Result};
+use crate::store::facts::HostCheck;
 use crate::store::snapshots::{self, View};
 use crate::store::threads::{threads_by_ids, ThreadRow};
 use crate::store::Conn;
@@ -125,7 +126,8 @@ impl SnapshotCache {
                 }
                 batch
             };
-            if let Err(e) = self.store.write(|tx| fill_batch(tx, &batch)) {
+            let hosts = HostCheck::of(self.store.hosts_to_check());
+            if let Err(e) = self.store.write(|tx| fill_batch(tx, &batch, hosts)) {
                 // The cache is an optimization: a failed fill leaves the rows to the read path.
                 tracing::debug!(error = %e, "snapshot cache fill failed");
             }
@@ -135,7 +137,7 @@ impl SnapshotCache {
 
 /// Renders each key's view from the rows read in `tx` (a write transaction) and keeps it.
 /// Returns how many were kept (busy or removed threads are skipped).
-pub(super) fn fill_batch(tx: &Conn, keys: &[Key]) -> Result<usize> {
+pub(super) fn fill_batch(tx: &Conn, keys: &[Key], hosts: HostCheck) -> Result<usize> {
     let mut ids: Vec<ThreadId> = keys.iter().map(|k| k.0.clone()).collect();
     ids.sort_unstable();
     ids.dedup();
@@ -158,6 +160,7 @@ pub(super) fn fill_batch(tx: &Conn, keys: &[Key]) -> Result<usize> {
             tx,
             wanted,
             crate::contract::projection::recent_event_count(detail),
+            hosts,
         )? {
             // A live thread of an unreachable host is rendered saying so, and only while it
             // is: no row changes when its host comes back, so that answer is never kept.
@@ -262,7 +265,12 @@ mod tests {
     #[test]
     fn a_kept_answer_is_the_rendered_answer() {
         let (_dir, store) = store_with_thread("closed");
-        assert_eq!(store.write(|tx| fill_batch(tx, &all_keys())).unwrap(), 6);
+        assert_eq!(
+            store
+                .write(|tx| fill_batch(tx, &all_keys(), HostCheck::Look))
+                .unwrap(),
+            6
+        );
         let conn = store.read().unwrap();
         for (id, view, detail) in all_keys() {
             let row = crate::store::threads::thread_by_id_any(&conn, &id)
@@ -272,6 +280,7 @@ mod tests {
                 &conn,
                 vec![row],
                 crate::contract::projection::recent_event_count(detail),
+                HostCheck::Look,
             )
             .unwrap();
             let want = render(&facts[0], view, detail).unwrap();
@@ -286,7 +295,12 @@ mod tests {
     #[test]
     fn a_busy_thread_is_never_kept_an_idle_one_until_it_changes() {
         let (_dir, store) = store_with_thread("live");
-        assert_eq!(store.write(|tx| fill_batch(tx, &all_keys())).unwrap(), 0);
+        assert_eq!(
+            store
+                .write(|tx| fill_batch(tx, &all_keys(), HostCheck::Look))
+                .unwrap(),
+            0
+        );
         assert_eq!(cached_rows(&store), 0);
         let set_phase = |phase: &str| {
             store
@@ -300,7 +314,12 @@ mod tests {
                 .unwrap()
         };
         set_phase("idle");
-        assert_eq!(store.write(|tx| fill_batch(tx, &all_keys())).unwrap(), 6);
+        assert_eq!(
+            store
+                .write(|tx| fill_batch(tx, &all_keys(), HostCheck::Look))
+                .unwrap(),
+            6
+        );
         set_phase("busy");
         assert_eq!(
             cached_rows(&store),
@@ -365,14 +384,18 @@ mod tests {
         ];
         for (what, change) in changes {
             let (_dir, store) = store_with_thread("closed");
-            store.write(|tx| fill_batch(tx, &all_keys())).unwrap();
+            store
+                .write(|tx| fill_batch(tx, &all_keys(), HostCheck::Look))
+                .unwrap();
             assert_eq!(cached_rows(&store), 6, "{what}");
             store.write(|tx| change(tx)).unwrap();
             assert_eq!(cached_rows(&store), 0, "{what}: a stale answer was kept");
         }
         // A removed thread takes its answers with it.
         let (_dir, store) = store_with_thread("closed");
-        store.write(|tx| fill_batch(tx, &all_keys())).unwrap();
+        store
+            .write(|tx| fill_batch(tx, &all_keys(), HostCheck::Look))
+            .unwrap();
         store
             .write(|tx| {
                 tx.sqlite()
@@ -387,7 +410,9 @@ mod tests {
     #[test]
     fn another_builds_answer_is_never_read() {
         let (_dir, store) = store_with_thread("closed");
-        store.write(|tx| fill_batch(tx, &all_keys())).unwrap();
+        store
+            .write(|tx| fill_batch(tx, &all_keys(), HostCheck::Look))
+            .unwrap();
         store
             .write(|tx| {
                 tx.sqlite()

@@ -217,7 +217,11 @@ impl Engine {
 
     /// A thread's facts (`store/facts.rs`).
     fn facts(&self, id: &ThreadId) -> Result<ThreadFacts> {
-        crate::store::facts::of_thread(&self.store.read()?, id)
+        crate::store::facts::of_thread(
+            &self.store.read()?,
+            id,
+            crate::store::facts::HostCheck::of(self.store.hosts_to_check()),
+        )
     }
 
     /// The environment of this manager's new child `id` at `path` and `depth`: its own

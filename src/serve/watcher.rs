@@ -173,7 +173,9 @@ async fn beat(engine: &Arc<Engine>) {
     let store = engine.store().clone();
     let me = engine.runtime().owner();
     let beat = tokio::task::spawn_blocking(move || {
-        store.write(|tx| crate::store::hosts::heartbeat(tx, me))
+        let others = store.write(|tx| crate::store::hosts::heartbeat(tx, me))?;
+        store.note_other_hosts(others);
+        Ok::<_, crate::error::Error>(())
     });
     match beat.await {
         Ok(Ok(())) => {}

@@ -42,6 +42,24 @@ pub struct Pending {
     pub unreachable: Option<Unreachable>,
 }
 
+/// Whether the facts of live threads look for unreachable hosts ([`hosts::unreachable_of`],
+/// one query): not where the serve knows no other host ([`crate::Store::hosts_to_check`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostCheck {
+    Look,
+    OneHost,
+}
+
+impl HostCheck {
+    pub fn of(look: bool) -> HostCheck {
+        if look {
+            HostCheck::Look
+        } else {
+            HostCheck::OneHost
+        }
+    }
+}
+
 /// What a poll finds by reference.
 #[derive(Debug)]
 pub enum Found {
@@ -105,7 +123,7 @@ pub fn find(
 
 /// A thread's facts by id (its retained events: the last of them, as `events::rows_of_thread`
 /// reads).
-pub fn of_thread(conn: &Conn, id: &ThreadId) -> Result<ThreadFacts> {
+pub fn of_thread(conn: &Conn, id: &ThreadId, hosts: HostCheck) -> Result<ThreadFacts> {
     let row = thread_by_id_any(conn, id)?.ok_or_else(|| {
         Error::new(
             ErrorCode::UnknownReference,
@@ -116,7 +134,7 @@ pub fn of_thread(conn: &Conn, id: &ThreadId) -> Result<ThreadFacts> {
     let events = events::rows_of_thread(conn, id)?;
     let usage = usage::of_thread(conn, id)?.unwrap_or_default();
     let mut pending = pending_of(conn, &row)?;
-    if row.is_live() {
+    if row.is_live() && hosts == HostCheck::Look {
         pending.unreachable = hosts::unreachable_of(conn, &ThreadIds::new([id])?)?
             .pop()
             .flatten();
@@ -152,6 +170,7 @@ pub fn of_threads(
     conn: &Conn,
     rows: Vec<ThreadRow>,
     recent_events: i64,
+    hosts: HostCheck,
 ) -> Result<Vec<ThreadFacts>> {
     if rows.is_empty() {
         return Ok(Vec::new());
@@ -160,7 +179,7 @@ pub fn of_threads(
     let outs = output::of_threads(conn, &ids)?;
     let events = events::rows_of_threads(conn, &ids, recent_events)?;
     let usage = usage::of_threads(conn, &ids)?;
-    let pending = pending_of_rows(conn, &rows)?;
+    let pending = pending_of_rows(conn, &rows, hosts)?;
     Ok(rows
         .into_iter()
         .zip(outs)
@@ -181,7 +200,7 @@ pub fn of_threads(
 /// for a closed thread, and for the live ones their queue positions, their oldest pending
 /// questions and their unreachable hosts in three queries over their ids (none when no row
 /// is live).
-fn pending_of_rows(conn: &Conn, rows: &[ThreadRow]) -> Result<Vec<Pending>> {
+fn pending_of_rows(conn: &Conn, rows: &[ThreadRow], hosts: HostCheck) -> Result<Vec<Pending>> {
     let mut pending = vec![Pending::default(); rows.len()];
     let (live, ids) = live_ids(rows.iter().map(|r| (&r.id, r.is_live())))?;
     if live.is_empty() {
@@ -189,7 +208,10 @@ fn pending_of_rows(conn: &Conn, rows: &[ThreadRow]) -> Result<Vec<Pending>> {
     }
     let positions = queue::positions_of_threads(conn, &ids)?;
     let asked = questions::pending_of_threads(conn, &ids)?;
-    let unreachable = hosts::unreachable_of(conn, &ids)?;
+    let unreachable = match hosts {
+        HostCheck::Look => hosts::unreachable_of(conn, &ids)?,
+        HostCheck::OneHost => vec![None; ids.len()],
+    };
     for (((at, queue_position), question), unreachable) in
         live.into_iter().zip(positions).zip(asked).zip(unreachable)
     {

@@ -22,8 +22,9 @@ pub const HEARTBEAT: Duration = Duration::from_secs(5);
 
 /// Records (or refreshes) the heartbeat of the serve `me` on this host, and drops the rows
 /// of this host's serves that stopped beating more than two leases ago (they died without
-/// saying so, or belong to an earlier boot).
-pub fn heartbeat(conn: &Conn, me: ProcessIdentity) -> Result<()> {
+/// saying so, or belong to an earlier boot). Returns whether another host has serve rows
+/// ([`crate::Store::note_other_hosts`]).
+pub fn heartbeat(conn: &Conn, me: ProcessIdentity) -> Result<bool> {
     let here = crate::host::HostIdentity::here();
     conn.execute(
         q!("host_heartbeat"),
@@ -39,7 +40,10 @@ pub fn heartbeat(conn: &Conn, me: ProcessIdentity) -> Result<()> {
             ":secs": 2 * LEASE.as_secs() as i64,
         },
     )?;
-    Ok(())
+    let others: i64 = conn.one(q!("host_others"), params![here.host_id.as_str()], |r| {
+        r.get(0)
+    })?;
+    Ok(others > 0)
 }
 
 /// The serve `me` ends: its row goes.

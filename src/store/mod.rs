@@ -371,6 +371,9 @@ pub struct Store {
     /// The file, or the server's URL as shown (no password).
     path: PathBuf,
     backend: Backend,
+    /// Whether another host's serves have heartbeat rows, as this serve's last heartbeat found
+    /// ([`Store::note_other_hosts`]): 0 not known yet, 1 none, 2 some.
+    other_hosts: std::sync::atomic::AtomicU8,
 }
 
 // One value per open database, so the variants' sizes do not matter.
@@ -447,6 +450,7 @@ impl Store {
     fn open_postgres(url: &str, create: bool) -> Result<Store> {
         let pg = postgres::store::PgStore::open(url, create)?;
         Ok(Store {
+            other_hosts: std::sync::atomic::AtomicU8::new(0),
             path: PathBuf::from(pg.url().shown()),
             backend: Backend::Postgres(pg),
         })
@@ -525,6 +529,7 @@ impl Store {
             .connection_timeout(BUSY_TIMEOUT)
             .build(manager)?;
         Ok(Store {
+            other_hosts: std::sync::atomic::AtomicU8::new(0),
             path,
             backend: Backend::Sqlite {
                 writer: Mutex::new(Writer {
@@ -564,6 +569,25 @@ impl Store {
             }
             Backend::Postgres(_) => true,
         }
+    }
+
+    /// Records what this serve's heartbeat found (`hosts::heartbeat`): whether another host's
+    /// serves have heartbeat rows.
+    pub fn note_other_hosts(&self, some: bool) {
+        self.other_hosts.store(
+            if some { 2 } else { 1 },
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
+
+    /// Whether a serve's answers must look for live threads of unreachable hosts
+    /// (`hosts::unreachable_of`): unless its last heartbeat found no other host's serve rows.
+    /// A host is unreachable only 30 s after its last heartbeat row, and this serve beats
+    /// every 5 s, so a host that could be unreachable was seen. It exists for speed: on one
+    /// host, a list of live threads (`serve_pg/list_live_8` of `benches/serve.rs`) and a poll
+    /// of a live one skip that query, one round trip to a PostgreSQL server.
+    pub fn hosts_to_check(&self) -> bool {
+        self.other_hosts.load(std::sync::atomic::Ordering::Relaxed) != 1
     }
 
     /// A read-only connection from the pool.

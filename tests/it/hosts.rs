@@ -574,6 +574,25 @@ fn two_hosts_in_pid_namespaces_whose_pids_collide_keep_to_their_own_rows() {
     assert!(base.leftovers().is_empty(), "{:?}", base.leftovers());
 }
 
+/// Waits until a serve of `host` has written its heartbeat row.
+pub(crate) fn until_host_beats(db: &crate::support::sql::Conn, host: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let rows: i64 = db
+            .query_row(
+                "SELECT count(*) FROM host_serves WHERE host_id = ?1",
+                [host],
+                |r| r.get(0),
+            )
+            .unwrap();
+        if rows > 0 {
+            return;
+        }
+        assert!(Instant::now() < deadline, "no heartbeat of {host}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// `threadbase ARGS` on host `host`: its stdout (it must succeed).
 fn cli(db: &std::path::Path, host: &str, args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_threadbase"))
@@ -606,8 +625,13 @@ fn the_team_views_show_each_threads_host_and_an_unreachable_one_since_when() {
     let w = world("hosts_views");
     let db = w.base.db.clone();
     // One tree, two hosts: A's serve and B's serve of the same session each start a thread.
-    let mut a = w.serve("host-a");
+    // B's first: A's serve looks for unreachable hosts once its heartbeat has seen another
+    // host's (Store::hosts_to_check), and this test moves B's last heartbeat back rather than
+    // wait the 30 s in which A would beat six times.
     let mut b = w.serve("host-b");
+    b.thread(json!({"action": "list"}));
+    until_host_beats(&w.db(), "host-b");
+    let mut a = w.serve("host-a");
     a.thread(json!({"action": "start", "prompt": "go", "taskName": "a"}));
     b.thread(json!({"action": "start", "prompt": "go", "taskName": "b"}));
     w.until_launched("/root/a");

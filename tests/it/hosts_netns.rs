@@ -266,8 +266,16 @@ fn two_hosts_in_network_namespaces_reach_each_other_only_through_the_database() 
             &[("THREADBASE_HOST_ID", host)],
         )
     };
-    let mut a = serve(&ns_a, &url_a, "host-a");
+    // B's first: A's serve looks for unreachable hosts once its heartbeat has seen another
+    // host's (Store::hosts_to_check), and this test moves B's last heartbeat back rather than
+    // wait the 30 s in which A would beat six times.
     let mut b = serve(&ns_b, &url_b, "host-b");
+    b.thread(json!({"action": "list"}));
+    crate::hosts::until_host_beats(
+        &crate::support::sql::Conn::open(Path::new(&db)).unwrap(),
+        "host-b",
+    );
+    let mut a = serve(&ns_a, &url_a, "host-a");
     a.thread(json!({"action": "start", "prompt": "go", "taskName": "on_a"}));
     b.thread(json!({"action": "start", "prompt": "go", "taskName": "b1"}));
     b.thread(json!({"action": "start", "prompt": "go", "taskName": "b2"}));

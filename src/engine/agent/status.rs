@@ -30,7 +30,7 @@ pub(in crate::engine) fn status(e: &Engine, req: contract::Status) -> Result<Rep
         if row.reaped_at.is_some() {
             return Err(super::reaped_error(&t));
         }
-        let unreachable = unreachable_of(&conn, std::slice::from_ref(&row))?;
+        let unreachable = unreachable_of(e, &conn, std::slice::from_ref(&row))?;
         return Ok(Reply::shaped(move |w| {
             let mut v = view(&row);
             v.host_unreachable = unreachable[0].as_ref();
@@ -43,7 +43,7 @@ pub(in crate::engine) fn status(e: &Engine, req: contract::Status) -> Result<Rep
         let (lo, hi) = paths::descendant_range(e.caller());
         agents::threads_under(&conn, registry, e.caller(), &lo, &hi)?
     };
-    let unreachable = unreachable_of(&conn, &rows)?;
+    let unreachable = unreachable_of(e, &conn, &rows)?;
     Ok(Reply::shaped(move |w| {
         let views: Vec<AgentView<'_>> = rows
             .iter()
@@ -58,12 +58,17 @@ pub(in crate::engine) fn status(e: &Engine, req: contract::Status) -> Result<Rep
 }
 
 /// Of `rows`, in their order, the live ones held on a host whose lease ran out (issue 33):
-/// one query for the live ones, none when none is live.
+/// one query for the live ones, none when none is live or no other host is known
+/// (`Store::hosts_to_check`).
 fn unreachable_of(
+    e: &Engine,
     conn: &crate::store::Conn,
     rows: &[AgentRow],
 ) -> Result<Vec<Option<crate::store::hosts::Unreachable>>> {
     let mut out = vec![None; rows.len()];
+    if !e.store.hosts_to_check() {
+        return Ok(out);
+    }
     let (live, ids) = crate::store::facts::live_ids(rows.iter().map(|r| (&r.id, r.live)))?;
     if live.is_empty() {
         return Ok(out);

@@ -13,6 +13,7 @@ use crate::domain::{ManagerId, ThreadId};
 use crate::engine::cache::{Key, MAX_PENDING};
 use crate::engine::Reply;
 use crate::error::Result;
+use crate::store::facts::HostCheck;
 use crate::store::list::{self, ListQuery, Subtree};
 use crate::store::refs::resolve_list_filter;
 use crate::store::snapshots::View;
@@ -56,6 +57,7 @@ pub(in crate::engine) fn list(e: &Engine, req: crate::contract::thread::List) ->
             manager_id,
             q: &q,
             missed: Vec::new(),
+            hosts: HostCheck::of(store.hosts_to_check()),
         };
         // Each pass moves off the worker itself once it is long (`list::each_row_switching`).
         let out = list_answer::write(wire, id, &mut rows, w);
@@ -73,6 +75,8 @@ struct Rows<'a> {
     q: &'a ListQuery,
     /// Still threads rendered because no answer was kept: the cache keeps them afterwards.
     missed: Vec<Key>,
+    /// Whether live threads may be held on a host whose lease ran out.
+    hosts: HostCheck,
 }
 
 impl ListRows for Rows<'_> {
@@ -91,6 +95,7 @@ impl ListRows for Rows<'_> {
     fn batches(&mut self, f: &mut dyn FnMut(Vec<Rendered>, bool) -> Result<bool>) -> Result<()> {
         let conn = self.conn;
         let missed = &mut self.missed;
+        let hosts = self.hosts;
         let mut batch: Vec<Entry> = Vec::with_capacity(BATCH);
         // Past ON_WORKER rows the rest of the pass, the last batch included, runs off the
         // worker (see `list::each_row_switching`).
@@ -112,8 +117,9 @@ impl ListRows for Rows<'_> {
             f(
                 rendered(
                     conn,
-                    unkept_if_unreachable(conn, std::mem::take(&mut batch))?,
+                    unkept_if_unreachable(conn, std::mem::take(&mut batch), hosts)?,
                     missed,
+                    hosts,
                 )?,
                 last,
             )
@@ -132,7 +138,14 @@ enum Entry {
 /// fresh again: they are rendered saying so. A kept answer of a live thread (an idle one) was
 /// rendered while its host was up, and no row changes when a host stops beating. One query
 /// for a batch with a kept live thread, none otherwise (a list of closed threads).
-fn unkept_if_unreachable(conn: &Conn, mut entries: Vec<Entry>) -> Result<Vec<Entry>> {
+fn unkept_if_unreachable(
+    conn: &Conn,
+    mut entries: Vec<Entry>,
+    hosts: HostCheck,
+) -> Result<Vec<Entry>> {
+    if hosts == HostCheck::OneHost {
+        return Ok(entries);
+    }
     let live: Vec<(usize, &ThreadId)> = entries
         .iter()
         .enumerate()
@@ -162,7 +175,12 @@ fn unkept_if_unreachable(conn: &Conn, mut entries: Vec<Entry>) -> Result<Vec<Ent
 /// from their rows and facts (five queries for all of them) and, when still (closed, or live
 /// and idle), noted in `missed` so the cache keeps them (a list read twice notes them twice:
 /// the cache takes each once).
-fn rendered(conn: &Conn, entries: Vec<Entry>, missed: &mut Vec<Key>) -> Result<Vec<Rendered>> {
+fn rendered(
+    conn: &Conn,
+    entries: Vec<Entry>,
+    missed: &mut Vec<Key>,
+    hosts: HostCheck,
+) -> Result<Vec<Rendered>> {
     let mut fresh_at = Vec::new();
     let mut fresh = Vec::new();
     let mut listed = Vec::with_capacity(entries.len());
@@ -182,6 +200,7 @@ fn rendered(conn: &Conn, entries: Vec<Entry>, missed: &mut Vec<Key>) -> Result<V
             conn,
             rows,
             recent_event_count(Detail::Summary),
+            hosts,
         )?) {
             listed[i] = list_answer::render(&f)?;
             if f.row.is_still() && f.pending.unreachable.is_none() && missed.len() < MAX_PENDING {

@@ -11,7 +11,8 @@ pub(in crate::engine) fn list(e: &Engine) -> Result<crate::engine::Reply> {
     let conn = e.store.read()?;
     let rows = workers::workers_of_coordinator(&conn, &e.cfg.session_id)?;
     {
-        let facts = facts_of(&conn, rows)?;
+        let hosts = crate::store::facts::HostCheck::of(e.store.hosts_to_check());
+        let facts = facts_of(&conn, rows, hosts)?;
         Ok(Reply::shaped(move |w| tool_result(w, &Workers::of(&facts))))
     }
 }

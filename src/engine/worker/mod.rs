@@ -171,7 +171,11 @@ pub(crate) async fn drain_queue(e: &Arc<Engine>) -> Result<()> {
 
 /// The facts of `rows`, in their order: the live ones' queue positions in one query over their
 /// ids, whatever their number.
-fn facts_of(conn: &Conn, rows: Vec<WorkerRow>) -> Result<Vec<WorkerFacts>> {
+fn facts_of(
+    conn: &Conn,
+    rows: Vec<WorkerRow>,
+    hosts: crate::store::facts::HostCheck,
+) -> Result<Vec<WorkerFacts>> {
     let workers: Vec<Worker> = rows.into_iter().map(Worker::from).collect();
     let (live, ids) = crate::store::facts::live_ids(
         workers
@@ -183,7 +187,10 @@ fn facts_of(conn: &Conn, rows: Vec<WorkerRow>) -> Result<Vec<WorkerFacts>> {
         return Ok(facts);
     }
     let positions = crate::store::queue::positions_of_threads(conn, &ids)?;
-    let unreachable = crate::store::hosts::unreachable_of(conn, &ids)?;
+    let unreachable = match hosts {
+        crate::store::facts::HostCheck::Look => crate::store::hosts::unreachable_of(conn, &ids)?,
+        crate::store::facts::HostCheck::OneHost => vec![None; ids.len()],
+    };
     for ((at, position), unreachable) in live.into_iter().zip(positions).zip(unreachable) {
         facts[at].queue_position = position;
         facts[at].unreachable = unreachable;

@@ -12,9 +12,14 @@ pub fn restore_workers(
     store: &Store,
     coordinator_ids: &[crate::domain::SessionId],
 ) -> Result<Vec<WorkerFacts>> {
+    let hosts = crate::store::facts::HostCheck::of(store.hosts_to_check());
     store.write(|tx| {
         workers::restore_hidden(tx, coordinator_ids)?;
-        facts_of(tx, workers::workers_of_coordinators(tx, coordinator_ids)?)
+        facts_of(
+            tx,
+            workers::workers_of_coordinators(tx, coordinator_ids)?,
+            hosts,
+        )
     })
 }
 

@@ -13,9 +13,11 @@ pub fn snapshot_workers(
     conn: &Conn,
     coordinator_ids: &[crate::domain::SessionId],
 ) -> Result<Vec<WorkerFacts>> {
+    // Usable from any process: one that does not heartbeat looks for unreachable hosts.
     facts_of(
         conn,
         workers::workers_of_coordinators(conn, coordinator_ids)?,
+        crate::store::facts::HostCheck::Look,
     )
 }
 
