@@ -2,7 +2,8 @@
 //! stream, during stops), repeatedly, then restore — by `threadbase restore` on even rounds,
 //! by the next `serve`'s own restore pass on odd rounds. Rounds: THREADBASE_CRASH_ROUNDS
 //! (default 20); THREADBASE_CRASH_SEED replays a run's kill moments. Also: SIGKILL of one
-//! child, and of a child's whole process group (with a grandchild), while serve lives on.
+//! child, and of a child's whole process group (with a grandchild), while serve lives on; and
+//! SIGKILL of serve after it spawned a child but before the child's row recorded it.
 //!
 //! Every child is `threadbase scripted-agent` playing one known script, so the full event
 //! stream of a thread is known in advance (`expected_events`). After each round:
@@ -815,4 +816,106 @@ fn restore_kills_what_a_gone_child_left_in_its_group_and_nothing_else() {
     for pid in left {
         let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
     }
+}
+
+/// The window between a child's spawn and the row that records its pid: a serve killed there
+/// must not leave a process no row names. The test holds the database's write lock from just
+/// after the thread's row is inserted (before the spawn), so the serve cannot record the child,
+/// waits until the child has started and spawned its grandchild (`sleep 1000` in its group, as
+/// a Pi extension may at startup), SIGKILLs the serve and lets go of the lock. The restore pass
+/// finds both by the thread id their environment carries (`process::kill_thread_leftovers`),
+/// since the row names no process group.
+#[test]
+fn a_serve_killed_before_it_records_a_new_child_leaves_no_process() {
+    let w = world();
+    let mut s = w.serve(0, "stream.json");
+    s.thread(json!({"action": "list"}));
+    let serve_pid = s.child.id();
+    // A write transaction of the test's own, held open on its own thread (SQLite's write
+    // lock; on PostgreSQL the advisory lock every write takes first).
+    let hold = || {
+        let (locked_tx, locked) = std::sync::mpsc::channel();
+        let (release, release_rx) = std::sync::mpsc::channel::<()>();
+        let db = w.db.clone();
+        let holder = std::thread::spawn(move || {
+            let store = Store::open(&db).unwrap();
+            store
+                .write(|_| {
+                    locked_tx.send(()).unwrap();
+                    let _ = release_rx.recv();
+                    Ok(())
+                })
+                .unwrap();
+        });
+        locked.recv().unwrap();
+        (release, holder)
+    };
+    let pid_of = |task: &str| -> Option<Option<i64>> {
+        w.conn()
+            .query_row(
+                "SELECT pid FROM threads WHERE task_name = ?1",
+                [task],
+                |r| r.get(0),
+            )
+            .ok()
+    };
+    let marker = w.marker(0);
+    let children = || -> Vec<u32> {
+        processes_with_env(MARKER_VAR, &marker)
+            .into_iter()
+            .filter(|p| *p != serve_pid)
+            .collect()
+    };
+    let mut held = None;
+    for attempt in 0..30 {
+        let task = format!("unrecorded_{attempt}");
+        let before = children().len();
+        s.send(
+            "thread",
+            json!({"action": "start", "prompt": PROMPT, "taskName": task}),
+        );
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while pid_of(&task).is_none() {
+            assert!(Instant::now() < deadline, "{task}: no row");
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        let lock = hold();
+        // Still no pid under the lock: the serve cannot record this child until it is let go.
+        if pid_of(&task) == Some(None) {
+            held = Some((task, before, lock));
+            break;
+        }
+        drop(lock.0);
+        lock.1.join().unwrap();
+    }
+    let (task, before, (release, holder)) =
+        held.expect("the write lock was never taken before a child's row recorded it");
+    // Earlier attempts' children are recorded and live on.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while children().len() < before + 2 {
+        assert!(
+            Instant::now() < deadline,
+            "{task}: its child and grandchild never appeared"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(pid_of(&task), Some(None), "{task}: recorded under the lock");
+    s.child.kill().unwrap();
+    s.child.wait().unwrap();
+    drop(s);
+    drop(release);
+    holder.join().unwrap();
+    let report = run_restore_cli(&w);
+    assert!(report["restored"].is_array(), "{report}");
+    let left = w.survivors(0);
+    assert!(
+        left.is_empty(),
+        "processes outlived a serve killed before it recorded {task}'s child: {left:?}"
+    );
+    let (exit, _, status) = exit_of(&w, &task);
+    assert_eq!(
+        (status.as_str(), exit.as_str()),
+        ("closed", "stale"),
+        "{task}"
+    );
 }
