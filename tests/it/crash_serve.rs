@@ -820,36 +820,60 @@ fn restore_kills_what_a_gone_child_left_in_its_group_and_nothing_else() {
 
 /// The window between a child's spawn and the row that records its pid: a serve killed there
 /// must not leave a process no row names. The test holds the database's write lock from just
-/// after the thread's row is inserted (before the spawn), so the serve cannot record the child,
-/// waits until the child has started and spawned its grandchild (`sleep 1000` in its group, as
-/// a Pi extension may at startup), SIGKILLs the serve and lets go of the lock. The restore pass
-/// finds both by the thread id their environment carries (`process::kill_thread_leftovers`),
-/// since the row names no process group.
+/// after the thread's row has its session file (`start`'s last write before the spawn), so the
+/// serve cannot record the child, waits until the child has started and spawned its
+/// grandchild (`sleep 1000` in its group, as a Pi extension may at startup), SIGKILLs the serve
+/// and lets go of the lock. The restore pass finds both by the thread id their environment
+/// carries (`process::kill_thread_leftovers`), since the row names no process group.
 #[test]
 fn a_serve_killed_before_it_records_a_new_child_leaves_no_process() {
     let w = world();
     let mut s = w.serve(0, "stream.json");
     s.thread(json!({"action": "list"}));
     let serve_pid = s.child.id();
-    // A write transaction of the test's own, held open on its own thread (SQLite's write
-    // lock; on PostgreSQL the advisory lock every write takes first).
-    let hold = || {
-        let (locked_tx, locked) = std::sync::mpsc::channel();
-        let (release, release_rx) = std::sync::mpsc::channel::<()>();
-        let db = w.db.clone();
-        let holder = std::thread::spawn(move || {
-            let store = Store::open(&db).unwrap();
-            store
-                .write(|_| {
-                    locked_tx.send(()).unwrap();
-                    let _ = release_rx.recv();
-                    Ok(())
-                })
-                .unwrap();
-        });
-        locked.recv().unwrap();
-        (release, holder)
-    };
+    // The test's own store, opened once, on a thread of its own. For a task it polls in
+    // short write transactions (SQLite's write lock; on PostgreSQL the advisory lock every
+    // write takes first) until the row has its session file, `start`'s last write before the
+    // spawn; if the pid is still unrecorded then, it keeps that transaction open until told to
+    // let go, and the serve cannot record the child meanwhile.
+    let (ask, asks) = std::sync::mpsc::channel::<String>();
+    let (answer, answers) = std::sync::mpsc::channel::<bool>();
+    let (release, release_rx) = std::sync::mpsc::channel::<()>();
+    let db = w.db.clone();
+    let holder = std::thread::spawn(move || {
+        let store = Store::open(&db).unwrap();
+        for task in asks {
+            let sql = format!(
+                "SELECT pid FROM threads WHERE task_name = {} AND session_file IS NOT NULL",
+                crate::support::sql::lit(&task)
+            );
+            let deadline = Instant::now() + Duration::from_secs(30);
+            let held = loop {
+                assert!(Instant::now() < deadline, "{task}: no session file");
+                let seen = store
+                    .write(|tx| {
+                        let rows = tx.query_values(&sql)?.1;
+                        Ok(match rows.first().and_then(|r| r.first()) {
+                            None => None,
+                            Some(threadbase::store::db::Value::Null) => {
+                                answer.send(true).unwrap();
+                                let _ = release_rx.recv();
+                                Some(true)
+                            }
+                            Some(_) => Some(false),
+                        })
+                    })
+                    .unwrap();
+                match seen {
+                    Some(held) => break held,
+                    None => std::thread::sleep(Duration::from_micros(300)),
+                }
+            };
+            if !held {
+                answer.send(false).unwrap();
+            }
+        }
+    });
     let pid_of = |task: &str| -> Option<Option<i64>> {
         w.conn()
             .query_row(
@@ -866,29 +890,24 @@ fn a_serve_killed_before_it_records_a_new_child_leaves_no_process() {
             .filter(|p| *p != serve_pid)
             .collect()
     };
+    // Each attempt leaves a live child; the serve allows 16.
     let mut held = None;
-    for attempt in 0..30 {
+    for attempt in 0..14 {
         let task = format!("unrecorded_{attempt}");
         let before = children().len();
+        ask.send(task.clone()).unwrap();
         s.send(
             "thread",
             json!({"action": "start", "prompt": PROMPT, "taskName": task}),
         );
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while pid_of(&task).is_none() {
-            assert!(Instant::now() < deadline, "{task}: no row");
-            std::thread::sleep(Duration::from_micros(200));
-        }
-        let lock = hold();
-        // Still no pid under the lock: the serve cannot record this child until it is let go.
-        if pid_of(&task) == Some(None) {
-            held = Some((task, before, lock));
+        if answers.recv().unwrap() {
+            println!("{task}: its row held before the child was recorded");
+            held = Some((task, before));
             break;
         }
-        drop(lock.0);
-        lock.1.join().unwrap();
     }
-    let (task, before, (release, holder)) =
+    drop(ask);
+    let (task, before) =
         held.expect("the write lock was never taken before a child's row recorded it");
     // Earlier attempts' children are recorded and live on.
     let deadline = Instant::now() + Duration::from_secs(30);
