@@ -1,11 +1,13 @@
 //! The PostgreSQL backend's groundwork against a real server (`THREADBASE_TEST_PG`, see
 //! `support/postgres.rs`): its migrations and their lock (`migrate`), the schema's parity with
-//! SQLite's (`parity`), every query of `sql/` prepared on it (`queries`), and a server outage
-//! while a serve runs (`outage`, on a cluster of its own). Each test skips
+//! SQLite's (`parity`), every query of `sql/` prepared on it (`queries`), a server outage
+//! while a serve runs (`outage`, on a cluster of its own), and a local server reached over its
+//! Unix socket (`socket`). Each test skips
 //! without a server, and fails without one under `CI=true`.
 
 mod migrate;
 mod outage;
 mod parity;
 mod queries;
+mod socket;
 mod suite;
