@@ -355,9 +355,12 @@ impl App {
             Some(id) => match thread_snapshot(&self.conn, &id) {
                 Ok(Some(snap)) => {
                     let mut lines = detail_lines(&snap);
+                    let host = self.selected_row().and_then(|r| self.host_line(r));
                     lines.splice(
                         3..3,
-                        usage_text(&self.conn, &id).into_iter().map(Line::from),
+                        host.into_iter()
+                            .chain(usage_text(&self.conn, &id))
+                            .map(Line::from),
                     );
                     lines
                 }
@@ -520,6 +523,19 @@ impl App {
         self.session_open.insert(key.clone(), !open);
         self.selected_key = Some(key);
         self.rebuild();
+    }
+
+    /// The detail's line for the host that holds `r`, on a database more than one host uses:
+    /// its name, and since when its lease ran out while `r` is live (issue 33).
+    fn host_line(&self, r: &Row) -> Option<String> {
+        let host = r.host.as_deref().filter(|_| self.team)?;
+        Some(match r.unreachable_since.as_deref().filter(|_| r.live()) {
+            Some(since) => format!(
+                "host {host}: unreachable since {}; nothing can reach this thread (threadbase host forget {host} closes its threads as stale)",
+                forest::short_time(since)
+            ),
+            None => format!("host {host}"),
+        })
     }
 
     fn ask_stop(&mut self, force: bool) {

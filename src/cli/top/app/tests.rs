@@ -116,7 +116,23 @@ fn rows_of_other_hosts_show_their_host_and_an_unreachable_one_says_so() {
             |it| matches!(it, Item::Thread { row, .. } if app.rows[*row].path == "/root/down"),
         )
         .unwrap();
-    app.selected = at;
+    app.select(at);
+    let detail: Vec<String> = app.detail.iter().map(|l| l.to_string()).collect();
+    assert!(
+        detail.contains(
+            &"host host-down: unreachable since 2026-01-01 00:00:00; nothing can reach this thread (threadbase host forget host-down closes its threads as stale)".to_string()
+        ),
+        "{detail:#?}"
+    );
+    let up = app
+        .items
+        .iter()
+        .position(|it| matches!(it, Item::Thread { row, .. } if app.rows[*row].path == "/root/up"))
+        .unwrap();
+    app.select(up);
+    let detail: Vec<String> = app.detail.iter().map(|l| l.to_string()).collect();
+    assert!(detail.contains(&"host host-up".to_string()), "{detail:#?}");
+    app.select(at);
     app.ask_stop(false);
     assert!(
         app.message
