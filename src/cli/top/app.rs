@@ -347,7 +347,8 @@ impl App {
     }
 
     fn load_detail(&mut self) {
-        self.detail = match self.selected_row().map(|r| ThreadId::new(&r.id)) {
+        let row = self.selected_row();
+        self.detail = match row.map(|r| ThreadId::new(&r.id)) {
             None => match self.items.get(self.selected) {
                 Some(Item::Manager { heading, .. }) => vec![Line::from(heading.clone())],
                 _ => vec![Line::from("(no threads match the filters)")],
@@ -355,7 +356,7 @@ impl App {
             Some(id) => match thread_snapshot(&self.conn, &id) {
                 Ok(Some(snap)) => {
                     let mut lines = detail_lines(&snap);
-                    let host = self.selected_row().and_then(|r| self.host_line(r));
+                    let host = row.and_then(|r| self.host_line(r));
                     lines.splice(
                         3..3,
                         host.into_iter()

@@ -3,11 +3,11 @@
 //! waits for and polls a child there, its connections are the socket's (the server sees no
 //! client address), and the reading commands and the child's own `THREADBASE_DB` work the same.
 
-use std::path::PathBuf;
-use std::process::Command;
+use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
+use crate::support::common::threadbase;
 use crate::support::postgres::TestSchema;
 use crate::support::serve_client::Scripted;
 
@@ -15,17 +15,20 @@ use crate::support::serve_client::Scripted;
 const SOCKET_CONNECTIONS: &str = "SELECT count(*) FROM pg_stat_activity \
      WHERE application_name = 'threadbase' AND client_port = -1";
 
+/// The one value `sql` reads through the schema's own (TCP) connection.
+fn value<T: for<'a> tokio_postgres::types::FromSql<'a>>(schema: &TestSchema, sql: &str) -> T {
+    schema
+        .block_on(schema.client.query_one(sql, &[]))
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        .get(0)
+}
+
 #[test]
 fn a_serve_and_the_cli_reach_a_local_server_over_its_unix_socket() {
     let Some(schema) = TestSchema::new("unix_socket") else {
         return;
     };
-    let setting = |sql: &str| -> String {
-        schema
-            .block_on(schema.client.query_one(sql, &[]))
-            .unwrap_or_else(|e| panic!("{sql}: {e}"))
-            .get(0)
-    };
+    let setting = |sql: &str| -> String { value(&schema, sql) };
     let dirs = setting("SELECT current_setting('unix_socket_directories')");
     let dir = dirs.split(',').next().unwrap_or("").trim().to_string();
     if dir.is_empty() {
@@ -43,12 +46,7 @@ fn a_serve_and_the_cli_reach_a_local_server_over_its_unix_socket() {
         "postgres://{user}@/{db}?host={dir}&port={port}&options=-csearch_path%3D{}",
         schema.name
     );
-    let count = |sql: &str| -> i64 {
-        schema
-            .block_on(schema.client.query_one(sql, &[]))
-            .unwrap_or_else(|e| panic!("{sql}: {e}"))
-            .get(0)
-    };
+    let count = |sql: &str| -> i64 { value(&schema, sql) };
     let before = count(SOCKET_CONNECTIONS);
 
     let mut base = Scripted::new("unix_socket");
@@ -79,16 +77,10 @@ fn a_serve_and_the_cli_reach_a_local_server_over_its_unix_socket() {
         1
     );
     let cli = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_threadbase"))
-            .arg("--db")
-            .arg(&url)
-            .args(args)
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        let out = threadbase(Path::new(&url), args);
+        let err = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "threadbase {args:?}: {err}");
-        text
+        String::from_utf8_lossy(&out.stdout).into_owned()
     };
     assert!(cli(&["tree"]).contains("/root/over_socket"));
     assert!(cli(&["check"]).contains("ok: no problems found"));
@@ -97,15 +89,11 @@ fn a_serve_and_the_cli_reach_a_local_server_over_its_unix_socket() {
 
     // A socket folder with no server is the same clear error as a refused TCP connection.
     let missing = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_threadbase"))
-        .arg("--db")
-        .arg(format!(
-            "postgres://{user}@/{db}?host={}&port={port}",
-            missing.path().display()
-        ))
-        .arg("tree")
-        .output()
-        .unwrap();
+    let nowhere = format!(
+        "postgres://{user}@/{db}?host={}&port={port}",
+        missing.path().display()
+    );
+    let out = threadbase(Path::new(&nowhere), &["tree"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(
