@@ -1,7 +1,7 @@
 -- Claims the free slots of a manager for its oldest waiting rows, in the transaction that
 -- counts them: as many rows as `:max` minus the live rows holding a slot, oldest first. A
 -- claimed row holds its slot from here on; its launch follows (queue_to_launch.sql).
-UPDATE threads SET dequeued_at = :at, updated_at = :at
+UPDATE threads SET dequeued_at = :at, phase = 'starting', updated_at = :at
 WHERE id IN (
     SELECT id FROM threads
     WHERE manager_id = :manager AND queued_at IS NOT NULL AND dequeued_at IS NULL

@@ -2,7 +2,7 @@
 -- (`:max` = THREADBASE_MAX_WORKERS minus the slots held, counted as sql/worker_slots_used.sql
 -- counts them) for its oldest waiting workers, in the transaction that counts them; their
 -- launch follows.
-UPDATE threads SET dequeued_at = :at, updated_at = :at
+UPDATE threads SET dequeued_at = :at, phase = 'starting', updated_at = :at
 WHERE id IN (
     SELECT id FROM threads
     WHERE manager_id = :manager AND queued_at IS NOT NULL AND dequeued_at IS NULL

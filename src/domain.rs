@@ -72,8 +72,9 @@ words! {
         Closed = "closed",
     }
 
-    /// What a thread is doing (`threads.phase`): the four live phases, then the two a closed
-    /// thread that did not end cleanly keeps.
+    /// What a thread is doing (`threads.phase`): the four live phases, the two a closed
+    /// thread that did not end cleanly keeps, then `queued` (V16): a live row waiting in the
+    /// queue for a slot (THREADBASE_QUEUE=1), with no process yet.
     #[derive(Default)]
     Phase {
         /// A new thread is starting.
@@ -84,6 +85,22 @@ words! {
         Stopping = "stopping",
         Failed = "failed",
         Stale = "stale",
+        Queued = "queued",
+    }
+
+    /// What about a thread needs the user (`thread_attention.attention`, V16): the view's one
+    /// derivation, in the order it judges them.
+    Attention {
+        /// Live, and the host that holds it has not beaten within the lease.
+        Unreachable = "unreachable",
+        /// Live, and the serve that holds it is gone.
+        OwnerGone = "owner_gone",
+        /// Live with a question waiting for the parent's answer.
+        Asking = "asking",
+        /// Its last turn ended in an error, or it ended failed.
+        Failed = "failed",
+        /// Busy with nothing from the child for THREADBASE_STALL_MS.
+        Stalled = "stalled",
     }
 
     /// A contract B lifecycle state (`threads.agent_state`).
@@ -199,6 +216,20 @@ impl AgentState {
     /// Starting or running: the thread has a run under way.
     pub fn active(self) -> bool {
         matches!(self, AgentState::Starting | AgentState::Running)
+    }
+}
+
+impl Attention {
+    /// How the state words name it (`live/asking`, `live/owner gone`, `live/host
+    /// unreachable`): the view's word, with the spaces the texts always had.
+    pub fn word(self) -> &'static str {
+        match self {
+            Attention::Unreachable => "host unreachable",
+            Attention::OwnerGone => "owner gone",
+            Attention::Asking => "asking",
+            Attention::Failed => "failed",
+            Attention::Stalled => "stalled",
+        }
     }
 }
 
@@ -415,22 +446,27 @@ impl fmt::Display for ManagerId {
 }
 
 /// A thread's state in words: one spelling for every surface that names it (`tree`, `usage`,
-/// `top`, `/threads`, and contract A's texts, which add ` pid=N` while live). `live/<phase>`
-/// while live; once closed, `closed/failed` for a failed exit or an exit whose code is not 0
-/// (an unknown one included) or that a signal ended (`signalled`), else `closed/<exit kind>`;
-/// and `live/owner gone` for a live row whose owning serve has died: saying so writes nothing
-/// (a serve's restore pass or `threadbase restore` closes such a thread as stale).
+/// `top`, `/threads`, the web page, notices, and contract A's texts, which add ` pid=N` while
+/// live). `live/<phase>` while live, or `live/<attention>` when something about it needs the
+/// user (issue 45: `live/asking`, `live/failed`, `live/stalled`, `live/owner gone`, `live/host
+/// unreachable`; the view `thread_attention` judges, [`Attention::word`] spells); once
+/// closed, `closed/failed` for a failed exit or an exit whose code is not 0 (an unknown one
+/// included) or that a signal ended (`signalled`), else `closed/<exit kind>`. Saying so writes
+/// nothing (a serve's restore pass or `threadbase restore` closes an owner-gone thread as
+/// stale).
 pub fn state_words(
     status: ThreadStatus,
     phase: Phase,
     exit_kind: Option<ExitKind>,
     exit_code: Option<i64>,
     signalled: bool,
-    owner_gone: bool,
+    attention: Option<Attention>,
 ) -> String {
     match (status, exit_kind) {
-        (ThreadStatus::Live, _) if owner_gone => "live/owner gone".to_string(),
-        (ThreadStatus::Live, _) => format!("live/{}", phase.as_str()),
+        (ThreadStatus::Live, _) => match attention {
+            Some(a) => format!("live/{}", a.word()),
+            None => format!("live/{}", phase.as_str()),
+        },
         (ThreadStatus::Closed, Some(ExitKind::Exited)) if exit_code != Some(0) || signalled => {
             "closed/failed".into()
         }
@@ -443,18 +479,24 @@ pub fn state_words(
 mod tests {
     #[test]
     fn state_words_spell_each_state_once() {
-        use super::{state_words, ExitKind, Phase, ThreadStatus::*};
+        use super::{state_words, Attention, ExitKind, Phase, ThreadStatus::*};
         assert_eq!(
-            state_words(Live, Phase::Busy, None, None, false, false),
+            state_words(Live, Phase::Busy, None, None, false, None),
             "live/busy"
         );
         assert_eq!(
-            state_words(Live, Phase::Idle, None, None, false, true),
+            state_words(Live, Phase::Idle, None, None, false, Some(Attention::OwnerGone)),
             "live/owner gone"
         );
+        for a in Attention::ALL {
+            assert_eq!(
+                state_words(Live, Phase::Busy, None, None, false, Some(*a)),
+                format!("live/{}", a.word())
+            );
+        }
         for kind in ExitKind::ALL {
             assert_eq!(
-                state_words(Closed, Phase::Idle, Some(*kind), Some(0), false, false),
+                state_words(Closed, Phase::Idle, Some(*kind), Some(0), false, None),
                 format!("closed/{}", kind.as_str())
             );
         }
@@ -467,13 +509,13 @@ mod tests {
                     Some(ExitKind::Exited),
                     code,
                     signalled,
-                    false
+                    None
                 ),
                 "closed/failed"
             );
         }
         assert_eq!(
-            state_words(Closed, Phase::Stale, None, None, false, false),
+            state_words(Closed, Phase::Stale, None, None, false, None),
             "closed/stale"
         );
     }
@@ -504,10 +546,12 @@ mod tests {
         let v5 = include_str!("../migrations/V5__subtree_reach.sql");
         // V12 added the questions of children (`ui_requests`).
         let v12 = include_str!("../migrations/V12__queue_and_questions.sql");
+        // V16 widened `threads.phase` with `queued`.
+        let v16 = include_str!("../migrations/V16__thread_attention.sql");
         for (migration, column, want) in [
             (v1, "contract", words(Contract::ALL)),
             (v1, "status", words(ThreadStatus::ALL)),
-            (v1, "phase", words(Phase::ALL)),
+            (v16, "phase", words(Phase::ALL)),
             (v1, "agent_state", words(AgentState::ALL)),
             (v1, "exit_kind", words(ExitKind::ALL)),
             (v1, "outcome", words(Outcome::ALL)),

@@ -281,6 +281,7 @@ pub fn thread_notice_text(
     answer: Option<&str>,
 ) -> String {
     let what = match (state.starts_with("closed/"), exit_kind) {
+        (false, _) if state == "live/failed" => "failed its turn",
         (false, _) => "finished its turn",
         (true, Some(ExitKind::Stopped)) => "was stopped",
         (true, Some(ExitKind::Stale)) => "was closed as stale",

@@ -1,6 +1,6 @@
 -- sql/agent_queue_claim.sql on PostgreSQL: two-argument max is greatest (and :max needs its
 -- type).
-UPDATE threads SET dequeued_at = :at, status_text = 'Starting', updated_at = :at
+UPDATE threads SET dequeued_at = :at, phase = 'starting', status_text = 'Starting', updated_at = :at
 WHERE id IN (
     SELECT id FROM threads
     WHERE manager_id = :manager AND queued_at IS NOT NULL AND dequeued_at IS NULL

@@ -1,6 +1,6 @@
 -- sql/worker_queue_claim.sql on PostgreSQL: two-argument max is greatest (and :max needs its
 -- type).
-UPDATE threads SET dequeued_at = :at, updated_at = :at
+UPDATE threads SET dequeued_at = :at, phase = 'starting', updated_at = :at
 WHERE id IN (
     SELECT id FROM threads
     WHERE manager_id = :manager AND queued_at IS NOT NULL AND dequeued_at IS NULL

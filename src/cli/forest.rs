@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use crate::domain::{Contract, ThreadId};
+use crate::domain::{Attention, Contract, ThreadId};
 use crate::error::Result;
 use crate::store::hosts::{Held, Placements};
 use crate::store::list::Listing;
@@ -149,15 +149,23 @@ pub fn only(trees: Vec<Tree>, session: Option<&RootInfo>) -> Vec<Tree> {
     }
 }
 
-/// [`crate::domain::state_words`] (`live/busy`, `closed/stopped`, `live/owner gone`), contract
-/// B's `completed`, and ` archived` when it is; `held` is where the thread is held (issue 33):
-/// a live thread of a host whose lease ran out reads `live/host unreachable since T`, and one
-/// of another host is never "owner gone" here (its pid means nothing on this host).
-pub fn state_label(t: &ThreadRow, held: Held<'_>) -> String {
-    let mut s = match (&t.agent_state, held) {
-        (_, Held::Unreachable { since, .. }) if t.is_live() => {
-            format!("live/host unreachable since {}", short_time(since))
+/// [`crate::domain::state_words`] (`live/busy`, `closed/stopped`, `live/asking`, `live/owner
+/// gone`), contract B's `completed`, and ` archived` when it is. What needs the user is the
+/// view `thread_attention`'s word, seen from this host ([`Placements::need_of`]); a live thread
+/// of a host whose lease ran out reads `live/host unreachable since T` (issue 33), and one of
+/// another host is never "owner gone" here (its pid means nothing on this host).
+pub fn state_label(t: &ThreadRow, placements: &Placements) -> String {
+    let need = placements.need_of(&t.into());
+    let mut s = match (&t.agent_state, &need) {
+        (_, Some(n)) if t.is_live() && n.attention == Attention::Unreachable => {
+            match placements.of(t.id.as_str(), true) {
+                Held::Unreachable { since, .. } => {
+                    format!("live/host unreachable since {}", short_time(since))
+                }
+                _ => format!("live/{}", n.word()),
+            }
         }
+        (_, Some(n)) if t.is_live() => format!("live/{}", n.word()),
         (Some(state), _) => state.to_string(),
         (None, _) => crate::domain::state_words(
             t.status(),
@@ -165,24 +173,13 @@ pub fn state_label(t: &ThreadRow, held: Held<'_>) -> String {
             t.exit().map(|x| x.kind),
             t.exit().and_then(|x| x.code),
             t.exit().is_some_and(|x| x.signal.is_some()),
-            held == Held::Here && owner_gone(t.is_live(), t.owner_pid, t.owner_started_at),
+            need.map(|n| n.attention),
         ),
     };
     if t.archived {
         s.push_str(" archived");
     }
     s
-}
-
-/// A live row whose owning serve (the recorded pid and start time) is no longer running; not
-/// claimed without the start time. For display only (`tree`, `top`, `usage`), and only for a
-/// row of this host ([`Held::Here`]: the views read the host apart, through
-/// [`crate::store::hosts::Placements`], since they read databases of every version as they
-/// are). What acts on a row (restore, stop, send) reads its host through the holder rule.
-pub fn owner_gone(live: bool, pid: Option<i64>, started_at: Option<i64>) -> bool {
-    live && started_at.is_some()
-        && crate::runtime::process::ProcessIdentity::recorded(pid, started_at, None, None)
-            .is_some_and(|owner| !owner.is_alive())
 }
 
 /// The host column of the team views: the host that holds (or held) the thread, `-` when

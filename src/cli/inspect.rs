@@ -71,7 +71,7 @@ pub fn list(
                 let mut row = vec![
                     format!("{}{}", "  ".repeat(n.level - 1), n.row.path),
                     n.row.id.to_string(),
-                    forest::state_label(&n.row, placements.of(n.row.id.as_str(), n.row.is_live())),
+                    forest::state_label(&n.row, &placements),
                 ];
                 if team {
                     row.push(forest::host_cell(&placements, &n.row));
@@ -136,6 +136,10 @@ fn node_json(
         }
         if let Held::Unreachable { since, .. } = placements.of(n.row.id.as_str(), n.row.is_live()) {
             m.insert("hostUnreachableSince".into(), Value::from(since));
+        }
+        // Issue 45: what needs the user, as every surface says it.
+        if let Some(need) = placements.need_of(&(&n.row).into()) {
+            m.insert("attention".into(), serde_json::to_value(need)?);
         }
         m.insert(
             "manager_session".into(),
@@ -216,7 +220,7 @@ pub fn tree(db: &Path, filters: &TreeFilters<'_>, out: &mut dyn Write) -> Result
                 out,
                 "{indent}{label}  {}  [{}]{on}  {}  · {} tokens · {}{held}",
                 t.path,
-                forest::state_label(t, placements.of(t.id.as_str(), t.is_live())),
+                forest::state_label(t, &placements),
                 t.name,
                 thousands(u.total_tokens()),
                 usd(u.cost_usd)
@@ -253,6 +257,12 @@ pub fn show(
     if let Held::Unreachable { since, .. } = placements.of(t.id.as_str(), t.is_live()) {
         doc["hostUnreachableSince"] = Value::from(since);
     }
+    // Issue 45: what needs the user, as every surface says it, and the state in words.
+    let need = placements.need_of(&(&t).into());
+    doc["state"] = Value::from(forest::state_label(&t, &placements));
+    if let Some(need) = &need {
+        doc["attention"] = serde_json::to_value(need)?;
+    }
     if json {
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
         return Ok(());
@@ -267,6 +277,7 @@ pub fn show(
         ("manager", format!("{session} ({contract})")),
         ("status", status_text(&t)),
         ("phase", t.phase().to_string()),
+        ("state", forest::state_label(&t, &placements)),
         ("depth", t.depth.to_string()),
         ("cwd", t.cwd.clone()),
         ("args", serde_json::to_string(&t.args)?),
@@ -288,6 +299,9 @@ pub fn show(
                 _ => host.to_string(),
             },
         ));
+    }
+    if let Some(need) = &need {
+        kv.push(("needs you", need_text(need)));
     }
     if let Some(k) = t.exit().map(|x| x.kind) {
         kv.push(("exit", exit_text(&t, k)));
@@ -418,6 +432,19 @@ fn session_text(conn: &Conn, id: &ThreadId) -> Result<String> {
             None => format!("(id {root})"),
         },
     )
+}
+
+/// What needs the user, in one line: the word, why, and since when (`show`).
+pub fn need_text(need: &crate::store::attention::Need) -> String {
+    let mut s = need.attention.as_str().to_string();
+    if let Some(d) = need.detail.as_deref().filter(|d| !d.is_empty()) {
+        s.push_str(": ");
+        s.push_str(d);
+    }
+    if let Some(since) = &need.since {
+        s.push_str(&format!(" (since {since})"));
+    }
+    s
 }
 
 fn status_text(t: &ThreadRow) -> String {

@@ -14,7 +14,7 @@ use super::sql::write_table;
 pub use crate::engine::budget::{budget_text, summary};
 use crate::engine::budget::{thousands, usd, Budget};
 use crate::error::Result;
-use crate::store::hosts::{Held, Placements};
+use crate::store::hosts::{Held, Placements, ThreadRowRef};
 use crate::store::open_read_only;
 use crate::store::usage::{self, trees, SubtreeUsage, TreeUsage, Usage};
 use crate::store::Conn;
@@ -63,18 +63,21 @@ pub fn tree_rows(
                     "live/host unreachable since {}",
                     super::forest::short_time(since)
                 ),
-                held => crate::domain::state_words(
+                _ => crate::domain::state_words(
                     r.status,
                     r.phase,
                     r.exit_kind,
                     r.exit_code,
                     r.exit_signal.is_some(),
-                    held == Held::Here
-                        && super::forest::owner_gone(
-                            r.status == ThreadStatus::Live,
-                            r.owner_pid,
-                            r.owner_started_at,
-                        ),
+                    placements
+                        .need_of(&ThreadRowRef {
+                            id: &r.id,
+                            live: r.status == ThreadStatus::Live,
+                            owner_pid: r.owner_pid,
+                            owner_started_at: r.owner_started_at,
+                            last_event_at: None,
+                        })
+                        .map(|n| n.attention),
                 ),
             },
             host: placements.host_of(&r.id).map(str::to_string),

@@ -69,9 +69,13 @@ pub fn title<'a>(snap: &Snapshot<'a>) -> Cow<'a, str> {
 /// A thread's status (see the module docs).
 pub fn status(snap: &Snapshot<'_>) -> String {
     if snap.running {
+        let word = match snap.attention {
+            Some(need) => need.word(),
+            None => snap.phase.as_str(),
+        };
         return match snap.pid {
-            Some(pid) => format!("live/{} pid={pid}", snap.shown_phase),
-            None => format!("live/{}", snap.shown_phase),
+            Some(pid) => format!("live/{word} pid={pid}"),
+            None => format!("live/{word}"),
         };
     }
     // The words every surface uses (a stop's code and signal never make it `failed`).
@@ -88,7 +92,7 @@ pub fn status(snap: &Snapshot<'_>) -> String {
         kind,
         code,
         signalled,
-        false,
+        snap.attention.map(|n| n.attention),
     )
 }
 

@@ -417,6 +417,7 @@ mod tests {
                 events: vec![],
                 usage: Default::default(),
                 pending: Default::default(),
+                attention: None,
             })
             .collect()
     }

@@ -78,35 +78,6 @@ pub use crate::store::output::OutputFacts;
 
 pub use crate::store::facts::{Pending, ThreadFacts};
 
-/// The phase a snapshot shows: the row's, or `queued` while the thread waits for a slot (the
-/// row is `starting` then; the contract's phases gain `queued` only with `THREADBASE_QUEUE=1`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ShownPhase {
-    Row(Phase),
-    Queued,
-}
-
-impl ShownPhase {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ShownPhase::Row(p) => p.as_str(),
-            ShownPhase::Queued => "queued",
-        }
-    }
-}
-
-impl std::fmt::Display for ShownPhase {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl Serialize for ShownPhase {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
 /// The texts one detail level derives from a thread's facts. [`Projection::snapshot`] borrows
 /// them and the facts.
 pub struct Projection<'a> {
@@ -254,10 +225,6 @@ impl<'a> Projection<'a> {
             name: &row.name,
             task_name: &row.task_name,
             status: row.status(),
-            shown_phase: match self.facts.pending.queue_position {
-                Some(_) if live => ShownPhase::Queued,
-                _ => ShownPhase::Row(row.phase()),
-            },
             phase: row.phase(),
             running: live,
             parent_path,
@@ -299,6 +266,7 @@ impl<'a> Projection<'a> {
             queue_position: self.facts.pending.queue_position.filter(|_| live),
             question: self.facts.pending.question.as_ref().filter(|_| live),
             host_unreachable: self.facts.pending.unreachable.as_ref().filter(|_| live),
+            attention: self.facts.attention.as_ref(),
         }
     }
 }
@@ -317,11 +285,7 @@ pub struct Snapshot<'a> {
     pub name: &'a str,
     pub task_name: &'a str,
     pub status: ThreadStatus,
-    /// `phase` as shown: the row's phase, or `queued` (see [`ShownPhase`]).
-    #[serde(rename = "phase")]
-    pub shown_phase: ShownPhase,
-    /// The row's phase (a queued thread's is `starting`).
-    #[serde(skip)]
+    /// The row's phase: `queued` while the thread waits for a slot (THREADBASE_QUEUE=1).
     pub phase: Phase,
     pub running: bool,
     pub parent_path: &'a str,
@@ -373,6 +337,11 @@ pub struct Snapshot<'a> {
     /// (`{hostId, since}`); absent while its host is up, and on one host.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host_unreachable: Option<&'a crate::store::hosts::Unreachable>,
+    /// Issue 45: what needs the user about the thread, as the view `thread_attention` says
+    /// (`{attention, since, detail}`, `attention` one of `asking`, `failed`, `stalled`,
+    /// `unreachable`, `owner_gone`); absent when nothing does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attention: Option<&'a crate::store::attention::Need>,
 }
 
 /// `session`: `{kind: "known", file, id, name, pendingMessageCount}` once the child's session
@@ -488,6 +457,7 @@ pub fn snapshot(row: &ThreadRow, out: &OutputFacts, events: &[EventRow], detail:
         events: events.to_vec(),
         usage: Usage::default(),
         pending: Pending::default(),
+        attention: None,
     };
     serde_json::to_value(Projection::new(&facts, detail).snapshot()).unwrap_or(Value::Null)
 }
@@ -512,7 +482,7 @@ pub fn next_suggested_actions(row: &ThreadRow) -> &'static [&'static str] {
     match row.phase() {
         Phase::Idle => &["send prompt", "poll", "stop"],
         Phase::Stopping => &["poll", "wait"],
-        Phase::Starting | Phase::Busy | Phase::Failed | Phase::Stale => {
+        Phase::Starting | Phase::Queued | Phase::Busy | Phase::Failed | Phase::Stale => {
             &["wait", "poll", "send follow_up", "stop"]
         }
     }

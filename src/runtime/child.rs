@@ -291,6 +291,15 @@ impl Runtime {
                         })
                         .await
                 }
+                Effect::TurnError(error) => {
+                    ingest
+                        .send(IngestOp::TurnError {
+                            thread_id: tid.clone(),
+                            at: now_iso(),
+                            error,
+                        })
+                        .await
+                }
                 Effect::SessionState { name, pending } => {
                     ingest
                         .send(IngestOp::SessionState {
@@ -426,11 +435,22 @@ pub(super) async fn read_stdout(
                     json!({"message": format!("The child rejected a command line: {err}")}),
                 )]
             }
-            Line::Json(v) => child
-                .tracker
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .on_event(&v),
+            Line::Json(v) => {
+                let (effects, active) = {
+                    let mut tracker = child.tracker.lock().unwrap_or_else(|p| p.into_inner());
+                    (tracker.on_event(&v), tracker.activity_due(Instant::now()))
+                };
+                if active {
+                    rt.inner
+                        .ingest
+                        .send(IngestOp::Activity {
+                            thread_id: child.thread_id.clone(),
+                            at: now_iso(),
+                        })
+                        .await;
+                }
+                effects
+            }
             Line::Invalid(text) => vec![Effect::Event(
                 "thread_error",
                 json!({"message": format!("The child wrote a stdout line that is not a JSON object: {text}")}),

@@ -62,6 +62,17 @@ pub enum IngestOp {
         thread_id: Arc<ThreadId>,
         open: bool,
     },
+    /// The last turn's error (`None`: a new turn began); the last one of a batch wins.
+    TurnError {
+        thread_id: Arc<ThreadId>,
+        at: String,
+        error: Option<String>,
+    },
+    /// The child said something (any line); the last one of a batch wins.
+    Activity {
+        thread_id: Arc<ThreadId>,
+        at: String,
+    },
     /// A `get_state` answer's session name and pending message count (the last one wins).
     SessionState {
         thread_id: Arc<ThreadId>,
@@ -280,6 +291,8 @@ struct ThreadFacts<'a> {
     assistant: Option<&'a str>,
     partial: Option<&'a str>,
     turn_open: Option<bool>,
+    turn_error: Option<(Option<&'a str>, &'a str)>,
+    activity: Option<&'a str>,
     session: Option<(Option<&'a str>, Option<i64>)>,
     stderr: Vec<u8>,
     /// The usage of the batch's completed assistant messages, summed, and when the last came.
@@ -298,6 +311,8 @@ fn apply(tx: &Tx<'_>, ops: &[IngestOp]) -> Result<()> {
             | IngestOp::AssistantText { thread_id, .. }
             | IngestOp::PartialText { thread_id, .. }
             | IngestOp::TurnOpen { thread_id, .. }
+            | IngestOp::TurnError { thread_id, .. }
+            | IngestOp::Activity { thread_id, .. }
             | IngestOp::SessionState { thread_id, .. }
             | IngestOp::Stderr { thread_id, .. }
             | IngestOp::Usage { thread_id, .. } => thread_id,
@@ -327,6 +342,10 @@ fn apply(tx: &Tx<'_>, ops: &[IngestOp]) -> Result<()> {
             }
             IngestOp::PartialText { text, .. } => facts.partial = Some(text),
             IngestOp::TurnOpen { open, .. } => facts.turn_open = Some(*open),
+            IngestOp::TurnError { at, error, .. } => {
+                facts.turn_error = Some((error.as_deref(), at))
+            }
+            IngestOp::Activity { at, .. } => facts.activity = Some(at),
             IngestOp::SessionState { name, pending, .. } => {
                 facts.session = Some((name.as_deref(), *pending))
             }
@@ -349,6 +368,12 @@ fn apply(tx: &Tx<'_>, ops: &[IngestOp]) -> Result<()> {
         }
         if let Some(open) = facts.turn_open {
             output::set_turn_open(tx, thread_id, open)?;
+        }
+        if let Some((error, at)) = facts.turn_error {
+            output::set_turn_error(tx, thread_id, error, at)?;
+        }
+        if let Some(at) = facts.activity {
+            output::set_activity(tx, thread_id, at)?;
         }
         if let Some((name, pending)) = facts.session {
             output::set_session_state(tx, thread_id, name, pending)?;
@@ -456,6 +481,12 @@ mod tests {
                 IngestOp::TurnOpen { thread_id, open } => {
                     output::set_turn_open(tx, thread_id, *open)?;
                 }
+                IngestOp::TurnError {
+                    thread_id,
+                    at,
+                    error,
+                } => output::set_turn_error(tx, thread_id, error.as_deref(), at)?,
+                IngestOp::Activity { thread_id, at } => output::set_activity(tx, thread_id, at)?,
                 IngestOp::SessionState {
                     thread_id,
                     name,

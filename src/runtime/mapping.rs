@@ -7,6 +7,9 @@ use crate::pi::events::{self, read};
 use crate::store::usage::Usage;
 use crate::text::{byte_suffix, retain};
 
+/// How often a child's activity is recorded at most ([`Tracker::activity_due`]).
+pub const ACTIVITY_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Retained assistant text, in UTF-16 units.
 pub const RETAINED_TEXT_CHARS: usize = 100_000;
 /// `assistant_message.text` is a byte tail of this many bytes.
@@ -37,6 +40,10 @@ pub enum Effect {
         name: Option<String>,
         pending: Option<i64>,
     },
+    /// The last turn ended in an error (its first line), or a new turn began after one that
+    /// did (`None`): `thread_output.turn_error`, what the view `thread_attention` reads as
+    /// `failed` while the thread is live and idle.
+    TurnError(Option<String>),
     /// Spend to add to the thread's: a completed assistant message's usage (one turn, its
     /// tool calls), or the usage Pi 1.6 reports beside turns (a tool result's nested model
     /// calls, a `usage` session entry, a compaction), as its session cost counts them.
@@ -65,6 +72,10 @@ pub struct Tracker {
     pub unanswered_prompts: u32,
     /// `THREADBASE_UI=parent`: dialogs are asked of the parent instead of cancelled.
     pub ask_parent: bool,
+    /// The last turn ended in an error (and no turn began since).
+    pub turn_failed: bool,
+    /// When the child's last line was recorded as activity ([`Tracker::activity_due`]).
+    pub activity_at: Option<std::time::Instant>,
 }
 
 impl Tracker {
@@ -78,6 +89,8 @@ impl Tracker {
             prompted: true,
             unanswered_prompts: 0,
             ask_parent: false,
+            turn_failed: false,
+            activity_at: None,
         }
     }
 
@@ -93,6 +106,14 @@ impl Tracker {
         if self.phase != Phase::Stopping && self.phase != phase {
             self.phase = phase;
             out.push(Effect::Phase(phase));
+        }
+    }
+
+    /// A run or a turn begins: a failure of the one before is over.
+    fn clear_turn_error(&mut self, out: &mut Vec<Effect>) {
+        if self.turn_failed {
+            self.turn_failed = false;
+            out.push(Effect::TurnError(None));
         }
     }
 
@@ -117,9 +138,11 @@ impl Tracker {
         match kind {
             "agent_start" => {
                 self.seen_run = true;
+                self.clear_turn_error(&mut out);
                 self.set_phase(Phase::Busy, &mut out);
             }
             "turn_start" => {
+                self.clear_turn_error(&mut out);
                 self.set_phase(Phase::Busy, &mut out);
                 if !self.turn_open {
                     self.turn_open = true;
@@ -127,7 +150,17 @@ impl Tracker {
                     out.push(Effect::Event("turn_started", json!({})));
                 }
             }
-            "message_start" => self.set_phase(Phase::Busy, &mut out),
+            // A message inside a run. A message that starts no turn (a custom message such as a
+            // notice delivered into an idle session: Pi 1.6 emits its message_start and
+            // message_end with no agent_start) leaves an idle thread idle.
+            "message_start" => {
+                let role = read::<events::MessageEnd>(v)
+                    .and_then(|m| m.message)
+                    .and_then(|m| m.role);
+                if role == Some("assistant") {
+                    self.set_phase(Phase::Busy, &mut out);
+                }
+            }
             "message_update" => {
                 let update = read::<events::MessageUpdate>(v).and_then(|u| u.event);
                 if let Some(events::StreamEvent {
@@ -140,7 +173,10 @@ impl Tracker {
             }
             "message_end" => {
                 if let Some(msg) = read::<events::MessageEnd>(v).and_then(|e| e.message) {
-                    on_message_end(&msg, &mut out);
+                    if let Some(error) = on_message_end(&msg, &mut out) {
+                        self.turn_failed = true;
+                        out.push(Effect::TurnError(Some(error)));
+                    }
                 }
             }
             "tool_execution_start" => {
@@ -219,6 +255,21 @@ impl Tracker {
         out
     }
 
+    /// The child said something at `now`: whether to record it as its activity
+    /// (`thread_output.activity_at`, what the view reads a stall from). At most once per
+    /// [`ACTIVITY_EVERY`], so a streaming child costs one small write a second; a stall is
+    /// judged in minutes.
+    pub fn activity_due(&mut self, now: std::time::Instant) -> bool {
+        if self
+            .activity_at
+            .is_some_and(|t| now.duration_since(t) < ACTIVITY_EVERY)
+        {
+            return false;
+        }
+        self.activity_at = Some(now);
+        true
+    }
+
     /// Records that a prompt is about to be written (see [`Tracker::unanswered_prompts`]).
     pub fn on_prompt_written(&mut self) {
         self.unanswered_prompts += 1;
@@ -277,7 +328,9 @@ impl Default for Tracker {
 }
 
 /// The effects of a finished message: its spend, and an assistant message's text or error.
-fn on_message_end(msg: &events::Message, out: &mut Vec<Effect>) {
+/// Returns the first line of an assistant message's error (its turn failed).
+fn on_message_end(msg: &events::Message, out: &mut Vec<Effect>) -> Option<String> {
+    let mut failed = None;
     match msg.role {
         Some("toolResult") => {
             // threadbase's own tools report the spend of the threads below, which their rows
@@ -295,6 +348,8 @@ fn on_message_end(msg: &events::Message, out: &mut Vec<Effect>) {
             if msg.stop_reason == Some("error") {
                 let m = msg.error_message.unwrap_or("The model returned an error.");
                 out.push(Effect::Event("thread_error", json!({"message": m})));
+                let first = m.lines().find(|l| !l.trim().is_empty()).unwrap_or(m).trim();
+                failed = Some(crate::text::truncate_ellipsis(first, 500));
             }
             if !text.trim().is_empty() {
                 out.push(Effect::Event(
@@ -306,6 +361,7 @@ fn on_message_end(msg: &events::Message, out: &mut Vec<Effect>) {
         }
         _ => {}
     }
+    failed
 }
 
 /// Spend reported beside turns (a `usage` entry, a compaction), unless it is nothing.

@@ -6,6 +6,7 @@
 use crate::domain::ThreadId;
 use crate::error::{Error, ErrorCode, Result};
 use crate::store::db::{params, q, Row};
+use crate::store::attention::{self, Need};
 use crate::store::events::{self, EventRow};
 use crate::store::hosts::{self, Unreachable};
 use crate::store::output::{self, OutputFacts};
@@ -27,6 +28,8 @@ pub struct ThreadFacts {
     pub usage: Usage,
     /// What a live thread waits for: a slot in the queue, or its parent's answer (issue 30).
     pub pending: Pending,
+    /// What needs the user about it (issue 45: the view `thread_attention`, [`attention`]).
+    pub attention: Option<Need>,
 }
 
 /// What a live thread waits for (issue 30): its place in the queue (`THREADBASE_QUEUE=1`) or
@@ -139,12 +142,14 @@ pub fn of_thread(conn: &Conn, id: &ThreadId, hosts: HostCheck) -> Result<ThreadF
             .pop()
             .flatten();
     }
+    let attention = attention::of_thread(conn, id)?;
     Ok(ThreadFacts {
         row,
         out,
         events,
         usage,
         pending,
+        attention,
     })
 }
 
@@ -163,8 +168,9 @@ pub fn pending_of(conn: &Conn, row: &ThreadRow) -> Result<Pending> {
 }
 
 /// The facts of `rows` (in their order), each with its last `recent_events` retained events,
-/// in at most six more queries whatever their number: the retained output of all of them,
-/// their events, what each spent, and what the live ones wait for (their queue positions,
+/// in at most seven more queries whatever their number: the retained output of all of them,
+/// their events, what each spent, what needs the user (`thread_attention`), and what the
+/// live ones wait for (their queue positions,
 /// pending questions, and hosts whose lease ran out).
 pub fn of_threads(
     conn: &Conn,
@@ -180,18 +186,21 @@ pub fn of_threads(
     let events = events::rows_of_threads(conn, &ids, recent_events)?;
     let usage = usage::of_threads(conn, &ids)?;
     let pending = pending_of_rows(conn, &rows, hosts)?;
+    let needs = attention::of_threads(conn, &ids)?;
     Ok(rows
         .into_iter()
         .zip(outs)
         .zip(events)
         .zip(usage)
         .zip(pending)
-        .map(|((((row, out), events), usage), pending)| ThreadFacts {
+        .zip(needs)
+        .map(|(((((row, out), events), usage), pending), attention)| ThreadFacts {
             row,
             out,
             events,
             usage,
             pending,
+            attention,
         })
         .collect())
 }

@@ -161,6 +161,28 @@ pub fn unreachable(thread: &str, action: &str, lease: &Lease) -> crate::error::E
     ))
 }
 
+/// What [`Placements::need_of`] reads of a thread's row (the views read their own row types).
+pub struct ThreadRowRef<'a> {
+    pub id: &'a str,
+    pub live: bool,
+    pub owner_pid: Option<i64>,
+    pub owner_started_at: Option<i64>,
+    /// The thread's last event, the `since` of an owner this host sees gone, when read.
+    pub last_event_at: Option<&'a str>,
+}
+
+impl<'a> From<&'a crate::store::threads::ThreadRow> for ThreadRowRef<'a> {
+    fn from(t: &'a crate::store::threads::ThreadRow) -> Self {
+        ThreadRowRef {
+            id: t.id.as_str(),
+            live: t.is_live(),
+            owner_pid: t.owner_pid,
+            owner_started_at: t.owner_started_at,
+            last_event_at: Some(&t.last_event_at),
+        }
+    }
+}
+
 /// Where a thread is held, as the views show it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Held<'a> {
@@ -225,6 +247,9 @@ pub struct Placements {
     /// Each thread's host, by thread id.
     held: HashMap<String, String>,
     leases: Leases,
+    /// What needs the user about each thread that needs anything (issue 45, the view
+    /// `thread_attention`), by thread id.
+    needs: HashMap<String, crate::store::attention::Need>,
 }
 
 impl Placements {
@@ -239,6 +264,16 @@ impl Placements {
     }
 
     fn read_of(conn: &Conn, one: Option<&ThreadId>) -> Result<Placements> {
+        let needs = match one {
+            None => crate::store::attention::all(conn)?
+                .into_iter()
+                .map(|(id, n)| (id.into_string(), n))
+                .collect(),
+            Some(id) => crate::store::attention::of_thread_checked(conn, id)?
+                .map(|n| (id.as_str().to_string(), n))
+                .into_iter()
+                .collect(),
+        };
         if conn.one(q!("hosts_recorded"), params![], |r| r.get::<i64>(0))? == 0 {
             return Ok(Placements {
                 held: HashMap::new(),
@@ -246,6 +281,7 @@ impl Placements {
                     here: crate::host::HostIdentity::here().host_id.clone(),
                     by_host: HashMap::new(),
                 },
+                needs,
             });
         }
         let read = |r: &Row<'_>| Ok((r.get(0)?, r.get(1)?));
@@ -256,7 +292,26 @@ impl Placements {
         Ok(Placements {
             held: held.into_iter().collect(),
             leases: Leases::read(conn)?,
+            needs,
         })
+    }
+
+    /// What needs the user about thread `t` (issue 45): the view's word, seen from this host
+    /// ([`crate::store::attention::seen_here`]): a live thread held here whose serve's pid is
+    /// gone is `owner_gone` at once.
+    pub fn need_of(&self, t: &ThreadRowRef<'_>) -> Option<crate::store::attention::Need> {
+        let here = self.of(t.id, t.live) == Held::Here;
+        let owner_gone = here
+            && t.live
+            && t.owner_started_at.is_some()
+            && ProcessIdentity::recorded(t.owner_pid, t.owner_started_at, None, None)
+                .is_some_and(|owner| !owner.is_alive());
+        crate::store::attention::seen_here(
+            self.needs.get(t.id).cloned(),
+            owner_gone,
+            t.owner_pid,
+            t.last_event_at,
+        )
     }
 
     /// Whether the views show hosts: the database knows a host other than this one (a thread

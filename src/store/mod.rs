@@ -9,6 +9,7 @@
 pub mod adhoc;
 pub mod adopt;
 pub mod agents;
+pub mod attention;
 pub mod budgets;
 pub mod check;
 pub mod commands;

@@ -11,7 +11,7 @@ use crate::store::db::{params, q, Row};
 use crate::store::Conn;
 
 use super::mailbox::{self, Direction, MailKind, NewMail};
-use crate::domain::{state_words, ExitKind, Phase, ThreadId, ThreadStatus};
+use crate::domain::{state_words, Attention, ExitKind, Phase, ThreadId, ThreadStatus};
 use crate::error::Result;
 use crate::store::rows::columns;
 use crate::text::thread_notice_text;
@@ -45,20 +45,27 @@ pub fn write(conn: &Conn, thread_id: &ThreadId, cause: Cause, at: &str) -> Resul
     if !expected {
         return Ok(false);
     }
+    // Issue 45: a turn that ended in an error is told as a failure, with the error's first
+    // line, as every surface reads it (the view `thread_attention`).
+    let need = crate::store::attention::of_thread(conn, thread_id)?;
     let state = state_words(
         f.status,
         f.phase,
         f.exit_kind,
         f.exit_code,
         f.exit_signal.is_some(),
-        false,
+        need.as_ref().map(|n| n.attention),
     );
+    let turn_error = need
+        .as_ref()
+        .filter(|n| f.status == ThreadStatus::Live && n.attention == Attention::Failed)
+        .and_then(|n| n.detail.as_deref());
     let body = thread_notice_text(
         &f.name,
         &f.path,
         &state,
         f.exit_kind,
-        f.exit_message.as_deref(),
+        turn_error.or(f.exit_message.as_deref()),
         f.answer.as_deref(),
     );
     let word = match cause {

@@ -93,6 +93,21 @@ pub fn set_partial(conn: &Conn, id: &ThreadId, text: &str) -> Result<()> {
     Ok(())
 }
 
+/// The last turn's error (`None`: a new turn began), at `at`.
+pub fn set_turn_error(conn: &Conn, id: &ThreadId, error: Option<&str>, at: &str) -> Result<()> {
+    conn.execute(
+        q!("output_set_turn_error"),
+        params![id, error, error.map(|_| at)],
+    )?;
+    Ok(())
+}
+
+/// When the child last said anything.
+pub fn set_activity(conn: &Conn, id: &ThreadId, at: &str) -> Result<()> {
+    conn.execute(q!("output_set_activity"), params![id, at])?;
+    Ok(())
+}
+
 /// Whether a turn is under way.
 pub fn set_turn_open(conn: &Conn, id: &ThreadId, open: bool) -> Result<()> {
     conn.execute(q!("output_set_turn_open"), params![id, open])?;

@@ -87,6 +87,7 @@ pub const ROWS: &[(&str, &str, usize)] = {
     rows![
         batch_col,
         migration_col,
+        attention::col,
         threads::col,
         agents::col,
         workers::col,

@@ -10,7 +10,8 @@ use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, 
 use crate::store::db::{wrong, Cell, FromCell, ToParam, Value};
 
 use crate::domain::{
-    AgentState, CommandKind, CommandState, Contract, Direction, ExitKind, MailKind, MailState,
+    AgentState, Attention, CommandKind, CommandState, Contract, Direction, ExitKind, MailKind,
+    MailState,
     ManagerId, Outcome, Phase, QuestionKind, QuestionState, SessionId, ThreadId, ThreadStatus,
     WorkerId,
 };
@@ -83,7 +84,8 @@ stored_as_words!(
     Direction,
     MailKind,
     QuestionKind,
-    QuestionState
+    QuestionState,
+    Attention
 );
 
 /// Text ids: written and read as their text (rusqlite's traits and the store's).

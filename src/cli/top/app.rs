@@ -172,7 +172,7 @@ impl App {
                     continue;
                 }
             }
-            if r.owner_gone {
+            if r.owner_gone() {
                 gone += 1;
             } else if r.live() {
                 live += 1;
@@ -628,7 +628,7 @@ fn group_key(r: &Row) -> String {
 fn folded_label<'a>(info: &forest::RootInfo, rows: impl Iterator<Item = &'a Row>) -> String {
     let (mut live, mut closed, mut gone) = (0, 0, 0);
     for r in rows {
-        if r.owner_gone {
+        if r.owner_gone() {
             gone += 1;
         } else if r.live() {
             live += 1;

@@ -33,8 +33,9 @@ pub(super) struct Row {
     /// The exit's code, and whether a signal ended it.
     exit_code: Option<i64>,
     signalled: bool,
-    /// Live, and its owning serve is gone (read as the rows are loaded; nothing is written).
-    pub(super) owner_gone: bool,
+    /// What needs the user (issue 45: the view `thread_attention`, seen from this host: a
+    /// serve of this host whose pid is gone is `owner_gone` at once); nothing is written.
+    pub(super) need: Option<crate::store::attention::Need>,
     /// The host that holds (or held) it, when recorded (issue 33).
     pub(super) host: Option<String>,
     /// Live on a host whose lease ran out: since when (its last heartbeat).
@@ -67,10 +68,22 @@ impl Row {
         state.keeps(self.live()) && visibility.keeps(self.archived || self.hidden)
     }
 
+    /// Live, and its owning serve is gone.
+    pub(super) fn owner_gone(&self) -> bool {
+        self.live()
+            && self
+                .need
+                .as_ref()
+                .is_some_and(|n| n.attention == crate::domain::Attention::OwnerGone)
+    }
+
     pub(super) fn state_text(&self) -> String {
         if self.unreachable_since.is_some() && self.live() {
             // The detail's poll says since when and what to do.
             return "host unreachable".to_string();
+        }
+        if let Some(n) = self.need.as_ref().filter(|_| self.live()) {
+            return format!("live/{}", n.word());
         }
         match (self.contract, self.agent_state) {
             (Contract::Agent, Some(s)) => return s.to_string(),
@@ -92,7 +105,7 @@ impl Row {
             self.exit_kind,
             self.exit_code,
             self.signalled,
-            self.owner_gone,
+            self.need.as_ref().map(|n| n.attention),
         )
     }
 }
@@ -143,16 +156,21 @@ pub(super) fn load_rows(conn: &Conn, subtree: &str) -> Result<Loaded> {
     let placements = Placements::read(conn)?;
     for r in &mut rows {
         r.host = placements.host_of(&r.id).map(str::to_string);
+        r.need = placements.need_of(&crate::store::hosts::ThreadRowRef {
+            id: &r.id,
+            live: r.live(),
+            owner_pid: r.owner.map(|o| o.pid),
+            owner_started_at: r.owner.map(|o| o.started_at),
+            last_event_at: Some(&r.last_event_at),
+        });
         match placements.of(&r.id, r.live()) {
             Held::Here => {}
             Held::Elsewhere { host } => {
-                r.owner_gone = false;
                 r.owner = r.owner.and_then(|o| {
                     ProcessIdentity::recorded(Some(o.pid), Some(o.started_at), Some(host), None)
                 });
             }
             Held::Unreachable { since, .. } => {
-                r.owner_gone = false;
                 r.unreachable_since = Some(since.to_string());
             }
         }
@@ -166,11 +184,6 @@ pub(super) fn load_rows(conn: &Conn, subtree: &str) -> Result<Loaded> {
 
 impl From<TopRow> for Row {
     fn from(r: TopRow) -> Row {
-        let owner_gone = crate::cli::forest::owner_gone(
-            r.status == ThreadStatus::Live,
-            r.owner_pid,
-            r.owner_started_at,
-        );
         Row {
             id: r.id,
             session: r.session,
@@ -197,7 +210,7 @@ impl From<TopRow> for Row {
             verdict: r.verdict,
             exit_code: r.exit_code,
             signalled: r.signalled,
-            owner_gone,
+            need: None,
             host: None,
             unreachable_since: None,
         }
@@ -219,6 +232,7 @@ pub(super) fn thread_snapshot(conn: &Conn, id: &ThreadId) -> Result<Option<Value
         events: evs,
         usage: Default::default(),
         pending,
+        attention: crate::store::attention::of_thread_checked(conn, id)?,
     };
     Ok(Some(serde_json::to_value(
         projection::Projection::new(&facts, Detail::Tail).snapshot(),

@@ -46,6 +46,7 @@ fn facts(row: ThreadRow, out: OutputFacts) -> ThreadFacts {
         events: vec![],
         usage: Default::default(),
         pending: Default::default(),
+        attention: None,
     }
 }
 
@@ -238,6 +239,7 @@ fn poll_text_with_events_and_stderr() {
         ],
         usage: Default::default(),
         pending: Default::default(),
+        attention: None,
     };
     let text = with(&f, Detail::Tail, |p| polled(p, &p.snapshot()));
     assert_eq!(

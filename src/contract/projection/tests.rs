@@ -668,6 +668,7 @@ fn facts_with_answer(text: &str) -> ThreadFacts {
         events: vec![],
         usage: Default::default(),
         pending: Default::default(),
+        attention: None,
     }
 }
 
@@ -753,6 +754,7 @@ fn result_lines_say_when_cut() {
         events: vec![],
         usage: Default::default(),
         pending: Default::default(),
+        attention: None,
     };
     assert_eq!(
         lines(&Projection::new(&facts, Detail::Summary)),

@@ -86,7 +86,7 @@ pub(super) async fn monitor(
                 }
             }
             // A closed thread's phases: the view says `closed` first.
-            Phase::Starting | Phase::Stopping | Phase::Failed | Phase::Stale => {}
+            Phase::Starting | Phase::Queued | Phase::Stopping | Phase::Failed | Phase::Stale => {}
         }
         if view.changed().await.is_err() {
             break;

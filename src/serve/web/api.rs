@@ -27,9 +27,10 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::runtime::process::ProcessIdentity;
 use crate::runtime::SendMode;
 use crate::store::events::StoredEvent;
+use crate::store::attention::Need;
 use crate::store::hosts::{Held, Leases};
 use crate::store::web::{self as rows, WebFilter, WebRow};
-use crate::store::{commands, events, sessions, threads, usage};
+use crate::store::{commands, events, sessions, threads, usage, ThreadIds};
 use crate::Store;
 
 /// Rows a page holds at most.
@@ -238,6 +239,9 @@ pub struct RowDoc {
     pub manager_session: String,
     /// The state in words, as `tree` and `top` show it (`live/busy`, `closed/stopped`, …).
     pub state: String,
+    /// Issue 45: what needs the user (`{attention, since, detail}`), absent when nothing does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attention: Option<Need>,
     /// Issue 33: the host that holds (or held) it, on a database more than one host uses.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
@@ -267,16 +271,29 @@ fn owner_alive(pid: Option<i64>, started_at: Option<i64>) -> bool {
     ProcessIdentity::recorded(pid, started_at, None, None).is_some_and(|o| o.is_alive())
 }
 
+/// What needs the user about a row (issue 45): the view `thread_attention`'s word, seen from
+/// this host, as `tree` sees it ([`crate::store::attention::seen_here`]).
+fn need_of(r: &WebRow, leases: &Leases, need: Option<Need>) -> Option<Need> {
+    let live = r.status == ThreadStatus::Live;
+    let here = leases.held(r.host_id.as_deref(), live) == Held::Here;
+    let owner_gone = here
+        && live
+        && r.owner_started_at.is_some()
+        && !owner_alive(r.owner_pid, r.owner_started_at);
+    crate::store::attention::seen_here(need, owner_gone, r.owner_pid, Some(&r.last_event_at))
+}
+
 /// The state in words, as `tree` shows it: a live thread of a host whose lease ran out
-/// (issue 33) reads `live/host unreachable since T`.
-fn state_of(r: &WebRow, leases: &Leases) -> String {
+/// (issue 33) reads `live/host unreachable since T`, one that needs the user `live/<word>`.
+fn state_of(r: &WebRow, leases: &Leases, need: Option<&Need>) -> String {
     let live = r.status == ThreadStatus::Live;
     let held = leases.held(r.host_id.as_deref(), live);
     let mut s = match (r.contract, r.agent_state, held) {
-        (_, _, Held::Unreachable { since, .. }) => format!(
+        (_, _, Held::Unreachable { since, .. }) if live => format!(
             "live/host unreachable since {}",
             crate::store::sessions::short_time(since)
         ),
+        _ if live && need.is_some() => format!("live/{}", need.map_or("", Need::word)),
         (crate::domain::Contract::Agent, Some(a), _) => a.to_string(),
         _ => crate::domain::state_words(
             r.status,
@@ -284,10 +301,7 @@ fn state_of(r: &WebRow, leases: &Leases) -> String {
             r.exit_kind,
             r.exit_code,
             r.signalled,
-            held == Held::Here
-                && live
-                && r.owner_started_at.is_some()
-                && !owner_alive(r.owner_pid, r.owner_started_at),
+            need.map(|n| n.attention),
         ),
     };
     if r.archived || r.hidden {
@@ -308,6 +322,10 @@ pub fn page(
     let ids: Vec<ThreadId> = found.iter().map(|r| r.id.clone()).collect();
     let totals = rows::subtree_totals(conn, &ids)?;
     let leases = Leases::read(conn)?;
+    let needs = match crate::store::attention::has_view(conn)? {
+        true => crate::store::attention::of_threads(conn, &ThreadIds::new(&ids)?)?,
+        false => vec![None; ids.len()],
+    };
     // A team database (more than this host): each row names its host.
     let team = leases.others()
         || found
@@ -315,8 +333,10 @@ pub fn page(
             .any(|r| r.host_id.as_deref().is_some_and(|h| leases.is_other(h)));
     let rows = found
         .iter()
-        .map(|r| {
+        .zip(needs)
+        .map(|(r, need)| {
             let sub = totals.get(&r.id).copied().unwrap_or_default();
+            let need = need_of(r, &leases, need);
             RowDoc {
                 id: r.id.to_string(),
                 level: r.level,
@@ -325,7 +345,8 @@ pub fn page(
                 task_name: r.task_name.clone(),
                 contract: r.contract,
                 manager_session: r.manager_session.clone(),
-                state: state_of(r, &leases),
+                state: state_of(r, &leases, need.as_ref()),
+                attention: need,
                 host: r.host_id.clone().filter(|_| team),
                 status: r.status,
                 phase: r.phase,
