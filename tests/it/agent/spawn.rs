@@ -438,6 +438,61 @@ fn a_spawn_timeout_reports_once_and_never_stops_the_child() {
     w.finish(10);
 }
 
+/// A blocking spawn's timer reports too (0.19 sends the notice whenever it fires while the
+/// child works): the parent gets the `timeout` notice while its call still waits, and the
+/// call keeps waiting for the child's answer, which is its result. The settlement's notice is
+/// still superseded by that result; the timeout's row was sent, not just marked delivered.
+#[test]
+fn a_blocking_spawns_timeout_notice_reaches_the_parent_while_it_waits() {
+    let w = world();
+    talker(&w);
+    let mut root = w.root("talker", &[("THREADBASE_TEST_TIMEOUT_DIVISOR", "100")]);
+    let id = root.send(
+        "agent_spawn",
+        json!({"path": "slow", "type": "worker", "task": "t", "timeoutMs": 30000}),
+    );
+    wait_for("the timeout notice", Duration::from_secs(10), || {
+        notices(&root).iter().any(|n| n["kind"] == "timeout")
+    });
+    let n = notices(&root);
+    let t = n.iter().find(|n| n["kind"] == "timeout").unwrap();
+    assert_eq!(t["path"], "/root/slow");
+    assert_eq!(t["recipient"], "/root");
+    assert_eq!(t["timeoutMs"], 30000);
+    assert_eq!(t["recentOutput"], "looking at A\n---\nlooking at B");
+    assert!(
+        t["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Agent /root/slow is still running after its timeout of 30000 ms"),
+        "{t}"
+    );
+    // The notice came while the call was still waiting for the child.
+    assert_eq!(
+        w.sql("SELECT agent_state FROM threads WHERE path = '/root/slow'")[0][0],
+        "running"
+    );
+    let r = root.response(id, Duration::from_secs(60));
+    assert!(r.get("error").is_none(), "{r}");
+    assert_eq!(r["result"]["details"]["state"], "completed", "{r}");
+    assert_eq!(r["result"]["details"]["output"], "final answer", "{r}");
+    std::thread::sleep(Duration::from_millis(400));
+    let n = notices(&root);
+    assert_eq!(
+        n.iter().filter(|n| n["kind"] == "timeout").count(),
+        1,
+        "{n:?}"
+    );
+    // The answer was the tool result: no settlement notice repeats it.
+    assert!(!n.iter().any(|n| n["kind"] == "notice"), "{n:?}");
+    assert_eq!(
+        w.sql("SELECT count(*) FROM mailbox WHERE direction = 'to_parent' AND state = 'pending'"),
+        vec![vec![json!(0)]]
+    );
+    drop(root);
+    w.finish(10);
+}
+
 /// finalRecap: detached children's results are held back (pending mailbox rows) and delivered
 /// as one notice when the last outstanding one has reported; a timeout notice still goes at
 /// once; a blocking spawn's result is its tool result, never part of the recap.
