@@ -184,6 +184,34 @@ fn queue_fills_the_limit_queues_three_more_and_launches_them_in_order_as_threads
     assert!(w.base.leftovers().is_empty());
 }
 
+/// A queued start's result says, in its text and its details alike, that the prompt was not
+/// accepted (no process has it yet): `Prompt accepted: no` and `promptAccepted: false`, as
+/// docs/queue-and-questions.md promises; a start that launches says yes and true.
+#[test]
+fn queue_a_queued_starts_details_say_prompt_accepted_false() {
+    let w = world("queue_accepted");
+    let mut s = w.serve("1");
+    let r = start(&mut s, "a");
+    assert_eq!(r["details"]["promptAccepted"], true, "{r}");
+    let r = start(&mut s, "b");
+    assert_eq!(snapshot(&r)["phase"], "queued", "{r}");
+    let text = r["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("\nPrompt accepted: no\n"), "{text}");
+    assert_eq!(r["details"]["kind"], "started", "{r}");
+    assert_eq!(r["details"]["promptAccepted"], false, "{r}");
+    assert!(
+        r["details"]["note"]
+            .as_str()
+            .unwrap()
+            .starts_with("queued at position 1:"),
+        "{r}"
+    );
+    stop(&mut s, "/root/b");
+    stop(&mut s, "/root/a");
+    s.close(Duration::from_secs(20));
+    assert!(w.base.leftovers().is_empty());
+}
+
 fn snapshot_of_wait(r: &Value) -> &Value {
     &r["details"]["snapshot"]
 }

@@ -882,6 +882,56 @@ fn pages_are_the_trees_rows_in_order_with_their_subtree_totals() {
     }
 }
 
+/// A tree's header total (`/api/trees`) is `threadbase usage`'s tree total: its threads' spend
+/// and the root session's own turns (`session_usage`), the latter counted once.
+#[test]
+fn the_tree_headers_total_is_usages_tree_total() {
+    let db = common::temp_db();
+    // 12 threads of 1,200 tokens and $0.01 each; the session's own turns 350 tokens, $0.04.
+    seed_forest(&db.path, 12);
+    rusqlite::Connection::open(&db.path)
+        .unwrap()
+        .execute(
+            "INSERT INTO session_usage (session_id, input_tokens, output_tokens, cost_usd, turns,
+                                        updated_at)
+             VALUES ('ses_big', 300, 50, 0.04, 2, '2026-12-01T08:00:00.000Z')",
+            [],
+        )
+        .unwrap();
+    let out = common::threadbase(&db.path, &["usage", "--json"]);
+    assert!(out.status.success(), "{out:?}");
+    let usage: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tree = &usage["trees"][0];
+    assert_eq!(tree["rootSession"], "ses_big", "{usage}");
+    let tokens: i64 = [
+        "inputTokens",
+        "outputTokens",
+        "cacheReadTokens",
+        "cacheWriteTokens",
+    ]
+    .iter()
+    .map(|k| tree[k].as_i64().unwrap())
+    .sum();
+    assert_eq!(tokens, 12 * 1_200 + 350, "{usage}");
+    assert!(
+        (tree["costUsd"].as_f64().unwrap() - 0.16).abs() < 1e-9,
+        "{usage}"
+    );
+
+    let web = Web::start(&db.path, TOKEN);
+    let (status, trees) = web.get("/api/trees");
+    assert_eq!(status, 200, "{trees}");
+    let header = &trees["trees"][0];
+    assert_eq!(header["rootSession"], "ses_big", "{trees}");
+    assert_eq!(header["total"]["tokens"], tokens, "{trees}");
+    assert_eq!(header["total"]["costUsd"], tree["costUsd"], "{trees}");
+    // The usage panel says the same total.
+    let (_, panel) = web.get("/api/usage");
+    let line = panel["lines"][0].as_str().unwrap();
+    assert!(line.contains(" · 14,750 tokens ("), "{panel}");
+    assert!(line.contains(") · $0.1600 · "), "{panel}");
+}
+
 /// A child's question (`THREADBASE_UI=parent`) shows in its detail with the answers its kind
 /// takes; a click on one answers it once (`answered_by` is `web`), and the child gets it and
 /// goes on.

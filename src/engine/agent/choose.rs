@@ -2,11 +2,13 @@
 //! (`modelSelection` over the type's list, the models that have credentials as `pi
 //! --list-models` lists them and the main session's scope), its thinking level (clamped to
 //! what the model supports) and its tools (`toolFiltering`); for any other type, the parent's
-//! model and thinking level as its argv names them (recorded, the flags left as inherited). The
-//! choice is made at spawn and recorded on the thread's row; every run of a defined type is
-//! launched from the row, with Pi's own flags (`--provider`/`--model`, `--thinking`,
-//! `--tools`/`--exclude-tools`/`--no-tools`) instead of the inherited ones; every child gets
-//! `--extension` for each `requiredChildExtensions` entry.
+//! model as its row or argv names it, and the thinking level as 0.19 resolves it (the
+//! parent's, else the main session's, else `off`, clamped likewise), the flags left as
+//! inherited but `--thinking`. The choice is made at spawn and recorded on the thread's row;
+//! every run of a defined type is launched from the row, with Pi's own flags
+//! (`--provider`/`--model`, `--thinking`, `--tools`/`--exclude-tools`/`--no-tools`) instead of
+//! the inherited ones, and every run of another type with the row's `--thinking`; every child
+//! gets `--extension` for each `requiredChildExtensions` entry.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -146,17 +148,39 @@ impl Engine {
     pub(super) async fn choose(&self, kind: &str, parent: Option<&AgentRow>) -> Result<Choice> {
         let parent_model = parent.and_then(|p| p.model.clone());
         let parent_thinking = parent.and_then(|p| p.thinking.clone());
+        let (main_model, main_thinking) = self.main_model();
         let Some(t) = self.agent_type(kind).cloned() else {
-            // Not a defined type: the parent's model and thinking, as its row or argv say.
-            let (arg_model, arg_thinking) = crate::pi::models::model_of_args(&self.cfg.parent_args);
+            // Not a defined type: the parent's model, as its row or argv say; the thinking
+            // level as 0.19 resolves it (no type's: the parent's, else the main session's,
+            // else `off`), clamped to what that model supports when Pi lists it.
+            let (arg_model, _) = crate::pi::models::model_of_args(&self.cfg.parent_args);
+            let model = parent_model.or(arg_model);
+            let available = match model {
+                // The clamp needs Pi's list; a spawn of such a type never needed it, so a
+                // list that cannot be had leaves the level unclamped rather than refusing.
+                Some(_) => self.available_models().await.unwrap_or_else(|e| {
+                    tracing::warn!("pi --list-models failed; thinking level not clamped: {e}");
+                    Arc::default()
+                }),
+                None => Arc::default(),
+            };
+            let thinking = settings::choose_thinking(
+                [
+                    None,
+                    None,
+                    parent_thinking.as_deref(),
+                    main_thinking.as_deref(),
+                ],
+                model.as_deref(),
+                &available,
+            );
             return Ok(Choice {
-                model: parent_model.or(arg_model),
-                thinking: parent_thinking.or(arg_thinking),
+                model,
+                thinking: Some(thinking),
                 tools: None,
             });
         };
         let s = &self.cfg.agent_settings;
-        let (main_model, main_thinking) = self.main_model();
         // Which models have credentials, and which reason (the thinking level is clamped).
         let available = self.available_models().await?;
         let scope = self.model_scope();
@@ -206,9 +230,18 @@ impl Engine {
     /// extensions.
     pub(super) fn run_args(&self, row: &AgentRow, inherited: Vec<String>) -> Vec<String> {
         if self.agent_type(row.kind()).is_none() {
-            // Not a defined type: the inherited flags as they are (they name the parent's
-            // model: a typed parent's Pi was launched with its own), plus the extensions.
-            return self.with_required_extensions(inherited);
+            // Not a defined type: the inherited flags (they name the parent's model: a typed
+            // parent's Pi was launched with its own), with the row's thinking level instead
+            // of theirs (the view says what the child runs with), plus the extensions.
+            let args = match &row.thinking {
+                Some(level) => {
+                    let mut args = without_flags(inherited, &THINKING_FLAGS);
+                    args.extend(["--thinking".to_string(), level.clone()]);
+                    args
+                }
+                None => inherited,
+            };
+            return self.with_required_extensions(args);
         }
         let mut drop: Vec<&str> = Vec::new();
         if row.model.is_some() {

@@ -1,7 +1,8 @@
 //! Notices for a parent agent, and the row watcher's side of contract B. A request that will
 //! itself report a thread's settled view holds that thread's notices back, so the caller does
-//! not get the same news twice; the row watcher claims and emits the notices due to this
-//! serve's agent path and hands back the threads whose steering or retirement is due here.
+//! not get the same news twice (not a timeout notice: the report does not carry it); the row
+//! watcher claims and emits the notices due to this serve's agent path and hands back the
+//! threads whose steering or retirement is due here.
 
 use crate::domain::{ManagerId, ThreadId};
 
@@ -170,17 +171,20 @@ impl Engine {
         emit: &dyn Fn(Vec<u8>),
     ) -> Result<()> {
         for n in mailbox::pending_notices(conn, registry, self.caller())? {
-            if self.notices_held(&n.thread_id) {
-                continue; // a request of this serve is about to report on it
+            let details: Option<serde_json::Value> = n
+                .details
+                .as_deref()
+                .and_then(|d| serde_json::from_str(d).ok());
+            let detail_kind = details
+                .as_ref()
+                .and_then(|d| d["kind"].as_str().map(str::to_string));
+            // A request of this serve is about to report on the thread: its progress and
+            // settlement notices wait. A timeout notice is no part of that report (0.19 sends
+            // it whenever the timer fires while the child works, a blocking spawn's too).
+            if self.notices_held(&n.thread_id) && detail_kind.as_deref() != Some("timeout") {
+                continue;
             }
             if self.consume(n.id)? {
-                let details: Option<serde_json::Value> = n
-                    .details
-                    .as_deref()
-                    .and_then(|d| serde_json::from_str(d).ok());
-                let detail_kind = details
-                    .as_ref()
-                    .and_then(|d| d["kind"].as_str().map(str::to_string));
                 let line = serde_json::to_vec(&NoticeLine {
                     method: "notice",
                     params: NoticeParams {

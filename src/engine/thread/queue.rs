@@ -137,12 +137,13 @@ pub(super) fn queued_reply(e: &Engine, id: &ThreadId) -> Result<Reply> {
         snap.queue_position.unwrap_or(0),
         e.cfg.settings.limits.max_threads
     );
-    let text = format::started(&snap, None, Some(&note));
+    // No process has the prompt yet: not accepted (`false`, as the text's `no`), not unknown.
+    let text = format::started(&snap, Some(false), Some(&note));
     reply(
         text,
         Details::Started {
             thread: Single::of(SnapshotJson::new(&snap)?),
-            prompt_accepted: None,
+            prompt_accepted: Some(false),
             note: Some(note),
         },
     )

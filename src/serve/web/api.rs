@@ -195,8 +195,9 @@ pub fn trees(
                 Some(c) => *c.get(&t.root_session)?,
             };
             let info = infos.iter().find(|i| i.root_session == t.root_session);
-            let mut total = t.usage;
-            total.add(&t.session);
+            // `usage` holds the root session's own turns already (`usage::trees`), as
+            // `threadbase usage`'s total does.
+            let total = t.usage;
             Some(TreeDoc {
                 name: info.and_then(|i| i.name.clone()),
                 cwd: info.and_then(|i| i.cwd.clone()),

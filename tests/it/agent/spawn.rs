@@ -438,6 +438,61 @@ fn a_spawn_timeout_reports_once_and_never_stops_the_child() {
     w.finish(10);
 }
 
+/// A blocking spawn's timer reports too (0.19 sends the notice whenever it fires while the
+/// child works): the parent gets the `timeout` notice while its call still waits, and the
+/// call keeps waiting for the child's answer, which is its result. The settlement's notice is
+/// still superseded by that result; the timeout's row was sent, not just marked delivered.
+#[test]
+fn a_blocking_spawns_timeout_notice_reaches_the_parent_while_it_waits() {
+    let w = world();
+    talker(&w);
+    let mut root = w.root("talker", &[("THREADBASE_TEST_TIMEOUT_DIVISOR", "100")]);
+    let id = root.send(
+        "agent_spawn",
+        json!({"path": "slow", "type": "worker", "task": "t", "timeoutMs": 30000}),
+    );
+    wait_for("the timeout notice", Duration::from_secs(10), || {
+        notices(&root).iter().any(|n| n["kind"] == "timeout")
+    });
+    let n = notices(&root);
+    let t = n.iter().find(|n| n["kind"] == "timeout").unwrap();
+    assert_eq!(t["path"], "/root/slow");
+    assert_eq!(t["recipient"], "/root");
+    assert_eq!(t["timeoutMs"], 30000);
+    assert_eq!(t["recentOutput"], "looking at A\n---\nlooking at B");
+    assert!(
+        t["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Agent /root/slow is still running after its timeout of 30000 ms"),
+        "{t}"
+    );
+    // The notice came while the call was still waiting for the child.
+    assert_eq!(
+        w.sql("SELECT agent_state FROM threads WHERE path = '/root/slow'")[0][0],
+        "running"
+    );
+    let r = root.response(id, Duration::from_secs(60));
+    assert!(r.get("error").is_none(), "{r}");
+    assert_eq!(r["result"]["details"]["state"], "completed", "{r}");
+    assert_eq!(r["result"]["details"]["output"], "final answer", "{r}");
+    std::thread::sleep(Duration::from_millis(400));
+    let n = notices(&root);
+    assert_eq!(
+        n.iter().filter(|n| n["kind"] == "timeout").count(),
+        1,
+        "{n:?}"
+    );
+    // The answer was the tool result: no settlement notice repeats it.
+    assert!(!n.iter().any(|n| n["kind"] == "notice"), "{n:?}");
+    assert_eq!(
+        w.sql("SELECT count(*) FROM mailbox WHERE direction = 'to_parent' AND state = 'pending'"),
+        vec![vec![json!(0)]]
+    );
+    drop(root);
+    w.finish(10);
+}
+
 /// finalRecap: detached children's results are held back (pending mailbox rows) and delivered
 /// as one notice when the last outstanding one has reported; a timeout notice still goes at
 /// once; a blocking spawn's result is its tool result, never part of the recap.
@@ -587,4 +642,102 @@ fn held_recap_results_survive_a_killed_serve() {
     drop(early);
     drop(again);
     w.finish(10);
+}
+
+/// 0.19 resolves every child's thinking level, a type the settings do not define included:
+/// the parent's, else the main session's (its session file's last level, else its argv's),
+/// else `off`, clamped to what the model supports. The view says it, the row records it and
+/// the child runs with it (`--thinking`, which its session file records).
+#[test]
+fn an_undefined_types_thinking_level_is_the_parents_else_the_main_sessions_else_off() {
+    let w = world();
+    w.base.script(
+        "thinker",
+        &json!({
+            "list_models": [
+                {"provider": "fake", "id": "m1"},
+                {"provider": "fake", "id": "think", "reasoning": true}
+            ],
+            "turns": [{"steps": [{"delay_ms": 3000}, {"text": "thought about {prompt}"}]}]
+        })
+        .to_string(),
+    );
+    settings(
+        &w,
+        &json!({"agentTypes": {"deep": {"model": "fake/think", "thinkingLevel": "high"}}}),
+    );
+    let level_in_session = |v: &Value| -> Vec<Value> {
+        session_lines(&PathBuf::from(v["sessionFile"].as_str().unwrap()))
+            .into_iter()
+            .filter(|e| e["type"] == "thinking_level_change")
+            .map(|e| e["thinkingLevel"].clone())
+            .collect()
+    };
+    // No level anywhere: off.
+    let mut root = w.root("thinker", &[]);
+    let v = call(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "a", "type": "worker", "task": "a"}),
+    );
+    assert_eq!(v["thinkingLevel"], "off", "{v}");
+    assert_eq!(
+        w.sql("SELECT agent_thinking FROM threads WHERE path = '/root/a'"),
+        vec![vec![json!("off")]]
+    );
+
+    // The main session's level: its session file's last thinking_level_change.
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&w.root_session)
+        .unwrap();
+    std::io::Write::write_all(
+        &mut file,
+        format!(
+            "{}\n",
+            json!({"type":"thinking_level_change","id":"m0000005","parentId":"m0000004","timestamp":"2026-11-30T00:00:05.000Z","thinkingLevel":"medium"})
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    drop(file);
+    let v = call(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "b", "type": "worker", "task": "b"}),
+    );
+    assert_eq!(v["thinkingLevel"], "medium", "{v}");
+    assert_eq!(level_in_session(&v), vec![json!("medium")]);
+
+    // The parent's level comes before the main session's: a child of a `deep` thread (high).
+    let p = call(
+        &mut root,
+        "agent_spawn",
+        json!({"path": "p", "type": "deep", "task": "p", "wait": false}),
+    );
+    assert_eq!(p["thinkingLevel"], "high", "{p}");
+    let mut child = w.child("/root/p", "thinker");
+    let v = call(
+        &mut child,
+        "agent_spawn",
+        json!({"path": "q", "type": "worker", "task": "q"}),
+    );
+    assert_eq!(v["path"], "/root/p/q");
+    assert_eq!(v["thinkingLevel"], "high", "{v}");
+    assert_eq!(level_in_session(&v), vec![json!("high")]);
+    drop(child);
+
+    // Clamped: the main session runs fake/m1, which does not reason, so medium becomes off.
+    let mut flat = w.root_with_args("thinker", &[], r#"["pi","--model","fake/m1"]"#);
+    let v = call(
+        &mut flat,
+        "agent_spawn",
+        json!({"path": "c", "type": "worker", "task": "c"}),
+    );
+    assert_eq!(v["thinkingLevel"], "off", "{v}");
+    assert_eq!(v["model"], "fake/m1", "{v}");
+    call(&mut root, "agent_wait", json!({"path": "p"}));
+    drop(flat);
+    drop(root);
+    w.finish(15);
 }

@@ -149,16 +149,16 @@ fn agent_types_choose_model_thinking_tools_and_extensions() {
     assert!(w
         .sql("SELECT id FROM threads WHERE path = '/root/b'")
         .is_empty());
-    // A type the settings do not define runs as before: the parent's flags, nothing recorded.
+    // A type the settings do not define runs with the parent's flags: no model recorded (the
+    // main Pi's argv names none), and the thinking level 0.19 resolves (no parent's or main
+    // session's level: off).
     let v = call(
         &mut root,
         "agent_spawn",
         json!({"path": "u", "type": "worker", "task": "t"}),
     );
-    assert!(
-        v.get("model").is_none() && v.get("thinkingLevel").is_none(),
-        "{v}"
-    );
+    assert!(v.get("model").is_none(), "{v}");
+    assert_eq!(v["thinkingLevel"], "off", "{v}");
     drop(root);
     w.finish(10);
 }

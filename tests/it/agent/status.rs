@@ -44,6 +44,7 @@ fn views_lists_and_notices_are_the_originals() {
             "sessionFile",
             "inputTokens",
             "outputTokens",
+            "thinkingLevel",
             "costUsd",
             "costId"
         ],
@@ -139,6 +140,7 @@ fn the_view_has_the_019_fields_and_compact_cuts_output_at_16000() {
             "sessionFile",
             "inputTokens",
             "outputTokens",
+            "thinkingLevel",
             "costUsd",
             "costId",
             "outputTruncated"
