@@ -28,8 +28,9 @@ ALTER TABLE thread_output ADD COLUMN turn_error_at TEXT;
 -- written at most once a second per thread by the serve that reads it. A busy thread silent
 -- longer than its manager's stall_ms is `stalled`.
 ALTER TABLE thread_output ADD COLUMN activity_at TEXT;
--- THREADBASE_STALL_MS of the serve that manages these threads (NULL: the default, 300000).
-ALTER TABLE managers ADD COLUMN stall_ms INTEGER CHECK (stall_ms IS NULL OR stall_ms > 0);
+-- THREADBASE_STALL_MS of the serve that launched the thread, written with its launch (NULL:
+-- the default, 300000).
+ALTER TABLE threads ADD COLUMN stall_ms INTEGER CHECK (stall_ms IS NULL OR stall_ms > 0);
 
 -- A question is rendered into a live thread's kept answers (its `pendingQuestion`): a change
 -- of the thread's questions drops them, as the other tables' triggers do (V8).
@@ -54,7 +55,7 @@ END;
 --   asking       live with a question waiting for the parent's answer (THREADBASE_UI=parent);
 --   failed       its last turn ended in an error while it is live and idle, or it ended
 --                failed (exit kind failed, an exit code not 0, a signal) and is not archived;
---   stalled      live and busy with nothing from the child for its manager's stall_ms
+--   stalled      live and busy with nothing from the child for its stall_ms
 --                (THREADBASE_STALL_MS, default 300000); computed, never written: the next
 --                event makes it busy again.
 -- Each subquery is a primary-key or partial-index lookup per thread, so a filter on
@@ -115,7 +116,7 @@ FROM (
                    coalesce(q.title, q.message, q.kind) AS question,
                    o.turn_error, o.turn_error_at,
                    coalesce(o.activity_at, t.last_event_at) AS activity_at,
-                   coalesce(m.stall_ms, 300000) AS stall_ms
+                   coalesce(t.stall_ms, 300000) AS stall_ms
             FROM threads t
             JOIN managers m ON m.id = t.manager_id
             LEFT JOIN thread_places p ON p.thread_id = t.id

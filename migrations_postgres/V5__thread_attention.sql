@@ -11,7 +11,7 @@ WHERE status = 'live' AND queued_at IS NOT NULL AND dequeued_at IS NULL;
 ALTER TABLE thread_output ADD COLUMN turn_error text COLLATE "C";
 ALTER TABLE thread_output ADD COLUMN turn_error_at text COLLATE "C";
 ALTER TABLE thread_output ADD COLUMN activity_at text COLLATE "C";
-ALTER TABLE managers ADD COLUMN stall_ms bigint CHECK (stall_ms IS NULL OR stall_ms > 0);
+ALTER TABLE threads ADD COLUMN stall_ms bigint CHECK (stall_ms IS NULL OR stall_ms > 0);
 
 CREATE FUNCTION thread_snapshots_stale_on_question() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -78,7 +78,7 @@ FROM (
                    coalesce(q.title, q.message, q.kind) AS question,
                    o.turn_error, o.turn_error_at,
                    coalesce(o.activity_at, t.last_event_at) AS activity_at,
-                   coalesce(m.stall_ms, 300000) AS stall_ms
+                   coalesce(t.stall_ms, 300000) AS stall_ms
             FROM threads t
             JOIN managers m ON m.id = t.manager_id
             LEFT JOIN thread_places p ON p.thread_id = t.id

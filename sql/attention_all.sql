@@ -1,4 +1,4 @@
 -- Every thread that needs the user (the view thread_attention, V16), for the views that show
 -- a whole database (`tree`, `list`, `top`, the web page's band): a row per such thread.
-SELECT a.thread_id, {attention_row}
+SELECT {attention_row}
 FROM thread_attention AS a

@@ -7,6 +7,6 @@ SET status = 'live', phase = 'starting', pid = :pid, pgid = :pgid, process_start
     boot_id = :boot_id, launch_seq = launch_seq + 1,
     stop_requested = 0, exit_kind = NULL, exit_code = NULL, exit_signal = NULL,
     exit_message = NULL, exit_synthetic = 0, archived = 0, live_started_at = :now,
-    idle_started_at = NULL, updated_at = :now
+    idle_started_at = NULL, stall_ms = :stall_ms, updated_at = :now
 WHERE id = :id
 RETURNING launch_seq

@@ -103,6 +103,8 @@ impl Settings {
         let timers = RuntimeConfig {
             idle_cleanup: ms(read("PI_THREADS_IDLE_CLEANUP_MS", 0)),
             live_timeout: ms(read("PI_THREADS_LIVE_TIMEOUT_MS", 0)),
+            stall: ms(read("THREADBASE_STALL_MS", 0)),
+            inactivity_timeout: ms(read("THREADBASE_INACTIVITY_TIMEOUT_MS", 0)),
         };
         let b = d.agent_limits;
         let agent_limits = AgentLimits {

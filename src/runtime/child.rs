@@ -87,6 +87,10 @@ pub(super) struct Child {
     /// `started`, then silently dropped; its stray `agent_settled` and a reset `isStreaming`
     /// make the running thread look idle. One prompt in flight per child avoids all of it.
     pub(super) prompt_gate: Arc<tokio::sync::Mutex<()>>,
+    /// Why the runtime itself stopped it, for the exit message (an inactivity timeout).
+    pub(super) stop_reason: Mutex<Option<String>>,
+    /// The stall its parent was told of (its `since`), so it is told once.
+    pub(super) stall_told: Mutex<Option<String>>,
 }
 
 impl Runtime {

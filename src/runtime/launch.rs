@@ -166,6 +166,7 @@ impl Runtime {
             ),
         };
         let tid = thread_id.clone();
+        let stall_ms = self.inner.config.stall.map(|d| d.as_millis() as i64);
         let launch_seq = self
             .inner
             .ingest
@@ -176,6 +177,7 @@ impl Runtime {
                     owner_pid: owner.pid,
                     owner_started: owner.started_at,
                     at: now_iso(),
+                    stall_ms,
                 };
                 let seq = lifecycle::launched(tx, &tid, &launch)?.ok_or_else(|| {
                         Error::internal(format!(
@@ -230,6 +232,8 @@ impl Runtime {
             quiet_close: AtomicBool::new(false),
             partial: Mutex::new((String::new(), None)),
             prompt_gate: Arc::default(),
+            stop_reason: Default::default(),
+            stall_told: Default::default(),
         });
         // The launch prompt holds the gate before anyone can see the child, so nothing (an
         // abort, a send) is written ahead of it.

@@ -22,6 +22,7 @@ pub mod rpc;
 mod child;
 mod launch;
 mod questions;
+mod stalls;
 mod stop;
 mod timers;
 
@@ -129,6 +130,17 @@ impl Runtime {
     pub fn is_live(&self, thread_id: &ThreadId) -> bool {
         self.child(thread_id)
             .is_some_and(|c| !c.view.borrow().closed)
+    }
+
+    /// The children this runtime holds.
+    fn children(&self) -> Vec<Arc<Child>> {
+        self.inner
+            .children
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect()
     }
 
     /// Ids of the threads with a live process here.

@@ -59,11 +59,12 @@ impl Runtime {
             at: &at,
             deadline_ms,
         };
-        // Contract B's parent is told in the same transaction (contract A's sees it in its
-        // poll, wait and list).
+        // The parent is told in the same transaction: contract B's by its notice, contract
+        // A's by a notice that names the call answering it (issue 45).
         let qid = store.write(|tx| {
             let qid = questions::insert(tx, &asked)?;
             questions::notify_parent_agent(tx, &asked, qid)?;
+            crate::store::notices::asked(tx, &asked, qid)?;
             Ok(qid)
         })?;
         child.view.send_modify(|v| v.asking = true);

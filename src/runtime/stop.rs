@@ -336,7 +336,16 @@ pub(super) async fn wait_exit(
         Ok(s) => (s.code().map(i64::from), s.signal().map(signal_name)),
         Err(_) => (None, None),
     };
-    let exit = ExitRecord::classify(code, signal, child.stop_requested.load(Ordering::SeqCst));
+    let mut exit =
+        ExitRecord::classify(code, signal, child.stop_requested.load(Ordering::SeqCst));
+    if let Some(reason) = child
+        .stop_reason
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone()
+    {
+        exit.message = Some(reason);
+    }
     tracing::info!(target: LOG_TARGET,
         kind = exit.kind.as_str(),
         code = exit.code,

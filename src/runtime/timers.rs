@@ -17,6 +17,11 @@ pub struct RuntimeConfig {
     pub idle_cleanup: Option<Duration>,
     /// Stop a child this long after its launch. `None` disables.
     pub live_timeout: Option<Duration>,
+    /// A busy child silent this long is `stalled` (`THREADBASE_STALL_MS`; `None`: the view's
+    /// default, 300000 ms), recorded on each launch's row.
+    pub stall: Option<Duration>,
+    /// Stop a child stalled this long (`THREADBASE_INACTIVITY_TIMEOUT_MS`). `None` disables.
+    pub inactivity_timeout: Option<Duration>,
 }
 
 /// Stops a child when its idle-cleanup or live-timeout deadline passes.

@@ -68,6 +68,7 @@ pub async fn run(engine: Arc<Engine>, out: Output) {
             _ = tick.tick() => {}
             _ = owners.tick() => {
                 restore_dead_owners(&engine).await;
+                check_stalls(&engine).await;
                 continue;
             }
             _ = heartbeat.tick() => {
@@ -150,6 +151,13 @@ fn deliver_notices(
 /// on a blocking thread: every live thread whose owning process is gone is closed as stale
 /// (contract B: paused), its leftover process group killed when pid and start time match. A
 /// pass with nothing to do is one read of the live threads and a liveness check of each owner.
+/// Issue 45: this serve's stalled children ([`crate::runtime::Runtime::check_stalls`]).
+async fn check_stalls(engine: &Arc<Engine>) {
+    if let Err(e) = engine.runtime().check_stalls().await {
+        tracing::warn!("the stall check failed: {e}");
+    }
+}
+
 async fn restore_dead_owners(engine: &Arc<Engine>) {
     let store = engine.store().clone();
     let me = engine.runtime().owner();

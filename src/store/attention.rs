@@ -23,6 +23,7 @@ columns! {
     /// A row of `thread_attention` (`{attention_row}`, over the view aliased `a`): what
     /// [`Need`] holds.
     pub mod col as "{attention_row}" {
+        THREAD_ID = "a.thread_id",
         ATTENTION = "a.attention",
         SINCE = "a.since",
         DETAIL = "a.detail",
@@ -93,7 +94,7 @@ pub fn all(conn: &Conn) -> Result<HashMap<ThreadId, Need>> {
     }
     let mut out = HashMap::new();
     conn.each(q!("attention_all", col), params![], |r| {
-        out.insert(r.get(0)?, Need::from_row(r, 1)?);
+        out.insert(r.get(col::THREAD_ID)?, Need::from_row(r, 0)?);
         Ok(())
     })?;
     Ok(out)

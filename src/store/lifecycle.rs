@@ -17,6 +17,8 @@ pub struct Launched {
     pub owner_pid: i64,
     pub owner_started: i64,
     pub at: String,
+    /// THREADBASE_STALL_MS of the launching serve (`None`: the default).
+    pub stall_ms: Option<i64>,
 }
 
 /// Records a launch: the row is live and starting, its exit cleared, its launch sequence one
@@ -29,7 +31,7 @@ pub fn launched(conn: &Conn, id: &ThreadId, l: &Launched) -> Result<Option<i64>>
             ":owner_pid": l.owner_pid, ":owner_started": l.owner_started,
             ":host_id": crate::host::HostIdentity::here().host_id.as_str(),
             ":boot_id": crate::host::HostIdentity::here().boot_id.as_str(),
-            ":now": l.at, ":id": id,
+            ":now": l.at, ":id": id, ":stall_ms": l.stall_ms,
         },
         |r| r.get(0),
     )

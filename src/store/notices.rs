@@ -90,6 +90,96 @@ pub fn write(conn: &Conn, thread_id: &ThreadId, cause: Cause, at: &str) -> Resul
     Ok(written.is_some())
 }
 
+/// Issue 45: the notice that a contract A thread asks its parent question `q` (id
+/// `question_id`), with what it asks and the exact call that answers it, written in the
+/// transaction that records the question. Returns whether a row was written (none for another
+/// contract's thread).
+pub fn asked(
+    conn: &Conn,
+    q: &crate::store::questions::NewQuestion<'_>,
+    question_id: i64,
+) -> Result<bool> {
+    let Some(f) = conn.opt(
+        q!("thread_notice_facts", facts_col),
+        params![q.thread_id],
+        Facts::from_row,
+    )?
+    else {
+        return Ok(false);
+    };
+    let mut body = format!(
+        "Thread \"{}\" ({}) needs you: {}",
+        f.name,
+        f.path,
+        crate::text::question_notice_text(&f.path, q.kind.as_str(), q.title, q.options)
+    );
+    if let Some(m) = q.message.filter(|m| !m.trim().is_empty()) {
+        body.push('\n');
+        body.push_str(m.trim());
+    }
+    let written = mailbox::insert(
+        conn,
+        &NewMail {
+            thread_id: q.thread_id,
+            direction: Direction::ToParent,
+            kind: MailKind::Notice,
+            send_key: &format!("notice:asking:{question_id}"),
+            message_id: None,
+            body: &body,
+            recipient: None,
+            at: q.at,
+            delivered: false,
+        },
+    )?;
+    Ok(written.is_some())
+}
+
+/// Issue 45: the notice that a contract A thread stalled (busy, nothing from the child since
+/// `since`), once per stall (keyed by `since`), with its last event and how to stop it.
+/// Returns whether a row was written.
+pub fn stalled(
+    conn: &Conn,
+    thread_id: &ThreadId,
+    since: &str,
+    last_event: Option<&str>,
+    at: &str,
+) -> Result<bool> {
+    let Some(f) = conn.opt(
+        q!("thread_notice_facts", facts_col),
+        params![thread_id],
+        Facts::from_row,
+    )?
+    else {
+        return Ok(false);
+    };
+    let mut body = format!(
+        "Thread \"{}\" ({}) stalled: live/stalled. It is busy, but nothing came from the child since {since}",
+        f.name, f.path
+    );
+    if let Some(e) = last_event {
+        body.push_str(&format!(" (its last event: {e})"));
+    }
+    body.push_str(&format!(
+        ". Repair: poll {} to look, or stop it (the thread tool's stop, or `threadbase stop {}`).",
+        f.path, f.path
+    ));
+    let written = mailbox::insert(
+        conn,
+        &NewMail {
+            thread_id,
+            direction: Direction::ToParent,
+            kind: MailKind::Notice,
+            send_key: &format!("notice:stalled:{since}"),
+            message_id: None,
+            body: &body,
+            recipient: None,
+            at,
+            delivered: false,
+        },
+    )?;
+    Ok(written.is_some())
+}
+
 /// A result of the session's own `wait` reported the thread's settled or closed state: its
 /// pending notices are marked delivered (returns how many).
 pub fn quiet(conn: &Conn, thread_id: &ThreadId, at: &str) -> Result<usize> {

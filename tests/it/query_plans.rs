@@ -922,7 +922,9 @@ fn queue_and_question_queries_use_their_indexes() {
         ),
         (
             sql!("question_cancel_thread"),
-            &["USING INDEX ui_requests_pending (thread_id=?)"],
+            // A covering read of the index since V16's trigger on ui_requests: either way one
+            // range of the partial index.
+            &["INDEX ui_requests_pending (thread_id=?)"],
         ),
         (
             sql!("question_answer"),
