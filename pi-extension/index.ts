@@ -932,7 +932,15 @@ function errorText(e: unknown): string {
  * `domain::state_words`): `live/<phase>` while live; once closed `closed/failed` for an exit
  * with a non-zero code or a signal, else `closed/<exit kind>`.
  */
+/**
+ * A snapshot's state in words, as every surface spells them (`domain::state_words`): a live
+ * thread that needs the user reads its attention word from serve (`snap.attention`, the view
+ * `thread_attention`: issue 45), else its phase.
+ */
 export function stateWords(snap: any): string {
+	const words: Record<string, string> = { owner_gone: "owner gone", unreachable: "host unreachable" };
+	const need = snap?.attention?.attention;
+	if (snap?.status === "live" && typeof need === "string") return `live/${words[need] ?? need}`;
 	if (snap?.status === "live") return `live/${snap?.phase ?? "?"}`;
 	const exit = snap?.exit;
 	if (exit?.kind === "exited" && ((exit.code ?? 0) !== 0 || exit.signal)) return "closed/failed";

@@ -137,7 +137,11 @@ fn node_json(
         if let Held::Unreachable { since, .. } = placements.of(n.row.id.as_str(), n.row.is_live()) {
             m.insert("hostUnreachableSince".into(), Value::from(since));
         }
-        // Issue 45: what needs the user, as every surface says it.
+        // Issue 45: what needs the user, as every surface says it, and the state in words.
+        m.insert(
+            "state".into(),
+            Value::from(forest::state_label(&n.row, placements)),
+        );
         if let Some(need) = placements.need_of(&(&n.row).into()) {
             m.insert("attention".into(), serde_json::to_value(need)?);
         }

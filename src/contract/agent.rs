@@ -461,6 +461,11 @@ pub struct AgentView<'a> {
     /// (`{hostId, since}`); absent otherwise, and on one host. Set by `agent_status`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host_unreachable: Option<&'a crate::store::hosts::Unreachable>,
+    /// Issue 45: what needs the user about the thread (`{attention, since, detail}`, the view
+    /// `thread_attention`'s word: asking, failed, stalled, unreachable, owner_gone); absent
+    /// when nothing does. Set by `agent_status`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attention: Option<&'a crate::store::attention::Need>,
 }
 
 /// The view of `f`.
@@ -496,6 +501,7 @@ pub fn view<'a>(f: &AgentFacts<'a>) -> AgentView<'a> {
         cost_id: Some(f.cost_id),
         output_truncated,
         host_unreachable: None,
+        attention: None,
     }
 }
 
@@ -523,6 +529,7 @@ pub fn main_session_view(now_ms: i64) -> AgentView<'static> {
         cost_id: None,
         output_truncated: None,
         host_unreachable: None,
+        attention: None,
     }
 }
 

@@ -9,6 +9,7 @@ mod support;
 
 mod adopt;
 mod agent;
+mod attention;
 mod bad_env;
 mod budgets;
 mod check;

@@ -161,6 +161,7 @@ async fn idle_cleanup_stops_an_idle_child_and_activity_does_not_count() {
     let f = fixture(RuntimeConfig {
         idle_cleanup: Some(Duration::from_millis(600)),
         live_timeout: None,
+        ..Default::default()
     });
     let spec = f.spec(4, json!({"turns": ["hi"]}), StartKind::Prompt("go".into()));
     let id = spec.thread_id.clone();
@@ -189,6 +190,7 @@ async fn live_timeout_stops_a_busy_child() {
     let f = fixture(RuntimeConfig {
         idle_cleanup: None,
         live_timeout: Some(Duration::from_millis(700)),
+        ..Default::default()
     });
     let spec = f.spec(
         5,

@@ -32,6 +32,18 @@ use app::App;
 /// How often the change counter is read (and the longest a key waits to be seen).
 const POLL: Duration = Duration::from_millis(200);
 
+/// The STATE column of every row `top` shows, as `(path, state)` in its tree's order: what a
+/// test reads beside the other surfaces (issue 45: every surface says the same word).
+#[doc(hidden)]
+pub fn states(db: &Path) -> Result<Vec<(String, String)>> {
+    let conn = open_read_only(db)?;
+    Ok(data::load_rows(&conn, "")?
+        .rows
+        .iter()
+        .map(|r| (r.path.clone(), r.state_text()))
+        .collect())
+}
+
 /// Runs the terminal UI on `db` until `q` (with `session`: only that Pi session's tree).
 pub fn run(db: &Path, session: Option<&str>) -> Result<()> {
     need_a_terminal(

@@ -235,6 +235,7 @@ fn views_and_statuses() {
         phase: Phase::Starting,
         queue_position: None,
         unreachable: None,
+        attention: None,
     };
     let v = serde_json::to_value(f.view()).unwrap();
     assert_eq!(

@@ -29,6 +29,9 @@ pub struct WorkerFacts {
     pub queue_position: Option<i64>,
     /// Issue 33, a team database: live on a host whose lease ran out (read by `threads_list`).
     pub unreachable: Option<crate::store::hosts::Unreachable>,
+    /// Issue 45: what needs the user about it (the view `thread_attention`; read by
+    /// `threads_list`).
+    pub attention: Option<crate::store::attention::Need>,
 }
 
 impl WorkerFacts {
@@ -53,6 +56,7 @@ impl WorkerFacts {
             hidden: self.hidden(),
             status: self.queue_position.map(QueuedStatus),
             host_unreachable: self.unreachable.as_ref(),
+            attention: self.attention.as_ref(),
         }
     }
 
@@ -113,6 +117,10 @@ pub struct WorkerView<'a> {
     /// a host whose lease ran out (issue 33), `{hostId, since}`.
     #[serde(rename = "hostUnreachable", skip_serializing_if = "Option::is_none")]
     pub host_unreachable: Option<&'a crate::store::hosts::Unreachable>,
+    /// Nor this: present only when something about the worker needs the user (issue 45, the
+    /// view `thread_attention`): `{attention, since, detail}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attention: Option<&'a crate::store::attention::Need>,
 }
 
 /// A queued worker's `status`: `queued (position N)`.

@@ -31,9 +31,11 @@ pub(in crate::engine) fn status(e: &Engine, req: contract::Status) -> Result<Rep
             return Err(super::reaped_error(&t));
         }
         let unreachable = unreachable_of(e, &conn, std::slice::from_ref(&row))?;
+        let needs = crate::store::attention::of_thread(&conn, &row.id)?;
         return Ok(Reply::shaped(move |w| {
             let mut v = view(&row);
             v.host_unreachable = unreachable[0].as_ref();
+            v.attention = needs.as_ref();
             contract::tool_result(w, &v, false)
         }));
     }
@@ -44,12 +46,18 @@ pub(in crate::engine) fn status(e: &Engine, req: contract::Status) -> Result<Rep
         agents::threads_under(&conn, registry, e.caller(), &lo, &hi)?
     };
     let unreachable = unreachable_of(e, &conn, &rows)?;
+    let needs = crate::store::attention::of_threads(
+        &conn,
+        &crate::store::ThreadIds::new(rows.iter().map(|r| &r.id))?,
+    )?;
     Ok(Reply::shaped(move |w| {
         let views: Vec<AgentView<'_>> = rows
             .iter()
             .zip(&unreachable)
-            .map(|(r, u)| AgentView {
+            .zip(&needs)
+            .map(|((r, u), n)| AgentView {
                 host_unreachable: u.as_ref(),
+                attention: n.as_ref(),
                 ..view(r)
             })
             .collect();

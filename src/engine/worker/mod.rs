@@ -139,6 +139,7 @@ impl From<WorkerRow> for Worker {
                 phase: r.phase,
                 queue_position: None,
                 unreachable: None,
+                attention: None,
             },
             id: r.id,
             args: r.args,
@@ -169,8 +170,8 @@ pub(crate) async fn drain_queue(e: &Arc<Engine>) -> Result<()> {
     queue::drain(e).await
 }
 
-/// The facts of `rows`, in their order: the live ones' queue positions in one query over their
-/// ids, whatever their number.
+/// The facts of `rows`, in their order: what needs the user about each in one query, and the
+/// live ones' queue positions in one more over their ids, whatever their number.
 fn facts_of(
     conn: &Conn,
     rows: Vec<WorkerRow>,
@@ -182,7 +183,12 @@ fn facts_of(
             .iter()
             .map(|w| (w.id(), w.facts.status == crate::domain::ThreadStatus::Live)),
     )?;
+    let all = crate::store::ThreadIds::new(workers.iter().map(|w| w.id()))?;
+    let needs = crate::store::attention::of_threads(conn, &all)?;
     let mut facts: Vec<WorkerFacts> = workers.into_iter().map(|w| w.facts).collect();
+    for (f, need) in facts.iter_mut().zip(needs) {
+        f.attention = need;
+    }
     if live.is_empty() {
         return Ok(facts);
     }
