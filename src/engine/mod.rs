@@ -70,6 +70,11 @@ pub struct Engine {
     /// Serialises the queue's claims and launches (`THREADBASE_QUEUE=1`), so a claimed row is
     /// launched once.
     queue: Arc<tokio::sync::Mutex<()>>,
+    /// The drain that runs when the longest idle thread may yield its slot to a waiting row
+    /// (`THREADBASE_QUEUE_IDLE_MS`), set by the last drain that found one not idle long enough.
+    queue_wake: std::sync::Mutex<Option<tokio::task::AbortHandle>>,
+    /// Serve is shutting down: the queue launches nothing more ([`Engine::close_queue`]).
+    queue_closed: std::sync::atomic::AtomicBool,
 }
 
 impl Engine {
@@ -109,6 +114,8 @@ impl Engine {
             cache,
             notice_holds: notices::NoticeHolds::default(),
             queue: Arc::default(),
+            queue_wake: std::sync::Mutex::default(),
+            queue_closed: std::sync::atomic::AtomicBool::new(false),
         }))
     }
 
@@ -193,6 +200,15 @@ impl Engine {
     /// watcher calls this after every commit, and once as serve starts).
     pub fn queue_changed(self: &Arc<Self>) {
         thread::queue_changed(self)
+    }
+
+    /// Serve is shutting down: from here on the queue claims and launches nothing (its rows
+    /// wait for the session's next serve, as after a crash), and a drain under way finishes
+    /// first, so no child is launched after the shutdown stopped the live ones.
+    pub async fn close_queue(&self) {
+        self.queue_closed
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let _one = self.queue.lock().await;
     }
 
     /// A stop of a thread still waiting in the queue: closed as stopped, never launched; false

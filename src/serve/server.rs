@@ -24,8 +24,10 @@ pub const MAX_REQUEST_BYTES: usize = 8 << 20;
 /// How long requests already read may run on after stdin closes before they are cancelled.
 const SHUTDOWN_ANSWER_GRACE: Duration = Duration::from_secs(5);
 
-/// Stops this serve's live children and records what contract B needs around it.
+/// Stops this serve's live children and records what contract B needs around it. The queue
+/// closes first: a close during the shutdown must not launch a queued thread.
 async fn stop_children(engine: &Engine) {
+    engine.close_queue().await;
     engine.before_shutdown();
     engine.runtime().shutdown().await;
     engine.after_shutdown();
