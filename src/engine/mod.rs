@@ -19,6 +19,7 @@ mod worker;
 
 pub use config::{env_integer, AgentLimits, Limits, ServeConfig, Settings};
 pub use reply::Reply;
+pub use thread::order::StartTurn;
 pub use thread::{send_payload, set_archived, INTERRUPTED, STOPPED, STOP_ALREADY_CLOSED};
 pub use worker::{restore_workers, snapshot_workers};
 
@@ -73,6 +74,8 @@ pub struct Engine {
     /// The drain that runs when the longest idle thread may yield its slot to a waiting row
     /// (`THREADBASE_QUEUE_IDLE_MS`), set by the last drain that found one not idle long enough.
     queue_wake: std::sync::Mutex<Option<tokio::task::AbortHandle>>,
+    /// Contract A's starts in the order serve read them (`thread/order.rs`).
+    start_order: Arc<thread::order::StartOrder>,
     /// Serve is shutting down: the queue launches nothing more ([`Engine::close_queue`]).
     queue_closed: std::sync::atomic::AtomicBool,
 }
@@ -115,6 +118,7 @@ impl Engine {
             notice_holds: notices::NoticeHolds::default(),
             queue: Arc::default(),
             queue_wake: std::sync::Mutex::default(),
+            start_order: Arc::default(),
             queue_closed: std::sync::atomic::AtomicBool::new(false),
         }))
     }
@@ -135,18 +139,27 @@ impl Engine {
         self.manager_id
     }
 
+    /// A request line just read (serve's read loop calls this before it runs the request): a
+    /// contract A `start` takes its turn, so starts reserve their rows in the order their
+    /// lines were read (`thread/order.rs`); `None` for anything else.
+    pub fn arrive(&self, method: &str, params: &serde_json::Value) -> Option<StartTurn> {
+        crate::contract::request::is_thread_start(method, params).then(|| self.start_order.arrive())
+    }
+
     /// Runs one request: the one match, every verb of the three contracts to its own file.
+    /// `turn` is the request's from [`Engine::arrive`] (`None`: a start reserves at once).
     pub async fn run(
         &self,
         req: crate::contract::Request,
         progress: &(dyn Fn(&crate::contract::thread::Details) + Send + Sync),
+        turn: Option<StartTurn>,
     ) -> Result<Reply> {
         use crate::contract::agent::AgentRequest as B;
         use crate::contract::thread::ThreadRequest as A;
         use crate::contract::worker::WorkerRequest as C;
         use crate::contract::Request;
         match req {
-            Request::Thread(A::Start(r)) => thread::start::start(self, r).await,
+            Request::Thread(A::Start(r)) => thread::start::start(self, r, turn).await,
             Request::Thread(A::List(r)) => thread::list::list(self, r),
             Request::Thread(A::Poll(r)) => thread::poll::poll(self, r).await,
             Request::Thread(A::Send(r)) => thread::send::send(self, r).await,

@@ -2,8 +2,9 @@
 //! like any other (live, `starting`, its id, path and name taken at once) marked `queued_at`.
 //! It holds no slot until a transaction that counts the free slots claims one for it
 //! (`dequeued_at`); its launch follows. The order is the rank of the waiting rows by rowid (the
-//! reservation order) and the slot count is `sql/count_live.sql`: both are SQL, nothing is kept
-//! in memory, so the queue survives a crash of its serve. Which idle threads yield their slots to
+//! reservation order, which is the order serve read the start requests: `engine/thread/
+//! order.rs`) and the slot count is `sql/count_live.sql`: both are SQL, nothing is kept in
+//! memory, so the queue survives a crash of its serve. Which idle threads yield their slots to
 //! waiting rows (`THREADBASE_QUEUE_IDLE_MS`) is SQL too ([`yields`]).
 
 use crate::store::db::{named, params, q};

@@ -3,7 +3,8 @@
 //! `queued`, with their position) and launched in order as threads close; a queued thread
 //! stopped before its launch never starts; a `wait` waits through the queue; queued rows
 //! survive a SIGKILL of their serve and the next serve of the session launches them; an idle
-//! thread yields its slot to a waiting row (`THREADBASE_QUEUE_IDLE_MS`, issue 45).
+//! thread yields its slot to a waiting row (`THREADBASE_QUEUE_IDLE_MS`, issue 45); starts sent
+//! in one burst queue in the order of their request lines.
 
 use crate::support::serve_client;
 
@@ -418,6 +419,67 @@ fn queue_an_idle_thread_yields_once_idle_for_queue_idle_ms() {
         "{text}"
     );
     assert!(idle_seconds(&text) >= 0.7, "{text}");
+    s.close(Duration::from_secs(20));
+    assert!(w.base.leftovers().is_empty());
+}
+
+/// Starts sent in one burst (the parallel tool calls of one assistant message, forwarded as
+/// lines in the message's order, which serve runs concurrently) reserve in the order of their
+/// lines: the first takes the slot and the rest queue in request order.
+#[test]
+fn queue_starts_sent_in_one_burst_queue_in_request_order() {
+    let w = world("queue_burst");
+    let mut s = w.serve_yielding("1", "600000");
+    let tasks = ["a", "b", "c", "d", "e"];
+    let lines: Vec<String> = tasks
+        .iter()
+        .enumerate()
+        .map(|(n, t)| {
+            json!({"id": 1000 + n, "method": "thread", "params": {"action": "start", "prompt": format!("do {t}"), "taskName": t}})
+                .to_string()
+        })
+        .collect();
+    s.raw(&lines.join("\n"));
+    for (n, t) in tasks.iter().enumerate() {
+        let r = s.response(1000 + n as u64, Duration::from_secs(30));
+        let snap = &r["result"]["details"]["snapshot"];
+        assert_eq!(snap["path"], format!("/root/{t}"), "{r}");
+        if n == 0 {
+            assert_ne!(snap["phase"], "queued", "{r}");
+        } else {
+            assert_eq!(snap["phase"], "queued", "{r}");
+            assert_eq!(snap["queuePosition"], n as i64, "{r}");
+        }
+    }
+    let conn = w.db();
+    let mut stmt = conn
+        .prepare("SELECT path FROM threads ORDER BY rowid")
+        .unwrap();
+    let order = stmt
+        .query_map((), |r| r.get(0))
+        .unwrap()
+        .collect::<rusqlite::Result<Vec<String>>>()
+        .unwrap();
+    assert_eq!(
+        order,
+        ["/root/a", "/root/b", "/root/c", "/root/d", "/root/e"]
+    );
+    let listed = live(&mut s);
+    let queued: Vec<_> = listed
+        .iter()
+        .filter(|t| t.1 == "queued")
+        .map(|t| (t.0.as_str(), t.2))
+        .collect();
+    assert_eq!(
+        queued,
+        [
+            ("/root/b", Some(1)),
+            ("/root/c", Some(2)),
+            ("/root/d", Some(3)),
+            ("/root/e", Some(4))
+        ]
+    );
+    drop(stmt);
     s.close(Duration::from_secs(20));
     assert!(w.base.leftovers().is_empty());
 }

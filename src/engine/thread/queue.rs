@@ -14,7 +14,9 @@
 //! first, each with the waiting row its slot goes to; a due one is stopped as idle cleanup
 //! stops it (`Runtime::yield_slot`: resumable, its parent's close notice saying
 //! `It yielded its slot to /root/b (idle 0.0s).`), and its close is the commit after which
-//! the next drain claims the slot.
+//! the next drain claims the slot. The queue's order is the order of the start requests as
+//! serve read them: starts reserve their rows in that order (`order.rs`), so rowid order,
+//! which every queue query ranks by, is request order.
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
