@@ -29,7 +29,7 @@ const SCRIPT: &str = r#"{
 
 async fn call(engine: &Engine, params: Value) -> Result<Value> {
     let req = crate::contract::request::parse(crate::contract::request::THREAD_METHOD, &params)?;
-    engine.run(req, &|_| {}).await?.into_value()
+    engine.run(req, &|_| {}, None).await?.into_value()
 }
 
 fn say(out: &mut dyn Write, step: &str, result: &Value) -> Result<()> {

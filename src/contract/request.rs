@@ -38,6 +38,12 @@ pub fn method_names() -> Vec<&'static str> {
     names
 }
 
+/// Whether a request line is contract A's `start` (serve orders those by arrival), read
+/// without validating it.
+pub fn is_thread_start(method: &str, params: &Value) -> bool {
+    method == THREAD_METHOD && params.get("action").and_then(Value::as_str) == Some("start")
+}
+
 /// Validates `params` of `method` into its request.
 pub fn parse(method: &str, params: &Value) -> Result<Request> {
     if method == THREAD_METHOD {

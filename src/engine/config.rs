@@ -67,6 +67,10 @@ pub struct Settings {
     /// `THREADBASE_QUEUE=1` (default off): a start over the live limit is queued instead of
     /// refused, and launched in order as slots free (issue 30).
     pub queue: bool,
+    /// `THREADBASE_QUEUE_IDLE_MS` (default 0): with the queue on, a live thread idle this long
+    /// yields its slot to a row waiting in the queue (closed as idle cleanup closes it, so it
+    /// stays resumable), the longest idle first.
+    pub queue_idle: Duration,
     /// `THREADBASE_UI=parent` (default off): a child's dialogs wait for the parent's answer,
     /// at most this long (`THREADBASE_UI_TIMEOUT_MS`, default 5 minutes); `None`: they are
     /// cancelled at once, as the originals do.
@@ -83,6 +87,7 @@ impl Default for Settings {
             notices: true,
             agent_timeout_divisor: 1,
             queue: false,
+            queue_idle: Duration::ZERO,
             ui_parent: None,
         }
     }
@@ -117,6 +122,7 @@ impl Settings {
         let max_workers = max_workers_from(get("THREADBASE_MAX_WORKERS").as_deref(), warn);
         let notices = notices_from(get("THREADBASE_NOTICES").as_deref(), warn);
         let queue = queue_from(get("THREADBASE_QUEUE").as_deref(), warn);
+        let queue_idle = queue_idle_from(get("THREADBASE_QUEUE_IDLE_MS").as_deref(), warn);
         let ui_parent = ui_from(get("THREADBASE_UI").as_deref(), warn)
             .then(|| Duration::from_millis(ui_timeout));
         Settings {
@@ -127,6 +133,7 @@ impl Settings {
             notices,
             agent_timeout_divisor,
             queue,
+            queue_idle,
             ui_parent,
         }
     }
@@ -220,6 +227,25 @@ fn queue_from(value: Option<&str>, warn: &mut dyn FnMut(String)) -> bool {
     }
 }
 
+/// `THREADBASE_QUEUE_IDLE_MS`: a whole number of milliseconds (default 0); anything else keeps
+/// 0 and warns once.
+fn queue_idle_from(value: Option<&str>, warn: &mut dyn FnMut(String)) -> Duration {
+    let Some(v) = value.map(str::trim).filter(|v| !v.is_empty()) else {
+        return Duration::ZERO;
+    };
+    match v.parse::<u64>() {
+        Ok(ms) if v.bytes().all(|b| b.is_ascii_digit()) && ms <= 9_007_199_254_740_991 => {
+            Duration::from_millis(ms)
+        }
+        _ => {
+            warn(format!(
+                "THREADBASE_QUEUE_IDLE_MS={v:?} is not a whole number of milliseconds; an idle thread yields its slot to a queued one at once (0). Repair: set THREADBASE_QUEUE_IDLE_MS to how long a thread may stay idle before it yields its slot (say 60000), or unset it."
+            ));
+            Duration::ZERO
+        }
+    }
+}
+
 /// `THREADBASE_UI`: `parent` sends a child's dialogs to its parent; unset or `cancel` cancels
 /// them at once; anything else cancels them and warns once.
 fn ui_from(value: Option<&str>, warn: &mut dyn FnMut(String)) -> bool {
@@ -309,7 +335,16 @@ mod tests {
         assert!(ui_from(Some("parent"), &mut warn));
         assert!(!ui_from(Some("cancel"), &mut warn));
         assert!(!ui_from(Some("child"), &mut warn));
-        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert_eq!(queue_idle_from(None, &mut warn), Duration::ZERO);
+        assert_eq!(
+            queue_idle_from(Some(" 60000 "), &mut warn),
+            Duration::from_millis(60_000)
+        );
+        assert_eq!(queue_idle_from(Some("0"), &mut warn), Duration::ZERO);
+        assert_eq!(queue_idle_from(Some("-5"), &mut warn), Duration::ZERO);
+        assert_eq!(queue_idle_from(Some("1m"), &mut warn), Duration::ZERO);
+        assert_eq!(warnings.len(), 4, "{warnings:?}");
+        assert!(warnings[3].contains("THREADBASE_QUEUE_IDLE_MS=\"1m\""));
         assert!(
             warnings.iter().all(|w| w.contains("Repair:")),
             "{warnings:?}"
@@ -324,6 +359,9 @@ mod tests {
         };
         let s = Settings::from_env(&env(&[]), &mut |_| {});
         assert_eq!((s.queue, s.ui_parent), (false, None));
+        assert_eq!(s.queue_idle, Duration::ZERO);
+        let s = Settings::from_env(&env(&[("THREADBASE_QUEUE_IDLE_MS", "250")]), &mut |_| {});
+        assert_eq!(s.queue_idle, Duration::from_millis(250));
         let s = Settings::from_env(
             &env(&[("THREADBASE_QUEUE", "1"), ("THREADBASE_UI", "parent")]),
             &mut |_| {},

@@ -19,6 +19,7 @@ mod worker;
 
 pub use config::{env_integer, AgentLimits, Limits, ServeConfig, Settings};
 pub use reply::Reply;
+pub use thread::order::StartTurn;
 pub use thread::{send_payload, set_archived, INTERRUPTED, STOPPED, STOP_ALREADY_CLOSED};
 pub use worker::{restore_workers, snapshot_workers};
 
@@ -70,6 +71,13 @@ pub struct Engine {
     /// Serialises the queue's claims and launches (`THREADBASE_QUEUE=1`), so a claimed row is
     /// launched once.
     queue: Arc<tokio::sync::Mutex<()>>,
+    /// The drain that runs when the longest idle thread may yield its slot to a waiting row
+    /// (`THREADBASE_QUEUE_IDLE_MS`), set by the last drain that found one not idle long enough.
+    queue_wake: std::sync::Mutex<Option<tokio::task::AbortHandle>>,
+    /// Contract A's starts in the order serve read them (`thread/order.rs`).
+    start_order: Arc<thread::order::StartOrder>,
+    /// Serve is shutting down: the queue launches nothing more ([`Engine::close_queue`]).
+    queue_closed: std::sync::atomic::AtomicBool,
 }
 
 impl Engine {
@@ -109,6 +117,9 @@ impl Engine {
             cache,
             notice_holds: notices::NoticeHolds::default(),
             queue: Arc::default(),
+            queue_wake: std::sync::Mutex::default(),
+            start_order: Arc::default(),
+            queue_closed: std::sync::atomic::AtomicBool::new(false),
         }))
     }
 
@@ -128,18 +139,27 @@ impl Engine {
         self.manager_id
     }
 
+    /// A request line just read (serve's read loop calls this before it runs the request): a
+    /// contract A `start` takes its turn, so starts reserve their rows in the order their
+    /// lines were read (`thread/order.rs`); `None` for anything else.
+    pub fn arrive(&self, method: &str, params: &serde_json::Value) -> Option<StartTurn> {
+        crate::contract::request::is_thread_start(method, params).then(|| self.start_order.arrive())
+    }
+
     /// Runs one request: the one match, every verb of the three contracts to its own file.
+    /// `turn` is the request's from [`Engine::arrive`] (`None`: a start reserves at once).
     pub async fn run(
         &self,
         req: crate::contract::Request,
         progress: &(dyn Fn(&crate::contract::thread::Details) + Send + Sync),
+        turn: Option<StartTurn>,
     ) -> Result<Reply> {
         use crate::contract::agent::AgentRequest as B;
         use crate::contract::thread::ThreadRequest as A;
         use crate::contract::worker::WorkerRequest as C;
         use crate::contract::Request;
         match req {
-            Request::Thread(A::Start(r)) => thread::start::start(self, r).await,
+            Request::Thread(A::Start(r)) => thread::start::start(self, r, turn).await,
             Request::Thread(A::List(r)) => thread::list::list(self, r),
             Request::Thread(A::Poll(r)) => thread::poll::poll(self, r).await,
             Request::Thread(A::Send(r)) => thread::send::send(self, r).await,
@@ -193,6 +213,15 @@ impl Engine {
     /// watcher calls this after every commit, and once as serve starts).
     pub fn queue_changed(self: &Arc<Self>) {
         thread::queue_changed(self)
+    }
+
+    /// Serve is shutting down: from here on the queue claims and launches nothing (its rows
+    /// wait for the session's next serve, as after a crash), and a drain under way finishes
+    /// first, so no child is launched after the shutdown stopped the live ones.
+    pub async fn close_queue(&self) {
+        self.queue_closed
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let _one = self.queue.lock().await;
     }
 
     /// A stop of a thread still waiting in the queue: closed as stopped, never launched; false

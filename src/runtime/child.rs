@@ -80,6 +80,9 @@ pub(super) struct Child {
     pub(super) stop_requested: AtomicBool,
     /// The session's own stop asked for this close: no notice for the parent.
     pub(super) quiet_close: AtomicBool,
+    /// Why a stop nobody in the session asked for was made (a queued row took its slot,
+    /// `Runtime::yield_slot`): the stopped exit's message, which the parent's notice quotes.
+    pub(super) stop_note: Mutex<Option<String>>,
     pub(super) partial: Mutex<(String, Option<Instant>)>,
     /// Held from writing a `prompt` until its answer. Pi 1.6 checks whether it is busy only
     /// after a prompt's asynchronous preflight, so a second prompt written before the first is

@@ -230,6 +230,7 @@ impl Runtime {
             view: view_tx,
             stop_requested: AtomicBool::new(false),
             quiet_close: AtomicBool::new(false),
+            stop_note: Mutex::new(None),
             partial: Mutex::new((String::new(), None)),
             prompt_gate: Arc::default(),
             stop_reason: Default::default(),

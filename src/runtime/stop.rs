@@ -185,6 +185,24 @@ impl Runtime {
         Ok(true)
     }
 
+    /// Stops an idle child the way idle cleanup does (graceful, the parent told with a notice,
+    /// resumable), because a queued thread takes its slot (`THREADBASE_QUEUE_IDLE_MS`): `note`
+    /// becomes its stopped exit's message, which the notice quotes. False (nothing done) when
+    /// it is not live here or no longer idle.
+    pub async fn yield_slot(&self, thread_id: &ThreadId, note: String) -> Result<bool> {
+        let Some(child) = self.child(thread_id) else {
+            return Ok(false);
+        };
+        {
+            let v = child.view.borrow();
+            if v.closed || v.phase != Phase::Idle {
+                return Ok(false);
+            }
+        }
+        *child.stop_note.lock().unwrap_or_else(|p| p.into_inner()) = Some(note);
+        self.stop(thread_id, false, StopBy::Other).await
+    }
+
     /// Stops every live child gracefully, all at once, and flushes the writer.
     pub async fn shutdown(&self) {
         let mut stops = tokio::task::JoinSet::new();
@@ -202,7 +220,14 @@ impl Runtime {
 
     /// Records a close of this launch (first close emits `thread_closed`; a real exit may
     /// replace a synthesized one) and marks the view closed.
-    async fn close(&self, child: &Arc<Child>, exit: ExitRecord) {
+    async fn close(&self, child: &Arc<Child>, mut exit: ExitRecord) {
+        if exit.kind == ExitKind::Stopped && exit.message.is_none() {
+            exit.message = child
+                .stop_note
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone();
+        }
         let tid = child.thread_id.clone();
         let seq = child.launch_seq;
         let notice = !child.quiet_close.load(Ordering::SeqCst);

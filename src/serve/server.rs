@@ -24,8 +24,10 @@ pub const MAX_REQUEST_BYTES: usize = 8 << 20;
 /// How long requests already read may run on after stdin closes before they are cancelled.
 const SHUTDOWN_ANSWER_GRACE: Duration = Duration::from_secs(5);
 
-/// Stops this serve's live children and records what contract B needs around it.
+/// Stops this serve's live children and records what contract B needs around it. The queue
+/// closes first: a close during the shutdown must not launch a queued thread.
 async fn stop_children(engine: &Engine) {
+    engine.close_queue().await;
     engine.before_shutdown();
     engine.runtime().shutdown().await;
     engine.after_shutdown();
@@ -107,6 +109,11 @@ pub async fn serve(engine: Arc<Engine>) {
                         continue;
                     }
                 };
+                // A `start` takes its turn here, in the order the lines are read.
+                let turn = match (request.get("method"), request.get("params")) {
+                    (Some(Value::String(m)), Some(p)) => engine.arrive(m, p),
+                    _ => None,
+                };
                 let engine = engine.clone();
                 let out = out_tx.clone();
                 let request_id = request.get("id").cloned().unwrap_or(Value::Null);
@@ -120,7 +127,7 @@ pub async fn serve(engine: Arc<Engine>) {
                 let task = requests.spawn(Box::pin(
                     async move {
                         let id = request.get("id").cloned().unwrap_or(Value::Null);
-                        let answer = handle(&engine, &request, &out).await;
+                        let answer = handle(&engine, &request, &out, turn).await;
                         if answer.is_ok() && engine.config().report_usage {
                             tell_spend(&engine, &request, &id, &out);
                         }
@@ -268,7 +275,12 @@ fn tell_spend(engine: &Engine, request: &Value, id: &Value, out: &Output) {
     }
 }
 
-async fn handle(engine: &Engine, request: &Value, out: &Output) -> Result<Reply, Error> {
+async fn handle(
+    engine: &Engine,
+    request: &Value,
+    out: &Output,
+    turn: Option<crate::engine::StartTurn>,
+) -> Result<Reply, Error> {
     let method = request.get("method").and_then(Value::as_str).ok_or_else(|| {
         Error::invalid("The request has no method. Repair: send {\"id\": 1, \"method\": \"thread\", \"params\": {…}}.")
     })?;
@@ -286,5 +298,5 @@ async fn handle(engine: &Engine, request: &Value, out: &Output) -> Result<Reply,
             },
         });
     };
-    engine.run(req, &progress).await
+    engine.run(req, &progress, turn).await
 }

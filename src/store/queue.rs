@@ -2,8 +2,10 @@
 //! like any other (live, `starting`, its id, path and name taken at once) marked `queued_at`.
 //! It holds no slot until a transaction that counts the free slots claims one for it
 //! (`dequeued_at`); its launch follows. The order is the rank of the waiting rows by rowid (the
-//! reservation order) and the slot count is `sql/count_live.sql`: both are SQL, nothing is kept
-//! in memory, so the queue survives a crash of its serve.
+//! reservation order, which is the order serve read the start requests: `engine/thread/
+//! order.rs`) and the slot count is `sql/count_live.sql`: both are SQL, nothing is kept in
+//! memory, so the queue survives a crash of its serve. Which idle threads yield their slots to
+//! waiting rows (`THREADBASE_QUEUE_IDLE_MS`) is SQL too ([`yields`]).
 
 use crate::store::db::{named, params, q};
 use crate::store::{Conn, ThreadIds};
@@ -85,6 +87,60 @@ pub fn claim(conn: &Conn, manager: ManagerId, max: i64, at: &str) -> Result<usiz
     conn.execute(
         q!("queue_claim"),
         named! {":manager": manager, ":max": max, ":at": at},
+    )
+}
+
+columns! {
+    /// An idle thread that yields its slot and the waiting row that gets it
+    /// (`{queue_yield_row}` in `sql/queue_yield.sql`, which reads `idle i`, `waiting w`):
+    /// what [`Yield`] holds.
+    pub mod yield_col as "{queue_yield_row}" {
+        ID = "i.id",
+        PATH = "i.path",
+        IDLE_SINCE = "i.idle_started_at",
+        TO = "w.path",
+        DUE = "i.idle_started_at <= :cutoff",
+    }
+}
+
+/// An idle thread of a manager paired with the waiting row its slot goes to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Yield {
+    pub id: ThreadId,
+    pub path: String,
+    /// When its idle stretch began (ISO, this serve's clock).
+    pub idle_since: String,
+    /// The path of the waiting row that gets the slot.
+    pub to: String,
+    /// Idle since the cutoff at least: it yields now; the others later, in this order.
+    pub due: bool,
+}
+
+/// Which of `manager`'s idle threads held by `owner` yield their slot to its waiting rows (of
+/// `max` slots), longest idle first, each with the row it frees a slot for; `due` for those
+/// idle since `cutoff` (now minus `THREADBASE_QUEUE_IDLE_MS`). Empty while nothing waits.
+pub fn yields(
+    conn: &Conn,
+    manager: ManagerId,
+    owner: (i64, i64),
+    max: i64,
+    cutoff: &str,
+) -> Result<Vec<Yield>> {
+    conn.all(
+        q!("queue_yield", yield_col),
+        named! {
+            ":manager": manager, ":owner_pid": owner.0, ":owner_started": owner.1,
+            ":max": max, ":cutoff": cutoff,
+        },
+        |r| {
+            Ok(Yield {
+                id: r.get(yield_col::ID)?,
+                path: r.get(yield_col::PATH)?,
+                idle_since: r.get(yield_col::IDLE_SINCE)?,
+                to: r.get(yield_col::TO)?,
+                due: r.get(yield_col::DUE)?,
+            })
+        },
     )
 }
 

@@ -141,6 +141,7 @@ pub const ROWS: &[(&str, &str, usize)] = {
         queue::position_col,
         queue::state_col,
         queue::waiting_col,
+        queue::yield_col,
         refs::elsewhere_col,
         reports::col,
         restore::candidate_col,

@@ -867,16 +867,24 @@ fn agent_recap_queries_use_their_indexes() {
     }
 }
 
-/// Issue 30's queue and questions: the queue's rank, a position, the slot claim and the slot
-/// count read the partial indexes of the waiting and live rows (a handful each), and a
+/// Issue 30's queue and questions: the queue's rank, a position, the slot claim, the slot
+/// count and which idle threads yield their slots (issue 45) read the partial indexes of the waiting and live rows (a handful each), and a
 /// thread's pending questions are one range of ui_requests_pending; none scans a table. A list
 /// batch's positions and questions are the same lookups per id of its JSON array.
 #[test]
 fn queue_and_question_queries_use_their_indexes() {
-    let cases: [((&str, &str), &[&str]); 11] = [
+    let cases: [((&str, &str), &[&str]); 12] = [
         (
             sql!("count_live"),
             &["USING INDEX threads_live (manager_id=?)"],
+        ),
+        (
+            sql!("queue_yield"),
+            &[
+                "USING INDEX threads_queue_waiting (manager_id=?)",
+                "USING INDEX threads_live (manager_id=?)",
+                "USING INDEX threads_live (manager_id=? AND owner_pid=?)",
+            ],
         ),
         (
             sql!("queue_rank"),

@@ -356,7 +356,12 @@ fn questions_a_list_shows_each_threads_question_or_queue_position() {
         "q_list",
         json!({"ui": "confirm", "title": "Proceed?", "message": "Go on"}),
     );
-    let mut s = w.serve(&[("THREADBASE_QUEUE", "1"), ("PI_THREADS_MAX_THREADS", "2")]);
+    // Idle threads keep their slots (THREADBASE_QUEUE_IDLE_MS): a slot frees when one closes.
+    let mut s = w.serve(&[
+        ("THREADBASE_QUEUE", "1"),
+        ("PI_THREADS_MAX_THREADS", "2"),
+        ("THREADBASE_QUEUE_IDLE_MS", "600000"),
+    ]);
     for task in ["a", "b", "c", "d"] {
         s.thread(json!({"action": "start", "prompt": "ask", "taskName": task}));
     }

@@ -2,7 +2,9 @@
 //! children are scripted agents: starts over `PI_THREADS_MAX_THREADS` are queued (live, phase
 //! `queued`, with their position) and launched in order as threads close; a queued thread
 //! stopped before its launch never starts; a `wait` waits through the queue; queued rows
-//! survive a SIGKILL of their serve and the next serve of the session launches them.
+//! survive a SIGKILL of their serve and the next serve of the session launches them; an idle
+//! thread yields its slot to a waiting row (`THREADBASE_QUEUE_IDLE_MS`, issue 45); starts sent
+//! in one burst queue in the order of their request lines.
 
 use crate::support::serve_client;
 
@@ -30,7 +32,14 @@ fn world(name: &str) -> World {
 }
 
 impl World {
+    /// A serve with the queue on and `max` slots whose idle threads keep their slots (they
+    /// would yield one only after ten minutes idle), so a slot frees when a thread closes.
     fn serve(&self, max: &str) -> Serve {
+        self.serve_yielding(max, "600000")
+    }
+
+    /// A serve with the queue on, `max` slots, and `THREADBASE_QUEUE_IDLE_MS=idle_ms`.
+    fn serve_yielding(&self, max: &str, idle_ms: &str) -> Serve {
         let args = vec![
             "--session-file".into(),
             self.parent_session.display().to_string(),
@@ -38,7 +47,11 @@ impl World {
         self.base.serve(
             "script",
             args,
-            &[("THREADBASE_QUEUE", "1"), ("PI_THREADS_MAX_THREADS", max)],
+            &[
+                ("THREADBASE_QUEUE", "1"),
+                ("PI_THREADS_MAX_THREADS", max),
+                ("THREADBASE_QUEUE_IDLE_MS", idle_ms),
+            ],
         )
     }
 
@@ -301,6 +314,200 @@ fn queue_rows_survive_a_sigkill_of_serve_and_the_next_serve_launches_them() {
     stop(&mut s, "/root/b");
     w.until_launched("/root/c");
     assert_eq!(w.launch_order(), ["/root/a", "/root/b", "/root/c"]);
+    s.close(Duration::from_secs(20));
+    assert!(w.base.leftovers().is_empty());
+}
+
+/// The text of the first notice `s` emitted about `path` containing `needle`, waiting for it.
+fn notice_about(s: &Serve, path: &str, needle: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let found = s.notices().into_iter().find_map(|n| {
+            let text = n["params"]["text"].as_str()?.to_string();
+            (n["params"]["path"] == path && text.contains(needle)).then_some(text)
+        });
+        if let Some(text) = found {
+            return text;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no notice about {path} saying {needle:?}: {:#?}",
+            s.notices()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The seconds a yield notice says its thread was idle (`… (idle 1.2s).`).
+fn idle_seconds(text: &str) -> f64 {
+    let at = text.find("(idle ").expect("an idle time") + "(idle ".len();
+    let end = at + text[at..].find("s)").expect("seconds");
+    text[at..end].parse().unwrap()
+}
+
+/// Issue 45: with a limit of 1 and `THREADBASE_QUEUE_IDLE_MS` at its default 0, the queue moves
+/// without any stop: the first child finishes its turn and, idle, yields its slot to the
+/// second start (closed as idle cleanup closes it: stopped, resumable, its parent told which
+/// row took the slot), then the second yields to the third. The last one keeps its slot:
+/// nothing waits for it.
+#[test]
+fn queue_an_idle_thread_yields_its_slot_to_the_oldest_queued_start() {
+    let w = world("queue_yield");
+    let mut s = w.serve_yielding("1", "0");
+    let a = start(&mut s, "a");
+    assert_ne!(snapshot(&a)["phase"], "queued", "{a}");
+    let b = start(&mut s, "b");
+    assert_eq!(snapshot(&b)["phase"], "queued", "{b}");
+    assert_eq!(snapshot(&b)["queuePosition"], 1, "{b}");
+    let c = start(&mut s, "c");
+    assert_eq!(snapshot(&c)["phase"], "queued", "{c}");
+
+    w.until_launched("/root/b");
+    let text = notice_about(&s, "/root/a", "yielded its slot");
+    assert!(
+        text.starts_with("Thread \"do a\" (/root/a) was stopped: closed/stopped. It yielded its slot to /root/b (idle "),
+        "{text}"
+    );
+    assert!(text.ends_with("\nLast answer:\ndone"), "{text}");
+    assert!(idle_seconds(&text) >= 0.0, "{text}");
+    assert_eq!(
+        w.row("/root/a"),
+        ("closed".into(), 1, true, Some("stopped".into()))
+    );
+    let r = s.thread(json!({"action": "poll", "id": "/root/a"}));
+    assert_eq!(snapshot(&r)["resumable"], true, "{r}");
+    assert_eq!(snapshot(&r)["exit"]["kind"], "stopped", "{r}");
+
+    // The second finishes its turn and yields to the third in turn.
+    w.until_launched("/root/c");
+    let text = notice_about(&s, "/root/b", "yielded its slot");
+    assert!(
+        text.contains("It yielded its slot to /root/c (idle "),
+        "{text}"
+    );
+    assert_eq!(w.launch_order(), ["/root/a", "/root/b", "/root/c"]);
+    let r = s.thread(json!({"action": "wait", "id": "/root/c", "timeoutMs": 20000}));
+    assert_eq!(snapshot_of_wait(&r)["phase"], "idle", "{r}");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(w.row("/root/c").0, "live");
+    assert!(s.notices().iter().all(|n| n["params"]["path"] != "/root/c"
+        || !n["params"]["text"].as_str().unwrap().contains("yielded")));
+    // No one stopped anything: every close was a yield.
+    let stops: i64 = w
+        .db()
+        .query_row(
+            "SELECT count(*) FROM threads WHERE exit_kind = 'stopped' AND exit_message LIKE 'It yielded its slot to %'",
+            (),
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(stops, 2);
+    s.close(Duration::from_secs(20));
+    assert!(w.base.leftovers().is_empty());
+}
+
+/// With `THREADBASE_QUEUE_IDLE_MS=60000` an idle thread keeps its slot for a minute: the queued
+/// start does not launch meanwhile, and a close still moves the queue at once.
+#[test]
+fn queue_an_idle_thread_keeps_its_slot_until_queue_idle_ms() {
+    let w = world("queue_keep");
+    let mut s = w.serve_yielding("1", "60000");
+    start(&mut s, "a");
+    start(&mut s, "b");
+    let r = s.thread(json!({"action": "wait", "id": "/root/a", "timeoutMs": 20000}));
+    assert_eq!(snapshot_of_wait(&r)["phase"], "idle", "{r}");
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(w.row("/root/a").0, "live");
+    assert_eq!(w.row("/root/b").1, 0);
+    assert!(
+        s.notices()
+            .iter()
+            .all(|n| !n["params"]["text"].as_str().unwrap().contains("yielded")),
+        "{:#?}",
+        s.notices()
+    );
+    stop(&mut s, "/root/a");
+    w.until_launched("/root/b");
+    s.close(Duration::from_secs(20));
+    assert!(w.base.leftovers().is_empty());
+}
+
+/// A thread not idle long enough yet yields once it is: the serve wakes for it, with no commit
+/// to prompt it (`THREADBASE_QUEUE_IDLE_MS=700`).
+#[test]
+fn queue_an_idle_thread_yields_once_idle_for_queue_idle_ms() {
+    let w = world("queue_later");
+    let mut s = w.serve_yielding("1", "700");
+    start(&mut s, "a");
+    start(&mut s, "b");
+    w.until_launched("/root/b");
+    let text = notice_about(&s, "/root/a", "yielded its slot");
+    assert!(
+        text.contains("It yielded its slot to /root/b (idle "),
+        "{text}"
+    );
+    assert!(idle_seconds(&text) >= 0.7, "{text}");
+    s.close(Duration::from_secs(20));
+    assert!(w.base.leftovers().is_empty());
+}
+
+/// Starts sent in one burst (the parallel tool calls of one assistant message, forwarded as
+/// lines in the message's order, which serve runs concurrently) reserve in the order of their
+/// lines: the first takes the slot and the rest queue in request order.
+#[test]
+fn queue_starts_sent_in_one_burst_queue_in_request_order() {
+    let w = world("queue_burst");
+    let mut s = w.serve_yielding("1", "600000");
+    let tasks = ["a", "b", "c", "d", "e"];
+    let lines: Vec<String> = tasks
+        .iter()
+        .enumerate()
+        .map(|(n, t)| {
+            json!({"id": 1000 + n, "method": "thread", "params": {"action": "start", "prompt": format!("do {t}"), "taskName": t}})
+                .to_string()
+        })
+        .collect();
+    s.raw(&lines.join("\n"));
+    for (n, t) in tasks.iter().enumerate() {
+        let r = s.response(1000 + n as u64, Duration::from_secs(30));
+        let snap = &r["result"]["details"]["snapshot"];
+        assert_eq!(snap["path"], format!("/root/{t}"), "{r}");
+        if n == 0 {
+            assert_ne!(snap["phase"], "queued", "{r}");
+        } else {
+            assert_eq!(snap["phase"], "queued", "{r}");
+            assert_eq!(snap["queuePosition"], n as i64, "{r}");
+        }
+    }
+    let conn = w.db();
+    let mut stmt = conn
+        .prepare("SELECT path FROM threads ORDER BY rowid")
+        .unwrap();
+    let order = stmt
+        .query_map((), |r| r.get(0))
+        .unwrap()
+        .collect::<rusqlite::Result<Vec<String>>>()
+        .unwrap();
+    assert_eq!(
+        order,
+        ["/root/a", "/root/b", "/root/c", "/root/d", "/root/e"]
+    );
+    let listed = live(&mut s);
+    let queued: Vec<_> = listed
+        .iter()
+        .filter(|t| t.1 == "queued")
+        .map(|t| (t.0.as_str(), t.2))
+        .collect();
+    assert_eq!(
+        queued,
+        [
+            ("/root/b", Some(1)),
+            ("/root/c", Some(2)),
+            ("/root/d", Some(3)),
+            ("/root/e", Some(4))
+        ]
+    );
+    drop(stmt);
     s.close(Duration::from_secs(20));
     assert!(w.base.leftovers().is_empty());
 }

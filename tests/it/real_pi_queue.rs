@@ -19,6 +19,8 @@ fn serve(db: &Path, env: &fake_llm::PiEnv, argv: &[String]) -> Serve {
     let mut vars = env.env.clone();
     vars.push(("THREADBASE_QUEUE".into(), "1".into()));
     vars.push(("PI_THREADS_MAX_THREADS".into(), "1".into()));
+    // Idle threads keep their slots: a slot frees when a thread closes.
+    vars.push(("THREADBASE_QUEUE_IDLE_MS".into(), "600000".into()));
     serve_with_pi_children(db, &vars, &env.cwd, argv, "thread", "ses_queue_root")
 }
 

@@ -7,6 +7,7 @@ pub(super) mod archive;
 mod carry;
 pub(super) mod fork;
 pub(super) mod list;
+pub(super) mod order;
 pub(super) mod poll;
 mod queue;
 mod reserve;

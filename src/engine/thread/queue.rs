@@ -6,9 +6,22 @@
 //! (`sql/queue_claim.sql`), then launches the claimed rows in order. A claimed row never
 //! launched (its serve died between the two) is launched by the next serve of the manager: the
 //! restore pass leaves it alone (`sql/restore_candidates.sql`) and it still holds its slot.
+//! Once serve shuts down (`Engine::close_queue`) contract A's and C's queues launch nothing:
+//! their rows wait for the session's next serve.
+//!
+//! While rows wait, an idle thread yields its slot (issue 45, `THREADBASE_QUEUE_IDLE_MS`,
+//! [`yield_slots`]): `sql/queue_yield.sql` picks this serve's idle threads, longest idle
+//! first, each with the waiting row its slot goes to; a due one is stopped as idle cleanup
+//! stops it (`Runtime::yield_slot`: resumable, its parent's close notice saying
+//! `It yielded its slot to /root/b (idle 0.0s).`), and its close is the commit after which
+//! the next drain claims the slot. The queue's order is the order of the start requests as
+//! serve read them: starts reserve their rows in that order (`order.rs`), so rowid order,
+//! which every queue query ranks by, is request order.
 
 use std::path::PathBuf;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::json;
 
@@ -25,7 +38,7 @@ use crate::store::events::{self, NewEvent};
 use crate::store::launches;
 use crate::store::queue::{self, QueueState};
 use crate::store::threads::{thread_by_id_any, ThreadRow};
-use crate::time::now_iso;
+use crate::time::{iso_from_ms, ms_from_iso, now_iso, now_ms};
 
 /// See [`Engine::queue_changed`].
 pub(crate) fn queue_changed(e: &Arc<Engine>) {
@@ -34,6 +47,9 @@ pub(crate) fn queue_changed(e: &Arc<Engine>) {
     }
     // Contract B's side of this serve has a queue of its own (its concurrency limit).
     e.agent_queue_changed();
+    if e.queue_closed.load(Ordering::SeqCst) {
+        return;
+    }
     let e = e.clone();
     tokio::spawn(tracing::Instrument::in_current_span(async move {
         if let Err(err) = drain(&e).await {
@@ -41,6 +57,9 @@ pub(crate) fn queue_changed(e: &Arc<Engine>) {
         }
         // Contract C's workers of this session, under the same lock.
         let _one = e.queue.clone().lock_owned().await;
+        if e.queue_closed.load(Ordering::SeqCst) {
+            return;
+        }
         if let Err(err) = crate::engine::worker::drain_queue(&e).await {
             tracing::warn!("starting queued workers failed: {err}");
         }
@@ -51,6 +70,9 @@ pub(crate) fn queue_changed(e: &Arc<Engine>) {
 /// yet, oldest first. One drain at a time per serve, so a claimed row is launched once.
 async fn drain(e: &Engine) -> Result<()> {
     let _one = e.queue.clone().lock_owned().await;
+    if e.queue_closed.load(Ordering::SeqCst) {
+        return Ok(());
+    }
     let manager = e.manager_id;
     let waiting = {
         let conn = e.store.read()?;
@@ -68,6 +90,69 @@ async fn drain(e: &Engine) -> Result<()> {
         }
         if let Err(err) = launch(e, &id).await {
             tracing::warn!(thread = %id, "a queued thread failed to launch: {err}");
+        }
+    }
+    if waiting {
+        yield_slots(e).await?;
+    }
+    Ok(())
+}
+
+/// While rows wait, this serve's idle threads yield their slots to them, longest idle first,
+/// once idle `THREADBASE_QUEUE_IDLE_MS` (`sql/queue_yield.sql` picks them, and the row each
+/// frees a slot for). Each is stopped as idle cleanup stops it, so it stays resumable, and its
+/// parent's notice says which row took its slot; its close is a commit, and the drain that
+/// follows claims the slot and launches that row. A thread not idle long enough yet sets one
+/// wake-up for when it will be (a drain then runs again).
+async fn yield_slots(e: &Engine) -> Result<()> {
+    let idle_ms = i64::try_from(e.cfg.settings.queue_idle.as_millis()).unwrap_or(i64::MAX);
+    let now = now_ms();
+    let cutoff = iso_from_ms(now.saturating_sub(idle_ms));
+    let owner = e.rt.owner();
+    let yields = queue::yields(
+        &e.store.read()?,
+        e.manager_id,
+        (owner.pid, owner.started_at),
+        e.cfg.settings.limits.max_threads,
+        &cutoff,
+    )?;
+    let mut stops = tokio::task::JoinSet::new();
+    let mut wake = None;
+    for y in yields {
+        let since = ms_from_iso(&y.idle_since).unwrap_or(now);
+        if !y.due {
+            // Longest idle first: the rest are not due either.
+            let after = Duration::from_millis(
+                since.saturating_add(idle_ms).saturating_sub(now).max(1) as u64,
+            );
+            let me = e.me.clone();
+            wake = Some(
+                tokio::spawn(async move {
+                    tokio::time::sleep(after).await;
+                    if let Some(e) = me.upgrade() {
+                        e.queue_changed();
+                    }
+                })
+                .abort_handle(),
+            );
+            break;
+        }
+        let idle = now.saturating_sub(since).max(0) as f64 / 1000.0;
+        let note = format!("It yielded its slot to {} (idle {idle:.1}s).", y.to);
+        tracing::info!(thread = %y.id, to = %y.to, "an idle thread yields its slot to a queued one");
+        let rt = e.rt.clone();
+        stops.spawn(async move { rt.yield_slot(&y.id, note).await });
+    }
+    let old = std::mem::replace(
+        &mut *e.queue_wake.lock().unwrap_or_else(|p| p.into_inner()),
+        wake,
+    );
+    if let Some(old) = old {
+        old.abort();
+    }
+    while let Some(done) = stops.join_next().await {
+        if let Ok(Err(err)) = done {
+            tracing::warn!("an idle thread failed to yield its slot: {err}");
         }
     }
     Ok(())

@@ -16,6 +16,7 @@ use crate::store::launches;
 pub(in crate::engine) async fn start(
     e: &Engine,
     req: crate::contract::thread::Start,
+    turn: Option<super::order::StartTurn>,
 ) -> Result<Reply> {
     let crate::contract::thread::Start {
         prompt,
@@ -30,6 +31,10 @@ pub(in crate::engine) async fn start(
     let short = &id.as_str()[7..13];
     let base = naming::base_task_name(name.as_deref(), Some(&prompt), short);
     let depth = e.cfg.depth + 1;
+    // Starts read before this one reserve first (`order`): rowid order is request order.
+    if let Some(turn) = &turn {
+        turn.wait().await;
+    }
     // From the insert on, the thread is starting: a send or wait meanwhile waits for its child.
     let _launching = e.rt.reserve_launch(&id);
     // Reserve the path: limits, uniqueness and the insert in one transaction.
@@ -60,6 +65,8 @@ pub(in crate::engine) async fn start(
         }
         Ok((path, display, queued))
     })?;
+    // Reserved: the next start may reserve.
+    drop(turn);
     if queued {
         // No slot: the row waits in the queue; a freed slot launches it (`queue`).
         drop(_launching);
