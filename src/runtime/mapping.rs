@@ -428,6 +428,46 @@ mod tests {
         assert_eq!(*data[2], json!({"toolName": "noargs"}));
     }
 
+    /// A notice delivered into an idle session (a custom message that starts no turn: Pi 1.6
+    /// emits its message_start and message_end, no agent_start) leaves the thread idle; a
+    /// provider error marks the turn failed until the next turn starts.
+    #[test]
+    fn a_message_that_starts_no_turn_leaves_an_idle_thread_idle_and_an_error_fails_the_turn() {
+        let mut t = Tracker::new();
+        t.phase = Phase::Idle;
+        let effects = run(
+            &mut t,
+            &[
+                json!({"type":"message_start","message":{"role":"custom","customType":"threadbase-notice"}}),
+                json!({"type":"message_end","message":{"role":"custom","customType":"threadbase-notice"}}),
+            ],
+        );
+        assert!(
+            !effects.iter().any(|e| matches!(e, Effect::Phase(_))),
+            "{effects:?}"
+        );
+        assert_eq!(t.phase, Phase::Idle);
+        let effects = run(
+            &mut t,
+            &[
+                json!({"type":"agent_start"}),
+                json!({"type":"turn_start"}),
+                json!({"type":"message_start","message":{"role":"assistant"}}),
+                json!({"type":"message_end","message":{"role":"assistant","content":[],"stopReason":"error","errorMessage":"500 upstream overloaded\nmore"}}),
+                json!({"type":"turn_end"}),
+                json!({"type":"agent_end"}),
+                json!({"type":"agent_settled"}),
+            ],
+        );
+        assert!(
+            effects.contains(&Effect::TurnError(Some("500 upstream overloaded".into()))),
+            "{effects:?}"
+        );
+        assert_eq!(t.phase, Phase::Idle);
+        let effects = run(&mut t, &[json!({"type":"agent_start"})]);
+        assert_eq!(effects.first(), Some(&Effect::TurnError(None)));
+    }
+
     fn run(t: &mut Tracker, lines: &[Value]) -> Vec<Effect> {
         lines.iter().flat_map(|l| t.on_event(l)).collect()
     }

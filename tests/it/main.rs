@@ -44,6 +44,7 @@ mod readme;
 mod readme_sql;
 mod real_pi_adopt;
 mod real_pi_agent;
+mod real_pi_attention;
 mod real_pi_agent_019;
 mod real_pi_extension;
 mod real_pi_install;
