@@ -449,15 +449,22 @@ pub fn exit_json(row: &ThreadRow) -> Option<Value> {
 }
 
 /// The contract's `ThreadRuntimeSnapshot` of one thread as a JSON value, for the readers that
-/// walk it (`threadbase top`, tests); serve writes [`Snapshot`] directly.
-pub fn snapshot(row: &ThreadRow, out: &OutputFacts, events: &[EventRow], detail: Detail) -> Value {
+/// walk it (the web page's detail, tests), with what needs the user about it (issue 45);
+/// serve writes [`Snapshot`] directly.
+pub fn snapshot(
+    row: &ThreadRow,
+    out: &OutputFacts,
+    events: &[EventRow],
+    detail: Detail,
+    attention: Option<crate::store::attention::Need>,
+) -> Value {
     let facts = ThreadFacts {
         row: row.clone(),
         out: out.clone(),
         events: events.to_vec(),
         usage: Usage::default(),
         pending: Pending::default(),
-        attention: None,
+        attention,
     };
     serde_json::to_value(Projection::new(&facts, detail).snapshot()).unwrap_or(Value::Null)
 }

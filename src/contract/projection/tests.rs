@@ -152,14 +152,14 @@ fn detail_parse_and_names() {
 
 #[test]
 fn live_busy_partial_summary() {
-    let got = snapshot(&live_row(), &live_out(), &live_events(), Detail::Summary);
+    let got = snapshot(&live_row(), &live_out(), &live_events(), Detail::Summary, None);
     let want = Value::Object(live_common("summary", "Reading the schema"));
     assert_json(&got, &want);
 }
 
 #[test]
 fn live_busy_partial_tail() {
-    let got = snapshot(&live_row(), &live_out(), &live_events(), Detail::Tail);
+    let got = snapshot(&live_row(), &live_out(), &live_events(), Detail::Tail, None);
     let mut want = live_common("tail", "Reading the schema");
     want.insert("outputTail".into(), json!("  Reading\n\n the   schema  "));
     want.insert("outputCharCount".into(), json!(26));
@@ -171,7 +171,7 @@ fn live_busy_partial_tail() {
 
 #[test]
 fn live_busy_partial_full() {
-    let got = snapshot(&live_row(), &live_out(), &live_events(), Detail::Full);
+    let got = snapshot(&live_row(), &live_out(), &live_events(), Detail::Full, None);
     let mut want = live_common("full", "Reading the schema");
     want.insert("stderrTail".into(), json!("warning: slow\n"));
     want.insert("stderrTruncated".into(), json!(false));
@@ -190,7 +190,7 @@ fn live_blank_partial_falls_back_to_assistant_text() {
         stderr_tail: b" \n\t".to_vec(),
         ..live_out()
     };
-    let got = snapshot(&live_row(), &out, &[], Detail::Full);
+    let got = snapshot(&live_row(), &out, &[], Detail::Full, None);
     assert_json(
         &got["result"],
         &json!({"status": "completed", "source": "assistant_message", "text": "Earlier answer.", "charCount": 17, "truncated": false}),
@@ -280,6 +280,7 @@ fn closed_stopped_emoji_summary() {
         &closed_out(),
         &closed_events(),
         Detail::Summary,
+        None,
     );
     // Compacted: "Done: " (6) + 396 emoji (792) = 798 units. Cut to 699 units: 6 + 346
     // emoji = 698 (a 347th would split a surrogate pair), then "…".
@@ -297,6 +298,7 @@ fn closed_stopped_emoji_tail() {
         &closed_out(),
         &closed_events(),
         Detail::Tail,
+        None,
     );
     // 798 compacted units fit in 1,200.
     let result = format!("Done: {}", "😀".repeat(396));
@@ -316,6 +318,7 @@ fn closed_stopped_emoji_full() {
         &closed_out(),
         &closed_events(),
         Detail::Full,
+        None,
     );
     let result = format!("Done: {}", "😀".repeat(396));
     let mut want = closed_want("full", &result, false, closed_events_json(&emoji_text()));
@@ -332,7 +335,7 @@ fn long_output_tail_is_cut_with_prefix() {
         last_assistant_text: Some(text.clone()),
         ..OutputFacts::default()
     };
-    let got = snapshot(&closed_row(ExitKind::Exited), &out, &[], Detail::Tail);
+    let got = snapshot(&closed_row(ExitKind::Exited), &out, &[], Detail::Tail, None);
     assert_eq!(
         got["outputTail"],
         json!(format!(
@@ -353,7 +356,7 @@ fn long_output_tail_is_cut_with_prefix() {
         last_assistant_text: Some(odd),
         ..OutputFacts::default()
     };
-    let got = snapshot(&closed_row(ExitKind::Exited), &out, &[], Detail::Tail);
+    let got = snapshot(&closed_row(ExitKind::Exited), &out, &[], Detail::Tail, None);
     assert_eq!(
         got["outputTail"],
         json!(format!(
@@ -379,7 +382,7 @@ fn stderr_out() -> OutputFacts {
 #[test]
 fn stderr_truncation_tail_and_full() {
     let row = closed_row(ExitKind::Failed);
-    let got = snapshot(&row, &stderr_out(), &[], Detail::Tail);
+    let got = snapshot(&row, &stderr_out(), &[], Detail::Tail, None);
     let base = json!({
         "id": "thread_ba9876543210",
         "path": "/root/review/docs",
@@ -412,7 +415,7 @@ fn stderr_truncation_tail_and_full() {
     });
     assert_json(&got, &base);
 
-    let got = snapshot(&row, &stderr_out(), &[], Detail::Full);
+    let got = snapshot(&row, &stderr_out(), &[], Detail::Full, None);
     let mut want = match base {
         Value::Object(m) => m,
         _ => unreachable!(),
@@ -436,14 +439,14 @@ fn stderr_short_but_dropped_and_incomplete_end() {
         ..OutputFacts::default()
     };
     let row = closed_row(ExitKind::Exited);
-    let got = snapshot(&row, &out, &[], Detail::Tail);
+    let got = snapshot(&row, &out, &[], Detail::Tail, None);
     assert_eq!(got["stderrTail"], json!("boom\n"));
     assert_eq!(got["stderrTruncated"], json!(false));
-    let got = snapshot(&row, &out, &[], Detail::Full);
+    let got = snapshot(&row, &out, &[], Detail::Full, None);
     assert_eq!(got["stderrTail"], json!("boom\n"));
     assert_eq!(got["stderrTruncated"], json!(false));
     // Summary never shows stderr.
-    let got = snapshot(&row, &out, &[], Detail::Summary);
+    let got = snapshot(&row, &out, &[], Detail::Summary, None);
     assert!(got.get("stderrTail").is_none());
 }
 
@@ -471,7 +474,7 @@ fn archived_closed_snapshot() {
         ),
         ev(43, "thread_archived", json!({"archived": true})),
     ];
-    let got = snapshot(&row, &out, &events, Detail::Summary);
+    let got = snapshot(&row, &out, &events, Detail::Summary, None);
     let want = json!({
         "id": "thread_ba9876543210",
         "path": "/root/old",
@@ -527,20 +530,20 @@ fn recent_event_windows_per_detail() {
             .map(|e| e["seq"].as_i64().unwrap())
             .collect()
     };
-    let s = snapshot(&row, &out, &events, Detail::Summary);
+    let s = snapshot(&row, &out, &events, Detail::Summary, None);
     assert_eq!(seqs(&s), (16..=20).collect::<Vec<_>>());
     assert_eq!(
         s["recentEvents"][4]["text"],
         json!(format!("m20 {}…", "a".repeat(175)))
     );
-    let t = snapshot(&row, &out, &events, Detail::Tail);
+    let t = snapshot(&row, &out, &events, Detail::Tail, None);
     assert_eq!(seqs(&t), (9..=20).collect::<Vec<_>>());
     // Compacted first ("m20  " becomes "m20 "), then cut.
     assert_eq!(
         t["recentEvents"][11]["text"],
         json!(format!("m20 {}…", "a".repeat(695)))
     );
-    let f = snapshot(&row, &out, &events, Detail::Full);
+    let f = snapshot(&row, &out, &events, Detail::Full, None);
     assert_eq!(seqs(&f), (1..=20).collect::<Vec<_>>());
     assert_eq!(
         f["recentEvents"][19]["text"],
@@ -561,7 +564,7 @@ fn event_data_never_overrides_envelope() {
         "thread_error",
         json!({"type": "x", "seq": 99, "message": "Registry persistence failed: disk"}),
     );
-    let got = snapshot(&live_row(), &OutputFacts::default(), &[e], Detail::Full);
+    let got = snapshot(&live_row(), &OutputFacts::default(), &[e], Detail::Full, None);
     assert_json(
         &got["recentEvents"],
         &json!([{"seq": 5, "at": "2025-01-01T00:00:05.000Z", "type": "thread_error",
@@ -584,6 +587,7 @@ fn a_tool_started_events_arguments_stay_in_the_row() {
             &OutputFacts::default(),
             std::slice::from_ref(&e),
             detail,
+            None,
         );
         assert_json(
             &got["recentEvents"],
@@ -654,6 +658,7 @@ fn exit_json_kinds() {
         &OutputFacts::default(),
         &[],
         Detail::Summary,
+        None,
     );
     assert!(got.get("pid").is_none());
 }
@@ -899,9 +904,9 @@ fn golden_tool_contract_detail_levels() {
     full["lastPartialText"] = json!("Partial answer\nwith extra spacing");
     full["stderrTail"] = json!("stderr line");
     full["stderrTruncated"] = json!(false);
-    assert_eq!(snapshot(&row, &out, &events, Detail::Summary), summary);
-    assert_eq!(snapshot(&row, &out, &events, Detail::Tail), tail);
-    assert_eq!(snapshot(&row, &out, &events, Detail::Full), full);
+    assert_eq!(snapshot(&row, &out, &events, Detail::Summary, None), summary);
+    assert_eq!(snapshot(&row, &out, &events, Detail::Tail, None), tail);
+    assert_eq!(snapshot(&row, &out, &events, Detail::Full, None), full);
 }
 
 /// pi-threads `test/thread-manager.test.ts` "keeps default poll details summarized and
@@ -914,18 +919,18 @@ fn golden_summary_truncated_tail_and_full() {
         ..OutputFacts::default()
     };
     let row = closed_row(ExitKind::Exited);
-    let s = snapshot(&row, &out, &[], Detail::Summary);
+    let s = snapshot(&row, &out, &[], Detail::Summary, None);
     assert_eq!(s["detail"], json!("summary"));
     assert!(s["resultSummary"].as_str().unwrap().contains("FIRST"));
     assert_eq!(s["result"]["truncated"], json!(true));
     assert!(s.get("lastAssistantText").is_none());
     assert!(s.get("outputTail").is_none());
-    let t = snapshot(&row, &out, &[], Detail::Tail);
+    let t = snapshot(&row, &out, &[], Detail::Tail, None);
     assert!(t["outputTail"].as_str().unwrap().contains("LAST"));
     assert_eq!(t["outputTruncated"], json!(true));
     assert_eq!(t["result"]["truncated"], json!(true));
     assert!(t.get("lastAssistantText").is_none());
-    let f = snapshot(&row, &out, &[], Detail::Full);
+    let f = snapshot(&row, &out, &[], Detail::Full, None);
     assert_eq!(f["lastAssistantText"], json!(long));
     // Full is never cut.
     assert_eq!(f["result"]["truncated"], json!(false));
@@ -941,16 +946,16 @@ fn result_truncated_compares_with_the_compacted_source() {
         last_assistant_text: Some(text),
         ..OutputFacts::default()
     };
-    let got = snapshot(&closed_row(ExitKind::Exited), &out, &[], Detail::Summary);
+    let got = snapshot(&closed_row(ExitKind::Exited), &out, &[], Detail::Summary, None);
     assert_eq!(got["result"]["charCount"], json!(1_000));
     assert_eq!(got["result"]["truncated"], json!(false));
     let out = OutputFacts {
         last_assistant_text: Some("b".repeat(701)),
         ..OutputFacts::default()
     };
-    let got = snapshot(&closed_row(ExitKind::Exited), &out, &[], Detail::Summary);
+    let got = snapshot(&closed_row(ExitKind::Exited), &out, &[], Detail::Summary, None);
     assert_eq!(got["result"]["truncated"], json!(true));
-    let got = snapshot(&closed_row(ExitKind::Exited), &out, &[], Detail::Tail);
+    let got = snapshot(&closed_row(ExitKind::Exited), &out, &[], Detail::Tail, None);
     assert_eq!(got["result"]["truncated"], json!(false));
 }
 
@@ -968,7 +973,7 @@ fn tail_without_output_text_has_no_output_fields() {
         (closed_row(ExitKind::Failed), OutputFacts::default()),
         (live_row(), blank),
     ] {
-        let got = snapshot(&row, &out, &[], Detail::Tail);
+        let got = snapshot(&row, &out, &[], Detail::Tail, None);
         for k in ["outputTail", "outputCharCount", "outputTruncated"] {
             assert!(got.get(k).is_none(), "{k} in {got}");
         }
@@ -984,7 +989,7 @@ fn stderr_tail_counts_only_its_own_cut() {
         stderr_dropped: 600,
         ..OutputFacts::default()
     };
-    let got = snapshot(&closed_row(ExitKind::Exited), &out, &[], Detail::Tail);
+    let got = snapshot(&closed_row(ExitKind::Exited), &out, &[], Detail::Tail, None);
     assert_eq!(
         got["stderrTail"],
         json!(format!(
@@ -993,7 +998,7 @@ fn stderr_tail_counts_only_its_own_cut() {
         ))
     );
     assert_eq!(got["stderrTruncated"], json!(true));
-    let got = snapshot(&closed_row(ExitKind::Exited), &out, &[], Detail::Full);
+    let got = snapshot(&closed_row(ExitKind::Exited), &out, &[], Detail::Full, None);
     assert_eq!(got["stderrTail"], json!("s".repeat(12_000)));
     assert_eq!(got["stderrTruncated"], json!(false));
 }
@@ -1002,14 +1007,14 @@ fn stderr_tail_counts_only_its_own_cut() {
 #[test]
 fn session_kinds() {
     let mut row = closed_row(ExitKind::Exited);
-    let got = snapshot(&row, &OutputFacts::default(), &[], Detail::Summary);
+    let got = snapshot(&row, &OutputFacts::default(), &[], Detail::Summary, None);
     assert_json(
         &got["session"],
         &json!({"kind": "known", "file": "/s/child.jsonl", "id": "sess-1", "name": null, "pendingMessageCount": null}),
     );
     assert_eq!(got["resumable"], json!(true));
     row.session_file = None;
-    let got = snapshot(&row, &OutputFacts::default(), &[], Detail::Summary);
+    let got = snapshot(&row, &OutputFacts::default(), &[], Detail::Summary, None);
     assert_json(&got["session"], &json!({"kind": "unknown"}));
     assert_eq!(got["resumable"], json!(false));
     assert_eq!(got["nextSuggestedActions"], json!(["archive", "list"]));

@@ -523,7 +523,9 @@ pub fn detail(conn: &crate::store::Conn, id: &ThreadId) -> Result<DetailDoc> {
     let (manager_session, contract) = threads::manager_of_thread(conn, id)?.unwrap_or_default();
     let out = crate::store::output::of_thread(conn, id)?;
     let evs = events::rows_of_thread(conn, id)?;
-    let snapshot = projection::snapshot(&row, &out, &evs, Detail::Tail);
+    // Issue 45: what needs the user, as `show` sees it from this host.
+    let need = crate::store::hosts::Placements::read_one(conn, id)?.need_of(&(&row).into());
+    let snapshot = projection::snapshot(&row, &out, &evs, Detail::Tail, need);
     let usage_line = usage::of_thread(conn, id)?.map(|u| crate::engine::budget::summary(&u));
     let subtree = usage::of_subtree(conn, id)?.map(|s| {
         format!(
