@@ -17,6 +17,10 @@
  *   spend, each token once) go on the next tool result as Pi 1.6's `usage`, which Pi adds to the
  *   session's totals (footer, `get_session_stats`); the session's own spend, added up from its
  *   entries, goes to serve as `session_usage` before each tool call and after each turn.
+ * - Status line (issue 45): in a session with a UI that is the top of its tree, serve runs with
+ *   `--report-status`; each `status` notification (the tree's threads by condition and its
+ *   spend, sent when it changes) becomes `ctx.ui.setStatus("threadbase", text)`, shown in Pi's
+ *   footer (`undefined`, which removes the entry, when there is nothing to show or no serve).
  * - `session_shutdown` closes the server's stdin: the server stops its live children gracefully,
  *   records their exits and exits 0. Pi runs this factory again for every new session runtime
  *   (new, switch, fork, clone, reload), so the next session gets its own server.
@@ -152,6 +156,47 @@ interface ServeIdentity {
 	sessionFile: string | undefined;
 	sessionId: string;
 	cwd: string;
+	/** Where the tree's status line goes (see `statusUiOf`); none: serve sends no status. */
+	statusUi?: StatusUi;
+}
+
+/** What the status line needs of Pi's extension UI (`ctx.ui`). */
+interface StatusUi {
+	setStatus(key: string, text: string | undefined): void;
+}
+
+/** The key of the status entry this extension keeps in Pi's footer. */
+export const STATUS_KEY = "threadbase";
+
+/**
+ * `status` notification params (serve's `--report-status`): the status line of this session's
+ * whole tree (`threads: 2 busy · 1 asking · 1 failed · $0.42`; `""` when there is nothing to
+ * show), the counts by condition (a live thread's attention word, else its phase; closed
+ * threads only as `failed`; zeros left out), and what the tree spent.
+ */
+export interface StatusParams {
+	text: string;
+	counts: Record<string, number>;
+	costUsd: number;
+	tokens: number;
+}
+
+/** The text a `status` notification puts in the footer; `undefined` clears the entry. */
+export function statusText(params: Partial<StatusParams> | undefined): string | undefined {
+	const text = params?.text;
+	return typeof text === "string" && text.trim() !== "" ? text : undefined;
+}
+
+/**
+ * The UI the status line goes to: this session's, when it has one (interactive, or an RPC host
+ * that shows `setStatus`) and it is the top of its tree (a child Pi's tree is its root
+ * session's to show, and children run without a person watching).
+ */
+function statusUiOf(ctx: any): StatusUi | undefined {
+	const managed = (process.env.PI_THREADS_SELF_ID ?? "").trim() !== "" || Number(process.env.PI_THREADS_DEPTH ?? 0) > 0;
+	if (managed || !ctx?.hasUI) return undefined;
+	const ui = ctx.ui;
+	return typeof ui?.setStatus === "function" ? ui : undefined;
 }
 
 function envFlag(name: string): boolean {
@@ -226,6 +271,8 @@ function serveArgv(identity: ServeIdentity): { bin: string; args: string[] } {
 	args.push("--wire", "compact");
 	// `usage` notifications: the children's spend, for the tool results (see addUsage).
 	args.push("--report-usage");
+	// `status` notifications: the tree's status line, for Pi's footer (see StatusParams).
+	if (identity.statusUi) args.push("--report-status");
 	return { bin, args };
 }
 
@@ -386,6 +433,7 @@ class ServeConnection {
 
 	/** Closes stdin: the server stops its children gracefully and exits. Idempotent. */
 	close(): void {
+		this.showStatus(undefined);
 		if (this.closing || !this.proc) return;
 		this.closing = true;
 		try {
@@ -435,6 +483,7 @@ class ServeConnection {
 				}
 			}
 			if (msg.method === "usage") this.untold = addUsage(this.untold, msg.params?.usage);
+			if (msg.method === "status") this.showStatus(statusText(msg.params));
 			if (msg.method === "notice") {
 				try {
 					this.onNotice?.(msg.params);
@@ -475,8 +524,25 @@ class ServeConnection {
 		}
 	}
 
+	/** Whether this connection's status entry is in the footer. */
+	private statusShown = false;
+
+	/** Puts `text` in the footer's threadbase entry (`undefined`: removes it). */
+	showStatus(text: string | undefined): void {
+		const ui = this.identity.statusUi;
+		if (!ui || (text === undefined && !this.statusShown)) return;
+		try {
+			ui.setStatus(STATUS_KEY, text);
+			this.statusShown = text !== undefined;
+		} catch {
+			// a stale or failing UI must not break the connection
+		}
+	}
+
 	private fail(err: Error): void {
 		if (!this.dead) this.dead = err;
+		// A status no serve keeps up to date is not shown.
+		this.showStatus(undefined);
 		const pending = [...this.pending.values()];
 		this.pending.clear();
 		for (const p of pending) p.reject(err);
@@ -1112,7 +1178,12 @@ export default function threadbaseExtension(pi: ExtensionAPI) {
 	}
 
 	function identityOf(ctx: any): ServeIdentity {
-		return { sessionFile: ctx.sessionManager.getSessionFile(), sessionId: ctx.sessionManager.getSessionId(), cwd: ctx.cwd };
+		return {
+			sessionFile: ctx.sessionManager.getSessionFile(),
+			sessionId: ctx.sessionManager.getSessionId(),
+			cwd: ctx.cwd,
+			statusUi: statusUiOf(ctx),
+		};
 	}
 
 	if (tools.has("worker")) {
@@ -1211,11 +1282,7 @@ export default function threadbaseExtension(pi: ExtensionAPI) {
 			// other action runs to its result, as the original's do.
 			if (signal?.aborted) throw new Error(THREAD_ACTION_ABORTED);
 			const action = (params as { action?: Action }).action;
-			const c = connection({
-				sessionFile: ctx.sessionManager.getSessionFile(),
-				sessionId: ctx.sessionManager.getSessionId(),
-				cwd: ctx.cwd,
-			});
+			const c = connection(identityOf(ctx));
 			const progress: Progress | undefined = onUpdate as Progress | undefined;
 			// The session's own spend first, so a start's budget check counts its turns.
 			await ownUsageFirst(c, ctx, action === "start" || action === "fork" || action === "resume" || action === "send");

@@ -154,6 +154,7 @@ fn demo(keep: Option<PathBuf>, out: &mut dyn Write) -> Result<()> {
             trusted: false,
             wire: Default::default(),
             report_usage: false,
+            report_status: false,
             pi_command: pi_command.clone(),
             agent_dir: tmp.join("agent"),
             db: db.clone(),

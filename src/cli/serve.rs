@@ -47,6 +47,12 @@ pub struct ServeArgs {
     /// this and adds it to its tool result, so Pi counts children in the session's totals).
     #[arg(long)]
     pub report_usage: bool,
+    /// Send a `status` notification (`{"method": "status", "params": {"text", "counts",
+    /// "costUsd", "tokens"}}`) whenever the threads of this session's whole tree change
+    /// condition or the tree's spend changes (the Pi extension of an interactive session asks
+    /// for this and shows the text in Pi's footer). Ignored by a managed child's serve.
+    #[arg(long)]
+    pub report_status: bool,
     /// Also append the log to this file (default with no PATH: threadbase.log beside the
     /// database; also set by $THREADBASE_LOG_FILE). $THREADBASE_LOG sets the filter; the file
     /// records threadbase's debug detail by default. Children's serves write to the same file.
@@ -100,6 +106,7 @@ pub fn config(db: PathBuf, args: ServeArgs) -> Result<ServeConfig> {
         None => Vec::new(),
     };
     let pi_command = super::pi::pi_command_from_env()?;
+    let self_id: Option<crate::domain::ThreadId> = env("PI_THREADS_SELF_ID").map(Into::into);
     let mut warn = |w: String| eprintln!("{w}");
     let depth = crate::engine::env_integer(
         "PI_THREADS_DEPTH",
@@ -127,13 +134,14 @@ pub fn config(db: PathBuf, args: ServeArgs) -> Result<ServeConfig> {
         cwd,
         scope_path,
         depth,
-        self_id: env("PI_THREADS_SELF_ID").map(Into::into),
+        self_id: self_id.clone(),
         parent_path: env("PI_THREADS_PARENT_PATH"),
         parent_id: env("PI_THREADS_PARENT_ID").map(Into::into),
         parent_args,
         trusted: args.trusted,
         wire: args.wire,
         report_usage: args.report_usage,
+        report_status: args.report_status && self_id.is_none(),
         pi_command,
         agent_dir,
         db,

@@ -16,6 +16,7 @@ pub mod list_answer;
 pub mod naming;
 pub mod projection;
 pub mod request;
+pub mod status;
 pub mod thread;
 pub mod wire;
 pub mod worker;

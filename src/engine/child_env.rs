@@ -125,6 +125,7 @@ mod tests {
             trusted: false,
             wire: Default::default(),
             report_usage: false,
+            report_status: false,
             pi_command: vec!["pi".into()],
             agent_dir: "/a".into(),
             db: "/d/t.sqlite".into(),

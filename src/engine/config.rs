@@ -168,6 +168,11 @@ pub struct ServeConfig {
     /// `--report-usage`: each answer is preceded by a `usage` notification with the spend
     /// below this session not reported yet (see `engine::spend`).
     pub report_usage: bool,
+    /// `--report-status`: the row watcher sends a `status` notification with the tree's
+    /// threads by condition and its spend whenever they change (`store::status`,
+    /// `contract::status`); never for a managed child's serve (its tree's status is its root
+    /// session's to show).
+    pub report_status: bool,
     /// The argv prefix that launches a child Pi.
     pub pi_command: Vec<String>,
     /// Pi's agent dir (sessions live below it when the parent has no session file).

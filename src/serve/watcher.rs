@@ -53,6 +53,7 @@ pub async fn run(engine: Arc<Engine>, out: Output) {
         }
     };
     let queues = Queues::default();
+    let mut status = StatusLine::default();
     let mut seen: Option<i64> = None;
     let mut tick = tokio::time::interval(POLL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -69,6 +70,8 @@ pub async fn run(engine: Arc<Engine>, out: Output) {
             _ = owners.tick() => {
                 restore_dead_owners(&engine).await;
                 check_stalls(&engine).await;
+                // A stall is a matter of time: the status is read again each second.
+                status.report(&engine, watch.conn(), &out, true);
                 continue;
             }
             _ = heartbeat.tick() => {
@@ -93,9 +96,11 @@ pub async fn run(engine: Arc<Engine>, out: Output) {
             Err(_) => continue,
         };
         if seen == Some(version) {
+            status.report(&engine, watch.conn(), &out, false);
             continue;
         }
         seen = Some(version);
+        status.changed();
         // THREADBASE_QUEUE=1: a freed slot launches the oldest queued thread.
         engine.queue_changed();
         if let Err(e) = deliver_notices(watch.conn(), &store, &engine, &session_id, &out) {
@@ -114,6 +119,58 @@ pub async fn run(engine: Arc<Engine>, out: Output) {
         }) {
             Ok((steer_ids, settled)) => agent.sweep(steer_ids, settled).await,
             Err(e) => tracing::warn!("reading agent rows failed: {e}"),
+        }
+        status.report(&engine, watch.conn(), &out, false);
+    }
+}
+
+/// `--report-status`: the status of this session's whole tree (`store::status::of_tree`: its
+/// threads by condition, what it spent), sent as a `status` notification when it differs from
+/// the last one sent. Read again after a commit, at most every [`StatusLine::EVERY`] (a commit
+/// in between is read at the next poll), and each second whatever happened, since a stall is a
+/// matter of time. Nothing is sent while the tree has nothing to show and never had.
+#[derive(Default)]
+struct StatusLine {
+    /// What the client was last told (at first: nothing).
+    last: crate::store::status::TreeStatus,
+    /// Something committed since the last read.
+    dirty: bool,
+    /// When it was last read.
+    at: Option<std::time::Instant>,
+}
+
+impl StatusLine {
+    /// The least time between two reads that follow commits.
+    const EVERY: Duration = Duration::from_millis(200);
+
+    fn changed(&mut self) {
+        self.dirty = true;
+    }
+
+    /// Reads the status when a commit (or `every_second`) calls for it and sends it if it
+    /// changed.
+    fn report(&mut self, engine: &Engine, conn: &Conn, out: &Output, every_second: bool) {
+        let cfg = engine.config();
+        if !cfg.report_status || !(self.dirty || every_second) {
+            return;
+        }
+        if !every_second && self.at.is_some_and(|at| at.elapsed() < Self::EVERY) {
+            return;
+        }
+        self.dirty = false;
+        self.at = Some(std::time::Instant::now());
+        match crate::store::status::of_tree(conn, cfg.self_id.as_ref(), &cfg.session_id) {
+            Ok(now) if now != self.last => {
+                let sent = out.send(crate::serve::output::Notification {
+                    method: "status",
+                    params: crate::contract::status::StatusNotice::of(&now),
+                });
+                if sent.is_ok() {
+                    self.last = now;
+                }
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!("reading the tree's status failed: {e}"),
         }
     }
 }

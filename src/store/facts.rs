@@ -5,8 +5,8 @@
 
 use crate::domain::ThreadId;
 use crate::error::{Error, ErrorCode, Result};
-use crate::store::db::{params, q, Row};
 use crate::store::attention::{self, Need};
+use crate::store::db::{params, q, Row};
 use crate::store::events::{self, EventRow};
 use crate::store::hosts::{self, Unreachable};
 use crate::store::output::{self, OutputFacts};
@@ -194,14 +194,16 @@ pub fn of_threads(
         .zip(usage)
         .zip(pending)
         .zip(needs)
-        .map(|(((((row, out), events), usage), pending), attention)| ThreadFacts {
-            row,
-            out,
-            events,
-            usage,
-            pending,
-            attention,
-        })
+        .map(
+            |(((((row, out), events), usage), pending), attention)| ThreadFacts {
+                row,
+                out,
+                events,
+                usage,
+                pending,
+                attention,
+            },
+        )
         .collect())
 }
 

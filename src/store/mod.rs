@@ -36,6 +36,7 @@ pub mod restore;
 mod rows;
 pub mod sessions;
 pub mod snapshots;
+pub mod status;
 pub mod threads;
 pub mod top;
 mod trim;

@@ -88,6 +88,7 @@ pub const ROWS: &[(&str, &str, usize)] = {
         batch_col,
         migration_col,
         attention::col,
+        status::col,
         threads::col,
         agents::col,
         workers::col,

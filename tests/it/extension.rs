@@ -364,3 +364,88 @@ fn tool_results_carry_the_childrens_spend_once_and_the_session_reports_its_own()
     assert!(again["result"].get("usage").is_none(), "{again}");
     d.close();
 }
+
+/// Issue 45 item 4: in a session with a UI, the extension starts serve with `--report-status`
+/// and each `status` notification becomes `ctx.ui.setStatus("threadbase", text)`: the child's
+/// busy turn, then its idle thread with the tree's tokens; shutting the session down removes
+/// the entry (`setStatus("threadbase", undefined)`).
+#[test]
+fn status_notifications_become_the_footers_status_entry() {
+    let Some(node) = node_or_skip("status_notifications_become_the_footers_status_entry") else {
+        return;
+    };
+    let s = Scripted::new("ext-status");
+    s.script(
+        "script",
+        &json!({"turns": [{"steps": [{"delay_ms": 1500}, {"text": "done"}]}]}).to_string(),
+    );
+    let mut d = Driver::start(
+        &node,
+        &extension(),
+        &s.root,
+        &[
+            (
+                "THREADBASE_BIN",
+                env!("CARGO_BIN_EXE_threadbase").to_string(),
+            ),
+            ("THREADBASE_DB", s.db.display().to_string()),
+            (
+                "PI_CODING_AGENT_DIR",
+                s.root.join("agent").display().to_string(),
+            ),
+            ("THREADBASE_TEST_MARKER", s.marker.clone()),
+            (
+                "THREADBASE_PI_COMMAND",
+                crate::support::serve_client::scripted_command(&s.root.join("script.json")),
+            ),
+        ],
+        &serve_env::INHERITED,
+    );
+    d.load(json!({"id": "ext-status-session", "cwd": s.root, "ui": true}));
+    let started = d.call(
+        "thread",
+        json!({"action": "start", "prompt": "go", "taskName": "kid"}),
+    );
+    assert!(started.get("error").is_none(), "{started}");
+    let texts = |d: &mut Driver| -> Vec<Value> {
+        d.ask(json!({"op": "statuses"}))["statuses"]
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    let until = |d: &mut Driver, what: &str, ok: &dyn Fn(&str) -> bool| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            let all = texts(d);
+            if let Some(last) = all.last() {
+                assert_eq!(last["key"], "threadbase", "{all:?}");
+                if last["text"].as_str().is_some_and(ok) {
+                    return;
+                }
+            }
+            assert!(std::time::Instant::now() < deadline, "{what}: {all:?}");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    };
+    until(&mut d, "busy", &|t| t == "threads: 1 busy");
+    until(&mut d, "idle with its tokens", &|t| {
+        t.starts_with("threads: 1 idle · ") && t.ends_with(" tokens")
+    });
+    let shut = d.ask(json!({"op": "shutdown"}));
+    let calls = shut["statuses"].as_array().unwrap();
+    assert_eq!(
+        calls.last().unwrap(),
+        &json!({"key": "threadbase", "text": null}),
+        "{shut}"
+    );
+    // Each call changed the entry: serve sends a status only when it changed.
+    for pair in calls.windows(2) {
+        assert_ne!(pair[0], pair[1], "{shut}");
+    }
+    d.close();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !s.leftovers().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "{:?}", s.leftovers());
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}

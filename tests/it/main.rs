@@ -68,6 +68,7 @@ mod serve_notices;
 mod serve_subtree;
 mod session_files;
 mod spend;
+mod status_line;
 mod store;
 mod thread;
 mod top_tmux;

@@ -437,6 +437,53 @@ fn usage_queries_use_their_indexes() {
     }
 }
 
+/// The status line (`--report-status`), read by the row watcher after commits and each second:
+/// one range of `thread_places_by_key` for one root session's tree (every manager of it), each
+/// thread by primary key and the view `thread_attention` asked by thread id (its primary-key
+/// lookups; `host_serves`, a row per serve, is the only table it reads whole); the spend two
+/// primary-key lookups. Never a scan of the threads or their places.
+#[test]
+fn the_status_line_reads_one_trees_range() {
+    let (name, text, ()) = plans([(sql!("tree_status"), ())]).remove(0);
+    eprintln!("{name}: {text}");
+    assert_contains_all(
+        name,
+        &text,
+        &[
+            "SEARCH thread_places USING PRIMARY KEY (thread_id=?)",
+            "SEARCH p USING COVERING INDEX thread_places_by_key (root_session=?)",
+            "SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)",
+            "SEARCH o USING PRIMARY KEY (thread_id=?)",
+            "SEARCH u USING COVERING INDEX ui_requests_pending (thread_id=?)",
+            "SEARCH tree_usage USING PRIMARY KEY (root_session=?)",
+            "SEARCH session_usage USING PRIMARY KEY (session_id=?)",
+        ],
+    );
+    // The view is asked once per thread: the conditions are materialized before the count.
+    assert_eq!(
+        text.matches("CORRELATED SCALAR SUBQUERY").count(),
+        2,
+        "{name}: {text}"
+    );
+    let scans = text
+        .replace("SCAN CONSTANT ROW", "")
+        .replace("SCAN s USING INDEX sqlite_autoindex_host_serves_1", "");
+    for table in [
+        "t",
+        "p",
+        "threads",
+        "thread_places",
+        "thread_output",
+        "ui_requests",
+    ] {
+        assert!(
+            !scans.contains(&format!("SCAN {table} "))
+                && !scans.ends_with(&format!("SCAN {table}")),
+            "{name} scans {table}: {text}"
+        );
+    }
+}
+
 /// The row watcher runs these after every commit to the database (its own serve's included),
 /// so each starts from a partial index of pending rows and reaches threads by primary key:
 /// never a walk of a manager's threads, which at 1M threads took seconds per commit.

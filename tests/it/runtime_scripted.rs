@@ -160,8 +160,7 @@ async fn many_turns_keep_forty_events_and_the_newest_text() {
 async fn idle_cleanup_stops_an_idle_child_and_activity_does_not_count() {
     let f = fixture(RuntimeConfig {
         idle_cleanup: Some(Duration::from_millis(600)),
-        live_timeout: None,
-        ..Default::default()
+        ..RuntimeConfig::default()
     });
     let spec = f.spec(4, json!({"turns": ["hi"]}), StartKind::Prompt("go".into()));
     let id = spec.thread_id.clone();
@@ -188,9 +187,8 @@ async fn idle_cleanup_stops_an_idle_child_and_activity_does_not_count() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn live_timeout_stops_a_busy_child() {
     let f = fixture(RuntimeConfig {
-        idle_cleanup: None,
         live_timeout: Some(Duration::from_millis(700)),
-        ..Default::default()
+        ..RuntimeConfig::default()
     });
     let spec = f.spec(
         5,

@@ -8,8 +8,9 @@
 // extension reads THREADBASE_BIN, THREADBASE_DB, ... from this process's environment.
 //
 // One JSON request per line on stdin, one JSON answer per line on stdout:
-// - {"op":"load","session":{"file","id","cwd","entries"?}}: a fresh extension instance (the previous one, if
-//   any, gets `session_shutdown` first) for that session; answers {"tools":[names]}.
+// - {"op":"load","session":{"file","id","cwd","entries"?,"ui"?}}: a fresh extension instance (the previous one, if
+//   any, gets `session_shutdown` first) for that session; answers {"tools":[names]}. With "ui": true
+//   the context has a UI (`hasUI`, and a `ui.setStatus` that records each call).
 // - {"op":"call","tool","params"}: one execute(); answers {"result","aliased"} (aliased: whether
 //   details.snapshots is the same array as details.threads; null without snapshots) or
 //   {"error","code"}.
@@ -21,7 +22,10 @@
 //   (a JSON string) in chunks of `chunk` bytes, then LF; answers {"scanned","lines","length"}.
 // - {"op":"split","text","chunk"}: feeds the LineReader `text`'s UTF-8 bytes in chunks of
 //   `chunk` bytes; answers {"lines","scanned"}.
-// - {"op":"shutdown"}: `session_shutdown` for the current instance; answers {}.
+// - {"op":"statuses"}: the current instance's `ui.setStatus` calls so far, {"statuses":[{key,text}]}
+//   (`text` null for undefined).
+// - {"op":"shutdown"}: `session_shutdown` for the current instance; answers {"statuses"} (its
+//   `ui.setStatus` calls, the ones the shutdown made included).
 import { createRequire } from "node:module";
 import { createInterface } from "node:readline";
 import { join } from "node:path";
@@ -46,6 +50,7 @@ function instance(session) {
 	const tools = new Map();
 	const handlers = new Map();
 	const notices = [];
+	const statuses = [];
 	const pi = {
 		registerTool: (t) => tools.set(t.name, t),
 		registerCommand: () => {},
@@ -58,8 +63,8 @@ function instance(session) {
 	mod.default(pi);
 	const ctx = {
 		cwd: session.cwd,
-		hasUI: false,
-		ui: {},
+		hasUI: session.ui === true,
+		ui: session.ui === true ? { setStatus: (key, text) => statuses.push({ key, text: text ?? null }) } : {},
 		sessionManager: {
 			getSessionFile: () => session.file ?? undefined,
 			getSessionId: () => session.id,
@@ -67,13 +72,15 @@ function instance(session) {
 			...(Array.isArray(session.entries) ? { getEntries: () => session.entries } : {}),
 		},
 	};
-	return { tools, handlers, ctx, notices };
+	return { tools, handlers, ctx, notices, statuses };
 }
 
 async function shutdown() {
-	if (!current) return;
+	if (!current) return [];
 	for (const fn of current.handlers.get("session_shutdown") ?? []) await fn({}, current.ctx);
+	const statuses = current.statuses;
 	current = undefined;
+	return statuses;
 }
 
 async function execute(inst, tool, params) {
@@ -148,9 +155,11 @@ async function handle(req) {
 			for (let i = 0; i < bytes.length; i += req.chunk) reader.push(bytes.subarray(i, i + req.chunk));
 			return { lines: got, scanned: reader.scanned };
 		}
+		case "statuses": {
+			return { statuses: current?.statuses ?? [] };
+		}
 		case "shutdown": {
-			await shutdown();
-			return {};
+			return { statuses: await shutdown() };
 		}
 		default:
 			throw new Error(`unknown op ${req.op}`);
