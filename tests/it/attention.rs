@@ -142,6 +142,37 @@ fn surfaces(w: &World, s: &mut Serve, id: &str, path: &str) -> Vec<(&'static str
         .unwrap_or_else(|| panic!("{path} in top {top:?}"));
     out.push(("top", state.clone()));
     out.push(("thread_attention", w.view_word(id).unwrap_or("-".into())));
+    // The web page's reads: the tree's rows and the thread's detail.
+    let web = crate::support::browser::Web::start(&w.base.db, "attention-token-0123456789");
+    let (status, trees) = web.get("/api/trees");
+    assert_eq!(status, 200, "{trees}");
+    let root = trees["trees"][0]["rootSession"].as_str().unwrap().to_string();
+    let (status, rows) = web.get(&format!("/api/rows?root={root}&offset=0&limit=500"));
+    assert_eq!(status, 200, "{rows}");
+    let row = rows["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == id)
+        .cloned()
+        .unwrap_or_else(|| panic!("{id} in {rows}"));
+    out.push(("web row state", row["state"].as_str().unwrap().to_string()));
+    out.push((
+        "web row attention",
+        row["attention"]["attention"]
+            .as_str()
+            .unwrap_or("-")
+            .to_string(),
+    ));
+    let (status, detail) = web.get(&format!("/api/thread?id={id}"));
+    assert_eq!(status, 200, "{detail}");
+    out.push((
+        "web detail attention",
+        detail["snapshot"]["attention"]["attention"]
+            .as_str()
+            .unwrap_or("-")
+            .to_string(),
+    ));
     out
 }
 
@@ -151,15 +182,10 @@ fn state_in(text: &str) -> String {
         let words = l.trim_start_matches("Status: ");
         return words.split(" pid=").next().unwrap().trim().to_string();
     }
+    // A list line: `<title> <path> - <words>[ archived][ …][, <spend>] [id: <id>]`.
     let after = text.split(" - ").nth(1).unwrap_or(text);
-    after
-        .split([' ', ','])
-        .next()
-        .unwrap()
-        .split(" pid=")
-        .next()
-        .unwrap()
-        .to_string()
+    let words = after.split(" [id: ").next().unwrap();
+    words.split(", ").next().unwrap().to_string()
 }
 
 fn between(s: &str, open: &str, close: &str) -> String {
@@ -180,8 +206,11 @@ fn assert_agree(found: &[(&str, String)], attention: &str, state: &str) {
         } else {
             state
         };
-        assert_eq!(
-            said, want,
+        // What follows the words (a list line's `host X unreachable since T`, the views'
+        // ` since T`) is not the state.
+        let agrees = said == want || said.starts_with(&format!("{want} "));
+        assert!(
+            agrees,
             "{surface} says {said:?}, not {want:?}; every surface: {found:?}"
         );
     }
@@ -416,4 +445,73 @@ fn closed_threads_agree_a_failed_exit_needs_the_user_a_stop_does_not() {
     let r = s.thread(json!({"action": "archive", "id": id}));
     assert!(r.get("error").is_none(), "{r}");
     assert_eq!(w.view_word(&id), None);
+}
+
+#[test]
+fn a_thread_of_a_host_whose_lease_ran_out_reads_unreachable_everywhere() {
+    let w = world(
+        "attention_unreachable",
+        json!({"turns": [{"steps": [{"delay_ms": 60000}, {"text": "late"}]}]}),
+    );
+    // Host B holds the thread; its serve dies and its lease runs out (moved back by hand
+    // rather than waiting 30 s).
+    let mut b = w.serve(&[("THREADBASE_HOST_ID", "far-host")]);
+    let id = start(&mut b, "far");
+    until("the thread is launched on far-host", Duration::from_secs(20), || {
+        common::count(
+            &w.base.db,
+            &format!("SELECT count(*) FROM threads WHERE id = '{id}' AND launch_seq > 0 AND host_id = 'far-host'"),
+        ) == 1
+    });
+    b.child.kill().unwrap();
+    b.child.wait().unwrap();
+    let db = crate::support::sql::Conn::open(&w.base.db).unwrap();
+    db.execute(
+        "UPDATE host_serves SET heartbeat_at = '2026-01-01T00:00:00.000Z' WHERE host_id = 'far-host'",
+        (),
+    )
+    .unwrap();
+    // Seen from this host, through a serve of the same session.
+    let mut a = w.serve(&[]);
+    assert_agree(
+        &surfaces(&w, &mut a, &id, "/root/far"),
+        "unreachable",
+        "live/host unreachable",
+    );
+    let shown = w.cli_json(&["show", &id, "--json"]);
+    assert_eq!(
+        shown["attention"]["detail"], "host far-host unreachable",
+        "{shown}"
+    );
+}
+
+#[test]
+fn a_thread_whose_serve_died_is_stale_after_restore_and_needs_nobody() {
+    let w = world(
+        "attention_stale",
+        json!({"turns": [{"steps": [{"delay_ms": 60000}, {"text": "late"}]}]}),
+    );
+    let mut first = w.serve(&[]);
+    let id = start(&mut first, "orphan");
+    until("the thread is launched", Duration::from_secs(20), || {
+        common::count(
+            &w.base.db,
+            &format!("SELECT count(*) FROM threads WHERE id = '{id}' AND launch_seq > 0"),
+        ) == 1
+    });
+    first.child.kill().unwrap();
+    first.child.wait().unwrap();
+    // This host sees the serve's pid gone at once: owner gone, before any restore.
+    let tree = w.cli(&["tree"]);
+    assert!(tree.contains("/root/orphan  [live/owner gone]"), "{tree}");
+    let shown = w.cli_json(&["show", &id, "--json"]);
+    assert_eq!(shown["attention"]["attention"], "owner_gone", "{shown}");
+    w.cli(&["restore"]);
+    // Restored as stale: nothing needs the user, on any surface.
+    let mut second = w.serve(&[]);
+    assert_agree(
+        &surfaces(&w, &mut second, &id, "/root/orphan"),
+        "-",
+        "closed/stale",
+    );
 }

@@ -80,7 +80,7 @@ impl Row {
     pub(super) fn state_text(&self) -> String {
         if self.unreachable_since.is_some() && self.live() {
             // The detail's poll says since when and what to do.
-            return "host unreachable".to_string();
+            return "live/host unreachable".to_string();
         }
         if let Some(n) = self.need.as_ref().filter(|_| self.live()) {
             return format!("live/{}", n.word());

@@ -47,6 +47,7 @@ pub const MODULES: &[&str] = &[
     "hosts::",
     "budgets::",
     "attention::",
+    "status_line::",
 ];
 
 #[test]

@@ -103,7 +103,7 @@ fn rows_of_other_hosts_show_their_host_and_an_unreachable_one_says_so() {
     assert_eq!(row("/root/mine").state_text(), "live/owner gone");
     assert_eq!(row("/root/up").state_text(), "live/idle");
     assert_eq!(row("/root/up").host.as_deref(), Some("host-up"));
-    assert_eq!(row("/root/down").state_text(), "host unreachable");
+    assert_eq!(row("/root/down").state_text(), "live/host unreachable");
     assert_eq!(
         row("/root/down").unreachable_since.as_deref(),
         Some("2026-01-01T00:00:00.000Z")
