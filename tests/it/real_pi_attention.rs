@@ -38,7 +38,13 @@ fn last_tool_result(r: &RecordedRequest) -> Option<String> {
     (last["role"] == "tool").then(|| content_text(&last["content"]))
 }
 
-fn root_serve(env: &PiEnv, pi: &[String], db: &Path, extra: &[&str], vars: &[(&str, &str)]) -> Serve {
+fn root_serve(
+    env: &PiEnv,
+    pi: &[String],
+    db: &Path,
+    extra: &[&str],
+    vars: &[(&str, &str)],
+) -> Serve {
     let extension = concat!(env!("CARGO_MANIFEST_DIR"), "/pi-extension/index.ts");
     let mut args = vec!["-e", extension];
     args.extend_from_slice(extra);
@@ -133,7 +139,8 @@ fn real_pi_an_idle_child_stays_idle_when_its_own_child_reports_back() {
     let env = hermetic_pi_env(&fake);
     let db = env.root.path().join("db.sqlite");
     let mut root = root_serve(&env, &pi, &db, &[], &[]);
-    let r = root.thread(json!({"action": "start", "taskName": "lead", "prompt": "LEAD-TASK: delegate"}));
+    let r = root
+        .thread(json!({"action": "start", "taskName": "lead", "prompt": "LEAD-TASK: delegate"}));
     assert!(r["details"]["snapshot"]["id"].is_string(), "{r}");
     until("the lead is idle with the helper started", || {
         phase(&db, "/root/lead") == "live/idle" && phase(&db, "/root/lead/helper") != "none"
@@ -181,9 +188,9 @@ export default function (pi) {
 
 #[test]
 fn real_pi_a_question_reads_asking_everywhere_and_the_parent_is_told_how_to_answer() {
-    let Some(pi) =
-        pi_or_skip("real_pi_a_question_reads_asking_everywhere_and_the_parent_is_told_how_to_answer")
-    else {
+    let Some(pi) = pi_or_skip(
+        "real_pi_a_question_reads_asking_everywhere_and_the_parent_is_told_how_to_answer",
+    ) else {
         return;
     };
     let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
@@ -208,7 +215,9 @@ fn real_pi_a_question_reads_asking_everywhere_and_the_parent_is_told_how_to_answ
         &["-e", &ext_arg],
         &[("THREADBASE_UI", "parent")],
     );
-    root.thread(json!({"action": "start", "taskName": "cleaner", "prompt": "ASK-TASK: clean the cache"}));
+    root.thread(
+        json!({"action": "start", "taskName": "cleaner", "prompt": "ASK-TASK: clean the cache"}),
+    );
     until("the question is pending", || {
         attention(&db, "/root/cleaner").as_deref() == Some("asking")
     });
@@ -246,7 +255,8 @@ fn real_pi_a_question_reads_asking_everywhere_and_the_parent_is_told_how_to_answ
 
 #[test]
 fn real_pi_a_provider_error_reads_failed_and_its_notice_names_the_error() {
-    let Some(pi) = pi_or_skip("real_pi_a_provider_error_reads_failed_and_its_notice_names_the_error")
+    let Some(pi) =
+        pi_or_skip("real_pi_a_provider_error_reads_failed_and_its_notice_names_the_error")
     else {
         return;
     };
@@ -280,7 +290,10 @@ fn real_pi_a_provider_error_reads_failed_and_its_notice_names_the_error() {
             .any(|t| t.contains("failed its turn"))
     });
     let texts = notice_texts(&root);
-    let notice = texts.iter().find(|t| t.contains("failed its turn")).unwrap();
+    let notice = texts
+        .iter()
+        .find(|t| t.contains("failed its turn"))
+        .unwrap();
     assert!(
         notice.contains("live/failed") && notice.contains("upstream overloaded"),
         "{notice}"

@@ -152,7 +152,13 @@ fn detail_parse_and_names() {
 
 #[test]
 fn live_busy_partial_summary() {
-    let got = snapshot(&live_row(), &live_out(), &live_events(), Detail::Summary, None);
+    let got = snapshot(
+        &live_row(),
+        &live_out(),
+        &live_events(),
+        Detail::Summary,
+        None,
+    );
     let want = Value::Object(live_common("summary", "Reading the schema"));
     assert_json(&got, &want);
 }
@@ -564,7 +570,13 @@ fn event_data_never_overrides_envelope() {
         "thread_error",
         json!({"type": "x", "seq": 99, "message": "Registry persistence failed: disk"}),
     );
-    let got = snapshot(&live_row(), &OutputFacts::default(), &[e], Detail::Full, None);
+    let got = snapshot(
+        &live_row(),
+        &OutputFacts::default(),
+        &[e],
+        Detail::Full,
+        None,
+    );
     assert_json(
         &got["recentEvents"],
         &json!([{"seq": 5, "at": "2025-01-01T00:00:05.000Z", "type": "thread_error",
@@ -904,7 +916,10 @@ fn golden_tool_contract_detail_levels() {
     full["lastPartialText"] = json!("Partial answer\nwith extra spacing");
     full["stderrTail"] = json!("stderr line");
     full["stderrTruncated"] = json!(false);
-    assert_eq!(snapshot(&row, &out, &events, Detail::Summary, None), summary);
+    assert_eq!(
+        snapshot(&row, &out, &events, Detail::Summary, None),
+        summary
+    );
     assert_eq!(snapshot(&row, &out, &events, Detail::Tail, None), tail);
     assert_eq!(snapshot(&row, &out, &events, Detail::Full, None), full);
 }
@@ -946,14 +961,26 @@ fn result_truncated_compares_with_the_compacted_source() {
         last_assistant_text: Some(text),
         ..OutputFacts::default()
     };
-    let got = snapshot(&closed_row(ExitKind::Exited), &out, &[], Detail::Summary, None);
+    let got = snapshot(
+        &closed_row(ExitKind::Exited),
+        &out,
+        &[],
+        Detail::Summary,
+        None,
+    );
     assert_eq!(got["result"]["charCount"], json!(1_000));
     assert_eq!(got["result"]["truncated"], json!(false));
     let out = OutputFacts {
         last_assistant_text: Some("b".repeat(701)),
         ..OutputFacts::default()
     };
-    let got = snapshot(&closed_row(ExitKind::Exited), &out, &[], Detail::Summary, None);
+    let got = snapshot(
+        &closed_row(ExitKind::Exited),
+        &out,
+        &[],
+        Detail::Summary,
+        None,
+    );
     assert_eq!(got["result"]["truncated"], json!(true));
     let got = snapshot(&closed_row(ExitKind::Exited), &out, &[], Detail::Tail, None);
     assert_eq!(got["result"]["truncated"], json!(false));
