@@ -19,7 +19,9 @@ BEGIN
     RETURN NULL;
 END
 $$;
-CREATE TRIGGER thread_snapshots_stale_on_question AFTER INSERT OR UPDATE ON ui_requests
+CREATE TRIGGER thread_snapshots_stale_on_question_insert AFTER INSERT ON ui_requests
+    FOR EACH ROW EXECUTE FUNCTION thread_snapshots_stale_on_question();
+CREATE TRIGGER thread_snapshots_stale_on_question_update AFTER UPDATE ON ui_requests
     FOR EACH ROW EXECUTE FUNCTION thread_snapshots_stale_on_question();
 
 CREATE VIEW thread_attention AS
