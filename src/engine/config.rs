@@ -71,6 +71,9 @@ pub struct Settings {
     /// at most this long (`THREADBASE_UI_TIMEOUT_MS`, default 5 minutes); `None`: they are
     /// cancelled at once, as the originals do.
     pub ui_parent: Option<Duration>,
+    /// `THREADBASE_ISOLATION=worktree` (default off, issue 48): every new thread whose cwd is
+    /// inside a git work tree runs in a git worktree of its own (`crate::worktree`).
+    pub isolation: bool,
 }
 
 impl Default for Settings {
@@ -84,6 +87,7 @@ impl Default for Settings {
             agent_timeout_divisor: 1,
             queue: false,
             ui_parent: None,
+            isolation: false,
         }
     }
 }
@@ -117,6 +121,7 @@ impl Settings {
         let max_workers = max_workers_from(get("THREADBASE_MAX_WORKERS").as_deref(), warn);
         let notices = notices_from(get("THREADBASE_NOTICES").as_deref(), warn);
         let queue = queue_from(get("THREADBASE_QUEUE").as_deref(), warn);
+        let isolation = isolation_from(get("THREADBASE_ISOLATION").as_deref(), warn);
         let ui_parent = ui_from(get("THREADBASE_UI").as_deref(), warn)
             .then(|| Duration::from_millis(ui_timeout));
         Settings {
@@ -128,6 +133,7 @@ impl Settings {
             agent_timeout_divisor,
             queue,
             ui_parent,
+            isolation,
         }
     }
 }
@@ -214,6 +220,24 @@ fn queue_from(value: Option<&str>, warn: &mut dyn FnMut(String)) -> bool {
         _ => {
             warn(format!(
                 "THREADBASE_QUEUE={v:?} is neither 1 nor 0; the queue stays off. Repair: set THREADBASE_QUEUE=1 to queue starts over the live limit, or unset it."
+            ));
+            false
+        }
+    }
+}
+
+/// `THREADBASE_ISOLATION`: `worktree` puts each new thread in a git worktree of its own;
+/// unset, `off` or `none` leaves them in their parent's directory; anything else warns once.
+fn isolation_from(value: Option<&str>, warn: &mut dyn FnMut(String)) -> bool {
+    let Some(v) = value.map(str::trim).filter(|v| !v.is_empty()) else {
+        return false;
+    };
+    match v.to_ascii_lowercase().as_str() {
+        "worktree" => true,
+        "off" | "none" => false,
+        _ => {
+            warn(format!(
+                "THREADBASE_ISOLATION={v:?} is not `worktree`; threads run in their parent's directory. Repair: set THREADBASE_ISOLATION=worktree to give each new thread a git worktree of its own, or unset it."
             ));
             false
         }
@@ -340,6 +364,20 @@ mod tests {
             &mut |_| {},
         );
         assert_eq!(s.ui_parent, Some(Duration::from_millis(250)));
+    }
+
+    #[test]
+    fn isolation_is_off_unless_worktree() {
+        let mut warnings = Vec::new();
+        let mut warn = |w: String| warnings.push(w);
+        assert!(!isolation_from(None, &mut warn));
+        assert!(isolation_from(Some(" worktree "), &mut warn));
+        assert!(isolation_from(Some("WORKTREE"), &mut warn));
+        assert!(!isolation_from(Some("off"), &mut warn));
+        assert!(!isolation_from(Some("container"), &mut warn));
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains("THREADBASE_ISOLATION=\"container\""));
+        assert!(warnings[0].contains("Repair:"));
     }
 
     #[test]
