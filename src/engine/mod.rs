@@ -14,6 +14,7 @@ mod locks;
 mod notices;
 mod remote;
 pub mod reply;
+pub mod review;
 pub mod spend;
 mod thread;
 mod worker;
