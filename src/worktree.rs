@@ -270,7 +270,17 @@ fn state_tree(worktree: &Path) -> Result<String> {
         TEMP_SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     )));
     if index.exists() {
-        std::fs::copy(&index, &temp.0).map_err(|e| {
+        // The copy keeps the index's own mtime: git trusts an entry's cached stat only when
+        // the file is older than the index, so a file rewritten in the index's second with
+        // the same size is still read again (git's "racy" check).
+        let copied = std::fs::copy(&index, &temp.0).and_then(|_| {
+            let modified = std::fs::metadata(&index)?.modified()?;
+            std::fs::File::options()
+                .write(true)
+                .open(&temp.0)?
+                .set_modified(modified)
+        });
+        copied.map_err(|e| {
             Error::io(format!(
                 "Cannot copy the worktree's index {}: {e}. Repair: {repair}",
                 index.display()
