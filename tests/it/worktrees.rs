@@ -135,6 +135,12 @@ fn result_of(s: &Serve, req: u64) -> Value {
     r["result"].clone()
 }
 
+/// [`start`], then its result.
+fn started(s: &mut Serve, prompt: &str, task: &str, cwd: &Path) -> Value {
+    let req = start(s, prompt, task, cwd);
+    result_of(s, req)
+}
+
 fn wait(s: &mut Serve, id: &str) -> Value {
     s.thread(json!({"action": "wait", "id": id, "timeoutMs": 30000}))
 }
@@ -246,6 +252,245 @@ fn two_children_edit_one_file_each_in_its_own_worktree() {
     let list = w.cli(&["worktree", "list"]);
     assert!(list.contains("/root/fix_a [closed]") && list.contains("removed"), "{list}");
     assert!(list.contains("/root/fix_b [closed]") && list.contains("1 file changed"), "{list}");
+    s.close(Duration::from_secs(10));
+    assert!(w.base.leftovers().is_empty());
+}
+
+/// Resume runs in the same worktree; a fork of an isolated thread gets a worktree of its own
+/// whose branch starts from the source's current state, uncommitted and untracked files
+/// included, and the source's worktree is not touched.
+#[test]
+fn resume_and_fork_keep_each_worktree_and_its_row() {
+    let w = World::new(
+        "wt_resume_fork",
+        // Each new process plays the script from its first turn (a resume too).
+        json!({"turns": [
+            [{"write": {"path": "notes.txt", "content": "{prompt}\n"}},
+             {"write": {"path": "new/{prompt}.txt", "content": "{prompt}\n"}}, {"text": "wrote"}],
+            [{"write": {"path": "notes.txt", "content": "{prompt}\n"}},
+             {"write": {"path": "new/{prompt}.txt", "content": "{prompt}\n"}}, {"text": "wrote"}]
+        ]}),
+    );
+    let mut s = w.serve(ISOLATED);
+    let r = started(&mut s, "one", "worker", &w.repo.join("src"));
+    let id = r["details"]["thread"]["id"].as_str().unwrap().to_string();
+    wait(&mut s, &id);
+    let (path, branch, base, _) = w.row(&id).unwrap();
+    // The child's cwd is the same relative directory inside its worktree.
+    assert_eq!(
+        r["details"]["thread"]["cwd"].as_str().unwrap(),
+        format!("{path}/src")
+    );
+    assert_eq!(
+        std::fs::read_to_string(Path::new(&path).join("src/notes.txt")).unwrap(),
+        "one\n"
+    );
+    s.thread(json!({"action": "stop", "id": id}));
+    assert!(Path::new(&path).join("src/notes.txt").exists(), "stop keeps it");
+    s.thread(json!({"action": "archive", "id": id}));
+    let r = s.thread(json!({"action": "resume", "id": id}));
+    s.expect_launched_idle(&r, &id);
+    assert_eq!(
+        r["details"]["snapshot"]["cwd"].as_str().unwrap(),
+        format!("{path}/src"),
+        "{r}"
+    );
+    s.thread(json!({"action": "send", "id": id, "message": "two"}));
+    wait(&mut s, &id);
+    assert_eq!(
+        std::fs::read_to_string(Path::new(&path).join("src/new/two.txt")).unwrap(),
+        "two\n"
+    );
+    assert!(Path::new(&path).join("src/new/one.txt").exists());
+    assert_eq!(w.row(&id).unwrap(), (path.clone(), branch.clone(), base.clone(), None));
+    // The fork starts from the source's state: notes.txt changed, new/ untracked.
+    let source_status = git(Path::new(&path), &["status", "--porcelain", "--untracked-files=all"]);
+    let source_head = git(Path::new(&path), &["rev-parse", "HEAD"]);
+    let f = s.thread(json!({"action": "fork", "id": id}));
+    let fid = f["details"]["thread"]["id"].as_str().unwrap().to_string();
+    s.expect_launched_idle(&f, &fid);
+    let (fpath, fbranch, fbase, _) = w.row(&fid).expect("the fork's worktree row");
+    assert_ne!(fpath, path);
+    assert_ne!(fbranch, branch);
+    assert_eq!(
+        f["details"]["thread"]["cwd"].as_str().unwrap(),
+        format!("{fpath}/src")
+    );
+    assert!(text(&f).contains(&format!("(branch {fbranch})")), "{}", text(&f));
+    assert_eq!(
+        std::fs::read_to_string(Path::new(&fpath).join("src/notes.txt")).unwrap(),
+        "two\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(Path::new(&fpath).join("src/new/two.txt")).unwrap(),
+        "two\n"
+    );
+    // Its branch starts at a commit of that state, whose parent is the source's HEAD.
+    assert_eq!(git(Path::new(&fpath), &["rev-parse", "HEAD"]).trim(), fbase);
+    assert_eq!(
+        git(Path::new(&fpath), &["rev-parse", "HEAD^"]),
+        source_head
+    );
+    assert_eq!(git(Path::new(&fpath), &["status", "--porcelain"]), "");
+    // The source is untouched.
+    assert_eq!(
+        git(Path::new(&path), &["status", "--porcelain", "--untracked-files=all"]),
+        source_status
+    );
+    assert_eq!(git(Path::new(&path), &["rev-parse", "HEAD"]), source_head);
+    // The fork's diff is its own changes (none yet); the source's has both files.
+    assert_eq!(w.cli(&["diff", &fid]), "");
+    let d = w.cli(&["diff", &id, "--stat"]);
+    assert!(d.contains("3 files changed"), "{d}");
+    s.close(Duration::from_secs(10));
+    assert!(w.base.leftovers().is_empty());
+}
+
+/// A serve killed with SIGKILL mid-turn, then `restore`: the thread is closed as stale and its
+/// worktree, its files and its row stay as they were; while it was busy, `merge` and `clean`
+/// of it were refused.
+#[test]
+fn a_serve_killed_mid_turn_and_restore_keep_the_worktree_and_its_row() {
+    let w = World::new(
+        "wt_kill",
+        json!({"turns": [
+            [{"write": {"path": "notes.txt", "content": "{prompt}\n"}}, {"delay_ms": 60000}, {"text": "late"}]
+        ]}),
+    );
+    let mut s = w.serve(ISOLATED);
+    let r = started(&mut s, "busy", "long", &w.repo);
+    let id = r["details"]["thread"]["id"].as_str().unwrap().to_string();
+    let (path, branch, base, _) = w.row(&id).unwrap();
+    common::poll(
+        Duration::from_secs(20),
+        Duration::from_millis(20),
+        "the child writes notes.txt",
+        || {
+            std::fs::read_to_string(Path::new(&path).join("notes.txt"))
+                .ok()
+                .filter(|t| t == "busy\n")
+        },
+    );
+    let p = s.thread(json!({"action": "poll", "id": id}));
+    assert_eq!(p["details"]["snapshot"]["phase"], "busy", "{p}");
+    let before = main_state(&w.repo);
+    let e = w.cli_error(&["merge", &id]);
+    assert!(e.contains("live and busy") && e.contains("Repair:"), "{e}");
+    let e = w.cli_error(&["worktree", "clean", &id]);
+    assert!(e.contains("the thread is live") && e.contains("Repair:"), "{e}");
+    let e = w.cli_error(&["worktree", "clean"]);
+    assert!(e.contains("--merged") && e.contains("Repair:"), "{e}");
+    assert_eq!(main_state(&w.repo), before);
+    assert!(Path::new(&path).join("notes.txt").exists());
+    s.child.kill().unwrap();
+    s.child.wait().unwrap();
+    w.cli(&["restore"]);
+    common::poll(
+        Duration::from_secs(20),
+        Duration::from_millis(50),
+        "restore ends the child",
+        || w.base.leftovers().is_empty().then_some(()),
+    );
+    let v: Value = serde_json::from_str(&w.cli(&["show", &id, "--json"])).unwrap();
+    assert_eq!(v["status"], "closed", "{v}");
+    assert_eq!(w.row(&id).unwrap(), (path.clone(), branch, base, None));
+    assert_eq!(
+        std::fs::read_to_string(Path::new(&path).join("notes.txt")).unwrap(),
+        "busy\n"
+    );
+    assert_eq!(main_state(&w.repo), before);
+    // Closed now: its work can be reviewed and merged.
+    assert!(w.cli(&["diff", &id]).contains("+busy"));
+    assert!(w.cli(&["merge", &id, "--squash"]).contains("as one commit"));
+    assert_eq!(
+        std::fs::read_to_string(w.repo.join("notes.txt")).unwrap(),
+        "busy\n"
+    );
+    assert_eq!(git(&w.repo, &["status", "--porcelain"]), "");
+}
+
+/// Each bad input is an error with `Repair:` and changes nothing: merge of a thread that is
+/// not isolated, of an unknown reference, in a main tree with uncommitted changes to the same
+/// file; isolation in a folder that is not a repository (the thread runs there, its start
+/// result says why) and in a repository with no commit yet (refused before any row).
+#[test]
+fn bad_inputs_are_refused_with_a_repair_and_change_nothing() {
+    let w = World::new("wt_bad", writer_script());
+    // Not isolated: a serve without the setting.
+    let mut plain = w.serve(&[]);
+    let r = started(&mut plain, "plain", "plain", &w.repo);
+    let pid = r["details"]["thread"]["id"].as_str().unwrap().to_string();
+    wait(&mut plain, &pid);
+    assert!(r["details"]["thread"].get("worktree").is_none(), "{r}");
+    assert!(!text(&r).contains("Worktree:"), "{}", text(&r));
+    plain.close(Duration::from_secs(10));
+    // The plain child wrote into the main tree itself: put it back.
+    git(&w.repo, &["checkout", "--", "notes.txt"]);
+    let e = w.cli_error(&["merge", &pid]);
+    assert!(e.contains("not isolated") && e.contains("Repair:"), "{e}");
+    let e = w.cli_error(&["diff", &pid]);
+    assert!(e.contains("not isolated") && e.contains("Repair:"), "{e}");
+    let e = w.cli_error(&["merge", "no_such_thread"]);
+    assert!(e.contains("Repair:"), "{e}");
+
+    let mut s = w.serve(ISOLATED);
+    let r = started(&mut s, "mine", "edit", &w.repo);
+    let id = r["details"]["thread"]["id"].as_str().unwrap().to_string();
+    wait(&mut s, &id);
+    s.thread(json!({"action": "stop", "id": id}));
+    let (path, branch, _, _) = w.row(&id).unwrap();
+    // The main tree has its own uncommitted change to notes.txt.
+    std::fs::write(w.repo.join("notes.txt"), "mine too\n").unwrap();
+    let before = main_state(&w.repo);
+    let tip = git(&w.repo, &["rev-parse", &branch]);
+    let wt_status = git(Path::new(&path), &["status", "--porcelain"]);
+    let e = w.cli_error(&["merge", &id]);
+    assert!(
+        e.contains("uncommitted changes") && e.contains("notes.txt") && e.contains("Repair:"),
+        "{e}"
+    );
+    assert_eq!(main_state(&w.repo), before);
+    assert_eq!(git(&w.repo, &["rev-parse", &branch]), tip, "no commit on the branch");
+    assert_eq!(git(Path::new(&path), &["status", "--porcelain"]), wt_status);
+    // An unrelated uncommitted change does not stop the merge.
+    git(&w.repo, &["checkout", "--", "notes.txt"]);
+    std::fs::write(w.repo.join("src/lib.txt"), "lib, edited\n").unwrap();
+    assert!(w.cli(&["merge", &id]).contains("Merged"));
+    assert_eq!(
+        std::fs::read_to_string(w.repo.join("src/lib.txt")).unwrap(),
+        "lib, edited\n"
+    );
+
+    // Not a repository: the thread runs there, and the start result says why.
+    let plain_dir = w.base.root.join("plain");
+    std::fs::create_dir_all(&plain_dir).unwrap();
+    let r = started(&mut s, "free", "free", &plain_dir);
+    let t = text(&r);
+    assert!(
+        t.contains("Note: not isolated:") && t.contains("not inside a git work tree") && t.contains("Repair:"),
+        "{t}"
+    );
+    assert!(r["details"]["note"].as_str().unwrap().contains("not isolated"));
+    assert!(r["details"]["thread"].get("worktree").is_none(), "{r}");
+    assert_eq!(
+        r["details"]["thread"]["cwd"].as_str().unwrap(),
+        plain_dir.display().to_string()
+    );
+
+    // A repository without a commit: refused before anything is reserved.
+    let empty = w.base.root.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    git(&empty, &["init", "--quiet"]);
+    let threads = common::count(&w.base.db, "SELECT count(*) FROM threads");
+    let req = start(&mut s, "nothing", "nothing", &empty);
+    let e = s.response(req, Duration::from_secs(30));
+    let message = e["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("no commit yet") && message.contains("Repair:"),
+        "{e}"
+    );
+    assert_eq!(common::count(&w.base.db, "SELECT count(*) FROM threads"), threads);
+    assert!(!empty.join(".threadbase").exists());
     s.close(Duration::from_secs(10));
     assert!(w.base.leftovers().is_empty());
 }

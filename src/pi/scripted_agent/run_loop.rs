@@ -325,7 +325,7 @@ impl<'a> Run<'a> {
             }
             Action::Ui(fields) => self.ui(fields),
             Action::Write { path, content } => {
-                let content = self.fill(&content);
+                let (path, content) = (self.fill(&path), self.fill(&content));
                 let file = std::path::Path::new(&path);
                 let written = file
                     .parent()

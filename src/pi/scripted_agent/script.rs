@@ -68,7 +68,7 @@
 //! | `{"ui": "notify"\|"setStatus"\|"setWidget"\|"setTitle"\|"set_editor_text", …}` | a fire-and-forget `extension_ui_request`, fields copied as given (`notify` turns a lone `title` into `message`) |
 //! | `{"custom_entry": "type", "data": …}` | appends a `custom` session entry and emits `entry_appended` (what an extension's `pi.appendEntry` does) |
 //! | `{"stderr": "text"}` | writes the text (plus a newline if missing) to stderr |
-//! | `{"write": {"path": "…", "content": "…"}}` | writes `content` (with `{prompt}` and the other placeholders of `text` filled) to the file at `path` (relative to the agent's cwd; missing folders made), emitting nothing: a tool's effect on disk without its events (issue 48's worktree tests); a failure is written to stderr |
+//! | `{"write": {"path": "…", "content": "…"}}` | writes `content` to the file at `path` (both with `{prompt}` and the other placeholders of `text` filled; relative to the agent's cwd; missing folders made), emitting nothing: a tool's effect on disk without its events (issue 48's worktree tests); a failure is written to stderr |
 //! | `{"exit": code}` | exits at once with that code (stdout flushed, no further events) |
 //! | `{"crash": true}` | kills itself with SIGKILL at once (`"crash": "abort"` uses `abort()`, SIGABRT) |
 //!
