@@ -494,3 +494,66 @@ fn bad_inputs_are_refused_with_a_repair_and_change_nothing() {
     s.close(Duration::from_secs(10));
     assert!(w.base.leftovers().is_empty());
 }
+
+/// `check` reports a worktree row whose folder is gone and a folder under
+/// `.threadbase/worktrees/` that no row owns, each with its repair; `worktree clean` of the
+/// row then forgets it.
+#[test]
+fn check_reports_a_missing_worktree_and_an_orphan_folder() {
+    let w = World::new("wt_check", writer_script());
+    let mut s = w.serve(ISOLATED);
+    let r = started(&mut s, "gone", "gone", &w.repo);
+    let id = r["details"]["thread"]["id"].as_str().unwrap().to_string();
+    wait(&mut s, &id);
+    s.thread(json!({"action": "stop", "id": id}));
+    s.close(Duration::from_secs(10));
+    let checked = |w: &World| -> Vec<Value> {
+        let out = common::threadbase(&w.base.db, &["check", "--json"]);
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!("check --json: {e}: {}", String::from_utf8_lossy(&out.stderr))
+        });
+        v["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["check"].as_str().unwrap().starts_with("worktree_"))
+            .cloned()
+            .collect()
+    };
+    assert_eq!(checked(&w), Vec::<Value>::new());
+    let (path, branch, _, _) = w.row(&id).unwrap();
+    std::fs::remove_dir_all(&path).unwrap();
+    let stray = w.repo.join(".threadbase/worktrees/stray");
+    std::fs::create_dir_all(&stray).unwrap();
+    let problems = checked(&w);
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    let gone = problems
+        .iter()
+        .find(|p| p["check"] == "worktree_folder_gone")
+        .unwrap_or_else(|| panic!("{problems:?}"));
+    assert!(gone["message"].as_str().unwrap().contains(&path), "{gone}");
+    assert!(
+        gone["repair"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("threadbase worktree clean {id}")),
+        "{gone}"
+    );
+    let orphan = problems
+        .iter()
+        .find(|p| p["check"] == "worktree_orphan_folder")
+        .unwrap_or_else(|| panic!("{problems:?}"));
+    assert!(
+        orphan["message"].as_str().unwrap().contains("stray")
+            && orphan["repair"].as_str().unwrap().contains("worktree remove"),
+        "{orphan}"
+    );
+    // The repair: clean forgets the row and deletes the branch.
+    let e = w.cli_error(&["diff", &id]);
+    assert!(e.contains("is gone") && e.contains("Repair:"), "{e}");
+    assert!(w.cli(&["worktree", "clean", &id]).contains("removed: "));
+    assert!(w.row(&id).unwrap().3.is_some());
+    assert_eq!(git(&w.repo, &["branch", "--list", &branch]), "");
+    std::fs::remove_dir(&stray).unwrap();
+    assert_eq!(checked(&w), Vec::<Value>::new());
+}
