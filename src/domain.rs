@@ -485,7 +485,14 @@ mod tests {
             "live/busy"
         );
         assert_eq!(
-            state_words(Live, Phase::Idle, None, None, false, Some(Attention::OwnerGone)),
+            state_words(
+                Live,
+                Phase::Idle,
+                None,
+                None,
+                false,
+                Some(Attention::OwnerGone)
+            ),
             "live/owner gone"
         );
         for a in Attention::ALL {

@@ -182,7 +182,11 @@ pub fn plan(root: &Path, rel: &Path, base: &str, task: &str, short: &str) -> Pla
 /// Makes `plan`'s worktree: `.threadbase/` excluded in the repository, the folder and its
 /// branch from the base commit, and the cwd inside it (created if the base lacks it).
 pub fn create(plan: &Plan) -> Result<()> {
-    exclude(&plan.repo)?;
+    let common = common_dir(&plan.repo)?;
+    // Two `git worktree add` at once in one repository trip over each other's half-made
+    // entries: one at a time, across processes (the exclude line too).
+    let _lock = lock(&common)?;
+    exclude(&common)?;
     let mut c = git(&plan.repo);
     c.args(["worktree", "add", "--quiet", "-b", &plan.branch])
         .arg(&plan.path)
@@ -201,15 +205,40 @@ pub fn create(plan: &Plan) -> Result<()> {
     })
 }
 
-/// Adds `/.threadbase/` to the repository's `info/exclude` once.
-fn exclude(repo: &Path) -> Result<()> {
+/// The repository's git folder (shared by its worktrees).
+fn common_dir(repo: &Path) -> Result<PathBuf> {
     let mut c = git(repo);
     c.args(["rev-parse", "--path-format=absolute", "--git-common-dir"]);
-    let common = PathBuf::from(line(ok(
+    Ok(PathBuf::from(line(ok(
         c,
         "find the repository's git folder",
         "check that the repository is readable.",
-    )?));
+    )?)))
+}
+
+/// An exclusive lock on `<git folder>/threadbase.lock`, held until dropped: every change
+/// threadbase makes to a repository's list of worktrees takes it.
+fn lock(common: &Path) -> Result<std::fs::File> {
+    let path = common.join("threadbase.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .and_then(|f| {
+            rustix::fs::flock(&f, rustix::fs::FlockOperation::LockExclusive)?;
+            Ok(f)
+        });
+    file.map_err(|e| {
+        Error::io(format!(
+            "Cannot lock {}: {e}. Repair: check the permissions of the repository's git folder.",
+            path.display()
+        ))
+    })
+}
+
+/// Adds `/.threadbase/` to the repository's `info/exclude` once.
+fn exclude(common: &Path) -> Result<()> {
     let file = common.join("info").join("exclude");
     let text = std::fs::read_to_string(&file).unwrap_or_default();
     if text.lines().any(|l| l.trim() == EXCLUDE_LINE) {
@@ -390,11 +419,15 @@ pub fn diff(worktree: &Path, base: &str, stat_only: bool) -> Result<String> {
 fn changed_paths(dir: &Path, from: &str, to: &str) -> Result<Vec<String>> {
     let mut c = git(dir);
     c.args(["diff", "--name-only", "--no-renames", "-z", from, to]);
-    Ok(ok(c, "list the changed files", "check the repository (git fsck).")?
-        .split('\0')
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-        .collect())
+    Ok(ok(
+        c,
+        "list the changed files",
+        "check the repository (git fsck).",
+    )?
+    .split('\0')
+    .filter(|s| !s.is_empty())
+    .map(str::to_string)
+    .collect())
 }
 
 /// The paths `git status` shows as changed in the work tree `dir` (staged, unstaged or
@@ -528,10 +561,20 @@ pub fn merge(req: &MergeRequest<'_>) -> Result<Merged> {
     let committed = if state != head_of(req.worktree)? {
         let mut c = git(req.worktree);
         c.args(["add", "-A", "."]);
-        ok(c, "stage the thread's work", "check the worktree (git status).")?;
+        ok(
+            c,
+            "stage the thread's work",
+            "check the worktree (git status).",
+        )?;
         let mut c = git(req.worktree);
         identity(&mut c, req.worktree);
-        c.args(["commit", "--quiet", "--no-verify", "-m", &commit_message(req)]);
+        c.args([
+            "commit",
+            "--quiet",
+            "--no-verify",
+            "-m",
+            &commit_message(req),
+        ]);
         ok(
             c,
             "commit the thread's work on its branch",
@@ -656,6 +699,7 @@ pub fn is_merged(repo: &Path, worktree: &Path, branch: &str) -> Result<bool> {
 /// Removes a worktree's folder (whatever it holds) and its branch. A folder already gone is
 /// pruned from git's list; a branch already gone is no error.
 pub fn remove(repo: &Path, worktree: &Path, branch: &str) -> Result<()> {
+    let _lock = lock(&common_dir(repo)?)?;
     if worktree.exists() {
         let mut c = git(repo);
         c.args(["worktree", "remove", "--force", "--force"])
@@ -668,10 +712,19 @@ pub fn remove(repo: &Path, worktree: &Path, branch: &str) -> Result<()> {
     } else {
         let mut c = git(repo);
         c.args(["worktree", "prune"]);
-        ok(c, "prune the worktree list", "check the repository (git worktree list).")?;
+        ok(
+            c,
+            "prune the worktree list",
+            "check the repository (git worktree list).",
+        )?;
     }
     let mut c = git(repo);
-    c.args(["rev-parse", "--verify", "--quiet", &format!("refs/heads/{branch}")]);
+    c.args([
+        "rev-parse",
+        "--verify",
+        "--quiet",
+        &format!("refs/heads/{branch}"),
+    ]);
     if run(c)?.status.success() {
         let mut c = git(repo);
         c.args(["branch", "-D", branch]);
@@ -725,7 +778,10 @@ mod tests {
     fn a_plan_puts_the_cwd_at_the_same_place_inside() {
         let p = plan(Path::new("/r"), Path::new("src/a"), "abc", "fix", "3f2a01");
         assert_eq!(p.path, Path::new("/r/.threadbase/worktrees/fix-3f2a01"));
-        assert_eq!(p.cwd, Path::new("/r/.threadbase/worktrees/fix-3f2a01/src/a"));
+        assert_eq!(
+            p.cwd,
+            Path::new("/r/.threadbase/worktrees/fix-3f2a01/src/a")
+        );
         assert_eq!(p.branch, "threadbase/fix-3f2a01");
         let top = plan(Path::new("/r"), Path::new(""), "abc", "fix", "3f2a01");
         assert_eq!(top.cwd, top.path);

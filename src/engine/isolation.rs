@@ -81,10 +81,7 @@ pub(super) fn prepare_fork(e: &Engine, source: Option<&ThreadId>, cwd: &Path) ->
         return prepare(e.cfg.settings.isolation, cwd);
     };
     let top = PathBuf::from(&row.path);
-    let head = git::snapshot(
-        &top,
-        &format!("threadbase: state of {} forked", row.branch),
-    )?;
+    let head = git::snapshot(&top, &format!("threadbase: state of {} forked", row.branch))?;
     let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     let rel = canon(cwd)
         .strip_prefix(canon(&top))

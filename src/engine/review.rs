@@ -88,7 +88,11 @@ pub struct MergeOutcome {
 /// conflict (`crate::worktree::merge`).
 pub fn merge(store: &Store, reference: &str, squash: bool) -> Result<MergeOutcome> {
     let f = find(store, reference, "merge")?;
-    if f.row.is_live() && matches!(f.row.phase(), Phase::Busy | Phase::Starting | Phase::Stopping)
+    if f.row.is_live()
+        && matches!(
+            f.row.phase(),
+            Phase::Busy | Phase::Starting | Phase::Stopping
+        )
     {
         return Err(Error::new(
             ErrorCode::Conflict,
@@ -239,11 +243,7 @@ pub fn list_text(items: &[ListedTree]) -> String {
         };
         s.push_str(&format!(
             "{} [{}] {} {} (branch {}): {what}\n",
-            t.thread_path,
-            t.state,
-            t.thread_id,
-            t.worktree.path,
-            t.worktree.branch
+            t.thread_path, t.state, t.thread_id, t.worktree.path, t.worktree.branch
         ));
     }
     s.pop();
@@ -290,7 +290,10 @@ pub fn clean(store: &Store, args: &CleanArgs<'_>) -> Result<Vec<Cleaned>> {
         let row = resolve_anywhere(&conn, r, None, None)?;
         rows.retain(|l| l.worktree.thread_id == row.id);
         let Some(l) = rows.first() else {
-            return Err(git::not_isolated(&format!("{} ({})", row.path, row.id), "clean"));
+            return Err(git::not_isolated(
+                &format!("{} ({})", row.path, row.id),
+                "clean",
+            ));
         };
         if l.status == ThreadStatus::Live {
             return Err(Error::new(

@@ -336,8 +336,7 @@ pub(super) async fn wait_exit(
         Ok(s) => (s.code().map(i64::from), s.signal().map(signal_name)),
         Err(_) => (None, None),
     };
-    let mut exit =
-        ExitRecord::classify(code, signal, child.stop_requested.load(Ordering::SeqCst));
+    let mut exit = ExitRecord::classify(code, signal, child.stop_requested.load(Ordering::SeqCst));
     if let Some(reason) = child
         .stop_reason
         .lock()

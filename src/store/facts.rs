@@ -5,8 +5,8 @@
 
 use crate::domain::ThreadId;
 use crate::error::{Error, ErrorCode, Result};
-use crate::store::db::{params, q, Row};
 use crate::store::attention::{self, Need};
+use crate::store::db::{params, q, Row};
 use crate::store::events::{self, EventRow};
 use crate::store::hosts::{self, Unreachable};
 use crate::store::output::{self, OutputFacts};

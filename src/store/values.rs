@@ -11,9 +11,8 @@ use crate::store::db::{wrong, Cell, FromCell, ToParam, Value};
 
 use crate::domain::{
     AgentState, Attention, CommandKind, CommandState, Contract, Direction, ExitKind, MailKind,
-    MailState,
-    ManagerId, Outcome, Phase, QuestionKind, QuestionState, SessionId, ThreadId, ThreadStatus,
-    WorkerId,
+    MailState, ManagerId, Outcome, Phase, QuestionKind, QuestionState, SessionId, ThreadId,
+    ThreadStatus, WorkerId,
 };
 
 /// `ToSql` and `FromSql` (rusqlite's, for the tests' own SQL) and `ToParam` and `FromCell` (the

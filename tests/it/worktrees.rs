@@ -170,14 +170,18 @@ fn two_children_edit_one_file_each_in_its_own_worktree() {
         let branch = wt["branch"].as_str().unwrap();
         assert!(branch.starts_with(&format!("threadbase/{task}-")), "{r}");
         assert!(
-            wt["path"]
-                .as_str()
-                .unwrap()
-                .starts_with(&format!("{}/.threadbase/worktrees/{task}-", w.repo.display())),
+            wt["path"].as_str().unwrap().starts_with(&format!(
+                "{}/.threadbase/worktrees/{task}-",
+                w.repo.display()
+            )),
             "{r}"
         );
         assert_eq!(r["details"]["thread"]["cwd"], wt["path"], "{r}");
-        assert!(text(r).contains("Worktree: .threadbase/worktrees/"), "{}", text(r));
+        assert!(
+            text(r).contains("Worktree: .threadbase/worktrees/"),
+            "{}",
+            text(r)
+        );
     }
     let mut paths = Vec::new();
     for (id, word) in ids.iter().zip(["alpha", "beta"]) {
@@ -201,9 +205,33 @@ fn two_children_edit_one_file_each_in_its_own_worktree() {
         assert_eq!(p["details"]["snapshot"]["worktree"]["branch"], branch);
         // diff shows the thread's own change.
         let d = w.cli(&["diff", id]);
-        assert!(d.contains(&format!("+{word}")) && d.contains("-base"), "{d}");
+        assert!(
+            d.contains(&format!("+{word}")) && d.contains("-base"),
+            "{d}"
+        );
         let st = w.cli(&["diff", id, "--stat"]);
-        assert!(st.contains("notes.txt") && st.contains("1 file changed"), "{st}");
+        assert!(
+            st.contains("notes.txt") && st.contains("1 file changed"),
+            "{st}"
+        );
+        // show and tree say it too.
+        let show = w.cli(&["show", id]);
+        assert!(
+            show.contains(&format!("{path} (branch {branch}, base "))
+                && show.contains("1 file changed"),
+            "{show}"
+        );
+        let v: Value = serde_json::from_str(&w.cli(&["show", id, "--json"])).unwrap();
+        assert_eq!(
+            (
+                v["worktree"]["branch"].as_str(),
+                v["worktree"]["filesChanged"].as_u64()
+            ),
+            (Some(branch.as_str()), Some(1)),
+            "{v}"
+        );
+        let tree = w.cli(&["tree"]);
+        assert!(tree.contains(&format!("\u{2387} {branch}")), "{tree}");
         paths.push(path);
     }
     // The main tree is untouched: .threadbase/ is excluded, notes.txt as committed.
@@ -229,7 +257,11 @@ fn two_children_edit_one_file_each_in_its_own_worktree() {
         e.contains("conflict") && e.contains("notes.txt") && e.contains("Repair:"),
         "{e}"
     );
-    assert_eq!(main_state(&w.repo), after_first, "the main tree is as before");
+    assert_eq!(
+        main_state(&w.repo),
+        after_first,
+        "the main tree is as before"
+    );
     assert_eq!(git(&w.repo, &["rev-parse", "HEAD"]), head);
     assert!(!w.repo.join(".git/MERGE_HEAD").exists());
     // clean --merged removes only the first.
@@ -248,10 +280,19 @@ fn two_children_edit_one_file_each_in_its_own_worktree() {
     assert!(w.row(&ids[0]).unwrap().3.is_some());
     assert_eq!(w.row(&ids[1]).unwrap().3, None);
     let branches = git(&w.repo, &["branch", "--list", "threadbase/*"]);
-    assert!(!branches.contains("fix_a") && branches.contains("fix_b"), "{branches}");
+    assert!(
+        !branches.contains("fix_a") && branches.contains("fix_b"),
+        "{branches}"
+    );
     let list = w.cli(&["worktree", "list"]);
-    assert!(list.contains("/root/fix_a [closed]") && list.contains("removed"), "{list}");
-    assert!(list.contains("/root/fix_b [closed]") && list.contains("1 file changed"), "{list}");
+    assert!(
+        list.contains("/root/fix_a [closed]") && list.contains("removed"),
+        "{list}"
+    );
+    assert!(
+        list.contains("/root/fix_b [closed]") && list.contains("1 file changed"),
+        "{list}"
+    );
     s.close(Duration::from_secs(10));
     assert!(w.base.leftovers().is_empty());
 }
@@ -286,7 +327,10 @@ fn resume_and_fork_keep_each_worktree_and_its_row() {
         "one\n"
     );
     s.thread(json!({"action": "stop", "id": id}));
-    assert!(Path::new(&path).join("src/notes.txt").exists(), "stop keeps it");
+    assert!(
+        Path::new(&path).join("src/notes.txt").exists(),
+        "stop keeps it"
+    );
     s.thread(json!({"action": "archive", "id": id}));
     let r = s.thread(json!({"action": "resume", "id": id}));
     s.expect_launched_idle(&r, &id);
@@ -302,9 +346,15 @@ fn resume_and_fork_keep_each_worktree_and_its_row() {
         "two\n"
     );
     assert!(Path::new(&path).join("src/new/one.txt").exists());
-    assert_eq!(w.row(&id).unwrap(), (path.clone(), branch.clone(), base.clone(), None));
+    assert_eq!(
+        w.row(&id).unwrap(),
+        (path.clone(), branch.clone(), base.clone(), None)
+    );
     // The fork starts from the source's state: notes.txt changed, new/ untracked.
-    let source_status = git(Path::new(&path), &["status", "--porcelain", "--untracked-files=all"]);
+    let source_status = git(
+        Path::new(&path),
+        &["status", "--porcelain", "--untracked-files=all"],
+    );
     let source_head = git(Path::new(&path), &["rev-parse", "HEAD"]);
     let f = s.thread(json!({"action": "fork", "id": id}));
     let fid = f["details"]["thread"]["id"].as_str().unwrap().to_string();
@@ -316,7 +366,11 @@ fn resume_and_fork_keep_each_worktree_and_its_row() {
         f["details"]["thread"]["cwd"].as_str().unwrap(),
         format!("{fpath}/src")
     );
-    assert!(text(&f).contains(&format!("(branch {fbranch})")), "{}", text(&f));
+    assert!(
+        text(&f).contains(&format!("(branch {fbranch})")),
+        "{}",
+        text(&f)
+    );
     assert_eq!(
         std::fs::read_to_string(Path::new(&fpath).join("src/notes.txt")).unwrap(),
         "two\n"
@@ -327,14 +381,14 @@ fn resume_and_fork_keep_each_worktree_and_its_row() {
     );
     // Its branch starts at a commit of that state, whose parent is the source's HEAD.
     assert_eq!(git(Path::new(&fpath), &["rev-parse", "HEAD"]).trim(), fbase);
-    assert_eq!(
-        git(Path::new(&fpath), &["rev-parse", "HEAD^"]),
-        source_head
-    );
+    assert_eq!(git(Path::new(&fpath), &["rev-parse", "HEAD^"]), source_head);
     assert_eq!(git(Path::new(&fpath), &["status", "--porcelain"]), "");
     // The source is untouched.
     assert_eq!(
-        git(Path::new(&path), &["status", "--porcelain", "--untracked-files=all"]),
+        git(
+            Path::new(&path),
+            &["status", "--porcelain", "--untracked-files=all"]
+        ),
         source_status
     );
     assert_eq!(git(Path::new(&path), &["rev-parse", "HEAD"]), source_head);
@@ -377,7 +431,10 @@ fn a_serve_killed_mid_turn_and_restore_keep_the_worktree_and_its_row() {
     let e = w.cli_error(&["merge", &id]);
     assert!(e.contains("live and busy") && e.contains("Repair:"), "{e}");
     let e = w.cli_error(&["worktree", "clean", &id]);
-    assert!(e.contains("the thread is live") && e.contains("Repair:"), "{e}");
+    assert!(
+        e.contains("the thread is live") && e.contains("Repair:"),
+        "{e}"
+    );
     let e = w.cli_error(&["worktree", "clean"]);
     assert!(e.contains("--merged") && e.contains("Repair:"), "{e}");
     assert_eq!(main_state(&w.repo), before);
@@ -450,7 +507,11 @@ fn bad_inputs_are_refused_with_a_repair_and_change_nothing() {
         "{e}"
     );
     assert_eq!(main_state(&w.repo), before);
-    assert_eq!(git(&w.repo, &["rev-parse", &branch]), tip, "no commit on the branch");
+    assert_eq!(
+        git(&w.repo, &["rev-parse", &branch]),
+        tip,
+        "no commit on the branch"
+    );
     assert_eq!(git(Path::new(&path), &["status", "--porcelain"]), wt_status);
     // An unrelated uncommitted change does not stop the merge.
     git(&w.repo, &["checkout", "--", "notes.txt"]);
@@ -467,10 +528,15 @@ fn bad_inputs_are_refused_with_a_repair_and_change_nothing() {
     let r = started(&mut s, "free", "free", &plain_dir);
     let t = text(&r);
     assert!(
-        t.contains("Note: not isolated:") && t.contains("not inside a git work tree") && t.contains("Repair:"),
+        t.contains("Note: not isolated:")
+            && t.contains("not inside a git work tree")
+            && t.contains("Repair:"),
         "{t}"
     );
-    assert!(r["details"]["note"].as_str().unwrap().contains("not isolated"));
+    assert!(r["details"]["note"]
+        .as_str()
+        .unwrap()
+        .contains("not isolated"));
     assert!(r["details"]["thread"].get("worktree").is_none(), "{r}");
     assert_eq!(
         r["details"]["thread"]["cwd"].as_str().unwrap(),
@@ -489,7 +555,10 @@ fn bad_inputs_are_refused_with_a_repair_and_change_nothing() {
         message.contains("no commit yet") && message.contains("Repair:"),
         "{e}"
     );
-    assert_eq!(common::count(&w.base.db, "SELECT count(*) FROM threads"), threads);
+    assert_eq!(
+        common::count(&w.base.db, "SELECT count(*) FROM threads"),
+        threads
+    );
     assert!(!empty.join(".threadbase").exists());
     s.close(Duration::from_secs(10));
     assert!(w.base.leftovers().is_empty());
@@ -510,7 +579,10 @@ fn check_reports_a_missing_worktree_and_an_orphan_folder() {
     let checked = |w: &World| -> Vec<Value> {
         let out = common::threadbase(&w.base.db, &["check", "--json"]);
         let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-            panic!("check --json: {e}: {}", String::from_utf8_lossy(&out.stderr))
+            panic!(
+                "check --json: {e}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
         });
         v["problems"]
             .as_array()
@@ -545,7 +617,10 @@ fn check_reports_a_missing_worktree_and_an_orphan_folder() {
         .unwrap_or_else(|| panic!("{problems:?}"));
     assert!(
         orphan["message"].as_str().unwrap().contains("stray")
-            && orphan["repair"].as_str().unwrap().contains("worktree remove"),
+            && orphan["repair"]
+                .as_str()
+                .unwrap()
+                .contains("worktree remove"),
         "{orphan}"
     );
     // The repair: clean forgets the row and deletes the branch.

@@ -7,11 +7,11 @@ use super::reserve::{
     check_new_child, child_argv, child_launch, claim_path, insert_child, launched, Child,
 };
 use super::{find, reply, Engine};
-use crate::engine::isolation;
 use crate::contract::projection::{Detail, Projection};
 use crate::contract::thread::{Details, Single, SnapshotJson};
 use crate::contract::{format, naming};
 use crate::domain::SessionId;
+use crate::engine::isolation;
 use crate::engine::Reply;
 use crate::error::{Error, ErrorCode, Result};
 use crate::runtime::StartKind;

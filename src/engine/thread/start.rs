@@ -5,10 +5,10 @@ use super::reserve::{
     launched, new_session_file, resolve_cwd, Child,
 };
 use super::{reply, Engine};
-use crate::engine::isolation;
 use crate::contract::projection::{Detail, Projection};
 use crate::contract::thread::{Details, Single, SnapshotJson};
 use crate::contract::{format, naming};
+use crate::engine::isolation;
 use crate::engine::Reply;
 use crate::error::Result;
 use crate::runtime::StartKind;
