@@ -632,3 +632,137 @@ fn check_reports_a_missing_worktree_and_an_orphan_folder() {
     std::fs::remove_dir(&stray).unwrap();
     assert_eq!(checked(&w), Vec::<Value>::new());
 }
+
+/// Contract B: an agent type with `"isolation": "worktree"` puts its children in worktrees of
+/// their own (a type without it does not); contract C: `threads_spawn` with
+/// `THREADBASE_ISOLATION=worktree` does, and a retried spawn keeps the worker's one worktree.
+#[test]
+fn agent_types_and_workers_get_worktrees_of_their_own() {
+    let base = Scripted::new("wt_bc");
+    base.script("script", &writer_script().to_string());
+    // The serve's own directory is the repository.
+    git(&base.root, &["init", "--quiet", "-b", "main"]);
+    std::fs::write(base.root.join("notes.txt"), "base\n").unwrap();
+    git(&base.root, &["add", "notes.txt"]);
+    git(&base.root, &["commit", "--quiet", "-m", "init"]);
+    let header = json!({"type":"session","version":3,"id":"ses_wt_bc","timestamp":"2026-12-06T00:00:00.000Z","cwd":base.root});
+    let session = base.session_file("sessions/main.jsonl", &[header]);
+    std::fs::create_dir_all(base.root.join("agent")).unwrap();
+    std::fs::write(
+        base.root.join("agent/threadbase-agents.json"),
+        json!({"agentTypes": {"coder": {"isolation": "worktree"}, "plain": {}}}).to_string(),
+    )
+    .unwrap();
+    let worktrees = |base: &Scripted| -> Vec<(String, String, String)> {
+        crate::support::sql::values(
+            &base.db,
+            "SELECT t.path, t.cwd, w.branch FROM thread_worktrees w JOIN threads t ON t.id = w.thread_id ORDER BY t.path",
+        )
+        .into_iter()
+        .map(|r| {
+            let s: Vec<String> = r
+                .into_iter()
+                .map(|c| crate::support::sql::json(c).as_str().unwrap_or_default().to_string())
+                .collect();
+            (s[0].clone(), s[1].clone(), s[2].clone())
+        })
+        .collect()
+    };
+    let mut s = base.serve(
+        "script",
+        vec!["--session-file".into(), session.display().to_string()],
+        &[],
+    );
+    let call = |s: &mut Serve, method: &str, params: Value| -> Value {
+        let id = s.send(method, params);
+        let r = s.response(id, Duration::from_secs(60));
+        assert!(r.get("error").is_none(), "{r}");
+        r["result"].clone()
+    };
+    call(
+        &mut s,
+        "agent_spawn",
+        json!({"path": "c1", "type": "coder", "task": "bee"}),
+    );
+    call(
+        &mut s,
+        "agent_spawn",
+        json!({"path": "p1", "type": "plain", "task": "plain"}),
+    );
+    let rows = worktrees(&base);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let (path, cwd, branch) = &rows[0];
+    assert_eq!(path, "/root/c1");
+    assert!(branch.starts_with("threadbase/c1-"), "{branch}");
+    assert_eq!(
+        std::fs::read_to_string(Path::new(cwd).join("notes.txt")).unwrap(),
+        "bee\n"
+    );
+    // The plain child wrote into the main tree (no isolation); put it back.
+    assert_eq!(
+        std::fs::read_to_string(base.root.join("notes.txt")).unwrap(),
+        "plain\n"
+    );
+    git(&base.root, &["checkout", "--", "notes.txt"]);
+    s.close(Duration::from_secs(10));
+
+    // Contract C, with the setting on.
+    let mut s = base.serve(
+        "script",
+        vec!["--session-file".into(), session.display().to_string()],
+        ISOLATED,
+    );
+    let params = json!({"key": "w1", "title": "W", "directory": base.root, "task": "sea"});
+    let v = call(&mut s, "threads_spawn", params.clone());
+    let rows = worktrees(&base);
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    let (_, wcwd, wbranch) = rows
+        .iter()
+        .find(|r| r.2.starts_with("threadbase/w1-"))
+        .unwrap()
+        .clone();
+    assert_eq!(
+        v["details"]["directory"].as_str(),
+        Some(wcwd.as_str()),
+        "{v}"
+    );
+    common::poll(
+        Duration::from_secs(30),
+        Duration::from_millis(50),
+        "the worker writes notes.txt in its worktree",
+        || {
+            std::fs::read_to_string(Path::new(&wcwd).join("notes.txt"))
+                .ok()
+                .filter(|t| t.contains("sea"))
+        },
+    );
+    call(&mut s, "threads_spawn", params);
+    assert_eq!(
+        worktrees(&base).len(),
+        2,
+        "a retried spawn keeps its one worktree"
+    );
+    assert_eq!(
+        std::fs::read_to_string(base.root.join("notes.txt")).unwrap(),
+        "base\n"
+    );
+    assert!(w_diff(&base, &wbranch).contains("sea"));
+    s.close(Duration::from_secs(10));
+    assert!(base.leftovers().is_empty());
+}
+
+/// `threadbase diff` of the thread whose branch is `branch`.
+fn w_diff(base: &Scripted, branch: &str) -> String {
+    let v = crate::support::sql::values(
+        &base.db,
+        &format!("SELECT thread_id FROM thread_worktrees WHERE branch = '{branch}'"),
+    );
+    let id = crate::support::sql::json(v[0][0].clone());
+    let out = common::threadbase(&base.db, &["diff", id.as_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
