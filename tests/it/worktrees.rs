@@ -284,6 +284,13 @@ fn two_children_edit_one_file_each_in_its_own_worktree() {
         !branches.contains("fix_a") && branches.contains("fix_b"),
         "{branches}"
     );
+    // A cleaned thread cannot resume: its worktree is gone.
+    let e = s.thread_error(json!({"action": "resume", "id": ids[0]}));
+    let m = e["message"].as_str().unwrap();
+    assert!(
+        m.contains("is gone") && m.contains("worktree clean") && m.contains("Repair:"),
+        "{e}"
+    );
     let list = w.cli(&["worktree", "list"]);
     assert!(
         list.contains("/root/fix_a [closed]") && list.contains("removed"),
