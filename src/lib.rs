@@ -30,6 +30,8 @@
 //! - [`serve`]: the transport: `serve`'s request loop and response lines, its watcher, the
 //!   threads RPC over HTTP, and the live web view (`threadbase web`).
 //! - [`cli`]: the `threadbase` command line.
+//! - [`worktree`]: the git worktrees of isolated threads (issue 48): every git run, and nothing
+//!   of the database.
 //! - `fuzzing` (hidden): fuzz target bodies shared by `fuzz/` and `tests/it/fuzz_corpus.rs`.
 
 pub mod cli;
@@ -49,6 +51,7 @@ pub mod serve;
 pub mod store;
 pub mod text;
 pub mod time;
+pub mod worktree;
 
 pub use error::{Error, ErrorCode, Result};
 pub use pi::{scripted_agent, session};

@@ -178,6 +178,21 @@ pub fn tree(db: &Path, filters: &TreeFilters<'_>, out: &mut dyn Write) -> Result
     let placements = Placements::read(&conn)?;
     let team = placements.team();
     let usage_of = |id: &str| spent.get(id).copied().unwrap_or_default();
+    // Issue 48: the isolated threads' branches (the marker `⎇ <branch>`).
+    let branches: std::collections::HashMap<String, String> = crate::store::worktrees::all(&conn)?
+        .into_iter()
+        .map(|l| {
+            let removed = if l.worktree.removed_at.is_some() {
+                ", removed"
+            } else {
+                ""
+            };
+            (
+                l.worktree.thread_id.to_string(),
+                format!("{}{removed}", l.worktree.branch),
+            )
+        })
+        .collect();
     if filters.json {
         let mut docs = Vec::new();
         for tree in &trees {
@@ -216,10 +231,13 @@ pub fn tree(db: &Path, filters: &TreeFilters<'_>, out: &mut dyn Write) -> Result
                 None => format!("  (manager {})", n.manager_session),
             };
             // A team database (more than this host): the host that holds (or held) it.
-            let on = match placements.host_of(t.id.as_str()) {
+            let mut on = match placements.host_of(t.id.as_str()) {
                 Some(host) if team => format!("  host {host}"),
                 _ => String::new(),
             };
+            if let Some(branch) = branches.get(t.id.as_str()) {
+                on.push_str(&format!("  \u{2387} {branch}"));
+            }
             writeln!(
                 out,
                 "{indent}{label}  {}  [{}]{on}  {}  · {} tokens · {}{held}",
@@ -267,6 +285,23 @@ pub fn show(
     if let Some(need) = &need {
         doc["attention"] = serde_json::to_value(need)?;
     }
+    // Issue 48: an isolated thread's worktree, and what it changed (git asked now).
+    let worktree = crate::store::worktrees::of_thread_checked(&conn, &t.id)?;
+    let stat = worktree.as_ref().and_then(|w| {
+        let present = w.removed_at.is_none() && Path::new(&w.path).is_dir();
+        present
+            .then(|| crate::worktree::stat(Path::new(&w.path), &w.base_commit).ok())
+            .flatten()
+    });
+    if let Some(w) = &worktree {
+        let mut v = serde_json::to_value(w)?;
+        if let Some(st) = stat {
+            v["filesChanged"] = Value::from(st.files);
+            v["insertions"] = Value::from(st.insertions);
+            v["deletions"] = Value::from(st.deletions);
+        }
+        doc["worktree"] = v;
+    }
     if json {
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
         return Ok(());
@@ -306,6 +341,22 @@ pub fn show(
     }
     if let Some(need) = &need {
         kv.push(("needs you", need_text(need)));
+    }
+    if let Some(w) = &worktree {
+        let what = match (&w.removed_at, stat) {
+            (Some(at), _) => format!("removed {at}"),
+            (None, Some(st)) => crate::contract::format::stat_text(&st),
+            (None, None) => "folder missing (Repair: threadbase check)".to_string(),
+        };
+        kv.push((
+            "worktree",
+            format!(
+                "{} (branch {}, base {}): {what}",
+                w.path,
+                w.branch,
+                &w.base_commit[..w.base_commit.len().min(12)]
+            ),
+        ));
     }
     if let Some(k) = t.exit().map(|x| x.kind) {
         kv.push(("exit", exit_text(&t, k)));

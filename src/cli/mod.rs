@@ -21,6 +21,7 @@ mod top;
 pub use top::states as top_states;
 pub mod usage;
 mod web;
+mod worktree;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -205,6 +206,34 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// What an isolated thread (THREADBASE_ISOLATION=worktree) changed since its base commit,
+    /// committed or not, untracked files included, as `git diff` prints it.
+    Diff {
+        /// A thread id (thread_…), a canonical path (/root/task), or a task name.
+        reference: String,
+        /// Only the files and their counts (`git diff --stat`).
+        #[arg(long)]
+        stat: bool,
+    },
+    /// Bring an isolated thread's changes into the main work tree's current branch (its
+    /// uncommitted work committed on its branch first). Refused, with nothing changed, while
+    /// the thread is busy, when the main tree has uncommitted changes to the same files, or on
+    /// a conflict.
+    Merge {
+        /// A thread id (thread_…), a canonical path (/root/task), or a task name.
+        reference: String,
+        /// One commit with the thread's changes instead of a merge commit.
+        #[arg(long)]
+        squash: bool,
+        /// Print {"merged": {threadId, path, branch, into, repo, squash, committed, head, files}}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The worktrees of isolated threads: list them, or remove finished ones.
+    Worktree {
+        #[command(subcommand)]
+        action: WorktreeAction,
+    },
     /// Run one read-only SQL statement; a statement that would write is refused.
     Sql {
         /// One SELECT (or other read-only) statement, e.g. "SELECT path, phase FROM live_threads".
@@ -327,6 +356,35 @@ pub enum PiAction {
         /// The `pi` program to unregister with (default: `pi` on PATH).
         #[arg(long, value_name = "PROGRAM")]
         pi: Option<String>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum WorktreeAction {
+    /// Every isolated thread's worktree: its thread, state, folder, branch and what it changed.
+    List {
+        /// Print {"worktrees": [{threadId, threadPath, state, repo, path, branch, baseCommit,
+        /// createdAt, removedAt?, present, filesChanged, insertions, deletions, hostId}]}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove the worktree folders and branches of closed threads on this host (never a live
+    /// thread's) and mark their rows removed. Pass --merged, --closed or a thread reference.
+    Clean {
+        /// One thread's worktree (a thread id, canonical path or task name).
+        reference: Option<String>,
+        /// Only closed threads whose work is merged into the main tree's current branch.
+        #[arg(long)]
+        merged: bool,
+        /// Every closed thread's worktree, merged or not (unmerged work is lost).
+        #[arg(long)]
+        closed: bool,
+        /// Only print what would be removed.
+        #[arg(long)]
+        dry_run: bool,
+        /// Print {"worktrees": [{threadId, threadPath, path, branch, outcome}]}.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -579,6 +637,32 @@ pub fn main() -> ExitCode {
             Some(BudgetAction::Clear { scope, json: j }) => {
                 budget::clear(&db, &scope, json || j, &mut out)
             }
+        },
+        Command::Diff { reference, stat } => worktree::diff(&db, &reference, stat, &mut out),
+        Command::Merge {
+            reference,
+            squash,
+            json,
+        } => worktree::merge(&db, &reference, squash, json, &mut out),
+        Command::Worktree { action } => match action {
+            WorktreeAction::List { json } => worktree::list(&db, json, &mut out),
+            WorktreeAction::Clean {
+                reference,
+                merged,
+                closed,
+                dry_run,
+                json,
+            } => worktree::clean(
+                &db,
+                &crate::engine::review::CleanArgs {
+                    reference: reference.as_deref(),
+                    merged,
+                    closed,
+                    dry_run,
+                },
+                json,
+                &mut out,
+            ),
         },
         Command::Host { action } => match action {
             HostAction::List { json } => host::list(&db, json, &mut out),

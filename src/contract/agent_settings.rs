@@ -71,6 +71,9 @@ pub struct AgentType {
     pub thinking_level: Option<String>,
     pub allow: Vec<String>,
     pub block: Vec<String>,
+    /// `"isolation": "worktree"` (issue 48): a child of this type runs in a git worktree of
+    /// its own, as `THREADBASE_ISOLATION=worktree` puts every new thread.
+    pub worktree: bool,
 }
 
 /// Contract B's settings, merged from the files read.
@@ -94,7 +97,7 @@ fn bad(file: &Path, what: String, repair: &str) -> Error {
     ))
 }
 
-const SHAPE: &str = r#"fix the file to the shape {"finalRecap": false, "modelSelection": "pick-first-scoped", "toolFiltering": "allowed", "requiredChildExtensions": ["/abs/ext.ts"], "agentTypes": {"reviewer": {"models": ["provider/model-id"], "thinkingLevel": "low", "tools": {"allow": ["read"], "block": []}}}} (every key optional), or delete it; serve reads it only at its start"#;
+const SHAPE: &str = r#"fix the file to the shape {"finalRecap": false, "modelSelection": "pick-first-scoped", "toolFiltering": "allowed", "requiredChildExtensions": ["/abs/ext.ts"], "agentTypes": {"reviewer": {"models": ["provider/model-id"], "thinkingLevel": "low", "tools": {"allow": ["read"], "block": []}, "isolation": "worktree"}}} (every key optional), or delete it; serve reads it only at its start"#;
 
 /// `provider/model-id`: `^[^\s/]+/[^\s]+$`.
 pub fn is_model_ref(s: &str) -> bool {
@@ -168,9 +171,21 @@ fn agent_type(file: &Path, name: &str, v: &Value) -> Result<AgentType> {
     no_unknown(
         file,
         m,
-        &["models", "model", "thinkingLevel", "tools"],
+        &["models", "model", "thinkingLevel", "tools", "isolation"],
         &what,
     )?;
+    let worktree = match m.get("isolation") {
+        None => false,
+        Some(Value::String(i)) if i == "worktree" => true,
+        Some(Value::String(i)) if i == "none" => false,
+        Some(other) => {
+            return Err(bad(
+                file,
+                format!("{what}.isolation must be \"worktree\" or \"none\", got {other}"),
+                "write \"isolation\": \"worktree\" to give each child of this type a git worktree of its own, or remove the key",
+            ))
+        }
+    };
     let models = match (m.get("models"), m.get("model")) {
         (Some(_), Some(_)) => {
             return Err(bad(
@@ -261,6 +276,7 @@ fn agent_type(file: &Path, name: &str, v: &Value) -> Result<AgentType> {
         thinking_level,
         allow,
         block,
+        worktree,
     })
 }
 

@@ -224,6 +224,9 @@ pub fn started(snap: &Snapshot<'_>, prompt_accepted: Option<bool>, note: Option<
     if let Some(note) = note {
         let _ = write!(s, "\nNote: {note}");
     }
+    if let Some(line) = worktree_line(snap) {
+        let _ = write!(s, "\n{line}");
+    }
     waiting_lines(&mut s, snap);
     let _ = write!(
         s,
@@ -307,11 +310,44 @@ pub fn waited(
     s
 }
 
-/// `Spent: <spend>` after a line break, when the thread has spent anything ([`spend`]).
+/// `Spent: <spend>` after a line break, when the thread has spent anything ([`spend`]); then
+/// an isolated thread's `Worktree:` line ([`worktree_line`]).
 fn spent_line(s: &mut String, snap: &Snapshot<'_>) {
     if let Some(spent) = spend(&snap.spend) {
         let _ = write!(s, "\nSpent: {spent}");
     }
+    if let Some(line) = worktree_line(snap) {
+        let _ = write!(s, "\n{line}");
+    }
+}
+
+/// Issue 48: an isolated thread's worktree, relative to its repository, with its branch and
+/// what it changed since its base (`Worktree: .threadbase/worktrees/fix_auth-3f2a (branch
+/// threadbase/fix_auth-3f2a): 3 files changed, +40 −2`); `removed <at>` once `worktree clean`
+/// removed it. `None` for a thread that is not isolated.
+pub fn worktree_line(snap: &Snapshot<'_>) -> Option<String> {
+    let w = snap.worktree?;
+    let mut s = format!("Worktree: {} (branch {})", w.shown_path(), w.branch);
+    if let Some(at) = &w.removed_at {
+        let _ = write!(s, ": removed {at}");
+    } else if let Some(st) = snap.worktree_stat {
+        let _ = write!(s, ": {}", stat_text(&st));
+    }
+    Some(s)
+}
+
+/// `3 files changed, +40 −2` (`no changes` when nothing changed).
+pub fn stat_text(st: &crate::worktree::Stat) -> String {
+    if st.files == 0 {
+        return "no changes".to_string();
+    }
+    format!(
+        "{} file{} changed, +{} \u{2212}{}",
+        st.files,
+        if st.files == 1 { "" } else { "s" },
+        st.insertions,
+        st.deletions
+    )
 }
 
 /// `send`'s text.

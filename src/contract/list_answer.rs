@@ -418,6 +418,7 @@ mod tests {
                 usage: Default::default(),
                 pending: Default::default(),
                 attention: None,
+                worktree: None,
             })
             .collect()
     }

@@ -267,6 +267,8 @@ impl<'a> Projection<'a> {
             question: self.facts.pending.question.as_ref().filter(|_| live),
             host_unreachable: self.facts.pending.unreachable.as_ref().filter(|_| live),
             attention: self.facts.attention.as_ref(),
+            worktree: self.facts.worktree.as_ref().map(|w| &w.row),
+            worktree_stat: self.facts.worktree.as_ref().and_then(|w| w.stat),
         }
     }
 }
@@ -342,6 +344,16 @@ pub struct Snapshot<'a> {
     /// `unreachable`, `owner_gone`); absent when nothing does.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub attention: Option<&'a crate::store::attention::Need>,
+    /// Issue 48, `THREADBASE_ISOLATION=worktree`: the thread's git worktree (`{repo, path,
+    /// branch, baseCommit, createdAt, removedAt?}`, its `thread_worktrees` row); absent for a
+    /// thread that is not isolated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<&'a crate::store::worktrees::WorktreeRow>,
+    /// What the isolated thread changed since its base, when git was asked (poll, wait,
+    /// start): the texts' `Worktree:` line ([`crate::contract::format::worktree_line`]); not
+    /// part of the snapshot, so never serialized.
+    #[serde(skip)]
+    pub worktree_stat: Option<crate::worktree::Stat>,
 }
 
 /// `session`: `{kind: "known", file, id, name, pendingMessageCount}` once the child's session
@@ -465,6 +477,7 @@ pub fn snapshot(
         usage: Usage::default(),
         pending: Pending::default(),
         attention,
+        worktree: None,
     };
     serde_json::to_value(Projection::new(&facts, detail).snapshot()).unwrap_or(Value::Null)
 }

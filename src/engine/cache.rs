@@ -168,6 +168,11 @@ pub(super) fn fill_batch(tx: &Conn, keys: &[Key], hosts: HostCheck) -> Result<us
                 continue;
             }
             for view in [View::Snapshot, View::Poll] {
+                // An isolated thread's poll text says what git finds in its worktree now
+                // (issue 48), which no row records: that answer is never kept.
+                if view == View::Poll && f.worktree.is_some() {
+                    continue;
+                }
                 if !keys
                     .iter()
                     .any(|k| k.0 == f.row.id && k.1 == view && k.2 == detail)

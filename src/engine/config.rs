@@ -75,6 +75,9 @@ pub struct Settings {
     /// at most this long (`THREADBASE_UI_TIMEOUT_MS`, default 5 minutes); `None`: they are
     /// cancelled at once, as the originals do.
     pub ui_parent: Option<Duration>,
+    /// `THREADBASE_ISOLATION=worktree` (default off, issue 48): every new thread whose cwd is
+    /// inside a git work tree runs in a git worktree of its own (`crate::worktree`).
+    pub isolation: bool,
 }
 
 impl Default for Settings {
@@ -89,6 +92,7 @@ impl Default for Settings {
             queue: false,
             queue_idle: Duration::ZERO,
             ui_parent: None,
+            isolation: false,
         }
     }
 }
@@ -123,6 +127,7 @@ impl Settings {
         let notices = notices_from(get("THREADBASE_NOTICES").as_deref(), warn);
         let queue = queue_from(get("THREADBASE_QUEUE").as_deref(), warn);
         let queue_idle = queue_idle_from(get("THREADBASE_QUEUE_IDLE_MS").as_deref(), warn);
+        let isolation = isolation_from(get("THREADBASE_ISOLATION").as_deref(), warn);
         let ui_parent = ui_from(get("THREADBASE_UI").as_deref(), warn)
             .then(|| Duration::from_millis(ui_timeout));
         Settings {
@@ -135,6 +140,7 @@ impl Settings {
             queue,
             queue_idle,
             ui_parent,
+            isolation,
         }
     }
 }
@@ -247,6 +253,24 @@ fn queue_idle_from(value: Option<&str>, warn: &mut dyn FnMut(String)) -> Duratio
                 "THREADBASE_QUEUE_IDLE_MS={v:?} is not a whole number of milliseconds; an idle thread yields its slot to a queued one at once (0). Repair: set THREADBASE_QUEUE_IDLE_MS to how long a thread may stay idle before it yields its slot (say 60000), or unset it."
             ));
             Duration::ZERO
+        }
+    }
+}
+
+/// `THREADBASE_ISOLATION`: `worktree` puts each new thread in a git worktree of its own;
+/// unset, `off` or `none` leaves them in their parent's directory; anything else warns once.
+fn isolation_from(value: Option<&str>, warn: &mut dyn FnMut(String)) -> bool {
+    let Some(v) = value.map(str::trim).filter(|v| !v.is_empty()) else {
+        return false;
+    };
+    match v.to_ascii_lowercase().as_str() {
+        "worktree" => true,
+        "off" | "none" => false,
+        _ => {
+            warn(format!(
+                "THREADBASE_ISOLATION={v:?} is not `worktree`; threads run in their parent's directory. Repair: set THREADBASE_ISOLATION=worktree to give each new thread a git worktree of its own, or unset it."
+            ));
+            false
         }
     }
 }
@@ -383,6 +407,20 @@ mod tests {
             &mut |_| {},
         );
         assert_eq!(s.ui_parent, Some(Duration::from_millis(250)));
+    }
+
+    #[test]
+    fn isolation_is_off_unless_worktree() {
+        let mut warnings = Vec::new();
+        let mut warn = |w: String| warnings.push(w);
+        assert!(!isolation_from(None, &mut warn));
+        assert!(isolation_from(Some(" worktree "), &mut warn));
+        assert!(isolation_from(Some("WORKTREE"), &mut warn));
+        assert!(!isolation_from(Some("off"), &mut warn));
+        assert!(!isolation_from(Some("container"), &mut warn));
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains("THREADBASE_ISOLATION=\"container\""));
+        assert!(warnings[0].contains("Repair:"));
     }
 
     #[test]

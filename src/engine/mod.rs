@@ -9,10 +9,12 @@ pub mod budget;
 mod cache;
 mod child_env;
 mod config;
+mod isolation;
 mod locks;
 mod notices;
 mod remote;
 pub mod reply;
+pub mod review;
 pub mod spend;
 mod thread;
 mod worker;
@@ -244,13 +246,15 @@ impl Engine {
         }
     }
 
-    /// A thread's facts (`store/facts.rs`).
+    /// A thread's facts (`store/facts.rs`), with what an isolated thread changed in its
+    /// worktree (`isolation::with_stat`: git asked now).
     fn facts(&self, id: &ThreadId) -> Result<ThreadFacts> {
         crate::store::facts::of_thread(
             &self.store.read()?,
             id,
             crate::store::facts::HostCheck::of(self.store.hosts_to_check()),
         )
+        .map(isolation::with_stat)
     }
 
     /// The environment of this manager's new child `id` at `path` and `depth`: its own

@@ -26,6 +26,7 @@ pub const MAX_PER_CHECK: usize = 20;
 
 mod report;
 mod sqlite;
+mod worktrees;
 pub use report::{write_text, Problem, Report, Severity};
 
 /// Checks the database at `path`. `Err` means the file cannot be checked at all (missing, not a
@@ -433,6 +434,7 @@ pub fn check_connection(conn: &Conn, name: &str) -> Result<Report> {
             repair: format!("Nothing is needed; to clear it with no serve running: sqlite3 DB \"UPDATE commands SET state = 'failed' WHERE id = {cid}\"."),
         }))
     });
+    c.worktrees();
     let mut report = c.report;
     drop(read);
     report.ok = report.errors() == 0;

@@ -15,6 +15,7 @@ use crate::store::refs::{self, Exact, RefScope};
 use crate::store::snapshots::{self, View};
 use crate::store::threads::{col, thread_by_id_any, ThreadRow};
 use crate::store::usage::{self, Usage};
+use crate::store::worktrees::{self, WorktreeRow};
 use crate::store::{queue, Conn, ThreadIds};
 
 /// Everything a snapshot is made of: the row, its retained output and its retained events
@@ -30,6 +31,18 @@ pub struct ThreadFacts {
     pub pending: Pending,
     /// What needs the user about it (issue 45: the view `thread_attention`, [`attention`]).
     pub attention: Option<Need>,
+    /// Its git worktree, when it is isolated (issue 48, `thread_worktrees`).
+    pub worktree: Option<WorktreeFacts>,
+}
+
+/// An isolated thread's worktree: its row, and what it changed since its base when the
+/// engine asked git (`poll`, `wait`, `start`: the text's `Worktree:` line). The store reads
+/// the row only; `stat` is never kept in `thread_snapshots`, so a poll view of an isolated
+/// thread is never kept either (`engine/cache.rs`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorktreeFacts {
+    pub row: WorktreeRow,
+    pub stat: Option<crate::worktree::Stat>,
 }
 
 /// What a live thread waits for (issue 30): its place in the queue (`THREADBASE_QUEUE=1`) or
@@ -143,6 +156,7 @@ pub fn of_thread(conn: &Conn, id: &ThreadId, hosts: HostCheck) -> Result<ThreadF
             .flatten();
     }
     let attention = attention::of_thread(conn, id)?;
+    let worktree = worktrees::of_thread(conn, id)?.map(|row| WorktreeFacts { row, stat: None });
     Ok(ThreadFacts {
         row,
         out,
@@ -150,6 +164,7 @@ pub fn of_thread(conn: &Conn, id: &ThreadId, hosts: HostCheck) -> Result<ThreadF
         usage,
         pending,
         attention,
+        worktree,
     })
 }
 
@@ -168,8 +183,8 @@ pub fn pending_of(conn: &Conn, row: &ThreadRow) -> Result<Pending> {
 }
 
 /// The facts of `rows` (in their order), each with its last `recent_events` retained events,
-/// in at most seven more queries whatever their number: the retained output of all of them,
-/// their events, what each spent, what needs the user (`thread_attention`), and what the
+/// in at most eight more queries whatever their number: the retained output of all of them,
+/// their events, what each spent, what needs the user (`thread_attention`), their worktrees, and what the
 /// live ones wait for (their queue positions,
 /// pending questions, and hosts whose lease ran out).
 pub fn of_threads(
@@ -187,6 +202,7 @@ pub fn of_threads(
     let usage = usage::of_threads(conn, &ids)?;
     let pending = pending_of_rows(conn, &rows, hosts)?;
     let needs = attention::of_threads(conn, &ids)?;
+    let trees = worktrees::of_threads(conn, &ids)?;
     Ok(rows
         .into_iter()
         .zip(outs)
@@ -194,14 +210,16 @@ pub fn of_threads(
         .zip(usage)
         .zip(pending)
         .zip(needs)
+        .zip(trees)
         .map(
-            |(((((row, out), events), usage), pending), attention)| ThreadFacts {
+            |((((((row, out), events), usage), pending), attention), tree)| ThreadFacts {
                 row,
                 out,
                 events,
                 usage,
                 pending,
                 attention,
+                worktree: tree.map(|row| WorktreeFacts { row, stat: None }),
             },
         )
         .collect())

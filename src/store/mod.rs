@@ -45,6 +45,7 @@ mod values;
 mod wal;
 pub mod web;
 pub mod workers;
+pub mod worktrees;
 
 use open::{folder_refusal, holds, migrate, not_threadbase, open_error, Holds};
 pub use open::{name_database, no_database, open_read_only};

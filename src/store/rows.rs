@@ -117,6 +117,8 @@ pub const ROWS: &[(&str, &str, usize)] = {
         check::orphan_events_col,
         check::owners_col,
         budgets::budget_col,
+        worktrees::col,
+        worktrees::thread_col,
         hosts::host_col,
         hosts::unreachable_col,
         check::parent_link_col,

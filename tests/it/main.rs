@@ -76,3 +76,4 @@ mod usage_cli;
 mod usage_restore;
 mod web;
 mod worker;
+mod worktrees;

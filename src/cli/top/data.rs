@@ -233,6 +233,8 @@ pub(super) fn thread_snapshot(conn: &Conn, id: &ThreadId) -> Result<Option<Value
         usage: Default::default(),
         pending,
         attention: crate::store::attention::of_thread_checked(conn, id)?,
+        worktree: crate::store::worktrees::of_thread_checked(conn, id)?
+            .map(|row| crate::store::facts::WorktreeFacts { row, stat: None }),
     };
     Ok(Some(serde_json::to_value(
         projection::Projection::new(&facts, Detail::Tail).snapshot(),

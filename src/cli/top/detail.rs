@@ -55,6 +55,18 @@ pub(super) fn detail_lines(s: &Value) -> Vec<Line<'static>> {
         out.push(Line::styled(text, bold));
         out.push(Line::from("  a answers it (yes/no for a confirm)"));
     }
+    // Issue 48: an isolated thread's worktree (`threadbase diff` shows what it changed).
+    if let Some(w) = s.get("worktree").filter(|w| w.is_object()) {
+        out.push(Line::from(format!(
+            "worktree: {} (branch {}){}",
+            w["path"].as_str().unwrap_or(""),
+            w["branch"].as_str().unwrap_or(""),
+            w["removedAt"]
+                .as_str()
+                .map(|at| format!(", removed {at}"))
+                .unwrap_or_else(|| " · threadbase diff shows its changes".into())
+        )));
+    }
     if let Some(evs) = s["recentEvents"].as_array() {
         out.push(Line::styled("recent events", bold));
         for e in evs.iter().rev().take(5).rev() {

@@ -47,6 +47,7 @@ fn facts(row: ThreadRow, out: OutputFacts) -> ThreadFacts {
         usage: Default::default(),
         pending: Default::default(),
         attention: None,
+        worktree: None,
     }
 }
 
@@ -240,6 +241,7 @@ fn poll_text_with_events_and_stderr() {
         usage: Default::default(),
         pending: Default::default(),
         attention: None,
+        worktree: None,
     };
     let text = with(&f, Detail::Tail, |p| polled(p, &p.snapshot()));
     assert_eq!(

@@ -686,6 +686,7 @@ fn facts_with_answer(text: &str) -> ThreadFacts {
         usage: Default::default(),
         pending: Default::default(),
         attention: None,
+        worktree: None,
     }
 }
 
@@ -772,6 +773,7 @@ fn result_lines_say_when_cut() {
         usage: Default::default(),
         pending: Default::default(),
         attention: None,
+        worktree: None,
     };
     assert_eq!(
         lines(&Projection::new(&facts, Detail::Summary)),

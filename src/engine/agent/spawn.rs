@@ -73,11 +73,13 @@ impl Engine {
             session_id.as_str(),
         ));
         let link = parent_file.filter(|f| f.exists());
+        // The child's own cwd (its worktree's, when it is isolated).
+        let cwd = PathBuf::from(self.row_by_id(id)?.cwd);
         crate::pi::session::write_subagent_session(
             inherit_from.as_ref(),
             &file,
             session_id.as_str(),
-            &self.cfg.cwd,
+            &cwd,
             link.as_deref(),
             name,
             json!({"rootId": self.cfg.root_session_id, "threadPath": path}),
@@ -139,7 +141,24 @@ pub(in crate::engine) async fn spawn(e: &Engine, req: contract::Spawn) -> Result
     let id = crate::ids::new_thread_id();
     let level = paths::agent_level(&path);
     let owner = e.me();
-    let cwd = e.cfg.cwd.display().to_string();
+    // Issue 48: THREADBASE_ISOLATION=worktree, or a type with "isolation": "worktree", runs
+    // the child in a git worktree of its own.
+    let isolated = e.cfg.settings.isolation
+        || e.cfg
+            .agent_settings
+            .types
+            .get(kind)
+            .is_some_and(|t| t.worktree);
+    let isolation = crate::engine::isolation::prepare(isolated, &e.cfg.cwd)?;
+    if let Some(note) = isolation.note() {
+        tracing::warn!(thread = %id, "{note}");
+    }
+    let plan = isolation.plan(&id, paths::basename(&path));
+    let cwd = plan
+        .as_ref()
+        .map_or(e.cfg.cwd.clone(), |p| p.cwd.clone())
+        .display()
+        .to_string();
     let name = format!("{kind} {path}");
     // From the insert on, the thread is starting: a stop meanwhile waits for its child.
     let _launching = e.rt.reserve_launch(&id);
@@ -232,6 +251,9 @@ pub(in crate::engine) async fn spawn(e: &Engine, req: contract::Spawn) -> Result
                 at: &now_iso(),
             },
         )?;
+        if let Some(plan) = &plan {
+            crate::engine::isolation::record(tx, &id, plan)?;
+        }
         crate::store::agents::recap::set_detached(tx, &id, !wait)?;
         agents::set_run(
             tx,
@@ -250,6 +272,15 @@ pub(in crate::engine) async fn spawn(e: &Engine, req: contract::Spawn) -> Result
         Ok((parent_row, queued))
     });
     let (parent_row, queued) = parent_row?;
+    // The worktree is made now, queued or not: a queued row launches later in its cwd.
+    if let Some(plan) = &plan {
+        if let Err(err) = crate::engine::isolation::create(e, &id, plan) {
+            e.close_unlaunched(&id, &err.message)?;
+            e.settle(&id, AgentState::Failed, None, Some(err.message.clone()))?;
+            e.supersede_notices(&id)?;
+            return Err(err);
+        }
+    }
     if queued {
         // No slot: the row waits; a settled thread's slot launches it (`queue.rs`). A
         // detached spawn answers now ("Queued (position N)"); a blocking one waits through

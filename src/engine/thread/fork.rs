@@ -11,6 +11,7 @@ use crate::contract::projection::{Detail, Projection};
 use crate::contract::thread::{Details, Single, SnapshotJson};
 use crate::contract::{format, naming};
 use crate::domain::SessionId;
+use crate::engine::isolation;
 use crate::engine::Reply;
 use crate::error::{Error, ErrorCode, Result};
 use crate::runtime::StartKind;
@@ -30,7 +31,7 @@ pub(in crate::engine) async fn fork(
     } = req;
     check_new_child(e, &args)?;
     // The source: a managed child's session, or the parent's own.
-    let (source_file, source_name) = match &reference {
+    let (source_file, source_name, source_id) = match &reference {
         Some(r) => {
             let src = find(e, r)?;
             let file = src.session_file.clone().filter(|f| Path::new(f).exists()).ok_or_else(|| {
@@ -42,7 +43,7 @@ pub(in crate::engine) async fn fork(
                     ),
                 )
             })?;
-            (PathBuf::from(file), Some(src.name))
+            (PathBuf::from(file), Some(src.name), Some(src.id))
         }
         None => {
             let file = e.cfg.session_file.clone().filter(|f| f.exists()).ok_or_else(|| {
@@ -51,7 +52,7 @@ pub(in crate::engine) async fn fork(
                     "Cannot fork the current parent session because it has no saved Pi session file. Repair: fork a managed thread by id instead, or save the session first.",
                 )
             })?;
-            (file, None)
+            (file, None, None)
         }
     };
     let display = name
@@ -62,6 +63,10 @@ pub(in crate::engine) async fn fork(
         .cwd()
         .map(PathBuf::from)
         .unwrap_or_else(|| e.cfg.cwd.clone());
+    // Issue 48: an isolated source's fork gets a worktree of its own from the source's
+    // current state; with isolation on, any other fork one from its cwd's HEAD.
+    let isolation = isolation::prepare_fork(e, source_id.as_ref(), &cwd)?;
+    let asked_cwd = cwd;
     let id = crate::ids::new_thread_id();
     let short = &id.as_str()[7..13];
     let base = naming::base_task_name(Some(&display), None, short);
@@ -73,8 +78,10 @@ pub(in crate::engine) async fn fork(
             &now_iso(),
             session_id.as_str(),
         ));
-    let path = e.store.write(|tx| {
+    let (path, plan) = e.store.write(|tx| {
         let (task, path) = claim_path(e, tx, "fork", task_name.as_deref(), &base)?;
+        let plan = isolation.plan(&id, &task);
+        let cwd = plan.as_ref().map_or(asked_cwd.clone(), |p| p.cwd.clone());
         // The branch file is written inside the reservation, so a rejected fork writes nothing.
         crate::pi::session::write_branch(
             &source,
@@ -100,15 +107,20 @@ pub(in crate::engine) async fn fork(
         .inspect_err(|_| {
             let _ = std::fs::remove_file(&new_file);
         })?;
-        Ok(path)
+        if let Some(plan) = &plan {
+            isolation::record(tx, &id, plan)?;
+        }
+        Ok((path, plan))
     })?;
+    let cwd = plan.as_ref().map_or(asked_cwd.clone(), |p| p.cwd.clone());
     let source_entry = entry_id
         .clone()
         .or_else(|| source.leaf_id().map(str::to_string));
-    let argv = child_argv(e, &args, &cwd, &new_file, &display)?;
-    let outcome = launched(
-        e,
-        &id,
+    let argv = child_argv(e, &args, &asked_cwd, &new_file, &display)?;
+    let outcome = launched(e, &id, async {
+        if let Some(plan) = &plan {
+            isolation::create(e, &id, plan)?;
+        }
         e.rt.launch(child_launch(
             e,
             &id,
@@ -120,16 +132,20 @@ pub(in crate::engine) async fn fork(
                 source_session_file: source_file.display().to_string(),
                 source_entry_id: source_entry.clone(),
             },
-        )),
-    )
+        ))
+        .await
+    })
     .await?;
     let facts = e.facts(&id)?;
     let projection = Projection::new(&facts, Detail::Summary);
     let snap = projection.snapshot();
     let source_session_file = source_file.display().to_string();
     let mut text = format::forked(&snap, &source_session_file, source_entry.as_deref());
-    if let Some(note) = &outcome.note {
+    for note in outcome.note.iter().chain(isolation.note().iter()) {
         text.push_str(&format!("\nNote: {note}"));
+    }
+    if let Some(line) = format::worktree_line(&snap) {
+        text.push_str(&format!("\n{line}"));
     }
     reply(
         text,

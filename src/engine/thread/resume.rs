@@ -175,6 +175,21 @@ pub(super) async fn resume_here(e: &Engine, row: &ThreadRow, place: Place) -> Re
         ));
     }
     let cwd = PathBuf::from(&row.cwd);
+    // Issue 48: an isolated thread resumes in its worktree, which `worktree clean` may have
+    // removed (or someone deleted).
+    if let Some(w) = crate::store::worktrees::of_thread(&e.store.read()?, &row.id)? {
+        if w.removed_at.is_some() || !cwd.is_dir() {
+            return Err(Error::new(
+                ErrorCode::NotResumable,
+                format!(
+                    "Cannot resume managed thread {}: its worktree {} is gone{}. Repair: start a new thread for more work (what a merged thread changed is in the main tree's history; `threadbase worktree list` shows what is left).",
+                    row.path,
+                    w.path,
+                    w.removed_at.as_deref().map(|at| format!(" (removed by worktree clean at {at})")).unwrap_or_default()
+                ),
+            ));
+        }
+    }
     let (argv, env) = match place {
         Place::Own => {
             check_depth(e)?;

@@ -8,6 +8,7 @@ use super::{reply, Engine};
 use crate::contract::projection::{Detail, Projection};
 use crate::contract::thread::{Details, Single, SnapshotJson};
 use crate::contract::{format, naming};
+use crate::engine::isolation;
 use crate::engine::Reply;
 use crate::error::Result;
 use crate::runtime::StartKind;
@@ -26,7 +27,9 @@ pub(in crate::engine) async fn start(
         cwd,
     } = req;
     check_new_child(e, &args)?;
-    let cwd = resolve_cwd(e, cwd.as_deref())?;
+    let asked_cwd = resolve_cwd(e, cwd.as_deref())?;
+    // Issue 48: with isolation on, the child runs in a worktree of its own (named below).
+    let isolation = isolation::prepare(e.cfg.settings.isolation, &asked_cwd)?;
     let id = crate::ids::new_thread_id();
     let short = &id.as_str()[7..13];
     let base = naming::base_task_name(name.as_deref(), Some(&prompt), short);
@@ -38,13 +41,15 @@ pub(in crate::engine) async fn start(
     // From the insert on, the thread is starting: a send or wait meanwhile waits for its child.
     let _launching = e.rt.reserve_launch(&id);
     // Reserve the path: limits, uniqueness and the insert in one transaction.
-    let (path, display, queued) = e.store.write(|tx| {
+    let (path, display, queued, plan) = e.store.write(|tx| {
         let (task, path, queued) = if e.cfg.settings.queue {
             claim_path_or_queue(e, tx, task_name.as_deref(), &base)?
         } else {
             let (task, path) = claim_path(e, tx, "start", task_name.as_deref(), &base)?;
             (task, path, false)
         };
+        let plan = isolation.plan(&id, &task);
+        let cwd = plan.as_ref().map_or(asked_cwd.clone(), |p| p.cwd.clone());
         let display = naming::display_name(name.as_deref(), Some(&prompt), Some(&task), short);
         insert_child(
             e,
@@ -60,13 +65,21 @@ pub(in crate::engine) async fn start(
                 session: None,
             },
         )?;
+        if let Some(plan) = &plan {
+            isolation::record(tx, &id, plan)?;
+        }
         if queued {
             crate::store::queue::mark(tx, &id, &crate::time::now_iso())?;
         }
-        Ok((path, display, queued))
+        Ok((path, display, queued, plan))
     })?;
     // Reserved: the next start may reserve.
     drop(turn);
+    let cwd = plan.as_ref().map_or(asked_cwd.clone(), |p| p.cwd.clone());
+    // The worktree is made now, queued or not: a queued row launches later in its cwd.
+    if let Some(plan) = &plan {
+        launched(e, &id, async { isolation::create(e, &id, plan) }).await?;
+    }
     if queued {
         // No slot: the row waits in the queue; a freed slot launches it (`queue`).
         drop(_launching);
@@ -77,7 +90,8 @@ pub(in crate::engine) async fn start(
         e.store.write(|tx| {
             launches::set_session_file(tx, &id, &session.display().to_string(), &session_id)
         })?;
-        let argv = child_argv(e, &args, &cwd, &session, &display)?;
+        // Approval is judged by the directory asked for (a worktree is the same project).
+        let argv = child_argv(e, &args, &asked_cwd, &session, &display)?;
         let start = StartKind::Prompt(prompt.clone());
         e.rt.launch(child_launch(e, &id, &path, depth, argv, &cwd, start))
             .await
@@ -86,13 +100,17 @@ pub(in crate::engine) async fn start(
     let facts = e.facts(&id)?;
     let projection = Projection::new(&facts, Detail::Summary);
     let snap = projection.snapshot();
-    let text = format::started(&snap, outcome.prompt_accepted, outcome.note.as_deref());
+    let note = match (outcome.note, isolation.note()) {
+        (Some(a), Some(b)) => Some(format!("{a} {b}")),
+        (a, b) => a.or(b),
+    };
+    let text = format::started(&snap, outcome.prompt_accepted, note.as_deref());
     reply(
         text,
         Details::Started {
             thread: Single::of(SnapshotJson::new(&snap)?),
             prompt_accepted: outcome.prompt_accepted,
-            note: outcome.note,
+            note,
         },
     )
 }

@@ -116,6 +116,24 @@ pub(in crate::engine) async fn spawn(
     let owner = e.rt.owner();
     let session_file = e.cfg.session_file.as_ref().map(|p| p.display().to_string());
     let manager_cwd = e.cfg.cwd.display().to_string();
+    // Issue 48: with THREADBASE_ISOLATION=worktree, a new worker runs in a git worktree of
+    // its own (named by its key); an existing worker keeps the one it has.
+    let isolation = crate::engine::isolation::prepare(
+        e.cfg.settings.isolation,
+        std::path::Path::new(&req.directory),
+    )?;
+    if let Some(note) = isolation.note() {
+        tracing::warn!(worker = %worker_id, "{note}");
+    }
+    let plan = isolation.plan(&thread_id, &req.key);
+    let cwd = plan
+        .as_ref()
+        .map_or(req.directory.clone(), |p| p.cwd.display().to_string());
+    // The prompt names the directory the worker works in.
+    let prompt = match &plan {
+        Some(_) => worker_prompt(&req.task, &cwd, paths.as_deref()),
+        None => prompt,
+    };
     // Until its child exists, an interrupt of the new worker waits for it.
     let _launching = e.rt.reserve_launch(&thread_id);
     let queued = e.store.write(|tx| {
@@ -127,7 +145,7 @@ pub(in crate::engine) async fn spawn(
                     "This spawn key already belongs to a different request (worker {worker_id}). Repair: retry with the identical title, directory, task, agent and paths, or use a new key for different work."
                 )));
             }
-            return Ok(false);
+            return Ok((false, false));
         }
         e.check_budget(tx, None, "threads_spawn")?;
         let used = workers::slots_used(tx, &coordinator)?;
@@ -165,7 +183,7 @@ pub(in crate::engine) async fn spawn(
                 id: &worker_id,
                 manager_id,
                 title: &req.title,
-                cwd: &req.directory,
+                cwd: &cwd,
                 args: &args,
                 coordinator_id: &coordinator,
                 spawn_key: &req.key,
@@ -182,6 +200,9 @@ pub(in crate::engine) async fn spawn(
         // another host (or this one) spawning the same key at this moment finds it held and
         // leaves its launch to this one (`drive`).
         crate::store::threads::set_owner(tx, &thread_id, owner)?;
+        if let Some(plan) = &plan {
+            crate::engine::isolation::record(tx, &thread_id, plan)?;
+        }
         mailbox::insert(
             tx,
             &NewMail {
@@ -199,8 +220,18 @@ pub(in crate::engine) async fn spawn(
         if queued {
             crate::store::queue::mark(tx, &thread_id, &now)?;
         }
-        Ok(queued)
+        Ok((queued, true))
     })?;
+    let (queued, new) = queued;
+    // The worktree is made now, queued or not: a queued worker launches later in its cwd.
+    if let (true, Some(plan)) = (new, &plan) {
+        if let Err(err) = crate::engine::isolation::create(e, &thread_id, plan) {
+            e.store.write(|tx| {
+                crate::store::launches::close_unlaunched(tx, &thread_id, &err.message).map(drop)
+            })?;
+            return Err(err);
+        }
+    }
     // A queued worker is brought up when a slot frees (`queue.rs`); its prompt waits in its
     // mailbox meanwhile.
     if !queued {

@@ -324,6 +324,19 @@ impl<'a> Run<'a> {
                 false
             }
             Action::Ui(fields) => self.ui(fields),
+            Action::Write { path, content } => {
+                let (path, content) = (self.fill(&path), self.fill(&content));
+                let file = std::path::Path::new(&path);
+                let written = file
+                    .parent()
+                    .filter(|d| !d.as_os_str().is_empty())
+                    .map_or(Ok(()), std::fs::create_dir_all)
+                    .and_then(|()| std::fs::write(file, content));
+                if let Err(e) = written {
+                    write_stderr(&format!("scripted-agent: cannot write {path}: {e}"));
+                }
+                false
+            }
         }
     }
 

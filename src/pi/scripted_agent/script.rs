@@ -68,6 +68,7 @@
 //! | `{"ui": "notify"\|"setStatus"\|"setWidget"\|"setTitle"\|"set_editor_text", …}` | a fire-and-forget `extension_ui_request`, fields copied as given (`notify` turns a lone `title` into `message`) |
 //! | `{"custom_entry": "type", "data": …}` | appends a `custom` session entry and emits `entry_appended` (what an extension's `pi.appendEntry` does) |
 //! | `{"stderr": "text"}` | writes the text (plus a newline if missing) to stderr |
+//! | `{"write": {"path": "…", "content": "…"}}` | writes `content` to the file at `path` (both with `{prompt}` and the other placeholders of `text` filled; relative to the agent's cwd; missing folders made), emitting nothing: a tool's effect on disk without its events (issue 48's worktree tests); a failure is written to stderr |
 //! | `{"exit": code}` | exits at once with that code (stdout flushed, no further events) |
 //! | `{"crash": true}` | kills itself with SIGKILL at once (`"crash": "abort"` uses `abort()`, SIGABRT) |
 //!
@@ -122,6 +123,7 @@ pub(super) enum Action {
     Exit(i32),
     Crash { abort: bool },
     CustomEntry { custom_type: String, data: Value },
+    Write { path: String, content: String },
 }
 
 /// An assistant message: text, thinking and tool calls, or a model error.
@@ -291,6 +293,19 @@ struct CustomEntryStep {
     custom_entry: String,
     #[serde(default)]
     data: Value,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WriteStep {
+    write: WriteFile,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WriteFile {
+    path: String,
+    content: String,
 }
 
 #[derive(Deserialize)]
@@ -481,11 +496,17 @@ pub(super) fn parse_turn(t: &Value) -> std::result::Result<Vec<Action>, String> 
                 custom_type: s.custom_entry,
                 data: s.data,
             }
+        } else if has("write") {
+            let s = step::<WriteStep>(v).map_err(err)?.write;
+            Action::Write {
+                path: s.path,
+                content: s.content,
+            }
         } else if has("delay_ms") {
             Action::Delay(step::<DelayStep>(v).map_err(err)?.delay_ms)
         } else {
             return Err(err(
-                "unknown step (expected one of text, tool, error, delay_ms, ui, custom_entry, stderr, exit, crash)"
+                "unknown step (expected one of text, tool, error, delay_ms, ui, custom_entry, write, stderr, exit, crash)"
                     .into(),
             ));
         };

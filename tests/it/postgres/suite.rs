@@ -29,6 +29,7 @@ pub const MODULES: &[&str] = &[
     "usage_restore::",
     "agent::",
     "worker::",
+    "worktrees::",
     "questions::",
     "queue::",
     "spend::",
