@@ -60,6 +60,7 @@ mod real_pi_subtree;
 mod real_pi_threads_command;
 mod real_pi_usage;
 mod real_pi_worker;
+mod real_pi_worktrees;
 mod record_pi_events;
 mod runtime_process;
 mod runtime_scripted;
