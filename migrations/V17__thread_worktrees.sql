@@ -7,6 +7,19 @@
 -- when it removes the folder and the branch (nothing else deletes a worktree: stop, close,
 -- archive and restore keep it). `diff`, `merge`, `worktree list`, `show`, `tree`, `top`, the
 -- web view and `check` read it.
+-- The web page's Merge (issue 48) is a `commands` row of kind 'merge', carried out by the
+-- serve that holds the thread (or, once it is closed, manages it), on the worktree's host.
+-- Widening the CHECK changes no stored byte: the table's text in sqlite_schema is edited in
+-- place, as V16 does for threads.phase; the CREATE TABLE below bumps the schema cookie. The
+-- list: CHECK (kind IN ('stop', 'force_stop', 'interrupt', 'send', 'resume', 'merge'))
+PRAGMA writable_schema = ON;
+UPDATE sqlite_schema
+SET sql = replace(sql,
+                  'CHECK (kind IN (''stop'', ''force_stop'', ''interrupt'', ''send'', ''resume''))',
+                  'CHECK (kind IN (''stop'', ''force_stop'', ''interrupt'', ''send'', ''resume'', ''merge''))')
+WHERE type = 'table' AND name = 'commands';
+PRAGMA writable_schema = RESET;
+
 CREATE TABLE thread_worktrees (
     -- Why (primary key): a thread has at most one worktree, read by its id (poll, show,
     -- diff, merge).

@@ -7,6 +7,11 @@
 -- worktree clean` when it removes the folder and the branch (nothing else deletes a worktree:
 -- stop, close, archive and restore keep it). `diff`, `merge`, `worktree list`, `show`, `tree`,
 -- `top`, the web view and `check` read it.
+-- The web page's Merge: a `commands` row of kind 'merge' (see SQLite's V17).
+ALTER TABLE commands DROP CONSTRAINT commands_kind_check;
+ALTER TABLE commands ADD CONSTRAINT commands_kind_check
+    CHECK (kind IN ('stop', 'force_stop', 'interrupt', 'send', 'resume', 'merge'));
+
 CREATE TABLE thread_worktrees (
     -- Why (primary key): a thread has at most one worktree, read by its id (poll, show,
     -- diff, merge).

@@ -144,6 +144,9 @@ words! {
         Send = "send",
         /// Contract A: relaunch a closed thread (for the serve that manages it).
         Resume = "resume",
+        /// Issue 48: bring an isolated thread's worktree into the main tree (the web page's
+        /// Merge; the payload holds `{"squash": bool}`), on the worktree's host.
+        Merge = "merge",
     }
 
     /// Where a command stands (`commands.state`).
@@ -553,6 +556,8 @@ mod tests {
         let v5 = include_str!("../migrations/V5__subtree_reach.sql");
         // V12 added the questions of children (`ui_requests`).
         let v12 = include_str!("../migrations/V12__queue_and_questions.sql");
+        // V17 widened `commands.kind` with `merge`.
+        let v17 = include_str!("../migrations/V17__thread_worktrees.sql");
         // V16 widened `threads.phase` with `queued`.
         let v16 = include_str!("../migrations/V16__thread_attention.sql");
         for (migration, column, want) in [
@@ -565,7 +570,7 @@ mod tests {
             (v1, "direction", words(Direction::ALL)),
             (v1, "state", words(MailState::ALL)),
             (v1, "kind", words(MailKind::ALL)),
-            (v5, "kind", words(CommandKind::ALL)),
+            (v17, "kind", words(CommandKind::ALL)),
             (v5, "state", words(CommandState::ALL)),
             (v12, "kind", words(QuestionKind::ALL)),
             (v12, "state", words(QuestionState::ALL)),

@@ -86,6 +86,8 @@ fn owner_budget(kind: CommandKind) -> Duration {
         }
         CommandKind::Interrupt => LAUNCH_WAIT + STOP_ABORT_TIMEOUT + slack,
         CommandKind::Resume => LAUNCH_WAIT + PROMPT_ANSWER_WAIT + slack,
+        // git's own merge of a worktree: a few seconds at most on a local disk.
+        CommandKind::Merge => Duration::from_secs(60) + slack,
     }
 }
 
@@ -130,6 +132,7 @@ pub(super) async fn request(
                     CommandKind::Stop | CommandKind::ForceStop => "stop",
                     CommandKind::Interrupt => "interrupt",
                     CommandKind::Resume => "resume",
+                    CommandKind::Merge => "merge",
                 };
                 return Err(hosts::unreachable(thread_id.as_str(), action, &lease));
             }

@@ -262,7 +262,9 @@ fn dispatch(engine: &Arc<Engine>, queues: &Queues, pending: Vec<PendingCommand>)
             continue;
         }
         match c.kind {
-            CommandKind::Send | CommandKind::Resume => queues.push(engine, c),
+            CommandKind::Send | CommandKind::Resume | CommandKind::Merge => {
+                queues.push(engine, c)
+            }
             CommandKind::Stop | CommandKind::ForceStop | CommandKind::Interrupt => {
                 let engine = engine.clone();
                 tokio::spawn(tracing::Instrument::in_current_span(async move {
@@ -332,13 +334,16 @@ async fn carry(engine: &Engine, c: PendingCommand) {
             .abort(&c.thread_id, Duration::from_millis(1_500))
             .await
             .map(|_| crate::engine::INTERRUPTED.to_string()),
-        CommandKind::Send | CommandKind::Resume => {
+        CommandKind::Send | CommandKind::Resume | CommandKind::Merge => {
             engine
                 .carry_out(c.kind, &c.thread_id, c.payload.as_deref())
                 .await
         }
     };
-    let structured = matches!(c.kind, CommandKind::Send | CommandKind::Resume);
+    let structured = matches!(
+        c.kind,
+        CommandKind::Send | CommandKind::Resume | CommandKind::Merge
+    );
     let (state, result) = match outcome {
         Ok(r) => (CommandState::Done, r),
         Err(e) if structured => (

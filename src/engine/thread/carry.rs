@@ -7,7 +7,7 @@ use crate::domain::{CommandKind, ThreadId};
 use crate::error::{Error, Result};
 use crate::store::threads::thread_by_id_any;
 
-/// A `send` or `resume` another serve wrote for a thread this serve holds (or manages), as
+/// A `send`, `resume` or `merge` another process wrote for a thread this serve holds (or manages), as
 /// the row watcher hands it over: the outcome text for `commands.result`.
 pub(crate) async fn carry_out(
     e: &Engine,
@@ -43,6 +43,22 @@ pub(crate) async fn carry_out(
                 Place::Below
             };
             Ok(serde_json::to_string(&resume_here(e, &row, place).await?)?)
+        }
+        CommandKind::Merge => {
+            // Issue 48: the web page's Merge, on the worktree's host (this serve holds or
+            // manages the thread); refusals change nothing (`review::merge`).
+            let squash = payload
+                .and_then(|p| serde_json::from_str::<serde_json::Value>(p).ok())
+                .and_then(|v| v["squash"].as_bool())
+                .unwrap_or(false);
+            let store = e.store.clone();
+            let id = row.id.to_string();
+            let outcome = tokio::task::spawn_blocking(move || {
+                crate::engine::review::merge(&store, &id, squash)
+            })
+            .await
+            .map_err(|err| Error::internal(format!("the merge stopped: {err}")))??;
+            Ok(serde_json::to_string(&outcome)?)
         }
         CommandKind::Stop | CommandKind::ForceStop | CommandKind::Interrupt => {
             Err(Error::internal(format!(
