@@ -209,6 +209,7 @@ pub fn run(
                     reached: Budget {
                         tokens: k.tokens,
                         usd: k.usd,
+                        ..Budget::default()
                     }
                     .reached(total)
                     .is_some(),
@@ -268,6 +269,7 @@ pub fn run(
             let db_budget = Budget {
                 tokens: k.tokens,
                 usd: k.usd,
+                ..Budget::default()
             };
             writeln!(
                 out,
