@@ -46,6 +46,7 @@ pub const MODULES: &[&str] = &[
     "http::",
     "hosts::",
     "budgets::",
+    "thread_caps::",
     "attention::",
     "status_line::",
 ];
