@@ -220,9 +220,14 @@ pub fn set(
     } else if let Some(k) = k {
         writeln!(
             out,
-            "{} budget set: {}; every serve of every host applies it to new work from now on",
+            "{} budget set: {}; every serve of every host applies it {} from now on",
             scope.as_str(),
-            caps_text(&k)
+            caps_text(&k),
+            match scope {
+                Scope::Thread =>
+                    "to every thread it runs (a wrap-up, then the stop) and every resume and send",
+                _ => "to new work and to the threads it runs",
+            }
         )?;
     }
     Ok(())

@@ -1,8 +1,9 @@
 //! Spend caps on one root session's whole tree: `THREADBASE_BUDGET_TOKENS` (every token,
 //! cache reads and writes included, as Pi's `totalTokens`) and `THREADBASE_BUDGET_USD` (Pi's
 //! `cost.total`). Once the tree's spend reaches a cap, new work in it (start, fork, resume,
-//! send, steer, spawn) is refused with `limit`; running children finish the turn they are in
-//! and their spend is still recorded. The tree's spend is its threads' and the root session's
+//! send, steer, spawn) is refused with `limit`; running children are asked to wrap up past
+//! `THREADBASE_BUDGET_WARN` and stopped at the cap (`engine/caps.rs`), and what they spend
+//! meanwhile is still recorded. The tree's spend is its threads' and the root session's
 //! own turns' (`session_usage`, which the root's Pi extension reports). The check reads the
 //! tree's running total (`tree_usage` and `session_usage`, one primary-key lookup each) inside
 //! the transaction that reserves the work, and every serve of the tree (each child's own)
@@ -264,7 +265,7 @@ impl Budget {
         Err(Error::new(
             ErrorCode::Limit,
             format!(
-                "Budget reached for the thread tree of session {}: {spend} spent of {var}={cap} ({} thread{} and the session's own turns; input {}, output {}, cache read {}, cache write {} tokens; {}). This {action} was refused; running threads finish the turn they are in. Repair: raise {var} (or unset it) in the environment Pi runs in and restart the session, or start a new tree in a new Pi session (its spend starts at zero); stopping or archiving threads does not lower what was spent (`threadbase usage` shows what each spent).",
+                "Budget reached for the thread tree of session {}: {spend} spent of {var}={cap} ({} thread{} and the session's own turns; input {}, output {}, cache read {}, cache write {} tokens; {}). This {action} was refused; running threads of it are asked to wrap up and stopped at the cap. Repair: raise {var} (or unset it) in the environment Pi runs in and restart the session, or start a new tree in a new Pi session (its spend starts at zero); stopping or archiving threads does not lower what was spent (`threadbase usage` shows what each spent).",
                 spent.root_session,
                 spent.threads,
                 if spent.threads == 1 { "" } else { "s" },
@@ -584,7 +585,7 @@ fn tree_refusal(
     Error::new(
         ErrorCode::Limit,
         format!(
-            "Budget reached for the thread tree of session {}: {spend} spent of the database's tree budget of {cap} (`threadbase budget`, set {} on host {}; {} thread{} and the session's own turns; {}). This {action} was refused; running threads finish the turn they are in. Repair: raise it with `threadbase budget set --scope tree {what} N` (a cap left out of that command is removed), or remove it with `threadbase budget clear --scope tree`, or start a new tree in a new Pi session (its spend starts at zero); stopping or archiving threads does not lower what was spent (`threadbase usage` shows what each spent).",
+            "Budget reached for the thread tree of session {}: {spend} spent of the database's tree budget of {cap} (`threadbase budget`, set {} on host {}; {} thread{} and the session's own turns; {}). This {action} was refused; running threads of it are asked to wrap up and stopped at the cap. Repair: raise it with `threadbase budget set --scope tree {what} N` (a cap left out of that command is removed), or remove it with `threadbase budget clear --scope tree`, or start a new tree in a new Pi session (its spend starts at zero); stopping or archiving threads does not lower what was spent (`threadbase usage` shows what each spent).",
             spent.root_session,
             k.set_at,
             k.set_by,
@@ -607,7 +608,7 @@ fn team_refusal(
     Error::new(
         ErrorCode::Limit,
         format!(
-            "Team budget reached: this database's spend across every host is {spend} of its team budget of {cap} (`threadbase budget`, set {} on host {}; {} tree{}, {} thread{} and the sessions' own turns; {}). This {action} was refused; running threads finish the turn they are in. Repair: raise it with `threadbase budget set --scope team {what} N` (a cap left out of that command is removed), or remove it with `threadbase budget clear --scope team`; stopping or archiving threads does not lower what was spent (`threadbase budget` shows it).",
+            "Team budget reached: this database's spend across every host is {spend} of its team budget of {cap} (`threadbase budget`, set {} on host {}; {} tree{}, {} thread{} and the sessions' own turns; {}). This {action} was refused; running threads of it are asked to wrap up and stopped at the cap. Repair: raise it with `threadbase budget set --scope team {what} N` (a cap left out of that command is removed), or remove it with `threadbase budget clear --scope team`; stopping or archiving threads does not lower what was spent (`threadbase budget` shows it).",
             k.set_at,
             k.set_by,
             team.trees,
