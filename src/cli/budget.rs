@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::json;
 
-use crate::engine::budget::{parse_tokens, parse_usd, thousands, usd, Budget};
+use crate::engine::budget::{parse_tokens, parse_turns, parse_usd, thousands, usd, Budget};
 use crate::error::{Error, Result};
 use crate::store::budgets::{self, Kept, Scope};
 
@@ -25,6 +25,7 @@ pub fn show(db: &Path, json: bool, out: &mut dyn Write) -> Result<()> {
         let doc = json!({
             "team": kept.team,
             "tree": kept.tree,
+            "thread": kept.thread,
             "teamSpend": team,
             "env": {"tokens": env.tokens, "usd": env.usd},
         });
@@ -65,6 +66,15 @@ pub fn show(db: &Path, json: bool, out: &mut dyn Write) -> Result<()> {
                 "none (`threadbase budget set --scope tree --tokens N` caps each tree)".to_string(),
         }
     )?;
+    writeln!(
+        out,
+        "thread budget: {}",
+        match &kept.thread {
+            Some(k) => format!("{} on each thread", caps_text(k)),
+            None => "none (`threadbase budget set --scope thread --tokens N` caps each thread)"
+                .to_string(),
+        }
+    )?;
     let mut env_caps = Vec::new();
     if let Some(t) = env.tokens {
         env_caps.push(format!(
@@ -76,11 +86,14 @@ pub fn show(db: &Path, json: bool, out: &mut dyn Write) -> Result<()> {
     if let Some(u) = env.usd {
         env_caps.push(format!("{}={}", crate::engine::budget::USD_VAR, usd(u)));
     }
+    for (var, cap) in env.thread.named_env() {
+        env_caps.push(format!("{var}={cap}"));
+    }
     writeln!(
         out,
         "this environment: {} (a serve started with it caps each tree it serves too; the lower cap is reached first; `threadbase usage` shows each tree's spend)",
         if env_caps.is_empty() {
-            "no THREADBASE_BUDGET_* cap".to_string()
+            "no THREADBASE_BUDGET_* or THREADBASE_THREAD_* cap".to_string()
         } else {
             env_caps.join(" · ")
         }
@@ -95,6 +108,13 @@ fn caps_text(k: &Kept) -> String {
     }
     if let Some(u) = k.usd {
         caps.push(usd(u));
+    }
+    if let Some(t) = k.turns {
+        caps.push(format!(
+            "{} turn{}",
+            thousands(t),
+            if t == 1 { "" } else { "s" }
+        ));
     }
     format!(
         "{} (set {} on host {})",
@@ -111,24 +131,31 @@ fn reached(k: &Kept, u: &crate::store::usage::Usage) -> bool {
 fn scope_of(raw: &str) -> Result<Scope> {
     Scope::parse(raw.trim()).ok_or_else(|| {
         Error::invalid(format!(
-            "--scope must be `tree` (each root session's whole tree) or `team` (the whole database), got {}. Repair: pass --scope tree or --scope team.",
+            "--scope must be `tree` (each root session's whole tree), `team` (the whole database) or `thread` (each thread), got {}. Repair: pass --scope tree, --scope team or --scope thread.",
             crate::paths::json_quote(raw)
         ))
     })
 }
 
-/// `budget set --scope S [--tokens N] [--usd X]`: replaces the scope's caps. Checks every
-/// argument before it writes anything.
+/// The caps `budget set` was given, as typed.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CapArgs<'a> {
+    pub tokens: Option<&'a str>,
+    pub usd: Option<&'a str>,
+    pub turns: Option<&'a str>,
+}
+
+/// `budget set --scope S [--tokens N] [--usd X] [--turns N]`: replaces the scope's caps.
+/// Checks every argument before it writes anything.
 pub fn set(
     db: &Path,
     scope: &str,
-    tokens: Option<&str>,
-    usd_text: Option<&str>,
+    args: CapArgs<'_>,
     json: bool,
     out: &mut dyn Write,
 ) -> Result<()> {
     let scope = scope_of(scope)?;
-    let tokens = match tokens {
+    let tokens = match args.tokens {
         None => None,
         Some(raw) => Some(parse_tokens(raw).ok_or_else(|| {
             Error::invalid(format!(
@@ -137,7 +164,7 @@ pub fn set(
             ))
         })?),
     };
-    let usd_cap = match usd_text {
+    let usd_cap = match args.usd {
         None => None,
         Some(raw) => Some(parse_usd(raw).ok_or_else(|| {
             Error::invalid(format!(
@@ -146,30 +173,61 @@ pub fn set(
             ))
         })?),
     };
-    if tokens.is_none() && usd_cap.is_none() {
+    let turns = match args.turns {
+        None => None,
+        Some(_) if scope != Scope::Thread => {
+            return Err(Error::invalid(format!(
+                "--turns caps a thread's turns, so it goes with --scope thread only (got --scope {}). Repair: `threadbase budget set --scope thread --turns N`; nothing was changed.",
+                scope.as_str()
+            )))
+        }
+        Some(raw) => Some(parse_turns(raw).ok_or_else(|| {
+            Error::invalid(format!(
+                "--turns must be a whole number of turns above 0, such as 20 (got {}). Repair: pass a number of turns; nothing was changed.",
+                crate::paths::json_quote(raw)
+            ))
+        })?),
+    };
+    if tokens.is_none() && usd_cap.is_none() && turns.is_none() {
+        let turns_too = if scope == Scope::Thread {
+            ", --turns N"
+        } else {
+            ""
+        };
         return Err(Error::invalid(format!(
-            "budget set needs a cap: --tokens N, --usd DOLLARS or both. Repair: e.g. `threadbase budget set --scope {} --tokens 2000000`; `threadbase budget clear --scope {}` removes the caps instead.",
+            "budget set needs a cap: --tokens N, --usd DOLLARS{turns_too} or several. Repair: e.g. `threadbase budget set --scope {} --tokens 2000000`; `threadbase budget clear --scope {}` removes the caps instead. Nothing was changed.",
             scope.as_str(),
             scope.as_str()
         )));
     }
+    let caps = budgets::Caps {
+        tokens,
+        usd: usd_cap,
+        turns,
+    };
     let store = crate::Store::open_existing(db)?;
     let at = crate::time::now_iso();
     let by = crate::host::HostIdentity::here().host_id.clone();
-    store.write(|tx| budgets::put(tx, scope, tokens, usd_cap, &at, &by))?;
+    store.write(|tx| budgets::put(tx, scope, caps, &at, &by))?;
     let kept = budgets::read(&store.read()?)?;
     let k = match scope {
         Scope::Tree => kept.tree,
         Scope::Team => kept.team,
+        Scope::Thread => kept.thread,
     };
     if json {
         writeln!(out, "{}", json!({ "budget": k }))?;
     } else if let Some(k) = k {
         writeln!(
             out,
-            "{} budget set: {}; every serve of every host applies it to new work from now on",
+            "{} budget set: {}; every serve of every host applies it {} from now on",
             scope.as_str(),
-            caps_text(&k)
+            caps_text(&k),
+            match scope {
+                Scope::Thread =>
+                    "to every thread it runs (a wrap-up, then the stop) and every resume and send",
+                _ => "to new work and to the threads it runs",
+            }
         )?;
     }
     Ok(())

@@ -134,11 +134,13 @@ pub enum Command {
     },
     /// The budgets kept in the database, which every serve of every host applies (issue 33):
     /// `tree` caps each root session's whole tree (as THREADBASE_BUDGET_TOKENS/_USD do),
-    /// `team` the whole database's spend. Without an action, shows them and what was spent.
+    /// `team` the whole database's spend, `thread` each thread (as
+    /// THREADBASE_THREAD_BUDGET_*/THREADBASE_THREAD_MAX_TURNS do). Without an action, shows
+    /// them and what was spent.
     Budget {
         #[command(subcommand)]
         action: Option<BudgetAction>,
-        /// Print {"team": {...}|null, "tree": {...}|null, "teamSpend": {...}, "env": {...}}.
+        /// Print {"team": {...}|null, "tree": {...}|null, "thread": {...}|null, "teamSpend": {...}, "env": {...}}.
         #[arg(long)]
         json: bool,
     },
@@ -415,11 +417,12 @@ pub enum BudgetAction {
         #[arg(long)]
         json: bool,
     },
-    /// Set a scope's caps (at least one of --tokens and --usd), replacing what was set; a cap
-    /// left out is no cap of that kind.
+    /// Set a scope's caps (at least one of --tokens, --usd and, for `thread`, --turns),
+    /// replacing what was set; a cap left out is no cap of that kind.
     Set {
-        /// `tree` (each root session's whole tree) or `team` (the whole database).
-        #[arg(long, value_name = "tree|team")]
+        /// `tree` (each root session's whole tree), `team` (the whole database) or `thread`
+        /// (each thread).
+        #[arg(long, value_name = "tree|team|thread")]
         scope: String,
         /// A cap on every token (input, output, cache reads and writes), e.g. 2000000.
         #[arg(long, value_name = "N", allow_hyphen_values = true)]
@@ -427,12 +430,16 @@ pub enum BudgetAction {
         /// A cap on the cost in US dollars, e.g. 25 or 2.50.
         #[arg(long, value_name = "DOLLARS", allow_hyphen_values = true)]
         usd: Option<String>,
+        /// A cap on a thread's turns (its completed assistant messages), e.g. 20; scope
+        /// `thread` only.
+        #[arg(long, value_name = "N", allow_hyphen_values = true)]
+        turns: Option<String>,
         #[arg(long)]
         json: bool,
     },
     /// Remove a scope's caps.
     Clear {
-        #[arg(long, value_name = "tree|team")]
+        #[arg(long, value_name = "tree|team|thread")]
         scope: String,
         #[arg(long)]
         json: bool,
@@ -625,12 +632,16 @@ pub fn main() -> ExitCode {
                 scope,
                 tokens,
                 usd,
+                turns,
                 json: j,
             }) => budget::set(
                 &db,
                 &scope,
-                tokens.as_deref(),
-                usd.as_deref(),
+                budget::CapArgs {
+                    tokens: tokens.as_deref(),
+                    usd: usd.as_deref(),
+                    turns: turns.as_deref(),
+                },
                 json || j,
                 &mut out,
             ),

@@ -43,6 +43,48 @@ pub struct UsageRow {
     pub host: Option<String>,
     pub usage: Usage,
     pub subtree: SubtreeUsage,
+    /// Issue 49: the cap on this thread it is nearest to, and how much of it it used (none
+    /// without a cap per thread).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cap: Option<CapDoc>,
+}
+
+/// A thread's cap and its use, as `usage` shows it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CapDoc {
+    /// `the thread cap THREADBASE_THREAD_BUDGET_TOKENS=1,000` or `the database's thread
+    /// budget of 5 turns`.
+    pub name: String,
+    /// `tokens`, `usd` or `turns`.
+    pub kind: &'static str,
+    pub limit: f64,
+    pub used: f64,
+    pub fraction: f64,
+    /// `950 tokens of 1,000 tokens (95%)`.
+    pub text: String,
+}
+
+impl CapDoc {
+    fn nearest(caps: &[crate::engine::budget::Cap], u: &Usage) -> Option<CapDoc> {
+        use crate::engine::budget::CapKind;
+        let c = caps
+            .iter()
+            .map(|c| c.using(u))
+            .max_by(|a, b| a.fraction().total_cmp(&b.fraction()))?;
+        Some(CapDoc {
+            name: c.cap.name(),
+            kind: match c.cap.kind {
+                CapKind::Tokens => "tokens",
+                CapKind::Usd => "usd",
+                CapKind::Turns => "turns",
+            },
+            limit: c.cap.value,
+            used: c.used,
+            fraction: c.fraction(),
+            text: c.used_text(),
+        })
+    }
 }
 
 /// The rows of `root`'s tree whose keys are `key` or below it (`None`: the whole tree), in
@@ -93,6 +135,7 @@ pub fn tree_rows(
             name: r.name,
             usage: r.usage,
             subtree: r.subtree,
+            cap: None,
         })
         .collect())
 }
@@ -146,6 +189,7 @@ pub fn run(
         true => crate::store::budgets::read(&conn)?,
         false => Default::default(),
     };
+    let thread_caps = crate::engine::budget::thread_caps(&budget, &kept);
     let mut selected: Vec<(TreeUsage, Option<String>, Vec<UsageRow>)> = Vec::new();
     let session = super::select::selected_session(&conn, within.session)?;
     // Newest session first (their start times and names, for the headings too).
@@ -193,6 +237,11 @@ pub fn run(
             }
         }
     }
+    for (_, _, rows) in selected.iter_mut() {
+        for r in rows.iter_mut() {
+            r.cap = CapDoc::nearest(&thread_caps, &r.usage);
+        }
+    }
     if json {
         let docs: Vec<TreeDoc<'_>> = selected
             .iter()
@@ -209,6 +258,7 @@ pub fn run(
                     reached: Budget {
                         tokens: k.tokens,
                         usd: k.usd,
+                        ..Budget::default()
                     }
                     .reached(total)
                     .is_some(),
@@ -268,11 +318,29 @@ pub fn run(
             let db_budget = Budget {
                 tokens: k.tokens,
                 usd: k.usd,
+                ..Budget::default()
             };
             writeln!(
                 out,
                 "  tree budget (threadbase budget): {}",
                 crate::engine::budget::budget_text_of(&db_budget, total, None)
+            )?;
+        }
+        if !thread_caps.is_empty() {
+            let names: Vec<String> = thread_caps.iter().map(|c| c.name()).collect();
+            writeln!(
+                out,
+                "  cap per thread: {} (the smallest of each kind applies; CAP shows the one each thread is nearest to)",
+                names.join(" · ")
+            )?;
+        }
+        if let Some(max) = budget.max_tree_threads {
+            writeln!(
+                out,
+                "  threads started: {} of {}={}",
+                thousands(total.threads),
+                crate::engine::budget::MAX_TREE_THREADS_VAR,
+                thousands(max)
             )?;
         }
         if let Some(id) = thread {
@@ -295,6 +363,7 @@ pub fn run(
             "SUB COST",
         ]
         .iter()
+        .chain((!thread_caps.is_empty()).then_some(&"CAP"))
         .filter(|h| team || **h != "HOST")
         .map(|s| s.to_string())
         .collect();
@@ -329,6 +398,9 @@ pub fn run(
                     thousands(r.subtree.usage.total_tokens()),
                     usd(r.subtree.usage.cost_usd),
                 ]);
+                if let Some(c) = &r.cap {
+                    row.push(c.text.clone());
+                }
                 row
             })
             .collect();

@@ -7,6 +7,7 @@ pub mod agent;
 pub mod answer;
 pub mod budget;
 mod cache;
+mod caps;
 mod child_env;
 mod config;
 mod isolation;
@@ -80,6 +81,8 @@ pub struct Engine {
     start_order: Arc<thread::order::StartOrder>,
     /// Serve is shutting down: the queue launches nothing more ([`Engine::close_queue`]).
     queue_closed: std::sync::atomic::AtomicBool,
+    /// What the cap watch did to this serve's children (`caps.rs`).
+    caps: caps::CapsTold,
 }
 
 impl Engine {
@@ -122,6 +125,7 @@ impl Engine {
             queue_wake: std::sync::Mutex::default(),
             start_order: Arc::default(),
             queue_closed: std::sync::atomic::AtomicBool::new(false),
+            caps: caps::CapsTold::default(),
         }))
     }
 

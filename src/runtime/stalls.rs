@@ -83,4 +83,14 @@ impl Runtime {
         }
         Ok(())
     }
+
+    /// Stops a live child for a reason of the runtime's own (issue 49: a cap), which becomes
+    /// its exit's message; false when it was not live here.
+    pub async fn stop_for(&self, thread_id: &ThreadId, reason: String, by: StopBy) -> Result<bool> {
+        let Some(child) = self.child(thread_id) else {
+            return Ok(false);
+        };
+        *child.stop_reason.lock().unwrap_or_else(|p| p.into_inner()) = Some(reason);
+        self.stop(thread_id, false, by).await
+    }
 }

@@ -54,6 +54,7 @@ pub async fn run(engine: Arc<Engine>, out: Output) {
     };
     let queues = Queues::default();
     let mut status = StatusLine::default();
+    let mut caps = CapWatch::default();
     let mut seen: Option<i64> = None;
     let mut tick = tokio::time::interval(POLL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -70,6 +71,7 @@ pub async fn run(engine: Arc<Engine>, out: Output) {
             _ = owners.tick() => {
                 restore_dead_owners(&engine).await;
                 check_stalls(&engine).await;
+                caps.run(&engine, true).await;
                 // A stall is a matter of time: the status is read again each second.
                 status.report(&engine, watch.conn(), &out, true);
                 continue;
@@ -97,10 +99,12 @@ pub async fn run(engine: Arc<Engine>, out: Output) {
         };
         if seen == Some(version) {
             status.report(&engine, watch.conn(), &out, false);
+            caps.run(&engine, false).await;
             continue;
         }
         seen = Some(version);
         status.changed();
+        caps.dirty = true;
         // THREADBASE_QUEUE=1: a freed slot launches the oldest queued thread.
         engine.queue_changed();
         if let Err(e) = deliver_notices(watch.conn(), &store, &engine, &session_id, &out) {
@@ -121,6 +125,36 @@ pub async fn run(engine: Arc<Engine>, out: Output) {
             Err(e) => tracing::warn!("reading agent rows failed: {e}"),
         }
         status.report(&engine, watch.conn(), &out, false);
+        caps.run(&engine, false).await;
+    }
+}
+
+/// Issue 49: the caps on this serve's running children ([`Engine::check_caps`]), judged
+/// after a commit (the ingest writer's usage rows, another serve's, a `budget set`) at most
+/// every [`CapWatch::EVERY`] (a commit in between is judged at the next poll), and each second.
+#[derive(Default)]
+struct CapWatch {
+    /// Something committed since the last pass.
+    dirty: bool,
+    /// When the last pass ran.
+    at: Option<std::time::Instant>,
+}
+
+impl CapWatch {
+    const EVERY: Duration = Duration::from_millis(200);
+
+    async fn run(&mut self, engine: &Arc<Engine>, every_second: bool) {
+        if !(self.dirty || every_second) {
+            return;
+        }
+        if !every_second && self.at.is_some_and(|at| at.elapsed() < Self::EVERY) {
+            return;
+        }
+        self.dirty = false;
+        self.at = Some(std::time::Instant::now());
+        if let Err(e) = engine.check_caps().await {
+            tracing::warn!("checking the caps of running threads failed: {e}");
+        }
     }
 }
 

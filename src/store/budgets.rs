@@ -2,7 +2,8 @@
 //! sharing it, read by the budget check inside the transaction that reserves the work
 //! (`engine/budget.rs`), set by `threadbase budget`. Scope `tree` caps each root session's
 //! whole tree, as `THREADBASE_BUDGET_TOKENS` / `_USD` do; scope `team` caps the whole
-//! database's spend.
+//! database's spend; scope `thread` (V18, issue 49) caps each thread, as
+//! `THREADBASE_THREAD_BUDGET_*` do, and may cap its turns too.
 
 use serde::Serialize;
 
@@ -20,6 +21,8 @@ pub enum Scope {
     Tree,
     /// The whole database: every tree of every host.
     Team,
+    /// Each thread of the database (V18).
+    Thread,
 }
 
 impl Scope {
@@ -27,6 +30,7 @@ impl Scope {
         match self {
             Scope::Tree => "tree",
             Scope::Team => "team",
+            Scope::Thread => "thread",
         }
     }
 
@@ -34,6 +38,7 @@ impl Scope {
         match s {
             "tree" => Some(Scope::Tree),
             "team" => Some(Scope::Team),
+            "thread" => Some(Scope::Thread),
             _ => None,
         }
     }
@@ -46,6 +51,7 @@ columns! {
         SCOPE = "scope",
         TOKENS = "tokens",
         USD = "usd",
+        TURNS = "turns",
         SET_AT = "set_at",
         SET_BY = "set_by",
     }
@@ -58,6 +64,8 @@ pub struct Kept {
     pub scope: Scope,
     pub tokens: Option<i64>,
     pub usd: Option<f64>,
+    /// A cap on a thread's turns (scope `thread` only; V18).
+    pub turns: Option<i64>,
     /// When, and from which host, it was set.
     pub set_at: String,
     pub set_by: String,
@@ -68,6 +76,7 @@ pub struct Kept {
 pub struct Kepts {
     pub tree: Option<Kept>,
     pub team: Option<Kept>,
+    pub thread: Option<Kept>,
 }
 
 /// Whether the database keeps budgets (V15); the read-only commands open older ones as they
@@ -83,6 +92,7 @@ pub fn read(conn: &Conn) -> Result<Kepts> {
         match kept.scope {
             Scope::Tree => out.tree = Some(kept),
             Scope::Team => out.team = Some(kept),
+            Scope::Thread => out.thread = Some(kept),
         }
     }
     Ok(out)
@@ -91,27 +101,30 @@ pub fn read(conn: &Conn) -> Result<Kepts> {
 fn read_row(r: &Row<'_>) -> Result<Kept> {
     let scope: String = r.get(budget_col::SCOPE)?;
     Ok(Kept {
-        // The column's CHECK admits these two words only.
+        // The column's CHECK admits these three words only.
         scope: Scope::parse(&scope).unwrap_or(Scope::Team),
         tokens: r.get(budget_col::TOKENS)?,
         usd: r.get(budget_col::USD)?,
+        turns: r.get(budget_col::TURNS)?,
         set_at: r.get(budget_col::SET_AT)?,
         set_by: r.get(budget_col::SET_BY)?,
     })
 }
 
+/// A scope's caps as `budget set` gives them (at least one).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Caps {
+    pub tokens: Option<i64>,
+    pub usd: Option<f64>,
+    /// Scope `thread` only.
+    pub turns: Option<i64>,
+}
+
 /// Sets `scope`'s caps (at least one), replacing what was set.
-pub fn put(
-    conn: &Conn,
-    scope: Scope,
-    tokens: Option<i64>,
-    usd: Option<f64>,
-    at: &str,
-    by: &str,
-) -> Result<()> {
+pub fn put(conn: &Conn, scope: Scope, caps: Caps, at: &str, by: &str) -> Result<()> {
     conn.execute(
         q!("budget_put"),
-        params![scope.as_str(), tokens, usd, at, by],
+        params![scope.as_str(), caps.tokens, caps.usd, at, by, caps.turns],
     )?;
     Ok(())
 }

@@ -110,8 +110,8 @@ pub struct EventRow {
     pub data: String,
 }
 
-/// The event types `thread_events.type` allows (V9's CHECK).
-pub const TYPES: [&str; 14] = [
+/// The event types `thread_events.type` allows (V9's CHECK, widened by V18).
+pub const TYPES: [&str; 16] = [
     "thread_started",
     "thread_resumed",
     "thread_forked",
@@ -126,6 +126,8 @@ pub const TYPES: [&str; 14] = [
     "assistant_message",
     "ui_request",
     "thread_adopted",
+    "budget_warned",
+    "budget_stopped",
 ];
 
 columns! {

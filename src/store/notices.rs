@@ -180,6 +180,36 @@ pub fn stalled(
     Ok(written.is_some())
 }
 
+/// Issue 49: the notice that a contract A thread passed the warning share of a cap and was
+/// asked to wrap up (`what`: how much of which cap, and how to raise it), once per launch.
+/// Returns whether a row was written.
+pub fn budget_warned(conn: &Conn, thread_id: &ThreadId, what: &str, at: &str) -> Result<bool> {
+    let Some(f) = conn.opt(
+        q!("thread_notice_facts", facts_col),
+        params![thread_id],
+        Facts::from_row,
+    )?
+    else {
+        return Ok(false);
+    };
+    let body = format!("Thread \"{}\" ({}) {what}", f.name, f.path);
+    let written = mailbox::insert(
+        conn,
+        &NewMail {
+            thread_id,
+            direction: Direction::ToParent,
+            kind: MailKind::Notice,
+            send_key: &format!("notice:budget_warned:{}", f.launch_seq),
+            message_id: None,
+            body: &body,
+            recipient: None,
+            at,
+            delivered: false,
+        },
+    )?;
+    Ok(written.is_some())
+}
+
 /// A result of the session's own `wait` reported the thread's settled or closed state: its
 /// pending notices are marked delivered (returns how many).
 pub fn quiet(conn: &Conn, thread_id: &ThreadId, at: &str) -> Result<usize> {

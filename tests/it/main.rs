@@ -72,6 +72,7 @@ mod spend;
 mod status_line;
 mod store;
 mod thread;
+mod thread_caps;
 mod top_tmux;
 mod usage_cli;
 mod usage_restore;

@@ -6,10 +6,11 @@
 //!   match the fake's numbers exactly (as Pi maps them), and the messages of each session
 //!   file; the subtree and the tree add up across the two managers; through a stop and a
 //!   resume the counts go on; a fork starts at zero; contract B's view carries them.
-//! - Budget: once the tree's spend reaches THREADBASE_BUDGET_TOKENS, the root's start, send,
-//!   resume and fork are refused with `limit` (spend, cap and `Repair:` in the message), and
-//!   so is the running child's own start through its own serve; the child is not killed, and
-//!   what it spends after the cap is still recorded.
+//! - Budget: once the tree's spend reaches THREADBASE_BUDGET_TOKENS, the running child is
+//!   stopped at the cap (issue 49) with an exit message naming it, and the root's start,
+//!   resume and fork are refused with `limit` (spend, cap and `Repair:` in the message).
+//! - Wrap-up (issue 49): past 80% of a thread's own cap the idle child gets the wrap-up as a
+//!   user message, and its answer is recorded.
 //!
 //! Skips without Pi unless CI=true.
 
@@ -441,32 +442,24 @@ fn real_pi_usage_across_three_levels_a_resume_and_a_fork() {
 }
 
 #[test]
-fn real_pi_budget_refuses_new_work_and_keeps_running_children() {
-    let Some(pi) = pi_or_skip("real_pi_budget_refuses_new_work_and_keeps_running_children") else {
+fn real_pi_budget_refuses_new_work_and_stops_running_children_at_the_cap() {
+    let Some(pi) =
+        pi_or_skip("real_pi_budget_refuses_new_work_and_stops_running_children_at_the_cap")
+    else {
         return;
     };
     let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let fake = FakeLlm::start();
     let big = Usage::new(5000, 100, 0, 0);
-    let after_cap = Usage::new(300, 20, 0, 0);
-    let last = Usage::new(400, 30, 0, 0);
-    // /root/work: a slow shell command (its message takes the tree past the cap), then its own
-    // start, which its own serve refuses, then an answer.
+    // /root/work: a slow shell command whose message takes the tree past the cap (issue 49:
+    // the running child is then stopped at the tree's cap, mid-command).
     fake.route(
         |r| last_is_user(r, "BUDGET-TASK"),
-        Step::bash("sleep 2; echo slept").with_usage(big),
+        Step::bash("sleep 5; echo slept").with_usage(big),
     );
     fake.route(
-        |r| last_tool_result(r).is_some_and(|t| t.contains("slept")),
-        Step::tool_call(
-            "thread",
-            json!({"action": "start", "taskName": "more", "prompt": "MORE-TASK"}),
-        )
-        .with_usage(after_cap),
-    );
-    fake.route(
-        |r| last_tool_result(r).is_some_and(|t| t.contains("Budget reached")),
-        Step::text("WORK-DONE without more").with_usage(last),
+        |r| last_tool_result(r).is_some(),
+        Step::text("WORK-DONE").with_usage(Usage::new(300, 20, 0, 0)),
     );
     let env = hermetic_pi_env(&fake);
     env.set_model_cost(RATES.0, RATES.1, RATES.2, RATES.3);
@@ -476,26 +469,36 @@ fn real_pi_budget_refuses_new_work_and_keeps_running_children() {
     let r = root.thread(json!({"action": "start", "taskName": "work", "prompt": "BUDGET-TASK"}));
     let work = r["details"]["snapshot"]["id"].as_str().unwrap().to_string();
 
-    // Once the first message is recorded the tree is past the cap.
+    // Once the first message is recorded the tree is past the cap: the child is stopped with
+    // an exit message naming the cap.
     let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let spent: Option<i64> = db(&path)
+    let (kind, message) = loop {
+        let row: Option<(String, Option<String>, Option<String>)> = db(&path)
             .query_row(
-                "SELECT input_tokens + output_tokens + cache_read_tokens + cache_write_tokens FROM tree_usage WHERE root_session = 'ses_root'",
-                [],
-                |r| r.get(0),
+                "SELECT status, exit_kind, exit_message FROM threads WHERE id = ?1",
+                [&work],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
             )
             .ok();
-        if spent.is_some_and(|s| s >= 1000) {
-            break;
+        if let Some(("closed", kind, message)) = row
+            .as_ref()
+            .map(|(s, k, m)| (s.as_str(), k.clone(), m.clone()))
+        {
+            break (kind, message.unwrap_or_default());
         }
         assert!(
             Instant::now() < deadline,
-            "the first message was never recorded\n{}",
+            "the child was never stopped at the cap: {row:?}\n{}",
             stderr(&root)
         );
         std::thread::sleep(Duration::from_millis(50));
-    }
+    };
+    assert_eq!(kind.as_deref(), Some("stopped"), "{message}");
+    assert!(
+        message.starts_with("Stopped at its cap: it used 5,100 tokens of 1,000 tokens")
+            && message.contains("the tree cap THREADBASE_BUDGET_TOKENS=1,000"),
+        "{message}"
+    );
     let e = root.thread_error(json!({"action": "start", "taskName": "other", "prompt": "x"}));
     assert_eq!(e["code"], "limit", "{e}");
     let msg = e["message"].as_str().unwrap();
@@ -503,43 +506,28 @@ fn real_pi_budget_refuses_new_work_and_keeps_running_children() {
         "Budget reached",
         "5,100 tokens spent of THREADBASE_BUDGET_TOKENS=1,000",
         "session ses_root",
-        "running threads finish",
+        "running threads of it are asked to wrap up and stopped at the cap",
         "Repair:",
     ] {
         assert!(msg.contains(needle), "{needle:?} not in {msg}");
     }
-    let e = root.thread_error(json!({"action": "send", "id": "work", "message": "hurry"}));
-    assert_eq!(e["code"], "limit", "{e}");
-
-    // The running child finishes, is not killed, and what it spent after the cap counts; its
-    // own serve refused its start from the same rows.
-    let snap = wait_for_result(&mut root, "work", "WORK-DONE");
-    assert_eq!(snap["status"], "live", "{snap}");
+    // What it spent is recorded, and the aborted message Pi records (a turn, no tokens); it
+    // never got to answer.
     let conn = db(&path);
-    let want = expected(&[(big, 1), (after_cap, 1), (last, 0)]);
-    assert_row(usage_row(&conn, &work), want, "work");
-    let more: i64 = conn
-        .query_row(
-            "SELECT count(*) FROM threads WHERE path = '/root/work/more'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
-    assert_eq!(more, 0, "the child's own start was refused");
+    assert_row(
+        usage_row(&conn, &work),
+        expected(&[(big, 1), (Usage::new(0, 0, 0, 0), 0)]),
+        "work",
+    );
     drop(conn);
-    let refused = fake
-        .completion_requests()
-        .iter()
-        .filter_map(last_tool_result)
-        .find(|t| t.contains("Budget reached"))
-        .expect("the child's model saw the refusal");
     assert!(
-        refused.contains("THREADBASE_BUDGET_TOKENS") && refused.contains("Repair:"),
-        "{refused}"
+        fake.completion_requests()
+            .iter()
+            .all(|r| last_tool_result(r).is_none()),
+        "the shell command was cut short"
     );
 
     // Stopped, it cannot be resumed or forked while the tree is over its cap.
-    root.thread(json!({"action": "stop", "id": "work"}));
     for params in [
         json!({"action": "resume", "id": "work"}),
         json!({"action": "fork", "id": "work"}),
@@ -547,6 +535,75 @@ fn real_pi_budget_refuses_new_work_and_keeps_running_children() {
         let e = root.thread_error(params.clone());
         assert_eq!(e["code"], "limit", "{params}: {e}");
     }
+    assert!(root.close(Duration::from_secs(60)).success());
+    let left = env.leftovers_after(Duration::from_secs(15));
+    assert!(left.is_empty(), "{left:?}");
+}
+
+/// Issue 49 with real Pi: past 80% of its own cap an idle child gets the wrap-up as a
+/// follow-up, which reaches its model as a user message, and its answer is recorded.
+#[test]
+fn real_pi_wrap_up_reaches_the_child_as_a_user_message_and_its_answer_is_recorded() {
+    let Some(pi) = pi_or_skip(
+        "real_pi_wrap_up_reaches_the_child_as_a_user_message_and_its_answer_is_recorded",
+    ) else {
+        return;
+    };
+    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let fake = FakeLlm::start();
+    fake.route(
+        |r| last_is_user(r, "CAPPED-TASK"),
+        Step::text("FIRST-DONE").with_usage(Usage::new(800, 50, 0, 0)),
+    );
+    fake.route(
+        |r| last_is_user(r, "[threadbase] Budget:"),
+        Step::text("REPORT: step finished, nothing left").with_usage(Usage::new(100, 10, 0, 0)),
+    );
+    let env = hermetic_pi_env(&fake);
+    env.set_model_cost(RATES.0, RATES.1, RATES.2, RATES.3);
+    let path = env.root.path().join("db.sqlite");
+    let mut root = root_serve(
+        &env,
+        &pi,
+        &path,
+        &[("THREADBASE_THREAD_BUDGET_TOKENS", "1000")],
+    );
+    let r = root.thread(json!({"action": "start", "taskName": "capped", "prompt": "CAPPED-TASK"}));
+    let id = r["details"]["snapshot"]["id"].as_str().unwrap().to_string();
+    let snap = wait_for_result(&mut root, &id, "REPORT: step finished");
+    assert_eq!(snap["status"], "live", "{snap}");
+    let wrap_up = fake
+        .completion_requests()
+        .iter()
+        .filter(|r| last_is_user(r, "[threadbase] Budget:"))
+        .map(|r| r.last_user_text().unwrap_or_default())
+        .collect::<Vec<_>>();
+    assert_eq!(wrap_up.len(), 1, "{wrap_up:?}");
+    assert!(
+        wrap_up[0].contains("850 tokens of 1,000 tokens (85%)")
+            && wrap_up[0].contains("THREADBASE_THREAD_BUDGET_TOKENS=1,000")
+            && wrap_up[0].contains("Finish the step you are on"),
+        "{}",
+        wrap_up[0]
+    );
+    let conn = db(&path);
+    let delivery: String = conn
+        .query_row(
+            "SELECT json_extract(data, '$.delivery') FROM thread_events WHERE thread_id = ?1 AND type = 'budget_warned'",
+            [&id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(delivery, "follow_up");
+    let answer: String = conn
+        .query_row(
+            "SELECT last_assistant_text FROM thread_output WHERE thread_id = ?1",
+            [&id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(answer.contains("REPORT: step finished"), "{answer}");
+    drop(conn);
     assert!(root.close(Duration::from_secs(60)).success());
     let left = env.leftovers_after(Duration::from_secs(15));
     assert!(left.is_empty(), "{left:?}");

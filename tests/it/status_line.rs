@@ -252,3 +252,59 @@ fn seed_closed(db: &std::path::Path) {
         .unwrap();
     assert_eq!(root, SESSION, "the child manager's thread is in the tree");
 }
+
+/// Issue 49 item 4: while a child runs, each of its messages' usage reaches the status line
+/// within a second of its row changing, not only when the turn ends.
+#[test]
+fn the_status_lines_spend_moves_within_a_second_while_a_child_runs() {
+    let s = Scripted::new("status-spend");
+    let text = "y".repeat(200);
+    s.script(
+        "script",
+        &json!({"turns": [{"steps": (0..6)
+            .map(|_| json!({"text": text, "delay_ms": 600}))
+            .collect::<Vec<_>>()}]})
+        .to_string(),
+    );
+    let mut serve = s.serve(
+        "script",
+        vec![
+            "--session-id".into(),
+            SESSION.into(),
+            "--report-status".into(),
+        ],
+        &[],
+    );
+    let r = serve.thread(json!({"action": "start", "prompt": "go", "taskName": "kid"}));
+    assert_eq!(r["details"]["kind"], "started", "{r}");
+    // Each time the tree's tokens change in the rows while the child is busy, a status with
+    // those tokens follows within a second.
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut last = 0;
+    while seen.len() < 3 {
+        assert!(
+            Instant::now() < deadline,
+            "saw {seen:?}: {:#?}",
+            statuses(&serve)
+        );
+        let (_, tokens) = tree_spend(&s.db);
+        if tokens != last {
+            last = tokens;
+            let changed = Instant::now();
+            let p = until_status(&serve, "the new spend", |p| {
+                p["tokens"].as_i64() >= Some(tokens)
+            });
+            assert!(
+                changed.elapsed() < Duration::from_secs(1),
+                "{tokens} tokens took {:?} to reach the status line",
+                changed.elapsed()
+            );
+            if counts(&p) == &json!({"busy": 1}) {
+                seen.push(tokens);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    serve.close(Duration::from_secs(20));
+}

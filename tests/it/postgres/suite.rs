@@ -47,6 +47,7 @@ pub const MODULES: &[&str] = &[
     "http::",
     "hosts::",
     "budgets::",
+    "thread_caps::",
     "attention::",
     "status_line::",
 ];
