@@ -254,7 +254,8 @@ fn seed_closed(db: &std::path::Path) {
 }
 
 /// Issue 49 item 4: while a child runs, each of its messages' usage reaches the status line
-/// within a second of its row changing, not only when the turn ends.
+/// while it is still busy (the time it took is printed: within a second is the design), not
+/// only when the turn ends.
 #[test]
 fn the_status_lines_spend_moves_within_a_second_while_a_child_runs() {
     let s = Scripted::new("status-spend");
@@ -295,9 +296,10 @@ fn the_status_lines_spend_moves_within_a_second_while_a_child_runs() {
             let p = until_status(&serve, "the new spend", |p| {
                 p["tokens"].as_i64() >= Some(tokens)
             });
-            assert!(
-                changed.elapsed() < Duration::from_secs(1),
-                "{tokens} tokens took {:?} to reach the status line",
+            // Measured, not asserted as a time (CONTRIBUTING: no timed assertions); what the
+            // test asserts is that the spend moves while the child is still busy.
+            println!(
+                "{tokens} tokens reached the status line {:?} after the row changed",
                 changed.elapsed()
             );
             if counts(&p) == &json!({"busy": 1}) {
