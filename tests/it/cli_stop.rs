@@ -152,6 +152,9 @@ fn stop_by_glob_stops_only_the_matching_live_threads_through_their_serves() {
     );
 
     // A thread whose serve is gone: the restore pass closes it (no serve to carry a command).
+    // ses_b's serve ends first: its watcher's own restore pass (each second) would otherwise
+    // race the command's and close /root/docs before it looks.
+    b.close(Duration::from_secs(10));
     let _ = a.child.kill();
     let _ = a.child.wait();
     let o = w.cli(&["stop", "/root/docs"]);
@@ -167,7 +170,6 @@ fn stop_by_glob_stops_only_the_matching_live_threads_through_their_serves() {
         ("closed".into(), Some("stale".into()))
     );
 
-    b.close(Duration::from_secs(10));
     let mut left = Vec::new();
     for _ in 0..100 {
         left = w.base.leftovers();
