@@ -75,4 +75,5 @@ mod top_tmux;
 mod usage_cli;
 mod usage_restore;
 mod web;
+mod web_page;
 mod worker;

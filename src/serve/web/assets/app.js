@@ -55,6 +55,9 @@ const st = {
   command: null,
   usageOpen: false,
   loaded: false,
+  // The Send box's draft per thread (id -> {text, mode}): a box belongs to the thread it was
+  // opened for, and switching threads never carries a message to another one.
+  drafts: new Map(),
 };
 // Read by the tests: when the first rows were painted, renders, change events seen.
 window.tb = { firstPaint: null, renders: 0, changes: 0, lastEventId: null, errors: [] };
@@ -290,15 +293,43 @@ async function refresh() {
   }
 }
 
+// The event stream. While the server is away the browser retries by itself (`retry: 1000`);
+// a stream the browser gave up on (an answer other than the stream: a 401 after a restart
+// with another token, a 503) is asked for again here after asking why: a 401 means the token
+// changed, which only a new address mends, so the page says so and keeps asking, quietly.
+let source = null;
 function connect() {
   const es = new EventSource('/api/events');
-  es.addEventListener('open', () => setStatus('live', true));
+  source = es;
+  es.addEventListener('open', () => {
+    tb.connects = (tb.connects || 0) + 1;
+    setStatus('live', true);
+    $('token-changed').hidden = true;
+  });
   es.addEventListener('change', (e) => {
     tb.changes++;
     tb.lastEventId = e.lastEventId;
     refresh();
   });
-  es.addEventListener('error', () => setStatus('reconnecting…', false));
+  es.addEventListener('error', () => {
+    if (es.readyState !== EventSource.CLOSED) { setStatus('reconnecting…', false); return; }
+    es.close();
+    whyClosed().then((why) => {
+      if (why === 'token') {
+        setStatus('token changed', false);
+        $('token-changed').hidden = false;
+      } else setStatus('reconnecting…', false);
+      setTimeout(() => { if (source === es) connect(); }, 2000);
+    });
+  });
+}
+
+// Why the stream closed: 'token' when the server answers but refuses this page's token.
+async function whyClosed() {
+  try {
+    const res = await fetch('/api/trees?state=live', { credentials: 'same-origin' });
+    return res.status === 401 ? 'token' : 'other';
+  } catch (_) { return 'away'; }
 }
 
 // ---- the detail -----------------------------------------------------------------------
@@ -322,10 +353,8 @@ function renderDetail() {
   const exit = s.exit ? ` · exit ${esc(s.exit.kind || '')}${s.exit.code != null ? ' ' + esc(s.exit.code) : ''}` : '';
   const keepAnswer = el.querySelector('#answer-text');
   const answerDraft = keepAnswer ? keepAnswer.value : '';
-  const keepSend = el.querySelector('#send-message');
-  const draft = keepSend ? keepSend.value : '';
-  const mode = el.querySelector('#send-mode') ? el.querySelector('#send-mode').value : 'auto';
-  const sendOpen = !!el.querySelector('.send');
+  saveDraft();
+  const kept = st.drafts.get(d.id);
   const buttons = d.actions.map((a) => {
     const spec = ACTIONS[a.action];
     if (!spec) return '';
@@ -342,7 +371,7 @@ function renderDetail() {
     (d.subtree ? `<div class="meta">subtree: ${esc(d.subtree)}</div>` : '') +
     questionBlock(d.question) +
     `<div class="actions">${buttons}</div>` +
-    (sendOpen ? sendForm(draft, mode) : '') +
+    (kept ? sendForm(d, kept.text, kept.mode) : '') +
     `<div id="action-result" class="result"></div>` +
     `<h3>Summary</h3><pre>${esc(s.resultSummary || '(none)')}</pre>` +
     `<h3>Answer</h3><pre id="answer">${esc(d.answer || '(none yet)')}</pre>` +
@@ -355,10 +384,18 @@ function renderDetail() {
   showCommand();
 }
 
-function sendForm(draft, mode) {
+// The Send box of thread `d`: it carries the thread's id, and its button names the thread.
+function sendForm(d, draft, mode) {
   const opts = ['auto', 'prompt', 'steer', 'follow_up'].map((m) => `<option value="${m}"${m === mode ? ' selected' : ''}>${m}</option>`).join('');
-  return `<div class="send"><textarea id="send-message" placeholder="message">${esc(draft)}</textarea>` +
-    `<select id="send-mode" title="mode">${opts}</select><button type="button" id="send-go">Send</button></div>`;
+  return `<div class="send" id="send-box" data-thread="${esc(d.id)}" data-path="${esc(d.path)}"><textarea id="send-message" placeholder="message to ${esc(d.path)}">${esc(draft)}</textarea>` +
+    `<select id="send-mode" title="mode">${opts}</select><button type="button" id="send-go">Send to ${esc(d.path)}</button></div>`;
+}
+
+// Keeps the open Send box's text as its own thread's draft.
+function saveDraft() {
+  const box = $('send-box');
+  if (!box) return;
+  st.drafts.set(box.dataset.thread, { text: $('send-message').value, mode: $('send-mode').value });
 }
 
 function showCommand() {
@@ -395,8 +432,9 @@ function confirmBox(text, ok, danger) {
   });
 }
 
-async function act(action, extra) {
-  const d = st.detail;
+// Takes `action` on `target` ({id, path}; the open thread unless named).
+async function act(action, extra, target) {
+  const d = target || st.detail;
   if (!d) return;
   const spec = ACTIONS[action];
   if (spec.confirm && !(await confirmBox(spec.confirm(d.path), spec.ok, true))) return;
@@ -408,6 +446,7 @@ async function act(action, extra) {
       headers: { 'Content-Type': 'application/json' },
       body: JSON.stringify(Object.assign({ thread: d.id, action }, extra || {})),
     });
+    if (action === 'send') st.drafts.delete(d.id);
     st.command.id = doc.command ?? null;
     st.command.state = doc.state;
   } catch (e) {
@@ -430,6 +469,10 @@ async function loadUsage() {
 // ---- events of the page ---------------------------------------------------------------
 
 function select(id) {
+  // The open Send box stays with its thread: kept as its draft, gone from the page.
+  saveDraft();
+  const box = $('send-box');
+  if (box && box.dataset.thread !== id) box.remove();
   st.selected = id;
   draw();
   loadDetail(id);
@@ -461,16 +504,22 @@ function wire() {
       return;
     }
     if (b.id === 'send-go') {
+      const box = $('send-box');
       const message = $('send-message').value;
       const mode = $('send-mode').value;
-      act('send', mode === 'auto' ? { message } : { message, mode });
+      const target = { id: box.dataset.thread, path: box.dataset.path };
+      if (message.trim() === '') return;
+      $('send-message').value = '';
+      st.drafts.delete(target.id);
+      act('send', mode === 'auto' ? { message } : { message, mode }, target);
       return;
     }
     const action = b.dataset.action;
     if (!action) return;
     if (ACTIONS[action].form) {
-      if (!$('detail').querySelector('.send')) {
-        b.closest('.actions').insertAdjacentHTML('afterend', sendForm('', 'auto'));
+      if (!$('send-box') && st.detail) {
+        st.drafts.set(st.detail.id, { text: '', mode: 'auto' });
+        b.closest('.actions').insertAdjacentHTML('afterend', sendForm(st.detail, '', 'auto'));
         $('send-message').focus();
       }
       return;

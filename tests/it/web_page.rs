@@ -1,0 +1,249 @@
+//! Issue 50: the web page made for a person, in a real headless Chromium (`support::browser`):
+//! each row's task and the detail's prompt and follow-ups, the "needs you" band and the title's
+//! count, the timeline of a tree, a page that survives a restart of `web` (its kept token), the
+//! Send box that belongs to one thread, `web --db` of a missing file, and the host filter of a
+//! team database. Screenshots go to `target/web-screenshots/` and, for the README, `docs/img/`.
+
+use crate::support::browser::{self, Browser, Web};
+use crate::support::common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use threadbase::Store;
+
+const TOKEN: &str = "web-page-token-0123456789";
+
+/// Live rows `/root/a` and `/root/b` held by this test process (so Send is offered).
+fn two_live(db: &Path) -> (String, String) {
+    let store = Store::open(db).unwrap();
+    let m = common::manager(&store, "ses_page");
+    let mut a = common::thread(&common::tid(1), m, "/root/a", true);
+    a.prompt = Some("Survey the API\nand list what is missing.".into());
+    let b = common::thread(&common::tid(2), m, "/root/b", true);
+    common::add(&store, &[a, b]);
+    let me = threadbase::runtime::process::ProcessIdentity::current();
+    store
+        .write(|tx| {
+            tx.execute_script(&crate::support::sql::with(
+                "UPDATE threads SET owner_pid = ?1, owner_started_at = ?2",
+                rusqlite::params![me.pid, me.started_at],
+            ))?;
+            Ok(())
+        })
+        .unwrap();
+    (common::tid(1), common::tid(2))
+}
+
+fn open_row(b: &Browser, path: &str) {
+    b.wait_for(
+        path,
+        &format!("return document.querySelector('.row.thread[data-path=\"{path}\"]') !== null"),
+        Duration::from_secs(10),
+    );
+    b.click(&format!(".row.thread[data-path=\"{path}\"]"));
+    b.wait_for(
+        &format!("{path}'s detail"),
+        &format!("const h = document.getElementById('detail-path'); return h && h.textContent === '{path}'"),
+        Duration::from_secs(10),
+    );
+}
+
+fn text(b: &Browser, script: &str) -> String {
+    b.eval(script).as_str().unwrap_or("").to_string()
+}
+
+/// 5: the Send box belongs to the thread it was opened for: its button names that thread, a
+/// switch to another thread takes the box (and its text) away, and coming back brings the
+/// draft back; what is sent goes to the thread the box was opened for.
+#[test]
+fn the_send_box_belongs_to_its_thread_across_switches() {
+    if !browser::available("the_send_box_belongs_to_its_thread_across_switches") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("page.sqlite");
+    let (a, b_id) = two_live(&db);
+    let web = Web::start(&db, TOKEN);
+    let b = Browser::start();
+    b.goto(&web.url());
+    open_row(&b, "/root/a");
+    b.click("#act-send");
+    assert_eq!(
+        text(&b, "return document.getElementById('send-go').textContent"),
+        "Send to /root/a"
+    );
+    b.eval("document.getElementById('send-message').value = 'only for a'; return true;");
+    open_row(&b, "/root/b");
+    assert_eq!(
+        b.eval("return document.getElementById('send-box') === null"),
+        json!(true),
+        "the box for /root/a is gone once /root/b is open"
+    );
+    b.click("#act-send");
+    assert_eq!(
+        text(&b, "return document.getElementById('send-go').textContent"),
+        "Send to /root/b"
+    );
+    assert_eq!(
+        text(&b, "return document.getElementById('send-message').value"),
+        ""
+    );
+    open_row(&b, "/root/a");
+    b.wait_for(
+        "a's draft back",
+        "const m = document.getElementById('send-message'); return m && m.value === 'only for a'",
+        Duration::from_secs(5),
+    );
+    b.click("#send-go");
+    let (thread, payload): (String, String) = common::poll(
+        Duration::from_secs(10),
+        Duration::from_millis(50),
+        "the send row",
+        || {
+            let conn = rusqlite::Connection::open(&db).unwrap();
+            conn.busy_timeout(Duration::from_secs(10)).unwrap();
+            conn.query_row(
+                "SELECT thread_id, payload FROM commands WHERE kind = 'send'",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .ok()
+        },
+    );
+    assert_eq!(thread, a, "sent to /root/a, not {b_id}");
+    let p: Value = serde_json::from_str(&payload).unwrap();
+    assert_eq!(p["message"], "only for a", "{payload}");
+    assert_eq!(common::count(&db, "SELECT count(*) FROM commands"), 1);
+}
+
+/// 6: `web --db` of a missing file refuses as `tree` does (the same `Repair:` text), and
+/// creates nothing: no database, no lock file, no token file.
+#[test]
+fn web_refuses_a_missing_database_as_tree_does_and_creates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("typo.sqlite");
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_threadbase"))
+            .arg("--db")
+            .arg(&db)
+            .args(args)
+            .env_remove("THREADBASE_DB")
+            .env_remove("THREADBASE_TOKEN")
+            .output()
+            .unwrap()
+    };
+    let web = run(&["web", "--port", "0"]);
+    let tree = run(&["tree"]);
+    assert!(!web.status.success(), "{web:?}");
+    let said = String::from_utf8_lossy(&web.stderr).into_owned();
+    assert!(
+        said.contains("No database at") && said.contains("Repair:"),
+        "{said}"
+    );
+    assert_eq!(
+        said,
+        String::from_utf8_lossy(&tree.stderr),
+        "web and tree say the same"
+    );
+    assert_eq!(web.status.code(), tree.status.code());
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+/// 4: the token is kept beside the database (mode 0600), so a restarted `web` takes the same
+/// one: an open page reconnects by itself, with no reload, and shows rows written while the
+/// server was away. Started with another token, the page says the token changed and how to
+/// get the new address.
+#[test]
+fn an_open_page_reconnects_after_a_restart_and_says_when_the_token_changed() {
+    use std::os::unix::fs::PermissionsExt;
+    if !browser::available(
+        "an_open_page_reconnects_after_a_restart_and_says_when_the_token_changed",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("page.sqlite");
+    two_live(&db);
+    let web = Web::start_with(&db, &["--port", "0"]);
+    let port = web.port.to_string();
+    let kept = dir.path().join("page.sqlite.web-token");
+    assert_eq!(std::fs::read_to_string(&kept).unwrap().trim(), web.token);
+    assert_eq!(
+        std::fs::metadata(&kept).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let b = Browser::start();
+    b.goto(&web.url());
+    b.wait_for(
+        "live",
+        "return document.getElementById('status').textContent === 'live'",
+        Duration::from_secs(10),
+    );
+    b.eval("window.tbMarker = 'same page'; return true;");
+    let first = web.token.clone();
+    drop(web);
+    b.wait_for(
+        "the page sees the server gone",
+        "return document.getElementById('status').textContent !== 'live'",
+        Duration::from_secs(10),
+    );
+    // A row written while the server is away.
+    {
+        let store = Store::open(&db).unwrap();
+        let m = common::manager(&store, "ses_page");
+        common::add(
+            &store,
+            &[common::thread(
+                &common::tid(3),
+                m,
+                "/root/while_away",
+                false,
+            )],
+        );
+    }
+    let again = Web::start_with(&db, &["--port", &port]);
+    assert_eq!(again.token, first, "the kept token");
+    b.wait_for(
+        "reconnected",
+        "return document.getElementById('status').textContent === 'live'",
+        Duration::from_secs(15),
+    );
+    b.wait_for(
+        "the row written meanwhile",
+        "return document.querySelector('.row.thread[data-path=\"/root/while_away\"]') !== null",
+        Duration::from_secs(10),
+    );
+    assert_eq!(
+        b.eval("return window.tbMarker"),
+        json!("same page"),
+        "no reload"
+    );
+    drop(again);
+    // Another token: the page says so instead of reconnecting forever.
+    let other = Web::start_with(
+        &db,
+        &["--port", &port, "--token", "another-token-0123456789"],
+    );
+    b.wait_for(
+        "the token notice",
+        "return !document.getElementById('token-changed').hidden",
+        Duration::from_secs(15),
+    );
+    let said = text(
+        &b,
+        "return document.getElementById('token-changed').innerText",
+    );
+    assert!(
+        said.contains("another token") && said.contains("?token="),
+        "{said}"
+    );
+    assert_eq!(
+        text(&b, "return document.getElementById('status').textContent"),
+        "token changed"
+    );
+    assert_eq!(b.eval("return window.tbMarker"), json!("same page"));
+    drop(other);
+}
