@@ -172,6 +172,8 @@ pub const ROWS: &[(&str, &str, usize)] = {
         web::command_col,
         web::count_col,
         web::totals_col,
+        web::sent_col,
+        web::need_col,
         workers::activity_col,
         workers::identity_col,
         workers::keyed_col,

@@ -247,3 +247,176 @@ fn an_open_page_reconnects_after_a_restart_and_says_when_the_token_changed() {
     assert_eq!(b.eval("return window.tbMarker"), json!("same page"));
     drop(other);
 }
+
+/// 1 and 2: each row shows its task (its name, else its prompt's first line); a child that asks
+/// (`THREADBASE_UI=parent`) appears in the "needs you" band at the top with its one action, and
+/// the title carries the count; answered from the band, it leaves the band and the title.
+/// The detail shows the whole prompt and every message sent since, with who sent it and when
+/// (the `thread` tool's send and the page's own).
+#[test]
+fn the_band_lists_a_child_that_asks_until_answered_and_the_detail_shows_its_task() {
+    use crate::support::serve_client::Scripted;
+    if !browser::available(
+        "the_band_lists_a_child_that_asks_until_answered_and_the_detail_shows_its_task",
+    ) {
+        return;
+    }
+    let place = Scripted::new("web_band");
+    place.script(
+        "script",
+        &json!({"turns": [
+            {"steps": [
+                {"ui": "confirm", "title": "Deploy?", "message": "Ship build 42 to staging"},
+                {"text": "got: {ui}"}
+            ]},
+            {"steps": [{"text": "tidied"}]},
+            {"steps": [{"text": "noted"}]}
+        ]})
+        .to_string(),
+    );
+    let mut serve = place.serve(
+        "script",
+        vec!["--session-id".into(), "ses_web_band".into()],
+        &[("THREADBASE_UI", "parent")],
+    );
+    let r: Value = serve.thread(json!({
+        "action": "start",
+        "prompt": "Deploy build 42 to staging\nthen report what changed.",
+        "taskName": "deploy"
+    }));
+    assert_eq!(r["details"]["kind"], "started", "{r}");
+    let web = Web::start(&place.db, TOKEN);
+    let b = Browser::start();
+    b.goto(&web.url());
+    b.wait_for(
+        "the band",
+        "const n = document.querySelector('.need[data-path=\"/root/deploy\"]'); return n && !document.getElementById('needs').hidden && n.dataset.attention === 'asking'",
+        Duration::from_secs(20),
+    );
+    assert_eq!(text(&b, "return document.title"), "(1) threadbase");
+    let band = text(&b, "return document.getElementById('needs').innerText");
+    assert!(
+        band.contains("asking") && band.contains("Deploy?") && band.contains("Answer"),
+        "{band}"
+    );
+    // The row's task: its prompt's first line (its name is its task name).
+    b.wait_for(
+        "the task in the row",
+        "const r = document.querySelector('.row.thread[data-path=\"/root/deploy\"] .c-task'); return r && r.textContent === 'Deploy build 42 to staging'",
+        Duration::from_secs(10),
+    );
+    b.screenshot(&browser::screenshot_dir().join("needs-band.png"));
+    // The band's one action opens the question; answered, the thread leaves the band.
+    b.click(".need[data-path=\"/root/deploy\"] button");
+    b.wait_for(
+        "the question",
+        "return document.getElementById('question') !== null",
+        Duration::from_secs(10),
+    );
+    b.click("#answer-yes");
+    b.wait_for(
+        "the band to empty",
+        "return document.getElementById('needs').hidden && document.title === 'threadbase'",
+        Duration::from_secs(20),
+    );
+    let done = serve.thread(json!({"action": "wait", "id": "/root/deploy", "timeoutMs": 20000}));
+    assert!(
+        done["content"][0]["text"]
+            .as_str()
+            .unwrap_or("")
+            .contains("got: true"),
+        "{done}"
+    );
+    // A follow-up from the `thread` tool, then one from the page.
+    let sent = serve.thread(
+        json!({"action": "send", "id": "/root/deploy", "message": "Also tidy the staging logs."}),
+    );
+    assert_eq!(sent["details"]["accepted"], json!(true), "{sent}");
+    serve.thread(json!({"action": "wait", "id": "/root/deploy", "timeoutMs": 20000}));
+    b.click("#act-send");
+    b.eval(
+        "document.getElementById('send-message').value = 'Note the build number.'; return true;",
+    );
+    b.click("#send-go");
+    b.wait_for(
+        "both follow-ups in the detail",
+        "const s = document.getElementById('sent'); return s && s.querySelectorAll('.sent').length === 2",
+        Duration::from_secs(20),
+    );
+    let prompt = text(&b, "return document.getElementById('prompt').textContent");
+    assert_eq!(
+        prompt,
+        "Deploy build 42 to staging\nthen report what changed."
+    );
+    let sent = text(&b, "return document.getElementById('sent').innerText");
+    assert!(
+        sent.contains("Also tidy the staging logs.")
+            && sent.contains("session ses_web_band (thread tool)"),
+        "{sent}"
+    );
+    assert!(
+        sent.contains("Note the build number.") && sent.contains("the web page"),
+        "{sent}"
+    );
+    let first = sent.find("Also tidy").unwrap();
+    assert!(
+        first < sent.find("Note the build").unwrap(),
+        "oldest first: {sent}"
+    );
+    b.screenshot(&browser::screenshot_dir().join("task-detail.png"));
+    drop(b);
+    drop(web);
+    serve.close(Duration::from_secs(10));
+}
+
+/// 1: the row's task is its name when it says more than its task name, else its prompt's first
+/// line; through `/api/rows` and on the page.
+#[test]
+fn rows_carry_the_task_name_else_the_prompts_first_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("page.sqlite");
+    let store = Store::open(&db).unwrap();
+    let m = common::manager(&store, "ses_task");
+    let mut a = common::thread(&common::tid(1), m, "/root/q1", false);
+    a.prompt = Some("\n  Find every caller of parse_args\nand list them.".into());
+    let mut named = common::thread(&common::tid(2), m, "/root/helper3", false);
+    named.name = "Check the examples".into();
+    named.prompt = Some("Run cargo test --examples".into());
+    let bare = common::thread(&common::tid(3), m, "/root/bare", false);
+    common::add(&store, &[a, named, bare]);
+    drop(store);
+    let web = Web::start(&db, TOKEN);
+    let (status, page) = web.get("/api/rows?root=ses_task&offset=0&limit=10");
+    assert_eq!(status, 200, "{page}");
+    let tasks: Vec<(String, String)> = page["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["path"].as_str().unwrap().into(),
+                r["task"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        tasks,
+        [
+            ("/root/bare".to_string(), "bare".to_string()),
+            (
+                "/root/helper3".to_string(),
+                "Check the examples".to_string()
+            ),
+            (
+                "/root/q1".to_string(),
+                "Find every caller of parse_args".to_string()
+            ),
+        ]
+    );
+    let (_, detail) = web.get(&format!("/api/thread?id={}", common::tid(1)));
+    assert_eq!(
+        detail["prompt"],
+        "\n  Find every caller of parse_args\nand list them."
+    );
+    assert_eq!(detail["sent"], json!([]));
+}

@@ -153,6 +153,9 @@ pub struct TreesDoc {
     pub event: String,
     pub filtered: bool,
     pub trees: Vec<TreeDoc>,
+    /// Issue 50: every thread that needs the person (the view `thread_attention`), oldest
+    /// first, whatever the filter: the page's band and its title's count.
+    pub needs: Vec<rows::NeedRow>,
 }
 
 #[derive(Debug, Serialize)]
@@ -217,6 +220,7 @@ pub fn trees(
         event,
         filtered: !f.is_none(),
         trees,
+        needs: rows::needs(conn)?,
     })
 }
 
@@ -236,6 +240,8 @@ pub struct RowDoc {
     pub path: String,
     pub name: String,
     pub task_name: String,
+    /// Issue 50: what it was asked to do, in one line (its name, else its prompt's first line).
+    pub task: String,
     pub contract: crate::domain::Contract,
     pub manager_session: String,
     /// The state in words, as `tree` and `top` show it (`live/busy`, `closed/stopped`, …).
@@ -344,6 +350,7 @@ pub fn page(
                 path: r.path.clone(),
                 name: r.name.clone(),
                 task_name: r.task_name.clone(),
+                task: rows::task_line(&r.name, &r.task_name, r.prompt_head.as_deref()),
                 contract: r.contract,
                 manager_session: r.manager_session.clone(),
                 state: state_of(r, &leases, need.as_ref()),
@@ -499,6 +506,12 @@ pub struct DetailDoc {
     pub actions: Vec<ActionDoc>,
     /// The child's question waiting for an answer (`THREADBASE_UI=parent`), if any.
     pub question: Option<crate::store::questions::Question>,
+    /// Issue 50: the whole prompt it was started with, when and by whom.
+    pub prompt: Option<String>,
+    pub prompt_at: String,
+    pub prompt_by: String,
+    /// Every message sent into it since, oldest first, with who sent it and when.
+    pub sent: Vec<rows::Sent>,
 }
 
 /// Quotes `s` for a POSIX shell when it needs it.
@@ -560,6 +573,7 @@ pub fn detail(conn: &crate::store::Conn, id: &ThreadId) -> Result<DetailDoc> {
             }
         })
         .collect();
+    let prompt_by = format!("session {manager_session} ({contract} tool)");
     Ok(DetailDoc {
         id: row.id.to_string(),
         path: row.path.clone(),
@@ -576,6 +590,10 @@ pub fn detail(conn: &crate::store::Conn, id: &ThreadId) -> Result<DetailDoc> {
         subtree,
         actions,
         question: crate::store::questions::pending_of(conn, id)?,
+        prompt: rows::prompt_of(conn, id)?,
+        prompt_at: row.created_at.clone(),
+        prompt_by,
+        sent: rows::sent_of(conn, id)?,
     })
 }
 

@@ -148,7 +148,8 @@ function rowHtml(r, i) {
   const sub = r.subtree.threads > 1
     ? `${r.subtree.threads} · ${compact(r.subtree.tokens)} · ${usd(r.subtree.costUsd)}` : '';
   return `<div class="row thread${sel}${live}${arch}" style="top:${i * ROW_H}px" data-id="${esc(r.id)}" data-path="${esc(r.path)}" data-state="${esc(r.state)}" title="${esc(r.path)} · ${esc(r.id)}${r.host ? ' · host ' + esc(r.host) : ''}">` +
-    `<span class="c-path" style="padding-left:${(r.level - 1) * 16}px">${esc(r.path)}<span class="name">${esc(r.name !== r.taskName ? r.name : '')}</span></span>` +
+    `<span class="c-path" style="padding-left:${(r.level - 1) * 16}px">${esc(r.path)}</span>` +
+    `<span class="c-task" title="${esc(r.task)}">${esc(r.task)}</span>` +
     `<span class="c-state">${esc(r.state)}${r.host ? `<span class="host"> · ${esc(r.host)}</span>` : ''}</span><span class="c-phase">${esc(r.phase)}</span>` +
     `<span class="c-exit">${esc(r.exitKind || '')}</span><span class="c-age">${ago(r.createdAt)}</span>` +
     `<span class="c-act">${ago(r.lastEventAt)}</span><span class="c-tok">${compact(r.tokens)}</span>` +
@@ -265,6 +266,52 @@ async function loadTrees() {
   if (q !== st.filter) return;
   st.trees = doc.trees;
   st.loaded = true;
+  renderNeeds(doc.needs || []);
+}
+
+// ---- needs you first --------------------------------------------------------------------
+
+// What each word asks of the person: a button the page can carry out, or the command to run.
+const NEED_ACTIONS = {
+  asking: { label: 'Answer', open: true },
+  failed: { label: 'Read the error', open: true, scroll: 'stderr' },
+  stalled: { label: 'Stop', stop: true },
+  unreachable: { hint: (n) => `threadbase host forget ${n.host || 'HOST'}` },
+  owner_gone: { hint: () => 'threadbase restore' },
+};
+const NEED_WORDS = { asking: 'asking', failed: 'failed', stalled: 'stalled', unreachable: 'unreachable', owner_gone: 'owner gone' };
+
+let needsHtml = null;
+function renderNeeds(needs) {
+  st.needs = needs;
+  document.title = needs.length ? `(${needs.length}) threadbase` : 'threadbase';
+  const html = needs.map((n) => {
+    const a = NEED_ACTIONS[n.attention] || {};
+    const act = a.hint
+      ? `<span>run <code>${esc(a.hint(n))}</code></span>`
+      : `<button type="button" data-need="${esc(n.id)}">${esc(a.label)}</button>`;
+    return `<div class="need" data-id="${esc(n.id)}" data-path="${esc(n.path)}" data-attention="${esc(n.attention)}">` +
+      `<span class="n-word">${esc(NEED_WORDS[n.attention] || n.attention)}</span>` +
+      `<span class="n-path" data-open="${esc(n.id)}">${esc(n.path)}</span>` +
+      `<span class="n-detail" title="${esc(n.detail || '')}">${esc(n.detail || '')}${n.since ? ' · since ' + esc(n.since.slice(0, 19).replace('T', ' ')) : ''}${n.host ? ' · host ' + esc(n.host) : ''}</span>${act}</div>`;
+  }).join('');
+  if (html === needsHtml) return;
+  needsHtml = html;
+  $('needs-list').innerHTML = html;
+  $('needs-count').textContent = needs.length ? `(${needs.length})` : '';
+  $('needs').hidden = needs.length === 0;
+}
+
+function needClick(e) {
+  const opener = e.target.closest('[data-open]');
+  if (opener) { select(opener.dataset.open); return; }
+  const b = e.target.closest('button[data-need]');
+  if (!b) return;
+  const n = (st.needs || []).find((x) => x.id === b.dataset.need);
+  if (!n) return;
+  const a = NEED_ACTIONS[n.attention];
+  if (a.stop) { act('stop', null, { id: n.id, path: n.path }); return; }
+  select(n.id, a.scroll);
 }
 
 // ---- refresh on change ----------------------------------------------------------------
@@ -373,6 +420,7 @@ function renderDetail() {
     `<div class="actions">${buttons}</div>` +
     (kept ? sendForm(d, kept.text, kept.mode) : '') +
     `<div id="action-result" class="result"></div>` +
+    taskBlock(d) +
     `<h3>Summary</h3><pre>${esc(s.resultSummary || '(none)')}</pre>` +
     `<h3>Answer</h3><pre id="answer">${esc(d.answer || '(none yet)')}</pre>` +
     `<h3>Events (${(d.events || []).length} retained)</h3><table id="events">${events}</table>` +
@@ -382,6 +430,18 @@ function renderDetail() {
     `<h3>poll (tail)</h3><details><summary>snapshot JSON</summary><pre>${esc(JSON.stringify(s, null, 2))}</pre></details>`;
   if (answerDraft && $('answer-text')) $('answer-text').value = answerDraft;
   showCommand();
+  if (st.scrollTo && $(st.scrollTo)) { $(st.scrollTo).scrollIntoView(); st.scrollTo = null; }
+}
+
+// What the thread was asked: its whole prompt, then every message sent to it since, each with
+// who sent it and when.
+function taskBlock(d) {
+  const when = (t) => esc((t || '').slice(0, 19).replace('T', ' '));
+  const sent = (d.sent || []).map((m) =>
+    `<div class="sent"><div class="who">${esc(m.kind)} · ${esc(m.by || 'its parent')} · ${when(m.at)}${m.state !== 'delivered' ? ' · ' + esc(m.state) : ''}</div><pre>${esc(m.body)}</pre></div>`).join('');
+  return `<h3>Task</h3><div class="who meta">prompt · ${esc(d.promptBy)} · ${when(d.promptAt)}</div>` +
+    `<pre id="prompt">${esc(d.prompt || '(started without a prompt)')}</pre>` +
+    `<h3>Sent since (${(d.sent || []).length})</h3><div id="sent">${sent || '<div class="meta">(nothing)</div>'}</div>`;
 }
 
 // The Send box of thread `d`: it carries the thread's id, and its button names the thread.
@@ -468,7 +528,8 @@ async function loadUsage() {
 
 // ---- events of the page ---------------------------------------------------------------
 
-function select(id) {
+function select(id, scrollTo) {
+  st.scrollTo = scrollTo || null;
   // The open Send box stays with its thread: kept as its draft, gone from the page.
   saveDraft();
   const box = $('send-box');
@@ -492,6 +553,7 @@ function wire() {
     const row = e.target.closest('.row.thread');
     if (row) select(row.dataset.id);
   });
+  $('needs-list').addEventListener('click', needClick);
   $('detail').addEventListener('click', (e) => {
     const b = e.target.closest('button');
     if (!b) return;
