@@ -174,6 +174,7 @@ pub const ROWS: &[(&str, &str, usize)] = {
         web::totals_col,
         web::sent_col,
         web::need_col,
+        web::timeline_col,
         workers::activity_col,
         workers::identity_col,
         workers::keyed_col,

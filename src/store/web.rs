@@ -407,3 +407,40 @@ pub fn needs(conn: &Conn) -> Result<Vec<NeedRow>> {
         })
     })
 }
+
+columns! {
+    /// An event of the timeline (`{web_timeline_row}` in `sql/web_timeline_events.sql`, which
+    /// reads `thread_events e`).
+    pub mod timeline_col as "{web_timeline_row}" {
+        THREAD_ID = "e.thread_id",
+        AT = "e.at",
+        TYPE = "e.type",
+        DATA = "e.data",
+    }
+}
+
+/// One event of a thread on the timeline.
+#[derive(Debug, Clone)]
+pub struct TimelineEvent {
+    pub thread_id: ThreadId,
+    pub at: String,
+    pub kind: String,
+    pub data: String,
+}
+
+/// The timeline's events of the first `limit` threads of `root`'s tree, in tree order, each
+/// thread's in order.
+pub fn timeline_events(conn: &Conn, root: &SessionId, limit: i64) -> Result<Vec<TimelineEvent>> {
+    conn.all(
+        q!("web_timeline_events", timeline_col),
+        params![root, limit],
+        |r| {
+            Ok(TimelineEvent {
+                thread_id: r.get(timeline_col::THREAD_ID)?,
+                at: r.get(timeline_col::AT)?,
+                kind: r.get(timeline_col::TYPE)?,
+                data: r.get(timeline_col::DATA)?,
+            })
+        },
+    )
+}

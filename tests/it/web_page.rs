@@ -420,3 +420,204 @@ fn rows_carry_the_task_name_else_the_prompts_first_line() {
     );
     assert_eq!(detail["sent"], json!([]));
 }
+
+fn bar_kind(b: &Browser, path: &str) -> Value {
+    b.eval(&format!(
+        "const g = document.querySelector('#timeline-plot g.bar[data-path=\"{path}\"]'); return g ? g.dataset.kind : null;"
+    ))
+}
+
+/// 3: the timeline of a tree: a bar per thread, nested by path, that changes colour when the
+/// thread changes state (busy while its turn runs, idle after), live like the table; a click on
+/// a bar opens its detail.
+#[test]
+fn the_timeline_draws_a_bar_per_thread_that_changes_colour_with_its_state() {
+    use crate::support::serve_client::Scripted;
+    if !browser::available("the_timeline_draws_a_bar_per_thread_that_changes_colour_with_its_state")
+    {
+        return;
+    }
+    let place = Scripted::new("web_timeline");
+    place.script(
+        "script",
+        r#"{"turns":[{"steps":[{"delay_ms":6000},{"text":"done"}]}]}"#,
+    );
+    let mut serve = place.serve(
+        "script",
+        vec!["--session-id".into(), "ses_web_timeline".into()],
+        &[],
+    );
+    for task in ["lint", "build"] {
+        let r: Value = serve.thread(
+            json!({"action": "start", "prompt": format!("{task} the crate"), "taskName": task}),
+        );
+        assert_eq!(r["details"]["kind"], "started", "{r}");
+    }
+    let web = Web::start(&place.db, TOKEN);
+    let b = Browser::start();
+    b.goto(&web.url());
+    b.wait_for(
+        "the rows",
+        "return document.querySelectorAll('.row.thread').length >= 2",
+        Duration::from_secs(10),
+    );
+    b.click("#timeline-toggle");
+    b.wait_for(
+        "a bar per thread",
+        "return document.querySelectorAll('#timeline-plot g.bar').length === 2",
+        Duration::from_secs(10),
+    );
+    b.wait_for(
+        "lint busy",
+        "const g = document.querySelector('#timeline-plot g.bar[data-path=\"/root/lint\"]'); return g && g.dataset.kind === 'busy'",
+        Duration::from_secs(10),
+    );
+    let ticks = b.eval("return document.querySelectorAll('#timeline-plot g.bar[data-path=\"/root/lint\"] .tick').length");
+    assert_eq!(ticks, json!(1), "one turn, one tick");
+    let tip = text(&b, "return document.querySelector('#timeline-plot g.bar[data-path=\"/root/lint\"] title').textContent");
+    assert!(
+        tip.contains("/root/lint") && tip.contains("lint the crate"),
+        "{tip}"
+    );
+    // The turn ends: the bar turns idle with no reload.
+    b.wait_for(
+        "lint idle",
+        "const g = document.querySelector('#timeline-plot g.bar[data-path=\"/root/lint\"]'); return g && g.dataset.kind === 'idle'",
+        Duration::from_secs(20),
+    );
+    assert_eq!(bar_kind(&b, "/root/build"), json!("idle"));
+    let kinds = b.eval("return [...document.querySelectorAll('#timeline-plot g.bar[data-path=\"/root/lint\"] rect.seg')].map(r => r.dataset.kind)");
+    assert!(
+        kinds.as_array().unwrap().iter().any(|k| k == "busy"),
+        "{kinds}"
+    );
+    // A click on a bar opens the thread.
+    b.click("#timeline-plot g.bar[data-path=\"/root/build\"] rect.seg");
+    b.wait_for(
+        "build's detail",
+        "const h = document.getElementById('detail-path'); return h && h.textContent === '/root/build'",
+        Duration::from_secs(10),
+    );
+    drop(b);
+    drop(web);
+    serve.close(Duration::from_secs(10));
+}
+
+/// The README's pictures: the page on the demo's database (its "needs you" band, the rows'
+/// tasks, a thread's detail) and the demo tree's timeline, saved in `docs/img/`.
+#[test]
+fn screenshots_of_the_demo_page_and_its_timeline_for_the_docs() {
+    if !browser::available("screenshots_of_the_demo_page_and_its_timeline_for_the_docs") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("demo.sqlite");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_threadbase"))
+        .args(["demo", "--keep"])
+        .arg(&db)
+        .env_remove("THREADBASE_DB")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let web = Web::start(&db, TOKEN);
+    let b = Browser::start();
+    b.eval("return true");
+    b.goto(&web.url());
+    open_row(&b, "/root/api_survey");
+    b.wait_for(
+        "api_survey's task",
+        "const p = document.getElementById('prompt'); return p && p.textContent.length > 10",
+        Duration::from_secs(10),
+    );
+    let task = text(&b, "return document.querySelector('.row.thread[data-path=\"/root/api_survey\"] .c-task').textContent");
+    assert!(!task.is_empty() && task != "api_survey", "{task}");
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/img");
+    b.screenshot(&docs.join("web.png"));
+    b.click("#timeline-toggle");
+    b.wait_for(
+        "the demo's timeline",
+        "return document.querySelectorAll('#timeline-plot g.bar').length >= 4 && document.getElementById('timeline-cost') !== null",
+        Duration::from_secs(10),
+    );
+    let bars = b
+        .eval("return document.querySelectorAll('#timeline-plot g.bar').length")
+        .as_i64()
+        .unwrap();
+    let threads = common::count(&db, "SELECT count(*) FROM threads");
+    assert_eq!(bars, threads, "a bar per thread");
+    b.screenshot(&docs.join("timeline.png"));
+}
+
+/// The page stays fast at 10k threads: the first paint, the band and the timeline (its first
+/// 1000 threads), and a change (a new live thread) on the page; measured and printed, not
+/// asserted as times.
+#[test]
+fn ten_thousand_threads_paint_and_a_change_shows_measured() {
+    if !browser::available("ten_thousand_threads_paint_and_a_change_shows_measured") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("big.sqlite");
+    crate::web::seed_forest(&db, 10_000);
+    let web = Web::start(&db, TOKEN);
+    let b = Browser::start();
+    b.goto(&web.url());
+    b.wait_for(
+        "the first page",
+        "return window.tb && window.tb.firstPaint",
+        Duration::from_secs(20),
+    );
+    b.goto(&format!("http://127.0.0.1:{}/", web.port));
+    let painted = b
+        .wait_for(
+            "the first paint",
+            "return window.tb && window.tb.firstPaint",
+            Duration::from_secs(20),
+        )
+        .as_f64()
+        .unwrap();
+    assert!(
+        b.eval("return document.querySelectorAll('.row.thread').length")
+            .as_i64()
+            .unwrap()
+            > 10
+    );
+    b.click("#timeline-toggle");
+    b.wait_for(
+        "the timeline",
+        "return document.querySelectorAll('#timeline-plot g.bar').length === 1000",
+        Duration::from_secs(30),
+    );
+    let drawn_ms = b.eval("return window.tb.timelineMs").as_f64().unwrap();
+    // A change: a live child of /root/a0, shown in the rows (tree order puts it near the top).
+    let written = {
+        let store = Store::open(&db).unwrap();
+        let m = common::manager(&store, "ses_big");
+        common::add(
+            &store,
+            &[common::thread(
+                "thread_zz0000000001",
+                m,
+                "/root/a0/a_new",
+                true,
+            )],
+        );
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64()
+            * 1000.0
+    };
+    let seen = b
+        .wait_for(
+            "the new child",
+            "return document.querySelector('.row.thread[data-path=\"/root/a0/a_new\"]') ? performance.timeOrigin + performance.now() : null",
+            Duration::from_secs(20),
+        )
+        .as_f64()
+        .unwrap();
+    eprintln!(
+        "web at 10k threads: first paint {painted:.0} ms; timeline of 1000 bars drawn in {drawn_ms:.0} ms; a new child on the page {:.0} ms after its commit",
+        seen - written
+    );
+}

@@ -60,6 +60,10 @@ pub fn read(web: &Web, route: &str, q: Option<&str>) -> Result<hyper::Response<B
             Ok(json(&page(&conn, &root, &filter(q)?, offset, limit)?))
         }
         "/api/thread" => Ok(json(&detail(&conn, &ThreadId::new(required(q, "id")?))?)),
+        "/api/timeline" => Ok(json(&timeline(
+            &conn,
+            &SessionId::new(required(q, "root")?),
+        )?)),
         "/api/usage" => {
             let all = usage::trees(&conn)?;
             let roots: Vec<&str> = all.iter().map(|t| t.root_session.as_str()).collect();
@@ -642,6 +646,8 @@ fn usage_doc(mut all: Vec<usage::TreeUsage>, infos: &[sessions::SessionInfo]) ->
 
 mod action;
 pub use action::*;
+mod timeline;
+pub use timeline::*;
 
 #[cfg(test)]
 mod tests;

@@ -329,6 +329,7 @@ async function refresh() {
       const jobs = [];
       if (st.selected) jobs.push(loadDetail(st.selected));
       if (st.usageOpen) jobs.push(loadUsage());
+      if (st.timelineOpen) jobs.push(loadTimeline());
       if (st.command) jobs.push(loadCommand());
       await Promise.all(jobs);
     } while (again);
@@ -517,6 +518,77 @@ async function act(action, extra, target) {
   loadCommand();
 }
 
+// ---- the timeline ---------------------------------------------------------------------
+
+// One tree over time (/api/timeline): a bar per thread from its start to its close (or now),
+// nested by path, cut into spans of what it was doing, its turns as ticks, and the tree's
+// cumulative cost as a line above. SVG drawn from the answer; read again on every change.
+async function loadTimeline() {
+  const sel = $('timeline-root');
+  const roots = st.trees.map((t) => t.rootSession);
+  const opts = st.trees.map((t) => `<option value="${esc(t.rootSession)}">${esc(t.rootSession)}${t.name ? ' “' + esc(t.name) + '”' : ''}</option>`).join('');
+  if (sel.dataset.opts !== opts) { const keep = sel.value; sel.innerHTML = opts; sel.dataset.opts = opts; if (roots.includes(keep)) sel.value = keep; }
+  if (!st.timelineRoot || !roots.includes(st.timelineRoot)) st.timelineRoot = roots[0] || null;
+  if (!st.timelineRoot) { $('timeline-plot').innerHTML = '<div class="meta">(no trees)</div>'; return; }
+  sel.value = st.timelineRoot;
+  try {
+    const root = st.timelineRoot;
+    const doc = await api('/api/timeline?root=' + encodeURIComponent(root));
+    if (root !== st.timelineRoot) return;
+    st.timeline = doc;
+    drawTimeline();
+  } catch (e) { noteError(e); $('timeline-info').textContent = e.message; }
+}
+
+function drawTimeline() {
+  const doc = st.timeline;
+  if (!doc || !st.timelineOpen) return;
+  const t = performance.now();
+  const now = Date.now();
+  const ms = (s) => (s ? Date.parse(s) : now);
+  let t0 = Infinity, t1 = -Infinity;
+  for (const b of doc.threads) { t0 = Math.min(t0, ms(b.start)); t1 = Math.max(t1, b.end ? ms(b.end) : now); }
+  if (!doc.threads.length) { $('timeline-plot').innerHTML = '<div class="meta">(no threads)</div>'; return; }
+  if (t1 <= t0) t1 = t0 + 1000;
+  const W = Math.max(600, $('timeline-plot').clientWidth || 900);
+  const labelW = 280, costH = 46, top = costH + 18, rowH = 14, plotW = W - labelW - 12;
+  const x = (v) => labelW + ((v - t0) / (t1 - t0)) * plotW;
+  const H = top + doc.threads.length * rowH + 4;
+  const parts = [];
+  // The cost line above, with its scale.
+  const maxCost = doc.cost.length ? doc.cost[doc.cost.length - 1][1] : 0;
+  {
+    const y = (c) => costH - (maxCost > 0 ? (c / maxCost) * (costH - 8) : 0);
+    let d = `M${x(t0).toFixed(1)},${costH}`;
+    for (const [at, c] of doc.cost) d += ` L${x(ms(at)).toFixed(1)},${y(c).toFixed(1)}`;
+    d += ` L${x(t1).toFixed(1)},${y(maxCost).toFixed(1)}`;
+    parts.push(`<path class="cost" id="timeline-cost" d="${d}"><title>cumulative cost of the tree: ${usd(maxCost)}</title></path>`);
+  }
+  parts.push(`<text class="axis" x="4" y="12">cost ${usd(maxCost)}</text>`);
+  parts.push(`<text class="axis" x="${labelW}" y="${costH + 13}">${esc(new Date(t0).toISOString().slice(0, 19).replace('T', ' '))}</text>`);
+  parts.push(`<text class="axis" x="${W - 12}" y="${costH + 13}" text-anchor="end">${doc.threads.some((b) => !b.end) ? 'now' : esc(new Date(t1).toISOString().slice(0, 19).replace('T', ' '))}</text>`);
+  doc.threads.forEach((b, i) => {
+    const y = top + i * rowH;
+    const last = b.spans.length ? b.spans[b.spans.length - 1].kind : '';
+    const end = b.end ? ms(b.end) : now;
+    const segs = b.spans.map((s) => {
+      const a = x(ms(s.from)), z = x(s.to ? ms(s.to) : end);
+      return `<rect class="seg k-${s.kind}" data-kind="${s.kind}" x="${a.toFixed(1)}" y="${y + 2}" width="${Math.max(1, z - a).toFixed(1)}" height="${rowH - 4}"></rect>`;
+    }).join('');
+    const ticks = b.ticks.map((at) => { const tx = x(ms(at)).toFixed(1); return `<line class="tick" x1="${tx}" x2="${tx}" y1="${y + 1}" y2="${y + rowH - 1}"></line>`; }).join('');
+    const name = b.path.split('/').pop();
+    const label = `${'\u00a0'.repeat(Math.max(0, b.level - 1) * 2)}${name}${b.host ? ' · ' + b.host : ''}`;
+    const tip = `${b.path} · ${b.state}${b.host ? ' · host ' + b.host : ''} · ${usd(b.costUsd)}\n${b.task}`;
+    parts.push(`<g class="bar${st.selected === b.id ? ' sel' : ''}" data-id="${esc(b.id)}" data-path="${esc(b.path)}" data-kind="${last}"><title>${esc(tip)}</title>` +
+      `<rect class="bg" x="0" y="${y}" width="${W}" height="${rowH}" fill="transparent"></rect>` +
+      `<text x="4" y="${y + rowH - 3}">${esc(label.length > 40 ? label.slice(0, 39) + '…' : label)}</text>${segs}${ticks}</g>`);
+  });
+  $('timeline-plot').innerHTML = `<svg width="${W}" height="${H}" viewBox="0 0 ${W} ${H}">${parts.join('')}</svg>`;
+  $('timeline-info').textContent = `${doc.threads.length} thread${doc.threads.length === 1 ? '' : 's'}${doc.truncated ? ' (the first, in tree order)' : ''}`;
+  tb.timelineDraws = (tb.timelineDraws || 0) + 1;
+  tb.timelineMs = performance.now() - t;
+}
+
 // ---- usage ----------------------------------------------------------------------------
 
 async function loadUsage() {
@@ -536,6 +608,7 @@ function select(id, scrollTo) {
   if (box && box.dataset.thread !== id) box.remove();
   st.selected = id;
   draw();
+  if (st.timelineOpen) drawTimeline();
   loadDetail(id);
 }
 
@@ -601,13 +674,23 @@ function wire() {
   for (const id of ['f-state', 'f-visibility', 'f-contract']) $(id).addEventListener('change', changed);
   $('f-match').addEventListener('input', changed);
   $('filters').addEventListener('submit', (e) => e.preventDefault());
+  $('timeline-toggle').addEventListener('click', () => {
+    st.timelineOpen = !st.timelineOpen;
+    $('timeline').hidden = !st.timelineOpen;
+    if (st.timelineOpen) loadTimeline();
+  });
+  $('timeline-root').addEventListener('change', () => { st.timelineRoot = $('timeline-root').value; loadTimeline(); });
+  $('timeline-plot').addEventListener('click', (e) => {
+    const g = e.target.closest('g.bar');
+    if (g) select(g.dataset.id);
+  });
   $('usage-toggle').addEventListener('click', () => {
     st.usageOpen = !st.usageOpen;
     $('usage').hidden = !st.usageOpen;
     if (st.usageOpen) loadUsage();
   });
   // Ages move: redraw from memory (no request) every few seconds.
-  setInterval(draw, 5000);
+  setInterval(() => { draw(); if (st.timelineOpen) drawTimeline(); }, 5000);
 }
 
 wire();
