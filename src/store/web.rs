@@ -92,6 +92,8 @@ pub struct WebFilter {
     pub contract: &'static str,
     pub glob: Option<String>,
     pub text: Option<String>,
+    /// Issue 50: the host that holds (or held) the thread, on a team database.
+    pub host: Option<String>,
 }
 
 impl WebFilter {
@@ -102,6 +104,7 @@ impl WebFilter {
             .all(|w| *w == "all")
             && self.glob.is_none()
             && self.text.is_none()
+            && self.host.is_none()
     }
 }
 
@@ -137,7 +140,8 @@ pub fn page(
                 filter.visibility,
                 filter.contract,
                 filter.glob,
-                filter.text
+                filter.text,
+                filter.host
             ],
             read_row,
         )?
@@ -171,7 +175,8 @@ pub fn filtered_counts(conn: &Conn, filter: &WebFilter) -> Result<HashMap<String
                 filter.visibility,
                 filter.contract,
                 filter.glob,
-                filter.text
+                filter.text,
+                filter.host
             ],
             |r| Ok((r.get(count_col::ROOT_SESSION)?, r.get(count_col::THREADS)?)),
         )?

@@ -621,3 +621,76 @@ fn ten_thousand_threads_paint_and_a_change_shows_measured() {
         seen - written
     );
 }
+
+/// 7: on a database two hosts use, the page offers a host filter, each row names its thread's
+/// host, and so does each bar of the timeline; the filter keeps one host's threads.
+#[test]
+fn a_team_database_has_a_host_filter_and_hosts_on_rows_and_bars() {
+    if !browser::available("a_team_database_has_a_host_filter_and_hosts_on_rows_and_bars") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("team.sqlite");
+    let store = Store::open(&db).unwrap();
+    let m = common::manager(&store, "ses_team");
+    common::add(
+        &store,
+        &[
+            common::thread(&common::tid(1), m, "/root/on_alpha", true),
+            common::thread(&common::tid(2), m, "/root/on_beta", true),
+        ],
+    );
+    drop(store);
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let me = threadbase::runtime::process::ProcessIdentity::current();
+    conn.execute(
+        "UPDATE threads SET owner_pid = ?1, owner_started_at = ?2 + 1, boot_id = 'b',
+           host_id = CASE path WHEN '/root/on_alpha' THEN 'alpha' ELSE 'beta' END",
+        rusqlite::params![me.pid, me.started_at],
+    )
+    .unwrap();
+    conn.execute_batch(
+        "INSERT INTO host_serves VALUES ('alpha', 'b', 7, 7, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), strftime('%Y-%m-%dT%H:%M:%fZ', 'now'));
+         INSERT INTO host_serves VALUES ('beta', 'b', 8, 8, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), strftime('%Y-%m-%dT%H:%M:%fZ', 'now'));",
+    )
+    .unwrap();
+    drop(conn);
+    let web = Web::start(&db, TOKEN);
+    let b = Browser::start();
+    b.goto(&web.url());
+    b.wait_for(
+        "both rows",
+        "return document.querySelectorAll('.row.thread').length === 2",
+        Duration::from_secs(10),
+    );
+    let hosts = b.eval("const s = document.getElementById('f-host'); return s.hidden ? null : [...s.options].map(o => o.value)");
+    assert_eq!(hosts, json!(["", "alpha", "beta"]));
+    let row = text(&b, "return document.querySelector('.row.thread[data-path=\"/root/on_beta\"] .c-state').textContent");
+    assert!(row.ends_with(" · beta"), "{row}");
+    b.click("#timeline-toggle");
+    b.wait_for(
+        "the bars",
+        "return document.querySelectorAll('#timeline-plot g.bar').length === 2",
+        Duration::from_secs(10),
+    );
+    let label = text(&b, "return document.querySelector('#timeline-plot g.bar[data-path=\"/root/on_alpha\"] text').textContent");
+    assert!(
+        label.contains("alpha") && label.ends_with(" · alpha"),
+        "{label}"
+    );
+    b.eval("const s = document.getElementById('f-host'); s.value = 'beta'; s.dispatchEvent(new Event('change')); return true;");
+    b.wait_for(
+        "beta's thread only",
+        "const r = [...document.querySelectorAll('.row.thread')].map(e => e.dataset.path); return r.length === 1 && r[0] === '/root/on_beta'",
+        Duration::from_secs(10),
+    );
+    let (status, page) = web.get("/api/rows?root=ses_team&host=alpha");
+    assert_eq!(status, 200, "{page}");
+    let paths: Vec<&str> = page["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["/root/on_alpha"]);
+}

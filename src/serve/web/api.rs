@@ -133,12 +133,14 @@ pub fn filter(q: Option<&str>) -> Result<WebFilter> {
         Some(p) => (None, Some(p)),
         None => (None, None),
     };
+    let host = query_param(q, "host").filter(|h| !h.trim().is_empty());
     Ok(WebFilter {
         state,
         visibility,
         contract,
         glob,
         text,
+        host,
     })
 }
 
@@ -160,6 +162,9 @@ pub struct TreesDoc {
     /// Issue 50: every thread that needs the person (the view `thread_attention`), oldest
     /// first, whatever the filter: the page's band and its title's count.
     pub needs: Vec<rows::NeedRow>,
+    /// Issue 50: the hosts whose serves used this database (`host_serves`), for the page's
+    /// host filter, shown when there is more than one.
+    pub hosts: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -225,6 +230,12 @@ pub fn trees(
         filtered: !f.is_none(),
         trees,
         needs: rows::needs(conn)?,
+        hosts: crate::store::hosts::list(conn)?
+            .into_iter()
+            .map(|h| h.host_id)
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect(),
     })
 }
 

@@ -114,6 +114,8 @@ function filterQuery() {
   }
   const m = $('f-match').value.trim();
   if (m) p.set('match', m);
+  const h = $('f-host').value;
+  if (h) p.set('host', h);
   return p.toString();
 }
 
@@ -267,6 +269,20 @@ async function loadTrees() {
   st.trees = doc.trees;
   st.loaded = true;
   renderNeeds(doc.needs || []);
+  renderHosts(doc.hosts || []);
+}
+
+// The host filter, on a database more than one host uses (issue 50).
+function renderHosts(hosts) {
+  const sel = $('f-host');
+  const opts = '<option value="">every host</option>' + hosts.map((h) => `<option value="${esc(h)}">host ${esc(h)}</option>`).join('');
+  if (sel.dataset.opts !== opts) {
+    const keep = sel.value;
+    sel.innerHTML = opts;
+    sel.dataset.opts = opts;
+    sel.value = hosts.includes(keep) ? keep : '';
+  }
+  sel.hidden = hosts.length < 2 && !sel.value;
 }
 
 // ---- needs you first --------------------------------------------------------------------
@@ -671,7 +687,7 @@ function wire() {
       refresh();
     }, 150);
   };
-  for (const id of ['f-state', 'f-visibility', 'f-contract']) $(id).addEventListener('change', changed);
+  for (const id of ['f-state', 'f-visibility', 'f-contract', 'f-host']) $(id).addEventListener('change', changed);
   $('f-match').addEventListener('input', changed);
   $('filters').addEventListener('submit', (e) => e.preventDefault());
   $('timeline-toggle').addEventListener('click', () => {
