@@ -1124,18 +1124,18 @@ fn budget_queries_never_read_the_threads() {
     }
 }
 
-/// Issue 50: the page's "needs you" band reads the view `thread_attention` as `tree` and `top`
-/// do: one pass over the threads (the view judges each from its own rows by key), the host
-/// serves read once, each thread's row then found by primary key; the band's few rows sorted.
+/// Issue 50: the page's "needs you" band reads the live threads from the partial index of live
+/// rows and pushes each into the view `thread_attention` by id (its rows found by key), the
+/// host serves read once; the band's few rows sorted. Closed threads are never read.
 #[test]
-fn the_needs_band_reads_the_attention_view_in_one_pass() {
+fn the_needs_band_reads_only_the_live_threads() {
     for (name, text, ()) in plans([(sql!("web_needs"), ())]) {
         eprintln!("{name}: {text}");
         assert_contains_all(
             name,
             &text,
             &[
-                "SCAN t USING INDEX sqlite_autoindex_threads_2",
+                "SCAN t USING INDEX threads_live",
                 "SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)",
                 "SEARCH u USING COVERING INDEX ui_requests_pending (thread_id=?)",
             ],
