@@ -1,6 +1,7 @@
 //! `threadbase web`: the live web view (`serve::web`) on this database. Loopback only unless
 //! `--allow-remote`; every request needs the token (`--token`, else `$THREADBASE_TOKEN`, else
-//! one generated for this run).
+//! the database's kept token, made on the first start: [`token_file`]). It opens an existing
+//! database only, as `tree` does (issue 50).
 //!
 //! At start it prints `listening on http://ADDR` and `open http://ADDR/?token=TOKEN` (the
 //! address that sets the token's cookie), and flushes stdout, so a caller that started it with
@@ -31,7 +32,8 @@ pub struct WebArgs {
     #[arg(long)]
     pub allow_remote: bool,
     /// The token every request must present (at least 16 visible ASCII characters). Default:
-    /// $THREADBASE_TOKEN, else a new random one, printed in the address to open.
+    /// $THREADBASE_TOKEN, else the one kept beside the database (DB.web-token, mode 0600; made
+    /// on the first start), printed in the address to open.
     #[arg(long, value_name = "TOKEN")]
     pub token: Option<String>,
     /// Open the page in the default browser.
