@@ -3,6 +3,7 @@
 -- only fixes SQLite's join order); `IS 1` (SQLite's null-safe equality) is IS NOT DISTINCT
 -- FROM; GLOB is the function threadbase_glob (migrations_postgres/V1); a parameter first seen
 -- in `IS NULL` needs its type; instr is strpos.
+-- Issue 50: the last parameter is the host filter, as sql/web_page_filtered.sql's.
 SELECT {web_count_row}
 FROM threads t
 JOIN thread_places p ON p.thread_id = t.id
@@ -12,4 +13,5 @@ WHERE t.status = 'live' AND ?1 = 'live'
   AND (?3 = 'all' OR m.contract = ?3)
   AND (CAST(?4 AS text) IS NULL OR threadbase_glob(?4, t.path))
   AND (CAST(?5 AS text) IS NULL OR strpos(lower(t.path), lower(?5)) > 0)
+  AND (CAST(?6 AS text) IS NULL OR (CASE WHEN t.owner_pid IS NOT NULL THEN t.host_id ELSE m.host_id END) = ?6)
 GROUP BY p.root_session

@@ -3,6 +3,8 @@
 -- only fixes SQLite's join order); `IS 1` (SQLite's null-safe equality) is IS NOT DISTINCT
 -- FROM; GLOB is the function threadbase_glob (migrations_postgres/V1); a parameter first seen
 -- in `IS NULL` needs its type; instr is strpos.
+-- Issue 50: the last parameter is the host that holds (or held) a thread (its serve's, else its
+-- manager's), or NULL for every host.
 SELECT {web_row}
 FROM thread_places p
 JOIN threads t ON t.id = p.thread_id
@@ -14,5 +16,6 @@ WHERE p.root_session = ?1
   AND (?6 = 'all' OR m.contract = ?6)
   AND (CAST(?7 AS text) IS NULL OR threadbase_glob(?7, t.path))
   AND (CAST(?8 AS text) IS NULL OR strpos(lower(t.path), lower(?8)) > 0)
+  AND (CAST(?9 AS text) IS NULL OR (CASE WHEN t.owner_pid IS NOT NULL THEN t.host_id ELSE m.host_id END) = ?9)
 ORDER BY p.tree_key
 LIMIT ?3 OFFSET ?2

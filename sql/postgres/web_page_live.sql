@@ -3,6 +3,7 @@
 -- SQLite's join order); `IS 1` (SQLite's null-safe equality) is IS NOT DISTINCT FROM; GLOB is
 -- the function threadbase_glob (migrations_postgres/V1); a parameter first seen in `IS NULL`
 -- needs its type; instr is strpos.
+-- Issue 50: the last parameter is the host filter, as sql/web_page_filtered.sql's.
 SELECT {web_row}
 FROM threads t
 JOIN thread_places p ON p.thread_id = t.id
@@ -13,5 +14,6 @@ WHERE t.status = 'live' AND ?4 = 'live' AND p.root_session = ?1
   AND (?6 = 'all' OR m.contract = ?6)
   AND (CAST(?7 AS text) IS NULL OR threadbase_glob(?7, t.path))
   AND (CAST(?8 AS text) IS NULL OR strpos(lower(t.path), lower(?8)) > 0)
+  AND (CAST(?9 AS text) IS NULL OR (CASE WHEN t.owner_pid IS NOT NULL THEN t.host_id ELSE m.host_id END) = ?9)
 ORDER BY p.tree_key
 LIMIT ?3 OFFSET ?2

@@ -1,6 +1,7 @@
 //! `threadbase web`: the live web view (`serve::web`) on this database. Loopback only unless
 //! `--allow-remote`; every request needs the token (`--token`, else `$THREADBASE_TOKEN`, else
-//! one generated for this run).
+//! the database's kept token, made on the first start: [`token_file`]). It opens an existing
+//! database only, as `tree` does (issue 50).
 //!
 //! At start it prints `listening on http://ADDR` and `open http://ADDR/?token=TOKEN` (the
 //! address that sets the token's cookie), and flushes stdout, so a caller that started it with
@@ -31,7 +32,8 @@ pub struct WebArgs {
     #[arg(long)]
     pub allow_remote: bool,
     /// The token every request must present (at least 16 visible ASCII characters). Default:
-    /// $THREADBASE_TOKEN, else a new random one, printed in the address to open.
+    /// $THREADBASE_TOKEN, else the one kept beside the database (DB.web-token, mode 0600; made
+    /// on the first start), printed in the address to open.
     #[arg(long, value_name = "TOKEN")]
     pub token: Option<String>,
     /// Open the page in the default browser.
@@ -39,9 +41,9 @@ pub struct WebArgs {
     pub open: bool,
 }
 
-/// The token: --token, else $THREADBASE_TOKEN, else a random one; checked to be usable in a
-/// header and a cookie.
-fn token(given: Option<String>) -> Result<String> {
+/// The token: --token, else $THREADBASE_TOKEN, else `kept` (the database's kept token, made
+/// on first use); checked to be usable in a header and a cookie.
+fn token(given: Option<String>, kept: impl FnOnce() -> Result<String>) -> Result<String> {
     let (token, from) = match given {
         Some(t) => (t, "--token"),
         None => match std::env::var_os(TOKEN_ENV).filter(|v| !v.is_empty()) {
@@ -53,7 +55,7 @@ fn token(given: Option<String>) -> Result<String> {
                 })?,
                 "$THREADBASE_TOKEN",
             ),
-            None => return Ok(crate::ids::random_hex(32)),
+            None => return kept(),
         },
     };
     if token.len() < 16
@@ -74,8 +76,11 @@ pub fn run(db: PathBuf, args: WebArgs, out: &mut dyn Write) -> Result<()> {
     } else {
         IpAddr::V4(Ipv4Addr::LOCALHOST)
     };
-    let token = token(args.token)?;
-    let store = Arc::new(Store::open(&db)?);
+    // An existing database only, as `tree` opens it: a typo'd path is refused, nothing made.
+    let store = Arc::new(Store::open_existing(&db)?);
+    let token = token(args.token, || {
+        kept_token(&token_file(&db, store.is_postgres())?)
+    })?;
     let at = launch::Endpoint {
         name: "threadbase web",
         addr: SocketAddr::new(ip, args.port),
@@ -100,6 +105,91 @@ pub fn run(db: PathBuf, args: WebArgs, out: &mut dyn Write) -> Result<()> {
     })
 }
 
+/// Where the token of `db` is kept across restarts of `web` (issue 50): beside a SQLite file as
+/// `<file>.web-token`; for a PostgreSQL database (no file to sit beside) in the user's config,
+/// `$XDG_CONFIG_HOME/threadbase/web-token-<hash of the URL>` (else `~/.config/…`).
+pub fn token_file(db: &std::path::Path, postgres: bool) -> Result<PathBuf> {
+    if !postgres {
+        let mut name = db.as_os_str().to_owned();
+        name.push(".web-token");
+        return Ok(PathBuf::from(name));
+    }
+    let config = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
+        .ok_or_else(|| {
+            Error::invalid(
+                "No place to keep the web token: neither XDG_CONFIG_HOME nor HOME is set. Repair: set one of them, or pass --token (or $THREADBASE_TOKEN).",
+            )
+        })?;
+    // FNV-1a of the URL: stable across runs and builds (the std hasher is not).
+    let hash = db
+        .to_string_lossy()
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+    Ok(config
+        .join("threadbase")
+        .join(format!("web-token-{hash:016x}")))
+}
+
+/// The token kept in `file`, or a new random one written there (mode 0600, created
+/// exclusively so two `web` starting at once agree on one).
+pub fn kept_token(file: &std::path::Path) -> Result<String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let unreadable = |e: std::io::Error| {
+        Error::io(format!(
+            "Cannot keep the web token in {}: {e}. Repair: make its folder writable, delete the file if it is damaged (open pages then need the new address), or pass --token (or $THREADBASE_TOKEN).",
+            file.display()
+        ))
+    };
+    let read = |file: &std::path::Path| -> Result<Option<String>> {
+        let mut text = String::new();
+        match std::fs::File::open(file) {
+            Ok(mut f) => {
+                f.read_to_string(&mut text).map_err(unreadable)?;
+                let t = text.trim().to_string();
+                Ok((t.len() >= 16 && t.bytes().all(|b| b.is_ascii_alphanumeric())).then_some(t))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(unreadable(e)),
+        }
+    };
+    if let Some(t) = read(file)? {
+        return Ok(t);
+    }
+    if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(unreadable)?;
+    }
+    if file.exists() {
+        return Err(unreadable(std::io::Error::other(
+            "it holds no token of at least 16 letters and digits",
+        )));
+    }
+    let fresh = crate::ids::random_hex(32);
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(file)
+    {
+        Ok(mut f) => {
+            f.write_all(format!("{fresh}\n").as_bytes())
+                .map_err(unreadable)?;
+            Ok(fresh)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => read(file)?.ok_or_else(|| {
+            unreadable(std::io::Error::other(
+                "another `web` is writing it; start again",
+            ))
+        }),
+        Err(e) => Err(unreadable(e)),
+    }
+}
+
 /// Hands `url` to the desktop's opener; a failure is a warning (the address is printed).
 fn open_browser(url: &str) {
     for opener in ["xdg-open", "open"] {
@@ -121,10 +211,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_kept_token_is_made_once_with_mode_0600_and_read_back() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let file = token_file(&dir.path().join("t.sqlite"), false).unwrap();
+        assert_eq!(file, dir.path().join("t.sqlite.web-token"));
+        let first = kept_token(&file).unwrap();
+        assert_eq!(first.len(), 32);
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert_eq!(kept_token(&file).unwrap(), first);
+        std::fs::write(&file, "x").unwrap();
+        let e = kept_token(&file).unwrap_err();
+        assert!(e.message.contains("Repair:"), "{}", e.message);
+    }
+
+    #[test]
     fn a_given_token_must_be_long_and_plain() {
-        assert_eq!(token(Some("a".repeat(16))).unwrap(), "a".repeat(16));
+        assert_eq!(
+            token(Some("a".repeat(16)), || unreachable!()).unwrap(),
+            "a".repeat(16)
+        );
         for bad in ["short", "has space 0123456789", "semi;colon0123456789"] {
-            let e = token(Some(bad.to_string())).unwrap_err();
+            let e = token(Some(bad.to_string()), || unreachable!()).unwrap_err();
             assert!(e.message.contains("Repair:"), "{}", e.message);
         }
     }

@@ -44,6 +44,15 @@ impl SendMode {
             SendMode::FollowUp => "follow_up",
         }
     }
+
+    /// The mailbox kind a delivered send of this mode is recorded as.
+    pub fn as_mail_kind(self) -> crate::domain::MailKind {
+        match self {
+            SendMode::Prompt => crate::domain::MailKind::Prompt,
+            SendMode::Steer => crate::domain::MailKind::Steer,
+            SendMode::FollowUp => crate::domain::MailKind::FollowUp,
+        }
+    }
 }
 
 /// The child's answer to a send.

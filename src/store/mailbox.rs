@@ -77,6 +77,48 @@ pub struct Notice {
     pub path: String,
 }
 
+/// The send key of a message a serve delivered into a thread (issue 50): `sent:<random>:<by>`,
+/// so the thread's detail can say who sent it (the mailbox has no column for it).
+fn sent_key(by: &str) -> String {
+    format!("sent:{}:{by}", crate::ids::random_hex(8))
+}
+
+/// Who sent a message, from its send key (`None` for keys of other rows).
+pub fn sender_of_key(key: &str) -> Option<String> {
+    let rest = key.strip_prefix("sent:")?;
+    rest.split_once(':').map(|(_, by)| by.to_string())
+}
+
+/// Records a message a serve delivered into thread `id` (a contract A send: the tool's, or a
+/// web page's through a `commands` row) as a delivered `to_child` row naming who sent it.
+pub fn record_sent(
+    store: &crate::Store,
+    id: &ThreadId,
+    kind: MailKind,
+    body: &str,
+    by: &str,
+) -> Result<()> {
+    let key = sent_key(by);
+    let at = now_iso();
+    store.write(|tx| {
+        insert(
+            tx,
+            &NewMail {
+                thread_id: id,
+                direction: Direction::ToChild,
+                kind,
+                send_key: &key,
+                message_id: None,
+                body,
+                recipient: None,
+                at: &at,
+                delivered: true,
+            },
+        )
+        .map(|_| ())
+    })
+}
+
 /// The notices due to the caller of session `session_id`, oldest first.
 pub fn pending_notices(conn: &Conn, session_id: &SessionId) -> Result<Vec<Notice>> {
     let rows = conn

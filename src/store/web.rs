@@ -46,6 +46,7 @@ columns! {
         HOST_ID = "CASE WHEN t.owner_pid IS NOT NULL THEN t.host_id ELSE m.host_id END",
         TOKENS = "u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens",
         COST_USD = "u.cost_usd",
+        PROMPT_HEAD = "substr(t.prompt, 1, 240)",
     }
 }
 
@@ -78,6 +79,8 @@ pub struct WebRow {
     /// Every token the thread's messages used, and their cost.
     pub tokens: i64,
     pub cost_usd: f64,
+    /// The first 240 characters of its prompt (the row shows its first line: issue 50).
+    pub prompt_head: Option<String>,
 }
 
 /// Which threads a filtered page keeps. `state`, `visibility` and `contract` are the words
@@ -89,6 +92,8 @@ pub struct WebFilter {
     pub contract: &'static str,
     pub glob: Option<String>,
     pub text: Option<String>,
+    /// Issue 50: the host that holds (or held) the thread, on a team database.
+    pub host: Option<String>,
 }
 
 impl WebFilter {
@@ -99,6 +104,7 @@ impl WebFilter {
             .all(|w| *w == "all")
             && self.glob.is_none()
             && self.text.is_none()
+            && self.host.is_none()
     }
 }
 
@@ -134,7 +140,8 @@ pub fn page(
                 filter.visibility,
                 filter.contract,
                 filter.glob,
-                filter.text
+                filter.text,
+                filter.host
             ],
             read_row,
         )?
@@ -168,7 +175,8 @@ pub fn filtered_counts(conn: &Conn, filter: &WebFilter) -> Result<HashMap<String
                 filter.visibility,
                 filter.contract,
                 filter.glob,
-                filter.text
+                filter.text,
+                filter.host
             ],
             |r| Ok((r.get(count_col::ROOT_SESSION)?, r.get(count_col::THREADS)?)),
         )?
@@ -280,5 +288,164 @@ fn read_row(r: &Row<'_>) -> Result<WebRow> {
         host_id: r.get(col::HOST_ID)?,
         tokens: r.get::<Option<i64>>(col::TOKENS)?.unwrap_or(0),
         cost_usd: r.get::<Option<f64>>(col::COST_USD)?.unwrap_or(0.0),
+        prompt_head: r.get(col::PROMPT_HEAD)?,
     })
+}
+
+columns! {
+    /// A message sent into a thread (`{web_sent_row}` in `sql/web_thread_messages.sql`, which
+    /// reads `mailbox mb`): what [`Sent`] holds.
+    pub mod sent_col as "{web_sent_row}" {
+        KIND = "mb.kind",
+        SEND_KEY = "mb.send_key",
+        BODY = "mb.body",
+        STATE = "mb.state",
+        CREATED_AT = "mb.created_at",
+        DELIVERED_AT = "mb.delivered_at",
+    }
+}
+
+/// A message sent into a thread after its prompt (issue 50): a `thread` tool send, a web
+/// page's send, contract B's steer, contract C's message.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Sent {
+    pub kind: crate::domain::MailKind,
+    /// Who sent it, when the row says (a send recorded by [`super::mailbox::record_sent`]).
+    pub by: Option<String>,
+    pub body: String,
+    pub state: crate::domain::MailState,
+    pub at: String,
+    pub delivered_at: Option<String>,
+}
+
+/// The messages sent into thread `id`, oldest first (at most [`MAX_SENT`]: the newest).
+pub fn sent_of(conn: &Conn, id: &ThreadId) -> Result<Vec<Sent>> {
+    let mut rows = conn.all(
+        q!("web_thread_messages", sent_col),
+        params![id, MAX_SENT],
+        |r| {
+            let key: Option<String> = r.get(sent_col::SEND_KEY)?;
+            Ok(Sent {
+                kind: r.get(sent_col::KIND)?,
+                by: key.as_deref().and_then(super::mailbox::sender_of_key),
+                body: r.get(sent_col::BODY)?,
+                state: r.get(sent_col::STATE)?,
+                at: r.get(sent_col::CREATED_AT)?,
+                delivered_at: r.get(sent_col::DELIVERED_AT)?,
+            })
+        },
+    )?;
+    rows.reverse();
+    Ok(rows)
+}
+
+/// The most messages a thread's detail lists (the newest).
+pub const MAX_SENT: i64 = 500;
+
+/// The whole prompt thread `id` was started with, if any.
+pub fn prompt_of(conn: &Conn, id: &ThreadId) -> Result<Option<String>> {
+    Ok(conn
+        .opt(q!("web_thread_prompt"), params![id], |r| {
+            r.get::<Option<String>>(0)
+        })?
+        .flatten())
+}
+
+/// A row's task as one line (issue 50): its name when it says more than its task name, else
+/// the first line of its prompt, else its name.
+pub fn task_line(name: &str, task_name: &str, prompt_head: Option<&str>) -> String {
+    let first = prompt_head
+        .and_then(|p| p.lines().map(str::trim).find(|l| !l.is_empty()))
+        .map(str::to_string);
+    let named = !name.is_empty() && name != task_name && name.replace(' ', "_") != task_name;
+    match first {
+        Some(line) if !named => line,
+        _ => name.to_string(),
+    }
+}
+
+columns! {
+    /// A thread that needs the user, for the page's band (`{web_need_row}` in
+    /// `sql/web_needs.sql`, which reads the view `thread_attention a` and `threads t`).
+    pub mod need_col as "{web_need_row}" {
+        THREAD_ID = "a.thread_id",
+        PATH = "a.path",
+        ROOT_SESSION = "a.root_session",
+        ATTENTION = "a.attention",
+        SINCE = "a.since",
+        DETAIL = "a.detail",
+        HOST_ID = "t.host_id",
+    }
+}
+
+/// A thread that needs the user (issue 50's band): the view's row with its tree and host.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NeedRow {
+    pub id: String,
+    pub path: String,
+    pub root_session: String,
+    pub attention: crate::domain::Attention,
+    pub since: Option<String>,
+    pub detail: Option<String>,
+    pub host: Option<String>,
+}
+
+/// The most threads the band lists (the oldest needs first).
+pub const MAX_NEEDS: i64 = 200;
+
+/// Every thread that needs the user, oldest first; nothing before the view (V16).
+pub fn needs(conn: &Conn) -> Result<Vec<NeedRow>> {
+    if !super::attention::has_view(conn)? {
+        return Ok(Vec::new());
+    }
+    conn.all(q!("web_needs", need_col), params![MAX_NEEDS], |r| {
+        Ok(NeedRow {
+            id: r.get(need_col::THREAD_ID)?,
+            path: r.get(need_col::PATH)?,
+            root_session: r.get(need_col::ROOT_SESSION)?,
+            attention: r.get(need_col::ATTENTION)?,
+            since: r.get(need_col::SINCE)?,
+            detail: r.get(need_col::DETAIL)?,
+            host: r.get(need_col::HOST_ID)?,
+        })
+    })
+}
+
+columns! {
+    /// An event of the timeline (`{web_timeline_row}` in `sql/web_timeline_events.sql`, which
+    /// reads `thread_events e`).
+    pub mod timeline_col as "{web_timeline_row}" {
+        THREAD_ID = "e.thread_id",
+        AT = "e.at",
+        TYPE = "e.type",
+        DATA = "e.data",
+    }
+}
+
+/// One event of a thread on the timeline.
+#[derive(Debug, Clone)]
+pub struct TimelineEvent {
+    pub thread_id: ThreadId,
+    pub at: String,
+    pub kind: String,
+    pub data: String,
+}
+
+/// The timeline's events of the first `limit` threads of `root`'s tree, in tree order, each
+/// thread's in order.
+pub fn timeline_events(conn: &Conn, root: &SessionId, limit: i64) -> Result<Vec<TimelineEvent>> {
+    conn.all(
+        q!("web_timeline_events", timeline_col),
+        params![root, limit],
+        |r| {
+            Ok(TimelineEvent {
+                thread_id: r.get(timeline_col::THREAD_ID)?,
+                at: r.get(timeline_col::AT)?,
+                kind: r.get(timeline_col::TYPE)?,
+                data: r.get(timeline_col::DATA)?,
+            })
+        },
+    )
 }

@@ -77,5 +77,6 @@ mod top_tmux;
 mod usage_cli;
 mod usage_restore;
 mod web;
+mod web_page;
 mod worker;
 mod worktrees;

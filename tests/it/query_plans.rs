@@ -1038,6 +1038,16 @@ fn web_queries_use_their_indexes() {
             sql!("web_command"),
             &["SEARCH commands USING INTEGER PRIMARY KEY (rowid=?)"][..],
         ),
+        // Issue 50: the detail's prompt and the messages sent since (one thread's range of
+        // the mailbox's key, read newest first by id).
+        (
+            sql!("web_thread_prompt"),
+            &["SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)"][..],
+        ),
+        (
+            sql!("web_thread_messages"),
+            &["SEARCH mb USING INDEX sqlite_autoindex_mailbox_1 (thread_id=?)"][..],
+        ),
     ]) {
         eprintln!("{name}: {text}");
         assert_contains_all(name, &text, wants);
@@ -1045,7 +1055,7 @@ fn web_queries_use_their_indexes() {
             .replace("SCAN j VIRTUAL TABLE", "")
             .replace("SCAN k", "");
         assert!(!scans.contains("SCAN"), "{name} scans: {text}");
-        if name != "web_subtree_totals" {
+        if name != "web_subtree_totals" && name != "web_thread_messages" {
             assert!(!text.contains("TEMP B-TREE"), "{name} sorts: {text}");
         }
     }
@@ -1111,5 +1121,26 @@ fn budget_queries_never_read_the_threads() {
         if name == "team_spend" {
             assert_contains_all(name, &text, &["tree_usage", "session_usage"]);
         }
+    }
+}
+
+/// Issue 50: the page's "needs you" band reads the live threads from the partial index of live
+/// rows and pushes each into the view `thread_attention` by id (its rows found by key), the
+/// host serves read once; the band's few rows sorted. Closed threads are never read.
+#[test]
+fn the_needs_band_reads_only_the_live_threads() {
+    for (name, text, ()) in plans([(sql!("web_needs"), ())]) {
+        eprintln!("{name}: {text}");
+        assert_contains_all(
+            name,
+            &text,
+            &[
+                "SCAN t USING INDEX threads_live",
+                "SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)",
+                "SEARCH u USING COVERING INDEX ui_requests_pending (thread_id=?)",
+            ],
+        );
+        let scans = text.matches("SCAN").count();
+        assert_eq!(scans, 2, "{name}: {text}");
     }
 }

@@ -274,7 +274,7 @@ fn the_page_shows_the_tree_live_and_stops_a_child_from_the_page() {
 /// A database with one root session's tree of `n` closed threads (10 at the top, up to 1000
 /// below them, the rest below those), written by three INSERT … SELECT statements (the
 /// schema's triggers give each its place and usage row).
-fn seed_forest(db: &Path, n: i64) {
+pub(crate) fn seed_forest(db: &Path, n: i64) {
     let store = Store::open(db).unwrap();
     let m = common::manager(&store, "ses_big");
     drop(store);

@@ -31,7 +31,14 @@ pub(crate) async fn carry_out(
                 return Err(closed_error(&row.path, &row));
             }
             Ok(serde_json::to_string(
-                &send_here(e, &row, &p.message, p.mode).await?,
+                &send_here(
+                    e,
+                    &row,
+                    &p.message,
+                    p.mode,
+                    p.by.as_deref().unwrap_or("another process (a commands row)"),
+                )
+                .await?,
             )?)
         }
         CommandKind::Resume => {

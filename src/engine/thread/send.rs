@@ -19,15 +19,21 @@ pub(super) struct SendPayload {
     pub(super) message: String,
     /// None: the owner picks `prompt` (idle) or `follow_up`.
     pub(super) mode: Option<SendMode>,
+    /// Who sent it, as the thread's detail shows it (issue 50); absent in rows of older
+    /// builds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) by: Option<String>,
 }
 
 /// The payload of a `send` command row for `message` (mode `None`: the owner picks `prompt`
 /// when the thread is idle, else `follow_up`), as the owner's watcher reads it back
 /// (`carry_out`): for another process that asks a serve to send (the web view).
-pub fn send_payload(message: &str, mode: Option<SendMode>) -> Result<String> {
+/// `by` names the sender for the thread's detail.
+pub fn send_payload(message: &str, mode: Option<SendMode>, by: &str) -> Result<String> {
     Ok(serde_json::to_string(&SendPayload {
         message: message.to_string(),
         mode,
+        by: Some(by.to_string()),
     })?)
 }
 
@@ -48,12 +54,14 @@ pub(in crate::engine) async fn send(
     super::queue::refuse_while_queued(e, &row, "send")?;
     e.rt.await_launch(&row.id, crate::runtime::LAUNCH_WAIT)
         .await;
+    let by = format!("session {} (thread tool)", e.cfg.session_id);
     let (done, via) = match remote::holder(e, &row.id)? {
-        Holder::Here => (send_here(e, &row, message, mode).await?, None),
+        Holder::Here => (send_here(e, &row, message, mode, &by).await?, None),
         Holder::Elsewhere(owner) => {
             let payload = serde_json::to_string(&SendPayload {
                 message: message.to_string(),
                 mode,
+                by: Some(by.clone()),
             })?;
             let outcome =
                 remote::request(e, &row.id, CommandKind::Send, Some(&payload), owner).await?;
@@ -101,12 +109,14 @@ pub(in crate::engine) async fn send(
     )
 }
 
-/// A send to a child this serve holds.
+/// A send to a child this serve holds; one that reached the child is recorded as a delivered
+/// `to_child` mailbox row naming `by` (the thread's detail lists them: issue 50).
 pub(super) async fn send_here(
     e: &Engine,
     row: &ThreadRow,
     message: &str,
     mode: Option<SendMode>,
+    by: &str,
 ) -> Result<SendDone> {
     e.check_budget(&e.store.read()?, Some(&row.id), "send")?;
     // Its phase decides the default mode: refreshed first when it is held here.
@@ -119,6 +129,9 @@ pub(super) async fn send_here(
     };
     let outcome = e.rt.send(&row.id, mode, message).await?;
     e.rt.flush().await;
+    if outcome.accepted != Some(false) {
+        crate::store::mailbox::record_sent(&e.store, &row.id, mode.as_mail_kind(), message, by)?;
+    }
     Ok(SendDone {
         mode,
         accepted: outcome.accepted,

@@ -60,6 +60,10 @@ pub fn read(web: &Web, route: &str, q: Option<&str>) -> Result<hyper::Response<B
             Ok(json(&page(&conn, &root, &filter(q)?, offset, limit)?))
         }
         "/api/thread" => Ok(json(&detail(&conn, &ThreadId::new(required(q, "id")?))?)),
+        "/api/timeline" => Ok(json(&timeline(
+            &conn,
+            &SessionId::new(required(q, "root")?),
+        )?)),
         "/api/usage" => {
             let all = usage::trees(&conn)?;
             let roots: Vec<&str> = all.iter().map(|t| t.root_session.as_str()).collect();
@@ -129,12 +133,14 @@ pub fn filter(q: Option<&str>) -> Result<WebFilter> {
         Some(p) => (None, Some(p)),
         None => (None, None),
     };
+    let host = query_param(q, "host").filter(|h| !h.trim().is_empty());
     Ok(WebFilter {
         state,
         visibility,
         contract,
         glob,
         text,
+        host,
     })
 }
 
@@ -153,6 +159,12 @@ pub struct TreesDoc {
     pub event: String,
     pub filtered: bool,
     pub trees: Vec<TreeDoc>,
+    /// Issue 50: every thread that needs the person (the view `thread_attention`), oldest
+    /// first, whatever the filter: the page's band and its title's count.
+    pub needs: Vec<rows::NeedRow>,
+    /// Issue 50: the hosts whose serves used this database (`host_serves`), for the page's
+    /// host filter, shown when there is more than one.
+    pub hosts: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -217,6 +229,13 @@ pub fn trees(
         event,
         filtered: !f.is_none(),
         trees,
+        needs: rows::needs(conn)?,
+        hosts: crate::store::hosts::list(conn)?
+            .into_iter()
+            .map(|h| h.host_id)
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect(),
     })
 }
 
@@ -236,6 +255,8 @@ pub struct RowDoc {
     pub path: String,
     pub name: String,
     pub task_name: String,
+    /// Issue 50: what it was asked to do, in one line (its name, else its prompt's first line).
+    pub task: String,
     pub contract: crate::domain::Contract,
     pub manager_session: String,
     /// The state in words, as `tree` and `top` show it (`live/busy`, `closed/stopped`, …).
@@ -344,6 +365,7 @@ pub fn page(
                 path: r.path.clone(),
                 name: r.name.clone(),
                 task_name: r.task_name.clone(),
+                task: rows::task_line(&r.name, &r.task_name, r.prompt_head.as_deref()),
                 contract: r.contract,
                 manager_session: r.manager_session.clone(),
                 state: state_of(r, &leases, need.as_ref()),
@@ -499,6 +521,12 @@ pub struct DetailDoc {
     pub actions: Vec<ActionDoc>,
     /// The child's question waiting for an answer (`THREADBASE_UI=parent`), if any.
     pub question: Option<crate::store::questions::Question>,
+    /// Issue 50: the whole prompt it was started with, when and by whom.
+    pub prompt: Option<String>,
+    pub prompt_at: String,
+    pub prompt_by: String,
+    /// Every message sent into it since, oldest first, with who sent it and when.
+    pub sent: Vec<rows::Sent>,
 }
 
 /// Quotes `s` for a POSIX shell when it needs it.
@@ -560,6 +588,7 @@ pub fn detail(conn: &crate::store::Conn, id: &ThreadId) -> Result<DetailDoc> {
             }
         })
         .collect();
+    let prompt_by = format!("session {manager_session} ({contract} tool)");
     Ok(DetailDoc {
         id: row.id.to_string(),
         path: row.path.clone(),
@@ -576,6 +605,10 @@ pub fn detail(conn: &crate::store::Conn, id: &ThreadId) -> Result<DetailDoc> {
         subtree,
         actions,
         question: crate::store::questions::pending_of(conn, id)?,
+        prompt: rows::prompt_of(conn, id)?,
+        prompt_at: row.created_at.clone(),
+        prompt_by,
+        sent: rows::sent_of(conn, id)?,
     })
 }
 
@@ -624,6 +657,8 @@ fn usage_doc(mut all: Vec<usage::TreeUsage>, infos: &[sessions::SessionInfo]) ->
 
 mod action;
 pub use action::*;
+mod timeline;
+pub use timeline::*;
 
 #[cfg(test)]
 mod tests;

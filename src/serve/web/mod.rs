@@ -318,6 +318,7 @@ impl Web {
             "/" | "/api/trees"
                 | "/api/rows"
                 | "/api/thread"
+                | "/api/timeline"
                 | "/api/usage"
                 | "/api/command"
                 | "/api/events"

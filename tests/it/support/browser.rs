@@ -355,10 +355,17 @@ pub struct Web {
 
 impl Web {
     pub fn start(db: &Path, token: &str) -> Web {
+        Web::start_with(db, &["--port", "0", "--token", token])
+    }
+
+    /// `threadbase --db DB web ARGS…` (no token in the environment); its port and token are
+    /// read from the two lines it prints.
+    pub fn start_with(db: &Path, args: &[&str]) -> Web {
         let mut child = Command::new(env!("CARGO_BIN_EXE_threadbase"))
             .arg("--db")
             .arg(db)
-            .args(["web", "--port", "0", "--token", token])
+            .arg("web")
+            .args(args)
             .env_remove("THREADBASE_DB")
             .env_remove("THREADBASE_TOKEN")
             .stdin(Stdio::null())
@@ -375,17 +382,20 @@ impl Web {
             .next()
             .and_then(|p| p.parse().ok())
             .unwrap_or_else(|| panic!("no port in {line:?}"));
+        let mut open = String::new();
+        out.read_line(&mut open).unwrap();
+        let token = open
+            .trim()
+            .rsplit_once("?token=")
+            .map(|(_, t)| t.to_string())
+            .unwrap_or_else(|| panic!("no token in {open:?}"));
         std::thread::spawn(move || {
             let mut sink = String::new();
             while out.read_line(&mut sink).is_ok_and(|n| n > 0) {
                 sink.clear();
             }
         });
-        Web {
-            child,
-            port,
-            token: token.to_string(),
-        }
+        Web { child, port, token }
     }
 
     /// The address that sets the token's cookie and opens the page.

@@ -98,7 +98,7 @@ pub fn action(store: &Store, body: &[u8]) -> Result<hyper::Response<Body>> {
                 )))
             }
         };
-        Some(crate::engine::send_payload(message, mode)?)
+        Some(crate::engine::send_payload(message, mode, "the web page")?)
     } else {
         if a.message.is_some() || a.mode.is_some() {
             return Err(Error::invalid(format!(

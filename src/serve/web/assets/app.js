@@ -55,6 +55,9 @@ const st = {
   command: null,
   usageOpen: false,
   loaded: false,
+  // The Send box's draft per thread (id -> {text, mode}): a box belongs to the thread it was
+  // opened for, and switching threads never carries a message to another one.
+  drafts: new Map(),
 };
 // Read by the tests: when the first rows were painted, renders, change events seen.
 window.tb = { firstPaint: null, renders: 0, changes: 0, lastEventId: null, errors: [] };
@@ -111,6 +114,8 @@ function filterQuery() {
   }
   const m = $('f-match').value.trim();
   if (m) p.set('match', m);
+  const h = $('f-host').value;
+  if (h) p.set('host', h);
   return p.toString();
 }
 
@@ -145,7 +150,8 @@ function rowHtml(r, i) {
   const sub = r.subtree.threads > 1
     ? `${r.subtree.threads} · ${compact(r.subtree.tokens)} · ${usd(r.subtree.costUsd)}` : '';
   return `<div class="row thread${sel}${live}${arch}" style="top:${i * ROW_H}px" data-id="${esc(r.id)}" data-path="${esc(r.path)}" data-state="${esc(r.state)}" title="${esc(r.path)} · ${esc(r.id)}${r.host ? ' · host ' + esc(r.host) : ''}">` +
-    `<span class="c-path" style="padding-left:${(r.level - 1) * 16}px">${esc(r.path)}<span class="name">${esc(r.name !== r.taskName ? r.name : '')}</span></span>` +
+    `<span class="c-path" style="padding-left:${(r.level - 1) * 16}px">${esc(r.path)}</span>` +
+    `<span class="c-task" title="${esc(r.task)}">${esc(r.task)}</span>` +
     `<span class="c-state">${esc(r.state)}${r.host ? `<span class="host"> · ${esc(r.host)}</span>` : ''}</span><span class="c-phase">${esc(r.phase)}</span>` +
     `<span class="c-exit">${esc(r.exitKind || '')}</span><span class="c-age">${ago(r.createdAt)}</span>` +
     `<span class="c-act">${ago(r.lastEventAt)}</span><span class="c-tok">${compact(r.tokens)}</span>` +
@@ -262,6 +268,66 @@ async function loadTrees() {
   if (q !== st.filter) return;
   st.trees = doc.trees;
   st.loaded = true;
+  renderNeeds(doc.needs || []);
+  renderHosts(doc.hosts || []);
+}
+
+// The host filter, on a database more than one host uses (issue 50).
+function renderHosts(hosts) {
+  const sel = $('f-host');
+  const opts = '<option value="">every host</option>' + hosts.map((h) => `<option value="${esc(h)}">host ${esc(h)}</option>`).join('');
+  if (sel.dataset.opts !== opts) {
+    const keep = sel.value;
+    sel.innerHTML = opts;
+    sel.dataset.opts = opts;
+    sel.value = hosts.includes(keep) ? keep : '';
+  }
+  sel.hidden = hosts.length < 2 && !sel.value;
+}
+
+// ---- needs you first --------------------------------------------------------------------
+
+// What each word asks of the person: a button the page can carry out, or the command to run.
+const NEED_ACTIONS = {
+  asking: { label: 'Answer', open: true },
+  failed: { label: 'Read the error', open: true, scroll: 'stderr' },
+  stalled: { label: 'Stop', stop: true },
+  unreachable: { hint: (n) => `threadbase host forget ${n.host || 'HOST'}` },
+  owner_gone: { hint: () => 'threadbase restore' },
+};
+const NEED_WORDS = { asking: 'asking', failed: 'failed', stalled: 'stalled', unreachable: 'unreachable', owner_gone: 'owner gone' };
+
+let needsHtml = null;
+function renderNeeds(needs) {
+  st.needs = needs;
+  document.title = needs.length ? `(${needs.length}) threadbase` : 'threadbase';
+  const html = needs.map((n) => {
+    const a = NEED_ACTIONS[n.attention] || {};
+    const act = a.hint
+      ? `<span>run <code>${esc(a.hint(n))}</code></span>`
+      : `<button type="button" data-need="${esc(n.id)}">${esc(a.label)}</button>`;
+    return `<div class="need" data-id="${esc(n.id)}" data-path="${esc(n.path)}" data-attention="${esc(n.attention)}">` +
+      `<span class="n-word">${esc(NEED_WORDS[n.attention] || n.attention)}</span>` +
+      `<span class="n-path" data-open="${esc(n.id)}">${esc(n.path)}</span>` +
+      `<span class="n-detail" title="${esc(n.detail || '')}">${esc(n.detail || '')}${n.since ? ' · since ' + esc(n.since.slice(0, 19).replace('T', ' ')) : ''}${n.host ? ' · host ' + esc(n.host) : ''}</span>${act}</div>`;
+  }).join('');
+  if (html === needsHtml) return;
+  needsHtml = html;
+  $('needs-list').innerHTML = html;
+  $('needs-count').textContent = needs.length ? `(${needs.length})` : '';
+  $('needs').hidden = needs.length === 0;
+}
+
+function needClick(e) {
+  const opener = e.target.closest('[data-open]');
+  if (opener) { select(opener.dataset.open); return; }
+  const b = e.target.closest('button[data-need]');
+  if (!b) return;
+  const n = (st.needs || []).find((x) => x.id === b.dataset.need);
+  if (!n) return;
+  const a = NEED_ACTIONS[n.attention];
+  if (a.stop) { act('stop', null, { id: n.id, path: n.path }); return; }
+  select(n.id, a.scroll);
 }
 
 // ---- refresh on change ----------------------------------------------------------------
@@ -279,6 +345,7 @@ async function refresh() {
       const jobs = [];
       if (st.selected) jobs.push(loadDetail(st.selected));
       if (st.usageOpen) jobs.push(loadUsage());
+      if (st.timelineOpen) jobs.push(loadTimeline());
       if (st.command) jobs.push(loadCommand());
       await Promise.all(jobs);
     } while (again);
@@ -290,15 +357,43 @@ async function refresh() {
   }
 }
 
+// The event stream. While the server is away the browser retries by itself (`retry: 1000`);
+// a stream the browser gave up on (an answer other than the stream: a 401 after a restart
+// with another token, a 503) is asked for again here after asking why: a 401 means the token
+// changed, which only a new address mends, so the page says so and keeps asking, quietly.
+let source = null;
 function connect() {
   const es = new EventSource('/api/events');
-  es.addEventListener('open', () => setStatus('live', true));
+  source = es;
+  es.addEventListener('open', () => {
+    tb.connects = (tb.connects || 0) + 1;
+    setStatus('live', true);
+    $('token-changed').hidden = true;
+  });
   es.addEventListener('change', (e) => {
     tb.changes++;
     tb.lastEventId = e.lastEventId;
     refresh();
   });
-  es.addEventListener('error', () => setStatus('reconnecting…', false));
+  es.addEventListener('error', () => {
+    if (es.readyState !== EventSource.CLOSED) { setStatus('reconnecting…', false); return; }
+    es.close();
+    whyClosed().then((why) => {
+      if (why === 'token') {
+        setStatus('token changed', false);
+        $('token-changed').hidden = false;
+      } else setStatus('reconnecting…', false);
+      setTimeout(() => { if (source === es) connect(); }, 2000);
+    });
+  });
+}
+
+// Why the stream closed: 'token' when the server answers but refuses this page's token.
+async function whyClosed() {
+  try {
+    const res = await fetch('/api/trees?state=live', { credentials: 'same-origin' });
+    return res.status === 401 ? 'token' : 'other';
+  } catch (_) { return 'away'; }
 }
 
 // ---- the detail -----------------------------------------------------------------------
@@ -322,10 +417,8 @@ function renderDetail() {
   const exit = s.exit ? ` · exit ${esc(s.exit.kind || '')}${s.exit.code != null ? ' ' + esc(s.exit.code) : ''}` : '';
   const keepAnswer = el.querySelector('#answer-text');
   const answerDraft = keepAnswer ? keepAnswer.value : '';
-  const keepSend = el.querySelector('#send-message');
-  const draft = keepSend ? keepSend.value : '';
-  const mode = el.querySelector('#send-mode') ? el.querySelector('#send-mode').value : 'auto';
-  const sendOpen = !!el.querySelector('.send');
+  saveDraft();
+  const kept = st.drafts.get(d.id);
   const buttons = d.actions.map((a) => {
     const spec = ACTIONS[a.action];
     if (!spec) return '';
@@ -342,8 +435,9 @@ function renderDetail() {
     (d.subtree ? `<div class="meta">subtree: ${esc(d.subtree)}</div>` : '') +
     questionBlock(d.question) +
     `<div class="actions">${buttons}</div>` +
-    (sendOpen ? sendForm(draft, mode) : '') +
+    (kept ? sendForm(d, kept.text, kept.mode) : '') +
     `<div id="action-result" class="result"></div>` +
+    taskBlock(d) +
     `<h3>Summary</h3><pre>${esc(s.resultSummary || '(none)')}</pre>` +
     `<h3>Answer</h3><pre id="answer">${esc(d.answer || '(none yet)')}</pre>` +
     `<h3>Events (${(d.events || []).length} retained)</h3><table id="events">${events}</table>` +
@@ -353,12 +447,32 @@ function renderDetail() {
     `<h3>poll (tail)</h3><details><summary>snapshot JSON</summary><pre>${esc(JSON.stringify(s, null, 2))}</pre></details>`;
   if (answerDraft && $('answer-text')) $('answer-text').value = answerDraft;
   showCommand();
+  if (st.scrollTo && $(st.scrollTo)) { $(st.scrollTo).scrollIntoView(); st.scrollTo = null; }
 }
 
-function sendForm(draft, mode) {
+// What the thread was asked: its whole prompt, then every message sent to it since, each with
+// who sent it and when.
+function taskBlock(d) {
+  const when = (t) => esc((t || '').slice(0, 19).replace('T', ' '));
+  const sent = (d.sent || []).map((m) =>
+    `<div class="sent"><div class="who">${esc(m.kind)} · ${esc(m.by || 'its parent')} · ${when(m.at)}${m.state !== 'delivered' ? ' · ' + esc(m.state) : ''}</div><pre>${esc(m.body)}</pre></div>`).join('');
+  return `<h3>Task</h3><div class="who meta">prompt · ${esc(d.promptBy)} · ${when(d.promptAt)}</div>` +
+    `<pre id="prompt">${esc(d.prompt || '(started without a prompt)')}</pre>` +
+    `<h3>Sent since (${(d.sent || []).length})</h3><div id="sent">${sent || '<div class="meta">(nothing)</div>'}</div>`;
+}
+
+// The Send box of thread `d`: it carries the thread's id, and its button names the thread.
+function sendForm(d, draft, mode) {
   const opts = ['auto', 'prompt', 'steer', 'follow_up'].map((m) => `<option value="${m}"${m === mode ? ' selected' : ''}>${m}</option>`).join('');
-  return `<div class="send"><textarea id="send-message" placeholder="message">${esc(draft)}</textarea>` +
-    `<select id="send-mode" title="mode">${opts}</select><button type="button" id="send-go">Send</button></div>`;
+  return `<div class="send" id="send-box" data-thread="${esc(d.id)}" data-path="${esc(d.path)}"><textarea id="send-message" placeholder="message to ${esc(d.path)}">${esc(draft)}</textarea>` +
+    `<select id="send-mode" title="mode">${opts}</select><button type="button" id="send-go">Send to ${esc(d.path)}</button></div>`;
+}
+
+// Keeps the open Send box's text as its own thread's draft.
+function saveDraft() {
+  const box = $('send-box');
+  if (!box) return;
+  st.drafts.set(box.dataset.thread, { text: $('send-message').value, mode: $('send-mode').value });
 }
 
 function showCommand() {
@@ -395,8 +509,9 @@ function confirmBox(text, ok, danger) {
   });
 }
 
-async function act(action, extra) {
-  const d = st.detail;
+// Takes `action` on `target` ({id, path}; the open thread unless named).
+async function act(action, extra, target) {
+  const d = target || st.detail;
   if (!d) return;
   const spec = ACTIONS[action];
   if (spec.confirm && !(await confirmBox(spec.confirm(d.path), spec.ok, true))) return;
@@ -408,6 +523,7 @@ async function act(action, extra) {
       headers: { 'Content-Type': 'application/json' },
       body: JSON.stringify(Object.assign({ thread: d.id, action }, extra || {})),
     });
+    if (action === 'send') st.drafts.delete(d.id);
     st.command.id = doc.command ?? null;
     st.command.state = doc.state;
   } catch (e) {
@@ -416,6 +532,77 @@ async function act(action, extra) {
   }
   showCommand();
   loadCommand();
+}
+
+// ---- the timeline ---------------------------------------------------------------------
+
+// One tree over time (/api/timeline): a bar per thread from its start to its close (or now),
+// nested by path, cut into spans of what it was doing, its turns as ticks, and the tree's
+// cumulative cost as a line above. SVG drawn from the answer; read again on every change.
+async function loadTimeline() {
+  const sel = $('timeline-root');
+  const roots = st.trees.map((t) => t.rootSession);
+  const opts = st.trees.map((t) => `<option value="${esc(t.rootSession)}">${esc(t.rootSession)}${t.name ? ' “' + esc(t.name) + '”' : ''}</option>`).join('');
+  if (sel.dataset.opts !== opts) { const keep = sel.value; sel.innerHTML = opts; sel.dataset.opts = opts; if (roots.includes(keep)) sel.value = keep; }
+  if (!st.timelineRoot || !roots.includes(st.timelineRoot)) st.timelineRoot = roots[0] || null;
+  if (!st.timelineRoot) { $('timeline-plot').innerHTML = '<div class="meta">(no trees)</div>'; return; }
+  sel.value = st.timelineRoot;
+  try {
+    const root = st.timelineRoot;
+    const doc = await api('/api/timeline?root=' + encodeURIComponent(root));
+    if (root !== st.timelineRoot) return;
+    st.timeline = doc;
+    drawTimeline();
+  } catch (e) { noteError(e); $('timeline-info').textContent = e.message; }
+}
+
+function drawTimeline() {
+  const doc = st.timeline;
+  if (!doc || !st.timelineOpen) return;
+  const t = performance.now();
+  const now = Date.now();
+  const ms = (s) => (s ? Date.parse(s) : now);
+  let t0 = Infinity, t1 = -Infinity;
+  for (const b of doc.threads) { t0 = Math.min(t0, ms(b.start)); t1 = Math.max(t1, b.end ? ms(b.end) : now); }
+  if (!doc.threads.length) { $('timeline-plot').innerHTML = '<div class="meta">(no threads)</div>'; return; }
+  if (t1 <= t0) t1 = t0 + 1000;
+  const W = Math.max(600, $('timeline-plot').clientWidth || 900);
+  const labelW = 280, costH = 46, top = costH + 18, rowH = 14, plotW = W - labelW - 12;
+  const x = (v) => labelW + ((v - t0) / (t1 - t0)) * plotW;
+  const H = top + doc.threads.length * rowH + 4;
+  const parts = [];
+  // The cost line above, with its scale.
+  const maxCost = doc.cost.length ? doc.cost[doc.cost.length - 1][1] : 0;
+  {
+    const y = (c) => costH - (maxCost > 0 ? (c / maxCost) * (costH - 8) : 0);
+    let d = `M${x(t0).toFixed(1)},${costH}`;
+    for (const [at, c] of doc.cost) d += ` L${x(ms(at)).toFixed(1)},${y(c).toFixed(1)}`;
+    d += ` L${x(t1).toFixed(1)},${y(maxCost).toFixed(1)}`;
+    parts.push(`<path class="cost" id="timeline-cost" d="${d}"><title>cumulative cost of the tree: ${usd(maxCost)}</title></path>`);
+  }
+  parts.push(`<text class="axis" x="4" y="12">cost ${usd(maxCost)}</text>`);
+  parts.push(`<text class="axis" x="${labelW}" y="${costH + 13}">${esc(new Date(t0).toISOString().slice(0, 19).replace('T', ' '))}</text>`);
+  parts.push(`<text class="axis" x="${W - 12}" y="${costH + 13}" text-anchor="end">${doc.threads.some((b) => !b.end) ? 'now' : esc(new Date(t1).toISOString().slice(0, 19).replace('T', ' '))}</text>`);
+  doc.threads.forEach((b, i) => {
+    const y = top + i * rowH;
+    const last = b.spans.length ? b.spans[b.spans.length - 1].kind : '';
+    const end = b.end ? ms(b.end) : now;
+    const segs = b.spans.map((s) => {
+      const a = x(ms(s.from)), z = x(s.to ? ms(s.to) : end);
+      return `<rect class="seg k-${s.kind}" data-kind="${s.kind}" x="${a.toFixed(1)}" y="${y + 2}" width="${Math.max(1, z - a).toFixed(1)}" height="${rowH - 4}"></rect>`;
+    }).join('');
+    const ticks = b.ticks.map((at) => { const tx = x(ms(at)).toFixed(1); return `<line class="tick" x1="${tx}" x2="${tx}" y1="${y + 1}" y2="${y + rowH - 1}"></line>`; }).join('');
+    const name = b.path.split('/').pop();
+    const label = `${'\u00a0'.repeat(Math.max(0, b.level - 1) * 2)}${name}${b.host ? ' · ' + b.host : ''}`;
+    const tip = `${b.path} · ${b.state}${b.host ? ' · host ' + b.host : ''} · ${usd(b.costUsd)}\n${b.task}`;
+    parts.push(`<g class="bar${st.selected === b.id ? ' sel' : ''}" data-id="${esc(b.id)}" data-path="${esc(b.path)}" data-kind="${last}"><title>${esc(tip)}</title>` +
+      `<rect class="bg" x="0" y="${y}" width="${W}" height="${rowH}" fill="transparent"></rect>` +
+      `<text x="4" y="${y + rowH - 3}">${esc(label.length > 40 ? label.slice(0, 39) + '…' : label)}</text>${segs}${ticks}</g>`);
+  });
+  $('timeline-plot').innerHTML = `<svg width="${W}" height="${H}" viewBox="0 0 ${W} ${H}">${parts.join('')}</svg>`;
+  $('timeline-info').textContent = `${doc.threads.length} thread${doc.threads.length === 1 ? '' : 's'}${doc.truncated ? ' (the first, in tree order)' : ''}`;
+  tb.timelineDraws = (tb.timelineDraws || 0) + 1;
+  tb.timelineMs = performance.now() - t;
 }
 
 // ---- usage ----------------------------------------------------------------------------
@@ -429,9 +616,15 @@ async function loadUsage() {
 
 // ---- events of the page ---------------------------------------------------------------
 
-function select(id) {
+function select(id, scrollTo) {
+  st.scrollTo = scrollTo || null;
+  // The open Send box stays with its thread: kept as its draft, gone from the page.
+  saveDraft();
+  const box = $('send-box');
+  if (box && box.dataset.thread !== id) box.remove();
   st.selected = id;
   draw();
+  if (st.timelineOpen) drawTimeline();
   loadDetail(id);
 }
 
@@ -449,6 +642,7 @@ function wire() {
     const row = e.target.closest('.row.thread');
     if (row) select(row.dataset.id);
   });
+  $('needs-list').addEventListener('click', needClick);
   $('detail').addEventListener('click', (e) => {
     const b = e.target.closest('button');
     if (!b) return;
@@ -461,16 +655,22 @@ function wire() {
       return;
     }
     if (b.id === 'send-go') {
+      const box = $('send-box');
       const message = $('send-message').value;
       const mode = $('send-mode').value;
-      act('send', mode === 'auto' ? { message } : { message, mode });
+      const target = { id: box.dataset.thread, path: box.dataset.path };
+      if (message.trim() === '') return;
+      $('send-message').value = '';
+      st.drafts.delete(target.id);
+      act('send', mode === 'auto' ? { message } : { message, mode }, target);
       return;
     }
     const action = b.dataset.action;
     if (!action) return;
     if (ACTIONS[action].form) {
-      if (!$('detail').querySelector('.send')) {
-        b.closest('.actions').insertAdjacentHTML('afterend', sendForm('', 'auto'));
+      if (!$('send-box') && st.detail) {
+        st.drafts.set(st.detail.id, { text: '', mode: 'auto' });
+        b.closest('.actions').insertAdjacentHTML('afterend', sendForm(st.detail, '', 'auto'));
         $('send-message').focus();
       }
       return;
@@ -487,16 +687,26 @@ function wire() {
       refresh();
     }, 150);
   };
-  for (const id of ['f-state', 'f-visibility', 'f-contract']) $(id).addEventListener('change', changed);
+  for (const id of ['f-state', 'f-visibility', 'f-contract', 'f-host']) $(id).addEventListener('change', changed);
   $('f-match').addEventListener('input', changed);
   $('filters').addEventListener('submit', (e) => e.preventDefault());
+  $('timeline-toggle').addEventListener('click', () => {
+    st.timelineOpen = !st.timelineOpen;
+    $('timeline').hidden = !st.timelineOpen;
+    if (st.timelineOpen) loadTimeline();
+  });
+  $('timeline-root').addEventListener('change', () => { st.timelineRoot = $('timeline-root').value; loadTimeline(); });
+  $('timeline-plot').addEventListener('click', (e) => {
+    const g = e.target.closest('g.bar');
+    if (g) select(g.dataset.id);
+  });
   $('usage-toggle').addEventListener('click', () => {
     st.usageOpen = !st.usageOpen;
     $('usage').hidden = !st.usageOpen;
     if (st.usageOpen) loadUsage();
   });
   // Ages move: redraw from memory (no request) every few seconds.
-  setInterval(draw, 5000);
+  setInterval(() => { draw(); if (st.timelineOpen) drawTimeline(); }, 5000);
 }
 
 wire();
