@@ -296,9 +296,7 @@ fn dispatch(engine: &Arc<Engine>, queues: &Queues, pending: Vec<PendingCommand>)
             continue;
         }
         match c.kind {
-            CommandKind::Send | CommandKind::Resume | CommandKind::Merge => {
-                queues.push(engine, c)
-            }
+            CommandKind::Send | CommandKind::Resume | CommandKind::Merge => queues.push(engine, c),
             CommandKind::Stop | CommandKind::ForceStop | CommandKind::Interrupt => {
                 let engine = engine.clone();
                 tokio::spawn(tracing::Instrument::in_current_span(async move {

@@ -56,6 +56,7 @@ mod real_pi_resume_fork;
 mod real_pi_runtime;
 mod real_pi_serve;
 mod real_pi_smoke;
+mod real_pi_status_tmux;
 mod real_pi_subtree;
 mod real_pi_threads_command;
 mod real_pi_usage;

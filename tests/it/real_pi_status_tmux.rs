@@ -51,17 +51,16 @@ fn tool_results(r: &RecordedRequest) -> usize {
 }
 
 fn is_child(r: &RecordedRequest) -> bool {
-    r.messages()
-        .iter()
-        .any(|m| m["role"] == "user" && fake_llm::content_text(&m["content"]).contains("SPEND-TASK"))
+    r.messages().iter().any(|m| {
+        m["role"] == "user" && fake_llm::content_text(&m["content"]).contains("SPEND-TASK")
+    })
 }
 
 /// The footer's status entry: the line holding `threads: `, from there on.
 fn status_of(screen: &str) -> Option<String> {
-    screen.lines().find_map(|l| {
-        l.find("threads: ")
-            .map(|at| l[at..].trim_end().to_string())
-    })
+    screen
+        .lines()
+        .find_map(|l| l.find("threads: ").map(|at| l[at..].trim_end().to_string()))
 }
 
 #[test]
@@ -118,9 +117,17 @@ fn real_pi_status_line_shows_the_spend_moving_while_a_child_runs() {
     argv.extend(["-e".to_string(), extension.to_string()]);
     let db = env.root.path().join("db.sqlite");
     let mut vars = env.env.clone();
-    vars.push(("THREADBASE_BIN".into(), env!("CARGO_BIN_EXE_threadbase").into()));
+    vars.push((
+        "THREADBASE_BIN".into(),
+        env!("CARGO_BIN_EXE_threadbase").into(),
+    ));
     vars.push(("THREADBASE_DB".into(), db.display().to_string()));
     vars.push(("TERM".into(), "xterm-256color".into()));
+    // The session's serve launches its children as real Pi too.
+    vars.push((
+        "THREADBASE_PI_COMMAND".into(),
+        serde_json::to_string(&env.child_command(&pi, &[])).unwrap(),
+    ));
     let quote = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
     let command = format!(
         "cd {} && env -i {} {}",
@@ -135,7 +142,15 @@ fn real_pi_status_line_shows_the_spend_moving_while_a_child_runs() {
         socket: format!("tbstatus-{}", std::process::id()),
     };
     let out = tmux.cmd(&[
-        "new-session", "-d", "-s", "pi", "-x", "140", "-y", "40", &command,
+        "new-session",
+        "-d",
+        "-s",
+        "pi",
+        "-x",
+        "140",
+        "-y",
+        "40",
+        &command,
     ]);
     assert!(out.status.success(), "tmux new-session: {out:?}");
     // Pi's editor is up: type the prompt.
@@ -150,7 +165,13 @@ fn real_pi_status_line_shows_the_spend_moving_while_a_child_runs() {
     }
     std::thread::sleep(Duration::from_millis(1500));
     assert!(tmux
-        .cmd(&["send-keys", "-t", "pi", "Start the spender in the background.", "Enter"])
+        .cmd(&[
+            "send-keys",
+            "-t",
+            "pi",
+            "Start the spender in the background.",
+            "Enter"
+        ])
         .status
         .success());
     // The footer while the child runs: busy, with the spend growing.
