@@ -2,7 +2,8 @@
 //! each row's task and the detail's prompt and follow-ups, the "needs you" band and the title's
 //! count, the timeline of a tree, a page that survives a restart of `web` (its kept token), the
 //! Send box that belongs to one thread, `web --db` of a missing file, and the host filter of a
-//! team database. Screenshots go to `target/web-screenshots/` and, for the README, `docs/img/`.
+//! team database. Screenshots go to `target/web-screenshots/` and, for the README, `docs/img/`
+//! (THREADBASE_UPDATE_SCREENSHOTS=1).
 
 use crate::support::browser::{self, Browser, Web};
 use crate::support::common;
@@ -421,12 +422,6 @@ fn rows_carry_the_task_name_else_the_prompts_first_line() {
     assert_eq!(detail["sent"], json!([]));
 }
 
-fn bar_kind(b: &Browser, path: &str) -> Value {
-    b.eval(&format!(
-        "const g = document.querySelector('#timeline-plot g.bar[data-path=\"{path}\"]'); return g ? g.dataset.kind : null;"
-    ))
-}
-
 /// 3: the timeline of a tree: a bar per thread, nested by path, that changes colour when the
 /// thread changes state (busy while its turn runs, idle after), live like the table; a click on
 /// a bar opens its detail.
@@ -485,7 +480,11 @@ fn the_timeline_draws_a_bar_per_thread_that_changes_colour_with_its_state() {
         "const g = document.querySelector('#timeline-plot g.bar[data-path=\"/root/lint\"]'); return g && g.dataset.kind === 'idle'",
         Duration::from_secs(20),
     );
-    assert_eq!(bar_kind(&b, "/root/build"), json!("idle"));
+    b.wait_for(
+        "build idle",
+        "const g = document.querySelector('#timeline-plot g.bar[data-path=\"/root/build\"]'); return g && g.dataset.kind === 'idle'",
+        Duration::from_secs(20),
+    );
     let kinds = b.eval("return [...document.querySelectorAll('#timeline-plot g.bar[data-path=\"/root/lint\"] rect.seg')].map(r => r.dataset.kind)");
     assert!(
         kinds.as_array().unwrap().iter().any(|k| k == "busy"),
@@ -504,7 +503,8 @@ fn the_timeline_draws_a_bar_per_thread_that_changes_colour_with_its_state() {
 }
 
 /// The README's pictures: the page on the demo's database (its "needs you" band, the rows'
-/// tasks, a thread's detail) and the demo tree's timeline, saved in `docs/img/`.
+/// tasks, a thread's detail) and the demo tree's timeline, saved in `docs/img/` with
+/// THREADBASE_UPDATE_SCREENSHOTS=1 (else in `target/web-screenshots/`).
 #[test]
 fn screenshots_of_the_demo_page_and_its_timeline_for_the_docs() {
     if !browser::available("screenshots_of_the_demo_page_and_its_timeline_for_the_docs") {
@@ -531,7 +531,12 @@ fn screenshots_of_the_demo_page_and_its_timeline_for_the_docs() {
     );
     let task = text(&b, "return document.querySelector('.row.thread[data-path=\"/root/api_survey\"] .c-task').textContent");
     assert!(!task.is_empty() && task != "api_survey", "{task}");
-    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/img");
+    // The README's copies are rewritten only when asked (THREADBASE_UPDATE_SCREENSHOTS=1), so
+    // a test run leaves the work tree as it was; otherwise they go beside the others.
+    let docs = match std::env::var_os("THREADBASE_UPDATE_SCREENSHOTS") {
+        Some(_) => Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/img"),
+        None => browser::screenshot_dir(),
+    };
     b.screenshot(&docs.join("web.png"));
     b.click("#timeline-toggle");
     b.wait_for(
