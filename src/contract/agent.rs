@@ -466,6 +466,11 @@ pub struct AgentView<'a> {
     /// when nothing does. Set by `agent_status`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub attention: Option<&'a crate::store::attention::Need>,
+    /// Issue 48: `agent_spawn` with isolation asked for (`THREADBASE_ISOLATION=worktree` or
+    /// the type's `"isolation": "worktree"`) whose directory is not in a git work tree: why the
+    /// thread runs without a worktree. Absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub isolation_note: Option<&'a str>,
 }
 
 /// The view of `f`.
@@ -502,6 +507,7 @@ pub fn view<'a>(f: &AgentFacts<'a>) -> AgentView<'a> {
         output_truncated,
         host_unreachable: None,
         attention: None,
+        isolation_note: None,
     }
 }
 
@@ -530,6 +536,7 @@ pub fn main_session_view(now_ms: i64) -> AgentView<'static> {
         output_truncated: None,
         host_unreachable: None,
         attention: None,
+        isolation_note: None,
     }
 }
 

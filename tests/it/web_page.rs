@@ -699,3 +699,88 @@ fn a_team_database_has_a_host_filter_and_hosts_on_rows_and_bars() {
         .collect();
     assert_eq!(paths, ["/root/on_alpha"]);
 }
+
+/// Issue 48: an isolated thread's detail shows its worktree and what it changed, and Merge
+/// (behind its confirmation) is a command row the serve of its session carries out: the main
+/// tree gets the change.
+#[test]
+fn an_isolated_threads_detail_shows_its_diff_and_merges_it() {
+    if !browser::available("an_isolated_threads_detail_shows_its_diff_and_merges_it") {
+        return;
+    }
+    let place = crate::support::serve_client::Scripted::new("web_worktree");
+    place.script(
+        "script",
+        r#"{"turns": [[{"write": {"path": "notes.txt", "content": "changed by the child\n"}}, {"text": "wrote it"}]]}"#,
+    );
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&place.root)
+            .args(args)
+            .env("GIT_AUTHOR_NAME", "test")
+            .env("GIT_AUTHOR_EMAIL", "test@example.com")
+            .env("GIT_COMMITTER_NAME", "test")
+            .env("GIT_COMMITTER_EMAIL", "test@example.com")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    git(&["init", "--quiet", "-b", "main"]);
+    std::fs::write(place.root.join("notes.txt"), "base\n").unwrap();
+    // The test's own files (database, scripts) stay out of the repository.
+    std::fs::write(
+        place.root.join(".gitignore"),
+        "*.json\ndb.sqlite*\nagent/\n*.web-token\n",
+    )
+    .unwrap();
+    git(&["add", "notes.txt", ".gitignore"]);
+    git(&["commit", "--quiet", "-m", "init"]);
+    let mut serve = place.serve(
+        "script",
+        vec!["--session-id".into(), "ses_web_worktree".into()],
+        &[("THREADBASE_ISOLATION", "worktree")],
+    );
+    let r =
+        serve.thread(json!({"action": "start", "prompt": "edit the notes", "taskName": "editor"}));
+    assert_eq!(r["details"]["kind"], "started", "{r}");
+    let w = serve.thread(json!({"action": "wait", "id": "editor", "timeoutMs": 20000}));
+    assert_eq!(w["details"]["snapshot"]["phase"], "idle", "{w}");
+    let web = Web::start(&place.db, TOKEN);
+    let b = Browser::start();
+    b.goto(&web.url());
+    open_row(&b, "/root/editor");
+    b.wait_for(
+        "the worktree's diff",
+        "const d = document.getElementById('worktree-diff'); return d && d.textContent.includes('+changed by the child')",
+        Duration::from_secs(10),
+    );
+    let branch = text(
+        &b,
+        "return document.getElementById('worktree-path').textContent",
+    );
+    assert!(branch.contains("threadbase/editor-"), "{branch}");
+    assert_eq!(
+        std::fs::read_to_string(place.root.join("notes.txt")).unwrap(),
+        "base\n"
+    );
+    b.click("#act-merge");
+    b.wait_for(
+        "the confirmation",
+        "return !document.getElementById('confirm').hidden",
+        Duration::from_secs(5),
+    );
+    b.click("#confirm-yes");
+    b.wait_for(
+        "the merge carried out",
+        "const r = document.getElementById('action-result'); return r && r.textContent.startsWith('merge: done')",
+        Duration::from_secs(20),
+    );
+    assert_eq!(
+        std::fs::read_to_string(place.root.join("notes.txt")).unwrap(),
+        "changed by the child\n"
+    );
+    assert!(git(&["log", "--oneline"]).lines().count() >= 2);
+    serve.close(Duration::from_secs(20));
+}

@@ -773,3 +773,67 @@ fn w_diff(base: &Scripted, branch: &str) -> String {
     );
     String::from_utf8(out.stdout).unwrap()
 }
+
+/// Contracts B and C outside a git work tree with isolation asked for: the thread runs in its
+/// directory as without the setting, and its spawn result says why (`isolationNote`, present
+/// only then).
+#[test]
+fn agent_and_worker_spawns_outside_a_repository_say_why_they_are_not_isolated() {
+    let base = Scripted::new("wt_bc_plain");
+    base.script("script", &writer_script().to_string());
+    let header = json!({"type":"session","version":3,"id":"ses_wt_bc_plain","timestamp":"2026-12-06T00:00:00.000Z","cwd":base.root});
+    let session = base.session_file("sessions/main.jsonl", &[header]);
+    let call = |s: &mut Serve, method: &str, params: Value| -> Value {
+        let id = s.send(method, params);
+        let r = s.response(id, Duration::from_secs(60));
+        assert!(r.get("error").is_none(), "{r}");
+        r["result"].clone()
+    };
+    let mut s = base.serve(
+        "script",
+        vec!["--session-file".into(), session.display().to_string()],
+        ISOLATED,
+    );
+    let b = call(
+        &mut s,
+        "agent_spawn",
+        json!({"path": "a1", "type": "general", "task": "bee"}),
+    );
+    let note = b["details"]["isolationNote"].as_str().unwrap_or_default();
+    assert!(
+        note.contains("not isolated") && note.contains("Repair:"),
+        "{b}"
+    );
+    let c = call(
+        &mut s,
+        "threads_spawn",
+        json!({"key": "w1", "title": "W", "directory": base.root, "task": "sea"}),
+    );
+    let note = c["details"]["isolationNote"].as_str().unwrap_or_default();
+    assert!(
+        note.contains("not isolated") && note.contains("Repair:"),
+        "{c}"
+    );
+    assert_eq!(
+        c["details"]["directory"].as_str(),
+        Some(base.root.display().to_string().as_str())
+    );
+    assert_eq!(
+        common::count(&base.db, "SELECT count(*) FROM thread_worktrees"),
+        0
+    );
+    s.close(Duration::from_secs(10));
+    // Without the setting, no note.
+    let mut s = base.serve(
+        "script",
+        vec!["--session-file".into(), session.display().to_string()],
+        &[],
+    );
+    let b = call(
+        &mut s,
+        "agent_spawn",
+        json!({"path": "a2", "type": "general", "task": "bee"}),
+    );
+    assert!(b["details"].get("isolationNote").is_none(), "{b}");
+    s.close(Duration::from_secs(10));
+}

@@ -236,6 +236,7 @@ fn views_and_statuses() {
         queue_position: None,
         unreachable: None,
         attention: None,
+        isolation_note: None,
     };
     let v = serde_json::to_value(f.view()).unwrap();
     assert_eq!(

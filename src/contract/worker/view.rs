@@ -32,6 +32,9 @@ pub struct WorkerFacts {
     /// Issue 45: what needs the user about it (the view `thread_attention`; read by
     /// `threads_list`).
     pub attention: Option<crate::store::attention::Need>,
+    /// Issue 48: `threads_spawn` with `THREADBASE_ISOLATION=worktree` in a directory outside
+    /// a git work tree: why the worker runs without a worktree.
+    pub isolation_note: Option<String>,
 }
 
 impl WorkerFacts {
@@ -57,6 +60,7 @@ impl WorkerFacts {
             status: self.queue_position.map(QueuedStatus),
             host_unreachable: self.unreachable.as_ref(),
             attention: self.attention.as_ref(),
+            isolation_note: self.isolation_note.as_deref(),
         }
     }
 
@@ -121,6 +125,10 @@ pub struct WorkerView<'a> {
     /// view `thread_attention`): `{attention, since, detail}`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub attention: Option<&'a crate::store::attention::Need>,
+    /// Nor this: present only when `threads_spawn` asked for a worktree (issue 48) and the
+    /// directory is not in a git work tree: why it runs without one.
+    #[serde(rename = "isolationNote", skip_serializing_if = "Option::is_none")]
+    pub isolation_note: Option<&'a str>,
 }
 
 /// A queued worker's `status`: `queued (position N)`.

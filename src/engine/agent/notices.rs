@@ -8,7 +8,7 @@ use crate::domain::{ManagerId, ThreadId};
 
 use serde::Serialize;
 
-use super::{answer_row, Engine};
+use super::Engine;
 use crate::error::Result;
 use crate::store::agents::mailbox;
 use crate::store::agents::{self, AgentRow};
@@ -140,10 +140,19 @@ impl Engine {
 
     /// `view` of a thread a request held notices for: supersedes them when it is settled.
     pub(super) fn reported(&self, row: AgentRow) -> Result<crate::engine::Reply> {
+        self.reported_noted(row, None)
+    }
+
+    /// [`Engine::reported`], with `agent_spawn`'s isolation note (issue 48) when there is one.
+    pub(super) fn reported_noted(
+        &self,
+        row: AgentRow,
+        note: Option<String>,
+    ) -> Result<crate::engine::Reply> {
         if !row.active() {
             self.supersede_notices(&row.id)?;
         }
-        answer_row(row)
+        super::spawn::noted(row, note)
     }
 
     /// This serve's contract B rows after another connection committed (called by the row

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use super::{answer_row, Engine};
+use super::{view, Engine};
 use crate::contract::agent::{self as contract, AgentState};
 use crate::error::{Error, ErrorCode, Result};
 use crate::paths::{self, ROOT};
@@ -150,9 +150,8 @@ pub(in crate::engine) async fn spawn(e: &Engine, req: contract::Spawn) -> Result
             .get(kind)
             .is_some_and(|t| t.worktree);
     let isolation = crate::engine::isolation::prepare(isolated, &e.cfg.cwd)?;
-    if let Some(note) = isolation.note() {
-        tracing::warn!(thread = %id, "{note}");
-    }
+    // Its result says why it runs without a worktree (`isolationNote`).
+    let note = isolation.note();
     let plan = isolation.plan(&id, paths::basename(&path));
     let cwd = plan
         .as_ref()
@@ -286,11 +285,11 @@ pub(in crate::engine) async fn spawn(e: &Engine, req: contract::Spawn) -> Result
         // detached spawn answers now ("Queued (position N)"); a blocking one waits through
         // the queue and the run, as it waits for a run that started at once.
         if !wait {
-            return answer_row(e.row_by_id(&id)?);
+            return noted(e.row_by_id(&id)?, note);
         }
         let _held = e.hold_notices(&id);
         let row = e.wait_settled(&id, None).await?;
-        return e.reported(row);
+        return e.reported_noted(row, note);
     }
     let _held = e.hold_notices(&id);
     let started = async {
@@ -318,8 +317,17 @@ pub(in crate::engine) async fn spawn(e: &Engine, req: contract::Spawn) -> Result
     }
     if wait {
         let row = e.wait_settled(&id, None).await?;
-        e.reported(row)
+        e.reported_noted(row, note)
     } else {
-        answer_row(starting)
+        noted(starting, note)
     }
+}
+
+/// [`answer_row`] of `row` with the isolation note, when there is one.
+pub(super) fn noted(row: AgentRow, note: Option<String>) -> Result<Reply> {
+    Ok(Reply::shaped(move |w| {
+        let mut v = view(&row);
+        v.isolation_note = note.as_deref();
+        contract::tool_result(w, &v, false)
+    }))
 }

@@ -140,6 +140,7 @@ impl From<WorkerRow> for Worker {
                 queue_position: None,
                 unreachable: None,
                 attention: None,
+                isolation_note: None,
             },
             id: r.id,
             args: r.args,

@@ -122,9 +122,8 @@ pub(in crate::engine) async fn spawn(
         e.cfg.settings.isolation,
         std::path::Path::new(&req.directory),
     )?;
-    if let Some(note) = isolation.note() {
-        tracing::warn!(worker = %worker_id, "{note}");
-    }
+    // Its result says why it runs without a worktree (`isolationNote`).
+    let note = isolation.note();
     let plan = isolation.plan(&thread_id, &req.key);
     let cwd = plan
         .as_ref()
@@ -238,5 +237,7 @@ pub(in crate::engine) async fn spawn(
         drive(e, &worker_id).await?;
     }
     e.rt.flush().await;
-    answer_worker(load(e, &worker_id)?.facts)
+    let mut facts = load(e, &worker_id)?.facts;
+    facts.isolation_note = note;
+    answer_worker(facts)
 }

@@ -59,7 +59,11 @@ pub fn read(web: &Web, route: &str, q: Option<&str>) -> Result<hyper::Response<B
             let limit = number(q, "limit", 200, 1, MAX_PAGE)?;
             Ok(json(&page(&conn, &root, &filter(q)?, offset, limit)?))
         }
-        "/api/thread" => Ok(json(&detail(&conn, &ThreadId::new(required(q, "id")?))?)),
+        "/api/thread" => Ok(json(&detail(
+            &conn,
+            &web.store,
+            &ThreadId::new(required(q, "id")?),
+        )?)),
         "/api/timeline" => Ok(json(&timeline(
             &conn,
             &SessionId::new(required(q, "root")?),
@@ -420,15 +424,19 @@ pub enum ActionKind {
     Archive,
     Unarchive,
     Answer,
+    /// Issue 48: bring an isolated thread's worktree into the main tree (offered only for a
+    /// thread with a worktree; a `commands` row the serve holding or managing it carries out).
+    Merge,
 }
 
 impl ActionKind {
-    pub const BUTTONS: [ActionKind; 5] = [
+    pub const BUTTONS: [ActionKind; 6] = [
         ActionKind::Stop,
         ActionKind::ForceStop,
         ActionKind::Send,
         ActionKind::Archive,
         ActionKind::Unarchive,
+        ActionKind::Merge,
     ];
 }
 
@@ -441,6 +449,23 @@ fn allowed(
     let live = row.status() == ThreadStatus::Live;
     let held = owner_alive(row.owner_pid, row.owner_started_at);
     match kind {
+        ActionKind::Merge => {
+            if live
+                && matches!(
+                    row.phase(),
+                    crate::domain::Phase::Busy
+                        | crate::domain::Phase::Starting
+                        | crate::domain::Phase::Stopping
+                )
+            {
+                return Err(format!(
+                    "{} is live and {} (it may be writing its files now). Repair: wait for it to go idle, or stop it, then merge.",
+                    row.path,
+                    row.phase()
+                ));
+            }
+            Ok(())
+        }
         ActionKind::Answer => {
             if !live {
                 return Err(format!(
@@ -527,6 +552,59 @@ pub struct DetailDoc {
     pub prompt_by: String,
     /// Every message sent into it since, oldest first, with who sent it and when.
     pub sent: Vec<rows::Sent>,
+    /// Issue 48: its git worktree, when it runs in one (`THREADBASE_ISOLATION=worktree`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<WorktreeDoc>,
+}
+
+/// An isolated thread's worktree in its detail: where, which branch from which commit, and
+/// what it changed since (`threadbase diff`), cut at [`MAX_DIFF`] bytes.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorktreeDoc {
+    pub path: String,
+    pub branch: String,
+    pub base_commit: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub removed_at: Option<String>,
+    /// The diff, or why there is none here (removed, on another host).
+    pub diff: String,
+    pub diff_cut: bool,
+}
+
+/// The most of a worktree's diff the detail carries.
+pub const MAX_DIFF: usize = 200_000;
+
+/// Thread `id`'s worktree, with its diff read by git on this host.
+fn worktree_doc(
+    conn: &crate::store::Conn,
+    store: &Store,
+    id: &ThreadId,
+) -> Result<Option<WorktreeDoc>> {
+    let Some(tree) = crate::store::worktrees::of_thread_checked(conn, id)? else {
+        return Ok(None);
+    };
+    let mut diff = match crate::engine::review::diff(store, id.as_str(), false) {
+        Ok(d) if d.trim().is_empty() => "(no changes since its base commit)".to_string(),
+        Ok(d) => d,
+        Err(e) => e.message,
+    };
+    let diff_cut = diff.len() > MAX_DIFF;
+    if diff_cut {
+        let mut at = MAX_DIFF;
+        while !diff.is_char_boundary(at) {
+            at -= 1;
+        }
+        diff.truncate(at);
+    }
+    Ok(Some(WorktreeDoc {
+        path: tree.path,
+        branch: tree.branch,
+        base_commit: tree.base_commit,
+        removed_at: tree.removed_at,
+        diff,
+        diff_cut,
+    }))
 }
 
 /// Quotes `s` for a POSIX shell when it needs it.
@@ -541,7 +619,7 @@ fn shell_quote(s: &str) -> String {
 }
 
 /// One thread's detail.
-pub fn detail(conn: &crate::store::Conn, id: &ThreadId) -> Result<DetailDoc> {
+pub fn detail(conn: &crate::store::Conn, store: &Store, id: &ThreadId) -> Result<DetailDoc> {
     let Some(row) = threads::thread_by_id_any(conn, id)? else {
         return Err(Error::new(
             ErrorCode::UnknownReference,
@@ -571,12 +649,14 @@ pub fn detail(conn: &crate::store::Conn, id: &ThreadId) -> Result<DetailDoc> {
             shell_quote(f)
         )
     });
+    let worktree = worktree_doc(conn, store, id)?;
     let actions = ActionKind::BUTTONS
         .iter()
         .filter(|k| match k {
             // One of the two is offered: the one that changes something.
             ActionKind::Archive => !row.archived,
             ActionKind::Unarchive => row.archived,
+            ActionKind::Merge => worktree.as_ref().is_some_and(|w| w.removed_at.is_none()),
             _ => true,
         })
         .map(|&k| {
@@ -590,6 +670,7 @@ pub fn detail(conn: &crate::store::Conn, id: &ThreadId) -> Result<DetailDoc> {
         .collect();
     let prompt_by = format!("session {manager_session} ({contract} tool)");
     Ok(DetailDoc {
+        worktree,
         id: row.id.to_string(),
         path: row.path.clone(),
         contract,

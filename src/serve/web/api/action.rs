@@ -1,4 +1,4 @@
-//! The page's actions: `POST /api/action` (stop, force stop and send become command rows
+//! The page's actions: `POST /api/action` (stop, force stop, send and merge become command rows
 //! that the holding serve carries out; archive and answer are written here) and
 //! `/api/command?id=C`, how such a command row stands.
 
@@ -55,7 +55,7 @@ pub struct ActionAnswer {
     pub state: crate::domain::CommandState,
 }
 
-const ACTION_SHAPE: &str = "send {\"thread\": \"<id>\", \"action\": \"stop\"|\"force_stop\"|\"send\"|\"archive\"|\"unarchive\"|\"answer\"}, with \"message\" and optional \"mode\" (auto, prompt, steer, follow_up) for send, \"answer\" (true/false, an option, or text) for answer";
+const ACTION_SHAPE: &str = "send {\"thread\": \"<id>\", \"action\": \"stop\"|\"force_stop\"|\"send\"|\"archive\"|\"unarchive\"|\"answer\"|\"merge\"}, with \"message\" and optional \"mode\" (auto, prompt, steer, follow_up) for send, \"answer\" (true/false, an option, or text) for answer";
 
 /// Parses and carries out one action.
 pub fn action(store: &Store, body: &[u8]) -> Result<hyper::Response<Body>> {
@@ -123,6 +123,25 @@ pub fn action(store: &Store, body: &[u8]) -> Result<hyper::Response<Body>> {
                 _ => CommandKind::Send,
             };
             let id = store.write(|tx| commands::insert(tx, &row.id, kind, send.as_deref()))?;
+            (Some(id), crate::domain::CommandState::Pending)
+        }
+        // Issue 48: carried out on the worktree's host by the serve that holds the thread (or,
+        // once it is closed, the serve of its session), as `threadbase merge` does it.
+        ActionKind::Merge => {
+            let has_tree = crate::store::worktrees::of_thread_checked(&store.read()?, &row.id)?
+                .is_some_and(|w| w.removed_at.is_none());
+            if !has_tree {
+                return Err(Error::new(
+                    ErrorCode::Conflict,
+                    format!(
+                        "{} has no worktree to merge (it was not isolated, or `threadbase worktree clean` removed it). Repair: nothing to merge.",
+                        row.path
+                    ),
+                ));
+            }
+            let id = store.write(|tx| {
+                commands::insert(tx, &row.id, CommandKind::Merge, Some(r#"{"squash":false}"#))
+            })?;
             (Some(id), crate::domain::CommandState::Pending)
         }
         ActionKind::Archive | ActionKind::Unarchive => {

@@ -22,7 +22,17 @@ const ACTIONS = {
   archive: { label: 'Archive' },
   unarchive: { label: 'Unarchive' },
   answer: { label: 'Answer' },
+  merge: { label: 'Merge…', confirm: (p) => `Merge ${p}'s worktree into the main tree's current branch? Its uncommitted work is first committed on its branch; a conflict, or uncommitted changes to the same files in the main tree, change nothing.`, ok: 'Merge' },
 };
+
+// An isolated thread's worktree (THREADBASE_ISOLATION=worktree): where, which branch, and
+// what it changed since its base commit.
+function worktreeBlock(d) {
+  const w = d.worktree;
+  if (!w) return '';
+  return `<h3>Worktree</h3><div class="meta" id="worktree-path"><code>${esc(w.path)}</code> · branch <code>${esc(w.branch)}</code> · from ${esc((w.baseCommit || '').slice(0, 12))}${w.removedAt ? ' · removed ' + esc(w.removedAt) : ''}</div>` +
+    `<pre id="worktree-diff" class="diff">${esc(w.diff)}${w.diffCut ? '\n… (cut; run threadbase diff for all of it)' : ''}</pre>`;
+}
 
 // A child's question waiting for an answer (THREADBASE_UI=parent): what it asks and the
 // answers its kind takes.
@@ -438,6 +448,7 @@ function renderDetail() {
     (kept ? sendForm(d, kept.text, kept.mode) : '') +
     `<div id="action-result" class="result"></div>` +
     taskBlock(d) +
+    worktreeBlock(d) +
     `<h3>Summary</h3><pre>${esc(s.resultSummary || '(none)')}</pre>` +
     `<h3>Answer</h3><pre id="answer">${esc(d.answer || '(none yet)')}</pre>` +
     `<h3>Events (${(d.events || []).length} retained)</h3><table id="events">${events}</table>` +
