@@ -784,3 +784,51 @@ fn an_isolated_threads_detail_shows_its_diff_and_merges_it() {
     assert!(git(&["log", "--oneline"]).lines().count() >= 2);
     serve.close(Duration::from_secs(20));
 }
+
+/// 2: a thread that ended failed (and is not archived) is in the "needs you" band, read from
+/// its partial index (V19), and leaves it once archived.
+#[test]
+fn the_band_lists_a_thread_that_ended_failed_until_it_is_archived() {
+    let place = crate::support::serve_client::Scripted::new("web_band_failed");
+    place.script(
+        "script",
+        r#"{"turns": [{"steps": [{"text": "bye"}, {"exit": 3}]}]}"#,
+    );
+    let mut serve = place.serve(
+        "script",
+        vec!["--session-id".into(), "ses_web_band_failed".into()],
+        &[],
+    );
+    let r = serve.thread(json!({"action": "start", "prompt": "crash", "taskName": "crasher"}));
+    let id = r["details"]["snapshot"]["id"].as_str().unwrap().to_string();
+    let web = Web::start(&place.db, TOKEN);
+    let needs = |web: &Web| -> Vec<Value> {
+        let (status, trees) = web.get("/api/trees");
+        assert_eq!(status, 200, "{trees}");
+        trees["needs"].as_array().cloned().unwrap_or_default()
+    };
+    common::poll(
+        Duration::from_secs(20),
+        Duration::from_millis(50),
+        "the failed thread in the band",
+        || {
+            needs(&web)
+                .into_iter()
+                .find(|n| n["id"] == id.as_str() && n["attention"] == "failed")
+        },
+    );
+    let r = serve.thread(json!({"action": "archive", "id": id}));
+    assert!(r.get("error").is_none(), "{r}");
+    common::poll(
+        Duration::from_secs(20),
+        Duration::from_millis(50),
+        "the archived thread leaves the band",
+        || {
+            needs(&web)
+                .iter()
+                .all(|n| n["id"] != id.as_str())
+                .then_some(())
+        },
+    );
+    serve.close(Duration::from_secs(20));
+}
