@@ -491,7 +491,8 @@ fn the_timeline_draws_a_bar_per_thread_that_changes_colour_with_its_state() {
         "{kinds}"
     );
     // A click on a bar opens the thread.
-    b.click("#timeline-plot g.bar[data-path=\"/root/build\"] rect.seg");
+    // Its label: a bar's first segment can be a 1-pixel span (its instant in the queue).
+    b.click("#timeline-plot g.bar[data-path=\"/root/build\"] text");
     b.wait_for(
         "build's detail",
         "const h = document.getElementById('detail-path'); return h && h.textContent === '/root/build'",
