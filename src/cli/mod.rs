@@ -18,6 +18,7 @@ mod serve;
 mod sql;
 pub mod stop;
 mod top;
+pub use top::spends as top_spends;
 pub use top::states as top_states;
 pub mod usage;
 mod web;

@@ -742,6 +742,81 @@ mod tests {
         }
     }
 
+    /// A `send` (or `resume`) to a thread at its own cap is refused with `limit` and how to
+    /// raise the cap (issue 49); under its cap, and for a start, nothing is refused.
+    #[test]
+    fn a_send_to_a_thread_at_its_cap_is_refused_with_how_to_raise_it() {
+        use crate::domain::{Contract, Phase, SessionId, ThreadId, ThreadStatus};
+        use crate::store::threads::{insert_thread, upsert_manager, ManagerSpec, NewThread};
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::Store::open(dir.path().join("t.sqlite")).unwrap();
+        let session = SessionId::new("s");
+        let id = ThreadId::new("thread_capped");
+        store
+            .write(|tx| {
+                let m = upsert_manager(tx, &ManagerSpec::new(&session, Contract::Thread, "/root"))?;
+                insert_thread(
+                    tx,
+                    &NewThread {
+                        id: id.clone(),
+                        manager_id: m,
+                        path: "/root/capped".into(),
+                        parent_path: Some("/root".into()),
+                        task_name: "capped".into(),
+                        name: "capped".into(),
+                        depth: 1,
+                        cwd: "/w".into(),
+                        status: ThreadStatus::Live,
+                        phase: Phase::Idle,
+                        ..Default::default()
+                    },
+                )?;
+                crate::store::usage::add(
+                    tx,
+                    &id,
+                    &Usage {
+                        input_tokens: 900,
+                        ..Usage::default()
+                    },
+                    "2026-12-06T00:00:00.000Z",
+                )
+            })
+            .unwrap();
+        let of = TreeOf {
+            thread_id: Some(&id),
+            self_id: None,
+            session_id: &session,
+        };
+        let capped = |tokens: i64| Budget {
+            thread: ThreadCaps {
+                tokens: Some(tokens),
+                ..ThreadCaps::default()
+            },
+            ..Budget::default()
+        };
+        let conn = store.read().unwrap();
+        let e = capped(900).check(&conn, of, "send").unwrap_err();
+        assert_eq!(e.code, ErrorCode::Limit, "{}", e.message);
+        assert!(
+            e.message.contains("This send was refused")
+                && e.message.contains("Repair:")
+                && e.message.contains(THREAD_TOKENS_VAR),
+            "{}",
+            e.message
+        );
+        assert!(capped(901).check(&conn, of, "send").is_ok());
+        assert!(capped(100)
+            .check(
+                &conn,
+                TreeOf {
+                    thread_id: None,
+                    ..of
+                },
+                "start"
+            )
+            .is_ok());
+    }
+
     #[test]
     fn a_cap_is_reached_at_equality() {
         let spent = |tokens: i64, cost: f64| TreeUsage {

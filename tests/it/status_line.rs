@@ -310,3 +310,65 @@ fn the_status_lines_spend_moves_within_a_second_while_a_child_runs() {
     }
     serve.close(Duration::from_secs(20));
 }
+
+/// Issue 49 item 4, `top` and the web page: a thread's spend grows in their rows while it
+/// streams (each message's usage), not only when its turn ends. Read the way each reads it:
+/// `top`'s rows (`cli::top_spends`) and the page's `/api/rows`.
+#[test]
+fn top_and_the_web_page_show_a_threads_spend_as_it_streams() {
+    let s = Scripted::new("status-top-web");
+    let text = "z".repeat(200);
+    s.script(
+        "script",
+        &json!({"turns": [{"steps": (0..6)
+            .map(|_| json!({"text": text, "delay_ms": 700}))
+            .collect::<Vec<_>>()}]})
+        .to_string(),
+    );
+    let mut serve = s.serve("script", vec!["--session-id".into(), SESSION.into()], &[]);
+    let r = serve.thread(json!({"action": "start", "prompt": "go", "taskName": "streamer"}));
+    assert_eq!(r["details"]["kind"], "started", "{r}");
+    let web = crate::support::browser::Web::start(&s.db, "status-top-web-token-0123");
+    let busy = |db: &std::path::Path| {
+        crate::support::sql::count(
+            db,
+            "SELECT count(*) FROM threads WHERE path = '/root/streamer' AND status = 'live' AND phase = 'busy'",
+        ) == 1
+    };
+    let (mut top_seen, mut web_seen) = (Vec::<i64>::new(), Vec::<i64>::new());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while top_seen.len() < 3 || web_seen.len() < 3 {
+        assert!(
+            Instant::now() < deadline,
+            "top saw {top_seen:?}, the page {web_seen:?} while the child was busy"
+        );
+        let top = threadbase::cli::top_spends(&s.db).unwrap();
+        let top_tokens = top
+            .iter()
+            .find(|(p, _)| p == "/root/streamer")
+            .map_or(0, |(_, t)| *t);
+        let (_, trees) = web.get("/api/trees");
+        let root = trees["trees"][0]["rootSession"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        let (_, rows) = web.get(&format!("/api/rows?root={root}&offset=0&limit=50"));
+        let web_tokens = rows["rows"]
+            .as_array()
+            .and_then(|r| r.iter().find(|r| r["path"] == "/root/streamer"))
+            .and_then(|r| r["tokens"].as_i64())
+            .unwrap_or(0);
+        if busy(&s.db) {
+            if top_tokens > 0 && top_seen.last() != Some(&top_tokens) {
+                top_seen.push(top_tokens);
+            }
+            if web_tokens > 0 && web_seen.last() != Some(&web_tokens) {
+                web_seen.push(web_tokens);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(top_seen.windows(2).all(|w| w[0] < w[1]), "{top_seen:?}");
+    assert!(web_seen.windows(2).all(|w| w[0] < w[1]), "{web_seen:?}");
+    serve.close(Duration::from_secs(20));
+}

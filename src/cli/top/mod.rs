@@ -44,6 +44,18 @@ pub fn states(db: &Path) -> Result<Vec<(String, String)>> {
         .collect())
 }
 
+/// The TOKENS column of every row `top` shows, as `(path, tokens)`: what a test reads to see a
+/// thread's spend move while it streams (issue 49).
+#[doc(hidden)]
+pub fn spends(db: &Path) -> Result<Vec<(String, i64)>> {
+    let conn = open_read_only(db)?;
+    Ok(data::load_rows(&conn, "")?
+        .rows
+        .iter()
+        .map(|r| (r.path.clone(), r.tokens))
+        .collect())
+}
+
 /// Runs the terminal UI on `db` until `q` (with `session`: only that Pi session's tree).
 pub fn run(db: &Path, session: Option<&str>) -> Result<()> {
     need_a_terminal(
