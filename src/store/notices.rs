@@ -30,12 +30,7 @@ pub enum Cause {
 /// A's and its row says what `cause` expects (a settle: live and idle; a close: closed).
 /// Returns whether a row was written.
 pub fn write(conn: &Conn, thread_id: &ThreadId, cause: Cause, at: &str) -> Result<bool> {
-    let facts = conn.opt(
-        q!("thread_notice_facts", facts_col),
-        params![thread_id],
-        Facts::from_row,
-    )?;
-    let Some(f) = facts else {
+    let Some(f) = facts_of(conn, thread_id)? else {
         return Ok(false);
     };
     let expected = match cause {
@@ -73,21 +68,7 @@ pub fn write(conn: &Conn, thread_id: &ThreadId, cause: Cause, at: &str) -> Resul
         Cause::Closed => "closed",
     };
     let key = format!("notice:{word}:{}:{}", f.launch_seq, f.last_seq);
-    let written = mailbox::insert(
-        conn,
-        &NewMail {
-            thread_id,
-            direction: Direction::ToParent,
-            kind: MailKind::Notice,
-            send_key: &key,
-            message_id: None,
-            body: &body,
-            recipient: None,
-            at,
-            delivered: false,
-        },
-    )?;
-    Ok(written.is_some())
+    insert(conn, thread_id, &key, &body, at)
 }
 
 /// Issue 45: the notice that a contract A thread asks its parent question `q` (id
@@ -99,12 +80,7 @@ pub fn asked(
     q: &crate::store::questions::NewQuestion<'_>,
     question_id: i64,
 ) -> Result<bool> {
-    let Some(f) = conn.opt(
-        q!("thread_notice_facts", facts_col),
-        params![q.thread_id],
-        Facts::from_row,
-    )?
-    else {
+    let Some(f) = facts_of(conn, q.thread_id)? else {
         return Ok(false);
     };
     let mut body = format!(
@@ -117,21 +93,13 @@ pub fn asked(
         body.push('\n');
         body.push_str(m.trim());
     }
-    let written = mailbox::insert(
+    insert(
         conn,
-        &NewMail {
-            thread_id: q.thread_id,
-            direction: Direction::ToParent,
-            kind: MailKind::Notice,
-            send_key: &format!("notice:asking:{question_id}"),
-            message_id: None,
-            body: &body,
-            recipient: None,
-            at: q.at,
-            delivered: false,
-        },
-    )?;
-    Ok(written.is_some())
+        q.thread_id,
+        &format!("notice:asking:{question_id}"),
+        &body,
+        q.at,
+    )
 }
 
 /// Issue 45: the notice that a contract A thread stalled (busy, nothing from the child since
@@ -144,12 +112,7 @@ pub fn stalled(
     last_event: Option<&str>,
     at: &str,
 ) -> Result<bool> {
-    let Some(f) = conn.opt(
-        q!("thread_notice_facts", facts_col),
-        params![thread_id],
-        Facts::from_row,
-    )?
-    else {
+    let Some(f) = facts_of(conn, thread_id)? else {
         return Ok(false);
     };
     let mut body = format!(
@@ -163,45 +126,49 @@ pub fn stalled(
         ". Repair: poll {} to look, or stop it (the thread tool's stop, or `threadbase stop {}`).",
         f.path, f.path
     ));
-    let written = mailbox::insert(
+    insert(
         conn,
-        &NewMail {
-            thread_id,
-            direction: Direction::ToParent,
-            kind: MailKind::Notice,
-            send_key: &format!("notice:stalled:{since}"),
-            message_id: None,
-            body: &body,
-            recipient: None,
-            at,
-            delivered: false,
-        },
-    )?;
-    Ok(written.is_some())
+        thread_id,
+        &format!("notice:stalled:{since}"),
+        &body,
+        at,
+    )
 }
 
 /// Issue 49: the notice that a contract A thread passed the warning share of a cap and was
 /// asked to wrap up (`what`: how much of which cap, and how to raise it), once per launch.
 /// Returns whether a row was written.
 pub fn budget_warned(conn: &Conn, thread_id: &ThreadId, what: &str, at: &str) -> Result<bool> {
-    let Some(f) = conn.opt(
-        q!("thread_notice_facts", facts_col),
-        params![thread_id],
-        Facts::from_row,
-    )?
-    else {
+    let Some(f) = facts_of(conn, thread_id)? else {
         return Ok(false);
     };
     let body = format!("Thread \"{}\" ({}) {what}", f.name, f.path);
+    let key = format!("notice:budget_warned:{}", f.launch_seq);
+    insert(conn, thread_id, &key, &body, at)
+}
+
+/// The facts a contract A notice of `thread_id` is written from; `None` for a thread of
+/// another contract (or gone).
+fn facts_of(conn: &Conn, thread_id: &ThreadId) -> Result<Option<Facts>> {
+    conn.opt(
+        q!("thread_notice_facts", facts_col),
+        params![thread_id],
+        Facts::from_row,
+    )
+}
+
+/// Writes the notice `body` about `thread_id` for its session, once per `key`; whether a row
+/// was written.
+fn insert(conn: &Conn, thread_id: &ThreadId, key: &str, body: &str, at: &str) -> Result<bool> {
     let written = mailbox::insert(
         conn,
         &NewMail {
             thread_id,
             direction: Direction::ToParent,
             kind: MailKind::Notice,
-            send_key: &format!("notice:budget_warned:{}", f.launch_seq),
+            send_key: key,
             message_id: None,
-            body: &body,
+            body,
             recipient: None,
             at,
             delivered: false,

@@ -11,21 +11,10 @@ use crate::support::serve_client;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use fake_llm::{content_text, hermetic_pi_env, pi_or_skip, FakeLlm, RecordedRequest, Step};
+use fake_llm::{content_text, hermetic_pi_env, pi_or_skip, FakeLlm, Step};
 use serde_json::{json, Value};
 use serve_client::{serve_with_pi_children, session_user_texts, Serve};
 
-/// The last message of a request when it is a tool result, as text.
-fn last_tool_result(r: &RecordedRequest) -> Option<String> {
-    let messages = r.messages();
-    let last = messages.last()?;
-    (last["role"] == "tool").then(|| content_text(&last["content"]))
-}
-
-fn last_is_user(r: &RecordedRequest, needle: &str) -> bool {
-    r.messages().last().is_some_and(|m| m["role"] == "user")
-        && r.last_user_text().is_some_and(|t| t.contains(needle))
-}
 
 fn call(s: &mut Serve, method: &str, params: Value) -> Value {
     let id = s.send(method, params.clone());
@@ -46,11 +35,14 @@ fn three_levels_of_real_pi_with_update_pause_and_steer() {
     let fake = FakeLlm::start();
     // /root/a: report progress, spawn /root/a/b and wait for it, then answer.
     fake.route(
-        |r| last_is_user(r, "A-TASK"),
+        |r| r.last_is_user("A-TASK"),
         Step::tool_call("agent_update", json!({"message": "A is working"})),
     );
     fake.route(
-        |r| last_tool_result(r).is_some_and(|t| t.contains("A is working")),
+        |r| {
+            r.last_tool_result()
+                .is_some_and(|t| t.contains("A is working"))
+        },
         Step::tool_call(
             "agent_spawn",
             json!({"path": "b", "type": "worker", "task": "B-TASK: investigate the cache"}),
@@ -58,11 +50,11 @@ fn three_levels_of_real_pi_with_update_pause_and_steer() {
     );
     // /root/a/b: works (a slow shell command), takes the root's steer, pauses itself.
     fake.route(
-        |r| last_is_user(r, "B-TASK"),
+        |r| r.last_is_user("B-TASK"),
         Step::bash("sleep 3; echo looked"),
     );
     fake.route(
-        |r| last_is_user(r, "STEER-1"),
+        |r| r.last_is_user("STEER-1"),
         Step::tool_call("agent_pause", json!({"reason": "need the cache policy"})),
     );
     // /root/a again, after its spawn returned the paused child.
@@ -76,7 +68,7 @@ fn three_levels_of_real_pi_with_update_pause_and_steer() {
     );
     // /root/a/b resumed by the second steer.
     fake.route(
-        |r| last_is_user(r, "STEER-2"),
+        |r| r.last_is_user("STEER-2"),
         Step::text("B final: use LRU"),
     );
 
@@ -109,7 +101,7 @@ fn three_levels_of_real_pi_with_update_pause_and_steer() {
     while !fake
         .completion_requests()
         .iter()
-        .any(|r| last_is_user(r, "B-TASK"))
+        .any(|r| r.last_is_user("B-TASK"))
     {
         assert!(
             Instant::now() < deadline,
@@ -238,15 +230,15 @@ fn golden_pause_resume_across_a_parent_reopen_and_a_fork() {
     };
     let fake = FakeLlm::start();
     fake.route(
-        |r| last_is_user(r, "Pause until more input"),
+        |r| r.last_is_user("Pause until more input"),
         Step::tool_call("agent_pause", json!({"reason": "Need parent input"})),
     );
     fake.route(
-        |r| last_is_user(r, "Resume paused child"),
+        |r| r.last_is_user("Resume paused child"),
         Step::text("child answer 2"),
     );
     fake.route(
-        |r| last_is_user(r, "More work after completion"),
+        |r| r.last_is_user("More work after completion"),
         Step::text("child answer 3"),
     );
     let env = hermetic_pi_env(&fake);

@@ -9,7 +9,7 @@ use crate::support::serve_client;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use fake_llm::{hermetic_pi_env, pi_or_skip, FakeLlm, RecordedRequest, Step};
+use fake_llm::{hermetic_pi_env, pi_or_skip, FakeLlm, Step};
 use serde_json::{json, Value};
 use serve_client::{serve_with_pi_children, Serve};
 
@@ -22,11 +22,6 @@ fn call(s: &mut Serve, method: &str, params: Value) -> Value {
         String::from_utf8_lossy(&s.stderr.lock().unwrap())
     );
     r["result"]["details"].clone()
-}
-
-fn last_is_user(r: &RecordedRequest, needle: &str) -> bool {
-    r.messages().last().is_some_and(|m| m["role"] == "user")
-        && r.last_user_text().is_some_and(|t| t.contains(needle))
 }
 
 fn session_entries(file: &Path) -> Vec<Value> {
@@ -62,7 +57,7 @@ fn real_pi_agent_type_runs_with_its_model_and_tools() {
         return;
     };
     let fake = FakeLlm::start();
-    fake.route(|r| last_is_user(r, "R-TASK"), Step::text("reviewed"));
+    fake.route(|r| r.last_is_user("R-TASK"), Step::text("reviewed"));
     let env = hermetic_pi_env(&fake);
     // A second model with credentials, and a provider without any.
     let models_path = env.agent_dir.join("models.json");
@@ -111,7 +106,7 @@ fn real_pi_agent_type_runs_with_its_model_and_tools() {
     let asked = fake
         .completion_requests()
         .into_iter()
-        .find(|r| last_is_user(r, "R-TASK"))
+        .find(|r| r.last_is_user("R-TASK"))
         .expect("the child asked the model");
     assert_eq!(asked.json()["model"], "fake-alt");
     let mut tools = asked.tool_names();
@@ -149,7 +144,7 @@ fn real_pi_timeout_notice_reaches_the_parent_pi_while_the_child_works() {
     };
     let fake = FakeLlm::start();
     fake.route(
-        |r| last_is_user(r, "A-TASK"),
+        |r| r.last_is_user("A-TASK"),
         Step::tool_call(
             "agent_spawn",
             json!({"path": "b", "type": "worker", "task": "B-TASK: dig", "wait": false, "timeoutMs": 30000}),
@@ -163,7 +158,7 @@ fn real_pi_timeout_notice_reaches_the_parent_pi_while_the_child_works() {
         Step::text("A: b is on it"),
     );
     fake.route(
-        |r| last_is_user(r, "B-TASK"),
+        |r| r.last_is_user("B-TASK"),
         Step::bash("sleep 4; echo dug"),
     );
     fake.route(

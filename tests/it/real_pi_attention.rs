@@ -18,7 +18,7 @@ use crate::support::serve_client;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use fake_llm::{content_text, hermetic_pi_env, pi_or_skip, FakeLlm, PiEnv, RecordedRequest, Step};
+use fake_llm::{hermetic_pi_env, pi_or_skip, FakeLlm, PiEnv, Step};
 use serde_json::{json, Value};
 use serve_client::{serve_with_pi_children, Serve};
 
@@ -26,17 +26,6 @@ const TIMEOUT: Duration = Duration::from_secs(150);
 
 /// One real-Pi test at a time (they share the machine's two cores with the others).
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn last_is_user(r: &RecordedRequest, needle: &str) -> bool {
-    r.messages().last().is_some_and(|m| m["role"] == "user")
-        && r.last_user_text().is_some_and(|t| t.contains(needle))
-}
-
-fn last_tool_result(r: &RecordedRequest) -> Option<String> {
-    let messages = r.messages();
-    let last = messages.last()?;
-    (last["role"] == "tool").then(|| content_text(&last["content"]))
-}
 
 fn root_serve(
     env: &PiEnv,
@@ -118,19 +107,22 @@ fn real_pi_an_idle_child_stays_idle_when_its_own_child_reports_back() {
     let fake = FakeLlm::start();
     // /root/lead starts /root/lead/helper through its own serve and ends its turn at once.
     fake.route(
-        |r| last_is_user(r, "LEAD-TASK"),
+        |r| r.last_is_user("LEAD-TASK"),
         Step::tool_call(
             "thread",
             json!({"action": "start", "taskName": "helper", "prompt": "HELPER-TASK: look around"}),
         ),
     );
     fake.route(
-        |r| last_tool_result(r).is_some_and(|t| t.contains("Started Pi thread")),
+        |r| {
+            r.last_tool_result()
+                .is_some_and(|t| t.contains("Started Pi thread"))
+        },
         Step::text("LEAD-IDLE: the helper runs in the background"),
     );
     // The helper answers a few seconds later, once the lead is idle.
     fake.route(
-        |r| last_is_user(r, "HELPER-TASK"),
+        |r| r.last_is_user("HELPER-TASK"),
         Step::text_deltas(
             ["HELPER-", "DONE: ", "nothing ", "odd"],
             Duration::from_millis(1000),
@@ -196,11 +188,14 @@ fn real_pi_a_question_reads_asking_everywhere_and_the_parent_is_told_how_to_answ
     let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let fake = FakeLlm::start();
     fake.route(
-        |r| last_is_user(r, "ASK-TASK"),
+        |r| r.last_is_user("ASK-TASK"),
         Step::tool_call("ask_user", json!({})),
     );
     fake.route(
-        |r| last_tool_result(r).is_some_and(|t| t.contains("confirmed:")),
+        |r| {
+            r.last_tool_result()
+                .is_some_and(|t| t.contains("confirmed:"))
+        },
         Step::text("CLEANED after the user confirmed"),
     );
     let env = hermetic_pi_env(&fake);
@@ -263,7 +258,7 @@ fn real_pi_a_provider_error_reads_failed_and_its_notice_names_the_error() {
     let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let fake = FakeLlm::start();
     fake.route(
-        |r| last_is_user(r, "FAIL-TASK"),
+        |r| r.last_is_user("FAIL-TASK"),
         Step::error(500, "upstream overloaded"),
     );
     let env = hermetic_pi_env(&fake);

@@ -21,9 +21,7 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use fake_llm::{
-    content_text, hermetic_pi_env, pi_or_skip, FakeLlm, PiEnv, RecordedRequest, Step, Usage,
-};
+use fake_llm::{content_text, hermetic_pi_env, pi_or_skip, FakeLlm, PiEnv, Step, Usage};
 use rusqlite::{Connection, OpenFlags};
 use serde_json::{json, Value};
 use serve_client::{serve_with_pi_children, Serve};
@@ -141,17 +139,6 @@ fn file_row(file: &str, since: usize) -> Row {
     r
 }
 
-fn last_is_user(r: &RecordedRequest, needle: &str) -> bool {
-    r.messages().last().is_some_and(|m| m["role"] == "user")
-        && r.last_user_text().is_some_and(|t| t.contains(needle))
-}
-
-fn last_tool_result(r: &RecordedRequest) -> Option<String> {
-    let messages = r.messages();
-    let last = messages.last()?;
-    (last["role"] == "tool").then(|| content_text(&last["content"]))
-}
-
 fn stderr(s: &Serve) -> String {
     String::from_utf8_lossy(&s.stderr.lock().unwrap()).into_owned()
 }
@@ -202,7 +189,7 @@ fn real_pi_usage_across_three_levels_a_resume_and_a_fork() {
     let u7 = Usage::new(700, 70, 100, 7);
     // /root/lead: start /root/lead/docs through its own serve, wait for it, answer.
     fake.route(
-        |r| last_is_user(r, "LEAD-TASK"),
+        |r| r.last_is_user("LEAD-TASK"),
         Step::tool_call(
             "thread",
             json!({"action": "start", "taskName": "docs", "name": "Docs", "prompt": "DOCS-TASK: check the docs"}),
@@ -210,12 +197,12 @@ fn real_pi_usage_across_three_levels_a_resume_and_a_fork() {
         .with_usage(u1),
     );
     fake.route(
-        |r| last_is_user(r, "DOCS-TASK"),
+        |r| r.last_is_user("DOCS-TASK"),
         Step::text("DOCS-DONE: 3 stale examples").with_usage(u2),
     );
     fake.route(
         |r| {
-            last_tool_result(r).is_some_and(|t| {
+            r.last_tool_result().is_some_and(|t| {
                 t.contains("Started Pi thread") && t.contains("\nPath: /root/lead/docs")
             })
         },
@@ -226,19 +213,22 @@ fn real_pi_usage_across_three_levels_a_resume_and_a_fork() {
         .with_usage(u3),
     );
     fake.route(
-        |r| last_tool_result(r).is_some_and(|t| t.contains("DOCS-DONE")),
+        |r| {
+            r.last_tool_result()
+                .is_some_and(|t| t.contains("DOCS-DONE"))
+        },
         Step::text("LEAD-DONE").with_usage(u4),
     );
     fake.route(
-        |r| last_is_user(r, "MORE-WORK"),
+        |r| r.last_is_user("MORE-WORK"),
         Step::text("MORE-DONE").with_usage(u5),
     );
     fake.route(
-        |r| last_is_user(r, "FORK-WORK"),
+        |r| r.last_is_user("FORK-WORK"),
         Step::text("FORK-DONE").with_usage(u6),
     );
     fake.route(
-        |r| last_is_user(r, "B-TASK"),
+        |r| r.last_is_user("B-TASK"),
         Step::text("B-DONE").with_usage(u7),
     );
 
@@ -454,11 +444,11 @@ fn real_pi_budget_refuses_new_work_and_stops_running_children_at_the_cap() {
     // /root/work: a slow shell command whose message takes the tree past the cap (issue 49:
     // the running child is then stopped at the tree's cap, mid-command).
     fake.route(
-        |r| last_is_user(r, "BUDGET-TASK"),
+        |r| r.last_is_user("BUDGET-TASK"),
         Step::bash("sleep 5; echo slept").with_usage(big),
     );
     fake.route(
-        |r| last_tool_result(r).is_some(),
+        |r| r.last_tool_result().is_some(),
         Step::text("WORK-DONE").with_usage(Usage::new(300, 20, 0, 0)),
     );
     let env = hermetic_pi_env(&fake);
@@ -523,7 +513,7 @@ fn real_pi_budget_refuses_new_work_and_stops_running_children_at_the_cap() {
     assert!(
         fake.completion_requests()
             .iter()
-            .all(|r| last_tool_result(r).is_none()),
+            .all(|r| r.last_tool_result().is_none()),
         "the shell command was cut short"
     );
 
@@ -552,11 +542,11 @@ fn real_pi_wrap_up_reaches_the_child_as_a_user_message_and_its_answer_is_recorde
     let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let fake = FakeLlm::start();
     fake.route(
-        |r| last_is_user(r, "CAPPED-TASK"),
+        |r| r.last_is_user("CAPPED-TASK"),
         Step::text("FIRST-DONE").with_usage(Usage::new(800, 50, 0, 0)),
     );
     fake.route(
-        |r| last_is_user(r, "[threadbase] Budget:"),
+        |r| r.last_is_user("[threadbase] Budget:"),
         Step::text("REPORT: step finished, nothing left").with_usage(Usage::new(100, 10, 0, 0)),
     );
     let env = hermetic_pi_env(&fake);
@@ -575,7 +565,7 @@ fn real_pi_wrap_up_reaches_the_child_as_a_user_message_and_its_answer_is_recorde
     let wrap_up = fake
         .completion_requests()
         .iter()
-        .filter(|r| last_is_user(r, "[threadbase] Budget:"))
+        .filter(|r| r.last_is_user("[threadbase] Budget:"))
         .map(|r| r.last_user_text().unwrap_or_default())
         .collect::<Vec<_>>();
     assert_eq!(wrap_up.len(), 1, "{wrap_up:?}");

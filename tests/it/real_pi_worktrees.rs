@@ -5,6 +5,7 @@
 //! reports the conflict and leaves the main tree exactly as before; `worktree clean --merged`
 //! removes only the first. Skips without Pi unless CI=true.
 
+use crate::support::common::git;
 use crate::support::fake_llm;
 use crate::support::serve_client;
 
@@ -17,30 +18,6 @@ use serde_json::{json, Value};
 use serve_client::serve_with_pi_children;
 
 const TIMEOUT: Duration = Duration::from_secs(150);
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_AUTHOR_NAME", "test")
-        .env("GIT_AUTHOR_EMAIL", "test@example.com")
-        .env("GIT_COMMITTER_NAME", "test")
-        .env("GIT_COMMITTER_EMAIL", "test@example.com")
-        .output()
-        .expect("run git");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-fn last_is_user(r: &RecordedRequest, needle: &str) -> bool {
-    r.messages().last().is_some_and(|m| m["role"] == "user")
-        && r.last_user_text().is_some_and(|t| t.contains(needle))
-}
 
 fn after_tool(r: &RecordedRequest, needle: &str) -> bool {
     let messages = r.messages();
@@ -99,7 +76,7 @@ fn real_pi_two_children_edit_one_file_each_in_its_own_worktree() {
     let fake = FakeLlm::start();
     for (task, text) in [("EDIT-A", "from child A\n"), ("EDIT-B", "from child B\n")] {
         fake.route(
-            move |r| last_is_user(r, task),
+            move |r| r.last_is_user(task),
             Step::tool_call("write", json!({"path": "notes.txt", "content": text})),
         );
         fake.route(

@@ -714,20 +714,7 @@ fn an_isolated_threads_detail_shows_its_diff_and_merges_it() {
         "script",
         r#"{"turns": [[{"write": {"path": "notes.txt", "content": "changed by the child\n"}}, {"text": "wrote it"}]]}"#,
     );
-    let git = |args: &[&str]| {
-        let out = std::process::Command::new("git")
-            .arg("-C")
-            .arg(&place.root)
-            .args(args)
-            .env("GIT_AUTHOR_NAME", "test")
-            .env("GIT_AUTHOR_EMAIL", "test@example.com")
-            .env("GIT_COMMITTER_NAME", "test")
-            .env("GIT_COMMITTER_EMAIL", "test@example.com")
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "git {args:?}: {out:?}");
-        String::from_utf8(out.stdout).unwrap()
-    };
+    let git = |args: &[&str]| common::git(&place.root, args);
     git(&["init", "--quiet", "-b", "main"]);
     std::fs::write(place.root.join("notes.txt"), "base\n").unwrap();
     // The test's own files (database, scripts) stay out of the repository.

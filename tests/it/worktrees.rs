@@ -6,37 +6,15 @@
 //! and nothing changed. Children are scripted agents whose `write` step writes a file in their
 //! cwd; the module runs on SQLite and, through `postgres::suite`, on PostgreSQL.
 
-use crate::support::common;
+use crate::support::common::{self, git};
 use crate::support::serve_client::{Scripted, Serve};
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
 const ISOLATED: &[(&str, &str)] = &[("THREADBASE_ISOLATION", "worktree")];
-
-/// Runs git in `dir`; its stdout (it must succeed).
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_AUTHOR_NAME", "test")
-        .env("GIT_AUTHOR_EMAIL", "test@example.com")
-        .env("GIT_COMMITTER_NAME", "test")
-        .env("GIT_COMMITTER_EMAIL", "test@example.com")
-        .output()
-        .expect("run git");
-    assert!(
-        out.status.success(),
-        "git {args:?} in {}: {}",
-        dir.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
 
 /// A repository at `<root>/repo` on branch main with `notes.txt` and `src/lib.txt` committed.
 fn repo(root: &Path) -> PathBuf {

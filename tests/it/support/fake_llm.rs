@@ -235,6 +235,20 @@ impl RecordedRequest {
     }
 
     /// The text of the last `user` message (string content or the concatenated text parts).
+    /// The request ends with a user message containing `needle` (a prompt's first model call,
+    /// not a later step of its run).
+    pub fn last_is_user(&self, needle: &str) -> bool {
+        self.messages().last().is_some_and(|m| m["role"] == "user")
+            && self.last_user_text().is_some_and(|t| t.contains(needle))
+    }
+
+    /// The text of the tool result the request ends with, if it ends with one.
+    pub fn last_tool_result(&self) -> Option<String> {
+        let messages = self.messages();
+        let last = messages.last()?;
+        (last["role"] == "tool").then(|| content_text(&last["content"]))
+    }
+
     pub fn last_user_text(&self) -> Option<String> {
         let messages = self.messages();
         let msg = messages.iter().rev().find(|m| m["role"] == "user")?;
