@@ -15,7 +15,6 @@ use fake_llm::{content_text, hermetic_pi_env, pi_or_skip, FakeLlm, Step};
 use serde_json::{json, Value};
 use serve_client::{serve_with_pi_children, session_user_texts, Serve};
 
-
 fn call(s: &mut Serve, method: &str, params: Value) -> Value {
     let id = s.send(method, params.clone());
     let r = s.response(id, Duration::from_secs(180));
