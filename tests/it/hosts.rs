@@ -762,3 +762,93 @@ fn the_team_views_show_each_threads_host_and_an_unreachable_one_since_when() {
     b.close(Duration::from_secs(20));
     assert!(w.base.leftovers().is_empty(), "{:?}", w.base.leftovers());
 }
+
+/// `threadbase check --json` on host `host`: its exit code and report.
+fn check_as(db: &std::path::Path, host: &str) -> (i32, serde_json::Value) {
+    let out = Command::new(env!("CARGO_BIN_EXE_threadbase"))
+        .arg("--db")
+        .arg(db)
+        .args(["check", "--json"])
+        .env("THREADBASE_HOST_ID", host)
+        .output()
+        .unwrap();
+    let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "check printed no JSON ({e}): {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code().unwrap_or(-1), doc)
+}
+
+/// Issue 46: `check` judges another host's live rows by that host's lease, never by a pid of
+/// this host (it reported `live_without_pid` for them, naming a pid that here is another
+/// process): a two-host database is clean from every host, and a host whose lease ran out is
+/// reported with `threadbase host forget HOST` as the repair.
+#[test]
+fn check_judges_another_hosts_live_rows_by_its_lease() {
+    let w = world("hosts_check");
+    let db = w.base.db.clone();
+    let mut b = w.serve("host-b");
+    b.thread(json!({"action": "list"}));
+    until_host_beats(&w.db(), "host-b");
+    let mut a = w.serve("host-a");
+    a.thread(json!({"action": "start", "prompt": "go", "taskName": "a"}));
+    b.thread(json!({"action": "start", "prompt": "go", "taskName": "b"}));
+    w.until_launched("/root/a");
+    w.until_launched("/root/b");
+    until_host_beats(&w.db(), "host-a");
+    for host in ["host-a", "host-b", "host-c"] {
+        let (code, doc) = check_as(&db, host);
+        assert_eq!(
+            (code, &doc["problems"]),
+            (0, &json!([])),
+            "seen from {host}: {doc:#}"
+        );
+        assert_eq!(doc["checked"]["live_threads"], 2, "{doc}");
+    }
+
+    // B's serve dies: while its lease holds, its row is its own host's to judge.
+    b.child.kill().unwrap();
+    b.child.wait().unwrap();
+    let (code, doc) = check_as(&db, "host-a");
+    assert_eq!((code, &doc["problems"]), (0, &json!([])), "{doc:#}");
+    // Its lease runs out: one warning, naming the host, since when, its thread, and the repair.
+    lease_ran_out(&w.db(), "host-b");
+    let (code, doc) = check_as(&db, "host-a");
+    assert_eq!(code, 0, "a warning, not an error: {doc:#}");
+    let problems = doc["problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 1, "{doc:#}");
+    let p = &problems[0];
+    assert_eq!(
+        (&p["check"], &p["severity"], &p["repair"]),
+        (
+            &json!("host_unreachable"),
+            &json!("warning"),
+            &json!("threadbase host forget host-b")
+        ),
+        "{p}"
+    );
+    let message = p["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("Host host-b is unreachable since 2026-01-01T00:00:00.000Z")
+            && message.contains("1 live thread held there")
+            && message.contains("(/root/b)")
+            && !message.contains("/root/a")
+            && !message.contains("Repair:"),
+        "{message}"
+    );
+    let text = cli(&db, "host-a", &["check"]);
+    assert!(
+        text.contains("warning [host_unreachable] Host host-b is unreachable since")
+            && text.contains("Repair: threadbase host forget host-b\n"),
+        "{text}"
+    );
+    // The repair works: the host is forgotten, and the database is clean again.
+    cli(&db, "host-a", &["host", "forget", "host-b"]);
+    let (code, doc) = check_as(&db, "host-a");
+    assert_eq!((code, &doc["problems"]), (0, &json!([])), "{doc:#}");
+    a.close(Duration::from_secs(20));
+    assert!(w.base.leftovers().is_empty(), "{:?}", w.base.leftovers());
+}
