@@ -599,6 +599,12 @@ impl Checker<'_> {
             Err(e) => return self.failed("live_owner_gone", e),
         };
         let (mut gone, mut pidless, mut dead_child) = (Vec::new(), Vec::new(), Vec::new());
+        // Issue 46: a row of another host is judged by its host's lease, read once when the
+        // first such row comes (a database one host uses never reads it), never by a pid of
+        // this host. Per host whose lease ran out: since when, and its live threads.
+        let mut leases: Option<std::collections::HashMap<String, (bool, String)>> = None;
+        let mut unreachable: std::collections::BTreeMap<String, (Option<String>, Vec<String>)> =
+            Default::default();
         for t in rows {
             let Live {
                 id,
@@ -613,6 +619,32 @@ impl Checker<'_> {
                 t.owner_host.as_deref(),
                 t.owner_boot.as_deref(),
             );
+            if let (Some(host), true) = (
+                t.owner_host.as_deref(),
+                owner.is_some_and(|o| o.place == crate::host::Place::OtherHost),
+            ) {
+                if leases.is_none() {
+                    match crate::store::hosts::list(self.conn) {
+                        Ok(rows) => {
+                            leases = Some(
+                                rows.into_iter()
+                                    .map(|h| (h.host_id, (h.up, h.last_heartbeat)))
+                                    .collect(),
+                            )
+                        }
+                        Err(e) => return self.failed("host_unreachable", e),
+                    }
+                }
+                let lease = leases.as_ref().and_then(|l| l.get(host));
+                if !lease.is_some_and(|(up, _)| *up) {
+                    let entry = unreachable
+                        .entry(host.to_string())
+                        .or_insert_with(|| (lease.map(|(_, since)| since.clone()), Vec::new()));
+                    entry.1.push(format!("{id} ({path})"));
+                }
+                // Its pids are its host's: nothing here can look them up.
+                continue;
+            }
             let owner_alive = owner.is_some_and(|o| o.is_alive());
             // The child of a serve of another host cannot be looked up here.
             let child_here = owner.is_none_or(|o| o.is_here());
@@ -658,9 +690,42 @@ impl Checker<'_> {
                 }
             }
         }
-        for p in gone
-            .into_iter()
+        let unreachable = unreachable.into_iter().map(|(host, (since, threads))| {
+            let n = threads.len();
+            let listed = threads
+                .iter()
+                .take(MAX_PER_CHECK)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ");
+            let more = if n > MAX_PER_CHECK {
+                format!(" and {} more", n - MAX_PER_CHECK)
+            } else {
+                String::new()
+            };
+            let when = match since {
+                Some(since) => format!(
+                    "unreachable since {since} (no serve of it renewed its lease within {} s)",
+                    crate::store::hosts::LEASE.as_secs()
+                ),
+                None => "unreachable (no serve of it holds a lease)".to_string(),
+            };
+            Problem {
+                check: "host_unreachable",
+                severity: Severity::Warning,
+                message: format!(
+                    "Host {host} is {when}, and {n} live thread{} held there ({listed}{more}) {} nothing supervising {} from here. If the host comes back, its next serve restores {}.",
+                    if n == 1 { "" } else { "s" },
+                    if n == 1 { "has" } else { "have" },
+                    if n == 1 { "it" } else { "them" },
+                    if n == 1 { "it" } else { "them" },
+                ),
+                repair: format!("threadbase host forget {host}"),
+            }
+        });
+        for p in unreachable
             .take(MAX_PER_CHECK)
+            .chain(gone.into_iter().take(MAX_PER_CHECK))
             .chain(pidless.into_iter().take(MAX_PER_CHECK))
             .chain(dead_child.into_iter().take(MAX_PER_CHECK))
         {

@@ -762,3 +762,315 @@ fn the_team_views_show_each_threads_host_and_an_unreachable_one_since_when() {
     b.close(Duration::from_secs(20));
     assert!(w.base.leftovers().is_empty(), "{:?}", w.base.leftovers());
 }
+
+/// `threadbase check --json` on host `host`: its exit code and report.
+fn check_as(db: &std::path::Path, host: &str) -> (i32, serde_json::Value) {
+    let out = Command::new(env!("CARGO_BIN_EXE_threadbase"))
+        .arg("--db")
+        .arg(db)
+        .args(["check", "--json"])
+        .env("THREADBASE_HOST_ID", host)
+        .output()
+        .unwrap();
+    let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "check printed no JSON ({e}): {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code().unwrap_or(-1), doc)
+}
+
+/// Issue 46: `check` judges another host's live rows by that host's lease, never by a pid of
+/// this host (it reported `live_without_pid` for them, naming a pid that here is another
+/// process): a two-host database is clean from every host, and a host whose lease ran out is
+/// reported with `threadbase host forget HOST` as the repair.
+#[test]
+fn check_judges_another_hosts_live_rows_by_its_lease() {
+    let w = world("hosts_check");
+    let db = w.base.db.clone();
+    let mut b = w.serve("host-b");
+    b.thread(json!({"action": "list"}));
+    until_host_beats(&w.db(), "host-b");
+    let mut a = w.serve("host-a");
+    a.thread(json!({"action": "start", "prompt": "go", "taskName": "a"}));
+    b.thread(json!({"action": "start", "prompt": "go", "taskName": "b"}));
+    w.until_launched("/root/a");
+    w.until_launched("/root/b");
+    until_host_beats(&w.db(), "host-a");
+    for host in ["host-a", "host-b", "host-c"] {
+        let (code, doc) = check_as(&db, host);
+        assert_eq!(
+            (code, &doc["problems"]),
+            (0, &json!([])),
+            "seen from {host}: {doc:#}"
+        );
+        assert_eq!(doc["checked"]["live_threads"], 2, "{doc}");
+    }
+
+    // B's serve dies: while its lease holds, its row is its own host's to judge.
+    b.child.kill().unwrap();
+    b.child.wait().unwrap();
+    let (code, doc) = check_as(&db, "host-a");
+    assert_eq!((code, &doc["problems"]), (0, &json!([])), "{doc:#}");
+    // Its lease runs out: one warning, naming the host, since when, its thread, and the repair.
+    lease_ran_out(&w.db(), "host-b");
+    let (code, doc) = check_as(&db, "host-a");
+    assert_eq!(code, 0, "a warning, not an error: {doc:#}");
+    let problems = doc["problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 1, "{doc:#}");
+    let p = &problems[0];
+    assert_eq!(
+        (&p["check"], &p["severity"], &p["repair"]),
+        (
+            &json!("host_unreachable"),
+            &json!("warning"),
+            &json!("threadbase host forget host-b")
+        ),
+        "{p}"
+    );
+    let message = p["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("Host host-b is unreachable since 2026-01-01T00:00:00.000Z")
+            && message.contains("1 live thread held there")
+            && message.contains("(/root/b)")
+            && !message.contains("/root/a")
+            && !message.contains("Repair:"),
+        "{message}"
+    );
+    let text = cli(&db, "host-a", &["check"]);
+    assert!(
+        text.contains("warning [host_unreachable] Host host-b is unreachable since")
+            && text.contains("Repair: threadbase host forget host-b\n"),
+        "{text}"
+    );
+    // The repair works: the host is forgotten, and the database is clean again.
+    cli(&db, "host-a", &["host", "forget", "host-b"]);
+    let (code, doc) = check_as(&db, "host-a");
+    assert_eq!((code, &doc["problems"]), (0, &json!([])), "{doc:#}");
+    a.close(Duration::from_secs(20));
+    assert!(w.base.leftovers().is_empty(), "{:?}", w.base.leftovers());
+}
+
+/// Issue 46: `threadbase web` on host A stops and sends to threads host B holds: each action is
+/// a `commands` row B's serve claims and carries out, as `top`'s and the CLI's are (the page
+/// refused them, saying "the serve … is gone": it looked B's serve's pid up on host A, where
+/// B's serve, pid 1 of a PID namespace of its own, is another process). Once B's lease ran out,
+/// a thread of B says `host unreachable` since when, and its stop and send are refused at once,
+/// saying why, with nothing written.
+#[test]
+fn the_web_page_stops_and_sends_to_another_hosts_threads_and_refuses_an_unreachable_hosts() {
+    use crate::support::browser::{self, Browser, Web};
+    const TEST: &str = "the_web_page_stops_and_sends_to_another_hosts_threads";
+    if !browser::available(TEST) || !pid_namespaces_or_skip(TEST) {
+        return;
+    }
+    let base = Scripted::new("hosts_web");
+    // Each child's first turn works for 30 s: busy until stopped.
+    base.script(
+        "script",
+        r#"{"turns":[{"steps":[{"delay_ms":30000},{"text":"x"}]}],"default_reply":"done"}"#,
+    );
+    let mut b = serve_in_own_pid_namespace(&base, "ses_hosts_web", "host-b");
+    for task in ["one", "two", "three"] {
+        let r = b
+            .thread(json!({"action": "start", "prompt": format!("{task} work"), "taskName": task}));
+        assert_eq!(r["details"]["kind"], "started", "{r}");
+    }
+    let db = || crate::support::sql::Conn::open(&base.db).unwrap();
+    let row = |path: &str| -> (String, String, Option<String>, bool) {
+        db().query_row(
+            "SELECT id, status, exit_kind, pid IS NOT NULL FROM threads WHERE path = ?1",
+            [path],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )
+        .unwrap()
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !["/root/one", "/root/two", "/root/three"]
+        .iter()
+        .all(|p| row(p).3)
+    {
+        assert!(Instant::now() < deadline, "all three launched");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    until_host_beats(&db(), "host-b");
+    let commands = || -> i64 {
+        db().query_row("SELECT count(*) FROM commands", (), |r| r.get(0))
+            .unwrap()
+    };
+    let web = Web::start_on_host(&base.db, "hosts-web-token-0123456789", "host-a");
+
+    // The detail of a thread host B holds names its host and offers its stop and send.
+    let (status, d) = web.get(&format!("/api/thread?id={}", row("/root/one").0));
+    assert_eq!(status, 200, "{d}");
+    assert_eq!(d["host"], "host-b", "{d}");
+    assert!(d.get("hostUnreachableSince").is_none(), "{d}");
+    for a in d["actions"].as_array().unwrap() {
+        if ["stop", "force_stop", "send"].contains(&a["action"].as_str().unwrap()) {
+            assert_eq!(a["enabled"], true, "{d}");
+        }
+    }
+
+    // Stop /root/one from the page: B's serve stops it.
+    let page = Browser::start();
+    page.goto(&web.url());
+    page.wait_for(
+        "the tree",
+        "return document.querySelectorAll('.row.thread').length >= 3",
+        Duration::from_secs(10),
+    );
+    let open = |path: &str| {
+        page.click(&format!(".row.thread[data-path=\"{path}\"]"));
+        page.wait_for(
+            &format!("{path}'s detail"),
+            &format!("const h = document.getElementById('detail-path'); return h && h.textContent === '{path}' && !!document.querySelector('#detail .actions')"),
+            Duration::from_secs(5),
+        );
+    };
+    open("/root/one");
+    page.wait_for(
+        "the stop button",
+        "const b = document.getElementById('act-stop'); return b && !b.disabled",
+        Duration::from_secs(5),
+    );
+    page.click("#act-stop");
+    page.wait_for(
+        "the confirmation",
+        "return !document.getElementById('confirm').hidden",
+        Duration::from_secs(5),
+    );
+    page.click("#confirm-yes");
+    let result = page.wait_for(
+        "the stop's result",
+        "const t = document.getElementById('action-result').textContent; return t.includes('done') || t.includes('failed') ? t : null",
+        Duration::from_secs(20),
+    );
+    assert!(
+        result.as_str().unwrap().starts_with("stop: done"),
+        "{result}"
+    );
+    let (_, status, exit, _) = row("/root/one");
+    assert_eq!(
+        (status.as_str(), exit.as_deref()),
+        ("closed", Some("stopped"))
+    );
+
+    // Send to /root/two from the page (busy: a follow-up), carried out by B's serve.
+    open("/root/two");
+    page.click("#act-send");
+    page.eval(
+        "document.getElementById('send-message').value = 'Also check the docs.'; return true;",
+    );
+    page.click("#send-go");
+    let result = page.wait_for(
+        "the send's result",
+        "const t = document.getElementById('action-result').textContent; return t.includes('done') || t.includes('failed') ? t : null",
+        Duration::from_secs(20),
+    );
+    assert!(
+        result.as_str().unwrap().starts_with("send: done"),
+        "{result}"
+    );
+    let (_, d) = web.get(&format!("/api/thread?id={}", row("/root/two").0));
+    let sent = d["sent"].as_array().unwrap();
+    assert!(
+        sent.iter()
+            .any(|m| m["body"] == "Also check the docs." && m["by"] == "the web page"),
+        "{d}"
+    );
+    // A force stop of it (the API the page's button posts).
+    let (status, a) = web.post(
+        "/api/action",
+        &json!({"thread": row("/root/two").0, "action": "force_stop"}),
+    );
+    assert_eq!(status, 200, "{a}");
+    let command = a["command"].as_i64().unwrap();
+    let done = crate::support::common::poll(
+        Duration::from_secs(20),
+        Duration::from_millis(25),
+        "the force stop's outcome",
+        || {
+            let (_, c) = web.get(&format!("/api/command?id={command}"));
+            (c["state"] == "done" || c["state"] == "failed").then_some(c)
+        },
+    );
+    assert_eq!(done["state"], "done", "{done}");
+    assert_eq!(row("/root/two").1, "closed");
+
+    // Host B goes away (its namespace, serve and child with it) and its lease runs out.
+    b.child.kill().unwrap();
+    b.child.wait().unwrap();
+    lease_ran_out(&db(), "host-b");
+    let before = commands();
+    let (_, d) = web.get(&format!("/api/thread?id={}", row("/root/three").0));
+    assert_eq!(d["hostUnreachableSince"], "2026-01-01T00:00:00.000Z", "{d}");
+    for a in d["actions"].as_array().unwrap() {
+        if ["stop", "force_stop", "send"].contains(&a["action"].as_str().unwrap()) {
+            let why = a["why"].as_str().unwrap_or("");
+            assert!(
+                a["enabled"] == false
+                    && why.contains(
+                        "is held on host host-b, unreachable since 2026-01-01T00:00:00.000Z"
+                    )
+                    && why.contains("threadbase host forget host-b"),
+                "{a}"
+            );
+        }
+    }
+    let started = Instant::now();
+    for action in [
+        json!({"thread": row("/root/three").0, "action": "stop"}),
+        json!({"thread": row("/root/three").0, "action": "send", "message": "hello"}),
+    ] {
+        let (status, e) = web.post("/api/action", &action);
+        assert_eq!(status, 409, "{e}");
+        let message = e["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("unreachable since 2026-01-01T00:00:00.000Z")
+                && message.matches("Repair:").count() == 1,
+            "{message}"
+        );
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(commands(), before, "a refused action writes no command");
+    // The page says so: the row, the detail's host line and the greyed buttons' reasons.
+    page.wait_for(
+        "/root/three unreachable in its row",
+        "const el = document.querySelector('.row.thread[data-path=\"/root/three\"]'); return el && el.dataset.state.startsWith('live/host unreachable since 2026-01-01 00:00:00')",
+        Duration::from_secs(10),
+    );
+    open("/root/three");
+    let line = page.wait_for(
+        "the host line",
+        "const el = document.getElementById('detail-host'); return el ? el.textContent : null",
+        Duration::from_secs(5),
+    );
+    assert!(
+        line.as_str()
+            .unwrap()
+            .starts_with("host unreachable since 2026-01-01 00:00:00"),
+        "{line}"
+    );
+    let stop =
+        page.eval("const b = document.getElementById('act-stop'); return [b.disabled, b.title];");
+    assert_eq!(stop[0], true, "{stop}");
+    assert!(
+        stop[1]
+            .as_str()
+            .unwrap()
+            .contains("threadbase host forget host-b"),
+        "{stop}"
+    );
+    page.screenshot(&browser::screenshot_dir().join("host-unreachable.png"));
+    assert_eq!(page.eval("return window.tb.errors"), json!([]));
+    drop(page);
+    drop(web);
+    host_cli(&base.db, "host-a", &["forget", "host-b"]);
+    assert!(base.leftovers().is_empty(), "{:?}", base.leftovers());
+}

@@ -290,9 +290,8 @@ pub struct SubtreeDoc {
     pub cost_usd: f64,
 }
 
-/// Whether a row's owning serve runs, as this host sees it: a row of another host is never
-/// "owner gone" here (its pid means nothing on this host); what an action then does goes
-/// through the engine's holder rule.
+/// Whether the serve a row of this host records runs (its pid looked up here): only for rows
+/// [`Held::Here`]; a row of another host is judged by its host's lease ([`Reach`]).
 fn owner_alive(pid: Option<i64>, started_at: Option<i64>) -> bool {
     ProcessIdentity::recorded(pid, started_at, None, None).is_some_and(|o| o.is_alive())
 }
@@ -440,14 +439,48 @@ impl ActionKind {
     ];
 }
 
-/// What a thread allows: `None` when it may, else why not (with what to do).
+/// Whether the serve holding a live thread can take a command row from the page (issue 46):
+/// a row of this host is judged by its serve's pid here, a row of another host by that host's
+/// lease (`host_serves`), never by a pid of this host (it names another process here, or none).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reach {
+    /// Its serve takes commands: a serve of this host that runs, or one of a host whose lease
+    /// holds (or that left no lease to judge by, as `top` and the engine take it).
+    Holder,
+    /// The serve of this host (or of this host's earlier boot) that held it is gone.
+    Gone,
+    /// Its host's lease ran out: a command would wait for nobody, so it is refused at once.
+    Unreachable(crate::store::hosts::Lease),
+}
+
+impl Reach {
+    /// Where thread `id`'s serve is, as [`Reach`] says.
+    pub fn of(conn: &crate::store::Conn, id: &ThreadId) -> Result<Reach> {
+        let Some((_, held)) = threads::thread_holder(conn, id)? else {
+            return Ok(Reach::Gone);
+        };
+        Ok(match held {
+            Some(o) if o.place == crate::host::Place::OtherHost => {
+                match crate::store::hosts::lease_of_thread(conn, id)? {
+                    Some(lease) if !lease.up => Reach::Unreachable(lease),
+                    _ => Reach::Holder,
+                }
+            }
+            Some(o) if o.is_alive() => Reach::Holder,
+            _ => Reach::Gone,
+        })
+    }
+}
+
+/// What a thread allows: `None` when it may, else why not (with what to do). `reach` is where
+/// its serve is ([`Reach::of`]).
 fn allowed(
     kind: ActionKind,
     row: &threads::ThreadRow,
     contract: &str,
+    reach: &Reach,
 ) -> std::result::Result<(), String> {
     let live = row.status() == ThreadStatus::Live;
-    let held = owner_alive(row.owner_pid, row.owner_started_at);
     match kind {
         ActionKind::Merge => {
             if live
@@ -487,13 +520,21 @@ fn allowed(
                     row.path
                 ));
             }
-            if !held {
-                return Err(format!(
+            match reach {
+                Reach::Holder => Ok(()),
+                Reach::Gone => Err(format!(
                     "The serve that held {} is gone. Repair: run `threadbase restore` (any running serve does it within a second).",
                     row.path
-                ));
+                )),
+                Reach::Unreachable(lease) => {
+                    let word = if kind == ActionKind::Send {
+                        "send"
+                    } else {
+                        "stop"
+                    };
+                    Err(crate::store::hosts::unreachable(&row.path, word, lease).message)
+                }
             }
-            Ok(())
         }
         ActionKind::Archive | ActionKind::Unarchive => {
             if contract != "thread" {
@@ -552,6 +593,13 @@ pub struct DetailDoc {
     pub prompt_by: String,
     /// Every message sent into it since, oldest first, with who sent it and when.
     pub sent: Vec<rows::Sent>,
+    /// Issue 46: the host that holds (or held) it, on a database more than one host uses.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// Issue 46: live on a host whose lease ran out: since when (its last heartbeat); its
+    /// stop and send are refused, saying so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_unreachable_since: Option<String>,
     /// Issue 48: its git worktree, when it runs in one (`THREADBASE_ISOLATION=worktree`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub worktree: Option<WorktreeDoc>,
@@ -630,7 +678,12 @@ pub fn detail(conn: &crate::store::Conn, store: &Store, id: &ThreadId) -> Result
     let out = crate::store::output::of_thread(conn, id)?;
     let evs = events::rows_of_thread(conn, id)?;
     // Issue 45: what needs the user, as `show` sees it from this host.
-    let need = crate::store::hosts::Placements::read_one(conn, id)?.need_of(&(&row).into());
+    let placements = crate::store::hosts::Placements::read_one(conn, id)?;
+    let need = placements.need_of(&(&row).into());
+    let reach = match row.is_live() {
+        true => Reach::of(conn, id)?,
+        false => Reach::Gone,
+    };
     let snapshot = projection::snapshot(&row, &out, &evs, Detail::Tail, need);
     let usage_line = usage::of_thread(conn, id)?.map(|u| crate::engine::budget::summary(&u));
     let subtree = usage::of_subtree(conn, id)?.map(|s| {
@@ -660,7 +713,7 @@ pub fn detail(conn: &crate::store::Conn, store: &Store, id: &ThreadId) -> Result
             _ => true,
         })
         .map(|&k| {
-            let why = allowed(k, &row, &contract).err();
+            let why = allowed(k, &row, &contract, &reach).err();
             ActionDoc {
                 action: k,
                 enabled: why.is_none(),
@@ -670,6 +723,14 @@ pub fn detail(conn: &crate::store::Conn, store: &Store, id: &ThreadId) -> Result
         .collect();
     let prompt_by = format!("session {manager_session} ({contract} tool)");
     Ok(DetailDoc {
+        host: placements
+            .host_of(id.as_str())
+            .filter(|_| placements.team())
+            .map(str::to_string),
+        host_unreachable_since: match &reach {
+            Reach::Unreachable(lease) => Some(lease.last_heartbeat.clone()),
+            _ => None,
+        },
         worktree,
         id: row.id.to_string(),
         path: row.path.clone(),

@@ -361,6 +361,21 @@ impl Web {
     /// `threadbase --db DB web ARGS…` (no token in the environment); its port and token are
     /// read from the two lines it prints.
     pub fn start_with(db: &Path, args: &[&str]) -> Web {
+        Web::start_env(db, args, &[])
+    }
+
+    /// `threadbase web` with `token` on host `host` (`THREADBASE_HOST_ID`), as a team member
+    /// runs it.
+    pub fn start_on_host(db: &Path, token: &str, host: &str) -> Web {
+        Web::start_env(
+            db,
+            &["--port", "0", "--token", token],
+            &[("THREADBASE_HOST_ID", host)],
+        )
+    }
+
+    /// [`Web::start_with`] with `env` set.
+    pub fn start_env(db: &Path, args: &[&str], env: &[(&str, &str)]) -> Web {
         let mut child = Command::new(env!("CARGO_BIN_EXE_threadbase"))
             .arg("--db")
             .arg(db)
@@ -368,6 +383,7 @@ impl Web {
             .args(args)
             .env_remove("THREADBASE_DB")
             .env_remove("THREADBASE_TOKEN")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

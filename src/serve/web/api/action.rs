@@ -64,7 +64,7 @@ pub fn action(store: &Store, body: &[u8]) -> Result<hyper::Response<Body>> {
             "The action is not valid ({e}). Repair: {ACTION_SHAPE}."
         ))
     })?;
-    let (row, contract) = {
+    let (row, contract, reach) = {
         let conn = store.read()?;
         let row = threads::thread_by_id_any(&conn, &a.thread)?.ok_or_else(|| {
             Error::new(
@@ -78,7 +78,12 @@ pub fn action(store: &Store, body: &[u8]) -> Result<hyper::Response<Body>> {
         let contract = threads::manager_of_thread(&conn, &a.thread)?
             .map(|(_, c)| c)
             .unwrap_or_default();
-        (row, contract)
+        // Where its serve is: judged by its host's lease when another host holds it.
+        let reach = match row.is_live() {
+            true => Reach::of(&conn, &a.thread)?,
+            false => Reach::Gone,
+        };
+        (row, contract, reach)
     };
     let send = if a.action == ActionKind::Send {
         let message = a.message.as_deref().unwrap_or("");
@@ -112,7 +117,7 @@ pub fn action(store: &Store, body: &[u8]) -> Result<hyper::Response<Body>> {
             "An answer, and only an answer, takes \"answer\". Repair: {ACTION_SHAPE}."
         )));
     }
-    if let Err(why) = allowed(a.action, &row, &contract) {
+    if let Err(why) = allowed(a.action, &row, &contract, &reach) {
         return Err(Error::new(ErrorCode::Conflict, why));
     }
     let (command, state) = match a.action {

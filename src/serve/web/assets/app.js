@@ -440,7 +440,8 @@ function renderDetail() {
   }).join('');
   el.innerHTML =
     `<h2 id="detail-path">${esc(d.path)}</h2>` +
-    `<div class="meta">${esc(d.id)} · ${esc(d.contract)} · ${esc(s.status)}/${esc(s.phase)}${exit}${s.pid ? ' · pid ' + esc(s.pid) : ''}</div>` +
+    `<div class="meta">${esc(d.id)} · ${esc(d.contract)} · ${esc(s.status)}/${esc(s.phase)}${exit}${s.pid ? ' · pid ' + esc(s.pid) : ''}${d.host ? ' · host ' + esc(d.host) : ''}</div>` +
+    hostBlock(d) +
     `<div class="meta">${esc(s.name || '')}${d.usage ? ' · ' + esc(d.usage) : ''}</div>` +
     (d.subtree ? `<div class="meta">subtree: ${esc(d.subtree)}</div>` : '') +
     questionBlock(d.question) +
@@ -459,6 +460,14 @@ function renderDetail() {
   if (answerDraft && $('answer-text')) $('answer-text').value = answerDraft;
   showCommand();
   if (st.scrollTo && $(st.scrollTo)) { $(st.scrollTo).scrollIntoView(); st.scrollTo = null; }
+}
+
+// A live thread of a host whose lease ran out (issue 46): since when, and what to do; its
+// stop and send buttons are greyed with the same words.
+function hostBlock(d) {
+  if (!d.hostUnreachableSince) return '';
+  const host = d.host || 'HOST';
+  return `<div class="meta unreachable" id="detail-host">host unreachable since ${esc(d.hostUnreachableSince.slice(0, 19).replace('T', ' '))}: nothing can reach this thread until host ${esc(host)} is back (<code>threadbase host forget ${esc(host)}</code> closes its threads as stale)</div>`;
 }
 
 // What the thread was asked: its whole prompt, then every message sent to it since, each with
