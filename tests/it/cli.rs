@@ -90,9 +90,19 @@ fn sql_reads_and_refuses_writes() {
         stdout(&out)
     );
 
-    let out = threadbase(&db.path, &["sql", "SELEC nonsense"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("Repair:"));
+    // A statement the database refuses: its words, and one `Repair:` (issue 46: PostgreSQL's
+    // carried the generic database error's too).
+    for bad in ["SELEC nonsense", "SELECT nope FROM threads"] {
+        let out = threadbase(&db.path, &["sql", bad]);
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.matches("Repair:").count(), 1, "{err}");
+        assert!(
+            err.contains("pass exactly one valid SELECT statement"),
+            "{err}"
+        );
+        assert!(err.contains("SELEC") || err.contains("nope"), "{err}");
+    }
 }
 
 #[test]
@@ -157,6 +167,51 @@ fn a_missing_database_is_a_clear_error() {
     assert!(
         !dir.path().join("none.sqlite").exists(),
         "a read-only command creates nothing"
+    );
+}
+
+/// Issue 46: a URL of another database (`mysql://…`, any `scheme://`) is refused as an
+/// unsupported database, by the reading commands and by serve, instead of being taken for a
+/// relative file path (a folder `mysql:`) where serve would create a SQLite file.
+#[test]
+fn a_url_of_another_database_is_refused_as_unsupported() {
+    let dir = tempfile::tempdir().unwrap();
+    for (url, args) in [
+        ("mysql://team@db.internal/threadbase", &["list"][..]),
+        ("sqlite:///tmp/x.sqlite", &["sql", "SELECT 1"][..]),
+        ("mysql://team@db.internal/threadbase", &["serve"][..]),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_threadbase"))
+            .arg("--db")
+            .arg(url)
+            .args(args)
+            .current_dir(dir.path())
+            .env_remove("THREADBASE_DB")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{url} {args:?}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        let scheme = url.split("://").next().unwrap();
+        assert!(
+            err.contains(&format!("unsupported database ({scheme})")),
+            "{err}"
+        );
+        assert_eq!(err.matches("Repair:").count(), 1, "{err}");
+    }
+    // Through the environment too.
+    let out = Command::new(env!("CARGO_BIN_EXE_threadbase"))
+        .arg("tree")
+        .current_dir(dir.path())
+        .env("THREADBASE_DB", "mysql://team@db.internal/threadbase")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unsupported database (mysql)"));
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "nothing was created"
     );
 }
 
