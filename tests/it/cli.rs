@@ -215,6 +215,57 @@ fn a_url_of_another_database_is_refused_as_unsupported() {
     );
 }
 
+/// Issue 46: a server that asks for a password none was given for was reached, so the error
+/// says the password is missing and how to give it, not to fix the URL's host and port. The
+/// server here is a stand-in that answers every startup with "send a cleartext password".
+#[test]
+fn a_missing_password_is_named_and_its_repair_is_pgpassword() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            // Startup packets: int32 length, int32 code; an SSL request (80877103) is declined.
+            loop {
+                let mut head = [0u8; 8];
+                if stream.read_exact(&mut head).is_err() {
+                    break;
+                }
+                let len = u32::from_be_bytes(head[..4].try_into().unwrap()) as usize;
+                let mut rest = vec![0u8; len.saturating_sub(8)];
+                if stream.read_exact(&mut rest).is_err() {
+                    break;
+                }
+                if u32::from_be_bytes(head[4..].try_into().unwrap()) == 80_877_103 {
+                    let _ = stream.write_all(b"N");
+                    continue;
+                }
+                // AuthenticationCleartextPassword.
+                let _ = stream.write_all(&[b'R', 0, 0, 0, 8, 0, 0, 0, 3]);
+                let _ = stream.read(&mut [0u8; 64]);
+                break;
+            }
+        }
+    });
+    let url = format!("postgres://alice@127.0.0.1:{port}/team");
+    let out = Command::new(env!("CARGO_BIN_EXE_threadbase"))
+        .args(["--db", &url, "list"])
+        .env_remove("THREADBASE_DB")
+        .env_remove("PGPASSWORD")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("asks user alice for a password and none was given"),
+        "{err}"
+    );
+    assert!(err.contains("Repair: set PGPASSWORD"), "{err}");
+    assert!(!err.contains("host and port"), "{err}");
+    assert_eq!(err.matches("Repair:").count(), 1, "{err}");
+}
+
 /// `threadbase pi install` writes the extension as shipped in `pi-extension/`, byte for byte
 /// (the copy is compiled into the binary), plus the binary record; with no `pi` on PATH it edits
 /// settings.json itself. `uninstall` removes both. Runs without Pi (the real-Pi side is
