@@ -116,7 +116,7 @@ pub(in crate::engine) async fn resume(
         text.push_str(&format!("\nNote: {note}"));
     }
     if let Some(owner) = via {
-        text.push_str(&held_by(owner));
+        text.push_str(&held_by(e, &row.id, owner));
     }
     reply(
         text,
