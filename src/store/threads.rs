@@ -464,6 +464,15 @@ pub fn thread_holder(
     })
 }
 
+/// The host a thread's process last ran on (`None`: no such thread, or never launched).
+pub fn thread_host(conn: &Conn, id: &ThreadId) -> Result<Option<String>> {
+    Ok(conn
+        .opt(q!("thread_host"), params![id], |r| {
+            r.get::<Option<String>>(0)
+        })?
+        .flatten())
+}
+
 /// The host of the serve that holds a thread, as recorded (`thread_holder`'s row): `None`
 /// for no such thread or no host recorded.
 pub fn thread_holder_host(conn: &Conn, id: &ThreadId) -> Result<Option<String>> {
