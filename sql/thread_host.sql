@@ -1,3 +1,7 @@
--- The host a thread's process last ran on (threads.host_id, kept when it closes): a resume
--- on another host names it. Primary-key lookup.
-SELECT host_id FROM threads WHERE id = ?1
+-- The host that holds (or held) one thread (?1), as sql/thread_hosts.sql reads it for every
+-- thread: for `threadbase show`. Two primary-key lookups.
+SELECT t.id, CASE WHEN t.owner_pid IS NOT NULL THEN t.host_id ELSE m.host_id END AS host_id
+FROM threads t
+JOIN managers m ON m.id = t.manager_id
+WHERE t.id = ?1
+  AND CASE WHEN t.owner_pid IS NOT NULL THEN t.host_id ELSE m.host_id END IS NOT NULL

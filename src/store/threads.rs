@@ -465,9 +465,9 @@ pub fn thread_holder(
 }
 
 /// The host a thread's process last ran on (`None`: no such thread, or never launched).
-pub fn thread_host(conn: &Conn, id: &ThreadId) -> Result<Option<String>> {
+pub fn thread_last_host(conn: &Conn, id: &ThreadId) -> Result<Option<String>> {
     Ok(conn
-        .opt(q!("thread_host"), params![id], |r| {
+        .opt(q!("thread_last_host"), params![id], |r| {
             r.get::<Option<String>>(0)
         })?
         .flatten())

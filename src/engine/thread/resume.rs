@@ -223,7 +223,7 @@ fn check_resumable(e: &Engine, row: &ThreadRow) -> Result<String> {
     };
     let here = &crate::host::HostIdentity::here().host_id;
     let elsewhere =
-        crate::store::threads::thread_host(&e.store.read()?, &row.id)?.filter(|h| h != here);
+        crate::store::threads::thread_last_host(&e.store.read()?, &row.id)?.filter(|h| h != here);
     if !Path::new(&file).exists() {
         return refuse(match &elsewhere {
             Some(host) => format!(
