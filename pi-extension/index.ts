@@ -29,8 +29,10 @@
  * - THREADBASE_BIN      the threadbase executable. Without it: the binary recorded by
  *                       `threadbase pi install` (threadbase.json beside this file), else
  *                       `threadbase` on PATH, else ~/.cargo/bin/threadbase;
- * - THREADBASE_DB       the database (passed as `--db`; default: serve's own default,
- *                       $PI_CODING_AGENT_DIR/threadbase.sqlite, else ~/.pi/agent/threadbase.sqlite);
+ * - THREADBASE_DB       the database (serve reads it from its environment, never from `--db`,
+ *                       so a URL's password is in no argv `ps` shows; default: serve's own
+ *                       default, $PI_CODING_AGENT_DIR/threadbase.sqlite, else
+ *                       ~/.pi/agent/threadbase.sqlite);
  * - THREADBASE_TRUSTED  `1` adds `--trusted` (children inside this cwd get `--approve`);
  * - THREADBASE_TOOLS    which contracts' tools to register, comma-separated: `thread` (the
  *                       default: the pi-threads `thread` tool) and `worker` (the `threads_*`
@@ -256,12 +258,18 @@ export function findThreadbase(): string {
 	);
 }
 
-/** The argv of `threadbase serve` for this session. */
-function serveArgv(identity: ServeIdentity): { bin: string; args: string[] } {
+/**
+ * The argv and environment of `threadbase serve` for this session. The database goes in the
+ * environment (THREADBASE_DB, trimmed), never in argv: a `postgres://` URL may hold a password,
+ * and every user of the host can read a process's argv (`ps`), only its owner its environment.
+ */
+function serveArgv(identity: ServeIdentity): { bin: string; args: string[]; env: NodeJS.ProcessEnv } {
 	const bin = findThreadbase();
 	const args: string[] = [];
+	const env: NodeJS.ProcessEnv = { ...process.env };
 	const db = process.env.THREADBASE_DB?.trim();
-	if (db) args.push("--db", db);
+	if (db) env.THREADBASE_DB = db;
+	else delete env.THREADBASE_DB;
 	args.push("serve");
 	if (identity.sessionFile) args.push("--session-file", identity.sessionFile);
 	args.push("--session-id", identity.sessionId, "--cwd", identity.cwd);
@@ -273,7 +281,7 @@ function serveArgv(identity: ServeIdentity): { bin: string; args: string[] } {
 	args.push("--report-usage");
 	// `status` notifications: the tree's status line, for Pi's footer (see StatusParams).
 	if (identity.statusUi) args.push("--report-status");
-	return { bin, args };
+	return { bin, args, env };
 }
 
 /**
@@ -361,7 +369,7 @@ class ServeConnection {
 
 	constructor(identity: ServeIdentity) {
 		this.identity = identity;
-		let argv: { bin: string; args: string[] };
+		let argv: { bin: string; args: string[]; env: NodeJS.ProcessEnv };
 		try {
 			argv = serveArgv(identity);
 		} catch (e) {
@@ -371,11 +379,11 @@ class ServeConnection {
 			this.proc = undefined as unknown as ChildProcess;
 			return;
 		}
-		const { bin, args } = argv;
+		const { bin, args, env } = argv;
 		this.bin = bin;
 		this.proc = spawn(bin, args, {
 			cwd: identity.cwd,
-			env: process.env,
+			env,
 			stdio: ["pipe", "pipe", "pipe"],
 			windowsHide: true,
 		});

@@ -14,4 +14,8 @@ SELECT
         + (SELECT coalesce(sum(cache_write_tokens), 0) FROM session_usage) AS BIGINT) AS cache_write_tokens,
     (SELECT coalesce(sum(cost_usd), 0.0) FROM tree_usage)
         + (SELECT coalesce(sum(cost_usd), 0.0) FROM session_usage) AS cost_usd,
-    (SELECT count(*) FROM tree_usage) AS trees
+    (SELECT count(*) FROM tree_usage) AS trees,
+    CAST((SELECT coalesce(sum(turns), 0) FROM tree_usage)
+        + (SELECT coalesce(sum(turns), 0) FROM session_usage) AS BIGINT) AS turns,
+    CAST((SELECT coalesce(sum(tool_calls), 0) FROM tree_usage)
+        + (SELECT coalesce(sum(tool_calls), 0) FROM session_usage) AS BIGINT) AS tool_calls

@@ -58,6 +58,7 @@ pub fn run(db: &Path, args: &AdoptArgs<'_>, out: &mut dyn Write) -> Result<()> {
                 )
             }
         },
+        |_| Ok(()),
         "adopt",
     )?;
     let adopted = match found {

@@ -521,6 +521,9 @@ pub fn main() -> ExitCode {
     if let (true, Err(e)) = (needs_host, crate::host::HostIdentity::current()) {
         return report(&e);
     }
+    if let (true, Err(e)) = (needs_host, crate::store::refuse_unsupported_url(&db)) {
+        return report(&e);
+    }
     let mut out = std::io::stdout().lock();
     let result = match cli.command {
         Command::Demo { keep } => demo::run(keep, &mut out),

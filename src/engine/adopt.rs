@@ -4,7 +4,7 @@
 //! thread's exact id or canonical path from the new session. A thread whose session's serve is
 //! alive is never adopted: that session still answers for it.
 
-use crate::domain::ManagerId;
+use crate::domain::{ManagerId, ThreadId};
 use crate::error::{Error, ErrorCode, Result};
 use crate::runtime::process::ProcessIdentity;
 use crate::store::adopt::{self, Adopted, Candidate};
@@ -26,13 +26,16 @@ pub enum Found {
 /// canonical path only one gone session's thread has) under manager `to`. A thread whose row
 /// is still live because its serve died without closing it is closed as stale first (the
 /// restore pass, as the next serve would). `me` is the calling process (never counted as a
-/// live owner); `by` is recorded in the event.
+/// live owner); `by` is recorded in the event. `check` runs on the one thread found before
+/// anything is written: its error refuses the adoption, which then changes nothing (a resume
+/// that cannot launch the thread leaves it where it was).
 pub fn adopt_reference(
     store: &Store,
     me: ProcessIdentity,
     reference: &str,
     to: Option<ManagerId>,
     target: impl FnOnce(&crate::store::Tx<'_>) -> Result<ManagerId>,
+    check: impl FnOnce(&ThreadId) -> Result<()>,
     by: &str,
 ) -> Result<Found> {
     let found = adopt::candidates(&store.read()?, reference, to)?;
@@ -52,6 +55,7 @@ pub fn adopt_reference(
         (1, _) => gone.into_iter().next().expect("one"),
         _ => return Err(ambiguous(reference, &gone)),
     };
+    check(&one.id)?;
     // A row its dead serve left live: closed as stale first, as any serve's start would (a
     // watcher does it within a second anyway; a closed thread needs no pass at all).
     if one.status == crate::domain::ThreadStatus::Live {

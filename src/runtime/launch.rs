@@ -143,6 +143,18 @@ impl Runtime {
         let thread_id: Arc<ThreadId> = Arc::new(spec.thread_id.clone());
         let mut proc = match cmd.spawn() {
             Ok(p) => p,
+            // A cwd that is not a folder fails the spawn with ENOENT too, which would read as
+            // a missing program: said as what it is (issue 46).
+            Err(e) if !spec.cwd.is_dir() => {
+                let message = format!(
+                    "Failed to start child Pi: its cwd {} is not a folder on this host ({e})",
+                    spec.cwd.display()
+                );
+                self.record_spawn_failure(&thread_id, &message).await?;
+                return Err(Error::io(format!(
+                    "{message}. Repair: create the folder (or restore it), or give the thread a cwd that exists."
+                )));
+            }
             Err(e) => {
                 let message = format!("Failed to start child Pi ({program}): {e}");
                 self.record_spawn_failure(&thread_id, &message).await?;

@@ -123,12 +123,16 @@ fn query_postgres(
     let (conn, _, _) = super::postgres::store::open_read_only(url, timeout)?;
     let started = Instant::now();
     let (names, rows) = super::db::Db::query_values(&conn, query).map_err(|e| {
-        let code = match e.cause() {
-            Some(Cause::Database(c)) => c
-                .downcast_ref::<tokio_postgres::Error>()
-                .and_then(|pg| pg.code().cloned()),
+        let pg = match e.cause() {
+            Some(Cause::Database(c)) => c.downcast_ref::<tokio_postgres::Error>(),
             _ => None,
         };
+        let code = pg.and_then(|pg| pg.code().cloned());
+        // The server's own words, without the generic error's `Repair:` (this one has its own).
+        let detail = pg
+            .and_then(|pg| pg.as_db_error())
+            .map(|db| format!("{} ({})", db.message(), db.code().code()))
+            .unwrap_or_else(|| e.message.clone());
         match code {
             Some(c) if c == SqlState::READ_ONLY_SQL_TRANSACTION => Error::forbidden(
                 "threadbase sql is read-only: this statement would change the database and was refused; nothing was written. Repair: use SELECT; changes go through threadbase serve.",
@@ -137,7 +141,7 @@ fn query_postgres(
                 stopped(Stop::Timeout, timeout_secs.unwrap_or(0.0), started.elapsed())
             }
             Some(_) => Error::invalid(format!(
-                "The SQL failed: {e} Repair: pass exactly one valid SELECT statement; list tables with \"SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()\"."
+                "The SQL failed: PostgreSQL error: {detail}. Repair: pass exactly one valid SELECT statement; list tables with \"SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()\"."
             )),
             None => e,
         }

@@ -156,8 +156,8 @@ pub fn team_spend(conn: &Conn) -> Result<TeamSpend> {
                 cache_read_tokens: r.get(3)?,
                 cache_write_tokens: r.get(4)?,
                 cost_usd: r.get(5)?,
-                turns: 0,
-                tool_calls: 0,
+                turns: r.get(7)?,
+                tool_calls: r.get(8)?,
             },
             trees: r.get(6)?,
         })

@@ -395,6 +395,31 @@ pub fn database_url(path: &Path) -> Option<&str> {
     path.to_str().filter(|p| postgres::conn::is_url(p))
 }
 
+/// Refuses a database named by a URL of a scheme other than PostgreSQL's (`mysql://…`,
+/// `sqlite://…`, …): without this it would be taken for a relative file path (a folder named
+/// `mysql:`) and a SQLite file created there.
+pub fn refuse_unsupported_url(path: &Path) -> Result<()> {
+    let Some(text) = path.to_str() else {
+        return Ok(());
+    };
+    let Some((scheme, _)) = text.split_once("://") else {
+        return Ok(());
+    };
+    let is_scheme = scheme
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    if !is_scheme || postgres::conn::is_url(text) {
+        return Ok(());
+    }
+    Err(Error::invalid(format!(
+        "The database {scheme}://… is a URL of an unsupported database ({scheme}); threadbase keeps its rows in a SQLite file or a PostgreSQL database. Repair: set --db (or THREADBASE_DB) to a SQLite file path or a postgres://USER@HOST[:PORT]/DATABASE URL."
+    )))
+}
+
 /// The writer connection and what it remembers about checkpoints ([`wal`]).
 struct Writer {
     conn: Connection,

@@ -464,6 +464,25 @@ pub fn thread_holder(
     })
 }
 
+/// The host a thread's process last ran on (`None`: no such thread, or never launched).
+pub fn thread_last_host(conn: &Conn, id: &ThreadId) -> Result<Option<String>> {
+    Ok(conn
+        .opt(q!("thread_last_host"), params![id], |r| {
+            r.get::<Option<String>>(0)
+        })?
+        .flatten())
+}
+
+/// The host of the serve that holds a thread, as recorded (`thread_holder`'s row): `None`
+/// for no such thread or no host recorded.
+pub fn thread_holder_host(conn: &Conn, id: &ThreadId) -> Result<Option<String>> {
+    Ok(conn
+        .opt(q!("thread_holder", holder_col), params![id], |r| {
+            r.get::<Option<String>>(holder_col::OWNER_HOST)
+        })?
+        .flatten())
+}
+
 crate::store::rows::columns! {
     /// The serve that owns a manager (`{manager_owner_row}` in `sql/manager_owner.sql`, which
     /// reads `managers`), read by [`manager_owner`].

@@ -378,3 +378,117 @@ fn a_thread_left_live_by_a_dead_serve_is_closed_as_stale_then_adopted() {
     );
     w.check_whole();
 }
+
+/// Issue 46: a resume, by id from another session, of a thread that last ran on another host
+/// says where its history is (its session file is on that host, not gone) and names a missing
+/// cwd as such; refused, it adopts nothing: the thread stays in its own session. On its own
+/// host a missing cwd is named too (not a child Pi that failed to start).
+#[test]
+fn a_refused_resume_of_another_hosts_thread_says_where_it_is_and_adopts_nothing() {
+    let w = World::new();
+    // Session A's serve runs on host-a and ends; its manager is then owned by nobody (what
+    // `threadbase host forget host-a` writes while host-a has a serve row; a manager of another
+    // host otherwise counts as living here), so a session of host-b may adopt its threads.
+    let a_file = w.session("a", "ses_a");
+    let mut a = w.base.serve(
+        "script",
+        vec!["--session-file".into(), a_file.display().to_string()],
+        &[("THREADBASE_HOST_ID", "host-a")],
+    );
+    let r = a.thread(json!({"action": "start", "prompt": "Do the job", "taskName": "job"}));
+    let id = r["details"]["snapshot"]["id"].as_str().unwrap().to_string();
+    let r = a.thread(json!({"action": "wait", "id": id, "timeoutMs": 10000}));
+    assert_eq!(r["details"]["timedOut"], false, "{r}");
+    a.close(Duration::from_secs(20));
+    let db = crate::support::sql::Conn::open(&w.base.db).unwrap();
+    db.execute(
+        "UPDATE managers SET owner_pid = NULL, owner_started_at = NULL, host_id = NULL, boot_id = NULL WHERE session_id = 'ses_a'",
+        (),
+    )
+    .unwrap();
+    let (host, file, cwd): (String, String, String) = db
+        .query_row(
+            "SELECT host_id, session_file, cwd FROM threads WHERE id = ?1",
+            [id.as_str()],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    let session_of = || -> String {
+        db.query_row(
+            "SELECT m.session_id FROM threads t JOIN managers m ON m.id = t.manager_id WHERE t.id = ?1",
+            [id.as_str()],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    let args = vec![
+        "--session-file".into(),
+        w.session("b", "ses_b").display().to_string(),
+    ];
+    let mut b = w
+        .base
+        .serve("script", args, &[("THREADBASE_HOST_ID", "host-b")]);
+
+    // Its session file is on its host, not here.
+    let kept = std::fs::read(&file).unwrap();
+    std::fs::remove_file(&file).unwrap();
+    let e = b.thread_error(json!({"action": "resume", "id": id}));
+    assert_eq!(e["code"], "not_resumable", "{e}");
+    let message = e["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!(
+            "it last ran on host {host}, and its Pi session file {file} is there, not on this host (host-b)"
+        )) && message.contains(&format!("Repair: resume it from a Pi session on host {host}")),
+        "{message}"
+    );
+    assert!(!message.contains("history is gone"), "{message}");
+    assert_eq!(message.matches("Repair:").count(), 1, "{message}");
+    assert_eq!(session_of(), "ses_a", "a refused resume adopts nothing");
+
+    // Its cwd is not a folder here.
+    std::fs::write(&file, kept).unwrap();
+    let missing = w.base.root.join("gone-folder");
+    db.execute(
+        "UPDATE threads SET cwd = ?1 WHERE id = ?2",
+        [missing.display().to_string(), id.clone()],
+    )
+    .unwrap();
+    let e = b.thread_error(json!({"action": "resume", "id": id}));
+    assert_eq!(e["code"], "not_resumable", "{e}");
+    let message = e["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!(
+            "its cwd {} is not a folder on this host (host-b); it last ran on host {host}",
+            missing.display()
+        )),
+        "{message}"
+    );
+    assert!(!message.contains("Failed to start child Pi"), "{message}");
+    assert_eq!(session_of(), "ses_a", "a refused resume adopts nothing");
+    b.close(Duration::from_secs(20));
+
+    // On its own host, by its own session: the missing cwd, named.
+    let mut a = w.base.serve(
+        "script",
+        vec!["--session-file".into(), a_file.display().to_string()],
+        &[("THREADBASE_HOST_ID", "host-a")],
+    );
+    let e = a.thread_error(json!({"action": "resume", "id": id}));
+    let message = e["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!("its cwd {} does not exist", missing.display())),
+        "{e}"
+    );
+    // Once the folder is back, the resume goes through.
+    db.execute(
+        "UPDATE threads SET cwd = ?1 WHERE id = ?2",
+        [cwd, id.clone()],
+    )
+    .unwrap();
+    let r = a.thread(json!({"action": "resume", "id": id}));
+    assert_eq!(r["details"]["kind"], "resumed", "{r}");
+    a.close(Duration::from_secs(20));
+    assert_eq!(session_of(), "ses_a");
+    w.check_whole();
+    assert!(w.base.leftovers().is_empty());
+}

@@ -242,6 +242,15 @@ fn a_tree_budget_in_the_database_caps_every_serve_and_the_lower_cap_is_reached_f
     let mut a = serve(&base, "ses_a", "host-a", &[]);
     a.thread(json!({"action": "start", "prompt": "go", "taskName": "one"}));
     until_spent(&db, 21);
+    // Issue 46: the team's spend counts the turns and tool calls taken (it said 0 turns).
+    let spent = &budgets(&db)["teamSpend"];
+    let turns = crate::support::sql::count(
+        &db,
+        "SELECT CAST(coalesce(sum(turns), 0) AS BIGINT) FROM thread_usage",
+    );
+    assert!(turns >= 1, "{spent}");
+    assert_eq!(spent["turns"], turns, "{spent}");
+    assert_eq!(spent["toolCalls"], 0, "{spent}");
     cli(
         &db,
         &["budget", "set", "--scope", "tree", "--tokens", "20"],

@@ -90,9 +90,19 @@ fn sql_reads_and_refuses_writes() {
         stdout(&out)
     );
 
-    let out = threadbase(&db.path, &["sql", "SELEC nonsense"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("Repair:"));
+    // A statement the database refuses: its words, and one `Repair:` (issue 46: PostgreSQL's
+    // carried the generic database error's too).
+    for bad in ["SELEC nonsense", "SELECT nope FROM threads"] {
+        let out = threadbase(&db.path, &["sql", bad]);
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.matches("Repair:").count(), 1, "{err}");
+        assert!(
+            err.contains("pass exactly one valid SELECT statement"),
+            "{err}"
+        );
+        assert!(err.contains("SELEC") || err.contains("nope"), "{err}");
+    }
 }
 
 #[test]
@@ -158,6 +168,102 @@ fn a_missing_database_is_a_clear_error() {
         !dir.path().join("none.sqlite").exists(),
         "a read-only command creates nothing"
     );
+}
+
+/// Issue 46: a URL of another database (`mysql://…`, any `scheme://`) is refused as an
+/// unsupported database, by the reading commands and by serve, instead of being taken for a
+/// relative file path (a folder `mysql:`) where serve would create a SQLite file.
+#[test]
+fn a_url_of_another_database_is_refused_as_unsupported() {
+    let dir = tempfile::tempdir().unwrap();
+    for (url, args) in [
+        ("mysql://team@db.internal/threadbase", &["list"][..]),
+        ("sqlite:///tmp/x.sqlite", &["sql", "SELECT 1"][..]),
+        ("mysql://team@db.internal/threadbase", &["serve"][..]),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_threadbase"))
+            .arg("--db")
+            .arg(url)
+            .args(args)
+            .current_dir(dir.path())
+            .env_remove("THREADBASE_DB")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{url} {args:?}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        let scheme = url.split("://").next().unwrap();
+        assert!(
+            err.contains(&format!("unsupported database ({scheme})")),
+            "{err}"
+        );
+        assert_eq!(err.matches("Repair:").count(), 1, "{err}");
+    }
+    // Through the environment too.
+    let out = Command::new(env!("CARGO_BIN_EXE_threadbase"))
+        .arg("tree")
+        .current_dir(dir.path())
+        .env("THREADBASE_DB", "mysql://team@db.internal/threadbase")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unsupported database (mysql)"));
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "nothing was created"
+    );
+}
+
+/// Issue 46: a server that asks for a password none was given for was reached, so the error
+/// says the password is missing and how to give it, not to fix the URL's host and port. The
+/// server here is a stand-in that answers every startup with "send a cleartext password".
+#[test]
+fn a_missing_password_is_named_and_its_repair_is_pgpassword() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            // Startup packets: int32 length, int32 code; an SSL request (80877103) is declined.
+            loop {
+                let mut head = [0u8; 8];
+                if stream.read_exact(&mut head).is_err() {
+                    break;
+                }
+                let len = u32::from_be_bytes(head[..4].try_into().unwrap()) as usize;
+                let mut rest = vec![0u8; len.saturating_sub(8)];
+                if stream.read_exact(&mut rest).is_err() {
+                    break;
+                }
+                if u32::from_be_bytes(head[4..].try_into().unwrap()) == 80_877_103 {
+                    let _ = stream.write_all(b"N");
+                    continue;
+                }
+                // AuthenticationCleartextPassword.
+                let _ = stream.write_all(&[b'R', 0, 0, 0, 8, 0, 0, 0, 3]);
+                let _ = stream.read(&mut [0u8; 64]);
+                break;
+            }
+        }
+    });
+    let url = format!("postgres://alice@127.0.0.1:{port}/team");
+    let out = Command::new(env!("CARGO_BIN_EXE_threadbase"))
+        .args(["--db", &url, "list"])
+        .env_remove("THREADBASE_DB")
+        .env_remove("PGPASSWORD")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("asks user alice for a password and none was given"),
+        "{err}"
+    );
+    assert!(err.contains("Repair: set PGPASSWORD"), "{err}");
+    assert!(!err.contains("host and port"), "{err}");
+    assert_eq!(err.matches("Repair:").count(), 1, "{err}");
 }
 
 /// `threadbase pi install` writes the extension as shipped in `pi-extension/`, byte for byte

@@ -449,3 +449,89 @@ fn status_notifications_become_the_footers_status_entry() {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
 }
+
+/// The whole argv of process `pid` (its NUL-separated /proc cmdline), as text.
+fn cmdline(pid: u32) -> String {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+        .unwrap_or_default()
+}
+
+/// Issue 46 item 7: the extension passes the database to serve in the environment, never as
+/// `--db`: with `THREADBASE_DB` a PostgreSQL URL holding a password, neither serve's argv nor
+/// its child's (what `ps` shows every user of the host) holds the password, and serve still
+/// works on that database. The test server trusts every local connection, so it ignores the
+/// password the URL adds.
+#[test]
+fn a_url_password_is_in_no_argv_of_the_serve_the_extension_starts() {
+    let test = "a_url_password_is_in_no_argv_of_the_serve_the_extension_starts";
+    let Some(node) = node_or_skip(test) else {
+        return;
+    };
+    let Some(schema) = crate::support::postgres::TestSchema::new("ext_no_secret") else {
+        return;
+    };
+    let url = schema.database_url();
+    let (scheme, rest) = url.split_once("://").unwrap();
+    let (user, host) = rest.split_once('@').unwrap();
+    let user = user.split(':').next().unwrap();
+    let secret = "s3cret-in-argv-never";
+    let with_password = format!("{scheme}://{user}:{secret}@{host}");
+    let s = Scripted::new("ext-secret");
+    s.script(
+        "script",
+        &json!({"turns": [{"steps": [{"delay_ms": 60_000}, {"text": "done"}]}]}).to_string(),
+    );
+    let mut d = Driver::start(
+        &node,
+        &extension(),
+        &s.root,
+        &[
+            (
+                "THREADBASE_BIN",
+                env!("CARGO_BIN_EXE_threadbase").to_string(),
+            ),
+            ("THREADBASE_DB", with_password),
+            (
+                "PI_CODING_AGENT_DIR",
+                s.root.join("agent").display().to_string(),
+            ),
+            ("THREADBASE_TEST_MARKER", s.marker.clone()),
+            (
+                "THREADBASE_PI_COMMAND",
+                crate::support::serve_client::scripted_command(&s.root.join("script.json")),
+            ),
+        ],
+        &["PGPASSWORD", "PGPASSFILE"]
+            .into_iter()
+            .chain(serve_env::INHERITED)
+            .collect::<Vec<_>>(),
+    );
+    d.load(json!({"id": "ext-secret-session", "cwd": s.root}));
+    let started = d.call(
+        "thread",
+        json!({"action": "start", "prompt": "go", "taskName": "kid"}),
+    );
+    assert!(started.get("error").is_none(), "{started}");
+    // Serve and the child it launched, both running now (the child streams for a minute).
+    let argvs: Vec<String> = s.leftovers().into_iter().map(cmdline).collect();
+    let serve = argvs.iter().find(|a| a.contains(" serve "));
+    let child = argvs.iter().find(|a| a.contains(" scripted-agent "));
+    assert!(serve.is_some() && child.is_some(), "{argvs:#?}");
+    for argv in &argvs {
+        assert!(!argv.contains(secret), "a password in an argv: {argv}");
+    }
+    assert!(!serve.unwrap().contains("--db"), "{argvs:#?}");
+    // Serve worked on the URL's database: the thread's row is in the test's schema.
+    let rows = schema
+        .block_on(schema.client.query("SELECT path FROM threads", &[]))
+        .unwrap();
+    let paths: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+    assert_eq!(paths, vec!["/root/kid".to_string()]);
+    d.close();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !s.leftovers().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "{:?}", s.leftovers());
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}

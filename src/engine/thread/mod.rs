@@ -73,12 +73,32 @@ pub(super) fn closed_error(reference: &str, row: &ThreadRow) -> Error {
 }
 
 /// The line a result's text ends with when another serve carried the action out (a
-/// threadbase addition: pi-threads has one process per manager).
-pub(super) fn held_by(owner: crate::runtime::process::ProcessIdentity) -> String {
-    format!(
-        "\nNote: carried out by the serve that holds it (pid {}).",
-        owner.pid
-    )
+/// threadbase addition: pi-threads has one process per manager); a serve of another host is
+/// named with its host, since its pid means nothing here (issue 46).
+pub(super) fn held_by(
+    e: &Engine,
+    id: &ThreadId,
+    owner: crate::runtime::process::ProcessIdentity,
+) -> String {
+    let host = (owner.place == crate::host::Place::OtherHost)
+        .then(|| {
+            e.store
+                .read()
+                .and_then(|conn| crate::store::threads::thread_holder_host(&conn, id))
+                .ok()
+                .flatten()
+        })
+        .flatten();
+    match host {
+        Some(host) => format!(
+            "\nNote: carried out by the serve that holds it (pid {} on host {host}).",
+            owner.pid
+        ),
+        None => format!(
+            "\nNote: carried out by the serve that holds it (pid {}).",
+            owner.pid
+        ),
+    }
 }
 
 pub(super) fn gone_meanwhile(id: &ThreadId) -> Error {

@@ -45,7 +45,26 @@ pub(in crate::engine) async fn resume(
         Err(unknown) if unknown.code == ErrorCode::UnknownReference => {
             let me = e.rt.owner();
             let to = e.manager_id;
-            match adopt::adopt_reference(&e.store, me, reference, Some(to), |_| Ok(to), "resume")? {
+            // What would refuse the launch refuses the adoption too, so a resume that
+            // cannot run leaves the thread in its session (issue 46).
+            let check = |id: &crate::domain::ThreadId| {
+                let row =
+                    thread_by_id_any(&e.store.read()?, id)?.ok_or_else(|| gone_meanwhile(id))?;
+                check_resumable(e, &row)?;
+                check_depth(e)?;
+                let conn = e.store.read()?;
+                check_live_count(e, &conn)?;
+                e.check_budget(&conn, Some(id), "resume")
+            };
+            match adopt::adopt_reference(
+                &e.store,
+                me,
+                reference,
+                Some(to),
+                |_| Ok(to),
+                check,
+                "resume",
+            )? {
                 adopt::Found::Adopted(a) => {
                     adopted_note = Some(format!(
                         "adopted from Pi session {}, which has ended (its path there: {}).",
@@ -116,7 +135,7 @@ pub(in crate::engine) async fn resume(
         text.push_str(&format!("\nNote: {note}"));
     }
     if let Some(owner) = via {
-        text.push_str(&held_by(owner));
+        text.push_str(&held_by(e, &row.id, owner));
     }
     reply(
         text,
@@ -149,47 +168,8 @@ pub(super) async fn resume_here(e: &Engine, row: &ThreadRow, place: Place) -> Re
             note: None,
         });
     }
-    let Some(file) = row.session_file.clone() else {
-        return Err(Error::new(
-            ErrorCode::NotResumable,
-            format!(
-                "Cannot resume {}: no saved Pi session file is known for this thread. Repair: fork it or start a new thread instead.",
-                row.path
-            ),
-        ));
-    };
-    if !Path::new(&file).exists() {
-        return Err(Error::new(
-            ErrorCode::NotResumable,
-            format!(
-                "Cannot resume managed thread: saved Pi session file does not exist: {file}. Repair: start a new thread; the old session history is gone."
-            ),
-        ));
-    }
-    // A file that is there but cannot be a Pi session (a folder, garbage, empty) would start a
-    // child that fails or silently starts over: refuse before launching anything.
-    if let Err(err) = crate::pi::session::SessionFile::read(&file) {
-        return Err(Error::new(
-            ErrorCode::NotResumable,
-            format!("Cannot resume managed thread {}: {}", row.path, err.message),
-        ));
-    }
+    let file = check_resumable(e, row)?;
     let cwd = PathBuf::from(&row.cwd);
-    // Issue 48: an isolated thread resumes in its worktree, which `worktree clean` may have
-    // removed (or someone deleted).
-    if let Some(w) = crate::store::worktrees::of_thread(&e.store.read()?, &row.id)? {
-        if w.removed_at.is_some() || !cwd.is_dir() {
-            return Err(Error::new(
-                ErrorCode::NotResumable,
-                format!(
-                    "Cannot resume managed thread {}: its worktree {} is gone{}. Repair: start a new thread for more work (what a merged thread changed is in the main tree's history; `threadbase worktree list` shows what is left).",
-                    row.path,
-                    w.path,
-                    w.removed_at.as_deref().map(|at| format!(" (removed by worktree clean at {at})")).unwrap_or_default()
-                ),
-            ));
-        }
-    }
     let (argv, env) = match place {
         Place::Own => {
             check_depth(e)?;
@@ -226,6 +206,69 @@ pub(super) async fn resume_here(e: &Engine, row: &ThreadRow, place: Place) -> Re
         file: Some(file),
         note: outcome.note,
     })
+}
+
+/// What a resume on this host needs of a closed thread, checked before anything is launched
+/// or adopted: a saved Pi session file that is here and is a Pi session, and a cwd (its
+/// worktree, for an isolated thread) that is a folder here. A thread that last ran on another
+/// host is said to be that host's: its session file and folders are there, not gone.
+/// Returns the session file.
+fn check_resumable(e: &Engine, row: &ThreadRow) -> Result<String> {
+    let refuse = |message: String| Err(Error::new(ErrorCode::NotResumable, message));
+    let Some(file) = row.session_file.clone() else {
+        return refuse(format!(
+            "Cannot resume {}: no saved Pi session file is known for this thread. Repair: fork it or start a new thread instead.",
+            row.path
+        ));
+    };
+    let here = &crate::host::HostIdentity::here().host_id;
+    let elsewhere =
+        crate::store::threads::thread_last_host(&e.store.read()?, &row.id)?.filter(|h| h != here);
+    if !Path::new(&file).exists() {
+        return refuse(match &elsewhere {
+            Some(host) => format!(
+                "Cannot resume managed thread {}: it last ran on host {host}, and its Pi session file {file} is there, not on this host ({here}). Repair: resume it from a Pi session on host {host}, or start a new thread here.",
+                row.path
+            ),
+            None => format!(
+                "Cannot resume managed thread: saved Pi session file does not exist: {file}. Repair: start a new thread; the old session history is gone."
+            ),
+        });
+    }
+    // A file that is there but cannot be a Pi session (a folder, garbage, empty) would start a
+    // child that fails or silently starts over: refuse before launching anything.
+    if let Err(err) = crate::pi::session::SessionFile::read(&file) {
+        return refuse(format!(
+            "Cannot resume managed thread {}: {}",
+            row.path, err.message
+        ));
+    }
+    let cwd = PathBuf::from(&row.cwd);
+    // Issue 48: an isolated thread resumes in its worktree, which `worktree clean` may have
+    // removed (or someone deleted).
+    if let Some(w) = crate::store::worktrees::of_thread(&e.store.read()?, &row.id)? {
+        if w.removed_at.is_some() || !cwd.is_dir() {
+            return refuse(format!(
+                "Cannot resume managed thread {}: its worktree {} is gone{}. Repair: start a new thread for more work (what a merged thread changed is in the main tree's history; `threadbase worktree list` shows what is left).",
+                row.path,
+                w.path,
+                w.removed_at.as_deref().map(|at| format!(" (removed by worktree clean at {at})")).unwrap_or_default()
+            ));
+        }
+    }
+    if !cwd.is_dir() {
+        return refuse(match &elsewhere {
+            Some(host) => format!(
+                "Cannot resume managed thread {}: its cwd {} is not a folder on this host ({here}); it last ran on host {host}. Repair: resume it from a Pi session on host {host}, or create {} here, or start a new thread.",
+                row.path, row.cwd, row.cwd
+            ),
+            None => format!(
+                "Cannot resume managed thread {}: its cwd {} does not exist. Repair: create {} again (or restore it), or start a new thread.",
+                row.path, row.cwd, row.cwd
+            ),
+        });
+    }
+    Ok(file)
 }
 
 /// The argv a descendant taken over by this serve runs with: the flags each ancestor between

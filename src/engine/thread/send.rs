@@ -96,7 +96,7 @@ pub(in crate::engine) async fn send(
     let mode = done.mode;
     let mut text = format::sent(&snap, mode, done.accepted, done.error.as_deref());
     if let Some(owner) = via {
-        text.push_str(&held_by(owner));
+        text.push_str(&held_by(e, &row.id, owner));
     }
     reply(
         text,

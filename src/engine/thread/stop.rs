@@ -26,7 +26,9 @@ pub(in crate::engine) async fn stop(
         _ if dequeued => (true, String::new()),
         Holder::Elsewhere(owner) => {
             match remote::request(e, &row.id, CommandKind::stop(force), None, owner).await? {
-                Outcome::Done(result) => (result != STOP_ALREADY_CLOSED, held_by(owner)),
+                Outcome::Done(result) => {
+                    (result != STOP_ALREADY_CLOSED, held_by(e, &row.id, owner))
+                }
                 Outcome::Failed(err) => return Err(err),
                 Outcome::Withdrawn(remote::Withdrawn::NotPickedUp) => {
                     return Err(remote::not_carried_out(

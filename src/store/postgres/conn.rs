@@ -224,7 +224,15 @@ impl Url {
                 let why = std::error::Error::source(&e)
                     .map(|s| s.to_string())
                     .unwrap_or_else(|| e.to_string());
-                return self.unreachable(&why, Arc::new(e));
+                // The server asked for a password and neither the URL nor PGPASSWORD gave one:
+                // it was reached, so its host and port are right.
+                if why == "password missing" && self.config.get_password().is_none() {
+                    format!(
+                        "PostgreSQL at {url} asks user {user} for a password and none was given. Repair: set PGPASSWORD to user {user}'s password in the environment threadbase runs in (children inherit it; keep it out of the URL, since a command line is visible to every user of the host)."
+                    )
+                } else {
+                    return self.unreachable(&why, Arc::new(e));
+                }
             }
         };
         Error::io(message)
