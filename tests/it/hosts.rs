@@ -762,3 +762,176 @@ fn the_team_views_show_each_threads_host_and_an_unreachable_one_since_when() {
     b.close(Duration::from_secs(20));
     assert!(w.base.leftovers().is_empty(), "{:?}", w.base.leftovers());
 }
+
+/// The state of every thread row that a collision must leave alone: `(path, status, phase,
+/// exit_kind, owner_pid, owner_started_at, updated_at)`, by path.
+fn thread_states(db: &crate::support::sql::Conn) -> Vec<String> {
+    let mut stmt = db
+        .prepare(
+            "SELECT path, status, phase, coalesce(exit_kind, '-'), coalesce(owner_pid, -1), \
+             coalesce(owner_started_at, -1), updated_at FROM threads ORDER BY path",
+        )
+        .unwrap();
+    let rows = stmt
+        .query_map((), |r| {
+            let (path, status, phase, exit): (String, String, String, String) =
+                (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
+            let (pid, started, updated): (i64, i64, String) = (r.get(4)?, r.get(5)?, r.get(6)?);
+            Ok(format!(
+                "{path} {status} {phase} {exit} {pid} {started} {updated}"
+            ))
+        })
+        .unwrap();
+    rows.map(Result::unwrap).collect()
+}
+
+/// A serve that must refuse to start: its exit code and stderr (it exits on its own).
+fn refused(mut serve: Serve) -> (Option<i32>, String) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = serve.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the second serve started: {}",
+            String::from_utf8_lossy(&serve.stderr.lock().unwrap())
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // Its stderr is read to the end by the collector thread once the process is gone.
+    std::thread::sleep(Duration::from_millis(100));
+    let err = String::from_utf8_lossy(&serve.stderr.lock().unwrap()).into_owned();
+    (status.code(), err)
+}
+
+/// The refusal's text: a conflict that names the host id, the other serve and one repair.
+fn assert_collision_refusal(code: Option<i32>, err: &str, what: &str) {
+    assert_ne!(code, Some(0), "{err}");
+    assert!(
+        err.contains("error[conflict]") && err.contains("Host id beta is in use by serve pid"),
+        "{err}"
+    );
+    assert!(err.contains(what), "{err}");
+    assert_eq!(err.matches("Repair:").count(), 1, "{err}");
+    assert!(
+        err.contains("Repair: set THREADBASE_HOST_ID=") && err.contains("did not start"),
+        "{err}"
+    );
+}
+
+/// Issue 46: two serves with one host id in two PID namespaces (two containers that share the
+/// machine id, or one THREADBASE_HOST_ID in a CI template). The first's thread runs; the
+/// second sees a serve of its host id with a fresh heartbeat in a PID space it cannot see and
+/// refuses to start; no thread of the first changes, through the first's own owner checks, a
+/// `threadbase restore` run in the second's place, and after.
+#[test]
+fn a_second_serve_of_one_host_id_in_another_pid_namespace_refuses_to_start() {
+    if !pid_namespaces_or_skip("a_second_serve_of_one_host_id_in_another_pid_namespace") {
+        return;
+    }
+    let base = Scripted::new("hosts_collide_ns");
+    base.script("script", &json!({"default_reply": "done"}).to_string());
+    let db = || {
+        let c = crate::support::sql::Conn::open(&base.db).unwrap();
+        c.busy_timeout(Duration::from_secs(10)).unwrap();
+        c
+    };
+    let mut first = serve_in_own_pid_namespace(&base, "ses_first", "beta");
+    first.thread(json!({"action": "start", "prompt": "go", "taskName": "one"}));
+    first.thread(json!({"action": "start", "prompt": "go", "taskName": "two"}));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while db()
+        .query_row(
+            "SELECT count(*) FROM threads WHERE pid IS NOT NULL AND phase = 'idle'",
+            (),
+            |r| r.get::<_, i64>(0),
+        )
+        .unwrap()
+        < 2
+    {
+        assert!(Instant::now() < deadline, "{:?}", thread_states(&db()));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    until_host_beats(&db(), "beta");
+    let before = thread_states(&db());
+
+    // The second, pid 1 of a namespace of its own, as the first is.
+    let second = serve_in_own_pid_namespace(&base, "ses_second", "beta");
+    let (code, err) = refused(second);
+    assert_collision_refusal(code, &err, "another PID space");
+    assert!(!err.contains("restored"), "{err}");
+    // A restore in the second's place (another PID namespace, the same host id) leaves them too.
+    let out = Command::new("unshare")
+        .args(["--pid", "--fork", "--mount-proc", "--kill-child"])
+        .arg(env!("CARGO_BIN_EXE_threadbase"))
+        .arg("--db")
+        .arg(&base.db)
+        .arg("restore")
+        .env("THREADBASE_HOST_ID", "beta")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("restored 0 threads"),
+        "{text}"
+    );
+    // The first's owner checks run each second meanwhile.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(thread_states(&db()), before);
+    let serves: i64 = db()
+        .query_row("SELECT count(*) FROM host_serves", (), |r| r.get(0))
+        .unwrap();
+    assert_eq!(serves, 1, "the refused serve removed its heartbeat row");
+    // The first still answers for its threads.
+    let polled = first.thread(json!({"action": "poll", "id": "/root/one"}));
+    assert!(polled.to_string().contains("idle"), "{polled}");
+    first.close(Duration::from_secs(20));
+    assert!(base.leftovers().is_empty(), "{:?}", base.leftovers());
+}
+
+/// Issue 46: a cloned machine (the same host id, another boot id: a VM image cloned with its
+/// /etc/machine-id) refuses to start beside the original, and a restore there closes nothing
+/// of the original's (it would read the rows as an earlier boot's, whose processes are gone).
+#[test]
+fn a_cloned_machine_with_the_same_host_id_refuses_to_start_and_closes_nothing() {
+    let w = world("hosts_clone");
+    let mut original = w.serve("beta");
+    original.thread(json!({"action": "start", "prompt": "go", "taskName": "a"}));
+    w.until_launched("/root/a");
+    until_host_beats(&w.db(), "beta");
+    let before = thread_states(&w.db());
+
+    let args = vec![
+        "--session-file".into(),
+        w.parent_session.display().to_string(),
+    ];
+    let clone = w.base.serve(
+        "script",
+        args,
+        &[
+            ("THREADBASE_HOST_ID", "beta"),
+            ("THREADBASE_TEST_BOOT_ID", "a-cloned-machines-boot"),
+        ],
+    );
+    let (code, err) = refused(clone);
+    assert_collision_refusal(code, &err, "of another machine (boot ");
+    let out = Command::new(env!("CARGO_BIN_EXE_threadbase"))
+        .arg("--db")
+        .arg(&w.base.db)
+        .arg("restore")
+        .env("THREADBASE_HOST_ID", "beta")
+        .env("THREADBASE_TEST_BOOT_ID", "a-cloned-machines-boot")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("restored 0 threads"),
+        "{text}"
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(thread_states(&w.db()), before);
+    assert_eq!(w.row("/root/a").0, "live");
+    original.close(Duration::from_secs(20));
+    assert!(w.base.leftovers().is_empty(), "{:?}", w.base.leftovers());
+}
