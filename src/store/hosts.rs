@@ -128,6 +128,15 @@ pub fn cutoff(conn: &Conn) -> Result<Cutoff> {
     }
 }
 
+/// The plain cutoff `secs` seconds before now by the database's clock, in the heartbeats' ISO
+/// text (no outage considered): `host forget` asks whether a host's last heartbeat is younger
+/// than two leases.
+pub fn plain_cutoff(conn: &Conn, secs: u64) -> Result<String> {
+    conn.one(q!("host_lease_plain"), named! {":secs": secs as i64}, |r| {
+        r.get(0)
+    })
+}
+
 /// A serve whose heartbeat has not lapsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LiveServe {
