@@ -21,6 +21,11 @@ use crate::error::{Error, Result};
 
 /// The environment variable that names this host instead of its machine id.
 pub const HOST_ID_VAR: &str = "THREADBASE_HOST_ID";
+/// For tests only: a boot id to use instead of the kernel's, so that one machine can play a
+/// cloned one (same host id, another boot: issue 46). Never set it outside tests.
+pub const TEST_BOOT_ID_VAR: &str = "THREADBASE_TEST_BOOT_ID";
+/// Where this process's PID namespace is named.
+const PID_NS: &str = "/proc/self/ns/pid";
 /// Where the machine id is read.
 const MACHINE_ID: &str = "/etc/machine-id";
 /// Where the boot id is read.
@@ -57,7 +62,7 @@ impl HostIdentity {
                 HostIdentity::read(
                     named.as_deref(),
                     machine_id.as_deref(),
-                    std::fs::read_to_string(BOOT_ID).ok().as_deref(),
+                    boot_id().as_deref(),
                 )
                 .map_err(|e| e.message)
             })
@@ -73,9 +78,7 @@ impl HostIdentity {
         HostIdentity::current().unwrap_or_else(|_| {
             FALLBACK.get_or_init(|| HostIdentity {
                 host_id: std::env::var(HOST_ID_VAR).unwrap_or_default(),
-                boot_id: std::fs::read_to_string(BOOT_ID)
-                    .map(|b| b.trim().to_string())
-                    .unwrap_or_default(),
+                boot_id: boot_id().map(|b| b.trim().to_string()).unwrap_or_default(),
             })
         })
     }
@@ -122,6 +125,28 @@ impl HostIdentity {
         };
         Ok(HostIdentity { host_id, boot_id })
     }
+}
+
+/// The kernel's boot id, or [`TEST_BOOT_ID_VAR`] in a test.
+fn boot_id() -> Option<String> {
+    std::env::var(TEST_BOOT_ID_VAR)
+        .ok()
+        .filter(|b| !b.is_empty())
+        .or_else(|| std::fs::read_to_string(BOOT_ID).ok())
+}
+
+/// This process's PID space (`pid:[4026531836]`, read once): a pid names a process only in its
+/// own PID namespace, so a serve row of this host and boot from another PID space is not one
+/// this process can look up (issue 46). `None` where `/proc` does not say.
+pub fn pid_space() -> Option<&'static str> {
+    static SPACE: OnceLock<Option<String>> = OnceLock::new();
+    SPACE
+        .get_or_init(|| {
+            std::fs::read_link(PID_NS)
+                .ok()
+                .map(|p| p.to_string_lossy().into_owned())
+        })
+        .as_deref()
 }
 
 /// Where a recorded process lives, seen from this host.
@@ -194,5 +219,6 @@ mod tests {
     fn this_machine_has_an_identity() {
         let h = HostIdentity::current().unwrap();
         assert!(!h.host_id.is_empty() && !h.boot_id.is_empty());
+        assert!(pid_space().is_some_and(|s| s.starts_with("pid:[")));
     }
 }

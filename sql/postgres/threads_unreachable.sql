@@ -1,7 +1,5 @@
 -- sql/threads_unreachable.sql on PostgreSQL: the JSON array ?1 read with
--- jsonb_array_elements_text WITH ORDINALITY (json_each's key is the 0-based position), and the
--- heartbeat's ISO text cast to timestamptz and compared with the server's clock, for SQLite's
--- julianday.
+-- jsonb_array_elements_text WITH ORDINALITY (json_each's key is the 0-based position).
 SELECT {batch_row}, {unreachable_row}
 FROM (SELECT value, ord - 1 AS key
       FROM jsonb_array_elements_text(CAST(?1 AS jsonb)) WITH ORDINALITY AS a (value, ord)) AS j
@@ -11,4 +9,4 @@ JOIN host_serves AS h
   ON h.host_id = CASE WHEN t.owner_pid IS NOT NULL THEN t.host_id ELSE m.host_id END
 WHERE t.status = 'live'
 GROUP BY j.key, h.host_id
-HAVING max(CAST(h.heartbeat_at AS timestamptz)) <= clock_timestamp() - ?2 * interval '1 second'
+HAVING max(h.heartbeat_at) <= (SELECT l.cutoff FROM host_lease l)

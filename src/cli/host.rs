@@ -11,9 +11,26 @@ use crate::store::hosts::{self, HostRow, LEASE};
 /// live threads.
 pub fn list(db: &Path, json: bool, out: &mut dyn Write) -> Result<()> {
     let store = crate::Store::open_existing(db)?;
-    let rows = hosts::list(&store.read()?)?;
+    let (rows, collisions, cutoff) = {
+        let conn = store.read()?;
+        (
+            hosts::list(&conn)?,
+            hosts::collisions(&conn)?,
+            hosts::cutoff(&conn)?,
+        )
+    };
+    let collision = |h: &str| collisions.iter().find(|c| c.host_id == h);
     if json {
-        writeln!(out, "{}", serde_json::json!({ "hosts": rows }))?;
+        let rows: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|r| {
+                let mut v = serde_json::to_value(r).unwrap_or_default();
+                v["collision"] = serde_json::json!(collision(&r.host_id).is_some());
+                v
+            })
+            .collect();
+        let doc = serde_json::json!({ "hosts": rows, "outageUntil": cutoff.outage_until });
+        writeln!(out, "{doc}")?;
         return Ok(());
     }
     if rows.is_empty() {
@@ -22,6 +39,12 @@ pub fn list(db: &Path, json: bool, out: &mut dyn Write) -> Result<()> {
             "no serve is recorded in this database (a serve records its host when it starts and removes its row when it ends)"
         )?;
         return Ok(());
+    }
+    if let Some(until) = &cutoff.outage_until {
+        writeln!(
+            out,
+            "the database came back from an outage less than a lease ago: no host counts as unreachable before {until}"
+        )?;
     }
     let here = &crate::host::HostIdentity::here().host_id;
     let width = rows
@@ -41,9 +64,17 @@ pub fn list(db: &Path, json: bool, out: &mut dyn Write) -> Result<()> {
         } else {
             ""
         };
+        let clash = match collision(&r.host_id) {
+            Some(c) => format!(
+                "; COLLISION: held by serves of {} machines or PID spaces at once (set {} to a name unique to each)",
+                c.spaces,
+                crate::host::HOST_ID_VAR
+            ),
+            None => String::new(),
+        };
         writeln!(
             out,
-            "{:width$}  {:8}  {:>6}  {:>4}  {:24}  {}{mark}",
+            "{:width$}  {:8}  {:>6}  {:>4}  {:24}  {}{mark}{clash}",
             r.host_id,
             r.boot_id.get(..8).unwrap_or(&r.boot_id),
             r.serves_up,
@@ -64,9 +95,17 @@ fn lease(r: &HostRow) -> String {
 }
 
 /// `host forget ID`: closes the live threads of a host whose lease ran out as stale, without
-/// signalling anything, and drops its serve rows. Refused for this host and for a host that is
-/// up.
-pub fn forget(db: &Path, host_id: &str, json: bool, out: &mut dyn Write) -> Result<()> {
+/// signalling anything, and drops its serve rows. Refused for this host, for a host that is up
+/// (the lease's cutoff, which moves back while the database came back from an outage less than
+/// a lease ago: issue 46), and without `force` while its last heartbeat is younger than two
+/// leases.
+pub fn forget(
+    db: &Path,
+    host_id: &str,
+    force: bool,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
     let here = &crate::host::HostIdentity::here().host_id;
     if host_id == here {
         return Err(Error::invalid(format!(
@@ -74,17 +113,29 @@ pub fn forget(db: &Path, host_id: &str, json: bool, out: &mut dyn Write) -> Resu
         )));
     }
     let store = crate::Store::open_existing(db)?;
-    let (row, live) = {
+    let (row, live, cutoff, two_leases) = {
         let conn = store.read()?;
         let row = hosts::list(&conn)?
             .into_iter()
             .find(|r| r.host_id == host_id);
-        (row, hosts::live_threads_of(&conn, host_id)?)
+        (
+            row,
+            hosts::live_threads_of(&conn, host_id)?,
+            hosts::cutoff(&conn)?,
+            hosts::plain_cutoff(&conn, 2 * LEASE.as_secs())?,
+        )
     };
     match &row {
         None if live.is_empty() => {
             return Err(Error::new(crate::error::ErrorCode::UnknownReference, format!(
                 "No host {host_id} is known: it has no serve row and holds no live thread. Repair: `threadbase host list` shows the hosts."
+            )))
+        }
+        Some(r) if r.up && cutoff.outage_until.is_some() => {
+            return Err(Error::conflict(format!(
+                "Host {host_id} cannot be judged yet: the database came back from an outage less than a lease ago, and its last heartbeat at {} was within the lease when the outage began, so it may be healthy and only waiting to beat again; nothing was changed. Repair: run `threadbase host list` after {} and forget it then if it is still unreachable.",
+                r.last_heartbeat,
+                cutoff.outage_until.as_deref().unwrap_or_default(),
             )))
         }
         Some(r) if r.up => {
@@ -94,6 +145,14 @@ pub fn forget(db: &Path, host_id: &str, json: bool, out: &mut dyn Write) -> Resu
                 r.last_heartbeat,
                 LEASE.as_secs(),
                 LEASE.as_secs()
+            )))
+        }
+        Some(r) if !force && r.last_heartbeat > two_leases => {
+            return Err(Error::conflict(format!(
+                "Host {host_id} beat last at {}, less than two leases ({} s) ago: it may be only slow to come back; nothing was changed. Repair: wait until {} s have passed since its last heartbeat, or pass --force if you know its serves are gone.",
+                r.last_heartbeat,
+                2 * LEASE.as_secs(),
+                2 * LEASE.as_secs()
             )))
         }
         _ => {}

@@ -401,10 +401,15 @@ pub enum HostAction {
         json: bool,
     },
     /// Close the live threads of a host whose lease ran out as stale (nothing is signalled:
-    /// its processes are its own) and drop its serve rows. Refused for a host that is up.
+    /// its processes are its own) and drop its serve rows. Refused for a host that is up,
+    /// within a lease after the database came back from an outage, and (without --force)
+    /// while its last heartbeat is younger than two leases.
     Forget {
         /// The host id, as `host list` shows it.
         id: String,
+        /// Forget a host whose last heartbeat is younger than two leases (60 s).
+        #[arg(long)]
+        force: bool,
         /// Print {"host", "closed": [thread ids]}.
         #[arg(long)]
         json: bool,
@@ -681,7 +686,7 @@ pub fn main() -> ExitCode {
         },
         Command::Host { action } => match action {
             HostAction::List { json } => host::list(&db, json, &mut out),
-            HostAction::Forget { id, json } => host::forget(&db, &id, json, &mut out),
+            HostAction::Forget { id, force, json } => host::forget(&db, &id, force, json, &mut out),
         },
         Command::Reap { dry_run, json } => reap::run(&db, dry_run, json, &mut out),
         Command::Check { json } => return check::run(&db, json, &mut out),

@@ -154,6 +154,27 @@ pub fn config(db: PathBuf, args: ServeArgs) -> Result<ServeConfig> {
     })
 }
 
+/// Issue 46: this serve's first heartbeat, then the serves of its host id whose heartbeat has
+/// not lapsed: one of another boot (a cloned machine) or of a PID space this process cannot see
+/// (a container sharing the machine id) means the host id is not unique, and this serve would
+/// take that serve's threads for its own. It refuses to start (`conflict`), its row removed,
+/// before its restore pass changes anything. Two such serves starting at once both see the
+/// other's first heartbeat, so neither starts.
+fn refuse_a_colliding_host_id(store: &Store) -> Result<()> {
+    let me = ProcessIdentity::current();
+    let beat = store.write(|tx| crate::store::hosts::heartbeat(tx, me, None))?;
+    store.note_other_hosts(beat.others);
+    let serves = crate::store::hosts::live_serves(&store.read()?)?;
+    if let Some(other) = crate::store::hosts::collision(&serves, me) {
+        let refused = crate::store::hosts::collision_error(other);
+        if let Err(e) = store.write(|tx| crate::store::hosts::serve_ended(tx, me)) {
+            tracing::warn!("removing this serve's heartbeat failed: {e}");
+        }
+        return Err(refused);
+    }
+    Ok(())
+}
+
 pub fn run(db: PathBuf, args: ServeArgs) -> Result<()> {
     run_on(db.clone(), args).map_err(|e| crate::store::name_database(&db, e))
 }
@@ -184,6 +205,7 @@ fn run_on(db: PathBuf, args: ServeArgs) -> Result<()> {
     // settled through this handle once serve is done.
     let settle = store.clone();
     tracing::debug!("database open");
+    refuse_a_colliding_host_id(&store)?;
     let report = restore_dead_owners(&store, ProcessIdentity::current())?;
     tracing::debug!("restore pass done");
     for rejected in &report.rejected {

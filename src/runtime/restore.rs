@@ -13,6 +13,12 @@
 //! restored, its recorded group left alone (only the environment proves a leftover). Another
 //! host's rows are closed only on purpose, by `threadbase host forget` ([`restore_host`]).
 //!
+//! Whatever the host id says, no pass closes a row whose owning serve has a heartbeat that has
+//! not lapsed (issue 46: its `host_serves` row, the view `host_lease`), unless this process can
+//! see that serve is gone (its host, boot and PID space are this process's and its pid names
+//! no living process): a cloned machine or a container sharing the host id is not this host,
+//! whatever its rows say.
+//!
 //! Usage the dead owner never recorded (messages its child completed after the last committed
 //! batch, or after the owner died) is read back from the thread's Pi session file once the
 //! processes are gone, in the transaction that closes the thread (`store::usage::reconcile`).
@@ -85,6 +91,23 @@ struct RowOwner<'a> {
     host: Option<&'a str>,
 }
 
+/// Whether a serve whose heartbeat has not lapsed owns the row (pid, start, host, boot), and
+/// nothing here can see it gone: then the row is that serve's, whatever `gone` says.
+fn held_by_a_live_serve(
+    serves: &[crate::store::hosts::LiveServe],
+    pid: Option<i64>,
+    started_at: Option<i64>,
+    host: Option<&str>,
+    boot: Option<&str>,
+) -> bool {
+    let (Some(pid), Some(started_at)) = (pid, started_at) else {
+        return false;
+    };
+    serves
+        .iter()
+        .any(|s| s.owns(pid, started_at, host, boot) && !s.gone_here())
+}
+
 /// The pass: every live thread (and reserved, never launched contract B run) whose owner
 /// `gone` says is gone.
 fn restore_rows(
@@ -92,6 +115,7 @@ fn restore_rows(
     texts: &RestoreTexts,
     gone: &dyn Fn(&RowOwner<'_>) -> bool,
 ) -> Result<RestoreReport> {
+    let serves = crate::store::hosts::live_serves(&store.read()?)?;
     let candidates: Vec<Candidate> = restore::candidates(&store.read()?)?
         .into_iter()
         .map(|row| Candidate {
@@ -113,7 +137,13 @@ fn restore_rows(
         if !gone(&RowOwner {
             owner: c.owner,
             host: c.owner_host.as_deref(),
-        }) {
+        }) || held_by_a_live_serve(
+            &serves,
+            c.owner_pid,
+            c.owner_started_at,
+            c.owner_host.as_deref(),
+            c.owner_boot.as_deref(),
+        ) {
             continue;
         }
         if c.contract != Contract::Agent {
@@ -157,7 +187,7 @@ fn restore_rows(
         })?;
         report.restored.extend(restored);
     }
-    restore_unlaunched_agents(store, gone, &refused, texts, &mut report)?;
+    restore_unlaunched_agents(store, gone, &serves, &refused, texts, &mut report)?;
     Ok(report)
 }
 
@@ -209,6 +239,7 @@ fn kill_processes_of<'a>(
 fn restore_unlaunched_agents(
     store: &Store,
     gone: &dyn Fn(&RowOwner<'_>) -> bool,
+    serves: &[crate::store::hosts::LiveServe],
     refused: &[ManagerId],
     texts: &RestoreTexts,
     report: &mut RestoreReport,
@@ -224,7 +255,14 @@ fn restore_unlaunched_agents(
             owner,
             host: run.owner_host.as_deref(),
         };
-        if !gone(&owner) || refused.contains(&run.manager_id) {
+        let held = held_by_a_live_serve(
+            serves,
+            run.owner_pid,
+            run.owner_started_at,
+            run.owner_host.as_deref(),
+            run.owner_boot.as_deref(),
+        );
+        if !gone(&owner) || held || refused.contains(&run.manager_id) {
             continue;
         }
         let changed = store

@@ -65,6 +65,7 @@ pub async fn run(engine: Arc<Engine>, out: Output) {
     // The host's lease (`store::hosts`): the first heartbeat at once, off the start's path.
     let mut heartbeat = tokio::time::interval(crate::store::hosts::HEARTBEAT);
     heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut beats = crate::store::hosts::Heartbeats::default();
     loop {
         tokio::select! {
             _ = tick.tick() => {}
@@ -77,7 +78,7 @@ pub async fn run(engine: Arc<Engine>, out: Output) {
                 continue;
             }
             _ = heartbeat.tick() => {
-                beat(&engine).await;
+                beat(&engine, &mut beats).await;
                 continue;
             }
             // Notices held back by a request were released: deliver what is still due now,
@@ -267,19 +268,38 @@ async fn restore_dead_owners(engine: &Arc<Engine>) {
     }
 }
 
-/// Refreshes this serve's heartbeat (its host's lease), on a blocking thread.
-async fn beat(engine: &Arc<Engine>) {
-    let store = engine.store().clone();
-    let me = engine.runtime().owner();
-    let beat = tokio::task::spawn_blocking(move || {
-        let others = store.write(|tx| crate::store::hosts::heartbeat(tx, me))?;
-        store.note_other_hosts(others);
-        Ok::<_, crate::error::Error>(())
-    });
-    match beat.await {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => tracing::warn!("the host's heartbeat failed: {e}"),
-        Err(e) => tracing::warn!("the host's heartbeat stopped: {e}"),
+/// Refreshes this serve's heartbeat (its host's lease), on a blocking thread. The first one to
+/// succeed after some failed (or after one that took longer than its period) records when the
+/// serve's heartbeats last succeeded before: the database was away meanwhile, and no host
+/// counts as unreachable until a lease after it came back (issue 46, the view `host_lease`).
+async fn beat(engine: &Arc<Engine>, beats: &mut crate::store::hosts::Heartbeats) {
+    loop {
+        let store = engine.store().clone();
+        let me = engine.runtime().owner();
+        let gap_from = beats.gap_from().map(str::to_string);
+        let started = std::time::Instant::now();
+        let beat = tokio::task::spawn_blocking(move || {
+            let beat =
+                store.write(|tx| crate::store::hosts::heartbeat(tx, me, gap_from.as_deref()))?;
+            store.note_other_hosts(beat.others);
+            Ok::<_, crate::error::Error>(beat.at)
+        });
+        match beat.await {
+            Ok(Ok(at)) => {
+                if beats.succeeded(at, started.elapsed()) {
+                    continue;
+                }
+            }
+            Ok(Err(e)) => {
+                beats.failed();
+                tracing::warn!("the host's heartbeat failed: {e}");
+            }
+            Err(e) => {
+                beats.failed();
+                tracing::warn!("the host's heartbeat stopped: {e}");
+            }
+        }
+        return;
     }
 }
 

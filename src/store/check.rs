@@ -24,6 +24,7 @@ pub const LAUNCH_GRACE_SECS: f64 = 10.0;
 /// At most this many problems are listed per check; the rest are counted in one more entry.
 pub const MAX_PER_CHECK: usize = 20;
 
+mod hosts;
 mod report;
 mod sqlite;
 mod worktrees;
@@ -435,6 +436,7 @@ pub fn check_connection(conn: &Conn, name: &str) -> Result<Report> {
         }))
     });
     c.worktrees();
+    c.host_collisions();
     let mut report = c.report;
     drop(read);
     report.ok = report.errors() == 0;

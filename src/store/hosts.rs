@@ -22,16 +22,21 @@ pub const HEARTBEAT: Duration = Duration::from_secs(5);
 
 /// Records (or refreshes) the heartbeat of the serve `me` on this host, and drops the rows
 /// of this host's serves that stopped beating more than two leases ago (they died without
-/// saying so, or belong to an earlier boot). Returns whether another host has serve rows
+/// saying so, or belong to an earlier boot). `gap_from` is given on the first heartbeat after
+/// some failed (issue 46): when the serve's heartbeats last succeeded before, so that the
+/// database's clock records that they resumed now. Returns the heartbeat's time (the
+/// database's clock) and whether another host has serve rows
 /// ([`crate::Store::note_other_hosts`]).
-pub fn heartbeat(conn: &Conn, me: ProcessIdentity) -> Result<bool> {
+pub fn heartbeat(conn: &Conn, me: ProcessIdentity, gap_from: Option<&str>) -> Result<Beat> {
     let here = crate::host::HostIdentity::here();
-    conn.execute(
+    let at: String = conn.one(
         q!("host_heartbeat"),
         named! {
             ":host": here.host_id.as_str(), ":boot": here.boot_id.as_str(),
             ":pid": me.pid, ":started": me.started_at,
+            ":pid_ns": crate::host::pid_space(), ":gap_from": gap_from,
         },
+        |r| r.get(0),
     )?;
     conn.execute(
         q!("host_serves_prune"),
@@ -43,7 +48,222 @@ pub fn heartbeat(conn: &Conn, me: ProcessIdentity) -> Result<bool> {
     let others: i64 = conn.one(q!("host_others"), params![here.host_id.as_str()], |r| {
         r.get(0)
     })?;
-    Ok(others > 0)
+    Ok(Beat {
+        at,
+        others: others > 0,
+    })
+}
+
+/// What a heartbeat wrote and saw.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Beat {
+    /// Its time, by the database's clock.
+    pub at: String,
+    /// Whether another host has serve rows.
+    pub others: bool,
+}
+
+/// A serve's heartbeats as the serve sees them (issue 46): when they last succeeded, and
+/// whether some failed since, so that the first one to succeed again records the gap.
+#[derive(Debug, Default)]
+pub struct Heartbeats {
+    /// The last successful heartbeat's time (the database's clock).
+    last_ok: Option<String>,
+    /// Whether a heartbeat failed (or took longer than [`HEARTBEAT`]) since.
+    gap: bool,
+}
+
+impl Heartbeats {
+    /// The `gap_from` the next heartbeat carries: the last success, when heartbeats failed since.
+    pub fn gap_from(&self) -> Option<&str> {
+        self.last_ok.as_deref().filter(|_| self.gap)
+    }
+
+    /// A heartbeat that took `took` succeeded at `at`. Returns whether it took longer than a
+    /// heartbeat's period (the database was slow or away while it waited): the caller then
+    /// beats again at once, recording the gap.
+    pub fn succeeded(&mut self, at: String, took: Duration) -> bool {
+        let slow = took > HEARTBEAT && self.gap_from().is_none() && self.last_ok.is_some();
+        if slow {
+            self.gap = true;
+        } else {
+            self.gap = false;
+            self.last_ok = Some(at);
+        }
+        slow
+    }
+
+    /// A heartbeat failed: the database was unreachable from this serve.
+    pub fn failed(&mut self) {
+        self.gap = true;
+    }
+}
+
+/// The lease's cutoff, by the database's clock: a heartbeat at or before `cutoff` (ISO text, as
+/// heartbeats are written) has lapsed. While the database came back from an outage less than a
+/// lease ago, `outage_until` says when that window ends (issue 46: the view `host_lease`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cutoff {
+    pub cutoff: String,
+    pub outage_until: Option<String>,
+}
+
+/// The lease's cutoff now: the view `host_lease` (V20), or the plain lease on an older
+/// database read as it is.
+pub fn cutoff(conn: &Conn) -> Result<Cutoff> {
+    let read = |r: &Row<'_>| {
+        Ok(Cutoff {
+            cutoff: r.get(0)?,
+            outage_until: r.get(1)?,
+        })
+    };
+    if conn.one(q!("host_lease_schema"), params![], |r| r.get::<i64>(0))? > 0 {
+        conn.one(q!("host_lease"), params![], read)
+    } else {
+        conn.one(
+            q!("host_lease_plain"),
+            named! {":secs": LEASE.as_secs() as i64},
+            read,
+        )
+    }
+}
+
+/// The plain cutoff `secs` seconds before now by the database's clock, in the heartbeats' ISO
+/// text (no outage considered): `host forget` asks whether a host's last heartbeat is younger
+/// than two leases.
+pub fn plain_cutoff(conn: &Conn, secs: u64) -> Result<String> {
+    conn.one(q!("host_lease_plain"), named! {":secs": secs as i64}, |r| {
+        r.get(0)
+    })
+}
+
+/// A serve whose heartbeat has not lapsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveServe {
+    pub host_id: String,
+    pub boot_id: String,
+    pub pid: i64,
+    pub started_at: i64,
+    /// Its PID space (`None`: a serve before V20, taken to be of its host's one PID space).
+    pub pid_ns: Option<String>,
+    pub heartbeat_at: String,
+}
+
+/// Every serve whose heartbeat has not lapsed (the view `host_lease`'s cutoff).
+pub fn live_serves(conn: &Conn) -> Result<Vec<LiveServe>> {
+    conn.all(q!("host_serves_live"), params![], |r| {
+        Ok(LiveServe {
+            host_id: r.get(0)?,
+            boot_id: r.get(1)?,
+            pid: r.get(2)?,
+            started_at: r.get(3)?,
+            pid_ns: r.get(4)?,
+            heartbeat_at: r.get(5)?,
+        })
+    })
+}
+
+impl LiveServe {
+    /// Whether this serve runs in this process's PID space on this host and boot, so that its
+    /// pid can be looked up here (a row without a PID space is taken to be of its host's one).
+    pub fn seen_here(&self) -> bool {
+        let here = crate::host::HostIdentity::here();
+        self.host_id == here.host_id
+            && self.boot_id == here.boot_id
+            && match (self.pid_ns.as_deref(), crate::host::pid_space()) {
+                (Some(theirs), Some(mine)) => theirs == mine,
+                _ => true,
+            }
+    }
+
+    /// Whether this serve is the process `me`.
+    pub fn is(&self, me: ProcessIdentity) -> bool {
+        self.seen_here() && self.pid == me.pid && self.started_at == me.started_at
+    }
+
+    /// Whether this serve is the owner a row records (its pid, start, host and boot).
+    pub fn owns(&self, pid: i64, started_at: i64, host: Option<&str>, boot: Option<&str>) -> bool {
+        let here = crate::host::HostIdentity::here();
+        self.pid == pid
+            && self.started_at == started_at
+            && host.unwrap_or(here.host_id.as_str()) == self.host_id
+            && boot.unwrap_or(here.boot_id.as_str()) == self.boot_id
+    }
+
+    /// Whether this process can see that the serve is gone: it is of this host, boot and PID
+    /// space, and its pid and start name no living process. Anything else with a heartbeat that
+    /// has not lapsed lives, whatever its host id says.
+    pub fn gone_here(&self) -> bool {
+        self.seen_here() && !ProcessIdentity::here(self.pid, self.started_at).is_alive()
+    }
+}
+
+/// Of the serves whose heartbeat has not lapsed, one that holds this host id from another
+/// boot or another PID space (issue 46): a cloned machine, or a container sharing the machine
+/// id, whose threads this serve would take for its own. `me` is never one.
+pub fn collision(serves: &[LiveServe], me: ProcessIdentity) -> Option<&LiveServe> {
+    let here = crate::host::HostIdentity::here();
+    serves
+        .iter()
+        .find(|s| s.host_id == here.host_id && !s.is(me) && !s.seen_here())
+}
+
+/// The error a serve refuses to start with when [`collision`] found a serve of its host id
+/// elsewhere.
+pub fn collision_error(other: &LiveServe) -> crate::error::Error {
+    let here = crate::host::HostIdentity::here();
+    let host = &here.host_id;
+    let place = if other.boot_id != here.boot_id {
+        format!(
+            "another machine (boot {}, this one is {})",
+            short(&other.boot_id),
+            short(&here.boot_id)
+        )
+    } else {
+        format!(
+            "another PID space ({}, this one is {})",
+            other.pid_ns.as_deref().unwrap_or("unknown"),
+            crate::host::pid_space().unwrap_or("unknown")
+        )
+    };
+    crate::error::Error::conflict(format!(
+        "Host id {host} is in use by serve pid {} of {place}, whose last heartbeat at {} is within the lease ({} s): two machines or containers share this host id, and each would take the other's threads for its own. This serve did not start and changed nothing. Repair: set {}=<a name unique to this machine or container> (letters, digits, '.', '-', '_') and start again (or, if that serve is gone, start again once its lease has run out).",
+        other.pid,
+        other.heartbeat_at,
+        LEASE.as_secs(),
+        crate::host::HOST_ID_VAR,
+    ))
+}
+
+fn short(id: &str) -> &str {
+    id.get(..8).unwrap_or(id)
+}
+
+/// The host ids held at once by serves of more than one machine or PID space, with how many
+/// of each (`host list`, `check`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Collision {
+    pub host_id: String,
+    /// Boots among its serves whose heartbeat has not lapsed.
+    pub boots: i64,
+    /// Boots and PID spaces among them.
+    pub spaces: i64,
+}
+
+/// Every host id that serves of more than one machine or PID space hold at once (none on a
+/// database before V20).
+pub fn collisions(conn: &Conn) -> Result<Vec<Collision>> {
+    if conn.one(q!("host_lease_schema"), params![], |r| r.get::<i64>(0))? == 0 {
+        return Ok(Vec::new());
+    }
+    conn.all(q!("host_collisions"), params![], |r| {
+        Ok(Collision {
+            host_id: r.get(0)?,
+            boots: r.get(1)?,
+            spaces: r.get(2)?,
+        })
+    })
 }
 
 /// The serve `me` ends: its row goes.
@@ -63,12 +283,12 @@ pub fn serve_ended(conn: &Conn, me: ProcessIdentity) -> Result<()> {
 
 columns! {
     /// A host and its lease (`{host_row}` in `sql/host_list.sql`, which groups `host_serves h`
-    /// by host; `:secs` is the lease): what [`HostRow`] holds.
+    /// by host; `:cutoff` is the lease's, [`cutoff`]): what [`HostRow`] holds.
     pub mod host_col as "{host_row}" {
         HOST_ID = "h.host_id",
         BOOT_ID = "(SELECT s.boot_id FROM host_serves s WHERE s.host_id = h.host_id ORDER BY s.heartbeat_at DESC LIMIT 1) AS boot_id",
         LAST_HEARTBEAT = "max(h.heartbeat_at) AS last_heartbeat",
-        SERVES_UP = "sum(CASE WHEN julianday(h.heartbeat_at) > julianday('now') - :secs / 86400.0 THEN 1 ELSE 0 END) AS serves_up",
+        SERVES_UP = "sum(CASE WHEN h.heartbeat_at > :cutoff THEN 1 ELSE 0 END) AS serves_up",
         LIVE_THREADS = "(SELECT count(*) FROM threads t WHERE t.status = 'live' AND t.host_id = h.host_id) AS live_threads",
     }
 }
@@ -93,9 +313,10 @@ pub struct HostRow {
 
 /// Every host that has a serve row, this one among them while it serves, by host id.
 pub fn list(conn: &Conn) -> Result<Vec<HostRow>> {
+    let cutoff = cutoff(conn)?;
     conn.all(
         q!("host_list", host_col),
-        named! {":secs": LEASE.as_secs() as i64},
+        named! {":cutoff": cutoff.cutoff.as_str()},
         |r: &Row<'_>| {
             let serves_up: i64 = r.get(host_col::SERVES_UP)?;
             Ok(HostRow {
@@ -137,17 +358,13 @@ pub struct Lease {
 /// launched yet); `None` when that host is not recorded (a row from before hosts were) or has
 /// no serve row (its serves ended, or predate leases): nothing is known against it.
 pub fn lease_of_thread(conn: &Conn, thread_id: &crate::domain::ThreadId) -> Result<Option<Lease>> {
-    conn.opt(
-        q!("thread_host_lease"),
-        named! {":id": thread_id, ":secs": LEASE.as_secs() as i64},
-        |r| {
-            Ok(Lease {
-                host_id: r.get(0)?,
-                last_heartbeat: r.get(1)?,
-                up: r.get::<i64>(2)? > 0,
-            })
-        },
-    )
+    conn.opt(q!("thread_host_lease"), named! {":id": thread_id}, |r| {
+        Ok(Lease {
+            host_id: r.get(0)?,
+            last_heartbeat: r.get(1)?,
+            up: r.get::<i64>(2)? > 0,
+        })
+    })
 }
 
 /// The error for a request that cannot reach the host holding a thread: said at once, nothing
@@ -355,7 +572,7 @@ pub fn unreachable_of(conn: &Conn, ids: &ThreadIds) -> Result<Vec<Option<Unreach
     let mut out = vec![None; ids.len()];
     conn.each(
         q!("threads_unreachable", batch_col, unreachable_col),
-        params![ids, LEASE.as_secs() as i64],
+        params![ids],
         |r| {
             let at: usize = r.get(batch_col::AT)?;
             if let Some(slot) = out.get_mut(at) {

@@ -763,6 +763,461 @@ fn the_team_views_show_each_threads_host_and_an_unreachable_one_since_when() {
     assert!(w.base.leftovers().is_empty(), "{:?}", w.base.leftovers());
 }
 
+/// The state of every thread row that a collision must leave alone: `(path, status, phase,
+/// exit_kind, owner_pid, owner_started_at, updated_at)`, by path.
+fn thread_states(db: &crate::support::sql::Conn) -> Vec<String> {
+    let mut stmt = db
+        .prepare(
+            "SELECT path, status, phase, coalesce(exit_kind, '-'), coalesce(owner_pid, -1), \
+             coalesce(owner_started_at, -1), updated_at FROM threads ORDER BY path",
+        )
+        .unwrap();
+    let rows = stmt
+        .query_map((), |r| {
+            let (path, status, phase, exit): (String, String, String, String) =
+                (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
+            let (pid, started, updated): (i64, i64, String) = (r.get(4)?, r.get(5)?, r.get(6)?);
+            Ok(format!(
+                "{path} {status} {phase} {exit} {pid} {started} {updated}"
+            ))
+        })
+        .unwrap();
+    rows.map(Result::unwrap).collect()
+}
+
+/// A serve that must refuse to start: its exit code and stderr (it exits on its own).
+fn refused(mut serve: Serve) -> (Option<i32>, String) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = serve.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the second serve started: {}",
+            String::from_utf8_lossy(&serve.stderr.lock().unwrap())
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // Its stderr is read to the end by the collector thread once the process is gone.
+    std::thread::sleep(Duration::from_millis(100));
+    let err = String::from_utf8_lossy(&serve.stderr.lock().unwrap()).into_owned();
+    (status.code(), err)
+}
+
+/// The refusal's text: a conflict that names the host id, the other serve and one repair.
+fn assert_collision_refusal(code: Option<i32>, err: &str, what: &str) {
+    assert_ne!(code, Some(0), "{err}");
+    assert!(
+        err.contains("error[conflict]") && err.contains("Host id beta is in use by serve pid"),
+        "{err}"
+    );
+    assert!(err.contains(what), "{err}");
+    assert_eq!(err.matches("Repair:").count(), 1, "{err}");
+    assert!(
+        err.contains("Repair: set THREADBASE_HOST_ID=") && err.contains("did not start"),
+        "{err}"
+    );
+}
+
+/// Issue 46: two serves with one host id in two PID namespaces (two containers that share the
+/// machine id, or one THREADBASE_HOST_ID in a CI template). The first's thread runs; the
+/// second sees a serve of its host id with a fresh heartbeat in a PID space it cannot see and
+/// refuses to start; no thread of the first changes, through the first's own owner checks, a
+/// `threadbase restore` run in the second's place, and after.
+#[test]
+fn a_second_serve_of_one_host_id_in_another_pid_namespace_refuses_to_start() {
+    if !pid_namespaces_or_skip("a_second_serve_of_one_host_id_in_another_pid_namespace") {
+        return;
+    }
+    let base = Scripted::new("hosts_collide_ns");
+    base.script("script", &json!({"default_reply": "done"}).to_string());
+    let db = || {
+        let c = crate::support::sql::Conn::open(&base.db).unwrap();
+        c.busy_timeout(Duration::from_secs(10)).unwrap();
+        c
+    };
+    let mut first = serve_in_own_pid_namespace(&base, "ses_first", "beta");
+    first.thread(json!({"action": "start", "prompt": "go", "taskName": "one"}));
+    first.thread(json!({"action": "start", "prompt": "go", "taskName": "two"}));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while db()
+        .query_row(
+            "SELECT count(*) FROM threads WHERE pid IS NOT NULL AND phase = 'idle'",
+            (),
+            |r| r.get::<_, i64>(0),
+        )
+        .unwrap()
+        < 2
+    {
+        assert!(Instant::now() < deadline, "{:?}", thread_states(&db()));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    until_host_beats(&db(), "beta");
+    let before = thread_states(&db());
+
+    // The second, pid 1 of a namespace of its own, as the first is.
+    let second = serve_in_own_pid_namespace(&base, "ses_second", "beta");
+    let (code, err) = refused(second);
+    assert_collision_refusal(code, &err, "another PID space");
+    assert!(!err.contains("restored"), "{err}");
+    // A restore in the second's place (another PID namespace, the same host id) leaves them too.
+    let out = Command::new("unshare")
+        .args(["--pid", "--fork", "--mount-proc", "--kill-child"])
+        .arg(env!("CARGO_BIN_EXE_threadbase"))
+        .arg("--db")
+        .arg(&base.db)
+        .arg("restore")
+        .env("THREADBASE_HOST_ID", "beta")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("restored 0 threads"),
+        "{text}"
+    );
+    // The first's owner checks run each second meanwhile.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(thread_states(&db()), before);
+    let serves: i64 = db()
+        .query_row("SELECT count(*) FROM host_serves", (), |r| r.get(0))
+        .unwrap();
+    assert_eq!(serves, 1, "the refused serve removed its heartbeat row");
+    // The first still answers for its threads.
+    let polled = first.thread(json!({"action": "poll", "id": "/root/one"}));
+    assert!(polled.to_string().contains("idle"), "{polled}");
+    first.close(Duration::from_secs(20));
+    assert!(base.leftovers().is_empty(), "{:?}", base.leftovers());
+}
+
+/// Issue 46: a cloned machine (the same host id, another boot id: a VM image cloned with its
+/// /etc/machine-id) refuses to start beside the original, and a restore there closes nothing
+/// of the original's (it would read the rows as an earlier boot's, whose processes are gone).
+#[test]
+fn a_cloned_machine_with_the_same_host_id_refuses_to_start_and_closes_nothing() {
+    let w = world("hosts_clone");
+    let mut original = w.serve("beta");
+    original.thread(json!({"action": "start", "prompt": "go", "taskName": "a"}));
+    w.until_launched("/root/a");
+    until_host_beats(&w.db(), "beta");
+    let before = thread_states(&w.db());
+
+    let args = vec![
+        "--session-file".into(),
+        w.parent_session.display().to_string(),
+    ];
+    let clone = w.base.serve(
+        "script",
+        args,
+        &[
+            ("THREADBASE_HOST_ID", "beta"),
+            ("THREADBASE_TEST_BOOT_ID", "a-cloned-machines-boot"),
+        ],
+    );
+    let (code, err) = refused(clone);
+    assert_collision_refusal(code, &err, "of another machine (boot ");
+    let out = Command::new(env!("CARGO_BIN_EXE_threadbase"))
+        .arg("--db")
+        .arg(&w.base.db)
+        .arg("restore")
+        .env("THREADBASE_HOST_ID", "beta")
+        .env("THREADBASE_TEST_BOOT_ID", "a-cloned-machines-boot")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("restored 0 threads"),
+        "{text}"
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(thread_states(&w.db()), before);
+    assert_eq!(w.row("/root/a").0, "live");
+    original.close(Duration::from_secs(20));
+    assert!(w.base.leftovers().is_empty(), "{:?}", w.base.leftovers());
+}
+
+/// The database's clock `secs` seconds ago, as heartbeats are written.
+fn ago(secs: i64) -> String {
+    threadbase::time::iso_from_ms(threadbase::time::now_ms() - secs * 1000)
+}
+
+/// Sets the heartbeat rows of each `(host, heartbeat_at, gap_from, resumed_at)`, as serves
+/// write them (the test plays the serves' rows: an existing serve's row keeps its identity,
+/// another host's is made); the rows of hosts not named go.
+fn serve_rows(
+    db: &crate::support::sql::Conn,
+    rows: &[(&str, String, Option<String>, Option<String>)],
+) {
+    let named: Vec<String> = rows.iter().map(|r| format!("'{}'", r.0)).collect();
+    db.execute(
+        &format!(
+            "DELETE FROM host_serves WHERE host_id NOT IN ({})",
+            named.join(", ")
+        ),
+        (),
+    )
+    .unwrap();
+    for (i, (host, beat, gap, resumed)) in rows.iter().enumerate() {
+        let quote = |v: &Option<String>| v.as_ref().map_or("NULL".into(), |v| format!("'{v}'"));
+        let (gap, resumed) = (quote(gap), quote(resumed));
+        let known: i64 = db
+            .query_row(
+                "SELECT count(*) FROM host_serves WHERE host_id = ?1",
+                [host],
+                |r| r.get(0),
+            )
+            .unwrap();
+        db.execute(
+            &format!(
+                "UPDATE host_serves SET heartbeat_at = '{beat}', gap_from = {gap}, resumed_at = {resumed} WHERE host_id = '{host}'"
+            ),
+            (),
+        )
+        .unwrap();
+        if known == 0 {
+            db.execute(
+                &format!(
+                    "INSERT INTO host_serves (host_id, boot_id, pid, started_at, first_at, heartbeat_at, pid_ns, gap_from, resumed_at) \
+                     VALUES ('{host}', 'boot-{host}', {pid}, 1, '{beat}', '{beat}', NULL, {gap}, {resumed})",
+                    pid = 100 + i,
+                ),
+                (),
+            )
+            .unwrap();
+        }
+    }
+}
+
+/// `host list --json` seen from host C: each host's `up`, and the outage window's end.
+fn leases(db: &std::path::Path) -> (Vec<(String, bool)>, serde_json::Value) {
+    let (code, out, err) = host_cli(db, "host-c", &["list", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let hosts = v["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| (h["hostId"].as_str().unwrap().to_string(), h["up"] == true))
+        .collect();
+    (hosts, v["outageUntil"].clone())
+}
+
+/// The view thread_attention's word for the thread at `path`, if any.
+fn attention_of(db: &crate::support::sql::Conn, path: &str) -> Option<String> {
+    db.query_row(
+        "SELECT attention FROM thread_attention WHERE path = ?1",
+        [path],
+        |r| r.get(0),
+    )
+    .ok()
+}
+
+/// Issue 46: a database outage longer than the lease does not make a healthy host unreachable.
+/// Host B holds a live thread. Every heartbeat is 40 s old (the database was away, and no serve
+/// has beaten since it came back): nobody is unreachable. Host A's serve beats again and
+/// records its gap: until a lease after that, B (whose lease held when the outage began) is
+/// not unreachable and `host forget host-b` is refused even with --force, while host Z, dead
+/// long before the outage, stays unreachable. A lease after the resumption B is unreachable,
+/// and a forget without --force is still refused while its last heartbeat is younger than two
+/// leases; with --force it closes B's thread.
+#[test]
+fn after_an_outage_longer_than_the_lease_no_healthy_host_is_unreachable_nor_forgotten() {
+    let w = world("hosts_outage");
+    let db = w.base.db.clone();
+    let mut b = w.serve("host-b");
+    b.thread(json!({"action": "start", "prompt": "go", "taskName": "a"}));
+    w.until_launched("/root/a");
+    // B's serve stops beating (its thread's row stays live, as if B were slow to come back).
+    b.child.kill().unwrap();
+    b.child.wait().unwrap();
+
+    // The database just came back: every heartbeat is old, B's and A's alike.
+    serve_rows(
+        &w.db(),
+        &[
+            ("host-a", ago(38), None, None),
+            ("host-b", ago(40), None, None),
+        ],
+    );
+    let (hosts, _) = leases(&db);
+    assert_eq!(
+        hosts,
+        [("host-a".into(), true), ("host-b".into(), true)],
+        "every heartbeat is old: the outage was the database's"
+    );
+    assert_eq!(attention_of(&w.db(), "/root/a"), None);
+    let (code, _, err) = host_cli(&db, "host-c", &["forget", "host-b", "--force"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("is up") && err.contains("Repair:"), "{err}");
+
+    // A's serve beat again a second ago and recorded its gap (its last beat before, 38 s ago);
+    // host Z went away long before the outage.
+    serve_rows(
+        &w.db(),
+        &[
+            ("host-a", ago(1), Some(ago(38)), Some(ago(1))),
+            ("host-b", ago(40), None, None),
+            ("host-z", ago(200), None, None),
+        ],
+    );
+    let (hosts, until) = leases(&db);
+    assert_eq!(
+        hosts,
+        [
+            ("host-a".into(), true),
+            ("host-b".into(), true),
+            ("host-z".into(), false)
+        ]
+    );
+    assert!(until.is_string(), "{until}");
+    let (_, text, _) = host_cli(&db, "host-c", &["list"]);
+    assert!(
+        text.contains("came back from an outage less than a lease ago"),
+        "{text}"
+    );
+    assert_eq!(attention_of(&w.db(), "/root/a"), None);
+    for args in [
+        &["forget", "host-b"][..],
+        &["forget", "host-b", "--force"][..],
+    ] {
+        let (code, _, err) = host_cli(&db, "host-c", args);
+        assert_eq!(code, 2, "{err}");
+        assert!(
+            err.contains("came back from an outage less than a lease ago")
+                && err.matches("Repair:").count() == 1,
+            "{err}"
+        );
+    }
+    assert_eq!(w.row("/root/a").0, "live");
+
+    // A lease after the resumption: B is unreachable since its last heartbeat.
+    serve_rows(
+        &w.db(),
+        &[
+            ("host-a", ago(1), Some(ago(70)), Some(ago(31))),
+            ("host-b", ago(40), None, None),
+        ],
+    );
+    let (hosts, until) = leases(&db);
+    assert_eq!(hosts, [("host-a".into(), true), ("host-b".into(), false)]);
+    assert!(until.is_null(), "{until}");
+    assert_eq!(
+        attention_of(&w.db(), "/root/a").as_deref(),
+        Some("unreachable")
+    );
+    // Its last heartbeat is younger than two leases: a forget needs --force.
+    let (code, _, err) = host_cli(&db, "host-c", &["forget", "host-b"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("less than two leases") && err.contains("--force"),
+        "{err}"
+    );
+    assert_eq!(w.row("/root/a").0, "live");
+    let (code, out, err) = host_cli(&db, "host-c", &["forget", "host-b", "--force"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("closed 1 live thread as stale"), "{out}");
+    assert_eq!(w.row("/root/a").1.as_deref(), Some("stale"));
+    assert!(
+        w.base.leftovers().is_empty() || {
+            // B's child exits once its serve's pipes closed; give it a moment.
+            std::thread::sleep(Duration::from_secs(2));
+            w.base.leftovers().is_empty()
+        }
+    );
+}
+
+/// Issue 46: a serve's heartbeats record the gap once, on the first success after a failure
+/// (or after one that took longer than a heartbeat's period), from the last success before.
+#[test]
+fn a_serves_heartbeats_record_their_gap_once_after_a_failure_or_a_slow_beat() {
+    use threadbase::store::hosts::{Heartbeats, HEARTBEAT};
+    let fast = Duration::from_millis(3);
+    let mut beats = Heartbeats::default();
+    assert_eq!(beats.gap_from(), None);
+    // A first heartbeat that fails knows no success before it: nothing to record.
+    beats.failed();
+    assert_eq!(beats.gap_from(), None);
+    assert!(!beats.succeeded("t1".into(), fast));
+    assert_eq!(beats.gap_from(), None);
+    beats.failed();
+    beats.failed();
+    assert_eq!(beats.gap_from(), Some("t1"));
+    assert!(!beats.succeeded("t2".into(), fast));
+    assert_eq!(beats.gap_from(), None);
+    // A heartbeat that waited longer than its period: beat again at once, with the gap.
+    assert!(beats.succeeded("t3".into(), HEARTBEAT + Duration::from_secs(1)));
+    assert_eq!(beats.gap_from(), Some("t2"));
+    assert!(!beats.succeeded("t4".into(), fast));
+    assert_eq!(beats.gap_from(), None);
+}
+
+/// Issue 46: `host list` and `check` flag a host id that serves of two machines hold at once
+/// (a collision from before the start check, or two serves started at the same instant).
+#[test]
+fn host_list_and_check_flag_a_host_id_held_from_two_machines() {
+    let w = world("hosts_collision_flag");
+    let db = w.base.db.clone();
+    let mut a = w.serve("host-a");
+    a.thread(json!({"action": "list"}));
+    until_host_beats(&w.db(), "host-a");
+    a.close(Duration::from_secs(20));
+    serve_rows(
+        &w.db(),
+        &[("beta", ago(1), None, None), ("gamma", ago(1), None, None)],
+    );
+    w.db()
+        .execute(
+            &format!(
+                "INSERT INTO host_serves (host_id, boot_id, pid, started_at, first_at, heartbeat_at) \
+                 VALUES ('beta', 'another-boot', 7, 7, '{n}', '{n}')",
+                n = ago(2)
+            ),
+            (),
+        )
+        .unwrap();
+    let (code, out, err) = host_cli(&db, "host-c", &["list", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let flags: Vec<(&str, bool)> = v["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| (h["hostId"].as_str().unwrap(), h["collision"] == true))
+        .collect();
+    assert_eq!(flags, [("beta", true), ("gamma", false)], "{v}");
+    let (_, text, _) = host_cli(&db, "host-c", &["list"]);
+    assert!(
+        line_of(&text, "beta").contains("COLLISION")
+            && !line_of(&text, "gamma").contains("COLLISION"),
+        "{text}"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_threadbase"))
+        .arg("--db")
+        .arg(&db)
+        .args(["check", "--json"])
+        .env("THREADBASE_HOST_ID", "host-c")
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let problems = report["problems"].as_array().unwrap();
+    let collision: Vec<&serde_json::Value> = problems
+        .iter()
+        .filter(|p| p["check"] == "host_id_collision")
+        .collect();
+    assert_eq!(collision.len(), 1, "{report}");
+    assert!(
+        collision[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Host id beta")
+            && collision[0]["repair"]
+                .as_str()
+                .unwrap()
+                .contains("THREADBASE_HOST_ID"),
+        "{report}"
+    );
+}
+
 /// `threadbase check --json` on host `host`: its exit code and report.
 fn check_as(db: &std::path::Path, host: &str) -> (i32, serde_json::Value) {
     let out = Command::new(env!("CARGO_BIN_EXE_threadbase"))

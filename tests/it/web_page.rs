@@ -656,8 +656,8 @@ fn a_team_database_has_a_host_filter_and_hosts_on_rows_and_bars() {
     )
     .unwrap();
     conn.execute_batch(
-        "INSERT INTO host_serves VALUES ('alpha', 'b', 7, 7, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), strftime('%Y-%m-%dT%H:%M:%fZ', 'now'));
-         INSERT INTO host_serves VALUES ('beta', 'b', 8, 8, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), strftime('%Y-%m-%dT%H:%M:%fZ', 'now'));",
+        "INSERT INTO host_serves (host_id, boot_id, pid, started_at, first_at, heartbeat_at) VALUES ('alpha', 'b', 7, 7, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), strftime('%Y-%m-%dT%H:%M:%fZ', 'now'));
+         INSERT INTO host_serves (host_id, boot_id, pid, started_at, first_at, heartbeat_at) VALUES ('beta', 'b', 8, 8, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), strftime('%Y-%m-%dT%H:%M:%fZ', 'now'));",
     )
     .unwrap();
     drop(conn);

@@ -90,8 +90,8 @@ fn rows_of_other_hosts_show_their_host_and_an_unreachable_one_says_so() {
                     (me.pid, me.started_at, &here),
                 )?;
                 tx.sqlite().execute_batch(
-                    "INSERT INTO host_serves VALUES ('host-up', 'b', 7, 7, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), strftime('%Y-%m-%dT%H:%M:%fZ', 'now'));
-                     INSERT INTO host_serves VALUES ('host-down', 'b', 7, 7, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z');",
+                    "INSERT INTO host_serves (host_id, boot_id, pid, started_at, first_at, heartbeat_at) VALUES ('host-up', 'b', 7, 7, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), strftime('%Y-%m-%dT%H:%M:%fZ', 'now'));
+                     INSERT INTO host_serves (host_id, boot_id, pid, started_at, first_at, heartbeat_at) VALUES ('host-down', 'b', 7, 7, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z');",
                 )?;
                 Ok(())
             })
