@@ -899,6 +899,10 @@ fn a_cloned_machine_with_the_same_host_id_refuses_to_start_and_closes_nothing() 
     let mut original = w.serve("beta");
     original.thread(json!({"action": "start", "prompt": "go", "taskName": "a"}));
     w.until_launched("/root/a");
+    // Settled first: a turn ending later would change its row under the comparison below (it
+    // did, under load).
+    let r = original.thread(json!({"action": "wait", "id": "a", "timeoutMs": 20000}));
+    assert_eq!(r["details"]["snapshot"]["phase"], "idle", "{r}");
     until_host_beats(&w.db(), "beta");
     let before = thread_states(&w.db());
 
