@@ -1128,6 +1128,33 @@ fn budget_queries_never_read_the_threads() {
     }
 }
 
+/// Issue 45: what the whole-database views (`tree`, `list`, `usage`, `top`) read of what needs
+/// the user: only the live threads and the closed ones that ended failed, each from its partial
+/// index, pushed into the view by id; the other closed threads are never read.
+#[test]
+fn the_views_read_attention_of_the_live_and_the_failed_threads_only() {
+    for (name, text, ()) in plans([(sql!("attention_all"), ())]) {
+        assert_contains_all(
+            name,
+            &text,
+            &[
+                "SCAN t USING INDEX threads_live",
+                "SCAN t USING INDEX threads_ended_failed",
+                "SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)",
+            ],
+        );
+        let scans: Vec<&str> = text.split(" | ").filter(|l| l.contains("SCAN")).collect();
+        assert!(
+            scans.iter().all(|l| *l == "SCAN t USING INDEX threads_live"
+                || *l == "SCAN t USING INDEX threads_ended_failed"
+                || l.starts_with("SCAN s USING INDEX sqlite_autoindex_host_serves_1")
+                || *l == "SCAN CONSTANT ROW"
+                || *l == "SCAN x"),
+            "{name}: {text}"
+        );
+    }
+}
+
 /// Issue 50: the page's "needs you" band reads the live threads from the partial index of live
 /// rows and the closed ones that ended failed from theirs (V19), and pushes each into the view
 /// `thread_attention` by id (its rows found by key), the host serves read once; the band's few
