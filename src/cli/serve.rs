@@ -162,9 +162,16 @@ pub fn config(db: PathBuf, args: ServeArgs) -> Result<ServeConfig> {
 /// other's first heartbeat, so neither starts.
 fn refuse_a_colliding_host_id(store: &Store) -> Result<()> {
     let me = ProcessIdentity::current();
-    let beat = store.write(|tx| crate::store::hosts::heartbeat(tx, me, None))?;
-    store.note_other_hosts(beat.others);
-    let serves = crate::store::hosts::live_serves(&store.read()?)?;
+    // Two serves of one host id starting at once take turns (PostgreSQL), so the second
+    // sees the first's heartbeat.
+    let serves = store.write_facts(|tx| {
+        tx.lock(crate::store::Lock::HostId(
+            &crate::host::HostIdentity::here().host_id,
+        ))?;
+        let beat = crate::store::hosts::heartbeat(tx, me, None)?;
+        store.note_other_hosts(beat.others);
+        crate::store::hosts::live_serves(tx)
+    })?;
     if let Some(other) = crate::store::hosts::collision(&serves, me) {
         let refused = crate::store::hosts::collision_error(other);
         if let Err(e) = store.write(|tx| crate::store::hosts::serve_ended(tx, me)) {
@@ -206,6 +213,9 @@ fn run_on(db: PathBuf, args: ServeArgs) -> Result<()> {
     let settle = store.clone();
     tracing::debug!("database open");
     refuse_a_colliding_host_id(&store)?;
+    // Every rule that checks before it writes lives in one tree: on PostgreSQL this serve's
+    // writes take turns with the other writers of its tree only.
+    store.serialize_tree(cfg.root_session_id.as_str());
     let report = restore_dead_owners(&store, ProcessIdentity::current())?;
     tracing::debug!("restore pass done");
     for rejected in &report.rejected {

@@ -34,7 +34,7 @@ pub fn adopt_reference(
     me: ProcessIdentity,
     reference: &str,
     to: Option<ManagerId>,
-    target: impl FnOnce(&crate::store::Tx<'_>) -> Result<ManagerId>,
+    target: impl Fn(&crate::store::Tx<'_>) -> Result<ManagerId>,
     check: impl FnOnce(&ThreadId) -> Result<()>,
     by: &str,
 ) -> Result<Found> {

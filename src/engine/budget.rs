@@ -217,6 +217,9 @@ impl Budget {
             }
         }
         if let Some(k) = &kept.team {
+            // Starts of every tree check the team's spend: on PostgreSQL they take turns here,
+            // and only while a team budget is set.
+            conn.lock(crate::store::Lock::TeamBudget)?;
             let team = budgets::team_spend(conn)?;
             if let Some((what, spend, cap)) = reached_caps(k.tokens, k.usd, &team.usage) {
                 return Err(team_refusal(k, &team, what, &spend, &cap, action));

@@ -35,7 +35,8 @@ pub const CHANNEL_CAPACITY: usize = 16_384;
 pub const OUTAGE_BACKOFF_MAX: Duration = Duration::from_secs(2);
 
 /// An ordered write closure, for writes that must follow the events sent before them.
-pub type WriteFn = Box<dyn FnOnce(&Tx<'_>) -> Result<()> + Send>;
+/// It can run more than once: a PostgreSQL write that lost a deadlock is retried whole.
+pub type WriteFn = Box<dyn FnMut(&Tx<'_>) -> Result<()> + Send>;
 
 /// One fact to record.
 pub enum IngestOp {
@@ -151,7 +152,7 @@ impl Ingest {
     /// Runs `f` in order after everything sent before, and returns its result.
     pub async fn write<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&Tx<'_>) -> Result<T> + Send + 'static,
+        mut f: impl FnMut(&Tx<'_>) -> Result<T> + Send + 'static,
     ) -> Result<T> {
         let slot = Arc::new(std::sync::Mutex::new(None));
         let out = slot.clone();
@@ -252,7 +253,7 @@ fn apply_plain(store: &Store, ops: &[IngestOp]) {
     let mut backoff = Duration::from_millis(50);
     let mut warned = false;
     loop {
-        match store.write(|tx| apply(tx, ops)) {
+        match store.write_facts(|tx| apply(tx, ops)) {
             Ok(()) => {
                 if warned {
                     tracing::warn!("the database is reachable again; the held events were written");
@@ -274,7 +275,7 @@ fn apply_plain(store: &Store, ops: &[IngestOp]) {
         }
     }
     for op in ops {
-        if let Err(e) = store.write(|tx| apply(tx, std::slice::from_ref(op))) {
+        if let Err(e) = store.write_facts(|tx| apply(tx, std::slice::from_ref(op))) {
             tracing::error!("dropped one ingest operation: {e}");
         }
     }

@@ -279,8 +279,8 @@ async fn beat(engine: &Arc<Engine>, beats: &mut crate::store::hosts::Heartbeats)
         let gap_from = beats.gap_from().map(str::to_string);
         let started = std::time::Instant::now();
         let beat = tokio::task::spawn_blocking(move || {
-            let beat =
-                store.write(|tx| crate::store::hosts::heartbeat(tx, me, gap_from.as_deref()))?;
+            let beat = store
+                .write_facts(|tx| crate::store::hosts::heartbeat(tx, me, gap_from.as_deref()))?;
             store.note_other_hosts(beat.others);
             Ok::<_, crate::error::Error>(beat.at)
         });

@@ -247,6 +247,9 @@ pub(in crate::store) trait Db {
     /// A counter that moves whenever another connection commits (SQLite's
     /// `PRAGMA data_version`; the change notifications a PostgreSQL connection listens to).
     fn change_count(&self) -> Result<i64>;
+    /// Takes a transaction-level advisory lock on the keys (PostgreSQL); nothing on SQLite,
+    /// whose every write holds the whole file.
+    fn advisory_lock(&self, keys: (i32, i32)) -> Result<()>;
 }
 
 // ---- SQLite ---------------------------------------------------------------------------------
@@ -351,6 +354,10 @@ impl Db for rusqlite::Connection {
 
     fn change_count(&self) -> Result<i64> {
         Ok(self.query_row("PRAGMA data_version", [], |r| r.get(0))?)
+    }
+
+    fn advisory_lock(&self, _keys: (i32, i32)) -> Result<()> {
+        Ok(())
     }
 
     fn query_values(&self, sql: &str) -> Result<(Vec<String>, Vec<Vec<Value<'static>>>)> {

@@ -114,6 +114,11 @@ impl std::ops::Deref for ReadConn {
 pub struct Conn(dyn db::Db);
 
 impl Conn {
+    /// Takes `lock` until the transaction ends (PostgreSQL; nothing on SQLite).
+    pub fn lock(&self, lock: Lock<'_>) -> Result<()> {
+        self.0.advisory_lock(lock.keys())
+    }
+
     /// The database's change counter (`PRAGMA data_version`): it moves whenever another
     /// connection commits.
     pub fn data_version(&self) -> Result<i64> {
@@ -368,6 +373,36 @@ pub fn rows_as_text(conn: &Conn, sql: &str) -> Result<Vec<String>> {
         .collect())
 }
 
+/// What a write serializes with on PostgreSQL, beyond row locks and UNIQUE constraints (see
+/// `postgres::store`). On SQLite every write holds the whole file, and these are no-ops.
+#[derive(Clone, Copy, Debug)]
+pub enum Lock<'a> {
+    /// Every rule that checks before it inserts lives inside one tree (a path per manager, live
+    /// limits and the queue per session, a tree's budget and thread cap, spawn keys per
+    /// coordinator): a serve's writes take its tree's lock, keyed by the root session.
+    Tree(&'a str),
+    /// The team budget's check, only when a team budget is set.
+    TeamBudget,
+    /// A serve's start, judging whether its host id collides with another machine's serve.
+    HostId(&'a str),
+}
+
+impl Lock<'_> {
+    /// The advisory lock's two keys: a class and a stable 32-bit hash of the name (FNV-1a,
+    /// the same on every host and version).
+    fn keys(self) -> (i32, i32) {
+        let (class, name) = match self {
+            Lock::Tree(root) => (0x7462_7472, root),   // "tbtr"
+            Lock::TeamBudget => (0x7462_7462, ""),     // "tbtb"
+            Lock::HostId(host) => (0x7462_6869, host), // "tbhi"
+        };
+        let hash = name.bytes().fold(0x811c_9dc5_u32, |h, b| {
+            (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+        });
+        (class, hash as i32)
+    }
+}
+
 /// An open database: the writer connection and the reader pool, of a SQLite file or a
 /// PostgreSQL server.
 pub struct Store {
@@ -377,6 +412,8 @@ pub struct Store {
     /// Whether another host's serves have heartbeat rows, as this serve's last heartbeat found
     /// ([`Store::note_other_hosts`]): 0 not known yet, 1 none, 2 some.
     other_hosts: std::sync::atomic::AtomicU8,
+    /// The tree whose lock this store's writes take ([`Store::serialize_tree`]; a serve's).
+    tree: std::sync::OnceLock<String>,
 }
 
 // One value per open database, so the variants' sizes do not matter.
@@ -479,6 +516,7 @@ impl Store {
         let pg = postgres::store::PgStore::open(url, create)?;
         Ok(Store {
             other_hosts: std::sync::atomic::AtomicU8::new(0),
+            tree: std::sync::OnceLock::new(),
             path: PathBuf::from(pg.url().shown()),
             backend: Backend::Postgres(pg),
         })
@@ -558,6 +596,7 @@ impl Store {
             .build(manager)?;
         Ok(Store {
             other_hosts: std::sync::atomic::AtomicU8::new(0),
+            tree: std::sync::OnceLock::new(),
             path,
             backend: Backend::Sqlite {
                 writer: Mutex::new(Writer {
@@ -634,8 +673,32 @@ impl Store {
     /// Called on a worker of a multi-thread tokio runtime (a request of `serve`), it waits off
     /// that worker: the worker's queue moves to another thread first, so other requests and
     /// children's streams go on meanwhile. Anywhere else it simply runs.
-    pub fn write<T>(&self, f: impl FnOnce(&Tx<'_>) -> Result<T>) -> Result<T> {
-        let run = || match &self.backend {
+    ///
+    /// On PostgreSQL it first takes the tree's lock when this store serializes a tree
+    /// ([`Store::serialize_tree`]), and it can run `f` again whole after a lost deadlock.
+    pub fn write<T>(&self, f: impl FnMut(&Tx<'_>) -> Result<T>) -> Result<T> {
+        self.write_locked(self.tree.get().map(|t| Lock::Tree(t)), f)
+    }
+
+    /// [`Store::write`] for facts a child reported (event batches, output, usage) and for
+    /// heartbeats: no rule checks them, so on PostgreSQL they take no lock and never wait for
+    /// another serve's rule.
+    pub fn write_facts<T>(&self, f: impl FnMut(&Tx<'_>) -> Result<T>) -> Result<T> {
+        self.write_locked(None, f)
+    }
+
+    /// From now on, this store's [`Store::write`]s take the lock of the tree whose root session
+    /// is `root` (a serve calls it once, at its start).
+    pub fn serialize_tree(&self, root: &str) {
+        let _ = self.tree.set(root.to_owned());
+    }
+
+    fn write_locked<T>(
+        &self,
+        lock: Option<Lock<'_>>,
+        mut f: impl FnMut(&Tx<'_>) -> Result<T>,
+    ) -> Result<T> {
+        let mut run = || match &self.backend {
             Backend::Sqlite { writer, .. } => {
                 let mut writer = writer.lock().unwrap_or_else(|p| p.into_inner());
                 let Writer { conn, checkpoints } = &mut *writer;
@@ -645,7 +708,7 @@ impl Store {
                 checkpoints.after_commit(conn);
                 Ok(out)
             }
-            Backend::Postgres(pg) => pg.write(|conn| f(&Tx(conn))),
+            Backend::Postgres(pg) => pg.write(lock.map(Lock::keys), |conn| f(&Tx(conn))),
         };
         match tokio::runtime::Handle::try_current() {
             Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {

@@ -40,6 +40,7 @@ mod prop_usage;
 mod query_plans;
 mod questions;
 mod queue;
+mod races;
 mod readme;
 mod readme_sql;
 mod real_pi_adopt;

@@ -63,7 +63,7 @@ pub(in crate::engine) fn report(e: &Engine, report: Report) -> Result<crate::eng
                 delivered: false,
             },
         )?;
-        Ok(report)
+        Ok(report.clone())
     })?;
     let worker_id = worker_id.clone();
     Ok(crate::engine::Reply::shaped(move |w| {

@@ -494,6 +494,10 @@ impl Db for PgConn {
         None
     }
 
+    fn advisory_lock(&self, (k1, k2): (i32, i32)) -> Result<()> {
+        self.batch(&format!("SELECT pg_advisory_xact_lock({k1}, {k2})"))
+    }
+
     fn query_values(&self, sql: &str) -> Result<(Vec<String>, Vec<Vec<Value<'static>>>)> {
         let stmt = self.run(self.client.prepare(sql))?;
         let names = stmt.columns().iter().map(|c| c.name().to_owned()).collect();

@@ -1,11 +1,18 @@
 //! A PostgreSQL database as the store: a writer connection, a pool of readers, and the
 //! guarantees SQLite's one file gives for free.
 //!
-//! - **One writer at a time, across hosts.** On SQLite every write is one `BEGIN IMMEDIATE`
-//!   transaction, so check-then-insert rules (path reservation, limits, budgets, spawn keys)
-//!   cannot race. Here every write's first statement takes one transaction-level advisory lock
-//!   ([`WRITE_LOCK`]), released at commit or rollback; the UNIQUE constraints stay the
-//!   backstop. Readers never wait for it.
+//! - **Writers serialize only where a rule needs it.** On SQLite every write is one
+//!   `BEGIN IMMEDIATE` transaction, so check-then-insert rules (a path reserved once per
+//!   manager, live limits and the queue per session, budgets per tree and per team, spawn keys
+//!   per coordinator) cannot race. Here a serve's write takes one transaction-level advisory
+//!   lock scoped to its tree ([`super::super::Lock::Tree`], keyed by the root session), since
+//!   every one of those rules lives inside one tree; the team budget's check adds the team's
+//!   lock only when a team budget is set, and a serve's start takes its host id's. Writes of
+//!   what children report (event batches, output, usage) and heartbeats take none, and a
+//!   command line's writes (stop, forget, answer, …) rely on row locks and the UNIQUE
+//!   constraints, which stay the backstop everywhere. Writes of different trees never wait
+//!   for each other; readers never wait at all. A write that loses a deadlock or a
+//!   serialization check is run again whole ([`RETRIES`]).
 //! - **A change counter.** Each write that changed a row notifies [`CHANGES`] with its commit
 //!   (PostgreSQL delivers it at commit, and drops it at rollback); a change watch LISTENs on a connection
 //!   of its own and counts, where SQLite's reads `PRAGMA data_version`.
@@ -20,8 +27,9 @@ use crate::error::{Error, Result};
 use crate::store::db::Db;
 use crate::store::Conn;
 
-/// The advisory lock every write holds (`pg_advisory_xact_lock(WRITE_LOCK)`; "tbwr").
-pub const WRITE_LOCK: i64 = 0x7462_7772;
+/// How many times a write that lost a deadlock (`40P01`) or a serialization check (`40001`)
+/// is run again before its error is returned.
+pub const RETRIES: usize = 4;
 
 /// How long a reader checkout waits for a connection: short, so a request made while the
 /// server is down fails soon with the reason instead of hanging.
@@ -120,41 +128,78 @@ impl PgStore {
         )))
     }
 
-    /// Runs `f` in one transaction that holds the write lock; commits when it returns `Ok`
-    /// (notifying the change watches), rolls back otherwise.
-    pub fn write<T>(&self, f: impl FnOnce(&Conn) -> Result<T>) -> Result<T> {
+    /// Runs `f` in one transaction, first taking the advisory lock `lock` (a pair of keys,
+    /// `pg_advisory_xact_lock(k1, k2)`) when given; commits when it returns `Ok` (notifying the
+    /// change watches), rolls back otherwise. A transaction that lost a deadlock or a
+    /// serialization check is rolled back and run again, up to [`RETRIES`] times.
+    pub fn write<T>(
+        &self,
+        lock: Option<(i32, i32)>,
+        mut f: impl FnMut(&Conn) -> Result<T>,
+    ) -> Result<T> {
         let mut slot = self.writer.lock().unwrap_or_else(|p| p.into_inner());
-        if slot.as_ref().is_none_or(PgConn::is_closed) {
-            *slot = None;
-            *slot = Some(self.url.connect(None)?);
-        }
-        let conn = slot.as_ref().expect("connected above");
-        conn.batch(&format!(
-            "BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK})"
-        ))?;
-        let out = match f(Conn::of_db(conn)) {
-            Ok(out) => out,
-            Err(e) => {
-                let _ = conn.batch("ROLLBACK");
-                return Err(e);
+        let mut tries = 0;
+        loop {
+            if slot.as_ref().is_none_or(PgConn::is_closed) {
+                *slot = None;
+                *slot = Some(self.url.connect(None)?);
             }
-        };
-        // Notify only when the transaction wrote (it has an id then): as SQLite's data_version,
-        // a write that changed nothing wakes no watcher.
-        let commit = format!(
-            "SELECT pg_notify('{CHANGES}', '') WHERE pg_current_xact_id_if_assigned() IS NOT NULL; COMMIT"
-        );
-        if let Err(e) = conn.batch(&commit) {
-            let _ = conn.batch("ROLLBACK");
-            return Err(e);
+            let conn = slot.as_ref().expect("connected above");
+            match attempt(conn, lock, &mut f) {
+                Err(e) if tries < RETRIES && is_retryable(&e) => {
+                    tries += 1;
+                    // A short pause, longer each time, so the winner commits first.
+                    std::thread::sleep(Duration::from_millis(2 << tries));
+                }
+                out => return out,
+            }
         }
-        Ok(out)
     }
 
     /// A connection of its own that counts the commits of every connection ([`Watched`]).
     pub fn change_watch(&self) -> Result<(PgConn, Arc<Watched>)> {
         watch(&self.url)
     }
+}
+
+/// One try of [`PgStore::write`].
+fn attempt<T>(
+    conn: &PgConn,
+    lock: Option<(i32, i32)>,
+    f: &mut impl FnMut(&Conn) -> Result<T>,
+) -> Result<T> {
+    match lock {
+        Some((k1, k2)) => {
+            conn.batch(&format!("BEGIN; SELECT pg_advisory_xact_lock({k1}, {k2})"))?
+        }
+        None => conn.batch("BEGIN")?,
+    }
+    let out = match f(Conn::of_db(conn)) {
+        Ok(out) => out,
+        Err(e) => {
+            let _ = conn.batch("ROLLBACK");
+            return Err(e);
+        }
+    };
+    // Notify only when the transaction wrote (it has an id then): as SQLite's data_version,
+    // a write that changed nothing wakes no watcher.
+    let commit = format!(
+        "SELECT pg_notify('{CHANGES}', '') WHERE pg_current_xact_id_if_assigned() IS NOT NULL; COMMIT"
+    );
+    if let Err(e) = conn.batch(&commit) {
+        let _ = conn.batch("ROLLBACK");
+        return Err(e);
+    }
+    Ok(out)
+}
+
+/// Whether `e` is PostgreSQL's deadlock (`40P01`) or serialization failure (`40001`): the
+/// transaction was rolled back whole and can be run again.
+fn is_retryable(e: &Error) -> bool {
+    matches!(e.cause(), Some(crate::error::Cause::Database(c))
+        if c.downcast_ref::<tokio_postgres::Error>()
+            .and_then(tokio_postgres::Error::code)
+            .is_some_and(|c| matches!(c.code(), "40P01" | "40001")))
 }
 
 /// A listening connection to `url` and what it counts.

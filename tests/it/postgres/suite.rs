@@ -32,6 +32,7 @@ pub const MODULES: &[&str] = &[
     "worktrees::",
     "questions::",
     "queue::",
+    "races::",
     "spend::",
     "serve_notices::",
     "serve_subtree::",
