@@ -1,6 +1,6 @@
 //! The PostgreSQL backend (issue 32), beside the SQLite store: its connections ([`conn`], their
 //! sockets driven by the calling thread through [`direct`]), the store over them ([`store`]: a
-//! writer under the write lock and a pool of readers), its schema history and the runner that
+//! writer whose writes take the advisory lock of what their rules protect, and a pool of readers), its schema history and the runner that
 //! applies it under an advisory lock ([`migrate`]), the rewrite of a query's SQLite parameters
 //! to PostgreSQL's `$N` ([`params`]), and the PostgreSQL text of every query of `sql/`
 //! ([`queries`]: the file itself where it is portable, `sql/postgres/NAME.sql` where it cannot
