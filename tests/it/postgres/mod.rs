@@ -5,6 +5,7 @@
 //! Unix socket (`socket`). Each test skips
 //! without a server, and fails without one under `CI=true`.
 
+mod deadlock;
 mod migrate;
 mod outage;
 mod parity;
