@@ -1,10 +1,11 @@
-//! The durable queue (`THREADBASE_QUEUE=1`, issue 30): a start over the live limit is a row
-//! like any other (live, `starting`, its id, path and name taken at once) marked `queued_at`.
-//! It holds no slot until a transaction that counts the free slots claims one for it
-//! (`dequeued_at`); its launch follows. The order is the rank of the waiting rows by rowid (the
-//! reservation order, which is the order serve read the start requests: `engine/thread/
-//! order.rs`) and the slot count is `sql/count_live.sql`: both are SQL, nothing is kept in
-//! memory, so the queue survives a crash of its serve. Which idle threads yield their slots to
+//! The durable queue (`THREADBASE_QUEUE=1`, issue 30), one for the three contracts: a start
+//! over its contract's limit is a row like any other (live, `starting`, its id, path and name
+//! taken at once) marked `queued_at`. It holds no slot until a transaction that counts the free
+//! slots claims one for it (`dequeued_at`, [`claim`]); its launch follows. The order is the
+//! rank of the waiting rows by rowid (the reservation order, which is the order serve read the
+//! start requests: `engine/thread/order.rs`) and the slots held are each contract's count
+//! ([`Slots`]): both are SQL, nothing is kept in memory, so the queue survives a crash of its
+//! serve. Which idle threads yield their slots to
 //! waiting rows (`THREADBASE_QUEUE_IDLE_MS`) is SQL too ([`yields`]).
 
 use crate::store::db::{named, params, q};

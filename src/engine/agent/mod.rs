@@ -17,11 +17,13 @@
 //! a stop of another serve's thread is a `commands` row. A steer is consumed when it shows up
 //! in the child's transcript, so a crash between sending and marking never delivers it twice.
 //!
-//! One file per verb (spawn, wait, steer, status, update, pause, stop, output), plus the run's
-//! supervision (`supervise.rs`), steering delivery (`delivery.rs`) and the notices and row
-//! watcher (`notices.rs`); this file holds [`Agents`], the view of the engine these helpers
-//! are methods of, and the checks the verbs share. The rows
-//! are read and written through `store::agents`.
+//! One file per verb (spawn, wait, steer, status, update, pause, stop, output, reap), plus the
+//! run's supervision (`supervise.rs`), its model (`choose.rs`), steering delivery
+//! (`delivery.rs`), the report-only timers (`timeout.rs`), the final recap (`recap.rs`) and the
+//! notices and row watcher (`notices.rs`); this file holds [`Agents`], the borrowed view of the
+//! engine these helpers are methods of, and the checks the verbs share. A queued spawn is
+//! launched by the engine's queue (`engine/queue.rs`, through `spawn.rs` `launch_queued`). The
+//! rows are read and written through `store::agents`.
 
 mod choose;
 mod delivery;

@@ -90,8 +90,9 @@ impl Agents<'_> {
         Ok(file)
     }
 
-    /// The queue's launch of contract B's claimed row `id` (`engine/queue.rs`): its session file (a snapshot of its parent's branch, as
-    /// at a spawn) and its first run with its task. A launch that fails settles it as failed.
+    /// The queue's launch of contract B's claimed row `id` (`engine/queue.rs`): its session
+    /// file (a snapshot of its parent's branch, as at a spawn) and its first run with its
+    /// task. A launch that fails settles it as failed.
     pub(in crate::engine) async fn launch_queued(
         &self,
         registry: ManagerId,
@@ -318,7 +319,7 @@ pub(in crate::engine) async fn spawn(e: &Engine, req: contract::Spawn) -> Result
         }
     }
     if queued {
-        // No slot: the row waits; a settled thread's slot launches it (`queue.rs`). A
+        // No slot: the row waits; a settled thread's slot launches it (`engine/queue.rs`). A
         // detached spawn answers now ("Queued (position N)"); a blocking one waits through
         // the queue and the run, as it waits for a run that started at once.
         if !wait {

@@ -231,8 +231,8 @@ pub(in crate::engine) async fn spawn(
             return Err(err);
         }
     }
-    // A queued worker is brought up when a slot frees (`queue.rs`); its prompt waits in its
-    // mailbox meanwhile.
+    // A queued worker is brought up when a slot frees (`engine/queue.rs`); its prompt waits in
+    // its mailbox meanwhile.
     if !queued {
         drive(e, &worker_id).await?;
     }
