@@ -75,11 +75,10 @@ impl Lane {
 
     /// The manager whose rows wait in this lane, `None` before it exists.
     fn manager(self, e: &Engine) -> Result<Option<ManagerId>> {
-        let conn = e.store.read()?;
         match self {
             Lane::Thread => Ok(Some(e.manager_id)),
-            Lane::Agent => Agents(e).existing_registry(&conn),
-            Lane::Worker => manager_id(&conn, &e.cfg.session_id, Contract::Worker),
+            Lane::Agent => Agents(e).existing_registry(&e.store.read()?),
+            Lane::Worker => manager_id(&e.store.read()?, &e.cfg.session_id, Contract::Worker),
         }
     }
 
