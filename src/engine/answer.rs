@@ -50,40 +50,38 @@ fn no_question(row: &ThreadRow) -> Error {
     )
 }
 
-impl Engine {
-    /// The `thread_answer` tool: `{id, answer}`, `id` a thread reference of this session.
-    pub(super) fn thread_answer(&self, req: answer::AnswerRequest) -> Result<Reply> {
-        // A thread of this session's `thread` tool (its whole subtree), else one of its other
-        // contracts' threads (a subagent's path, a worker's id).
-        let row = match super::thread::find_thread(self, &req.id) {
-            Ok(row) => row,
-            Err(e) if e.code == ErrorCode::UnknownReference => {
-                crate::store::refs::resolve_anywhere(
-                    &self.store.read()?,
-                    &req.id,
-                    Some(self.cfg.session_id.as_str()),
-                    None,
-                )
-                .map_err(|_| e)?
-            }
-            Err(e) => return Err(e),
-        };
-        let (q, value) = answer_thread(&self.store, &row, &req.answer, "thread_answer")?;
-        let text = answer::answered_text(&row.path, &q, &value);
-        Ok(Reply::shaped(move |w| {
-            crate::engine::reply::json(
-                w,
-                &ToolResult::new(
-                    text,
-                    Answered {
-                        kind: "answered",
-                        thread_id: row.id.as_str(),
-                        path: &row.path,
-                        question: &q,
-                        answer: &value,
-                    },
-                ),
+/// The `thread_answer` tool: `{id, answer}`, `id` a thread reference of this session.
+pub(super) fn thread_answer(e: &Engine, req: answer::AnswerRequest) -> Result<Reply> {
+    // A thread of this session's `thread` tool (its whole subtree), else one of its other
+    // contracts' threads (a subagent's path, a worker's id).
+    let row = match super::thread::find_thread(e, &req.id) {
+        Ok(row) => row,
+        Err(err) if err.code == ErrorCode::UnknownReference => {
+            crate::store::refs::resolve_anywhere(
+                &e.store.read()?,
+                &req.id,
+                Some(e.cfg.session_id.as_str()),
+                None,
             )
-        }))
-    }
+            .map_err(|_| err)?
+        }
+        Err(err) => return Err(err),
+    };
+    let (q, value) = answer_thread(&e.store, &row, &req.answer, "thread_answer")?;
+    let text = answer::answered_text(&row.path, &q, &value);
+    Ok(Reply::shaped(move |w| {
+        crate::engine::reply::json(
+            w,
+            &ToolResult::new(
+                text,
+                Answered {
+                    kind: "answered",
+                    thread_id: row.id.as_str(),
+                    path: &row.path,
+                    question: &q,
+                    answer: &value,
+                },
+            ),
+        )
+    }))
 }

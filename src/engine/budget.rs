@@ -623,23 +623,21 @@ fn team_refusal(
     )
 }
 
-impl super::Engine {
-    /// Refuses `action` when this serve's tree (or `thread_id`'s, for work on an existing
-    /// thread) has reached a cap. Contracts A and C: the tree is found from this serve's own
-    /// thread and session.
-    pub(super) fn check_budget(
-        &self,
-        conn: &Conn,
-        thread_id: Option<&ThreadId>,
-        action: &str,
-    ) -> Result<()> {
-        let of = TreeOf {
-            thread_id,
-            self_id: self.cfg.self_id.as_ref(),
-            session_id: &self.cfg.session_id,
-        };
-        self.cfg.budget.check(conn, of, action)
-    }
+/// Refuses `action` when this serve's tree (or `thread_id`'s, for work on an existing
+/// thread) has reached a cap. Contracts A and C: the tree is found from this serve's own
+/// thread and session.
+pub(super) fn check_budget(
+    e: &super::Engine,
+    conn: &Conn,
+    thread_id: Option<&ThreadId>,
+    action: &str,
+) -> Result<()> {
+    let of = TreeOf {
+        thread_id,
+        self_id: e.cfg.self_id.as_ref(),
+        session_id: &e.cfg.session_id,
+    };
+    e.cfg.budget.check(conn, of, action)
 }
 
 pub use crate::text::thousands;

@@ -13,6 +13,7 @@ mod config;
 mod isolation;
 mod locks;
 mod notices;
+mod queue;
 mod remote;
 pub mod reply;
 pub mod review;
@@ -63,24 +64,18 @@ pub struct Engine {
     locks: Arc<locks::LockMap>,
     /// Contract C's workers whose run an interrupt is aborting.
     interrupting: worker::Interrupting,
-    /// Contract B's registry, held notices, timers and known models.
+    /// Contract B's registry, timers and known models.
     agent: agent::AgentState,
     /// This engine, for the tasks its verbs leave running (a run's supervision, a delivery).
     me: std::sync::Weak<Engine>,
     /// Still threads' rendered answers (`thread_snapshots`).
     cache: Arc<cache::SnapshotCache>,
-    /// Contract A's notices a running `wait` holds back.
+    /// The notices running requests hold back (contract A's `wait`, contract B's reports).
     notice_holds: notices::NoticeHolds,
-    /// Serialises the queue's claims and launches (`THREADBASE_QUEUE=1`), so a claimed row is
-    /// launched once.
-    queue: Arc<tokio::sync::Mutex<()>>,
-    /// The drain that runs when the longest idle thread may yield its slot to a waiting row
-    /// (`THREADBASE_QUEUE_IDLE_MS`), set by the last drain that found one not idle long enough.
-    queue_wake: std::sync::Mutex<Option<tokio::task::AbortHandle>>,
+    /// The durable queue of the three contracts (`THREADBASE_QUEUE=1`, `queue.rs`).
+    queue: queue::Queue,
     /// Contract A's starts in the order serve read them (`thread/order.rs`).
     start_order: Arc<thread::order::StartOrder>,
-    /// Serve is shutting down: the queue launches nothing more ([`Engine::close_queue`]).
-    queue_closed: std::sync::atomic::AtomicBool,
     /// What the cap watch did to this serve's children (`caps.rs`).
     caps: caps::CapsTold,
 }
@@ -121,10 +116,8 @@ impl Engine {
             me: me.clone(),
             cache,
             notice_holds: notices::NoticeHolds::default(),
-            queue: Arc::default(),
-            queue_wake: std::sync::Mutex::default(),
+            queue: queue::Queue::default(),
             start_order: Arc::default(),
-            queue_closed: std::sync::atomic::AtomicBool::new(false),
             caps: caps::CapsTold::default(),
         }))
     }
@@ -191,8 +184,8 @@ impl Engine {
             Request::Worker(C::Report(r)) => worker::report::report(self, r),
             Request::Worker(C::Snapshot(r)) => worker::snapshot::snapshot(self, r),
             Request::Worker(C::Restore(r)) => worker::restore::restore(self, r),
-            Request::SessionUsage(r) => self.session_usage(r),
-            Request::Answer(r) => self.thread_answer(r),
+            Request::SessionUsage(r) => spend::session_usage(self, r),
+            Request::Answer(r) => answer::thread_answer(self, r),
         }
     }
 
@@ -214,20 +207,16 @@ impl Engine {
         thread::carry_out(self, kind, thread_id, payload).await
     }
 
-    /// The rows changed: with `THREADBASE_QUEUE=1`, the free slots of this manager are claimed
-    /// for its oldest queued threads and those are launched, on a task of their own (the row
-    /// watcher calls this after every commit, and once as serve starts).
+    /// The rows changed: with `THREADBASE_QUEUE=1`, the free slots of each contract's lane are
+    /// claimed for its oldest queued threads and those are launched, on a task of their own
+    /// (the row watcher calls this after every commit, and once as serve starts; `queue.rs`).
     pub fn queue_changed(self: &Arc<Self>) {
-        thread::queue_changed(self)
+        queue::changed(self)
     }
 
-    /// Serve is shutting down: from here on the queue claims and launches nothing (its rows
-    /// wait for the session's next serve, as after a crash), and a drain under way finishes
-    /// first, so no child is launched after the shutdown stopped the live ones.
+    /// Serve is shutting down: the queue claims and launches nothing more ([`queue::Queue::close`]).
     pub async fn close_queue(&self) {
-        self.queue_closed
-            .store(true, std::sync::atomic::Ordering::SeqCst);
-        let _one = self.queue.lock().await;
+        self.queue.close().await
     }
 
     /// A stop of a thread still waiting in the queue: closed as stopped, never launched; false
@@ -236,9 +225,25 @@ impl Engine {
         thread::stop_queued(self, thread_id)
     }
 
-    /// Contract A's notices held back by running waits (the row watcher leaves them pending).
+    /// The notices held back by running requests (the row watcher leaves them pending).
     pub fn notice_holds(&self) -> &notices::NoticeHolds {
         &self.notice_holds
+    }
+
+    /// Contract B's side of this engine (its row watcher's pass, timers and shutdown).
+    pub(crate) fn agents(&self) -> agent::Agents<'_> {
+        agent::Agents(self)
+    }
+
+    /// One pass of the caps on this serve's running children (`caps.rs`).
+    pub async fn check_caps(self: &Arc<Self>) -> Result<()> {
+        caps::check(self).await
+    }
+
+    /// The spend below this session not reported to it yet, now recorded as reported
+    /// (`spend.rs`).
+    pub fn tell_spend(&self) -> Result<crate::store::usage::Usage> {
+        spend::tell(self)
     }
 
     /// Where this manager's references are resolved from.

@@ -79,40 +79,37 @@ struct Recorded {
     recorded: bool,
 }
 
-impl super::Engine {
-    /// The spend below this session not reported to it yet, now recorded as reported (zero:
-    /// nothing new). A read first, so a request with nothing new writes nothing.
-    pub fn tell_spend(&self) -> Result<Usage> {
-        let self_id = self.cfg.self_id.as_ref();
-        let session = &self.cfg.session_id;
-        let (news, _) = usage::untold(&self.store.read()?, self_id, session)?;
-        if news.is_zero() {
-            return Ok(news);
-        }
-        let at = crate::time::now_iso();
-        self.store
-            .write(|tx| usage::tell(tx, self_id, session, &at))
+/// The spend below this session not reported to it yet, now recorded as reported (zero:
+/// nothing new). A read first, so a request with nothing new writes nothing.
+pub(super) fn tell(e: &super::Engine) -> Result<Usage> {
+    let self_id = e.cfg.self_id.as_ref();
+    let session = &e.cfg.session_id;
+    let (news, _) = usage::untold(&e.store.read()?, self_id, session)?;
+    if news.is_zero() {
+        return Ok(news);
     }
+    let at = crate::time::now_iso();
+    e.store.write(|tx| usage::tell(tx, self_id, session, &at))
+}
 
-    /// `session_usage {input, output, cacheRead, cacheWrite, cost, turns, toolCalls}`: records
-    /// this (root) session's own turns; answers `{"recorded": bool}` (false for a managed
-    /// child's session, whose turns its thread's row counts).
-    pub(super) fn session_usage(&self, p: SessionUsage) -> Result<Reply> {
-        let u = Usage {
-            input_tokens: p.input as i64,
-            output_tokens: p.output as i64,
-            cache_read_tokens: p.cache_read as i64,
-            cache_write_tokens: p.cache_write as i64,
-            cost_usd: p.cost,
-            turns: p.turns as i64,
-            tool_calls: p.tool_calls as i64,
-        };
-        let at = crate::time::now_iso();
-        let recorded = self.store.write(|tx| {
-            usage::put_session(tx, &self.cfg.session_id, self.cfg.self_id.as_ref(), &u, &at)
-        })?;
-        Ok(Reply::of(Recorded { recorded }))
-    }
+/// `session_usage {input, output, cacheRead, cacheWrite, cost, turns, toolCalls}`: records
+/// this (root) session's own turns; answers `{"recorded": bool}` (false for a managed
+/// child's session, whose turns its thread's row counts).
+pub(super) fn session_usage(e: &super::Engine, p: SessionUsage) -> Result<Reply> {
+    let u = Usage {
+        input_tokens: p.input as i64,
+        output_tokens: p.output as i64,
+        cache_read_tokens: p.cache_read as i64,
+        cache_write_tokens: p.cache_write as i64,
+        cost_usd: p.cost,
+        turns: p.turns as i64,
+        tool_calls: p.tool_calls as i64,
+    };
+    let at = crate::time::now_iso();
+    let recorded = e
+        .store
+        .write(|tx| usage::put_session(tx, &e.cfg.session_id, e.cfg.self_id.as_ref(), &u, &at))?;
+    Ok(Reply::of(Recorded { recorded }))
 }
 
 #[cfg(test)]

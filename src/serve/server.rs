@@ -28,9 +28,9 @@ const SHUTDOWN_ANSWER_GRACE: Duration = Duration::from_secs(5);
 /// closes first: a close during the shutdown must not launch a queued thread.
 async fn stop_children(engine: &Engine) {
     engine.close_queue().await;
-    engine.before_shutdown();
+    engine.agents().before_shutdown();
     engine.runtime().shutdown().await;
-    engine.after_shutdown();
+    engine.agents().after_shutdown();
 }
 
 /// Drops a finished request from the map of requests still owed an answer. One that did not

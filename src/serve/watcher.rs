@@ -41,7 +41,6 @@ pub const OWNER_CHECK: Duration = Duration::from_secs(1);
 /// to its contract B side, until `out` closes.
 pub async fn run(engine: Arc<Engine>, out: Output) {
     let store = engine.store().clone();
-    let agent = engine.clone();
     let session_id = engine.config().session_id.clone();
     let mut watch = match store.change_watch() {
         Ok(w) => w,
@@ -81,17 +80,15 @@ pub async fn run(engine: Arc<Engine>, out: Output) {
                 beat(&engine, &mut beats).await;
                 continue;
             }
-            // Notices held back by a request were released: deliver what is still due now,
+            // A request let go of a thread's notices: the ones it did not report are due now,
             // even if nothing else committed.
-            _ = agent.notices_released() => seen = None,
-            // A wait let go of a thread's notices: the ones it did not report are due now.
             _ = engine.notice_holds().released() => seen = None,
         }
         if out.is_closed() {
             return;
         }
         // Contract B's report-only timers: a memory read unless a deadline has passed.
-        if let Err(e) = agent.fire_due_timers() {
+        if let Err(e) = engine.agents().fire_due_timers() {
             tracing::warn!("firing agent timers failed: {e}");
         }
         let version: i64 = match watch.version() {
@@ -119,10 +116,10 @@ pub async fn run(engine: Arc<Engine>, out: Output) {
             }
             Err(e) => tracing::warn!("reading commands failed: {e}"),
         }
-        match agent.rows_changed(watch.conn(), &|line| {
+        match engine.agents().rows_changed(watch.conn(), &|line| {
             let _ = out.send_line(line);
         }) {
-            Ok((steer_ids, settled)) => agent.sweep(steer_ids, settled).await,
+            Ok((steer_ids, settled)) => engine.agents().sweep(steer_ids, settled).await,
             Err(e) => tracing::warn!("reading agent rows failed: {e}"),
         }
         status.report(&engine, watch.conn(), &out, false);

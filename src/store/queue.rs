@@ -1,10 +1,11 @@
-//! The durable queue (`THREADBASE_QUEUE=1`, issue 30): a start over the live limit is a row
-//! like any other (live, `starting`, its id, path and name taken at once) marked `queued_at`.
-//! It holds no slot until a transaction that counts the free slots claims one for it
-//! (`dequeued_at`); its launch follows. The order is the rank of the waiting rows by rowid (the
-//! reservation order, which is the order serve read the start requests: `engine/thread/
-//! order.rs`) and the slot count is `sql/count_live.sql`: both are SQL, nothing is kept in
-//! memory, so the queue survives a crash of its serve. Which idle threads yield their slots to
+//! The durable queue (`THREADBASE_QUEUE=1`, issue 30), one for the three contracts: a start
+//! over its contract's limit is a row like any other (live, `starting`, its id, path and name
+//! taken at once) marked `queued_at`. It holds no slot until a transaction that counts the free
+//! slots claims one for it (`dequeued_at`, [`claim`]); its launch follows. The order is the
+//! rank of the waiting rows by rowid (the reservation order, which is the order serve read the
+//! start requests: `engine/thread/order.rs`) and the slots held are each contract's count
+//! ([`Slots`]): both are SQL, nothing is kept in memory, so the queue survives a crash of its
+//! serve. Which idle threads yield their slots to
 //! waiting rows (`THREADBASE_QUEUE_IDLE_MS`) is SQL too ([`yields`]).
 
 use crate::store::db::{named, params, q};
@@ -82,12 +83,50 @@ pub fn waiting(conn: &Conn, manager: ManagerId) -> Result<Vec<Waiting>> {
     rows.collect::<Result<_>>()
 }
 
-/// Claims `manager`'s free slots (of `max`) for its oldest waiting rows; returns how many.
-pub fn claim(conn: &Conn, manager: ManagerId, max: i64, at: &str) -> Result<usize> {
-    conn.execute(
+/// What holds a slot of a manager's queue, as each contract's limit counts it.
+#[derive(Debug, Clone, Copy)]
+pub enum Slots<'a> {
+    /// Contract A (`PI_THREADS_MAX_THREADS`): the manager's live threads that hold one
+    /// (`sql/count_live.sql`).
+    Live,
+    /// Contract B (`PI_SUBAGENTS_MAX_CONCURRENT`): the registry's working threads
+    /// (`sql/agent_count_active.sql`); its waiting rows say their position.
+    Working,
+    /// Contract C (`THREADBASE_MAX_WORKERS`): the coordinator's workers that hold one
+    /// (`sql/worker_slots_used.sql`).
+    Workers(&'a SessionId),
+}
+
+impl Slots<'_> {
+    /// How many slots are held now.
+    pub fn held(self, conn: &Conn, manager: ManagerId) -> Result<i64> {
+        match self {
+            Slots::Live => crate::store::threads::count_live(conn, manager),
+            Slots::Working => crate::store::agents::count_active(conn, manager),
+            Slots::Workers(coordinator) => crate::store::workers::slots_used(conn, coordinator),
+        }
+    }
+
+    /// Whether a new row of `manager` waits in the queue: every one of `max` slots is held, or
+    /// rows wait already (none jumps the queue).
+    pub fn must_wait(self, conn: &Conn, manager: ManagerId, max: i64) -> Result<bool> {
+        Ok(self.held(conn, manager)? >= max || !waiting(conn, manager)?.is_empty())
+    }
+}
+
+/// Claims `manager`'s free slots (of `max`, held as `slots` counts them) for its oldest
+/// waiting rows, in the transaction that counts them (`sql/queue_claim.sql`); contract B's
+/// rows still waiting are renumbered. Returns how many were claimed.
+pub fn claim(conn: &Conn, manager: ManagerId, slots: Slots, max: i64, at: &str) -> Result<usize> {
+    let free = (max - slots.held(conn, manager)?).max(0);
+    let n = conn.execute(
         q!("queue_claim"),
-        named! {":manager": manager, ":max": max, ":at": at},
-    )
+        named! {":manager": manager, ":free": free, ":at": at},
+    )?;
+    if let Slots::Working = slots {
+        renumber_agents(conn, manager)?;
+    }
+    Ok(n)
 }
 
 columns! {
@@ -198,17 +237,6 @@ pub fn prompt_of(conn: &Conn, id: &ThreadId) -> Result<Option<String>> {
         .flatten())
 }
 
-/// Contract B: claims `registry`'s free concurrency slots (of `max`) for its oldest waiting
-/// rows, and renumbers the rest; returns how many were claimed.
-pub fn claim_agents(conn: &Conn, registry: ManagerId, max: i64, at: &str) -> Result<usize> {
-    let n = conn.execute(
-        q!("agent_queue_claim"),
-        named! {":manager": registry, ":max": max, ":at": at},
-    )?;
-    renumber_agents(conn, registry)?;
-    Ok(n)
-}
-
 /// Contract B: every waiting row's status says its position (`Queued (position N)`).
 pub fn renumber_agents(conn: &Conn, registry: ManagerId) -> Result<()> {
     conn.execute(q!("agent_queue_renumber"), params![registry])?;
@@ -232,21 +260,4 @@ pub fn dequeue_agent(
         renumber_agents(conn, registry)?;
     }
     Ok(done)
-}
-
-/// Contract C: claims `manager`'s free worker slots (of `max`, counted for `coordinator` as
-/// the slot limit counts them) for its oldest waiting workers; returns how many.
-pub fn claim_workers(
-    conn: &Conn,
-    manager: ManagerId,
-    coordinator: &SessionId,
-    max: i64,
-    at: &str,
-) -> Result<usize> {
-    conn.execute(
-        q!("worker_queue_claim"),
-        named! {
-            ":manager": manager, ":coordinator": coordinator, ":max": max, ":at": at,
-        },
-    )
 }

@@ -914,16 +914,27 @@ fn agent_recap_queries_use_their_indexes() {
     }
 }
 
-/// Issue 30's queue and questions: the queue's rank, a position, the slot claim, the slot
-/// count and which idle threads yield their slots (issue 45) read the partial indexes of the waiting and live rows (a handful each), and a
+/// Issue 30's queue and questions: the queue's rank, a position, the slot claim (one query for
+/// the three contracts' lanes), each lane's slot count and which idle threads yield their slots (issue 45) read the partial indexes of the waiting and live rows (a handful each), and a
 /// thread's pending questions are one range of ui_requests_pending; none scans a table. A list
 /// batch's positions and questions are the same lookups per id of its JSON array.
 #[test]
 fn queue_and_question_queries_use_their_indexes() {
-    let cases: [((&str, &str), &[&str]); 12] = [
+    let cases: [((&str, &str), &[&str]); 14] = [
         (
             sql!("count_live"),
             &["USING INDEX threads_live (manager_id=?)"],
+        ),
+        (
+            sql!("agent_count_active"),
+            &["USING INDEX threads_agent_by_manager (manager_id=?)"],
+        ),
+        (
+            sql!("worker_slots_used"),
+            &[
+                "SEARCH t USING INDEX threads_by_spawn_key (coordinator_id=?",
+                "USING COVERING INDEX sqlite_autoindex_reports_1 (worker_id=?)",
+            ],
         ),
         (
             sql!("queue_yield"),
@@ -947,8 +958,8 @@ fn queue_and_question_queries_use_their_indexes() {
         (
             sql!("queue_claim"),
             &[
+                "INDEX sqlite_autoindex_threads_1 (id=?)",
                 "USING INDEX threads_queue_waiting (manager_id=?)",
-                "USING INDEX threads_live (manager_id=?)",
             ],
         ),
         (

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::Engine;
+use super::Agents;
 use crate::contract::agent_settings::{
     self as settings, AgentType, KnownModel, ModelContext, ModelSelection,
 };
@@ -40,7 +40,7 @@ const TOOL_FLAGS: [&str; 4] = [
     "--no-builtin-tools",
 ];
 
-impl Engine {
+impl Agents<'_> {
     fn agent_type(&self, kind: &str) -> Option<&AgentType> {
         self.cfg.agent_settings.types.get(kind)
     }
@@ -145,7 +145,7 @@ impl Engine {
 
     /// The model, thinking level and tools of a new thread of type `kind` under `parent`
     /// (`None`: the main conversation or an independent root).
-    pub(super) async fn choose(&self, kind: &str, parent: Option<&AgentRow>) -> Result<Choice> {
+    pub(super) async fn choose_run(&self, kind: &str, parent: Option<&AgentRow>) -> Result<Choice> {
         let parent_model = parent.and_then(|p| p.model.clone());
         let parent_thinking = parent.and_then(|p| p.thinking.clone());
         let (main_model, main_thinking) = self.main_model();

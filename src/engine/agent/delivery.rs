@@ -2,7 +2,7 @@
 //! start a new one). A steer counts as consumed only once it shows up in the child's
 //! transcript, so a crash between sending and marking never delivers it twice.
 
-use super::Engine;
+use super::Agents;
 use crate::contract::agent::AgentState;
 use crate::domain::ThreadId;
 use crate::error::Result;
@@ -11,7 +11,7 @@ use crate::store::agents::mailbox::{self, PendingSteer};
 use crate::store::agents::AgentRow;
 use crate::time::now_iso;
 
-impl Engine {
+impl Agents<'_> {
     pub(super) fn pending_steers(&self, id: &ThreadId) -> Result<Vec<PendingSteer>> {
         let conn = self.store.read()?;
         mailbox::pending_steers(&conn, id)
@@ -20,7 +20,7 @@ impl Engine {
     /// Delivers a thread's pending steering (this serve holds or will hold its process): a
     /// message already in the transcript is marked consumed; with no live process the first
     /// message starts a new run on the same session; the rest go into Pi's steering queue.
-    pub(super) async fn deliver(&self, id: &ThreadId) -> Result<()> {
+    pub(super) async fn deliver_steering(&self, id: &ThreadId) -> Result<()> {
         let _guard = self.locks.lock(id).await;
         let row = self.row_by_id(id)?;
         let current = row.launch_seq.to_string();
@@ -42,8 +42,8 @@ impl Engine {
                 return Ok(());
             }
             let first = rest.next().expect("non-empty");
-            if let Err(e) = self.launch(id, first.body, None).await {
-                self.settle(id, AgentState::Failed, None, Some(e.message.clone()))?;
+            if let Err(e) = self.launch_run(id, first.body, None).await {
+                self.settle_run(id, AgentState::Failed, None, Some(e.message.clone()))?;
                 return Err(e);
             }
             launched_with = Some(first.id);
@@ -67,7 +67,7 @@ impl Engine {
     }
 
     /// Marks a pending mailbox row delivered; false when someone claimed it first.
-    pub(super) fn consume(&self, mailbox_id: i64) -> Result<bool> {
+    pub(super) fn consume_mail(&self, mailbox_id: i64) -> Result<bool> {
         self.store
             .write(|tx| mailbox::consume(tx, mailbox_id, &now_iso()))
     }
@@ -89,7 +89,7 @@ impl Engine {
                 .as_ref()
                 .is_some_and(|t| user_message_since(t, &s.body, &s.created_at))
             {
-                self.consume(s.id)?;
+                self.consume_mail(s.id)?;
             } else {
                 unconsumed.push(s);
             }

@@ -17,17 +17,19 @@
 //! a stop of another serve's thread is a `commands` row. A steer is consumed when it shows up
 //! in the child's transcript, so a crash between sending and marking never delivers it twice.
 //!
-//! One file per verb (spawn, wait, steer, status, update, pause, stop, output), plus the run's
-//! supervision (`supervise.rs`), steering delivery (`delivery.rs`) and the notices and row
-//! watcher (`notices.rs`); this file holds the host and the checks the verbs share. The rows
-//! are read and written through `store::agents`.
+//! One file per verb (spawn, wait, steer, status, update, pause, stop, output, reap), plus the
+//! run's supervision (`supervise.rs`), its model (`choose.rs`), steering delivery
+//! (`delivery.rs`), the report-only timers (`timeout.rs`), the final recap (`recap.rs`) and the
+//! notices and row watcher (`notices.rs`); this file holds [`Agents`], the borrowed view of the
+//! engine these helpers are methods of, and the checks the verbs share. A queued spawn is
+//! launched by the engine's queue (`engine/queue.rs`, through `spawn.rs` `launch_queued`). The
+//! rows are read and written through `store::agents`.
 
 mod choose;
 mod delivery;
 mod notices;
 pub(super) mod output;
 pub(super) mod pause;
-mod queue;
 pub(super) mod reap;
 mod recap;
 pub(super) mod spawn;
@@ -40,7 +42,6 @@ pub(super) mod update;
 pub(super) mod wait;
 
 use crate::domain::{ManagerId, ThreadId};
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -95,26 +96,33 @@ fn view(row: &AgentRow) -> AgentView<'_> {
     })
 }
 
+/// Contract B's side of a serve's [`Engine`], borrowed: the helpers its verbs share are this
+/// view's methods, in the files of what they do (a run's launch and settlement in
+/// `supervise.rs`, the model in `choose.rs`, steering in `delivery.rs`, …); the engine's own
+/// fields and methods read through it.
+#[derive(Clone, Copy)]
+pub(crate) struct Agents<'e>(pub(crate) &'e Engine);
+
+impl std::ops::Deref for Agents<'_> {
+    type Target = Engine;
+
+    fn deref(&self) -> &Engine {
+        self.0
+    }
+}
+
 /// Contract B's state in this serve's [`Engine`].
 #[derive(Default)]
 pub(crate) struct AgentState {
     registry: OnceLock<ManagerId>,
-    /// Threads whose settled view a request of this serve is about to return (a blocking
-    /// spawn, a wait, a stop): their notices for the caller are held back meanwhile, and
-    /// superseded once that result carries the same news ([`Engine::hold_notices`]).
-    held: Mutex<HashMap<ThreadId, notices::Held>>,
-    /// Poked when held notices are released, so the row watcher delivers what is still due.
-    released: tokio::sync::Notify,
     /// The earliest report-only deadline among this serve's runs, as the row watcher last
     /// read it (`timeout.rs`).
     next_timer: Mutex<Option<i64>>,
     /// The models that have credentials (`pi --list-models`), asked once (`choose.rs`).
     available: OnceLock<Arc<Vec<crate::pi::models::KnownModel>>>,
-    /// Serialises the queue's claims and launches (`THREADBASE_QUEUE=1`, `queue.rs`).
-    queue: Arc<tokio::sync::Mutex<()>>,
 }
 
-impl Engine {
+impl Agents<'_> {
     fn caller(&self) -> &str {
         &self.cfg.scope_path
     }
@@ -124,7 +132,7 @@ impl Engine {
     }
 
     /// This serve, as the owner of the runs it launches.
-    fn me(&self) -> ProcessIdentity {
+    fn run_owner(&self) -> ProcessIdentity {
         self.rt.owner()
     }
 
@@ -150,7 +158,7 @@ impl Engine {
                     session_id: &self.cfg.root_session_id,
                     session_file: session_file.as_deref(),
                     cwd: cwd.as_deref(),
-                    owner: root.then(|| self.me()),
+                    owner: root.then(|| self.run_owner()),
                     now: &now_iso(),
                 },
             )
@@ -173,7 +181,7 @@ impl Engine {
     }
 
     /// The registry's id when it exists (without creating it).
-    fn existing_registry(&self, conn: &Conn) -> Result<Option<ManagerId>> {
+    pub(in crate::engine) fn existing_registry(&self, conn: &Conn) -> Result<Option<ManagerId>> {
         if let Some(id) = self.agent.registry.get() {
             return Ok(Some(*id));
         }
@@ -325,15 +333,6 @@ impl Engine {
             ));
         }
         Ok(())
-    }
-
-    /// Whether a spawn now would wait in the queue (THREADBASE_QUEUE=1): every concurrency
-    /// slot is taken, or threads wait already (none jumps the queue).
-    fn over_capacity(&self, conn: &Conn, registry: ManagerId) -> Result<bool> {
-        Ok(
-            agents::count_active(conn, registry)? >= self.cfg.settings.agent_limits.max_concurrent
-                || !crate::store::queue::waiting(conn, registry)?.is_empty(),
-        )
     }
 
     fn check_no_stopped_ancestor(

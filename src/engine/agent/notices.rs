@@ -8,57 +8,12 @@ use crate::domain::{ManagerId, ThreadId};
 
 use serde::Serialize;
 
-use super::Engine;
+use super::Agents;
+use crate::engine::notices::Hold;
 use crate::error::Result;
 use crate::store::agents::mailbox;
 use crate::store::agents::{self, AgentRow};
 use crate::time::now_iso;
-
-/// One thread's hold: how many requests hold it, and the settlement notices this serve wrote
-/// already marked delivered meanwhile (no other serve of the same caller may send them first).
-#[derive(Default)]
-pub(super) struct Held {
-    count: usize,
-    pub(super) quiet: Vec<i64>,
-}
-
-/// Holds back one thread's notices for the caller while a request that will report on it runs.
-pub(super) struct HeldNotices<'a> {
-    host: &'a Engine,
-    id: ThreadId,
-}
-
-impl Drop for HeldNotices<'_> {
-    fn drop(&mut self) {
-        let mut held = self
-            .host
-            .agent
-            .held
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        let mut reopen = Vec::new();
-        if let Some(h) = held.get_mut(&self.id) {
-            h.count -= 1;
-            if h.count == 0 {
-                reopen = std::mem::take(&mut h.quiet);
-                held.remove(&self.id);
-            }
-        }
-        drop(held);
-        // The request ended without reporting the settlement it quieted (it read the row just
-        // before the thread settled): the notice is due after all.
-        if !reopen.is_empty() {
-            if let Err(e) = self
-                .host
-                .store
-                .write(|tx| mailbox::reopen_notices(tx, &reopen))
-            {
-                eprintln!("threadbase serve: a held notice could not be released: {e}");
-            }
-        }
-        self.host.agent.released.notify_one();
-    }
-}
 
 /// The line a notice goes out as (`{"method": "notice", "params": …}`).
 #[derive(Serialize)]
@@ -88,35 +43,12 @@ struct NoticeParams<'a> {
     results: Option<serde_json::Value>,
 }
 
-impl Engine {
+impl<'e> Agents<'e> {
     /// Holds back `id`'s notices for this caller until the guard drops: the request will
     /// return the thread's view itself. Registered before the thread can settle, so the row
     /// watcher cannot deliver the settlement's notice first.
-    pub(super) fn hold_notices(&self, id: &ThreadId) -> HeldNotices<'_> {
-        self.agent
-            .held
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(id.clone())
-            .or_default()
-            .count += 1;
-        HeldNotices {
-            host: self,
-            id: id.clone(),
-        }
-    }
-
-    pub(super) fn notices_held(&self, id: &ThreadId) -> bool {
-        self.agent
-            .held
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains_key(id)
-    }
-
-    /// Resolves when held notices were released (the row watcher then delivers what is due).
-    pub(crate) async fn notices_released(&self) {
-        self.agent.released.notified().await
+    pub(super) fn hold_notices(&self, id: &ThreadId) -> Hold<'e> {
+        self.0.notice_holds.hold(&self.0.store, id)
     }
 
     /// The caller got `id`'s settled view (or its failure) in a tool result: its pending
@@ -126,15 +58,7 @@ impl Engine {
         self.store
             .write(|tx| mailbox::supersede_notices(tx, id, self.caller(), &now_iso()))?;
         // The settlement this serve quieted while holding is now reported: it stays delivered.
-        if let Some(h) = self
-            .agent
-            .held
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get_mut(id)
-        {
-            h.quiet.clear();
-        }
+        self.notice_holds.reported(id);
         Ok(())
     }
 
@@ -143,7 +67,7 @@ impl Engine {
         self.reported_noted(row, None)
     }
 
-    /// [`Engine::reported`], with `agent_spawn`'s isolation note (issue 48) when there is one.
+    /// [`Agents::reported`], with `agent_spawn`'s isolation note (issue 48) when there is one.
     pub(super) fn reported_noted(
         &self,
         row: AgentRow,
@@ -158,7 +82,7 @@ impl Engine {
     /// This serve's contract B rows after another connection committed (called by the row
     /// watcher with its own connection): notices for its agent path are claimed and handed to
     /// `emit` as notification lines (the watcher writes them out), and the threads whose process it holds with steering to deliver or a settled run
-    /// to retire are returned for [`Engine::sweep`].
+    /// to retire are returned for [`Agents::sweep`].
     pub(crate) fn rows_changed(
         &self,
         conn: &crate::store::Conn,
@@ -190,10 +114,11 @@ impl Engine {
             // A request of this serve is about to report on the thread: its progress and
             // settlement notices wait. A timeout notice is no part of that report (0.19 sends
             // it whenever the timer fires while the child works, a blocking spawn's too).
-            if self.notices_held(&n.thread_id) && detail_kind.as_deref() != Some("timeout") {
+            if self.notice_holds.is_held(&n.thread_id) && detail_kind.as_deref() != Some("timeout")
+            {
                 continue;
             }
-            if self.consume(n.id)? {
+            if self.consume_mail(n.id)? {
                 let line = serde_json::to_vec(&NoticeLine {
                     method: "notice",
                     params: NoticeParams {
@@ -224,8 +149,8 @@ impl Engine {
         conn: &crate::store::Conn,
         registry: ManagerId,
     ) -> Result<(Vec<ThreadId>, Vec<ThreadId>)> {
-        let steer_ids = mailbox::owned_pending_steers(conn, registry, self.me())?;
-        let settled = agents::owned_live(conn, registry, self.me())?
+        let steer_ids = mailbox::owned_pending_steers(conn, registry, self.run_owner())?;
+        let settled = agents::owned_live(conn, registry, self.run_owner())?
             .into_iter()
             .filter(|t| !t.active)
             .map(|t| t.id)
@@ -233,12 +158,12 @@ impl Engine {
         Ok((steer_ids, settled))
     }
 
-    /// Delivers steering to, or retires, the threads [`Engine::rows_changed`] returned.
+    /// Delivers steering to, or retires, the threads [`Agents::rows_changed`] returned.
     pub(crate) async fn sweep(&self, steer_ids: Vec<ThreadId>, settled: Vec<ThreadId>) {
         for id in steer_ids {
-            let host = self.arc();
+            let engine = self.arc();
             tokio::spawn(async move {
-                if let Err(e) = host.deliver(&id).await {
+                if let Err(e) = Agents(&engine).deliver_steering(&id).await {
                     tracing::error!("delivering steering to {id} failed: {e}");
                 }
             });

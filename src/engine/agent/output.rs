@@ -1,12 +1,13 @@
 //! `agent_output`: a page of a completed run's answer.
 
-use super::{answer, Engine};
+use super::{answer, Agents, Engine};
 use crate::contract::agent::{self as contract, AgentState};
 use crate::engine::Reply;
 use crate::error::Result;
 use crate::paths::{self, ROOT};
 
 pub(in crate::engine) fn output(e: &Engine, req: contract::Output) -> Result<Reply> {
+    let e = &Agents(e);
     let registry = e.registry()?;
     let contract::Output {
         path,

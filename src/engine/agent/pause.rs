@@ -1,6 +1,6 @@
 //! `agent_pause`: a working child asks to pause itself at the end of its turn.
 
-use super::Engine;
+use super::{Agents, Engine};
 use crate::contract::agent as contract;
 use crate::engine::Reply;
 use crate::error::Result;
@@ -10,6 +10,7 @@ use crate::time::now_iso;
 /// A working child asks to pause: it settles as paused when this run ends (the tool
 /// result carries `terminate: true`, which ends the run at the turn boundary).
 pub(in crate::engine) fn pause(e: &Engine, req: contract::Pause) -> Result<Reply> {
+    let e = &Agents(e);
     let registry = e.registry()?;
     let reason = req.reason.as_str();
     let me = e.working_self(registry, "Only a working child may pause itself")?;

@@ -5,7 +5,7 @@
 
 use crate::engine::Reply;
 
-use super::Engine;
+use super::{Agents, Engine};
 use crate::contract::agent as contract;
 use crate::error::{Error, Result};
 use crate::runtime::StopBy;
@@ -13,6 +13,7 @@ use crate::store::agents::reap;
 use crate::time::now_iso;
 
 pub(in crate::engine) async fn reap(e: &Engine, req: contract::Reap) -> Result<Reply> {
+    let e = &Agents(e);
     let registry = e.registry()?;
     let dry_run = req.dry_run;
     if !e.caller_is_root() {

@@ -9,14 +9,14 @@
 use crate::store::Conn;
 use serde_json::json;
 
-use super::Engine;
+use super::Agents;
 use crate::contract::agent as contract;
 use crate::domain::ManagerId;
 use crate::error::Result;
 use crate::store::agents::{mailbox, recap, timers};
 use crate::time::now_iso;
 
-impl Engine {
+impl Agents<'_> {
     /// After a settlement notice (`mail`, unless it was written delivered) for `recipient`
     /// was written in `tx`: held when the run was detached, and the recap released when it was
     /// the last outstanding one.

@@ -1,13 +1,13 @@
 //! `agent_spawn`: every check and the thread's reservation in one transaction, then its
 //! session file (a frozen snapshot of the parent's branch) and its first run.
 
-use crate::domain::{SessionId, ThreadId};
+use crate::domain::{ManagerId, SessionId, ThreadId};
 use crate::engine::Reply;
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use super::{view, Engine};
+use super::{view, Agents, Engine};
 use crate::contract::agent::{self as contract, AgentState};
 use crate::error::{Error, ErrorCode, Result};
 use crate::paths::{self, ROOT};
@@ -16,7 +16,7 @@ use crate::store::launches;
 use crate::store::threads::{insert_thread, NewThread};
 use crate::time::now_iso;
 
-impl Engine {
+impl Agents<'_> {
     /// A reserved thread whose process never started is closed as failed, so no live row
     /// claims a process that never existed.
     fn close_unlaunched(&self, id: &ThreadId, message: &str) -> Result<()> {
@@ -90,6 +90,41 @@ impl Engine {
         Ok(file)
     }
 
+    /// The queue's launch of contract B's claimed row `id` (`engine/queue.rs`): its session
+    /// file (a snapshot of its parent's branch, as at a spawn) and its first run with its
+    /// task. A launch that fails settles it as failed.
+    pub(in crate::engine) async fn launch_queued(
+        &self,
+        registry: ManagerId,
+        id: &ThreadId,
+    ) -> Result<()> {
+        let _launching = self.rt.reserve_launch(id);
+        if crate::store::queue::state(&self.store.read()?, id)?
+            != crate::store::queue::QueueState::Claimed
+        {
+            return Ok(());
+        }
+        let row = self.row_by_id(id)?;
+        let parent_row = match row.parent_path.as_deref() {
+            Some(p) if p != ROOT => agents::thread_at_path(&self.store.read()?, registry, p)?,
+            _ => None,
+        };
+        let started = async {
+            let file = self.write_child_session(id, &row.path, &row.name, parent_row.as_ref())?;
+            self.launch_run(id, row.task.clone(), Some(file)).await?;
+            Ok::<_, Error>(())
+        }
+        .await;
+        if let Err(e) = started {
+            self.store.write(|tx| {
+                crate::store::launches::close_unlaunched(tx, id, &e.message).map(drop)
+            })?;
+            self.settle_run(id, AgentState::Failed, None, Some(e.message.clone()))?;
+            return Err(e);
+        }
+        Ok(())
+    }
+
     /// Children live in the main session's directory.
     fn session_dir(&self, root_file: Option<&Path>) -> PathBuf {
         if let Some(dir) = root_file.and_then(Path::parent) {
@@ -103,6 +138,7 @@ impl Engine {
 }
 
 pub(in crate::engine) async fn spawn(e: &Engine, req: contract::Spawn) -> Result<Reply> {
+    let e = &Agents(e);
     let registry = e.registry()?;
     let contract::Spawn {
         path,
@@ -137,10 +173,10 @@ pub(in crate::engine) async fn spawn(e: &Engine, req: contract::Spawn) -> Result
         }
         _ => None,
     };
-    let choice = e.choose(kind, parent_now.as_ref()).await?;
+    let choice = e.choose_run(kind, parent_now.as_ref()).await?;
     let id = crate::ids::new_thread_id();
     let level = paths::agent_level(&path);
-    let owner = e.me();
+    let owner = e.run_owner();
     // Issue 48: THREADBASE_ISOLATION=worktree, or a type with "isolation": "worktree", runs
     // the child in a git worktree of its own.
     let isolated = e.cfg.settings.isolation
@@ -214,7 +250,9 @@ pub(in crate::engine) async fn spawn(e: &Engine, req: contract::Spawn) -> Result
         }
         // THREADBASE_QUEUE=1: over the concurrency limit (or behind threads already
         // waiting) the spawn is queued instead of refused.
-        let queued = e.cfg.settings.queue && e.over_capacity(tx, registry)?;
+        let max = e.cfg.settings.agent_limits.max_concurrent;
+        let queued = e.cfg.settings.queue
+            && crate::store::queue::Slots::Working.must_wait(tx, registry, max)?;
         if !queued {
             e.check_capacity(tx, registry)?;
         }
@@ -275,13 +313,13 @@ pub(in crate::engine) async fn spawn(e: &Engine, req: contract::Spawn) -> Result
     if let Some(plan) = &plan {
         if let Err(err) = crate::engine::isolation::create(e, &id, plan) {
             e.close_unlaunched(&id, &err.message)?;
-            e.settle(&id, AgentState::Failed, None, Some(err.message.clone()))?;
+            e.settle_run(&id, AgentState::Failed, None, Some(err.message.clone()))?;
             e.supersede_notices(&id)?;
             return Err(err);
         }
     }
     if queued {
-        // No slot: the row waits; a settled thread's slot launches it (`queue.rs`). A
+        // No slot: the row waits; a settled thread's slot launches it (`engine/queue.rs`). A
         // detached spawn answers now ("Queued (position N)"); a blocking one waits through
         // the queue and the run, as it waits for a run that started at once.
         if !wait {
@@ -297,7 +335,7 @@ pub(in crate::engine) async fn spawn(e: &Engine, req: contract::Spawn) -> Result
         // What a detached spawn answers: the thread as its run starts, like the original
         // (its view is taken right after the run is started, before the prompt lands).
         let starting = e.row_by_id(&id)?;
-        e.launch(&id, task.clone(), Some(file)).await?;
+        e.launch_run(&id, task.clone(), Some(file)).await?;
         Ok::<_, Error>(starting)
     }
     .await;
@@ -305,7 +343,7 @@ pub(in crate::engine) async fn spawn(e: &Engine, req: contract::Spawn) -> Result
         Ok(row) => row,
         Err(err) => {
             e.close_unlaunched(&id, &err.message)?;
-            e.settle(&id, AgentState::Failed, None, Some(err.message.clone()))?;
+            e.settle_run(&id, AgentState::Failed, None, Some(err.message.clone()))?;
             // The error is the tool result; its "failed" notice would repeat it.
             e.supersede_notices(&id)?;
             return Err(err);

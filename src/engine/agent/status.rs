@@ -1,6 +1,6 @@
 //! `agent_status`: one thread's view, or the list of views the caller may address.
 
-use super::{answer, view, Engine};
+use super::{answer, view, Agents, Engine};
 use crate::contract::agent::{self as contract, AgentView};
 use crate::engine::Reply;
 use crate::error::{Error, ErrorCode, Result};
@@ -10,6 +10,7 @@ use crate::store::agents::{self, AgentRow};
 /// One view, or (without a path) the bare list of views the caller may address in spawn
 /// order: every thread for the root; a child itself and its descendants.
 pub(in crate::engine) fn status(e: &Engine, req: contract::Status) -> Result<Reply> {
+    let e = &Agents(e);
     let registry = e.registry()?;
     let path = req.path.as_deref();
     let conn = e.store.read()?;

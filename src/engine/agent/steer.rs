@@ -6,7 +6,7 @@ use crate::domain::ManagerId;
 use crate::engine::Reply;
 use std::time::{Duration, Instant};
 
-use super::{answer_row, Engine, WAIT_POLL};
+use super::{answer_row, Agents, Engine, WAIT_POLL};
 use crate::contract::agent as contract;
 use crate::error::{Error, ErrorCode, Result};
 use crate::paths;
@@ -20,7 +20,7 @@ const STEER_HANDOFF_WAIT: Duration = Duration::from_secs(3);
 /// graceful stop of an idle Pi takes about 2 s).
 const RETIREMENT_WAIT: Duration = Duration::from_secs(10);
 
-impl Engine {
+impl Agents<'_> {
     /// A settled thread whose process another serve still holds, with no working
     /// descendants, is being retired by that serve: a resume waits (bounded) for the process
     /// to end, so that it runs here and two Pi processes never share one session file. A
@@ -39,6 +39,7 @@ impl Engine {
 }
 
 pub(in crate::engine) async fn steer(e: &Engine, req: contract::Steer) -> Result<Reply> {
+    let e = &Agents(e);
     let registry = e.registry()?;
     let contract::Steer {
         path,
@@ -139,7 +140,7 @@ pub(in crate::engine) async fn steer(e: &Engine, req: contract::Steer) -> Result
         || (!row.live && !e.owner_alive(&row))
     {
         // This serve runs it: a resumed run here, or a steer into a process it holds.
-        e.deliver(&row.id).await?;
+        e.deliver_steering(&row.id).await?;
     } else {
         // Another serve holds the process: its watcher delivers the row.
         let deadline = Instant::now() + STEER_HANDOFF_WAIT;

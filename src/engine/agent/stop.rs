@@ -5,7 +5,7 @@ use crate::engine::Reply;
 use crate::runtime::StopBy;
 use std::time::{Duration, Instant};
 
-use super::Engine;
+use super::{Agents, Engine};
 use crate::contract::agent::{self as contract, AgentState};
 use crate::error::Result;
 use crate::paths;
@@ -19,6 +19,7 @@ const STOP_WAIT: Duration = Duration::from_secs(10);
 /// Stops the target, in any state, and its working descendants, deepest first, across
 /// processes. A stopped target refuses spawns and steers beneath it until it is resumed.
 pub(in crate::engine) async fn stop(e: &Engine, req: contract::Stop) -> Result<Reply> {
+    let e = &Agents(e);
     let registry = e.registry()?;
     let path = req.path.as_str();
     let path = paths::resolve_agent_path(path, e.caller())?;
@@ -80,10 +81,10 @@ pub(in crate::engine) async fn stop(e: &Engine, req: contract::Stop) -> Result<R
             e.rt.await_launch(id, crate::runtime::LAUNCH_WAIT).await;
             let row = e.row_by_id(id)?;
             if e.rt.is_live(id) {
-                let host = e.arc();
+                let engine = e.arc();
                 let id = id.clone();
                 tokio::spawn(async move {
-                    let _ = host.rt.stop(&id, false, StopBy::Caller).await;
+                    let _ = engine.rt.stop(&id, false, StopBy::Caller).await;
                 });
             } else if *live && e.owner_alive(&row) {
                 e.store
@@ -91,7 +92,7 @@ pub(in crate::engine) async fn stop(e: &Engine, req: contract::Stop) -> Result<R
             } else {
                 // No process anywhere (a run reserved but not started, or an owner that
                 // is gone): settled at once.
-                e.settle(id, AgentState::Stopped, None, None)?;
+                e.settle_run(id, AgentState::Stopped, None, None)?;
             }
             ids.push(id.clone());
         }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::Engine;
+use super::Agents;
 use crate::contract::agent::{self as contract, AgentState};
 use crate::contract::args as argpolicy;
 use crate::domain::ThreadId;
@@ -20,10 +20,10 @@ use crate::store::agents::mailbox;
 use crate::store::agents::{self, AgentRow};
 use crate::time::now_iso;
 
-impl Engine {
+impl Agents<'_> {
     /// Launches one run of a reserved thread with `prompt`, on its session file, and starts
     /// supervising it.
-    pub(super) async fn launch(
+    pub(super) async fn launch_run(
         &self,
         id: &ThreadId,
         prompt: String,
@@ -97,7 +97,7 @@ impl Engine {
         if outcome.prompt_accepted == Some(true) {
             self.mark_running(id)?;
         }
-        self.supervise(id.clone());
+        self.supervise_run(id.clone());
         Ok(())
     }
 
@@ -140,7 +140,7 @@ impl Engine {
 
     /// Records a settlement and its notice for the parent in one transaction. Returns false
     /// when the thread was not working (someone settled it first).
-    pub(super) fn settle(
+    pub(super) fn settle_run(
         &self,
         id: &ThreadId,
         state: AgentState,
@@ -182,7 +182,7 @@ impl Engine {
             // A request of this serve holds the thread and returns this settlement itself: the
             // notice is written delivered, so another serve of the same caller cannot send it
             // before the request supersedes it (the hold is this process's alone).
-            let quiet = recipient == self.caller() && self.notices_held(id);
+            let quiet = recipient == self.caller() && self.notice_holds.is_held(id);
             let written = mailbox::insert(
                 tx,
                 &mailbox::NewMail {
@@ -199,15 +199,7 @@ impl Engine {
             )?;
             self.recap_after_settle(tx, &recipient, written.filter(|_| !quiet), settled.detached)?;
             if let Some(row) = written.filter(|_| quiet) {
-                if let Some(h) = self
-                    .agent
-                    .held
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .get_mut(id)
-                {
-                    h.quiet.push(row);
-                }
+                self.notice_holds.quieted(id, row);
             }
             Ok(true)
         })
@@ -215,19 +207,20 @@ impl Engine {
 
     /// Follows one launched run: running when the child starts working, a settlement each
     /// time it goes idle, and the close of its process.
-    fn supervise(&self, id: ThreadId) {
-        let host = self.arc();
+    fn supervise_run(&self, id: ThreadId) {
+        let engine = self.arc();
         let Some(mut view) = self.rt.watch(&id) else {
             // The process ended while its launch ran (stopped or gone before it answered):
             // nothing else would record the end of this run, and a wait would never return.
             tokio::spawn(async move {
-                if let Err(e) = host.on_closed(&id).await {
+                if let Err(e) = Agents(&engine).on_closed(&id).await {
                     eprintln!("threadbase serve: recording the end of {id} failed: {e}");
                 }
             });
             return;
         };
         tokio::spawn(async move {
+            let agents = Agents(&engine);
             let mut handled = 0u64;
             let mut marked_running = false;
             loop {
@@ -236,12 +229,12 @@ impl Engine {
                     break;
                 }
                 if !marked_running && v.phase == crate::runtime::mapping::Phase::Busy {
-                    marked_running = host.mark_running(&id).is_ok();
+                    marked_running = agents.mark_running(&id).is_ok();
                 }
                 if v.settles > handled {
                     handled = v.settles;
                     marked_running = false;
-                    if let Err(e) = host.on_settled(&id).await {
+                    if let Err(e) = agents.on_settled(&id).await {
                         tracing::error!("settling {id} failed: {e}");
                     }
                 }
@@ -249,7 +242,7 @@ impl Engine {
                     break;
                 }
             }
-            if let Err(e) = host.on_closed(&id).await {
+            if let Err(e) = agents.on_closed(&id).await {
                 tracing::error!("recording the end of {id} failed: {e}");
             }
         });
@@ -268,19 +261,19 @@ impl Engine {
             let row = self.row_by_id(id)?;
             self.unconsumed_steers(&row)?;
             if row.stop_requested {
-                self.settle(id, AgentState::Stopped, None, None)?;
+                self.settle_run(id, AgentState::Stopped, None, None)?;
             } else if row.pause_requested {
-                self.settle(id, AgentState::Paused, None, None)?;
+                self.settle_run(id, AgentState::Paused, None, None)?;
             } else if let Some(error) = self.run_error(id)? {
-                self.settle(id, AgentState::Failed, None, Some(error))?;
+                self.settle_run(id, AgentState::Failed, None, Some(error))?;
             } else {
                 let output = self.final_answer(id)?;
-                self.settle(id, AgentState::Completed, Some(output), None)?;
+                self.settle_run(id, AgentState::Completed, Some(output), None)?;
             }
         }
         drop(guard);
         if !self.pending_steers(id)?.is_empty() {
-            return self.deliver(id).await;
+            return self.deliver_steering(id).await;
         }
         self.retire_if_done(id).await
     }
@@ -327,17 +320,17 @@ impl Engine {
         {
             // A resume reserved while the process was retiring: run it now.
             drop(guard);
-            return self.deliver(id).await;
+            return self.deliver_steering(id).await;
         }
         self.unconsumed_steers(&row)?;
         if row.stop_requested {
-            self.settle(id, AgentState::Stopped, None, None)?;
+            self.settle_run(id, AgentState::Stopped, None, None)?;
         } else {
             let conn = self.store.read()?;
             let message = agents::exit_message(&conn, id)?;
             let error = message
                 .unwrap_or_else(|| "The child Pi process ended before its run settled.".into());
-            self.settle(id, AgentState::Failed, None, Some(error))?;
+            self.settle_run(id, AgentState::Failed, None, Some(error))?;
         }
         Ok(())
     }
@@ -354,15 +347,16 @@ impl Engine {
         {
             return Ok(());
         }
-        let host = self.arc();
+        let engine = self.arc();
         let id = id.clone();
         tokio::spawn(async move {
-            let _guard = host.locks.lock(&id).await;
+            let agents = Agents(&engine);
+            let _guard = agents.locks.lock(&id).await;
             // Re-check under the lock: a steer may have reserved a new run meanwhile.
-            if host.row_by_id(&id).is_ok_and(|r| !r.active())
-                && host.pending_steers(&id).is_ok_and(|p| p.is_empty())
+            if agents.row_by_id(&id).is_ok_and(|r| !r.active())
+                && agents.pending_steers(&id).is_ok_and(|p| p.is_empty())
             {
-                let _ = host.rt.stop(&id, false, StopBy::Caller).await;
+                let _ = agents.rt.stop(&id, false, StopBy::Caller).await;
             }
         });
         Ok(())
@@ -376,7 +370,7 @@ impl Engine {
         let owned = self
             .store
             .read()
-            .and_then(|conn| agents::owned_live(&conn, registry, self.me()));
+            .and_then(|conn| agents::owned_live(&conn, registry, self.run_owner()));
         for t in owned.unwrap_or_default() {
             if t.active {
                 let _ = self.store.write(|tx| {
@@ -395,9 +389,9 @@ impl Engine {
         let ids = self
             .store
             .read()
-            .and_then(|conn| agents::owned_active(&conn, registry, self.me()));
+            .and_then(|conn| agents::owned_active(&conn, registry, self.run_owner()));
         for id in ids.unwrap_or_default() {
-            if let Err(e) = self.settle(&id, AgentState::Stopped, None, None) {
+            if let Err(e) = self.settle_run(&id, AgentState::Stopped, None, None) {
                 tracing::error!("recording the stop of {id} failed: {e}");
             }
         }

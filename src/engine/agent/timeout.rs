@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::json;
 
-use super::Engine;
+use super::Agents;
 use crate::contract::agent as contract;
 use crate::domain::ThreadId;
 use crate::error::Result;
@@ -17,7 +17,7 @@ use crate::store::agents::mailbox;
 use crate::store::agents::timers;
 use crate::time::{now_iso, now_ms};
 
-impl Engine {
+impl Agents<'_> {
     /// Arms (or re-arms from now) `id`'s timer; false when the thread is not working or is
     /// stopping. `THREADBASE_TEST_TIMEOUT_DIVISOR` (tests only) shortens the real deadline;
     /// the notice still reports `timeout_ms`.
@@ -34,7 +34,7 @@ impl Engine {
     /// Called by the row watcher with its connection after each change: the next deadline
     /// among the timers of this serve's runs.
     pub(super) fn read_next_timer(&self, conn: &crate::store::Conn) -> Result<()> {
-        let next = timers::next_deadline(conn, self.me())?;
+        let next = timers::next_deadline(conn, self.run_owner())?;
         *self
             .agent
             .next_timer
@@ -60,7 +60,7 @@ impl Engine {
         }
         let due = {
             let conn = self.store.read()?;
-            timers::due(&conn, self.me(), now)?
+            timers::due(&conn, self.run_owner(), now)?
         };
         for t in due {
             // What the child said last, from its own transcript.

@@ -1,6 +1,6 @@
 //! `agent_update`: a working child's progress, as its status line and a notice for its parent.
 
-use super::{answer_row, Engine};
+use super::{answer_row, Agents, Engine};
 use crate::contract::agent as contract;
 use crate::engine::Reply;
 use crate::error::Result;
@@ -11,6 +11,7 @@ use crate::time::now_iso;
 
 /// A working child reports progress: its status changes and its parent gets a notice.
 pub(in crate::engine) fn update(e: &Engine, req: contract::Update) -> Result<Reply> {
+    let e = &Agents(e);
     let registry = e.registry()?;
     let message = req.message.as_str();
     let me = e.working_self(registry, "Only a working child may report progress")?;

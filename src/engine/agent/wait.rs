@@ -5,13 +5,13 @@ use crate::domain::ThreadId;
 use crate::engine::Reply;
 use std::time::{Duration, Instant};
 
-use super::{Engine, WAIT_POLL};
+use super::{Agents, Engine, WAIT_POLL};
 use crate::contract::agent as contract;
 use crate::error::Result;
 use crate::paths;
 use crate::store::agents::AgentRow;
 
-impl Engine {
+impl Agents<'_> {
     /// Waits until the thread is not working (or the timeout passes) and returns it. It reads
     /// rows only: a thread whose serve died is paused by a watcher's restore pass (every serve
     /// runs one each second), and the wait then sees it settled.
@@ -36,6 +36,7 @@ impl Engine {
 }
 
 pub(in crate::engine) async fn wait(e: &Engine, req: contract::Wait) -> Result<Reply> {
+    let e = &Agents(e);
     let registry = e.registry()?;
     let path = req.path.as_str();
     let timeout_ms = req.timeout_ms;

@@ -9,7 +9,6 @@ pub(super) mod fork;
 pub(super) mod list;
 pub(super) mod order;
 pub(super) mod poll;
-mod queue;
 mod reserve;
 pub(super) mod resume;
 pub(super) mod send;
@@ -31,8 +30,9 @@ use crate::store::threads::ThreadRow;
 
 pub use archive::set_archived;
 pub(crate) use carry::carry_out;
-pub(crate) use queue::{queue_changed, stop_queued};
 pub use send::send_payload;
+pub(in crate::engine) use start::launch_queued;
+pub(in crate::engine) use stop::stop_queued;
 pub use stop::{INTERRUPTED, STOPPED, STOP_ALREADY_CLOSED};
 
 /// Timeout of the `get_state` refresh a poll or send makes.

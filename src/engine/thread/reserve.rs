@@ -240,7 +240,7 @@ pub(super) fn claim_path(
     base: &str,
 ) -> Result<(String, String)> {
     check_live_count(e, tx)?;
-    e.check_budget(tx, None, verb)?;
+    crate::engine::budget::check_budget(e, tx, None, verb)?;
     choose_task_name(e, tx, task_name, base)
 }
 
@@ -253,13 +253,13 @@ pub(super) fn claim_path_or_queue(
     task_name: Option<&str>,
     base: &str,
 ) -> Result<(String, String, bool)> {
-    let full = threads::count_live(tx, e.manager_id)? >= e.cfg.settings.limits.max_threads
-        || !crate::store::queue::waiting(tx, e.manager_id)?.is_empty();
+    let max = e.cfg.settings.limits.max_threads;
+    let full = crate::store::queue::Slots::Live.must_wait(tx, e.manager_id, max)?;
     if !full {
         let (task, path) = claim_path(e, tx, "start", task_name, base)?;
         return Ok((task, path, false));
     }
-    e.check_budget(tx, None, "start")?;
+    crate::engine::budget::check_budget(e, tx, None, "start")?;
     let (task, path) = choose_task_name(e, tx, task_name, base)?;
     Ok((task, path, true))
 }

@@ -54,7 +54,7 @@ pub(in crate::engine) async fn resume(
                 check_depth(e)?;
                 let conn = e.store.read()?;
                 check_live_count(e, &conn)?;
-                e.check_budget(&conn, Some(id), "resume")
+                crate::engine::budget::check_budget(e, &conn, Some(id), "resume")
             };
             match adopt::adopt_reference(
                 &e.store,
@@ -189,7 +189,7 @@ pub(super) async fn resume_here(e: &Engine, row: &ThreadRow, place: Place) -> Re
             )
         }
     };
-    e.check_budget(&e.store.read()?, Some(&row.id), "resume")?;
+    crate::engine::budget::check_budget(e, &e.store.read()?, Some(&row.id), "resume")?;
     let outcome =
         e.rt.launch(LaunchSpec {
             thread_id: row.id.clone(),

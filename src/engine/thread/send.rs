@@ -51,7 +51,7 @@ pub(in crate::engine) async fn send(
 ) -> Result<Reply> {
     let (reference, message, mode) = (req.id.as_str(), req.message.as_str(), req.mode);
     let row = find(e, reference)?;
-    super::queue::refuse_while_queued(e, &row, "send")?;
+    refuse_while_queued(e, &row, "send")?;
     e.rt.await_launch(&row.id, crate::runtime::LAUNCH_WAIT)
         .await;
     let by = format!("session {} (thread tool)", e.cfg.session_id);
@@ -118,7 +118,7 @@ pub(super) async fn send_here(
     mode: Option<SendMode>,
     by: &str,
 ) -> Result<SendDone> {
-    e.check_budget(&e.store.read()?, Some(&row.id), "send")?;
+    crate::engine::budget::check_budget(e, &e.store.read()?, Some(&row.id), "send")?;
     // Its phase decides the default mode: refreshed first when it is held here.
     let _ = e.rt.refresh(&row.id, REFRESH_TIMEOUT).await;
     let phase = e.rt.watch(&row.id).map(|v| v.borrow().phase);
@@ -137,4 +137,16 @@ pub(super) async fn send_here(
         accepted: outcome.accepted,
         error: outcome.error,
     })
+}
+
+/// A `send` to a thread still waiting in the queue has no process to reach: refused with its
+/// position and what to do (its prompt goes out when it is launched).
+fn refuse_while_queued(e: &Engine, row: &ThreadRow, verb: &str) -> Result<()> {
+    match crate::store::queue::position(&e.store.read()?, &row.id)? {
+        None => Ok(()),
+        Some(n) => Err(crate::error::Error::conflict(format!(
+            "{} is queued (position {n}) and has no Pi process yet to {verb} to. Repair: wait on it (its prompt goes out when a slot frees and it launches), then {verb}; or stop it to take it out of the queue.",
+            row.path
+        ))),
+    }
 }

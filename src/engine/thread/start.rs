@@ -8,11 +8,15 @@ use super::{reply, Engine};
 use crate::contract::projection::{Detail, Projection};
 use crate::contract::thread::{Details, Single, SnapshotJson};
 use crate::contract::{format, naming};
+use crate::domain::ThreadId;
 use crate::engine::isolation;
 use crate::engine::Reply;
 use crate::error::Result;
 use crate::runtime::StartKind;
 use crate::store::launches;
+use crate::store::queue::{self, QueueState};
+use crate::store::threads::thread_by_id_any;
+use std::path::PathBuf;
 
 pub(in crate::engine) async fn start(
     e: &Engine,
@@ -83,7 +87,7 @@ pub(in crate::engine) async fn start(
     if queued {
         // No slot: the row waits in the queue; a freed slot launches it (`queue`).
         drop(_launching);
-        return super::queue::queued_reply(e, &id);
+        return queued_reply(e, &id);
     }
     let outcome = launched(e, &id, async {
         let (session, session_id) = new_session_file(e, &cwd, e.cfg.session_file.as_deref())?;
@@ -113,4 +117,56 @@ pub(in crate::engine) async fn start(
             note,
         },
     )
+}
+
+/// `start`'s answer for a queued thread: `Started` with the snapshot (phase `queued`, its
+/// position) and `promptAccepted: false`, and a note that says it is queued.
+fn queued_reply(e: &Engine, id: &ThreadId) -> Result<Reply> {
+    let facts = e.facts(id)?;
+    let projection = Projection::new(&facts, Detail::Summary);
+    let snap = projection.snapshot();
+    let note = format!(
+        "queued at position {}: the live thread limit PI_THREADS_MAX_THREADS={} is reached; it launches with its prompt when a slot frees.",
+        snap.queue_position.unwrap_or(0),
+        e.cfg.settings.limits.max_threads
+    );
+    // No process has the prompt yet: not accepted (`false`, as the text's `no`), not unknown.
+    let text = format::started(&snap, Some(false), Some(&note));
+    reply(
+        text,
+        Details::Started {
+            thread: Single::of(SnapshotJson::new(&snap)?),
+            prompt_accepted: Some(false),
+            note: Some(note),
+        },
+    )
+}
+
+/// The queue's launch of contract A's claimed row `id` (`engine/queue.rs`), with the prompt,
+/// args and cwd it was started with.
+pub(in crate::engine) async fn launch_queued(e: &Engine, id: &ThreadId) -> Result<()> {
+    let _launching = e.rt.reserve_launch(id);
+    let (row, prompt) = {
+        let conn = e.store.read()?;
+        if queue::state(&conn, id)? != QueueState::Claimed {
+            return Ok(());
+        }
+        let Some(row) = thread_by_id_any(&conn, id)? else {
+            return Ok(());
+        };
+        (row, queue::prompt_of(&conn, id)?.unwrap_or_default())
+    };
+    let cwd = PathBuf::from(&row.cwd);
+    launched(e, id, async {
+        let (session, session_id) = new_session_file(e, &cwd, e.cfg.session_file.as_deref())?;
+        e.store.write(|tx| {
+            launches::set_session_file(tx, id, &session.display().to_string(), &session_id)
+        })?;
+        let argv = child_argv(e, &row.args, &cwd, &session, &row.name)?;
+        let start = StartKind::Prompt(prompt);
+        e.rt.launch(child_launch(e, id, &row.path, row.depth, argv, &cwd, start))
+            .await
+    })
+    .await?;
+    Ok(())
 }

@@ -5,10 +5,14 @@ use super::{find, held_by, reply, settle_if_orphaned, Engine};
 use crate::contract::format;
 use crate::contract::projection::{Detail, Projection};
 use crate::contract::thread::{Details, Single, SnapshotJson};
-use crate::domain::CommandKind;
+use crate::domain::{CommandKind, ExitKind, ThreadId};
 use crate::engine::Reply;
 use crate::error::Result;
 use crate::runtime::StopBy;
+use crate::store::events::{self, NewEvent};
+use crate::store::queue;
+use crate::time::now_iso;
+use serde_json::json;
 
 pub(in crate::engine) async fn stop(
     e: &Engine,
@@ -17,7 +21,7 @@ pub(in crate::engine) async fn stop(
     let (reference, force) = (req.id.as_str(), req.force);
     let row = find(e, reference)?;
     // A thread still waiting in the queue is taken out of it and closed, never launched.
-    let dequeued = super::queue::stop_queued(e, &row.id)?;
+    let dequeued = stop_queued(e, &row.id)?;
     if !dequeued {
         e.rt.await_launch(&row.id, crate::runtime::LAUNCH_WAIT)
             .await;
@@ -75,3 +79,28 @@ pub const STOPPED: &str = "stopped";
 pub const STOP_ALREADY_CLOSED: &str = "already closed";
 /// ... and an interrupt (contract C).
 pub const INTERRUPTED: &str = "interrupted";
+
+/// A stop of a thread still waiting in the queue (`Engine::stop_queued`): the row is closed as stopped with its `thread_closed` event, in
+/// one transaction, only while it still waits for a slot.
+pub(in crate::engine) fn stop_queued(e: &Engine, id: &ThreadId) -> Result<bool> {
+    e.store.write(|tx| {
+        let at = now_iso();
+        if !queue::dequeue(tx, id, &at)? {
+            return Ok(false);
+        }
+        let data = json!({"exit": {"kind": ExitKind::Stopped, "message": DEQUEUED}}).to_string();
+        events::append(
+            tx,
+            id,
+            &[NewEvent {
+                at: &at,
+                kind: "thread_closed",
+                data: &data,
+            }],
+        )?;
+        Ok(true)
+    })
+}
+
+/// The exit message of a thread stopped while queued (as `sql/queue_dequeue.sql` writes it).
+pub const DEQUEUED: &str = "Stopped while queued; never launched.";

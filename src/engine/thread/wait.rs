@@ -52,7 +52,7 @@ pub(in crate::engine) async fn wait(
     let row = find(e, reference)?;
     // This manager's thread: its notices come to this serve's caller, and this wait's result
     // will give the news they carry (a thread of a child's own manager notifies that child).
-    let _hold = (row.manager_id == e.manager_id).then(|| e.notice_holds.hold(&row.id));
+    let _hold = (row.manager_id == e.manager_id).then(|| e.notice_holds.hold(&e.store, &row.id));
     let started = Instant::now();
     // A thread waiting in the queue (THREADBASE_QUEUE=1): the wait goes on through the queue
     // until it is launched, within the same deadline.

@@ -26,7 +26,7 @@ const CLOSE_SETTLE: Duration = Duration::from_millis(2_000);
 
 /// Makes sure the worker's process runs here (launching or relaunching it) and delivers its
 /// pending messages in order. A worker whose process another live serve holds is left to it.
-pub(super) async fn drive(e: &Engine, id: &WorkerId) -> Result<()> {
+pub(in crate::engine) async fn drive(e: &Engine, id: &WorkerId) -> Result<()> {
     let thread = id.thread_id();
     let _one_at_a_time = e.locks.lock(&thread).await;
     let row = load(e, id)?;

@@ -32,12 +32,11 @@
 //!   `to_parent` mailbox row `kind = 'report'` (the coordinator's notice) are inserted in one
 //!   transaction; the row watcher of the coordinator's serve delivers that notice.
 
-mod drive;
+pub(super) mod drive;
 pub(super) mod hide;
 pub(super) mod interrupt;
 pub(super) mod list;
 mod monitor;
-mod queue;
 pub(super) mod report;
 pub(super) mod restore;
 pub(super) mod send;
@@ -164,11 +163,6 @@ fn contract_report(r: ReportRow) -> Report {
         summary: r.summary,
         evidence: r.evidence,
     }
-}
-
-/// Contract C's queue (`THREADBASE_QUEUE=1`): see `queue.rs`.
-pub(crate) async fn drain_queue(e: &Arc<Engine>) -> Result<()> {
-    queue::drain(e).await
 }
 
 /// The facts of `rows`, in their order: what needs the user about each in one query, and the

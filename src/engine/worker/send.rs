@@ -36,7 +36,7 @@ pub(in crate::engine) async fn send(
         )?;
         if written.is_some() {
             // A new message is new work (an identical retry is not); refused, it is rolled back.
-            e.check_budget(tx, Some(&id), "threads_send")?;
+            crate::engine::budget::check_budget(e, tx, Some(&id), "threads_send")?;
         } else if workers::message_by_key(tx, &id, &send_key)?.body != text {
             return Err(Error::conflict(format!(
                 "This send key already belongs to different text (message {message_id}). Repair: resend the identical text to retry, or use a new key for a new message."

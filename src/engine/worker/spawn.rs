@@ -146,7 +146,7 @@ pub(in crate::engine) async fn spawn(
             }
             return Ok((false, false));
         }
-        e.check_budget(tx, None, "threads_spawn")?;
+        crate::engine::budget::check_budget(e, tx, None, "threads_spawn")?;
         let used = workers::slots_used(tx, &coordinator)?;
         // THREADBASE_QUEUE=1: over the limit the worker is queued instead (below).
         let over = used >= limit;
@@ -231,8 +231,8 @@ pub(in crate::engine) async fn spawn(
             return Err(err);
         }
     }
-    // A queued worker is brought up when a slot frees (`queue.rs`); its prompt waits in its
-    // mailbox meanwhile.
+    // A queued worker is brought up when a slot frees (`engine/queue.rs`); its prompt waits in
+    // its mailbox meanwhile.
     if !queued {
         drive(e, &worker_id).await?;
     }
