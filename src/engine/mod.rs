@@ -193,6 +193,7 @@ impl Engine {
             Request::Worker(C::Restore(r)) => worker::restore::restore(self, r),
             Request::SessionUsage(r) => self.session_usage(r),
             Request::Answer(r) => self.thread_answer(r),
+            Request::ThreadStates(r) => thread::states::states(self, r),
         }
     }
 
