@@ -7,26 +7,10 @@
 
 import type { ExtensionContext } from "@earendil-works/pi-coding-agent";
 import type { Method, PiUsage, SessionUsageAnswer, SessionUsageParams, ToolResult } from "./protocol.ts";
+import { TOOLS } from "./tools.ts";
 
-/** The tools this extension forwards to serve: their results' usage is the children's spend. */
-export const THREADBASE_TOOLS = new Set<string>([
-	"thread",
-	"agent_spawn",
-	"agent_wait",
-	"agent_steer",
-	"agent_status",
-	"agent_update",
-	"agent_pause",
-	"agent_stop",
-	"agent_output",
-	"threads_spawn",
-	"threads_list",
-	"threads_send",
-	"threads_interrupt",
-	"threads_hide",
-	"threads_report",
-	"thread_answer",
-]);
+/** The tools this extension forwards to serve (the table's): their results' usage is the children's spend. */
+export const THREADBASE_TOOLS: ReadonlySet<string> = new Set(TOOLS.map((t) => t.name));
 
 /** What `reportOwnUsage` needs of a serve connection (serve.ts `ServeConnection`). */
 export interface SpendPipe {
