@@ -21,6 +21,18 @@ use crate::error::{Error, Result};
 pub const EXTENSION_FILES: &[(&str, &str)] = &[
     ("index.ts", include_str!("../../pi-extension/index.ts")),
     (
+        "commands.ts",
+        include_str!("../../pi-extension/commands.ts"),
+    ),
+    (
+        "protocol.ts",
+        include_str!("../../pi-extension/protocol.ts"),
+    ),
+    ("serve.ts", include_str!("../../pi-extension/serve.ts")),
+    ("spend.ts", include_str!("../../pi-extension/spend.ts")),
+    ("status.ts", include_str!("../../pi-extension/status.ts")),
+    ("tools.ts", include_str!("../../pi-extension/tools.ts")),
+    (
         "package.json",
         include_str!("../../pi-extension/package.json"),
     ),

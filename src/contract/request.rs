@@ -16,6 +16,10 @@ use crate::error::{Error, ErrorCode, Result};
 pub const THREAD_METHOD: &str = "thread";
 /// The extension's report of its own session's spend (not a model tool).
 pub const SESSION_USAGE_METHOD: &str = "session_usage";
+/// The extension's `/threads`: the state words of listed threads (not a model tool).
+pub const THREAD_STATES_METHOD: &str = "thread.states";
+/// The most ids one `thread.states` request may name.
+pub const MAX_STATE_IDS: usize = 10_000;
 
 /// One validated request to `serve`.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,6 +30,8 @@ pub enum Request {
     SessionUsage(SessionUsage),
     /// `thread_answer` (with `THREADBASE_UI=parent`): a child's pending question answered.
     Answer(AnswerRequest),
+    /// `thread.states {ids}`: each thread's state in words, as every surface spells it.
+    ThreadStates(ThreadStates),
 }
 
 /// Every method `serve` answers, in the order its "unknown method" text lists them.
@@ -35,6 +41,7 @@ pub fn method_names() -> Vec<&'static str> {
     names.extend(worker::METHODS.iter().map(|m| m.name));
     names.push(SESSION_USAGE_METHOD);
     names.push(answer::METHOD);
+    names.push(THREAD_STATES_METHOD);
     names
 }
 
@@ -54,6 +61,9 @@ pub fn parse(method: &str, params: &Value) -> Result<Request> {
     }
     if method == answer::METHOD {
         return answer::parse(params).map(Request::Answer);
+    }
+    if method == THREAD_STATES_METHOD {
+        return ThreadStates::parse(params).map(Request::ThreadStates);
     }
     if let Some(m) = agent::method(method) {
         return agent::parse(m, params).map(Request::Agent);
@@ -102,6 +112,31 @@ impl SessionUsage {
             ("toolCalls", p.tool_calls),
         ] {
             amount(name, x)?;
+        }
+        Ok(p)
+    }
+}
+
+/// `thread.states {ids}`: thread ids (as a list's snapshots carry them), at most
+/// [`MAX_STATE_IDS`].
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThreadStates {
+    pub ids: Vec<crate::domain::ThreadId>,
+}
+
+impl ThreadStates {
+    fn parse(params: &Value) -> Result<ThreadStates> {
+        let p = ThreadStates::deserialize(params).map_err(|e| {
+            Error::invalid(format!(
+                "thread.states: {e}. Repair: send exactly {{\"ids\": [\"thread_0123456789ab\", …]}}: the ids of the threads whose states you want."
+            ))
+        })?;
+        if p.ids.len() > MAX_STATE_IDS {
+            return Err(Error::invalid(format!(
+                "thread.states takes at most {MAX_STATE_IDS} ids (got {}). Repair: ask for the ids in batches of {MAX_STATE_IDS}.",
+                p.ids.len()
+            )));
         }
         Ok(p)
     }

@@ -1,7 +1,7 @@
 //! The form results take on serve's pipe (`serve --wire`).
 //!
 //! `contract` (the default) writes every result exactly as its contract shapes it. `compact`
-//! is for a client that rebuilds the rest, the Pi extension (`pi-extension/index.ts`,
+//! is for a client that rebuilds the rest, the Pi extension (`pi-extension/serve.ts`,
 //! `withAliases`), and exists for the `extension/list_*` rows of `benches/serve.rs` (issue 27:
 //! what the model pays is the extension's tool call, whose decode and parse grow with the
 //! bytes):

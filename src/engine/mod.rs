@@ -186,6 +186,7 @@ impl Engine {
             Request::Worker(C::Restore(r)) => worker::restore::restore(self, r),
             Request::SessionUsage(r) => spend::session_usage(self, r),
             Request::Answer(r) => answer::thread_answer(self, r),
+            Request::ThreadStates(r) => thread::states::states(self, r),
         }
     }
 

@@ -48,7 +48,7 @@ pub struct StreamEvent<'a> {
     pub delta: Option<&'a str>,
 }
 
-/// The tools threadbase's Pi extension registers (`pi-extension/index.ts`: contract A's
+/// The tools threadbase's Pi extension registers (`pi-extension/tools.ts`: contract A's
 /// `thread`, contract B's `agent_*`, contract C's `threads_*`). Their results' `usage` is the
 /// spend of the threads below the session (serve's `--report-usage`), which those threads'
 /// own rows count: a thread's spend leaves it out, or its parent's subtree would count it

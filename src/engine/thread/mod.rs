@@ -13,6 +13,7 @@ mod reserve;
 pub(super) mod resume;
 pub(super) mod send;
 pub(super) mod start;
+pub(super) mod states;
 pub(super) mod stop;
 pub(super) mod wait;
 

@@ -15,6 +15,7 @@ use crate::support::sql::Rusqlite as _;
 mod list;
 mod poll;
 mod start;
+mod states;
 mod stdio;
 mod stop;
 mod tour;
