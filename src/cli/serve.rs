@@ -162,7 +162,7 @@ pub fn config(db: PathBuf, args: ServeArgs) -> Result<ServeConfig> {
 /// other's first heartbeat, so neither starts.
 fn refuse_a_colliding_host_id(store: &Store) -> Result<()> {
     let me = ProcessIdentity::current();
-    let beat = store.write(|tx| crate::store::hosts::heartbeat(tx, me, None))?;
+    let beat = store.write(|tx| crate::store::hosts::heartbeat(tx, me, None, None))?;
     store.note_other_hosts(beat.others);
     let serves = crate::store::hosts::live_serves(&store.read()?)?;
     if let Some(other) = crate::store::hosts::collision(&serves, me) {
