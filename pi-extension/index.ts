@@ -21,6 +21,10 @@
  *   `--report-status`; each `status` notification (the tree's threads by condition and its
  *   spend, sent when it changes) becomes `ctx.ui.setStatus("threadbase", text)`, shown in Pi's
  *   footer (`undefined`, which removes the entry, when there is nothing to show or no serve).
+ * - Supervision (issue 46): while serve's row watcher has no database connection, a
+ *   `supervision` notification (`{"method": "supervision", "params": {"requestId", "running":
+ *   false, "since", "reason", "parts", "text"}}`) precedes each answer; its text is added to that
+ *   tool result as a last text block (to an error's message), so the session sees it.
  * - `session_shutdown` closes the server's stdin: the server stops its live children gracefully,
  *   records their exits and exits 0. Pi runs this factory again for every new session runtime
  *   (new, switch, fork, clone, reload), so the next session gets its own server.
@@ -152,6 +156,8 @@ interface Pending {
 	onProgress?: (details: unknown) => void;
 	/** A list's snapshots so far, from its part lines (see withAliases). */
 	parts?: unknown[];
+	/** The `supervision` note serve sent before this answer (it is degraded: issue 46). */
+	supervision?: string;
 }
 
 interface ServeIdentity {
@@ -491,6 +497,10 @@ class ServeConnection {
 				}
 			}
 			if (msg.method === "usage") this.untold = addUsage(this.untold, msg.params?.usage);
+			if (msg.method === "supervision") {
+				const p = this.pending.get(Number(msg.params?.requestId));
+				if (p && typeof msg.params?.text === "string") p.supervision = msg.params.text;
+			}
 			if (msg.method === "status") this.showStatus(statusText(msg.params));
 			if (msg.method === "notice") {
 				try {
@@ -514,7 +524,8 @@ class ServeConnection {
 		this.updateRef();
 		if (msg.error) {
 			const code = msg.error.code ? ` [${msg.error.code}]` : "";
-			const err = new Error(String(msg.error.message ?? `threadbase serve error${code}`));
+			const note = p.supervision ? `\n\n${p.supervision}` : "";
+			const err = new Error(String(msg.error.message ?? `threadbase serve error${code}`) + note);
 			(err as any).code = msg.error.code;
 			p.reject(err);
 		} else {
@@ -528,6 +539,9 @@ class ServeConnection {
 				details: shaped ? withAliases(result.details, p.parts) : result,
 			};
 			if (shaped && result.terminate === true) shapedResult.terminate = true;
+			// A degraded serve's note goes on the result as a text block of its own after the
+			// contract's, so the model and the user see that supervision is not running.
+			if (p.supervision) shapedResult.content = [...shapedResult.content, { type: "text", text: p.supervision }];
 			p.resolve(shapedResult);
 		}
 	}
