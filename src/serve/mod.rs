@@ -17,7 +17,7 @@ pub mod http;
 pub(crate) mod listen;
 pub mod output;
 pub mod server;
-pub mod supervision;
 pub(crate) mod stdio;
+pub mod supervision;
 pub mod watcher;
 pub mod web;

@@ -258,11 +258,7 @@ async fn read_request_line<R: tokio::io::AsyncBufRead + Unpin>(
 /// Issue 46: while this serve's supervision is not running, a `supervision` notification
 /// right before each answer (one writer, so in that order) says what, since when and why
 /// (`docs/serve-protocol.md`). Nothing is sent while it runs: an atomic load per answer.
-fn tell_degraded(
-    supervision: &crate::serve::supervision::Supervision,
-    id: &Value,
-    out: &Output,
-) {
+fn tell_degraded(supervision: &crate::serve::supervision::Supervision, id: &Value, out: &Output) {
     if let Some(note) = supervision.note() {
         let _ = out.send(crate::serve::output::Notification {
             method: "supervision",

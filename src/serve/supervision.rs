@@ -239,7 +239,9 @@ mod tests {
         assert!(!note.running);
         assert!(
             note.text.contains("supervision is not running")
-                && note.text.contains("row watcher holds no database connection")
+                && note
+                    .text
+                    .contains("row watcher holds no database connection")
                 && note.text.contains("Repair:"),
             "{}",
             note.text
