@@ -317,3 +317,78 @@ fn a_serve_at_rest_holds_at_most_three_connections() {
     s.close(Duration::from_secs(20));
     drop(role);
 }
+
+/// Through the Pi extension as Pi loads it: a degraded serve's note is the tool result's last
+/// text block, after the contract's own, so the session sees it.
+#[test]
+fn the_pi_extension_adds_a_degraded_serves_note_to_the_tool_result() {
+    let Some(schema) = TestSchema::new("supervision_extension") else {
+        return;
+    };
+    let node = match crate::support::extension_driver::node() {
+        Ok(node) => node,
+        Err(why) => {
+            crate::support::common::required_or_skip(
+                "the_pi_extension_adds_a_degraded_serves_note",
+                "Node and Pi",
+                &why,
+            );
+            return;
+        }
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let root = dunce::canonicalize(tmp.path()).unwrap();
+    let role = Role::new(&schema, 3);
+    let held = role.hold();
+    let mut d = crate::support::extension_driver::Driver::start(
+        &node,
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("pi-extension/index.ts"),
+        &root,
+        &[
+            (
+                "THREADBASE_BIN",
+                env!("CARGO_BIN_EXE_threadbase").to_string(),
+            ),
+            ("THREADBASE_DB", role.url()),
+            (
+                "PI_CODING_AGENT_DIR",
+                root.join("agent").display().to_string(),
+            ),
+            ("THREADBASE_HOST_ID", "host-ext".to_string()),
+        ],
+        &crate::support::serve_env::INHERITED,
+    );
+    d.load(json!({"id": "ext-supervision", "cwd": root}));
+    let mut last = Value::Null;
+    until("a list whose result ends with the note", 60, || {
+        last = d.call("thread", json!({"action": "list"}));
+        let content = last["result"]["content"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        content.len() == 2
+            && content[1]["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("supervision is not running") && t.contains("Repair:"))
+    });
+    // The contract's own text is first and untouched.
+    assert!(
+        last["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| !t.contains("supervision")),
+        "{last}"
+    );
+    drop(held);
+    until(
+        "a list without the note once the watcher has its connection",
+        60,
+        || {
+            last = d.call("thread", json!({"action": "list"}));
+            last["result"]["content"]
+                .as_array()
+                .is_some_and(|c| c.len() == 1)
+        },
+    );
+    d.close();
+    drop(role);
+}
