@@ -19,6 +19,9 @@
  *   from its entries, goes to serve as `session_usage` before each tool call and after each turn.
  * - status.ts (issue 45): in a session with a UI that is the top of its tree, serve runs with
  *   `--report-status`; each `status` notification becomes `ctx.ui.setStatus("threadbase", text)`.
+ * - Supervision (issue 46): while serve's row watcher has no database connection, a
+ *   `supervision` notification precedes each answer; serve.ts adds its text to that tool result
+ *   as a last text block (to an error's message), so the session sees it.
  * - `session_shutdown` closes the server's stdin: the server stops its live children gracefully,
  *   records their exits and exits 0. Pi runs this factory again for every new session runtime
  *   (new, switch, fork, clone, reload), so the next session gets its own server.

@@ -260,7 +260,30 @@ export interface StatusNotification {
 	params: StatusParams;
 }
 
-export type Notification = ProgressNotification | NoticeNotification | UsageNotification | StatusNotification;
+/**
+ * Issue 46: sent before each answer while serve's row watcher (or its heartbeat) has no
+ * database connection: what is not running, since when, why, and `text` (ending in a `Repair:`).
+ */
+export interface SupervisionParams {
+	requestId: number;
+	running: false;
+	since: string;
+	reason: string;
+	parts: string[];
+	text: string;
+}
+
+export interface SupervisionNotification {
+	method: "supervision";
+	params: SupervisionParams;
+}
+
+export type Notification =
+	| ProgressNotification
+	| NoticeNotification
+	| UsageNotification
+	| StatusNotification
+	| SupervisionNotification;
 
 /** Every line serve writes on stdout. */
 export type ServeLine = ResultLine | ErrorLine | PartLine | Notification;

@@ -43,6 +43,8 @@ interface Pending {
 	onProgress?: (details: SingleDetails) => void;
 	/** A list's snapshots so far, from its part lines (see withAliases). */
 	parts?: Snapshot[];
+	/** The `supervision` note serve sent before this answer (it is degraded: issue 46). */
+	supervision?: string;
 }
 
 /** An error serve answered, with its code (`invalid_params`, `unknown_reference`, …). */
@@ -358,6 +360,11 @@ export class ServeConnection {
 				case "status":
 					this.showStatus(statusText(msg.params));
 					break;
+				case "supervision": {
+					const p = this.pending.get(Number(msg.params?.requestId));
+					if (p && typeof msg.params?.text === "string") p.supervision = msg.params.text;
+					break;
+				}
 				case "notice":
 					try {
 						this.onNotice?.(msg.params);
@@ -381,7 +388,8 @@ export class ServeConnection {
 		if ("error" in msg && msg.error) {
 			const e = (msg as ErrorLine).error;
 			const code = e.code ? ` [${e.code}]` : "";
-			const err: ServeError = new Error(String(e.message ?? `threadbase serve error${code}`));
+			const note = p.supervision ? `\n\n${p.supervision}` : "";
+			const err: ServeError = new Error(String(e.message ?? `threadbase serve error${code}`) + note);
 			err.code = e.code;
 			p.reject(err);
 			return;
@@ -393,9 +401,10 @@ export class ServeConnection {
 		if (isShaped(result)) {
 			const shaped: ToolResult = { content: result.content, details: withAliases(result.details, p.parts) };
 			if (result.terminate === true) shaped.terminate = true;
-			p.resolve(shaped);
+			p.resolve(withSupervision(shaped, p.supervision));
 		} else {
-			p.resolve({ content: [{ type: "text", text: JSON.stringify(result) }], details: result });
+			const plain: ToolResult = { content: [{ type: "text", text: JSON.stringify(result) }], details: result };
+			p.resolve(withSupervision(plain, p.supervision));
 		}
 	}
 
@@ -467,4 +476,12 @@ export function untilAborted(
 			},
 		);
 	});
+}
+
+/**
+ * A degraded serve's note goes on the result as a text block of its own after the contract's,
+ * so the model and the user see that supervision is not running (issue 46).
+ */
+function withSupervision(result: ToolResult, note: string | undefined): ToolResult {
+	return note ? { ...result, content: [...result.content, { type: "text", text: note }] } : result;
 }

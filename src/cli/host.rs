@@ -8,24 +8,33 @@ use crate::error::{Error, Result};
 use crate::store::hosts::{self, HostRow, LEASE};
 
 /// `host list`: every host with a serve row, its boot, serves up, last heartbeat, lease and
-/// live threads.
+/// live threads; under a host, each serve of it whose heartbeat says it is degraded (its row
+/// watcher holds no connection: issue 46).
 pub fn list(db: &Path, json: bool, out: &mut dyn Write) -> Result<()> {
     let store = crate::Store::open_existing(db)?;
-    let (rows, collisions, cutoff) = {
+    let (rows, collisions, cutoff, degraded) = {
         let conn = store.read()?;
         (
             hosts::list(&conn)?,
             hosts::collisions(&conn)?,
             hosts::cutoff(&conn)?,
+            hosts::degraded_serves(&conn)?,
         )
     };
     let collision = |h: &str| collisions.iter().find(|c| c.host_id == h);
+    let degraded_of = |h: &str| {
+        degraded
+            .iter()
+            .filter(|d| d.host_id == h)
+            .collect::<Vec<_>>()
+    };
     if json {
         let rows: Vec<serde_json::Value> = rows
             .iter()
             .map(|r| {
                 let mut v = serde_json::to_value(r).unwrap_or_default();
                 v["collision"] = serde_json::json!(collision(&r.host_id).is_some());
+                v["degradedServes"] = serde_json::json!(degraded_of(&r.host_id));
                 v
             })
             .collect();
@@ -82,6 +91,14 @@ pub fn list(db: &Path, json: bool, out: &mut dyn Write) -> Result<()> {
             r.last_heartbeat,
             lease(r),
         )?;
+        // Issue 46: a serve whose heartbeat says its row watcher holds no connection.
+        for d in degraded_of(&r.host_id) {
+            writeln!(
+                out,
+                "  DEGRADED serve pid {} since {}: supervision is not running (no commands carried out, no notices delivered) ({})",
+                d.pid, d.since, d.reason
+            )?;
+        }
     }
     Ok(())
 }

@@ -394,9 +394,11 @@ pub enum WorktreeAction {
 #[derive(Subcommand, Debug)]
 pub enum HostAction {
     /// Every host with a serve row: its boot, serves up, last heartbeat (the database's clock),
-    /// lease (up, or unreachable since its last heartbeat, 30 s on) and live threads.
+    /// lease (up, or unreachable since its last heartbeat, 30 s on) and live threads; under a
+    /// host, each of its serves that is degraded (its row watcher holds no connection).
     List {
-        /// Print {"hosts": [{hostId, bootId, lastHeartbeat, servesUp, up, liveThreads}]}.
+        /// Print {"hosts": [{hostId, bootId, lastHeartbeat, servesUp, up, liveThreads,
+        /// collision, degradedServes: [{hostId, pid, since, reason}]}], "outageUntil"}.
         #[arg(long)]
         json: bool,
     },

@@ -168,7 +168,7 @@ fn refuse_a_colliding_host_id(store: &Store) -> Result<()> {
         tx.lock(crate::store::Lock::HostId(
             &crate::host::HostIdentity::here().host_id,
         ))?;
-        let beat = crate::store::hosts::heartbeat(tx, me, None)?;
+        let beat = crate::store::hosts::heartbeat(tx, me, None, None)?;
         store.note_other_hosts(beat.others);
         crate::store::hosts::live_serves(tx)
     })?;

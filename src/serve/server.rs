@@ -64,8 +64,11 @@ pub async fn serve(engine: Arc<Engine>) {
     let (stdin, _stdin_flags) = crate::serve::stdio::stdin();
     let (out_tx, write_lines) = Output::stdout();
     let writer = tokio::spawn(write_lines);
+    // What of this serve's supervision is not running (issue 46): the watcher records it,
+    // and each answer is preceded by a note while anything is not.
+    let supervision = Arc::new(crate::serve::supervision::Supervision::default());
     let watcher = tokio::spawn(tracing::Instrument::in_current_span(
-        crate::serve::watcher::run(engine.clone(), out_tx.clone()),
+        crate::serve::watcher::run(engine.clone(), out_tx.clone(), supervision.clone()),
     ));
     let mut reader = BufReader::with_capacity(64 * 1024, stdin);
     let mut signals = shutdown_signals();
@@ -116,6 +119,7 @@ pub async fn serve(engine: Arc<Engine>) {
                 };
                 let engine = engine.clone();
                 let out = out_tx.clone();
+                let supervision = supervision.clone();
                 let request_id = request.get("id").cloned().unwrap_or(Value::Null);
                 let span = tracing::info_span!(
                     "request",
@@ -131,6 +135,7 @@ pub async fn serve(engine: Arc<Engine>) {
                         if answer.is_ok() && engine.config().report_usage {
                             tell_spend(&engine, &request, &id, &out);
                         }
+                        tell_degraded(&supervision, &id, &out);
                         match answer {
                             Ok(Reply::Result(write)) => {
                                 out.result(&id, write, engine.config().wire)
@@ -247,6 +252,21 @@ async fn read_request_line<R: tokio::io::AsyncBufRead + Unpin>(
                 LineRead::Line
             };
         }
+    }
+}
+
+/// Issue 46: while this serve's supervision is not running, a `supervision` notification
+/// right before each answer (one writer, so in that order) says what, since when and why
+/// (`docs/serve-protocol.md`). Nothing is sent while it runs: an atomic load per answer.
+fn tell_degraded(supervision: &crate::serve::supervision::Supervision, id: &Value, out: &Output) {
+    if let Some(note) = supervision.note() {
+        let _ = out.send(crate::serve::output::Notification {
+            method: "supervision",
+            params: crate::serve::supervision::SupervisionNotice {
+                request_id: id,
+                note,
+            },
+        });
     }
 }
 

@@ -24,6 +24,7 @@ use tokio::sync::mpsc;
 use crate::engine::Engine;
 use crate::error::Result;
 use crate::serve::output::Output;
+use crate::serve::supervision::{Backoff, Part, Supervision};
 use crate::store::commands::{self, CommandKind, CommandState, PendingCommand};
 use crate::store::{mailbox, Conn, Store};
 
@@ -38,19 +39,15 @@ pub const OWNER_CHECK: Duration = Duration::from_secs(1);
 
 /// Watches the database for rows addressed to `engine`'s session (notices, emitted on
 /// `out`), to the children its runtime owns and the threads its manager holds (commands) and
-/// to its contract B side, until `out` closes.
-pub async fn run(engine: Arc<Engine>, out: Output) {
+/// to its contract B side, until `out` closes. While its connection (the change feed) or the
+/// heartbeat cannot be had it retries them with a backoff and records what is not running in
+/// `supervision` (issue 46); the restore pass, the stall and cap checks and the timers go on
+/// through the store's own connections meanwhile.
+pub async fn run(engine: Arc<Engine>, out: Output, supervision: Arc<Supervision>) {
     let store = engine.store().clone();
     let session_id = engine.config().session_id.clone();
-    let mut watch = match store.change_watch() {
-        Ok(w) => w,
-        Err(e) => {
-            tracing::error!(
-                "the row watcher could not open the database ({e}); cross-process notices are off"
-            );
-            return;
-        }
-    };
+    let mut feed = Feed::new(supervision.clone());
+    feed.open(&store).await;
     let queues = Queues::default();
     let mut status = StatusLine::default();
     let mut caps = CapWatch::default();
@@ -61,9 +58,11 @@ pub async fn run(engine: Arc<Engine>, out: Output) {
     let mut owners =
         tokio::time::interval_at(tokio::time::Instant::now() + OWNER_CHECK, OWNER_CHECK);
     owners.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    // The host's lease (`store::hosts`): the first heartbeat at once, off the start's path.
-    let mut heartbeat = tokio::time::interval(crate::store::hosts::HEARTBEAT);
-    heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // The host's lease (`store::hosts`): the first heartbeat at once, off the start's path;
+    // then every HEARTBEAT, sooner after a failure (a backoff up to HEARTBEAT) and at once
+    // when the watcher's connection was lost or regained, so the row says so.
+    let mut next_beat = tokio::time::Instant::now();
+    let mut beat_retry = Backoff::new(crate::store::hosts::HEARTBEAT);
     let mut beats = crate::store::hosts::Heartbeats::default();
     loop {
         tokio::select! {
@@ -73,11 +72,19 @@ pub async fn run(engine: Arc<Engine>, out: Output) {
                 check_stalls(&engine).await;
                 caps.run(&engine, true).await;
                 // A stall is a matter of time: the status is read again each second.
-                status.report(&engine, watch.conn(), &out, true);
+                if let Some(watch) = &feed.watch {
+                    status.report(&engine, watch.conn(), &out, true);
+                }
                 continue;
             }
-            _ = heartbeat.tick() => {
-                beat(&engine, &mut beats).await;
+            _ = tokio::time::sleep_until(next_beat) => {
+                let wait = if beat(&engine, &mut beats, &supervision).await {
+                    beat_retry.reset();
+                    crate::store::hosts::HEARTBEAT
+                } else {
+                    beat_retry.failed()
+                };
+                next_beat = tokio::time::Instant::now() + wait;
                 continue;
             }
             // A request let go of a thread's notices: the ones it did not report are due now,
@@ -91,12 +98,31 @@ pub async fn run(engine: Arc<Engine>, out: Output) {
         if let Err(e) = engine.agents().fire_due_timers() {
             tracing::warn!("firing agent timers failed: {e}");
         }
+        // The change feed: while it has no connection, tried again when its backoff says.
+        if feed.watch.is_none() {
+            if !feed.due() {
+                continue;
+            }
+            if !feed.open(&store).await {
+                continue;
+            }
+            // Held again: everything that waited is read now, and the row says so at once.
+            seen = None;
+            next_beat = tokio::time::Instant::now();
+        }
+        let Some(watch) = feed.watch.as_mut() else {
+            continue;
+        };
         let version: i64 = match watch.version() {
             Ok(v) => v,
-            Err(_) => continue,
+            Err(e) => {
+                feed.lost(&e.message);
+                next_beat = tokio::time::Instant::now();
+                continue;
+            }
         };
         if seen == Some(version) {
-            status.report(&engine, watch.conn(), &out, false);
+            status.report(&engine, feed.conn(), &out, false);
             caps.run(&engine, false).await;
             continue;
         }
@@ -105,10 +131,10 @@ pub async fn run(engine: Arc<Engine>, out: Output) {
         caps.dirty = true;
         // THREADBASE_QUEUE=1: a freed slot launches the oldest queued thread.
         engine.queue_changed();
-        if let Err(e) = deliver_notices(watch.conn(), &store, &engine, &session_id, &out) {
+        if let Err(e) = deliver_notices(feed.conn(), &store, &engine, &session_id, &out) {
             tracing::warn!("delivering notices failed: {e}");
         }
-        match pending_commands(watch.conn(), &engine) {
+        match pending_commands(feed.conn(), &engine) {
             Ok(pending) => {
                 if let Err(e) = dispatch(&engine, &queues, pending) {
                     tracing::warn!("claiming commands failed: {e}");
@@ -116,13 +142,13 @@ pub async fn run(engine: Arc<Engine>, out: Output) {
             }
             Err(e) => tracing::warn!("reading commands failed: {e}"),
         }
-        match engine.agents().rows_changed(watch.conn(), &|line| {
+        match engine.agents().rows_changed(feed.conn(), &|line| {
             let _ = out.send_line(line);
         }) {
             Ok((steer_ids, settled)) => engine.agents().sweep(steer_ids, settled).await,
             Err(e) => tracing::warn!("reading agent rows failed: {e}"),
         }
-        status.report(&engine, watch.conn(), &out, false);
+        status.report(&engine, feed.conn(), &out, false);
         caps.run(&engine, false).await;
     }
 }
@@ -269,34 +295,139 @@ async fn restore_dead_owners(engine: &Arc<Engine>) {
 /// succeed after some failed (or after one that took longer than its period) records when the
 /// serve's heartbeats last succeeded before: the database was away meanwhile, and no host
 /// counts as unreachable until a lease after it came back (issue 46, the view `host_lease`).
-async fn beat(engine: &Arc<Engine>, beats: &mut crate::store::hosts::Heartbeats) {
+/// The row also records whether the row watcher holds no connection ([`Supervision::mark`]).
+/// Returns whether it succeeded; a failure is recorded in `supervision` until one does.
+async fn beat(
+    engine: &Arc<Engine>,
+    beats: &mut crate::store::hosts::Heartbeats,
+    supervision: &Supervision,
+) -> bool {
     loop {
         let store = engine.store().clone();
         let me = engine.runtime().owner();
         let gap_from = beats.gap_from().map(str::to_string);
+        let mark = supervision.mark();
         let started = std::time::Instant::now();
         let beat = tokio::task::spawn_blocking(move || {
-            let beat = store
-                .write_facts(|tx| crate::store::hosts::heartbeat(tx, me, gap_from.as_deref()))?;
+            let beat = store.write_facts(|tx| {
+                crate::store::hosts::heartbeat(tx, me, gap_from.as_deref(), mark.as_ref())
+            })?;
             store.note_other_hosts(beat.others);
             Ok::<_, crate::error::Error>(beat.at)
         });
-        match beat.await {
+        let failure = match beat.await {
             Ok(Ok(at)) => {
+                if let Some(was) = supervision.running(Part::Heartbeat) {
+                    tracing::warn!(
+                        "the host's heartbeat is written again (it failed from {}: {})",
+                        was.since,
+                        was.reason
+                    );
+                }
                 if beats.succeeded(at, started.elapsed()) {
                     continue;
                 }
+                return true;
+            }
+            Ok(Err(e)) => e.message,
+            Err(e) => format!("the heartbeat's task stopped: {e}"),
+        };
+        beats.failed();
+        if supervision.failed(Part::Heartbeat, &failure) {
+            tracing::error!("the host's heartbeat failed: {failure}; retrying with a backoff");
+        } else {
+            tracing::debug!("the host's heartbeat failed again: {failure}");
+        }
+        return false;
+    }
+}
+
+/// The row watcher's connection (the change feed) and when to try again to open it.
+struct Feed {
+    watch: Option<crate::store::ChangeWatch>,
+    supervision: Arc<Supervision>,
+    retry: Backoff,
+    /// When the next attempt is due while there is no connection.
+    due_at: std::time::Instant,
+    /// Attempts that failed since the connection was last held.
+    failures: u32,
+}
+
+impl Feed {
+    fn new(supervision: Arc<Supervision>) -> Feed {
+        Feed {
+            watch: None,
+            supervision,
+            retry: Backoff::new(Backoff::FEED_CAP),
+            due_at: std::time::Instant::now(),
+            failures: 0,
+        }
+    }
+
+    /// The connection, for the reads of what changed; called only while it is held (the
+    /// loop checks first). Borrowed per call, never across an await (it is not `Sync`).
+    fn conn(&self) -> &crate::store::Conn {
+        self.watch
+            .as_ref()
+            .expect("the row watcher reads only while it holds its connection")
+            .conn()
+    }
+
+    fn due(&self) -> bool {
+        std::time::Instant::now() >= self.due_at
+    }
+
+    /// Tries to open the connection (on a blocking thread: connecting waits for the server).
+    /// Returns whether it is held.
+    async fn open(&mut self, store: &Arc<crate::store::Store>) -> bool {
+        let store = store.clone();
+        let opened = tokio::task::spawn_blocking(move || store.change_watch()).await;
+        match opened {
+            Ok(Ok(watch)) => {
+                self.watch = Some(watch);
+                self.retry.reset();
+                if let Some(was) = self.supervision.running(Part::Feed) {
+                    tracing::warn!(
+                        attempts = self.failures + 1,
+                        "the row watcher holds its database connection again; supervision runs (it did not from {}: {})",
+                        was.since,
+                        was.reason
+                    );
+                }
+                self.failures = 0;
+                true
             }
             Ok(Err(e)) => {
-                beats.failed();
-                tracing::warn!("the host's heartbeat failed: {e}");
+                self.lost(&e.message);
+                false
             }
             Err(e) => {
-                beats.failed();
-                tracing::warn!("the host's heartbeat stopped: {e}");
+                self.lost(&format!("the connecting task stopped: {e}"));
+                false
             }
         }
-        return;
+    }
+
+    /// The connection could not be had (or was lost and could not be reopened): the serve is
+    /// degraded until an attempt, after the backoff's delay, succeeds.
+    fn lost(&mut self, why: &str) {
+        self.watch = None;
+        self.failures += 1;
+        let wait = self.retry.failed();
+        self.due_at = std::time::Instant::now() + wait;
+        if self.supervision.failed(Part::Feed, why) {
+            tracing::error!(
+                "the row watcher could not open its database connection ({why}); supervision is not running (commands and notices wait) and every answer says so; retrying in {} ms, backing off to {} s",
+                wait.as_millis(),
+                Backoff::FEED_CAP.as_secs()
+            );
+        } else {
+            tracing::debug!(
+                attempts = self.failures,
+                "the row watcher still has no database connection ({why}); retrying in {} ms",
+                wait.as_millis()
+            );
+        }
     }
 }
 

@@ -26,8 +26,14 @@ pub const HEARTBEAT: Duration = Duration::from_secs(5);
 /// some failed (issue 46): when the serve's heartbeats last succeeded before, so that the
 /// database's clock records that they resumed now. Returns the heartbeat's time (the
 /// database's clock) and whether another host has serve rows
-/// ([`crate::Store::note_other_hosts`]).
-pub fn heartbeat(conn: &Conn, me: ProcessIdentity, gap_from: Option<&str>) -> Result<Beat> {
+/// ([`crate::Store::note_other_hosts`]). `degraded` is given while the serve's supervision (its
+/// row watcher) is not running: since when (the serve's clock) and why; `None` clears it.
+pub fn heartbeat(
+    conn: &Conn,
+    me: ProcessIdentity,
+    gap_from: Option<&str>,
+    degraded: Option<&Degraded>,
+) -> Result<Beat> {
     let here = crate::host::HostIdentity::here();
     let at: String = conn.one(
         q!("host_heartbeat"),
@@ -35,6 +41,8 @@ pub fn heartbeat(conn: &Conn, me: ProcessIdentity, gap_from: Option<&str>) -> Re
             ":host": here.host_id.as_str(), ":boot": here.boot_id.as_str(),
             ":pid": me.pid, ":started": me.started_at,
             ":pid_ns": crate::host::pid_space(), ":gap_from": gap_from,
+            ":degraded_since": degraded.map(|d| d.since.as_str()),
+            ":degraded_reason": degraded.map(|d| d.reason.as_str()),
         },
         |r| r.get(0),
     )?;
@@ -52,6 +60,43 @@ pub fn heartbeat(conn: &Conn, me: ProcessIdentity, gap_from: Option<&str>) -> Re
         at,
         others: others > 0,
     })
+}
+
+/// A serve whose supervision (its row watcher: commands, notices, what other processes ask of
+/// it) is not running: since when, by its own clock (ISO text, UTC), and why.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Degraded {
+    pub since: String,
+    pub reason: String,
+}
+
+/// A serve whose last heartbeat said its supervision is not running (`host list`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DegradedServe {
+    pub host_id: String,
+    pub pid: i64,
+    pub since: String,
+    pub reason: String,
+}
+
+/// The serves whose heartbeat has not lapsed and says their supervision is not running (V21:
+/// `host list` opens the database as a writer, which brings it up to date first).
+pub fn degraded_serves(conn: &Conn) -> Result<Vec<DegradedServe>> {
+    let cutoff = cutoff(conn)?;
+    conn.all(
+        q!("host_serves_degraded"),
+        named! {":cutoff": cutoff.cutoff.as_str()},
+        |r| {
+            Ok(DegradedServe {
+                host_id: r.get(0)?,
+                pid: r.get(1)?,
+                since: r.get(2)?,
+                reason: r.get(3)?,
+            })
+        },
+    )
 }
 
 /// What a heartbeat wrote and saw.

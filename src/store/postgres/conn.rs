@@ -217,6 +217,13 @@ impl Url {
             Some(c) if *c == SqlState::INVALID_PASSWORD || *c == SqlState::INVALID_AUTHORIZATION_SPECIFICATION => format!(
                 "PostgreSQL at {url} refused user {user}: authentication failed. Repair: check the user and password in the URL (--db or THREADBASE_DB), or the server's pg_hba.conf."
             ),
+            // The server's max_connections, or the role's or database's CONNECTION LIMIT.
+            Some(c) if *c == SqlState::TOO_MANY_CONNECTIONS => {
+                let why = e.as_db_error().map(|d| d.message().to_string()).unwrap_or_else(|| e.to_string());
+                format!(
+                    "PostgreSQL at {url} refused a new connection for user {user}: {why} (the server's max_connections, or a CONNECTION LIMIT of the role or database, is reached). Repair: raise max_connections (each serve, children's included, holds up to 3 connections at rest and up to 10 when busy: docs/configuration.md), or end sessions that are not needed; a serve retries on its own."
+                )
+            }
             Some(c) if *c == SqlState::INVALID_CATALOG_NAME => format!(
                 "PostgreSQL at {url} has no database {db}. Repair: create it (createdb {db}) or name an existing one in the URL."
             ),

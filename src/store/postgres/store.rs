@@ -35,6 +35,13 @@ pub const RETRIES: usize = 4;
 /// server is down fails soon with the reason instead of hanging.
 const CHECKOUT: Duration = Duration::from_secs(2);
 
+/// The most readers a store opens at once (while requests run concurrently).
+pub const READERS: u32 = 8;
+
+/// How long a reader stays open unused before it is closed. The pool looks every 30 s (r2d2's
+/// reaper), so an idle reader closes between this and 30 s later.
+pub const READER_IDLE: Duration = Duration::from_secs(10);
+
 /// How the message of a request that found no server starts (`store::is_connection_lost`).
 pub const UNREACHABLE: &str = "Could not get a connection to";
 
@@ -82,9 +89,15 @@ impl PgStore {
             .naming_database());
         }
         writer.migrate()?;
+        // Readers open on demand and close once idle (issue 46: a serve holds at most three
+        // connections at rest, its writer, its row watcher's and the reader its watcher's
+        // once-a-second checks keep warm), so many serves, children's included, fit in the
+        // server's max_connections. A busy serve keeps its readers: requests come far more
+        // often than READER_IDLE.
         let readers = r2d2::Pool::builder()
-            .max_size(8)
-            .min_idle(Some(1))
+            .max_size(READERS)
+            .min_idle(Some(0))
+            .idle_timeout(Some(READER_IDLE))
             .test_on_check_out(false)
             .connection_timeout(CHECKOUT)
             .build(Readers(url.clone()))
