@@ -76,6 +76,9 @@ pub struct Tracker {
     pub turn_failed: bool,
     /// When the child's last line was recorded as activity ([`Tracker::activity_due`]).
     pub activity_at: Option<std::time::Instant>,
+    /// The session name and pending message count last recorded from a `get_state` answer
+    /// ([`Tracker::session_state`]): an answer that says the same writes nothing.
+    pub session_state: Option<(Option<String>, Option<i64>)>,
 }
 
 impl Tracker {
@@ -91,6 +94,7 @@ impl Tracker {
             ask_parent: false,
             turn_failed: false,
             activity_at: None,
+            session_state: None,
         }
     }
 
@@ -293,6 +297,24 @@ impl Tracker {
             self.set_phase(Phase::Idle, &mut out);
         }
         out
+    }
+
+    /// A `get_state` answer's `sessionName` and `pendingMessageCount`, to record when they
+    /// differ from what the last answer recorded (issue 46: a poll or a wait refresh of an
+    /// unchanged child writes nothing).
+    pub fn session_state(&mut self, state: &Value) -> Option<Effect> {
+        let now = (
+            state["sessionName"].as_str().map(str::to_string),
+            state["pendingMessageCount"].as_i64(),
+        );
+        if self.session_state.as_ref() == Some(&now) {
+            return None;
+        }
+        self.session_state = Some(now.clone());
+        Some(Effect::SessionState {
+            name: now.0,
+            pending: now.1,
+        })
     }
 
     /// Applies a `get_state` answer: busy when streaming, compacting or holding pending
