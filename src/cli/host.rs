@@ -10,9 +10,9 @@ use crate::store::hosts::{self, HostRow, LEASE};
 /// `host list`: every host with a serve row, its boot, serves up, last heartbeat, lease and
 /// live threads.
 pub fn list(db: &Path, json: bool, out: &mut dyn Write) -> Result<()> {
-    let store = crate::Store::open_existing(db)?;
+    // Read-only: a read never writes, nor checkpoints the WAL on its way out.
     let (rows, collisions, cutoff) = {
-        let conn = store.read()?;
+        let conn = crate::store::open_read_only(db)?;
         (
             hosts::list(&conn)?,
             hosts::collisions(&conn)?,
