@@ -95,11 +95,7 @@ fn list_queries_return_the_listed_columns() {
     ];
     for sql in queries {
         let stmt = conn.db().prepare(&listed_col::expand(sql)).unwrap();
-        assert_eq!(
-            stmt.column_names(),
-            ["id", "path", "status"],
-            "{sql}"
-        );
+        assert_eq!(stmt.column_names(), ["id", "path", "status"], "{sql}");
     }
     assert_eq!([ID, PATH, STATUS], [0, 1, 2]);
 }

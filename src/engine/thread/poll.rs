@@ -14,7 +14,9 @@ pub(in crate::engine) async fn poll(e: &Engine, Poll { id, detail }: Poll) -> Re
     let at = e.cache.stamp();
     let key = Key::Poll(id.clone(), detail);
     if let Some(kept) = e.cache.get(&key, at) {
-        return Ok(Reply::shaped(move |w| Ok(w.write_all(kept.json.as_bytes())?)));
+        return Ok(Reply::shaped(move |w| {
+            Ok(w.write_all(kept.json.as_bytes())?)
+        }));
     }
     let row = refs::resolve(&e.store.read()?, e.scope(), &id)?;
     // A live child held here is asked for its state first; one another serve holds is read
@@ -29,5 +31,7 @@ pub(in crate::engine) async fn poll(e: &Engine, Poll { id, detail }: Poll) -> Re
     }
     let answer = cache::render_poll(&facts, detail)?;
     e.cache.put(key, &answer, at);
-    Ok(Reply::shaped(move |w| Ok(w.write_all(answer.json.as_bytes())?)))
+    Ok(Reply::shaped(move |w| {
+        Ok(w.write_all(answer.json.as_bytes())?)
+    }))
 }

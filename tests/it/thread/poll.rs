@@ -61,8 +61,16 @@ fn kept_answers_are_the_rendered_ones_and_any_change_drops_them() {
     let rendered_poll = s.thread(poll.clone());
     let rendered_list = s.thread(list.clone());
     assert_eq!(details(&rendered_poll)["snapshot"]["status"], "closed");
-    assert_eq!(s.thread(poll.clone()), rendered_poll, "the kept poll differs");
-    assert_eq!(s.thread(list.clone()), rendered_list, "the kept list differs");
+    assert_eq!(
+        s.thread(poll.clone()),
+        rendered_poll,
+        "the kept poll differs"
+    );
+    assert_eq!(
+        s.thread(list.clone()),
+        rendered_list,
+        "the kept list differs"
+    );
 
     // Another process changes the thread's answer and its name.
     crate::support::sql::exec(

@@ -90,16 +90,31 @@ fn reads_of_every_contract_and_command_write_nothing() {
     // Each read twice: the first renders, the second is the kept answer.
     let reads = [
         ("thread", json!({"action": "poll", "id": "hi"})),
-        ("thread", json!({"action": "poll", "id": id, "detail": "full"})),
-        ("thread", json!({"action": "poll", "id": "/root/hi", "detail": "tail"})),
+        (
+            "thread",
+            json!({"action": "poll", "id": id, "detail": "full"}),
+        ),
+        (
+            "thread",
+            json!({"action": "poll", "id": "/root/hi", "detail": "tail"}),
+        ),
         ("thread", json!({"action": "list"})),
-        ("thread", json!({"action": "list", "state": "closed", "visibility": "all"})),
+        (
+            "thread",
+            json!({"action": "list", "state": "closed", "visibility": "all"}),
+        ),
         ("thread", json!({"action": "list", "parent": "/root"})),
         ("thread", json!({"action": "list", "ancestor": "/root"})),
-        ("thread", json!({"action": "wait", "id": "hi", "timeoutMs": 0})),
+        (
+            "thread",
+            json!({"action": "wait", "id": "hi", "timeoutMs": 0}),
+        ),
         ("agent_status", json!({})),
         ("threads_list", json!({})),
-        ("threads.snapshot", json!({"coordinatorIDs": ["ses_0123456789abcdef0123456789abcdef"]})),
+        (
+            "threads.snapshot",
+            json!({"coordinatorIDs": ["ses_0123456789abcdef0123456789abcdef"]}),
+        ),
     ];
     let commands: [&[&str]; 12] = [
         &["list"],
@@ -140,10 +155,7 @@ fn reads_of_every_contract_and_command_write_nothing() {
         // SQLite's counter sees the heartbeats too, and PostgreSQL's counts arrive late (a
         // backend reports them at most once a second, so the setup's own writes may land in a
         // first try): a read that writes moves them on every try, three tries.
-        assert!(
-            attempt < 3,
-            "a read committed a write"
-        );
+        assert!(attempt < 3, "a read committed a write");
     }
     s.close(Duration::from_secs(20));
 }
