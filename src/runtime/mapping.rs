@@ -420,6 +420,29 @@ fn tool_args_text(args: &Value) -> String {
 mod tests {
     use super::*;
 
+    /// A `get_state` answer is recorded only when its session name or pending count differs
+    /// from the last one recorded (issue 46: a poll or wait refresh of an unchanged child
+    /// writes nothing).
+    #[test]
+    fn an_unchanged_state_answer_records_nothing() {
+        let mut t = Tracker::new();
+        let state = json!({"sessionName": "a", "pendingMessageCount": 0});
+        assert!(matches!(
+            t.session_state(&state),
+            Some(Effect::SessionState { name: Some(ref n), pending: Some(0) }) if n == "a"
+        ));
+        assert!(t.session_state(&state).is_none());
+        assert!(t
+            .session_state(&json!({"sessionName": "a", "pendingMessageCount": 1}))
+            .is_some());
+        assert!(t
+            .session_state(&json!({"pendingMessageCount": 1}))
+            .is_some());
+        assert!(t
+            .session_state(&json!({"pendingMessageCount": 1}))
+            .is_none());
+    }
+
     /// The arguments are recorded as their JSON text, cut at TOOL_ARGS_CHARS characters.
     #[test]
     fn tool_started_records_the_calls_arguments_cut() {
