@@ -1,41 +1,17 @@
-//! Four things cargo does not know by itself:
+//! Three things cargo does not know by itself:
 //! - refinery embeds `migrations/` and `migrations_postgres/` at compile time, so the crate
 //!   rebuilds when one changes;
 //! - `$OUT_DIR/migrations.rs` lists the same files as `(version, name, sql)`, in version
 //!   order, for `store`'s check that a database is already up to date (no refinery runner);
-//! - `THREADBASE_SHAPE` names this build's rendering of closed threads' answers (the
-//!   `thread_snapshots` cache, migration V8): a hash of everything that can change a rendered
-//!   byte (the crate's source, its queries and its locked dependencies). A build reads only
-//!   cache rows of its own shape, so no change to the code can serve an older shape;
 //! - `$OUT_DIR/queries.rs` lists every query of `sql/` with its PostgreSQL override from
 //!   `sql/postgres/`, if any (`store::postgres::queries`).
 
-use std::hash::Hasher;
 use std::path::{Path, PathBuf};
 
 fn main() {
     println!("cargo:rerun-if-changed=migrations");
     println!("cargo:rerun-if-changed=migrations_postgres");
-    for dir in ["src", "sql"] {
-        println!("cargo:rerun-if-changed={dir}");
-    }
-    println!("cargo:rerun-if-changed=Cargo.lock");
-    let mut files = Vec::new();
-    for dir in ["src", "sql", "migrations", "migrations_postgres"] {
-        collect(Path::new(dir), &mut files);
-    }
-    files.push(PathBuf::from("Cargo.lock"));
-    files.sort();
-    // FNV-1a, 64 bits: stable across Rust versions (unlike std's DefaultHasher).
-    let mut h = Fnv(0xcbf2_9ce4_8422_2325);
-    h.write(env!("CARGO_PKG_VERSION").as_bytes());
-    for f in &files {
-        h.write(f.to_string_lossy().as_bytes());
-        h.write(&[0]);
-        h.write(&std::fs::read(f).unwrap_or_default());
-        h.write(&[0]);
-    }
-    println!("cargo:rustc-env=THREADBASE_SHAPE={:016x}", h.finish());
+    println!("cargo:rerun-if-changed=sql");
     write_migrations_list();
     write_queries_list();
 }
@@ -118,33 +94,4 @@ fn write_migrations_list() {
     out.push_str("];\n");
     let target = Path::new(&std::env::var("OUT_DIR").expect("OUT_DIR")).join("migrations.rs");
     std::fs::write(target, out).expect("write migrations.rs");
-}
-
-fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            collect(&p, out);
-        } else {
-            out.push(p);
-        }
-    }
-}
-
-struct Fnv(u64);
-
-impl Hasher for Fnv {
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 ^= u64::from(*b);
-            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
 }

@@ -4,10 +4,10 @@
 -- it (a manager's threads are children of its scope); each reached manager is one
 -- threads_by_parent search. The few rows are sorted into list order; the caller merges them
 -- with the own part (sql/list_children*.sql), which is already in order.
--- Each row is the thread's id, path and status (store::list::listed_col) and its kept summary
--- snapshot and list line (thread_snapshots, this build's :shape), NULL when none is kept: one
--- primary-key lookup per row. The rest of a thread row is read only for the threads without
--- one (sql/threads_by_ids.sql): stepping the whole row cost 2k instructions a listed thread.
+-- Each row is the thread's id, path and status (store::list::listed_col). The rest of a thread
+-- row is read only for the threads without an answer kept in the serve's memory
+-- (engine/cache.rs; sql/threads_by_ids.sql): stepping the whole row cost 2k instructions a
+-- listed thread.
 WITH RECURSIVE reach (id) AS (
     SELECT m.id FROM managers m
     WHERE m.parent_manager_id = :manager AND m.contract = 'thread'
@@ -21,8 +21,6 @@ WITH RECURSIVE reach (id) AS (
 )
 SELECT {listed_row}
 FROM reach r CROSS JOIN threads t ON t.manager_id = r.id AND t.parent_path = :parent
-LEFT JOIN thread_snapshots c
-  ON c.thread_id = t.id AND c.view = 'snapshot' AND c.detail = 'summary' AND c.shape = :shape
 WHERE (:state = 'all' OR t.status = :state)
   AND (:visibility = 'all' OR t.archived = (:visibility = 'archived'))
 ORDER BY t.sort_key

@@ -2,8 +2,6 @@
 -- column).
 SELECT {listed_row}
 FROM threads t
-LEFT JOIN thread_snapshots c
-  ON c.thread_id = t.id AND c.view = 'snapshot' AND c.detail = 'summary' AND c.shape = :shape
 WHERE manager_id = :manager AND archived = 1 AND sort_key > :lo AND sort_key < :hi
   AND parent_path = :parent
   AND (:state = 'all' OR status = :state)

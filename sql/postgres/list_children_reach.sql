@@ -14,8 +14,6 @@ WITH RECURSIVE reach (id) AS (
 )
 SELECT {listed_row}
 FROM reach r JOIN threads t ON t.manager_id = r.id AND t.parent_path = :parent
-LEFT JOIN thread_snapshots c
-  ON c.thread_id = t.id AND c.view = 'snapshot' AND c.detail = 'summary' AND c.shape = :shape
 WHERE (:state = 'all' OR t.status = :state)
   AND (:visibility = 'all' OR t.archived = CASE WHEN :visibility = 'archived' THEN 1 ELSE 0 END)
 ORDER BY t.sort_key

@@ -2,8 +2,6 @@
 -- `archived` holds.
 SELECT {listed_row}
 FROM threads t
-LEFT JOIN thread_snapshots c
-  ON c.thread_id = t.id AND c.view = 'snapshot' AND c.detail = 'summary' AND c.shape = :shape
 WHERE manager_id = :manager AND sort_key > :lo AND sort_key < :hi
   AND (:state = 'all' OR status = :state)
   AND (:visibility = 'all' OR archived = CASE WHEN :visibility = 'archived' THEN 1 ELSE 0 END)

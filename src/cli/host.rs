@@ -11,9 +11,9 @@ use crate::store::hosts::{self, HostRow, LEASE};
 /// live threads; under a host, each serve of it whose heartbeat says it is degraded (its row
 /// watcher holds no connection: issue 46).
 pub fn list(db: &Path, json: bool, out: &mut dyn Write) -> Result<()> {
-    let store = crate::Store::open_existing(db)?;
+    // Read-only: a read never writes, nor checkpoints the WAL on its way out.
     let (rows, collisions, cutoff, degraded) = {
-        let conn = store.read()?;
+        let conn = crate::store::open_read_only(db)?;
         (
             hosts::list(&conn)?,
             hosts::collisions(&conn)?,

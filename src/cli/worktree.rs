@@ -35,8 +35,8 @@ pub fn merge(
 }
 
 pub fn list(db: &Path, as_json: bool, out: &mut dyn Write) -> Result<()> {
-    let store = Store::open_existing(db)?;
-    let items = review::list(&store)?;
+    // Read-only: a read never writes, nor checkpoints the WAL on its way out.
+    let items = review::list(&crate::store::open_read_only(db)?)?;
     if as_json {
         writeln!(out, "{}", json!({ "worktrees": items }))?;
     } else {

@@ -58,14 +58,9 @@ pub struct Rendered {
     pub live: bool,
 }
 
-/// A listed thread's snapshot and line, from its facts.
+/// A listed thread's snapshot (summary) and line, from its facts.
 pub fn render(facts: &ThreadFacts) -> Result<Rendered> {
-    render_at(facts, Detail::Summary)
-}
-
-/// A thread's snapshot at `detail` and its list line, from its facts.
-pub fn render_at(facts: &ThreadFacts, detail: Detail) -> Result<Rendered> {
-    let projection = Projection::new(facts, detail);
+    let projection = Projection::new(facts, Detail::Summary);
     let snapshot = projection.snapshot();
     let mut line = String::new();
     let _ = format::list_line(&mut line, true, &snapshot);

@@ -68,8 +68,8 @@ pub struct Engine {
     agent: agent::AgentState,
     /// This engine, for the tasks its verbs leave running (a run's supervision, a delivery).
     me: std::sync::Weak<Engine>,
-    /// Still threads' rendered answers (`thread_snapshots`).
-    cache: Arc<cache::SnapshotCache>,
+    /// Answers this serve rendered, kept while the database does not change (`cache.rs`).
+    cache: Arc<cache::Answers>,
     /// The notices running requests hold back (contract A's `wait`, contract B's reports).
     notice_holds: notices::NoticeHolds,
     /// The durable queue of the three contracts (`THREADBASE_QUEUE=1`, `queue.rs`).
@@ -86,8 +86,8 @@ impl Engine {
         let owner = rt.owner();
         let session_file = cfg.session_file.as_ref().map(|p| p.display().to_string());
         let cwd = cfg.cwd.display().to_string();
-        let manager_id = store.write(|tx| {
-            upsert_manager(
+        let (manager_id, registry) = store.write(|tx| {
+            let manager = upsert_manager(
                 tx,
                 &ManagerSpec {
                     session_id: &cfg.session_id,
@@ -100,10 +100,11 @@ impl Engine {
                     owner_pid: Some(owner.pid),
                     owner_started_at: Some(owner.started_at),
                 },
-            )
+            )?;
+            Ok((manager, agent::upsert_registry(tx, &cfg, owner)?))
         })?;
         let locks = Arc::new(locks::LockMap::default());
-        let cache = cache::SnapshotCache::new(store.clone());
+        let cache = Arc::new(cache::Answers::new(store.clone()));
         Ok(Arc::new_cyclic(|me| Engine {
             cfg,
             store,
@@ -112,7 +113,7 @@ impl Engine {
             relaunch: tokio::sync::Mutex::new(()),
             locks,
             interrupting: worker::Interrupting::default(),
-            agent: agent::AgentState::default(),
+            agent: agent::AgentState::with_registry(registry),
             me: me.clone(),
             cache,
             notice_holds: notices::NoticeHolds::default(),

@@ -194,9 +194,9 @@ fn state_of(l: &Listed) -> String {
 
 /// `threadbase worktree list`: every worktree row, oldest first, with its thread's state and
 /// (for this host's present folders) what it changed.
-pub fn list(store: &Store) -> Result<Vec<ListedTree>> {
+pub fn list(conn: &crate::store::Conn) -> Result<Vec<ListedTree>> {
     let here = &crate::host::HostIdentity::here().host_id;
-    let rows = worktrees::all(&store.read()?)?;
+    let rows = worktrees::all(conn)?;
     Ok(rows
         .into_iter()
         .map(|l| {

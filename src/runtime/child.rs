@@ -430,10 +430,7 @@ pub(super) async fn read_stdout(
                     } else if v["command"] == "get_state" && v["success"] == true {
                         let (mut effects, idle) = tracker.on_state(&v["data"]);
                         refreshed_idle = Some(idle);
-                        effects.push(Effect::SessionState {
-                            name: v["data"]["sessionName"].as_str().map(str::to_string),
-                            pending: v["data"]["pendingMessageCount"].as_i64(),
-                        });
+                        effects.extend(tracker.session_state(&v["data"]));
                         effects
                     } else {
                         Vec::new()

@@ -243,7 +243,9 @@ fn commit(store: &Store, batch: &mut Vec<IngestOp>) {
 }
 
 fn apply_plain(store: &Store, ops: &[IngestOp]) {
-    if ops.is_empty() {
+    // A batch of flushes alone (a refresh whose answer changed nothing) takes no transaction:
+    // a poll of an unchanged child writes nothing, nor waits for the write lock.
+    if ops.iter().all(|op| matches!(op, IngestOp::Flush(_))) {
         return;
     }
     // A database that cannot be reached (a PostgreSQL server down or restarting) keeps the

@@ -76,6 +76,9 @@ pub struct Tracker {
     pub turn_failed: bool,
     /// When the child's last line was recorded as activity ([`Tracker::activity_due`]).
     pub activity_at: Option<std::time::Instant>,
+    /// The session name and pending message count last recorded from a `get_state` answer
+    /// ([`Tracker::session_state`]): an answer that says the same writes nothing.
+    pub session_state: Option<(Option<String>, Option<i64>)>,
 }
 
 impl Tracker {
@@ -91,6 +94,7 @@ impl Tracker {
             ask_parent: false,
             turn_failed: false,
             activity_at: None,
+            session_state: None,
         }
     }
 
@@ -295,6 +299,24 @@ impl Tracker {
         out
     }
 
+    /// A `get_state` answer's `sessionName` and `pendingMessageCount`, to record when they
+    /// differ from what the last answer recorded (issue 46: a poll or a wait refresh of an
+    /// unchanged child writes nothing).
+    pub fn session_state(&mut self, state: &Value) -> Option<Effect> {
+        let now = (
+            state["sessionName"].as_str().map(str::to_string),
+            state["pendingMessageCount"].as_i64(),
+        );
+        if self.session_state.as_ref() == Some(&now) {
+            return None;
+        }
+        self.session_state = Some(now.clone());
+        Some(Effect::SessionState {
+            name: now.0,
+            pending: now.1,
+        })
+    }
+
     /// Applies a `get_state` answer: busy when streaming, compacting or holding pending
     /// messages; idle otherwise, unless an accepted initial prompt has shown no activity yet
     /// or a starting thread has done nothing since a prompt it has not answered. An idle
@@ -397,6 +419,29 @@ fn tool_args_text(args: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A `get_state` answer is recorded only when its session name or pending count differs
+    /// from the last one recorded (issue 46: a poll or wait refresh of an unchanged child
+    /// writes nothing).
+    #[test]
+    fn an_unchanged_state_answer_records_nothing() {
+        let mut t = Tracker::new();
+        let state = json!({"sessionName": "a", "pendingMessageCount": 0});
+        assert!(matches!(
+            t.session_state(&state),
+            Some(Effect::SessionState { name: Some(ref n), pending: Some(0) }) if n == "a"
+        ));
+        assert!(t.session_state(&state).is_none());
+        assert!(t
+            .session_state(&json!({"sessionName": "a", "pendingMessageCount": 1}))
+            .is_some());
+        assert!(t
+            .session_state(&json!({"pendingMessageCount": 1}))
+            .is_some());
+        assert!(t
+            .session_state(&json!({"pendingMessageCount": 1}))
+            .is_none());
+    }
 
     /// The arguments are recorded as their JSON text, cut at TOOL_ARGS_CHARS characters.
     #[test]

@@ -353,7 +353,10 @@ impl Db for rusqlite::Connection {
     }
 
     fn change_count(&self) -> Result<i64> {
-        Ok(self.query_row("PRAGMA data_version", [], |r| r.get(0))?)
+        // Cached: a serve's answers read it before every kept answer (engine/cache.rs).
+        Ok(self
+            .prepare_cached("PRAGMA data_version")?
+            .query_row([], |r| r.get(0))?)
     }
 
     fn advisory_lock(&self, _keys: (i32, i32)) -> Result<()> {

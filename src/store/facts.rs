@@ -1,19 +1,15 @@
 //! A thread's facts: everything its snapshot and its texts are made of (the row, its retained
 //! output, its recent events, what it spent, what it waits for), read in a fixed number of
-//! queries for one thread or a batch: what `poll`, `list` and the snapshot cache's filler
-//! render from (`contract/projection.rs`).
+//! queries for one thread or a batch: what `poll` and `list` render from (`contract/projection.rs`).
 
 use crate::domain::ThreadId;
 use crate::error::{Error, ErrorCode, Result};
 use crate::store::attention::{self, Need};
-use crate::store::db::{params, q, Row};
 use crate::store::events::{self, EventRow};
 use crate::store::hosts::{self, Unreachable};
 use crate::store::output::{self, OutputFacts};
 use crate::store::questions::{self, Question};
-use crate::store::refs::{self, Exact, RefScope};
-use crate::store::snapshots::{self, View};
-use crate::store::threads::{col, thread_by_id_any, ThreadRow};
+use crate::store::threads::{thread_by_id_any, ThreadRow};
 use crate::store::usage::{self, Usage};
 use crate::store::worktrees::{self, WorktreeRow};
 use crate::store::{queue, Conn, ThreadIds};
@@ -37,8 +33,8 @@ pub struct ThreadFacts {
 
 /// An isolated thread's worktree: its row, and what it changed since its base when the
 /// engine asked git (`poll`, `wait`, `start`: the text's `Worktree:` line). The store reads
-/// the row only; `stat` is never kept in `thread_snapshots`, so a poll view of an isolated
-/// thread is never kept either (`engine/cache.rs`).
+/// the row only; `stat` is no row, so a poll of an isolated thread is never kept
+/// (`engine/cache.rs`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct WorktreeFacts {
     pub row: WorktreeRow,
@@ -73,67 +69,6 @@ impl HostCheck {
         } else {
             HostCheck::OneHost
         }
-    }
-}
-
-/// What a poll finds by reference.
-#[derive(Debug)]
-pub enum Found {
-    /// A closed thread's kept answer (`thread_snapshots`), current since its rows can't change.
-    Kept(String),
-    /// The thread's row: live, or closed without a kept answer at this detail.
-    Row(Box<ThreadRow>),
-}
-
-/// Resolves `reference` (`store/refs.rs`) and, for a closed thread, finds its kept `view` at
-/// `detail` (`store/snapshots.rs`): a poll's one read before it refreshes a live child.
-///
-/// A reference by id or by path (resolution's steps 1 and 2, what a poll names nearly always)
-/// is one statement that reads the row and its kept view together (`sql/poll_kept_by_*.sql`):
-/// on PostgreSQL every statement is a round trip to the server, the larger part of a poll's
-/// cost (`serve_pg/poll_id` of `benches/serve.rs`). Resolution goes on from step 3 for any
-/// other reference and for one those two steps don't find (a name, unknown, or a thread of a
-/// manager below), then reads the kept view.
-pub fn find(
-    conn: &Conn,
-    scope: RefScope<'_>,
-    reference: &str,
-    view: View,
-    detail: &str,
-) -> Result<Found> {
-    let read = |r: &Row<'_>| -> Result<(ThreadRow, Option<String>)> {
-        Ok((
-            ThreadRow::from_row(r)?,
-            r.get(col::COUNT + snapshots::kept_col::JSON)?,
-        ))
-    };
-    let direct = match refs::exact(reference, scope) {
-        Some(Exact::Id(id)) => conn.opt(
-            q!("poll_kept_by_id", col, snapshots::kept_col),
-            params![id, scope.manager_id, view, detail, snapshots::SHAPE],
-            read,
-        )?,
-        Some(Exact::Path(path)) => conn.opt(
-            q!("poll_kept_by_path", col, snapshots::kept_col),
-            params![scope.manager_id, &path, view, detail, snapshots::SHAPE],
-            read,
-        )?,
-        None => None,
-    };
-    let (row, kept) = match direct {
-        Some(found) => found,
-        None => {
-            let row = refs::resolve_past_exact(conn, scope, reference)?;
-            let kept = match row.is_live() {
-                true => None,
-                false => snapshots::cached(conn, &row.id, view, detail)?.map(|(json, _)| json),
-            };
-            (row, kept)
-        }
-    };
-    match kept {
-        Some(json) if !row.is_live() => Ok(Found::Kept(json)),
-        _ => Ok(Found::Row(Box::new(row))),
     }
 }
 

@@ -174,16 +174,13 @@ pub fn reach_statement(q: &ListQuery) -> Option<&'static Query> {
 
 columns! {
     /// A list row's columns, in order (`{listed_row}` in `sql/list_*.sql` but
-    /// `list_every_manager`, which read `threads t LEFT JOIN thread_snapshots c`): the thread's
-    /// id, path (the merge's key) and status, then its kept summary snapshot and list line
-    /// (migration V8), NULL when none is kept. [`Listed`] reads them by these positions; the
-    /// whole row of a thread without a kept answer is read by [`rows_by_ids`].
+    /// `list_every_manager`, which read `threads t`): the thread's id, path (the merge's key)
+    /// and status. [`Listed`] reads them by these positions; the whole row of a thread whose
+    /// answer the serve does not keep is read by [`rows_by_ids`].
     pub mod listed_col as "{listed_row}" {
         ID = "t.id",
         PATH = "t.path",
         STATUS = "t.status",
-        KEPT_JSON = "c.json",
-        KEPT_LINE = "c.line",
     }
 }
 
@@ -204,17 +201,10 @@ impl Listed<'_> {
             .get::<crate::domain::ThreadStatus>(listed_col::STATUS)?
             == crate::domain::ThreadStatus::Live)
     }
-
-    /// Its kept summary snapshot (JSON) and list line, when the cache holds them.
-    pub fn kept(&self) -> Result<Option<(String, String)>> {
-        let json: Option<String> = self.0.get(listed_col::KEPT_JSON)?;
-        let line: Option<String> = self.0.get(listed_col::KEPT_LINE)?;
-        Ok(json.zip(line))
-    }
 }
 
 /// The thread rows of `ids`, in that order (sql/threads_by_ids.sql): the listed threads
-/// without a kept answer, a batch at a time.
+/// whose answer the serve does not keep, a batch at a time.
 pub fn rows_by_ids(conn: &Conn, ids: &[ThreadId]) -> Result<Vec<ThreadRow>> {
     let rows = threads_by_ids(conn, ids)?;
     if rows.len() != ids.len() {
@@ -238,7 +228,7 @@ fn bound<'c>(
     let mut stmt = conn.prepare_cached((sql.sqlite)())?;
     if stmt.column_count() != listed_col::COUNT {
         return Err(Error::internal(format!(
-            "A list query returns {} columns instead of the {} of a listed thread (id, path, status) and its kept answer: {sql:?}",
+            "A list query returns {} columns instead of the {} of a listed thread (id, path, status): {sql:?}",
             stmt.column_count(),
             listed_col::COUNT
         )));
@@ -257,7 +247,6 @@ fn bound<'c>(
         Ok(())
     };
     bind(":manager", &manager_id)?;
-    bind(":shape", &crate::store::snapshots::SHAPE)?;
     bind(":state", &state)?;
     bind(":visibility", &visibility)?;
     bind(":parent", &parent)?;
@@ -340,7 +329,7 @@ pub fn each_row_switching(
 
 /// [`each_row_switching`] on a backend without SQLite's cursors: each of the two statements is
 /// read whole, then merged the same way. (A list of every thread of a big manager holds its
-/// list columns in memory meanwhile: id, path, status and the kept answer.)
+/// list columns in memory meanwhile: id, path and status.)
 fn each_row_read_whole(
     conn: &Conn,
     manager_id: ManagerId,
@@ -358,10 +347,8 @@ fn each_row_read_whole(
         Some((lo, hi)) => (Some(lo.as_str()), Some(hi.as_str())),
         None => (None, None),
     };
-    let shape = crate::store::snapshots::SHAPE;
     let values = [
         (":manager", &manager_id as &dyn ToParam),
-        (":shape", &shape),
         (":state", &state),
         (":visibility", &visibility),
         (":parent", &parent),

@@ -35,7 +35,6 @@ pub mod reports;
 pub mod restore;
 mod rows;
 pub mod sessions;
-pub mod snapshots;
 pub mod status;
 pub mod threads;
 pub mod top;
@@ -414,6 +413,9 @@ pub struct Store {
     other_hosts: std::sync::atomic::AtomicU8,
     /// The tree whose lock this store's writes take ([`Store::serialize_tree`]; a serve's).
     tree: std::sync::OnceLock<String>,
+    /// Transactions [`Store::write`] committed (engine/cache.rs: the answers a serve keeps are
+    /// dropped after its own commits at once, before their change notification arrives).
+    commits: std::sync::atomic::AtomicU64,
 }
 
 // One value per open database, so the variants' sizes do not matter.
@@ -517,6 +519,7 @@ impl Store {
         Ok(Store {
             other_hosts: std::sync::atomic::AtomicU8::new(0),
             tree: std::sync::OnceLock::new(),
+            commits: std::sync::atomic::AtomicU64::new(0),
             path: PathBuf::from(pg.url().shown()),
             backend: Backend::Postgres(pg),
         })
@@ -597,6 +600,7 @@ impl Store {
         Ok(Store {
             other_hosts: std::sync::atomic::AtomicU8::new(0),
             tree: std::sync::OnceLock::new(),
+            commits: std::sync::atomic::AtomicU64::new(0),
             path,
             backend: Backend::Sqlite {
                 writer: Mutex::new(Writer {
@@ -710,12 +714,23 @@ impl Store {
             }
             Backend::Postgres(pg) => pg.write(lock.map(Lock::keys), |conn| f(&Tx(conn))),
         };
-        match tokio::runtime::Handle::try_current() {
+        let out = match tokio::runtime::Handle::try_current() {
             Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
                 tokio::task::block_in_place(run)
             }
             _ => run(),
+        };
+        // Counted once it committed (a transaction that changed nothing too: harmless).
+        if out.is_ok() {
+            self.commits
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         }
+        out
+    }
+
+    /// How many transactions [`Store::write`] committed in this process.
+    pub fn commits(&self) -> u64 {
+        self.commits.load(std::sync::atomic::Ordering::SeqCst)
     }
 }
 

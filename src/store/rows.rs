@@ -154,7 +154,6 @@ pub const ROWS: &[(&str, &str, usize)] = {
         sessions::root_manager_col,
         sessions::thread_managers_col,
         sessions::thread_sessions_col,
-        snapshots::kept_col,
         threads::holder_col,
         threads::idle_col,
         threads::manager_col,

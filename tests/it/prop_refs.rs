@@ -17,10 +17,8 @@ use crate::support::tree::{self, Copies, Node, Shape};
 use proptest::prelude::*;
 use proptest::sample::{select, Index};
 use threadbase::domain::ThreadId;
-use threadbase::store::facts::{find, Found};
 use threadbase::store::list::{list, ListQuery, StateFilter, Subtree, VisibilityFilter};
 use threadbase::store::refs::{resolve, resolve_list_filter, RefScope};
-use threadbase::store::snapshots::{self, View};
 use threadbase::ErrorCode;
 
 use common::tid;
@@ -377,14 +375,6 @@ proptest! {
         let threads = tree::build(&specs, SHAPE);
         let copies = Copies { count: others, id_base: 0x10_0000, flip_live: true };
         let tree::Seeded { db: _db, store, mine: mgr, copy_ids: other_ids } = tree::seed(&threads, SESSIONS, copies);
-        // Every other closed thread has a kept poll answer that names it.
-        store.write(|tx| {
-            for t in threads.iter().step_by(2).filter(|t| !t.live) {
-                let id = ThreadId::new(&t.id);
-                snapshots::put(tx, &id, View::Poll, "summary", &format!("kept {}", t.id), None)?;
-            }
-            Ok(())
-        }).expect("keep answers");
         let conn = store.read().expect("read");
         let current = if current_is_root || threads.is_empty() {
             "/root".to_string()
@@ -413,27 +403,6 @@ proptest! {
                     "resolve({:?}) from {}: got {:?}, model {:?}",
                     reference, current, got.map(|t| t.path), want.map(|i| &threads[i].path)
                 ),
-            }
-
-            // A poll's lookup: what resolution finds, or that thread's kept answer.
-            let found = find(&conn, scope, &reference, View::Poll, "summary");
-            let kept = |row: &threadbase::store::threads::ThreadRow| {
-                threads.iter().position(|t| t.id == row.id.as_str()).is_some_and(|i| i % 2 == 0 && !threads[i].live)
-            };
-            match (&found, &got) {
-                (Ok(Found::Kept(json)), Ok(row)) => {
-                    prop_assert!(kept(row), "find({:?}) kept {} for {}", reference, json, row.path);
-                    prop_assert_eq!(json, &format!("kept {}", row.id));
-                }
-                (Ok(Found::Row(found)), Ok(row)) => {
-                    prop_assert_eq!(&**found, row, "find({:?}) from {}", reference, current);
-                    prop_assert!(!kept(row), "find({:?}) missed the kept answer of {}", reference, row.path);
-                }
-                (Err(f), Err(e)) => {
-                    prop_assert_eq!(f.code, e.code);
-                    prop_assert_eq!(&f.message, &e.message);
-                }
-                _ => prop_assert!(false, "find({:?}) from {}: {:?}, resolve: {:?}", reference, current, found, got),
             }
 
             // List filter.

@@ -197,52 +197,16 @@ fn batched_facts_are_primary_key_lookups() {
     }
 }
 
-/// The snapshot cache (migration V8) is read and written by primary key: a poll's lookup, a
-/// list batch's json_each join, the filler's rows and its insert, and the rows of a list batch's
-/// threads without a kept answer, whatever the table sizes.
+/// The rows of a list batch's threads whose answers the serve does not keep are read by
+/// primary key, whatever the table sizes.
 #[test]
-fn snapshot_cache_statements_are_primary_key_lookups() {
-    for (name, text, want) in plans([
-        (
-            sql!("snapshot_cached"),
-            "SEARCH thread_snapshots USING INDEX sqlite_autoindex_thread_snapshots_1 (thread_id=? AND view=? AND detail=?)",
-        ),
-        (
-            sql!("threads_by_ids"),
-            "SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)",
-        ),
-        (
-            sql!("snapshot_put"),
-            "SEARCH threads USING INDEX sqlite_autoindex_threads_1 (id=?)",
-        ),
-    ]) {
+fn a_list_batch_reads_its_rows_by_primary_key() {
+    for (name, text, want) in plans([(
+        sql!("threads_by_ids"),
+        "SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)",
+    )]) {
         assert!(text.contains(want), "{name}: {text}");
         assert_scans_only_the_ids(name, &text);
-    }
-}
-
-/// A poll by id or by path reads the thread and its kept answer in one statement: the
-/// threads index of the resolution step, then the cache's primary key, never a scan.
-#[test]
-fn a_poll_by_id_or_path_is_two_index_lookups() {
-    for (name, text, wants) in plans([
-        (
-            sql!("poll_kept_by_id"),
-            [
-                "SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)",
-                "SEARCH s USING INDEX sqlite_autoindex_thread_snapshots_1 (thread_id=? AND view=? AND detail=?)",
-            ],
-        ),
-        (
-            sql!("poll_kept_by_path"),
-            [
-                "SEARCH t USING INDEX sqlite_autoindex_threads_2 (manager_id=? AND path=?)",
-                "SEARCH s USING INDEX sqlite_autoindex_thread_snapshots_1 (thread_id=? AND view=? AND detail=?)",
-            ],
-        ),
-    ]) {
-        assert_contains_all(name, &text, &wants);
-        assert!(!text.contains("SCAN"), "{name} scans: {text}");
     }
 }
 

@@ -115,11 +115,49 @@ impl std::ops::Deref for Agents<'_> {
 #[derive(Default)]
 pub(crate) struct AgentState {
     registry: OnceLock<ManagerId>,
+    /// The registry's rows were found restorable ([`Agents::registry`]).
+    registry_checked: OnceLock<()>,
     /// The earliest report-only deadline among this serve's runs, as the row watcher last
     /// read it (`timeout.rs`).
     next_timer: Mutex<Option<i64>>,
     /// The models that have credentials (`pi --list-models`), asked once (`choose.rs`).
     available: OnceLock<Arc<Vec<crate::pi::models::KnownModel>>>,
+}
+
+impl AgentState {
+    /// The state of a serve whose registry is `registry`.
+    pub(crate) fn with_registry(registry: ManagerId) -> AgentState {
+        let state = AgentState::default();
+        let _ = state.registry.set(registry);
+        state
+    }
+}
+
+/// Finds or creates the registry of `cfg`'s main session, in the transaction that registers
+/// the serve (`Engine::new`): a serve's reads never write it. Only the main conversation's
+/// serve (scope `/root`) records its session file, cwd and itself (`owner`) as its owner.
+pub(crate) fn upsert_registry(
+    tx: &crate::store::Tx<'_>,
+    cfg: &crate::engine::config::ServeConfig,
+    owner: ProcessIdentity,
+) -> Result<ManagerId> {
+    let root = cfg.scope_path == ROOT;
+    let session_file = cfg
+        .session_file
+        .as_ref()
+        .filter(|_| root)
+        .map(|p| p.display().to_string());
+    let cwd = root.then(|| cfg.cwd.display().to_string());
+    agents::upsert_registry(
+        tx,
+        &agents::Registry {
+            session_id: &cfg.root_session_id,
+            session_file: session_file.as_deref(),
+            cwd: cwd.as_deref(),
+            owner: root.then_some(owner),
+            now: &now_iso(),
+        },
+    )
 }
 
 impl Agents<'_> {
@@ -136,35 +174,19 @@ impl Agents<'_> {
         self.rt.owner()
     }
 
-    /// The registry of this main session, created on first use.
+    /// The registry of this main session (written when the serve started,
+    /// [`upsert_registry`]), checked on first use.
     fn registry(&self) -> Result<ManagerId> {
-        if let Some(id) = self.agent.registry.get() {
-            return Ok(*id);
-        }
-        let root = self.caller_is_root();
-        let session_file = root
-            .then(|| {
-                self.cfg
-                    .session_file
-                    .as_ref()
-                    .map(|p| p.display().to_string())
-            })
-            .flatten();
-        let cwd = root.then(|| self.cfg.cwd.display().to_string());
-        let id = self.store.write(|tx| {
-            agents::upsert_registry(
-                tx,
-                &agents::Registry {
-                    session_id: &self.cfg.root_session_id,
-                    session_file: session_file.as_deref(),
-                    cwd: cwd.as_deref(),
-                    owner: root.then(|| self.run_owner()),
-                    now: &now_iso(),
-                },
+        let id = self.agent.registry.get().copied().ok_or_else(|| {
+            Error::internal(
+                "This serve has no subagent registry. Repair: this is a bug in threadbase; report it.",
             )
         })?;
-        self.check_registry(id)?;
-        Ok(*self.agent.registry.get_or_init(|| id))
+        if self.agent.registry_checked.get().is_none() {
+            self.check_registry(id)?;
+            let _ = self.agent.registry_checked.set(());
+        }
+        Ok(id)
     }
 
     /// A saved registry that cannot be restored (a broken parent link, a `/root` entry, a

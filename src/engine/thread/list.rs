@@ -1,8 +1,8 @@
 //! `list`: the filter's target resolved to a subtree, then the answer written as the rows are
 //! read (`contract::list_answer`): one read transaction, a batch of rows at a time whatever
-//! the list's length. A list row carries its thread's kept answer when the snapshot cache
-//! (`engine/cache.rs`) has one; the others are rendered from their facts, a batch in five
-//! queries, and the still ones among them noted for the cache.
+//! the list's length. A listed thread's answer is copied when this serve keeps it in memory
+//! (`engine/cache.rs`); the others are rendered from their facts, a batch in five queries,
+//! and the still ones among them kept.
 
 use super::Engine;
 use crate::contract::list_answer::{self, ListRows, Rendered, BATCH};
@@ -10,13 +10,12 @@ use crate::contract::projection::recent_event_count;
 use crate::contract::projection::Detail;
 use crate::contract::thread::ListTarget;
 use crate::domain::{ManagerId, ThreadId};
-use crate::engine::cache::{Key, MAX_PENDING};
+use crate::engine::cache::{self, Answers, Key, Stamp};
 use crate::engine::Reply;
 use crate::error::Result;
 use crate::store::facts::HostCheck;
 use crate::store::list::{self, ListQuery, Subtree};
 use crate::store::refs::resolve_list_filter;
-use crate::store::snapshots::View;
 use crate::store::Conn;
 
 /// Rows a pass over a list reads on the request's worker: the rest of a longer one runs in
@@ -47,8 +46,11 @@ pub(in crate::engine) fn list(e: &Engine, req: crate::contract::thread::List) ->
         subtree,
     };
     let (store, manager_id, wire) = (e.store.clone(), e.manager_id, e.cfg.wire);
-    let cache = e.cache.clone();
+    let answers = e.cache.clone();
     Ok(Reply::Stream(Box::new(move |id, w| {
+        // Read before the rows: an answer rendered from rows that changed after it is never
+        // kept.
+        let at = answers.stamp();
         let conn = store.read()?;
         // One read transaction: every pass sees the same rows.
         let tx = crate::store::ReadTx::begin(&conn)?;
@@ -56,15 +58,12 @@ pub(in crate::engine) fn list(e: &Engine, req: crate::contract::thread::List) ->
             conn: &tx,
             manager_id,
             q: &q,
-            missed: Vec::new(),
+            answers: &answers,
+            at,
             hosts: HostCheck::of(store.hosts_to_check()),
         };
         // Each pass moves off the worker itself once it is long (`list::each_row_switching`).
-        let out = list_answer::write(wire, id, &mut rows, w);
-        let missed = std::mem::take(&mut rows.missed);
-        drop(tx);
-        cache.missed(missed);
-        out
+        list_answer::write(wire, id, &mut rows, w)
     })))
 }
 
@@ -73,8 +72,9 @@ struct Rows<'a> {
     conn: &'a Conn,
     manager_id: ManagerId,
     q: &'a ListQuery,
-    /// Still threads rendered because no answer was kept: the cache keeps them afterwards.
-    missed: Vec<Key>,
+    /// This serve's kept answers, and where the database stood before the rows were read.
+    answers: &'a Answers,
+    at: Option<Stamp>,
     /// Whether live threads may be held on a host whose lease ran out.
     hosts: HostCheck,
 }
@@ -94,7 +94,7 @@ impl ListRows for Rows<'_> {
 
     fn batches(&mut self, f: &mut dyn FnMut(Vec<Rendered>, bool) -> Result<bool>) -> Result<()> {
         let conn = self.conn;
-        let missed = &mut self.missed;
+        let (answers, at) = (self.answers, self.at);
         let hosts = self.hosts;
         let mut batch: Vec<Entry> = Vec::with_capacity(BATCH);
         // Past ON_WORKER rows the rest of the pass, the last batch included, runs off the
@@ -102,13 +102,13 @@ impl ListRows for Rows<'_> {
         list::each_row_switching(conn, self.manager_id, self.q, ON_WORKER, |r| {
             let last = r.is_none();
             if let Some(r) = r {
-                batch.push(match r.kept()? {
-                    Some((json, line)) => {
-                        let live = r.live()?;
-                        let id = if live { Some(r.id()?) } else { None };
-                        Entry::Kept(Rendered { json, line, live }, id)
+                let id = r.id()?;
+                batch.push(match answers.get(&Key::Listed(id.clone()), at) {
+                    Some(kept) => {
+                        let id = if kept.live { Some(id) } else { None };
+                        Entry::Kept(kept, id)
                     }
-                    None => Entry::Fresh(r.id()?),
+                    None => Entry::Fresh(id),
                 });
                 if batch.len() < BATCH {
                     return Ok(true);
@@ -118,7 +118,7 @@ impl ListRows for Rows<'_> {
                 rendered(
                     conn,
                     unkept_if_unreachable(conn, std::mem::take(&mut batch), hosts)?,
-                    missed,
+                    (answers, at),
                     hosts,
                 )?,
                 last,
@@ -173,12 +173,11 @@ fn unkept_if_unreachable(
 
 /// Each entry's answer, in order: kept ones as the list row carried them, the others rendered
 /// from their rows and facts (five queries for all of them) and, when still (closed, or live
-/// and idle), noted in `missed` so the cache keeps them (a list read twice notes them twice:
-/// the cache takes each once).
+/// and idle), kept in this serve's memory.
 fn rendered(
     conn: &Conn,
     entries: Vec<Entry>,
-    missed: &mut Vec<Key>,
+    (answers, at): (&Answers, Option<Stamp>),
     hosts: HostCheck,
 ) -> Result<Vec<Rendered>> {
     let mut fresh_at = Vec::new();
@@ -203,8 +202,8 @@ fn rendered(
             hosts,
         )?) {
             listed[i] = list_answer::render(&f)?;
-            if f.row.is_still() && f.pending.unreachable.is_none() && missed.len() < MAX_PENDING {
-                missed.push((f.row.id.clone(), View::Snapshot, Detail::Summary));
+            if cache::keepable(&f, false) {
+                answers.put(Key::Listed(f.row.id.clone()), &listed[i], at);
             }
         }
     }

@@ -14,6 +14,7 @@
 use crate::support::sql::Rusqlite as _;
 mod list;
 mod poll;
+mod reads;
 mod start;
 mod states;
 mod stdio;
