@@ -29,8 +29,11 @@
 //!
 //! After a warm-up, requests that start within the measured window count. The row gives
 //! polls/s team-wide (polls answered in the window ÷ the window), p50/p99 of poll, send and list,
-//! errors (responses with `error`), the events stored per second (rows added to `thread_events`
-//! in the window), and the machine's CPU busy share. On PostgreSQL also:
+//! errors (responses with `error`), the thread events recorded per second (the threads'
+//! `last_seq` moved: Pi's text deltas fold into their message, so a turn's 415 child events are
+//! about 34 recorded ones), and the machine's CPU busy share, with the shares of this row's
+//! serves, of their children and of every `postgres` process (CPU time of processes that ended in
+//! the window is missed). On PostgreSQL also:
 //!
 //! - **write txn/s**: how far `pg_snapshot_xmax(pg_current_snapshot())` (the next transaction
 //!   id; only a transaction that writes takes one) moved in the window. The counter is the
@@ -663,6 +666,11 @@ struct Sampled {
     commits: Option<i64>,
     events: i64,
     cpu_busy: f64,
+    /// Shares of the machine's CPU time in the window: this row's serves, their children,
+    /// every `postgres` process.
+    cpu_serves: f64,
+    cpu_agents: f64,
+    cpu_postgres: f64,
 }
 
 fn ms(v: f64) -> String {
@@ -675,6 +683,51 @@ fn ms(v: f64) -> String {
     } else {
         format!("{v:.2}")
     }
+}
+
+/// CPU ticks so far of this row's serves, of their scripted children (both told by their cwd,
+/// `dir`) and of every `postgres` process.
+fn cpu_by_kind(dir: &Path) -> [u64; 3] {
+    let mut t = [0u64; 3];
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return t;
+    };
+    for p in procs.flatten() {
+        let name = p.file_name();
+        if !name.to_string_lossy().bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(p.path().join("stat")) else {
+            continue;
+        };
+        // Fields after the command's closing parenthesis: state is field 3, utime 14, stime 15.
+        let Some((head, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let ticks = f.get(11).and_then(|u| u.parse::<u64>().ok()).unwrap_or(0)
+            + f.get(12).and_then(|u| u.parse::<u64>().ok()).unwrap_or(0);
+        let kind = if head.ends_with("(postgres") {
+            2
+        } else if std::fs::read_link(p.path().join("cwd")).is_ok_and(|c| c.starts_with(dir)) {
+            let cmd = std::fs::read(p.path().join("cmdline")).unwrap_or_default();
+            if memchr_find(&cmd, b"scripted-agent") {
+                1
+            } else if memchr_find(&cmd, b"serve") {
+                0
+            } else {
+                continue;
+            }
+        } else {
+            continue;
+        };
+        t[kind] += ticks;
+    }
+    t
+}
+
+fn memchr_find(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
 }
 
 /// The machine's (busy, total) jiffies so far.
@@ -693,7 +746,8 @@ fn cpu_jiffies() -> (u64, u64) {
     (total - idle, total)
 }
 
-/// The counters read at the window's edges: (next xid, commits, events stored).
+/// The counters read at the window's edges: (next xid, commits, events recorded: the sum of
+/// the threads' `last_seq`; `thread_events` keeps only each thread's latest rows).
 fn counters(pg: Option<&support::Pg>, sqlite: Option<&Path>) -> (Option<i64>, Option<i64>, i64) {
     match (pg, sqlite) {
         (Some(pg), _) => {
@@ -701,7 +755,7 @@ fn counters(pg: Option<&support::Pg>, sqlite: Option<&Path>) -> (Option<i64>, Op
                 "SELECT pg_snapshot_xmax(pg_current_snapshot())::text::int8,
                         (SELECT xact_commit FROM pg_stat_database
                          WHERE datname = current_database()),
-                        (SELECT count(*) FROM thread_events)",
+                        (SELECT coalesce(sum(last_seq), 0)::int8 FROM threads)",
             );
             (Some(r[0][0]), Some(r[0][1]), r[0][2])
         }
@@ -713,7 +767,9 @@ fn counters(pg: Option<&support::Pg>, sqlite: Option<&Path>) -> (Option<i64>, Op
             .unwrap();
             conn.busy_timeout(Duration::from_secs(10)).unwrap();
             let n = conn
-                .query_row("SELECT count(*) FROM thread_events", [], |r| r.get(0))
+                .query_row("SELECT coalesce(sum(last_seq), 0) FROM threads", [], |r| {
+                    r.get(0)
+                })
                 .unwrap();
             (None, None, n)
         }
@@ -723,7 +779,13 @@ fn counters(pg: Option<&support::Pg>, sqlite: Option<&Path>) -> (Option<i64>, Op
 
 /// Samples the window: counters at both edges, and (on PostgreSQL) the advisory locks every
 /// [`LOCK_SAMPLE`].
-fn sample(pg_url: Option<&str>, sqlite: Option<&Path>, from: Instant, until: Instant) -> Sampled {
+fn sample(
+    pg_url: Option<&str>,
+    sqlite: Option<&Path>,
+    dir: &Path,
+    from: Instant,
+    until: Instant,
+) -> Sampled {
     let pg = pg_url.map(support::Pg::connect);
     let locks = "SELECT count(*) FILTER (WHERE granted), count(*) FILTER (WHERE NOT granted)
                  FROM pg_locks WHERE locktype = 'advisory'
@@ -734,6 +796,7 @@ fn sample(pg_url: Option<&str>, sqlite: Option<&Path>, from: Instant, until: Ins
     }
     let (x0, c0, e0) = counters(pg.as_ref(), sqlite);
     let cpu0 = cpu_jiffies();
+    let kinds0 = cpu_by_kind(dir);
     while Instant::now() < until {
         let next = Instant::now() + LOCK_SAMPLE;
         if let Some(pg) = &pg {
@@ -748,10 +811,14 @@ fn sample(pg_url: Option<&str>, sqlite: Option<&Path>, from: Instant, until: Ins
     }
     let (x1, c1, e1) = counters(pg.as_ref(), sqlite);
     let cpu1 = cpu_jiffies();
+    let kinds1 = cpu_by_kind(dir);
     s.xids = x0.zip(x1).map(|(a, b)| b - a);
     s.commits = c0.zip(c1).map(|(a, b)| b - a);
     s.events = e1 - e0;
-    s.cpu_busy = (cpu1.0 - cpu0.0) as f64 / (cpu1.1 - cpu0.1).max(1) as f64;
+    let total = (cpu1.1 - cpu0.1).max(1) as f64;
+    s.cpu_busy = (cpu1.0 - cpu0.0) as f64 / total;
+    let share = |k: usize| kinds1[k].saturating_sub(kinds0[k]) as f64 / total;
+    (s.cpu_serves, s.cpu_agents, s.cpu_postgres) = (share(0), share(1), share(2));
     s
 }
 
@@ -846,7 +913,14 @@ impl Row {
         } else {
             "–".into()
         };
-        let mut notes = format!("{}; cpu {:.0} %", self.hosts, 100.0 * s.cpu_busy);
+        let mut notes = format!(
+            "{}; cpu {:.0} % (serves {:.0}, children {:.0}, postgres {:.0})",
+            self.hosts,
+            100.0 * s.cpu_busy,
+            100.0 * s.cpu_serves,
+            100.0 * s.cpu_agents,
+            100.0 * s.cpu_postgres
+        );
         if let Some((through, direct)) = self.rtt {
             let _ = write!(
                 notes,
@@ -908,6 +982,9 @@ impl Row {
             "lock_waiting_mean": (s.samples > 0).then(|| s.waiting as f64 / s.samples as f64),
             "events_per_s": s.events as f64 / w,
             "cpu_busy_share": s.cpu_busy,
+            "cpu_serves_share": s.cpu_serves,
+            "cpu_children_share": s.cpu_agents,
+            "cpu_postgres_share": s.cpu_postgres,
             "rtt_ms": self.rtt.map(|r| r.0.as_secs_f64() * 1e3),
             "rtt_direct_ms": self.rtt.map(|r| r.1.as_secs_f64() * 1e3),
         })
@@ -935,13 +1012,14 @@ fn run_row(build: &Build, team: Team, store: &Store, namespaces: bool) -> Row {
         },
     };
     let dir = bench_root().join(format!(
-        "{}-{}",
+        "{}-{}-{:08x}",
         team.label(),
         if matches!(store, Store::Sqlite) {
             "sqlite"
         } else {
             "pg"
-        }
+        },
+        fnv(&build.path)
     ));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -1076,7 +1154,7 @@ fn run_row(build: &Build, team: Team, store: &Store, namespaces: bool) -> Row {
         );
         let sqlite = matches!(store, Store::Sqlite).then(|| PathBuf::from(&db));
         let pg_url = pg_url.as_deref();
-        let sampler = scope.spawn(move || sample(pg_url, sqlite.as_deref(), from, until));
+        let sampler = scope.spawn(move || sample(pg_url, sqlite.as_deref(), &dir, from, until));
         let mut ops = Ops::default();
         for c in clients {
             let o = c.join().expect("a client panicked");
@@ -1121,7 +1199,7 @@ fn run_row(build: &Build, team: Team, store: &Store, namespaces: bool) -> Row {
     }
 }
 
-const HEADER: &str = "| build | load | store | polls/s | poll p50 / p99 | send p50 / p99 | list p50 / p99 | write txn/s | advisory lock held, mean waiting | event rows/s | notes |\n| --- | --- | --- | ---: | --- | --- | --- | --- | --- | ---: | --- |";
+const HEADER: &str = "| build | load | store | polls/s | poll p50 / p99 | send p50 / p99 | list p50 / p99 | write txn/s | advisory lock held, mean waiting | events recorded/s | notes |\n| --- | --- | --- | ---: | --- | --- | --- | --- | --- | ---: | --- |";
 
 fn main() {
     // `cargo test --benches` runs this without `--bench`: nothing to check then.
