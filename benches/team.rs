@@ -42,7 +42,10 @@
 //! - **lock held**: a connection of its own samples `pg_locks` every 10 ms (advisory locks of
 //!   the bench's database): the share of samples in which any advisory lock was granted, and the
 //!   mean number of advisory lock requests waiting. (Before issue 46 every write took one global
-//!   advisory lock; now a write takes its tree's, so this is across all of them.)
+//!   advisory lock; now a write takes its tree's, so this is across all of them.) Beside it, the
+//!   mean number of requests for any other lock waiting, server-wide: a commit that sent a
+//!   `NOTIFY` takes PostgreSQL's one notification queue lock (an `object` lock of database 0)
+//!   and holds it through its WAL flush.
 //!
 //! A PostgreSQL row runs in a fresh database, `threadbase_team_bench` on the given server
 //! (dropped with `WITH (FORCE)` and made again before the row, dropped after it), so nothing
@@ -662,6 +665,8 @@ struct Sampled {
     samples: u64,
     held: u64,
     waiting: u64,
+    /// Requests for any other lock waiting (summed over samples).
+    other_waiting: u64,
     xids: Option<i64>,
     commits: Option<i64>,
     events: i64,
@@ -787,9 +792,16 @@ fn sample(
     until: Instant,
 ) -> Sampled {
     let pg = pg_url.map(support::Pg::connect);
-    let locks = "SELECT count(*) FILTER (WHERE granted), count(*) FILTER (WHERE NOT granted)
-                 FROM pg_locks WHERE locktype = 'advisory'
-                   AND database = (SELECT oid FROM pg_database WHERE datname = current_database())";
+    // Advisory locks of the bench's database, and any other lock waited for: PostgreSQL's
+    // NOTIFY takes one cluster-wide lock (an `object` lock of database 0) at commit.
+    let locks = "SELECT count(*) FILTER (WHERE advisory AND granted),
+                        count(*) FILTER (WHERE advisory AND NOT granted),
+                        count(*) FILTER (WHERE NOT advisory AND NOT granted)
+                 FROM (SELECT granted, locktype = 'advisory' AND database =
+                              (SELECT oid FROM pg_database WHERE datname = current_database())
+                              AS advisory
+                       FROM pg_locks WHERE locktype <> 'advisory' OR database =
+                              (SELECT oid FROM pg_database WHERE datname = current_database())) l";
     let mut s = Sampled::default();
     if let Some(d) = from.checked_duration_since(Instant::now()) {
         std::thread::sleep(d);
@@ -804,6 +816,7 @@ fn sample(
             s.samples += 1;
             s.held += u64::from(r[0][0] > 0);
             s.waiting += r[0][1] as u64;
+            s.other_waiting += r[0][2] as u64;
         }
         if let Some(d) = next.checked_duration_since(Instant::now()) {
             std::thread::sleep(d.min(until.saturating_duration_since(Instant::now())));
@@ -906,9 +919,10 @@ impl Row {
         };
         let lock = if s.samples > 0 {
             format!(
-                "{:.0} %, {:.1} waiting",
+                "{:.0} %, {:.1} waiting ({:.1} on other locks)",
                 100.0 * s.held as f64 / s.samples as f64,
-                s.waiting as f64 / s.samples as f64
+                s.waiting as f64 / s.samples as f64,
+                s.other_waiting as f64 / s.samples as f64
             )
         } else {
             "–".into()
@@ -980,6 +994,8 @@ impl Row {
             "lock_samples": s.samples,
             "lock_held_share": (s.samples > 0).then(|| s.held as f64 / s.samples as f64),
             "lock_waiting_mean": (s.samples > 0).then(|| s.waiting as f64 / s.samples as f64),
+            "other_locks_waiting_mean":
+                (s.samples > 0).then(|| s.other_waiting as f64 / s.samples as f64),
             "events_per_s": s.events as f64 / w,
             "cpu_busy_share": s.cpu_busy,
             "cpu_serves_share": s.cpu_serves,
