@@ -16,13 +16,15 @@
 //! commits ([`Store::commits`], moved right after each commit) with the change counter of a
 //! connection apart ([`ChangeWatch`]: SQLite's `PRAGMA data_version` on its own connection,
 //! which moves on every commit of any connection or process; on PostgreSQL the count of
-//! `threadbase_changes` notifications, which every writing transaction of any process sends
-//! at its commit, and which jumps when the listening connection is reopened). So any change,
-//! by this serve, another serve, a CLI command or a child's events, drops every kept answer,
-//! and no table needs a trigger. On PostgreSQL another process's commit is seen once its
-//! notification arrived (on loopback, well under a millisecond after its commit); SQLite's
-//! counter is exact. While the watch cannot be read (a lost server), nothing is kept or
-//! served.
+//! `threadbase_changes` notifications the serve's row watcher already listens to
+//! ([`Store::shared_changes`], no connection of its own), which every writing transaction of
+//! any process sends, and which jumps when the listening connection is reopened). So any
+//! change, by this serve, another serve, a CLI command or a child's events, drops every kept
+//! answer, and no table needs a trigger. On PostgreSQL another process's commit is seen once
+//! its notification arrived: with its commit (on loopback, well under a millisecond after
+//! it), or, for the facts children report, within `store::postgres::store::ANNOUNCE_AFTER`
+//! (50 ms); SQLite's counter is exact. While the watch cannot be read (a lost server, a
+//! degraded row watcher), nothing is kept or served.
 //!
 //! Reads never write: nothing here touches the database but the change counter's read.
 
@@ -112,6 +114,11 @@ impl Answers {
     /// from.
     pub(super) fn stamp(&self) -> Option<Stamp> {
         let commits = self.store.commits();
+        // PostgreSQL: the row watcher's count of notifications, never a connection of its
+        // own (nothing is kept while the watcher holds none).
+        if let Some(shared) = self.store.shared_changes() {
+            return shared.map(|version| Stamp { commits, version });
+        }
         let mut watch = self.watch.lock().unwrap_or_else(|p| p.into_inner());
         if watch.is_none() {
             *watch = self.store.change_watch().ok();

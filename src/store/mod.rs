@@ -372,6 +372,8 @@ pub fn rows_as_text(conn: &Conn, sql: &str) -> Result<Vec<String>> {
         .collect())
 }
 
+use postgres::store::Announce;
+
 /// What a write serializes with on PostgreSQL, beyond row locks and UNIQUE constraints (see
 /// `postgres::store`). On SQLite every write holds the whole file, and these are no-ops.
 #[derive(Clone, Copy, Debug)]
@@ -681,14 +683,15 @@ impl Store {
     /// On PostgreSQL it first takes the tree's lock when this store serializes a tree
     /// ([`Store::serialize_tree`]), and it can run `f` again whole after a lost deadlock.
     pub fn write<T>(&self, f: impl FnMut(&Tx<'_>) -> Result<T>) -> Result<T> {
-        self.write_locked(self.tree.get().map(|t| Lock::Tree(t)), f)
+        self.write_locked(self.tree.get().map(|t| Lock::Tree(t)), Announce::Now, f)
     }
 
     /// [`Store::write`] for facts a child reported (event batches, output, usage) and for
     /// heartbeats: no rule checks them, so on PostgreSQL they take no lock and never wait for
-    /// another serve's rule.
+    /// another serve's rule, and other processes' change watches hear of them together, within
+    /// `postgres::store::ANNOUNCE_AFTER` (this process's reads see them at once).
     pub fn write_facts<T>(&self, f: impl FnMut(&Tx<'_>) -> Result<T>) -> Result<T> {
-        self.write_locked(None, f)
+        self.write_locked(None, Announce::Later, f)
     }
 
     /// From now on, this store's [`Store::write`]s take the lock of the tree whose root session
@@ -700,6 +703,7 @@ impl Store {
     fn write_locked<T>(
         &self,
         lock: Option<Lock<'_>>,
+        announce: Announce,
         mut f: impl FnMut(&Tx<'_>) -> Result<T>,
     ) -> Result<T> {
         let mut run = || match &self.backend {
@@ -712,7 +716,7 @@ impl Store {
                 checkpoints.after_commit(conn);
                 Ok(out)
             }
-            Backend::Postgres(pg) => pg.write(lock.map(Lock::keys), |conn| f(&Tx(conn))),
+            Backend::Postgres(pg) => pg.write(lock.map(Lock::keys), announce, |conn| f(&Tx(conn))),
         };
         let out = match tokio::runtime::Handle::try_current() {
             Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
@@ -726,6 +730,16 @@ impl Store {
                 .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         }
         out
+    }
+
+    /// On PostgreSQL, the count of changes a change watch of this store already listens to
+    /// (`None` on SQLite, or when no watch is open): a second reader of the count needs no
+    /// connection of its own (`engine/cache.rs`; a serve at rest holds at most 3, issue 46).
+    pub fn shared_changes(&self) -> Option<Option<i64>> {
+        match &self.backend {
+            Backend::Postgres(pg) => Some(pg.shared_changes()),
+            _ => None,
+        }
     }
 
     /// How many transactions [`Store::write`] committed in this process.

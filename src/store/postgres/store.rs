@@ -15,7 +15,14 @@
 //!   serialization check is run again whole ([`RETRIES`]).
 //! - **A change counter.** Each write that changed a row notifies [`CHANGES`] with its commit
 //!   (PostgreSQL delivers it at commit, and drops it at rollback); a change watch LISTENs on a connection
-//!   of its own and counts, where SQLite's reads `PRAGMA data_version`.
+//!   of its own and counts, where SQLite's reads `PRAGMA data_version`. A transaction that
+//!   notifies holds PostgreSQL's one notification lock through its commit's WAL flush, so
+//!   notifying commits take turns across the whole server: the facts children report (event
+//!   batches, output, usage) and heartbeats, committed hundreds of times a second by a busy
+//!   team, are announced together instead, by one notification at most [`ANNOUNCE_AFTER`]
+//!   after the first of them ([`Announcer`]). Every other write notifies with its own commit.
+//!   (It exists for `team_load` of `benches/team.rs`: 18 serves × 3 streaming threads spent
+//!   most of their time waiting for that lock.)
 //! - **A server that goes away.** A request made while the server is down fails at once with
 //!   the connection's error (no hang); the writer and the pool reconnect on the next request.
 
@@ -45,6 +52,37 @@ pub const READER_IDLE: Duration = Duration::from_secs(10);
 /// How the message of a request that found no server starts (`store::is_connection_lost`).
 pub const UNREACHABLE: &str = "Could not get a connection to";
 
+/// How long a commit of children's facts ([`Announce::Later`]) may go unannounced to the
+/// change watches of other processes. A serve's own reads see its commits at once.
+pub const ANNOUNCE_AFTER: Duration = Duration::from_millis(50);
+
+/// How a write's commit reaches the change watches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Announce {
+    /// With the commit itself (when the transaction wrote).
+    Now,
+    /// Within [`ANNOUNCE_AFTER`], together with the other such commits ([`Announcer`]).
+    Later,
+}
+
+/// The announcement owed for commits made with [`Announce::Later`]: when it is due, and the
+/// thread that sends it (started with the first such commit; it ends with the store).
+struct Announcer {
+    due: Mutex<Option<std::time::Instant>>,
+    wake: std::sync::Condvar,
+    started: std::sync::Once,
+}
+
+impl Default for Announcer {
+    fn default() -> Announcer {
+        Announcer {
+            due: Mutex::new(None),
+            wake: std::sync::Condvar::new(),
+            started: std::sync::Once::new(),
+        }
+    }
+}
+
 /// The pool's way to open and check a reader.
 pub struct Readers(Url);
 
@@ -71,7 +109,10 @@ impl r2d2::ManageConnection for Readers {
 /// An open PostgreSQL store.
 pub struct PgStore {
     url: Url,
-    writer: Mutex<Option<PgConn>>,
+    writer: Arc<Mutex<Option<PgConn>>>,
+    announcer: Arc<Announcer>,
+    /// The newest change watch's counter, and how many were opened ([`PgStore::shared_changes`]).
+    shared: Mutex<(u64, std::sync::Weak<Watched>)>,
     readers: r2d2::Pool<Readers>,
 }
 
@@ -104,7 +145,9 @@ impl PgStore {
             .map_err(|e| Error::io(format!("Cannot open connections to {url}: {e}. Repair: check that the server is running and accepts more connections (max_connections).")))?;
         Ok(PgStore {
             url,
-            writer: Mutex::new(Some(writer)),
+            writer: Arc::new(Mutex::new(Some(writer))),
+            announcer: Arc::default(),
+            shared: Mutex::new((0, std::sync::Weak::new())),
             readers,
         })
     }
@@ -143,35 +186,151 @@ impl PgStore {
 
     /// Runs `f` in one transaction, first taking the advisory lock `lock` (a pair of keys,
     /// `pg_advisory_xact_lock(k1, k2)`) when given; commits when it returns `Ok` (notifying the
-    /// change watches), rolls back otherwise. A transaction that lost a deadlock or a
-    /// serialization check is rolled back and run again, up to [`RETRIES`] times.
+    /// change watches as `announce` says), rolls back otherwise. A transaction that lost a
+    /// deadlock or a serialization check is rolled back and run again, up to [`RETRIES`] times.
     pub fn write<T>(
         &self,
         lock: Option<(i32, i32)>,
+        announce: Announce,
         mut f: impl FnMut(&Conn) -> Result<T>,
     ) -> Result<T> {
         let mut slot = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         let mut tries = 0;
-        loop {
+        let out = loop {
             if slot.as_ref().is_none_or(PgConn::is_closed) {
                 *slot = None;
                 *slot = Some(self.url.connect(None)?);
             }
             let conn = slot.as_ref().expect("connected above");
-            match attempt(conn, lock, &mut f) {
+            match attempt(conn, lock, announce, &mut f) {
                 Err(e) if tries < RETRIES && is_retryable(&e) => {
                     tries += 1;
                     // A short pause, longer each time, so the winner commits first.
                     std::thread::sleep(Duration::from_millis(2 << tries));
                 }
-                out => return out,
+                out => break out,
             }
+        };
+        drop(slot);
+        if out.is_ok() && announce == Announce::Later {
+            self.announce_later();
         }
+        out
+    }
+
+    /// Owes the change watches one announcement within [`ANNOUNCE_AFTER`] (the first commit
+    /// since the last one sets when).
+    fn announce_later(&self) {
+        let mut due = self.announcer.due.lock().unwrap_or_else(|p| p.into_inner());
+        if due.is_none() {
+            *due = Some(std::time::Instant::now() + ANNOUNCE_AFTER);
+            self.announcer.wake.notify_one();
+        }
+        drop(due);
+        let (writer, announcer, url) = (
+            Arc::downgrade(&self.writer),
+            Arc::downgrade(&self.announcer),
+            self.url.clone(),
+        );
+        self.announcer.started.call_once(move || {
+            let spawned = std::thread::Builder::new()
+                .name("threadbase-announce".into())
+                .spawn(move || announce_loop(&writer, &announcer, &url));
+            if let Err(e) = spawned {
+                tracing::warn!("the change announcer did not start ({e}); other processes see children's facts with the next other write");
+            }
+        });
     }
 
     /// A connection of its own that counts the commits of every connection ([`Watched`]).
+    /// Its counter is shared too ([`PgStore::shared_changes`]), so that a serve's other readers
+    /// of it (the answers kept in memory) need no connection of their own.
     pub fn change_watch(&self) -> Result<(PgConn, Arc<Watched>)> {
-        watch(&self.url)
+        let (conn, watched) = watch(&self.url)?;
+        let mut shared = self.shared.lock().unwrap_or_else(|p| p.into_inner());
+        shared.0 += 1;
+        shared.1 = Arc::downgrade(&watched);
+        Ok((conn, watched))
+    }
+
+    /// The count of the newest change watch still open ([`PgStore::change_watch`]), made
+    /// unique across its reopenings; `None` when none is open (a serve's row watcher holds
+    /// one while it is not degraded).
+    pub fn shared_changes(&self) -> Option<i64> {
+        let shared = self.shared.lock().unwrap_or_else(|p| p.into_inner());
+        let watched = shared.1.upgrade()?;
+        if watched.closed.load(std::sync::atomic::Ordering::SeqCst) {
+            return None;
+        }
+        let count = watched.count.load(std::sync::atomic::Ordering::SeqCst);
+        Some(((shared.0 as i64) << 40) + count)
+    }
+}
+
+impl Drop for PgStore {
+    /// An announcement still owed is sent now, so a command's last facts reach the watches.
+    fn drop(&mut self) {
+        let owed = self
+            .announcer
+            .due
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .is_some();
+        if owed {
+            if let Some(conn) = self
+                .writer
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .as_ref()
+            {
+                let _ = conn.batch(&format!("SELECT pg_notify('{CHANGES}', '')"));
+            }
+        }
+    }
+}
+
+/// The announcer's thread: sleeps until an announcement is due, then sends it on the writer
+/// connection (a transaction of its own). Ends when the store is dropped.
+fn announce_loop(
+    writer: &std::sync::Weak<Mutex<Option<PgConn>>>,
+    announcer: &std::sync::Weak<Announcer>,
+    url: &Url,
+) {
+    loop {
+        let Some(a) = announcer.upgrade() else {
+            return;
+        };
+        let due = a.due.lock().unwrap_or_else(|p| p.into_inner());
+        let now = std::time::Instant::now();
+        match *due {
+            Some(at) if at <= now => {}
+            // Not due yet, or nothing owed: wait (at most a second, to see the store end).
+            Some(at) => {
+                drop(a.wake.wait_timeout(due, at - now));
+                continue;
+            }
+            None => {
+                drop(a.wake.wait_timeout(due, Duration::from_secs(1)));
+                continue;
+            }
+        }
+        drop(due);
+        let Some(writer) = writer.upgrade() else {
+            return;
+        };
+        let mut slot = writer.lock().unwrap_or_else(|p| p.into_inner());
+        // Taken under the writer's lock: a write that commits from here on is announced by
+        // the next round.
+        a.due.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if slot.as_ref().is_none_or(PgConn::is_closed) {
+            *slot = url.connect(None).ok();
+        }
+        if let Some(conn) = slot.as_ref() {
+            if let Err(e) = conn.batch(&format!("SELECT pg_notify('{CHANGES}', '')")) {
+                tracing::debug!("announcing children's facts failed: {e}");
+            }
+        }
     }
 }
 
@@ -179,6 +338,7 @@ impl PgStore {
 fn attempt<T>(
     conn: &PgConn,
     lock: Option<(i32, i32)>,
+    announce: Announce,
     f: &mut impl FnMut(&Conn) -> Result<T>,
 ) -> Result<T> {
     match lock {
@@ -196,9 +356,12 @@ fn attempt<T>(
     };
     // Notify only when the transaction wrote (it has an id then): as SQLite's data_version,
     // a write that changed nothing wakes no watcher.
-    let commit = format!(
-        "SELECT pg_notify('{CHANGES}', '') WHERE pg_current_xact_id_if_assigned() IS NOT NULL; COMMIT"
-    );
+    let commit = match announce {
+        Announce::Now => format!(
+            "SELECT pg_notify('{CHANGES}', '') WHERE pg_current_xact_id_if_assigned() IS NOT NULL; COMMIT"
+        ),
+        Announce::Later => "COMMIT".to_owned(),
+    };
     if let Err(e) = conn.batch(&commit) {
         let _ = conn.batch("ROLLBACK");
         return Err(e);
