@@ -260,9 +260,9 @@ async fn read_request_line<R: tokio::io::AsyncBufRead + Unpin>(
 /// answered, as `threadbase: request ID ran N statements, W writes`.
 async fn counting(id: Value, task: impl std::future::Future<Output = ()>) {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    if !*ON.get_or_init(|| {
-        std::env::var("THREADBASE_TEST_COUNT_STATEMENTS").is_ok_and(|v| v == "1")
-    }) {
+    if !*ON
+        .get_or_init(|| std::env::var("THREADBASE_TEST_COUNT_STATEMENTS").is_ok_and(|v| v == "1"))
+    {
         return task.await;
     }
     let ((), n) = crate::store::counted::count(task).await;

@@ -88,7 +88,7 @@ columns! {
 /// Where each part of `sql/thread_facts.sql`'s row starts: the thread row, then each part's
 /// declared row in the order the query selects them (`o.*`, `u.*`, …), then [`col`].
 mod at {
-    use crate::store::{attention, hosts, output, queue, questions, threads, usage, worktrees};
+    use crate::store::{attention, hosts, output, questions, queue, threads, usage, worktrees};
     pub const OUTPUT: usize = threads::col::COUNT;
     pub const USAGE: usize = OUTPUT + output::col::COUNT;
     pub const QUEUE: usize = USAGE + usage::col::COUNT;

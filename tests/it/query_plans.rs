@@ -1187,10 +1187,11 @@ fn a_threads_facts_are_key_lookups() {
         );
         let derived = ["r", "b", "hh", "x", "h", "ev", "e", "CONSTANT ROW"];
         for step in text.split(" | ").filter(|l| l.contains("SCAN")) {
-            let what = step.trim_start_matches("SCAN ").trim_end_matches(" LEFT-JOIN");
+            let what = step
+                .trim_start_matches("SCAN ")
+                .trim_end_matches(" LEFT-JOIN");
             assert!(
-                derived.contains(&what)
-                    || what == "s USING INDEX sqlite_autoindex_host_serves_1",
+                derived.contains(&what) || what == "s USING INDEX sqlite_autoindex_host_serves_1",
                 "{name} scans {step}: {text}"
             );
         }

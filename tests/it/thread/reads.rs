@@ -193,7 +193,12 @@ fn a_poll_costs_two_statements_and_writes_nothing() {
     let mut ids = Vec::new();
     for name in ["done", "idle"] {
         let r = s.thread(json!({"action": "start", "prompt": "Say hi", "taskName": name}));
-        ids.push(super::details(&r)["snapshot"]["id"].as_str().unwrap().to_string());
+        ids.push(
+            super::details(&r)["snapshot"]["id"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        );
         s.thread(json!({"action": "wait", "id": name, "timeoutMs": 20000}));
     }
     s.thread(json!({"action": "stop", "id": "done"}));
