@@ -257,15 +257,10 @@ impl Engine {
         }
     }
 
-    /// A thread's facts (`store/facts.rs`), with what an isolated thread changed in its
+    /// A thread's facts (`store/facts.rs`, one statement), with what an isolated thread changed in its
     /// worktree (`isolation::with_stat`: git asked now).
     fn facts(&self, id: &ThreadId) -> Result<ThreadFacts> {
-        crate::store::facts::of_thread(
-            &self.store.read()?,
-            id,
-            crate::store::facts::HostCheck::of(self.store.hosts_to_check()),
-        )
-        .map(isolation::with_stat)
+        crate::store::facts::of_thread(&self.store.read()?, id).map(isolation::with_stat)
     }
 
     /// The environment of this manager's new child `id` at `path` and `depth`: its own

@@ -129,7 +129,7 @@ pub async fn serve(engine: Arc<Engine>) {
                 // Boxed: the task then holds a pointer, not the whole request future (several
                 // KB, copied as the task is created and finished).
                 let task = requests.spawn(Box::pin(
-                    async move {
+                    counting(request_id.clone(), async move {
                         let id = request.get("id").cloned().unwrap_or(Value::Null);
                         let answer = handle(&engine, &request, &out, turn).await;
                         if answer.is_ok() && engine.config().report_usage {
@@ -149,7 +149,7 @@ pub async fn serve(engine: Arc<Engine>) {
                             }
                         }
                         tracing::debug!("answered");
-                    }
+                    })
                     .instrument(span),
                 ));
                 pending.insert(task.id(), request_id);
@@ -253,6 +253,23 @@ async fn read_request_line<R: tokio::io::AsyncBufRead + Unpin>(
             };
         }
     }
+}
+
+/// A request's task: with `THREADBASE_TEST_COUNT_STATEMENTS=1` (tests), the statements the
+/// store ran for it (`store::counted`, its answer written included) go to stderr once it is
+/// answered, as `threadbase: request ID ran N statements, W writes`.
+async fn counting(id: Value, task: impl std::future::Future<Output = ()>) {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    if !*ON
+        .get_or_init(|| std::env::var("THREADBASE_TEST_COUNT_STATEMENTS").is_ok_and(|v| v == "1"))
+    {
+        return task.await;
+    }
+    let ((), n) = crate::store::counted::count(task).await;
+    eprintln!(
+        "threadbase: request {id} ran {} statements, {} writes",
+        n.statements, n.writes
+    );
 }
 
 /// Issue 46: while this serve's supervision is not running, a `supervision` notification

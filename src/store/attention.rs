@@ -42,7 +42,7 @@ pub struct Need {
 
 impl Need {
     /// The view's row at [`col`]'s positions, from `at` on.
-    fn from_row(r: &Row<'_>, at: usize) -> Result<Need> {
+    pub(in crate::store) fn from_row(r: &Row<'_>, at: usize) -> Result<Need> {
         Ok(Need {
             attention: r.get(at + col::ATTENTION)?,
             since: r.get(at + col::SINCE)?,

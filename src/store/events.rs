@@ -146,10 +146,7 @@ impl EventRow {
     /// The [`col`] row that starts at position `first` of `r`.
     fn from_row(r: &Row<'_>, first: usize) -> Result<EventRow> {
         let kind = match r.cell(first + col::KIND)? {
-            Cell::Text(t) => match TYPES.iter().find(|k| **k == t) {
-                Some(k) => Cow::Borrowed(*k),
-                None => Cow::Owned(t.to_owned()),
-            },
+            Cell::Text(t) => kind_of(t),
             _ => Cow::Owned(r.get(first + col::KIND)?),
         };
         Ok(EventRow {
@@ -159,6 +156,37 @@ impl EventRow {
             data: r.get(first + col::DATA)?,
         })
     }
+}
+
+/// An event's type as [`EventRow`] holds it: one of [`TYPES`] borrowed, another copied.
+fn kind_of(t: &str) -> Cow<'static, str> {
+    match TYPES.iter().find(|k| **k == t) {
+        Some(k) => Cow::Borrowed(*k),
+        None => Cow::Owned(t.to_owned()),
+    }
+}
+
+/// A thread's retained events from the JSON array `sql/thread_facts.sql` aggregates them into
+/// (`[[seq, at, type, data], …]`, `data` as its text), oldest first.
+pub(in crate::store) fn rows_of_json(text: &str) -> Result<Vec<EventRow>> {
+    let parts: Vec<(i64, String, String, String)> = serde_json::from_str(text).map_err(|e| {
+        crate::error::Error::internal(format!(
+            "A thread's events read by sql/thread_facts.sql are not the JSON array it makes ({e}). Repair: this is a bug in threadbase; report it with the command that failed."
+        ))
+    })?;
+    let mut rows: Vec<EventRow> = parts
+        .into_iter()
+        .map(|(seq, at, kind, data)| EventRow {
+            seq,
+            at,
+            kind: kind_of(&kind),
+            data,
+        })
+        .collect();
+    if !rows.is_sorted_by_key(|e| e.seq) {
+        rows.sort_unstable_by_key(|e| e.seq);
+    }
+    Ok(rows)
 }
 
 impl EventRow {

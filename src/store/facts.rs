@@ -1,15 +1,18 @@
 //! A thread's facts: everything its snapshot and its texts are made of (the row, its retained
-//! output, its recent events, what it spent, what it waits for), read in a fixed number of
-//! queries for one thread or a batch: what `poll` and `list` render from (`contract/projection.rs`).
+//! output, its recent events, what it spent, what it waits for), read in one statement for one
+//! thread (`sql/thread_facts.sql`) and in a fixed number of queries for a batch: what `poll`
+//! and `list` render from (`contract/projection.rs`).
 
 use crate::domain::ThreadId;
 use crate::error::{Error, ErrorCode, Result};
 use crate::store::attention::{self, Need};
+use crate::store::db::{params, q, Cell, Row};
 use crate::store::events::{self, EventRow};
 use crate::store::hosts::{self, Unreachable};
 use crate::store::output::{self, OutputFacts};
 use crate::store::questions::{self, Question};
-use crate::store::threads::{thread_by_id_any, ThreadRow};
+use crate::store::rows::columns;
+use crate::store::threads::{self, ThreadRow};
 use crate::store::usage::{self, Usage};
 use crate::store::worktrees::{self, WorktreeRow};
 use crate::store::{queue, Conn, ThreadIds};
@@ -54,8 +57,9 @@ pub struct Pending {
     pub unreachable: Option<Unreachable>,
 }
 
-/// Whether the facts of live threads look for unreachable hosts ([`hosts::unreachable_of`],
-/// one query): not where the serve knows no other host ([`crate::Store::hosts_to_check`]).
+/// Whether a batch's facts look for unreachable hosts ([`hosts::unreachable_of`], one query):
+/// not where the serve knows no other host ([`crate::Store::hosts_to_check`]). One thread's
+/// ([`of_thread`]) always do, in the same statement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HostCheck {
     Look,
@@ -72,26 +76,117 @@ impl HostCheck {
     }
 }
 
-/// A thread's facts by id (its retained events: the last of them, as `events::rows_of_thread`
-/// reads).
-pub fn of_thread(conn: &Conn, id: &ThreadId, hosts: HostCheck) -> Result<ThreadFacts> {
-    let row = thread_by_id_any(conn, id)?.ok_or_else(|| {
+columns! {
+    /// What `sql/thread_facts.sql` selects after its parts (`{thread_facts_row}`): the
+    /// thread's retained events as one JSON array (`[[seq, at, type, data], …]`, oldest
+    /// first; the derived table `ev`).
+    pub mod col as "{thread_facts_row}" {
+        EVENTS = "ev.events",
+    }
+}
+
+/// Where each part of `sql/thread_facts.sql`'s row starts: the thread row, then each part's
+/// declared row in the order the query selects them (`o.*`, `u.*`, …), then [`col`].
+mod at {
+    use crate::store::{attention, hosts, output, questions, queue, threads, usage, worktrees};
+    pub const OUTPUT: usize = threads::col::COUNT;
+    pub const USAGE: usize = OUTPUT + output::col::COUNT;
+    pub const QUEUE: usize = USAGE + usage::col::COUNT;
+    pub const QUESTION: usize = QUEUE + queue::position_col::COUNT;
+    pub const ATTENTION: usize = QUESTION + questions::col::COUNT;
+    pub const WORKTREE: usize = ATTENTION + attention::col::COUNT;
+    pub const UNREACHABLE: usize = WORKTREE + worktrees::col::COUNT;
+    pub const FACTS: usize = UNREACHABLE + hosts::unreachable_col::COUNT;
+}
+
+/// A thread's facts by id, in one statement (`sql/thread_facts.sql`: its row, and every part
+/// LEFT JOINed to it, its retained events as one JSON array): what `poll`, `wait` and every
+/// single-thread answer render from. A part with no row reads as NULLs there: each is told
+/// apart by a column its table never holds NULL in. What a live thread waits for (its queue
+/// position, its pending question, its host whose lease ran out) is none for a closed one.
+pub fn of_thread(conn: &Conn, id: &ThreadId) -> Result<ThreadFacts> {
+    let found = conn.opt(
+        q!(
+            "thread_facts",
+            threads::col,
+            output::col,
+            usage::col,
+            queue::position_col,
+            questions::col,
+            attention::col,
+            worktrees::col,
+            hosts::unreachable_col,
+            col
+        ),
+        params![id],
+        read_facts,
+    )?;
+    found.ok_or_else(|| {
         Error::new(
             ErrorCode::UnknownReference,
             format!("Unknown thread: {id} (it was removed meanwhile). Repair: list the threads and use a current id."),
         )
-    })?;
-    let out = output::of_thread(conn, id)?;
-    let events = events::rows_of_thread(conn, id)?;
-    let usage = usage::of_thread(conn, id)?.unwrap_or_default();
-    let mut pending = pending_of(conn, &row)?;
-    if row.is_live() && hosts == HostCheck::Look {
-        pending.unreachable = hosts::unreachable_of(conn, &ThreadIds::new([id])?)?
-            .pop()
-            .flatten();
-    }
-    let attention = attention::of_thread(conn, id)?;
-    let worktree = worktrees::of_thread(conn, id)?.map(|row| WorktreeFacts { row, stat: None });
+    })
+}
+
+/// A row of `sql/thread_facts.sql` (positions: [`at`]).
+fn read_facts(r: &Row<'_>) -> Result<ThreadFacts> {
+    let row = ThreadRow::from_row(r)?;
+    let has = |i: usize| -> Result<bool> { Ok(r.cell(i)? != Cell::Null) };
+    let out = if has(at::OUTPUT + output::col::STDERR_DROPPED)? {
+        OutputFacts::from_row(r, at::OUTPUT)?
+    } else {
+        OutputFacts::default()
+    };
+    let usage = if has(at::USAGE + usage::col::INPUT_TOKENS)? {
+        Usage::from_columns(r, at::USAGE)?
+    } else {
+        Usage::default()
+    };
+    let live = row.is_live();
+    let pending = Pending {
+        queue_position: if live {
+            r.get(at::QUEUE + queue::position_col::POSITION)?
+        } else {
+            None
+        },
+        question: if live && has(at::QUESTION + questions::col::ID)? {
+            Some(Question::from_row(r, at::QUESTION)?)
+        } else {
+            None
+        },
+        unreachable: if live && has(at::UNREACHABLE + hosts::unreachable_col::HOST_ID)? {
+            Some(Unreachable {
+                host_id: r.get(at::UNREACHABLE + hosts::unreachable_col::HOST_ID)?,
+                since: r.get(at::UNREACHABLE + hosts::unreachable_col::SINCE)?,
+            })
+        } else {
+            None
+        },
+    };
+    let attention = if has(at::ATTENTION + attention::col::THREAD_ID)? {
+        Some(Need::from_row(r, at::ATTENTION)?)
+    } else {
+        None
+    };
+    let worktree = if has(at::WORKTREE + worktrees::col::THREAD_ID)? {
+        Some(WorktreeFacts {
+            row: WorktreeRow::from_row(r, at::WORKTREE)?,
+            stat: None,
+        })
+    } else {
+        None
+    };
+    let events = match r.cell(at::FACTS + col::EVENTS)? {
+        Cell::Text(text) => events::rows_of_json(text)?,
+        Cell::Null => Vec::new(),
+        other => {
+            return Err(r.unreadable(
+                at::FACTS + col::EVENTS,
+                &crate::store::db::wrong(other, "text (a JSON array)"),
+            ))
+        }
+    };
     Ok(ThreadFacts {
         row,
         out,
@@ -105,7 +200,7 @@ pub fn of_thread(conn: &Conn, id: &ThreadId, hosts: HostCheck) -> Result<ThreadF
 
 /// What a live thread waits for (issue 30): its queue position and its pending question; two
 /// lookups in partial indexes of a handful of rows, none for a closed thread. (Its host's
-/// lease is read by [`of_thread`]: this one serves `top`, which shows hosts its own way.)
+/// lease is not read: this one serves `top`, which shows hosts its own way.)
 pub fn pending_of(conn: &Conn, row: &ThreadRow) -> Result<Pending> {
     if !row.is_live() {
         return Ok(Pending::default());

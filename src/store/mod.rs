@@ -13,6 +13,7 @@ pub mod attention;
 pub mod budgets;
 pub mod check;
 pub mod commands;
+pub mod counted;
 pub mod db;
 mod errors;
 pub use errors::{is_connection_lost, is_unique_violation};
@@ -115,6 +116,7 @@ pub struct Conn(dyn db::Db);
 impl Conn {
     /// Takes `lock` until the transaction ends (PostgreSQL; nothing on SQLite).
     pub fn lock(&self, lock: Lock<'_>) -> Result<()> {
+        counted::add(u64::from(!self.is_sqlite()), 0);
         self.0.advisory_lock(lock.keys())
     }
 
@@ -142,6 +144,7 @@ impl Conn {
     /// every row's values, on either backend (`threadbase sql` on PostgreSQL, the tests'
     /// checks).
     pub fn query_values(&self, sql: &str) -> Result<(Vec<String>, Vec<Vec<db::Value<'static>>>)> {
+        counted::add(1, 0);
         self.0.query_values(sql)
     }
 
@@ -149,6 +152,7 @@ impl Conn {
     /// that set rows up by hand (inside [`Store::write`] for a write).
     #[doc(hidden)]
     pub fn execute_script(&self, sql: &str) -> Result<()> {
+        counted::add(1, 0);
         self.0.batch(sql)
     }
 
@@ -178,6 +182,7 @@ impl Conn {
         p: db::Params<'_>,
         mut f: impl FnMut(&db::Row<'_>) -> Result<()>,
     ) -> Result<()> {
+        counted::add(1, 0);
         self.0.each(q, p, &mut |r| f(r).map(|()| true))
     }
 
@@ -189,6 +194,7 @@ impl Conn {
         mut f: impl FnMut(&db::Row<'_>) -> Result<T>,
     ) -> Result<Vec<T>> {
         let mut out = Vec::new();
+        counted::add(1, 0);
         self.0.each(q, p, &mut |r| {
             out.push(f(r)?);
             Ok(true)
@@ -205,6 +211,7 @@ impl Conn {
     ) -> Result<Option<T>> {
         let mut f = Some(f);
         let mut out = None;
+        counted::add(1, 0);
         self.0.each(q, p, &mut |r| {
             if let Some(f) = f.take() {
                 out = Some(f(r)?);
@@ -227,6 +234,7 @@ impl Conn {
 
     /// Runs `q` with `p`; how many rows it changed.
     pub(in crate::store) fn execute(&self, q: &db::Query, p: db::Params<'_>) -> Result<usize> {
+        counted::add(1, 0);
         self.0.execute(q, p)
     }
 
@@ -706,6 +714,8 @@ impl Store {
         announce: Announce,
         mut f: impl FnMut(&Tx<'_>) -> Result<T>,
     ) -> Result<T> {
+        // Its `BEGIN` and `COMMIT` (the statements inside count themselves).
+        counted::add(2, 1);
         let mut run = || match &self.backend {
             Backend::Sqlite { writer, .. } => {
                 let mut writer = writer.lock().unwrap_or_else(|p| p.into_inner());
@@ -772,6 +782,8 @@ pub struct ReadTx<'c> {
 
 impl<'c> ReadTx<'c> {
     pub fn begin(conn: &'c Conn) -> Result<ReadTx<'c>> {
+        // Its `BEGIN` and `COMMIT`.
+        counted::add(2, 0);
         conn.0.begin_read()?;
         Ok(ReadTx { conn })
     }

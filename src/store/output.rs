@@ -39,7 +39,7 @@ pub struct OutputFacts {
 
 impl OutputFacts {
     /// The [`col`] row that starts at position `first` of `r`.
-    fn from_row(r: &Row<'_>, first: usize) -> Result<OutputFacts> {
+    pub(in crate::store) fn from_row(r: &Row<'_>, first: usize) -> Result<OutputFacts> {
         Ok(OutputFacts {
             last_assistant_text: r.get(first + col::LAST_ASSISTANT_TEXT)?,
             last_partial_text: r.get(first + col::LAST_PARTIAL_TEXT)?,

@@ -66,7 +66,7 @@ pub struct Question {
 
 impl Question {
     /// The [`col`] row that starts at position `first` of `r`.
-    fn from_row(r: &Row<'_>, first: usize) -> Result<Question> {
+    pub(in crate::store) fn from_row(r: &Row<'_>, first: usize) -> Result<Question> {
         let options: Option<String> = r.get(first + col::OPTIONS)?;
         let answer: Option<String> = r.get(first + col::ANSWER)?;
         Ok(Question {

@@ -119,6 +119,7 @@ pub const ROWS: &[(&str, &str, usize)] = {
         budgets::budget_col,
         worktrees::col,
         worktrees::thread_col,
+        facts::col,
         hosts::host_col,
         hosts::unreachable_col,
         check::parent_link_col,

@@ -39,7 +39,7 @@ pub struct WorktreeRow {
 }
 
 impl WorktreeRow {
-    fn from_row(r: &Row<'_>, at: usize) -> Result<WorktreeRow> {
+    pub(in crate::store) fn from_row(r: &Row<'_>, at: usize) -> Result<WorktreeRow> {
         Ok(WorktreeRow {
             thread_id: r.get(at + col::THREAD_ID)?,
             repo: r.get(at + col::REPO)?,

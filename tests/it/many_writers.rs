@@ -249,7 +249,6 @@ fn top_reader(db: &Path, stop: &AtomicBool) -> (u64, Vec<String>) {
                 threadbase::store::facts::of_thread(
                     &conn,
                     &threadbase::domain::ThreadId::new(&row.id),
-                    threadbase::store::facts::HostCheck::Look,
                 )?;
             }
             Ok(())

@@ -1161,3 +1161,40 @@ fn the_needs_band_reads_only_the_live_and_the_failed_threads() {
         );
     }
 }
+
+/// Issue 46: a poll's facts are one statement (`sql/thread_facts.sql`) whose every part is a
+/// lookup by the thread's id: its row, output, usage, worktree and events by primary key, its
+/// queue position and pending question from their partial indexes, what needs the user pushed
+/// into the view by id, its host's serve rows by key. No table is scanned but `host_serves`
+/// (a row per serve) inside the view, as every read of the view does; the other scans are of
+/// the parts' derived tables, each of one row at most (the events' of its primary-key range).
+#[test]
+fn a_threads_facts_are_key_lookups() {
+    for (name, text, ()) in plans([(sql!("thread_facts"), ())]) {
+        assert_contains_all(
+            name,
+            &text,
+            &[
+                "SEARCH t USING INDEX sqlite_autoindex_threads_1 (id=?)",
+                "SEARCH thread_output USING PRIMARY KEY (thread_id=?)",
+                "SEARCH thread_usage USING PRIMARY KEY (thread_id=?)",
+                "SEARCH q USING INDEX threads_queue_waiting (manager_id=? AND rowid<?)",
+                "SEARCH r USING INDEX ui_requests_pending (thread_id=?)",
+                "SEARCH w USING PRIMARY KEY (thread_id=?)",
+                "SEARCH h USING INDEX sqlite_autoindex_host_serves_1 (host_id=?)",
+                "SEARCH e USING PRIMARY KEY (thread_id=?)",
+            ],
+        );
+        let derived = ["r", "b", "hh", "x", "h", "ev", "e", "CONSTANT ROW"];
+        for step in text.split(" | ").filter(|l| l.contains("SCAN")) {
+            let what = step
+                .trim_start_matches("SCAN ")
+                .trim_end_matches(" LEFT-JOIN");
+            assert!(
+                derived.contains(&what) || what == "s USING INDEX sqlite_autoindex_host_serves_1",
+                "{name} scans {step}: {text}"
+            );
+        }
+        assert!(!text.contains("TEMP B-TREE"), "{name} sorts: {text}");
+    }
+}

@@ -106,9 +106,8 @@ pub(in crate::engine) async fn wait(
         )
         .await;
     };
-    let asked = question_pending(e, &row.id)?;
     e.rt.flush().await;
-    let reply = waited(e, &row.id, detail, timed_out, started)?;
+    let (reply, asked) = answer(e, &row.id, detail, timed_out, started)?;
     if !timed_out && !asked && row.manager_id == e.manager_id {
         // The result reports the thread settled or closed: its notices are given.
         e.store
@@ -145,19 +144,33 @@ fn waited(
     timed_out: bool,
     started: Instant,
 ) -> Result<Reply> {
+    Ok(answer(e, id, detail, timed_out, started)?.0)
+}
+
+/// `wait`'s answer, and whether a question of the thread waits for the caller's answer (its
+/// facts' pending question: read in the same statement).
+fn answer(
+    e: &Engine,
+    id: &ThreadId,
+    detail: Detail,
+    timed_out: bool,
+    started: Instant,
+) -> Result<(Reply, bool)> {
     let facts = e.facts(id)?;
+    let asked = facts.pending.question.is_some();
     let projection = Projection::new(&facts, detail);
     let snap = projection.snapshot();
     let waited = started.elapsed().as_millis() as u64;
     let text = format::waited(&projection, &snap, timed_out, waited);
-    reply(
+    let answer = reply(
         text,
         Details::Waited {
             thread: Single::of(SnapshotJson::new(&snap)?),
             timed_out,
             waited_ms: waited,
         },
-    )
+    )?;
+    Ok((answer, asked))
 }
 
 /// How often a wait on a thread another serve holds reads its rows.

@@ -159,3 +159,71 @@ fn reads_of_every_contract_and_command_write_nothing() {
     }
     s.close(Duration::from_secs(20));
 }
+
+/// The statements the serve `s` (run with `THREADBASE_TEST_COUNT_STATEMENTS=1`) says it ran
+/// for request `n`, and how many write transactions: its stderr line once the request ended.
+fn counted(s: &crate::support::serve_client::Serve, n: u64) -> (u64, u64) {
+    let prefix = format!("threadbase: request {n} ran ");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let err = String::from_utf8_lossy(&s.stderr.lock().unwrap()).into_owned();
+        if let Some(line) = err.lines().find_map(|l| l.strip_prefix(&prefix)) {
+            // "N statements, W writes"
+            let words: Vec<&str> = line.split(' ').collect();
+            return (words[0].parse().unwrap(), words[2].parse().unwrap());
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no count for request {n}: {err}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Issue 46 item 3: a poll whose answer the serve does not hold in memory costs two
+/// statements, the reference's lookup and the thread's facts (`sql/thread_facts.sql`), and
+/// writes nothing: of a closed thread and of a live idle one this serve holds (asked for its
+/// state first), by id and by path, at two details (each a first poll of its key, so none is
+/// served from memory). Then a kept answer costs none, or two again when a heartbeat's commit
+/// meanwhile dropped it. On both backends.
+#[test]
+fn a_poll_costs_two_statements_and_writes_nothing() {
+    let w = super::world(serde_json::from_str(SCRIPT).unwrap());
+    let mut s = w.serve(&[("THREADBASE_TEST_COUNT_STATEMENTS", "1")]);
+    let mut ids = Vec::new();
+    for name in ["done", "idle"] {
+        let r = s.thread(json!({"action": "start", "prompt": "Say hi", "taskName": name}));
+        ids.push(
+            super::details(&r)["snapshot"]["id"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        );
+        s.thread(json!({"action": "wait", "id": name, "timeoutMs": 20000}));
+    }
+    s.thread(json!({"action": "stop", "id": "done"}));
+    let mut seen = Vec::new();
+    for (id, name, status) in [(&ids[0], "done", "closed"), (&ids[1], "idle", "live")] {
+        let path = format!("/root/{name}");
+        for reference in [id.as_str(), path.as_str()] {
+            for detail in ["summary", "full"] {
+                let params = json!({"action": "poll", "id": reference, "detail": detail});
+                let n = s.send("thread", params.clone());
+                let r = s.response(n, Duration::from_secs(20));
+                assert!(r.get("error").is_none(), "{params}: {r}");
+                let snap = &super::details(&r["result"])["snapshot"];
+                assert_eq!(snap["status"], status, "{params}: {r}");
+                assert_eq!(counted(&s, n), (2, 0), "{params}");
+                // Again: the kept answer (nothing run), unless a commit dropped it meanwhile.
+                let again = s.send("thread", params.clone());
+                s.response(again, Duration::from_secs(20));
+                let (statements, writes) = counted(&s, again);
+                assert!(statements == 0 || statements == 2, "{params}: {statements}");
+                assert_eq!(writes, 0, "{params}");
+                seen.push(statements);
+            }
+        }
+    }
+    assert_eq!(seen.len(), 8);
+    s.close(Duration::from_secs(20));
+}
