@@ -42,10 +42,10 @@ pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod host;
+pub mod identity;
 pub mod ids;
 pub mod paths;
 pub mod pi;
-pub mod process;
 pub mod runtime;
 pub mod serve;
 pub mod store;
