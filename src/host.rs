@@ -83,17 +83,6 @@ impl HostIdentity {
         })
     }
 
-    /// Where a process a row records lives, seen from this host: the row's host id and boot id
-    /// (`None` in a row written before hosts were recorded: this host's).
-    pub fn place(&self, host: Option<&str>, boot: Option<&str>) -> Place {
-        match host {
-            None => Place::Here,
-            Some(h) if h != self.host_id => Place::OtherHost,
-            Some(_) if boot.is_some_and(|b| b != self.boot_id) => Place::EarlierBoot,
-            Some(_) => Place::Here,
-        }
-    }
-
     /// The identity from its sources: `named` (`THREADBASE_HOST_ID`) before the machine id's
     /// text, and the boot id's text.
     pub fn read(
@@ -149,17 +138,6 @@ pub fn pid_space() -> Option<&'static str> {
         .as_deref()
 }
 
-/// Where a recorded process lives, seen from this host.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Place {
-    /// This host, this boot: its pid can be looked up and signalled here.
-    Here,
-    /// This host, an earlier boot: the process is gone, whatever now has its pid.
-    EarlierBoot,
-    /// Another host: nothing here can tell whether it lives, and nothing here acts on it.
-    OtherHost,
-}
-
 /// A `THREADBASE_HOST_ID` is shown in `host list`, `tree` and `top` and stored in rows: a
 /// short name of plain characters.
 fn check_name(name: &str) -> Result<()> {
@@ -202,17 +180,6 @@ mod tests {
         assert!(e.message.contains("machine id"), "{}", e.message);
         let e = HostIdentity::read(None, Some(MACHINE), None).unwrap_err();
         assert!(e.message.contains("boot id"), "{}", e.message);
-    }
-
-    #[test]
-    fn a_row_is_placed_by_its_host_and_boot() {
-        let me = HostIdentity::read(Some("a"), None, Some("boot-1")).unwrap();
-        assert_eq!(me.place(None, None), Place::Here);
-        assert_eq!(me.place(Some("a"), Some("boot-1")), Place::Here);
-        assert_eq!(me.place(Some("a"), None), Place::Here);
-        assert_eq!(me.place(Some("a"), Some("boot-0")), Place::EarlierBoot);
-        assert_eq!(me.place(Some("b"), Some("boot-1")), Place::OtherHost);
-        assert_eq!(me.place(Some("b"), None), Place::OtherHost);
     }
 
     #[test]

@@ -23,8 +23,8 @@
 //!   also contract A's reference resolution ([`store::refs`]), list filters ([`store::list`])
 //!   and `threadbase check`, the read-only verification of a database ([`store::check`]).
 //! - [`paths`]: the path grammars of the three contracts.
-//! - [`process`]: a process's identity (pid and start time) and whether it is still alive, for
-//!   every layer that reads an owner from a row.
+//! - [`identity`]: a process's identity (pid and start time), a row's owner, and who holds it
+//!   ([`identity::holder`]), for every layer that reads an owner from a row.
 //! - [`pi`]: what threadbase knows of Pi 1.6 (flags, argv, events, session files, the scripted
 //!   agent); [`session`] and [`scripted_agent`] are its modules under their old paths.
 //! - [`serve`]: the transport: `serve`'s request loop and response lines, its watcher, the
@@ -42,10 +42,10 @@ pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod host;
+pub mod identity;
 pub mod ids;
 pub mod paths;
 pub mod pi;
-pub mod process;
 pub mod runtime;
 pub mod serve;
 pub mod store;

@@ -14,7 +14,7 @@ use crate::domain::SessionId;
 use crate::engine::adopt::{adopt_reference, owner_alive, Found};
 use crate::error::{Error, ErrorCode, Result};
 use crate::pi::session::{session_dir_for, SessionFile};
-use crate::runtime::process::ProcessIdentity;
+use crate::runtime::signals::ProcessIdentity;
 use crate::store::threads::{manager_id, thread_by_id_any, upsert_manager, Contract, ManagerSpec};
 use crate::store::Store;
 

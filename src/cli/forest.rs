@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use crate::domain::{Attention, Contract, ThreadId};
 use crate::error::Result;
-use crate::store::hosts::{Held, Placements};
+use crate::store::hosts::Placements;
 use crate::store::list::Listing;
 use crate::store::threads::ThreadRow;
 
@@ -158,11 +158,9 @@ pub fn state_label(t: &ThreadRow, placements: &Placements) -> String {
     let need = placements.need_of(&t.into());
     let mut s = match (&t.agent_state, &need) {
         (_, Some(n)) if t.is_live() && n.attention == Attention::Unreachable => {
-            match placements.of(t.id.as_str(), true) {
-                Held::Unreachable { since, .. } => {
-                    format!("live/host unreachable since {}", short_time(since))
-                }
-                _ => format!("live/{}", n.word()),
+            match placements.unreachable_since(t.id.as_str(), true) {
+                Some(since) => format!("live/host unreachable since {}", short_time(since)),
+                None => format!("live/{}", n.word()),
             }
         }
         (_, Some(n)) if t.is_live() => format!("live/{}", n.word()),

@@ -14,7 +14,7 @@ use crate::domain::{ExitKind, ThreadId};
 use crate::engine::budget::{thousands, usd};
 use crate::error::Result;
 use crate::store::events;
-use crate::store::hosts::{Held, Placements};
+use crate::store::hosts::Placements;
 use crate::store::list::{list_every_manager, StateFilter, VisibilityFilter};
 use crate::store::open_read_only;
 use crate::store::threads::{manager_of_thread, ThreadRow};
@@ -134,7 +134,7 @@ fn node_json(
         if let Some(host) = placements.host_of(n.row.id.as_str()) {
             m.insert("host".into(), Value::from(host));
         }
-        if let Held::Unreachable { since, .. } = placements.of(n.row.id.as_str(), n.row.is_live()) {
+        if let Some(since) = placements.unreachable_since(n.row.id.as_str(), n.row.is_live()) {
             m.insert("hostUnreachableSince".into(), Value::from(since));
         }
         // Issue 45: what needs the user, as every surface says it, and the state in words.
@@ -276,7 +276,7 @@ pub fn show(
     if let Some(host) = placements.host_of(t.id.as_str()) {
         doc["host"] = Value::from(host);
     }
-    if let Held::Unreachable { since, .. } = placements.of(t.id.as_str(), t.is_live()) {
+    if let Some(since) = placements.unreachable_since(t.id.as_str(), t.is_live()) {
         doc["hostUnreachableSince"] = Value::from(since);
     }
     // Issue 45: what needs the user, as every surface says it, and the state in words.
@@ -331,11 +331,11 @@ pub fn show(
     if let Some(host) = placements.host_of(t.id.as_str()) {
         kv.push((
             "host",
-            match placements.of(t.id.as_str(), t.is_live()) {
-                Held::Unreachable { since, .. } => format!(
+            match placements.unreachable_since(t.id.as_str(), t.is_live()) {
+                Some(since) => format!(
                     "{host}, unreachable since {since} (Repair: wait until it is back, or `threadbase host forget {host}` closes its threads as stale)"
                 ),
-                _ => host.to_string(),
+                None => host.to_string(),
             },
         ));
     }

@@ -719,7 +719,7 @@ fn within<'a>(manager: &'a Option<String>, session: &'a Option<String>) -> selec
 
 fn restore(db: &std::path::Path, json: bool, out: &mut dyn std::io::Write) -> crate::Result<()> {
     let store = crate::Store::open_existing(db)?;
-    let me = crate::runtime::process::ProcessIdentity::current();
+    let me = crate::runtime::signals::ProcessIdentity::current();
     let report = crate::engine::restore_dead_owners(&store, me)?;
     if json {
         let doc = serde_json::json!({"restored": report.restored, "killedGroups": report.killed_groups, "rejected": report.rejected});

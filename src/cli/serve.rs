@@ -11,7 +11,7 @@ use super::logging;
 use crate::engine::restore_dead_owners;
 use crate::engine::{Engine, ServeConfig, Settings};
 use crate::error::{Error, Result};
-use crate::runtime::process::ProcessIdentity;
+use crate::runtime::signals::ProcessIdentity;
 use crate::runtime::Runtime;
 use crate::Store;
 

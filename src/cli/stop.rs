@@ -12,7 +12,7 @@ use globset::{GlobSet, GlobSetBuilder};
 
 use crate::domain::{ExitKind, ThreadId, ThreadStatus};
 use crate::error::{Error, Result};
-use crate::runtime::process::ProcessIdentity;
+use crate::runtime::signals::ProcessIdentity;
 use crate::store::commands::{self, CommandKind};
 use crate::store::Store;
 
@@ -63,7 +63,7 @@ struct Target {
     id: ThreadId,
     path: String,
     session: String,
-    owner: Option<ProcessIdentity>,
+    owner: Option<crate::identity::Owner>,
     /// Held on another host whose lease ran out: nothing is sent to it.
     unreachable: Option<crate::store::hosts::HostRow>,
 }
@@ -112,9 +112,7 @@ fn stop(db: &Path, args: &StopArgs<'_>, out: &mut dyn Write) -> Result<ExitCode>
         let mut v = Vec::new();
         for t in commands::stop_candidates(&conn, args.manager)? {
             if globs.is_match(&t.path) {
-                let elsewhere = t
-                    .owner
-                    .is_some_and(|o| o.place == crate::host::Place::OtherHost);
+                let elsewhere = t.owner.is_some_and(|o| o.other_host.is_some());
                 let unreachable = leases
                     .iter()
                     .find(|h| elsewhere && !h.up && t.owner_host.as_deref() == Some(&h.host_id))

@@ -14,7 +14,7 @@ use super::sql::write_table;
 pub use crate::engine::budget::{budget_text, summary};
 use crate::engine::budget::{thousands, usd, Budget};
 use crate::error::Result;
-use crate::store::hosts::{Held, Placements, ThreadRowRef};
+use crate::store::hosts::{Placements, ThreadRowRef};
 use crate::store::open_read_only;
 use crate::store::usage::{self, trees, SubtreeUsage, TreeUsage, Usage};
 use crate::store::Conn;
@@ -100,12 +100,12 @@ pub fn tree_rows(
     Ok(usage::tree_rows(conn, root, key)?
         .into_iter()
         .map(|r| UsageRow {
-            state: match placements.of(&r.id, r.status == ThreadStatus::Live) {
-                Held::Unreachable { since, .. } => format!(
+            state: match placements.unreachable_since(&r.id, r.status == ThreadStatus::Live) {
+                Some(since) => format!(
                     "live/host unreachable since {}",
                     super::forest::short_time(since)
                 ),
-                _ => crate::domain::state_words(
+                None => crate::domain::state_words(
                     r.status,
                     r.phase,
                     r.exit_kind,

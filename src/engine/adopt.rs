@@ -6,7 +6,7 @@
 
 use crate::domain::{ManagerId, ThreadId};
 use crate::error::{Error, ErrorCode, Result};
-use crate::runtime::process::ProcessIdentity;
+use crate::runtime::signals::ProcessIdentity;
 use crate::store::adopt::{self, Adopted, Candidate};
 use crate::store::Store;
 use crate::time::now_iso;
@@ -40,13 +40,15 @@ pub fn adopt_reference(
 ) -> Result<Found> {
     let found = adopt::candidates(&store.read()?, reference, to)?;
     let alive = |c: &Candidate| {
-        let recorded = ProcessIdentity::recorded(
+        let recorded = crate::identity::Owner::recorded(
             c.owner_pid,
             c.owner_started_at,
             c.owner_host.as_deref(),
             c.owner_boot.as_deref(),
         );
-        ProcessIdentity::held_elsewhere(recorded, me).is_some()
+        crate::identity::holder(recorded, me, |_| None)
+            .elsewhere()
+            .is_some()
     };
     let (gone, held): (Vec<Candidate>, Vec<Candidate>) = found.into_iter().partition(|c| !alive(c));
     let one = match (gone.len(), held.into_iter().next()) {

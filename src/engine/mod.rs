@@ -41,7 +41,7 @@ use crate::store::Store;
 /// whose owner is gone and is not `me` is closed as stale (contract B: paused).
 pub fn restore_dead_owners(
     store: &Store,
-    me: crate::runtime::process::ProcessIdentity,
+    me: crate::runtime::signals::ProcessIdentity,
 ) -> Result<crate::runtime::restore::RestoreReport> {
     crate::runtime::restore::restore_dead_owners(store, me, &crate::contract::RESTORE_TEXTS)
 }

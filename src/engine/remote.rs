@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use super::Engine;
 use crate::engine::restore_dead_owners;
 use crate::error::{Error, ErrorCode, Result};
-use crate::runtime::process::ProcessIdentity;
+use crate::identity::{self, Holder, Owner};
 use crate::store::{commands, hosts, threads};
 
 /// How often a requester reads its command row.
@@ -22,35 +22,22 @@ const POLL: Duration = Duration::from_millis(25);
 /// database every 50 ms; a serve busy with a long write may take longer).
 pub const PICKUP_WAIT: Duration = Duration::from_secs(5);
 
-/// Where a thread's process is, seen from this serve.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Holder {
-    /// This serve's runtime holds it.
-    Here,
-    /// Another living serve holds its live process.
-    Elsewhere(ProcessIdentity),
-    /// The row says live, but the serve that held it is gone.
-    Orphaned,
-    /// Closed (or closing here).
-    NotLive,
-}
-
-/// Where `id`'s process is.
-pub(super) fn holder(e: &Engine, id: &ThreadId) -> Result<Holder> {
+/// Who holds `id`'s live process, seen from this serve (`None`: it is closed, or closing here:
+/// ours, but no longer in the runtime, its close being recorded). A live row whose serve is
+/// gone is [`Holder::Gone`]. The lease of another host is judged by [`request`].
+pub(super) fn holder(e: &Engine, id: &ThreadId) -> Result<Option<Holder>> {
     if e.rt.is_live(id) {
-        return Ok(Holder::Here);
+        return Ok(Some(Holder::Here));
     }
     let Some((status, held)) = threads::thread_holder(&e.store.read()?, id)? else {
-        return Ok(Holder::NotLive);
+        return Ok(None);
     };
     if status != ThreadStatus::Live {
-        return Ok(Holder::NotLive);
+        return Ok(None);
     }
-    Ok(match ProcessIdentity::holder(held, e.rt.owner()) {
-        // Ours, but no longer in the runtime: its close is being recorded.
-        crate::process::Holder::Me => Holder::NotLive,
-        crate::process::Holder::Elsewhere(o) => Holder::Elsewhere(o),
-        crate::process::Holder::Gone => Holder::Orphaned,
+    Ok(match identity::holder(held, e.rt.owner(), |_| None) {
+        Holder::Here => None,
+        h => Some(h),
     })
 }
 
@@ -65,9 +52,9 @@ pub(super) fn restore_orphans(e: &Engine) -> Result<()> {
 }
 
 /// The living serve (not this one) that owns a manager, if there is one.
-pub(super) fn manager_owner(e: &Engine, manager_id: ManagerId) -> Result<Option<ProcessIdentity>> {
+pub(super) fn manager_owner(e: &Engine, manager_id: ManagerId) -> Result<Option<Owner>> {
     let owner = threads::manager_owner(&e.store.read()?, manager_id)?.flatten();
-    Ok(ProcessIdentity::held_elsewhere(owner, e.rt.owner()))
+    Ok(identity::holder(owner, e.rt.owner(), |_| None).elsewhere())
 }
 
 /// How long the owner may take once it claimed a command of `kind`: what the same action
@@ -120,11 +107,11 @@ pub(super) async fn request(
     thread_id: &ThreadId,
     kind: CommandKind,
     payload: Option<&str>,
-    owner: ProcessIdentity,
+    owner: Owner,
 ) -> Result<Outcome> {
     // A serve of another host takes its commands from the table, but only while its host's
     // lease holds: a host that went away is said at once, and nothing is written.
-    if owner.place == crate::host::Place::OtherHost {
+    if owner.other_host.is_some() {
         if let Some(lease) = hosts::lease_of_thread(&e.store.read()?, thread_id)? {
             if !lease.up {
                 let action = match kind {
@@ -152,7 +139,7 @@ pub(super) async fn request(
             CommandState::Pending => {
                 let why = if !owner.is_alive() {
                     Some(Withdrawn::OwnerGone)
-                } else if kind != CommandKind::Resume && holder(e, thread_id)? == Holder::NotLive {
+                } else if kind != CommandKind::Resume && holder(e, thread_id)?.is_none() {
                     Some(Withdrawn::ThreadClosed)
                 } else if written.elapsed() > PICKUP_WAIT {
                     Some(Withdrawn::NotPickedUp)

@@ -15,8 +15,8 @@ use tracing::Instrument;
 
 use super::child::{read_stderr, read_stdout, write_stdin, Child, ChildView};
 use super::mapping::{Phase, Tracker};
-use super::process::{self, GroupSignal};
 use super::rpc::{CallError, RpcClient};
+use super::signals::{self, GroupSignal};
 use super::stop::{close_row, wait_closed, wait_exit, ExitRecord};
 use super::timers::run_timers;
 use super::{Runtime, LOG_TARGET};
@@ -164,7 +164,7 @@ impl Runtime {
             }
         };
         let pid = proc.id().map(i64::from).unwrap_or(0);
-        let started = process::start_time(pid);
+        let started = signals::start_time(pid);
         let owner = self.inner.owner;
         let (event_kind, event_data) = match &spec.start {
             StartKind::Prompt(_) => ("thread_started", json!({"pid": pid})),
@@ -213,7 +213,7 @@ impl Runtime {
         let launch_seq = match launch_seq {
             Ok(s) => s,
             Err(e) => {
-                process::signal_group(pid, GroupSignal::Kill);
+                signals::signal_group(pid, GroupSignal::Kill);
                 let _ = proc.wait().await;
                 return Err(e);
             }

@@ -3,7 +3,7 @@
 //! per pipe and one waiting for its exit; events go through the batching [`ingest`] writer;
 //! the runtime never holds the only copy of a fact.
 //!
-//! - [`process`]: process identity (pid + start time) and group signals.
+//! - [`signals`]: process-group signals and what is left of a group (the identity is [`crate::identity`]).
 //! - [`rpc`]: the RPC codec and line framing.
 //! - [`mapping`]: Pi events → lifecycle events and phases.
 //! - [`ingest`]: the batching writer.
@@ -15,9 +15,9 @@
 pub mod ingest;
 pub mod mapping;
 pub mod models;
-pub mod process;
 pub mod restore;
 pub mod rpc;
+pub mod signals;
 
 mod child;
 mod launch;
@@ -35,7 +35,7 @@ use crate::domain::ThreadId;
 use crate::store::Store;
 use child::Child;
 use ingest::Ingest;
-use process::ProcessIdentity;
+use signals::ProcessIdentity;
 
 pub use child::{ChildView, SendMode, SendOutcome, PROMPT_GATE_WAIT, SEND_TIMEOUT};
 pub use launch::{

@@ -26,7 +26,7 @@
 use crate::domain::{Contract, ExitKind, ManagerId, ThreadId};
 use serde_json::json;
 
-use super::process::{kill_recorded_group, kill_thread_leftovers, GoneThread, ProcessIdentity};
+use super::signals::{kill_recorded_group, kill_thread_leftovers, GoneThread, ProcessIdentity};
 use crate::error::Result;
 use crate::store::events::{self, NewEvent};
 use crate::store::usage::{self, Usage};
@@ -57,7 +57,7 @@ pub struct RestoreReport {
 /// A live thread with its owner as a process identity.
 struct Candidate {
     row: restore::Candidate,
-    owner: Option<ProcessIdentity>,
+    owner: Option<crate::identity::Owner>,
 }
 
 impl std::ops::Deref for Candidate {
@@ -87,7 +87,7 @@ pub fn restore_host(store: &Store, host_id: &str, texts: &RestoreTexts) -> Resul
 
 /// A row's owner as the restore pass judges it: the identity, and the host it recorded.
 struct RowOwner<'a> {
-    owner: Option<ProcessIdentity>,
+    owner: Option<crate::identity::Owner>,
     host: Option<&'a str>,
 }
 
@@ -119,7 +119,7 @@ fn restore_rows(
     let candidates: Vec<Candidate> = restore::candidates(&store.read()?)?
         .into_iter()
         .map(|row| Candidate {
-            owner: ProcessIdentity::recorded(
+            owner: crate::identity::Owner::recorded(
                 row.owner_pid,
                 row.owner_started_at,
                 row.owner_host.as_deref(),
@@ -192,8 +192,8 @@ fn restore_rows(
 }
 
 /// True when the recorded owner is neither this process nor alive (or was never recorded).
-fn owner_gone(owner: Option<ProcessIdentity>, me: ProcessIdentity) -> bool {
-    ProcessIdentity::holder(owner, me) == crate::process::Holder::Gone
+fn owner_gone(owner: Option<crate::identity::Owner>, me: ProcessIdentity) -> bool {
+    crate::identity::holder(owner, me, |_| None) == crate::identity::Holder::Gone
 }
 
 /// Kills what the threads being restored left running: a recorded group whose leader is still
@@ -206,14 +206,12 @@ fn kill_processes_of<'a>(
     let mut gone: Vec<GoneThread<'_>> = Vec::new();
     for c in candidates {
         // Another host's processes are that host's to signal.
-        if c.owner
-            .is_some_and(|o| o.place == crate::host::Place::OtherHost)
-        {
+        if c.owner.is_some_and(|o| o.other_host.is_some()) {
             continue;
         }
         // A recorded pid of an earlier boot names nothing now: only the environment can prove
         // a process is the thread's.
-        let recorded = c.owner.is_none_or(|o| o.is_here());
+        let recorded = c.owner.is_none_or(|o| o.here().is_some());
         match (c.pid, c.pgid) {
             (Some(pid), Some(pgid))
                 if recorded && kill_recorded_group(pid, pgid, c.process_started_at) =>
@@ -245,7 +243,7 @@ fn restore_unlaunched_agents(
     report: &mut RestoreReport,
 ) -> Result<()> {
     for run in restore::unlaunched_agents(&store.read()?)? {
-        let owner = ProcessIdentity::recorded(
+        let owner = crate::identity::Owner::recorded(
             run.owner_pid,
             run.owner_started_at,
             run.owner_host.as_deref(),

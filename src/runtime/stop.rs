@@ -12,7 +12,7 @@ use tokio::sync::watch;
 
 use super::child::{abort_child, Child, ChildView};
 use super::mapping::Phase;
-use super::process::{self, GroupSignal};
+use super::signals::{self, GroupSignal};
 use super::{Runtime, LAUNCH_WAIT, LOG_TARGET};
 use crate::domain::{ExitKind, ThreadId};
 use crate::error::{ErrorCode, Result};
@@ -163,12 +163,12 @@ impl Runtime {
                 abort_child(&child, STOP_ABORT_TIMEOUT, STOP_ABORT_TIMEOUT),
             )
             .await;
-            process::signal_group(child.pgid, GroupSignal::Terminate);
+            signals::signal_group(child.pgid, GroupSignal::Terminate);
             if wait_closed(&mut view, STOP_TERM_WAIT).await {
                 return Ok(true);
             }
         }
-        process::signal_group(child.pgid, GroupSignal::Kill);
+        signals::signal_group(child.pgid, GroupSignal::Kill);
         if wait_closed(&mut view, STOP_KILL_WAIT).await {
             return Ok(true);
         }
@@ -351,7 +351,7 @@ pub(super) async fn wait_exit(
     // the `serve` of its own extension) would outlive the thread unseen. They get SIGTERM and
     // a grace period (a nested serve uses it to stop its own children), then SIGKILL. While
     // the group has members its id cannot have been handed to another group.
-    if process::group_has_members(child.pgid) {
+    if signals::group_has_members(child.pgid) {
         tokio::spawn(end_leftover_group(child.pgid));
     }
     // Let the pipes drain so the last events land before the close.
@@ -383,16 +383,16 @@ pub(super) async fn wait_exit(
 const LEFTOVER_GRACE: Duration = Duration::from_millis(3_000);
 
 async fn end_leftover_group(pgid: i64) {
-    process::signal_group(pgid, GroupSignal::Terminate);
+    signals::signal_group(pgid, GroupSignal::Terminate);
     let deadline = Instant::now() + LEFTOVER_GRACE;
     while Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;
-        if !process::group_has_members(pgid) {
+        if !signals::group_has_members(pgid) {
             return;
         }
     }
-    if process::group_has_members(pgid) {
-        process::signal_group(pgid, GroupSignal::Kill);
+    if signals::group_has_members(pgid) {
+        signals::signal_group(pgid, GroupSignal::Kill);
     }
 }
 

@@ -13,7 +13,7 @@ use std::path::Path;
 
 use crate::domain::{CommandKind, CommandState, Phase};
 use crate::error::{Error, Result};
-use crate::process::ProcessIdentity;
+use crate::identity::ProcessIdentity;
 use crate::store::open_read_only;
 use crate::store::rows::columns;
 
@@ -462,7 +462,7 @@ fn owners_alive(r: &Row<'_>, first: usize) -> Result<bool> {
         ),
     ];
     Ok(ids.iter().any(|(pid, started, host, boot)| {
-        ProcessIdentity::recorded(*pid, *started, host.as_deref(), boot.as_deref())
+        crate::identity::Owner::recorded(*pid, *started, host.as_deref(), boot.as_deref())
             .is_some_and(|o| o.is_alive())
     }))
 }
@@ -615,7 +615,7 @@ impl Checker<'_> {
                 session,
                 ..
             } = &t;
-            let owner = ProcessIdentity::recorded(
+            let owner = crate::identity::Owner::recorded(
                 t.owner_pid,
                 t.owner_started,
                 t.owner_host.as_deref(),
@@ -623,7 +623,7 @@ impl Checker<'_> {
             );
             if let (Some(host), true) = (
                 t.owner_host.as_deref(),
-                owner.is_some_and(|o| o.place == crate::host::Place::OtherHost),
+                owner.is_some_and(|o| o.other_host.is_some()),
             ) {
                 if leases.is_none() {
                     match crate::store::hosts::list(self.conn) {
@@ -649,7 +649,7 @@ impl Checker<'_> {
             }
             let owner_alive = owner.is_some_and(|o| o.is_alive());
             // The child of a serve of another host cannot be looked up here.
-            let child_here = owner.is_none_or(|o| o.is_here());
+            let child_here = owner.is_none_or(|o| o.here().is_some());
             let owner = t.owner_pid.unwrap_or(0);
             if !owner_alive {
                 let owner = t.owner_pid.map_or("no owner recorded".to_string(), |p| {

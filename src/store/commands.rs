@@ -161,7 +161,7 @@ pub struct StopCandidate {
     pub path: String,
     pub session: String,
     /// The holding serve, when recorded.
-    pub owner: Option<crate::process::ProcessIdentity>,
+    pub owner: Option<crate::identity::Owner>,
     /// The host it runs on, when recorded.
     pub owner_host: Option<String>,
 }
@@ -184,7 +184,7 @@ pub fn stop_candidates(conn: &Conn, manager: Option<&str>) -> Result<Vec<StopCan
                     session: r.get(stop_candidate_col::SESSION_ID)?,
                     // A holder without a start time is no process the stop could wait for.
                     owner: started.and_then(|_| {
-                        crate::process::ProcessIdentity::recorded(
+                        crate::identity::Owner::recorded(
                             pid,
                             started,
                             host.as_deref(),

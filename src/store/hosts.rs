@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::domain::ThreadId;
 use crate::error::Result;
-use crate::process::ProcessIdentity;
+use crate::identity::ProcessIdentity;
 use crate::store::db::{named, params, q, Row};
 use crate::store::rows::columns;
 use crate::store::{batch_col, Conn, ThreadIds};
@@ -445,18 +445,6 @@ impl<'a> From<&'a crate::store::threads::ThreadRow> for ThreadRowRef<'a> {
     }
 }
 
-/// Where a thread is held, as the views show it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Held<'a> {
-    /// On this host, or nothing recorded (a row from before hosts were, a database before V13).
-    Here,
-    /// On another host whose lease holds: its serve answers for the thread.
-    Elsewhere { host: &'a str },
-    /// Live on a host whose lease ran out: nothing reaches the thread until the host is back
-    /// or forgotten (`threadbase host forget`).
-    Unreachable { host: &'a str, since: &'a str },
-}
-
 /// The hosts' leases as the views judge them, read once per view (`host list`'s query: a
 /// handful of rows): where a thread whose row records `host` is held.
 #[derive(Debug, Default)]
@@ -477,17 +465,20 @@ impl Leases {
         })
     }
 
-    /// Where a thread whose row records `host` is held; `live` says whether its row is live (a
-    /// closed thread is never unreachable: nothing is left to reach).
-    pub fn held<'a>(&'a self, host: Option<&'a str>, live: bool) -> Held<'a> {
-        let Some(host) = host else {
-            return Held::Here;
-        };
-        match self.by_host.get(host) {
-            Some((false, since)) if live => Held::Unreachable { host, since },
-            _ if host == self.here => Held::Here,
-            _ => Held::Elsewhere { host },
+    /// Since when the host a live thread's row records (`host`) is unreachable: its last
+    /// heartbeat, when its lease ran out. `live` says whether the row is live (a closed thread
+    /// is never unreachable: nothing is left to reach); nothing recorded is this host's.
+    pub fn unreachable_since(&self, host: Option<&str>, live: bool) -> Option<&str> {
+        match self.by_host.get(host?) {
+            Some((false, since)) if live => Some(since),
+            _ => None,
         }
+    }
+
+    /// Whether a thread whose row records `host` is held on this host, reachable (nothing
+    /// recorded: a row from before hosts were, a database before V13).
+    pub fn here(&self, host: Option<&str>, live: bool) -> bool {
+        host.is_none_or(|h| !self.is_other(h)) && self.unreachable_since(host, live).is_none()
     }
 
     /// Whether a host other than this one has a serve row.
@@ -503,7 +494,7 @@ impl Leases {
 
 /// The hosts of a database's threads, for the read-only views (`tree`, `list`, `top`,
 /// `usage`): each thread's host and each host's lease, in two queries (one on a database
-/// before V14, which records no hosts: every thread is then [`Held::Here`]).
+/// before V14, which records no hosts: every thread is then this host's).
 #[derive(Debug, Default)]
 pub struct Placements {
     /// Each thread's host, by thread id.
@@ -562,11 +553,11 @@ impl Placements {
     /// ([`crate::store::attention::seen_here`]): a live thread held here whose serve's pid is
     /// gone is `owner_gone` at once.
     pub fn need_of(&self, t: &ThreadRowRef<'_>) -> Option<crate::store::attention::Need> {
-        let here = self.of(t.id, t.live) == Held::Here;
+        let here = self.leases.here(self.host_of(t.id), t.live);
         let owner_gone = here
             && t.live
             && t.owner_started_at.is_some()
-            && ProcessIdentity::recorded(t.owner_pid, t.owner_started_at, None, None)
+            && crate::identity::Owner::recorded(t.owner_pid, t.owner_started_at, None, None)
                 .is_some_and(|owner| !owner.is_alive());
         crate::store::attention::seen_here(
             self.needs.get(t.id).cloned(),
@@ -587,9 +578,9 @@ impl Placements {
         self.held.get(id).map(String::as_str)
     }
 
-    /// Where thread `id` is held ([`Leases::held`]).
-    pub fn of(&self, id: &str, live: bool) -> Held<'_> {
-        self.leases.held(self.host_of(id), live)
+    /// Since when the host that holds thread `id` is unreachable ([`Leases::unreachable_since`]).
+    pub fn unreachable_since(&self, id: &str, live: bool) -> Option<&str> {
+        self.leases.unreachable_since(self.host_of(id), live)
     }
 }
 

@@ -5,7 +5,7 @@ use crate::store::Conn;
 use serde::Serialize;
 
 use crate::error::Result;
-use crate::process::ProcessIdentity;
+use crate::identity::ProcessIdentity;
 use crate::time::now_iso;
 
 use crate::domain::SessionId;
@@ -452,9 +452,9 @@ crate::store::rows::columns! {
 pub fn thread_holder(
     conn: &Conn,
     id: &ThreadId,
-) -> Result<Option<(ThreadStatus, Option<ProcessIdentity>)>> {
+) -> Result<Option<(ThreadStatus, Option<crate::identity::Owner>)>> {
     conn.opt(q!("thread_holder", holder_col), params![id], |r| {
-        let owner = ProcessIdentity::recorded(
+        let owner = crate::identity::Owner::recorded(
             r.get(holder_col::OWNER_PID)?,
             r.get(holder_col::OWNER_STARTED_AT)?,
             r.get::<Option<String>>(holder_col::OWNER_HOST)?.as_deref(),
@@ -469,16 +469,6 @@ pub fn thread_last_host(conn: &Conn, id: &ThreadId) -> Result<Option<String>> {
     Ok(conn
         .opt(q!("thread_last_host"), params![id], |r| {
             r.get::<Option<String>>(0)
-        })?
-        .flatten())
-}
-
-/// The host of the serve that holds a thread, as recorded (`thread_holder`'s row): `None`
-/// for no such thread or no host recorded.
-pub fn thread_holder_host(conn: &Conn, id: &ThreadId) -> Result<Option<String>> {
-    Ok(conn
-        .opt(q!("thread_holder", holder_col), params![id], |r| {
-            r.get::<Option<String>>(holder_col::OWNER_HOST)
         })?
         .flatten())
 }
@@ -499,9 +489,9 @@ crate::store::rows::columns! {
 pub fn manager_owner(
     conn: &Conn,
     manager_id: ManagerId,
-) -> Result<Option<Option<ProcessIdentity>>> {
+) -> Result<Option<Option<crate::identity::Owner>>> {
     conn.opt(q!("manager_owner", owner_col), params![manager_id], |r| {
-        Ok(ProcessIdentity::recorded(
+        Ok(crate::identity::Owner::recorded(
             r.get(owner_col::OWNER_PID)?,
             r.get(owner_col::OWNER_STARTED_AT)?,
             r.get::<Option<String>>(owner_col::OWNER_HOST)?.as_deref(),

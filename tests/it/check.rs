@@ -11,7 +11,7 @@ use common::{add, threadbase, tid};
 use rusqlite::Connection;
 use serde_json::Value;
 use threadbase::domain::{SessionId, ThreadId};
-use threadbase::runtime::process::ProcessIdentity;
+use threadbase::runtime::signals::ProcessIdentity;
 use threadbase::store::events::{self, NewEvent};
 use threadbase::store::threads::{upsert_manager, Contract, ManagerSpec};
 use threadbase::Store;
@@ -374,7 +374,7 @@ fn a_live_thread_of_a_dead_owner_is_repaired_by_restore() {
     // A real process that has exited: its pid and start time are an identity that is gone.
     let mut gone = Command::new("sleep").arg("0").spawn().unwrap();
     let pid = gone.id() as i64;
-    let started = threadbase::runtime::process::start_time(pid).unwrap_or(1);
+    let started = threadbase::runtime::signals::start_time(pid).unwrap_or(1);
     gone.wait().unwrap();
     crate::support::sql::Conn::open(&db.path)
         .unwrap()

@@ -468,7 +468,7 @@ fn a_live_thread_whose_owner_is_gone_says_so_without_a_write() {
     let db = temp_db();
     let store = Store::open(&db.path).unwrap();
     let m = manager(&store, "ses_owner");
-    let me = threadbase::runtime::process::ProcessIdentity::current();
+    let me = threadbase::runtime::signals::ProcessIdentity::current();
     let held = thread(&tid(1), m, "/root/held", true);
     let orphan = thread(&tid(2), m, "/root/orphan", true);
     let done = thread(&tid(3), m, "/root/done", false);

@@ -20,7 +20,7 @@ use serve_client::processes_with_env;
 use threadbase::contract::thread::STALE_MESSAGE;
 use threadbase::domain::ThreadId;
 use threadbase::engine::restore_dead_owners;
-use threadbase::runtime::process::ProcessIdentity;
+use threadbase::runtime::signals::ProcessIdentity;
 use threadbase::runtime::{Runtime, RuntimeConfig, StartKind};
 use threadbase::store::events;
 use threadbase::Store;

@@ -123,7 +123,7 @@ fn bystander(marker: &str) -> (Child, i64) {
         .process_group(0)
         .spawn()
         .unwrap();
-    let started = threadbase::runtime::process::start_time(child.id() as i64).unwrap();
+    let started = threadbase::runtime::signals::start_time(child.id() as i64).unwrap();
     (child, started)
 }
 

@@ -220,9 +220,9 @@ async fn real_pi_runs_steers_follows_up_aborts_and_stops() {
     fake.push(Step::hang(30_000));
     let out = w.rt.launch(spec).await.unwrap();
     fake.wait_for_requests(7, RUN);
-    threadbase::runtime::process::signal_group(
+    threadbase::runtime::signals::signal_group(
         out.pid,
-        threadbase::runtime::process::GroupSignal::Kill,
+        threadbase::runtime::signals::GroupSignal::Kill,
     );
     let mut view = w.rt.watch(&id2).unwrap();
     tokio::time::timeout(RUN, view.wait_for(|v| v.closed))

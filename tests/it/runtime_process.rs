@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use threadbase::domain::ThreadId;
 use threadbase::runtime::mapping::Phase;
-use threadbase::runtime::process::group_has_members;
+use threadbase::runtime::signals::group_has_members;
 use threadbase::runtime::{LaunchSpec, RuntimeConfig, StartKind};
 use threadbase::store::events;
 

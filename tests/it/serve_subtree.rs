@@ -476,7 +476,7 @@ fn a_refused_or_untaken_command_is_a_clear_error() {
         .arg("60")
         .spawn()
         .unwrap();
-    let sleeper_started = threadbase::runtime::process::start_time(sleeper.id() as i64).unwrap();
+    let sleeper_started = threadbase::runtime::signals::start_time(sleeper.id() as i64).unwrap();
     let set_owner = |pid: i64, started: i64| {
         conn.execute(
             "UPDATE threads SET owner_pid = ?1, owner_started_at = ?2 WHERE path = '/root/lead/slow'",

@@ -9,7 +9,7 @@ use crate::support::sql::Rusqlite as _;
 use serde_json::json;
 use threadbase::domain::{SessionId, ThreadId};
 use threadbase::engine::restore_dead_owners;
-use threadbase::runtime::process::ProcessIdentity;
+use threadbase::runtime::signals::ProcessIdentity;
 use threadbase::store::usage::{self, Usage};
 use threadbase::time::ms_from_iso;
 use threadbase::Store;

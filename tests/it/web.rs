@@ -472,7 +472,7 @@ fn seeded_live(db: &Path) -> String {
         &store,
         &[common::thread(&common::tid(1), m, "/root/a", true)],
     );
-    let me = threadbase::runtime::process::ProcessIdentity::current();
+    let me = threadbase::runtime::signals::ProcessIdentity::current();
     store
         .write(|tx| {
             tx.execute_script(&crate::support::sql::with(
@@ -1047,7 +1047,7 @@ fn rows_name_their_host_and_a_thread_of_an_unreachable_host_says_since_when() {
     drop(store);
     let conn = rusqlite::Connection::open(&db.path).unwrap();
     // Both serves' pids are dead here (this process's pid with another start time).
-    let me = threadbase::runtime::process::ProcessIdentity::current();
+    let me = threadbase::runtime::signals::ProcessIdentity::current();
     conn.execute(
         "UPDATE threads SET owner_pid = ?1, owner_started_at = ?2 + 1, boot_id = 'b',
            host_id = CASE path WHEN '/root/up' THEN 'host-up' ELSE 'host-down' END",

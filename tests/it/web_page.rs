@@ -24,7 +24,7 @@ fn two_live(db: &Path) -> (String, String) {
     a.prompt = Some("Survey the API\nand list what is missing.".into());
     let b = common::thread(&common::tid(2), m, "/root/b", true);
     common::add(&store, &[a, b]);
-    let me = threadbase::runtime::process::ProcessIdentity::current();
+    let me = threadbase::runtime::signals::ProcessIdentity::current();
     store
         .write(|tx| {
             tx.execute_script(&crate::support::sql::with(
@@ -648,7 +648,7 @@ fn a_team_database_has_a_host_filter_and_hosts_on_rows_and_bars() {
     );
     drop(store);
     let conn = rusqlite::Connection::open(&db).unwrap();
-    let me = threadbase::runtime::process::ProcessIdentity::current();
+    let me = threadbase::runtime::signals::ProcessIdentity::current();
     conn.execute(
         "UPDATE threads SET owner_pid = ?1, owner_started_at = ?2 + 1, boot_id = 'b',
            host_id = CASE path WHEN '/root/on_alpha' THEN 'alpha' ELSE 'beta' END",

@@ -13,7 +13,7 @@ use super::detail::detail_lines;
 use crate::cli::forest;
 use crate::domain::ThreadId;
 use crate::error::Result;
-use crate::runtime::process::ProcessIdentity;
+use crate::runtime::signals::ProcessIdentity;
 use crate::store::commands::{self, CommandKind};
 use crate::store::list::{StateFilter, VisibilityFilter};
 use crate::store::Store;

@@ -11,8 +11,7 @@ use crate::contract::projection::{self, Detail};
 use crate::domain::{AgentState, Contract, ExitKind, Outcome, Phase, ThreadId, ThreadStatus};
 use crate::engine::budget::usd;
 use crate::error::Result;
-use crate::runtime::process::ProcessIdentity;
-use crate::store::hosts::{Held, Placements};
+use crate::store::hosts::Placements;
 use crate::store::list::{StateFilter, VisibilityFilter};
 use crate::store::top::{self, TopRow};
 use crate::store::{events, threads::thread_by_id_any, usage, Conn};
@@ -44,7 +43,7 @@ pub(super) struct Row {
     hidden: bool,
     pub(super) created_at: String,
     pub(super) last_event_at: String,
-    pub(super) owner: Option<ProcessIdentity>,
+    pub(super) owner: Option<crate::identity::Owner>,
     /// Every token the thread's messages used, and their cost.
     pub(super) tokens: i64,
     pub(super) cost_usd: f64,
@@ -163,15 +162,19 @@ pub(super) fn load_rows(conn: &Conn, subtree: &str) -> Result<Loaded> {
             owner_started_at: r.owner.map(|o| o.started_at),
             last_event_at: Some(&r.last_event_at),
         });
-        match placements.of(&r.id, r.live()) {
-            Held::Here => {}
-            Held::Elsewhere { host } => {
+        r.unreachable_since = placements
+            .unreachable_since(&r.id, r.live())
+            .map(str::to_string);
+        if r.unreachable_since.is_none() {
+            if let Some(host) = r.host.as_deref() {
                 r.owner = r.owner.and_then(|o| {
-                    ProcessIdentity::recorded(Some(o.pid), Some(o.started_at), Some(host), None)
+                    crate::identity::Owner::recorded(
+                        Some(o.pid),
+                        Some(o.started_at),
+                        Some(host),
+                        None,
+                    )
                 });
-            }
-            Held::Unreachable { since, .. } => {
-                r.unreachable_since = Some(since.to_string());
             }
         }
     }
@@ -200,7 +203,7 @@ impl From<TopRow> for Row {
             created_at: r.created_at,
             last_event_at: r.last_event_at,
             owner: r.owner_started_at.and_then(|_| {
-                ProcessIdentity::recorded(r.owner_pid, r.owner_started_at, None, None)
+                crate::identity::Owner::recorded(r.owner_pid, r.owner_started_at, None, None)
             }),
             tokens: 0,
             cost_usd: 0.0,

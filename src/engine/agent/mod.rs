@@ -51,8 +51,8 @@ use crate::contract::agent::{self as contract, AgentFacts, AgentView};
 use crate::engine::Engine;
 use crate::engine::Reply;
 use crate::error::{Error, ErrorCode, Result};
+use crate::identity::{Holder, Owner, ProcessIdentity};
 use crate::paths::{self, ROOT};
-use crate::process::{Holder, ProcessIdentity};
 use crate::store::agents::{self, AgentRow};
 use crate::time::now_iso;
 
@@ -235,19 +235,19 @@ impl Agents<'_> {
         }
     }
 
-    /// Who holds `row`'s run (the one rule, [`ProcessIdentity::holder`]).
+    /// Who holds `row`'s run (the one rule, [`crate::identity::holder`]).
     fn run_holder(&self, row: &AgentRow) -> Holder {
-        let recorded = ProcessIdentity::recorded(
+        let recorded = crate::identity::Owner::recorded(
             row.owner_pid,
             row.owner_started_at,
             row.owner_host.as_deref(),
             row.owner_boot.as_deref(),
         );
-        ProcessIdentity::holder(recorded, self.rt.owner())
+        crate::identity::holder(recorded, self.rt.owner(), |_| None)
     }
 
     fn is_mine(&self, row: &AgentRow) -> bool {
-        self.run_holder(row) == Holder::Me
+        self.run_holder(row) == Holder::Here
     }
 
     fn owner_alive(&self, row: &AgentRow) -> bool {
@@ -266,11 +266,8 @@ impl Agents<'_> {
     }
 
     /// The serve that holds a live process for `row`, when that is another living serve.
-    fn holder_elsewhere(&self, row: &AgentRow) -> Option<ProcessIdentity> {
-        match self.run_holder(row) {
-            Holder::Elsewhere(o) if row.live => Some(o),
-            _ => None,
-        }
+    fn holder_elsewhere(&self, row: &AgentRow) -> Option<Owner> {
+        self.run_holder(row).elsewhere().filter(|_| row.live)
     }
 
     /// Contract B's access rule (`assertAccess`): `/root` may address every thread but

@@ -100,7 +100,9 @@ pub(in crate::engine) async fn steer(e: &Engine, req: contract::Steer) -> Result
             e.check_capacity(tx, registry)?;
             // A process another serve still holds (it hosts working descendants) runs
             // the resume there; otherwise this serve runs it.
-            let runner = e.holder_elsewhere(&row).unwrap_or_else(|| e.rt.owner());
+            let runner = e
+                .holder_elsewhere(&row)
+                .map_or_else(|| e.rt.owner(), |o| agents::ProcessIdentity::here(o.pid, o.started_at));
             agents::reserve_resume(
                 tx,
                 &agents::Lifecycle {

@@ -19,13 +19,14 @@ pub(super) mod wait;
 
 use std::time::Duration;
 
-use super::remote::{self, Holder};
+use super::remote;
 use super::Engine;
 use crate::contract::thread::Details;
 use crate::contract::ToolResult;
 use crate::domain::ThreadId;
 use crate::engine::Reply;
 use crate::error::{Error, ErrorCode, Result};
+use crate::identity::Holder;
 use crate::store::refs::resolve;
 use crate::store::threads::ThreadRow;
 
@@ -60,7 +61,7 @@ pub(super) fn reply(text: String, details: Details) -> Result<Reply> {
 /// A thread this serve does not hold is read from its rows; one whose serve is gone is
 /// restored (closed as stale) first, so its rows say what is true.
 pub(super) fn settle_if_orphaned(e: &Engine, id: &ThreadId) -> Result<()> {
-    if remote::holder(e, id)? == Holder::Orphaned {
+    if remote::holder(e, id)? == Some(Holder::Gone) {
         remote::restore_orphans(e)?;
     }
     Ok(())
@@ -76,21 +77,8 @@ pub(super) fn closed_error(reference: &str, row: &ThreadRow) -> Error {
 /// The line a result's text ends with when another serve carried the action out (a
 /// threadbase addition: pi-threads has one process per manager); a serve of another host is
 /// named with its host, since its pid means nothing here (issue 46).
-pub(super) fn held_by(
-    e: &Engine,
-    id: &ThreadId,
-    owner: crate::runtime::process::ProcessIdentity,
-) -> String {
-    let host = (owner.place == crate::host::Place::OtherHost)
-        .then(|| {
-            e.store
-                .read()
-                .and_then(|conn| crate::store::threads::thread_holder_host(&conn, id))
-                .ok()
-                .flatten()
-        })
-        .flatten();
-    match host {
+pub(super) fn held_by(owner: crate::identity::Owner) -> String {
+    match owner.other_host {
         Some(host) => format!(
             "\nNote: carried out by the serve that holds it (pid {} on host {host}).",
             owner.pid

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::remote::{self, Holder, Outcome};
+use super::remote::{self, Outcome};
 use super::reserve::{
     check_depth, check_depth_at, check_live_count, check_live_count_of, child_argv,
 };
@@ -19,6 +19,7 @@ use crate::engine::adopt;
 use crate::engine::child_env::{ChildEnv, Parent};
 use crate::engine::Reply;
 use crate::error::{Error, ErrorCode, Result};
+use crate::identity::Holder;
 use crate::runtime::{LaunchSpec, StartKind};
 use crate::store::threads::{thread_ancestors, thread_by_id_any, ThreadRow};
 use crate::store::Conn;
@@ -81,13 +82,14 @@ pub(in crate::engine) async fn resume(
     e.rt.await_launch(&row.id, crate::runtime::LAUNCH_WAIT)
         .await;
     let mut via = None;
-    let done = match remote::holder(e, &row.id)? {
-        Holder::Here => ResumeDone {
+    let holder = remote::holder(e, &row.id)?;
+    let done = match holder.as_ref().map(|h| (h, h.elsewhere())) {
+        Some((Holder::Here, _)) => ResumeDone {
             already_live: true,
             file: None,
             note: None,
         },
-        Holder::Elsewhere(owner) => {
+        Some((_, Some(owner))) => {
             via = Some(owner);
             ResumeDone {
                 already_live: true,
@@ -95,8 +97,8 @@ pub(in crate::engine) async fn resume(
                 note: None,
             }
         }
-        holder => {
-            if holder == Holder::Orphaned {
+        _ => {
+            if holder == Some(Holder::Gone) {
                 remote::restore_orphans(e)?;
             }
             let row = thread_by_id_any(&e.store.read()?, &row.id)?
@@ -135,7 +137,7 @@ pub(in crate::engine) async fn resume(
         text.push_str(&format!("\nNote: {note}"));
     }
     if let Some(owner) = via {
-        text.push_str(&held_by(e, &row.id, owner));
+        text.push_str(&held_by(owner));
     }
     reply(
         text,

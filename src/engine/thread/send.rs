@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::remote::{self, Holder, Outcome};
+use super::remote::{self, Outcome};
 use super::{closed_error, find, held_by, reply, settle_if_orphaned, Engine, REFRESH_TIMEOUT};
 use crate::contract::format;
 use crate::contract::projection::{Detail, Projection};
@@ -10,6 +10,7 @@ use crate::contract::thread::{Details, Single, SnapshotJson};
 use crate::domain::CommandKind;
 use crate::engine::Reply;
 use crate::error::Result;
+use crate::identity::Holder;
 use crate::runtime::SendMode;
 use crate::store::threads::ThreadRow;
 
@@ -55,9 +56,10 @@ pub(in crate::engine) async fn send(
     e.rt.await_launch(&row.id, crate::runtime::LAUNCH_WAIT)
         .await;
     let by = format!("session {} (thread tool)", e.cfg.session_id);
-    let (done, via) = match remote::holder(e, &row.id)? {
-        Holder::Here => (send_here(e, &row, message, mode, &by).await?, None),
-        Holder::Elsewhere(owner) => {
+    let holder = remote::holder(e, &row.id)?;
+    let (done, via) = match (&holder, holder.as_ref().and_then(Holder::elsewhere)) {
+        (Some(Holder::Here), _) => (send_here(e, &row, message, mode, &by).await?, None),
+        (_, Some(owner)) => {
             let payload = serde_json::to_string(&SendPayload {
                 message: message.to_string(),
                 mode,
@@ -84,11 +86,11 @@ pub(in crate::engine) async fn send(
             };
             (done, Some(owner))
         }
-        Holder::Orphaned => {
+        (Some(Holder::Gone), _) => {
             remote::restore_orphans(e)?;
             return Err(closed_error(reference, &row));
         }
-        Holder::NotLive => return Err(closed_error(reference, &row)),
+        _ => return Err(closed_error(reference, &row)),
     };
     let facts = e.facts(&row.id)?;
     let projection = Projection::new(&facts, Detail::Summary);
@@ -96,7 +98,7 @@ pub(in crate::engine) async fn send(
     let mode = done.mode;
     let mut text = format::sent(&snap, mode, done.accepted, done.error.as_deref());
     if let Some(owner) = via {
-        text.push_str(&held_by(e, &row.id, owner));
+        text.push_str(&held_by(owner));
     }
     reply(
         text,

@@ -1,6 +1,6 @@
 //! `stop`: a child this serve holds, or a stop handed to the serve that holds it.
 
-use super::remote::{self, Holder, Outcome};
+use super::remote::{self, Outcome};
 use super::{find, held_by, reply, settle_if_orphaned, Engine};
 use crate::contract::format;
 use crate::contract::projection::{Detail, Projection};
@@ -8,6 +8,7 @@ use crate::contract::thread::{Details, Single, SnapshotJson};
 use crate::domain::{CommandKind, ExitKind, ThreadId};
 use crate::engine::Reply;
 use crate::error::Result;
+use crate::identity::Holder;
 use crate::runtime::StopBy;
 use crate::store::events::{self, NewEvent};
 use crate::store::queue;
@@ -26,13 +27,12 @@ pub(in crate::engine) async fn stop(
         e.rt.await_launch(&row.id, crate::runtime::LAUNCH_WAIT)
             .await;
     }
-    let (was_live, note) = match remote::holder(e, &row.id)? {
+    let holder = remote::holder(e, &row.id)?;
+    let (was_live, note) = match (&holder, holder.as_ref().and_then(Holder::elsewhere)) {
         _ if dequeued => (true, String::new()),
-        Holder::Elsewhere(owner) => {
+        (_, Some(owner)) => {
             match remote::request(e, &row.id, CommandKind::stop(force), None, owner).await? {
-                Outcome::Done(result) => {
-                    (result != STOP_ALREADY_CLOSED, held_by(e, &row.id, owner))
-                }
+                Outcome::Done(result) => (result != STOP_ALREADY_CLOSED, held_by(owner)),
                 Outcome::Failed(err) => return Err(err),
                 Outcome::Withdrawn(remote::Withdrawn::NotPickedUp) => {
                     return Err(remote::not_carried_out(
@@ -49,11 +49,11 @@ pub(in crate::engine) async fn stop(
                 Outcome::StillRunning => return Err(remote::still_running(&row.path, "stop")),
             }
         }
-        Holder::Orphaned => {
+        (Some(Holder::Gone), _) => {
             remote::restore_orphans(e)?;
             (false, String::new())
         }
-        Holder::Here | Holder::NotLive => (
+        _ => (
             e.rt.stop(&row.id, force, StopBy::Caller).await?,
             String::new(),
         ),

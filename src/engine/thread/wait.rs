@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::remote::{self, Holder};
+use super::remote;
 use super::{find, gone_meanwhile, reply, Engine, REFRESH_TIMEOUT, WAIT_STEP};
 use crate::contract::format;
 use crate::contract::projection::{Detail, Projection};
@@ -11,6 +11,7 @@ use crate::contract::thread::{Details, Single, SnapshotJson};
 use crate::domain::{Phase, ThreadId};
 use crate::engine::Reply;
 use crate::error::Result;
+use crate::identity::Holder;
 use crate::store::queue::{self, QueueState};
 use crate::store::threads::{thread_by_id_any, ThreadRow};
 use crate::store::{commands, notices, questions};
@@ -65,10 +66,10 @@ pub(in crate::engine) async fn wait(
         match remote::holder(e, &row.id)? {
             // Another serve holds it, or held it and died (a watcher's restore pass closes it
             // within about a second): its rows say when it is done.
-            Holder::Elsewhere(_) | Holder::Orphaned => {
+            Some(Holder::ThisHost(_) | Holder::OtherHost { .. } | Holder::Gone) => {
                 return wait_on_rows(e, &row, detail, timeout_ms, started, progress).await
             }
-            Holder::Here | Holder::NotLive => {}
+            Some(Holder::Here) | None => {}
         }
     }
     let deadline = started + Duration::from_millis(timeout_ms);

@@ -5,7 +5,6 @@
 use crate::domain::ThreadStatus;
 use crate::domain::{SessionId, ThreadId, WorkerId};
 use crate::engine::child_env::{ChildEnv, Parent};
-use crate::process::ProcessIdentity;
 use std::path::{Path, PathBuf};
 
 use std::time::Duration;
@@ -33,7 +32,9 @@ pub(in crate::engine) async fn drive(e: &Engine, id: &WorkerId) -> Result<()> {
     if !e.rt.is_live(&thread) {
         let me = e.rt.owner();
         if row.facts.status == ThreadStatus::Live
-            && ProcessIdentity::held_elsewhere(row.owner, me).is_some()
+            && crate::identity::holder(row.owner, me, |_| None)
+                .elsewhere()
+                .is_some()
         {
             return Ok(());
         }

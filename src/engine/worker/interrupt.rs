@@ -2,7 +2,6 @@
 //! else through an `interrupt` command row for the serve that does.
 
 use crate::domain::ThreadStatus;
-use crate::process::ProcessIdentity;
 use std::time::{Duration, Instant};
 
 use super::{answer_worker, load, owned};
@@ -47,7 +46,9 @@ pub(in crate::engine) async fn interrupt(
             e.interrupting.remove(&id);
         }
     } else if row.facts.status == ThreadStatus::Live
-        && ProcessIdentity::held_elsewhere(row.owner, e.rt.owner()).is_some()
+        && crate::identity::holder(row.owner, e.rt.owner(), |_| None)
+            .elsewhere()
+            .is_some()
     {
         // Another serve holds the pipes: ask it through a command row (its watcher aborts).
         e.store

@@ -57,7 +57,6 @@ use crate::contract::worker::{worker_identity, Model, Report, WorkerFacts};
 use crate::contract::ToolResult;
 use crate::engine::Reply;
 use crate::error::{Error, ErrorCode, Result};
-use crate::runtime::process::ProcessIdentity;
 use crate::store::reports::ReportRow;
 use crate::store::workers::{self, Outcome, WorkerRow};
 use crate::store::Conn;
@@ -106,7 +105,7 @@ struct Worker {
     /// The agent profile's Pi args.
     args: Vec<String>,
     session_file: Option<String>,
-    owner: Option<ProcessIdentity>,
+    owner: Option<crate::identity::Owner>,
     report_message_id: Option<String>,
     parent_path: Option<String>,
 }
@@ -144,7 +143,7 @@ impl From<WorkerRow> for Worker {
             id: r.id,
             args: r.args,
             session_file: r.session_file,
-            owner: ProcessIdentity::recorded(
+            owner: crate::identity::Owner::recorded(
                 r.owner_pid,
                 r.owner_started_at,
                 r.owner_host.as_deref(),

@@ -24,11 +24,10 @@ use crate::contract::projection::{self, Detail};
 use crate::domain::{CommandKind, SessionId, ThreadId, ThreadStatus};
 use crate::engine::budget::{thousands, usd, Budget};
 use crate::error::{Error, ErrorCode, Result};
-use crate::runtime::process::ProcessIdentity;
 use crate::runtime::SendMode;
 use crate::store::attention::Need;
 use crate::store::events::StoredEvent;
-use crate::store::hosts::{Held, Leases};
+use crate::store::hosts::Leases;
 use crate::store::web::{self as rows, WebFilter, WebRow};
 use crate::store::{commands, events, sessions, threads, usage, ThreadIds};
 use crate::Store;
@@ -291,16 +290,16 @@ pub struct SubtreeDoc {
 }
 
 /// Whether the serve a row of this host records runs (its pid looked up here): only for rows
-/// [`Held::Here`]; a row of another host is judged by its host's lease ([`Reach`]).
+/// held here ([`Leases::here`]); a row of another host is judged by its host's lease ([`Reach`]).
 fn owner_alive(pid: Option<i64>, started_at: Option<i64>) -> bool {
-    ProcessIdentity::recorded(pid, started_at, None, None).is_some_and(|o| o.is_alive())
+    crate::identity::Owner::recorded(pid, started_at, None, None).is_some_and(|o| o.is_alive())
 }
 
 /// What needs the user about a row (issue 45): the view `thread_attention`'s word, seen from
 /// this host, as `tree` sees it ([`crate::store::attention::seen_here`]).
 fn need_of(r: &WebRow, leases: &Leases, need: Option<Need>) -> Option<Need> {
     let live = r.status == ThreadStatus::Live;
-    let here = leases.held(r.host_id.as_deref(), live) == Held::Here;
+    let here = leases.here(r.host_id.as_deref(), live);
     let owner_gone = here
         && live
         && r.owner_started_at.is_some()
@@ -312,9 +311,9 @@ fn need_of(r: &WebRow, leases: &Leases, need: Option<Need>) -> Option<Need> {
 /// (issue 33) reads `live/host unreachable since T`, one that needs the user `live/<word>`.
 fn state_of(r: &WebRow, leases: &Leases, need: Option<&Need>) -> String {
     let live = r.status == ThreadStatus::Live;
-    let held = leases.held(r.host_id.as_deref(), live);
-    let mut s = match (r.contract, r.agent_state, held) {
-        (_, _, Held::Unreachable { since, .. }) if live => format!(
+    let unreachable = leases.unreachable_since(r.host_id.as_deref(), live);
+    let mut s = match (r.contract, r.agent_state, unreachable) {
+        (_, _, Some(since)) if live => format!(
             "live/host unreachable since {}",
             crate::store::sessions::short_time(since)
         ),
@@ -460,7 +459,7 @@ impl Reach {
             return Ok(Reach::Gone);
         };
         Ok(match held {
-            Some(o) if o.place == crate::host::Place::OtherHost => {
+            Some(o) if o.other_host.is_some() => {
                 match crate::store::hosts::lease_of_thread(conn, id)? {
                     Some(lease) if !lease.up => Reach::Unreachable(lease),
                     _ => Reach::Holder,

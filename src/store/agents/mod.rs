@@ -24,8 +24,8 @@ pub use crate::domain::AgentState;
 use crate::domain::{ThreadId, ThreadStatus};
 
 /// The serve that launched (and supervises) a thread's run: its pid and start time, the one
-/// owner type of every contract ([`crate::process::ProcessIdentity`]).
-pub use crate::process::ProcessIdentity;
+/// owner type of every contract ([`crate::identity::ProcessIdentity`]).
+pub use crate::identity::ProcessIdentity;
 
 // ---- managers: the registry ------------------------------------------------------------------
 

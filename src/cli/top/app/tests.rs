@@ -1,6 +1,6 @@
 use super::{App, Item};
 use crate::domain::{Contract, Phase, SessionId, ThreadId, ThreadStatus};
-use crate::runtime::process::ProcessIdentity;
+use crate::runtime::signals::ProcessIdentity;
 use crate::store::threads::{insert_thread, upsert_manager, ManagerSpec, NewThread};
 
 /// Live idle threads `/root/<task>` of session `ses`, ids `thread_00000000000<i>`.

@@ -1,10 +1,10 @@
-//! Process-group signals, and what is left of a process's group: with [`crate::process`]
+//! Process-group signals, and what is left of a process's group: with [`crate::identity`]
 //! (a process's identity, pid plus start time from `/proc/<pid>/stat`, re-exported here) the
 //! only code that talks to the OS about processes. A group is never signalled when its id is
 //! ≤ 1.
 
-use crate::process::stat;
-pub use crate::process::{process_group, start_time, ProcessIdentity};
+use crate::identity::stat;
+pub use crate::identity::{process_group, start_time, Owner, ProcessIdentity};
 
 /// Which signal to send to a group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,37 +141,44 @@ mod tests {
 
     #[test]
     fn a_recorded_process_is_placed_by_its_host_and_boot() {
-        use crate::host::{HostIdentity, Place};
+        use crate::host::HostIdentity;
+        use crate::identity::{holder, Holder, Owner};
         let me = ProcessIdentity::current();
         let here = HostIdentity::here();
         let (host, boot) = (Some(here.host_id.as_str()), Some(here.boot_id.as_str()));
         // This serve, recorded on this host and boot (or before hosts were recorded): it.
-        let mine = ProcessIdentity::recorded(Some(me.pid), Some(me.started_at), host, boot);
-        assert_eq!(mine, Some(me));
-        let legacy = ProcessIdentity::recorded(Some(me.pid), Some(me.started_at), None, None);
-        assert_eq!(legacy, Some(me));
+        let mine = Owner::recorded(Some(me.pid), Some(me.started_at), host, boot);
+        assert_eq!(mine, Some(Owner::from(me)));
+        assert_eq!(holder(mine, me, |_| None), Holder::Here);
+        let legacy = Owner::recorded(Some(me.pid), Some(me.started_at), None, None);
+        assert_eq!(legacy, Some(Owner::from(me)));
         // The same pid and start on another host: not this serve, and alive as far as this
         // host can tell (nothing here acts on it), so held elsewhere.
         let other =
-            ProcessIdentity::recorded(Some(me.pid), Some(me.started_at), Some("elsewhere"), boot)
-                .unwrap();
-        assert_eq!(other.place, Place::OtherHost);
-        assert_ne!(other, me);
-        assert!(other.is_alive() && !other.is_here());
+            Owner::recorded(Some(me.pid), Some(me.started_at), Some("elsewhere"), boot).unwrap();
+        assert_eq!(other.other_host, Some("elsewhere"));
+        assert_ne!(other, Owner::from(me));
+        assert!(other.is_alive() && other.here().is_none());
         assert_eq!(
-            ProcessIdentity::holder(Some(other), me),
-            crate::process::Holder::Elsewhere(other)
+            holder(Some(other), me, |_| None),
+            Holder::OtherHost {
+                owner: other,
+                unreachable_since: None
+            }
+        );
+        assert_eq!(
+            holder(Some(other), me, |h| Some(format!("{h} at T"))),
+            Holder::OtherHost {
+                owner: other,
+                unreachable_since: Some("elsewhere at T".into())
+            }
         );
         // The same pid and start on an earlier boot of this host: gone.
         let earlier =
-            ProcessIdentity::recorded(Some(me.pid), Some(me.started_at), host, Some("old"))
-                .unwrap();
-        assert_eq!(earlier.place, Place::EarlierBoot);
+            Owner::recorded(Some(me.pid), Some(me.started_at), host, Some("old")).unwrap();
+        assert!(earlier.earlier_boot);
         assert!(!earlier.is_alive());
-        assert_eq!(
-            ProcessIdentity::holder(Some(earlier), me),
-            crate::process::Holder::Gone
-        );
+        assert_eq!(holder(Some(earlier), me, |_| None), Holder::Gone);
     }
 
     #[test]
