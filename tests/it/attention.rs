@@ -401,7 +401,13 @@ fn a_queued_row_says_queued_in_the_table_and_every_view_then_launches() {
         "attention_queued",
         json!({"turns": [{"steps": [{"delay_ms": 1500}, {"text": "done"}]}]}),
     );
-    let mut s = w.serve(&[("THREADBASE_QUEUE", "1"), ("PI_THREADS_MAX_THREADS", "1")]);
+    let mut s = w.serve(&[
+        ("THREADBASE_QUEUE", "1"),
+        ("PI_THREADS_MAX_THREADS", "1"),
+        // The first keeps its slot when its turn ends before every surface was read (a loaded
+        // machine): the queued row launches when the first is stopped, not sooner.
+        ("THREADBASE_QUEUE_IDLE_MS", "600000"),
+    ]);
     let first = start(&mut s, "first");
     let second = start(&mut s, "second");
     let phase = common::count(

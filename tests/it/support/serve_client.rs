@@ -286,6 +286,12 @@ impl Serve {
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
+                // Its stderr is read to the end before it is looked at: the collecting thread
+                // lets go of its handle at EOF (a loaded machine runs it late).
+                let read_by = Instant::now() + Duration::from_secs(5);
+                while Arc::strong_count(&self.stderr) > 1 && Instant::now() < read_by {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
                 return status;
             }
             assert!(
