@@ -23,7 +23,7 @@
 //! answer, and no table needs a trigger. On PostgreSQL another process's commit is seen once
 //! its notification arrived: with its commit (on loopback, well under a millisecond after
 //! it), or, for the facts children report, within `store::postgres::store::ANNOUNCE_AFTER`
-//! (50 ms); SQLite's counter is exact. While the watch cannot be read (a lost server, a
+//! (100 ms); SQLite's counter is exact. While the watch cannot be read (a lost server, a
 //! degraded row watcher), nothing is kept or served.
 //!
 //! Reads never write: nothing here touches the database but the change counter's read.

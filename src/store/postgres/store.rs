@@ -54,7 +54,7 @@ pub const UNREACHABLE: &str = "Could not get a connection to";
 
 /// How long a commit of children's facts ([`Announce::Later`]) may go unannounced to the
 /// change watches of other processes. A serve's own reads see its commits at once.
-pub const ANNOUNCE_AFTER: Duration = Duration::from_millis(50);
+pub const ANNOUNCE_AFTER: Duration = Duration::from_millis(100);
 
 /// How a write's commit reaches the change watches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -195,6 +195,15 @@ impl PgStore {
         mut f: impl FnMut(&Conn) -> Result<T>,
     ) -> Result<T> {
         let mut slot = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        // A write announced with its commit while an announcement is owed notifies even if it
+        // changed nothing, and settles what is owed.
+        let owed = announce == Announce::Now
+            && self
+                .announcer
+                .due
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .is_some();
         let mut tries = 0;
         let out = loop {
             if slot.as_ref().is_none_or(PgConn::is_closed) {
@@ -202,7 +211,7 @@ impl PgStore {
                 *slot = Some(self.url.connect(None)?);
             }
             let conn = slot.as_ref().expect("connected above");
-            match attempt(conn, lock, announce, &mut f) {
+            match attempt(conn, lock, announce, owed, &mut f) {
                 Err(e) if tries < RETRIES && is_retryable(&e) => {
                     tries += 1;
                     // A short pause, longer each time, so the winner commits first.
@@ -211,6 +220,14 @@ impl PgStore {
                 out => break out,
             }
         };
+        if out.is_ok() && owed {
+            // Its notification, sent after every commit before it, announced those too.
+            self.announcer
+                .due
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take();
+        }
         drop(slot);
         if out.is_ok() && announce == Announce::Later {
             self.announce_later();
@@ -339,6 +356,7 @@ fn attempt<T>(
     conn: &PgConn,
     lock: Option<(i32, i32)>,
     announce: Announce,
+    owed: bool,
     f: &mut impl FnMut(&Conn) -> Result<T>,
 ) -> Result<T> {
     match lock {
@@ -357,6 +375,7 @@ fn attempt<T>(
     // Notify only when the transaction wrote (it has an id then): as SQLite's data_version,
     // a write that changed nothing wakes no watcher.
     let commit = match announce {
+        Announce::Now if owed => format!("SELECT pg_notify('{CHANGES}', ''); COMMIT"),
         Announce::Now => format!(
             "SELECT pg_notify('{CHANGES}', '') WHERE pg_current_xact_id_if_assigned() IS NOT NULL; COMMIT"
         ),
