@@ -374,6 +374,11 @@ fn apply(tx: &Tx<'_>, ops: &[IngestOp]) -> Result<()> {
     }
     for (thread_id, facts) in &threads {
         let settled_at = settles(tx, thread_id, &facts.phases)?;
+        // A thread that changed phase, failed a turn or settled (a notice) is news other
+        // serves act on (their notices, contract B's settled runs): announced with the commit.
+        if !facts.phases.is_empty() || facts.turn_error.is_some() || settled_at.is_some() {
+            tx.announce_now();
+        }
         for &(phase, at) in decisive_phases(&facts.phases) {
             lifecycle::set_phase(tx, thread_id, phase, at)?;
         }

@@ -52,6 +52,7 @@ pub async fn run(engine: Arc<Engine>, out: Output, supervision: Arc<Supervision>
     let mut status = StatusLine::default();
     let mut caps = CapWatch::default();
     let mut seen: Option<i64> = None;
+    let mut seen_rows: Option<i64> = None;
     let mut tick = tokio::time::interval(POLL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     // `serve` ran the restore pass as it started: the first check is one period later.
@@ -89,7 +90,10 @@ pub async fn run(engine: Arc<Engine>, out: Output, supervision: Arc<Supervision>
             }
             // A request let go of a thread's notices: the ones it did not report are due now,
             // even if nothing else committed.
-            _ = engine.notice_holds().released() => seen = None,
+            _ = engine.notice_holds().released() => {
+                seen = None;
+                seen_rows = None;
+            }
         }
         if out.is_closed() {
             return;
@@ -108,6 +112,7 @@ pub async fn run(engine: Arc<Engine>, out: Output, supervision: Arc<Supervision>
             }
             // Held again: everything that waited is read now, and the row says so at once.
             seen = None;
+            seen_rows = None;
             next_beat = tokio::time::Instant::now();
         }
         let Some(watch) = feed.watch.as_mut() else {
@@ -129,6 +134,16 @@ pub async fn run(engine: Arc<Engine>, out: Output, supervision: Arc<Supervision>
         seen = Some(version);
         status.changed();
         caps.dirty = true;
+        // On PostgreSQL, announcements of children's facts alone (events, output, usage)
+        // change no command, notice or thread state: the status line and the caps look at
+        // them, the scans below do not (a streaming team sends hundreds a second).
+        let rows = watch.rows_version().ok();
+        if rows.is_some() && rows == seen_rows {
+            status.report(&engine, feed.conn(), &out, false);
+            caps.run(&engine, false).await;
+            continue;
+        }
+        seen_rows = rows;
         // THREADBASE_QUEUE=1: a freed slot launches the oldest queued thread.
         engine.queue_changed();
         if let Err(e) = deliver_notices(feed.conn(), &store, &engine, &session_id, &out) {

@@ -126,6 +126,18 @@ impl Conn {
         self.0.change_count()
     }
 
+    /// [`Conn::data_version`] without PostgreSQL's announcements of children's facts alone.
+    pub fn rows_data_version(&self) -> Result<i64> {
+        self.0.rows_change_count()
+    }
+
+    /// Announces this write transaction with its commit (PostgreSQL), where it would be
+    /// announced later with other facts ([`Store::write_facts`]): it changed a thread's state
+    /// or wrote a notice, which other serves' watchers act on.
+    pub fn announce_now(&self) {
+        self.0.announce_now()
+    }
+
     /// Sets this connection's page cache to `kib` KiB (a bulk load wants more than the
     /// default 2 MiB).
     pub fn set_page_cache_kib(&self, kib: i64) -> Result<()> {
@@ -325,6 +337,13 @@ impl ChangeWatch {
                 Ok(self.conn.data_version()? + self.offset)
             }
         }
+    }
+
+    /// [`ChangeWatch::version`] moved by what may have changed a command, notice, question or
+    /// thread state: every commit on SQLite; on PostgreSQL all but the announcements of
+    /// children's facts alone. Read after [`ChangeWatch::version`].
+    pub fn rows_version(&self) -> Result<i64> {
+        Ok(self.conn.rows_data_version()? + self.offset)
     }
 
     /// The connection, for the store's reads of what changed.

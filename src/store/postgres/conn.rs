@@ -32,6 +32,10 @@ use crate::store::db::{Cell, Db, Params, Query, Row, Value};
 /// The channel every write notifies on commit, and every change watch listens to.
 pub const CHANGES: &str = "threadbase_changes";
 
+/// The payload of a notification that announces only facts children reported (events,
+/// output, usage) and heartbeats: no command, notice, question or thread state changed.
+pub const FACTS: &str = "f";
+
 /// The runtime that drives every connection's socket (one worker: the work is I/O).
 fn runtime() -> &'static tokio::runtime::Runtime {
     static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
@@ -168,6 +172,7 @@ impl Url {
                     waiter,
                 },
                 prepared: RefCell::new(HashMap::new()),
+                announce_now: std::cell::Cell::new(false),
                 watched: None,
             });
         };
@@ -179,7 +184,12 @@ impl Url {
             tokio::spawn(async move {
                 loop {
                     match std::future::poll_fn(|cx| connection.poll_message(cx)).await {
-                        Some(Ok(AsyncMessage::Notification(_))) => {
+                        Some(Ok(AsyncMessage::Notification(n))) => {
+                            // Facts children reported, announced together (`FACTS`), are
+                            // counted apart too: nothing but them changed.
+                            if n.payload() == FACTS {
+                                counts.facts.fetch_add(1, Ordering::SeqCst);
+                            }
                             counts.count.fetch_add(1, Ordering::SeqCst);
                         }
                         Some(Ok(_)) => {}
@@ -201,6 +211,7 @@ impl Url {
             client,
             socket: SocketAt::Runtime,
             prepared: RefCell::new(HashMap::new()),
+            announce_now: std::cell::Cell::new(false),
             watched: Some(watched),
         };
         conn.batch(&format!("LISTEN {CHANGES}"))?;
@@ -269,6 +280,8 @@ impl Url {
 #[derive(Default)]
 pub struct Watched {
     pub count: AtomicI64,
+    /// Of `count`, the announcements of children's facts alone ([`FACTS`]).
+    pub facts: AtomicI64,
     pub closed: AtomicBool,
 }
 
@@ -356,6 +369,16 @@ pub struct PgConn {
     socket: SocketAt,
     prepared: RefCell<HashMap<&'static str, Statement>>,
     watched: Option<Arc<Watched>>,
+    /// A write of facts that changed more than facts (a phase, a notice): its commit is
+    /// announced at once ([`Db::announce_now`]).
+    announce_now: std::cell::Cell<bool>,
+}
+
+impl PgConn {
+    /// Whether the transaction asked to be announced with its commit, clearing the ask.
+    pub fn take_announce_now(&self) -> bool {
+        self.announce_now.replace(false)
+    }
 }
 
 impl PgConn {
@@ -533,6 +556,16 @@ impl Db for PgConn {
             ));
         }
         Ok(w.count.load(Ordering::SeqCst))
+    }
+
+    fn rows_change_count(&self) -> Result<i64> {
+        let all = self.change_count()?;
+        let facts = self.watched.as_ref().map_or(0, |w| w.facts.load(Ordering::SeqCst));
+        Ok(all - facts)
+    }
+
+    fn announce_now(&self) {
+        self.announce_now.set(true);
     }
 }
 

@@ -29,7 +29,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::conn::{PgConn, Url, Watched, CHANGES};
+use super::conn::{PgConn, Url, Watched, CHANGES, FACTS};
 use crate::error::{Error, Result};
 use crate::store::db::Db;
 use crate::store::Conn;
@@ -220,6 +220,12 @@ impl PgStore {
                 out => break out,
             }
         };
+        // A facts write that asked for it was announced with its commit, as a `Now` one.
+        let (out, announce) = match out {
+            Ok((out, true)) => (Ok(out), Announce::Now),
+            Ok((out, false)) => (Ok(out), announce),
+            Err(e) => (Err(e), announce),
+        };
         if out.is_ok() && owed {
             // Its notification, sent after every commit before it, announced those too.
             self.announcer
@@ -301,7 +307,7 @@ impl Drop for PgStore {
                 .unwrap_or_else(|p| p.into_inner())
                 .as_ref()
             {
-                let _ = conn.batch(&format!("SELECT pg_notify('{CHANGES}', '')"));
+                let _ = conn.batch(&format!("SELECT pg_notify('{CHANGES}', '{FACTS}')"));
             }
         }
     }
@@ -344,7 +350,7 @@ fn announce_loop(
             *slot = url.connect(None).ok();
         }
         if let Some(conn) = slot.as_ref() {
-            if let Err(e) = conn.batch(&format!("SELECT pg_notify('{CHANGES}', '')")) {
+            if let Err(e) = conn.batch(&format!("SELECT pg_notify('{CHANGES}', '{FACTS}')")) {
                 tracing::debug!("announcing children's facts failed: {e}");
             }
         }
@@ -358,13 +364,14 @@ fn attempt<T>(
     announce: Announce,
     owed: bool,
     f: &mut impl FnMut(&Conn) -> Result<T>,
-) -> Result<T> {
+) -> Result<(T, bool)> {
     match lock {
         Some((k1, k2)) => {
             conn.batch(&format!("BEGIN; SELECT pg_advisory_xact_lock({k1}, {k2})"))?
         }
         None => conn.batch("BEGIN")?,
     }
+    conn.take_announce_now();
     let out = match f(Conn::of_db(conn)) {
         Ok(out) => out,
         Err(e) => {
@@ -372,6 +379,8 @@ fn attempt<T>(
             return Err(e);
         }
     };
+    let now = announce == Announce::Later && conn.take_announce_now();
+    let announce = if now { Announce::Now } else { announce };
     // Notify only when the transaction wrote (it has an id then): as SQLite's data_version,
     // a write that changed nothing wakes no watcher.
     let commit = match announce {
@@ -385,7 +394,7 @@ fn attempt<T>(
         let _ = conn.batch("ROLLBACK");
         return Err(e);
     }
-    Ok(out)
+    Ok((out, now))
 }
 
 /// Whether `e` is PostgreSQL's deadlock (`40P01`) or serialization failure (`40001`): the
