@@ -261,9 +261,9 @@ pub fn check_connection(conn: &Conn, name: &str) -> Result<Report> {
     };
     // SQLite's own checks of its file; a PostgreSQL server checks its pages and foreign keys
     // itself.
-    if conn.is_sqlite() {
-        c.integrity();
-        c.foreign_keys();
+    if let Some(db) = conn.sqlite() {
+        c.integrity(db);
+        c.foreign_keys(db);
     }
     c.counts();
     c.run("duplicate_path", q!("check_duplicate_paths", duplicate_path_col), |r| {

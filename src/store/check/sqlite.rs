@@ -4,15 +4,11 @@
 use std::collections::BTreeMap;
 
 use super::{Checker, Problem, Severity, MAX_PER_CHECK};
+use crate::store::sqlite::{self, Connection};
 
 impl Checker<'_> {
-    pub(super) fn integrity(&mut self) {
-        let result = (|| -> rusqlite::Result<Vec<String>> {
-            let mut stmt = self.conn.db().prepare("PRAGMA integrity_check(100)")?;
-            let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
-            rows.collect()
-        })();
-        match result {
+    pub(super) fn integrity(&mut self, db: &Connection) {
+        match sqlite::integrity_check(db) {
             Ok(lines) if lines.len() == 1 && lines[0] == "ok" => {}
             Ok(lines) => {
                 for line in lines.iter().take(MAX_PER_CHECK) {
@@ -35,18 +31,13 @@ impl Checker<'_> {
                     });
                 }
             }
-            Err(e) => self.failed("integrity", e.into()),
+            Err(e) => self.failed("integrity", e),
         }
     }
 
-    pub(super) fn foreign_keys(&mut self) {
+    pub(super) fn foreign_keys(&mut self, db: &Connection) {
         // Events without a thread are reported by event_orphan, with a targeted repair.
-        let result = (|| -> rusqlite::Result<Vec<(String, Option<i64>, String)>> {
-            let mut stmt = self.conn.db().prepare("PRAGMA foreign_key_check")?;
-            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
-            rows.collect()
-        })();
-        match result {
+        match sqlite::foreign_key_check(db) {
             Ok(rows) => {
                 let mut per: BTreeMap<(String, String), (usize, Vec<i64>)> = BTreeMap::new();
                 for (table, rowid, parent) in rows {
@@ -79,7 +70,7 @@ impl Checker<'_> {
                     });
                 }
             }
-            Err(e) => self.failed("foreign_key", e.into()),
+            Err(e) => self.failed("foreign_key", e),
         }
     }
 }

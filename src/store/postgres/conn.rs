@@ -468,7 +468,8 @@ impl Db for PgConn {
                 let c: RawCell<'_> = r.try_get(i)?;
                 cells.push(c.0);
             }
-            if !f(&Row::cells(&cells, q.name))? {
+            let read = &cells[..];
+            if !f(&Row::new(&read, q.name))? {
                 break;
             }
         }
@@ -514,7 +515,8 @@ impl Db for PgConn {
             let mut values = Vec::with_capacity(r.len());
             for i in 0..r.len() {
                 let c: RawCell<'_> = r.try_get(i)?;
-                values.push(Row::cells(&[c.0], "adhoc").get::<Value<'static>>(0)?);
+                let one: &[Cell<'_>] = &[c.0];
+                values.push(Row::new(&one, "adhoc").get::<Value<'static>>(0)?);
             }
             out.push(values);
         }
