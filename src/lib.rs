@@ -34,6 +34,7 @@
 //!   of the database.
 //! - `fuzzing` (hidden): fuzz target bodies shared by `fuzz/` and `tests/it/fuzz_corpus.rs`.
 
+pub mod check;
 pub mod cli;
 pub mod contract;
 pub mod domain;

@@ -7,15 +7,19 @@
 //! because a page it reads is corrupt) is itself reported as an error, so a damaged file still
 //! gets a full report instead of a panic.
 
-use crate::store::db::{params, q, Query, Row};
-use crate::store::{Conn, ReadTx};
 use std::path::Path;
 
 use crate::domain::{CommandKind, CommandState, Phase};
 use crate::error::{Error, Result};
 use crate::process::ProcessIdentity;
-use crate::store::open_read_only;
-use crate::store::rows::columns;
+use crate::store::check::{self, owners_col, LiveThread, Look};
+use crate::store::check::{
+    closed_without_exit_col, duplicate_path_col, event_order_col, last_seq_col, orphan_events_col,
+    parent_link_col, path_shape_col, stale_command_col, stale_mailbox_col, usage_rows_col,
+    usage_totals_col,
+};
+use crate::store::db::Row;
+use crate::store::{database_url, no_database, open_read_only, Conn, ReadTx};
 
 /// A live thread without a pid is a launch in flight (the row is reserved before the process
 /// is spawned) for at most this long after it was created.
@@ -34,12 +38,12 @@ pub use report::{write_text, Problem, Report, Severity};
 /// database, not a threadbase database, unreadable header); problems inside it are in the
 /// report.
 pub fn check_path(path: &Path) -> Result<Report> {
-    if super::database_url(path).is_some() {
+    if database_url(path).is_some() {
         let conn = open_read_only(path)?;
         return check_connection(&conn, &path.display().to_string());
     }
     if !path.exists() {
-        let e = super::no_database(path);
+        let e = no_database(path);
         let message = e.message.replacen(
             ". Repair:",
             "; nothing was checked (check never creates a database). Repair:",
@@ -57,196 +61,10 @@ pub fn check_path(path: &Path) -> Result<Report> {
     check_connection(&conn, &path.display().to_string())
 }
 
-// The rows of the checks' queries, one declaration each (the problem a row makes is the
-// closure that reads it, below), and the owners two of them end with.
-
-columns! {
-    /// Threads of one manager that share a path (`{check_duplicate_path_row}` in
-    /// `sql/check_duplicate_paths.sql`, which reads `threads`).
-    pub mod duplicate_path_col as "{check_duplicate_path_row}" {
-        MANAGER_ID = "manager_id",
-        PATH = "path",
-        THREADS = "count(*)",
-        IDS = "string_agg(id, ', ')",
-    }
-}
-
-columns! {
-    /// A missing thread's events (`{check_orphan_events_row}` in
-    /// `sql/check_orphan_events.sql`, which reads `thread_events e`).
-    pub mod orphan_events_col as "{check_orphan_events_row}" {
-        THREAD_ID = "e.thread_id",
-        EVENTS = "count(*)",
-        LO = "min(e.seq)",
-        HI = "max(e.seq)",
-    }
-}
-
-columns! {
-    /// An event whose seq goes back in time (`{check_event_order_row}` in
-    /// `sql/check_event_order.sql`, which reads its windowed `thread_events`).
-    pub mod event_order_col as "{check_event_order_row}" {
-        THREAD_ID = "thread_id",
-        PREV_SEQ = "prev_seq",
-        PREV_AT = "prev_at",
-        SEQ = "seq",
-        AT = "at",
-    }
-}
-
-columns! {
-    /// A thread whose last_seq is behind its events (`{check_last_seq_row}` in
-    /// `sql/check_last_seq.sql`, which reads `threads t JOIN (…) e`).
-    pub mod last_seq_col as "{check_last_seq_row}" {
-        ID = "t.id",
-        PATH = "t.path",
-        LAST_SEQ = "t.last_seq",
-        MAX_SEQ = "e.max_seq",
-    }
-}
-
-columns! {
-    /// A thread whose path is not its parent's and its name (`{check_path_shape_row}` in
-    /// `sql/check_path_shape.sql`, which reads `threads`).
-    pub mod path_shape_col as "{check_path_shape_row}" {
-        ID = "id",
-        PATH = "path",
-        PARENT_PATH = "parent_path",
-        TASK_NAME = "task_name",
-    }
-}
-
-columns! {
-    /// A thread whose parent link is wrong, and what it names (`{check_parent_link_row}` in
-    /// `sql/check_parent_links.sql`, which reads `threads c JOIN managers m LEFT JOIN threads
-    /// p`).
-    pub mod parent_link_col as "{check_parent_link_row}" {
-        ID = "c.id",
-        PATH = "c.path",
-        PARENT_ID = "c.parent_id",
-        PARENT_PATH = "c.parent_path",
-        FOUND = "p.id",
-        SAME_MANAGER = "p.manager_id = c.manager_id OR p.id IS NOT DISTINCT FROM m.self_thread_id",
-        FOUND_PATH = "p.path",
-    }
-}
-
-columns! {
-    /// A thread without its place or usage row (`{check_usage_rows_row}` in
-    /// `sql/check_usage_rows.sql`, which reads `threads t LEFT JOIN thread_places p LEFT JOIN
-    /// thread_usage u`).
-    pub mod usage_rows_col as "{check_usage_rows_row}" {
-        ID = "t.id",
-        PATH = "t.path",
-        NO_PLACE = "p.thread_id IS NULL",
-        NO_USAGE = "u.thread_id IS NULL",
-    }
-}
-
-columns! {
-    /// A tree whose total drifted from its threads' rows (`{check_usage_totals_row}` in
-    /// `sql/check_usage_totals.sql`, which reads its `pairs`): the stored total, then the sums.
-    pub mod usage_totals_col as "{check_usage_totals_row}" {
-        ROOT_SESSION = "root_session",
-        T_THREADS = "t_threads",
-        T_TOKENS = "t_tokens",
-        T_COST = "t_cost",
-        S_THREADS = "s_threads",
-        S_TOKENS = "s_in + s_out + s_cr + s_cw",
-        S_COST = "s_cost",
-    }
-}
-
-columns! {
-    /// A closed thread without an exit kind (`{check_closed_without_exit_row}` in
-    /// `sql/check_closed_without_exit.sql`, which reads `threads`).
-    pub mod closed_without_exit_col as "{check_closed_without_exit_row}" {
-        ID = "id",
-        PATH = "path",
-    }
-}
-
-columns! {
-    /// A pending mailbox row of a closed thread (`{check_stale_mailbox_row}`, then
-    /// `{check_owners_row}`, in `sql/check_stale_mailbox.sql`, which reads `mailbox mb JOIN
-    /// threads t JOIN managers m`).
-    pub mod stale_mailbox_col as "{check_stale_mailbox_row}" {
-        ID = "mb.id",
-        THREAD_ID = "mb.thread_id",
-        PATH = "t.path",
-        DIRECTION = "mb.direction",
-        KIND = "mb.kind",
-        SESSION_ID = "m.session_id",
-    }
-}
-
-columns! {
-    /// A command nobody will finish (`{check_stale_command_row}`, then `{check_owners_row}`, in
-    /// both parts of `sql/check_stale_commands.sql`, which read `commands c JOIN threads t JOIN
-    /// managers m`).
-    pub mod stale_command_col as "{check_stale_command_row}" {
-        ID = "c.id",
-        THREAD_ID = "c.thread_id",
-        PATH = "t.path",
-        KIND = "c.kind",
-        STATE = "c.state",
-    }
-}
-
-columns! {
-    /// The serves that could deliver a stale row: its thread's owner and its manager's
-    /// (`{check_owners_row}`, after the row in `sql/check_stale_mailbox.sql` and
-    /// `sql/check_stale_commands.sql`, which read `threads t JOIN managers m`), read by
-    /// [`owners_alive`].
-    pub mod owners_col as "{check_owners_row}" {
-        THREAD_OWNER_PID = "t.owner_pid",
-        THREAD_OWNER_STARTED_AT = "t.owner_started_at",
-        MANAGER_OWNER_PID = "m.owner_pid",
-        MANAGER_OWNER_STARTED_AT = "m.owner_started_at",
-        THREAD_OWNER_HOST = "t.host_id",
-        THREAD_OWNER_BOOT = "t.boot_id",
-        MANAGER_OWNER_HOST = "m.host_id",
-        MANAGER_OWNER_BOOT = "m.boot_id",
-    }
-}
-
-columns! {
-    /// The rows checked per table (`{check_counts_row}` in `sql/check_counts.sql`).
-    pub mod counts_col as "{check_counts_row}" {
-        MANAGERS = "(SELECT count(*) FROM managers)",
-        THREADS = "(SELECT count(*) FROM threads)",
-        LIVE_THREADS = "(SELECT count(*) FROM threads WHERE status = 'live')",
-        EVENTS = "(SELECT count(*) FROM thread_events)",
-        MAILBOX = "(SELECT count(*) FROM mailbox)",
-        COMMANDS = "(SELECT count(*) FROM commands)",
-    }
-}
-
-columns! {
-    /// A live thread, its process and the serve that holds it (`{check_live_thread_row}` in
-    /// `sql/check_live_threads.sql`, which reads `threads t JOIN managers m`): what
-    /// `Checker::live_threads`'s `Live` holds.
-    pub mod live_thread_col as "{check_live_thread_row}" {
-        ID = "t.id",
-        PATH = "t.path",
-        PHASE = "t.phase",
-        PID = "t.pid",
-        OWNER_PID = "CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_pid ELSE m.owner_pid END AS owner_pid",
-        OWNER_STARTED_AT = "CASE WHEN t.owner_pid IS NOT NULL THEN t.owner_started_at ELSE m.owner_started_at END AS owner_started_at",
-        AGE = "(julianday('now') - julianday(t.created_at)) * 86400.0 AS age_s",
-        SESSION_ID = "m.session_id",
-        PROCESS_STARTED_AT = "t.process_started_at",
-        OWNER_HOST = "CASE WHEN t.owner_pid IS NOT NULL THEN t.host_id ELSE m.host_id END AS host_id",
-        OWNER_BOOT = "CASE WHEN t.owner_pid IS NOT NULL THEN t.boot_id ELSE m.boot_id END AS boot_id",
-    }
-}
-
 /// Checks an open connection (read-only use only). `name` names the database in messages.
 pub fn check_connection(conn: &Conn, name: &str) -> Result<Report> {
     // The first read parses the header and the schema: a file that fails here cannot be checked.
-    let tables: i64 = conn
-        .one(q!("check_is_threadbase"), params![], |r| r.get(0))
-        .map_err(|e| unreadable(name, e))?;
+    let tables = check::tables(conn).map_err(|e| unreadable(name, e))?;
     if tables < 3 {
         return Err(Error::io(format!(
             "{name} is a SQLite database but not a threadbase database (no threads/thread_events/managers tables); nothing was checked. Repair: pass --db with a threadbase database file."
@@ -260,13 +78,11 @@ pub fn check_connection(conn: &Conn, name: &str) -> Result<Report> {
         report: Report::default(),
     };
     // SQLite's own checks of its file; a PostgreSQL server checks its pages and foreign keys
-    // itself.
-    if let Some(db) = conn.sqlite() {
-        c.integrity(db);
-        c.foreign_keys(db);
-    }
+    // itself (they find nothing to run there).
+    c.integrity();
+    c.foreign_keys();
     c.counts();
-    c.run("duplicate_path", q!("check_duplicate_paths", duplicate_path_col), |r| {
+    c.run("duplicate_path", Look::DuplicatePaths, |r| {
         use duplicate_path_col as c;
         let (manager, path, n, ids): (i64, String, i64, String) = (r.get(c::MANAGER_ID)?, r.get(c::PATH)?, r.get(c::THREADS)?, r.get(c::IDS)?);
         Ok(Some(Problem {
@@ -276,7 +92,7 @@ pub fn check_connection(conn: &Conn, name: &str) -> Result<Report> {
             repair: "The UNIQUE (manager_id, path) constraint was bypassed (the schema was edited): restore the database from a copy, or with no serve running move all but one of them to a free path with sqlite3 (UPDATE threads SET path = …, task_name = … WHERE id = …) and rebuild the schema (sqlite3 DB .recover | sqlite3 NEW.sqlite).".into(),
         }))
     });
-    c.run("event_orphan", q!("check_orphan_events", orphan_events_col), |r| {
+    c.run("event_orphan", Look::OrphanEvents, |r| {
         use orphan_events_col as c;
         let (id, n, lo, hi): (String, i64, i64, i64) = (r.get(c::THREAD_ID)?, r.get(c::EVENTS)?, r.get(c::LO)?, r.get(c::HI)?);
         Ok(Some(Problem {
@@ -286,7 +102,7 @@ pub fn check_connection(conn: &Conn, name: &str) -> Result<Report> {
             repair: format!("With no serve running, delete them: sqlite3 DB \"DELETE FROM thread_events WHERE thread_id = '{id}'\" (foreign keys were off when they were written)."),
         }))
     });
-    c.run("event_seq_order", q!("check_event_order", event_order_col), |r| {
+    c.run("event_seq_order", Look::EventOrder, |r| {
         use event_order_col as c;
         let (id, prev_seq, prev_at, seq, at): (String, i64, String, i64, String) =
             (r.get(c::THREAD_ID)?, r.get(c::PREV_SEQ)?, r.get(c::PREV_AT)?, r.get(c::SEQ)?, r.get(c::AT)?);
@@ -297,7 +113,7 @@ pub fn check_connection(conn: &Conn, name: &str) -> Result<Report> {
             repair: "Events were written out of order by something other than threadbase; read them with `threadbase events REF` and restore the database from a copy if the history matters.".into(),
         }))
     });
-    c.run("last_seq_behind", q!("check_last_seq", last_seq_col), |r| {
+    c.run("last_seq_behind", Look::LastSeq, |r| {
         use last_seq_col as c;
         let (id, path, last, max): (String, String, i64, i64) = (r.get(c::ID)?, r.get(c::PATH)?, r.get(c::LAST_SEQ)?, r.get(c::MAX_SEQ)?);
         Ok(Some(Problem {
@@ -308,7 +124,7 @@ pub fn check_connection(conn: &Conn, name: &str) -> Result<Report> {
         }))
     });
     c.live_threads();
-    c.run("path_mismatch", q!("check_path_shape", path_shape_col), |r| {
+    c.run("path_mismatch", Look::PathShape, |r| {
         use path_shape_col as c;
         let (id, path, parent, task): (String, String, Option<String>, String) = (r.get(c::ID)?, r.get(c::PATH)?, r.get(c::PARENT_PATH)?, r.get(c::TASK_NAME)?);
         let expected = format!("{}/{task}", parent.as_deref().unwrap_or(""));
@@ -319,7 +135,7 @@ pub fn check_connection(conn: &Conn, name: &str) -> Result<Report> {
             repair: "The CHECK constraint was bypassed; with no serve running, set path, parent_path and task_name consistently with sqlite3, or restore the database from a copy.".into(),
         }))
     });
-    c.run("parent_mismatch", q!("check_parent_links", parent_link_col), |r| {
+    c.run("parent_mismatch", Look::ParentLinks, |r| {
         use parent_link_col as c;
         let (id, path, parent_id, parent_path): (String, String, String, Option<String>) =
             (r.get(c::ID)?, r.get(c::PATH)?, r.get(c::PARENT_ID)?, r.get(c::PARENT_PATH)?);
@@ -343,7 +159,7 @@ pub fn check_connection(conn: &Conn, name: &str) -> Result<Report> {
             repair: format!("With no serve running: sqlite3 DB \"UPDATE threads SET parent_id = (SELECT p.id FROM threads p WHERE p.manager_id = threads.manager_id AND p.path = threads.parent_path) WHERE id = '{id}'\"."),
         }))
     });
-    c.run("usage_row_missing", q!("check_usage_rows", usage_rows_col), |r| {
+    c.run("usage_row_missing", Look::UsageRows, |r| {
         use usage_rows_col as c;
         let (id, path, no_place, no_usage): (String, String, bool, bool) = (r.get(c::ID)?, r.get(c::PATH)?, r.get(c::NO_PLACE)?, r.get(c::NO_USAGE)?);
         let mut repair = String::from("With no serve running: sqlite3 DB \"");
@@ -372,7 +188,7 @@ pub fn check_connection(conn: &Conn, name: &str) -> Result<Report> {
             repair,
         }))
     });
-    c.run("usage_total_mismatch", q!("check_usage_totals", usage_totals_col), |r| {
+    c.run("usage_total_mismatch", Look::UsageTotals, |r| {
         use usage_totals_col as c;
         let (root, t_threads, t_tokens, t_cost, s_threads, s_tokens, s_cost): (String, Option<i64>, Option<i64>, Option<f64>, i64, i64, f64) =
             (r.get(c::ROOT_SESSION)?, r.get(c::T_THREADS)?, r.get(c::T_TOKENS)?, r.get(c::T_COST)?, r.get(c::S_THREADS)?, r.get(c::S_TOKENS)?, r.get(c::S_COST)?);
@@ -387,7 +203,7 @@ pub fn check_connection(conn: &Conn, name: &str) -> Result<Report> {
             repair: format!("With no serve running, recompute it: sqlite3 DB \"DELETE FROM tree_usage WHERE root_session = '{root}'; INSERT INTO tree_usage SELECT p.root_session, count(*), sum(u.input_tokens), sum(u.output_tokens), sum(u.cache_read_tokens), sum(u.cache_write_tokens), sum(u.cost_usd), sum(u.turns), sum(u.tool_calls), max(u.updated_at) FROM thread_places p JOIN thread_usage u ON u.thread_id = p.thread_id WHERE p.root_session = '{root}' GROUP BY p.root_session\"."),
         }))
     });
-    c.run("closed_without_exit", q!("check_closed_without_exit", closed_without_exit_col), |r| {
+    c.run("closed_without_exit", Look::ClosedWithoutExit, |r| {
         use closed_without_exit_col as c;
         let (id, path): (String, String) = (r.get(c::ID)?, r.get(c::PATH)?);
         Ok(Some(Problem {
@@ -397,7 +213,7 @@ pub fn check_connection(conn: &Conn, name: &str) -> Result<Report> {
             repair: format!("With no serve running: sqlite3 DB \"UPDATE threads SET exit_kind = 'stale' WHERE id = '{id}'\"."),
         }))
     });
-    c.run("stale_mailbox", q!("check_stale_mailbox", stale_mailbox_col, owners_col), |r| {
+    c.run("stale_mailbox", Look::StaleMailbox, |r| {
         use stale_mailbox_col as c;
         let (mid, tid, path, direction, kind, session): (i64, String, String, String, String, String) =
             (r.get(c::ID)?, r.get(c::THREAD_ID)?, r.get(c::PATH)?, r.get(c::DIRECTION)?, r.get(c::KIND)?, r.get(c::SESSION_ID)?);
@@ -416,7 +232,7 @@ pub fn check_connection(conn: &Conn, name: &str) -> Result<Report> {
             repair,
         }))
     });
-    c.run("stale_command", q!("check_stale_commands", stale_command_col, owners_col), |r| {
+    c.run("stale_command", Look::StaleCommands, |r| {
         use stale_command_col as c;
         let (cid, tid, path, kind, state): (i64, String, String, CommandKind, CommandState) =
             (r.get(c::ID)?, r.get(c::THREAD_ID)?, r.get(c::PATH)?, r.get(c::KIND)?, r.get(c::STATE)?);
@@ -500,12 +316,12 @@ impl Checker<'_> {
     fn run(
         &mut self,
         check: &'static str,
-        sql: &Query,
+        look: Look,
         mut f: impl FnMut(&Row<'_>) -> Result<Option<Problem>>,
     ) {
         let result = (|| -> Result<(Vec<Problem>, usize)> {
             let (mut kept, mut more) = (Vec::new(), 0usize);
-            self.conn.each(sql, params![], |row| {
+            check::each(self.conn, look, |row| {
                 if let Some(p) = f(row)? {
                     if kept.len() < MAX_PER_CHECK {
                         kept.push(p);
@@ -537,24 +353,7 @@ impl Checker<'_> {
     }
 
     fn counts(&mut self) {
-        use counts_col as c;
-        let tables = [
-            ("managers", c::MANAGERS),
-            ("threads", c::THREADS),
-            ("live_threads", c::LIVE_THREADS),
-            ("events", c::EVENTS),
-            ("mailbox", c::MAILBOX),
-            ("commands", c::COMMANDS),
-        ];
-        let result = self
-            .conn
-            .one(q!("check_counts", counts_col), params![], |r| {
-                tables
-                    .iter()
-                    .map(|&(table, at)| Ok((table, r.get::<i64>(at)?)))
-                    .collect::<Result<Vec<_>>>()
-            });
-        match result {
+        match check::counts(self.conn) {
             Ok(n) => {
                 for (k, v) in n {
                     self.report.checked.insert(k, v);
@@ -565,37 +364,7 @@ impl Checker<'_> {
     }
 
     fn live_threads(&mut self) {
-        struct Live {
-            id: String,
-            path: String,
-            phase: Phase,
-            pid: Option<i64>,
-            owner_pid: Option<i64>,
-            owner_started: Option<i64>,
-            age: Option<f64>,
-            session: String,
-            process_started: Option<i64>,
-            owner_host: Option<String>,
-            owner_boot: Option<String>,
-        }
-        let result = self
-            .conn
-            .all(q!("check_live_threads", live_thread_col), params![], |r| {
-                use live_thread_col as c;
-                Ok(Live {
-                    id: r.get(c::ID)?,
-                    path: r.get(c::PATH)?,
-                    phase: r.get(c::PHASE)?,
-                    pid: r.get(c::PID)?,
-                    owner_pid: r.get(c::OWNER_PID)?,
-                    owner_started: r.get(c::OWNER_STARTED_AT)?,
-                    age: r.get(c::AGE)?,
-                    session: r.get(c::SESSION_ID)?,
-                    process_started: r.get(c::PROCESS_STARTED_AT)?,
-                    owner_host: r.get(c::OWNER_HOST)?,
-                    owner_boot: r.get(c::OWNER_BOOT)?,
-                })
-            });
+        let result = check::live_threads(self.conn);
         let rows = match result {
             Ok(rows) => rows,
             Err(e) => return self.failed("live_owner_gone", e),
@@ -608,7 +377,7 @@ impl Checker<'_> {
         let mut unreachable: std::collections::BTreeMap<String, (Option<String>, Vec<String>)> =
             Default::default();
         for t in rows {
-            let Live {
+            let LiveThread {
                 id,
                 path,
                 phase,

@@ -4,13 +4,14 @@
 use std::collections::BTreeMap;
 
 use super::{Checker, Problem, Severity, MAX_PER_CHECK};
-use crate::store::sqlite::{self, Connection};
+use crate::store::sqlite;
 
 impl Checker<'_> {
-    pub(super) fn integrity(&mut self, db: &Connection) {
-        match sqlite::integrity_check(db) {
-            Ok(lines) if lines.len() == 1 && lines[0] == "ok" => {}
-            Ok(lines) => {
+    pub(super) fn integrity(&mut self) {
+        match sqlite::integrity_check(self.conn) {
+            Ok(None) => {}
+            Ok(Some(lines)) if lines.len() == 1 && lines[0] == "ok" => {}
+            Ok(Some(lines)) => {
                 for line in lines.iter().take(MAX_PER_CHECK) {
                     self.push(Problem {
                         check: "integrity",
@@ -35,10 +36,11 @@ impl Checker<'_> {
         }
     }
 
-    pub(super) fn foreign_keys(&mut self, db: &Connection) {
+    pub(super) fn foreign_keys(&mut self) {
         // Events without a thread are reported by event_orphan, with a targeted repair.
-        match sqlite::foreign_key_check(db) {
-            Ok(rows) => {
+        match sqlite::foreign_key_check(self.conn) {
+            Ok(None) => {}
+            Ok(Some(rows)) => {
                 let mut per: BTreeMap<(String, String), (usize, Vec<i64>)> = BTreeMap::new();
                 for (table, rowid, parent) in rows {
                     if table == "thread_events" && parent == "threads" {

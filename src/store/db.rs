@@ -226,7 +226,9 @@ pub(in crate::store) trait Db {
     fn end_read(&self);
     /// The SQLite connection, when the backend is SQLite (its own chores: the WAL, the page
     /// cache, its checks); `None` on another backend, which has no such chores.
-    fn sqlite(&self) -> Option<&super::sqlite::Connection>;
+    fn sqlite(&self) -> Option<&super::sqlite::Connection> {
+        None
+    }
     /// Runs one statement that is not a query of `sql/` (no parameters): its columns' names
     /// and every row's values (`threadbase sql`, the tests' checks).
     fn query_values(&self, sql: &str) -> Result<(Vec<String>, Vec<Vec<Value<'static>>>)>;

@@ -498,10 +498,6 @@ impl Db for PgConn {
         }
     }
 
-    fn sqlite(&self) -> Option<&rusqlite::Connection> {
-        None
-    }
-
     fn advisory_lock(&self, (k1, k2): (i32, i32)) -> Result<()> {
         self.batch(&format!("SELECT pg_advisory_xact_lock({k1}, {k2})"))
     }

@@ -192,18 +192,27 @@ pub fn open_watch(path: &Path) -> Result<Connection> {
 }
 
 /// `PRAGMA integrity_check(100)`'s findings (`["ok"]` when the file is whole): `threadbase
-/// check`'s first look.
-pub fn integrity_check(conn: &Connection) -> Result<Vec<String>> {
-    let mut stmt = conn.prepare("PRAGMA integrity_check(100)")?;
+/// check`'s first look. `None` on PostgreSQL, whose server checks its own pages.
+pub fn integrity_check(conn: &Conn) -> Result<Option<Vec<String>>> {
+    let Some(db) = conn.sqlite() else {
+        return Ok(None);
+    };
+    let mut stmt = db.prepare("PRAGMA integrity_check(100)")?;
     let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    Ok(Some(rows.collect::<rusqlite::Result<_>>()?))
 }
 
-/// `PRAGMA foreign_key_check`'s rows: each row's table, rowid and the table it refers to.
-pub fn foreign_key_check(conn: &Connection) -> Result<Vec<(String, Option<i64>, String)>> {
-    let mut stmt = conn.prepare("PRAGMA foreign_key_check")?;
+/// A row `PRAGMA foreign_key_check` found: its table, its rowid and the table it refers to.
+pub type ForeignKeyFault = (String, Option<i64>, String);
+
+/// `PRAGMA foreign_key_check`'s rows. `None` on PostgreSQL, whose foreign keys are never off.
+pub fn foreign_key_check(conn: &Conn) -> Result<Option<Vec<ForeignKeyFault>>> {
+    let Some(db) = conn.sqlite() else {
+        return Ok(None);
+    };
+    let mut stmt = db.prepare("PRAGMA foreign_key_check")?;
     let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    Ok(Some(rows.collect::<rusqlite::Result<_>>()?))
 }
 
 /// Hands memory SQLite freed back to the OS: it stays in the allocator's arenas otherwise.
