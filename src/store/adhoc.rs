@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 use rusqlite::types::ValueRef;
 use serde_json::Value;
 
+use super::db::Value as DbValue;
+
 use crate::error::{Cause, Error, ErrorCode, Result};
 
 /// The start of the message of a statement stopped by Ctrl-C (its cause is `Cause::CtrlC`;
@@ -37,7 +39,13 @@ pub fn query(
     max_rows: Option<usize>,
 ) -> Result<Table> {
     if let Some(url) = super::database_url(db) {
-        return super::postgres::adhoc::query(url, query, timeout_secs, max_rows);
+        let timeout = timeout_secs
+            .filter(|s| *s > 0.0)
+            .map(Duration::from_secs_f64);
+        return match super::postgres::adhoc::query(url, query, timeout.unwrap_or_default())? {
+            Ok((names, rows)) => Ok(table_of(names, rows, max_rows)),
+            Err(elapsed) => Err(stopped(Stop::Timeout, timeout_secs.unwrap_or(0.0), elapsed)),
+        };
     }
     let conn = super::sqlite::open::connect_read_only(db)?;
     let mut stmt = conn.prepare(query).map_err(|e| {
@@ -102,6 +110,34 @@ pub fn query(
         left_out,
         counting_stopped,
     })
+}
+
+/// The [`Table`] of a statement read whole (PostgreSQL's): the first `max_rows` rows kept, the
+/// rest counted.
+fn table_of(names: Vec<String>, rows: Vec<Vec<DbValue<'_>>>, max_rows: Option<usize>) -> Table {
+    let keep = max_rows.unwrap_or(usize::MAX);
+    let left_out = rows.len().saturating_sub(keep) as u64;
+    let rows = rows
+        .into_iter()
+        .take(keep)
+        .map(|r| {
+            r.into_iter()
+                .map(|v| match v {
+                    DbValue::Null => Value::Null,
+                    DbValue::Int(i) => Value::from(i),
+                    DbValue::Real(f) => Value::from(f),
+                    DbValue::Text(t) => Value::from(t.into_owned()),
+                    DbValue::Blob(b) => Value::from(String::from_utf8_lossy(&b).into_owned()),
+                })
+                .collect()
+        })
+        .collect();
+    Table {
+        names,
+        rows,
+        left_out,
+        counting_stopped: None,
+    }
 }
 
 /// Why the watchdog stopped a statement.
@@ -209,7 +245,7 @@ pub fn seconds(s: f64) -> String {
 }
 
 /// The error for a statement the watchdog stopped after `elapsed` (`timeout_secs`: its bound).
-pub(in crate::store) fn stopped(stop: Stop, timeout_secs: f64, elapsed: Duration) -> Error {
+fn stopped(stop: Stop, timeout_secs: f64, elapsed: Duration) -> Error {
     match stop {
         Stop::Timeout => Error::new(
             ErrorCode::Limit,
