@@ -12,12 +12,7 @@ use std::path::Path;
 use crate::domain::{CommandKind, CommandState, Phase};
 use crate::error::{Error, Result};
 use crate::process::ProcessIdentity;
-use crate::store::check::{self, owners_col, LiveThread, Look};
-use crate::store::check::{
-    closed_without_exit_col, duplicate_path_col, event_order_col, last_seq_col, orphan_events_col,
-    parent_link_col, path_shape_col, stale_command_col, stale_mailbox_col, usage_rows_col,
-    usage_totals_col,
-};
+use crate::store::check::{self, *};
 use crate::store::db::Row;
 use crate::store::{database_url, no_database, open_read_only, Conn, ReadTx};
 
@@ -284,10 +279,9 @@ fn owners_alive(r: &Row<'_>, first: usize) -> Result<bool> {
 }
 
 fn unreadable(name: &str, e: Error) -> Error {
-    let base: Error = e;
     Error::io(format!(
         "Cannot read {name}, so nothing was checked: {}",
-        base.message
+        e.message
     ))
 }
 

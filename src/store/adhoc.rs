@@ -47,7 +47,7 @@ pub fn query(
             Err(elapsed) => Err(stopped(Stop::Timeout, timeout_secs.unwrap_or(0.0), elapsed)),
         };
     }
-    let conn = super::sqlite::open::connect_read_only(db)?;
+    let conn = super::sqlite::open::open_read_only(db)?;
     let mut stmt = conn.prepare(query).map_err(|e| {
         database_fault(e).unwrap_or_else(|e| Error::invalid(format!(
             "Cannot run the SQL: {e}. Repair: pass exactly one valid SELECT statement; list tables with \"SELECT name FROM sqlite_schema\"."

@@ -120,11 +120,6 @@ impl Conn {
         Ok(())
     }
 
-    /// Whether this connection is SQLite's (whose cursors the list streams through).
-    pub(in crate::store) fn is_sqlite(&self) -> bool {
-        self.0.sqlite().is_some()
-    }
-
     /// Runs one statement (no parameters) that is not a query of `sql/`: its columns' names and
     /// every row's values, on either backend (`threadbase sql` on PostgreSQL, the tests'
     /// checks).
@@ -241,16 +236,6 @@ impl Conn {
 /// [`Conn`] while it lives.
 pub struct OpenConn(Box<dyn db::Db + Send>);
 
-impl OpenConn {
-    pub(in crate::store) fn sqlite(c: sqlite::Connection) -> OpenConn {
-        OpenConn(Box::new(c))
-    }
-
-    pub(in crate::store) fn postgres(c: postgres::conn::PgConn) -> OpenConn {
-        OpenConn(Box::new(c))
-    }
-}
-
 impl std::ops::Deref for OpenConn {
     type Target = Conn;
 
@@ -292,7 +277,7 @@ impl ChangeWatch {
                     return Err(e);
                 };
                 let (conn, _) = postgres::store::watch(url)?;
-                self.conn = OpenConn::postgres(conn);
+                self.conn = OpenConn(Box::new(conn));
                 self.offset += 1 << 40;
                 Ok(self.conn.data_version()? + self.offset)
             }
@@ -309,10 +294,10 @@ impl Store {
     /// A [`ChangeWatch`] on this database (a read-only connection apart from the pool).
     pub fn change_watch(&self) -> Result<ChangeWatch> {
         let (conn, reopen) = match &self.backend {
-            Backend::Sqlite(_) => (OpenConn::sqlite(sqlite::open_watch(&self.path)?), None),
+            Backend::Sqlite(_) => (OpenConn(Box::new(sqlite::open_watch(&self.path)?)), None),
             Backend::Postgres(pg) => {
                 let (conn, _) = pg.change_watch()?;
-                (OpenConn::postgres(conn), Some(pg.url().clone()))
+                (OpenConn(Box::new(conn)), Some(pg.url().clone()))
             }
         };
         Ok(ChangeWatch {
@@ -447,9 +432,9 @@ pub fn open_read_only(path: impl AsRef<Path>) -> Result<OpenConn> {
     match database_url(path) {
         Some(url) => {
             let (conn, _, _) = postgres::store::open_read_only(url, READ_ONLY_TIMEOUT)?;
-            Ok(OpenConn::postgres(conn))
+            Ok(OpenConn(Box::new(conn)))
         }
-        None => sqlite::open::open_read_only(path),
+        None => Ok(OpenConn(Box::new(sqlite::open::open_read_only(path)?))),
     }
 }
 

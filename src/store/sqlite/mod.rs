@@ -194,12 +194,7 @@ pub fn open_watch(path: &Path) -> Result<Connection> {
 /// `PRAGMA integrity_check(100)`'s findings (`["ok"]` when the file is whole): `threadbase
 /// check`'s first look. `None` on PostgreSQL, whose server checks its own pages.
 pub fn integrity_check(conn: &Conn) -> Result<Option<Vec<String>>> {
-    let Some(db) = conn.sqlite() else {
-        return Ok(None);
-    };
-    let mut stmt = db.prepare("PRAGMA integrity_check(100)")?;
-    let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
-    Ok(Some(rows.collect::<rusqlite::Result<_>>()?))
+    pragma(conn, "PRAGMA integrity_check(100)", |r| r.get(0))
 }
 
 /// A row `PRAGMA foreign_key_check` found: its table, its rowid and the table it refers to.
@@ -207,12 +202,25 @@ pub type ForeignKeyFault = (String, Option<i64>, String);
 
 /// `PRAGMA foreign_key_check`'s rows. `None` on PostgreSQL, whose foreign keys are never off.
 pub fn foreign_key_check(conn: &Conn) -> Result<Option<Vec<ForeignKeyFault>>> {
+    pragma(conn, "PRAGMA foreign_key_check", |r| {
+        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+    })
+}
+
+/// The rows of `sql`, a PRAGMA, each as `f` reads it; `None` on another backend.
+fn pragma<T>(
+    conn: &Conn,
+    sql: &str,
+    f: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> Result<Option<Vec<T>>> {
     let Some(db) = conn.sqlite() else {
         return Ok(None);
     };
-    let mut stmt = db.prepare("PRAGMA foreign_key_check")?;
-    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
-    Ok(Some(rows.collect::<rusqlite::Result<_>>()?))
+    let rows = db
+        .prepare(sql)?
+        .query_map([], f)?
+        .collect::<rusqlite::Result<_>>();
+    Ok(Some(rows?))
 }
 
 /// Hands memory SQLite freed back to the OS: it stays in the allocator's arenas otherwise.

@@ -8,7 +8,7 @@ use rusqlite::{Connection, OpenFlags};
 
 use super::BUSY_TIMEOUT;
 use crate::error::{Error, Result};
-use crate::store::{migration_col, rows, OpenConn};
+use crate::store::{migration_col, rows};
 
 pub(in crate::store) mod embedded {
     refinery::embed_migrations!("migrations");
@@ -180,12 +180,7 @@ pub(in crate::store) fn migration_checksum(version: i32, name: &str, sql: &str) 
 
 /// Opens the file at `path` for ad-hoc reading only: the file is opened read-only and the
 /// connection is `query_only`, so no statement can change it.
-pub fn open_read_only(path: &Path) -> Result<OpenConn> {
-    connect_read_only(path).map(OpenConn::sqlite)
-}
-
-/// [`open_read_only`]'s connection (`threadbase sql`'s, which prepares its statement itself).
-pub fn connect_read_only(path: &Path) -> Result<Connection> {
+pub fn open_read_only(path: &Path) -> Result<Connection> {
     if !path.exists() {
         return Err(no_database(path));
     }
