@@ -308,28 +308,6 @@ impl Store {
     }
 }
 
-/// The rows of `sql` (no parameters), each as its cells' text joined with `|` (a blob as its
-/// bytes, other values as their debug form): for tests that compare whole tables.
-pub fn rows_as_text(conn: &Conn, sql: &str) -> Result<Vec<String>> {
-    use db::Value;
-    let (_, rows) = conn.query_values(sql)?;
-    Ok(rows
-        .into_iter()
-        .map(|row| {
-            row.into_iter()
-                .map(|v| match v {
-                    Value::Text(t) => t.into_owned(),
-                    Value::Blob(b) => String::from_utf8_lossy(&b).into_owned(),
-                    Value::Int(i) => format!("Integer({i})"),
-                    Value::Real(r) => format!("Real({r:?})"),
-                    Value::Null => "Null".to_owned(),
-                })
-                .collect::<Vec<_>>()
-                .join("|")
-        })
-        .collect())
-}
-
 /// Whether `e` is a database's refusal of a duplicate key (a unique index or a primary key),
 /// on either backend.
 pub fn is_unique_violation(e: &Error) -> bool {
@@ -657,6 +635,29 @@ impl Drop for ReadTx<'_> {
     fn drop(&mut self) {
         self.conn.0.end_read();
     }
+}
+
+/// The rows of `sql` (no parameters), each as its cells' text joined with `|` (a blob as its
+/// bytes, other values as their debug form): for the unit tests that compare whole tables.
+#[cfg(test)]
+pub fn rows_as_text(conn: &Conn, sql: &str) -> Result<Vec<String>> {
+    use db::Value;
+    let (_, rows) = conn.query_values(sql)?;
+    Ok(rows
+        .into_iter()
+        .map(|row| {
+            row.into_iter()
+                .map(|v| match v {
+                    Value::Text(t) => t.into_owned(),
+                    Value::Blob(b) => String::from_utf8_lossy(&b).into_owned(),
+                    Value::Int(i) => format!("Integer({i})"),
+                    Value::Real(r) => format!("Real({r:?})"),
+                    Value::Null => "Null".to_owned(),
+                })
+                .collect::<Vec<_>>()
+                .join("|")
+        })
+        .collect())
 }
 
 #[cfg(test)]
