@@ -366,7 +366,7 @@ fn sum_over(store: &Store, ids: &[ThreadId], sql: &str) -> i64 {
             )
             .sum();
     }
-    let mut stmt = conn.sqlite().prepare_cached(sql).unwrap();
+    let mut stmt = conn.sqlite().unwrap().prepare_cached(sql).unwrap();
     ids.iter()
         .map(|id| stmt.query_row([id], |r| r.get::<_, i64>(0)).unwrap())
         .sum()
@@ -540,7 +540,7 @@ fn poll_probe(store: &Store, id: &ThreadId, samples: &Mutex<Vec<Sample>>, stop: 
              WHERE t.id = ?1";
     let conn = store.read().expect("reader");
     let pg_sql = SQL.replace("?1", &format!("'{id}'"));
-    let mut stmt = (!store.is_postgres()).then(|| conn.sqlite().prepare(SQL).unwrap());
+    let mut stmt = (!store.is_postgres()).then(|| conn.sqlite().unwrap().prepare(SQL).unwrap());
     let text = |v: &V<'_>| match v {
         V::Text(t) => Some(t.to_string()),
         V::Null => None,

@@ -7,6 +7,7 @@
 //! project for the whole picture.
 //!
 //! The arrow: `cli` and [`serve`] (the server, HTTP, the web view and the watcher) take requests and call
+//! [`check`] (`cli`'s verification, over store) or
 //! [`engine`], which
 //! calls [`contract`] (pure parsing and shaping), [`store`] (every table and query) and
 //! [`runtime`] (the child processes, whose rows it writes through store); runtime and store
@@ -19,9 +20,11 @@
 //!   configuration.
 //! - [`contract`]: the three tool contracts' request types, validation and result shapes.
 //! - [`runtime`]: child processes (launch, stop, event streams, the restore pass).
-//! - [`store`]: open the database (WAL, migrations, reader pool, one writer) and every table;
-//!   also contract A's reference resolution ([`store::refs`]), list filters ([`store::list`])
-//!   and `threadbase check`, the read-only verification of a database ([`store::check`]).
+//! - [`store`]: open the database and every table, over one of two backends, each in its room
+//!   ([`store::sqlite`]: WAL, migrations, reader pool, one writer; [`store::postgres`]); also
+//!   contract A's reference resolution ([`store::refs`]) and list filters ([`store::list`]).
+//! - [`check`]: `threadbase check`, the read-only verification of a database: its rules, over
+//!   the queries of [`store::check`].
 //! - [`paths`]: the path grammars of the three contracts.
 //! - [`identity`]: a process's identity (pid and start time), a row's owner, and who holds it
 //!   ([`identity::holder`]), for every layer that reads an owner from a row.
@@ -34,6 +37,7 @@
 //!   of the database.
 //! - `fuzzing` (hidden): fuzz target bodies shared by `fuzz/` and `tests/it/fuzz_corpus.rs`.
 
+pub mod check;
 pub mod cli;
 pub mod contract;
 pub mod domain;

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use serde_json::json;
 
-use crate::store::check::{check_path, write_text};
+use crate::check::{check_path, write_text};
 
 pub fn run(db: &Path, json: bool, out: &mut dyn Write) -> ExitCode {
     match check_path(db) {

@@ -500,15 +500,12 @@ pub fn beside_database(db: &std::path::Path, name: &str) -> PathBuf {
 /// A PostgreSQL URL's password moves into `PGPASSWORD` (read back when connecting, inherited by
 /// the serve's children), so the database is named everywhere without it.
 fn without_password(db: PathBuf) -> PathBuf {
-    let Some(url) = crate::store::database_url(&db) else {
-        return db;
-    };
-    let (shown, password) = crate::store::postgres::conn::split_password(url);
+    let (shown, password) = crate::store::split_password(db);
     if let Some(pw) = password {
         // Before any thread starts: the command's threads come after this point.
         std::env::set_var("PGPASSWORD", pw);
     }
-    PathBuf::from(shown)
+    shown
 }
 
 /// Parses the command line, runs it, and maps errors to a message on stderr and exit code 2.

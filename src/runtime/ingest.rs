@@ -567,7 +567,7 @@ mod tests {
                     output::ensure(tx, id)?;
                 }
                 // An idle stretch already running on the first thread.
-                tx.sqlite().execute(
+                tx.sqlite().unwrap().execute(
                     "UPDATE threads SET idle_started_at = '2026-01-01T00:00:00.000Z' WHERE id = ?1",
                     [&*ids[0]],
                 )?;
@@ -687,6 +687,7 @@ mod tests {
         let conn = a.read().unwrap();
         let (turns, total): (i64, i64) = conn
             .sqlite()
+            .unwrap()
             .query_row(
                 "SELECT sum(turns), sum(input_tokens) FROM thread_usage",
                 [],
@@ -695,6 +696,7 @@ mod tests {
             .unwrap();
         let tree: (i64, i64) = conn
             .sqlite()
+            .unwrap()
             .query_row("SELECT turns, input_tokens FROM tree_usage", [], |r| {
                 Ok((r.get(0)?, r.get(1)?))
             })

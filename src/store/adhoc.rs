@@ -10,8 +10,9 @@ use std::time::{Duration, Instant};
 use rusqlite::types::ValueRef;
 use serde_json::Value;
 
+use super::db::Value as DbValue;
+
 use crate::error::{Cause, Error, ErrorCode, Result};
-use crate::store::open_read_only;
 
 /// The start of the message of a statement stopped by Ctrl-C (its cause is `Cause::CtrlC`;
 /// the CLI exits 130 on it, as a command stopped by SIGINT does).
@@ -38,10 +39,16 @@ pub fn query(
     max_rows: Option<usize>,
 ) -> Result<Table> {
     if let Some(url) = super::database_url(db) {
-        return query_postgres(url, query, timeout_secs, max_rows);
+        let timeout = timeout_secs
+            .filter(|s| *s > 0.0)
+            .map(Duration::from_secs_f64);
+        return match super::postgres::adhoc::query(url, query, timeout.unwrap_or_default())? {
+            Ok((names, rows)) => Ok(table_of(names, rows, max_rows)),
+            Err(elapsed) => Err(stopped(Stop::Timeout, timeout_secs.unwrap_or(0.0), elapsed)),
+        };
     }
-    let conn = open_read_only(db)?;
-    let mut stmt = conn.db().prepare(query).map_err(|e| {
+    let conn = super::sqlite::open::open_read_only(db)?;
+    let mut stmt = conn.prepare(query).map_err(|e| {
         database_fault(e).unwrap_or_else(|e| Error::invalid(format!(
             "Cannot run the SQL: {e}. Repair: pass exactly one valid SELECT statement; list tables with \"SELECT name FROM sqlite_schema\"."
         )))
@@ -56,7 +63,7 @@ pub fn query(
         .filter(|s| *s > 0.0)
         .map(Duration::from_secs_f64);
     let started = Instant::now();
-    let watchdog = Watchdog::arm(conn.db(), timeout, ctrl_c);
+    let watchdog = Watchdog::arm(&conn, timeout, ctrl_c);
     let failed = |e: rusqlite::Error| {
         if let Some(stop) = watchdog.fired() {
             return stopped(stop, timeout_secs.unwrap_or(0.0), started.elapsed());
@@ -105,47 +112,9 @@ pub fn query(
     })
 }
 
-/// [`query`] on PostgreSQL: the connection's transactions are read-only (a statement that
-/// writes is refused by the server) and `timeout_secs` is its `statement_timeout`. Ctrl-C ends
-/// the process, and the server stops the statement with the connection.
-fn query_postgres(
-    url: &str,
-    query: &str,
-    timeout_secs: Option<f64>,
-    max_rows: Option<usize>,
-) -> Result<Table> {
-    use crate::store::db::Value as V;
-    use tokio_postgres::error::SqlState;
-    let timeout = timeout_secs
-        .filter(|s| *s > 0.0)
-        .map(Duration::from_secs_f64)
-        .unwrap_or(Duration::ZERO);
-    let (conn, _, _) = super::postgres::store::open_read_only(url, timeout)?;
-    let started = Instant::now();
-    let (names, rows) = super::db::Db::query_values(&conn, query).map_err(|e| {
-        let pg = match e.cause() {
-            Some(Cause::Database(c)) => c.downcast_ref::<tokio_postgres::Error>(),
-            _ => None,
-        };
-        let code = pg.and_then(|pg| pg.code().cloned());
-        // The server's own words, without the generic error's `Repair:` (this one has its own).
-        let detail = pg
-            .and_then(|pg| pg.as_db_error())
-            .map(|db| format!("{} ({})", db.message(), db.code().code()))
-            .unwrap_or_else(|| e.message.clone());
-        match code {
-            Some(c) if c == SqlState::READ_ONLY_SQL_TRANSACTION => Error::forbidden(
-                "threadbase sql is read-only: this statement would change the database and was refused; nothing was written. Repair: use SELECT; changes go through threadbase serve.",
-            ),
-            Some(c) if c == SqlState::QUERY_CANCELED => {
-                stopped(Stop::Timeout, timeout_secs.unwrap_or(0.0), started.elapsed())
-            }
-            Some(_) => Error::invalid(format!(
-                "The SQL failed: PostgreSQL error: {detail}. Repair: pass exactly one valid SELECT statement; list tables with \"SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()\"."
-            )),
-            None => e,
-        }
-    })?;
+/// The [`Table`] of a statement read whole (PostgreSQL's): the first `max_rows` rows kept, the
+/// rest counted.
+fn table_of(names: Vec<String>, rows: Vec<Vec<DbValue<'_>>>, max_rows: Option<usize>) -> Table {
     let keep = max_rows.unwrap_or(usize::MAX);
     let left_out = rows.len().saturating_sub(keep) as u64;
     let rows = rows
@@ -154,21 +123,21 @@ fn query_postgres(
         .map(|r| {
             r.into_iter()
                 .map(|v| match v {
-                    V::Null => Value::Null,
-                    V::Int(i) => Value::from(i),
-                    V::Real(f) => Value::from(f),
-                    V::Text(t) => Value::from(t.into_owned()),
-                    V::Blob(b) => Value::from(String::from_utf8_lossy(&b).into_owned()),
+                    DbValue::Null => Value::Null,
+                    DbValue::Int(i) => Value::from(i),
+                    DbValue::Real(f) => Value::from(f),
+                    DbValue::Text(t) => Value::from(t.into_owned()),
+                    DbValue::Blob(b) => Value::from(String::from_utf8_lossy(&b).into_owned()),
                 })
                 .collect()
         })
         .collect();
-    Ok(Table {
+    Table {
         names,
         rows,
         left_out,
         counting_stopped: None,
-    })
+    }
 }
 
 /// Why the watchdog stopped a statement.

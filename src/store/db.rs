@@ -4,7 +4,7 @@
 //! placeholders it writes), binds its values with [`params!`] (by position) or [`named!`] (by
 //! `:name`), and reads each row through [`Row::get`] by the position its row declaration gives
 //! (`store::rows`). [`Conn`](super::Conn) runs it on the backend it holds: [`Db`] is what a
-//! backend implements (SQLite's connection here, PostgreSQL's in `store/postgres`), and the
+//! backend implements (SQLite's in `store/sqlite`, PostgreSQL's in `store/postgres`), and the
 //! values cross it as [`Value`] (a parameter) and [`Cell`] (a column of a row), so no store
 //! function sees a backend's types. A query's text for each backend is made once: SQLite's
 //! from `sql/NAME.sql` with its rows expanded, PostgreSQL's from its override if it has one,
@@ -12,8 +12,6 @@
 
 use std::borrow::Cow;
 use std::sync::OnceLock;
-
-use rusqlite::types::{ToSqlOutput, ValueRef};
 
 use crate::error::{Error, Result};
 
@@ -158,50 +156,37 @@ pub fn wrong(cell: Cell<'_>, wanted: &str) -> String {
     format!("expected {wanted}, found {}", cell.kind())
 }
 
-/// One row of a query's answer.
+/// One row of a query's answer: its cells as its backend reads them ([`Cells`]).
 pub struct Row<'a> {
-    of: RowOf<'a>,
+    of: &'a dyn Cells,
     query: &'a str,
 }
 
-enum RowOf<'a> {
-    Sqlite(&'a rusqlite::Row<'a>),
-    Postgres(&'a [Cell<'a>]),
+/// A row's cells as a backend holds them: `Ok(Err(why))` when the cell at `i` cannot be read
+/// as a [`Cell`], `Err` when the backend failed.
+pub(in crate::store) trait Cells {
+    fn cell(&self, i: usize) -> Result<std::result::Result<Cell<'_>, String>>;
+}
+
+/// Cells already read (PostgreSQL's rows, a list's rows read whole).
+impl Cells for &[Cell<'_>] {
+    fn cell(&self, i: usize) -> Result<std::result::Result<Cell<'_>, String>> {
+        Ok(self
+            .get(i)
+            .copied()
+            .ok_or_else(|| format!("no such column (the row has {})", self.len())))
+    }
 }
 
 impl<'a> Row<'a> {
-    pub(in crate::store) fn sqlite(row: &'a rusqlite::Row<'a>, query: &'a str) -> Row<'a> {
-        Row {
-            of: RowOf::Sqlite(row),
-            query,
-        }
-    }
-
-    pub(in crate::store) fn cells(cells: &'a [Cell<'a>], query: &'a str) -> Row<'a> {
-        Row {
-            of: RowOf::Postgres(cells),
-            query,
-        }
+    /// The row `of` holds, of the query named `query`.
+    pub(in crate::store) fn new(of: &'a dyn Cells, query: &'a str) -> Row<'a> {
+        Row { of, query }
     }
 
     /// The cell at position `i`, as it was read.
     pub fn cell(&self, i: usize) -> Result<Cell<'_>> {
-        match &self.of {
-            RowOf::Sqlite(r) => {
-                Ok(match r.get_ref(i)? {
-                    ValueRef::Null => Cell::Null,
-                    ValueRef::Integer(v) => Cell::Int(v),
-                    ValueRef::Real(v) => Cell::Real(v),
-                    ValueRef::Text(t) => Cell::Text(std::str::from_utf8(t).map_err(|e| {
-                        self.unreadable(i, &format!("text that is not UTF-8 ({e})"))
-                    })?),
-                    ValueRef::Blob(b) => Cell::Blob(b),
-                })
-            }
-            RowOf::Postgres(cells) => cells.get(i).copied().ok_or_else(|| {
-                self.unreadable(i, &format!("no such column (the row has {})", cells.len()))
-            }),
-        }
+        self.of.cell(i)?.map_err(|why| self.unreadable(i, &why))
     }
 
     /// The value of the column at position `i`.
@@ -221,7 +206,7 @@ impl<'a> Row<'a> {
 /// The error a query that must return a row gives when it returns none (the same as SQLite's
 /// `query_row`, so callers that tell "no row" apart keep working).
 pub fn no_row() -> Error {
-    rusqlite::Error::QueryReturnedNoRows.into()
+    super::sqlite::no_row()
 }
 
 /// What a backend does: run a query of `sql/` (rows, or a count of changed rows), and a
@@ -239,8 +224,11 @@ pub(in crate::store) trait Db {
     /// Starts and ends a read transaction (one snapshot for several queries).
     fn begin_read(&self) -> Result<()>;
     fn end_read(&self);
-    /// The SQLite connection, when the backend is SQLite.
-    fn sqlite(&self) -> Option<&rusqlite::Connection>;
+    /// The SQLite connection, when the backend is SQLite (its own chores: the WAL, the page
+    /// cache, its checks); `None` on another backend, which has no such chores.
+    fn sqlite(&self) -> Option<&super::sqlite::Connection> {
+        None
+    }
     /// Runs one statement that is not a query of `sql/` (no parameters): its columns' names
     /// and every row's values (`threadbase sql`, the tests' checks).
     fn query_values(&self, sql: &str) -> Result<(Vec<String>, Vec<Vec<Value<'static>>>)>;
@@ -258,134 +246,6 @@ pub(in crate::store) trait Db {
     /// Asks that this write transaction be announced with its commit even where it would be
     /// announced later (PostgreSQL's facts writes); nothing on SQLite.
     fn announce_now(&self) {}
-}
-
-// ---- SQLite ---------------------------------------------------------------------------------
-
-struct Bound<'a>(&'a dyn ToParam);
-
-impl rusqlite::ToSql for Bound<'_> {
-    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
-        Ok(match self.0.value() {
-            Value::Null => ToSqlOutput::Owned(rusqlite::types::Value::Null),
-            Value::Int(v) => ToSqlOutput::Owned(rusqlite::types::Value::Integer(v)),
-            Value::Real(v) => ToSqlOutput::Owned(rusqlite::types::Value::Real(v)),
-            Value::Text(Cow::Borrowed(t)) => ToSqlOutput::Borrowed(ValueRef::Text(t.as_bytes())),
-            Value::Text(Cow::Owned(t)) => ToSqlOutput::Owned(rusqlite::types::Value::Text(t)),
-            Value::Blob(Cow::Borrowed(b)) => ToSqlOutput::Borrowed(ValueRef::Blob(b)),
-            Value::Blob(Cow::Owned(b)) => ToSqlOutput::Owned(rusqlite::types::Value::Blob(b)),
-        })
-    }
-}
-
-/// Binds `p` to `stmt`, refusing a count or a name the statement does not have.
-fn bind(stmt: &mut rusqlite::Statement<'_>, q: &Query, p: Params<'_>) -> Result<()> {
-    let expected = stmt.parameter_count();
-    let wrong_count = |given: usize| q.wrong_count(expected, given);
-    match p {
-        Params::At(values) => {
-            if values.len() != expected {
-                return Err(wrong_count(values.len()));
-            }
-            for (i, v) in values.iter().enumerate() {
-                stmt.raw_bind_parameter(i + 1, Bound(*v))?;
-            }
-        }
-        Params::IfUsed(values) => {
-            for (name, v) in values {
-                if let Some(i) = stmt.parameter_index(name)? {
-                    stmt.raw_bind_parameter(i, Bound(*v))?;
-                }
-            }
-        }
-        Params::Named(values) => {
-            if values.len() != expected {
-                return Err(wrong_count(values.len()));
-            }
-            for (name, v) in values {
-                let Some(i) = stmt.parameter_index(name)? else {
-                    return Err(q.no_parameter(name));
-                };
-                stmt.raw_bind_parameter(i, Bound(*v))?;
-            }
-        }
-    }
-    Ok(())
-}
-
-impl Db for rusqlite::Connection {
-    fn each(
-        &self,
-        q: &Query,
-        p: Params<'_>,
-        f: &mut dyn FnMut(&Row<'_>) -> Result<bool>,
-    ) -> Result<()> {
-        let mut stmt = self.prepare_cached((q.sqlite)())?;
-        bind(&mut stmt, q, p)?;
-        let mut rows = stmt.raw_query();
-        while let Some(r) = rows.next()? {
-            if !f(&Row::sqlite(r, q.name))? {
-                break;
-            }
-        }
-        Ok(())
-    }
-
-    fn execute(&self, q: &Query, p: Params<'_>) -> Result<usize> {
-        let mut stmt = self.prepare_cached((q.sqlite)())?;
-        bind(&mut stmt, q, p)?;
-        Ok(stmt.raw_execute()?)
-    }
-
-    fn batch(&self, sql: &str) -> Result<()> {
-        Ok(self.execute_batch(sql)?)
-    }
-
-    fn begin_read(&self) -> Result<()> {
-        self.prepare_cached("BEGIN DEFERRED")?.execute([])?;
-        Ok(())
-    }
-
-    fn end_read(&self) {
-        // Nothing was written: ending a read transaction cannot lose anything.
-        let ended = self
-            .prepare_cached("COMMIT")
-            .and_then(|mut s| s.execute([]));
-        if ended.is_err() && !self.is_autocommit() {
-            let _ = self.execute_batch("ROLLBACK");
-        }
-    }
-
-    fn sqlite(&self) -> Option<&rusqlite::Connection> {
-        Some(self)
-    }
-
-    fn change_count(&self) -> Result<i64> {
-        // Cached: a serve's answers read it before every kept answer (engine/cache.rs).
-        Ok(self
-            .prepare_cached("PRAGMA data_version")?
-            .query_row([], |r| r.get(0))?)
-    }
-
-    fn advisory_lock(&self, _keys: (i32, i32)) -> Result<()> {
-        Ok(())
-    }
-
-    fn query_values(&self, sql: &str) -> Result<(Vec<String>, Vec<Vec<Value<'static>>>)> {
-        let mut stmt = self.prepare(sql)?;
-        let names: Vec<String> = stmt.column_names().iter().map(|n| n.to_string()).collect();
-        let mut rows = stmt.raw_query();
-        let mut out = Vec::new();
-        while let Some(r) = rows.next()? {
-            let row = Row::sqlite(r, "adhoc");
-            out.push(
-                (0..names.len())
-                    .map(|i| row.get::<Value<'static>>(i))
-                    .collect::<Result<Vec<_>>>()?,
-            );
-        }
-        Ok((names, out))
-    }
 }
 
 // ---- values -----------------------------------------------------------------------------------

@@ -53,7 +53,7 @@ pub fn append(conn: &Conn, thread_id: &ThreadId, events: &[NewEvent<'_>]) -> Res
     )?;
     let first_seq = last_seq - events.len() as i64 + 1;
     let keep_from = last_seq - RETAINED_EVENTS + 1;
-    if conn.is_sqlite() {
+    if conn.sqlite().is_some() {
         let insert = q!("event_insert");
         for (i, (e, at)) in events.iter().zip(&ats).enumerate() {
             let seq = first_seq + i as i64;

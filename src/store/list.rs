@@ -300,14 +300,12 @@ pub fn each_row_switching(
         f(None)?;
         Ok(())
     }
-    if !conn.is_sqlite() {
+    let Some(db) = conn.sqlite() else {
         return each_row_read_whole(conn, manager_id, q, f);
-    }
-    let mut own = bound(conn.db(), statement(q), manager_id, q)?;
+    };
+    let mut own = bound(db, statement(q), manager_id, q)?;
     let mut below = match reach_statement(q) {
-        Some(sql) if reaches_below(conn, manager_id)? => {
-            Some(bound(conn.db(), sql, manager_id, q)?)
-        }
+        Some(sql) if reaches_below(conn, manager_id)? => Some(bound(db, sql, manager_id, q)?),
         _ => None,
     };
     let mut merge = Merge::new(own.raw_query(), below.as_mut().map(|b| b.raw_query()))?;
@@ -381,7 +379,8 @@ fn each_row_read_whole(
         let next = if take_own { own.next() } else { below.next() };
         let values = next.expect("peeked");
         let cells: Vec<Cell<'_>> = values.iter().map(Value::cell).collect();
-        let row = Row::cells(&cells, "list");
+        let read = &cells[..];
+        let row = Row::new(&read, "list");
         if !f(Some(&Listed(&row)))? {
             return Ok(());
         }
@@ -444,14 +443,14 @@ impl<'s> Merge<'s> {
             }
         };
         if take_own {
-            let row = Row::sqlite(self.own.get().expect("own row"), "list");
+            let row = Row::new(self.own.get().expect("own row"), "list");
             if !f(Some(&Listed(&row)))? {
                 return Ok(false);
             }
             self.own_at_row = self.own.next()?.is_some();
         } else {
             let rows = self.below.as_mut().expect("rows below");
-            let row = Row::sqlite(rows.get().expect("row below"), "list");
+            let row = Row::new(rows.get().expect("row below"), "list");
             if !f(Some(&Listed(&row)))? {
                 return Ok(false);
             }

@@ -1,10 +1,8 @@
-//! The SQLite store: one file, WAL, one writer, a pool of readers.
-//!
-//! Opening sets WAL once (before the pool exists), runs the embedded refinery migrations under
-//! a file lock so concurrent first opens do not race, and then hands out reader connections
-//! from an r2d2 pool. Every write goes through [`Store::write`], which starts `BEGIN IMMEDIATE`
-//! so a writer takes the lock up front and waits in the busy handler instead of failing with
-//! `database is locked` when it would upgrade a read.
+//! The store: every table's rows, one function per query of `sql/`, over one of two backends
+//! chosen when the database is opened: a SQLite file ([`sqlite`]) or a PostgreSQL server
+//! ([`postgres`]), each with its connections, its opening, its migrations runner and its
+//! chores. [`Store`] holds the one it opened and hands out [`Conn`]s ([`Store::read`],
+//! [`Store::write`]), through which every query runs ([`db`]) whichever backend holds the rows.
 
 pub mod adhoc;
 pub mod adopt;
@@ -15,8 +13,6 @@ pub mod check;
 pub mod commands;
 pub mod counted;
 pub mod db;
-mod errors;
-pub use errors::{is_connection_lost, is_unique_violation};
 pub mod events;
 pub mod facts;
 pub mod forest;
@@ -26,7 +22,6 @@ pub mod lifecycle;
 pub mod list;
 pub mod mailbox;
 pub mod notices;
-mod open;
 pub mod output;
 pub mod postgres;
 pub mod questions;
@@ -36,21 +31,19 @@ pub mod reports;
 pub mod restore;
 mod rows;
 pub mod sessions;
+pub mod sqlite;
 pub mod status;
 pub mod threads;
 pub mod top;
-mod trim;
 pub mod usage;
 mod values;
-mod wal;
 pub mod web;
 pub mod workers;
 pub mod worktrees;
 
-use open::{folder_refusal, holds, migrate, not_threadbase, open_error, Holds};
-pub use open::{name_database, no_database, open_read_only};
 pub use rows::ROWS;
-pub use trim::{
+pub use sqlite::open::{name_database, no_database};
+pub use sqlite::trim::{
     page_cache_bytes, ReaderTrim, IDLE_AFTER, PAGE_CACHE_IDLE_KIB, READ_CACHE_BUSY_KIB,
 };
 pub use values::ThreadIds;
@@ -75,22 +68,16 @@ rows::columns! {
 }
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::time::Duration;
 
-use r2d2_sqlite::SqliteConnectionManager;
-use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+pub use sqlite::BUSY_TIMEOUT;
 
-use crate::error::{Error, Result};
-
-/// How long a connection waits for a lock held by another connection or process.
-pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+use crate::error::{Cause, Error, Result};
 
 /// A pooled read connection: a [`Conn`] while it is held.
 pub struct ReadConn(Pooled);
 
 enum Pooled {
-    Sqlite(r2d2::PooledConnection<SqliteConnectionManager>),
+    Sqlite(sqlite::Reader),
     Postgres(r2d2::PooledConnection<postgres::store::Readers>),
 }
 
@@ -116,7 +103,7 @@ pub struct Conn(dyn db::Db);
 impl Conn {
     /// Takes `lock` until the transaction ends (PostgreSQL; nothing on SQLite).
     pub fn lock(&self, lock: Lock<'_>) -> Result<()> {
-        counted::add(u64::from(!self.is_sqlite()), 0);
+        counted::add(u64::from(self.sqlite().is_none()), 0);
         self.0.advisory_lock(lock.keys())
     }
 
@@ -147,11 +134,6 @@ impl Conn {
         Ok(())
     }
 
-    /// Whether this connection is SQLite's (whose cursors the list streams through).
-    pub(in crate::store) fn is_sqlite(&self) -> bool {
-        self.0.sqlite().is_some()
-    }
-
     /// Runs one statement (no parameters) that is not a query of `sql/`: its columns' names and
     /// every row's values, on either backend (`threadbase sql` on PostgreSQL, the tests'
     /// checks).
@@ -169,7 +151,7 @@ impl Conn {
     }
 
     /// The store's view of a SQLite connection opened by hand (tests, benches).
-    pub fn of(c: &Connection) -> &Conn {
+    pub fn of(c: &sqlite::Connection) -> &Conn {
         Conn::of_db(c)
     }
 
@@ -177,14 +159,6 @@ impl Conn {
         // SAFETY: `Conn` is `repr(transparent)` over `dyn Db`: same layout and the same
         // pointer metadata, and the reference keeps `c`'s lifetime.
         unsafe { &*(c as *const dyn db::Db as *const Conn) }
-    }
-
-    /// The SQLite connection, for the store's SQLite-only work (the WAL, the checks, the
-    /// migrations). Panics on another backend: callers are SQLite's own paths.
-    pub(in crate::store) fn db(&self) -> &Connection {
-        self.0
-            .sqlite()
-            .expect("a SQLite-only store path ran on another backend")
     }
 
     /// Runs `q` with `p` and hands each row to `f`, in order.
@@ -269,27 +243,18 @@ impl Conn {
         })
     }
 
-    /// The SQLite connection, for tests and benches that set rows up by hand. No code of
-    /// `src/` outside `store/` calls it, unit tests aside (`tests/it/layers.rs` checks).
+    /// The SQLite connection (`None` on PostgreSQL): for the store's SQLite-only chores, and
+    /// for tests and benches that set rows up by hand. No code of `src/` outside `store/` calls
+    /// it, unit tests aside (`tests/it/layers.rs` checks).
     #[doc(hidden)]
-    pub fn sqlite(&self) -> &Connection {
-        self.db()
+    pub fn sqlite(&self) -> Option<&sqlite::Connection> {
+        self.0.sqlite()
     }
 }
 
 /// A connection of its own, apart from the pool (a read-only open, the row watcher's): a
 /// [`Conn`] while it lives.
 pub struct OpenConn(Box<dyn db::Db + Send>);
-
-impl OpenConn {
-    pub(in crate::store) fn sqlite(c: Connection) -> OpenConn {
-        OpenConn(Box::new(c))
-    }
-
-    pub(in crate::store) fn postgres(c: postgres::conn::PgConn) -> OpenConn {
-        OpenConn(Box::new(c))
-    }
-}
 
 impl std::ops::Deref for OpenConn {
     type Target = Conn;
@@ -332,7 +297,7 @@ impl ChangeWatch {
                     return Err(e);
                 };
                 let (conn, _) = postgres::store::watch(url)?;
-                self.conn = OpenConn::postgres(conn);
+                self.conn = OpenConn(Box::new(conn));
                 self.offset += 1 << 40;
                 Ok(self.conn.data_version()? + self.offset)
             }
@@ -356,17 +321,10 @@ impl Store {
     /// A [`ChangeWatch`] on this database (a read-only connection apart from the pool).
     pub fn change_watch(&self) -> Result<ChangeWatch> {
         let (conn, reopen) = match &self.backend {
-            Backend::Sqlite { .. } => {
-                let conn = Connection::open_with_flags(
-                    &self.path,
-                    OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-                )?;
-                conn.busy_timeout(BUSY_TIMEOUT)?;
-                (OpenConn::sqlite(conn), None)
-            }
+            Backend::Sqlite(_) => (OpenConn(Box::new(sqlite::open_watch(&self.path)?)), None),
             Backend::Postgres(pg) => {
                 let (conn, _) = pg.change_watch()?;
-                (OpenConn::postgres(conn), Some(pg.url().clone()))
+                (OpenConn(Box::new(conn)), Some(pg.url().clone()))
             }
         };
         Ok(ChangeWatch {
@@ -377,26 +335,23 @@ impl Store {
     }
 }
 
-/// The rows of `sql` (no parameters), each as its cells' text joined with `|` (a blob as its
-/// bytes, other values as their debug form): for tests that compare whole tables.
-pub fn rows_as_text(conn: &Conn, sql: &str) -> Result<Vec<String>> {
-    use db::Value;
-    let (_, rows) = conn.query_values(sql)?;
-    Ok(rows
-        .into_iter()
-        .map(|row| {
-            row.into_iter()
-                .map(|v| match v {
-                    Value::Text(t) => t.into_owned(),
-                    Value::Blob(b) => String::from_utf8_lossy(&b).into_owned(),
-                    Value::Int(i) => format!("Integer({i})"),
-                    Value::Real(r) => format!("Real({r:?})"),
-                    Value::Null => "Null".to_owned(),
-                })
-                .collect::<Vec<_>>()
-                .join("|")
-        })
-        .collect())
+/// Whether `e` is a database's refusal of a duplicate key (a unique index or a primary key),
+/// on either backend.
+pub fn is_unique_violation(e: &Error) -> bool {
+    matches!(e.cause(), Some(Cause::Database(c))
+        if sqlite::errors::is_unique_violation(&**c) || postgres::is_unique_violation(&**c))
+}
+
+/// Whether `e` says the database could not be reached (a PostgreSQL server that is down,
+/// restarting or unreachable: the connection failed or closed), as opposed to a statement the
+/// database refused. Such a write can be tried again once the server is back.
+pub fn is_connection_lost(e: &Error) -> bool {
+    match e.cause() {
+        // The socket itself failed (connecting, or waiting on it: `store::postgres::direct`).
+        Some(Cause::Database(cause)) if cause.downcast_ref::<std::io::Error>().is_some() => true,
+        Some(Cause::Database(cause)) => postgres::is_connection_lost(&**cause),
+        _ => e.message.starts_with(postgres::store::UNREACHABLE),
+    }
 }
 
 use postgres::store::Announce;
@@ -450,10 +405,7 @@ pub struct Store {
 // One value per open database, so the variants' sizes do not matter.
 #[allow(clippy::large_enum_variant)]
 enum Backend {
-    Sqlite {
-        writer: Mutex<Writer>,
-        readers: r2d2::Pool<SqliteConnectionManager>,
-    },
+    Sqlite(sqlite::SqliteStore),
     Postgres(postgres::store::PgStore),
 }
 
@@ -461,6 +413,36 @@ enum Backend {
 /// SQLite file).
 pub fn database_url(path: &Path) -> Option<&str> {
     path.to_str().filter(|p| postgres::conn::is_url(p))
+}
+
+/// The database `path` names without a PostgreSQL URL's password, and the password
+/// (`postgres::conn::split_password`); a file's path is as it was, with none.
+pub fn split_password(path: PathBuf) -> (PathBuf, Option<String>) {
+    match database_url(&path) {
+        Some(url) => {
+            let (shown, password) = postgres::conn::split_password(url);
+            (PathBuf::from(shown), password)
+        }
+        None => (path, None),
+    }
+}
+
+/// How long one statement of a read-only connection to PostgreSQL may run (`threadbase sql`,
+/// `top`, the inspection commands) before the server stops it.
+pub const READ_ONLY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Opens the database at `path` for ad-hoc reading only: no statement can change it (a SQLite
+/// file opened read-only and `query_only`; a PostgreSQL connection whose transactions are
+/// read-only and whose statements stop after [`READ_ONLY_TIMEOUT`]).
+pub fn open_read_only(path: impl AsRef<Path>) -> Result<OpenConn> {
+    let path = path.as_ref();
+    match database_url(path) {
+        Some(url) => {
+            let (conn, _, _) = postgres::store::open_read_only(url, READ_ONLY_TIMEOUT)?;
+            Ok(OpenConn(Box::new(conn)))
+        }
+        None => Ok(OpenConn(Box::new(sqlite::open::open_read_only(path)?))),
+    }
 }
 
 /// Refuses a database named by a URL of a scheme other than PostgreSQL's (`mysql://…`,
@@ -486,35 +468,6 @@ pub fn refuse_unsupported_url(path: &Path) -> Result<()> {
     Err(Error::invalid(format!(
         "The database {scheme}://… is a URL of an unsupported database ({scheme}); threadbase keeps its rows in a SQLite file or a PostgreSQL database. Repair: set --db (or THREADBASE_DB) to a SQLite file path or a postgres://USER@HOST[:PORT]/DATABASE URL."
     )))
-}
-
-/// The writer connection and what it remembers about checkpoints ([`wal`]).
-struct Writer {
-    conn: Connection,
-    checkpoints: wal::Checkpoints,
-}
-
-fn configure(conn: &Connection) -> rusqlite::Result<()> {
-    conn.busy_timeout(BUSY_TIMEOUT)?;
-    // Query planner stability guarantee: a plan never depends on bound values. Without it SQLite
-    // reads the value bound to a `LIMIT ?` while planning and marks the statement stale whenever
-    // that parameter is rebound, so each call of a cached statement with a LIMIT parameter (the
-    // task-name step of reference resolution, the unknown-reference listing) re-prepared it, at
-    // tens of µs a time. tests/it/query_plans.rs checks the hot statements are never re-prepared.
-    conn.set_db_config(
-        rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
-        true,
-    )?;
-    // journal_size_limit: a WAL that grew while long reads held it (a list of every thread of a
-    // big manager, while the snapshot cache's filler wrote) is cut back to 64 MiB at the next
-    // checkpoint that resets it, instead of keeping its largest size on disk.
-    conn.execute_batch(
-        "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA journal_size_limit = 67108864;",
-    )?;
-    // Room for every query in sql/ (about 70) and then some: a long-lived connection that
-    // evicted a hot statement would pay a full prepare on its next use.
-    conn.set_prepared_statement_cache_capacity(128);
-    Ok(())
 }
 
 impl Store {
@@ -560,84 +513,12 @@ impl Store {
     }
 
     fn open_at(path: PathBuf, create: bool) -> Result<Store> {
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|e| {
-                Error::io(format!(
-                    "Cannot create the database folder {}: {e}. Repair: create it by hand or pass --db with a writable location.",
-                    parent.display()
-                ))
-            })?;
-        }
-        let mut writer = Connection::open(&path)
-            .map_err(|e| folder_refusal(&path).unwrap_or_else(|| open_error(&path, e)))?;
-        // SQLite falls back to a read-only handle when the file cannot be opened for writing;
-        // refuse that up front with the reason, instead of failing at the first write.
-        if writer.is_readonly(rusqlite::MAIN_DB)? {
-            let why = std::fs::OpenOptions::new()
-                .write(true)
-                .open(&path)
-                .err()
-                .map(|e| format!(" ({e})"))
-                .unwrap_or_default();
-            return Err(Error::io(format!(
-                "The database {} cannot be opened for writing{why}; nothing was written. Repair: make the file (and its folder, which holds the -wal and -shm files) writable for this user, or pass --db with a writable path; the read-only commands (list, tree, show, events, sql, check) still work on it.",
-                path.display()
-            ))
-            .naming_database());
-        }
-        // The first reads of the file (the schema) open its -wal and -shm files,
-        // which a folder that takes no new file refuses: said as such, not as a bare error.
-        let refused = |e: Error| match e.code {
-            crate::error::ErrorCode::Io => folder_refusal(&path).unwrap_or(e),
-            _ => e,
-        };
-        configure(&writer).map_err(|e| refused(e.into()))?;
-        match holds(&writer).map_err(|e| refused(open_error(&path, e)))? {
-            Holds::Threadbase => {}
-            Holds::Nothing if create => {}
-            holds => return Err(not_threadbase(&path, &holds)),
-        }
-        migrate(&mut writer, &path).map_err(refused)?;
-        wal::watch(&writer);
-        let manager = SqliteConnectionManager::file(&path)
-            .with_flags(
-                OpenFlags::SQLITE_OPEN_READ_WRITE
-                    | OpenFlags::SQLITE_OPEN_NO_MUTEX
-                    | OpenFlags::SQLITE_OPEN_URI,
-            )
-            .with_init(|c| {
-                configure(c)?;
-                // A reader's page cache grows to 16 MiB while requests come (SQLite's default
-                // is 2 MiB) and is cut back to 4 MiB after a pause (`ReaderTrim`). r2d2 hands
-                // out the most recently returned connection, so one-at-a-time requests keep one
-                // reader's cache warm: at 1 MiB a list of 10 from a 10k-thread file re-read its
-                // event and output pages every time (602 us, 300 us at 8 MiB), and list
-                // `ancestor` over 16 subtrees of a 100k-thread file read ~200 pages per request
-                // from the OS at 4 MiB (8 at 16 MiB).
-                c.execute_batch(&format!(
-                    "PRAGMA query_only = ON; PRAGMA cache_size = -{READ_CACHE_BUSY_KIB};"
-                ))
-            });
-        let readers = r2d2::Pool::builder()
-            .max_size(8)
-            .min_idle(Some(1))
-            // A local SQLite connection does not go stale like a network one; r2d2's check on
-            // every checkout (an empty `execute_batch`) cost ~6.5k instructions, twice a poll.
-            .test_on_check_out(false)
-            .connection_timeout(BUSY_TIMEOUT)
-            .build(manager)?;
         Ok(Store {
             other_hosts: std::sync::atomic::AtomicU8::new(0),
             tree: std::sync::OnceLock::new(),
             commits: std::sync::atomic::AtomicU64::new(0),
+            backend: Backend::Sqlite(sqlite::SqliteStore::open(&path, create)?),
             path,
-            backend: Backend::Sqlite {
-                writer: Mutex::new(Writer {
-                    conn: writer,
-                    checkpoints: wal::Checkpoints::default(),
-                }),
-                readers,
-            },
         })
     }
 
@@ -648,12 +529,11 @@ impl Store {
 
     /// Which checkpoint the last write ran, and the WAL pages it left.
     #[cfg(test)]
-    fn checkpoint_state(&self) -> (wal::Ran, i32) {
-        let Backend::Sqlite { writer, .. } = &self.backend else {
+    fn checkpoint_state(&self) -> (sqlite::wal::Ran, i32) {
+        let Backend::Sqlite(s) = &self.backend else {
             panic!("a SQLite store");
         };
-        let w = writer.lock().unwrap();
-        (w.checkpoints.last, w.checkpoints.pages)
+        s.checkpoint_state()
     }
 
     /// Moves what the WAL holds into the database file and empties the WAL, so that a database
@@ -663,10 +543,7 @@ impl Store {
     /// ends (`serve`, `demo`, `http`) and when a store is dropped. True when the WAL is empty.
     pub fn settle_wal(&self) -> bool {
         match &self.backend {
-            Backend::Sqlite { writer, .. } => {
-                let writer = writer.lock().unwrap_or_else(|p| p.into_inner());
-                wal::truncate_now(&writer.conn)
-            }
+            Backend::Sqlite(s) => s.settle_wal(),
             Backend::Postgres(_) => true,
         }
     }
@@ -693,7 +570,7 @@ impl Store {
     /// A read-only connection from the pool.
     pub fn read(&self) -> Result<ReadConn> {
         Ok(ReadConn(match &self.backend {
-            Backend::Sqlite { readers, .. } => Pooled::Sqlite(readers.get()?),
+            Backend::Sqlite(s) => Pooled::Sqlite(s.read()?),
             Backend::Postgres(pg) => Pooled::Postgres(pg.read()?),
         }))
     }
@@ -736,15 +613,7 @@ impl Store {
         // Its `BEGIN` and `COMMIT` (the statements inside count themselves).
         counted::add(2, 1);
         let mut run = || match &self.backend {
-            Backend::Sqlite { writer, .. } => {
-                let mut writer = writer.lock().unwrap_or_else(|p| p.into_inner());
-                let Writer { conn, checkpoints } = &mut *writer;
-                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-                let out = f(&Tx(Conn::of(&tx)))?;
-                tx.commit()?;
-                checkpoints.after_commit(conn);
-                Ok(out)
-            }
+            Backend::Sqlite(s) => s.write(|conn| f(&Tx(conn))),
             Backend::Postgres(pg) => pg.write(lock.map(Lock::keys), announce, |conn| f(&Tx(conn))),
         };
         let out = match tokio::runtime::Handle::try_current() {
@@ -783,15 +652,6 @@ impl Drop for Store {
     }
 }
 
-/// Hands memory SQLite freed back to the OS: it stays in the allocator's arenas otherwise.
-fn release_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only releases free memory; it has no preconditions.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}
-
 /// A read transaction on a pooled connection: every statement inside sees one snapshot of the
 /// database. Begun and ended with cached statements (a list pays this on every request, and
 /// parsing `BEGIN`/`COMMIT` each time cost more than the statements). Ends when dropped.
@@ -820,6 +680,29 @@ impl Drop for ReadTx<'_> {
     fn drop(&mut self) {
         self.conn.0.end_read();
     }
+}
+
+/// The rows of `sql` (no parameters), each as its cells' text joined with `|` (a blob as its
+/// bytes, other values as their debug form): for the unit tests that compare whole tables.
+#[cfg(test)]
+pub fn rows_as_text(conn: &Conn, sql: &str) -> Result<Vec<String>> {
+    use db::Value;
+    let (_, rows) = conn.query_values(sql)?;
+    Ok(rows
+        .into_iter()
+        .map(|row| {
+            row.into_iter()
+                .map(|v| match v {
+                    Value::Text(t) => t.into_owned(),
+                    Value::Blob(b) => String::from_utf8_lossy(&b).into_owned(),
+                    Value::Int(i) => format!("Integer({i})"),
+                    Value::Real(r) => format!("Real({r:?})"),
+                    Value::Null => "Null".to_owned(),
+                })
+                .collect::<Vec<_>>()
+                .join("|")
+        })
+        .collect())
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
-use super::open::{embedded, migration_checksum, up_to_date};
+use super::sqlite::open::{embedded, migration_checksum, open_error, up_to_date};
+use super::sqlite::Connection;
 
 /// The up-to-date check computes refinery's own checksums for this build's migrations, and
 /// lists them as refinery embeds them.
@@ -48,7 +49,7 @@ fn an_io_error_names_the_database_once() {
         "Database /tmp/x/threadbase.sqlite: disk full. Repair: free space."
     );
     assert_eq!(super::name_database(path, named.clone()), named);
-    let cant_open = super::open_error(
+    let cant_open = open_error(
         path,
         rusqlite::Error::SqliteFailure(
             rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
@@ -94,7 +95,11 @@ fn list_queries_return_the_listed_columns() {
         include_str!("../../sql/list_descendants_reach.sql"),
     ];
     for sql in queries {
-        let stmt = conn.db().prepare(&listed_col::expand(sql)).unwrap();
+        let stmt = conn
+            .sqlite()
+            .unwrap()
+            .prepare(&listed_col::expand(sql))
+            .unwrap();
         assert_eq!(stmt.column_names(), ["id", "path", "status"], "{sql}");
     }
     assert_eq!([ID, PATH, STATUS], [0, 1, 2]);

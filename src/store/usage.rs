@@ -217,16 +217,13 @@ columns! {
 
 /// Every thread's own usage, by thread id.
 pub fn all(conn: &Conn) -> Result<std::collections::HashMap<String, Usage>> {
-    let rows = conn
-        .all(q!("usage_all", thread_col, col), params![], |r| {
-            Ok((
-                r.get(thread_col::THREAD_ID)?,
-                Usage::from_columns(r, thread_col::COUNT)?,
-            ))
-        })?
-        .into_iter()
-        .map(Ok::<_, crate::error::Error>);
-    rows.collect::<Result<_>>()
+    let rows = conn.all(q!("usage_all", thread_col, col), params![], |r| {
+        Ok((
+            r.get(thread_col::THREAD_ID)?,
+            Usage::from_columns(r, thread_col::COUNT)?,
+        ))
+    })?;
+    Ok(rows.into_iter().collect())
 }
 
 /// A thread with all of its descendants, across every manager of its tree.
@@ -375,16 +372,12 @@ pub fn all_sessions(conn: &Conn) -> Result<Vec<(String, Usage)>> {
     if !has_session_usage(conn)? {
         return Ok(Vec::new());
     }
-    let rows = conn
-        .all(q!("session_usage_all", session_col, col), params![], |r| {
-            Ok((
-                r.get(session_col::SESSION_ID)?,
-                Usage::from_columns(r, session_col::COUNT)?,
-            ))
-        })?
-        .into_iter()
-        .map(Ok::<_, crate::error::Error>);
-    rows.collect::<Result<_>>()
+    conn.all(q!("session_usage_all", session_col, col), params![], |r| {
+        Ok((
+            r.get(session_col::SESSION_ID)?,
+            Usage::from_columns(r, session_col::COUNT)?,
+        ))
+    })
 }
 
 /// Records the cumulative usage of a root session's own turns (never lowering what the row

@@ -28,21 +28,8 @@ macro_rules! stored_as_words {
 
         impl FromSql for $name {
             fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
-                let word = value.as_bytes()?;
-                std::str::from_utf8(word)
-                    .ok()
-                    .and_then($name::parse)
-                    .ok_or_else(|| {
-                        FromSqlError::Other(
-                            format!(
-                                "{} is not a {} (one of {:?})",
-                                String::from_utf8_lossy(word),
-                                stringify!($name),
-                                $name::ALL.iter().map(|v| v.as_str()).collect::<Vec<_>>()
-                            )
-                            .into(),
-                        )
-                    })
+                let word = String::from_utf8_lossy(value.as_bytes()?);
+                $name::from_cell(Cell::Text(&word)).map_err(|why| FromSqlError::Other(why.into()))
             }
         }
 

@@ -141,7 +141,7 @@ fn a_clean_database_passes() {
     assert_eq!(doc["checked"]["events"], 3 + 40, "the ring keeps 40");
     assert_eq!(doc["checked"]["live_threads"], 1);
     // The library gives the same answer; the text form says ok.
-    let report = threadbase::store::check::check_path(&db.path).unwrap();
+    let report = threadbase::check::check_path(&db.path).unwrap();
     assert!(report.ok && report.problems.is_empty(), "{report:?}");
     let out = threadbase(&db.path, &["check"]);
     assert!(out.status.success());

@@ -955,6 +955,7 @@ fn worker_queries_use_the_spawn_key_index() {
         let sql = sql.as_str();
         let plan: Vec<String> = conn
             .sqlite()
+            .unwrap()
             .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
             .unwrap()
             .query_map(

@@ -46,7 +46,7 @@ fn plans<'a, T>(
     let conn = store.read().unwrap();
     cases
         .into_iter()
-        .map(|((name, sql), rest)| (name, plan(conn.sqlite(), &statement(sql)), rest))
+        .map(|((name, sql), rest)| (name, plan(conn.sqlite().unwrap(), &statement(sql)), rest))
         .collect()
 }
 
@@ -140,7 +140,7 @@ fn every_list_variant_is_an_index_search() {
                     subtree: subtree.clone(),
                 };
                 let text = plan(
-                    conn.sqlite(),
+                    conn.sqlite().unwrap(),
                     &statement((threadbase::store::list::statement(&q).sqlite)()),
                 );
                 let index = match (state, visibility, &subtree) {
@@ -276,7 +276,7 @@ fn hot_statements_are_not_reprepared_when_rebound() {
         sql!("list_children_archived"),
         sql!("list_descendants_archived"),
     ] {
-        let stmt = conn.sqlite().prepare_cached(sql).unwrap();
+        let stmt = conn.sqlite().unwrap().prepare_cached(sql).unwrap();
         assert!(
             stmt.get_status(StatementStatus::VmStep) > 0,
             "{name} never ran"
@@ -651,7 +651,11 @@ fn agent_row_reads_are_key_lookups() {
             "SEARCH threads USING INDEX sqlite_autoindex_threads_1 (id=?)",
         ),
     ] {
-        assert_eq!(plan(conn.sqlite(), &statement(sql)), want, "{name}");
+        assert_eq!(
+            plan(conn.sqlite().unwrap(), &statement(sql)),
+            want,
+            "{name}"
+        );
     }
 }
 
@@ -663,7 +667,7 @@ fn top_subtree_is_one_range_per_manager() {
     let store = Store::open(&db.path).unwrap();
     let conn = store.read().unwrap();
     let text = plan(
-        conn.sqlite(),
+        conn.sqlite().unwrap(),
         &statement(&crate::support::common::expand_rows(include_str!(
             "../../sql/top_threads_under.sql"
         ))),

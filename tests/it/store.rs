@@ -551,7 +551,11 @@ fn every_row_query_returns_its_rows_columns() {
         if rows.is_empty() {
             continue;
         }
-        let stmt = conn.sqlite().prepare(&common::expand_rows(&text)).unwrap();
+        let stmt = conn
+            .sqlite()
+            .unwrap()
+            .prepare(&common::expand_rows(&text))
+            .unwrap();
         let count: usize = rows.iter().map(|(_, _, count)| count).sum();
         assert_eq!(stmt.column_count(), count, "{path:?}");
         seen += 1;

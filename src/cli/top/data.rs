@@ -319,7 +319,7 @@ mod tests {
                         )?;
                     }
                 }
-                tx.sqlite().execute_batch(
+                tx.sqlite().unwrap().execute_batch(
                     "UPDATE threads SET status = 'closed', exit_kind = 'exited' WHERE rowid % 2 = 0;
                      UPDATE threads SET archived = 1 WHERE rowid % 3 = 0;
                      UPDATE threads SET hidden = 1 WHERE rowid % 5 = 0;
@@ -439,7 +439,7 @@ mod tests {
                         },
                     )?;
                 }
-                tx.sqlite().execute_batch(
+                tx.sqlite().unwrap().execute_batch(
                     "UPDATE threads SET outcome = 'succeeded' WHERE id IN ('ses_done', 'ses_pass');
                      UPDATE threads SET status = 'closed', exit_kind = 'stopped'
                      WHERE id IN ('ses_pass', 'ses_gone');

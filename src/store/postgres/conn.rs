@@ -491,7 +491,8 @@ impl Db for PgConn {
                 let c: RawCell<'_> = r.try_get(i)?;
                 cells.push(c.0);
             }
-            if !f(&Row::cells(&cells, q.name))? {
+            let read = &cells[..];
+            if !f(&Row::new(&read, q.name))? {
                 break;
             }
         }
@@ -520,10 +521,6 @@ impl Db for PgConn {
         }
     }
 
-    fn sqlite(&self) -> Option<&rusqlite::Connection> {
-        None
-    }
-
     fn advisory_lock(&self, (k1, k2): (i32, i32)) -> Result<()> {
         self.batch(&format!("SELECT pg_advisory_xact_lock({k1}, {k2})"))
     }
@@ -537,7 +534,8 @@ impl Db for PgConn {
             let mut values = Vec::with_capacity(r.len());
             for i in 0..r.len() {
                 let c: RawCell<'_> = r.try_get(i)?;
-                values.push(Row::cells(&[c.0], "adhoc").get::<Value<'static>>(0)?);
+                let one: &[Cell<'_>] = &[c.0];
+                values.push(Row::new(&one, "adhoc").get::<Value<'static>>(0)?);
             }
             out.push(values);
         }
@@ -560,7 +558,10 @@ impl Db for PgConn {
 
     fn rows_change_count(&self) -> Result<i64> {
         let all = self.change_count()?;
-        let facts = self.watched.as_ref().map_or(0, |w| w.facts.load(Ordering::SeqCst));
+        let facts = self
+            .watched
+            .as_ref()
+            .map_or(0, |w| w.facts.load(Ordering::SeqCst));
         Ok(all - facts)
     }
 

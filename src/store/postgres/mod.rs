@@ -6,6 +6,7 @@
 //! ([`queries`]: the file itself where it is portable, `sql/postgres/NAME.sql` where it cannot
 //! be).
 
+pub mod adhoc;
 pub mod conn;
 pub mod direct;
 pub mod migrate;
@@ -35,4 +36,26 @@ impl From<tokio_postgres::Error> for Error {
         };
         error.caused_by(Cause::Database(std::sync::Arc::new(e)))
     }
+}
+
+/// Whether `cause` is PostgreSQL's refusal of a duplicate key (`store::is_unique_violation`).
+pub fn is_unique_violation(cause: &(dyn std::error::Error + Send + Sync + 'static)) -> bool {
+    cause
+        .downcast_ref::<tokio_postgres::Error>()
+        .is_some_and(|pg| pg.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION))
+}
+
+/// Whether `cause` says the server could not be reached (`store::is_connection_lost`).
+pub fn is_connection_lost(cause: &(dyn std::error::Error + Send + Sync + 'static)) -> bool {
+    cause
+        .downcast_ref::<tokio_postgres::Error>()
+        .is_some_and(|pg| match pg.code() {
+            // No SQLSTATE: the socket failed or closed.
+            None => true,
+            // 08: connection exceptions; 57P: the server shutting down, crashed or
+            // still starting up (57P03 while it replays its WAL after a restart).
+            Some(code) => {
+                pg.is_closed() || code.code().starts_with("08") || code.code().starts_with("57P")
+            }
+        })
 }

@@ -60,7 +60,7 @@ fn every_query_prepares_on_postgresql() {
                 // number and by name: an override that spells its select list out, or one
                 // whose FROM gives a declared expression another meaning, can't drift.
                 let base = std::fs::read_to_string(dir.join(format!("{name}.sql"))).unwrap();
-                match sqlite.sqlite().prepare(&expand_rows(&base)) {
+                match sqlite.sqlite().unwrap().prepare(&expand_rows(&base)) {
                     Err(e) => {
                         failures.push(format!("{name}: its base does not prepare on SQLite: {e}"))
                     }

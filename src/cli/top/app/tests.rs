@@ -40,11 +40,11 @@ fn a_live_row_whose_owner_is_gone_is_counted_apart() {
     store
             .write(|tx| {
                 live_idle_threads(tx, &["held", "orphan", "done"])?;
-                tx.sqlite().execute(
+                tx.sqlite().unwrap().execute(
                     "UPDATE threads SET owner_pid = ?1, owner_started_at = CASE path WHEN '/root/held' THEN ?2 ELSE ?2 + 12345 END",
                     [me.pid, me.started_at],
                 )?;
-                tx.sqlite().execute_batch(
+                tx.sqlite().unwrap().execute_batch(
                     "UPDATE threads SET status = 'closed', phase = 'stale', exit_kind = 'stopped' WHERE path = '/root/done'",
                 )?;
                 Ok(())
@@ -60,6 +60,7 @@ fn a_live_row_whose_owner_is_gone_is_counted_apart() {
     let live: i64 = crate::store::open_read_only(&path)
         .unwrap()
         .sqlite()
+        .unwrap()
         .query_row(
             "SELECT count(*) FROM threads WHERE status = 'live'",
             [],
@@ -84,12 +85,12 @@ fn rows_of_other_hosts_show_their_host_and_an_unreachable_one_says_so() {
             .write(|tx| {
                 live_idle_threads(tx, &["mine", "up", "down"])?;
                 // Every owner's pid is dead here (a start time that is not this process's).
-                tx.sqlite().execute(
+                tx.sqlite().unwrap().execute(
                     "UPDATE threads SET owner_pid = ?1, owner_started_at = ?2 + 12345, boot_id = 'b',
                        host_id = CASE path WHEN '/root/mine' THEN ?3 WHEN '/root/up' THEN 'host-up' ELSE 'host-down' END",
                     (me.pid, me.started_at, &here),
                 )?;
-                tx.sqlite().execute_batch(
+                tx.sqlite().unwrap().execute_batch(
                     "INSERT INTO host_serves (host_id, boot_id, pid, started_at, first_at, heartbeat_at) VALUES ('host-up', 'b', 7, 7, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), strftime('%Y-%m-%dT%H:%M:%fZ', 'now'));
                      INSERT INTO host_serves (host_id, boot_id, pid, started_at, first_at, heartbeat_at) VALUES ('host-down', 'b', 7, 7, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z');",
                 )?;
@@ -144,6 +145,7 @@ fn rows_of_other_hosts_show_their_host_and_an_unreachable_one_says_so() {
     let live: i64 = crate::store::open_read_only(&path)
         .unwrap()
         .sqlite()
+        .unwrap()
         .query_row(
             "SELECT count(*) FROM threads WHERE status = 'live'",
             [],
@@ -164,7 +166,7 @@ fn six_sessions() -> (tempfile::TempDir, std::path::PathBuf) {
                     let session = SessionId::new(format!("ses_{n}"));
                     let m =
                         upsert_manager(tx, &ManagerSpec::new(&session, Contract::Thread, "/root"))?;
-                    tx.sqlite().execute(
+                    tx.sqlite().unwrap().execute(
                         "UPDATE managers SET created_at = ?1 WHERE id = ?2",
                         (format!("2026-12-0{}T10:00:00.000Z", n + 1), m),
                     )?;
@@ -186,7 +188,7 @@ fn six_sessions() -> (tempfile::TempDir, std::path::PathBuf) {
                         )?;
                     }
                 }
-                tx.sqlite().execute_batch(
+                tx.sqlite().unwrap().execute_batch(
                     "UPDATE threads SET status = 'closed', exit_kind = 'exited' WHERE path <> '/root/quick'",
                 )?;
                 Ok(())

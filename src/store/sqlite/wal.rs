@@ -171,14 +171,16 @@ mod tests {
         store
             .write(|tx| {
                 Ok(tx
-                    .db()
+                    .sqlite()
+                    .unwrap()
                     .execute_batch("CREATE TABLE filler(k INTEGER PRIMARY KEY, v BLOB)")?)
             })
             .unwrap();
         let reader = crate::store::open_read_only(dir.join("t.sqlite")).unwrap();
-        reader.db().execute_batch("BEGIN").unwrap();
+        reader.sqlite().unwrap().execute_batch("BEGIN").unwrap();
         let _: i64 = reader
-            .db()
+            .sqlite()
+            .unwrap()
             .query_row("SELECT count(*) FROM filler", [], |r| r.get(0))
             .unwrap();
         (store, reader)
@@ -188,7 +190,7 @@ mod tests {
     fn commit(store: &Store, k: i64) -> (Ran, i32) {
         store
             .write(|tx| {
-                tx.db().execute(
+                tx.sqlite().unwrap().execute(
                     "INSERT OR REPLACE INTO filler(k, v) VALUES (?1, zeroblob(12000))",
                     [k % 64],
                 )?;
@@ -225,7 +227,7 @@ mod tests {
         );
         let ends = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(60));
-            reader.db().execute_batch("COMMIT").unwrap();
+            reader.sqlite().unwrap().execute_batch("COMMIT").unwrap();
         });
         let began = Instant::now();
         let mut k = 10_000;
@@ -263,7 +265,8 @@ mod tests {
         let stored: i64 = store
             .read()
             .unwrap()
-            .db()
+            .sqlite()
+            .unwrap()
             .query_row("SELECT count(*) FROM filler", [], |r| r.get(0))
             .unwrap();
         assert_eq!(stored, 64);
@@ -273,7 +276,7 @@ mod tests {
             k += 1;
         }
         assert!(quick.elapsed() < RESTART_WAIT, "{:?}", quick.elapsed());
-        reader.db().execute_batch("COMMIT").unwrap();
+        reader.sqlite().unwrap().execute_batch("COMMIT").unwrap();
         std::thread::sleep(RESTART_BACKOFF);
         assert_eq!(commit(&store, k).0, Ran::Restart);
         assert!(commit(&store, k + 1).1 <= 8);

@@ -1,7 +1,8 @@
-//! The database's errors as the engine's [`Error`]: each SQLite failure (busy, read-only, full
+//! SQLite's errors as the engine's [`Error`]: each SQLite failure (busy, read-only, full
 //! disk, not a database, damaged, a constraint, an I/O failure) gets its code and a message with
 //! its `Repair:` hint, and keeps the SQLite error as its cause; so do the pool's and the
-//! migrations' errors. Nothing outside `store` sees those types.
+//! migrations' errors (refinery's, which PostgreSQL's runner shares). Nothing outside `store`
+//! sees those types.
 
 use crate::error::{Cause, Error};
 
@@ -12,48 +13,19 @@ impl From<rusqlite::Error> for Error {
     }
 }
 
-/// Whether `e` is a database's refusal of a duplicate key (a unique index or a primary key),
-/// on either backend.
-pub fn is_unique_violation(e: &Error) -> bool {
-    let Some(Cause::Database(cause)) = e.cause() else {
-        return false;
-    };
-    if let Some(rusqlite::Error::SqliteFailure(f, _)) = cause.downcast_ref::<rusqlite::Error>() {
-        return matches!(
-            f.extended_code,
-            rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE | rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY
-        );
-    }
-    if let Some(pg) = cause.downcast_ref::<tokio_postgres::Error>() {
-        return pg.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION);
-    }
-    false
+/// Whether `cause` is SQLite's refusal of a duplicate key (a unique index or a primary key).
+pub fn is_unique_violation(cause: &(dyn std::error::Error + Send + Sync + 'static)) -> bool {
+    matches!(cause.downcast_ref::<rusqlite::Error>(), Some(rusqlite::Error::SqliteFailure(f, _))
+    if matches!(
+        f.extended_code,
+        rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE | rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY
+    ))
 }
 
-/// Whether `e` says the database could not be reached (a PostgreSQL server that is down,
-/// restarting or unreachable: the connection failed or closed), as opposed to a statement the
-/// database refused. Such a write can be tried again once the server is back.
-pub fn is_connection_lost(e: &Error) -> bool {
-    match e.cause() {
-        // The socket itself failed (connecting, or waiting on it: `store::postgres::direct`).
-        Some(Cause::Database(cause)) if cause.downcast_ref::<std::io::Error>().is_some() => true,
-        Some(Cause::Database(cause)) => {
-            cause
-                .downcast_ref::<tokio_postgres::Error>()
-                .is_some_and(|pg| match pg.code() {
-                    // No SQLSTATE: the socket failed or closed.
-                    None => true,
-                    // 08: connection exceptions; 57P: the server shutting down, crashed or
-                    // still starting up (57P03 while it replays its WAL after a restart).
-                    Some(code) => {
-                        pg.is_closed()
-                            || code.code().starts_with("08")
-                            || code.code().starts_with("57P")
-                    }
-                })
-        }
-        _ => e.message.starts_with(super::postgres::store::UNREACHABLE),
-    }
+/// The error a query that must return a row gives when it returns none (SQLite's own, as
+/// `query_row` gives it, so callers that tell "no row" apart keep working on either backend).
+pub fn no_row() -> Error {
+    rusqlite::Error::QueryReturnedNoRows.into()
 }
 
 /// The code and message of a SQLite error (its cause is added by the `From` impl).

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
-use super::Store;
+use crate::store::Store;
 
 /// A reader's page cache while requests come, in KiB.
 pub const READ_CACHE_BUSY_KIB: u32 = 16 * 1024;
@@ -143,7 +143,7 @@ mod tests {
 
     /// Bytes of page cache `conn` holds (`SQLITE_DBSTATUS_CACHE_USED`).
     fn cache_used(conn: &crate::store::Conn) -> i64 {
-        let conn = conn.db();
+        let conn = conn.sqlite().unwrap();
         let (mut cur, mut high) = (0, 0);
         // SAFETY: the handle is a live connection borrowed for the call; the out-pointers are
         // valid locals.
@@ -173,9 +173,12 @@ mod tests {
         let store = Arc::new(Store::open(dir.path().join("t.sqlite")).unwrap());
         store
             .write(|tx| {
-                tx.db().execute_batch("CREATE TABLE bulk(x BLOB)")?;
+                tx.sqlite()
+                    .unwrap()
+                    .execute_batch("CREATE TABLE bulk(x BLOB)")?;
                 let mut ins = tx
-                    .db()
+                    .sqlite()
+                    .unwrap()
                     .prepare("INSERT INTO bulk VALUES (zeroblob(3000))")?;
                 for _ in 0..8000 {
                     ins.execute([])?;
@@ -188,7 +191,7 @@ mod tests {
 
     /// Reads every page of `bulk` on `conn`, as a burst of requests would.
     fn read_all(conn: &crate::store::Conn) {
-        let conn = conn.db();
+        let conn = conn.sqlite().unwrap();
         let n: i64 = conn
             .query_row("SELECT sum(length(x)) FROM bulk", [], |r| r.get(0))
             .unwrap();

@@ -6,10 +6,11 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OpenFlags};
 
-use super::{migration_col, rows, OpenConn, BUSY_TIMEOUT};
+use super::BUSY_TIMEOUT;
 use crate::error::{Error, Result};
+use crate::store::{migration_col, rows};
 
-pub(super) mod embedded {
+pub(in crate::store) mod embedded {
     refinery::embed_migrations!("migrations");
     // `MIGRATIONS`, the same files as (version, name, sql): see build.rs.
     include!(concat!(env!("OUT_DIR"), "/migrations.rs"));
@@ -25,7 +26,7 @@ pub fn name_database(path: &Path, e: Error) -> Error {
     e.with_message(message).naming_database()
 }
 
-pub(super) fn open_error(path: &Path, e: rusqlite::Error) -> Error {
+pub(in crate::store) fn open_error(path: &Path, e: rusqlite::Error) -> Error {
     let base: Error = e.into();
     let message = format!(
         "Cannot open the database {}: {}",
@@ -40,7 +41,7 @@ pub(super) fn open_error(path: &Path, e: rusqlite::Error) -> Error {
 /// The refusal of a writable database whose folder lets no new file be made (a read-only or
 /// immutable folder): SQLite's WAL mode keeps two files beside the database, which it must be
 /// able to create. `None` when a file can be made there (the failure was something else).
-pub(super) fn folder_refusal(path: &Path) -> Option<Error> {
+pub(in crate::store) fn folder_refusal(path: &Path) -> Option<Error> {
     let folder = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -58,7 +59,7 @@ pub(super) fn folder_refusal(path: &Path) -> Option<Error> {
 
 /// A read-only open that fails because the folder is not writable: reading a WAL database
 /// needs its `-shm` file, which SQLite creates beside the database.
-pub(super) fn read_open_error(path: &Path, e: rusqlite::Error) -> Error {
+pub(in crate::store) fn read_open_error(path: &Path, e: rusqlite::Error) -> Error {
     let cant_open = matches!(&e, rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::CannotOpen);
     let folder = path
         .parent()
@@ -80,7 +81,7 @@ pub(super) fn read_open_error(path: &Path, e: rusqlite::Error) -> Error {
 /// Switches to WAL and runs pending migrations. A file lock beside the database serialises
 /// processes that open a new file at the same moment; refinery refuses an applied migration
 /// whose text changed.
-pub(super) fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
+pub(in crate::store) fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
     if up_to_date(conn) {
         return Ok(());
     }
@@ -134,7 +135,7 @@ pub(super) fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
 /// about 2 ms of a start that the Pi extension's first tool call waits for. Anything else (a
 /// new file, an older or newer history, a checksum that differs) goes to the runner, which
 /// migrates or refuses as before.
-pub(super) fn up_to_date(conn: &Connection) -> bool {
+pub(in crate::store) fn up_to_date(conn: &Connection) -> bool {
     let wal = conn
         .query_row("PRAGMA journal_mode", [], |r| r.get::<_, String>(0))
         .is_ok_and(|mode| mode.eq_ignore_ascii_case("wal"));
@@ -168,7 +169,7 @@ pub(super) fn up_to_date(conn: &Connection) -> bool {
 
 /// The checksum refinery records for a migration (`refinery_core::Migration::unapplied`):
 /// SipHash-1-3 of its name, version and text, in that order.
-pub(super) fn migration_checksum(version: i32, name: &str, sql: &str) -> u64 {
+pub(in crate::store) fn migration_checksum(version: i32, name: &str, sql: &str) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = siphasher::sip::SipHasher13::new();
     name.hash(&mut h);
@@ -177,14 +178,9 @@ pub(super) fn migration_checksum(version: i32, name: &str, sql: &str) -> u64 {
     h.finish()
 }
 
-/// Opens `path` for ad-hoc reading only: the file is opened read-only and the connection is
-/// `query_only`, so no statement can change it.
-pub fn open_read_only(path: impl AsRef<Path>) -> Result<OpenConn> {
-    let path = path.as_ref();
-    if let Some(url) = super::database_url(path) {
-        let (conn, _, _) = super::postgres::store::open_read_only(url, READ_ONLY_TIMEOUT)?;
-        return Ok(OpenConn::postgres(conn));
-    }
+/// Opens the file at `path` for ad-hoc reading only: the file is opened read-only and the
+/// connection is `query_only`, so no statement can change it.
+pub fn open_read_only(path: &Path) -> Result<Connection> {
     if !path.exists() {
         return Err(no_database(path));
     }
@@ -204,16 +200,12 @@ pub fn open_read_only(path: impl AsRef<Path>) -> Result<OpenConn> {
     if holds != Holds::Threadbase {
         return Err(not_threadbase(path, &holds));
     }
-    Ok(OpenConn::sqlite(conn))
+    Ok(conn)
 }
-
-/// How long one statement of a read-only connection to PostgreSQL may run (`threadbase sql`,
-/// `top`, the inspection commands) before the server stops it.
-pub const READ_ONLY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// What a SQLite database holds, as far as threadbase is concerned.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) enum Holds {
+pub(in crate::store) enum Holds {
     /// No table at all: a new or empty file.
     Nothing,
     /// threadbase's tables (the history of its migrations, or its `threads` table).
@@ -222,8 +214,8 @@ pub(super) enum Holds {
     Other(Vec<String>),
 }
 
-pub(super) fn holds(conn: &Connection) -> rusqlite::Result<Holds> {
-    let mut stmt = conn.prepare(include_str!("../../sql/schema_tables.sql"))?;
+pub(in crate::store) fn holds(conn: &Connection) -> rusqlite::Result<Holds> {
+    let mut stmt = conn.prepare(include_str!("../../../sql/schema_tables.sql"))?;
     let names = stmt
         .query_map([], |r| r.get::<_, String>(0))?
         .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -240,7 +232,7 @@ pub(super) fn holds(conn: &Connection) -> rusqlite::Result<Holds> {
 }
 
 /// The refusal of a file that holds no threadbase database (`holds` is not `Threadbase`).
-pub(super) fn not_threadbase(path: &Path, holds: &Holds) -> Error {
+pub(in crate::store) fn not_threadbase(path: &Path, holds: &Holds) -> Error {
     let message = match holds {
         Holds::Other(names) => {
             let shown: Vec<&str> = names.iter().take(5).map(String::as_str).collect();

@@ -4,17 +4,14 @@
 use std::collections::BTreeMap;
 
 use super::{Checker, Problem, Severity, MAX_PER_CHECK};
+use crate::store::sqlite;
 
 impl Checker<'_> {
     pub(super) fn integrity(&mut self) {
-        let result = (|| -> rusqlite::Result<Vec<String>> {
-            let mut stmt = self.conn.db().prepare("PRAGMA integrity_check(100)")?;
-            let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
-            rows.collect()
-        })();
-        match result {
-            Ok(lines) if lines.len() == 1 && lines[0] == "ok" => {}
-            Ok(lines) => {
+        match sqlite::integrity_check(self.conn) {
+            Ok(None) => {}
+            Ok(Some(lines)) if lines.len() == 1 && lines[0] == "ok" => {}
+            Ok(Some(lines)) => {
                 for line in lines.iter().take(MAX_PER_CHECK) {
                     self.push(Problem {
                         check: "integrity",
@@ -35,19 +32,15 @@ impl Checker<'_> {
                     });
                 }
             }
-            Err(e) => self.failed("integrity", e.into()),
+            Err(e) => self.failed("integrity", e),
         }
     }
 
     pub(super) fn foreign_keys(&mut self) {
         // Events without a thread are reported by event_orphan, with a targeted repair.
-        let result = (|| -> rusqlite::Result<Vec<(String, Option<i64>, String)>> {
-            let mut stmt = self.conn.db().prepare("PRAGMA foreign_key_check")?;
-            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
-            rows.collect()
-        })();
-        match result {
-            Ok(rows) => {
+        match sqlite::foreign_key_check(self.conn) {
+            Ok(None) => {}
+            Ok(Some(rows)) => {
                 let mut per: BTreeMap<(String, String), (usize, Vec<i64>)> = BTreeMap::new();
                 for (table, rowid, parent) in rows {
                     if table == "thread_events" && parent == "threads" {
@@ -79,7 +72,7 @@ impl Checker<'_> {
                     });
                 }
             }
-            Err(e) => self.failed("foreign_key", e.into()),
+            Err(e) => self.failed("foreign_key", e),
         }
     }
 }
