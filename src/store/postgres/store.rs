@@ -197,13 +197,12 @@ impl PgStore {
         let mut slot = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         // A write announced with its commit while an announcement is owed notifies even if it
         // changed nothing, and settles what is owed.
-        let owed = announce == Announce::Now
-            && self
-                .announcer
-                .due
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .is_some();
+        let owed = self
+            .announcer
+            .due
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some();
         let mut tries = 0;
         let out = loop {
             if slot.as_ref().is_none_or(PgConn::is_closed) {
@@ -220,13 +219,11 @@ impl PgStore {
                 out => break out,
             }
         };
-        // A facts write that asked for it was announced with its commit, as a `Now` one.
-        let (out, announce) = match out {
-            Ok((out, true)) => (Ok(out), Announce::Now),
-            Ok((out, false)) => (Ok(out), announce),
-            Err(e) => (Err(e), announce),
+        let (out, made) = match out {
+            Ok((out, made)) => (out, made),
+            Err(e) => return Err(e),
         };
-        if out.is_ok() && owed {
+        if made == Announce::Now && owed {
             // Its notification, sent after every commit before it, announced those too.
             self.announcer
                 .due
@@ -235,10 +232,10 @@ impl PgStore {
                 .take();
         }
         drop(slot);
-        if out.is_ok() && announce == Announce::Later {
+        if made == Announce::Later {
             self.announce_later();
         }
-        out
+        Ok(out)
     }
 
     /// Owes the change watches one announcement within [`ANNOUNCE_AFTER`] (the first commit
@@ -357,14 +354,15 @@ fn announce_loop(
     }
 }
 
-/// One try of [`PgStore::write`].
+/// One try of [`PgStore::write`]: its value, and how its commit was announced (`Now` for a
+/// facts write that asked for it, [`crate::store::Conn::announce_now`]).
 fn attempt<T>(
     conn: &PgConn,
     lock: Option<(i32, i32)>,
     announce: Announce,
     owed: bool,
     f: &mut impl FnMut(&Conn) -> Result<T>,
-) -> Result<(T, bool)> {
+) -> Result<(T, Announce)> {
     match lock {
         Some((k1, k2)) => {
             conn.batch(&format!("BEGIN; SELECT pg_advisory_xact_lock({k1}, {k2})"))?
@@ -379,8 +377,11 @@ fn attempt<T>(
             return Err(e);
         }
     };
-    let now = announce == Announce::Later && conn.take_announce_now();
-    let announce = if now { Announce::Now } else { announce };
+    let announce = if conn.take_announce_now() {
+        Announce::Now
+    } else {
+        announce
+    };
     // Notify only when the transaction wrote (it has an id then): as SQLite's data_version,
     // a write that changed nothing wakes no watcher.
     let commit = match announce {
@@ -394,7 +395,7 @@ fn attempt<T>(
         let _ = conn.batch("ROLLBACK");
         return Err(e);
     }
-    Ok((out, now))
+    Ok((out, announce))
 }
 
 /// Whether `e` is PostgreSQL's deadlock (`40P01`) or serialization failure (`40001`): the
