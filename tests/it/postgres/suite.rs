@@ -92,14 +92,35 @@ fn the_store_tests_pass_on_postgresql() {
         "on PostgreSQL, {} failed:\n{}\n\n{}",
         failed.len(),
         failed.join("\n"),
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .rev()
-            .take(200)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect::<Vec<_>>()
-            .join("\n")
+        failure_sections(&stdout)
     );
+}
+
+/// What libtest printed of each failed test (the text between its two `failures:` lines), at
+/// most 80 lines each, else the output's last 100 lines: a CI log keeps its head and tail, and
+/// the "test … ok" lines before would push the reason out of it.
+fn failure_sections(stdout: &str) -> String {
+    let sections = stdout
+        .find("\nfailures:\n")
+        .zip(stdout.rfind("\nfailures:\n"))
+        .filter(|(a, b)| a < b)
+        .map(|(a, b)| &stdout[a..b]);
+    let Some(sections) = sections else {
+        let lines: Vec<&str> = stdout.lines().collect();
+        return lines[lines.len().saturating_sub(100)..].join("\n");
+    };
+    let mut out = Vec::new();
+    let mut in_section = 0;
+    for line in sections.lines() {
+        if line.starts_with("---- ") {
+            in_section = 0;
+        }
+        in_section += 1;
+        if in_section <= 80 {
+            out.push(line);
+        } else if in_section == 81 {
+            out.push("[… more lines of this test's output left out]");
+        }
+    }
+    out.join("\n")
 }

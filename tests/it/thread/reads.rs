@@ -167,7 +167,10 @@ fn counted(s: &crate::support::serve_client::Serve, n: u64) -> (u64, u64) {
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     loop {
         let err = String::from_utf8_lossy(&s.stderr.lock().unwrap()).into_owned();
-        if let Some(line) = err.lines().find_map(|l| l.strip_prefix(&prefix)) {
+        // Whole lines only: the reader thread may have copied part of the last one so far
+        // ("… ran 2 statements, " read as a count of writes that does not parse).
+        let whole = &err[..err.rfind('\n').map_or(0, |i| i + 1)];
+        if let Some(line) = whole.lines().find_map(|l| l.strip_prefix(&prefix)) {
             // "N statements, W writes"
             let words: Vec<&str> = line.split(' ').collect();
             return (words[0].parse().unwrap(), words[2].parse().unwrap());
