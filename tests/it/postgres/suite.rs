@@ -124,3 +124,30 @@ fn failure_sections(stdout: &str) -> String {
     }
     out.join("\n")
 }
+
+#[test]
+fn a_failed_tests_output_is_what_the_postgresql_run_reports() {
+    let stdout = "running 2 tests\ntest a::ok ... ok\ntest b::bad ... FAILED\n\nfailures:\n\n---- b::bad stdout ----\nthread 'b::bad' panicked at x.rs:1:1:\nwhy it failed\n\nfailures:\n    b::bad\n\ntest result: FAILED. 1 passed; 1 failed\n";
+    let shown = failure_sections(stdout);
+    assert!(
+        shown.contains(
+            "---- b::bad stdout ----\nthread 'b::bad' panicked at x.rs:1:1:\nwhy it failed"
+        ),
+        "{shown}"
+    );
+    assert!(!shown.contains("test a::ok"), "{shown}");
+    let long = format!(
+        "failures:\n\n---- c stdout ----\n{}\nfailures:\n    c\n",
+        "line\n".repeat(200)
+    );
+    let shown = failure_sections(&format!("x\n{long}"));
+    assert_eq!(
+        shown.lines().filter(|l| *l == "line").count(),
+        79,
+        "{shown}"
+    );
+    assert!(
+        shown.ends_with("[… more lines of this test's output left out]"),
+        "{shown}"
+    );
+}
