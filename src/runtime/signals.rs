@@ -72,10 +72,31 @@ pub struct GoneThread<'a> {
 /// Kills the leftovers of threads whose recorded process is gone: live processes whose
 /// environment names one of the threads (see [`THREAD_ENV`]) and that are in its group (any
 /// group when the group was never recorded). The environment proves each one is the thread's,
-/// so a reused pid or group id is never hit. One pass over `/proc` for all of them; returns,
+/// so a reused pid or group id is never hit. One pass over `/proc` for all of them, then another
+/// as long as the last one signalled a process not signalled before: a leftover may start a
+/// process after the pass listed `/proc` and before its SIGKILL landed (a child still starting
+/// when its serve died, `crash_serve`'s rounds), and a killed process starts no more. Returns,
 /// per thread, whether something was signalled.
 pub fn kill_thread_leftovers(threads: &[GoneThread<'_>]) -> Vec<bool> {
     let mut killed = vec![false; threads.len()];
+    let mut signalled = std::collections::HashSet::new();
+    // Bounded all the same: each pass must find a process the last ones did not.
+    for _ in 0..100 {
+        if !kill_pass(threads, &mut killed, &mut signalled) {
+            break;
+        }
+    }
+    killed
+}
+
+/// One pass over `/proc` for [`kill_thread_leftovers`]: whether it signalled a process that
+/// is not in `signalled` (which it extends).
+fn kill_pass(
+    threads: &[GoneThread<'_>],
+    killed: &mut [bool],
+    signalled: &mut std::collections::HashSet<i64>,
+) -> bool {
+    let mut new = false;
     let wanted: Vec<(usize, Vec<u8>)> = threads
         .iter()
         .enumerate()
@@ -87,10 +108,10 @@ pub fn kill_thread_leftovers(threads: &[GoneThread<'_>]) -> Vec<bool> {
         })
         .collect();
     if wanted.is_empty() {
-        return killed;
+        return false;
     }
     let Ok(dir) = std::fs::read_dir("/proc") else {
-        return killed;
+        return false;
     };
     let me = std::process::id() as i64;
     for pid in dir
@@ -121,14 +142,68 @@ pub fn kill_thread_leftovers(threads: &[GoneThread<'_>]) -> Vec<bool> {
         };
         if rustix::process::kill_process(p, rustix::process::Signal::KILL).is_ok() {
             killed[i] = true;
+            new |= signalled.insert(pid);
         }
     }
-    killed
+    new
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The live (not zombie) processes whose environment holds `needle` (`KEY=value`).
+    fn carrying(needle: &str) -> Vec<i64> {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<i64>().ok()))
+            .filter(|&pid| matches!(stat(pid), Some(s) if s.state != 'Z' && s.state != 'X'))
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/environ"))
+                    .is_ok_and(|env| env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()))
+            })
+            .collect()
+    }
+
+    /// A leftover that keeps starting processes (a child still starting when its serve died)
+    /// starts some after a pass listed `/proc` and before its SIGKILL lands: the passes go on
+    /// until one finds nothing new, so none of them is left.
+    #[test]
+    fn leftovers_started_while_the_pass_runs_are_killed_too() {
+        use std::os::unix::process::CommandExt;
+        let id = crate::domain::ThreadId::new(format!("thread_fork{}", std::process::id()));
+        let needle = format!("PI_THREADS_SELF_ID={id}");
+        let mut forker = std::process::Command::new("sh")
+            .args(["-c", "while :; do sleep 1000 & done"])
+            .env("PI_THREADS_SELF_ID", id.as_str())
+            .process_group(0)
+            .stdin(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        while carrying(&needle).len() < 20 {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let group = i64::from(forker.id());
+        let killed = kill_thread_leftovers(&[GoneThread {
+            thread_id: &id,
+            pgid: None,
+        }]);
+        forker.wait().unwrap();
+        assert_eq!(killed, [true]);
+        // SIGKILLed processes end at once; their parent gone, init reaps them.
+        let mut left = carrying(&needle);
+        for _ in 0..100 {
+            if left.is_empty() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            left = carrying(&needle);
+        }
+        // The test's own group: nothing is left behind even when it fails.
+        signal_group(group, GroupSignal::Kill);
+        assert!(left.is_empty(), "left running: {left:?}");
+    }
 
     #[test]
     fn identity_of_this_process() {

@@ -141,6 +141,30 @@ impl World {
     }
 }
 
+/// A process as a failure shows it: its pid, parent, group, state, age and command line.
+fn describe(pid: u32) -> String {
+    let proc = std::path::PathBuf::from(format!("/proc/{pid}"));
+    let stat = std::fs::read_to_string(proc.join("stat")).unwrap_or_default();
+    // After the command's closing parenthesis: state, ppid, pgrp, …, starttime (field 22).
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    let cmdline = std::fs::read(proc.join("cmdline"))
+        .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+        .unwrap_or_default();
+    format!(
+        "pid {pid} state {} ppid {} pgrp {} start {} ticks: {}",
+        fields.first().unwrap_or(&"?"),
+        fields.get(1).unwrap_or(&"?"),
+        fields.get(2).unwrap_or(&"?"),
+        fields.get(19).unwrap_or(&"?"),
+        cmdline.trim()
+    )
+}
+
 /// Usage across the crash: every assistant message of the thread's session file is counted
 /// (the restore pass reads back what the dead serve never recorded) and none twice. The row may
 /// hold one message more than the file: the child (the scripted agent writes each message just
@@ -345,7 +369,8 @@ fn verify_after_restore(w: &World, round: u64, snap: &Snapshot, stopped: &[Strin
     let left = w.survivors(round);
     assert!(
         left.is_empty(),
-        "round {round}: processes survived the restore: {left:?}"
+        "round {round}: processes survived the restore: {:?}",
+        left.iter().map(|&p| describe(p)).collect::<Vec<_>>()
     );
     let conn = w.conn();
     let expected = expected_events();
@@ -830,7 +855,6 @@ fn a_serve_killed_before_it_records_a_new_child_leaves_no_process() {
     let w = world();
     let mut s = w.serve(0, "stream.json");
     s.thread(json!({"action": "list"}));
-    let serve_pid = s.child.id();
     // The test's own store, opened once, on a thread of its own. For a task it polls in
     // short write transactions (SQLite's write lock; on PostgreSQL the advisory lock every
     // write takes first) until the row has its session file, `start`'s last write before the
@@ -883,18 +907,10 @@ fn a_serve_killed_before_it_records_a_new_child_leaves_no_process() {
             )
             .ok()
     };
-    let marker = w.marker(0);
-    let children = || -> Vec<u32> {
-        processes_with_env(MARKER_VAR, &marker)
-            .into_iter()
-            .filter(|p| *p != serve_pid)
-            .collect()
-    };
     // Each attempt leaves a live child; the serve allows 16.
     let mut held = None;
     for attempt in 0..14 {
         let task = format!("unrecorded_{attempt}");
-        let before = children().len();
         ask.send(task.clone()).unwrap();
         s.send(
             "thread",
@@ -902,16 +918,17 @@ fn a_serve_killed_before_it_records_a_new_child_leaves_no_process() {
         );
         if answers.recv().unwrap() {
             println!("{task}: its row held before the child was recorded");
-            held = Some((task, before));
+            held = Some(task);
             break;
         }
     }
     drop(ask);
-    let (task, before) =
-        held.expect("the write lock was never taken before a child's row recorded it");
-    // Earlier attempts' children are recorded and live on.
+    let task = held.expect("the write lock was never taken before a child's row recorded it");
+    // Its own processes, by the path their environment carries (earlier attempts' children
+    // are recorded; they may live on, or be stopped when they do not answer).
     let deadline = Instant::now() + Duration::from_secs(30);
-    while children().len() < before + 2 {
+    let path = format!("/root/{task}");
+    while processes_with_env("PI_THREADS_PATH", &path).len() < 2 {
         assert!(
             Instant::now() < deadline,
             "{task}: its child and grandchild never appeared"
