@@ -82,7 +82,7 @@ mod support;
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use criterion::measurement::WallTime;
@@ -730,11 +730,7 @@ fn clean_sessions(fx: &Fixture) {
 /// A real `threadbase serve` over pipes, one request at a time.
 struct Serve {
     child: Child,
-    stdin: Option<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
-    line: Vec<u8>,
-    request: String,
-    next_id: u64,
+    pipe: support::Pipe,
 }
 
 impl Serve {
@@ -784,41 +780,14 @@ impl Serve {
         let mut child = cmd.spawn().expect("spawn the measured program");
         placement.pin(placement.client_cpu());
         Serve {
-            stdin: child.stdin.take(),
-            stdout: BufReader::with_capacity(1 << 20, child.stdout.take().unwrap()),
+            pipe: support::Pipe::new(&mut child, "serve.log"),
             child,
-            line: Vec::with_capacity(1 << 16),
-            request: String::with_capacity(1024),
-            next_id: 1,
         }
     }
 
-    /// Writes one request and reads up to its response line (notifications are skipped); the
-    /// line is left in `self.line`, without its LF.
+    /// One request and its response line, without its LF ([`support::Pipe::roundtrip`]).
     fn roundtrip(&mut self, method: &str, params: &str) -> &[u8] {
-        let id = self.next_id;
-        self.next_id += 1;
-        self.request.clear();
-        let _ = writeln!(
-            self.request,
-            "{{\"id\":{id},\"method\":\"{method}\",\"params\":{params}}}"
-        );
-        let stdin = self.stdin.as_mut().unwrap();
-        stdin.write_all(self.request.as_bytes()).unwrap();
-        stdin.flush().unwrap();
-        let mut prefix = [0u8; 32];
-        let mut w = &mut prefix[..];
-        write!(w, "{{\"id\":{id},").unwrap();
-        let plen = 32 - w.len();
-        loop {
-            self.line.clear();
-            let got = self.stdout.read_until(b'\n', &mut self.line).unwrap();
-            assert!(got > 0, "serve closed its stdout (see serve.log)");
-            if self.line.starts_with(&prefix[..plen]) {
-                self.line.pop();
-                return &self.line;
-            }
-        }
+        self.pipe.roundtrip(method, params)
     }
 
     /// One request whose result must not be an error; returns the parsed result.
@@ -847,9 +816,8 @@ impl Serve {
 
     /// Closes stdin (serve stops its children and exits 0) and waits.
     fn close(mut self) {
-        drop(self.stdin.take());
-        let mut rest = Vec::new();
-        let _ = std::io::Read::read_to_end(&mut self.stdout, &mut rest);
+        self.pipe.close_stdin();
+        self.pipe.drain();
         let status = self.child.wait().unwrap();
         assert!(status.success(), "serve exited with {status}");
     }

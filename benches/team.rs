@@ -100,11 +100,11 @@ mod support;
 
 use std::collections::VecDeque;
 use std::fmt::Write as _;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -351,12 +351,7 @@ impl Host {
 /// A serve driven over its pipes, one request at a time.
 struct Serve {
     child: Child,
-    stdin: Option<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
-    line: Vec<u8>,
-    request: String,
-    next_id: u64,
-    log: PathBuf,
+    pipe: support::Pipe,
 }
 
 struct Place<'a> {
@@ -401,54 +396,30 @@ impl Serve {
         let mut child = own_group(&mut cmd).spawn().expect("spawn serve");
         reaper.add(&child);
         Serve {
-            stdin: child.stdin.take(),
-            stdout: BufReader::with_capacity(1 << 20, child.stdout.take().unwrap()),
+            pipe: support::Pipe::new(&mut child, log.display()),
             child,
-            line: Vec::with_capacity(1 << 16),
-            request: String::with_capacity(512),
-            next_id: 1,
-            log,
         }
     }
 
-    /// Writes one request and reads up to its response line (notifications skipped); returns
-    /// whether it was an error. The line is left in `self.line`.
+    /// One request; whether its response was an error.
     fn roundtrip(&mut self, method: &str, params: &str) -> bool {
-        let id = self.next_id;
-        self.next_id += 1;
-        self.request.clear();
-        let _ = writeln!(
-            self.request,
-            "{{\"id\":{id},\"method\":\"{method}\",\"params\":{params}}}"
-        );
-        let stdin = self.stdin.as_mut().unwrap();
-        stdin.write_all(self.request.as_bytes()).unwrap();
-        stdin.flush().unwrap();
-        let prefix = format!("{{\"id\":{id},");
-        loop {
-            self.line.clear();
-            let got = self.stdout.read_until(b'\n', &mut self.line).unwrap();
-            assert!(
-                got > 0,
-                "serve closed its stdout (see {})",
-                self.log.display()
-            );
-            if let Some(rest) = self.line.strip_prefix(prefix.as_bytes()) {
-                return rest.starts_with(b"\"error\"");
-            }
-        }
+        support::Pipe::is_error(self.pipe.roundtrip(method, params))
     }
 
     fn call(&mut self, params: Value) -> Value {
-        let failed = self.roundtrip("thread", &params.to_string());
-        let v: Value = serde_json::from_slice(&self.line).expect("a JSON response line");
-        assert!(!failed, "thread {params} failed: {}", v["error"]);
+        let line = self.pipe.roundtrip("thread", &params.to_string());
+        let v: Value = serde_json::from_slice(line).expect("a JSON response line");
+        assert!(
+            v.get("error").is_none(),
+            "thread {params} failed: {}",
+            v["error"]
+        );
         v["result"].clone()
     }
 
     /// Closes stdin (serve stops its children and exits) and waits up to `within`.
     fn close(&mut self, within: Duration) {
-        drop(self.stdin.take());
+        self.pipe.close_stdin();
         let deadline = Instant::now() + within;
         while Instant::now() < deadline {
             if let Ok(Some(_)) = self.child.try_wait() {
@@ -1183,7 +1154,7 @@ fn run_row(build: &Build, team: Team, store: &Store, namespaces: bool) -> Row {
     // Stop: every serve's stdin closed together (each stops its children), then what is left
     // is killed.
     for s in &mut serves {
-        drop(s.stdin.take());
+        s.pipe.close_stdin();
     }
     for s in &mut serves {
         s.close(Duration::from_secs(10));

@@ -1,7 +1,41 @@
 //! Wall-clock timestamps as ISO-8601 UTC text with milliseconds, as JavaScript's
-//! `toISOString` prints them: readable in ad-hoc SQL and ordered as text.
+//! `toISOString` prints them: readable in ad-hoc SQL and ordered as text. And [`Backoff`], the
+//! delays between tries of what failed.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// When to try again what failed: `first` after the first failure, doubling up to `cap`; a
+/// success starts over. The ingest writer's tries through a database outage, a serve's row
+/// watcher and heartbeat (`serve/supervision.rs`).
+#[derive(Debug)]
+pub struct Backoff {
+    first: Duration,
+    cap: Duration,
+    next: Duration,
+}
+
+impl Backoff {
+    pub fn new(first: Duration, cap: Duration) -> Backoff {
+        let first = first.min(cap);
+        Backoff {
+            first,
+            cap,
+            next: first,
+        }
+    }
+
+    /// The delay before the next attempt after one more failure.
+    pub fn failed(&mut self) -> Duration {
+        let now = self.next;
+        self.next = (self.next * 2).min(self.cap);
+        now
+    }
+
+    /// An attempt succeeded: the next failure waits `first` again.
+    pub fn reset(&mut self) {
+        self.next = self.first;
+    }
+}
 
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> i64 {

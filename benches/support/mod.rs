@@ -360,3 +360,79 @@ pub fn open_db_pg(url: &str, schema: &str) -> BenchDb {
         _dir: dir,
     }
 }
+
+/// The client side of a program that answers JSON request lines on its stdout (`threadbase
+/// serve`, or the serve bench's echo program): one request at a time, its response read back by
+/// id, notifications skipped. The serve and team benches drive serves through it.
+pub struct Pipe {
+    stdin: Option<std::process::ChildStdin>,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+    line: Vec<u8>,
+    request: String,
+    next_id: u64,
+    /// Where the program's stderr went, said when it closes its stdout early.
+    log: String,
+}
+
+impl Pipe {
+    /// Takes `child`'s piped stdin and stdout; `log` names where its stderr goes.
+    pub fn new(child: &mut std::process::Child, log: impl std::fmt::Display) -> Pipe {
+        Pipe {
+            stdin: child.stdin.take(),
+            stdout: std::io::BufReader::with_capacity(1 << 20, child.stdout.take().unwrap()),
+            line: Vec::with_capacity(1 << 16),
+            request: String::with_capacity(1024),
+            next_id: 1,
+            log: log.to_string(),
+        }
+    }
+
+    /// Writes one request and reads up to its response line; returns that line, without its
+    /// LF.
+    pub fn roundtrip(&mut self, method: &str, params: &str) -> &[u8] {
+        use std::fmt::Write as _;
+        use std::io::{BufRead, Write};
+        let id = self.next_id;
+        self.next_id += 1;
+        self.request.clear();
+        let _ = writeln!(
+            self.request,
+            "{{\"id\":{id},\"method\":\"{method}\",\"params\":{params}}}"
+        );
+        let stdin = self.stdin.as_mut().expect("stdin is open");
+        stdin.write_all(self.request.as_bytes()).unwrap();
+        stdin.flush().unwrap();
+        // `{"id":N,` on the stack: this runs once per measured request.
+        let mut prefix = [0u8; 32];
+        let mut w = &mut prefix[..];
+        write!(w, "{{\"id\":{id},").unwrap();
+        let plen = 32 - w.len();
+        loop {
+            self.line.clear();
+            let got = self.stdout.read_until(b'\n', &mut self.line).unwrap();
+            assert!(got > 0, "the program closed its stdout (see {})", self.log);
+            if self.line.starts_with(&prefix[..plen]) {
+                self.line.pop();
+                return &self.line;
+            }
+        }
+    }
+
+    /// Whether a line [`Pipe::roundtrip`] returned is an error response (its first member
+    /// after the id is `error`).
+    pub fn is_error(line: &[u8]) -> bool {
+        line.iter()
+            .position(|b| *b == b',')
+            .is_some_and(|comma| line[comma + 1..].starts_with(b"\"error\""))
+    }
+
+    /// Closes the program's stdin (serve stops its children and exits).
+    pub fn close_stdin(&mut self) {
+        drop(self.stdin.take());
+    }
+
+    /// Reads what is left of the program's stdout, until it closes.
+    pub fn drain(&mut self) {
+        let _ = std::io::Read::read_to_end(&mut self.stdout, &mut Vec::new());
+    }
+}

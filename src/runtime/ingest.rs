@@ -263,7 +263,7 @@ fn apply_plain(store: &Store, ops: &[IngestOp]) {
     // batch here and tries again, backing off up to OUTAGE_BACKOFF_MAX: what the children say
     // meanwhile waits in the channel (CHANNEL_CAPACITY operations), then in their pipes, and
     // nothing is lost; it is written once the server is back.
-    let mut backoff = Duration::from_millis(50);
+    let mut backoff = crate::time::Backoff::new(Duration::from_millis(50), OUTAGE_BACKOFF_MAX);
     let mut warned = false;
     loop {
         match store.write_facts(|tx| apply(tx, ops)) {
@@ -281,8 +281,7 @@ fn apply_plain(store: &Store, ops: &[IngestOp]) {
                     );
                     warned = true;
                 }
-                std::thread::sleep(backoff);
-                backoff = (backoff * 2).min(OUTAGE_BACKOFF_MAX);
+                std::thread::sleep(backoff.failed());
             }
             Err(_) => break,
         }

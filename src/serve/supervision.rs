@@ -3,7 +3,7 @@
 //! a send from an ancestor's serve), delivers its caller's notices and writes its heartbeat.
 //! On PostgreSQL the watcher needs a connection of its own, and the heartbeat a working writer:
 //! when either cannot be had (the server's `max_connections`, a role's `CONNECTION LIMIT`, a
-//! restart), the watcher retries with a backoff ([`Backoff`]) until it holds one, and
+//! restart), the watcher retries with a backoff ([`retry`]) until it holds one, and
 //! meanwhile this serve is *degraded*: [`Supervision`] records what is not running, since when
 //! and why, every answer of this serve is preceded by a `supervision` notification saying so
 //! ([`SupervisionNotice`], `docs/serve-protocol.md`), and the heartbeat row records it for
@@ -17,6 +17,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::store::hosts::Degraded;
+use crate::time::Backoff;
 
 /// What of a serve's supervision is not running, and since when. Shared by the watcher, which
 /// records it, and the requests, which read it (one atomic load while all runs).
@@ -174,38 +175,15 @@ pub struct SupervisionNotice<'a> {
     pub note: Note,
 }
 
-/// When to try again what failed: [`Backoff::FIRST`] after the first failure, doubling up to a
-/// cap.
-#[derive(Debug)]
-pub struct Backoff {
-    cap: Duration,
-    next: Duration,
-}
+/// The first retry's delay of the row watcher and the heartbeat.
+pub const RETRY_FIRST: Duration = Duration::from_millis(500);
+/// The row watcher's longest delay between tries.
+pub const FEED_CAP: Duration = Duration::from_secs(10);
 
-impl Backoff {
-    /// The first retry's delay.
-    pub const FIRST: Duration = Duration::from_millis(500);
-    /// The row watcher's cap.
-    pub const FEED_CAP: Duration = Duration::from_secs(10);
-
-    pub fn new(cap: Duration) -> Backoff {
-        Backoff {
-            cap,
-            next: Self::FIRST.min(cap),
-        }
-    }
-
-    /// The delay before the next attempt after one more failure.
-    pub fn failed(&mut self) -> Duration {
-        let now = self.next;
-        self.next = (self.next * 2).min(self.cap);
-        now
-    }
-
-    /// An attempt succeeded: the next failure waits [`Backoff::FIRST`] again.
-    pub fn reset(&mut self) {
-        self.next = Self::FIRST.min(self.cap);
-    }
+/// The watcher's and the heartbeat's retries: [`RETRY_FIRST`] after the first failure,
+/// doubling up to `cap`.
+pub fn retry(cap: Duration) -> Backoff {
+    Backoff::new(RETRY_FIRST, cap)
 }
 
 #[cfg(test)]
@@ -214,12 +192,12 @@ mod tests {
 
     #[test]
     fn a_backoff_doubles_from_half_a_second_to_its_cap_and_starts_over_after_a_success() {
-        let mut b = Backoff::new(Backoff::FEED_CAP);
+        let mut b = retry(FEED_CAP);
         let delays: Vec<u64> = (0..7).map(|_| b.failed().as_millis() as u64).collect();
         assert_eq!(delays, [500, 1000, 2000, 4000, 8000, 10000, 10000]);
         b.reset();
         assert_eq!(b.failed(), Duration::from_millis(500));
-        let mut beat = Backoff::new(Duration::from_secs(5));
+        let mut beat = retry(Duration::from_secs(5));
         let delays: Vec<u64> = (0..5).map(|_| beat.failed().as_millis() as u64).collect();
         assert_eq!(delays, [500, 1000, 2000, 4000, 5000]);
     }

@@ -24,9 +24,10 @@ use tokio::sync::mpsc;
 use crate::engine::Engine;
 use crate::error::Result;
 use crate::serve::output::Output;
-use crate::serve::supervision::{Backoff, Part, Supervision};
+use crate::serve::supervision::{self, Part, Supervision};
 use crate::store::commands::{self, CommandKind, CommandState, PendingCommand};
 use crate::store::{mailbox, Conn, Store};
+use crate::time::Backoff;
 
 /// How often the change counter is read.
 pub const POLL: Duration = Duration::from_millis(50);
@@ -63,7 +64,7 @@ pub async fn run(engine: Arc<Engine>, out: Output, supervision: Arc<Supervision>
     // then every HEARTBEAT, sooner after a failure (a backoff up to HEARTBEAT) and at once
     // when the watcher's connection was lost or regained, so the row says so.
     let mut next_beat = tokio::time::Instant::now();
-    let mut beat_retry = Backoff::new(crate::store::hosts::HEARTBEAT);
+    let mut beat_retry = supervision::retry(crate::store::hosts::HEARTBEAT);
     let mut beats = crate::store::hosts::Heartbeats::default();
     loop {
         tokio::select! {
@@ -373,7 +374,7 @@ impl Feed {
         Feed {
             watch: None,
             supervision,
-            retry: Backoff::new(Backoff::FEED_CAP),
+            retry: supervision::retry(supervision::FEED_CAP),
             due_at: std::time::Instant::now(),
             failures: 0,
         }
@@ -434,7 +435,7 @@ impl Feed {
             tracing::error!(
                 "the row watcher could not open its database connection ({why}); supervision is not running (commands and notices wait) and every answer says so; retrying in {} ms, backing off to {} s",
                 wait.as_millis(),
-                Backoff::FEED_CAP.as_secs()
+                supervision::FEED_CAP.as_secs()
             );
         } else {
             tracing::debug!(
