@@ -79,24 +79,7 @@ pub struct GoneThread<'a> {
 /// per thread, whether something was signalled.
 pub fn kill_thread_leftovers(threads: &[GoneThread<'_>]) -> Vec<bool> {
     let mut killed = vec![false; threads.len()];
-    let mut signalled = std::collections::HashSet::new();
-    // Bounded all the same: each pass must find a process the last ones did not.
-    for _ in 0..100 {
-        if !kill_pass(threads, &mut killed, &mut signalled) {
-            break;
-        }
-    }
-    killed
-}
-
-/// One pass over `/proc` for [`kill_thread_leftovers`]: whether it signalled a process that
-/// is not in `signalled` (which it extends).
-fn kill_pass(
-    threads: &[GoneThread<'_>],
-    killed: &mut [bool],
-    signalled: &mut std::collections::HashSet<i64>,
-) -> bool {
-    let mut new = false;
+    // Each thread's `KEY=id` for every key of THREAD_ENV, with the thread's index.
     let wanted: Vec<(usize, Vec<u8>)> = threads
         .iter()
         .enumerate()
@@ -108,8 +91,27 @@ fn kill_pass(
         })
         .collect();
     if wanted.is_empty() {
-        return false;
+        return killed;
     }
+    let mut signalled = std::collections::HashSet::new();
+    // Bounded all the same: each pass must find a process the last ones did not.
+    for _ in 0..100 {
+        if !kill_pass(threads, &wanted, &mut killed, &mut signalled) {
+            break;
+        }
+    }
+    killed
+}
+
+/// One pass over `/proc` for [`kill_thread_leftovers`]: whether it signalled a process that
+/// is not in `signalled` (which it extends).
+fn kill_pass(
+    threads: &[GoneThread<'_>],
+    wanted: &[(usize, Vec<u8>)],
+    killed: &mut [bool],
+    signalled: &mut std::collections::HashSet<i64>,
+) -> bool {
+    let mut new = false;
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return false;
     };
