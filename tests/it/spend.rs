@@ -223,7 +223,12 @@ fn poll_wait_and_list_texts_carry_each_threads_spend_and_details_do_not() {
         })
         .unwrap();
 
-    let (after, _) = call(&mut sv, json!({"action": "poll", "id": "/root/a"}));
+    // Written by another process: on PostgreSQL the serve hears of it when its notification
+    // arrives.
+    let (after, _) = crate::support::postgres::read_until_heard(
+        || call(&mut sv, json!({"action": "poll", "id": "/root/a"})),
+        |(r, _)| text(r).contains("Spent:"),
+    );
     assert_eq!(
         text(&after),
         text(&before).replace(

@@ -130,6 +130,29 @@ pub fn backend_is_postgres() -> bool {
     std::env::var(BACKEND_VAR).is_ok_and(|v| v == "postgres")
 }
 
+/// How long a serve is given to hear of another process's commit on PostgreSQL
+/// ([`read_until_heard`]).
+pub const HEARD_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// What `read` gives once `heard` holds of it, after another process changed the database.
+///
+/// A serve keeps answers in memory while the database has not changed (`engine/cache.rs`). On
+/// SQLite its change counter is exact, so the first read must already hold: it is returned
+/// as it is. On PostgreSQL the serve hears of another process's commit when the commit's
+/// notification arrives, which PostgreSQL sends after the commit returned (within a
+/// millisecond on loopback, later on a loaded machine), so the read is repeated for up to
+/// [`HEARD_WITHIN`]. Either way the caller asserts on what is returned.
+pub fn read_until_heard<T>(mut read: impl FnMut() -> T, heard: impl Fn(&T) -> bool) -> T {
+    let by = std::time::Instant::now() + HEARD_WITHIN;
+    loop {
+        let r = read();
+        if !backend_is_postgres() || heard(&r) || std::time::Instant::now() > by {
+            return r;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
 /// A fresh schema for a test's database when this run is on PostgreSQL (the server is then
 /// required: the run asked for it), else `None`.
 pub fn schema_for_run(test: &str) -> Option<TestSchema> {

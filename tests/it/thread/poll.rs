@@ -73,27 +73,18 @@ fn kept_answers_are_the_rendered_ones_and_any_change_drops_them() {
     );
 
     // Another process changes the thread's answer and its name (through threadbase's store,
-    // which announces its commit on PostgreSQL). The serve hears of it when the notification
-    // arrives there (within a millisecond on loopback; a loaded machine is given a second);
-    // SQLite's change counter is exact, so there the very next poll must see it.
-    let postgres = crate::support::postgres::backend_is_postgres();
+    // which announces its commit on PostgreSQL): the next poll says so (on PostgreSQL once the
+    // notification arrived).
     crate::support::sql::exec(
         &w.base.db,
         "UPDATE thread_output SET last_assistant_text = 'changed elsewhere' \
          WHERE thread_id = (SELECT id FROM threads WHERE path = '/root/hi'); \
          UPDATE threads SET name = 'renamed elsewhere' WHERE path = '/root/hi'",
     );
-    let heard_by = std::time::Instant::now() + std::time::Duration::from_secs(1);
-    let r = loop {
-        let r = s.thread(poll.clone());
-        if !postgres
-            || details(&r)["snapshot"]["lastAssistantText"] == "changed elsewhere"
-            || std::time::Instant::now() > heard_by
-        {
-            break r;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    };
+    let r = crate::support::postgres::read_until_heard(
+        || s.thread(poll.clone()),
+        |r| details(r)["snapshot"]["lastAssistantText"] == "changed elsewhere",
+    );
     assert_eq!(
         details(&r)["snapshot"]["lastAssistantText"],
         "changed elsewhere",
