@@ -283,7 +283,9 @@ impl std::ops::Deref for Tx<'_> {
 /// were lost meanwhile, so whoever watches rescans).
 pub struct ChangeWatch {
     conn: OpenConn,
-    reopen: Option<postgres::conn::Url>,
+    /// PostgreSQL's: where a lost connection is reopened (and shared, for the kept answers).
+    reopen: Option<std::sync::Arc<postgres::store::Watches>>,
+    /// Added to the connection's count: its opening's (`Watches::open`).
     offset: i64,
 }
 
@@ -293,12 +295,12 @@ impl ChangeWatch {
         match self.conn.data_version() {
             Ok(v) => Ok(v + self.offset),
             Err(e) => {
-                let Some(url) = &self.reopen else {
+                let Some(watches) = &self.reopen else {
                     return Err(e);
                 };
-                let (conn, _) = postgres::store::watch(url)?;
+                let (conn, offset) = watches.open()?;
                 self.conn = OpenConn(Box::new(conn));
-                self.offset += 1 << 40;
+                self.offset = offset;
                 Ok(self.conn.data_version()? + self.offset)
             }
         }
@@ -320,17 +322,17 @@ impl ChangeWatch {
 impl Store {
     /// A [`ChangeWatch`] on this database (a read-only connection apart from the pool).
     pub fn change_watch(&self) -> Result<ChangeWatch> {
-        let (conn, reopen) = match &self.backend {
-            Backend::Sqlite(_) => (OpenConn(Box::new(sqlite::open_watch(&self.path)?)), None),
+        let (conn, reopen, offset) = match &self.backend {
+            Backend::Sqlite(_) => (OpenConn(Box::new(sqlite::open_watch(&self.path)?)), None, 0),
             Backend::Postgres(pg) => {
-                let (conn, _) = pg.change_watch()?;
-                (OpenConn(Box::new(conn)), Some(pg.url().clone()))
+                let (conn, offset) = pg.watches().open()?;
+                (OpenConn(Box::new(conn)), Some(pg.watches().clone()), offset)
             }
         };
         Ok(ChangeWatch {
             conn,
             reopen,
-            offset: 0,
+            offset,
         })
     }
 }
@@ -635,7 +637,7 @@ impl Store {
     /// connection of its own (`engine/cache.rs`; a serve at rest holds at most 3, issue 46).
     pub fn shared_changes(&self) -> Option<Option<i64>> {
         match &self.backend {
-            Backend::Postgres(pg) => Some(pg.shared_changes()),
+            Backend::Postgres(pg) => Some(pg.watches().shared()),
             _ => None,
         }
     }

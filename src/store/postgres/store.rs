@@ -111,8 +111,7 @@ pub struct PgStore {
     url: Url,
     writer: Arc<Mutex<Option<PgConn>>>,
     announcer: Arc<Announcer>,
-    /// The newest change watch's counter, and how many were opened ([`PgStore::shared_changes`]).
-    shared: Mutex<(u64, std::sync::Weak<Watched>)>,
+    watches: Arc<Watches>,
     readers: r2d2::Pool<Readers>,
 }
 
@@ -144,10 +143,13 @@ impl PgStore {
             .build(Readers(url.clone()))
             .map_err(|e| Error::io(format!("Cannot open connections to {url}: {e}. Repair: check that the server is running and accepts more connections (max_connections).")))?;
         Ok(PgStore {
+            watches: Arc::new(Watches {
+                url: url.clone(),
+                newest: Mutex::new((0, std::sync::Weak::new())),
+            }),
             url,
             writer: Arc::new(Mutex::new(Some(writer))),
             announcer: Arc::default(),
-            shared: Mutex::new((0, std::sync::Weak::new())),
             readers,
         })
     }
@@ -262,28 +264,45 @@ impl PgStore {
         });
     }
 
-    /// A connection of its own that counts the commits of every connection ([`Watched`]).
-    /// Its counter is shared too ([`PgStore::shared_changes`]), so that a serve's other readers
-    /// of it (the answers kept in memory) need no connection of their own.
-    pub fn change_watch(&self) -> Result<(PgConn, Arc<Watched>)> {
+    /// Where this store's change watches are opened, and the newest one's count read
+    /// ([`Watches`]).
+    pub fn watches(&self) -> &Arc<Watches> {
+        &self.watches
+    }
+}
+
+/// One store's change watches: connections of their own that count the commits of every
+/// connection ([`Watched`]). The newest one still open is shared ([`Watches::shared`]), so that
+/// a serve's other readers of the count (the answers kept in memory) need no connection of
+/// their own; a watch reopened after its connection was lost becomes the newest.
+pub struct Watches {
+    url: Url,
+    /// How many watches were opened, and the newest.
+    newest: Mutex<(u64, std::sync::Weak<Watched>)>,
+}
+
+impl Watches {
+    /// Opens a change watch and makes it the shared one. With it, the offset of its counts:
+    /// its opening's number `<< 40`, so that a count of a newer watch never equals an older
+    /// one's (notifications were lost in between).
+    pub fn open(&self) -> Result<(PgConn, i64)> {
         let (conn, watched) = watch(&self.url)?;
-        let mut shared = self.shared.lock().unwrap_or_else(|p| p.into_inner());
-        shared.0 += 1;
-        shared.1 = Arc::downgrade(&watched);
-        Ok((conn, watched))
+        let mut newest = self.newest.lock().unwrap_or_else(|p| p.into_inner());
+        newest.0 += 1;
+        newest.1 = Arc::downgrade(&watched);
+        Ok((conn, (newest.0 as i64) << 40))
     }
 
-    /// The count of the newest change watch still open ([`PgStore::change_watch`]), made
-    /// unique across its reopenings; `None` when none is open (a serve's row watcher holds
-    /// one while it is not degraded).
-    pub fn shared_changes(&self) -> Option<i64> {
-        let shared = self.shared.lock().unwrap_or_else(|p| p.into_inner());
-        let watched = shared.1.upgrade()?;
+    /// The count of the newest change watch, with its offset ([`Watches::open`]); `None`
+    /// when it is closed or gone (a serve's row watcher holds one while it is not degraded).
+    pub fn shared(&self) -> Option<i64> {
+        let newest = self.newest.lock().unwrap_or_else(|p| p.into_inner());
+        let watched = newest.1.upgrade()?;
         if watched.closed.load(std::sync::atomic::Ordering::SeqCst) {
             return None;
         }
         let count = watched.count.load(std::sync::atomic::Ordering::SeqCst);
-        Some(((shared.0 as i64) << 40) + count)
+        Some(((newest.0 as i64) << 40) + count)
     }
 }
 

@@ -392,3 +392,41 @@ fn the_pi_extension_adds_a_degraded_serves_note_to_the_tool_result() {
     d.close();
     drop(role);
 }
+
+/// The count the answers kept in a serve's memory read (`Store::shared_changes`) is the row
+/// watcher's: when the server drops the watcher's connection and the watch reopens it, the
+/// reopened one is shared, so answers are kept again (before, the count stayed unreadable
+/// until the serve restarted, and every answer was rendered afresh).
+#[test]
+fn a_change_watch_reopened_after_its_connection_was_lost_is_the_shared_one() {
+    let Some(schema) = TestSchema::new("watch_reopen") else {
+        return;
+    };
+    let role = Role::new(&schema, 10);
+    let store = threadbase::Store::open(role.url()).unwrap();
+    let mut watch = store.change_watch().unwrap();
+    let first = watch.version().unwrap();
+    assert_eq!(store.shared_changes(), Some(Some(first)));
+
+    let listening = format!(
+        "SELECT count(*) FROM pg_stat_activity WHERE usename = '{}' AND query LIKE 'LISTEN%'",
+        role.name
+    );
+    let ended: i64 = scalar(
+        &schema,
+        &format!(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE usename = '{}' AND query LIKE 'LISTEN%'",
+            role.name
+        ),
+    );
+    assert_eq!(ended, 1, "the watch's one listening connection");
+    until("the watch sees its connection lost", 10, || {
+        store.shared_changes() == Some(None)
+    });
+
+    // The next read of the watch reopens it, and the kept answers share it again.
+    let reopened = watch.version().unwrap();
+    assert_ne!(reopened, first, "a reopened watch's count jumps");
+    assert_eq!(store.shared_changes(), Some(Some(reopened)));
+    assert_eq!(scalar::<i64>(&schema, &listening), 1);
+}
