@@ -225,6 +225,8 @@ fn bound<'c>(
     manager_id: ManagerId,
     q: &ListQuery,
 ) -> Result<rusqlite::CachedStatement<'c>> {
+    // Counted as `Conn`'s statements are (this path streams on SQLite's own connection).
+    crate::store::counted::add(1, 0);
     let mut stmt = conn.prepare_cached((sql.sqlite)())?;
     if stmt.column_count() != listed_col::COUNT {
         return Err(Error::internal(format!(
@@ -541,4 +543,72 @@ pub fn exclusive_filters(parent: Option<&str>, ancestor: Option<&str>) -> Result
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{Phase, ThreadStatus};
+    use crate::store::counted;
+    use crate::store::threads::{insert_thread, upsert_manager, Contract, ManagerSpec, NewThread};
+
+    /// SQLite's streaming list counts its statements as the path that reads them whole (every
+    /// other backend's) does, so a request's statement count says the same on both.
+    #[tokio::test]
+    async fn the_streamed_list_counts_its_statements_as_the_whole_read_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::Store::open(dir.path().join("t.sqlite")).unwrap();
+        let m = store
+            .write(|tx| {
+                let m = upsert_manager(
+                    tx,
+                    &ManagerSpec::new(&"s".into(), Contract::Thread, "/root"),
+                )?;
+                for id in ["thread_000000000001", "thread_000000000002"] {
+                    insert_thread(
+                        tx,
+                        &NewThread {
+                            id: id.into(),
+                            manager_id: m,
+                            path: format!("/root/{id}"),
+                            parent_path: Some("/root".into()),
+                            task_name: id.into(),
+                            name: id.into(),
+                            depth: 1,
+                            cwd: "/w".into(),
+                            status: ThreadStatus::Live,
+                            phase: Phase::Idle,
+                            ..Default::default()
+                        },
+                    )?;
+                }
+                Ok(m)
+            })
+            .unwrap();
+        let conn = store.read().unwrap();
+        let q = ListQuery::default();
+        let (streamed, by_stream) = counted::count(async {
+            let mut n = 0;
+            each_row_switching(&conn, m, &q, usize::MAX, |r| {
+                n += usize::from(r.is_some());
+                Ok(true)
+            })
+            .unwrap();
+            n
+        })
+        .await;
+        let (read, by_whole_read) = counted::count(async {
+            let mut n = 0;
+            each_row_read_whole(&conn, m, &q, |r| {
+                n += usize::from(r.is_some());
+                Ok(true)
+            })
+            .unwrap();
+            n
+        })
+        .await;
+        assert_eq!((streamed, read), (2, 2));
+        assert!(by_whole_read.statements > 0);
+        assert_eq!(by_stream, by_whole_read);
+    }
 }
