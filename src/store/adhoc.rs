@@ -38,10 +38,10 @@ pub fn query(
     ctrl_c: bool,
     max_rows: Option<usize>,
 ) -> Result<Table> {
+    let timeout = timeout_secs
+        .filter(|s| *s > 0.0)
+        .map(Duration::from_secs_f64);
     if let Some(url) = super::database_url(db) {
-        let timeout = timeout_secs
-            .filter(|s| *s > 0.0)
-            .map(Duration::from_secs_f64);
         return match super::postgres::adhoc::query(url, query, timeout.unwrap_or_default())? {
             Ok((names, rows)) => Ok(table_of(names, rows, max_rows)),
             Err(elapsed) => Err(stopped(Stop::Timeout, timeout_secs.unwrap_or(0.0), elapsed)),
@@ -59,9 +59,6 @@ pub fn query(
         ));
     }
     let names: Vec<String> = stmt.column_names().iter().map(|s| s.to_string()).collect();
-    let timeout = timeout_secs
-        .filter(|s| *s > 0.0)
-        .map(Duration::from_secs_f64);
     let started = Instant::now();
     let watchdog = Watchdog::arm(&conn, timeout, ctrl_c);
     let failed = |e: rusqlite::Error| {

@@ -249,12 +249,12 @@ impl PgStore {
             self.announcer.wake.notify_one();
         }
         drop(due);
-        let (writer, announcer, url) = (
-            Arc::downgrade(&self.writer),
-            Arc::downgrade(&self.announcer),
-            self.url.clone(),
-        );
-        self.announcer.started.call_once(move || {
+        self.announcer.started.call_once(|| {
+            let (writer, announcer, url) = (
+                Arc::downgrade(&self.writer),
+                Arc::downgrade(&self.announcer),
+                self.url.clone(),
+            );
             let spawned = std::thread::Builder::new()
                 .name("threadbase-announce".into())
                 .spawn(move || announce_loop(&writer, &announcer, &url));
