@@ -227,6 +227,17 @@ fn a_poll_costs_two_statements_and_writes_nothing() {
             }
         }
     }
-    assert_eq!(seen.len(), 8);
+    // Some repeated poll of the closed thread was answered from memory. A heartbeat's commit
+    // (every 5 s) can drop a kept answer between two polls, so a few more pairs are tried.
+    let poll = json!({"action": "poll", "id": &ids[0]});
+    let kept = seen.contains(&0)
+        || (0..20).any(|_| {
+            let first = s.send("thread", poll.clone());
+            s.response(first, Duration::from_secs(20));
+            let again = s.send("thread", poll.clone());
+            s.response(again, Duration::from_secs(20));
+            counted(&s, again).0 == 0
+        });
+    assert!(kept, "no poll was answered from memory: {seen:?}");
     s.close(Duration::from_secs(20));
 }
