@@ -77,7 +77,7 @@ impl Lane {
     fn manager(self, e: &Engine) -> Result<Option<ManagerId>> {
         match self {
             Lane::Thread => Ok(Some(e.manager_id)),
-            Lane::Agent => Agents(e).existing_registry(&e.store.read()?),
+            Lane::Agent => Ok(Some(e.agent.registry())),
             Lane::Worker => manager_id(&e.store.read()?, &e.cfg.session_id, Contract::Worker),
         }
     }

@@ -112,9 +112,9 @@ impl std::ops::Deref for Agents<'_> {
 }
 
 /// Contract B's state in this serve's [`Engine`].
-#[derive(Default)]
 pub(crate) struct AgentState {
-    registry: OnceLock<ManagerId>,
+    /// This main session's registry, written when the serve started ([`upsert_registry`]).
+    registry: ManagerId,
     /// The registry's rows were found restorable ([`Agents::registry`]).
     registry_checked: OnceLock<()>,
     /// The earliest report-only deadline among this serve's runs, as the row watcher last
@@ -127,9 +127,17 @@ pub(crate) struct AgentState {
 impl AgentState {
     /// The state of a serve whose registry is `registry`.
     pub(crate) fn with_registry(registry: ManagerId) -> AgentState {
-        let state = AgentState::default();
-        let _ = state.registry.set(registry);
-        state
+        AgentState {
+            registry,
+            registry_checked: OnceLock::new(),
+            next_timer: Mutex::new(None),
+            available: OnceLock::new(),
+        }
+    }
+
+    /// The registry's id (not yet checked: [`Agents::registry`] checks it on first use).
+    pub(crate) fn registry(&self) -> ManagerId {
+        self.registry
     }
 }
 
@@ -177,11 +185,7 @@ impl Agents<'_> {
     /// The registry of this main session (written when the serve started,
     /// [`upsert_registry`]), checked on first use.
     fn registry(&self) -> Result<ManagerId> {
-        let id = self.agent.registry.get().copied().ok_or_else(|| {
-            Error::internal(
-                "This serve has no subagent registry. Repair: this is a bug in threadbase; report it.",
-            )
-        })?;
+        let id = self.agent.registry();
         if self.agent.registry_checked.get().is_none() {
             self.check_registry(id)?;
             let _ = self.agent.registry_checked.set(());
@@ -200,18 +204,6 @@ impl Agents<'_> {
                 self.cfg.root_session_id
             ))),
         }
-    }
-
-    /// The registry's id when it exists (without creating it).
-    pub(in crate::engine) fn existing_registry(&self, conn: &Conn) -> Result<Option<ManagerId>> {
-        if let Some(id) = self.agent.registry.get() {
-            return Ok(Some(*id));
-        }
-        crate::store::threads::manager_id(
-            conn,
-            &self.cfg.root_session_id,
-            crate::store::threads::Contract::Agent,
-        )
     }
 
     fn row_by_id(&self, id: &ThreadId) -> Result<AgentRow> {

@@ -88,9 +88,7 @@ impl<'e> Agents<'e> {
         conn: &crate::store::Conn,
         emit: &dyn Fn(Vec<u8>),
     ) -> Result<(Vec<ThreadId>, Vec<ThreadId>)> {
-        let Some(registry) = self.existing_registry(conn)? else {
-            return Ok((Vec::new(), Vec::new()));
-        };
+        let registry = self.agent.registry();
         self.release_recap_if_due(conn, registry)?;
         self.deliver_notices(conn, registry, emit)?;
         self.read_next_timer(conn)?;

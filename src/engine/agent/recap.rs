@@ -30,10 +30,7 @@ impl Agents<'_> {
         if !self.cfg.agent_settings.final_recap {
             return Ok(());
         }
-        // Known once this serve has used the registry (it launched the run that settles).
-        let Some(registry) = self.agent.registry.get().copied() else {
-            return Ok(());
-        };
+        let registry = self.agent.registry();
         if let (true, Some(m)) = (detached, mail) {
             recap::hold(tx, m)?;
         }

@@ -364,9 +364,7 @@ impl Agents<'_> {
 
     /// Before this serve shuts down: its working threads will settle as stopped.
     pub fn before_shutdown(&self) {
-        let Some(registry) = self.agent.registry.get().copied() else {
-            return;
-        };
+        let registry = self.agent.registry();
         let owned = self
             .store
             .read()
@@ -383,9 +381,7 @@ impl Agents<'_> {
     /// After this serve's children are stopped: its working threads settle as stopped now,
     /// while the process still runs (their supervisors may not get to it).
     pub fn after_shutdown(&self) {
-        let Some(registry) = self.agent.registry.get().copied() else {
-            return;
-        };
+        let registry = self.agent.registry();
         let ids = self
             .store
             .read()
