@@ -39,14 +39,10 @@ pub struct Owner {
 pub enum Holder {
     /// This serve.
     Here,
-    /// Another living serve of this host and boot.
-    ThisHost(ProcessIdentity),
-    /// A serve of another host: its commands go through the table while its host's lease
-    /// holds; `unreachable_since` is its last heartbeat when the lease ran out.
-    OtherHost {
-        owner: Owner,
-        unreachable_since: Option<String>,
-    },
+    /// Another serve: a living one of this host and boot, or one of another host, whatever
+    /// its lease (nothing here can tell whether it lives; its host's lease is judged where a
+    /// command is handed to it, `engine::remote::request`). Its commands go through the table.
+    Elsewhere(Owner),
     /// Nobody: none recorded, or the recorded process is gone (dead, its pid reused, or of an
     /// earlier boot).
     Gone,
@@ -54,37 +50,26 @@ pub enum Holder {
 
 /// Who holds what a row records as its `owner`, seen from the serve `me`: the one rule for
 /// every contract (a thread's holder, a manager's owner, a worker's, a subagent run's, a
-/// session an adoption would take from, the restore pass's "owner gone"). `lease` is asked,
-/// for an owner of another host only, when that host's lease ran out (its last heartbeat):
-/// the serve's snapshot of the leases, or `|_| None` where the caller judges leases itself.
-pub fn holder(
-    owner: Option<Owner>,
-    me: ProcessIdentity,
-    lease: impl FnOnce(&str) -> Option<String>,
-) -> Holder {
+/// session an adoption would take from, the restore pass's "owner gone").
+pub fn holder(owner: Option<Owner>, me: ProcessIdentity) -> Holder {
     let Some(owner) = owner else {
         return Holder::Gone;
     };
-    if let Some(host) = owner.other_host {
-        return Holder::OtherHost {
-            owner,
-            unreachable_since: lease(host),
-        };
+    if owner.other_host.is_some() {
+        return Holder::Elsewhere(owner);
     }
     match owner.here() {
         Some(p) if p == me => Holder::Here,
-        Some(p) if p.is_alive() => Holder::ThisHost(p),
+        Some(p) if p.is_alive() => Holder::Elsewhere(owner),
         _ => Holder::Gone,
     }
 }
 
 impl Holder {
-    /// The other living serve that holds it (of this host, or of another host whatever its
-    /// lease): the one its commands go to.
+    /// The other serve that holds it ([`Holder::Elsewhere`]): the one its commands go to.
     pub fn elsewhere(&self) -> Option<Owner> {
         match self {
-            Holder::ThisHost(p) => Some((*p).into()),
-            Holder::OtherHost { owner, .. } => Some(*owner),
+            Holder::Elsewhere(owner) => Some(*owner),
             Holder::Here | Holder::Gone => None,
         }
     }
@@ -245,5 +230,36 @@ mod tests {
         assert_eq!(here(at(Some("b"), None)), (Some("b"), false));
         assert!(at(Some("a"), Some("boot-0")).here().is_none());
         assert!(at(Some("b"), None).here().is_none() && at(Some("b"), None).is_alive());
+    }
+
+    #[test]
+    fn a_recorded_process_is_placed_by_its_host_and_boot() {
+        let me = ProcessIdentity::current();
+        let here = HostIdentity::here();
+        let (host, boot) = (Some(here.host_id.as_str()), Some(here.boot_id.as_str()));
+        // This serve, recorded on this host and boot (or before hosts were recorded): it.
+        let mine = Owner::recorded(Some(me.pid), Some(me.started_at), host, boot);
+        assert_eq!(mine, Some(Owner::from(me)));
+        assert_eq!(holder(mine, me), Holder::Here);
+        let legacy = Owner::recorded(Some(me.pid), Some(me.started_at), None, None);
+        assert_eq!(legacy, Some(Owner::from(me)));
+        // Another living process of this host and boot (the test's parent): held elsewhere.
+        let parent = i64::from(std::os::unix::process::parent_id());
+        let theirs = Owner::recorded(Some(parent), start_time(parent), host, boot).unwrap();
+        assert_eq!(holder(Some(theirs), me), Holder::Elsewhere(theirs));
+        // The same pid and start on another host: not this serve, and alive as far as this
+        // host can tell (nothing here acts on it), so held elsewhere.
+        let other =
+            Owner::recorded(Some(me.pid), Some(me.started_at), Some("elsewhere"), boot).unwrap();
+        assert_eq!(other.other_host, Some("elsewhere"));
+        assert_ne!(other, Owner::from(me));
+        assert!(other.is_alive() && other.here().is_none());
+        assert_eq!(holder(Some(other), me), Holder::Elsewhere(other));
+        // The same pid and start on an earlier boot of this host: gone.
+        let earlier =
+            Owner::recorded(Some(me.pid), Some(me.started_at), host, Some("old")).unwrap();
+        assert!(earlier.earlier_boot);
+        assert!(!earlier.is_alive());
+        assert_eq!(holder(Some(earlier), me), Holder::Gone);
     }
 }

@@ -46,9 +46,7 @@ pub fn adopt_reference(
             c.owner_host.as_deref(),
             c.owner_boot.as_deref(),
         );
-        crate::identity::holder(recorded, me, |_| None)
-            .elsewhere()
-            .is_some()
+        crate::identity::holder(recorded, me).elsewhere().is_some()
     };
     let (gone, held): (Vec<Candidate>, Vec<Candidate>) = found.into_iter().partition(|c| !alive(c));
     let one = match (gone.len(), held.into_iter().next()) {

@@ -35,7 +35,7 @@ pub(super) fn holder(e: &Engine, id: &ThreadId) -> Result<Option<Holder>> {
     if status != ThreadStatus::Live {
         return Ok(None);
     }
-    Ok(match identity::holder(held, e.rt.owner(), |_| None) {
+    Ok(match identity::holder(held, e.rt.owner()) {
         Holder::Here => None,
         h => Some(h),
     })
@@ -54,7 +54,7 @@ pub(super) fn restore_orphans(e: &Engine) -> Result<()> {
 /// The living serve (not this one) that owns a manager, if there is one.
 pub(super) fn manager_owner(e: &Engine, manager_id: ManagerId) -> Result<Option<Owner>> {
     let owner = threads::manager_owner(&e.store.read()?, manager_id)?.flatten();
-    Ok(identity::holder(owner, e.rt.owner(), |_| None).elsewhere())
+    Ok(identity::holder(owner, e.rt.owner()).elsewhere())
 }
 
 /// How long the owner may take once it claimed a command of `kind`: what the same action

@@ -193,7 +193,7 @@ fn restore_rows(
 
 /// True when the recorded owner is neither this process nor alive (or was never recorded).
 fn owner_gone(owner: Option<crate::identity::Owner>, me: ProcessIdentity) -> bool {
-    crate::identity::holder(owner, me, |_| None) == crate::identity::Holder::Gone
+    crate::identity::holder(owner, me) == crate::identity::Holder::Gone
 }
 
 /// Kills what the threads being restored left running: a recorded group whose leader is still

@@ -4,7 +4,7 @@
 //! ≤ 1.
 
 use crate::identity::stat;
-pub use crate::identity::{process_group, start_time, Owner, ProcessIdentity};
+pub use crate::identity::{process_group, start_time, ProcessIdentity};
 
 /// Which signal to send to a group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -214,48 +214,6 @@ mod tests {
         assert!(me.is_alive());
         assert!(!ProcessIdentity::here(me.pid, me.started_at + 1).is_alive());
         assert!(!ProcessIdentity::here(0, 0).is_alive());
-    }
-
-    #[test]
-    fn a_recorded_process_is_placed_by_its_host_and_boot() {
-        use crate::host::HostIdentity;
-        use crate::identity::{holder, Holder, Owner};
-        let me = ProcessIdentity::current();
-        let here = HostIdentity::here();
-        let (host, boot) = (Some(here.host_id.as_str()), Some(here.boot_id.as_str()));
-        // This serve, recorded on this host and boot (or before hosts were recorded): it.
-        let mine = Owner::recorded(Some(me.pid), Some(me.started_at), host, boot);
-        assert_eq!(mine, Some(Owner::from(me)));
-        assert_eq!(holder(mine, me, |_| None), Holder::Here);
-        let legacy = Owner::recorded(Some(me.pid), Some(me.started_at), None, None);
-        assert_eq!(legacy, Some(Owner::from(me)));
-        // The same pid and start on another host: not this serve, and alive as far as this
-        // host can tell (nothing here acts on it), so held elsewhere.
-        let other =
-            Owner::recorded(Some(me.pid), Some(me.started_at), Some("elsewhere"), boot).unwrap();
-        assert_eq!(other.other_host, Some("elsewhere"));
-        assert_ne!(other, Owner::from(me));
-        assert!(other.is_alive() && other.here().is_none());
-        assert_eq!(
-            holder(Some(other), me, |_| None),
-            Holder::OtherHost {
-                owner: other,
-                unreachable_since: None
-            }
-        );
-        assert_eq!(
-            holder(Some(other), me, |h| Some(format!("{h} at T"))),
-            Holder::OtherHost {
-                owner: other,
-                unreachable_since: Some("elsewhere at T".into())
-            }
-        );
-        // The same pid and start on an earlier boot of this host: gone.
-        let earlier =
-            Owner::recorded(Some(me.pid), Some(me.started_at), host, Some("old")).unwrap();
-        assert!(earlier.earlier_boot);
-        assert!(!earlier.is_alive());
-        assert_eq!(holder(Some(earlier), me, |_| None), Holder::Gone);
     }
 
     #[test]

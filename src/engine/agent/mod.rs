@@ -235,7 +235,7 @@ impl Agents<'_> {
             row.owner_host.as_deref(),
             row.owner_boot.as_deref(),
         );
-        crate::identity::holder(recorded, self.rt.owner(), |_| None)
+        crate::identity::holder(recorded, self.rt.owner())
     }
 
     fn is_mine(&self, row: &AgentRow) -> bool {

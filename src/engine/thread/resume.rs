@@ -83,13 +83,13 @@ pub(in crate::engine) async fn resume(
         .await;
     let mut via = None;
     let holder = remote::holder(e, &row.id)?;
-    let done = match holder.as_ref().map(|h| (h, h.elsewhere())) {
-        Some((Holder::Here, _)) => ResumeDone {
+    let done = match holder {
+        Some(Holder::Here) => ResumeDone {
             already_live: true,
             file: None,
             note: None,
         },
-        Some((_, Some(owner))) => {
+        Some(Holder::Elsewhere(owner)) => {
             via = Some(owner);
             ResumeDone {
                 already_live: true,

@@ -57,9 +57,9 @@ pub(in crate::engine) async fn send(
         .await;
     let by = format!("session {} (thread tool)", e.cfg.session_id);
     let holder = remote::holder(e, &row.id)?;
-    let (done, via) = match (&holder, holder.as_ref().and_then(Holder::elsewhere)) {
-        (Some(Holder::Here), _) => (send_here(e, &row, message, mode, &by).await?, None),
-        (_, Some(owner)) => {
+    let (done, via) = match holder {
+        Some(Holder::Here) => (send_here(e, &row, message, mode, &by).await?, None),
+        Some(Holder::Elsewhere(owner)) => {
             let payload = serde_json::to_string(&SendPayload {
                 message: message.to_string(),
                 mode,
@@ -86,11 +86,11 @@ pub(in crate::engine) async fn send(
             };
             (done, Some(owner))
         }
-        (Some(Holder::Gone), _) => {
+        Some(Holder::Gone) => {
             remote::restore_orphans(e)?;
             return Err(closed_error(reference, &row));
         }
-        _ => return Err(closed_error(reference, &row)),
+        None => return Err(closed_error(reference, &row)),
     };
     let facts = e.facts(&row.id)?;
     let projection = Projection::new(&facts, Detail::Summary);

@@ -28,9 +28,9 @@ pub(in crate::engine) async fn stop(
             .await;
     }
     let holder = remote::holder(e, &row.id)?;
-    let (was_live, note) = match (&holder, holder.as_ref().and_then(Holder::elsewhere)) {
+    let (was_live, note) = match holder {
         _ if dequeued => (true, String::new()),
-        (_, Some(owner)) => {
+        Some(Holder::Elsewhere(owner)) => {
             match remote::request(e, &row.id, CommandKind::stop(force), None, owner).await? {
                 Outcome::Done(result) => (result != STOP_ALREADY_CLOSED, held_by(owner)),
                 Outcome::Failed(err) => return Err(err),
@@ -49,7 +49,7 @@ pub(in crate::engine) async fn stop(
                 Outcome::StillRunning => return Err(remote::still_running(&row.path, "stop")),
             }
         }
-        (Some(Holder::Gone), _) => {
+        Some(Holder::Gone) => {
             remote::restore_orphans(e)?;
             (false, String::new())
         }

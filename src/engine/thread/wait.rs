@@ -66,7 +66,7 @@ pub(in crate::engine) async fn wait(
         match remote::holder(e, &row.id)? {
             // Another serve holds it, or held it and died (a watcher's restore pass closes it
             // within about a second): its rows say when it is done.
-            Some(Holder::ThisHost(_) | Holder::OtherHost { .. } | Holder::Gone) => {
+            Some(Holder::Elsewhere(_) | Holder::Gone) => {
                 return wait_on_rows(e, &row, detail, timeout_ms, started, progress).await
             }
             Some(Holder::Here) | None => {}

@@ -32,9 +32,7 @@ pub(in crate::engine) async fn drive(e: &Engine, id: &WorkerId) -> Result<()> {
     if !e.rt.is_live(&thread) {
         let me = e.rt.owner();
         if row.facts.status == ThreadStatus::Live
-            && crate::identity::holder(row.owner, me, |_| None)
-                .elsewhere()
-                .is_some()
+            && crate::identity::holder(row.owner, me).elsewhere().is_some()
         {
             return Ok(());
         }

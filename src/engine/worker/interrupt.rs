@@ -46,7 +46,7 @@ pub(in crate::engine) async fn interrupt(
             e.interrupting.remove(&id);
         }
     } else if row.facts.status == ThreadStatus::Live
-        && crate::identity::holder(row.owner, e.rt.owner(), |_| None)
+        && crate::identity::holder(row.owner, e.rt.owner())
             .elsewhere()
             .is_some()
     {
