@@ -138,7 +138,7 @@ pub async fn run(engine: Arc<Engine>, out: Output, supervision: Arc<Supervision>
         // On PostgreSQL, announcements of children's facts alone (events, output, usage)
         // change no command, notice or thread state: the status line and the caps look at
         // them, the scans below do not (a streaming team sends hundreds a second).
-        let rows = watch.rows_version().ok();
+        let rows = watch.rows_version().ok().flatten();
         if rows.is_some() && rows == seen_rows {
             status.report(&engine, feed.conn(), &out, false);
             caps.run(&engine, false).await;

@@ -238,10 +238,11 @@ pub(in crate::store) trait Db {
     /// Takes a transaction-level advisory lock on the keys (PostgreSQL); nothing on SQLite,
     /// whose every write holds the whole file.
     fn advisory_lock(&self, keys: (i32, i32)) -> Result<()>;
-    /// [`Db::change_count`] without the announcements of children's facts alone (PostgreSQL;
-    /// every commit on SQLite): what moves when a command, notice or thread state may have.
-    fn rows_change_count(&self) -> Result<i64> {
-        self.change_count()
+    /// [`Db::change_count`] without the announcements of children's facts alone: what moves
+    /// when a command, notice or thread state may have (PostgreSQL). `None` where commits are
+    /// not told apart (SQLite: every commit may have).
+    fn rows_change_count(&self) -> Result<Option<i64>> {
+        Ok(None)
     }
     /// Asks that this write transaction be announced with its commit even where it would be
     /// announced later (PostgreSQL's facts writes); nothing on SQLite.

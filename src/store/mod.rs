@@ -113,8 +113,9 @@ impl Conn {
         self.0.change_count()
     }
 
-    /// [`Conn::data_version`] without PostgreSQL's announcements of children's facts alone.
-    pub fn rows_data_version(&self) -> Result<i64> {
+    /// [`Conn::data_version`] without PostgreSQL's announcements of children's facts alone;
+    /// `None` on SQLite, which does not tell commits apart.
+    pub fn rows_data_version(&self) -> Result<Option<i64>> {
         self.0.rows_change_count()
     }
 
@@ -307,10 +308,10 @@ impl ChangeWatch {
     }
 
     /// [`ChangeWatch::version`] moved by what may have changed a command, notice, question or
-    /// thread state: every commit on SQLite; on PostgreSQL all but the announcements of
-    /// children's facts alone. Read after [`ChangeWatch::version`].
-    pub fn rows_version(&self) -> Result<i64> {
-        Ok(self.conn.rows_data_version()? + self.offset)
+    /// thread state: on PostgreSQL all but the announcements of children's facts alone;
+    /// `None` on SQLite, where every commit may have. Read after [`ChangeWatch::version`].
+    pub fn rows_version(&self) -> Result<Option<i64>> {
+        Ok(self.conn.rows_data_version()?.map(|v| v + self.offset))
     }
 
     /// The connection, for the store's reads of what changed.

@@ -556,13 +556,13 @@ impl Db for PgConn {
         Ok(w.count.load(Ordering::SeqCst))
     }
 
-    fn rows_change_count(&self) -> Result<i64> {
+    fn rows_change_count(&self) -> Result<Option<i64>> {
         let all = self.change_count()?;
         let facts = self
             .watched
             .as_ref()
             .map_or(0, |w| w.facts.load(Ordering::SeqCst));
-        Ok(all - facts)
+        Ok(Some(all - facts))
     }
 
     fn announce_now(&self) {
