@@ -179,6 +179,25 @@ pub fn plan(root: &Path, rel: &Path, base: &str, task: &str, short: &str) -> Pla
     }
 }
 
+/// The directory of the project a worktree's `cwd` stands for: `<root>/<rel>` for a cwd
+/// `<root>/.threadbase/worktrees/<name>/<rel>` ([`plan`]); any other directory is itself. A
+/// thread's approval is judged by it, so an isolated thread is approved as it would be in
+/// its project, however it is launched (a start, the queue, a resume).
+pub fn project_dir(cwd: &Path) -> PathBuf {
+    let parts: Vec<_> = cwd.components().collect();
+    let inside: Vec<_> = Path::new(WORKTREES_DIR).components().collect();
+    let at = parts
+        .windows(inside.len() + 1)
+        .rposition(|w| w[..inside.len()] == inside[..]);
+    match at {
+        Some(i) => parts[..i]
+            .iter()
+            .chain(&parts[i + inside.len() + 1..])
+            .collect(),
+        None => cwd.to_path_buf(),
+    }
+}
+
 /// Makes `plan`'s worktree: `.threadbase/` excluded in the repository, the folder and its
 /// branch from the base commit, and the cwd inside it (created if the base lacks it).
 pub fn create(plan: &Plan) -> Result<()> {
@@ -764,6 +783,24 @@ pub fn not_isolated(reference: &str, verb: &str) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_worktrees_cwd_stands_for_the_same_place_in_its_project() {
+        let p = plan(
+            Path::new("/repo"),
+            Path::new("sub/dir"),
+            "abc",
+            "fix it",
+            "a1b2c3",
+        );
+        assert_eq!(project_dir(&p.cwd), Path::new("/repo/sub/dir"));
+        let top = plan(Path::new("/repo"), Path::new(""), "abc", "t", "a1b2c3");
+        assert_eq!(project_dir(&top.cwd), Path::new("/repo"));
+        // Anything else is itself, a `.threadbase` folder without a worktree's name too.
+        for dir in ["/repo/sub", "/repo/.threadbase/worktrees", "/", "rel/dir"] {
+            assert_eq!(project_dir(Path::new(dir)), Path::new(dir));
+        }
+    }
 
     #[test]
     fn names_keep_safe_characters_only() {

@@ -7,7 +7,7 @@
 //! cwd; the module runs on SQLite and, through `postgres::suite`, on PostgreSQL.
 
 use crate::support::common::{self, git};
-use crate::support::serve_client::{Scripted, Serve};
+use crate::support::serve_client::{scripted_command, Scripted, Serve, ServeSpec};
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -814,4 +814,89 @@ fn agent_and_worker_spawns_outside_a_repository_say_why_they_are_not_isolated() 
     );
     assert!(b["details"].get("isolationNote").is_none(), "{b}");
     s.close(Duration::from_secs(10));
+}
+
+/// A trusted session's children run with `--approve` when their cwd lies inside its cwd, and
+/// an isolated child's worktree stands for the same place in its project however the child
+/// is launched: started, launched by the queue, resumed. The session's cwd is a folder of
+/// the repository (`src`), so the worktrees themselves lie outside it.
+#[test]
+fn an_isolated_child_is_approved_as_in_its_project_when_started_queued_or_resumed() {
+    let w = World::new("wt_approve", writer_script());
+    let sub = w.repo.join("src");
+    let mut s = Serve::start(ServeSpec {
+        db: &w.base.db,
+        args: vec![
+            "--cwd".into(),
+            sub.display().to_string(),
+            "--session-id".into(),
+            "ses_approve".into(),
+            "--trusted".into(),
+        ],
+        env: [
+            (
+                "THREADBASE_PI_COMMAND",
+                scripted_command(&w.base.root.join("script.json")),
+            ),
+            ("THREADBASE_ISOLATION", "worktree".into()),
+            ("THREADBASE_QUEUE", "1".into()),
+            ("PI_THREADS_MAX_THREADS", "1".into()),
+            (
+                "PI_CODING_AGENT_DIR",
+                w.base.root.join("agent").display().to_string(),
+            ),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect(),
+        cwd: sub.clone(),
+        clear_env: false,
+    });
+    // The approval flag of the live child at `path` whose pid is not `before`, and its pid.
+    let flag_of = |path: &str, before: Option<i64>| -> (String, i64) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let v: Value = serde_json::from_str(&w.cli(&[
+                "sql",
+                "--json",
+                &format!("SELECT pid FROM threads WHERE path = '{path}' AND status = 'live' AND pid IS NOT NULL"),
+            ]))
+            .unwrap();
+            let pid = v
+                .as_array()
+                .unwrap()
+                .first()
+                .and_then(|r| r["pid"].as_i64());
+            if let Some(pid) = pid.filter(|p| Some(*p) != before) {
+                let argv = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                let argv = String::from_utf8_lossy(&argv).into_owned();
+                let flag = argv
+                    .split('\0')
+                    .find(|a| a.ends_with("approve"))
+                    .unwrap_or_else(|| panic!("no approval flag in {argv:?}"));
+                return (flag.to_string(), pid);
+            }
+            assert!(std::time::Instant::now() < deadline, "{path} never ran");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let first = started(&mut s, "one", "first", &sub);
+    assert_eq!(
+        first["details"]["thread"]["cwd"]
+            .as_str()
+            .map(|c| c.ends_with("/src")),
+        Some(true),
+        "{first}"
+    );
+    assert_eq!(flag_of("/root/first", None).0, "--approve", "started");
+    let second = started(&mut s, "two", "second", &sub);
+    assert!(text(&second).contains("queued"), "{}", text(&second));
+    s.thread(json!({"action": "stop", "id": "first"}));
+    let (flag, pid) = flag_of("/root/second", None);
+    assert_eq!(flag, "--approve", "launched by the queue");
+    wait(&mut s, "second");
+    s.thread(json!({"action": "stop", "id": "second"}));
+    s.thread(json!({"action": "resume", "id": "second"}));
+    assert_eq!(flag_of("/root/second", Some(pid)).0, "--approve", "resumed");
+    s.close(Duration::from_secs(20));
 }

@@ -116,7 +116,7 @@ pub(in crate::engine) async fn fork(
     let source_entry = entry_id
         .clone()
         .or_else(|| source.leaf_id().map(str::to_string));
-    let argv = child_argv(e, &args, &asked_cwd, &new_file, &display)?;
+    let argv = child_argv(e, &args, &cwd, &new_file, &display)?;
     let outcome = launched(e, &id, async {
         if let Some(plan) = &plan {
             isolation::create(e, &id, plan)?;

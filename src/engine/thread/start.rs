@@ -12,11 +12,11 @@ use crate::domain::ThreadId;
 use crate::engine::isolation;
 use crate::engine::Reply;
 use crate::error::Result;
-use crate::runtime::StartKind;
+use crate::runtime::{LaunchOutcome, StartKind};
 use crate::store::launches;
 use crate::store::queue::{self, QueueState};
 use crate::store::threads::thread_by_id_any;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 pub(in crate::engine) async fn start(
     e: &Engine,
@@ -89,18 +89,15 @@ pub(in crate::engine) async fn start(
         drop(_launching);
         return queued_reply(e, &id);
     }
-    let outcome = launched(e, &id, async {
-        let (session, session_id) = new_session_file(e, &cwd, e.cfg.session_file.as_deref())?;
-        e.store.write(|tx| {
-            launches::set_session_file(tx, &id, &session.display().to_string(), &session_id)
-        })?;
-        // Approval is judged by the directory asked for (a worktree is the same project).
-        let argv = child_argv(e, &args, &asked_cwd, &session, &display)?;
-        let start = StartKind::Prompt(prompt.clone());
-        e.rt.launch(child_launch(e, &id, &path, depth, argv, &cwd, start))
-            .await
-    })
-    .await?;
+    let child = Launch {
+        id: &id,
+        path: &path,
+        depth,
+        args: &args,
+        name: &display,
+        cwd: &cwd,
+    };
+    let outcome = launched(e, &id, child.with_prompt(e, prompt.clone())).await?;
     let facts = e.facts(&id)?;
     let projection = Projection::new(&facts, Detail::Summary);
     let snap = projection.snapshot();
@@ -157,16 +154,40 @@ pub(in crate::engine) async fn launch_queued(e: &Engine, id: &ThreadId) -> Resul
         (row, queue::prompt_of(&conn, id)?.unwrap_or_default())
     };
     let cwd = PathBuf::from(&row.cwd);
-    launched(e, id, async {
-        let (session, session_id) = new_session_file(e, &cwd, e.cfg.session_file.as_deref())?;
-        e.store.write(|tx| {
-            launches::set_session_file(tx, id, &session.display().to_string(), &session_id)
-        })?;
-        let argv = child_argv(e, &row.args, &cwd, &session, &row.name)?;
-        let start = StartKind::Prompt(prompt);
-        e.rt.launch(child_launch(e, id, &row.path, row.depth, argv, &cwd, start))
-            .await
-    })
-    .await?;
+    let child = Launch {
+        id,
+        path: &row.path,
+        depth: row.depth,
+        args: &row.args,
+        name: &row.name,
+        cwd: &cwd,
+    };
+    launched(e, id, child.with_prompt(e, prompt)).await?;
     Ok(())
+}
+
+/// A reserved thread to launch with its first prompt, by a start or by the queue.
+struct Launch<'a> {
+    id: &'a ThreadId,
+    path: &'a str,
+    depth: i64,
+    args: &'a [String],
+    name: &'a str,
+    cwd: &'a Path,
+}
+
+impl Launch<'_> {
+    /// A new session file, recorded on the row, then the child in `cwd` with `prompt`.
+    async fn with_prompt(&self, e: &Engine, prompt: String) -> Result<LaunchOutcome> {
+        let (session, session_id) = new_session_file(e, self.cwd, e.cfg.session_file.as_deref())?;
+        e.store.write(|tx| {
+            launches::set_session_file(tx, self.id, &session.display().to_string(), &session_id)
+        })?;
+        let argv = child_argv(e, self.args, self.cwd, &session, self.name)?;
+        let start = StartKind::Prompt(prompt);
+        e.rt.launch(child_launch(
+            e, self.id, self.path, self.depth, argv, self.cwd, start,
+        ))
+        .await
+    }
 }
