@@ -381,7 +381,9 @@ pub fn merge_args(inherited: &[String], child: &[String]) -> Result<Vec<String>,
 
 /// True when the child may run with `--approve`: the parent project is trusted and the
 /// child cwd's real path equals or lies inside the parent cwd's real path. A path that
-/// cannot be resolved is untrusted, and so is a symlink leading outside the parent.
+/// cannot be resolved is untrusted, and so is a symlink leading outside the parent. A child
+/// cwd in a worktree threadbase made counts as the same place in its project
+/// (`worktree::project_dir`), however the child is launched.
 pub fn should_approve(parent_trusted: bool, parent_cwd: &Path, child_cwd: &Path) -> bool {
     if !parent_trusted {
         return false;
@@ -390,7 +392,7 @@ pub fn should_approve(parent_trusted: bool, parent_cwd: &Path, child_cwd: &Path)
         dunce::canonicalize(parent_cwd),
         dunce::canonicalize(child_cwd),
     ) {
-        (Ok(parent), Ok(child)) => child.starts_with(&parent),
+        (Ok(parent), Ok(child)) => crate::worktree::project_dir(&child).starts_with(&parent),
         _ => false,
     }
 }

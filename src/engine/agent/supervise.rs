@@ -65,11 +65,7 @@ impl Agents<'_> {
             &row,
             argpolicy::inherited_args(&self.cfg.parent_args, &self.cfg.cwd),
         );
-        let approve = argpolicy::should_approve(
-            self.cfg.trusted,
-            &self.cfg.cwd,
-            &crate::worktree::project_dir(&cwd),
-        );
+        let approve = argpolicy::should_approve(self.cfg.trusted, &self.cfg.cwd, &cwd);
         let argv = crate::pi::flags::child_argv(
             &self.cfg.pi_command,
             &inherited,

@@ -170,12 +170,7 @@ pub(super) fn child_argv(
 ) -> Result<Vec<String>> {
     let inherited = argpolicy::inherited_args(&e.cfg.parent_args, &e.cfg.cwd);
     let merged = argpolicy::merge_args(&inherited, args)?;
-    // An isolated thread is approved as in its project (a worktree is the same project).
-    let approve = argpolicy::should_approve(
-        e.cfg.trusted,
-        &e.cfg.cwd,
-        &crate::worktree::project_dir(cwd),
-    );
+    let approve = argpolicy::should_approve(e.cfg.trusted, &e.cfg.cwd, cwd);
     Ok(crate::pi::flags::child_argv(
         &e.cfg.pi_command,
         &merged,

@@ -297,11 +297,7 @@ fn descendant_argv(
     }
     let merged = argpolicy::merge_args(&inherited, &row.args)?;
     // Children inherit the trust setting (THREADBASE_TRUSTED) with the environment.
-    let approve = argpolicy::should_approve(
-        e.cfg.trusted,
-        &parent_cwd,
-        &crate::worktree::project_dir(Path::new(&row.cwd)),
-    );
+    let approve = argpolicy::should_approve(e.cfg.trusted, &parent_cwd, Path::new(&row.cwd));
     Ok(crate::pi::flags::child_argv(
         &e.cfg.pi_command,
         &merged,
