@@ -84,11 +84,6 @@ impl Supervision {
         state.feed.clone()
     }
 
-    /// Whether anything is not running.
-    pub fn is_degraded(&self) -> bool {
-        self.degraded.load(Ordering::Acquire)
-    }
-
     /// The note every answer carries while something is not running (`None` while all runs).
     pub fn note(&self) -> Option<Note> {
         if !self.degraded.load(Ordering::Acquire) {
@@ -205,7 +200,7 @@ mod tests {
     #[test]
     fn a_serve_is_degraded_while_a_part_fails_and_keeps_since_when_across_failures() {
         let s = Supervision::default();
-        assert!(s.note().is_none() && s.mark().is_none() && !s.is_degraded());
+        assert!(s.note().is_none() && s.mark().is_none());
         assert!(s.failed(Part::Feed, "too many connections for role \"x\""));
         let since = s.note().unwrap().since;
         // A second failure is not news, keeps the first's time and takes the newer reason.
@@ -235,7 +230,7 @@ mod tests {
         assert_eq!(s.note().unwrap().parts, ["heartbeat"]);
         assert!(s.mark().is_none());
         assert!(s.running(Part::Heartbeat).is_some());
-        assert!(s.note().is_none() && !s.is_degraded());
+        assert!(s.note().is_none());
         assert!(s.running(Part::Feed).is_none(), "was running");
     }
 }
