@@ -69,13 +69,8 @@ import { ownUsageFirst, reportOwnUsage, withSpend } from "./spend.ts";
 import { statusUiOf } from "./status.ts";
 import { askParent, enabledContracts, progressText, registers, THREAD_TOOL, TOOLS, type ToolSpec } from "./tools.ts";
 
-// What other code (tests, benches, a session) reads of this extension.
-export { askUser } from "./commands.ts";
-export type { PiUsage, StatusParams } from "./protocol.ts";
-export { findThreadbase, LineReader, withAliases } from "./serve.ts";
-export { addUsage, ownUsage, THREADBASE_TOOLS } from "./spend.ts";
-export { STATUS_KEY, statusText } from "./status.ts";
-export { ANSWER_TOOL, askParent } from "./tools.ts";
+// What other code reads of this extension: the tests' driver (tests/it/support/extension_driver.mjs).
+export { LineReader } from "./serve.ts";
 
 /** Whether a session's entries hold a result of the `thread` tool (or a notice about one). */
 export function usedThreadTool(entries: readonly unknown[]): boolean {

@@ -107,18 +107,12 @@ export function withSpend(c: { spend: SessionSpend }, result: ToolResult): ToolR
 }
 
 /**
- * This session's own spend, as Pi's session stats add it up (assistant messages, `usage`
- * entries, compactions and branch summaries, tool results' own usage) but without the results
- * of this extension's tools (the children's spend, which their own rows count); `turns` are
- * assistant messages and `toolCalls` their tool calls. Undefined when the session manager
- * cannot list entries.
+ * Adds the own spend of `entries` from index `from` on to `u`, and returns `u`: this session's
+ * own spend, as Pi's session stats add it up (assistant messages, `usage` entries, compactions
+ * and branch summaries, tool results' own usage) but without the results of this extension's
+ * tools (the children's spend, which their own rows count); `turns` are assistant messages
+ * and `toolCalls` their tool calls.
  */
-export function ownUsage(entries: unknown): SessionUsageParams | undefined {
-	if (!Array.isArray(entries)) return undefined;
-	return addOwnUsage(entries, 0, zeroOwn());
-}
-
-/** Adds the own spend of `entries` from index `from` on to `u` (see [`ownUsage`]); returns `u`. */
 function addOwnUsage(entries: readonly unknown[], from: number, u: SessionUsageParams): SessionUsageParams {
 	const add = (x: unknown) => {
 		if (!x || typeof x !== "object") return;
