@@ -792,12 +792,7 @@ impl Serve {
 
     /// One request whose result must not be an error; returns the parsed result.
     fn call(&mut self, method: &str, params: Value) -> Value {
-        let line = self.roundtrip(method, &params.to_string());
-        let mut v: Value = serde_json::from_slice(line).expect("a JSON response line");
-        if v.get("error").is_some() {
-            panic!("{method} {params} failed: {}", v["error"]);
-        }
-        v["result"].take()
+        self.pipe.call(method, &params)
     }
 
     fn status_kib(&self, key: &str) -> u64 {

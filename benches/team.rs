@@ -407,14 +407,7 @@ impl Serve {
     }
 
     fn call(&mut self, params: Value) -> Value {
-        let line = self.pipe.roundtrip("thread", &params.to_string());
-        let v: Value = serde_json::from_slice(line).expect("a JSON response line");
-        assert!(
-            v.get("error").is_none(),
-            "thread {params} failed: {}",
-            v["error"]
-        );
-        v["result"].clone()
+        self.pipe.call("thread", &params)
     }
 
     /// Closes stdin (serve stops its children and exits) and waits up to `within`.

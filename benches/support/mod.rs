@@ -426,6 +426,18 @@ impl Pipe {
             .is_some_and(|comma| line[comma + 1..].starts_with(b"\"error\""))
     }
 
+    /// One request whose result must not be an error; returns the parsed result.
+    pub fn call(&mut self, method: &str, params: &serde_json::Value) -> serde_json::Value {
+        let line = self.roundtrip(method, &params.to_string());
+        let mut v: serde_json::Value = serde_json::from_slice(line).expect("a JSON response line");
+        assert!(
+            v.get("error").is_none(),
+            "{method} {params} failed: {}",
+            v["error"]
+        );
+        v["result"].take()
+    }
+
     /// Closes the program's stdin (serve stops its children and exits).
     pub fn close_stdin(&mut self) {
         drop(self.stdin.take());
