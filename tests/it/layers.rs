@@ -17,24 +17,11 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The files of `src/` outside `src/store/`, each with its text before its unit tests (a
-/// file's own `#[cfg(test)]` part, or its `<file>/tests.rs`, which is not code of the crate).
+/// The files of `src/` outside `src/store/`, as [`code_of`] gives them.
 fn outside_the_store() -> Vec<(String, String)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = Vec::new();
-    rust_files(&root.join("src"), &mut files);
-    files
+    code_of("src/")
         .into_iter()
-        .filter(|p| !p.starts_with(root.join("src/store")))
-        .filter(|p| !p.ends_with("tests.rs"))
-        .map(|p| {
-            let text = std::fs::read_to_string(&p).unwrap();
-            let code = match text.find("#[cfg(test)]") {
-                Some(i) => text[..i].to_string(),
-                None => text,
-            };
-            (p.strip_prefix(root).unwrap().display().to_string(), code)
-        })
+        .filter(|(p, _)| !p.starts_with("src/store/"))
         .collect()
 }
 

@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 use tokio_postgres::Client;
@@ -131,11 +131,12 @@ fn ask(s: &mut Serve, params: Value) -> (Value, Option<Value>) {
 }
 
 fn until(what: &str, secs: u64, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    while !done() {
-        assert!(Instant::now() < deadline, "{what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    crate::support::common::poll(
+        Duration::from_secs(secs),
+        Duration::from_millis(100),
+        what,
+        || done().then_some(()),
+    )
 }
 
 fn scalar<T: for<'r> tokio_postgres::types::FromSql<'r>>(schema: &TestSchema, sql: &str) -> T {
