@@ -165,14 +165,7 @@ pub fn state_label(t: &ThreadRow, placements: &Placements) -> String {
         }
         (_, Some(n)) if t.is_live() => format!("live/{}", n.word()),
         (Some(state), _) => state.to_string(),
-        (None, _) => crate::domain::state_words(
-            t.status(),
-            t.phase(),
-            t.exit().map(|x| x.kind),
-            t.exit().and_then(|x| x.code),
-            t.exit().is_some_and(|x| x.signal.is_some()),
-            need.map(|n| n.attention),
-        ),
+        (None, _) => t.state_words(need.map(|n| n.attention)),
     };
     if t.archived {
         s.push_str(" archived");

@@ -306,6 +306,19 @@ impl ThreadRow {
         self.state.phase()
     }
 
+    /// Its state in words (`crate::domain::state_words`), with what needs the user of it.
+    pub fn state_words(&self, attention: Option<crate::domain::Attention>) -> String {
+        let exit = self.exit();
+        crate::domain::state_words(
+            self.status(),
+            self.phase(),
+            exit.map(|x| x.kind),
+            exit.and_then(|x| x.code),
+            exit.is_some_and(|x| x.signal.is_some()),
+            attention,
+        )
+    }
+
     /// How it ended, once closed.
     pub fn exit(&self) -> Option<&Exit> {
         self.state.exit()

@@ -7,7 +7,6 @@ use serde::Serialize;
 
 use super::Engine;
 use crate::contract::request::ThreadStates;
-use crate::domain::state_words;
 use crate::engine::Reply;
 use crate::error::Result;
 use crate::store::{attention, threads, ThreadIds};
@@ -29,18 +28,7 @@ pub(in crate::engine) fn states(e: &Engine, req: ThreadStates) -> Result<Reply> 
     let words: std::collections::HashMap<_, _> = rows
         .iter()
         .zip(needs)
-        .map(|(row, need)| {
-            let exit = row.exit();
-            let words = state_words(
-                row.status(),
-                row.phase(),
-                exit.map(|x| x.kind),
-                exit.and_then(|x| x.code),
-                exit.is_some_and(|x| x.signal.is_some()),
-                need.map(|n| n.attention),
-            );
-            (&row.id, words)
-        })
+        .map(|(row, need)| (&row.id, row.state_words(need.map(|n| n.attention))))
         .collect();
     let states = req.ids.iter().map(|id| words.get(id).cloned()).collect();
     Ok(Reply::of(States { states }))
