@@ -202,19 +202,7 @@ mod tests {
                 )?;
                 insert_thread(
                     tx,
-                    &NewThread {
-                        id: id.into(),
-                        manager_id: m,
-                        path: format!("/root/{id}"),
-                        parent_path: Some("/root".into()),
-                        task_name: id.into(),
-                        name: id.into(),
-                        depth: 1,
-                        cwd: "/w".into(),
-                        status: ThreadStatus::Live,
-                        phase: Phase::Idle,
-                        ..Default::default()
-                    },
+                    &NewThread::under_root(id, m, ThreadStatus::Live, Phase::Idle),
                 )?;
                 Ok(())
             })

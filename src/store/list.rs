@@ -565,22 +565,8 @@ mod tests {
                     &ManagerSpec::new(&"s".into(), Contract::Thread, "/root"),
                 )?;
                 for id in ["thread_000000000001", "thread_000000000002"] {
-                    insert_thread(
-                        tx,
-                        &NewThread {
-                            id: id.into(),
-                            manager_id: m,
-                            path: format!("/root/{id}"),
-                            parent_path: Some("/root".into()),
-                            task_name: id.into(),
-                            name: id.into(),
-                            depth: 1,
-                            cwd: "/w".into(),
-                            status: ThreadStatus::Live,
-                            phase: Phase::Idle,
-                            ..Default::default()
-                        },
-                    )?;
+                    let t = NewThread::under_root(id, m, ThreadStatus::Live, Phase::Idle);
+                    insert_thread(tx, &t)?;
                 }
                 Ok(m)
             })

@@ -126,6 +126,31 @@ pub struct NewThread {
     pub report_message_id: Option<String>,
 }
 
+#[cfg(test)]
+impl NewThread {
+    /// A unit test's thread `/root/<id>` of manager `m` (cwd `/w`), in `status` and `phase`.
+    pub(crate) fn under_root(
+        id: &str,
+        m: ManagerId,
+        status: ThreadStatus,
+        phase: Phase,
+    ) -> NewThread {
+        NewThread {
+            id: ThreadId::new(id),
+            manager_id: m,
+            path: format!("/root/{id}"),
+            parent_path: Some("/root".into()),
+            task_name: id.into(),
+            name: id.into(),
+            depth: 1,
+            cwd: "/w".into(),
+            status,
+            phase,
+            ..Default::default()
+        }
+    }
+}
+
 /// Reserves a thread row (live, or closed with an exit set in the same transaction), for every
 /// contract. A second thread at the same path of one manager is a `conflict`.
 pub fn insert_thread(conn: &Conn, t: &NewThread) -> Result<()> {

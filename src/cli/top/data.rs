@@ -422,22 +422,7 @@ mod tests {
                     ("ses_pass", ThreadStatus::Live, Phase::Idle),
                     ("ses_gone", ThreadStatus::Live, Phase::Idle),
                 ] {
-                    insert_thread(
-                        tx,
-                        &NewThread {
-                            id: ThreadId::new(id),
-                            manager_id: m,
-                            path: format!("/root/{id}"),
-                            parent_path: Some("/root".into()),
-                            task_name: id.into(),
-                            name: id.into(),
-                            depth: 1,
-                            cwd: "/w".into(),
-                            status,
-                            phase,
-                            ..Default::default()
-                        },
-                    )?;
+                    insert_thread(tx, &NewThread::under_root(id, m, status, phase))?;
                 }
                 tx.sqlite().unwrap().execute_batch(
                     "UPDATE threads SET outcome = 'succeeded' WHERE id IN ('ses_done', 'ses_pass');
